@@ -1,0 +1,85 @@
+/* kiln_driver.h — the compiler driver: one call from a .kiln source to any stage's output.
+ *
+ * The `kiln` command, the tuner and the tests all compile through here, so that the pipeline
+ * (parse → sema with bound consts → mlirgen → passes → object) is written once. */
+#ifndef KILN_DRIVER_H
+#define KILN_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum KilnTarget {
+  KILN_TARGET_CPU,
+  KILN_TARGET_EMU,
+  KILN_TARGET_SM80,
+  KILN_TARGET_SM90,
+  KILN_TARGET_COUNT
+} KilnTarget;
+
+typedef enum KilnEmit {
+  KILN_EMIT_AST,  /* the typed AST, as text */
+  KILN_EMIT_MLIR, /* `kiln` dialect IR straight from mlirgen (verified), as text */
+  KILN_EMIT_LOWERED_MLIR, /* IR after the whole pass pipeline (llvm dialect), as text */
+  KILN_EMIT_LLVM, /* LLVM IR, as text */
+  KILN_EMIT_OBJ,  /* host object file bytes (cpu target) */
+  KILN_EMIT_COUNT
+} KilnEmit;
+
+/* Exit-code-shaped results: 0 success, 1 user error (diagnostics were written), 2 environment
+ * or internal failure (a message was written). */
+typedef enum KilnDriverStatus {
+  KILN_DRIVER_OK = 0,
+  KILN_DRIVER_USER_ERROR = 1,
+  KILN_DRIVER_FAILURE = 2
+} KilnDriverStatus;
+
+typedef struct KilnDefine {
+  const char *name; /* a `const` parameter, or num_warps / num_stages */
+  int64_t value;
+} KilnDefine;
+
+typedef struct KilnCompileOptions {
+  const char *path;         /* source file path, used in diagnostics and locations */
+  const char *source;       /* source text; NULL: read `path` */
+  size_t source_len;        /* length of `source` when given */
+  const char *kernel;       /* kernel to compile */
+  const KilnDefine *defines;
+  size_t num_defines;
+  KilnTarget target;
+  int num_warps;            /* 0: from defines, else 4 */
+  int num_stages;           /* 0: from defines, else 2 */
+  const char *dump_after;   /* NULL, a pipeline stage name, or "all" */
+  FILE *diag;               /* where diagnostics and dumps go; NULL: stderr */
+} KilnCompileOptions;
+
+typedef struct KilnBuffer {
+  char *data; /* owned; NUL-terminated for text outputs */
+  size_t size;
+} KilnBuffer;
+
+/* Compiles opts->kernel and writes the requested output into *out (which the caller frees with
+ * kiln_buffer_free). On failure *out is empty and diagnostics went to opts->diag. */
+KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *opts, KilnEmit emit, KilnBuffer *out);
+
+/* Parses and type-checks every kernel of a file (consts bound from the first config of each
+ * kernel's tune block, or from defines). Diagnostics go to `diag`. */
+KilnDriverStatus kiln_driver_check(const char *path, const KilnDefine *defines, size_t num_defines,
+                                   FILE *diag);
+
+void kiln_buffer_free(KilnBuffer *buf);
+
+const char *kiln_target_name(KilnTarget t);
+/* Returns KILN_TARGET_COUNT when `name` names no target. */
+KilnTarget kiln_target_from_name(const char *name);
+const char *kiln_emit_name(KilnEmit e);
+KilnEmit kiln_emit_from_name(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
