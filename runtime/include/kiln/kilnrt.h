@@ -1,0 +1,219 @@
+/* kilnrt.h — the Kiln runtime: devices, memory, modules, launches, streams, events, graphs.
+ *
+ * This is the only header of libkilnrt that other code may include. It needs neither CUDA nor
+ * MLIR: the CUDA driver is opened with dlopen at run time. One API drives every device kind
+ * (`cpu`, `emu`, `cuda`); see docs/runtime.md for the semantics of each call on each device.
+ *
+ * Conventions that hold for every function below:
+ * - Functions returning KilnRtStatus return KILN_RT_OK on success. On failure they leave their
+ *   out-parameters untouched and set a thread-local message readable with kiln_rt_last_error().
+ *   Successful calls do not clear that message (like errno).
+ * - Whatever a `*_create` or `*_load` hands out is owned by the caller and released with the
+ *   matching `*_destroy`. Objects made from a device (memory, modules, streams, events, graphs)
+ *   must be destroyed before that device; memory still allocated when the device is destroyed is
+ *   freed with it.
+ * - A NULL stream is the default stream: work on it completes before the call returns.
+ * - The library never exits or aborts the process on a failure.
+ */
+#ifndef KILN_KILNRT_H
+#define KILN_KILNRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_RT_VERSION_MAJOR 0
+#define KILN_RT_VERSION_MINOR 1
+#define KILN_RT_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH: what kiln_rt_version() returns for this header. */
+#define KILN_RT_VERSION \
+  (KILN_RT_VERSION_MAJOR * 10000 + KILN_RT_VERSION_MINOR * 100 + KILN_RT_VERSION_PATCH)
+
+/* The version of the library actually loaded, encoded like KILN_RT_VERSION; compare the major
+ * part with KILN_RT_VERSION_MAJOR to detect a header/library mismatch. */
+int kiln_rt_version(void);
+/* The same as "MAJOR.MINOR.PATCH"; a static string. */
+const char *kiln_rt_version_string(void);
+
+typedef enum KilnRtStatus {
+  KILN_RT_OK = 0,
+  KILN_RT_ERROR_INVALID_ARGUMENT, /* a caller mistake: NULL handle, bad size, wrong state */
+  KILN_RT_ERROR_NO_DEVICE,        /* the device kind or ordinal is not present here */
+  KILN_RT_ERROR_UNSUPPORTED,      /* the device cannot do this (yet) */
+  KILN_RT_ERROR_OUT_OF_MEMORY,
+  KILN_RT_ERROR_IO,               /* temp files, reading/writing */
+  KILN_RT_ERROR_LOAD,             /* a module image could not be linked or loaded */
+  KILN_RT_ERROR_NOT_FOUND,        /* no kernel of that name in the module */
+  KILN_RT_ERROR_LAUNCH,           /* the launch was rejected or failed */
+  KILN_RT_ERROR_DRIVER,           /* any other failure reported by the device driver */
+  KILN_RT_ERROR_TIMEOUT,
+  KILN_RT_STATUS_COUNT
+} KilnRtStatus;
+
+/* The enumerator's name ("KILN_RT_ERROR_NO_DEVICE"); "KILN_RT_STATUS_UNKNOWN" if out of range.
+ * A static string. */
+const char *kiln_rt_status_name(KilnRtStatus status);
+/* Detail of the last failure on the calling thread ("" if none yet). The string belongs to the
+ * thread and stays valid until its next failing call into the runtime. */
+const char *kiln_rt_last_error(void);
+
+typedef struct KilnRtDevice KilnRtDevice;
+typedef struct KilnRtModule KilnRtModule;
+typedef struct KilnRtFunction KilnRtFunction;
+typedef struct KilnRtStream KilnRtStream;
+typedef struct KilnRtEvent KilnRtEvent;
+typedef struct KilnRtGraph KilnRtGraph;
+
+/* ---- devices ------------------------------------------------------------------------------ */
+
+typedef enum KilnRtDeviceKind {
+  KILN_RT_DEVICE_CPU,
+  KILN_RT_DEVICE_EMU,
+  KILN_RT_DEVICE_CUDA,
+  KILN_RT_DEVICE_KIND_COUNT
+} KilnRtDeviceKind;
+
+typedef struct KilnRtDeviceInfo {
+  KilnRtDeviceKind kind;
+  char name[128];              /* "cpu", or the GPU's marketing name */
+  int cc_major, cc_minor;      /* compute capability; 0 on cpu */
+  int sm_count;                /* multiprocessors; on cpu, the number of worker threads */
+  size_t shared_mem_per_block; /* opt-in maximum of dynamic shared memory per block; 0 on cpu */
+  size_t total_mem;            /* device memory; physical memory on cpu */
+  int driver_version;          /* CUDA driver version (12040 = 12.4); 0 on cpu */
+  int num_threads;             /* cpu: worker threads running programs; cuda: 0 */
+} KilnRtDeviceInfo;
+
+/* Opens a device. spec: "cpu", "emu", "cuda" (= "cuda:0") or "cuda:N".
+ * On success *out is a new device owned by the caller (kiln_rt_device_destroy).
+ * Fails with NO_DEVICE when libcuda or the GPU is missing, UNSUPPORTED for a kind not built,
+ * INVALID_ARGUMENT for a malformed spec. */
+KilnRtStatus kiln_rt_device_create(const char *spec, KilnRtDevice **out);
+/* Frees the device and any memory still allocated on it. NULL is a no-op. */
+void kiln_rt_device_destroy(KilnRtDevice *dev);
+KilnRtStatus kiln_rt_device_info(KilnRtDevice *dev, KilnRtDeviceInfo *out);
+/* The kind the device was created as. */
+KilnRtDeviceKind kiln_rt_device_kind(const KilnRtDevice *dev);
+/* Waits until all work queued on the device (every stream) has finished. */
+KilnRtStatus kiln_rt_device_synchronize(KilnRtDevice *dev);
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* Allocates `bytes` of device memory (on cpu, host memory aligned to 64 bytes) and stores its
+ * device address in *dptr. bytes == 0 yields *dptr = NULL and OK. Memory comes from a caching
+ * allocator: freed blocks are kept per size class and reused; when the device runs out, the cache
+ * is released and the allocation retried once before OUT_OF_MEMORY is returned. Thread-safe. */
+KilnRtStatus kiln_rt_malloc(KilnRtDevice *dev, size_t bytes, void **dptr);
+/* Returns memory from kiln_rt_malloc to the cache. NULL is a no-op; an address not allocated on
+ * this device is INVALID_ARGUMENT. Not stream-ordered: free only after the work using it ended. */
+KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr);
+
+/* Copies and sets. stream NULL = default stream, complete on return. With a stream they are
+ * queued in stream order (on cpu they still run at once, which is a valid ordering). On a stream
+ * being captured they are recorded into the graph instead (pointers, not contents). */
+KilnRtStatus kiln_rt_memcpy_htod(KilnRtDevice *dev, void *dst, const void *src, size_t bytes,
+                                 KilnRtStream *stream);
+KilnRtStatus kiln_rt_memcpy_dtoh(KilnRtDevice *dev, void *dst, const void *src, size_t bytes,
+                                 KilnRtStream *stream);
+KilnRtStatus kiln_rt_memcpy_dtod(KilnRtDevice *dev, void *dst, const void *src, size_t bytes,
+                                 KilnRtStream *stream);
+/* Sets `bytes` bytes at dst to (unsigned char)value. */
+KilnRtStatus kiln_rt_memset(KilnRtDevice *dev, void *dst, int value, size_t bytes,
+                            KilnRtStream *stream);
+
+typedef struct KilnRtMemStats {
+  size_t bytes_in_use;      /* handed out and not yet freed (rounded to the size class) */
+  size_t bytes_cached;      /* freed, held by the cache for reuse */
+  size_t peak_bytes_in_use; /* high-water mark of bytes_in_use */
+  size_t bytes_reserved;    /* bytes_in_use + bytes_cached: what the device really holds */
+  size_t num_allocs;        /* successful kiln_rt_malloc calls with bytes > 0 */
+  size_t num_cache_hits;    /* of those, served from the cache */
+  size_t num_device_allocs; /* allocations that reached the device's own allocator */
+} KilnRtMemStats;
+
+/* Snapshot of the caching allocator's counters for this device. */
+KilnRtStatus kiln_rt_mem_stats(KilnRtDevice *dev, KilnRtMemStats *out);
+/* Gives every cached (free) block back to the device; blocks in use are untouched. */
+KilnRtStatus kiln_rt_mem_release_cached(KilnRtDevice *dev);
+
+/* ---- modules and functions ---------------------------------------------------------------- */
+
+typedef enum KilnRtModuleFormat {
+  KILN_RT_MODULE_HOST_OBJECT, /* cpu: a relocatable, position-independent host object (.o) */
+  KILN_RT_MODULE_HOST_SHARED, /* cpu: a host shared object (.so) */
+  KILN_RT_MODULE_PTX,         /* cuda: PTX text (NUL-terminated or not) */
+  KILN_RT_MODULE_CUBIN,       /* cuda: a cubin / fatbin image */
+  KILN_RT_MODULE_FORMAT_COUNT
+} KilnRtModuleFormat;
+
+/* Loads a module from `size` bytes at `image` (copied; the caller keeps the buffer).
+ * On cpu a host object is linked with the system C compiler (`cc -shared ... -lm`, or $KILN_CC)
+ * and opened with dlopen. On success *out is owned by the caller (kiln_rt_module_destroy).
+ * Fails with LOAD (and the linker's or driver's log in kiln_rt_last_error) for a bad image,
+ * UNSUPPORTED for a format the device cannot run, IO for temp file trouble. */
+KilnRtStatus kiln_rt_module_load(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,
+                                 size_t size, KilnRtModule **out);
+/* Unloads the module and frees its functions. NULL is a no-op. No launch of its functions may
+ * be in flight or captured in a live graph. */
+void kiln_rt_module_destroy(KilnRtModule *mod);
+/* Looks a kernel up by its Kiln name (on cpu the symbol kiln_cpu_<name>, on cuda the entry
+ * <name>). *out is owned by the module and lives until kiln_rt_module_destroy; repeated lookups
+ * return the same handle. NOT_FOUND if there is no such kernel. */
+KilnRtStatus kiln_rt_module_get_function(KilnRtModule *mod, const char *kernel_name,
+                                         KilnRtFunction **out);
+/* Declares the byte size of each kernel argument (args[i] points to sizes[i] bytes). Needed
+ * before a launch is captured into a graph on cpu, which copies argument values at capture time.
+ * The sizes are copied; calling it again replaces them. */
+KilnRtStatus kiln_rt_function_set_arg_sizes(KilnRtFunction *fn, const size_t *sizes, size_t n);
+
+typedef struct KilnRtLaunchConfig {
+  uint32_t grid[3];      /* programs along x, y, z; each >= 1 */
+  uint32_t block_threads; /* threads per program on GPUs (32 * num_warps); ignored on cpu */
+  uint32_t shared_bytes;  /* dynamic shared memory per program on GPUs; ignored on cpu */
+} KilnRtLaunchConfig;
+
+/* Runs the kernel once per program of the grid. args[i] points to the i-th argument's value
+ * (like cuLaunchKernel's kernelParams); values are read before the call returns, so they may be
+ * stack variables. On cpu the launch is synchronous: it returns after every program ran. On
+ * a stream being captured the launch is recorded, not run. */
+KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
+                            KilnRtStream *stream);
+
+/* ---- streams and events ------------------------------------------------------------------- */
+
+/* An ordered queue of work. On success *out is owned by the caller (kiln_rt_stream_destroy). */
+KilnRtStatus kiln_rt_stream_create(KilnRtDevice *dev, KilnRtStream **out);
+/* Waits for the stream's work, then frees it. NULL is a no-op. Ends an unfinished capture. */
+void kiln_rt_stream_destroy(KilnRtStream *stream);
+KilnRtStatus kiln_rt_stream_synchronize(KilnRtStream *stream);
+
+/* A point in a stream's work, with a timestamp for timing. Owned by the caller. */
+KilnRtStatus kiln_rt_event_create(KilnRtDevice *dev, KilnRtEvent **out);
+void kiln_rt_event_destroy(KilnRtEvent *ev);
+/* Marks the event at the current end of `stream` (NULL = default stream). */
+KilnRtStatus kiln_rt_event_record(KilnRtEvent *ev, KilnRtStream *stream);
+/* Waits until the work before the event's last record has finished. */
+KilnRtStatus kiln_rt_event_synchronize(KilnRtEvent *ev);
+/* Milliseconds between two recorded events of the same device (end after start: >= 0).
+ * INVALID_ARGUMENT if either was never recorded. */
+KilnRtStatus kiln_rt_event_elapsed_ms(KilnRtEvent *start, KilnRtEvent *end, float *ms);
+
+/* ---- graphs (stream capture) -------------------------------------------------------------- */
+
+/* Starts recording the work queued on `stream` (not NULL) instead of running it. */
+KilnRtStatus kiln_rt_graph_begin_capture(KilnRtStream *stream);
+/* Ends the capture begun on `stream`; *out is a replayable graph owned by the caller
+ * (kiln_rt_graph_destroy). INVALID_ARGUMENT if the stream was not capturing. */
+KilnRtStatus kiln_rt_graph_end_capture(KilnRtStream *stream, KilnRtGraph **out);
+/* Queues one replay of the graph on `stream` (NULL = default stream). */
+KilnRtStatus kiln_rt_graph_launch(KilnRtGraph *graph, KilnRtStream *stream);
+void kiln_rt_graph_destroy(KilnRtGraph *graph);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILNRT_H */
