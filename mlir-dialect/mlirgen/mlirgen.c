@@ -1,0 +1,688 @@
+/* mlirgen.c — typed AST → `kiln` dialect.
+ *
+ * How this works. Sema has already decided every type: each expression node carries its result
+ * type and, for operators and builtins, the common operand type its inputs are converted and
+ * broadcast to. mlirgen walks the kernel once, in order, keeping a map from declaration id to
+ * the SSA value it currently holds (a `var` assignment just rebinds the id). Structured control
+ * flow follows sema's `carried` lists: the current values of those vars become scf.for iter_args
+ * or scf.if results, and the map is rebound to the op's results afterwards.
+ *
+ * Everything implicit in the source is made explicit here by `convert()`: element-type casts
+ * (extf/truncf/sitofp/...), scalars splatted to tiles, lower-rank tiles given leading unit dims
+ * (numpy alignment), and unit dims stretched by kiln.broadcast. Literals are emitted directly in
+ * the type they are converted to, so `0.5 * x` on f16 costs no cast. */
+#include "kiln_mlirgen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Gen {
+  KilnCompilation *c;
+  MlirContext ctx;
+  KilnIRBuilder b;
+  const char *path;
+  MlirValue *vals; /* by decl id */
+  int nvals;
+  MlirValue *args; /* the function's arguments, by non-const param index */
+  bool failed;
+} Gen;
+
+/* ------------------------------------------------------------------ errors, locations */
+
+static void gen_error(Gen *g, KilnSpan span, const char *msg) {
+  if (!g->failed) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "cannot lower to IR: %s", msg);
+    kiln_diag_add(g->c, KILN_SEV_ERROR, span, buf);
+  }
+  g->failed = true;
+}
+
+static MlirLocation loc_of(Gen *g, KilnSpan s) {
+  return kiln_ir_loc(g->ctx, g->path, s.line > 0 ? s.line : 1, s.col > 0 ? s.col : 1);
+}
+
+/* ------------------------------------------------------------------ types */
+
+static MlirType scalar_type(MlirContext ctx, KilnScalarKind k) {
+  switch (k) {
+  case KILN_SCALAR_I1: return mlirIntegerTypeGet(ctx, 1);
+  case KILN_SCALAR_I8: return mlirIntegerTypeGet(ctx, 8);
+  case KILN_SCALAR_I16: return mlirIntegerTypeGet(ctx, 16);
+  case KILN_SCALAR_I32: return mlirIntegerTypeGet(ctx, 32);
+  case KILN_SCALAR_I64: return mlirIntegerTypeGet(ctx, 64);
+  case KILN_SCALAR_F16: return mlirF16TypeGet(ctx);
+  case KILN_SCALAR_BF16: return mlirBF16TypeGet(ctx);
+  case KILN_SCALAR_F32: return mlirF32TypeGet(ctx);
+  default: return (MlirType){NULL};
+  }
+}
+
+MlirType kiln_mlirgen_type(MlirContext ctx, const KilnType *t) {
+  if (!t) return (MlirType){NULL};
+  switch (t->kind) {
+  case KILN_TYPE_SCALAR: return scalar_type(ctx, t->scalar);
+  case KILN_TYPE_PTR: return kiln_ir_type_ptr(ctx, scalar_type(ctx, t->scalar));
+  case KILN_TYPE_TILE: {
+    MlirType elem = scalar_type(ctx, t->scalar);
+    if (t->elem_is_ptr) elem = kiln_ir_type_ptr(ctx, elem);
+    return kiln_ir_type_tensor(elem, t->dims, t->rank);
+  }
+  default: return (MlirType){NULL};
+  }
+}
+
+static bool is_tile(const KilnType *t) { return t && t->kind == KILN_TYPE_TILE; }
+static bool is_ptrish(const KilnType *t) {
+  return t && (t->kind == KILN_TYPE_PTR || (t->kind == KILN_TYPE_TILE && t->elem_is_ptr));
+}
+
+/* The same shape as `shape_of` (scalar or tile) with element `k` (never a pointer). */
+static KilnType with_scalar(const KilnType *shape_of, KilnScalarKind k) {
+  KilnType t = *shape_of;
+  t.scalar = k;
+  t.elem_is_ptr = false;
+  if (t.kind != KILN_TYPE_TILE) t.kind = KILN_TYPE_SCALAR;
+  return t;
+}
+
+static bool is_float_kind(KilnScalarKind k) { return kiln_scalar_is_float(k); }
+
+/* ------------------------------------------------------------------ conversions */
+
+/* An element-type cast of v (scalar or tile) from kind `from` to kind `to`, same shape. */
+static MlirValue cast_elem(Gen *g, MlirLocation loc, MlirValue v, KilnScalarKind from,
+                           KilnScalarKind to, const KilnType *shape_of) {
+  if (from == to) return v;
+  KilnType tt = with_scalar(shape_of, to);
+  MlirType rt = kiln_mlirgen_type(g->ctx, &tt);
+  bool ff = is_float_kind(from), tf = is_float_kind(to);
+  int fb = kiln_scalar_bits(from), tb = kiln_scalar_bits(to);
+  if (to == KILN_SCALAR_I1) { /* truth value: nonzero */
+    KilnType st = with_scalar(shape_of, from);
+    MlirType ft = kiln_mlirgen_type(g->ctx, &st);
+    if (ff) {
+      MlirValue z = kiln_ir_build_const_float(&g->b, loc, ft, 0.0);
+      return kiln_ir_build_cmpf(&g->b, loc, "une", v, z);
+    }
+    MlirValue z = kiln_ir_build_const_int(&g->b, loc, ft, 0);
+    return kiln_ir_build_cmpi(&g->b, loc, "ne", v, z);
+  }
+  if (ff && tf) {
+    if ((from == KILN_SCALAR_F16 && to == KILN_SCALAR_BF16) ||
+        (from == KILN_SCALAR_BF16 && to == KILN_SCALAR_F16)) {
+      MlirValue w = cast_elem(g, loc, v, from, KILN_SCALAR_F32, shape_of);
+      return cast_elem(g, loc, w, KILN_SCALAR_F32, to, shape_of);
+    }
+    return kiln_ir_build_cast(&g->b, loc, fb < tb ? "arith.extf" : "arith.truncf", v, rt);
+  }
+  if (!ff && !tf) {
+    if (fb < tb)
+      return kiln_ir_build_cast(&g->b, loc, from == KILN_SCALAR_I1 ? "arith.extui" : "arith.extsi",
+                                v, rt);
+    return kiln_ir_build_cast(&g->b, loc, "arith.trunci", v, rt);
+  }
+  if (!ff && tf)
+    return kiln_ir_build_cast(&g->b, loc, from == KILN_SCALAR_I1 ? "arith.uitofp" : "arith.sitofp",
+                              v, rt);
+  return kiln_ir_build_cast(&g->b, loc, "arith.fptosi", v, rt);
+}
+
+/* Reshapes v (of type `from`, same element as `to`) to the shape of `to`: splat a scalar,
+ * prepend unit dims to a lower-rank tile, then stretch unit dims. */
+static MlirValue broadcast_to(Gen *g, MlirLocation loc, MlirValue v, const KilnType *from,
+                              const KilnType *to, KilnSpan span) {
+  if (!is_tile(to)) {
+    if (is_tile(from)) gen_error(g, span, "a tile is used where a scalar is required");
+    return v;
+  }
+  MlirType rt = kiln_mlirgen_type(g->ctx, to);
+  if (!is_tile(from)) return kiln_ir_build_splat(&g->b, loc, v, rt);
+  if (from->rank > to->rank) {
+    gen_error(g, span, "tile rank does not fit the expected shape");
+    return v;
+  }
+  KilnType cur = *from;
+  while (cur.rank < to->rank) {
+    v = kiln_ir_build_expand_dims(&g->b, loc, v, 0);
+    memmove(&cur.dims[1], &cur.dims[0], sizeof(int64_t) * (size_t)cur.rank);
+    cur.dims[0] = 1;
+    cur.rank++;
+  }
+  bool same = true;
+  for (int i = 0; i < to->rank; i++) {
+    if (cur.dims[i] == to->dims[i]) continue;
+    if (cur.dims[i] != 1) {
+      gen_error(g, span, "tile shapes do not broadcast");
+      return v;
+    }
+    same = false;
+  }
+  if (same) return v;
+  return kiln_ir_build_broadcast(&g->b, loc, v, rt);
+}
+
+/* Converts v of type `from` to type `to`: element cast (on the smaller shape) then broadcast.
+ * Pointer types only broadcast. */
+static MlirValue convert(Gen *g, MlirLocation loc, MlirValue v, const KilnType *from,
+                         const KilnType *to, KilnSpan span) {
+  if (!from || !to || mlirValueIsNull(v)) {
+    gen_error(g, span, "missing type information");
+    return v;
+  }
+  if (is_ptrish(from) != is_ptrish(to)) {
+    gen_error(g, span, "pointer and non-pointer values mixed");
+    return v;
+  }
+  if (!is_ptrish(from) && from->scalar != to->scalar)
+    v = cast_elem(g, loc, v, from->scalar, to->scalar, from);
+  KilnType mid = *from;
+  mid.scalar = to->scalar;
+  return broadcast_to(g, loc, v, &mid, to, span);
+}
+
+/* ------------------------------------------------------------------ expressions */
+
+static MlirValue gen_expr(Gen *g, const KilnExpr *e);
+
+static MlirValue const_of(Gen *g, MlirLocation loc, const KilnType *t, double fv, int64_t iv,
+                          bool is_float_value) {
+  MlirType mt = kiln_mlirgen_type(g->ctx, t);
+  if (is_float_kind(t->scalar))
+    return kiln_ir_build_const_float(&g->b, loc, mt, is_float_value ? fv : (double)iv);
+  return kiln_ir_build_const_int(&g->b, loc, mt, is_float_value ? (int64_t)fv : iv);
+}
+
+/* Generates e converted to type `to`; literals are emitted directly in that type. */
+static MlirValue gen_as(Gen *g, const KilnExpr *e, const KilnType *to) {
+  if (!e || !to) return (MlirValue){NULL};
+  MlirLocation loc = loc_of(g, e->span);
+  if (!is_ptrish(to) && (to->kind == KILN_TYPE_SCALAR || to->kind == KILN_TYPE_TILE)) {
+    if (e->kind == KILN_EXPR_INT || e->kind == KILN_EXPR_BOOL)
+      return const_of(g, loc, to, 0.0, e->ival, false);
+    if (e->kind == KILN_EXPR_FLOAT) return const_of(g, loc, to, e->fval, 0, true);
+  }
+  MlirValue v = gen_expr(g, e);
+  if (g->failed) return v;
+  return convert(g, loc, v, e->type, to, e->span);
+}
+
+static MlirValue gen_name(Gen *g, const KilnExpr *e) {
+  const KilnDecl *d = e->decl;
+  if (!d) {
+    gen_error(g, e->span, "unresolved name");
+    return (MlirValue){NULL};
+  }
+  switch (d->kind) {
+  case KILN_DECL_PARAM: return g->args[d->index];
+  case KILN_DECL_CONST_PARAM:
+    return const_of(g, loc_of(g, e->span), d->type, 0.0, d->value, false);
+  default:
+    if (d->id < 0 || d->id >= g->nvals || mlirValueIsNull(g->vals[d->id])) {
+      gen_error(g, e->span, "name used before it has a value");
+      return (MlirValue){NULL};
+    }
+    return g->vals[d->id];
+  }
+}
+
+static const char *cmp_pred(KilnBinOp op, bool fl) {
+  switch (op) {
+  case KILN_BIN_LT: return fl ? "olt" : "slt";
+  case KILN_BIN_LE: return fl ? "ole" : "sle";
+  case KILN_BIN_GT: return fl ? "ogt" : "sgt";
+  case KILN_BIN_GE: return fl ? "oge" : "sge";
+  case KILN_BIN_EQ: return fl ? "oeq" : "eq";
+  case KILN_BIN_NE: return fl ? "une" : "ne";
+  default: return NULL;
+  }
+}
+
+/* The arith op name for an arithmetic/bitwise binary operator. */
+static const char *arith_name(KilnBinOp op, bool fl) {
+  switch (op) {
+  case KILN_BIN_ADD: return fl ? "arith.addf" : "arith.addi";
+  case KILN_BIN_SUB: return fl ? "arith.subf" : "arith.subi";
+  case KILN_BIN_MUL: return fl ? "arith.mulf" : "arith.muli";
+  case KILN_BIN_DIV: return fl ? "arith.divf" : "arith.divsi";
+  case KILN_BIN_MOD: return fl ? "arith.remf" : "arith.remsi";
+  case KILN_BIN_SHL: return fl ? NULL : "arith.shli";
+  case KILN_BIN_SHR: return fl ? NULL : "arith.shrsi";
+  case KILN_BIN_BITAND: case KILN_BIN_AND: return fl ? NULL : "arith.andi";
+  case KILN_BIN_BITOR: case KILN_BIN_OR: return fl ? NULL : "arith.ori";
+  case KILN_BIN_BITXOR: return fl ? NULL : "arith.xori";
+  default: return NULL;
+  }
+}
+
+/* ptr ± int: broadcast the pointer to the result's shape, the offset to operand_type. */
+static MlirValue gen_ptr_arith(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  bool lhs_is_ptr = is_ptrish(e->lhs->type);
+  const KilnExpr *pe = lhs_is_ptr ? e->lhs : e->rhs;
+  const KilnExpr *oe = lhs_is_ptr ? e->rhs : e->lhs;
+  if (e->binop != KILN_BIN_ADD && !(e->binop == KILN_BIN_SUB && lhs_is_ptr)) {
+    gen_error(g, e->span, "only ptr + int and ptr - int are pointer arithmetic");
+    return (MlirValue){NULL};
+  }
+  MlirValue p = gen_expr(g, pe);
+  if (g->failed) return p;
+  p = broadcast_to(g, loc, p, pe->type, e->type, pe->span);
+  MlirValue off = gen_as(g, oe, e->operand_type);
+  if (g->failed) return off;
+  if (e->binop == KILN_BIN_SUB) {
+    MlirType ot = kiln_mlirgen_type(g->ctx, e->operand_type);
+    MlirValue zero = kiln_ir_build_const_int(&g->b, loc, ot, 0);
+    MlirValue ops[2] = {zero, off};
+    off = kiln_ir_build_elementwise(&g->b, loc, "arith.subi", ops, 2, ot);
+  }
+  return kiln_ir_build_addptr(&g->b, loc, p, off);
+}
+
+static MlirValue gen_binary(Gen *g, const KilnExpr *e) {
+  if (is_ptrish(e->type)) return gen_ptr_arith(g, e);
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  MlirValue l = gen_as(g, e->lhs, ot);
+  MlirValue r = gen_as(g, e->rhs, ot);
+  if (g->failed) return l;
+  bool fl = is_float_kind(ot->scalar);
+  const char *pred = cmp_pred(e->binop, fl);
+  if (pred)
+    return fl ? kiln_ir_build_cmpf(&g->b, loc, pred, l, r) : kiln_ir_build_cmpi(&g->b, loc, pred, l, r);
+  const char *name = arith_name(e->binop, fl);
+  if (!name) {
+    gen_error(g, e->span, "operator not defined on floating-point values");
+    return (MlirValue){NULL};
+  }
+  MlirValue ops[2] = {l, r};
+  return kiln_ir_build_elementwise(&g->b, loc, name, ops, 2, kiln_mlirgen_type(g->ctx, e->type));
+}
+
+static MlirValue gen_unary(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  MlirValue v = gen_as(g, e->lhs, ot);
+  if (g->failed) return v;
+  MlirType t = kiln_mlirgen_type(g->ctx, ot);
+  switch (e->unop) {
+  case KILN_UN_NEG:
+    if (is_float_kind(ot->scalar)) return kiln_ir_build_elementwise(&g->b, loc, "arith.negf", &v, 1, t);
+    {
+      MlirValue ops[2] = {kiln_ir_build_const_int(&g->b, loc, t, 0), v};
+      return kiln_ir_build_elementwise(&g->b, loc, "arith.subi", ops, 2, t);
+    }
+  case KILN_UN_NOT:
+  case KILN_UN_BITNOT: {
+    MlirValue ops[2] = {v, kiln_ir_build_const_int(&g->b, loc, t, -1)};
+    return kiln_ir_build_elementwise(&g->b, loc, "arith.xori", ops, 2, t);
+  }
+  default:
+    gen_error(g, e->span, "unknown unary operator");
+    return (MlirValue){NULL};
+  }
+}
+
+static MlirValue gen_index(Gen *g, const KilnExpr *e) {
+  MlirValue v = gen_expr(g, e->lhs);
+  if (g->failed) return v;
+  MlirLocation loc = loc_of(g, e->span);
+  for (int i = 0; i < e->nindex; i++)
+    if (e->index[i] == KILN_INDEX_NONE) v = kiln_ir_build_expand_dims(&g->b, loc, v, i);
+  return v;
+}
+
+static MlirValue gen_cast(Gen *g, const KilnExpr *e) {
+  MlirValue v = gen_expr(g, e->lhs);
+  if (g->failed) return v;
+  return convert(g, loc_of(g, e->span), v, e->lhs->type, e->type, e->span);
+}
+
+/* ---- builtins */
+
+static MlirValue arg_as(Gen *g, const KilnExpr *e, int i, const KilnType *t) {
+  return gen_as(g, e->args[i], t);
+}
+
+static MlirValue gen_math1(Gen *g, const KilnExpr *e, const char *fname, const char *iname) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  MlirValue x = arg_as(g, e, 0, ot);
+  if (g->failed) return x;
+  const char *name = is_float_kind(ot->scalar) ? fname : iname;
+  if (!name) {
+    gen_error(g, e->span, "function not defined on integers");
+    return x;
+  }
+  return kiln_ir_build_elementwise(&g->b, loc, name, &x, 1, kiln_mlirgen_type(g->ctx, ot));
+}
+
+static MlirValue gen_sigmoid(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  MlirType t = kiln_mlirgen_type(g->ctx, ot);
+  MlirValue x = arg_as(g, e, 0, ot);
+  if (g->failed) return x;
+  MlirValue nx = kiln_ir_build_elementwise(&g->b, loc, "arith.negf", &x, 1, t);
+  MlirValue ex = kiln_ir_build_elementwise(&g->b, loc, "math.exp", &nx, 1, t);
+  MlirValue one = kiln_ir_build_const_float(&g->b, loc, t, 1.0);
+  MlirValue s[2] = {one, ex};
+  MlirValue den = kiln_ir_build_elementwise(&g->b, loc, "arith.addf", s, 2, t);
+  MlirValue q[2] = {one, den};
+  return kiln_ir_build_elementwise(&g->b, loc, "arith.divf", q, 2, t);
+}
+
+static MlirValue gen_minmax(Gen *g, const KilnExpr *e, bool is_max) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  MlirValue ops[2] = {arg_as(g, e, 0, ot), arg_as(g, e, 1, ot)};
+  if (g->failed) return ops[0];
+  const char *name = is_float_kind(ot->scalar) ? (is_max ? "arith.maximumf" : "arith.minimumf")
+                                               : (is_max ? "arith.maxsi" : "arith.minsi");
+  return kiln_ir_build_elementwise(&g->b, loc, name, ops, 2, kiln_mlirgen_type(g->ctx, ot));
+}
+
+/* The mask of a memory builtin: written (as i1 of the pointer's shape) or all true. */
+static MlirValue mem_mask(Gen *g, const KilnExpr *e, int idx, const KilnType *shape_of) {
+  KilnType mt = with_scalar(shape_of, KILN_SCALAR_I1);
+  if (idx < e->nargs) return gen_as(g, e->args[idx], &mt);
+  return const_of(g, loc_of(g, e->span), &mt, 0.0, 1, false);
+}
+
+/* load/store/atomics: the pointer broadcast to operand_type's shape. */
+static MlirValue mem_ptr(Gen *g, const KilnExpr *e, const KilnType *vt) {
+  const KilnExpr *pe = e->args[0];
+  MlirValue p = gen_expr(g, pe);
+  if (g->failed) return p;
+  KilnType pt = *vt;
+  pt.elem_is_ptr = pt.kind == KILN_TYPE_TILE;
+  if (pt.kind != KILN_TYPE_TILE) pt.kind = KILN_TYPE_PTR;
+  pt.scalar = pe->type->scalar;
+  return broadcast_to(g, loc_of(g, pe->span), p, pe->type, &pt, pe->span);
+}
+
+static MlirValue gen_load(Gen *g, const KilnExpr *e) {
+  const KilnType *vt = e->operand_type ? e->operand_type : e->type;
+  MlirValue p = mem_ptr(g, e, vt);
+  MlirValue m = mem_mask(g, e, 1, vt);
+  MlirValue other = e->nargs > 2 ? gen_as(g, e->args[2], vt)
+                                 : const_of(g, loc_of(g, e->span), vt, 0.0, 0, false);
+  if (g->failed) return p;
+  MlirValue v = kiln_ir_build_load(&g->b, loc_of(g, e->span), p, m, other);
+  return convert(g, loc_of(g, e->span), v, vt, e->type, e->span);
+}
+
+static MlirValue gen_store_like(Gen *g, const KilnExpr *e, int rmw_kind) {
+  const KilnType *vt = e->operand_type;
+  if (!vt) {
+    gen_error(g, e->span, "memory operation without a value type");
+    return (MlirValue){NULL};
+  }
+  MlirValue p = mem_ptr(g, e, vt);
+  MlirValue v = gen_as(g, e->args[1], vt);
+  MlirValue m = mem_mask(g, e, 2, vt);
+  if (g->failed) return p;
+  MlirLocation loc = loc_of(g, e->span);
+  if (rmw_kind < 0) {
+    kiln_ir_build_store(&g->b, loc, p, v, m);
+    return (MlirValue){NULL};
+  }
+  return kiln_ir_build_atomic_rmw(&g->b, loc, (KilnRmwKind)rmw_kind, p, v, m);
+}
+
+static MlirValue gen_dot(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  MlirValue a = gen_expr(g, e->args[0]);
+  MlirValue bm = gen_expr(g, e->args[1]);
+  MlirValue acc = e->nargs > 2 ? gen_as(g, e->args[2], e->type)
+                               : const_of(g, loc, e->type, 0.0, 0, false);
+  if (g->failed) return a;
+  return kiln_ir_build_dot(&g->b, loc, a, bm, acc);
+}
+
+static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return x;
+  return kiln_ir_build_reduce(&g->b, loc_of(g, e->span), kind, (int)e->args[1]->ival, x);
+}
+
+static MlirValue gen_where(Gen *g, const KilnExpr *e) {
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  KilnType ct = with_scalar(ot, KILN_SCALAR_I1);
+  MlirValue c = gen_as(g, e->args[0], &ct);
+  MlirValue a = gen_as(g, e->args[1], ot);
+  MlirValue bv = gen_as(g, e->args[2], ot);
+  if (g->failed) return c;
+  return kiln_ir_build_select(&g->b, loc_of(g, e->span), c, a, bv);
+}
+
+static MlirValue gen_full(Gen *g, const KilnExpr *e, bool zeros) {
+  MlirLocation loc = loc_of(g, e->span);
+  if (zeros) return const_of(g, loc, e->type, 0.0, 0, false);
+  const KilnExpr *v = e->args[1];
+  KilnType st = with_scalar(e->type, e->type->scalar);
+  st.kind = KILN_TYPE_SCALAR;
+  if (v->kind == KILN_EXPR_INT || v->kind == KILN_EXPR_BOOL) return const_of(g, loc, e->type, 0.0, v->ival, false);
+  if (v->kind == KILN_EXPR_FLOAT) return const_of(g, loc, e->type, v->fval, 0, true);
+  MlirValue s = gen_as(g, v, &st);
+  if (g->failed) return s;
+  return kiln_ir_build_splat(&g->b, loc, s, kiln_mlirgen_type(g->ctx, e->type));
+}
+
+/* cdiv(a, b) = (a + b - 1) / b, for the non-negative sizes it is meant for. */
+static MlirValue gen_cdiv(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  MlirType t = kiln_mlirgen_type(g->ctx, ot);
+  MlirValue a = arg_as(g, e, 0, ot), bv = arg_as(g, e, 1, ot);
+  if (g->failed) return a;
+  MlirValue s1[2] = {a, bv};
+  MlirValue sum = kiln_ir_build_elementwise(&g->b, loc, "arith.addi", s1, 2, t);
+  MlirValue s2[2] = {sum, kiln_ir_build_const_int(&g->b, loc, t, 1)};
+  MlirValue num = kiln_ir_build_elementwise(&g->b, loc, "arith.subi", s2, 2, t);
+  MlirValue s3[2] = {num, bv};
+  return kiln_ir_build_elementwise(&g->b, loc, "arith.divsi", s3, 2, t);
+}
+
+static MlirValue gen_call(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  switch (e->builtin) {
+  case KILN_BUILTIN_PROGRAM_ID: return kiln_ir_build_program_id(&g->b, loc, (int)e->args[0]->ival);
+  case KILN_BUILTIN_NUM_PROGRAMS: return kiln_ir_build_num_programs(&g->b, loc, (int)e->args[0]->ival);
+  case KILN_BUILTIN_ARANGE:
+    return kiln_ir_build_range(&g->b, loc, (int32_t)e->args[0]->ival, (int32_t)e->args[1]->ival);
+  case KILN_BUILTIN_ZEROS: return gen_full(g, e, true);
+  case KILN_BUILTIN_FULL: return gen_full(g, e, false);
+  case KILN_BUILTIN_LOAD: return gen_load(g, e);
+  case KILN_BUILTIN_STORE: return gen_store_like(g, e, -1);
+  case KILN_BUILTIN_ATOMIC_ADD: return gen_store_like(g, e, KILN_RMW_ADD);
+  case KILN_BUILTIN_ATOMIC_MAX: return gen_store_like(g, e, KILN_RMW_MAX);
+  case KILN_BUILTIN_ATOMIC_MIN: return gen_store_like(g, e, KILN_RMW_MIN);
+  case KILN_BUILTIN_ATOMIC_XCHG: return gen_store_like(g, e, KILN_RMW_XCHG);
+  case KILN_BUILTIN_DOT: return gen_dot(g, e);
+  case KILN_BUILTIN_SUM: return gen_reduce(g, e, KILN_REDUCE_SUM);
+  case KILN_BUILTIN_MAX: return gen_reduce(g, e, KILN_REDUCE_MAX);
+  case KILN_BUILTIN_MIN: return gen_reduce(g, e, KILN_REDUCE_MIN);
+  case KILN_BUILTIN_ARGMAX: return gen_reduce(g, e, KILN_REDUCE_ARGMAX);
+  case KILN_BUILTIN_ARGMIN: return gen_reduce(g, e, KILN_REDUCE_ARGMIN);
+  case KILN_BUILTIN_WHERE: return gen_where(g, e);
+  case KILN_BUILTIN_MAXIMUM: return gen_minmax(g, e, true);
+  case KILN_BUILTIN_MINIMUM: return gen_minmax(g, e, false);
+  case KILN_BUILTIN_EXP: return gen_math1(g, e, "math.exp", NULL);
+  case KILN_BUILTIN_EXP2: return gen_math1(g, e, "math.exp2", NULL);
+  case KILN_BUILTIN_LOG: return gen_math1(g, e, "math.log", NULL);
+  case KILN_BUILTIN_LOG2: return gen_math1(g, e, "math.log2", NULL);
+  case KILN_BUILTIN_SQRT: return gen_math1(g, e, "math.sqrt", NULL);
+  case KILN_BUILTIN_RSQRT: return gen_math1(g, e, "math.rsqrt", NULL);
+  case KILN_BUILTIN_TANH: return gen_math1(g, e, "math.tanh", NULL);
+  case KILN_BUILTIN_ERF: return gen_math1(g, e, "math.erf", NULL);
+  case KILN_BUILTIN_SIN: return gen_math1(g, e, "math.sin", NULL);
+  case KILN_BUILTIN_COS: return gen_math1(g, e, "math.cos", NULL);
+  case KILN_BUILTIN_FLOOR: return gen_math1(g, e, "math.floor", NULL);
+  case KILN_BUILTIN_CEIL: return gen_math1(g, e, "math.ceil", NULL);
+  case KILN_BUILTIN_ABS: return gen_math1(g, e, "math.absf", "math.absi");
+  case KILN_BUILTIN_SIGMOID: return gen_sigmoid(g, e);
+  case KILN_BUILTIN_TRANS: {
+    MlirValue x = gen_expr(g, e->args[0]);
+    return g->failed ? x : kiln_ir_build_trans(&g->b, loc, x);
+  }
+  case KILN_BUILTIN_CDIV: return gen_cdiv(g, e);
+  case KILN_BUILTIN_RAND: {
+    KilnType st = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};
+    MlirValue seed = gen_as(g, e->args[0], &st);
+    KilnType ot = with_scalar(e->args[1]->type, KILN_SCALAR_I32);
+    MlirValue offs = gen_as(g, e->args[1], &ot);
+    return g->failed ? seed : kiln_ir_build_rand(&g->b, loc, seed, offs);
+  }
+  /* Hints for the GPU's axis analysis; on their own they are the identity. */
+  case KILN_BUILTIN_MULTIPLE_OF:
+  case KILN_BUILTIN_CONTIGUOUS:
+  case KILN_BUILTIN_MAX_CONTIGUOUS: return gen_as(g, e->args[0], e->type);
+  default:
+    gen_error(g, e->span, "builtin has no lowering");
+    return (MlirValue){NULL};
+  }
+}
+
+static MlirValue gen_expr(Gen *g, const KilnExpr *e) {
+  if (g->failed) return (MlirValue){NULL};
+  if (!e->type) {
+    gen_error(g, e->span, "expression was not type-checked");
+    return (MlirValue){NULL};
+  }
+  switch (e->kind) {
+  case KILN_EXPR_INT:
+  case KILN_EXPR_BOOL: return const_of(g, loc_of(g, e->span), e->type, 0.0, e->ival, false);
+  case KILN_EXPR_FLOAT: return const_of(g, loc_of(g, e->span), e->type, e->fval, 0, true);
+  case KILN_EXPR_NAME: return gen_name(g, e);
+  case KILN_EXPR_UNARY: return gen_unary(g, e);
+  case KILN_EXPR_BINARY: return gen_binary(g, e);
+  case KILN_EXPR_CALL: return gen_call(g, e);
+  case KILN_EXPR_INDEX: return gen_index(g, e);
+  case KILN_EXPR_CAST: return gen_cast(g, e);
+  default:
+    gen_error(g, e->span, "expression kind cannot be used as a value");
+    return (MlirValue){NULL};
+  }
+}
+
+/* ------------------------------------------------------------------ statements */
+
+static void gen_block(Gen *g, const KilnBlock *blk);
+
+static MlirValue current(Gen *g, const KilnDecl *d) { return g->vals[d->id]; }
+
+static void gen_for(Gen *g, const KilnStmt *s) {
+  MlirLocation loc = loc_of(g, s->span);
+  KilnType i32 = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};
+  MlirValue lo = gen_as(g, s->lo, &i32);
+  MlirValue hi = gen_as(g, s->hi, &i32);
+  MlirValue step = s->step ? gen_as(g, s->step, &i32) : kiln_ir_build_const_int(&g->b, loc, mlirIntegerTypeGet(g->ctx, 32), 1);
+  if (g->failed) return;
+  size_t n = (size_t)s->ncarried;
+  MlirValue *inits = calloc(n ? n : 1, sizeof *inits);
+  if (!inits) { gen_error(g, s->span, "out of memory"); return; }
+  for (size_t i = 0; i < n; i++) inits[i] = current(g, s->carried[i]);
+  KilnIRFor f = kiln_ir_build_for(&g->b, loc, lo, hi, step, inits, n);
+  KilnIRBuilder outer = g->b;
+  kiln_ir_builder_set_end(&g->b, f.body);
+  g->vals[s->decl->id] = f.iv;
+  for (size_t i = 0; i < n; i++) g->vals[s->carried[i]->id] = kiln_ir_for_iter_arg(&f, i);
+  gen_block(g, s->body);
+  for (size_t i = 0; i < n; i++) inits[i] = current(g, s->carried[i]);
+  kiln_ir_build_yield(&g->b, loc, inits, n);
+  g->b = outer;
+  for (size_t i = 0; i < n; i++) g->vals[s->carried[i]->id] = kiln_ir_for_result(&f, i);
+  free(inits);
+}
+
+static void gen_if(Gen *g, const KilnStmt *s) {
+  MlirLocation loc = loc_of(g, s->span);
+  KilnType i1 = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I1};
+  MlirValue cond = gen_as(g, s->cond, &i1);
+  if (g->failed) return;
+  size_t n = (size_t)s->ncarried;
+  MlirType *types = calloc(n ? n : 1, sizeof *types);
+  MlirValue *before = calloc(n ? n : 1, sizeof *before);
+  MlirValue *outs = calloc(n ? n : 1, sizeof *outs);
+  if (!types || !before || !outs) {
+    gen_error(g, s->span, "out of memory");
+    free(types); free(before); free(outs);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    types[i] = kiln_mlirgen_type(g->ctx, s->carried[i]->type);
+    before[i] = current(g, s->carried[i]);
+  }
+  KilnIRIf f = kiln_ir_build_if(&g->b, loc, cond, types, n);
+  KilnIRBuilder outer = g->b;
+  const KilnBlock *branches[2] = {s->body, s->else_body};
+  MlirBlock blocks[2] = {f.then_block, f.else_block};
+  for (int br = 0; br < 2; br++) {
+    kiln_ir_builder_set_end(&g->b, blocks[br]);
+    for (size_t i = 0; i < n; i++) g->vals[s->carried[i]->id] = before[i];
+    if (branches[br]) gen_block(g, branches[br]);
+    for (size_t i = 0; i < n; i++) outs[i] = current(g, s->carried[i]);
+    kiln_ir_build_yield(&g->b, loc, outs, n);
+  }
+  g->b = outer;
+  for (size_t i = 0; i < n; i++) g->vals[s->carried[i]->id] = kiln_ir_if_result(&f, i);
+  free(types); free(before); free(outs);
+}
+
+static void gen_stmt(Gen *g, const KilnStmt *s) {
+  switch (s->kind) {
+  case KILN_STMT_LET:
+  case KILN_STMT_VAR: g->vals[s->decl->id] = gen_as(g, s->init, s->decl->type); break;
+  case KILN_STMT_ASSIGN: g->vals[s->target->id] = gen_as(g, s->value, s->target->type); break;
+  case KILN_STMT_EXPR: (void)gen_expr(g, s->value); break;
+  case KILN_STMT_FOR: gen_for(g, s); break;
+  case KILN_STMT_IF: gen_if(g, s); break;
+  case KILN_STMT_RETURN: break;
+  default: gen_error(g, s->span, "unknown statement"); break;
+  }
+}
+
+static void gen_block(Gen *g, const KilnBlock *blk) {
+  for (int i = 0; i < blk->nstmts && !g->failed; i++) gen_stmt(g, blk->stmts[i]);
+}
+
+/* ------------------------------------------------------------------ kernel */
+
+bool kiln_mlirgen_kernel(KilnCompilation *c, const KilnKernel *k, KilnMlirContext *kctx,
+                         MlirModule module) {
+  Gen g = {.c = c, .ctx = kiln_mlir_context_get(kctx), .path = kiln_frontend_path(c)};
+  int nargs = 0;
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i]->kind == KILN_DECL_PARAM) nargs++;
+  MlirType *arg_types = calloc((size_t)(nargs ? nargs : 1), sizeof *arg_types);
+  g.args = calloc((size_t)(nargs ? nargs : 1), sizeof *g.args);
+  g.nvals = k->ndecls;
+  g.vals = calloc((size_t)(k->ndecls > 0 ? k->ndecls : 1), sizeof *g.vals);
+  if (!arg_types || !g.args || !g.vals) {
+    free(arg_types); free(g.args); free(g.vals);
+    kiln_diag_add(c, KILN_SEV_ERROR, k->span, "out of memory");
+    return false;
+  }
+  for (int i = 0; i < k->nparams; i++) {
+    const KilnDecl *d = k->params[i];
+    if (d->kind != KILN_DECL_PARAM) continue;
+    arg_types[d->index] = kiln_mlirgen_type(g.ctx, d->type);
+    if (mlirTypeIsNull(arg_types[d->index])) gen_error(&g, d->span, "parameter type has no IR type");
+  }
+  if (!g.failed) {
+    KilnIRBuilder mb;
+    kiln_ir_builder_init(&mb, g.ctx, kiln_ir_module_body(module));
+    KilnIRFunc f = kiln_ir_build_kernel(&mb, loc_of(&g, k->span), k->name, arg_types,
+                                        (size_t)nargs, k->num_warps, k->num_stages);
+    for (int i = 0; i < nargs; i++) g.args[i] = kiln_ir_func_arg(&f, (size_t)i);
+    kiln_ir_builder_init(&g.b, g.ctx, f.entry);
+    gen_block(&g, k->body);
+    kiln_ir_build_return(&g.b, loc_of(&g, k->body->span));
+  }
+  free(arg_types);
+  free(g.args);
+  free(g.vals);
+  return !g.failed;
+}
