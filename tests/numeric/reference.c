@@ -1,0 +1,250 @@
+/* reference.c — the C references of the numeric tests; see reference.h. */
+#include "reference.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- binary16 ---------------------------------------------------------------------------- */
+
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static float f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Shifts m right by `shift` (1..31) bits, rounding to nearest with ties to even. */
+static uint32_t shift_round_even(uint32_t m, unsigned shift) {
+  uint32_t q = m >> shift;
+  uint32_t rem = m & ((1u << shift) - 1u);
+  uint32_t half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (q & 1u)))
+    q++;
+  return q;
+}
+
+uint16_t kiln_ref_f32_to_f16(float f) {
+  uint32_t x = f32_bits(f);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t man = x & 0x7fffffu;
+
+  if (exp == 0xffu) /* inf stays inf; NaN keeps its top payload bits and is made quiet */
+    return (uint16_t)(sign | 0x7c00u | (man ? 0x0200u | (man >> 13) : 0u));
+  if (exp == 0u) /* zero or an f32 subnormal: far below half of f16's smallest subnormal */
+    return sign;
+
+  int32_t e = (int32_t)exp - 127 + 15; /* the f16 biased exponent */
+  if (e >= 31)
+    return (uint16_t)(sign | 0x7c00u);
+  if (e <= 0) {
+    /* An f16 subnormal counts units of 2^-24. With the implicit bit, f = M * 2^(exp-150), so
+     * f / 2^-24 = M >> (126 - exp). Beyond a shift of 25 the value is under a quarter unit. */
+    uint32_t m = man | 0x800000u;
+    unsigned shift = (unsigned)(126 - (int32_t)exp);
+    if (shift > 25u)
+      return sign;
+    /* A carry out of the 10 subnormal bits lands on the smallest normal: still correct. */
+    return (uint16_t)(sign | shift_round_even(m, shift));
+  }
+  /* Normal: round the 23-bit mantissa to 10 bits; a carry may bump the exponent, up to inf. */
+  uint32_t h = ((uint32_t)e << 10) | (man >> 13);
+  uint32_t rem = man & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+    h++;
+  return (uint16_t)(sign | h);
+}
+
+float kiln_ref_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+
+  if (exp == 0x1fu)
+    return f32_from_bits(sign | 0x7f800000u | (man << 13));
+  if (exp == 0u) {
+    if (man == 0u)
+      return f32_from_bits(sign);
+    /* Subnormal man * 2^-24: normalize so the leading one becomes the implicit bit. */
+    int32_t e = -14;
+    while (!(man & 0x400u)) {
+      man <<= 1;
+      e--;
+    }
+    man &= 0x3ffu;
+    return f32_from_bits(sign | (uint32_t)(e + 127) << 23 | man << 13);
+  }
+  return f32_from_bits(sign | (exp - 15u + 127u) << 23 | man << 13);
+}
+
+float kiln_ref_round_f16(float f) { return kiln_ref_f16_to_f32(kiln_ref_f32_to_f16(f)); }
+
+/* ---- Philox4x32-10 ----------------------------------------------------------------------- */
+
+enum {
+  PHILOX_ROUNDS = 10
+};
+static const uint32_t PHILOX_M0 = 0xD2511F53u, PHILOX_M1 = 0xCD9E8D57u;
+static const uint32_t PHILOX_W0 = 0x9E3779B9u, PHILOX_W1 = 0xBB67AE85u;
+
+static void philox_round(uint32_t c[4], const uint32_t k[2]) {
+  uint64_t p0 = (uint64_t)PHILOX_M0 * c[0];
+  uint64_t p1 = (uint64_t)PHILOX_M1 * c[2];
+  uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+  uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+  uint32_t n0 = hi1 ^ c[1] ^ k[0];
+  uint32_t n2 = hi0 ^ c[3] ^ k[1];
+  c[0] = n0;
+  c[1] = lo1;
+  c[2] = n2;
+  c[3] = lo0;
+}
+
+void kiln_ref_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+  uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
+  uint32_t k[2] = {key[0], key[1]};
+  for (int r = 0; r < PHILOX_ROUNDS; r++) {
+    if (r > 0) { /* the Weyl key schedule: bumped between rounds, not before the first */
+      k[0] += PHILOX_W0;
+      k[1] += PHILOX_W1;
+    }
+    philox_round(c, k);
+  }
+  memcpy(out, c, sizeof c);
+}
+
+float kiln_ref_rand(int32_t seed, int32_t offset) {
+  uint32_t ctr[4] = {(uint32_t)offset, 0u, 0u, 0u};
+  uint32_t key[2] = {(uint32_t)seed, 0u};
+  uint32_t out[4];
+  kiln_ref_philox4x32_10(ctr, key, out);
+  return (float)(out[0] >> 8) * 0x1p-24f;
+}
+
+/* ---- test data --------------------------------------------------------------------------- */
+
+void kiln_ref_rng_init(KilnRefRng *rng, uint64_t seed) { rng->state = seed; }
+
+uint64_t kiln_ref_rng_next(KilnRefRng *rng) {
+  uint64_t z = (rng->state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+float kiln_ref_rng_uniform(KilnRefRng *rng, float lo, float hi) {
+  float u = (float)(kiln_ref_rng_next(rng) >> 40) * 0x1p-24f;
+  return lo + (hi - lo) * u;
+}
+
+/* ---- comparison -------------------------------------------------------------------------- */
+
+double kiln_ref_max_error(const float *got, const float *ref, size_t n, double floor,
+                          size_t *worst) {
+  double max_err = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    double g = got[i], r = ref[i];
+    double err;
+    if (g == r)
+      err = 0.0; /* also equal infinities */
+    else if (!isfinite(g) || !isfinite(r))
+      err = INFINITY;
+    else
+      err = fabs(g - r) / fmax(fabs(r), floor);
+    if (err > max_err) {
+      max_err = err;
+      at = i;
+    }
+  }
+  if (worst)
+    *worst = at;
+  return max_err;
+}
+
+/* ---- kernel references ------------------------------------------------------------------- */
+
+void kiln_ref_vector_add(const float *x, const float *y, float *out, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    out[i] = x[i] + y[i];
+}
+
+void kiln_ref_bias_gelu(const uint16_t *x, const uint16_t *bias, float *y, size_t n,
+                        size_t cols) {
+  for (size_t i = 0; i < n; i++) {
+    float v = kiln_ref_f16_to_f32(x[i]) + kiln_ref_f16_to_f32(bias[i % cols]);
+    y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+  }
+}
+
+void kiln_ref_softmax_rows(const float *x, size_t x_stride, float *y, size_t y_stride,
+                           size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *xr = x + r * x_stride;
+    float *yr = y + r * y_stride;
+    float m = -INFINITY;
+    for (size_t c = 0; c < cols; c++)
+      m = fmaxf(m, xr[c]);
+    double s = 0.0;
+    for (size_t c = 0; c < cols; c++) {
+      yr[c] = expf(xr[c] - m);
+      s += yr[c];
+    }
+    for (size_t c = 0; c < cols; c++)
+      yr[c] = (float)(yr[c] / s);
+  }
+}
+
+void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
+                            const float *beta, float *y, size_t y_stride, float *mean,
+                            float *rstd, size_t rows, size_t cols, float eps) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *xr = x + r * x_stride;
+    double s = 0.0;
+    for (size_t c = 0; c < cols; c++)
+      s += xr[c];
+    double mu = s / (double)cols;
+    double ss = 0.0;
+    for (size_t c = 0; c < cols; c++)
+      ss += (xr[c] - mu) * (xr[c] - mu);
+    double rs = 1.0 / sqrt(ss / (double)cols + (double)eps);
+    for (size_t c = 0; c < cols; c++)
+      y[r * y_stride + c] = (float)((xr[c] - mu) * rs * gamma[c] + beta[c]);
+    mean[r] = (float)mu;
+    rstd[r] = (float)rs;
+  }
+}
+
+void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16_t *b, size_t sbk,
+                         size_t sbn, float *c, size_t M, size_t N, size_t K) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      float acc = 0.0f;
+      for (size_t k = 0; k < K; k++)
+        acc += kiln_ref_f16_to_f32(a[i * sam + k * sak]) * kiln_ref_f16_to_f32(b[k * sbk + j * sbn]);
+      c[i * N + j] = acc;
+    }
+}
+
+void kiln_ref_argmax_rows(const float *x, size_t stride, int32_t *out, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    size_t best = 0;
+    for (size_t c = 1; c < cols; c++)
+      if (x[r * stride + c] > x[r * stride + best]) /* strict: the first maximum wins */
+        best = c;
+    out[r] = (int32_t)best;
+  }
+}
+
+void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int32_t seed) {
+  float keep = 1.0f - p;
+  for (size_t i = 0; i < n; i++) {
+    r[i] = kiln_ref_rand(seed, (int32_t)i);
+    y[i] = r[i] > p ? x[i] / keep : 0.0f;
+  }
+}

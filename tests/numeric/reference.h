@@ -1,0 +1,87 @@
+/* reference.h — plain C references for the numeric tests of Kiln kernels.
+ *
+ * Everything here is written from the definitions (IEEE 754 binary16, Random123's Philox4x32-10,
+ * the math of each kernel) without any Kiln code, so that a kernel and its reference can only
+ * agree by both being right. The references compute in f32 or wider; each function says which,
+ * because the test tolerances in docs/kernels-tests.md are derived from that choice.
+ */
+#ifndef KILN_NUMERIC_REFERENCE_H
+#define KILN_NUMERIC_REFERENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- binary16 ---------------------------------------------------------------------------- */
+
+/* f32 -> f16 bits, round to nearest, ties to even; overflow gives inf, NaN stays a quiet NaN. */
+uint16_t kiln_ref_f32_to_f16(float f);
+/* f16 bits -> f32 (exact: every binary16 value is a binary32 value). */
+float kiln_ref_f16_to_f32(uint16_t h);
+/* The f16 value nearest to f, as an f32: what storing f into an f16 buffer keeps. */
+float kiln_ref_round_f16(float f);
+
+/* ---- Philox4x32-10 ----------------------------------------------------------------------- */
+
+/* The Philox4x32 block function with 10 rounds (Salmon et al., SC'11; Random123's philox4x32-10):
+ * out = philox(ctr, key). */
+void kiln_ref_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* Kiln's rand(seed, offset) (docs/internals.md): key = (seed, 0), counter = (offset, 0, 0, 0),
+ * first output word r0 mapped to (float)(r0 >> 8) * 2^-24, a uniform in [0, 1). The i32 seed and
+ * offset are taken by their bit patterns. */
+float kiln_ref_rand(int32_t seed, int32_t offset);
+
+/* ---- test data --------------------------------------------------------------------------- */
+
+/* A small seeded generator (splitmix64) for test inputs: the same seed gives the same data on
+ * every machine, so a failure can be reproduced. */
+typedef struct KilnRefRng {
+  uint64_t state;
+} KilnRefRng;
+
+void kiln_ref_rng_init(KilnRefRng *rng, uint64_t seed);
+uint64_t kiln_ref_rng_next(KilnRefRng *rng);
+/* Uniform in [lo, hi), with 24 random bits. */
+float kiln_ref_rng_uniform(KilnRefRng *rng, float lo, float hi);
+
+/* ---- comparison -------------------------------------------------------------------------- */
+
+/* The largest normalized error max_i |got[i] - ref[i]| / max(|ref[i]|, floor) over n values.
+ * `floor` sets the magnitude below which the error is measured absolutely (values near zero
+ * come out of cancellations whose relative error says nothing). A NaN or infinity in got where
+ * ref is finite counts as an infinite error. *worst (if not NULL) receives the index of the
+ * largest error (0 when n == 0). */
+double kiln_ref_max_error(const float *got, const float *ref, size_t n, double floor,
+                          size_t *worst);
+
+/* ---- kernel references ------------------------------------------------------------------- */
+
+/* out[i] = x[i] + y[i] in f32 (exactly what any correct kernel computes). */
+void kiln_ref_vector_add(const float *x, const float *y, float *out, size_t n);
+
+/* y[i] = gelu(x[i] + bias[i % cols]) with the exact (erf) GELU, inputs f16, math in f32 with
+ * libm's erff, result NOT rounded to f16 (the comparison tolerance covers that rounding). */
+void kiln_ref_bias_gelu(const uint16_t *x, const uint16_t *bias, float *y, size_t n, size_t cols);
+
+/* Row softmax of a rows x cols f32 matrix with row strides (in elements); exponentials in f32
+ * (expf) after subtracting the row maximum, sums in double. */
+void kiln_ref_softmax_rows(const float *x, size_t x_stride, float *y, size_t y_stride,
+                           size_t rows, size_t cols);
+
+/* LayerNorm forward per row: mean, rstd = 1/sqrt(var + eps) (biased variance), y = (x - mean)
+ * * rstd * gamma + beta. Computed in double, two passes, stored as f32. */
+void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
+                            const float *beta, float *y, size_t y_stride, float *mean,
+                            float *rstd, size_t rows, size_t cols, float eps);
+
+/* C = A B with f16 inputs (as bits, any strides in elements) and an f32 accumulator summed in k
+ * order; the f32 result is written to c (M x N, dense row-major), not rounded to f16. */
+void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16_t *b, size_t sbk,
+                         size_t sbn, float *c, size_t M, size_t N, size_t K);
+
+/* Index of the largest element of each row, the first one on ties (NaN-free inputs). */
+void kiln_ref_argmax_rows(const float *x, size_t stride, int32_t *out, size_t rows, size_t cols);
+
+/* r[i] = rand(seed, i); y[i] = r[i] > p ? x[i] / (1 - p) : 0, in f32. */
+void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int32_t seed);
+
+#endif /* KILN_NUMERIC_REFERENCE_H */

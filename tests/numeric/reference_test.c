@@ -1,0 +1,269 @@
+/* reference_test.c — checks the references themselves, before any kernel is compared with them:
+ * binary16 conversions exhaustively and at every rounding tie, Philox4x32-10 against the
+ * published Random123 known-answer vectors, and each kernel reference on hand-computed cases. */
+#include "reference.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                   \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      failures++;                                                          \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                        \
+      fputc('\n', stderr);                                                 \
+    }                                                                      \
+  } while (0)
+
+
+static float float_of(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* ---- binary16 ---------------------------------------------------------------------------- */
+
+static void test_f16_known_values(void) {
+  static const struct {
+    float f;
+    uint16_t h;
+  } cases[] = {
+      {0.0f, 0x0000},         {-0.0f, 0x8000},        {1.0f, 0x3c00},
+      {-2.0f, 0xc000},        {0.5f, 0x3800},         {65504.0f, 0x7bff}, /* largest finite */
+      {65519.0f, 0x7bff},     {65520.0f, 0x7c00}, /* the tie above 65504 goes to even = inf */
+      {1e6f, 0x7c00},         {-1e6f, 0xfc00},        {0x1p-14f, 0x0400}, /* smallest normal */
+      {0x1p-24f, 0x0001},     /* smallest subnormal */
+      {0x1p-25f, 0x0000},     /* tie between 0 and 2^-24: even is 0 */
+      {0x1.8p-25f, 0x0001},   {0x1.8p-24f, 0x0002}, /* 1.5 units: tie, goes to even 2 */
+      {0x1.4p-24f, 0x0001},   {0.1f, 0x2e66},         {3.14159265f, 0x4248},
+      {1.0f + 0x1p-11f, 0x3c00}, /* tie at 1: stays on even 1.0 */
+      {1.0f + 0x1.8p-11f, 0x3c01},
+      {1.0f + 3 * 0x1p-11f, 0x3c02}, /* tie between 0x3c01 and 0x3c02: even is 0x3c02 */
+      {INFINITY, 0x7c00},     {-INFINITY, 0xfc00},    {1e-30f, 0x0000},
+      {-1e-45f, 0x8000}, /* an f32 subnormal */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint16_t h = kiln_ref_f32_to_f16(cases[i].f);
+    CHECK(h == cases[i].h, "f32_to_f16(%a) = 0x%04x, expected 0x%04x", (double)cases[i].f, h,
+          cases[i].h);
+  }
+  CHECK(isnan(kiln_ref_f16_to_f32(kiln_ref_f32_to_f16(NAN))), "NaN must stay NaN");
+  CHECK((kiln_ref_f32_to_f16(float_of(0x7f800001u)) & 0x7e00u) == 0x7e00u,
+        "a signalling NaN must become a quiet f16 NaN, not inf");
+}
+
+/* Every f16 value survives f16 -> f32 -> f16, and f16 -> f32 agrees with the formula
+ * (-1)^s * 2^(e-15) * (1 + m/1024) (subnormals: 2^-14 * m/1024). */
+static void test_f16_exhaustive_roundtrip(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h <= 0xffffu; h++) {
+    float f = kiln_ref_f16_to_f32((uint16_t)h);
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    double sign = (h & 0x8000u) ? -1.0 : 1.0;
+    if (e == 0x1fu) {
+      if (m == 0u ? !(isinf(f) && (signbit(f) != 0) == (sign < 0)) : !isnan(f))
+        bad++;
+      continue;
+    }
+    double expect = e == 0u ? sign * ldexp(m, -24) : sign * ldexp(1024 + m, (int)e - 25);
+    if ((double)f != expect || kiln_ref_f32_to_f16(f) != h)
+      bad++;
+  }
+  CHECK(bad == 0, "%d f16 values did not round-trip", bad);
+}
+
+/* At the midpoint of every pair of neighbouring positive f16 values the conversion must pick
+ * the even one; one f32 ulp either side must pick the nearer one. Midpoints need 12 significant
+ * bits, so they are exact in f32. Negative values mirror positive ones. */
+static void test_f16_ties(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 0x7c00u; h++) {
+    double lo = kiln_ref_f16_to_f32((uint16_t)h);
+    double hi = h + 1 == 0x7c00u ? 65536.0 : kiln_ref_f16_to_f32((uint16_t)(h + 1));
+    float mid = (float)((lo + hi) / 2);
+    CHECK((double)mid == (lo + hi) / 2, "midpoint of 0x%04x not exact", h);
+    uint16_t even = (h & 1u) ? (uint16_t)(h + 1) : (uint16_t)h;
+    uint16_t below = kiln_ref_f32_to_f16(nextafterf(mid, 0.0f));
+    uint16_t above = kiln_ref_f32_to_f16(nextafterf(mid, INFINITY));
+    if (kiln_ref_f32_to_f16(mid) != even || below != h || above != h + 1)
+      bad++;
+    if (kiln_ref_f32_to_f16(-mid) != (uint16_t)(0x8000u | even))
+      bad++;
+  }
+  CHECK(bad == 0, "%d rounding ties or near-ties went the wrong way", bad);
+}
+
+#ifdef __FLT16_MAX__
+/* Where the compiler has _Float16, its conversion (libgcc / compiler-rt) is an independent
+ * implementation: compare with it on random f32 bit patterns of every exponent. */
+static void test_f16_against_compiler(void) {
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, 16);
+  int bad = 0;
+  for (int i = 0; i < 2000000; i++) {
+    float f = float_of((uint32_t)kiln_ref_rng_next(&rng));
+    if (isnan(f))
+      continue;
+    _Float16 c = (_Float16)f;
+    uint16_t ch;
+    memcpy(&ch, &c, sizeof ch);
+    if (kiln_ref_f32_to_f16(f) != ch)
+      bad++;
+  }
+  CHECK(bad == 0, "%d conversions differ from the compiler's _Float16", bad);
+}
+#endif
+
+/* ---- Philox ------------------------------------------------------------------------------ */
+
+static void test_philox_known_answers(void) {
+  /* Random123 kat_vectors, philox4x32 with 10 rounds. */
+  static const struct {
+    uint32_t ctr[4], key[2], out[4];
+  } kat[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}},
+      {{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
+       {0xffffffffu, 0xffffffffu},
+       {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}},
+      {{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u},
+       {0xa4093822u, 0x299f31d0u},
+       {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}},
+  };
+  for (size_t i = 0; i < sizeof kat / sizeof kat[0]; i++) {
+    uint32_t out[4];
+    kiln_ref_philox4x32_10(kat[i].ctr, kat[i].key, out);
+    CHECK(memcmp(out, kat[i].out, sizeof out) == 0,
+          "philox4x32-10 vector %zu: got %08x %08x %08x %08x", i, out[0], out[1], out[2], out[3]);
+  }
+}
+
+static void test_rand_mapping(void) {
+  /* rand(0, 0) comes from the first word of the all-zero vector: 0x6627e8d5 >> 8 = 0x6627e8. */
+  CHECK(kiln_ref_rand(0, 0) == (float)0x6627e8 * 0x1p-24f, "rand(0,0) = %a", (double)kiln_ref_rand(0, 0));
+  /* Seed -1 is key word 0xffffffff: same bits as the second vector's key word 0. */
+  uint32_t ctr[4] = {7, 0, 0, 0}, key[2] = {0xffffffffu, 0}, out[4];
+  kiln_ref_philox4x32_10(ctr, key, out);
+  CHECK(kiln_ref_rand(-1, 7) == (float)(out[0] >> 8) * 0x1p-24f, "seed bits not used as key");
+  /* Uniform in [0, 1): over many offsets the mean is near 1/2 (stddev of the mean 0.0009). */
+  double s = 0.0;
+  int out_of_range = 0;
+  for (int32_t i = 0; i < 100000; i++) {
+    float r = kiln_ref_rand(1234, i);
+    out_of_range += !(r >= 0.0f && r < 1.0f);
+    s += r;
+  }
+  CHECK(out_of_range == 0, "%d values outside [0, 1)", out_of_range);
+  CHECK(fabs(s / 100000 - 0.5) < 0.005, "mean %g", s / 100000);
+}
+
+/* ---- comparison and kernel references ---------------------------------------------------- */
+
+static void test_max_error(void) {
+  float ref[4] = {1.0f, -2.0f, 0.0f, 100.0f};
+  float got[4] = {1.0f, -2.002f, 1e-4f, 100.0f};
+  size_t worst;
+  double e = kiln_ref_max_error(got, ref, 4, 1e-3, &worst);
+  /* 0.002 / 2 = 1e-3 at index 1; 1e-4 / max(0, 1e-3) = 0.1 at index 2. */
+  CHECK(fabs(e - 0.1) < 1e-6 && worst == 2, "max error %g at %zu", e, worst);
+  got[3] = NAN;
+  CHECK(isinf(kiln_ref_max_error(got, ref, 4, 1e-3, &worst)) && worst == 3, "NaN not caught");
+}
+
+static void test_gelu_reference(void) {
+  /* GELU(v) = v * Phi(v); Phi(1) = 0.841344746, Phi(-1) = 0.158655254, Phi(2) = 0.977249868. */
+  uint16_t x[4] = {kiln_ref_f32_to_f16(1.0f), kiln_ref_f32_to_f16(-0.5f), kiln_ref_f32_to_f16(0.0f),
+                   kiln_ref_f32_to_f16(2.5f)};
+  uint16_t bias[2] = {kiln_ref_f32_to_f16(0.0f), kiln_ref_f32_to_f16(-0.5f)};
+  float y[4];
+  kiln_ref_bias_gelu(x, bias, y, 4, 2);
+  const double expect[4] = {0.841344746, -0.158655254, 0.0, 1.954499736};
+  for (int i = 0; i < 4; i++) /* f32 erf: a few ulps */
+    CHECK(fabs(y[i] - expect[i]) <= 1e-6 * fmax(1.0, fabs(expect[i])), "gelu %d: %.9g", i, (double)y[i]);
+}
+
+static void test_softmax_reference(void) {
+  /* Row 0: [0, ln 2, pad] -> [1/3, 2/3]; row 1: [-1000, -1000, pad] -> [1/2, 1/2] (needs the
+   * max subtraction: exp(-1000) underflows). */
+  float x[6] = {0.0f, 0.69314718f, 99.0f, -1000.0f, -1000.0f, 99.0f};
+  float y[4];
+  kiln_ref_softmax_rows(x, 3, y, 2, 2, 2);
+  CHECK(fabsf(y[0] - 1.0f / 3) < 1e-6f && fabsf(y[1] - 2.0f / 3) < 1e-6f, "%g %g", (double)y[0], (double)y[1]);
+  CHECK(y[2] == 0.5f && y[3] == 0.5f, "%g %g", (double)y[2], (double)y[3]);
+}
+
+static void test_layernorm_reference(void) {
+  float x[4] = {1, 2, 3, 4}, g[4] = {1, 1, 2, 1}, b[4] = {0, 0, 0, 10}, y[4], mean, rstd;
+  kiln_ref_layernorm_fwd(x, 4, g, b, y, 4, &mean, &rstd, 1, 4, 0.0f);
+  double rs = 1.0 / sqrt(1.25); /* var of 1..4 is 1.25 */
+  CHECK(mean == 2.5f && fabs(rstd - rs) < 1e-7, "mean %g rstd %g", (double)mean, (double)rstd);
+  CHECK(fabs(y[0] + 1.5 * rs) < 1e-6 && fabs(y[2] - 1.0 * rs) < 1e-6 && fabs(y[3] - (10 + 1.5 * rs)) < 1e-5,
+        "%g %g %g", (double)y[0], (double)y[2], (double)y[3]);
+}
+
+static void test_matmul_reference(void) {
+  /* [1 2; 3 4] @ [5 6; 7 8] = [19 22; 43 50], with B given transposed through its strides. */
+  uint16_t a[4], bt[4];
+  const float av[4] = {1, 2, 3, 4}, btv[4] = {5, 7, 6, 8};
+  for (int i = 0; i < 4; i++) {
+    a[i] = kiln_ref_f32_to_f16(av[i]);
+    bt[i] = kiln_ref_f32_to_f16(btv[i]);
+  }
+  float c[4];
+  kiln_ref_matmul_f16(a, 2, 1, bt, 1, 2, c, 2, 2, 2);
+  CHECK(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50, "%g %g %g %g", (double)c[0], (double)c[1],
+        (double)c[2], (double)c[3]);
+}
+
+static void test_argmax_reference(void) {
+  float x[6] = {1, 3, 3, -5, -4, -5};
+  int32_t out[2];
+  kiln_ref_argmax_rows(x, 3, out, 2, 3);
+  CHECK(out[0] == 1 && out[1] == 1, "%d %d (ties go to the first maximum)", out[0], out[1]);
+}
+
+static void test_dropout_reference(void) {
+  float x[64], r[64], y[64];
+  for (int i = 0; i < 64; i++)
+    x[i] = (float)i;
+  kiln_ref_dropout(x, r, y, 64, 0.25f, 42);
+  int kept = 0;
+  for (int i = 0; i < 64; i++) {
+    CHECK(r[i] == kiln_ref_rand(42, i), "r[%d]", i);
+    if (r[i] > 0.25f) {
+      kept++;
+      CHECK(y[i] == x[i] / 0.75f, "y[%d] = %g", i, (double)y[i]);
+    } else {
+      CHECK(y[i] == 0.0f, "y[%d] = %g", i, (double)y[i]);
+    }
+  }
+  CHECK(kept > 32 && kept < 64, "kept %d of 64 at p = 0.25", kept);
+}
+
+int main(void) {
+  test_f16_known_values();
+  test_f16_exhaustive_roundtrip();
+  test_f16_ties();
+#ifdef __FLT16_MAX__
+  test_f16_against_compiler();
+#endif
+  test_philox_known_answers();
+  test_rand_mapping();
+  test_max_error();
+  test_gelu_reference();
+  test_softmax_reference();
+  test_layernorm_reference();
+  test_matmul_reference();
+  test_argmax_reference();
+  test_dropout_reference();
+  if (failures) {
+    fprintf(stderr, "reference_test: %d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("reference_test: all checks passed\n");
+  return 0;
+}
