@@ -1,0 +1,318 @@
+/* driver.c — the compile pipeline end to end, written once.
+ *
+ *   read source → parse → sema (consts bound) → [ast] → mlirgen → verify → [mlir]
+ *     → pass pipeline for the target → [lowered mlir] → [llvm] / [obj]
+ *
+ * User errors at any stage are diagnostics rendered against the source with a caret (MLIR's
+ * diagnostics carry the file:line:col of the expression an op came from, so they are folded
+ * back into the frontend's list and rendered the same way). */
+#include "kiln_driver.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln_frontend.h"
+#include "kiln_mlir.h"
+#include "kiln_mlirgen.h"
+
+static const char *const target_names[KILN_TARGET_COUNT] = {"cpu", "emu", "sm_80", "sm_90"};
+static const char *const emit_names[KILN_EMIT_COUNT] = {"ast", "mlir", "lowered-mlir", "llvm",
+                                                        "obj"};
+
+const char *kiln_target_name(KilnTarget t) {
+  return (unsigned)t < KILN_TARGET_COUNT ? target_names[t] : "?";
+}
+
+KilnTarget kiln_target_from_name(const char *name) {
+  for (int i = 0; i < KILN_TARGET_COUNT; i++)
+    if (name && strcmp(name, target_names[i]) == 0) return (KilnTarget)i;
+  return KILN_TARGET_COUNT;
+}
+
+const char *kiln_emit_name(KilnEmit e) {
+  return (unsigned)e < KILN_EMIT_COUNT ? emit_names[e] : "?";
+}
+
+KilnEmit kiln_emit_from_name(const char *name) {
+  for (int i = 0; i < KILN_EMIT_COUNT; i++)
+    if (name && strcmp(name, emit_names[i]) == 0) return (KilnEmit)i;
+  return KILN_EMIT_COUNT;
+}
+
+void kiln_buffer_free(KilnBuffer *buf) {
+  if (!buf) return;
+  free(buf->data);
+  buf->data = NULL;
+  buf->size = 0;
+}
+
+/* Reads a whole file; returns NULL (errno set) on failure. */
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (n < cap) break;
+    char *bigger = cap > ((size_t)1 << 30) ? NULL : realloc(buf, cap * 2 + 1);
+    if (!bigger) {
+      free(buf);
+      buf = NULL;
+      errno = EFBIG;
+      break;
+    }
+    buf = bigger;
+    cap *= 2;
+  }
+  if (buf && ferror(f)) {
+    free(buf);
+    buf = NULL;
+    errno = EIO;
+  }
+  fclose(f);
+  if (buf) {
+    buf[n] = '\0';
+    *len = n;
+  }
+  return buf;
+}
+
+/* Takes ownership of a text stream's contents as a buffer. */
+static KilnDriverStatus capture_text(void (*print)(const void *, FILE *), const void *arg,
+                                     KilnBuffer *out) {
+  char *data = NULL;
+  size_t size = 0;
+  FILE *mem = open_memstream(&data, &size);
+  if (!mem) return KILN_DRIVER_FAILURE;
+  print(arg, mem);
+  if (fclose(mem) != 0) {
+    free(data);
+    return KILN_DRIVER_FAILURE;
+  }
+  out->data = data;
+  out->size = size;
+  return KILN_DRIVER_OK;
+}
+
+static void print_ast(const void *k, FILE *f) { kiln_ast_dump((const KilnKernel *)k, f); }
+
+static void print_op_cb(MlirStringRef s, void *user) { fwrite(s.data, 1, s.length, (FILE *)user); }
+
+static void print_module(const void *m, FILE *f) {
+  MlirOperation op = mlirModuleGetOperation(*(const MlirModule *)m);
+  mlirOperationPrint(op, print_op_cb, f);
+  fputc('\n', f);
+}
+
+/* Moves MLIR's collected diagnostics into the frontend's list, so they render with a caret. */
+static size_t fold_mlir_diags(KilnMlirContext *kctx, KilnCompilation *c, FILE *diag) {
+  size_t errors = kiln_mlir_diag_error_count(kctx);
+  for (size_t i = 0; i < kiln_mlir_diag_count(kctx); i++) {
+    const KilnMlirDiag *d = kiln_mlir_diag_get(kctx, i);
+    KilnSeverity sev = d->severity == KILN_MLIR_SEV_ERROR     ? KILN_SEV_ERROR
+                       : d->severity == KILN_MLIR_SEV_WARNING ? KILN_SEV_WARNING
+                                                              : KILN_SEV_NOTE;
+    if (d->line > 0) {
+      KilnSpan span = {d->line, d->col, d->line, d->col};
+      kiln_diag_add(c, sev, span, d->message);
+    } else {
+      fprintf(diag, "%s: %s: %s\n", kiln_frontend_path(c),
+              sev == KILN_SEV_ERROR ? "error" : sev == KILN_SEV_WARNING ? "warning" : "note",
+              d->message);
+    }
+  }
+  kiln_mlir_diag_clear(kctx);
+  return errors;
+}
+
+/* Bindings for sema: the defines, then num_warps/num_stages from the options, then every const
+ * parameter still unbound takes its value from the first point of the kernel's tune space. */
+static size_t collect_bindings(const KilnCompileOptions *o, const KilnKernel *k,
+                               KilnBinding *out, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < o->num_defines && n < cap; i++)
+    out[n++] = (KilnBinding){o->defines[i].name, o->defines[i].value};
+  if (o->num_warps > 0 && n < cap) out[n++] = (KilnBinding){"num_warps", o->num_warps};
+  if (o->num_stages > 0 && n < cap) out[n++] = (KilnBinding){"num_stages", o->num_stages};
+  KilnTuneConfig cfg;
+  if (!k->tune || !kiln_tune_config_get(k->tune, 0, &cfg)) return n;
+  for (int i = 0; i < cfg.nbindings && n < cap; i++) {
+    bool have = false;
+    for (size_t j = 0; j < n; j++) have = have || strcmp(out[j].name, cfg.bindings[i].name) == 0;
+    if (!have) out[n++] = cfg.bindings[i];
+  }
+  return n;
+}
+
+typedef struct Job {
+  const KilnCompileOptions *o;
+  FILE *diag;
+  KilnCompilation *c;
+  KilnMlirContext *kctx;
+  MlirModule module;
+  char *text;
+} Job;
+
+static void job_free(Job *j) {
+  if (j->kctx) {
+    if (!mlirModuleIsNull(j->module)) mlirModuleDestroy(j->module);
+    kiln_mlir_context_destroy(j->kctx);
+  }
+  kiln_frontend_destroy(j->c);
+  free(j->text);
+}
+
+static KilnDriverStatus user_error(Job *j) {
+  kiln_diag_render(j->c, j->diag);
+  return KILN_DRIVER_USER_ERROR;
+}
+
+static KilnDriverStatus open_source(Job *j) {
+  const KilnCompileOptions *o = j->o;
+  const char *path = o->path ? o->path : "<input>";
+  const char *src = o->source;
+  size_t len = o->source_len;
+  if (!src) {
+    j->text = read_file(path, &len);
+    if (!j->text) {
+      fprintf(j->diag, "kiln: error: cannot read '%s': %s\n", path, strerror(errno));
+      return KILN_DRIVER_FAILURE;
+    }
+    src = j->text;
+  }
+  j->c = kiln_frontend_create(path, src, len);
+  if (!j->c) {
+    fprintf(j->diag, "kiln: error: out of memory\n");
+    return KILN_DRIVER_FAILURE;
+  }
+  if (!kiln_frontend_parse(j->c)) return user_error(j);
+  return KILN_DRIVER_OK;
+}
+
+static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBuffer *out) {
+  const KilnCompileOptions *o = j->o;
+  j->kctx = kiln_mlir_context_create();
+  if (!j->kctx) {
+    fprintf(j->diag, "kiln: error: cannot create the MLIR context (dialect failed to load)\n");
+    return KILN_DRIVER_FAILURE;
+  }
+  MlirContext ctx = kiln_mlir_context_get(j->kctx);
+  j->module = mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx));
+  if (!kiln_mlirgen_kernel(j->c, k, j->kctx, j->module)) {
+    fold_mlir_diags(j->kctx, j->c, j->diag);
+    return user_error(j);
+  }
+  KilnMlirStatus st = kiln_pipeline_run_stage(j->module, "verify");
+  if (st != KILN_MLIR_OK || fold_mlir_diags(j->kctx, j->c, j->diag) > 0) return user_error(j);
+  if (emit == KILN_EMIT_MLIR) return capture_text(print_module, &j->module, out);
+
+  KilnPipelineOptions po = {.target = kiln_target_name(o->target),
+                            .dump_after = o->dump_after,
+                            .dump_file = j->diag};
+  st = kiln_pipeline_run(j->module, &po);
+  size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
+  if (st != KILN_MLIR_OK || errs > 0) {
+    kiln_diag_render(j->c, j->diag);
+    if (st == KILN_MLIR_ERR_VERIFY) return KILN_DRIVER_USER_ERROR;
+    if (st == KILN_MLIR_ERR_INVALID && o->target != KILN_TARGET_CPU) {
+      fprintf(j->diag, "kiln: error: target '%s' is not supported by this build yet\n",
+              kiln_target_name(o->target));
+      return KILN_DRIVER_USER_ERROR;
+    }
+    fprintf(j->diag, "kiln: error: lowering '%s' for %s failed\n", k->name,
+            kiln_target_name(o->target));
+    return KILN_DRIVER_FAILURE;
+  }
+  if (emit == KILN_EMIT_LOWERED_MLIR) return capture_text(print_module, &j->module, out);
+  if (emit == KILN_EMIT_LLVM) {
+    char *ir = NULL;
+    size_t len = 0;
+    st = kiln_mlir_translate_to_llvm_ir(j->module, &ir, &len);
+    fold_mlir_diags(j->kctx, j->c, j->diag);
+    if (st != KILN_MLIR_OK) {
+      kiln_diag_render(j->c, j->diag);
+      fprintf(j->diag, "kiln: error: translation to LLVM IR failed\n");
+      return KILN_DRIVER_FAILURE;
+    }
+    out->data = malloc(len + 1);
+    if (out->data) {
+      memcpy(out->data, ir, len);
+      out->data[len] = '\0';
+      out->size = len;
+    }
+    kiln_mlir_buffer_free(ir);
+    return out->data ? KILN_DRIVER_OK : KILN_DRIVER_FAILURE;
+  }
+  if (o->target != KILN_TARGET_CPU) {
+    fprintf(j->diag, "kiln: error: --emit obj is for the cpu target\n");
+    return KILN_DRIVER_USER_ERROR;
+  }
+  void *obj = NULL;
+  size_t len = 0;
+  st = kiln_mlir_emit_host_object(j->module, 2, &obj, &len);
+  fold_mlir_diags(j->kctx, j->c, j->diag);
+  if (st != KILN_MLIR_OK) {
+    kiln_diag_render(j->c, j->diag);
+    fprintf(j->diag, "kiln: error: code generation failed\n");
+    return KILN_DRIVER_FAILURE;
+  }
+  out->data = malloc(len ? len : 1);
+  if (out->data) {
+    memcpy(out->data, obj, len);
+    out->size = len;
+  }
+  kiln_mlir_buffer_free(obj);
+  return out->data ? KILN_DRIVER_OK : KILN_DRIVER_FAILURE;
+}
+
+KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *o, KilnEmit emit, KilnBuffer *out) {
+  if (!o || !out || !o->kernel || (unsigned)emit >= KILN_EMIT_COUNT ||
+      (unsigned)o->target >= KILN_TARGET_COUNT)
+    return KILN_DRIVER_FAILURE;
+  *out = (KilnBuffer){0};
+  Job j = {.o = o, .diag = o->diag ? o->diag : stderr};
+  KilnDriverStatus st = open_source(&j);
+  if (st != KILN_DRIVER_OK) {
+    job_free(&j);
+    return st;
+  }
+  KilnKernel *decl = kiln_kernel_find(j.c, o->kernel);
+  if (!decl) {
+    fprintf(j.diag, "%s: error: no kernel named '%s' (", kiln_frontend_path(j.c), o->kernel);
+    for (int i = 0; i < kiln_kernel_count(j.c); i++)
+      fprintf(j.diag, "%s%s", i ? ", " : "", kiln_kernel_get(j.c, i)->name);
+    fprintf(j.diag, "%s)\n", kiln_kernel_count(j.c) ? "" : "the file has none");
+    job_free(&j);
+    return KILN_DRIVER_USER_ERROR;
+  }
+  KilnBinding bindings[64];
+  size_t nb = collect_bindings(o, decl, bindings, 64);
+  KilnKernel *k = NULL;
+  if (!kiln_sema_check_kernel(j.c, o->kernel, bindings, nb, &k)) {
+    st = user_error(&j);
+  } else if (emit == KILN_EMIT_AST) {
+    st = capture_text(print_ast, k, out);
+  } else {
+    st = lower(&j, k, emit, out);
+  }
+  job_free(&j);
+  return st;
+}
+
+KilnDriverStatus kiln_driver_check(const char *path, const KilnDefine *defines, size_t num_defines,
+                                   FILE *diag) {
+  (void)defines;
+  (void)num_defines;
+  KilnCompileOptions o = {.path = path, .diag = diag};
+  Job j = {.o = &o, .diag = diag ? diag : stderr};
+  KilnDriverStatus st = open_source(&j); /* renders parse errors itself */
+  if (st == KILN_DRIVER_OK) {
+    if (!kiln_sema_check_all(j.c)) st = KILN_DRIVER_USER_ERROR;
+    if (kiln_diag_count(j.c) > 0) kiln_diag_render(j.c, j.diag);
+  }
+  job_free(&j);
+  return st;
+}

@@ -1,0 +1,256 @@
+/* kiln.c — the `kiln` command: one binary, a subcommand per job.
+ *
+ * Exit codes (also in docs/cli.md): 0 success; 1 the input is wrong (diagnostics printed);
+ * 2 the environment failed (I/O, LLVM, a missing tool); 64 the command line is wrong. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kiln_driver.h"
+
+enum { EXIT_USAGE = 64 };
+
+static const char *const usage_main =
+    "usage: kiln <command> [options]\n"
+    "\n"
+    "Kiln compiles block-level GPU kernels written in the Kiln language (.kiln files).\n"
+    "\n"
+    "commands:\n"
+    "  compile FILE --kernel NAME   compile one kernel to AST, MLIR, LLVM IR or an object\n"
+    "  check FILE...                parse and type-check every kernel; diagnostics only\n"
+    "  help [COMMAND]               show help for a command\n"
+    "\n"
+    "options:\n"
+    "  -h, --help                   show this help\n"
+    "  --version                    print the version\n"
+    "\n"
+    "exit codes: 0 success, 1 errors in the input, 2 environment or internal failure,\n"
+    "64 bad command line.\n";
+
+static const char *const usage_compile =
+    "usage: kiln compile FILE --kernel NAME [options]\n"
+    "\n"
+    "Compiles kernel NAME of FILE. Const parameters are bound with -D; those not given take\n"
+    "their first value from the kernel's tune block.\n"
+    "\n"
+    "options:\n"
+    "  -k, --kernel NAME            the kernel to compile (required)\n"
+    "  -D NAME=VALUE                bind a const parameter (repeatable); also num_warps,\n"
+    "                               num_stages\n"
+    "  --target T                   cpu (default), emu, sm_80, sm_90\n"
+    "  --emit E                     ast, mlir (kiln dialect, default), lowered-mlir, llvm, obj\n"
+    "  --num-warps N                warps per program (GPU targets; default 4)\n"
+    "  --num-stages N               software pipelining stages (GPU targets; default 2)\n"
+    "  --dump-after STAGE           print the IR after a pipeline stage (or 'all') to stderr\n"
+    "  -o FILE                      write the output to FILE (atomically); default: stdout,\n"
+    "                               or NAME.o for --emit obj\n"
+    "  -h, --help                   show this help\n";
+
+static const char *const usage_check =
+    "usage: kiln check FILE...\n"
+    "\n"
+    "Parses and type-checks every kernel and tune block of each FILE, binding const parameters\n"
+    "from the first configuration of each tune block. Prints diagnostics; exit code 1 if any\n"
+    "file has errors.\n";
+
+/* Writes data to path through a temporary file in the same directory and a rename, so that a
+ * reader never sees a half-written file and an old file survives a failed write. */
+static int write_atomically(const char *path, const void *data, size_t size) {
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) return -1;
+  FILE *f = fdopen(fd, "wb");
+  if (!f) {
+    close(fd);
+    unlink(tmp);
+    return -1;
+  }
+  size_t put = fwrite(data, 1, size, f);
+  int flush_err = fflush(f) != 0 || fsync(fileno(f)) != 0;
+  if (fclose(f) != 0 || put != size || flush_err || rename(tmp, path) != 0) {
+    int saved = errno;
+    unlink(tmp);
+    errno = saved ? saved : EIO;
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 0);
+  if (errno || !end || *end || end == s || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+typedef struct CompileArgs {
+  const char *file, *kernel, *target, *emit, *out, *dump_after;
+  KilnDefine defines[64];
+  size_t ndefines;
+  int num_warps, num_stages;
+} CompileArgs;
+
+static int usage_error(const char *cmd, const char *fmt, const char *what) {
+  fprintf(stderr, "kiln%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+  fprintf(stderr, fmt, what);
+  fprintf(stderr, "\n(see 'kiln %s--help')\n", cmd ? "help " : "");
+  return EXIT_USAGE;
+}
+
+/* Takes the value of an option: "--opt=value" or "--opt value". */
+static const char *opt_value(int argc, char **argv, int *i, const char *name) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) == 0 && a[n] == '=') return a + n + 1;
+  if (strcmp(a, name) == 0 && *i + 1 < argc) return argv[++*i];
+  return NULL;
+}
+
+static int parse_define(CompileArgs *ca, const char *d) {
+  const char *eq = strchr(d, '=');
+  long long v;
+  if (!eq || eq == d || parse_int(eq + 1, INT64_MIN, INT64_MAX, &v) != 0)
+    return usage_error("compile", "-D expects NAME=INTEGER, got '%s'", d);
+  if (ca->ndefines >= 64) return usage_error("compile", "%s", "too many -D options (at most 64)");
+  char *name = strndup(d, (size_t)(eq - d));
+  if (!name) return 2;
+  ca->defines[ca->ndefines++] = (KilnDefine){name, (int64_t)v};
+  return 0;
+}
+
+static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v;
+    long long n;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_compile, stdout);
+      return -1;
+    } else if ((v = opt_value(argc, argv, &i, "--kernel")) || (v = opt_value(argc, argv, &i, "-k"))) {
+      ca->kernel = v;
+    } else if ((v = opt_value(argc, argv, &i, "--target"))) {
+      ca->target = v;
+    } else if ((v = opt_value(argc, argv, &i, "--emit"))) {
+      ca->emit = v;
+    } else if ((v = opt_value(argc, argv, &i, "--dump-after"))) {
+      ca->dump_after = v;
+    } else if ((v = opt_value(argc, argv, &i, "-o"))) {
+      ca->out = v;
+    } else if ((v = opt_value(argc, argv, &i, "--num-warps"))) {
+      if (parse_int(v, 1, 32, &n)) return usage_error("compile", "--num-warps expects 1..32, got '%s'", v);
+      ca->num_warps = (int)n;
+    } else if ((v = opt_value(argc, argv, &i, "--num-stages"))) {
+      if (parse_int(v, 1, 8, &n)) return usage_error("compile", "--num-stages expects 1..8, got '%s'", v);
+      ca->num_stages = (int)n;
+    } else if (!strcmp(a, "-D") && i + 1 < argc) {
+      int r = parse_define(ca, argv[++i]);
+      if (r) return r;
+    } else if (!strncmp(a, "-D", 2) && a[2]) {
+      int r = parse_define(ca, a + 2);
+      if (r) return r;
+    } else if (a[0] == '-' && a[1]) {
+      return usage_error("compile", "unknown or incomplete option '%s'", a);
+    } else if (!ca->file) {
+      ca->file = a;
+    } else {
+      return usage_error("compile", "more than one input file ('%s')", a);
+    }
+  }
+  if (!ca->file) return usage_error("compile", "%s", "no input file");
+  if (!ca->kernel) return usage_error("compile", "%s", "--kernel NAME is required");
+  return 0;
+}
+
+static int run_compile(CompileArgs *ca) {
+  KilnTarget target = kiln_target_from_name(ca->target ? ca->target : "cpu");
+  if (target == KILN_TARGET_COUNT)
+    return usage_error("compile", "unknown target '%s' (cpu, emu, sm_80, sm_90)", ca->target);
+  KilnEmit emit = kiln_emit_from_name(ca->emit ? ca->emit : "mlir");
+  if (emit == KILN_EMIT_COUNT)
+    return usage_error("compile", "unknown --emit '%s' (ast, mlir, lowered-mlir, llvm, obj)", ca->emit);
+  KilnCompileOptions o = {.path = ca->file, .kernel = ca->kernel, .defines = ca->defines,
+                          .num_defines = ca->ndefines, .target = target,
+                          .num_warps = ca->num_warps, .num_stages = ca->num_stages,
+                          .dump_after = ca->dump_after, .diag = stderr};
+  KilnBuffer out = {0};
+  KilnDriverStatus st = kiln_driver_compile(&o, emit, &out);
+  if (st != KILN_DRIVER_OK) return (int)st;
+  char default_out[PATH_MAX];
+  const char *path = ca->out;
+  if (!path && emit == KILN_EMIT_OBJ) {
+    snprintf(default_out, sizeof default_out, "%s.o", ca->kernel);
+    path = default_out;
+  }
+  int rc = 0;
+  if (!path || !strcmp(path, "-")) {
+    if (fwrite(out.data, 1, out.size, stdout) != out.size || fflush(stdout) != 0) rc = 2;
+  } else if (write_atomically(path, out.data, out.size) != 0) {
+    fprintf(stderr, "kiln: error: cannot write '%s': %s\n", path, strerror(errno));
+    rc = 2;
+  }
+  kiln_buffer_free(&out);
+  return rc;
+}
+
+static int cmd_compile(int argc, char **argv) {
+  CompileArgs ca = {0};
+  int r = parse_compile_args(argc, argv, &ca);
+  if (r == 0) r = run_compile(&ca);
+  else if (r < 0) r = 0;
+  for (size_t i = 0; i < ca.ndefines; i++) free((char *)ca.defines[i].name);
+  return r;
+}
+
+static int cmd_check(int argc, char **argv) {
+  int nfiles = 0, worst = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(usage_check, stdout);
+      return 0;
+    }
+    if (argv[i][0] == '-' && argv[i][1]) return usage_error("check", "unknown option '%s'", argv[i]);
+  }
+  for (int i = 0; i < argc; i++) {
+    nfiles++;
+    int st = (int)kiln_driver_check(argv[i], NULL, 0, stderr);
+    if (st > worst) worst = st;
+  }
+  if (nfiles == 0) return usage_error("check", "%s", "no input file");
+  return worst;
+}
+
+static int cmd_help(int argc, char **argv) {
+  if (argc == 0) {
+    fputs(usage_main, stdout);
+    return 0;
+  }
+  if (!strcmp(argv[0], "compile")) fputs(usage_compile, stdout);
+  else if (!strcmp(argv[0], "check")) fputs(usage_check, stdout);
+  else return usage_error(NULL, "no help for unknown command '%s'", argv[0]);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage_main, stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) return cmd_help(0, NULL);
+  if (!strcmp(cmd, "--version")) {
+    printf("kiln %s\n", KILN_VERSION_STRING);
+    return 0;
+  }
+  if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
+  if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+  if (!strcmp(cmd, "help")) return cmd_help(argc - 2, argv + 2);
+  return usage_error(NULL, "unknown command '%s'", cmd);
+}
