@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, then builds and runs ctest three ways:
+#   build/        plain RelWithDebInfo build
+#   build-asan/   AddressSanitizer + UndefinedBehaviorSanitizer
+#   build-fuzz/   clang-19 libFuzzer targets, each run for a short bounded time
+# Usage: scripts/test.sh [--quick]   (--quick: the plain build only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+kiln_install_deps
+
+jobs=$(nproc 2>/dev/null || echo 2)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+run_suite() {
+  local dir=$1; shift
+  echo "== $dir: configure ==" >&2
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+  echo "== $dir: build ==" >&2
+  cmake --build "$dir" -j "$jobs"
+  echo "== $dir: test ==" >&2
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
+}
+
+run_suite build -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+if [ "$quick" -eq 0 ]; then
+  ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
+    -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  run_suite build-fuzz -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 -DKILN_FUZZ=ON
+fi
+echo "kiln: all test suites passed" >&2
