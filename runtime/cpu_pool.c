@@ -1,0 +1,147 @@
+/* cpu_pool.c — the worker threads that run a launch's programs on the cpu device.
+ *
+ * A launch publishes one job (kernel, args, grid) and bumps a generation counter; every worker
+ * wakes, claims program indices from a shared atomic counter until the grid is exhausted, and the
+ * last worker to finish wakes the launcher. Programs never run on the caller's thread, because its
+ * stack may be small while kernels keep tiles on the stack: workers get KILN_RT_CPU_STACK_BYTES.
+ */
+#include "device_impl.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct KilnRtCpuPool {
+  pthread_t *threads;
+  int num_threads;
+  pthread_mutex_t run_lock; /* one launch at a time */
+  pthread_mutex_t lock;     /* guards the fields below */
+  pthread_cond_t work_cv, done_cv;
+  uint64_t generation;
+  bool stop;
+  int active; /* workers still on the current job */
+  /* the current job */
+  KilnRtCpuKernel kernel;
+  void **args;
+  uint32_t grid[3];
+  uint64_t total;
+  _Atomic uint64_t next;
+};
+
+int kiln_rt_cpu_default_threads(void) {
+  const char *env = getenv("KILN_CPU_THREADS");
+  if (env && *env) {
+    char *end = NULL;
+    long n = strtol(env, &end, 10);
+    if (end && *end == '\0' && n >= 1 && n <= 4096) return (int)n;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n >= 1 ? (int)(n > 4096 ? 4096 : n) : 1;
+}
+
+static void run_programs(KilnRtCpuPool *pool) {
+  const uint32_t gx = pool->grid[0], gy = pool->grid[1], gz = pool->grid[2];
+  for (;;) {
+    uint64_t i = atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
+    if (i >= pool->total) break;
+    uint32_t x = (uint32_t)(i % gx);
+    uint32_t y = (uint32_t)((i / gx) % gy);
+    uint32_t z = (uint32_t)(i / ((uint64_t)gx * gy));
+    pool->kernel(pool->args, (int32_t)x, (int32_t)y, (int32_t)z, (int32_t)gx, (int32_t)gy,
+                 (int32_t)gz);
+  }
+}
+
+static void *worker_main(void *arg) {
+  KilnRtCpuPool *pool = arg;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&pool->lock);
+  for (;;) {
+    while (!pool->stop && pool->generation == seen) pthread_cond_wait(&pool->work_cv, &pool->lock);
+    if (pool->stop) break;
+    seen = pool->generation;
+    pthread_mutex_unlock(&pool->lock);
+    run_programs(pool);
+    pthread_mutex_lock(&pool->lock);
+    if (--pool->active == 0) pthread_cond_signal(&pool->done_cv);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return NULL;
+}
+
+static void stop_workers(KilnRtCpuPool *pool, int started) {
+  pthread_mutex_lock(&pool->lock);
+  pool->stop = true;
+  pthread_cond_broadcast(&pool->work_cv);
+  pthread_mutex_unlock(&pool->lock);
+  for (int i = 0; i < started; i++) pthread_join(pool->threads[i], NULL);
+}
+
+static void free_pool(KilnRtCpuPool *pool) {
+  pthread_cond_destroy(&pool->done_cv);
+  pthread_cond_destroy(&pool->work_cv);
+  pthread_mutex_destroy(&pool->lock);
+  pthread_mutex_destroy(&pool->run_lock);
+  free(pool->threads);
+  free(pool);
+}
+
+KilnRtStatus kiln_rt_cpu_pool_create(int num_threads, KilnRtCpuPool **out) {
+  KILN_ASSERT(num_threads >= 1);
+  KilnRtCpuPool *pool = calloc(1, sizeof *pool);
+  if (pool) pool->threads = calloc((size_t)num_threads, sizeof *pool->threads);
+  if (!pool || !pool->threads) {
+    free(pool);
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for the cpu thread pool");
+  }
+  pthread_mutex_init(&pool->run_lock, NULL);
+  pthread_mutex_init(&pool->lock, NULL);
+  pthread_cond_init(&pool->work_cv, NULL);
+  pthread_cond_init(&pool->done_cv, NULL);
+  atomic_init(&pool->next, 0);
+
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  int err = pthread_attr_setstacksize(&attr, KILN_RT_CPU_STACK_BYTES);
+  int started = 0;
+  while (err == 0 && started < num_threads) {
+    err = pthread_create(&pool->threads[started], &attr, worker_main, pool);
+    if (err == 0) started++;
+  }
+  pthread_attr_destroy(&attr);
+  if (err) {
+    stop_workers(pool, started);
+    free_pool(pool);
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY,
+                        "cannot start cpu worker thread %d of %d with 64 MiB stacks: %s",
+                        started + 1, num_threads, strerror(err));
+  }
+  pool->num_threads = num_threads;
+  *out = pool;
+  return KILN_RT_OK;
+}
+
+void kiln_rt_cpu_pool_destroy(KilnRtCpuPool *pool) {
+  if (!pool) return;
+  stop_workers(pool, pool->num_threads);
+  free_pool(pool);
+}
+
+void kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **args,
+                          const uint32_t grid[3]) {
+  pthread_mutex_lock(&pool->run_lock);
+  pthread_mutex_lock(&pool->lock);
+  pool->kernel = kernel;
+  pool->args = args;
+  memcpy(pool->grid, grid, sizeof pool->grid);
+  pool->total = (uint64_t)grid[0] * grid[1] * grid[2];
+  atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+  pool->active = pool->num_threads;
+  pool->generation++;
+  pthread_cond_broadcast(&pool->work_cv);
+  while (pool->active > 0) pthread_cond_wait(&pool->done_cv, &pool->lock);
+  pthread_mutex_unlock(&pool->lock);
+  pthread_mutex_unlock(&pool->run_lock);
+}

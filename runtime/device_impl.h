@@ -1,0 +1,173 @@
+/* device_impl.h — libkilnrt's private header: the device vtable every backend fills in, the
+ * objects the public handles point to, the caching allocator, the CPU thread pool and the
+ * error helpers. Nothing outside runtime/ includes it.
+ *
+ * The public functions (device.c) check arguments, keep the bookkeeping that is the same on every
+ * device (the allocation cache, function tables, arg sizes) and call through `ops`; a backend
+ * only deals with its own handles (`impl` fields). A new device kind is one KilnRtDeviceOps table
+ * plus a create function listed in device.c.
+ */
+#ifndef KILN_RUNTIME_DEVICE_IMPL_H
+#define KILN_RUNTIME_DEVICE_IMPL_H
+
+#include "kiln/kilnrt.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Internal symbols stay inside libkilnrt.so; only kilnrt.h's API is exported. */
+#pragma GCC visibility push(hidden)
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+/* Records a formatted message as the thread's last error and returns `status`, so failures read
+ * `return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot write %s: %s", path, strerror(errno));`. */
+KilnRtStatus kiln_rt_fail(KilnRtStatus status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Broken internal invariants: always on, reported and then the process stops, since continuing
+ * would corrupt memory. Never used for user or environment errors. */
+#define KILN_ASSERT(cond)                                                                     \
+  do {                                                                                        \
+    if (!(cond)) kiln_rt_assert_failed(__FILE__, __LINE__, __func__, #cond);                  \
+  } while (0)
+_Noreturn void kiln_rt_assert_failed(const char *file, int line, const char *func,
+                                     const char *cond);
+
+/* ---- the caching allocator (alloc_cache.c) ------------------------------------------------ */
+
+typedef struct KilnRtAllocCache KilnRtAllocCache;
+/* The device's own allocator, which the cache sits on. */
+typedef KilnRtStatus (*KilnRtRawAlloc)(KilnRtDevice *dev, size_t bytes, void **ptr);
+typedef void (*KilnRtRawFree)(KilnRtDevice *dev, void *ptr);
+
+/* NULL when out of host memory. */
+KilnRtAllocCache *kiln_rt_cache_create(KilnRtDevice *dev, KilnRtRawAlloc raw_alloc,
+                                       KilnRtRawFree raw_free);
+/* Frees every block, cached or still in use, through raw_free. */
+void kiln_rt_cache_destroy(KilnRtAllocCache *cache);
+/* The size class a request of `bytes` is served from (0 for 0). */
+size_t kiln_rt_cache_class_size(size_t bytes);
+KilnRtStatus kiln_rt_cache_alloc(KilnRtAllocCache *cache, size_t bytes, void **ptr);
+KilnRtStatus kiln_rt_cache_free(KilnRtAllocCache *cache, void *ptr);
+void kiln_rt_cache_stats(KilnRtAllocCache *cache, KilnRtMemStats *out);
+void kiln_rt_cache_release(KilnRtAllocCache *cache);
+
+/* ---- the device vtable -------------------------------------------------------------------- */
+
+typedef enum KilnRtCopyKind { KILN_RT_COPY_HTOD, KILN_RT_COPY_DTOH, KILN_RT_COPY_DTOD } KilnRtCopyKind;
+
+/* Every entry returns a status and sets kiln_rt_fail's message on failure. Arguments have been
+ * checked by device.c (non-NULL handles, non-zero sizes, grid dims >= 1). `stream` may be NULL. */
+typedef struct KilnRtDeviceOps {
+  void (*destroy)(KilnRtDevice *dev); /* frees dev->impl; dev itself is freed by device.c */
+  KilnRtStatus (*info)(KilnRtDevice *dev, KilnRtDeviceInfo *out);
+  KilnRtStatus (*synchronize)(KilnRtDevice *dev);
+
+  KilnRtStatus (*raw_alloc)(KilnRtDevice *dev, size_t bytes, void **ptr);
+  void (*raw_free)(KilnRtDevice *dev, void *ptr);
+  KilnRtStatus (*memcpy)(KilnRtDevice *dev, KilnRtCopyKind kind, void *dst, const void *src,
+                         size_t bytes, KilnRtStream *stream);
+  KilnRtStatus (*memset)(KilnRtDevice *dev, void *dst, int value, size_t bytes,
+                         KilnRtStream *stream);
+
+  /* Fills mod->impl. */
+  KilnRtStatus (*module_load)(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,
+                              size_t size, KilnRtModule *mod);
+  void (*module_unload)(KilnRtModule *mod);
+  /* Fills fn->impl for fn->name; NOT_FOUND if absent. */
+  KilnRtStatus (*get_function)(KilnRtModule *mod, KilnRtFunction *fn);
+  KilnRtStatus (*launch)(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
+                         KilnRtStream *stream);
+
+  KilnRtStatus (*stream_create)(KilnRtDevice *dev, KilnRtStream *stream); /* fills ->impl */
+  void (*stream_destroy)(KilnRtStream *stream);
+  KilnRtStatus (*stream_synchronize)(KilnRtStream *stream);
+
+  KilnRtStatus (*event_create)(KilnRtDevice *dev, KilnRtEvent *ev); /* fills ->impl */
+  void (*event_destroy)(KilnRtEvent *ev);
+  KilnRtStatus (*event_record)(KilnRtEvent *ev, KilnRtStream *stream);
+  KilnRtStatus (*event_synchronize)(KilnRtEvent *ev);
+  KilnRtStatus (*event_elapsed_ms)(KilnRtEvent *start, KilnRtEvent *end, float *ms);
+
+  KilnRtStatus (*begin_capture)(KilnRtStream *stream);
+  KilnRtStatus (*end_capture)(KilnRtStream *stream, KilnRtGraph *graph); /* fills ->impl */
+  KilnRtStatus (*graph_launch)(KilnRtGraph *graph, KilnRtStream *stream);
+  void (*graph_destroy)(KilnRtGraph *graph);
+} KilnRtDeviceOps;
+
+struct KilnRtDevice {
+  const KilnRtDeviceOps *ops;
+  KilnRtDeviceKind kind;
+  int ordinal;
+  KilnRtAllocCache *cache;
+  void *impl;
+};
+
+struct KilnRtFunction {
+  KilnRtModule *module;
+  char *name;
+  size_t *arg_sizes; /* NULL until kiln_rt_function_set_arg_sizes */
+  size_t num_args;
+  void *impl;
+  KilnRtFunction *next; /* the module's list */
+};
+
+struct KilnRtModule {
+  KilnRtDevice *dev;
+  KilnRtModuleFormat format;
+  pthread_mutex_t lock; /* guards `functions` */
+  KilnRtFunction *functions;
+  void *impl;
+};
+
+struct KilnRtStream {
+  KilnRtDevice *dev;
+  bool capturing;
+  void *impl;
+};
+
+struct KilnRtEvent {
+  KilnRtDevice *dev;
+  bool recorded;
+  void *impl;
+};
+
+struct KilnRtGraph {
+  KilnRtDevice *dev;
+  void *impl;
+};
+
+/* Backend constructors: fill dev->ops, dev->impl, dev->kind (device.c allocates dev). */
+KilnRtStatus kiln_rt_cpu_device_init(KilnRtDevice *dev, int ordinal);
+KilnRtStatus kiln_rt_cuda_device_init(KilnRtDevice *dev, int ordinal);
+KilnRtStatus kiln_rt_emu_device_init(KilnRtDevice *dev, int ordinal);
+
+/* ---- cpu pieces --------------------------------------------------------------------------- */
+
+/* The CPU kernel ABI (docs/internals.md). */
+typedef void (*KilnRtCpuKernel)(void **args, int32_t pid_x, int32_t pid_y, int32_t pid_z,
+                                int32_t nprog_x, int32_t nprog_y, int32_t nprog_z);
+
+/* A pool of worker threads with big stacks that runs a grid's programs (cpu_pool.c). */
+typedef struct KilnRtCpuPool KilnRtCpuPool;
+/* Minimum stack per worker: tiles may live on the stack. */
+#define KILN_RT_CPU_STACK_BYTES ((size_t)64 << 20)
+/* num_threads >= 1. */
+KilnRtStatus kiln_rt_cpu_pool_create(int num_threads, KilnRtCpuPool **out);
+void kiln_rt_cpu_pool_destroy(KilnRtCpuPool *pool);
+/* Runs kernel(args, x, y, z, ...) for every (x, y, z) of the grid, each exactly once, and returns
+ * when all have finished. Concurrent calls are serialized. */
+void kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **args,
+                          const uint32_t grid[3]);
+/* Worker count from $KILN_CPU_THREADS, else the online CPUs. */
+int kiln_rt_cpu_default_threads(void);
+
+/* Links/opens a host module (cpu_module.c); *handle is a dlopen handle. */
+KilnRtStatus kiln_rt_cpu_module_open(KilnRtModuleFormat format, const void *image, size_t size,
+                                     void **handle);
+
+#pragma GCC visibility pop
+
+#endif /* KILN_RUNTIME_DEVICE_IMPL_H */
