@@ -1,0 +1,679 @@
+/* numeric_test.c — Kiln kernels compiled for the cpu target, run through libkilnrt, compared with
+ * the C references of reference.c.
+ *
+ * Usage: kiln_numeric_test KERNEL...   run every configuration of the named kernels ("all": all)
+ *        kiln_numeric_test --list      print the kernel names
+ *
+ * How one configuration runs: the kernel's source (KILN_NUMERIC_KERNEL_DIR/NAME.kiln) is compiled
+ * with its const parameters bound (kiln_driver_compile, KILN_EMIT_OBJ, KILN_TARGET_CPU); the object
+ * is loaded as a module on the "cpu" device; inputs come from a generator seeded per
+ * configuration, so a failure reproduces; every output buffer is larger than the result (row gaps
+ * and a tail) and prefilled with a sentinel byte, so a write outside the store masks shows up as
+ * a changed sentinel; after the launch the results are compared with the reference by the
+ * normalized error of kiln_ref_max_error against a tolerance stated per kernel (the reasons for
+ * each tolerance are in docs/kernels-tests.md). A kernel that does not compile is a failure.
+ *
+ * Exit status: 0 all passed, 1 a check failed, 2 bad usage.
+ */
+#include "kiln_driver.h"
+#include "reference.h"
+
+#include <kiln/kilnrt.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef KILN_NUMERIC_KERNEL_DIR
+#error "KILN_NUMERIC_KERNEL_DIR must name the folder of the test kernels"
+#endif
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+enum {
+  SENTINEL_BYTE = 0x5A, /* f32 1.5e16, f16 203.25, i32 0x5A5A5A5A: no kernel here writes these */
+  TAIL_ELEMS = 67,      /* extra elements after every output: odd, to catch off-by-a-vector too */
+  MAX_BUFFERS = 16,
+  NUM_WARPS = 4
+};
+
+/* ---- one configuration's run -------------------------------------------------------------- */
+
+/* The device objects of one configuration and its verdict. Once `ok` is false the remaining
+ * steps do nothing, so a runner reads straight through and run_end reports the first failure. */
+typedef struct Run {
+  KilnRtDevice *dev;
+  KilnRtModule *mod;
+  KilnRtFunction *fn;
+  void *bufs[MAX_BUFFERS];
+  int nbufs;
+  bool ok;
+  char label[192];
+} Run;
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) {
+    fprintf(stderr, "numeric_test: out of memory\n");
+    exit(2);
+  }
+  return p;
+}
+
+static void run_fail(Run *run, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "  %s: ", run->label);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  run->ok = false;
+}
+
+static void run_fail_rt(Run *run, const char *what, KilnRtStatus st) {
+  run_fail(run, "%s failed: %s: %s", what, kiln_rt_status_name(st), kiln_rt_last_error());
+}
+
+/* Compiles `kernel` with `defs` bound and loads it on dev. The label names the configuration in
+ * every message. */
+static void run_begin(Run *run, KilnRtDevice *dev, const char *kernel, const KilnDefine *defs,
+                      size_t ndefs, const char *shape) {
+  memset(run, 0, sizeof *run);
+  run->dev = dev;
+  run->ok = true;
+  int len = snprintf(run->label, sizeof run->label, "%s %s", kernel, shape);
+  for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < sizeof run->label; i++)
+    len += snprintf(run->label + len, sizeof run->label - (size_t)len, " %s=%" PRId64, defs[i].name,
+                    defs[i].value);
+
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.kiln", KILN_NUMERIC_KERNEL_DIR, kernel);
+  KilnCompileOptions opts;
+  memset(&opts, 0, sizeof opts);
+  opts.path = path;
+  opts.kernel = kernel;
+  opts.defines = defs;
+  opts.num_defines = ndefs;
+  opts.target = KILN_TARGET_CPU;
+  opts.num_warps = NUM_WARPS;
+  opts.diag = stderr;
+  KilnBuffer obj = {0};
+  KilnDriverStatus ds = kiln_driver_compile(&opts, KILN_EMIT_OBJ, &obj);
+  if (ds != KILN_DRIVER_OK) {
+    run_fail(run, "compile failed (driver status %d; diagnostics above)", (int)ds);
+    kiln_buffer_free(&obj);
+    return;
+  }
+  KilnRtStatus st = kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &run->mod);
+  kiln_buffer_free(&obj);
+  if (st != KILN_RT_OK) {
+    run->mod = NULL;
+    run_fail_rt(run, "kiln_rt_module_load", st);
+    return;
+  }
+  st = kiln_rt_module_get_function(run->mod, kernel, &run->fn);
+  if (st != KILN_RT_OK)
+    run_fail_rt(run, "kiln_rt_module_get_function", st);
+}
+
+static void *run_alloc(Run *run, size_t bytes) {
+  if (!run->ok)
+    return NULL;
+  if (run->nbufs == MAX_BUFFERS) {
+    run_fail(run, "more than %d buffers", MAX_BUFFERS);
+    return NULL;
+  }
+  void *d = NULL;
+  KilnRtStatus st = kiln_rt_malloc(run->dev, bytes, &d);
+  if (st != KILN_RT_OK) {
+    run_fail_rt(run, "kiln_rt_malloc", st);
+    return NULL;
+  }
+  run->bufs[run->nbufs++] = d;
+  return d;
+}
+
+/* A device copy of host[0..bytes). */
+static void *run_input(Run *run, const void *host, size_t bytes) {
+  void *d = run_alloc(run, bytes);
+  if (!d)
+    return NULL;
+  KilnRtStatus st = kiln_rt_memcpy_htod(run->dev, d, host, bytes, NULL);
+  if (st != KILN_RT_OK)
+    run_fail_rt(run, "kiln_rt_memcpy_htod", st);
+  return d;
+}
+
+/* A device buffer of `bytes` filled with the sentinel byte. */
+static void *run_output(Run *run, size_t bytes) {
+  void *d = run_alloc(run, bytes);
+  if (!d)
+    return NULL;
+  KilnRtStatus st = kiln_rt_memset(run->dev, d, SENTINEL_BYTE, bytes, NULL);
+  if (st != KILN_RT_OK)
+    run_fail_rt(run, "kiln_rt_memset", st);
+  return d;
+}
+
+static void run_launch(Run *run, uint32_t gx, uint32_t gy, void **args) {
+  if (!run->ok)
+    return;
+  KilnRtLaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.grid[0] = gx;
+  cfg.grid[1] = gy;
+  cfg.grid[2] = 1;
+  cfg.block_threads = 32 * NUM_WARPS;
+  KilnRtStatus st = kiln_rt_launch(run->fn, &cfg, args, NULL);
+  if (st != KILN_RT_OK) {
+    run_fail_rt(run, "kiln_rt_launch", st);
+    return;
+  }
+  st = kiln_rt_device_synchronize(run->dev);
+  if (st != KILN_RT_OK)
+    run_fail_rt(run, "kiln_rt_device_synchronize", st);
+}
+
+static void run_fetch(Run *run, void *host, const void *d, size_t bytes) {
+  if (!run->ok)
+    return;
+  KilnRtStatus st = kiln_rt_memcpy_dtoh(run->dev, host, d, bytes, NULL);
+  if (st != KILN_RT_OK)
+    run_fail_rt(run, "kiln_rt_memcpy_dtoh", st);
+}
+
+/* Frees the configuration's device objects and prints its verdict; returns it. */
+static bool run_end(Run *run) {
+  for (int i = 0; i < run->nbufs; i++)
+    kiln_rt_free(run->dev, run->bufs[i]);
+  kiln_rt_module_destroy(run->mod);
+  printf("  %-4s %s\n", run->ok ? "ok" : "FAIL", run->label);
+  fflush(stdout);
+  return run->ok;
+}
+
+/* ---- checks ------------------------------------------------------------------------------- */
+
+/* Every element of a buffer of `total` elements of `elem` bytes that lies outside the result
+ * (rows x cols at a row stride of `stride` elements) must still hold the sentinel. */
+static void check_untouched(Run *run, const char *what, const void *buf, size_t elem, size_t total,
+                            size_t rows, size_t cols, size_t stride) {
+  if (!run->ok)
+    return;
+  const unsigned char *bytes = buf;
+  size_t clobbered = 0, first = 0;
+  for (size_t i = 0; i < total; i++) {
+    if (i / stride < rows && i % stride < cols)
+      continue;
+    for (size_t b = 0; b < elem; b++)
+      if (bytes[i * elem + b] != SENTINEL_BYTE) {
+        if (clobbered++ == 0)
+          first = i;
+        break;
+      }
+  }
+  if (clobbered)
+    run_fail(run, "%s: %zu element(s) outside the result were written (first at element %zu: "
+                  "row %zu, column %zu)", what, clobbered, first, first / stride, first % stride);
+}
+
+/* Compares got with ref by kiln_ref_max_error and prints the result. */
+static void check_close(Run *run, const char *what, const float *got, const float *ref, size_t n,
+                        double floor, double tol) {
+  if (!run->ok)
+    return;
+  size_t worst = 0;
+  double err = kiln_ref_max_error(got, ref, n, floor, &worst);
+  printf("       %s: %-10s max err %.3e (tol %.1e, floor %.0e)", run->label, what, err, tol, floor);
+  if (n)
+    printf(" worst [%zu] got %.9g want %.9g", worst, (double)got[worst], (double)ref[worst]);
+  printf("\n");
+  if (!(err <= tol))
+    run_fail(run, "%s: max normalized error %.3e above the tolerance %.1e at element %zu", what,
+             err, tol, worst);
+}
+
+static void check_equal_i32(Run *run, const char *what, const int32_t *got, const int32_t *ref,
+                            size_t n) {
+  if (!run->ok)
+    return;
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < n; i++)
+    if (got[i] != ref[i] && bad++ == 0)
+      first = i;
+  printf("       %s: %-10s %zu of %zu differ (tol 0)\n", run->label, what, bad, n);
+  if (bad)
+    run_fail(run, "%s: %zu mismatches, first at %zu: got %" PRId32 " want %" PRId32, what, bad,
+             first, got[first], ref[first]);
+}
+
+/* ---- data helpers ------------------------------------------------------------------------- */
+
+static uint32_t cdiv(size_t a, size_t b) { return (uint32_t)((a + b - 1) / b); }
+
+static float *random_f32(KilnRefRng *rng, size_t n, float lo, float hi) {
+  float *p = xcalloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++)
+    p[i] = kiln_ref_rng_uniform(rng, lo, hi);
+  return p;
+}
+
+static uint16_t *random_f16(KilnRefRng *rng, size_t n, float lo, float hi) {
+  uint16_t *p = xcalloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++)
+    p[i] = kiln_ref_f32_to_f16(kiln_ref_rng_uniform(rng, lo, hi));
+  return p;
+}
+
+/* The columns between `cols` and the row stride of an input get a value far above any real one,
+ * so that a kernel reading past its load mask gets a visibly wrong maximum, sum or mean. */
+static void poison_row_gaps(float *x, size_t rows, size_t cols, size_t stride) {
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = cols; c < stride; c++)
+      x[r * stride + c] = 1000.0f;
+}
+
+/* The rows x cols result out of a strided f32 buffer, densely. */
+static float *gather_f32(const float *buf, size_t rows, size_t cols, size_t stride) {
+  float *p = xcalloc(rows * cols, sizeof *p);
+  for (size_t r = 0; r < rows; r++)
+    memcpy(p + r * cols, buf + r * stride, cols * sizeof *p);
+  return p;
+}
+
+static float *gather_f16(const uint16_t *buf, size_t rows, size_t cols, size_t stride) {
+  float *p = xcalloc(rows * cols, sizeof *p);
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < cols; c++)
+      p[r * cols + c] = kiln_ref_f16_to_f32(buf[r * stride + c]);
+  return p;
+}
+
+/* ---- vector_add --------------------------------------------------------------------------- */
+
+static bool test_vector_add(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {4096, 1024}, {1, 128}, {100003, 512}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    Run run;
+    run_begin(&run, dev, "vector_add", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 100 + ci);
+    float *x = random_f32(&rng, n, -1.0f, 1.0f), *y = random_f32(&rng, n, -1.0f, 1.0f);
+    float *out = xcalloc(total, sizeof *out), *ref = xcalloc(n, sizeof *ref);
+    void *dx = run_input(&run, x, n * sizeof *x);
+    void *dy = run_input(&run, y, n * sizeof *y);
+    void *dout = run_output(&run, total * sizeof *out);
+    int32_t n32 = cfgs[ci].n;
+    void *args[] = {&dx, &dy, &dout, &n32};
+    run_launch(&run, cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    run_fetch(&run, out, dout, total * sizeof *out);
+
+    check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
+    kiln_ref_vector_add(x, y, ref, n);
+    check_close(&run, "out", out, ref, n, 1.0, 0.0); /* one correctly rounded add: exact */
+    all_ok &= run_end(&run);
+    free(x), free(y), free(out), free(ref);
+  }
+  return all_ok;
+}
+
+/* ---- bias_gelu ---------------------------------------------------------------------------- */
+
+static bool test_bias_gelu(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{77, 768, 1024}, {3, 100, 128}, {64, 64, 256}, {5, 3072, 4096}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t n = rows * cols, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zu", rows, cols);
+    Run run;
+    run_begin(&run, dev, "bias_gelu", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 200 + ci);
+    /* x + bias spans [-5, 5]: both tails of erf and the region near zero. */
+    uint16_t *x = random_f16(&rng, n, -4.0f, 4.0f), *bias = random_f16(&rng, cols, -1.0f, 1.0f);
+    uint16_t *y = xcalloc(total, sizeof *y);
+    float *ref = xcalloc(n, sizeof *ref);
+    void *dx = run_input(&run, x, n * sizeof *x);
+    void *db = run_input(&run, bias, cols * sizeof *bias);
+    void *dy = run_output(&run, total * sizeof *y);
+    int32_t n32 = (int32_t)n, cols32 = cfgs[ci].cols;
+    void *args[] = {&dx, &db, &dy, &n32, &cols32};
+    run_launch(&run, cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    run_fetch(&run, y, dy, total * sizeof *y);
+
+    check_untouched(&run, "y", y, sizeof *y, total, 1, n, total);
+    float *got = gather_f16(y, 1, n, n);
+    kiln_ref_bias_gelu(x, bias, ref, n, cols);
+    check_close(&run, "y", got, ref, n, 1e-2, 2e-3);
+    all_ok &= run_end(&run);
+    free(x), free(bias), free(y), free(ref), free(got);
+  }
+  return all_ok;
+}
+
+/* ---- softmax_rows ------------------------------------------------------------------------- */
+
+static bool test_softmax_rows(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, x_stride, y_stride, block;
+  } cfgs[] = {{77, 768, 768, 770, 1024}, {5, 1000, 1003, 1000, 1024}, {16, 64, 64, 64, 64},
+              {3, 1, 1, 2, 128}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t xs = (size_t)cfgs[ci].x_stride, ys = (size_t)cfgs[ci].y_stride;
+    size_t total = rows * ys + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zu strides %zu,%zu", rows, cols, xs, ys);
+    Run run;
+    run_begin(&run, dev, "softmax_rows", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 300 + ci);
+    /* Logits over [-8, 8]: probabilities spread over ~7 orders of magnitude. */
+    float *x = random_f32(&rng, rows * xs, -8.0f, 8.0f);
+    poison_row_gaps(x, rows, cols, xs);
+    float *y = xcalloc(total, sizeof *y), *ref = xcalloc(rows * cols, sizeof *ref);
+    void *dx = run_input(&run, x, rows * xs * sizeof *x);
+    void *dy = run_output(&run, total * sizeof *y);
+    int32_t cols32 = cfgs[ci].cols, xs32 = cfgs[ci].x_stride, ys32 = cfgs[ci].y_stride;
+    void *args[] = {&dx, &dy, &cols32, &xs32, &ys32};
+    run_launch(&run, (uint32_t)rows, 1, args);
+    run_fetch(&run, y, dy, total * sizeof *y);
+
+    check_untouched(&run, "y", y, sizeof *y, total, rows, cols, ys);
+    float *got = gather_f32(y, rows, cols, ys);
+    kiln_ref_softmax_rows(x, xs, ref, cols, rows, cols);
+    check_close(&run, "y", got, ref, rows * cols, 1e-30, 1e-5);
+    all_ok &= run_end(&run);
+    free(x), free(y), free(ref), free(got);
+  }
+  return all_ok;
+}
+
+/* ---- layernorm_fwd ------------------------------------------------------------------------ */
+
+static bool test_layernorm_fwd(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, x_stride, y_stride, block;
+  } cfgs[] = {{77, 768, 768, 772, 1024}, {4, 100, 101, 100, 128}, {8, 256, 256, 256, 256},
+              {2, 1000, 1000, 1001, 1024}};
+  const float eps = 1e-5f;
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t xs = (size_t)cfgs[ci].x_stride, ys = (size_t)cfgs[ci].y_stride;
+    size_t total = rows * ys + TAIL_ELEMS, stats_total = rows + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zu strides %zu,%zu", rows, cols, xs, ys);
+    Run run;
+    run_begin(&run, dev, "layernorm_fwd", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 400 + ci);
+    /* Each row gets its own offset in [-1, 1] so the mean is not ~0 and the subtraction counts. */
+    float *x = random_f32(&rng, rows * xs, -2.0f, 2.0f);
+    for (size_t r = 0; r < rows; r++) {
+      float off = kiln_ref_rng_uniform(&rng, -1.0f, 1.0f);
+      for (size_t c = 0; c < xs; c++)
+        x[r * xs + c] += off;
+    }
+    poison_row_gaps(x, rows, cols, xs);
+    float *gamma = random_f32(&rng, cols, 0.5f, 1.5f), *beta = random_f32(&rng, cols, -1.0f, 1.0f);
+    float *y = xcalloc(total, sizeof *y), *mean = xcalloc(stats_total, sizeof *mean);
+    float *rstd = xcalloc(stats_total, sizeof *rstd);
+    float *ref_y = xcalloc(rows * cols, sizeof *ref_y), *ref_mean = xcalloc(rows, sizeof *ref_mean);
+    float *ref_rstd = xcalloc(rows, sizeof *ref_rstd);
+    void *dx = run_input(&run, x, rows * xs * sizeof *x);
+    void *dg = run_input(&run, gamma, cols * sizeof *gamma);
+    void *db = run_input(&run, beta, cols * sizeof *beta);
+    void *dy = run_output(&run, total * sizeof *y);
+    void *dmean = run_output(&run, stats_total * sizeof *mean);
+    void *drstd = run_output(&run, stats_total * sizeof *rstd);
+    int32_t cols32 = cfgs[ci].cols, xs32 = cfgs[ci].x_stride, ys32 = cfgs[ci].y_stride;
+    float eps_arg = eps;
+    void *args[] = {&dx, &dg, &db, &dy, &dmean, &drstd, &cols32, &xs32, &ys32, &eps_arg};
+    run_launch(&run, (uint32_t)rows, 1, args);
+    run_fetch(&run, y, dy, total * sizeof *y);
+    run_fetch(&run, mean, dmean, stats_total * sizeof *mean);
+    run_fetch(&run, rstd, drstd, stats_total * sizeof *rstd);
+
+    check_untouched(&run, "y", y, sizeof *y, total, rows, cols, ys);
+    check_untouched(&run, "mean", mean, sizeof *mean, stats_total, 1, rows, stats_total);
+    check_untouched(&run, "rstd", rstd, sizeof *rstd, stats_total, 1, rows, stats_total);
+    float *got = gather_f32(y, rows, cols, ys);
+    kiln_ref_layernorm_fwd(x, xs, gamma, beta, ref_y, cols, ref_mean, ref_rstd, rows, cols, eps);
+    check_close(&run, "y", got, ref_y, rows * cols, 1.0, 1e-5);
+    check_close(&run, "mean", mean, ref_mean, rows, 1.0, 1e-5);
+    check_close(&run, "rstd", rstd, ref_rstd, rows, 1e-30, 1e-5);
+    all_ok &= run_end(&run);
+    free(x), free(gamma), free(beta), free(y), free(mean), free(rstd);
+    free(ref_y), free(ref_mean), free(ref_rstd), free(got);
+  }
+  return all_ok;
+}
+
+/* ---- matmul_f16 --------------------------------------------------------------------------- */
+
+static bool test_matmul_f16(KilnRtDevice *dev) {
+  /* a_colmajor / b_colmajor store A (M x K) / B (K x N) column-major, i.e. transposed in
+   * memory: the kernel sees that only through its stride parameters. */
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    bool a_colmajor, b_colmajor;
+  } cfgs[] = {
+      {100, 72, 88, 32, 32, 32, false, false}, {64, 64, 64, 32, 32, 32, false, false},
+      {33, 65, 17, 16, 64, 16, true, true},    {128, 96, 256, 64, 32, 64, false, true},
+      {1, 1, 1, 16, 16, 16, false, false},
+  };
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t sam = cfgs[ci].a_colmajor ? 1 : K, sak = cfgs[ci].a_colmajor ? M : 1;
+    size_t sbk = cfgs[ci].b_colmajor ? 1 : N, sbn = cfgs[ci].b_colmajor ? K : 1;
+    size_t scm = N + 8, scn = 1; /* 8 sentinel columns between rows of C */
+    size_t total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    char shape[96];
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s", M, N, K,
+             cfgs[ci].a_colmajor ? "col" : "row", cfgs[ci].b_colmajor ? "col" : "row");
+    Run run;
+    run_begin(&run, dev, "matmul_f16", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 500 + ci);
+    uint16_t *a = random_f16(&rng, M * K, -1.0f, 1.0f), *b = random_f16(&rng, K * N, -1.0f, 1.0f);
+    uint16_t *c = xcalloc(total, sizeof *c);
+    float *ref = xcalloc(M * N, sizeof *ref);
+    void *da = run_input(&run, a, M * K * sizeof *a);
+    void *db = run_input(&run, b, K * N * sizeof *b);
+    void *dc = run_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sak32 = (int32_t)sak, sbk32 = (int32_t)sbk, sbn32 = (int32_t)sbn;
+    int32_t scm32 = (int32_t)scm, scn32 = (int32_t)scn;
+    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sak32, &sbk32, &sbn32, &scm32, &scn32};
+    run_launch(&run, cdiv(M, (size_t)cfgs[ci].bm), cdiv(N, (size_t)cfgs[ci].bn), args);
+    run_fetch(&run, c, dc, total * sizeof *c);
+
+    check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    float *got = gather_f16(c, M, N, scm);
+    kiln_ref_matmul_f16(a, sam, sak, b, sbk, sbn, ref, M, N, K);
+    check_close(&run, "c", got, ref, M * N, 1.0, 2e-3);
+    all_ok &= run_end(&run);
+    free(a), free(b), free(c), free(ref), free(got);
+  }
+  return all_ok;
+}
+
+/* ---- argmax_rows -------------------------------------------------------------------------- */
+
+static bool test_argmax_rows(KilnRtDevice *dev) {
+  /* ties: values drawn from the 8 integers 0..7, so most rows hold their maximum several
+   * times and only the first occurrence is right. */
+  static const struct {
+    int32_t rows, cols, block_r, block_c;
+    bool ties;
+  } cfgs[] = {{77, 768, 4, 1024, false}, {10, 33, 8, 64, true}, {5, 1, 2, 128, false},
+              {64, 256, 1, 256, true},   {13, 1000, 2, 1024, false}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, stride = cols + 3;
+    size_t total = rows + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK_R", cfgs[ci].block_r}, {"BLOCK_C", cfgs[ci].block_c}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zu%s", rows, cols, cfgs[ci].ties ? " ties" : "");
+    Run run;
+    run_begin(&run, dev, "argmax_rows", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 600 + ci);
+    float *x = random_f32(&rng, rows * stride, -100.0f, 100.0f);
+    if (cfgs[ci].ties)
+      for (size_t i = 0; i < rows * stride; i++)
+        x[i] = floorf((x[i] + 100.0f) / 25.0f);
+    poison_row_gaps(x, rows, cols, stride);
+    int32_t *out = xcalloc(total, sizeof *out), *ref = xcalloc(rows, sizeof *ref);
+    void *dx = run_input(&run, x, rows * stride * sizeof *x);
+    void *dout = run_output(&run, total * sizeof *out);
+    int32_t rows32 = cfgs[ci].rows, cols32 = cfgs[ci].cols, stride32 = (int32_t)stride;
+    void *args[] = {&dx, &dout, &rows32, &cols32, &stride32};
+    run_launch(&run, cdiv(rows, (size_t)cfgs[ci].block_r), 1, args);
+    run_fetch(&run, out, dout, total * sizeof *out);
+
+    check_untouched(&run, "out", out, sizeof *out, total, 1, rows, total);
+    kiln_ref_argmax_rows(x, stride, ref, rows, cols);
+    check_equal_i32(&run, "out", out, ref, rows);
+    all_ok &= run_end(&run);
+    free(x), free(out), free(ref);
+  }
+  return all_ok;
+}
+
+/* ---- dropout_rand ------------------------------------------------------------------------- */
+
+static bool test_dropout_rand(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+    float p;
+    int32_t seed;
+  } cfgs[] = {{1000, 256, 0.3f, 1234}, {5000, 1024, 0.5f, -7}, {4096, 512, 0.1f, 0},
+              {77, 2048, 0.9f, 2147483647}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%zu p=%g seed=%" PRId32, n, (double)cfgs[ci].p, cfgs[ci].seed);
+    Run run;
+    run_begin(&run, dev, "dropout_rand", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 700 + ci);
+    float *x = random_f32(&rng, n, -1.0f, 1.0f);
+    float *r = xcalloc(total, sizeof *r), *y = xcalloc(total, sizeof *y);
+    float *ref_r = xcalloc(n, sizeof *ref_r), *ref_y = xcalloc(n, sizeof *ref_y);
+    void *dx = run_input(&run, x, n * sizeof *x);
+    void *dr = run_output(&run, total * sizeof *r);
+    void *dy = run_output(&run, total * sizeof *y);
+    int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed;
+    float p = cfgs[ci].p;
+    void *args[] = {&dx, &dr, &dy, &n32, &p, &seed};
+    run_launch(&run, cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    run_fetch(&run, r, dr, total * sizeof *r);
+    run_fetch(&run, y, dy, total * sizeof *y);
+
+    check_untouched(&run, "r", r, sizeof *r, total, 1, n, total);
+    check_untouched(&run, "y", y, sizeof *y, total, 1, n, total);
+    kiln_ref_dropout(x, ref_r, ref_y, n, p, seed);
+    check_close(&run, "r", r, ref_r, n, 1.0, 0.0); /* integer arithmetic: bit-exact */
+    check_close(&run, "y", y, ref_y, n, 1.0, 1e-6);
+    all_ok &= run_end(&run);
+    free(x), free(r), free(y), free(ref_r), free(ref_y);
+  }
+  return all_ok;
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static const struct {
+  const char *name;
+  bool (*run)(KilnRtDevice *dev);
+} TESTS[] = {
+    {"vector_add", test_vector_add},       {"bias_gelu", test_bias_gelu},
+    {"softmax_rows", test_softmax_rows},   {"layernorm_fwd", test_layernorm_fwd},
+    {"matmul_f16", test_matmul_f16},       {"argmax_rows", test_argmax_rows},
+    {"dropout_rand", test_dropout_rand},
+};
+
+static int find_test(const char *name) {
+  for (size_t i = 0; i < COUNT(TESTS); i++)
+    if (strcmp(TESTS[i].name, name) == 0)
+      return (int)i;
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s KERNEL... | all | --list\n", argv[0]);
+    return 2;
+  }
+  if (strcmp(argv[1], "--list") == 0) {
+    for (size_t i = 0; i < COUNT(TESTS); i++)
+      printf("%s\n", TESTS[i].name);
+    return 0;
+  }
+  bool selected[COUNT(TESTS)] = {false};
+  for (int a = 1; a < argc; a++) {
+    if (strcmp(argv[a], "all") == 0) {
+      for (size_t i = 0; i < COUNT(TESTS); i++)
+        selected[i] = true;
+      continue;
+    }
+    int t = find_test(argv[a]);
+    if (t < 0) {
+      fprintf(stderr, "%s: no numeric test named '%s' (--list shows them)\n", argv[0], argv[a]);
+      return 2;
+    }
+    selected[t] = true;
+  }
+
+  KilnRtDevice *dev = NULL;
+  KilnRtStatus st = kiln_rt_device_create("cpu", &dev);
+  if (st != KILN_RT_OK) {
+    fprintf(stderr, "kiln_rt_device_create(\"cpu\") failed: %s: %s\n", kiln_rt_status_name(st),
+            kiln_rt_last_error());
+    return 1;
+  }
+  int failed = 0;
+  for (size_t i = 0; i < COUNT(TESTS); i++) {
+    if (!selected[i])
+      continue;
+    printf("%s\n", TESTS[i].name);
+    if (!TESTS[i].run(dev)) {
+      failed++;
+      printf("%s: FAILED\n", TESTS[i].name);
+    }
+  }
+  kiln_rt_device_destroy(dev);
+  return failed ? 1 : 0;
+}
