@@ -1,0 +1,95 @@
+/* Version, status names, device specs and what each device kind reports on this machine. */
+#include "rt_test.h"
+
+#include <stdlib.h>
+
+static void test_version(void) {
+  CHECK(kiln_rt_version() == KILN_RT_VERSION);
+  CHECK(kiln_rt_version() / 10000 == KILN_RT_VERSION_MAJOR);
+  char want[32];
+  snprintf(want, sizeof want, "%d.%d.%d", KILN_RT_VERSION_MAJOR, KILN_RT_VERSION_MINOR,
+           KILN_RT_VERSION_PATCH);
+  CHECK(strcmp(kiln_rt_version_string(), want) == 0);
+}
+
+static void test_status_names(void) {
+  static const char *const want[] = {
+      "KILN_RT_OK", "KILN_RT_ERROR_INVALID_ARGUMENT", "KILN_RT_ERROR_NO_DEVICE",
+      "KILN_RT_ERROR_UNSUPPORTED", "KILN_RT_ERROR_OUT_OF_MEMORY", "KILN_RT_ERROR_IO",
+      "KILN_RT_ERROR_LOAD", "KILN_RT_ERROR_NOT_FOUND", "KILN_RT_ERROR_LAUNCH",
+      "KILN_RT_ERROR_DRIVER", "KILN_RT_ERROR_TIMEOUT"};
+  CHECK(sizeof want / sizeof want[0] == KILN_RT_STATUS_COUNT);
+  for (int i = 0; i < KILN_RT_STATUS_COUNT; i++) CHECK(strcmp(kiln_rt_status_name((KilnRtStatus)i), want[i]) == 0);
+  CHECK(strcmp(kiln_rt_status_name(KILN_RT_STATUS_COUNT), "KILN_RT_STATUS_UNKNOWN") == 0);
+  CHECK(strcmp(kiln_rt_status_name((KilnRtStatus)-1), "KILN_RT_STATUS_UNKNOWN") == 0);
+}
+
+static void test_specs(void) {
+  KilnRtDevice *dev = NULL;
+  CHECK_STATUS(kiln_rt_device_create("tpu", &dev), KILN_RT_ERROR_INVALID_ARGUMENT);
+  CHECK_CONTAINS(kiln_rt_last_error(), "unknown device 'tpu'");
+  CHECK_STATUS(kiln_rt_device_create("cpux", &dev), KILN_RT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_rt_device_create("cuda:", &dev), KILN_RT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_rt_device_create("cuda:-1", &dev), KILN_RT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_rt_device_create("cuda:1x", &dev), KILN_RT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_rt_device_create(NULL, &dev), KILN_RT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_rt_device_create("cpu", NULL), KILN_RT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_rt_device_create("cpu:1", &dev), KILN_RT_ERROR_NO_DEVICE);
+  CHECK(dev == NULL); /* failures leave out-parameters alone */
+}
+
+static void test_emu(void) {
+  KilnRtDevice *dev = NULL;
+  CHECK_STATUS(kiln_rt_device_create("emu", &dev), KILN_RT_ERROR_UNSUPPORTED);
+  CHECK(strcmp(kiln_rt_last_error(), "the emu device is not built yet") == 0);
+  CHECK(dev == NULL);
+}
+
+static void test_cuda_absent_or_present(void) {
+  KilnRtDevice *dev = NULL;
+  KilnRtStatus st = kiln_rt_device_create("cuda", &dev);
+  if (st == KILN_RT_OK) {
+    /* A GPU is here: the no-device path cannot be checked, but info must work. */
+    KilnRtDeviceInfo info;
+    CHECK_OK(kiln_rt_device_info(dev, &info));
+    CHECK(info.kind == KILN_RT_DEVICE_CUDA && info.cc_major >= 3 && info.sm_count > 0);
+    printf("cuda:0 present: %s (sm_%d%d), skipping the no-device check\n", info.name, info.cc_major,
+           info.cc_minor);
+    kiln_rt_device_destroy(dev);
+  } else {
+    CHECK_STATUS(st, KILN_RT_ERROR_NO_DEVICE);
+    CHECK(kiln_rt_last_error()[0] != '\0');
+    printf("cuda: %s\n", kiln_rt_last_error());
+    CHECK(dev == NULL);
+  }
+  /* An ordinal far past any machine's GPU count is always NO_DEVICE. */
+  CHECK_STATUS(kiln_rt_device_create("cuda:4096", &dev), KILN_RT_ERROR_NO_DEVICE);
+}
+
+static void test_cpu_info(void) {
+  KilnRtDevice *dev = NULL;
+  CHECK_OK(kiln_rt_device_create("cpu", &dev));
+  if (!dev) return;
+  CHECK(kiln_rt_device_kind(dev) == KILN_RT_DEVICE_CPU);
+  KilnRtDeviceInfo info;
+  CHECK_OK(kiln_rt_device_info(dev, &info));
+  CHECK(info.kind == KILN_RT_DEVICE_CPU);
+  CHECK(strcmp(info.name, "cpu") == 0);
+  CHECK(info.total_mem > 0);
+  const char *env = getenv("KILN_CPU_THREADS");
+  if (env) CHECK(info.num_threads == atoi(env));
+  else CHECK(info.num_threads >= 1);
+  CHECK_OK(kiln_rt_device_synchronize(dev));
+  kiln_rt_device_destroy(dev);
+  kiln_rt_device_destroy(NULL);
+}
+
+int main(void) {
+  test_version();
+  test_status_names();
+  test_specs();
+  test_emu();
+  test_cuda_absent_or_present();
+  test_cpu_info();
+  return rt_test_result("test_rt_basics");
+}
