@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Checks the `kiln` command's contract: exit codes, diagnostics with a caret, every --emit
+# output, -D bindings, --dump-after, and that -o never leaves a half-written file.
+# Usage: cli_test.sh KILN KERNEL_DIR [EXAMPLES_DIR]
+set -u
+kiln=$1 kdir=$2 edir=${3:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+check() { # check NAME EXPECTED_RC CMD... ; output in $tmp/out
+  local name=$1 want=$2; shift 2
+  "$@" >"$tmp/out" 2>&1
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/    /' "$tmp/out" | head -20
+    fails=$((fails + 1)); return 1
+  fi
+  echo "ok   $name"
+}
+
+contains() { # contains NAME PATTERN (grep -E on $tmp/out)
+  if ! grep -qE -- "$2" "$tmp/out"; then
+    echo "FAIL $1: output lacks /$2/"; sed 's/^/    /' "$tmp/out" | head -20
+    fails=$((fails + 1)); return 1
+  fi
+}
+
+# --- usage and help
+check help 0 "$kiln" --help && contains help 'usage: kiln'
+check help-compile 0 "$kiln" compile --help && contains help-compile '--emit'
+check version 0 "$kiln" --version && contains version '^kiln [0-9]+\.[0-9]+'
+check no-args 64 "$kiln"
+check unknown-command 64 "$kiln" frobnicate
+check compile-no-kernel 64 "$kiln" compile "$kdir/vector_add.kiln"
+check bad-define 64 "$kiln" compile "$kdir/vector_add.kiln" --kernel vector_add -D BLOCK=abc
+check bad-target 64 "$kiln" compile "$kdir/vector_add.kiln" --kernel vector_add --target sm_10
+check bad-emit 64 "$kiln" compile "$kdir/vector_add.kiln" --kernel vector_add --emit png
+
+# --- environment failures
+check missing-file 2 "$kiln" compile "$tmp/nope.kiln" --kernel k && contains missing-file 'cannot read'
+
+# --- user errors: diagnostics with file:line:col and a caret
+cat >"$tmp/bad.kiln" <<'K'
+kernel bad(x: *f32, n: i32, const BLOCK: i32) {
+    let offs = arange(0, BLOCK);
+    let t = zeros([64, 32], f32) + zeros([32, 64], f32);
+    store(x + offs, undefined_name, offs < n);
+}
+K
+check bad-source 1 "$kiln" compile "$tmp/bad.kiln" --kernel bad -D BLOCK=64
+contains bad-source-loc 'bad\.kiln:3:[0-9]+: error: '
+contains bad-source-caret '^ *\^'
+contains bad-source-second 'bad\.kiln:4:[0-9]+: error: '
+check check-bad 1 "$kiln" check "$tmp/bad.kiln"
+check unknown-kernel 1 "$kiln" compile "$kdir/vector_add.kiln" --kernel nope && contains unknown-kernel 'vector_add'
+printf 'kernel k(x: *f32) { let a = ; }\n\x00\xff garbage' >"$tmp/garbage.kiln"
+check garbage 1 "$kiln" check "$tmp/garbage.kiln"
+
+# --- every kernel checks, and compiles to kiln MLIR at its default config
+for f in "$kdir"/*.kiln ${edir:+"$edir"/*.kiln}; do
+  [ -f "$f" ] || continue
+  check "check $(basename "$f")" 0 "$kiln" check "$f"
+  for k in $(sed -n 's/^kernel \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$f"); do
+    check "mlir $(basename "$f"):$k" 0 "$kiln" compile "$f" --kernel "$k" --emit mlir &&
+      contains "mlir $k has kiln ops" '"?kiln\.(load|store|dot|reduce|rand|atomic_rmw)'
+  done
+done
+
+# --- every --emit on one kernel
+va="$kdir/vector_add.kiln"
+check emit-ast 0 "$kiln" compile "$va" --kernel vector_add -D BLOCK=256 --emit ast && contains emit-ast 'tile<256xf32>|256'
+check emit-mlir 0 "$kiln" compile "$va" --kernel vector_add -D BLOCK=256 --emit mlir &&
+  contains emit-mlir 'tensor<256x!kiln\.ptr<f32>>' && contains emit-mlir-loc 'vector_add\.kiln'
+check emit-lowered 0 "$kiln" compile "$va" --kernel vector_add --emit lowered-mlir && contains emit-lowered 'llvm\.func'
+check emit-llvm 0 "$kiln" compile "$va" --kernel vector_add --emit llvm && contains emit-llvm 'define .*kiln_cpu_vector_add'
+check emit-obj 0 "$kiln" compile "$va" --kernel vector_add --emit obj -o "$tmp/va.o"
+if [ "$(head -c 4 "$tmp/va.o" | od -An -c | tr -d ' ')" != '177ELF' ]; then
+  echo "FAIL emit-obj: not an ELF object"; fails=$((fails + 1)); fi
+check dump-after 0 "$kiln" compile "$va" --kernel vector_add --emit obj -o "$tmp/va2.o" --dump-after convert-kiln-to-cpu
+contains dump-after 'func|llvm'
+check dump-after-bad 1 "$kiln" compile "$va" --kernel vector_add --emit obj -o "$tmp/va3.o" --dump-after no-such-stage
+
+# --- -o is atomic: a failing compile leaves an existing output untouched, and no temp files
+echo precious >"$tmp/keep.o"
+check keep-on-failure 1 "$kiln" compile "$tmp/bad.kiln" --kernel bad -D BLOCK=64 --emit obj -o "$tmp/keep.o"
+[ "$(cat "$tmp/keep.o")" = precious ] || { echo "FAIL keep-on-failure: output overwritten"; fails=$((fails + 1)); }
+leftovers=$(find "$tmp" -name '*.tmp.*' | wc -l)
+[ "$leftovers" -eq 0 ] || { echo "FAIL temp files left behind: $leftovers"; fails=$((fails + 1)); }
+
+if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all cli checks passed"
