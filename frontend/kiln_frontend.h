@@ -168,7 +168,7 @@ typedef enum KilnIndexKind { KILN_INDEX_SLICE, KILN_INDEX_NONE } KilnIndexKind;
  *   BINARY:   binop, lhs, rhs.  operand_type = common type both operands are converted and
  *             broadcast to before the operation (for comparisons the result `type` is i1 of the
  *             broadcast shape; for ptr + int it is the int type of the broadcast shape and
- *             `type` is the pointer (tile)).  Shifts: lhs type wins.
+ *             `type` is the pointer (tile)).
  *   CALL:     name, builtin, args/nargs.  operand_type: for elementwise builtins (where's a/b,
  *             maximum, minimum, math functions) the common type the value arguments are converted
  *             and broadcast to; for load/store/atomics the pointer operand's shape with the
@@ -180,7 +180,10 @@ typedef enum KilnIndexKind { KILN_INDEX_SLICE, KILN_INDEX_NONE } KilnIndexKind;
  *   LIST:     args/nargs.
  *   TYPE:     cast_to (kind DTYPE).
  * After sema every node has `type`; `is_const` marks compile-time constant integer (or bool)
- * expressions whose value is in `ival` (for INT literals ival is the literal). */
+ * expressions whose value is in `ival` (for INT literals ival is the literal).  Literals take
+ * the type they were converted to: an INT node may have a float type (emit a float constant).
+ * A node's own `type` may differ from the `operand_type` its parent wants only in element type
+ * and/or shape: the parent converts (cast) and broadcasts (splat / expand) it. */
 struct KilnExpr {
     KilnExprKind kind;
     KilnSpan span;
@@ -200,6 +203,8 @@ struct KilnExpr {
     KilnIndexKind *index;
     int nindex;
     const KilnType *cast_to;
+    bool weak;                     /* sema: an untyped constant (literal, const param) that took
+                                      its type from the other operand, like Triton's constexprs */
     int depth;                     /* internal: nesting depth, bounded by the parser */
 };
 
@@ -220,7 +225,9 @@ typedef struct KilnBlock {
     KilnSpan span;
 } KilnBlock;
 
-/* A statement.  For FOR and IF, `carried` lists (once each, in order of first assignment)
+/* A statement.  LET/VAR: decl->type may differ from init->type in element type only when the
+ * init is `weak` or an annotation asked for it: convert.  ASSIGN likewise converts value to
+ * target->type (shapes always match).  For FOR and IF, `carried` lists (once each, in order of first assignment)
  * the `var`s declared outside the statement that are assigned anywhere inside it: loop-carried
  * values for scf.for and results for scf.if.  An `else if` is an else_body holding one IF. */
 struct KilnStmt {

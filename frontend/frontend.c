@@ -1,0 +1,166 @@
+/* frontend.c: the compilation object and the parse entry point.
+ *
+ * Pipeline, in order:  kiln_frontend_create (copy the source)  ->  kiln_frontend_parse (lex +
+ * parse into the arena, link tune blocks to kernels)  ->  kiln_sema_check_kernel per
+ * configuration (sema.c)  ->  the caller walks the typed kernel. */
+#include "frontend_internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+KilnCompilation *kiln_frontend_create(const char *path, const char *text, size_t len)
+{
+    KilnCompilation *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    kiln_arena_init(&c->ar);
+    kiln_arena_init(&c->scratch);
+    if (!path)
+        path = "<input>";
+    c->path = kiln_arena_strndup(&c->ar, path, strlen(path));
+    c->text = kiln_arena_alloc(&c->ar, len + 2);
+    if (!c->path || !c->text) {
+        kiln_frontend_destroy(c);
+        return NULL;
+    }
+    if (len)
+        memcpy(c->text, text, len);
+    c->len = len;
+    return c;
+}
+
+void kiln_frontend_destroy(KilnCompilation *c)
+{
+    if (!c)
+        return;
+    kiln_arena_free(&c->ar);
+    kiln_arena_free(&c->scratch);
+    free(c->diags);
+    free(c);
+}
+
+const char *kiln_frontend_path(const KilnCompilation *c)
+{
+    return c->path;
+}
+
+/* Links each tune block to its kernel; duplicate kernels and tune blocks are errors. */
+static void link_items(KilnCompilation *c)
+{
+    for (int i = 0; i < c->kernels.n; i++) {
+        KilnKernel *k = c->kernels.items[i];
+        for (int j = 0; j < i; j++) {
+            KilnKernel *o = c->kernels.items[j];
+            if (strcmp(o->name, k->name) == 0) {
+                kiln_diag_error(c, k->span, "kernel '%s' is already defined at line %d", k->name,
+                                o->span.line);
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < c->tunes.n; i++) {
+        KilnTune *t = c->tunes.items[i];
+        t->kernel = kiln_kernel_find(c, t->kernel_name);
+        if (!t->kernel) {
+            kiln_diag_error(c, t->span, "tune block for unknown kernel '%s'", t->kernel_name);
+            continue;
+        }
+        if (t->kernel->tune) {
+            kiln_diag_error(c, t->span, "kernel '%s' already has a tune block at line %d",
+                            t->kernel_name, t->kernel->tune->span.line);
+            continue;
+        }
+        t->kernel->tune = t;
+    }
+}
+
+bool kiln_frontend_parse(KilnCompilation *c)
+{
+    KILN_ASSERT(!c->parsed);
+    c->parsed = true;
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        c->ar.oom = NULL;
+        kiln_diag_error(c, (KilnSpan){0, 0, 0, 0}, "out of memory while parsing");
+        c->nparse_diags = c->ndiags;
+        c->nparse_errors = c->nerrors;
+        return false;
+    }
+    c->ar.oom = &oom;
+    if (c->len > INT_MAX / 2) {
+        kiln_diag_error(c, (KilnSpan){0, 0, 0, 0}, "source file is too large");
+    } else {
+        kiln_parse_run(c);
+        if (!c->too_deep)
+            link_items(c);
+    }
+    c->ar.oom = NULL;
+    c->nparse_diags = c->ndiags;
+    c->nparse_errors = c->nerrors;
+    c->parse_ok = c->nerrors == 0;
+    return c->parse_ok;
+}
+
+int kiln_kernel_count(const KilnCompilation *c)
+{
+    return c->kernels.n;
+}
+
+KilnKernel *kiln_kernel_get(const KilnCompilation *c, int i)
+{
+    return i >= 0 && i < c->kernels.n ? c->kernels.items[i] : NULL;
+}
+
+KilnKernel *kiln_kernel_find(const KilnCompilation *c, const char *name)
+{
+    for (int i = 0; i < c->kernels.n; i++) {
+        KilnKernel *k = c->kernels.items[i];
+        if (strcmp(k->name, name) == 0)
+            return k;
+    }
+    return NULL;
+}
+
+int kiln_tune_count(const KilnCompilation *c)
+{
+    return c->tunes.n;
+}
+
+KilnTune *kiln_tune_get(const KilnCompilation *c, int i)
+{
+    return i >= 0 && i < c->tunes.n ? c->tunes.items[i] : NULL;
+}
+
+const char *kiln_builtin_name(KilnBuiltin b)
+{
+    static const char *const names[] = {
+        NULL,
+#define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) name,
+#include "builtins.def"
+#undef KILN_BUILTIN
+    };
+    return (unsigned)b < KILN_BUILTIN_COUNT ? names[b] : NULL;
+}
+
+const char *kiln_builtin_signature(KilnBuiltin b)
+{
+    static const char *const sigs[] = {
+        NULL,
+#define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) sig,
+#include "builtins.def"
+#undef KILN_BUILTIN
+    };
+    return (unsigned)b < KILN_BUILTIN_COUNT ? sigs[b] : NULL;
+}
+
+const char *kiln_builtin_doc(KilnBuiltin b)
+{
+    static const char *const docs[] = {
+        NULL,
+#define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) doc,
+#include "builtins.def"
+#undef KILN_BUILTIN
+    };
+    return (unsigned)b < KILN_BUILTIN_COUNT ? docs[b] : NULL;
+}

@@ -1,0 +1,1322 @@
+/* sema.c: names, types, shapes and constants of one kernel under one binding of its consts.
+ *
+ * How this works.  One walk over the kernel's statements in order.  Declarations go on a
+ * stack of visible names (a block pops what it pushed); every identifier use is pointed at
+ * its KilnDecl.  Each expression is checked bottom-up and gets its type (scalar, pointer or
+ * tile with a static shape), `is_const`/`ival` when it is a compile-time integer, and
+ * `weak` when it is an untyped constant (a literal or a const param) that adopts the type of
+ * the operand it meets, as Triton's constexprs do.  Binary ops and elementwise builtins
+ * record the common operand type (element type + broadcast shape) so mlirgen knows which
+ * casts and broadcasts to emit.  Assignments inside `for`/`if` are collected per statement
+ * (vars declared outside it) as the loop-carried values / if results.
+ *
+ * All results go into the AST nodes and the scratch arena, which is reset per call: the
+ * tuner re-checks a kernel per configuration.  A NULL type means "an error was already
+ * reported here": callers stay quiet about it so one mistake yields one message. */
+#include "frontend_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* No tile may hold more elements than this (shape arithmetic overflow guard). */
+#define MAX_TILE_ELEMS ((int64_t)1 << 24)
+
+typedef struct Ctl {
+    KilnStmt *stmt;
+    int first_id; /* decls with smaller ids were declared before this statement */
+    KilnPtrVec carried;
+} Ctl;
+
+typedef struct Sema {
+    KilnCompilation *c;
+    KilnArena *ar;
+    KilnKernel *k;
+    KilnPtrVec names; /* visible KilnDecl*, innermost last */
+    int scope_start;  /* index in names where the current block's scope begins */
+    int next_id;
+    Ctl *ctl;         /* enclosing for/if statements, innermost last */
+    int nctl, ctl_cap;
+} Sema;
+
+#define ERR(S, span, ...) kiln_diag_error((S)->c, (span), __VA_ARGS__)
+
+/* ---------------------------------------------------------------- type helpers */
+
+static const char *tstr(Sema *S, const KilnType *t)
+{
+    char buf[192];
+    kiln_type_str(t, buf, sizeof buf);
+    return kiln_arena_strndup(S->ar, buf, strlen(buf));
+}
+
+static const char *shstr(Sema *S, const int64_t *dims, int rank)
+{
+    char buf[192];
+    kiln_shape_str(dims, rank, buf, sizeof buf);
+    return kiln_arena_strndup(S->ar, buf, strlen(buf));
+}
+
+static bool is_ptrish(const KilnType *t)
+{
+    return t->kind == KILN_TYPE_PTR || (t->kind == KILN_TYPE_TILE && t->elem_is_ptr);
+}
+
+static bool is_numeric(const KilnType *t)
+{
+    return (t->kind == KILN_TYPE_SCALAR || t->kind == KILN_TYPE_TILE) && !is_ptrish(t);
+}
+
+static int rank_of(const KilnType *t)
+{
+    return t->kind == KILN_TYPE_TILE ? t->rank : 0;
+}
+
+/* A scalar / pointer when rank is 0, else a tile of that element. */
+static const KilnType *with_shape(Sema *S, KilnScalarKind s, bool ptr, int rank, const int64_t *dims)
+{
+    if (rank == 0 && !ptr)
+        return kiln_type_scalar(s);
+    KilnType *t = kiln_type_new(S->ar, NULL);
+    t->scalar = s;
+    if (rank == 0) {
+        t->kind = KILN_TYPE_PTR;
+        return t;
+    }
+    t->kind = KILN_TYPE_TILE;
+    t->elem_is_ptr = ptr;
+    t->rank = rank;
+    memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+    return t;
+}
+
+static const KilnType *like_shape(Sema *S, KilnScalarKind s, bool ptr, const KilnType *shape_of)
+{
+    return with_shape(S, s, ptr, rank_of(shape_of), shape_of->dims);
+}
+
+/* numpy broadcasting of two shapes (rank 0 = scalar).  Reports and returns false on mismatch. */
+static bool broadcast(Sema *S, KilnSpan span, int ra, const int64_t *da, int rb, const int64_t *db,
+                      int *rout, int64_t *dout)
+{
+    int r = ra > rb ? ra : rb;
+    int64_t out[KILN_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        int ia = ra - r + i, ib = rb - r + i;
+        int64_t a = ia >= 0 ? da[ia] : 1, b = ib >= 0 ? db[ib] : 1;
+        if (a != b && a != 1 && b != 1) {
+            ERR(S, span, "tile shapes %s and %s do not broadcast", shstr(S, da, ra), shstr(S, db, rb));
+            return false;
+        }
+        out[i] = a == 1 ? b : a;
+    }
+    *rout = r;
+    memcpy(dout, out, sizeof(int64_t) * (size_t)r);
+    return true;
+}
+
+static bool broadcast_types(Sema *S, KilnSpan span, const KilnType *a, const KilnType *b, int *rout,
+                            int64_t *dout)
+{
+    return broadcast(S, span, rank_of(a), a->dims, rank_of(b), b->dims, rout, dout);
+}
+
+/* Element type two operands meet in: weak constants adopt the other side's type; otherwise
+ * ints widen, int with float gives the float, f16 with bf16 gives f32, wider float wins. */
+static KilnScalarKind common_elem(KilnScalarKind a, bool weak_a, KilnScalarKind b, bool weak_b)
+{
+    bool fa = kiln_scalar_is_float(a), fb = kiln_scalar_is_float(b);
+    if (weak_a != weak_b) {
+        KilnScalarKind weak = weak_a ? a : b, strong = weak_a ? b : a;
+        if (kiln_scalar_is_float(weak) && !kiln_scalar_is_float(strong))
+            return KILN_SCALAR_F32;
+        return strong;
+    }
+    if (fa && !fb)
+        return a;
+    if (fb && !fa)
+        return b;
+    if (a == b)
+        return a;
+    if (fa && fb) {
+        if (kiln_scalar_bits(a) == kiln_scalar_bits(b))
+            return KILN_SCALAR_F32; /* f16 with bf16 */
+        return kiln_scalar_bits(a) > kiln_scalar_bits(b) ? a : b;
+    }
+    return kiln_scalar_bits(a) >= kiln_scalar_bits(b) ? a : b;
+}
+
+static bool int_fits(int64_t v, KilnScalarKind k)
+{
+    switch (k) {
+    case KILN_SCALAR_I1: return v == 0 || v == 1;
+    case KILN_SCALAR_I8: return v >= INT8_MIN && v <= INT8_MAX;
+    case KILN_SCALAR_I16: return v >= INT16_MIN && v <= INT16_MAX;
+    case KILN_SCALAR_I32: return v >= INT32_MIN && v <= INT32_MAX;
+    default: return true;
+    }
+}
+
+/* Gives a weak literal (or a negated one) the type it was converted to, so mlirgen emits the
+ * constant directly; checks that an integer literal fits its new integer type. */
+static void retype_literal(Sema *S, KilnExpr *e, KilnScalarKind s)
+{
+    if (!e->weak || !e->type || e->type->kind != KILN_TYPE_SCALAR)
+        return;
+    if (e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG)
+        retype_literal(S, e->lhs, s);
+    else if (e->kind != KILN_EXPR_INT && e->kind != KILN_EXPR_FLOAT)
+        return;
+    if (e->kind == KILN_EXPR_INT && kiln_scalar_is_int(s) && s != KILN_SCALAR_I1 &&
+        !int_fits(e->ival, s)) {
+        ERR(S, e->span, "integer constant %" PRId64 " does not fit in %s", e->ival,
+            kiln_scalar_name(s));
+        return;
+    }
+    if (kiln_scalar_is_float(s) || (e->kind == KILN_EXPR_INT && s != KILN_SCALAR_I1))
+        e->type = kiln_type_scalar(s);
+}
+
+/* ---------------------------------------------------------------- names */
+
+static KilnDecl *lookup(Sema *S, const char *name)
+{
+    for (int i = S->names.n - 1; i >= 0; i--) {
+        KilnDecl *d = S->names.items[i];
+        if (strcmp(d->name, name) == 0)
+            return d;
+    }
+    return NULL;
+}
+
+static void declare(Sema *S, KilnDecl *d)
+{
+    for (int i = S->scope_start; i < S->names.n; i++) {
+        KilnDecl *o = S->names.items[i];
+        if (strcmp(o->name, d->name) == 0) {
+            ERR(S, d->span, "'%s' is already declared in this scope (line %d)", d->name, o->span.line);
+            break;
+        }
+    }
+    d->id = S->next_id++;
+    kiln_vec_push(S->ar, &S->names, d);
+}
+
+/* ---------------------------------------------------------------- expressions */
+
+static const KilnType *check_expr(Sema *S, KilnExpr *e);
+
+/* Values are scalars, pointers and tiles; reports type names, shapes and void results. */
+static bool need_value(Sema *S, const KilnExpr *e)
+{
+    switch (e->type->kind) {
+    case KILN_TYPE_SCALAR:
+    case KILN_TYPE_PTR:
+    case KILN_TYPE_TILE: return true;
+    case KILN_TYPE_VOID: ERR(S, e->span, "'%s' does not return a value", e->name ? e->name : "?"); break;
+    case KILN_TYPE_DTYPE:
+        ERR(S, e->span, "type name '%s' used as a value", kiln_scalar_name(e->type->scalar));
+        break;
+    case KILN_TYPE_SHAPE: ERR(S, e->span, "a list can only be used as a shape argument"); break;
+    case KILN_TYPE_COUNT: break;
+    }
+    return false;
+}
+
+/* Checks e and requires a value; NULL if not (reported). */
+static const KilnType *value(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = check_expr(S, e);
+    if (!t || !need_value(S, e))
+        return NULL;
+    return t;
+}
+
+static const char *const binop_spelling[KILN_BIN_COUNT] = {
+    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||",
+};
+
+static bool is_compare(KilnBinOp op)
+{
+    return op >= KILN_BIN_LT && op <= KILN_BIN_NE;
+}
+
+/* Folds an integer binary op of constants; false (reported) on division by zero / overflow. */
+static bool fold_binary(Sema *S, KilnExpr *e, KilnScalarKind s)
+{
+    int64_t a = e->lhs->ival, b = e->rhs->ival, r = 0;
+    bool ovf = false;
+    switch (e->binop) {
+    case KILN_BIN_ADD: ovf = __builtin_add_overflow(a, b, &r); break;
+    case KILN_BIN_SUB: ovf = __builtin_sub_overflow(a, b, &r); break;
+    case KILN_BIN_MUL: ovf = __builtin_mul_overflow(a, b, &r); break;
+    case KILN_BIN_DIV:
+    case KILN_BIN_MOD:
+        if (b == 0) {
+            ERR(S, e->rhs->span, "division by zero in constant expression");
+            return false;
+        }
+        if (a == INT64_MIN && b == -1)
+            ovf = true;
+        else
+            r = e->binop == KILN_BIN_DIV ? a / b : a % b; /* C: truncates toward zero */
+        break;
+    case KILN_BIN_SHL:
+    case KILN_BIN_SHR:
+        if (b < 0 || b >= kiln_scalar_bits(s)) {
+            ERR(S, e->rhs->span, "shift count %" PRId64 " is out of range for %s", b, kiln_scalar_name(s));
+            return false;
+        }
+        if (e->binop == KILN_BIN_SHR)
+            r = a >> b;
+        else
+            ovf = __builtin_mul_overflow(a, (int64_t)1 << b, &r);
+        break;
+    case KILN_BIN_LT: r = a < b; break;
+    case KILN_BIN_LE: r = a <= b; break;
+    case KILN_BIN_GT: r = a > b; break;
+    case KILN_BIN_GE: r = a >= b; break;
+    case KILN_BIN_EQ: r = a == b; break;
+    case KILN_BIN_NE: r = a != b; break;
+    case KILN_BIN_BITAND: r = a & b; break;
+    case KILN_BIN_BITOR: r = a | b; break;
+    case KILN_BIN_BITXOR: r = a ^ b; break;
+    case KILN_BIN_AND: r = a && b; break;
+    case KILN_BIN_OR: r = a || b; break;
+    case KILN_BIN_COUNT: KILN_ASSERT(!"bad binop");
+    }
+    if (ovf || (!is_compare(e->binop) && !int_fits(r, s))) {
+        ERR(S, e->span, "integer overflow in constant expression (%s)", kiln_scalar_name(s));
+        return false;
+    }
+    e->is_const = true;
+    e->ival = r;
+    return true;
+}
+
+/* binary = expr OP expr */
+static const KilnType *check_binary(Sema *S, KilnExpr *e)
+{
+    const KilnType *lt = value(S, e->lhs), *rt = value(S, e->rhs);
+    if (!lt || !rt)
+        return NULL;
+    const char *op = binop_spelling[e->binop];
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    bool lp = is_ptrish(lt), rp = is_ptrish(rt);
+    if (lp || rp) {
+        /* pointer arithmetic: ptr + int, int + ptr, ptr - int */
+        const KilnType *pt = lp ? lt : rt, *it = lp ? rt : lt;
+        KilnExpr *ie = lp ? e->rhs : e->lhs;
+        bool ok = (e->binop == KILN_BIN_ADD && lp != rp) || (e->binop == KILN_BIN_SUB && lp && !rp);
+        if (!ok) {
+            ERR(S, e->span, "invalid operands to '%s': %s and %s", op, tstr(S, lt), tstr(S, rt));
+            return NULL;
+        }
+        if (!kiln_scalar_is_int(it->scalar) || it->scalar == KILN_SCALAR_I1) {
+            ERR(S, ie->span, "pointer offset must be an integer, got %s", tstr(S, it));
+            return NULL;
+        }
+        if (!broadcast_types(S, e->span, lt, rt, &rank, dims))
+            return NULL;
+        e->operand_type = with_shape(S, it->scalar, false, rank, dims);
+        return with_shape(S, pt->scalar, true, rank, dims);
+    }
+    if (!broadcast_types(S, e->span, lt, rt, &rank, dims))
+        return NULL;
+    KilnScalarKind s = common_elem(lt->scalar, e->lhs->weak, rt->scalar, e->rhs->weak);
+    switch (e->binop) {
+    case KILN_BIN_AND:
+    case KILN_BIN_OR:
+        if (lt->scalar != KILN_SCALAR_I1 || rt->scalar != KILN_SCALAR_I1) {
+            ERR(S, e->span, "operator '%s' needs i1 operands, got %s and %s", op, tstr(S, lt), tstr(S, rt));
+            return NULL;
+        }
+        s = KILN_SCALAR_I1;
+        break;
+    case KILN_BIN_SHL:
+    case KILN_BIN_SHR:
+    case KILN_BIN_BITAND:
+    case KILN_BIN_BITOR:
+    case KILN_BIN_BITXOR:
+        if (!kiln_scalar_is_int(lt->scalar) || !kiln_scalar_is_int(rt->scalar)) {
+            ERR(S, e->span, "operator '%s' needs integer operands, got %s and %s", op, tstr(S, lt),
+                tstr(S, rt));
+            return NULL;
+        }
+        break;
+    default: break;
+    }
+    retype_literal(S, e->lhs, s);
+    retype_literal(S, e->rhs, s);
+    e->operand_type = with_shape(S, s, false, rank, dims);
+    const KilnType *t = is_compare(e->binop) ? with_shape(S, KILN_SCALAR_I1, false, rank, dims)
+                                             : e->operand_type;
+    if (e->lhs->is_const && e->rhs->is_const && kiln_scalar_is_int(s)) {
+        if (!fold_binary(S, e, s))
+            return NULL;
+    }
+    e->weak = e->lhs->weak && e->rhs->weak && !is_compare(e->binop);
+    return t;
+}
+
+/* unary = ("-" | "!" | "~") expr */
+static const KilnType *check_unary(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = value(S, e->lhs);
+    if (!t)
+        return NULL;
+    const KilnExpr *x = e->lhs;
+    switch (e->unop) {
+    case KILN_UN_NEG:
+        if (!is_numeric(t) || t->scalar == KILN_SCALAR_I1) {
+            ERR(S, e->span, "operator '-' needs a number, got %s", tstr(S, t));
+            return NULL;
+        }
+        if (x->is_const) {
+            if (x->ival == INT64_MIN || !int_fits(-x->ival, t->scalar)) {
+                ERR(S, e->span, "integer overflow in constant expression (%s)", kiln_scalar_name(t->scalar));
+                return NULL;
+            }
+            e->is_const = true;
+            e->ival = -x->ival;
+        }
+        break;
+    case KILN_UN_NOT:
+        if (t->scalar != KILN_SCALAR_I1 || is_ptrish(t)) {
+            ERR(S, e->span, "operator '!' needs an i1 operand, got %s", tstr(S, t));
+            return NULL;
+        }
+        if (x->is_const) {
+            e->is_const = true;
+            e->ival = !x->ival;
+        }
+        break;
+    case KILN_UN_BITNOT:
+        if (!is_numeric(t) || !kiln_scalar_is_int(t->scalar)) {
+            ERR(S, e->span, "operator '~' needs an integer operand, got %s", tstr(S, t));
+            return NULL;
+        }
+        if (x->is_const) {
+            e->is_const = true;
+            e->ival = t->scalar == KILN_SCALAR_I1 ? !x->ival : ~x->ival;
+        }
+        break;
+    case KILN_UN_COUNT: KILN_ASSERT(!"bad unop");
+    }
+    e->weak = x->weak && e->unop == KILN_UN_NEG;
+    e->operand_type = t;
+    return t;
+}
+
+/* cast = expr "as" scalar */
+static const KilnType *check_cast(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = value(S, e->lhs);
+    if (!t)
+        return NULL;
+    if (e->cast_to->kind != KILN_TYPE_SCALAR) {
+        ERR(S, e->span, "cannot cast to pointer type %s", tstr(S, e->cast_to));
+        return NULL;
+    }
+    if (is_ptrish(t)) {
+        ERR(S, e->span, "cannot cast pointer type %s", tstr(S, t));
+        return NULL;
+    }
+    KilnScalarKind to = e->cast_to->scalar;
+    if (e->lhs->is_const && kiln_scalar_is_int(to) && int_fits(e->lhs->ival, to)) {
+        e->is_const = true;
+        e->ival = e->lhs->ival;
+    }
+    return like_shape(S, to, false, t);
+}
+
+/* index = expr "[" (":" | "None") {"," ...} "]" */
+static const KilnType *check_index(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = value(S, e->lhs);
+    if (!t)
+        return NULL;
+    if (t->kind != KILN_TYPE_TILE) {
+        ERR(S, e->span, "only tiles can be indexed, got %s", tstr(S, t));
+        return NULL;
+    }
+    int slices = 0;
+    for (int i = 0; i < e->nindex; i++)
+        slices += e->index[i] == KILN_INDEX_SLICE;
+    if (slices != t->rank) {
+        ERR(S, e->span, "index has %d ':' but the tile has rank %d", slices, t->rank);
+        return NULL;
+    }
+    if (e->nindex > KILN_MAX_RANK) {
+        ERR(S, e->span, "tile rank %d exceeds the maximum of %d", e->nindex, KILN_MAX_RANK);
+        return NULL;
+    }
+    int64_t dims[KILN_MAX_RANK];
+    for (int i = 0, j = 0; i < e->nindex; i++)
+        dims[i] = e->index[i] == KILN_INDEX_SLICE ? t->dims[j++] : 1;
+    return with_shape(S, t->scalar, t->elem_is_ptr, e->nindex, dims);
+}
+
+/* list = "[" expr {"," expr} "]": only meaningful as a shape, so it is checked as one. */
+static const KilnType *check_list(Sema *S, KilnExpr *e)
+{
+    bool ok = true;
+    KilnType *t = kiln_type_new(S->ar, NULL);
+    t->kind = KILN_TYPE_SHAPE;
+    if (e->nargs < 1 || e->nargs > KILN_MAX_RANK) {
+        ERR(S, e->span, "a shape needs 1 to %d dimensions, got %d", KILN_MAX_RANK, e->nargs);
+        return NULL;
+    }
+    int64_t total = 1;
+    for (int i = 0; i < e->nargs; i++) {
+        KilnExpr *d = e->args[i];
+        const KilnType *dt = value(S, d);
+        if (!dt) {
+            ok = false;
+            continue;
+        }
+        if (!d->is_const || dt->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(dt->scalar)) {
+            ERR(S, d->span, "shape dimensions must be compile-time integer constants");
+            ok = false;
+        } else if (d->ival <= 0) {
+            ERR(S, d->span, "shape dimension must be positive, got %" PRId64, d->ival);
+            ok = false;
+        } else {
+            t->dims[i] = d->ival;
+            if (__builtin_mul_overflow(total, d->ival, &total) || total > MAX_TILE_ELEMS) {
+                ERR(S, e->span, "tile shape is too large (more than %" PRId64 " elements)", MAX_TILE_ELEMS);
+                return NULL;
+            }
+        }
+    }
+    t->rank = e->nargs;
+    return ok ? t : NULL;
+}
+
+static const KilnType *check_name(Sema *S, KilnExpr *e)
+{
+    KilnDecl *d = lookup(S, e->name);
+    if (!d) {
+        ERR(S, e->span, "use of undeclared name '%s'", e->name);
+        return NULL;
+    }
+    e->decl = d;
+    if (!d->type)
+        return NULL; /* its declaration failed to check: already reported */
+    if (d->is_const) {
+        e->is_const = true;
+        e->ival = d->value;
+        e->weak = d->type->kind == KILN_TYPE_SCALAR && kiln_scalar_is_int(d->type->scalar);
+    }
+    return d->type;
+}
+
+/* ---------------------------------------------------------------- builtins */
+
+typedef struct BuiltinInfo {
+    const char *name;
+    int min_args, max_args;
+} BuiltinInfo;
+
+static const BuiltinInfo builtin_info[KILN_BUILTIN_COUNT] = {
+    {NULL, 0, 0},
+#define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) {name, min_args, max_args},
+#include "builtins.def"
+#undef KILN_BUILTIN
+};
+
+static KilnBuiltin find_builtin(const char *name)
+{
+    for (int i = 1; i < KILN_BUILTIN_COUNT; i++)
+        if (strcmp(builtin_info[i].name, name) == 0)
+            return (KilnBuiltin)i;
+    return KILN_BUILTIN_NONE;
+}
+
+/* A compile-time integer argument. */
+static bool const_arg(Sema *S, KilnExpr *call, int i, const char *what, int64_t *out)
+{
+    KilnExpr *a = call->args[i];
+    if (!a->is_const || a->type->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(a->type->scalar)) {
+        ERR(S, a->span, "%s must be a compile-time integer constant", what);
+        return false;
+    }
+    *out = a->ival;
+    return true;
+}
+
+static bool need_ptr(Sema *S, KilnExpr *call, const KilnExpr *a)
+{
+    if (is_ptrish(a->type))
+        return true;
+    ERR(S, a->span, "%s expects a pointer or a tile of pointers as argument 1, got %s", call->name,
+        tstr(S, a->type));
+    return false;
+}
+
+static bool need_mask(Sema *S, KilnExpr *call, const KilnExpr *a)
+{
+    if (is_numeric(a->type) && a->type->scalar == KILN_SCALAR_I1)
+        return true;
+    ERR(S, a->span, "%s mask must be i1, got %s", call->name, tstr(S, a->type));
+    return false;
+}
+
+static bool need_numeric(Sema *S, const char *what, const KilnExpr *a)
+{
+    if (is_numeric(a->type))
+        return true;
+    ERR(S, a->span, "%s must be a number or a tile of numbers, got %s", what, tstr(S, a->type));
+    return false;
+}
+
+/* Broadcasts the shapes of args[0..n) together into rank/dims. */
+static bool broadcast_args(Sema *S, KilnExpr *call, int from, int n, int *rank, int64_t *dims)
+{
+    *rank = 0;
+    for (int i = from; i < n; i++) {
+        const KilnType *t = call->args[i]->type;
+        if (!broadcast(S, call->span, *rank, dims, rank_of(t), t->dims, rank, dims))
+            return false;
+    }
+    return true;
+}
+
+/* load(ptr, mask?, other?), store(ptr, value, mask?), atomic_*(ptr, value, mask?) */
+static const KilnType *check_memory(Sema *S, KilnExpr *e)
+{
+    KilnExpr **a = e->args;
+    bool is_load = e->builtin == KILN_BUILTIN_LOAD;
+    if (!need_ptr(S, e, a[0]))
+        return NULL;
+    int mask_i = is_load ? 1 : 2, val_i = is_load ? 2 : 1;
+    if (e->nargs > mask_i && !need_mask(S, e, a[mask_i]))
+        return NULL;
+    if (e->nargs > val_i) {
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", e->name, is_load ? "other" : "value");
+        if (!need_numeric(S, what, a[val_i]))
+            return NULL;
+    }
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    if (!broadcast_args(S, e, 0, e->nargs, &rank, dims))
+        return NULL;
+    KilnScalarKind s = a[0]->type->scalar;
+    if (e->nargs > val_i)
+        retype_literal(S, a[val_i], s);
+    e->operand_type = with_shape(S, s, false, rank, dims);
+    return e->builtin == KILN_BUILTIN_STORE ? kiln_type_void() : e->operand_type;
+}
+
+/* dot(a: [M,K], b: [K,N], acc?: [M,N]) */
+static const KilnType *check_dot(Sema *S, KilnExpr *e)
+{
+    const KilnType *a = e->args[0]->type, *b = e->args[1]->type;
+    for (int i = 0; i < 2; i++) {
+        const KilnType *t = e->args[i]->type;
+        if (t->kind != KILN_TYPE_TILE || t->rank != 2 || t->elem_is_ptr) {
+            ERR(S, e->args[i]->span, "dot operands must be 2-D tiles, got %s", tstr(S, t));
+            return NULL;
+        }
+    }
+    if (a->scalar != b->scalar || !kiln_scalar_is_float(a->scalar)) {
+        ERR(S, e->span, "dot operands must have the same element type (f16, bf16 or f32), got %s and %s",
+            kiln_scalar_name(a->scalar), kiln_scalar_name(b->scalar));
+        return NULL;
+    }
+    if (a->dims[1] != b->dims[0]) {
+        ERR(S, e->span, "dot inner dimensions do not match: %s and %s", shstr(S, a->dims, 2),
+            shstr(S, b->dims, 2));
+        return NULL;
+    }
+    int64_t mn[2] = {a->dims[0], b->dims[1]};
+    const KilnType *res = with_shape(S, KILN_SCALAR_F32, false, 2, mn);
+    if (e->nargs == 3) {
+        const KilnType *acc = e->args[2]->type;
+        if (acc->kind != KILN_TYPE_TILE || acc->elem_is_ptr || acc->rank != 2 || acc->dims[0] != mn[0] ||
+            acc->dims[1] != mn[1] || !kiln_scalar_is_float(acc->scalar)) {
+            ERR(S, e->args[2]->span, "dot accumulator must be a %s tile of floats, got %s",
+                shstr(S, mn, 2), tstr(S, acc));
+            return NULL;
+        }
+        res = acc;
+    }
+    e->operand_type = res;
+    return res;
+}
+
+/* sum / max / min / argmax / argmin (x, axis) */
+static const KilnType *check_reduce(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type;
+    if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "%s expects a tile of numbers, got %s", e->name, tstr(S, t));
+        return NULL;
+    }
+    int64_t axis;
+    if (!const_arg(S, e, 1, "reduction axis", &axis))
+        return NULL;
+    if (axis < 0 || axis >= t->rank) {
+        ERR(S, e->args[1]->span, "reduction axis %" PRId64 " is out of range for a rank-%d tile", axis,
+            t->rank);
+        return NULL;
+    }
+    int64_t dims[KILN_MAX_RANK];
+    for (int i = 0, j = 0; i < t->rank; i++)
+        if (i != axis)
+            dims[j++] = t->dims[i];
+    bool arg = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN;
+    return with_shape(S, arg ? KILN_SCALAR_I32 : t->scalar, false, t->rank - 1, dims);
+}
+
+/* Elementwise builtins over value args [from, nargs): common element type, broadcast shape. */
+static const KilnType *elementwise(Sema *S, KilnExpr *e, int from, bool float_only, bool int_only)
+{
+    KilnScalarKind s = KILN_SCALAR_I1;
+    bool weak = true, first = true;
+    for (int i = from; i < e->nargs; i++) {
+        KilnExpr *a = e->args[i];
+        char what[64];
+        snprintf(what, sizeof what, "%s argument %d", e->name, i + 1);
+        if (!need_numeric(S, what, a))
+            return NULL;
+        s = first ? a->type->scalar : common_elem(s, weak, a->type->scalar, a->weak);
+        weak = first ? a->weak : weak && a->weak;
+        first = false;
+    }
+    if (float_only && !kiln_scalar_is_float(s)) {
+        if (!weak) {
+            ERR(S, e->span, "%s needs a floating-point argument, got %s", e->name,
+                tstr(S, e->args[from]->type));
+            return NULL;
+        }
+        s = KILN_SCALAR_F32;
+    }
+    if (int_only && !kiln_scalar_is_int(s)) {
+        ERR(S, e->span, "%s needs integer arguments, got %s", e->name, kiln_scalar_name(s));
+        return NULL;
+    }
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    if (!broadcast_args(S, e, from, e->nargs, &rank, dims))
+        return NULL;
+    for (int i = from; i < e->nargs; i++)
+        retype_literal(S, e->args[i], s);
+    e->operand_type = with_shape(S, s, false, rank, dims);
+    e->weak = weak;
+    return e->operand_type;
+}
+
+static const KilnType *check_where(Sema *S, KilnExpr *e)
+{
+    KilnExpr *c = e->args[0];
+    if (!is_numeric(c->type) || c->type->scalar != KILN_SCALAR_I1) {
+        ERR(S, c->span, "where condition must be i1, got %s", tstr(S, c->type));
+        return NULL;
+    }
+    const KilnType *t = elementwise(S, e, 1, false, false);
+    if (!t)
+        return NULL;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    if (!broadcast_args(S, e, 0, 3, &rank, dims))
+        return NULL;
+    e->weak = false;
+    e->operand_type = with_shape(S, t->scalar, false, rank, dims);
+    return e->operand_type;
+}
+
+static const KilnType *check_cdiv(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = elementwise(S, e, 0, false, true);
+    if (!t)
+        return NULL;
+    KilnExpr *a = e->args[0], *b = e->args[1];
+    if (a->is_const && b->is_const) {
+        int64_t r;
+        if (b->ival == 0) {
+            ERR(S, b->span, "division by zero in constant expression");
+            return NULL;
+        }
+        if (__builtin_add_overflow(a->ival, b->ival - 1, &r) || !int_fits(r / b->ival, t->scalar)) {
+            ERR(S, e->span, "integer overflow in constant expression (%s)", kiln_scalar_name(t->scalar));
+            return NULL;
+        }
+        e->is_const = true;
+        e->ival = r / b->ival;
+    }
+    return t;
+}
+
+static const KilnType *check_shape_ctor(Sema *S, KilnExpr *e)
+{
+    bool full = e->builtin == KILN_BUILTIN_FULL;
+    KilnExpr *shape = e->args[0], *ty = e->args[full ? 2 : 1];
+    if (shape->type->kind != KILN_TYPE_SHAPE) {
+        ERR(S, shape->span, "%s expects a shape list like [64, 32] as argument 1", e->name);
+        return NULL;
+    }
+    if (ty->type->kind != KILN_TYPE_DTYPE) {
+        ERR(S, ty->span, "%s expects an element type like f32 as argument %d", e->name, full ? 3 : 2);
+        return NULL;
+    }
+    KilnScalarKind s = ty->type->scalar;
+    if (full) {
+        KilnExpr *v = e->args[1];
+        if (!need_numeric(S, "full value", v))
+            return NULL;
+        if (v->type->kind != KILN_TYPE_SCALAR) {
+            ERR(S, v->span, "full value must be a scalar, got %s", tstr(S, v->type));
+            return NULL;
+        }
+        retype_literal(S, v, s);
+        e->operand_type = kiln_type_scalar(s);
+    }
+    return with_shape(S, s, false, shape->type->rank, shape->type->dims);
+}
+
+static const KilnType *check_builtin(Sema *S, KilnExpr *e)
+{
+    KilnExpr **a = e->args;
+    int64_t v, w;
+    switch (e->builtin) {
+    case KILN_BUILTIN_PROGRAM_ID:
+    case KILN_BUILTIN_NUM_PROGRAMS: {
+        char what[64];
+        snprintf(what, sizeof what, "%s axis", e->name);
+        if (!const_arg(S, e, 0, what, &v))
+            return NULL;
+        if (v < 0 || v > 2) {
+            ERR(S, a[0]->span, "%s axis must be 0, 1 or 2, got %" PRId64, e->name, v);
+            return NULL;
+        }
+        return kiln_type_scalar(KILN_SCALAR_I32);
+    }
+    case KILN_BUILTIN_ARANGE:
+        if (!const_arg(S, e, 0, "arange start", &v) || !const_arg(S, e, 1, "arange end", &w))
+            return NULL;
+        if (v < INT32_MIN || w > INT32_MAX || w - v > MAX_TILE_ELEMS) {
+            ERR(S, e->span, "arange(%" PRId64 ", %" PRId64 ") is out of range", v, w);
+            return NULL;
+        }
+        if (w <= v) {
+            ERR(S, e->span, "arange(%" PRId64 ", %" PRId64 ") is empty: the end must be greater than the start", v, w);
+            return NULL;
+        }
+        {
+            int64_t n = w - v;
+            return with_shape(S, KILN_SCALAR_I32, false, 1, &n);
+        }
+    case KILN_BUILTIN_ZEROS:
+    case KILN_BUILTIN_FULL: return check_shape_ctor(S, e);
+    case KILN_BUILTIN_LOAD:
+    case KILN_BUILTIN_STORE:
+    case KILN_BUILTIN_ATOMIC_ADD:
+    case KILN_BUILTIN_ATOMIC_MAX:
+    case KILN_BUILTIN_ATOMIC_MIN:
+    case KILN_BUILTIN_ATOMIC_XCHG: return check_memory(S, e);
+    case KILN_BUILTIN_DOT: return check_dot(S, e);
+    case KILN_BUILTIN_SUM:
+    case KILN_BUILTIN_MAX:
+    case KILN_BUILTIN_MIN:
+    case KILN_BUILTIN_ARGMAX:
+    case KILN_BUILTIN_ARGMIN: return check_reduce(S, e);
+    case KILN_BUILTIN_WHERE: return check_where(S, e);
+    case KILN_BUILTIN_MAXIMUM:
+    case KILN_BUILTIN_MINIMUM: return elementwise(S, e, 0, false, false);
+    case KILN_BUILTIN_ABS: return elementwise(S, e, 0, false, false);
+    case KILN_BUILTIN_EXP:
+    case KILN_BUILTIN_EXP2:
+    case KILN_BUILTIN_LOG:
+    case KILN_BUILTIN_LOG2:
+    case KILN_BUILTIN_SQRT:
+    case KILN_BUILTIN_RSQRT:
+    case KILN_BUILTIN_TANH:
+    case KILN_BUILTIN_ERF:
+    case KILN_BUILTIN_SIGMOID:
+    case KILN_BUILTIN_SIN:
+    case KILN_BUILTIN_COS:
+    case KILN_BUILTIN_FLOOR:
+    case KILN_BUILTIN_CEIL: {
+        const KilnType *t = elementwise(S, e, 0, true, false);
+        if (t)
+            e->weak = false;
+        return t;
+    }
+    case KILN_BUILTIN_TRANS: {
+        const KilnType *t = a[0]->type;
+        if (t->kind != KILN_TYPE_TILE || t->rank != 2) {
+            ERR(S, a[0]->span, "trans expects a 2-D tile, got %s", tstr(S, t));
+            return NULL;
+        }
+        int64_t d[2] = {t->dims[1], t->dims[0]};
+        return with_shape(S, t->scalar, t->elem_is_ptr, 2, d);
+    }
+    case KILN_BUILTIN_CDIV: return check_cdiv(S, e);
+    case KILN_BUILTIN_RAND: {
+        const KilnType *seed = a[0]->type, *offs = a[1]->type;
+        if (seed->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(seed->scalar) ||
+            (seed->scalar != KILN_SCALAR_I32 && !a[0]->weak)) {
+            ERR(S, a[0]->span, "rand seed must be an i32 scalar, got %s", tstr(S, seed));
+            return NULL;
+        }
+        if (offs->kind != KILN_TYPE_TILE || offs->elem_is_ptr || offs->scalar != KILN_SCALAR_I32) {
+            ERR(S, a[1]->span, "rand offsets must be an i32 tile, got %s", tstr(S, offs));
+            return NULL;
+        }
+        retype_literal(S, a[0], KILN_SCALAR_I32);
+        return like_shape(S, KILN_SCALAR_F32, false, offs);
+    }
+    case KILN_BUILTIN_MULTIPLE_OF:
+    case KILN_BUILTIN_CONTIGUOUS:
+    case KILN_BUILTIN_MAX_CONTIGUOUS: {
+        const KilnType *t = a[0]->type;
+        bool need_tile = e->builtin != KILN_BUILTIN_MULTIPLE_OF;
+        if (!is_numeric(t) || !kiln_scalar_is_int(t->scalar) || (need_tile && t->kind != KILN_TYPE_TILE)) {
+            ERR(S, a[0]->span, "%s expects an integer %s, got %s", e->name,
+                need_tile ? "tile" : "scalar or tile", tstr(S, t));
+            return NULL;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%s hint", e->name);
+        if (!const_arg(S, e, 1, what, &v))
+            return NULL;
+        if (v <= 0) {
+            ERR(S, a[1]->span, "%s hint must be positive, got %" PRId64, e->name, v);
+            return NULL;
+        }
+        e->is_const = a[0]->is_const;
+        e->ival = a[0]->ival;
+        return t;
+    }
+    case KILN_BUILTIN_NONE:
+    case KILN_BUILTIN_COUNT: break;
+    }
+    KILN_ASSERT(!"unhandled builtin");
+    return NULL;
+}
+
+/* call = IDENT "(" [expr {"," expr}] ")" */
+static const KilnType *check_call(Sema *S, KilnExpr *e)
+{
+    e->builtin = find_builtin(e->name);
+    if (!e->builtin) {
+        ERR(S, e->span, "unknown function '%s'", e->name);
+        return NULL;
+    }
+    const BuiltinInfo *bi = &builtin_info[e->builtin];
+    if (e->nargs < bi->min_args || e->nargs > bi->max_args) {
+        if (bi->min_args == bi->max_args)
+            ERR(S, e->span, "'%s' takes %d argument%s, got %d", e->name, bi->min_args,
+                bi->min_args == 1 ? "" : "s", e->nargs);
+        else
+            ERR(S, e->span, "'%s' takes %d to %d arguments, got %d", e->name, bi->min_args,
+                bi->max_args, e->nargs);
+        return NULL;
+    }
+    bool ok = true;
+    for (int i = 0; i < e->nargs; i++) {
+        KilnExpr *a = e->args[i];
+        const KilnType *t = check_expr(S, a);
+        if (!t) {
+            ok = false;
+            continue;
+        }
+        /* shapes and type names are only legal where the builtin expects them */
+        bool shape_ok = i == 0 && (e->builtin == KILN_BUILTIN_ZEROS || e->builtin == KILN_BUILTIN_FULL);
+        bool dtype_ok = (e->builtin == KILN_BUILTIN_ZEROS && i == 1) || (e->builtin == KILN_BUILTIN_FULL && i == 2);
+        if ((t->kind == KILN_TYPE_SHAPE && shape_ok) || (t->kind == KILN_TYPE_DTYPE && dtype_ok))
+            continue;
+        if (!need_value(S, a))
+            ok = false;
+    }
+    return ok ? check_builtin(S, e) : NULL;
+}
+
+static const KilnType *check_expr(Sema *S, KilnExpr *e)
+{
+    /* results of an earlier sema call (another configuration) are stale */
+    e->type = NULL;
+    e->operand_type = NULL;
+    e->is_const = false;
+    e->weak = false;
+    e->decl = NULL;
+    const KilnType *t = NULL;
+    switch (e->kind) {
+    case KILN_EXPR_INT:
+        t = kiln_type_scalar(KILN_SCALAR_I32);
+        e->is_const = true;
+        e->weak = true;
+        if (!int_fits(e->ival, KILN_SCALAR_I32))
+            t = kiln_type_scalar(KILN_SCALAR_I64); /* too big for i32: a weak i64 */
+        break;
+    case KILN_EXPR_FLOAT:
+        t = kiln_type_scalar(KILN_SCALAR_F32);
+        e->weak = true;
+        break;
+    case KILN_EXPR_BOOL:
+        t = kiln_type_scalar(KILN_SCALAR_I1);
+        e->is_const = true;
+        break;
+    case KILN_EXPR_NAME: t = check_name(S, e); break;
+    case KILN_EXPR_UNARY: t = check_unary(S, e); break;
+    case KILN_EXPR_BINARY: t = check_binary(S, e); break;
+    case KILN_EXPR_CALL: t = check_call(S, e); break;
+    case KILN_EXPR_INDEX: t = check_index(S, e); break;
+    case KILN_EXPR_CAST: t = check_cast(S, e); break;
+    case KILN_EXPR_LIST: t = check_list(S, e); break;
+    case KILN_EXPR_TYPE: t = e->cast_to; break;
+    case KILN_EXPR_COUNT: KILN_ASSERT(!"bad expr kind");
+    }
+    if (!t)
+        e->is_const = e->weak = false;
+    e->type = t;
+    return t;
+}
+
+/* ---------------------------------------------------------------- statements */
+
+static void check_block(Sema *S, KilnBlock *b, bool top);
+
+static void push_ctl(Sema *S, KilnStmt *s)
+{
+    if (S->nctl == S->ctl_cap) {
+        int cap = S->ctl_cap ? S->ctl_cap * 2 : 16;
+        Ctl *n = kiln_arena_alloc(S->ar, sizeof(Ctl) * (size_t)cap);
+        if (S->nctl)
+            memcpy(n, S->ctl, sizeof(Ctl) * (size_t)S->nctl);
+        S->ctl = n;
+        S->ctl_cap = cap;
+    }
+    S->ctl[S->nctl++] = (Ctl){s, S->next_id, {0}};
+}
+
+static void pop_ctl(Sema *S)
+{
+    Ctl *c = &S->ctl[--S->nctl];
+    c->stmt->carried = (KilnDecl **)c->carried.items;
+    c->stmt->ncarried = c->carried.n;
+}
+
+/* Records an assignment to `d` in every enclosing for/if that d was declared outside of. */
+static void note_assignment(Sema *S, KilnDecl *d)
+{
+    for (int i = 0; i < S->nctl; i++) {
+        Ctl *c = &S->ctl[i];
+        if (d->id >= c->first_id)
+            continue;
+        bool seen = false;
+        for (int j = 0; j < c->carried.n && !seen; j++)
+            seen = c->carried.items[j] == d;
+        if (!seen)
+            kiln_vec_push(S->ar, &c->carried, d);
+    }
+}
+
+/* A value may go into a slot of type `to` if the types are equal, or if it is a weak constant
+ * (converted), or an annotation asked only for another element type of the same shape. */
+static bool assignable(Sema *S, KilnExpr *v, const KilnType *to, bool annotation)
+{
+    const KilnType *t = v->type;
+    if (kiln_type_equal(t, to))
+        return true;
+    if (is_ptrish(t) || is_ptrish(to))
+        return false;
+    if (v->weak && t->kind == KILN_TYPE_SCALAR && to->kind == KILN_TYPE_SCALAR) {
+        retype_literal(S, v, to->scalar);
+        return true;
+    }
+    return annotation && rank_of(t) == rank_of(to) &&
+           memcmp(t->dims, to->dims, sizeof(int64_t) * (size_t)rank_of(t)) == 0;
+}
+
+/* let/var = ("let" | "var") IDENT [":" type] "=" expr ";" */
+static void check_binding(Sema *S, KilnStmt *s)
+{
+    KilnDecl *d = s->decl;
+    const KilnType *t = value(S, s->init);
+    d->type = NULL;
+    d->is_const = false;
+    if (t) {
+        if (d->has_annot) {
+            const KilnType *want = d->annot.kind == KILN_TYPE_PTR
+                                       ? like_shape(S, d->annot.scalar, true, t)
+                                       : like_shape(S, d->annot.scalar, false, t);
+            if (!assignable(S, s->init, want, true))
+                ERR(S, s->init->span, "initializer of type %s does not match the annotation %s",
+                    tstr(S, t), tstr(S, &d->annot));
+            else
+                t = want;
+        }
+        d->type = t;
+        if (s->kind == KILN_STMT_LET && s->init->is_const && kiln_scalar_is_int(t->scalar) &&
+            t->kind == KILN_TYPE_SCALAR) {
+            d->is_const = true;
+            d->value = s->init->ival;
+        }
+    }
+    declare(S, d);
+}
+
+/* assign = IDENT "=" expr ";" */
+static void check_assign(Sema *S, KilnStmt *s)
+{
+    KilnDecl *d = lookup(S, s->init->name);
+    s->target = NULL;
+    const KilnType *t = value(S, s->value);
+    if (!d) {
+        ERR(S, s->name_span, "use of undeclared name '%s'", s->init->name);
+        return;
+    }
+    s->init->decl = d;
+    s->init->type = d->type;
+    switch (d->kind) {
+    case KILN_DECL_VAR: break;
+    case KILN_DECL_LET:
+        ERR(S, s->name_span, "cannot assign to '%s': it is declared with 'let' (use 'var')", d->name);
+        return;
+    case KILN_DECL_LOOP_VAR: ERR(S, s->name_span, "cannot assign to loop variable '%s'", d->name); return;
+    default: ERR(S, s->name_span, "cannot assign to parameter '%s'", d->name); return;
+    }
+    s->target = d;
+    if (!t || !d->type)
+        return;
+    if (!assignable(S, s->value, d->type, false)) {
+        ERR(S, s->value->span, "cannot assign %s to '%s' of type %s (a var keeps its type and shape)",
+            tstr(S, t), d->name, tstr(S, d->type));
+        return;
+    }
+    note_assignment(S, d);
+}
+
+static bool need_i32_scalar(Sema *S, KilnExpr *e, const char *what)
+{
+    const KilnType *t = value(S, e);
+    if (!t)
+        return false;
+    if (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I32) {
+        ERR(S, e->span, "%s must be an i32 scalar, got %s", what, tstr(S, t));
+        return false;
+    }
+    return true;
+}
+
+/* for = "for" IDENT "in" "range" "(" lo "," hi ["," step] ")" block */
+static void check_for(Sema *S, KilnStmt *s)
+{
+    if (s->lo) {
+        need_i32_scalar(S, s->lo, "range start");
+        need_i32_scalar(S, s->hi, "range end");
+        if (s->step && need_i32_scalar(S, s->step, "range step") && s->step->is_const && s->step->ival <= 0)
+            ERR(S, s->step->span, "range step must be positive, got %" PRId64, s->step->ival);
+    }
+    int saved_n = S->names.n, saved_start = S->scope_start;
+    S->scope_start = S->names.n;
+    push_ctl(S, s);
+    s->decl->type = kiln_type_scalar(KILN_SCALAR_I32);
+    s->decl->is_const = false;
+    declare(S, s->decl);
+    check_block(S, s->body, false);
+    pop_ctl(S);
+    S->names.n = saved_n;
+    S->scope_start = saved_start;
+}
+
+static void check_scoped_block(Sema *S, KilnBlock *b)
+{
+    int saved_n = S->names.n, saved_start = S->scope_start;
+    S->scope_start = S->names.n;
+    check_block(S, b, false);
+    S->names.n = saved_n;
+    S->scope_start = saved_start;
+}
+
+/* if = "if" expr block ["else" (block | if)] */
+static void check_if(Sema *S, KilnStmt *s)
+{
+    const KilnType *t = value(S, s->cond);
+    if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1))
+        ERR(S, s->cond->span, "if condition must be an i1 scalar, got %s", tstr(S, t));
+    push_ctl(S, s);
+    check_scoped_block(S, s->body);
+    if (s->else_body)
+        check_scoped_block(S, s->else_body);
+    pop_ctl(S);
+}
+
+static void check_stmt(Sema *S, KilnStmt *s)
+{
+    s->ncarried = 0;
+    s->carried = NULL;
+    switch (s->kind) {
+    case KILN_STMT_LET:
+    case KILN_STMT_VAR: check_binding(S, s); break;
+    case KILN_STMT_ASSIGN: check_assign(S, s); break;
+    case KILN_STMT_EXPR:
+        if (check_expr(S, s->value) && s->value->kind != KILN_EXPR_CALL)
+            kiln_diag_warning(S->c, s->value->span, "expression result is unused");
+        break;
+    case KILN_STMT_FOR: check_for(S, s); break;
+    case KILN_STMT_IF: check_if(S, s); break;
+    case KILN_STMT_RETURN: break;
+    case KILN_STMT_COUNT: KILN_ASSERT(!"bad stmt kind");
+    }
+}
+
+static void check_block(Sema *S, KilnBlock *b, bool top)
+{
+    for (int i = 0; i < b->nstmts; i++) {
+        KilnStmt *s = b->stmts[i];
+        if (s->kind == KILN_STMT_RETURN && (!top || i != b->nstmts - 1))
+            ERR(S, s->span, "'return' must be the last statement of the kernel");
+        check_stmt(S, s);
+    }
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+static bool is_meta(const char *name)
+{
+    return strcmp(name, "num_warps") == 0 || strcmp(name, "num_stages") == 0;
+}
+
+/* Binds params: types from annotations, const values from the bindings. */
+static void bind_params(Sema *S, const KilnBinding *b, size_t nb)
+{
+    KilnKernel *k = S->k;
+    int nplain = 0, nconst = 0;
+    for (size_t i = 0; i < nb; i++) {
+        if (!b[i].name) {
+            ERR(S, k->span, "binding %zu has no name", i);
+            continue;
+        }
+        if (is_meta(b[i].name)) {
+            if (b[i].value < 1 || b[i].value > 64) {
+                ERR(S, k->span, "%s = %" PRId64 " is out of range (1..64)", b[i].name, b[i].value);
+                continue;
+            }
+            if (strcmp(b[i].name, "num_warps") == 0)
+                k->num_warps = (int)b[i].value;
+            else
+                k->num_stages = (int)b[i].value;
+            continue;
+        }
+        int j = 0;
+        while (j < k->nparams && strcmp(k->params[j]->name, b[i].name) != 0)
+            j++;
+        if (j == k->nparams || k->params[j]->kind != KILN_DECL_CONST_PARAM)
+            ERR(S, k->span, "'%s' is not a const parameter of kernel '%s'", b[i].name, k->name);
+    }
+    for (int i = 0; i < k->nparams; i++) {
+        KilnDecl *p = k->params[i];
+        p->param_pos = i;
+        p->is_const = false;
+        if (p->kind == KILN_DECL_PARAM) {
+            p->index = nplain++;
+            p->type = p->annot.kind == KILN_TYPE_PTR ? with_shape(S, p->annot.scalar, true, 0, NULL)
+                                                     : kiln_type_scalar(p->annot.scalar);
+            declare(S, p);
+            continue;
+        }
+        p->index = nconst++;
+        p->type = kiln_type_scalar(KILN_SCALAR_I32);
+        if (p->annot.kind != KILN_TYPE_SCALAR || p->annot.scalar != KILN_SCALAR_I32)
+            ERR(S, p->span, "const parameter '%s' must have type i32", p->name);
+        /* the last binding of a name wins, like repeated -D options */
+        const KilnBinding *found = NULL;
+        for (size_t j = 0; j < nb; j++)
+            if (b[j].name && strcmp(b[j].name, p->name) == 0)
+                found = &b[j];
+        if (!found) {
+            ERR(S, p->span, "const parameter '%s' has no value (bind it with -D%s=N)", p->name, p->name);
+            p->type = NULL;
+        } else if (!int_fits(found->value, KILN_SCALAR_I32)) {
+            ERR(S, p->span, "value %" PRId64 " of const parameter '%s' does not fit in i32", found->value,
+                p->name);
+            p->type = NULL;
+        } else {
+            p->is_const = true;
+            p->value = found->value;
+        }
+        declare(S, p);
+    }
+}
+
+static void check_kernel(KilnCompilation *c, KilnKernel *k, const KilnBinding *b, size_t nb)
+{
+    Sema S = {.c = c, .ar = &c->scratch, .k = k};
+    k->num_warps = 4;
+    k->num_stages = 2;
+    bind_params(&S, b, nb);
+    check_block(&S, k->body, true);
+    k->ndecls = S.next_id;
+}
+
+/* Common entry: fresh scratch and sema diagnostics; out-of-memory lands back here. */
+static bool begin_sema(KilnCompilation *c)
+{
+    KILN_ASSERT(c->parsed);
+    kiln_arena_reset(&c->scratch);
+    kiln_diag_reset_sema(c);
+    return c->parse_ok;
+}
+
+bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name, const KilnBinding *bindings,
+                            size_t nbindings, KilnKernel **out)
+{
+    if (out)
+        *out = NULL;
+    if (!begin_sema(c))
+        return false;
+    KilnKernel *k = kiln_kernel_find(c, kernel_name);
+    c->in_sema = true;
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        c->scratch.oom = NULL;
+        kiln_diag_add(c, KILN_SEV_ERROR, (KilnSpan){0, 0, 0, 0}, "out of memory during type checking");
+        c->in_sema = false;
+        return false;
+    }
+    c->scratch.oom = &oom;
+    if (!k)
+        kiln_diag_error(c, (KilnSpan){0, 0, 0, 0}, "no kernel named '%s'", kernel_name);
+    else
+        check_kernel(c, k, bindings, nbindings);
+    c->scratch.oom = NULL;
+    c->in_sema = false;
+    bool ok = c->nerrors == 0;
+    if (ok && out)
+        *out = k;
+    return ok;
+}
+
+bool kiln_sema_check_all(KilnCompilation *c)
+{
+    if (!begin_sema(c))
+        return false;
+    c->in_sema = true;
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        c->scratch.oom = NULL;
+        kiln_diag_add(c, KILN_SEV_ERROR, (KilnSpan){0, 0, 0, 0}, "out of memory during type checking");
+        c->in_sema = false;
+        return false;
+    }
+    c->scratch.oom = &oom;
+    for (int i = 0; i < c->tunes.n; i++) {
+        KilnTune *t = c->tunes.items[i];
+        if (t->kernel && t->kernel->tune == t)
+            kiln_tune_check(c, t);
+    }
+    for (int i = 0; i < c->kernels.n; i++) {
+        KilnKernel *k = c->kernels.items[i];
+        KilnTuneConfig cfg = {0};
+        if (k->tune)
+            kiln_tune_config_get(k->tune, 0, &cfg);
+        check_kernel(c, k, cfg.bindings, (size_t)cfg.nbindings);
+    }
+    c->scratch.oom = NULL;
+    c->in_sema = false;
+    return c->nerrors == 0;
+}
