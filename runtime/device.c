@@ -187,13 +187,14 @@ KilnRtStatus kiln_rt_module_load(KilnRtDevice *dev, KilnRtModuleFormat format, c
 
 void kiln_rt_module_destroy(KilnRtModule *mod) {
   if (!mod) return;
+  /* The backend first, so that it can still walk the functions and free their handles. */
+  mod->dev->ops->module_unload(mod);
   for (KilnRtFunction *fn = mod->functions, *next; fn; fn = next) {
     next = fn->next;
     free(fn->name);
     free(fn->arg_sizes);
     free(fn);
   }
-  mod->dev->ops->module_unload(mod);
   pthread_mutex_destroy(&mod->lock);
   free(mod);
 }

@@ -75,7 +75,7 @@ typedef struct KilnRtDeviceOps {
   /* Fills mod->impl. */
   KilnRtStatus (*module_load)(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,
                               size_t size, KilnRtModule *mod);
-  void (*module_unload)(KilnRtModule *mod);
+  void (*module_unload)(KilnRtModule *mod); /* also frees the impl of mod->functions */
   /* Fills fn->impl for fn->name; NOT_FOUND if absent. */
   KilnRtStatus (*get_function)(KilnRtModule *mod, KilnRtFunction *fn);
   KilnRtStatus (*launch)(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
