@@ -1,0 +1,246 @@
+/* kiln_emu.h — the GPU emulator: runs code lowered for an NVIDIA GPU on the host.
+ *
+ * Two halves:
+ * - the launch API (kiln_emu_launch), used by the runtime's `emu` device;
+ * - the intrinsics (every other kiln_emu_* function), the ABI that lowered kernels call in
+ *   place of nvvm ops. They must be called from inside a kernel launched by kiln_emu_launch;
+ *   outside a launch they do nothing and return 0.
+ *
+ * A kernel is `void kiln_emu_entry_NAME(void **args)`; args as CUDA's kernelParams. Each GPU
+ * thread runs it on its own fiber; a block's fibers run round-robin on one OS thread; blocks run
+ * in parallel on `num_os_threads` OS threads. See docs/emulator.md for the semantics of every
+ * intrinsic and the fragment layouts of mma / ldmatrix.
+ *
+ * Misuse inside a kernel (a bad mask, a shared address out of bounds, trap, a deadlock) does not
+ * return to the kernel: the block is marked failed, its fibers are dropped and the launch returns
+ * the matching status with a message naming the block and thread.
+ */
+#ifndef KILN_EMU_H
+#define KILN_EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Lowered modules resolve these symbols at load time, so they stay visible even when the library
+ * is linked into a shared object built with hidden visibility. */
+#define KILN_EMU_API __attribute__((visibility("default")))
+
+/* ---- launch API ---------------------------------------------------------------------------- */
+
+typedef enum KilnEmuStatus {
+  KILN_EMU_OK = 0,
+  KILN_EMU_ERROR_INVALID_ARGUMENT, /* a bad launch configuration */
+  KILN_EMU_ERROR_OUT_OF_MEMORY,    /* stacks, shared arenas or queues could not be allocated */
+  KILN_EMU_ERROR_SYSTEM,           /* an OS thread or context could not be created */
+  KILN_EMU_ERROR_DEADLOCK,         /* every live thread of a block waits on something that can't come */
+  KILN_EMU_ERROR_TRAP,             /* the kernel executed trap */
+  KILN_EMU_ERROR_MEMORY,           /* a shared-memory access out of bounds or misaligned */
+  KILN_EMU_ERROR_INVALID_OP,       /* an intrinsic used against its rules (mask, sizes, exited lanes) */
+  KILN_EMU_STATUS_COUNT
+} KilnEmuStatus;
+
+/* The lowered kernel entry. */
+typedef void (*KilnEmuKernelFn)(void **args);
+
+#define KILN_EMU_WARP_SIZE 32
+#define KILN_EMU_MAX_BLOCK_THREADS 1024
+/* The sm_90 opt-in maximum, so that a configuration the emulator runs also fits a real GPU. */
+#define KILN_EMU_MAX_SHARED_BYTES (227u * 1024u)
+#define KILN_EMU_DEFAULT_STACK_BYTES (256u * 1024u)
+
+typedef struct KilnEmuLaunch {
+  uint32_t grid[3];        /* blocks per axis, each >= 1 */
+  uint32_t block[3];       /* threads per axis, each >= 1; the product is a multiple of 32, <= 1024 */
+  uint32_t shared_bytes;   /* static + dynamic shared memory per block, <= KILN_EMU_MAX_SHARED_BYTES */
+  uint32_t num_os_threads; /* OS threads running blocks; 0 = online CPUs; never more than blocks */
+  uint32_t stack_bytes;    /* fiber stack size; 0 = KILN_EMU_DEFAULT_STACK_BYTES */
+} KilnEmuLaunch;
+
+/* Runs the whole grid and returns when every block has finished or one failed. Blocks not yet
+ * started when a block fails are skipped. On failure the message is readable with
+ * kiln_emu_last_error() on the calling thread. `args` is only passed through to fn. Thread-safe:
+ * several launches may run at once from different threads. */
+KILN_EMU_API KilnEmuStatus kiln_emu_launch(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg,
+                                           void **args);
+
+/* Detail of the last failed launch on the calling thread ("" if none). Valid until the thread's
+ * next failing launch. */
+KILN_EMU_API const char *kiln_emu_last_error(void);
+/* "KILN_EMU_ERROR_DEADLOCK"; "KILN_EMU_STATUS_UNKNOWN" when out of range. Static string. */
+KILN_EMU_API const char *kiln_emu_status_name(KilnEmuStatus status);
+
+/* IEEE half <-> float, round to nearest even; exact for every half (NaN payloads kept). */
+KILN_EMU_API float kiln_emu_f16_to_f32(uint16_t h);
+KILN_EMU_API uint16_t kiln_emu_f32_to_f16(float f);
+/* bfloat16 <-> float; float -> bf16 rounds to nearest even. */
+KILN_EMU_API float kiln_emu_bf16_to_f32(uint16_t h);
+KILN_EMU_API uint16_t kiln_emu_f32_to_bf16(float f);
+
+/* ---- intrinsics: special registers (%tid, %ntid, %ctaid, %nctaid, %laneid, %warpid) -------- */
+
+KILN_EMU_API uint32_t kiln_emu_tid_x(void);
+KILN_EMU_API uint32_t kiln_emu_tid_y(void);
+KILN_EMU_API uint32_t kiln_emu_tid_z(void);
+KILN_EMU_API uint32_t kiln_emu_ntid_x(void);
+KILN_EMU_API uint32_t kiln_emu_ntid_y(void);
+KILN_EMU_API uint32_t kiln_emu_ntid_z(void);
+KILN_EMU_API uint32_t kiln_emu_ctaid_x(void);
+KILN_EMU_API uint32_t kiln_emu_ctaid_y(void);
+KILN_EMU_API uint32_t kiln_emu_ctaid_z(void);
+KILN_EMU_API uint32_t kiln_emu_nctaid_x(void);
+KILN_EMU_API uint32_t kiln_emu_nctaid_y(void);
+KILN_EMU_API uint32_t kiln_emu_nctaid_z(void);
+KILN_EMU_API uint32_t kiln_emu_laneid(void);
+KILN_EMU_API uint32_t kiln_emu_warpid(void); /* linear thread id / 32 */
+KILN_EMU_API uint32_t kiln_emu_warpsize(void);
+
+/* ---- shared memory ------------------------------------------------------------------------- */
+
+/* The calling block's shared arena: KilnEmuLaunch.shared_bytes bytes, 16-byte aligned, filled
+ * with 0xff bytes (a NaN pattern) when the block starts. Address space 3 is base + offset. */
+KILN_EMU_API void *kiln_emu_shared_base(void);
+KILN_EMU_API uint32_t kiln_emu_shared_bytes(void);
+/* Optional check a lowering may emit before a plain shared load/store: fails the block with
+ * KILN_EMU_ERROR_MEMORY unless [p, p + bytes) lies in the arena and p is aligned to `bytes`
+ * (when bytes is a power of two <= 16). */
+KILN_EMU_API void kiln_emu_shared_check(const void *p, uint32_t bytes);
+
+/* ---- barriers and control ------------------------------------------------------------------ */
+
+/* bar.sync 0 (__syncthreads): waits until every thread of the block that has not exited arrived. */
+KILN_EMU_API void kiln_emu_barrier0(void);
+/* bar.sync id, nthreads: id in [0, 16); nthreads 0 = all non-exited threads, else a multiple of
+ * 32 counted on arrival. */
+KILN_EMU_API void kiln_emu_barrier_sync(uint32_t id, uint32_t nthreads);
+/* bar.warp.sync mask (__syncwarp): waits for every lane of mask; the caller must be in mask. */
+KILN_EMU_API void kiln_emu_bar_warp_sync(uint32_t mask);
+/* membar / fence.{cta,gpu,sys}: a sequentially consistent fence; level is ignored. */
+KILN_EMU_API void kiln_emu_membar(uint32_t level);
+/* trap: fails the launch with KILN_EMU_ERROR_TRAP. Does not return. */
+KILN_EMU_API void kiln_emu_trap(void);
+/* exit: the thread ends here, as if the entry returned. Does not return. */
+KILN_EMU_API void kiln_emu_exit(void);
+
+/* ---- warp collectives ---------------------------------------------------------------------- */
+/* Every lane of `mask` must call the same collective with the same mask; the caller must be in
+ * mask and no lane of mask may have exited (else KILN_EMU_ERROR_INVALID_OP). */
+
+/* Modes numbered as MLIR's NVVM::ShflKind. */
+typedef enum KilnEmuShflMode {
+  KILN_EMU_SHFL_BFLY = 0,
+  KILN_EMU_SHFL_UP = 1,
+  KILN_EMU_SHFL_DOWN = 2,
+  KILN_EMU_SHFL_IDX = 3
+} KilnEmuShflMode;
+
+/* shfl.sync.MODE.b32 d|p, a, b, c, mask. `pred` (may be NULL) receives p: 1 when the source lane
+ * was in range, else 0 (then d = the caller's own a). A source lane in range but outside mask
+ * yields 0 (the ISA leaves it undefined). */
+KILN_EMU_API uint32_t kiln_emu_shfl_sync_i32(uint32_t mode, uint32_t mask, uint32_t a, uint32_t b,
+                                             uint32_t c, uint32_t *pred);
+KILN_EMU_API float kiln_emu_shfl_sync_f32(uint32_t mode, uint32_t mask, float a, uint32_t b,
+                                          uint32_t c, uint32_t *pred);
+
+typedef enum KilnEmuVoteMode {
+  KILN_EMU_VOTE_ALL = 0,
+  KILN_EMU_VOTE_ANY = 1,
+  KILN_EMU_VOTE_UNI = 2,
+  KILN_EMU_VOTE_BALLOT = 3
+} KilnEmuVoteMode;
+
+/* vote.sync.MODE: pred is tested != 0. ballot returns the mask of lanes (of `mask`) whose pred
+ * is true; all/any/uni return 0 or 1. */
+KILN_EMU_API uint32_t kiln_emu_vote_sync(uint32_t mode, uint32_t mask, uint32_t pred);
+
+typedef enum KilnEmuReduxOp {
+  KILN_EMU_REDUX_ADD = 0, /* wraps modulo 2^32 */
+  KILN_EMU_REDUX_MIN = 1, /* signed */
+  KILN_EMU_REDUX_MAX = 2, /* signed */
+  KILN_EMU_REDUX_UMIN = 3,
+  KILN_EMU_REDUX_UMAX = 4,
+  KILN_EMU_REDUX_AND = 5,
+  KILN_EMU_REDUX_OR = 6,
+  KILN_EMU_REDUX_XOR = 7
+} KilnEmuReduxOp;
+
+/* redux.sync.OP.b32/.s32/.u32: every lane of mask receives the reduction of their values. */
+KILN_EMU_API uint32_t kiln_emu_redux_sync(uint32_t op, uint32_t mask, uint32_t value);
+
+/* ---- matrix ops (.sync.aligned: all 32 lanes of the warp, none exited) --------------------- */
+
+/* mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: d = A(16x16) B(16x8) + C.
+ * a0..a3: the lane's four .b32 registers of A, two halves each (low half = lower element index);
+ * b0, b1: its two registers of B; c0..c3: its accumulators. d[0..3] receives D in C's layout.
+ * Products are exact; sums are f32, added in k order onto c. Layouts in docs/emulator.md. */
+KILN_EMU_API void kiln_emu_mma_m16n8k16_f32_f16(float *d, uint32_t a0, uint32_t a1, uint32_t a2,
+                                                uint32_t a3, uint32_t b0, uint32_t b1, float c0,
+                                                float c1, float c2, float c3);
+KILN_EMU_API void kiln_emu_mma_m16n8k16_f32_bf16(float *d, uint32_t a0, uint32_t a1, uint32_t a2,
+                                                 uint32_t a3, uint32_t b0, uint32_t b1, float c0,
+                                                 float c1, float c2, float c3);
+/* mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: a0..a3 and b0, b1 hold one tf32 each (an
+ * f32 whose 13 low mantissa bits are ignored). */
+KILN_EMU_API void kiln_emu_mma_m16n8k8_f32_tf32(float *d, uint32_t a0, uint32_t a1, uint32_t a2,
+                                                uint32_t a3, uint32_t b0, uint32_t b1, float c0,
+                                                float c1, float c2, float c3);
+
+/* ldmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16: num in {1, 2, 4}. Lanes 8i..8i+7 pass the
+ * shared addresses of rows 0..7 of matrix i (16 bytes each, 16-byte aligned); other lanes'
+ * addresses are ignored. d[0..num-1] receives one .b32 (two b16) per matrix. */
+KILN_EMU_API void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans,
+                                    const void *row_addr);
+
+/* ---- asynchronous copies ------------------------------------------------------------------- */
+
+/* cp.async.{ca,cg}.shared.global [dst], [src], cp_size, src_size: cp_size in {4, 8, 16} (16 only
+ * for cg), src_size <= cp_size; bytes past src_size are zero-filled. dst is checked against the
+ * arena and both addresses must be cp_size aligned. The copy is only queued: it happens at the
+ * wait that covers its group (or when the thread exits). cache_global: 1 for .cg, 0 for .ca. */
+KILN_EMU_API void kiln_emu_cp_async(void *dst_shared, const void *src_global, uint32_t cp_size,
+                                    uint32_t src_size, uint32_t cache_global);
+/* cp.async.commit_group: closes the calling thread's group of copies issued since the last one. */
+KILN_EMU_API void kiln_emu_cp_async_commit_group(void);
+/* cp.async.wait_group n: performs every committed group but the n most recent ones. */
+KILN_EMU_API void kiln_emu_cp_async_wait_group(uint32_t n);
+/* cp.async.wait_all: commit_group + wait_group 0. */
+KILN_EMU_API void kiln_emu_cp_async_wait_all(void);
+
+/* ---- atomics (relaxed, real atomics: blocks run in parallel) ------------------------------- */
+/* Each returns the old value. The global forms take any host pointer; the _shared forms first
+ * check the address against the arena (KILN_EMU_ERROR_MEMORY) and its 4-byte alignment.
+ * X(name, type): one line per operation; cas takes (p, compare, value). */
+#define KILN_EMU_ATOMIC_OPS(X) \
+  X(add_i32, int32_t)          \
+  X(add_u32, uint32_t)         \
+  X(add_f32, float)            \
+  X(max_i32, int32_t)          \
+  X(min_i32, int32_t)          \
+  X(max_u32, uint32_t)         \
+  X(min_u32, uint32_t)         \
+  X(max_f32, float)            \
+  X(min_f32, float)            \
+  X(and_b32, uint32_t)         \
+  X(or_b32, uint32_t)          \
+  X(xor_b32, uint32_t)         \
+  X(exch_b32, uint32_t)        \
+  X(exch_f32, float)
+
+#define KILN_EMU_DECLARE_ATOMIC(name, type)                              \
+  KILN_EMU_API type kiln_emu_atom_##name(type *p, type v);               \
+  KILN_EMU_API type kiln_emu_atom_shared_##name(type *p, type v);
+KILN_EMU_ATOMIC_OPS(KILN_EMU_DECLARE_ATOMIC)
+#undef KILN_EMU_DECLARE_ATOMIC
+
+KILN_EMU_API uint32_t kiln_emu_atom_cas_b32(uint32_t *p, uint32_t cmp, uint32_t v);
+KILN_EMU_API uint32_t kiln_emu_atom_shared_cas_b32(uint32_t *p, uint32_t cmp, uint32_t v);
+KILN_EMU_API uint64_t kiln_emu_atom_add_u64(uint64_t *p, uint64_t v);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_EMU_H */
