@@ -55,8 +55,10 @@ typedef struct Run {
   char label[192];
 } Run;
 
+/* Test-sized allocations; the bound also tells the optimizer the size is sane (gcc's
+ * -Walloc-size-larger-than otherwise imagines wrapped sizes through the int32 shape casts). */
 static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
+  void *p = n <= ((size_t)1 << 32) / size ? calloc(n ? n : 1, size) : NULL;
   if (!p) {
     fprintf(stderr, "numeric_test: out of memory\n");
     exit(2);
