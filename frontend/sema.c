@@ -36,6 +36,7 @@ typedef struct Sema {
     int next_id;
     Ctl *ctl;         /* enclosing for/if statements, innermost last */
     int nctl, ctl_cap;
+    bool from_tune; /* bindings come from the tune block, whose check reported bad names */
 } Sema;
 
 #define ERR(S, span, ...) kiln_diag_error((S)->c, (span), __VA_ARGS__)
@@ -1205,7 +1206,7 @@ static void bind_params(Sema *S, const KilnBinding *b, size_t nb)
         int j = 0;
         while (j < k->nparams && strcmp(k->params[j]->name, b[i].name) != 0)
             j++;
-        if (j == k->nparams || k->params[j]->kind != KILN_DECL_CONST_PARAM)
+        if ((j == k->nparams || k->params[j]->kind != KILN_DECL_CONST_PARAM) && !S->from_tune)
             ERR(S, k->span, "'%s' is not a const parameter of kernel '%s'", b[i].name, k->name);
     }
     for (int i = 0; i < k->nparams; i++) {
@@ -1229,7 +1230,8 @@ static void bind_params(Sema *S, const KilnBinding *b, size_t nb)
             if (b[j].name && strcmp(b[j].name, p->name) == 0)
                 found = &b[j];
         if (!found) {
-            ERR(S, p->span, "const parameter '%s' has no value (bind it with -D%s=N)", p->name, p->name);
+            if (!S->from_tune)
+                ERR(S, p->span, "const parameter '%s' has no value (bind it with -D%s=N)", p->name, p->name);
             p->type = NULL;
         } else if (!int_fits(found->value, KILN_SCALAR_I32)) {
             ERR(S, p->span, "value %" PRId64 " of const parameter '%s' does not fit in i32", found->value,
@@ -1243,9 +1245,10 @@ static void bind_params(Sema *S, const KilnBinding *b, size_t nb)
     }
 }
 
-static void check_kernel(KilnCompilation *c, KilnKernel *k, const KilnBinding *b, size_t nb)
+static void check_kernel(KilnCompilation *c, KilnKernel *k, const KilnBinding *b, size_t nb,
+                         bool from_tune)
 {
-    Sema S = {.c = c, .ar = &c->scratch, .k = k};
+    Sema S = {.c = c, .ar = &c->scratch, .k = k, .from_tune = from_tune};
     k->num_warps = 4;
     k->num_stages = 2;
     bind_params(&S, b, nb);
@@ -1282,7 +1285,7 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name, const K
     if (!k)
         kiln_diag_error(c, (KilnSpan){0, 0, 0, 0}, "no kernel named '%s'", kernel_name);
     else
-        check_kernel(c, k, bindings, nbindings);
+        check_kernel(c, k, bindings, nbindings, false);
     c->scratch.oom = NULL;
     c->in_sema = false;
     bool ok = c->nerrors == 0;
@@ -1314,7 +1317,7 @@ bool kiln_sema_check_all(KilnCompilation *c)
         KilnTuneConfig cfg = {0};
         if (k->tune)
             kiln_tune_config_get(k->tune, 0, &cfg);
-        check_kernel(c, k, cfg.bindings, (size_t)cfg.nbindings);
+        check_kernel(c, k, cfg.bindings, (size_t)cfg.nbindings, k->tune != NULL);
     }
     c->scratch.oom = NULL;
     c->in_sema = false;
