@@ -1,0 +1,107 @@
+/* atomics.c — global and shared atomics. Blocks run on several OS threads, so global atomics are
+ * real host atomics (relaxed, like PTX atom without a memory-order qualifier); float operations
+ * without a host instruction are compare-and-swap loops on the bits. */
+#include "emu_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static float as_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static uint32_t as_u32(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+/* Applies op to *p atomically through a CAS loop; returns the old value. */
+#define EMU_CAS_LOOP(type, p, v, combine)                                                   \
+  do {                                                                                      \
+    type old_ = __atomic_load_n(p, __ATOMIC_RELAXED);                                       \
+    for (;;) {                                                                              \
+      type new_ = combine(old_, v);                                                         \
+      if (__atomic_compare_exchange_n(p, &old_, new_, true, __ATOMIC_RELAXED,               \
+                                      __ATOMIC_RELAXED))                                    \
+        return old_;                                                                        \
+    }                                                                                       \
+  } while (0)
+
+static int32_t max_i(int32_t a, int32_t b) { return a > b ? a : b; }
+static int32_t min_i(int32_t a, int32_t b) { return a < b ? a : b; }
+static uint32_t max_u(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t add_fb(uint32_t a, float b) { return as_u32(as_f32(a) + b); }
+static uint32_t max_fb(uint32_t a, float b) { return as_u32(fmaxf(as_f32(a), b)); }
+static uint32_t min_fb(uint32_t a, float b) { return as_u32(fminf(as_f32(a), b)); }
+
+static int32_t atom_max_i32(int32_t *p, int32_t v) { EMU_CAS_LOOP(int32_t, p, v, max_i); }
+static int32_t atom_min_i32(int32_t *p, int32_t v) { EMU_CAS_LOOP(int32_t, p, v, min_i); }
+static uint32_t atom_max_u32(uint32_t *p, uint32_t v) { EMU_CAS_LOOP(uint32_t, p, v, max_u); }
+static uint32_t atom_min_u32(uint32_t *p, uint32_t v) { EMU_CAS_LOOP(uint32_t, p, v, min_u); }
+static uint32_t atom_f32_bits(uint32_t *p, float v, uint32_t (*combine)(uint32_t, float)) {
+  EMU_CAS_LOOP(uint32_t, p, v, combine);
+}
+
+static int32_t atom_add_i32(int32_t *p, int32_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+static uint32_t atom_add_u32(uint32_t *p, uint32_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+static float atom_add_f32(float *p, float v) {
+  return as_f32(atom_f32_bits((uint32_t *)(void *)p, v, add_fb));
+}
+static float atom_max_f32(float *p, float v) {
+  return as_f32(atom_f32_bits((uint32_t *)(void *)p, v, max_fb));
+}
+static float atom_min_f32(float *p, float v) {
+  return as_f32(atom_f32_bits((uint32_t *)(void *)p, v, min_fb));
+}
+static uint32_t atom_and_b32(uint32_t *p, uint32_t v) {
+  return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
+}
+static uint32_t atom_or_b32(uint32_t *p, uint32_t v) {
+  return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+}
+static uint32_t atom_xor_b32(uint32_t *p, uint32_t v) {
+  return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);
+}
+static uint32_t atom_exch_b32(uint32_t *p, uint32_t v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+}
+static float atom_exch_f32(float *p, float v) {
+  return as_f32(atom_exch_b32((uint32_t *)(void *)p, as_u32(v)));
+}
+
+static void check_shared_word(const void *p, const char *what) {
+  EmuFiber *f = kiln_emu_current();
+  if (f)
+    kiln_emu_check_shared_range(kiln_emu_worker(), f, p, 4, 4, what);
+}
+
+#define EMU_DEFINE_ATOMIC(name, type)                          \
+  type kiln_emu_atom_##name(type *p, type v) { return atom_##name(p, v); } \
+  type kiln_emu_atom_shared_##name(type *p, type v) {          \
+    check_shared_word(p, "atom.shared." #name);                \
+    return atom_##name(p, v);                                  \
+  }
+KILN_EMU_ATOMIC_OPS(EMU_DEFINE_ATOMIC)
+#undef EMU_DEFINE_ATOMIC
+
+uint32_t kiln_emu_atom_cas_b32(uint32_t *p, uint32_t cmp, uint32_t v) {
+  __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return cmp; /* on failure cmp was updated to the value found */
+}
+
+uint32_t kiln_emu_atom_shared_cas_b32(uint32_t *p, uint32_t cmp, uint32_t v) {
+  check_shared_word(p, "atom.shared.cas_b32");
+  return kiln_emu_atom_cas_b32(p, cmp, v);
+}
+
+uint64_t kiln_emu_atom_add_u64(uint64_t *p, uint64_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,131 @@
+/* emu_internal.h — what the files of the emulator share; not for use outside runtime/emu.
+ *
+ * One EmuWorker per OS thread of a launch. It owns the fibers (one per GPU thread of a block),
+ * their stacks and the shared arena, and runs the blocks handed to it one after the other. The
+ * intrinsics find their worker and fiber through a thread-local pointer set while a block runs.
+ */
+#ifndef KILN_EMU_INTERNAL_H
+#define KILN_EMU_INTERNAL_H
+
+#include "kiln_emu.h"
+
+#include <stdbool.h>
+#include <ucontext.h>
+
+#define EMU_NUM_BARRIERS 16
+#define EMU_MSG_BYTES 2048
+/* The group a cp.async belongs to before its commit_group. */
+#define EMU_GROUP_OPEN UINT32_MAX
+
+typedef enum EmuFiberState { EMU_RUNNABLE, EMU_BLOCKED, EMU_EXITED } EmuFiberState;
+typedef enum EmuWait { EMU_WAIT_NONE, EMU_WAIT_BARRIER, EMU_WAIT_COLLECTIVE } EmuWait;
+
+typedef enum EmuCollKind {
+  EMU_COLL_SHFL,
+  EMU_COLL_VOTE,
+  EMU_COLL_REDUX,
+  EMU_COLL_WARP_SYNC,
+  EMU_COLL_MMA,
+  EMU_COLL_LDMATRIX,
+  EMU_COLL_COUNT
+} EmuCollKind;
+
+/* One lane's side of a warp collective: what it brought and what it gets back. */
+typedef struct EmuCollective {
+  bool arrived;     /* waiting in this collective; cleared by the lane that completes it */
+  EmuCollKind kind;
+  uint32_t sub;     /* mode / op / variant: lanes only meet when kind, sub and mask agree */
+  uint32_t mask;
+  uint32_t in[6];   /* shfl: a, b, c; vote: pred; redux: value; mma: a0..a3, b0, b1 */
+  float fin[4];     /* mma: c0..c3 */
+  const void *addr; /* ldmatrix: this lane's row address */
+  uint32_t out[4];  /* results (f32 results stored as their bits) */
+  uint32_t pred;    /* shfl: the in-range predicate */
+} EmuCollective;
+
+typedef struct EmuCopy {
+  void *dst;
+  const void *src;
+  uint32_t cp_size, src_size;
+  uint32_t group;
+} EmuCopy;
+
+typedef struct EmuFiber {
+  ucontext_t uc;
+  unsigned char *stack; /* usable stack (above the guard page) */
+  size_t stack_bytes;
+  void *fake_stack;     /* ASan's fake stack while switched away */
+  uint32_t tid;         /* linear thread id in the block */
+  uint32_t tid3[3];
+  EmuFiberState state;
+  EmuWait wait;
+  uint32_t barrier_id;
+  EmuCollective coll;
+  EmuCopy *copies;      /* queued cp.async, in issue order; owned, reused across blocks */
+  size_t ncopies, cap_copies;
+  uint32_t next_group;  /* groups committed so far */
+} EmuFiber;
+
+typedef struct EmuBarrier {
+  uint32_t arrived;
+  uint32_t expected; /* 0: every non-exited thread */
+} EmuBarrier;
+
+typedef struct EmuLaunchState EmuLaunchState;
+
+typedef struct EmuWorker {
+  EmuLaunchState *launch;
+  KilnEmuKernelFn fn;
+  void **args;
+  KilnEmuLaunch cfg;
+  uint32_t nthreads;
+  uint32_t ctaid[3];
+  EmuFiber *fibers;       /* nthreads */
+  unsigned char *stacks;  /* one mapping holding every fiber stack and its guard page */
+  size_t stacks_bytes;
+  unsigned char *shared;  /* the arena, cfg.shared_bytes (at least 16 bytes allocated) */
+  uint32_t live;          /* fibers not exited */
+  EmuBarrier bars[EMU_NUM_BARRIERS];
+  EmuFiber *cur;          /* the fiber running now, NULL in the scheduler */
+  ucontext_t sched_uc;
+  const void *sched_stack_bottom; /* ASan: the scheduler's stack, to switch back to */
+  size_t sched_stack_bytes;
+  void *sched_fake_stack;
+  bool failed;            /* the block failed: stop scheduling it */
+  KilnEmuStatus status;
+  char msg[EMU_MSG_BYTES];
+} EmuWorker;
+
+/* The worker running a block on this OS thread; NULL outside a launch. */
+EmuWorker *kiln_emu_worker(void);
+/* The calling fiber, or NULL when not called from a kernel. */
+EmuFiber *kiln_emu_current(void);
+
+/* Fails the calling fiber's block with `status` and a message prefixed by the block and thread,
+ * and leaves the fiber for good. */
+_Noreturn void kiln_emu_fail(EmuWorker *w, EmuFiber *f, KilnEmuStatus status, const char *fmt,
+                             ...) __attribute__((format(printf, 4, 5)));
+/* Blocks the calling fiber until another marks it runnable again. */
+void kiln_emu_block(EmuWorker *w, EmuFiber *f, EmuWait why);
+/* Ends the calling fiber (its queued copies are performed first). */
+_Noreturn void kiln_emu_fiber_exit(EmuWorker *w, EmuFiber *f);
+/* After a thread exited: completes the all-thread barriers that now have every live thread. */
+void kiln_emu_barriers_on_exit(EmuWorker *w);
+
+/* Fails unless [p, p + bytes) lies in the arena and p is `align`-aligned; `what` names the access. */
+void kiln_emu_check_shared_range(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes,
+                                 size_t align, const char *what);
+
+/* The rendezvous: records the caller's part (already in f->coll.in/fin/addr) and returns once
+ * every lane of mask arrived and `compute` filled everyone's out. compute runs on the last lane
+ * to arrive, with the warp's first fiber. */
+typedef void (*EmuCollFn)(EmuFiber *warp, uint32_t mask, uint32_t sub);
+void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t sub,
+                         uint32_t mask, EmuCollFn compute);
+const char *kiln_emu_coll_name(EmuCollKind kind);
+
+/* Performs the fiber's queued copies of groups < `below` (EMU_GROUP_OPEN + 1 semantics: all when
+ * all is true). */
+void kiln_emu_copies_flush(EmuFiber *f, bool all, uint32_t keep_recent);
+
+#endif /* KILN_EMU_INTERNAL_H */

@@ -1,0 +1,64 @@
+/* emu_test.h — checks shared by the emulator tests. Kernels are plain C calling the intrinsics
+ * exactly as lowered code does. A failed check prints where and makes the test exit 1. */
+#ifndef KILN_EMU_TEST_H
+#define KILN_EMU_TEST_H
+
+#include "kiln_emu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int emu_test_failures;
+
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      emu_test_failures++;                                                   \
+    }                                                                        \
+  } while (0)
+
+#define CHECK_EQ_U(a, b)                                                                  \
+  do {                                                                                    \
+    unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);        \
+    if (a_ != b_) {                                                                       \
+      fprintf(stderr, "%s:%d: %s == %s failed: 0x%llx vs 0x%llx\n", __FILE__, __LINE__, #a, \
+              #b, a_, b_);                                                                \
+      emu_test_failures++;                                                                \
+    }                                                                                     \
+  } while (0)
+
+/* Launches and requires `want`; prints the emulator's message when it differs. */
+#define CHECK_LAUNCH(want, fn, cfg, args)                                                  \
+  do {                                                                                     \
+    KilnEmuStatus st_ = kiln_emu_launch((fn), (cfg), (args));                              \
+    if (st_ != (want)) {                                                                   \
+      fprintf(stderr, "%s:%d: launch gave %s, want %s: %s\n", __FILE__, __LINE__,          \
+              kiln_emu_status_name(st_), kiln_emu_status_name(want), kiln_emu_last_error()); \
+      emu_test_failures++;                                                                 \
+    }                                                                                      \
+  } while (0)
+
+static inline KilnEmuLaunch emu_cfg(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t threads,
+                                    uint32_t shared_bytes, uint32_t os_threads) {
+  KilnEmuLaunch c = {{gx, gy, gz}, {threads, 1, 1}, shared_bytes, os_threads, 0};
+  return c;
+}
+
+/* A deterministic generator, so failures reproduce. */
+static inline uint32_t emu_rand(uint32_t *state) {
+  *state = *state * 1664525u + 1013904223u;
+  return *state >> 8;
+}
+
+static inline int emu_test_result(const char *name) {
+  if (emu_test_failures) {
+    fprintf(stderr, "%s: %d check(s) failed\n", name, emu_test_failures);
+    return 1;
+  }
+  printf("%s: ok\n", name);
+  return 0;
+}
+
+#endif
