@@ -1,0 +1,617 @@
+/* cpu_lower.c - convert-kiln-to-cpu: kiln kernels become host functions.
+ *
+ * How this works.  Each kernel `@NAME` is rebuilt, op by op, into a new function
+ * `@kiln_cpu_NAME(!llvm.ptr args, i32 pid_x, pid_y, pid_z, nprog_x, nprog_y, nprog_z)` (the
+ * CPU kernel ABI of docs/internals.md) made of scf + memref + arith + math + llvm ops; the old
+ * function is then erased.  A map records what each old SSA value became (CpuVal): scalars and
+ * splat tiles stay scalars; every other tile gets a static memref alloca'd in the entry block,
+ * so loops do not grow the stack.  Pointers are i64 addresses.
+ *
+ * Elementwise arith/math ops are lowered generically: a loop nest over the shape reads each
+ * operand's element and re-creates the same op by name on scalars.  Kiln ops are in
+ * cpu_ops.c.  scf.for / scf.if carrying tiles give each carried tile one buffer: the init is
+ * copied in before the loop, yielded tiles are copied back at the end of the body (through a
+ * temporary when a yield reads another carried buffer of the same loop); scalars stay
+ * iter_args / results.
+ *
+ * Integer division or remainder by zero does not trap: x / 0 == 0 and x % 0 == x (so that
+ * x == (x / y) * y + x % y still holds), and INT_MIN / -1 wraps to INT_MIN with remainder 0. */
+#include "cpu_lower.h"
+
+/* ---------------------------------------------------------------- value map */
+
+static size_t hash_ptr(const void *p) { return ((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ull; }
+
+static CpuVal *slot(CpuMap *m, MlirValue old) {
+  size_t i = hash_ptr(old.ptr) & (m->cap - 1);
+  while (m->slots[i].old.ptr && m->slots[i].old.ptr != old.ptr)
+    i = (i + 1) & (m->cap - 1);
+  return &m->slots[i];
+}
+
+static void map_grow(CpuMap *m) {
+  CpuMap n = {calloc(m->cap ? m->cap * 2 : 256, sizeof(CpuVal)), m->cap ? m->cap * 2 : 256, 0};
+  KILN_ASSERT(n.slots != NULL);
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->slots[i].old.ptr) {
+      *slot(&n, m->slots[i].old) = m->slots[i];
+      n.n++;
+    }
+  free(m->slots);
+  *m = n;
+}
+
+static CpuVal *map_put(Cpu *c, MlirValue old) {
+  if ((c->map.n + 1) * 2 > c->map.cap)
+    map_grow(&c->map);
+  CpuVal *s = slot(&c->map, old);
+  if (!s->old.ptr)
+    c->map.n++;
+  *s = (CpuVal){.old = old};
+  return s;
+}
+
+CpuVal *kiln_cpu_get(Cpu *c, MlirValue old) {
+  CpuVal *s = c->map.cap ? slot(&c->map, old) : NULL;
+  KILN_ASSERT(s && s->old.ptr); /* ops are lowered in dominance order */
+  return s;
+}
+
+void kiln_cpu_set_scalar(Cpu *c, MlirValue old, MlirValue v) { map_put(c, old)->scalar = v; }
+void kiln_cpu_set_buf(Cpu *c, MlirValue old, MlirValue buf) { map_put(c, old)->buf = buf; }
+
+/* ---------------------------------------------------------------- small builders */
+
+MlirType kiln_cpu_scalar_type(MlirType t) {
+  MlirType e = kiln_ir_elem_type(t);
+  if (kiln_ir_type_is_ptr(e))
+    return mlirIntegerTypeGet(mlirTypeGetContext(t), 64);
+  return e;
+}
+
+MlirValue kiln_cpu_op_attrs(Cpu *c, const char *name, const MlirValue *ops, size_t n,
+                            MlirType rt, const MlirNamedAttribute *attrs, size_t n_attrs) {
+  KilnOpSpec s = {.name = name, .loc = c->loc, .operands = ops, .n_operands = n,
+                  .results = &rt, .n_results = mlirTypeIsNull(rt) ? 0 : 1, .attrs = attrs,
+                  .n_attrs = n_attrs};
+  MlirOperation op = kiln_ir_create(&c->b, &s);
+  return s.n_results ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
+}
+
+MlirValue kiln_cpu_op(Cpu *c, const char *name, const MlirValue *ops, size_t n, MlirType rt) {
+  return kiln_cpu_op_attrs(c, name, ops, n, rt, NULL, 0);
+}
+
+MlirValue kiln_cpu_cidx(Cpu *c, int64_t v) { return kiln_ir_build_const_index(&c->b, c->loc, v); }
+
+MlirValue kiln_cpu_int_const(Cpu *c, MlirType t, int64_t v) {
+  return kiln_ir_build_const_int(&c->b, c->loc, t, v);
+}
+
+static MlirType memref_type(MlirType tile) {
+  int rank = kiln_ir_rank(tile);
+  int64_t shape[16];
+  for (int i = 0; i < rank; i++)
+    shape[i] = kiln_ir_dim(tile, i);
+  return mlirMemRefTypeContiguousGet(kiln_cpu_scalar_type(tile), rank, shape,
+                                     mlirAttributeGetNull());
+}
+
+MlirValue kiln_cpu_alloc(Cpu *c, MlirType tile) {
+  KilnIRBuilder at = c->b;
+  kiln_ir_builder_set_before(&at, c->alloca_at);
+  int32_t seg[2] = {0, 0};
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(c->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(c->ctx, 2, seg)),
+      kiln_ir_named(c->ctx, "alignment",
+                    mlirIntegerAttrGet(mlirIntegerTypeGet(c->ctx, 64), 64))};
+  MlirType mt = memref_type(tile);
+  KilnOpSpec s = {.name = "memref.alloca", .loc = c->loc, .results = &mt, .n_results = 1,
+                  .attrs = a, .n_attrs = 2};
+  return mlirOperationGetResult(kiln_ir_create(&at, &s), 0);
+}
+
+MlirValue kiln_cpu_load_elem(Cpu *c, MlirValue buf, const MlirValue *idx, int rank) {
+  MlirValue ops[17];
+  ops[0] = buf;
+  for (int i = 0; i < rank; i++)
+    ops[1 + i] = idx[i];
+  return kiln_cpu_op(c, "memref.load", ops, (size_t)rank + 1,
+                     mlirShapedTypeGetElementType(mlirValueGetType(buf)));
+}
+
+void kiln_cpu_store_elem(Cpu *c, MlirValue buf, MlirValue v, const MlirValue *idx, int rank) {
+  MlirValue ops[18];
+  ops[0] = v;
+  ops[1] = buf;
+  for (int i = 0; i < rank; i++)
+    ops[2 + i] = idx[i];
+  kiln_cpu_op(c, "memref.store", ops, (size_t)rank + 2, (MlirType){NULL});
+}
+
+MlirValue kiln_cpu_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
+  if (!mlirValueIsNull(v->scalar))
+    return v->scalar;
+  return kiln_cpu_load_elem(c, v->buf, idx, kiln_ir_rank(mlirValueGetType(v->buf)));
+}
+
+/* ---------------------------------------------------------------- loop nests */
+
+static void nest_rec(Cpu *c, const int64_t *shape, int rank, int d, MlirValue *idx,
+                     CpuNestFn fn, void *user) {
+  if (d == rank) {
+    fn(c, idx, user);
+    return;
+  }
+  KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, shape[d]),
+                                  kiln_cpu_cidx(c, 1), NULL, 0);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.body);
+  idx[d] = f.iv;
+  nest_rec(c, shape, rank, d + 1, idx, fn, user);
+  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
+  c->b = saved;
+}
+
+void kiln_cpu_nest(Cpu *c, const int64_t *shape, int rank, CpuNestFn fn, void *user) {
+  MlirValue idx[16];
+  KILN_ASSERT(rank <= 16);
+  nest_rec(c, shape, rank, 0, idx, fn, user);
+}
+
+static void shape_of(MlirType t, int64_t *shape, int *rank) {
+  *rank = kiln_ir_rank(t);
+  for (int i = 0; i < *rank; i++)
+    shape[i] = kiln_ir_dim(t, i);
+}
+
+typedef struct FillCtx {
+  CpuVal *src;
+  MlirValue dst;
+  int rank;
+} FillCtx;
+
+static void fill_body(Cpu *c, const MlirValue *idx, void *user) {
+  FillCtx *f = user;
+  kiln_cpu_store_elem(c, f->dst, kiln_cpu_elem(c, f->src, idx), idx, f->rank);
+}
+
+/* Copies a lowered tile (scalar/splat or buffer) into dst. */
+void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst) {
+  if (!mlirValueIsNull(src->buf) && src->buf.ptr == dst.ptr)
+    return;
+  MlirType t = mlirValueGetType(dst);
+  int64_t shape[16];
+  int rank;
+  shape_of(t, shape, &rank);
+  FillCtx f = {src, dst, rank};
+  kiln_cpu_nest(c, shape, rank, fill_body, &f);
+}
+
+MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v, MlirType tile) {
+  if (!mlirValueIsNull(v->buf))
+    return v->buf;
+  MlirValue buf = kiln_cpu_alloc(c, tile);
+  kiln_cpu_copy(c, v, buf);
+  v->buf = buf;
+  v->scalar = (MlirValue){NULL};
+  return buf;
+}
+
+/* ---------------------------------------------------------------- scalar ops */
+
+static bool name_is(const char *name, const char *const *list) {
+  for (; *list; list++)
+    if (strcmp(name, *list) == 0)
+      return true;
+  return false;
+}
+
+/* Integer division that cannot trap, see the file comment. */
+static MlirValue safe_div(Cpu *c, const char *name, const MlirValue *ops, MlirType t,
+                          const MlirNamedAttribute *attrs, size_t n_attrs) {
+  static const char *const is_signed[] = {"arith.divsi", "arith.remsi", "arith.ceildivsi",
+                                          "arith.floordivsi", NULL};
+  bool is_rem = strstr(name, "rem") != NULL;
+  MlirValue x = ops[0], d = ops[1];
+  MlirValue zero = kiln_cpu_int_const(c, t, 0), one = kiln_cpu_int_const(c, t, 1);
+  MlirValue is_zero = kiln_ir_build_cmpi(&c->b, c->loc, "eq", d, zero);
+  MlirValue d1 = kiln_ir_build_select(&c->b, c->loc, is_zero, one, d);
+  MlirValue is_m1 = {NULL};
+  bool sgn = name_is(name, is_signed);
+  if (sgn) {
+    is_m1 = kiln_ir_build_cmpi(&c->b, c->loc, "eq", d, kiln_cpu_int_const(c, t, -1));
+    d1 = kiln_ir_build_select(&c->b, c->loc, is_m1, one, d1);
+  }
+  MlirValue nops[2] = {x, d1};
+  MlirValue r = kiln_cpu_op_attrs(c, name, nops, 2, t, attrs, n_attrs);
+  if (sgn) { /* x / -1 == 0 - x (wrapping), x % -1 == 0 */
+    MlirValue sub[2] = {zero, x};
+    MlirValue m1 = is_rem ? zero : kiln_cpu_op(c, "arith.subi", sub, 2, t);
+    r = kiln_ir_build_select(&c->b, c->loc, is_m1, m1, r);
+  }
+  return kiln_ir_build_select(&c->b, c->loc, is_zero, is_rem ? x : zero, r);
+}
+
+/* Re-creates `op` (an upstream, region-free op) on scalar operands with scalar results. */
+static MlirOperation clone_scalar(Cpu *c, MlirOperation op, const MlirValue *ops, size_t n,
+                                  MlirValue *out) {
+  char name[64];
+  kiln_ir_op_name(op, name, sizeof name);
+  intptr_t nres = mlirOperationGetNumResults(op), nattr = mlirOperationGetNumAttributes(op);
+  MlirType rts[8];
+  MlirNamedAttribute attrs[16];
+  KILN_ASSERT(nres <= 8 && nattr <= 16);
+  for (intptr_t i = 0; i < nres; i++)
+    rts[i] = kiln_cpu_scalar_type(mlirValueGetType(mlirOperationGetResult(op, i)));
+  for (intptr_t i = 0; i < nattr; i++)
+    attrs[i] = mlirOperationGetAttribute(op, i);
+  static const char *const divs[] = {"arith.divsi", "arith.divui", "arith.remsi",
+                                     "arith.remui", "arith.ceildivsi", "arith.ceildivui",
+                                     "arith.floordivsi", NULL};
+  if (name_is(name, divs) && nres == 1 && mlirTypeIsAInteger(rts[0])) {
+    out[0] = safe_div(c, name, ops, rts[0], attrs, (size_t)nattr);
+    return (MlirOperation){NULL};
+  }
+  KilnOpSpec s = {.name = name, .loc = c->loc, .operands = ops, .n_operands = n,
+                  .results = rts, .n_results = (size_t)nres, .attrs = attrs,
+                  .n_attrs = (size_t)nattr};
+  MlirOperation nop = kiln_ir_create(&c->b, &s);
+  for (intptr_t i = 0; i < nres; i++)
+    out[i] = mlirOperationGetResult(nop, i);
+  return nop;
+}
+
+static MlirValue elementwise_fn(Cpu *c, const MlirValue *elems, void *user) {
+  MlirOperation op = *(MlirOperation *)user;
+  MlirValue out[8];
+  clone_scalar(c, op, elems, (size_t)mlirOperationGetNumOperands(op), out);
+  return out[0];
+}
+
+typedef struct MapCtx {
+  MlirOperation op;
+  CpuScalarFn fn;
+  void *user;
+  MlirValue dst;
+  int rank;
+} MapCtx;
+
+static void map_body(Cpu *c, const MlirValue *idx, void *user) {
+  MapCtx *m = user;
+  MlirValue elems[8];
+  intptr_t n = mlirOperationGetNumOperands(m->op);
+  KILN_ASSERT(n <= 8);
+  for (intptr_t i = 0; i < n; i++)
+    elems[i] = kiln_cpu_elem(c, kiln_cpu_get(c, mlirOperationGetOperand(m->op, i)), idx);
+  MlirValue r = m->fn(c, elems, m->user);
+  if (!mlirValueIsNull(m->dst))
+    kiln_cpu_store_elem(c, m->dst, r, idx, m->rank);
+}
+
+void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok) {
+  bool all_scalar = true;
+  intptr_t n = mlirOperationGetNumOperands(op);
+  for (intptr_t i = 0; i < n; i++)
+    all_scalar &= !mlirValueIsNull(kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar);
+  bool has_result = mlirOperationGetNumResults(op) > 0;
+  MlirValue res = has_result ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
+  /* the shape comes from the result, or from the first operand for ops without one */
+  MlirType shape_t = has_result ? mlirValueGetType(res)
+                                : mlirValueGetType(mlirOperationGetOperand(op, 0));
+  if (!kiln_ir_type_is_tile(shape_t) || (all_scalar && splat_ok)) {
+    MlirValue elems[8];
+    KILN_ASSERT(n <= 8);
+    for (intptr_t i = 0; i < n; i++)
+      elems[i] = kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar;
+    MlirValue r = fn(c, elems, user);
+    if (has_result)
+      kiln_cpu_set_scalar(c, res, r);
+    return;
+  }
+  MapCtx m = {op, fn, user, {NULL}, kiln_ir_rank(shape_t)};
+  if (has_result) {
+    m.dst = kiln_cpu_alloc(c, shape_t);
+    kiln_cpu_set_buf(c, res, m.dst);
+  }
+  int64_t shape[16];
+  int rank;
+  shape_of(shape_t, shape, &rank);
+  kiln_cpu_nest(c, shape, rank, map_body, &m);
+}
+
+/* arith.constant: splats stay scalars; other dense tiles are written element by element. */
+static void lower_constant(Cpu *c, MlirOperation op) {
+  MlirValue res = mlirOperationGetResult(op, 0);
+  MlirType t = mlirValueGetType(res);
+  MlirAttribute v = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("value"));
+  if (!kiln_ir_type_is_tile(t)) {
+    MlirValue out[1];
+    clone_scalar(c, op, NULL, 0, out);
+    kiln_cpu_set_scalar(c, res, out[0]);
+    return;
+  }
+  MlirType et = kiln_ir_elem_type(t);
+  if (mlirAttributeIsADenseElements(v) && mlirDenseElementsAttrIsSplat(v)) {
+    MlirNamedAttribute a = kiln_ir_named(c->ctx, "value", mlirDenseElementsAttrGetSplatValue(v));
+    kiln_cpu_set_scalar(c, res, kiln_cpu_op_attrs(c, "arith.constant", NULL, 0, et, &a, 1));
+    return;
+  }
+  MlirValue buf = kiln_cpu_alloc(c, t);
+  kiln_cpu_set_buf(c, res, buf);
+  int rank = kiln_ir_rank(t);
+  int64_t numel = kiln_ir_type_numel(t);
+  for (int64_t i = 0; i < numel; i++) {
+    uint64_t pos[16];
+    MlirValue idx[16];
+    for (int d = rank - 1, rem = 0; d >= 0; d--) {
+      (void)rem;
+      int64_t stride = 1;
+      for (int e = d + 1; e < rank; e++)
+        stride *= kiln_ir_dim(t, e);
+      pos[d] = (uint64_t)((i / stride) % kiln_ir_dim(t, d));
+      idx[d] = kiln_cpu_cidx(c, (int64_t)pos[d]);
+    }
+    MlirNamedAttribute a =
+        kiln_ir_named(c->ctx, "value", mlirElementsAttrGetValue(v, rank, pos));
+    MlirValue e = kiln_cpu_op_attrs(c, "arith.constant", NULL, 0, et, &a, 1);
+    kiln_cpu_store_elem(c, buf, e, idx, rank);
+  }
+}
+
+/* ---------------------------------------------------------------- regions */
+
+static void lower_block(Cpu *c, MlirBlock old);
+
+/* Terminators of lowered regions: copies tile values into `bufs` (null for scalar slots) and
+ * yields the scalar ones. */
+static void lower_yield(Cpu *c, MlirOperation yield, const MlirValue *bufs, size_t n) {
+  MlirValue src_tmp[64], scalars[64];
+  size_t ns = 0;
+  KILN_ASSERT(n <= 64);
+  /* first, move sources that are another slot's buffer out of the way */
+  for (size_t i = 0; i < n; i++) {
+    src_tmp[i] = (MlirValue){NULL};
+    if (mlirValueIsNull(bufs[i]))
+      continue;
+    CpuVal *v = kiln_cpu_get(c, mlirOperationGetOperand(yield, (intptr_t)i));
+    for (size_t j = 0; j < n && !mlirValueIsNull(v->buf); j++)
+      if (j != i && bufs[j].ptr == v->buf.ptr) {
+        src_tmp[i] = kiln_cpu_alloc(c, mlirValueGetType(v->old));
+        kiln_cpu_copy(c, v, src_tmp[i]);
+        break;
+      }
+  }
+  for (size_t i = 0; i < n; i++) {
+    CpuVal *v = kiln_cpu_get(c, mlirOperationGetOperand(yield, (intptr_t)i));
+    if (mlirValueIsNull(bufs[i])) {
+      scalars[ns++] = v->scalar;
+    } else if (!mlirValueIsNull(src_tmp[i])) {
+      CpuVal t = {.buf = src_tmp[i]};
+      kiln_cpu_copy(c, &t, bufs[i]);
+    } else {
+      kiln_cpu_copy(c, v, bufs[i]);
+    }
+  }
+  kiln_ir_build_yield(&c->b, c->loc, scalars, ns);
+}
+
+static void lower_for(Cpu *c, MlirOperation op) {
+  size_t n = (size_t)mlirOperationGetNumResults(op);
+  MlirValue bufs[64], inits[64];
+  size_t ns = 0;
+  KILN_ASSERT(n <= 64);
+  for (size_t i = 0; i < n; i++) {
+    MlirValue init = mlirOperationGetOperand(op, (intptr_t)(3 + i));
+    bufs[i] = (MlirValue){NULL};
+    if (kiln_ir_type_is_tile(mlirValueGetType(init))) {
+      bufs[i] = kiln_cpu_alloc(c, mlirValueGetType(init));
+      kiln_cpu_copy(c, kiln_cpu_get(c, init), bufs[i]);
+    } else {
+      inits[ns++] = kiln_cpu_get(c, init)->scalar;
+    }
+  }
+  MlirValue lo = kiln_cpu_get(c, mlirOperationGetOperand(op, 0))->scalar;
+  MlirValue hi = kiln_cpu_get(c, mlirOperationGetOperand(op, 1))->scalar;
+  MlirValue st = kiln_cpu_get(c, mlirOperationGetOperand(op, 2))->scalar;
+  MlirLocation loc = c->loc;
+  KilnIRFor f = kiln_ir_build_for(&c->b, loc, lo, hi, st, inits, ns);
+  MlirBlock old_body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+  kiln_cpu_set_scalar(c, mlirBlockGetArgument(old_body, 0), f.iv);
+  for (size_t i = 0, s = 0; i < n; i++) {
+    MlirValue arg = mlirBlockGetArgument(old_body, (intptr_t)(i + 1));
+    MlirValue res = mlirOperationGetResult(op, (intptr_t)i);
+    if (mlirValueIsNull(bufs[i])) {
+      kiln_cpu_set_scalar(c, arg, kiln_ir_for_iter_arg(&f, s));
+      kiln_cpu_set_scalar(c, res, kiln_ir_for_result(&f, s));
+      s++;
+    } else {
+      kiln_cpu_set_buf(c, arg, bufs[i]);
+      kiln_cpu_set_buf(c, res, bufs[i]);
+    }
+  }
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.body);
+  lower_block(c, old_body);
+  c->loc = loc;
+  lower_yield(c, mlirBlockGetTerminator(old_body), bufs, n);
+  c->b = saved;
+}
+
+static void lower_if(Cpu *c, MlirOperation op) {
+  size_t n = (size_t)mlirOperationGetNumResults(op);
+  MlirValue bufs[64];
+  MlirType rts[64];
+  size_t ns = 0;
+  KILN_ASSERT(n <= 64);
+  for (size_t i = 0; i < n; i++) {
+    MlirType t = mlirValueGetType(mlirOperationGetResult(op, (intptr_t)i));
+    bufs[i] = kiln_ir_type_is_tile(t) ? kiln_cpu_alloc(c, t) : (MlirValue){NULL};
+    if (mlirValueIsNull(bufs[i]))
+      rts[ns++] = kiln_cpu_scalar_type(t);
+  }
+  MlirLocation loc = c->loc;
+  MlirValue cond = kiln_cpu_get(c, mlirOperationGetOperand(op, 0))->scalar;
+  KilnIRIf f = kiln_ir_build_if(&c->b, loc, cond, rts, ns);
+  KilnIRBuilder saved = c->b;
+  MlirBlock new_blocks[2] = {f.then_block, f.else_block};
+  for (int r = 0; r < 2; r++) {
+    kiln_ir_builder_set_end(&c->b, new_blocks[r]);
+    MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
+    if (mlirBlockIsNull(old)) {
+      kiln_ir_build_yield(&c->b, loc, NULL, 0);
+      continue;
+    }
+    lower_block(c, old);
+    c->loc = loc;
+    lower_yield(c, mlirBlockGetTerminator(old), bufs, n);
+  }
+  c->b = saved;
+  for (size_t i = 0, s = 0; i < n; i++) {
+    MlirValue res = mlirOperationGetResult(op, (intptr_t)i);
+    if (mlirValueIsNull(bufs[i]))
+      kiln_cpu_set_scalar(c, res, kiln_ir_if_result(&f, s++));
+    else
+      kiln_cpu_set_buf(c, res, bufs[i]);
+  }
+}
+
+static bool has_tile(MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
+    if (kiln_ir_type_is_tile(mlirValueGetType(mlirOperationGetResult(op, i))))
+      return true;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++)
+    if (kiln_ir_type_is_tile(mlirValueGetType(mlirOperationGetOperand(op, i))))
+      return true;
+  return false;
+}
+
+static void lower_op(Cpu *c, MlirOperation op) {
+  c->loc = mlirOperationGetLocation(op);
+  KilnOpId id = kiln_ir_op_id(op);
+  if (id != KILN_OP_NONE) {
+    if (!kiln_cpu_lower_kiln_op(c, op, id))
+      c->failed = true;
+    return;
+  }
+  char name[64];
+  kiln_ir_op_name(op, name, sizeof name);
+  if (strcmp(name, "scf.for") == 0) {
+    lower_for(c, op);
+  } else if (strcmp(name, "scf.if") == 0) {
+    lower_if(c, op);
+  } else if (strcmp(name, "arith.constant") == 0) {
+    lower_constant(c, op);
+  } else if (strcmp(name, "func.return") == 0) {
+    kiln_ir_build_return(&c->b, c->loc);
+  } else if (mlirOperationGetNumRegions(op) != 0 || mlirOperationGetNumResults(op) > 8) {
+    kiln_ir_error(c->loc, "the CPU backend cannot lower '%s'", name);
+    c->failed = true;
+  } else if (has_tile(op)) {
+    if (mlirOperationGetNumResults(op) != 1) {
+      kiln_ir_error(c->loc, "the CPU backend cannot lower '%s' on tiles", name);
+      c->failed = true;
+      return;
+    }
+    kiln_cpu_map(c, op, elementwise_fn, &op, true);
+  } else {
+    MlirValue ops[16], out[8];
+    intptr_t n = mlirOperationGetNumOperands(op);
+    KILN_ASSERT(n <= 16);
+    for (intptr_t i = 0; i < n; i++)
+      ops[i] = kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar;
+    clone_scalar(c, op, ops, (size_t)n, out);
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
+      kiln_cpu_set_scalar(c, mlirOperationGetResult(op, i), out[i]);
+  }
+}
+
+/* Lowers every op of `old` except its terminator when it is an scf.yield (the caller handles
+ * those, knowing where carried tiles live). */
+static void lower_block(Cpu *c, MlirBlock old) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(old); !mlirOperationIsNull(op) && !c->failed;
+       op = mlirOperationGetNextInBlock(op)) {
+    if (kiln_ir_op_is(op, "scf.yield"))
+      break;
+    lower_op(c, op);
+  }
+}
+
+/* ---------------------------------------------------------------- functions */
+
+static MlirValue gep_load(Cpu *c, MlirValue base, int32_t i, MlirType rt) {
+  MlirType ptr = mlirTypeParseGet(c->ctx, mlirStringRefCreateFromCString("!llvm.ptr"));
+  MlirNamedAttribute ga[2] = {
+      kiln_ir_named(c->ctx, "elem_type", mlirTypeAttrGet(ptr)),
+      kiln_ir_named(c->ctx, "rawConstantIndices", mlirDenseI32ArrayGet(c->ctx, 1, &i))};
+  MlirValue p = kiln_cpu_op_attrs(c, "llvm.getelementptr", &base, 1, ptr, ga, 2);
+  MlirValue vp = kiln_cpu_op(c, "llvm.load", &p, 1, ptr);
+  return kiln_cpu_op(c, "llvm.load", &vp, 1, rt);
+}
+
+static bool lower_kernel(MlirOperation fn, MlirBlock module_body) {
+  MlirContext ctx = mlirOperationGetContext(fn);
+  MlirAttribute sym = mlirOperationGetAttributeByName(fn, mlirStringRefCreateFromCString("sym_name"));
+  MlirStringRef name = mlirStringAttrGetValue(sym);
+  KilnStr new_name = {0};
+  kiln_str_appendf(&new_name, "kiln_cpu_%.*s", (int)name.length, name.data);
+
+  Cpu c = {.ctx = ctx, .loc = mlirOperationGetLocation(fn)};
+  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
+  MlirType ptr = mlirTypeParseGet(ctx, mlirStringRefCreateFromCString("!llvm.ptr"));
+  MlirType args[7] = {ptr, i32, i32, i32, i32, i32, i32};
+  kiln_ir_builder_init(&c.b, ctx, module_body);
+  kiln_ir_builder_set_before(&c.b, fn);
+  KilnIRFunc nf = kiln_ir_build_kernel(&c.b, c.loc, new_name.data, args, 7, 0, 0);
+  kiln_str_free(&new_name);
+  /* the host function is not a kiln kernel any more: drop the kernel attributes */
+  mlirOperationRemoveAttributeByName(nf.op, mlirStringRefCreateFromCString("kiln.kernel"));
+  mlirOperationRemoveAttributeByName(nf.op, mlirStringRefCreateFromCString("kiln.num_warps"));
+  mlirOperationRemoveAttributeByName(nf.op, mlirStringRefCreateFromCString("kiln.num_stages"));
+  c.entry = nf.entry;
+  kiln_ir_builder_set_end(&c.b, nf.entry);
+  /* every alloca goes before this marker, so they all sit at the top of the entry block */
+  c.alloca_at = mlirOpResultGetOwner(kiln_cpu_cidx(&c, 0));
+  for (int i = 0; i < 3; i++) {
+    c.pid[i] = kiln_ir_func_arg(&nf, (size_t)(1 + i));
+    c.nprog[i] = kiln_ir_func_arg(&nf, (size_t)(4 + i));
+  }
+  MlirBlock old_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(fn, 0));
+  for (intptr_t i = 0; i < mlirBlockGetNumArguments(old_entry); i++) {
+    MlirValue a = mlirBlockGetArgument(old_entry, i);
+    MlirType t = mlirValueGetType(a);
+    if (kiln_ir_type_is_tile(t)) {
+      kiln_ir_error(c.loc, "kernel parameter %d is a tile; kernels take scalars and pointers",
+                    (int)i);
+      c.failed = true;
+      break;
+    }
+    kiln_cpu_set_scalar(&c, a, gep_load(&c, kiln_ir_func_arg(&nf, 0), (int32_t)i,
+                                        kiln_cpu_scalar_type(t)));
+  }
+  if (!c.failed)
+    lower_block(&c, old_entry);
+  free(c.map.slots);
+  if (c.failed) {
+    mlirOperationDestroy(nf.op);
+    return false;
+  }
+  mlirOperationDestroy(fn);
+  return true;
+}
+
+MlirLogicalResult kiln_cpu_lower_module(MlirOperation module) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  MlirOperation kernels[256];
+  size_t n = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (kiln_ir_op_is(op, "func.func") &&
+        !mlirAttributeIsNull(mlirOperationGetAttributeByName(
+            op, mlirStringRefCreateFromCString("kiln.kernel"))) && n < 256)
+      kernels[n++] = op;
+  bool ok = true;
+  for (size_t i = 0; i < n; i++)
+    ok &= lower_kernel(kernels[i], body);
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}

@@ -1,0 +1,414 @@
+/* cpu_ops.c - the kiln op families on the CPU: grid queries, range and shape ops, pointer
+ * arithmetic and memory (load/store/atomics through llvm.inttoptr), dot, reductions and the
+ * Philox random numbers.
+ *
+ * Reductions: sum starts from zero; max/min start from element 0 and use arith.maximumf /
+ * minimumf (a NaN anywhere makes the result NaN) or maxsi/minsi; argmax/argmin compare with a
+ * strict ordered `>` / `<`, so ties keep the first index and NaN elements never replace the
+ * current best (a NaN at index 0 stays the answer only if no later element compares). */
+#include "cpu_lower.h"
+
+static MlirType i32_t(Cpu *c) { return mlirIntegerTypeGet(c->ctx, 32); }
+static MlirType i64_t(Cpu *c) { return mlirIntegerTypeGet(c->ctx, 64); }
+static MlirType llvm_ptr(Cpu *c) {
+  return mlirTypeParseGet(c->ctx, mlirStringRefCreateFromCString("!llvm.ptr"));
+}
+
+static MlirValue bin(Cpu *c, const char *name, MlirValue a, MlirValue b) {
+  MlirValue ops[2] = {a, b};
+  return kiln_cpu_op(c, name, ops, 2, mlirValueGetType(a));
+}
+
+static MlirValue result_of(MlirOperation op) { return mlirOperationGetResult(op, 0); }
+static MlirValue operand(MlirOperation op, int i) { return mlirOperationGetOperand(op, i); }
+
+static int64_t attr_int(MlirOperation op, const char *name) {
+  int64_t v = 0;
+  KILN_ASSERT(kiln_ir_get_int_attr(op, name, &v)); /* the verifier ran first */
+  return v;
+}
+
+static void shape_of(MlirType t, int64_t *shape, int *rank) {
+  *rank = kiln_ir_rank(t);
+  for (int i = 0; i < *rank; i++)
+    shape[i] = kiln_ir_dim(t, i);
+}
+
+/* The byte size of a pointee type (i1 is stored as a byte). */
+static int64_t elem_bytes(MlirType t) {
+  if (mlirTypeIsAInteger(t))
+    return (mlirIntegerTypeGetWidth(t) + 7) / 8;
+  if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t))
+    return 2;
+  if (mlirTypeIsAF64(t))
+    return 8;
+  return 4;
+}
+
+/* ---------------------------------------------------------------- range and shape ops */
+
+typedef struct CopyCtx {
+  MlirOperation op;
+  KilnOpId id;
+  CpuVal *src;
+  MlirValue dst;
+  int rank;
+} CopyCtx;
+
+static void range_body(Cpu *c, const MlirValue *idx, void *user) {
+  CopyCtx *k = user;
+  MlirValue i = kiln_ir_build_cast(&c->b, c->loc, "arith.index_cast", idx[0], i32_t(c));
+  MlirValue v = bin(c, "arith.addi", i, kiln_cpu_int_const(c, i32_t(c), attr_int(k->op, "start")));
+  kiln_cpu_store_elem(c, k->dst, v, idx, 1);
+}
+
+/* broadcast / expand_dims / trans: the result element at idx reads the source at a mapped
+ * index. */
+static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
+  CopyCtx *k = user;
+  MlirType st = mlirValueGetType(k->src->old);
+  int srank = kiln_ir_rank(st);
+  MlirValue sidx[16];
+  if (k->id == KILN_OP_BROADCAST) {
+    for (int i = 0; i < srank; i++)
+      sidx[i] = kiln_ir_dim(st, i) == 1 ? kiln_cpu_cidx(c, 0) : idx[i];
+  } else if (k->id == KILN_OP_EXPAND_DIMS) {
+    int64_t axis = attr_int(k->op, "axis");
+    for (int i = 0, r = 0; i < srank + 1; i++)
+      if (i != axis)
+        sidx[r++] = idx[i];
+  } else {
+    for (int i = 0; i < srank; i++)
+      sidx[i] = idx[srank - 1 - i];
+  }
+  kiln_cpu_store_elem(c, k->dst, kiln_cpu_elem(c, k->src, sidx), idx, k->rank);
+}
+
+static void lower_copy_like(Cpu *c, MlirOperation op, KilnOpId id) {
+  MlirValue res = result_of(op);
+  MlirType rt = mlirValueGetType(res);
+  CopyCtx k = {op, id, NULL, {NULL}, kiln_ir_rank(rt)};
+  if (id != KILN_OP_RANGE) {
+    k.src = kiln_cpu_get(c, operand(op, 0));
+    if (!mlirValueIsNull(k.src->scalar)) { /* a splat stays a splat */
+      kiln_cpu_set_scalar(c, res, k.src->scalar);
+      return;
+    }
+  }
+  k.dst = kiln_cpu_alloc(c, rt);
+  kiln_cpu_set_buf(c, res, k.dst);
+  int64_t shape[16];
+  int rank;
+  shape_of(rt, shape, &rank);
+  kiln_cpu_nest(c, shape, rank, id == KILN_OP_RANGE ? range_body : reshape_body, &k);
+}
+
+/* ---------------------------------------------------------------- pointers and memory */
+
+static MlirValue addptr_fn(Cpu *c, const MlirValue *e, void *user) {
+  int64_t size = *(int64_t *)user;
+  MlirValue off = e[1];
+  if (mlirIntegerTypeGetWidth(mlirValueGetType(off)) < 64)
+    off = kiln_ir_build_cast(&c->b, c->loc, "arith.extsi", off, i64_t(c));
+  off = bin(c, "arith.muli", off, kiln_cpu_int_const(c, i64_t(c), size));
+  return bin(c, "arith.addi", e[0], off);
+}
+
+static MlirValue to_ptr(Cpu *c, MlirValue addr) {
+  return kiln_cpu_op(c, "llvm.inttoptr", &addr, 1, llvm_ptr(c));
+}
+
+typedef struct MemCtx {
+  MlirType elem; /* the lowered value type */
+  int64_t bin_op;
+} MemCtx;
+
+static MlirValue load_fn(Cpu *c, const MlirValue *e, void *user) {
+  MemCtx *m = user;
+  KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[1], &m->elem, 1);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.then_block);
+  MlirValue p = to_ptr(c, e[0]);
+  MlirValue v = kiln_cpu_op(c, "llvm.load", &p, 1, m->elem);
+  kiln_ir_build_yield(&c->b, c->loc, &v, 1);
+  kiln_ir_builder_set_end(&c->b, f.else_block);
+  kiln_ir_build_yield(&c->b, c->loc, &e[2], 1);
+  c->b = saved;
+  return kiln_ir_if_result(&f, 0);
+}
+
+static MlirValue store_fn(Cpu *c, const MlirValue *e, void *user) {
+  (void)user;
+  KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[2], NULL, 0);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.then_block);
+  MlirValue ops[2] = {e[1], to_ptr(c, e[0])};
+  kiln_cpu_op(c, "llvm.store", ops, 2, (MlirType){NULL});
+  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
+  kiln_ir_builder_set_end(&c->b, f.else_block);
+  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
+  c->b = saved;
+  return (MlirValue){NULL};
+}
+
+/* Masked-off lanes of an atomic return zero. */
+static MlirValue atomic_fn(Cpu *c, const MlirValue *e, void *user) {
+  MemCtx *m = user;
+  KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[2], &m->elem, 1);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.then_block);
+  MlirValue ops[2] = {to_ptr(c, e[0]), e[1]};
+  MlirType i64 = i64_t(c);
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(c->ctx, "bin_op", mlirIntegerAttrGet(i64, m->bin_op)),
+      kiln_ir_named(c->ctx, "ordering", mlirIntegerAttrGet(i64, 2 /* monotonic */))};
+  MlirValue old = kiln_cpu_op_attrs(c, "llvm.atomicrmw", ops, 2, m->elem, a, 2);
+  kiln_ir_build_yield(&c->b, c->loc, &old, 1);
+  kiln_ir_builder_set_end(&c->b, f.else_block);
+  MlirValue zero = mlirTypeIsAFloat(m->elem) ? kiln_ir_build_const_float(&c->b, c->loc, m->elem, 0)
+                                             : kiln_cpu_int_const(c, m->elem, 0);
+  kiln_ir_build_yield(&c->b, c->loc, &zero, 1);
+  c->b = saved;
+  return kiln_ir_if_result(&f, 0);
+}
+
+/* llvm::AtomicRMWInst binary op numbers as MLIR's LLVM dialect stores them. */
+static bool atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out) {
+  char kind[16] = "";
+  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
+  bool f = mlirTypeIsAFloat(elem);
+  if (strcmp(kind, "add") == 0)
+    *out = f ? 11 : 1;
+  else if (strcmp(kind, "max") == 0)
+    *out = f ? 13 : 7;
+  else if (strcmp(kind, "min") == 0)
+    *out = f ? 14 : 8;
+  else if (strcmp(kind, "xchg") == 0)
+    *out = 0;
+  else
+    return false;
+  return true;
+}
+
+static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
+  MlirType pt = kiln_ir_elem_type(mlirValueGetType(operand(op, 0)));
+  MemCtx m = {kiln_cpu_scalar_type(kiln_ir_ptr_elem(pt)), 0};
+  if (id == KILN_OP_LOAD) {
+    kiln_cpu_map(c, op, load_fn, &m, true);
+  } else if (id == KILN_OP_STORE) {
+    kiln_cpu_map(c, op, store_fn, &m, true);
+  } else {
+    if (!atomic_bin_op(op, m.elem, &m.bin_op)) {
+      kiln_ir_error(c->loc, "atomic: unknown kind");
+      return false;
+    }
+    /* every lane performs its own atomic, even when all lanes are the same */
+    kiln_cpu_map(c, op, atomic_fn, &m, false);
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------- dot */
+
+typedef struct DotCtx {
+  CpuVal *a, *b;
+  MlirValue dst;
+  int64_t k;
+  MlirType acc;
+} DotCtx;
+
+static MlirValue widen(Cpu *c, MlirValue v, MlirType to) {
+  MlirType from = mlirValueGetType(v);
+  if (mlirTypeEqual(from, to))
+    return v;
+  if (mlirTypeIsAFloat(to))
+    return kiln_ir_build_cast(&c->b, c->loc, "arith.extf", v, to);
+  return kiln_ir_build_cast(&c->b, c->loc, "arith.extsi", v, to);
+}
+
+static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
+  DotCtx *d = user;
+  MlirValue init = kiln_cpu_load_elem(c, d->dst, idx, 2);
+  KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, d->k),
+                                  kiln_cpu_cidx(c, 1), &init, 1);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.body);
+  MlirValue ai[2] = {idx[0], f.iv}, bi[2] = {f.iv, idx[1]};
+  MlirValue x = widen(c, kiln_cpu_elem(c, d->a, ai), d->acc);
+  MlirValue y = widen(c, kiln_cpu_elem(c, d->b, bi), d->acc);
+  bool fl = mlirTypeIsAFloat(d->acc);
+  MlirValue p = bin(c, fl ? "arith.mulf" : "arith.muli", x, y);
+  MlirValue s = bin(c, fl ? "arith.addf" : "arith.addi", kiln_ir_for_iter_arg(&f, 0), p);
+  kiln_ir_build_yield(&c->b, c->loc, &s, 1);
+  c->b = saved;
+  kiln_cpu_store_elem(c, d->dst, kiln_ir_for_result(&f, 0), idx, 2);
+}
+
+static void lower_dot(Cpu *c, MlirOperation op) {
+  MlirType at = mlirValueGetType(operand(op, 0)), rt = mlirValueGetType(result_of(op));
+  DotCtx d = {kiln_cpu_get(c, operand(op, 0)), kiln_cpu_get(c, operand(op, 1)), {NULL},
+              kiln_ir_dim(at, 1), kiln_ir_elem_type(rt)};
+  /* the result starts as a copy of acc (acc itself may still be read later), then each
+   * element accumulates its K products in registers */
+  d.dst = kiln_cpu_alloc(c, rt);
+  kiln_cpu_copy(c, kiln_cpu_get(c, operand(op, 2)), d.dst);
+  kiln_cpu_set_buf(c, result_of(op), d.dst);
+  int64_t shape[2] = {kiln_ir_dim(rt, 0), kiln_ir_dim(rt, 1)};
+  kiln_cpu_nest(c, shape, 2, dot_body, &d);
+}
+
+/* ---------------------------------------------------------------- reduce */
+
+typedef struct RedCtx {
+  CpuVal *src;
+  MlirValue dst; /* null for a scalar result */
+  int axis, rank;
+  int64_t n;
+  const char *kind;
+  MlirType elem;
+  MlirValue scalar_out;
+} RedCtx;
+
+static MlirValue reduce_line(Cpu *c, RedCtx *r, const MlirValue *out_idx) {
+  MlirValue idx[16];
+  for (int i = 0, o = 0; i < r->rank; i++)
+    idx[i] = i == r->axis ? kiln_cpu_cidx(c, 0) : out_idx[o++];
+  bool fl = mlirTypeIsAFloat(r->elem);
+  bool arg = strncmp(r->kind, "arg", 3) == 0, is_sum = strcmp(r->kind, "sum") == 0;
+  bool is_max = strcmp(r->kind, "max") == 0 || strcmp(r->kind, "argmax") == 0;
+  MlirValue inits[2];
+  size_t ninit = 1;
+  inits[0] = is_sum ? (fl ? kiln_ir_build_const_float(&c->b, c->loc, r->elem, 0)
+                          : kiln_cpu_int_const(c, r->elem, 0))
+                    : kiln_cpu_elem(c, r->src, idx);
+  if (arg)
+    inits[ninit++] = kiln_cpu_int_const(c, i32_t(c), 0);
+  KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, is_sum ? 0 : 1),
+                                  kiln_cpu_cidx(c, r->n), kiln_cpu_cidx(c, 1), inits, ninit);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.body);
+  idx[r->axis] = f.iv;
+  MlirValue v = kiln_cpu_elem(c, r->src, idx), best = kiln_ir_for_iter_arg(&f, 0);
+  MlirValue ys[2];
+  if (arg) {
+    MlirValue better = fl ? kiln_ir_build_cmpf(&c->b, c->loc, is_max ? "ogt" : "olt", v, best)
+                          : kiln_ir_build_cmpi(&c->b, c->loc, is_max ? "sgt" : "slt", v, best);
+    MlirValue i = kiln_ir_build_cast(&c->b, c->loc, "arith.index_cast", f.iv, i32_t(c));
+    ys[0] = kiln_ir_build_select(&c->b, c->loc, better, v, best);
+    ys[1] = kiln_ir_build_select(&c->b, c->loc, better, i, kiln_ir_for_iter_arg(&f, 1));
+  } else if (is_sum) {
+    ys[0] = bin(c, fl ? "arith.addf" : "arith.addi", best, v);
+  } else {
+    const char *name = fl ? (is_max ? "arith.maximumf" : "arith.minimumf")
+                          : (is_max ? "arith.maxsi" : "arith.minsi");
+    ys[0] = bin(c, name, best, v);
+  }
+  kiln_ir_build_yield(&c->b, c->loc, ys, ninit);
+  c->b = saved;
+  return kiln_ir_for_result(&f, arg ? 1 : 0);
+}
+
+static void reduce_body(Cpu *c, const MlirValue *idx, void *user) {
+  RedCtx *r = user;
+  MlirValue v = reduce_line(c, r, idx);
+  kiln_cpu_store_elem(c, r->dst, v, idx, r->rank - 1);
+}
+
+static bool lower_reduce(Cpu *c, MlirOperation op) {
+  MlirType t = mlirValueGetType(operand(op, 0));
+  char kind[16] = "";
+  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
+  RedCtx r = {kiln_cpu_get(c, operand(op, 0)), {NULL}, (int)attr_int(op, "axis"),
+              kiln_ir_rank(t), 0, kind, kiln_cpu_scalar_type(t), {NULL}};
+  r.n = kiln_ir_dim(t, r.axis);
+  MlirValue res = result_of(op);
+  if (r.rank == 1) {
+    kiln_cpu_set_scalar(c, res, reduce_line(c, &r, NULL));
+    return true;
+  }
+  MlirType rt = mlirValueGetType(res);
+  r.dst = kiln_cpu_alloc(c, rt);
+  kiln_cpu_set_buf(c, res, r.dst);
+  int64_t shape[16];
+  int rank;
+  shape_of(rt, shape, &rank);
+  kiln_cpu_nest(c, shape, rank, reduce_body, &r);
+  return true;
+}
+
+/* ---------------------------------------------------------------- rand */
+
+/* Philox4x32-10 with key (seed, 0) and counter (offset, 0, 0, 0); r0 -> [0, 1). */
+static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
+  (void)user;
+  MlirType i32 = i32_t(c);
+  MlirValue k0 = e[0], k1 = kiln_cpu_int_const(c, i32, 0);
+  MlirValue x[4] = {e[1], k1, k1, k1};
+  MlirValue m0 = kiln_cpu_int_const(c, i32, (int64_t)0xD2511F53u);
+  MlirValue m1 = kiln_cpu_int_const(c, i32, (int64_t)0xCD9E8D57u);
+  MlirValue w0 = kiln_cpu_int_const(c, i32, (int64_t)0x9E3779B9u);
+  MlirValue w1 = kiln_cpu_int_const(c, i32, (int64_t)0xBB67AE85u);
+  for (int round = 0; round < 10; round++) {
+    MlirType two[2] = {i32, i32};
+    MlirValue o0[2] = {m0, x[0]}, o1[2] = {m1, x[2]};
+    KilnOpSpec s0 = {.name = "arith.mului_extended", .loc = c->loc, .operands = o0,
+                     .n_operands = 2, .results = two, .n_results = 2};
+    KilnOpSpec s1 = s0;
+    s1.operands = o1;
+    MlirOperation p0 = kiln_ir_create(&c->b, &s0), p1 = kiln_ir_create(&c->b, &s1);
+    MlirValue lo0 = mlirOperationGetResult(p0, 0), hi0 = mlirOperationGetResult(p0, 1);
+    MlirValue lo1 = mlirOperationGetResult(p1, 0), hi1 = mlirOperationGetResult(p1, 1);
+    MlirValue n0 = bin(c, "arith.xori", bin(c, "arith.xori", hi1, x[1]), k0);
+    MlirValue n2 = bin(c, "arith.xori", bin(c, "arith.xori", hi0, x[3]), k1);
+    x[0] = n0, x[1] = lo1, x[2] = n2, x[3] = lo0;
+    k0 = bin(c, "arith.addi", k0, w0);
+    k1 = bin(c, "arith.addi", k1, w1);
+  }
+  MlirValue top = bin(c, "arith.shrui", x[0], kiln_cpu_int_const(c, i32, 8));
+  MlirType f32 = mlirF32TypeGet(c->ctx);
+  MlirValue f = kiln_ir_build_cast(&c->b, c->loc, "arith.uitofp", top, f32);
+  return bin(c, "arith.mulf", f, kiln_ir_build_const_float(&c->b, c->loc, f32, 0x1p-24));
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
+  switch (id) {
+  case KILN_OP_PROGRAM_ID:
+  case KILN_OP_NUM_PROGRAMS: {
+    int64_t axis = attr_int(op, "axis");
+    KILN_ASSERT(axis >= 0 && axis < 3);
+    kiln_cpu_set_scalar(c, result_of(op), id == KILN_OP_PROGRAM_ID ? c->pid[axis] : c->nprog[axis]);
+    return true;
+  }
+  case KILN_OP_SPLAT:
+    kiln_cpu_set_scalar(c, result_of(op), kiln_cpu_get(c, operand(op, 0))->scalar);
+    return true;
+  case KILN_OP_RANGE:
+  case KILN_OP_BROADCAST:
+  case KILN_OP_EXPAND_DIMS:
+  case KILN_OP_TRANS:
+    lower_copy_like(c, op, id);
+    return true;
+  case KILN_OP_ADDPTR: {
+    int64_t size = elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
+    kiln_cpu_map(c, op, addptr_fn, &size, true);
+    return true;
+  }
+  case KILN_OP_LOAD:
+  case KILN_OP_STORE:
+  case KILN_OP_ATOMIC_RMW:
+    return lower_memory(c, op, id);
+  case KILN_OP_DOT:
+    lower_dot(c, op);
+    return true;
+  case KILN_OP_REDUCE:
+    return lower_reduce(c, op);
+  case KILN_OP_RAND:
+    kiln_cpu_map(c, op, rand_fn, NULL, true);
+    return true;
+  default:
+    kiln_ir_error(c->loc, "the CPU backend cannot lower this kiln op");
+    return false;
+  }
+}
