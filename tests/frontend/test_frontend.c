@@ -1,0 +1,345 @@
+/* test_frontend: unit tests of the frontend on good programs: the sketch kernels parse and
+ * type-check under bindings, resolved types/shapes/constants are what the rules say, tune
+ * blocks enumerate and prune, re-checking per configuration reuses memory, the renderer shows
+ * the line and a caret, bad input never crashes, and the language reference lists every builtin.
+ *   test_frontend SOURCE_DIR */
+#include "kiln_frontend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+static const char *src_dir;
+
+#define CHECK(cond)                                                                     \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);            \
+            failures++;                                                                 \
+        }                                                                               \
+    } while (0)
+
+static char *slurp(const char *rel, size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", src_dir, rel);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("cannot open %s\n", path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
+        exit(1);
+    buf[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static KilnCompilation *open_file(const char *rel)
+{
+    size_t len;
+    char *text = slurp(rel, &len);
+    KilnCompilation *c = kiln_frontend_create(rel, text, len);
+    free(text);
+    return c;
+}
+
+static const char *ty(const KilnType *t)
+{
+    static char buf[8][128];
+    static int i;
+    i = (i + 1) % 8;
+    return kiln_type_str(t, buf[i], sizeof buf[i]);
+}
+
+static KilnStmt *stmt_named(KilnBlock *b, const char *name)
+{
+    for (int i = 0; i < b->nstmts; i++) {
+        KilnStmt *s = b->stmts[i];
+        if ((s->kind == KILN_STMT_LET || s->kind == KILN_STMT_VAR) && strcmp(s->decl->name, name) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+static const char *decl_type(KilnBlock *b, const char *name)
+{
+    KilnStmt *s = stmt_named(b, name);
+    return s ? ty(s->decl->type) : "<none>";
+}
+
+static void dump_diags(KilnCompilation *c)
+{
+    if (kiln_diag_count(c))
+        kiln_diag_render(c, stdout);
+}
+
+static void test_sketch(void)
+{
+    KilnCompilation *c = open_file("tests/frontend/kernels/sketch.kiln");
+    CHECK(kiln_frontend_parse(c));
+    CHECK(kiln_kernel_count(c) == 2);
+    CHECK(kiln_tune_count(c) == 2);
+
+    KilnBinding b1[] = {{"BLOCK", 1024}, {"num_warps", 8}};
+    KilnKernel *k;
+    CHECK(kiln_sema_check_kernel(c, "bias_gelu_fwd", b1, 2, &k));
+    dump_diags(c);
+    CHECK(k && k->num_warps == 8 && k->num_stages == 2);
+    CHECK(strcmp(decl_type(k->body, "offs"), "tile<1024xi32>") == 0);
+    CHECK(strcmp(decl_type(k->body, "mask"), "tile<1024xi1>") == 0);
+    CHECK(strcmp(decl_type(k->body, "v"), "tile<1024xf32>") == 0);
+    CHECK(strcmp(decl_type(k->body, "g"), "tile<1024xf32>") == 0);
+    /* 0.5 (weak) adopts f32: the literal node itself is retyped */
+    KilnExpr *g = stmt_named(k->body, "g")->init;
+    CHECK(g->kind == KILN_EXPR_BINARY && g->lhs->kind == KILN_EXPR_BINARY);
+    CHECK(strcmp(ty(g->lhs->lhs->type), "f32") == 0);
+    /* params: const BLOCK is bound, non-const ones are numbered */
+    CHECK(k->nparams == 6 && k->params[5]->kind == KILN_DECL_CONST_PARAM && k->params[5]->value == 1024);
+    CHECK(k->params[4]->kind == KILN_DECL_PARAM && k->params[4]->index == 4);
+
+    KilnBinding b2[] = {{"BM", 128}, {"BN", 64}, {"BK", 32}};
+    CHECK(kiln_sema_check_kernel(c, "matmul", b2, 3, &k));
+    dump_diags(c);
+    CHECK(strcmp(decl_type(k->body, "acc"), "tile<128x64xf32>") == 0);
+    CHECK(strcmp(decl_type(k->body, "rm"), "tile<128xi32>") == 0);
+    KilnStmt *loop = NULL;
+    for (int i = 0; i < k->body->nstmts; i++)
+        if (k->body->stmts[i]->kind == KILN_STMT_FOR)
+            loop = k->body->stmts[i];
+    CHECK(loop && loop->ncarried == 1 && strcmp(loop->carried[0]->name, "acc") == 0);
+    CHECK(loop && strcmp(decl_type(loop->body, "ta"), "tile<128x32xf16>") == 0);
+    CHECK(loop && strcmp(decl_type(loop->body, "tb"), "tile<32x64xf16>") == 0);
+    /* rm[:, None] < M && ... : broadcast i1 mask of the load */
+    KilnExpr *ld = stmt_named(loop->body, "ta")->init;
+    CHECK(strcmp(ty(ld->args[1]->type), "tile<128x32xi1>") == 0);
+    CHECK(strcmp(ty(ld->args[0]->operand_type), "tile<128x32xi32>") == 0);
+
+    /* the same kernel under another configuration */
+    KilnBinding b3[] = {{"BM", 64}, {"BN", 256}, {"BK", 64}};
+    CHECK(kiln_sema_check_kernel(c, "matmul", b3, 3, &k));
+    CHECK(strcmp(decl_type(k->body, "acc"), "tile<64x256xf32>") == 0);
+
+    /* tune: 3*3*2*2*4 points, `where` prunes BM=256,BN=256,BK=64 */
+    KilnTune *t = kiln_kernel_find(c, "matmul")->tune;
+    CHECK(t && t->nkeys == 3 && t->nwheres == 1);
+    CHECK(kiln_tune_config_count(t) == 3 * 3 * 2 * 2 * 4);
+    size_t ok = 0;
+    for (size_t i = 0; i < kiln_tune_config_count(t); i++) {
+        KilnTuneConfig cfg;
+        CHECK(kiln_tune_config_get(t, i, &cfg));
+        int64_t bm = 0, bn = 0, bk = 0;
+        for (int j = 0; j < cfg.nbindings; j++) {
+            if (!strcmp(cfg.bindings[j].name, "BM")) bm = cfg.bindings[j].value;
+            if (!strcmp(cfg.bindings[j].name, "BN")) bn = cfg.bindings[j].value;
+            if (!strcmp(cfg.bindings[j].name, "BK")) bk = cfg.bindings[j].value;
+        }
+        bool want = bm * bk + bk * bn <= 32768;
+        CHECK(kiln_tune_where_ok(c, t, &cfg) == want);
+        ok += want;
+    }
+    CHECK(ok == kiln_tune_config_count(t)); /* the sketch's where never prunes its space */
+    KilnTuneConfig first;
+    CHECK(kiln_tune_config_get(t, 0, &first) && first.num_warps == 4 && first.num_stages == 2);
+    CHECK(kiln_sema_check_all(c));
+    dump_diags(c);
+    kiln_frontend_destroy(c);
+}
+
+static void test_typing(void)
+{
+    KilnCompilation *c = open_file("tests/frontend/kernels/typing.kiln");
+    CHECK(kiln_frontend_parse(c));
+    KilnBinding b[] = {{"B", 64}};
+    KilnKernel *k;
+    CHECK(kiln_sema_check_kernel(c, "typing", b, 1, &k));
+    dump_diags(c);
+    if (!k) {
+        kiln_frontend_destroy(c);
+        return;
+    }
+    KilnBlock *body = k->body;
+    CHECK(strcmp(decl_type(body, "xv"), "tile<64xf16>") == 0);
+    CHECK(strcmp(decl_type(body, "half"), "tile<64xf16>") == 0);  /* weak 0.5 adopts f16 */
+    CHECK(strcmp(decl_type(body, "mixed"), "tile<64xf32>") == 0); /* f16 + bf16 -> f32 */
+    CHECK(strcmp(decl_type(body, "wide"), "tile<64xi64>") == 0);  /* weak 1 adopts i64 */
+    CHECK(strcmp(decl_type(body, "cmp"), "tile<64xi1>") == 0);
+    CHECK(strcmp(decl_type(body, "col"), "tile<64x1xi32>") == 0);
+    CHECK(strcmp(decl_type(body, "grid"), "tile<64x64xi32>") == 0);
+    CHECK(strcmp(decl_type(body, "s"), "tile<64xi32>") == 0);
+    CHECK(strcmp(decl_type(body, "m"), "tile<64xi32>") == 0);
+    CHECK(strcmp(decl_type(body, "total"), "i32") == 0);
+    CHECK(strcmp(decl_type(body, "count"), "i32") == 0);
+    CHECK(strcmp(decl_type(body, "r"), "tile<64xf32>") == 0);
+    CHECK(strcmp(decl_type(body, "e"), "tile<64xf32>") == 0);
+    KilnStmt *h = stmt_named(body, "h");
+    CHECK(h && h->decl->is_const && h->decl->value == 22); /* cdiv(64, 3) */
+    /* the for carries acc and count; the if inside it too (through its else-if) */
+    KilnStmt *loop = NULL;
+    for (int i = 0; i < body->nstmts; i++)
+        if (body->stmts[i]->kind == KILN_STMT_FOR)
+            loop = body->stmts[i];
+    CHECK(loop && loop->ncarried == 2);
+    if (loop && loop->ncarried == 2) {
+        CHECK(strcmp(loop->carried[0]->name, "acc") == 0 && strcmp(loop->carried[1]->name, "count") == 0);
+        KilnStmt *ifs = loop->body->stmts[0];
+        CHECK(ifs->kind == KILN_STMT_IF && ifs->ncarried == 2);
+        KilnStmt *elif = ifs->else_body->stmts[0];
+        CHECK(elif->kind == KILN_STMT_IF && elif->ncarried == 2);
+    }
+    /* `half as f32` inside the loop: binary operand type broadcasts acc + scalar-free tile */
+    KilnExpr *st = NULL;
+    for (int i = 0; i < body->nstmts; i++)
+        if (body->stmts[i]->kind == KILN_STMT_EXPR && !strcmp(body->stmts[i]->value->name, "store"))
+            st = body->stmts[i]->value;
+    CHECK(st && st->builtin == KILN_BUILTIN_STORE && strcmp(ty(st->operand_type), "tile<64xf32>") == 0);
+    /* every use points at its declaration */
+    KilnExpr *ofs = stmt_named(body, "xv")->init->args[0]->rhs;
+    CHECK(ofs->kind == KILN_EXPR_NAME && ofs->decl == stmt_named(body, "offs")->decl);
+
+    /* the AST dump names types */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    kiln_ast_dump(k, mem);
+    fclose(mem);
+    CHECK(strstr(buf, "Let half #") && strstr(buf, ": tile<64xf16>"));
+    CHECK(strstr(buf, "carried: acc#"));
+    free(buf);
+
+    /* a where that prunes, and a preset */
+    KilnTune *t = k->tune;
+    CHECK(t && kiln_tune_config_count(t) == 6);
+    int pass = 0;
+    for (size_t i = 0; t && i < kiln_tune_config_count(t); i++) {
+        KilnTuneConfig cfg;
+        CHECK(kiln_tune_config_get(t, i, &cfg));
+        pass += kiln_tune_where_ok(c, t, &cfg);
+    }
+    CHECK(pass == 5);
+    KilnTuneConfig pre;
+    CHECK(t && kiln_tune_preset_get(t, "small", &pre) && pre.num_warps == 2 && pre.num_stages == 2);
+    CHECK(t && !kiln_tune_preset_get(t, "large", &pre));
+
+    /* re-checking per configuration must not grow memory without bound */
+    for (int i = 0; i < 200; i++) {
+        KilnBinding bb[] = {{"B", 16 << (i % 4)}};
+        CHECK(kiln_sema_check_kernel(c, "typing", bb, 1, &k));
+    }
+    CHECK(strcmp(decl_type(k->body, "grid"), "tile<128x128xi32>") == 0);
+    kiln_frontend_destroy(c);
+}
+
+static void test_render(void)
+{
+    const char *src = "kernel k(x: *f32, const B: i32) {\n"
+                      "    let a = zeros([64, 32], f32);\n"
+                      "    let b = zeros([32, 64], f32);\n"
+                      "    let c = a + b;\n"
+                      "}\n";
+    KilnCompilation *c = kiln_frontend_create("r.kiln", src, strlen(src));
+    CHECK(kiln_frontend_parse(c));
+    KilnBinding b[] = {{"B", 1}};
+    CHECK(!kiln_sema_check_kernel(c, "k", b, 1, NULL));
+    CHECK(kiln_diag_count_errors(c) == 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    kiln_diag_render(c, mem);
+    fclose(mem);
+    const char *want = "r.kiln:4:13: error: tile shapes [64,32] and [32,64] do not broadcast\n"
+                       "        let c = a + b;\n"
+                       "                ^~~~~\n";
+    CHECK(strcmp(buf, want) == 0);
+    if (strcmp(buf, want) != 0)
+        printf("got:\n%s", buf);
+    free(buf);
+    kiln_frontend_destroy(c);
+}
+
+/* Inputs that once could hurt a frontend: none may crash; all must report errors. */
+static void test_hostile(void)
+{
+    size_t n = 200000;
+    char *s = malloc(n + 64);
+    /* deep parentheses, deep unary minus, long + chains, deep else-if, huge line, NULs */
+    const char *shapes[] = {"(", "-", "1+", "if true {} else "};
+    for (int v = 0; v < 4; v++) {
+        size_t p = (size_t)sprintf(s, "kernel k() { let a = ");
+        if (v == 3)
+            p = (size_t)sprintf(s, "kernel k() { ");
+        size_t w = strlen(shapes[v]);
+        while (p + w < n) {
+            memcpy(s + p, shapes[v], w);
+            p += w;
+        }
+        p += (size_t)sprintf(s + p, "1; }");
+        KilnCompilation *c = kiln_frontend_create("h.kiln", s, p);
+        CHECK(!kiln_frontend_parse(c));
+        CHECK(kiln_diag_count_errors(c) >= 1);
+        FILE *null = fopen("/dev/null", "w");
+        kiln_diag_render(c, null);
+        fclose(null);
+        kiln_frontend_destroy(c);
+    }
+    memset(s, 0, n);
+    KilnCompilation *c = kiln_frontend_create("nul.kiln", s, n);
+    CHECK(!kiln_frontend_parse(c));
+    CHECK(kiln_diag_count(c) == KILN_MAX_ERRORS && kiln_diag_count_errors(c) > KILN_MAX_ERRORS);
+    kiln_frontend_destroy(c);
+    free(s);
+}
+
+static void test_recovery(void)
+{
+    const char *src = "kernel k(x: *f32) {\n"
+                      "    let a = ;\n"
+                      "    let b = 1 +;\n"
+                      "    let c = 2;\n"
+                      "}\n"
+                      "kernel j(x: *f32) { let d = ) ; }\n";
+    KilnCompilation *c = kiln_frontend_create("s.kiln", src, strlen(src));
+    CHECK(!kiln_frontend_parse(c));
+    CHECK(kiln_diag_count_errors(c) == 3);
+    CHECK(kiln_diag_get(c, 0)->span.line == 2 && kiln_diag_get(c, 1)->span.line == 3 &&
+          kiln_diag_get(c, 2)->span.line == 6);
+    kiln_frontend_destroy(c);
+}
+
+/* dsl/reference.md must document every builtin of builtins.def. */
+static void test_reference_lists_builtins(void)
+{
+    size_t len;
+    char *ref = slurp("dsl/reference.md", &len);
+    for (int b = 1; b < KILN_BUILTIN_COUNT; b++) {
+        char needle[128];
+        snprintf(needle, sizeof needle, "`%s(", kiln_builtin_name((KilnBuiltin)b));
+        if (!strstr(ref, needle)) {
+            printf("dsl/reference.md does not document builtin %s\n", kiln_builtin_name((KilnBuiltin)b));
+            failures++;
+        }
+    }
+    free(ref);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_frontend SOURCE_DIR\n");
+        return 2;
+    }
+    src_dir = argv[1];
+    test_sketch();
+    test_typing();
+    test_render();
+    test_hostile();
+    test_recovery();
+    test_reference_lists_builtins();
+    printf("test_frontend: %d failure(s)\n", failures);
+    return failures ? 1 : 0;
+}
