@@ -131,6 +131,10 @@ static void put_visible(FILE *out, char ch)
 
 void kiln_diag_render_one(const KilnCompilation *c, const KilnDiag *d, FILE *out)
 {
+    if (d->span.line < 1) { /* not tied to a place in the file */
+        fprintf(out, "%s: %s: %s\n", c->path, sev_name(d->severity), d->message);
+        return;
+    }
     fprintf(out, "%s:%d:%d: %s: %s\n", c->path, d->span.line, d->span.col,
             sev_name(d->severity), d->message);
     const char *ls;
