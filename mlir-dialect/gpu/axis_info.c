@@ -1,0 +1,329 @@
+/* axis_info.c - contiguity / divisibility / constancy of integer and pointer tiles.
+ *
+ * Why: a load or store may use a vector instruction along a dim only when the addresses there
+ * are contiguous runs that start aligned.  The analysis is one forward walk in program order,
+ * with rules per op (the same idea as Triton's AxisInfo):
+ *   contig[d]    length of runs of +1 along d (for pointers: +1 element)
+ *   divis[d]     a power of two dividing the first element of every run along d (pointers: in
+ *                bytes)
+ *   constancy[d] length of runs of equal values along d
+ * Kernel pointer arguments are 16-byte aligned (the runtime's allocations are); integer
+ * arguments have unknown divisibility.  Everything not understood is "unknown" (1, 1, 1), which
+ * only costs speed, never correctness. */
+#include "gpu_internal.h"
+
+#define DIV_MAX ((int64_t)1 << 30)
+
+typedef struct Info {
+  KilnGpuAxisInfo a;
+  bool known_const; /* a scalar or splat integer constant with value `value` */
+  int64_t value;
+} Info;
+
+struct KilnGpuAxisMap {
+  KilnGpuMap map;
+  Info **all;
+  size_t n, cap;
+};
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  if (a < 0)
+    a = -a;
+  if (b < 0)
+    b = -b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static int64_t pow2_factor(int64_t v) {
+  if (v == 0)
+    return DIV_MAX;
+  int64_t p = 1;
+  while ((v & 1) == 0 && p < DIV_MAX) {
+    v >>= 1;
+    p <<= 1;
+  }
+  return p;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static Info unknown(MlirType t) {
+  Info i;
+  memset(&i, 0, sizeof i);
+  i.a.rank = kiln_ir_rank(t);
+  for (int d = 0; d < i.a.rank; d++)
+    i.a.contig[d] = i.a.divis[d] = i.a.constancy[d] = 1;
+  return i;
+}
+
+static Info *lookup(const KilnGpuAxisMap *m, MlirValue v) {
+  return kiln_gpu_map_get(&m->map, v.ptr);
+}
+
+static void put(KilnGpuAxisMap *m, MlirValue v, const Info *in) {
+  Info *p = malloc(sizeof *p);
+  KILN_ASSERT(p != NULL);
+  *p = *in;
+  if (m->n == m->cap) {
+    m->cap = m->cap ? m->cap * 2 : 64;
+    m->all = realloc(m->all, m->cap * sizeof *m->all);
+    KILN_ASSERT(m->all != NULL);
+  }
+  m->all[m->n++] = p;
+  kiln_gpu_map_put(&m->map, v.ptr, p);
+}
+
+static Info get(const KilnGpuAxisMap *m, MlirValue v) {
+  Info *p = lookup(m, v);
+  return p ? *p : unknown(mlirValueGetType(v));
+}
+
+/* The divisibility every element of the value has (runs longer than 1 hold odd offsets). */
+static int64_t overall_divis(const Info *i) {
+  int64_t d = DIV_MAX;
+  for (int k = 0; k < i->a.rank; k++)
+    d = i->a.contig[k] > 1 ? 1 : min64(d, i->a.divis[k]);
+  return i->a.rank ? d : i->a.divis[0];
+}
+
+/* Scalars are kept as rank 0 with their divisibility in divis[0]. */
+static int64_t scalar_divis(const Info *i) { return i->a.rank ? overall_divis(i) : i->a.divis[0]; }
+
+static Info from_scalar(MlirType t, int64_t div) {
+  Info i = unknown(t);
+  if (i.a.rank == 0)
+    i.a.divis[0] = div;
+  for (int d = 0; d < i.a.rank; d++) {
+    i.a.divis[d] = div;
+    i.a.constancy[d] = kiln_ir_dim(t, d);
+  }
+  return i;
+}
+
+static int64_t elem_bytes(MlirType t) {
+  MlirType e = kiln_ir_elem_type(t);
+  MlirType p = kiln_ir_ptr_elem(e);
+  if (!mlirTypeIsNull(p))
+    e = p;
+  if (mlirTypeIsAInteger(e))
+    return (mlirIntegerTypeGetWidth(e) + 7) / 8;
+  if (mlirTypeIsAF16(e) || mlirTypeIsABF16(e))
+    return 2;
+  if (mlirTypeIsAF64(e))
+    return 8;
+  return 4;
+}
+
+/* Binary add-like rule; `sub` keeps contiguity only from the left operand. */
+static Info add_rule(MlirType rt, const Info *x, const Info *y, bool sub, int64_t y_scale) {
+  Info r = unknown(rt);
+  if (r.a.rank == 0) {
+    r.a.divis[0] = gcd64(x->a.divis[0], y->a.divis[0] * y_scale);
+    if (x->known_const && y->known_const) {
+      r.known_const = true;
+      r.value = sub ? x->value - y->value : x->value + y->value;
+    }
+    return r;
+  }
+  for (int d = 0; d < r.a.rank; d++) {
+    int64_t xc = x->a.rank ? x->a.contig[d] : 1, yc = y->a.rank ? y->a.contig[d] : 1;
+    int64_t xk = x->a.rank ? x->a.constancy[d] : kiln_ir_dim(rt, d);
+    int64_t yk = y->a.rank ? y->a.constancy[d] : kiln_ir_dim(rt, d);
+    int64_t xd = x->a.rank ? x->a.divis[d] : x->a.divis[0];
+    int64_t yd = (y->a.rank ? y->a.divis[d] : y->a.divis[0]) * y_scale;
+    r.a.contig[d] = max64(gcd64(xc, yk), sub ? 1 : gcd64(xk, yc));
+    r.a.divis[d] = gcd64(xd, yd);
+    r.a.constancy[d] = gcd64(xk, yk);
+  }
+  return r;
+}
+
+static Info mul_rule(MlirType rt, const Info *x, const Info *y) {
+  Info r = unknown(rt);
+  if (r.a.rank == 0) {
+    r.a.divis[0] = min64(x->a.divis[0] * y->a.divis[0], DIV_MAX);
+    if (x->known_const && y->known_const) {
+      r.known_const = true;
+      r.value = x->value * y->value;
+    }
+    return r;
+  }
+  for (int d = 0; d < r.a.rank; d++) {
+    int64_t xk = x->a.constancy[d], yk = y->a.constancy[d];
+    r.a.constancy[d] = gcd64(xk, yk);
+    /* x * 1 keeps x's runs; anything else breaks them. */
+    if (y->known_const && y->value == 1) {
+      r.a.contig[d] = x->a.contig[d];
+      r.a.divis[d] = x->a.divis[d];
+    } else if (x->known_const && x->value == 1) {
+      r.a.contig[d] = y->a.contig[d];
+      r.a.divis[d] = y->a.divis[d];
+    } else {
+      r.a.contig[d] = 1;
+      r.a.divis[d] = min64(overall_divis(x) * overall_divis(y), DIV_MAX);
+    }
+  }
+  return r;
+}
+
+static void analyze_op(KilnGpuAxisMap *m, MlirOperation op);
+
+static void analyze_region(KilnGpuAxisMap *m, MlirRegion r) {
+  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
+    for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
+         o = mlirOperationGetNextInBlock(o))
+      analyze_op(m, o);
+}
+
+static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
+  intptr_t nres = mlirOperationGetNumResults(op);
+  if (kiln_ir_op_is(op, "scf.for")) {
+    /* The induction variable: lo + i*step, so divisible by gcd(lo, step). */
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    Info lo = get(m, mlirOperationGetOperand(op, 0)), st = get(m, mlirOperationGetOperand(op, 2));
+    MlirValue iv = mlirBlockGetArgument(body, 0);
+    Info ivi = unknown(mlirValueGetType(iv));
+    ivi.a.divis[0] = gcd64(scalar_divis(&lo), scalar_divis(&st));
+    put(m, iv, &ivi);
+  }
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
+    analyze_region(m, mlirOperationGetRegion(op, r));
+  if (nres != 1)
+    return;
+  MlirValue res = mlirOperationGetResult(op, 0);
+  MlirType rt = mlirValueGetType(res);
+  MlirType et = kiln_ir_elem_type(rt);
+  if (!mlirTypeIsAInteger(et) && !kiln_ir_type_is_ptr(et))
+    return;
+  Info r = unknown(rt);
+  KilnOpId id = kiln_ir_op_id(op);
+  intptr_t nops = mlirOperationGetNumOperands(op);
+  Info x = nops > 0 ? get(m, mlirOperationGetOperand(op, 0)) : unknown(rt);
+  Info y = nops > 1 ? get(m, mlirOperationGetOperand(op, 1)) : unknown(rt);
+  if (id == KILN_OP_RANGE) {
+    int64_t start = kiln_gpu_int_attr(op, "start", 0);
+    r.a.contig[0] = kiln_ir_dim(rt, 0);
+    r.a.divis[0] = pow2_factor(start);
+  } else if (id == KILN_OP_SPLAT) {
+    r = from_scalar(rt, scalar_divis(&x));
+    r.known_const = x.known_const;
+    r.value = x.value;
+  } else if (id == KILN_OP_EXPAND_DIMS) {
+    int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
+    int k = 0;
+    for (int d = 0; d < r.a.rank; d++) {
+      if (d == axis) {
+        r.a.contig[d] = 1;
+        r.a.constancy[d] = 1;
+        r.a.divis[d] = overall_divis(&x);
+        continue;
+      }
+      r.a.contig[d] = x.a.contig[k];
+      r.a.divis[d] = x.a.divis[k];
+      r.a.constancy[d] = x.a.constancy[k];
+      k++;
+    }
+    r.known_const = x.known_const;
+    r.value = x.value;
+  } else if (id == KILN_OP_BROADCAST || id == KILN_OP_CONVERT_LAYOUT) {
+    MlirType xt = mlirValueGetType(mlirOperationGetOperand(op, 0));
+    for (int d = 0; d < r.a.rank; d++) {
+      bool stretched = kiln_ir_dim(xt, d) == 1 && kiln_ir_dim(rt, d) != 1;
+      r.a.contig[d] = stretched ? 1 : x.a.contig[d];
+      r.a.divis[d] = stretched ? overall_divis(&x) : x.a.divis[d];
+      r.a.constancy[d] = stretched ? kiln_ir_dim(rt, d) : x.a.constancy[d];
+    }
+    r.known_const = x.known_const;
+    r.value = x.value;
+  } else if (id == KILN_OP_ADDPTR) {
+    r = add_rule(rt, &x, &y, false, elem_bytes(rt));
+    r.known_const = false;
+  } else if (id == KILN_OP_PROGRAM_ID || id == KILN_OP_NUM_PROGRAMS) {
+    r.a.divis[0] = 1;
+  } else if (kiln_ir_op_is(op, "arith.constant")) {
+    MlirAttribute v = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("value"));
+    if (mlirAttributeIsAInteger(v)) {
+      r.known_const = true;
+      r.value = mlirIntegerAttrGetValueInt(v);
+    } else if (mlirAttributeIsADenseElements(v) && mlirDenseElementsAttrIsSplat(v) &&
+               mlirTypeIsAInteger(et) && mlirIntegerTypeGetWidth(et) > 1) {
+      MlirAttribute s = mlirDenseElementsAttrGetSplatValue(v);
+      r.known_const = true;
+      r.value = mlirIntegerAttrGetValueInt(s);
+    }
+    if (r.known_const) {
+      Info c = from_scalar(rt, pow2_factor(r.value));
+      c.known_const = true;
+      c.value = r.value;
+      r = c;
+    }
+  } else if (kiln_ir_op_is(op, "arith.addi")) {
+    r = add_rule(rt, &x, &y, false, 1);
+  } else if (kiln_ir_op_is(op, "arith.subi")) {
+    r = add_rule(rt, &x, &y, true, 1);
+  } else if (kiln_ir_op_is(op, "arith.muli")) {
+    r = mul_rule(rt, &x, &y);
+  } else if (kiln_ir_op_is(op, "arith.remsi") || kiln_ir_op_is(op, "arith.remui")) {
+    for (int d = 0; d < r.a.rank; d++) {
+      int64_t yd = y.a.rank ? overall_divis(&y) : y.a.divis[0];
+      bool y_uniform = y.a.rank == 0 || y.a.constancy[d] == kiln_ir_dim(rt, d);
+      r.a.contig[d] = y_uniform ? gcd64(x.a.contig[d], yd) : 1;
+      r.a.divis[d] = gcd64(x.a.divis[d], yd);
+      r.a.constancy[d] = gcd64(x.a.constancy[d], y.a.rank ? y.a.constancy[d] : x.a.constancy[d]);
+    }
+  } else if (kiln_ir_op_is(op, "arith.extsi") || kiln_ir_op_is(op, "arith.extui") ||
+             kiln_ir_op_is(op, "arith.index_cast")) {
+    r = x;
+  } else if (kiln_ir_op_is(op, "arith.divsi") || kiln_ir_op_is(op, "arith.divui")) {
+    for (int d = 0; d < r.a.rank; d++)
+      r.a.constancy[d] = x.a.constancy[d];
+  }
+  put(m, res, &r);
+}
+
+KilnGpuAxisMap *kiln_gpu_axis_analyze(MlirOperation func) {
+  KilnGpuAxisMap *m = calloc(1, sizeof *m);
+  KILN_ASSERT(m != NULL);
+  MlirRegion body = mlirOperationGetRegion(func, 0);
+  MlirBlock entry = mlirRegionGetFirstBlock(body);
+  for (intptr_t i = 0; i < mlirBlockGetNumArguments(entry); i++) {
+    MlirValue a = mlirBlockGetArgument(entry, i);
+    Info in = unknown(mlirValueGetType(a));
+    /* Pointer arguments: 16-byte aligned; integers: nothing known. */
+    in.a.divis[0] = kiln_ir_type_is_ptr(mlirValueGetType(a)) ? 16 : 1;
+    put(m, a, &in);
+  }
+  analyze_region(m, body);
+  return m;
+}
+
+void kiln_gpu_axis_free(KilnGpuAxisMap *m) {
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->n; i++)
+    free(m->all[i]);
+  free(m->all);
+  kiln_gpu_map_free(&m->map);
+  free(m);
+}
+
+KilnGpuAxisInfo kiln_gpu_axis_get(const KilnGpuAxisMap *m, MlirValue v) { return get(m, v).a; }
+
+int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem_bits) {
+  Info i = get(m, ptrs);
+  if (i.a.rank == 0 || elem_bits <= 0)
+    return 1;
+  int64_t eb = elem_bits >= 8 ? elem_bits / 8 : 1;
+  int64_t v = min64(i.a.contig[dim], i.a.divis[dim] / eb);
+  v = min64(v, 16 / eb);
+  int64_t p = 1;
+  while (p * 2 <= v)
+    p *= 2;
+  return (int)p;
+}

@@ -1,0 +1,138 @@
+/* gpu_internal.h - shared pieces of the GPU lowering (mlir-dialect/gpu/), not for other folders.
+ *
+ * Layouts live in the IR as a tensor's encoding, a builtin DictionaryAttr (see layout.c); inside
+ * the passes they are decoded into KilnGpuLayout, a plain struct that answers "which elements of
+ * the tile does this thread own, and in which order does it keep them". */
+#ifndef KILN_GPU_INTERNAL_H
+#define KILN_GPU_INTERNAL_H
+
+#include "kiln_gpu.h"
+#include "kiln_mlir_internal.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define KILN_GPU_MAX_RANK 4
+#define KILN_GPU_WARP 32
+
+/* ---------------------------------------------------------------- layouts */
+
+typedef enum KilnGpuLayoutKind {
+  KILN_GPU_LAYOUT_NONE,    /* a scalar, or a tensor without an encoding */
+  KILN_GPU_LAYOUT_BLOCKED, /* spt/tpw/wpc/order over `rank` dims */
+  KILN_GPU_LAYOUT_SLICE,   /* the blocked parent (rank dims) with dim `slice_dim` removed */
+  KILN_GPU_LAYOUT_KIND_COUNT
+} KilnGpuLayoutKind;
+
+/* For SLICE the array fields describe the (blocked) parent and `rank` is the parent's rank. */
+typedef struct KilnGpuLayout {
+  KilnGpuLayoutKind kind;
+  int rank;
+  int spt[KILN_GPU_MAX_RANK];   /* sizePerThread */
+  int tpw[KILN_GPU_MAX_RANK];   /* threadsPerWarp (product 32) */
+  int wpc[KILN_GPU_MAX_RANK];   /* warpsPerCTA (product num_warps) */
+  int order[KILN_GPU_MAX_RANK]; /* dims, fastest varying first */
+  int slice_dim;
+} KilnGpuLayout;
+
+/* Encodes a layout as the DictionaryAttr used for tensor encodings. */
+MlirAttribute kiln_gpu_layout_attr(MlirContext ctx, const KilnGpuLayout *l);
+/* Decodes an encoding attribute; false (and *l zeroed, kind NONE) when attr is null or not ours. */
+bool kiln_gpu_layout_parse(MlirAttribute attr, KilnGpuLayout *l);
+/* The layout of a value's type (NONE for scalars / unencoded tensors). */
+KilnGpuLayout kiln_gpu_layout_of_type(MlirType t);
+bool kiln_gpu_layout_equal(const KilnGpuLayout *a, const KilnGpuLayout *b);
+/* `t` with its encoding replaced by l's attribute (t itself for scalars). */
+MlirType kiln_gpu_type_with_layout(MlirType t, const KilnGpuLayout *l);
+/* A blocked layout for `shape`: `vec` contiguous elements per thread along order[0], the 32 lanes
+ * and then the warps spread along `order` first.  order NULL means row-major (last dim fastest). */
+KilnGpuLayout kiln_gpu_layout_blocked(int rank, const int64_t *shape, int num_warps, int vec,
+                                      const int *order);
+/* slice{dim, parent}. */
+KilnGpuLayout kiln_gpu_layout_slice(const KilnGpuLayout *parent, int dim);
+
+/* ---- what a thread owns.  A tile of shape S (rank r, r == the layout's tensor rank) under a
+ * layout gives each thread n_d elements along each dim d; the thread keeps their product in one
+ * list, ordered with the layout's order[0] dim varying fastest.  The coordinate of local index
+ * i along dim d is (base_d(thread) + off) where off is a constant; base_d depends only on the lane
+ * and warp ids (see KilnGpuDimMap). */
+typedef struct KilnGpuDimMap {
+  int n;          /* elements per thread along the dim */
+  int spt;        /* contiguous run length inside one repetition */
+  int64_t extent; /* spt*tpw*wpc: elements covered by the CTA per repetition */
+  int64_t size;   /* tile size along the dim */
+  bool base_used; /* false when the coordinate does not depend on the thread */
+  int lane_shift, lane_bits; /* lane id bits that select the chunk along this dim */
+  int warp_shift, warp_bits; /* warp id bits likewise */
+  int tpw, wpc;
+} KilnGpuDimMap;
+
+typedef struct KilnGpuOwn {
+  int rank;                         /* the tensor's rank (parent rank - 1 for slices) */
+  int64_t shape[KILN_GPU_MAX_RANK];
+  KilnGpuDimMap dim[KILN_GPU_MAX_RANK];
+  int order[KILN_GPU_MAX_RANK];     /* fastest first, in tensor dims */
+  int64_t count;                    /* elements per thread */
+} KilnGpuOwn;
+
+/* Fills *o for a tile of shape[rank] under layout l (rank 0 / NONE: one element). */
+void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGpuOwn *o);
+/* Local indices (per tensor dim) of list position j. */
+void kiln_gpu_own_local(const KilnGpuOwn *o, int64_t j, int *local);
+/* List position of local indices. */
+int64_t kiln_gpu_own_index(const KilnGpuOwn *o, const int *local);
+/* Constant part of the coordinate of local index i along dim d (add base_d when base_used). */
+int64_t kiln_gpu_own_offset(const KilnGpuOwn *o, int d, int i);
+
+/* ---------------------------------------------------------------- axis analysis
+ * Per tile of integers or pointers, per dim: contiguity (runs of +1, in elements), divisibility
+ * (largest power of two dividing the first element of each run; bytes for pointers), constancy
+ * (runs of equal values).  Values unknown to the analysis get contiguity 1, divisibility 1,
+ * constancy 1. */
+typedef struct KilnGpuAxisInfo {
+  int rank;
+  int64_t contig[KILN_GPU_MAX_RANK];
+  int64_t divis[KILN_GPU_MAX_RANK];
+  int64_t constancy[KILN_GPU_MAX_RANK];
+} KilnGpuAxisInfo;
+
+typedef struct KilnGpuAxisMap KilnGpuAxisMap;
+/* Analyses every value of func (a func.func) in program order.  Free with ..._free. */
+KilnGpuAxisMap *kiln_gpu_axis_analyze(MlirOperation func);
+void kiln_gpu_axis_free(KilnGpuAxisMap *m);
+/* The info of v (the unknown info when v was not analysed). */
+KilnGpuAxisInfo kiln_gpu_axis_get(const KilnGpuAxisMap *m, MlirValue v);
+/* The widest vector (elements) an access through pointer tile `ptrs` may use along `dim`, for
+ * elements of elem_bits, capped at 128 bits. */
+int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem_bits);
+
+/* ---------------------------------------------------------------- small pointer-keyed map */
+
+typedef struct KilnGpuMap {
+  const void **keys;
+  void **vals;
+  size_t n, cap;
+} KilnGpuMap;
+void *kiln_gpu_map_get(const KilnGpuMap *m, const void *key);
+void kiln_gpu_map_put(KilnGpuMap *m, const void *key, void *val);
+void kiln_gpu_map_free(KilnGpuMap *m);
+
+/* ---------------------------------------------------------------- helpers */
+
+/* One external pass whose body runs on the whole module. */
+MlirPass kiln_gpu_pass_make(MlirTypeID id, const char *name, const char *arg, const char *desc,
+                            MlirLogicalResult (*run)(MlirOperation module, void *opts),
+                            const void *opts, size_t opts_size);
+/* An operation parsed from text (generic or pretty form); null on a parse error. */
+MlirOperation kiln_gpu_parse_op(MlirContext ctx, const char *text);
+MlirAttribute kiln_gpu_parse_attr(MlirContext ctx, const char *text);
+MlirType kiln_gpu_parse_type(MlirContext ctx, const char *text);
+int64_t kiln_gpu_int_attr(MlirOperation op, const char *name, int64_t dflt);
+/* The func.func ops of a module carrying kiln.kernel. */
+size_t kiln_gpu_kernels(MlirOperation module, MlirOperation *out, size_t cap);
+
+/* The passes' bodies. */
+MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts);
+MlirLogicalResult kiln_gpu_to_llvm_module(MlirOperation module, void *opts);
+
+#endif

@@ -1,0 +1,334 @@
+/* layout.c - layouts as tensor encodings, and which elements each thread owns.
+ *
+ * A layout is a builtin DictionaryAttr on the tensor type, so it prints in the IR:
+ *   {kind = "blocked", sizePerThread = array<i32: 1, 4>, threadsPerWarp = array<i32: 4, 8>,
+ *    warpsPerCTA = array<i32: 4, 1>, order = array<i32: 1, 0>}
+ *   {kind = "slice", dim = 1 : i32, parent = {kind = "blocked", ...}}
+ *
+ * Blocked: along dim d a thread owns runs of sizePerThread[d] contiguous elements; the lanes of a
+ * warp and then the warps of the CTA take consecutive runs (lane and warp ids are split over the
+ * dims in `order`, fastest first).  A tile larger than the CTA's extent repeats the pattern (the
+ * thread owns one run per repetition); a smaller one wraps, so several threads own the same
+ * element (the lowering must not count those twice in reductions).  Tile sizes and layout
+ * parameters are powers of two. */
+#include "gpu_internal.h"
+
+#include "mlir-c/BuiltinAttributes.h"
+
+static int ilog2(int64_t v) {
+  int n = 0;
+  while (v > 1) {
+    v >>= 1;
+    n++;
+  }
+  return n;
+}
+
+static MlirNamedAttribute named(MlirContext ctx, const char *n, MlirAttribute a) {
+  return kiln_ir_named(ctx, n, a);
+}
+
+static MlirAttribute blocked_attr(MlirContext ctx, const KilnGpuLayout *l) {
+  MlirNamedAttribute e[5] = {
+      named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("blocked"))),
+      named(ctx, "sizePerThread", mlirDenseI32ArrayGet(ctx, l->rank, l->spt)),
+      named(ctx, "threadsPerWarp", mlirDenseI32ArrayGet(ctx, l->rank, l->tpw)),
+      named(ctx, "warpsPerCTA", mlirDenseI32ArrayGet(ctx, l->rank, l->wpc)),
+      named(ctx, "order", mlirDenseI32ArrayGet(ctx, l->rank, l->order)),
+  };
+  return mlirDictionaryAttrGet(ctx, 5, e);
+}
+
+MlirAttribute kiln_gpu_layout_attr(MlirContext ctx, const KilnGpuLayout *l) {
+  if (l->kind == KILN_GPU_LAYOUT_BLOCKED)
+    return blocked_attr(ctx, l);
+  KILN_ASSERT(l->kind == KILN_GPU_LAYOUT_SLICE);
+  MlirNamedAttribute e[3] = {
+      named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("slice"))),
+      named(ctx, "dim", kiln_ir_attr_i32(ctx, l->slice_dim)),
+      named(ctx, "parent", blocked_attr(ctx, l)),
+  };
+  return mlirDictionaryAttrGet(ctx, 3, e);
+}
+
+static bool get_array(MlirAttribute dict, const char *name, int *out, int rank) {
+  MlirAttribute a = mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(name));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsADenseI32Array(a) ||
+      mlirDenseArrayGetNumElements(a) != rank)
+    return false;
+  for (int i = 0; i < rank; i++)
+    out[i] = mlirDenseI32ArrayGetElement(a, i);
+  return true;
+}
+
+static bool str_is(MlirAttribute a, const char *s) {
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a))
+    return false;
+  MlirStringRef r = mlirStringAttrGetValue(a);
+  return r.length == strlen(s) && memcmp(r.data, s, r.length) == 0;
+}
+
+static bool parse_blocked(MlirAttribute d, KilnGpuLayout *l) {
+  if (!mlirAttributeIsADictionary(d) ||
+      !str_is(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kind")),
+              "blocked"))
+    return false;
+  MlirAttribute o = mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("order"));
+  if (mlirAttributeIsNull(o) || !mlirAttributeIsADenseI32Array(o))
+    return false;
+  int rank = (int)mlirDenseArrayGetNumElements(o);
+  if (rank < 1 || rank > KILN_GPU_MAX_RANK)
+    return false;
+  l->rank = rank;
+  l->kind = KILN_GPU_LAYOUT_BLOCKED;
+  return get_array(d, "sizePerThread", l->spt, rank) &&
+         get_array(d, "threadsPerWarp", l->tpw, rank) &&
+         get_array(d, "warpsPerCTA", l->wpc, rank) && get_array(d, "order", l->order, rank);
+}
+
+bool kiln_gpu_layout_parse(MlirAttribute attr, KilnGpuLayout *l) {
+  memset(l, 0, sizeof *l);
+  if (mlirAttributeIsNull(attr) || !mlirAttributeIsADictionary(attr))
+    return false;
+  MlirAttribute kind =
+      mlirDictionaryAttrGetElementByName(attr, mlirStringRefCreateFromCString("kind"));
+  if (str_is(kind, "blocked"))
+    return parse_blocked(attr, l) || (memset(l, 0, sizeof *l), false);
+  if (str_is(kind, "slice")) {
+    MlirAttribute p =
+        mlirDictionaryAttrGetElementByName(attr, mlirStringRefCreateFromCString("parent"));
+    MlirAttribute dim =
+        mlirDictionaryAttrGetElementByName(attr, mlirStringRefCreateFromCString("dim"));
+    if (mlirAttributeIsNull(p) || mlirAttributeIsNull(dim) || !mlirAttributeIsAInteger(dim) ||
+        !parse_blocked(p, l)) {
+      memset(l, 0, sizeof *l);
+      return false;
+    }
+    l->kind = KILN_GPU_LAYOUT_SLICE;
+    l->slice_dim = (int)mlirIntegerAttrGetValueInt(dim);
+    return l->slice_dim >= 0 && l->slice_dim < l->rank;
+  }
+  return false;
+}
+
+KilnGpuLayout kiln_gpu_layout_of_type(MlirType t) {
+  KilnGpuLayout l;
+  memset(&l, 0, sizeof l);
+  if (mlirTypeIsARankedTensor(t))
+    kiln_gpu_layout_parse(mlirRankedTensorTypeGetEncoding(t), &l);
+  return l;
+}
+
+bool kiln_gpu_layout_equal(const KilnGpuLayout *a, const KilnGpuLayout *b) {
+  if (a->kind != b->kind)
+    return false;
+  if (a->kind == KILN_GPU_LAYOUT_NONE)
+    return true;
+  if (a->rank != b->rank || (a->kind == KILN_GPU_LAYOUT_SLICE && a->slice_dim != b->slice_dim))
+    return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->spt[i] != b->spt[i] || a->tpw[i] != b->tpw[i] || a->wpc[i] != b->wpc[i] ||
+        a->order[i] != b->order[i])
+      return false;
+  return true;
+}
+
+MlirType kiln_gpu_type_with_layout(MlirType t, const KilnGpuLayout *l) {
+  if (!mlirTypeIsARankedTensor(t))
+    return t;
+  int rank = kiln_ir_rank(t);
+  int64_t shape[KILN_GPU_MAX_RANK];
+  KILN_ASSERT(rank <= KILN_GPU_MAX_RANK);
+  for (int i = 0; i < rank; i++)
+    shape[i] = kiln_ir_dim(t, i);
+  MlirAttribute enc = l->kind == KILN_GPU_LAYOUT_NONE
+                          ? mlirAttributeGetNull()
+                          : kiln_gpu_layout_attr(mlirTypeGetContext(t), l);
+  return mlirRankedTensorTypeGet(rank, shape, mlirShapedTypeGetElementType(t), enc);
+}
+
+KilnGpuLayout kiln_gpu_layout_blocked(int rank, const int64_t *shape, int num_warps, int vec,
+                                      const int *order) {
+  KilnGpuLayout l;
+  memset(&l, 0, sizeof l);
+  KILN_ASSERT(rank >= 1 && rank <= KILN_GPU_MAX_RANK);
+  l.kind = KILN_GPU_LAYOUT_BLOCKED;
+  l.rank = rank;
+  for (int i = 0; i < rank; i++) {
+    l.order[i] = order ? order[i] : rank - 1 - i;
+    l.spt[i] = l.tpw[i] = l.wpc[i] = 1;
+  }
+  int o0 = l.order[0];
+  if (vec < 1)
+    vec = 1;
+  while (vec > 1 && vec > shape[o0])
+    vec /= 2;
+  l.spt[o0] = vec;
+  /* Lanes first along the fastest dims, as far as the tile reaches; leftovers on the slowest
+   * dim (they then hold copies, which is harmless for elementwise code). */
+  int lanes = KILN_GPU_WARP;
+  for (int k = 0; k < rank && lanes > 1; k++) {
+    int d = l.order[k];
+    int64_t room = shape[d] / l.spt[d];
+    while (lanes > 1 && l.tpw[d] < room) {
+      l.tpw[d] *= 2;
+      lanes /= 2;
+    }
+  }
+  l.tpw[l.order[rank - 1]] *= lanes;
+  /* Warps: along the slowest dims first (rows of a 2-D tile), so each warp covers whole
+   * contiguous runs of the fast dim. */
+  int warps = num_warps < 1 ? 1 : num_warps;
+  for (int k = rank - 1; k >= 0 && warps > 1; k--) {
+    int d = l.order[k];
+    int64_t room = shape[d] / ((int64_t)l.spt[d] * l.tpw[d]);
+    while (warps > 1 && l.wpc[d] < room) {
+      l.wpc[d] *= 2;
+      warps /= 2;
+    }
+  }
+  l.wpc[l.order[0]] *= warps;
+  return l;
+}
+
+KilnGpuLayout kiln_gpu_layout_slice(const KilnGpuLayout *parent, int dim) {
+  KILN_ASSERT(parent->kind == KILN_GPU_LAYOUT_BLOCKED);
+  KilnGpuLayout l = *parent;
+  l.kind = KILN_GPU_LAYOUT_SLICE;
+  l.slice_dim = dim;
+  return l;
+}
+
+/* ---------------------------------------------------------------- ownership */
+
+static void dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimMap *m) {
+  memset(m, 0, sizeof *m);
+  m->spt = l->spt[d];
+  m->tpw = l->tpw[d];
+  m->wpc = l->wpc[d];
+  m->extent = (int64_t)m->spt * m->tpw * m->wpc;
+  m->size = size;
+  int lane_shift = 0, warp_shift = 0;
+  for (int k = 0; k < l->rank && l->order[k] != d; k++) {
+    lane_shift += ilog2(l->tpw[l->order[k]]);
+    warp_shift += ilog2(l->wpc[l->order[k]]);
+  }
+  m->lane_shift = lane_shift;
+  m->lane_bits = ilog2(m->tpw);
+  m->warp_shift = warp_shift;
+  m->warp_bits = ilog2(m->wpc);
+  if (size >= m->extent) {
+    m->n = (int)(m->spt * (size / m->extent));
+    m->base_used = m->tpw * m->wpc > 1;
+  } else if (size >= m->spt) {
+    m->n = m->spt;
+    m->base_used = m->tpw * m->wpc > 1;
+  } else {
+    m->n = (int)size;
+    m->base_used = false;
+  }
+}
+
+void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGpuOwn *o) {
+  memset(o, 0, sizeof *o);
+  o->rank = rank;
+  o->count = 1;
+  if (l->kind == KILN_GPU_LAYOUT_NONE || rank == 0)
+    return;
+  int k = 0;
+  for (int p = 0; p < l->rank; p++) {
+    if (l->kind == KILN_GPU_LAYOUT_SLICE && p == l->slice_dim)
+      continue;
+    KILN_ASSERT(k < rank);
+    o->shape[k] = shape[k];
+    dim_map(l, p, shape[k], &o->dim[k]);
+    k++;
+  }
+  KILN_ASSERT(k == rank);
+  int n = 0;
+  for (int i = 0; i < l->rank; i++) {
+    int p = l->order[i];
+    if (l->kind == KILN_GPU_LAYOUT_SLICE) {
+      if (p == l->slice_dim)
+        continue;
+      if (p > l->slice_dim)
+        p--;
+    }
+    o->order[n++] = p;
+  }
+  for (int d = 0; d < rank; d++)
+    o->count *= o->dim[d].n;
+}
+
+void kiln_gpu_own_local(const KilnGpuOwn *o, int64_t j, int *local) {
+  for (int i = 0; i < o->rank; i++) {
+    int d = o->order[i];
+    local[d] = (int)(j % o->dim[d].n);
+    j /= o->dim[d].n;
+  }
+}
+
+int64_t kiln_gpu_own_index(const KilnGpuOwn *o, const int *local) {
+  int64_t j = 0;
+  for (int i = o->rank - 1; i >= 0; i--) {
+    int d = o->order[i];
+    j = j * o->dim[d].n + local[d];
+  }
+  return j;
+}
+
+int64_t kiln_gpu_own_offset(const KilnGpuOwn *o, int d, int i) {
+  const KilnGpuDimMap *m = &o->dim[d];
+  if (m->size >= m->extent)
+    return (int64_t)(i / m->spt) * m->extent + i % m->spt;
+  return i;
+}
+
+/* ---------------------------------------------------------------- pointer map */
+
+void *kiln_gpu_map_get(const KilnGpuMap *m, const void *key) {
+  if (m->cap == 0)
+    return NULL;
+  size_t h = ((uintptr_t)key >> 4) * 11400714819323198485ull;
+  for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key)
+      return m->vals[i];
+    if (m->keys[i] == NULL)
+      return NULL;
+  }
+}
+
+void kiln_gpu_map_put(KilnGpuMap *m, const void *key, void *val) {
+  KILN_ASSERT(key != NULL);
+  if ((m->n + 1) * 2 > m->cap) {
+    KilnGpuMap g = {0};
+    g.cap = m->cap ? m->cap * 2 : 64;
+    g.keys = calloc(g.cap, sizeof *g.keys);
+    g.vals = calloc(g.cap, sizeof *g.vals);
+    KILN_ASSERT(g.keys && g.vals);
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->keys[i])
+        kiln_gpu_map_put(&g, m->keys[i], m->vals[i]);
+    kiln_gpu_map_free(m);
+    *m = g;
+  }
+  size_t h = ((uintptr_t)key >> 4) * 11400714819323198485ull;
+  for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) {
+      m->vals[i] = val;
+      return;
+    }
+    if (m->keys[i] == NULL) {
+      m->keys[i] = key;
+      m->vals[i] = val;
+      m->n++;
+      return;
+    }
+  }
+}
+
+void kiln_gpu_map_free(KilnGpuMap *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}

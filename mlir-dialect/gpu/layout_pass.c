@@ -1,0 +1,594 @@
+/* layout_pass.c - kiln-gpu-layouts: give every tile of every kernel a layout encoding.
+ *
+ * How this works.  Each tile value gets one "defined" layout (the layout its producer writes it
+ * in); each use may "require" a layout (the layout the consumer reads it in).  Where the two
+ * differ the pass inserts kiln.convert_layout, so the aim is to choose defined layouts that make
+ * requirements agree:
+ *   1. Anchors: every load and store whose pointer tile has a contiguous dim gets a blocked
+ *      layout from the axis analysis: order = dims by contiguity (most contiguous first), the
+ *      vector width (up to 128 bits) as sizePerThread along order[0], lanes then warps along
+ *      `order` (coalescing: consecutive lanes touch consecutive vectors).  A load's result is
+ *      defined by its anchor; a store requires its anchor on all operands.
+ *   2. Propagation, to a fixpoint: backwards, an undefined operand takes the layout its
+ *      consumer requires (elementwise ops require their result's layout of every tile operand,
+ *      expand_dims the slice of it, a reduce whose result is a slice its parent, loops and ifs
+ *      tie inits / iter args / yields / results together); forwards, an undefined result takes
+ *      its operand's layout (elementwise), slice{axis, operand} (reduce), or the parent of a
+ *      slice (expand_dims).  What is still undefined gets a plain row-major blocked layout and
+ *      propagation runs again.
+ *   3. Materialization: types get their encodings, convert_layout goes where a use disagrees,
+ *      and avoidable converts are removed: a convert to the same layout disappears, converts of
+ *      converts collapse, and a convert of a splat / range / constant becomes a copy of that
+ *      cheap producer in the wanted layout. */
+#include "gpu_internal.h"
+
+typedef struct LCtx {
+  MlirContext ctx;
+  int num_warps;
+  KilnGpuAxisMap *axis;
+  KilnGpuMap defined; /* value ptr -> KilnGpuLayout* */
+  KilnGpuMap anchor;  /* op ptr -> KilnGpuLayout* (strong memory anchors) */
+  KilnGpuLayout **owned;
+  size_t n_owned, cap_owned;
+  MlirOperation *ops; /* every op of the kernel, pre-order */
+  size_t n_ops, cap_ops;
+  bool changed;
+} LCtx;
+
+static KilnGpuLayout *keep(LCtx *c, const KilnGpuLayout *l) {
+  KilnGpuLayout *p = malloc(sizeof *p);
+  KILN_ASSERT(p != NULL);
+  *p = *l;
+  if (c->n_owned == c->cap_owned) {
+    c->cap_owned = c->cap_owned ? c->cap_owned * 2 : 64;
+    c->owned = realloc(c->owned, c->cap_owned * sizeof *c->owned);
+    KILN_ASSERT(c->owned != NULL);
+  }
+  c->owned[c->n_owned++] = p;
+  return p;
+}
+
+static bool is_tile(MlirValue v) { return mlirTypeIsARankedTensor(mlirValueGetType(v)); }
+
+static const KilnGpuLayout *defined(LCtx *c, MlirValue v) {
+  return kiln_gpu_map_get(&c->defined, v.ptr);
+}
+
+static int64_t shape_of(MlirValue v, int64_t *shape) {
+  MlirType t = mlirValueGetType(v);
+  int r = kiln_ir_rank(t);
+  int64_t n = 1;
+  for (int i = 0; i < r; i++)
+    n *= (shape[i] = kiln_ir_dim(t, i));
+  return n;
+}
+
+static KilnGpuLayout default_layout(LCtx *c, MlirValue v) {
+  int64_t shape[KILN_GPU_MAX_RANK];
+  shape_of(v, shape);
+  return kiln_gpu_layout_blocked(kiln_ir_rank(mlirValueGetType(v)), shape, c->num_warps, 1, NULL);
+}
+
+static int elem_bits(MlirType t) {
+  MlirType e = kiln_ir_elem_type(t);
+  MlirType p = kiln_ir_ptr_elem(e);
+  if (!mlirTypeIsNull(p))
+    e = p;
+  if (mlirTypeIsAInteger(e))
+    return (int)mlirIntegerTypeGetWidth(e);
+  if (mlirTypeIsAF16(e) || mlirTypeIsABF16(e))
+    return 16;
+  if (mlirTypeIsAF64(e))
+    return 64;
+  return 32;
+}
+
+/* The coalesced layout for a memory op through pointer tile `ptrs`; false when nothing is
+ * contiguous (a gather: the op then follows its neighbours). */
+static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
+  if (!is_tile(ptrs))
+    return false;
+  MlirType t = mlirValueGetType(ptrs);
+  int rank = kiln_ir_rank(t);
+  int64_t shape[KILN_GPU_MAX_RANK];
+  int64_t numel = shape_of(ptrs, shape);
+  KilnGpuAxisInfo ai = kiln_gpu_axis_get(c->axis, ptrs);
+  int order[KILN_GPU_MAX_RANK];
+  for (int i = 0; i < rank; i++)
+    order[i] = rank - 1 - i;
+  /* Stable sort by contiguity, most contiguous first; ties keep row-major. */
+  for (int i = 1; i < rank; i++)
+    for (int j = i; j > 0 && ai.contig[order[j]] > ai.contig[order[j - 1]]; j--) {
+      int tmp = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = tmp;
+    }
+  if (ai.contig[order[0]] <= 1)
+    return false;
+  int vec = kiln_gpu_axis_vec(c->axis, ptrs, order[0], elem_bits(t));
+  /* No wider than what keeps every thread busy with distinct elements. */
+  int64_t per_thread = numel / ((int64_t)KILN_GPU_WARP * c->num_warps);
+  if (per_thread < 1)
+    per_thread = 1;
+  while (vec > per_thread)
+    vec /= 2;
+  *out = kiln_gpu_layout_blocked(rank, shape, c->num_warps, vec, order);
+  return true;
+}
+
+/* ---------------------------------------------------------------- requirements */
+
+/* The layout op requires of its operand #i, if any. */
+static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *out) {
+  MlirValue v = mlirOperationGetOperand(op, i);
+  if (!is_tile(v))
+    return false;
+  KilnOpId id = kiln_ir_op_id(op);
+  const KilnGpuLayout *anc = kiln_gpu_map_get(&c->anchor, op.ptr);
+  if (anc) {
+    *out = *anc;
+    return true;
+  }
+  const KilnGpuLayout *r = NULL;
+  if (mlirOperationGetNumResults(op) == 1)
+    r = defined(c, mlirOperationGetResult(op, 0));
+  switch (id) {
+  case KILN_OP_STORE: {
+    /* A store without an anchor follows its value. */
+    const KilnGpuLayout *vl = defined(c, mlirOperationGetOperand(op, 1));
+    if (!vl)
+      return false;
+    *out = *vl;
+    return true;
+  }
+  case KILN_OP_REDUCE: {
+    int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
+    if (!r || r->kind != KILN_GPU_LAYOUT_SLICE || r->slice_dim != axis)
+      return false;
+    *out = *r;
+    out->kind = KILN_GPU_LAYOUT_BLOCKED;
+    return true;
+  }
+  case KILN_OP_EXPAND_DIMS:
+    if (!r || r->kind != KILN_GPU_LAYOUT_BLOCKED)
+      return false;
+    *out = kiln_gpu_layout_slice(r, (int)kiln_gpu_int_attr(op, "axis", 0));
+    return true;
+  case KILN_OP_DOT:
+    if (i != 2 || !r)
+      return false; /* a and b are read through shared memory in any layout */
+    *out = *r;
+    return true;
+  case KILN_OP_CONVERT_LAYOUT:
+  case KILN_OP_TRANS:
+    return false;
+  default:
+    break;
+  }
+  if (kiln_ir_op_is(op, "scf.yield")) {
+    MlirOperation parent = mlirOperationGetParentOperation(op);
+    if (i >= mlirOperationGetNumResults(parent))
+      return false;
+    r = defined(c, mlirOperationGetResult(parent, i));
+  } else if (kiln_ir_op_is(op, "scf.for")) {
+    if (i < 3)
+      return false;
+    r = defined(c, mlirOperationGetResult(op, i - 3));
+  } else if (kiln_ir_op_is(op, "scf.if") || kiln_ir_op_is(op, "func.return")) {
+    return false;
+  }
+  if (!r)
+    return false;
+  *out = *r;
+  return true;
+}
+
+/* ---------------------------------------------------------------- defining */
+
+static void define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
+  kiln_gpu_map_put(&c->defined, v.ptr, keep(c, l));
+  c->changed = true;
+}
+
+/* Defines v (and what is tied to it: loop results, iter args) as l, if v may take it. */
+static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
+  if (!is_tile(v) || defined(c, v))
+    return;
+  if (mlirValueIsABlockArgument(v)) {
+    MlirBlock b = mlirBlockArgumentGetOwner(v);
+    MlirOperation parent = mlirBlockGetParentOperation(b);
+    intptr_t n = mlirBlockArgumentGetArgNumber(v);
+    if (kiln_ir_op_is(parent, "scf.for") && n >= 1) {
+      define(c, v, l);
+      try_define(c, mlirOperationGetResult(parent, n - 1), l);
+    }
+    return;
+  }
+  MlirOperation p = mlirOpResultGetOwner(v);
+  KilnOpId id = kiln_ir_op_id(p);
+  if (id == KILN_OP_LOAD && kiln_gpu_map_get(&c->anchor, p.ptr))
+    return;
+  if (id == KILN_OP_REDUCE) {
+    int axis = (int)kiln_gpu_int_attr(p, "axis", 0);
+    if (l->kind != KILN_GPU_LAYOUT_SLICE || l->slice_dim != axis)
+      return;
+  }
+  if (id == KILN_OP_EXPAND_DIMS && l->kind != KILN_GPU_LAYOUT_BLOCKED)
+    return;
+  define(c, v, l);
+  if (kiln_ir_op_is(p, "scf.for")) {
+    intptr_t n = mlirOpResultGetResultNumber(v);
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(p, 0));
+    try_define(c, mlirBlockGetArgument(body, n + 1), l);
+  }
+}
+
+static void backward(LCtx *c) {
+  for (size_t k = c->n_ops; k-- > 0;) {
+    MlirOperation op = c->ops[k];
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
+      KilnGpuLayout l;
+      if (requirement(c, op, i, &l))
+        try_define(c, mlirOperationGetOperand(op, i), &l);
+    }
+  }
+}
+
+static void forward(LCtx *c) {
+  for (size_t k = 0; k < c->n_ops; k++) {
+    MlirOperation op = c->ops[k];
+    if (mlirOperationGetNumResults(op) < 1)
+      continue;
+    KilnOpId id = kiln_ir_op_id(op);
+    if (kiln_ir_op_is(op, "scf.for")) {
+      for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
+        const KilnGpuLayout *l = defined(c, mlirOperationGetOperand(op, i + 3));
+        if (l)
+          try_define(c, mlirOperationGetResult(op, i), l);
+      }
+      continue;
+    }
+    if (mlirOperationGetNumResults(op) != 1)
+      continue;
+    MlirValue res = mlirOperationGetResult(op, 0);
+    if (!is_tile(res) || defined(c, res))
+      continue;
+    if (id == KILN_OP_REDUCE) {
+      const KilnGpuLayout *l = defined(c, mlirOperationGetOperand(op, 0));
+      if (l && l->kind == KILN_GPU_LAYOUT_BLOCKED) {
+        KilnGpuLayout s = kiln_gpu_layout_slice(l, (int)kiln_gpu_int_attr(op, "axis", 0));
+        try_define(c, res, &s);
+      }
+      continue;
+    }
+    if (id == KILN_OP_EXPAND_DIMS) {
+      const KilnGpuLayout *l = defined(c, mlirOperationGetOperand(op, 0));
+      int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
+      if (l && l->kind == KILN_GPU_LAYOUT_SLICE && l->slice_dim == axis) {
+        KilnGpuLayout p = *l;
+        p.kind = KILN_GPU_LAYOUT_BLOCKED;
+        try_define(c, res, &p);
+      }
+      continue;
+    }
+    if (id == KILN_OP_DOT) {
+      const KilnGpuLayout *l = defined(c, mlirOperationGetOperand(op, 2));
+      if (l)
+        try_define(c, res, l);
+      continue;
+    }
+    if (id == KILN_OP_TRANS || id == KILN_OP_CONVERT_LAYOUT || kiln_ir_op_is(op, "scf.if"))
+      continue;
+    int rank = kiln_ir_rank(mlirValueGetType(res));
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
+      MlirValue o = mlirOperationGetOperand(op, i);
+      const KilnGpuLayout *l = defined(c, o);
+      if (l && kiln_ir_rank(mlirValueGetType(o)) == rank) {
+        try_define(c, res, l);
+        break;
+      }
+    }
+  }
+}
+
+/* The first undefined tile (result or iter arg) gets a default layout; false when none is left. */
+static bool define_one_default(LCtx *c) {
+  for (size_t k = 0; k < c->n_ops; k++) {
+    MlirOperation op = c->ops[k];
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
+      MlirValue v = mlirOperationGetResult(op, i);
+      if (is_tile(v) && !defined(c, v)) {
+        KilnGpuLayout l;
+        KilnOpId id = kiln_ir_op_id(op);
+        if (id == KILN_OP_LOAD || id == KILN_OP_STORE) {
+          if (!memory_anchor(c, mlirOperationGetOperand(op, 0), &l))
+            l = default_layout(c, v);
+        } else if (id == KILN_OP_REDUCE) {
+          /* Only reached when the operand is a slice: reduce through a blocked copy. */
+          l = default_layout(c, v);
+        } else {
+          l = default_layout(c, v);
+        }
+        define(c, v, &l);
+        if (kiln_ir_op_is(op, "scf.for")) {
+          MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+          try_define(c, mlirBlockGetArgument(body, i + 1), &l);
+        }
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+static void propagate(LCtx *c) {
+  for (int round = 0; round < 64; round++) {
+    do {
+      c->changed = false;
+      backward(c);
+      forward(c);
+    } while (c->changed);
+    if (!define_one_default(c))
+      return;
+  }
+  while (define_one_default(c))
+    ;
+}
+
+/* ---------------------------------------------------------------- materialization */
+
+static MlirValue build_convert(LCtx *c, MlirOperation before, MlirValue v, const KilnGpuLayout *l) {
+  KilnIRBuilder b;
+  kiln_ir_builder_init(&b, c->ctx, mlirOperationGetBlock(before));
+  kiln_ir_builder_set_before(&b, before);
+  MlirType t = kiln_gpu_type_with_layout(mlirValueGetType(v), l);
+  KilnOpSpec s = {.name = KILN_OP_NAME_CONVERT_LAYOUT,
+                  .loc = mlirOperationGetLocation(before),
+                  .operands = &v,
+                  .n_operands = 1,
+                  .results = &t,
+                  .n_results = 1};
+  return mlirOperationGetResult(kiln_ir_create(&b, &s), 0);
+}
+
+static void retype_constant(MlirOperation op) {
+  MlirValue r = mlirOperationGetResult(op, 0);
+  MlirType t = mlirValueGetType(r);
+  MlirAttribute v = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("value"));
+  if (!mlirAttributeIsADenseElements(v))
+    return;
+  MlirAttribute nv = mlirDenseElementsAttrIsSplat(v)
+                         ? mlirDenseElementsAttrSplatGet(t, mlirDenseElementsAttrGetSplatValue(v))
+                         : mlirDenseElementsAttrReshapeGet(v, t);
+  mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString("value"), nv);
+}
+
+static void set_types(LCtx *c) {
+  for (size_t k = 0; k < c->n_ops; k++) {
+    MlirOperation op = c->ops[k];
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
+      MlirValue v = mlirOperationGetResult(op, i);
+      const KilnGpuLayout *l = defined(c, v);
+      if (l)
+        mlirValueSetType(v, kiln_gpu_type_with_layout(mlirValueGetType(v), l));
+    }
+    if (kiln_ir_op_is(op, "arith.constant") && mlirOperationGetNumResults(op) == 1 &&
+        is_tile(mlirOperationGetResult(op, 0)))
+      retype_constant(op);
+    for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++) {
+      MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
+      for (; !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
+        for (intptr_t a = 0; a < mlirBlockGetNumArguments(b); a++) {
+          MlirValue v = mlirBlockGetArgument(b, a);
+          const KilnGpuLayout *l = defined(c, v);
+          if (l)
+            mlirValueSetType(v, kiln_gpu_type_with_layout(mlirValueGetType(v), l));
+        }
+    }
+  }
+}
+
+static void insert_converts(LCtx *c) {
+  for (size_t k = 0; k < c->n_ops; k++) {
+    MlirOperation op = c->ops[k];
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
+      KilnGpuLayout want;
+      if (!requirement(c, op, i, &want))
+        continue;
+      MlirValue v = mlirOperationGetOperand(op, i);
+      KilnGpuLayout have = kiln_gpu_layout_of_type(mlirValueGetType(v));
+      if (kiln_gpu_layout_equal(&have, &want))
+        continue;
+      mlirOperationSetOperand(op, i, build_convert(c, op, v, &want));
+    }
+  }
+}
+
+static void collect(LCtx *c, MlirOperation op) {
+  if (c->n_ops == c->cap_ops) {
+    c->cap_ops = c->cap_ops ? c->cap_ops * 2 : 256;
+    c->ops = realloc(c->ops, c->cap_ops * sizeof *c->ops);
+    KILN_ASSERT(c->ops != NULL);
+  }
+  c->ops[c->n_ops++] = op;
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
+    for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
+         b = mlirBlockGetNextInRegion(b))
+      for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
+           o = mlirOperationGetNextInBlock(o))
+        collect(c, o);
+}
+
+/* A copy of v's computation producing layout l, built before `before`, when that computation is
+ * cheap (splats, ranges, constants, integer arithmetic, pointer offsets, shape ops): recomputing
+ * a few integer ops per element costs less than a trip through shared memory and two barriers.
+ * A null value when it is not; copies made on the way are left for the dead-code sweep. */
+static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before, int depth) {
+  MlirValue none = {NULL};
+  MlirType t = mlirValueGetType(v);
+  KilnGpuLayout have = kiln_gpu_layout_of_type(t);
+  if (kiln_gpu_layout_equal(&have, l))
+    return v;
+  if (depth > 8 || mlirValueIsABlockArgument(v))
+    return none;
+  MlirOperation p = mlirOpResultGetOwner(v);
+  KilnOpId id = kiln_ir_op_id(p);
+  if (id == KILN_OP_CONVERT_LAYOUT)
+    return remat(mlirOperationGetOperand(p, 0), l, before, depth + 1);
+  bool arith = false;
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(p));
+  if (name.length > 6 && memcmp(name.data, "arith.", 6) == 0)
+    arith = true;
+  if (!(id == KILN_OP_SPLAT || id == KILN_OP_RANGE || id == KILN_OP_ADDPTR ||
+        id == KILN_OP_BROADCAST || id == KILN_OP_EXPAND_DIMS || arith) ||
+      mlirOperationGetNumResults(p) != 1 || mlirOperationGetNumRegions(p) != 0)
+    return none;
+  KilnGpuLayout ol = *l;
+  if (id == KILN_OP_EXPAND_DIMS) {
+    if (l->kind != KILN_GPU_LAYOUT_BLOCKED)
+      return none;
+    ol = kiln_gpu_layout_slice(l, (int)kiln_gpu_int_attr(p, "axis", 0));
+  }
+  intptr_t n = mlirOperationGetNumOperands(p);
+  MlirValue ops[8];
+  if (n > 8)
+    return none;
+  for (intptr_t i = 0; i < n; i++) {
+    ops[i] = mlirOperationGetOperand(p, i);
+    if (mlirTypeIsARankedTensor(mlirValueGetType(ops[i]))) {
+      ops[i] = remat(ops[i], &ol, before, depth + 1);
+      if (mlirValueIsNull(ops[i]))
+        return none;
+    }
+  }
+  MlirOperation copy = mlirOperationClone(p);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, copy);
+  for (intptr_t i = 0; i < n; i++)
+    mlirOperationSetOperand(copy, i, ops[i]);
+  MlirValue r = mlirOperationGetResult(copy, 0);
+  mlirValueSetType(r, kiln_gpu_type_with_layout(t, l));
+  if (kiln_ir_op_is(copy, "arith.constant"))
+    retype_constant(copy);
+  return r;
+}
+
+/* Removes avoidable converts: identity ones, chains, and converts of cheap producers. */
+static void cleanup_converts(MlirOperation func) {
+  MlirOperation *list = NULL;
+  size_t n = 0, cap = 0;
+  LCtx tmp;
+  memset(&tmp, 0, sizeof tmp);
+  collect(&tmp, func);
+  for (size_t k = 0; k < tmp.n_ops; k++)
+    if (kiln_ir_op_id(tmp.ops[k]) == KILN_OP_CONVERT_LAYOUT) {
+      if (n == cap) {
+        cap = cap ? cap * 2 : 16;
+        list = realloc(list, cap * sizeof *list);
+        KILN_ASSERT(list != NULL);
+      }
+      list[n++] = tmp.ops[k];
+    }
+  free(tmp.ops);
+  for (size_t k = 0; k < n; k++) {
+    MlirOperation cv = list[k];
+    MlirValue src = mlirOperationGetOperand(cv, 0);
+    MlirValue res = mlirOperationGetResult(cv, 0);
+    MlirType rt = mlirValueGetType(res);
+    KilnGpuLayout have = kiln_gpu_layout_of_type(mlirValueGetType(src));
+    KilnGpuLayout want = kiln_gpu_layout_of_type(rt);
+    if (kiln_gpu_layout_equal(&have, &want)) {
+      mlirValueReplaceAllUsesOfWith(res, src);
+      mlirOperationDestroy(cv);
+      continue;
+    }
+    MlirValue cr = remat(src, &want, cv, 0);
+    if (mlirValueIsNull(cr))
+      continue;
+    mlirValueReplaceAllUsesOfWith(res, cr);
+    mlirOperationDestroy(cv);
+  }
+  free(list);
+  /* What the copies left unused goes (reverse order, so chains go in one sweep). */
+  memset(&tmp, 0, sizeof tmp);
+  collect(&tmp, func);
+  for (size_t k = tmp.n_ops; k-- > 1;) {
+    MlirOperation op = tmp.ops[k];
+    KilnOpId id = kiln_ir_op_id(op);
+    bool pure = id == KILN_OP_CONVERT_LAYOUT || id == KILN_OP_SPLAT || id == KILN_OP_RANGE ||
+                id == KILN_OP_BROADCAST || id == KILN_OP_EXPAND_DIMS || id == KILN_OP_ADDPTR ||
+                (mlirIdentifierStr(mlirOperationGetName(op)).length > 6 &&
+                 memcmp(mlirIdentifierStr(mlirOperationGetName(op)).data, "arith.", 6) == 0);
+    if (pure && mlirOperationGetNumResults(op) == 1 &&
+        mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, 0))))
+      mlirOperationDestroy(op);
+  }
+  free(tmp.ops);
+}
+
+static bool layout_kernel(MlirOperation func, int num_warps) {
+  LCtx c;
+  memset(&c, 0, sizeof c);
+  c.ctx = mlirOperationGetContext(func);
+  c.num_warps = num_warps > 0 ? num_warps : (int)kiln_gpu_int_attr(func, "kiln.num_warps", 4);
+  if (c.num_warps < 1 || c.num_warps > 32 || (c.num_warps & (c.num_warps - 1))) {
+    kiln_ir_error(mlirOperationGetLocation(func), "num_warps must be a power of two in 1..32 (got %d)",
+                  c.num_warps);
+    return false;
+  }
+  c.axis = kiln_gpu_axis_analyze(func);
+  MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  for (MlirOperation o = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o))
+    collect(&c, o);
+  bool ok = true;
+  /* Shapes must be powers of two (lanes and warps split them evenly). */
+  for (size_t k = 0; k < c.n_ops && ok; k++)
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(c.ops[k]); i++) {
+      MlirType t = mlirValueGetType(mlirOperationGetResult(c.ops[k], i));
+      for (int d = 0; d < kiln_ir_rank(t); d++) {
+        int64_t s = kiln_ir_dim(t, d);
+        if (s < 1 || (s & (s - 1))) {
+          kiln_ir_error(mlirOperationGetLocation(c.ops[k]),
+                        "the GPU target needs tile sizes that are powers of two (got %lld)",
+                        (long long)s);
+          ok = false;
+        }
+      }
+    }
+  if (ok) {
+    for (size_t k = 0; k < c.n_ops; k++) {
+      MlirOperation op = c.ops[k];
+      KilnOpId id = kiln_ir_op_id(op);
+      KilnGpuLayout l;
+      if ((id == KILN_OP_LOAD || id == KILN_OP_STORE) &&
+          memory_anchor(&c, mlirOperationGetOperand(op, 0), &l)) {
+        kiln_gpu_map_put(&c.anchor, op.ptr, keep(&c, &l));
+        if (id == KILN_OP_LOAD)
+          define(&c, mlirOperationGetResult(op, 0), &l);
+      }
+    }
+    propagate(&c);
+    set_types(&c);
+    insert_converts(&c);
+  }
+  kiln_gpu_axis_free(c.axis);
+  for (size_t i = 0; i < c.n_owned; i++)
+    free(c.owned[i]);
+  free(c.owned);
+  free(c.ops);
+  kiln_gpu_map_free(&c.defined);
+  kiln_gpu_map_free(&c.anchor);
+  if (ok)
+    cleanup_converts(func);
+  return ok;
+}
+
+MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts) {
+  int num_warps = opts ? *(const int *)opts : 0;
+  MlirOperation kernels[256];
+  size_t n = kiln_gpu_kernels(module, kernels, 256);
+  bool ok = true;
+  for (size_t i = 0; i < n && i < 256; i++)
+    ok = layout_kernel(kernels[i], num_warps) && ok;
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
