@@ -124,8 +124,8 @@ void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t s
                          uint32_t mask, EmuCollFn compute);
 const char *kiln_emu_coll_name(EmuCollKind kind);
 
-/* Performs the fiber's queued copies of groups < `below` (EMU_GROUP_OPEN + 1 semantics: all when
- * all is true). */
+/* Performs the fiber's queued copies except those of the `keep_recent` most recently committed
+ * groups and the uncommitted ones; `all` performs every queued copy (at thread exit). */
 void kiln_emu_copies_flush(EmuFiber *f, bool all, uint32_t keep_recent);
 
 #endif /* KILN_EMU_INTERNAL_H */
