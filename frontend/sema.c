@@ -163,9 +163,13 @@ static void retype_literal(Sema *S, KilnExpr *e, KilnScalarKind s)
 {
     if (!e->weak || !e->type || e->type->kind != KILN_TYPE_SCALAR)
         return;
-    if (e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG)
+    if (e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG) {
         retype_literal(S, e->lhs, s);
-    else if (e->kind != KILN_EXPR_INT && e->kind != KILN_EXPR_FLOAT)
+        e->type = e->lhs->type;
+        e->operand_type = e->type;
+        return;
+    }
+    if (e->kind != KILN_EXPR_INT && e->kind != KILN_EXPR_FLOAT)
         return;
     if (e->kind == KILN_EXPR_INT && kiln_scalar_is_int(s) && s != KILN_SCALAR_I1 &&
         !int_fits(e->ival, s)) {
