@@ -167,6 +167,9 @@ static void test_typing(void)
     CHECK(strcmp(decl_type(body, "xv"), "tile<64xf16>") == 0);
     CHECK(strcmp(decl_type(body, "half"), "tile<64xf16>") == 0);  /* weak 0.5 adopts f16 */
     CHECK(strcmp(decl_type(body, "mixed"), "tile<64xf32>") == 0); /* f16 + bf16 -> f32 */
+    KilnExpr *neg = stmt_named(body, "neg")->init; /* xv * -2: the negated literal becomes f16 */
+    CHECK(strcmp(ty(neg->type), "tile<64xf16>") == 0 && strcmp(ty(neg->rhs->type), "f16") == 0 &&
+          strcmp(ty(neg->rhs->lhs->type), "f16") == 0 && neg->rhs->is_const && neg->rhs->ival == -2);
     CHECK(strcmp(decl_type(body, "wide"), "tile<64xi64>") == 0);  /* weak 1 adopts i64 */
     CHECK(strcmp(decl_type(body, "cmp"), "tile<64xi1>") == 0);
     CHECK(strcmp(decl_type(body, "col"), "tile<64x1xi32>") == 0);
