@@ -1,0 +1,217 @@
+/* lower_memory.c - kiln.load / kiln.store as predicated, vectorized global accesses.
+ *
+ * A thread's elements along the layout's fastest dim come in runs of sizePerThread; where the
+ * axis analysis proves a run contiguous and aligned, `vec` consecutive elements (at most 128
+ * bits) move with one vector access (ld.global.v4.b32 for 8 f16).  Masks are per element, so a
+ * vector access runs only when the whole vector's mask is true; otherwise each element is loaded
+ * or stored alone under its own mask (the tail of a tile).  Masked-off load lanes yield `other`. */
+#include "lower.h"
+
+/* Elements per vector for the op's pointer operand: what the analysis proves, what the layout
+ * keeps contiguous in one thread, and at most 128 bits. */
+static int vector_width(Low *L, MlirValue ptrs, const KilnGpuOwn *own) {
+  MlirType t = mlirValueGetType(ptrs);
+  if (!mlirTypeIsARankedTensor(t) || own->rank == 0)
+    return 1;
+  int d = own->order[0];
+  MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(t));
+  int bits = low_elem_bits(elem);
+  if (bits < 8)
+    return 1;
+  int v = kiln_gpu_axis_vec(L->axis, ptrs, d, bits);
+  int run = own->dim[d].spt < own->dim[d].n ? own->dim[d].spt : own->dim[d].n;
+  while (v > run)
+    v /= 2;
+  while (v > 1 && (own->dim[d].n % v) != 0)
+    v /= 2;
+  return v;
+}
+
+/* vector<N x iW> covering v elements of `bits` each (a single iW when N is 1). */
+static MlirType chunk_type(Low *L, int v, int bits, int *nwords, int *wbits) {
+  int total = v * bits;
+  int w = total >= 32 ? 32 : total;
+  int n = total / w;
+  *nwords = n;
+  *wbits = w;
+  MlirType wt = mlirIntegerTypeGet(L->ctx, (unsigned)w);
+  if (n == 1)
+    return wt;
+  int64_t shape = n;
+  return mlirVectorTypeGet(1, &shape, wt);
+}
+
+static MlirNamedAttribute align_attr(Low *L, int64_t bytes) {
+  return kiln_ir_named(L->ctx, "alignment", mlirIntegerAttrGet(L->i64, bytes));
+}
+
+static MlirValue load_scalar(Low *L, MlirValue p, MlirType t, int64_t align) {
+  MlirNamedAttribute a = align_attr(L, align);
+  return mlirOperationGetResult(low_op(L, "llvm.load", &p, 1, &t, 1, &a, 1), 0);
+}
+
+static void store_scalar(Low *L, MlirValue v, MlirValue p, int64_t align) {
+  MlirValue o[2] = {v, p};
+  MlirNamedAttribute a = align_attr(L, align);
+  low_op(L, "llvm.store", o, 2, NULL, 0, &a, 1);
+}
+
+/* The v elements of one vector, loaded with a single access. */
+static void load_vector(Low *L, MlirValue p, MlirType et, int v, int bits, MlirValue *out) {
+  int nw, wb;
+  MlirType ct = chunk_type(L, v, bits, &nw, &wb);
+  MlirValue raw = load_scalar(L, p, ct, (int64_t)v * bits / 8);
+  int64_t vs = v;
+  MlirType vt = mlirVectorTypeGet(1, &vs, et);
+  MlirValue vec = low_op1(L, "llvm.bitcast", &raw, 1, vt);
+  for (int e = 0; e < v; e++) {
+    MlirValue o[2] = {vec, low_i32(L, e)};
+    out[e] = low_op1(L, "llvm.extractelement", o, 2, et);
+  }
+}
+
+static void store_vector(Low *L, MlirValue p, MlirType et, int v, int bits, const MlirValue *vals) {
+  int nw, wb;
+  MlirType ct = chunk_type(L, v, bits, &nw, &wb);
+  int64_t vs = v;
+  MlirType vt = mlirVectorTypeGet(1, &vs, et);
+  MlirValue vec = low_op1(L, "llvm.mlir.undef", NULL, 0, vt);
+  for (int e = 0; e < v; e++) {
+    MlirValue o[3] = {vec, vals[e], low_i32(L, e)};
+    vec = low_op1(L, "llvm.insertelement", o, 3, vt);
+  }
+  MlirValue raw = low_op1(L, "llvm.bitcast", &vec, 1, ct);
+  store_scalar(L, raw, p, (int64_t)v * bits / 8);
+}
+
+/* and of the masks of one vector; null when all are constant true. */
+static MlirValue all_true(Low *L, const MlirValue *m, int v) {
+  MlirValue acc = {NULL};
+  for (int e = 0; e < v; e++) {
+    if (low_is_true(m[e]))
+      continue;
+    acc = mlirValueIsNull(acc) ? m[e] : low_bin(L, "arith.andi", acc, m[e]);
+  }
+  return acc;
+}
+
+/* One element under its own mask: the loaded value, or `other`. */
+static MlirValue load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
+                             int64_t align) {
+  if (low_is_true(m))
+    return load_scalar(L, p, et, align);
+  KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, m, &et, 1);
+  KilnIRBuilder saved = L->b;
+  kiln_ir_builder_set_end(&L->b, f.then_block);
+  MlirValue v = load_scalar(L, p, et, align);
+  kiln_ir_build_yield(&L->b, L->loc, &v, 1);
+  kiln_ir_builder_set_end(&L->b, f.else_block);
+  kiln_ir_build_yield(&L->b, L->loc, &other, 1);
+  L->b = saved;
+  return kiln_ir_if_result(&f, 0);
+}
+
+bool low_load(Low *L, MlirOperation op) {
+  MlirValue ptrs = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
+  Vals *P = low_get(L, ptrs), *M = low_get(L, mlirOperationGetOperand(op, 1));
+  Vals *O = low_get(L, mlirOperationGetOperand(op, 2));
+  MlirType rt = mlirValueGetType(res);
+  MlirType et = kiln_ir_elem_type(rt);
+  int bits = low_elem_bits(et);
+  if (bits < 8) {
+    low_error(L, "GPU lowering: loads of i1 are not supported");
+    return false;
+  }
+  KilnGpuOwn own = low_own_of(rt);
+  int v = vector_width(L, ptrs, &own);
+  Vals *out = low_vals(L, own.count);
+  int64_t ealign = bits / 8;
+  for (int64_t j = 0; j < own.count; j += v) {
+    MlirValue m[16];
+    for (int e = 0; e < v; e++)
+      m[e] = M->v[M->n == 1 ? 0 : j + e];
+    if (v == 1) {
+      out->v[j] = load_masked(L, P->v[P->n == 1 ? 0 : j], m[0], O->v[O->n == 1 ? 0 : j], et, ealign);
+      continue;
+    }
+    MlirValue all = all_true(L, m, v);
+    if (mlirValueIsNull(all)) {
+      load_vector(L, P->v[j], et, v, bits, &out->v[j]);
+      continue;
+    }
+    MlirType types[16];
+    for (int e = 0; e < v; e++)
+      types[e] = et;
+    KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, all, types, (size_t)v);
+    KilnIRBuilder saved = L->b;
+    MlirValue got[16];
+    kiln_ir_builder_set_end(&L->b, f.then_block);
+    load_vector(L, P->v[j], et, v, bits, got);
+    kiln_ir_build_yield(&L->b, L->loc, got, (size_t)v);
+    kiln_ir_builder_set_end(&L->b, f.else_block);
+    for (int e = 0; e < v; e++)
+      got[e] = load_masked(L, P->v[j + e], m[e], O->v[O->n == 1 ? 0 : j + e], et, ealign);
+    kiln_ir_build_yield(&L->b, L->loc, got, (size_t)v);
+    L->b = saved;
+    for (int e = 0; e < v; e++)
+      out->v[j + e] = kiln_ir_if_result(&f, (intptr_t)e);
+  }
+  low_set(L, res, out);
+  return true;
+}
+
+static void store_masked(Low *L, MlirValue p, MlirValue val, MlirValue m, int64_t align) {
+  if (low_is_true(m)) {
+    store_scalar(L, val, p, align);
+    return;
+  }
+  KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, m, NULL, 0);
+  KilnIRBuilder saved = L->b;
+  kiln_ir_builder_set_end(&L->b, f.then_block);
+  store_scalar(L, val, p, align);
+  kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+  kiln_ir_builder_set_end(&L->b, f.else_block);
+  kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+  L->b = saved;
+}
+
+bool low_store(Low *L, MlirOperation op) {
+  MlirValue ptrs = mlirOperationGetOperand(op, 0);
+  Vals *P = low_get(L, ptrs), *V = low_get(L, mlirOperationGetOperand(op, 1));
+  Vals *M = low_get(L, mlirOperationGetOperand(op, 2));
+  MlirType vt = mlirValueGetType(mlirOperationGetOperand(op, 1));
+  MlirType et = kiln_ir_elem_type(vt);
+  int bits = low_elem_bits(et);
+  if (bits < 8) {
+    low_error(L, "GPU lowering: stores of i1 are not supported");
+    return false;
+  }
+  KilnGpuOwn own = low_own_of(mlirValueGetType(ptrs));
+  int v = vector_width(L, ptrs, &own);
+  int64_t ealign = bits / 8;
+  for (int64_t j = 0; j < own.count; j += v) {
+    MlirValue m[16];
+    for (int e = 0; e < v; e++)
+      m[e] = M->v[M->n == 1 ? 0 : j + e];
+    if (v == 1) {
+      store_masked(L, P->v[P->n == 1 ? 0 : j], V->v[V->n == 1 ? 0 : j], m[0], ealign);
+      continue;
+    }
+    MlirValue all = all_true(L, m, v);
+    if (mlirValueIsNull(all)) {
+      store_vector(L, P->v[j], et, v, bits, &V->v[j]);
+      continue;
+    }
+    KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, all, NULL, 0);
+    KilnIRBuilder saved = L->b;
+    kiln_ir_builder_set_end(&L->b, f.then_block);
+    store_vector(L, P->v[j], et, v, bits, &V->v[j]);
+    kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+    kiln_ir_builder_set_end(&L->b, f.else_block);
+    for (int e = 0; e < v; e++)
+      store_masked(L, P->v[j + e], V->v[j + e], m[e], ealign);
+    kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+    L->b = saved;
+  }
+  return true;
+}
