@@ -273,6 +273,8 @@ static bool fold_binary(Sema *S, KilnExpr *e, KilnScalarKind s)
         }
         if (e->binop == KILN_BIN_SHR)
             r = a >> b;
+        else if (b >= 63) /* 1 << 63 does not fit in int64_t */
+            ovf = a != 0;
         else
             ovf = __builtin_mul_overflow(a, (int64_t)1 << b, &r);
         break;
