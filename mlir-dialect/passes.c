@@ -415,8 +415,8 @@ static bool unused(MlirOperation op) {
 }
 
 MlirLogicalResult kiln_dce_module(MlirOperation module) {
-  /* Post-order lists users before the ops they use within a block... not across blocks, so
-   * iterate to a fixed point; each round is linear and the rounds are few. */
+  /* Walking the post-order list backwards visits users before the ops they use within a
+   * block, so chains die in one round; values used across regions may need another round. */
   for (bool changed = true; changed;) {
     changed = false;
     OpList l = {0};
