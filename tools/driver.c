@@ -101,9 +101,13 @@ static void print_ast(const void *k, FILE *f) { kiln_ast_dump((const KilnKernel 
 
 static void print_op_cb(MlirStringRef s, void *user) { fwrite(s.data, 1, s.length, (FILE *)user); }
 
+/* Prints with source locations: they are how IR maps back to the .kiln file. */
 static void print_module(const void *m, FILE *f) {
   MlirOperation op = mlirModuleGetOperation(*(const MlirModule *)m);
-  mlirOperationPrint(op, print_op_cb, f);
+  MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
+  mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
+  mlirOperationPrintWithFlags(op, flags, print_op_cb, f);
+  mlirOpPrintingFlagsDestroy(flags);
   fputc('\n', f);
 }
 
@@ -216,12 +220,9 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
   size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK || errs > 0) {
     kiln_diag_render(j->c, j->diag);
-    if (st == KILN_MLIR_ERR_VERIFY) return KILN_DRIVER_USER_ERROR;
-    if (st == KILN_MLIR_ERR_INVALID && o->target != KILN_TARGET_CPU) {
-      fprintf(j->diag, "kiln: error: target '%s' is not supported by this build yet\n",
-              kiln_target_name(o->target));
-      return KILN_DRIVER_USER_ERROR;
-    }
+    /* A bad option (unknown stage, a target this build lacks) or a program our verifier
+     * rejects is the user's to fix; anything else is ours. */
+    if (st == KILN_MLIR_ERR_VERIFY || st == KILN_MLIR_ERR_INVALID) return KILN_DRIVER_USER_ERROR;
     fprintf(j->diag, "kiln: error: lowering '%s' for %s failed\n", k->name,
             kiln_target_name(o->target));
     return KILN_DRIVER_FAILURE;
