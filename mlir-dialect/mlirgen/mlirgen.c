@@ -355,22 +355,34 @@ static MlirValue gen_math1(Gen *g, const KilnExpr *e, const char *fname, const c
     gen_error(g, e->span, "function not defined on integers");
     return x;
   }
-  return kiln_ir_build_elementwise(&g->b, loc, name, &x, 1, kiln_mlirgen_type(g->ctx, ot));
+  /* Transcendentals on f16/bf16 are computed in f32 and rounded once: neither libm nor the
+   * GPU has half-precision versions of most of them, and this is the accuracy users expect. */
+  bool widen = (ot->scalar == KILN_SCALAR_F16 || ot->scalar == KILN_SCALAR_BF16) &&
+               strcmp(fname, "math.absf") != 0;
+  if (!widen) return kiln_ir_build_elementwise(&g->b, loc, name, &x, 1, kiln_mlirgen_type(g->ctx, ot));
+  KilnType wide = with_scalar(ot, KILN_SCALAR_F32);
+  MlirValue xw = cast_elem(g, loc, x, ot->scalar, KILN_SCALAR_F32, ot);
+  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, name, &xw, 1, kiln_mlirgen_type(g->ctx, &wide));
+  return cast_elem(g, loc, r, KILN_SCALAR_F32, ot->scalar, ot);
 }
 
 static MlirValue gen_sigmoid(Gen *g, const KilnExpr *e) {
   MlirLocation loc = loc_of(g, e->span);
   const KilnType *ot = e->operand_type ? e->operand_type : e->type;
-  MlirType t = kiln_mlirgen_type(g->ctx, ot);
   MlirValue x = arg_as(g, e, 0, ot);
   if (g->failed) return x;
+  bool half = ot->scalar == KILN_SCALAR_F16 || ot->scalar == KILN_SCALAR_BF16;
+  KilnType ct = with_scalar(ot, half ? KILN_SCALAR_F32 : ot->scalar); /* as in gen_math1 */
+  MlirType t = kiln_mlirgen_type(g->ctx, &ct);
+  x = cast_elem(g, loc, x, ot->scalar, ct.scalar, ot);
   MlirValue nx = kiln_ir_build_elementwise(&g->b, loc, "arith.negf", &x, 1, t);
   MlirValue ex = kiln_ir_build_elementwise(&g->b, loc, "math.exp", &nx, 1, t);
   MlirValue one = kiln_ir_build_const_float(&g->b, loc, t, 1.0);
   MlirValue s[2] = {one, ex};
   MlirValue den = kiln_ir_build_elementwise(&g->b, loc, "arith.addf", s, 2, t);
   MlirValue q[2] = {one, den};
-  return kiln_ir_build_elementwise(&g->b, loc, "arith.divf", q, 2, t);
+  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, "arith.divf", q, 2, t);
+  return cast_elem(g, loc, r, ct.scalar, ot->scalar, ot);
 }
 
 static MlirValue gen_minmax(Gen *g, const KilnExpr *e, bool is_max) {
