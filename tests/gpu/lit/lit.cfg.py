@@ -1,0 +1,10 @@
+# lit configuration of the GPU lowering's pass tests (tests/gpu/lit/*.mlir).
+import os
+import lit.formats
+
+config.name = "kiln-gpu"
+config.test_format = lit.formats.ShTest(True)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.substitutions.append(("%kiln_gpu_tool", lit_config.params["kiln_gpu_tool"]))
+config.substitutions.append(("FileCheck", lit_config.params["filecheck"]))
