@@ -1,0 +1,236 @@
+/* harness.c — compile, load, launch and check for the BERT kernel tests (see harness.h). */
+#include "harness.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef KILN_BERT_KERNEL_DIR
+#error "KILN_BERT_KERNEL_DIR must name the kernels-bert folder"
+#endif
+
+enum { NUM_WARPS = 4 };
+
+void *kiln_bert_alloc(size_t n, size_t size) {
+  /* The bound also tells gcc the size is sane (-Walloc-size-larger-than). */
+  void *p = n <= ((size_t)1 << 32) / size ? calloc(n ? n : 1, size) : NULL;
+  if (!p) {
+    fprintf(stderr, "bert test: out of memory\n");
+    exit(2);
+  }
+  return p;
+}
+
+float *kiln_bert_random_f32(KilnRefRng *rng, size_t n, float lo, float hi) {
+  float *p = kiln_bert_alloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++)
+    p[i] = kiln_ref_rng_uniform(rng, lo, hi);
+  return p;
+}
+
+float *kiln_bert_random_f16r(KilnRefRng *rng, size_t n, float lo, float hi) {
+  float *p = kiln_bert_random_f32(rng, n, lo, hi);
+  for (size_t i = 0; i < n; i++)
+    p[i] = kiln_ref_round_f16(p[i]);
+  return p;
+}
+
+uint16_t *kiln_bert_to_f16(const float *x, size_t n) {
+  uint16_t *h = kiln_bert_alloc(n, sizeof *h);
+  for (size_t i = 0; i < n; i++)
+    h[i] = kiln_ref_f32_to_f16(x[i]);
+  return h;
+}
+
+float *kiln_bert_from_f16(const uint16_t *h, size_t n) {
+  float *x = kiln_bert_alloc(n, sizeof *x);
+  for (size_t i = 0; i < n; i++)
+    x[i] = kiln_ref_f16_to_f32(h[i]);
+  return x;
+}
+
+uint32_t kiln_bert_cdiv(size_t a, size_t b) { return (uint32_t)((a + b - 1) / b); }
+
+void kiln_bert_fail(KilnBertRun *run, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "  %s: ", run->label);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  run->ok = false;
+}
+
+static void fail_rt(KilnBertRun *run, const char *what, KilnRtStatus st) {
+  kiln_bert_fail(run, "%s failed: %s: %s", what, kiln_rt_status_name(st), kiln_rt_last_error());
+}
+
+void kiln_bert_begin(KilnBertRun *run, KilnRtDevice *dev, const char *fmt, ...) {
+  memset(run, 0, sizeof *run);
+  run->dev = dev;
+  run->ok = true;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(run->label, sizeof run->label, fmt, ap);
+  va_end(ap);
+}
+
+KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char *kernel,
+                                 const KilnDefine *defs, size_t ndefs) {
+  if (!run->ok)
+    return NULL;
+  if (run->nmods == KILN_BERT_MAX_MODS) {
+    kiln_bert_fail(run, "more than %d modules", KILN_BERT_MAX_MODS);
+    return NULL;
+  }
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.kiln", KILN_BERT_KERNEL_DIR, file);
+  KilnCompileOptions opts;
+  memset(&opts, 0, sizeof opts);
+  opts.path = path;
+  opts.kernel = kernel;
+  opts.defines = defs;
+  opts.num_defines = ndefs;
+  opts.target = KILN_TARGET_CPU;
+  opts.num_warps = NUM_WARPS;
+  opts.diag = stderr;
+  KilnBuffer obj = {0};
+  KilnDriverStatus ds = kiln_driver_compile(&opts, KILN_EMIT_OBJ, &obj);
+  if (ds != KILN_DRIVER_OK) {
+    kiln_bert_fail(run, "%s: compile failed (driver status %d; diagnostics above)", kernel, (int)ds);
+    kiln_buffer_free(&obj);
+    return NULL;
+  }
+  KilnRtModule *mod = NULL;
+  KilnRtStatus st = kiln_rt_module_load(run->dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &mod);
+  kiln_buffer_free(&obj);
+  if (st != KILN_RT_OK) {
+    fail_rt(run, "kiln_rt_module_load", st);
+    return NULL;
+  }
+  run->mods[run->nmods++] = mod;
+  KilnRtFunction *fn = NULL;
+  st = kiln_rt_module_get_function(mod, kernel, &fn);
+  if (st != KILN_RT_OK) {
+    fail_rt(run, "kiln_rt_module_get_function", st);
+    return NULL;
+  }
+  return fn;
+}
+
+static void *alloc_dev(KilnBertRun *run, size_t bytes) {
+  if (!run->ok)
+    return NULL;
+  if (run->nbufs == KILN_BERT_MAX_BUFS) {
+    kiln_bert_fail(run, "more than %d buffers", KILN_BERT_MAX_BUFS);
+    return NULL;
+  }
+  void *d = NULL;
+  KilnRtStatus st = kiln_rt_malloc(run->dev, bytes ? bytes : 1, &d);
+  if (st != KILN_RT_OK) {
+    fail_rt(run, "kiln_rt_malloc", st);
+    return NULL;
+  }
+  run->bufs[run->nbufs++] = d;
+  return d;
+}
+
+void kiln_bert_upload(KilnBertRun *run, void *d, const void *host, size_t bytes) {
+  if (!run->ok)
+    return;
+  KilnRtStatus st = kiln_rt_memcpy_htod(run->dev, d, host, bytes, NULL);
+  if (st != KILN_RT_OK)
+    fail_rt(run, "kiln_rt_memcpy_htod", st);
+}
+
+void *kiln_bert_input(KilnBertRun *run, const void *host, size_t bytes) {
+  void *d = alloc_dev(run, bytes);
+  if (d)
+    kiln_bert_upload(run, d, host, bytes);
+  return d;
+}
+
+void *kiln_bert_output(KilnBertRun *run, size_t bytes) {
+  void *d = alloc_dev(run, bytes);
+  if (!d)
+    return NULL;
+  KilnRtStatus st = kiln_rt_memset(run->dev, d, KILN_BERT_SENTINEL, bytes, NULL);
+  if (st != KILN_RT_OK)
+    fail_rt(run, "kiln_rt_memset", st);
+  return d;
+}
+
+void kiln_bert_launch(KilnBertRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy, void **args) {
+  if (!run->ok)
+    return;
+  KilnRtLaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.grid[0] = gx;
+  cfg.grid[1] = gy;
+  cfg.grid[2] = 1;
+  cfg.block_threads = 32 * NUM_WARPS;
+  KilnRtStatus st = kiln_rt_launch(fn, &cfg, args, NULL);
+  if (st != KILN_RT_OK) {
+    fail_rt(run, "kiln_rt_launch", st);
+    return;
+  }
+  st = kiln_rt_device_synchronize(run->dev);
+  if (st != KILN_RT_OK)
+    fail_rt(run, "kiln_rt_device_synchronize", st);
+}
+
+void kiln_bert_fetch(KilnBertRun *run, void *host, const void *d, size_t bytes) {
+  if (!run->ok)
+    return;
+  KilnRtStatus st = kiln_rt_memcpy_dtoh(run->dev, host, d, bytes, NULL);
+  if (st != KILN_RT_OK)
+    fail_rt(run, "kiln_rt_memcpy_dtoh", st);
+}
+
+bool kiln_bert_end(KilnBertRun *run) {
+  for (int i = 0; i < run->nbufs; i++)
+    kiln_rt_free(run->dev, run->bufs[i]);
+  for (int i = 0; i < run->nmods; i++)
+    kiln_rt_module_destroy(run->mods[i]);
+  printf("  %-4s %s\n", run->ok ? "ok" : "FAIL", run->label);
+  fflush(stdout);
+  return run->ok;
+}
+
+void kiln_bert_check_untouched(KilnBertRun *run, const char *what, const void *buf, size_t elem,
+                               size_t total, size_t rows, size_t cols, size_t stride) {
+  if (!run->ok)
+    return;
+  const unsigned char *bytes = buf;
+  size_t clobbered = 0, first = 0;
+  for (size_t i = 0; i < total; i++) {
+    if (i / stride < rows && i % stride < cols)
+      continue;
+    for (size_t b = 0; b < elem; b++)
+      if (bytes[i * elem + b] != KILN_BERT_SENTINEL) {
+        if (clobbered++ == 0)
+          first = i;
+        break;
+      }
+  }
+  if (clobbered)
+    kiln_bert_fail(run, "%s: %zu element(s) outside the result were written (first at %zu)", what,
+                   clobbered, first);
+}
+
+void kiln_bert_check_close(KilnBertRun *run, const char *what, const float *got, const float *ref,
+                           size_t n, double floor, double tol) {
+  if (!run->ok)
+    return;
+  size_t worst = 0;
+  double err = kiln_ref_max_error(got, ref, n, floor, &worst);
+  printf("       %-10s max err %.3e (tol %.1e, floor %.0e)", what, err, tol, floor);
+  if (n)
+    printf(" worst [%zu] got %.9g want %.9g", worst, (double)got[worst], (double)ref[worst]);
+  printf("\n");
+  if (!(err <= tol))
+    kiln_bert_fail(run, "%s: max normalized error %.3e above the tolerance %.1e at element %zu",
+                   what, err, tol, worst);
+}

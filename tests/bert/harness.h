@@ -1,0 +1,76 @@
+/* harness.h — what every BERT kernel test shares: compiling kernels-bert/ sources for the cpu
+ * target, device buffers with sentinels, launches, and the checks with stated tolerances.
+ *
+ * A KilnBertRun is one test configuration. Every step after the first failure does nothing, so a
+ * test reads straight through and kiln_bert_end reports the first failure and frees everything
+ * (modules and device buffers) the run acquired.
+ */
+#ifndef KILN_BERT_HARNESS_H
+#define KILN_BERT_HARNESS_H
+
+#include "kiln_driver.h"
+#include "reference.h"
+
+#include <kiln/kilnrt.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KILN_BERT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+enum {
+  KILN_BERT_SENTINEL = 0x5A, /* f32 1.5e16, f16 203.25: no kernel here writes these */
+  KILN_BERT_TAIL = 67,       /* extra elements after every output buffer */
+  KILN_BERT_MAX_BUFS = 40,
+  KILN_BERT_MAX_MODS = 8
+};
+
+typedef struct KilnBertRun {
+  KilnRtDevice *dev;
+  KilnRtModule *mods[KILN_BERT_MAX_MODS];
+  int nmods;
+  void *bufs[KILN_BERT_MAX_BUFS];
+  int nbufs;
+  bool ok;
+  char label[192];
+} KilnBertRun;
+
+/* Starts a configuration on dev; the printf-style label names it in every message. */
+void kiln_bert_begin(KilnBertRun *run, KilnRtDevice *dev, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Compiles `kernel` from kernels-bert/FILE.kiln with defs bound and loads it; the module lives
+ * until kiln_bert_end. NULL (and the run failed) when it does not compile or load. */
+KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char *kernel,
+                                 const KilnDefine *defs, size_t ndefs);
+/* A device copy of host[0..bytes). */
+void *kiln_bert_input(KilnBertRun *run, const void *host, size_t bytes);
+/* A device buffer of `bytes` filled with the sentinel byte. */
+void *kiln_bert_output(KilnBertRun *run, size_t bytes);
+/* Replaces the contents of a device buffer with host[0..bytes). */
+void kiln_bert_upload(KilnBertRun *run, void *d, const void *host, size_t bytes);
+/* Runs fn on a gx x gy grid and waits for it. */
+void kiln_bert_launch(KilnBertRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy, void **args);
+void kiln_bert_fetch(KilnBertRun *run, void *host, const void *d, size_t bytes);
+void kiln_bert_fail(KilnBertRun *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Frees what the run acquired, prints its verdict and returns it. */
+bool kiln_bert_end(KilnBertRun *run);
+
+/* Every element of buf (total elements of elem bytes) outside rows x cols at row stride `stride`
+ * must still hold the sentinel. */
+void kiln_bert_check_untouched(KilnBertRun *run, const char *what, const void *buf, size_t elem,
+                               size_t total, size_t rows, size_t cols, size_t stride);
+/* Normalized error max |got - ref| / max(|ref|, floor) must be <= tol (kiln_ref_max_error). */
+void kiln_bert_check_close(KilnBertRun *run, const char *what, const float *got, const float *ref,
+                           size_t n, double floor, double tol);
+
+/* Test-sized host allocations; exits on failure (a test program, not a library). */
+void *kiln_bert_alloc(size_t n, size_t size);
+float *kiln_bert_random_f32(KilnRefRng *rng, size_t n, float lo, float hi);
+/* Random values already rounded to f16, as f32 (so a reference sees exactly the kernel's input). */
+float *kiln_bert_random_f16r(KilnRefRng *rng, size_t n, float lo, float hi);
+uint16_t *kiln_bert_to_f16(const float *x, size_t n);
+float *kiln_bert_from_f16(const uint16_t *h, size_t n);
+uint32_t kiln_bert_cdiv(size_t a, size_t b);
+
+#endif /* KILN_BERT_HARNESS_H */

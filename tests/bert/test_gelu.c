@@ -1,0 +1,115 @@
+/* test_gelu.c — bias + GELU forward and backward (kernels-bert/gelu.kiln), exact and tanh forms,
+ * f32 and f16 I/O. docs/kernels/gelu.md gives the tolerances' reasons. */
+#include "bert_ref.h"
+#include "harness.h"
+#include "tests.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct GeluCfg {
+  int32_t rows, cols, block_r, block_c, tanh_approx;
+  bool f16;
+} GeluCfg;
+
+/* Host data of one configuration; x, bias, dy hold the kernel's exact inputs (f16-rounded for
+ * the f16 kernels). */
+typedef struct GeluData {
+  size_t n, total;
+  float *x, *bias, *dy;
+} GeluData;
+
+/* Runs `fn` (forward: x, bias, y; backward: x, bias, dy, dx) and returns its output as f32,
+ * checking the sentinels around it. */
+static float *run_gelu(KilnBertRun *run, KilnRtFunction *fn, const GeluCfg *c, const GeluData *d,
+                       const float *x, bool backward) {
+  size_t esz = c->f16 ? 2 : 4;
+  void *hx = c->f16 ? (void *)kiln_bert_to_f16(x, d->n) : NULL;
+  void *hb = c->f16 ? (void *)kiln_bert_to_f16(d->bias, (size_t)c->cols) : NULL;
+  void *hdy = c->f16 ? (void *)kiln_bert_to_f16(d->dy, d->n) : NULL;
+  void *dx = kiln_bert_input(run, hx ? hx : x, d->n * esz);
+  void *db = kiln_bert_input(run, hb ? hb : d->bias, (size_t)c->cols * esz);
+  void *ddy = kiln_bert_input(run, hdy ? hdy : d->dy, d->n * esz);
+  void *dout = kiln_bert_output(run, d->total * esz);
+  int32_t rows = c->rows, cols = c->cols;
+  void *fargs[] = {&dx, &db, &dout, &rows, &cols};
+  void *bargs[] = {&dx, &db, &ddy, &dout, &rows, &cols};
+  kiln_bert_launch(run, fn, kiln_bert_cdiv((size_t)rows, (size_t)c->block_r),
+                   kiln_bert_cdiv((size_t)cols, (size_t)c->block_c), backward ? bargs : fargs);
+  unsigned char *raw = kiln_bert_alloc(d->total, esz);
+  kiln_bert_fetch(run, raw, dout, d->total * esz);
+  kiln_bert_check_untouched(run, backward ? "dx" : "y", raw, esz, d->total, 1, d->n, d->total);
+  float *out = c->f16 ? kiln_bert_from_f16((uint16_t *)raw, d->n) : kiln_bert_alloc(d->n, 4);
+  if (!c->f16)
+    memcpy(out, raw, d->n * sizeof *out);
+  free(raw), free(hx), free(hb), free(hdy);
+  return out;
+}
+
+/* Finite differences of L = sum_i dy_i gelu(x_i + b_i) in f32 through the forward kernel. Each
+ * output depends on its own input only, so shifting every x by +-h at once gives, element by
+ * element, exactly the central difference of L along that element. */
+static void check_fd(KilnBertRun *run, KilnRtFunction *fwd, const GeluCfg *c, const GeluData *d,
+                     const float *dx) {
+  const float h = 1e-2f;
+  float *xp = kiln_bert_alloc(d->n, 4), *xm = kiln_bert_alloc(d->n, 4);
+  for (size_t i = 0; i < d->n; i++)
+    xp[i] = d->x[i] + h, xm[i] = d->x[i] - h;
+  float *yp = run_gelu(run, fwd, c, d, xp, false), *ym = run_gelu(run, fwd, c, d, xm, false);
+  float *fd = kiln_bert_alloc(d->n, 4);
+  for (size_t i = 0; i < d->n; i++)
+    fd[i] = (float)((double)d->dy[i] * ((double)yp[i] - (double)ym[i]) / ((double)xp[i] - (double)xm[i]));
+  kiln_bert_check_close(run, "dx vs fd", dx, fd, d->n, 1e-1, 2e-3);
+  free(xp), free(xm), free(yp), free(ym), free(fd);
+}
+
+static bool run_cfg(KilnRtDevice *dev, const GeluCfg *c, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "%s %s %dx%d block %dx%d", c->f16 ? "f16" : "f32",
+                  c->tanh_approx ? "tanh" : "erf", c->rows, c->cols, c->block_r, c->block_c);
+  KilnDefine defs[] = {{"BLOCK_R", c->block_r}, {"BLOCK_C", c->block_c}, {"TANH", c->tanh_approx}};
+  KilnRtFunction *fwd = kiln_bert_kernel(&run, "gelu", c->f16 ? "bias_gelu_fwd_f16" : "bias_gelu_fwd_f32",
+                                         defs, KILN_BERT_COUNT(defs));
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "gelu", c->f16 ? "bias_gelu_bwd_f16" : "bias_gelu_bwd_f32",
+                                         defs, KILN_BERT_COUNT(defs));
+  GeluData d;
+  d.n = (size_t)c->rows * (size_t)c->cols;
+  d.total = d.n + KILN_BERT_TAIL;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  /* x + bias spans [-5, 5]: both tails and the middle of GELU. */
+  float *(*pick)(KilnRefRng *, size_t, float, float) = c->f16 ? kiln_bert_random_f16r : kiln_bert_random_f32;
+  d.x = pick(&rng, d.n, -4.0f, 4.0f);
+  d.bias = pick(&rng, (size_t)c->cols, -1.0f, 1.0f);
+  d.dy = pick(&rng, d.n, -1.0f, 1.0f);
+
+  float *y = run_gelu(&run, fwd, c, &d, d.x, false);
+  float *dx = run_gelu(&run, bwd, c, &d, d.x, true);
+  float *ref_y = kiln_bert_alloc(d.n, 4), *ref_dx = kiln_bert_alloc(d.n, 4);
+  for (size_t i = 0; i < d.n; i++) {
+    /* v = x + b is rounded to f32 in the kernel; do the same so v itself is not the difference. */
+    double v = (double)(d.x[i] + d.bias[i % (size_t)c->cols]);
+    ref_y[i] = (float)kiln_bert_ref_gelu(v, c->tanh_approx);
+    ref_dx[i] = (float)((double)d.dy[i] * kiln_bert_ref_gelu_grad(v, c->tanh_approx));
+  }
+  double tol = c->f16 ? 2e-3 : 1e-5, floor = c->f16 ? 1e-2 : 1e-1;
+  kiln_bert_check_close(&run, "y", y, ref_y, d.n, floor, tol);
+  kiln_bert_check_close(&run, "dx", dx, ref_dx, d.n, floor, tol);
+  if (!c->f16)
+    check_fd(&run, fwd, c, &d, dx);
+  free(y), free(dx), free(ref_y), free(ref_dx), free(d.x), free(d.bias), free(d.dy);
+  return kiln_bert_end(&run);
+}
+
+bool kiln_bert_test_gelu(KilnRtDevice *dev) {
+  static const GeluCfg cfgs[] = {
+      {77, 96, 4, 128, 0, false},  {77, 96, 4, 128, 1, false}, {16, 64, 4, 64, 0, false},
+      {3, 768, 1, 256, 1, false},  {37, 100, 16, 64, 0, true}, {8, 768, 2, 1024, 1, true},
+  };
+  bool ok = true;
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
+    ok &= run_cfg(dev, &cfgs[i], 1000 + i);
+  return ok;
+}
