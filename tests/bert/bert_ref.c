@@ -2,6 +2,7 @@
 #include "bert_ref.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static const double SQRT_2_OVER_PI = 0.79788456080286535588;
 static const double INV_SQRT_2PI = 0.39894228040143267794;
@@ -20,4 +21,53 @@ double kiln_bert_ref_gelu_grad(double v, int tanh_approx) {
            0.5 * v * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * v * v);
   }
   return 0.5 * (1.0 + erf(v / sqrt(2.0))) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
+}
+
+void kiln_bert_ref_layernorm_fwd(const float *x, const float *res, const float *gamma,
+                                 const float *beta, float *y, float *mean, float *rstd,
+                                 size_t rows, size_t cols, float eps) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *xr = x + r * cols, *rr = res + r * cols;
+    double mu = 0.0, var = 0.0;
+    for (size_t c = 0; c < cols; c++)
+      mu += (double)(xr[c] + rr[c]);
+    mu /= (double)cols;
+    for (size_t c = 0; c < cols; c++) {
+      double d = (double)(xr[c] + rr[c]) - mu;
+      var += d * d;
+    }
+    double rs = 1.0 / sqrt(var / (double)cols + (double)eps);
+    for (size_t c = 0; c < cols; c++)
+      y[r * cols + c] = (float)(((double)(xr[c] + rr[c]) - mu) * rs * gamma[c] + beta[c]);
+    mean[r] = (float)mu;
+    rstd[r] = (float)rs;
+  }
+}
+
+void kiln_bert_ref_layernorm_bwd(const float *s, const float *dy, const float *gamma,
+                                 const float *mean, const float *rstd, float *dx, float *dgamma,
+                                 float *dbeta, size_t rows, size_t cols) {
+  for (size_t c = 0; c < cols; c++)
+    dgamma[c] = dbeta[c] = 0.0f;
+  double *dg = calloc(cols, sizeof *dg), *db = calloc(cols, sizeof *db);
+  for (size_t r = 0; r < rows && dg && db; r++) {
+    const float *sr = s + r * cols, *dr = dy + r * cols;
+    double c1 = 0.0, c2 = 0.0;
+    for (size_t c = 0; c < cols; c++) {
+      double xhat = ((double)sr[c] - mean[r]) * rstd[r], wdy = (double)gamma[c] * dr[c];
+      c1 += xhat * wdy;
+      c2 += wdy;
+      dg[c] += (double)dr[c] * xhat;
+      db[c] += dr[c];
+    }
+    c1 /= (double)cols;
+    c2 /= (double)cols;
+    for (size_t c = 0; c < cols; c++) {
+      double xhat = ((double)sr[c] - mean[r]) * rstd[r], wdy = (double)gamma[c] * dr[c];
+      dx[r * cols + c] = (float)(rstd[r] * (wdy - xhat * c1 - c2));
+    }
+  }
+  for (size_t c = 0; c < cols && dg && db; c++)
+    dgamma[c] = (float)dg[c], dbeta[c] = (float)db[c];
+  free(dg), free(db);
 }

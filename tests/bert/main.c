@@ -14,6 +14,7 @@ static const struct {
   bool (*run)(KilnRtDevice *dev);
 } TESTS[] = {
     {"gelu", kiln_bert_test_gelu},
+    {"layernorm", kiln_bert_test_layernorm},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

@@ -1,0 +1,176 @@
+/* test_layernorm.c — residual add + LayerNorm forward, backward and the dgamma/dbeta reduction
+ * (kernels-bert/layernorm.kiln), f32. docs/kernels/layernorm.md gives the tolerances' reasons. */
+#include "bert_ref.h"
+#include "harness.h"
+#include "tests.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct LnCfg {
+  int32_t rows, cols, fwd_block, bwd_block, bwd_programs;
+  bool fd;
+} LnCfg;
+
+static const float EPS = 1e-5f;
+
+/* The device side of one configuration: inputs, outputs, the forward kernel and its args. */
+typedef struct LnDev {
+  KilnRtFunction *fwd;
+  void *x, *res, *gamma, *beta, *s, *y, *mean, *rstd;
+  int32_t rows, cols;
+  float eps;
+} LnDev;
+
+static void launch_fwd(KilnBertRun *run, LnDev *d) {
+  void *args[] = {&d->x, &d->res, &d->gamma, &d->beta, &d->s, &d->y, &d->mean, &d->rstd,
+                  &d->cols, &d->eps};
+  kiln_bert_launch(run, d->fwd, (uint32_t)d->rows, 1, args);
+}
+
+/* sum over row r of w * y, in double, from the forward kernel's output. */
+static double row_loss(const float *y, const float *w, size_t r, size_t cols) {
+  double l = 0.0;
+  for (size_t c = 0; c < cols; c++)
+    l += (double)w[r * cols + c] * y[r * cols + c];
+  return l;
+}
+
+/* Central differences of L = sum w * y through the forward kernel, for every x element (column c
+ * of every row at once: rows do not interact, so each row's own loss gives its element's
+ * difference) and every gamma element. x and gamma are the host copies; the device copies are
+ * restored afterwards. */
+static void finite_differences(KilnBertRun *run, LnDev *d, float *x, float *gamma, const float *w,
+                               float *fd_dx, float *fd_dgamma) {
+  const float h = 1e-2f;
+  size_t rows = (size_t)d->rows, cols = (size_t)d->cols, n = rows * cols;
+  float *yp = kiln_bert_alloc(n, 4), *ym = kiln_bert_alloc(n, 4);
+  for (size_t c = 0; c < cols && run->ok; c++) {
+    float *vals[2] = {x, gamma};
+    for (int which = 0; which < 2; which++) {
+      float *v = vals[which];
+      size_t stride = which == 0 ? cols : 0, count = which == 0 ? rows : 1;
+      float keep[1024];
+      for (size_t r = 0; r < count; r++)
+        keep[r] = v[r * stride + c], v[r * stride + c] = keep[r] + h;
+      kiln_bert_upload(run, which == 0 ? d->x : d->gamma, v, (which == 0 ? n : cols) * 4);
+      launch_fwd(run, d);
+      kiln_bert_fetch(run, yp, d->y, n * 4);
+      for (size_t r = 0; r < count; r++)
+        v[r * stride + c] = keep[r] - h;
+      kiln_bert_upload(run, which == 0 ? d->x : d->gamma, v, (which == 0 ? n : cols) * 4);
+      launch_fwd(run, d);
+      kiln_bert_fetch(run, ym, d->y, n * 4);
+      double total = 0.0;
+      for (size_t r = 0; r < rows; r++) {
+        double diff = row_loss(yp, w, r, cols) - row_loss(ym, w, r, cols);
+        double span = (double)(keep[which == 0 ? r : 0] + h) - (double)(keep[which == 0 ? r : 0] - h);
+        if (which == 0)
+          fd_dx[r * cols + c] = (float)(diff / span);
+        total += diff / span;
+      }
+      if (which == 1)
+        fd_dgamma[c] = (float)total;
+      for (size_t r = 0; r < count; r++)
+        v[r * stride + c] = keep[r];
+      kiln_bert_upload(run, which == 0 ? d->x : d->gamma, v, (which == 0 ? n : cols) * 4);
+    }
+  }
+  free(yp), free(ym);
+}
+
+static bool run_cfg(KilnRtDevice *dev, const LnCfg *c, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "%dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs", c->rows, c->cols,
+                  c->fwd_block, c->bwd_block, c->bwd_programs);
+  KilnDefine fdef[] = {{"BLOCK", c->fwd_block}}, bdef[] = {{"BLOCK", c->bwd_block}};
+  KilnDefine rdef[] = {{"BLOCK", 64}};
+  LnDev d = {0};
+  d.fwd = kiln_bert_kernel(&run, "layernorm", "layernorm_fwd", fdef, 1);
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd", bdef, 1);
+  KilnRtFunction *red = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd_reduce", rdef, 1);
+  size_t rows = (size_t)c->rows, cols = (size_t)c->cols, n = rows * cols, G = (size_t)c->bwd_programs;
+  size_t total = n + KILN_BERT_TAIL, stotal = rows + KILN_BERT_TAIL, ctotal = cols + KILN_BERT_TAIL;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  /* A per-row offset keeps the mean away from zero, so forgetting to subtract it shows. */
+  float *x = kiln_bert_random_f32(&rng, n, -2.0f, 2.0f), *res = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  for (size_t r = 0; r < rows; r++) {
+    float off = kiln_ref_rng_uniform(&rng, -1.0f, 1.0f);
+    for (size_t k = 0; k < cols; k++)
+      x[r * cols + k] += off;
+  }
+  float *gamma = kiln_bert_random_f32(&rng, cols, 0.5f, 1.5f), *beta = kiln_bert_random_f32(&rng, cols, -1.0f, 1.0f);
+  float *dy = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  d.rows = c->rows, d.cols = c->cols, d.eps = EPS;
+  d.x = kiln_bert_input(&run, x, n * 4), d.res = kiln_bert_input(&run, res, n * 4);
+  d.gamma = kiln_bert_input(&run, gamma, cols * 4), d.beta = kiln_bert_input(&run, beta, cols * 4);
+  d.s = kiln_bert_output(&run, total * 4), d.y = kiln_bert_output(&run, total * 4);
+  d.mean = kiln_bert_output(&run, stotal * 4), d.rstd = kiln_bert_output(&run, stotal * 4);
+  launch_fwd(&run, &d);
+  float *s = kiln_bert_alloc(total, 4), *y = kiln_bert_alloc(total, 4);
+  float *mean = kiln_bert_alloc(stotal, 4), *rstd = kiln_bert_alloc(stotal, 4);
+  kiln_bert_fetch(&run, s, d.s, total * 4), kiln_bert_fetch(&run, y, d.y, total * 4);
+  kiln_bert_fetch(&run, mean, d.mean, stotal * 4), kiln_bert_fetch(&run, rstd, d.rstd, stotal * 4);
+  kiln_bert_check_untouched(&run, "s", s, 4, total, 1, n, total);
+  kiln_bert_check_untouched(&run, "y", y, 4, total, 1, n, total);
+  kiln_bert_check_untouched(&run, "mean", mean, 4, stotal, 1, rows, stotal);
+  kiln_bert_check_untouched(&run, "rstd", rstd, 4, stotal, 1, rows, stotal);
+
+  float *ref_s = kiln_bert_alloc(n, 4), *ref_y = kiln_bert_alloc(n, 4);
+  float *ref_mean = kiln_bert_alloc(rows, 4), *ref_rstd = kiln_bert_alloc(rows, 4);
+  for (size_t i = 0; i < n; i++)
+    ref_s[i] = x[i] + res[i];
+  kiln_bert_ref_layernorm_fwd(x, res, gamma, beta, ref_y, ref_mean, ref_rstd, rows, cols, EPS);
+  kiln_bert_check_close(&run, "s", s, ref_s, n, 1.0, 0.0);
+  kiln_bert_check_close(&run, "y", y, ref_y, n, 1.0, 1e-5);
+  kiln_bert_check_close(&run, "mean", mean, ref_mean, rows, 1.0, 1e-5);
+  kiln_bert_check_close(&run, "rstd", rstd, ref_rstd, rows, 1e-30, 1e-5);
+
+  /* Backward from the kernel's own s, mean, rstd (the reference gets the same ones). */
+  void *ddy = kiln_bert_input(&run, dy, n * 4), *ddx = kiln_bert_output(&run, total * 4);
+  void *dgp = kiln_bert_output(&run, G * cols * 4), *dbp = kiln_bert_output(&run, G * cols * 4);
+  void *ddg = kiln_bert_output(&run, ctotal * 4), *ddb = kiln_bert_output(&run, ctotal * 4);
+  int32_t parts = (int32_t)G;
+  void *bargs[] = {&d.s, &ddy, &d.gamma, &d.mean, &d.rstd, &ddx, &dgp, &dbp, &d.rows, &d.cols};
+  kiln_bert_launch(&run, bwd, (uint32_t)G, 1, bargs);
+  void *rg[] = {&dgp, &ddg, &parts, &d.cols}, *rb[] = {&dbp, &ddb, &parts, &d.cols};
+  kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rg);
+  kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rb);
+  float *dx = kiln_bert_alloc(total, 4), *dg = kiln_bert_alloc(ctotal, 4), *db = kiln_bert_alloc(ctotal, 4);
+  kiln_bert_fetch(&run, dx, ddx, total * 4);
+  kiln_bert_fetch(&run, dg, ddg, ctotal * 4), kiln_bert_fetch(&run, db, ddb, ctotal * 4);
+  kiln_bert_check_untouched(&run, "dx", dx, 4, total, 1, n, total);
+  kiln_bert_check_untouched(&run, "dgamma", dg, 4, ctotal, 1, cols, ctotal);
+  kiln_bert_check_untouched(&run, "dbeta", db, 4, ctotal, 1, cols, ctotal);
+  float *ref_dx = kiln_bert_alloc(n, 4), *ref_dg = kiln_bert_alloc(cols, 4), *ref_db = kiln_bert_alloc(cols, 4);
+  kiln_bert_ref_layernorm_bwd(s, dy, gamma, mean, rstd, ref_dx, ref_dg, ref_db, rows, cols);
+  kiln_bert_check_close(&run, "dx", dx, ref_dx, n, 1.0, 1e-5);
+  kiln_bert_check_close(&run, "dgamma", dg, ref_dg, cols, 1.0, 1e-5);
+  kiln_bert_check_close(&run, "dbeta", db, ref_db, cols, 1.0, 1e-5);
+  if (c->fd && run.ok) {
+    float *fd_dx = kiln_bert_alloc(n, 4), *fd_dg = kiln_bert_alloc(cols, 4);
+    finite_differences(&run, &d, x, gamma, dy, fd_dx, fd_dg);
+    kiln_bert_check_close(&run, "dx vs fd", dx, fd_dx, n, 1.0, 2e-3);
+    kiln_bert_check_close(&run, "dgamma fd", dg, fd_dg, cols, 1.0, 2e-3);
+    free(fd_dx), free(fd_dg);
+  }
+  free(x), free(res), free(gamma), free(beta), free(dy), free(s), free(y), free(mean), free(rstd);
+  free(ref_s), free(ref_y), free(ref_mean), free(ref_rstd), free(dx), free(dg), free(db);
+  free(ref_dx), free(ref_dg), free(ref_db);
+  return kiln_bert_end(&run);
+}
+
+bool kiln_bert_test_layernorm(KilnRtDevice *dev) {
+  static const LnCfg cfgs[] = {
+      {5, 77, 32, 128, 2, true},      /* three ragged forward chunks; FD */
+      {37, 96, 128, 128, 4, true},    /* 37 rows over 4 programs: uneven partial sums; FD */
+      {4, 768, 256, 1024, 3, false},  /* BERT-base width, three exact forward chunks */
+      {1, 1, 128, 128, 1, false},     /* degenerate: var 0, xhat 0 */
+  };
+  bool ok = true;
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
+    ok &= run_cfg(dev, &cfgs[i], 2000 + i);
+  return ok;
+}
