@@ -75,6 +75,8 @@ static void link_items(KilnCompilation *c)
     }
 }
 
+const KilnSpan kiln_span_none = {0, 0, 0, 0};
+
 bool kiln_frontend_parse(KilnCompilation *c)
 {
     KILN_ASSERT(!c->parsed);
@@ -82,14 +84,14 @@ bool kiln_frontend_parse(KilnCompilation *c)
     jmp_buf oom;
     if (setjmp(oom)) {
         c->ar.oom = NULL;
-        kiln_diag_error(c, (KilnSpan){0, 0, 0, 0}, "out of memory while parsing");
+        kiln_diag_error(c, kiln_span_none, "out of memory while parsing");
         c->nparse_diags = c->ndiags;
         c->nparse_errors = c->nerrors;
         return false;
     }
     c->ar.oom = &oom;
     if (c->len > INT_MAX / 2) {
-        kiln_diag_error(c, (KilnSpan){0, 0, 0, 0}, "source file is too large");
+        kiln_diag_error(c, kiln_span_none, "source file is too large");
     } else {
         kiln_parse_run(c);
         if (!c->too_deep)

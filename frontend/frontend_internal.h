@@ -18,6 +18,11 @@ _Noreturn void kiln_assert_fail(const char *file, int line, const char *func, co
 
 /* ---------------------------------------------------------------- arena */
 
+/* The span of diagnostics that belong to no source position. A named object, not a compound
+ * literal, because the functions that report through it also call setjmp, and gcc warns that a
+ * compound literal temporary "might be clobbered". */
+extern const KilnSpan kiln_span_none;
+
 typedef struct KilnArenaChunk KilnArenaChunk;
 
 /* Bump allocator: memory comes from chunks and is released all at once.  When malloc fails

@@ -1283,13 +1283,13 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name, const K
     jmp_buf oom;
     if (setjmp(oom)) {
         c->scratch.oom = NULL;
-        kiln_diag_add(c, KILN_SEV_ERROR, (KilnSpan){0, 0, 0, 0}, "out of memory during type checking");
+        kiln_diag_add(c, KILN_SEV_ERROR, kiln_span_none, "out of memory during type checking");
         c->in_sema = false;
         return false;
     }
     c->scratch.oom = &oom;
     if (!k)
-        kiln_diag_error(c, (KilnSpan){0, 0, 0, 0}, "no kernel named '%s'", kernel_name);
+        kiln_diag_error(c, kiln_span_none, "no kernel named '%s'", kernel_name);
     else
         check_kernel(c, k, bindings, nbindings, false);
     c->scratch.oom = NULL;
@@ -1308,7 +1308,7 @@ bool kiln_sema_check_all(KilnCompilation *c)
     jmp_buf oom;
     if (setjmp(oom)) {
         c->scratch.oom = NULL;
-        kiln_diag_add(c, KILN_SEV_ERROR, (KilnSpan){0, 0, 0, 0}, "out of memory during type checking");
+        kiln_diag_add(c, KILN_SEV_ERROR, kiln_span_none, "out of memory during type checking");
         c->in_sema = false;
         return false;
     }
