@@ -2,6 +2,7 @@
 #include "bert_ref.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 static const double SQRT_2_OVER_PI = 0.79788456080286535588;
@@ -70,4 +71,35 @@ void kiln_bert_ref_layernorm_bwd(const float *s, const float *dy, const float *g
   for (size_t c = 0; c < cols && dg && db; c++)
     dgamma[c] = (float)dg[c], dbeta[c] = (float)db[c];
   free(dg), free(db);
+}
+
+/* logsumexp of one row in double, after subtracting the maximum. */
+static double row_lse(const float *x, size_t n) {
+  double m = x[0], s = 0.0;
+  for (size_t i = 1; i < n; i++)
+    m = x[i] > m ? x[i] : m;
+  for (size_t i = 0; i < n; i++)
+    s += exp((double)x[i] - m);
+  return m + log(s);
+}
+
+void kiln_bert_ref_xent_fwd(const float *x, const int32_t *labels, float *loss, float *lse,
+                            size_t rows, size_t classes, int32_t ignore_index) {
+  for (size_t r = 0; r < rows; r++) {
+    double l = row_lse(x + r * classes, classes);
+    lse[r] = (float)l;
+    loss[r] = labels[r] == ignore_index ? 0.0f : (float)(l - x[r * classes + (size_t)labels[r]]);
+  }
+}
+
+void kiln_bert_ref_xent_bwd(const float *x, const int32_t *labels, const float *dloss,
+                            float *dx, size_t rows, size_t classes, int32_t ignore_index) {
+  for (size_t r = 0; r < rows; r++) {
+    double l = row_lse(x + r * classes, classes);
+    bool ignored = labels[r] == ignore_index;
+    for (size_t c = 0; c < classes; c++) {
+      double p = exp((double)x[r * classes + c] - l) - (c == (size_t)labels[r] ? 1.0 : 0.0);
+      dx[r * classes + c] = ignored ? 0.0f : (float)(p * dloss[r]);
+    }
+  }
 }

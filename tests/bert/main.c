@@ -15,6 +15,7 @@ static const struct {
 } TESTS[] = {
     {"gelu", kiln_bert_test_gelu},
     {"layernorm", kiln_bert_test_layernorm},
+    {"xent", kiln_bert_test_xent},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

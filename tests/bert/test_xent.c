@@ -1,0 +1,116 @@
+/* test_xent.c — softmax cross-entropy forward (loss, lse) and backward (dlogits) with an ignore
+ * index (kernels-bert/xent.kiln), f32. docs/kernels/xent.md gives the tolerances' reasons. */
+#include "bert_ref.h"
+#include "harness.h"
+#include "tests.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { IGNORE = -100 };
+
+typedef struct XentCfg {
+  int32_t rows, classes, block;
+  float offset; /* added to every logit: large values test the max subtraction */
+  bool fd;
+} XentCfg;
+
+typedef struct XentDev {
+  KilnRtFunction *fwd;
+  void *x, *labels, *loss, *lse;
+  int32_t rows, classes, ignore;
+} XentDev;
+
+static void launch_fwd(KilnBertRun *run, XentDev *d) {
+  void *args[] = {&d->x, &d->labels, &d->loss, &d->lse, &d->classes, &d->ignore};
+  kiln_bert_launch(run, d->fwd, (uint32_t)d->rows, 1, args);
+}
+
+/* Central differences of L = sum_r w_r loss_r through xent_fwd; column c of every row is shifted
+ * at once, and rows do not interact, so each row's loss gives its own element's difference. */
+static void finite_differences(KilnBertRun *run, XentDev *d, float *x, const float *w, float *fd) {
+  const float h = 2e-2f;
+  size_t rows = (size_t)d->rows, classes = (size_t)d->classes, n = rows * classes;
+  float *lp = kiln_bert_alloc(rows, 4), *lm = kiln_bert_alloc(rows, 4), *keep = kiln_bert_alloc(rows, 4);
+  for (size_t c = 0; c < classes && run->ok; c++) {
+    for (size_t r = 0; r < rows; r++)
+      keep[r] = x[r * classes + c], x[r * classes + c] = keep[r] + h;
+    kiln_bert_upload(run, d->x, x, n * 4);
+    launch_fwd(run, d);
+    kiln_bert_fetch(run, lp, d->loss, rows * 4);
+    for (size_t r = 0; r < rows; r++)
+      x[r * classes + c] = keep[r] - h;
+    kiln_bert_upload(run, d->x, x, n * 4);
+    launch_fwd(run, d);
+    kiln_bert_fetch(run, lm, d->loss, rows * 4);
+    for (size_t r = 0; r < rows; r++) {
+      double span = (double)(keep[r] + h) - (double)(keep[r] - h);
+      fd[r * classes + c] = (float)((double)w[r] * ((double)lp[r] - (double)lm[r]) / span);
+      x[r * classes + c] = keep[r];
+    }
+  }
+  kiln_bert_upload(run, d->x, x, n * 4);
+  free(lp), free(lm), free(keep);
+}
+
+static bool run_cfg(KilnRtDevice *dev, const XentCfg *c, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "%dx%d BLOCK %d offset %g", c->rows, c->classes, c->block,
+                  (double)c->offset);
+  KilnDefine defs[] = {{"BLOCK", c->block}};
+  XentDev d = {0};
+  d.fwd = kiln_bert_kernel(&run, "xent", "xent_fwd", defs, 1);
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "xent", "xent_bwd", defs, 1);
+  size_t rows = (size_t)c->rows, classes = (size_t)c->classes, n = rows * classes;
+  size_t total = n + KILN_BERT_TAIL, rtotal = rows + KILN_BERT_TAIL;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *x = kiln_bert_random_f32(&rng, n, -8.0f, 8.0f);
+  for (size_t i = 0; i < n; i++)
+    x[i] += c->offset;
+  int32_t *labels = kiln_bert_alloc(rows, 4);
+  for (size_t r = 0; r < rows; r++) /* about one row in five is ignored */
+    labels[r] = kiln_ref_rng_next(&rng) % 5 == 0 ? IGNORE : (int32_t)(kiln_ref_rng_next(&rng) % classes);
+  labels[0] = (int32_t)classes - 1; /* the last class, in the last (ragged) chunk */
+  float *dloss = kiln_bert_random_f32(&rng, rows, 0.5f, 1.5f);
+  d.rows = c->rows, d.classes = c->classes, d.ignore = IGNORE;
+  d.x = kiln_bert_input(&run, x, n * 4), d.labels = kiln_bert_input(&run, labels, rows * 4);
+  d.loss = kiln_bert_output(&run, rtotal * 4), d.lse = kiln_bert_output(&run, rtotal * 4);
+  void *ddl = kiln_bert_input(&run, dloss, rows * 4), *ddx = kiln_bert_output(&run, total * 4);
+  launch_fwd(&run, &d);
+  void *bargs[] = {&d.x, &d.labels, &d.lse, &ddl, &ddx, &d.classes, &d.ignore};
+  kiln_bert_launch(&run, bwd, (uint32_t)rows, 1, bargs);
+  float *loss = kiln_bert_alloc(rtotal, 4), *lse = kiln_bert_alloc(rtotal, 4), *dx = kiln_bert_alloc(total, 4);
+  kiln_bert_fetch(&run, loss, d.loss, rtotal * 4), kiln_bert_fetch(&run, lse, d.lse, rtotal * 4);
+  kiln_bert_fetch(&run, dx, ddx, total * 4);
+  kiln_bert_check_untouched(&run, "loss", loss, 4, rtotal, 1, rows, rtotal);
+  kiln_bert_check_untouched(&run, "lse", lse, 4, rtotal, 1, rows, rtotal);
+  kiln_bert_check_untouched(&run, "dx", dx, 4, total, 1, n, total);
+  float *rl = kiln_bert_alloc(rows, 4), *rlse = kiln_bert_alloc(rows, 4), *rdx = kiln_bert_alloc(n, 4);
+  kiln_bert_ref_xent_fwd(x, labels, rl, rlse, rows, classes, IGNORE);
+  kiln_bert_ref_xent_bwd(x, labels, dloss, rdx, rows, classes, IGNORE);
+  kiln_bert_check_close(&run, "loss", loss, rl, rows, 1.0, 1e-5);
+  kiln_bert_check_close(&run, "lse", lse, rlse, rows, 1.0, 1e-6);
+  kiln_bert_check_close(&run, "dx", dx, rdx, n, 1e-2, 2e-5);
+  if (c->fd && run.ok) {
+    float *fd = kiln_bert_alloc(n, 4);
+    finite_differences(&run, &d, x, dloss, fd);
+    kiln_bert_check_close(&run, "dx vs fd", dx, fd, n, 1e-1, 2e-3);
+    free(fd);
+  }
+  free(x), free(labels), free(dloss), free(loss), free(lse), free(dx), free(rl), free(rlse), free(rdx);
+  return kiln_bert_end(&run);
+}
+
+bool kiln_bert_test_xent(KilnRtDevice *dev) {
+  static const XentCfg cfgs[] = {
+      {16, 2, 32, 0.0f, true},       /* sequence classification: two classes */
+      {6, 77, 32, 0.0f, true},       /* three chunks, the last ragged; FD */
+      {13, 1000, 256, 80.0f, false}, /* logits near 80: exp overflows without the max shift */
+      {5, 3001, 1024, 0.0f, false},  /* a scaled-down vocabulary */
+  };
+  bool ok = true;
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
+    ok &= run_cfg(dev, &cfgs[i], 3000 + i);
+  return ok;
+}
