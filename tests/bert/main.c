@@ -16,6 +16,7 @@ static const struct {
     {"gelu", kiln_bert_test_gelu},
     {"layernorm", kiln_bert_test_layernorm},
     {"xent", kiln_bert_test_xent},
+    {"dropout", kiln_bert_test_dropout},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

@@ -1,0 +1,98 @@
+/* test_dropout.c — dropout forward, backward and residual-fused forward with Philox masks
+ * (kernels-bert/dropout.kiln). docs/kernels/dropout.md gives the tolerances' reasons. */
+#include "harness.h"
+#include "tests.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct DropCfg {
+  int32_t n, block;
+  float p;
+  int32_t seed, offset;
+} DropCfg;
+
+/* Launches one of the kernels (args: in[, res], out, n, p, seed, offset) and returns its output. */
+static float *launch(KilnBertRun *run, KilnRtFunction *fn, const DropCfg *c, const float *in,
+                     const float *res, const char *what) {
+  size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL;
+  void *din = kiln_bert_input(run, in, n * 4);
+  void *dres = res ? kiln_bert_input(run, res, n * 4) : NULL;
+  void *dout = kiln_bert_output(run, total * 4);
+  int32_t n32 = c->n, seed = c->seed, offset = c->offset;
+  float p = c->p;
+  void *args2[] = {&din, &dout, &n32, &p, &seed, &offset};
+  void *args3[] = {&din, &dres, &dout, &n32, &p, &seed, &offset};
+  kiln_bert_launch(run, fn, kiln_bert_cdiv(n, (size_t)c->block), 1, res ? args3 : args2);
+  float *out = kiln_bert_alloc(total, 4);
+  kiln_bert_fetch(run, out, dout, total * 4);
+  kiln_bert_check_untouched(run, what, out, 4, total, 1, n, total);
+  return out;
+}
+
+static bool run_cfg(KilnRtDevice *dev, const DropCfg *c, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "n=%d p=%g seed=%d offset=%d", c->n, (double)c->p, c->seed, c->offset);
+  KilnDefine defs[] = {{"BLOCK", c->block}};
+  KilnRtFunction *fwd = kiln_bert_kernel(&run, "dropout", "dropout_fwd", defs, 1);
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "dropout", "dropout_bwd", defs, 1);
+  KilnRtFunction *add = kiln_bert_kernel(&run, "dropout", "dropout_add_fwd", defs, 1);
+  size_t n = (size_t)c->n;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  /* x in [0.5, 1.5): never 0, so a zero output always means a dropped element. */
+  float *x = kiln_bert_random_f32(&rng, n, 0.5f, 1.5f), *res = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  float *w = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  float *y = launch(&run, fwd, c, x, NULL, "y");
+  float *dx_same = launch(&run, bwd, c, x, NULL, "dx");
+  float *ya = launch(&run, add, c, x, res, "y (add)");
+  float *dx = launch(&run, bwd, c, w, NULL, "dx");
+
+  float *ref = kiln_bert_alloc(n, 4), *ref_add = kiln_bert_alloc(n, 4);
+  float scale = 1.0f / (1.0f - c->p);
+  size_t kept = 0, same = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool keep = kiln_ref_rand(c->seed, c->offset + (int32_t)i) > c->p;
+    ref[i] = keep ? x[i] * scale : 0.0f;
+    ref_add[i] = res[i] + ref[i];
+    kept += y[i] != 0.0f;
+    same += memcmp(&y[i], &dx_same[i], 4) == 0;
+  }
+  kiln_bert_check_close(&run, "y", y, ref, n, 1.0, 1e-6);
+  kiln_bert_check_close(&run, "y (add)", ya, ref_add, n, 1.0, 1e-6);
+  /* The backward regenerates the forward's mask: given dy = x it must reproduce y bit for bit. */
+  printf("       bwd mask   %zu of %zu equal the forward bit for bit (tol: all)\n", same, n);
+  if (run.ok && same != n)
+    kiln_bert_fail(&run, "the backward's mask differs from the forward's in %zu elements", n - same);
+  /* Keep fraction: binomial, so within 4 standard deviations of 1 - p. */
+  double frac = (double)kept / (double)n, sigma = sqrt((double)c->p * (1.0 - c->p) / (double)n);
+  printf("       keep frac  %.4f (want %.4f +- %.4f)\n", frac, 1.0 - c->p, 4 * sigma);
+  if (run.ok && fabs(frac - (1.0 - c->p)) > 4 * sigma)
+    kiln_bert_fail(&run, "keep fraction %.4f is more than 4 sigma from %.4f", frac, 1.0 - c->p);
+  /* Finite differences of L = sum w * dropout(x): elementwise, so all x shift at once. */
+  const float h = 1e-2f;
+  float *xp = kiln_bert_alloc(n, 4), *xm = kiln_bert_alloc(n, 4), *fd = kiln_bert_alloc(n, 4);
+  for (size_t i = 0; i < n; i++)
+    xp[i] = x[i] + h, xm[i] = x[i] - h;
+  float *yp = launch(&run, fwd, c, xp, NULL, "y+"), *ym = launch(&run, fwd, c, xm, NULL, "y-");
+  for (size_t i = 0; i < n; i++)
+    fd[i] = (float)((double)w[i] * ((double)yp[i] - ym[i]) / ((double)xp[i] - xm[i]));
+  kiln_bert_check_close(&run, "dx vs fd", dx, fd, n, 1.0, 1e-3);
+  free(x), free(res), free(w), free(y), free(dx_same), free(ya), free(dx), free(ref), free(ref_add);
+  free(xp), free(xm), free(fd), free(yp), free(ym);
+  return kiln_bert_end(&run);
+}
+
+bool kiln_bert_test_dropout(KilnRtDevice *dev) {
+  static const DropCfg cfgs[] = {
+      {10007, 1024, 0.1f, 42, 0},
+      {4096, 512, 0.5f, -7, 123456},
+      {77, 256, 0.9f, 2147483647, 5},
+  };
+  bool ok = true;
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
+    ok &= run_cfg(dev, &cfgs[i], 4000 + i);
+  return ok;
+}
