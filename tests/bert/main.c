@@ -17,6 +17,7 @@ static const struct {
     {"layernorm", kiln_bert_test_layernorm},
     {"xent", kiln_bert_test_xent},
     {"dropout", kiln_bert_test_dropout},
+    {"embedding", kiln_bert_test_embedding},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

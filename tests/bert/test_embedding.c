@@ -1,0 +1,132 @@
+/* test_embedding.c — word + position + token-type embeddings, forward and atomic backward
+ * (kernels-bert/embedding.kiln), f32. docs/kernels/embedding.md gives the tolerances' reasons. */
+#include "harness.h"
+#include "tests.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct EmbCfg {
+  int32_t batch, seq, hidden, vocab, block_t, block_h;
+} EmbCfg;
+
+enum { NTYPES = 2, FD_PER_TABLE = 6 };
+
+/* A device buffer whose first n floats are 0 (an accumulator) and whose tail is sentinel. */
+static void *zeroed_output(KilnBertRun *run, size_t n) {
+  size_t total = n + KILN_BERT_TAIL;
+  unsigned char *host = kiln_bert_alloc(total, 4);
+  memset(host, KILN_BERT_SENTINEL, total * 4);
+  memset(host, 0, n * 4);
+  void *d = kiln_bert_input(run, host, total * 4);
+  free(host);
+  return d;
+}
+
+/* L = sum w * out, in double. */
+static double loss(const float *out, const float *w, size_t n) {
+  double l = 0.0;
+  for (size_t i = 0; i < n; i++)
+    l += (double)w[i] * out[i];
+  return l;
+}
+
+static bool run_cfg(KilnRtDevice *dev, const EmbCfg *c, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "batch %d seq %d hidden %d vocab %d block %dx%d", c->batch, c->seq,
+                  c->hidden, c->vocab, c->block_t, c->block_h);
+  KilnDefine defs[] = {{"BLOCK_T", c->block_t}, {"BLOCK_H", c->block_h}};
+  KilnRtFunction *fwd = kiln_bert_kernel(&run, "embedding", "embedding_fwd", defs, 2);
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "embedding", "embedding_bwd", defs, 2);
+  size_t ntok = (size_t)c->batch * (size_t)c->seq, H = (size_t)c->hidden, n = ntok * H;
+  size_t sizes[3] = {(size_t)c->vocab * H, (size_t)c->seq * H, NTYPES * H};
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  int32_t *ids = kiln_bert_alloc(ntok, 4), *types = kiln_bert_alloc(ntok, 4);
+  for (size_t t = 0; t < ntok; t++) /* a small vocabulary: ids repeat, also within one tile */
+    ids[t] = (int32_t)(kiln_ref_rng_next(&rng) % (uint64_t)c->vocab), types[t] = (int32_t)(t % (size_t)c->seq >= (size_t)c->seq / 2);
+  float *tab[3], *w = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  void *dtab[3], *dgrad[3];
+  for (int k = 0; k < 3; k++)
+    tab[k] = kiln_bert_random_f32(&rng, sizes[k], -1.0f, 1.0f);
+  void *dids = kiln_bert_input(&run, ids, ntok * 4), *dtypes = kiln_bert_input(&run, types, ntok * 4);
+  for (int k = 0; k < 3; k++)
+    dtab[k] = kiln_bert_input(&run, tab[k], sizes[k] * 4), dgrad[k] = zeroed_output(&run, sizes[k]);
+  void *dout = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * 4), *dw = kiln_bert_input(&run, w, n * 4);
+  int32_t ntok32 = (int32_t)ntok, seq = c->seq, hidden = c->hidden;
+  uint32_t gx = kiln_bert_cdiv(ntok, (size_t)c->block_t), gy = kiln_bert_cdiv(H, (size_t)c->block_h);
+  void *fargs[] = {&dids, &dtypes, &dtab[0], &dtab[1], &dtab[2], &dout, &ntok32, &seq, &hidden};
+  void *bargs[] = {&dids, &dtypes, &dw, &dgrad[0], &dgrad[1], &dgrad[2], &ntok32, &seq, &hidden};
+  kiln_bert_launch(&run, fwd, gx, gy, fargs);
+  kiln_bert_launch(&run, bwd, gx, gy, bargs);
+  float *out = kiln_bert_alloc(n + KILN_BERT_TAIL, 4), *ref = kiln_bert_alloc(n, 4);
+  kiln_bert_fetch(&run, out, dout, (n + KILN_BERT_TAIL) * 4);
+  kiln_bert_check_untouched(&run, "out", out, 4, n + KILN_BERT_TAIL, 1, n, n + KILN_BERT_TAIL);
+  double *gref[3];
+  for (int k = 0; k < 3; k++)
+    gref[k] = kiln_bert_alloc(sizes[k], sizeof(double));
+  for (size_t t = 0; t < ntok; t++) {
+    size_t rowk[3] = {(size_t)ids[t], t % (size_t)c->seq, (size_t)types[t]};
+    for (size_t j = 0; j < H; j++) {
+      ref[t * H + j] = tab[0][rowk[0] * H + j] + tab[1][rowk[1] * H + j] + tab[2][rowk[2] * H + j];
+      for (int k = 0; k < 3; k++)
+        gref[k][rowk[k] * H + j] += w[t * H + j];
+    }
+  }
+  kiln_bert_check_close(&run, "out", out, ref, n, 1.0, 1e-6);
+  static const char *names[3] = {"dword", "dpos", "dtype"};
+  float *grad[3];
+  for (int k = 0; k < 3; k++) {
+    size_t total = sizes[k] + KILN_BERT_TAIL;
+    grad[k] = kiln_bert_alloc(total, 4);
+    float *gr = kiln_bert_alloc(sizes[k], 4);
+    for (size_t i = 0; i < sizes[k]; i++)
+      gr[i] = (float)gref[k][i];
+    kiln_bert_fetch(&run, grad[k], dgrad[k], total * 4);
+    kiln_bert_check_untouched(&run, names[k], grad[k], 4, total, 1, sizes[k], total);
+    kiln_bert_check_close(&run, names[k], grad[k], gr, sizes[k], 1.0, 1e-5);
+    free(gr);
+  }
+  /* Finite differences of L = sum w * out through embedding_fwd, at a few elements of each
+   * table (rows used by the first tokens, so that every difference is non-trivial). */
+  const float h = 1e-2f;
+  float fd[3 * FD_PER_TABLE], an[3 * FD_PER_TABLE];
+  for (int k = 0; k < 3 && run.ok; k++)
+    for (int e = 0; e < FD_PER_TABLE; e++) {
+      size_t t = (size_t)e * 7 % ntok, j = (size_t)(kiln_ref_rng_next(&rng) % H);
+      size_t row = k == 0 ? (size_t)ids[t] : k == 1 ? t % (size_t)c->seq : (size_t)types[t];
+      float *v = &tab[k][row * H + j], keep = *v;
+      double lp, lm;
+      *v = keep + h;
+      kiln_bert_upload(&run, dtab[k], tab[k], sizes[k] * 4);
+      kiln_bert_launch(&run, fwd, gx, gy, fargs);
+      kiln_bert_fetch(&run, out, dout, n * 4);
+      lp = loss(out, w, n);
+      *v = keep - h;
+      kiln_bert_upload(&run, dtab[k], tab[k], sizes[k] * 4);
+      kiln_bert_launch(&run, fwd, gx, gy, fargs);
+      kiln_bert_fetch(&run, out, dout, n * 4);
+      lm = loss(out, w, n);
+      fd[k * FD_PER_TABLE + e] = (float)((lp - lm) / ((double)(keep + h) - (double)(keep - h)));
+      an[k * FD_PER_TABLE + e] = grad[k][row * H + j];
+      *v = keep;
+      kiln_bert_upload(&run, dtab[k], tab[k], sizes[k] * 4);
+    }
+  kiln_bert_check_close(&run, "grad vs fd", an, fd, 3 * FD_PER_TABLE, 1.0, 1e-3);
+  for (int k = 0; k < 3; k++)
+    free(tab[k]), free(gref[k]), free(grad[k]);
+  free(ids), free(types), free(w), free(out), free(ref);
+  return kiln_bert_end(&run);
+}
+
+bool kiln_bert_test_embedding(KilnRtDevice *dev) {
+  static const EmbCfg cfgs[] = {
+      {3, 37, 96, 50, 4, 64},  /* 111 tokens, ragged in both directions */
+      {2, 16, 64, 7, 8, 32},   /* exact tiles; 7 ids, so every tile repeats ids */
+  };
+  bool ok = true;
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
+    ok &= run_cfg(dev, &cfgs[i], 5000 + i);
+  return ok;
+}
