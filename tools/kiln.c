@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "kiln_driver.h"
+#ifdef KILN_HAVE_AUTOTUNE
+#include "kiln_autotune.h"
+#endif
 
 enum { EXIT_USAGE = 64 };
 
@@ -21,6 +24,8 @@ static const char *const usage_main =
     "commands:\n"
     "  compile FILE --kernel NAME   compile one kernel to AST, MLIR, LLVM IR or an object\n"
     "  check FILE...                parse and type-check every kernel; diagnostics only\n"
+    "  tune FILE...                 time each kernel's tune configs on a device; cache winners\n"
+    "  lib FILE... --cache C -o D   generate a C kernel library from the cached winners\n"
     "  help [COMMAND]               show help for a command\n"
     "\n"
     "options:\n"
@@ -234,6 +239,10 @@ static int cmd_help(int argc, char **argv) {
   }
   if (!strcmp(argv[0], "compile")) fputs(usage_compile, stdout);
   else if (!strcmp(argv[0], "check")) fputs(usage_check, stdout);
+#ifdef KILN_HAVE_AUTOTUNE
+  else if (!strcmp(argv[0], "tune")) fputs(kiln_tune_usage, stdout);
+  else if (!strcmp(argv[0], "lib")) fputs(kiln_lib_usage, stdout);
+#endif
   else return usage_error(NULL, "no help for unknown command '%s'", argv[0]);
   return 0;
 }
@@ -252,5 +261,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
   if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
   if (!strcmp(cmd, "help")) return cmd_help(argc - 2, argv + 2);
+#ifdef KILN_HAVE_AUTOTUNE
+  if (!strcmp(cmd, "tune")) return kiln_tune_command(argc - 2, argv + 2);
+  if (!strcmp(cmd, "lib")) return kiln_lib_command(argc - 2, argv + 2);
+#endif
   return usage_error(NULL, "unknown command '%s'", cmd);
 }

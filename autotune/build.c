@@ -1,0 +1,134 @@
+/* build.c — the builder stage: compile variants in fork()ed workers.
+ *
+ * Why processes and not threads: kiln_driver_compile creates an MLIR context per call and the
+ * frontend keeps per-compilation state, but nothing documents the driver as thread-safe, and a
+ * compiler crash on one variant must not take the tuner down. Workers take variants from a
+ * shared counter (so a slow variant does not hold up a fixed share), write `v<order>.o` into
+ * the run's temp dir and report in a MAP_SHARED table. The parent holds no MLIR or runtime
+ * state when it forks. */
+#include "internal.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct BuildSlot {
+  int done;  /* 1 built, 2 failed */
+  double ms;
+  char err[256];
+} BuildSlot;
+
+typedef struct BuildShared {
+  atomic_int next;
+  BuildSlot slots[];
+} BuildShared;
+
+/* The first line of the driver's diagnostics, for the report. */
+static void first_line(const char *log_path, char *buf, size_t cap) {
+  size_t n = 0;
+  char *text = tune_read_file(log_path, &n);
+  snprintf(buf, cap, "%s", text && *text ? text : "compile failed");
+  buf[strcspn(buf, "\n")] = '\0';
+  free(text);
+}
+
+static void build_one(const char *path, const char *src, size_t srclen, const char *kernel,
+                      const TuneTarget *tg, TuneCand *cand, const char *tmpdir, BuildSlot *slot) {
+  char log_path[600];
+  snprintf(log_path, sizeof log_path, "%s/v%d.log", tmpdir, cand->order);
+  snprintf(cand->obj_path, sizeof cand->obj_path, "%s/v%d.o", tmpdir, cand->order);
+  FILE *diag = fopen(log_path, "w");
+  KilnDefine defs[32];
+  int nd = 0;
+  for (int i = 0; i < cand->cfg.nbindings && i < 32; i++)
+    defs[nd++] = (KilnDefine){cand->cfg.bindings[i].name, cand->cfg.bindings[i].value};
+  KilnCompileOptions o = {.path = path, .source = src, .source_len = srclen, .kernel = kernel,
+                          .defines = defs, .num_defines = (size_t)nd, .target = tg->target,
+                          .num_warps = cand->cfg.num_warps, .num_stages = cand->cfg.num_stages,
+                          .diag = diag ? diag : stderr};
+  KilnBuffer obj = {0};
+  double t0 = tune_now();
+  KilnDriverStatus st = kiln_driver_compile(&o, KILN_EMIT_OBJ, &obj);
+  slot->ms = (tune_now() - t0) * 1e3;
+  if (diag) fclose(diag);
+  if (st != KILN_DRIVER_OK) {
+    first_line(log_path, slot->err, sizeof slot->err);
+    slot->done = 2;
+  } else if (tune_write_atomic(cand->obj_path, obj.data, obj.size) != 0) {
+    snprintf(slot->err, sizeof slot->err, "cannot write %.200s", cand->obj_path);
+    slot->done = 2;
+  } else {
+    slot->done = 1;
+  }
+  kiln_buffer_free(&obj);
+}
+
+static void worker(const char *path, const char *src, size_t srclen, const char *kernel,
+                   const TuneTarget *tg, TuneCand *c, const int *idx, int nidx,
+                   const char *tmpdir, const TuneRunOpts *o, BuildShared *sh) {
+  for (;;) {
+    int k = atomic_fetch_add(&sh->next, 1);
+    if (k >= nidx) break;
+    if (o->deadline > 0 && tune_now() > o->deadline) {
+      snprintf(sh->slots[k].err, sizeof sh->slots[k].err, "budget");
+      sh->slots[k].done = 2;
+      continue;
+    }
+    build_one(path, src, srclen, kernel, tg, &c[idx[k]], tmpdir, &sh->slots[k]);
+  }
+}
+
+void tune_build(const char *path, const char *src, size_t srclen, const char *kernel,
+                const TuneTarget *tg, TuneCand *c, const int *idx, int nidx, const char *tmpdir,
+                const TuneRunOpts *o) {
+  if (nidx <= 0) return;
+  size_t size = sizeof(BuildShared) + (size_t)nidx * sizeof(BuildSlot);
+  BuildShared *sh = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) {
+    for (int k = 0; k < nidx; k++) {
+      c[idx[k]].state = ST_FAILED;
+      snprintf(c[idx[k]].detail, sizeof c[idx[k]].detail, "build: cannot map shared memory");
+    }
+    return;
+  }
+  atomic_init(&sh->next, 0);
+  int nworkers = o->jobs < 1 ? 1 : o->jobs > nidx ? nidx : o->jobs;
+  fflush(NULL);
+  pid_t pids[256];
+  int started = 0;
+  for (int w = 0; w < nworkers && w < 256; w++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      worker(path, src, srclen, kernel, tg, c, idx, nidx, tmpdir, o, sh);
+      _exit(0);
+    }
+    if (pid > 0) pids[started++] = pid;
+  }
+  if (started == 0) worker(path, src, srclen, kernel, tg, c, idx, nidx, tmpdir, o, sh);
+  int died = 0;
+  for (int w = 0; w < started; w++) {
+    int status = 0;
+    while (waitpid(pids[w], &status, 0) < 0) {}
+    if (WIFSIGNALED(status)) died = WTERMSIG(status);
+  }
+  for (int k = 0; k < nidx; k++) {
+    TuneCand *cand = &c[idx[k]];
+    BuildSlot *s = &sh->slots[k];
+    snprintf(cand->obj_path, sizeof cand->obj_path, "%s/v%d.o", tmpdir, cand->order);
+    cand->compile_ms = s->ms;
+    if (s->done == 1) continue;
+    if (s->done == 2 && !strcmp(s->err, "budget")) {
+      cand->state = ST_BUDGET;
+      snprintf(cand->detail, sizeof cand->detail, "not built: the --budget ran out");
+    } else {
+      cand->state = ST_FAILED;
+      if (s->done == 2) snprintf(cand->detail, sizeof cand->detail, "build: %s", s->err);
+      else snprintf(cand->detail, sizeof cand->detail, "build: the compiler died (signal %d)", died);
+    }
+  }
+  munmap(sh, size);
+}

@@ -1,0 +1,505 @@
+/* cli.c — the `kiln tune` and `kiln lib` commands: options, files, the device probe, and the
+ * hand-over from the cache to the library generator. */
+#include "internal.h"
+
+#include <kiln/kilnrt.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { EXIT_USAGE = 64 };
+
+const char *const kiln_tune_usage =
+    "usage: kiln tune FILE... [options]\n"
+    "\n"
+    "Times the configurations of each kernel's tune block on a device and reports the fastest\n"
+    "correct one (docs/tuning.md).\n"
+    "\n"
+    "options:\n"
+    "  --kernel NAME            only this kernel\n"
+    "  --args SPEC              how to call the kernel: 'n=4096; x: f32[n]; out: f32[n];\n"
+    "                           grid=cdiv(n, BLOCK)' (else a '// kiln-tune-args:' line)\n"
+    "  --mode default|max-autotune   presets / a few spread configs, or the whole space\n"
+    "  --device cpu|emu|cuda:N  where to time (default cpu)\n"
+    "  --jobs N                 parallel builder workers (default 2)\n"
+    "  --budget SECONDS         bound on the wall time of the run\n"
+    "  --timeout SECONDS        limit of one timing child (default 10)\n"
+    "  --reps N                 timed runs per child in the first pass (default 5)\n"
+    "  --cache PATH             the JSON tuning cache to read and extend\n"
+    "  --json                   print the report as JSON\n"
+    "  --report-svg PATH        plot of time per config\n"
+    "  --emit-lib DIR           generate the C library of the winners into DIR\n"
+    "  --lib-name NAME          name (and prefix) of the generated library (default kernels)\n";
+
+const char *const kiln_lib_usage =
+    "usage: kiln lib FILE... --cache PATH -o DIR [--device D] [--lib-name NAME] [--args SPEC]\n"
+    "\n"
+    "Generates DIR/NAME.h and DIR/NAME.c from the winners recorded in the cache for each\n"
+    "kernel (one per key bucket); no timing (docs/library.md).\n";
+
+typedef struct Opts {
+  const char *files[64];
+  int nfiles;
+  const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name;
+  const char *args[16];
+  int nargs;
+  bool max_mode, json, is_lib;
+  int jobs, reps;
+  double budget, timeout;
+} Opts;
+
+static int usage(const Opts *o, const char *fmt, const char *what) {
+  fprintf(stderr, "kiln %s: ", o->is_lib ? "lib" : "tune");
+  fprintf(stderr, fmt, what);
+  fprintf(stderr, "\n(see 'kiln help %s')\n", o->is_lib ? "lib" : "tune");
+  return EXIT_USAGE;
+}
+
+static const char *opt_value(int argc, char **argv, int *i, const char *name) {
+  size_t n = strlen(name);
+  if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (!strcmp(argv[*i], name) && *i + 1 < argc) return argv[++*i];
+  return NULL;
+}
+
+static bool num(const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static int parse_opts(int argc, char **argv, Opts *o) {
+  double v;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *s;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(o->is_lib ? kiln_lib_usage : kiln_tune_usage, stdout);
+      return -1;
+    } else if ((s = opt_value(argc, argv, &i, "--kernel"))) o->kernel = s;
+    else if ((s = opt_value(argc, argv, &i, "--device"))) o->device = s;
+    else if ((s = opt_value(argc, argv, &i, "--cache"))) o->cache = s;
+    else if ((s = opt_value(argc, argv, &i, "--report-svg"))) o->svg = s;
+    else if ((s = opt_value(argc, argv, &i, "--emit-lib")) || (s = opt_value(argc, argv, &i, "-o")))
+      o->lib_dir = s;
+    else if ((s = opt_value(argc, argv, &i, "--lib-name"))) o->lib_name = s;
+    else if ((s = opt_value(argc, argv, &i, "--args"))) {
+      if (o->nargs == 16) return usage(o, "%s", "too many --args");
+      o->args[o->nargs++] = s;
+    } else if ((s = opt_value(argc, argv, &i, "--mode"))) {
+      if (strcmp(s, "default") && strcmp(s, "max-autotune"))
+        return usage(o, "--mode is default or max-autotune, not '%s'", s);
+      o->max_mode = !strcmp(s, "max-autotune");
+    } else if ((s = opt_value(argc, argv, &i, "--jobs"))) {
+      if (!num(s, 1, 256, &v)) return usage(o, "--jobs expects 1..256, got '%s'", s);
+      o->jobs = (int)v;
+    } else if ((s = opt_value(argc, argv, &i, "--reps"))) {
+      if (!num(s, 1, 64, &v)) return usage(o, "--reps expects 1..64, got '%s'", s);
+      o->reps = (int)v;
+    } else if ((s = opt_value(argc, argv, &i, "--budget"))) {
+      if (!num(s, 0.001, 1e7, &o->budget)) return usage(o, "--budget expects seconds, got '%s'", s);
+    } else if ((s = opt_value(argc, argv, &i, "--timeout"))) {
+      if (!num(s, 0.01, 1e5, &o->timeout)) return usage(o, "--timeout expects seconds, got '%s'", s);
+    } else if (!strcmp(a, "--json")) o->json = true;
+    else if (a[0] == '-' && a[1]) return usage(o, "unknown or incomplete option '%s'", a);
+    else if (o->nfiles < 64) o->files[o->nfiles++] = a;
+  }
+  if (o->nfiles == 0) return usage(o, "%s", "no input file");
+  if (o->is_lib && (!o->cache || !o->lib_dir)) return usage(o, "%s", "--cache and -o DIR are required");
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the device */
+
+static void cpu_model(char *buf, size_t cap) {
+  snprintf(buf, cap, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+      char *v = strchr(line, ':') + 1;
+      while (*v == ' ') v++;
+      v[strcspn(v, "\n")] = '\0';
+      snprintf(buf, cap, "%s", v);
+      break;
+    }
+  if (f) fclose(f);
+}
+
+typedef struct ProbeShared {
+  int ok;
+  KilnRtDeviceInfo info;
+  char err[256];
+} ProbeShared;
+
+/* The device is opened in a child: the tuner forks children later, and a CUDA context (or a
+ * started CPU thread pool) must never be inherited across fork. */
+int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
+  ProbeShared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) return snprintf(err, cap, "cannot map shared memory"), -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    KilnRtDevice *dev;
+    if (kiln_rt_device_create(t->spec, &dev) == KILN_RT_OK && kiln_rt_device_info(dev, &sh->info) == KILN_RT_OK)
+      sh->ok = 1;
+    else
+      snprintf(sh->err, sizeof sh->err, "%s", kiln_rt_last_error());
+    _exit(0);
+  }
+  int status = 0;
+  if (pid > 0) while (waitpid(pid, &status, 0) < 0) {}
+  int rc = 0;
+  const KilnRtDeviceInfo *in = &sh->info;
+  if (!sh->ok) {
+    snprintf(err, cap, "device '%s': %s", t->spec, sh->err[0] ? sh->err : "probe failed");
+    rc = -1;
+  } else if (in->kind == KILN_RT_DEVICE_CUDA) {
+    snprintf(t->device_id, sizeof t->device_id, "cuda:%s:sm_%d%d:sms=%d:drv=%d", in->name,
+             in->cc_major, in->cc_minor, in->sm_count, in->driver_version);
+    t->target = in->cc_major >= 9 ? KILN_TARGET_SM90 : KILN_TARGET_SM80;
+    t->limits = (TuneDeviceLimits){1024, 256 * 1024};
+  } else {
+    char model[200];
+    cpu_model(model, sizeof model);
+    snprintf(t->device_id, sizeof t->device_id, "%s:%s:threads=%d",
+             in->kind == KILN_RT_DEVICE_EMU ? "emu" : "cpu", model, in->num_threads);
+    t->target = in->kind == KILN_RT_DEVICE_EMU ? KILN_TARGET_EMU : KILN_TARGET_CPU;
+    /* cpu programs keep tiles on 64 MiB worker stacks, several tiles live at once */
+    t->limits = (TuneDeviceLimits){1024, in->kind == KILN_RT_DEVICE_EMU ? 256 * 1024 : 8u << 20};
+  }
+  munmap(sh, sizeof *sh);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- inputs */
+
+typedef struct SourceFile {
+  char *text;
+  size_t len;
+  KilnCompilation *c;
+  TuneHarness specs[16]; /* from `// kiln-tune-args:` lines */
+  int nspecs;
+} SourceFile;
+
+static void scan_spec_comments(SourceFile *f, FILE *err) {
+  static const char tag[] = "kiln-tune-args:";
+  for (const char *p = strstr(f->text, tag); p && f->nspecs < 16; p = strstr(p + 1, tag)) {
+    char line[1024];
+    size_t n = strcspn(p + sizeof tag - 1, "\n");
+    if (n >= sizeof line) n = sizeof line - 1;
+    memcpy(line, p + sizeof tag - 1, n);
+    line[n] = '\0';
+    char e[256];
+    if (tune_harness_parse(line, &f->specs[f->nspecs], e, sizeof e) == 0) f->nspecs++;
+    else fprintf(err, "kiln tune: warning: ignoring a kiln-tune-args line: %s\n", e);
+  }
+}
+
+static int open_source(const char *path, SourceFile *f) {
+  memset(f, 0, sizeof *f);
+  f->text = tune_read_file(path, &f->len);
+  if (!f->text) {
+    fprintf(stderr, "kiln: error: cannot read '%s': %s\n", path, strerror(errno));
+    return 2;
+  }
+  f->c = kiln_frontend_create(path, f->text, f->len);
+  if (!f->c) return 2;
+  bool ok = kiln_frontend_parse(f->c) && kiln_sema_check_all(f->c);
+  if (!ok) {
+    kiln_diag_render(f->c, stderr);
+    return 1;
+  }
+  scan_spec_comments(f, stderr);
+  return 0;
+}
+
+static void close_source(SourceFile *f) {
+  kiln_frontend_destroy(f->c);
+  free(f->text);
+}
+
+/* Command-line specs win over the file's; a spec naming the kernel over a generic one. */
+static const TuneHarness *pick_harness(const TuneHarness *cl, int ncl, const SourceFile *f,
+                                       const char *kernel) {
+  for (int pass = 0; pass < 4; pass++) {
+    const TuneHarness *hs = pass < 2 ? cl : f->specs;
+    int n = pass < 2 ? ncl : f->nspecs;
+    for (int i = 0; i < n; i++)
+      if (pass % 2 == 0 ? !strcmp(hs[i].kernel, kernel) : !hs[i].kernel[0]) return &hs[i];
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- library hand-over */
+
+static bool parse_config(const KilnTune *t, const char *s, KilnTuneConfig *cfg) {
+  if (!kiln_tune_config_get(t, 0, cfg)) return false;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq) return false;
+    *eq = '\0';
+    int i = 0;
+    while (i < cfg->nbindings && strcmp(cfg->bindings[i].name, tok)) i++;
+    if (i == cfg->nbindings) return false; /* a parameter the block no longer has */
+    cfg->bindings[i].value = strtoll(eq + 1, NULL, 10);
+    if (!strcmp(tok, "num_warps")) cfg->num_warps = (int)cfg->bindings[i].value;
+    if (!strcmp(tok, "num_stages")) cfg->num_stages = (int)cfg->bindings[i].value;
+  }
+  return true;
+}
+
+static void parse_key(const LibKernel *lk, const char *key, int64_t *vals) {
+  for (int k = 0; k < lk->nkeys; k++) {
+    const char *p = strstr(key, lk->keys[k]);
+    size_t n = strlen(lk->keys[k]);
+    while (p && !(p[n] == '=' && (p == key || p[-1] == ','))) p = strstr(p + 1, lk->keys[k]);
+    vals[k] = p ? strtoll(p + n + 1, NULL, 10) : 0;
+  }
+}
+
+/* One variant per key bucket recorded for this kernel text on this device: the fastest OK
+ * record, ties (within 2% or the spread) to fewer resources. */
+static int winners_from_cache(LibKernel *lk, const KilnTune *t, const char *hash,
+                              const KilnCache *cache, const char *device) {
+  for (size_t i = 0; i < cache->count; i++) {
+    const KilnCacheRecord *r = &cache->records[i];
+    if (r->status != KILN_CACHE_OK || strcmp(r->kernel, lk->name) || strcmp(r->source_hash, hash) ||
+        strcmp(r->device, device) || strcmp(r->kiln_version, KILN_VERSION_STRING))
+      continue;
+    int64_t kv[TUNE_MAX_KEYS];
+    parse_key(lk, r->key, kv);
+    int v = 0;
+    while (v < lk->nvariants && memcmp(lk->variants[v].keyvals, kv, sizeof kv)) v++;
+    TuneCand cand = {.median_ms = r->median_ms, .p25_ms = r->p25_ms, .p75_ms = r->p75_ms,
+                     .state = ST_OK};
+    if (!parse_config(t, r->config, &cand.cfg)) continue;
+    tune_config_string(&cand.cfg, cand.config, sizeof cand.config);
+    if (v == lk->nvariants) {
+      LibVariant *nv = realloc(lk->variants, (size_t)(v + 1) * sizeof *nv);
+      if (!nv) return -1;
+      lk->variants = nv;
+      lk->nvariants++;
+      memset(&nv[v], 0, sizeof nv[v]);
+      memcpy(nv[v].keyvals, kv, sizeof kv);
+      nv[v].cfg = cand.cfg;
+      nv[v].median_ms = r->median_ms;
+      nv[v].spread_ms = r->p75_ms - r->p25_ms;
+      continue;
+    }
+    LibVariant *cur = &lk->variants[v];
+    double noise = cur->median_ms * 0.02 > cur->spread_ms ? cur->median_ms * 0.02 : cur->spread_ms;
+    if (r->median_ms < cur->median_ms - noise) {
+      cur->cfg = cand.cfg;
+      cur->median_ms = r->median_ms;
+      cur->spread_ms = r->p75_ms - r->p25_ms;
+    }
+  }
+  return 0;
+}
+
+static int fill_lib_kernel(LibKernel *lk, const SourceFile *f, const char *path,
+                           const KilnTune *t, const TuneHarness *h) {
+  const KilnKernel *k = t->kernel;
+  memset(lk, 0, sizeof *lk);
+  snprintf(lk->name, sizeof lk->name, "%s", k->name);
+  snprintf(lk->path, sizeof lk->path, "%s", path);
+  lk->src = f->text;
+  lk->srclen = f->len;
+  lk->h = *h;
+  for (int i = 0; i < k->nparams && i < TUNE_MAX_PARAMS; i++) {
+    const KilnDecl *d = k->params[i];
+    if (d->kind == KILN_DECL_CONST_PARAM) {
+      snprintf(lk->consts[lk->nconsts++], 64, "%s", d->name);
+      continue;
+    }
+    TuneParam *q = &lk->params[lk->nparams++];
+    snprintf(q->name, sizeof q->name, "%s", d->name);
+    q->is_ptr = d->annot.kind == KILN_TYPE_PTR;
+    q->scalar = d->annot.scalar;
+  }
+  for (int j = 0; j < t->nkeys && j < TUNE_MAX_KEYS; j++) {
+    snprintf(lk->keys[lk->nkeys], 64, "%s", t->keys[j]);
+    for (int i = 0; i < lk->nparams; i++)
+      if (!strcmp(lk->params[i].name, t->keys[j])) lk->keyidx[lk->nkeys] = i;
+    lk->nkeys++;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+typedef struct Run {
+  Opts o;
+  TuneTarget tg;
+  TuneRunOpts ro;
+  KilnCache cache, fresh;
+  TuneHarness cl[16];
+  SourceFile files[64];
+  int nopen;
+  TuneReport rep;
+  TuneProblem problems[64];
+  int nproblems;
+  LibKernel libk[64];
+  int nlibk;
+  char tmpdir[PATH_MAX];
+} Run;
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(p);
+}
+
+static bool wanted(const Run *R, const KilnTune *t) {
+  return t->kernel && (!R->o.kernel || !strcmp(R->o.kernel, t->kernel_name));
+}
+
+static int tune_file(Run *R, int fi) {
+  SourceFile *f = &R->files[fi];
+  for (int ti = 0; ti < kiln_tune_count(f->c); ti++) {
+    const KilnTune *t = kiln_tune_get(f->c, ti);
+    if (!wanted(R, t)) continue;
+    const TuneHarness *h = pick_harness(R->cl, R->o.nargs, f, t->kernel_name);
+    if (!h) {
+      fprintf(stderr, "kiln tune: error: no --args for kernel '%s' (and no kiln-tune-args line "
+                      "in %s)\n", t->kernel_name, R->o.files[fi]);
+      return 1;
+    }
+    if (R->nproblems == 64 || R->nlibk == 64) return 1;
+    TuneProblem *p = &R->problems[R->nproblems++];
+    char err[256];
+    if (tune_problem_init(p, h, t->kernel, t, err, sizeof err)) {
+      fprintf(stderr, "kiln tune: error: %s: %s\n", t->kernel_name, err);
+      return 1;
+    }
+    TuneKernelReport *kr = realloc(R->rep.kernels, (size_t)(R->rep.nkernels + 1) * sizeof *kr);
+    if (!kr) return 2;
+    R->rep.kernels = kr;
+    TuneKernelReport *rep = &kr[R->rep.nkernels++];
+    memset(rep, 0, sizeof *rep);
+    TuneJob j = {R->o.files[fi], f->text, f->len, f->c, t, p, &R->tg, &R->ro,
+                 R->o.cache ? &R->cache : NULL, &R->fresh, R->o.max_mode, R->tmpdir,
+                 stderr, rep};
+    if (!R->o.is_lib && tune_kernel(&j) != 0) return 2;
+    if (R->o.is_lib) tune_kernel_hash(f->text, f->len, t->kernel, rep->source_hash);
+    R->rep.timings += rep->timings;
+    fill_lib_kernel(&R->libk[R->nlibk++], f, R->o.files[fi], t, h);
+  }
+  return 0;
+}
+
+static int emit_library(Run *R) {
+  KilnCache all = {0};
+  for (size_t i = 0; i < R->cache.count; i++) kiln_cache_put(&all, &R->cache.records[i]);
+  for (size_t i = 0; i < R->fresh.count; i++) kiln_cache_put(&all, &R->fresh.records[i]);
+  int rc = 0, ki = 0;
+  for (int fi = 0; fi < R->nopen && rc == 0; fi++)
+    for (int ti = 0; ti < kiln_tune_count(R->files[fi].c) && rc == 0; ti++) {
+      const KilnTune *t = kiln_tune_get(R->files[fi].c, ti);
+      if (!wanted(R, t)) continue;
+      LibKernel *lk = &R->libk[ki];
+      rc = winners_from_cache(lk, t, R->rep.kernels[ki].source_hash, &all, R->tg.device_id) ? 2 : 0;
+      if (rc == 0 && lk->nvariants == 0) {
+        fprintf(stderr, "kiln %s: error: no correct timing of '%s' for this device in the cache\n",
+                R->o.is_lib ? "lib" : "tune", lk->name);
+        rc = 1;
+      }
+      ki++;
+    }
+  if (rc == 0)
+    rc = kiln_libgen_emit(R->o.lib_dir, R->o.lib_name ? R->o.lib_name : "kernels", R->tg.target,
+                          R->libk, R->nlibk, stderr);
+  kiln_cache_free(&all);
+  return rc;
+}
+
+static int print_report(Run *R) {
+  if (R->o.is_lib) return 0;
+  if (R->o.json) {
+    char *text = tune_report_json(&R->rep);
+    if (!text) return 2;
+    puts(text);
+    free(text);
+  } else {
+    tune_report_table(&R->rep, stdout);
+  }
+  return R->o.svg && tune_report_svg(&R->rep, R->o.svg, stderr) ? 2 : 0;
+}
+
+static int run_all(Run *R) {
+  char err[256];
+  for (int i = 0; i < R->o.nargs; i++)
+    if (tune_harness_parse(R->o.args[i], &R->cl[i], err, sizeof err))
+      return fprintf(stderr, "kiln tune: error: --args: %s\n", err), 1;
+  snprintf(R->tg.spec, sizeof R->tg.spec, "%s", R->o.device ? R->o.device : "cpu");
+  if (tune_target_probe(&R->tg, err, sizeof err))
+    return fprintf(stderr, "kiln tune: error: %s\n", err), 2;
+  if (R->tg.target != KILN_TARGET_CPU && R->tg.target != KILN_TARGET_EMU)
+    return fprintf(stderr, "kiln tune: error: the driver cannot emit GPU modules for '%s' yet "
+                           "(only host objects: cpu, emu)\n", R->tg.spec), 2;
+  snprintf(R->rep.device, sizeof R->rep.device, "%s", R->tg.device_id);
+  if (R->o.cache && kiln_cache_load(R->o.cache, &R->cache, stderr)) return 2;
+  for (int i = 0; i < R->o.nfiles; i++, R->nopen++) {
+    int rc = open_source(R->o.files[i], &R->files[i]);
+    if (rc) {
+      R->nopen++;
+      return rc;
+    }
+  }
+  const char *base = getenv("TMPDIR");
+  snprintf(R->tmpdir, sizeof R->tmpdir, "%s/kiln-tune-XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(R->tmpdir)) return fprintf(stderr, "kiln tune: error: mkdtemp: %s\n", strerror(errno)), 2;
+  for (int i = 0; i < R->nopen; i++) {
+    int rc = tune_file(R, i);
+    if (rc) return rc;
+  }
+  if (R->o.cache && R->fresh.count && kiln_cache_merge_save(R->o.cache, &R->fresh, stderr)) return 2;
+  int rc = print_report(R);
+  if (rc == 0 && R->o.lib_dir) rc = emit_library(R);
+  return rc;
+}
+
+static void run_free(Run *R) {
+  if (R->tmpdir[0]) nftw(R->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  for (int i = 0; i < R->rep.nkernels; i++) {
+    tune_cands_free(R->rep.kernels[i].space, R->rep.kernels[i].nspace);
+    tune_cands_free(R->rep.kernels[i].cands, R->rep.kernels[i].ncands);
+  }
+  free(R->rep.kernels);
+  for (int i = 0; i < R->nproblems; i++) tune_problem_free(&R->problems[i]);
+  for (int i = 0; i < R->nlibk; i++) free(R->libk[i].variants);
+  for (int i = 0; i < R->nopen; i++) close_source(&R->files[i]);
+  kiln_cache_free(&R->cache);
+  kiln_cache_free(&R->fresh);
+}
+
+static int command(int argc, char **argv, bool is_lib) {
+  Run *R = calloc(1, sizeof *R);
+  if (!R) return 2;
+  R->o = (Opts){.is_lib = is_lib, .jobs = 2, .reps = 5, .timeout = 10};
+  int rc = parse_opts(argc, argv, &R->o);
+  if (rc == 0) {
+    R->rep.mode = R->o.max_mode ? "max-autotune" : "default";
+    R->ro = (TuneRunOpts){R->o.jobs, R->o.budget > 0 ? tune_now() + R->o.budget : 0, R->o.timeout,
+                          R->o.reps, isatty(STDERR_FILENO) == 1, stderr};
+    rc = run_all(R);
+  } else if (rc < 0) {
+    rc = 0;
+  }
+  run_free(R);
+  free(R);
+  return rc;
+}
+
+int kiln_tune_command(int argc, char **argv) { return command(argc, argv, false); }
+int kiln_lib_command(int argc, char **argv) { return command(argc, argv, true); }

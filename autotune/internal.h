@@ -1,0 +1,250 @@
+/* internal.h — what the autotune files share; not for other folders (they use kiln_autotune.h).
+ *
+ * Flow of one `kiln tune` run, per kernel (cli.c):
+ *   harness.c  the argument spec -> scalar values, seeded input buffers, key buckets, grid rule
+ *   space.c    tune block -> every config, pruned by `where`, sema and static limits, with the
+ *              reason; the default-mode subset
+ *   build.c    fork()ed workers compile the variants that need timing into a temp dir
+ *   run.c      one fork()ed child per timing (time limit, crash/hang/mismatch detection),
+ *              successive halving, interleaved finals
+ *   cache.c    the JSON cache; report.c the table, JSON and SVG; libgen.c the C library
+ */
+#ifndef KILN_AUTOTUNE_INTERNAL_H
+#define KILN_AUTOTUNE_INTERNAL_H
+
+#include "kiln_autotune.h"
+#include "kiln_driver.h"
+#include "kiln_frontend.h"
+
+#define TUNE_MAX_PARAMS 32
+#define TUNE_MAX_KEYS 8
+
+/* ---------------------------------------------------------------- harness.c */
+
+typedef enum TuneFill { FILL_RAND, FILL_CONST, FILL_IOTA } TuneFill;
+
+typedef struct TuneArgSpec {
+  char name[64];
+  bool is_buffer;
+  bool has_type;
+  KilnScalarKind type;  /* buffers: element type when written (must match the pointee) */
+  char expr[256];       /* scalar value, or the buffer's element count */
+  TuneFill fill;
+  double fill_a, fill_b; /* CONST: a; RAND: [a, b) */
+  bool has_fill_range;
+} TuneArgSpec;
+
+/* One `--args` spec (or `// kiln-tune-args:` line): how to call one kernel. */
+typedef struct TuneHarness {
+  char kernel[64]; /* "" applies to any kernel */
+  TuneArgSpec args[TUNE_MAX_PARAMS];
+  int nargs;
+  char grid[3][256];
+  int ngrid;
+  uint64_t seed;
+} TuneHarness;
+
+typedef struct TuneParam {
+  char name[64];
+  bool is_ptr;
+  KilnScalarKind scalar; /* value type, or pointee */
+} TuneParam;
+
+/* A harness resolved against a kernel: the argument values every child uses. */
+typedef struct TuneProblem {
+  TuneParam params[TUNE_MAX_PARAMS]; /* non-const params, in order */
+  int nparams;
+  int64_t ival[TUNE_MAX_PARAMS];
+  double fval[TUNE_MAX_PARAMS];
+  size_t elems[TUNE_MAX_PARAMS];
+  size_t bytes[TUNE_MAX_PARAMS]; /* buffer bytes (0 for scalars) */
+  void *init[TUNE_MAX_PARAMS];   /* seeded initial contents (owned) */
+  char key[256];                 /* "n=1048576" */
+  const TuneHarness *h;
+} TuneProblem;
+
+int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);
+/* Fills p from h for kernel k (unchecked AST: parameter annotations). 0 or -1 with err. */
+int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
+                      const KilnTune *t, char *err, size_t cap);
+void tune_problem_free(TuneProblem *p);
+/* Grid of one config. 0 or -1 with err (a bad expression or a size outside 1..INT32_MAX). */
+int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t grid[3],
+                      char *err, size_t cap);
+size_t tune_scalar_bytes(KilnScalarKind k);
+float tune_half_to_float(uint16_t h);
+float tune_bf16_to_float(uint16_t h);
+
+/* ---------------------------------------------------------------- space.c */
+
+typedef enum TuneState {
+  ST_PRUNED,
+  ST_PENDING,  /* to be built and timed */
+  ST_OK,
+  ST_CRASH,
+  ST_HANG,
+  ST_MISMATCH,
+  ST_FAILED,   /* build or runtime error */
+  ST_POISONED, /* crashed or hung before on this device + compiler: not retried */
+  ST_BUDGET,   /* not timed: the --budget ran out */
+  ST_COUNT
+} TuneState;
+
+typedef struct TuneCand {
+  int order;              /* position in the space (presets after it) */
+  KilnTuneConfig cfg;
+  char config[256];
+  char preset[64];
+  TuneState state;
+  char detail[256];       /* pruning or failure reason */
+  bool from_cache;
+  uint32_t grid[3];
+  double resources;       /* num_warps * product of consts: the tie-break */
+  double *samples;        /* ms, from every timing of this run */
+  int nsamples;
+  double median_ms, p25_ms, p75_ms, min_ms;
+  int reps;
+  double compile_ms;
+  int timings;            /* timing children run for it */
+  char obj_path[512];     /* built object */
+} TuneCand;
+
+typedef struct TuneDeviceLimits {
+  int max_threads;        /* threads per program */
+  size_t max_tile_bytes;  /* largest single tile value one program holds */
+} TuneDeviceLimits;
+
+/* Every config of t (cross product), each checked: `where`, sema, limits, grid. Pruned ones
+ * keep their reason. Returns the array (count in *n), NULL on memory failure. */
+TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *t,
+                           const TuneProblem *p, const TuneDeviceLimits *lim, int *n);
+/* Checks one config the same way; fills state/detail/grid/resources. */
+void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
+                      const TuneProblem *p, const TuneDeviceLimits *lim);
+void tune_config_string(const KilnTuneConfig *cfg, char *buf, size_t cap);
+void tune_cands_free(TuneCand *c, int n);
+
+/* ---------------------------------------------------------------- build.c / run.c */
+
+typedef struct TuneTarget {
+  char spec[64];        /* runtime device spec: "cpu", "emu", "cuda:0" */
+  KilnTarget target;    /* compiler target for the variants */
+  char device_id[256];  /* cache identity of the device */
+  TuneDeviceLimits limits;
+} TuneTarget;
+
+typedef struct TuneRunOpts {
+  int jobs;
+  double deadline;      /* monotonic seconds; 0 = none */
+  double timeout_s;     /* per child */
+  int reps;             /* samples per child in the first pass */
+  bool progress;
+  FILE *log;            /* progress and notes (stderr) */
+} TuneRunOpts;
+
+double tune_now(void);
+/* Probes the device in a child; fills t->device_id and limits. 0 or -1 with err. */
+int tune_target_probe(TuneTarget *t, char *err, size_t cap);
+/* Compiles the PENDING candidates listed in idx into tmpdir with fork()ed workers. Those that
+ * fail become ST_FAILED with the reason. */
+void tune_build(const char *path, const char *src, size_t srclen, const char *kernel,
+                const TuneTarget *tg, TuneCand *c, const int *idx, int nidx, const char *tmpdir,
+                const TuneRunOpts *o);
+/* Times the PENDING built candidates idx (ref: a candidate used only as the correctness
+ * reference, or -1). Returns the number of timing children run. */
+int tune_run(const TuneTarget *tg, const char *kernel, const TuneProblem *p, TuneCand *c,
+             const int *idx, int nidx, int ref, const TuneRunOpts *o);
+/* Winner among OK candidates: smallest median; medians within noise tie, broken by resources
+ * then order. -1 if none. */
+int tune_pick_winner(const TuneCand *c, int n);
+
+/* ---------------------------------------------------------------- report.c */
+
+typedef struct TuneKernelReport {
+  char kernel[64];
+  char file[512];
+  char source_hash[20];
+  char key[256];
+  size_t space_size;
+  TuneCand *space;  /* the whole space (pruned ones with reasons) */
+  int nspace;
+  TuneCand *cands;  /* what this run considered (timed, cached, poisoned, failed) */
+  int ncands;
+  int winner;       /* index into cands or -1 */
+  int timings;
+} TuneKernelReport;
+
+typedef struct TuneReport {
+  const char *mode;
+  char device[256];
+  TuneKernelReport *kernels;
+  int nkernels;
+  int timings;
+} TuneReport;
+
+void tune_report_table(const TuneReport *r, FILE *out);
+/* Returns a malloc'ed JSON text, or NULL. */
+char *tune_report_json(const TuneReport *r);
+int tune_report_svg(const TuneReport *r, const char *path, FILE *err);
+const char *tune_state_name(TuneState s);
+
+/* ---------------------------------------------------------------- tune.c */
+
+typedef struct TuneJob {
+  const char *path, *src;
+  size_t srclen;
+  KilnCompilation *c;
+  const KilnTune *t;
+  const TuneProblem *p;
+  const TuneTarget *tg;
+  const TuneRunOpts *run;
+  const KilnCache *cache; /* records read at start (may be NULL) */
+  KilnCache *fresh;       /* records this run adds */
+  bool max_mode;
+  const char *tmpdir;
+  FILE *log;
+  TuneKernelReport *rep;  /* filled */
+} TuneJob;
+
+/* Tunes one kernel. 0, or 2 when memory ran out. */
+int tune_kernel(TuneJob *j);
+
+/* ---------------------------------------------------------------- libgen.c */
+
+typedef struct LibVariant {
+  char kernel[64];
+  KilnTuneConfig cfg;
+  int64_t keyvals[TUNE_MAX_KEYS]; /* buckets */
+  double median_ms, spread_ms;    /* of the record it came from */
+} LibVariant;
+
+typedef struct LibKernel {
+  char name[64];
+  char path[512];
+  const char *src;
+  size_t srclen;
+  TuneParam params[TUNE_MAX_PARAMS];
+  int nparams;
+  char consts[TUNE_MAX_PARAMS][64];
+  int nconsts;
+  char keys[TUNE_MAX_KEYS][64];
+  int keyidx[TUNE_MAX_KEYS]; /* position among params */
+  int nkeys;
+  TuneHarness h;             /* for the default grid rule */
+  LibVariant *variants;
+  int nvariants;
+} LibKernel;
+
+/* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels. 0 or an exit code. */
+int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, LibKernel *k, int nk,
+                     FILE *err);
+
+/* ---------------------------------------------------------------- util */
+
+int tune_write_atomic(const char *path, const void *data, size_t size);
+char *tune_read_file(const char *path, size_t *len);
+uint64_t tune_fnv1a(const void *data, size_t n);
+/* FNV hash of kernel k's text from its first line to the end of its body. */
+void tune_kernel_hash(const char *src, size_t len, const KilnKernel *k, char out[20]);
+
+#endif

@@ -1,0 +1,103 @@
+/* kiln_autotune.h — `kiln tune` and `kiln lib`: config spaces, builder, runner, cache and the
+ * generated kernel libraries.
+ *
+ * Purpose: pick the fastest correct configuration of each kernel's `tune` block on a device,
+ * remember it in a JSON cache, and turn the winners into a C library (docs/tuning.md,
+ * docs/library.md).
+ *
+ * Process model: the tuner's own process never opens a runtime device. Variants are compiled by
+ * fork()ed builder workers and every timing runs in its own fork()ed child with a time limit, so
+ * a variant that crashes or hangs costs one child, never the tuner (and a CUDA context never has
+ * to survive a fork).
+ *
+ * Ownership: everything handed out by a *_create / *_load / kiln_tune_run is owned by the caller
+ * and released by the matching *_destroy / *_free. No function here calls exit() or abort();
+ * failures return a non-zero status with a message written to the `err` stream given.
+ */
+#ifndef KILN_AUTOTUNE_H
+#define KILN_AUTOTUNE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- the commands */
+
+/* `kiln tune ARGS...` and `kiln lib ARGS...` (argv without the command words). Return the
+ * process exit code of docs/cli.md: 0 ok, 1 bad input, 2 environment failure, 64 usage. */
+int kiln_tune_command(int argc, char **argv);
+int kiln_lib_command(int argc, char **argv);
+extern const char *const kiln_tune_usage;
+extern const char *const kiln_lib_usage;
+
+/* ---------------------------------------------------------------- harness expressions */
+
+/* Evaluates an integer expression (+ - * / % , parentheses, cdiv(a,b), min(a,b), max(a,b),
+ * decimal or 0x literals) with names looked up in names[0..n) / values. Division by zero,
+ * unknown names, overflow and syntax errors return false with a message in err[0..errcap). */
+bool kiln_tune_expr_eval(const char *expr, const char *const *names, const int64_t *values, int n,
+                    int64_t *out, char *err, size_t errcap);
+
+/* Power-of-two bucket of a key value: the smallest power of two >= v (v <= 0 gives 0). The
+ * generated libraries use the same rule. */
+int64_t kiln_tune_bucket(int64_t v);
+
+/* ---------------------------------------------------------------- cache */
+
+typedef enum KilnCacheStatus {
+  KILN_CACHE_OK,       /* timed and correct */
+  KILN_CACHE_CRASH,    /* the child died on a signal: poisoned */
+  KILN_CACHE_HANG,     /* the child ran past the time limit: poisoned */
+  KILN_CACHE_MISMATCH, /* outputs differ from the reference candidate's */
+  KILN_CACHE_FAILED,   /* the build or the runtime reported an error */
+  KILN_CACHE_STATUS_COUNT
+} KilnCacheStatus;
+
+/* One measured (or failed) configuration. Identity: kernel, source_hash, config, key, device,
+ * kiln version. */
+typedef struct KilnCacheRecord {
+  char kernel[64];
+  char source_hash[20];  /* FNV-1a 64 of the kernel's text (tune block excluded), hex */
+  char config[256];      /* "BLOCK=256,num_warps=4,num_stages=2" */
+  char key[256];         /* key buckets: "n=1048576" ("" when the block has no key) */
+  char device[256];      /* "cpu:<model>:threads=N", "cuda:<name>:sm_90:sms=132:drv=12040" */
+  char kiln_version[32];
+  KilnCacheStatus status;
+  double median_ms, p25_ms, p75_ms, min_ms;
+  int reps;
+  char detail[256];      /* why it failed, for the report */
+} KilnCacheRecord;
+
+typedef struct KilnCache {
+  KilnCacheRecord *records;
+  size_t count, cap;
+} KilnCache;
+
+const char *kiln_cache_status_name(KilnCacheStatus s);
+
+/* Reads the cache at `path` into *out (empty when the file does not exist). A file that is not
+ * a valid cache (corrupt, truncated, wrong shape) is reported on `err`, moved aside to
+ * PATH.corrupt-<unix time> and treated as empty: it is never trusted. Returns 0, or -1 when the
+ * file exists but cannot be read or moved (message on err). *out is owned by the caller
+ * (kiln_cache_free) and is valid (maybe empty) even on failure. */
+int kiln_cache_load(const char *path, KilnCache *out, FILE *err);
+/* Adds or replaces (same identity) the records of `add` in the cache file: under an exclusive
+ * flock of PATH.lock it reads the file again, merges, and writes it through a temp file in the
+ * same directory + rename, so concurrent tuners lose no records and a reader never sees a
+ * half-written file. Returns 0 or -1 (message on err; the old file is intact). */
+int kiln_cache_merge_save(const char *path, const KilnCache *add, FILE *err);
+/* Appends or replaces a record in memory. Returns 0, or -1 when memory runs out. */
+int kiln_cache_put(KilnCache *c, const KilnCacheRecord *r);
+/* The record with r's identity, or NULL. Valid until the cache changes. */
+const KilnCacheRecord *kiln_cache_find(const KilnCache *c, const KilnCacheRecord *r);
+void kiln_cache_free(KilnCache *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_AUTOTUNE_H */

@@ -1,0 +1,170 @@
+/* space.c — the configuration space of a tune block and why each config is kept or pruned.
+ *
+ * Every config of the cross product is checked before anything is built, cheapest test first:
+ * each `where` clause (one at a time, so the report names the one that failed), the device's
+ * thread limit, sema with the consts bound (a config may make the kernel ill-typed), the
+ * largest tile one program holds against the device's limit (read off the typed AST), and
+ * the grid the harness computes for it. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tune_config_string(const KilnTuneConfig *cfg, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < cfg->nbindings && used < cap; i++) {
+    int w = snprintf(buf + used, cap - used, "%s%s=%lld", i ? "," : "", cfg->bindings[i].name,
+                     (long long)cfg->bindings[i].value);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+}
+
+/* The source text of a span on one line, for naming a `where` in the report. */
+static void span_text(const char *src, KilnSpan sp, char *buf, size_t cap) {
+  const char *p = src;
+  for (int l = 1; l < sp.line && *p; p++)
+    if (*p == '\n') l++;
+  p += sp.col - 1;
+  size_t n = sp.end_line == sp.line && sp.end_col >= sp.col ? (size_t)(sp.end_col - sp.col + 1)
+                                                            : strcspn(p, ";\n");
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+}
+
+static int failing_where(const KilnTune *t, const KilnTuneConfig *cfg) {
+  for (int i = 0; i < t->nwheres; i++) {
+    KilnTune one = *t;
+    one.wheres = &t->wheres[i];
+    one.nwheres = 1;
+    if (!kiln_tune_where_ok(NULL, &one, cfg)) return i;
+  }
+  return -1;
+}
+
+/* ---------------------------------------------------------------- largest tile */
+
+static size_t type_bytes(const KilnType *ty) {
+  if (!ty || ty->kind != KILN_TYPE_TILE) return 0;
+  size_t n = ty->elem_is_ptr ? 8 : tune_scalar_bytes(ty->scalar);
+  for (int i = 0; i < ty->rank; i++) n *= (size_t)(ty->dims[i] > 0 ? ty->dims[i] : 1);
+  return n;
+}
+
+static void expr_max(const KilnExpr *e, size_t *m) {
+  if (!e) return;
+  size_t b = type_bytes(e->type);
+  if (b > *m) *m = b;
+  expr_max(e->lhs, m);
+  expr_max(e->rhs, m);
+  for (int i = 0; i < e->nargs; i++) expr_max(e->args[i], m);
+}
+
+static void block_max(const KilnBlock *bl, size_t *m) {
+  if (!bl) return;
+  for (int i = 0; i < bl->nstmts; i++) {
+    const KilnStmt *s = bl->stmts[i];
+    expr_max(s->init, m);
+    expr_max(s->value, m);
+    expr_max(s->lo, m);
+    expr_max(s->hi, m);
+    expr_max(s->step, m);
+    expr_max(s->cond, m);
+    block_max(s->body, m);
+    block_max(s->else_body, m);
+  }
+}
+
+/* ---------------------------------------------------------------- one config */
+
+static double resources_of(const KilnTuneConfig *cfg) {
+  double r = cfg->num_warps;
+  for (int i = 0; i < cfg->nbindings; i++) {
+    const char *n = cfg->bindings[i].name;
+    if (strcmp(n, "num_warps") && strcmp(n, "num_stages") && cfg->bindings[i].value > 0)
+      r *= (double)cfg->bindings[i].value;
+  }
+  return r;
+}
+
+__attribute__((format(printf, 2, 3))) static void prune(TuneCand *cand, const char *fmt, ...) {
+  cand->state = ST_PRUNED;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cand->detail, sizeof cand->detail, fmt, ap);
+  va_end(ap);
+}
+
+static bool check_sema(TuneCand *cand, KilnCompilation *c, const KilnTune *t,
+                       const TuneDeviceLimits *lim) {
+  KilnKernel *k = NULL;
+  if (!kiln_sema_check_kernel(c, t->kernel_name, cand->cfg.bindings, (size_t)cand->cfg.nbindings,
+                              &k)) {
+    const char *msg = "error";
+    for (size_t i = 0; i < kiln_diag_count(c); i++)
+      if (kiln_diag_get(c, i)->severity == KILN_SEV_ERROR) {
+        msg = kiln_diag_get(c, i)->message;
+        break;
+      }
+    prune(cand, "sema: %s", msg);
+    return false;
+  }
+  size_t m = 0;
+  block_max(k->body, &m);
+  if (m > lim->max_tile_bytes) {
+    prune(cand, "limit: largest tile is %zu bytes > %zu per program", m, lim->max_tile_bytes);
+    return false;
+  }
+  return true;
+}
+
+void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
+                      const TuneProblem *p, const TuneDeviceLimits *lim) {
+  cand->state = ST_PENDING;
+  cand->detail[0] = '\0';
+  tune_config_string(&cand->cfg, cand->config, sizeof cand->config);
+  cand->resources = resources_of(&cand->cfg);
+  int w = failing_where(t, &cand->cfg);
+  if (w >= 0) {
+    char text[160];
+    span_text(src, t->wheres[w]->span, text, sizeof text);
+    prune(cand, "where #%d (line %d): %s", w + 1, t->wheres[w]->span.line, text);
+    return;
+  }
+  if (cand->cfg.num_warps * 32 > lim->max_threads) {
+    prune(cand, "limit: num_warps*32 = %d threads > %d per program", cand->cfg.num_warps * 32,
+          lim->max_threads);
+    return;
+  }
+  if (!check_sema(cand, c, t, lim)) return;
+  char err[200];
+  if (tune_problem_grid(p, &cand->cfg, cand->grid, err, sizeof err)) prune(cand, "grid: %s", err);
+}
+
+TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *t,
+                           const TuneProblem *p, const TuneDeviceLimits *lim, int *n) {
+  size_t count = kiln_tune_config_count(t);
+  if (count > 100000) count = 100000; /* a space this size is a mistake; keep the tuner sane */
+  TuneCand *cands = calloc(count ? count : 1, sizeof *cands);
+  if (!cands) return NULL;
+  for (size_t i = 0; i < count; i++) {
+    cands[i].order = (int)i;
+    if (!kiln_tune_config_get(t, i, &cands[i].cfg)) {
+      cands[i].state = ST_PRUNED;
+      snprintf(cands[i].detail, sizeof cands[i].detail, "the tune block has too many parameters");
+      continue;
+    }
+    tune_space_check(&cands[i], c, src, t, p, lim);
+  }
+  *n = (int)count;
+  return cands;
+}
+
+void tune_cands_free(TuneCand *c, int n) {
+  if (!c) return;
+  for (int i = 0; i < n; i++) free(c[i].samples);
+  free(c);
+}

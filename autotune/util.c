@@ -1,0 +1,95 @@
+/* util.c — files and hashes shared by the tuner's stages. */
+#include "internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double tune_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A temp file in the target's directory + fsync + rename: a reader sees the old file or the
+ * new one, never half of one, and a failed write leaves the old file alone. */
+int tune_write_atomic(const char *path, const void *data, size_t size) {
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) return -1;
+  FILE *f = fdopen(fd, "wb");
+  if (!f) {
+    close(fd);
+    unlink(tmp);
+    return -1;
+  }
+  size_t put = fwrite(data, 1, size, f);
+  int bad = put != size || fflush(f) != 0 || fsync(fileno(f)) != 0;
+  if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+    int saved = errno ? errno : EIO;
+    unlink(tmp);
+    errno = saved;
+    return -1;
+  }
+  return 0;
+}
+
+char *tune_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n - 1, f);
+    if (n + 1 < cap) break;
+    char *nb = realloc(buf, cap * 2);
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = nb;
+    cap *= 2;
+  }
+  int err = ferror(f);
+  fclose(f);
+  if (!buf) return NULL;
+  if (err) {
+    free(buf);
+    return NULL;
+  }
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+uint64_t tune_fnv1a(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* Offset of the start of 1-based line `line`. */
+static size_t line_start(const char *src, size_t len, int line) {
+  size_t off = 0;
+  for (int l = 1; l < line && off < len; off++)
+    if (src[off] == '\n') l++;
+  return off;
+}
+
+/* The kernel's text without its tune block: a config added to the block keeps the hash, so
+ * its cached records stay valid and only the new configs are timed. */
+void tune_kernel_hash(const char *src, size_t len, const KilnKernel *k, char out[20]) {
+  size_t a = line_start(src, len, k->span.line);
+  size_t b = k->body ? line_start(src, len, k->body->span.end_line + 1) : len;
+  if (b < a) b = len;
+  snprintf(out, 20, "%016llx", (unsigned long long)tune_fnv1a(src + a, b - a));
+}
