@@ -18,6 +18,7 @@ static const struct {
     {"xent", kiln_bert_test_xent},
     {"dropout", kiln_bert_test_dropout},
     {"embedding", kiln_bert_test_embedding},
+    {"adamw", kiln_bert_test_adamw},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

@@ -1,0 +1,166 @@
+/* test_adamw.c — fused AdamW over a flat buffer, global gradient norm, clipping and the f16
+ * overflow check (kernels-bert/adamw.kiln). docs/kernels/adamw.md gives the tolerances' reasons. */
+#include "harness.h"
+#include "tests.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct AdamCfg {
+  int32_t n, block, step, write_f16, found_inf;
+  float inv_scale;
+} AdamCfg;
+
+static const float LR = 1e-3f, BETA1 = 0.9f, BETA2 = 0.999f, EPS = 1e-8f, WD = 0.01f;
+
+/* One AdamW step in double from the same f32 inputs (bias corrections with pow). */
+static void ref_adamw(const float *p, const float *g, const float *m, const float *v, float *po,
+                      float *mo, float *vo, size_t n, int step, float inv_scale) {
+  double bc1 = 1.0 - pow(BETA1, step), bc2 = 1.0 - pow(BETA2, step);
+  for (size_t i = 0; i < n; i++) {
+    double gi = (double)g[i] * inv_scale;
+    double m1 = BETA1 * (double)m[i] + (1.0 - BETA1) * gi;
+    double v1 = BETA2 * (double)v[i] + (1.0 - BETA2) * gi * gi;
+    double p1 = (double)p[i] * (1.0 - (double)LR * WD);
+    po[i] = (float)(p1 - LR * (m1 / bc1) / (sqrt(v1 / bc2) + EPS));
+    mo[i] = (float)m1, vo[i] = (float)v1;
+  }
+}
+
+static bool run_adamw(KilnRtDevice *dev, const AdamCfg *c, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "adamw n=%d step %d f16 copy %d found_inf %d", c->n, c->step,
+                  c->write_f16, c->found_inf);
+  KilnDefine defs[] = {{"BLOCK", c->block}, {"WRITE_F16", c->write_f16}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "adamw_step", defs, 2);
+  size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *p = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f), *g = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  float *m = kiln_bert_random_f32(&rng, n, -0.1f, 0.1f), *v = kiln_bert_random_f32(&rng, n, 0.0f, 0.01f);
+  if (c->step == 1) /* a first step starts from zero moments */
+    memset(m, 0, n * 4), memset(v, 0, n * 4);
+  for (size_t i = 0; i < n; i++)
+    g[i] /= c->inv_scale; /* scaled gradients, as loss scaling leaves them */
+  void *dp = kiln_bert_input(&run, p, n * 4), *dg = kiln_bert_input(&run, g, n * 4);
+  void *dm = kiln_bert_input(&run, m, n * 4), *dv = kiln_bert_input(&run, v, n * 4);
+  void *dp16 = kiln_bert_output(&run, total * 2);
+  int32_t flag = c->found_inf;
+  void *dflag = kiln_bert_input(&run, &flag, 4);
+  int32_t n32 = c->n, step = c->step;
+  float lr = LR, b1 = BETA1, b2 = BETA2, eps = EPS, wd = WD, inv = c->inv_scale;
+  void *args[] = {&dp, &dg, &dm, &dv, &dp16, &dflag, &n32, &lr, &b1, &b2, &eps, &wd, &step, &inv};
+  kiln_bert_launch(&run, fn, kiln_bert_cdiv(n, (size_t)c->block), 1, args);
+  float *po = kiln_bert_alloc(n, 4), *mo = kiln_bert_alloc(n, 4), *vo = kiln_bert_alloc(n, 4);
+  uint16_t *p16 = kiln_bert_alloc(total, 2);
+  kiln_bert_fetch(&run, po, dp, n * 4), kiln_bert_fetch(&run, mo, dm, n * 4);
+  kiln_bert_fetch(&run, vo, dv, n * 4), kiln_bert_fetch(&run, p16, dp16, total * 2);
+  bool written = c->write_f16 && !c->found_inf;
+  kiln_bert_check_untouched(&run, "p16", p16, 2, total, 1, written ? n : 0, total);
+  float *rp = kiln_bert_alloc(n, 4), *rm = kiln_bert_alloc(n, 4), *rv = kiln_bert_alloc(n, 4);
+  if (c->found_inf) { /* skipped: everything as it was, bit for bit */
+    memcpy(rp, p, n * 4), memcpy(rm, m, n * 4), memcpy(rv, v, n * 4);
+  } else {
+    ref_adamw(p, g, m, v, rp, rm, rv, n, c->step, c->inv_scale);
+  }
+  double tol = c->found_inf ? 0.0 : 1e-6;
+  kiln_bert_check_close(&run, "p", po, rp, n, 1.0, tol);
+  kiln_bert_check_close(&run, "m", mo, rm, n, 1e-2, c->found_inf ? 0.0 : 1e-5);
+  kiln_bert_check_close(&run, "v", vo, rv, n, 1e-6, c->found_inf ? 0.0 : 1e-5);
+  if (written) { /* the f16 copy is exactly the kernel's own f32 p, rounded */
+    float *got = kiln_bert_from_f16(p16, n), *want = kiln_bert_alloc(n, 4);
+    for (size_t i = 0; i < n; i++)
+      want[i] = kiln_ref_round_f16(po[i]);
+    kiln_bert_check_close(&run, "p16", got, want, n, 1.0, 0.0);
+    free(got), free(want);
+  }
+  free(p), free(g), free(m), free(v), free(po), free(mo), free(vo), free(p16), free(rp), free(rm), free(rv);
+  return kiln_bert_end(&run);
+}
+
+/* Global norm by atomics, then clipping in place, for a max_norm below and above the norm. */
+static bool run_norm(KilnRtDevice *dev, int32_t n_, int32_t block, float max_norm_frac, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "grad norm + clip n=%d BLOCK %d max_norm %.1f x norm", n_, block,
+                  (double)max_norm_frac);
+  KilnDefine defs[] = {{"BLOCK", block}};
+  KilnRtFunction *ss = kiln_bert_kernel(&run, "adamw", "grad_sumsq", defs, 1);
+  KilnRtFunction *clip = kiln_bert_kernel(&run, "adamw", "clip_grads", defs, 1);
+  size_t n = (size_t)n_, total = n + KILN_BERT_TAIL;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *g = kiln_bert_random_f32(&rng, total, -1.0f, 1.0f);
+  memset(g + n, KILN_BERT_SENTINEL, KILN_BERT_TAIL * 4);
+  float zero = 0.0f;
+  void *dg = kiln_bert_input(&run, g, total * 4), *dss = kiln_bert_input(&run, &zero, 4);
+  int32_t n32 = n_;
+  void *sargs[] = {&dg, &dss, &n32};
+  uint32_t grid = kiln_bert_cdiv(n, (size_t)block);
+  kiln_bert_launch(&run, ss, grid, 1, sargs);
+  float got_ss = 0.0f;
+  kiln_bert_fetch(&run, &got_ss, dss, 4);
+  double ref_ss = 0.0;
+  for (size_t i = 0; i < n; i++)
+    ref_ss += (double)g[i] * g[i];
+  float want_ss = (float)ref_ss;
+  kiln_bert_check_close(&run, "sumsq", &got_ss, &want_ss, 1, 1.0, 1e-5);
+  float max_norm = (float)(max_norm_frac * sqrt(ref_ss));
+  void *cargs[] = {&dg, &dss, &n32, &max_norm};
+  kiln_bert_launch(&run, clip, grid, 1, cargs);
+  float *out = kiln_bert_alloc(total, 4), *ref = kiln_bert_alloc(n, 4);
+  kiln_bert_fetch(&run, out, dg, total * 4);
+  kiln_bert_check_untouched(&run, "grad", out, 4, total, 1, n, total);
+  double coef = fmin(1.0, max_norm / (sqrt(ref_ss) + 1e-6));
+  for (size_t i = 0; i < n; i++)
+    ref[i] = (float)(g[i] * coef);
+  kiln_bert_check_close(&run, "clipped", out, ref, n, 1.0, 1e-5);
+  free(g), free(out), free(ref);
+  return kiln_bert_end(&run);
+}
+
+/* The overflow flag: stays 0 on finite data (including 65504), becomes 1 for one inf or NaN. */
+static bool run_overflow(KilnRtDevice *dev, uint16_t poison, size_t where, int32_t want, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "overflow check, element %zu = 0x%04x", where, poison);
+  KilnDefine defs[] = {{"BLOCK", 1024}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow_f16", defs, 1);
+  size_t n = 5000;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *x = kiln_bert_random_f32(&rng, n, -60000.0f, 60000.0f);
+  uint16_t *h = kiln_bert_to_f16(x, n + KILN_BERT_TAIL);
+  for (size_t i = n; i < n + KILN_BERT_TAIL; i++)
+    h[i] = 0x7C00; /* inf just past the end: a load ignoring its mask raises the flag */
+  h[17] = 0x7BFF; /* 65504, the largest finite f16 */
+  h[where] = poison;
+  int32_t flag = 0, n32 = (int32_t)n;
+  void *dx = kiln_bert_input(&run, h, (n + KILN_BERT_TAIL) * 2), *dflag = kiln_bert_input(&run, &flag, 4);
+  void *args[] = {&dx, &dflag, &n32};
+  kiln_bert_launch(&run, fn, kiln_bert_cdiv(n, 1024), 1, args);
+  kiln_bert_fetch(&run, &flag, dflag, 4);
+  printf("       found_inf  %d (want %d)\n", flag, want);
+  if (run.ok && flag != want)
+    kiln_bert_fail(&run, "found_inf is %d, want %d", flag, want);
+  free(x), free(h);
+  return kiln_bert_end(&run);
+}
+
+bool kiln_bert_test_adamw(KilnRtDevice *dev) {
+  static const AdamCfg cfgs[] = {
+      {10007, 1024, 1, 1, 0, 1.0f / 1024.0f}, /* first step, f16 copy, loss scale 1024 */
+      {4096, 512, 7, 0, 0, 1.0f},             /* exact blocks, later step */
+      {777, 256, 1000, 1, 0, 0.5f},
+      {777, 256, 3, 1, 1, 1.0f},              /* found_inf set: the step is skipped */
+  };
+  bool ok = true;
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
+    ok &= run_adamw(dev, &cfgs[i], 6000 + i);
+  ok &= run_norm(dev, 10007, 1024, 0.5f, 6100);
+  ok &= run_norm(dev, 777, 512, 2.0f, 6101);
+  ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);    /* 1.0: all finite */
+  ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201); /* -inf at the last element */
+  ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202); /* NaN */
+  return ok;
+}
