@@ -31,7 +31,7 @@ function(kiln_add_kernel_library NAME DIR)
       COMMENT "kiln tune: generating kernel library ${NAME}"
       VERBATIM)
   endif()
-  set_source_files_properties(${DIR}/${NAME}.c ${DIR}/${NAME}.h PROPERTIES GENERATED ${KL_SOURCES})
+  set_source_files_properties(${DIR}/${NAME}.c ${DIR}/${NAME}.h PROPERTIES GENERATED TRUE)
   add_library(${NAME} STATIC ${DIR}/${NAME}.c)
   target_include_directories(${NAME} PUBLIC ${DIR})
   if(TARGET kilnrt)

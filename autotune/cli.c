@@ -268,44 +268,85 @@ static void parse_key(const LibKernel *lk, const char *key, int64_t *vals) {
   }
 }
 
-/* One variant per key bucket recorded for this kernel text on this device: the fastest OK
- * record, ties (within 2% or the spread) to fewer resources. */
+/* Position of a config in the block's cross product (the tie-break order); presets and
+ * configs the block no longer lists come after. */
+static int config_order(const KilnTune *t, const char *config) {
+  size_t n = kiln_tune_config_count(t);
+  for (size_t i = 0; i < n && i < 100000; i++) {
+    KilnTuneConfig cfg;
+    char s[256];
+    if (!kiln_tune_config_get(t, i, &cfg)) break;
+    tune_config_string(&cfg, s, sizeof s);
+    if (!strcmp(s, config)) return (int)i;
+  }
+  return (int)n;
+}
+
+/* The winner among the OK records of one key bucket, by the rule `kiln tune` uses. */
+static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const KilnCache *cache,
+                             const size_t *rec, int nrec) {
+  TuneCand *c = calloc((size_t)nrec, sizeof *c);
+  if (!c) return -1;
+  int n = 0;
+  for (int i = 0; i < nrec; i++) {
+    const KilnCacheRecord *r = &cache->records[rec[i]];
+    TuneCand *x = &c[n];
+    if (!parse_config(t, r->config, &x->cfg)) continue;
+    x->state = ST_OK;
+    x->median_ms = r->median_ms;
+    x->p25_ms = r->p25_ms;
+    x->p75_ms = r->p75_ms;
+    x->order = config_order(t, r->config);
+    x->resources = x->cfg.num_warps;
+    for (int b = 0; b < x->cfg.nbindings; b++)
+      if (strcmp(x->cfg.bindings[b].name, "num_warps") && strcmp(x->cfg.bindings[b].name, "num_stages") &&
+          x->cfg.bindings[b].value > 0)
+        x->resources *= (double)x->cfg.bindings[b].value;
+    n++;
+  }
+  int w = tune_pick_winner(c, n), rc = 0;
+  LibVariant *nv = w >= 0 ? realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv) : NULL;
+  if (w >= 0 && !nv) rc = -1;
+  if (nv) {
+    lk->variants = nv;
+    LibVariant *v = &nv[lk->nvariants++];
+    memset(v, 0, sizeof *v);
+    parse_key(lk, cache->records[rec[0]].key, v->keyvals);
+    v->cfg = c[w].cfg;
+    v->median_ms = c[w].median_ms;
+    v->spread_ms = c[w].p75_ms - c[w].p25_ms;
+  }
+  free(c);
+  return rc;
+}
+
+/* One variant per key bucket recorded for this kernel text on this device and compiler. */
 static int winners_from_cache(LibKernel *lk, const KilnTune *t, const char *hash,
                               const KilnCache *cache, const char *device) {
-  for (size_t i = 0; i < cache->count; i++) {
+  size_t *rec = malloc((cache->count ? cache->count : 1) * sizeof *rec);
+  bool *done = calloc(cache->count ? cache->count : 1, sizeof *done);
+  int rc = rec && done ? 0 : -1;
+  for (size_t i = 0; rc == 0 && i < cache->count; i++) {
     const KilnCacheRecord *r = &cache->records[i];
-    if (r->status != KILN_CACHE_OK || strcmp(r->kernel, lk->name) || strcmp(r->source_hash, hash) ||
-        strcmp(r->device, device) || strcmp(r->kiln_version, KILN_VERSION_STRING))
+    if (done[i] || r->status != KILN_CACHE_OK || strcmp(r->kernel, lk->name) ||
+        strcmp(r->source_hash, hash) || strcmp(r->device, device) ||
+        strcmp(r->kiln_version, KILN_VERSION_STRING))
       continue;
-    int64_t kv[TUNE_MAX_KEYS];
-    parse_key(lk, r->key, kv);
-    int v = 0;
-    while (v < lk->nvariants && memcmp(lk->variants[v].keyvals, kv, sizeof kv)) v++;
-    TuneCand cand = {.median_ms = r->median_ms, .p25_ms = r->p25_ms, .p75_ms = r->p75_ms,
-                     .state = ST_OK};
-    if (!parse_config(t, r->config, &cand.cfg)) continue;
-    tune_config_string(&cand.cfg, cand.config, sizeof cand.config);
-    if (v == lk->nvariants) {
-      LibVariant *nv = realloc(lk->variants, (size_t)(v + 1) * sizeof *nv);
-      if (!nv) return -1;
-      lk->variants = nv;
-      lk->nvariants++;
-      memset(&nv[v], 0, sizeof nv[v]);
-      memcpy(nv[v].keyvals, kv, sizeof kv);
-      nv[v].cfg = cand.cfg;
-      nv[v].median_ms = r->median_ms;
-      nv[v].spread_ms = r->p75_ms - r->p25_ms;
-      continue;
+    int nrec = 0;
+    for (size_t j = i; j < cache->count; j++) {
+      const KilnCacheRecord *q = &cache->records[j];
+      if (!done[j] && q->status == KILN_CACHE_OK && !strcmp(q->kernel, r->kernel) &&
+          !strcmp(q->source_hash, hash) && !strcmp(q->device, device) &&
+          !strcmp(q->kiln_version, r->kiln_version) && !strcmp(q->key, r->key)) {
+        done[j] = true;
+        rec[nrec++] = j;
+      }
     }
-    LibVariant *cur = &lk->variants[v];
-    double noise = cur->median_ms * 0.02 > cur->spread_ms ? cur->median_ms * 0.02 : cur->spread_ms;
-    if (r->median_ms < cur->median_ms - noise) {
-      cur->cfg = cand.cfg;
-      cur->median_ms = r->median_ms;
-      cur->spread_ms = r->p75_ms - r->p25_ms;
-    }
+    rc = add_bucket_winner(lk, t, cache, rec, nrec);
   }
-  return 0;
+  free(rec);
+  free(done);
+  return rc;
 }
 
 static int fill_lib_kernel(LibKernel *lk, const SourceFile *f, const char *path,

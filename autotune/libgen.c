@@ -39,7 +39,8 @@ static void params_decl(FILE *f, const LibKernel *k) {
 /* ---------------------------------------------------------------- header */
 
 static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
-  fprintf(f, "\n/* kernel %s (%s) */\n", k->name, k->path);
+  const char *base = strrchr(k->path, '/');
+  fprintf(f, "\n/* kernel %s (%s) */\n", k->name, base ? base + 1 : k->path);
   fprintf(f, "typedef struct %s_%s_config {\n", L, k->name);
   for (int i = 0; i < k->nconsts; i++) fprintf(f, "  int64_t %s;\n", k->consts[i]);
   fprintf(f, "  int num_warps, num_stages;\n} %s_%s_config;\n", L, k->name);
@@ -108,11 +109,11 @@ static void source_prelude(FILE *f, const char *L, int nimages) {
   fprintf(f, "#include <pthread.h>\n#include <stdlib.h>\n\n");
   fprintf(f, "struct %s {\n  KilnRtDevice *dev;\n  pthread_mutex_t mu;\n"
              "  KilnRtModule *mods[%d];\n  KilnRtFunction *fns[%d];\n};\n\n", L, nimages, nimages);
-  fprintf(f, "static int64_t %s_kiln_cdiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }\n", L);
-  fprintf(f, "static int64_t %s_kiln_min(int64_t a, int64_t b) { return a < b ? a : b; }\n", L);
-  fprintf(f, "static int64_t %s_kiln_max(int64_t a, int64_t b) { return a > b ? a : b; }\n", L);
+  fprintf(f, "static inline int64_t %s_kiln_cdiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }\n", L);
+  fprintf(f, "static inline int64_t %s_kiln_min(int64_t a, int64_t b) { return a < b ? a : b; }\n", L);
+  fprintf(f, "static inline int64_t %s_kiln_max(int64_t a, int64_t b) { return a > b ? a : b; }\n", L);
   fprintf(f, "/* The tuner's key buckets: the smallest power of two >= v (0 for v <= 0), as log2+1. */\n"
-             "static int %s_kiln_lbucket(int64_t v) {\n  int l = 0;\n"
+             "static inline int %s_kiln_lbucket(int64_t v) {\n  int l = 0;\n"
              "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n", L);
 }
 

@@ -1,0 +1,277 @@
+/* autotune_test.c — `kiln tune` as a user runs it: the kiln binary in a child, its JSON report
+ * and its cache file checked with cJSON. One test per argv[1]; each works in a fresh temp dir.
+ *
+ *   unit             harness expressions and key buckets
+ *   faults           crash, hang, wrong result, `where` and static-limit pruning, one run
+ *   poison_and_warm  crashed/hung configs are never retried (another key); a warm cache times
+ *                    nothing
+ *   corrupt_cache    a truncated cache is reported, moved aside and rebuilt
+ *   concurrent       two tuners on one cache at once: both records kept, the file valid
+ *   budget           a tiny --budget stops timing, and what was not timed says so */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kiln_autotune.h"
+
+extern char **environ;
+
+static int failures;
+static char dir[256];
+
+#define CHECK(cond, ...)                                                    \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
+      printf(__VA_ARGS__);                                                  \
+      printf("\n");                                                         \
+      failures++;                                                           \
+    }                                                                       \
+  } while (0)
+
+static const char faulty_args[] = "n=%d; x: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)";
+
+/* Starts `kiln tune FILE --json --cache DIR/cache.json EXTRA...` with stdout and stderr in
+ * DIR/<tag>.out / .err. */
+static pid_t start_tune(const char *tag, const char *file, const char *args, const char *const *extra) {
+  char out[512], err[512], cache[512], path[512];
+  snprintf(out, sizeof out, "%s/%s.out", dir, tag);
+  snprintf(err, sizeof err, "%s/%s.err", dir, tag);
+  snprintf(cache, sizeof cache, "%s/cache.json", dir);
+  snprintf(path, sizeof path, "%s/%s", KILN_TEST_KERNELS, file);
+  const char *argv[32] = {KILN_EXE, "tune", path, "--json", "--cache", cache, "--args", args};
+  int n = 8;
+  for (int i = 0; extra && extra[i] && n < 31; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, KILN_EXE, &fa, NULL, (char **)argv, environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+static int finish(pid_t pid) {
+  int st = 0;
+  if (pid < 0) return -1;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *tag, const char *ext) {
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s%s", dir, tag, ext);
+  FILE *f = fopen(p, "rb");
+  if (!f) return NULL;
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strdup(buf);
+}
+
+/* Runs one tune to completion and returns its parsed JSON report (NULL on failure). */
+static cJSON *tune(const char *tag, const char *file, const char *args, const char *const *extra) {
+  int rc = finish(start_tune(tag, file, args, extra));
+  char *out = slurp(tag, ".out"), *err = slurp(tag, ".err");
+  cJSON *j = out ? cJSON_Parse(out) : NULL;
+  CHECK(rc == 0 && j, "%s: exit %d, stderr:\n%s", tag, rc, err ? err : "");
+  free(out);
+  free(err);
+  return j;
+}
+
+static const cJSON *kernel0(const cJSON *r) {
+  return cJSON_GetArrayItem(cJSON_GetObjectItem(r, "kernels"), 0);
+}
+
+static const cJSON *cand(const cJSON *r, const char *config) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates"))
+    if (!strcmp(cJSON_GetObjectItem(c, "config")->valuestring, config)) return c;
+  return NULL;
+}
+
+static const char *str(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItem(o, k);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static int num(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItem(o, k);
+  return cJSON_IsNumber(v) ? v->valueint : -1;
+}
+
+static const char *mode_cfg(int mode) {
+  static char buf[128];
+  snprintf(buf, sizeof buf, "BLOCK=64,MODE=%d,num_warps=4,num_stages=2", mode);
+  return buf;
+}
+
+static void expect_state(const cJSON *r, int mode, const char *state) {
+  const cJSON *c = cand(r, mode_cfg(mode));
+  CHECK(c && !strcmp(str(c, "status"), state), "MODE=%d: status '%s', want '%s' (%s)", mode,
+        c ? str(c, "status") : "missing", state, c ? str(c, "detail") : "");
+}
+
+static const char *const fault_opts[] = {"--mode", "max-autotune", "--timeout", "1", "--reps", "2", NULL};
+
+static cJSON *run_faulty(const char *tag, int n) {
+  char args[256];
+  snprintf(args, sizeof args, faulty_args, n);
+  return tune(tag, "faulty.kiln", args, fault_opts);
+}
+
+static void test_faults(void) {
+  cJSON *r = run_faulty("faults", 1000);
+  if (!r) return;
+  expect_state(r, 0, "ok");
+  expect_state(r, 1, "crash");
+  expect_state(r, 2, "hang");
+  expect_state(r, 3, "mismatch");
+  CHECK(strstr(str(cand(r, mode_cfg(1)), "detail"), "signal"), "crash detail names the signal");
+  CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "winner %s", str(kernel0(r), "winner"));
+  CHECK(!strcmp(str(kernel0(r), "key"), "n=1024"), "key bucket %s", str(kernel0(r), "key"));
+  int where = 0, limit = 0;
+  const cJSON *p;
+  cJSON_ArrayForEach(p, cJSON_GetObjectItem(kernel0(r), "pruned")) {
+    const char *cfg = str(p, "config"), *why = str(p, "reason");
+    if (strstr(cfg, "BLOCK=128,")) where += strstr(why, "where #1") && strstr(why, "BLOCK != 128");
+    if (strstr(cfg, "BLOCK=4194304,")) limit += strstr(why, "limit: largest tile") != NULL;
+  }
+  CHECK(where == 4 && limit == 4, "pruned by where: %d, by the tile limit: %d (want 4, 4)", where, limit);
+  CHECK(num(r, "timings") == 4, "timings %d, want 4 (one pass; nothing survives to halving)",
+        num(r, "timings"));
+  cJSON_Delete(r);
+}
+
+static void test_poison_and_warm(void) {
+  cJSON_Delete(run_faulty("first", 1000));
+  cJSON *r = run_faulty("other_key", 5000); /* key n=8192: a new bucket */
+  if (r) {
+    expect_state(r, 1, "poisoned");
+    expect_state(r, 2, "poisoned");
+    expect_state(r, 0, "ok");
+    CHECK(num(cand(r, mode_cfg(1)), "timings") == 0 && num(cand(r, mode_cfg(2)), "timings") == 0,
+          "poisoned configs were run again");
+    CHECK(num(cand(r, mode_cfg(0)), "timings") > 0, "the new key was not timed");
+    cJSON_Delete(r);
+  }
+  r = run_faulty("warm", 1000);
+  if (r) {
+    CHECK(num(r, "timings") == 0, "a warm cache timed %d variants", num(r, "timings"));
+    CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "warm winner %s", str(kernel0(r), "winner"));
+    cJSON_Delete(r);
+  }
+}
+
+static int count_records(const char *key) {
+  char *text = slurp("cache", ".json");
+  cJSON *c = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  if (!c) return -1;
+  int n = 0;
+  const cJSON *rec;
+  cJSON_ArrayForEach(rec, cJSON_GetObjectItem(c, "records")) n += !key || !strcmp(str(rec, "key"), key);
+  cJSON_Delete(c);
+  return n;
+}
+
+static void test_corrupt_cache(void) {
+  cJSON_Delete(run_faulty("fill", 1000));
+  char p[512];
+  snprintf(p, sizeof p, "%s/cache.json", dir);
+  char *text = slurp("cache", ".json");
+  FILE *f = fopen(p, "wb");
+  if (!text || !f) {
+    CHECK(0, "no cache to truncate");
+    free(text);
+    if (f) fclose(f);
+    return;
+  }
+  fwrite(text, 1, strlen(text) / 2, f); /* a truncated file, as after a crash of a naive writer */
+  fclose(f);
+  free(text);
+  cJSON *r = run_faulty("after", 1000);
+  char *err = slurp("after", ".err");
+  CHECK(err && strstr(err, "corrupt"), "corruption not reported: %s", err ? err : "");
+  free(err);
+  CHECK(r && num(r, "timings") == 4, "the corrupt cache was trusted (timings %d)", r ? num(r, "timings") : -1);
+  CHECK(count_records("n=1024") == 4, "rebuilt cache has %d records", count_records("n=1024"));
+  int aside = 0;
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) aside += !strncmp(e->d_name, "cache.json.corrupt-", 19);
+  if (d) closedir(d);
+  CHECK(aside == 1, "%d files moved aside", aside);
+  cJSON_Delete(r);
+}
+
+static void test_concurrent(void) {
+  char a[256], b[256];
+  snprintf(a, sizeof a, faulty_args, 300);
+  snprintf(b, sizeof b, faulty_args, 3000);
+  pid_t p1 = start_tune("one", "faulty.kiln", a, fault_opts);
+  pid_t p2 = start_tune("two", "faulty.kiln", b, fault_opts);
+  int r1 = finish(p1), r2 = finish(p2);
+  CHECK(r1 == 0 && r2 == 0, "exit codes %d %d", r1, r2);
+  int n1 = count_records("n=512"), n2 = count_records("n=4096");
+  /* each tuner records MODE 0 and 3 for its key, and crash/hang unless the other poisoned them */
+  CHECK(n1 >= 2 && n2 >= 2 && n1 + n2 >= 6, "records: %d for n=512, %d for n=4096", n1, n2);
+}
+
+static void test_budget(void) {
+  static const char *const opts[] = {"--mode", "max-autotune", "--budget", "0.001", NULL};
+  cJSON *r = tune("budget", "scale_add.kiln", "n=64; a=1.0; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)", opts);
+  if (!r) return;
+  int budget = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates"))
+    budget += !strcmp(str(c, "status"), "budget");
+  CHECK(budget == 6 && num(r, "timings") == 0, "%d of 6 stopped by the budget, %d timings", budget,
+        num(r, "timings"));
+  cJSON_Delete(r);
+}
+
+static void test_unit(void) {
+  const char *names[] = {"n", "BLOCK"};
+  int64_t vals[] = {1000, 256}, v = 0;
+  char err[128];
+  CHECK(kiln_tune_expr_eval("cdiv(n, BLOCK)", names, vals, 2, &v, err, sizeof err) && v == 4, "cdiv %lld", (long long)v);
+  CHECK(kiln_tune_expr_eval("max(1, n / (BLOCK * 8)) + -2 * 3 % 4", names, vals, 2, &v, err, sizeof err) && v == -1,
+        "precedence %lld", (long long)v);
+  CHECK(!kiln_tune_expr_eval("n / (BLOCK - 256)", names, vals, 2, &v, err, sizeof err) && strstr(err, "division by zero"), "%s", err);
+  CHECK(!kiln_tune_expr_eval("m + 1", names, vals, 2, &v, err, sizeof err) && strstr(err, "unknown name m"), "%s", err);
+  CHECK(!kiln_tune_expr_eval("9223372036854775807 + 1", names, vals, 2, &v, err, sizeof err), "overflow accepted");
+  CHECK(kiln_tune_bucket(1000) == 1024 && kiln_tune_bucket(1024) == 1024 && kiln_tune_bucket(1) == 1 &&
+        kiln_tune_bucket(0) == 0 && kiln_tune_bucket(1025) == 2048, "buckets");
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) return 64;
+  snprintf(dir, sizeof dir, "%s/kiln-autotune-test-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(dir)) return 2;
+  const char *t = argv[1];
+  if (!strcmp(t, "unit")) test_unit();
+  else if (!strcmp(t, "faults")) test_faults();
+  else if (!strcmp(t, "poison_and_warm")) test_poison_and_warm();
+  else if (!strcmp(t, "corrupt_cache")) test_corrupt_cache();
+  else if (!strcmp(t, "concurrent")) test_concurrent();
+  else if (!strcmp(t, "budget")) test_budget();
+  else return 64;
+  if (!failures) { /* keep the files of a failed test for a look */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) return 2;
+  }
+  printf("%s %s (%s)\n", failures ? "FAILED" : "ok", t, dir);
+  return failures != 0;
+}
