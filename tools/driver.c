@@ -13,12 +13,13 @@
 #include <string.h>
 
 #include "kiln_frontend.h"
+#include "kiln_gpu.h"
 #include "kiln_mlir.h"
 #include "kiln_mlirgen.h"
 
 static const char *const target_names[KILN_TARGET_COUNT] = {"cpu", "emu", "sm_80", "sm_90"};
-static const char *const emit_names[KILN_EMIT_COUNT] = {"ast", "mlir", "lowered-mlir", "llvm",
-                                                        "obj"};
+static const char *const emit_names[KILN_EMIT_COUNT] = {
+    "ast", "mlir", "lowered-mlir", "llvm", "obj", "gpu-mlir", "ptx", "cubin"};
 
 const char *kiln_target_name(KilnTarget t) {
   return (unsigned)t < KILN_TARGET_COUNT ? target_names[t] : "?";
@@ -196,6 +197,88 @@ static KilnDriverStatus open_source(Job *j) {
   return KILN_DRIVER_OK;
 }
 
+/* Copies n bytes into out (NUL-terminated, for text) and frees src with free_fn. */
+static KilnDriverStatus take_bytes(KilnBuffer *out, void *src, size_t n, void (*free_fn)(void *)) {
+  out->data = malloc(n + 1);
+  if (out->data) {
+    memcpy(out->data, src, n);
+    out->data[n] = '\0';
+    out->size = n;
+  }
+  free_fn(src);
+  return out->data ? KILN_DRIVER_OK : KILN_DRIVER_FAILURE;
+}
+
+static const char *ptxas_path(void) {
+  const char *env = getenv("KILN_PTXAS");
+  if (env && *env) return env;
+#ifdef KILN_PTXAS_PATH
+  return KILN_PTXAS_PATH;
+#else
+  return NULL; /* ptxas on PATH */
+#endif
+}
+
+/* sm_80 / sm_90: the verified kiln module through the GPU pipeline, then PTX and cubin. */
+static KilnDriverStatus lower_gpu(Job *j, const KilnKernel *k, KilnEmit emit, KilnBuffer *out) {
+  const KilnCompileOptions *o = j->o;
+  const char *arch = kiln_target_name(o->target);
+  if (emit == KILN_EMIT_OBJ) {
+    fprintf(j->diag, "kiln: error: --emit obj is for the cpu target; use ptx or cubin for %s\n", arch);
+    return KILN_DRIVER_USER_ERROR;
+  }
+  KilnMlirStatus st = kiln_pipeline_run_stage(j->module, "kiln-dce");
+  KilnGpuOptions go = {.target = arch, .num_warps = o->num_warps, .num_stages = o->num_stages,
+                       .dump_after = o->dump_after, .dump_file = j->diag,
+                       .stop_after = emit == KILN_EMIT_GPU_MLIR ? "kiln-gpu-layouts" : NULL};
+  if (st == KILN_MLIR_OK) st = kiln_gpu_pipeline_run(j->module, &go);
+  size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
+  if (st != KILN_MLIR_OK || errs > 0) {
+    kiln_diag_render(j->c, j->diag);
+    if (st == KILN_MLIR_ERR_INVALID) return KILN_DRIVER_USER_ERROR;
+    fprintf(j->diag, "kiln: error: lowering '%s' for %s failed\n", k->name, arch);
+    return KILN_DRIVER_FAILURE;
+  }
+  if (emit == KILN_EMIT_GPU_MLIR || emit == KILN_EMIT_LOWERED_MLIR)
+    return capture_text(print_module, &j->module, out);
+  if (emit == KILN_EMIT_LLVM) {
+    char *ir = NULL;
+    size_t len = 0;
+    st = kiln_mlir_translate_to_llvm_ir(j->module, &ir, &len);
+    fold_mlir_diags(j->kctx, j->c, j->diag);
+    if (st != KILN_MLIR_OK) {
+      kiln_diag_render(j->c, j->diag);
+      fprintf(j->diag, "kiln: error: translation to LLVM IR failed\n");
+      return KILN_DRIVER_FAILURE;
+    }
+    return take_bytes(out, ir, len, kiln_mlir_buffer_free);
+  }
+  char *ptx = NULL;
+  size_t ptx_len = 0;
+  st = kiln_gpu_emit_ptx(j->module, arch, &ptx, &ptx_len);
+  fold_mlir_diags(j->kctx, j->c, j->diag);
+  if (st != KILN_MLIR_OK) {
+    kiln_diag_render(j->c, j->diag);
+    fprintf(j->diag, "kiln: error: PTX generation for %s failed\n", arch);
+    return KILN_DRIVER_FAILURE;
+  }
+  if (emit == KILN_EMIT_PTX) return take_bytes(out, ptx, ptx_len, free);
+  void *cubin = NULL;
+  size_t cubin_len = 0;
+  KilnGpuPtxasInfo info;
+  char *log = NULL;
+  st = kiln_gpu_ptxas(ptxas_path(), ptx, arch, &cubin, &cubin_len, &info, &log);
+  free(ptx);
+  if (st != KILN_MLIR_OK) {
+    fprintf(j->diag, "kiln: error: ptxas failed for %s%s%s\n", arch, log ? ":\n" : "",
+            log ? log : " (is the CUDA toolkit installed? set KILN_PTXAS to its ptxas)");
+    free(log);
+    return KILN_DRIVER_FAILURE;
+  }
+  free(log);
+  return take_bytes(out, cubin, cubin_len, free);
+}
+
 static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBuffer *out) {
   const KilnCompileOptions *o = j->o;
   j->kctx = kiln_mlir_context_create();
@@ -212,6 +295,12 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
   KilnMlirStatus st = kiln_pipeline_run_stage(j->module, "verify");
   if (st != KILN_MLIR_OK || fold_mlir_diags(j->kctx, j->c, j->diag) > 0) return user_error(j);
   if (emit == KILN_EMIT_MLIR) return capture_text(print_module, &j->module, out);
+  if (o->target == KILN_TARGET_SM80 || o->target == KILN_TARGET_SM90) return lower_gpu(j, k, emit, out);
+  if (emit == KILN_EMIT_GPU_MLIR || emit == KILN_EMIT_PTX || emit == KILN_EMIT_CUBIN) {
+    fprintf(j->diag, "kiln: error: --emit %s needs a GPU target (--target sm_80 or sm_90)\n",
+            kiln_emit_name(emit));
+    return KILN_DRIVER_USER_ERROR;
+  }
 
   KilnPipelineOptions po = {.target = kiln_target_name(o->target),
                             .dump_after = o->dump_after,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kiln_driver.h"
@@ -46,12 +47,13 @@ static const char *const usage_compile =
     "  -D NAME=VALUE                bind a const parameter (repeatable); also num_warps,\n"
     "                               num_stages\n"
     "  --target T                   cpu (default), emu, sm_80, sm_90\n"
-    "  --emit E                     ast, mlir (kiln dialect, default), lowered-mlir, llvm, obj\n"
+    "  --emit E                     ast, mlir (kiln dialect, default), lowered-mlir, llvm,\n"
+    "                               obj (cpu); gpu-mlir (with layouts), ptx, cubin (sm_80/sm_90)\n"
     "  --num-warps N                warps per program (GPU targets; default 4)\n"
     "  --num-stages N               software pipelining stages (GPU targets; default 2)\n"
     "  --dump-after STAGE           print the IR after a pipeline stage (or 'all') to stderr\n"
     "  -o FILE                      write the output to FILE (atomically); default: stdout,\n"
-    "                               or NAME.o for --emit obj\n"
+    "                               or NAME.o / NAME.cubin for --emit obj / cubin\n"
     "  -h, --help                   show this help\n";
 
 static const char *const usage_check =
@@ -71,6 +73,13 @@ static int write_atomically(const char *path, const void *data, size_t size) {
   }
   int fd = mkstemp(tmp);
   if (fd < 0) return -1;
+  mode_t mask = umask(0); /* mkstemp makes 0600; give the file the mode a plain create would */
+  umask(mask);
+  if (fchmod(fd, 0666 & ~mask) != 0) {
+    close(fd);
+    unlink(tmp);
+    return -1;
+  }
   FILE *f = fdopen(fd, "wb");
   if (!f) {
     close(fd);
@@ -180,7 +189,7 @@ static int run_compile(CompileArgs *ca) {
     return usage_error("compile", "unknown target '%s' (cpu, emu, sm_80, sm_90)", ca->target);
   KilnEmit emit = kiln_emit_from_name(ca->emit ? ca->emit : "mlir");
   if (emit == KILN_EMIT_COUNT)
-    return usage_error("compile", "unknown --emit '%s' (ast, mlir, lowered-mlir, llvm, obj)", ca->emit);
+    return usage_error("compile", "unknown --emit '%s' (ast, mlir, lowered-mlir, llvm, obj, gpu-mlir, ptx, cubin)", ca->emit);
   KilnCompileOptions o = {.path = ca->file, .kernel = ca->kernel, .defines = ca->defines,
                           .num_defines = ca->ndefines, .target = target,
                           .num_warps = ca->num_warps, .num_stages = ca->num_stages,
@@ -190,8 +199,9 @@ static int run_compile(CompileArgs *ca) {
   if (st != KILN_DRIVER_OK) return (int)st;
   char default_out[PATH_MAX];
   const char *path = ca->out;
-  if (!path && emit == KILN_EMIT_OBJ) {
-    snprintf(default_out, sizeof default_out, "%s.o", ca->kernel);
+  if (!path && (emit == KILN_EMIT_OBJ || emit == KILN_EMIT_CUBIN)) {
+    snprintf(default_out, sizeof default_out, "%s.%s", ca->kernel,
+             emit == KILN_EMIT_OBJ ? "o" : "cubin");
     path = default_out;
   }
   int rc = 0;

@@ -27,6 +27,9 @@ typedef enum KilnEmit {
   KILN_EMIT_LOWERED_MLIR, /* IR after the whole pass pipeline (llvm dialect), as text */
   KILN_EMIT_LLVM, /* LLVM IR, as text */
   KILN_EMIT_OBJ,  /* host object file bytes (cpu target) */
+  KILN_EMIT_GPU_MLIR, /* GPU targets: the kiln dialect with a layout on every tile, as text */
+  KILN_EMIT_PTX,  /* GPU targets: PTX text */
+  KILN_EMIT_CUBIN, /* GPU targets: a cubin from ptxas (KILN_PTXAS, else ptxas on PATH) */
   KILN_EMIT_COUNT
 } KilnEmit;
 

@@ -81,6 +81,21 @@ check dump-after 0 "$kiln" compile "$va" --kernel vector_add --emit obj -o "$tmp
 contains dump-after 'func|llvm'
 check dump-after-bad 1 "$kiln" compile "$va" --kernel vector_add --emit obj -o "$tmp/va3.o" --dump-after no-such-stage
 
+# --- GPU targets: kiln with layouts, PTX, and (where ptxas is installed) a cubin
+sm="$kdir/softmax_rows.kiln"
+for t in sm_80 sm_90; do
+  check "gpu-mlir $t" 0 "$kiln" compile "$sm" --kernel softmax_rows --target $t --emit gpu-mlir &&
+    contains "gpu-mlir $t layouts" 'blocked'
+  check "ptx $t" 0 "$kiln" compile "$sm" --kernel softmax_rows --target $t --emit ptx &&
+    contains "ptx $t target" "^\.target $t" && contains "ptx $t shfl" 'shfl\.sync\.bfly'
+  if command -v "${KILN_PTXAS:-ptxas}" >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/ptxas ]; then
+    check "cubin $t" 0 "$kiln" compile "$sm" --kernel softmax_rows --target $t --emit cubin -o "$tmp/sm.cubin"
+    [ -s "$tmp/sm.cubin" ] || { echo "FAIL cubin $t: empty"; fails=$((fails + 1)); }
+  fi
+done
+check obj-on-gpu 1 "$kiln" compile "$sm" --kernel softmax_rows --target sm_80 --emit obj -o "$tmp/x.o"
+check ptx-on-cpu 1 "$kiln" compile "$sm" --kernel softmax_rows --target cpu --emit ptx
+
 # --- -o is atomic: a failing compile leaves an existing output untouched, and no temp files
 echo precious >"$tmp/keep.o"
 check keep-on-failure 1 "$kiln" compile "$tmp/bad.kiln" --kernel bad -D BLOCK=64 --emit obj -o "$tmp/keep.o"
