@@ -19,6 +19,7 @@ static const struct {
     {"dropout", kiln_bert_test_dropout},
     {"embedding", kiln_bert_test_embedding},
     {"adamw", kiln_bert_test_adamw},
+    {"gemm", kiln_bert_test_gemm},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

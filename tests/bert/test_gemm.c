@@ -1,0 +1,189 @@
+/* test_gemm.c — GEMM with epilogues, its transposed backward forms through strides, and the
+ * bias-gradient column sums (kernels-bert/gemm.kiln). docs/kernels/gemm.md gives the
+ * tolerances' reasons. */
+#include "bert_ref.h"
+#include "harness.h"
+#include "tests.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { PAD = 5 }; /* sentinel columns after each row of C */
+
+/* One product: A (M x K) and B (K x N) by strides, C written at row stride N + PAD. */
+typedef struct Gemm {
+  const float *a, *b, *bias, *res; /* res: M x N dense (the kernel reads it at C's strides) */
+  int32_t M, N, K, sam, sak, sbk, sbn, epi;
+  size_t a_len, b_len;
+} Gemm;
+
+static double ref_elem(const Gemm *g, size_t m, size_t n) {
+  double acc = 0.0;
+  for (size_t k = 0; k < (size_t)g->K; k++)
+    acc += (double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] * g->b[k * (size_t)g->sbk + n * (size_t)g->sbn];
+  if (g->epi >= 1)
+    acc += g->bias[n];
+  if (g->epi == 2)
+    acc = kiln_bert_ref_gelu(acc, 0);
+  if (g->epi == 3)
+    acc += g->res[m * (size_t)g->N + n];
+  return acc;
+}
+
+/* Runs the product on fn (gemm_f32, or gemm_f16 with f16 = true: inputs converted, output read
+ * back as f32) and returns C densely, checking its sentinels. */
+static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, bool f16, int bm, int bn) {
+  size_t M = (size_t)g->M, N = (size_t)g->N, ld = N + PAD, total = M * ld + KILN_BERT_TAIL;
+  size_t esz = f16 ? 2 : 4;
+  float *res_ld = kiln_bert_alloc(M * ld, 4);
+  for (size_t m = 0; m < M && g->res; m++)
+    for (size_t n = 0; n < N; n++)
+      res_ld[m * ld + n] = g->res[m * N + n];
+  const float *host[4] = {g->a, g->b, g->bias, res_ld};
+  size_t lens[4] = {g->a_len, g->b_len, N, M * ld};
+  void *dev[4];
+  for (int i = 0; i < 4; i++) {
+    float zero = 0.0f;
+    const float *src = host[i] ? host[i] : &zero;
+    size_t len = host[i] ? lens[i] : 1;
+    uint16_t *h = f16 ? kiln_bert_to_f16(src, len) : NULL;
+    dev[i] = kiln_bert_input(run, h ? (void *)h : (const void *)src, len * esz);
+    free(h);
+  }
+  void *dc = kiln_bert_output(run, total * esz);
+  int32_t scm = (int32_t)ld, scn = 1;
+  void *args[] = {&dev[0], &dev[1], &dc, &dev[2], &dev[3], (void *)&g->M, (void *)&g->N, (void *)&g->K,
+                  (void *)&g->sam, (void *)&g->sak, (void *)&g->sbk, (void *)&g->sbn, &scm, &scn};
+  kiln_bert_launch(run, fn, kiln_bert_cdiv(M, (size_t)bm), kiln_bert_cdiv(N, (size_t)bn), args);
+  unsigned char *raw = kiln_bert_alloc(total, esz);
+  kiln_bert_fetch(run, raw, dc, total * esz);
+  kiln_bert_check_untouched(run, "c", raw, esz, total, M, N, ld);
+  float *c = kiln_bert_alloc(M * N, 4);
+  for (size_t m = 0; m < M; m++)
+    for (size_t n = 0; n < N; n++)
+      c[m * N + n] = f16 ? kiln_ref_f16_to_f32(((uint16_t *)raw)[m * ld + n]) : ((float *)raw)[m * ld + n];
+  free(raw), free(res_ld);
+  return c;
+}
+
+static void check_gemm(KilnBertRun *run, const char *what, const float *c, const Gemm *g, double tol) {
+  size_t M = (size_t)g->M, N = (size_t)g->N;
+  float *ref = kiln_bert_alloc(M * N, 4);
+  for (size_t m = 0; m < M; m++)
+    for (size_t n = 0; n < N; n++)
+      ref[m * N + n] = (float)ref_elem(g, m, n);
+  kiln_bert_check_close(run, what, c, ref, M * N, 1.0, tol);
+  free(ref);
+}
+
+/* Every epilogue on one shape; inputs f16-rounded when f16. */
+static bool run_epilogues(KilnRtDevice *dev, int32_t M, int32_t N, int32_t K, int bm, int bn, int bk,
+                          bool f16, int epi_lo, int epi_hi, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d", f16 ? "f16" : "f32", M, N,
+                  K, bm, bn, bk, epi_lo, epi_hi);
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *(*gen)(KilnRefRng *, size_t, float, float) = f16 ? kiln_bert_random_f16r : kiln_bert_random_f32;
+  size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
+  float *a = gen(&rng, sM * sK, -1.0f, 1.0f), *b = gen(&rng, sK * sN, -1.0f, 1.0f);
+  float *bias = gen(&rng, sN, -1.0f, 1.0f), *res = gen(&rng, sM * sN, -1.0f, 1.0f);
+  for (int epi = epi_lo; epi <= epi_hi && run.ok; epi++) {
+    KilnDefine defs[] = {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"EPI", epi}};
+    KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", f16 ? "gemm_f16" : "gemm_f32", defs, 4);
+    Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
+    float *c = run_gemm(&run, fn, &g, f16, bm, bn);
+    char what[32];
+    snprintf(what, sizeof what, "c epi %d", epi);
+    check_gemm(&run, what, c, &g, f16 ? 2e-3 : 1e-5);
+    free(c);
+  }
+  free(a), free(b), free(bias), free(res);
+  return kiln_bert_end(&run);
+}
+
+/* L = sum w * (X W + b), in double, from a forward product. */
+static double loss(const float *y, const float *w, size_t n) {
+  double l = 0.0;
+  for (size_t i = 0; i < n; i++)
+    l += (double)w[i] * y[i];
+  return l;
+}
+
+/* The linear layer's backward: dX = w W^T and dW = X^T w through strides, db = colsum(w);
+ * each checked against the reference and against central differences of L through the
+ * forward at a few elements. */
+static bool run_backward(KilnRtDevice *dev, int32_t M, int32_t K, int32_t N, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "linear backward X %dx%d W %dx%d", M, K, K, N);
+  enum { T = 16 };
+  KilnDefine d1[] = {{"BM", T}, {"BN", T}, {"BK", T}, {"EPI", 1}}, d0[] = {{"BM", T}, {"BN", T}, {"BK", T}, {"EPI", 0}};
+  KilnDefine dc[] = {{"BLOCK_R", 4}, {"BLOCK_C", 32}};
+  KilnRtFunction *fwd = kiln_bert_kernel(&run, "gemm", "gemm_f32", d1, 4);
+  KilnRtFunction *plain = kiln_bert_kernel(&run, "gemm", "gemm_f32", d0, 4);
+  KilnRtFunction *colsum = kiln_bert_kernel(&run, "gemm", "colsum_f32", dc, 2);
+  size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *x = kiln_bert_random_f32(&rng, sM * sK, -1.0f, 1.0f), *w = kiln_bert_random_f32(&rng, sK * sN, -1.0f, 1.0f);
+  float *b = kiln_bert_random_f32(&rng, sN, -1.0f, 1.0f), *dy = kiln_bert_random_f32(&rng, sM * sN, -1.0f, 1.0f);
+  Gemm gdx = {dy, w, NULL, NULL, M, K, N, N, 1, 1, N, 0, sM * sN, sK * sN};  /* B = W^T */
+  Gemm gdw = {x, dy, NULL, NULL, K, N, M, 1, K, N, 1, 0, sM * sK, sM * sN};  /* A = X^T */
+  float *dx = run_gemm(&run, plain, &gdx, false, T, T), *dw = run_gemm(&run, plain, &gdw, false, T, T);
+  check_gemm(&run, "dX", dx, &gdx, 1e-5);
+  check_gemm(&run, "dW", dw, &gdw, 1e-5);
+  /* db = column sums of dy, read at a row stride of N + 3 with 1000s in the gap. */
+  size_t ld = sN + 3;
+  float *dyp = kiln_bert_alloc(sM * ld, 4), *db = kiln_bert_alloc(sN + KILN_BERT_TAIL, 4), *ref_db = kiln_bert_alloc(sN, 4);
+  for (size_t m = 0; m < sM; m++)
+    for (size_t n = 0; n < ld; n++)
+      dyp[m * ld + n] = n < sN ? dy[m * sN + n] : 1000.0f;
+  void *ddy = kiln_bert_input(&run, dyp, sM * ld * 4), *ddb = kiln_bert_output(&run, (sN + KILN_BERT_TAIL) * 4);
+  int32_t ld32 = (int32_t)ld;
+  void *cargs[] = {&ddy, &ddb, &M, &N, &ld32};
+  kiln_bert_launch(&run, colsum, kiln_bert_cdiv(sN, 32), 1, cargs);
+  kiln_bert_fetch(&run, db, ddb, (sN + KILN_BERT_TAIL) * 4);
+  kiln_bert_check_untouched(&run, "db", db, 4, sN + KILN_BERT_TAIL, 1, sN, sN + KILN_BERT_TAIL);
+  for (size_t n = 0; n < sN; n++) {
+    double s = 0.0;
+    for (size_t m = 0; m < sM; m++)
+      s += dy[m * sN + n];
+    ref_db[n] = (float)s;
+  }
+  kiln_bert_check_close(&run, "db", db, ref_db, sN, 1.0, 1e-5);
+  /* Finite differences at 6 elements each of X, W and b. */
+  const float h = 1e-2f;
+  float fd[18], an[18];
+  float *vals[3] = {x, w, b};
+  const float *grads[3] = {dx, dw, db};
+  size_t lens[3] = {sM * sK, sK * sN, sN};
+  for (int t = 0; t < 3 && run.ok; t++)
+    for (int e = 0; e < 6; e++) {
+      size_t i = (size_t)(kiln_ref_rng_next(&rng) % lens[t]);
+      float keep = vals[t][i];
+      double l[2];
+      for (int s = 0; s < 2; s++) {
+        vals[t][i] = s == 0 ? keep + h : keep - h;
+        Gemm g = {x, w, b, NULL, M, N, K, K, 1, N, 1, 1, sM * sK, sK * sN};
+        float *y = run_gemm(&run, fwd, &g, false, T, T);
+        l[s] = loss(y, dy, sM * sN);
+        free(y);
+      }
+      fd[t * 6 + e] = (float)((l[0] - l[1]) / ((double)(keep + h) - (double)(keep - h)));
+      an[t * 6 + e] = grads[t][i];
+      vals[t][i] = keep;
+    }
+  kiln_bert_check_close(&run, "grads vs fd", an, fd, 18, 1.0, 1e-3);
+  free(x), free(w), free(b), free(dy), free(dx), free(dw), free(dyp), free(db), free(ref_db);
+  return kiln_bert_end(&run);
+}
+
+bool kiln_bert_test_gemm(KilnRtDevice *dev) {
+  bool ok = true;
+  /* Epilogues: none, bias, bias + GELU, bias + residual. */
+  ok &= run_epilogues(dev, 77, 64, 96, 32, 32, 16, false, 0, 3, 7000); /* ragged M, exact N, K */
+  ok &= run_epilogues(dev, 37, 100, 40, 16, 16, 16, true, 2, 3, 7001); /* ragged on all axes */
+  ok &= run_epilogues(dev, 1, 1, 1, 16, 16, 16, false, 3, 3, 7002);    /* degenerate */
+  ok &= run_backward(dev, 74, 96, 37, 7100);
+  return ok;
+}
