@@ -6,5 +6,7 @@ config.name = "kiln-gpu"
 config.test_format = lit.formats.ShTest(True)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
+# lit writes its scripts and timing cache under the exec root: keep that in the build tree.
+config.test_exec_root = lit_config.params.get("exec_root", config.test_source_root)
 config.substitutions.append(("%kiln_gpu_tool", lit_config.params["kiln_gpu_tool"]))
 config.substitutions.append(("FileCheck", lit_config.params["filecheck"]))
