@@ -69,6 +69,10 @@ static void set_scalar(unsigned char *slot, const TuneParam *q, int64_t iv, doub
 
 static int child_main(const TuneTarget *tg, const char *kernel, const TuneProblem *p,
                       const TuneCand *cand, int reps, bool check, ChildShared *sh) {
+  /* A faulting variant must die on its signal, which the parent reports as a crash; a
+   * sanitizer's or the embedder's handler would turn it into an exit code or a slow report. */
+  int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+  for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
   size_t objlen = 0;
   char *obj = tune_read_file(cand->obj_path, &objlen);
   if (!obj) return snprintf(sh->err, sizeof sh->err, "cannot read %.200s", cand->obj_path), 2;
