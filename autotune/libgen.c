@@ -109,12 +109,17 @@ static void source_prelude(FILE *f, const char *L, int nimages) {
   fprintf(f, "#include <pthread.h>\n#include <stdlib.h>\n\n");
   fprintf(f, "struct %s {\n  KilnRtDevice *dev;\n  pthread_mutex_t mu;\n"
              "  KilnRtModule *mods[%d];\n  KilnRtFunction *fns[%d];\n};\n\n", L, nimages, nimages);
+  fprintf(f, "#if defined(__GNUC__)\n#define %s_KILN_UNUSED __attribute__((unused))\n#else\n"
+             "#define %s_KILN_UNUSED\n#endif\n", L, L);
+  fprintf(f, "%s_KILN_UNUSED ", L);
   fprintf(f, "static inline int64_t %s_kiln_cdiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }\n", L);
+  fprintf(f, "%s_KILN_UNUSED ", L);
   fprintf(f, "static inline int64_t %s_kiln_min(int64_t a, int64_t b) { return a < b ? a : b; }\n", L);
+  fprintf(f, "%s_KILN_UNUSED ", L);
   fprintf(f, "static inline int64_t %s_kiln_max(int64_t a, int64_t b) { return a > b ? a : b; }\n", L);
   fprintf(f, "/* The tuner's key buckets: the smallest power of two >= v (0 for v <= 0), as log2+1. */\n"
-             "static inline int %s_kiln_lbucket(int64_t v) {\n  int l = 0;\n"
-             "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n", L);
+             "%s_KILN_UNUSED static inline int %s_kiln_lbucket(int64_t v) {\n  int l = 0;\n"
+             "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n", L, L);
 }
 
 static void source_images(FILE *f, const char *L, const char *const *kern, int n) {
