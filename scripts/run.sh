@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds Kiln, and runs the kernels on the device
-# present (the CPU backend when there is no GPU), printing a table of what ran.
+# The main job: installs what is missing, builds Kiln, tunes kernels for the device present
+# (the CPU backend when there is no GPU), generates a kernel library from the winners, and
+# times the kernels, printing tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -9,4 +10,21 @@ kiln_install_deps
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -G Ninja -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ >/dev/null
 cmake --build build -j "$jobs"
-exec bash bench/cpu-kernels.sh build
+
+# The device: the GPU backends do not run end to end yet, so the job uses the CPU backend.
+device=cpu
+kiln=build/tools/kiln
+kdir=tests/numeric/kernels
+out=build/main-job
+mkdir -p "$out"
+
+echo "== kiln tune (device $device, default mode) ==" >&2
+"$kiln" tune "$kdir/vector_add.kiln" "$kdir/matmul_f16.kiln" --device "$device" --mode default \
+  --jobs "$jobs" --cache "$out/tune-cache.json" --emit-lib "$out/lib" \
+  --args 'kernel=vector_add; n=1048576; x: f32[n]; y: f32[n]; out: f32[n]=0; grid=cdiv(n, BLOCK)' \
+  --args 'kernel=matmul_f16; M=256; N=256; K=256; sam=256; sak=1; sbk=256; sbn=1; scm=256; scn=1;
+          a: f16[M*K]; b: f16[K*N]; c: f16[M*N]=0; grid=cdiv(M, BM), cdiv(N, BN)'
+echo "generated kernel library: $out/lib" >&2
+
+echo "== kernels on $device ==" >&2
+bash bench/cpu-kernels.sh build
