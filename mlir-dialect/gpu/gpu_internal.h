@@ -21,6 +21,8 @@ typedef enum KilnGpuLayoutKind {
   KILN_GPU_LAYOUT_NONE,    /* a scalar, or a tensor without an encoding */
   KILN_GPU_LAYOUT_BLOCKED, /* spt/tpw/wpc/order over `rank` dims */
   KILN_GPU_LAYOUT_SLICE,   /* the blocked parent (rank dims) with dim `slice_dim` removed */
+  KILN_GPU_LAYOUT_MMA,     /* mma.sync m16n8 accumulator fragments; wpc = warpsPerCTA (2-D) */
+  KILN_GPU_LAYOUT_DOT_OP,  /* operand `op_idx` (0 = A, 1 = B) of a dot whose result is mma(wpc) */
   KILN_GPU_LAYOUT_KIND_COUNT
 } KilnGpuLayoutKind;
 
@@ -33,6 +35,8 @@ typedef struct KilnGpuLayout {
   int wpc[KILN_GPU_MAX_RANK];   /* warpsPerCTA (product num_warps) */
   int order[KILN_GPU_MAX_RANK]; /* dims, fastest varying first */
   int slice_dim;
+  int op_idx;  /* DOT_OP: 0 (A) or 1 (B) */
+  int k_width; /* DOT_OP: consecutive k elements per 32-bit register (2 for f16/bf16) */
 } KilnGpuLayout;
 
 /* Encodes a layout as the DictionaryAttr used for tensor encodings. */
@@ -50,6 +54,9 @@ KilnGpuLayout kiln_gpu_layout_blocked(int rank, const int64_t *shape, int num_wa
                                       const int *order);
 /* slice{dim, parent}. */
 KilnGpuLayout kiln_gpu_layout_slice(const KilnGpuLayout *parent, int dim);
+/* mma (version 2, instrShape 16x8) with wm x wn warps, and its dot operands. */
+KilnGpuLayout kiln_gpu_layout_mma(int wm, int wn);
+KilnGpuLayout kiln_gpu_layout_dot_op(const KilnGpuLayout *mma, int op_idx, int k_width);
 
 /* ---- what a thread owns.  A tile of shape S (rank r, r == the layout's tensor rank) under a
  * layout gives each thread n_d elements along each dim d; the thread keeps their product in one
@@ -65,6 +72,10 @@ typedef struct KilnGpuDimMap {
   int lane_shift, lane_bits; /* lane id bits that select the chunk along this dim */
   int warp_shift, warp_bits; /* warp id bits likewise */
   int tpw, wpc;
+  /* base = lane_field * lane_mul + warp_field * warp_mul; the offset of local index i is
+   * (i % spt) * elem_stride + (i / spt) * extent.  Blocked: lane_mul = spt, warp_mul =
+   * tpw * spt, elem_stride = 1; mma rows: 1, 16, 8 (rows g and g + 8 of each 16-row block). */
+  int lane_mul, warp_mul, elem_stride;
 } KilnGpuDimMap;
 
 typedef struct KilnGpuOwn {
@@ -134,5 +145,6 @@ size_t kiln_gpu_kernels(MlirOperation module, MlirOperation *out, size_t cap);
 /* The passes' bodies. */
 MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_gpu_to_llvm_module(MlirOperation module, void *opts);
+MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts); /* emu_lower.c */
 
 #endif

@@ -10,7 +10,20 @@
  * dims in `order`, fastest first).  A tile larger than the CTA's extent repeats the pattern (the
  * thread owns one run per repetition); a smaller one wraps, so several threads own the same
  * element (the lowering must not count those twice in reductions).  Tile sizes and layout
- * parameters are powers of two. */
+ * parameters are powers of two.
+ *
+ * Mma (version 2, the accumulator of mma.sync.m16n8k16 / m16n8k8):
+ *   {kind = "mma", versionMajor = 2 : i32, warpsPerCTA = array<i32: WM, WN>,
+ *    instrShape = array<i32: 16, 8>}
+ * The tile is cut into 16x8 blocks; warp (wm_i, wn_i) (warp id = wm_i + WM * wn_i) owns the
+ * blocks whose row block index is wm_i mod WM and column block index wn_i mod WN.  Inside a block
+ * lane l (g = l >> 2, t = l & 3) owns (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1): the PTX ISA's
+ * c0..c3.  So along rows the thread's coordinate is g + 16 wm_i + {0, 8} + 16 WM r, along columns
+ * 2t + 8 wn_i + {0, 1} + 8 WN r: a DimMap with lane_mul/warp_mul/elem_stride.
+ * Dot operand: {kind = "dot_op", opIdx = 0|1 : i32, kWidth = 2 : i32, parent = {mma}}: the A
+ * (opIdx 0) or B (opIdx 1) fragments of the same warps.  Its values are register lists the mma
+ * lowering builds and consumes (lower_dot.c); nothing else reads them element by element, so
+ * kiln_gpu_own only counts them. */
 #include "gpu_internal.h"
 
 #include "mlir-c/BuiltinAttributes.h"
@@ -39,9 +52,31 @@ static MlirAttribute blocked_attr(MlirContext ctx, const KilnGpuLayout *l) {
   return mlirDictionaryAttrGet(ctx, 5, e);
 }
 
+static MlirAttribute mma_attr(MlirContext ctx, const KilnGpuLayout *l) {
+  int32_t instr[2] = {16, 8};
+  MlirNamedAttribute e[4] = {
+      named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("mma"))),
+      named(ctx, "versionMajor", kiln_ir_attr_i32(ctx, 2)),
+      named(ctx, "warpsPerCTA", mlirDenseI32ArrayGet(ctx, 2, l->wpc)),
+      named(ctx, "instrShape", mlirDenseI32ArrayGet(ctx, 2, instr)),
+  };
+  return mlirDictionaryAttrGet(ctx, 4, e);
+}
+
 MlirAttribute kiln_gpu_layout_attr(MlirContext ctx, const KilnGpuLayout *l) {
   if (l->kind == KILN_GPU_LAYOUT_BLOCKED)
     return blocked_attr(ctx, l);
+  if (l->kind == KILN_GPU_LAYOUT_MMA)
+    return mma_attr(ctx, l);
+  if (l->kind == KILN_GPU_LAYOUT_DOT_OP) {
+    MlirNamedAttribute e[4] = {
+        named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("dot_op"))),
+        named(ctx, "opIdx", kiln_ir_attr_i32(ctx, l->op_idx)),
+        named(ctx, "kWidth", kiln_ir_attr_i32(ctx, l->k_width)),
+        named(ctx, "parent", mma_attr(ctx, l)),
+    };
+    return mlirDictionaryAttrGet(ctx, 4, e);
+  }
   KILN_ASSERT(l->kind == KILN_GPU_LAYOUT_SLICE);
   MlirNamedAttribute e[3] = {
       named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("slice"))),
@@ -86,6 +121,53 @@ static bool parse_blocked(MlirAttribute d, KilnGpuLayout *l) {
          get_array(d, "warpsPerCTA", l->wpc, rank) && get_array(d, "order", l->order, rank);
 }
 
+static MlirAttribute elem(MlirAttribute d, const char *name) {
+  return mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(name));
+}
+
+static int int_elem(MlirAttribute d, const char *name, int dflt) {
+  MlirAttribute a = elem(d, name);
+  return mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a) ? dflt
+                                                                : (int)mlirIntegerAttrGetValueInt(a);
+}
+
+static bool parse_mma(MlirAttribute d, KilnGpuLayout *l) {
+  if (!mlirAttributeIsADictionary(d) || !str_is(elem(d, "kind"), "mma") ||
+      int_elem(d, "versionMajor", 0) != 2)
+    return false;
+  KilnGpuLayout m;
+  memset(&m, 0, sizeof m);
+  m.kind = KILN_GPU_LAYOUT_MMA;
+  m.rank = 2;
+  if (!get_array(d, "warpsPerCTA", m.wpc, 2) || m.wpc[0] < 1 || m.wpc[1] < 1)
+    return false;
+  m.order[0] = 1;
+  m.order[1] = 0;
+  *l = m;
+  return true;
+}
+
+KilnGpuLayout kiln_gpu_layout_mma(int wm, int wn) {
+  KilnGpuLayout l;
+  memset(&l, 0, sizeof l);
+  l.kind = KILN_GPU_LAYOUT_MMA;
+  l.rank = 2;
+  l.wpc[0] = wm;
+  l.wpc[1] = wn;
+  l.order[0] = 1;
+  l.order[1] = 0;
+  return l;
+}
+
+KilnGpuLayout kiln_gpu_layout_dot_op(const KilnGpuLayout *mma, int op_idx, int k_width) {
+  KILN_ASSERT(mma->kind == KILN_GPU_LAYOUT_MMA);
+  KilnGpuLayout l = *mma;
+  l.kind = KILN_GPU_LAYOUT_DOT_OP;
+  l.op_idx = op_idx;
+  l.k_width = k_width;
+  return l;
+}
+
 bool kiln_gpu_layout_parse(MlirAttribute attr, KilnGpuLayout *l) {
   memset(l, 0, sizeof *l);
   if (mlirAttributeIsNull(attr) || !mlirAttributeIsADictionary(attr))
@@ -94,6 +176,19 @@ bool kiln_gpu_layout_parse(MlirAttribute attr, KilnGpuLayout *l) {
       mlirDictionaryAttrGetElementByName(attr, mlirStringRefCreateFromCString("kind"));
   if (str_is(kind, "blocked"))
     return parse_blocked(attr, l) || (memset(l, 0, sizeof *l), false);
+  if (str_is(kind, "mma"))
+    return parse_mma(attr, l) || (memset(l, 0, sizeof *l), false);
+  if (str_is(kind, "dot_op")) {
+    int op_idx = int_elem(attr, "opIdx", -1), k_width = int_elem(attr, "kWidth", 0);
+    if (!parse_mma(elem(attr, "parent"), l) || (op_idx != 0 && op_idx != 1) || k_width < 1) {
+      memset(l, 0, sizeof *l);
+      return false;
+    }
+    l->kind = KILN_GPU_LAYOUT_DOT_OP;
+    l->op_idx = op_idx;
+    l->k_width = k_width;
+    return true;
+  }
   if (str_is(kind, "slice")) {
     MlirAttribute p =
         mlirDictionaryAttrGetElementByName(attr, mlirStringRefCreateFromCString("parent"));
@@ -125,6 +220,8 @@ bool kiln_gpu_layout_equal(const KilnGpuLayout *a, const KilnGpuLayout *b) {
   if (a->kind == KILN_GPU_LAYOUT_NONE)
     return true;
   if (a->rank != b->rank || (a->kind == KILN_GPU_LAYOUT_SLICE && a->slice_dim != b->slice_dim))
+    return false;
+  if (a->kind == KILN_GPU_LAYOUT_DOT_OP && (a->op_idx != b->op_idx || a->k_width != b->k_width))
     return false;
   for (int i = 0; i < a->rank; i++)
     if (a->spt[i] != b->spt[i] || a->tpw[i] != b->tpw[i] || a->wpc[i] != b->wpc[i] ||
@@ -217,6 +314,9 @@ static void dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimMap *
   m->lane_bits = ilog2(m->tpw);
   m->warp_shift = warp_shift;
   m->warp_bits = ilog2(m->wpc);
+  m->lane_mul = m->spt;
+  m->warp_mul = m->tpw * m->spt;
+  m->elem_stride = 1;
   if (size >= m->extent) {
     m->n = (int)(m->spt * (size / m->extent));
     m->base_used = m->tpw * m->wpc > 1;
@@ -229,12 +329,59 @@ static void dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimMap *
   }
 }
 
+/* Rows (d = 0) and columns (d = 1) of an mma layout; the layout pass only picks it for tiles of
+ * at least one 16x8 block per warp. */
+static void mma_dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimMap *m) {
+  memset(m, 0, sizeof *m);
+  int block = d == 0 ? 16 : 8;
+  m->spt = 2;
+  m->tpw = d == 0 ? 8 : 4;
+  m->wpc = l->wpc[d];
+  m->extent = (int64_t)block * m->wpc;
+  m->size = size;
+  KILN_ASSERT(size >= m->extent);
+  m->n = (int)(2 * (size / m->extent));
+  m->base_used = true;
+  m->lane_shift = d == 0 ? 2 : 0;
+  m->lane_bits = d == 0 ? 3 : 2;
+  m->warp_shift = d == 0 ? 0 : ilog2(l->wpc[0]);
+  m->warp_bits = ilog2(m->wpc);
+  m->lane_mul = d == 0 ? 1 : 2;
+  m->warp_mul = block;
+  m->elem_stride = d == 0 ? 8 : 1;
+}
+
 void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGpuOwn *o) {
   memset(o, 0, sizeof *o);
   o->rank = rank;
   o->count = 1;
   if (l->kind == KILN_GPU_LAYOUT_NONE || rank == 0)
     return;
+  if (l->kind == KILN_GPU_LAYOUT_MMA) {
+    KILN_ASSERT(rank == 2);
+    for (int d = 0; d < 2; d++) {
+      o->shape[d] = shape[d];
+      mma_dim_map(l, d, shape[d], &o->dim[d]);
+    }
+    o->order[0] = 1;
+    o->order[1] = 0;
+    o->count = (int64_t)o->dim[0].n * o->dim[1].n;
+    return;
+  }
+  if (l->kind == KILN_GPU_LAYOUT_DOT_OP) {
+    /* Only counted: 32-bit registers, 4 per 16x16 A block, 2 per 16x8 B block of the warp. */
+    KILN_ASSERT(rank == 2);
+    for (int d = 0; d < 2; d++) {
+      o->shape[d] = shape[d];
+      o->dim[d].n = 1;
+      o->order[d] = 1 - d;
+    }
+    if (l->op_idx == 0)
+      o->count = shape[0] / (16 * l->wpc[0]) * (shape[1] / 16) * 4;
+    else
+      o->count = shape[1] / (8 * l->wpc[1]) * (shape[0] / 16) * 2;
+    return;
+  }
   int k = 0;
   for (int p = 0; p < l->rank; p++) {
     if (l->kind == KILN_GPU_LAYOUT_SLICE && p == l->slice_dim)
@@ -280,7 +427,7 @@ int64_t kiln_gpu_own_index(const KilnGpuOwn *o, const int *local) {
 int64_t kiln_gpu_own_offset(const KilnGpuOwn *o, int d, int i) {
   const KilnGpuDimMap *m = &o->dim[d];
   if (m->size >= m->extent)
-    return (int64_t)(i / m->spt) * m->extent + i % m->spt;
+    return (int64_t)(i / m->spt) * m->extent + (int64_t)(i % m->spt) * m->elem_stride;
   return i;
 }
 

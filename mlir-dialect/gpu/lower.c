@@ -191,8 +191,8 @@ MlirValue low_coord_base(Low *L, const KilnGpuOwn *own, int d) {
     return (MlirValue){NULL};
   MlirValue lane = bits(L, low_lane(L), m->lane_shift, m->lane_bits);
   MlirValue warp = bits(L, low_warp(L), m->warp_shift, m->warp_bits);
-  MlirValue chunk = low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp, low_i32(L, m->tpw)), lane);
-  MlirValue base = low_bin(L, "arith.muli", chunk, low_i32(L, m->spt));
+  MlirValue base = low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp, low_i32(L, m->warp_mul)),
+                           low_bin(L, "arith.muli", lane, low_i32(L, m->lane_mul)));
   if (m->size < m->extent)
     base = low_bin(L, "arith.andi", base, low_i32(L, m->size - 1));
   return base;
