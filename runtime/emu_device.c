@@ -1,12 +1,215 @@
-/* emu_device.c — the `emu` device (the GPU emulator): not built yet.
+/* emu_device.c — the `emu` device: kernels lowered for the GPU, run by the GPU emulator.
  *
- * Its slot in device.c's table is kept so that the emulator only has to fill in a
- * KilnRtDeviceOps table here; until then opening it reports UNSUPPORTED.
+ * How this works. Everything but kernels is the cpu device's: device memory is host memory, copies
+ * are memmoves, streams are already-finished queues, events are timestamps. So the device starts
+ * as a cpu device (kiln_rt_cpu_device_init) and swaps in a vtable that is the cpu one with the
+ * kernel entries replaced:
+ *
+ * - module_load takes the host object of the `emu` target (kiln compile --target emu --emit obj),
+ *   links and opens it exactly as the cpu device does (cpu_module.c). The object calls the
+ *   emulator's intrinsics (kiln_emu_*), which it leaves undefined: they resolve at dlopen from the
+ *   emulator linked into this runtime. For that they must be in the process's global scope: with
+ *   libkilnrt.so they are exported (KILN_EMU_API is default visibility) and the library is made
+ *   RTLD_GLOBAL before the module opens (it may itself have been dlopen'ed RTLD_LOCAL); with the
+ *   static libkilnrt.a the executable exports them (runtime/CMakeLists.txt adds
+ *   --export-dynamic-symbol=kiln_emu_* to every executable linking kilnrt). `keep_intrinsics`
+ *   below references every intrinsic so a static link pulls all of them in, used or not.
+ * - get_function finds `kiln_emu_entry_NAME` and the kernel's metadata `kiln_emu_meta_NAME`
+ *   (uint32_t[4]: version, threads per block, static shared bytes, parameter count; written by
+ *   mlir-dialect/gpu/emu_lower.c).
+ * - launch runs kiln_emu_launch over the grid, synchronously. block_threads must be 0 (use the
+ *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads. A
+ *   failure inside the kernel (deadlock, trap, bad shared access, misused warp op) comes back as
+ *   KILN_RT_ERROR_LAUNCH with the emulator's message naming block and thread.
+ * - Stream capture is refused (UNSUPPORTED): graphs of emulated launches have no user yet.
  */
 #include "device_impl.h"
 
-KilnRtStatus kiln_rt_emu_device_init(KilnRtDevice *dev, int ordinal) {
+#include "kiln_emu.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The layout of kiln_emu_meta_NAME; KILN_GPU_EMU_META_VERSION in mlir-dialect/gpu/kiln_gpu.h. */
+enum { META_VERSION = 1, META_WORDS = 4 };
+
+typedef struct EmuFunction {
+  KilnEmuKernelFn entry;
+  uint32_t block_threads, shared_bytes, num_params;
+} EmuFunction;
+
+/* Every intrinsic, referenced so that a static link of libkilnrt.a takes the emulator whole:
+ * a kernel module may call any of them, and the linker cannot know which. */
+#define KEEP(f) (void (*)(void))(f)
+__attribute__((used)) static void (*const keep_intrinsics[])(void) = {
+    KEEP(kiln_emu_tid_x), KEEP(kiln_emu_tid_y), KEEP(kiln_emu_tid_z), KEEP(kiln_emu_ntid_x),
+    KEEP(kiln_emu_ntid_y), KEEP(kiln_emu_ntid_z), KEEP(kiln_emu_ctaid_x), KEEP(kiln_emu_ctaid_y),
+    KEEP(kiln_emu_ctaid_z), KEEP(kiln_emu_nctaid_x), KEEP(kiln_emu_nctaid_y),
+    KEEP(kiln_emu_nctaid_z), KEEP(kiln_emu_laneid), KEEP(kiln_emu_warpid),
+    KEEP(kiln_emu_warpsize), KEEP(kiln_emu_shared_base), KEEP(kiln_emu_shared_bytes),
+    KEEP(kiln_emu_shared_check), KEEP(kiln_emu_barrier0), KEEP(kiln_emu_barrier_sync),
+    KEEP(kiln_emu_bar_warp_sync), KEEP(kiln_emu_membar), KEEP(kiln_emu_trap), KEEP(kiln_emu_exit),
+    KEEP(kiln_emu_shfl_sync_i32), KEEP(kiln_emu_shfl_sync_f32), KEEP(kiln_emu_vote_sync),
+    KEEP(kiln_emu_redux_sync), KEEP(kiln_emu_mma_m16n8k16_f32_f16),
+    KEEP(kiln_emu_mma_m16n8k16_f32_bf16), KEEP(kiln_emu_mma_m16n8k8_f32_tf32),
+    KEEP(kiln_emu_ldmatrix), KEEP(kiln_emu_cp_async), KEEP(kiln_emu_cp_async_commit_group),
+    KEEP(kiln_emu_cp_async_wait_group), KEEP(kiln_emu_cp_async_wait_all),
+    KEEP(kiln_emu_atom_cas_b32), KEEP(kiln_emu_atom_shared_cas_b32), KEEP(kiln_emu_atom_add_u64),
+    KEEP(kiln_emu_f16_to_f32), KEEP(kiln_emu_f32_to_f16), KEEP(kiln_emu_bf16_to_f32),
+    KEEP(kiln_emu_f32_to_bf16),
+#define KEEP_ATOMIC(op, T) KEEP(kiln_emu_atom_##op), KEEP(kiln_emu_atom_shared_##op),
+    KILN_EMU_ATOMIC_OPS(KEEP_ATOMIC)
+#undef KEEP_ATOMIC
+};
+#undef KEEP
+
+static KilnRtDeviceOps emu_ops;
+static pthread_once_t emu_ops_once = PTHREAD_ONCE_INIT;
+static const KilnRtDeviceOps *cpu_ops_seen;
+
+/* ---- modules ------------------------------------------------------------------------------ */
+
+/* Puts the object that holds the emulator into the global symbol scope, so that the kernel
+ * module's undefined kiln_emu_* resolve at dlopen. A no-op for an executable (its exported
+ * symbols are global already) and for a library loaded RTLD_GLOBAL. */
+static void export_emulator(void) {
+  Dl_info info;
+  void *addr;
+  KilnEmuStatus (*launch)(KilnEmuKernelFn, const KilnEmuLaunch *, void **) = kiln_emu_launch;
+  memcpy(&addr, &launch, sizeof addr);
+  if (!dladdr(addr, &info) || !info.dli_fname) return;
+  void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+  if (h) dlclose(h); /* NOLOAD took a reference; the promotion to global stays */
+}
+
+static KilnRtStatus emu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format,
+                                    const void *image, size_t size, KilnRtModule *mod) {
   (void)dev;
-  (void)ordinal;
-  return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED, "the emu device is not built yet");
+  if (format != KILN_RT_MODULE_HOST_OBJECT && format != KILN_RT_MODULE_HOST_SHARED)
+    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED,
+                        "the emu device loads host objects of the emu target "
+                        "(kiln compile --target emu --emit obj)");
+  export_emulator();
+  KilnRtStatus st = kiln_rt_cpu_module_open(format, image, size, &mod->impl);
+  if (st != KILN_RT_OK && strstr(kiln_rt_last_error(), "kiln_emu_"))
+    return kiln_rt_fail(st, "%s (the GPU emulator's symbols are not visible: link the program "
+                            "with libkilnrt.so, or with libkilnrt.a through CMake's kilnrt "
+                            "target, which exports them)",
+                        kiln_rt_last_error());
+  return st;
+}
+
+static void emu_module_unload(KilnRtModule *mod) {
+  for (KilnRtFunction *fn = mod->functions; fn; fn = fn->next) {
+    free(fn->impl);
+    fn->impl = NULL;
+  }
+  dlclose(mod->impl);
+}
+
+static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
+  char entry_name[512], meta_name[512];
+  int n1 = snprintf(entry_name, sizeof entry_name, "kiln_emu_entry_%s", fn->name);
+  int n2 = snprintf(meta_name, sizeof meta_name, "kiln_emu_meta_%s", fn->name);
+  if (n1 < 0 || (size_t)n1 >= sizeof entry_name || n2 < 0 || (size_t)n2 >= sizeof meta_name)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT, "kernel name too long: %s", fn->name);
+  dlerror();
+  void *entry = dlsym(mod->impl, entry_name);
+  const uint32_t *meta = dlsym(mod->impl, meta_name);
+  if (!entry || !meta)
+    return kiln_rt_fail(KILN_RT_ERROR_NOT_FOUND,
+                        "no kernel '%s' in the module (symbols %s, %s; was it compiled with "
+                        "--target emu?)", fn->name, entry_name, meta_name);
+  if (meta[0] != META_VERSION || meta[1] == 0 || meta[1] % 32 != 0 ||
+      meta[1] > KILN_EMU_MAX_BLOCK_THREADS)
+    return kiln_rt_fail(KILN_RT_ERROR_LOAD,
+                        "kernel '%s': bad emulator metadata (version %u, %u threads per block)",
+                        fn->name, meta[0], meta[1]);
+  EmuFunction *ef = calloc(1, sizeof *ef);
+  if (!ef) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for a function");
+  _Static_assert(sizeof ef->entry == sizeof entry, "code and data pointers differ in size");
+  memcpy(&ef->entry, &entry, sizeof entry); /* POSIX: dlsym's void * may hold code */
+  ef->block_threads = meta[1];
+  ef->shared_bytes = meta[2];
+  ef->num_params = meta[3];
+  fn->impl = ef;
+  return KILN_RT_OK;
+}
+
+/* ---- launches ----------------------------------------------------------------------------- */
+
+static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
+                               KilnRtStream *stream) {
+  const EmuFunction *ef = fn->impl;
+  if (stream && stream->capturing)
+    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED, "the emu device cannot capture launches");
+  if (cfg->block_threads != 0 && cfg->block_threads != ef->block_threads)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "launch of '%s': block_threads = %u, but the kernel was compiled for %u "
+                        "(32 * num_warps)", fn->name, cfg->block_threads, ef->block_threads);
+  if (fn->arg_sizes && fn->num_args != ef->num_params)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "launch of '%s': %zu argument sizes set, the kernel takes %u parameters",
+                        fn->name, fn->num_args, ef->num_params);
+  uint64_t shared = (uint64_t)ef->shared_bytes + cfg->shared_bytes;
+  if (shared > KILN_EMU_MAX_SHARED_BYTES)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "launch of '%s': %llu bytes of shared memory (%u static + %u dynamic) "
+                        "exceed %u", fn->name, (unsigned long long)shared, ef->shared_bytes,
+                        cfg->shared_bytes, KILN_EMU_MAX_SHARED_BYTES);
+  KilnEmuLaunch lc;
+  memset(&lc, 0, sizeof lc);
+  memcpy(lc.grid, cfg->grid, sizeof lc.grid);
+  lc.block[0] = ef->block_threads;
+  lc.block[1] = lc.block[2] = 1;
+  lc.shared_bytes = (uint32_t)shared;
+  lc.num_os_threads = (uint32_t)kiln_rt_cpu_default_threads();
+  KilnEmuStatus st = kiln_emu_launch(ef->entry, &lc, args);
+  if (st == KILN_EMU_OK) return KILN_RT_OK;
+  return kiln_rt_fail(st == KILN_EMU_ERROR_OUT_OF_MEMORY ? KILN_RT_ERROR_OUT_OF_MEMORY
+                                                         : KILN_RT_ERROR_LAUNCH,
+                      "emu launch of '%s' failed: %s: %s", fn->name, kiln_emu_status_name(st),
+                      kiln_emu_last_error());
+}
+
+static KilnRtStatus emu_begin_capture(KilnRtStream *stream) {
+  (void)stream;
+  return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED, "the emu device does not capture graphs");
+}
+
+static KilnRtStatus emu_info(KilnRtDevice *dev, KilnRtDeviceInfo *out) {
+  KilnRtStatus st = cpu_ops_seen->info(dev, out);
+  if (st != KILN_RT_OK) return st;
+  out->kind = KILN_RT_DEVICE_EMU;
+  snprintf(out->name, sizeof out->name, "emu");
+  out->cc_major = 8; /* the emulator implements the sm_80 instructions the lowering uses */
+  out->cc_minor = 0;
+  out->shared_mem_per_block = KILN_EMU_MAX_SHARED_BYTES;
+  return KILN_RT_OK;
+}
+
+/* ---- the device --------------------------------------------------------------------------- */
+
+static void build_ops(void) {
+  emu_ops = *cpu_ops_seen;
+  emu_ops.info = emu_info;
+  emu_ops.module_load = emu_module_load;
+  emu_ops.module_unload = emu_module_unload;
+  emu_ops.get_function = emu_get_function;
+  emu_ops.launch = emu_launch;
+  emu_ops.begin_capture = emu_begin_capture;
+}
+
+KilnRtStatus kiln_rt_emu_device_init(KilnRtDevice *dev, int ordinal) {
+  if (ordinal != 0)
+    return kiln_rt_fail(KILN_RT_ERROR_NO_DEVICE, "there is one emu device: emu:0, not emu:%d", ordinal);
+  KilnRtStatus st = kiln_rt_cpu_device_init(dev, 0);
+  if (st != KILN_RT_OK) return st;
+  cpu_ops_seen = dev->ops; /* the same static table on every call */
+  pthread_once(&emu_ops_once, build_ops);
+  dev->ops = &emu_ops;
+  dev->kind = KILN_RT_DEVICE_EMU;
+  return KILN_RT_OK;
 }

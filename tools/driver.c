@@ -219,12 +219,19 @@ static const char *ptxas_path(void) {
 #endif
 }
 
-/* sm_80 / sm_90: the verified kiln module through the GPU pipeline, then PTX and cubin. */
+/* sm_80 / sm_90: the verified kiln module through the GPU pipeline, then PTX and cubin.
+ * emu: the same pipeline plus kiln-gpu-to-emu, then a host object for the emulator device. */
 static KilnDriverStatus lower_gpu(Job *j, const KilnKernel *k, KilnEmit emit, KilnBuffer *out) {
   const KilnCompileOptions *o = j->o;
   const char *arch = kiln_target_name(o->target);
-  if (emit == KILN_EMIT_OBJ) {
-    fprintf(j->diag, "kiln: error: --emit obj is for the cpu target; use ptx or cubin for %s\n", arch);
+  bool emu = o->target == KILN_TARGET_EMU;
+  if (emit == KILN_EMIT_OBJ && !emu) {
+    fprintf(j->diag, "kiln: error: --emit obj is for the cpu and emu targets; use ptx or cubin for %s\n", arch);
+    return KILN_DRIVER_USER_ERROR;
+  }
+  if (emu && (emit == KILN_EMIT_PTX || emit == KILN_EMIT_CUBIN)) {
+    fprintf(j->diag, "kiln: error: --emit %s needs --target sm_80 or sm_90; the emu target emits obj\n",
+            kiln_emit_name(emit));
     return KILN_DRIVER_USER_ERROR;
   }
   KilnMlirStatus st = kiln_pipeline_run_stage(j->module, "kiln-dce");
@@ -252,6 +259,18 @@ static KilnDriverStatus lower_gpu(Job *j, const KilnKernel *k, KilnEmit emit, Ki
       return KILN_DRIVER_FAILURE;
     }
     return take_bytes(out, ir, len, kiln_mlir_buffer_free);
+  }
+  if (emu) {
+    void *obj = NULL;
+    size_t len = 0;
+    st = kiln_mlir_emit_host_object(j->module, 2, &obj, &len);
+    fold_mlir_diags(j->kctx, j->c, j->diag);
+    if (st != KILN_MLIR_OK) {
+      kiln_diag_render(j->c, j->diag);
+      fprintf(j->diag, "kiln: error: code generation for emu failed\n");
+      return KILN_DRIVER_FAILURE;
+    }
+    return take_bytes(out, obj, len, kiln_mlir_buffer_free);
   }
   char *ptx = NULL;
   size_t ptx_len = 0;
@@ -295,7 +314,8 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
   KilnMlirStatus st = kiln_pipeline_run_stage(j->module, "verify");
   if (st != KILN_MLIR_OK || fold_mlir_diags(j->kctx, j->c, j->diag) > 0) return user_error(j);
   if (emit == KILN_EMIT_MLIR) return capture_text(print_module, &j->module, out);
-  if (o->target == KILN_TARGET_SM80 || o->target == KILN_TARGET_SM90) return lower_gpu(j, k, emit, out);
+  if (o->target == KILN_TARGET_SM80 || o->target == KILN_TARGET_SM90 || o->target == KILN_TARGET_EMU)
+    return lower_gpu(j, k, emit, out);
   if (emit == KILN_EMIT_GPU_MLIR || emit == KILN_EMIT_PTX || emit == KILN_EMIT_CUBIN) {
     fprintf(j->diag, "kiln: error: --emit %s needs a GPU target (--target sm_80 or sm_90)\n",
             kiln_emit_name(emit));

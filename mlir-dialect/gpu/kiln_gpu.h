@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 typedef struct KilnGpuOptions {
-  const char *target;     /* "sm_80" (NULL means sm_80) or "sm_90"; "emu" is not implemented */
+  const char *target;     /* "sm_80" (NULL means sm_80), "sm_90" or "emu" (sm_80 + kiln-gpu-to-emu) */
   int num_warps;          /* > 0 overrides each kernel's kiln.num_warps */
   int num_stages;         /* > 0 overrides each kernel's kiln.num_stages */
   const char *dump_after; /* NULL, a stage name (kiln_gpu_stage_name) or "all" */
@@ -36,6 +36,7 @@ typedef struct KilnGpuOptions {
  * lowered).  o may be NULL (defaults). */
 KilnMlirStatus kiln_gpu_pipeline_run(MlirModule m, const KilnGpuOptions *o);
 size_t kiln_gpu_stage_count(void);
+/* Stage names in order; the last, kiln-gpu-to-emu, runs only for the "emu" target. */
 const char *kiln_gpu_stage_name(size_t i); /* NULL past the end */
 
 /* The passes, for callers composing their own pass managers (e.g. a kiln-opt tool).  Each
@@ -43,6 +44,17 @@ const char *kiln_gpu_stage_name(size_t i); /* NULL past the end */
  * overrides kiln.num_warps. */
 MlirPass kiln_gpu_pass_create_layouts(int num_warps);
 MlirPass kiln_gpu_pass_create_to_llvm(void);
+/* kiln-gpu-to-emu: a module after the sm_80 stages becomes host code calling the emulator's
+ * intrinsics (runtime/emu/kiln_emu.h); see emu_lower.c and docs/gpu-lowering.md. */
+MlirPass kiln_gpu_pass_create_to_emu(void);
+
+/* The emu target's module interface, per kernel NAME (after kiln_gpu_pipeline_run with target
+ * "emu", emitted with kiln_mlir_emit_host_object):
+ *   void kiln_emu_entry_NAME(void **args)        args[i] points at the i-th parameter's value
+ *   const uint32_t kiln_emu_meta_NAME[4]        {KILN_GPU_EMU_META_VERSION, threads per block,
+ *                                                static shared bytes, number of parameters}
+ * The runtime's emu device (runtime/emu_device.c) reads the same layout. */
+#define KILN_GPU_EMU_META_VERSION 1
 
 /* PTX text for a module lowered to the llvm + nvvm dialects (after kiln_gpu_pipeline_run) for
  * arch "sm_80" or "sm_90", after LLVM's O3 pipeline.  *ptx is NUL terminated and owned by the

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-static _Alignas(8) char layouts_id, to_llvm_id;
+static _Alignas(8) char layouts_id, to_llvm_id, to_emu_id;
 
 MlirPass kiln_gpu_pass_create_layouts(int num_warps) {
   return kiln_gpu_pass_make(mlirTypeIDCreate(&layouts_id), "KilnGpuLayouts", "kiln-gpu-layouts",
@@ -20,7 +20,13 @@ MlirPass kiln_gpu_pass_create_to_llvm(void) {
                             kiln_gpu_to_llvm_module, NULL, 0);
 }
 
-typedef enum StageKind { STAGE_LAYOUTS, STAGE_TO_LLVM, STAGE_UPSTREAM } StageKind;
+MlirPass kiln_gpu_pass_create_to_emu(void) {
+  return kiln_gpu_pass_make(mlirTypeIDCreate(&to_emu_id), "KilnGpuToEmu", "kiln-gpu-to-emu",
+                            "replace nvvm ops and GPU address spaces by GPU emulator calls",
+                            kiln_gpu_to_emu_module, NULL, 0);
+}
+
+typedef enum StageKind { STAGE_LAYOUTS, STAGE_TO_LLVM, STAGE_UPSTREAM, STAGE_TO_EMU } StageKind;
 
 typedef struct Stage {
   const char *name;
@@ -36,6 +42,7 @@ static const Stage stages[] = {
      "builtin.module(convert-math-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,"
      "reconcile-unrealized-casts)"},
     {"canonicalize", STAGE_UPSTREAM, "builtin.module(canonicalize,cse)"},
+    {"kiln-gpu-to-emu", STAGE_TO_EMU, NULL}, /* the emu target only */
 };
 #define N_STAGES (sizeof stages / sizeof stages[0])
 
@@ -69,8 +76,9 @@ static KilnMlirStatus run_stage(MlirModule m, const Stage *s, const KilnGpuOptio
     }
   } else {
     int nw = o ? o->num_warps : 0;
-    mlirPassManagerAddOwnedPass(pm, s->kind == STAGE_LAYOUTS ? kiln_gpu_pass_create_layouts(nw)
-                                                             : kiln_gpu_pass_create_to_llvm());
+    mlirPassManagerAddOwnedPass(pm, s->kind == STAGE_LAYOUTS   ? kiln_gpu_pass_create_layouts(nw)
+                                    : s->kind == STAGE_TO_LLVM ? kiln_gpu_pass_create_to_llvm()
+                                                               : kiln_gpu_pass_create_to_emu());
   }
   r = mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(m));
   mlirPassManagerDestroy(pm);
@@ -89,9 +97,10 @@ static void dump(MlirModule m, const char *stage, FILE *f) {
 
 KilnMlirStatus kiln_gpu_pipeline_run(MlirModule m, const KilnGpuOptions *o) {
   const char *target = o && o->target ? o->target : "sm_80";
-  if (strcmp(target, "sm_80") != 0 && strcmp(target, "sm_90") != 0) {
+  bool emu = strcmp(target, "emu") == 0;
+  if (strcmp(target, "sm_80") != 0 && strcmp(target, "sm_90") != 0 && !emu) {
     kiln_ir_error(mlirOperationGetLocation(mlirModuleGetOperation(m)),
-                  "GPU target '%s' is not supported (sm_80, sm_90)", target);
+                  "GPU target '%s' is not supported (sm_80, sm_90, emu)", target);
     return KILN_MLIR_ERR_INVALID;
   }
   if (o && (!stage_known(o->dump_after) || !stage_known(o->stop_after))) {
@@ -108,6 +117,8 @@ KilnMlirStatus kiln_gpu_pipeline_run(MlirModule m, const KilnGpuOptions *o) {
                                       kiln_ir_attr_i32(ctx, o->num_stages));
   }
   for (size_t i = 0; i < N_STAGES; i++) {
+    if (stages[i].kind == STAGE_TO_EMU && !emu)
+      continue;
     KilnMlirStatus st = run_stage(m, &stages[i], o);
     if (st != KILN_MLIR_OK)
       return st;

@@ -1,8 +1,17 @@
-/* numeric_test.c — Kiln kernels compiled for the cpu target, run through libkilnrt, compared with
- * the C references of reference.c.
+/* numeric_test.c — Kiln kernels compiled for the cpu or emu target, run through libkilnrt,
+ * compared with the C references of reference.c.
  *
- * Usage: kiln_numeric_test KERNEL...   run every configuration of the named kernels ("all": all)
+ * Usage: kiln_numeric_test [--device cpu|emu] [--warps N[,N...]] [--vs-cpu] KERNEL...
+ *            run every configuration of the named kernels ("all": all) on the device (default
+ *            cpu), once per num_warps value (default 4; the GPU lowering's layouts depend on it,
+ *            the cpu target ignores it). --vs-cpu first runs everything on cpu and keeps each
+ *            checked output, then also compares the device's outputs with cpu's, at the same
+ *            tolerance as the reference check (0 stays bit-exact).
  *        kiln_numeric_test --list      print the kernel names
+ *
+ * On emu the kernel is compiled with --target emu (the GPU pipeline with nvvm ops replaced by
+ * calls into the GPU emulator) and launched with 32 * num_warps threads per program, so the
+ * same checks test the GPU lowering: layouts, warp shuffles, shared-memory exchanges, barriers.
  *
  * How one configuration runs: the kernel's source (KILN_NUMERIC_KERNEL_DIR/NAME.kiln) is compiled
  * with its const parameters bound (kiln_driver_compile, KILN_EMIT_OBJ, KILN_TARGET_CPU); the object
@@ -38,8 +47,23 @@ enum {
   SENTINEL_BYTE = 0x5A, /* f32 1.5e16, f16 203.25, i32 0x5A5A5A5A: no kernel here writes these */
   TAIL_ELEMS = 67,      /* extra elements after every output: odd, to catch off-by-a-vector too */
   MAX_BUFFERS = 16,
-  NUM_WARPS = 4
+  MAX_WARP_COUNTS = 4
 };
+
+/* The device under test and the num_warps of the current pass over the kernels. */
+static KilnTarget g_target = KILN_TARGET_CPU;
+static int g_num_warps = 4;
+
+/* --vs-cpu: the cpu pass records each checked output under "label|what"; later passes compare
+ * with it. */
+typedef struct Recording {
+  char *key;
+  void *data;
+  size_t bytes;
+  struct Recording *next;
+} Recording;
+static Recording *g_records;
+static bool g_recording, g_compare;
 
 /* ---- one configuration's run -------------------------------------------------------------- */
 
@@ -53,6 +77,7 @@ typedef struct Run {
   int nbufs;
   bool ok;
   char label[192];
+  const char *key; /* the label without the device prefix: equal on every device */
 } Run;
 
 /* Test-sized allocations; the bound also tells the optimizer the size is sane (gcc's
@@ -87,7 +112,10 @@ static void run_begin(Run *run, KilnRtDevice *dev, const char *kernel, const Kil
   memset(run, 0, sizeof *run);
   run->dev = dev;
   run->ok = true;
-  int len = snprintf(run->label, sizeof run->label, "%s %s", kernel, shape);
+  int pre = snprintf(run->label, sizeof run->label, "[%s w%d] ", kiln_target_name(g_target),
+                     g_num_warps);
+  run->key = run->label + pre;
+  int len = pre + snprintf(run->label + pre, sizeof run->label - (size_t)pre, "%s %s", kernel, shape);
   for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < sizeof run->label; i++)
     len += snprintf(run->label + len, sizeof run->label - (size_t)len, " %s=%" PRId64, defs[i].name,
                     defs[i].value);
@@ -100,8 +128,8 @@ static void run_begin(Run *run, KilnRtDevice *dev, const char *kernel, const Kil
   opts.kernel = kernel;
   opts.defines = defs;
   opts.num_defines = ndefs;
-  opts.target = KILN_TARGET_CPU;
-  opts.num_warps = NUM_WARPS;
+  opts.target = g_target;
+  opts.num_warps = g_num_warps;
   opts.diag = stderr;
   KilnBuffer obj = {0};
   KilnDriverStatus ds = kiln_driver_compile(&opts, KILN_EMIT_OBJ, &obj);
@@ -169,7 +197,7 @@ static void run_launch(Run *run, uint32_t gx, uint32_t gy, void **args) {
   cfg.grid[0] = gx;
   cfg.grid[1] = gy;
   cfg.grid[2] = 1;
-  cfg.block_threads = 32 * NUM_WARPS;
+  cfg.block_threads = 32 * (uint32_t)g_num_warps;
   KilnRtStatus st = kiln_rt_launch(run->fn, &cfg, args, NULL);
   if (st != KILN_RT_OK) {
     run_fail_rt(run, "kiln_rt_launch", st);
@@ -223,34 +251,95 @@ static void check_untouched(Run *run, const char *what, const void *buf, size_t 
                   "row %zu, column %zu)", what, clobbered, first, first / stride, first % stride);
 }
 
-/* Compares got with ref by kiln_ref_max_error and prints the result. */
-static void check_close(Run *run, const char *what, const float *got, const float *ref, size_t n,
-                        double floor, double tol) {
-  if (!run->ok)
-    return;
+/* The cpu output recorded for (run, what), or NULL. */
+static const void *recorded(const Run *run, const char *what, size_t bytes) {
+  char key[256];
+  snprintf(key, sizeof key, "%s|%s", run->key, what);
+  for (Recording *r = g_records; r; r = r->next)
+    if (strcmp(r->key, key) == 0)
+      return r->bytes == bytes ? r->data : NULL;
+  return NULL;
+}
+
+static void record(const Run *run, const char *what, const void *data, size_t bytes) {
+  char key[256];
+  snprintf(key, sizeof key, "%s|%s", run->key, what);
+  Recording *r = xcalloc(1, sizeof *r);
+  r->key = xcalloc(strlen(key) + 1, 1);
+  memcpy(r->key, key, strlen(key) + 1);
+  r->data = xcalloc(bytes ? bytes : 1, 1);
+  memcpy(r->data, data, bytes);
+  r->bytes = bytes;
+  r->next = g_records;
+  g_records = r;
+}
+
+static void records_free(void) {
+  while (g_records) {
+    Recording *r = g_records;
+    g_records = r->next;
+    free(r->key), free(r->data), free(r);
+  }
+}
+
+static void check_close_one(Run *run, const char *what, const char *against, const float *got,
+                            const float *ref, size_t n, double floor, double tol) {
   size_t worst = 0;
   double err = kiln_ref_max_error(got, ref, n, floor, &worst);
-  printf("       %s: %-10s max err %.3e (tol %.1e, floor %.0e)", run->label, what, err, tol, floor);
+  printf("       %s: %-10s vs %-4s max err %.3e (tol %.1e, floor %.0e)", run->label, what, against,
+         err, tol, floor);
   if (n)
     printf(" worst [%zu] got %.9g want %.9g", worst, (double)got[worst], (double)ref[worst]);
   printf("\n");
   if (!(err <= tol))
-    run_fail(run, "%s: max normalized error %.3e above the tolerance %.1e at element %zu", what,
-             err, tol, worst);
+    run_fail(run, "%s: max normalized error vs %s %.3e above the tolerance %.1e at element %zu",
+             what, against, err, tol, worst);
+}
+
+/* Compares got with ref by kiln_ref_max_error and prints the result; with --vs-cpu also with
+ * the cpu's output, at the same tolerance. */
+static void check_close(Run *run, const char *what, const float *got, const float *ref, size_t n,
+                        double floor, double tol) {
+  if (!run->ok)
+    return;
+  check_close_one(run, what, "ref", got, ref, n, floor, tol);
+  if (g_recording)
+    record(run, what, got, n * sizeof *got);
+  if (g_compare && run->ok) {
+    const float *cpu = recorded(run, what, n * sizeof *got);
+    if (!cpu)
+      run_fail(run, "%s: no cpu result to compare with", what);
+    else
+      check_close_one(run, what, "cpu", got, cpu, n, floor, tol);
+  }
+}
+
+static void check_equal_i32_one(Run *run, const char *what, const char *against,
+                                const int32_t *got, const int32_t *ref, size_t n) {
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < n; i++)
+    if (got[i] != ref[i] && bad++ == 0)
+      first = i;
+  printf("       %s: %-10s vs %-4s %zu of %zu differ (tol 0)\n", run->label, what, against, bad, n);
+  if (bad)
+    run_fail(run, "%s: %zu mismatches vs %s, first at %zu: got %" PRId32 " want %" PRId32, what,
+             bad, against, first, got[first], ref[first]);
 }
 
 static void check_equal_i32(Run *run, const char *what, const int32_t *got, const int32_t *ref,
                             size_t n) {
   if (!run->ok)
     return;
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < n; i++)
-    if (got[i] != ref[i] && bad++ == 0)
-      first = i;
-  printf("       %s: %-10s %zu of %zu differ (tol 0)\n", run->label, what, bad, n);
-  if (bad)
-    run_fail(run, "%s: %zu mismatches, first at %zu: got %" PRId32 " want %" PRId32, what, bad,
-             first, got[first], ref[first]);
+  check_equal_i32_one(run, what, "ref", got, ref, n);
+  if (g_recording)
+    record(run, what, got, n * sizeof *got);
+  if (g_compare && run->ok) {
+    const int32_t *cpu = recorded(run, what, n * sizeof *got);
+    if (!cpu)
+      run_fail(run, "%s: no cpu result to compare with", what);
+    else
+      check_equal_i32_one(run, what, "cpu", got, cpu, n);
+  }
 }
 
 /* ---- data helpers ------------------------------------------------------------------------- */
@@ -634,9 +723,42 @@ static int find_test(const char *name) {
   return -1;
 }
 
+static void usage(const char *argv0) {
+  fprintf(stderr, "usage: %s [--device cpu|emu] [--warps N[,N...]] [--vs-cpu] KERNEL... | all | --list\n",
+          argv0);
+}
+
+/* Runs the selected tests on `spec` once per num_warps value; returns the number that failed. */
+static int run_selected(const char *spec, KilnTarget target, const int *warps, int nwarps,
+                        const bool *selected) {
+  KilnRtDevice *dev = NULL;
+  KilnRtStatus st = kiln_rt_device_create(spec, &dev);
+  if (st != KILN_RT_OK) {
+    fprintf(stderr, "kiln_rt_device_create(\"%s\") failed: %s: %s\n", spec,
+            kiln_rt_status_name(st), kiln_rt_last_error());
+    return 1;
+  }
+  int failed = 0;
+  g_target = target;
+  for (int w = 0; w < nwarps; w++) {
+    g_num_warps = warps[w];
+    for (size_t i = 0; i < COUNT(TESTS); i++) {
+      if (!selected[i])
+        continue;
+      printf("%s on %s, num_warps %d\n", TESTS[i].name, spec, g_num_warps);
+      if (!TESTS[i].run(dev)) {
+        failed++;
+        printf("%s on %s, num_warps %d: FAILED\n", TESTS[i].name, spec, g_num_warps);
+      }
+    }
+  }
+  kiln_rt_device_destroy(dev);
+  return failed;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s KERNEL... | all | --list\n", argv[0]);
+    usage(argv[0]);
     return 2;
   }
   if (strcmp(argv[1], "--list") == 0) {
@@ -644,11 +766,42 @@ int main(int argc, char **argv) {
       printf("%s\n", TESTS[i].name);
     return 0;
   }
-  bool selected[COUNT(TESTS)] = {false};
+  bool selected[COUNT(TESTS)] = {false}, any = false, vs_cpu = false;
+  const char *device = "cpu";
+  int warps[MAX_WARP_COUNTS] = {4}, nwarps = 1;
   for (int a = 1; a < argc; a++) {
+    if (strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
+      device = argv[++a];
+      if (strcmp(device, "cpu") != 0 && strcmp(device, "emu") != 0) {
+        fprintf(stderr, "%s: --device must be cpu or emu, not '%s'\n", argv[0], device);
+        return 2;
+      }
+      continue;
+    }
+    if (strcmp(argv[a], "--warps") == 0 && a + 1 < argc) {
+      nwarps = 0;
+      for (char *p = argv[++a]; *p;) {
+        char *end;
+        long w = strtol(p, &end, 10);
+        if (end == p || w < 1 || w > 32 || (w & (w - 1)) || nwarps == MAX_WARP_COUNTS ||
+            (*end && *end != ',')) {
+          fprintf(stderr, "%s: --warps takes up to %d powers of two in 1..32, e.g. 1,4\n", argv[0],
+                  MAX_WARP_COUNTS);
+          return 2;
+        }
+        warps[nwarps++] = (int)w;
+        p = *end ? end + 1 : end;
+      }
+      continue;
+    }
+    if (strcmp(argv[a], "--vs-cpu") == 0) {
+      vs_cpu = true;
+      continue;
+    }
     if (strcmp(argv[a], "all") == 0) {
       for (size_t i = 0; i < COUNT(TESTS); i++)
         selected[i] = true;
+      any = true;
       continue;
     }
     int t = find_test(argv[a]);
@@ -656,26 +809,22 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s: no numeric test named '%s' (--list shows them)\n", argv[0], argv[a]);
       return 2;
     }
-    selected[t] = true;
+    selected[t] = any = true;
   }
-
-  KilnRtDevice *dev = NULL;
-  KilnRtStatus st = kiln_rt_device_create("cpu", &dev);
-  if (st != KILN_RT_OK) {
-    fprintf(stderr, "kiln_rt_device_create(\"cpu\") failed: %s: %s\n", kiln_rt_status_name(st),
-            kiln_rt_last_error());
-    return 1;
+  if (!any || nwarps == 0) {
+    usage(argv[0]);
+    return 2;
   }
+  KilnTarget target = strcmp(device, "emu") == 0 ? KILN_TARGET_EMU : KILN_TARGET_CPU;
   int failed = 0;
-  for (size_t i = 0; i < COUNT(TESTS); i++) {
-    if (!selected[i])
-      continue;
-    printf("%s\n", TESTS[i].name);
-    if (!TESTS[i].run(dev)) {
-      failed++;
-      printf("%s: FAILED\n", TESTS[i].name);
-    }
+  if (vs_cpu) {
+    static const int cpu_warps[1] = {4};
+    g_recording = true;
+    failed += run_selected("cpu", KILN_TARGET_CPU, cpu_warps, 1, selected);
+    g_recording = false;
+    g_compare = true;
   }
-  kiln_rt_device_destroy(dev);
+  failed += run_selected(device, target, warps, nwarps, selected);
+  records_free();
   return failed ? 1 : 0;
 }

@@ -1,0 +1,692 @@
+/* emu_lower.c - kiln-gpu-to-emu: a module lowered for the GPU (llvm + nvvm dialects, after the
+ * whole sm_80 pipeline) becomes host code that runs on the GPU emulator (runtime/emu/kiln_emu.h,
+ * specified in docs/emulator.md).
+ *
+ * How this works.  The pass walks the module once and collects what only a GPU understands:
+ * every nvvm op, the llvm.inline_asm of PTX math approximations (lower_math.c), llvm.intr.trap
+ * and the `llvm.mlir.addressof @kiln_smem` that names the static shared arena.  Each is then
+ * replaced in place:
+ *   - special registers, barriers, shfl/vote/redux, mma.sync, ldmatrix, cp.async and its groups
+ *     become llvm.call of the matching kiln_emu_* intrinsic (declared once per module); results
+ *     returned through memory (mma, ldmatrix, shfl's predicate) go through an alloca made at the
+ *     function's entry, so a loop does not grow the fiber's stack;
+ *   - PTX approximations become host math (llvm.intr.exp2/log2/sin/cos/sqrt, tanhf): the emulator
+ *     checks the lowering's logic, not the hardware's last bits;
+ *   - @kiln_smem becomes the result of kiln_emu_shared_base(), called once at the entry of each
+ *     function that uses it, so address-space-3 arithmetic (GEPs from the arena) is plain host
+ *     pointer arithmetic from the block's arena.
+ * Then every value of type !llvm.ptr<1> or !llvm.ptr<3> is retyped to the host's !llvm.ptr
+ * (global memory is host memory), function types are rebuilt, and each kernel (llvm.func with
+ * nvvm.kernel) becomes internal and gets two exported neighbours:
+ *   void kiln_emu_entry_NAME(void **args)   args as CUDA's kernelParams (the CPU ABI's unpacking)
+ *   const uint32_t kiln_emu_meta_NAME[4]   {KILN_GPU_EMU_META_VERSION, block threads
+ *                                           (32 * num_warps), static shared bytes, parameters}
+ * which the runtime's emu device reads after dlopen.  Anything nvvm the pass does not know fails
+ * the pass with a diagnostic naming the op, so a new GPU construct cannot slip through unchecked.
+ */
+#include "gpu_internal.h"
+
+#include "mlir-c/Dialect/LLVM.h"
+
+#include <stdio.h>
+
+typedef struct Emu {
+  MlirContext ctx;
+  MlirOperation module;
+  MlirBlock mbody;
+  MlirType i1, i32, f32, ptr, voidt;
+  KilnGpuMap declared; /* intrinsic name (interned string) -> non-NULL */
+  KilnGpuMap shared_base; /* llvm.func op ptr -> MlirValue ptr of its kiln_emu_shared_base() */
+  bool failed;
+} Emu;
+
+static void emu_error(Emu *E, MlirOperation op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void emu_error(Emu *E, MlirOperation op, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  mlirEmitError(mlirOperationGetLocation(op), buf);
+  E->failed = true;
+}
+
+static MlirOperation make(KilnIRBuilder *b, MlirLocation loc, const char *name,
+                          const MlirValue *ops, size_t n, const MlirType *res, size_t nres,
+                          const MlirNamedAttribute *attrs, size_t nattrs) {
+  KilnOpSpec s = {.name = name, .loc = loc, .operands = ops, .n_operands = n,
+                  .results = res, .n_results = nres, .attrs = attrs, .n_attrs = nattrs};
+  return kiln_ir_create(b, &s);
+}
+
+static MlirValue make1(KilnIRBuilder *b, MlirLocation loc, const char *name, const MlirValue *ops,
+                       size_t n, MlirType res, const MlirNamedAttribute *attrs, size_t nattrs) {
+  return mlirOperationGetResult(make(b, loc, name, ops, n, &res, 1, attrs, nattrs), 0);
+}
+
+static MlirValue cst_i32(Emu *E, KilnIRBuilder *b, MlirLocation loc, int64_t v) {
+  MlirNamedAttribute a = kiln_ir_named(E->ctx, "value", mlirIntegerAttrGet(E->i32, v));
+  return make1(b, loc, "llvm.mlir.constant", NULL, 0, E->i32, &a, 1);
+}
+
+static KilnStr type_text(MlirType t) { return kiln_print_type(t); }
+
+/* The text of an attribute (for enum attributes such as #nvvm<shfl_kind bfly>, which the C API
+ * cannot read). */
+static KilnStr attr_text(MlirOperation op, const char *name) {
+  KilnStr s = {0};
+  MlirAttribute a = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(name));
+  if (!mlirAttributeIsNull(a))
+    mlirAttributePrint(a, kiln_str_callback, &s);
+  if (!s.data)
+    kiln_str_append(&s, "", 0);
+  return s;
+}
+
+/* Declares `llvm.func @name(args) -> ret` once per module (at its top). */
+static void declare(Emu *E, const char *name, MlirType ret, const MlirType *args, size_t n) {
+  MlirIdentifier id = mlirIdentifierGet(E->ctx, mlirStringRefCreateFromCString(name));
+  const void *key = mlirIdentifierStr(id).data; /* interned: one pointer per name */
+  if (kiln_gpu_map_get(&E->declared, key))
+    return;
+  kiln_gpu_map_put(&E->declared, key, (void *)1);
+  MlirType fty = mlirLLVMFunctionTypeGet(ret, (intptr_t)n, args, false);
+  MlirNamedAttribute attrs[3] = {
+      kiln_ir_named(E->ctx, "sym_name", mlirStringAttrGet(E->ctx, mlirStringRefCreateFromCString(name))),
+      kiln_ir_named(E->ctx, "function_type", mlirTypeAttrGet(fty)),
+      kiln_ir_named(E->ctx, "linkage", kiln_gpu_parse_attr(E->ctx, "#llvm.linkage<external>")),
+  };
+  MlirRegion body = mlirRegionCreate();
+  KilnIRBuilder mb;
+  kiln_ir_builder_init(&mb, E->ctx, E->mbody);
+  kiln_ir_builder_set_before(&mb, mlirBlockGetFirstOperation(E->mbody));
+  KilnOpSpec s = {.name = "llvm.func", .loc = mlirOperationGetLocation(E->module),
+                  .attrs = attrs, .n_attrs = 3, .regions = &body, .n_regions = 1};
+  kiln_ir_create(&mb, &s);
+}
+
+/* llvm.call @name(ops) -> ret (ret = void type: no result; the returned value is then null). */
+static MlirValue call(Emu *E, KilnIRBuilder *b, MlirLocation loc, const char *name, MlirType ret,
+                      const MlirValue *ops, size_t n) {
+  MlirType args[16];
+  KILN_ASSERT(n <= 16);
+  for (size_t i = 0; i < n; i++)
+    args[i] = mlirValueGetType(ops[i]);
+  declare(E, name, ret, args, n);
+  MlirNamedAttribute a = kiln_ir_named(
+      E->ctx, "callee", mlirFlatSymbolRefAttrGet(E->ctx, mlirStringRefCreateFromCString(name)));
+  bool is_void = mlirTypeEqual(ret, E->voidt);
+  MlirOperation c = make(b, loc, "llvm.call", ops, n, &ret, is_void ? 0 : 1, &a, 1);
+  return is_void ? (MlirValue){NULL} : mlirOperationGetResult(c, 0);
+}
+
+static MlirOperation parent_func(MlirOperation op) {
+  MlirOperation p = mlirOperationGetParentOperation(op);
+  while (!mlirOperationIsNull(p) && !kiln_ir_op_is(p, "llvm.func"))
+    p = mlirOperationGetParentOperation(p);
+  return p;
+}
+
+static MlirBlock entry_block(MlirOperation func) {
+  return mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+}
+
+/* `count` elements of `elem` on the stack of op's function, allocated at its entry. */
+static MlirValue entry_alloca(Emu *E, MlirOperation op, MlirType elem, int count) {
+  MlirOperation func = parent_func(op);
+  KILN_ASSERT(!mlirOperationIsNull(func));
+  MlirBlock entry = entry_block(func);
+  MlirLocation loc = mlirOperationGetLocation(op);
+  KilnIRBuilder b;
+  kiln_ir_builder_init(&b, E->ctx, entry);
+  kiln_ir_builder_set_before(&b, mlirBlockGetFirstOperation(entry));
+  MlirValue n = cst_i32(E, &b, loc, count);
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(E->ctx, "elem_type", mlirTypeAttrGet(elem)),
+      kiln_ir_named(E->ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 16)),
+  };
+  return make1(&b, loc, "llvm.alloca", &n, 1, E->ptr, a, 2);
+}
+
+static MlirValue gep_const(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirValue base, int i,
+                           MlirType elem) {
+  int32_t idx = i;
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(E->ctx, "elem_type", mlirTypeAttrGet(elem)),
+      kiln_ir_named(E->ctx, "rawConstantIndices", mlirDenseI32ArrayGet(E->ctx, 1, &idx)),
+  };
+  return make1(b, loc, "llvm.getelementptr", &base, 1, E->ptr, a, 2);
+}
+
+static MlirValue load(KilnIRBuilder *b, MlirLocation loc, MlirValue p, MlirType t) {
+  return make1(b, loc, "llvm.load", &p, 1, t, NULL, 0);
+}
+
+/* An llvm.struct value of type st from its fields. */
+static MlirValue build_struct(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirType st,
+                              const MlirValue *fields, int n) {
+  MlirValue s = make1(b, loc, "llvm.mlir.undef", NULL, 0, st, NULL, 0);
+  for (int i = 0; i < n; i++) {
+    int64_t pos = i;
+    MlirNamedAttribute a = kiln_ir_named(E->ctx, "position", mlirDenseI64ArrayGet(E->ctx, 1, &pos));
+    MlirValue o[2] = {s, fields[i]};
+    s = make1(b, loc, "llvm.insertvalue", o, 2, st, &a, 1);
+  }
+  return s;
+}
+
+/* v as an i32 register (i32 as is; f32 and 2 x 16-bit vectors bitcast). */
+static MlirValue as_b32(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirValue v) {
+  if (mlirTypeEqual(mlirValueGetType(v), E->i32))
+    return v;
+  return make1(b, loc, "llvm.bitcast", &v, 1, E->i32, NULL, 0);
+}
+
+static bool is_b32(Emu *E, MlirType t) {
+  if (mlirTypeEqual(t, E->i32) || mlirTypeEqual(t, E->f32))
+    return true;
+  if (mlirShapedTypeHasRank(t) && mlirTypeIsAVector(t) && mlirShapedTypeGetRank(t) == 1 &&
+      mlirShapedTypeGetDimSize(t, 0) == 2) {
+    MlirType e = mlirShapedTypeGetElementType(t);
+    return mlirTypeIsAF16(e) || mlirTypeIsABF16(e) || (mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 16);
+  }
+  return false;
+}
+
+/* The word after `prefix` in text (e.g. "bfly" in "#nvvm<shfl_kind bfly>"), into buf. */
+static void word_after(const char *text, const char *prefix, char *buf, size_t cap) {
+  buf[0] = '\0';
+  const char *p = text ? strstr(text, prefix) : NULL;
+  if (!p)
+    return;
+  p += strlen(prefix);
+  size_t n = 0;
+  while (p[n] && p[n] != '>' && p[n] != ' ' && p[n] != ',' && n + 1 < cap) {
+    buf[n] = p[n];
+    n++;
+  }
+  buf[n] = '\0';
+}
+
+static int index_of(const char *w, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(w, names[i]) == 0)
+      return i;
+  return -1;
+}
+
+/* ---------------------------------------------------------------- one op each */
+
+static void replace_results(MlirOperation op, const MlirValue *with, int n) {
+  for (int i = 0; i < n; i++)
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, i), with[i]);
+}
+
+static void lower_sreg(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *name) {
+  static const char *const known[] = {
+      "tid.x",    "tid.y",    "tid.z",    "ntid.x", "ntid.y", "ntid.z",   "ctaid.x", "ctaid.y",
+      "ctaid.z",  "nctaid.x", "nctaid.y", "nctaid.z", "laneid", "warpid", "warpsize"};
+  const char *reg = name + strlen("nvvm.read.ptx.sreg.");
+  if (index_of(reg, known, (int)(sizeof known / sizeof known[0])) < 0) {
+    emu_error(E, op, "emu lowering: no emulator intrinsic for '%s'", name);
+    return;
+  }
+  char fn[128];
+  snprintf(fn, sizeof fn, "kiln_emu_%s", reg);
+  for (char *p = fn; *p; p++)
+    if (*p == '.')
+      *p = '_';
+  MlirValue r = call(E, b, mlirOperationGetLocation(op), fn, E->i32, NULL, 0);
+  replace_results(op, &r, 1);
+}
+
+static void lower_barrier(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  intptr_t n = mlirOperationGetNumOperands(op);
+  if (n == 0) {
+    call(E, b, loc, "kiln_emu_barrier0", E->voidt, NULL, 0);
+    return;
+  }
+  /* nvvm.barrier id = %a number_of_threads = %b: both optional; operandSegmentSizes tells which. */
+  MlirAttribute seg = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("operandSegmentSizes"));
+  int has_id = 1, has_n = 1;
+  if (!mlirAttributeIsNull(seg)) {
+    has_id = mlirDenseI32ArrayGetElement(seg, 0);
+    has_n = mlirDenseI32ArrayGetElement(seg, 1);
+  }
+  MlirValue o[2];
+  intptr_t k = 0;
+  o[0] = has_id ? mlirOperationGetOperand(op, k++) : cst_i32(E, b, loc, 0);
+  o[1] = has_n ? mlirOperationGetOperand(op, k++) : cst_i32(E, b, loc, 0);
+  call(E, b, loc, "kiln_emu_barrier_sync", E->voidt, o, 2);
+}
+
+static void lower_shfl(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  static const char *const kinds[] = {"bfly", "up", "down", "idx"}; /* NVVM::ShflKind order */
+  MlirLocation loc = mlirOperationGetLocation(op);
+  KilnStr k = attr_text(op, "kind");
+  char w[16];
+  word_after(k.data, "shfl_kind ", w, sizeof w);
+  kiln_str_free(&k);
+  int mode = index_of(w, kinds, 4);
+  MlirValue val = mlirOperationGetOperand(op, 1);
+  MlirType vt = mlirValueGetType(val);
+  if (mode < 0 || !is_b32(E, vt)) {
+    emu_error(E, op, "emu lowering: unsupported nvvm.shfl.sync (kind '%s' or a value not 32 bits)", w);
+    return;
+  }
+  bool with_pred = !mlirAttributeIsNull(
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("return_value_and_is_valid")));
+  MlirValue pred = with_pred ? entry_alloca(E, op, E->i32, 1)
+                             : make1(b, loc, "llvm.mlir.zero", NULL, 0, E->ptr, NULL, 0);
+  bool f = mlirTypeEqual(vt, E->f32);
+  MlirValue a = f ? val : as_b32(E, b, loc, val);
+  MlirValue o[6] = {cst_i32(E, b, loc, mode), mlirOperationGetOperand(op, 0), a,
+                    mlirOperationGetOperand(op, 2), mlirOperationGetOperand(op, 3), pred};
+  MlirValue r = call(E, b, loc, f ? "kiln_emu_shfl_sync_f32" : "kiln_emu_shfl_sync_i32",
+                     f ? E->f32 : E->i32, o, 6);
+  if (!f && !mlirTypeEqual(vt, E->i32))
+    r = make1(b, loc, "llvm.bitcast", &r, 1, vt, NULL, 0);
+  if (with_pred) {
+    MlirValue p = load(b, loc, pred, E->i32);
+    MlirValue zero = cst_i32(E, b, loc, 0);
+    MlirValue cmp[2] = {p, zero};
+    MlirNamedAttribute pa = kiln_ir_named(E->ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 1));
+    MlirValue valid = make1(b, loc, "llvm.icmp", cmp, 2, E->i1, &pa, 1); /* ne */
+    MlirValue fields[2] = {r, valid};
+    r = build_struct(E, b, loc, mlirValueGetType(mlirOperationGetResult(op, 0)), fields, 2);
+  }
+  replace_results(op, &r, 1);
+}
+
+static void lower_vote(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirValue p = mlirOperationGetOperand(op, 1);
+  if (!mlirTypeEqual(mlirValueGetType(p), E->i32))
+    p = make1(b, loc, "llvm.zext", &p, 1, E->i32, NULL, 0);
+  MlirValue o[3] = {cst_i32(E, b, loc, 3 /* ballot */), mlirOperationGetOperand(op, 0), p};
+  MlirValue r = call(E, b, loc, "kiln_emu_vote_sync", E->i32, o, 3);
+  replace_results(op, &r, 1);
+}
+
+static void lower_redux(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  static const char *const kinds[] = {"add", "min", "max", "umin", "umax", "and", "or", "xor"};
+  MlirLocation loc = mlirOperationGetLocation(op);
+  KilnStr k = attr_text(op, "kind");
+  char w[16];
+  word_after(k.data, "redux_kind ", w, sizeof w);
+  kiln_str_free(&k);
+  int kind = index_of(w, kinds, 8);
+  if (kind < 0) {
+    emu_error(E, op, "emu lowering: unsupported nvvm.redux.sync kind '%s'", w);
+    return;
+  }
+  MlirValue o[3] = {cst_i32(E, b, loc, kind), mlirOperationGetOperand(op, 1),
+                    mlirOperationGetOperand(op, 0)};
+  MlirValue r = call(E, b, loc, "kiln_emu_redux_sync", E->i32, o, 3);
+  replace_results(op, &r, 1);
+}
+
+static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirAttribute seg = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("operandSegmentSizes"));
+  KilnStr shape = attr_text(op, "shape"), ta = attr_text(op, "multiplicandAPtxType");
+  int na = mlirAttributeIsNull(seg) ? 0 : mlirDenseI32ArrayGetElement(seg, 0);
+  int nb = mlirAttributeIsNull(seg) ? 0 : mlirDenseI32ArrayGetElement(seg, 1);
+  int nc = mlirAttributeIsNull(seg) ? 0 : mlirDenseI32ArrayGetElement(seg, 2);
+  MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
+  bool k16 = strstr(shape.data, "m = 16, n = 8, k = 16") != NULL;
+  bool k8 = strstr(shape.data, "m = 16, n = 8, k = 8") != NULL;
+  const char *fn = NULL;
+  if (na == 4 && nb == 2 && nc == 4 && mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, 6)), E->f32)) {
+    MlirType a0 = mlirValueGetType(mlirOperationGetOperand(op, 0));
+    bool bf16 = strstr(ta.data, "bf16") != NULL ||
+                (mlirTypeIsAVector(a0) && mlirTypeIsABF16(mlirShapedTypeGetElementType(a0)));
+    if (k16)
+      fn = bf16 ? "kiln_emu_mma_m16n8k16_f32_bf16" : "kiln_emu_mma_m16n8k16_f32_f16";
+    else if (k8 && (strstr(ta.data, "tf32") != NULL || ta.len == 0))
+      fn = "kiln_emu_mma_m16n8k8_f32_tf32";
+  }
+  if (!fn) {
+    emu_error(E, op, "emu lowering: unsupported nvvm.mma.sync (shape %s, A type %s): the emulator "
+                     "has m16n8k16 f16/bf16 and m16n8k8 tf32 with f32 accumulators",
+              shape.data, ta.len ? ta.data : "unspecified");
+    kiln_str_free(&shape);
+    kiln_str_free(&ta);
+    return;
+  }
+  kiln_str_free(&shape);
+  kiln_str_free(&ta);
+  MlirValue d = entry_alloca(E, op, E->f32, 4);
+  MlirValue o[11];
+  o[0] = d;
+  for (int i = 0; i < 6; i++) {
+    MlirValue v = mlirOperationGetOperand(op, i);
+    if (!is_b32(E, mlirValueGetType(v))) {
+      emu_error(E, op, "emu lowering: nvvm.mma.sync operand %d is not a 32-bit register", i);
+      return;
+    }
+    o[1 + i] = as_b32(E, b, loc, v);
+  }
+  for (int i = 0; i < 4; i++)
+    o[7 + i] = mlirOperationGetOperand(op, 6 + i);
+  call(E, b, loc, fn, E->voidt, o, 11);
+  MlirValue f[4];
+  for (int i = 0; i < 4; i++)
+    f[i] = load(b, loc, i ? gep_const(E, b, loc, d, i, E->f32) : d, E->f32);
+  MlirValue r = build_struct(E, b, loc, rt, f, 4);
+  replace_results(op, &r, 1);
+}
+
+static void lower_ldmatrix(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  int num = (int)kiln_gpu_int_attr(op, "num", 0);
+  KilnStr layout = attr_text(op, "layout");
+  bool trans = strstr(layout.data, "col") != NULL; /* layout col = .trans */
+  kiln_str_free(&layout);
+  if (num != 1 && num != 2 && num != 4) {
+    emu_error(E, op, "emu lowering: nvvm.ldmatrix with num = %d", num);
+    return;
+  }
+  MlirValue d = entry_alloca(E, op, E->i32, 4);
+  MlirValue o[4] = {d, cst_i32(E, b, loc, num), cst_i32(E, b, loc, trans),
+                    mlirOperationGetOperand(op, 0)};
+  call(E, b, loc, "kiln_emu_ldmatrix", E->voidt, o, 4);
+  MlirValue f[4];
+  for (int i = 0; i < num; i++)
+    f[i] = load(b, loc, i ? gep_const(E, b, loc, d, i, E->i32) : d, E->i32);
+  MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
+  MlirValue r = num == 1 && mlirTypeEqual(rt, E->i32) ? f[0] : build_struct(E, b, loc, rt, f, num);
+  replace_results(op, &r, 1);
+}
+
+static void lower_cp_async(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  int size = (int)kiln_gpu_int_attr(op, "size", 0);
+  KilnStr mod = attr_text(op, "modifier");
+  bool cg = strstr(mod.data, "cg") != NULL;
+  kiln_str_free(&mod);
+  MlirValue src_size = mlirOperationGetNumOperands(op) > 2 ? mlirOperationGetOperand(op, 2)
+                                                           : cst_i32(E, b, loc, size);
+  MlirValue o[5] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1),
+                    cst_i32(E, b, loc, size), src_size, cst_i32(E, b, loc, cg)};
+  call(E, b, loc, "kiln_emu_cp_async", E->voidt, o, 5);
+}
+
+/* The PTX approximations of lower_math.c, as host math on f32. */
+static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  char text[128] = "";
+  kiln_ir_get_str_attr(op, "asm_string", text, sizeof text);
+  static const struct {
+    const char *prefix, *op;
+  } table[] = {{"ex2.approx", "llvm.intr.exp2"}, {"lg2.approx", "llvm.intr.log2"},
+               {"sin.approx", "llvm.intr.sin"},  {"cos.approx", "llvm.intr.cos"},
+               {"rsqrt.approx", NULL},           {"tanh.approx", NULL}};
+  int which = -1;
+  for (int i = 0; i < (int)(sizeof table / sizeof table[0]); i++)
+    if (strncmp(text, table[i].prefix, strlen(table[i].prefix)) == 0)
+      which = i;
+  if (which < 0 || mlirOperationGetNumOperands(op) != 1 || mlirOperationGetNumResults(op) != 1 ||
+      !mlirTypeEqual(mlirValueGetType(mlirOperationGetResult(op, 0)), E->f32)) {
+    emu_error(E, op, "emu lowering: no host equivalent for inline PTX '%s'", text);
+    return;
+  }
+  MlirValue x = mlirOperationGetOperand(op, 0), r;
+  if (table[which].op) {
+    r = make1(b, loc, table[which].op, &x, 1, E->f32, NULL, 0);
+  } else if (strcmp(table[which].prefix, "tanh.approx") == 0) {
+    r = call(E, b, loc, "tanhf", E->f32, &x, 1);
+  } else {
+    MlirNamedAttribute one = kiln_ir_named(E->ctx, "value", mlirFloatAttrDoubleGet(E->ctx, E->f32, 1.0));
+    MlirValue o[2] = {make1(b, loc, "llvm.mlir.constant", NULL, 0, E->f32, &one, 1),
+                      make1(b, loc, "llvm.intr.sqrt", &x, 1, E->f32, NULL, 0)};
+    r = make1(b, loc, "llvm.fdiv", o, 2, E->f32, NULL, 0);
+  }
+  replace_results(op, &r, 1);
+}
+
+static MlirValue shared_base_of(Emu *E, MlirOperation op) {
+  MlirOperation func = parent_func(op);
+  KILN_ASSERT(!mlirOperationIsNull(func));
+  MlirValue *have = kiln_gpu_map_get(&E->shared_base, func.ptr);
+  if (have)
+    return *have;
+  MlirBlock entry = entry_block(func);
+  KilnIRBuilder b;
+  kiln_ir_builder_init(&b, E->ctx, entry);
+  kiln_ir_builder_set_before(&b, mlirBlockGetFirstOperation(entry));
+  MlirValue *v = malloc(sizeof *v);
+  KILN_ASSERT(v != NULL);
+  *v = call(E, &b, mlirOperationGetLocation(func), "kiln_emu_shared_base", E->ptr, NULL, 0);
+  kiln_gpu_map_put(&E->shared_base, func.ptr, v);
+  return *v;
+}
+
+static bool is_smem_addressof(MlirOperation op) {
+  if (!kiln_ir_op_is(op, "llvm.mlir.addressof"))
+    return false;
+  MlirAttribute n = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("global_name"));
+  if (mlirAttributeIsNull(n))
+    return false;
+  MlirStringRef s = mlirFlatSymbolRefAttrGetValue(n);
+  return s.length == 9 && memcmp(s.data, "kiln_smem", 9) == 0;
+}
+
+/* Replaces one collected op; returns whether the op is to be erased. */
+static bool lower_one(Emu *E, MlirOperation op) {
+  char name[96];
+  kiln_ir_op_name(op, name, sizeof name);
+  KilnIRBuilder b;
+  kiln_ir_builder_init(&b, E->ctx, mlirOperationGetBlock(op));
+  kiln_ir_builder_set_before(&b, op);
+  MlirLocation loc = mlirOperationGetLocation(op);
+  if (is_smem_addressof(op)) {
+    MlirValue base = shared_base_of(E, op);
+    replace_results(op, &base, 1);
+  } else if (strncmp(name, "nvvm.read.ptx.sreg.", 19) == 0) {
+    lower_sreg(E, &b, op, name);
+  } else if (strcmp(name, "nvvm.barrier0") == 0 || strcmp(name, "nvvm.barrier") == 0) {
+    lower_barrier(E, &b, op);
+  } else if (strcmp(name, "nvvm.shfl.sync") == 0) {
+    lower_shfl(E, &b, op);
+  } else if (strcmp(name, "nvvm.vote.ballot.sync") == 0) {
+    lower_vote(E, &b, op);
+  } else if (strcmp(name, "nvvm.redux.sync") == 0) {
+    lower_redux(E, &b, op);
+  } else if (strcmp(name, "nvvm.mma.sync") == 0) {
+    lower_mma(E, &b, op);
+  } else if (strcmp(name, "nvvm.ldmatrix") == 0) {
+    lower_ldmatrix(E, &b, op);
+  } else if (strcmp(name, "nvvm.cp.async.shared.global") == 0) {
+    lower_cp_async(E, &b, op);
+  } else if (strcmp(name, "nvvm.cp.async.commit.group") == 0) {
+    call(E, &b, loc, "kiln_emu_cp_async_commit_group", E->voidt, NULL, 0);
+  } else if (strcmp(name, "nvvm.cp.async.wait.group") == 0) {
+    MlirValue n = cst_i32(E, &b, loc, kiln_gpu_int_attr(op, "n", 0));
+    call(E, &b, loc, "kiln_emu_cp_async_wait_group", E->voidt, &n, 1);
+  } else if (strcmp(name, "llvm.intr.trap") == 0) {
+    call(E, &b, loc, "kiln_emu_trap", E->voidt, NULL, 0);
+  } else if (strcmp(name, "llvm.inline_asm") == 0) {
+    lower_asm(E, &b, op);
+  } else if (strcmp(name, "llvm.addrspacecast") == 0) {
+    /* Every address space is the host's: the cast is the identity. */
+    MlirValue v = mlirOperationGetOperand(op, 0);
+    replace_results(op, &v, 1);
+  } else {
+    emu_error(E, op, "emu lowering: no emulator intrinsic for '%s'", name);
+    return false;
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------- collection and retyping */
+
+typedef struct OpList {
+  MlirOperation *ops;
+  size_t n, cap;
+} OpList;
+
+static void list_push(OpList *l, MlirOperation op) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 64;
+    l->ops = realloc(l->ops, l->cap * sizeof *l->ops);
+    KILN_ASSERT(l->ops != NULL);
+  }
+  l->ops[l->n++] = op;
+}
+
+static MlirWalkResult collect(MlirOperation op, void *u) {
+  OpList *l = u;
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  if ((n.length > 5 && memcmp(n.data, "nvvm.", 5) == 0) || kiln_ir_op_is(op, "llvm.inline_asm") ||
+      kiln_ir_op_is(op, "llvm.intr.trap") || kiln_ir_op_is(op, "llvm.addrspacecast") ||
+      is_smem_addressof(op))
+    list_push(l, op);
+  return MlirWalkResultAdvance;
+}
+
+static MlirType host_type(Emu *E, MlirType t) {
+  return mlirTypeIsALLVMPointerType(t) && mlirLLVMPointerTypeGetAddressSpace(t) != 0 ? E->ptr : t;
+}
+
+static MlirWalkResult retype(MlirOperation op, void *u) {
+  Emu *E = u;
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
+    MlirValue v = mlirOperationGetResult(op, i);
+    mlirValueSetType(v, host_type(E, mlirValueGetType(v)));
+  }
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
+    for (MlirBlock blk = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(blk);
+         blk = mlirBlockGetNextInRegion(blk))
+      for (intptr_t i = 0; i < mlirBlockGetNumArguments(blk); i++) {
+        MlirValue v = mlirBlockGetArgument(blk, i);
+        mlirBlockArgumentSetType(v, host_type(E, mlirValueGetType(v)));
+      }
+  return MlirWalkResultAdvance;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+/* The entry wrapper and the metadata of one kernel, after retyping. */
+static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes) {
+  MlirAttribute sym = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("sym_name"));
+  MlirStringRef name = mlirStringAttrGetValue(sym);
+  MlirAttribute ntid = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("nvvm.maxntid"));
+  int block = mlirAttributeIsNull(ntid) ? 128 : mlirDenseI32ArrayGetElement(ntid, 0);
+  MlirBlock entry = entry_block(f);
+  intptr_t nargs = mlirBlockGetNumArguments(entry);
+
+  /* The kernel keeps its body, loses its GPU attributes and becomes internal: only the entry
+   * and the metadata are the module's interface. */
+  MlirType *types = malloc((size_t)(nargs ? nargs : 1) * sizeof *types);
+  KILN_ASSERT(types != NULL);
+  for (intptr_t i = 0; i < nargs; i++)
+    types[i] = mlirValueGetType(mlirBlockGetArgument(entry, i));
+  mlirOperationSetAttributeByName(
+      f, mlirStringRefCreateFromCString("function_type"),
+      mlirTypeAttrGet(mlirLLVMFunctionTypeGet(E->voidt, nargs, types, false)));
+  mlirOperationSetAttributeByName(f, mlirStringRefCreateFromCString("linkage"),
+                                  kiln_gpu_parse_attr(E->ctx, "#llvm.linkage<internal>"));
+  mlirOperationRemoveAttributeByName(f, mlirStringRefCreateFromCString("nvvm.kernel"));
+  mlirOperationRemoveAttributeByName(f, mlirStringRefCreateFromCString("nvvm.maxntid"));
+
+  /* Both neighbours are small and regular: written as IR text. */
+  KilnStr t = {0};
+  kiln_str_appendf(&t, "llvm.func @kiln_emu_entry_%.*s(%%args: !llvm.ptr) {\n", (int)name.length,
+                   name.data);
+  for (intptr_t i = 0; i < nargs; i++) {
+    KilnStr ty = type_text(types[i]);
+    kiln_str_appendf(&t,
+                     "  %%p%ld = llvm.getelementptr %%args[%ld] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
+                     "  %%q%ld = llvm.load %%p%ld : !llvm.ptr -> !llvm.ptr\n"
+                     "  %%v%ld = llvm.load %%q%ld : !llvm.ptr -> %s\n",
+                     (long)i, (long)i, (long)i, (long)i, (long)i, (long)i, ty.data);
+    kiln_str_free(&ty);
+  }
+  kiln_str_appendf(&t, "  llvm.return\n}");
+  MlirOperation w = kiln_gpu_parse_op(E->ctx, t.data);
+  kiln_str_free(&t);
+  KILN_ASSERT(!mlirOperationIsNull(w));
+  /* The call goes in after parsing: the parser verifies the function alone, where the kernel's
+   * symbol does not resolve.  Ops 3i+2 of the body are the parameter values. */
+  MlirBlock wb = entry_block(w);
+  MlirValue *vals = malloc((size_t)(nargs ? nargs : 1) * sizeof *vals);
+  KILN_ASSERT(vals != NULL);
+  MlirOperation o = mlirBlockGetFirstOperation(wb);
+  for (intptr_t i = 0; i < 3 * nargs; i++, o = mlirOperationGetNextInBlock(o))
+    if (i % 3 == 2)
+      vals[i / 3] = mlirOperationGetResult(o, 0);
+  KilnIRBuilder b;
+  kiln_ir_builder_init(&b, E->ctx, wb);
+  kiln_ir_builder_set_before(&b, o); /* the llvm.return */
+  MlirNamedAttribute callee = kiln_ir_named(E->ctx, "callee", mlirFlatSymbolRefAttrGet(E->ctx, name));
+  make(&b, mlirOperationGetLocation(f), "llvm.call", vals, (size_t)nargs, NULL, 0, &callee, 1);
+  free(vals);
+  mlirBlockInsertOwnedOperationAfter(E->mbody, f, w);
+
+  kiln_str_appendf(&t,
+                   "llvm.mlir.global external constant @kiln_emu_meta_%.*s(dense<[%d, %d, %lld, %ld]> "
+                   ": tensor<4xi32>) {addr_space = 0 : i32, alignment = 4 : i64} : !llvm.array<4 x i32>",
+                   (int)name.length, name.data, KILN_GPU_EMU_META_VERSION, block,
+                   (long long)smem_bytes, (long)nargs);
+  MlirOperation g = kiln_gpu_parse_op(E->ctx, t.data);
+  kiln_str_free(&t);
+  KILN_ASSERT(!mlirOperationIsNull(g));
+  mlirBlockInsertOwnedOperationAfter(E->mbody, w, g);
+  free(types);
+}
+
+MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
+  (void)opts;
+  Emu E;
+  memset(&E, 0, sizeof E);
+  E.ctx = mlirOperationGetContext(module);
+  E.module = module;
+  E.mbody = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  E.i1 = mlirIntegerTypeGet(E.ctx, 1);
+  E.i32 = mlirIntegerTypeGet(E.ctx, 32);
+  E.f32 = mlirF32TypeGet(E.ctx);
+  E.ptr = mlirLLVMPointerTypeGet(E.ctx, 0);
+  E.voidt = mlirLLVMVoidTypeGet(E.ctx);
+
+  OpList l = {0};
+  mlirOperationWalk(module, collect, &l, MlirWalkPostOrder);
+  for (size_t i = 0; i < l.n; i++)
+    if (lower_one(&E, l.ops[i]))
+      mlirOperationDestroy(l.ops[i]);
+  free(l.ops);
+  for (size_t i = 0; i < E.shared_base.n; i++)
+    free(E.shared_base.vals[i]);
+  kiln_gpu_map_free(&E.shared_base);
+  kiln_gpu_map_free(&E.declared);
+  if (E.failed)
+    return mlirLogicalResultFailure();
+
+  mlirOperationWalk(module, retype, &E, MlirWalkPreOrder);
+
+  /* The arena is the emulator's per-block allocation now; its size moves to the metadata. */
+  int64_t smem = 0;
+  MlirOperation kernels[256];
+  size_t nk = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(E.mbody); !mlirOperationIsNull(o);) {
+    MlirOperation next = mlirOperationGetNextInBlock(o);
+    if (kiln_ir_op_is(o, "llvm.mlir.global")) {
+      char gname[32] = "";
+      kiln_ir_get_str_attr(o, "sym_name", gname, sizeof gname);
+      if (strcmp(gname, "kiln_smem") == 0) {
+        smem = kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
+        mlirOperationDestroy(o);
+      }
+    } else if (kiln_ir_op_is(o, "llvm.func") && nk < 256 &&
+               !mlirAttributeIsNull(mlirOperationGetAttributeByName(
+                   o, mlirStringRefCreateFromCString("nvvm.kernel")))) {
+      kernels[nk++] = o;
+    }
+    o = next;
+  }
+  for (size_t i = 0; i < nk; i++)
+    wrap_kernel(&E, kernels[i], smem);
+  return mlirLogicalResultSuccess();
+}
