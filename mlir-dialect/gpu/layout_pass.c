@@ -16,6 +16,12 @@
  *      its operand's layout (elementwise), slice{axis, operand} (reduce), or the parent of a
  *      slice (expand_dims).  What is still undefined gets a plain row-major blocked layout and
  *      propagation runs again.
+ *   Before propagation, a dot on f16/bf16 tiles with an f32 accumulator whose tile holds at least
+ *   one 16x8 mma block per warp gets the mma layout for its result (and so, backwards, for its
+ *   accumulator, loop-carried or a constant) and requires dot_op{0|1} of its a and b; nothing
+ *   but a dot, a constant or a loop takes an mma layout, and nothing produces a dot_op layout but
+ *   a convert_layout (its lowering stages the tile in shared memory and reads it with ldmatrix),
+ *   so elementwise code around a dot stays blocked and the epilogue converts from mma.
  *   3. Materialization: types get their encodings, convert_layout goes where a use disagrees,
  *      and avoidable converts are removed: a convert to the same layout disappears, converts of
  *      converts collapse, and a convert of a splat / range / constant becomes a copy of that
@@ -116,6 +122,37 @@ static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
   return true;
 }
 
+/* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
+ * (the same), an f32 accumulator, and a tile the warps can split into whole 16x8 blocks (warps
+ * go to whichever of the rows / columns per warp is larger, so warp tiles stay near square and
+ * each warp's ldmatrix loads are reused across more mma instructions). */
+static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
+  MlirType at = mlirValueGetType(mlirOperationGetOperand(dot, 0));
+  MlirType bt = mlirValueGetType(mlirOperationGetOperand(dot, 1));
+  MlirType ct = mlirValueGetType(mlirOperationGetResult(dot, 0));
+  if (kiln_ir_rank(at) != 2 || kiln_ir_rank(bt) != 2 || kiln_ir_rank(ct) != 2)
+    return false;
+  MlirType ae = kiln_ir_elem_type(at), be = kiln_ir_elem_type(bt), ce = kiln_ir_elem_type(ct);
+  bool f16 = mlirTypeIsAF16(ae) && mlirTypeIsAF16(be), bf16 = mlirTypeIsABF16(ae) && mlirTypeIsABF16(be);
+  if (!(f16 || bf16) || !mlirTypeIsAF32(ce))
+    return false;
+  int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
+  if (M < 16 || N < 8 || K < 16 || M % 16 || N % 8 || K % 16)
+    return false;
+  int wm = 1, wn = 1;
+  while (wm * wn < c->num_warps) {
+    bool can_m = M >= 32 * wm, can_n = N >= 16 * wn;
+    if (can_m && (!can_n || M / wm >= N / wn))
+      wm *= 2;
+    else if (can_n)
+      wn *= 2;
+    else
+      return false;
+  }
+  *out = kiln_gpu_layout_mma(wm, wn);
+  return true;
+}
+
 /* ---------------------------------------------------------------- requirements */
 
 /* The layout op requires of its operand #i, if any. */
@@ -155,8 +192,15 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
     *out = kiln_gpu_layout_slice(r, (int)kiln_gpu_int_attr(op, "axis", 0));
     return true;
   case KILN_OP_DOT:
-    if (i != 2 || !r)
-      return false; /* a and b are read through shared memory in any layout */
+    if (!r)
+      return false;
+    if (i != 2) {
+      /* The FMA path reads a and b through shared memory in any layout; mma wants fragments. */
+      if (r->kind != KILN_GPU_LAYOUT_MMA)
+        return false;
+      *out = kiln_gpu_layout_dot_op(r, (int)i, 2);
+      return true;
+    }
     *out = *r;
     return true;
   case KILN_OP_CONVERT_LAYOUT:
@@ -192,8 +236,14 @@ static void define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
 
 /* Defines v (and what is tied to it: loop results, iter args) as l, if v may take it. */
 static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
-  if (!is_tile(v) || defined(c, v))
+  if (!is_tile(v) || defined(c, v) || l->kind == KILN_GPU_LAYOUT_DOT_OP)
     return;
+  if (l->kind == KILN_GPU_LAYOUT_MMA && !mlirValueIsABlockArgument(v)) {
+    MlirOperation p = mlirOpResultGetOwner(v);
+    if (kiln_ir_op_id(p) != KILN_OP_DOT && !kiln_ir_op_is(p, "arith.constant") &&
+        !kiln_ir_op_is(p, "scf.for"))
+      return;
+  }
   if (mlirValueIsABlockArgument(v)) {
     MlirBlock b = mlirBlockArgumentGetOwner(v);
     MlirOperation parent = mlirBlockGetParentOperation(b);
@@ -429,10 +479,13 @@ static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before
   KilnGpuLayout have = kiln_gpu_layout_of_type(t);
   if (kiln_gpu_layout_equal(&have, l))
     return v;
-  if (depth > 8 || mlirValueIsABlockArgument(v))
+  if (depth > 8 || mlirValueIsABlockArgument(v) || l->kind == KILN_GPU_LAYOUT_DOT_OP)
     return none;
   MlirOperation p = mlirOpResultGetOwner(v);
   KilnOpId id = kiln_ir_op_id(p);
+  /* Only constants are rebuilt in an mma layout (its tiles cover whole 16x8 blocks). */
+  if (l->kind == KILN_GPU_LAYOUT_MMA && !kiln_ir_op_is(p, "arith.constant"))
+    return none;
   if (id == KILN_OP_CONVERT_LAYOUT)
     return remat(mlirOperationGetOperand(p, 0), l, before, depth + 1);
   bool arith = false;
@@ -566,6 +619,8 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
         if (id == KILN_OP_LOAD)
           define(&c, mlirOperationGetResult(op, 0), &l);
       }
+      if (id == KILN_OP_DOT && mma_for_dot(&c, op, &l))
+        define(&c, mlirOperationGetResult(op, 0), &l);
     }
     propagate(&c);
     set_types(&c);

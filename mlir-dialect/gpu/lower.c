@@ -449,12 +449,20 @@ static bool lower_op(Low *L, MlirOperation op) {
   case KILN_OP_SPLAT: return lower_splat(L, op);
   case KILN_OP_BROADCAST: return lower_reshape(L, op, false);
   case KILN_OP_EXPAND_DIMS: return lower_reshape(L, op, true);
-  case KILN_OP_TRANS:
-  case KILN_OP_CONVERT_LAYOUT: return low_convert(L, op);
+  case KILN_OP_TRANS: return low_convert(L, op);
+  case KILN_OP_CONVERT_LAYOUT:
+    if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
+        KILN_GPU_LAYOUT_DOT_OP)
+      return low_dot_operand(L, op);
+    return low_convert(L, op);
   case KILN_OP_ADDPTR: return lower_addptr(L, op);
   case KILN_OP_LOAD: return low_load(L, op);
   case KILN_OP_STORE: return low_store(L, op);
-  case KILN_OP_DOT: return low_dot(L, op);
+  case KILN_OP_DOT:
+    if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
+        KILN_GPU_LAYOUT_MMA)
+      return low_dot_mma(L, op);
+    return low_dot(L, op);
   case KILN_OP_REDUCE: return low_reduce(L, op);
   case KILN_OP_RAND: return low_rand(L, op);
   case KILN_OP_ATOMIC_RMW:

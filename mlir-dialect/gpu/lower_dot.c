@@ -1,0 +1,247 @@
+/* lower_dot.c - dot on tensor cores: shared staging, ldmatrix, mma.sync.m16n8k16.
+ *
+ * How this works.  The layout pass gives a tensor-core dot an mma result and dot_op{0|1}
+ * operands, each made by a convert_layout from a blocked tile.  Such a convert is lowered here:
+ *   1. every thread writes the elements it owns into a shared-memory tile (row-major, rows of
+ *      A are m, rows of B are k) whose 16-byte chunks are swizzled: chunk c of row r goes to
+ *      c ^ ((r / perPhase) % maxPhase), perPhase = max(1, 128 / row bytes), maxPhase =
+ *      min(8, chunks per row).  ldmatrix reads 8 rows of one logical chunk at a time; the
+ *      swizzle spreads them over all 32 banks (row pitch a multiple of 128 bytes would put them
+ *      all in the same 4 banks);
+ *   2. a barrier, then each warp reads its fragments with ldmatrix: for A, per 16x16 block,
+ *      .x4 with lane l addressing row (l & 7) + 8 ((l >> 3) & 1), column 8 (l >> 4) of the block,
+ *      which yields a0..a3 of the PTX ISA's m16n8k16 A fragment (register r holds
+ *      A[g + 8 (r & 1)][2t + 8 (r >> 1) .. +1]); for B, per 16 k rows and two 8-column blocks,
+ *      .x4.trans with lane l addressing k row (l & 7) + 8 ((l >> 3) & 1) of column block
+ *      (l >> 4), which yields b0, b1 of both blocks (b_r = B[2t + 8r .. +1][g]); a lone last
+ *      block uses .x2.trans.
+ * The operand's value is the list of those 32-bit registers: A: [(mi * kb + ki) * 4 + r],
+ * B: [(ni * kb + ki) * 2 + r] for the warp's row blocks mi, column blocks ni and k blocks ki.
+ * The dot itself is then one mma.sync per (mi, ni, ki) on the accumulator's four floats per
+ * 16x8 block (c0..c3 = rows g, g, g + 8, g + 8, columns 2t, 2t + 1, 2t, 2t + 1; see layout.c).
+ * Warp w has row index w % WM and column index w / WM; its blocks repeat every 16 WM rows and
+ * 8 WN columns. */
+#include "lower.h"
+
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/LLVM.h"
+
+/* Element offset of (row, col) in a swizzled shared tile with `cols` columns of 16-bit
+ * elements; row and col are i32 values, the result an i32 value. */
+MlirValue low_swizzle(Low *L, MlirValue row, MlirValue col, int64_t cols) {
+  int64_t chunks = cols / 8;
+  int64_t per_phase = chunks >= 8 ? 1 : 8 / chunks;
+  int64_t max_phase = chunks < 8 ? chunks : 8;
+  MlirValue lin = low_bin(L, "arith.muli", row, low_i32(L, cols));
+  if (chunks < 1)
+    return low_bin(L, "arith.addi", lin, col);
+  MlirValue phase = low_bin(L, "arith.divui", row, low_i32(L, per_phase));
+  phase = low_bin(L, "arith.remui", phase, low_i32(L, max_phase));
+  MlirValue chunk = low_bin(L, "arith.shrui", col, low_i32(L, 3));
+  chunk = low_bin(L, "arith.xori", chunk, phase);
+  MlirValue in = low_bin(L, "arith.andi", col, low_i32(L, 7));
+  MlirValue off = low_bin(L, "arith.addi", low_bin(L, "arith.shli", chunk, low_i32(L, 3)), in);
+  return low_bin(L, "arith.addi", lin, off);
+}
+
+static MlirValue struct_get(Low *L, MlirValue s, int64_t i) {
+  MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
+  return mlirOperationGetResult(low_op(L, "llvm.extractvalue", &s, 1, &L->i32, 1, &a, 1), 0);
+}
+
+static MlirValue struct_getf(Low *L, MlirValue s, int64_t i) {
+  MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
+  return mlirOperationGetResult(low_op(L, "llvm.extractvalue", &s, 1, &L->f32, 1, &a, 1), 0);
+}
+
+static MlirType struct_of(Low *L, MlirType t, int n) {
+  MlirType f[4] = {t, t, t, t};
+  return mlirLLVMStructTypeLiteralGet(L->ctx, n, f, false);
+}
+
+/* ldmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16 at p; out[0..num-1] get the registers. */
+static void ldmatrix(Low *L, MlirValue p, int num, bool trans, MlirValue *out) {
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(L->ctx, "num", kiln_ir_attr_i32(L->ctx, num)),
+      kiln_ir_named(L->ctx, "layout", kiln_gpu_parse_attr(L->ctx, trans ? "#nvvm.mma_layout<col>"
+                                                                          : "#nvvm.mma_layout<row>")),
+  };
+  MlirType rt = num == 1 ? L->i32 : struct_of(L, L->i32, num);
+  MlirValue r = mlirOperationGetResult(low_op(L, "nvvm.ldmatrix", &p, 1, &rt, 1, a, 2), 0);
+  for (int i = 0; i < num; i++)
+    out[i] = num == 1 ? r : struct_get(L, r, i);
+}
+
+/* The warp's row (d = 0) or column (d = 1) index in the mma layout's warp grid. */
+static MlirValue warp_index(Low *L, const KilnGpuLayout *l, int d) {
+  int wm = l->wpc[0], wn = l->wpc[1];
+  MlirValue w = low_warp(L);
+  if (d == 0)
+    return low_bin(L, "arith.andi", w, low_i32(L, wm - 1));
+  int shift = 0;
+  while ((1 << shift) < wm)
+    shift++;
+  return low_bin(L, "arith.andi", low_bin(L, "arith.shrui", w, low_i32(L, shift)),
+                 low_i32(L, wn - 1));
+}
+
+/* Byte offset of the staging tile of operand op_idx: A first, B after it (so A's ldmatrix reads
+ * and B's writes never overlap). */
+static int64_t operand_offset(MlirOperation cvt, int op_idx, int64_t *a_bytes) {
+  *a_bytes = 0;
+  MlirValue res = mlirOperationGetResult(cvt, 0);
+  for (MlirOpOperand u = mlirValueGetFirstUse(res); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    if (kiln_ir_op_id(user) == KILN_OP_DOT) {
+      MlirType at = mlirValueGetType(mlirOperationGetOperand(user, 0));
+      *a_bytes = kiln_ir_dim(at, 0) * kiln_ir_dim(at, 1) * 2;
+      break;
+    }
+  }
+  return op_idx == 0 ? 0 : (*a_bytes + 127) / 128 * 128;
+}
+
+/* Reads the fragments of a staged, swizzled operand tile at `base` (rows x cols) into out. */
+void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
+                       int64_t cols, Vals *out) {
+  MlirType f16 = mlirF16TypeGet(L->ctx);
+  MlirValue lane = low_lane(L);
+  MlirValue r8 = low_bin(L, "arith.andi", lane, low_i32(L, 7));
+  MlirValue half = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
+  MlirValue quad = low_bin(L, "arith.shrui", lane, low_i32(L, 4));
+  /* Row of the block this lane addresses, inside the block: (l & 7) + 8 ((l >> 3) & 1). */
+  MlirValue in_row = low_bin(L, "arith.addi", r8, low_bin(L, "arith.shli", half, low_i32(L, 3)));
+  MlirValue col8 = low_bin(L, "arith.shli", quad, low_i32(L, 3));
+  if (dl->op_idx == 0) {
+    int wm = dl->wpc[0];
+    int64_t rm = rows / (16 * wm), kb = cols / 16;
+    MlirValue wrow = low_bin(L, "arith.muli", warp_index(L, dl, 0), low_i32(L, 16));
+    MlirValue lrow = low_bin(L, "arith.addi", wrow, in_row);
+    for (int64_t mi = 0; mi < rm; mi++) {
+      MlirValue row = low_bin(L, "arith.addi", lrow, low_i32(L, 16 * wm * mi));
+      for (int64_t ki = 0; ki < kb; ki++) {
+        MlirValue col = low_bin(L, "arith.addi", col8, low_i32(L, 16 * ki));
+        MlirValue p = low_gep(L, base, low_swizzle(L, row, col, cols), f16);
+        ldmatrix(L, p, 4, false, &out->v[(mi * kb + ki) * 4]);
+      }
+    }
+    return;
+  }
+  int wn = dl->wpc[1];
+  int64_t rn = cols / (8 * wn), kb = rows / 16;
+  MlirValue wcol = low_bin(L, "arith.muli", warp_index(L, dl, 1), low_i32(L, 8));
+  /* x4: lanes 16..31 address the next column block (8 WN columns further). */
+  MlirValue next = low_bin(L, "arith.muli", quad, low_i32(L, 8 * wn));
+  MlirValue lcol4 = low_bin(L, "arith.addi", wcol, next);
+  for (int64_t ki = 0; ki < kb; ki++) {
+    MlirValue row = low_bin(L, "arith.addi", in_row, low_i32(L, 16 * ki));
+    for (int64_t ni = 0; ni < rn; ni += 2) {
+      bool x4 = ni + 1 < rn;
+      MlirValue col = low_bin(L, "arith.addi", x4 ? lcol4 : wcol, low_i32(L, 8 * wn * ni));
+      MlirValue p = low_gep(L, base, low_swizzle(L, row, col, cols), f16);
+      MlirValue r[4];
+      ldmatrix(L, p, x4 ? 4 : 2, true, r);
+      out->v[(ni * kb + ki) * 2] = r[0];
+      out->v[(ni * kb + ki) * 2 + 1] = r[1];
+      if (x4) {
+        out->v[((ni + 1) * kb + ki) * 2] = r[2];
+        out->v[((ni + 1) * kb + ki) * 2 + 1] = r[3];
+      }
+    }
+  }
+}
+
+bool low_dot_operand(Low *L, MlirOperation op) {
+  MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
+  MlirType st = mlirValueGetType(src), rt = mlirValueGetType(res);
+  KilnGpuLayout dl = kiln_gpu_layout_of_type(rt);
+  MlirType et = kiln_ir_elem_type(st);
+  if (kiln_ir_rank(st) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et))) {
+    low_error(L, "GPU lowering: dot operands for mma must be 2-D f16/bf16 tiles");
+    return false;
+  }
+  int64_t rows = kiln_ir_dim(st, 0), cols = kiln_ir_dim(st, 1), a_bytes;
+  int64_t off = operand_offset(op, dl.op_idx, &a_bytes);
+  KilnGpuOwn so = low_own_of(st);
+  Vals *X = low_get(L, src);
+  low_barrier(L);
+  MlirValue base = low_smem(L, off, off + rows * cols * 2);
+  for (int64_t j = 0; j < so.count; j++) {
+    MlirValue idx = low_swizzle(L, low_coord(L, &so, j, 0), low_coord(L, &so, j, 1), cols);
+    MlirValue o[2] = {X->v[j], low_gep(L, base, idx, et)};
+    low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
+  }
+  low_barrier(L);
+  KilnGpuOwn ro = low_own_of(rt);
+  Vals *out = low_vals(L, ro.count);
+  low_dot_fragments(L, &dl, base, rows, cols, out);
+  low_set(L, res, out);
+  return true;
+}
+
+bool low_dot_mma(Low *L, MlirOperation op) {
+  MlirValue a = mlirOperationGetOperand(op, 0), b = mlirOperationGetOperand(op, 1);
+  MlirValue acc = mlirOperationGetOperand(op, 2), res = mlirOperationGetResult(op, 0);
+  MlirType at = mlirValueGetType(a), bt = mlirValueGetType(b), ct = mlirValueGetType(res);
+  KilnGpuLayout al = kiln_gpu_layout_of_type(at), bl = kiln_gpu_layout_of_type(bt);
+  KilnGpuLayout cl = kiln_gpu_layout_of_type(ct);
+  if (al.kind != KILN_GPU_LAYOUT_DOT_OP || bl.kind != KILN_GPU_LAYOUT_DOT_OP ||
+      al.op_idx != 0 || bl.op_idx != 1) {
+    low_error(L, "GPU lowering: an mma dot needs dot_op operands");
+    return false;
+  }
+  bool bf16 = mlirTypeIsABF16(kiln_ir_elem_type(at));
+  MlirType et = bf16 ? mlirBF16TypeGet(L->ctx) : mlirF16TypeGet(L->ctx);
+  int64_t two = 2;
+  MlirType vt = mlirVectorTypeGet(1, &two, et);
+  int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
+  int64_t rm = M / (16 * cl.wpc[0]), rn = N / (8 * cl.wpc[1]), kb = K / 16;
+  KilnGpuOwn co = low_own_of(ct);
+  Vals *A = low_get(L, a), *B = low_get(L, b), *C = low_get(L, acc);
+  if (A->n != rm * kb * 4 || B->n != rn * kb * 2 || C->n != co.count) {
+    low_error(L, "GPU lowering: mma operand fragments do not match the tile");
+    return false;
+  }
+  Vals *out = low_vals(L, co.count);
+  for (int64_t j = 0; j < co.count; j++)
+    out->v[j] = C->v[j];
+  /* Fragments as the vector<2 x f16|bf16> registers mma.sync takes. */
+  MlirValue *av = low_alloc(L, (size_t)A->n * sizeof *av), *bv = low_alloc(L, (size_t)B->n * sizeof *bv);
+  for (int64_t i = 0; i < A->n; i++)
+    av[i] = low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
+  for (int64_t i = 0; i < B->n; i++)
+    bv[i] = low_op1(L, "llvm.bitcast", &B->v[i], 1, vt);
+  const char *ty = bf16 ? "#nvvm.mma_type<bf16>" : "#nvvm.mma_type<f16>";
+  int32_t seg[3] = {4, 2, 4};
+  MlirNamedAttribute attrs[6] = {
+      kiln_ir_named(L->ctx, "layoutA", kiln_gpu_parse_attr(L->ctx, "#nvvm.mma_layout<row>")),
+      kiln_ir_named(L->ctx, "layoutB", kiln_gpu_parse_attr(L->ctx, "#nvvm.mma_layout<col>")),
+      kiln_ir_named(L->ctx, "multiplicandAPtxType", kiln_gpu_parse_attr(L->ctx, ty)),
+      kiln_ir_named(L->ctx, "multiplicandBPtxType", kiln_gpu_parse_attr(L->ctx, ty)),
+      kiln_ir_named(L->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(L->ctx, 3, seg)),
+      kiln_ir_named(L->ctx, "shape", kiln_gpu_parse_attr(L->ctx, "#nvvm.shape<m = 16, n = 8, k = 16>")),
+  };
+  MlirType rt = struct_of(L, L->f32, 4);
+  for (int64_t ki = 0; ki < kb; ki++)
+    for (int64_t mi = 0; mi < rm; mi++)
+      for (int64_t ni = 0; ni < rn; ni++) {
+        int64_t pos[4];
+        for (int c = 0; c < 4; c++) {
+          int local[2] = {(int)(2 * mi + (c >> 1)), (int)(2 * ni + (c & 1))};
+          pos[c] = kiln_gpu_own_index(&co, local);
+        }
+        MlirValue ops[10];
+        for (int r = 0; r < 4; r++)
+          ops[r] = av[(mi * kb + ki) * 4 + r];
+        for (int r = 0; r < 2; r++)
+          ops[4 + r] = bv[(ni * kb + ki) * 2 + r];
+        for (int c = 0; c < 4; c++)
+          ops[6 + c] = out->v[pos[c]];
+        MlirValue d = mlirOperationGetResult(low_op(L, "nvvm.mma.sync", ops, 10, &rt, 1, attrs, 6), 0);
+        for (int c = 0; c < 4; c++)
+          out->v[pos[c]] = struct_getf(L, d, c);
+      }
+  low_set(L, res, out);
+  return true;
+}
