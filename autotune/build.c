@@ -126,7 +126,7 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
       snprintf(cand->detail, sizeof cand->detail, "not built: the --budget ran out");
     } else {
       cand->state = ST_FAILED;
-      if (s->done == 2) snprintf(cand->detail, sizeof cand->detail, "build: %s", s->err);
+      if (s->done == 2) snprintf(cand->detail, sizeof cand->detail, "build: %.240s", s->err);
       else snprintf(cand->detail, sizeof cand->detail, "build: the compiler died (signal %d)", died);
     }
   }
