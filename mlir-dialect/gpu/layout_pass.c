@@ -19,7 +19,8 @@
  *   Before propagation, a dot on f16/bf16 tiles with an f32 accumulator whose tile holds at least
  *   one 16x8 mma block per warp gets the mma layout for its result (and so, backwards, for its
  *   accumulator, loop-carried or a constant) and requires dot_op{0|1} of its a and b; nothing
- *   but a dot, a constant or a loop takes an mma layout, and nothing produces a dot_op layout but
+ *   but a dot, arith ops (the epilogue's cast: converting f16 moves half the bytes of f32) or a
+ *   loop takes an mma layout, and nothing produces a dot_op layout but
  *   a convert_layout (its lowering stages the tile in shared memory and reads it with ldmatrix),
  *   so elementwise code around a dot stays blocked and the epilogue converts from mma.
  *   3. Materialization: types get their encodings, convert_layout goes where a use disagrees,
@@ -171,11 +172,14 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
     r = defined(c, mlirOperationGetResult(op, 0));
   switch (id) {
   case KILN_OP_STORE: {
-    /* A store without an anchor follows its value. */
-    const KilnGpuLayout *vl = defined(c, mlirOperationGetOperand(op, 1));
+    /* A store without an anchor follows its value, unless that is an mma fragment (the
+     * pointer arithmetic cannot take it): then a plain blocked layout, and the epilogue converts
+     * the value, already narrowed when the kernel casts before storing. */
+    MlirValue val = mlirOperationGetOperand(op, 1);
+    const KilnGpuLayout *vl = defined(c, val);
     if (!vl)
       return false;
-    *out = *vl;
+    *out = vl->kind == KILN_GPU_LAYOUT_MMA ? default_layout(c, val) : *vl;
     return true;
   }
   case KILN_OP_REDUCE: {
@@ -240,8 +244,9 @@ static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
     return;
   if (l->kind == KILN_GPU_LAYOUT_MMA && !mlirValueIsABlockArgument(v)) {
     MlirOperation p = mlirOpResultGetOwner(v);
-    if (kiln_ir_op_id(p) != KILN_OP_DOT && !kiln_ir_op_is(p, "arith.constant") &&
-        !kiln_ir_op_is(p, "scf.for"))
+    MlirStringRef nm = mlirIdentifierStr(mlirOperationGetName(p));
+    bool arith = nm.length > 6 && memcmp(nm.data, "arith.", 6) == 0;
+    if (kiln_ir_op_id(p) != KILN_OP_DOT && !arith && !kiln_ir_op_is(p, "scf.for"))
       return;
   }
   if (mlirValueIsABlockArgument(v)) {
@@ -270,6 +275,28 @@ static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
     intptr_t n = mlirOpResultGetResultNumber(v);
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(p, 0));
     try_define(c, mlirBlockGetArgument(body, n + 1), l);
+  }
+}
+
+/* The dot's result, its loop-carried accumulator and the narrowing casts of the loop's result
+ * take the mma layout before anything else is decided: were a store's anchor to reach the loop
+ * first, the accumulator would be converted twice per iteration, and converting after the cast
+ * moves half the bytes through shared memory. */
+static void define_mma_chain(LCtx *c, MlirOperation dot, const KilnGpuLayout *l) {
+  define(c, mlirOperationGetResult(dot, 0), l);
+  MlirValue acc = mlirOperationGetOperand(dot, 2);
+  try_define(c, acc, l);
+  if (!mlirValueIsABlockArgument(acc))
+    return;
+  MlirOperation loop = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(acc));
+  intptr_t n = mlirBlockArgumentGetArgNumber(acc);
+  if (!kiln_ir_op_is(loop, "scf.for") || n < 1)
+    return;
+  MlirValue r = mlirOperationGetResult(loop, n - 1);
+  for (MlirOpOperand u = mlirValueGetFirstUse(r); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    if (kiln_ir_op_is(user, "arith.truncf"))
+      try_define(c, mlirOperationGetResult(user, 0), l);
   }
 }
 
@@ -620,7 +647,7 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
           define(&c, mlirOperationGetResult(op, 0), &l);
       }
       if (id == KILN_OP_DOT && mma_for_dot(&c, op, &l))
-        define(&c, mlirOperationGetResult(op, 0), &l);
+        define_mma_chain(&c, op, &l);
     }
     propagate(&c);
     set_types(&c);

@@ -371,13 +371,40 @@ static size_t flatten(Low *L, MlirOperation op, intptr_t first, MlirValue **out)
   return n;
 }
 
+/* scf.for with n iter args.  The shared builder keeps small fixed arrays; a lowered loop carries
+ * every scalar of its tiles (an mma accumulator of a 128x128 tile over 4 warps is 128 floats),
+ * so this one sizes them from the lowering's memory. */
+static KilnIRFor build_for(Low *L, MlirValue lo, MlirValue hi, MlirValue step, const MlirValue *inits,
+                           size_t n) {
+  MlirValue *ops = low_alloc(L, (n + 3) * sizeof *ops);
+  MlirType *types = low_alloc(L, (n + 1) * sizeof *types);
+  MlirLocation *locs = low_alloc(L, (n + 1) * sizeof *locs);
+  ops[0] = lo, ops[1] = hi, ops[2] = step;
+  types[0] = mlirValueGetType(lo);
+  locs[0] = L->loc;
+  for (size_t i = 0; i < n; i++) {
+    ops[3 + i] = inits[i];
+    types[1 + i] = mlirValueGetType(inits[i]);
+    locs[1 + i] = L->loc;
+  }
+  KilnIRFor f = {.n_iter = n};
+  MlirRegion r = mlirRegionCreate();
+  f.body = mlirBlockCreate((intptr_t)n + 1, types, locs);
+  mlirRegionAppendOwnedBlock(r, f.body);
+  KilnOpSpec s = {.name = "scf.for", .loc = L->loc, .operands = ops, .n_operands = n + 3,
+                  .results = types + 1, .n_results = n, .regions = &r, .n_regions = 1};
+  f.op = kiln_ir_create(&L->b, &s);
+  f.iv = mlirBlockGetArgument(f.body, 0);
+  return f;
+}
+
 static bool lower_for(Low *L, MlirOperation op) {
   MlirValue lo = low_get(L, mlirOperationGetOperand(op, 0))->v[0];
   MlirValue hi = low_get(L, mlirOperationGetOperand(op, 1))->v[0];
   MlirValue st = low_get(L, mlirOperationGetOperand(op, 2))->v[0];
   MlirValue *inits;
   size_t n = flatten(L, op, 3, &inits);
-  KilnIRFor f = kiln_ir_build_for(&L->b, L->loc, lo, hi, st, inits, n);
+  KilnIRFor f = build_for(L, lo, hi, st, inits, n);
   MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
   Vals *iv = low_vals(L, 1);
   iv->v[0] = f.iv;
