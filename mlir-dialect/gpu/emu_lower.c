@@ -657,7 +657,7 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
     if (lower_one(&E, l.ops[i]))
       mlirOperationDestroy(l.ops[i]);
   free(l.ops);
-  for (size_t i = 0; i < E.shared_base.n; i++)
+  for (size_t i = 0; i < E.shared_base.cap; i++) /* an open-addressing table: every slot */
     free(E.shared_base.vals[i]);
   kiln_gpu_map_free(&E.shared_base);
   kiln_gpu_map_free(&E.declared);
