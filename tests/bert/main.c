@@ -20,6 +20,7 @@ static const struct {
     {"embedding", kiln_bert_test_embedding},
     {"adamw", kiln_bert_test_adamw},
     {"gemm", kiln_bert_test_gemm},
+    {"attention", kiln_bert_test_attention},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

@@ -1,0 +1,278 @@
+/* test_attention.c — flash attention forward (f32, f16) with a key-padding mask and saved
+ * log-sum-exp, and its backward (delta; dK, dV and atomically dQ) in f32 (kernels-bert/attention.kiln).
+ * docs/kernels/attention.md gives the tolerances' reasons. */
+#include "harness.h"
+#include "tests.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { GAP_ROWS = 16, GAP_COLS = 4, NFD = 6 };
+
+typedef struct AttnCfg {
+  int32_t B, H, S, D, bm, bn;
+  int32_t kv_len[2];
+  bool f16, bwd, fd;
+} AttnCfg;
+
+/* Shapes and strides of one configuration: Q, K, V and their gradients dense [B, S, H, D];
+ * O and dO [B, H, S + GAP_ROWS, D + GAP_COLS], so a store past S rows or D columns lands in a
+ * sentinel gap; lse and delta dense [B, H, S]. */
+typedef struct Layout {
+  size_t B, H, S, D, n_qkv, n_o, n_rows;
+  int32_t sb, sh, ss, osb, osh, oss;
+} Layout;
+
+static Layout layout_of(const AttnCfg *c) {
+  Layout l;
+  l.B = (size_t)c->B, l.H = (size_t)c->H, l.S = (size_t)c->S, l.D = (size_t)c->D;
+  l.n_qkv = l.B * l.S * l.H * l.D;
+  l.oss = c->D + GAP_COLS, l.osh = (c->S + GAP_ROWS) * l.oss, l.osb = c->H * l.osh;
+  l.n_o = l.B * (size_t)l.osb;
+  l.ss = c->H * c->D, l.sh = c->D, l.sb = c->S * l.ss;
+  l.n_rows = l.B * l.H * l.S;
+  return l;
+}
+
+static size_t qi(const Layout *l, size_t b, size_t h, size_t s, size_t d) {
+  return b * (size_t)l->sb + h * (size_t)l->sh + s * (size_t)l->ss + d;
+}
+static size_t oi(const Layout *l, size_t b, size_t h, size_t s, size_t d) {
+  return b * (size_t)l->osb + h * (size_t)l->osh + s * (size_t)l->oss + d;
+}
+
+/* The reference in double: O, lse, and (when dout is given) dQ, dK, dV, for one (b, h). */
+static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, const float *q,
+                     const float *k, const float *v, const float *dout, float *o, float *lse,
+                     float *dq, float *dk, float *dv) {
+  size_t S = l->S, D = l->D, L = (size_t)c->kv_len[b];
+  double scale = 1.0 / sqrt((double)D);
+  double *p = kiln_bert_alloc(S, sizeof(double)), *dp = kiln_bert_alloc(S, sizeof(double));
+  double *dkk = kiln_bert_alloc(S * D, sizeof(double)), *dvv = kiln_bert_alloc(S * D, sizeof(double));
+  for (size_t i = 0; i < S; i++) {
+    double m = -INFINITY, sum = 0.0;
+    for (size_t j = 0; j < L; j++) {
+      double s = 0.0;
+      for (size_t d = 0; d < D; d++)
+        s += (double)q[qi(l, b, h, i, d)] * k[qi(l, b, h, j, d)];
+      p[j] = s * scale;
+      m = fmax(m, p[j]);
+    }
+    for (size_t j = 0; j < L; j++)
+      sum += (p[j] = exp(p[j] - m));
+    for (size_t j = 0; j < L; j++)
+      p[j] /= sum;
+    lse[(b * l->H + h) * S + i] = (float)(m + log(sum));
+    for (size_t d = 0; d < D; d++) {
+      double acc = 0.0;
+      for (size_t j = 0; j < L; j++)
+        acc += p[j] * v[qi(l, b, h, j, d)];
+      o[oi(l, b, h, i, d)] = (float)acc;
+    }
+    if (!dout)
+      continue;
+    double delta = 0.0;
+    for (size_t j = 0; j < L; j++) {
+      dp[j] = 0.0;
+      for (size_t d = 0; d < D; d++)
+        dp[j] += (double)dout[oi(l, b, h, i, d)] * v[qi(l, b, h, j, d)];
+      delta += p[j] * dp[j];
+    }
+    for (size_t d = 0; d < D; d++) {
+      double acc = 0.0;
+      for (size_t j = 0; j < L; j++) {
+        double ds = p[j] * (dp[j] - delta);
+        acc += ds * k[qi(l, b, h, j, d)];
+        dkk[j * D + d] += scale * ds * q[qi(l, b, h, i, d)];
+        dvv[j * D + d] += p[j] * dout[oi(l, b, h, i, d)];
+      }
+      dq[qi(l, b, h, i, d)] = (float)(scale * acc);
+    }
+  }
+  for (size_t j = 0; j < S && dout; j++)
+    for (size_t d = 0; d < D; d++)
+      dk[qi(l, b, h, j, d)] = (float)dkk[j * D + d], dv[qi(l, b, h, j, d)] = (float)dvv[j * D + d];
+  free(p), free(dp), free(dkk), free(dvv);
+}
+
+/* The O entries (inside the gaps) gathered densely, as f32. */
+static float *gather_o(const Layout *l, const void *raw, bool f16) {
+  float *out = kiln_bert_alloc(l->n_rows * l->D, 4);
+  size_t r = 0;
+  for (size_t b = 0; b < l->B; b++)
+    for (size_t h = 0; h < l->H; h++)
+      for (size_t s = 0; s < l->S; s++, r++)
+        for (size_t d = 0; d < l->D; d++) {
+          size_t i = oi(l, b, h, s, d);
+          out[r * l->D + d] = f16 ? kiln_ref_f16_to_f32(((const uint16_t *)raw)[i]) : ((const float *)raw)[i];
+        }
+  return out;
+}
+
+/* O's sentinels: everything outside the S x D block of each head. */
+static void check_o_gaps(KilnBertRun *run, const Layout *l, const void *raw, size_t esz) {
+  if (!run->ok)
+    return;
+  const unsigned char *bytes = raw;
+  size_t bad = 0;
+  for (size_t i = 0; i < l->n_o + KILN_BERT_TAIL; i++) {
+    size_t in_head = i % (size_t)l->osh, row = in_head / (size_t)l->oss, col = in_head % (size_t)l->oss;
+    if (i < l->n_o && row < l->S && col < l->D)
+      continue;
+    for (size_t k = 0; k < esz; k++)
+      if (bytes[i * esz + k] != KILN_BERT_SENTINEL) {
+        bad++;
+        break;
+      }
+  }
+  if (bad)
+    kiln_bert_fail(run, "o: %zu element(s) outside the result were written", bad);
+}
+
+typedef struct AttnDev {
+  KilnRtFunction *fwd;
+  void *q, *k, *v, *o, *lse, *kvl;
+  int32_t S, H, sb, sh, ss, osb, osh, oss;
+  float scale;
+  uint32_t grid[2];
+} AttnDev;
+
+static void launch_fwd(KilnBertRun *run, AttnDev *a) {
+  void *args[] = {&a->q, &a->k, &a->v, &a->o, &a->lse, &a->kvl, &a->S, &a->H, &a->sb, &a->sh,
+                  &a->ss, &a->osb, &a->osh, &a->oss, &a->scale};
+  kiln_bert_launch(run, a->fwd, a->grid[0], a->grid[1], args);
+}
+
+/* Central differences of L = sum dO * O through the forward kernel at NFD elements each of
+ * Q, K and V; for K and V the last one sits at a padded key position (gradient 0). */
+static void check_fd(KilnBertRun *run, AttnDev *a, const AttnCfg *c, const Layout *l, float *host[3],
+                     const float *dout, float *grads[3], KilnRefRng *rng) {
+  const float h = 1e-2f;
+  float fd[3 * NFD], an[3 * NFD];
+  float *o = kiln_bert_alloc(l->n_o, 4);
+  void *dbuf[3] = {a->q, a->k, a->v};
+  for (int t = 0; t < 3 && run->ok; t++)
+    for (int e = 0; e < NFD; e++) {
+      size_t b = (size_t)e % l->B, hh = kiln_ref_rng_next(rng) % l->H, d = kiln_ref_rng_next(rng) % l->D;
+      size_t L = (size_t)c->kv_len[b];
+      size_t s = kiln_ref_rng_next(rng) % (t == 0 ? l->S : L);
+      if (t > 0 && e == NFD - 1 && L < l->S)
+        s = L; /* a padding key */
+      size_t i = qi(l, b, hh, s, d);
+      float keep = host[t][i];
+      double loss[2];
+      for (int sgn = 0; sgn < 2; sgn++) {
+        host[t][i] = sgn == 0 ? keep + h : keep - h;
+        kiln_bert_upload(run, dbuf[t], host[t], l->n_qkv * 4);
+        launch_fwd(run, a);
+        kiln_bert_fetch(run, o, a->o, l->n_o * 4);
+        float *g = gather_o(l, o, false), *w = gather_o(l, dout, false);
+        loss[sgn] = 0.0;
+        for (size_t r = 0; r < l->n_rows * l->D; r++)
+          loss[sgn] += (double)w[r] * g[r];
+        free(g), free(w);
+      }
+      host[t][i] = keep;
+      kiln_bert_upload(run, dbuf[t], host[t], l->n_qkv * 4);
+      fd[t * NFD + e] = (float)((loss[0] - loss[1]) / ((double)(keep + h) - (double)(keep - h)));
+      an[t * NFD + e] = grads[t][i];
+    }
+  kiln_bert_check_close(run, "grads vs fd", an, fd, 3 * NFD, 1e-1, 2e-3);
+  free(o);
+}
+
+static bool run_cfg(KilnRtDevice *dev, const AttnCfg *c, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d", c->f16 ? "f16" : "f32",
+                  c->B, c->H, c->S, c->D, c->kv_len[0], c->B > 1 ? c->kv_len[1] : c->kv_len[0], c->bm, c->bn);
+  Layout l = layout_of(c);
+  KilnDefine defs[] = {{"BM", c->bm}, {"BN", c->bn}, {"D", c->D}}, ddefs[] = {{"BM", c->bm}, {"D", c->D}};
+  AttnDev a = {0};
+  a.fwd = kiln_bert_kernel(&run, "attention", c->f16 ? "attn_fwd_f16" : "attn_fwd_f32", defs, 3);
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *(*gen)(KilnRefRng *, size_t, float, float) = c->f16 ? kiln_bert_random_f16r : kiln_bert_random_f32;
+  /* Q in [-2, 2): scores up to ~|q||k| scale, probabilities spread over a few decades. */
+  float *host[3] = {gen(&rng, l.n_qkv, -2.0f, 2.0f), gen(&rng, l.n_qkv, -2.0f, 2.0f), gen(&rng, l.n_qkv, -1.0f, 1.0f)};
+  float *dout = kiln_bert_random_f32(&rng, l.n_o, -1.0f, 1.0f);
+  size_t esz = c->f16 ? 2 : 4;
+  void *dv3[3];
+  for (int t = 0; t < 3; t++) {
+    uint16_t *h16 = c->f16 ? kiln_bert_to_f16(host[t], l.n_qkv) : NULL;
+    dv3[t] = kiln_bert_input(&run, h16 ? (void *)h16 : (void *)host[t], l.n_qkv * esz);
+    free(h16);
+  }
+  a.q = dv3[0], a.k = dv3[1], a.v = dv3[2];
+  a.o = kiln_bert_output(&run, (l.n_o + KILN_BERT_TAIL) * esz);
+  a.lse = kiln_bert_output(&run, (l.n_rows + KILN_BERT_TAIL) * 4);
+  a.kvl = kiln_bert_input(&run, c->kv_len, l.B * 4);
+  a.S = c->S, a.H = c->H, a.sb = l.sb, a.sh = l.sh, a.ss = l.ss, a.osb = l.osb, a.osh = l.osh, a.oss = l.oss;
+  a.scale = (float)(1.0 / sqrt((double)c->D));
+  a.grid[0] = kiln_bert_cdiv(l.S, (size_t)c->bm), a.grid[1] = (uint32_t)(l.B * l.H);
+  launch_fwd(&run, &a);
+  unsigned char *oraw = kiln_bert_alloc(l.n_o + KILN_BERT_TAIL, esz);
+  float *lse = kiln_bert_alloc(l.n_rows + KILN_BERT_TAIL, 4);
+  kiln_bert_fetch(&run, oraw, a.o, (l.n_o + KILN_BERT_TAIL) * esz);
+  kiln_bert_fetch(&run, lse, a.lse, (l.n_rows + KILN_BERT_TAIL) * 4);
+  check_o_gaps(&run, &l, oraw, esz);
+  kiln_bert_check_untouched(&run, "lse", lse, 4, l.n_rows + KILN_BERT_TAIL, 1, l.n_rows, l.n_rows + KILN_BERT_TAIL);
+
+  bool bwd = c->bwd;
+  float *ro = kiln_bert_alloc(l.n_o, 4), *rlse = kiln_bert_alloc(l.n_rows, 4);
+  float *rg[3] = {kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4)};
+  for (size_t b = 0; b < l.B; b++)
+    for (size_t h = 0; h < l.H; h++)
+      ref_head(c, &l, b, h, host[0], host[1], host[2], bwd ? dout : NULL, ro, rlse, rg[0], rg[1], rg[2]);
+  float *got_o = gather_o(&l, oraw, c->f16), *want_o = gather_o(&l, ro, false);
+  kiln_bert_check_close(&run, "o", got_o, want_o, l.n_rows * l.D, 1.0, c->f16 ? 4e-3 : 1e-5);
+  kiln_bert_check_close(&run, "lse", lse, rlse, l.n_rows, 1.0, c->f16 ? 1e-5 : 1e-5);
+
+  if (bwd && run.ok) {
+    KilnRtFunction *fdelta = kiln_bert_kernel(&run, "attention", "attn_bwd_delta_f32", ddefs, 2);
+    KilnRtFunction *fdkdv = kiln_bert_kernel(&run, "attention", "attn_bwd_dkdv_f32", defs, 3);
+    void *ddo = kiln_bert_input(&run, dout, l.n_o * 4);
+    void *ddelta = kiln_bert_output(&run, (l.n_rows + KILN_BERT_TAIL) * 4);
+    void *dg[3];
+    for (int t = 0; t < 3; t++)
+      dg[t] = kiln_bert_output(&run, (l.n_qkv + KILN_BERT_TAIL) * 4);
+    float *zeros = kiln_bert_alloc(l.n_qkv, 4); /* dQ is accumulated by atomics */
+    kiln_bert_upload(&run, dg[0], zeros, l.n_qkv * 4);
+    free(zeros);
+    void *a1[] = {&a.o, &ddo, &ddelta, &a.S, &a.H, &a.osb, &a.osh, &a.oss};
+    kiln_bert_launch(&run, fdelta, a.grid[0], a.grid[1], a1);
+    void *a2[] = {&a.q, &a.k, &a.v, &ddo, &a.lse, &ddelta, &a.kvl, &dg[0], &dg[1], &dg[2], &a.S, &a.H,
+                  &a.sb, &a.sh, &a.ss, &a.osb, &a.osh, &a.oss, &a.scale};
+    kiln_bert_launch(&run, fdkdv, kiln_bert_cdiv(l.S, (size_t)c->bn), a.grid[1], a2);
+    static const char *names[3] = {"dq", "dk", "dv"};
+    float *grads[3];
+    for (int t = 0; t < 3; t++) {
+      size_t total = l.n_qkv + KILN_BERT_TAIL;
+      grads[t] = kiln_bert_alloc(total, 4);
+      kiln_bert_fetch(&run, grads[t], dg[t], total * 4);
+      kiln_bert_check_untouched(&run, names[t], grads[t], 4, total, 1, l.n_qkv, total);
+      kiln_bert_check_close(&run, names[t], grads[t], rg[t], l.n_qkv, 1.0, 1e-5);
+    }
+    if (c->fd && run.ok)
+      check_fd(&run, &a, c, &l, host, dout, grads, &rng);
+    for (int t = 0; t < 3; t++)
+      free(grads[t]);
+  }
+  for (int t = 0; t < 3; t++)
+    free(host[t]), free(rg[t]);
+  free(dout), free(oraw), free(lse), free(ro), free(rlse), free(got_o), free(want_o);
+  return kiln_bert_end(&run);
+}
+
+bool kiln_bert_test_attention(KilnRtDevice *dev) {
+  static const AttnCfg cfgs[] = {
+      {2, 2, 37, 32, 16, 16, {37, 20}, false, true, true}, /* ragged S, a padded sequence; FD */
+      {1, 3, 16, 64, 8, 8, {9, 0}, false, false, false},   /* head dim 64, exact tiles, 7 padding keys */
+      {2, 2, 37, 32, 16, 16, {37, 20}, true, false, false}, /* f16 inputs, f32 accumulation */
+  };
+  bool ok = true;
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
+    ok &= run_cfg(dev, &cfgs[i], 8000 + i);
+  return ok;
+}
