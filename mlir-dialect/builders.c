@@ -332,23 +332,31 @@ MlirValue kiln_ir_build_cast(KilnIRBuilder *b, MlirLocation loc, const char *op_
 
 /* ---------------------------------------------------------------- control flow */
 
+/* Region arrays are sized by the caller's counts (a kernel may carry any number of vars through
+ * a loop), so they live on the heap; allocation failure is an environment failure we cannot
+ * report from a builder, hence the assert. */
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  KILN_ASSERT(p != NULL);
+  return p;
+}
+
 static MlirRegion region_with_block(size_t n, const MlirType *types, MlirLocation loc,
                                     MlirBlock *out) {
-  MlirLocation locs[64];
-  KILN_ASSERT(n <= 64);
+  MlirLocation *locs = xcalloc(n, sizeof *locs);
   for (size_t i = 0; i < n; i++)
     locs[i] = loc;
   MlirRegion r = mlirRegionCreate();
   *out = mlirBlockCreate((intptr_t)n, types, locs);
   mlirRegionAppendOwnedBlock(r, *out);
+  free(locs);
   return r;
 }
 
 KilnIRFor kiln_ir_build_for(KilnIRBuilder *b, MlirLocation loc, MlirValue lo, MlirValue hi,
                             MlirValue step, const MlirValue *inits, size_t n) {
-  KILN_ASSERT(n < 63);
-  MlirValue ops[66];
-  MlirType arg_types[64];
+  MlirValue *ops = xcalloc(n + 3, sizeof *ops);
+  MlirType *arg_types = xcalloc(n + 1, sizeof *arg_types);
   ops[0] = lo, ops[1] = hi, ops[2] = step;
   arg_types[0] = mlirValueGetType(lo);
   for (size_t i = 0; i < n; i++) {
@@ -361,6 +369,8 @@ KilnIRFor kiln_ir_build_for(KilnIRBuilder *b, MlirLocation loc, MlirValue lo, Ml
                   .results = arg_types + 1, .n_results = n, .regions = &r, .n_regions = 1};
   f.op = kiln_ir_create(b, &s);
   f.iv = mlirBlockGetArgument(f.body, 0);
+  free(ops);
+  free(arg_types);
   return f;
 }
 

@@ -363,12 +363,18 @@ static void lower_constant(Cpu *c, MlirOperation op) {
 
 static void lower_block(Cpu *c, MlirBlock old);
 
+/* Per-op arrays sized by a loop's or if's value count, which the source does not bound. */
+static void *cpu_calloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  KILN_ASSERT(p != NULL);
+  return p;
+}
+
 /* Terminators of lowered regions: copies tile values into `bufs` (null for scalar slots) and
  * yields the scalar ones. */
 static void lower_yield(Cpu *c, MlirOperation yield, const MlirValue *bufs, size_t n) {
-  MlirValue src_tmp[64], scalars[64];
+  MlirValue *src_tmp = cpu_calloc(n, sizeof *src_tmp), *scalars = cpu_calloc(n, sizeof *scalars);
   size_t ns = 0;
-  KILN_ASSERT(n <= 64);
   /* first, move sources that are another slot's buffer out of the way */
   for (size_t i = 0; i < n; i++) {
     src_tmp[i] = (MlirValue){NULL};
@@ -394,13 +400,14 @@ static void lower_yield(Cpu *c, MlirOperation yield, const MlirValue *bufs, size
     }
   }
   kiln_ir_build_yield(&c->b, c->loc, scalars, ns);
+  free(src_tmp);
+  free(scalars);
 }
 
 static void lower_for(Cpu *c, MlirOperation op) {
   size_t n = (size_t)mlirOperationGetNumResults(op);
-  MlirValue bufs[64], inits[64];
+  MlirValue *bufs = cpu_calloc(n, sizeof *bufs), *inits = cpu_calloc(n, sizeof *inits);
   size_t ns = 0;
-  KILN_ASSERT(n <= 64);
   for (size_t i = 0; i < n; i++) {
     MlirValue init = mlirOperationGetOperand(op, (intptr_t)(3 + i));
     bufs[i] = (MlirValue){NULL};
@@ -436,14 +443,15 @@ static void lower_for(Cpu *c, MlirOperation op) {
   c->loc = loc;
   lower_yield(c, mlirBlockGetTerminator(old_body), bufs, n);
   c->b = saved;
+  free(bufs);
+  free(inits);
 }
 
 static void lower_if(Cpu *c, MlirOperation op) {
   size_t n = (size_t)mlirOperationGetNumResults(op);
-  MlirValue bufs[64];
-  MlirType rts[64];
+  MlirValue *bufs = cpu_calloc(n, sizeof *bufs);
+  MlirType *rts = cpu_calloc(n, sizeof *rts);
   size_t ns = 0;
-  KILN_ASSERT(n <= 64);
   for (size_t i = 0; i < n; i++) {
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, (intptr_t)i));
     bufs[i] = kiln_ir_type_is_tile(t) ? kiln_cpu_alloc(c, t) : (MlirValue){NULL};
@@ -474,6 +482,8 @@ static void lower_if(Cpu *c, MlirOperation op) {
     else
       kiln_cpu_set_buf(c, res, bufs[i]);
   }
+  free(bufs);
+  free(rts);
 }
 
 static bool has_tile(MlirOperation op) {

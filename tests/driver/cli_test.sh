@@ -67,6 +67,18 @@ for f in "$kdir"/*.kiln ${edir:+"$edir"/*.kiln}; do
   done
 done
 
+# --- a loop carrying many vars (builders once had a fixed cap) compiles and lowers
+{
+  echo 'kernel many(x: *f32, n: i32) {'
+  for i in $(seq 0 69); do echo "    var v$i = 0.0;"; done
+  echo '    for k in range(0, n) {'
+  for i in $(seq 0 69); do echo "        v$i = v$i + load(x + k);"; done
+  echo '    }'
+  printf '    store(x, v0'; for i in $(seq 1 69); do printf ' + v%s' "$i"; done; echo ');'
+  echo '}'
+} >"$tmp/many.kiln"
+check many-carried 0 "$kiln" compile "$tmp/many.kiln" --kernel many --emit obj -o "$tmp/many.o"
+
 # --- every --emit on one kernel
 va="$kdir/vector_add.kiln"
 check emit-ast 0 "$kiln" compile "$va" --kernel vector_add -D BLOCK=256 --emit ast && contains emit-ast 'tile<256xf32>|256'
