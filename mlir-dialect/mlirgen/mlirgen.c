@@ -13,6 +13,9 @@
  * the type they are converted to, so `0.5 * x` on f16 costs no cast. */
 #include "kiln_mlirgen.h"
 
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/Dialect/Func.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +500,27 @@ static MlirValue gen_cdiv(Gen *g, const KilnExpr *e) {
   return kiln_ir_build_elementwise(&g->b, loc, "arith.divsi", s3, 2, t);
 }
 
+/* multiple_of / contiguous / max_contiguous: the value itself, with the promise recorded for the
+ * GPU's axis analysis as an i32 attribute on the op that defines it, or on the kernel argument
+ * (func arg attribute) when it is a parameter. A promise about a loop-carried value has nowhere
+ * to live and is dropped: hints never change results. */
+static MlirValue gen_hint(Gen *g, const KilnExpr *e, const char *attr) {
+  MlirValue v = gen_as(g, e->args[0], e->type);
+  if (g->failed) return v;
+  MlirAttribute a = mlirIntegerAttrGet(mlirIntegerTypeGet(g->ctx, 32), e->args[1]->ival);
+  MlirStringRef name = mlirStringRefCreateFromCString(attr);
+  if (mlirValueIsAOpResult(v)) {
+    mlirOperationSetAttributeByName(mlirOpResultGetOwner(v), name, a);
+  } else if (mlirValueIsABlockArgument(v)) {
+    MlirOperation parent = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v));
+    if (!mlirOperationIsNull(parent) &&
+        mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(parent)),
+                           mlirStringRefCreateFromCString("func.func")))
+      mlirFuncSetArgAttr(parent, mlirBlockArgumentGetArgNumber(v), name, a);
+  }
+  return v;
+}
+
 static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   MlirLocation loc = loc_of(g, e->span);
   switch (e->builtin) {
@@ -547,10 +571,9 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     MlirValue offs = gen_as(g, e->args[1], &ot);
     return g->failed ? seed : kiln_ir_build_rand(&g->b, loc, seed, offs);
   }
-  /* Hints for the GPU's axis analysis; on their own they are the identity. */
-  case KILN_BUILTIN_MULTIPLE_OF:
-  case KILN_BUILTIN_CONTIGUOUS:
-  case KILN_BUILTIN_MAX_CONTIGUOUS: return gen_as(g, e->args[0], e->type);
+  case KILN_BUILTIN_MULTIPLE_OF: return gen_hint(g, e, "kiln.multiple_of");
+  case KILN_BUILTIN_CONTIGUOUS: return gen_hint(g, e, "kiln.contiguous");
+  case KILN_BUILTIN_MAX_CONTIGUOUS: return gen_hint(g, e, "kiln.max_contiguous");
   default:
     gen_error(g, e->span, "builtin has no lowering");
     return (MlirValue){NULL};
