@@ -22,39 +22,49 @@
 
 static size_t hash_ptr(const void *p) { return ((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ull; }
 
-static CpuVal *slot(CpuMap *m, MlirValue old) {
+static CpuVal **slot(CpuMap *m, MlirValue old) {
   size_t i = hash_ptr(old.ptr) & (m->cap - 1);
-  while (m->slots[i].old.ptr && m->slots[i].old.ptr != old.ptr)
+  while (m->slots[i] && m->slots[i]->old.ptr != old.ptr)
     i = (i + 1) & (m->cap - 1);
   return &m->slots[i];
 }
 
 static void map_grow(CpuMap *m) {
-  CpuMap n = {calloc(m->cap ? m->cap * 2 : 256, sizeof(CpuVal)), m->cap ? m->cap * 2 : 256, 0};
+  CpuMap n = {calloc(m->cap ? m->cap * 2 : 256, sizeof(CpuVal *)), m->cap ? m->cap * 2 : 256, 0};
   KILN_ASSERT(n.slots != NULL);
   for (size_t i = 0; i < m->cap; i++)
-    if (m->slots[i].old.ptr) {
-      *slot(&n, m->slots[i].old) = m->slots[i];
+    if (m->slots[i]) {
+      *slot(&n, m->slots[i]->old) = m->slots[i];
       n.n++;
     }
   free(m->slots);
   *m = n;
 }
 
+static void map_free(CpuMap *m) {
+  for (size_t i = 0; i < m->cap; i++)
+    free(m->slots[i]);
+  free(m->slots);
+  *m = (CpuMap){0};
+}
+
 static CpuVal *map_put(Cpu *c, MlirValue old) {
   if ((c->map.n + 1) * 2 > c->map.cap)
     map_grow(&c->map);
-  CpuVal *s = slot(&c->map, old);
-  if (!s->old.ptr)
+  CpuVal **s = slot(&c->map, old);
+  if (!*s) {
+    *s = malloc(sizeof **s);
+    KILN_ASSERT(*s != NULL);
     c->map.n++;
-  *s = (CpuVal){.old = old};
-  return s;
+  }
+  **s = (CpuVal){.old = old};
+  return *s;
 }
 
 CpuVal *kiln_cpu_get(Cpu *c, MlirValue old) {
-  CpuVal *s = c->map.cap ? slot(&c->map, old) : NULL;
-  KILN_ASSERT(s && s->old.ptr); /* ops are lowered in dominance order */
-  return s;
+  CpuVal **s = c->map.cap ? slot(&c->map, old) : NULL;
+  KILN_ASSERT(s && *s); /* ops are lowered in dominance order */
+  return *s;
 }
 
 void kiln_cpu_set_scalar(Cpu *c, MlirValue old, MlirValue v) { map_put(c, old)->scalar = v; }
@@ -601,7 +611,7 @@ static bool lower_kernel(MlirOperation fn, MlirBlock module_body) {
   }
   if (!c.failed)
     lower_block(&c, old_entry);
-  free(c.map.slots);
+  map_free(&c.map);
   if (c.failed) {
     mlirOperationDestroy(nf.op);
     return false;

@@ -13,8 +13,10 @@ typedef struct CpuVal {
   MlirValue buf;
 } CpuVal;
 
+/* Open addressing over pointers to individually allocated values: a CpuVal* handed out by
+ * kiln_cpu_get stays valid while the map grows (lowerings hold one across later inserts). */
 typedef struct CpuMap {
-  CpuVal *slots;
+  CpuVal **slots;
   size_t cap, n;
 } CpuMap;
 

@@ -79,6 +79,19 @@ done
 } >"$tmp/many.kiln"
 check many-carried 0 "$kiln" compile "$tmp/many.kiln" --kernel many --emit obj -o "$tmp/many.o"
 
+# --- many values alive across a trans/dot: the CPU lowering's value map grows while a lowering
+# holds an entry (once a use-after-free, seen under ASan)
+{
+  echo 'kernel grow(a: *f32, o: *f32) {'
+  echo '    let r = arange(0, 16);'
+  echo '    let x0 = load(a + r);'
+  for i in $(seq 1 110); do echo "    let x$i = x$((i - 1)) + 1.0;"; done
+  echo '    let t = trans(x110[:, None] + x0[None, :]);'
+  echo '    store(o + r[:, None] * 16 + r[None, :], t);'
+  echo '}'
+} >"$tmp/grow.kiln"
+check map-grow 0 "$kiln" compile "$tmp/grow.kiln" --kernel grow --emit obj -o "$tmp/grow.o"
+
 # --- every --emit on one kernel
 va="$kdir/vector_add.kiln"
 check emit-ast 0 "$kiln" compile "$va" --kernel vector_add -D BLOCK=256 --emit ast && contains emit-ast 'tile<256xf32>|256'
