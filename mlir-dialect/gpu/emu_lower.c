@@ -106,13 +106,17 @@ static void declare(Emu *E, const char *name, MlirType ret, const MlirType *args
   kiln_ir_create(&mb, &s);
 }
 
+static MlirType host_type(Emu *E, MlirType t) {
+  return mlirTypeIsALLVMPointerType(t) && mlirLLVMPointerTypeGetAddressSpace(t) != 0 ? E->ptr : t;
+}
+
 /* llvm.call @name(ops) -> ret (ret = void type: no result; the returned value is then null). */
 static MlirValue call(Emu *E, KilnIRBuilder *b, MlirLocation loc, const char *name, MlirType ret,
                       const MlirValue *ops, size_t n) {
   MlirType args[16];
   KILN_ASSERT(n <= 16);
-  for (size_t i = 0; i < n; i++)
-    args[i] = mlirValueGetType(ops[i]);
+  for (size_t i = 0; i < n; i++) /* operands in address spaces 1/3 are retyped later */
+    args[i] = host_type(E, mlirValueGetType(ops[i]));
   declare(E, name, ret, args, n);
   MlirNamedAttribute a = kiln_ir_named(
       E->ctx, "callee", mlirFlatSymbolRefAttrGet(E->ctx, mlirStringRefCreateFromCString(name)));
@@ -545,10 +549,6 @@ static MlirWalkResult collect(MlirOperation op, void *u) {
       is_smem_addressof(op))
     list_push(l, op);
   return MlirWalkResultAdvance;
-}
-
-static MlirType host_type(Emu *E, MlirType t) {
-  return mlirTypeIsALLVMPointerType(t) && mlirLLVMPointerTypeGetAddressSpace(t) != 0 ? E->ptr : t;
 }
 
 static MlirWalkResult retype(MlirOperation op, void *u) {
