@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The GPU check, run on a machine with a GPU (the CUDA toolkit and driver, cmake, gcc; PyTorch
+# and Triton optional; no LLVM/MLIR, no network). Prepare the kernels first on a build machine
+# (bench/gpu/prepare.sh) and bring bench/gpu/bundle along. Within 8 minutes it:
+#   1. builds libkilnrt and the check programs (KILN_RUNTIME_ONLY), runs the runtime tests,
+#      the cuda device's included;
+#   2. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c);
+#   3. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
+# Results: bench/results/gpu-check-<date>.json (+ -torch.json).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${KILN_GPU_BUILD:-build-gpu-check}
+bundle=${KILN_GPU_BUNDLE:-bench/gpu/bundle}
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p bench/results
+status=0
+
+echo "== build (runtime only) ==" >&2
+cmake -S . -B "$build" -DKILN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 2
+cmake --build "$build" -j "$(nproc)" || exit 2
+
+echo "== runtime tests on this machine ==" >&2
+timeout 120 ctest --test-dir "$build" --output-on-failure || status=1
+
+echo "== Kiln kernels vs copy and cuBLAS ==" >&2
+timeout 300 "$build/bench/gpu/gpu-bench" --bundle "$bundle" \
+  --json "bench/results/gpu-check-$stamp.json" || status=1
+
+if python3 -c 'import torch' 2>/dev/null; then
+  echo "== PyTorch / Triton on the same shapes ==" >&2
+  timeout 180 python3 bench/gpu/torch_ref.py --json "bench/results/gpu-check-$stamp-torch.json" || status=1
+else
+  echo "PyTorch not installed: no side-by-side numbers" >&2
+fi
+exit $status

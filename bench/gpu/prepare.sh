@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Build-machine half of the GPU check: compiles the benchmark kernels to cubin (through ptxas)
+# and PTX for sm_80 and sm_90 into a bundle that travels to the GPU machine, which has no
+# LLVM/MLIR. Usage: bench/gpu/prepare.sh [BUILD_DIR] [BUNDLE_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+bundle=${2:-bench/gpu/bundle}
+kiln="$build/tools/kiln"
+kdir=tests/numeric/kernels
+[ -x "$kiln" ] || { echo "prepare: build Kiln first ($kiln not found)" >&2; exit 2; }
+mkdir -p "$bundle"
+
+# NAME FILE KERNEL NUM_WARPS DEFINES... : the names are the contract with gpu_bench.c.
+compile() {
+  local name=$1 file=$2 kernel=$3 warps=$4; shift 4
+  local defs=() d
+  for d in "$@"; do defs+=(-D "$d"); done
+  for arch in sm_80 sm_90; do
+    "$kiln" compile "$kdir/$file" --kernel "$kernel" --target "$arch" --num-warps "$warps" \
+      "${defs[@]}" --emit ptx -o "$bundle/$name.$arch.ptx"
+    "$kiln" compile "$kdir/$file" --kernel "$kernel" --target "$arch" --num-warps "$warps" \
+      "${defs[@]}" --emit cubin -o "$bundle/$name.$arch.cubin"
+  done
+  echo "prepared $name" >&2
+}
+
+compile vector_add vector_add.kiln vector_add 4 BLOCK=1024
+compile softmax_rows softmax_rows.kiln softmax_rows 8 BLOCK=4096
+compile matmul_f16_128x128x32 matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=32
+compile matmul_f16_64x64x32 matmul_f16.kiln matmul_f16 4 BM=64 BN=64 BK=32
+du -sh "$bundle" >&2
