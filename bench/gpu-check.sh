@@ -4,8 +4,9 @@
 # (bench/gpu/prepare.sh) and bring bench/gpu/bundle along. Within 8 minutes it:
 #   1. builds libkilnrt and the check programs (KILN_RUNTIME_ONLY), runs the runtime tests,
 #      the cuda device's included;
-#   2. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c);
-#   3. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
+#   2. runs every numeric test kernel (precompiled) against its C reference;
+#   3. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c);
+#   4. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
 # Results: bench/results/gpu-check-<date>.json (+ -torch.json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,10 @@ cmake --build "$build" -j "$(nproc)" || exit 2
 
 echo "== runtime tests on this machine ==" >&2
 timeout 120 ctest --test-dir "$build" --output-on-failure || status=1
+
+echo "== numeric tests of every kernel on the GPU ==" >&2
+timeout 180 "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bundle/numeric" \
+  --warps 4,8 all | tee "bench/results/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
 
 echo "== Kiln kernels vs copy and cuBLAS ==" >&2
 timeout 300 "$build/bench/gpu/gpu-bench" --bundle "$bundle" \

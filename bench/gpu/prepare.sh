@@ -29,4 +29,11 @@ compile vector_add vector_add.kiln vector_add 4 BLOCK=1024
 compile softmax_rows softmax_rows.kiln softmax_rows 8 BLOCK=4096
 compile matmul_f16_128x128x32 matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=32
 compile matmul_f16_64x64x32 matmul_f16.kiln matmul_f16 4 BM=64 BN=64 BK=32
+# Every numeric test configuration, for the numeric checks on the GPU (bench/gpu-check.sh).
+mkdir -p "$bundle/numeric"
+for arch in sm_80 sm_90; do
+  "$build/tests/numeric/kiln_numeric_test" --emit-bundle "$bundle/numeric" --arch "$arch" \
+    --warps 4,8 all >/dev/null
+done
+echo "prepared the numeric test kernels" >&2
 du -sh "$bundle" >&2

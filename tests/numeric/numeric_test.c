@@ -22,9 +22,14 @@
  * normalized error of kiln_ref_max_error against a tolerance stated per kernel (the reasons for
  * each tolerance are in docs/kernels-tests.md). A kernel that does not compile is a failure.
  *
+ * On a GPU machine, which has no compiler, the kernels come precompiled: `--emit-bundle DIR
+ * --arch sm_90` (on the build machine) writes every configuration's cubin and PTX into DIR
+ * instead of running it, and `--device cuda --bundle DIR` (built with KILN_NUMERIC_NO_COMPILER in
+ * a KILN_RUNTIME_ONLY tree) loads them from there and runs the same checks.
+ *
  * Exit status: 0 all passed, 1 a check failed, 2 bad usage.
  */
-#include "kiln_driver.h"
+#include "kiln_driver.h" /* types only when built with KILN_NUMERIC_NO_COMPILER */
 #include "reference.h"
 
 #include <kiln/kilnrt.h>
@@ -54,6 +59,16 @@ enum {
 static KilnTarget g_target = KILN_TARGET_CPU;
 static int g_num_warps = 4;
 
+/* Precompiled kernels: read from g_bundle (device cuda), or written there (g_bundle_write) for
+ * g_target instead of running. */
+static const char *g_bundle;
+static bool g_bundle_write;
+
+static const char *target_label(KilnTarget t) {
+  static const char *const names[] = {"cpu", "emu", "sm_80", "sm_90"};
+  return (unsigned)t < COUNT(names) ? names[t] : "?";
+}
+
 /* --vs-cpu: the cpu pass records each checked output under "label|what"; later passes compare
  * with it. */
 typedef struct Recording {
@@ -76,6 +91,7 @@ typedef struct Run {
   void *bufs[MAX_BUFFERS];
   int nbufs;
   bool ok;
+  bool skipped; /* --emit-bundle: compiled and written, not run */
   char label[192];
   const char *key; /* the label without the device prefix: equal on every device */
 } Run;
@@ -105,21 +121,67 @@ static void run_fail_rt(Run *run, const char *what, KilnRtStatus st) {
   run_fail(run, "%s failed: %s: %s", what, kiln_rt_status_name(st), kiln_rt_last_error());
 }
 
-/* Compiles `kernel` with `defs` bound and loads it on dev. The label names the configuration in
- * every message. */
-static void run_begin(Run *run, KilnRtDevice *dev, const char *kernel, const KilnDefine *defs,
-                      size_t ndefs, const char *shape) {
-  memset(run, 0, sizeof *run);
-  run->dev = dev;
-  run->ok = true;
-  int pre = snprintf(run->label, sizeof run->label, "[%s w%d] ", kiln_target_name(g_target),
-                     g_num_warps);
-  run->key = run->label + pre;
-  int len = pre + snprintf(run->label + pre, sizeof run->label - (size_t)pre, "%s %s", kernel, shape);
-  for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < sizeof run->label; i++)
-    len += snprintf(run->label + len, sizeof run->label - (size_t)len, " %s=%" PRId64, defs[i].name,
-                    defs[i].value);
+/* The file name of a configuration in a bundle: kernel, bound consts and num_warps. */
+static void bundle_name(char *buf, size_t cap, const char *kernel, const KilnDefine *defs,
+                        size_t ndefs) {
+  int len = snprintf(buf, cap, "%s", kernel);
+  for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < cap; i++)
+    len += snprintf(buf + len, cap - (size_t)len, "-%s=%" PRId64, defs[i].name, defs[i].value);
+  if (len > 0 && (size_t)len < cap)
+    snprintf(buf + len, cap - (size_t)len, "-w%d", g_num_warps);
+}
 
+static void *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
+      fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *len = buf ? (size_t)n : 0;
+  return buf;
+}
+
+/* Loads the configuration's cubin for this GPU's arch, or its PTX (JIT-compiled by the driver). */
+static bool bundle_load(Run *run, const char *name) {
+  KilnRtDeviceInfo info;
+  KilnRtStatus st = kiln_rt_device_info(run->dev, &info);
+  if (st != KILN_RT_OK) {
+    run_fail_rt(run, "kiln_rt_device_info", st);
+    return false;
+  }
+  static const struct { const char *ext; KilnRtModuleFormat fmt; } kinds[] = {
+      {"cubin", KILN_RT_MODULE_CUBIN}, {"ptx", KILN_RT_MODULE_PTX}};
+  for (size_t i = 0; i < COUNT(kinds); i++) {
+    char path[1024];
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/%s.sm_%d%d.%s", g_bundle, name, info.cc_major, info.cc_minor,
+             kinds[i].ext);
+    void *img = read_file(path, &len);
+    if (!img)
+      continue;
+    st = kiln_rt_module_load(run->dev, kinds[i].fmt, img, len, &run->mod);
+    free(img);
+    if (st != KILN_RT_OK) {
+      run->mod = NULL;
+      run_fail_rt(run, "kiln_rt_module_load", st);
+      return false;
+    }
+    return true;
+  }
+  run_fail(run, "no module %s.sm_%d%d.{cubin,ptx} in %s", name, info.cc_major, info.cc_minor,
+           g_bundle);
+  return false;
+}
+
+#ifndef KILN_NUMERIC_NO_COMPILER
+static bool compile(Run *run, const char *kernel, const KilnDefine *defs, size_t ndefs,
+                    KilnEmit emit, KilnBuffer *out) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s.kiln", KILN_NUMERIC_KERNEL_DIR, kernel);
   KilnCompileOptions opts;
@@ -131,19 +193,83 @@ static void run_begin(Run *run, KilnRtDevice *dev, const char *kernel, const Kil
   opts.target = g_target;
   opts.num_warps = g_num_warps;
   opts.diag = stderr;
-  KilnBuffer obj = {0};
-  KilnDriverStatus ds = kiln_driver_compile(&opts, KILN_EMIT_OBJ, &obj);
+  KilnDriverStatus ds = kiln_driver_compile(&opts, emit, out);
   if (ds != KILN_DRIVER_OK) {
     run_fail(run, "compile failed (driver status %d; diagnostics above)", (int)ds);
-    kiln_buffer_free(&obj);
-    return;
+    kiln_buffer_free(out);
+    return false;
   }
-  KilnRtStatus st = kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &run->mod);
-  kiln_buffer_free(&obj);
-  if (st != KILN_RT_OK) {
-    run->mod = NULL;
-    run_fail_rt(run, "kiln_rt_module_load", st);
+  return true;
+}
+
+/* --emit-bundle: the configuration's PTX and cubin for g_target, written into g_bundle. */
+static void bundle_write(Run *run, const char *kernel, const KilnDefine *defs, size_t ndefs,
+                         const char *name) {
+  static const struct { const char *ext; KilnEmit emit; } kinds[] = {
+      {"ptx", KILN_EMIT_PTX}, {"cubin", KILN_EMIT_CUBIN}};
+  for (size_t i = 0; i < COUNT(kinds); i++) {
+    KilnBuffer out = {0};
+    if (!compile(run, kernel, defs, ndefs, kinds[i].emit, &out))
+      return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.%s.%s", g_bundle, name, target_label(g_target),
+             kinds[i].ext);
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(out.data, 1, out.size, f) == out.size;
+    if (f && fclose(f) != 0)
+      ok = false;
+    kiln_buffer_free(&out);
+    if (!ok) {
+      run_fail(run, "cannot write %s", path);
+      return;
+    }
+  }
+  run->ok = false; /* nothing to run: the later steps are skipped */
+  run->skipped = true;
+}
+#endif
+
+/* Compiles `kernel` with `defs` bound and loads it on dev. The label names the configuration in
+ * every message. */
+static void run_begin(Run *run, KilnRtDevice *dev, const char *kernel, const KilnDefine *defs,
+                      size_t ndefs, const char *shape) {
+  memset(run, 0, sizeof *run);
+  run->dev = dev;
+  run->ok = true;
+  int pre = snprintf(run->label, sizeof run->label, "[%s w%d] ", target_label(g_target),
+                     g_num_warps);
+  run->key = run->label + pre;
+  int len = pre + snprintf(run->label + pre, sizeof run->label - (size_t)pre, "%s %s", kernel, shape);
+  for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < sizeof run->label; i++)
+    len += snprintf(run->label + len, sizeof run->label - (size_t)len, " %s=%" PRId64, defs[i].name,
+                    defs[i].value);
+
+  char name[256];
+  bundle_name(name, sizeof name, kernel, defs, ndefs);
+  KilnRtStatus st;
+  if (g_bundle && !g_bundle_write) {
+    if (!bundle_load(run, name))
+      return;
+  } else {
+#ifdef KILN_NUMERIC_NO_COMPILER
+    run_fail(run, "this build has no compiler: give --bundle DIR (see bench/gpu/prepare.sh)");
     return;
+#else
+    if (g_bundle_write) {
+      bundle_write(run, kernel, defs, ndefs, name);
+      return;
+    }
+    KilnBuffer obj = {0};
+    if (!compile(run, kernel, defs, ndefs, KILN_EMIT_OBJ, &obj))
+      return;
+    st = kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &run->mod);
+    kiln_buffer_free(&obj);
+    if (st != KILN_RT_OK) {
+      run->mod = NULL;
+      run_fail_rt(run, "kiln_rt_module_load", st);
+      return;
+    }
+#endif
   }
   st = kiln_rt_module_get_function(run->mod, kernel, &run->fn);
   if (st != KILN_RT_OK)
@@ -221,9 +347,9 @@ static bool run_end(Run *run) {
   for (int i = 0; i < run->nbufs; i++)
     kiln_rt_free(run->dev, run->bufs[i]);
   kiln_rt_module_destroy(run->mod);
-  printf("  %-4s %s\n", run->ok ? "ok" : "FAIL", run->label);
+  printf("  %-4s %s\n", run->skipped ? "emit" : run->ok ? "ok" : "FAIL", run->label);
   fflush(stdout);
-  return run->ok;
+  return run->ok || run->skipped;
 }
 
 /* ---- checks ------------------------------------------------------------------------------- */
@@ -724,8 +850,11 @@ static int find_test(const char *name) {
 }
 
 static void usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [--device cpu|emu] [--warps N[,N...]] [--vs-cpu] KERNEL... | all | --list\n",
-          argv0);
+  fprintf(stderr,
+          "usage: %s [--device cpu|emu|cuda[:N]] [--bundle DIR] [--warps N[,N...]] [--vs-cpu]\n"
+          "          KERNEL... | all | --list\n"
+          "       %s --emit-bundle DIR --arch sm_80|sm_90 [--warps N[,N...]] KERNEL... | all\n",
+          argv0, argv0);
 }
 
 /* Runs the selected tests on `spec` once per num_warps value; returns the number that failed. */
@@ -767,13 +896,28 @@ int main(int argc, char **argv) {
     return 0;
   }
   bool selected[COUNT(TESTS)] = {false}, any = false, vs_cpu = false;
-  const char *device = "cpu";
+  const char *device = "cpu", *arch = NULL;
   int warps[MAX_WARP_COUNTS] = {4}, nwarps = 1;
   for (int a = 1; a < argc; a++) {
     if (strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
       device = argv[++a];
-      if (strcmp(device, "cpu") != 0 && strcmp(device, "emu") != 0) {
-        fprintf(stderr, "%s: --device must be cpu or emu, not '%s'\n", argv[0], device);
+      if (strcmp(device, "cpu") != 0 && strcmp(device, "emu") != 0 &&
+          strncmp(device, "cuda", 4) != 0) {
+        fprintf(stderr, "%s: --device must be cpu, emu or cuda[:N], not '%s'\n", argv[0], device);
+        return 2;
+      }
+      continue;
+    }
+    if ((strcmp(argv[a], "--bundle") == 0 || strcmp(argv[a], "--emit-bundle") == 0) &&
+        a + 1 < argc) {
+      g_bundle_write = strcmp(argv[a], "--emit-bundle") == 0;
+      g_bundle = argv[++a];
+      continue;
+    }
+    if (strcmp(argv[a], "--arch") == 0 && a + 1 < argc) {
+      arch = argv[++a];
+      if (strcmp(arch, "sm_80") != 0 && strcmp(arch, "sm_90") != 0) {
+        fprintf(stderr, "%s: --arch must be sm_80 or sm_90, not '%s'\n", argv[0], arch);
         return 2;
       }
       continue;
@@ -816,6 +960,20 @@ int main(int argc, char **argv) {
     return 2;
   }
   KilnTarget target = strcmp(device, "emu") == 0 ? KILN_TARGET_EMU : KILN_TARGET_CPU;
+  if (g_bundle_write) { /* compile only: the cpu device stands in, nothing is launched */
+    if (!arch || vs_cpu) {
+      usage(argv[0]);
+      return 2;
+    }
+    target = strcmp(arch, "sm_80") == 0 ? KILN_TARGET_SM80 : KILN_TARGET_SM90;
+    device = "cpu";
+  } else if (strncmp(device, "cuda", 4) == 0) {
+    if (!g_bundle) {
+      fprintf(stderr, "%s: --device cuda runs precompiled kernels: give --bundle DIR\n", argv[0]);
+      return 2;
+    }
+    target = KILN_TARGET_SM90; /* a label only: the bundle holds the arch's modules */
+  }
   int failed = 0;
   if (vs_cpu) {
     static const int cpu_warps[1] = {4};
