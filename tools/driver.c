@@ -209,6 +209,34 @@ static KilnDriverStatus take_bytes(KilnBuffer *out, void *src, size_t n, void (*
   return out->data ? KILN_DRIVER_OK : KILN_DRIVER_FAILURE;
 }
 
+/* The lowered module as LLVM IR text (any target). */
+static KilnDriverStatus emit_llvm_ir(Job *j, KilnBuffer *out) {
+  char *ir = NULL;
+  size_t len = 0;
+  KilnMlirStatus st = kiln_mlir_translate_to_llvm_ir(j->module, &ir, &len);
+  fold_mlir_diags(j->kctx, j->c, j->diag);
+  if (st != KILN_MLIR_OK) {
+    kiln_diag_render(j->c, j->diag);
+    fprintf(j->diag, "kiln: error: translation to LLVM IR failed\n");
+    return KILN_DRIVER_FAILURE;
+  }
+  return take_bytes(out, ir, len, kiln_mlir_buffer_free);
+}
+
+/* The lowered module as a host object (cpu, and emu whose GPU code runs on the host). */
+static KilnDriverStatus emit_host_object(Job *j, KilnBuffer *out) {
+  void *obj = NULL;
+  size_t len = 0;
+  KilnMlirStatus st = kiln_mlir_emit_host_object(j->module, 2, &obj, &len);
+  fold_mlir_diags(j->kctx, j->c, j->diag);
+  if (st != KILN_MLIR_OK) {
+    kiln_diag_render(j->c, j->diag);
+    fprintf(j->diag, "kiln: error: code generation failed\n");
+    return KILN_DRIVER_FAILURE;
+  }
+  return take_bytes(out, obj, len, kiln_mlir_buffer_free);
+}
+
 static const char *ptxas_path(void) {
   const char *env = getenv("KILN_PTXAS");
   if (env && *env) return env;
@@ -248,30 +276,8 @@ static KilnDriverStatus lower_gpu(Job *j, const KilnKernel *k, KilnEmit emit, Ki
   }
   if (emit == KILN_EMIT_GPU_MLIR || emit == KILN_EMIT_LOWERED_MLIR)
     return capture_text(print_module, &j->module, out);
-  if (emit == KILN_EMIT_LLVM) {
-    char *ir = NULL;
-    size_t len = 0;
-    st = kiln_mlir_translate_to_llvm_ir(j->module, &ir, &len);
-    fold_mlir_diags(j->kctx, j->c, j->diag);
-    if (st != KILN_MLIR_OK) {
-      kiln_diag_render(j->c, j->diag);
-      fprintf(j->diag, "kiln: error: translation to LLVM IR failed\n");
-      return KILN_DRIVER_FAILURE;
-    }
-    return take_bytes(out, ir, len, kiln_mlir_buffer_free);
-  }
-  if (emu) {
-    void *obj = NULL;
-    size_t len = 0;
-    st = kiln_mlir_emit_host_object(j->module, 2, &obj, &len);
-    fold_mlir_diags(j->kctx, j->c, j->diag);
-    if (st != KILN_MLIR_OK) {
-      kiln_diag_render(j->c, j->diag);
-      fprintf(j->diag, "kiln: error: code generation for emu failed\n");
-      return KILN_DRIVER_FAILURE;
-    }
-    return take_bytes(out, obj, len, kiln_mlir_buffer_free);
-  }
+  if (emit == KILN_EMIT_LLVM) return emit_llvm_ir(j, out);
+  if (emu) return emit_host_object(j, out);
   char *ptx = NULL;
   size_t ptx_len = 0;
   st = kiln_gpu_emit_ptx(j->module, arch, &ptx, &ptx_len);
@@ -337,45 +343,12 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
     return KILN_DRIVER_FAILURE;
   }
   if (emit == KILN_EMIT_LOWERED_MLIR) return capture_text(print_module, &j->module, out);
-  if (emit == KILN_EMIT_LLVM) {
-    char *ir = NULL;
-    size_t len = 0;
-    st = kiln_mlir_translate_to_llvm_ir(j->module, &ir, &len);
-    fold_mlir_diags(j->kctx, j->c, j->diag);
-    if (st != KILN_MLIR_OK) {
-      kiln_diag_render(j->c, j->diag);
-      fprintf(j->diag, "kiln: error: translation to LLVM IR failed\n");
-      return KILN_DRIVER_FAILURE;
-    }
-    out->data = malloc(len + 1);
-    if (out->data) {
-      memcpy(out->data, ir, len);
-      out->data[len] = '\0';
-      out->size = len;
-    }
-    kiln_mlir_buffer_free(ir);
-    return out->data ? KILN_DRIVER_OK : KILN_DRIVER_FAILURE;
-  }
+  if (emit == KILN_EMIT_LLVM) return emit_llvm_ir(j, out);
   if (o->target != KILN_TARGET_CPU) {
     fprintf(j->diag, "kiln: error: --emit obj is for the cpu target\n");
     return KILN_DRIVER_USER_ERROR;
   }
-  void *obj = NULL;
-  size_t len = 0;
-  st = kiln_mlir_emit_host_object(j->module, 2, &obj, &len);
-  fold_mlir_diags(j->kctx, j->c, j->diag);
-  if (st != KILN_MLIR_OK) {
-    kiln_diag_render(j->c, j->diag);
-    fprintf(j->diag, "kiln: error: code generation failed\n");
-    return KILN_DRIVER_FAILURE;
-  }
-  out->data = malloc(len ? len : 1);
-  if (out->data) {
-    memcpy(out->data, obj, len);
-    out->size = len;
-  }
-  kiln_mlir_buffer_free(obj);
-  return out->data ? KILN_DRIVER_OK : KILN_DRIVER_FAILURE;
+  return emit_host_object(j, out);
 }
 
 KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *o, KilnEmit emit, KilnBuffer *out) {
