@@ -33,7 +33,7 @@ kiln_install_deps() {
   export DEBIAN_FRONTEND=noninteractive
   "${sudo[@]}" apt-get update -q
   # shellcheck disable=SC2086
-  "${sudo[@]}" apt-get install -y -q --no-install-recommends $missing
+  "${sudo[@]}" apt-get install -y -q $missing
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then kiln_install_deps; fi
