@@ -130,7 +130,9 @@ static KilnMlirStatus check_target(MlirModule m, const char *target) {
     return KILN_MLIR_OK;
   if (strcmp(target, "emu") == 0 || strcmp(target, "sm_80") == 0 ||
       strcmp(target, "sm_90") == 0)
-    kiln_ir_error(module_loc(m), "target '%s' is not implemented yet (only 'cpu' is)", target);
+    kiln_ir_error(module_loc(m),
+                  "target '%s' is lowered by the GPU pipeline (kiln_gpu_pipeline_run); this one "
+                  "is the cpu's", target);
   else
     kiln_ir_error(module_loc(m), "unknown target '%s' (known: cpu, emu, sm_80, sm_90)", target);
   return KILN_MLIR_ERR_INVALID;

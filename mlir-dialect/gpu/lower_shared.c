@@ -8,8 +8,8 @@
  *
  * dot (FMA path, any layouts): a and b are staged in the arena row-major; each thread then
  * computes its own accumulator elements, acc[m][n] += a[m][k] * b[k][n] for k = 0..K-1, reading
- * the rows and columns it needs from shared memory and widening to the accumulator's type.  The
- * mma.sync path (mma / dot-operand layouts, ldmatrix) is not implemented yet. */
+ * the rows and columns it needs from shared memory and widening to the accumulator's type.  Dots
+ * that fit the tensor cores take the mma.sync path instead (lower_dot.c). */
 #include "lower.h"
 
 static int bytes_of(MlirType et) {

@@ -13,7 +13,7 @@
 // DUMP: func.func @neg
 // DUMP: llvm.func @kiln_cpu_neg
 // BADSTAGE: error: unknown pipeline stage 'nope'; valid stages: verify, kiln-dce, canonicalize, cse, convert-kiln-to-cpu
-// TARGET: error: target 'sm_90' is not implemented yet (only 'cpu' is)
+// TARGET: error: target 'sm_90' is lowered by the GPU pipeline (kiln_gpu_pipeline_run); this one is the cpu's
 // UPSTREAM: "kiln.store"
 func.func @neg(%x: !kiln.ptr<i32>) attributes {kiln.kernel, kiln.num_warps = 1 : i32, kiln.num_stages = 1 : i32} {
   %pid = "kiln.program_id"() {axis = 0 : i32} : () -> i32
