@@ -492,9 +492,7 @@ static bool lower_op(Low *L, MlirOperation op) {
     return low_dot(L, op);
   case KILN_OP_REDUCE: return low_reduce(L, op);
   case KILN_OP_RAND: return low_rand(L, op);
-  case KILN_OP_ATOMIC_RMW:
-    low_error(L, "GPU lowering: atomics are not supported yet");
-    return false;
+  case KILN_OP_ATOMIC_RMW: return low_atomic(L, op);
   default: break;
   }
   if (kiln_ir_op_is(op, "arith.constant"))

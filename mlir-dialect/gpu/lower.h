@@ -3,9 +3,9 @@
  * A lowered tile is the list of scalars its layout gives the running thread (KilnGpuOwn order);
  * a scalar is a list of one.  `Low` keeps the map from each kiln value to that list and an
  * insertion point in the new llvm.func.  One file per op family: lower.c (driver, control flow,
- * elementwise and shape ops), lower_memory.c (global loads/stores), lower_reduce.c (reductions),
- * lower_shared.c (everything through shared memory: convert_layout, trans, dot), lower_math.c
- * (math functions and rand). */
+ * elementwise and shape ops), lower_memory.c (global loads/stores/atomics), lower_reduce.c
+ * (reductions), lower_shared.c (everything through shared memory: convert_layout, trans, dot),
+ * lower_math.c (math functions and rand). */
 #ifndef KILN_GPU_LOWER_H
 #define KILN_GPU_LOWER_H
 
@@ -72,6 +72,8 @@ MlirValue low_smem(Low *L, int64_t offset, int64_t bytes);
 /* Op families: each returns false after reporting an error. */
 bool low_load(Low *L, MlirOperation op);
 bool low_store(Low *L, MlirOperation op);
+/* atomic_rmw: relaxed llvm.atomicrmw per owned element, each replicated element updated once. */
+bool low_atomic(Low *L, MlirOperation op);
 bool low_reduce(Low *L, MlirOperation op);
 bool low_convert(Low *L, MlirOperation op); /* convert_layout and trans */
 bool low_dot(Low *L, MlirOperation op);

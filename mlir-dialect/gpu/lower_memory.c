@@ -7,6 +7,8 @@
  * or stored alone under its own mask (the tail of a tile).  Masked-off load lanes yield `other`. */
 #include "lower.h"
 
+#include <string.h>
+
 /* Elements per vector for the op's pointer operand: what the analysis proves, what the layout
  * keeps contiguous in one thread, and at most 128 bits. */
 static int vector_width(Low *L, MlirValue ptrs, const KilnGpuOwn *own) {
@@ -213,5 +215,129 @@ bool low_store(Low *L, MlirOperation op) {
     kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
     L->b = saved;
   }
+  return true;
+}
+
+/* ---------------------------------------------------------------- atomics
+ *
+ * kiln.atomic_rmw: one relaxed llvm.atomicrmw (NVPTX: atom.global.*) per element the thread owns,
+ * under the element's mask.  A layout may give several threads the same element (a slice's removed
+ * dim, a dim without thread bits, a tile smaller than the CTA's extent, a scalar): only one of them
+ * may update memory, or the element is counted several times.  The owner is the thread whose lane
+ * and warp bits that select no element are zero and whose unwrapped coordinate along every wrapped
+ * dim is below the size.  Masked-off lanes (and the other copies) get 0 as the old value. */
+
+/* The owner predicate of `own` (null when every thread owns its elements alone); *replicated
+ * tells whether some element has several holders. */
+static MlirValue atomic_owner(Low *L, const KilnGpuOwn *own, bool *replicated) {
+  uint32_t lane_used = 0, warp_used = 0;
+  MlirValue pred = {NULL};
+  *replicated = false;
+  for (int d = 0; d < own->rank; d++) {
+    const KilnGpuDimMap *m = &own->dim[d];
+    if (!m->base_used)
+      continue;
+    lane_used |= ((1u << m->lane_bits) - 1u) << m->lane_shift;
+    warp_used |= ((1u << m->warp_bits) - 1u) << m->warp_shift;
+    if (m->size < m->extent) {
+      /* raw chunk start = warp_field * warp_mul + lane_field * lane_mul; copies wrap past size */
+      *replicated = true;
+      MlirValue lf = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", low_lane(L),
+                                                       low_i32(L, m->lane_shift)),
+                             low_i32(L, (1 << m->lane_bits) - 1));
+      MlirValue wf = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", low_warp(L),
+                                                       low_i32(L, m->warp_shift)),
+                             low_i32(L, (1 << m->warp_bits) - 1));
+      MlirValue raw = low_bin(L, "arith.addi", low_bin(L, "arith.muli", wf, low_i32(L, m->warp_mul)),
+                              low_bin(L, "arith.muli", lf, low_i32(L, m->lane_mul)));
+      MlirValue c = low_cmpi(L, "ult", raw, low_i32(L, m->size));
+      pred = mlirValueIsNull(pred) ? c : low_bin(L, "arith.andi", pred, c);
+    }
+  }
+  uint32_t lane_free = (KILN_GPU_WARP - 1) & ~lane_used;
+  uint32_t warp_free = (uint32_t)(L->num_warps - 1) & ~warp_used;
+  if (lane_free) {
+    MlirValue c = low_cmpi(L, "eq", low_bin(L, "arith.andi", low_lane(L), low_i32(L, lane_free)),
+                           low_i32(L, 0));
+    pred = mlirValueIsNull(pred) ? c : low_bin(L, "arith.andi", pred, c);
+    *replicated = true;
+  }
+  if (warp_free) {
+    MlirValue c = low_cmpi(L, "eq", low_bin(L, "arith.andi", low_warp(L), low_i32(L, warp_free)),
+                           low_i32(L, 0));
+    pred = mlirValueIsNull(pred) ? c : low_bin(L, "arith.andi", pred, c);
+    *replicated = true;
+  }
+  return pred;
+}
+
+/* llvm::AtomicRMWInst binary op numbers as the LLVM dialect stores them. */
+static bool atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out) {
+  char kind[16] = "";
+  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
+  bool f = mlirTypeIsAFloat(elem);
+  if (strcmp(kind, "add") == 0)
+    *out = f ? 11 : 1; /* fadd : add */
+  else if (strcmp(kind, "max") == 0)
+    *out = f ? 13 : 7; /* fmax : max */
+  else if (strcmp(kind, "min") == 0)
+    *out = f ? 14 : 8; /* fmin : min */
+  else if (strcmp(kind, "xchg") == 0)
+    *out = 0;
+  else
+    return false;
+  return true;
+}
+
+bool low_atomic(Low *L, MlirOperation op) {
+  MlirValue ptrs = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
+  Vals *P = low_get(L, ptrs), *V = low_get(L, mlirOperationGetOperand(op, 1));
+  Vals *M = low_get(L, mlirOperationGetOperand(op, 2));
+  if (L->failed)
+    return false;
+  MlirType rt = mlirValueGetType(res);
+  MlirType et = kiln_ir_elem_type(rt);
+  if (low_elem_bits(et) != 32) {
+    low_error(L, "GPU lowering: atomics need 32-bit elements");
+    return false;
+  }
+  int64_t bin_op;
+  if (!atomic_bin_op(op, et, &bin_op)) {
+    low_error(L, "GPU lowering: unknown atomic kind");
+    return false;
+  }
+  KilnGpuOwn own = low_own_of(mlirValueGetType(ptrs));
+  bool replicated;
+  MlirValue owner = atomic_owner(L, &own, &replicated);
+  if (replicated && !mlirOpOperandIsNull(mlirValueGetFirstUse(res))) {
+    low_error(L, "GPU lowering: the old values of an atomic on a layout that replicates elements "
+                 "are not supported");
+    return false;
+  }
+  MlirValue zero = mlirTypeIsAFloat(et) ? low_f32(L, 0.0) : low_i32(L, 0);
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(L->ctx, "bin_op", mlirIntegerAttrGet(L->i64, bin_op)),
+      kiln_ir_named(L->ctx, "ordering", mlirIntegerAttrGet(L->i64, 2 /* monotonic */))};
+  Vals *out = low_vals(L, own.count);
+  for (int64_t j = 0; j < own.count; j++) {
+    MlirValue m = M->v[M->n == 1 ? 0 : j];
+    if (!mlirValueIsNull(owner))
+      m = low_is_true(m) ? owner : low_bin(L, "arith.andi", m, owner);
+    MlirValue o[2] = {P->v[P->n == 1 ? 0 : j], V->v[V->n == 1 ? 0 : j]};
+    if (low_is_true(m)) {
+      out->v[j] = mlirOperationGetResult(low_op(L, "llvm.atomicrmw", o, 2, &et, 1, a, 2), 0);
+      continue;
+    }
+    KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, m, &et, 1);
+    KilnIRBuilder saved = L->b;
+    kiln_ir_builder_set_end(&L->b, f.then_block);
+    MlirValue old = mlirOperationGetResult(low_op(L, "llvm.atomicrmw", o, 2, &et, 1, a, 2), 0);
+    kiln_ir_build_yield(&L->b, L->loc, &old, 1);
+    kiln_ir_builder_set_end(&L->b, f.else_block);
+    kiln_ir_build_yield(&L->b, L->loc, &zero, 1);
+    L->b = saved;
+    out->v[j] = kiln_ir_if_result(&f, 0);
+  }
+  low_set(L, res, out);
   return true;
 }

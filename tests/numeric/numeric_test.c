@@ -830,6 +830,82 @@ static bool test_dropout_rand(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- atomic_accum ------------------------------------------------------------------------- */
+
+/* Integer-valued data, so every f32 sum is exact in any order: an element updated twice (a
+ * replicated layout element issuing its atomic from several threads) changes the result. */
+static bool test_atomic_accum(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {300, 128}, {5000, 1024}, {1, 128}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block;
+    size_t grid = cdiv(n, block), npad = grid * block;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    Run run;
+    run_begin(&run, dev, "atomic_accum", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 900 + ci);
+    float *x = xcalloc(n, sizeof *x), *slots = xcalloc(n, sizeof *slots);
+    int32_t *bin = xcalloc(n, sizeof *bin);
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (float)(int)(kiln_ref_rng_next(&rng) % 17) - 8.0f;
+      slots[i] = (float)(int)(kiln_ref_rng_next(&rng) % 1000) + 1.0f;
+      bin[i] = (int32_t)(kiln_ref_rng_next(&rng) % 8);
+    }
+    float zf[16] = {0};
+    int32_t zi[1] = {-1};
+    void *dx = run_input(&run, x, n * sizeof *x), *dbin = run_input(&run, bin, n * sizeof *bin);
+    void *dslots = run_input(&run, slots, n * sizeof *slots);
+    void *dprev = run_output(&run, npad * sizeof(float));
+    void *dhist = run_input(&run, zf, 8 * sizeof(float));
+    void *dtotal = run_input(&run, zf, sizeof(float));
+    void *dcount = run_input(&run, zf, sizeof(int32_t));
+    void *dpeak = run_input(&run, zi, sizeof(int32_t));
+    void *dsmall = run_input(&run, zf, 16 * sizeof(float));
+    int32_t n32 = cfgs[ci].n, npad32 = (int32_t)npad;
+    void *args[] = {&dx,     &dbin,  &dslots, &dprev, &dhist, &dtotal,
+                    &dcount, &dpeak, &dsmall, &n32,   &npad32};
+    run_launch(&run, (uint32_t)grid, 1, args);
+    float *prev = xcalloc(npad, sizeof *prev), *slots_got = xcalloc(n, sizeof *slots_got);
+    float hist[8], total, small[16];
+    int32_t count, peak;
+    run_fetch(&run, prev, dprev, npad * sizeof *prev);
+    run_fetch(&run, slots_got, dslots, n * sizeof *slots_got);
+    run_fetch(&run, hist, dhist, sizeof hist);
+    run_fetch(&run, &total, dtotal, sizeof total);
+    run_fetch(&run, &count, dcount, sizeof count);
+    run_fetch(&run, &peak, dpeak, sizeof peak);
+    run_fetch(&run, small, dsmall, sizeof small);
+
+    float rhist[8] = {0}, rtotal = 0, rsmall[16];
+    float *rprev = xcalloc(npad, sizeof *rprev);
+    int32_t rcount = (int32_t)n, rpeak = -1;
+    for (size_t i = 0; i < n; i++) {
+      rhist[bin[i]] += x[i];
+      rtotal += x[i];
+      rpeak = bin[i] > rpeak ? bin[i] : rpeak;
+      rprev[i] = slots[i];
+    }
+    for (int r = 0; r < 16; r++)
+      rsmall[r] = (float)((double)grid * r + (double)grid * (double)(grid - 1) / 2.0);
+    check_close(&run, "hist", hist, rhist, 8, 1.0, 0.0);
+    check_close(&run, "total", &total, &rtotal, 1, 1.0, 0.0);
+    check_equal_i32(&run, "count", &count, &rcount, 1);
+    check_equal_i32(&run, "peak", &peak, &rpeak, 1);
+    check_close(&run, "small", small, rsmall, 16, 1.0, 0.0);
+    check_close(&run, "prev", prev, rprev, npad, 1.0, 0.0);
+    check_close(&run, "slots", slots_got, x, n, 1.0, 0.0);
+    all_ok &= run_end(&run);
+    free(x), free(slots), free(bin), free(prev), free(slots_got), free(rprev);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -839,7 +915,7 @@ static const struct {
     {"vector_add", test_vector_add},       {"bias_gelu", test_bias_gelu},
     {"softmax_rows", test_softmax_rows},   {"layernorm_fwd", test_layernorm_fwd},
     {"matmul_f16", test_matmul_f16},       {"argmax_rows", test_argmax_rows},
-    {"dropout_rand", test_dropout_rand},
+    {"dropout_rand", test_dropout_rand},   {"atomic_accum", test_atomic_accum},
 };
 
 static int find_test(const char *name) {
