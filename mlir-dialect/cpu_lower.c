@@ -164,7 +164,7 @@ static void nest_rec(Cpu *c, const int64_t *shape, int rank, int d, MlirValue *i
 }
 
 void kiln_cpu_nest(Cpu *c, const int64_t *shape, int rank, CpuNestFn fn, void *user) {
-  MlirValue idx[16];
+  MlirValue idx[16] = {{NULL}};
   KILN_ASSERT(rank <= 16);
   nest_rec(c, shape, rank, 0, idx, fn, user);
 }

@@ -113,7 +113,7 @@ static MlirType host_type(Emu *E, MlirType t) {
 /* llvm.call @name(ops) -> ret (ret = void type: no result; the returned value is then null). */
 static MlirValue call(Emu *E, KilnIRBuilder *b, MlirLocation loc, const char *name, MlirType ret,
                       const MlirValue *ops, size_t n) {
-  MlirType args[16];
+  MlirType args[16] = {{NULL}};
   KILN_ASSERT(n <= 16);
   for (size_t i = 0; i < n; i++) /* operands in address spaces 1/3 are retyped later */
     args[i] = host_type(E, mlirValueGetType(ops[i]));
