@@ -46,6 +46,11 @@ static const char *const usage_compile =
     "  -k, --kernel NAME            the kernel to compile (required)\n"
     "  -D NAME=VALUE                bind a const parameter (repeatable); also num_warps,\n"
     "                               num_stages\n"
+    "  --specialize NAME=VALUE      compile the runtime integer parameter NAME as the constant\n"
+    "                               VALUE (repeatable; the caller must pass that value); a\n"
+    "                               unit stride lets loads vectorize and use cp.async\n"
+    "  --multiple-of NAME=N         promise that runtime integer parameter NAME is a multiple\n"
+    "                               of N (repeatable), like multiple_of(NAME, N) in the source\n"
     "  --target T                   cpu (default), emu, sm_80, sm_90\n"
     "  --emit E                     ast, mlir (kiln dialect, default), lowered-mlir, llvm,\n"
     "                               obj (cpu); gpu-mlir (with layouts), ptx, cubin (sm_80/sm_90)\n"
@@ -110,6 +115,8 @@ typedef struct CompileArgs {
   const char *file, *kernel, *target, *emit, *out, *dump_after;
   KilnDefine defines[64];
   size_t ndefines;
+  KilnDefine specialize[64], multiple_of[64];
+  size_t nspecialize, nmultiple_of;
   int num_warps, num_stages;
 } CompileArgs;
 
@@ -129,16 +136,26 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
   return NULL;
 }
 
-static int parse_define(CompileArgs *ca, const char *d) {
+/* NAME=INTEGER into list[*n] (at most 64); `opt` names the option in messages. */
+static int parse_binding(const char *opt, const char *d, KilnDefine *list, size_t *n) {
   const char *eq = strchr(d, '=');
   long long v;
-  if (!eq || eq == d || parse_int(eq + 1, INT64_MIN, INT64_MAX, &v) != 0)
-    return usage_error("compile", "-D expects NAME=INTEGER, got '%s'", d);
-  if (ca->ndefines >= 64) return usage_error("compile", "%s", "too many -D options (at most 64)");
+  if (!eq || eq == d || parse_int(eq + 1, INT64_MIN, INT64_MAX, &v) != 0) {
+    fprintf(stderr, "kiln compile: %s expects NAME=INTEGER, got '%s'\n(see 'kiln help --help')\n", opt, d);
+    return EXIT_USAGE;
+  }
+  if (*n >= 64) {
+    fprintf(stderr, "kiln compile: too many %s options (at most 64)\n", opt);
+    return EXIT_USAGE;
+  }
   char *name = strndup(d, (size_t)(eq - d));
   if (!name) return 2;
-  ca->defines[ca->ndefines++] = (KilnDefine){name, (int64_t)v};
+  list[(*n)++] = (KilnDefine){name, (int64_t)v};
   return 0;
+}
+
+static int parse_define(CompileArgs *ca, const char *d) {
+  return parse_binding("-D", d, ca->defines, &ca->ndefines);
 }
 
 static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
@@ -164,6 +181,12 @@ static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
     } else if ((v = opt_value(argc, argv, &i, "--num-stages"))) {
       if (parse_int(v, 1, 8, &n)) return usage_error("compile", "--num-stages expects 1..8, got '%s'", v);
       ca->num_stages = (int)n;
+    } else if ((v = opt_value(argc, argv, &i, "--specialize"))) {
+      int r = parse_binding("--specialize", v, ca->specialize, &ca->nspecialize);
+      if (r) return r;
+    } else if ((v = opt_value(argc, argv, &i, "--multiple-of"))) {
+      int r = parse_binding("--multiple-of", v, ca->multiple_of, &ca->nmultiple_of);
+      if (r) return r;
     } else if (!strcmp(a, "-D") && i + 1 < argc) {
       int r = parse_define(ca, argv[++i]);
       if (r) return r;
@@ -191,7 +214,9 @@ static int run_compile(CompileArgs *ca) {
   if (emit == KILN_EMIT_COUNT)
     return usage_error("compile", "unknown --emit '%s' (ast, mlir, lowered-mlir, llvm, obj, gpu-mlir, ptx, cubin)", ca->emit);
   KilnCompileOptions o = {.path = ca->file, .kernel = ca->kernel, .defines = ca->defines,
-                          .num_defines = ca->ndefines, .target = target,
+                          .num_defines = ca->ndefines, .specialize = ca->specialize,
+                          .num_specialize = ca->nspecialize, .multiple_of = ca->multiple_of,
+                          .num_multiple_of = ca->nmultiple_of, .target = target,
                           .num_warps = ca->num_warps, .num_stages = ca->num_stages,
                           .dump_after = ca->dump_after, .diag = stderr};
   KilnBuffer out = {0};
@@ -221,6 +246,8 @@ static int cmd_compile(int argc, char **argv) {
   if (r == 0) r = run_compile(&ca);
   else if (r < 0) r = 0;
   for (size_t i = 0; i < ca.ndefines; i++) free((char *)ca.defines[i].name);
+  for (size_t i = 0; i < ca.nspecialize; i++) free((char *)ca.specialize[i].name);
+  for (size_t i = 0; i < ca.nmultiple_of; i++) free((char *)ca.multiple_of[i].name);
   return r;
 }
 

@@ -53,6 +53,16 @@ typedef struct KilnCompileOptions {
   const char *kernel;       /* kernel to compile */
   const KilnDefine *defines;
   size_t num_defines;
+  /* Runtime integer parameters compiled as these constants (the signature keeps them, the
+   * caller promises the value): a unit stride lets loads vectorize, as Triton does for
+   * arguments equal to 1. */
+  const KilnDefine *specialize;
+  size_t num_specialize;
+  /* Runtime integer parameters the caller promises are multiples of these values (the same
+   * promise as multiple_of() in the source, made per compilation: strides divisible by 8 f16
+   * elements allow 128-bit accesses). */
+  const KilnDefine *multiple_of;
+  size_t num_multiple_of;
   KilnTarget target;
   int num_warps;            /* 0: from defines, else 4 */
   int num_stages;           /* 0: from defines, else 2 */

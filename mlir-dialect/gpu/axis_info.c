@@ -173,6 +173,7 @@ static Info mul_rule(MlirType rt, const Info *x, const Info *y) {
 }
 
 static void analyze_op(KilnGpuAxisMap *m, MlirOperation op);
+static void apply_hints(MlirOperation op, Info *r);
 
 static void analyze_region(KilnGpuAxisMap *m, MlirRegion r) {
   for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
@@ -284,7 +285,50 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
     for (int d = 0; d < r.a.rank; d++)
       r.a.constancy[d] = x.a.constancy[d];
   }
+  apply_hints(op, &r);
   put(m, res, &r);
+}
+
+/* An integer attribute's value; 0 when absent or not an integer. */
+static int64_t hint_of(MlirAttribute a) {
+  return !mlirAttributeIsNull(a) && mlirAttributeIsAInteger(a) ? mlirIntegerAttrGetValueInt(a) : 0;
+}
+
+/* The user's promises (multiple_of, contiguous / max_contiguous, recorded by mlirgen) raise
+ * what the rules found: a multiple of n has every element divisible by n's power-of-two part;
+ * a contiguous promise is about the fastest (last) dim. */
+static void apply_hint_values(Info *r, int64_t multiple, int64_t contig) {
+  if (multiple > 0) {
+    int64_t p = pow2_factor(multiple);
+    int n = r->a.rank ? r->a.rank : 1;
+    for (int d = 0; d < n; d++)
+      r->a.divis[d] = max64(r->a.divis[d], p);
+  }
+  if (contig > 0 && r->a.rank > 0) {
+    int d = r->a.rank - 1;
+    r->a.contig[d] = max64(r->a.contig[d], contig);
+  }
+}
+
+static void apply_hints(MlirOperation op, Info *r) {
+  int64_t mult = kiln_gpu_int_attr(op, "kiln.multiple_of", 0);
+  int64_t contig = kiln_gpu_int_attr(op, "kiln.contiguous", 0);
+  int64_t maxc = kiln_gpu_int_attr(op, "kiln.max_contiguous", 0);
+  apply_hint_values(r, mult, contig > maxc ? contig : maxc);
+}
+
+/* Hints on kernel parameters live in the func's arg_attrs (one dictionary per argument). */
+static void apply_arg_hints(MlirOperation func, intptr_t i, Info *in) {
+  MlirAttribute all = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
+  if (mlirAttributeIsNull(all) || !mlirAttributeIsAArray(all) || i >= mlirArrayAttrGetNumElements(all))
+    return;
+  MlirAttribute d = mlirArrayAttrGetElement(all, i);
+  if (!mlirAttributeIsADictionary(d))
+    return;
+  int64_t c1 = hint_of(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kiln.contiguous")));
+  int64_t c2 = hint_of(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kiln.max_contiguous")));
+  apply_hint_values(in, hint_of(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kiln.multiple_of"))),
+                    c1 > c2 ? c1 : c2);
 }
 
 KilnGpuAxisMap *kiln_gpu_axis_analyze(MlirOperation func) {
@@ -297,6 +341,7 @@ KilnGpuAxisMap *kiln_gpu_axis_analyze(MlirOperation func) {
     Info in = unknown(mlirValueGetType(a));
     /* Pointer arguments: 16-byte aligned; integers: nothing known. */
     in.a.divis[0] = kiln_ir_type_is_ptr(mlirValueGetType(a)) ? 16 : 1;
+    apply_arg_hints(func, i, &in);
     put(m, a, &in);
   }
   analyze_region(m, body);

@@ -211,6 +211,10 @@ MlirValue low_coord(Low *L, const KilnGpuOwn *own, int64_t j, int d) {
 /* ---------------------------------------------------------------- shared memory */
 
 MlirValue low_smem(Low *L, int64_t offset, int64_t bytes) {
+  return low_smem_at(L, L->smem_base + offset, L->smem_base + bytes);
+}
+
+MlirValue low_smem_at(Low *L, int64_t offset, int64_t bytes) {
   if (bytes > L->smem_bytes)
     L->smem_bytes = bytes;
   MlirNamedAttribute a = kiln_ir_named(
@@ -404,6 +408,9 @@ static bool lower_for(Low *L, MlirOperation op) {
   MlirValue st = low_get(L, mlirOperationGetOperand(op, 2))->v[0];
   MlirValue *inits;
   size_t n = flatten(L, op, 3, &inits);
+  LowPipe *pipe = low_pipe_plan(L, op);
+  if (pipe)
+    low_pipe_prologue(L, pipe);
   KilnIRFor f = build_for(L, lo, hi, st, inits, n);
   MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
   Vals *iv = low_vals(L, 1);
@@ -423,8 +430,12 @@ static bool lower_for(Low *L, MlirOperation op) {
   }
   KilnIRBuilder saved = L->b;
   kiln_ir_builder_set_end(&L->b, f.body);
+  if (pipe)
+    low_pipe_body_begin(L, pipe, f.iv);
   lower_block(L, old);
   L->b = saved;
+  if (pipe)
+    low_pipe_end(L, pipe);
   return !L->failed;
 }
 
@@ -467,7 +478,7 @@ static bool lower_if(Low *L, MlirOperation op) {
   return !L->failed;
 }
 
-static bool lower_op(Low *L, MlirOperation op) {
+bool low_lower_op(Low *L, MlirOperation op) {
   L->loc = mlirOperationGetLocation(op);
   switch (kiln_ir_op_id(op)) {
   case KILN_OP_PROGRAM_ID: return lower_sreg(L, op, "ctaid");
@@ -479,11 +490,14 @@ static bool lower_op(Low *L, MlirOperation op) {
   case KILN_OP_TRANS: return low_convert(L, op);
   case KILN_OP_CONVERT_LAYOUT:
     if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
-        KILN_GPU_LAYOUT_DOT_OP)
+        KILN_GPU_LAYOUT_DOT_OP) {
+      if (low_pipe_operand(L, op))
+        return !L->failed;
       return low_dot_operand(L, op);
+    }
     return low_convert(L, op);
   case KILN_OP_ADDPTR: return lower_addptr(L, op);
-  case KILN_OP_LOAD: return low_load(L, op);
+  case KILN_OP_LOAD: return low_pipe_owns_load(L, op) || low_load(L, op);
   case KILN_OP_STORE: return low_store(L, op);
   case KILN_OP_DOT:
     if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
@@ -523,7 +537,7 @@ static bool lower_op(Low *L, MlirOperation op) {
 static void lower_block(Low *L, MlirBlock old) {
   for (MlirOperation o = mlirBlockGetFirstOperation(old); !mlirOperationIsNull(o) && !L->failed;
        o = mlirOperationGetNextInBlock(o))
-    lower_op(L, o);
+    low_lower_op(L, o);
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -541,6 +555,7 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   L.ptr1 = mlirLLVMPointerTypeGet(L.ctx, 1);
   L.ptr3 = mlirLLVMPointerTypeGet(L.ctx, 3);
   L.num_warps = (int)kiln_gpu_int_attr(func, "kiln.num_warps", 4);
+  L.num_stages = (int)kiln_gpu_int_attr(func, "kiln.num_stages", 2);
   L.axis = kiln_gpu_axis_analyze(func);
 
   MlirBlock old_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));

@@ -16,6 +16,8 @@ typedef struct Vals {
   MlirValue *v;
 } Vals;
 
+typedef struct LowPipe LowPipe;
+
 typedef struct Low {
   MlirContext ctx;
   MlirLocation loc; /* of the op being lowered */
@@ -24,7 +26,10 @@ typedef struct Low {
   void **allocs;
   size_t n_allocs, cap_allocs;
   int num_warps;
+  int num_stages;     /* kiln.num_stages: shared buffers per pipelined load */
   int64_t smem_bytes; /* the most any op needs at once */
+  int64_t smem_base;  /* bytes of the arena held by enclosing pipelines; low_smem starts above */
+  LowPipe *pipe;      /* the innermost pipelined loop being lowered, or NULL */
   KilnGpuAxisMap *axis;
   bool failed;
   MlirType i1, i8, i32, i64, f32, ptr1, ptr3;
@@ -66,8 +71,37 @@ MlirValue low_coord_base(Low *L, const KilnGpuOwn *own, int d);
 KilnGpuOwn low_own_of(MlirType t);
 
 /* The shared-memory arena: a pointer to byte `offset` of it (addrspace 3), growing the arena to
- * at least `bytes`. */
+ * at least `bytes`.  Both count from L->smem_base (ops inside a pipelined loop must not touch
+ * its buffers); low_smem_at takes absolute offsets. */
 MlirValue low_smem(Low *L, int64_t offset, int64_t bytes);
+MlirValue low_smem_at(Low *L, int64_t offset, int64_t bytes);
+
+/* Global memory helpers (lower_memory.c).  Elements per vector access through pointer tile
+ * ptrs (what the axis analysis proves, what the layout keeps in one thread, at most 128 bits);
+ * the and of v masks (null when all are constant true); one element under its own mask (the
+ * loaded value, or `other`). */
+int low_vector_width(Low *L, MlirValue ptrs, const KilnGpuOwn *own);
+MlirValue low_all_true(Low *L, const MlirValue *m, int v);
+MlirValue low_load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
+                          int64_t align);
+
+/* Lowers one op of the old body at L->b (lower.c's dispatcher; the pipeliner re-lowers the
+ * address computations of future iterations with it). */
+bool low_lower_op(Low *L, MlirOperation op);
+
+/* Software pipelining (lower_pipeline.c): loads inside an scf.for that feed a tensor-core dot
+ * operand are issued num_stages - 1 iterations ahead with cp.async into a ring of shared
+ * buffers.  lower_for asks for a plan; with one it calls prologue before building the new
+ * loop, body_begin at the top of the new body and end after the loop.  Inside the body,
+ * low_load skips the loads the plan owns and low_dot_operand's convert reads the ring. */
+LowPipe *low_pipe_plan(Low *L, MlirOperation for_op); /* NULL: nothing to pipeline */
+void low_pipe_prologue(Low *L, LowPipe *p);
+void low_pipe_body_begin(Low *L, LowPipe *p, MlirValue new_iv);
+void low_pipe_end(Low *L, LowPipe *p);
+bool low_pipe_owns_load(const Low *L, MlirOperation load);
+/* A convert to a dot_op layout whose source is a pipelined load: the fragments come from the
+ * ring.  False (nothing emitted) when the source is not pipelined. */
+bool low_pipe_operand(Low *L, MlirOperation cvt);
 
 /* Op families: each returns false after reporting an error. */
 bool low_load(Low *L, MlirOperation op);

@@ -11,7 +11,7 @@
 
 /* Elements per vector for the op's pointer operand: what the analysis proves, what the layout
  * keeps contiguous in one thread, and at most 128 bits. */
-static int vector_width(Low *L, MlirValue ptrs, const KilnGpuOwn *own) {
+int low_vector_width(Low *L, MlirValue ptrs, const KilnGpuOwn *own) {
   MlirType t = mlirValueGetType(ptrs);
   if (!mlirTypeIsARankedTensor(t) || own->rank == 0)
     return 1;
@@ -87,7 +87,7 @@ static void store_vector(Low *L, MlirValue p, MlirType et, int v, int bits, cons
 }
 
 /* and of the masks of one vector; null when all are constant true. */
-static MlirValue all_true(Low *L, const MlirValue *m, int v) {
+MlirValue low_all_true(Low *L, const MlirValue *m, int v) {
   MlirValue acc = {NULL};
   for (int e = 0; e < v; e++) {
     if (low_is_true(m[e]))
@@ -98,8 +98,8 @@ static MlirValue all_true(Low *L, const MlirValue *m, int v) {
 }
 
 /* One element under its own mask: the loaded value, or `other`. */
-static MlirValue load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
-                             int64_t align) {
+MlirValue low_load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
+                          int64_t align) {
   if (low_is_true(m))
     return load_scalar(L, p, et, align);
   KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, m, &et, 1);
@@ -125,7 +125,7 @@ bool low_load(Low *L, MlirOperation op) {
     return false;
   }
   KilnGpuOwn own = low_own_of(rt);
-  int v = vector_width(L, ptrs, &own);
+  int v = low_vector_width(L, ptrs, &own);
   Vals *out = low_vals(L, own.count);
   int64_t ealign = bits / 8;
   for (int64_t j = 0; j < own.count; j += v) {
@@ -133,10 +133,10 @@ bool low_load(Low *L, MlirOperation op) {
     for (int e = 0; e < v; e++)
       m[e] = M->v[M->n == 1 ? 0 : j + e];
     if (v == 1) {
-      out->v[j] = load_masked(L, P->v[P->n == 1 ? 0 : j], m[0], O->v[O->n == 1 ? 0 : j], et, ealign);
+      out->v[j] = low_load_masked(L, P->v[P->n == 1 ? 0 : j], m[0], O->v[O->n == 1 ? 0 : j], et, ealign);
       continue;
     }
-    MlirValue all = all_true(L, m, v);
+    MlirValue all = low_all_true(L, m, v);
     if (mlirValueIsNull(all)) {
       load_vector(L, P->v[j], et, v, bits, &out->v[j]);
       continue;
@@ -152,7 +152,7 @@ bool low_load(Low *L, MlirOperation op) {
     kiln_ir_build_yield(&L->b, L->loc, got, (size_t)v);
     kiln_ir_builder_set_end(&L->b, f.else_block);
     for (int e = 0; e < v; e++)
-      got[e] = load_masked(L, P->v[j + e], m[e], O->v[O->n == 1 ? 0 : j + e], et, ealign);
+      got[e] = low_load_masked(L, P->v[j + e], m[e], O->v[O->n == 1 ? 0 : j + e], et, ealign);
     kiln_ir_build_yield(&L->b, L->loc, got, (size_t)v);
     L->b = saved;
     for (int e = 0; e < v; e++)
@@ -189,7 +189,7 @@ bool low_store(Low *L, MlirOperation op) {
     return false;
   }
   KilnGpuOwn own = low_own_of(mlirValueGetType(ptrs));
-  int v = vector_width(L, ptrs, &own);
+  int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
   for (int64_t j = 0; j < own.count; j += v) {
     MlirValue m[16];
@@ -199,7 +199,7 @@ bool low_store(Low *L, MlirOperation op) {
       store_masked(L, P->v[P->n == 1 ? 0 : j], V->v[V->n == 1 ? 0 : j], m[0], ealign);
       continue;
     }
-    MlirValue all = all_true(L, m, v);
+    MlirValue all = low_all_true(L, m, v);
     if (mlirValueIsNull(all)) {
       store_vector(L, P->v[j], et, v, bits, &V->v[j]);
       continue;

@@ -64,6 +64,14 @@ static int g_num_warps = 4;
 static const char *g_bundle;
 static bool g_bundle_write;
 
+/* The runtime parameters the configuration being set up is compiled specialized on (kiln
+ * compile's --specialize and --multiple-of); a test sets it around run_begin. */
+typedef struct Spec {
+  const KilnDefine *eq, *mult;
+  size_t neq, nmult;
+} Spec;
+static Spec g_spec;
+
 static const char *target_label(KilnTarget t) {
   static const char *const names[] = {"cpu", "emu", "sm_80", "sm_90"};
   return (unsigned)t < COUNT(names) ? names[t] : "?";
@@ -127,6 +135,11 @@ static void bundle_name(char *buf, size_t cap, const char *kernel, const KilnDef
   int len = snprintf(buf, cap, "%s", kernel);
   for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < cap; i++)
     len += snprintf(buf + len, cap - (size_t)len, "-%s=%" PRId64, defs[i].name, defs[i].value);
+  for (size_t i = 0; i < g_spec.neq && len > 0 && (size_t)len < cap; i++)
+    len += snprintf(buf + len, cap - (size_t)len, "-s.%s=%" PRId64, g_spec.eq[i].name, g_spec.eq[i].value);
+  for (size_t i = 0; i < g_spec.nmult && len > 0 && (size_t)len < cap; i++)
+    len += snprintf(buf + len, cap - (size_t)len, "-m.%s=%" PRId64, g_spec.mult[i].name,
+                    g_spec.mult[i].value);
   if (len > 0 && (size_t)len < cap)
     snprintf(buf + len, cap - (size_t)len, "-w%d", g_num_warps);
 }
@@ -190,6 +203,10 @@ static bool compile(Run *run, const char *kernel, const KilnDefine *defs, size_t
   opts.kernel = kernel;
   opts.defines = defs;
   opts.num_defines = ndefs;
+  opts.specialize = g_spec.eq;
+  opts.num_specialize = g_spec.neq;
+  opts.multiple_of = g_spec.mult;
+  opts.num_multiple_of = g_spec.nmult;
   opts.target = g_target;
   opts.num_warps = g_num_warps;
   opts.diag = stderr;
@@ -694,15 +711,25 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
 
 static bool test_matmul_f16(KilnRtDevice *dev) {
   /* a_colmajor / b_colmajor store A (M x K) / B (K x N) column-major, i.e. transposed in
-   * memory: the kernel sees that only through its stride parameters. */
+   * memory: the kernel sees that only through its stride parameters.  `unit` configurations
+   * (row-major, K and N multiples of 8) are compiled specialized on the unit strides and on the
+   * row strides being multiples of 8 elements, so their loads are 128-bit vectors and, on the
+   * GPU targets, the K loop is software-pipelined with cp.async over `stages` buffers (0: the
+   * default): those cover the pipeline's prologue, steady state, K tails (vectors half inside
+   * the mask), fewer iterations than stages, and a ring cut to fit shared memory. */
   static const struct {
     int32_t M, N, K, bm, bn, bk;
-    bool a_colmajor, b_colmajor;
+    bool a_colmajor, b_colmajor, unit;
+    int stages;
   } cfgs[] = {
-      {100, 72, 88, 32, 32, 32, false, false}, {64, 64, 64, 32, 32, 32, false, false},
-      {33, 65, 17, 16, 64, 16, true, true},    {128, 96, 256, 64, 32, 64, false, true},
-      {1, 1, 1, 16, 16, 16, false, false},
+      {100, 72, 88, 32, 32, 32, false, false, false, 0}, {64, 64, 64, 32, 32, 32, false, false, false, 0},
+      {33, 65, 17, 16, 64, 16, true, true, false, 0},    {128, 96, 256, 64, 32, 64, false, true, false, 0},
+      {1, 1, 1, 16, 16, 16, false, false, false, 0},
+      {100, 72, 88, 32, 32, 32, false, false, true, 3},  {128, 96, 256, 64, 32, 64, false, false, true, 4},
+      {64, 64, 16, 32, 32, 32, false, false, true, 3},   {64, 48, 200, 32, 16, 16, false, false, true, 2},
   };
+  static const KilnDefine unit_eq[] = {{"sak", 1}, {"sbn", 1}};
+  static const KilnDefine unit_mult[] = {{"sam", 8}, {"sbk", 8}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
@@ -710,12 +737,17 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     size_t sbk = cfgs[ci].b_colmajor ? 1 : N, sbn = cfgs[ci].b_colmajor ? K : 1;
     size_t scm = N + 8, scn = 1; /* 8 sentinel columns between rows of C */
     size_t total = M * scm + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk},
+                         {"num_stages", cfgs[ci].stages}};
     char shape[96];
-    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s", M, N, K,
-             cfgs[ci].a_colmajor ? "col" : "row", cfgs[ci].b_colmajor ? "col" : "row");
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s", M, N, K,
+             cfgs[ci].a_colmajor ? "col" : "row", cfgs[ci].b_colmajor ? "col" : "row",
+             cfgs[ci].unit ? " unit-stride" : "");
+    if (cfgs[ci].unit)
+      g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), COUNT(unit_mult)};
     Run run;
-    run_begin(&run, dev, "matmul_f16", defs, COUNT(defs), shape);
+    run_begin(&run, dev, "matmul_f16", defs, COUNT(defs) - (cfgs[ci].stages ? 0 : 1), shape);
+    g_spec = (Spec){0};
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 500 + ci);
