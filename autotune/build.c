@@ -3,7 +3,8 @@
  * Why processes and not threads: kiln_driver_compile creates an MLIR context per call and the
  * frontend keeps per-compilation state, but nothing documents the driver as thread-safe, and a
  * compiler crash on one variant must not take the tuner down. Workers take variants from a
- * shared counter (so a slow variant does not hold up a fixed share), write `v<order>.o` into
+ * shared counter (so a slow variant does not hold up a fixed share), write `v<order>.o` (a host
+ * object, or a cubin for sm_80/sm_90) into
  * the run's temp dir and report in a MAP_SHARED table. The parent holds no MLIR or runtime
  * state when it forks. */
 #include "internal.h"
@@ -52,7 +53,8 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
                           .diag = diag ? diag : stderr};
   KilnBuffer obj = {0};
   double t0 = tune_now();
-  KilnDriverStatus st = kiln_driver_compile(&o, KILN_EMIT_OBJ, &obj);
+  bool gpu = tg->target == KILN_TARGET_SM80 || tg->target == KILN_TARGET_SM90;
+  KilnDriverStatus st = kiln_driver_compile(&o, gpu ? KILN_EMIT_CUBIN : KILN_EMIT_OBJ, &obj);
   slot->ms = (tune_now() - t0) * 1e3;
   if (diag) fclose(diag);
   if (st != KILN_DRIVER_OK) {

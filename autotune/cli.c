@@ -35,21 +35,29 @@ const char *const kiln_tune_usage =
     "  --json                   print the report as JSON\n"
     "  --report-svg PATH        plot of time per config\n"
     "  --emit-lib DIR           generate the C library of the winners into DIR\n"
-    "  --lib-name NAME          name (and prefix) of the generated library (default kernels)\n";
+    "  --lib-name NAME          name (and prefix) of the generated library (default kernels)\n"
+    "  --arch LIST              cuda libraries: cubins for these archs (default sm_80,sm_90)\n"
+    "  --no-cubin               cuda libraries: PTX only (no ptxas needed; JIT at load time)\n";
 
 const char *const kiln_lib_usage =
-    "usage: kiln lib FILE... --cache PATH -o DIR [--device D] [--lib-name NAME] [--args SPEC]\n"
+    "usage: kiln lib FILE... -o DIR [--cache PATH] [--device cpu|emu|cuda] [--lib-name NAME]\n"
+    "                [--args SPEC] [--arch LIST] [--no-cubin] [--tuned-on TEXT] [--require-tuned]\n"
     "\n"
     "Generates DIR/NAME.h and DIR/NAME.c from the winners recorded in the cache for each\n"
-    "kernel (one per key bucket); no timing (docs/library.md).\n";
+    "kernel (one per key bucket); no timing (docs/library.md). A kernel with no timing for\n"
+    "the device gets its default config (a warning; an error with --require-tuned).\n"
+    "--device cuda needs no GPU: it takes the timings of the GPU recorded in the cache\n"
+    "(--tuned-on TEXT picks one when there are several) and embeds a cubin per --arch\n"
+    "(default sm_80,sm_90) plus PTX.\n";
 
 typedef struct Opts {
   const char *files[64];
   int nfiles;
-  const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name;
+  const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on;
   const char *args[16];
   int nargs;
-  bool max_mode, json, is_lib;
+  bool max_mode, json, is_lib, require_tuned;
+  LibGpuArchs gpu; /* --arch / --no-cubin */
   int jobs, reps;
   double budget, timeout;
 } Opts;
@@ -77,6 +85,22 @@ static bool num(const char *s, double lo, double hi, double *out) {
   return true;
 }
 
+/* "sm_80,sm_90": oldest first, so that archs[0] is the PTX fallback every newer GPU can JIT. */
+static int parse_archs(const char *s, LibGpuArchs *g) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", s);
+  g->narchs = 0;
+  bool seen[KILN_TARGET_COUNT] = {0};
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    KilnTarget k = kiln_target_from_name(t);
+    if (k != KILN_TARGET_SM80 && k != KILN_TARGET_SM90) return -1;
+    seen[k] = true;
+  }
+  for (int k = KILN_TARGET_SM80; k <= KILN_TARGET_SM90; k++)
+    if (seen[k]) g->archs[g->narchs++] = (KilnTarget)k;
+  return g->narchs ? 0 : -1;
+}
+
 static int parse_opts(int argc, char **argv, Opts *o) {
   double v;
   for (int i = 0; i < argc; i++) {
@@ -91,6 +115,11 @@ static int parse_opts(int argc, char **argv, Opts *o) {
     else if ((s = opt_value(argc, argv, &i, "--emit-lib")) || (s = opt_value(argc, argv, &i, "-o")))
       o->lib_dir = s;
     else if ((s = opt_value(argc, argv, &i, "--lib-name"))) o->lib_name = s;
+    else if ((s = opt_value(argc, argv, &i, "--tuned-on"))) o->tuned_on = s;
+    else if ((s = opt_value(argc, argv, &i, "--arch"))) {
+      if (parse_archs(s, &o->gpu)) return usage(o, "--arch expects sm_80 and/or sm_90 (comma-separated), got '%s'", s);
+    } else if (!strcmp(a, "--no-cubin")) o->gpu.ptx_only = true;
+    else if (!strcmp(a, "--require-tuned")) o->require_tuned = true;
     else if ((s = opt_value(argc, argv, &i, "--args"))) {
       if (o->nargs == 16) return usage(o, "%s", "too many --args");
       o->args[o->nargs++] = s;
@@ -113,7 +142,7 @@ static int parse_opts(int argc, char **argv, Opts *o) {
     else if (o->nfiles < 64) o->files[o->nfiles++] = a;
   }
   if (o->nfiles == 0) return usage(o, "%s", "no input file");
-  if (o->is_lib && (!o->cache || !o->lib_dir)) return usage(o, "%s", "--cache and -o DIR are required");
+  if (o->is_lib && !o->lib_dir) return usage(o, "%s", "-o DIR is required");
   return 0;
 }
 
@@ -439,6 +468,88 @@ static int tune_file(Run *R, int fi) {
   return 0;
 }
 
+static bool is_cuda_spec(const char *spec) { return !strncmp(spec, "cuda", 4); }
+
+/* `kiln lib --device cuda` on a machine without a GPU: the GPU whose timings the library takes
+ * is the one recorded in the cache for this kernel text and compiler (--tuned-on narrows it).
+ * Returns 0 with its id in dev, 1 when the cache has no such timing, -1 when several GPUs are
+ * recorded and --tuned-on does not tell them apart (reported). */
+static int recorded_gpu(const Run *R, const LibKernel *lk, const char *hash, const KilnCache *all,
+                        char *dev, size_t cap) {
+  dev[0] = '\0';
+  for (size_t i = 0; i < all->count; i++) {
+    const KilnCacheRecord *r = &all->records[i];
+    if (r->status != KILN_CACHE_OK || strcmp(r->kernel, lk->name) || strcmp(r->source_hash, hash) ||
+        strcmp(r->kiln_version, KILN_VERSION_STRING) || strncmp(r->device, "cuda:", 5) ||
+        (R->o.tuned_on && !strstr(r->device, R->o.tuned_on)) || !strcmp(r->device, dev))
+      continue;
+    if (dev[0]) {
+      fprintf(stderr, "kiln lib: error: the cache has timings of '%s' from several GPUs ('%s', "
+                      "'%s'); pick one with --tuned-on TEXT\n", lk->name, dev, r->device);
+      return -1;
+    }
+    snprintf(dev, cap, "%s", r->device);
+  }
+  return dev[0] ? 0 : 1;
+}
+
+/* A kernel the cache has no timing of: the config `--mode default` would time first (its first
+ * preset that survives pruning, else the first kept config), for the key of its --args. */
+static int add_default_variant(Run *R, LibKernel *lk, const SourceFile *f, const KilnTune *t,
+                               const TuneProblem *p) {
+  TuneCand c;
+  bool found = false;
+  for (int i = 0; i < t->npresets && !found; i++) {
+    memset(&c, 0, sizeof c);
+    if (!kiln_tune_preset_get(t, t->presets[i].name, &c.cfg)) continue;
+    tune_space_check(&c, f->c, f->text, t, p, &R->tg.limits);
+    found = c.state != ST_PRUNED;
+  }
+  size_t n = kiln_tune_config_count(t);
+  for (size_t i = 0; !found && i < n && i < 100000; i++) {
+    memset(&c, 0, sizeof c);
+    if (!kiln_tune_config_get(t, i, &c.cfg)) break;
+    tune_space_check(&c, f->c, f->text, t, p, &R->tg.limits);
+    found = c.state != ST_PRUNED;
+  }
+  if (!found) {
+    fprintf(stderr, "kiln lib: error: every config of '%s' is pruned for this device\n", lk->name);
+    return 1;
+  }
+  LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
+  if (!nv) return 2;
+  lk->variants = nv;
+  LibVariant *v = &nv[lk->nvariants++];
+  memset(v, 0, sizeof *v);
+  parse_key(lk, p->key, v->keyvals);
+  v->cfg = c.cfg;
+  fprintf(stderr, "kiln %s: warning: no timing of '%s' for this device in the cache; the library "
+                  "uses its default config %s (untuned)\n", R->o.is_lib ? "lib" : "tune", lk->name,
+          c.config);
+  return 0;
+}
+
+/* The variants of one kernel: the cache's winners, else its default config. */
+static int lib_variants(Run *R, int fi, const KilnTune *t, int ki, const KilnCache *all) {
+  LibKernel *lk = &R->libk[ki];
+  const char *hash = R->rep.kernels[ki].source_hash;
+  char dev[256];
+  snprintf(dev, sizeof dev, "%s", R->tg.device_id);
+  if (!dev[0]) { /* cuda without a probe */
+    int found = recorded_gpu(R, lk, hash, all, dev, sizeof dev);
+    if (found < 0) return 1;
+    if (found == 0) fprintf(stderr, "kiln lib: note: '%s' as tuned on %s\n", lk->name, dev);
+  }
+  if (dev[0] && winners_from_cache(lk, t, hash, all, dev)) return 2;
+  if (lk->nvariants > 0) return 0;
+  if (R->o.require_tuned) {
+    fprintf(stderr, "kiln %s: error: no correct timing of '%s' for this device in the cache\n",
+            R->o.is_lib ? "lib" : "tune", lk->name);
+    return 1;
+  }
+  return add_default_variant(R, lk, &R->files[fi], t, &R->problems[ki]);
+}
+
 static int emit_library(Run *R) {
   KilnCache all = {0};
   for (size_t i = 0; i < R->cache.count; i++) kiln_cache_put(&all, &R->cache.records[i]);
@@ -448,18 +559,14 @@ static int emit_library(Run *R) {
     for (int ti = 0; ti < kiln_tune_count(R->files[fi].c) && rc == 0; ti++) {
       const KilnTune *t = kiln_tune_get(R->files[fi].c, ti);
       if (!wanted(R, t)) continue;
-      LibKernel *lk = &R->libk[ki];
-      rc = winners_from_cache(lk, t, R->rep.kernels[ki].source_hash, &all, R->tg.device_id) ? 2 : 0;
-      if (rc == 0 && lk->nvariants == 0) {
-        fprintf(stderr, "kiln %s: error: no correct timing of '%s' for this device in the cache\n",
-                R->o.is_lib ? "lib" : "tune", lk->name);
-        rc = 1;
-      }
-      ki++;
+      rc = lib_variants(R, fi, t, ki++, &all);
     }
+  LibGpuArchs gpu = R->o.gpu;
+  if (gpu.narchs == 0) gpu = (LibGpuArchs){{KILN_TARGET_SM80, KILN_TARGET_SM90}, 2, gpu.ptx_only};
+  bool cuda = is_cuda_spec(R->tg.spec);
   if (rc == 0)
     rc = kiln_libgen_emit(R->o.lib_dir, R->o.lib_name ? R->o.lib_name : "kernels", R->tg.target,
-                          R->libk, R->nlibk, stderr);
+                          cuda ? &gpu : NULL, R->libk, R->nlibk, stderr);
   kiln_cache_free(&all);
   return rc;
 }
@@ -483,11 +590,13 @@ static int run_all(Run *R) {
     if (tune_harness_parse(R->o.args[i], &R->cl[i], err, sizeof err))
       return fprintf(stderr, "kiln tune: error: --args: %s\n", err), 1;
   snprintf(R->tg.spec, sizeof R->tg.spec, "%s", R->o.device ? R->o.device : "cpu");
-  if (tune_target_probe(&R->tg, err, sizeof err))
-    return fprintf(stderr, "kiln tune: error: %s\n", err), 2;
-  if (R->tg.target != KILN_TARGET_CPU && R->tg.target != KILN_TARGET_EMU)
-    return fprintf(stderr, "kiln tune: error: the driver cannot emit GPU modules for '%s' yet "
-                           "(only host objects: cpu, emu)\n", R->tg.spec), 2;
+  if (R->o.is_lib && is_cuda_spec(R->tg.spec)) {
+    /* a library for GPUs is built anywhere: no device is opened, the cache says which GPU */
+    R->tg.target = KILN_TARGET_SM90;
+    R->tg.limits = (TuneDeviceLimits){1024, 256 * 1024};
+  } else if (tune_target_probe(&R->tg, err, sizeof err)) {
+    return fprintf(stderr, "kiln %s: error: %s\n", R->o.is_lib ? "lib" : "tune", err), 2;
+  }
   snprintf(R->rep.device, sizeof R->rep.device, "%s", R->tg.device_id);
   if (R->o.cache && kiln_cache_load(R->o.cache, &R->cache, stderr)) return 2;
   for (int i = 0; i < R->o.nfiles; i++, R->nopen++) {

@@ -235,9 +235,18 @@ typedef struct LibKernel {
   int nvariants;
 } LibKernel;
 
-/* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels. 0 or an exit code. */
-int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, LibKernel *k, int nk,
-                     FILE *err);
+/* The GPU images of a cuda library: a cubin per arch (oldest first) unless ptx_only, plus the
+ * PTX of archs[0] as the JIT fallback. */
+typedef struct LibGpuArchs {
+  KilnTarget archs[4];
+  int narchs;
+  bool ptx_only;
+} LibGpuArchs;
+
+/* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels: host objects for `target`
+ * when gpu is NULL, else the GPU images gpu lists. 0 or an exit code. */
+int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const LibGpuArchs *gpu,
+                     LibKernel *k, int nk, FILE *err);
 
 /* ---------------------------------------------------------------- util */
 

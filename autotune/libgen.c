@@ -1,11 +1,16 @@
 /* libgen.c — the generated kernel library: NAME.h (typed launch functions) and NAME.c (the
  * winning variants embedded as byte arrays, dispatch by key bucket, lazy module loads).
  *
- * Each image entry records its module format, so GPU targets add cubin-per-arch and PTX
- * entries to the same table; today the driver emits host objects (cpu, emu). Dispatch picks
- * the variant whose key buckets are nearest in log2 distance (sum over keys), the first one on
- * ties, so a size that was never tuned runs the variant tuned for the closest size. */
+ * Every variant is one module with one or more images (KilnRtImage: format + arch): a host
+ * object on cpu/emu; on cuda a cubin per requested arch plus the PTX of the oldest arch as a
+ * fallback. At load time libkilnrt's kiln_rt_module_load_best picks the image the device runs
+ * (a cubin of its arch, else PTX for the driver's JIT), so one library serves sm_80 and sm_90.
+ * Dispatch picks the variant whose key buckets are nearest in log2 distance (sum over keys),
+ * the first one on ties, so a size that was never tuned runs the variant tuned for the closest
+ * size. */
 #include "internal.h"
+
+#include <kiln/kilnrt.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -122,12 +127,36 @@ static void source_prelude(FILE *f, const char *L, int nimages) {
              "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n", L, L);
 }
 
-static void source_images(FILE *f, const char *L, const char *const *kern, int n) {
-  fprintf(f, "static const struct {\n  const char *kernel;\n  const unsigned char *data;\n"
-             "  size_t size;\n  KilnRtModuleFormat format;\n} %s_images[%d] = {\n", L, n);
-  for (int i = 0; i < n; i++)
-    fprintf(f, "  {\"%s\", %s_img%d, sizeof %s_img%d, KILN_RT_MODULE_HOST_OBJECT},\n", kern[i], L,
-            i, L, i);
+/* One embedded image: which module (variant) it belongs to, its format and arch. */
+typedef struct LibImage {
+  int module;
+  KilnRtModuleFormat format;
+  int arch;
+} LibImage;
+
+static const char *format_name(KilnRtModuleFormat f) {
+  switch (f) {
+  case KILN_RT_MODULE_PTX: return "KILN_RT_MODULE_PTX";
+  case KILN_RT_MODULE_CUBIN: return "KILN_RT_MODULE_CUBIN";
+  case KILN_RT_MODULE_HOST_SHARED: return "KILN_RT_MODULE_HOST_SHARED";
+  default: return "KILN_RT_MODULE_HOST_OBJECT";
+  }
+}
+
+/* Images of one module are contiguous: modules[m] = {kernel, first image, count}. */
+static void source_images(FILE *f, const char *L, const char *const *kern, int nmod,
+                          const LibImage *im, int nimg) {
+  fprintf(f, "static const KilnRtImage %s_images[%d] = {\n", L, nimg ? nimg : 1);
+  for (int i = 0; i < nimg; i++)
+    fprintf(f, "  {%s, %d, %s_img%d, sizeof %s_img%d},\n", format_name(im[i].format), im[i].arch,
+            L, i, L, i);
+  fprintf(f, "};\n\nstatic const struct {\n  const char *kernel;\n  int first, count;\n} "
+             "%s_modules[%d] = {\n", L, nmod ? nmod : 1);
+  for (int m = 0, i = 0; m < nmod; m++) {
+    int first = i;
+    while (i < nimg && im[i].module == m) i++;
+    fprintf(f, "  {\"%s\", %d, %d},\n", kern[m], first, i - first);
+  }
   fprintf(f, "};\n\n");
   fprintf(f, "KilnRtStatus %s_create(KilnRtDevice *dev, %s **out) {\n"
              "  if (!dev || !out) return KILN_RT_ERROR_INVALID_ARGUMENT;\n"
@@ -137,22 +166,23 @@ static void source_images(FILE *f, const char *L, const char *const *kern, int n
              "  *out = lib;\n  return KILN_RT_OK;\n}\n\n", L, L, L);
   fprintf(f, "void %s_destroy(%s *lib) {\n  if (!lib) return;\n"
              "  for (int i = 0; i < %d; i++) kiln_rt_module_destroy(lib->mods[i]);\n"
-             "  pthread_mutex_destroy(&lib->mu);\n  free(lib);\n}\n\n", L, L, n);
-  fprintf(f, "/* Loads image i on first use; later calls only read the cached function. */\n"
+             "  pthread_mutex_destroy(&lib->mu);\n  free(lib);\n}\n\n", L, L, nmod);
+  fprintf(f, "/* Loads module i on first use (the image that fits the device: a cubin of its arch, else\n"
+             " * PTX); later calls only read the cached function. */\n"
              "static KilnRtStatus %s_function(%s *lib, int i, KilnRtFunction **fn) {\n"
              "  KilnRtStatus st = KILN_RT_OK;\n  pthread_mutex_lock(&lib->mu);\n"
              "  if (!lib->fns[i]) {\n"
              "    if (!lib->mods[i])\n"
-             "      st = kiln_rt_module_load(lib->dev, %s_images[i].format, %s_images[i].data,\n"
-             "                               %s_images[i].size, &lib->mods[i]);\n"
+             "      st = kiln_rt_module_load_best(lib->dev, &%s_images[%s_modules[i].first],\n"
+             "                                    (size_t)%s_modules[i].count, NULL, &lib->mods[i]);\n"
              "    if (st == KILN_RT_OK)\n"
-             "      st = kiln_rt_module_get_function(lib->mods[i], %s_images[i].kernel, &lib->fns[i]);\n"
+             "      st = kiln_rt_module_get_function(lib->mods[i], %s_modules[i].kernel, &lib->fns[i]);\n"
              "  }\n  *fn = lib->fns[i];\n  pthread_mutex_unlock(&lib->mu);\n  return st;\n}\n",
           L, L, L, L, L, L);
 }
 
-static void source_table(FILE *f, const char *L, const LibKernel *k, const int *image) {
-  fprintf(f, "\n/* ---- %s */\nstatic const struct {\n  int64_t keys[%d];\n  int image;\n"
+static void source_table(FILE *f, const char *L, const LibKernel *k, const int *module_of) {
+  fprintf(f, "\n/* ---- %s */\nstatic const struct {\n  int64_t keys[%d];\n  int module;\n"
              "  %s_%s_config cfg;\n} %s_%s_table[%d] = {\n", k->name, k->nkeys ? k->nkeys : 1, L,
           k->name, L, k->name, k->nvariants);
   for (int v = 0; v < k->nvariants; v++) {
@@ -160,7 +190,7 @@ static void source_table(FILE *f, const char *L, const LibKernel *k, const int *
     fprintf(f, "  {{");
     for (int j = 0; j < (k->nkeys ? k->nkeys : 1); j++)
       fprintf(f, "%s%lldLL", j ? ", " : "", (long long)(k->nkeys ? var->keyvals[j] : 0));
-    fprintf(f, "}, %d, {", image[v]);
+    fprintf(f, "}, %d, {", module_of[v]);
     for (int c = 0; c < k->nconsts; c++) {
       long long val = 0;
       for (int b = 0; b < var->cfg.nbindings; b++)
@@ -205,7 +235,7 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k) {
     fprintf(f, ";\n    if (g%d < 1 || g%d > INT32_MAX) return KILN_RT_ERROR_INVALID_ARGUMENT;\n"
                "    g[%d] = (uint32_t)g%d;\n", a, a, a, a);
   }
-  fprintf(f, "  }\n  KilnRtFunction *fn;\n  KilnRtStatus st = %s_function(lib, %s_%s_table[v].image, &fn);\n"
+  fprintf(f, "  }\n  KilnRtFunction *fn;\n  KilnRtStatus st = %s_function(lib, %s_%s_table[v].module, &fn);\n"
              "  if (st != KILN_RT_OK) return st;\n  void *args[] = {", L, L, k->name);
   for (int i = 0; i < k->nparams; i++) fprintf(f, "%s&%s", i ? ", " : "", k->params[i].name);
   fprintf(f, "%s};\n", k->nparams ? "" : "0");
@@ -216,7 +246,7 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k) {
 /* ---------------------------------------------------------------- images and files */
 
 static int compile_variant(const LibKernel *k, const LibVariant *v, KilnTarget target,
-                           KilnBuffer *out, FILE *err) {
+                           KilnEmit emit, KilnBuffer *out, FILE *err) {
   KilnDefine defs[32];
   int nd = 0;
   for (int i = 0; i < v->cfg.nbindings && i < 32; i++)
@@ -225,7 +255,57 @@ static int compile_variant(const LibKernel *k, const LibVariant *v, KilnTarget t
                           .kernel = k->name, .defines = defs, .num_defines = (size_t)nd,
                           .target = target, .num_warps = v->cfg.num_warps,
                           .num_stages = v->cfg.num_stages, .diag = err};
-  return (int)kiln_driver_compile(&o, KILN_EMIT_OBJ, out);
+  return (int)kiln_driver_compile(&o, emit, out);
+}
+
+static int arch_of(KilnTarget t) { return t == KILN_TARGET_SM90 ? 90 : t == KILN_TARGET_SM80 ? 80 : 0; }
+
+/* What one variant's module holds: host targets one object; GPU targets a cubin per arch
+ * (unless ptx_only) and the PTX of the first (oldest) arch, which the driver can JIT for any
+ * newer GPU. */
+typedef struct LibBuild {
+  const LibGpuArchs *gpu; /* NULL: a host target */
+  KilnTarget host;
+  FILE *img;
+  LibImage *images;
+  int nimages;
+} LibBuild;
+
+static int add_image(LibBuild *B, const char *L, int module, KilnRtModuleFormat fmt, int arch,
+                     const KilnBuffer *b) {
+  LibImage *ni = realloc(B->images, (size_t)(B->nimages + 1) * sizeof *ni);
+  if (!ni) return 2;
+  B->images = ni;
+  ni[B->nimages] = (LibImage){module, fmt, arch};
+  write_image(B->img, L, B->nimages++, b);
+  return 0;
+}
+
+static int build_module(LibBuild *B, const char *L, int module, const LibKernel *k,
+                        const LibVariant *v, FILE *err) {
+  KilnBuffer b = {0};
+  int rc = 0;
+  if (!B->gpu) {
+    rc = compile_variant(k, v, B->host, KILN_EMIT_OBJ, &b, err);
+    if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_HOST_OBJECT, 0, &b);
+    kiln_buffer_free(&b);
+    return rc;
+  }
+  for (int a = 0; a < B->gpu->narchs && rc == 0 && !B->gpu->ptx_only; a++) {
+    rc = compile_variant(k, v, B->gpu->archs[a], KILN_EMIT_CUBIN, &b, err);
+    if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_CUBIN, arch_of(B->gpu->archs[a]), &b);
+    kiln_buffer_free(&b);
+  }
+  if (rc == 0) rc = compile_variant(k, v, B->gpu->archs[0], KILN_EMIT_PTX, &b, err);
+  /* PTX is text: embed it with its NUL so that a reader may treat it as a C string */
+  if (rc == 0 && b.size && b.data[b.size - 1] != '\0') {
+    char *nd = realloc(b.data, b.size + 1);
+    if (!nd) rc = 2;
+    else (b.data = nd)[b.size++] = '\0';
+  }
+  if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_PTX, arch_of(B->gpu->archs[0]), &b);
+  kiln_buffer_free(&b);
+  return rc;
 }
 
 static int save(FILE *mem, char **buf, const char *dir, const char *L, const char *ext, FILE *err) {
@@ -241,65 +321,68 @@ static int save(FILE *mem, char **buf, const char *dir, const char *L, const cha
   return 0;
 }
 
-int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, LibKernel *ks, int nk,
-                     FILE *err) {
+int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const LibGpuArchs *gpu,
+                     LibKernel *ks, int nk, FILE *err) {
   if (!is_ident(L)) {
     fprintf(err, "kiln: error: library name '%s' is not a C identifier\n", L);
+    return 64;
+  }
+  if (gpu && gpu->narchs < 1) {
+    fprintf(err, "kiln: error: a cuda library needs at least one arch\n");
     return 64;
   }
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
     fprintf(err, "kiln: error: cannot create '%s': %s\n", dir, strerror(errno));
     return 2;
   }
-  (void)target;
   char *hbuf = NULL, *cbuf = NULL, *ibuf = NULL;
   size_t hlen = 0, clen = 0, ilen = 0;
-  FILE *h = open_memstream(&hbuf, &hlen), *c = open_memstream(&cbuf, &clen),
-       *img = open_memstream(&ibuf, &ilen);
-  int rc = h && c && img ? 0 : 2, nimages = 0;
+  FILE *h = open_memstream(&hbuf, &hlen), *c = open_memstream(&cbuf, &clen);
+  LibBuild B = {gpu, target, open_memstream(&ibuf, &ilen), NULL, 0};
+  int rc = h && c && B.img ? 0 : 2, nmod = 0;
   const char **kern = NULL;
-  int **image_of = calloc((size_t)(nk ? nk : 1), sizeof *image_of);
+  int **module_of = calloc((size_t)(nk ? nk : 1), sizeof *module_of);
+  if (!module_of) rc = 2;
   for (int i = 0; i < nk && rc == 0; i++) {
-    image_of[i] = calloc((size_t)(ks[i].nvariants ? ks[i].nvariants : 1), sizeof(int));
+    module_of[i] = calloc((size_t)(ks[i].nvariants ? ks[i].nvariants : 1), sizeof(int));
+    if (!module_of[i]) rc = 2;
     for (int v = 0; v < ks[i].nvariants && rc == 0; v++) {
-      int same = 0; /* variants with one config share an image */
+      int same = 0; /* variants with one config share a module */
       while (same < v && memcmp(&ks[i].variants[same].cfg, &ks[i].variants[v].cfg, sizeof(KilnTuneConfig)))
         same++;
       if (same < v) {
-        image_of[i][v] = image_of[i][same];
+        module_of[i][v] = module_of[i][same];
         continue;
       }
-      KilnBuffer b = {0};
-      rc = compile_variant(&ks[i], &ks[i].variants[v], target, &b, err);
+      rc = build_module(&B, L, nmod, &ks[i], &ks[i].variants[v], err);
       if (rc) break;
-      write_image(img, L, nimages, &b);
-      kiln_buffer_free(&b);
-      const char **nkern = realloc(kern, (size_t)(nimages + 1) * sizeof *kern);
+      const char **nkern = realloc(kern, (size_t)(nmod + 1) * sizeof *kern);
       if (!nkern) rc = 2;
-      else (kern = nkern)[nimages] = ks[i].name;
-      image_of[i][v] = nimages++;
+      else (kern = nkern)[nmod] = ks[i].name;
+      module_of[i][v] = nmod++;
     }
   }
   if (rc == 0) {
     write_header(h, L, ks, nk);
-    source_prelude(c, L, nimages ? nimages : 1);
-    fflush(img);
+    source_prelude(c, L, nmod ? nmod : 1);
+    fflush(B.img);
     fputs(ibuf, c);
-    source_images(c, L, kern, nimages);
+    source_images(c, L, kern, nmod, B.images, B.nimages);
     for (int i = 0; i < nk; i++) {
-      source_table(c, L, &ks[i], image_of[i]);
+      source_table(c, L, &ks[i], module_of[i]);
       source_choose(c, L, &ks[i]);
       source_launch(c, L, &ks[i]);
     }
     rc = save(h, &hbuf, dir, L, "h", err);
     if (rc == 0) rc = save(c, &cbuf, dir, L, "c", err);
   }
-  for (int i = 0; i < nk; i++) free(image_of ? image_of[i] : NULL);
-  free(image_of);
+  for (int i = 0; i < nk && module_of; i++) free(module_of[i]);
+  free(module_of);
   free(kern);
+  free(B.images);
   if (h) fclose(h);
   if (c) fclose(c);
-  if (img) fclose(img);
+  if (B.img) fclose(B.img);
   free(hbuf);
   free(cbuf);
   free(ibuf);

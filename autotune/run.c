@@ -80,8 +80,11 @@ static int child_main(const TuneTarget *tg, const char *kernel, const TuneProble
   KilnRtModule *mod;
   KilnRtFunction *fn;
   if (kiln_rt_device_create(tg->spec, &dev) != KILN_RT_OK) return child_fail(sh, "device");
-  if (kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj, objlen, &mod) != KILN_RT_OK)
-    return child_fail(sh, "load");
+  bool gpu = tg->target == KILN_TARGET_SM80 || tg->target == KILN_TARGET_SM90;
+  KilnRtStatus ls = kiln_rt_module_load(dev, gpu ? KILN_RT_MODULE_CUBIN : KILN_RT_MODULE_HOST_OBJECT,
+                                        obj, objlen, &mod);
+  free(obj);
+  if (ls != KILN_RT_OK) return child_fail(sh, "load");
   if (kiln_rt_module_get_function(mod, kernel, &fn) != KILN_RT_OK) return child_fail(sh, "lookup");
   void *bufs[TUNE_MAX_PARAMS] = {0}, *args[TUNE_MAX_PARAMS];
   unsigned char vals[TUNE_MAX_PARAMS][8];

@@ -156,6 +156,29 @@ typedef enum KilnRtModuleFormat {
  * UNSUPPORTED for a format the device cannot run, IO for temp file trouble. */
 KilnRtStatus kiln_rt_module_load(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,
                                  size_t size, KilnRtModule **out);
+/* One image of a kernel module among several builds of it (generated libraries embed a cubin
+ * per GPU architecture plus PTX, or a host object). */
+typedef struct KilnRtImage {
+  KilnRtModuleFormat format;
+  int arch;         /* PTX/cubin: the sm it was built for (80 = sm_80, 90 = sm_90); else 0 */
+  const void *data; /* borrowed */
+  size_t size;
+} KilnRtImage;
+
+/* Pure: which of images[0..n) runs on a device of `kind` whose compute capability is `sm`
+ * (major * 10 + minor; ignored on cpu and emu). Returns its index, or -1 when none can run.
+ * cuda: the cubin built for exactly sm; else a cubin of the same major built for a lower minor
+ * (SASS runs on later minors of its major); else, the PTX with the highest arch <= sm, which
+ * the driver JIT-compiles. With allow_cubin false only PTX is considered (the fallback when a
+ * cubin does not load). cpu and emu: the first host object or host shared object. */
+int kiln_rt_image_select(const KilnRtImage *images, size_t n, KilnRtDeviceKind kind, int sm,
+                         int allow_cubin);
+/* Loads the image kiln_rt_image_select picks for dev; when a cubin fails to load and a PTX
+ * fallback exists, loads that instead. *chosen (may be NULL) gets the index loaded. UNSUPPORTED
+ * (with the device's architecture in the message) when no image fits, else as
+ * kiln_rt_module_load. */
+KilnRtStatus kiln_rt_module_load_best(KilnRtDevice *dev, const KilnRtImage *images, size_t n,
+                                      int *chosen, KilnRtModule **out);
 /* Unloads the module and frees its functions. NULL is a no-op. No launch of its functions may
  * be in flight or captured in a live graph. */
 void kiln_rt_module_destroy(KilnRtModule *mod);
