@@ -16,7 +16,6 @@
 #include "kiln_gpu.h"
 #include "kiln_mlir.h"
 #include "kiln_mlirgen.h"
-#include "mlir-c/Dialect/Func.h"
 
 static const char *const target_names[KILN_TARGET_COUNT] = {"cpu", "emu", "sm_80", "sm_90"};
 static const char *const emit_names[KILN_EMIT_COUNT] = {
@@ -305,66 +304,20 @@ static KilnDriverStatus lower_gpu(Job *j, const KilnKernel *k, KilnEmit emit, Ki
   return take_bytes(out, cubin, cubin_len, free);
 }
 
-/* The func.func of the kernel in j->module. */
-static MlirOperation kernel_func(Job *j) {
-  MlirBlock body = mlirModuleGetBody(j->module);
-  for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
-       o = mlirOperationGetNextInBlock(o))
-    if (mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(o)),
-                           mlirStringRefCreateFromCString("func.func")))
-      return o;
-  return (MlirOperation){NULL};
-}
-
-/* The argument index of runtime integer parameter `name`, or -1 after an error naming `opt`. */
-static int int_param_index(Job *j, const KilnKernel *k, MlirOperation func, const char *opt,
-                           const char *name) {
-  const KilnDecl *d = NULL;
-  for (int p = 0; p < k->nparams && !d; p++)
-    if (strcmp(k->params[p]->name, name) == 0) d = k->params[p];
-  if (!d || d->kind != KILN_DECL_PARAM || mlirOperationIsNull(func)) {
-    fprintf(j->diag, "kiln: error: %s %s: kernel '%s' has no runtime parameter of that name%s\n",
-            opt, name, k->name, d ? " (const parameters are bound with -D)" : "");
-    return -1;
-  }
-  MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
-  MlirType t = mlirValueGetType(mlirBlockGetArgument(entry, d->index));
-  if (!mlirTypeIsAInteger(t) || mlirIntegerTypeGetWidth(t) < 8) {
-    fprintf(j->diag, "kiln: error: %s %s: only integer parameters qualify\n", opt, name);
-    return -1;
-  }
-  return d->index;
-}
-
-/* --specialize NAME=VALUE: every use of the runtime integer parameter NAME becomes a constant
- * at the top of the kernel.  The parameter stays in the signature, so launches do not change.
- * --multiple-of NAME=N: the promise multiple_of(NAME, N) makes, recorded on the argument. */
+/* --specialize / --multiple-of: the caller's promises about runtime integer parameters. */
 static bool specialize_params(Job *j, const KilnKernel *k) {
   const KilnCompileOptions *o = j->o;
-  MlirOperation func = kernel_func(j);
-  for (size_t i = 0; i < o->num_specialize; i++) {
-    const KilnDefine *s = &o->specialize[i];
-    int idx = int_param_index(j, k, func, "--specialize", s->name);
-    if (idx < 0) return false;
-    MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
-    MlirValue arg = mlirBlockGetArgument(entry, idx);
-    KilnIRBuilder b;
-    kiln_ir_builder_init(&b, mlirOperationGetContext(func), entry);
-    kiln_ir_builder_set_before(&b, mlirBlockGetFirstOperation(entry));
-    MlirValue c = kiln_ir_build_const_int(&b, mlirOperationGetLocation(func), mlirValueGetType(arg), s->value);
-    mlirValueReplaceAllUsesOfWith(arg, c);
-  }
-  for (size_t i = 0; i < o->num_multiple_of; i++) {
-    const KilnDefine *s = &o->multiple_of[i];
-    int idx = int_param_index(j, k, func, "--multiple-of", s->name);
-    if (idx < 0) return false;
-    if (s->value < 1 || s->value > (1 << 30)) {
-      fprintf(j->diag, "kiln: error: --multiple-of %s: expects a value in 1..2^30\n", s->name);
-      return false;
-    }
-    MlirContext ctx = mlirOperationGetContext(func);
-    mlirFuncSetArgAttr(func, idx, mlirStringRefCreateFromCString("kiln.multiple_of"),
-                       mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 32), s->value));
+  char err[256];
+  for (int pass = 0; pass < 2; pass++) {
+    const KilnDefine *list = pass ? o->multiple_of : o->specialize;
+    size_t n = pass ? o->num_multiple_of : o->num_specialize;
+    for (size_t i = 0; i < n; i++)
+      if (!kiln_mlirgen_specialize(j->module, k, list[i].name, list[i].value, pass == 1, err,
+                                   sizeof err)) {
+        fprintf(j->diag, "kiln: error: %s %s: %s\n", pass ? "--multiple-of" : "--specialize",
+                list[i].name, err);
+        return false;
+      }
   }
   return true;
 }

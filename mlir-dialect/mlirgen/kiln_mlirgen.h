@@ -8,6 +8,8 @@
 #define KILN_MLIRGEN_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "kiln_frontend.h"
 #include "kiln_mlir.h"
@@ -23,6 +25,16 @@ extern "C" {
  * caller must free beyond the IR itself (owned by `module`). */
 bool kiln_mlirgen_kernel(KilnCompilation *c, const KilnKernel *k, KilnMlirContext *kctx,
                          MlirModule module);
+
+/* A promise of the caller about runtime integer parameter `name` of kernel k (already in
+ * module by kiln_mlirgen_kernel), made per compilation.  multiple_of false (kiln compile
+ * --specialize): every use of the parameter becomes the constant `value`; the parameter stays in
+ * the signature, so launches do not change.  multiple_of true (--multiple-of): the promise
+ * multiple_of(name, value) makes in the source, recorded on the argument for the GPU's axis
+ * analysis.  False, with the reason in err[0..cap), when k has no runtime integer parameter of
+ * that name or the value makes no sense. */
+bool kiln_mlirgen_specialize(MlirModule module, const KilnKernel *k, const char *name, int64_t value,
+                             bool multiple_of, char *err, size_t cap);
 
 /* The MLIR type of a frontend type (scalars, !kiln.ptr<T>, tiles as tensors); a null type for
  * VOID/SHAPE/DTYPE. */

@@ -118,6 +118,22 @@ for t in sm_80 sm_90; do
     [ -s "$tmp/sm.cubin" ] || { echo "FAIL cubin $t: empty"; fails=$((fails + 1)); }
   fi
 done
+# --- promises about runtime parameters: --specialize turns a stride into a constant, and with
+# --multiple-of the matmul's operand loads become 16-byte cp.async copies (3 stages)
+mm="$kdir/matmul_f16.kiln"
+check specialize-mlir 0 "$kiln" compile "$mm" --kernel matmul_f16 --specialize sak=1 --emit mlir &&
+  contains specialize-mlir 'arith\.constant 1 : i32'
+check specialize-ptx 0 "$kiln" compile "$mm" --kernel matmul_f16 --target sm_80 --emit ptx --num-stages 3 \
+  --specialize sak=1 --specialize sbn=1 --multiple-of sam=8 --multiple-of sbk=8 &&
+  contains specialize-ptx 'cp\.async\.cg\.shared\.global' && contains specialize-wait 'cp\.async\.wait_group 1'
+check specialize-const 1 "$kiln" compile "$mm" --kernel matmul_f16 --specialize BM=64 &&
+  contains specialize-const 'bound with -D'
+check specialize-unknown 1 "$kiln" compile "$mm" --kernel matmul_f16 --specialize nope=1 &&
+  contains specialize-unknown 'no runtime parameter'
+check specialize-pointer 1 "$kiln" compile "$mm" --kernel matmul_f16 --specialize a=0 &&
+  contains specialize-pointer 'only integer'
+check multiple-of-zero 1 "$kiln" compile "$mm" --kernel matmul_f16 --multiple-of sam=0
+check specialize-syntax 64 "$kiln" compile "$mm" --kernel matmul_f16 --specialize sak
 check obj-on-gpu 1 "$kiln" compile "$sm" --kernel softmax_rows --target sm_80 --emit obj -o "$tmp/x.o"
 check ptx-on-cpu 1 "$kiln" compile "$sm" --kernel softmax_rows --target cpu --emit ptx
 

@@ -7,6 +7,8 @@
  *       result
  *   kiln_gpu_tool check FILE.kiln KERNEL [NAME=VALUE...] --arch A --ptxas PATH
  *                 [--expect TEXT]... [--expect-not TEXT]...
+ *   (compile and check also take --specialize NAME=VALUE and --multiple-of NAME=N, as kiln
+ *   compile does)
  *       compiles to PTX, requires each TEXT in it, assembles it with ptxas -v and requires
  *       0 bytes of spill stores and loads.  Exit 77 (skip) when ptxas is absent.
  *
@@ -28,6 +30,9 @@ typedef struct Args {
   const char *mode, *file, *kernel, *emit, *arch, *ptxas, *stop_after;
   KilnBinding bind[MAX_LIST];
   size_t nbind;
+  KilnBinding promise[MAX_LIST]; /* --specialize / --multiple-of */
+  bool promise_multiple[MAX_LIST];
+  size_t npromise;
   const char *expect[MAX_LIST], *expect_not[MAX_LIST];
   size_t nexpect, nexpect_not;
   int num_warps, num_stages;
@@ -99,7 +104,14 @@ static bool parse_args(int argc, char **argv, Args *a) {
       a->expect[a->nexpect++] = argv[++i];
     else if (strcmp(s, "--expect-not") == 0 && more && a->nexpect_not < MAX_LIST)
       a->expect_not[a->nexpect_not++] = argv[++i];
-    else if (strchr(s, '=') && s[0] != '-' && a->nbind < MAX_LIST) {
+    else if ((strcmp(s, "--specialize") == 0 || strcmp(s, "--multiple-of") == 0) && more &&
+             strchr(argv[i + 1], '=') && a->npromise < MAX_LIST) {
+      const char *v = argv[++i], *eq = strchr(v, '=');
+      a->promise_multiple[a->npromise] = s[2] == 'm';
+      a->promise[a->npromise].name = strndup(v, (size_t)(eq - v));
+      a->promise[a->npromise].value = strtoll(eq + 1, NULL, 0);
+      a->npromise++;
+    } else if (strchr(s, '=') && s[0] != '-' && a->nbind < MAX_LIST) {
       const char *eq = strchr(s, '=');
       char *name = strndup(s, (size_t)(eq - s));
       a->bind[a->nbind].name = name;
@@ -115,6 +127,8 @@ static bool parse_args(int argc, char **argv, Args *a) {
 static void free_args(Args *a) {
   for (size_t i = 0; i < a->nbind; i++)
     free((char *)a->bind[i].name);
+  for (size_t i = 0; i < a->npromise; i++)
+    free((char *)a->promise[i].name);
 }
 
 static void print_cb(MlirStringRef s, void *u) { fwrite(s.data, 1, s.length, (FILE *)u); }
@@ -163,6 +177,15 @@ static MlirModule build_kernel(KilnMlirContext *kctx, const Args *a, KilnCompila
     kiln_diag_render(c, stderr);
     mlirModuleDestroy(m);
     return none;
+  }
+  for (size_t i = 0; i < a->npromise; i++) {
+    char err[256];
+    if (!kiln_mlirgen_specialize(m, k, a->promise[i].name, a->promise[i].value,
+                                 a->promise_multiple[i], err, sizeof err)) {
+      fprintf(stderr, "kiln_gpu_tool: %s: %s\n", a->promise[i].name, err);
+      mlirModuleDestroy(m);
+      return none;
+    }
   }
   return m;
 }
