@@ -73,10 +73,16 @@ typedef struct KilnType {
     bool elem_is_ptr;      /* TILE only: elements are pointers to `scalar` */
     int rank;              /* TILE and SHAPE: number of dims (1..KILN_MAX_RANK) */
     int64_t dims[KILN_MAX_RANK];
+    /* Written types only (annotations, casts): the name of a type parameter standing for the
+     * scalar (`q: *T`, `x as T`), resolved by sema from T's binding; NULL otherwise. */
+    const char *param;
 } KilnType;
 
 /* Name of a scalar kind ("f16"); never NULL. */
 const char *kiln_scalar_name(KilnScalarKind k);
+/* The scalar kind named `name` ("bf16"); false when it names none.  A type parameter's binding
+ * (-D T=bf16, `T in [f16, bf16]`) is the kind's number. */
+bool kiln_scalar_from_name(const char *name, KilnScalarKind *out);
 /* Bit width of a scalar kind (i1 -> 1, bf16 -> 16). */
 int kiln_scalar_bits(KilnScalarKind k);
 bool kiln_scalar_is_float(KilnScalarKind k);
@@ -128,6 +134,7 @@ struct KilnDecl {
     int index;               /* PARAM: position among non-const params; CONST_PARAM: among consts */
     int param_pos;           /* PARAM / CONST_PARAM: position in the source parameter list */
     int id;                  /* unique per kernel, dense from 0: index for mlirgen's value maps */
+    bool is_type_param;      /* CONST_PARAM declared `const T: type`: `type` is the bound scalar */
     bool has_annot;          /* LET/VAR/params: a `: TYPE` was written */
     KilnType annot;          /* the written type when has_annot */
 };

@@ -194,10 +194,13 @@ param
         }
     ;
 
-/* type = scalar | "*" scalar */
+/* type = scalar | "*" scalar | IDENT | "*" IDENT   (IDENT: a type parameter, or `type` itself in
+   `const T: type`; sema resolves it) */
 type
     : SCALAR            { $$ = kiln_ast_type(ps, KILN_TYPE_SCALAR, $1); }
     | '*' SCALAR        { $$ = kiln_ast_type(ps, KILN_TYPE_PTR, $2); }
+    | IDENT             { $$ = kiln_ast_type(ps, KILN_TYPE_SCALAR, KILN_SCALAR_F32); $$->param = $1; }
+    | '*' IDENT         { $$ = kiln_ast_type(ps, KILN_TYPE_PTR, KILN_SCALAR_F32); $$->param = $2; }
     ;
 
 block

@@ -50,6 +50,30 @@ static const char *tstr(Sema *S, const KilnType *t)
     return kiln_arena_strndup(S->ar, buf, strlen(buf));
 }
 
+/* A written type (annotation, cast target) with a type parameter's name replaced by the scalar
+ * bound to it; false (reported at span) when the name is no type parameter of the kernel. */
+static bool resolve_written(Sema *S, const KilnType *w, KilnSpan span, KilnType *out)
+{
+    *out = *w;
+    out->param = NULL;
+    if (!w->param)
+        return true;
+    for (int i = 0; i < S->k->nparams; i++) {
+        const KilnDecl *p = S->k->params[i];
+        if (p->is_type_param && strcmp(p->name, w->param) == 0) {
+            if (!p->type)
+                return false; /* its binding failed: already reported */
+            out->scalar = p->type->scalar;
+            return true;
+        }
+    }
+    if (strcmp(w->param, "type") == 0)
+        ERR(S, span, "'type' declares a type parameter: write 'const NAME: type'");
+    else
+        ERR(S, span, "unknown type '%s'", w->param);
+    return false;
+}
+
 static const char *shstr(Sema *S, const int64_t *dims, int rank)
 {
     char buf[192];
@@ -419,17 +443,18 @@ static const KilnType *check_unary(Sema *S, KilnExpr *e)
 static const KilnType *check_cast(Sema *S, KilnExpr *e)
 {
     const KilnType *t = value(S, e->lhs);
-    if (!t)
+    KilnType to_type;
+    if (!t || !resolve_written(S, e->cast_to, e->span, &to_type))
         return NULL;
-    if (e->cast_to->kind != KILN_TYPE_SCALAR) {
-        ERR(S, e->span, "cannot cast to pointer type %s", tstr(S, e->cast_to));
+    if (to_type.kind != KILN_TYPE_SCALAR) {
+        ERR(S, e->span, "cannot cast to pointer type %s", tstr(S, &to_type));
         return NULL;
     }
     if (is_ptrish(t)) {
         ERR(S, e->span, "cannot cast pointer type %s", tstr(S, t));
         return NULL;
     }
-    KilnScalarKind to = e->cast_to->scalar;
+    KilnScalarKind to = to_type.scalar;
     if (e->lhs->is_const && kiln_scalar_is_int(to) && int_fits(e->lhs->ival, to)) {
         e->is_const = true;
         e->ival = e->lhs->ival;
@@ -1046,16 +1071,20 @@ static void check_binding(Sema *S, KilnStmt *s)
     d->type = NULL;
     d->is_const = false;
     if (t) {
-        if (d->has_annot) {
-            const KilnType *want = d->annot.kind == KILN_TYPE_PTR
-                                       ? like_shape(S, d->annot.scalar, true, t)
-                                       : like_shape(S, d->annot.scalar, false, t);
+        KilnType annot;
+        if (d->has_annot && !resolve_written(S, &d->annot, d->span, &annot)) {
+            t = NULL;
+        } else if (d->has_annot) {
+            const KilnType *want = annot.kind == KILN_TYPE_PTR ? like_shape(S, annot.scalar, true, t)
+                                                               : like_shape(S, annot.scalar, false, t);
             if (!assignable(S, s->init, want, true))
                 ERR(S, s->init->span, "initializer of type %s does not match the annotation %s",
-                    tstr(S, t), tstr(S, &d->annot));
+                    tstr(S, t), tstr(S, &annot));
             else
                 t = want;
         }
+    }
+    if (t) {
         d->type = t;
         if (s->kind == KILN_STMT_LET && s->init->is_const && kiln_scalar_is_int(t->scalar) &&
             t->kind == KILN_TYPE_SCALAR) {
@@ -1189,6 +1218,41 @@ static bool is_meta(const char *name)
 }
 
 /* Binds params: types from annotations, const values from the bindings. */
+/* The last binding of a name wins, like repeated -D options. */
+static const KilnBinding *last_binding(const KilnBinding *b, size_t nb, const char *name)
+{
+    const KilnBinding *found = NULL;
+    for (size_t j = 0; j < nb; j++)
+        if (b[j].name && strcmp(b[j].name, name) == 0)
+            found = &b[j];
+    return found;
+}
+
+/* `const T: type`: its binding is a scalar kind's number (kiln_scalar_from_name); its type is
+ * that scalar as a type name (DTYPE), so `zeros(shape, T)` and `x as T` work like f16 would. */
+static void bind_type_param(Sema *S, KilnDecl *p, const KilnBinding *b, size_t nb)
+{
+    const KilnBinding *found = last_binding(b, nb, p->name);
+    p->is_const = false;
+    p->type = NULL;
+    if (!found) {
+        if (!S->from_tune)
+            ERR(S, p->span, "type parameter '%s' has no value (bind it with -D%s=f16, for example)",
+                p->name, p->name);
+        return;
+    }
+    if (found->value < 0 || found->value >= KILN_SCALAR_COUNT || found->value == KILN_SCALAR_I1) {
+        ERR(S, p->span, "value %" PRId64 " of type parameter '%s' names no element type", found->value,
+            p->name);
+        return;
+    }
+    KilnType *t = kiln_arena_alloc(S->ar, sizeof *t);
+    memset(t, 0, sizeof *t);
+    t->kind = KILN_TYPE_DTYPE;
+    t->scalar = (KilnScalarKind)found->value;
+    p->type = t;
+}
+
 static void bind_params(Sema *S, const KilnBinding *b, size_t nb)
 {
     KilnKernel *k = S->k;
@@ -1215,26 +1279,40 @@ static void bind_params(Sema *S, const KilnBinding *b, size_t nb)
         if ((j == k->nparams || k->params[j]->kind != KILN_DECL_CONST_PARAM) && !S->from_tune)
             ERR(S, k->span, "'%s' is not a const parameter of kernel '%s'", b[i].name, k->name);
     }
+    /* Type parameters first: the other parameters' types may name them. */
+    for (int i = 0; i < k->nparams; i++) {
+        KilnDecl *p = k->params[i];
+        p->is_type_param = p->kind == KILN_DECL_CONST_PARAM && p->annot.param &&
+                           strcmp(p->annot.param, "type") == 0;
+        if (p->is_type_param)
+            bind_type_param(S, p, b, nb);
+    }
     for (int i = 0; i < k->nparams; i++) {
         KilnDecl *p = k->params[i];
         p->param_pos = i;
-        p->is_const = false;
         if (p->kind == KILN_DECL_PARAM) {
+            p->is_const = false;
             p->index = nplain++;
-            p->type = p->annot.kind == KILN_TYPE_PTR ? with_shape(S, p->annot.scalar, true, 0, NULL)
-                                                     : kiln_type_scalar(p->annot.scalar);
+            KilnType annot;
+            if (!resolve_written(S, &p->annot, p->span, &annot))
+                p->type = NULL;
+            else
+                p->type = annot.kind == KILN_TYPE_PTR ? with_shape(S, annot.scalar, true, 0, NULL)
+                                                      : kiln_type_scalar(annot.scalar);
             declare(S, p);
             continue;
         }
         p->index = nconst++;
+        if (p->is_type_param) {
+            declare(S, p);
+            continue;
+        }
+        p->is_const = false;
         p->type = kiln_type_scalar(KILN_SCALAR_I32);
-        if (p->annot.kind != KILN_TYPE_SCALAR || p->annot.scalar != KILN_SCALAR_I32)
-            ERR(S, p->span, "const parameter '%s' must have type i32", p->name);
-        /* the last binding of a name wins, like repeated -D options */
-        const KilnBinding *found = NULL;
-        for (size_t j = 0; j < nb; j++)
-            if (b[j].name && strcmp(b[j].name, p->name) == 0)
-                found = &b[j];
+        if (p->annot.param || p->annot.kind != KILN_TYPE_SCALAR || p->annot.scalar != KILN_SCALAR_I32)
+            ERR(S, p->span, "const parameter '%s' must have type i32 (or be a type parameter: 'const %s: type')",
+                p->name, p->name);
+        const KilnBinding *found = last_binding(b, nb, p->name);
         if (!found) {
             if (!S->from_tune)
                 ERR(S, p->span, "const parameter '%s' has no value (bind it with -D%s=N)", p->name, p->name);

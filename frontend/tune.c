@@ -108,6 +108,7 @@ static bool eval(Eval *ev, const KilnExpr *e, int64_t *out)
         return true;
     }
     case KILN_EXPR_BINARY: return eval_binary(ev, e, out);
+    case KILN_EXPR_TYPE: *out = e->cast_to->scalar; return true; /* a type parameter's value */
     case KILN_EXPR_FLOAT: return fail(ev, e->span, "tune values must be integer constants");
     default: return fail(ev, e->span, "expected an integer constant expression");
     }

@@ -9,20 +9,30 @@ static const char *const scalar_names[KILN_SCALAR_COUNT] = {
 static const int scalar_bits[KILN_SCALAR_COUNT] = {1, 8, 16, 32, 64, 16, 16, 32};
 
 static const KilnType scalar_types[KILN_SCALAR_COUNT] = {
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I1, false, 0, {0}},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I8, false, 0, {0}},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I16, false, 0, {0}},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I32, false, 0, {0}},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I64, false, 0, {0}},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_F16, false, 0, {0}},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_BF16, false, 0, {0}},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_F32, false, 0, {0}},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I1, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I8, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I16, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I32, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I64, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_F16, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_BF16, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_F32, false, 0, {0}, NULL},
 };
-static const KilnType void_type = {KILN_TYPE_VOID, KILN_SCALAR_I1, false, 0, {0}};
+static const KilnType void_type = {KILN_TYPE_VOID, KILN_SCALAR_I1, false, 0, {0}, NULL};
 
 const char *kiln_scalar_name(KilnScalarKind k)
 {
     return (unsigned)k < KILN_SCALAR_COUNT ? scalar_names[k] : "?";
+}
+
+bool kiln_scalar_from_name(const char *name, KilnScalarKind *out)
+{
+    for (int k = 0; k < KILN_SCALAR_COUNT; k++)
+        if (name && strcmp(name, scalar_names[k]) == 0) {
+            *out = (KilnScalarKind)k;
+            return true;
+        }
+    return false;
 }
 
 int kiln_scalar_bits(KilnScalarKind k)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kiln_driver.h"
+#include "kiln_frontend.h"
 #ifdef KILN_HAVE_AUTOTUNE
 #include "kiln_autotune.h"
 #endif
@@ -45,7 +46,7 @@ static const char *const usage_compile =
     "options:\n"
     "  -k, --kernel NAME            the kernel to compile (required)\n"
     "  -D NAME=VALUE                bind a const parameter (repeatable); also num_warps,\n"
-    "                               num_stages\n"
+    "                               num_stages; a type parameter takes a type (-D T=bf16)\n"
     "  --specialize NAME=VALUE      compile the runtime integer parameter NAME as the constant\n"
     "                               VALUE (repeatable; the caller must pass that value); a\n"
     "                               unit stride lets loads vectorize and use cp.async\n"
@@ -140,7 +141,10 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
 static int parse_binding(const char *opt, const char *d, KilnDefine *list, size_t *n) {
   const char *eq = strchr(d, '=');
   long long v;
-  if (!eq || eq == d || parse_int(eq + 1, INT64_MIN, INT64_MAX, &v) != 0) {
+  KilnScalarKind sk; /* a type parameter's value: -D T=bf16 */
+  if (eq && kiln_scalar_from_name(eq + 1, &sk))
+    v = (long long)sk;
+  else if (!eq || eq == d || parse_int(eq + 1, INT64_MIN, INT64_MAX, &v) != 0) {
     fprintf(stderr, "kiln compile: %s expects NAME=INTEGER, got '%s'\n(see 'kiln help --help')\n", opt, d);
     return EXIT_USAGE;
   }

@@ -81,7 +81,8 @@ static int run_file(const char *path)
                 *eq = 0;
                 snprintf(names[nb], sizeof names[nb], "%s", tok);
                 b[nb].name = names[nb];
-                b[nb].value = strtoll(eq + 1, NULL, 0);
+                KilnScalarKind sk; /* a type parameter's value: T=bf16 */
+                b[nb].value = kiln_scalar_from_name(eq + 1, &sk) ? (int64_t)sk : strtoll(eq + 1, NULL, 0);
                 nb++;
             }
         } else if (s && sscanf(s, "// kernel: %127s", kernel) == 1) {

@@ -115,7 +115,8 @@ static bool parse_args(int argc, char **argv, Args *a) {
       const char *eq = strchr(s, '=');
       char *name = strndup(s, (size_t)(eq - s));
       a->bind[a->nbind].name = name;
-      a->bind[a->nbind].value = strtoll(eq + 1, NULL, 0);
+      KilnScalarKind sk; /* a type parameter's value: T=bf16 */
+      a->bind[a->nbind].value = kiln_scalar_from_name(eq + 1, &sk) ? (int64_t)sk : strtoll(eq + 1, NULL, 0);
       a->nbind++;
     } else {
       return false;
