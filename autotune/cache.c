@@ -5,7 +5,9 @@
  * Writers take an exclusive flock on PATH.lock, read the file again, merge their records and
  * replace the file by rename: two tuners never lose each other's records and nobody reads a
  * half-written file. Anything that does not parse as exactly this shape is moved aside and
- * never trusted: a wrong timing would silently pick a slow or broken kernel forever. */
+ * never trusted: a wrong timing would silently pick a slow or broken kernel forever.
+ * Records in memory and the writer are in cache_records.c (no cJSON: the runtime-only bundle
+ * runner writes caches too); reading, locking and merging are here. */
 #include "internal.h"
 
 #include <cjson/cJSON.h>
@@ -17,47 +19,6 @@
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char *const status_names[KILN_CACHE_STATUS_COUNT] = {"ok", "crash", "hang",
-                                                                  "mismatch", "failed"};
-
-const char *kiln_cache_status_name(KilnCacheStatus s) {
-  return (unsigned)s < KILN_CACHE_STATUS_COUNT ? status_names[s] : "unknown";
-}
-
-static bool same_identity(const KilnCacheRecord *a, const KilnCacheRecord *b) {
-  return !strcmp(a->kernel, b->kernel) && !strcmp(a->source_hash, b->source_hash) &&
-         !strcmp(a->config, b->config) && !strcmp(a->key, b->key) &&
-         !strcmp(a->device, b->device) && !strcmp(a->kiln_version, b->kiln_version);
-}
-
-const KilnCacheRecord *kiln_cache_find(const KilnCache *c, const KilnCacheRecord *r) {
-  for (size_t i = 0; i < c->count; i++)
-    if (same_identity(&c->records[i], r)) return &c->records[i];
-  return NULL;
-}
-
-int kiln_cache_put(KilnCache *c, const KilnCacheRecord *r) {
-  for (size_t i = 0; i < c->count; i++)
-    if (same_identity(&c->records[i], r)) {
-      c->records[i] = *r;
-      return 0;
-    }
-  if (c->count == c->cap) {
-    size_t cap = c->cap ? c->cap * 2 : 16;
-    KilnCacheRecord *nr = realloc(c->records, cap * sizeof *nr);
-    if (!nr) return -1;
-    c->records = nr;
-    c->cap = cap;
-  }
-  c->records[c->count++] = *r;
-  return 0;
-}
-
-void kiln_cache_free(KilnCache *c) {
-  free(c->records);
-  memset(c, 0, sizeof *c);
-}
 
 /* ---------------------------------------------------------------- JSON */
 
@@ -92,30 +53,11 @@ static bool record_from_json(const cJSON *o, KilnCacheRecord *r) {
   get_str(o, "detail", r->detail, sizeof r->detail);
   r->reps = (int)reps;
   for (int s = 0; s < KILN_CACHE_STATUS_COUNT; s++)
-    if (!strcmp(st, status_names[s])) {
+    if (!strcmp(st, kiln_cache_status_name((KilnCacheStatus)s))) {
       r->status = (KilnCacheStatus)s;
       return true;
     }
   return false;
-}
-
-static cJSON *record_to_json(const KilnCacheRecord *r) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o) return NULL;
-  cJSON_AddStringToObject(o, "kernel", r->kernel);
-  cJSON_AddStringToObject(o, "source_hash", r->source_hash);
-  cJSON_AddStringToObject(o, "config", r->config);
-  cJSON_AddStringToObject(o, "key", r->key);
-  cJSON_AddStringToObject(o, "device", r->device);
-  cJSON_AddStringToObject(o, "kiln_version", r->kiln_version);
-  cJSON_AddStringToObject(o, "status", kiln_cache_status_name(r->status));
-  cJSON_AddNumberToObject(o, "median_ms", r->median_ms);
-  cJSON_AddNumberToObject(o, "p25_ms", r->p25_ms);
-  cJSON_AddNumberToObject(o, "p75_ms", r->p75_ms);
-  cJSON_AddNumberToObject(o, "min_ms", r->min_ms);
-  cJSON_AddNumberToObject(o, "reps", r->reps);
-  cJSON_AddStringToObject(o, "detail", r->detail);
-  return o;
 }
 
 /* Parses text into out. false: not a valid cache. */
@@ -139,25 +81,6 @@ static bool parse_cache(const char *text, KilnCache *out) {
   cJSON_Delete(root);
   if (!ok) kiln_cache_free(out);
   return ok;
-}
-
-static char *cache_to_text(const KilnCache *c) {
-  cJSON *root = cJSON_CreateObject(), *recs = cJSON_CreateArray();
-  if (!root || !recs) {
-    cJSON_Delete(root);
-    cJSON_Delete(recs);
-    return NULL;
-  }
-  cJSON_AddStringToObject(root, "format", "kiln-tune-cache");
-  cJSON_AddNumberToObject(root, "version", 1);
-  cJSON_AddItemToObject(root, "records", recs);
-  for (size_t i = 0; i < c->count; i++) {
-    cJSON *o = record_to_json(&c->records[i]);
-    if (o) cJSON_AddItemToArray(recs, o);
-  }
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  return text;
 }
 
 /* ---------------------------------------------------------------- the file */
@@ -217,13 +140,13 @@ int kiln_cache_merge_save(const char *path, const KilnCache *add, FILE *err) {
   KilnCache cur = {0};
   int rc = read_locked(path, &cur, err);
   for (size_t i = 0; rc == 0 && i < add->count; i++) rc = kiln_cache_put(&cur, &add->records[i]);
-  char *text = rc == 0 ? cache_to_text(&cur) : NULL;
+  char *text = rc == 0 ? tune_cache_to_text(&cur) : NULL;
   if (rc == 0 && (!text || tune_write_atomic(path, text, strlen(text)) != 0)) {
     fprintf(err, "kiln tune: error: cannot write the cache '%s': %s\n", path,
             text ? strerror(errno) : "out of memory");
     rc = -1;
   }
-  cJSON_free(text);
+  free(text);
   kiln_cache_free(&cur);
   close(fd);
   return rc;

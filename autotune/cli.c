@@ -35,6 +35,9 @@ const char *const kiln_tune_usage =
     "  --json                   print the report as JSON\n"
     "  --report-svg PATH        plot of time per config\n"
     "  --emit-lib DIR           generate the C library of the winners into DIR\n"
+    "  --emit-bundle DIR        time nothing: compile every candidate of both modes into DIR\n"
+    "                           with a manifest, for kiln-tune-runner on another machine\n"
+    "                           (--device cpu|emu|cuda; cuda: --arch sm_80 or sm_90, default sm_90)\n"
     "  --lib-name NAME          name (and prefix) of the generated library (default kernels)\n"
     "  --arch LIST              cuda libraries: cubins for these archs (default sm_80,sm_90)\n"
     "  --no-cubin               cuda libraries: PTX only (no ptxas needed; JIT at load time)\n";
@@ -53,7 +56,7 @@ const char *const kiln_lib_usage =
 typedef struct Opts {
   const char *files[64];
   int nfiles;
-  const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on;
+  const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on, *bundle_dir;
   const char *args[16];
   int nargs;
   bool max_mode, json, is_lib, require_tuned;
@@ -116,6 +119,7 @@ static int parse_opts(int argc, char **argv, Opts *o) {
       o->lib_dir = s;
     else if ((s = opt_value(argc, argv, &i, "--lib-name"))) o->lib_name = s;
     else if ((s = opt_value(argc, argv, &i, "--tuned-on"))) o->tuned_on = s;
+    else if ((s = opt_value(argc, argv, &i, "--emit-bundle"))) o->bundle_dir = s;
     else if ((s = opt_value(argc, argv, &i, "--arch"))) {
       if (parse_archs(s, &o->gpu)) return usage(o, "--arch expects sm_80 and/or sm_90 (comma-separated), got '%s'", s);
     } else if (!strcmp(a, "--no-cubin")) o->gpu.ptx_only = true;
@@ -143,70 +147,9 @@ static int parse_opts(int argc, char **argv, Opts *o) {
   }
   if (o->nfiles == 0) return usage(o, "%s", "no input file");
   if (o->is_lib && !o->lib_dir) return usage(o, "%s", "-o DIR is required");
+  if (o->bundle_dir && (o->lib_dir || o->gpu.narchs > 1))
+    return usage(o, "%s", "--emit-bundle takes one --arch and no --emit-lib");
   return 0;
-}
-
-/* ---------------------------------------------------------------- the device */
-
-static void cpu_model(char *buf, size_t cap) {
-  snprintf(buf, cap, "unknown");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[512];
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-      char *v = strchr(line, ':') + 1;
-      while (*v == ' ') v++;
-      v[strcspn(v, "\n")] = '\0';
-      snprintf(buf, cap, "%s", v);
-      break;
-    }
-  if (f) fclose(f);
-}
-
-typedef struct ProbeShared {
-  int ok;
-  KilnRtDeviceInfo info;
-  char err[256];
-} ProbeShared;
-
-/* The device is opened in a child: the tuner forks children later, and a CUDA context (or a
- * started CPU thread pool) must never be inherited across fork. */
-int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
-  ProbeShared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (sh == MAP_FAILED) return snprintf(err, cap, "cannot map shared memory"), -1;
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    KilnRtDevice *dev;
-    if (kiln_rt_device_create(t->spec, &dev) == KILN_RT_OK && kiln_rt_device_info(dev, &sh->info) == KILN_RT_OK)
-      sh->ok = 1;
-    else
-      snprintf(sh->err, sizeof sh->err, "%s", kiln_rt_last_error());
-    _exit(0);
-  }
-  int status = 0;
-  if (pid > 0) while (waitpid(pid, &status, 0) < 0) {}
-  int rc = 0;
-  const KilnRtDeviceInfo *in = &sh->info;
-  if (!sh->ok) {
-    snprintf(err, cap, "device '%s': %s", t->spec, sh->err[0] ? sh->err : "probe failed");
-    rc = -1;
-  } else if (in->kind == KILN_RT_DEVICE_CUDA) {
-    snprintf(t->device_id, sizeof t->device_id, "cuda:%s:sm_%d%d:sms=%d:drv=%d", in->name,
-             in->cc_major, in->cc_minor, in->sm_count, in->driver_version);
-    t->target = in->cc_major >= 9 ? KILN_TARGET_SM90 : KILN_TARGET_SM80;
-    t->limits = (TuneDeviceLimits){1024, 256 * 1024};
-  } else {
-    char model[200];
-    cpu_model(model, sizeof model);
-    snprintf(t->device_id, sizeof t->device_id, "%s:%s:threads=%d",
-             in->kind == KILN_RT_DEVICE_EMU ? "emu" : "cpu", model, in->num_threads);
-    t->target = in->kind == KILN_RT_DEVICE_EMU ? KILN_TARGET_EMU : KILN_TARGET_CPU;
-    /* cpu programs keep tiles on 64 MiB worker stacks, several tiles live at once */
-    t->limits = (TuneDeviceLimits){1024, in->kind == KILN_RT_DEVICE_EMU ? 256 * 1024 : 8u << 20};
-  }
-  munmap(sh, sizeof *sh);
-  return rc;
 }
 
 /* ---------------------------------------------------------------- inputs */
@@ -418,6 +361,7 @@ typedef struct Run {
   SourceFile files[64];
   int nopen;
   TuneReport rep;
+  TuneBundle bundle;
   TuneProblem problems[64];
   int nproblems;
   LibKernel libk[64];
@@ -460,7 +404,11 @@ static int tune_file(Run *R, int fi) {
     TuneJob j = {R->o.files[fi], f->text, f->len, f->c, t, p, &R->tg, &R->ro,
                  R->o.cache ? &R->cache : NULL, &R->fresh, R->o.max_mode, R->tmpdir,
                  stderr, rep};
-    if (!R->o.is_lib && tune_kernel(&j) != 0) return 2;
+    if (R->o.bundle_dir) {
+      if (tune_bundle_kernel(&R->bundle, &j)) return 2;
+    } else if (!R->o.is_lib && tune_kernel(&j) != 0) {
+      return 2;
+    }
     if (R->o.is_lib) tune_kernel_hash(f->text, f->len, t->kernel, rep->source_hash);
     R->rep.timings += rep->timings;
     fill_lib_kernel(&R->libk[R->nlibk++], f, R->o.files[fi], t, h);
@@ -584,13 +532,28 @@ static int print_report(Run *R) {
   return R->o.svg && tune_report_svg(&R->rep, R->o.svg, stderr) ? 2 : 0;
 }
 
+/* --emit-bundle: the target comes from --device/--arch; no device is opened here. */
+static void bundle_target(Run *R) {
+  TuneTarget *t = &R->tg;
+  if (is_cuda_spec(t->spec)) {
+    t->target = R->o.gpu.narchs ? R->o.gpu.archs[0] : KILN_TARGET_SM90;
+    t->limits = (TuneDeviceLimits){1024, 256 * 1024};
+  } else {
+    t->target = !strcmp(t->spec, "emu") ? KILN_TARGET_EMU : KILN_TARGET_CPU;
+    t->limits = (TuneDeviceLimits){1024, t->target == KILN_TARGET_EMU ? 256 * 1024 : 8u << 20};
+  }
+}
+
 static int run_all(Run *R) {
   char err[256];
   for (int i = 0; i < R->o.nargs; i++)
     if (tune_harness_parse(R->o.args[i], &R->cl[i], err, sizeof err))
       return fprintf(stderr, "kiln tune: error: --args: %s\n", err), 1;
   snprintf(R->tg.spec, sizeof R->tg.spec, "%s", R->o.device ? R->o.device : "cpu");
-  if (R->o.is_lib && is_cuda_spec(R->tg.spec)) {
+  if (R->o.bundle_dir) {
+    bundle_target(R);
+    if (tune_bundle_begin(&R->bundle, R->o.bundle_dir, R->tg.target, stderr)) return 2;
+  } else if (R->o.is_lib && is_cuda_spec(R->tg.spec)) {
     /* a library for GPUs is built anywhere: no device is opened, the cache says which GPU */
     R->tg.target = KILN_TARGET_SM90;
     R->tg.limits = (TuneDeviceLimits){1024, 256 * 1024};
@@ -613,6 +576,7 @@ static int run_all(Run *R) {
     int rc = tune_file(R, i);
     if (rc) return rc;
   }
+  if (R->o.bundle_dir) return tune_bundle_end(&R->bundle, true, stderr);
   if (R->o.cache && R->fresh.count && kiln_cache_merge_save(R->o.cache, &R->fresh, stderr)) return 2;
   int rc = print_report(R);
   if (rc == 0 && R->o.lib_dir) rc = emit_library(R);
@@ -620,6 +584,7 @@ static int run_all(Run *R) {
 }
 
 static void run_free(Run *R) {
+  if (R->bundle.mf) tune_bundle_end(&R->bundle, false, stderr);
   if (R->tmpdir[0]) nftw(R->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   for (int i = 0; i < R->rep.nkernels; i++) {
     tune_cands_free(R->rep.kernels[i].space, R->rep.kernels[i].nspace);

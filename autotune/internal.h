@@ -71,7 +71,14 @@ void tune_problem_free(TuneProblem *p);
 /* Grid of one config. 0 or -1 with err (a bad expression or a size outside 1..INT32_MAX). */
 int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t grid[3],
                       char *err, size_t cap);
+/* problem.c (shared with the runtime-only bundle runner) */
 size_t tune_scalar_bytes(KilnScalarKind k);
+bool tune_scalar_is_float(KilnScalarKind k);
+/* Fills p->init[i] (p->elems[i] elements of the parameter's type) as spec a says, from the
+ * stream of (seed, i). */
+void tune_problem_fill(TuneProblem *p, int i, const TuneArgSpec *a, uint64_t seed);
+/* Names and values of the integer scalars among the first `upto` parameters. */
+int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int64_t *vals);
 float tune_half_to_float(uint16_t h);
 float tune_bf16_to_float(uint16_t h);
 
@@ -131,6 +138,8 @@ typedef struct TuneTarget {
   KilnTarget target;    /* compiler target for the variants */
   char device_id[256];  /* cache identity of the device */
   TuneDeviceLimits limits;
+  size_t flush_bytes;   /* GPUs: a buffer this big is overwritten before every timed run, so
+                           that no kernel starts with its inputs in L2; 0 on cpu/emu */
 } TuneTarget;
 
 typedef struct TuneRunOpts {
@@ -206,8 +215,30 @@ typedef struct TuneJob {
   TuneKernelReport *rep;  /* filled */
 } TuneJob;
 
+/* The candidates of j->max_mode's mode, copied out of the space (default: the presets, else up
+ * to four spread kept configs). Returns their number (array in *out, owned), -1 on memory. */
+int tune_select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out);
 /* Tunes one kernel. 0, or 2 when memory ran out. */
 int tune_kernel(TuneJob *j);
+
+/* ---------------------------------------------------------------- bundle.c / bundle_run.c */
+
+/* `kiln tune --emit-bundle DIR`: every candidate of both modes compiled into DIR with a
+ * manifest, timed later by kiln-tune-runner on a machine that cannot build the compiler. */
+typedef struct TuneBundle {
+  const char *dir;
+  FILE *mf; /* the manifest's text, written at the end */
+  char *buf;
+  size_t len;
+} TuneBundle;
+
+int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, FILE *err);
+/* Builds and describes one kernel (j as for tune_kernel; j->max_mode is changed). 0 or 2. */
+int tune_bundle_kernel(TuneBundle *b, TuneJob *j);
+/* Writes DIR/manifest.txt atomically when `write`; frees b either way. 0 or 2. */
+int tune_bundle_end(TuneBundle *b, bool write, FILE *err);
+/* The runner's command line (argv without the program name); an exit code. */
+int tune_bundle_run_command(int argc, char **argv);
 
 /* ---------------------------------------------------------------- libgen.c */
 
@@ -247,6 +278,19 @@ typedef struct LibGpuArchs {
  * when gpu is NULL, else the GPU images gpu lists. 0 or an exit code. */
 int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const LibGpuArchs *gpu,
                      LibKernel *k, int nk, FILE *err);
+
+/* ---------------------------------------------------------------- cache_records.c */
+
+/* The record a candidate's outcome leaves: false for what is not cached (builds and runtime
+ * errors, results read from the cache). */
+bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *hash,
+                           const char *key, const char *device, KilnCacheRecord *r);
+/* The cache file's text (malloc'ed; NULL when memory runs out). */
+char *tune_cache_to_text(const KilnCache *c);
+/* Writes c to path atomically, replacing the file (no lock, no merge). 0 or -1 (reported). */
+int tune_cache_write(const char *path, const KilnCache *c, FILE *err);
+void tune_json_string(FILE *f, const char *s);
+void tune_json_number(FILE *f, double v);
 
 /* ---------------------------------------------------------------- util */
 

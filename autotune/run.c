@@ -4,7 +4,9 @@
  *   - when asked to check, restores the inputs, runs once and copies every buffer back into a
  *     MAP_SHARED area, where the parent compares it with the reference candidate's;
  *   - runs a warm-up, then `reps` timed runs, each on freshly restored buffers (kernels may
- *     write their inputs), timed with runtime events (so GPUs time on the device).
+ *     write their inputs), timed with runtime events (so GPUs time on the device). On GPUs a
+ *     flush buffer larger than L2 is overwritten after the restore, so that the copy of the
+ *     inputs does not leave them in L2 for the timed kernel (it would flatter small kernels).
  * The parent waits with a deadline and SIGKILLs a child that runs past it (hang); a child that
  * dies on a signal crashed; any runtime error comes back as text.
  *
@@ -114,9 +116,14 @@ static int child_main(const TuneTarget *tg, const char *kernel, const TuneProble
       off += p->bytes[i];
     }
   }
+  void *flush = NULL; /* freed with the device when the child exits */
+  if (tg->flush_bytes && kiln_rt_malloc(dev, tg->flush_bytes, &flush) != KILN_RT_OK)
+    return child_fail(sh, "malloc (L2 flush buffer)");
   for (int r = -1; r < reps && r < MAX_SAMPLES; r++) { /* r == -1: warm-up */
     float ms = 0;
-    if (restore(dev, p, bufs) || kiln_rt_event_record(e0, NULL) != KILN_RT_OK ||
+    if (restore(dev, p, bufs) ||
+        (flush && kiln_rt_memset(dev, flush, r & 0xff, tg->flush_bytes, NULL) != KILN_RT_OK) ||
+        kiln_rt_event_record(e0, NULL) != KILN_RT_OK ||
         kiln_rt_launch(fn, &lc, args, NULL) != KILN_RT_OK ||
         kiln_rt_event_record(e1, NULL) != KILN_RT_OK ||
         kiln_rt_event_synchronize(e1) != KILN_RT_OK ||
@@ -187,7 +194,7 @@ static bool outputs_match(const Runner *R, const unsigned char *got, char *why, 
   for (int i = 0; i < R->p->nparams; i++) {
     const TuneParam *q = &R->p->params[i];
     if (!q->is_ptr) continue;
-    bool fl = kiln_scalar_is_float(q->scalar);
+    bool fl = tune_scalar_is_float(q->scalar);
     for (size_t j = 0; j < R->p->elems[i]; j++) {
       double a = element(R->ref + off, j, q->scalar), b = element(got + off, j, q->scalar);
       if (fl ? !close_enough(a, b) : a != b) {
@@ -354,6 +361,12 @@ int tune_run(const TuneTarget *tg, const char *kernel, const TuneProblem *p, Tun
   }
   free(R.ref);
   return R.timings;
+}
+
+void tune_cands_free(TuneCand *c, int n) {
+  if (!c) return;
+  for (int i = 0; i < n; i++) free(c[i].samples);
+  free(c);
 }
 
 int tune_pick_winner(const TuneCand *c, int n) {

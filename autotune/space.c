@@ -163,8 +163,3 @@ TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *
   return cands;
 }
 
-void tune_cands_free(TuneCand *c, int n) {
-  if (!c) return;
-  for (int i = 0; i < n; i++) free(c[i].samples);
-  free(c);
-}

@@ -58,7 +58,7 @@ static void apply_cache(const TuneJob *j, TuneCand *c) {
 }
 
 /* The candidates of this run, copied out of the space (or from presets). */
-static int select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out) {
+int tune_select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out) {
   const KilnTune *t = j->t;
   int n = 0, cap = nspace + t->npresets + 1;
   TuneCand *c = calloc((size_t)cap, sizeof *c);
@@ -101,22 +101,10 @@ static int select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out)
 }
 
 static void add_record(TuneJob *j, const TuneCand *c) {
-  static const KilnCacheStatus map[ST_COUNT] = {
-      [ST_OK] = KILN_CACHE_OK, [ST_CRASH] = KILN_CACHE_CRASH, [ST_HANG] = KILN_CACHE_HANG,
-      [ST_MISMATCH] = KILN_CACHE_MISMATCH};
-  if (c->from_cache || (c->state != ST_OK && c->state != ST_CRASH && c->state != ST_HANG &&
-                        c->state != ST_MISMATCH))
-    return; /* build and runtime errors may be the environment's fault: try again next time */
   KilnCacheRecord r;
-  record_identity(j, c, &r);
-  r.status = map[c->state];
-  r.median_ms = c->median_ms;
-  r.p25_ms = c->p25_ms;
-  r.p75_ms = c->p75_ms;
-  r.min_ms = c->min_ms;
-  r.reps = c->reps;
-  snprintf(r.detail, sizeof r.detail, "%s", c->detail);
-  kiln_cache_put(j->fresh, &r);
+  if (tune_record_from_cand(c, j->t->kernel_name, j->rep->source_hash, j->p->key,
+                            j->tg->device_id, &r))
+    kiln_cache_put(j->fresh, &r);
 }
 
 /* Builds and times the candidates that need it. */
@@ -160,7 +148,7 @@ int tune_kernel(TuneJob *j) {
   rep->winner = -1;
   rep->space = tune_space_build(j->c, j->src, j->t, j->p, &j->tg->limits, &rep->nspace);
   if (!rep->space) return 2;
-  int n = select_cands(j, rep->space, rep->nspace, &rep->cands);
+  int n = tune_select_cands(j, rep->space, rep->nspace, &rep->cands);
   if (n < 0) return 2;
   rep->ncands = n;
   for (int i = 0; i < n; i++) apply_cache(j, &rep->cands[i]);

@@ -1,0 +1,321 @@
+/* bundle_run.c — kiln-tune-runner: the runner stage of `kiln tune` for a bundle made elsewhere
+ * (bundle.c), on a machine where only the runtime builds (KILN_RUNTIME_ONLY: no LLVM/MLIR, no
+ * frontend, no cJSON).
+ *
+ * It is the tuner's own runner (run.c: a child per timing, warm-up, repetitions, successive
+ * halving, interleaved finals, medians, an L2 flush on GPUs, crashes/hangs/failures recorded
+ * and skipped, every result checked against the first correct one), fed from the manifest
+ * instead of the compiler: inputs are rebuilt with problem.c from the same seeds, candidates
+ * come with their grid and image. The winner is picked by tune_pick_winner, the records go to
+ * a cache `kiln lib` reads (cache_records.c), and a JSON summary says how long tuning took,
+ * who won and how fast. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const runner_usage =
+    "usage: kiln-tune-runner BUNDLE --device cpu|emu|cuda[:N] [--mode default|max-autotune]\n"
+    "                        [--cache PATH] [--json PATH] [--kernel NAME] [--reps N]\n"
+    "                        [--timeout SECONDS] [--budget SECONDS]\n"
+    "\n"
+    "Times the candidates of a bundle made by `kiln tune --emit-bundle` (docs/tuning.md) on a\n"
+    "device, writes their records to a new cache file and a summary as JSON.\n";
+
+typedef struct BundleKernel {
+  char name[64], hash[20];
+  TuneHarness h;  /* only the seed is used */
+  TuneProblem p;
+  TuneCand *cands;
+  int ncands;
+} BundleKernel;
+
+typedef struct Bundle {
+  char target[16];
+  BundleKernel *k;
+  int nk;
+} Bundle;
+
+static bool scalar_kind(const char *s, KilnScalarKind *out) {
+  static const struct { const char *name; KilnScalarKind kind; } kinds[] = {
+      {"i1", KILN_SCALAR_I1},   {"i8", KILN_SCALAR_I8},   {"i16", KILN_SCALAR_I16},
+      {"i32", KILN_SCALAR_I32}, {"i64", KILN_SCALAR_I64}, {"f16", KILN_SCALAR_F16},
+      {"bf16", KILN_SCALAR_BF16}, {"f32", KILN_SCALAR_F32}};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (!strcmp(s, kinds[i].name)) return *out = kinds[i].kind, true;
+  return false;
+}
+
+/* param NAME ptr KIND ELEMS FILL A B HAS_RANGE | param NAME val KIND IVAL FVAL */
+static int parse_param(BundleKernel *k, const char *line) {
+  TuneProblem *p = &k->p;
+  if (p->nparams == TUNE_MAX_PARAMS) return -1;
+  int i = p->nparams;
+  TuneParam *q = &p->params[i];
+  char how[8], kind[8], fill[8];
+  long long iv = 0;
+  unsigned long long elems = 0;
+  double a = 0, b = 0;
+  int range = 0;
+  if (sscanf(line, "param %63s %7s %7s", q->name, how, kind) != 3 || !scalar_kind(kind, &q->scalar))
+    return -1;
+  q->is_ptr = !strcmp(how, "ptr");
+  if (!q->is_ptr) {
+    if (sscanf(line, "param %*s val %*s %lld %lf", &iv, &p->fval[i]) != 2) return -1;
+    p->ival[i] = iv;
+    p->nparams++;
+    return 0;
+  }
+  if (sscanf(line, "param %*s ptr %*s %llu %7s %lf %lf %d", &elems, fill, &a, &b, &range) != 5 ||
+      elems < 1 || elems > (1ull << 34))
+    return -1;
+  TuneArgSpec spec = {.fill = !strcmp(fill, "const") ? FILL_CONST : !strcmp(fill, "iota") ? FILL_IOTA : FILL_RAND,
+                      .fill_a = a, .fill_b = b, .has_fill_range = range != 0};
+  p->elems[i] = (size_t)elems;
+  p->bytes[i] = (size_t)elems * tune_scalar_bytes(q->scalar);
+  p->init[i] = malloc(p->bytes[i]);
+  if (!p->init[i]) return -1;
+  p->nparams++;
+  tune_problem_fill(p, i, &spec, k->h.seed);
+  return 0;
+}
+
+/* cand ORDER MODES WARPS G0 G1 G2 RESOURCES CONFIG FILE: kept when MODES lists `mode`. */
+static int parse_cand(BundleKernel *k, const char *line, char mode, const char *dir) {
+  TuneCand c = {0};
+  char modes[4], file[256];
+  if (sscanf(line, "cand %d %3s %d %u %u %u %lf %255s %255s", &c.order, modes, &c.cfg.num_warps,
+             &c.grid[0], &c.grid[1], &c.grid[2], &c.resources, c.config, file) != 9 ||
+      c.cfg.num_warps < 1 || c.cfg.num_warps > 32)
+    return -1;
+  if (!strchr(modes, mode)) return 0;
+  snprintf(c.obj_path, sizeof c.obj_path, "%s/%s", dir, file);
+  c.state = ST_PENDING;
+  TuneCand *nc = realloc(k->cands, (size_t)(k->ncands + 1) * sizeof *nc);
+  if (!nc) return -1;
+  k->cands = nc;
+  nc[k->ncands++] = c;
+  return 0;
+}
+
+static void bundle_free(Bundle *b) {
+  for (int i = 0; i < b->nk; i++) {
+    tune_problem_free(&b->k[i].p);
+    tune_cands_free(b->k[i].cands, b->k[i].ncands);
+  }
+  free(b->k);
+  memset(b, 0, sizeof *b);
+}
+
+static int parse_line(Bundle *b, const char *line, char mode, const char *dir, const char *only) {
+  BundleKernel *k = b->nk ? &b->k[b->nk - 1] : NULL;
+  unsigned long long seed;
+  if (!strncmp(line, "kernel ", 7)) {
+    BundleKernel *nk = realloc(b->k, (size_t)(b->nk + 1) * sizeof *nk);
+    if (!nk) return -1;
+    b->k = nk;
+    k = &nk[b->nk++];
+    memset(k, 0, sizeof *k);
+    return sscanf(line, "kernel %63s", k->name) == 1 ? 0 : -1;
+  }
+  if (!strncmp(line, "target ", 7)) return sscanf(line, "target %15s", b->target) == 1 ? 0 : -1;
+  if (!k) return -1;
+  if (only && strcmp(k->name, only)) return 0;
+  if (!strncmp(line, "hash ", 5)) return sscanf(line, "hash %19s", k->hash) == 1 ? 0 : -1;
+  if (!strncmp(line, "key ", 4)) {
+    snprintf(k->p.key, sizeof k->p.key, "%s", strcmp(line + 4, "-") ? line + 4 : "");
+    return 0;
+  }
+  if (!strncmp(line, "seed ", 5)) {
+    if (sscanf(line, "seed %llu", &seed) != 1) return -1;
+    k->h.seed = seed;
+    return 0;
+  }
+  if (!strncmp(line, "param ", 6)) return parse_param(k, line);
+  if (!strncmp(line, "cand ", 5)) return parse_cand(k, line, mode, dir);
+  return !strcmp(line, "end") ? 0 : -1;
+}
+
+/* Reads DIR/manifest.txt; the candidates of `mode` ('d' or 'm') only. 0, or -1 (reported). */
+static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/manifest.txt", dir);
+  size_t len = 0;
+  char *text = tune_read_file(path, &len);
+  if (!text) {
+    fprintf(stderr, "kiln-tune-runner: error: cannot read '%s': %s\n", path, strerror(errno));
+    return -1;
+  }
+  int rc = strncmp(text, "kiln-tune-bundle 1\n", 19) ? -1 : 0, line_no = 1;
+  for (char *save = NULL, *l = strtok_r(text + 19, "\n", &save); l && rc == 0;
+       l = strtok_r(NULL, "\n", &save)) {
+    line_no++;
+    rc = parse_line(b, l, mode, dir, only);
+  }
+  if (rc) fprintf(stderr, "kiln-tune-runner: error: %s:%d: not a bundle manifest line\n", path, line_no);
+  free(text);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+typedef struct RunnerOpts {
+  const char *bundle, *device, *cache, *json, *kernel;
+  bool max_mode;
+  int reps;
+  double timeout, budget;
+} RunnerOpts;
+
+static int state_count(const BundleKernel *k, TuneState s) {
+  int n = 0;
+  for (int i = 0; i < k->ncands; i++) n += k->cands[i].state == s;
+  return n;
+}
+
+static void summary_kernel(FILE *f, const BundleKernel *k, int win, int timings, double secs) {
+  fprintf(f, "    {\"kernel\": ");
+  tune_json_string(f, k->name);
+  fprintf(f, ", \"key\": ");
+  tune_json_string(f, k->p.key);
+  fprintf(f, ", \"candidates\": %d, \"ok\": %d, \"failed\": %d, \"crash\": %d, \"hang\": %d, "
+             "\"mismatch\": %d, \"timings\": %d, \"tune_seconds\": ",
+          k->ncands, state_count(k, ST_OK), state_count(k, ST_FAILED), state_count(k, ST_CRASH),
+          state_count(k, ST_HANG), state_count(k, ST_MISMATCH), timings);
+  tune_json_number(f, secs);
+  int first = -1, slow = -1; /* the first config that ran (what an untuned library uses) */
+  for (int i = 0; i < k->ncands; i++)
+    if (k->cands[i].state == ST_OK) {
+      if (first < 0) first = i;
+      if (slow < 0 || k->cands[i].median_ms > k->cands[slow].median_ms) slow = i;
+    }
+  fprintf(f, ", \"winner\": ");
+  if (win < 0) {
+    fprintf(f, "null}");
+    return;
+  }
+  const TuneCand *w = &k->cands[win];
+  tune_json_string(f, w->config);
+  double v[] = {w->median_ms, w->p25_ms, w->p75_ms, w->min_ms, k->cands[first].median_ms,
+                k->cands[slow].median_ms};
+  const char *names[] = {"winner_median_ms", "winner_p25_ms", "winner_p75_ms", "winner_min_ms",
+                         "first_ok_median_ms", "slowest_ok_median_ms"};
+  for (int i = 0; i < 6; i++) {
+    fprintf(f, ", \"%s\": ", names[i]);
+    tune_json_number(f, v[i]);
+  }
+  fprintf(f, ", \"first_ok_config\": ");
+  tune_json_string(f, k->cands[first].config);
+  fprintf(f, ", \"speedup_vs_first_ok\": ");
+  tune_json_number(f, w->median_ms > 0 ? k->cands[first].median_ms / w->median_ms : 0);
+  fputc('}', f);
+}
+
+/* The driver's target names (kiln_target_name, which this program cannot link). */
+static const char *target_name(KilnTarget t) {
+  switch (t) {
+  case KILN_TARGET_CPU: return "cpu";
+  case KILN_TARGET_EMU: return "emu";
+  case KILN_TARGET_SM80: return "sm_80";
+  case KILN_TARGET_SM90: return "sm_90";
+  default: return "?";
+  }
+}
+
+static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out) {
+  TuneTarget tg = {0};
+  char err[256];
+  snprintf(tg.spec, sizeof tg.spec, "%s", o->device);
+  if (tune_target_probe(&tg, err, sizeof err))
+    return fprintf(stderr, "kiln-tune-runner: error: %s\n", err), 2;
+  if (strcmp(b->target, target_name(tg.target)))
+    return fprintf(stderr, "kiln-tune-runner: error: the bundle is built for %s; the device '%s' "
+                           "needs %s\n", b->target, tg.device_id, target_name(tg.target)), 1;
+  double start = tune_now();
+  TuneRunOpts ro = {1, o->budget > 0 ? start + o->budget : 0, o->timeout, o->reps,
+                    isatty(STDERR_FILENO) == 1, stderr};
+  fprintf(sum, "{\"format\": \"kiln-tune-runner\", \"kiln_version\": \"%s\", \"mode\": \"%s\", "
+               "\"device\": ", KILN_VERSION_STRING, o->max_mode ? "max-autotune" : "default");
+  tune_json_string(sum, tg.device_id);
+  fprintf(sum, ", \"kernels\": [\n");
+  int nrun = 0;
+  for (int i = 0; i < b->nk; i++) {
+    BundleKernel *k = &b->k[i];
+    if (o->kernel && strcmp(k->name, o->kernel)) continue;
+    double t0 = tune_now();
+    int *idx = malloc((size_t)(k->ncands + 1) * sizeof *idx);
+    if (!idx) return 2;
+    for (int c = 0; c < k->ncands; c++) idx[c] = c;
+    int timings = tune_run(&tg, k->name, &k->p, k->cands, idx, k->ncands, -1, &ro);
+    free(idx);
+    int win = tune_pick_winner(k->cands, k->ncands);
+    for (int c = 0; c < k->ncands; c++) {
+      KilnCacheRecord r;
+      if (tune_record_from_cand(&k->cands[c], k->name, k->hash, k->p.key, tg.device_id, &r) &&
+          kiln_cache_put(out, &r))
+        return 2;
+    }
+    printf("%-16s %-3d candidates, %d ok, winner %s (%.4f ms median), %.1f s\n", k->name,
+           k->ncands, state_count(k, ST_OK), win >= 0 ? k->cands[win].config : "none",
+           win >= 0 ? k->cands[win].median_ms : 0.0, tune_now() - t0);
+    fputs(nrun++ ? ",\n" : "", sum);
+    summary_kernel(sum, k, win, timings, tune_now() - t0);
+  }
+  fprintf(sum, "\n  ], \"tune_seconds\": ");
+  tune_json_number(sum, tune_now() - start);
+  fprintf(sum, "}\n");
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, RunnerOpts *o) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return fputs(runner_usage, stdout), -1;
+    if (a[0] != '-') {
+      if (o->bundle) return fprintf(stderr, "kiln-tune-runner: one bundle only\n"), 64;
+      o->bundle = a;
+      continue;
+    }
+    if (!v) return fprintf(stderr, "kiln-tune-runner: '%s' needs a value\n%s", a, runner_usage), 64;
+    i++;
+    char *end = NULL;
+    if (!strcmp(a, "--device")) o->device = v;
+    else if (!strcmp(a, "--cache")) o->cache = v;
+    else if (!strcmp(a, "--json")) o->json = v;
+    else if (!strcmp(a, "--kernel")) o->kernel = v;
+    else if (!strcmp(a, "--mode") && (!strcmp(v, "default") || !strcmp(v, "max-autotune")))
+      o->max_mode = !strcmp(v, "max-autotune");
+    else if (!strcmp(a, "--reps") && (o->reps = (int)strtol(v, &end, 10)) >= 1 && o->reps <= 64 && !*end) {}
+    else if (!strcmp(a, "--timeout") && (o->timeout = strtod(v, &end)) > 0 && !*end) {}
+    else if (!strcmp(a, "--budget") && (o->budget = strtod(v, &end)) > 0 && !*end) {}
+    else return fprintf(stderr, "kiln-tune-runner: bad option '%s %s'\n%s", a, v, runner_usage), 64;
+  }
+  if (!o->bundle || !o->device)
+    return fprintf(stderr, "kiln-tune-runner: a bundle and --device are required\n%s", runner_usage), 64;
+  return 0;
+}
+
+int tune_bundle_run_command(int argc, char **argv) {
+  RunnerOpts o = {.reps = 5, .timeout = 10};
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc < 0 ? 0 : rc;
+  Bundle b = {0};
+  KilnCache out = {0};
+  char *sbuf = NULL;
+  size_t slen = 0;
+  FILE *sum = open_memstream(&sbuf, &slen);
+  rc = !sum ? 2 : bundle_read(&b, o.bundle, o.max_mode ? 'm' : 'd', o.kernel) ? 1 : 0;
+  if (rc == 0) rc = run_bundle(&o, &b, sum, &out);
+  if (sum && fclose(sum) != 0 && rc == 0) rc = 2;
+  if (rc == 0 && o.cache && tune_cache_write(o.cache, &out, stderr)) rc = 2;
+  if (rc == 0 && o.json && tune_write_atomic(o.json, sbuf, slen) != 0) {
+    fprintf(stderr, "kiln-tune-runner: error: cannot write '%s': %s\n", o.json, strerror(errno));
+    rc = 2;
+  }
+  free(sbuf);
+  kiln_cache_free(&out);
+  bundle_free(&b);
+  return rc;
+}
