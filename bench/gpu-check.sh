@@ -6,8 +6,11 @@
 #      the cuda device's included;
 #   2. runs every numeric test kernel (precompiled) against its C reference;
 #   3. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c);
-#   4. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
-# Results: bench/results/gpu-check-<date>.json (+ -torch.json).
+#   4. tunes vector_add, softmax_rows and matmul_f16 in both modes with kiln-tune-runner from
+#      the precompiled candidates (bundle/tune): tuning time, winners and their speed;
+#   5. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
+# Results: bench/results/gpu-check-<date>.json (+ -torch.json), gpu-tune-<date>-<mode>.json
+# (summary) and gpu-tune-<date>-<mode>-cache.json (the records, for `kiln lib --device cuda`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${KILN_GPU_BUILD:-build-gpu-check}
@@ -30,6 +33,21 @@ timeout 180 "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bu
 echo "== Kiln kernels vs copy and cuBLAS ==" >&2
 timeout 300 "$build/bench/gpu/gpu-bench" --bundle "$bundle" \
   --json "bench/results/gpu-check-$stamp.json" || status=1
+
+echo "== tuning on the GPU: both modes, from the precompiled candidates ==" >&2
+# kiln-tune-runner is the tuner's runner (warm-up, repetitions, medians, an L2 flush, crashes
+# and wrong results skipped). The caches feed `kiln lib --device cuda` on the build machine.
+if [ -f "$bundle/tune/manifest.txt" ]; then
+  for mode in default max-autotune; do
+    budget=60; [ "$mode" = max-autotune ] && budget=150
+    timeout $((budget + 60)) "$build/autotune/kiln-tune-runner" "$bundle/tune" --device cuda \
+      --mode "$mode" --budget "$budget" --cache "bench/results/gpu-tune-$stamp-$mode-cache.json" \
+      --json "bench/results/gpu-tune-$stamp-$mode.json" || status=1
+  done
+else
+  echo "no tuning bundle ($bundle/tune): run bench/gpu/prepare.sh" >&2
+  status=1
+fi
 
 if python3 -c 'import torch' 2>/dev/null; then
   echo "== PyTorch / Triton on the same shapes ==" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build-machine half of the GPU check: compiles the benchmark kernels to cubin (through ptxas)
-# and PTX for sm_80 and sm_90 into a bundle that travels to the GPU machine, which has no
-# LLVM/MLIR. Usage: bench/gpu/prepare.sh [BUILD_DIR] [BUNDLE_DIR]
+# and PTX for sm_80 and sm_90, and every tuning candidate of the test kernels for sm_90
+# (bundle/tune, `kiln tune --emit-bundle`), into a bundle that travels to the GPU machine,
+# which has no LLVM/MLIR. Usage: bench/gpu/prepare.sh [BUILD_DIR] [BUNDLE_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -36,4 +37,14 @@ for arch in sm_80 sm_90; do
     --warps 4,8 all >/dev/null
 done
 echo "prepared the numeric test kernels" >&2
+# The tuning bundle: every candidate of both modes (default, max-autotune) of three test kernels
+# compiled for sm_90 (the GPU machine is an H200), with the manifest kiln-tune-runner reads there
+# (bench/gpu-check.sh). softmax_rows needs BLOCK >= cols, so cols is the smallest BLOCK.
+rm -rf "$bundle/tune"
+"$kiln" tune "$kdir/vector_add.kiln" "$kdir/softmax_rows.kiln" "$kdir/matmul_f16.kiln" \
+  --device cuda --arch sm_90 --emit-bundle "$bundle/tune" --jobs "$(nproc)" \
+  --args 'kernel=vector_add; n=16777216; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)' \
+  --args 'kernel=softmax_rows; cols=128; x_stride=cols; y_stride=cols; x: f32[65536*cols]; y: f32[65536*cols]; grid=65536' \
+  --args 'kernel=matmul_f16; M=2048; N=2048; K=2048; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; a: f16[M*K]; b: f16[K*N]; c: f16[M*N]; grid=cdiv(M, BM), cdiv(N, BN)'
+echo "prepared the tuning bundle ($(grep -c '^cand ' "$bundle/tune/manifest.txt") candidates)" >&2
 du -sh "$bundle" >&2
