@@ -332,8 +332,9 @@ static void lower_redux(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   replace_results(op, &r, 1);
 }
 
+static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt);
+
 static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
-  MlirLocation loc = mlirOperationGetLocation(op);
   MlirAttribute seg = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("operandSegmentSizes"));
   KilnStr shape = attr_text(op, "shape"), ta = attr_text(op, "multiplicandAPtxType");
   int na = mlirAttributeIsNull(seg) ? 0 : mlirDenseI32ArrayGetElement(seg, 0);
@@ -362,6 +363,13 @@ static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   }
   kiln_str_free(&shape);
   kiln_str_free(&ta);
+  emit_mma_call(E, b, op, fn, rt);
+}
+
+/* A call to the emulator's mma `fn` for op (nvvm.mma.sync, or the inline PTX of a bf16 one):
+ * operands 0..5 the A and B registers, 6..9 the f32 accumulators; one struct of 4 f32. */
+static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt) {
+  MlirLocation loc = mlirOperationGetLocation(op);
   MlirValue d = entry_alloca(E, op, E->f32, 4);
   MlirValue o[11];
   o[0] = d;
@@ -428,6 +436,11 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   } table[] = {{"ex2.approx", "llvm.intr.exp2"}, {"lg2.approx", "llvm.intr.log2"},
                {"sin.approx", "llvm.intr.sin"},  {"cos.approx", "llvm.intr.cos"},
                {"rsqrt.approx", NULL},           {"tanh.approx", NULL}};
+  if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
+      mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
+    emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16", mlirValueGetType(mlirOperationGetResult(op, 0)));
+    return;
+  }
   int which = -1;
   for (int i = 0; i < (int)(sizeof table / sizeof table[0]); i++)
     if (strncmp(text, table[i].prefix, strlen(table[i].prefix)) == 0)

@@ -142,6 +142,10 @@ int64_t kiln_gpu_int_attr(MlirOperation op, const char *name, int64_t dflt);
 /* The func.func ops of a module carrying kiln.kernel. */
 size_t kiln_gpu_kernels(MlirOperation module, MlirOperation *out, size_t cap);
 
+/* MLIR 19's nvvm.mma.sync verifier rejects bf16 m16n8k16, so that mma is inline PTX starting
+ * with this text (lower_dot.c writes it, emu_lower.c recognizes it). */
+#define KILN_GPU_MMA_BF16_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+
 /* The passes' bodies. */
 MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_gpu_to_llvm_module(MlirOperation module, void *opts);

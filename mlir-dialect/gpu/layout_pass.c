@@ -331,9 +331,16 @@ static void forward(LCtx *c) {
     if (!is_tile(res) || defined(c, res))
       continue;
     if (id == KILN_OP_REDUCE) {
-      const KilnGpuLayout *l = defined(c, mlirOperationGetOperand(op, 0));
+      MlirValue x = mlirOperationGetOperand(op, 0);
+      const KilnGpuLayout *l = defined(c, x);
       if (l && l->kind == KILN_GPU_LAYOUT_BLOCKED) {
         KilnGpuLayout s = kiln_gpu_layout_slice(l, (int)kiln_gpu_int_attr(op, "axis", 0));
+        try_define(c, res, &s);
+      } else if (l && l->kind == KILN_GPU_LAYOUT_MMA) {
+        /* A reduction of a dot's result (flash attention's row max and sum): reduced through a
+         * blocked copy, which the convert before it makes. */
+        KilnGpuLayout b = default_layout(c, x);
+        KilnGpuLayout s = kiln_gpu_layout_slice(&b, (int)kiln_gpu_int_attr(op, "axis", 0));
         try_define(c, res, &s);
       }
       continue;

@@ -180,6 +180,21 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   return true;
 }
 
+/* bf16 m16n8k16 as inline PTX (see KILN_GPU_MMA_BF16_PTX): ops are 4 A and 2 B registers (i32)
+ * and 4 f32 accumulators; the result is a struct of 4 f32. */
+static MlirValue mma_bf16_asm(Low *L, const MlirValue *ops, MlirType rt) {
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(L->ctx, "asm_string",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(
+                                                  KILN_GPU_MMA_BF16_PTX " {$0,$1,$2,$3}, {$4,$5,$6,$7}, "
+                                                  "{$8,$9}, {$10,$11,$12,$13};"))),
+      kiln_ir_named(L->ctx, "constraints",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(
+                                                  "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"))),
+  };
+  return mlirOperationGetResult(low_op(L, "llvm.inline_asm", ops, 10, &rt, 1, a, 2), 0);
+}
+
 bool low_dot_mma(Low *L, MlirOperation op) {
   MlirValue a = mlirOperationGetOperand(op, 0), b = mlirOperationGetOperand(op, 1);
   MlirValue acc = mlirOperationGetOperand(op, 2), res = mlirOperationGetResult(op, 0);
@@ -206,12 +221,13 @@ bool low_dot_mma(Low *L, MlirOperation op) {
   Vals *out = low_vals(L, co.count);
   for (int64_t j = 0; j < co.count; j++)
     out->v[j] = C->v[j];
-  /* Fragments as the vector<2 x f16|bf16> registers mma.sync takes. */
+  /* Fragments as the registers mma.sync takes: vector<2 x f16> for f16; for bf16 the NVVM op
+   * takes the raw 32-bit registers (two bf16 each), as ldmatrix produced them. */
   MlirValue *av = low_alloc(L, (size_t)A->n * sizeof *av), *bv = low_alloc(L, (size_t)B->n * sizeof *bv);
   for (int64_t i = 0; i < A->n; i++)
-    av[i] = low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
+    av[i] = bf16 ? A->v[i] : low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
   for (int64_t i = 0; i < B->n; i++)
-    bv[i] = low_op1(L, "llvm.bitcast", &B->v[i], 1, vt);
+    bv[i] = bf16 ? B->v[i] : low_op1(L, "llvm.bitcast", &B->v[i], 1, vt);
   const char *ty = bf16 ? "#nvvm.mma_type<bf16>" : "#nvvm.mma_type<f16>";
   int32_t seg[3] = {4, 2, 4};
   MlirNamedAttribute attrs[6] = {
@@ -238,7 +254,8 @@ bool low_dot_mma(Low *L, MlirOperation op) {
           ops[4 + r] = bv[(ni * kb + ki) * 2 + r];
         for (int c = 0; c < 4; c++)
           ops[6 + c] = out->v[pos[c]];
-        MlirValue d = mlirOperationGetResult(low_op(L, "nvvm.mma.sync", ops, 10, &rt, 1, attrs, 6), 0);
+        MlirValue d = bf16 ? mma_bf16_asm(L, ops, rt)
+                           : mlirOperationGetResult(low_op(L, "nvvm.mma.sync", ops, 10, &rt, 1, attrs, 6), 0);
         for (int c = 0; c < 4; c++)
           out->v[pos[c]] = struct_getf(L, d, c);
       }

@@ -88,7 +88,7 @@ static void check_select(void) {
 static void check_no_gpu_errors(void) {
   KilnRtDevice *cpu;
   CHECK(kiln_rt_device_create("cpu", &cpu) == KILN_RT_OK, "cpu device: %s", kiln_rt_last_error());
-  cudalib *lib;
+  cudalib *lib = NULL;
   CHECK(cudalib_create(cpu, &lib) == KILN_RT_OK, "create");
   float *x, *y, *out;
   kiln_rt_malloc(cpu, 1024 * 4, (void **)&x);
@@ -109,7 +109,7 @@ static void run_on_gpu(KilnRtDevice *dev) {
   enum { N = 100000 };
   float *hx = malloc(N * 4), *hy = malloc(N * 4), *ho = malloc(N * 4);
   void *x, *y, *out;
-  cudalib *lib;
+  cudalib *lib = NULL;
   CHECK(hx && hy && ho && cudalib_create(dev, &lib) == KILN_RT_OK, "create");
   for (int i = 0; i < N; i++) hx[i] = (float)i, hy[i] = 0.5f * (float)i;
   kiln_rt_malloc(dev, N * 4, &x);
