@@ -185,7 +185,7 @@ static int run_once(Bench *b, LaunchCtx *l) {
 
 static void report(Bench *b, const char *name, const char *shape, float ms, double rate,
                    const char *unit, double ref_rate, const char *ref_name, double err) {
-  printf("%-22s %-16s %10.4f %10.1f %-7s %-10s %10.1f  (%3.0f%%)\n", name, shape, ms, rate, unit,
+  printf("%-32s %-16s %10.4f %10.1f %-7s %-10s %10.1f  (%3.0f%%)\n", name, shape, ms, rate, unit,
          ref_name, ref_rate, ref_rate > 0 ? 100.0 * rate / ref_rate : 0.0);
   json_case(b, name, shape, ms, rate, unit, ref_rate, ref_name, err);
 }
@@ -442,13 +442,15 @@ int main(int argc, char **argv) {
   if (b.json)
     fprintf(b.json, "{\n  \"device\": \"%s\", \"arch\": \"%s\", \"sm_count\": %d, \"driver\": %d,\n  \"cases\": [\n",
             info.name, b.arch, info.sm_count, info.driver_version);
-  printf("device: %s (%s, %d SMs)\n\n%-22s %-16s %10s %10s %-7s %-10s %10s\n", info.name, b.arch,
+  printf("device: %s (%s, %d SMs)\n\n%-32s %-16s %10s %10s %-7s %-10s %10s\n", info.name, b.arch,
          info.sm_count, "case", "shape", "median ms", "rate", "unit", "reference", "ref rate");
   int failures = 0;
   failures += bench_vector_add(&b, 1 << 26) != 0;
   failures += bench_softmax(&b, 32768, 4096) != 0;
   failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_128x128x32", 128, 128, 8) != 0;
   failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_64x64x32", 64, 64, 4) != 0;
+  failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_128x128x32_pipelined", 128, 128, 8) != 0;
+  failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_64x64x32_pipelined", 64, 64, 4) != 0;
   if (b.json) {
     fprintf(b.json, "\n  ],\n  \"failures\": %d\n}\n", failures);
     fclose(b.json);

@@ -12,10 +12,12 @@ kdir=tests/numeric/kernels
 [ -x "$kiln" ] || { echo "prepare: build Kiln first ($kiln not found)" >&2; exit 2; }
 mkdir -p "$bundle"
 
-# NAME FILE KERNEL NUM_WARPS DEFINES... : the names are the contract with gpu_bench.c.
+# NAME FILE KERNEL NUM_WARPS DEFINES... : the names are the contract with gpu_bench.c. Options in
+# the array `extra` are passed on too.
+extra=()
 compile() {
   local name=$1 file=$2 kernel=$3 warps=$4; shift 4
-  local defs=() d
+  local defs=("${extra[@]}") d
   for d in "$@"; do defs+=(-D "$d"); done
   for arch in sm_80 sm_90; do
     "$kiln" compile "$kdir/$file" --kernel "$kernel" --target "$arch" --num-warps "$warps" \
@@ -30,6 +32,12 @@ compile vector_add vector_add.kiln vector_add 4 BLOCK=1024
 compile softmax_rows softmax_rows.kiln softmax_rows 8 BLOCK=4096
 compile matmul_f16_128x128x32 matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=32
 compile matmul_f16_64x64x32 matmul_f16.kiln matmul_f16 4 BM=64 BN=64 BK=32
+# The same tiles promised row-major operands (unit inner strides, row strides multiples of 8, as
+# gpu_bench passes them): 128-bit loads and the K loop software-pipelined with cp.async.
+extra=(--specialize sak=1 --specialize sbn=1 --multiple-of sam=8 --multiple-of sbk=8 --num-stages 3)
+compile matmul_f16_128x128x32_pipelined matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=32
+compile matmul_f16_64x64x32_pipelined matmul_f16.kiln matmul_f16 4 BM=64 BN=64 BK=32
+extra=()
 # Every numeric test configuration, for the numeric checks on the GPU (bench/gpu-check.sh).
 mkdir -p "$bundle/numeric"
 for arch in sm_80 sm_90; do

@@ -225,7 +225,8 @@ bool low_store(Low *L, MlirOperation op) {
  * dim, a dim without thread bits, a tile smaller than the CTA's extent, a scalar): only one of them
  * may update memory, or the element is counted several times.  The owner is the thread whose lane
  * and warp bits that select no element are zero and whose unwrapped coordinate along every wrapped
- * dim is below the size.  Masked-off lanes (and the other copies) get 0 as the old value. */
+ * dim is below the size.  Masked-off lanes get 0 as the old value; where elements are replicated
+ * and the old values are used, the owners share theirs through shared memory (broadcast_old). */
 
 /* The owner predicate of `own` (null when every thread owns its elements alone); *replicated
  * tells whether some element has several holders. */
@@ -289,6 +290,41 @@ static bool atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out) {
   return true;
 }
 
+/* Row-major index of list position j of `own` in its tile (an i32 value). */
+static MlirValue linear_index(Low *L, const KilnGpuOwn *own, int64_t j) {
+  MlirValue idx = low_i32(L, 0);
+  int64_t stride = 1;
+  for (int d = own->rank - 1; d >= 0; d--) {
+    MlirValue c = low_coord(L, own, j, d);
+    idx = low_bin(L, "arith.addi", idx, stride == 1 ? c : low_bin(L, "arith.muli", c, low_i32(L, stride)));
+    stride *= own->shape[d];
+  }
+  return idx;
+}
+
+/* The old values of an atomic on a replicating layout: only the owner of each element ran the
+ * atomic (the other holders got 0), so the owners publish theirs in shared memory, at the
+ * element's row-major index, and every holder reads it back.  Masked-off elements publish 0. */
+static void broadcast_old(Low *L, const KilnGpuOwn *own, MlirValue owner, MlirType et, Vals *out) {
+  int64_t elems = 1;
+  for (int d = 0; d < own->rank; d++)
+    elems *= own->shape[d];
+  low_barrier(L); /* warps may still be reading the arena for an earlier op */
+  MlirValue base = low_smem(L, 0, elems * 4);
+  KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, owner, NULL, 0);
+  KilnIRBuilder saved = L->b;
+  kiln_ir_builder_set_end(&L->b, f.then_block);
+  for (int64_t j = 0; j < own->count; j++)
+    store_scalar(L, out->v[j], low_gep(L, base, linear_index(L, own, j), et), 4);
+  kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+  kiln_ir_builder_set_end(&L->b, f.else_block);
+  kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+  L->b = saved;
+  low_barrier(L);
+  for (int64_t j = 0; j < own->count; j++)
+    out->v[j] = load_scalar(L, low_gep(L, base, linear_index(L, own, j), et), et, 4);
+}
+
 bool low_atomic(Low *L, MlirOperation op) {
   MlirValue ptrs = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   Vals *P = low_get(L, ptrs), *V = low_get(L, mlirOperationGetOperand(op, 1));
@@ -309,11 +345,6 @@ bool low_atomic(Low *L, MlirOperation op) {
   KilnGpuOwn own = low_own_of(mlirValueGetType(ptrs));
   bool replicated;
   MlirValue owner = atomic_owner(L, &own, &replicated);
-  if (replicated && !mlirOpOperandIsNull(mlirValueGetFirstUse(res))) {
-    low_error(L, "GPU lowering: the old values of an atomic on a layout that replicates elements "
-                 "are not supported");
-    return false;
-  }
   MlirValue zero = mlirTypeIsAFloat(et) ? low_f32(L, 0.0) : low_i32(L, 0);
   MlirNamedAttribute a[2] = {
       kiln_ir_named(L->ctx, "bin_op", mlirIntegerAttrGet(L->i64, bin_op)),
@@ -338,6 +369,8 @@ bool low_atomic(Low *L, MlirOperation op) {
     L->b = saved;
     out->v[j] = kiln_ir_if_result(&f, 0);
   }
+  if (replicated && !mlirOpOperandIsNull(mlirValueGetFirstUse(res)))
+    broadcast_old(L, &own, owner, et, out);
   low_set(L, res, out);
   return true;
 }
