@@ -4,10 +4,19 @@
  * wakes, claims program indices from a shared atomic counter until the grid is exhausted, and the
  * last worker to finish wakes the launcher. Programs never run on the caller's thread, because its
  * stack may be small while kernels keep tiles on the stack: workers get KILN_RT_CPU_STACK_BYTES.
+ *
+ * Handing a launch over through condition variables costs two sleeps and wake-ups (~25 us), far
+ * more than a small kernel. So both sides first poll for a short while (yielding the core each
+ * time, which on a machine with fewer cores than threads lets the other side run): a worker
+ * polls the generation after each job, the launcher polls the count of active workers, and only
+ * then do they sleep on the condition variables. Back-to-back launches thus never sleep.
+ * Lost wake-ups are excluded the usual way: the generation changes, and the last worker signals,
+ * under the lock, and each side re-checks under the lock before it waits.
  */
 #include "device_impl.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +28,9 @@ struct KilnRtCpuPool {
   pthread_mutex_t run_lock; /* one launch at a time */
   pthread_mutex_t lock;     /* guards the fields below */
   pthread_cond_t work_cv, done_cv;
-  uint64_t generation;
-  bool stop;
-  int active; /* workers still on the current job */
+  _Atomic uint64_t generation; /* changed under `lock` */
+  _Atomic bool stop;           /* set under `lock` */
+  _Atomic int active;          /* workers still on the current job */
   /* the current job */
   KilnRtCpuKernel kernel;
   void **args;
@@ -54,26 +63,44 @@ static void run_programs(KilnRtCpuPool *pool) {
   }
 }
 
+/* Polls of the other side before sleeping: each yields the core once (a few microseconds on
+ * an idle machine, so a launch that follows within roughly 50-200 us is picked up awake). */
+#define POOL_POLLS 64
+
+/* The next generation after `seen`, polled and then waited for; `seen` itself once stopping. */
+static uint64_t wait_for_work(KilnRtCpuPool *pool, uint64_t seen) {
+  for (int i = 0; i < POOL_POLLS; i++) {
+    uint64_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+    if (g != seen || atomic_load(&pool->stop)) return g;
+    sched_yield();
+  }
+  pthread_mutex_lock(&pool->lock);
+  while (!atomic_load(&pool->stop) && atomic_load(&pool->generation) == seen)
+    pthread_cond_wait(&pool->work_cv, &pool->lock);
+  uint64_t g = atomic_load(&pool->generation);
+  pthread_mutex_unlock(&pool->lock);
+  return g;
+}
+
 static void *worker_main(void *arg) {
   KilnRtCpuPool *pool = arg;
   uint64_t seen = 0;
-  pthread_mutex_lock(&pool->lock);
   for (;;) {
-    while (!pool->stop && pool->generation == seen) pthread_cond_wait(&pool->work_cv, &pool->lock);
-    if (pool->stop) break;
-    seen = pool->generation;
-    pthread_mutex_unlock(&pool->lock);
+    seen = wait_for_work(pool, seen);
+    if (atomic_load(&pool->stop)) break;
     run_programs(pool);
-    pthread_mutex_lock(&pool->lock);
-    if (--pool->active == 0) pthread_cond_signal(&pool->done_cv);
+    if (atomic_fetch_sub(&pool->active, 1) == 1) {
+      pthread_mutex_lock(&pool->lock);
+      pthread_cond_signal(&pool->done_cv);
+      pthread_mutex_unlock(&pool->lock);
+    }
   }
-  pthread_mutex_unlock(&pool->lock);
   return NULL;
 }
 
 static void stop_workers(KilnRtCpuPool *pool, int started) {
   pthread_mutex_lock(&pool->lock);
-  pool->stop = true;
+  atomic_store(&pool->stop, true);
   pthread_cond_broadcast(&pool->work_cv);
   pthread_mutex_unlock(&pool->lock);
   for (int i = 0; i < started; i++) pthread_join(pool->threads[i], NULL);
@@ -101,6 +128,9 @@ KilnRtStatus kiln_rt_cpu_pool_create(int num_threads, KilnRtCpuPool **out) {
   pthread_cond_init(&pool->work_cv, NULL);
   pthread_cond_init(&pool->done_cv, NULL);
   atomic_init(&pool->next, 0);
+  atomic_init(&pool->generation, 0);
+  atomic_init(&pool->stop, false);
+  atomic_init(&pool->active, 0);
 
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -138,10 +168,13 @@ void kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **ar
   memcpy(pool->grid, grid, sizeof pool->grid);
   pool->total = (uint64_t)grid[0] * grid[1] * grid[2];
   atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
-  pool->active = pool->num_threads;
-  pool->generation++;
+  atomic_store(&pool->active, pool->num_threads);
+  atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
   pthread_cond_broadcast(&pool->work_cv);
-  while (pool->active > 0) pthread_cond_wait(&pool->done_cv, &pool->lock);
+  pthread_mutex_unlock(&pool->lock);
+  for (int i = 0; i < POOL_POLLS && atomic_load(&pool->active) > 0; i++) sched_yield();
+  pthread_mutex_lock(&pool->lock);
+  while (atomic_load(&pool->active) > 0) pthread_cond_wait(&pool->done_cv, &pool->lock);
   pthread_mutex_unlock(&pool->lock);
   pthread_mutex_unlock(&pool->run_lock);
 }
