@@ -38,7 +38,8 @@ static void first_line(const char *log_path, char *buf, size_t cap) {
 }
 
 static void build_one(const char *path, const char *src, size_t srclen, const char *kernel,
-                      const TuneTarget *tg, TuneCand *cand, const char *tmpdir, BuildSlot *slot) {
+                      const TuneSig *sig, const TuneTarget *tg, TuneCand *cand, const char *tmpdir,
+                      BuildSlot *slot) {
   char log_path[600];
   snprintf(log_path, sizeof log_path, "%s/v%d.log", tmpdir, cand->order);
   snprintf(cand->obj_path, sizeof cand->obj_path, "%s/v%d.o", tmpdir, cand->order);
@@ -47,10 +48,14 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
   int nd = 0;
   for (int i = 0; i < cand->cfg.nbindings && i < 32; i++)
     defs[nd++] = (KilnDefine){cand->cfg.bindings[i].name, cand->cfg.bindings[i].value};
+  KilnDefine spec[TUNE_MAX_PARAMS], mult[TUNE_MAX_PARAMS];
+  size_t nspec = 0, nmult = 0;
+  if (sig) tune_sig_defines(sig, spec, &nspec, mult, &nmult);
   KilnCompileOptions o = {.path = path, .source = src, .source_len = srclen, .kernel = kernel,
-                          .defines = defs, .num_defines = (size_t)nd, .target = tg->target,
-                          .num_warps = cand->cfg.num_warps, .num_stages = cand->cfg.num_stages,
-                          .diag = diag ? diag : stderr};
+                          .defines = defs, .num_defines = (size_t)nd, .specialize = spec,
+                          .num_specialize = nspec, .multiple_of = mult, .num_multiple_of = nmult,
+                          .target = tg->target, .num_warps = cand->cfg.num_warps,
+                          .num_stages = cand->cfg.num_stages, .diag = diag ? diag : stderr};
   KilnBuffer obj = {0};
   double t0 = tune_now();
   bool gpu = tg->target == KILN_TARGET_SM80 || tg->target == KILN_TARGET_SM90;
@@ -70,7 +75,7 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
 }
 
 static void worker(const char *path, const char *src, size_t srclen, const char *kernel,
-                   const TuneTarget *tg, TuneCand *c, const int *idx, int nidx,
+                   const TuneSig *sig, const TuneTarget *tg, TuneCand *c, const int *idx, int nidx,
                    const char *tmpdir, const TuneRunOpts *o, BuildShared *sh) {
   for (;;) {
     int k = atomic_fetch_add(&sh->next, 1);
@@ -80,13 +85,13 @@ static void worker(const char *path, const char *src, size_t srclen, const char 
       sh->slots[k].done = 2;
       continue;
     }
-    build_one(path, src, srclen, kernel, tg, &c[idx[k]], tmpdir, &sh->slots[k]);
+    build_one(path, src, srclen, kernel, sig, tg, &c[idx[k]], tmpdir, &sh->slots[k]);
   }
 }
 
 void tune_build(const char *path, const char *src, size_t srclen, const char *kernel,
-                const TuneTarget *tg, TuneCand *c, const int *idx, int nidx, const char *tmpdir,
-                const TuneRunOpts *o) {
+                const TuneSig *sig, const TuneTarget *tg, TuneCand *c, const int *idx, int nidx,
+                const char *tmpdir, const TuneRunOpts *o) {
   if (nidx <= 0) return;
   size_t size = sizeof(BuildShared) + (size_t)nidx * sizeof(BuildSlot);
   BuildShared *sh = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -105,12 +110,12 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
   for (int w = 0; w < nworkers && w < 256; w++) {
     pid_t pid = fork();
     if (pid == 0) {
-      worker(path, src, srclen, kernel, tg, c, idx, nidx, tmpdir, o, sh);
+      worker(path, src, srclen, kernel, sig, tg, c, idx, nidx, tmpdir, o, sh);
       _exit(0);
     }
     if (pid > 0) pids[started++] = pid;
   }
-  if (started == 0) worker(path, src, srclen, kernel, tg, c, idx, nidx, tmpdir, o, sh);
+  if (started == 0) worker(path, src, srclen, kernel, sig, tg, c, idx, nidx, tmpdir, o, sh);
   int died = 0;
   for (int w = 0; w < started; w++) {
     int status = 0;

@@ -12,7 +12,7 @@
  *   kiln-tune-bundle 1
  *   target TARGET                                  cpu | emu | sm_80 | sm_90
  *   kernel NAME
- *   hash HEX / key KEY ("-" for none) / seed N
+ *   hash HEX / key KEY ("-" for none) / seed N     KEY: the record key (buckets|signature)
  *   param NAME ptr KIND ELEMS FILL A B HAS_RANGE   FILL: rand | const | iota
  *   param NAME val KIND IVAL FVAL
  *   cand ORDER MODES WARPS G0 G1 G2 RESOURCES CONFIG FILE     MODES: d, m or dm
@@ -113,11 +113,12 @@ int tune_bundle_kernel(TuneBundle *b, TuneJob *j) {
   if (n < 0) return 2;
   int *idx = malloc((size_t)(n + 1) * sizeof *idx);
   for (int i = 0; idx && i < n; i++) idx[i] = i;
-  if (idx) tune_build(j->path, j->src, j->srclen, name, j->tg, c, idx, n, kdir, j->run);
+  if (idx) tune_build(j->path, j->src, j->srclen, name, &j->p->sig, j->tg, c, idx, n, kdir, j->run);
   char hash[20];
   tune_kernel_hash(j->src, j->srclen, j->t->kernel, hash);
   FILE *f = b->mf;
-  fprintf(f, "kernel %s\nhash %s\nkey %s\nseed %llu\n", name, hash, j->p->key[0] ? j->p->key : "-",
+  fprintf(f, "kernel %s\nhash %s\nkey %s\nseed %llu\n", name, hash,
+          j->p->record_key[0] ? j->p->record_key : "-",
           (unsigned long long)j->p->h->seed);
   write_params(f, j->p);
   int built = 0;

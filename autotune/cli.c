@@ -40,18 +40,24 @@ const char *const kiln_tune_usage =
     "                           (--device cpu|emu|cuda; cuda: --arch sm_80 or sm_90, default sm_90)\n"
     "  --lib-name NAME          name (and prefix) of the generated library (default kernels)\n"
     "  --arch LIST              cuda libraries: cubins for these archs (default sm_80,sm_90)\n"
-    "  --no-cubin               cuda libraries: PTX only (no ptxas needed; JIT at load time)\n";
+    "  --no-cubin               cuda libraries: PTX only (no ptxas needed; JIT at load time)\n"
+    "  --no-specialize          compile the variants without the promises of the --args values\n"
+    "                           (by default integer arguments equal to 1 are specialized and\n"
+    "                           those divisible by 16 promised to be, as Triton does)\n";
 
 const char *const kiln_lib_usage =
     "usage: kiln lib FILE... -o DIR [--cache PATH] [--device cpu|emu|cuda] [--lib-name NAME]\n"
     "                [--args SPEC] [--arch LIST] [--no-cubin] [--tuned-on TEXT] [--require-tuned]\n"
+    "                [--no-specialize]\n"
     "\n"
     "Generates DIR/NAME.h and DIR/NAME.c from the winners recorded in the cache for each\n"
     "kernel (one per key bucket); no timing (docs/library.md). A kernel with no timing for\n"
     "the device gets its default config (a warning; an error with --require-tuned).\n"
     "--device cuda needs no GPU: it takes the timings of the GPU recorded in the cache\n"
     "(--tuned-on TEXT picks one when there are several) and embeds a cubin per --arch\n"
-    "(default sm_80,sm_90) plus PTX.\n";
+    "(default sm_80,sm_90) plus PTX. Winners tuned with a specialization signature run only\n"
+    "on calls that keep its promises; the others get a generic variant (the default config\n"
+    "when the cache has no generic timing). --no-specialize leaves specialized records out.\n";
 
 typedef struct Opts {
   const char *files[64];
@@ -59,7 +65,7 @@ typedef struct Opts {
   const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on, *bundle_dir;
   const char *args[16];
   int nargs;
-  bool max_mode, json, is_lib, require_tuned;
+  bool max_mode, json, is_lib, require_tuned, no_specialize;
   LibGpuArchs gpu; /* --arch / --no-cubin */
   int jobs, reps;
   double budget, timeout;
@@ -124,6 +130,7 @@ static int parse_opts(int argc, char **argv, Opts *o) {
       if (parse_archs(s, &o->gpu)) return usage(o, "--arch expects sm_80 and/or sm_90 (comma-separated), got '%s'", s);
     } else if (!strcmp(a, "--no-cubin")) o->gpu.ptx_only = true;
     else if (!strcmp(a, "--require-tuned")) o->require_tuned = true;
+    else if (!strcmp(a, "--no-specialize")) o->no_specialize = true;
     else if ((s = opt_value(argc, argv, &i, "--args"))) {
       if (o->nargs == 16) return usage(o, "%s", "too many --args");
       o->args[o->nargs++] = s;
@@ -231,7 +238,10 @@ static bool parse_config(const KilnTune *t, const char *s, KilnTuneConfig *cfg) 
   return true;
 }
 
-static void parse_key(const LibKernel *lk, const char *key, int64_t *vals) {
+/* The buckets of a record key ("M=1024,N=1024|sak=1": the part before the signature). */
+static void parse_key(const LibKernel *lk, const char *record_key, int64_t *vals) {
+  char key[256];
+  snprintf(key, sizeof key, "%.*s", (int)strcspn(record_key, "|"), record_key);
   for (int k = 0; k < lk->nkeys; k++) {
     const char *p = strstr(key, lk->keys[k]);
     size_t n = strlen(lk->keys[k]);
@@ -276,6 +286,13 @@ static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const KilnCache *
         x->resources *= (double)x->cfg.bindings[b].value;
     n++;
   }
+  TuneSig sig;
+  const char *key = cache->records[rec[0]].key;
+  if (!tune_sig_parse(tune_sig_of_key(key), lk->params, lk->nparams, &sig)) {
+    fprintf(stderr, "kiln lib: warning: ignoring the records of '%s' for key '%s': a signature "
+                    "that names no integer parameter\n", lk->name, key);
+    n = 0;
+  }
   int w = tune_pick_winner(c, n), rc = 0;
   LibVariant *nv = w >= 0 ? realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv) : NULL;
   if (w >= 0 && !nv) rc = -1;
@@ -283,7 +300,8 @@ static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const KilnCache *
     lk->variants = nv;
     LibVariant *v = &nv[lk->nvariants++];
     memset(v, 0, sizeof *v);
-    parse_key(lk, cache->records[rec[0]].key, v->keyvals);
+    parse_key(lk, key, v->keyvals);
+    v->sig = sig;
     v->cfg = c[w].cfg;
     v->median_ms = c[w].median_ms;
     v->spread_ms = c[w].p75_ms - c[w].p25_ms;
@@ -292,9 +310,10 @@ static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const KilnCache *
   return rc;
 }
 
-/* One variant per key bucket recorded for this kernel text on this device and compiler. */
+/* One variant per record key (key buckets and signature) recorded for this kernel text on this
+ * device and compiler; without_sig leaves specialized records out. */
 static int winners_from_cache(LibKernel *lk, const KilnTune *t, const char *hash,
-                              const KilnCache *cache, const char *device) {
+                              const KilnCache *cache, const char *device, bool without_sig) {
   size_t *rec = malloc((cache->count ? cache->count : 1) * sizeof *rec);
   bool *done = calloc(cache->count ? cache->count : 1, sizeof *done);
   int rc = rec && done ? 0 : -1;
@@ -302,7 +321,7 @@ static int winners_from_cache(LibKernel *lk, const KilnTune *t, const char *hash
     const KilnCacheRecord *r = &cache->records[i];
     if (done[i] || r->status != KILN_CACHE_OK || strcmp(r->kernel, lk->name) ||
         strcmp(r->source_hash, hash) || strcmp(r->device, device) ||
-        strcmp(r->kiln_version, KILN_VERSION_STRING))
+        strcmp(r->kiln_version, KILN_VERSION_STRING) || (without_sig && *tune_sig_of_key(r->key)))
       continue;
     int nrec = 0;
     for (size_t j = i; j < cache->count; j++) {
@@ -396,6 +415,9 @@ static int tune_file(Run *R, int fi) {
       fprintf(stderr, "kiln tune: error: %s: %s\n", t->kernel_name, err);
       return 1;
     }
+    /* a library's --args give its default grid rule and key only: its variants' promises come
+     * from the records, and its fallback is generic */
+    if (!R->o.is_lib && !R->o.no_specialize) tune_problem_specialize(p);
     TuneKernelReport *kr = realloc(R->rep.kernels, (size_t)(R->rep.nkernels + 1) * sizeof *kr);
     if (!kr) return 2;
     R->rep.kernels = kr;
@@ -441,8 +463,10 @@ static int recorded_gpu(const Run *R, const LibKernel *lk, const char *hash, con
   return dev[0] ? 0 : 1;
 }
 
-/* A kernel the cache has no timing of: the config `--mode default` would time first (its first
- * preset that survives pruning, else the first kept config), for the key of its --args. */
+/* A kernel the cache has no generic timing of: the config `--mode default` would time first (its
+ * first preset that survives pruning, else the first kept config), for the key of its --args,
+ * compiled without promises. With specialized winners it is the fallback of the calls that
+ * break their promises; the library chooses it only when no tuned variant fits a call. */
 static int add_default_variant(Run *R, LibKernel *lk, const SourceFile *f, const KilnTune *t,
                                const TuneProblem *p) {
   TuneCand c;
@@ -471,13 +495,26 @@ static int add_default_variant(Run *R, LibKernel *lk, const SourceFile *f, const
   memset(v, 0, sizeof *v);
   parse_key(lk, p->key, v->keyvals);
   v->cfg = c.cfg;
-  fprintf(stderr, "kiln %s: warning: no timing of '%s' for this device in the cache; the library "
-                  "uses its default config %s (untuned)\n", R->o.is_lib ? "lib" : "tune", lk->name,
-          c.config);
+  v->untuned = true;
+  if (lk->nvariants > 1)
+    fprintf(stderr, "kiln %s: note: '%s' has only specialized timings; calls that break their "
+                    "promises use its default config %s, unspecialized (untuned)\n",
+            R->o.is_lib ? "lib" : "tune", lk->name, c.config);
+  else
+    fprintf(stderr, "kiln %s: warning: no timing of '%s' for this device in the cache; the library "
+                    "uses its default config %s (untuned)\n", R->o.is_lib ? "lib" : "tune",
+            lk->name, c.config);
   return 0;
 }
 
-/* The variants of one kernel: the cache's winners, else its default config. */
+static bool has_generic(const LibKernel *lk) {
+  for (int v = 0; v < lk->nvariants; v++)
+    if (lk->variants[v].sig.n == 0) return true;
+  return false;
+}
+
+/* The variants of one kernel: the cache's winners, plus its default config when none of them
+ * is generic (so that every call has a variant whose promises it keeps). */
 static int lib_variants(Run *R, int fi, const KilnTune *t, int ki, const KilnCache *all) {
   LibKernel *lk = &R->libk[ki];
   const char *hash = R->rep.kernels[ki].source_hash;
@@ -488,9 +525,9 @@ static int lib_variants(Run *R, int fi, const KilnTune *t, int ki, const KilnCac
     if (found < 0) return 1;
     if (found == 0) fprintf(stderr, "kiln lib: note: '%s' as tuned on %s\n", lk->name, dev);
   }
-  if (dev[0] && winners_from_cache(lk, t, hash, all, dev)) return 2;
-  if (lk->nvariants > 0) return 0;
-  if (R->o.require_tuned) {
+  if (dev[0] && winners_from_cache(lk, t, hash, all, dev, R->o.no_specialize)) return 2;
+  if (has_generic(lk)) return 0;
+  if (lk->nvariants == 0 && R->o.require_tuned) {
     fprintf(stderr, "kiln %s: error: no correct timing of '%s' for this device in the cache\n",
             R->o.is_lib ? "lib" : "tune", lk->name);
     return 1;

@@ -294,6 +294,8 @@ int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
       return -1;
     }
   }
-  return t ? init_key(p, t, err, cap) : 0;
+  if (t && init_key(p, t, err, cap)) return -1;
+  memcpy(p->record_key, p->key, sizeof p->record_key); /* generic until specialized (sig.c) */
+  return 0;
 }
 

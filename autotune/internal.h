@@ -7,6 +7,8 @@
  *   build.c    fork()ed workers compile the variants that need timing into a temp dir
  *   run.c      one fork()ed child per timing (time limit, crash/hang/mismatch detection),
  *              successive halving, interleaved finals
+ *   sig.c      the specialization signature of the call (integer arguments equal to 1 or
+ *              divisible by 16), compiled into every variant and recorded in the cache key
  *   cache.c    the JSON cache; report.c the table, JSON and SVG; libgen.c the C library
  */
 #ifndef KILN_AUTOTUNE_INTERNAL_H
@@ -50,6 +52,21 @@ typedef struct TuneParam {
   KilnScalarKind scalar; /* value type, or pointee */
 } TuneParam;
 
+/* One promise of a specialization signature: parameter `param` equals 1, or (multiple) is
+ * divisible by 16. */
+typedef struct TuneSigEntry {
+  int param;      /* index among the non-const parameters */
+  bool multiple;
+  char name[64];
+} TuneSigEntry;
+
+/* The promises a variant is compiled with (sig.c). n == 0: a generic variant. */
+typedef struct TuneSig {
+  TuneSigEntry e[TUNE_MAX_PARAMS];
+  int n;
+  char text[192]; /* "sak=1,sbn=1,M%16", in parameter order; "" for none */
+} TuneSig;
+
 /* A harness resolved against a kernel: the argument values every child uses. */
 typedef struct TuneProblem {
   TuneParam params[TUNE_MAX_PARAMS]; /* non-const params, in order */
@@ -60,6 +77,8 @@ typedef struct TuneProblem {
   size_t bytes[TUNE_MAX_PARAMS]; /* buffer bytes (0 for scalars) */
   void *init[TUNE_MAX_PARAMS];   /* seeded initial contents (owned) */
   char key[256];                 /* "n=1048576" */
+  TuneSig sig;                   /* promises the variants are compiled with (none by default) */
+  char record_key[256];          /* key of the cache records: key, then "|" and sig.text if any */
   const TuneHarness *h;
 } TuneProblem;
 
@@ -81,6 +100,28 @@ void tune_problem_fill(TuneProblem *p, int i, const TuneArgSpec *a, uint64_t see
 int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int64_t *vals);
 float tune_half_to_float(uint16_t h);
 float tune_bf16_to_float(uint16_t h);
+
+/* ---------------------------------------------------------------- sig.c */
+
+/* The signature of a call with integer arguments ival (Triton's rule: an integer parameter
+ * equal to 1 is specialized to 1, one divisible by 16 promised to be). Promises whose text would
+ * not fit in `room` characters are left out (fewer promises are always correct). */
+void tune_sig_compute(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                      TuneSig *s);
+/* Reads a signature's text back against the kernel's parameters. false (s empty) when an item
+ * is malformed or names no integer parameter: a record that cannot be checked is not used. */
+bool tune_sig_parse(const char *text, const TuneParam *params, int nparams, TuneSig *s);
+/* Whether a call with these argument values keeps every promise of s (the generated library
+ * makes the same check in C). */
+bool tune_sig_holds(const TuneSig *s, const int64_t *ival);
+/* The driver's option lists for s (arrays of TUNE_MAX_PARAMS; names point into s). */
+void tune_sig_defines(const TuneSig *s, KilnDefine *spec, size_t *nspec, KilnDefine *mult,
+                      size_t *nmult);
+/* The signature part of a record key ("" for a generic record). */
+const char *tune_sig_of_key(const char *key);
+/* Computes p->sig from p's argument values and sets p->record_key. Without it a problem is
+ * generic (record_key == key). */
+void tune_problem_specialize(TuneProblem *p);
 
 /* ---------------------------------------------------------------- space.c */
 
@@ -154,11 +195,11 @@ typedef struct TuneRunOpts {
 double tune_now(void);
 /* Probes the device in a child; fills t->device_id and limits. 0 or -1 with err. */
 int tune_target_probe(TuneTarget *t, char *err, size_t cap);
-/* Compiles the PENDING candidates listed in idx into tmpdir with fork()ed workers. Those that
- * fail become ST_FAILED with the reason. */
+/* Compiles the PENDING candidates listed in idx into tmpdir with fork()ed workers, each with
+ * the promises of sig (NULL: none). Those that fail become ST_FAILED with the reason. */
 void tune_build(const char *path, const char *src, size_t srclen, const char *kernel,
-                const TuneTarget *tg, TuneCand *c, const int *idx, int nidx, const char *tmpdir,
-                const TuneRunOpts *o);
+                const TuneSig *sig, const TuneTarget *tg, TuneCand *c, const int *idx, int nidx,
+                const char *tmpdir, const TuneRunOpts *o);
 /* Times the PENDING built candidates idx (ref: a candidate used only as the correctness
  * reference, or -1). Returns the number of timing children run. */
 int tune_run(const TuneTarget *tg, const char *kernel, const TuneProblem *p, TuneCand *c,
@@ -174,6 +215,7 @@ typedef struct TuneKernelReport {
   char file[512];
   char source_hash[20];
   char key[256];
+  char signature[192]; /* the promises every candidate was compiled with ("" for none) */
   size_t space_size;
   TuneCand *space;  /* the whole space (pruned ones with reasons) */
   int nspace;
@@ -247,6 +289,8 @@ typedef struct LibVariant {
   KilnTuneConfig cfg;
   int64_t keyvals[TUNE_MAX_KEYS]; /* buckets */
   double median_ms, spread_ms;    /* of the record it came from */
+  TuneSig sig;                    /* its promises: calls that break one never run it */
+  bool untuned;                   /* a default config: chosen only when no tuned variant fits */
 } LibVariant;
 
 typedef struct LibKernel {

@@ -7,7 +7,13 @@
  * (a cubin of its arch, else PTX for the driver's JIT), so one library serves sm_80 and sm_90.
  * Dispatch picks the variant whose key buckets are nearest in log2 distance (sum over keys),
  * the first one on ties, so a size that was never tuned runs the variant tuned for the closest
- * size. */
+ * size. Only variants whose specialization signature the call keeps are considered (sig.c):
+ * each carries two masks of parameters (must equal 1, must be divisible by 16) and the call
+ * computes the same two masks of its arguments, so the check is a few integer operations. A
+ * variant compiled for "sak = 1" would compute garbage with sak = 64, so correctness rests on
+ * this check; every library has a generic variant (no promises) that any call keeps. Variants
+ * with more promises come first (they win ties), and an untuned default only runs when no
+ * tuned variant fits. */
 #include "internal.h"
 
 #include <kiln/kilnrt.h>
@@ -41,6 +47,20 @@ static void params_decl(FILE *f, const LibKernel *k) {
   for (int i = 0; i < k->nparams; i++) fprintf(f, ", %s%s", c_type(&k->params[i]), k->params[i].name);
 }
 
+/* The integer scalars: what dispatch looks at (the keys and the signatures' parameters). */
+static bool is_dispatch_param(const TuneParam *q) {
+  return !q->is_ptr && !tune_scalar_is_float(q->scalar);
+}
+
+/* "int64_t M, int64_t N" (decl) or "M, N" over the dispatch parameters; "void" when none. */
+static void dispatch_params(FILE *f, const LibKernel *k, bool decl) {
+  int n = 0;
+  for (int i = 0; i < k->nparams; i++)
+    if (is_dispatch_param(&k->params[i]))
+      fprintf(f, "%s%s%s", n++ ? ", " : "", decl ? "int64_t " : "", k->params[i].name);
+  if (n == 0 && decl) fputs("void", f);
+}
+
 /* ---------------------------------------------------------------- header */
 
 static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
@@ -48,21 +68,24 @@ static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
   fprintf(f, "\n/* kernel %s (%s) */\n", k->name, base ? base + 1 : k->path);
   fprintf(f, "typedef struct %s_%s_config {\n", L, k->name);
   for (int i = 0; i < k->nconsts; i++) fprintf(f, "  int64_t %s;\n", k->consts[i]);
-  fprintf(f, "  int num_warps, num_stages;\n} %s_%s_config;\n", L, k->name);
+  fprintf(f, "  int num_warps, num_stages;\n"
+             "  const char *signature; /* the variant's promises, e.g. \"sak=1,K%%16\" (\"\": none) */\n"
+             "} %s_%s_config;\n", L, k->name);
   fprintf(f, "/* Computes the grid for the config the library picked. */\n");
   fprintf(f, "typedef void (*%s_%s_grid_fn)(const %s_%s_config *cfg, void *user, uint32_t grid[3]);\n",
           L, k->name, L, k->name);
-  fprintf(f, "/* Launches %s with the variant tuned for the nearest key bucket. grid NULL: the rule\n"
-             " * it was tuned with (", k->name);
+  fprintf(f, "/* Launches %s with the variant tuned for the nearest key bucket among those whose\n"
+             " * promises (integer arguments equal to 1 / divisible by 16) the call keeps; a generic\n"
+             " * variant serves the others. grid NULL: the rule it was tuned with (", k->name);
   for (int a = 0; a < k->h.ngrid; a++) fprintf(f, "%s%s", a ? ", " : "", k->h.grid[a]);
   fprintf(f, "). Loads the variant's module on first use. */\n");
   fprintf(f, "KilnRtStatus %s_%s(%s *lib", L, k->name, L);
   params_decl(f, k);
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream);\n", L, k->name);
-  fprintf(f, "/* The config a launch with these key values uses. */\n");
+  fprintf(f, "/* The config a launch with these integer arguments uses. */\n");
   fprintf(f, "%s_%s_config %s_%s_pick(", L, k->name, L, k->name);
-  for (int j = 0; j < k->nkeys; j++) fprintf(f, "%sint64_t %s", j ? ", " : "", k->keys[j]);
-  fprintf(f, "%s);\n", k->nkeys ? "" : "void");
+  dispatch_params(f, k, true);
+  fprintf(f, ");\n");
 }
 
 static void write_header(FILE *f, const char *L, const LibKernel *ks, int nk) {
@@ -181,42 +204,77 @@ static void source_images(FILE *f, const char *L, const char *const *kern, int n
           L, L, L, L, L, L);
 }
 
+/* Bit i set for each parameter i the signature requires to be 1 (multiple false) or a multiple
+ * of 16 (multiple true). */
+static unsigned long long sig_mask(const TuneSig *s, bool multiple) {
+  unsigned long long m = 0;
+  for (int e = 0; e < s->n; e++)
+    if (s->e[e].multiple == multiple) m |= 1ULL << s->e[e].param;
+  return m;
+}
+
 static void source_table(FILE *f, const char *L, const LibKernel *k, const int *module_of) {
   fprintf(f, "\n/* ---- %s */\nstatic const struct {\n  int64_t keys[%d];\n  int module;\n"
-             "  %s_%s_config cfg;\n} %s_%s_table[%d] = {\n", k->name, k->nkeys ? k->nkeys : 1, L,
-          k->name, L, k->name, k->nvariants);
+             "  uint64_t one, d16; /* parameters promised to be 1 / multiples of 16 (bit i: param i) */\n"
+             "  int untuned;\n  %s_%s_config cfg;\n} %s_%s_table[%d] = {\n",
+          k->name, k->nkeys ? k->nkeys : 1, L, k->name, L, k->name, k->nvariants);
   for (int v = 0; v < k->nvariants; v++) {
     const LibVariant *var = &k->variants[v];
     fprintf(f, "  {{");
     for (int j = 0; j < (k->nkeys ? k->nkeys : 1); j++)
       fprintf(f, "%s%lldLL", j ? ", " : "", (long long)(k->nkeys ? var->keyvals[j] : 0));
-    fprintf(f, "}, %d, {", module_of[v]);
+    fprintf(f, "}, %d, 0x%llxULL, 0x%llxULL, %d, {", module_of[v], sig_mask(&var->sig, false),
+            sig_mask(&var->sig, true), var->untuned);
     for (int c = 0; c < k->nconsts; c++) {
       long long val = 0;
       for (int b = 0; b < var->cfg.nbindings; b++)
         if (!strcmp(var->cfg.bindings[b].name, k->consts[c])) val = var->cfg.bindings[b].value;
       fprintf(f, "%lldLL, ", val);
     }
-    fprintf(f, "%d, %d}}, /* median %.4f ms */\n", var->cfg.num_warps, var->cfg.num_stages,
-            var->median_ms);
+    fprintf(f, "%d, %d, \"%s\"}}, /* %s median %.4f ms */\n", var->cfg.num_warps,
+            var->cfg.num_stages, var->sig.text, var->untuned ? "untuned" : "tuned", var->median_ms);
   }
   fprintf(f, "};\n\n");
 }
 
-static void source_choose(FILE *f, const char *L, const LibKernel *k) {
+/* "(uint64_t)(x == 1) << 3 | ..." over the parameters some variant promises something of. */
+static void call_mask(FILE *f, const LibKernel *k, bool multiple) {
+  unsigned long long any = 0;
+  for (int v = 0; v < k->nvariants; v++) any |= sig_mask(&k->variants[v].sig, multiple);
+  int n = 0;
+  for (int i = 0; i < k->nparams; i++)
+    if (any >> i & 1)
+      fprintf(f, "%s(uint64_t)(%s %s) << %d", n++ ? " |\n      " : "", k->params[i].name,
+              multiple ? "% 16 == 0" : "== 1", i);
+  if (n == 0) fputs("0", f);
+}
+
+static void source_choose(FILE *f, const char *L, const LibKernel *k, int generic) {
   fprintf(f, "static int %s_%s_choose(", L, k->name);
-  for (int j = 0; j < k->nkeys; j++) fprintf(f, "%sint64_t %s", j ? ", " : "", k->keys[j]);
-  fprintf(f, "%s) {\n  int best = 0;\n  long long best_d = -1;\n", k->nkeys ? "" : "void");
-  fprintf(f, "  for (int v = 0; v < %d; v++) {\n    long long d = 0, t;\n", k->nvariants);
+  dispatch_params(f, k, true);
+  fprintf(f, ") {\n");
+  for (int i = 0; i < k->nparams; i++)
+    if (is_dispatch_param(&k->params[i])) fprintf(f, "  (void)%s;\n", k->params[i].name);
+  fprintf(f, "  /* the promises this call keeps */\n  const uint64_t one = ");
+  call_mask(f, k, false);
+  fprintf(f, ";\n  const uint64_t d16 = ");
+  call_mask(f, k, true);
+  fprintf(f, ";\n  int best = %d; /* generic: every call keeps its (no) promises */\n"
+             "  long long best_d = -1;\n", generic);
+  fprintf(f, "  for (int v = 0; v < %d; v++) {\n", k->nvariants);
+  fprintf(f, "    if ((%s_%s_table[v].one & ~one) | (%s_%s_table[v].d16 & ~d16))\n"
+             "      continue; /* compiled for arguments this call does not have */\n",
+          L, k->name, L, k->name);
+  fprintf(f, "    long long d = %s_%s_table[v].untuned ? 1LL << 40 : 0, t = 0;\n", L, k->name);
   for (int j = 0; j < k->nkeys; j++)
     fprintf(f, "    t = %s_kiln_lbucket(%s) - %s_kiln_lbucket(%s_%s_table[v].keys[%d]);\n"
                "    d += t < 0 ? -t : t;\n", L, k->keys[j], L, L, k->name, j);
-  fprintf(f, "    if (best_d < 0 || d < best_d) {\n      best = v;\n      best_d = d;\n    }\n  }\n"
-             "  return best;\n}\n\n");
+  fprintf(f, "    (void)t;\n    if (best_d < 0 || d < best_d) {\n      best = v;\n      best_d = d;\n"
+             "    }\n  }\n  return best;\n}\n\n");
   fprintf(f, "%s_%s_config %s_%s_pick(", L, k->name, L, k->name);
-  for (int j = 0; j < k->nkeys; j++) fprintf(f, "%sint64_t %s", j ? ", " : "", k->keys[j]);
-  fprintf(f, "%s) {\n  return %s_%s_table[%s_%s_choose(", k->nkeys ? "" : "void", L, k->name, L, k->name);
-  for (int j = 0; j < k->nkeys; j++) fprintf(f, "%s%s", j ? ", " : "", k->keys[j]);
+  dispatch_params(f, k, true);
+  fprintf(f, ") {\n  return %s_%s_table[%s_%s_choose(", L, k->name, L, k->name);
+  dispatch_params(f, k, false);
   fprintf(f, ")].cfg;\n}\n\n");
 }
 
@@ -226,7 +284,7 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k) {
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream) {\n", L, k->name);
   fprintf(f, "  if (!lib) return KILN_RT_ERROR_INVALID_ARGUMENT;\n");
   fprintf(f, "  int v = %s_%s_choose(", L, k->name);
-  for (int j = 0; j < k->nkeys; j++) fprintf(f, "%s%s", j ? ", " : "", k->keys[j]);
+  dispatch_params(f, k, false);
   fprintf(f, ");\n  const %s_%s_config *cfg = &%s_%s_table[v].cfg;\n", L, k->name, L, k->name);
   fprintf(f, "  uint32_t g[3] = {1, 1, 1};\n  if (grid) {\n    grid(cfg, grid_user, g);\n  } else {\n");
   for (int a = 0; a < k->h.ngrid; a++) {
@@ -243,6 +301,20 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k) {
              "  return kiln_rt_launch(fn, &lc, args, stream);\n}\n");
 }
 
+/* Variants with more promises first (stable): on equal distance the call that keeps them runs
+ * the specialized code. Returns the index of the first generic variant, -1 if there is none. */
+static int order_variants(LibKernel *k) {
+  for (int i = 1; i < k->nvariants; i++)
+    for (int j = i; j > 0 && k->variants[j].sig.n > k->variants[j - 1].sig.n; j--) {
+      LibVariant t = k->variants[j];
+      k->variants[j] = k->variants[j - 1];
+      k->variants[j - 1] = t;
+    }
+  for (int v = 0; v < k->nvariants; v++)
+    if (k->variants[v].sig.n == 0) return v;
+  return -1;
+}
+
 /* ---------------------------------------------------------------- images and files */
 
 static int compile_variant(const LibKernel *k, const LibVariant *v, KilnTarget target,
@@ -251,10 +323,15 @@ static int compile_variant(const LibKernel *k, const LibVariant *v, KilnTarget t
   int nd = 0;
   for (int i = 0; i < v->cfg.nbindings && i < 32; i++)
     defs[nd++] = (KilnDefine){v->cfg.bindings[i].name, v->cfg.bindings[i].value};
+  KilnDefine spec[TUNE_MAX_PARAMS], mult[TUNE_MAX_PARAMS];
+  size_t nspec = 0, nmult = 0;
+  tune_sig_defines(&v->sig, spec, &nspec, mult, &nmult);
   KilnCompileOptions o = {.path = k->path, .source = k->src, .source_len = k->srclen,
                           .kernel = k->name, .defines = defs, .num_defines = (size_t)nd,
-                          .target = target, .num_warps = v->cfg.num_warps,
-                          .num_stages = v->cfg.num_stages, .diag = err};
+                          .specialize = spec, .num_specialize = nspec, .multiple_of = mult,
+                          .num_multiple_of = nmult, .target = target,
+                          .num_warps = v->cfg.num_warps, .num_stages = v->cfg.num_stages,
+                          .diag = err};
   return (int)kiln_driver_compile(&o, emit, out);
 }
 
@@ -342,13 +419,20 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const Li
   int rc = h && c && B.img ? 0 : 2, nmod = 0;
   const char **kern = NULL;
   int **module_of = calloc((size_t)(nk ? nk : 1), sizeof *module_of);
-  if (!module_of) rc = 2;
+  int *generic = calloc((size_t)(nk ? nk : 1), sizeof *generic);
+  if (!module_of || !generic) rc = 2;
+  for (int i = 0; i < nk && rc == 0; i++)
+    if ((generic[i] = order_variants(&ks[i])) < 0) {
+      fprintf(err, "kiln: error: internal: '%s' has no generic variant\n", ks[i].name);
+      rc = 2;
+    }
   for (int i = 0; i < nk && rc == 0; i++) {
     module_of[i] = calloc((size_t)(ks[i].nvariants ? ks[i].nvariants : 1), sizeof(int));
     if (!module_of[i]) rc = 2;
     for (int v = 0; v < ks[i].nvariants && rc == 0; v++) {
-      int same = 0; /* variants with one config share a module */
-      while (same < v && memcmp(&ks[i].variants[same].cfg, &ks[i].variants[v].cfg, sizeof(KilnTuneConfig)))
+      int same = 0; /* variants with one config and one signature share a module */
+      while (same < v && (memcmp(&ks[i].variants[same].cfg, &ks[i].variants[v].cfg, sizeof(KilnTuneConfig)) ||
+                          strcmp(ks[i].variants[same].sig.text, ks[i].variants[v].sig.text)))
         same++;
       if (same < v) {
         module_of[i][v] = module_of[i][same];
@@ -370,7 +454,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const Li
     source_images(c, L, kern, nmod, B.images, B.nimages);
     for (int i = 0; i < nk; i++) {
       source_table(c, L, &ks[i], module_of[i]);
-      source_choose(c, L, &ks[i]);
+      source_choose(c, L, &ks[i], generic[i]);
       source_launch(c, L, &ks[i]);
     }
     rc = save(h, &hbuf, dir, L, "h", err);
@@ -378,6 +462,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const Li
   }
   for (int i = 0; i < nk && module_of; i++) free(module_of[i]);
   free(module_of);
+  free(generic);
   free(kern);
   free(B.images);
   if (h) fclose(h);

@@ -22,8 +22,8 @@ static int count_pruned(const TuneKernelReport *k) {
 void tune_report_table(const TuneReport *r, FILE *out) {
   for (int ki = 0; ki < r->nkernels; ki++) {
     const TuneKernelReport *k = &r->kernels[ki];
-    fprintf(out, "kernel %s (%s)  key %s  device %s  mode %s\n", k->kernel, k->file,
-            k->key[0] ? k->key : "-", r->device, r->mode);
+    fprintf(out, "kernel %s (%s)  key %s  signature %s  device %s  mode %s\n", k->kernel, k->file,
+            k->key[0] ? k->key : "-", k->signature[0] ? k->signature : "-", r->device, r->mode);
     fprintf(out, "  space %zu configs, %d pruned, %d considered, %d timings\n", k->space_size,
             count_pruned(k), k->ncands, k->timings);
     fprintf(out, "  %-1s %-44s %-9s %10s %21s %5s %9s  %s\n", "", "config", "status",
@@ -72,6 +72,7 @@ static cJSON *kernel_json(const TuneKernelReport *k) {
   cJSON_AddStringToObject(o, "file", k->file);
   cJSON_AddStringToObject(o, "source_hash", k->source_hash);
   cJSON_AddStringToObject(o, "key", k->key);
+  cJSON_AddStringToObject(o, "signature", k->signature);
   cJSON_AddNumberToObject(o, "space_size", (double)k->space_size);
   cJSON_AddNumberToObject(o, "timings", k->timings);
   for (int i = 0; i < k->nspace; i++)
@@ -134,7 +135,9 @@ static int svg_write(const TuneReport *r, FILE *f) {
       if (k->cands[i].state == ST_OK && k->cands[i].p75_ms > maxms) maxms = k->cands[i].p75_ms;
     fprintf(f, "<text x=\"4\" y=\"%d\" font-weight=\"bold\">", y + 12);
     xml_text(f, k->kernel);
-    fprintf(f, " key %s: median ms per config (whisker: p25..p75)</text>\n", k->key);
+    fprintf(f, " key %s%s", k->key, k->signature[0] ? " signature " : "");
+    xml_text(f, k->signature);
+    fprintf(f, ": median ms per config (whisker: p25..p75)</text>\n");
     y += row_h;
     for (int i = 0; i < k->ncands; i++, y += row_h) {
       const TuneCand *c = &k->cands[i];

@@ -4,7 +4,9 @@
  * (default: the block's presets, else up to four configs spread evenly over the kept ones).
  * A candidate with a record for this (kernel text, config, key bucket, device, compiler) is
  * not timed again; one that crashed or hung for this kernel text on this device and compiler,
- * for any key, is poisoned and never run again. */
+ * for any key, is poisoned and never run again. The record key carries the call's
+ * specialization signature (sig.c): a variant compiled for "stride = 1" is a different program
+ * from the generic one, so their timings never stand in for each other. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -15,7 +17,7 @@ static void record_identity(const TuneJob *j, const TuneCand *c, KilnCacheRecord
   snprintf(r->kernel, sizeof r->kernel, "%s", j->t->kernel_name);
   snprintf(r->source_hash, sizeof r->source_hash, "%s", j->rep->source_hash);
   snprintf(r->config, sizeof r->config, "%s", c->config);
-  snprintf(r->key, sizeof r->key, "%s", j->p->key);
+  snprintf(r->key, sizeof r->key, "%s", j->p->record_key);
   snprintf(r->device, sizeof r->device, "%s", j->tg->device_id);
   snprintf(r->kiln_version, sizeof r->kiln_version, "%s", KILN_VERSION_STRING);
 }
@@ -102,7 +104,7 @@ int tune_select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out) {
 
 static void add_record(TuneJob *j, const TuneCand *c) {
   KilnCacheRecord r;
-  if (tune_record_from_cand(c, j->t->kernel_name, j->rep->source_hash, j->p->key,
+  if (tune_record_from_cand(c, j->t->kernel_name, j->rep->source_hash, j->p->record_key,
                             j->tg->device_id, &r))
     kiln_cache_put(j->fresh, &r);
 }
@@ -124,8 +126,8 @@ static void measure(TuneJob *j, TuneCand *c, int n) {
     c[ref].state = ST_PENDING;
     idx[m] = ref;
   }
-  tune_build(j->path, j->src, j->srclen, j->t->kernel_name, j->tg, c, idx, m + (ref >= 0),
-             j->tmpdir, j->run);
+  tune_build(j->path, j->src, j->srclen, j->t->kernel_name, &j->p->sig, j->tg, c, idx,
+             m + (ref >= 0), j->tmpdir, j->run);
   if (ref >= 0) {
     bool built = c[ref].state == ST_PENDING;
     char obj[sizeof saved.obj_path];
@@ -143,6 +145,7 @@ int tune_kernel(TuneJob *j) {
   snprintf(rep->kernel, sizeof rep->kernel, "%s", j->t->kernel_name);
   snprintf(rep->file, sizeof rep->file, "%s", j->path);
   snprintf(rep->key, sizeof rep->key, "%s", j->p->key);
+  snprintf(rep->signature, sizeof rep->signature, "%s", j->p->sig.text);
   tune_kernel_hash(j->src, j->srclen, j->t->kernel, rep->source_hash);
   rep->space_size = kiln_tune_config_count(j->t);
   rep->winner = -1;

@@ -1,0 +1,106 @@
+/* sig.c — specialization signatures: what a call's integer arguments let a variant assume.
+ *
+ * A kernel written with every stride a parameter serves row- and column-major operands alike,
+ * but then nothing about an access is known to be contiguous or aligned, and on GPUs its loads
+ * are neither vectorized nor pipelined. Triton's answer, taken here: look at the runtime
+ * integer arguments of the call being tuned; one equal to 1 is compiled as the constant 1
+ * (`--specialize NAME=1`), one divisible by 16 is promised to be (`--multiple-of NAME=16`).
+ * Pointers need nothing: the compiler already assumes them 16-byte aligned.
+ *
+ * The signature is written as text, "sak=1,sbn=1,M%16" (parameter order; "" promises nothing),
+ * appended to the cache record's key after a '|' so that records of one signature are never
+ * taken for another's; the library generator parses it back and checks it on every call. */
+#include "internal.h"
+
+#include <string.h>
+
+static bool is_int_param(const TuneParam *q) {
+  return !q->is_ptr && q->scalar != KILN_SCALAR_I1 && !tune_scalar_is_float(q->scalar);
+}
+
+/* Appends one promise to s (entry and text); false when the text would not fit in `room`. */
+static bool add_promise(TuneSig *s, const TuneParam *params, int i, bool multiple, size_t room) {
+  size_t used = strlen(s->text);
+  char item[80];
+  int w = snprintf(item, sizeof item, "%s%s%s", used ? "," : "", params[i].name,
+                   multiple ? "%16" : "=1");
+  if (w < 0 || (size_t)w >= sizeof item || used + (size_t)w >= room ||
+      used + (size_t)w >= sizeof s->text)
+    return false;
+  memcpy(s->text + used, item, (size_t)w + 1);
+  TuneSigEntry *e = &s->e[s->n++];
+  e->param = i;
+  e->multiple = multiple;
+  snprintf(e->name, sizeof e->name, "%s", params[i].name);
+  return true;
+}
+
+void tune_sig_compute(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                      TuneSig *s) {
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < nparams && i < TUNE_MAX_PARAMS; i++) {
+    if (!is_int_param(&params[i])) continue;
+    /* 1 before %16: a unit stride as a constant also folds the multiplications away */
+    bool one = ival[i] == 1, div16 = ival[i] % 16 == 0;
+    /* a promise that does not fit in the record key is left out: fewer promises are always
+     * correct, and the key must say exactly what the variant assumes */
+    if ((one || div16) && !add_promise(s, params, i, !one, room)) break;
+  }
+}
+
+/* One "NAME=1" / "NAME%16" item of the text; false when malformed or not an integer param. */
+static bool parse_item(const char *item, size_t len, const TuneParam *params, int nparams,
+                       TuneSig *s) {
+  bool multiple = len > 3 && !memcmp(item + len - 3, "%16", 3);
+  bool one = len > 2 && !memcmp(item + len - 2, "=1", 2);
+  if (!multiple && !one) return false;
+  size_t nlen = len - (multiple ? 3 : 2);
+  for (int i = 0; i < nparams; i++)
+    if (strlen(params[i].name) == nlen && !memcmp(params[i].name, item, nlen) &&
+        is_int_param(&params[i]))
+      return add_promise(s, params, i, multiple, sizeof s->text);
+  return false;
+}
+
+bool tune_sig_parse(const char *text, const TuneParam *params, int nparams, TuneSig *s) {
+  memset(s, 0, sizeof *s);
+  for (const char *p = text; *p;) {
+    size_t len = strcspn(p, ",");
+    if (!parse_item(p, len, params, nparams, s)) {
+      memset(s, 0, sizeof *s);
+      return false;
+    }
+    p += len + (p[len] == ',');
+  }
+  return true;
+}
+
+bool tune_sig_holds(const TuneSig *s, const int64_t *ival) {
+  for (int k = 0; k < s->n; k++) {
+    int64_t v = ival[s->e[k].param];
+    if (s->e[k].multiple ? v % 16 != 0 : v != 1) return false;
+  }
+  return true;
+}
+
+void tune_sig_defines(const TuneSig *s, KilnDefine *spec, size_t *nspec, KilnDefine *mult,
+                      size_t *nmult) {
+  *nspec = *nmult = 0;
+  for (int k = 0; k < s->n; k++) {
+    if (s->e[k].multiple) mult[(*nmult)++] = (KilnDefine){s->e[k].name, 16};
+    else spec[(*nspec)++] = (KilnDefine){s->e[k].name, 1};
+  }
+}
+
+const char *tune_sig_of_key(const char *key) {
+  const char *bar = strchr(key, '|');
+  return bar ? bar + 1 : "";
+}
+
+void tune_problem_specialize(TuneProblem *p) {
+  size_t used = strlen(p->key);
+  size_t room = used + 1 < sizeof p->record_key ? sizeof p->record_key - used - 1 : 0;
+  tune_sig_compute(p->params, p->ival, p->nparams, room, &p->sig);
+  if (p->sig.n == 0) snprintf(p->record_key, sizeof p->record_key, "%s", p->key);
+  else snprintf(p->record_key, sizeof p->record_key, "%s|%s", p->key, p->sig.text);
+}
