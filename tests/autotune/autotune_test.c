@@ -7,7 +7,9 @@
  *                    nothing
  *   corrupt_cache    a truncated cache is reported, moved aside and rebuilt
  *   concurrent       two tuners on one cache at once: both records kept, the file valid
- *   budget           a tiny --budget stops timing, and what was not timed says so */
+ *   budget           a tiny --budget stops timing, and what was not timed says so
+ *   signature        the specialization signature of a call: computed, written, read back,
+ *                    checked against other calls' values */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "kiln_autotune.h"
 
 extern char **environ;
@@ -255,6 +258,57 @@ static void test_unit(void) {
         kiln_tune_bucket(0) == 0 && kiln_tune_bucket(1025) == 2048, "buckets");
 }
 
+/* matmul_f16's runtime parameters: three pointers, then M N K and six strides (i32), plus an
+ * f32 and an i1 that must never be promised anything. */
+static const TuneParam sig_params[] = {
+    {"a", true, KILN_SCALAR_F16},  {"b", true, KILN_SCALAR_F16},   {"c", true, KILN_SCALAR_F16},
+    {"M", false, KILN_SCALAR_I32}, {"N", false, KILN_SCALAR_I32},  {"K", false, KILN_SCALAR_I32},
+    {"sam", false, KILN_SCALAR_I32}, {"sak", false, KILN_SCALAR_I32}, {"sbk", false, KILN_SCALAR_I64},
+    {"sbn", false, KILN_SCALAR_I32}, {"alpha", false, KILN_SCALAR_F32}, {"flag", false, KILN_SCALAR_I1},
+};
+enum { SIG_NP = sizeof sig_params / sizeof *sig_params };
+
+static void test_signature(void) {
+  /* row-major 64x48x61: K and sam odd, N = 48 divisible, 0 is divisible too, negative -32 too */
+  int64_t row[SIG_NP] = {1, 1, 1, 64, 48, 61, 61, 1, -32, 1, 1, 1};
+  TuneSig s;
+  tune_sig_compute(sig_params, row, SIG_NP, 255, &s);
+  CHECK(!strcmp(s.text, "M%16,N%16,sak=1,sbk%16,sbn=1"), "text '%s'", s.text);
+  CHECK(s.n == 5 && s.e[2].param == 7 && !s.e[2].multiple && s.e[3].multiple, "entries %d", s.n);
+  KilnDefine spec[TUNE_MAX_PARAMS], mult[TUNE_MAX_PARAMS];
+  size_t ns = 0, nm = 0;
+  tune_sig_defines(&s, spec, &ns, mult, &nm);
+  CHECK(ns == 2 && nm == 3 && !strcmp(spec[0].name, "sak") && spec[0].value == 1 &&
+        !strcmp(mult[2].name, "sbk") && mult[2].value == 16, "defines %zu %zu", ns, nm);
+  /* read back, and checked against other calls */
+  TuneSig r;
+  CHECK(tune_sig_parse(s.text, sig_params, SIG_NP, &r) && r.n == 5 && !strcmp(r.text, s.text),
+        "parse '%s'", r.text);
+  CHECK(tune_sig_holds(&r, row), "the tuned call breaks its own signature");
+  int64_t other[SIG_NP];
+  memcpy(other, row, sizeof other);
+  other[7] = 64; /* a transposed operand: sak = 64 */
+  CHECK(!tune_sig_holds(&r, other), "sak = 64 keeps 'sak=1'");
+  other[7] = 1, other[4] = 40; /* N = 40: not a multiple of 16 */
+  CHECK(!tune_sig_holds(&r, other), "N = 40 keeps 'N%%16'");
+  other[4] = 0, other[5] = 7; /* 0 is a multiple of 16; K was never promised anything */
+  CHECK(tune_sig_holds(&r, other), "N = 0, K = 7 break the signature");
+  TuneSig none;
+  CHECK(tune_sig_parse("", sig_params, SIG_NP, &none) && none.n == 0 && tune_sig_holds(&none, other),
+        "the empty signature");
+  /* what cannot be checked is refused: unknown names, non-integers, other promises */
+  CHECK(!tune_sig_parse("sak=1,zz%16", sig_params, SIG_NP, &r) && r.n == 0, "unknown name accepted");
+  CHECK(!tune_sig_parse("alpha=1", sig_params, SIG_NP, &r), "an f32 parameter accepted");
+  CHECK(!tune_sig_parse("flag=1", sig_params, SIG_NP, &r), "an i1 parameter accepted");
+  CHECK(!tune_sig_parse("M%8", sig_params, SIG_NP, &r) && !tune_sig_parse("M=2", sig_params, SIG_NP, &r),
+        "another promise accepted");
+  /* a key with little room keeps the promises that fit, in order */
+  tune_sig_compute(sig_params, row, SIG_NP, 12, &s);
+  CHECK(!strcmp(s.text, "M%16,N%16") && s.n == 2, "truncated '%s' (%d)", s.text, s.n);
+  CHECK(!strcmp(tune_sig_of_key("M=64,N=64|M%16"), "M%16") && !strcmp(tune_sig_of_key("M=64"), ""),
+        "signature of a key");
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) return 64;
   snprintf(dir, sizeof dir, "%s/kiln-autotune-test-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -266,6 +320,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(t, "corrupt_cache")) test_corrupt_cache();
   else if (!strcmp(t, "concurrent")) test_concurrent();
   else if (!strcmp(t, "budget")) test_budget();
+  else if (!strcmp(t, "signature")) test_signature();
   else return 64;
   if (!failures) { /* keep the files of a failed test for a look */
     char cmd[600];
