@@ -319,7 +319,9 @@ typedef struct LibGpuArchs {
 } LibGpuArchs;
 
 /* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels: host objects for `target`
- * when gpu is NULL, else the GPU images gpu lists. 0 or an exit code. */
+ * when gpu is NULL, else the GPU images gpu lists. Each kernel must have a generic variant (no
+ * promises: the fallback of calls that break the others'); its variants are reordered, more
+ * promises first. 0 or an exit code. */
 int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const LibGpuArchs *gpu,
                      LibKernel *k, int nk, FILE *err);
 
