@@ -6,12 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef KILN_BERT_KERNEL_DIR
 #error "KILN_BERT_KERNEL_DIR must name the kernels-bert folder"
 #endif
-
-enum { NUM_WARPS = 4 };
 
 void *kiln_bert_alloc(size_t n, size_t size) {
   /* The bound also tells gcc the size is sane (-Walloc-size-larger-than). */
@@ -53,6 +52,12 @@ float *kiln_bert_from_f16(const uint16_t *h, size_t n) {
 
 uint32_t kiln_bert_cdiv(size_t a, size_t b) { return (uint32_t)((a + b - 1) / b); }
 
+double kiln_bert_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void kiln_bert_fail(KilnBertRun *run, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -67,13 +72,20 @@ static void fail_rt(KilnBertRun *run, const char *what, KilnRtStatus st) {
   kiln_bert_fail(run, "%s failed: %s: %s", what, kiln_rt_status_name(st), kiln_rt_last_error());
 }
 
-void kiln_bert_begin(KilnBertRun *run, KilnRtDevice *dev, const char *fmt, ...) {
+bool kiln_bert_on_emu(const KilnBertDevice *dev) { return dev->target == KILN_TARGET_EMU; }
+
+void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fmt, ...) {
   memset(run, 0, sizeof *run);
-  run->dev = dev;
+  run->dev = dev->rt;
+  run->target = dev->target;
+  run->num_warps = dev->num_warps;
   run->ok = true;
+  run->start = kiln_bert_now();
+  int pre = snprintf(run->label, sizeof run->label, "[%s w%d] ", kiln_target_name(dev->target),
+                     dev->num_warps);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(run->label, sizeof run->label, fmt, ap);
+  vsnprintf(run->label + pre, sizeof run->label - (size_t)pre, fmt, ap);
   va_end(ap);
 }
 
@@ -93,8 +105,8 @@ KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char 
   opts.kernel = kernel;
   opts.defines = defs;
   opts.num_defines = ndefs;
-  opts.target = KILN_TARGET_CPU;
-  opts.num_warps = NUM_WARPS;
+  opts.target = run->target;
+  opts.num_warps = run->num_warps;
   opts.diag = stderr;
   KilnBuffer obj = {0};
   KilnDriverStatus ds = kiln_driver_compile(&opts, KILN_EMIT_OBJ, &obj);
@@ -170,7 +182,7 @@ void kiln_bert_launch(KilnBertRun *run, KilnRtFunction *fn, uint32_t gx, uint32_
   cfg.grid[0] = gx;
   cfg.grid[1] = gy;
   cfg.grid[2] = 1;
-  cfg.block_threads = 32 * NUM_WARPS;
+  cfg.block_threads = 32 * (uint32_t)run->num_warps;
   KilnRtStatus st = kiln_rt_launch(fn, &cfg, args, NULL);
   if (st != KILN_RT_OK) {
     fail_rt(run, "kiln_rt_launch", st);
@@ -194,7 +206,7 @@ bool kiln_bert_end(KilnBertRun *run) {
     kiln_rt_free(run->dev, run->bufs[i]);
   for (int i = 0; i < run->nmods; i++)
     kiln_rt_module_destroy(run->mods[i]);
-  printf("  %-4s %s\n", run->ok ? "ok" : "FAIL", run->label);
+  printf("  %-4s %s (%.1f s)\n", run->ok ? "ok" : "FAIL", run->label, kiln_bert_now() - run->start);
   fflush(stdout);
   return run->ok;
 }
@@ -233,4 +245,19 @@ void kiln_bert_check_close(KilnBertRun *run, const char *what, const float *got,
   if (!(err <= tol))
     kiln_bert_fail(run, "%s: max normalized error %.3e above the tolerance %.1e at element %zu",
                    what, err, tol, worst);
+}
+
+bool kiln_bert_fd_column(size_t c, size_t cols, size_t step) { return c % step == 0 || c + 1 == cols; }
+
+void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const float *got,
+                                   const float *ref, size_t rows, size_t cols, size_t step,
+                                   double floor, double tol) {
+  float *g = kiln_bert_alloc(rows * cols, 4), *r = kiln_bert_alloc(rows * cols, 4);
+  size_t n = 0;
+  for (size_t i = 0; i < rows; i++)
+    for (size_t c = 0; c < cols; c++)
+      if (kiln_bert_fd_column(c, cols, step))
+        g[n] = got[i * cols + c], r[n++] = ref[i * cols + c];
+  kiln_bert_check_close(run, what, g, r, n, floor, tol);
+  free(g), free(r);
 }

@@ -1,5 +1,6 @@
-/* harness.h — what every BERT kernel test shares: compiling kernels-bert/ sources for the cpu
- * target, device buffers with sentinels, launches, and the checks with stated tolerances.
+/* harness.h — what every BERT kernel test shares: compiling kernels-bert/ sources for the device
+ * under test (the cpu target, or the emu target: the GPU pipeline run by the emulator), device
+ * buffers with sentinels, launches, and the checks with stated tolerances.
  *
  * A KilnBertRun is one test configuration. Every step after the first failure does nothing, so a
  * test reads straight through and kiln_bert_end reports the first failure and frees everything
@@ -26,8 +27,19 @@ enum {
   KILN_BERT_MAX_MODS = 8
 };
 
+/* The device under test: the runtime device and the target its kernels are compiled for
+ * (KILN_TARGET_CPU on "cpu", KILN_TARGET_EMU on "emu"). */
+typedef struct KilnBertDevice {
+  KilnRtDevice *rt;
+  KilnTarget target;
+  int num_warps; /* kernels are compiled for it and launched with 32 * num_warps threads */
+} KilnBertDevice;
+
 typedef struct KilnBertRun {
   KilnRtDevice *dev;
+  KilnTarget target;
+  int num_warps;
+  double start; /* kiln_bert_now() at kiln_bert_begin */
   KilnRtModule *mods[KILN_BERT_MAX_MODS];
   int nmods;
   void *bufs[KILN_BERT_MAX_BUFS];
@@ -36,11 +48,15 @@ typedef struct KilnBertRun {
   char label[192];
 } KilnBertRun;
 
-/* Starts a configuration on dev; the printf-style label names it in every message. */
-void kiln_bert_begin(KilnBertRun *run, KilnRtDevice *dev, const char *fmt, ...)
+/* Whether dev is the emulator, where tests scale their shapes down (it runs GPU threads as
+ * fibers, thousands of times slower than the cpu target). */
+bool kiln_bert_on_emu(const KilnBertDevice *dev);
+/* Starts a configuration on dev; the printf-style label (prefixed with the target) names it in
+ * every message. */
+void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Compiles `kernel` from kernels-bert/FILE.kiln with defs bound and loads it; the module lives
- * until kiln_bert_end. NULL (and the run failed) when it does not compile or load. */
+/* Compiles `kernel` from kernels-bert/FILE.kiln for the run's target with defs bound and loads
+ * it; the module lives until kiln_bert_end. NULL (and the run failed) when it does not compile or load. */
 KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char *kernel,
                                  const KilnDefine *defs, size_t ndefs);
 /* A device copy of host[0..bytes). */
@@ -64,6 +80,15 @@ void kiln_bert_check_untouched(KilnBertRun *run, const char *what, const void *b
 void kiln_bert_check_close(KilnBertRun *run, const char *what, const float *got, const float *ref,
                            size_t n, double floor, double tol);
 
+/* Finite differences over the columns of a rows x cols input shift one column at a time, which
+ * costs a few launches per column; on emu the tests shift every `step`-th column and the last
+ * one (the ragged tail) only. Whether column c is one of them: */
+bool kiln_bert_fd_column(size_t c, size_t cols, size_t step);
+/* kiln_bert_check_close over the columns kiln_bert_fd_column picks (rows x cols, dense). */
+void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const float *got,
+                                   const float *ref, size_t rows, size_t cols, size_t step,
+                                   double floor, double tol);
+
 /* Test-sized host allocations; exits on failure (a test program, not a library). */
 void *kiln_bert_alloc(size_t n, size_t size);
 float *kiln_bert_random_f32(KilnRefRng *rng, size_t n, float lo, float hi);
@@ -72,5 +97,7 @@ float *kiln_bert_random_f16r(KilnRefRng *rng, size_t n, float lo, float hi);
 uint16_t *kiln_bert_to_f16(const float *x, size_t n);
 float *kiln_bert_from_f16(const uint16_t *h, size_t n);
 uint32_t kiln_bert_cdiv(size_t a, size_t b);
+/* Monotonic seconds, for the time each configuration took. */
+double kiln_bert_now(void);
 
 #endif /* KILN_BERT_HARNESS_H */

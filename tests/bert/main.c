@@ -1,17 +1,23 @@
-/* main.c — the BERT kernel tests: kernels-bert/ compiled for the cpu target, run through
+/* main.c — the BERT kernel tests: kernels-bert/ compiled for the cpu or emu target, run through
  * libkilnrt and compared with the references of bert_ref.c (docs/kernels/ says what each test
  * checks and why its tolerance is what it is).
  *
- * Usage: kiln_bert_test FAMILY... | all | --list.  Exit status: 0 passed, 1 failed, 2 bad usage.
+ * Usage: kiln_bert_test [--device cpu|emu] [--warps N] FAMILY... | all | --list.
+ * On emu (the default is cpu) the kernels go through the GPU pipeline (layouts, SIMT lowering,
+ * nvvm ops as calls into the emulator) and run with 32 * N threads per program (default 4 warps;
+ * the layouts depend on it, the cpu target ignores it) on the runtime's emu device, at the
+ * smaller shapes each test picks there; the tolerances are the same.
+ * Exit status: 0 passed, 1 failed, 2 bad usage.
  */
 #include "tests.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
   const char *name;
-  bool (*run)(KilnRtDevice *dev);
+  bool (*run)(const KilnBertDevice *dev);
 } TESTS[] = {
     {"gelu", kiln_bert_test_gelu},
     {"layernorm", kiln_bert_test_layernorm},
@@ -32,18 +38,55 @@ static int find_test(const char *name) {
   return -1;
 }
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: %s FAMILY... | all | --list\n", argv[0]);
-    return 2;
+static int usage(const char *argv0) {
+  fprintf(stderr, "usage: %s [--device cpu|emu] [--warps N] FAMILY... | all | --list\n", argv0);
+  return 2;
+}
+
+/* Reads the options before the family names into dev; returns the index of the first name, or
+ * -1 after a usage message. */
+static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char **device) {
+  int a = 1;
+  for (; a + 1 < argc && strncmp(argv[a], "--", 2) == 0 && strcmp(argv[a], "--list") != 0; a += 2) {
+    if (strcmp(argv[a], "--device") == 0) {
+      *device = argv[a + 1];
+    } else if (strcmp(argv[a], "--warps") == 0) {
+      dev->num_warps = atoi(argv[a + 1]);
+    } else {
+      usage(argv[0]);
+      return -1;
+    }
   }
-  if (strcmp(argv[1], "--list") == 0) {
+  if (strcmp(*device, "cpu") != 0 && strcmp(*device, "emu") != 0) {
+    fprintf(stderr, "%s: --device must be cpu or emu, not '%s'\n", argv[0], *device);
+    return -1;
+  }
+  /* 32 threads per warp and at most 1024 per block, as on the GPU. */
+  if (dev->num_warps < 1 || dev->num_warps > 32 || (dev->num_warps & (dev->num_warps - 1))) {
+    fprintf(stderr, "%s: --warps must be a power of two from 1 to 32\n", argv[0]);
+    return -1;
+  }
+  dev->target = strcmp(*device, "emu") == 0 ? KILN_TARGET_EMU : KILN_TARGET_CPU;
+  if (a >= argc) {
+    usage(argv[0]);
+    return -1;
+  }
+  return a;
+}
+
+int main(int argc, char **argv) {
+  KilnBertDevice dev = {NULL, KILN_TARGET_CPU, 4};
+  const char *device = "cpu";
+  int first = parse_options(argc, argv, &dev, &device);
+  if (first < 0)
+    return 2;
+  if (strcmp(argv[first], "--list") == 0) {
     for (size_t i = 0; i < NTESTS; i++)
       printf("%s\n", TESTS[i].name);
     return 0;
   }
   bool selected[NTESTS] = {false};
-  for (int a = 1; a < argc; a++) {
+  for (int a = first; a < argc; a++) {
     int t = strcmp(argv[a], "all") == 0 ? -2 : find_test(argv[a]);
     if (t == -1) {
       fprintf(stderr, "%s: no test named '%s' (--list shows them)\n", argv[0], argv[a]);
@@ -52,11 +95,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < NTESTS; i++)
       selected[i] |= t == -2 || (size_t)t == i;
   }
-  KilnRtDevice *dev = NULL;
-  KilnRtStatus st = kiln_rt_device_create("cpu", &dev);
+  KilnRtStatus st = kiln_rt_device_create(device, &dev.rt);
   if (st != KILN_RT_OK) {
-    fprintf(stderr, "kiln_rt_device_create(\"cpu\") failed: %s: %s\n", kiln_rt_status_name(st),
-            kiln_rt_last_error());
+    fprintf(stderr, "kiln_rt_device_create(\"%s\") failed: %s: %s\n", device,
+            kiln_rt_status_name(st), kiln_rt_last_error());
     return 1;
   }
   int failed = 0;
@@ -64,11 +106,11 @@ int main(int argc, char **argv) {
     if (!selected[i])
       continue;
     printf("%s\n", TESTS[i].name);
-    if (!TESTS[i].run(dev)) {
+    if (!TESTS[i].run(&dev)) {
       failed++;
       printf("%s: FAILED\n", TESTS[i].name);
     }
   }
-  kiln_rt_device_destroy(dev);
+  kiln_rt_device_destroy(dev.rt);
   return failed ? 1 : 0;
 }

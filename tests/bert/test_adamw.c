@@ -29,7 +29,7 @@ static void ref_adamw(const float *p, const float *g, const float *m, const floa
   }
 }
 
-static bool run_adamw(KilnRtDevice *dev, const AdamCfg *c, uint64_t seed) {
+static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed) {
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "adamw n=%d step %d f16 copy %d found_inf %d", c->n, c->step,
                   c->write_f16, c->found_inf);
@@ -81,7 +81,7 @@ static bool run_adamw(KilnRtDevice *dev, const AdamCfg *c, uint64_t seed) {
 }
 
 /* Global norm by atomics, then clipping in place, for a max_norm below and above the norm. */
-static bool run_norm(KilnRtDevice *dev, int32_t n_, int32_t block, float max_norm_frac, uint64_t seed) {
+static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float max_norm_frac, uint64_t seed) {
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "grad norm + clip n=%d BLOCK %d max_norm %.1f x norm", n_, block,
                   (double)max_norm_frac);
@@ -121,7 +121,7 @@ static bool run_norm(KilnRtDevice *dev, int32_t n_, int32_t block, float max_nor
 }
 
 /* The overflow flag: stays 0 on finite data (including 65504), becomes 1 for one inf or NaN. */
-static bool run_overflow(KilnRtDevice *dev, uint16_t poison, size_t where, int32_t want, uint64_t seed) {
+static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t where, int32_t want, uint64_t seed) {
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "overflow check, element %zu = 0x%04x", where, poison);
   KilnDefine defs[] = {{"BLOCK", 1024}};
@@ -147,7 +147,7 @@ static bool run_overflow(KilnRtDevice *dev, uint16_t poison, size_t where, int32
   return kiln_bert_end(&run);
 }
 
-bool kiln_bert_test_adamw(KilnRtDevice *dev) {
+bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   static const AdamCfg cfgs[] = {
       {10007, 1024, 1, 1, 0, 1.0f / 1024.0f}, /* first step, f16 copy, loss scale 1024 */
       {4096, 512, 7, 0, 0, 1.0f},             /* exact blocks, later step */

@@ -32,7 +32,7 @@ static float *launch(KilnBertRun *run, KilnRtFunction *fn, const DropCfg *c, con
   return out;
 }
 
-static bool run_cfg(KilnRtDevice *dev, const DropCfg *c, uint64_t seed) {
+static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) {
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "n=%d p=%g seed=%d offset=%d", c->n, (double)c->p, c->seed, c->offset);
   KilnDefine defs[] = {{"BLOCK", c->block}};
@@ -85,7 +85,7 @@ static bool run_cfg(KilnRtDevice *dev, const DropCfg *c, uint64_t seed) {
   return kiln_bert_end(&run);
 }
 
-bool kiln_bert_test_dropout(KilnRtDevice *dev) {
+bool kiln_bert_test_dropout(const KilnBertDevice *dev) {
   static const DropCfg cfgs[] = {
       {10007, 1024, 0.1f, 42, 0},
       {4096, 512, 0.5f, -7, 123456},

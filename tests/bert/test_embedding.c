@@ -32,7 +32,7 @@ static double loss(const float *out, const float *w, size_t n) {
   return l;
 }
 
-static bool run_cfg(KilnRtDevice *dev, const EmbCfg *c, uint64_t seed) {
+static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "batch %d seq %d hidden %d vocab %d block %dx%d", c->batch, c->seq,
                   c->hidden, c->vocab, c->block_t, c->block_h);
@@ -120,7 +120,7 @@ static bool run_cfg(KilnRtDevice *dev, const EmbCfg *c, uint64_t seed) {
   return kiln_bert_end(&run);
 }
 
-bool kiln_bert_test_embedding(KilnRtDevice *dev) {
+bool kiln_bert_test_embedding(const KilnBertDevice *dev) {
   static const EmbCfg cfgs[] = {
       {3, 37, 96, 50, 4, 64},  /* 111 tokens, ragged in both directions */
       {2, 16, 64, 7, 8, 32},   /* exact tiles; 7 ids, so every tile repeats ids */

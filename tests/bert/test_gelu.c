@@ -65,7 +65,7 @@ static void check_fd(KilnBertRun *run, KilnRtFunction *fwd, const GeluCfg *c, co
   free(xp), free(xm), free(yp), free(ym), free(fd);
 }
 
-static bool run_cfg(KilnRtDevice *dev, const GeluCfg *c, uint64_t seed) {
+static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) {
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "%s %s %dx%d block %dx%d", c->f16 ? "f16" : "f32",
                   c->tanh_approx ? "tanh" : "erf", c->rows, c->cols, c->block_r, c->block_c);
@@ -103,7 +103,7 @@ static bool run_cfg(KilnRtDevice *dev, const GeluCfg *c, uint64_t seed) {
   return kiln_bert_end(&run);
 }
 
-bool kiln_bert_test_gelu(KilnRtDevice *dev) {
+bool kiln_bert_test_gelu(const KilnBertDevice *dev) {
   static const GeluCfg cfgs[] = {
       {77, 96, 4, 128, 0, false},  {77, 96, 4, 128, 1, false}, {16, 64, 4, 64, 0, false},
       {3, 768, 1, 256, 1, false},  {37, 100, 16, 64, 0, true}, {8, 768, 2, 1024, 1, true},
