@@ -184,6 +184,9 @@ LowPipe *low_pipe_plan(Low *L, MlirOperation for_op) {
   if (L->num_stages < 2 || writes_memory(for_op))
     return NULL;
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(for_op, 0));
+  MlirType ivt = mlirValueGetType(mlirBlockGetArgument(body, 0));
+  if (!mlirTypeIsAInteger(ivt) || mlirIntegerTypeGetWidth(ivt) != 32)
+    return NULL; /* the schedule's arithmetic is in i32 */
   LowPipe *p = low_alloc(L, sizeof *p);
   for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o) && p->n < PIPE_MAX_LOADS;
        o = mlirOperationGetNextInBlock(o)) {
