@@ -50,6 +50,38 @@ float *kiln_bert_from_f16(const uint16_t *h, size_t n) {
   return x;
 }
 
+size_t kiln_bert_elem_size(KilnScalarKind t) { return (size_t)kiln_scalar_bits(t) / 8; }
+
+float kiln_bert_round(float x, KilnScalarKind t) {
+  return t == KILN_SCALAR_F16 ? kiln_ref_round_f16(x) : t == KILN_SCALAR_BF16 ? kiln_ref_round_bf16(x) : x;
+}
+
+float *kiln_bert_random_t(KilnRefRng *rng, size_t n, float lo, float hi, KilnScalarKind t) {
+  float *p = kiln_bert_random_f32(rng, n, lo, hi);
+  for (size_t i = 0; i < n; i++)
+    p[i] = kiln_bert_round(p[i], t);
+  return p;
+}
+
+void *kiln_bert_to_elem(const float *x, size_t n, KilnScalarKind t) {
+  if (t == KILN_SCALAR_F32) {
+    float *f = kiln_bert_alloc(n, sizeof *f);
+    memcpy(f, x, n * sizeof *f);
+    return f;
+  }
+  uint16_t *h = kiln_bert_alloc(n, sizeof *h);
+  for (size_t i = 0; i < n; i++)
+    h[i] = t == KILN_SCALAR_F16 ? kiln_ref_f32_to_f16(x[i]) : kiln_ref_f32_to_bf16(x[i]);
+  return h;
+}
+
+float kiln_bert_elem_get(const void *raw, size_t i, KilnScalarKind t) {
+  if (t == KILN_SCALAR_F32)
+    return ((const float *)raw)[i];
+  uint16_t h = ((const uint16_t *)raw)[i];
+  return t == KILN_SCALAR_F16 ? kiln_ref_f16_to_f32(h) : kiln_ref_bf16_to_f32(h);
+}
+
 uint32_t kiln_bert_cdiv(size_t a, size_t b) { return (uint32_t)((a + b - 1) / b); }
 
 double kiln_bert_now(void) {

@@ -10,6 +10,7 @@
 #define KILN_BERT_HARNESS_H
 
 #include "kiln_driver.h"
+#include "kiln_frontend.h" /* KilnScalarKind: the element type bound to a kernel's T */
 #include "reference.h"
 
 #include <kiln/kilnrt.h>
@@ -92,6 +93,16 @@ void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const flo
 /* Test-sized host allocations; exits on failure (a test program, not a library). */
 void *kiln_bert_alloc(size_t n, size_t size);
 float *kiln_bert_random_f32(KilnRefRng *rng, size_t n, float lo, float hi);
+/* Element types of the generic kernels' data (their `const T: type`: f32, f16 or bf16): the
+ * size of one element, x rounded to t, random values already rounded to t (as f32, so a
+ * reference sees exactly the kernel's input), a device-ready copy of n values (freed by the
+ * caller), and element i of such a buffer as f32. */
+size_t kiln_bert_elem_size(KilnScalarKind t);
+float kiln_bert_round(float x, KilnScalarKind t);
+float *kiln_bert_random_t(KilnRefRng *rng, size_t n, float lo, float hi, KilnScalarKind t);
+void *kiln_bert_to_elem(const float *x, size_t n, KilnScalarKind t);
+float kiln_bert_elem_get(const void *raw, size_t i, KilnScalarKind t);
+
 /* Random values already rounded to f16, as f32 (so a reference sees exactly the kernel's input). */
 float *kiln_bert_random_f16r(KilnRefRng *rng, size_t n, float lo, float hi);
 uint16_t *kiln_bert_to_f16(const float *x, size_t n);

@@ -1,6 +1,6 @@
-/* test_attention.c — flash attention forward (f32, f16) with a key-padding mask and saved
- * log-sum-exp, and its backward (delta; dK, dV and atomically dQ) in f32 (kernels-bert/attention.kiln).
- * docs/kernels/attention.md gives the tolerances' reasons. */
+/* test_attention.c — flash attention (kernels-bert/attention.kiln, generic over the element type
+ * T) in f32, f16 and bf16: the forward with a key-padding mask and saved log-sum-exp, and the
+ * backward (delta; dK and dV; dQ). docs/kernels/attention.md gives the tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
 
@@ -14,7 +14,8 @@ enum { GAP_ROWS = 16, GAP_COLS = 4, NFD = 6 };
 typedef struct AttnCfg {
   int32_t B, H, S, D, bm, bn;
   int32_t kv_len[2];
-  bool f16, bwd, fd;
+  KilnScalarKind t; /* the kernels' T: Q, K, V, O, dO and the gradients are T */
+  bool bwd, fd;     /* fd: finite differences too (f32 only) */
 } AttnCfg;
 
 /* Shapes and strides of one configuration: Q, K, V and their gradients dense [B, S, H, D];
@@ -97,8 +98,8 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
   free(p), free(dp), free(dkk), free(dvv);
 }
 
-/* The O entries (inside the gaps) gathered densely, as f32. */
-static float *gather_o(const Layout *l, const void *raw, bool f16) {
+/* The O entries (inside the gaps) of a buffer of element type t gathered densely, as f32. */
+static float *gather_o(const Layout *l, const void *raw, KilnScalarKind t) {
   float *out = kiln_bert_alloc(l->n_rows * l->D, 4);
   size_t r = 0;
   for (size_t b = 0; b < l->B; b++)
@@ -106,7 +107,7 @@ static float *gather_o(const Layout *l, const void *raw, bool f16) {
       for (size_t s = 0; s < l->S; s++, r++)
         for (size_t d = 0; d < l->D; d++) {
           size_t i = oi(l, b, h, s, d);
-          out[r * l->D + d] = f16 ? kiln_ref_f16_to_f32(((const uint16_t *)raw)[i]) : ((const float *)raw)[i];
+          out[r * l->D + d] = kiln_bert_elem_get(raw, i, t);
         }
   return out;
 }
@@ -169,7 +170,7 @@ static void check_fd(KilnBertRun *run, AttnDev *a, const AttnCfg *c, const Layou
         kiln_bert_upload(run, dbuf[t], host[t], l->n_qkv * 4);
         launch_fwd(run, a);
         kiln_bert_fetch(run, o, a->o, l->n_o * 4);
-        float *g = gather_o(l, o, false), *w = gather_o(l, dout, false);
+        float *g = gather_o(l, o, KILN_SCALAR_F32), *w = gather_o(l, dout, KILN_SCALAR_F32);
         loss[sgn] = 0.0;
         for (size_t r = 0; r < l->n_rows * l->D; r++)
           loss[sgn] += (double)w[r] * g[r];
@@ -184,26 +185,89 @@ static void check_fd(KilnBertRun *run, AttnDev *a, const AttnCfg *c, const Layou
   free(o);
 }
 
+/* Relative tolerances (floor 1) per element type: the forward output, and the gradients. The
+ * reasons are in docs/kernels/attention.md. */
+static double tol_o(KilnScalarKind t) {
+  return t == KILN_SCALAR_F32 ? 1e-5 : t == KILN_SCALAR_F16 ? 4e-3 : 1.6e-2;
+}
+static double tol_grad(KilnScalarKind t) {
+  return t == KILN_SCALAR_F32 ? 1e-5 : t == KILN_SCALAR_F16 ? 4e-3 : 1.6e-2;
+}
+
+/* A T buffer of n values (plus the tail) fetched, its tail checked, as f32. */
+static float *fetch_t(KilnBertRun *run, const char *what, void *dbuf, size_t n, KilnScalarKind t) {
+  size_t esz = kiln_bert_elem_size(t), total = n + KILN_BERT_TAIL;
+  unsigned char *raw = kiln_bert_alloc(total, esz);
+  kiln_bert_fetch(run, raw, dbuf, total * esz);
+  kiln_bert_check_untouched(run, what, raw, esz, total, 1, n, total);
+  float *out = kiln_bert_alloc(n, 4);
+  for (size_t i = 0; i < n; i++)
+    out[i] = kiln_bert_elem_get(raw, i, t);
+  free(raw);
+  return out;
+}
+
+/* The backward: delta, then dK and dV (one program per key block), then dQ (one program per
+ * query block), each gradient checked against the reference; finite differences when asked. */
+static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, const AttnCfg *c,
+                    const Layout *l, float *host[3], const float *dout, float *rg[3], KilnRefRng *rng) {
+  KilnDefine defs[] = {{"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}};
+  KilnDefine ddefs[] = {{"T", c->t}, {"BM", c->bm}, {"D", c->D}};
+  KilnRtFunction *fdelta = kiln_bert_kernel(run, "attention", "attn_bwd_delta", ddefs, 3);
+  KilnRtFunction *fdkdv = kiln_bert_kernel(run, "attention", "attn_bwd_dkdv", defs, 4);
+  KilnRtFunction *fdq = kiln_bert_kernel(run, "attention", "attn_bwd_dq", defs, 4);
+  size_t esz = kiln_bert_elem_size(c->t);
+  void *hdo = kiln_bert_to_elem(dout, l->n_o, c->t);
+  void *ddo = kiln_bert_input(run, hdo, l->n_o * esz);
+  free(hdo);
+  void *ddelta = kiln_bert_output(run, (l->n_rows + KILN_BERT_TAIL) * 4);
+  void *dg[3];
+  for (int t = 0; t < 3; t++)
+    dg[t] = kiln_bert_output(run, (l->n_qkv + KILN_BERT_TAIL) * esz);
+  void *a1[] = {&a->o, &ddo, &ddelta, &a->S, &a->H, &a->osb, &a->osh, &a->oss};
+  kiln_bert_launch(run, fdelta, a->grid[0], a->grid[1], a1);
+  void *a2[] = {&a->q, &a->k, &a->v, &ddo, &a->lse, &ddelta, &a->kvl, &dg[1], &dg[2], &a->S, &a->H,
+                &a->sb, &a->sh, &a->ss, &a->osb, &a->osh, &a->oss, &a->scale};
+  kiln_bert_launch(run, fdkdv, kiln_bert_cdiv(l->S, (size_t)c->bn), a->grid[1], a2);
+  void *a3[] = {&a->q, &a->k, &a->v, &ddo, &a->lse, &ddelta, &a->kvl, &dg[0], &a->S, &a->H,
+                &a->sb, &a->sh, &a->ss, &a->osb, &a->osh, &a->oss, &a->scale};
+  kiln_bert_launch(run, fdq, a->grid[0], a->grid[1], a3);
+  static const char *names[3] = {"dq", "dk", "dv"};
+  float *grads[3];
+  for (int t = 0; t < 3; t++) {
+    grads[t] = fetch_t(run, names[t], dg[t], l->n_qkv, c->t);
+    kiln_bert_check_close(run, names[t], grads[t], rg[t], l->n_qkv, 1.0, tol_grad(c->t));
+  }
+  /* Two forward launches per element, each ~1 s on emu at these shapes: two elements per
+   * tensor there (the second in the padded sequence). */
+  if (c->fd && run->ok)
+    check_fd(run, a, c, l, host, dout, grads, kiln_bert_on_emu(dev) ? 2 : NFD, rng);
+  for (int t = 0; t < 3; t++)
+    free(grads[t]);
+}
+
 static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d", c->f16 ? "f16" : "f32",
-                  c->B, c->H, c->S, c->D, c->kv_len[0], c->B > 1 ? c->kv_len[1] : c->kv_len[0], c->bm, c->bn);
+  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s", kiln_scalar_name(c->t),
+                  c->B, c->H, c->S, c->D, c->kv_len[0], c->B > 1 ? c->kv_len[1] : c->kv_len[0], c->bm,
+                  c->bn, c->bwd ? " fwd+bwd" : "");
   Layout l = layout_of(c);
-  KilnDefine defs[] = {{"BM", c->bm}, {"BN", c->bn}, {"D", c->D}}, ddefs[] = {{"BM", c->bm}, {"D", c->D}};
+  KilnDefine defs[] = {{"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}};
   AttnDev a = {0};
-  a.fwd = kiln_bert_kernel(&run, "attention", c->f16 ? "attn_fwd_f16" : "attn_fwd_f32", defs, 3);
+  a.fwd = kiln_bert_kernel(&run, "attention", "attn_fwd", defs, 4);
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
-  float *(*gen)(KilnRefRng *, size_t, float, float) = c->f16 ? kiln_bert_random_f16r : kiln_bert_random_f32;
   /* Q in [-2, 2): scores up to ~|q||k| scale, probabilities spread over a few decades. */
-  float *host[3] = {gen(&rng, l.n_qkv, -2.0f, 2.0f), gen(&rng, l.n_qkv, -2.0f, 2.0f), gen(&rng, l.n_qkv, -1.0f, 1.0f)};
-  float *dout = kiln_bert_random_f32(&rng, l.n_o, -1.0f, 1.0f);
-  size_t esz = c->f16 ? 2 : 4;
+  float *host[3] = {kiln_bert_random_t(&rng, l.n_qkv, -2.0f, 2.0f, c->t),
+                    kiln_bert_random_t(&rng, l.n_qkv, -2.0f, 2.0f, c->t),
+                    kiln_bert_random_t(&rng, l.n_qkv, -1.0f, 1.0f, c->t)};
+  float *dout = kiln_bert_random_t(&rng, l.n_o, -1.0f, 1.0f, c->t);
+  size_t esz = kiln_bert_elem_size(c->t);
   void *dv3[3];
   for (int t = 0; t < 3; t++) {
-    uint16_t *h16 = c->f16 ? kiln_bert_to_f16(host[t], l.n_qkv) : NULL;
-    dv3[t] = kiln_bert_input(&run, h16 ? (void *)h16 : (void *)host[t], l.n_qkv * esz);
-    free(h16);
+    void *h = kiln_bert_to_elem(host[t], l.n_qkv, c->t);
+    dv3[t] = kiln_bert_input(&run, h, l.n_qkv * esz);
+    free(h);
   }
   a.q = dv3[0], a.k = dv3[1], a.v = dv3[2];
   a.o = kiln_bert_output(&run, (l.n_o + KILN_BERT_TAIL) * esz);
@@ -220,48 +284,16 @@ static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) 
   check_o_gaps(&run, &l, oraw, esz);
   kiln_bert_check_untouched(&run, "lse", lse, 4, l.n_rows + KILN_BERT_TAIL, 1, l.n_rows, l.n_rows + KILN_BERT_TAIL);
 
-  bool bwd = c->bwd;
   float *ro = kiln_bert_alloc(l.n_o, 4), *rlse = kiln_bert_alloc(l.n_rows, 4);
   float *rg[3] = {kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4)};
   for (size_t b = 0; b < l.B; b++)
     for (size_t h = 0; h < l.H; h++)
-      ref_head(c, &l, b, h, host[0], host[1], host[2], bwd ? dout : NULL, ro, rlse, rg[0], rg[1], rg[2]);
-  float *got_o = gather_o(&l, oraw, c->f16), *want_o = gather_o(&l, ro, false);
-  kiln_bert_check_close(&run, "o", got_o, want_o, l.n_rows * l.D, 1.0, c->f16 ? 4e-3 : 1e-5);
-  kiln_bert_check_close(&run, "lse", lse, rlse, l.n_rows, 1.0, c->f16 ? 1e-5 : 1e-5);
-
-  if (bwd && run.ok) {
-    KilnRtFunction *fdelta = kiln_bert_kernel(&run, "attention", "attn_bwd_delta_f32", ddefs, 2);
-    KilnRtFunction *fdkdv = kiln_bert_kernel(&run, "attention", "attn_bwd_dkdv_f32", defs, 3);
-    void *ddo = kiln_bert_input(&run, dout, l.n_o * 4);
-    void *ddelta = kiln_bert_output(&run, (l.n_rows + KILN_BERT_TAIL) * 4);
-    void *dg[3];
-    for (int t = 0; t < 3; t++)
-      dg[t] = kiln_bert_output(&run, (l.n_qkv + KILN_BERT_TAIL) * 4);
-    float *zeros = kiln_bert_alloc(l.n_qkv, 4); /* dQ is accumulated by atomics */
-    kiln_bert_upload(&run, dg[0], zeros, l.n_qkv * 4);
-    free(zeros);
-    void *a1[] = {&a.o, &ddo, &ddelta, &a.S, &a.H, &a.osb, &a.osh, &a.oss};
-    kiln_bert_launch(&run, fdelta, a.grid[0], a.grid[1], a1);
-    void *a2[] = {&a.q, &a.k, &a.v, &ddo, &a.lse, &ddelta, &a.kvl, &dg[0], &dg[1], &dg[2], &a.S, &a.H,
-                  &a.sb, &a.sh, &a.ss, &a.osb, &a.osh, &a.oss, &a.scale};
-    kiln_bert_launch(&run, fdkdv, kiln_bert_cdiv(l.S, (size_t)c->bn), a.grid[1], a2);
-    static const char *names[3] = {"dq", "dk", "dv"};
-    float *grads[3];
-    for (int t = 0; t < 3; t++) {
-      size_t total = l.n_qkv + KILN_BERT_TAIL;
-      grads[t] = kiln_bert_alloc(total, 4);
-      kiln_bert_fetch(&run, grads[t], dg[t], total * 4);
-      kiln_bert_check_untouched(&run, names[t], grads[t], 4, total, 1, l.n_qkv, total);
-      kiln_bert_check_close(&run, names[t], grads[t], rg[t], l.n_qkv, 1.0, 1e-5);
-    }
-    /* Two forward launches per element, each ~1 s on emu at these shapes: two elements per
-     * tensor there (the second in the padded sequence). */
-    if (c->fd && run.ok)
-      check_fd(&run, &a, c, &l, host, dout, grads, kiln_bert_on_emu(dev) ? 2 : NFD, &rng);
-    for (int t = 0; t < 3; t++)
-      free(grads[t]);
-  }
+      ref_head(c, &l, b, h, host[0], host[1], host[2], c->bwd ? dout : NULL, ro, rlse, rg[0], rg[1], rg[2]);
+  float *got_o = gather_o(&l, oraw, c->t), *want_o = gather_o(&l, ro, KILN_SCALAR_F32);
+  kiln_bert_check_close(&run, "o", got_o, want_o, l.n_rows * l.D, 1.0, tol_o(c->t));
+  kiln_bert_check_close(&run, "lse", lse, rlse, l.n_rows, 1.0, 1e-5);
+  if (c->bwd && run.ok)
+    run_bwd(&run, dev, &a, c, &l, host, dout, rg, &rng);
   for (int t = 0; t < 3; t++)
     free(host[t]), free(rg[t]);
   free(dout), free(oraw), free(lse), free(ro), free(rlse), free(got_o), free(want_o);
@@ -270,18 +302,22 @@ static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) 
 
 bool kiln_bert_test_attention(const KilnBertDevice *dev) {
   static const AttnCfg cpu[] = {
-      {2, 2, 37, 32, 16, 16, {37, 20}, false, true, true}, /* ragged S, a padded sequence; FD */
-      {1, 3, 16, 64, 8, 8, {9, 0}, false, false, false},   /* head dim 64, exact tiles, 7 padding keys */
-      {2, 2, 37, 32, 16, 16, {37, 20}, true, false, false}, /* f16 inputs, f32 accumulation */
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F32, true, true},   /* ragged S, a padded sequence; FD */
+      {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false},     /* head dim 64, exact tiles, 7 padding keys */
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F16, true, false},  /* f16 data, f32 accumulation */
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_BF16, true, false}, /* bf16 data, f32 accumulation */
+      {1, 1, 24, 128, 16, 16, {19, 0}, KILN_SCALAR_F16, true, false},  /* head dim 128 */
+      {2, 1, 512, 64, 32, 32, {512, 300}, KILN_SCALAR_F16, true, false}, /* BERT's length, padded */
   };
   /* The emulator runs a 16x16-tile forward program in ~0.1 s: one head and 21 rows (a full tile
    * and a ragged one) instead of two and 37, plus tiles the tuner picks on a GPU. */
   static const AttnCfg emu[] = {
-      {2, 1, 21, 32, 16, 16, {21, 9}, false, true, true},  /* ragged S, a padded sequence; FD */
-      {1, 3, 16, 64, 8, 8, {9, 0}, false, false, false},   /* head dim 64, exact tiles, 7 padding keys */
-      {2, 1, 21, 32, 16, 16, {21, 9}, true, false, false}, /* f16 inputs, f32 accumulation */
-      {1, 1, 77, 64, 64, 64, {77, 0}, true, false, false}, /* f16 64x64 tiles, ragged */
-      {1, 1, 45, 64, 32, 32, {40, 0}, false, true, false}, /* f32 32x32 tiles, backward */
+      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true},   /* ragged S, a padded sequence; FD */
+      {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false},    /* head dim 64, exact tiles, 7 padding keys */
+      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false},  /* f16 data, f32 accumulation */
+      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_BF16, true, false}, /* bf16 data (bf16 mma) */
+      {1, 1, 77, 64, 64, 64, {77, 0}, KILN_SCALAR_F16, false, false}, /* f16 64x64 tiles, ragged */
+      {1, 1, 45, 64, 32, 32, {40, 0}, KILN_SCALAR_F32, true, false},  /* f32 32x32 tiles, backward */
   };
   bool on_emu = kiln_bert_on_emu(dev);
   const AttnCfg *cfgs = on_emu ? emu : cpu;

@@ -1,5 +1,5 @@
 /* test_gelu.c — bias + GELU forward and backward (kernels-bert/gelu.kiln), exact and tanh forms,
- * f32 and f16 I/O. docs/kernels/gelu.md gives the tolerances' reasons. */
+ * f32 and f16 I/O (the kernels' T). docs/kernels/gelu.md gives the tolerances' reasons. */
 #include "bert_ref.h"
 #include "harness.h"
 #include "tests.h"
@@ -69,11 +69,10 @@ static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) 
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "%s %s %dx%d block %dx%d", c->f16 ? "f16" : "f32",
                   c->tanh_approx ? "tanh" : "erf", c->rows, c->cols, c->block_r, c->block_c);
-  KilnDefine defs[] = {{"BLOCK_R", c->block_r}, {"BLOCK_C", c->block_c}, {"TANH", c->tanh_approx}};
-  KilnRtFunction *fwd = kiln_bert_kernel(&run, "gelu", c->f16 ? "bias_gelu_fwd_f16" : "bias_gelu_fwd_f32",
-                                         defs, KILN_BERT_COUNT(defs));
-  KilnRtFunction *bwd = kiln_bert_kernel(&run, "gelu", c->f16 ? "bias_gelu_bwd_f16" : "bias_gelu_bwd_f32",
-                                         defs, KILN_BERT_COUNT(defs));
+  KilnDefine defs[] = {{"T", c->f16 ? KILN_SCALAR_F16 : KILN_SCALAR_F32}, {"BLOCK_R", c->block_r},
+                       {"BLOCK_C", c->block_c}, {"TANH", c->tanh_approx}};
+  KilnRtFunction *fwd = kiln_bert_kernel(&run, "gelu", "bias_gelu_fwd", defs, KILN_BERT_COUNT(defs));
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "gelu", "bias_gelu_bwd", defs, KILN_BERT_COUNT(defs));
   GeluData d;
   d.n = (size_t)c->rows * (size_t)c->cols;
   d.total = d.n + KILN_BERT_TAIL;

@@ -30,7 +30,7 @@ static double ref_elem(const Gemm *g, size_t m, size_t n) {
   return acc;
 }
 
-/* Runs the product on fn (gemm_f32, or gemm_f16 with f16 = true: inputs converted, output read
+/* Runs the product on fn (gemm with T = f32, or T = f16 with f16 = true: inputs converted, output read
  * back as f32) and returns C densely, checking its sentinels. */
 static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, bool f16, int bm, int bn) {
   size_t M = (size_t)g->M, N = (size_t)g->N, ld = N + PAD, total = M * ld + KILN_BERT_TAIL;
@@ -89,8 +89,9 @@ static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32
   float *a = gen(&rng, sM * sK, -1.0f, 1.0f), *b = gen(&rng, sK * sN, -1.0f, 1.0f);
   float *bias = gen(&rng, sN, -1.0f, 1.0f), *res = gen(&rng, sM * sN, -1.0f, 1.0f);
   for (int epi = epi_lo; epi <= epi_hi && run.ok; epi++) {
-    KilnDefine defs[] = {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"EPI", epi}};
-    KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", f16 ? "gemm_f16" : "gemm_f32", defs, 4);
+    KilnDefine defs[] = {{"T", f16 ? KILN_SCALAR_F16 : KILN_SCALAR_F32}, {"BM", bm}, {"BN", bn}, {"BK", bk},
+                         {"EPI", epi}};
+    KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 5);
     Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
     float *c = run_gemm(&run, fn, &g, f16, bm, bn);
     char what[32];
@@ -119,8 +120,8 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
   enum { T = 16 };
   KilnDefine d1[] = {{"BM", T}, {"BN", T}, {"BK", T}, {"EPI", 1}}, d0[] = {{"BM", T}, {"BN", T}, {"BK", T}, {"EPI", 0}};
   KilnDefine dc[] = {{"BLOCK_R", 4}, {"BLOCK_C", 32}};
-  KilnRtFunction *fwd = kiln_bert_kernel(&run, "gemm", "gemm_f32", d1, 4);
-  KilnRtFunction *plain = kiln_bert_kernel(&run, "gemm", "gemm_f32", d0, 4);
+  KilnRtFunction *fwd = kiln_bert_kernel(&run, "gemm", "gemm", d1, 4); /* T: f32 by default */
+  KilnRtFunction *plain = kiln_bert_kernel(&run, "gemm", "gemm", d0, 4);
   KilnRtFunction *colsum = kiln_bert_kernel(&run, "gemm", "colsum_f32", dc, 2);
   size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
   KilnRefRng rng;

@@ -84,6 +84,25 @@ float kiln_ref_f16_to_f32(uint16_t h) {
 
 float kiln_ref_round_f16(float f) { return kiln_ref_f16_to_f32(kiln_ref_f32_to_f16(f)); }
 
+uint16_t kiln_ref_f32_to_bf16(float f) {
+  uint32_t x = f32_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep the sign and top payload, make it quiet */
+    return (uint16_t)((x >> 16) | 0x0040u);
+  /* bf16 is f32's top half: round the low 16 bits to nearest, ties to even; a carry may bump
+   * the exponent, up to inf, which is right. */
+  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)((x + rounding) >> 16);
+}
+
+float kiln_ref_bf16_to_f32(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+float kiln_ref_round_bf16(float f) { return kiln_ref_bf16_to_f32(kiln_ref_f32_to_bf16(f)); }
+
 /* ---- Philox4x32-10 ----------------------------------------------------------------------- */
 
 enum {

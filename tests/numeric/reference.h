@@ -19,6 +19,12 @@ uint16_t kiln_ref_f32_to_f16(float f);
 float kiln_ref_f16_to_f32(uint16_t h);
 /* The f16 value nearest to f, as an f32: what storing f into an f16 buffer keeps. */
 float kiln_ref_round_f16(float f);
+/* f32 -> bfloat16 bits (f32's top 16 bits), round to nearest, ties to even; NaN stays NaN. */
+uint16_t kiln_ref_f32_to_bf16(float f);
+/* bfloat16 bits -> f32 (exact). */
+float kiln_ref_bf16_to_f32(uint16_t h);
+/* The bf16 value nearest to f, as an f32. */
+float kiln_ref_round_bf16(float f);
 
 /* ---- Philox4x32-10 ----------------------------------------------------------------------- */
 

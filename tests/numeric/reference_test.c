@@ -244,7 +244,40 @@ static void test_dropout_reference(void) {
   CHECK(kept > 32 && kept < 64, "kept %d of 64 at p = 0.25", kept);
 }
 
+/* bf16 rounding: exact values stay, halfway cases go to even, carries reach the exponent and
+ * inf, NaN stays NaN; every bf16 survives bf16 -> f32 -> bf16. */
+static void test_bf16(void) {
+  static const struct {
+    uint32_t f; /* f32 bits */
+    uint16_t h;
+  } cases[] = {
+      {0x3f800000u, 0x3f80u}, /* 1.0 */
+      {0xc0490fdbu, 0xc049u}, /* -pi: low half 0x0fdb < half, rounds down */
+      {0x3f808000u, 0x3f80u}, /* 1 + 2^-8 exactly halfway: to even (down) */
+      {0x3f818000u, 0x3f82u}, /* halfway above an odd mantissa: to even (up) */
+      {0x3f808001u, 0x3f81u}, /* just above halfway: up */
+      {0x3fffffffu, 0x4000u}, /* carry into the exponent: 2.0 */
+      {0x7f7fffffu, 0x7f80u}, /* FLT_MAX rounds to inf */
+      {0x00000001u, 0x0000u}, /* the smallest subnormal rounds to zero */
+      {0x80000000u, 0x8000u}, /* -0 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint16_t h = kiln_ref_f32_to_bf16(float_of(cases[i].f));
+    CHECK(h == cases[i].h, "f32_to_bf16(0x%08x) = 0x%04x, expected 0x%04x", cases[i].f, h, cases[i].h);
+  }
+  CHECK(isnan(kiln_ref_bf16_to_f32(kiln_ref_f32_to_bf16(NAN))), "NaN must stay NaN");
+  CHECK(isnan(kiln_ref_round_bf16(float_of(0x7f800001u))), "a signalling NaN must not become inf");
+  int bad = 0;
+  for (uint32_t h = 0; h < 0x10000u; h++) {
+    float f = kiln_ref_bf16_to_f32((uint16_t)h);
+    if (!isnan(f) && kiln_ref_f32_to_bf16(f) != h)
+      bad++;
+  }
+  CHECK(bad == 0, "%d bf16 values changed through f32", bad);
+}
+
 int main(void) {
+  test_bf16();
   test_f16_known_values();
   test_f16_exhaustive_roundtrip();
   test_f16_ties();
