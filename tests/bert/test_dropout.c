@@ -1,5 +1,5 @@
 /* test_dropout.c — dropout forward, backward and residual-fused forward with Philox masks
- * (kernels-bert/dropout.kiln). docs/kernels/dropout.md gives the tolerances' reasons. */
+ * (kernels-bert/dropout.kiln), in f32, f16 and bf16. docs/kernels/dropout.md gives the tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
 
@@ -12,39 +12,54 @@ typedef struct DropCfg {
   int32_t n, block;
   float p;
   int32_t seed, offset;
+  KilnScalarKind t; /* the kernels' T: every buffer */
 } DropCfg;
 
-/* Launches one of the kernels (args: in[, res], out, n, p, seed, offset) and returns its output. */
+/* A device copy of n host values (already representable in t) as t. */
+static void *input_t(KilnBertRun *run, const float *x, size_t n, KilnScalarKind t) {
+  void *h = kiln_bert_to_elem(x, n, t);
+  void *d = kiln_bert_input(run, h, n * kiln_bert_elem_size(t));
+  free(h);
+  return d;
+}
+
+/* Launches one of the kernels (args: in[, res], out, n, p, seed, offset) and returns its output
+ * as f32. */
 static float *launch(KilnBertRun *run, KilnRtFunction *fn, const DropCfg *c, const float *in,
                      const float *res, const char *what) {
-  size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL;
-  void *din = kiln_bert_input(run, in, n * 4);
-  void *dres = res ? kiln_bert_input(run, res, n * 4) : NULL;
-  void *dout = kiln_bert_output(run, total * 4);
+  size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL, esz = kiln_bert_elem_size(c->t);
+  void *din = input_t(run, in, n, c->t);
+  void *dres = res ? input_t(run, res, n, c->t) : NULL;
+  void *dout = kiln_bert_output(run, total * esz);
   int32_t n32 = c->n, seed = c->seed, offset = c->offset;
   float p = c->p;
   void *args2[] = {&din, &dout, &n32, &p, &seed, &offset};
   void *args3[] = {&din, &dres, &dout, &n32, &p, &seed, &offset};
   kiln_bert_launch(run, fn, kiln_bert_cdiv(n, (size_t)c->block), 1, res ? args3 : args2);
+  unsigned char *raw = kiln_bert_alloc(total, esz);
+  kiln_bert_fetch(run, raw, dout, total * esz);
+  kiln_bert_check_untouched(run, what, raw, esz, total, 1, n, total);
   float *out = kiln_bert_alloc(total, 4);
-  kiln_bert_fetch(run, out, dout, total * 4);
-  kiln_bert_check_untouched(run, what, out, 4, total, 1, n, total);
+  for (size_t i = 0; i < n; i++)
+    out[i] = kiln_bert_elem_get(raw, i, c->t);
+  free(raw);
   return out;
 }
 
 static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "n=%d p=%g seed=%d offset=%d", c->n, (double)c->p, c->seed, c->offset);
-  KilnDefine defs[] = {{"BLOCK", c->block}};
-  KilnRtFunction *fwd = kiln_bert_kernel(&run, "dropout", "dropout_fwd", defs, 1);
-  KilnRtFunction *bwd = kiln_bert_kernel(&run, "dropout", "dropout_bwd", defs, 1);
-  KilnRtFunction *add = kiln_bert_kernel(&run, "dropout", "dropout_add_fwd", defs, 1);
+  kiln_bert_begin(&run, dev, "%s n=%d p=%g seed=%d offset=%d", kiln_scalar_name(c->t), c->n, (double)c->p,
+                  c->seed, c->offset);
+  KilnDefine defs[] = {{"T", c->t}, {"BLOCK", c->block}};
+  KilnRtFunction *fwd = kiln_bert_kernel(&run, "dropout", "dropout_fwd", defs, 2);
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "dropout", "dropout_bwd", defs, 2);
+  KilnRtFunction *add = kiln_bert_kernel(&run, "dropout", "dropout_add_fwd", defs, 2);
   size_t n = (size_t)c->n;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   /* x in [0.5, 1.5): never 0, so a zero output always means a dropped element. */
-  float *x = kiln_bert_random_f32(&rng, n, 0.5f, 1.5f), *res = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
-  float *w = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  float *x = kiln_bert_random_t(&rng, n, 0.5f, 1.5f, c->t), *res = kiln_bert_random_t(&rng, n, -1.0f, 1.0f, c->t);
+  float *w = kiln_bert_random_t(&rng, n, -1.0f, 1.0f, c->t);
   float *y = launch(&run, fwd, c, x, NULL, "y");
   float *dx_same = launch(&run, bwd, c, x, NULL, "dx");
   float *ya = launch(&run, add, c, x, res, "y (add)");
@@ -60,8 +75,11 @@ static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) 
     kept += y[i] != 0.0f;
     same += memcmp(&y[i], &dx_same[i], 4) == 0;
   }
-  kiln_bert_check_close(&run, "y", y, ref, n, 1.0, 1e-6);
-  kiln_bert_check_close(&run, "y (add)", ya, ref_add, n, 1.0, 1e-6);
+  /* f32: one multiplication; f16 / bf16: the f32 result rounded to T once (half an ulp of
+   * values up to 1.5 / (1 - p), relative 2^-11 / 2^-8), twice that as the bound. */
+  double tol = c->t == KILN_SCALAR_F32 ? 1e-6 : c->t == KILN_SCALAR_F16 ? 1e-3 : 8e-3;
+  kiln_bert_check_close(&run, "y", y, ref, n, 1.0, tol);
+  kiln_bert_check_close(&run, "y (add)", ya, ref_add, n, 1.0, tol);
   /* The backward regenerates the forward's mask: given dy = x it must reproduce y bit for bit. */
   printf("       bwd mask   %zu of %zu equal the forward bit for bit (tol: all)\n", same, n);
   if (run.ok && same != n)
@@ -71,7 +89,15 @@ static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) 
   printf("       keep frac  %.4f (want %.4f +- %.4f)\n", frac, 1.0 - c->p, 4 * sigma);
   if (run.ok && fabs(frac - (1.0 - c->p)) > 4 * sigma)
     kiln_bert_fail(&run, "keep fraction %.4f is more than 4 sigma from %.4f", frac, 1.0 - c->p);
-  /* Finite differences of L = sum w * dropout(x): elementwise, so all x shift at once. */
+  /* Finite differences of L = sum w * dropout(x) (f32 only: elementwise, so all x shift at
+   * once); for f16 / bf16, dx against the reference mask. */
+  if (c->t != KILN_SCALAR_F32) {
+    for (size_t i = 0; i < n; i++)
+      ref[i] = kiln_ref_rand(c->seed, c->offset + (int32_t)i) > c->p ? w[i] * scale : 0.0f;
+    kiln_bert_check_close(&run, "dx", dx, ref, n, 1.0, tol);
+    free(x), free(res), free(w), free(y), free(dx_same), free(ya), free(dx), free(ref), free(ref_add);
+    return kiln_bert_end(&run);
+  }
   const float h = 1e-2f;
   float *xp = kiln_bert_alloc(n, 4), *xm = kiln_bert_alloc(n, 4), *fd = kiln_bert_alloc(n, 4);
   for (size_t i = 0; i < n; i++)
@@ -87,9 +113,11 @@ static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) 
 
 bool kiln_bert_test_dropout(const KilnBertDevice *dev) {
   static const DropCfg cfgs[] = {
-      {10007, 1024, 0.1f, 42, 0},
-      {4096, 512, 0.5f, -7, 123456},
-      {77, 256, 0.9f, 2147483647, 5},
+      {10007, 1024, 0.1f, 42, 0, KILN_SCALAR_F32},
+      {4096, 512, 0.5f, -7, 123456, KILN_SCALAR_F32},
+      {77, 256, 0.9f, 2147483647, 5, KILN_SCALAR_F32},
+      {3001, 1024, 0.1f, 7, 99, KILN_SCALAR_F16},
+      {513, 256, 0.5f, 11, 0, KILN_SCALAR_BF16},
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)

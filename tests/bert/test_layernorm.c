@@ -1,5 +1,6 @@
 /* test_layernorm.c — residual add + LayerNorm forward, backward and the dgamma/dbeta reduction
- * (kernels-bert/layernorm.kiln), f32. docs/kernels/layernorm.md gives the tolerances' reasons. */
+ * (kernels-bert/layernorm.kiln), with f32, f16 and bf16 activations (the kernels' T).
+ * docs/kernels/layernorm.md gives the tolerances' reasons. */
 #include "bert_ref.h"
 #include "harness.h"
 #include "tests.h"
@@ -10,8 +11,37 @@
 
 typedef struct LnCfg {
   int32_t rows, cols, fwd_block, bwd_block, bwd_programs;
-  bool fd;
+  bool fd;          /* finite differences too (f32 only) */
+  KilnScalarKind t; /* x, res, gamma, beta, s, y, dy, dx */
 } LnCfg;
+
+/* Relative tolerance (floor 1) of a T output: the kernel's f32 result rounded to T once. */
+static double tol_t(KilnScalarKind t, double f32_tol) {
+  return t == KILN_SCALAR_F32 ? f32_tol : t == KILN_SCALAR_F16 ? 1e-3 : 8e-3;
+}
+
+/* n random values in [lo, hi) rounded to t, and their device copy. */
+static float *input_t(KilnBertRun *run, KilnRefRng *rng, size_t n, float lo, float hi, KilnScalarKind t,
+                      void **dev) {
+  float *x = kiln_bert_random_t(rng, n, lo, hi, t);
+  void *h = kiln_bert_to_elem(x, n, t);
+  *dev = kiln_bert_input(run, h, n * kiln_bert_elem_size(t));
+  free(h);
+  return x;
+}
+
+/* A T output of n values plus the tail: fetched, tail checked, as f32. */
+static float *fetch_t(KilnBertRun *run, const char *what, void *dbuf, size_t n, KilnScalarKind t) {
+  size_t esz = kiln_bert_elem_size(t), total = n + KILN_BERT_TAIL;
+  unsigned char *raw = kiln_bert_alloc(total, esz);
+  kiln_bert_fetch(run, raw, dbuf, total * esz);
+  kiln_bert_check_untouched(run, what, raw, esz, total, 1, n, total);
+  float *out = kiln_bert_alloc(n, 4);
+  for (size_t i = 0; i < n; i++)
+    out[i] = kiln_bert_elem_get(raw, i, t);
+  free(raw);
+  return out;
+}
 
 static const float EPS = 1e-5f;
 
@@ -84,39 +114,41 @@ static void finite_differences(KilnBertRun *run, LnDev *d, float *x, float *gamm
 
 static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs", c->rows, c->cols,
-                  c->fwd_block, c->bwd_block, c->bwd_programs);
-  KilnDefine fdef[] = {{"BLOCK", c->fwd_block}}, bdef[] = {{"BLOCK", c->bwd_block}};
+  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs", kiln_scalar_name(c->t),
+                  c->rows, c->cols, c->fwd_block, c->bwd_block, c->bwd_programs);
+  KilnDefine fdef[] = {{"T", c->t}, {"BLOCK", c->fwd_block}}, bdef[] = {{"T", c->t}, {"BLOCK", c->bwd_block}};
   KilnDefine rdef[] = {{"BLOCK", 64}};
   LnDev d = {0};
-  d.fwd = kiln_bert_kernel(&run, "layernorm", "layernorm_fwd", fdef, 1);
-  KilnRtFunction *bwd = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd", bdef, 1);
+  d.fwd = kiln_bert_kernel(&run, "layernorm", "layernorm_fwd", fdef, 2);
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd", bdef, 2);
   KilnRtFunction *red = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd_reduce", rdef, 1);
   size_t rows = (size_t)c->rows, cols = (size_t)c->cols, n = rows * cols, G = (size_t)c->bwd_programs;
+  size_t esz = kiln_bert_elem_size(c->t);
   size_t total = n + KILN_BERT_TAIL, stotal = rows + KILN_BERT_TAIL, ctotal = cols + KILN_BERT_TAIL;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   /* A per-row offset keeps the mean away from zero, so forgetting to subtract it shows. */
-  float *x = kiln_bert_random_f32(&rng, n, -2.0f, 2.0f), *res = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  float *x = kiln_bert_random_f32(&rng, n, -2.0f, 2.0f);
   for (size_t r = 0; r < rows; r++) {
     float off = kiln_ref_rng_uniform(&rng, -1.0f, 1.0f);
     for (size_t k = 0; k < cols; k++)
-      x[r * cols + k] += off;
+      x[r * cols + k] = kiln_bert_round(x[r * cols + k] + off, c->t);
   }
-  float *gamma = kiln_bert_random_f32(&rng, cols, 0.5f, 1.5f), *beta = kiln_bert_random_f32(&rng, cols, -1.0f, 1.0f);
-  float *dy = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  void *hx = kiln_bert_to_elem(x, n, c->t);
+  d.x = kiln_bert_input(&run, hx, n * esz);
+  free(hx);
+  float *res = input_t(&run, &rng, n, -1.0f, 1.0f, c->t, &d.res);
+  float *gamma = input_t(&run, &rng, cols, 0.5f, 1.5f, c->t, &d.gamma);
+  float *beta = input_t(&run, &rng, cols, -1.0f, 1.0f, c->t, &d.beta);
+  void *ddy;
+  float *dy = input_t(&run, &rng, n, -1.0f, 1.0f, c->t, &ddy);
   d.rows = c->rows, d.cols = c->cols, d.eps = EPS;
-  d.x = kiln_bert_input(&run, x, n * 4), d.res = kiln_bert_input(&run, res, n * 4);
-  d.gamma = kiln_bert_input(&run, gamma, cols * 4), d.beta = kiln_bert_input(&run, beta, cols * 4);
-  d.s = kiln_bert_output(&run, total * 4), d.y = kiln_bert_output(&run, total * 4);
+  d.s = kiln_bert_output(&run, total * esz), d.y = kiln_bert_output(&run, total * esz);
   d.mean = kiln_bert_output(&run, stotal * 4), d.rstd = kiln_bert_output(&run, stotal * 4);
   launch_fwd(&run, &d);
-  float *s = kiln_bert_alloc(total, 4), *y = kiln_bert_alloc(total, 4);
+  float *s = fetch_t(&run, "s", d.s, n, c->t), *y = fetch_t(&run, "y", d.y, n, c->t);
   float *mean = kiln_bert_alloc(stotal, 4), *rstd = kiln_bert_alloc(stotal, 4);
-  kiln_bert_fetch(&run, s, d.s, total * 4), kiln_bert_fetch(&run, y, d.y, total * 4);
   kiln_bert_fetch(&run, mean, d.mean, stotal * 4), kiln_bert_fetch(&run, rstd, d.rstd, stotal * 4);
-  kiln_bert_check_untouched(&run, "s", s, 4, total, 1, n, total);
-  kiln_bert_check_untouched(&run, "y", y, 4, total, 1, n, total);
   kiln_bert_check_untouched(&run, "mean", mean, 4, stotal, 1, rows, stotal);
   kiln_bert_check_untouched(&run, "rstd", rstd, 4, stotal, 1, rows, stotal);
 
@@ -125,13 +157,13 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   for (size_t i = 0; i < n; i++)
     ref_s[i] = x[i] + res[i];
   kiln_bert_ref_layernorm_fwd(x, res, gamma, beta, ref_y, ref_mean, ref_rstd, rows, cols, EPS);
-  kiln_bert_check_close(&run, "s", s, ref_s, n, 1.0, 0.0);
-  kiln_bert_check_close(&run, "y", y, ref_y, n, 1.0, 1e-5);
+  kiln_bert_check_close(&run, "s", s, ref_s, n, 1.0, tol_t(c->t, 0.0));
+  kiln_bert_check_close(&run, "y", y, ref_y, n, 1.0, tol_t(c->t, 1e-5));
   kiln_bert_check_close(&run, "mean", mean, ref_mean, rows, 1.0, 1e-5);
   kiln_bert_check_close(&run, "rstd", rstd, ref_rstd, rows, 1e-30, 1e-5);
 
   /* Backward from the kernel's own s, mean, rstd (the reference gets the same ones). */
-  void *ddy = kiln_bert_input(&run, dy, n * 4), *ddx = kiln_bert_output(&run, total * 4);
+  void *ddx = kiln_bert_output(&run, total * esz);
   void *dgp = kiln_bert_output(&run, G * cols * 4), *dbp = kiln_bert_output(&run, G * cols * 4);
   void *ddg = kiln_bert_output(&run, ctotal * 4), *ddb = kiln_bert_output(&run, ctotal * 4);
   int32_t parts = (int32_t)G;
@@ -140,18 +172,18 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   void *rg[] = {&dgp, &ddg, &parts, &d.cols}, *rb[] = {&dbp, &ddb, &parts, &d.cols};
   kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rg);
   kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rb);
-  float *dx = kiln_bert_alloc(total, 4), *dg = kiln_bert_alloc(ctotal, 4), *db = kiln_bert_alloc(ctotal, 4);
-  kiln_bert_fetch(&run, dx, ddx, total * 4);
+  float *dx = fetch_t(&run, "dx", ddx, n, c->t);
+  float *dg = kiln_bert_alloc(ctotal, 4), *db = kiln_bert_alloc(ctotal, 4);
   kiln_bert_fetch(&run, dg, ddg, ctotal * 4), kiln_bert_fetch(&run, db, ddb, ctotal * 4);
-  kiln_bert_check_untouched(&run, "dx", dx, 4, total, 1, n, total);
   kiln_bert_check_untouched(&run, "dgamma", dg, 4, ctotal, 1, cols, ctotal);
   kiln_bert_check_untouched(&run, "dbeta", db, 4, ctotal, 1, cols, ctotal);
   float *ref_dx = kiln_bert_alloc(n, 4), *ref_dg = kiln_bert_alloc(cols, 4), *ref_db = kiln_bert_alloc(cols, 4);
   kiln_bert_ref_layernorm_bwd(s, dy, gamma, mean, rstd, ref_dx, ref_dg, ref_db, rows, cols);
-  kiln_bert_check_close(&run, "dx", dx, ref_dx, n, 1.0, 1e-5);
+  /* dx: the result rounded to T, of values up to ~2 (twice s's bound). */
+  kiln_bert_check_close(&run, "dx", dx, ref_dx, n, 1.0, c->t == KILN_SCALAR_F32 ? 1e-5 : 2 * tol_t(c->t, 0.0));
   kiln_bert_check_close(&run, "dgamma", dg, ref_dg, cols, 1.0, 1e-5);
   kiln_bert_check_close(&run, "dbeta", db, ref_db, cols, 1.0, 1e-5);
-  if (c->fd && run.ok) {
+  if (c->fd && c->t == KILN_SCALAR_F32 && run.ok) {
     float *fd_dx = kiln_bert_alloc(n, 4), *fd_dg = kiln_bert_alloc(cols, 4);
     size_t step = kiln_bert_on_emu(dev) ? 8 : 1; /* four launches per column */
     finite_differences(&run, &d, x, gamma, dy, step, fd_dx, fd_dg);
@@ -167,18 +199,22 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
 
 bool kiln_bert_test_layernorm(const KilnBertDevice *dev) {
   static const LnCfg cpu[] = {
-      {5, 77, 32, 128, 2, true},      /* three ragged forward chunks; FD */
-      {37, 96, 128, 128, 4, true},    /* 37 rows over 4 programs: uneven partial sums; FD */
-      {4, 768, 256, 1024, 3, false},  /* BERT-base width, three exact forward chunks */
-      {1, 1, 128, 128, 1, false},     /* degenerate: var 0, xhat 0 */
+      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32},      /* three ragged forward chunks; FD */
+      {37, 96, 128, 128, 4, true, KILN_SCALAR_F32},    /* 37 rows over 4 programs: uneven partial sums; FD */
+      {4, 768, 256, 1024, 3, false, KILN_SCALAR_F32},  /* BERT-base width, three exact forward chunks */
+      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32},     /* degenerate: var 0, xhat 0 */
+      {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16}, /* BERT-large width, f16 activations */
+      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16},    /* ragged chunks, bf16 activations */
   };
   /* Each finite difference launches the forward over every row; on emu 13 rows instead of 37
    * (still uneven over 4 programs) keep that affordable. */
   static const LnCfg emu[] = {
-      {5, 77, 32, 128, 2, true},      /* three ragged forward chunks; FD */
-      {13, 96, 128, 128, 4, true},    /* 13 rows over 4 programs: uneven partial sums; FD */
-      {4, 768, 256, 1024, 3, false},  /* BERT-base width, three exact forward chunks */
-      {1, 1, 128, 128, 1, false},     /* degenerate: var 0, xhat 0 */
+      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32},      /* three ragged forward chunks; FD */
+      {13, 96, 128, 128, 4, true, KILN_SCALAR_F32},    /* 13 rows over 4 programs: uneven partial sums; FD */
+      {4, 768, 256, 1024, 3, false, KILN_SCALAR_F32},  /* BERT-base width, three exact forward chunks */
+      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32},     /* degenerate: var 0, xhat 0 */
+      {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16}, /* BERT-large width, f16 activations */
+      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16},    /* ragged chunks, bf16 activations */
   };
   bool on_emu = kiln_bert_on_emu(dev);
   const LnCfg *cfgs = on_emu ? emu : cpu;
