@@ -1,5 +1,5 @@
 /* test_xent.c — softmax cross-entropy forward (loss, lse) and backward (dlogits) with an ignore
- * index (kernels-bert/xent.kiln), f32. docs/kernels/xent.md gives the tolerances' reasons. */
+ * index (kernels-bert/xent.kiln), with f32, f16 and bf16 logits (the kernels' T). docs/kernels/xent.md gives the tolerances' reasons. */
 #include "bert_ref.h"
 #include "harness.h"
 #include "tests.h"
@@ -12,7 +12,8 @@ enum { IGNORE = -100 };
 typedef struct XentCfg {
   int32_t rows, classes, block;
   float offset; /* added to every logit: large values test the max subtraction */
-  bool fd;
+  bool fd;      /* finite differences too (f32 only) */
+  KilnScalarKind t;
 } XentCfg;
 
 typedef struct XentDev {
@@ -59,44 +60,53 @@ static void finite_differences(KilnBertRun *run, XentDev *d, float *x, const flo
 
 static bool run_cfg(const KilnBertDevice *dev, const XentCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%dx%d BLOCK %d offset %g", c->rows, c->classes, c->block,
-                  (double)c->offset);
-  KilnDefine defs[] = {{"BLOCK", c->block}};
+  kiln_bert_begin(&run, dev, "%s %dx%d BLOCK %d offset %g", kiln_scalar_name(c->t), c->rows, c->classes,
+                  c->block, (double)c->offset);
+  KilnDefine defs[] = {{"T", c->t}, {"BLOCK", c->block}};
   XentDev d = {0};
-  d.fwd = kiln_bert_kernel(&run, "xent", "xent_fwd", defs, 1);
-  KilnRtFunction *bwd = kiln_bert_kernel(&run, "xent", "xent_bwd", defs, 1);
+  d.fwd = kiln_bert_kernel(&run, "xent", "xent_fwd", defs, 2);
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "xent", "xent_bwd", defs, 2);
+  size_t esz = kiln_bert_elem_size(c->t);
   size_t rows = (size_t)c->rows, classes = (size_t)c->classes, n = rows * classes;
   size_t total = n + KILN_BERT_TAIL, rtotal = rows + KILN_BERT_TAIL;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   float *x = kiln_bert_random_f32(&rng, n, -8.0f, 8.0f);
   for (size_t i = 0; i < n; i++)
-    x[i] += c->offset;
+    x[i] = kiln_bert_round(x[i] + c->offset, c->t); /* the kernel's exact input */
   int32_t *labels = kiln_bert_alloc(rows, 4);
   for (size_t r = 0; r < rows; r++) /* about one row in five is ignored */
     labels[r] = kiln_ref_rng_next(&rng) % 5 == 0 ? IGNORE : (int32_t)(kiln_ref_rng_next(&rng) % classes);
   labels[0] = (int32_t)classes - 1; /* the last class, in the last (ragged) chunk */
   float *dloss = kiln_bert_random_f32(&rng, rows, 0.5f, 1.5f);
   d.rows = c->rows, d.classes = c->classes, d.ignore = IGNORE;
-  d.x = kiln_bert_input(&run, x, n * 4), d.labels = kiln_bert_input(&run, labels, rows * 4);
+  void *hx = kiln_bert_to_elem(x, n, c->t);
+  d.x = kiln_bert_input(&run, hx, n * esz), d.labels = kiln_bert_input(&run, labels, rows * 4);
+  free(hx);
   d.loss = kiln_bert_output(&run, rtotal * 4), d.lse = kiln_bert_output(&run, rtotal * 4);
-  void *ddl = kiln_bert_input(&run, dloss, rows * 4), *ddx = kiln_bert_output(&run, total * 4);
+  void *ddl = kiln_bert_input(&run, dloss, rows * 4), *ddx = kiln_bert_output(&run, total * esz);
   launch_fwd(&run, &d);
   void *bargs[] = {&d.x, &d.labels, &d.lse, &ddl, &ddx, &d.classes, &d.ignore};
   kiln_bert_launch(&run, bwd, (uint32_t)rows, 1, bargs);
-  float *loss = kiln_bert_alloc(rtotal, 4), *lse = kiln_bert_alloc(rtotal, 4), *dx = kiln_bert_alloc(total, 4);
+  float *loss = kiln_bert_alloc(rtotal, 4), *lse = kiln_bert_alloc(rtotal, 4), *dx = kiln_bert_alloc(n, 4);
+  unsigned char *dxraw = kiln_bert_alloc(total, esz);
   kiln_bert_fetch(&run, loss, d.loss, rtotal * 4), kiln_bert_fetch(&run, lse, d.lse, rtotal * 4);
-  kiln_bert_fetch(&run, dx, ddx, total * 4);
+  kiln_bert_fetch(&run, dxraw, ddx, total * esz);
   kiln_bert_check_untouched(&run, "loss", loss, 4, rtotal, 1, rows, rtotal);
   kiln_bert_check_untouched(&run, "lse", lse, 4, rtotal, 1, rows, rtotal);
-  kiln_bert_check_untouched(&run, "dx", dx, 4, total, 1, n, total);
+  kiln_bert_check_untouched(&run, "dx", dxraw, esz, total, 1, n, total);
+  for (size_t i = 0; i < n; i++)
+    dx[i] = kiln_bert_elem_get(dxraw, i, c->t);
+  free(dxraw);
   float *rl = kiln_bert_alloc(rows, 4), *rlse = kiln_bert_alloc(rows, 4), *rdx = kiln_bert_alloc(n, 4);
   kiln_bert_ref_xent_fwd(x, labels, rl, rlse, rows, classes, IGNORE);
   kiln_bert_ref_xent_bwd(x, labels, dloss, rdx, rows, classes, IGNORE);
   kiln_bert_check_close(&run, "loss", loss, rl, rows, 1.0, 1e-5);
   kiln_bert_check_close(&run, "lse", lse, rlse, rows, 1.0, 1e-6);
-  kiln_bert_check_close(&run, "dx", dx, rdx, n, 1e-2, 2e-5);
-  if (c->fd && run.ok) {
+  /* dx: f32 as before; f16 / bf16: the f32 result rounded to T once (twice half an ulp). */
+  kiln_bert_check_close(&run, "dx", dx, rdx, n, 1e-2,
+                        c->t == KILN_SCALAR_F32 ? 2e-5 : c->t == KILN_SCALAR_F16 ? 1e-3 : 8e-3);
+  if (c->fd && c->t == KILN_SCALAR_F32 && run.ok) {
     float *fd = kiln_bert_alloc(n, 4);
     size_t step = kiln_bert_on_emu(dev) ? 8 : 1; /* two launches per column */
     finite_differences(&run, &d, x, dloss, step, fd);
@@ -109,10 +119,12 @@ static bool run_cfg(const KilnBertDevice *dev, const XentCfg *c, uint64_t seed) 
 
 bool kiln_bert_test_xent(const KilnBertDevice *dev) {
   static const XentCfg cfgs[] = {
-      {16, 2, 32, 0.0f, true},       /* sequence classification: two classes */
-      {6, 77, 32, 0.0f, true},       /* three chunks, the last ragged; FD */
-      {13, 1000, 256, 80.0f, false}, /* logits near 80: exp overflows without the max shift */
-      {5, 3001, 1024, 0.0f, false},  /* a scaled-down vocabulary */
+      {16, 2, 32, 0.0f, true, KILN_SCALAR_F32},       /* sequence classification: two classes */
+      {6, 77, 32, 0.0f, true, KILN_SCALAR_F32},       /* three chunks, the last ragged; FD */
+      {13, 1000, 256, 80.0f, false, KILN_SCALAR_F32}, /* logits near 80: exp overflows without the max shift */
+      {5, 3001, 1024, 0.0f, false, KILN_SCALAR_F32},  /* a scaled-down vocabulary */
+      {6, 77, 32, 40.0f, false, KILN_SCALAR_F16},     /* f16 logits, ragged chunks */
+      {5, 3001, 1024, 0.0f, false, KILN_SCALAR_BF16}, /* bf16 logits */
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
