@@ -1,5 +1,5 @@
 /* test_embedding.c — word + position + token-type embeddings, forward and atomic backward
- * (kernels-bert/embedding.kiln), f32. docs/kernels/embedding.md gives the tolerances' reasons. */
+ * (kernels-bert/embedding.kiln), with f32, f16 and bf16 tables (the kernels' T). docs/kernels/embedding.md gives the tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
 
@@ -9,7 +9,17 @@
 
 typedef struct EmbCfg {
   int32_t batch, seq, hidden, vocab, block_t, block_h;
+  KilnScalarKind t; /* the tables, the output and its gradient; gradient tables stay f32 */
 } EmbCfg;
+
+/* n random values rounded to t, and their device copy as t. */
+static float *input_t(KilnBertRun *run, KilnRefRng *rng, size_t n, KilnScalarKind t, void **dev) {
+  float *x = kiln_bert_random_t(rng, n, -1.0f, 1.0f, t);
+  void *h = kiln_bert_to_elem(x, n, t);
+  *dev = kiln_bert_input(run, h, n * kiln_bert_elem_size(t));
+  free(h);
+  return x;
+}
 
 enum { NTYPES = 2, FD_PER_TABLE = 6 };
 
@@ -34,11 +44,12 @@ static double loss(const float *out, const float *w, size_t n) {
 
 static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "batch %d seq %d hidden %d vocab %d block %dx%d", c->batch, c->seq,
-                  c->hidden, c->vocab, c->block_t, c->block_h);
-  KilnDefine defs[] = {{"BLOCK_T", c->block_t}, {"BLOCK_H", c->block_h}};
-  KilnRtFunction *fwd = kiln_bert_kernel(&run, "embedding", "embedding_fwd", defs, 2);
-  KilnRtFunction *bwd = kiln_bert_kernel(&run, "embedding", "embedding_bwd", defs, 2);
+  kiln_bert_begin(&run, dev, "%s batch %d seq %d hidden %d vocab %d block %dx%d", kiln_scalar_name(c->t),
+                  c->batch, c->seq, c->hidden, c->vocab, c->block_t, c->block_h);
+  KilnDefine defs[] = {{"T", c->t}, {"BLOCK_T", c->block_t}, {"BLOCK_H", c->block_h}};
+  KilnRtFunction *fwd = kiln_bert_kernel(&run, "embedding", "embedding_fwd", defs, 3);
+  KilnRtFunction *bwd = kiln_bert_kernel(&run, "embedding", "embedding_bwd", defs, 3);
+  size_t esz = kiln_bert_elem_size(c->t);
   size_t ntok = (size_t)c->batch * (size_t)c->seq, H = (size_t)c->hidden, n = ntok * H;
   size_t sizes[3] = {(size_t)c->vocab * H, (size_t)c->seq * H, NTYPES * H};
   KilnRefRng rng;
@@ -46,14 +57,14 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   int32_t *ids = kiln_bert_alloc(ntok, 4), *types = kiln_bert_alloc(ntok, 4);
   for (size_t t = 0; t < ntok; t++) /* a small vocabulary: ids repeat, also within one tile */
     ids[t] = (int32_t)(kiln_ref_rng_next(&rng) % (uint64_t)c->vocab), types[t] = (int32_t)(t % (size_t)c->seq >= (size_t)c->seq / 2);
-  float *tab[3], *w = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
-  void *dtab[3], *dgrad[3];
+  void *dtab[3], *dgrad[3], *dw;
+  float *tab[3], *w = input_t(&run, &rng, n, c->t, &dw);
   for (int k = 0; k < 3; k++)
-    tab[k] = kiln_bert_random_f32(&rng, sizes[k], -1.0f, 1.0f);
+    tab[k] = input_t(&run, &rng, sizes[k], c->t, &dtab[k]);
   void *dids = kiln_bert_input(&run, ids, ntok * 4), *dtypes = kiln_bert_input(&run, types, ntok * 4);
   for (int k = 0; k < 3; k++)
-    dtab[k] = kiln_bert_input(&run, tab[k], sizes[k] * 4), dgrad[k] = zeroed_output(&run, sizes[k]);
-  void *dout = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * 4), *dw = kiln_bert_input(&run, w, n * 4);
+    dgrad[k] = zeroed_output(&run, sizes[k]);
+  void *dout = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * esz);
   int32_t ntok32 = (int32_t)ntok, seq = c->seq, hidden = c->hidden;
   uint32_t gx = kiln_bert_cdiv(ntok, (size_t)c->block_t), gy = kiln_bert_cdiv(H, (size_t)c->block_h);
   void *fargs[] = {&dids, &dtypes, &dtab[0], &dtab[1], &dtab[2], &dout, &ntok32, &seq, &hidden};
@@ -61,8 +72,12 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   kiln_bert_launch(&run, fwd, gx, gy, fargs);
   kiln_bert_launch(&run, bwd, gx, gy, bargs);
   float *out = kiln_bert_alloc(n + KILN_BERT_TAIL, 4), *ref = kiln_bert_alloc(n, 4);
-  kiln_bert_fetch(&run, out, dout, (n + KILN_BERT_TAIL) * 4);
-  kiln_bert_check_untouched(&run, "out", out, 4, n + KILN_BERT_TAIL, 1, n, n + KILN_BERT_TAIL);
+  unsigned char *raw = kiln_bert_alloc(n + KILN_BERT_TAIL, esz);
+  kiln_bert_fetch(&run, raw, dout, (n + KILN_BERT_TAIL) * esz);
+  kiln_bert_check_untouched(&run, "out", raw, esz, n + KILN_BERT_TAIL, 1, n, n + KILN_BERT_TAIL);
+  for (size_t i = 0; i < n; i++)
+    out[i] = kiln_bert_elem_get(raw, i, c->t);
+  free(raw);
   double *gref[3];
   for (int k = 0; k < 3; k++)
     gref[k] = kiln_bert_alloc(sizes[k], sizeof(double));
@@ -74,7 +89,9 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
         gref[k][rowk[k] * H + j] += w[t * H + j];
     }
   }
-  kiln_bert_check_close(&run, "out", out, ref, n, 1.0, 1e-6);
+  /* f32: two additions; f16 / bf16: the f32 sum rounded to T once (twice half an ulp). */
+  kiln_bert_check_close(&run, "out", out, ref, n, 1.0,
+                        c->t == KILN_SCALAR_F32 ? 1e-6 : c->t == KILN_SCALAR_F16 ? 1e-3 : 8e-3);
   static const char *names[3] = {"dword", "dpos", "dtype"};
   float *grad[3];
   for (int k = 0; k < 3; k++) {
@@ -92,7 +109,7 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
    * table (rows used by the first tokens, so that every difference is non-trivial). */
   const float h = 1e-2f;
   float fd[3 * FD_PER_TABLE], an[3 * FD_PER_TABLE];
-  for (int k = 0; k < 3 && run.ok; k++)
+  for (int k = 0; k < 3 && run.ok && c->t == KILN_SCALAR_F32; k++)
     for (int e = 0; e < FD_PER_TABLE; e++) {
       size_t t = (size_t)e * 7 % ntok, j = (size_t)(kiln_ref_rng_next(&rng) % H);
       size_t row = k == 0 ? (size_t)ids[t] : k == 1 ? t % (size_t)c->seq : (size_t)types[t];
@@ -113,7 +130,8 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
       *v = keep;
       kiln_bert_upload(&run, dtab[k], tab[k], sizes[k] * 4);
     }
-  kiln_bert_check_close(&run, "grad vs fd", an, fd, 3 * FD_PER_TABLE, 1.0, 1e-3);
+  if (c->t == KILN_SCALAR_F32)
+    kiln_bert_check_close(&run, "grad vs fd", an, fd, 3 * FD_PER_TABLE, 1.0, 1e-3);
   for (int k = 0; k < 3; k++)
     free(tab[k]), free(gref[k]), free(grad[k]);
   free(ids), free(types), free(w), free(out), free(ref);
@@ -122,8 +140,10 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
 
 bool kiln_bert_test_embedding(const KilnBertDevice *dev) {
   static const EmbCfg cfgs[] = {
-      {3, 37, 96, 50, 4, 64},  /* 111 tokens, ragged in both directions */
-      {2, 16, 64, 7, 8, 32},   /* exact tiles; 7 ids, so every tile repeats ids */
+      {3, 37, 96, 50, 4, 64, KILN_SCALAR_F32},  /* 111 tokens, ragged in both directions */
+      {2, 16, 64, 7, 8, 32, KILN_SCALAR_F32},   /* exact tiles; 7 ids, so every tile repeats ids */
+      {3, 37, 96, 50, 4, 64, KILN_SCALAR_F16},  /* f16 tables */
+      {2, 16, 64, 7, 8, 32, KILN_SCALAR_BF16},  /* bf16 tables */
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
