@@ -26,18 +26,8 @@
 
 extern char **environ;
 
-static int failures;
+#include "check.h"
 static char dir[256];
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-      printf(__VA_ARGS__);                                                  \
-      printf("\n");                                                         \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
 
 static const char faulty_args[] = "n=%d; x: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)";
 

@@ -14,17 +14,7 @@
 
 #include KILN_TEST_LIB_C
 
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-      printf(__VA_ARGS__);                                                  \
-      printf("\n");                                                         \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 #define NIMAGES (sizeof cudalib_images / sizeof *cudalib_images)
 #define NMODULES (sizeof cudalib_modules / sizeof *cudalib_modules)

@@ -15,17 +15,7 @@
 
 #include KILN_TEST_LIB_C
 
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-      printf(__VA_ARGS__);                                                  \
-      printf("\n");                                                         \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
+#include "check.h"
 
 #define NMODULES (sizeof speccuda_modules / sizeof *speccuda_modules)
 #define NVARIANTS (sizeof speccuda_matmul_f16_table / sizeof *speccuda_matmul_f16_table)

@@ -82,6 +82,25 @@ float kiln_bert_elem_get(const void *raw, size_t i, KilnScalarKind t) {
   return t == KILN_SCALAR_F16 ? kiln_ref_f16_to_f32(h) : kiln_ref_bf16_to_f32(h);
 }
 
+void *kiln_bert_input_t(KilnBertRun *run, const float *x, size_t n, KilnScalarKind t) {
+  void *h = kiln_bert_to_elem(x, n, t);
+  void *d = kiln_bert_input(run, h, n * kiln_bert_elem_size(t));
+  free(h);
+  return d;
+}
+
+float *kiln_bert_fetch_t(KilnBertRun *run, const char *what, const void *d, size_t n, KilnScalarKind t) {
+  size_t esz = kiln_bert_elem_size(t), total = n + KILN_BERT_TAIL;
+  unsigned char *raw = kiln_bert_alloc(total, esz);
+  kiln_bert_fetch(run, raw, d, total * esz);
+  kiln_bert_check_untouched(run, what, raw, esz, total, 1, n, total);
+  float *out = kiln_bert_alloc(n, 4);
+  for (size_t i = 0; i < n; i++)
+    out[i] = kiln_bert_elem_get(raw, i, t);
+  free(raw);
+  return out;
+}
+
 uint32_t kiln_bert_cdiv(size_t a, size_t b) { return (uint32_t)((a + b - 1) / b); }
 
 double kiln_bert_now(void) {

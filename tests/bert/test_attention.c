@@ -194,19 +194,6 @@ static double tol_grad(KilnScalarKind t) {
   return t == KILN_SCALAR_F32 ? 1e-5 : t == KILN_SCALAR_F16 ? 4e-3 : 1.6e-2;
 }
 
-/* A T buffer of n values (plus the tail) fetched, its tail checked, as f32. */
-static float *fetch_t(KilnBertRun *run, const char *what, void *dbuf, size_t n, KilnScalarKind t) {
-  size_t esz = kiln_bert_elem_size(t), total = n + KILN_BERT_TAIL;
-  unsigned char *raw = kiln_bert_alloc(total, esz);
-  kiln_bert_fetch(run, raw, dbuf, total * esz);
-  kiln_bert_check_untouched(run, what, raw, esz, total, 1, n, total);
-  float *out = kiln_bert_alloc(n, 4);
-  for (size_t i = 0; i < n; i++)
-    out[i] = kiln_bert_elem_get(raw, i, t);
-  free(raw);
-  return out;
-}
-
 /* The backward: delta, then dK and dV (one program per key block), then dQ (one program per
  * query block), each gradient checked against the reference; finite differences when asked. */
 static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, const AttnCfg *c,
@@ -217,9 +204,7 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
   KilnRtFunction *fdkdv = kiln_bert_kernel(run, "attention", "attn_bwd_dkdv", defs, 4);
   KilnRtFunction *fdq = kiln_bert_kernel(run, "attention", "attn_bwd_dq", defs, 4);
   size_t esz = kiln_bert_elem_size(c->t);
-  void *hdo = kiln_bert_to_elem(dout, l->n_o, c->t);
-  void *ddo = kiln_bert_input(run, hdo, l->n_o * esz);
-  free(hdo);
+  void *ddo = kiln_bert_input_t(run, dout, l->n_o, c->t);
   void *ddelta = kiln_bert_output(run, (l->n_rows + KILN_BERT_TAIL) * 4);
   void *dg[3];
   for (int t = 0; t < 3; t++)
@@ -235,7 +220,7 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
   static const char *names[3] = {"dq", "dk", "dv"};
   float *grads[3];
   for (int t = 0; t < 3; t++) {
-    grads[t] = fetch_t(run, names[t], dg[t], l->n_qkv, c->t);
+    grads[t] = kiln_bert_fetch_t(run, names[t], dg[t], l->n_qkv, c->t);
     kiln_bert_check_close(run, names[t], grads[t], rg[t], l->n_qkv, 1.0, tol_grad(c->t));
   }
   /* Two forward launches per element, each ~1 s on emu at these shapes: two elements per
@@ -264,11 +249,8 @@ static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) 
   float *dout = kiln_bert_random_t(&rng, l.n_o, -1.0f, 1.0f, c->t);
   size_t esz = kiln_bert_elem_size(c->t);
   void *dv3[3];
-  for (int t = 0; t < 3; t++) {
-    void *h = kiln_bert_to_elem(host[t], l.n_qkv, c->t);
-    dv3[t] = kiln_bert_input(&run, h, l.n_qkv * esz);
-    free(h);
-  }
+  for (int t = 0; t < 3; t++)
+    dv3[t] = kiln_bert_input_t(&run, host[t], l.n_qkv, c->t);
   a.q = dv3[0], a.k = dv3[1], a.v = dv3[2];
   a.o = kiln_bert_output(&run, (l.n_o + KILN_BERT_TAIL) * esz);
   a.lse = kiln_bert_output(&run, (l.n_rows + KILN_BERT_TAIL) * 4);

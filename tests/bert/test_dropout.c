@@ -15,35 +15,20 @@ typedef struct DropCfg {
   KilnScalarKind t; /* the kernels' T: every buffer */
 } DropCfg;
 
-/* A device copy of n host values (already representable in t) as t. */
-static void *input_t(KilnBertRun *run, const float *x, size_t n, KilnScalarKind t) {
-  void *h = kiln_bert_to_elem(x, n, t);
-  void *d = kiln_bert_input(run, h, n * kiln_bert_elem_size(t));
-  free(h);
-  return d;
-}
-
 /* Launches one of the kernels (args: in[, res], out, n, p, seed, offset) and returns its output
  * as f32. */
 static float *launch(KilnBertRun *run, KilnRtFunction *fn, const DropCfg *c, const float *in,
                      const float *res, const char *what) {
   size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL, esz = kiln_bert_elem_size(c->t);
-  void *din = input_t(run, in, n, c->t);
-  void *dres = res ? input_t(run, res, n, c->t) : NULL;
+  void *din = kiln_bert_input_t(run, in, n, c->t);
+  void *dres = res ? kiln_bert_input_t(run, res, n, c->t) : NULL;
   void *dout = kiln_bert_output(run, total * esz);
   int32_t n32 = c->n, seed = c->seed, offset = c->offset;
   float p = c->p;
   void *args2[] = {&din, &dout, &n32, &p, &seed, &offset};
   void *args3[] = {&din, &dres, &dout, &n32, &p, &seed, &offset};
   kiln_bert_launch(run, fn, kiln_bert_cdiv(n, (size_t)c->block), 1, res ? args3 : args2);
-  unsigned char *raw = kiln_bert_alloc(total, esz);
-  kiln_bert_fetch(run, raw, dout, total * esz);
-  kiln_bert_check_untouched(run, what, raw, esz, total, 1, n, total);
-  float *out = kiln_bert_alloc(total, 4);
-  for (size_t i = 0; i < n; i++)
-    out[i] = kiln_bert_elem_get(raw, i, c->t);
-  free(raw);
-  return out;
+  return kiln_bert_fetch_t(run, what, dout, n, c->t);
 }
 
 static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) {

@@ -15,9 +15,7 @@ typedef struct EmbCfg {
 /* n random values rounded to t, and their device copy as t. */
 static float *input_t(KilnBertRun *run, KilnRefRng *rng, size_t n, KilnScalarKind t, void **dev) {
   float *x = kiln_bert_random_t(rng, n, -1.0f, 1.0f, t);
-  void *h = kiln_bert_to_elem(x, n, t);
-  *dev = kiln_bert_input(run, h, n * kiln_bert_elem_size(t));
-  free(h);
+  *dev = kiln_bert_input_t(run, x, n, t);
   return x;
 }
 
@@ -71,13 +69,7 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   void *bargs[] = {&dids, &dtypes, &dw, &dgrad[0], &dgrad[1], &dgrad[2], &ntok32, &seq, &hidden};
   kiln_bert_launch(&run, fwd, gx, gy, fargs);
   kiln_bert_launch(&run, bwd, gx, gy, bargs);
-  float *out = kiln_bert_alloc(n + KILN_BERT_TAIL, 4), *ref = kiln_bert_alloc(n, 4);
-  unsigned char *raw = kiln_bert_alloc(n + KILN_BERT_TAIL, esz);
-  kiln_bert_fetch(&run, raw, dout, (n + KILN_BERT_TAIL) * esz);
-  kiln_bert_check_untouched(&run, "out", raw, esz, n + KILN_BERT_TAIL, 1, n, n + KILN_BERT_TAIL);
-  for (size_t i = 0; i < n; i++)
-    out[i] = kiln_bert_elem_get(raw, i, c->t);
-  free(raw);
+  float *out = kiln_bert_fetch_t(&run, "out", dout, n, c->t), *ref = kiln_bert_alloc(n, 4);
   double *gref[3];
   for (int k = 0; k < 3; k++)
     gref[k] = kiln_bert_alloc(sizes[k], sizeof(double));

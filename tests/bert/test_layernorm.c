@@ -24,23 +24,8 @@ static double tol_t(KilnScalarKind t, double f32_tol) {
 static float *input_t(KilnBertRun *run, KilnRefRng *rng, size_t n, float lo, float hi, KilnScalarKind t,
                       void **dev) {
   float *x = kiln_bert_random_t(rng, n, lo, hi, t);
-  void *h = kiln_bert_to_elem(x, n, t);
-  *dev = kiln_bert_input(run, h, n * kiln_bert_elem_size(t));
-  free(h);
+  *dev = kiln_bert_input_t(run, x, n, t);
   return x;
-}
-
-/* A T output of n values plus the tail: fetched, tail checked, as f32. */
-static float *fetch_t(KilnBertRun *run, const char *what, void *dbuf, size_t n, KilnScalarKind t) {
-  size_t esz = kiln_bert_elem_size(t), total = n + KILN_BERT_TAIL;
-  unsigned char *raw = kiln_bert_alloc(total, esz);
-  kiln_bert_fetch(run, raw, dbuf, total * esz);
-  kiln_bert_check_untouched(run, what, raw, esz, total, 1, n, total);
-  float *out = kiln_bert_alloc(n, 4);
-  for (size_t i = 0; i < n; i++)
-    out[i] = kiln_bert_elem_get(raw, i, t);
-  free(raw);
-  return out;
 }
 
 static const float EPS = 1e-5f;
@@ -134,9 +119,7 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
     for (size_t k = 0; k < cols; k++)
       x[r * cols + k] = kiln_bert_round(x[r * cols + k] + off, c->t);
   }
-  void *hx = kiln_bert_to_elem(x, n, c->t);
-  d.x = kiln_bert_input(&run, hx, n * esz);
-  free(hx);
+  d.x = kiln_bert_input_t(&run, x, n, c->t);
   float *res = input_t(&run, &rng, n, -1.0f, 1.0f, c->t, &d.res);
   float *gamma = input_t(&run, &rng, cols, 0.5f, 1.5f, c->t, &d.gamma);
   float *beta = input_t(&run, &rng, cols, -1.0f, 1.0f, c->t, &d.beta);
@@ -146,7 +129,7 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   d.s = kiln_bert_output(&run, total * esz), d.y = kiln_bert_output(&run, total * esz);
   d.mean = kiln_bert_output(&run, stotal * 4), d.rstd = kiln_bert_output(&run, stotal * 4);
   launch_fwd(&run, &d);
-  float *s = fetch_t(&run, "s", d.s, n, c->t), *y = fetch_t(&run, "y", d.y, n, c->t);
+  float *s = kiln_bert_fetch_t(&run, "s", d.s, n, c->t), *y = kiln_bert_fetch_t(&run, "y", d.y, n, c->t);
   float *mean = kiln_bert_alloc(stotal, 4), *rstd = kiln_bert_alloc(stotal, 4);
   kiln_bert_fetch(&run, mean, d.mean, stotal * 4), kiln_bert_fetch(&run, rstd, d.rstd, stotal * 4);
   kiln_bert_check_untouched(&run, "mean", mean, 4, stotal, 1, rows, stotal);
@@ -172,7 +155,7 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   void *rg[] = {&dgp, &ddg, &parts, &d.cols}, *rb[] = {&dbp, &ddb, &parts, &d.cols};
   kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rg);
   kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rb);
-  float *dx = fetch_t(&run, "dx", ddx, n, c->t);
+  float *dx = kiln_bert_fetch_t(&run, "dx", ddx, n, c->t);
   float *dg = kiln_bert_alloc(ctotal, 4), *db = kiln_bert_alloc(ctotal, 4);
   kiln_bert_fetch(&run, dg, ddg, ctotal * 4), kiln_bert_fetch(&run, db, ddb, ctotal * 4);
   kiln_bert_check_untouched(&run, "dgamma", dg, 4, ctotal, 1, cols, ctotal);

@@ -80,24 +80,17 @@ static bool run_cfg(const KilnBertDevice *dev, const XentCfg *c, uint64_t seed) 
   labels[0] = (int32_t)classes - 1; /* the last class, in the last (ragged) chunk */
   float *dloss = kiln_bert_random_f32(&rng, rows, 0.5f, 1.5f);
   d.rows = c->rows, d.classes = c->classes, d.ignore = IGNORE;
-  void *hx = kiln_bert_to_elem(x, n, c->t);
-  d.x = kiln_bert_input(&run, hx, n * esz), d.labels = kiln_bert_input(&run, labels, rows * 4);
-  free(hx);
+  d.x = kiln_bert_input_t(&run, x, n, c->t), d.labels = kiln_bert_input(&run, labels, rows * 4);
   d.loss = kiln_bert_output(&run, rtotal * 4), d.lse = kiln_bert_output(&run, rtotal * 4);
   void *ddl = kiln_bert_input(&run, dloss, rows * 4), *ddx = kiln_bert_output(&run, total * esz);
   launch_fwd(&run, &d);
   void *bargs[] = {&d.x, &d.labels, &d.lse, &ddl, &ddx, &d.classes, &d.ignore};
   kiln_bert_launch(&run, bwd, (uint32_t)rows, 1, bargs);
-  float *loss = kiln_bert_alloc(rtotal, 4), *lse = kiln_bert_alloc(rtotal, 4), *dx = kiln_bert_alloc(n, 4);
-  unsigned char *dxraw = kiln_bert_alloc(total, esz);
+  float *loss = kiln_bert_alloc(rtotal, 4), *lse = kiln_bert_alloc(rtotal, 4);
   kiln_bert_fetch(&run, loss, d.loss, rtotal * 4), kiln_bert_fetch(&run, lse, d.lse, rtotal * 4);
-  kiln_bert_fetch(&run, dxraw, ddx, total * esz);
   kiln_bert_check_untouched(&run, "loss", loss, 4, rtotal, 1, rows, rtotal);
   kiln_bert_check_untouched(&run, "lse", lse, 4, rtotal, 1, rows, rtotal);
-  kiln_bert_check_untouched(&run, "dx", dxraw, esz, total, 1, n, total);
-  for (size_t i = 0; i < n; i++)
-    dx[i] = kiln_bert_elem_get(dxraw, i, c->t);
-  free(dxraw);
+  float *dx = kiln_bert_fetch_t(&run, "dx", ddx, n, c->t);
   float *rl = kiln_bert_alloc(rows, 4), *rlse = kiln_bert_alloc(rows, 4), *rdx = kiln_bert_alloc(n, 4);
   kiln_bert_ref_xent_fwd(x, labels, rl, rlse, rows, classes, IGNORE);
   kiln_bert_ref_xent_bwd(x, labels, dloss, rdx, rows, classes, IGNORE);
