@@ -170,10 +170,25 @@ static int wait_limited(pid_t pid, double timeout_s) {
   }
 }
 
-static bool close_enough(double a, double b) {
+/* How far two correct variants may differ, per element type: they sum in other orders and, in
+ * 16-bit types, round intermediates (a P tile, a partial sum) at other points, so the bound
+ * grows with the type's precision. `scale` is the largest magnitude in the reference buffer:
+ * the absolute part covers elements that cancel to ~0 (a difference of a few ulps of the
+ * buffer's large values). */
+typedef struct Tolerance {
+  double rel, abs_of_scale;
+} Tolerance;
+
+static Tolerance tolerance_of(KilnScalarKind k) {
+  if (k == KILN_SCALAR_F16) return (Tolerance){1e-2, 1e-3};
+  if (k == KILN_SCALAR_BF16) return (Tolerance){4e-2, 8e-3};
+  return (Tolerance){1e-3, 1e-5};
+}
+
+static bool close_enough(double a, double b, Tolerance t, double scale) {
   if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
   if (a == b) return true; /* infinities too */
-  return fabs(a - b) <= 1e-3 * fmax(fabs(a), fabs(b)) + 1e-6;
+  return fabs(a - b) <= t.rel * fmax(fabs(a), fabs(b)) + t.abs_of_scale * scale + 1e-6;
 }
 
 static double element(const unsigned char *buf, size_t i, KilnScalarKind k) {
@@ -188,16 +203,28 @@ static double element(const unsigned char *buf, size_t i, KilnScalarKind k) {
   }
 }
 
-/* Floats: relative 1e-3 (plus 1e-6 absolute, for values that cancel to ~0); integers exact. */
+/* The largest finite magnitude among the n elements of a reference buffer. */
+static double max_magnitude(const unsigned char *buf, size_t n, KilnScalarKind k) {
+  double m = 0.0;
+  for (size_t j = 0; j < n; j++) {
+    double v = fabs(element(buf, j, k));
+    if (isfinite(v) && v > m) m = v;
+  }
+  return m;
+}
+
+/* Floats: within the element type's tolerance (tolerance_of); integers exact. */
 static bool outputs_match(const Runner *R, const unsigned char *got, char *why, size_t cap) {
   size_t off = 0;
   for (int i = 0; i < R->p->nparams; i++) {
     const TuneParam *q = &R->p->params[i];
     if (!q->is_ptr) continue;
     bool fl = tune_scalar_is_float(q->scalar);
+    Tolerance tol = tolerance_of(q->scalar);
+    double scale = fl ? max_magnitude(R->ref + off, R->p->elems[i], q->scalar) : 0.0;
     for (size_t j = 0; j < R->p->elems[i]; j++) {
       double a = element(R->ref + off, j, q->scalar), b = element(got + off, j, q->scalar);
-      if (fl ? !close_enough(a, b) : a != b) {
+      if (fl ? !close_enough(a, b, tol, scale) : a != b) {
         snprintf(why, cap, "wrong result: %s[%zu] = %g, reference (config #%d) has %g", q->name,
                  j, b, R->ref_order, a);
         return false;

@@ -11,19 +11,29 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -G Ninja -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ >/dev/null
 cmake --build build -j "$jobs"
 
-# The device: the GPU backends do not run end to end yet, so the job uses the CPU backend.
+# The device: the first GPU when the driver reports one, else the CPU backend. Should tuning on
+# the GPU fail (a driver without a usable device, say), the job says so and tunes on the CPU.
 device=cpu
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU 0'; then
+  device=cuda:0
+fi
 kiln=build/tools/kiln
 kdir=tests/numeric/kernels
 out=build/main-job
 mkdir -p "$out"
 
-echo "== kiln tune (device $device, default mode) ==" >&2
-"$kiln" tune "$kdir/vector_add.kiln" "$kdir/matmul_f16.kiln" --device "$device" --mode default \
-  --jobs "$jobs" --cache "$out/tune-cache.json" --emit-lib "$out/lib" \
-  --args 'kernel=vector_add; n=1048576; x: f32[n]; y: f32[n]; out: f32[n]=0; grid=cdiv(n, BLOCK)' \
-  --args 'kernel=matmul_f16; M=256; N=256; K=256; sam=256; sak=1; sbk=256; sbn=1; scm=256; scn=1;
-          a: f16[M*K]; b: f16[K*N]; c: f16[M*N]=0; grid=cdiv(M, BM), cdiv(N, BN)'
+tune() {
+  echo "== kiln tune (device $1, default mode) ==" >&2
+  "$kiln" tune "$kdir/vector_add.kiln" "$kdir/matmul_f16.kiln" --device "$1" --mode default \
+    --jobs "$jobs" --cache "$out/tune-cache.json" --emit-lib "$out/lib" \
+    --args 'kernel=vector_add; n=1048576; x: f32[n]; y: f32[n]; out: f32[n]=0; grid=cdiv(n, BLOCK)' \
+    --args 'kernel=matmul_f16; M=256; N=256; K=256; sam=256; sak=1; sbk=256; sbn=1; scm=256; scn=1;
+            a: f16[M*K]; b: f16[K*N]; c: f16[M*N]=0; grid=cdiv(M, BM), cdiv(N, BN)'
+}
+if ! tune "$device" && [ "$device" != cpu ]; then
+  echo "kiln: tuning on $device failed; tuning on the CPU backend instead" >&2
+  tune cpu
+fi
 echo "generated kernel library: $out/lib" >&2
 
 echo "== kernels on $device ==" >&2
