@@ -23,6 +23,9 @@ const char *const kiln_tune_usage =
     "\n"
     "options:\n"
     "  --kernel NAME            only this kernel\n"
+    "  -D NAME=VALUE            hold a const parameter at one value (repeatable): an element\n"
+    "                           type (-D T=f16) or a choice of what the kernel computes\n"
+    "                           (-D EPI=2); replaces the tune block's list for NAME\n"
     "  --args SPEC              how to call the kernel: 'n=4096; x: f32[n]; out: f32[n];\n"
     "                           grid=cdiv(n, BLOCK)' (else a '// kiln-tune-args:' line)\n"
     "  --mode default|max-autotune   presets / a few spread configs, or the whole space\n"
@@ -48,7 +51,7 @@ const char *const kiln_tune_usage =
 const char *const kiln_lib_usage =
     "usage: kiln lib FILE... -o DIR [--cache PATH] [--device cpu|emu|cuda] [--lib-name NAME]\n"
     "                [--args SPEC] [--arch LIST] [--no-cubin] [--tuned-on TEXT] [--require-tuned]\n"
-    "                [--no-specialize]\n"
+    "                [--no-specialize] [-D NAME=VALUE]...\n"
     "\n"
     "Generates DIR/NAME.h and DIR/NAME.c from the winners recorded in the cache for each\n"
     "kernel (one per key bucket); no timing (docs/library.md). A kernel with no timing for\n"
@@ -57,7 +60,9 @@ const char *const kiln_lib_usage =
     "(--tuned-on TEXT picks one when there are several) and embeds a cubin per --arch\n"
     "(default sm_80,sm_90) plus PTX. Winners tuned with a specialization signature run only\n"
     "on calls that keep its promises; the others get a generic variant (the default config\n"
-    "when the cache has no generic timing). --no-specialize leaves specialized records out.\n";
+    "when the cache has no generic timing). --no-specialize leaves specialized records out.\n"
+    "-D NAME=VALUE holds a const parameter at one value, as in kiln tune: only the records\n"
+    "of that value are taken (one library per element type or epilogue).\n";
 
 typedef struct Opts {
   const char *files[64];
@@ -67,6 +72,7 @@ typedef struct Opts {
   int nargs;
   bool max_mode, json, is_lib, require_tuned, no_specialize;
   LibGpuArchs gpu; /* --arch / --no-cubin */
+  TunePins pins;   /* -D NAME=VALUE */
   int jobs, reps;
   double budget, timeout;
 } Opts;
@@ -83,6 +89,13 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
   if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
   if (!strcmp(argv[*i], name) && *i + 1 < argc) return argv[++*i];
   return NULL;
+}
+
+/* "-D NAME=V" or "-DNAME=V": the NAME=V part, else NULL. */
+static const char *define_value(int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  if (!strcmp(a, "-D")) return *i + 1 < argc ? argv[++*i] : NULL;
+  return !strncmp(a, "-D", 2) && a[2] ? a + 2 : NULL;
 }
 
 static bool num(const char *s, double lo, double hi, double *out) {
@@ -128,6 +141,9 @@ static int parse_opts(int argc, char **argv, Opts *o) {
     else if ((s = opt_value(argc, argv, &i, "--emit-bundle"))) o->bundle_dir = s;
     else if ((s = opt_value(argc, argv, &i, "--arch"))) {
       if (parse_archs(s, &o->gpu)) return usage(o, "--arch expects sm_80 and/or sm_90 (comma-separated), got '%s'", s);
+    } else if ((s = define_value(argc, argv, &i))) {
+      char err[160];
+      if (tune_pins_add(&o->pins, s, err, sizeof err)) return usage(o, "%s", err);
     } else if (!strcmp(a, "--no-cubin")) o->gpu.ptx_only = true;
     else if (!strcmp(a, "--require-tuned")) o->require_tuned = true;
     else if (!strcmp(a, "--no-specialize")) o->no_specialize = true;
@@ -265,15 +281,15 @@ static int config_order(const KilnTune *t, const char *config) {
 }
 
 /* The winner among the OK records of one key bucket, by the rule `kiln tune` uses. */
-static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const KilnCache *cache,
-                             const size_t *rec, int nrec) {
+static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const TunePins *pins,
+                             const KilnCache *cache, const size_t *rec, int nrec) {
   TuneCand *c = calloc((size_t)nrec, sizeof *c);
   if (!c) return -1;
   int n = 0;
   for (int i = 0; i < nrec; i++) {
     const KilnCacheRecord *r = &cache->records[rec[i]];
     TuneCand *x = &c[n];
-    if (!parse_config(t, r->config, &x->cfg)) continue;
+    if (!parse_config(t, r->config, &x->cfg) || !tune_pins_match(pins, &x->cfg)) continue;
     x->state = ST_OK;
     x->median_ms = r->median_ms;
     x->p25_ms = r->p25_ms;
@@ -312,8 +328,9 @@ static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const KilnCache *
 
 /* One variant per record key (key buckets and signature) recorded for this kernel text on this
  * device and compiler; without_sig leaves specialized records out. */
-static int winners_from_cache(LibKernel *lk, const KilnTune *t, const char *hash,
-                              const KilnCache *cache, const char *device, bool without_sig) {
+static int winners_from_cache(LibKernel *lk, const KilnTune *t, const TunePins *pins,
+                              const char *hash, const KilnCache *cache, const char *device,
+                              bool without_sig) {
   size_t *rec = malloc((cache->count ? cache->count : 1) * sizeof *rec);
   bool *done = calloc(cache->count ? cache->count : 1, sizeof *done);
   int rc = rec && done ? 0 : -1;
@@ -333,7 +350,7 @@ static int winners_from_cache(LibKernel *lk, const KilnTune *t, const char *hash
         rec[nrec++] = j;
       }
     }
-    rc = add_bucket_winner(lk, t, cache, rec, nrec);
+    rc = add_bucket_winner(lk, t, pins, cache, rec, nrec);
   }
   free(rec);
   free(done);
@@ -341,7 +358,7 @@ static int winners_from_cache(LibKernel *lk, const KilnTune *t, const char *hash
 }
 
 static int fill_lib_kernel(LibKernel *lk, const SourceFile *f, const char *path,
-                           const KilnTune *t, const TuneHarness *h) {
+                           const KilnTune *t, const TuneHarness *h, const TuneProblem *p) {
   const KilnKernel *k = t->kernel;
   memset(lk, 0, sizeof *lk);
   snprintf(lk->name, sizeof lk->name, "%s", k->name);
@@ -355,10 +372,8 @@ static int fill_lib_kernel(LibKernel *lk, const SourceFile *f, const char *path,
       snprintf(lk->consts[lk->nconsts++], 64, "%s", d->name);
       continue;
     }
-    TuneParam *q = &lk->params[lk->nparams++];
-    snprintf(q->name, sizeof q->name, "%s", d->name);
-    q->is_ptr = d->annot.kind == KILN_TYPE_PTR;
-    q->scalar = d->annot.scalar;
+    lk->params[lk->nparams] = p->params[lk->nparams]; /* with type parameters resolved */
+    lk->nparams++;
   }
   for (int j = 0; j < t->nkeys && j < TUNE_MAX_KEYS; j++) {
     snprintf(lk->keys[lk->nkeys], 64, "%s", t->keys[j]);
@@ -384,6 +399,7 @@ typedef struct Run {
   TuneProblem problems[64];
   int nproblems;
   LibKernel libk[64];
+  TunePinned *pinned[64]; /* the tune block of libk[i] with the -D pins applied */
   int nlibk;
   char tmpdir[PATH_MAX];
 } Run;
@@ -397,18 +413,41 @@ static bool wanted(const Run *R, const KilnTune *t) {
   return t->kernel && (!R->o.kernel || !strcmp(R->o.kernel, t->kernel_name));
 }
 
+/* The tune block with the pins applied, its kernel re-checked with the first config that
+ * passes sema so that parameter types written with a type parameter (`x: *T`) take the pinned
+ * type. */
+static const KilnTune *pinned_tune(Run *R, SourceFile *f, const KilnTune *t) {
+  char err[256];
+  TunePinned *pt = tune_pins_apply(&R->o.pins, t, err, sizeof err);
+  if (!pt) {
+    fprintf(stderr, "kiln %s: error: %s\n", R->o.is_lib ? "lib" : "tune", err);
+    return NULL;
+  }
+  R->pinned[R->nlibk] = pt;
+  size_t n = kiln_tune_config_count(&pt->tune);
+  KilnKernel *k = NULL;
+  for (size_t i = 0; i < n && i < 64 && !k; i++) {
+    KilnTuneConfig cfg;
+    if (kiln_tune_config_get(&pt->tune, i, &cfg) &&
+        !kiln_sema_check_kernel(f->c, t->kernel_name, cfg.bindings, (size_t)cfg.nbindings, &k))
+      k = NULL;
+  }
+  return &pt->tune;
+}
+
 static int tune_file(Run *R, int fi) {
   SourceFile *f = &R->files[fi];
   for (int ti = 0; ti < kiln_tune_count(f->c); ti++) {
     const KilnTune *t = kiln_tune_get(f->c, ti);
     if (!wanted(R, t)) continue;
+    if (R->nproblems == 64 || R->nlibk == 64) return 1;
+    if (!(t = pinned_tune(R, f, t))) return 1;
     const TuneHarness *h = pick_harness(R->cl, R->o.nargs, f, t->kernel_name);
     if (!h) {
       fprintf(stderr, "kiln tune: error: no --args for kernel '%s' (and no kiln-tune-args line "
                       "in %s)\n", t->kernel_name, R->o.files[fi]);
       return 1;
     }
-    if (R->nproblems == 64 || R->nlibk == 64) return 1;
     TuneProblem *p = &R->problems[R->nproblems++];
     char err[256];
     if (tune_problem_init(p, h, t->kernel, t, err, sizeof err)) {
@@ -433,7 +472,7 @@ static int tune_file(Run *R, int fi) {
     }
     if (R->o.is_lib) tune_kernel_hash(f->text, f->len, t->kernel, rep->source_hash);
     R->rep.timings += rep->timings;
-    fill_lib_kernel(&R->libk[R->nlibk++], f, R->o.files[fi], t, h);
+    fill_lib_kernel(&R->libk[R->nlibk++], f, R->o.files[fi], t, h, p);
   }
   return 0;
 }
@@ -525,7 +564,8 @@ static int lib_variants(Run *R, int fi, const KilnTune *t, int ki, const KilnCac
     if (found < 0) return 1;
     if (found == 0) fprintf(stderr, "kiln lib: note: '%s' as tuned on %s\n", lk->name, dev);
   }
-  if (dev[0] && winners_from_cache(lk, t, hash, all, dev, R->o.no_specialize)) return 2;
+  if (dev[0] && winners_from_cache(lk, t, &R->o.pins, hash, all, dev, R->o.no_specialize))
+    return 2;
   if (has_generic(lk)) return 0;
   if (lk->nvariants == 0 && R->o.require_tuned) {
     fprintf(stderr, "kiln %s: error: no correct timing of '%s' for this device in the cache\n",
@@ -542,9 +582,9 @@ static int emit_library(Run *R) {
   int rc = 0, ki = 0;
   for (int fi = 0; fi < R->nopen && rc == 0; fi++)
     for (int ti = 0; ti < kiln_tune_count(R->files[fi].c) && rc == 0; ti++) {
-      const KilnTune *t = kiln_tune_get(R->files[fi].c, ti);
-      if (!wanted(R, t)) continue;
-      rc = lib_variants(R, fi, t, ki++, &all);
+      if (!wanted(R, kiln_tune_get(R->files[fi].c, ti))) continue;
+      rc = lib_variants(R, fi, &R->pinned[ki]->tune, ki, &all);
+      ki++;
     }
   LibGpuArchs gpu = R->o.gpu;
   if (gpu.narchs == 0) gpu = (LibGpuArchs){{KILN_TARGET_SM80, KILN_TARGET_SM90}, 2, gpu.ptx_only};
@@ -581,6 +621,24 @@ static void bundle_target(Run *R) {
   }
 }
 
+/* Every -D must name a const parameter of some kernel to tune, with the right kind of value:
+ * checked before anything is built. */
+static int check_pins(Run *R) {
+  const char *cmd = R->o.is_lib ? "lib" : "tune";
+  char err[256];
+  for (int fi = 0; fi < R->nopen; fi++)
+    for (int ti = 0; ti < kiln_tune_count(R->files[fi].c); ti++) {
+      const KilnTune *t = kiln_tune_get(R->files[fi].c, ti);
+      if (wanted(R, t) && tune_pins_check(&R->o.pins, t->kernel, err, sizeof err) < 0)
+        return fprintf(stderr, "kiln %s: error: %s\n", cmd, err), 1;
+    }
+  const char *unused = tune_pins_unused(&R->o.pins);
+  if (unused)
+    return fprintf(stderr, "kiln %s: error: -D %s: no kernel to tune has a const parameter '%s'\n",
+                   cmd, unused, unused), 1;
+  return 0;
+}
+
 static int run_all(Run *R) {
   char err[256];
   for (int i = 0; i < R->o.nargs; i++)
@@ -609,6 +667,7 @@ static int run_all(Run *R) {
   const char *base = getenv("TMPDIR");
   snprintf(R->tmpdir, sizeof R->tmpdir, "%s/kiln-tune-XXXXXX", base && *base ? base : "/tmp");
   if (!mkdtemp(R->tmpdir)) return fprintf(stderr, "kiln tune: error: mkdtemp: %s\n", strerror(errno)), 2;
+  if (check_pins(R)) return 1;
   for (int i = 0; i < R->nopen; i++) {
     int rc = tune_file(R, i);
     if (rc) return rc;
@@ -630,6 +689,7 @@ static void run_free(Run *R) {
   free(R->rep.kernels);
   for (int i = 0; i < R->nproblems; i++) tune_problem_free(&R->problems[i]);
   for (int i = 0; i < R->nlibk; i++) free(R->libk[i].variants);
+  for (int i = 0; i < 64; i++) tune_pinned_free(R->pinned[i]);
   for (int i = 0; i < R->nopen; i++) close_source(&R->files[i]);
   kiln_cache_free(&R->cache);
   kiln_cache_free(&R->fresh);

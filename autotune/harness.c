@@ -2,7 +2,8 @@
  *
  *   spec  := entry (';' entry)*
  *   entry := 'kernel' '=' NAME          which kernel the spec is for (optional)
- *          | 'seed' '=' INT             seed of the random inputs (default 1)
+ *          | 'seed' '=' INT             seed of the random inputs (default 1), and the value of
+ *                                       a parameter named seed when the kernel has one
  *          | 'grid' '=' EXPR (',' EXPR)*  programs per axis; may use consts and num_warps
  *          | NAME '=' EXPR              a scalar parameter (a float literal for float params)
  *          | NAME ':' TYPE? '[' EXPR ']' ('=' FILL)?   a buffer of EXPR elements
@@ -127,10 +128,8 @@ static int parse_entry(TuneHarness *h, char *ent, char *err, size_t cap) {
     trim(h->kernel);
     return 0;
   }
-  if (op == '=' && !strcmp(name, "seed")) {
-    h->seed = strtoull(rest, NULL, 0);
-    return 0;
-  }
+  bool is_seed = op == '=' && !strcmp(name, "seed");
+  if (is_seed) h->seed = strtoull(rest, NULL, 0);
   if (op == '=' && !strcmp(name, "grid")) return parse_grid(h, rest, err, cap);
   if (h->nargs == TUNE_MAX_PARAMS) {
     snprintf(err, cap, "too many --args entries");
@@ -139,6 +138,7 @@ static int parse_entry(TuneHarness *h, char *ent, char *err, size_t cap) {
   TuneArgSpec *a = &h->args[h->nargs++];
   memset(a, 0, sizeof *a);
   snprintf(a->name, sizeof a->name, "%s", name);
+  a->if_param = is_seed; /* dropout-style kernels take a `seed` of their own */
   if (op == ':') return parse_buffer(a, rest, err, cap);
   snprintf(a->expr, sizeof a->expr, "%s", rest);
   trim(a->expr);
@@ -244,7 +244,8 @@ static int init_params(TuneProblem *p, const KilnKernel *k, char *err, size_t ca
     TuneParam *q = &p->params[p->nparams++];
     snprintf(q->name, sizeof q->name, "%s", d->name);
     q->is_ptr = d->annot.kind == KILN_TYPE_PTR;
-    q->scalar = d->annot.scalar;
+    /* `x: *T`: the type the last sema of k bound T to (the caller checked k with its config) */
+    q->scalar = d->annot.param && d->type ? d->type->scalar : d->annot.scalar;
   }
   return 0;
 }
@@ -288,7 +289,7 @@ int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
   for (int i = 0; i < h->nargs; i++) {
     int j = 0;
     while (j < p->nparams && strcmp(p->params[j].name, h->args[i].name)) j++;
-    if (j == p->nparams) {
+    if (j == p->nparams && !h->args[i].if_param) {
       snprintf(err, cap, "--args names '%s', which is not a parameter of '%s'", h->args[i].name,
                k->name);
       return -1;

@@ -34,6 +34,7 @@ typedef struct TuneArgSpec {
   TuneFill fill;
   double fill_a, fill_b; /* CONST: a; RAND: [a, b) */
   bool has_fill_range;
+  bool if_param;         /* `seed=`: binds a parameter named seed when the kernel has one */
 } TuneArgSpec;
 
 /* One `--args` spec (or `// kiln-tune-args:` line): how to call one kernel. */
@@ -281,6 +282,46 @@ int tune_bundle_kernel(TuneBundle *b, TuneJob *j);
 int tune_bundle_end(TuneBundle *b, bool write, FILE *err);
 /* The runner's command line (argv without the program name); an exit code. */
 int tune_bundle_run_command(int argc, char **argv);
+
+/* ---------------------------------------------------------------- pin.c */
+
+#define TUNE_MAX_PINS 16
+
+typedef struct TunePin {
+  char name[64];
+  int64_t value;  /* a type parameter's: the scalar kind's number */
+  bool is_type;   /* given as a type name (-D T=bf16) */
+  bool used;      /* some tuned kernel has this parameter */
+} TunePin;
+
+typedef struct TunePins {
+  TunePin pins[TUNE_MAX_PINS];
+  int n;
+} TunePins;
+
+/* A tune block with the pins applied (owns its arrays; `tune` points into the original's AST). */
+typedef struct TunePinned {
+  KilnTune tune;
+  KilnTuneParam *params;
+  int64_t *values;
+  KilnTunePreset *presets;
+  KilnTuneAssign *assigns;
+} TunePinned;
+
+/* Adds "NAME=VALUE" (an integer or a type name); -1 with a message in err. */
+int tune_pins_add(TunePins *p, const char *arg, char *err, size_t cap);
+/* Checks the pins against kernel k (see tune_pins_apply) and marks those it has as used;
+ * the number it has, or -1 with a message. */
+int tune_pins_check(TunePins *p, const KilnKernel *k, char *err, size_t cap);
+/* t with every pin that names one of its kernel's const parameters (or num_warps/num_stages)
+ * held at its value; marks those pins used. NULL with a message when a pin gives the wrong kind
+ * of value (a type for an integer const, or the reverse) or memory runs out. */
+TunePinned *tune_pins_apply(TunePins *p, const KilnTune *t, char *err, size_t cap);
+void tune_pinned_free(TunePinned *pt);
+/* False when cfg binds a pinned name to another value (a record of another variant). */
+bool tune_pins_match(const TunePins *p, const KilnTuneConfig *cfg);
+/* The name of a pin no tuned kernel has, or NULL. */
+const char *tune_pins_unused(const TunePins *p);
 
 /* ---------------------------------------------------------------- libgen.c */
 
