@@ -1,5 +1,5 @@
 /* test_gelu.c — bias + GELU forward and backward (kernels-bert/gelu.kiln), exact and tanh forms,
- * f32 and f16 I/O (the kernels' T). docs/kernels/gelu.md gives the tolerances' reasons. */
+ * f32, f16 and bf16 I/O (the kernels' T). docs/kernels/gelu.md gives the tolerances' reasons. */
 #include "bert_ref.h"
 #include "harness.h"
 #include "tests.h"
@@ -11,11 +11,10 @@
 
 typedef struct GeluCfg {
   int32_t rows, cols, block_r, block_c, tanh_approx;
-  bool f16;
+  KilnScalarKind t;
 } GeluCfg;
 
-/* Host data of one configuration; x, bias, dy hold the kernel's exact inputs (f16-rounded for
- * the f16 kernels). */
+/* Host data of one configuration; x, bias, dy hold the kernel's exact inputs (rounded to T). */
 typedef struct GeluData {
   size_t n, total;
   float *x, *bias, *dy;
@@ -25,27 +24,17 @@ typedef struct GeluData {
  * checking the sentinels around it. */
 static float *run_gelu(KilnBertRun *run, KilnRtFunction *fn, const GeluCfg *c, const GeluData *d,
                        const float *x, bool backward) {
-  size_t esz = c->f16 ? 2 : 4;
-  void *hx = c->f16 ? (void *)kiln_bert_to_f16(x, d->n) : NULL;
-  void *hb = c->f16 ? (void *)kiln_bert_to_f16(d->bias, (size_t)c->cols) : NULL;
-  void *hdy = c->f16 ? (void *)kiln_bert_to_f16(d->dy, d->n) : NULL;
-  void *dx = kiln_bert_input(run, hx ? hx : x, d->n * esz);
-  void *db = kiln_bert_input(run, hb ? hb : d->bias, (size_t)c->cols * esz);
-  void *ddy = kiln_bert_input(run, hdy ? hdy : d->dy, d->n * esz);
+  size_t esz = kiln_bert_elem_size(c->t);
+  void *dx = kiln_bert_input_t(run, x, d->n, c->t);
+  void *db = kiln_bert_input_t(run, d->bias, (size_t)c->cols, c->t);
+  void *ddy = kiln_bert_input_t(run, d->dy, d->n, c->t);
   void *dout = kiln_bert_output(run, d->total * esz);
   int32_t rows = c->rows, cols = c->cols;
   void *fargs[] = {&dx, &db, &dout, &rows, &cols};
   void *bargs[] = {&dx, &db, &ddy, &dout, &rows, &cols};
   kiln_bert_launch(run, fn, kiln_bert_cdiv((size_t)rows, (size_t)c->block_r),
                    kiln_bert_cdiv((size_t)cols, (size_t)c->block_c), backward ? bargs : fargs);
-  unsigned char *raw = kiln_bert_alloc(d->total, esz);
-  kiln_bert_fetch(run, raw, dout, d->total * esz);
-  kiln_bert_check_untouched(run, backward ? "dx" : "y", raw, esz, d->total, 1, d->n, d->total);
-  float *out = c->f16 ? kiln_bert_from_f16((uint16_t *)raw, d->n) : kiln_bert_alloc(d->n, 4);
-  if (!c->f16)
-    memcpy(out, raw, d->n * sizeof *out);
-  free(raw), free(hx), free(hb), free(hdy);
-  return out;
+  return kiln_bert_fetch_t(run, backward ? "dx" : "y", dout, d->n, c->t);
 }
 
 /* Finite differences of L = sum_i dy_i gelu(x_i + b_i) in f32 through the forward kernel. Each
@@ -67,9 +56,9 @@ static void check_fd(KilnBertRun *run, KilnRtFunction *fwd, const GeluCfg *c, co
 
 static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %s %dx%d block %dx%d", c->f16 ? "f16" : "f32",
+  kiln_bert_begin(&run, dev, "%s %s %dx%d block %dx%d", kiln_scalar_name(c->t),
                   c->tanh_approx ? "tanh" : "erf", c->rows, c->cols, c->block_r, c->block_c);
-  KilnDefine defs[] = {{"T", c->f16 ? KILN_SCALAR_F16 : KILN_SCALAR_F32}, {"BLOCK_R", c->block_r},
+  KilnDefine defs[] = {{"T", c->t}, {"BLOCK_R", c->block_r},
                        {"BLOCK_C", c->block_c}, {"TANH", c->tanh_approx}};
   KilnRtFunction *fwd = kiln_bert_kernel(&run, "gelu", "bias_gelu_fwd", defs, KILN_BERT_COUNT(defs));
   KilnRtFunction *bwd = kiln_bert_kernel(&run, "gelu", "bias_gelu_bwd", defs, KILN_BERT_COUNT(defs));
@@ -79,10 +68,9 @@ static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) 
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   /* x + bias spans [-5, 5]: both tails and the middle of GELU. */
-  float *(*pick)(KilnRefRng *, size_t, float, float) = c->f16 ? kiln_bert_random_f16r : kiln_bert_random_f32;
-  d.x = pick(&rng, d.n, -4.0f, 4.0f);
-  d.bias = pick(&rng, (size_t)c->cols, -1.0f, 1.0f);
-  d.dy = pick(&rng, d.n, -1.0f, 1.0f);
+  d.x = kiln_bert_random_t(&rng, d.n, -4.0f, 4.0f, c->t);
+  d.bias = kiln_bert_random_t(&rng, (size_t)c->cols, -1.0f, 1.0f, c->t);
+  d.dy = kiln_bert_random_t(&rng, d.n, -1.0f, 1.0f, c->t);
 
   float *y = run_gelu(&run, fwd, c, &d, d.x, false);
   float *dx = run_gelu(&run, bwd, c, &d, d.x, true);
@@ -93,10 +81,13 @@ static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) 
     ref_y[i] = (float)kiln_bert_ref_gelu(v, c->tanh_approx);
     ref_dx[i] = (float)((double)d.dy[i] * kiln_bert_ref_gelu_grad(v, c->tanh_approx));
   }
-  double tol = c->f16 ? 2e-3 : 1e-5, floor = c->f16 ? 1e-2 : 1e-1;
+  /* f32: the math's own error; f16/bf16: one rounding of the f32 result to T (half an ulp:
+   * 2^-11 and 2^-8 relative at most) with room for the f32 math before it. */
+  double tol = c->t == KILN_SCALAR_F16 ? 2e-3 : c->t == KILN_SCALAR_BF16 ? 8e-3 : 1e-5;
+  double floor = c->t == KILN_SCALAR_F32 ? 1e-1 : 1e-2;
   kiln_bert_check_close(&run, "y", y, ref_y, d.n, floor, tol);
   kiln_bert_check_close(&run, "dx", dx, ref_dx, d.n, floor, tol);
-  if (!c->f16)
+  if (c->t == KILN_SCALAR_F32)
     check_fd(&run, fwd, c, &d, dx);
   free(y), free(dx), free(ref_y), free(ref_dx), free(d.x), free(d.bias), free(d.dy);
   return kiln_bert_end(&run);
@@ -104,8 +95,10 @@ static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) 
 
 bool kiln_bert_test_gelu(const KilnBertDevice *dev) {
   static const GeluCfg cfgs[] = {
-      {77, 96, 4, 128, 0, false},  {77, 96, 4, 128, 1, false}, {16, 64, 4, 64, 0, false},
-      {3, 768, 1, 256, 1, false},  {37, 100, 16, 64, 0, true}, {8, 768, 2, 1024, 1, true},
+      {77, 96, 4, 128, 0, KILN_SCALAR_F32}, {77, 96, 4, 128, 1, KILN_SCALAR_F32},
+      {16, 64, 4, 64, 0, KILN_SCALAR_F32},  {3, 768, 1, 256, 1, KILN_SCALAR_F32},
+      {37, 100, 16, 64, 0, KILN_SCALAR_F16}, {8, 768, 2, 1024, 1, KILN_SCALAR_F16},
+      {37, 100, 16, 64, 1, KILN_SCALAR_BF16}, {8, 1024, 2, 1024, 0, KILN_SCALAR_BF16},
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)

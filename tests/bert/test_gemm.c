@@ -30,11 +30,11 @@ static double ref_elem(const Gemm *g, size_t m, size_t n) {
   return acc;
 }
 
-/* Runs the product on fn (gemm with T = f32, or T = f16 with f16 = true: inputs converted, output read
- * back as f32) and returns C densely, checking its sentinels. */
-static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, bool f16, int bm, int bn) {
+/* Runs the product on fn (gemm with element type t: inputs converted to t, output read back as
+ * f32) and returns C densely, checking its sentinels. */
+static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, KilnScalarKind t, int bm, int bn) {
   size_t M = (size_t)g->M, N = (size_t)g->N, ld = N + PAD, total = M * ld + KILN_BERT_TAIL;
-  size_t esz = f16 ? 2 : 4;
+  size_t esz = kiln_bert_elem_size(t);
   float *res_ld = kiln_bert_alloc(M * ld, 4);
   for (size_t m = 0; m < M && g->res; m++)
     for (size_t n = 0; n < N; n++)
@@ -46,9 +46,7 @@ static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, bool
     float zero = 0.0f;
     const float *src = host[i] ? host[i] : &zero;
     size_t len = host[i] ? lens[i] : 1;
-    uint16_t *h = f16 ? kiln_bert_to_f16(src, len) : NULL;
-    dev[i] = kiln_bert_input(run, h ? (void *)h : (const void *)src, len * esz);
-    free(h);
+    dev[i] = kiln_bert_input_t(run, src, len, t);
   }
   void *dc = kiln_bert_output(run, total * esz);
   int32_t scm = (int32_t)ld, scn = 1;
@@ -61,7 +59,7 @@ static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, bool
   float *c = kiln_bert_alloc(M * N, 4);
   for (size_t m = 0; m < M; m++)
     for (size_t n = 0; n < N; n++)
-      c[m * N + n] = f16 ? kiln_ref_f16_to_f32(((uint16_t *)raw)[m * ld + n]) : ((float *)raw)[m * ld + n];
+      c[m * N + n] = kiln_bert_elem_get(raw, m * ld + n, t);
   free(raw), free(res_ld);
   return c;
 }
@@ -76,27 +74,28 @@ static void check_gemm(KilnBertRun *run, const char *what, const float *c, const
   free(ref);
 }
 
-/* Every epilogue on one shape; inputs f16-rounded when f16. */
+/* Every epilogue on one shape; inputs rounded to t. */
 static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t K, int bm, int bn, int bk,
-                          bool f16, int epi_lo, int epi_hi, uint64_t seed) {
+                          KilnScalarKind t, int epi_lo, int epi_hi, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d", f16 ? "f16" : "f32", M, N,
+  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d", kiln_scalar_name(t), M, N,
                   K, bm, bn, bk, epi_lo, epi_hi);
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
-  float *(*gen)(KilnRefRng *, size_t, float, float) = f16 ? kiln_bert_random_f16r : kiln_bert_random_f32;
   size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
-  float *a = gen(&rng, sM * sK, -1.0f, 1.0f), *b = gen(&rng, sK * sN, -1.0f, 1.0f);
-  float *bias = gen(&rng, sN, -1.0f, 1.0f), *res = gen(&rng, sM * sN, -1.0f, 1.0f);
+  float *a = kiln_bert_random_t(&rng, sM * sK, -1.0f, 1.0f, t), *b = kiln_bert_random_t(&rng, sK * sN, -1.0f, 1.0f, t);
+  float *bias = kiln_bert_random_t(&rng, sN, -1.0f, 1.0f, t), *res = kiln_bert_random_t(&rng, sM * sN, -1.0f, 1.0f, t);
+  /* f32: the accumulation's own error; f16/bf16: products are exact in f32, so one rounding of
+   * the result to T (half an ulp: at most 2^-11, 2^-8 relative) dominates. */
+  double tol = t == KILN_SCALAR_F16 ? 2e-3 : t == KILN_SCALAR_BF16 ? 8e-3 : 1e-5;
   for (int epi = epi_lo; epi <= epi_hi && run.ok; epi++) {
-    KilnDefine defs[] = {{"T", f16 ? KILN_SCALAR_F16 : KILN_SCALAR_F32}, {"BM", bm}, {"BN", bn}, {"BK", bk},
-                         {"EPI", epi}};
+    KilnDefine defs[] = {{"T", t}, {"BM", bm}, {"BN", bn}, {"BK", bk}, {"EPI", epi}};
     KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 5);
     Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
-    float *c = run_gemm(&run, fn, &g, f16, bm, bn);
+    float *c = run_gemm(&run, fn, &g, t, bm, bn);
     char what[32];
     snprintf(what, sizeof what, "c epi %d", epi);
-    check_gemm(&run, what, c, &g, f16 ? 2e-3 : 1e-5);
+    check_gemm(&run, what, c, &g, tol);
     free(c);
   }
   free(a), free(b), free(bias), free(res);
@@ -130,7 +129,8 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
   float *b = kiln_bert_random_f32(&rng, sN, -1.0f, 1.0f), *dy = kiln_bert_random_f32(&rng, sM * sN, -1.0f, 1.0f);
   Gemm gdx = {dy, w, NULL, NULL, M, K, N, N, 1, 1, N, 0, sM * sN, sK * sN};  /* B = W^T */
   Gemm gdw = {x, dy, NULL, NULL, K, N, M, 1, K, N, 1, 0, sM * sK, sM * sN};  /* A = X^T */
-  float *dx = run_gemm(&run, plain, &gdx, false, T, T), *dw = run_gemm(&run, plain, &gdw, false, T, T);
+  float *dx = run_gemm(&run, plain, &gdx, KILN_SCALAR_F32, T, T),
+        *dw = run_gemm(&run, plain, &gdw, KILN_SCALAR_F32, T, T);
   check_gemm(&run, "dX", dx, &gdx, 1e-5);
   check_gemm(&run, "dW", dw, &gdw, 1e-5);
   /* db = column sums of dy, read at a row stride of N + 3 with 1000s in the gap. */
@@ -166,7 +166,7 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
       for (int s = 0; s < 2; s++) {
         vals[t][i] = s == 0 ? keep + h : keep - h;
         Gemm g = {x, w, b, NULL, M, N, K, K, 1, N, 1, 1, sM * sK, sK * sN};
-        float *y = run_gemm(&run, fwd, &g, false, T, T);
+        float *y = run_gemm(&run, fwd, &g, KILN_SCALAR_F32, T, T);
         l[s] = loss(y, dy, sM * sN);
         free(y);
       }
@@ -182,15 +182,17 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
 bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
   bool ok = true;
   /* Epilogues: none, bias, bias + GELU, bias + residual. */
-  ok &= run_epilogues(dev, 77, 64, 96, 32, 32, 16, false, 0, 3, 7000); /* ragged M, exact N, K */
-  ok &= run_epilogues(dev, 37, 100, 40, 16, 16, 16, true, 2, 3, 7001); /* ragged on all axes */
-  ok &= run_epilogues(dev, 1, 1, 1, 16, 16, 16, false, 3, 3, 7002);    /* degenerate */
+  ok &= run_epilogues(dev, 77, 64, 96, 32, 32, 16, KILN_SCALAR_F32, 0, 3, 7000); /* ragged M, exact N, K */
+  ok &= run_epilogues(dev, 37, 100, 40, 16, 16, 16, KILN_SCALAR_F16, 2, 3, 7001); /* ragged on all axes */
+  ok &= run_epilogues(dev, 45, 72, 56, 16, 32, 16, KILN_SCALAR_BF16, 1, 2, 7005); /* ragged M, K */
+  ok &= run_epilogues(dev, 1, 1, 1, 16, 16, 16, KILN_SCALAR_F32, 3, 3, 7002);    /* degenerate */
   ok &= run_backward(dev, 74, 96, 37, 7100);
   /* On emu also tiles the tuner picks on a GPU (each layout is its own lowering there; the cpu
    * target computes every tile the same way). */
   if (kiln_bert_on_emu(dev)) {
-    ok &= run_epilogues(dev, 77, 96, 72, 64, 64, 32, true, 1, 1, 7003);  /* ragged M and K */
-    ok &= run_epilogues(dev, 50, 130, 64, 32, 128, 64, false, 0, 0, 7004); /* ragged N */
+    ok &= run_epilogues(dev, 77, 96, 72, 64, 64, 32, KILN_SCALAR_F16, 1, 1, 7003);  /* ragged M and K */
+    ok &= run_epilogues(dev, 50, 130, 64, 32, 128, 64, KILN_SCALAR_F32, 0, 0, 7004); /* ragged N */
+    ok &= run_epilogues(dev, 40, 64, 48, 32, 64, 16, KILN_SCALAR_BF16, 3, 3, 7006);  /* bf16 mma, residual */
   }
   return ok;
 }
