@@ -6,7 +6,8 @@
  * shared counter (so a slow variant does not hold up a fixed share), write `v<order>.o` (a host
  * object, or a cubin for sm_80/sm_90) into
  * the run's temp dir and report in a MAP_SHARED table. The parent holds no MLIR or runtime
- * state when it forks. */
+ * state when it forks. A cubin whose registers or shared memory (ptxas -v) exceed what one
+ * program may use is pruned with the numbers. */
 #include "internal.h"
 
 #include <signal.h>
@@ -21,6 +22,7 @@ typedef struct BuildSlot {
   int done;  /* 1 built, 2 failed */
   double ms;
   char err[256];
+  KilnGpuUsage usage; /* GPU targets: ptxas -v */
 } BuildSlot;
 
 typedef struct BuildShared {
@@ -55,7 +57,8 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
                           .defines = defs, .num_defines = (size_t)nd, .specialize = spec,
                           .num_specialize = nspec, .multiple_of = mult, .num_multiple_of = nmult,
                           .target = tg->target, .num_warps = cand->cfg.num_warps,
-                          .num_stages = cand->cfg.num_stages, .diag = diag ? diag : stderr};
+                          .num_stages = cand->cfg.num_stages, .diag = diag ? diag : stderr,
+                          .gpu_usage = &slot->usage};
   KilnBuffer obj = {0};
   double t0 = tune_now();
   bool gpu = tg->target == KILN_TARGET_SM80 || tg->target == KILN_TARGET_SM90;
@@ -127,6 +130,12 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
     BuildSlot *s = &sh->slots[k];
     snprintf(cand->obj_path, sizeof cand->obj_path, "%s/v%d.o", tmpdir, cand->order);
     cand->compile_ms = s->ms;
+    cand->usage = s->usage;
+    /* registers and shared memory are known once ptxas has run: a variant that cannot launch
+     * is pruned here, before anything is timed */
+    if (s->done == 1 && s->usage.valid &&
+        !tune_gpu_usage_fits(&s->usage, cand->cfg.num_warps, cand->detail, sizeof cand->detail))
+      cand->state = ST_PRUNED;
     if (s->done == 1) continue;
     if (s->done == 2 && !strcmp(s->err, "budget")) {
       cand->state = ST_BUDGET;

@@ -156,6 +156,7 @@ typedef struct TuneCand {
   double compile_ms;
   int timings;            /* timing children run for it */
   char obj_path[512];     /* built object */
+  KilnGpuUsage usage;     /* GPU targets: ptxas -v of the built cubin */
 } TuneCand;
 
 typedef struct TuneDeviceLimits {
@@ -167,6 +168,10 @@ typedef struct TuneDeviceLimits {
  * keep their reason. Returns the array (count in *n), NULL on memory failure. */
 TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *t,
                            const TuneProblem *p, const TuneDeviceLimits *lim, int *n);
+/* Whether a cubin's resources (ptxas -v) fit one program of num_warps warps on sm_80/sm_90:
+ * 65536 registers per program, allocated per warp in units of 256 (per thread rounded up to
+ * 8), and 48 KiB of static shared memory. False with the reason in why. */
+bool tune_gpu_usage_fits(const KilnGpuUsage *u, int num_warps, char *why, size_t cap);
 /* Checks one config the same way; fills state/detail/grid/resources. */
 void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
                       const TuneProblem *p, const TuneDeviceLimits *lim);

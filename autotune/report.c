@@ -61,6 +61,11 @@ static cJSON *cand_json(const TuneCand *c) {
     cJSON_AddNumberToObject(o, "reps", c->reps);
   }
   cJSON_AddNumberToObject(o, "compile_ms", c->compile_ms);
+  if (c->usage.valid) {
+    cJSON_AddNumberToObject(o, "registers", c->usage.registers);
+    cJSON_AddNumberToObject(o, "shared_bytes", c->usage.shared_bytes);
+    cJSON_AddNumberToObject(o, "spill_bytes", c->usage.spill_bytes);
+  }
   cJSON_AddNumberToObject(o, "timings", c->timings);
   cJSON_AddBoolToObject(o, "from_cache", c->from_cache);
   return o;

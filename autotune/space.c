@@ -78,6 +78,24 @@ static void block_max(const KilnBlock *bl, size_t *m) {
   }
 }
 
+/* ---------------------------------------------------------------- after the build */
+
+bool tune_gpu_usage_fits(const KilnGpuUsage *u, int num_warps, char *why, size_t cap) {
+  enum { REGS_PER_PROGRAM = 65536, STATIC_SHARED = 48 * 1024 };
+  long regs = (long)((u->registers + 7) / 8 * 8) * 32 * num_warps;
+  if (regs > REGS_PER_PROGRAM) {
+    snprintf(why, cap, "limit: ptxas: %d registers x %d threads = %ld > %d per program",
+             u->registers, num_warps * 32, regs, REGS_PER_PROGRAM);
+    return false;
+  }
+  if (u->shared_bytes > STATIC_SHARED) {
+    snprintf(why, cap, "limit: ptxas: %d bytes of shared memory > %d per program", u->shared_bytes,
+             STATIC_SHARED);
+    return false;
+  }
+  return true;
+}
+
 /* ---------------------------------------------------------------- one config */
 
 static double resources_of(const KilnTuneConfig *cfg) {

@@ -301,6 +301,9 @@ static KilnDriverStatus lower_gpu(Job *j, const KilnKernel *k, KilnEmit emit, Ki
     return KILN_DRIVER_FAILURE;
   }
   free(log);
+  if (o->gpu_usage)
+    *o->gpu_usage = (KilnGpuUsage){true, info.registers, info.shared_bytes,
+                                   info.spill_stores + info.spill_loads, info.stack_bytes};
   return take_bytes(out, cubin, cubin_len, free);
 }
 

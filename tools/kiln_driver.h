@@ -5,6 +5,7 @@
 #ifndef KILN_DRIVER_H
 #define KILN_DRIVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +47,16 @@ typedef struct KilnDefine {
   int64_t value;
 } KilnDefine;
 
+/* What ptxas -v reported for a cubin: the limits a launch must fit (registers per thread times
+ * threads per program, static shared memory) and the spills that cost speed. */
+typedef struct KilnGpuUsage {
+  bool valid;       /* set when a cubin was emitted */
+  int registers;    /* per thread */
+  int shared_bytes; /* static shared memory per program */
+  int spill_bytes;  /* spill stores + spill loads */
+  int stack_bytes;  /* stack frame per thread */
+} KilnGpuUsage;
+
 typedef struct KilnCompileOptions {
   const char *path;         /* source file path, used in diagnostics and locations */
   const char *source;       /* source text; NULL: read `path` */
@@ -68,6 +79,7 @@ typedef struct KilnCompileOptions {
   int num_stages;           /* 0: from defines, else 2 */
   const char *dump_after;   /* NULL, a pipeline stage name, or "all" */
   FILE *diag;               /* where diagnostics and dumps go; NULL: stderr */
+  KilnGpuUsage *gpu_usage;  /* out, optional: filled when a cubin is emitted */
 } KilnCompileOptions;
 
 typedef struct KilnBuffer {

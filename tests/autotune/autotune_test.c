@@ -246,6 +246,20 @@ static void test_unit(void) {
   CHECK(!kiln_tune_expr_eval("9223372036854775807 + 1", names, vals, 2, &v, err, sizeof err), "overflow accepted");
   CHECK(kiln_tune_bucket(1000) == 1024 && kiln_tune_bucket(1024) == 1024 && kiln_tune_bucket(1) == 1 &&
         kiln_tune_bucket(0) == 0 && kiln_tune_bucket(1025) == 2048, "buckets");
+  /* ptxas -v against one program's limits: 64 registers fit 32 warps exactly, 65 round up to
+   * 72 and do not; 255 fit 8 warps; 48 KiB of static shared memory fit, one byte more not */
+  KilnGpuUsage u = {true, 64, 1024, 0, 0};
+  char why[160] = "";
+  CHECK(tune_gpu_usage_fits(&u, 32, why, sizeof why), "64 regs x 1024 threads: %s", why);
+  u.registers = 65;
+  CHECK(!tune_gpu_usage_fits(&u, 32, why, sizeof why) && strstr(why, "65 registers x 1024 threads = 73728"),
+        "65 regs x 1024 threads: '%s'", why);
+  u.registers = 255;
+  CHECK(tune_gpu_usage_fits(&u, 8, why, sizeof why) && !tune_gpu_usage_fits(&u, 9, why, sizeof why), "255 regs");
+  u = (KilnGpuUsage){true, 32, 48 * 1024, 0, 0};
+  CHECK(tune_gpu_usage_fits(&u, 4, why, sizeof why), "48 KiB smem: %s", why);
+  u.shared_bytes++;
+  CHECK(!tune_gpu_usage_fits(&u, 4, why, sizeof why) && strstr(why, "shared memory"), "smem: '%s'", why);
 }
 
 /* matmul_f16's runtime parameters: three pointers, then M N K and six strides (i32), plus an
