@@ -40,27 +40,25 @@ static Stat stat_of(double *v, int n) {
 
 enum { BATCHES = 21 };
 
-static Stat time_lib(bench_noop_lib *lib, int32_t *out, int per_batch) {
-  double t[BATCHES];
-  for (int b = -1; b < BATCHES; b++) { /* -1: warm-up (loads the module) */
-    double s = now_us();
-    for (int i = 0; i < per_batch; i++) bench_noop_lib_noop(lib, out, 1, NULL, NULL, NULL);
-    if (b >= 0) t[b] = (now_us() - s) / per_batch;
-  }
-  return stat_of(t, BATCHES);
-}
-
-static Stat time_raw(KilnRtFunction *fn, int32_t *out, int per_batch) {
-  double t[BATCHES];
+/* Library calls and raw launches in alternating batches (after a warm-up batch of each, which
+ * loads the library's module), so that both see the same machine. */
+static void time_calls(bench_noop_lib *lib, KilnRtFunction *fn, int32_t *out, int per_batch,
+                       Stat *lib_us, Stat *raw_us) {
+  double tl[BATCHES], tr[BATCHES];
   int32_t n = 1;
   void *args[] = {&out, &n};
   KilnRtLaunchConfig lc = {{1, 1, 1}, 32, 0};
   for (int b = -1; b < BATCHES; b++) {
     double s = now_us();
+    for (int i = 0; i < per_batch; i++) bench_noop_lib_noop(lib, out, 1, NULL, NULL, NULL);
+    if (b >= 0) tl[b] = (now_us() - s) / per_batch;
+    if (!fn) continue;
+    s = now_us();
     for (int i = 0; i < per_batch; i++) kiln_rt_launch(fn, &lc, args, NULL);
-    if (b >= 0) t[b] = (now_us() - s) / per_batch;
+    if (b >= 0) tr[b] = (now_us() - s) / per_batch;
   }
-  return stat_of(t, BATCHES);
+  *lib_us = stat_of(tl, BATCHES);
+  if (fn) *raw_us = stat_of(tr, BATCHES);
 }
 
 static double compile_ms(const char *path, const char *kernel, const char *cname, int64_t v,
@@ -87,15 +85,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "setup: %s\n", kiln_rt_last_error());
     return 1;
   }
-  Stat lib_us = time_lib(lib, out, per_batch);
   KilnBuffer obj = {0};
   double noop_ms = compile_ms(KILN_BENCH_NOOP, "noop", "BLOCK", 32, &obj);
   KilnRtModule *mod = NULL;
   KilnRtFunction *fn = NULL;
-  Stat raw_us = {0};
-  if (obj.size && !kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &mod) &&
-      !kiln_rt_module_get_function(mod, "noop", &fn))
-    raw_us = time_raw(fn, out, per_batch);
+  Stat lib_us = {0}, raw_us = {0};
+  if (!obj.size || kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &mod) ||
+      kiln_rt_module_get_function(mod, "noop", &fn))
+    fn = NULL;
+  time_calls(lib, fn, out, per_batch, &lib_us, &raw_us);
   kiln_buffer_free(&obj);
   char va[512], sm[512];
   snprintf(va, sizeof va, "%s/vector_add.kiln", KILN_BENCH_KERNEL_DIR);

@@ -1,15 +1,18 @@
 /* cpu_pool.c — the worker threads that run a launch's programs on the cpu device.
  *
- * A launch publishes one job (kernel, args, grid) and bumps a generation counter; every worker
- * wakes, claims program indices from a shared atomic counter until the grid is exhausted, and the
- * last worker to finish wakes the launcher. Programs never run on the caller's thread, because its
+ * A launch publishes one job (kernel, args, grid) with a number of worker slots (one per program,
+ * at most one per worker) and bumps a generation counter; workers that see it claim a slot, the
+ * ones that get one claim program indices from a shared atomic counter until the grid is
+ * exhausted, and the last of them to finish wakes the launcher. A one-program launch thus
+ * involves one worker, not all of them. Programs never run on the caller's thread, because its
  * stack may be small while kernels keep tiles on the stack: workers get KILN_RT_CPU_STACK_BYTES.
  *
  * Handing a launch over through condition variables costs two sleeps and wake-ups (~25 us), far
  * more than a small kernel. So both sides first poll for a short while (yielding the core each
  * time, which on a machine with fewer cores than threads lets the other side run): a worker
- * polls the generation after each job, the launcher polls the count of active workers, and only
- * then do they sleep on the condition variables. Back-to-back launches thus never sleep.
+ * polls the generation after each job, the launcher spins briefly and then polls the count of
+ * active workers, and only then do they sleep on the condition variables. Back-to-back launches
+ * thus never sleep (bench/launch-overhead: ~2 us per one-program launch on 2 cores).
  * Lost wake-ups are excluded the usual way: the generation changes, and the last worker signals,
  * under the lock, and each side re-checks under the lock before it waits.
  */
@@ -31,6 +34,7 @@ struct KilnRtCpuPool {
   _Atomic uint64_t generation; /* changed under `lock` */
   _Atomic bool stop;           /* set under `lock` */
   _Atomic int active;          /* workers still on the current job */
+  _Atomic int slots;           /* workers the current job still takes (may go below 0) */
   /* the current job */
   KilnRtCpuKernel kernel;
   void **args;
@@ -66,6 +70,18 @@ static void run_programs(KilnRtCpuPool *pool) {
 /* Polls of the other side before sleeping: each yields the core once (a few microseconds on
  * an idle machine, so a launch that follows within roughly 50-200 us is picked up awake). */
 #define POOL_POLLS 64
+/* Before those, the launcher spins on the count of active workers without giving up its core,
+ * for about 10 us (a pause is ~20 ns on x86): a worker on another core finishes a small job in a
+ * microsecond or two, and a yield alone costs more than that when the cores are shared. */
+#define POOL_SPINS 500
+
+static inline void pool_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
 
 /* The next generation after `seen`, polled and then waited for; `seen` itself once stopping. */
 static uint64_t wait_for_work(KilnRtCpuPool *pool, uint64_t seen) {
@@ -88,6 +104,9 @@ static void *worker_main(void *arg) {
   for (;;) {
     seen = wait_for_work(pool, seen);
     if (atomic_load(&pool->stop)) break;
+    /* A worker late for a finished job may take a slot of the next one: it then runs that job
+     * (the slot's acquire makes its fields visible), which is as good as any other worker. */
+    if (atomic_fetch_sub_explicit(&pool->slots, 1, memory_order_acq_rel) <= 0) continue;
     run_programs(pool);
     if (atomic_fetch_sub(&pool->active, 1) == 1) {
       pthread_mutex_lock(&pool->lock);
@@ -131,6 +150,7 @@ KilnRtStatus kiln_rt_cpu_pool_create(int num_threads, KilnRtCpuPool **out) {
   atomic_init(&pool->generation, 0);
   atomic_init(&pool->stop, false);
   atomic_init(&pool->active, 0);
+  atomic_init(&pool->slots, 0);
 
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -161,17 +181,23 @@ void kiln_rt_cpu_pool_destroy(KilnRtCpuPool *pool) {
 
 void kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **args,
                           const uint32_t grid[3]) {
+  uint64_t total = (uint64_t)grid[0] * grid[1] * grid[2];
+  if (total == 0) return;
+  int workers = total < (uint64_t)pool->num_threads ? (int)total : pool->num_threads;
   pthread_mutex_lock(&pool->run_lock);
   pthread_mutex_lock(&pool->lock);
   pool->kernel = kernel;
   pool->args = args;
   memcpy(pool->grid, grid, sizeof pool->grid);
-  pool->total = (uint64_t)grid[0] * grid[1] * grid[2];
+  pool->total = total;
   atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
-  atomic_store(&pool->active, pool->num_threads);
+  atomic_store(&pool->active, workers);
+  atomic_store_explicit(&pool->slots, workers, memory_order_release);
   atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
-  pthread_cond_broadcast(&pool->work_cv);
+  if (workers == 1) pthread_cond_signal(&pool->work_cv);
+  else pthread_cond_broadcast(&pool->work_cv);
   pthread_mutex_unlock(&pool->lock);
+  for (int i = 0; i < POOL_SPINS && atomic_load(&pool->active) > 0; i++) pool_pause();
   for (int i = 0; i < POOL_POLLS && atomic_load(&pool->active) > 0; i++) sched_yield();
   pthread_mutex_lock(&pool->lock);
   while (atomic_load(&pool->active) > 0) pthread_cond_wait(&pool->done_cv, &pool->lock);

@@ -6,6 +6,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
 
 static KilnRtModule *load(KilnRtDevice *dev, KilnRtModuleFormat format, const char *path) {
   size_t size = 0;
@@ -108,6 +111,60 @@ static void check_grid(KilnRtDevice *dev, KilnRtFunction *probe, uint32_t gx, ui
   kiln_rt_free(dev, hits);
   kiln_rt_free(dev, bad);
   kiln_rt_free(dev, want);
+}
+
+/* Back-to-back launches of small grids (fewer programs than workers, then more): the pool hands
+ * each to as many workers as it has programs, and a worker late for one launch may serve the
+ * next; every program of every launch must still run exactly once, from two launching threads. */
+typedef struct SmallLaunches {
+  KilnRtDevice *dev;
+  KilnRtFunction *probe;
+  int seed;
+  size_t wrong;
+} SmallLaunches;
+
+static void *small_launches(void *arg) {
+  SmallLaunches *s = arg;
+  enum { MAXP = 9, ROUNDS = 1500 };
+  int32_t *hits = NULL, *bad = NULL, *want = NULL;
+  if (kiln_rt_malloc(s->dev, MAXP * sizeof *hits, (void **)&hits) ||
+      kiln_rt_malloc(s->dev, sizeof *bad, (void **)&bad) ||
+      kiln_rt_malloc(s->dev, 3 * sizeof *want, (void **)&want)) {
+    s->wrong = 1;
+    return NULL;
+  }
+  for (int r = 0; r < ROUNDS; r++) {
+    uint32_t gx = 1 + (uint32_t)((r * 7 + s->seed) % MAXP);
+    memset(hits, 0, MAXP * sizeof *hits);
+    *bad = 0;
+    want[0] = (int32_t)gx, want[1] = want[2] = 1;
+    void *args[] = {&hits, &bad, &want};
+    KilnRtLaunchConfig cfg = {{gx, 1, 1}, 32, 0};
+    if (kiln_rt_launch(s->probe, &cfg, args, NULL) != KILN_RT_OK) s->wrong++;
+    for (uint32_t i = 0; i < MAXP; i++) s->wrong += hits[i] != (i < gx);
+    s->wrong += *bad != 0;
+  }
+  kiln_rt_free(s->dev, hits);
+  kiln_rt_free(s->dev, bad);
+  kiln_rt_free(s->dev, want);
+  return NULL;
+}
+
+static void test_small_launches(KilnRtDevice *dev) {
+  KilnRtModule *mod = load(dev, KILN_RT_MODULE_HOST_OBJECT, KILN_TEST_GRID_OBJ);
+  if (!mod) return;
+  KilnRtFunction *probe = NULL;
+  CHECK_OK(kiln_rt_module_get_function(mod, "grid_probe", &probe));
+  if (probe) {
+    SmallLaunches a = {dev, probe, 0, 0}, b = {dev, probe, 4, 0};
+    pthread_t t;
+    bool threaded = pthread_create(&t, NULL, small_launches, &b) == 0;
+    small_launches(&a);
+    if (threaded) pthread_join(t, NULL);
+    CHECK(a.wrong == 0);
+    CHECK(!threaded || b.wrong == 0);
+  }
+  kiln_rt_module_destroy(mod);
 }
 
 static void test_grid_and_stack(KilnRtDevice *dev) {
@@ -268,6 +325,7 @@ int main(void) {
   test_saxpy_object(dev);
   test_saxpy_shared(dev);
   test_grid_and_stack(dev);
+  test_small_launches(dev);
   test_events(dev);
   test_graph(dev);
   test_bad_modules(dev);
