@@ -14,58 +14,66 @@ static int failures;
 
 static float input(int i) { return (float)((i * 37) % 101 - 50) * 0.0625f; }
 
-/* f16: round(x) then square in f32, rounded once to f16. */
-static int check_sq_f16(act_sq_f16 *lib, KilnRtDevice *dev, int n) {
-  uint16_t *x, *y;
-  if (kiln_rt_malloc(dev, (size_t)n * 2, (void **)&x) || kiln_rt_malloc(dev, (size_t)n * 2, (void **)&y))
-    return printf("FAIL malloc\n"), 1;
-  for (int i = 0; i < n; i++) x[i] = kiln_ref_f32_to_f16(input(i)), y[i] = 0xffff;
-  KilnRtStatus st = act_sq_f16_act(lib, x, y, n, 1.5f, NULL, NULL, NULL);
-  int bad = st != KILN_RT_OK;
-  for (int i = 0; i < n && !bad; i++) {
-    float v = kiln_ref_f16_to_f32(x[i]) * 1.5f;
-    uint16_t want = kiln_ref_f32_to_f16(v * v);
-    if (y[i] != want) {
-      printf("FAIL f16 square n=%d: y[%d] = %g, want %g\n", n, i, kiln_ref_f16_to_f32(y[i]),
-             kiln_ref_f16_to_f32(want));
-      bad = 1;
-    }
-  }
-  act_sq_f16_act_config cfg = act_sq_f16_act_pick(n);
-  if (cfg.OP != 2 || cfg.T != 5) { /* f16 is kind 5 in i1 i8 i16 i32 i64 f16 bf16 f32 */
-    printf("FAIL f16 square library picked OP=%lld T=%lld\n", (long long)cfg.OP, (long long)cfg.T);
-    bad = 1;
-  }
-  printf("%s f16 square n=%d: BLOCK=%lld num_warps=%d status %s\n", bad ? "FAIL" : "ok", n,
-         (long long)cfg.BLOCK, cfg.num_warps, kiln_rt_status_name(st));
-  kiln_rt_free(dev, x);
-  kiln_rt_free(dev, y);
-  return bad;
-}
+/* One of the two libraries: how to call it and what it must compute (its element type's
+ * conversions, and f applied in f32 to a x), and the pins its config must carry. */
+typedef struct Variant {
+  const char *name;
+  KilnRtStatus (*launch)(void *lib, uint16_t *x, uint16_t *y, int32_t n, float a);
+  void (*pick)(int64_t n, int64_t *op, int64_t *t, int64_t *block, int *warps);
+  uint16_t (*to_elem)(float);
+  float (*from_elem)(uint16_t);
+  float (*f)(float);
+  float a;
+  int64_t op, t; /* t: f16 is kind 5, bf16 6 (i1 i8 i16 i32 i64 f16 bf16 f32) */
+} Variant;
 
-static int check_relu_bf16(act_relu_bf16 *lib, KilnRtDevice *dev, int n) {
+static KilnRtStatus launch_sq(void *lib, uint16_t *x, uint16_t *y, int32_t n, float a) {
+  return act_sq_f16_act(lib, x, y, n, a, NULL, NULL, NULL);
+}
+static KilnRtStatus launch_relu(void *lib, uint16_t *x, uint16_t *y, int32_t n, float a) {
+  return act_relu_bf16_act(lib, x, y, n, a, NULL, NULL, NULL);
+}
+static void pick_sq(int64_t n, int64_t *op, int64_t *t, int64_t *block, int *warps) {
+  act_sq_f16_act_config c = act_sq_f16_act_pick(n);
+  *op = c.OP, *t = c.T, *block = c.BLOCK, *warps = c.num_warps;
+}
+static void pick_relu(int64_t n, int64_t *op, int64_t *t, int64_t *block, int *warps) {
+  act_relu_bf16_act_config c = act_relu_bf16_act_pick(n);
+  *op = c.OP, *t = c.T, *block = c.BLOCK, *warps = c.num_warps;
+}
+static float square(float v) { return v * v; }
+static float relu(float v) { return v > 0.0f ? v : 0.0f; }
+
+static const Variant f16_square = {"f16 square", launch_sq, pick_sq, kiln_ref_f32_to_f16,
+                                   kiln_ref_f16_to_f32, square, 1.5f, 2, 5};
+static const Variant bf16_relu = {"bf16 relu", launch_relu, pick_relu, kiln_ref_f32_to_bf16,
+                                  kiln_ref_bf16_to_f32, relu, -0.75f, 1, 6};
+
+/* y = f(a x) rounded once to the element type, bit for bit. */
+static int check(const Variant *v, void *lib, KilnRtDevice *dev, int n) {
   uint16_t *x, *y;
   if (kiln_rt_malloc(dev, (size_t)n * 2, (void **)&x) || kiln_rt_malloc(dev, (size_t)n * 2, (void **)&y))
     return printf("FAIL malloc\n"), 1;
-  for (int i = 0; i < n; i++) x[i] = kiln_ref_f32_to_bf16(input(i)), y[i] = 0xffff;
-  KilnRtStatus st = act_relu_bf16_act(lib, x, y, n, -0.75f, NULL, NULL, NULL);
+  for (int i = 0; i < n; i++) x[i] = v->to_elem(input(i)), y[i] = 0xffff;
+  KilnRtStatus st = v->launch(lib, x, y, n, v->a);
   int bad = st != KILN_RT_OK;
   for (int i = 0; i < n && !bad; i++) {
-    float v = kiln_ref_bf16_to_f32(x[i]) * -0.75f;
-    uint16_t want = kiln_ref_f32_to_bf16(v > 0.0f ? v : 0.0f);
+    uint16_t want = v->to_elem(v->f(v->from_elem(x[i]) * v->a));
     if (y[i] != want) {
-      printf("FAIL bf16 relu n=%d: y[%d] = %g, want %g\n", n, i, kiln_ref_bf16_to_f32(y[i]),
-             kiln_ref_bf16_to_f32(want));
+      printf("FAIL %s n=%d: y[%d] = %g, want %g\n", v->name, n, i, v->from_elem(y[i]),
+             v->from_elem(want));
       bad = 1;
     }
   }
-  act_relu_bf16_act_config cfg = act_relu_bf16_act_pick(n);
-  if (cfg.OP != 1 || cfg.T != 6) {
-    printf("FAIL bf16 relu library picked OP=%lld T=%lld\n", (long long)cfg.OP, (long long)cfg.T);
+  int64_t op, t, block;
+  int warps;
+  v->pick(n, &op, &t, &block, &warps);
+  if (op != v->op || t != v->t) {
+    printf("FAIL %s library picked OP=%lld T=%lld\n", v->name, (long long)op, (long long)t);
     bad = 1;
   }
-  printf("%s bf16 relu n=%d: BLOCK=%lld num_warps=%d status %s\n", bad ? "FAIL" : "ok", n,
-         (long long)cfg.BLOCK, cfg.num_warps, kiln_rt_status_name(st));
+  printf("%s %s n=%d: BLOCK=%lld num_warps=%d status %s\n", bad ? "FAIL" : "ok", v->name, n,
+         (long long)block, warps, kiln_rt_status_name(st));
   kiln_rt_free(dev, x);
   kiln_rt_free(dev, y);
   return bad;
@@ -74,19 +82,19 @@ static int check_relu_bf16(act_relu_bf16 *lib, KilnRtDevice *dev, int n) {
 int main(void) {
   KilnRtDevice *dev;
   act_sq_f16 *sq;
-  act_relu_bf16 *relu;
+  act_relu_bf16 *relu_lib;
   if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK || act_sq_f16_create(dev, &sq) != KILN_RT_OK ||
-      act_relu_bf16_create(dev, &relu) != KILN_RT_OK) {
+      act_relu_bf16_create(dev, &relu_lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
     return 1;
   }
   int sizes[] = {5000, 77, 1};
   for (int i = 0; i < 3; i++) {
-    failures += check_sq_f16(sq, dev, sizes[i]);
-    failures += check_relu_bf16(relu, dev, sizes[i]);
+    failures += check(&f16_square, sq, dev, sizes[i]);
+    failures += check(&bf16_relu, relu_lib, dev, sizes[i]);
   }
   act_sq_f16_destroy(sq);
-  act_relu_bf16_destroy(relu);
+  act_relu_bf16_destroy(relu_lib);
   kiln_rt_device_destroy(dev);
   return failures ? 1 : 0;
 }
