@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds Kiln, tunes kernels for the device present
-# (the CPU backend when there is no GPU), generates a kernel library from the winners, and
-# times the kernels, printing tables.
+# (the CPU backend when there is no GPU), generates a kernel library from the winners, times
+# the kernels, and tunes and times the BERT kernels of one BERT-base layer, printing tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -32,9 +32,17 @@ tune() {
 }
 if ! tune "$device" && [ "$device" != cpu ]; then
   echo "kiln: tuning on $device failed; tuning on the CPU backend instead" >&2
+  device=cpu
   tune cpu
 fi
 echo "generated kernel library: $out/lib" >&2
 
 echo "== kernels on $device ==" >&2
 bash bench/cpu-kernels.sh build
+
+# The BERT kernels at BERT-base shapes, tuned for the device: f16 activations on a GPU, f32 on
+# the CPU backend (which computes f16 through f32 conversions).
+echo "== BERT-base layer kernels on $device ==" >&2
+bert_t=f32
+[ "$device" = cpu ] || bert_t=f16
+bash bench/bert-kernels.sh build "$device" "$bert_t"
