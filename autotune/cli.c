@@ -366,6 +366,7 @@ static int fill_lib_kernel(LibKernel *lk, const SourceFile *f, const char *path,
   lk->src = f->text;
   lk->srclen = f->len;
   lk->h = *h;
+  lk->tune = t;
   for (int i = 0; i < k->nparams && i < TUNE_MAX_PARAMS; i++) {
     const KilnDecl *d = k->params[i];
     if (d->kind == KILN_DECL_CONST_PARAM) {

@@ -168,6 +168,8 @@ typedef struct TuneDeviceLimits {
  * keep their reason. Returns the array (count in *n), NULL on memory failure. */
 TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *t,
                            const TuneProblem *p, const TuneDeviceLimits *lim, int *n);
+/* The source text of a span on one line (a `where` clause, for reports and comments). */
+void tune_span_text(const char *src, KilnSpan sp, char *buf, size_t cap);
 /* Whether a cubin's resources (ptxas -v) fit one program of num_warps warps on sm_80/sm_90:
  * 65536 registers per program, allocated per warp in units of 256 (per thread rounded up to
  * 8), and 48 KiB of static shared memory. False with the reason in why. */
@@ -352,6 +354,7 @@ typedef struct LibKernel {
   int keyidx[TUNE_MAX_KEYS]; /* position among params */
   int nkeys;
   TuneHarness h;             /* for the default grid rule */
+  const KilnTune *tune;      /* its tune block (pins applied): the conditions on the call */
   LibVariant *variants;
   int nvariants;
 } LibKernel;
@@ -363,6 +366,15 @@ typedef struct LibGpuArchs {
   int narchs;
   bool ptx_only;
 } LibGpuArchs;
+
+/* libgen_call.c: the tune block's conditions on the call (`where` naming a key) as C. */
+bool libgen_has_call_conditions(const LibKernel *k);
+/* The checked arithmetic the conditions use (once per library; NAME_KILN_UNUSED). */
+void libgen_emit_checked_ops(FILE *f, const char *L);
+/* static int L_K_fits(int v, <the dispatch parameters>): variant v's conditions on the call;
+ * params prints those parameters (decl: with their types). */
+void libgen_emit_fits(FILE *f, const char *L, const LibKernel *k,
+                      void (*params)(FILE *, const LibKernel *, bool));
 
 /* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels: host objects for `target`
  * when gpu is NULL, else the GPU images gpu lists. Each kernel must have a generic variant (no

@@ -82,6 +82,17 @@ static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
   fprintf(f, "KilnRtStatus %s_%s(%s *lib", L, k->name, L);
   params_decl(f, k);
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream);\n", L, k->name);
+  if (libgen_has_call_conditions(k)) {
+    fprintf(f, "/* Conditions on the call (variants that break them never run; when none fits, the\n"
+               " * launch returns KILN_RT_ERROR_INVALID_ARGUMENT and _pick a config with num_warps 0):");
+    for (int i = 0; i < k->tune->nwheres; i++)
+      if (kiln_tune_where_is_call(k->tune, i)) {
+        char text[200];
+        tune_span_text(k->src, k->tune->wheres[i]->span, text, sizeof text);
+        fprintf(f, "\n *   where %s", text);
+      }
+    fprintf(f, " */\n");
+  }
   fprintf(f, "/* The config a launch with these integer arguments uses. */\n");
   fprintf(f, "%s_%s_config %s_%s_pick(", L, k->name, L, k->name);
   dispatch_params(f, k, true);
@@ -250,6 +261,8 @@ static void call_mask(FILE *f, const LibKernel *k, bool multiple) {
 }
 
 static void source_choose(FILE *f, const char *L, const LibKernel *k, int generic) {
+  bool conditions = libgen_has_call_conditions(k);
+  if (conditions) libgen_emit_fits(f, L, k, dispatch_params);
   fprintf(f, "static int %s_%s_choose(", L, k->name);
   dispatch_params(f, k, true);
   fprintf(f, ") {\n");
@@ -259,12 +272,21 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int generi
   call_mask(f, k, false);
   fprintf(f, ";\n  const uint64_t d16 = ");
   call_mask(f, k, true);
-  fprintf(f, ";\n  int best = %d; /* generic: every call keeps its (no) promises */\n"
-             "  long long best_d = -1;\n", generic);
+  if (conditions)
+    fprintf(f, ";\n  int best = -1; /* none, unless some variant's conditions on the call hold */\n"
+               "  long long best_d = -1;\n");
+  else
+    fprintf(f, ";\n  int best = %d; /* generic: every call keeps its (no) promises */\n"
+               "  long long best_d = -1;\n", generic);
   fprintf(f, "  for (int v = 0; v < %d; v++) {\n", k->nvariants);
   fprintf(f, "    if ((%s_%s_table[v].one & ~one) | (%s_%s_table[v].d16 & ~d16))\n"
              "      continue; /* compiled for arguments this call does not have */\n",
           L, k->name, L, k->name);
+  if (conditions) {
+    fprintf(f, "    if (!%s_%s_fits(v, ", L, k->name);
+    dispatch_params(f, k, false);
+    fprintf(f, "))\n      continue; /* the tune block's conditions on the call fail */\n");
+  }
   fprintf(f, "    long long d = %s_%s_table[v].untuned ? 1LL << 40 : 0, t = 0;\n", L, k->name);
   for (int j = 0; j < k->nkeys; j++)
     fprintf(f, "    t = %s_kiln_lbucket(%s) - %s_kiln_lbucket(%s_%s_table[v].keys[%d]);\n"
@@ -273,9 +295,11 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int generi
              "    }\n  }\n  return best;\n}\n\n");
   fprintf(f, "%s_%s_config %s_%s_pick(", L, k->name, L, k->name);
   dispatch_params(f, k, true);
-  fprintf(f, ") {\n  return %s_%s_table[%s_%s_choose(", L, k->name, L, k->name);
+  fprintf(f, ") {\n  int v = %s_%s_choose(", L, k->name);
   dispatch_params(f, k, false);
-  fprintf(f, ")].cfg;\n}\n\n");
+  fprintf(f, ");\n  if (v < 0) {\n    %s_%s_config none = {0};\n    none.signature = \"\";\n"
+             "    return none; /* num_warps 0: no variant fits */\n  }\n"
+             "  return %s_%s_table[v].cfg;\n}\n\n", L, k->name, L, k->name);
 }
 
 static void source_launch(FILE *f, const char *L, const LibKernel *k) {
@@ -285,7 +309,8 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k) {
   fprintf(f, "  if (!lib) return KILN_RT_ERROR_INVALID_ARGUMENT;\n");
   fprintf(f, "  int v = %s_%s_choose(", L, k->name);
   dispatch_params(f, k, false);
-  fprintf(f, ");\n  const %s_%s_config *cfg = &%s_%s_table[v].cfg;\n", L, k->name, L, k->name);
+  fprintf(f, ");\n  if (v < 0) return KILN_RT_ERROR_INVALID_ARGUMENT; /* no variant fits the call */\n");
+  fprintf(f, "  const %s_%s_config *cfg = &%s_%s_table[v].cfg;\n", L, k->name, L, k->name);
   fprintf(f, "  uint32_t g[3] = {1, 1, 1};\n  if (grid) {\n    grid(cfg, grid_user, g);\n  } else {\n");
   for (int a = 0; a < k->h.ngrid; a++) {
     fprintf(f, "    int64_t g%d = ", a);
@@ -449,6 +474,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const Li
   if (rc == 0) {
     write_header(h, L, ks, nk);
     source_prelude(c, L, nmod ? nmod : 1);
+    libgen_emit_checked_ops(c, L);
     fflush(B.img);
     fputs(ibuf, c);
     source_images(c, L, kern, nmod, B.images, B.nimages);

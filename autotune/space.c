@@ -1,7 +1,8 @@
 /* space.c — the configuration space of a tune block and why each config is kept or pruned.
  *
  * Every config of the cross product is checked before anything is built, cheapest test first:
- * each `where` clause (one at a time, so the report names the one that failed), the device's
+ * each `where` clause (one at a time, so the report names the one that failed; a clause naming
+ * a key is a condition on the call, evaluated with the tuned call's values), the device's
  * thread limit, sema with the consts bound (a config may make the kernel ill-typed), the
  * largest tile one program holds against the device's limit (read off the typed AST), and
  * the grid the harness computes for it. */
@@ -22,8 +23,7 @@ void tune_config_string(const KilnTuneConfig *cfg, char *buf, size_t cap) {
   }
 }
 
-/* The source text of a span on one line, for naming a `where` in the report. */
-static void span_text(const char *src, KilnSpan sp, char *buf, size_t cap) {
+void tune_span_text(const char *src, KilnSpan sp, char *buf, size_t cap) {
   const char *p = src;
   for (int l = 1; l < sp.line && *p; p++)
     if (*p == '\n') l++;
@@ -35,12 +35,23 @@ static void span_text(const char *src, KilnSpan sp, char *buf, size_t cap) {
   buf[n] = '\0';
 }
 
-static int failing_where(const KilnTune *t, const KilnTuneConfig *cfg) {
+/* The values of the block's keys in the tuned call, for `where` clauses that name them. */
+static int call_keys(const KilnTune *t, const TuneProblem *p, KilnBinding *out) {
+  int n = 0;
+  for (int k = 0; k < t->nkeys && k < TUNE_MAX_KEYS; k++)
+    for (int i = 0; i < p->nparams; i++)
+      if (!strcmp(p->params[i].name, t->keys[k])) out[n++] = (KilnBinding){t->keys[k], p->ival[i]};
+  return n;
+}
+
+static int failing_where(const KilnTune *t, const KilnTuneConfig *cfg, const TuneProblem *p) {
+  KilnBinding keys[TUNE_MAX_KEYS];
+  int nkeys = call_keys(t, p, keys);
   for (int i = 0; i < t->nwheres; i++) {
     KilnTune one = *t;
     one.wheres = &t->wheres[i];
     one.nwheres = 1;
-    if (!kiln_tune_where_ok(NULL, &one, cfg)) return i;
+    if (!kiln_tune_where_ok_call(NULL, &one, cfg, keys, nkeys)) return i;
   }
   return -1;
 }
@@ -145,11 +156,23 @@ void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const
   cand->detail[0] = '\0';
   tune_config_string(&cand->cfg, cand->config, sizeof cand->config);
   cand->resources = resources_of(&cand->cfg);
-  int w = failing_where(t, &cand->cfg);
+  int w = failing_where(t, &cand->cfg, p);
   if (w >= 0) {
-    char text[160];
-    span_text(src, t->wheres[w]->span, text, sizeof text);
-    prune(cand, "where #%d (line %d): %s", w + 1, t->wheres[w]->span.line, text);
+    char text[160], keys[80] = "";
+    tune_span_text(src, t->wheres[w]->span, text, sizeof text);
+    if (kiln_tune_where_is_call(t, w)) { /* say which call it failed for */
+      KilnBinding kb[TUNE_MAX_KEYS];
+      int nk = call_keys(t, p, kb);
+      size_t used = 0;
+      for (int i = 0; i < nk && used < sizeof keys; i++) {
+        int n = snprintf(keys + used, sizeof keys - used, "%s%s=%lld", i ? "," : " (call: ",
+                         kb[i].name, (long long)kb[i].value);
+        if (n < 0) break;
+        used += (size_t)n;
+      }
+      if (used && used + 1 < sizeof keys) strcat(keys, ")");
+    }
+    prune(cand, "where #%d (line %d): %s%s", w + 1, t->wheres[w]->span.line, text, keys);
     return;
   }
   if (cand->cfg.num_warps * 32 > lim->max_threads) {

@@ -396,8 +396,16 @@ bool kiln_tune_config_get(const KilnTune *t, size_t i, KilnTuneConfig *out);
  * Returns false if there is no such preset. */
 bool kiln_tune_preset_get(const KilnTune *t, const char *name, KilnTuneConfig *out);
 /* True when every `where` of the block holds for cfg.  Evaluation errors (division by zero, an
- * unbound name) make it false and, when c is non-NULL, add a diagnostic. */
+ * unbound name) make it false and, when c is non-NULL, add a diagnostic.  Conditions on the
+ * call (a `where` naming a `key` parameter) are not checked here: see kiln_tune_where_ok_call. */
 bool kiln_tune_where_ok(KilnCompilation *c, const KilnTune *t, const KilnTuneConfig *cfg);
+/* Whether `where` number i names one of the block's `key` parameters: a condition on the call
+ * (`where BLOCK >= cols`), which holds or not per call, not per config. */
+bool kiln_tune_where_is_call(const KilnTune *t, int i);
+/* Like kiln_tune_where_ok, with the call's key values (args, by name) for the conditions on
+ * the call as well. */
+bool kiln_tune_where_ok_call(KilnCompilation *c, const KilnTune *t, const KilnTuneConfig *cfg,
+                             const KilnBinding *args, int nargs);
 
 #ifdef __cplusplus
 }

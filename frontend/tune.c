@@ -206,16 +206,42 @@ bool kiln_tune_preset_get(const KilnTune *t, const char *name, KilnTuneConfig *o
     return true;
 }
 
-bool kiln_tune_where_ok(KilnCompilation *c, const KilnTune *t, const KilnTuneConfig *cfg)
+static bool names_key(const KilnTune *t, const KilnExpr *e)
 {
+    if (!e)
+        return false;
+    if (e->kind == KILN_EXPR_NAME)
+        for (int k = 0; k < t->nkeys; k++)
+            if (strcmp(t->keys[k], e->name) == 0)
+                return true;
+    return names_key(t, e->lhs) || names_key(t, e->rhs);
+}
+
+bool kiln_tune_where_is_call(const KilnTune *t, int i)
+{
+    return i >= 0 && i < t->nwheres && names_key(t, t->wheres[i]);
+}
+
+/* Every `where` (with args: the conditions on the call too, their names bound after cfg's). */
+static bool wheres_hold(KilnCompilation *c, const KilnTune *t, const KilnTuneConfig *cfg,
+                        const KilnBinding *args, int nargs, bool with_call)
+{
+    KilnBinding b[64];
+    int nb = 0;
+    for (int i = 0; i < cfg->nbindings && nb < 64; i++)
+        b[nb++] = cfg->bindings[i];
+    for (int i = 0; i < nargs && nb < 64; i++)
+        b[nb++] = args[i];
     KilnArena ar;
     kiln_arena_init(&ar);
     bool ok = true;
     for (int i = 0; i < t->nwheres && ok; i++) {
+        if (!with_call && kiln_tune_where_is_call(t, i))
+            continue;
         int64_t v;
         const char *err;
         KilnSpan sp;
-        if (!kiln_tune_eval(&ar, t->wheres[i], cfg->bindings, cfg->nbindings, &v, &err, &sp)) {
+        if (!kiln_tune_eval(&ar, t->wheres[i], b, nb, &v, &err, &sp)) {
             if (c)
                 kiln_diag_add(c, KILN_SEV_ERROR, sp, err);
             ok = false;
@@ -225,6 +251,52 @@ bool kiln_tune_where_ok(KilnCompilation *c, const KilnTune *t, const KilnTuneCon
     }
     kiln_arena_free(&ar);
     return ok;
+}
+
+bool kiln_tune_where_ok(KilnCompilation *c, const KilnTune *t, const KilnTuneConfig *cfg)
+{
+    return wheres_hold(c, t, cfg, NULL, 0, false);
+}
+
+bool kiln_tune_where_ok_call(KilnCompilation *c, const KilnTune *t, const KilnTuneConfig *cfg,
+                             const KilnBinding *args, int nargs)
+{
+    return wheres_hold(c, t, cfg, args, nargs, true);
+}
+
+/* A condition on the call is checked by its form, having no values here: integer literals,
+ * the block's parameters and keys, unary and binary operators. */
+static void check_call_where(KilnCompilation *c, const KilnTune *t, const KilnExpr *e)
+{
+    switch (e->kind) {
+    case KILN_EXPR_INT:
+    case KILN_EXPR_BOOL:
+    case KILN_EXPR_TYPE:
+        return;
+    case KILN_EXPR_NAME: {
+        bool known = is_meta(e->name);
+        for (int i = 0; i < t->nparams && !known; i++)
+            known = strcmp(t->params[i].name, e->name) == 0;
+        for (int i = 0; i < t->nkeys && !known; i++)
+            known = strcmp(t->keys[i], e->name) == 0;
+        if (!known)
+            kiln_diag_error(c, e->span, "'%s' has no value in this tune block", e->name);
+        return;
+    }
+    case KILN_EXPR_UNARY:
+        check_call_where(c, t, e->lhs);
+        return;
+    case KILN_EXPR_BINARY:
+        check_call_where(c, t, e->lhs);
+        check_call_where(c, t, e->rhs);
+        return;
+    case KILN_EXPR_FLOAT:
+        kiln_diag_error(c, e->span, "tune values must be integer constants");
+        return;
+    default:
+        kiln_diag_error(c, e->span, "expected an integer constant expression");
+        return;
+    }
 }
 
 /* ---------------------------------------------------------------- checking */
@@ -292,8 +364,12 @@ void kiln_tune_check(KilnCompilation *c, KilnTune *t)
             if (strcmp(t->presets[j].name, pr->name) == 0)
                 kiln_diag_error(c, pr->span, "preset '%s' is defined twice", pr->name);
     }
-    /* `where` may only use the tuned names: evaluating it on the first point finds the rest. */
+    /* `where` may only use the tuned names and the keys: evaluating the clauses without keys on
+     * the first point finds the rest; those with keys are checked by their form. */
     KilnTuneConfig cfg;
     if (t->nwheres && kiln_tune_config_get(t, 0, &cfg))
         kiln_tune_where_ok(c, t, &cfg);
+    for (int i = 0; i < t->nwheres; i++)
+        if (kiln_tune_where_is_call(t, i))
+            check_call_where(c, t, t->wheres[i]);
 }

@@ -47,7 +47,7 @@ done
 echo "prepared the numeric test kernels" >&2
 # The tuning bundle: every candidate of both modes (default, max-autotune) of three test kernels
 # compiled for sm_90 (the GPU machine is an H200), with the manifest kiln-tune-runner reads there
-# (bench/gpu-check.sh). softmax_rows needs BLOCK >= cols, so cols is the smallest BLOCK.
+# (bench/gpu-check.sh). softmax_rows needs BLOCK >= cols (its tune block says so), so cols is the smallest BLOCK.
 rm -rf "$bundle/tune"
 "$kiln" tune "$kdir/vector_add.kiln" "$kdir/softmax_rows.kiln" "$kdir/matmul_f16.kiln" \
   --device cuda --arch sm_90 --emit-bundle "$bundle/tune" --jobs "$(nproc)" \

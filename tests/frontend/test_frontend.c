@@ -265,6 +265,27 @@ static void test_render(void)
     kiln_frontend_destroy(c);
 }
 
+/* A `where` naming a key is a condition on the call: skipped without the call's values,
+ * evaluated (with the tuner's checked arithmetic) with them. */
+static void test_call_conditions(void)
+{
+    const char *src = "kernel k(x: *f32, cols: i32, const B: i32) {\n}\n"
+                      "tune k {\n    key cols;\n    B in [64, 1024];\n"
+                      "    where B >= 64;\n    where B >= cols && 100000 / cols > 0;\n}\n";
+    KilnCompilation *c = kiln_frontend_create("w.kiln", src, strlen(src));
+    CHECK(kiln_frontend_parse(c) && kiln_sema_check_all(c));
+    KilnTune *t = kiln_kernel_find(c, "k")->tune;
+    CHECK(t && !kiln_tune_where_is_call(t, 0) && kiln_tune_where_is_call(t, 1));
+    KilnTuneConfig small;
+    CHECK(kiln_tune_config_get(t, 0, &small)); /* B = 64 */
+    CHECK(kiln_tune_where_ok(c, t, &small));   /* the call's condition is not checked */
+    KilnBinding cols100[] = {{"cols", 100}}, cols50[] = {{"cols", 50}}, cols0[] = {{"cols", 0}};
+    CHECK(!kiln_tune_where_ok_call(NULL, t, &small, cols100, 1));
+    CHECK(kiln_tune_where_ok_call(NULL, t, &small, cols50, 1));
+    CHECK(!kiln_tune_where_ok_call(NULL, t, &small, cols0, 1)); /* 100000 / 0: false, not a crash */
+    kiln_frontend_destroy(c);
+}
+
 /* Inputs that once could hurt a frontend: none may crash; all must report errors. */
 static void test_hostile(void)
 {
@@ -340,6 +361,7 @@ int main(int argc, char **argv)
     test_sketch();
     test_typing();
     test_render();
+    test_call_conditions();
     test_hostile();
     test_recovery();
     test_reference_lists_builtins();
