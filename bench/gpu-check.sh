@@ -4,7 +4,8 @@
 # (bench/gpu/prepare.sh) and bring bench/gpu/bundle along. Within 8 minutes it:
 #   1. builds libkilnrt and the check programs (KILN_RUNTIME_ONLY), runs the runtime tests,
 #      the cuda device's included;
-#   2. runs every numeric test kernel (precompiled) against its C reference;
+#   2. runs every numeric test kernel (precompiled) against its C reference, and the BERT kernel
+#      tests (every kernel family, f32/f16/bf16, finite differences included) likewise;
 #   3. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c);
 #   4. tunes vector_add, softmax_rows and matmul_f16 in both modes with kiln-tune-runner from
 #      the precompiled candidates (bundle/tune): tuning time, winners and their speed;
@@ -29,6 +30,10 @@ timeout 120 ctest --test-dir "$build" --output-on-failure || status=1
 echo "== numeric tests of every kernel on the GPU ==" >&2
 timeout 180 "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bundle/numeric" \
   --warps 4,8 all | tee "bench/results/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
+
+echo "== BERT kernel tests on the GPU ==" >&2
+timeout 240 "$build/tests/bert/kiln_bert_test" --device cuda --bundle "$bundle/bert" all \
+  | tee "bench/results/gpu-check-$stamp-bert.txt" | grep -E 'FAIL|^[a-z]+$' || status=1
 
 echo "== Kiln kernels vs copy and cuBLAS ==" >&2
 timeout 300 "$build/bench/gpu/gpu-bench" --bundle "$bundle" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build-machine half of the GPU check: compiles the benchmark kernels to cubin (through ptxas)
-# and PTX for sm_80 and sm_90, and every tuning candidate of the test kernels for sm_90
+# and PTX for sm_80 and sm_90, the kernels of the numeric and BERT kernel tests, and every tuning candidate of the test kernels for sm_90
 # (bundle/tune, `kiln tune --emit-bundle`), into a bundle that travels to the GPU machine,
 # which has no LLVM/MLIR. Usage: bench/gpu/prepare.sh [BUILD_DIR] [BUNDLE_DIR]
 set -euo pipefail
@@ -45,6 +45,13 @@ for arch in sm_80 sm_90; do
     --warps 4,8 all >/dev/null
 done
 echo "prepared the numeric test kernels" >&2
+# Every kernel the BERT kernel tests ask for (their emulator shapes and tiles), compiled without
+# running anything, for kiln_bert_test --device cuda --bundle on the GPU machine.
+rm -rf "$bundle/bert"
+for arch in sm_80 sm_90; do
+  "$build/tests/bert/kiln_bert_test" --emit-bundle "$bundle/bert" --arch "$arch" all >/dev/null
+done
+echo "prepared the BERT kernels ($(ls "$bundle/bert" | wc -l) images)" >&2
 # The tuning bundle: every candidate of both modes (default, max-autotune) of three test kernels
 # compiled for sm_90 (the GPU machine is an H200), with the manifest kiln-tune-runner reads there
 # (bench/gpu-check.sh). softmax_rows needs BLOCK >= cols (its tune block says so), so cols is the smallest BLOCK.

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#ifndef KILN_BERT_KERNEL_DIR
+#if !defined(KILN_BERT_KERNEL_DIR) && !defined(KILN_BERT_NO_COMPILER)
 #error "KILN_BERT_KERNEL_DIR must name the kernels-bert folder"
 #endif
 
@@ -50,7 +50,14 @@ float *kiln_bert_from_f16(const uint16_t *h, size_t n) {
   return x;
 }
 
-size_t kiln_bert_elem_size(KilnScalarKind t) { return (size_t)kiln_scalar_bits(t) / 8; }
+const char *kiln_bert_type_name(KilnScalarKind t) {
+  static const char *const names[KILN_SCALAR_COUNT] = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32"};
+  return (unsigned)t < KILN_SCALAR_COUNT ? names[t] : "?";
+}
+
+size_t kiln_bert_elem_size(KilnScalarKind t) {
+  return t == KILN_SCALAR_F32 || t == KILN_SCALAR_I32 ? 4 : t == KILN_SCALAR_I64 ? 8 : t == KILN_SCALAR_F16 || t == KILN_SCALAR_BF16 || t == KILN_SCALAR_I16 ? 2 : 1;
+}
 
 float kiln_bert_round(float x, KilnScalarKind t) {
   return t == KILN_SCALAR_F16 ? kiln_ref_round_f16(x) : t == KILN_SCALAR_BF16 ? kiln_ref_round_bf16(x) : x;
@@ -110,6 +117,8 @@ double kiln_bert_now(void) {
 }
 
 void kiln_bert_fail(KilnBertRun *run, const char *fmt, ...) {
+  if (run->emit)
+    return; /* nothing ran: the checks of zeros mean nothing */
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "  %s: ", run->label);
@@ -123,31 +132,122 @@ static void fail_rt(KilnBertRun *run, const char *what, KilnRtStatus st) {
   kiln_bert_fail(run, "%s failed: %s: %s", what, kiln_rt_status_name(st), kiln_rt_last_error());
 }
 
-bool kiln_bert_on_emu(const KilnBertDevice *dev) { return dev->target == KILN_TARGET_EMU; }
+/* A failure of the harness itself (also while emitting a bundle). */
+static void fail_always(KilnBertRun *run, const char *fmt, const char *a, const char *b) {
+  fprintf(stderr, "  %s: ", run->label);
+  fprintf(stderr, fmt, a, b);
+  fputc('\n', stderr);
+  run->ok = false;
+}
+
+bool kiln_bert_on_emu(const KilnBertDevice *dev) { return dev->target != KILN_TARGET_CPU; }
+
+static const char *target_label(KilnTarget t) {
+  switch (t) {
+  case KILN_TARGET_CPU: return "cpu";
+  case KILN_TARGET_EMU: return "emu";
+  case KILN_TARGET_SM80: return "sm_80";
+  default: return "sm_90";
+  }
+}
 
 void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fmt, ...) {
   memset(run, 0, sizeof *run);
   run->dev = dev->rt;
   run->target = dev->target;
   run->num_warps = dev->num_warps;
+  run->bundle = dev->bundle;
+  run->emit = dev->emit;
   run->ok = true;
   run->start = kiln_bert_now();
-  int pre = snprintf(run->label, sizeof run->label, "[%s w%d] ", kiln_target_name(dev->target),
-                     dev->num_warps);
+  const char *where = dev->bundle && !dev->emit && dev->target != KILN_TARGET_EMU ? "cuda"
+                                                                                  : target_label(dev->target);
+  int pre = snprintf(run->label, sizeof run->label, "[%s w%d] ", where, dev->num_warps);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(run->label + pre, sizeof run->label - (size_t)pre, fmt, ap);
   va_end(ap);
 }
 
-KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char *kernel,
-                                 const KilnDefine *defs, size_t ndefs) {
-  if (!run->ok)
+/* The file name of a kernel configuration in a bundle: source, kernel, consts, warps. */
+static void bundle_name(char *buf, size_t cap, const char *file, const char *kernel,
+                        const KilnDefine *defs, size_t ndefs, int num_warps) {
+  int len = snprintf(buf, cap, "%s-%s", file, kernel);
+  for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < cap; i++)
+    len += snprintf(buf + len, cap - (size_t)len, "-%s=%" PRId64, defs[i].name, defs[i].value);
+  if (len > 0 && (size_t)len < cap)
+    snprintf(buf + len, cap - (size_t)len, "-w%d", num_warps);
+}
+
+static void *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
     return NULL;
-  if (run->nmods == KILN_BERT_MAX_MODS) {
-    kiln_bert_fail(run, "more than %d modules", KILN_BERT_MAX_MODS);
-    return NULL;
+  char *buf = NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
+      fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
   }
+  fclose(f);
+  *len = buf ? (size_t)n : 0;
+  return buf;
+}
+
+/* The kernel's image from the bundle: a host object on emu; on a GPU the cubin of its arch,
+ * else the PTX (which the driver compiles). */
+static KilnRtModule *bundle_load(KilnBertRun *run, const char *name) {
+  static const struct { const char *ext; KilnRtModuleFormat fmt; } gpu[] = {
+      {"cubin", KILN_RT_MODULE_CUBIN}, {"ptx", KILN_RT_MODULE_PTX}};
+  char arch[16] = "emu";
+  if (run->target != KILN_TARGET_EMU) {
+    KilnRtDeviceInfo info;
+    KilnRtStatus st = kiln_rt_device_info(run->dev, &info);
+    if (st != KILN_RT_OK) {
+      fail_rt(run, "kiln_rt_device_info", st);
+      return NULL;
+    }
+    snprintf(arch, sizeof arch, "sm_%d%d", info.cc_major, info.cc_minor);
+  }
+  for (size_t i = 0; i < (run->target == KILN_TARGET_EMU ? 1 : 2); i++) {
+    char path[1400];
+    bool host = run->target == KILN_TARGET_EMU;
+    snprintf(path, sizeof path, "%s/%s.%s.%s", run->bundle, name, arch, host ? "o" : gpu[i].ext);
+    size_t len = 0;
+    void *img = read_file(path, &len);
+    if (!img)
+      continue;
+    KilnRtModule *mod = NULL;
+    KilnRtStatus st = kiln_rt_module_load(run->dev, host ? KILN_RT_MODULE_HOST_OBJECT : gpu[i].fmt,
+                                          img, len, &mod);
+    free(img);
+    if (st != KILN_RT_OK)
+      fail_rt(run, "kiln_rt_module_load", st);
+    return mod;
+  }
+  fail_always(run, "no image %s.%s.* in the bundle (bench/gpu/prepare.sh makes it)", name, arch);
+  return NULL;
+}
+
+#ifndef KILN_BERT_NO_COMPILER
+/* PATH written whole or not at all (a temp file renamed over it). */
+static bool write_atomic(const char *path, const void *data, size_t n) {
+  char tmp[1500];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  bool ok = f && fwrite(data, 1, n, f) == n;
+  if (f && fclose(f) != 0)
+    ok = false;
+  if (ok && rename(tmp, path) != 0)
+    ok = false;
+  if (!ok)
+    remove(tmp);
+  return ok;
+}
+
+static bool compile(KilnBertRun *run, const char *file, const char *kernel, const KilnDefine *defs,
+                    size_t ndefs, KilnEmit emit, KilnBuffer *out) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s.kiln", KILN_BERT_KERNEL_DIR, file);
   KilnCompileOptions opts;
@@ -159,23 +259,80 @@ KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char 
   opts.target = run->target;
   opts.num_warps = run->num_warps;
   opts.diag = stderr;
-  KilnBuffer obj = {0};
-  KilnDriverStatus ds = kiln_driver_compile(&opts, KILN_EMIT_OBJ, &obj);
+  KilnDriverStatus ds = kiln_driver_compile(&opts, emit, out);
   if (ds != KILN_DRIVER_OK) {
-    kiln_bert_fail(run, "%s: compile failed (driver status %d; diagnostics above)", kernel, (int)ds);
-    kiln_buffer_free(&obj);
+    fail_always(run, "%s: compile failed (%s; diagnostics above)", kernel, kiln_emit_name(emit));
+    kiln_buffer_free(out);
+    return false;
+  }
+  return true;
+}
+
+/* Emit mode: the kernel's images for the bundle (written once: tests ask for some twice). */
+static void bundle_write(KilnBertRun *run, const char *file, const char *kernel,
+                         const KilnDefine *defs, size_t ndefs, const char *name) {
+  static const struct { const char *ext; KilnEmit emit; } gpu[] = {
+      {"ptx", KILN_EMIT_PTX}, {"cubin", KILN_EMIT_CUBIN}}, host[] = {{"o", KILN_EMIT_OBJ}};
+  bool is_emu = run->target == KILN_TARGET_EMU;
+  for (size_t i = 0; i < (is_emu ? 1 : 2) && run->ok; i++) {
+    const char *ext = is_emu ? host[i].ext : gpu[i].ext;
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s.%s.%s", run->bundle, name, target_label(run->target), ext);
+    FILE *probe = fopen(path, "rb");
+    if (probe) {
+      fclose(probe);
+      continue;
+    }
+    KilnBuffer out = {0};
+    if (!compile(run, file, kernel, defs, ndefs, is_emu ? host[i].emit : gpu[i].emit, &out))
+      return;
+    bool ok = write_atomic(path, out.data, out.size);
+    kiln_buffer_free(&out);
+    if (!ok)
+      fail_always(run, "cannot write %s%s", path, "");
+    else
+      run->emitted++;
+  }
+}
+#endif
+
+KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char *kernel,
+                                 const KilnDefine *defs, size_t ndefs) {
+  if (!run->ok)
+    return NULL;
+  if (run->nmods == KILN_BERT_MAX_MODS) {
+    kiln_bert_fail(run, "more than %d modules", KILN_BERT_MAX_MODS);
     return NULL;
   }
+  char name[512];
+  bundle_name(name, sizeof name, file, kernel, defs, ndefs, run->num_warps);
   KilnRtModule *mod = NULL;
-  KilnRtStatus st = kiln_rt_module_load(run->dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &mod);
-  kiln_buffer_free(&obj);
-  if (st != KILN_RT_OK) {
-    fail_rt(run, "kiln_rt_module_load", st);
+  if (run->bundle && !run->emit) {
+    if (!(mod = bundle_load(run, name)))
+      return NULL;
+  } else {
+#ifdef KILN_BERT_NO_COMPILER
+    fail_always(run, "%s%s: this build has no compiler: give --bundle DIR", kernel, "");
     return NULL;
+#else
+    if (run->emit) {
+      bundle_write(run, file, kernel, defs, ndefs, name);
+      return NULL; /* nothing runs */
+    }
+    KilnBuffer obj = {0};
+    if (!compile(run, file, kernel, defs, ndefs, KILN_EMIT_OBJ, &obj))
+      return NULL;
+    KilnRtStatus st = kiln_rt_module_load(run->dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &mod);
+    kiln_buffer_free(&obj);
+    if (st != KILN_RT_OK) {
+      fail_rt(run, "kiln_rt_module_load", st);
+      return NULL;
+    }
+#endif
   }
   run->mods[run->nmods++] = mod;
   KilnRtFunction *fn = NULL;
-  st = kiln_rt_module_get_function(mod, kernel, &fn);
+  KilnRtStatus st = kiln_rt_module_get_function(mod, kernel, &fn);
   if (st != KILN_RT_OK) {
     fail_rt(run, "kiln_rt_module_get_function", st);
     return NULL;
@@ -226,7 +383,7 @@ void *kiln_bert_output(KilnBertRun *run, size_t bytes) {
 }
 
 void kiln_bert_launch(KilnBertRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy, void **args) {
-  if (!run->ok)
+  if (!run->ok || run->emit)
     return;
   KilnRtLaunchConfig cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -245,7 +402,7 @@ void kiln_bert_launch(KilnBertRun *run, KilnRtFunction *fn, uint32_t gx, uint32_
 }
 
 void kiln_bert_fetch(KilnBertRun *run, void *host, const void *d, size_t bytes) {
-  if (!run->ok)
+  if (!run->ok || run->emit)
     return;
   KilnRtStatus st = kiln_rt_memcpy_dtoh(run->dev, host, d, bytes, NULL);
   if (st != KILN_RT_OK)
@@ -257,14 +414,17 @@ bool kiln_bert_end(KilnBertRun *run) {
     kiln_rt_free(run->dev, run->bufs[i]);
   for (int i = 0; i < run->nmods; i++)
     kiln_rt_module_destroy(run->mods[i]);
-  printf("  %-4s %s (%.1f s)\n", run->ok ? "ok" : "FAIL", run->label, kiln_bert_now() - run->start);
+  if (run->emit)
+    printf("  %-4s %s: %d image(s) written\n", run->ok ? "ok" : "FAIL", run->label, run->emitted);
+  else
+    printf("  %-4s %s (%.1f s)\n", run->ok ? "ok" : "FAIL", run->label, kiln_bert_now() - run->start);
   fflush(stdout);
   return run->ok;
 }
 
 void kiln_bert_check_untouched(KilnBertRun *run, const char *what, const void *buf, size_t elem,
                                size_t total, size_t rows, size_t cols, size_t stride) {
-  if (!run->ok)
+  if (!run->ok || run->emit)
     return;
   const unsigned char *bytes = buf;
   size_t clobbered = 0, first = 0;
@@ -285,7 +445,7 @@ void kiln_bert_check_untouched(KilnBertRun *run, const char *what, const void *b
 
 void kiln_bert_check_close(KilnBertRun *run, const char *what, const float *got, const float *ref,
                            size_t n, double floor, double tol) {
-  if (!run->ok)
+  if (!run->ok || run->emit)
     return;
   size_t worst = 0;
   double err = kiln_ref_max_error(got, ref, n, floor, &worst);

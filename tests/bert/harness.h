@@ -29,17 +29,29 @@ enum {
 };
 
 /* The device under test: the runtime device and the target its kernels are compiled for
- * (KILN_TARGET_CPU on "cpu", KILN_TARGET_EMU on "emu"). */
+ * (KILN_TARGET_CPU on "cpu", KILN_TARGET_EMU on "emu", KILN_TARGET_SM90 standing for any GPU
+ * on "cuda").
+ *
+ * A GPU machine has no compiler, so its kernels come precompiled in a bundle: with `emit`, every
+ * kernel a test asks for is compiled for `target` (sm_80/sm_90: PTX and cubin; emu: a host
+ * object) into the folder `bundle` instead of being run (launches, copies back and checks do
+ * nothing); with `bundle` alone, kernels are loaded from there (a cubin for the GPU's arch,
+ * else PTX; host objects on emu) instead of being compiled. */
 typedef struct KilnBertDevice {
   KilnRtDevice *rt;
   KilnTarget target;
   int num_warps; /* kernels are compiled for it and launched with 32 * num_warps threads */
+  const char *bundle;
+  bool emit;
 } KilnBertDevice;
 
 typedef struct KilnBertRun {
   KilnRtDevice *dev;
   KilnTarget target;
   int num_warps;
+  const char *bundle;
+  bool emit;    /* compiling into the bundle: nothing runs, no check fails */
+  int emitted;  /* kernels written */
   double start; /* kiln_bert_now() at kiln_bert_begin */
   KilnRtModule *mods[KILN_BERT_MAX_MODS];
   int nmods;
@@ -49,9 +61,12 @@ typedef struct KilnBertRun {
   char label[192];
 } KilnBertRun;
 
-/* Whether dev is the emulator, where tests scale their shapes down (it runs GPU threads as
- * fibers, thousands of times slower than the cpu target). */
+/* Whether dev runs the GPU code path (the emulator, a GPU, or a bundle for them): tests then use
+ * the shapes and tiles they pick for the emulator (it runs GPU threads as fibers, thousands of
+ * times slower than the cpu target), so that a bundle holds what a GPU run asks for. */
 bool kiln_bert_on_emu(const KilnBertDevice *dev);
+/* The name of an element type ("bf16"), without the frontend (a GPU machine's build has none). */
+const char *kiln_bert_type_name(KilnScalarKind t);
 /* Starts a configuration on dev; the printf-style label (prefixed with the target) names it in
  * every message. */
 void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fmt, ...)

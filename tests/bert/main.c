@@ -2,18 +2,25 @@
  * libkilnrt and compared with the references of bert_ref.c (docs/kernels/ says what each test
  * checks and why its tolerance is what it is).
  *
- * Usage: kiln_bert_test [--device cpu|emu] [--warps N] FAMILY... | all | --list.
+ * Usage: kiln_bert_test [--device cpu|emu|cuda] [--warps N] [--bundle DIR] FAMILY... | all | --list
+ *        kiln_bert_test --emit-bundle DIR [--arch sm_80|sm_90|emu] [--warps N] FAMILY... | all
  * On emu (the default is cpu) the kernels go through the GPU pipeline (layouts, SIMT lowering,
  * nvvm ops as calls into the emulator) and run with 32 * N threads per program (default 4 warps;
  * the layouts depend on it, the cpu target ignores it) on the runtime's emu device, at the
  * smaller shapes each test picks there; the tolerances are the same.
+ * A GPU machine has no compiler: `--emit-bundle DIR` compiles every kernel the tests ask for
+ * into DIR (for --arch; nothing runs), and `--device cuda --bundle DIR` runs the tests on the
+ * GPU from there (bench/gpu/prepare.sh, bench/gpu-check.sh); `--device emu --bundle DIR` does
+ * the same on the emulator from host objects (--arch emu), which is how that path is tested.
  * Exit status: 0 passed, 1 failed, 2 bad usage.
  */
 #include "tests.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct {
   const char *name;
@@ -39,7 +46,9 @@ static int find_test(const char *name) {
 }
 
 static int usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [--device cpu|emu] [--warps N] FAMILY... | all | --list\n", argv0);
+  fprintf(stderr, "usage: %s [--device cpu|emu|cuda] [--warps N] [--bundle DIR] FAMILY... | all | --list\n"
+                  "       %s --emit-bundle DIR [--arch sm_80|sm_90|emu] [--warps N] FAMILY... | all\n",
+          argv0, argv0);
   return 2;
 }
 
@@ -47,18 +56,51 @@ static int usage(const char *argv0) {
  * -1 after a usage message. */
 static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char **device) {
   int a = 1;
+  const char *arch = "sm_90";
   for (; a + 1 < argc && strncmp(argv[a], "--", 2) == 0 && strcmp(argv[a], "--list") != 0; a += 2) {
     if (strcmp(argv[a], "--device") == 0) {
       *device = argv[a + 1];
     } else if (strcmp(argv[a], "--warps") == 0) {
       dev->num_warps = atoi(argv[a + 1]);
+    } else if (strcmp(argv[a], "--bundle") == 0) {
+      dev->bundle = argv[a + 1];
+    } else if (strcmp(argv[a], "--emit-bundle") == 0) {
+      dev->bundle = argv[a + 1];
+      dev->emit = true;
+    } else if (strcmp(argv[a], "--arch") == 0) {
+      arch = argv[a + 1];
     } else {
       usage(argv[0]);
       return -1;
     }
   }
-  if (strcmp(*device, "cpu") != 0 && strcmp(*device, "emu") != 0) {
-    fprintf(stderr, "%s: --device must be cpu or emu, not '%s'\n", argv[0], *device);
+  if (dev->emit) {
+    /* nothing runs: the cpu device only holds the tests' buffers */
+    *device = "cpu";
+    dev->target = strcmp(arch, "emu") == 0     ? KILN_TARGET_EMU
+                  : strcmp(arch, "sm_80") == 0 ? KILN_TARGET_SM80
+                  : strcmp(arch, "sm_90") == 0 ? KILN_TARGET_SM90
+                                               : KILN_TARGET_CPU;
+    if (dev->target == KILN_TARGET_CPU) {
+      fprintf(stderr, "%s: --arch must be sm_80, sm_90 or emu, not '%s'\n", argv[0], arch);
+      return -1;
+    }
+  } else if (strcmp(*device, "cpu") != 0 && strcmp(*device, "emu") != 0 && strcmp(*device, "cuda") != 0) {
+    fprintf(stderr, "%s: --device must be cpu, emu or cuda, not '%s'\n", argv[0], *device);
+    return -1;
+  }
+#ifdef KILN_BERT_NO_COMPILER
+  if (!dev->bundle || dev->emit) {
+    fprintf(stderr, "%s: this build has no compiler: run kernels from --bundle DIR\n", argv[0]);
+    return -1;
+  }
+#endif
+  if (strcmp(*device, "cuda") == 0 && !dev->bundle) {
+    fprintf(stderr, "%s: --device cuda runs precompiled kernels: give --bundle DIR\n", argv[0]);
+    return -1;
+  }
+  if (dev->bundle && !dev->emit && strcmp(*device, "cpu") == 0) {
+    fprintf(stderr, "%s: bundles hold GPU code: --bundle needs --device emu or cuda\n", argv[0]);
     return -1;
   }
   /* 32 threads per warp and at most 1024 per block, as on the GPU. */
@@ -66,7 +108,10 @@ static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char 
     fprintf(stderr, "%s: --warps must be a power of two from 1 to 32\n", argv[0]);
     return -1;
   }
-  dev->target = strcmp(*device, "emu") == 0 ? KILN_TARGET_EMU : KILN_TARGET_CPU;
+  if (!dev->emit)
+    dev->target = strcmp(*device, "emu") == 0    ? KILN_TARGET_EMU
+                  : strcmp(*device, "cuda") == 0 ? KILN_TARGET_SM90 /* any GPU: images by its arch */
+                                                 : KILN_TARGET_CPU;
   if (a >= argc) {
     usage(argv[0]);
     return -1;
@@ -75,7 +120,7 @@ static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char 
 }
 
 int main(int argc, char **argv) {
-  KilnBertDevice dev = {NULL, KILN_TARGET_CPU, 4};
+  KilnBertDevice dev = {NULL, KILN_TARGET_CPU, 4, NULL, false};
   const char *device = "cpu";
   int first = parse_options(argc, argv, &dev, &device);
   if (first < 0)
@@ -94,6 +139,10 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < NTESTS; i++)
       selected[i] |= t == -2 || (size_t)t == i;
+  }
+  if (dev.emit && mkdir(dev.bundle, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "%s: cannot create %s: %s\n", argv[0], dev.bundle, strerror(errno));
+    return 1;
   }
   KilnRtStatus st = kiln_rt_device_create(device, &dev.rt);
   if (st != KILN_RT_OK) {

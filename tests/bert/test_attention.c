@@ -233,7 +233,7 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
 
 static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s", kiln_scalar_name(c->t),
+  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s", kiln_bert_type_name(c->t),
                   c->B, c->H, c->S, c->D, c->kv_len[0], c->B > 1 ? c->kv_len[1] : c->kv_len[0], c->bm,
                   c->bn, c->bwd ? " fwd+bwd" : "");
   Layout l = layout_of(c);

@@ -33,7 +33,7 @@ static float *launch(KilnBertRun *run, KilnRtFunction *fn, const DropCfg *c, con
 
 static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s n=%d p=%g seed=%d offset=%d", kiln_scalar_name(c->t), c->n, (double)c->p,
+  kiln_bert_begin(&run, dev, "%s n=%d p=%g seed=%d offset=%d", kiln_bert_type_name(c->t), c->n, (double)c->p,
                   c->seed, c->offset);
   KilnDefine defs[] = {{"T", c->t}, {"BLOCK", c->block}};
   KilnRtFunction *fwd = kiln_bert_kernel(&run, "dropout", "dropout_fwd", defs, 2);

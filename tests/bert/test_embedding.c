@@ -42,7 +42,7 @@ static double loss(const float *out, const float *w, size_t n) {
 
 static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s batch %d seq %d hidden %d vocab %d block %dx%d", kiln_scalar_name(c->t),
+  kiln_bert_begin(&run, dev, "%s batch %d seq %d hidden %d vocab %d block %dx%d", kiln_bert_type_name(c->t),
                   c->batch, c->seq, c->hidden, c->vocab, c->block_t, c->block_h);
   KilnDefine defs[] = {{"T", c->t}, {"BLOCK_T", c->block_t}, {"BLOCK_H", c->block_h}};
   KilnRtFunction *fwd = kiln_bert_kernel(&run, "embedding", "embedding_fwd", defs, 3);

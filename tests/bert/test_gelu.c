@@ -56,7 +56,7 @@ static void check_fd(KilnBertRun *run, KilnRtFunction *fwd, const GeluCfg *c, co
 
 static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %s %dx%d block %dx%d", kiln_scalar_name(c->t),
+  kiln_bert_begin(&run, dev, "%s %s %dx%d block %dx%d", kiln_bert_type_name(c->t),
                   c->tanh_approx ? "tanh" : "erf", c->rows, c->cols, c->block_r, c->block_c);
   KilnDefine defs[] = {{"T", c->t}, {"BLOCK_R", c->block_r},
                        {"BLOCK_C", c->block_c}, {"TANH", c->tanh_approx}};

@@ -78,7 +78,7 @@ static void check_gemm(KilnBertRun *run, const char *what, const float *c, const
 static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t K, int bm, int bn, int bk,
                           KilnScalarKind t, int epi_lo, int epi_hi, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d", kiln_scalar_name(t), M, N,
+  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d", kiln_bert_type_name(t), M, N,
                   K, bm, bn, bk, epi_lo, epi_hi);
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);

@@ -99,7 +99,7 @@ static void finite_differences(KilnBertRun *run, LnDev *d, float *x, float *gamm
 
 static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs", kiln_scalar_name(c->t),
+  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs", kiln_bert_type_name(c->t),
                   c->rows, c->cols, c->fwd_block, c->bwd_block, c->bwd_programs);
   KilnDefine fdef[] = {{"T", c->t}, {"BLOCK", c->fwd_block}}, bdef[] = {{"T", c->t}, {"BLOCK", c->bwd_block}};
   KilnDefine rdef[] = {{"BLOCK", 64}};

@@ -60,7 +60,7 @@ static void finite_differences(KilnBertRun *run, XentDev *d, float *x, const flo
 
 static bool run_cfg(const KilnBertDevice *dev, const XentCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%d BLOCK %d offset %g", kiln_scalar_name(c->t), c->rows, c->classes,
+  kiln_bert_begin(&run, dev, "%s %dx%d BLOCK %d offset %g", kiln_bert_type_name(c->t), c->rows, c->classes,
                   c->block, (double)c->offset);
   KilnDefine defs[] = {{"T", c->t}, {"BLOCK", c->block}};
   XentDev d = {0};
