@@ -1,5 +1,5 @@
 /* speccuda_test.c — a cuda library from a cache whose matmul_f16 timings carry a specialization
- * signature (the cpu tuning of spec_test's library, relabelled as a GPU's), built by `kiln lib
+ * signature (a cpu tuning of one pinned pipelinable config, relabelled as a GPU's), built by `kiln lib
  * --device cuda` without a GPU. The generated C is #included so that its static tables can be
  * read:
  *   - matmul_f16 has two modules, the specialized winner and the generic fallback, each with a
