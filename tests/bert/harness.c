@@ -1,5 +1,6 @@
 /* harness.c — compile, load, launch and check for the BERT kernel tests (see harness.h). */
 #include "harness.h"
+#include "test_files.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -179,22 +180,6 @@ static void bundle_name(char *buf, size_t cap, const char *file, const char *ker
     snprintf(buf + len, cap - (size_t)len, "-w%d", num_warps);
 }
 
-static void *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *buf = NULL;
-  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
-      fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *len = buf ? (size_t)n : 0;
-  return buf;
-}
-
 /* The kernel's image from the bundle: a host object on emu; on a GPU the cubin of its arch,
  * else the PTX (which the driver compiles). */
 static KilnRtModule *bundle_load(KilnBertRun *run, const char *name) {
@@ -215,7 +200,7 @@ static KilnRtModule *bundle_load(KilnBertRun *run, const char *name) {
     bool host = run->target == KILN_TARGET_EMU;
     snprintf(path, sizeof path, "%s/%s.%s.%s", run->bundle, name, arch, host ? "o" : gpu[i].ext);
     size_t len = 0;
-    void *img = read_file(path, &len);
+    void *img = kiln_test_read_file(path, &len);
     if (!img)
       continue;
     KilnRtModule *mod = NULL;

@@ -31,6 +31,7 @@
  */
 #include "kiln_driver.h" /* types only when built with KILN_NUMERIC_NO_COMPILER */
 #include "reference.h"
+#include "test_files.h"
 
 #include <kiln/kilnrt.h>
 
@@ -144,22 +145,6 @@ static void bundle_name(char *buf, size_t cap, const char *kernel, const KilnDef
     snprintf(buf + len, cap - (size_t)len, "-w%d", g_num_warps);
 }
 
-static void *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *buf = NULL;
-  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
-      fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *len = buf ? (size_t)n : 0;
-  return buf;
-}
-
 /* Loads the configuration's cubin for this GPU's arch, or its PTX (JIT-compiled by the driver). */
 static bool bundle_load(Run *run, const char *name) {
   KilnRtDeviceInfo info;
@@ -175,7 +160,7 @@ static bool bundle_load(Run *run, const char *name) {
     size_t len = 0;
     snprintf(path, sizeof path, "%s/%s.sm_%d%d.%s", g_bundle, name, info.cc_major, info.cc_minor,
              kinds[i].ext);
-    void *img = read_file(path, &len);
+    void *img = kiln_test_read_file(path, &len);
     if (!img)
       continue;
     st = kiln_rt_module_load(run->dev, kinds[i].fmt, img, len, &run->mod);
