@@ -54,8 +54,9 @@ static void init_native(void) {
   native_ok = !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter();
 }
 
-/* A target machine for this host (its CPU and features: objects run where they are built). */
-static LLVMTargetMachineRef host_machine(MlirModule m, int opt_level) {
+/* A target machine for this host's triple and the CPU `cpu` (an LLVM CPU name; NULL or "native":
+ * this host's CPU with every feature it has, so objects run only where they are built). */
+static LLVMTargetMachineRef host_machine(MlirModule m, int opt_level, const char *cpu) {
   pthread_once(&native_once, init_native);
   if (!native_ok) {
     kiln_ir_error(module_loc(m), "LLVM has no native target for this host");
@@ -69,15 +70,19 @@ static LLVMTargetMachineRef host_machine(MlirModule m, int opt_level) {
     kiln_ir_error(module_loc(m), "no LLVM target for %s: %s", triple, err ? err : "");
     LLVMDisposeMessage(err);
   } else {
-    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    bool native = !cpu || !strcmp(cpu, "native");
+    char *host_cpu = native ? LLVMGetHostCPUName() : NULL;
+    char *features = native ? LLVMGetHostCPUFeatures() : NULL;
     LLVMCodeGenOptLevel lvl = opt_level <= 0   ? LLVMCodeGenLevelNone
                               : opt_level == 1 ? LLVMCodeGenLevelLess
                               : opt_level == 2 ? LLVMCodeGenLevelDefault
                                                : LLVMCodeGenLevelAggressive;
-    tm = LLVMCreateTargetMachine(target, triple, cpu, features, lvl, LLVMRelocPIC,
-                                 LLVMCodeModelDefault);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(features);
+    tm = LLVMCreateTargetMachine(target, triple, native ? host_cpu : cpu, native ? features : "",
+                                 lvl, LLVMRelocPIC, LLVMCodeModelDefault);
+    if (native) {
+      LLVMDisposeMessage(host_cpu);
+      LLVMDisposeMessage(features);
+    }
     if (!tm)
       kiln_ir_error(module_loc(m), "cannot create an LLVM target machine for %s", triple);
   }
@@ -93,6 +98,11 @@ static KilnMlirStatus optimize(MlirModule m, LLVMModuleRef mod, LLVMTargetMachin
   LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(mod, dl);
   LLVMDisposeTargetData(dl);
+  char err[512];
+  if (!kiln_host_builtins_link(mod, err, sizeof err)) {
+    kiln_ir_error(module_loc(m), "host conversion builtins: %s", err);
+    return KILN_MLIR_ERR_LLVM;
+  }
   if (opt_level <= 0)
     return KILN_MLIR_OK;
   char pipeline[32];
@@ -109,16 +119,18 @@ static KilnMlirStatus optimize(MlirModule m, LLVMModuleRef mod, LLVMTargetMachin
   return KILN_MLIR_OK;
 }
 
-KilnMlirStatus kiln_mlir_emit_host_object(MlirModule m, int opt_level, void **out, size_t *len) {
+KilnMlirStatus kiln_mlir_emit_host_object(MlirModule m, int opt_level, const char *cpu, void **out,
+                                          size_t *len) {
   *out = NULL;
   *len = 0;
-  LLVMTargetMachineRef tm = host_machine(m, opt_level);
+  LLVMTargetMachineRef tm = host_machine(m, opt_level, cpu);
   if (!tm)
     return KILN_MLIR_ERR_LLVM;
   LLVMContextRef llctx = LLVMContextCreate();
   LLVMModuleRef mod = translate(m, llctx);
   KilnMlirStatus st = mod ? optimize(m, mod, tm, opt_level) : KILN_MLIR_ERR_LLVM;
   if (st == KILN_MLIR_OK) {
+    kiln_host_float16_fixup(mod);
     char *err = NULL;
     LLVMMemoryBufferRef buf = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, &buf)) {

@@ -315,8 +315,11 @@ MlirPass kiln_pass_create_convert_to_cpu(void);
 /* LLVM IR text (NUL terminated) in *out (free with kiln_mlir_buffer_free), length in *len. */
 KilnMlirStatus kiln_mlir_translate_to_llvm_ir(MlirModule m, char **out, size_t *len);
 /* A relocatable object for the host triple (PIC), after LLVM's default<O{opt_level}> pipeline
- * (opt_level 0..3).  Bytes in *out (free with kiln_mlir_buffer_free), size in *len. */
-KilnMlirStatus kiln_mlir_emit_host_object(MlirModule m, int opt_level, void **out, size_t *len);
+ * (opt_level 0..3), for the LLVM CPU `cpu` ("x86-64-v2", "generic"...; NULL or "native": this
+ * host's CPU and all its features).  Bytes in *out (free with kiln_mlir_buffer_free), size in
+ * *len. */
+KilnMlirStatus kiln_mlir_emit_host_object(MlirModule m, int opt_level, const char *cpu, void **out,
+                                          size_t *len);
 void kiln_mlir_buffer_free(void *buf);
 
 #ifdef __cplusplus

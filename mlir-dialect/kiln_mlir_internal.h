@@ -9,6 +9,7 @@
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/Pass.h"
 #include "mlir-c/Support.h"
+#include "llvm-c/Types.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -77,5 +78,13 @@ MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const 
 MlirLogicalResult kiln_verify_module(MlirOperation module);
 MlirLogicalResult kiln_dce_module(MlirOperation module);
 MlirLogicalResult kiln_cpu_lower_module(MlirOperation module);
+
+/* host_float16.c: defines, in a host module, the float conversions LLVM's code generator may
+ * call a runtime library for (weak, hidden). false with a message in err on failure. */
+bool kiln_host_builtins_link(LLVMModuleRef mod, char *err, size_t cap);
+/* host_float16.c: every phi and select of f16/bf16 values becomes one of 16-bit integers, every
+ * f32 -> bf16 conversion a call of __truncsfbf2 (run after LLVM's optimizations, before code
+ * generation, on a module that kiln_host_builtins_link completed). */
+void kiln_host_float16_fixup(LLVMModuleRef mod);
 
 #endif

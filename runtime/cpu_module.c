@@ -5,7 +5,9 @@
  * run through posix_spawnp with an explicit argv (no shell, so no quoting issues) and its output
  * captured into the directory so that a failed link reports the linker's own words. Every file
  * and the directory are removed right after dlopen: the mapping keeps the code alive, and nothing
- * is left behind even if the process later crashes.
+ * is left behind even if the process later crashes. A host shared object (what generated
+ * libraries embed: kiln_rt_host_object_link ran the compiler when the library was built) is
+ * opened as it is, so a program that uses a generated library needs no compiler.
  */
 #include "device_impl.h"
 
@@ -107,6 +109,39 @@ static KilnRtStatus link_shared(TempDir *t) {
   return kiln_rt_fail(KILN_RT_ERROR_LOAD, "linking the host object failed ('%s -shared', %s %d): %s",
                       cc, WIFEXITED(wstatus) ? "exit status" : "signal",
                       WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus), log);
+}
+
+static KilnRtStatus read_file(const char *path, void **data, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s: %s", path, strerror(errno));
+  KilnRtStatus st = KILN_RT_OK;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  void *buf = n > 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)n) : NULL;
+  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    st = kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s", path);
+    free(buf);
+  } else {
+    *data = buf;
+    *size = (size_t)n;
+  }
+  fclose(f);
+  return st;
+}
+
+KilnRtStatus kiln_rt_host_object_link(const void *object, size_t size, void **so, size_t *so_size) {
+  if (!object || !size || !so || !so_size)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "kiln_rt_host_object_link: object, so and so_size must not be NULL");
+  *so = NULL;
+  *so_size = 0;
+  TempDir t;
+  KilnRtStatus st = temp_dir_make(&t);
+  if (st != KILN_RT_OK) return st;
+  st = write_file(t.obj, object, size);
+  if (st == KILN_RT_OK) st = link_shared(&t);
+  if (st == KILN_RT_OK) st = read_file(t.so, so, so_size);
+  temp_dir_remove(&t);
+  return st;
 }
 
 KilnRtStatus kiln_rt_cpu_module_open(KilnRtModuleFormat format, const void *image, size_t size,

@@ -4,7 +4,9 @@
  * pure function of the images and the device's compute capability, so that it is unit-tested
  * without a GPU; loading then falls back to PTX when the chosen cubin is rejected (a driver
  * too old for the cubin's format, say), because the PTX JIT works wherever the PTX target is
- * not newer than the device. */
+ * not newer than the device. Host images may record the CPU features their code uses; those
+ * are checked against this CPU before loading (host_cpu.c), so a library built for another
+ * machine's CPU fails with a message instead of an illegal instruction. */
 #include "device_impl.h"
 
 #include <stdlib.h>
@@ -60,6 +62,10 @@ KilnRtStatus kiln_rt_module_load_best(KilnRtDevice *dev, const KilnRtImage *imag
                           "no image for sm_%d: no cubin of that major and no PTX for sm_%d or older", sm, sm);
     return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED, "no host image for the %s device (a GPU-only library?)",
                         info.kind == KILN_RT_DEVICE_EMU ? "emu" : "cpu");
+  }
+  if (is_host(images[i].format)) {
+    st = kiln_rt_host_cpu_check(images[i].cpu, images[i].cpu_features);
+    if (st != KILN_RT_OK) return st;
   }
   st = kiln_rt_module_load(dev, images[i].format, images[i].data, images[i].size, out);
   if (st == KILN_RT_ERROR_LOAD && images[i].format == KILN_RT_MODULE_CUBIN) {

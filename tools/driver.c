@@ -17,6 +17,8 @@
 #include "kiln_mlir.h"
 #include "kiln_mlirgen.h"
 
+#include <kiln/kilnrt.h>
+
 static const char *const target_names[KILN_TARGET_COUNT] = {"cpu", "emu", "sm_80", "sm_90"};
 static const char *const emit_names[KILN_EMIT_COUNT] = {
     "ast", "mlir", "lowered-mlir", "llvm", "obj", "gpu-mlir", "ptx", "cubin"};
@@ -227,7 +229,13 @@ static KilnDriverStatus emit_llvm_ir(Job *j, KilnBuffer *out) {
 static KilnDriverStatus emit_host_object(Job *j, KilnBuffer *out) {
   void *obj = NULL;
   size_t len = 0;
-  KilnMlirStatus st = kiln_mlir_emit_host_object(j->module, 2, &obj, &len);
+  char llvm_cpu[64], features[1024];
+  const char *cpu = j->o->cpu ? j->o->cpu : "native";
+  if (kiln_rt_host_cpu_target(cpu, llvm_cpu, sizeof llvm_cpu, features, sizeof features) != KILN_RT_OK) {
+    fprintf(j->diag, "kiln: error: --cpu: %s\n", kiln_rt_last_error());
+    return KILN_DRIVER_USER_ERROR;
+  }
+  KilnMlirStatus st = kiln_mlir_emit_host_object(j->module, 2, llvm_cpu, &obj, &len);
   fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK) {
     kiln_diag_render(j->c, j->diag);

@@ -55,6 +55,9 @@ static const char *const usage_compile =
     "  --target T                   cpu (default), emu, sm_80, sm_90\n"
     "  --emit E                     ast, mlir (kiln dialect, default), lowered-mlir, llvm,\n"
     "                               obj (cpu); gpu-mlir (with layouts), ptx, cubin (sm_80/sm_90)\n"
+    "  --cpu CPU                    CPU target of host code (cpu, emu): native (default: this\n"
+    "                               machine, fastest), or a portable baseline: generic,\n"
+    "                               x86-64-v2, x86-64-v3, x86-64-v4 (x86-64)\n"
     "  --num-warps N                warps per program (GPU targets; default 4)\n"
     "  --num-stages N               software pipelining stages (GPU targets; default 2)\n"
     "  --dump-after STAGE           print the IR after a pipeline stage (or 'all') to stderr\n"
@@ -113,7 +116,7 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out) 
 }
 
 typedef struct CompileArgs {
-  const char *file, *kernel, *target, *emit, *out, *dump_after;
+  const char *file, *kernel, *target, *emit, *out, *dump_after, *cpu;
   KilnDefine defines[64];
   size_t ndefines;
   KilnDefine specialize[64], multiple_of[64];
@@ -175,6 +178,8 @@ static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
       ca->target = v;
     } else if ((v = opt_value(argc, argv, &i, "--emit"))) {
       ca->emit = v;
+    } else if ((v = opt_value(argc, argv, &i, "--cpu"))) {
+      ca->cpu = v;
     } else if ((v = opt_value(argc, argv, &i, "--dump-after"))) {
       ca->dump_after = v;
     } else if ((v = opt_value(argc, argv, &i, "-o"))) {
@@ -220,7 +225,7 @@ static int run_compile(CompileArgs *ca) {
   KilnCompileOptions o = {.path = ca->file, .kernel = ca->kernel, .defines = ca->defines,
                           .num_defines = ca->ndefines, .specialize = ca->specialize,
                           .num_specialize = ca->nspecialize, .multiple_of = ca->multiple_of,
-                          .num_multiple_of = ca->nmultiple_of, .target = target,
+                          .num_multiple_of = ca->nmultiple_of, .target = target, .cpu = ca->cpu,
                           .num_warps = ca->num_warps, .num_stages = ca->num_stages,
                           .dump_after = ca->dump_after, .diag = stderr};
   KilnBuffer out = {0};

@@ -94,7 +94,7 @@ KilnCpuFn t_compile(T *t) {
   void *obj = NULL;
   size_t len = 0;
   if (kiln_pipeline_run(t->m, &o) != KILN_MLIR_OK ||
-      kiln_mlir_emit_host_object(t->m, 2, &obj, &len) != KILN_MLIR_OK) {
+      kiln_mlir_emit_host_object(t->m, 2, NULL, &obj, &len) != KILN_MLIR_OK) {
     kiln_mlir_diag_print(t->k, stderr);
     fprintf(stderr, "compiling %s failed\n", t->name);
     exit(1);

@@ -140,7 +140,7 @@ static KilnRtModule *load(KilnRtDevice *dev, const char *ir, const char *what) {
   if (mlirLogicalResultIsFailure(r)) {
     kiln_mlir_diag_print(kctx, stderr);
     CHECK(0, "%s: kiln-gpu-to-emu failed", what);
-  } else if (kiln_mlir_emit_host_object(m, 2, &obj, &len) != KILN_MLIR_OK) {
+  } else if (kiln_mlir_emit_host_object(m, 2, NULL, &obj, &len) != KILN_MLIR_OK) {
     kiln_mlir_diag_print(kctx, stderr);
     CHECK(0, "%s: no host object", what);
   } else {

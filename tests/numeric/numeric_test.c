@@ -59,6 +59,7 @@ enum {
 /* The device under test and the num_warps of the current pass over the kernels. */
 static KilnTarget g_target = KILN_TARGET_CPU;
 static int g_num_warps = 4;
+static const char *g_cpu; /* --cpu: the CPU target of host code (NULL: native) */
 
 /* Precompiled kernels: read from g_bundle (device cuda), or written there (g_bundle_write) for
  * g_target instead of running. */
@@ -193,6 +194,7 @@ static bool compile(Run *run, const char *kernel, const KilnDefine *defs, size_t
   opts.multiple_of = g_spec.mult;
   opts.num_multiple_of = g_spec.nmult;
   opts.target = g_target;
+  opts.cpu = g_cpu;
   opts.num_warps = g_num_warps;
   opts.diag = stderr;
   KilnDriverStatus ds = kiln_driver_compile(&opts, emit, out);
@@ -923,6 +925,99 @@ static bool test_atomic_accum(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- float_convert ------------------------------------------------------------------------ */
+
+/* A 16-bit float pattern's NaN-ness: exponent all ones, mantissa not zero (exp_mask: 0x7c00 for
+ * f16, 0x7f80 for bf16). */
+static bool is_nan16(uint16_t h, uint16_t exp_mask) {
+  return (h & exp_mask) == exp_mask && (h & (uint16_t)~(exp_mask | 0x8000u)) != 0;
+}
+
+/* Conversions to a 16-bit type: every result the reference's bits, except that where the
+ * reference gives a NaN any NaN will do (hardware makes NaNs canonical or quiet in its own way);
+ * mismatches are counted and the first one reported. */
+static void check_bits16(Run *run, const char *what, const uint16_t *got, const uint32_t *in,
+                         uint16_t (*ref)(float), uint16_t exp_mask, size_t n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    float f;
+    memcpy(&f, &in[i], sizeof f);
+    uint16_t want = ref(f);
+    bool same = got[i] == want || (is_nan16(want, exp_mask) && is_nan16(got[i], exp_mask));
+    if (!same && bad++ == 0)
+      run_fail(run, "%s: f32 0x%08" PRIx32 " gave 0x%04x, the reference 0x%04x", what, in[i],
+               got[i], want);
+  }
+  if (bad > 1) run_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
+}
+
+static void check_bits32(Run *run, const char *what, const float *got, const uint16_t *in,
+                         float (*ref)(uint16_t), size_t n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    float want = ref(in[i]);
+    bool same = memcmp(&got[i], &want, sizeof want) == 0 || (isnan(want) && isnan(got[i]));
+    if (!same && bad++ == 0)
+      run_fail(run, "%s: 0x%04x gave %a, the reference %a", what, in[i], (double)got[i],
+               (double)want);
+  }
+  if (bad > 1) run_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
+}
+
+/* Every f32 high half with low halves that hit each rounding case of both 16-bit types (exact,
+ * just above zero, f16 ties and near-ties at bit 12, bf16 ties and near-ties at bit 15, all
+ * ones) and one random low half: normals, subnormals, overflow to inf, inf and NaNs of every
+ * payload, with both signs. Every 16-bit pattern is widened. Bit for bit but for NaN payloads. */
+static bool test_float_convert(KilnRtDevice *dev) {
+  static const uint32_t lows[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x3000,
+                                  0x7fff, 0x8000, 0x8001, 0xffff};
+  static const int32_t blocks[] = {1024, 256};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(blocks); ci++) {
+    size_t per = COUNT(lows) + 1, n = 65536 * per, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", blocks[ci]}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    Run run;
+    run_begin(&run, dev, "float_convert", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 900 + ci);
+    uint32_t *x = xcalloc(n, sizeof *x);
+    uint16_t *in16 = xcalloc(n, sizeof *in16);
+    for (size_t hi = 0; hi < 65536; hi++)
+      for (size_t k = 0; k < per; k++) {
+        uint32_t low = k < COUNT(lows) ? lows[k] : kiln_ref_rng_next(&rng) & 0xffffu;
+        x[hi * per + k] = (uint32_t)hi << 16 | low;
+      }
+    for (size_t i = 0; i < n; i++) in16[i] = (uint16_t)(i * 7919u); /* every pattern, shuffled */
+    uint16_t *h = xcalloc(total, sizeof *h), *b = xcalloc(total, sizeof *b);
+    float *hx = xcalloc(total, sizeof *hx), *bx = xcalloc(total, sizeof *bx);
+    void *dx = run_input(&run, x, n * sizeof *x);
+    void *dhin = run_input(&run, in16, n * sizeof *in16);
+    void *dbin = run_input(&run, in16, n * sizeof *in16);
+    void *dh = run_output(&run, total * sizeof *h), *db = run_output(&run, total * sizeof *b);
+    void *dhx = run_output(&run, total * sizeof *hx), *dbx = run_output(&run, total * sizeof *bx);
+    int32_t n32 = (int32_t)n;
+    void *args[] = {&dx, &dh, &db, &dhin, &dbin, &dhx, &dbx, &n32};
+    run_launch(&run, cdiv(n, (size_t)blocks[ci]), 1, args);
+    run_fetch(&run, h, dh, total * sizeof *h);
+    run_fetch(&run, b, db, total * sizeof *b);
+    run_fetch(&run, hx, dhx, total * sizeof *hx);
+    run_fetch(&run, bx, dbx, total * sizeof *bx);
+    if (run.ok) {
+      check_untouched(&run, "h", h, sizeof *h, total, 1, n, total);
+      check_untouched(&run, "bx", bx, sizeof *bx, total, 1, n, total);
+      check_bits16(&run, "f32 -> f16", h, x, kiln_ref_f32_to_f16, 0x7c00, n);
+      check_bits16(&run, "f32 -> bf16", b, x, kiln_ref_f32_to_bf16, 0x7f80, n);
+      check_bits32(&run, "f16 -> f32", hx, in16, kiln_ref_f16_to_f32, n);
+      check_bits32(&run, "bf16 -> f32", bx, in16, kiln_ref_bf16_to_f32, n);
+    }
+    all_ok &= run_end(&run);
+    free(x), free(in16), free(h), free(b), free(hx), free(bx);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -933,6 +1028,7 @@ static const struct {
     {"softmax_rows", test_softmax_rows},   {"layernorm_fwd", test_layernorm_fwd},
     {"matmul_f16", test_matmul_f16},       {"argmax_rows", test_argmax_rows},
     {"dropout_rand", test_dropout_rand},   {"atomic_accum", test_atomic_accum},
+    {"float_convert", test_float_convert},
 };
 
 static int find_test(const char *name) {
@@ -945,6 +1041,7 @@ static int find_test(const char *name) {
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--device cpu|emu|cuda[:N]] [--bundle DIR] [--warps N[,N...]] [--vs-cpu]\n"
+          "          [--cpu native|generic|x86-64-v2|...]\n"
           "          KERNEL... | all | --list\n"
           "       %s --emit-bundle DIR --arch sm_80|sm_90 [--warps N[,N...]] KERNEL... | all\n",
           argv0, argv0);
@@ -1029,6 +1126,10 @@ int main(int argc, char **argv) {
         warps[nwarps++] = (int)w;
         p = *end ? end + 1 : end;
       }
+      continue;
+    }
+    if (strcmp(argv[a], "--cpu") == 0 && a + 1 < argc) {
+      g_cpu = argv[++a];
       continue;
     }
     if (strcmp(argv[a], "--vs-cpu") == 0) {

@@ -150,19 +150,42 @@ typedef enum KilnRtModuleFormat {
 } KilnRtModuleFormat;
 
 /* Loads a module from `size` bytes at `image` (copied; the caller keeps the buffer).
- * On cpu a host object is linked with the system C compiler (`cc -shared ... -lm`, or $KILN_CC)
- * and opened with dlopen. On success *out is owned by the caller (kiln_rt_module_destroy).
+ * On cpu and emu a host object is linked with the system C compiler (`cc -shared ... -lm`, or
+ * $KILN_CC) and opened with dlopen; a host shared object is opened as it is (no compiler). On success *out is owned by the caller (kiln_rt_module_destroy).
  * Fails with LOAD (and the linker's or driver's log in kiln_rt_last_error) for a bad image,
  * UNSUPPORTED for a format the device cannot run, IO for temp file trouble. */
 KilnRtStatus kiln_rt_module_load(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,
                                  size_t size, KilnRtModule **out);
+/* Links a host object into a host shared object with the system C compiler, as module_load
+ * does, so that a program can later load the result where no compiler is installed (generated
+ * libraries embed host shared objects). *so gets `*so_size` bytes the caller frees with free(). */
+KilnRtStatus kiln_rt_host_object_link(const void *object, size_t size, void **so, size_t *so_size);
+
+/* Host code (the cpu and emu devices' kernels) is built for a CPU target: "native" (this
+ * machine's CPU and every feature it has) or a portable baseline ("generic", "x86-64-v2",
+ * "x86-64-v3", "x86-64-v4" on x86-64; "generic" on aarch64). This gives the CPU name LLVM builds
+ * for ("native": this host) and the CPU features (comma-separated, LLVM's names) code built for
+ * the target may use: for "native" every feature this CPU has. INVALID_ARGUMENT, naming the
+ * targets there are, for an unknown name. */
+KilnRtStatus kiln_rt_host_cpu_target(const char *cpu, char *llvm_cpu, size_t llvm_cap,
+                                     char *features, size_t features_cap);
+/* OK when this CPU has every feature of the comma-separated list (NULL or "": none); else
+ * UNSUPPORTED, naming the first missing feature and the CPU target `cpu` the code was built for.
+ * The environment variable KILN_RT_HOST_CPU_FEATURES, when set, replaces the detected features
+ * (for tests that play a CPU without some feature). */
+KilnRtStatus kiln_rt_host_cpu_check(const char *cpu, const char *features);
+
 /* One image of a kernel module among several builds of it (generated libraries embed a cubin
- * per GPU architecture plus PTX, or a host object). */
+ * per GPU architecture plus PTX, or a host shared object). */
 typedef struct KilnRtImage {
   KilnRtModuleFormat format;
   int arch;         /* PTX/cubin: the sm it was built for (80 = sm_80, 90 = sm_90); else 0 */
   const void *data; /* borrowed */
   size_t size;
+  /* Host images: the CPU target they were built for and the features it may use (see
+   * kiln_rt_host_cpu_check, which kiln_rt_module_load_best runs first); NULL: not recorded. */
+  const char *cpu;
+  const char *cpu_features;
 } KilnRtImage;
 
 /* Pure: which of images[0..n) runs on a device of `kind` whose compute capability is `sm`
@@ -175,8 +198,8 @@ int kiln_rt_image_select(const KilnRtImage *images, size_t n, KilnRtDeviceKind k
                          int allow_cubin);
 /* Loads the image kiln_rt_image_select picks for dev; when a cubin fails to load and a PTX
  * fallback exists, loads that instead. *chosen (may be NULL) gets the index loaded. UNSUPPORTED
- * (with the device's architecture in the message) when no image fits, else as
- * kiln_rt_module_load. */
+ * (with the device's architecture in the message) when no image fits, or when the host image
+ * needs a CPU feature this machine lacks (the feature named), else as kiln_rt_module_load. */
 KilnRtStatus kiln_rt_module_load_best(KilnRtDevice *dev, const KilnRtImage *images, size_t n,
                                       int *chosen, KilnRtModule **out);
 /* Unloads the module and frees its functions. NULL is a no-op. No launch of its functions may
