@@ -56,7 +56,8 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
   KilnCompileOptions o = {.path = path, .source = src, .source_len = srclen, .kernel = kernel,
                           .defines = defs, .num_defines = (size_t)nd, .specialize = spec,
                           .num_specialize = nspec, .multiple_of = mult, .num_multiple_of = nmult,
-                          .target = tg->target, .num_warps = cand->cfg.num_warps,
+                          .target = tg->target, .cpu = tg->cpu[0] ? tg->cpu : NULL,
+                          .num_warps = cand->cfg.num_warps,
                           .num_stages = cand->cfg.num_stages, .diag = diag ? diag : stderr,
                           .gpu_usage = &slot->usage};
   KilnBuffer obj = {0};

@@ -30,6 +30,9 @@ const char *const kiln_tune_usage =
     "                           grid=cdiv(n, BLOCK)' (else a '// kiln-tune-args:' line)\n"
     "  --mode default|max-autotune   presets / a few spread configs, or the whole space\n"
     "  --device cpu|emu|cuda:N  where to time (default cpu)\n"
+    "  --cpu CPU                cpu/emu: CPU target of the host code, native (default: this\n"
+    "                           machine) or a portable baseline (generic, x86-64-v2...); part\n"
+    "                           of the cache's device identity (docs/cli.md)\n"
     "  --jobs N                 parallel builder workers (default 2)\n"
     "  --budget SECONDS         bound on the wall time of the run\n"
     "  --timeout SECONDS        limit of one timing child (default 10)\n"
@@ -49,7 +52,8 @@ const char *const kiln_tune_usage =
     "                           those divisible by 16 promised to be, as Triton does)\n";
 
 const char *const kiln_lib_usage =
-    "usage: kiln lib FILE... -o DIR [--cache PATH] [--device cpu|emu|cuda] [--lib-name NAME]\n"
+    "usage: kiln lib FILE... -o DIR [--cache PATH] [--device cpu|emu|cuda] [--cpu CPU]\n"
+    "                [--lib-name NAME]\n"
     "                [--args SPEC] [--arch LIST] [--no-cubin] [--tuned-on TEXT] [--require-tuned]\n"
     "                [--no-specialize] [-D NAME=VALUE]...\n"
     "\n"
@@ -67,7 +71,7 @@ const char *const kiln_lib_usage =
 typedef struct Opts {
   const char *files[64];
   int nfiles;
-  const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on, *bundle_dir;
+  const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on, *bundle_dir, *cpu;
   const char *args[16];
   int nargs;
   bool max_mode, json, is_lib, require_tuned, no_specialize;
@@ -132,6 +136,12 @@ static int parse_opts(int argc, char **argv, Opts *o) {
       return -1;
     } else if ((s = opt_value(argc, argv, &i, "--kernel"))) o->kernel = s;
     else if ((s = opt_value(argc, argv, &i, "--device"))) o->device = s;
+    else if ((s = opt_value(argc, argv, &i, "--cpu"))) {
+      char llvm_cpu[64], features[1024];
+      if (kiln_rt_host_cpu_target(s, llvm_cpu, sizeof llvm_cpu, features, sizeof features))
+        return usage(o, "--cpu: %s", kiln_rt_last_error());
+      o->cpu = s;
+    }
     else if ((s = opt_value(argc, argv, &i, "--cache"))) o->cache = s;
     else if ((s = opt_value(argc, argv, &i, "--report-svg"))) o->svg = s;
     else if ((s = opt_value(argc, argv, &i, "--emit-lib")) || (s = opt_value(argc, argv, &i, "-o")))
@@ -592,7 +602,7 @@ static int emit_library(Run *R) {
   bool cuda = is_cuda_spec(R->tg.spec);
   if (rc == 0)
     rc = kiln_libgen_emit(R->o.lib_dir, R->o.lib_name ? R->o.lib_name : "kernels", R->tg.target,
-                          cuda ? &gpu : NULL, R->libk, R->nlibk, stderr);
+                          R->tg.cpu, cuda ? &gpu : NULL, R->libk, R->nlibk, stderr);
   kiln_cache_free(&all);
   return rc;
 }
@@ -646,6 +656,7 @@ static int run_all(Run *R) {
     if (tune_harness_parse(R->o.args[i], &R->cl[i], err, sizeof err))
       return fprintf(stderr, "kiln tune: error: --args: %s\n", err), 1;
   snprintf(R->tg.spec, sizeof R->tg.spec, "%s", R->o.device ? R->o.device : "cpu");
+  snprintf(R->tg.cpu, sizeof R->tg.cpu, "%s", R->o.cpu ? R->o.cpu : "native");
   if (R->o.bundle_dir) {
     bundle_target(R);
     if (tune_bundle_begin(&R->bundle, R->o.bundle_dir, R->tg.target, stderr)) return 2;

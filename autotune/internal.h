@@ -185,6 +185,8 @@ void tune_cands_free(TuneCand *c, int n);
 typedef struct TuneTarget {
   char spec[64];        /* runtime device spec: "cpu", "emu", "cuda:0" */
   KilnTarget target;    /* compiler target for the variants */
+  char cpu[32];         /* cpu/emu: the CPU target of host code ("" = "native"), part of
+                           device_id so that timings of other CPU targets are not reused */
   char device_id[256];  /* cache identity of the device */
   TuneDeviceLimits limits;
   size_t flush_bytes;   /* GPUs: a buffer this big is overwritten before every timed run, so
@@ -376,12 +378,14 @@ void libgen_emit_checked_ops(FILE *f, const char *L);
 void libgen_emit_fits(FILE *f, const char *L, const LibKernel *k,
                       void (*params)(FILE *, const LibKernel *, bool));
 
-/* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels: host objects for `target`
- * when gpu is NULL, else the GPU images gpu lists. Each kernel must have a generic variant (no
+/* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels: host shared objects for
+ * `target` built for the CPU target `cpu` (linked here, so that programs using the library need
+ * no C compiler; the CPU features they use are recorded and checked at load) when gpu is NULL,
+ * else the GPU images gpu lists. Each kernel must have a generic variant (no
  * promises: the fallback of calls that break the others'); its variants are reordered, more
  * promises first. 0 or an exit code. */
-int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const LibGpuArchs *gpu,
-                     LibKernel *k, int nk, FILE *err);
+int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const char *cpu,
+                     const LibGpuArchs *gpu, LibKernel *k, int nk, FILE *err);
 
 /* ---------------------------------------------------------------- cache_records.c */
 

@@ -168,6 +168,10 @@ typedef struct LibImage {
   int arch;
 } LibImage;
 
+static bool is_host_format(KilnRtModuleFormat f) {
+  return f == KILN_RT_MODULE_HOST_OBJECT || f == KILN_RT_MODULE_HOST_SHARED;
+}
+
 static const char *format_name(KilnRtModuleFormat f) {
   switch (f) {
   case KILN_RT_MODULE_PTX: return "KILN_RT_MODULE_PTX";
@@ -178,12 +182,17 @@ static const char *format_name(KilnRtModuleFormat f) {
 }
 
 /* Images of one module are contiguous: modules[m] = {kernel, first image, count}. */
+/* Host images carry the CPU target they were built for and its features (names of letters,
+ * digits, '.', '-' and ',' only: kiln_rt_host_cpu_target's, printed as they are). */
 static void source_images(FILE *f, const char *L, const char *const *kern, int nmod,
-                          const LibImage *im, int nimg) {
+                          const LibImage *im, int nimg, const char *cpu, const char *features) {
   fprintf(f, "static const KilnRtImage %s_images[%d] = {\n", L, nimg ? nimg : 1);
-  for (int i = 0; i < nimg; i++)
-    fprintf(f, "  {%s, %d, %s_img%d, sizeof %s_img%d},\n", format_name(im[i].format), im[i].arch,
+  for (int i = 0; i < nimg; i++) {
+    fprintf(f, "  {%s, %d, %s_img%d, sizeof %s_img%d, ", format_name(im[i].format), im[i].arch,
             L, i, L, i);
+    if (is_host_format(im[i].format)) fprintf(f, "\"%s\", \"%s\"},\n", cpu, features);
+    else fprintf(f, "NULL, NULL},\n");
+  }
   fprintf(f, "};\n\nstatic const struct {\n  const char *kernel;\n  int first, count;\n} "
              "%s_modules[%d] = {\n", L, nmod ? nmod : 1);
   for (int m = 0, i = 0; m < nmod; m++) {
@@ -343,7 +352,7 @@ static int order_variants(LibKernel *k) {
 /* ---------------------------------------------------------------- images and files */
 
 static int compile_variant(const LibKernel *k, const LibVariant *v, KilnTarget target,
-                           KilnEmit emit, KilnBuffer *out, FILE *err) {
+                           const char *cpu, KilnEmit emit, KilnBuffer *out, FILE *err) {
   KilnDefine defs[32];
   int nd = 0;
   for (int i = 0; i < v->cfg.nbindings && i < 32; i++)
@@ -354,7 +363,7 @@ static int compile_variant(const LibKernel *k, const LibVariant *v, KilnTarget t
   KilnCompileOptions o = {.path = k->path, .source = k->src, .source_len = k->srclen,
                           .kernel = k->name, .defines = defs, .num_defines = (size_t)nd,
                           .specialize = spec, .num_specialize = nspec, .multiple_of = mult,
-                          .num_multiple_of = nmult, .target = target,
+                          .num_multiple_of = nmult, .target = target, .cpu = cpu,
                           .num_warps = v->cfg.num_warps, .num_stages = v->cfg.num_stages,
                           .diag = err};
   return (int)kiln_driver_compile(&o, emit, out);
@@ -368,6 +377,8 @@ static int arch_of(KilnTarget t) { return t == KILN_TARGET_SM90 ? 90 : t == KILN
 typedef struct LibBuild {
   const LibGpuArchs *gpu; /* NULL: a host target */
   KilnTarget host;
+  const char *cpu;        /* host: the CPU target */
+  char features[1024];    /* host: the CPU features its code may use */
   FILE *img;
   LibImage *images;
   int nimages;
@@ -388,17 +399,27 @@ static int build_module(LibBuild *B, const char *L, int module, const LibKernel 
   KilnBuffer b = {0};
   int rc = 0;
   if (!B->gpu) {
-    rc = compile_variant(k, v, B->host, KILN_EMIT_OBJ, &b, err);
-    if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_HOST_OBJECT, 0, &b);
+    rc = compile_variant(k, v, B->host, B->cpu, KILN_EMIT_OBJ, &b, err);
+    /* linked into a shared object now: the program that loads it needs no C compiler */
+    void *so = NULL;
+    size_t so_size = 0;
+    if (rc == 0 && kiln_rt_host_object_link(b.data, b.size, &so, &so_size) != KILN_RT_OK) {
+      fprintf(err, "kiln: error: linking the host object of '%s': %s\n", k->name,
+              kiln_rt_last_error());
+      rc = 2;
+    }
+    if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_HOST_SHARED, 0,
+                                &(KilnBuffer){so, so_size});
+    free(so);
     kiln_buffer_free(&b);
     return rc;
   }
   for (int a = 0; a < B->gpu->narchs && rc == 0 && !B->gpu->ptx_only; a++) {
-    rc = compile_variant(k, v, B->gpu->archs[a], KILN_EMIT_CUBIN, &b, err);
+    rc = compile_variant(k, v, B->gpu->archs[a], NULL, KILN_EMIT_CUBIN, &b, err);
     if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_CUBIN, arch_of(B->gpu->archs[a]), &b);
     kiln_buffer_free(&b);
   }
-  if (rc == 0) rc = compile_variant(k, v, B->gpu->archs[0], KILN_EMIT_PTX, &b, err);
+  if (rc == 0) rc = compile_variant(k, v, B->gpu->archs[0], NULL, KILN_EMIT_PTX, &b, err);
   /* PTX is text: embed it with its NUL so that a reader may treat it as a C string */
   if (rc == 0 && b.size && b.data[b.size - 1] != '\0') {
     char *nd = realloc(b.data, b.size + 1);
@@ -423,8 +444,8 @@ static int save(FILE *mem, char **buf, const char *dir, const char *L, const cha
   return 0;
 }
 
-int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const LibGpuArchs *gpu,
-                     LibKernel *ks, int nk, FILE *err) {
+int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const char *cpu,
+                     const LibGpuArchs *gpu, LibKernel *ks, int nk, FILE *err) {
   if (!is_ident(L)) {
     fprintf(err, "kiln: error: library name '%s' is not a C identifier\n", L);
     return 64;
@@ -440,8 +461,14 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const Li
   char *hbuf = NULL, *cbuf = NULL, *ibuf = NULL;
   size_t hlen = 0, clen = 0, ilen = 0;
   FILE *h = open_memstream(&hbuf, &hlen), *c = open_memstream(&cbuf, &clen);
-  LibBuild B = {gpu, target, open_memstream(&ibuf, &ilen), NULL, 0};
+  LibBuild B = {.gpu = gpu, .host = target, .cpu = cpu ? cpu : "native",
+                .img = open_memstream(&ibuf, &ilen)};
   int rc = h && c && B.img ? 0 : 2, nmod = 0;
+  if (rc == 0 && !gpu &&
+      kiln_rt_host_cpu_target(B.cpu, NULL, 0, B.features, sizeof B.features) != KILN_RT_OK) {
+    fprintf(err, "kiln: error: --cpu: %s\n", kiln_rt_last_error());
+    rc = 64;
+  }
   const char **kern = NULL;
   int **module_of = calloc((size_t)(nk ? nk : 1), sizeof *module_of);
   int *generic = calloc((size_t)(nk ? nk : 1), sizeof *generic);
@@ -477,7 +504,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const Li
     libgen_emit_checked_ops(c, L);
     fflush(B.img);
     fputs(ibuf, c);
-    source_images(c, L, kern, nmod, B.images, B.nimages);
+    source_images(c, L, kern, nmod, B.images, B.nimages, B.cpu, B.features);
     for (int i = 0; i < nk; i++) {
       source_table(c, L, &ks[i], module_of[i]);
       source_choose(c, L, &ks[i], generic[i]);

@@ -63,8 +63,9 @@ int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
   } else {
     char model[200];
     cpu_model(model, sizeof model);
-    snprintf(t->device_id, sizeof t->device_id, "%s:%s:threads=%d",
-             in->kind == KILN_RT_DEVICE_EMU ? "emu" : "cpu", model, in->num_threads);
+    snprintf(t->device_id, sizeof t->device_id, "%s:%s:threads=%d:cpu=%s",
+             in->kind == KILN_RT_DEVICE_EMU ? "emu" : "cpu", model, in->num_threads,
+             t->cpu[0] ? t->cpu : "native");
     t->target = in->kind == KILN_RT_DEVICE_EMU ? KILN_TARGET_EMU : KILN_TARGET_CPU;
     /* cpu programs keep tiles on 64 MiB worker stacks, several tiles live at once */
     t->limits = (TuneDeviceLimits){1024, in->kind == KILN_RT_DEVICE_EMU ? 256 * 1024 : 8u << 20};

@@ -57,8 +57,9 @@ static void check_images(void) {
 
 static void check_select(void) {
   static const char x[] = "x";
-  const KilnRtImage im[] = {{KILN_RT_MODULE_CUBIN, 80, x, 1}, {KILN_RT_MODULE_CUBIN, 90, x, 1},
-                            {KILN_RT_MODULE_PTX, 80, x, 1}};
+  const KilnRtImage im[] = {{KILN_RT_MODULE_CUBIN, 80, x, 1, NULL, NULL},
+                            {KILN_RT_MODULE_CUBIN, 90, x, 1, NULL, NULL},
+                            {KILN_RT_MODULE_PTX, 80, x, 1, NULL, NULL}};
   const KilnRtDeviceKind G = KILN_RT_DEVICE_CUDA;
   CHECK(kiln_rt_image_select(im, 3, G, 80, 1) == 0, "sm_80 takes the sm_80 cubin");
   CHECK(kiln_rt_image_select(im, 3, G, 86, 1) == 0, "sm_86 runs the sm_80 cubin (same major)");
@@ -69,7 +70,8 @@ static void check_select(void) {
   CHECK(kiln_rt_image_select(im, 3, G, 75, 1) == -1, "sm_75 has nothing to run");
   CHECK(kiln_rt_image_select(im + 1, 2, G, 80, 1) == 1, "sm_80 without its cubin: PTX");
   CHECK(kiln_rt_image_select(im, 3, KILN_RT_DEVICE_CPU, 0, 1) == -1, "cpu cannot run GPU images");
-  const KilnRtImage host[] = {{KILN_RT_MODULE_PTX, 80, x, 1}, {KILN_RT_MODULE_HOST_OBJECT, 0, x, 1}};
+  const KilnRtImage host[] = {{KILN_RT_MODULE_PTX, 80, x, 1, NULL, NULL},
+                              {KILN_RT_MODULE_HOST_OBJECT, 0, x, 1, NULL, NULL}};
   CHECK(kiln_rt_image_select(host, 2, KILN_RT_DEVICE_EMU, 0, 1) == 1, "emu takes the host object");
   CHECK(kiln_rt_image_select(NULL, 0, G, 90, 1) == -1, "no images");
 }
