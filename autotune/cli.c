@@ -656,7 +656,11 @@ static int run_all(Run *R) {
     if (tune_harness_parse(R->o.args[i], &R->cl[i], err, sizeof err))
       return fprintf(stderr, "kiln tune: error: --args: %s\n", err), 1;
   snprintf(R->tg.spec, sizeof R->tg.spec, "%s", R->o.device ? R->o.device : "cpu");
-  snprintf(R->tg.cpu, sizeof R->tg.cpu, "%s", R->o.cpu ? R->o.cpu : "native");
+  const char *cpu = R->o.cpu ? R->o.cpu : getenv("KILN_CPU");
+  snprintf(R->tg.cpu, sizeof R->tg.cpu, "%s", cpu && *cpu ? cpu : "native");
+  char llvm_cpu[64], features[1024];
+  if (kiln_rt_host_cpu_target(R->tg.cpu, llvm_cpu, sizeof llvm_cpu, features, sizeof features))
+    return fprintf(stderr, "kiln %s: error: %s\n", R->o.is_lib ? "lib" : "tune", kiln_rt_last_error()), 64;
   if (R->o.bundle_dir) {
     bundle_target(R);
     if (tune_bundle_begin(&R->bundle, R->o.bundle_dir, R->tg.target, stderr)) return 2;

@@ -230,7 +230,8 @@ static KilnDriverStatus emit_host_object(Job *j, KilnBuffer *out) {
   void *obj = NULL;
   size_t len = 0;
   char llvm_cpu[64], features[1024];
-  const char *cpu = j->o->cpu ? j->o->cpu : "native";
+  const char *cpu = j->o->cpu ? j->o->cpu : getenv("KILN_CPU");
+  if (!cpu || !*cpu) cpu = "native";
   if (kiln_rt_host_cpu_target(cpu, llvm_cpu, sizeof llvm_cpu, features, sizeof features) != KILN_RT_OK) {
     fprintf(j->diag, "kiln: error: --cpu: %s\n", kiln_rt_last_error());
     return KILN_DRIVER_USER_ERROR;

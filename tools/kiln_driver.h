@@ -75,8 +75,9 @@ typedef struct KilnCompileOptions {
   const KilnDefine *multiple_of;
   size_t num_multiple_of;
   KilnTarget target;
-  /* Host targets (cpu, emu): the CPU target host code is built for, "native" (NULL) or a
-   * portable baseline such as "x86-64-v2" or "generic" (kiln_rt_host_cpu_target lists them). */
+  /* Host targets (cpu, emu): the CPU target host code is built for, "native" or a portable
+   * baseline such as "x86-64-v2" or "generic" (kiln_rt_host_cpu_target lists them); NULL: the
+   * environment's KILN_CPU, else "native". */
   const char *cpu;
   int num_warps;            /* 0: from defines, else 4 */
   int num_stages;           /* 0: from defines, else 2 */
