@@ -254,6 +254,7 @@ KilnBertStatus kiln_bert_tok_basic(KilnBertTokenizer *tok, const char *text, siz
 
 size_t kiln_bert_tok_row(const KilnBertTokenizer *tok, const int32_t *ids, size_t n,
                          size_t seq_len, int32_t *row) {
+  if (seq_len == 1) return 0; /* no row has room for [CLS] and [SEP]; callers check L >= 2 */
   size_t keep = n;
   if (seq_len && keep > seq_len - 2) keep = seq_len - 2;
   row[0] = tok->special.cls;
