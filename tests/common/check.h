@@ -1,8 +1,8 @@
-/* check.h — what the kilnbert unit tests share: CHECK(cond, fmt, ...) prints the failed
+/* check.h — the CHECK macro of the unit-test programs: CHECK(cond, fmt, ...) prints the failed
  * condition with its file and line and a printf-style explanation, and counts it in `failures`,
- * which each program returns as its exit status; and scratch paths under the build directory. */
-#ifndef KILN_KILNBERT_TEST_CHECK_H
-#define KILN_KILNBERT_TEST_CHECK_H
+ * which each program turns into its exit status. Header-only, like test_files.h. */
+#ifndef KILN_TEST_CHECK_H
+#define KILN_TEST_CHECK_H
 
 #include <stdio.h>
 
@@ -18,4 +18,4 @@ static int failures;
     }                                                                       \
   } while (0)
 
-#endif
+#endif /* KILN_TEST_CHECK_H */
