@@ -13,13 +13,14 @@ jobs=$(nproc 2>/dev/null || echo 2)
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
-# run_suite DIR TARGET TEST_REGEX CMAKE_ARGS...  (TARGET all / TEST_REGEX . for everything)
+# run_suite DIR TARGETS TEST_REGEX CMAKE_ARGS...  (TARGETS space-separated; all / . for everything)
 run_suite() {
   local dir=$1 target=$2 tests=$3; shift 3
   echo "== $dir: configure ==" >&2
   cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
   echo "== $dir: build ==" >&2
-  cmake --build "$dir" -j "$jobs" --target "$target"
+  # shellcheck disable=SC2086
+  cmake --build "$dir" -j "$jobs" --target $target
   echo "== $dir: test ==" >&2
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 -R "$tests"
 }
@@ -28,8 +29,9 @@ run_suite build all . -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
 if [ "$quick" -eq 0 ]; then
   ASAN_OPTIONS=detect_leaks=1 run_suite build-asan all . -DCMAKE_C_COMPILER=gcc \
     -DCMAKE_CXX_COMPILER=g++ -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-  # The fuzz build instruments the frontend for libFuzzer; only the fuzz targets are built there.
-  run_suite build-fuzz kiln_fuzz_frontend '^fuzz_' -DCMAKE_C_COMPILER=clang-19 \
+  # The fuzz build instruments the frontend and kilnbert for libFuzzer; only the fuzz targets
+  # are built there.
+  run_suite build-fuzz "kiln_fuzz_frontend kiln_fuzz_bert" '^fuzz_' -DCMAKE_C_COMPILER=clang-19 \
     -DCMAKE_CXX_COMPILER=clang++-19 -DKILN_FUZZ=ON
 fi
 echo "kiln: all test suites passed" >&2

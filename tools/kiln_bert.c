@@ -1,0 +1,260 @@
+/* kiln_bert.c — the `kiln-bert` command: BERT fine-tuning for sequence classification with
+ * Kiln kernels (docs/trainer.md describes it and what is left).
+ *
+ * Subcommands: `tokenize` (done), `train` and `eval` (their options are settled and documented
+ * in --help; they are not implemented yet and say so). Decisions live in runtime/bert; this file
+ * only reads options and streams.
+ *
+ * Exit codes: 0 success; 1 an input file is wrong (vocabulary, model, data); 2 the environment
+ * failed (I/O) or the subcommand is not implemented yet; 64 the command line is wrong. */
+#include "bert_tok.h"
+#include "bert_vocab.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXIT_INPUT = 1, EXIT_ENV = 2, EXIT_USAGE = 64 };
+
+static const char *const usage_main =
+    "usage: kiln-bert <command> [options]\n"
+    "\n"
+    "Fine-tunes BERT for sequence classification (Hugging Face BertForSequenceClassification\n"
+    "layout, uncased WordPiece) with kernels written in Kiln.\n"
+    "\n"
+    "commands:\n"
+    "  tokenize   text lines on stdin -> token ids on stdout\n"
+    "  train      fine-tune a model on a data set                (not implemented yet)\n"
+    "  eval       classify a data set with a model, report/dump   (not implemented yet)\n"
+    "  help [COMMAND]\n"
+    "\n"
+    "options:\n"
+    "  -h, --help   show this help; `kiln-bert COMMAND --help` shows a command's options\n"
+    "  --version    print the version\n"
+    "\n"
+    "exit codes: 0 success, 1 a wrong input file, 2 environment failure or not implemented,\n"
+    "64 bad command line.\n";
+
+static const char *const usage_tokenize =
+    "usage: kiln-bert tokenize --vocab FILE [--seq-len L]\n"
+    "\n"
+    "Reads UTF-8 text from stdin, one text per line (lines end at \\n only; a \\r stays in the\n"
+    "text, where it is whitespace; a last line without \\n counts), and prints for each line its\n"
+    "token ids separated by single spaces. Invalid UTF-8 is replaced and dropped.\n"
+    "\n"
+    "options:\n"
+    "  --vocab FILE   the WordPiece vocabulary (vocab.txt; id = 0-based line number); required\n"
+    "  --seq-len L    print exactly the row training feeds with --padding fixed:\n"
+    "                 [CLS] ids[:L-2] [SEP], then [PAD] up to L ids (L >= 2). Without it:\n"
+    "                 [CLS] ids [SEP], no truncation, no padding.\n"
+    "  -h, --help     show this help\n";
+
+static const char *const usage_train =
+    "usage: kiln-bert train --data PATH (--model DIR | --config NAME|FILE) [options]\n"
+    "\n"
+    "NOT IMPLEMENTED YET: the options below are the ones it will take.\n"
+    "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
+    "\n"
+    "data and model:\n"
+    "  --data PATH          an aclImdb directory (its train/ split is used), a split directory\n"
+    "                       holding neg/ and pos/, or a .tsv / .jsonl file of text and label\n"
+    "  --max-samples N      use the first N samples (in the order below, before shuffling)\n"
+    "  --model DIR          start from config.json + model.safetensors (+ vocab.txt) in DIR\n"
+    "  --config NAME|FILE   random init: tiny, base, large or a config.json\n"
+    "  --vocab FILE         the vocabulary (default: DIR/vocab.txt of --model)\n"
+    "  --seq-len L          tokens per sample with [CLS]/[SEP] (<= max_position_embeddings)\n"
+    "  --padding fixed|dynamic  pad every batch to L, or to its longest sample rounded up to a\n"
+    "                       length bucket\n"
+    "\n"
+    "training:\n"
+    "  --batch B            samples per step; an epoch's last batch is partial\n"
+    "  --epochs E           passes over the data\n"
+    "  --steps S            optimizer steps (> 0; overrides --epochs, wrapping over epochs)\n"
+    "  --lr X               peak learning rate\n"
+    "  --schedule linear|constant   decay after warmup, or none\n"
+    "  --warmup W           warmup steps (LR j/W for the first W steps)\n"
+    "  --weight-decay X     AdamW decay (not on biases and LayerNorm parameters)\n"
+    "  --adam-beta1 X, --adam-beta2 X, --adam-eps X\n"
+    "  --clip X             clip the global gradient norm to X (0: no clipping)\n"
+    "  --dropout X          hidden, attention and classifier dropout (default: the config's)\n"
+    "  --precision fp32|fp16|bf16   fp16: fp32 master weights and dynamic loss scaling\n"
+    "  --no-shuffle         keep the data order (neg then pos, file names in byte order)\n"
+    "  --seed N             shuffling and dropout\n"
+    "  --device cpu|emu|cuda[:N]\n"
+    "\n"
+    "output:\n"
+    "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..} per\n"
+    "                       step, then a summary record (first_iter_time, avg_iter_time,\n"
+    "                       iter_per_sec, samples_per_sec, total_time, total_time_hr)\n"
+    "  --save DIR           write config.json + model.safetensors (F32, HF names) atomically\n";
+
+static const char *const usage_eval =
+    "usage: kiln-bert eval --model DIR --data PATH [options]\n"
+    "\n"
+    "NOT IMPLEMENTED YET: the options below are the ones it will take.\n"
+    "Classifies every sample in data order (never shuffled), without dropout, and prints\n"
+    "accuracy and the benchmark metrics.\n"
+    "\n"
+    "options:\n"
+    "  --model DIR          config.json + model.safetensors (F32, F16 or BF16)\n"
+    "  --data PATH          an aclImdb directory (its test/ split), a split directory or a\n"
+    "                       .tsv / .jsonl file\n"
+    "  --max-samples N      the first N samples\n"
+    "  --vocab FILE         the vocabulary (default: DIR/vocab.txt)\n"
+    "  --seq-len L, --padding fixed|dynamic, --batch B, --precision fp32|fp16|bf16,\n"
+    "  --device cpu|emu|cuda[:N]   as for train\n"
+    "  --dump-logits FILE   one line per sample: its logits, space-separated, 9 significant\n"
+    "                       digits\n"
+    "  --log FILE           JSON lines with the summary record\n";
+
+static int usage_error(const char *usage, const char *fmt, const char *arg) {
+  fprintf(stderr, "kiln-bert: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n\n%s", usage);
+  return EXIT_USAGE;
+}
+
+static int parse_size(const char *s, size_t lo, size_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[0] == '-' || v < lo || v > (1ull << 31)) return -1;
+  *out = (size_t)v;
+  return 0;
+}
+
+static int fail_status(KilnBertStatus st) {
+  fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
+  return st == KILN_BERT_ERROR_IO || st == KILN_BERT_ERROR_OUT_OF_MEMORY ? EXIT_ENV : EXIT_INPUT;
+}
+
+/* Prints one row of ids as decimal numbers separated by single spaces. */
+static void print_row(const int32_t *row, size_t n, FILE *out) {
+  char buf[16];
+  for (size_t i = 0; i < n; i++) {
+    int len = snprintf(buf, sizeof buf, i ? " %d" : "%d", (int)row[i]);
+    fwrite(buf, 1, (size_t)len, out);
+  }
+  fputc('\n', out);
+}
+
+static int cmd_tokenize(int argc, char **argv) {
+  const char *vocab_path = NULL;
+  size_t seq_len = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_tokenize, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--vocab") || !strcmp(a, "--seq-len")) {
+      if (i + 1 >= argc) return usage_error(usage_tokenize, "%s needs a value", a);
+      const char *v = argv[++i];
+      if (!strcmp(a, "--vocab")) vocab_path = v;
+      else if (parse_size(v, 2, &seq_len))
+        return usage_error(usage_tokenize, "--seq-len takes an integer >= 2, not '%s'", v);
+      continue;
+    }
+    return usage_error(usage_tokenize, "unknown argument '%s'", a);
+  }
+  if (!vocab_path) return usage_error(usage_tokenize, "%s", "--vocab FILE is required");
+
+  KilnBertVocab *vocab = NULL;
+  KilnBertTokenizer *tok = NULL;
+  KilnBertStatus st = kiln_bert_vocab_load(vocab_path, &vocab);
+  if (st == KILN_BERT_OK) st = kiln_bert_tok_create(vocab, &tok);
+  if (st != KILN_BERT_OK) {
+    kiln_bert_vocab_destroy(vocab);
+    return fail_status(st);
+  }
+  KilnBertIds ids = {0};
+  int32_t *row = NULL;
+  size_t row_cap = 0;
+  char *line = NULL;
+  size_t line_cap = 0;
+  ssize_t got;
+  int rc = 0;
+  while ((got = getdelim(&line, &line_cap, '\n', stdin)) > 0) {
+    size_t len = (size_t)got;
+    if (line[len - 1] == '\n') len--;
+    ids.n = 0;
+    if ((st = kiln_bert_tok_encode(tok, line, len, &ids)) != KILN_BERT_OK) {
+      rc = fail_status(st);
+      break;
+    }
+    size_t need = seq_len ? seq_len : ids.n + 2;
+    if (need > row_cap) {
+      free(row);
+      row_cap = need;
+      if (!(row = malloc(row_cap * sizeof *row))) {
+        fprintf(stderr, "kiln-bert: error: out of memory\n");
+        rc = EXIT_ENV;
+        break;
+      }
+    }
+    size_t real = kiln_bert_tok_row(tok, ids.v, ids.n, seq_len, row);
+    print_row(row, seq_len ? seq_len : real, stdout);
+  }
+  if (!rc && ferror(stdin)) {
+    fprintf(stderr, "kiln-bert: error: reading stdin: %s\n", strerror(errno));
+    rc = EXIT_ENV;
+  }
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "kiln-bert: error: writing stdout: %s\n", strerror(errno));
+    if (!rc) rc = EXIT_ENV;
+  }
+  free(line);
+  free(row);
+  kiln_bert_ids_free(&ids);
+  kiln_bert_tok_destroy(tok);
+  kiln_bert_vocab_destroy(vocab);
+  return rc;
+}
+
+/* train and eval: the help is real, the work is not there yet. */
+static int cmd_pending(const char *name, const char *usage, int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(usage, stdout);
+      return 0;
+    }
+  fprintf(stderr, "kiln-bert: error: '%s' is not implemented yet (see kiln-bert %s --help for "
+          "the options it will take)\n", name, name);
+  return EXIT_ENV;
+}
+
+static int dispatch(const char *cmd, int argc, char **argv) {
+  if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
+  if (!strcmp(cmd, "train")) return cmd_pending("train", usage_train, argc, argv);
+  if (!strcmp(cmd, "eval")) return cmd_pending("eval", usage_eval, argc, argv);
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage_main, stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+    fputs(usage_main, stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "--version")) {
+    printf("kiln-bert %s\n", KILN_VERSION_STRING);
+    return 0;
+  }
+  if (!strcmp(cmd, "help")) {
+    if (argc < 3) {
+      fputs(usage_main, stdout);
+      return 0;
+    }
+    char help[] = "--help";
+    char *args[] = {help};
+    int rc = dispatch(argv[2], 1, args);
+    return rc >= 0 ? rc : usage_error(usage_main, "unknown command '%s'", argv[2]);
+  }
+  int rc = dispatch(cmd, argc - 2, argv + 2);
+  return rc >= 0 ? rc : usage_error(usage_main, "unknown command '%s'", cmd);
+}
