@@ -151,7 +151,7 @@ int tune_bundle_end(TuneBundle *b, bool write, FILE *err) {
   b->mf = NULL;
   char path[4200];
   snprintf(path, sizeof path, "%s/manifest.txt", b->dir);
-  if (write && rc == 0 && tune_write_atomic(path, b->buf, b->len) != 0) {
+  if (write && rc == 0 && kiln_file_write_atomic(path, b->buf, b->len) != 0) {
     fprintf(err, "kiln tune: error: cannot write '%s': %s\n", path, strerror(errno));
     rc = 2;
   }

@@ -310,7 +310,7 @@ int tune_bundle_run_command(int argc, char **argv) {
   if (rc == 0) rc = run_bundle(&o, &b, sum, &out);
   if (sum && fclose(sum) != 0 && rc == 0) rc = 2;
   if (rc == 0 && o.cache && tune_cache_write(o.cache, &out, stderr)) rc = 2;
-  if (rc == 0 && o.json && tune_write_atomic(o.json, sbuf, slen) != 0) {
+  if (rc == 0 && o.json && kiln_file_write_atomic(o.json, sbuf, slen) != 0) {
     fprintf(stderr, "kiln-tune-runner: error: cannot write '%s': %s\n", o.json, strerror(errno));
     rc = 2;
   }

@@ -141,7 +141,7 @@ int kiln_cache_merge_save(const char *path, const KilnCache *add, FILE *err) {
   int rc = read_locked(path, &cur, err);
   for (size_t i = 0; rc == 0 && i < add->count; i++) rc = kiln_cache_put(&cur, &add->records[i]);
   char *text = rc == 0 ? tune_cache_to_text(&cur) : NULL;
-  if (rc == 0 && (!text || tune_write_atomic(path, text, strlen(text)) != 0)) {
+  if (rc == 0 && (!text || kiln_file_write_atomic(path, text, strlen(text)) != 0)) {
     fprintf(err, "kiln tune: error: cannot write the cache '%s': %s\n", path,
             text ? strerror(errno) : "out of memory");
     rc = -1;

@@ -138,7 +138,7 @@ char *tune_cache_to_text(const KilnCache *c) {
 
 int tune_cache_write(const char *path, const KilnCache *c, FILE *err) {
   char *text = tune_cache_to_text(c);
-  int rc = text && tune_write_atomic(path, text, strlen(text)) == 0 ? 0 : -1;
+  int rc = text && kiln_file_write_atomic(path, text, strlen(text)) == 0 ? 0 : -1;
   if (rc) fprintf(err, "kiln: error: cannot write the cache '%s': %s\n", path,
                   text ? strerror(errno) : "out of memory");
   free(text);

@@ -398,7 +398,6 @@ void tune_json_number(FILE *f, double v);
 
 /* ---------------------------------------------------------------- util */
 
-int tune_write_atomic(const char *path, const void *data, size_t size);
 char *tune_read_file(const char *path, size_t *len);
 uint64_t tune_fnv1a(const void *data, size_t n);
 /* FNV hash of kernel k's text from its first line to the end of its body. */

@@ -174,7 +174,7 @@ int tune_report_svg(const TuneReport *r, const char *path, FILE *err) {
   FILE *f = open_memstream(&buf, &len);
   int rc = f ? svg_write(r, f) : -1;
   if (f && fclose(f) != 0) rc = -1;
-  if (rc == 0 && tune_write_atomic(path, buf, len) != 0) rc = -1;
+  if (rc == 0 && kiln_file_write_atomic(path, buf, len) != 0) rc = -1;
   if (rc != 0) fprintf(err, "kiln tune: error: cannot write '%s': %s\n", path, strerror(errno));
   free(buf);
   return rc;
