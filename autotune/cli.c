@@ -696,11 +696,55 @@ static void run_free(Run *R) {
   kiln_cache_free(&R->fresh);
 }
 
+typedef struct NamedPath {
+  char path[PATH_MAX];
+  const char *what; /* the option that names it */
+  bool output;
+} NamedPath;
+
+static void name_path(NamedPath *n, int *count, const char *what, bool output, const char *fmt,
+                      const char *a, const char *b) {
+  NamedPath *p = &n[(*count)++];
+  snprintf(p->path, sizeof p->path, fmt, a, b);
+  p->what = what;
+  p->output = output;
+}
+
+/* No output may be one of the inputs (compared as files, not names: a link or another spelling
+ * of the path counts): writing it would replace a kernel source or a cache with generated text.
+ * Checked before any work; the cache of `kiln tune` is both read and written, so it is only
+ * compared with the rest. Returns 0 or the usage exit code (reported). */
+static int check_outputs(const Opts *o) {
+  NamedPath n[64 + 5];
+  int count = 0;
+  for (int i = 0; i < o->nfiles; i++) name_path(n, &count, "input file", false, "%s%s", o->files[i], "");
+  if (o->cache) name_path(n, &count, "--cache", !o->is_lib, "%s%s", o->cache, "");
+  if (o->svg) name_path(n, &count, "--report-svg", true, "%s%s", o->svg, "");
+  const char *lib = o->lib_name ? o->lib_name : "kernels", *opt = o->is_lib ? "-o" : "--emit-lib";
+  if (o->lib_dir) {
+    name_path(n, &count, opt, true, "%s/%s.h", o->lib_dir, lib);
+    name_path(n, &count, opt, true, "%s/%s.c", o->lib_dir, lib);
+  }
+  if (o->bundle_dir) name_path(n, &count, "--emit-bundle", true, "%s/%s", o->bundle_dir, "manifest.txt");
+  const char *cmd = o->is_lib ? "lib" : "tune";
+  for (int a = 0; a < count; a++)
+    for (int b = 0; b < count; b++)
+      if (a != b && n[a].output && (b < a || !n[b].output) &&
+          kiln_file_same(n[a].path, n[b].path)) {
+        fprintf(stderr, "kiln %s: the output '%s' (%s) is the same file as '%s' (%s); refusing "
+                        "to replace it\n(see 'kiln help %s')\n",
+                cmd, n[a].path, n[a].what, n[b].path, n[b].what, cmd);
+        return EXIT_USAGE;
+      }
+  return 0;
+}
+
 static int command(int argc, char **argv, bool is_lib) {
   Run *R = calloc(1, sizeof *R);
   if (!R) return 2;
   R->o = (Opts){.is_lib = is_lib, .jobs = 2, .reps = 5, .timeout = 10};
   int rc = parse_opts(argc, argv, &R->o);
+  if (rc == 0) rc = check_outputs(&R->o);
   if (rc == 0) {
     R->rep.mode = R->o.max_mode ? "max-autotune" : "default";
     R->ro = (TuneRunOpts){R->o.jobs, R->o.budget > 0 ? tune_now() + R->o.budget : 0, R->o.timeout,
