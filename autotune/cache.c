@@ -1,11 +1,12 @@
 /* cache.c — the tuning cache: one JSON file of records, shared by concurrent tuners.
  *
- *   {"format": "kiln-tune-cache", "version": 1, "records": [ {...}, ... ]}
+ *   {"format": "kiln-tune-cache", "version": 2, "records": [ {...}, ... ]}
  *
  * Writers take an exclusive flock on PATH.lock, read the file again, merge their records and
  * replace the file by rename: two tuners never lose each other's records and nobody reads a
  * half-written file. Anything that does not parse as exactly this shape is moved aside and
  * never trusted: a wrong timing would silently pick a slow or broken kernel forever.
+ * Version 1 records have no tune-block hash: they read with an empty one, which no block has.
  * Records in memory and the writer are in cache_records.c (no cJSON: the runtime-only bundle
  * runner writes caches too); reading, locking and merging are here. */
 #include "internal.h"
@@ -36,12 +37,13 @@ static bool get_num(const cJSON *o, const char *name, double *dst) {
   return true;
 }
 
-static bool record_from_json(const cJSON *o, KilnCacheRecord *r) {
+static bool record_from_json(const cJSON *o, int version, KilnCacheRecord *r) {
   memset(r, 0, sizeof *r);
   char st[32];
   double reps = 0;
   if (!cJSON_IsObject(o) || !get_str(o, "kernel", r->kernel, sizeof r->kernel) ||
       !get_str(o, "source_hash", r->source_hash, sizeof r->source_hash) ||
+      (version >= 2 && !get_str(o, "tune_hash", r->tune_hash, sizeof r->tune_hash)) ||
       !get_str(o, "config", r->config, sizeof r->config) ||
       !get_str(o, "key", r->key, sizeof r->key) ||
       !get_str(o, "device", r->device, sizeof r->device) ||
@@ -68,12 +70,13 @@ static bool parse_cache(const char *text, KilnCache *out) {
   const cJSON *recs = cJSON_GetObjectItemCaseSensitive(root, "records");
   bool ok = cJSON_IsObject(root) && cJSON_IsString(fmt) &&
             !strcmp(fmt->valuestring, "kiln-tune-cache") && cJSON_IsNumber(ver) &&
-            ver->valueint == 1 && cJSON_IsArray(recs);
+            ver->valueint >= 1 && ver->valueint <= KILN_CACHE_FORMAT_VERSION &&
+            cJSON_IsArray(recs);
   const cJSON *it;
   const cJSON *list = ok ? recs : NULL;
   cJSON_ArrayForEach(it, list) {
     KilnCacheRecord r;
-    if (!record_from_json(it, &r) || kiln_cache_put(out, &r) != 0) {
+    if (!record_from_json(it, ver->valueint, &r) || kiln_cache_put(out, &r) != 0) {
       ok = false;
       break;
     }

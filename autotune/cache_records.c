@@ -19,7 +19,7 @@ const char *kiln_cache_status_name(KilnCacheStatus s) {
 
 static bool same_identity(const KilnCacheRecord *a, const KilnCacheRecord *b) {
   return !strcmp(a->kernel, b->kernel) && !strcmp(a->source_hash, b->source_hash) &&
-         !strcmp(a->config, b->config) && !strcmp(a->key, b->key) &&
+         !strcmp(a->tune_hash, b->tune_hash) && !strcmp(a->config, b->config) && !strcmp(a->key, b->key) &&
          !strcmp(a->device, b->device) && !strcmp(a->kiln_version, b->kiln_version);
 }
 
@@ -54,7 +54,8 @@ void kiln_cache_free(KilnCache *c) {
 /* ---------------------------------------------------------------- a record from a candidate */
 
 bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *hash,
-                           const char *key, const char *device, KilnCacheRecord *r) {
+                           const char *tune_hash, const char *key, const char *device,
+                           KilnCacheRecord *r) {
   static const KilnCacheStatus map[ST_COUNT] = {
       [ST_OK] = KILN_CACHE_OK, [ST_CRASH] = KILN_CACHE_CRASH, [ST_HANG] = KILN_CACHE_HANG,
       [ST_MISMATCH] = KILN_CACHE_MISMATCH};
@@ -64,6 +65,7 @@ bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *ha
   memset(r, 0, sizeof *r);
   snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
   snprintf(r->source_hash, sizeof r->source_hash, "%s", hash);
+  snprintf(r->tune_hash, sizeof r->tune_hash, "%s", tune_hash);
   snprintf(r->config, sizeof r->config, "%s", c->config);
   snprintf(r->key, sizeof r->key, "%s", key);
   snprintf(r->device, sizeof r->device, "%s", device);
@@ -97,10 +99,12 @@ void tune_json_number(FILE *f, double v) {
 }
 
 static void record_text(FILE *f, const KilnCacheRecord *r) {
-  const char *names[] = {"kernel", "source_hash", "config", "key", "device", "kiln_version"};
-  const char *vals[] = {r->kernel, r->source_hash, r->config, r->key, r->device, r->kiln_version};
+  const char *names[] = {"kernel", "source_hash", "tune_hash", "config", "key", "device",
+                         "kiln_version"};
+  const char *vals[] = {r->kernel, r->source_hash, r->tune_hash, r->config, r->key, r->device,
+                        r->kiln_version};
   fputs("    {", f);
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 7; i++) {
     fprintf(f, "\"%s\": ", names[i]);
     tune_json_string(f, vals[i]);
     fputs(", ", f);
@@ -123,7 +127,8 @@ char *tune_cache_to_text(const KilnCache *c) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
-  fputs("{\"format\": \"kiln-tune-cache\", \"version\": 1, \"records\": [\n", f);
+  fprintf(f, "{\"format\": \"kiln-tune-cache\", \"version\": %d, \"records\": [\n",
+          KILN_CACHE_FORMAT_VERSION);
   for (size_t i = 0; i < c->count; i++) {
     record_text(f, &c->records[i]);
     fputs(i + 1 < c->count ? ",\n" : "\n", f);

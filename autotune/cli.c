@@ -289,7 +289,14 @@ static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const TunePins *p
   for (int i = 0; i < nrec; i++) {
     const KilnCacheRecord *r = &cache->records[rec[i]];
     TuneCand *x = &c[n];
-    if (!parse_config(t, r->config, &x->cfg) || !tune_pins_match(pins, &x->cfg)) continue;
+    if (parse_config(t, r->config, &x->cfg) && !tune_pins_match(pins, &x->cfg))
+      continue; /* a record of another -D variant */
+    if (!tune_config_listed(t, r->config, &x->cfg)) { /* never shipped: it may not even build */
+      fprintf(stderr, "kiln lib: note: ignoring the record of '%s' for %s at key '%s': the tune "
+                      "block does not list that config (a value it lacks, or a where it fails)\n",
+              lk->name, r->config, r->key);
+      continue;
+    }
     x->state = ST_OK;
     x->median_ms = r->median_ms;
     x->p25_ms = r->p25_ms;
@@ -326,25 +333,30 @@ static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const TunePins *p
   return rc;
 }
 
-/* One variant per record key (key buckets and signature) recorded for this kernel text on this
- * device and compiler; without_sig leaves specialized records out. */
+/* One variant per record key (key buckets and signature) recorded for this kernel text and
+ * tune block on this device and compiler; without_sig leaves specialized records out. */
 static int winners_from_cache(LibKernel *lk, const KilnTune *t, const TunePins *pins,
-                              const char *hash, const KilnCache *cache, const char *device,
-                              bool without_sig) {
+                              const char *hash, const char *tune_hash, const KilnCache *cache,
+                              const char *device, bool without_sig) {
   size_t *rec = malloc((cache->count ? cache->count : 1) * sizeof *rec);
   bool *done = calloc(cache->count ? cache->count : 1, sizeof *done);
-  int rc = rec && done ? 0 : -1;
+  int rc = rec && done ? 0 : -1, stale = 0;
   for (size_t i = 0; rc == 0 && i < cache->count; i++) {
     const KilnCacheRecord *r = &cache->records[i];
     if (done[i] || r->status != KILN_CACHE_OK || strcmp(r->kernel, lk->name) ||
         strcmp(r->source_hash, hash) || strcmp(r->device, device) ||
         strcmp(r->kiln_version, KILN_VERSION_STRING) || (without_sig && *tune_sig_of_key(r->key)))
       continue;
+    if (strcmp(r->tune_hash, tune_hash)) {
+      stale++;
+      continue;
+    }
     int nrec = 0;
     for (size_t j = i; j < cache->count; j++) {
       const KilnCacheRecord *q = &cache->records[j];
       if (!done[j] && q->status == KILN_CACHE_OK && !strcmp(q->kernel, r->kernel) &&
-          !strcmp(q->source_hash, hash) && !strcmp(q->device, device) &&
+          !strcmp(q->source_hash, hash) && !strcmp(q->tune_hash, tune_hash) &&
+          !strcmp(q->device, device) &&
           !strcmp(q->kiln_version, r->kiln_version) && !strcmp(q->key, r->key)) {
         done[j] = true;
         rec[nrec++] = j;
@@ -352,6 +364,10 @@ static int winners_from_cache(LibKernel *lk, const KilnTune *t, const TunePins *
     }
     rc = add_bucket_winner(lk, t, pins, cache, rec, nrec);
   }
+  if (stale)
+    fprintf(stderr, "kiln lib: note: %d timing(s) of '%s' were made with another version of its "
+                    "tune block; not used (tune again to time the block as it is)\n",
+            stale, lk->name);
   free(rec);
   free(done);
   return rc;
@@ -442,6 +458,8 @@ static int tune_file(Run *R, int fi) {
     const KilnTune *t = kiln_tune_get(f->c, ti);
     if (!wanted(R, t)) continue;
     if (R->nproblems == 64 || R->nlibk == 64) return 1;
+    char tune_hash[20];
+    tune_block_hash(f->text, t, tune_hash); /* as written: records of every -D share it */
     if (!(t = pinned_tune(R, f, t))) return 1;
     const TuneHarness *h = pick_harness(R->cl, R->o.nargs, f, t->kernel_name);
     if (!h) {
@@ -463,6 +481,7 @@ static int tune_file(Run *R, int fi) {
     R->rep.kernels = kr;
     TuneKernelReport *rep = &kr[R->rep.nkernels++];
     memset(rep, 0, sizeof *rep);
+    memcpy(rep->tune_hash, tune_hash, sizeof tune_hash);
     TuneJob j = {R->o.files[fi], f->text, f->len, f->c, t, p, &R->tg, &R->ro,
                  R->o.cache ? &R->cache : NULL, &R->fresh, R->o.max_mode, R->tmpdir,
                  stderr, rep};
@@ -565,7 +584,8 @@ static int lib_variants(Run *R, int fi, const KilnTune *t, int ki, const KilnCac
     if (found < 0) return 1;
     if (found == 0) fprintf(stderr, "kiln lib: note: '%s' as tuned on %s\n", lk->name, dev);
   }
-  if (dev[0] && winners_from_cache(lk, t, &R->o.pins, hash, all, dev, R->o.no_specialize))
+  if (dev[0] && winners_from_cache(lk, t, &R->o.pins, hash, R->rep.kernels[ki].tune_hash, all,
+                                   dev, R->o.no_specialize))
     return 2;
   if (has_generic(lk)) return 0;
   if (lk->nvariants == 0 && R->o.require_tuned) {

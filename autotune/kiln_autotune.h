@@ -58,11 +58,13 @@ typedef enum KilnCacheStatus {
   KILN_CACHE_STATUS_COUNT
 } KilnCacheStatus;
 
-/* One measured (or failed) configuration. Identity: kernel, source_hash, config, key, device,
- * kiln version. */
+/* One measured (or failed) configuration. Identity: kernel, source_hash, tune_hash, config,
+ * key, device, kiln version. */
 typedef struct KilnCacheRecord {
   char kernel[64];
   char source_hash[20];  /* FNV-1a 64 of the kernel's text (tune block excluded), hex */
+  char tune_hash[20];    /* FNV-1a 64 of the tune block's canonical text, hex: an edited block
+                            never reuses the winners of the old one ("" in a version 1 cache) */
   char config[256];      /* "BLOCK=256,num_warps=4,num_stages=2" */
   char key[256];         /* key buckets: "n=1048576" ("" when the block has no key) */
   char device[256];      /* "cpu:<model>:threads=N", "cuda:<name>:sm_90:sms=132:drv=12040" */
@@ -79,6 +81,9 @@ typedef struct KilnCache {
 } KilnCache;
 
 const char *kiln_cache_status_name(KilnCacheStatus s);
+
+/* The newest cache format this Kiln reads and the one it writes. */
+#define KILN_CACHE_FORMAT_VERSION 2
 
 /* Reads the cache at `path` into *out (empty when the file does not exist). A file that is not
  * a valid cache (corrupt, truncated, wrong shape) is reported on `err`, moved aside to

@@ -18,6 +18,7 @@ static void record_identity(const TuneJob *j, const TuneCand *c, KilnCacheRecord
   memset(r, 0, sizeof *r);
   snprintf(r->kernel, sizeof r->kernel, "%s", j->t->kernel_name);
   snprintf(r->source_hash, sizeof r->source_hash, "%s", j->rep->source_hash);
+  snprintf(r->tune_hash, sizeof r->tune_hash, "%s", j->rep->tune_hash);
   snprintf(r->config, sizeof r->config, "%s", c->config);
   snprintf(r->key, sizeof r->key, "%s", j->p->record_key);
   snprintf(r->device, sizeof r->device, "%s", j->tg->device_id);
@@ -93,8 +94,8 @@ int tune_select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out) {
 
 static void add_record(TuneJob *j, const TuneCand *c) {
   KilnCacheRecord r;
-  if (tune_record_from_cand(c, j->t->kernel_name, j->rep->source_hash, j->p->record_key,
-                            j->tg->device_id, &r))
+  if (tune_record_from_cand(c, j->t->kernel_name, j->rep->source_hash, j->rep->tune_hash,
+                            j->p->record_key, j->tg->device_id, &r))
     kiln_cache_put(j->fresh, &r);
 }
 
