@@ -62,6 +62,9 @@ bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *ha
   if (c->from_cache || (c->state != ST_OK && c->state != ST_CRASH && c->state != ST_HANG &&
                         c->state != ST_MISMATCH))
     return false; /* build and runtime errors may be the environment's fault: try again next time */
+  if (c->state == ST_OK && !(isfinite(c->median_ms) && c->median_ms >= 0 && isfinite(c->p25_ms) &&
+                             isfinite(c->p75_ms) && isfinite(c->min_ms) && c->min_ms >= 0))
+    return false; /* a broken timer: no time to keep */
   memset(r, 0, sizeof *r);
   snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
   snprintf(r->source_hash, sizeof r->source_hash, "%s", hash);

@@ -487,8 +487,14 @@ static int tune_file(Run *R, int fi) {
                  stderr, rep};
     if (R->o.bundle_dir) {
       if (tune_bundle_kernel(&R->bundle, &j)) return 2;
-    } else if (!R->o.is_lib && tune_kernel(&j) != 0) {
-      return 2;
+    } else if (!R->o.is_lib) {
+      size_t before = R->fresh.count;
+      if (tune_kernel(&j) != 0) return 2;
+      /* into the cache as soon as the kernel is done: a killed run loses at most the kernel it
+       * was tuning */
+      KilnCache done = {R->fresh.records + before, R->fresh.count - before, 0};
+      int rc = R->o.cache && done.count ? kiln_cache_merge_save(R->o.cache, &done, stderr) : 0;
+      if (rc) return rc > 0 ? 1 : 2;
     }
     if (R->o.is_lib) tune_kernel_hash(f->text, f->len, t->kernel, rep->source_hash);
     R->rep.timings += rep->timings;
@@ -677,7 +683,11 @@ static int run_all(Run *R) {
     return fprintf(stderr, "kiln %s: error: %s\n", R->o.is_lib ? "lib" : "tune", err), 2;
   }
   snprintf(R->rep.device, sizeof R->rep.device, "%s", R->tg.device_id);
-  if (R->o.cache && kiln_cache_load(R->o.cache, &R->cache, stderr)) return 2;
+  if (R->o.cache) { /* `kiln lib` only reads: it never locks, moves or writes the cache */
+    int rc = R->o.is_lib ? kiln_cache_read(R->o.cache, &R->cache, stderr)
+                         : kiln_cache_load(R->o.cache, &R->cache, stderr);
+    if (rc) return rc > 0 ? 1 : 2;
+  }
   for (int i = 0; i < R->o.nfiles; i++, R->nopen++) {
     int rc = open_source(R->o.files[i], &R->files[i]);
     if (rc) {
@@ -694,7 +704,6 @@ static int run_all(Run *R) {
     if (rc) return rc;
   }
   if (R->o.bundle_dir) return tune_bundle_end(&R->bundle, true, stderr);
-  if (R->o.cache && R->fresh.count && kiln_cache_merge_save(R->o.cache, &R->fresh, stderr)) return 2;
   int rc = print_report(R);
   if (rc == 0 && R->o.lib_dir) rc = emit_library(R);
   return rc;

@@ -5,6 +5,12 @@
 #   records        records naming configs the tune block does not list are never shipped
 #   edited_block   records of an edited tune block (a new `where`) are not used; a change of
 #                  layout or comments keeps them
+#   bad_medians    infinite, negative medians and spreads are ignored on load, never written back
+#   reader         `kiln lib` never moves, locks or writes a cache: a corrupt one is its error,
+#                  a newer format is refused (by `kiln tune` too) and left where it is
+#   symlink        a symlinked cache stays a link; its target gets the records
+#   kill           a SIGKILLed `kiln tune` keeps the records of the kernels it finished
+#   modes          new outputs get 0666 less the umask, replaced ones keep their mode
 # Hostile inputs are in caches/ (caches/README.md).
 # Usage: files_test.sh KILN KERNEL_DIR CASE
 set -u
@@ -97,10 +103,98 @@ case_edited_block() {
   says lib-edited 'another version of its tune block'
 }
 
+case_bad_medians() {
+  tune_real
+  fill "$caches/bad_medians.json.in" "$tmp/c.json"
+  run lib 0 "$kiln" lib "$src" --cache "$tmp/c.json" -o "$tmp/lib" --args "$args" || return
+  [ "$(shipped "$tmp/lib/kernels.c")" = "1024 4 2" ] || fail "shipped: $(shipped "$tmp/lib/kernels.c" | tr '\n' ';')"
+  [ "$(grep -c 'not finite and non-negative' "$tmp/lib.out")" -eq 3 ] || fail "want 3 notes"
+  # a writer (another key) rewrites the file: the bad records must not come back as 0
+  run tune 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --args "${args/n=4096/n=100000}" || return
+  grep -E '"key": "n=4096[^"]*".*"median_ms": (0|-1)[,.]' "$tmp/c.json" | grep -v '"median_ms": 0\.' &&
+    fail "a bad median was written back"
+  [ "$(grep -c '"key": "n=4096' "$tmp/c.json")" -eq 1 ] || fail "bad records kept: $(grep -c '"key": "n=4096' "$tmp/c.json")"
+}
+
+case_reader() {
+  tune_real
+  rm -f "$tmp/real.json.lock"
+  run lib-real 0 "$kiln" lib "$src" --cache "$tmp/real.json" -o "$tmp/lib" --args "$args"
+  [ -e "$tmp/real.json.lock" ] && fail "kiln lib created a lock file"
+  for c in truncated newer_version; do
+    cp "$caches/$c.json" "$tmp/$c.json"
+    local sum; sum=$(cksum <"$tmp/$c.json")
+    run "lib-$c" 1 "$kiln" lib "$src" --cache "$tmp/$c.json" -o "$tmp/lib-$c" --args "$args"
+    unchanged "$tmp/$c.json" "$sum"
+    [ -e "$tmp/lib-$c/kernels.c" ] && fail "$c: a library was made"
+  done
+  says lib-truncated 'not a valid Kiln tuning cache'
+  says lib-newer_version 'format version 99, written by a newer Kiln'
+  local sum; sum=$(cksum <"$tmp/newer_version.json")
+  run tune-newer 1 "$kiln" tune "$src" --reps 1 --cache "$tmp/newer_version.json" --args "$args"
+  unchanged "$tmp/newer_version.json" "$sum"
+  [ -z "$(find "$tmp" -name '*.corrupt-*')" ] || fail "a cache was moved aside"
+  if [ "$(id -u)" -ne 0 ]; then # root writes anywhere: the read-only directory only tells as a user
+    mkdir "$tmp/ro" && cp "$tmp/real.json" "$tmp/ro/c.json" && chmod a-w "$tmp/ro"
+    run lib-readonly 0 "$kiln" lib "$src" --cache "$tmp/ro/c.json" -o "$tmp/lib-ro" --args "$args"
+    grep -q '/\* tuned' "$tmp/lib-ro/kernels.c" || fail "the read-only cache was not used"
+  fi
+}
+
+case_symlink() {
+  mkdir "$tmp/real"
+  ln -s real/c.json "$tmp/link.json" # dangling until the first write
+  run tune-1 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/link.json" --args "$args"
+  run tune-2 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/link.json" --args "${args/n=4096/n=100000}"
+  [ -L "$tmp/link.json" ] || fail "the link was replaced by a file"
+  [ "$(grep -c '"kernel": "scale_add"' "$tmp/real/c.json" 2>/dev/null)" -eq 4 ] ||
+    fail "the link's target lacks the records"
+  run lib 0 "$kiln" lib "$src" --cache "$tmp/link.json" -o "$tmp/lib" --args "$args" &&
+    grep -q '/\* tuned' "$tmp/lib/kernels.c" || fail "the library through the link is untuned"
+}
+
+case_kill() {
+  # scale_add (quick), then faulty at MODE 2 (spins far longer than the test waits)
+  cat "$src" "$kdir/faulty.kiln" >"$tmp/two.kiln"
+  setsid "$kiln" tune "$tmp/two.kiln" --reps 1 --timeout 100 -D MODE=2 --cache "$tmp/c.json" \
+    --args 'kernel=faulty; n=1000; x: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)' >"$tmp/kill.out" 2>&1 &
+  local pid=$! waited=0
+  until grep -q '"kernel": "scale_add"' "$tmp/c.json" 2>/dev/null || [ $waited -ge 60 ]; do
+    sleep 1; waited=$((waited + 1))
+  done
+  kill -KILL -- "-$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  [ "$(grep -c '"kernel": "scale_add"' "$tmp/c.json" 2>/dev/null)" -ge 2 ] ||
+    fail "the finished kernel's records were lost (waited ${waited}s)"
+  grep -q '"kernel": "faulty"' "$tmp/c.json" && fail "the killed kernel has records"
+}
+
+case_modes() {
+  umask 022
+  run tune-1 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --report-svg "$tmp/r.svg" \
+    --emit-lib "$tmp/lib" --args "$args" || return
+  "$kiln" compile "$src" --kernel scale_add --emit obj -o "$tmp/k.o" || fail "compile"
+  for f in c.json r.svg lib/kernels.c lib/kernels.h k.o; do
+    [ "$(stat -c %a "$tmp/$f")" = 644 ] || fail "$f is $(stat -c %a "$tmp/$f"), want 644"
+  done
+  chmod 640 "$tmp/c.json" "$tmp/lib/kernels.c" "$tmp/k.o"
+  run tune-2 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --emit-lib "$tmp/lib" \
+    --args "${args/n=4096/n=100000}" || return
+  "$kiln" compile "$src" --kernel scale_add --emit obj -o "$tmp/k.o" || fail "compile"
+  for f in c.json lib/kernels.c k.o; do
+    [ "$(stat -c %a "$tmp/$f")" = 640 ] || fail "replaced $f is $(stat -c %a "$tmp/$f"), want 640"
+  done
+}
+
 case "$case" in
 outputs) case_outputs ;;
 records) case_records ;;
 edited_block) case_edited_block ;;
+bad_medians) case_bad_medians ;;
+reader) case_reader ;;
+symlink) case_symlink ;;
+kill) case_kill ;;
+modes) case_modes ;;
 *) echo "unknown case $case"; exit 64 ;;
 esac
 if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
