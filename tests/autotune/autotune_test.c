@@ -6,7 +6,7 @@
  *   poison_and_warm  crashed/hung configs are poisoned for their key only, with the reason; a
  *                    warm cache times nothing
  *   slow_linker      a linker slower than the time limit: every variant ok, no hang
- *   broken_linker    a failing or missing linker: failed, never cached
+ *   broken_linker    a failing, missing or deadly linker: failed, never cached
  *   corrupt_cache    a truncated cache is reported, moved aside and rebuilt
  *   concurrent       two tuners on one cache at once: both records kept, the file valid
  *   budget           a tiny --budget stops timing, and what was not timed says so
@@ -211,14 +211,19 @@ static void test_slow_linker(void) {
   cJSON_Delete(r);
 }
 
-/* A linker that is missing or fails is the environment's fault: reported as failed, never
- * cached (so never poisoned), and the next run with a working linker times every config. */
+/* A linker that fails, is missing, or takes the timing child down with it (as a loader may on
+ * a full disk) is the environment's fault: reported as failed, never cached (so never
+ * poisoned, where a crash while loading used to be), and the next run with a working linker
+ * times every config. */
 static void test_broken_linker(void) {
-  const char *cc = script("badcc", "echo 'no space left on device' >&2; exit 1");
+  char failing[512], dying[512]; /* script() returns one static buffer */
+  snprintf(failing, sizeof failing, "%s", script("badcc", "echo 'no space left on device' >&2; exit 1"));
+  snprintf(dying, sizeof dying, "%s", script("deadlycc", "kill -SEGV $PPID; sleep 5; exit 1"));
+  const char *ccs[] = {failing, "/nonexistent/cc", dying}, *tags[] = {"failing", "missing", "dying"};
   static const char *const opts[] = {"--reps", "1", NULL};
-  for (int pass = 0; pass < 2; pass++) {
-    CHECK(setenv("KILN_CC", pass ? "/nonexistent/cc" : cc, 1) == 0, "KILN_CC");
-    cJSON *r = tune(pass ? "missing" : "failing", "scale_add.kiln", scale_args, opts);
+  for (int pass = 0; pass < 3; pass++) {
+    CHECK(setenv("KILN_CC", ccs[pass], 1) == 0, "KILN_CC");
+    cJSON *r = tune(tags[pass], "scale_add.kiln", scale_args, opts);
     if (!r) return;
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates"))
