@@ -77,6 +77,9 @@ typedef struct Opts {
   double budget, timeout;
 } Opts;
 
+/* The generated library's name (and symbol prefix): --lib-name, else "kernels". */
+static const char *lib_name(const Opts *o) { return o->lib_name ? o->lib_name : "kernels"; }
+
 static int usage(const Opts *o, const char *fmt, const char *what) {
   fprintf(stderr, "kiln %s: ", o->is_lib ? "lib" : "tune");
   fprintf(stderr, fmt, what);
@@ -340,7 +343,7 @@ static int winners_from_cache(LibKernel *lk, const KilnTune *t, const TunePins *
                               const char *device, bool without_sig) {
   size_t *rec = malloc((cache->count ? cache->count : 1) * sizeof *rec);
   bool *done = calloc(cache->count ? cache->count : 1, sizeof *done);
-  int rc = rec && done ? 0 : -1, stale = 0;
+  int rc = rec && done ? 0 : -1, stale = 0, unhashed = 0;
   for (size_t i = 0; rc == 0 && i < cache->count; i++) {
     const KilnCacheRecord *r = &cache->records[i];
     if (done[i] || r->status != KILN_CACHE_OK || strcmp(r->kernel, lk->name) ||
@@ -348,7 +351,8 @@ static int winners_from_cache(LibKernel *lk, const KilnTune *t, const TunePins *
         strcmp(r->kiln_version, KILN_VERSION_STRING) || (without_sig && *tune_sig_of_key(r->key)))
       continue;
     if (strcmp(r->tune_hash, tune_hash)) {
-      stale++;
+      if (*r->tune_hash) stale++;
+      else unhashed++;
       continue;
     }
     int nrec = 0;
@@ -368,6 +372,10 @@ static int winners_from_cache(LibKernel *lk, const KilnTune *t, const TunePins *
     fprintf(stderr, "kiln lib: note: %d timing(s) of '%s' were made with another version of its "
                     "tune block; not used (tune again to time the block as it is)\n",
             stale, lk->name);
+  if (unhashed)
+    fprintf(stderr, "kiln lib: note: %d timing(s) of '%s' come from a cache of format 1, which "
+                    "does not say which tune block they timed; not used (tune again)\n",
+            unhashed, lk->name);
   free(rec);
   free(done);
   return rc;
@@ -617,7 +625,7 @@ static int emit_library(Run *R) {
   if (gpu.narchs == 0) gpu = (LibGpuArchs){{KILN_TARGET_SM80, KILN_TARGET_SM90}, 2, gpu.ptx_only};
   bool cuda = is_cuda_spec(R->tg.spec);
   if (rc == 0)
-    rc = kiln_libgen_emit(R->o.lib_dir, R->o.lib_name ? R->o.lib_name : "kernels", R->tg.target,
+    rc = kiln_libgen_emit(R->o.lib_dir, lib_name(&R->o), R->tg.target,
                           cuda ? &gpu : NULL, R->libk, R->nlibk, stderr);
   kiln_cache_free(&all);
   return rc;
@@ -749,7 +757,7 @@ static int check_outputs(const Opts *o) {
   for (int i = 0; i < o->nfiles; i++) name_path(n, &count, "input file", false, "%s%s", o->files[i], "");
   if (o->cache) name_path(n, &count, "--cache", !o->is_lib, "%s%s", o->cache, "");
   if (o->svg) name_path(n, &count, "--report-svg", true, "%s%s", o->svg, "");
-  const char *lib = o->lib_name ? o->lib_name : "kernels", *opt = o->is_lib ? "-o" : "--emit-lib";
+  const char *lib = lib_name(o), *opt = o->is_lib ? "-o" : "--emit-lib";
   if (o->lib_dir) {
     name_path(n, &count, opt, true, "%s/%s.h", o->lib_dir, lib);
     name_path(n, &count, opt, true, "%s/%s.c", o->lib_dir, lib);
