@@ -151,6 +151,17 @@ case_symlink() {
     fail "the link's target lacks the records"
   run lib 0 "$kiln" lib "$src" --cache "$tmp/link.json" -o "$tmp/lib" --args "$args" &&
     grep -q '/\* tuned' "$tmp/lib/kernels.c" || fail "the library through the link is untuned"
+  # a chain of relative links through another directory; the output library through a link too
+  mkdir "$tmp/sub" "$tmp/out"
+  ln -s ../link.json "$tmp/sub/hop.json"
+  ln -s sub/hop.json "$tmp/chain.json"
+  ln -s ../real-lib.c "$tmp/out/kernels.c"
+  run tune-3 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/chain.json" --emit-lib "$tmp/out" \
+    --args "${args/n=4096/n=300000}"
+  [ -L "$tmp/chain.json" ] && [ -L "$tmp/sub/hop.json" ] && [ -L "$tmp/link.json" ] &&
+    [ -L "$tmp/out/kernels.c" ] || fail "a link of the chain was replaced"
+  [ "$(grep -c '"kernel": "scale_add"' "$tmp/real/c.json")" -eq 6 ] || fail "the chain's target lacks the records"
+  grep -q 'scale_add' "$tmp/real-lib.c" 2>/dev/null || fail "the library was not written through its link"
 }
 
 case_kill() {
