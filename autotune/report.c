@@ -76,6 +76,7 @@ static cJSON *kernel_json(const TuneKernelReport *k) {
   cJSON_AddStringToObject(o, "kernel", k->kernel);
   cJSON_AddStringToObject(o, "file", k->file);
   cJSON_AddStringToObject(o, "source_hash", k->source_hash);
+  cJSON_AddStringToObject(o, "tune_hash", k->tune_hash);
   cJSON_AddStringToObject(o, "key", k->key);
   cJSON_AddStringToObject(o, "signature", k->signature);
   cJSON_AddNumberToObject(o, "space_size", (double)k->space_size);

@@ -12,7 +12,7 @@
 #   kill           a SIGKILLed `kiln tune` keeps the records of the kernels it finished
 #   modes          new outputs get 0666 less the umask, replaced ones keep their mode
 # Hostile inputs are in caches/ (caches/README.md).
-# Usage: files_test.sh KILN KERNEL_DIR CASE
+# Usage: files_test.sh KILN KERNEL_DIR CASE   (KEEP=1 keeps the temp dir for a look)
 set -u
 kiln=$1 kdir=$2 case=$3
 caches=$(dirname "$0")/caches
@@ -88,17 +88,16 @@ case_records() {
 
 case_edited_block() {
   cp "$src" "$tmp/k.kiln"
-  local ka="$args"
-  run tune 0 "$kiln" tune "$tmp/k.kiln" --reps 1 --cache "$tmp/c.json" --args "$ka" || return
+  run tune 0 "$kiln" tune "$tmp/k.kiln" --reps 1 --cache "$tmp/c.json" --args "$args" || return
   # BLOCK=1024 the clear winner, then a where that excludes it
   sed -i -E '/BLOCK=1024,num_warps=4/s/"(median|p25|p75|min)_ms": [^,]*/"\1_ms": 0.000001/g' "$tmp/c.json"
   sed -e 's/^    num_warps in \[1, 4\];/    num_warps   in [1,4];  \/\/ layout and comments only/' "$tmp/k.kiln" >"$tmp/k2.kiln"
   mv "$tmp/k2.kiln" "$tmp/k.kiln"
-  run lib-layout 0 "$kiln" lib "$tmp/k.kiln" --cache "$tmp/c.json" -o "$tmp/lib1" --args "$ka" &&
+  run lib-layout 0 "$kiln" lib "$tmp/k.kiln" --cache "$tmp/c.json" -o "$tmp/lib1" --args "$args" &&
     [ "$(shipped "$tmp/lib1/kernels.c")" = "1024 4 2" ] || fail "a layout change lost the records: $(shipped "$tmp/lib1/kernels.c")"
   sed -i 's/^    num_warps   in \[1,4\];.*/    num_warps in [1, 4];\n    where BLOCK != 1024;/' "$tmp/k.kiln"
   grep -q 'where BLOCK != 1024' "$tmp/k.kiln" || { fail "could not edit the block"; return; }
-  run lib-edited 0 "$kiln" lib "$tmp/k.kiln" --cache "$tmp/c.json" -o "$tmp/lib2" --args "$ka" || return
+  run lib-edited 0 "$kiln" lib "$tmp/k.kiln" --cache "$tmp/c.json" -o "$tmp/lib2" --args "$args" || return
   grep -q '{1024LL' "$tmp/lib2/kernels.c" && fail "the edited block's library has BLOCK=1024"
   says lib-edited 'another version of its tune block'
 }
