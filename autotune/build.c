@@ -69,7 +69,7 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
   if (st != KILN_DRIVER_OK) {
     first_line(log_path, slot->err, sizeof slot->err);
     slot->done = 2;
-  } else if (tune_write_atomic(cand->obj_path, obj.data, obj.size) != 0) {
+  } else if (kiln_file_write_atomic(cand->obj_path, obj.data, obj.size) != 0) {
     snprintf(slot->err, sizeof slot->err, "cannot write %.200s", cand->obj_path);
     slot->done = 2;
   } else {

@@ -9,10 +9,12 @@
  * resources and image. bundle_run.c (the runtime-only `kiln-tune-runner`) reads it back.
  *
  * manifest.txt, one record per line, fields separated by single spaces (none contains one):
- *   kiln-tune-bundle 1
+ *   kiln-tune-bundle 2
  *   target TARGET                                  cpu | emu | sm_80 | sm_90
  *   kernel NAME
- *   hash HEX / key KEY ("-" for none) / seed N     KEY: the record key (buckets|signature)
+ *   hash HEX / tunehash HEX / key KEY ("-" for none) / seed N
+ *                                                  the kernel's and its tune block's hashes;
+ *                                                  KEY: the record key (buckets|signature)
  *   param NAME ptr KIND ELEMS FILL A B HAS_RANGE   FILL: rand | const | iota
  *   param NAME val KIND IVAL FVAL
  *   cand ORDER MODES WARPS G0 G1 G2 RESOURCES CONFIG FILE     MODES: d, m or dm
@@ -36,7 +38,7 @@ int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, FILE *e
   }
   b->mf = open_memstream(&b->buf, &b->len);
   if (!b->mf) return 2;
-  fprintf(b->mf, "kiln-tune-bundle 1\ntarget %s\n", kiln_target_name(target));
+  fprintf(b->mf, "kiln-tune-bundle 2\ntarget %s\n", kiln_target_name(target));
   return 0;
 }
 
@@ -117,7 +119,7 @@ int tune_bundle_kernel(TuneBundle *b, TuneJob *j) {
   char hash[20];
   tune_kernel_hash(j->src, j->srclen, j->t->kernel, hash);
   FILE *f = b->mf;
-  fprintf(f, "kernel %s\nhash %s\nkey %s\nseed %llu\n", name, hash,
+  fprintf(f, "kernel %s\nhash %s\ntunehash %s\nkey %s\nseed %llu\n", name, hash, j->rep->tune_hash,
           j->p->record_key[0] ? j->p->record_key : "-",
           (unsigned long long)j->p->h->seed);
   write_params(f, j->p);
@@ -151,7 +153,7 @@ int tune_bundle_end(TuneBundle *b, bool write, FILE *err) {
   b->mf = NULL;
   char path[4200];
   snprintf(path, sizeof path, "%s/manifest.txt", b->dir);
-  if (write && rc == 0 && tune_write_atomic(path, b->buf, b->len) != 0) {
+  if (write && rc == 0 && kiln_file_write_atomic(path, b->buf, b->len) != 0) {
     fprintf(err, "kiln tune: error: cannot write '%s': %s\n", path, strerror(errno));
     rc = 2;
   }

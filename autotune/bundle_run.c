@@ -25,7 +25,7 @@ static const char *const runner_usage =
     "device, writes their records to a new cache file and a summary as JSON.\n";
 
 typedef struct BundleKernel {
-  char name[64], hash[20];
+  char name[64], hash[20], tune_hash[20];
   TuneHarness h;  /* only the seed is used */
   TuneProblem p;
   TuneCand *cands;
@@ -124,6 +124,8 @@ static int parse_line(Bundle *b, const char *line, char mode, const char *dir, c
   if (!k) return -1;
   if (only && strcmp(k->name, only)) return 0;
   if (!strncmp(line, "hash ", 5)) return sscanf(line, "hash %19s", k->hash) == 1 ? 0 : -1;
+  if (!strncmp(line, "tunehash ", 9))
+    return sscanf(line, "tunehash %19s", k->tune_hash) == 1 ? 0 : -1;
   if (!strncmp(line, "key ", 4)) {
     snprintf(k->p.key, sizeof k->p.key, "%s", strcmp(line + 4, "-") ? line + 4 : "");
     return 0;
@@ -148,7 +150,7 @@ static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) 
     fprintf(stderr, "kiln-tune-runner: error: cannot read '%s': %s\n", path, strerror(errno));
     return -1;
   }
-  int rc = strncmp(text, "kiln-tune-bundle 1\n", 19) ? -1 : 0, line_no = 1;
+  int rc = strncmp(text, "kiln-tune-bundle 2\n", 19) ? -1 : 0, line_no = 1;
   for (char *save = NULL, *l = strtok_r(text + 19, "\n", &save); l && rc == 0;
        l = strtok_r(NULL, "\n", &save)) {
     line_no++;
@@ -252,7 +254,8 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
     int win = tune_pick_winner(k->cands, k->ncands);
     for (int c = 0; c < k->ncands; c++) {
       KilnCacheRecord r;
-      if (tune_record_from_cand(&k->cands[c], k->name, k->hash, k->p.key, tg.device_id, &r) &&
+      if (tune_record_from_cand(&k->cands[c], k->name, k->hash, k->tune_hash, k->p.key,
+                                tg.device_id, &r) &&
           kiln_cache_put(out, &r))
         return 2;
     }
@@ -310,7 +313,7 @@ int tune_bundle_run_command(int argc, char **argv) {
   if (rc == 0) rc = run_bundle(&o, &b, sum, &out);
   if (sum && fclose(sum) != 0 && rc == 0) rc = 2;
   if (rc == 0 && o.cache && tune_cache_write(o.cache, &out, stderr)) rc = 2;
-  if (rc == 0 && o.json && tune_write_atomic(o.json, sbuf, slen) != 0) {
+  if (rc == 0 && o.json && kiln_file_write_atomic(o.json, sbuf, slen) != 0) {
     fprintf(stderr, "kiln-tune-runner: error: cannot write '%s': %s\n", o.json, strerror(errno));
     rc = 2;
   }

@@ -19,7 +19,7 @@ const char *kiln_cache_status_name(KilnCacheStatus s) {
 
 static bool same_identity(const KilnCacheRecord *a, const KilnCacheRecord *b) {
   return !strcmp(a->kernel, b->kernel) && !strcmp(a->source_hash, b->source_hash) &&
-         !strcmp(a->config, b->config) && !strcmp(a->key, b->key) &&
+         !strcmp(a->tune_hash, b->tune_hash) && !strcmp(a->config, b->config) && !strcmp(a->key, b->key) &&
          !strcmp(a->device, b->device) && !strcmp(a->kiln_version, b->kiln_version);
 }
 
@@ -54,16 +54,21 @@ void kiln_cache_free(KilnCache *c) {
 /* ---------------------------------------------------------------- a record from a candidate */
 
 bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *hash,
-                           const char *key, const char *device, KilnCacheRecord *r) {
+                           const char *tune_hash, const char *key, const char *device,
+                           KilnCacheRecord *r) {
   static const KilnCacheStatus map[ST_COUNT] = {
       [ST_OK] = KILN_CACHE_OK, [ST_CRASH] = KILN_CACHE_CRASH, [ST_HANG] = KILN_CACHE_HANG,
       [ST_MISMATCH] = KILN_CACHE_MISMATCH};
   if (c->from_cache || (c->state != ST_OK && c->state != ST_CRASH && c->state != ST_HANG &&
                         c->state != ST_MISMATCH))
     return false; /* build and runtime errors may be the environment's fault: try again next time */
+  if (c->state == ST_OK && !(isfinite(c->median_ms) && c->median_ms >= 0 && isfinite(c->p25_ms) &&
+                             isfinite(c->p75_ms) && isfinite(c->min_ms) && c->min_ms >= 0))
+    return false; /* a broken timer: no time to keep */
   memset(r, 0, sizeof *r);
   snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
   snprintf(r->source_hash, sizeof r->source_hash, "%s", hash);
+  snprintf(r->tune_hash, sizeof r->tune_hash, "%s", tune_hash);
   snprintf(r->config, sizeof r->config, "%s", c->config);
   snprintf(r->key, sizeof r->key, "%s", key);
   snprintf(r->device, sizeof r->device, "%s", device);
@@ -97,10 +102,12 @@ void tune_json_number(FILE *f, double v) {
 }
 
 static void record_text(FILE *f, const KilnCacheRecord *r) {
-  const char *names[] = {"kernel", "source_hash", "config", "key", "device", "kiln_version"};
-  const char *vals[] = {r->kernel, r->source_hash, r->config, r->key, r->device, r->kiln_version};
+  const char *names[] = {"kernel", "source_hash", "tune_hash", "config", "key", "device",
+                         "kiln_version"};
+  const char *vals[] = {r->kernel, r->source_hash, r->tune_hash, r->config, r->key, r->device,
+                        r->kiln_version};
   fputs("    {", f);
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 7; i++) {
     fprintf(f, "\"%s\": ", names[i]);
     tune_json_string(f, vals[i]);
     fputs(", ", f);
@@ -123,7 +130,8 @@ char *tune_cache_to_text(const KilnCache *c) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
-  fputs("{\"format\": \"kiln-tune-cache\", \"version\": 1, \"records\": [\n", f);
+  fprintf(f, "{\"format\": \"kiln-tune-cache\", \"version\": %d, \"records\": [\n",
+          KILN_CACHE_FORMAT_VERSION);
   for (size_t i = 0; i < c->count; i++) {
     record_text(f, &c->records[i]);
     fputs(i + 1 < c->count ? ",\n" : "\n", f);
@@ -138,7 +146,7 @@ char *tune_cache_to_text(const KilnCache *c) {
 
 int tune_cache_write(const char *path, const KilnCache *c, FILE *err) {
   char *text = tune_cache_to_text(c);
-  int rc = text && tune_write_atomic(path, text, strlen(text)) == 0 ? 0 : -1;
+  int rc = text && kiln_file_write_atomic(path, text, strlen(text)) == 0 ? 0 : -1;
   if (rc) fprintf(err, "kiln: error: cannot write the cache '%s': %s\n", path,
                   text ? strerror(errno) : "out of memory");
   free(text);

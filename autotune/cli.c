@@ -81,6 +81,9 @@ typedef struct Opts {
   double budget, timeout;
 } Opts;
 
+/* The generated library's name (and symbol prefix): --lib-name, else "kernels". */
+static const char *lib_name(const Opts *o) { return o->lib_name ? o->lib_name : "kernels"; }
+
 static int usage(const Opts *o, const char *fmt, const char *what) {
   fprintf(stderr, "kiln %s: ", o->is_lib ? "lib" : "tune");
   fprintf(stderr, fmt, what);
@@ -299,7 +302,14 @@ static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const TunePins *p
   for (int i = 0; i < nrec; i++) {
     const KilnCacheRecord *r = &cache->records[rec[i]];
     TuneCand *x = &c[n];
-    if (!parse_config(t, r->config, &x->cfg) || !tune_pins_match(pins, &x->cfg)) continue;
+    if (parse_config(t, r->config, &x->cfg) && !tune_pins_match(pins, &x->cfg))
+      continue; /* a record of another -D variant */
+    if (!tune_config_listed(t, r->config, &x->cfg)) { /* never shipped: it may not even build */
+      fprintf(stderr, "kiln lib: note: ignoring the record of '%s' for %s at key '%s': the tune "
+                      "block does not list that config (a value it lacks, or a where it fails)\n",
+              lk->name, r->config, r->key);
+      continue;
+    }
     x->state = ST_OK;
     x->median_ms = r->median_ms;
     x->p25_ms = r->p25_ms;
@@ -336,25 +346,31 @@ static int add_bucket_winner(LibKernel *lk, const KilnTune *t, const TunePins *p
   return rc;
 }
 
-/* One variant per record key (key buckets and signature) recorded for this kernel text on this
- * device and compiler; without_sig leaves specialized records out. */
+/* One variant per record key (key buckets and signature) recorded for this kernel text and
+ * tune block on this device and compiler; without_sig leaves specialized records out. */
 static int winners_from_cache(LibKernel *lk, const KilnTune *t, const TunePins *pins,
-                              const char *hash, const KilnCache *cache, const char *device,
-                              bool without_sig) {
+                              const char *hash, const char *tune_hash, const KilnCache *cache,
+                              const char *device, bool without_sig) {
   size_t *rec = malloc((cache->count ? cache->count : 1) * sizeof *rec);
   bool *done = calloc(cache->count ? cache->count : 1, sizeof *done);
-  int rc = rec && done ? 0 : -1;
+  int rc = rec && done ? 0 : -1, stale = 0, unhashed = 0;
   for (size_t i = 0; rc == 0 && i < cache->count; i++) {
     const KilnCacheRecord *r = &cache->records[i];
     if (done[i] || r->status != KILN_CACHE_OK || strcmp(r->kernel, lk->name) ||
         strcmp(r->source_hash, hash) || strcmp(r->device, device) ||
         strcmp(r->kiln_version, KILN_VERSION_STRING) || (without_sig && *tune_sig_of_key(r->key)))
       continue;
+    if (strcmp(r->tune_hash, tune_hash)) {
+      if (*r->tune_hash) stale++;
+      else unhashed++;
+      continue;
+    }
     int nrec = 0;
     for (size_t j = i; j < cache->count; j++) {
       const KilnCacheRecord *q = &cache->records[j];
       if (!done[j] && q->status == KILN_CACHE_OK && !strcmp(q->kernel, r->kernel) &&
-          !strcmp(q->source_hash, hash) && !strcmp(q->device, device) &&
+          !strcmp(q->source_hash, hash) && !strcmp(q->tune_hash, tune_hash) &&
+          !strcmp(q->device, device) &&
           !strcmp(q->kiln_version, r->kiln_version) && !strcmp(q->key, r->key)) {
         done[j] = true;
         rec[nrec++] = j;
@@ -362,6 +378,14 @@ static int winners_from_cache(LibKernel *lk, const KilnTune *t, const TunePins *
     }
     rc = add_bucket_winner(lk, t, pins, cache, rec, nrec);
   }
+  if (stale)
+    fprintf(stderr, "kiln lib: note: %d timing(s) of '%s' were made with another version of its "
+                    "tune block; not used (tune again to time the block as it is)\n",
+            stale, lk->name);
+  if (unhashed)
+    fprintf(stderr, "kiln lib: note: %d timing(s) of '%s' come from a cache of format 1, which "
+                    "does not say which tune block they timed; not used (tune again)\n",
+            unhashed, lk->name);
   free(rec);
   free(done);
   return rc;
@@ -452,6 +476,8 @@ static int tune_file(Run *R, int fi) {
     const KilnTune *t = kiln_tune_get(f->c, ti);
     if (!wanted(R, t)) continue;
     if (R->nproblems == 64 || R->nlibk == 64) return 1;
+    char tune_hash[20];
+    tune_block_hash(f->text, t, tune_hash); /* as written: records of every -D share it */
     if (!(t = pinned_tune(R, f, t))) return 1;
     const TuneHarness *h = pick_harness(R->cl, R->o.nargs, f, t->kernel_name);
     if (!h) {
@@ -473,13 +499,20 @@ static int tune_file(Run *R, int fi) {
     R->rep.kernels = kr;
     TuneKernelReport *rep = &kr[R->rep.nkernels++];
     memset(rep, 0, sizeof *rep);
+    memcpy(rep->tune_hash, tune_hash, sizeof tune_hash);
     TuneJob j = {R->o.files[fi], f->text, f->len, f->c, t, p, &R->tg, &R->ro,
                  R->o.cache ? &R->cache : NULL, &R->fresh, R->o.max_mode, R->tmpdir,
                  stderr, rep};
     if (R->o.bundle_dir) {
       if (tune_bundle_kernel(&R->bundle, &j)) return 2;
-    } else if (!R->o.is_lib && tune_kernel(&j) != 0) {
-      return 2;
+    } else if (!R->o.is_lib) {
+      size_t before = R->fresh.count;
+      if (tune_kernel(&j) != 0) return 2;
+      /* into the cache as soon as the kernel is done: a killed run loses at most the kernel it
+       * was tuning */
+      KilnCache done = {R->fresh.records + before, R->fresh.count - before, 0};
+      int rc = R->o.cache && done.count ? kiln_cache_merge_save(R->o.cache, &done, stderr) : 0;
+      if (rc) return rc > 0 ? 1 : 2;
     }
     if (R->o.is_lib) tune_kernel_hash(f->text, f->len, t->kernel, rep->source_hash);
     R->rep.timings += rep->timings;
@@ -575,7 +608,8 @@ static int lib_variants(Run *R, int fi, const KilnTune *t, int ki, const KilnCac
     if (found < 0) return 1;
     if (found == 0) fprintf(stderr, "kiln lib: note: '%s' as tuned on %s\n", lk->name, dev);
   }
-  if (dev[0] && winners_from_cache(lk, t, &R->o.pins, hash, all, dev, R->o.no_specialize))
+  if (dev[0] && winners_from_cache(lk, t, &R->o.pins, hash, R->rep.kernels[ki].tune_hash, all,
+                                   dev, R->o.no_specialize))
     return 2;
   if (has_generic(lk)) return 0;
   if (lk->nvariants == 0 && R->o.require_tuned) {
@@ -601,8 +635,8 @@ static int emit_library(Run *R) {
   if (gpu.narchs == 0) gpu = (LibGpuArchs){{KILN_TARGET_SM80, KILN_TARGET_SM90}, 2, gpu.ptx_only};
   bool cuda = is_cuda_spec(R->tg.spec);
   if (rc == 0)
-    rc = kiln_libgen_emit(R->o.lib_dir, R->o.lib_name ? R->o.lib_name : "kernels", R->tg.target,
-                          R->tg.cpu, cuda ? &gpu : NULL, R->libk, R->nlibk, stderr);
+    rc = kiln_libgen_emit(R->o.lib_dir, lib_name(&R->o), R->tg.target, R->tg.cpu,
+                          cuda ? &gpu : NULL, R->libk, R->nlibk, stderr);
   kiln_cache_free(&all);
   return rc;
 }
@@ -672,7 +706,11 @@ static int run_all(Run *R) {
     return fprintf(stderr, "kiln %s: error: %s\n", R->o.is_lib ? "lib" : "tune", err), 2;
   }
   snprintf(R->rep.device, sizeof R->rep.device, "%s", R->tg.device_id);
-  if (R->o.cache && kiln_cache_load(R->o.cache, &R->cache, stderr)) return 2;
+  if (R->o.cache) { /* `kiln lib` only reads: it never locks, moves or writes the cache */
+    int rc = R->o.is_lib ? kiln_cache_read(R->o.cache, &R->cache, stderr)
+                         : kiln_cache_load(R->o.cache, &R->cache, stderr);
+    if (rc) return rc > 0 ? 1 : 2;
+  }
   for (int i = 0; i < R->o.nfiles; i++, R->nopen++) {
     int rc = open_source(R->o.files[i], &R->files[i]);
     if (rc) {
@@ -689,7 +727,6 @@ static int run_all(Run *R) {
     if (rc) return rc;
   }
   if (R->o.bundle_dir) return tune_bundle_end(&R->bundle, true, stderr);
-  if (R->o.cache && R->fresh.count && kiln_cache_merge_save(R->o.cache, &R->fresh, stderr)) return 2;
   int rc = print_report(R);
   if (rc == 0 && R->o.lib_dir) rc = emit_library(R);
   return rc;
@@ -711,11 +748,55 @@ static void run_free(Run *R) {
   kiln_cache_free(&R->fresh);
 }
 
+typedef struct NamedPath {
+  char path[PATH_MAX];
+  const char *what; /* the option that names it */
+  bool output;
+} NamedPath;
+
+static void name_path(NamedPath *n, int *count, const char *what, bool output, const char *fmt,
+                      const char *a, const char *b) {
+  NamedPath *p = &n[(*count)++];
+  snprintf(p->path, sizeof p->path, fmt, a, b);
+  p->what = what;
+  p->output = output;
+}
+
+/* No output may be one of the inputs (compared as files, not names: a link or another spelling
+ * of the path counts): writing it would replace a kernel source or a cache with generated text.
+ * Checked before any work; the cache of `kiln tune` is both read and written, so it is only
+ * compared with the rest. Returns 0 or the usage exit code (reported). */
+static int check_outputs(const Opts *o) {
+  NamedPath n[64 + 5];
+  int count = 0;
+  for (int i = 0; i < o->nfiles; i++) name_path(n, &count, "input file", false, "%s%s", o->files[i], "");
+  if (o->cache) name_path(n, &count, "--cache", !o->is_lib, "%s%s", o->cache, "");
+  if (o->svg) name_path(n, &count, "--report-svg", true, "%s%s", o->svg, "");
+  const char *lib = lib_name(o), *opt = o->is_lib ? "-o" : "--emit-lib";
+  if (o->lib_dir) {
+    name_path(n, &count, opt, true, "%s/%s.h", o->lib_dir, lib);
+    name_path(n, &count, opt, true, "%s/%s.c", o->lib_dir, lib);
+  }
+  if (o->bundle_dir) name_path(n, &count, "--emit-bundle", true, "%s/%s", o->bundle_dir, "manifest.txt");
+  const char *cmd = o->is_lib ? "lib" : "tune";
+  for (int a = 0; a < count; a++)
+    for (int b = 0; b < count; b++)
+      if (a != b && n[a].output && (b < a || !n[b].output) &&
+          kiln_file_same(n[a].path, n[b].path)) {
+        fprintf(stderr, "kiln %s: the output '%s' (%s) is the same file as '%s' (%s); refusing "
+                        "to replace it\n(see 'kiln help %s')\n",
+                cmd, n[a].path, n[a].what, n[b].path, n[b].what, cmd);
+        return EXIT_USAGE;
+      }
+  return 0;
+}
+
 static int command(int argc, char **argv, bool is_lib) {
   Run *R = calloc(1, sizeof *R);
   if (!R) return 2;
   R->o = (Opts){.is_lib = is_lib, .jobs = 2, .reps = 5, .timeout = 10};
   int rc = parse_opts(argc, argv, &R->o);
+  if (rc == 0) rc = check_outputs(&R->o);
   if (rc == 0) {
     R->rep.mode = R->o.max_mode ? "max-autotune" : "default";
     R->ro = (TuneRunOpts){R->o.jobs, R->o.budget > 0 ? tune_now() + R->o.budget : 0, R->o.timeout,

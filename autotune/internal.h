@@ -178,6 +178,15 @@ bool tune_gpu_usage_fits(const KilnGpuUsage *u, int num_warps, char *why, size_t
 void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
                       const TuneProblem *p, const TuneDeviceLimits *lim);
 void tune_config_string(const KilnTuneConfig *cfg, char *buf, size_t cap);
+/* FNV hash (hex) of the tune block's canonical text: its keys, its parameters with their value
+ * lists, its `where` clauses (whitespace dropped) and its presets, in source order; comments and
+ * layout do not change it. Part of every record's identity: records of an edited block are
+ * never used for the new one. */
+void tune_block_hash(const char *src, const KilnTune *t, char out[20]);
+/* Whether a record's config string is one the tune block t lists today: the config of a
+ * preset, or a config of its cross product that passes the `where` clauses that do not name a
+ * key (those are checked per call). cfg gets the parsed config. */
+bool tune_config_listed(const KilnTune *t, const char *config, KilnTuneConfig *cfg);
 void tune_cands_free(TuneCand *c, int n);
 
 /* ---------------------------------------------------------------- build.c / run.c */
@@ -224,6 +233,7 @@ typedef struct TuneKernelReport {
   char kernel[64];
   char file[512];
   char source_hash[20];
+  char tune_hash[20];  /* of the tune block as written (before -D pins): see tune_block_hash */
   char key[256];
   char signature[192]; /* the promises every candidate was compiled with ("" for none) */
   size_t space_size;
@@ -392,7 +402,8 @@ int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const
 /* The record a candidate's outcome leaves: false for what is not cached (builds and runtime
  * errors, results read from the cache). */
 bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *hash,
-                           const char *key, const char *device, KilnCacheRecord *r);
+                           const char *tune_hash, const char *key, const char *device,
+                           KilnCacheRecord *r);
 /* The cache file's text (malloc'ed; NULL when memory runs out). */
 char *tune_cache_to_text(const KilnCache *c);
 /* Writes c to path atomically, replacing the file (no lock, no merge). 0 or -1 (reported). */
@@ -402,7 +413,6 @@ void tune_json_number(FILE *f, double v);
 
 /* ---------------------------------------------------------------- util */
 
-int tune_write_atomic(const char *path, const void *data, size_t size);
 char *tune_read_file(const char *path, size_t *len);
 uint64_t tune_fnv1a(const void *data, size_t n);
 /* FNV hash of kernel k's text from its first line to the end of its body. */

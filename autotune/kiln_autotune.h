@@ -58,11 +58,13 @@ typedef enum KilnCacheStatus {
   KILN_CACHE_STATUS_COUNT
 } KilnCacheStatus;
 
-/* One measured (or failed) configuration. Identity: kernel, source_hash, config, key, device,
- * kiln version. */
+/* One measured (or failed) configuration. Identity: kernel, source_hash, tune_hash, config,
+ * key, device, kiln version. */
 typedef struct KilnCacheRecord {
   char kernel[64];
   char source_hash[20];  /* FNV-1a 64 of the kernel's text (tune block excluded), hex */
+  char tune_hash[20];    /* FNV-1a 64 of the tune block's canonical text, hex: an edited block
+                            never reuses the winners of the old one ("" in a version 1 cache) */
   char config[256];      /* "BLOCK=256,num_warps=4,num_stages=2" */
   char key[256];         /* key buckets: "n=1048576" ("" when the block has no key) */
   char device[256];      /* "cpu:<model>:threads=N", "cuda:<name>:sm_90:sms=132:drv=12040" */
@@ -80,16 +82,29 @@ typedef struct KilnCache {
 
 const char *kiln_cache_status_name(KilnCacheStatus s);
 
-/* Reads the cache at `path` into *out (empty when the file does not exist). A file that is not
- * a valid cache (corrupt, truncated, wrong shape) is reported on `err`, moved aside to
- * PATH.corrupt-<unix time> and treated as empty: it is never trusted. Returns 0, or -1 when the
- * file exists but cannot be read or moved (message on err). *out is owned by the caller
- * (kiln_cache_free) and is valid (maybe empty) even on failure. */
+/* The newest cache format this Kiln reads and the one it writes. */
+#define KILN_CACHE_FORMAT_VERSION 2
+
+/* Reads the cache at `path` into *out for a reader (`kiln lib`): no lock is taken and nothing
+ * is moved or written, so a cache in a read-only directory reads (writers replace the file by
+ * rename, so a reader never sees half of one). Empty when the file does not exist. Records
+ * whose times are not finite and non-negative are left out with a note on `err`. Returns 0; 1
+ * when the file is not a cache this Kiln can use (corrupt, truncated, wrong shape, or a newer
+ * format version), reported on `err`; -1 when it cannot be read. *out is owned by the caller
+ * (kiln_cache_free) and is valid (maybe empty) on every return. */
+int kiln_cache_read(const char *path, KilnCache *out, FILE *err);
+/* Reads the cache for a writer (`kiln tune`), under the lock kiln_cache_merge_save takes. As
+ * kiln_cache_read, except that a corrupt file is reported, moved aside to
+ * PATH.corrupt-<unix time> and treated as empty (it is never trusted); a newer format version
+ * is refused (1) and never moved. A symlink is followed: its target is the cache. Returns 0, 1,
+ * or -1 as kiln_cache_read (-1 also when the file cannot be moved or the lock taken). */
 int kiln_cache_load(const char *path, KilnCache *out, FILE *err);
 /* Adds or replaces (same identity) the records of `add` in the cache file: under an exclusive
- * flock of PATH.lock it reads the file again, merges, and writes it through a temp file in the
- * same directory + rename, so concurrent tuners lose no records and a reader never sees a
- * half-written file. Returns 0 or -1 (message on err; the old file is intact). */
+ * flock of TARGET.lock (TARGET: path with symlinks followed) it reads the file again, merges,
+ * and writes it through a temp file in the target's directory + rename, so concurrent tuners
+ * lose no records, a reader never sees a half-written file and a symlinked cache stays a link.
+ * Returns 0, 1 (a newer format: nothing written) or -1 (message on err; the old file is
+ * intact). */
 int kiln_cache_merge_save(const char *path, const KilnCache *add, FILE *err);
 /* Appends or replaces a record in memory. Returns 0, or -1 when memory runs out. */
 int kiln_cache_put(KilnCache *c, const KilnCacheRecord *r);

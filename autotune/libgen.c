@@ -437,7 +437,7 @@ static int save(FILE *mem, char **buf, const char *dir, const char *L, const cha
   (void)len;
   if (fflush(mem) != 0) return 2;
   snprintf(path, sizeof path, "%s/%s.%s", dir, L, ext);
-  if (tune_write_atomic(path, *buf, strlen(*buf)) != 0) {
+  if (kiln_file_write_atomic(path, *buf, strlen(*buf)) != 0) {
     fprintf(err, "kiln: error: cannot write '%s': %s\n", path, strerror(errno));
     return 2;
   }

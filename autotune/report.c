@@ -76,6 +76,7 @@ static cJSON *kernel_json(const TuneKernelReport *k) {
   cJSON_AddStringToObject(o, "kernel", k->kernel);
   cJSON_AddStringToObject(o, "file", k->file);
   cJSON_AddStringToObject(o, "source_hash", k->source_hash);
+  cJSON_AddStringToObject(o, "tune_hash", k->tune_hash);
   cJSON_AddStringToObject(o, "key", k->key);
   cJSON_AddStringToObject(o, "signature", k->signature);
   cJSON_AddNumberToObject(o, "space_size", (double)k->space_size);
@@ -174,7 +175,7 @@ int tune_report_svg(const TuneReport *r, const char *path, FILE *err) {
   FILE *f = open_memstream(&buf, &len);
   int rc = f ? svg_write(r, f) : -1;
   if (f && fclose(f) != 0) rc = -1;
-  if (rc == 0 && tune_write_atomic(path, buf, len) != 0) rc = -1;
+  if (rc == 0 && kiln_file_write_atomic(path, buf, len) != 0) rc = -1;
   if (rc != 0) fprintf(err, "kiln tune: error: cannot write '%s': %s\n", path, strerror(errno));
   free(buf);
   return rc;

@@ -7,8 +7,11 @@
  *     write their inputs), timed with runtime events (so GPUs time on the device). On GPUs a
  *     flush buffer larger than L2 is overwritten after the restore, so that the copy of the
  *     inputs does not leave them in L2 for the timed kernel (it would flatter small kernels).
- * The parent waits with a deadline and SIGKILLs a child that runs past it (hang); a child that
- * dies on a signal crashed; any runtime error comes back as text.
+ * Linking and loading happen before the timed region: the child says when the variant is
+ * loaded, and only then does the time limit start (the load has a limit of its own, and a slow
+ * or failing linker is the environment's failure, never the kernel's). The parent then waits
+ * with a deadline and SIGKILLs a child that runs past it (hang); a child that dies on a signal
+ * after loading crashed; any runtime error comes back as text.
  *
  * Order of timing: a cheap pass over every candidate, then successive halving (the better half
  * is timed again with twice the repetitions) down to three, then the finalists are re-timed
@@ -30,6 +33,7 @@
 #define MAX_SAMPLES 256
 
 typedef struct ChildShared {
+  int loaded; /* set (atomically) once the variant is linked, loaded and its buffers exist */
   int status; /* 1 ok, 2 runtime error */
   char err[256];
   int nsamples;
@@ -104,6 +108,10 @@ static int child_main(const TuneTarget *tg, const char *kernel, const TuneProble
   KilnRtEvent *e0, *e1;
   if (kiln_rt_event_create(dev, &e0) != KILN_RT_OK || kiln_rt_event_create(dev, &e1) != KILN_RT_OK)
     return child_fail(sh, "event");
+  void *flush = NULL; /* freed with the device when the child exits */
+  if (tg->flush_bytes && kiln_rt_malloc(dev, tg->flush_bytes, &flush) != KILN_RT_OK)
+    return child_fail(sh, "malloc (L2 flush buffer)");
+  __atomic_store_n(&sh->loaded, 1, __ATOMIC_RELEASE); /* the time limit starts now */
   if (check) {
     if (restore(dev, p, bufs) || kiln_rt_launch(fn, &lc, args, NULL) != KILN_RT_OK ||
         kiln_rt_device_synchronize(dev) != KILN_RT_OK)
@@ -116,9 +124,6 @@ static int child_main(const TuneTarget *tg, const char *kernel, const TuneProble
       off += p->bytes[i];
     }
   }
-  void *flush = NULL; /* freed with the device when the child exits */
-  if (tg->flush_bytes && kiln_rt_malloc(dev, tg->flush_bytes, &flush) != KILN_RT_OK)
-    return child_fail(sh, "malloc (L2 flush buffer)");
   for (int r = -1; r < reps && r < MAX_SAMPLES; r++) { /* r == -1: warm-up */
     float ms = 0;
     if (restore(dev, p, bufs) ||
@@ -152,19 +157,33 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
-/* Waits for pid up to timeout_s; kills it when it runs past. Returns the wait status, or -1
- * for a timeout. */
-static int wait_limited(pid_t pid, double timeout_s) {
-  double end = tune_now() + timeout_s;
+/* Linking and loading a variant (the system linker for host objects, the driver's loader for
+ * cubins) is the environment's work, not the kernel's: on a loaded machine it can take longer
+ * than the kernel's time limit, so it has a limit of its own, and going past it is a failure of
+ * the environment (not cached), never a hang of the kernel. */
+enum { LOAD_LIMIT_S = 120 };
+
+enum { WAIT_RUN_TIMEOUT = -1, WAIT_LOAD_TIMEOUT = -2 };
+
+/* Waits for pid: LOAD_LIMIT_S until the child says the variant is loaded, then timeout_s for
+ * the runs; kills it when it runs past either. Returns the wait status, or WAIT_*_TIMEOUT. */
+static int wait_limited(pid_t pid, const ChildShared *sh, double timeout_s) {
+  double end = tune_now() + LOAD_LIMIT_S;
+  bool loaded = false;
   int status = 0;
   for (long nap = 1;; nap = nap < 20 ? nap * 2 : 20) {
+    if (!loaded && __atomic_load_n(&sh->loaded, __ATOMIC_ACQUIRE)) {
+      loaded = true;
+      end = tune_now() + timeout_s;
+      nap = 1;
+    }
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) return status;
     if (r < 0) return 0;
     if (tune_now() > end) {
       kill(pid, SIGKILL);
       while (waitpid(pid, &status, 0) < 0) {}
-      return -1;
+      return loaded ? WAIT_RUN_TIMEOUT : WAIT_LOAD_TIMEOUT;
     }
     sleep_ms(nap);
   }
@@ -268,9 +287,14 @@ static void run_child(Runner *R, TuneCand *c, int reps, bool check) {
     R->timings++;
     c->timings++;
   }
-  int status = wait_limited(pid, R->o->timeout_s);
-  if (status == -1)
+  int status = wait_limited(pid, sh, R->o->timeout_s);
+  if (status == WAIT_RUN_TIMEOUT)
     set_failure(c, ST_HANG, "hang: killed after the %gs time limit", R->o->timeout_s);
+  else if (status == WAIT_LOAD_TIMEOUT)
+    set_failure(c, ST_FAILED, "load: linking or loading the variant took over %ds", LOAD_LIMIT_S);
+  else if (WIFSIGNALED(status) && !sh->loaded) /* the linker's or loader's fault, not the kernel's */
+    set_failure(c, ST_FAILED, "load: the child died on signal %s (%d) while loading the variant",
+                strsignal(WTERMSIG(status)), WTERMSIG(status));
   else if (WIFSIGNALED(status))
     set_failure(c, ST_CRASH, "crash: signal %s (%d)", strsignal(WTERMSIG(status)), WTERMSIG(status));
   else if (sh->status != 1)

@@ -8,6 +8,7 @@
  * the grid the harness computes for it. */
 #include "internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,3 +205,94 @@ TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *
   return cands;
 }
 
+
+/* ---------------------------------------------------------------- the block as records see it */
+
+static bool word_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         ch == '_' || ch == '.';
+}
+
+/* The canonical text is the block's source from its name to its closing brace with comments
+ * dropped and whitespace dropped, except one space between two word characters: layout and
+ * comments do not change it, any token does. */
+void tune_block_hash(const char *src, const KilnTune *t, char out[20]) {
+  const char *p = src;
+  for (int l = 1; l < t->span.line && *p; p++)
+    if (*p == '\n') l++;
+  for (int c = 1; c < t->span.col && *p && *p != '\n'; c++) p++;
+  uint64_t h = 0xcbf29ce484222325ull;
+  int depth = 0;
+  char last = 0;
+  bool space = false;
+  for (; *p; p++) {
+    if (p[0] == '/' && p[1] == '/') {
+      p += strcspn(p, "\n");
+      space = true;
+      if (!*p) break;
+      continue;
+    }
+    if (p[0] == '/' && p[1] == '*') {
+      const char *end = strstr(p + 2, "*/");
+      if (!end) break;
+      p = end + 1;
+      space = true;
+      continue;
+    }
+    char ch = *p;
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      space = true;
+      continue;
+    }
+    if (space && word_char(last) && word_char(ch)) h = (h ^ (unsigned char)' ') * 0x100000001b3ull;
+    space = false;
+    h = (h ^ (unsigned char)ch) * 0x100000001b3ull;
+    last = ch;
+    if (ch == '{') depth++;
+    if (ch == '}' && --depth == 0) break;
+  }
+  snprintf(out, 20, "%016llx", (unsigned long long)h);
+}
+
+/* Whether v is among the values the block lists for parameter `name`; a parameter the block
+ * does not list (num_warps / num_stages left at their defaults) takes only its default dflt. */
+static bool value_listed(const KilnTune *t, const char *name, int64_t v, int64_t dflt) {
+  for (int i = 0; i < t->nparams; i++) {
+    if (strcmp(t->params[i].name, name)) continue;
+    for (int j = 0; j < t->params[i].nvalues; j++)
+      if (t->params[i].values[j] == v) return true;
+    return false;
+  }
+  return v == dflt;
+}
+
+bool tune_config_listed(const KilnTune *t, const char *config, KilnTuneConfig *cfg) {
+  char s[256];
+  for (int i = 0; i < t->npresets; i++)
+    if (kiln_tune_preset_get(t, t->presets[i].name, cfg)) {
+      tune_config_string(cfg, s, sizeof s);
+      if (!strcmp(s, config)) return true;
+    }
+  KilnTuneConfig dflt;
+  if (!kiln_tune_config_get(t, 0, &dflt)) return false;
+  *cfg = dflt;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", config);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '='), *end;
+    if (!eq) return false;
+    *eq = '\0';
+    int i = 0;
+    while (i < cfg->nbindings && strcmp(cfg->bindings[i].name, tok)) i++;
+    if (i == cfg->nbindings) return false; /* a parameter the block no longer has */
+    errno = 0;
+    long long v = strtoll(eq + 1, &end, 10);
+    if (errno || end == eq + 1 || *end || !value_listed(t, tok, v, dflt.bindings[i].value))
+      return false;
+    cfg->bindings[i].value = v;
+    if (!strcmp(tok, "num_warps")) cfg->num_warps = (int)v;
+    if (!strcmp(tok, "num_stages")) cfg->num_stages = (int)v;
+  }
+  tune_config_string(cfg, s, sizeof s); /* every binding once, in the block's order */
+  return !strcmp(s, config) && kiln_tune_where_ok(NULL, t, cfg);
+}

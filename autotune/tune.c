@@ -2,9 +2,11 @@
  *
  * Candidates are the whole pruned space (max-autotune) or a small deterministic subset
  * (default: the block's presets, else up to four configs spread evenly over the kept ones).
- * A candidate with a record for this (kernel text, config, key bucket, device, compiler) is
- * not timed again; one that crashed or hung for this kernel text on this device and compiler,
- * for any key, is poisoned and never run again. The record key carries the call's
+ * A candidate with a record for this (kernel text, tune block, config, key bucket, device,
+ * compiler) is not timed again; one that crashed or hung there is poisoned and never run again
+ * for that key. Poison is per key and keeps its reason: a config may crash or hang only for some
+ * sizes (an out-of-bounds tail, a loop bound), and the other keys must still time it. Failures
+ * of the environment (build, link, load) are never recorded, so they poison nothing. The record key carries the call's
  * specialization signature (sig.c): a variant compiled for "stride = 1" is a different program
  * from the generic one, so their timings never stand in for each other. */
 #include "internal.h"
@@ -16,37 +18,25 @@ static void record_identity(const TuneJob *j, const TuneCand *c, KilnCacheRecord
   memset(r, 0, sizeof *r);
   snprintf(r->kernel, sizeof r->kernel, "%s", j->t->kernel_name);
   snprintf(r->source_hash, sizeof r->source_hash, "%s", j->rep->source_hash);
+  snprintf(r->tune_hash, sizeof r->tune_hash, "%s", j->rep->tune_hash);
   snprintf(r->config, sizeof r->config, "%s", c->config);
   snprintf(r->key, sizeof r->key, "%s", j->p->record_key);
   snprintf(r->device, sizeof r->device, "%s", j->tg->device_id);
   snprintf(r->kiln_version, sizeof r->kiln_version, "%s", KILN_VERSION_STRING);
 }
 
-static const KilnCacheRecord *find_poison(const KilnCache *cache, const KilnCacheRecord *id) {
-  for (size_t i = 0; cache && i < cache->count; i++) {
-    const KilnCacheRecord *r = &cache->records[i];
-    if ((r->status == KILN_CACHE_CRASH || r->status == KILN_CACHE_HANG) &&
-        !strcmp(r->kernel, id->kernel) && !strcmp(r->source_hash, id->source_hash) &&
-        !strcmp(r->config, id->config) && !strcmp(r->device, id->device) &&
-        !strcmp(r->kiln_version, id->kiln_version))
-      return r;
-  }
-  return NULL;
-}
-
 static void apply_cache(const TuneJob *j, TuneCand *c) {
   KilnCacheRecord id;
   record_identity(j, c, &id);
   const KilnCacheRecord *r = j->cache ? kiln_cache_find(j->cache, &id) : NULL;
-  const KilnCacheRecord *poison = find_poison(j->cache, &id);
-  if (poison) {
+  if (!r) return;
+  if (r->status == KILN_CACHE_CRASH || r->status == KILN_CACHE_HANG) {
     c->state = ST_POISONED;
     c->from_cache = true;
-    snprintf(c->detail, sizeof c->detail, "poisoned (%s for key %.60s): %.150s",
-             kiln_cache_status_name(poison->status), poison->key, poison->detail);
+    snprintf(c->detail, sizeof c->detail, "poisoned (%s): %.200s",
+             kiln_cache_status_name(r->status), r->detail);
     return;
   }
-  if (!r) return;
   c->from_cache = true;
   static const TuneState map[KILN_CACHE_STATUS_COUNT] = {ST_OK, ST_CRASH, ST_HANG, ST_MISMATCH,
                                                          ST_FAILED};
@@ -104,8 +94,8 @@ int tune_select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out) {
 
 static void add_record(TuneJob *j, const TuneCand *c) {
   KilnCacheRecord r;
-  if (tune_record_from_cand(c, j->t->kernel_name, j->rep->source_hash, j->p->record_key,
-                            j->tg->device_id, &r))
+  if (tune_record_from_cand(c, j->t->kernel_name, j->rep->source_hash, j->rep->tune_hash,
+                            j->p->record_key, j->tg->device_id, &r))
     kiln_cache_put(j->fresh, &r);
 }
 

@@ -14,33 +14,6 @@ double tune_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* A temp file in the target's directory + fsync + rename: a reader sees the old file or the
- * new one, never half of one, and a failed write leaves the old file alone. */
-int tune_write_atomic(const char *path, const void *data, size_t size) {
-  char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  int fd = mkstemp(tmp);
-  if (fd < 0) return -1;
-  FILE *f = fdopen(fd, "wb");
-  if (!f) {
-    close(fd);
-    unlink(tmp);
-    return -1;
-  }
-  size_t put = fwrite(data, 1, size, f);
-  int bad = put != size || fflush(f) != 0 || fsync(fileno(f)) != 0;
-  if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-    int saved = errno ? errno : EIO;
-    unlink(tmp);
-    errno = saved;
-    return -1;
-  }
-  return 0;
-}
-
 char *tune_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;

@@ -72,40 +72,6 @@ static const char *const usage_check =
     "from the first configuration of each tune block. Prints diagnostics; exit code 1 if any\n"
     "file has errors.\n";
 
-/* Writes data to path through a temporary file in the same directory and a rename, so that a
- * reader never sees a half-written file and an old file survives a failed write. */
-static int write_atomically(const char *path, const void *data, size_t size) {
-  char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  int fd = mkstemp(tmp);
-  if (fd < 0) return -1;
-  mode_t mask = umask(0); /* mkstemp makes 0600; give the file the mode a plain create would */
-  umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0) {
-    close(fd);
-    unlink(tmp);
-    return -1;
-  }
-  FILE *f = fdopen(fd, "wb");
-  if (!f) {
-    close(fd);
-    unlink(tmp);
-    return -1;
-  }
-  size_t put = fwrite(data, 1, size, f);
-  int flush_err = fflush(f) != 0 || fsync(fileno(f)) != 0;
-  if (fclose(f) != 0 || put != size || flush_err || rename(tmp, path) != 0) {
-    int saved = errno;
-    unlink(tmp);
-    errno = saved ? saved : EIO;
-    return -1;
-  }
-  return 0;
-}
-
 static int parse_int(const char *s, long long lo, long long hi, long long *out) {
   char *end = NULL;
   errno = 0;
@@ -228,9 +194,6 @@ static int run_compile(CompileArgs *ca) {
                           .num_multiple_of = ca->nmultiple_of, .target = target, .cpu = ca->cpu,
                           .num_warps = ca->num_warps, .num_stages = ca->num_stages,
                           .dump_after = ca->dump_after, .diag = stderr};
-  KilnBuffer out = {0};
-  KilnDriverStatus st = kiln_driver_compile(&o, emit, &out);
-  if (st != KILN_DRIVER_OK) return (int)st;
   char default_out[PATH_MAX];
   const char *path = ca->out;
   if (!path && (emit == KILN_EMIT_OBJ || emit == KILN_EMIT_CUBIN)) {
@@ -238,10 +201,18 @@ static int run_compile(CompileArgs *ca) {
              emit == KILN_EMIT_OBJ ? "o" : "cubin");
     path = default_out;
   }
+  if (path && strcmp(path, "-") && kiln_file_same(path, ca->file)) {
+    fprintf(stderr, "kiln compile: the output '%s' is the input file '%s'; refusing to replace "
+                    "it\n(see 'kiln help compile')\n", path, ca->file);
+    return EXIT_USAGE;
+  }
+  KilnBuffer out = {0};
+  KilnDriverStatus st = kiln_driver_compile(&o, emit, &out);
+  if (st != KILN_DRIVER_OK) return (int)st;
   int rc = 0;
   if (!path || !strcmp(path, "-")) {
     if (fwrite(out.data, 1, out.size, stdout) != out.size || fflush(stdout) != 0) rc = 2;
-  } else if (write_atomically(path, out.data, out.size) != 0) {
+  } else if (kiln_file_write_atomic(path, out.data, out.size) != 0) {
     fprintf(stderr, "kiln: error: cannot write '%s': %s\n", path, strerror(errno));
     rc = 2;
   }

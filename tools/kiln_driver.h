@@ -108,6 +108,21 @@ KilnTarget kiln_target_from_name(const char *name);
 const char *kiln_emit_name(KilnEmit e);
 KilnEmit kiln_emit_from_name(const char *name);
 
+/* ---------------------------------------------------------------- files (file.c) */
+
+/* Whether paths a and b name one existing file (same device and inode, so links, symlinks and
+ * other spellings of a path count): the commands refuse an output that is one of their inputs
+ * before doing any work, since writing it would destroy the input. False when either does not
+ * exist. */
+bool kiln_file_same(const char *a, const char *b);
+/* The file that writing `path` replaces: path with its symlinks followed (the last link's target
+ * may not exist yet). 0, or -1 with errno (a loop, a name too long). */
+int kiln_file_resolve(const char *path, char *out, size_t cap);
+/* Replaces the file at path (symlinks followed) by data, through a temp file in its directory,
+ * fsync and rename; the new file keeps the old one's mode, or gets 0666 less the umask. 0, or -1
+ * with errno (the old file is then intact and no temp file is left). */
+int kiln_file_write_atomic(const char *path, const void *data, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

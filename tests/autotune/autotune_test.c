@@ -3,8 +3,10 @@
  *
  *   unit             harness expressions and key buckets
  *   faults           crash, hang, wrong result, `where` and static-limit pruning, one run
- *   poison_and_warm  crashed/hung configs are never retried (another key); a warm cache times
- *                    nothing
+ *   poison_and_warm  crashed/hung configs are poisoned for their key only, with the reason; a
+ *                    warm cache times nothing
+ *   slow_linker      a linker slower than the time limit: every variant ok, no hang
+ *   broken_linker    a failing, missing or deadly linker: failed, never cached
  *   corrupt_cache    a truncated cache is reported, moved aside and rebuilt
  *   concurrent       two tuners on one cache at once: both records kept, the file valid
  *   budget           a tiny --budget stops timing, and what was not timed says so
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,22 +152,90 @@ static void test_faults(void) {
 
 static void test_poison_and_warm(void) {
   cJSON_Delete(run_faulty("first", 1000));
-  cJSON *r = run_faulty("other_key", 5000); /* key n=8192: a new bucket */
+  /* poison is per key: at key n=8192 (a new bucket) the configs that crashed or hung at n=1024
+   * are timed again (a config may fail at one size only) */
+  cJSON *r = run_faulty("other_key", 5000);
   if (r) {
-    expect_state(r, 1, "poisoned");
-    expect_state(r, 2, "poisoned");
+    expect_state(r, 1, "crash");
+    expect_state(r, 2, "hang");
     expect_state(r, 0, "ok");
-    CHECK(num(cand(r, mode_cfg(1)), "timings") == 0 && num(cand(r, mode_cfg(2)), "timings") == 0,
-          "poisoned configs were run again");
-    CHECK(num(cand(r, mode_cfg(0)), "timings") > 0, "the new key was not timed");
+    CHECK(num(cand(r, mode_cfg(1)), "timings") > 0 && num(cand(r, mode_cfg(0)), "timings") > 0,
+          "the new key was not timed");
     cJSON_Delete(r);
   }
-  r = run_faulty("warm", 1000);
+  r = run_faulty("warm", 1000); /* the same key: poisoned, with the reason */
   if (r) {
     CHECK(num(r, "timings") == 0, "a warm cache timed %d variants", num(r, "timings"));
+    expect_state(r, 1, "poisoned");
+    expect_state(r, 2, "poisoned");
+    CHECK(strstr(str(cand(r, mode_cfg(1)), "detail"), "crash") &&
+          strstr(str(cand(r, mode_cfg(2)), "detail"), "hang"), "poison without its reason");
     CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "warm winner %s", str(kernel0(r), "winner"));
     cJSON_Delete(r);
   }
+}
+
+static int count_records(const char *key);
+
+/* Writes an executable shell script DIR/name and returns its path. */
+static const char *script(const char *name, const char *body) {
+  static char p[512];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  if (!f) return NULL;
+  fprintf(f, "#!/bin/sh\n%s\n", body);
+  fclose(f);
+  chmod(p, 0755);
+  return p;
+}
+
+static const char scale_args[] = "n=4096; a=2.5; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)";
+
+/* A linker slower than the kernel's time limit: linking and loading happen before the timed
+ * region, so every variant times ok, none is a hang, and nothing is poisoned. */
+static void test_slow_linker(void) {
+  const char *cc = script("slowcc", "sleep 2; exec cc \"$@\"");
+  CHECK(cc && setenv("KILN_CC", cc, 1) == 0, "KILN_CC");
+  static const char *const opts[] = {"--timeout", "1", "--reps", "1", NULL};
+  cJSON *r = tune("slow", "scale_add.kiln", scale_args, opts);
+  if (!r) return;
+  int ok = 0, n = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates")) {
+    n++;
+    ok += !strcmp(str(c, "status"), "ok");
+    CHECK(!strcmp(str(c, "status"), "ok"), "%s: %s (%s)", str(c, "config"), str(c, "status"), str(c, "detail"));
+  }
+  CHECK(n > 0 && ok == n, "%d of %d ok", ok, n);
+  CHECK(count_records(NULL) == n, "cache records %d, want %d", count_records(NULL), n);
+  cJSON_Delete(r);
+}
+
+/* A linker that fails, is missing, or takes the timing child down with it (as a loader may on
+ * a full disk) is the environment's fault: reported as failed, never cached (so never
+ * poisoned, where a crash while loading used to be), and the next run with a working linker
+ * times every config. */
+static void test_broken_linker(void) {
+  char failing[512], dying[512]; /* script() returns one static buffer */
+  snprintf(failing, sizeof failing, "%s", script("badcc", "echo 'no space left on device' >&2; exit 1"));
+  snprintf(dying, sizeof dying, "%s", script("deadlycc", "kill -SEGV $PPID; sleep 5; exit 1"));
+  const char *ccs[] = {failing, "/nonexistent/cc", dying}, *tags[] = {"failing", "missing", "dying"};
+  static const char *const opts[] = {"--reps", "1", NULL};
+  for (int pass = 0; pass < 3; pass++) {
+    CHECK(setenv("KILN_CC", ccs[pass], 1) == 0, "KILN_CC");
+    cJSON *r = tune(tags[pass], "scale_add.kiln", scale_args, opts);
+    if (!r) return;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates"))
+      CHECK(!strcmp(str(c, "status"), "failed"), "%s: %s (%s)", str(c, "config"), str(c, "status"),
+            str(c, "detail"));
+    cJSON_Delete(r);
+    CHECK(count_records(NULL) <= 0, "%d records of a broken linker cached", count_records(NULL));
+  }
+  unsetenv("KILN_CC");
+  cJSON *r = tune("fixed", "scale_add.kiln", scale_args, opts);
+  CHECK(r && num(r, "timings") > 0 && str(kernel0(r), "winner")[0], "no timing after the linker was fixed");
+  cJSON_Delete(r);
 }
 
 static int count_records(const char *key) {
@@ -324,6 +395,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(t, "corrupt_cache")) test_corrupt_cache();
   else if (!strcmp(t, "concurrent")) test_concurrent();
   else if (!strcmp(t, "budget")) test_budget();
+  else if (!strcmp(t, "slow_linker")) test_slow_linker();
+  else if (!strcmp(t, "broken_linker")) test_broken_linker();
   else if (!strcmp(t, "signature")) test_signature();
   else return 64;
   if (!failures) { /* keep the files of a failed test for a look */

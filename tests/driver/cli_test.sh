@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the `kiln` command's contract: exit codes, diagnostics with a caret, every --emit
-# output, -D bindings, --dump-after, and that -o never leaves a half-written file.
+# output, -D bindings, --dump-after, that -o never leaves a half-written file and never
+# replaces the input.
 # Usage: cli_test.sh KILN KERNEL_DIR [EXAMPLES_DIR]
 set -u
 kiln=$1 kdir=$2 edir=${3:-}
@@ -143,6 +144,18 @@ check keep-on-failure 1 "$kiln" compile "$tmp/bad.kiln" --kernel bad -D BLOCK=64
 [ "$(cat "$tmp/keep.o")" = precious ] || { echo "FAIL keep-on-failure: output overwritten"; fails=$((fails + 1)); }
 leftovers=$(find "$tmp" -name '*.tmp.*' | wc -l)
 [ "$leftovers" -eq 0 ] || { echo "FAIL temp files left behind: $leftovers"; fails=$((fails + 1)); }
+
+# --- an output that is the input is refused before any work (by file, not by name: a symlink
+# or another spelling of the path is the same file), and the input is left as it was
+cp "$va" "$tmp/self.kiln"
+ln -s self.kiln "$tmp/self-link.o"
+sum=$(cksum <"$tmp/self.kiln")
+check out-is-input 64 "$kiln" compile "$tmp/self.kiln" --kernel vector_add -o "$tmp/self.kiln" &&
+  contains out-is-input "is the input file"
+check out-is-input-spelled 64 "$kiln" compile "$tmp/self.kiln" --kernel vector_add --emit obj -o "$tmp/./self.kiln"
+check out-is-input-symlink 64 "$kiln" compile "$tmp/self.kiln" --kernel vector_add --emit obj -o "$tmp/self-link.o"
+[ "$(cksum <"$tmp/self.kiln")" = "$sum" ] && [ -L "$tmp/self-link.o" ] ||
+  { echo "FAIL out-is-input: the input was replaced"; fails=$((fails + 1)); }
 
 if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all cli checks passed"

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# The files `kiln tune` and `kiln lib` read and write, under hostile conditions: one case per
+# run (docs/testing.md lists what each checks).
+#   outputs        an output that is an input (a source, the cache) is refused before any work
+#   records        records naming configs the tune block does not list are never shipped
+#   edited_block   records of an edited tune block (a new `where`) are not used; a change of
+#                  layout or comments keeps them
+#   bad_medians    infinite, negative medians and spreads are ignored on load, never written back
+#   reader         `kiln lib` never moves, locks or writes a cache: a corrupt one is its error,
+#                  a newer format is refused (by `kiln tune` too) and left where it is
+#   symlink        a symlinked cache stays a link; its target gets the records
+#   kill           a SIGKILLed `kiln tune` keeps the records of the kernels it finished
+#   modes          new outputs get 0666 less the umask, replaced ones keep their mode
+# Hostile inputs are in caches/ (caches/README.md).
+# Usage: files_test.sh KILN KERNEL_DIR CASE   (KEEP=1 keeps the temp dir for a look)
+set -u
+kiln=$1 kdir=$2 case=$3
+caches=$(dirname "$0")/caches
+tmp=$(mktemp -d)
+[ -n "${KEEP:-}" ] || trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+fails=0
+src=$kdir/scale_add.kiln
+args='n=4096; a=2.5; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)'
+
+fail() { echo "FAIL $case: $*"; fails=$((fails + 1)); }
+
+run() { # run NAME EXPECTED_RC CMD... ; output in $tmp/NAME.out
+  local name=$1 want=$2; shift 2
+  "$@" >"$tmp/$name.out" 2>&1
+  local rc=$?
+  [ "$rc" -eq "$want" ] || { fail "$name: exit $rc, expected $want"; sed 's/^/    /' "$tmp/$name.out" | head -20; return 1; }
+}
+
+says() { # says NAME PATTERN: grep -E in NAME's output
+  grep -qE -- "$2" "$tmp/$1.out" || { fail "$1: output lacks /$2/"; sed 's/^/    /' "$tmp/$1.out" | head -20; return 1; }
+}
+
+unchanged() { # unchanged FILE SUM
+  [ "$(cksum <"$1")" = "$2" ] || fail "$1 was changed"
+}
+
+case_outputs() {
+  cp "$src" "$tmp/k.kiln"
+  ln -s k.kiln "$tmp/link.json"
+  local sum; sum=$(cksum <"$tmp/k.kiln")
+  run tune-cache 64 "$kiln" tune "$tmp/k.kiln" --cache "$tmp/k.kiln" --args "$args" &&
+    says tune-cache "'$tmp/k.kiln' \(--cache\) is the same file as '$tmp/k.kiln' \(input file\)"
+  run tune-cache-link 64 "$kiln" tune "$tmp/k.kiln" --cache "$tmp/link.json" --args "$args"
+  run tune-svg 64 "$kiln" tune "$tmp/k.kiln" --report-svg "$tmp/./k.kiln" --args "$args"
+  cp "$src" "$tmp/kernels.h"
+  local hsum; hsum=$(cksum <"$tmp/kernels.h")
+  run lib-header 64 "$kiln" lib "$tmp/kernels.h" -o "$tmp" --args "$args" && says lib-header '\(-o\)'
+  mkdir -p "$tmp/out" && echo '{}' >"$tmp/out/lib.c"
+  run lib-cache 64 "$kiln" lib "$tmp/k.kiln" --cache "$tmp/out/lib.c" -o "$tmp/out" --lib-name lib --args "$args"
+  [ "$(cat "$tmp/out/lib.c")" = '{}' ] || fail "lib-cache: the cache was replaced"
+  unchanged "$tmp/k.kiln" "$sum"
+  unchanged "$tmp/kernels.h" "$hsum"
+  [ -L "$tmp/link.json" ] || fail "the link was replaced"
+  [ -z "$(find "$tmp" -name '*.corrupt-*')" ] || fail "an input was moved aside"
+}
+
+# fill FILE.in OUT: the template with the identity of scale_add's records on this machine, from
+# a cache tuned here ($tmp/real.json)
+fill() {
+  local line; line=$(grep -m1 '"kernel": "scale_add"' "$tmp/real.json")
+  field() { printf '%s' "$line" | sed -E "s/.*\"$1\": \"([^\"]*)\".*/\1/"; }
+  sed -e "s/@SOURCE_HASH@/$(field source_hash)/g" -e "s/@TUNE_HASH@/$(field tune_hash)/g" \
+      -e "s|@DEVICE@|$(field device)|g" -e "s/@VERSION@/$(field kiln_version)/g" "$1" >"$2"
+}
+
+tune_real() { # the real identity of this machine's records, in $tmp/real.json
+  run tune-real 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/real.json" --args "$args"
+}
+
+# shipped FILE.c: the configs of the tuned variants ("BLOCK num_warps num_stages" per line)
+shipped() {
+  sed -nE 's/.*\{([0-9-]+)LL, ([0-9]+), ([0-9]+), "[^"]*"\}\}, \/\* tuned .*/\1 \2 \3/p' "$1"
+}
+
+case_records() {
+  tune_real
+  fill "$caches/huge_block.json.in" "$tmp/c.json"
+  run lib 0 "$kiln" lib "$src" --cache "$tmp/c.json" -o "$tmp/lib" --args "$args" || return
+  [ "$(shipped "$tmp/lib/kernels.c")" = "256 1 2" ] || fail "shipped: $(shipped "$tmp/lib/kernels.c" | tr '\n' ';')"
+  grep -q 16777216 "$tmp/lib/kernels.c" && fail "BLOCK=16777216 is in the library"
+  [ "$(grep -c 'does not list that config' "$tmp/lib.out")" -eq 3 ] || fail "want 3 notes"
+}
+
+case_edited_block() {
+  cp "$src" "$tmp/k.kiln"
+  run tune 0 "$kiln" tune "$tmp/k.kiln" --reps 1 --cache "$tmp/c.json" --args "$args" || return
+  # BLOCK=1024 the clear winner, then a where that excludes it
+  sed -i -E '/BLOCK=1024,num_warps=4/s/"(median|p25|p75|min)_ms": [^,]*/"\1_ms": 0.000001/g' "$tmp/c.json"
+  sed -e 's/^    num_warps in \[1, 4\];/    num_warps   in [1,4];  \/\/ layout and comments only/' "$tmp/k.kiln" >"$tmp/k2.kiln"
+  mv "$tmp/k2.kiln" "$tmp/k.kiln"
+  run lib-layout 0 "$kiln" lib "$tmp/k.kiln" --cache "$tmp/c.json" -o "$tmp/lib1" --args "$args" &&
+    [ "$(shipped "$tmp/lib1/kernels.c")" = "1024 4 2" ] || fail "a layout change lost the records: $(shipped "$tmp/lib1/kernels.c")"
+  sed -i 's/^    num_warps   in \[1,4\];.*/    num_warps in [1, 4];\n    where BLOCK != 1024;/' "$tmp/k.kiln"
+  grep -q 'where BLOCK != 1024' "$tmp/k.kiln" || { fail "could not edit the block"; return; }
+  run lib-edited 0 "$kiln" lib "$tmp/k.kiln" --cache "$tmp/c.json" -o "$tmp/lib2" --args "$args" || return
+  grep -q '{1024LL' "$tmp/lib2/kernels.c" && fail "the edited block's library has BLOCK=1024"
+  says lib-edited 'another version of its tune block'
+}
+
+case_bad_medians() {
+  tune_real
+  fill "$caches/bad_medians.json.in" "$tmp/c.json"
+  run lib 0 "$kiln" lib "$src" --cache "$tmp/c.json" -o "$tmp/lib" --args "$args" || return
+  [ "$(shipped "$tmp/lib/kernels.c")" = "1024 4 2" ] || fail "shipped: $(shipped "$tmp/lib/kernels.c" | tr '\n' ';')"
+  [ "$(grep -c 'not finite and non-negative' "$tmp/lib.out")" -eq 3 ] || fail "want 3 notes"
+  # a writer (another key) rewrites the file: the bad records must not come back as 0
+  run tune 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --args "${args/n=4096/n=100000}" || return
+  grep -E '"key": "n=4096[^"]*".*"median_ms": (0|-1)[,.]' "$tmp/c.json" | grep -v '"median_ms": 0\.' &&
+    fail "a bad median was written back"
+  [ "$(grep -c '"key": "n=4096' "$tmp/c.json")" -eq 1 ] || fail "bad records kept: $(grep -c '"key": "n=4096' "$tmp/c.json")"
+}
+
+case_reader() {
+  tune_real
+  rm -f "$tmp/real.json.lock"
+  run lib-real 0 "$kiln" lib "$src" --cache "$tmp/real.json" -o "$tmp/lib" --args "$args"
+  [ -e "$tmp/real.json.lock" ] && fail "kiln lib created a lock file"
+  for c in truncated newer_version; do
+    cp "$caches/$c.json" "$tmp/$c.json"
+    local sum; sum=$(cksum <"$tmp/$c.json")
+    run "lib-$c" 1 "$kiln" lib "$src" --cache "$tmp/$c.json" -o "$tmp/lib-$c" --args "$args"
+    unchanged "$tmp/$c.json" "$sum"
+    [ -e "$tmp/lib-$c/kernels.c" ] && fail "$c: a library was made"
+  done
+  says lib-truncated 'not a valid Kiln tuning cache'
+  says lib-newer_version 'format version 99, written by a newer Kiln'
+  local sum; sum=$(cksum <"$tmp/newer_version.json")
+  run tune-newer 1 "$kiln" tune "$src" --reps 1 --cache "$tmp/newer_version.json" --args "$args"
+  unchanged "$tmp/newer_version.json" "$sum"
+  [ -z "$(find "$tmp" -name '*.corrupt-*')" ] || fail "a cache was moved aside"
+  if [ "$(id -u)" -ne 0 ]; then # root writes anywhere: the read-only directory only tells as a user
+    mkdir "$tmp/ro" && cp "$tmp/real.json" "$tmp/ro/c.json" && chmod a-w "$tmp/ro"
+    run lib-readonly 0 "$kiln" lib "$src" --cache "$tmp/ro/c.json" -o "$tmp/lib-ro" --args "$args"
+    grep -q '/\* tuned' "$tmp/lib-ro/kernels.c" || fail "the read-only cache was not used"
+  fi
+}
+
+case_symlink() {
+  mkdir "$tmp/real"
+  ln -s real/c.json "$tmp/link.json" # dangling until the first write
+  run tune-1 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/link.json" --args "$args"
+  run tune-2 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/link.json" --args "${args/n=4096/n=100000}"
+  [ -L "$tmp/link.json" ] || fail "the link was replaced by a file"
+  [ "$(grep -c '"kernel": "scale_add"' "$tmp/real/c.json" 2>/dev/null)" -eq 4 ] ||
+    fail "the link's target lacks the records"
+  run lib 0 "$kiln" lib "$src" --cache "$tmp/link.json" -o "$tmp/lib" --args "$args" &&
+    grep -q '/\* tuned' "$tmp/lib/kernels.c" || fail "the library through the link is untuned"
+  # a chain of relative links through another directory; the output library through a link too
+  mkdir "$tmp/sub" "$tmp/out"
+  ln -s ../link.json "$tmp/sub/hop.json"
+  ln -s sub/hop.json "$tmp/chain.json"
+  ln -s ../real-lib.c "$tmp/out/kernels.c"
+  run tune-3 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/chain.json" --emit-lib "$tmp/out" \
+    --args "${args/n=4096/n=300000}"
+  [ -L "$tmp/chain.json" ] && [ -L "$tmp/sub/hop.json" ] && [ -L "$tmp/link.json" ] &&
+    [ -L "$tmp/out/kernels.c" ] || fail "a link of the chain was replaced"
+  [ "$(grep -c '"kernel": "scale_add"' "$tmp/real/c.json")" -eq 6 ] || fail "the chain's target lacks the records"
+  grep -q 'scale_add' "$tmp/real-lib.c" 2>/dev/null || fail "the library was not written through its link"
+}
+
+case_kill() {
+  # scale_add (quick), then faulty at MODE 2 (spins far longer than the test waits)
+  cat "$src" "$kdir/faulty.kiln" >"$tmp/two.kiln"
+  setsid "$kiln" tune "$tmp/two.kiln" --reps 1 --timeout 100 -D MODE=2 --cache "$tmp/c.json" \
+    --args 'kernel=faulty; n=1000; x: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)' >"$tmp/kill.out" 2>&1 &
+  local pid=$! waited=0
+  until grep -q '"kernel": "scale_add"' "$tmp/c.json" 2>/dev/null || [ $waited -ge 60 ]; do
+    sleep 1; waited=$((waited + 1))
+  done
+  kill -KILL -- "-$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  [ "$(grep -c '"kernel": "scale_add"' "$tmp/c.json" 2>/dev/null)" -ge 2 ] ||
+    fail "the finished kernel's records were lost (waited ${waited}s)"
+  grep -q '"kernel": "faulty"' "$tmp/c.json" && fail "the killed kernel has records"
+}
+
+case_modes() {
+  umask 022
+  run tune-1 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --report-svg "$tmp/r.svg" \
+    --emit-lib "$tmp/lib" --args "$args" || return
+  "$kiln" compile "$src" --kernel scale_add --emit obj -o "$tmp/k.o" || fail "compile"
+  for f in c.json r.svg lib/kernels.c lib/kernels.h k.o; do
+    [ "$(stat -c %a "$tmp/$f")" = 644 ] || fail "$f is $(stat -c %a "$tmp/$f"), want 644"
+  done
+  chmod 640 "$tmp/c.json" "$tmp/lib/kernels.c" "$tmp/k.o"
+  run tune-2 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --emit-lib "$tmp/lib" \
+    --args "${args/n=4096/n=100000}" || return
+  "$kiln" compile "$src" --kernel scale_add --emit obj -o "$tmp/k.o" || fail "compile"
+  for f in c.json lib/kernels.c k.o; do
+    [ "$(stat -c %a "$tmp/$f")" = 640 ] || fail "replaced $f is $(stat -c %a "$tmp/$f"), want 640"
+  done
+}
+
+case "$case" in
+outputs) case_outputs ;;
+records) case_records ;;
+edited_block) case_edited_block ;;
+bad_medians) case_bad_medians ;;
+reader) case_reader ;;
+symlink) case_symlink ;;
+kill) case_kill ;;
+modes) case_modes ;;
+*) echo "unknown case $case"; exit 64 ;;
+esac
+if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "ok $case"
