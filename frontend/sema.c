@@ -680,11 +680,11 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e)
 
 /* sum / max / min / argmax / argmin (x, axis)
  * Integers narrower than i32 (i1, i8, i16) are reduced in i32, as Triton does: operand_type is
- * then the input's shape in i32 (NULL otherwise), so mlirgen widens the tile first (i1 zero-extends, i8/i16
- * sign-extend).  A sum keeps the i32 result (1024 i8 ones sum to 1024, not 0; a sum of an i1
- * mask counts its true lanes instead of giving the count's parity); max and min are narrowed
- * back to the element type, which holds their value exactly; in i1 that makes max "any" and min
- * "all" (in i1 itself a signed compare would order true, -1, below false). */
+ * then the input's shape in i32 (NULL otherwise), so mlirgen widens the tile first (i1
+ * zero-extends, i8/i16 sign-extend).  A sum keeps the i32 result (1024 i8 ones sum to 1024, not
+ * 0; a sum of an i1 mask counts its true lanes instead of giving the count's parity); max and
+ * min are narrowed back to the element type, which holds their value exactly; in i1 that makes
+ * max "any" and min "all" (in i1 itself a signed compare would order true, -1, below false). */
 static const KilnType *check_reduce(Sema *S, KilnExpr *e)
 {
     const KilnType *t = e->args[0]->type;
