@@ -11,6 +11,7 @@
  * manifest.txt, one record per line, fields separated by single spaces (none contains one):
  *   kiln-tune-bundle 2
  *   target TARGET                                  cpu | emu | sm_80 | sm_90
+ *   cpu CPU                                        cpu/emu: the CPU target of the host objects
  *   kernel NAME
  *   hash HEX / tunehash HEX / key KEY ("-" for none) / seed N
  *                                                  the kernel's and its tune block's hashes;
@@ -29,7 +30,8 @@
 
 static const char *const fill_names[] = {"rand", "const", "iota"};
 
-int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, FILE *err) {
+int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const char *cpu,
+                      FILE *err) {
   memset(b, 0, sizeof *b);
   b->dir = dir;
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
@@ -39,6 +41,7 @@ int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, FILE *e
   b->mf = open_memstream(&b->buf, &b->len);
   if (!b->mf) return 2;
   fprintf(b->mf, "kiln-tune-bundle 2\ntarget %s\n", kiln_target_name(target));
+  if (target == KILN_TARGET_CPU || target == KILN_TARGET_EMU) fprintf(b->mf, "cpu %s\n", cpu);
   return 0;
 }
 

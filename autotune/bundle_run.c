@@ -34,6 +34,7 @@ typedef struct BundleKernel {
 
 typedef struct Bundle {
   char target[16];
+  char cpu[32]; /* cpu/emu bundles: the CPU target of the objects (the device identity's) */
   BundleKernel *k;
   int nk;
 } Bundle;
@@ -121,6 +122,7 @@ static int parse_line(Bundle *b, const char *line, char mode, const char *dir, c
     return sscanf(line, "kernel %63s", k->name) == 1 ? 0 : -1;
   }
   if (!strncmp(line, "target ", 7)) return sscanf(line, "target %15s", b->target) == 1 ? 0 : -1;
+  if (!strncmp(line, "cpu ", 4)) return sscanf(line, "cpu %31s", b->cpu) == 1 ? 0 : -1;
   if (!k) return -1;
   if (only && strcmp(k->name, only)) return 0;
   if (!strncmp(line, "hash ", 5)) return sscanf(line, "hash %19s", k->hash) == 1 ? 0 : -1;
@@ -229,6 +231,7 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
   TuneTarget tg = {0};
   char err[256];
   snprintf(tg.spec, sizeof tg.spec, "%s", o->device);
+  snprintf(tg.cpu, sizeof tg.cpu, "%s", b->cpu[0] ? b->cpu : "native");
   if (tune_target_probe(&tg, err, sizeof err))
     return fprintf(stderr, "kiln-tune-runner: error: %s\n", err), 2;
   if (strcmp(b->target, target_name(tg.target)))

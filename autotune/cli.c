@@ -697,7 +697,7 @@ static int run_all(Run *R) {
     return fprintf(stderr, "kiln %s: error: %s\n", R->o.is_lib ? "lib" : "tune", kiln_rt_last_error()), 64;
   if (R->o.bundle_dir) {
     bundle_target(R);
-    if (tune_bundle_begin(&R->bundle, R->o.bundle_dir, R->tg.target, stderr)) return 2;
+    if (tune_bundle_begin(&R->bundle, R->o.bundle_dir, R->tg.target, R->tg.cpu, stderr)) return 2;
   } else if (R->o.is_lib && is_cuda_spec(R->tg.spec)) {
     /* a library for GPUs is built anywhere: no device is opened, the cache says which GPU */
     R->tg.target = KILN_TARGET_SM90;

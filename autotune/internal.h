@@ -294,7 +294,8 @@ typedef struct TuneBundle {
   size_t len;
 } TuneBundle;
 
-int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, FILE *err);
+int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const char *cpu,
+                      FILE *err);
 /* Builds and describes one kernel (j as for tune_kernel; j->max_mode is changed). 0 or 2. */
 int tune_bundle_kernel(TuneBundle *b, TuneJob *j);
 /* Writes DIR/manifest.txt atomically when `write`; frees b either way. 0 or 2. */

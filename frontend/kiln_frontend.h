@@ -180,8 +180,10 @@ typedef enum KilnIndexKind { KILN_INDEX_SLICE, KILN_INDEX_NONE } KilnIndexKind;
  *             maximum, minimum, math functions) the common type the value arguments are converted
  *             and broadcast to; for load/store/atomics the pointer operand's shape with the
  *             pointee element type (mask is broadcast to that shape; `other`/`value` converted to
- *             it); for dot the accumulator type; NULL otherwise.  Optional builtin arguments that
- *             were not written are simply absent (nargs is smaller).
+ *             it); for dot the accumulator type; for a reduction of an i1/i8/i16 tile the
+ *             input's shape in i32, the type it is reduced in (sum's result stays i32, max/min
+ *             narrow back); NULL otherwise.  Optional builtin arguments that were not written
+ *             are simply absent (nargs is smaller).
  *   INDEX:    lhs, index/nindex.
  *   CAST:     lhs, cast_to (scalar kind in cast_to->scalar).
  *   LIST:     args/nargs.

@@ -678,7 +678,13 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e)
     return res;
 }
 
-/* sum / max / min / argmax / argmin (x, axis) */
+/* sum / max / min / argmax / argmin (x, axis)
+ * Integers narrower than i32 (i1, i8, i16) are reduced in i32, as Triton does: operand_type is
+ * then the input's shape in i32 (NULL otherwise), so mlirgen widens the tile first (i1
+ * zero-extends, i8/i16 sign-extend).  A sum keeps the i32 result (1024 i8 ones sum to 1024, not
+ * 0; a sum of an i1 mask counts its true lanes instead of giving the count's parity); max and
+ * min are narrowed back to the element type, which holds their value exactly; in i1 that makes
+ * max "any" and min "all" (in i1 itself a signed compare would order true, -1, below false). */
 static const KilnType *check_reduce(Sema *S, KilnExpr *e)
 {
     const KilnType *t = e->args[0]->type;
@@ -698,8 +704,11 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e)
     for (int i = 0, j = 0; i < t->rank; i++)
         if (i != axis)
             dims[j++] = t->dims[i];
-    bool arg = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN;
-    return with_shape(S, arg ? KILN_SCALAR_I32 : t->scalar, false, t->rank - 1, dims);
+    bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
+    e->operand_type = narrow ? like_shape(S, KILN_SCALAR_I32, false, t) : NULL;
+    bool to_i32 = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN ||
+                  (e->builtin == KILN_BUILTIN_SUM && narrow);
+    return with_shape(S, to_i32 ? KILN_SCALAR_I32 : t->scalar, false, t->rank - 1, dims);
 }
 
 /* Elementwise builtins over value args [from, nargs): common element type, broadcast shape. */

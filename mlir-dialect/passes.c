@@ -239,6 +239,11 @@ static void verify_reduce(VCtx *v) {
     verr(v, "axis %lld is out of range for a %d-D tile", (long long)axis, rank);
     return;
   }
+  /* mlirgen widens i1/i8/i16 tiles first (the lowerings combine integers with signed
+   * compares, in which an i1 true is -1, and sums must not wrap at 8 or 16 bits). */
+  MlirType in_elem = kiln_ir_elem_type(t);
+  if (mlirTypeIsAInteger(in_elem) && mlirIntegerTypeGetWidth(in_elem) < 32)
+    verr(v, "an i%u tile is reduced in i32: widen it first", mlirIntegerTypeGetWidth(in_elem));
   bool arg = strncmp(kind, "arg", 3) == 0;
   MlirType want_elem = arg ? mlirIntegerTypeGet(mlirTypeGetContext(t), 32) : kiln_ir_elem_type(t);
   if (!mlirTypeEqual(kiln_ir_elem_type(rt), want_elem))

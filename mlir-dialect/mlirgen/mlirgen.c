@@ -456,10 +456,18 @@ static MlirValue gen_dot(Gen *g, const KilnExpr *e) {
   return kiln_ir_build_dot(&g->b, loc, a, bm, acc);
 }
 
+/* A reduction of an i1/i8/i16 tile runs in i32 (operand_type, see check_reduce): the input is
+ * widened first (extui for i1, extsi otherwise) and a max/min result narrowed back, so the
+ * kiln.reduce op and every lowering of it see only i32 and wider. */
 static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
-  MlirValue x = gen_expr(g, e->args[0]);
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *in = e->args[0]->type, *ot = e->operand_type ? e->operand_type : in;
+  MlirValue x = gen_as(g, e->args[0], ot);
   if (g->failed) return x;
-  return kiln_ir_build_reduce(&g->b, loc_of(g, e->span), kind, (int)e->args[1]->ival, x);
+  MlirValue r = kiln_ir_build_reduce(&g->b, loc, kind, (int)e->args[1]->ival, x);
+  KilnScalarKind rs = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN ? KILN_SCALAR_I32
+                                                                              : ot->scalar;
+  return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
 }
 
 static MlirValue gen_where(Gen *g, const KilnExpr *e) {

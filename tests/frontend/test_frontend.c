@@ -1,7 +1,8 @@
 /* test_frontend: unit tests of the frontend on good programs: the sketch kernels parse and
- * type-check under bindings, resolved types/shapes/constants are what the rules say, tune
- * blocks enumerate and prune, re-checking per configuration reuses memory, the renderer shows
- * the line and a caret, bad input never crashes, and the language reference lists every builtin.
+ * type-check under bindings, resolved types/shapes/constants are what the rules say (reduction
+ * result types included), tune blocks enumerate and prune, re-checking per configuration reuses
+ * memory, the renderer shows the line and a caret, bad input never crashes, and the language
+ * reference lists every builtin.
  *   test_frontend SOURCE_DIR */
 #include "kiln_frontend.h"
 
@@ -238,6 +239,51 @@ static void test_typing(void)
     kiln_frontend_destroy(c);
 }
 
+/* Reductions of i1/i8/i16 run in i32: a sum is i32 (a mask's sum is its count, not the count's
+ * parity in i1), max/min keep the element type, argmax/argmin are i32; the widening shows as
+ * the call's operand_type.  An i1 cast widens to 0 or 1 (`true as i32` is the constant 1). */
+static void test_reduce_types(void)
+{
+    KilnCompilation *c = open_file("tests/frontend/kernels/reduce_types.kiln");
+    CHECK(kiln_frontend_parse(c));
+    KilnBinding b[] = {{"B", 64}};
+    KilnKernel *k;
+    CHECK(kiln_sema_check_kernel(c, "reduce_types", b, 1, &k));
+    dump_diags(c);
+    if (!k) {
+        kiln_frontend_destroy(c);
+        return;
+    }
+    KilnBlock *body = k->body;
+    static const struct {
+        const char *name, *type, *operand;
+    } want[] = {
+        {"count", "i32", "tile<64xi32>"},       {"rows", "tile<64xi32>", "tile<64x64xi32>"},
+        {"sb", "i32", "tile<64xi32>"},          {"sh", "i32", "tile<64xi32>"},
+        {"sw", "i64", NULL},                    {"sf", "f16", NULL},
+        {"si", "i32", NULL},                    {"any", "i1", "tile<64xi32>"},
+        {"all", "tile<64xi1>", "tile<64x64xi32>"}, {"mb", "i8", "tile<64xi32>"},
+        {"nh", "i16", "tile<64xi32>"},          {"ab", "i32", "tile<64xi32>"},
+        {"am", "i32", "tile<64xi32>"},          {"ones", "tile<64xi32>", NULL},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        KilnStmt *s = stmt_named(body, want[i].name);
+        const char *got = s ? ty(s->decl->type) : "<none>";
+        const KilnType *ot = s && s->init->kind == KILN_EXPR_CALL ? s->init->operand_type : NULL;
+        const char *got_ot = ot ? ty(ot) : NULL;
+        bool ok = strcmp(got, want[i].type) == 0 &&
+                  (want[i].operand ? got_ot && strcmp(got_ot, want[i].operand) == 0 : !got_ot);
+        if (!ok) {
+            printf("reduce_types: %s is %s (operands %s), want %s (operands %s)\n", want[i].name, got,
+                   got_ot ? got_ot : "-", want[i].type, want[i].operand ? want[i].operand : "-");
+            failures++;
+        }
+    }
+    KilnStmt *one = stmt_named(body, "one");
+    CHECK(one && strcmp(ty(one->decl->type), "i32") == 0 && one->init->is_const && one->init->ival == 1);
+    kiln_frontend_destroy(c);
+}
+
 static void test_render(void)
 {
     const char *src = "kernel k(x: *f32, const B: i32) {\n"
@@ -335,16 +381,19 @@ static void test_recovery(void)
     kiln_frontend_destroy(c);
 }
 
-/* dsl/reference.md must document every builtin of builtins.def. */
+/* dsl/reference.md must document every builtin of builtins.def with the same table row
+ * (signature, result type included, and meaning). */
 static void test_reference_lists_builtins(void)
 {
     size_t len;
     char *ref = slurp("dsl/reference.md", &len);
     for (int b = 1; b < KILN_BUILTIN_COUNT; b++) {
-        char needle[128];
-        snprintf(needle, sizeof needle, "`%s(", kiln_builtin_name((KilnBuiltin)b));
-        if (!strstr(ref, needle)) {
-            printf("dsl/reference.md does not document builtin %s\n", kiln_builtin_name((KilnBuiltin)b));
+        char row[512];
+        snprintf(row, sizeof row, "| `%s` | %s |", kiln_builtin_signature((KilnBuiltin)b),
+                 kiln_builtin_doc((KilnBuiltin)b));
+        if (!strstr(ref, row)) {
+            printf("dsl/reference.md does not have the row of builtin %s: %s\n",
+                   kiln_builtin_name((KilnBuiltin)b), row);
             failures++;
         }
     }
@@ -360,6 +409,7 @@ int main(int argc, char **argv)
     src_dir = argv[1];
     test_sketch();
     test_typing();
+    test_reduce_types();
     test_render();
     test_call_conditions();
     test_hostile();

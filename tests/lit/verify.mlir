@@ -26,5 +26,7 @@ func.func @bad(%p: !kiln.ptr<f32>, %q: !kiln.ptr<f16>, %a: tensor<16x8xf16>, %b:
   %pid = "kiln.program_id"() {axis = 3 : i32} : () -> i32 loc("k.kiln":17:1)
   // CHECK: k.kiln:18:1: error: expand_dims: axis 3 is out of range for a 2-D tile
   %ed = "kiln.expand_dims"(%x) {axis = 3 : i32} : (tensor<4x8xf32>) -> tensor<4x8x1xf32> loc("k.kiln":18:1)
+  // CHECK: k.kiln:19:3: error: reduction: an i1 tile is reduced in i32: widen it first
+  %rb = "kiln.reduce"(%m32) {kind = "sum", axis = 0 : i32} : (tensor<32xi1>) -> i1 loc("k.kiln":19:3)
   return
 }

@@ -1018,6 +1018,75 @@ static bool test_float_convert(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- small_int_sum ------------------------------------------------------------------------ */
+
+/* Reductions of i1/i8/i16 tiles, which run in i32; everything is integer, so exact. The first
+ * configuration is issue 15's: 1000 lanes of which 334 are set (every third) once summed to 6,
+ * the count's parity in i1; the second sums 1024 i8 ones (once 0). Flags: every third, random
+ * with probability 1/3 (as i8 values, so the != 0 in the kernel sees negatives too), all, none. */
+enum { FLAGS_THIRD, FLAGS_RANDOM, FLAGS_ALL, FLAGS_NONE };
+enum { FILL_RANDOM = 1000 }; /* a byte/short fill outside both ranges: random values */
+
+static bool test_small_int_sum(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+    int flags, bytes, shorts;
+  } cfgs[] = {{1000, 1024, FLAGS_THIRD, 1, FILL_RANDOM},
+              {1024, 1024, FLAGS_RANDOM, 1, 32767},
+              {5000, 256, FLAGS_RANDOM, FILL_RANDOM, FILL_RANDOM},
+              {300, 128, FLAGS_ALL, -128, -32768},
+              {77, 128, FLAGS_NONE, FILL_RANDOM, FILL_RANDOM}};
+  static const char *const flag_names[] = {"every 3rd", "random 1/3", "all", "none"};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block, grid = cdiv(n, block);
+    size_t ncounts = 8 * grid, ctotal = ncounts + TAIL_ELEMS, btotal = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%zu flags %s", n, flag_names[cfgs[ci].flags]);
+    Run run;
+    run_begin(&run, dev, "small_int_sum", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1000 + ci);
+    int8_t *flags = xcalloc(n, 1), *bytes = xcalloc(n, 1);
+    int16_t *shorts = xcalloc(n, sizeof *shorts);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t r = kiln_ref_rng_next(&rng);
+      switch (cfgs[ci].flags) {
+      case FLAGS_THIRD: flags[i] = i % 3 == 0; break;
+      case FLAGS_RANDOM: flags[i] = r % 3 == 0 ? (int8_t)(1 + (r >> 8) % 255) : 0; break;
+      case FLAGS_ALL: flags[i] = 1; break;
+      default: flags[i] = 0; break;
+      }
+      bytes[i] = (int8_t)(cfgs[ci].bytes == FILL_RANDOM ? (int)((r >> 16) & 0xFF) - 128
+                                                        : cfgs[ci].bytes);
+      shorts[i] = (int16_t)(cfgs[ci].shorts == FILL_RANDOM ? (int)((r >> 24) & 0xFFFF) - 32768
+                                                          : cfgs[ci].shorts);
+    }
+    int32_t *counts = xcalloc(ctotal, sizeof *counts), *bits = xcalloc(btotal, sizeof *bits);
+    int32_t *rcounts = xcalloc(ncounts, sizeof *rcounts), *rbits = xcalloc(n, sizeof *rbits);
+    void *dflags = run_input(&run, flags, n), *dbytes = run_input(&run, bytes, n);
+    void *dshorts = run_input(&run, shorts, n * sizeof *shorts);
+    void *dcounts = run_output(&run, ctotal * sizeof *counts);
+    void *dbits = run_output(&run, btotal * sizeof *bits);
+    int32_t n32 = cfgs[ci].n;
+    void *args[] = {&dflags, &dbytes, &dshorts, &dcounts, &dbits, &n32};
+    run_launch(&run, (uint32_t)grid, 1, args);
+    run_fetch(&run, counts, dcounts, ctotal * sizeof *counts);
+    run_fetch(&run, bits, dbits, btotal * sizeof *bits);
+
+    check_untouched(&run, "counts", counts, sizeof *counts, ctotal, 1, ncounts, ctotal);
+    check_untouched(&run, "bits", bits, sizeof *bits, btotal, 1, n, btotal);
+    kiln_ref_small_int_sum(flags, bytes, shorts, rcounts, rbits, n, block);
+    check_equal_i32(&run, "counts", counts, rcounts, ncounts);
+    check_equal_i32(&run, "bits", bits, rbits, n);
+    all_ok &= run_end(&run);
+    free(flags), free(bytes), free(shorts), free(counts), free(bits), free(rcounts), free(rbits);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -1029,6 +1098,7 @@ static const struct {
     {"matmul_f16", test_matmul_f16},       {"argmax_rows", test_argmax_rows},
     {"dropout_rand", test_dropout_rand},   {"atomic_accum", test_atomic_accum},
     {"float_convert", test_float_convert},
+    {"small_int_sum", test_small_int_sum},
 };
 
 static int find_test(const char *name) {

@@ -267,3 +267,31 @@ void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int
     y[i] = r[i] > p ? x[i] / keep : 0.0f;
   }
 }
+
+void kiln_ref_small_int_sum(const int8_t *flags, const int8_t *bytes, const int16_t *shorts,
+                            int32_t *counts, int32_t *bits, size_t n, size_t block) {
+  for (size_t p = 0; p * block < n; p++) {
+    size_t lo = p * block, hi = lo + block < n ? lo + block : n;
+    int64_t set = 0, sb = 0, sh = 0, first = -1, top = INT8_MIN;
+    for (size_t i = lo; i < hi; i++) {
+      if (flags[i]) {
+        set++;
+        if (first < 0)
+          first = (int64_t)(i - lo);
+      }
+      sb += bytes[i];
+      sh += shorts[i];
+      top = bytes[i] > top ? bytes[i] : top;
+      bits[i] = flags[i] ? 7 : 0;
+    }
+    int32_t *c = counts + 8 * p;
+    c[0] = (int32_t)set;
+    c[1] = (int32_t)sb;
+    c[2] = (int32_t)sh;
+    c[3] = (int32_t)(hi - lo);
+    c[4] = set > 0;
+    c[5] = set == (int64_t)(hi - lo);
+    c[6] = first < 0 ? 0 : (int32_t)first;
+    c[7] = (int32_t)top;
+  }
+}

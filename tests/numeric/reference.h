@@ -90,4 +90,12 @@ void kiln_ref_argmax_rows(const float *x, size_t stride, int32_t *out, size_t ro
 /* r[i] = rand(seed, i); y[i] = r[i] > p ? x[i] / (1 - p) : 0, in f32. */
 void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int32_t seed);
 
+/* Per program of `block` lanes over n elements (the last one ragged), the 8 results of the
+ * small_int_sum kernel, in 64-bit arithmetic (no sum here reaches 2^31): counts[8 * p + ...] =
+ * the number of non-zero flags; the sums of bytes and of shorts; the number of lanes below n;
+ * whether any flag is set; whether every one is; the index of the first set flag (0 when none);
+ * the largest byte. bits[i] = 7 where flags[i] is set, else 0 (an i1 widened to 1 three ways). */
+void kiln_ref_small_int_sum(const int8_t *flags, const int8_t *bytes, const int16_t *shorts,
+                            int32_t *counts, int32_t *bits, size_t n, size_t block);
+
 #endif /* KILN_NUMERIC_REFERENCE_H */

@@ -226,6 +226,20 @@ static void test_argmax_reference(void) {
   CHECK(out[0] == 1 && out[1] == 1, "%d %d (ties go to the first maximum)", out[0], out[1]);
 }
 
+/* Two programs of 4 lanes over 6 elements: the second is ragged, its lanes all set. */
+static void test_small_int_sum_reference(void) {
+  int8_t flags[6] = {0, 1, 0, 1, 2, -1}, bytes[6] = {127, 127, -128, 1, -128, -128};
+  int16_t shorts[6] = {32767, 32767, 32767, -32768, 5, -6};
+  int32_t c[16], bits[6];
+  kiln_ref_small_int_sum(flags, bytes, shorts, c, bits, 6, 4);
+  static const int32_t want[16] = {2, 127, 65533, 4, 1, 0, 1, 127,
+                                   2, -256, -1, 2, 1, 1, 0, -128};
+  for (int i = 0; i < 16; i++)
+    CHECK(c[i] == want[i], "counts[%d] = %d, want %d", i, c[i], want[i]);
+  for (int i = 0; i < 6; i++)
+    CHECK(bits[i] == (flags[i] ? 7 : 0), "bits[%d] = %d", i, bits[i]);
+}
+
 static void test_dropout_reference(void) {
   float x[64], r[64], y[64];
   for (int i = 0; i < 64; i++)
@@ -292,6 +306,7 @@ int main(void) {
   test_layernorm_reference();
   test_matmul_reference();
   test_argmax_reference();
+  test_small_int_sum_reference();
   test_dropout_reference();
   if (failures) {
     fprintf(stderr, "reference_test: %d check(s) failed\n", failures);
