@@ -97,7 +97,7 @@ static KilnRtStatus emu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format
   if (st != KILN_RT_OK && strstr(kiln_rt_last_error(), "kiln_emu_"))
     return kiln_rt_fail(st, "%s (the GPU emulator's symbols are not visible: link the program "
                             "with libkilnrt.so, or with libkilnrt.a through CMake's kilnrt "
-                            "target, which exports them)",
+                            "target or `pkg-config --static kilnrt`, which export them)",
                         kiln_rt_last_error());
   return st;
 }
