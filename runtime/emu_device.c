@@ -11,9 +11,10 @@
  *   emulator linked into this runtime. For that they must be in the process's global scope: with
  *   libkilnrt.so they are exported (KILN_EMU_API is default visibility) and the library is made
  *   RTLD_GLOBAL before the module opens (it may itself have been dlopen'ed RTLD_LOCAL); with the
- *   static libkilnrt.a the executable exports them (runtime/CMakeLists.txt adds
- *   --export-dynamic-symbol=kiln_emu_* to every executable linking kilnrt). `keep_intrinsics`
- *   below references every intrinsic so a static link pulls all of them in, used or not.
+ *   static libkilnrt.a the executable exports them (the link option of emu_exports.list, which
+ *   the kilnrt target, in this tree or installed, and `pkg-config --static kilnrt` add to every
+ *   executable linking libkilnrt.a). `keep_intrinsics` below references every intrinsic so a
+ *   static link pulls all of them in, used or not.
  * - get_function finds `kiln_emu_entry_NAME` and the kernel's metadata `kiln_emu_meta_NAME`
  *   (uint32_t[4]: version, threads per block, static shared bytes, parameter count; written by
  *   mlir-dialect/gpu/emu_lower.c).
@@ -96,7 +97,7 @@ static KilnRtStatus emu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format
   if (st != KILN_RT_OK && strstr(kiln_rt_last_error(), "kiln_emu_"))
     return kiln_rt_fail(st, "%s (the GPU emulator's symbols are not visible: link the program "
                             "with libkilnrt.so, or with libkilnrt.a through CMake's kilnrt "
-                            "target, which exports them)",
+                            "target or `pkg-config --static kilnrt`, which export them)",
                         kiln_rt_last_error());
   return st;
 }
