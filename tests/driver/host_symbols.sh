@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Host objects need nothing a machine may lack: every numeric test kernel and every BERT kernel
+# (in f32, and in f16 and bf16 where the kernel takes an element type T), compiled for the cpu
+# and emu targets at the portable CPU target `generic` (where LLVM calls a runtime library for
+# each conversion the CPU cannot do), may leave undefined only C library and libm functions
+# that every glibc has, and the emulator's kiln_emu_* (from libkilnrt). A compiler-runtime
+# symbol such as __truncsfbf2 (not in Debian 12's libgcc) fails the test.
+# Usage: host_symbols.sh KILN NM KERNEL_DIR...
+set -euo pipefail
+kiln=$1 nm=$2
+shift 2
+allowed='^(memcpy|memmove|memset|expf|exp2f|logf|log2f|erff|tanhf|fmaf|powf|sqrtf|fabsf|floorf|ceilf|roundf|truncf|fmodf|sinf|cosf|kiln_emu_.*)$'
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+compiled=0 bad=0
+for dir in "$@"; do
+  for f in "$dir"/*.kiln; do
+    for k in $(grep -oP '^kernel \K\w+' "$f"); do
+      types=("")
+      # a kernel with an element type parameter is also built for the 16-bit float types
+      if tr '\n' ' ' <"$f" | grep -qP "kernel $k\([^)]*const T: type"; then types=("" f16 bf16); fi
+      for target in cpu emu; do
+        for t in "${types[@]}"; do
+          def=()
+          [ -n "$t" ] && def=(-D "T=$t")
+          if ! "$kiln" compile "$f" --kernel "$k" "${def[@]}" --target "$target" --cpu generic \
+                 --emit obj -o "$tmp/k.o" 2>"$tmp/err"; then
+            echo "FAIL: $k ($target ${t:-default}) does not compile:"; cat "$tmp/err"; bad=1; continue
+          fi
+          compiled=$((compiled + 1))
+          for s in $("$nm" -u "$tmp/k.o" | awk '{print $NF}'); do
+            if ! [[ $s =~ $allowed ]]; then
+              echo "FAIL: $k ($target ${t:-default}) needs '$s'"; bad=1
+            fi
+          done
+        done
+      done
+    done
+  done
+done
+echo "$compiled host objects checked"
+[ "$compiled" -gt 40 ] || { echo "FAIL: too few kernels found ($compiled)"; bad=1; }
+exit $bad
