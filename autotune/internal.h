@@ -83,6 +83,37 @@ typedef struct TuneProblem {
   const TuneHarness *h;
 } TuneProblem;
 
+/* An integer expression of a harness (a size, a grid axis) as a tree: what kiln_tune_expr_eval
+ * evaluates and what a generated library prints as C (only from the tree, never the text). */
+typedef enum TuneExprOp {
+  TX_INT, TX_NAME, TX_NEG, TX_ADD, TX_SUB, TX_MUL, TX_DIV, TX_MOD, TX_CDIV, TX_MIN, TX_MAX
+} TuneExprOp;
+
+typedef struct TuneExprNode {
+  TuneExprOp op;
+  int64_t ival;   /* TX_INT (a literal: never negative) */
+  char name[64];  /* TX_NAME: letters, digits, '_' */
+  int lhs, rhs;   /* operands (node indexes; rhs -1 for TX_NEG) */
+} TuneExprNode;
+
+#define TUNE_EXPR_MAX_NODES 256
+#define TUNE_EXPR_MAX_DEPTH 64
+
+typedef struct TuneExpr {
+  TuneExprNode n[TUNE_EXPR_MAX_NODES];
+  int count, root;
+} TuneExpr;
+
+/* Parses text (the grammar of kiln_tune_expr_eval; functions cdiv, min, max only). 0, or -1
+ * with the reason in err: a syntax error, an unknown function, a name of 64 or more
+ * characters, more than TUNE_EXPR_MAX_NODES nodes or TUNE_EXPR_MAX_DEPTH nested primaries. */
+int tune_expr_parse(const char *text, TuneExpr *e, char *err, size_t cap);
+/* Evaluates a parsed expression as kiln_tune_expr_eval does. */
+bool tune_expr_eval(const TuneExpr *e, const char *const *names, const int64_t *values, int n,
+                    int64_t *out, char *err, size_t errcap);
+/* Prints e in the harness syntax, parenthesized where needed (never "--"). */
+void tune_expr_print(const TuneExpr *e, FILE *f);
+
 int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);
 /* Fills p from h for kernel k (unchecked AST: parameter annotations). 0 or -1 with err. */
 int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
