@@ -400,12 +400,30 @@ typedef struct LibGpuArchs {
 
 /* libgen_call.c: the tune block's conditions on the call (`where` naming a key) as C. */
 bool libgen_has_call_conditions(const LibKernel *k);
-/* The checked arithmetic the conditions use (once per library; NAME_KILN_UNUSED). */
-void libgen_emit_checked_ops(FILE *f, const char *L);
-/* static int L_K_fits(int v, <the dispatch parameters>): variant v's conditions on the call;
- * params prints those parameters (decl: with their types). */
-void libgen_emit_fits(FILE *f, const char *L, const LibKernel *k,
+/* The checked arithmetic of the conditions and grid rules (once per library; KILN_GEN_UNUSED):
+ * kiln_gen_ck(KILN_GEN_CK_<op>, a, b, bad). */
+void libgen_emit_checked_ops(FILE *f);
+/* Prints a `where` condition in Kiln's syntax from its tree (top: without outer parentheses). */
+void libgen_print_where(FILE *f, const KilnExpr *e, bool top);
+/* static int kiln_gen_fits<ki>(int v, <the dispatch parameters>, const char **why): variant v's
+ * conditions on the call, the text of the first that fails in *why; params prints those
+ * parameters (decl: with their types). */
+void libgen_emit_fits(FILE *f, const LibKernel *k, int ki,
                       void (*params)(FILE *, const LibKernel *, bool));
+
+/* libgen_names.c: names and user text in a generated library (how collisions are ruled out). */
+bool libgen_is_ident(const char *s);
+/* Whether name may appear as itself in the header of library L (L NULL: as a library name). */
+bool libgen_name_is_safe(const char *L, const char *name);
+/* The name the header shows for a parameter or const: name, or kiln_<name> when not safe. */
+void libgen_c_name(const char *L, const char *name, char *out, size_t cap);
+/* Refuses a library name that is not safe and kernels whose public names coincide: 0, or an
+ * exit code with the message on err. */
+int libgen_check_names(const char *L, const LibKernel *ks, int nk, FILE *err);
+/* Writes text as the inside of a C comment that it cannot end (escaped). */
+void libgen_comment(FILE *f, const char *text);
+/* Writes text as a C string literal (quotes included; escaped). */
+void libgen_c_string(FILE *f, const char *text);
 
 /* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels: host objects for `target`
  * when gpu is NULL, else the GPU images gpu lists. Each kernel must have a generic variant (no
