@@ -111,7 +111,8 @@ int tune_expr_parse(const char *text, TuneExpr *e, char *err, size_t cap);
 /* Evaluates a parsed expression as kiln_tune_expr_eval does. */
 bool tune_expr_eval(const TuneExpr *e, const char *const *names, const int64_t *values, int n,
                     int64_t *out, char *err, size_t errcap);
-/* Prints e in the harness syntax, parenthesized where needed (never "--"). */
+/* Prints e in the harness syntax, parenthesized where needed (never "--": "- -n"); what it
+ * prints parses to the same tree. */
 void tune_expr_print(const TuneExpr *e, FILE *f);
 
 int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);

@@ -73,7 +73,8 @@ void libgen_print_where(FILE *f, const KilnExpr *e, bool top) {
   case KILN_EXPR_NAME: fputs(e->name, f); return;
   case KILN_EXPR_UNARY:
     fputc(e->unop == KILN_UN_NEG ? '-' : e->unop == KILN_UN_NOT ? '!' : '~', f);
-    libgen_print_where(f, e->lhs, e->lhs->kind == KILN_EXPR_UNARY); /* -(-n), never --n */
+    if (e->lhs->kind == KILN_EXPR_UNARY) fputc(' ', f); /* "- -n", never "--n" */
+    libgen_print_where(f, e->lhs, false);
     return;
   case KILN_EXPR_BINARY:
     if (!top) fputc('(', f);

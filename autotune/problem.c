@@ -240,9 +240,9 @@ static void print_node(const TuneExpr *e, int i, int need, FILE *f) {
   switch (x->op) {
   case TX_INT: fprintf(f, "%lld", (long long)x->ival); break;
   case TX_NAME: fputs(x->name, f); break;
-  case TX_NEG: /* -(-n), never --n */
-    fputc('-', f);
-    print_node(e, x->lhs, e->n[x->lhs].op == TX_NEG ? 4 : 3, f);
+  case TX_NEG: /* "- -n", never "--n"; no parentheses, which would nest deeper than the text */
+    fputs(e->n[x->lhs].op == TX_NEG ? "- " : "-", f);
+    print_node(e, x->lhs, 3, f);
     break;
   case TX_CDIV:
   case TX_MIN:

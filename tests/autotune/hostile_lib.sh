@@ -44,7 +44,7 @@ args='n=1000; x: f32[n]; y: f32[n]'
 "$kiln" tune "$k" --reps 1 --cache "$d/c.json" --args "$args; grid=cdiv(n, BLOCK)" > "$d/tune.txt" 2>&1 ||
   fail "kiln tune: $(cat "$d/tune.txt")"
 
-# 2. cdiv(--n, BLOCK) is cdiv(-(-n), BLOCK) for the tuner: the library computes the same, with
+# 2. cdiv(--n, BLOCK) is cdiv(- -n, BLOCK) for the tuner: the library computes the same, with
 #    no pre-decrement anywhere in its code
 "$kiln" lib "$k" --cache "$d/c.json" --require-tuned -o "$d/neg" --lib-name neglib \
   --args "$args; grid=cdiv(--n, BLOCK)" 2> "$d/neg.err" || fail "kiln lib cdiv(--n, BLOCK): $(cat "$d/neg.err")"
