@@ -13,7 +13,10 @@
  * variant compiled for "sak = 1" would compute garbage with sak = 64, so correctness rests on
  * this check; every library has a generic variant (no promises) that any call keeps. Variants
  * with more promises come first (they win ties), and an untuned default only runs when no
- * tuned variant fits. */
+ * tuned variant fits.
+ *
+ * The C is built from parsed, checked values only: grid rules and conditions from their trees,
+ * names that cannot meet the user's, escaped comments and strings (libgen_names.c says how). */
 #include "internal.h"
 
 #include <kiln/kilnrt.h>
