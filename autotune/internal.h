@@ -83,6 +83,38 @@ typedef struct TuneProblem {
   const TuneHarness *h;
 } TuneProblem;
 
+/* An integer expression of a harness (a size, a grid axis) as a tree: what kiln_tune_expr_eval
+ * evaluates and what a generated library prints as C (only from the tree, never the text). */
+typedef enum TuneExprOp {
+  TX_INT, TX_NAME, TX_NEG, TX_ADD, TX_SUB, TX_MUL, TX_DIV, TX_MOD, TX_CDIV, TX_MIN, TX_MAX
+} TuneExprOp;
+
+typedef struct TuneExprNode {
+  TuneExprOp op;
+  int64_t ival;   /* TX_INT (a literal: never negative) */
+  char name[64];  /* TX_NAME: letters, digits, '_' */
+  int lhs, rhs;   /* operands (node indexes; rhs -1 for TX_NEG) */
+} TuneExprNode;
+
+#define TUNE_EXPR_MAX_NODES 256
+#define TUNE_EXPR_MAX_DEPTH 64
+
+typedef struct TuneExpr {
+  TuneExprNode n[TUNE_EXPR_MAX_NODES];
+  int count, root;
+} TuneExpr;
+
+/* Parses text (the grammar of kiln_tune_expr_eval; functions cdiv, min, max only). 0, or -1
+ * with the reason in err: a syntax error, an unknown function, a name of 64 or more
+ * characters, more than TUNE_EXPR_MAX_NODES nodes or TUNE_EXPR_MAX_DEPTH nested primaries. */
+int tune_expr_parse(const char *text, TuneExpr *e, char *err, size_t cap);
+/* Evaluates a parsed expression as kiln_tune_expr_eval does. */
+bool tune_expr_eval(const TuneExpr *e, const char *const *names, const int64_t *values, int n,
+                    int64_t *out, char *err, size_t errcap);
+/* Prints e in the harness syntax, parenthesized where needed (never "--": "- -n"); what it
+ * prints parses to the same tree. */
+void tune_expr_print(const TuneExpr *e, FILE *f);
+
 int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);
 /* Fills p from h for kernel k (unchecked AST: parameter annotations). 0 or -1 with err. */
 int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
@@ -382,12 +414,30 @@ typedef struct LibGpuArchs {
 
 /* libgen_call.c: the tune block's conditions on the call (`where` naming a key) as C. */
 bool libgen_has_call_conditions(const LibKernel *k);
-/* The checked arithmetic the conditions use (once per library; NAME_KILN_UNUSED). */
-void libgen_emit_checked_ops(FILE *f, const char *L);
-/* static int L_K_fits(int v, <the dispatch parameters>): variant v's conditions on the call;
- * params prints those parameters (decl: with their types). */
-void libgen_emit_fits(FILE *f, const char *L, const LibKernel *k,
+/* The checked arithmetic of the conditions and grid rules (once per library; KILN_GEN_UNUSED):
+ * kiln_gen_ck(KILN_GEN_CK_<op>, a, b, bad). */
+void libgen_emit_checked_ops(FILE *f);
+/* Prints a `where` condition in Kiln's syntax from its tree (top: without outer parentheses). */
+void libgen_print_where(FILE *f, const KilnExpr *e, bool top);
+/* static int kiln_gen_fits<ki>(int v, <the dispatch parameters>, const char **why): variant v's
+ * conditions on the call, the text of the first that fails in *why; params prints those
+ * parameters (decl: with their types). */
+void libgen_emit_fits(FILE *f, const LibKernel *k, int ki,
                       void (*params)(FILE *, const LibKernel *, bool));
+
+/* libgen_names.c: names and user text in a generated library (how collisions are ruled out). */
+bool libgen_is_ident(const char *s);
+/* Whether name may appear as itself in the header of library L (L NULL: as a library name). */
+bool libgen_name_is_safe(const char *L, const char *name);
+/* The name the header shows for a parameter or const: name, or kiln_<name> when not safe. */
+void libgen_c_name(const char *L, const char *name, char *out, size_t cap);
+/* Refuses a library name that is not safe and kernels whose public names coincide: 0, or an
+ * exit code with the message on err. */
+int libgen_check_names(const char *L, const LibKernel *ks, int nk, FILE *err);
+/* Writes text as the inside of a C comment that it cannot end (escaped). */
+void libgen_comment(FILE *f, const char *text);
+/* Writes text as a C string literal (quotes included; escaped). */
+void libgen_c_string(FILE *f, const char *text);
 
 /* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels: host shared objects for
  * `target` built for the CPU target `cpu` (linked here, so that programs using the library need

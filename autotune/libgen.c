@@ -13,7 +13,10 @@
  * variant compiled for "sak = 1" would compute garbage with sak = 64, so correctness rests on
  * this check; every library has a generic variant (no promises) that any call keeps. Variants
  * with more promises come first (they win ties), and an untuned default only runs when no
- * tuned variant fits. */
+ * tuned variant fits.
+ *
+ * The C is built from parsed, checked values only: grid rules and conditions from their trees,
+ * names that cannot meet the user's, escaped comments and strings (libgen_names.c says how). */
 #include "internal.h"
 
 #include <kiln/kilnrt.h>
@@ -36,15 +39,13 @@ static const char *c_type(const TuneParam *q) {
   }
 }
 
-static bool is_ident(const char *s) {
-  if (!*s || isdigit((unsigned char)*s)) return false;
-  for (; *s; s++)
-    if (!isalnum((unsigned char)*s) && *s != '_') return false;
-  return true;
-}
-
-static void params_decl(FILE *f, const LibKernel *k) {
-  for (int i = 0; i < k->nparams; i++) fprintf(f, ", %s%s", c_type(&k->params[i]), k->params[i].name);
+static void params_decl(FILE *f, const char *L, const LibKernel *k, bool header) {
+  for (int i = 0; i < k->nparams; i++) {
+    char name[80];
+    libgen_c_name(L, k->params[i].name, name, sizeof name);
+    if (header) fprintf(f, ", %s%s", c_type(&k->params[i]), name);
+    else fprintf(f, ", %sp%d /* %s */", c_type(&k->params[i]), i, k->params[i].name);
+  }
 }
 
 /* The integer scalars: what dispatch looks at (the keys and the signatures' parameters). */
@@ -52,22 +53,83 @@ static bool is_dispatch_param(const TuneParam *q) {
   return !q->is_ptr && !tune_scalar_is_float(q->scalar);
 }
 
-/* "int64_t M, int64_t N" (decl) or "M, N" over the dispatch parameters; "void" when none. */
+/* "int64_t p2, int64_t p3" (decl) or "p2, p3" over the dispatch parameters; "void" when none. */
 static void dispatch_params(FILE *f, const LibKernel *k, bool decl) {
   int n = 0;
   for (int i = 0; i < k->nparams; i++)
-    if (is_dispatch_param(&k->params[i]))
-      fprintf(f, "%s%s%s", n++ ? ", " : "", decl ? "int64_t " : "", k->params[i].name);
+    if (is_dispatch_param(&k->params[i])) fprintf(f, "%s%sp%d", n++ ? ", " : "", decl ? "int64_t " : "", i);
   if (n == 0 && decl) fputs("void", f);
+}
+
+/* The same with the names the header shows ("int64_t M, int64_t N"). */
+static void dispatch_params_header(FILE *f, const char *L, const LibKernel *k) {
+  int n = 0;
+  for (int i = 0; i < k->nparams; i++)
+    if (is_dispatch_param(&k->params[i])) {
+      char name[80];
+      libgen_c_name(L, k->params[i].name, name, sizeof name);
+      fprintf(f, "%sint64_t %s", n++ ? ", " : "", name);
+    }
+  if (n == 0) fputs("void", f);
+}
+
+/* Axis a of k's grid rule, parsed; -1 with the reason on err (nothing of it is written). */
+static int grid_axis(const LibKernel *k, int a, TuneExpr *e, FILE *err) {
+  char why[256];
+  if (tune_expr_parse(k->h.grid[a], e, why, sizeof why)) {
+    fprintf(err, "kiln: error: the grid rule of '%s' (axis %d) does not parse: %s\n", k->name, a, why);
+    return -1;
+  }
+  for (int i = 0; i < e->count; i++) {
+    const char *name = e->n[i].name;
+    if (e->n[i].op != TX_NAME || !strcmp(name, "num_warps") || !strcmp(name, "num_stages")) continue;
+    bool known = false;
+    for (int c = 0; c < k->nconsts; c++) known |= !strcmp(name, k->consts[c]);
+    for (int p = 0; p < k->nparams; p++)
+      known |= !strcmp(name, k->params[p].name) && is_dispatch_param(&k->params[p]);
+    if (!known) {
+      fprintf(err, "kiln: error: the grid rule of '%s' (axis %d) names '%s', which is neither an "
+                   "integer parameter nor a const of the kernel\n", k->name, a, name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The grid rule in the harness syntax, printed from its trees, for comments and messages. */
+static char *grid_text(const LibKernel *k) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  TuneExpr *e = malloc(sizeof *e);
+  if (!m || !e) {
+    if (m) fclose(m);
+    free(e);
+    free(text);
+    return NULL;
+  }
+  for (int a = 0; a < k->h.ngrid; a++) {
+    if (a) fputs(", ", m);
+    if (tune_expr_parse(k->h.grid[a], e, NULL, 0) == 0) tune_expr_print(e, m);
+  }
+  fclose(m);
+  free(e);
+  return text;
 }
 
 /* ---------------------------------------------------------------- header */
 
 static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
   const char *base = strrchr(k->path, '/');
-  fprintf(f, "\n/* kernel %s (%s) */\n", k->name, base ? base + 1 : k->path);
+  fprintf(f, "\n/* kernel %s (", k->name);
+  libgen_comment(f, base ? base + 1 : k->path);
+  fprintf(f, ") */\n");
   fprintf(f, "typedef struct %s_%s_config {\n", L, k->name);
-  for (int i = 0; i < k->nconsts; i++) fprintf(f, "  int64_t %s;\n", k->consts[i]);
+  for (int i = 0; i < k->nconsts; i++) {
+    char name[80];
+    libgen_c_name(L, k->consts[i], name, sizeof name);
+    fprintf(f, "  int64_t %s;\n", name);
+  }
   fprintf(f, "  int num_warps, num_stages;\n"
              "  const char *signature; /* the variant's promises, e.g. \"sak=1,K%%16\" (\"\": none) */\n"
              "} %s_%s_config;\n", L, k->name);
@@ -76,33 +138,44 @@ static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
           L, k->name, L, k->name);
   fprintf(f, "/* Launches %s with the variant tuned for the nearest key bucket among those whose\n"
              " * promises (integer arguments equal to 1 / divisible by 16) the call keeps; a generic\n"
-             " * variant serves the others. grid NULL: the rule it was tuned with (", k->name);
-  for (int a = 0; a < k->h.ngrid; a++) fprintf(f, "%s%s", a ? ", " : "", k->h.grid[a]);
-  fprintf(f, "). Loads the variant's module on first use. */\n");
+             " * variant serves the others. Loads the variant's module on first use. A refused call\n"
+             " * (no variant fits, a grid out of range) says why in kiln_rt_last_error().\n"
+             " * grid NULL: the rule it was tuned with, ", k->name);
+  char *grid = grid_text(k);
+  libgen_comment(f, grid ? grid : "");
+  free(grid);
+  fprintf(f, " */\n");
   fprintf(f, "KilnRtStatus %s_%s(%s *lib", L, k->name, L);
-  params_decl(f, k);
+  params_decl(f, L, k, true);
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream);\n", L, k->name);
   if (libgen_has_call_conditions(k)) {
     fprintf(f, "/* Conditions on the call (variants that break them never run; when none fits, the\n"
                " * launch returns KILN_RT_ERROR_INVALID_ARGUMENT and _pick a config with num_warps 0):");
     for (int i = 0; i < k->tune->nwheres; i++)
       if (kiln_tune_where_is_call(k->tune, i)) {
-        char text[200];
-        tune_span_text(k->src, k->tune->wheres[i]->span, text, sizeof text);
-        fprintf(f, "\n *   where %s", text);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (m) {
+          libgen_print_where(m, k->tune->wheres[i], true);
+          fclose(m);
+        }
+        fprintf(f, "\n *   where ");
+        libgen_comment(f, text ? text : "...");
+        free(text);
       }
     fprintf(f, " */\n");
   }
   fprintf(f, "/* The config a launch with these integer arguments uses. */\n");
   fprintf(f, "%s_%s_config %s_%s_pick(", L, k->name, L, k->name);
-  dispatch_params(f, k, true);
+  dispatch_params_header(f, L, k);
   fprintf(f, ");\n");
 }
 
 static void write_header(FILE *f, const char *L, const LibKernel *ks, int nk) {
   fprintf(f, "/* %s.h — generated by kiln (kiln tune --emit-lib / kiln lib); do not edit.\n"
              " * Create one library handle per device; it owns the modules it loads. */\n", L);
-  fprintf(f, "#ifndef %s_KILN_LIB_H\n#define %s_KILN_LIB_H\n\n", L, L);
+  fprintf(f, "#ifndef KILN_LIB_%s_H\n#define KILN_LIB_%s_H\n\n", L, L);
   fprintf(f, "#include <stdint.h>\n\n#include <kiln/kilnrt.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   fprintf(f, "typedef struct %s %s;\n\n", L, L);
   fprintf(f, "/* A library handle on dev (which must outlive it); owned by the caller. */\n");
@@ -113,31 +186,64 @@ static void write_header(FILE *f, const char *L, const LibKernel *ks, int nk) {
   fprintf(f, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
 }
 
-/* ---------------------------------------------------------------- source */
+/* ---------------------------------------------------------------- source
+ *
+ * The source names nothing after the user: parameters are p<i>, the file's statics kiln_gen_*
+ * with kernels by index (libgen_names.c), and the handle is `struct NAME`, which no local can
+ * hide. */
 
-/* The harness grid expression as C over the launch's parameters and the picked config. */
-static void grid_expr_c(FILE *f, const char *L, const LibKernel *k, const char *e) {
-  while (*e) {
-    if (isalpha((unsigned char)*e) || *e == '_') {
-      char id[64];
-      size_t n = 0;
-      while ((isalnum((unsigned char)*e) || *e == '_') && n + 1 < sizeof id) id[n++] = *e++;
-      id[n] = '\0';
-      const char *after = e;
-      while (*after == ' ') after++;
-      bool is_const = !strcmp(id, "num_warps") || !strcmp(id, "num_stages");
-      for (int i = 0; i < k->nconsts; i++) is_const |= !strcmp(id, k->consts[i]);
-      if (*after == '(') fprintf(f, "%s_kiln_%s", L, id);
-      else if (is_const) fprintf(f, "(int64_t)cfg->%s", id);
-      else fprintf(f, "(int64_t)%s", id);
-    } else {
-      fputc(*e++, f);
+/* Node i of a grid tree as C over the launch's parameters and the picked config, in the
+ * checked arithmetic (bad: an int * in scope). */
+static void grid_node_c(FILE *f, const char *L, const LibKernel *k, const TuneExpr *e, int i) {
+  static const char *const ck[] = {[TX_ADD] = "ADD", [TX_SUB] = "SUB", [TX_MUL] = "MUL",
+                                   [TX_DIV] = "DIV", [TX_MOD] = "MOD", [TX_CDIV] = "CDIV"};
+  const TuneExprNode *x = &e->n[i];
+  switch (x->op) {
+  case TX_INT: fprintf(f, "INT64_C(%lld)", (long long)x->ival); return;
+  case TX_NAME:
+    if (!strcmp(x->name, "num_warps") || !strcmp(x->name, "num_stages")) {
+      fprintf(f, "(int64_t)cfg->%s", x->name);
+      return;
     }
+    for (int c = 0; c < k->nconsts; c++)
+      if (!strcmp(x->name, k->consts[c])) {
+        char name[80];
+        libgen_c_name(L, k->consts[c], name, sizeof name);
+        fprintf(f, "cfg->%s", name);
+        return;
+      }
+    for (int p = 0; p < k->nparams; p++)
+      if (!strcmp(x->name, k->params[p].name)) {
+        fprintf(f, "(int64_t)p%d", p);
+        return;
+      }
+    fputs("INT64_C(0)", f); /* grid_axis refused every other name */
+    return;
+  case TX_NEG:
+    fputs("kiln_gen_ck(KILN_GEN_CK_SUB, 0, ", f);
+    grid_node_c(f, L, k, e, x->lhs);
+    fputs(", bad)", f);
+    return;
+  case TX_MIN:
+  case TX_MAX:
+    fputs(x->op == TX_MIN ? "kiln_gen_min(" : "kiln_gen_max(", f);
+    grid_node_c(f, L, k, e, x->lhs);
+    fputs(", ", f);
+    grid_node_c(f, L, k, e, x->rhs);
+    fputs(")", f);
+    return;
+  default:
+    fprintf(f, "kiln_gen_ck(KILN_GEN_CK_%s, ", ck[x->op]);
+    grid_node_c(f, L, k, e, x->lhs);
+    fputs(", ", f);
+    grid_node_c(f, L, k, e, x->rhs);
+    fputs(", bad)", f);
+    return;
   }
 }
 
-static void write_image(FILE *f, const char *L, int i, const KilnBuffer *b) {
-  fprintf(f, "static const unsigned char %s_img%d[%zu] = {", L, i, b->size);
+static void write_image(FILE *f, int i, const KilnBuffer *b) {
+  fprintf(f, "static const unsigned char kiln_gen_img%d[%zu] = {", i, b->size);
   for (size_t j = 0; j < b->size; j++)
     fprintf(f, "%s%u,", j % 24 ? "" : "\n  ", (unsigned char)b->data[j]);
   fprintf(f, "\n};\n");
@@ -145,20 +251,16 @@ static void write_image(FILE *f, const char *L, int i, const KilnBuffer *b) {
 
 static void source_prelude(FILE *f, const char *L, int nimages) {
   fprintf(f, "/* %s.c — generated by kiln; do not edit. */\n#include \"%s.h\"\n\n", L, L);
-  fprintf(f, "#include <pthread.h>\n#include <stdlib.h>\n\n");
+  fprintf(f, "#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n");
   fprintf(f, "struct %s {\n  KilnRtDevice *dev;\n  pthread_mutex_t mu;\n"
              "  KilnRtModule *mods[%d];\n  KilnRtFunction *fns[%d];\n};\n\n", L, nimages, nimages);
-  fprintf(f, "#if defined(__GNUC__)\n#define %s_KILN_UNUSED __attribute__((unused))\n#else\n"
-             "#define %s_KILN_UNUSED\n#endif\n", L, L);
-  fprintf(f, "%s_KILN_UNUSED ", L);
-  fprintf(f, "static inline int64_t %s_kiln_cdiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }\n", L);
-  fprintf(f, "%s_KILN_UNUSED ", L);
-  fprintf(f, "static inline int64_t %s_kiln_min(int64_t a, int64_t b) { return a < b ? a : b; }\n", L);
-  fprintf(f, "%s_KILN_UNUSED ", L);
-  fprintf(f, "static inline int64_t %s_kiln_max(int64_t a, int64_t b) { return a > b ? a : b; }\n", L);
+  fprintf(f, "#if defined(__GNUC__)\n#define KILN_GEN_UNUSED __attribute__((unused))\n#else\n"
+             "#define KILN_GEN_UNUSED\n#endif\n");
+  fprintf(f, "KILN_GEN_UNUSED static inline int64_t kiln_gen_min(int64_t a, int64_t b) { return a < b ? a : b; }\n");
+  fprintf(f, "KILN_GEN_UNUSED static inline int64_t kiln_gen_max(int64_t a, int64_t b) { return a > b ? a : b; }\n");
   fprintf(f, "/* The tuner's key buckets: the smallest power of two >= v (0 for v <= 0), as log2+1. */\n"
-             "%s_KILN_UNUSED static inline int %s_kiln_lbucket(int64_t v) {\n  int l = 0;\n"
-             "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n", L, L);
+             "KILN_GEN_UNUSED static inline int kiln_gen_lbucket(int64_t v) {\n  int l = 0;\n"
+             "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n");
 }
 
 /* One embedded image: which module (variant) it belongs to, its format and arch. */
@@ -186,42 +288,43 @@ static const char *format_name(KilnRtModuleFormat f) {
  * digits, '.', '-' and ',' only: kiln_rt_host_cpu_target's, printed as they are). */
 static void source_images(FILE *f, const char *L, const char *const *kern, int nmod,
                           const LibImage *im, int nimg, const char *cpu, const char *features) {
-  fprintf(f, "static const KilnRtImage %s_images[%d] = {\n", L, nimg ? nimg : 1);
+  fprintf(f, "static const KilnRtImage kiln_gen_images[%d] = {\n", nimg ? nimg : 1);
   for (int i = 0; i < nimg; i++) {
-    fprintf(f, "  {%s, %d, %s_img%d, sizeof %s_img%d, ", format_name(im[i].format), im[i].arch,
-            L, i, L, i);
+    fprintf(f, "  {%s, %d, kiln_gen_img%d, sizeof kiln_gen_img%d, ", format_name(im[i].format),
+            im[i].arch, i, i);
     if (is_host_format(im[i].format)) fprintf(f, "\"%s\", \"%s\"},\n", cpu, features);
     else fprintf(f, "NULL, NULL},\n");
   }
   fprintf(f, "};\n\nstatic const struct {\n  const char *kernel;\n  int first, count;\n} "
-             "%s_modules[%d] = {\n", L, nmod ? nmod : 1);
+             "kiln_gen_modules[%d] = {\n", nmod ? nmod : 1);
   for (int m = 0, i = 0; m < nmod; m++) {
     int first = i;
     while (i < nimg && im[i].module == m) i++;
     fprintf(f, "  {\"%s\", %d, %d},\n", kern[m], first, i - first);
   }
   fprintf(f, "};\n\n");
-  fprintf(f, "KilnRtStatus %s_create(KilnRtDevice *dev, %s **out) {\n"
-             "  if (!dev || !out) return KILN_RT_ERROR_INVALID_ARGUMENT;\n"
-             "  %s *lib = calloc(1, sizeof *lib);\n"
-             "  if (!lib) return KILN_RT_ERROR_OUT_OF_MEMORY;\n"
+  fprintf(f, "KilnRtStatus %s_create(KilnRtDevice *dev, struct %s **out) {\n"
+             "  if (!dev || !out)\n"
+             "    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_create: NULL %%s\", "
+             "dev ? \"out\" : \"dev\");\n"
+             "  struct %s *lib = calloc(1, sizeof *lib);\n"
+             "  if (!lib) return kiln_rt_set_error(KILN_RT_ERROR_OUT_OF_MEMORY, \"%s_create: out of memory\");\n"
              "  lib->dev = dev;\n  pthread_mutex_init(&lib->mu, NULL);\n"
-             "  *out = lib;\n  return KILN_RT_OK;\n}\n\n", L, L, L);
-  fprintf(f, "void %s_destroy(%s *lib) {\n  if (!lib) return;\n"
+             "  *out = lib;\n  return KILN_RT_OK;\n}\n\n", L, L, L, L, L);
+  fprintf(f, "void %s_destroy(struct %s *lib) {\n  if (!lib) return;\n"
              "  for (int i = 0; i < %d; i++) kiln_rt_module_destroy(lib->mods[i]);\n"
              "  pthread_mutex_destroy(&lib->mu);\n  free(lib);\n}\n\n", L, L, nmod);
   fprintf(f, "/* Loads module i on first use (the image that fits the device: a cubin of its arch, else\n"
              " * PTX); later calls only read the cached function. */\n"
-             "static KilnRtStatus %s_function(%s *lib, int i, KilnRtFunction **fn) {\n"
+             "static KilnRtStatus kiln_gen_function(struct %s *lib, int i, KilnRtFunction **fn) {\n"
              "  KilnRtStatus st = KILN_RT_OK;\n  pthread_mutex_lock(&lib->mu);\n"
              "  if (!lib->fns[i]) {\n"
              "    if (!lib->mods[i])\n"
-             "      st = kiln_rt_module_load_best(lib->dev, &%s_images[%s_modules[i].first],\n"
-             "                                    (size_t)%s_modules[i].count, NULL, &lib->mods[i]);\n"
+             "      st = kiln_rt_module_load_best(lib->dev, &kiln_gen_images[kiln_gen_modules[i].first],\n"
+             "                                    (size_t)kiln_gen_modules[i].count, NULL, &lib->mods[i]);\n"
              "    if (st == KILN_RT_OK)\n"
-             "      st = kiln_rt_module_get_function(lib->mods[i], %s_modules[i].kernel, &lib->fns[i]);\n"
-             "  }\n  *fn = lib->fns[i];\n  pthread_mutex_unlock(&lib->mu);\n  return st;\n}\n",
-          L, L, L, L, L, L);
+             "      st = kiln_rt_module_get_function(lib->mods[i], kiln_gen_modules[i].kernel, &lib->fns[i]);\n"
+             "  }\n  *fn = lib->fns[i];\n  pthread_mutex_unlock(&lib->mu);\n  return st;\n}\n", L);
 }
 
 /* Bit i set for each parameter i the signature requires to be 1 (multiple false) or a multiple
@@ -233,11 +336,30 @@ static unsigned long long sig_mask(const TuneSig *s, bool multiple) {
   return m;
 }
 
-static void source_table(FILE *f, const char *L, const LibKernel *k, const int *module_of) {
-  fprintf(f, "\n/* ---- %s */\nstatic const struct {\n  int64_t keys[%d];\n  int module;\n"
+/* What a refused call's message says of variant v: its key buckets, config and promises. */
+static void variant_about(FILE *f, const LibKernel *k, const LibVariant *var) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  if (m) {
+    for (int j = 0; j < k->nkeys; j++)
+      fprintf(m, "%s=%lld, ", k->keys[j], (long long)var->keyvals[j]);
+    char cfg[256];
+    tune_config_string(&var->cfg, cfg, sizeof cfg);
+    fprintf(m, "%s%s%s%s", cfg, var->sig.n ? ", promises " : "", var->sig.text,
+            var->untuned ? ", untuned" : "");
+    fclose(m);
+  }
+  libgen_c_string(f, text ? text : "");
+  free(text);
+}
+
+static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, const int *module_of) {
+  fprintf(f, "\n/* ---- kernel %s */\nstatic const struct {\n  int64_t keys[%d];\n  int module;\n"
              "  uint64_t one, d16; /* parameters promised to be 1 / multiples of 16 (bit i: param i) */\n"
-             "  int untuned;\n  %s_%s_config cfg;\n} %s_%s_table[%d] = {\n",
-          k->name, k->nkeys ? k->nkeys : 1, L, k->name, L, k->name, k->nvariants);
+             "  int untuned;\n  %s_%s_config cfg;\n  const char *about; /* for a refused call's message */\n"
+             "} kiln_gen_table%d[%d] = {\n",
+          k->name, k->nkeys ? k->nkeys : 1, L, k->name, ki, k->nvariants);
   for (int v = 0; v < k->nvariants; v++) {
     const LibVariant *var = &k->variants[v];
     fprintf(f, "  {{");
@@ -251,85 +373,152 @@ static void source_table(FILE *f, const char *L, const LibKernel *k, const int *
         if (!strcmp(var->cfg.bindings[b].name, k->consts[c])) val = var->cfg.bindings[b].value;
       fprintf(f, "%lldLL, ", val);
     }
-    fprintf(f, "%d, %d, \"%s\"}}, /* %s median %.4f ms */\n", var->cfg.num_warps,
-            var->cfg.num_stages, var->sig.text, var->untuned ? "untuned" : "tuned", var->median_ms);
+    fprintf(f, "%d, %d, ", var->cfg.num_warps, var->cfg.num_stages);
+    libgen_c_string(f, var->sig.text);
+    fprintf(f, "},\n   ");
+    variant_about(f, k, var);
+    fprintf(f, "}, /* %s median %.4f ms */\n", var->untuned ? "untuned" : "tuned", var->median_ms);
   }
-  fprintf(f, "};\n\n");
+  fprintf(f, "};\n");
+  /* the parameters' names, for the message of a call that breaks a promise */
+  fprintf(f, "KILN_GEN_UNUSED static const char *const kiln_gen_params%d[%d] = {", ki, k->nparams ? k->nparams : 1);
+  for (int i = 0; i < k->nparams; i++) {
+    fputs(i ? ", " : "", f);
+    libgen_c_string(f, k->params[i].name);
+  }
+  fprintf(f, "%s};\n\n", k->nparams ? "" : "\"\"");
 }
 
-/* "(uint64_t)(x == 1) << 3 | ..." over the parameters some variant promises something of. */
+/* "(uint64_t)(p0 == 1) << 0 | ..." over the parameters some variant promises something of. */
 static void call_mask(FILE *f, const LibKernel *k, bool multiple) {
   unsigned long long any = 0;
   for (int v = 0; v < k->nvariants; v++) any |= sig_mask(&k->variants[v].sig, multiple);
   int n = 0;
   for (int i = 0; i < k->nparams; i++)
     if (any >> i & 1)
-      fprintf(f, "%s(uint64_t)(%s %s) << %d", n++ ? " |\n      " : "", k->params[i].name,
+      fprintf(f, "%s(uint64_t)(p%d %s) << %d", n++ ? " |\n      " : "", i,
               multiple ? "% 16 == 0" : "== 1", i);
   if (n == 0) fputs("0", f);
 }
 
-static void source_choose(FILE *f, const char *L, const LibKernel *k, int generic) {
-  bool conditions = libgen_has_call_conditions(k);
-  if (conditions) libgen_emit_fits(f, L, k, dispatch_params);
-  fprintf(f, "static int %s_%s_choose(", L, k->name);
-  dispatch_params(f, k, true);
-  fprintf(f, ") {\n");
+/* The promises a call keeps, as locals one and d16. */
+static void call_masks(FILE *f, const LibKernel *k) {
   for (int i = 0; i < k->nparams; i++)
-    if (is_dispatch_param(&k->params[i])) fprintf(f, "  (void)%s;\n", k->params[i].name);
+    if (is_dispatch_param(&k->params[i])) fprintf(f, "  (void)p%d;\n", i);
   fprintf(f, "  /* the promises this call keeps */\n  const uint64_t one = ");
   call_mask(f, k, false);
   fprintf(f, ";\n  const uint64_t d16 = ");
   call_mask(f, k, true);
+  fprintf(f, ";\n");
+}
+
+static void source_choose(FILE *f, const char *L, const LibKernel *k, int ki, int generic) {
+  bool conditions = libgen_has_call_conditions(k);
+  if (conditions) libgen_emit_fits(f, k, ki, dispatch_params);
+  fprintf(f, "static int kiln_gen_choose%d(", ki);
+  dispatch_params(f, k, true);
+  fprintf(f, ") {\n");
+  call_masks(f, k);
   if (conditions)
-    fprintf(f, ";\n  int best = -1; /* none, unless some variant's conditions on the call hold */\n"
-               "  long long best_d = -1;\n");
+    fprintf(f, "  int best = -1; /* none, unless some variant's conditions on the call hold */\n"
+               "  long long best_d = -1;\n  const char *why;\n");
   else
-    fprintf(f, ";\n  int best = %d; /* generic: every call keeps its (no) promises */\n"
+    fprintf(f, "  int best = %d; /* generic: every call keeps its (no) promises */\n"
                "  long long best_d = -1;\n", generic);
   fprintf(f, "  for (int v = 0; v < %d; v++) {\n", k->nvariants);
-  fprintf(f, "    if ((%s_%s_table[v].one & ~one) | (%s_%s_table[v].d16 & ~d16))\n"
-             "      continue; /* compiled for arguments this call does not have */\n",
-          L, k->name, L, k->name);
+  fprintf(f, "    if ((kiln_gen_table%d[v].one & ~one) | (kiln_gen_table%d[v].d16 & ~d16))\n"
+             "      continue; /* compiled for arguments this call does not have */\n", ki, ki);
   if (conditions) {
-    fprintf(f, "    if (!%s_%s_fits(v, ", L, k->name);
+    fprintf(f, "    if (!kiln_gen_fits%d(v, ", ki);
     dispatch_params(f, k, false);
-    fprintf(f, "))\n      continue; /* the tune block's conditions on the call fail */\n");
+    fprintf(f, ", &why))\n      continue; /* the tune block's conditions on the call fail */\n");
   }
-  fprintf(f, "    long long d = %s_%s_table[v].untuned ? 1LL << 40 : 0, t = 0;\n", L, k->name);
+  fprintf(f, "    long long d = kiln_gen_table%d[v].untuned ? 1LL << 40 : 0, t = 0;\n", ki);
   for (int j = 0; j < k->nkeys; j++)
-    fprintf(f, "    t = %s_kiln_lbucket(%s) - %s_kiln_lbucket(%s_%s_table[v].keys[%d]);\n"
-               "    d += t < 0 ? -t : t;\n", L, k->keys[j], L, L, k->name, j);
+    fprintf(f, "    t = kiln_gen_lbucket(p%d) - kiln_gen_lbucket(kiln_gen_table%d[v].keys[%d]);\n"
+               "    d += t < 0 ? -t : t;\n", k->keyidx[j], ki, j);
   fprintf(f, "    (void)t;\n    if (best_d < 0 || d < best_d) {\n      best = v;\n      best_d = d;\n"
              "    }\n  }\n  return best;\n}\n\n");
+  if (conditions) {
+    /* why a call was refused: every variant's broken promise or failed condition */
+    fprintf(f, "/* The last error of a call no variant fits: what each variant needed. */\n"
+               "static KilnRtStatus kiln_gen_refuse%d(", ki);
+    dispatch_params(f, k, true);
+    fprintf(f, ") {\n");
+    call_masks(f, k);
+    fprintf(f, "  char msg[2048];\n  size_t n = 0;\n  int w = snprintf(msg, sizeof msg, \"%s_%s: no "
+               "variant fits the call (", L, k->name);
+    int nd = 0;
+    for (int i = 0; i < k->nparams; i++)
+      if (is_dispatch_param(&k->params[i])) fprintf(f, "%s%s=%%lld", nd++ ? ", " : "", k->params[i].name);
+    fprintf(f, ")\"");
+    for (int i = 0; i < k->nparams; i++)
+      if (is_dispatch_param(&k->params[i])) fprintf(f, ", (long long)p%d", i);
+    fprintf(f, ");\n");
+    fprintf(f, "  for (int v = 0; v < %d && w >= 0 && (n += (size_t)w) < sizeof msg; v++) {\n"
+               "    uint64_t broken = kiln_gen_table%d[v].one & ~one, broken16 = kiln_gen_table%d[v].d16 & ~d16;\n"
+               "    int i = 0;\n    while (i < 63 && !((broken | broken16) >> i & 1)) i++;\n"
+               "    const char *why = \"\";\n"
+               "    if (broken | broken16)\n"
+               "      w = snprintf(msg + n, sizeof msg - n, \"; variant %%d (%%s): promise %%s%%s not kept\", v,\n"
+               "                   kiln_gen_table%d[v].about, kiln_gen_params%d[i], broken >> i & 1 ? \"=1\" : \"%%16\");\n"
+               "    else if (!kiln_gen_fits%d(v, ",
+            k->nvariants, ki, ki, ki, ki, ki);
+    dispatch_params(f, k, false);
+    fprintf(f, ", &why))\n"
+               "      w = snprintf(msg + n, sizeof msg - n, \"; variant %%d (%%s): %%s fails\", v,\n"
+               "                   kiln_gen_table%d[v].about, why);\n"
+               "    else\n      w = 0;\n  }\n"
+               "  return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%%s\", msg);\n}\n\n", ki);
+  }
   fprintf(f, "%s_%s_config %s_%s_pick(", L, k->name, L, k->name);
   dispatch_params(f, k, true);
-  fprintf(f, ") {\n  int v = %s_%s_choose(", L, k->name);
+  fprintf(f, ") {\n  int v = kiln_gen_choose%d(", ki);
   dispatch_params(f, k, false);
   fprintf(f, ");\n  if (v < 0) {\n    %s_%s_config none = {0};\n    none.signature = \"\";\n"
              "    return none; /* num_warps 0: no variant fits */\n  }\n"
-             "  return %s_%s_table[v].cfg;\n}\n\n", L, k->name, L, k->name);
+             "  return kiln_gen_table%d[v].cfg;\n}\n\n", L, k->name, ki);
 }
 
-static void source_launch(FILE *f, const char *L, const LibKernel *k) {
-  fprintf(f, "KilnRtStatus %s_%s(%s *lib", L, k->name, L);
-  params_decl(f, k);
+static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, TuneExpr *e) {
+  fprintf(f, "KilnRtStatus %s_%s(struct %s *lib", L, k->name, L);
+  params_decl(f, L, k, false);
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream) {\n", L, k->name);
-  fprintf(f, "  if (!lib) return KILN_RT_ERROR_INVALID_ARGUMENT;\n");
-  fprintf(f, "  int v = %s_%s_choose(", L, k->name);
+  fprintf(f, "  if (!lib) return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: NULL library\");\n",
+          L, k->name);
+  fprintf(f, "  int v = kiln_gen_choose%d(", ki);
   dispatch_params(f, k, false);
-  fprintf(f, ");\n  if (v < 0) return KILN_RT_ERROR_INVALID_ARGUMENT; /* no variant fits the call */\n");
-  fprintf(f, "  const %s_%s_config *cfg = &%s_%s_table[v].cfg;\n", L, k->name, L, k->name);
-  fprintf(f, "  uint32_t g[3] = {1, 1, 1};\n  if (grid) {\n    grid(cfg, grid_user, g);\n  } else {\n");
-  for (int a = 0; a < k->h.ngrid; a++) {
-    fprintf(f, "    int64_t g%d = ", a);
-    grid_expr_c(f, L, k, k->h.grid[a]);
-    fprintf(f, ";\n    if (g%d < 1 || g%d > INT32_MAX) return KILN_RT_ERROR_INVALID_ARGUMENT;\n"
-               "    g[%d] = (uint32_t)g%d;\n", a, a, a, a);
+  fprintf(f, ");\n");
+  if (libgen_has_call_conditions(k)) {
+    fprintf(f, "  if (v < 0) return kiln_gen_refuse%d(", ki);
+    dispatch_params(f, k, false);
+    fprintf(f, ");\n");
   }
-  fprintf(f, "  }\n  KilnRtFunction *fn;\n  KilnRtStatus st = %s_function(lib, %s_%s_table[v].module, &fn);\n"
-             "  if (st != KILN_RT_OK) return st;\n  void *args[] = {", L, L, k->name);
-  for (int i = 0; i < k->nparams; i++) fprintf(f, "%s&%s", i ? ", " : "", k->params[i].name);
+  fprintf(f, "  const %s_%s_config *cfg = &kiln_gen_table%d[v].cfg;\n", L, k->name, ki);
+  fprintf(f, "  uint32_t g[3] = {1, 1, 1};\n  if (grid) {\n    grid(cfg, grid_user, g);\n  } else {\n"
+             "    int ck = 0, *bad = &ck;\n    (void)bad;\n");
+  for (int a = 0; a < k->h.ngrid; a++) {
+    tune_expr_parse(k->h.grid[a], e, NULL, 0); /* checked by grid_axis */
+    fprintf(f, "    int64_t g%d = ", a);
+    grid_node_c(f, L, k, e, e->root);
+    fprintf(f, ";\n    if (ck || g%d < 1 || g%d > INT32_MAX)\n"
+               "      return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT,\n"
+               "                               \"%s_%s: grid axis %d, %%s, is %%s (1 .. 2^31-1 programs)\", ", a, a, L, k->name, a);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m) {
+      tune_expr_print(e, m);
+      fclose(m);
+    }
+    libgen_c_string(f, text ? text : "");
+    free(text);
+    fprintf(f, ",\n                               ck ? \"out of range of int64\" : g%d < 1 ? \"< 1\" : \"too large\");\n"
+               "    g[%d] = (uint32_t)g%d;\n", a, a, a);
+  }
+  fprintf(f, "  }\n  KilnRtFunction *fn;\n  KilnRtStatus st = kiln_gen_function(lib, kiln_gen_table%d[v].module, &fn);\n"
+             "  if (st != KILN_RT_OK) return st;\n  void *args[] = {", ki);
+  for (int i = 0; i < k->nparams; i++) fprintf(f, "%s&p%d", i ? ", " : "", i);
   fprintf(f, "%s};\n", k->nparams ? "" : "0");
   fprintf(f, "  KilnRtLaunchConfig lc = {{g[0], g[1], g[2]}, (uint32_t)cfg->num_warps * 32, 0};\n"
              "  return kiln_rt_launch(fn, &lc, args, stream);\n}\n");
@@ -384,18 +573,18 @@ typedef struct LibBuild {
   int nimages;
 } LibBuild;
 
-static int add_image(LibBuild *B, const char *L, int module, KilnRtModuleFormat fmt, int arch,
+static int add_image(LibBuild *B, int module, KilnRtModuleFormat fmt, int arch,
                      const KilnBuffer *b) {
   LibImage *ni = realloc(B->images, (size_t)(B->nimages + 1) * sizeof *ni);
   if (!ni) return 2;
   B->images = ni;
   ni[B->nimages] = (LibImage){module, fmt, arch};
-  write_image(B->img, L, B->nimages++, b);
+  write_image(B->img, B->nimages++, b);
   return 0;
 }
 
-static int build_module(LibBuild *B, const char *L, int module, const LibKernel *k,
-                        const LibVariant *v, FILE *err) {
+static int build_module(LibBuild *B, int module, const LibKernel *k, const LibVariant *v,
+                        FILE *err) {
   KilnBuffer b = {0};
   int rc = 0;
   if (!B->gpu) {
@@ -408,7 +597,7 @@ static int build_module(LibBuild *B, const char *L, int module, const LibKernel 
               kiln_rt_last_error());
       rc = 2;
     }
-    if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_HOST_SHARED, 0,
+    if (rc == 0) rc = add_image(B, module, KILN_RT_MODULE_HOST_SHARED, 0,
                                 &(KilnBuffer){so, so_size});
     free(so);
     kiln_buffer_free(&b);
@@ -416,7 +605,7 @@ static int build_module(LibBuild *B, const char *L, int module, const LibKernel 
   }
   for (int a = 0; a < B->gpu->narchs && rc == 0 && !B->gpu->ptx_only; a++) {
     rc = compile_variant(k, v, B->gpu->archs[a], NULL, KILN_EMIT_CUBIN, &b, err);
-    if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_CUBIN, arch_of(B->gpu->archs[a]), &b);
+    if (rc == 0) rc = add_image(B, module, KILN_RT_MODULE_CUBIN, arch_of(B->gpu->archs[a]), &b);
     kiln_buffer_free(&b);
   }
   if (rc == 0) rc = compile_variant(k, v, B->gpu->archs[0], NULL, KILN_EMIT_PTX, &b, err);
@@ -426,7 +615,7 @@ static int build_module(LibBuild *B, const char *L, int module, const LibKernel 
     if (!nd) rc = 2;
     else (b.data = nd)[b.size++] = '\0';
   }
-  if (rc == 0) rc = add_image(B, L, module, KILN_RT_MODULE_PTX, arch_of(B->gpu->archs[0]), &b);
+  if (rc == 0) rc = add_image(B, module, KILN_RT_MODULE_PTX, arch_of(B->gpu->archs[0]), &b);
   kiln_buffer_free(&b);
   return rc;
 }
@@ -446,10 +635,17 @@ static int save(FILE *mem, char **buf, const char *dir, const char *L, const cha
 
 int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const char *cpu,
                      const LibGpuArchs *gpu, LibKernel *ks, int nk, FILE *err) {
-  if (!is_ident(L)) {
-    fprintf(err, "kiln: error: library name '%s' is not a C identifier\n", L);
-    return 64;
-  }
+  int checked = libgen_check_names(L, ks, nk, err);
+  if (checked) return checked;
+  TuneExpr *grid = malloc(sizeof *grid);
+  if (!grid) return 2;
+  for (int i = 0; i < nk; i++)
+    for (int a = 0; a < ks[i].h.ngrid; a++)
+      if (grid_axis(&ks[i], a, grid, err)) {
+        free(grid);
+        return 1;
+      }
+  free(grid);
   if (gpu && gpu->narchs < 1) {
     fprintf(err, "kiln: error: a cuda library needs at least one arch\n");
     return 64;
@@ -490,7 +686,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
         module_of[i][v] = module_of[i][same];
         continue;
       }
-      rc = build_module(&B, L, nmod, &ks[i], &ks[i].variants[v], err);
+      rc = build_module(&B, nmod, &ks[i], &ks[i].variants[v], err);
       if (rc) break;
       const char **nkern = realloc(kern, (size_t)(nmod + 1) * sizeof *kern);
       if (!nkern) rc = 2;
@@ -501,16 +697,19 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
   if (rc == 0) {
     write_header(h, L, ks, nk);
     source_prelude(c, L, nmod ? nmod : 1);
-    libgen_emit_checked_ops(c, L);
+    libgen_emit_checked_ops(c);
     fflush(B.img);
     fputs(ibuf, c);
     source_images(c, L, kern, nmod, B.images, B.nimages, B.cpu, B.features);
-    for (int i = 0; i < nk; i++) {
-      source_table(c, L, &ks[i], module_of[i]);
-      source_choose(c, L, &ks[i], generic[i]);
-      source_launch(c, L, &ks[i]);
+    TuneExpr *e = malloc(sizeof *e);
+    if (!e) rc = 2;
+    for (int i = 0; i < nk && e; i++) {
+      source_table(c, L, &ks[i], i, module_of[i]);
+      source_choose(c, L, &ks[i], i, generic[i]);
+      source_launch(c, L, &ks[i], i, e);
     }
-    rc = save(h, &hbuf, dir, L, "h", err);
+    free(e);
+    if (rc == 0) rc = save(h, &hbuf, dir, L, "h", err);
     if (rc == 0) rc = save(c, &cbuf, dir, L, "c", err);
   }
   for (int i = 0; i < nk && module_of; i++) free(module_of[i]);

@@ -13,139 +13,256 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- integer expressions */
+/* ---------------------------------------------------------------- integer expressions
+ *
+ * An expression is parsed into a tree first and evaluated from it, so that the generated
+ * library can print the same tree as C (libgen.c): code is only ever made from what parsed,
+ * never from the text the user wrote. */
+
+typedef struct Parse {
+  const char *s;
+  TuneExpr *e;
+  int depth;
+  char *err;
+  size_t cap;
+  bool failed;
+} Parse;
+
+static int parse_expr(Parse *p);
+
+static void skip_ws(Parse *p) {
+  while (isspace((unsigned char)*p->s)) p->s++;
+}
+
+static int parse_fail(Parse *p, const char *msg, const char *what) {
+  if (!p->failed) snprintf(p->err, p->cap, "%s%s%s", msg, what ? " " : "", what ? what : "");
+  p->failed = true;
+  return -1;
+}
+
+/* A new node over operands lhs and rhs (-1: none); -1 (reported) when the expression has more
+ * than TUNE_EXPR_MAX_NODES nodes. */
+static int node(Parse *p, TuneExprOp op, int lhs, int rhs) {
+  if (p->e->count == TUNE_EXPR_MAX_NODES)
+    return parse_fail(p, "expression too long (more than 256 terms)", NULL);
+  TuneExprNode *n = &p->e->n[p->e->count];
+  memset(n, 0, sizeof *n);
+  n->op = op;
+  n->lhs = lhs;
+  n->rhs = rhs;
+  return p->e->count++;
+}
+
+/* call := ('cdiv' | 'min' | 'max') '(' expr ',' expr ')' */
+static int parse_call(Parse *p, const char *fn) {
+  TuneExprOp op = !strcmp(fn, "cdiv") ? TX_CDIV : !strcmp(fn, "min") ? TX_MIN
+                : !strcmp(fn, "max") ? TX_MAX : TX_INT;
+  if (op == TX_INT) return parse_fail(p, "unknown function", fn);
+  p->s++; /* '(' */
+  int a = parse_expr(p);
+  if (a < 0) return -1;
+  skip_ws(p);
+  if (*p->s != ',') return parse_fail(p, "expected ',' in call of", fn);
+  p->s++;
+  int b = parse_expr(p);
+  if (b < 0) return -1;
+  skip_ws(p);
+  if (*p->s != ')') return parse_fail(p, "expected ')' after arguments of", fn);
+  p->s++;
+  return node(p, op, a, b);
+}
+
+/* primary := INT | NAME | call | '(' expr ')' | '-' primary */
+static int parse_primary(Parse *p) {
+  skip_ws(p);
+  if (++p->depth > TUNE_EXPR_MAX_DEPTH) return parse_fail(p, "expression nested too deeply", NULL);
+  int r;
+  if (*p->s == '(') {
+    p->s++;
+    r = parse_expr(p);
+    skip_ws(p);
+    if (r >= 0 && *p->s != ')') r = parse_fail(p, "expected ')'", NULL);
+    else if (r >= 0) p->s++;
+  } else if (*p->s == '-') {
+    p->s++;
+    r = parse_primary(p);
+    if (r >= 0) r = node(p, TX_NEG, r, -1);
+  } else if (isdigit((unsigned char)*p->s)) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(p->s, &end, 0);
+    if (errno) return parse_fail(p, "integer literal out of range", NULL);
+    p->s = end;
+    if ((r = node(p, TX_INT, 0, -1)) >= 0) p->e->n[r].ival = v;
+  } else if (isalpha((unsigned char)*p->s) || *p->s == '_') {
+    char name[64];
+    size_t len = 0;
+    while (isalnum((unsigned char)p->s[len]) || p->s[len] == '_') len++;
+    if (len >= sizeof name) return parse_fail(p, "name too long:", p->s);
+    memcpy(name, p->s, len);
+    name[len] = '\0';
+    p->s += len;
+    skip_ws(p);
+    if (*p->s == '(') {
+      r = parse_call(p, name);
+    } else if ((r = node(p, TX_NAME, 0, -1)) >= 0) {
+      memcpy(p->e->n[r].name, name, len + 1);
+    }
+  } else {
+    r = parse_fail(p, "expected a number, a name or '('", NULL);
+  }
+  p->depth--;
+  return r;
+}
+
+/* term := primary (('*' | '/' | '%') primary)* */
+static int parse_term(Parse *p) {
+  int l = parse_primary(p);
+  for (;;) {
+    if (l < 0) return -1;
+    skip_ws(p);
+    char op = *p->s;
+    if (op != '*' && op != '/' && op != '%') return l;
+    p->s++;
+    int r = parse_primary(p);
+    l = r < 0 ? -1 : node(p, op == '*' ? TX_MUL : op == '/' ? TX_DIV : TX_MOD, l, r);
+  }
+}
+
+/* expr := term (('+' | '-') term)* */
+static int parse_expr(Parse *p) {
+  int l = parse_term(p);
+  for (;;) {
+    if (l < 0) return -1;
+    skip_ws(p);
+    char op = *p->s;
+    if (op != '+' && op != '-') return l;
+    p->s++;
+    int r = parse_term(p);
+    l = r < 0 ? -1 : node(p, op == '+' ? TX_ADD : TX_SUB, l, r);
+  }
+}
+
+int tune_expr_parse(const char *text, TuneExpr *e, char *err, size_t cap) {
+  char dummy[8];
+  Parse p = {text, e, 0, err ? err : dummy, err ? cap : sizeof dummy, false};
+  e->count = 0;
+  e->root = parse_expr(&p);
+  if (e->root >= 0) skip_ws(&p);
+  if (e->root >= 0 && *p.s) e->root = parse_fail(&p, "unexpected text:", p.s);
+  return e->root < 0 ? -1 : 0;
+}
 
 typedef struct Eval {
-  const char *s;
+  const TuneExpr *e;
   const char *const *names;
   const int64_t *values;
   int n;
   char *err;
   size_t cap;
-  bool failed;
 } Eval;
 
-static bool eval_expr(Eval *e, int64_t *out);
-
-static void skip_ws(Eval *e) {
-  while (isspace((unsigned char)*e->s)) e->s++;
-}
-
-static bool eval_fail(Eval *e, const char *msg, const char *what) {
-  if (!e->failed) snprintf(e->err, e->cap, "%s%s%s", msg, what ? " " : "", what ? what : "");
-  e->failed = true;
+static bool eval_fail(Eval *v, const char *msg, const char *what) {
+  snprintf(v->err, v->cap, "%s%s%s", msg, what ? " " : "", what ? what : "");
   return false;
 }
 
-static bool eval_call(Eval *e, const char *fn, int64_t *out) {
-  int64_t a, b;
-  e->s++; /* '(' */
-  if (!eval_expr(e, &a)) return false;
-  skip_ws(e);
-  if (*e->s != ',') return eval_fail(e, "expected ',' in call of", fn);
-  e->s++;
-  if (!eval_expr(e, &b)) return false;
-  skip_ws(e);
-  if (*e->s != ')') return eval_fail(e, "expected ')' after arguments of", fn);
-  e->s++;
-  if (!strcmp(fn, "min")) *out = a < b ? a : b;
-  else if (!strcmp(fn, "max")) *out = a > b ? a : b;
-  else if (!strcmp(fn, "cdiv")) {
-    if (b <= 0) return eval_fail(e, "cdiv by a non-positive divisor", NULL);
-    if (a > INT64_MAX - (b - 1)) return eval_fail(e, "overflow in", fn);
-    *out = (a + b - 1) / b;
-  } else return eval_fail(e, "unknown function", fn);
-  return true;
-}
-
-/* primary := INT | NAME | NAME '(' expr ',' expr ')' | '(' expr ')' | '-' primary */
-static bool eval_primary(Eval *e, int64_t *out) {
-  skip_ws(e);
-  if (*e->s == '(') {
-    e->s++;
-    if (!eval_expr(e, out)) return false;
-    skip_ws(e);
-    if (*e->s != ')') return eval_fail(e, "expected ')'", NULL);
-    e->s++;
-    return true;
+static bool eval_node(Eval *v, int i, int64_t *out) {
+  const TuneExprNode *x = &v->e->n[i];
+  int64_t a = 0, b = 0;
+  if (x->op == TX_INT) return *out = x->ival, true;
+  if (x->op == TX_NAME) {
+    for (int j = 0; j < v->n; j++)
+      if (!strcmp(v->names[j], x->name)) return *out = v->values[j], true;
+    return eval_fail(v, "unknown name", x->name);
   }
-  if (*e->s == '-') {
-    e->s++;
-    if (!eval_primary(e, out)) return false;
-    if (*out == INT64_MIN) return eval_fail(e, "overflow", NULL);
-    *out = -*out;
-    return true;
-  }
-  if (isdigit((unsigned char)*e->s)) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(e->s, &end, 0);
-    if (errno) return eval_fail(e, "integer literal out of range", NULL);
-    e->s = end;
-    *out = v;
-    return true;
-  }
-  if (isalpha((unsigned char)*e->s) || *e->s == '_') {
-    char name[64];
-    size_t len = 0;
-    while ((isalnum((unsigned char)*e->s) || *e->s == '_') && len + 1 < sizeof name) name[len++] = *e->s++;
-    name[len] = '\0';
-    skip_ws(e);
-    if (*e->s == '(') return eval_call(e, name, out);
-    for (int i = 0; i < e->n; i++)
-      if (!strcmp(e->names[i], name)) {
-        *out = e->values[i];
-        return true;
-      }
-    return eval_fail(e, "unknown name", name);
-  }
-  return eval_fail(e, "expected a number, a name or '('", NULL);
-}
-
-static bool eval_term(Eval *e, int64_t *out) {
-  if (!eval_primary(e, out)) return false;
-  for (;;) {
-    skip_ws(e);
-    char op = *e->s;
-    if (op != '*' && op != '/' && op != '%') return true;
-    e->s++;
-    int64_t r;
-    if (!eval_primary(e, &r)) return false;
-    if (op == '*') {
-      if (__builtin_mul_overflow(*out, r, out)) return eval_fail(e, "overflow", NULL);
-    } else {
-      if (r == 0) return eval_fail(e, "division by zero", NULL);
-      if (*out == INT64_MIN && r == -1) return eval_fail(e, "overflow", NULL);
-      *out = op == '/' ? *out / r : *out % r;
-    }
+  if (!eval_node(v, x->lhs, &a) || (x->rhs >= 0 && !eval_node(v, x->rhs, &b))) return false;
+  switch (x->op) {
+  case TX_NEG:
+    if (a == INT64_MIN) return eval_fail(v, "overflow", NULL);
+    return *out = -a, true;
+  case TX_ADD: return __builtin_add_overflow(a, b, out) ? eval_fail(v, "overflow", NULL) : true;
+  case TX_SUB: return __builtin_sub_overflow(a, b, out) ? eval_fail(v, "overflow", NULL) : true;
+  case TX_MUL: return __builtin_mul_overflow(a, b, out) ? eval_fail(v, "overflow", NULL) : true;
+  case TX_DIV:
+  case TX_MOD:
+    if (b == 0) return eval_fail(v, "division by zero", NULL);
+    if (a == INT64_MIN && b == -1) return eval_fail(v, "overflow", NULL);
+    return *out = x->op == TX_DIV ? a / b : a % b, true;
+  case TX_CDIV:
+    if (b <= 0) return eval_fail(v, "cdiv by a non-positive divisor", NULL);
+    if (a > INT64_MAX - (b - 1)) return eval_fail(v, "overflow in", "cdiv");
+    return *out = (a + b - 1) / b, true;
+  case TX_MIN: return *out = a < b ? a : b, true;
+  case TX_MAX: return *out = a > b ? a : b, true;
+  default: return eval_fail(v, "internal error: an expression node of no known kind", NULL);
   }
 }
 
-static bool eval_expr(Eval *e, int64_t *out) {
-  if (!eval_term(e, out)) return false;
-  for (;;) {
-    skip_ws(e);
-    char op = *e->s;
-    if (op != '+' && op != '-') return true;
-    e->s++;
-    int64_t r;
-    if (!eval_term(e, &r)) return false;
-    bool ovf = op == '+' ? __builtin_add_overflow(*out, r, out) : __builtin_sub_overflow(*out, r, out);
-    if (ovf) return eval_fail(e, "overflow", NULL);
-  }
+bool tune_expr_eval(const TuneExpr *e, const char *const *names, const int64_t *values, int n,
+                    int64_t *out, char *err, size_t errcap) {
+  char dummy[8];
+  Eval v = {e, names, values, n, err ? err : dummy, err ? errcap : sizeof dummy};
+  return eval_node(&v, e->root, out);
 }
 
 bool kiln_tune_expr_eval(const char *expr, const char *const *names, const int64_t *values, int n,
-                    int64_t *out, char *err, size_t errcap) {
-  char dummy[8];
-  Eval e = {expr, names, values, n, err ? err : dummy, err ? errcap : sizeof dummy, false};
-  int64_t v;
-  if (!eval_expr(&e, &v)) return false;
-  skip_ws(&e);
-  if (*e.s) return eval_fail(&e, "unexpected text:", e.s);
-  *out = v;
-  return true;
+                         int64_t *out, char *err, size_t errcap) {
+  TuneExpr *e = malloc(sizeof *e);
+  if (!e) {
+    if (err && errcap) snprintf(err, errcap, "out of memory");
+    return false;
+  }
+  bool ok = tune_expr_parse(expr, e, err, errcap) == 0 &&
+            tune_expr_eval(e, names, values, n, out, err, errcap);
+  free(e);
+  return ok;
 }
+
+/* Binding strength of a node as an operand: primaries 3, terms 2, sums 1. */
+static int expr_level(const TuneExprNode *x) {
+  switch (x->op) {
+  case TX_ADD:
+  case TX_SUB: return 1;
+  case TX_MUL:
+  case TX_DIV:
+  case TX_MOD: return 2;
+  default: return 3;
+  }
+}
+
+static void print_node(const TuneExpr *e, int i, int need, FILE *f) {
+  static const char *const sym[] = {[TX_ADD] = "+", [TX_SUB] = "-", [TX_MUL] = "*",
+                                    [TX_DIV] = "/", [TX_MOD] = "%"};
+  const TuneExprNode *x = &e->n[i];
+  bool paren = expr_level(x) < need;
+  if (paren) fputc('(', f);
+  switch (x->op) {
+  case TX_INT: fprintf(f, "%lld", (long long)x->ival); break;
+  case TX_NAME: fputs(x->name, f); break;
+  case TX_NEG: /* "- -n", never "--n"; no parentheses, which would nest deeper than the text */
+    fputs(e->n[x->lhs].op == TX_NEG ? "- " : "-", f);
+    print_node(e, x->lhs, 3, f);
+    break;
+  case TX_CDIV:
+  case TX_MIN:
+  case TX_MAX:
+    fputs(x->op == TX_CDIV ? "cdiv(" : x->op == TX_MIN ? "min(" : "max(", f);
+    print_node(e, x->lhs, 0, f);
+    fputs(", ", f);
+    print_node(e, x->rhs, 0, f);
+    fputc(')', f);
+    break;
+  default:
+    print_node(e, x->lhs, expr_level(x), f);
+    fprintf(f, " %s ", sym[x->op]);
+    print_node(e, x->rhs, expr_level(x) + 1, f);
+    break;
+  }
+  if (paren) fputc(')', f);
+}
+
+void tune_expr_print(const TuneExpr *e, FILE *f) { print_node(e, e->root, 0, f); }
 
 int64_t kiln_tune_bucket(int64_t v) {
   if (v <= 0) return 0;

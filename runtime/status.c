@@ -39,10 +39,24 @@ static _Thread_local char last_error[4096];
 
 const char *kiln_rt_last_error(void) { return last_error; }
 
+static KilnRtStatus set_last_error(KilnRtStatus status, const char *fmt, va_list ap) {
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  return status;
+}
+
 KilnRtStatus kiln_rt_fail(KilnRtStatus status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  set_last_error(status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+/* The public form of kiln_rt_fail, for generated libraries (kilnrt.h). */
+KilnRtStatus kiln_rt_set_error(KilnRtStatus status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_last_error(status, fmt, ap);
   va_end(ap);
   return status;
 }

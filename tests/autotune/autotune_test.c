@@ -315,6 +315,31 @@ static void test_unit(void) {
   CHECK(!kiln_tune_expr_eval("n / (BLOCK - 256)", names, vals, 2, &v, err, sizeof err) && strstr(err, "division by zero"), "%s", err);
   CHECK(!kiln_tune_expr_eval("m + 1", names, vals, 2, &v, err, sizeof err) && strstr(err, "unknown name m"), "%s", err);
   CHECK(!kiln_tune_expr_eval("9223372036854775807 + 1", names, vals, 2, &v, err, sizeof err), "overflow accepted");
+  /* what a generated library prints of a grid rule parses back to the same text: never "--"
+   * (cdiv(--n, BLOCK) once became a pre-decrement), no deeper nesting than the rule had (38
+   * negations printed with parentheses went past the depth limit: found by fuzz_libgen) */
+  static TuneExpr e;
+  const char *rules[] = {"cdiv(--n, BLOCK)", "-(n - -BLOCK) * 2 - (n - 1) - 0x10",
+                         "--------------------------------------n"};
+  const char *want[] = {"cdiv(- -n, BLOCK)", "-(n - -BLOCK) * 2 - (n - 1) - 16", NULL};
+  for (int i = 0; i < 3; i++) {
+    char *text = NULL, *again = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    CHECK(m && tune_expr_parse(rules[i], &e, err, sizeof err) == 0, "%s: %s", rules[i], err);
+    tune_expr_print(&e, m);
+    fclose(m);
+    m = open_memstream(&again, &len);
+    CHECK(m && tune_expr_parse(text, &e, err, sizeof err) == 0, "'%s' printed as '%s': %s", rules[i], text, err);
+    tune_expr_print(&e, m);
+    fclose(m);
+    CHECK(!strstr(text, "--") && !strcmp(text, again) && (!want[i] || !strcmp(text, want[i])),
+          "'%s' printed as '%s', then '%s'", rules[i], text, again);
+    free(text);
+    free(again);
+  }
+  CHECK(tune_expr_parse("cdiv(n, BLOCK) */ int x /*", &e, err, sizeof err) && strstr(err, "expected a number"), "%s", err);
+  CHECK(tune_expr_parse("foo(n, 2)", &e, err, sizeof err) && strstr(err, "unknown function foo"), "%s", err);
   CHECK(kiln_tune_bucket(1000) == 1024 && kiln_tune_bucket(1024) == 1024 && kiln_tune_bucket(1) == 1 &&
         kiln_tune_bucket(0) == 0 && kiln_tune_bucket(1025) == 2048, "buckets");
   /* ptxas -v against one program's limits: 64 registers fit 32 warps exactly, 65 round up to

@@ -1,11 +1,13 @@
 /* conditions_test.c — a library whose kernel (rowsum) is only correct when BLOCK >= cols, a
- * condition on the call in its tune block. The cache holds BLOCK = 64 tuned for cols = 60 and
- * BLOCK = 1024 for cols = 1000; cols = 100 is nearest to the first one's bucket, which does not
+ * condition on the call in its tune block. The cache holds BLOCK = 64 tuned for cols = 60 (and
+ * for cols = 64, promising cols%16) and BLOCK = 1024 for cols = 1000; cols = 100 is nearest to the first one's bucket, which does not
  * fit it, so the library must take the other. Every sum is checked against a C loop, and a call
- * no variant fits (cols = 5000) must be refused, not run. */
+ * no variant fits (cols = 5000) must be refused, not run, with kiln_rt_last_error() naming the
+ * condition or promise each variant broke and the sizes the library has variants for. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rowsumlib.h"
 
@@ -56,6 +58,17 @@ int main(void) {
   int refused = st == KILN_RT_ERROR_INVALID_ARGUMENT && rowsumlib_rowsum_pick(5000).num_warps == 0;
   printf("%s cols=5000: status %s\n", refused ? "ok" : "FAIL", kiln_rt_status_name(st));
   failures += !refused;
+  /* the refusal says why: the call, each variant's sizes and the condition or promise it broke
+   * (5000 is no multiple of 16, so the variant tuned for cols = 64 fails its promise) */
+  const char *why = kiln_rt_last_error();
+  const char *want[] = {"rowsumlib_rowsum: no variant fits the call (cols=5000)", "cols=64, BLOCK=64",
+                        "cols=1024, BLOCK=1024", "where BLOCK >= cols fails", "promise cols%16 not kept"};
+  for (int i = 0; i < 5; i++)
+    if (!strstr(why, want[i])) {
+      printf("FAIL: the last error '%s' lacks '%s'\n", why, want[i]);
+      failures++;
+    }
+  printf("last error: %s\n", why);
   kiln_rt_free(dev, x);
   kiln_rt_free(dev, out);
   rowsumlib_destroy(lib);

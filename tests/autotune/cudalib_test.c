@@ -16,8 +16,8 @@
 
 #include "check.h"
 
-#define NIMAGES (sizeof cudalib_images / sizeof *cudalib_images)
-#define NMODULES (sizeof cudalib_modules / sizeof *cudalib_modules)
+#define NIMAGES (sizeof kiln_gen_images / sizeof *kiln_gen_images)
+#define NMODULES (sizeof kiln_gen_modules / sizeof *kiln_gen_modules)
 
 static void check_cubin(const KilnRtImage *im) {
   const unsigned char *b = im->data;
@@ -37,8 +37,8 @@ static void check_ptx(const KilnRtImage *im, const char *kernel) {
 static void check_images(void) {
   for (size_t m = 0; m < NMODULES; m++) {
     int cubins = 0, ptx = 0;
-    for (int i = cudalib_modules[m].first; i < cudalib_modules[m].first + cudalib_modules[m].count; i++) {
-      const KilnRtImage *im = &cudalib_images[i];
+    for (int i = kiln_gen_modules[m].first; i < kiln_gen_modules[m].first + kiln_gen_modules[m].count; i++) {
+      const KilnRtImage *im = &kiln_gen_images[i];
       if (im->format == KILN_RT_MODULE_CUBIN) {
         cubins++;
         check_cubin(im);
@@ -46,7 +46,7 @@ static void check_images(void) {
         CHECK(im->format == KILN_RT_MODULE_PTX && im->arch == 80, "image %d: format %d arch %d", i,
               (int)im->format, im->arch);
         ptx++;
-        check_ptx(im, cudalib_modules[m].kernel);
+        check_ptx(im, kiln_gen_modules[m].kernel);
       }
     }
     CHECK(ptx == 1, "module %zu has %d PTX images", m, ptx);

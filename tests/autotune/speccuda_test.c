@@ -1,7 +1,7 @@
 /* speccuda_test.c — a cuda library from a cache whose matmul_f16 timings carry a specialization
  * signature (a cpu tuning of one pinned pipelinable config, relabelled as a GPU's), built by `kiln lib
  * --device cuda` without a GPU. The generated C is #included so that its static tables can be
- * read:
+ * read (kiln_gen_table0 is the table of its one kernel):
  *   - matmul_f16 has two modules, the specialized winner and the generic fallback, each with a
  *     cubin per arch (unless the tree has no ptxas) and PTX for sm_80;
  *   - only the specialized module's PTX uses cp.async (the promises make the K loop's loads
@@ -17,15 +17,15 @@
 
 #include "check.h"
 
-#define NMODULES (sizeof speccuda_modules / sizeof *speccuda_modules)
-#define NVARIANTS (sizeof speccuda_matmul_f16_table / sizeof *speccuda_matmul_f16_table)
+#define NMODULES (sizeof kiln_gen_modules / sizeof *kiln_gen_modules)
+#define NVARIANTS (sizeof kiln_gen_table0 / sizeof *kiln_gen_table0)
 
 /* The PTX image of module m, or NULL; counts its cubins into *cubins. */
 static const char *module_ptx(size_t m, int *cubins) {
   const char *ptx = NULL;
   *cubins = 0;
-  for (int i = speccuda_modules[m].first; i < speccuda_modules[m].first + speccuda_modules[m].count; i++) {
-    const KilnRtImage *im = &speccuda_images[i];
+  for (int i = kiln_gen_modules[m].first; i < kiln_gen_modules[m].first + kiln_gen_modules[m].count; i++) {
+    const KilnRtImage *im = &kiln_gen_images[i];
     if (im->format == KILN_RT_MODULE_CUBIN) (*cubins)++;
     else if (im->format == KILN_RT_MODULE_PTX && im->arch == 80) ptx = im->data;
   }
@@ -36,8 +36,8 @@ static void check_modules(void) {
   CHECK(NMODULES == 2 && NVARIANTS == 2, "%zu modules, %zu variants (want 2, 2)", (size_t)NMODULES,
         (size_t)NVARIANTS);
   for (size_t v = 0; v < NVARIANTS; v++) {
-    const char *sig = speccuda_matmul_f16_table[v].cfg.signature;
-    int m = speccuda_matmul_f16_table[v].module, cubins = 0;
+    const char *sig = kiln_gen_table0[v].cfg.signature;
+    int m = kiln_gen_table0[v].module, cubins = 0;
     const char *ptx = module_ptx((size_t)m, &cubins);
     CHECK(cubins == (KILN_TEST_CUBINS ? 2 : 0), "variant '%s': %d cubins", sig, cubins);
     CHECK(ptx && strstr(ptx, ".entry matmul_f16("), "variant '%s' has no PTX", sig);

@@ -59,6 +59,13 @@ const char *kiln_rt_status_name(KilnRtStatus status);
 /* Detail of the last failure on the calling thread ("" if none yet). The string belongs to the
  * thread and stays valid until its next failing call into the runtime. */
 const char *kiln_rt_last_error(void);
+/* Sets the calling thread's last-error message (printf-style, truncated to 4095 characters)
+ * and returns status: for code built on the runtime, such as the libraries `kiln lib`
+ * generates, that refuses a call and reports why the way the runtime does. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+KilnRtStatus kiln_rt_set_error(KilnRtStatus status, const char *fmt, ...);
 
 typedef struct KilnRtDevice KilnRtDevice;
 typedef struct KilnRtModule KilnRtModule;
