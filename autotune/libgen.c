@@ -128,7 +128,7 @@ static void grid_expr_c(FILE *f, const char *L, const LibKernel *k, const char *
       bool is_const = !strcmp(id, "num_warps") || !strcmp(id, "num_stages");
       for (int i = 0; i < k->nconsts; i++) is_const |= !strcmp(id, k->consts[i]);
       if (*after == '(') fprintf(f, "%s_kiln_%s", L, id);
-      else if (is_const) fprintf(f, "(int64_t)cfg->%s", id);
+      else if (is_const) fprintf(f, "(int64_t)kiln_cfg->%s", id);
       else fprintf(f, "(int64_t)%s", id);
     } else {
       fputc(*e++, f);
@@ -277,38 +277,38 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int generi
   fprintf(f, ") {\n");
   for (int i = 0; i < k->nparams; i++)
     if (is_dispatch_param(&k->params[i])) fprintf(f, "  (void)%s;\n", k->params[i].name);
-  fprintf(f, "  /* the promises this call keeps */\n  const uint64_t one = ");
+  fprintf(f, "  /* the promises this call keeps */\n  const uint64_t kiln_one = ");
   call_mask(f, k, false);
-  fprintf(f, ";\n  const uint64_t d16 = ");
+  fprintf(f, ";\n  const uint64_t kiln_d16 = ");
   call_mask(f, k, true);
   if (conditions)
-    fprintf(f, ";\n  int best = -1; /* none, unless some variant's conditions on the call hold */\n"
-               "  long long best_d = -1;\n");
+    fprintf(f, ";\n  int kiln_best = -1; /* none, unless some variant's conditions on the call hold */\n"
+               "  long long kiln_best_d = -1;\n");
   else
-    fprintf(f, ";\n  int best = %d; /* generic: every call keeps its (no) promises */\n"
-               "  long long best_d = -1;\n", generic);
-  fprintf(f, "  for (int v = 0; v < %d; v++) {\n", k->nvariants);
-  fprintf(f, "    if ((%s_%s_table[v].one & ~one) | (%s_%s_table[v].d16 & ~d16))\n"
+    fprintf(f, ";\n  int kiln_best = %d; /* generic: every call keeps its (no) promises */\n"
+               "  long long kiln_best_d = -1;\n", generic);
+  fprintf(f, "  for (int kiln_v = 0; kiln_v < %d; kiln_v++) {\n", k->nvariants);
+  fprintf(f, "    if ((%s_%s_table[kiln_v].one & ~kiln_one) | (%s_%s_table[kiln_v].d16 & ~kiln_d16))\n"
              "      continue; /* compiled for arguments this call does not have */\n",
           L, k->name, L, k->name);
   if (conditions) {
-    fprintf(f, "    if (!%s_%s_fits(v, ", L, k->name);
+    fprintf(f, "    if (!%s_%s_fits(kiln_v, ", L, k->name);
     dispatch_params(f, k, false);
     fprintf(f, "))\n      continue; /* the tune block's conditions on the call fail */\n");
   }
-  fprintf(f, "    long long d = %s_%s_table[v].untuned ? 1LL << 40 : 0, t = 0;\n", L, k->name);
+  fprintf(f, "    long long kiln_d = %s_%s_table[kiln_v].untuned ? 1LL << 40 : 0, kiln_t = 0;\n", L, k->name);
   for (int j = 0; j < k->nkeys; j++)
-    fprintf(f, "    t = %s_kiln_lbucket(%s) - %s_kiln_lbucket(%s_%s_table[v].keys[%d]);\n"
-               "    d += t < 0 ? -t : t;\n", L, k->keys[j], L, L, k->name, j);
-  fprintf(f, "    (void)t;\n    if (best_d < 0 || d < best_d) {\n      best = v;\n      best_d = d;\n"
-             "    }\n  }\n  return best;\n}\n\n");
+    fprintf(f, "    kiln_t = %s_kiln_lbucket(%s) - %s_kiln_lbucket(%s_%s_table[kiln_v].keys[%d]);\n"
+               "    kiln_d += kiln_t < 0 ? -kiln_t : kiln_t;\n", L, k->keys[j], L, L, k->name, j);
+  fprintf(f, "    (void)kiln_t;\n    if (kiln_best_d < 0 || kiln_d < kiln_best_d) {\n      kiln_best = kiln_v;\n      kiln_best_d = kiln_d;\n"
+             "    }\n  }\n  return kiln_best;\n}\n\n");
   fprintf(f, "%s_%s_config %s_%s_pick(", L, k->name, L, k->name);
   dispatch_params(f, k, true);
-  fprintf(f, ") {\n  int v = %s_%s_choose(", L, k->name);
+  fprintf(f, ") {\n  int kiln_v = %s_%s_choose(", L, k->name);
   dispatch_params(f, k, false);
-  fprintf(f, ");\n  if (v < 0) {\n    %s_%s_config none = {0};\n    none.signature = \"\";\n"
-             "    return none; /* num_warps 0: no variant fits */\n  }\n"
-             "  return %s_%s_table[v].cfg;\n}\n\n", L, k->name, L, k->name);
+  fprintf(f, ");\n  if (kiln_v < 0) {\n    %s_%s_config kiln_none = {0};\n    kiln_none.signature = \"\";\n"
+             "    return kiln_none; /* num_warps 0: no variant fits */\n  }\n"
+             "  return %s_%s_table[kiln_v].cfg;\n}\n\n", L, k->name, L, k->name);
 }
 
 static void source_launch(FILE *f, const char *L, const LibKernel *k) {
@@ -316,23 +316,23 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k) {
   params_decl(f, k);
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream) {\n", L, k->name);
   fprintf(f, "  if (!lib) return KILN_RT_ERROR_INVALID_ARGUMENT;\n");
-  fprintf(f, "  int v = %s_%s_choose(", L, k->name);
+  fprintf(f, "  int kiln_v = %s_%s_choose(", L, k->name);
   dispatch_params(f, k, false);
-  fprintf(f, ");\n  if (v < 0) return KILN_RT_ERROR_INVALID_ARGUMENT; /* no variant fits the call */\n");
-  fprintf(f, "  const %s_%s_config *cfg = &%s_%s_table[v].cfg;\n", L, k->name, L, k->name);
-  fprintf(f, "  uint32_t g[3] = {1, 1, 1};\n  if (grid) {\n    grid(cfg, grid_user, g);\n  } else {\n");
+  fprintf(f, ");\n  if (kiln_v < 0) return KILN_RT_ERROR_INVALID_ARGUMENT; /* no variant fits the call */\n");
+  fprintf(f, "  const %s_%s_config *kiln_cfg = &%s_%s_table[kiln_v].cfg;\n", L, k->name, L, k->name);
+  fprintf(f, "  uint32_t kiln_g[3] = {1, 1, 1};\n  if (grid) {\n    grid(kiln_cfg, grid_user, kiln_g);\n  } else {\n");
   for (int a = 0; a < k->h.ngrid; a++) {
-    fprintf(f, "    int64_t g%d = ", a);
+    fprintf(f, "    int64_t kiln_g%d = ", a);
     grid_expr_c(f, L, k, k->h.grid[a]);
-    fprintf(f, ";\n    if (g%d < 1 || g%d > INT32_MAX) return KILN_RT_ERROR_INVALID_ARGUMENT;\n"
-               "    g[%d] = (uint32_t)g%d;\n", a, a, a, a);
+    fprintf(f, ";\n    if (kiln_g%d < 1 || kiln_g%d > INT32_MAX) return KILN_RT_ERROR_INVALID_ARGUMENT;\n"
+               "    kiln_g[%d] = (uint32_t)kiln_g%d;\n", a, a, a, a);
   }
-  fprintf(f, "  }\n  KilnRtFunction *fn;\n  KilnRtStatus st = %s_function(lib, %s_%s_table[v].module, &fn);\n"
-             "  if (st != KILN_RT_OK) return st;\n  void *args[] = {", L, L, k->name);
+  fprintf(f, "  }\n  KilnRtFunction *kiln_fn;\n  KilnRtStatus kiln_st = %s_function(lib, %s_%s_table[kiln_v].module, &kiln_fn);\n"
+             "  if (kiln_st != KILN_RT_OK) return kiln_st;\n  void *kiln_args[] = {", L, L, k->name);
   for (int i = 0; i < k->nparams; i++) fprintf(f, "%s&%s", i ? ", " : "", k->params[i].name);
   fprintf(f, "%s};\n", k->nparams ? "" : "0");
-  fprintf(f, "  KilnRtLaunchConfig lc = {{g[0], g[1], g[2]}, (uint32_t)cfg->num_warps * 32, 0};\n"
-             "  return kiln_rt_launch(fn, &lc, args, stream);\n}\n");
+  fprintf(f, "  KilnRtLaunchConfig kiln_lc = {{kiln_g[0], kiln_g[1], kiln_g[2]}, (uint32_t)kiln_cfg->num_warps * 32, 0};\n"
+             "  return kiln_rt_launch(kiln_fn, &kiln_lc, kiln_args, stream);\n}\n");
 }
 
 /* Variants with more promises first (stable): on equal distance the call that keeps them runs

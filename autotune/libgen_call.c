@@ -70,7 +70,7 @@ static void emit_expr(FILE *f, const char *L, const LibKernel *k, const KilnTune
     if (e->unop == KILN_UN_NEG) fprintf(f, "%s_kiln_ck(%s_CK_SUB, 0, ", L, L);
     else fputs(e->unop == KILN_UN_NOT ? "(int64_t)!(" : "~(", f);
     emit_expr(f, L, k, cfg, e->lhs);
-    fputs(e->unop == KILN_UN_NEG ? ", &bad)" : ")", f);
+    fputs(e->unop == KILN_UN_NEG ? ", &kiln_bad)" : ")", f);
     return;
   case KILN_EXPR_BINARY: {
     int op = (int)e->binop;
@@ -83,7 +83,7 @@ static void emit_expr(FILE *f, const char *L, const LibKernel *k, const KilnTune
     else if (is_logic) fprintf(f, ") != 0) %s ((", e->binop == KILN_BIN_AND ? "&" : "|");
     else fprintf(f, " %s ", plain[op]);
     emit_expr(f, L, k, cfg, e->rhs);
-    fputs(is_checked ? ", &bad)" : is_logic ? ") != 0))" : ")", f);
+    fputs(is_checked ? ", &kiln_bad)" : is_logic ? ") != 0))" : ")", f);
     return;
   }
   default: fputs("INT64_C(0)", f); return; /* sema admits no other form (kiln_tune_check) */
@@ -93,16 +93,16 @@ static void emit_expr(FILE *f, const char *L, const LibKernel *k, const KilnTune
 void libgen_emit_fits(FILE *f, const char *L, const LibKernel *k,
                       void (*params)(FILE *, const LibKernel *, bool)) {
   const KilnTune *t = k->tune;
-  fprintf(f, "/* Whether variant v may run this call: the tune block's conditions on the call */\n"
-             "static int %s_%s_fits(int v, ", L, k->name);
+  fprintf(f, "/* Whether variant kiln_v may run this call: the tune block's conditions on the call */\n"
+             "static int %s_%s_fits(int kiln_v, ", L, k->name);
   params(f, k, true);
-  fprintf(f, ") {\n  int bad = 0, ok = 1;\n");
+  fprintf(f, ") {\n  int kiln_bad = 0, kiln_ok = 1;\n");
   for (int i = 0; i < k->nparams; i++)
     if (!k->params[i].is_ptr && !tune_scalar_is_float(k->params[i].scalar))
       fprintf(f, "  (void)%s;\n", k->params[i].name);
-  fprintf(f, "  switch (v) {\n");
+  fprintf(f, "  switch (kiln_v) {\n");
   for (int v = 0; v < k->nvariants; v++) {
-    fprintf(f, "  case %d:\n    ok = 1", v);
+    fprintf(f, "  case %d:\n    kiln_ok = 1", v);
     for (int i = 0; i < t->nwheres; i++) {
       if (!kiln_tune_where_is_call(t, i)) continue;
       fputs(" &\n         (", f);
@@ -111,5 +111,5 @@ void libgen_emit_fits(FILE *f, const char *L, const LibKernel *k,
     }
     fprintf(f, ";\n    break;\n");
   }
-  fprintf(f, "  default:\n    break;\n  }\n  return ok && !bad;\n}\n\n");
+  fprintf(f, "  default:\n    break;\n  }\n  return kiln_ok && !kiln_bad;\n}\n\n");
 }
