@@ -354,12 +354,12 @@ static int plan_runs(KilnBertModel *m) {
 }
 
 /* Carves every device buffer out of one allocation: called twice, first with base NULL to
- * size it (the pointers are then offsets), then with the real base. 64-byte aligned pieces. */
+ * size it (the pointers stay NULL), then with the real base. 64-byte aligned pieces. */
 static size_t plan(KilnBertModel *m, char *base) {
   size_t at = 0;
 #define TAKE(ptr, count, type)                        \
   do {                                                \
-    (ptr) = (type *)(void *)(base + at);              \
+    (ptr) = base ? (type *)(void *)(base + at) : NULL; \
     at += (((size_t)(count) * sizeof(type)) + 63) & ~(size_t)63; \
   } while (0)
   size_t P = m->layout.total, n = (size_t)m->max_rows * (size_t)m->max_cols;
