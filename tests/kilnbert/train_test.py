@@ -4,8 +4,9 @@
 0, 20 steps of 8. Checks the contract's log (one record per step, k = 1..20, numeric loss, lr
 after the schedule, grad_norm; the summary record with its six metrics; nothing else carrying
 step and loss), that nothing is drawn on stderr when it is not a terminal, that the loss falls
-(the two classes differ in words, so the model fits them within 20 steps), and that --save
-writes config.json and model.safetensors.
+(the two classes differ in words, so the model fits them within 20 steps), that --save
+writes config.json and model.safetensors, and that the losses are the same with fixed and
+dynamic padding.
 Usage: train_test.py KILN_BERT VOCAB"""
 import json
 import os
@@ -63,6 +64,22 @@ with tempfile.TemporaryDirectory() as tmp:
         check(last < 0.7 * first, f"the loss fell: {first:.4f} -> {last:.4f}")
     for name in ("config.json", "model.safetensors"):
         check(os.path.isfile(os.path.join(save, name)), f"--save wrote {name}")
+
+    # losses must not depend on how much padding there is (contract 3.7): rows padded to 64
+    # against rows padded to the batch's bucket (32), same order, 3 steps of 5
+    losses = {}
+    for padding in ("fixed", "dynamic"):
+        plog = os.path.join(tmp, f"{padding}.jsonl")
+        r = subprocess.run([kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"),
+                            "--vocab", vocab, "--steps", "3", "--batch", "5", "--seq-len", "64",
+                            "--padding", padding, "--dropout", "0", "--no-shuffle", "--log", plog],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"{padding} padding: exit {r.returncode}: {r.stderr}")
+        losses[padding] = [json.loads(line)["loss"] for line in open(plog)
+                           if "step" in json.loads(line)] if os.path.exists(plog) else []
+    check(len(losses["fixed"]) == 3 and
+          all(abs(a - b) <= 1e-5 * max(1, abs(a)) for a, b in zip(losses["fixed"], losses["dynamic"])),
+          f"losses depend on the padding: {losses}")
 
 print("all passed" if fails == 0 else f"{fails} failed")
 sys.exit(1 if fails else 0)
