@@ -229,9 +229,14 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     if (k == 0) first_time = dt;
     else loss_sum_time += dt;
     samples += count;
-    if (r.log)
-      fprintf(r.log, "{\"step\": %zu, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g}\n", k + 1,
-              (double)loss, lr, norm);
+    if (r.log) {
+      /* JSON has no NaN or infinity: a diverged value is written as null */
+      char lbuf[32] = "null", nbuf[32] = "null";
+      if (isfinite(loss)) snprintf(lbuf, sizeof lbuf, "%.9g", (double)loss);
+      if (isfinite(norm)) snprintf(nbuf, sizeof nbuf, "%.9g", norm);
+      fprintf(r.log, "{\"step\": %zu, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s}\n", k + 1,
+              lbuf, lr, nbuf);
+    }
     progress(o->progress, k + 1, total, loss);
   }
   double total_time = now() - t0;
