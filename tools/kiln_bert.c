@@ -1,19 +1,24 @@
 /* kiln_bert.c — the `kiln-bert` command: BERT fine-tuning for sequence classification with
  * Kiln kernels (docs/trainer.md describes it and what is left).
  *
- * Subcommands: `tokenize` (done), `train` and `eval` (their options are settled and documented
- * in --help; they are not implemented yet and say so). Decisions live in runtime/bert; this file
- * only reads options and streams.
+ * Subcommands: `tokenize` (done), `train` (fp32 on the cpu device, dropout 0; runtime/bert's
+ * bert_train does the work) and `eval` (its options are settled and documented in --help; not
+ * implemented yet, and it says so). Decisions live in runtime/bert; this file only reads options
+ * and streams.
  *
  * Exit codes: 0 success; 1 an input file is wrong (vocabulary, model, data); 2 the environment
  * failed (I/O) or the subcommand is not implemented yet; 64 the command line is wrong. */
 #include "bert_tok.h"
 #include "bert_vocab.h"
+#ifdef KILN_BERT_HAVE_TRAIN
+#include "bert_train.h"
+#endif
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { EXIT_INPUT = 1, EXIT_ENV = 2, EXIT_USAGE = 64 };
 
@@ -25,7 +30,7 @@ static const char *const usage_main =
     "\n"
     "commands:\n"
     "  tokenize   text lines on stdin -> token ids on stdout\n"
-    "  train      fine-tune a model on a data set                (not implemented yet)\n"
+    "  train      fine-tune a model on a data set (fp32, cpu, dropout 0 so far)\n"
     "  eval       classify a data set with a model, report/dump   (not implemented yet)\n"
     "  help [COMMAND]\n"
     "\n"
@@ -51,17 +56,23 @@ static const char *const usage_tokenize =
     "  -h, --help     show this help\n";
 
 static const char *const usage_train =
-    "usage: kiln-bert train --data PATH (--model DIR | --config NAME|FILE) [options]\n"
+    "usage: kiln-bert train --data PATH [--model NAME|DIR] [options]\n"
     "\n"
-    "NOT IMPLEMENTED YET: the options below are the ones it will take.\n"
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
+#ifdef KILN_BERT_HAVE_TRAIN
+    "Implemented so far: --precision fp32, --device cpu, --dropout 0 (pass it: the configs'\n"
+    "default is 0.1).\n"
+#else
+    "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
+    "with the compiler (a build without KILN_RUNTIME_ONLY has them).\n"
+#endif
     "\n"
     "data and model:\n"
     "  --data PATH          an aclImdb directory (its train/ split is used), a split directory\n"
     "                       holding neg/ and pos/, or a .tsv / .jsonl file of text and label\n"
     "  --max-samples N      use the first N samples (in the order below, before shuffling)\n"
-    "  --model DIR          start from config.json + model.safetensors (+ vocab.txt) in DIR\n"
-    "  --config NAME|FILE   random init: tiny, base, large or a config.json\n"
+    "  --model NAME|DIR     tiny (default), base, large (random init), or a directory with\n"
+    "                       config.json (+ model.safetensors, + vocab.txt)\n"
     "  --vocab FILE         the vocabulary (default: DIR/vocab.txt of --model)\n"
     "  --seq-len L          tokens per sample with [CLS]/[SEP] (<= max_position_embeddings)\n"
     "  --padding fixed|dynamic  pad every batch to L, or to its longest sample rounded up to a\n"
@@ -224,9 +235,109 @@ static int cmd_pending(const char *name, const char *usage, int argc, char **arg
   return EXIT_ENV;
 }
 
+#ifdef KILN_BERT_HAVE_TRAIN
+static int parse_double(const char *s, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || v != v) return -1;
+  *out = v;
+  return 0;
+}
+
+static int cmd_train(int argc, char **argv) {
+  KilnBertTrainOptions o;
+  kiln_bert_train_defaults(&o);
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_train, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--no-shuffle")) {
+      o.shuffle = 0;
+      continue;
+    }
+    if (strncmp(a, "--", 2) || i + 1 >= argc)
+      return usage_error(usage_train, strncmp(a, "--", 2) ? "unknown argument '%s'"
+                                                           : "%s needs a value", a);
+    const char *v = argv[++i];
+    size_t n = 0;
+    double d = 0;
+    int bad = 0;
+    if (!strcmp(a, "--data")) o.data = v;
+    else if (!strcmp(a, "--model")) o.model = v;
+    else if (!strcmp(a, "--vocab")) o.vocab = v;
+    else if (!strcmp(a, "--device")) o.device = v;
+    else if (!strcmp(a, "--precision")) o.precision = v;
+    else if (!strcmp(a, "--log")) o.log = v;
+    else if (!strcmp(a, "--save")) o.save = v;
+    else if (!strcmp(a, "--padding")) {
+      if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
+      else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
+      else bad = 1;
+    } else if (!strcmp(a, "--schedule")) {
+      if (!strcmp(v, "linear")) o.schedule = KILN_BERT_SCHEDULE_LINEAR;
+      else if (!strcmp(v, "constant")) o.schedule = KILN_BERT_SCHEDULE_CONSTANT;
+      else bad = 1;
+    } else if (!strcmp(a, "--max-samples") || !strcmp(a, "--seq-len") || !strcmp(a, "--batch") ||
+               !strcmp(a, "--epochs") || !strcmp(a, "--steps") || !strcmp(a, "--warmup") ||
+               !strcmp(a, "--seed")) {
+      size_t lo = !strcmp(a, "--seq-len") ? 2 : !strcmp(a, "--warmup") || !strcmp(a, "--seed") ? 0 : 1;
+      bad = parse_size(v, lo, &n);
+      if (!bad) {
+        if (!strcmp(a, "--max-samples")) o.max_samples = n;
+        else if (!strcmp(a, "--seq-len")) o.seq_len = n;
+        else if (!strcmp(a, "--batch")) o.batch = n;
+        else if (!strcmp(a, "--epochs")) o.epochs = n;
+        else if (!strcmp(a, "--steps")) o.steps = n;
+        else if (!strcmp(a, "--warmup")) o.warmup = n;
+        else o.seed = n;
+      }
+    } else if (!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--adam-beta1") ||
+               !strcmp(a, "--adam-beta2") || !strcmp(a, "--adam-eps") || !strcmp(a, "--clip") ||
+               !strcmp(a, "--dropout")) {
+      bad = parse_double(v, &d) || d < 0;
+      if (!bad) {
+        if (!strcmp(a, "--lr")) o.lr = d;
+        else if (!strcmp(a, "--weight-decay")) o.weight_decay = d;
+        else if (!strcmp(a, "--adam-beta1")) o.beta1 = d;
+        else if (!strcmp(a, "--adam-beta2")) o.beta2 = d;
+        else if (!strcmp(a, "--adam-eps")) o.eps = d;
+        else if (!strcmp(a, "--clip")) o.clip = d;
+        else o.dropout = d;
+      }
+    } else {
+      return usage_error(usage_train, "unknown argument '%s'", a);
+    }
+    if (bad) {
+      fprintf(stderr, "kiln-bert: error: %s: bad value '%s'\n\n%s", a, v, usage_train);
+      return EXIT_USAGE;
+    }
+  }
+  if (!o.data) return usage_error(usage_train, "%s", "--data PATH is required");
+  o.progress = isatty(STDERR_FILENO) ? stderr : NULL;
+  KilnBertStatus st = kiln_bert_train(&o);
+  if (st == KILN_BERT_OK) return 0;
+  if (st == KILN_BERT_ERROR_INVALID_ARGUMENT) {
+    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
+    return EXIT_USAGE;
+  }
+  if (st == KILN_BERT_ERROR_DEVICE) {
+    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
+    return EXIT_ENV;
+  }
+  return fail_status(st);
+}
+#endif
+
 static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
+#ifdef KILN_BERT_HAVE_TRAIN
+  if (!strcmp(cmd, "train")) return cmd_train(argc, argv);
+#else
   if (!strcmp(cmd, "train")) return cmd_pending("train", usage_train, argc, argv);
+#endif
   if (!strcmp(cmd, "eval")) return cmd_pending("eval", usage_eval, argc, argv);
   return -1;
 }

@@ -15,6 +15,7 @@ typedef enum KilnBertStatus {
   KILN_BERT_ERROR_FORMAT,           /* a file's contents break its format (vocab, safetensors, config, data) */
   KILN_BERT_ERROR_NOT_FOUND,        /* a name looked up is absent (a tensor, a special token) */
   KILN_BERT_ERROR_OUT_OF_MEMORY,
+  KILN_BERT_ERROR_DEVICE,           /* a runtime (libkilnrt) call or a kernel launch failed */
   KILN_BERT_STATUS_COUNT
 } KilnBertStatus;
 

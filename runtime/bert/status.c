@@ -13,6 +13,7 @@ static const char *const status_names[KILN_BERT_STATUS_COUNT] = {
     [KILN_BERT_ERROR_FORMAT] = "KILN_BERT_ERROR_FORMAT",
     [KILN_BERT_ERROR_NOT_FOUND] = "KILN_BERT_ERROR_NOT_FOUND",
     [KILN_BERT_ERROR_OUT_OF_MEMORY] = "KILN_BERT_ERROR_OUT_OF_MEMORY",
+    [KILN_BERT_ERROR_DEVICE] = "KILN_BERT_ERROR_DEVICE",
 };
 
 const char *kiln_bert_status_name(KilnBertStatus status) {

@@ -34,6 +34,7 @@ static const struct {
     {"adamw", kiln_bert_test_adamw},
     {"gemm", kiln_bert_test_gemm},
     {"attention", kiln_bert_test_attention},
+    {"tanh", kiln_bert_test_tanh},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

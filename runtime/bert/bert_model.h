@@ -1,0 +1,80 @@
+/* bert_model.h — BertForSequenceClassification on a libkilnrt device: the forward pass with its
+ * mean cross-entropy, the backward pass, and the optimizer step (global-norm clipping, then
+ * torch AdamW), every tensor operation a kernel of kernels-bert/ called through the libraries
+ * `kiln lib` generates at build time (fp32 for now).
+ *
+ * Memory is planned once, when the model is created, for the largest batch and sequence it will
+ * see: parameters, gradients and the two AdamW moments are four flat f32 buffers with the layout
+ * of KilnBertParams (so gradients are one buffer, ready for an all-reduce across devices), and
+ * every activation the backward needs has its own buffer. A step allocates nothing on the
+ * device or the host.
+ *
+ * A step is: kiln_bert_model_forward (loss of the batch), kiln_bert_model_backward (gradients
+ * of the mean loss into the flat buffer), kiln_bert_model_step (the all-reduce hook, the
+ * gradient norm, clipping, AdamW). Not thread-safe: one model per thread. */
+#ifndef KILN_BERT_MODEL_H
+#define KILN_BERT_MODEL_H
+
+#include "bert_config.h"
+#include "bert_params.h"
+#include "bert_status.h"
+
+#include <kiln/kilnrt.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct KilnBertModel KilnBertModel;
+
+/* Called between the backward and the optimizer with the device's flat gradient buffer (n
+ * floats, the layout of the parameters): data-parallel training sums (or averages) it across
+ * devices here, e.g. with an NCCL all-reduce on `stream`. With one device there is nothing to
+ * do and no hook is set. Returns KILN_BERT_OK or a failure that stops the step. */
+typedef KilnBertStatus (*KilnBertAllReduceFn)(void *user, float *grads, size_t n,
+                                             KilnRtStream *stream);
+
+/* The optimizer's settings (torch AdamW + clip_grad_norm_, contract section 5). */
+typedef struct KilnBertOptim {
+  double beta1, beta2, eps, weight_decay;
+  double clip; /* max global gradient norm; 0 or less: no clipping */
+} KilnBertOptim;
+
+/* Plans and allocates everything on dev for batches of up to max_batch rows of up to max_seq
+ * tokens: parameters (uninitialized until kiln_bert_model_set_params), gradients, moments
+ * (zero) and activations. The model keeps its own copy of the layout; dev must outlive it.
+ * INVALID_ARGUMENT for a shape the generated libraries do not cover (fp32 attention is built
+ * for head dimensions 16 and 64); DEVICE when an allocation or a library fails. */
+KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *cfg,
+                                      int max_batch, int max_seq, KilnBertModel **out);
+void kiln_bert_model_destroy(KilnBertModel *m);
+
+/* The parameter layout the model's flat buffers follow. */
+const KilnBertParams *kiln_bert_model_params(const KilnBertModel *m);
+/* Copies params->total floats from the host into the device's parameters / back. */
+KilnBertStatus kiln_bert_model_set_params(KilnBertModel *m, const float *flat);
+KilnBertStatus kiln_bert_model_get_params(KilnBertModel *m, float *flat);
+/* Copies the gradients of the last backward (params->total floats) to the host. */
+KilnBertStatus kiln_bert_model_get_grads(KilnBertModel *m, float *flat);
+
+/* Forward over one batch: ids (rows x cols, row-major), the number of real tokens of each row
+ * (its [CLS]..[SEP]; the rest is padding the attention ignores) and a label per row. *loss is
+ * the mean cross-entropy over the rows; logits (rows x num_labels) are kept for the backward
+ * and copied to `logits` when it is not NULL. INVALID_ARGUMENT when rows or cols exceed the
+ * planned sizes or a length is out of [1, cols]. */
+KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
+                                       const int32_t *labels, int rows, int cols, float *loss,
+                                       float *logits);
+/* Gradients of the last forward's mean loss into the flat gradient buffer (overwritten). */
+KilnBertStatus kiln_bert_model_backward(KilnBertModel *m);
+
+/* Sets (or clears, with NULL) the all-reduce hook. */
+void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, void *user);
+
+/* The optimizer step after a backward: the all-reduce hook, the global L2 norm of the
+ * gradients (into *grad_norm when not NULL), clipping, then AdamW with learning rate lr as
+ * update number `step` (1-based: the bias corrections), weight decay only where the layout
+ * says so. */
+KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr,
+                                    int step, double *grad_norm);
+
+#endif /* KILN_BERT_MODEL_H */

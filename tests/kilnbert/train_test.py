@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""kiln-bert train end to end on a synthetic aclImdb-layout folder made here: 16 short reviews
+(8 pos, 8 neg, words of the test vocabulary), the tiny model, fp32 on the cpu device, dropout
+0, 20 steps of 8. Checks the contract's log (one record per step, k = 1..20, numeric loss, lr
+after the schedule, grad_norm; the summary record with its six metrics; nothing else carrying
+step and loss), that nothing is drawn on stderr when it is not a terminal, that the loss falls
+(the two classes differ in words, so the model fits them within 20 steps), that --save
+writes config.json and model.safetensors, and that the losses are the same with fixed and
+dynamic padding.
+Usage: train_test.py KILN_BERT VOCAB"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+kb, vocab = sys.argv[1], sys.argv[2]
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    if not cond:
+        print("FAIL", what)
+        fails += 1
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    for label, text in (("pos", "the movie was great ! i love it , great great"),
+                        ("neg", "the movie was naive . i want un ##want walk")):
+        os.makedirs(os.path.join(tmp, "imdb", "train", label))
+        for i in range(8):
+            with open(os.path.join(tmp, "imdb", "train", label, f"{i}_5.txt"), "w") as f:
+                f.write(f"{text} {i}\n")
+    log = os.path.join(tmp, "log.jsonl")
+    save = os.path.join(tmp, "saved")
+    cmd = [kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
+           "--device", "cpu", "--precision", "fp32", "--steps", "20", "--batch", "8",
+           "--seq-len", "16", "--dropout", "0", "--lr", "1e-3", "--schedule", "linear",
+           "--warmup", "2", "--seed", "3", "--log", log, "--save", save]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+    check(r.stderr == "", f"stderr is not a terminal, yet: {r.stderr!r}")
+    recs = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
+    steps = [x for x in recs if "step" in x and "loss" in x]
+    check([x["step"] for x in steps] == list(range(1, 21)), "steps 1..20 in order")
+    check(all(isinstance(x["loss"], float) for x in steps), "numeric losses")
+    # linear with 2 warmup steps of 20: lr x j / 2 for j < 2, then (20 - j) / 18
+    want_lr = [1e-3 * (j / 2 if j < 2 else (20 - j) / 18) for j in range(20)]
+    check(all(abs(x["lr"] - w) <= 1e-9 for x, w in zip(steps, want_lr)), "lr follows the schedule")
+    check(all(x["grad_norm"] > 0 for x in steps), "grad norms")
+    summ = [x for x in recs if "summary" in x]
+    check(len(summ) == 1 and recs[-1] is summ[0], "one summary record, last")
+    if summ:
+        s = summ[0]
+        for key in ("first_iter_time", "avg_iter_time", "iter_per_sec", "samples_per_sec",
+                    "total_time", "total_time_hr"):
+            check(key in s, f"summary has {key}")
+        check(len(s.get("total_time_hr", "")) == 8, "total_time_hr is HH:MM:SS")
+    if len(steps) == 20:
+        first = sum(x["loss"] for x in steps[:5]) / 5
+        last = sum(x["loss"] for x in steps[-5:]) / 5
+        print(f"mean loss of steps 1-5 {first:.4f}, of steps 16-20 {last:.4f}")
+        check(last < 0.7 * first, f"the loss fell: {first:.4f} -> {last:.4f}")
+    for name in ("config.json", "model.safetensors"):
+        check(os.path.isfile(os.path.join(save, name)), f"--save wrote {name}")
+
+    # losses must not depend on how much padding there is (contract 3.7): rows padded to 64
+    # against rows padded to the batch's bucket (32), same order, 3 steps of 5
+    losses = {}
+    for padding in ("fixed", "dynamic"):
+        plog = os.path.join(tmp, f"{padding}.jsonl")
+        r = subprocess.run([kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"),
+                            "--vocab", vocab, "--steps", "3", "--batch", "5", "--seq-len", "64",
+                            "--padding", padding, "--dropout", "0", "--no-shuffle", "--log", plog],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"{padding} padding: exit {r.returncode}: {r.stderr}")
+        losses[padding] = [json.loads(line)["loss"] for line in open(plog)
+                           if "step" in json.loads(line)] if os.path.exists(plog) else []
+    check(len(losses["fixed"]) == 3 and
+          all(abs(a - b) <= 1e-5 * max(1, abs(a)) for a, b in zip(losses["fixed"], losses["dynamic"])),
+          f"losses depend on the padding: {losses}")
+
+print("all passed" if fails == 0 else f"{fails} failed")
+sys.exit(1 if fails else 0)
