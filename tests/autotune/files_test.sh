@@ -74,7 +74,7 @@ tune_real() { # the real identity of this machine's records, in $tmp/real.json
 
 # shipped FILE.c: the configs of the tuned variants ("BLOCK num_warps num_stages" per line)
 shipped() {
-  sed -nE 's/.*\{([0-9-]+)LL, ([0-9]+), ([0-9]+), "[^"]*"\}\}, \/\* tuned .*/\1 \2 \3/p' "$1"
+  sed -nE 's/.*BLOCK=([0-9-]+),num_warps=([0-9]+),num_stages=([0-9]+).*"\}, \/\* tuned .*/\1 \2 \3/p' "$1"
 }
 
 case_records() {
