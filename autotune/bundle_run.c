@@ -11,6 +11,8 @@
  * who won and how fast. */
 #include "internal.h"
 
+#include <math.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +276,15 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
   return 0;
 }
 
+/* A number of seconds: finite and positive. */
+static bool seconds(const char *s, double *out) {
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || *end || !isfinite(v) || !(v > 0)) return false;
+  *out = v;
+  return true;
+}
+
 static int parse_args(int argc, char **argv, RunnerOpts *o) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -294,8 +305,9 @@ static int parse_args(int argc, char **argv, RunnerOpts *o) {
     else if (!strcmp(a, "--mode") && (!strcmp(v, "default") || !strcmp(v, "max-autotune")))
       o->max_mode = !strcmp(v, "max-autotune");
     else if (!strcmp(a, "--reps") && (o->reps = (int)strtol(v, &end, 10)) >= 1 && o->reps <= 64 && !*end) {}
-    else if (!strcmp(a, "--timeout") && (o->timeout = strtod(v, &end)) > 0 && !*end) {}
-    else if (!strcmp(a, "--budget") && (o->budget = strtod(v, &end)) > 0 && !*end) {}
+    /* seconds: finite and positive (NaN or inf would switch the time limits off) */
+    else if (!strcmp(a, "--timeout") && seconds(v, &o->timeout)) {}
+    else if (!strcmp(a, "--budget") && seconds(v, &o->budget)) {}
     else return fprintf(stderr, "kiln-tune-runner: bad option '%s %s'\n%s", a, v, runner_usage), 64;
   }
   if (!o->bundle || !o->device)

@@ -105,11 +105,13 @@ static const char *define_value(int argc, char **argv, int *i) {
   return !strncmp(a, "-D", 2) && a[2] ? a + 2 : NULL;
 }
 
+/* A number in [lo, hi]: NaN is in no range (written so that its comparisons fail), so
+ * `--timeout nan` cannot switch hang detection off. */
 static bool num(const char *s, double lo, double hi, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
+  if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
   *out = v;
   return true;
 }
