@@ -109,11 +109,12 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
   atomic_init(&sh->next, 0);
   int nworkers = o->jobs < 1 ? 1 : o->jobs > nidx ? nidx : o->jobs;
   fflush(NULL);
-  pid_t pids[256];
+  pid_t pids[256], parent = getpid();
   int started = 0;
   for (int w = 0; w < nworkers && w < 256; w++) {
     pid_t pid = fork();
     if (pid == 0) {
+      tune_child_dies_with_parent(parent);
       worker(path, src, srclen, kernel, sig, tg, c, idx, nidx, tmpdir, o, sh);
       _exit(0);
     }

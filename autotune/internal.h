@@ -18,6 +18,8 @@
 #include "kiln_driver.h"
 #include "kiln_frontend.h"
 
+#include <sys/types.h>
+
 #define TUNE_MAX_PARAMS 32
 #define TUNE_MAX_KEYS 8
 
@@ -244,6 +246,10 @@ typedef struct TuneRunOpts {
 } TuneRunOpts;
 
 double tune_now(void);
+/* First thing in every child the tuner forks (builder workers, timing children, the probe): the
+ * child is killed when the tuner dies, so a killed `kiln tune` leaves no spinning child behind;
+ * it exits at once when the tuner is already gone. `parent` is getpid() before the fork. */
+void tune_child_dies_with_parent(pid_t parent);
 /* Probes the device in a child; fills t->device_id and limits. 0 or -1 with err. */
 int tune_target_probe(TuneTarget *t, char *err, size_t cap);
 /* Compiles the PENDING candidates listed in idx into tmpdir with fork()ed workers, each with

@@ -38,8 +38,9 @@ int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
   ProbeShared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return snprintf(err, cap, "cannot map shared memory"), -1;
   fflush(NULL);
-  pid_t pid = fork();
+  pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
+    tune_child_dies_with_parent(parent);
     KilnRtDevice *dev;
     if (kiln_rt_device_create(t->spec, &dev) == KILN_RT_OK && kiln_rt_device_info(dev, &sh->info) == KILN_RT_OK)
       sh->ok = 1;

@@ -277,8 +277,11 @@ static void run_child(Runner *R, TuneCand *c, int reps, bool check) {
   ChildShared *sh = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return set_failure(c, ST_FAILED, "run: cannot map shared memory");
   fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) _exit(child_main(R->tg, R->kernel, R->p, c, reps, check, sh));
+  pid_t parent = getpid(), pid = fork();
+  if (pid == 0) {
+    tune_child_dies_with_parent(parent);
+    _exit(child_main(R->tg, R->kernel, R->p, c, reps, check, sh));
+  }
   if (pid < 0) {
     munmap(sh, size);
     return set_failure(c, ST_FAILED, "run: fork failed");

@@ -2,11 +2,15 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 double tune_now(void) {
   struct timespec ts;
@@ -65,4 +69,11 @@ void tune_kernel_hash(const char *src, size_t len, const KilnKernel *k, char out
   size_t b = k->body ? line_start(src, len, k->body->span.end_line + 1) : len;
   if (b < a) b = len;
   snprintf(out, 20, "%016llx", (unsigned long long)tune_fnv1a(src + a, b - a));
+}
+
+void tune_child_dies_with_parent(pid_t parent) {
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+  if (getppid() != parent) _exit(1); /* the tuner died between fork and here */
 }
