@@ -317,6 +317,7 @@ static int cmd_train(int argc, char **argv) {
   }
   if (!o.data) return usage_error(usage_train, "%s", "--data PATH is required");
   o.progress = isatty(STDERR_FILENO) ? stderr : NULL;
+  o.table = stdout;
   KilnBertStatus st = kiln_bert_train(&o);
   if (st == KILN_BERT_OK) return 0;
   if (st == KILN_BERT_ERROR_INVALID_ARGUMENT) {

@@ -33,6 +33,7 @@ typedef struct KilnBertTrainOptions {
   double lr, weight_decay, beta1, beta2, eps, clip;
   double dropout;        /* < 0: the config's hidden_dropout_prob */
   FILE *progress;        /* a terminal to draw a progress bar on, or NULL */
+  FILE *table;           /* where the summary table goes at the end (kiln-bert: stdout), or NULL */
 } KilnBertTrainOptions;
 
 /* kiln-bert's defaults: tiny, cpu, fp32, seq 128, batch 8, 1 epoch, lr 5e-5, linear schedule

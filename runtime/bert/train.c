@@ -150,6 +150,24 @@ static void hms(double s, char out[32]) {
   snprintf(out, 32, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
+/* The summary as a table (the log's summary record, plus tokens per second and the last loss). */
+static void summary_table(const KilnBertTrainOptions *o, size_t steps, double first, double avg,
+                          size_t samples, size_t tokens, double total, const char *hr,
+                          double loss) {
+  FILE *f = o->table;
+  fprintf(f, "kiln-bert train: model %s, %s on %s, %zu steps of %zu x %zu tokens\n", o->model,
+          o->precision, o->device, steps, o->batch, o->seq_len);
+  fprintf(f, "%-18s %14s\n", "metric", "value");
+  fprintf(f, "%-18s %14.4f s\n", "first_iter_time", first);
+  fprintf(f, "%-18s %14.4f s\n", "avg_iter_time", avg);
+  fprintf(f, "%-18s %14.3f\n", "iter_per_sec", avg > 0 ? 1 / avg : 0);
+  fprintf(f, "%-18s %14.2f\n", "samples_per_sec", total > 0 ? (double)samples / total : 0);
+  fprintf(f, "%-18s %14.0f\n", "tokens_per_sec", total > 0 ? (double)tokens / total : 0);
+  fprintf(f, "%-18s %14.3f s (%s)\n", "total_time", total, hr);
+  fprintf(f, "%-18s %14.6f\n", "last loss", loss);
+  fflush(f);
+}
+
 static void progress(FILE *tty, size_t k, size_t total, double loss) {
   if (!tty) return;
   int width = 30, done = total ? (int)((double)width * (double)k / (double)total) : width;
@@ -200,8 +218,8 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
 
   size_t total = kiln_bert_total_steps(r.enc.n, o->batch, o->epochs, o->steps);
   KilnBertOptim opt = {o->beta1, o->beta2, o->eps, o->weight_decay, o->clip};
-  size_t cur_epoch = (size_t)-1, samples = 0;
-  double t0 = now(), first_time = 0, loss_sum_time = 0;
+  size_t cur_epoch = (size_t)-1, samples = 0, tokens = 0;
+  double t0 = now(), first_time = 0, loss_sum_time = 0, last_loss = NAN;
   for (size_t k = 0; k < total && st == KILN_BERT_OK; k++) {
     double ts = now();
     size_t epoch, first, count;
@@ -229,6 +247,8 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     if (k == 0) first_time = dt;
     else loss_sum_time += dt;
     samples += count;
+    tokens += r.batch.rows * r.batch.cols;
+    last_loss = loss;
     if (r.log) {
       /* JSON has no NaN or infinity: a diverged value is written as null */
       char lbuf[32] = "null", nbuf[32] = "null";
@@ -250,6 +270,12 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
             "\"total_time_hr\": \"%s\"}\n",
             total, first_time, avg, avg > 0 ? 1 / avg : 0,
             total_time > 0 ? (double)samples / total_time : 0, total_time, hr);
+  }
+  if (st == KILN_BERT_OK && o->table) {
+    double avg = total > 1 ? loss_sum_time / (double)(total - 1) : first_time;
+    char hr[32];
+    hms(total_time, hr);
+    summary_table(o, total, first_time, avg, samples, tokens, total_time, hr, last_loss);
   }
   if (st == KILN_BERT_OK && r.log && (fflush(r.log) != 0 || ferror(r.log)))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
