@@ -1,6 +1,8 @@
 /* test_attention.c — flash attention (kernels-bert/attention.kiln, generic over the element type
  * T) in f32, f16 and bf16: the forward with a key-padding mask and saved log-sum-exp, and the
- * backward (delta; dK and dV; dQ). docs/kernels/attention.md gives the tolerances' reasons. */
+ * backward (delta; dK and dV; dQ), with and without dropout on the probabilities (the reference
+ * draws the same Philox keep mask with kiln_ref_rand). docs/kernels/attention.md gives the
+ * tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
 
@@ -16,6 +18,8 @@ typedef struct AttnCfg {
   int32_t kv_len[2];
   KilnScalarKind t; /* the kernels' T: Q, K, V, O, dO and the gradients are T */
   bool bwd, fd;     /* fd: finite differences too (f32 only) */
+  float drop;       /* dropout probability on P; 0 runs the DROPOUT = 0 kernels */
+  int32_t seed, offset;
 } AttnCfg;
 
 /* Shapes and strides of one configuration: Q, K, V and their gradients dense [B, S, H, D];
@@ -44,7 +48,19 @@ static size_t oi(const Layout *l, size_t b, size_t h, size_t s, size_t d) {
   return b * (size_t)l->osb + h * (size_t)l->osh + s * (size_t)l->oss + d;
 }
 
-/* The reference in double: O, lse, and (when dout is given) dQ, dK, dV, for one (b, h). */
+/* Whether the kernels keep P[i, j] of head (b, h): the same Philox draw as the kernels' counter
+ * offset + ((b H + h) S + i) S + j (i32 arithmetic, wrapping as the kernel's does). */
+static bool ref_keep(const AttnCfg *c, const Layout *l, size_t b, size_t h, size_t i, size_t j) {
+  if (c->drop <= 0.0f)
+    return true;
+  uint32_t row = (uint32_t)(b * l->H + h) * (uint32_t)l->S + (uint32_t)i;
+  uint32_t ctr = (uint32_t)c->offset + row * (uint32_t)l->S + (uint32_t)j;
+  return kiln_ref_rand(c->seed, (int32_t)ctr) > c->drop;
+}
+
+/* The reference in double: O, lse, and (when dout is given) dQ, dK, dV, for one (b, h). With
+ * dropout, O = Pd V where Pd = P keep / (1 - p), and the gradient reaching P is
+ * dPd keep / (1 - p); lse is the undropped softmax's. */
 static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, const float *q,
                      const float *k, const float *v, const float *dout, float *o, float *lse,
                      float *dq, float *dk, float *dv) {
@@ -52,7 +68,10 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
   double scale = 1.0 / sqrt((double)D);
   double *p = kiln_bert_alloc(S, sizeof(double)), *dp = kiln_bert_alloc(S, sizeof(double));
   double *dkk = kiln_bert_alloc(S * D, sizeof(double)), *dvv = kiln_bert_alloc(S * D, sizeof(double));
+  double *z = kiln_bert_alloc(S, sizeof(double)); /* keep / (1 - p), or 0 */
   for (size_t i = 0; i < S; i++) {
+    for (size_t j = 0; j < L; j++)
+      z[j] = ref_keep(c, l, b, h, i, j) ? 1.0 / (1.0 - (double)c->drop) : 0.0;
     double m = -INFINITY, sum = 0.0;
     for (size_t j = 0; j < L; j++) {
       double s = 0.0;
@@ -69,7 +88,7 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
     for (size_t d = 0; d < D; d++) {
       double acc = 0.0;
       for (size_t j = 0; j < L; j++)
-        acc += p[j] * v[qi(l, b, h, j, d)];
+        acc += p[j] * z[j] * v[qi(l, b, h, j, d)];
       o[oi(l, b, h, i, d)] = (float)acc;
     }
     if (!dout)
@@ -79,6 +98,7 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
       dp[j] = 0.0;
       for (size_t d = 0; d < D; d++)
         dp[j] += (double)dout[oi(l, b, h, i, d)] * v[qi(l, b, h, j, d)];
+      dp[j] *= z[j];
       delta += p[j] * dp[j];
     }
     for (size_t d = 0; d < D; d++) {
@@ -87,7 +107,7 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
         double ds = p[j] * (dp[j] - delta);
         acc += ds * k[qi(l, b, h, j, d)];
         dkk[j * D + d] += scale * ds * q[qi(l, b, h, i, d)];
-        dvv[j * D + d] += p[j] * dout[oi(l, b, h, i, d)];
+        dvv[j * D + d] += p[j] * z[j] * dout[oi(l, b, h, i, d)];
       }
       dq[qi(l, b, h, i, d)] = (float)(scale * acc);
     }
@@ -95,7 +115,7 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
   for (size_t j = 0; j < S && dout; j++)
     for (size_t d = 0; d < D; d++)
       dk[qi(l, b, h, j, d)] = (float)dkk[j * D + d], dv[qi(l, b, h, j, d)] = (float)dvv[j * D + d];
-  free(p), free(dp), free(dkk), free(dvv);
+  free(p), free(dp), free(dkk), free(dvv), free(z);
 }
 
 /* The O entries (inside the gaps) of a buffer of element type t gathered densely, as f32. */
@@ -136,13 +156,14 @@ typedef struct AttnDev {
   KilnRtFunction *fwd;
   void *q, *k, *v, *o, *lse, *kvl;
   int32_t S, H, sb, sh, ss, osb, osh, oss;
-  float scale;
+  float scale, p_drop;
+  int32_t seed, offset;
   uint32_t grid[2];
 } AttnDev;
 
 static void launch_fwd(KilnBertRun *run, AttnDev *a) {
   void *args[] = {&a->q, &a->k, &a->v, &a->o, &a->lse, &a->kvl, &a->S, &a->H, &a->sb, &a->sh,
-                  &a->ss, &a->osb, &a->osh, &a->oss, &a->scale};
+                  &a->ss, &a->osb, &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed, &a->offset};
   kiln_bert_launch(run, a->fwd, a->grid[0], a->grid[1], args);
 }
 
@@ -198,11 +219,11 @@ static double tol_grad(KilnScalarKind t) {
  * query block), each gradient checked against the reference; finite differences when asked. */
 static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, const AttnCfg *c,
                     const Layout *l, float *host[3], const float *dout, float *rg[3], KilnRefRng *rng) {
-  KilnDefine defs[] = {{"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}};
+  KilnDefine defs[] = {{"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}, {"DROPOUT", c->drop > 0.0f}};
   KilnDefine ddefs[] = {{"T", c->t}, {"BM", c->bm}, {"D", c->D}};
   KilnRtFunction *fdelta = kiln_bert_kernel(run, "attention", "attn_bwd_delta", ddefs, 3);
-  KilnRtFunction *fdkdv = kiln_bert_kernel(run, "attention", "attn_bwd_dkdv", defs, 4);
-  KilnRtFunction *fdq = kiln_bert_kernel(run, "attention", "attn_bwd_dq", defs, 4);
+  KilnRtFunction *fdkdv = kiln_bert_kernel(run, "attention", "attn_bwd_dkdv", defs, 5);
+  KilnRtFunction *fdq = kiln_bert_kernel(run, "attention", "attn_bwd_dq", defs, 5);
   size_t esz = kiln_bert_elem_size(c->t);
   void *ddo = kiln_bert_input_t(run, dout, l->n_o, c->t);
   void *ddelta = kiln_bert_output(run, (l->n_rows + KILN_BERT_TAIL) * 4);
@@ -212,10 +233,12 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
   void *a1[] = {&a->o, &ddo, &ddelta, &a->S, &a->H, &a->osb, &a->osh, &a->oss};
   kiln_bert_launch(run, fdelta, a->grid[0], a->grid[1], a1);
   void *a2[] = {&a->q, &a->k, &a->v, &ddo, &a->lse, &ddelta, &a->kvl, &dg[1], &dg[2], &a->S, &a->H,
-                &a->sb, &a->sh, &a->ss, &a->osb, &a->osh, &a->oss, &a->scale};
+                &a->sb, &a->sh, &a->ss, &a->osb, &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed,
+                &a->offset};
   kiln_bert_launch(run, fdkdv, kiln_bert_cdiv(l->S, (size_t)c->bn), a->grid[1], a2);
   void *a3[] = {&a->q, &a->k, &a->v, &ddo, &a->lse, &ddelta, &a->kvl, &dg[0], &a->S, &a->H,
-                &a->sb, &a->sh, &a->ss, &a->osb, &a->osh, &a->oss, &a->scale};
+                &a->sb, &a->sh, &a->ss, &a->osb, &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed,
+                &a->offset};
   kiln_bert_launch(run, fdq, a->grid[0], a->grid[1], a3);
   static const char *names[3] = {"dq", "dk", "dv"};
   float *grads[3];
@@ -233,13 +256,13 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
 
 static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s", kiln_bert_type_name(c->t),
+  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s dropout %g", kiln_bert_type_name(c->t),
                   c->B, c->H, c->S, c->D, c->kv_len[0], c->B > 1 ? c->kv_len[1] : c->kv_len[0], c->bm,
-                  c->bn, c->bwd ? " fwd+bwd" : "");
+                  c->bn, c->bwd ? " fwd+bwd" : "", (double)c->drop);
   Layout l = layout_of(c);
-  KilnDefine defs[] = {{"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}};
+  KilnDefine defs[] = {{"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}, {"DROPOUT", c->drop > 0.0f}};
   AttnDev a = {0};
-  a.fwd = kiln_bert_kernel(&run, "attention", "attn_fwd", defs, 4);
+  a.fwd = kiln_bert_kernel(&run, "attention", "attn_fwd", defs, 5);
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   /* Q in [-2, 2): scores up to ~|q||k| scale, probabilities spread over a few decades. */
@@ -257,6 +280,7 @@ static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) 
   a.kvl = kiln_bert_input(&run, c->kv_len, l.B * 4);
   a.S = c->S, a.H = c->H, a.sb = l.sb, a.sh = l.sh, a.ss = l.ss, a.osb = l.osb, a.osh = l.osh, a.oss = l.oss;
   a.scale = (float)(1.0 / sqrt((double)c->D));
+  a.p_drop = c->drop, a.seed = c->seed, a.offset = c->offset;
   a.grid[0] = kiln_bert_cdiv(l.S, (size_t)c->bm), a.grid[1] = (uint32_t)(l.B * l.H);
   launch_fwd(&run, &a);
   unsigned char *oraw = kiln_bert_alloc(l.n_o + KILN_BERT_TAIL, esz);
@@ -284,22 +308,30 @@ static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) 
 
 bool kiln_bert_test_attention(const KilnBertDevice *dev) {
   static const AttnCfg cpu[] = {
-      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F32, true, true},   /* ragged S, a padded sequence; FD */
-      {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false},     /* head dim 64, exact tiles, 7 padding keys */
-      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F16, true, false},  /* f16 data, f32 accumulation */
-      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_BF16, true, false}, /* bf16 data, f32 accumulation */
-      {1, 1, 24, 128, 16, 16, {19, 0}, KILN_SCALAR_F16, true, false},  /* head dim 128 */
-      {2, 1, 512, 64, 32, 32, {512, 300}, KILN_SCALAR_F16, true, false}, /* BERT's length, padded */
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F32, true, true, 0, 0, 0},   /* ragged S, a padded sequence; FD */
+      {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false, 0, 0, 0},     /* head dim 64, exact tiles, 7 padding keys */
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* f16 data, f32 accumulation */
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_BF16, true, false, 0, 0, 0}, /* bf16 data, f32 accumulation */
+      {1, 1, 24, 128, 16, 16, {19, 0}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* head dim 128 */
+      {2, 1, 512, 64, 32, 32, {512, 300}, KILN_SCALAR_F16, true, false, 0, 0, 0}, /* BERT's length, padded */
+      /* dropout on P: the keep mask regenerated by every kernel; FD through the fixed mask */
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F32, true, true, 0.1f, 42, 7},
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F16, true, false, 0.5f, -3, 1000},
+      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_BF16, true, false, 0.1f, 5, 0},
+      {1, 2, 16, 64, 8, 8, {11, 0}, KILN_SCALAR_F32, true, false, 0.9f, 2147483647, 123456},
   };
   /* The emulator runs a 16x16-tile forward program in ~0.1 s: one head and 21 rows (a full tile
    * and a ragged one) instead of two and 37, plus tiles the tuner picks on a GPU. */
   static const AttnCfg emu[] = {
-      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true},   /* ragged S, a padded sequence; FD */
-      {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false},    /* head dim 64, exact tiles, 7 padding keys */
-      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false},  /* f16 data, f32 accumulation */
-      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_BF16, true, false}, /* bf16 data (bf16 mma) */
-      {1, 1, 77, 64, 64, 64, {77, 0}, KILN_SCALAR_F16, false, false}, /* f16 64x64 tiles, ragged */
-      {1, 1, 45, 64, 32, 32, {40, 0}, KILN_SCALAR_F32, true, false},  /* f32 32x32 tiles, backward */
+      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true, 0, 0, 0},   /* ragged S, a padded sequence; FD */
+      {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false, 0, 0, 0},    /* head dim 64, exact tiles, 7 padding keys */
+      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* f16 data, f32 accumulation */
+      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_BF16, true, false, 0, 0, 0}, /* bf16 data (bf16 mma) */
+      {1, 1, 77, 64, 64, 64, {77, 0}, KILN_SCALAR_F16, false, false, 0, 0, 0}, /* f16 64x64 tiles, ragged */
+      {1, 1, 45, 64, 32, 32, {40, 0}, KILN_SCALAR_F32, true, false, 0, 0, 0},  /* f32 32x32 tiles, backward */
+      /* dropout on P (the cpu cases' first and second shapes, smaller) */
+      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true, 0.1f, 42, 7},
+      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false, 0.5f, -3, 1000},
   };
   bool on_emu = kiln_bert_on_emu(dev);
   const AttnCfg *cfgs = on_emu ? emu : cpu;
