@@ -67,6 +67,37 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
 /* Gradients of the last forward's mean loss into the flat gradient buffer (overwritten). */
 KilnBertStatus kiln_bert_model_backward(KilnBertModel *m);
 
+/* The dropout sites of contract section 4, each with its own Philox stream. */
+typedef enum KilnBertDropSite {
+  KILN_BERT_DROP_EMBEDDINGS, /* after the embedding LayerNorm: [rows x cols, hidden] */
+  KILN_BERT_DROP_ATTN_PROBS, /* the attention probabilities: [rows, heads, cols, cols] */
+  KILN_BERT_DROP_ATTN_OUT,   /* the attention output dense, before its residual LayerNorm */
+  KILN_BERT_DROP_FFN_OUT,    /* the FFN down projection, before its residual LayerNorm */
+  KILN_BERT_DROP_POOLER      /* the pooler's output, the classifier's input: [rows, hidden] */
+} KilnBertDropSite;
+
+/* A Philox stream: element i of a site's tensor (row-major in the shapes above) is kept when
+ * rand(seed, offset + i) > p (Kiln's rand; tests/numeric's kiln_ref_rand in C), and then
+ * scaled by 1 / (1 - p). */
+typedef struct KilnBertPhilox {
+  int32_t seed, offset;
+} KilnBertPhilox;
+
+/* The stream of a site in encoder layer `layer` (-1 for the embeddings and the pooler) at
+ * optimizer step `step` of a run seeded with `seed`, for a batch of rows x cols tokens: a pure
+ * function, so a run (and a resumed run) draws the same masks, and a test can rebuild them. */
+KilnBertPhilox kiln_bert_dropout_stream(uint64_t seed, int64_t step, int layer,
+                                        KilnBertDropSite site, int rows, int cols,
+                                        const KilnBertConfig *cfg);
+
+/* Dropout with probability p on every site for the forward/backward pairs that follow, with
+ * the streams of (seed, step); p = 0 (the state after kiln_bert_model_create) turns it off and
+ * costs nothing. The trainer sets it before each step and back to 0 for evaluation.
+ * INVALID_ARGUMENT when p is not in [0, 1) or the planned batch needs more counters per layer
+ * than the kernels' i32 offsets hold (2^31: far beyond BERT-large at 24 x 512). */
+KilnBertStatus kiln_bert_model_set_dropout(KilnBertModel *m, double p, uint64_t seed,
+                                           int64_t step);
+
 /* Sets (or clears, with NULL) the all-reduce hook. */
 void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, void *user);
 

@@ -2,8 +2,9 @@
  * command only reads its options. Loads the config (a preset or a model directory), the
  * vocabulary and the data, tokenizes once, initializes or loads the weights, then steps
  * kilnbert_model through the run's batches with the contract's schedule and writes the JSON-lines
- * log (one record per step, then the summary) and optionally the model. fp32 on the cpu device,
- * dropout 0, for now (docs/trainer.md, "What is left"). */
+ * log (one record per step, then the summary) and optionally the model. fp32 on the cpu device
+ * for now (docs/trainer.md, "What is left"); dropout at every site of the contract, with masks
+ * drawn from (--seed, step). */
 #ifndef KILN_BERT_TRAIN_H
 #define KILN_BERT_TRAIN_H
 
@@ -31,7 +32,7 @@ typedef struct KilnBertTrainOptions {
   int shuffle;
   uint64_t seed;
   double lr, weight_decay, beta1, beta2, eps, clip;
-  double dropout;        /* < 0: the config's hidden_dropout_prob */
+  double dropout;        /* < 0: the config's hidden_dropout_prob; must be in [0, 1) */
   FILE *progress;        /* a terminal to draw a progress bar on, or NULL */
   FILE *table;           /* where the summary table goes at the end (kiln-bert: stdout), or NULL */
 } KilnBertTrainOptions;
@@ -42,7 +43,8 @@ typedef struct KilnBertTrainOptions {
 void kiln_bert_train_defaults(KilnBertTrainOptions *o);
 
 /* Runs the training. A wrong input (config, vocabulary, data, weights) is FORMAT/IO/NOT_FOUND;
- * an option outside what is implemented (precision, device, dropout) INVALID_ARGUMENT; a
+ * an option outside what is implemented (precision, device) or a dropout outside [0, 1)
+ * INVALID_ARGUMENT; a
  * runtime failure DEVICE; each with kiln_bert_last_error() naming it. */
 KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o);
 

@@ -18,13 +18,23 @@
  * accumulated; only the embedding tables, scattered into with atomics, are zeroed first).
  *
  * Everything is allocated in kiln_bert_model_create for the largest batch and sequence; the
- * forward, backward and step only launch kernels and copy the batch's few integers in. */
+ * forward, backward and step only launch kernels and copy the batch's few integers in.
+ *
+ * Dropout (kiln_bert_model_set_dropout) adds five sites, each with its own Philox stream
+ * (kiln_bert_dropout_stream): after the embedding LayerNorm and after the attention-output and
+ * FFN-output dense layers it is a dropout kernel in place (the backward regenerates the mask from
+ * the same stream, so no mask is stored); on the attention probabilities it is inside the flash
+ * attention kernels of the DROPOUT = 1 libraries; after the pooler it writes a copy (pooled_drop),
+ * since tanh's backward needs the undropped output. With p = 0 none of it runs. */
 #include "bert_model.h"
 #include "bert_internal.h"
 
 #include "kb_adamw.h"
 #include "kb_attn_d16_f32.h"
 #include "kb_attn_d64_f32.h"
+#include "kb_attn_drop_d16_f32.h"
+#include "kb_attn_drop_d64_f32.h"
+#include "kb_drop_f32.h"
 #include "kb_emb_f32.h"
 #include "kb_gelu_f32.h"
 #include "kb_gemm0_f32.h"
@@ -78,6 +88,9 @@ struct KilnBertModel {
   kb_gemm3_f32 *gemm3;
   kb_attn_d16_f32 *attn16;
   kb_attn_d64_f32 *attn64;
+  kb_attn_drop_d16_f32 *attn16_drop;
+  kb_attn_drop_d64_f32 *attn64_drop;
+  kb_drop_f32 *drop;
   kb_ln_f32 *ln;
   kb_emb_f32 *emb;
   kb_xent_f32 *xent;
@@ -106,6 +119,11 @@ struct KilnBertModel {
   float *host_dloss;
   KilnBertAllReduceFn allreduce;
   void *allreduce_user;
+  /* dropout of the following steps (kiln_bert_model_set_dropout); p 0: none */
+  float drop_p;
+  uint64_t drop_seed;
+  int64_t drop_step;
+  float *pooled_drop; /* [B, H] the classifier's input under dropout */
 };
 
 static KilnBertStatus rt_fail(KilnRtStatus st, const char *what) {
@@ -155,6 +173,12 @@ ATTN_GRID(grid_a64_fwd, kb_attn_d64_f32_attn_fwd_config, BM)
 ATTN_GRID(grid_a64_delta, kb_attn_d64_f32_attn_bwd_delta_config, BM)
 ATTN_GRID(grid_a64_dkdv, kb_attn_d64_f32_attn_bwd_dkdv_config, BN)
 ATTN_GRID(grid_a64_dq, kb_attn_d64_f32_attn_bwd_dq_config, BM)
+ATTN_GRID(grid_a16d_fwd, kb_attn_drop_d16_f32_attn_fwd_config, BM)
+ATTN_GRID(grid_a16d_dkdv, kb_attn_drop_d16_f32_attn_bwd_dkdv_config, BN)
+ATTN_GRID(grid_a16d_dq, kb_attn_drop_d16_f32_attn_bwd_dq_config, BM)
+ATTN_GRID(grid_a64d_fwd, kb_attn_drop_d64_f32_attn_fwd_config, BM)
+ATTN_GRID(grid_a64d_dkdv, kb_attn_drop_d64_f32_attn_bwd_dkdv_config, BN)
+ATTN_GRID(grid_a64d_dq, kb_attn_drop_d64_f32_attn_bwd_dq_config, BM)
 
 /* ---- the operations, each one kernel launch ----------------------------------------------- */
 
@@ -233,8 +257,16 @@ static KilnBertStatus layernorm_bwd(KilnBertModel *m, float *s, float *dy, size_
   return KILN_BERT_OK;
 }
 
-/* The attention kernels of the library built for the model's head dimension. Q, K, V at qkv,
- * qkv + H, qkv + 2H with the [n, 3, heads, D] strides; O and dO dense [n, H]. */
+/* The Philox stream of a dropout site of the current step (layer -1 for the embeddings and
+ * the pooler). */
+static KilnBertPhilox drop_stream(const KilnBertModel *m, int layer, KilnBertDropSite site) {
+  return kiln_bert_dropout_stream(m->drop_seed, m->drop_step, layer, site, m->rows, m->cols,
+                                  &m->cfg);
+}
+
+/* The attention kernels of the library built for the model's head dimension (and, with
+ * dropout on, for DROPOUT = 1). Q, K, V at qkv, qkv + H, qkv + 2H with the [n, 3, heads, D]
+ * strides; O and dO dense [n, H]. */
 #define ATTN_STRIDES(m) \
   S, m->heads, S * 3 * m->H, m->D, 3 * m->H, S * m->H, m->D, m->H
 static KilnBertStatus attn_fwd(KilnBertModel *m, LayerAct *a) {
@@ -242,13 +274,54 @@ static KilnBertStatus attn_fwd(KilnBertModel *m, LayerAct *a) {
   float scale = 1.0f / sqrtf((float)m->D);
   Grid gr = {0, (uint32_t)(m->rows * m->heads), (uint32_t)S};
   float *q = a->qkv, *k = a->qkv + m->H, *v = a->qkv + 2 * m->H;
-  KilnRtStatus st =
-      m->D == 64 ? kb_attn_d64_f32_attn_fwd(m->attn64, q, k, v, a->ctx, a->lse, m->kv_len,
-                                            ATTN_STRIDES(m), scale, grid_a64_fwd, &gr, NULL)
-                 : kb_attn_d16_f32_attn_fwd(m->attn16, q, k, v, a->ctx, a->lse, m->kv_len,
-                                            ATTN_STRIDES(m), scale, grid_a16_fwd, &gr, NULL);
+  KilnBertPhilox ph = drop_stream(m, (int)(a - m->act), KILN_BERT_DROP_ATTN_PROBS);
+  float p = m->drop_p;
+  KilnRtStatus st;
+  if (p > 0)
+    st = m->D == 64
+             ? kb_attn_drop_d64_f32_attn_fwd(m->attn64_drop, q, k, v, a->ctx, a->lse, m->kv_len,
+                                             ATTN_STRIDES(m), scale, p, ph.seed, ph.offset,
+                                             grid_a64d_fwd, &gr, NULL)
+             : kb_attn_drop_d16_f32_attn_fwd(m->attn16_drop, q, k, v, a->ctx, a->lse, m->kv_len,
+                                             ATTN_STRIDES(m), scale, p, ph.seed, ph.offset,
+                                             grid_a16d_fwd, &gr, NULL);
+  else
+    st = m->D == 64 ? kb_attn_d64_f32_attn_fwd(m->attn64, q, k, v, a->ctx, a->lse, m->kv_len,
+                                               ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_fwd, &gr,
+                                               NULL)
+                    : kb_attn_d16_f32_attn_fwd(m->attn16, q, k, v, a->ctx, a->lse, m->kv_len,
+                                               ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_fwd, &gr,
+                                               NULL);
   RT(st, "attn_fwd");
   return KILN_BERT_OK;
+}
+
+/* dK, dV then dQ through the DROPOUT = 1 libraries (delta is the same with and without). */
+static KilnRtStatus attn_bwd_drop(KilnBertModel *m, LayerAct *a, Grid *gr) {
+  int S = m->cols;
+  float scale = 1.0f / sqrtf((float)m->D), p = m->drop_p;
+  float *q = a->qkv, *k = a->qkv + m->H, *v = a->qkv + 2 * m->H;
+  float *dq = m->dqkv, *dk = m->dqkv + m->H, *dv = m->dqkv + 2 * m->H;
+  KilnBertPhilox ph = drop_stream(m, (int)(a - m->act), KILN_BERT_DROP_ATTN_PROBS);
+  KilnRtStatus st;
+  if (m->D == 64) {
+    st = kb_attn_drop_d64_f32_attn_bwd_dkdv(m->attn64_drop, q, k, v, m->dctx, a->lse, m->delta,
+                                            m->kv_len, dk, dv, ATTN_STRIDES(m), scale, p, ph.seed,
+                                            ph.offset, grid_a64d_dkdv, gr, NULL);
+    if (st == KILN_RT_OK)
+      st = kb_attn_drop_d64_f32_attn_bwd_dq(m->attn64_drop, q, k, v, m->dctx, a->lse, m->delta,
+                                            m->kv_len, dq, ATTN_STRIDES(m), scale, p, ph.seed,
+                                            ph.offset, grid_a64d_dq, gr, NULL);
+  } else {
+    st = kb_attn_drop_d16_f32_attn_bwd_dkdv(m->attn16_drop, q, k, v, m->dctx, a->lse, m->delta,
+                                            m->kv_len, dk, dv, ATTN_STRIDES(m), scale, p, ph.seed,
+                                            ph.offset, grid_a16d_dkdv, gr, NULL);
+    if (st == KILN_RT_OK)
+      st = kb_attn_drop_d16_f32_attn_bwd_dq(m->attn16_drop, q, k, v, m->dctx, a->lse, m->delta,
+                                            m->kv_len, dq, ATTN_STRIDES(m), scale, p, ph.seed,
+                                            ph.offset, grid_a16d_dq, gr, NULL);
+  }
+  return st;
 }
 
 /* dQ, dK, dV into m->dqkv from dO in m->dctx. */
@@ -262,21 +335,27 @@ static KilnBertStatus attn_bwd(KilnBertModel *m, LayerAct *a) {
   if (m->D == 64) {
     st = kb_attn_d64_f32_attn_bwd_delta(m->attn64, a->ctx, m->dctx, m->delta, S, m->heads,
                                         S * m->H, m->D, m->H, grid_a64_delta, &gr, NULL);
-    if (st == KILN_RT_OK)
+    if (st == KILN_RT_OK && m->drop_p > 0)
+      st = attn_bwd_drop(m, a, &gr);
+    else if (st == KILN_RT_OK)
       st = kb_attn_d64_f32_attn_bwd_dkdv(m->attn64, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                         dk, dv, ATTN_STRIDES(m), scale, grid_a64_dkdv, &gr, NULL);
-    if (st == KILN_RT_OK)
+                                         dk, dv, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_dkdv,
+                                         &gr, NULL);
+    if (st == KILN_RT_OK && m->drop_p <= 0)
       st = kb_attn_d64_f32_attn_bwd_dq(m->attn64, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                       dq, ATTN_STRIDES(m), scale, grid_a64_dq, &gr, NULL);
+                                       dq, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_dq, &gr, NULL);
   } else {
     st = kb_attn_d16_f32_attn_bwd_delta(m->attn16, a->ctx, m->dctx, m->delta, S, m->heads,
                                         S * m->H, m->D, m->H, grid_a16_delta, &gr, NULL);
-    if (st == KILN_RT_OK)
+    if (st == KILN_RT_OK && m->drop_p > 0)
+      st = attn_bwd_drop(m, a, &gr);
+    else if (st == KILN_RT_OK)
       st = kb_attn_d16_f32_attn_bwd_dkdv(m->attn16, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                         dk, dv, ATTN_STRIDES(m), scale, grid_a16_dkdv, &gr, NULL);
-    if (st == KILN_RT_OK)
+                                         dk, dv, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_dkdv,
+                                         &gr, NULL);
+    if (st == KILN_RT_OK && m->drop_p <= 0)
       st = kb_attn_d16_f32_attn_bwd_dq(m->attn16, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                       dq, ATTN_STRIDES(m), scale, grid_a16_dq, &gr, NULL);
+                                       dq, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_dq, &gr, NULL);
   }
   RT(st, "attention backward");
   return KILN_BERT_OK;
@@ -287,6 +366,32 @@ static KilnBertStatus attn_bwd(KilnBertModel *m, LayerAct *a) {
     KilnBertStatus try_st_ = (call);           \
     if (try_st_ != KILN_BERT_OK) return try_st_; \
   } while (0)
+
+/* y[0..count) = dropout(x) for a site of the current step (x == y: in place); nothing when
+ * dropout is off. */
+static KilnBertStatus drop_fwd(KilnBertModel *m, float *x, float *y, int count, int layer,
+                               KilnBertDropSite site) {
+  if (m->drop_p <= 0) return KILN_BERT_OK;
+  KilnBertPhilox ph = drop_stream(m, layer, site);
+  RT(kb_drop_f32_dropout_fwd(m->drop, x, y, count, m->drop_p, ph.seed, ph.offset, NULL, NULL,
+                             NULL),
+     "dropout_fwd");
+  return KILN_BERT_OK;
+}
+
+/* The gradient before a site's dropout from dy, the gradient after it: written to dx (which may
+ * be dy) and returned; with dropout off, dy itself. */
+static KilnBertStatus drop_bwd(KilnBertModel *m, float *dy, float *dx, int count, int layer,
+                               KilnBertDropSite site, float **out) {
+  *out = dy;
+  if (m->drop_p <= 0) return KILN_BERT_OK;
+  KilnBertPhilox ph = drop_stream(m, layer, site);
+  RT(kb_drop_f32_dropout_bwd(m->drop, dy, dx, count, m->drop_p, ph.seed, ph.offset, NULL, NULL,
+                             NULL),
+     "dropout_bwd");
+  *out = dx;
+  return KILN_BERT_OK;
+}
 
 /* ---- creation: the memory plan ------------------------------------------------------------ */
 
@@ -402,6 +507,7 @@ static size_t plan(KilnBertModel *m, char *base) {
   size_t NL = (size_t)m->NL;
   TAKE(m->pre, B * H, float);
   TAKE(m->pooled, B * H, float);
+  TAKE(m->pooled_drop, B * H, float);
   TAKE(m->logits, B * NL, float);
   TAKE(m->loss_rows, B, float);
   TAKE(m->xlse, B, float);
@@ -495,6 +601,9 @@ KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *c
   LIB(kb_gemm3_f32, gemm3)
   LIB(kb_attn_d16_f32, attn16)
   LIB(kb_attn_d64_f32, attn64)
+  LIB(kb_attn_drop_d16_f32, attn16_drop)
+  LIB(kb_attn_drop_d64_f32, attn64_drop)
+  LIB(kb_drop_f32, drop)
   LIB(kb_ln_f32, ln)
   LIB(kb_emb_f32, emb)
   LIB(kb_xent_f32, xent)
@@ -518,6 +627,9 @@ void kiln_bert_model_destroy(KilnBertModel *m) {
   if (m->gemm3) kb_gemm3_f32_destroy(m->gemm3);
   if (m->attn16) kb_attn_d16_f32_destroy(m->attn16);
   if (m->attn64) kb_attn_d64_f32_destroy(m->attn64);
+  if (m->attn16_drop) kb_attn_drop_d16_f32_destroy(m->attn16_drop);
+  if (m->attn64_drop) kb_attn_drop_d64_f32_destroy(m->attn64_drop);
+  if (m->drop) kb_drop_f32_destroy(m->drop);
   if (m->ln) kb_ln_f32_destroy(m->ln);
   if (m->emb) kb_emb_f32_destroy(m->emb);
   if (m->xent) kb_xent_f32_destroy(m->xent);
@@ -559,6 +671,61 @@ void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, voi
   m->allreduce_user = user;
 }
 
+/* ---- dropout ------------------------------------------------------------------------------ */
+
+/* splitmix64's finalizer: consecutive inputs give unrelated outputs. */
+static uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* The counters one encoder layer's sites take from its key: the attention probabilities
+ * [rows, heads, cols, cols], then the two [rows x cols, hidden] outputs. */
+static int64_t layer_counters(int rows, int cols, const KilnBertConfig *cfg) {
+  int64_t probs = (int64_t)rows * cfg->num_attention_heads * cols * cols;
+  return probs + 2 * (int64_t)rows * cols * cfg->hidden_size;
+}
+
+KilnBertPhilox kiln_bert_dropout_stream(uint64_t seed, int64_t step, int layer,
+                                        KilnBertDropSite site, int rows, int cols,
+                                        const KilnBertConfig *cfg) {
+  /* One key per (seed, step, group): a group is an encoder layer, or (layer -1) the embeddings
+   * and the pooler. Keys rather than one long counter range keep every counter within i32 at
+   * BERT-large's shapes (a layer's probabilities alone are up to 10^8 counters). */
+  int group = layer < 0 ? cfg->num_hidden_layers : layer;
+  uint64_t key = mix64(mix64(mix64(seed) ^ (uint64_t)step) ^ (uint64_t)group);
+  int64_t n_hidden = (int64_t)rows * cols * cfg->hidden_size;
+  int64_t probs = layer_counters(rows, cols, cfg) - 2 * n_hidden;
+  int64_t offset = 0;
+  switch (site) {
+  case KILN_BERT_DROP_ATTN_PROBS:
+  case KILN_BERT_DROP_EMBEDDINGS: offset = 0; break;
+  case KILN_BERT_DROP_ATTN_OUT: offset = probs; break;
+  case KILN_BERT_DROP_FFN_OUT: offset = probs + n_hidden; break;
+  case KILN_BERT_DROP_POOLER: offset = n_hidden; break;
+  }
+  return (KilnBertPhilox){(int32_t)(uint32_t)(key >> 32), (int32_t)offset};
+}
+
+KilnBertStatus kiln_bert_model_set_dropout(KilnBertModel *m, double p, uint64_t seed,
+                                           int64_t step) {
+  if (!(p >= 0 && p < 1))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: dropout %g is not in [0, 1)", p);
+  /* The kernels count in i32: every site's counters must fit at the planned shape. */
+  if (p > 0 && layer_counters(m->max_rows, m->max_cols, &m->cfg) > INT32_MAX)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: dropout at %d x %d tokens needs more Philox counters per layer "
+                          "than the kernels' 32-bit offsets hold",
+                          m->max_rows, m->max_cols);
+  m->drop_p = (float)p;
+  m->drop_seed = seed;
+  m->drop_step = step;
+  return KILN_BERT_OK;
+}
+
 /* ---- forward ------------------------------------------------------------------------------ */
 
 static KilnBertStatus encoder_layer_fwd(KilnBertModel *m, int l) {
@@ -571,14 +738,21 @@ static KilnBertStatus encoder_layer_fwd(KilnBertModel *m, int l) {
   TRY(attn_fwd(m, a));
   /* attention output dense, then LayerNorm(. + x) */
   TRY(linear_fwd(m, a->ctx, H, p + y->wo, p + y->bo, NULL, m->da, H, n, H, H));
+  TRY(drop_fwd(m, m->da, m->da, n * H, l, KILN_BERT_DROP_ATTN_OUT));
   TRY(layernorm_fwd(m, m->da, x, y->g1, y->b1, a->s1, a->x1, a->mean1, a->rstd1, n));
   /* FFN: u = x1 W_i^T, h = gelu(u + b_i) (u kept for GELU's backward), then LayerNorm(. + x1) */
   TRY(gemm(m, 0, a->x1, p + y->wi, a->u, NULL, NULL, n, F, H, H, 1, 1, H, F));
   RT(kb_gelu_f32_bias_gelu_fwd(m->gelu, a->u, p + y->bi, a->h, n, F, NULL, NULL, NULL),
      "bias_gelu_fwd");
   TRY(linear_fwd(m, a->h, F, p + y->wo2, p + y->bo2, NULL, m->da, H, n, H, F));
+  TRY(drop_fwd(m, m->da, m->da, n * H, l, KILN_BERT_DROP_FFN_OUT));
   TRY(layernorm_fwd(m, m->da, a->x1, y->g2, y->b2, a->s2, m->x[l + 1], a->mean2, a->rstd2, n));
   return KILN_BERT_OK;
+}
+
+/* The classifier's input: the pooler's output, dropped when dropout is on. */
+static float *classifier_input(KilnBertModel *m) {
+  return m->drop_p > 0 ? m->pooled_drop : m->pooled;
 }
 
 KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
@@ -608,11 +782,14 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
      "embedding_fwd");
   TRY(layernorm_fwd(m, m->da, m->zeros, m->eg, m->eb, m->emb_s, m->x[0], m->emb_mean,
                     m->emb_rstd, n));
+  TRY(drop_fwd(m, m->x[0], m->x[0], n * H, -1, KILN_BERT_DROP_EMBEDDINGS));
   for (int l = 0; l < m->L; l++) TRY(encoder_layer_fwd(m, l));
   /* pooler on token 0 of every row (row stride cols x H), tanh; classifier; cross-entropy */
   TRY(linear_fwd(m, m->x[m->L], cols * H, p + m->wp, p + m->bp, NULL, m->pre, H, rows, H, H));
   RT(kb_tanh_f32_tanh_fwd(m->tanh, m->pre, m->pooled, rows * H, NULL, NULL, NULL), "tanh_fwd");
-  TRY(linear_fwd(m, m->pooled, H, p + m->wc, p + m->bc, NULL, m->logits, m->NL, rows, m->NL, H));
+  TRY(drop_fwd(m, m->pooled, m->pooled_drop, rows * H, -1, KILN_BERT_DROP_POOLER));
+  TRY(linear_fwd(m, classifier_input(m), H, p + m->wc, p + m->bc, NULL, m->logits, m->NL, rows,
+                 m->NL, H));
   Grid gr = {(uint32_t)rows, 1, 0};
   RT(kb_xent_f32_xent_fwd(m->xent, m->logits, m->labels, m->loss_rows, m->xlse, m->NL, -100,
                           grid_xent_fwd, &gr, NULL),
@@ -638,9 +815,11 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   int n = m->rows * m->cols, H = m->H, F = m->F;
   /* second LayerNorm: da = gradient of the FFN output and of x1 (the residual) */
   TRY(layernorm_bwd(m, a->s2, m->dx, y->g2, y->b2, a->mean2, a->rstd2, m->da, n));
-  TRY(linear_dw(m, m->da, H, a->h, F, g + y->wo2, n, H, F));
-  TRY(colsum(m, m->da, g + y->bo2, n, H, H));
-  TRY(linear_dx(m, m->da, H, p + y->wo2, NULL, m->dh, F, n, H, F));
+  float *dffn; /* the FFN output's gradient before its dropout (db is free until x1's gradient) */
+  TRY(drop_bwd(m, m->da, m->db, n * H, l, KILN_BERT_DROP_FFN_OUT, &dffn));
+  TRY(linear_dw(m, dffn, H, a->h, F, g + y->wo2, n, H, F));
+  TRY(colsum(m, dffn, g + y->bo2, n, H, H));
+  TRY(linear_dx(m, dffn, H, p + y->wo2, NULL, m->dh, F, n, H, F));
   RT(kb_gelu_f32_bias_gelu_bwd(m->gelu, a->u, p + y->bi, m->dh, m->du, n, F, NULL, NULL, NULL),
      "bias_gelu_bwd");
   TRY(linear_dw(m, m->du, F, a->x1, H, g + y->wi, n, F, H));
@@ -649,9 +828,11 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   TRY(linear_dx(m, m->du, F, p + y->wi, m->da, m->db, H, n, F, H));
   /* first LayerNorm: da = gradient of the attention output dense and of x */
   TRY(layernorm_bwd(m, a->s1, m->db, y->g1, y->b1, a->mean1, a->rstd1, m->da, n));
-  TRY(linear_dw(m, m->da, H, a->ctx, H, g + y->wo, n, H, H));
-  TRY(colsum(m, m->da, g + y->bo, n, H, H));
-  TRY(linear_dx(m, m->da, H, p + y->wo, NULL, m->dctx, H, n, H, H));
+  float *dout; /* the attention output dense's gradient before its dropout (db is free again) */
+  TRY(drop_bwd(m, m->da, m->db, n * H, l, KILN_BERT_DROP_ATTN_OUT, &dout));
+  TRY(linear_dw(m, dout, H, a->ctx, H, g + y->wo, n, H, H));
+  TRY(colsum(m, dout, g + y->bo, n, H, H));
+  TRY(linear_dx(m, dout, H, p + y->wo, NULL, m->dctx, H, n, H, H));
   TRY(attn_bwd(m, a));
   for (int j = 0; j < 3; j++) {
     TRY(linear_dw(m, m->dqkv + j * H, 3 * H, x, H, g + y->w[j], n, H, H));
@@ -676,10 +857,12 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
                           grid_xent_bwd, &gr, NULL),
      "xent_bwd");
   /* classifier, pooler (tanh), and the pooler's input: token 0 of each row */
-  TRY(linear_dw(m, m->dlogits, NL, m->pooled, H, g + m->wc, rows, NL, H));
+  TRY(linear_dw(m, m->dlogits, NL, classifier_input(m), H, g + m->wc, rows, NL, H));
   TRY(colsum(m, m->dlogits, g + m->bc, rows, NL, NL));
   TRY(linear_dx(m, m->dlogits, NL, p + m->wc, NULL, m->dpooled, H, rows, NL, H));
-  RT(kb_tanh_f32_tanh_bwd(m->tanh, m->pooled, m->dpooled, m->dpre, rows * H, NULL, NULL, NULL),
+  float *dpool;
+  TRY(drop_bwd(m, m->dpooled, m->dpooled, rows * H, -1, KILN_BERT_DROP_POOLER, &dpool));
+  RT(kb_tanh_f32_tanh_bwd(m->tanh, m->pooled, dpool, m->dpre, rows * H, NULL, NULL, NULL),
      "tanh_bwd");
   TRY(linear_dw(m, m->dpre, H, m->x[m->L], cols * H, g + m->wp, rows, H, H));
   TRY(colsum(m, m->dpre, g + m->bp, rows, H, H));
@@ -687,7 +870,9 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
   TRY(linear_dx(m, m->dpre, H, p + m->wp, NULL, m->dx, cols * H, rows, H, H));
   for (int l = m->L - 1; l >= 0; l--) TRY(encoder_layer_bwd(m, l));
   /* embeddings: LayerNorm, then the three tables (zeroed: scattered into with atomics) */
-  TRY(layernorm_bwd(m, m->emb_s, m->dx, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
+  float *demb;
+  TRY(drop_bwd(m, m->dx, m->dx, n * H, -1, KILN_BERT_DROP_EMBEDDINGS, &demb));
+  TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
   const KilnBertConfig *c = &m->cfg;
   RT(kiln_rt_memset(m->dev, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float), NULL),
      "model: memset");

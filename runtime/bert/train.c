@@ -126,6 +126,11 @@ static KilnBertStatus load_model(Run *r, const KilnBertTrainOptions *o) {
   return KILN_BERT_OK;
 }
 
+/* The dropout probability of every site: --dropout, else the config's hidden_dropout_prob. */
+static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg) {
+  return o->dropout >= 0 ? o->dropout : cfg->hidden_dropout_prob;
+}
+
 static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg) {
   if (strcmp(o->precision, "fp32"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -134,10 +139,10 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: the kernel libraries are built for the cpu device only yet",
                           o->device);
-  double p = o->dropout >= 0 ? o->dropout : cfg->hidden_dropout_prob;
-  if (p != 0)
+  double p = dropout_p(o, cfg);
+  if (!(p >= 0 && p < 1))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "dropout %g: only --dropout 0 is implemented yet", p);
+                          "dropout %g: a probability in [0, 1) is needed", p);
   if (!o->data || o->batch < 1 || o->seq_len < 2)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "train needs --data, --batch >= 1 "
                           "and --seq-len >= 2");
@@ -238,8 +243,11 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     }
     float loss = 0;
     double norm = 0, lr = o->lr * kiln_bert_lr_factor(o->schedule, k, o->warmup, total);
-    st = kiln_bert_model_forward(r.model, r.batch.ids, r.lens, r.batch.labels, (int)r.batch.rows,
-                                 (int)r.batch.cols, &loss, NULL);
+    /* fresh masks each step, a function of (--seed, step): a run repeats exactly */
+    st = kiln_bert_model_set_dropout(r.model, dropout_p(o, &r.cfg), o->seed, (int64_t)k + 1);
+    if (st == KILN_BERT_OK)
+      st = kiln_bert_model_forward(r.model, r.batch.ids, r.lens, r.batch.labels,
+                                   (int)r.batch.rows, (int)r.batch.cols, &loss, NULL);
     if (st == KILN_BERT_OK) st = kiln_bert_model_backward(r.model);
     if (st == KILN_BERT_OK) st = kiln_bert_model_step(r.model, &opt, lr, (int)k + 1, &norm);
     if (st != KILN_BERT_OK) break;

@@ -95,9 +95,9 @@ for opt in --model --data --max-samples --dump-logits --seq-len; do
   contains "help-eval $opt" "$tmp/out" "$opt"
 done
 # train exists where the kernel libraries were built (its help says what is implemented); a
-# dropout it cannot run yet is refused as a bad command line
+# dropout that is not a probability below 1 is refused as a bad command line
 if "$kb" train --help | grep -q 'Implemented so far'; then
-  check train-dropout 64 "$kb" train --data x && contains train-dropout "$tmp/err" 'dropout'
+  check train-dropout 64 "$kb" train --data x --dropout 1 && contains train-dropout "$tmp/err" 'dropout'
   check train-no-data 64 "$kb" train --dropout 0
 else
   check train-pending 2 "$kb" train --data x && contains train-pending "$tmp/err" 'not implemented'

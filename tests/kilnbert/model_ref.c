@@ -97,9 +97,21 @@ typedef struct RefLayer {
   double *x, *q, *k, *v, *prob, *ctx, *xhat1, *rstd1, *x1, *u, *hh, *xhat2, *rstd2;
 } RefLayer;
 
+/* The factor element i of a dropout site's tensor is multiplied by: 1 without dropout. */
+static double zf(const ModelRefDropout *drop, KilnBertDropSite site, int layer, size_t i) {
+  return drop ? drop->factor(drop->user, site, layer, i) : 1.0;
+}
+
 double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
                            const double *p, const int32_t *ids, const int32_t *lens,
                            const int32_t *labels, int B, int S, double *g) {
+  return model_ref_loss_grad_drop(cfg, lay, p, ids, lens, labels, B, S, NULL, g);
+}
+
+double model_ref_loss_grad_drop(const KilnBertConfig *cfg, const KilnBertParams *lay,
+                                const double *p, const int32_t *ids, const int32_t *lens,
+                                const int32_t *labels, int B, int S,
+                                const ModelRefDropout *drop, double *g) {
   int H = cfg->hidden_size, F = cfg->intermediate_size, NH = cfg->num_attention_heads;
   int D = H / NH, L = cfg->num_hidden_layers, NL = cfg->num_labels, n = B * S;
   double eps = cfg->layer_norm_eps, scale = 1 / sqrt((double)D);
@@ -118,6 +130,7 @@ double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
     for (int h = 0; h < H; h++)
       e[t * H + h] = p[word + (size_t)ids[t] * H + h] + p[pos + (size_t)(t % S) * H + h] + p[typ + h];
   ln(e, p + eg, p + eb, eps, ly[0].x, exhat, erstd, n, H);
+  for (size_t i = 0; i < (size_t)n * H; i++) ly[0].x[i] *= zf(drop, KILN_BERT_DROP_EMBEDDINGS, -1, i);
   double *tmp = dalloc((size_t)n * F), *s = dalloc((size_t)n * H);
   for (int l = 0; l < L; l++) {
     RefLayer *a = &ly[l];
@@ -152,32 +165,36 @@ double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
           }
           for (int j = 0; j < lens[b]; j++) sum += (pr[j] = exp(pr[j] - mx));
           for (int j = 0; j < lens[b]; j++) pr[j] /= sum;
+          size_t zrow = (((size_t)b * NH + hd) * S + i) * S;
           for (int c = 0; c < D; c++) {
             double o = 0;
-            for (int j = 0; j < lens[b]; j++) o += pr[j] * a->v[(b * S + j) * H + hd * D + c];
+            for (int j = 0; j < lens[b]; j++)
+              o += pr[j] * zf(drop, KILN_BERT_DROP_ATTN_PROBS, l, zrow + j) *
+                   a->v[(b * S + j) * H + hd * D + c];
             a->ctx[(b * S + i) * H + hd * D + c] = o;
           }
         }
     lin(a->ctx, p + O("attention.output.dense.weight"), p + O("attention.output.dense.bias"), s, n, H, H);
-    for (int i = 0; i < n * H; i++) s[i] += a->x[i];
+    for (int i = 0; i < n * H; i++) s[i] = s[i] * zf(drop, KILN_BERT_DROP_ATTN_OUT, l, (size_t)i) + a->x[i];
     ln(s, p + O("attention.output.LayerNorm.weight"), p + O("attention.output.LayerNorm.bias"), eps,
        a->x1, a->xhat1, a->rstd1, n, H);
     lin(a->x1, p + O("intermediate.dense.weight"), p + O("intermediate.dense.bias"), a->u, n, F, H);
     for (int i = 0; i < n * F; i++) a->hh[i] = 0.5 * a->u[i] * (1 + erf(a->u[i] / sqrt(2.0)));
     lin(a->hh, p + O("output.dense.weight"), p + O("output.dense.bias"), s, n, H, F);
-    for (int i = 0; i < n * H; i++) s[i] += a->x1[i];
+    for (int i = 0; i < n * H; i++) s[i] = s[i] * zf(drop, KILN_BERT_DROP_FFN_OUT, l, (size_t)i) + a->x1[i];
     ln(s, p + O("output.LayerNorm.weight"), p + O("output.LayerNorm.bias"), eps, ly[l + 1].x,
        a->xhat2, a->rstd2, n, H);
   }
   size_t wp = off(lay, "bert.pooler.dense.weight", 0), bp = off(lay, "bert.pooler.dense.bias", 0);
   size_t wc = off(lay, "classifier.weight", 0), bc = off(lay, "classifier.bias", 0);
-  double *cls = dalloc((size_t)B * H), *pooled = dalloc((size_t)B * H);
+  double *cls = dalloc((size_t)B * H), *pooled = dalloc((size_t)B * H), *pdrop = dalloc((size_t)B * H);
   double *logits = dalloc((size_t)B * NL);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++) cls[b * H + h] = ly[L].x[(size_t)b * S * H + h];
   lin(cls, p + wp, p + bp, pooled, B, H, H);
   for (int i = 0; i < B * H; i++) pooled[i] = tanh(pooled[i]);
-  lin(pooled, p + wc, p + bc, logits, B, NL, H);
+  for (int i = 0; i < B * H; i++) pdrop[i] = pooled[i] * zf(drop, KILN_BERT_DROP_POOLER, -1, (size_t)i);
+  lin(pdrop, p + wc, p + bc, logits, B, NL, H);
   double loss = 0;
   double *dlogits = dalloc((size_t)B * NL);
   for (int b = 0; b < B; b++) {
@@ -193,8 +210,9 @@ double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
 
   /* ---- backward ---- */
   double *dpooled = dalloc((size_t)B * H), *dcls = dalloc((size_t)B * H);
-  lin_bwd(pooled, p + wc, dlogits, dpooled, g + wc, g + bc, B, NL, H);
-  for (int i = 0; i < B * H; i++) dpooled[i] *= 1 - pooled[i] * pooled[i];
+  lin_bwd(pdrop, p + wc, dlogits, dpooled, g + wc, g + bc, B, NL, H);
+  for (int i = 0; i < B * H; i++)
+    dpooled[i] *= zf(drop, KILN_BERT_DROP_POOLER, -1, (size_t)i) * (1 - pooled[i] * pooled[i]);
   lin_bwd(cls, p + wp, dpooled, dcls, g + wp, g + bp, B, H, H);
   double *dx = dalloc((size_t)n * H), *ds = dalloc((size_t)n * H), *dx1 = dalloc((size_t)n * H);
   double *dh = dalloc((size_t)n * F), *dctx = dalloc((size_t)n * H);
@@ -208,6 +226,7 @@ double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
     ln_bwd(a->xhat2, a->rstd2, p + O("output.LayerNorm.weight"), dx, ds,
            g + O("output.LayerNorm.weight"), g + O("output.LayerNorm.bias"), n, H);
     memcpy(dx1, ds, (size_t)n * H * sizeof *dx1);
+    for (int i = 0; i < n * H; i++) ds[i] *= zf(drop, KILN_BERT_DROP_FFN_OUT, l, (size_t)i);
     memset(dh, 0, (size_t)n * F * sizeof *dh);
     lin_bwd(a->hh, p + O("output.dense.weight"), ds, dh, g + O("output.dense.weight"),
             g + O("output.dense.bias"), n, H, F);
@@ -220,6 +239,7 @@ double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
     ln_bwd(a->xhat1, a->rstd1, p + O("attention.output.LayerNorm.weight"), dx1, ds,
            g + O("attention.output.LayerNorm.weight"), g + O("attention.output.LayerNorm.bias"), n, H);
     memcpy(dx, ds, (size_t)n * H * sizeof *dx);
+    for (int i = 0; i < n * H; i++) ds[i] *= zf(drop, KILN_BERT_DROP_ATTN_OUT, l, (size_t)i);
     memset(dctx, 0, (size_t)n * H * sizeof *dctx);
     lin_bwd(a->ctx, p + O("attention.output.dense.weight"), ds, dctx,
             g + O("attention.output.dense.weight"), g + O("attention.output.dense.bias"), n, H, H);
@@ -231,16 +251,19 @@ double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
         for (int i = 0; i < S; i++) {
           const double *pr = a->prob + (((size_t)b * NH + hd) * S + i) * S;
           const double *go = dctx + (b * S + i) * H + hd * D;
-          double dp[512], dot = 0;
+          size_t zrow = (((size_t)b * NH + hd) * S + i) * S;
+          double dp[512], z[512], dot = 0;
           for (int j = 0; j < lens[b]; j++) {
+            z[j] = zf(drop, KILN_BERT_DROP_ATTN_PROBS, l, zrow + j);
             dp[j] = 0;
             for (int c = 0; c < D; c++) dp[j] += go[c] * a->v[(b * S + j) * H + hd * D + c];
+            dp[j] *= z[j]; /* the gradient reaching the undropped probability */
             dot += pr[j] * dp[j];
           }
           for (int j = 0; j < lens[b]; j++) {
             double dsc = pr[j] * (dp[j] - dot) * scale;
             for (int c = 0; c < D; c++) {
-              dv[(b * S + j) * H + hd * D + c] += pr[j] * go[c];
+              dv[(b * S + j) * H + hd * D + c] += pr[j] * z[j] * go[c];
               dq[(b * S + i) * H + hd * D + c] += dsc * a->k[(b * S + j) * H + hd * D + c];
               dk[(b * S + j) * H + hd * D + c] += dsc * a->q[(b * S + i) * H + hd * D + c];
             }
@@ -254,6 +277,7 @@ double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
             g + O("attention.self.value.bias"), n, H, H);
 #undef O
   }
+  for (size_t i = 0; i < (size_t)n * H; i++) dx[i] *= zf(drop, KILN_BERT_DROP_EMBEDDINGS, -1, i);
   ln_bwd(exhat, erstd, p + eg, dx, ds, g + eg, g + eb, n, H);
   for (int t = 0; t < n; t++)
     for (int h = 0; h < H; h++) {
@@ -268,7 +292,7 @@ double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
                      a->x1, a->u, a->hh, a->xhat2, a->rstd2};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
   }
-  double *rest[] = {e, exhat, erstd, tmp, s, cls, pooled, logits, dlogits, dpooled, dcls,
+  double *rest[] = {e, exhat, erstd, tmp, s, cls, pooled, pdrop, logits, dlogits, dpooled, dcls,
                     dx, ds, dx1, dh, dctx, dq, dk, dv};
   for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) free(rest[i]);
   free(ly);
