@@ -1,7 +1,7 @@
 /* kiln_bert.c — the `kiln-bert` command: BERT fine-tuning for sequence classification with
  * Kiln kernels (docs/trainer.md describes it and what is left).
  *
- * Subcommands: `tokenize` (done), `train` (fp32 on the cpu device; runtime/bert's
+ * Subcommands: `tokenize` (done), `train` (fp32 on the cpu and emu devices; runtime/bert's
  * bert_train does the work) and `eval` (its options are settled and documented in --help; not
  * implemented yet, and it says so). Decisions live in runtime/bert; this file only reads options
  * and streams.
@@ -30,7 +30,7 @@ static const char *const usage_main =
     "\n"
     "commands:\n"
     "  tokenize   text lines on stdin -> token ids on stdout\n"
-    "  train      fine-tune a model on a data set (fp32, cpu so far)\n"
+    "  train      fine-tune a model on a data set (fp32, cpu and emu so far)\n"
     "  eval       classify a data set with a model, report/dump   (not implemented yet)\n"
     "  help [COMMAND]\n"
     "\n"
@@ -60,7 +60,11 @@ static const char *const usage_train =
     "\n"
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
+#ifdef KILN_BERT_HAVE_EMU
+    "Implemented so far: --precision fp32, --device cpu and emu.\n"
+#else
     "Implemented so far: --precision fp32, --device cpu.\n"
+#endif
 #else
     "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
     "with the compiler (a build without KILN_RUNTIME_ONLY has them).\n"

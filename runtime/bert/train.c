@@ -131,14 +131,28 @@ static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg
   return o->dropout >= 0 ? o->dropout : cfg->hidden_dropout_prob;
 }
 
+/* The device this copy of the file drives: the emu build (runtime/bert/CMakeLists.txt compiles
+ * model.c and this file a second time, against the libraries generated for emu, every external
+ * name renamed) trains on emu, the main one on cpu and hands emu runs to the emu copy. */
+#ifdef KILN_BERT_EMU_BUILD
+#define KILN_BERT_TRAIN_DEVICE "emu"
+#else
+#define KILN_BERT_TRAIN_DEVICE "cpu"
+#endif
+#ifdef KILN_BERT_HAVE_EMU
+#define KILN_BERT_DEVICES "the cpu and emu devices"
+#else
+#define KILN_BERT_DEVICES "the cpu device"
+#endif
+
 static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg) {
   if (strcmp(o->precision, "fp32"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--precision %s: only fp32 is implemented yet", o->precision);
-  if (strcmp(o->device, "cpu"))
+  if (strcmp(o->device, KILN_BERT_TRAIN_DEVICE))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--device %s: the kernel libraries are built for the cpu device only yet",
-                          o->device);
+                          "--device %s: the kernel libraries are built for %s only yet", o->device,
+                          KILN_BERT_DEVICES);
   double p = dropout_p(o, cfg);
   if (!(p >= 0 && p < 1))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -182,7 +196,15 @@ static void progress(FILE *tty, size_t k, size_t total, double loss) {
   fflush(tty);
 }
 
+#if defined(KILN_BERT_HAVE_EMU) && !defined(KILN_BERT_EMU_BUILD)
+/* kiln_bert_train of the emu copy. */
+KilnBertStatus kiln_bert_emu_train(const KilnBertTrainOptions *o);
+#endif
+
 KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
+#if defined(KILN_BERT_HAVE_EMU) && !defined(KILN_BERT_EMU_BUILD)
+  if (o->device && !strcmp(o->device, "emu")) return kiln_bert_emu_train(o);
+#endif
   Run r = {0};
   KilnBertStatus st = load_model(&r, o);
   if (st == KILN_BERT_OK) st = check_options(o, &r.cfg);

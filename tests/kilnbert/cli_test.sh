@@ -99,6 +99,7 @@ done
 if "$kb" train --help | grep -q 'Implemented so far'; then
   check train-dropout 64 "$kb" train --data x --dropout 1 && contains train-dropout "$tmp/err" 'dropout'
   check train-no-data 64 "$kb" train --dropout 0
+  check train-device 64 "$kb" train --data x --device cuda && contains train-device "$tmp/err" 'device'
 else
   check train-pending 2 "$kb" train --data x && contains train-pending "$tmp/err" 'not implemented'
 fi
