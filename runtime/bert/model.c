@@ -331,29 +331,27 @@ static KilnBertStatus attn_bwd(KilnBertModel *m, LayerAct *a) {
   Grid gr = {0, (uint32_t)(m->rows * m->heads), (uint32_t)S};
   float *q = a->qkv, *k = a->qkv + m->H, *v = a->qkv + 2 * m->H;
   float *dq = m->dqkv, *dk = m->dqkv + m->H, *dv = m->dqkv + 2 * m->H;
-  KilnRtStatus st;
-  if (m->D == 64) {
-    st = kb_attn_d64_f32_attn_bwd_delta(m->attn64, a->ctx, m->dctx, m->delta, S, m->heads,
-                                        S * m->H, m->D, m->H, grid_a64_delta, &gr, NULL);
-    if (st == KILN_RT_OK && m->drop_p > 0)
-      st = attn_bwd_drop(m, a, &gr);
-    else if (st == KILN_RT_OK)
-      st = kb_attn_d64_f32_attn_bwd_dkdv(m->attn64, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                         dk, dv, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_dkdv,
-                                         &gr, NULL);
-    if (st == KILN_RT_OK && m->drop_p <= 0)
+  KilnRtStatus st =
+      m->D == 64 ? kb_attn_d64_f32_attn_bwd_delta(m->attn64, a->ctx, m->dctx, m->delta, S,
+                                                  m->heads, S * m->H, m->D, m->H, grid_a64_delta,
+                                                  &gr, NULL)
+                 : kb_attn_d16_f32_attn_bwd_delta(m->attn16, a->ctx, m->dctx, m->delta, S,
+                                                  m->heads, S * m->H, m->D, m->H, grid_a16_delta,
+                                                  &gr, NULL);
+  if (st == KILN_RT_OK && m->drop_p > 0) {
+    st = attn_bwd_drop(m, a, &gr);
+  } else if (st == KILN_RT_OK && m->D == 64) {
+    st = kb_attn_d64_f32_attn_bwd_dkdv(m->attn64, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
+                                       dk, dv, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_dkdv, &gr,
+                                       NULL);
+    if (st == KILN_RT_OK)
       st = kb_attn_d64_f32_attn_bwd_dq(m->attn64, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
                                        dq, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_dq, &gr, NULL);
-  } else {
-    st = kb_attn_d16_f32_attn_bwd_delta(m->attn16, a->ctx, m->dctx, m->delta, S, m->heads,
-                                        S * m->H, m->D, m->H, grid_a16_delta, &gr, NULL);
-    if (st == KILN_RT_OK && m->drop_p > 0)
-      st = attn_bwd_drop(m, a, &gr);
-    else if (st == KILN_RT_OK)
-      st = kb_attn_d16_f32_attn_bwd_dkdv(m->attn16, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                         dk, dv, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_dkdv,
-                                         &gr, NULL);
-    if (st == KILN_RT_OK && m->drop_p <= 0)
+  } else if (st == KILN_RT_OK) {
+    st = kb_attn_d16_f32_attn_bwd_dkdv(m->attn16, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
+                                       dk, dv, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_dkdv, &gr,
+                                       NULL);
+    if (st == KILN_RT_OK)
       st = kb_attn_d16_f32_attn_bwd_dq(m->attn16, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
                                        dq, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_dq, &gr, NULL);
   }
