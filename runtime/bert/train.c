@@ -265,7 +265,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     }
     float loss = 0;
     double norm = 0, lr = o->lr * kiln_bert_lr_factor(o->schedule, k, o->warmup, total);
-    /* fresh masks each step, a function of (--seed, step): a run repeats exactly */
+    /* fresh masks each step, a function of (--seed, step): a rerun draws the same ones */
     st = kiln_bert_model_set_dropout(r.model, dropout_p(o, &r.cfg), o->seed, (int64_t)k + 1);
     if (st == KILN_BERT_OK)
       st = kiln_bert_model_forward(r.model, r.batch.ids, r.lens, r.batch.labels,

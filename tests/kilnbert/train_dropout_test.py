@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """kiln-bert train with dropout, end to end: the tiny model on a synthetic aclImdb-layout folder
 (as train_test.py), 3 steps of 4. The masks are drawn from (--seed, step), so two runs with the
-same seed log the same losses bit for bit and another seed other ones; without --dropout the
-config's hidden_dropout_prob (0.1 for the presets) applies, the same as --dropout 0.1; and
-dropout 0.1 differs from dropout 0. The numbers themselves are checked against the reference in
-test_model_dropout.c.
+same seed log the same losses and another seed other ones; without --dropout the config's
+hidden_dropout_prob (0.1 for the presets) applies, the same as --dropout 0.1; and dropout 0.1
+differs from dropout 0. "The same": step 1 bit for bit (one forward from the same weights and
+masks), later steps within 1e-5 relative, since the cpu device's thread pool adds the atomics
+of the gradient norm and of the embedding backward in any order, so the weights after a step
+may differ in their last bits. Other masks move the loss by ~1e-3 or more. The numbers
+themselves are checked against the reference in test_model_dropout.c.
 Usage: train_dropout_test.py KILN_BERT VOCAB"""
 import json
 import os
@@ -48,10 +51,17 @@ with tempfile.TemporaryDirectory() as tmp:
     d = losses("d", "--seed", "3")
     z = losses("z", "--dropout", "0", "--seed", "3")
     print("dropout 0.1 seed 3:", a, "\nseed 4:", c, "\ndropout 0:", z)
-    check(len(a) == 3 and a == b, f"the same seed gave other losses: {a} vs {b}")
-    check(len(c) == 3 and c != a, f"seeds 3 and 4 gave the same losses: {a}")
-    check(d == a, f"the config's dropout (0.1) is not --dropout 0.1: {d} vs {a}")
-    check(len(z) == 3 and z[0] != a[0], f"dropout 0 and 0.1 gave the same first loss: {z[0]}")
+    def same(x, y):
+        return (len(x) == 3 and len(y) == 3 and x[0] == y[0] and
+                all(abs(p - q) <= 1e-5 * abs(p) for p, q in zip(x, y)))
+
+    def apart(x, y):
+        return len(x) == 3 and len(y) == 3 and abs(x[0] - y[0]) > 1e-4 * abs(x[0])
+
+    check(same(a, b), f"the same seed gave other losses: {a} vs {b}")
+    check(apart(a, c), f"seeds 3 and 4 gave the same first loss: {a} vs {c}")
+    check(same(a, d), f"the config's dropout (0.1) is not --dropout 0.1: {d} vs {a}")
+    check(apart(a, z), f"dropout 0 and 0.1 gave the same first loss: {z} vs {a}")
 
 print("all passed" if fails == 0 else f"{fails} failed")
 sys.exit(1 if fails else 0)
