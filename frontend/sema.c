@@ -119,6 +119,22 @@ static const KilnType *like_shape(Sema *S, KilnScalarKind s, bool ptr, const Kil
     return with_shape(S, s, ptr, rank_of(shape_of), shape_of->dims);
 }
 
+/* Every tile a program builds stays within MAX_TILE_ELEMS elements, whichever way its shape
+ * arose (a literal shape, arange, broadcasting, dot): the product is taken with overflow
+ * checks, since dimensions of up to 2^24 each multiply past 2^63 in a few steps. */
+static bool check_tile_elems(Sema *S, KilnSpan span, int rank, const int64_t *dims)
+{
+    int64_t total = 1;
+    for (int i = 0; i < rank; i++) {
+        if (__builtin_mul_overflow(total, dims[i], &total) || total > MAX_TILE_ELEMS) {
+            ERR(S, span, "tile shape %s is too large (more than %" PRId64 " elements)", shstr(S, dims, rank),
+                MAX_TILE_ELEMS);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* numpy broadcasting of two shapes (rank 0 = scalar).  Reports and returns false on mismatch. */
 static bool broadcast(Sema *S, KilnSpan span, int ra, const int64_t *da, int rb, const int64_t *db,
                       int *rout, int64_t *dout)
@@ -134,6 +150,8 @@ static bool broadcast(Sema *S, KilnSpan span, int ra, const int64_t *da, int rb,
         }
         out[i] = a == 1 ? b : a;
     }
+    if (!check_tile_elems(S, span, r, out))
+        return false;
     *rout = r;
     memcpy(dout, out, sizeof(int64_t) * (size_t)r);
     return true;
@@ -663,6 +681,8 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e)
         return NULL;
     }
     int64_t mn[2] = {a->dims[0], b->dims[1]};
+    if (!check_tile_elems(S, e->span, 2, mn))
+        return NULL;
     const KilnType *res = with_shape(S, KILN_SCALAR_F32, false, 2, mn);
     if (e->nargs == 3) {
         const KilnType *acc = e->args[2]->type;
