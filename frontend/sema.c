@@ -32,6 +32,9 @@ typedef struct Sema {
     KilnArena *ar;
     KilnKernel *k;
     KilnPtrVec names; /* visible KilnDecl*, innermost last */
+    KilnPtrVec shadowed; /* per entry of names: index of the declaration it hides, or -1 */
+    KilnNameMap visible; /* name -> index in names of its innermost declaration (a map, not a
+                            scan: kernels with tens of thousands of lets) */
     int scope_start;  /* index in names where the current block's scope begins */
     int next_id;
     Ctl *ctl;         /* enclosing for/if statements, innermost last */
@@ -227,25 +230,33 @@ static void retype_literal(Sema *S, KilnExpr *e, KilnScalarKind s)
 
 static KilnDecl *lookup(Sema *S, const char *name)
 {
-    for (int i = S->names.n - 1; i >= 0; i--) {
-        KilnDecl *d = S->names.items[i];
-        if (strcmp(d->name, name) == 0)
-            return d;
-    }
-    return NULL;
+    int i = kiln_names_get(&S->visible, name);
+    return i >= 0 ? S->names.items[i] : NULL;
 }
 
 static void declare(Sema *S, KilnDecl *d)
 {
-    for (int i = S->scope_start; i < S->names.n; i++) {
-        KilnDecl *o = S->names.items[i];
-        if (strcmp(o->name, d->name) == 0) {
-            ERR(S, d->span, "'%s' is already declared in this scope (line %d)", d->name, o->span.line);
-            break;
-        }
+    int prev = kiln_names_get(&S->visible, d->name);
+    if (prev >= S->scope_start) {
+        KilnDecl *o = S->names.items[prev];
+        ERR(S, d->span, "'%s' is already declared in this scope (line %d)", d->name, o->span.line);
     }
     d->id = S->next_id++;
     kiln_vec_push(S->ar, &S->names, d);
+    kiln_vec_push(S->ar, &S->shadowed, (void *)(intptr_t)prev);
+    kiln_names_set(S->ar, &S->visible, d->name, S->names.n - 1);
+}
+
+/* Leaves a block: its declarations go out of sight, the ones they hid come back. */
+static void end_scope(Sema *S, int saved_n, int saved_start)
+{
+    while (S->names.n > saved_n) {
+        int i = --S->names.n;
+        S->shadowed.n--;
+        KilnDecl *d = S->names.items[i];
+        kiln_names_set(S->ar, &S->visible, d->name, (int)(intptr_t)S->shadowed.items[i]);
+    }
+    S->scope_start = saved_start;
 }
 
 /* ---------------------------------------------------------------- expressions */
@@ -1184,8 +1195,7 @@ static void check_for(Sema *S, KilnStmt *s)
     declare(S, s->decl);
     check_block(S, s->body, false);
     pop_ctl(S);
-    S->names.n = saved_n;
-    S->scope_start = saved_start;
+    end_scope(S, saved_n, saved_start);
 }
 
 static void check_scoped_block(Sema *S, KilnBlock *b)
@@ -1193,8 +1203,7 @@ static void check_scoped_block(Sema *S, KilnBlock *b)
     int saved_n = S->names.n, saved_start = S->scope_start;
     S->scope_start = S->names.n;
     check_block(S, b, false);
-    S->names.n = saved_n;
-    S->scope_start = saved_start;
+    end_scope(S, saved_n, saved_start);
 }
 
 /* if = "if" expr block ["else" (block | if)] */

@@ -119,6 +119,14 @@ for t in sm_80 sm_90; do
     [ -s "$tmp/sm.cubin" ] || { echo "FAIL cubin $t: empty"; fails=$((fails + 1)); }
   fi
 done
+# --- the GPU targets' own limit: a tile may give a thread at most 1024 elements (2^20 elements on
+# one warp once grew the compile to gigabytes); refused with a located diagnostic, at once
+for te in sm_90:ptx emu:obj; do
+  t=${te%:*}
+  check "elems-per-thread $t" 2 "$kiln" compile "$va" --kernel vector_add -D BLOCK=1048576 -D num_warps=1 \
+    --target $t --emit ${te#*:} -o "$tmp/big.out" &&
+    contains "elems-per-thread $t msg" 'vector_add\.kiln:3:.*gives each of the 32 threads .*32768 elements.*at most 1024'
+done
 # --- promises about runtime parameters: --specialize turns a stride into a constant, and with
 # --multiple-of the matmul's operand loads become 16-byte cp.async copies (3 stages)
 mm="$kdir/matmul_f16.kiln"
