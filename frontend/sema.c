@@ -1140,11 +1140,11 @@ static void check_assign(Sema *S, KilnStmt *s)
 {
     KilnDecl *d = lookup(S, s->init->name);
     s->target = NULL;
-    const KilnType *t = value(S, s->value);
-    if (!d) {
+    if (!d) { /* reported once, also for x op= e, whose value reads the same name */
         ERR(S, s->name_span, "use of undeclared name '%s'", s->init->name);
         return;
     }
+    const KilnType *t = value(S, s->value);
     s->init->decl = d;
     s->init->type = d->type;
     switch (d->kind) {
