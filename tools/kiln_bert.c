@@ -83,6 +83,8 @@ static const char *const usage_train =
     "  --batch B            samples per step; an epoch's last batch is partial\n"
     "  --epochs E           passes over the data\n"
     "  --steps S            optimizer steps (> 0; overrides --epochs, wrapping over epochs)\n"
+    "  --stop-after N       end after step N of the run (the schedule still spans the whole\n"
+    "                       run); with --save, a later --resume continues from there\n"
     "  --lr X               peak learning rate\n"
     "  --schedule linear|constant   decay after warmup, or none\n"
     "  --warmup W           warmup steps (LR j/W for the first W steps)\n"
@@ -95,11 +97,19 @@ static const char *const usage_train =
     "  --seed N             shuffling and dropout\n"
     "  --device cpu|emu|cuda[:N]\n"
     "\n"
+    "  --eval-data PATH     evaluate on PATH at the end (default: the test/ split of an\n"
+    "                       aclImdb --data that has one; none otherwise)\n"
+    "\n"
     "output:\n"
-    "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..} per\n"
-    "                       step, then a summary record (first_iter_time, avg_iter_time,\n"
-    "                       iter_per_sec, samples_per_sec, total_time, total_time_hr)\n"
-    "  --save DIR           write config.json + model.safetensors (F32, HF names) atomically\n";
+    "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..,\n"
+    "                       \"scale\": .., \"skipped\": ..} per step, then a summary record\n"
+    "                       (first_iter_time, avg_iter_time, iter_per_sec, samples_per_sec,\n"
+    "                       tokens_per_sec, total_time, total_time_hr, peak_device_bytes,\n"
+    "                       eval_loss, accuracy)\n"
+    "  --save DIR           write config.json + model.safetensors (F32, HF names), the\n"
+    "                       optimizer state and the data position, each file atomically\n"
+    "  --resume DIR         continue the run saved in DIR (its model, moments, step, seed);\n"
+    "                       --steps is the whole run's total\n";
 
 static const char *const usage_eval =
     "usage: kiln-bert eval --model DIR --data PATH [options]\n"
@@ -284,6 +294,8 @@ static int cmd_train(int argc, char **argv) {
     else if (!strcmp(a, "--precision")) o.precision = v;
     else if (!strcmp(a, "--log")) o.log = v;
     else if (!strcmp(a, "--save")) o.save = v;
+    else if (!strcmp(a, "--resume")) o.resume = v;
+    else if (!strcmp(a, "--eval-data")) o.eval_data = v;
     else if (!strcmp(a, "--padding")) {
       if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
       else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
@@ -294,7 +306,7 @@ static int cmd_train(int argc, char **argv) {
       else bad = 1;
     } else if (!strcmp(a, "--max-samples") || !strcmp(a, "--seq-len") || !strcmp(a, "--batch") ||
                !strcmp(a, "--epochs") || !strcmp(a, "--steps") || !strcmp(a, "--warmup") ||
-               !strcmp(a, "--seed")) {
+               !strcmp(a, "--seed") || !strcmp(a, "--stop-after")) {
       size_t lo = !strcmp(a, "--seq-len") ? 2 : !strcmp(a, "--warmup") || !strcmp(a, "--seed") ? 0 : 1;
       bad = parse_size(v, lo, &n);
       if (!bad) {
@@ -304,6 +316,7 @@ static int cmd_train(int argc, char **argv) {
         else if (!strcmp(a, "--epochs")) o.epochs = n;
         else if (!strcmp(a, "--steps")) o.steps = n;
         else if (!strcmp(a, "--warmup")) o.warmup = n;
+        else if (!strcmp(a, "--stop-after")) o.stop_after = n;
         else o.seed = n;
       }
     } else if (!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--adam-beta1") ||
