@@ -246,8 +246,8 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
   if (st == KILN_BERT_OK && o->table) {
     char title[512];
     snprintf(title, sizeof title, "kiln-bert eval: model %s, %s on %s, %zu samples in %zu "
-             "batches of %zu x %zu tokens", o->model, o->precision, o->device, mt.eval_samples,
-             mt.steps, rows, o->seq_len);
+             "batches of %zu x %s%zu tokens", o->model, o->precision, o->device, mt.eval_samples,
+             mt.steps, rows, o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
     kiln_bert_metrics_table(&mt, title, o->table);
   }
   if (st == KILN_BERT_OK && o->json) {

@@ -217,8 +217,9 @@ static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
 static void summary_table(const KilnBertTrainOptions *o, const KilnBertMetrics *mt,
                           double loss) {
   char title[512];
-  snprintf(title, sizeof title, "kiln-bert train: model %s, %s on %s, %zu steps of %zu x %zu "
-           "tokens", model_source(o), o->precision, o->device, mt->steps, o->batch, o->seq_len);
+  snprintf(title, sizeof title, "kiln-bert train: model %s, %s on %s, %zu steps of %zu x %s%zu "
+           "tokens", model_source(o), o->precision, o->device, mt->steps, o->batch,
+           o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
   kiln_bert_metrics_table(mt, title, o->table);
   fprintf(o->table, "%-18s %14.6f\n", "last loss", loss);
   fflush(o->table);
