@@ -258,6 +258,15 @@ static int cmd_pending(const char *name, const char *usage, int argc, char **arg
 #endif
 
 #ifdef KILN_BERT_HAVE_TRAIN
+/* The exit code of a failed train or eval run: a refused option is a bad command line. */
+static int run_failure(KilnBertStatus st) {
+  if (st == KILN_BERT_ERROR_INVALID_ARGUMENT || st == KILN_BERT_ERROR_DEVICE) {
+    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
+    return st == KILN_BERT_ERROR_DEVICE ? EXIT_ENV : EXIT_USAGE;
+  }
+  return fail_status(st);
+}
+
 static int parse_double(const char *s, double *out) {
   char *end = NULL;
   errno = 0;
@@ -344,27 +353,7 @@ static int cmd_train(int argc, char **argv) {
   o.progress = isatty(STDERR_FILENO) ? stderr : NULL;
   o.table = stdout;
   KilnBertStatus st = kiln_bert_train(&o);
-  if (st == KILN_BERT_OK) return 0;
-  if (st == KILN_BERT_ERROR_INVALID_ARGUMENT) {
-    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
-    return EXIT_USAGE;
-  }
-  if (st == KILN_BERT_ERROR_DEVICE) {
-    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
-    return EXIT_ENV;
-  }
-  return fail_status(st);
-}
-#endif
-
-#ifdef KILN_BERT_HAVE_TRAIN
-/* The exit code of a failed train or eval run: a refused option is a bad command line. */
-static int run_failure(KilnBertStatus st) {
-  if (st == KILN_BERT_ERROR_INVALID_ARGUMENT || st == KILN_BERT_ERROR_DEVICE) {
-    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
-    return st == KILN_BERT_ERROR_DEVICE ? EXIT_ENV : EXIT_USAGE;
-  }
-  return fail_status(st);
+  return st == KILN_BERT_OK ? 0 : run_failure(st);
 }
 
 static int cmd_eval(int argc, char **argv) {

@@ -202,6 +202,10 @@ static KilnBertStatus resume_state(Run *r, const KilnBertTrainOptions *o, size_t
                           "--resume %s: the checkpoint has taken %zu steps of the %zu this run "
                           "has: nothing left to do (--steps is the total, not the steps to add)",
                           o->resume, ts->step, total);
+  if (o->stop_after && o->stop_after <= ts->step)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--stop-after %zu: the checkpoint in %s is already at step %zu",
+                          o->stop_after, o->resume, ts->step);
   return KILN_BERT_OK;
 }
 

@@ -11,7 +11,7 @@ resume:   a 12-step run (batches of 5 over 16 shuffled samples, so it crosses th
           carries tokens_per_sec, peak_device_bytes and the eval pass's eval_loss/accuracy
           (null without a test split); step records carry scale 1 and skipped false. Bad
           checkpoints (missing, truncated state, a flipped byte in the weights, no optimizer
-          file), a changed batch and a run with nothing left are refused with a message and a
+          file), a changed batch, a run with nothing left and a --stop-after already reached are refused with a message and a
           nonzero exit; eval of a data root without test/ too.
 accuracy: 40 steps of 16 on 320 short texts whose label is decided by word choice (great/love
           vs naive/walk among shared filler words): the end-of-run evaluation on 80 held-out
@@ -145,6 +145,8 @@ def test_resume(tmp):
     refused("resume without optimizer.safetensors", 2, "optimizer.safetensors", *base, "--resume", bad)
     refused("resume with another batch", 64, "batches of 5", *base, "--batch", "4", "--resume", p["part"])
     refused("resume with nothing left", 64, "nothing left", *base, "--steps", "5", "--resume", p["part"])
+    refused("resume with --stop-after at the checkpoint", 64, "already at step", *base,
+            "--stop-after", "5", "--resume", p["part"])
     shutil.rmtree(os.path.join(data, "test"))
     refused("eval of a data root without test/", 2, "test/", "eval", "--model", p["full"],
             "--data", data, "--vocab", vocab, "--seq-len", "16")
