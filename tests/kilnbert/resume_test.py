@@ -7,12 +7,12 @@ resume:   a 12-step run (batches of 5 over 16 shuffled samples, so it crosses th
           the same losses and learning rates as the uninterrupted run, bit for bit (the %.9g
           values are exact f32s; grad_norm, an atomic sum whose last bits vary from run to run,
           within 1e-6, with --clip 0 so that it does not feed the update), and saves the same
-          model, moments and state byte for byte; the summary
-          carries tokens_per_sec, peak_device_bytes and the eval pass's eval_loss/accuracy
-          (null without a test split); step records carry scale 1 and skipped false. Bad
-          checkpoints (missing, truncated state, a flipped byte in the weights, no optimizer
-          file), a changed batch, a run with nothing left and a --stop-after already reached are refused with a message and a
-          nonzero exit; eval of a data root without test/ too.
+          model, moments and state byte for byte; the summary carries tokens_per_sec,
+          peak_device_bytes and the eval pass's eval_loss/accuracy (null without a test
+          split); step records carry scale 1 and skipped false. Bad checkpoints (missing,
+          truncated state, a flipped byte in the weights, no optimizer file), a changed batch,
+          a run with nothing left and a --stop-after already reached are refused with a
+          message and a nonzero exit; eval of a data root without test/ too.
 accuracy: 40 steps of 16 on 320 short texts whose label is decided by word choice (great/love
           vs naive/walk among shared filler words): the end-of-run evaluation on 80 held-out
           texts is above 90% accurate, and `kiln-bert eval` of the saved model reports the same
