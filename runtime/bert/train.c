@@ -3,8 +3,11 @@
  *   batch = the step's slice of the epoch order (bert_batch) -> forward (loss) -> backward ->
  *   step (all-reduce hook, norm, clipping, AdamW at lr x the schedule's factor) -> log record
  *
- * and the summary with the contract's timing metrics. Everything the steps need is allocated
- * before the first one; the batch arrays reach their size on the first step. */
+ * from step 1, or from the step after a --resume'd checkpoint (bert_ckpt: its weights, moments,
+ * step and seed, so that the run goes on as if never stopped); then the evaluation pass on the
+ * test split when there is one (bert_eval), the summary (bert_metrics) and the --save
+ * checkpoint. Everything the steps need is allocated before the first one, the evaluation data
+ * included; the batch arrays reach their size on the first step. */
 #include "bert_train.h"
 #include "bert_ckpt.h"
 #include "bert_config.h"
