@@ -78,6 +78,8 @@ static const char *const usage_train =
     "  --seq-len L          tokens per sample with [CLS]/[SEP] (<= max_position_embeddings)\n"
     "  --padding fixed|dynamic  pad every batch to L, or to its longest sample rounded up to a\n"
     "                       length bucket\n"
+    "  --eval-data PATH     evaluate on PATH at the end (default: the test/ split of an\n"
+    "                       aclImdb --data that has one; none otherwise)\n"
     "\n"
     "training:\n"
     "  --batch B            samples per step; an epoch's last batch is partial\n"
@@ -97,8 +99,6 @@ static const char *const usage_train =
     "  --seed N             shuffling and dropout\n"
     "  --device cpu|emu|cuda[:N]\n"
     "\n"
-    "  --eval-data PATH     evaluate on PATH at the end (default: the test/ split of an\n"
-    "                       aclImdb --data that has one; none otherwise)\n"
     "\n"
     "output:\n"
     "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..,\n"
@@ -108,6 +108,7 @@ static const char *const usage_train =
     "                       eval_loss, accuracy)\n"
     "  --save DIR           write config.json + model.safetensors (F32, HF names), the\n"
     "                       optimizer state and the data position, each file atomically\n"
+    "  --save-every N       also write the --save checkpoint every N steps\n"
     "  --resume DIR         continue the run saved in DIR (its model, moments, step, seed);\n"
     "                       --steps is the whole run's total\n";
 
@@ -315,7 +316,8 @@ static int cmd_train(int argc, char **argv) {
       else bad = 1;
     } else if (!strcmp(a, "--max-samples") || !strcmp(a, "--seq-len") || !strcmp(a, "--batch") ||
                !strcmp(a, "--epochs") || !strcmp(a, "--steps") || !strcmp(a, "--warmup") ||
-               !strcmp(a, "--seed") || !strcmp(a, "--stop-after")) {
+               !strcmp(a, "--seed") || !strcmp(a, "--stop-after") ||
+               !strcmp(a, "--save-every")) {
       size_t lo = !strcmp(a, "--seq-len") ? 2 : !strcmp(a, "--warmup") || !strcmp(a, "--seed") ? 0 : 1;
       bad = parse_size(v, lo, &n);
       if (!bad) {
@@ -326,6 +328,7 @@ static int cmd_train(int argc, char **argv) {
         else if (!strcmp(a, "--steps")) o.steps = n;
         else if (!strcmp(a, "--warmup")) o.warmup = n;
         else if (!strcmp(a, "--stop-after")) o.stop_after = n;
+        else if (!strcmp(a, "--save-every")) o.save_every = n;
         else o.seed = n;
       }
     } else if (!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--adam-beta1") ||
@@ -350,6 +353,8 @@ static int cmd_train(int argc, char **argv) {
     }
   }
   if (!o.data) return usage_error(usage_train, "%s", "--data PATH is required");
+  if (o.save_every && !o.save)
+    return usage_error(usage_train, "%s", "--save-every N needs --save DIR");
   o.progress = isatty(STDERR_FILENO) ? stderr : NULL;
   o.table = stdout;
   KilnBertStatus st = kiln_bert_train(&o);

@@ -292,7 +292,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   KilnBertOptim opt = {o->beta1, o->beta2, o->eps, o->weight_decay, o->clip};
   KilnBertMetrics mt = {0};
   size_t cur_epoch = (size_t)-1;
-  double t0 = now(), last_loss = NAN;
+  double t0 = now(), last_loss = NAN, save_time = 0;
   size_t end = o->stop_after && o->stop_after < total ? o->stop_after : total;
   for (size_t k = ts.step; k < end && st == KILN_BERT_OK; k++) {
     double tstart = now();
@@ -330,8 +330,14 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
               k + 1, lbuf, lr, nbuf, (double)ts.scaler.scale, skipped ? "true" : "false");
     }
     progress(o->progress, k + 1, total, loss);
+    if (o->save && o->save_every && ts.step % o->save_every == 0 && ts.step < end) {
+      /* a periodic checkpoint (the last one is the final --save); not training time */
+      double ss = now();
+      st = save_checkpoint(&r, o, &ts);
+      save_time += now() - ss;
+    }
   }
-  mt.total_time = now() - t0;
+  mt.total_time = now() - t0 - save_time;
   if (st == KILN_BERT_OK && r.eval_enc.n > 0) {
     KilnBertMetrics em = {0};
     st = kiln_bert_eval_pass(r.model, r.tok, &r.eval_enc, o->batch, o->seq_len, o->padding, NULL,

@@ -87,7 +87,7 @@ check help-tokenize 0 "$kb" tokenize --help && contains help-tokenize "$tmp/out"
 check help-train 0 "$kb" train --help
 for opt in --data --max-samples --model --vocab --seq-len --padding --batch --epochs --steps \
     --lr --schedule --warmup --weight-decay --clip --dropout --precision --no-shuffle --seed \
-    --log --save; do
+    --log --save --save-every --resume --stop-after --eval-data; do
   contains "help-train $opt" "$tmp/out" "$opt"
 done
 check help-eval 0 "$kb" help eval
@@ -99,6 +99,8 @@ done
 if "$kb" train --help | grep -q 'Implemented so far'; then
   check train-dropout 64 "$kb" train --data x && contains train-dropout "$tmp/err" 'dropout'
   check train-no-data 64 "$kb" train --dropout 0
+  check train-save-every 64 "$kb" train --data x --dropout 0 --save-every 3 &&
+    contains train-save-every "$tmp/err" '--save DIR'
 else
   check train-pending 2 "$kb" train --data x && contains train-pending "$tmp/err" 'not implemented'
 fi
