@@ -77,4 +77,11 @@ void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, voi
 KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr,
                                     int step, double *grad_norm);
 
+/* AdamW's two moments (exp_avg m, exp_avg_sq v; params->total floats each, the parameters'
+ * layout) to the host / from it: what a checkpoint needs to resume the optimizer exactly. The
+ * update count (the bias corrections' step) is the caller's, passed to kiln_bert_model_step. */
+KilnBertStatus kiln_bert_model_get_moments(KilnBertModel *m, float *exp_avg, float *exp_avg_sq);
+KilnBertStatus kiln_bert_model_set_moments(KilnBertModel *m, const float *exp_avg,
+                                           const float *exp_avg_sq);
+
 #endif /* KILN_BERT_MODEL_H */

@@ -1,9 +1,10 @@
 /* bert_train.h — `kiln-bert train`: the run from options to a trained model, so that the
- * command only reads its options. Loads the config (a preset or a model directory), the
- * vocabulary and the data, tokenizes once, initializes or loads the weights, then steps
- * kilnbert_model through the run's batches with the contract's schedule and writes the JSON-lines
- * log (one record per step, then the summary) and optionally the model. fp32 on the cpu device,
- * dropout 0, for now (docs/trainer.md, "What is left"). */
+ * command only reads its options. Loads the config (a preset, a model directory, or the
+ * checkpoint being resumed), the vocabulary and the data, tokenizes once, initializes or loads
+ * the weights, then steps kilnbert_model through the run's batches with the contract's schedule,
+ * evaluates the model on the test split when there is one (bert_eval), and writes the JSON-lines
+ * log (one record per step, then the summary) and optionally a checkpoint (bert_ckpt). fp32 on
+ * the cpu device, dropout 0, for now (docs/trainer.md, "What is left"). */
 #ifndef KILN_BERT_TRAIN_H
 #define KILN_BERT_TRAIN_H
 
@@ -23,9 +24,17 @@ typedef struct KilnBertTrainOptions {
   const char *device;    /* "cpu" */
   const char *precision; /* "fp32" */
   const char *log;       /* --log FILE or NULL */
-  const char *save;      /* --save DIR or NULL */
+  const char *save;      /* --save DIR or NULL: model, optimizer state and position (bert_ckpt) */
+  const char *resume;    /* --resume DIR or NULL: continue the run saved there (its model,
+                            moments, step and seed; --steps stays the run's total) */
+  const char *eval_data; /* --eval-data PATH or NULL: evaluated at the end (default: --data's
+                            test/ split when --data is an aclImdb root that has one) */
   size_t max_samples;    /* 0: all */
   size_t seq_len, batch, epochs, steps, warmup;
+  size_t stop_after;     /* --stop-after N: end after step N of the run (the schedule still
+                            counts the whole run), e.g. to --save and --resume later; 0: never */
+  size_t save_every;     /* --save-every N: also write the --save checkpoint after every N-th
+                            step, so that a killed run can be resumed; 0: at the end only */
   KilnBertPadding padding;
   KilnBertSchedule schedule;
   int shuffle;

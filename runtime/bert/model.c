@@ -730,3 +730,20 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
   }
   return KILN_BERT_OK;
 }
+
+/* ---- optimizer state, for checkpoints ------------------------------------------------------ */
+
+KilnBertStatus kiln_bert_model_get_moments(KilnBertModel *m, float *exp_avg, float *exp_avg_sq) {
+  size_t bytes = m->layout.total * sizeof(float);
+  RT(kiln_rt_memcpy_dtoh(m->dev, exp_avg, m->m, bytes, NULL), "model: first moments");
+  RT(kiln_rt_memcpy_dtoh(m->dev, exp_avg_sq, m->v, bytes, NULL), "model: second moments");
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_set_moments(KilnBertModel *m, const float *exp_avg,
+                                           const float *exp_avg_sq) {
+  size_t bytes = m->layout.total * sizeof(float);
+  RT(kiln_rt_memcpy_htod(m->dev, m->m, exp_avg, bytes, NULL), "model: first moments");
+  RT(kiln_rt_memcpy_htod(m->dev, m->v, exp_avg_sq, bytes, NULL), "model: second moments");
+  return KILN_BERT_OK;
+}
