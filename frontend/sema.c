@@ -1416,7 +1416,23 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name, const K
     return ok;
 }
 
+/* Whether kernel k has a const parameter (or a meta parameter) that binding name sets. */
+static bool binds_kernel(const KilnKernel *k, const char *name)
+{
+    if (is_meta(name))
+        return true;
+    for (int j = 0; j < k->nparams; j++)
+        if (k->params[j]->kind == KILN_DECL_CONST_PARAM && strcmp(k->params[j]->name, name) == 0)
+            return true;
+    return false;
+}
+
 bool kiln_sema_check_all(KilnCompilation *c)
+{
+    return kiln_sema_check_all_bound(c, NULL, 0);
+}
+
+bool kiln_sema_check_all_bound(KilnCompilation *c, const KilnBinding *defines, size_t ndefines)
 {
     if (!begin_sema(c))
         return false;
@@ -1434,12 +1450,29 @@ bool kiln_sema_check_all(KilnCompilation *c)
         if (t->kernel && t->kernel->tune == t)
             kiln_tune_check(c, t);
     }
+    for (size_t d = 0; d < ndefines; d++) {
+        bool used = false;
+        for (int i = 0; i < c->kernels.n && !used; i++)
+            used = binds_kernel(c->kernels.items[i], defines[d].name);
+        if (!used)
+            kiln_diag_error(c, kiln_span_none, "-D %s: no kernel has a const parameter '%s'",
+                            defines[d].name, defines[d].name);
+    }
     for (int i = 0; i < c->kernels.n; i++) {
         KilnKernel *k = c->kernels.items[i];
         KilnTuneConfig cfg = {0};
         if (k->tune)
             kiln_tune_config_get(k->tune, 0, &cfg);
-        check_kernel(c, k, cfg.bindings, (size_t)cfg.nbindings, k->tune != NULL);
+        /* the tune block's first configuration, then the -D values this kernel takes (the
+         * last binding of a name wins) */
+        KilnBinding *b = kiln_arena_alloc(&c->scratch, sizeof *b * ((size_t)cfg.nbindings + ndefines + 1));
+        size_t nb = 0;
+        for (int j = 0; j < cfg.nbindings; j++)
+            b[nb++] = cfg.bindings[j];
+        for (size_t d = 0; d < ndefines; d++)
+            if (binds_kernel(k, defines[d].name))
+                b[nb++] = defines[d];
+        check_kernel(c, k, b, nb, k->tune != NULL);
     }
     c->scratch.oom = NULL;
     c->in_sema = false;
