@@ -2,8 +2,9 @@
  * command only reads its options. Loads the config (a preset or a model directory), the
  * vocabulary and the data, tokenizes once, initializes or loads the weights, then steps
  * kilnbert_model through the run's batches with the contract's schedule and writes the JSON-lines
- * log (one record per step, then the summary) and optionally the model. fp32 on the cpu device,
- * dropout 0, for now (docs/trainer.md, "What is left"). */
+ * log (one record per step, then the summary) and optionally the model (f32 master weights in
+ * every precision). fp32, fp16 or bf16 on the cpu device, dropout 0, for now (docs/trainer.md,
+ * "What is left"). */
 #ifndef KILN_BERT_TRAIN_H
 #define KILN_BERT_TRAIN_H
 
@@ -21,7 +22,7 @@ typedef struct KilnBertTrainOptions {
                             (and model.safetensors, else random init) */
   const char *vocab;     /* --vocab; NULL: MODEL/vocab.txt */
   const char *device;    /* "cpu" */
-  const char *precision; /* "fp32" */
+  const char *precision; /* "fp32", "fp16", "bf16" */
   const char *log;       /* --log FILE or NULL */
   const char *save;      /* --save DIR or NULL */
   size_t max_samples;    /* 0: all */

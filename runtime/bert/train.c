@@ -3,6 +3,9 @@
  *   batch = the step's slice of the epoch order (bert_batch) -> forward (loss) -> backward ->
  *   step (all-reduce hook, norm, clipping, AdamW at lr x the schedule's factor) -> log record
  *
+ * in the precision of --precision (fp16's loss scaling is the model's: a skipped step is logged
+ * and counts toward --steps and the schedule, but not toward AdamW's step count)
+ *
  * and the summary with the contract's timing metrics. Everything the steps need is allocated
  * before the first one; the batch arrays reach their size on the first step. */
 #include "bert_train.h"
@@ -126,10 +129,11 @@ static KilnBertStatus load_model(Run *r, const KilnBertTrainOptions *o) {
   return KILN_BERT_OK;
 }
 
-static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg) {
-  if (strcmp(o->precision, "fp32"))
+static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg,
+                                    KilnBertPrecision *prec) {
+  if (kiln_bert_precision_parse(o->precision, prec) != 0)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--precision %s: only fp32 is implemented yet", o->precision);
+                          "--precision %s: expected fp32, fp16 or bf16", o->precision);
   if (strcmp(o->device, "cpu"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: the kernel libraries are built for the cpu device only yet",
@@ -179,8 +183,9 @@ static void progress(FILE *tty, size_t k, size_t total, double loss) {
 
 KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   Run r = {0};
+  KilnBertPrecision prec = KILN_BERT_FP32;
   KilnBertStatus st = load_model(&r, o);
-  if (st == KILN_BERT_OK) st = check_options(o, &r.cfg);
+  if (st == KILN_BERT_OK) st = check_options(o, &r.cfg, &prec);
   char vpath[4096];
   if (st == KILN_BERT_OK) {
     if (o->vocab) snprintf(vpath, sizeof vpath, "%s", o->vocab);
@@ -207,7 +212,8 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK && (rs = kiln_rt_device_create(o->device, &r.dev)) != KILN_RT_OK)
     st = kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", o->device, kiln_rt_last_error());
   if (st == KILN_BERT_OK)
-    st = kiln_bert_model_create(r.dev, &r.cfg, (int)o->batch, (int)o->seq_len, &r.model);
+    st = kiln_bert_model_create_precision(r.dev, &r.cfg, prec, (int)o->batch, (int)o->seq_len,
+                                          &r.model);
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(r.model, r.flat);
   if (st == KILN_BERT_OK && o->log && !(r.log = fopen(o->log, "w")))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
@@ -219,6 +225,8 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   size_t total = kiln_bert_total_steps(r.enc.n, o->batch, o->epochs, o->steps);
   KilnBertOptim opt = {o->beta1, o->beta2, o->eps, o->weight_decay, o->clip};
   size_t cur_epoch = (size_t)-1, samples = 0, tokens = 0;
+  /* AdamW's step count: a step skipped for an fp16 overflow does not advance it (contract 5) */
+  int adam_steps = 0;
   double t0 = now(), first_time = 0, loss_sum_time = 0, last_loss = NAN;
   for (size_t k = 0; k < total && st == KILN_BERT_OK; k++) {
     double ts = now();
@@ -238,11 +246,15 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     }
     float loss = 0;
     double norm = 0, lr = o->lr * kiln_bert_lr_factor(o->schedule, k, o->warmup, total);
+    /* the scale this step's backward uses (the step may change it) */
+    double scale = kiln_bert_model_scaler(r.model)->scale;
     st = kiln_bert_model_forward(r.model, r.batch.ids, r.lens, r.batch.labels, (int)r.batch.rows,
                                  (int)r.batch.cols, &loss, NULL);
     if (st == KILN_BERT_OK) st = kiln_bert_model_backward(r.model);
-    if (st == KILN_BERT_OK) st = kiln_bert_model_step(r.model, &opt, lr, (int)k + 1, &norm);
+    if (st == KILN_BERT_OK) st = kiln_bert_model_step(r.model, &opt, lr, adam_steps + 1, &norm);
     if (st != KILN_BERT_OK) break;
+    int skipped = kiln_bert_model_skipped(r.model);
+    if (!skipped) adam_steps++;
     double dt = now() - ts;
     if (k == 0) first_time = dt;
     else loss_sum_time += dt;
@@ -254,8 +266,10 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
       char lbuf[32] = "null", nbuf[32] = "null";
       if (isfinite(loss)) snprintf(lbuf, sizeof lbuf, "%.9g", (double)loss);
       if (isfinite(norm)) snprintf(nbuf, sizeof nbuf, "%.9g", norm);
-      fprintf(r.log, "{\"step\": %zu, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s}\n", k + 1,
-              lbuf, lr, nbuf);
+      fprintf(r.log,
+              "{\"step\": %zu, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"scale\": %.9g, "
+              "\"skipped\": %s}\n",
+              k + 1, lbuf, lr, nbuf, scale, skipped ? "true" : "false");
     }
     progress(o->progress, k + 1, total, loss);
   }

@@ -80,11 +80,13 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
   return kiln_bert_end(&run);
 }
 
-/* Global norm by atomics, then clipping in place, for a max_norm below and above the norm. */
-static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float max_norm_frac, uint64_t seed) {
+/* Global norm by atomics, then clipping in place, for a max_norm below and above the norm, of
+ * gradients that carry a loss scale (a power of two; clip_grads measures the unscaled norm). */
+static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float max_norm_frac,
+                     float scale, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "grad norm + clip n=%d BLOCK %d max_norm %.1f x norm", n_, block,
-                  (double)max_norm_frac);
+  kiln_bert_begin(&run, dev, "grad norm + clip n=%d BLOCK %d max_norm %.1f x norm, scale %g", n_,
+                  block, (double)max_norm_frac, (double)scale);
   KilnDefine defs[] = {{"BLOCK", block}};
   KilnRtFunction *ss = kiln_bert_kernel(&run, "adamw", "grad_sumsq", defs, 1);
   KilnRtFunction *clip = kiln_bert_kernel(&run, "adamw", "clip_grads", defs, 1);
@@ -92,6 +94,8 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   float *g = kiln_bert_random_f32(&rng, total, -1.0f, 1.0f);
+  for (size_t i = 0; i < n; i++)
+    g[i] *= scale;
   memset(g + n, KILN_BERT_SENTINEL, KILN_BERT_TAIL * 4);
   float zero = 0.0f;
   void *dg = kiln_bert_input(&run, g, total * 4), *dss = kiln_bert_input(&run, &zero, 4);
@@ -105,14 +109,15 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   for (size_t i = 0; i < n; i++)
     ref_ss += (double)g[i] * g[i];
   float want_ss = (float)ref_ss;
-  kiln_bert_check_close(&run, "sumsq", &got_ss, &want_ss, 1, 1.0, 1e-5);
-  float max_norm = (float)(max_norm_frac * sqrt(ref_ss));
-  void *cargs[] = {&dg, &dss, &n32, &max_norm};
+  kiln_bert_check_close(&run, "sumsq", &got_ss, &want_ss, 1, scale * scale, 1e-5);
+  float inv_scale = 1.0f / scale;
+  float max_norm = (float)(max_norm_frac * sqrt(ref_ss) * inv_scale);
+  void *cargs[] = {&dg, &dss, &n32, &max_norm, &inv_scale};
   kiln_bert_launch(&run, clip, grid, 1, cargs);
   float *out = kiln_bert_alloc(total, 4), *ref = kiln_bert_alloc(n, 4);
   kiln_bert_fetch(&run, out, dg, total * 4);
   kiln_bert_check_untouched(&run, "grad", out, 4, total, 1, n, total);
-  double coef = fmin(1.0, max_norm / (sqrt(ref_ss) + 1e-6));
+  double coef = fmin(1.0, max_norm / (sqrt(ref_ss) * inv_scale + 1e-6));
   for (size_t i = 0; i < n; i++)
     ref[i] = (float)(g[i] * coef);
   kiln_bert_check_close(&run, "clipped", out, ref, n, 1.0, 1e-5);
@@ -125,7 +130,7 @@ static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t wher
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "overflow check, element %zu = 0x%04x", where, poison);
   KilnDefine defs[] = {{"BLOCK", 1024}};
-  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow_f16", defs, 1);
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow", defs, 1);
   size_t n = 5000;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
@@ -157,8 +162,9 @@ bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
     ok &= run_adamw(dev, &cfgs[i], 6000 + i);
-  ok &= run_norm(dev, 10007, 1024, 0.5f, 6100);
-  ok &= run_norm(dev, 777, 512, 2.0f, 6101);
+  ok &= run_norm(dev, 10007, 1024, 0.5f, 1.0f, 6100);
+  ok &= run_norm(dev, 777, 512, 2.0f, 1.0f, 6101);
+  ok &= run_norm(dev, 4099, 1024, 0.5f, 65536.0f, 6102); /* fp16's starting loss scale */
   ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);    /* 1.0: all finite */
   ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201); /* -inf at the last element */
   ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202); /* NaN */
