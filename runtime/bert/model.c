@@ -704,7 +704,9 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
   float sumsq = 0;
   RT(kiln_rt_memcpy_dtoh(m->dev, &sumsq, m->sumsq, sizeof sumsq, NULL), "model: grad norm");
   if (grad_norm) *grad_norm = sqrt((double)sumsq) * (double)inv_scale;
-  if (opt->clip > 0)
+  /* not after an overflow: a NaN norm would turn the gradient buffer's never-written alignment
+   * padding into NaN, and every later overflow check would find it */
+  if (opt->clip > 0 && !found)
     RT(m->ops->clip_grads(&m->libs, m->grads, m->sumsq, P, (float)opt->clip, inv_scale),
        "clip_grads");
   /* with found_inf set on the device, every launch leaves its parameters as they are */
