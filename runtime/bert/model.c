@@ -160,7 +160,8 @@ static KilnBertStatus linear_dx(KilnBertModel *m, void *dy, int ldy, void *w, vo
  * parameter offset `off`: directly in fp32, else through the T scratch and a widening copy. */
 static KilnBertStatus linear_dw(KilnBertModel *m, void *dy, int ldy, void *x, int ldx, size_t off,
                                 int M, int N, int K) {
-  if (!m->ops->half_weights) return gemm(m, 0, dy, x, m->grads + off, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K);
+  if (!m->ops->half_weights)
+    return gemm(m, 0, dy, x, m->grads + off, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K);
   TRY(gemm(m, 0, dy, x, m->dw, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K));
   RT(m->ops->to_f32(&m->libs, m->dw, m->grads + off, N * K), "cast_to_f32");
   return KILN_BERT_OK;
@@ -197,14 +198,28 @@ static KilnBertStatus layernorm_bwd(KilnBertModel *m, void *s, void *dy, size_t 
  * m->dqkv with Q's strides. */
 static KilnBertAttn attn_args(KilnBertModel *m, LayerAct *a) {
   int S = m->cols, H = m->H;
-  return (KilnBertAttn){.q = a->qkv, .k = at(m, a->qkv, (size_t)H), .v = at(m, a->qkv, 2 * (size_t)H),
-                        .o = a->ctx, .dout = m->dctx, .dq = m->dqkv,
-                        .dk = at(m, m->dqkv, (size_t)H), .dv = at(m, m->dqkv, 2 * (size_t)H),
-                        .lse = a->lse, .delta = m->delta, .kv_len = m->kv_len,
-                        .S = S, .heads = m->heads, .D = m->D,
-                        .sb = S * 3 * H, .sh = m->D, .ss = 3 * H,
-                        .osb = S * H, .osh = m->D, .oss = H,
-                        .bh = m->rows * m->heads, .scale = 1.0f / sqrtf((float)m->D)};
+  return (KilnBertAttn){.q = a->qkv,
+                        .k = at(m, a->qkv, (size_t)H),
+                        .v = at(m, a->qkv, 2 * (size_t)H),
+                        .o = a->ctx,
+                        .dout = m->dctx,
+                        .dq = m->dqkv,
+                        .dk = at(m, m->dqkv, (size_t)H),
+                        .dv = at(m, m->dqkv, 2 * (size_t)H),
+                        .lse = a->lse,
+                        .delta = m->delta,
+                        .kv_len = m->kv_len,
+                        .S = S,
+                        .heads = m->heads,
+                        .D = m->D,
+                        .sb = S * 3 * H,
+                        .sh = m->D,
+                        .ss = 3 * H,
+                        .osb = S * H,
+                        .osh = m->D,
+                        .oss = H,
+                        .bh = m->rows * m->heads,
+                        .scale = 1.0f / sqrtf((float)m->D)};
 }
 
 static KilnBertStatus attn_fwd(KilnBertModel *m, LayerAct *a) {
