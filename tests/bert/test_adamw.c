@@ -1,5 +1,5 @@
-/* test_adamw.c — fused AdamW over a flat buffer, global gradient norm, clipping and the f16
- * overflow check (kernels-bert/adamw.kiln). docs/kernels/adamw.md gives the tolerances' reasons. */
+/* test_adamw.c — fused AdamW over a flat buffer (with its f16 or bf16 copy of the weights),
+ * global gradient norm, clipping and the overflow check (kernels-bert/adamw.kiln). docs/kernels/adamw.md gives the tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
 
@@ -11,6 +11,7 @@
 typedef struct AdamCfg {
   int32_t n, block, step, write_f16, found_inf;
   float inv_scale;
+  int bf16_copy; /* TW = bf16 (the bf16 trainer's weights) instead of f16 */
 } AdamCfg;
 
 static const float LR = 1e-3f, BETA1 = 0.9f, BETA2 = 0.999f, EPS = 1e-8f, WD = 0.01f;
@@ -31,10 +32,11 @@ static void ref_adamw(const float *p, const float *g, const float *m, const floa
 
 static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "adamw n=%d step %d f16 copy %d found_inf %d", c->n, c->step,
-                  c->write_f16, c->found_inf);
-  KilnDefine defs[] = {{"BLOCK", c->block}, {"WRITE_F16", c->write_f16}};
-  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "adamw_step", defs, 2);
+  KilnScalarKind tw = c->bf16_copy ? KILN_SCALAR_BF16 : KILN_SCALAR_F16;
+  kiln_bert_begin(&run, dev, "adamw n=%d step %d %s copy %d found_inf %d", c->n, c->step,
+                  kiln_bert_type_name(tw), c->write_f16, c->found_inf);
+  KilnDefine defs[] = {{"BLOCK", c->block}, {"WRITE_F16", c->write_f16}, {"TW", tw}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "adamw_step", defs, c->bf16_copy ? 3 : 2);
   size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
@@ -69,10 +71,12 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
   kiln_bert_check_close(&run, "p", po, rp, n, 1.0, tol);
   kiln_bert_check_close(&run, "m", mo, rm, n, 1e-2, c->found_inf ? 0.0 : 1e-5);
   kiln_bert_check_close(&run, "v", vo, rv, n, 1e-6, c->found_inf ? 0.0 : 1e-5);
-  if (written) { /* the f16 copy is exactly the kernel's own f32 p, rounded */
-    float *got = kiln_bert_from_f16(p16, n), *want = kiln_bert_alloc(n, 4);
-    for (size_t i = 0; i < n; i++)
-      want[i] = kiln_ref_round_f16(po[i]);
+  if (written) { /* the f16 (bf16) copy is exactly the kernel's own f32 p, rounded */
+    float *got = kiln_bert_alloc(n, 4), *want = kiln_bert_alloc(n, 4);
+    for (size_t i = 0; i < n; i++) {
+      got[i] = kiln_bert_elem_get(p16, i, tw);
+      want[i] = kiln_bert_round(po[i], tw);
+    }
     kiln_bert_check_close(&run, "p16", got, want, n, 1.0, 0.0);
     free(got), free(want);
   }
@@ -154,10 +158,11 @@ static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t wher
 
 bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   static const AdamCfg cfgs[] = {
-      {10007, 1024, 1, 1, 0, 1.0f / 1024.0f}, /* first step, f16 copy, loss scale 1024 */
-      {4096, 512, 7, 0, 0, 1.0f},             /* exact blocks, later step */
-      {777, 256, 1000, 1, 0, 0.5f},
-      {777, 256, 3, 1, 1, 1.0f},              /* found_inf set: the step is skipped */
+      {10007, 1024, 1, 1, 0, 1.0f / 1024.0f, 0}, /* first step, f16 copy, loss scale 1024 */
+      {4096, 512, 7, 0, 0, 1.0f, 0},             /* exact blocks, later step */
+      {777, 256, 1000, 1, 0, 0.5f, 0},
+      {777, 256, 3, 1, 1, 1.0f, 0},              /* found_inf set: the step is skipped */
+      {1000, 512, 2, 1, 0, 1.0f, 1},             /* the bf16 copy (TW = bf16) */
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
