@@ -156,6 +156,33 @@ static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t wher
   return kiln_bert_end(&run);
 }
 
+/* The same on an f32 buffer (T = f32: the trainer's gradient buffer): FLT_MAX is finite. */
+static bool run_overflow_f32(const KilnBertDevice *dev, float poison, size_t where, int32_t want,
+                             uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "overflow check f32, element %zu = %g", where, (double)poison);
+  KilnDefine defs[] = {{"BLOCK", 1024}, {"T", KILN_SCALAR_F32}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow", defs, 2);
+  size_t n = 5000;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *x = kiln_bert_random_f32(&rng, n + KILN_BERT_TAIL, -1e30f, 1e30f);
+  for (size_t i = n; i < n + KILN_BERT_TAIL; i++)
+    x[i] = INFINITY; /* just past the end: a load ignoring its mask raises the flag */
+  x[17] = 3.4028234663852886e38f; /* the largest finite f32 */
+  x[where] = poison;
+  int32_t flag = 0, n32 = (int32_t)n;
+  void *dx = kiln_bert_input(&run, x, (n + KILN_BERT_TAIL) * 4), *dflag = kiln_bert_input(&run, &flag, 4);
+  void *args[] = {&dx, &dflag, &n32};
+  kiln_bert_launch(&run, fn, kiln_bert_cdiv(n, 1024), 1, args);
+  kiln_bert_fetch(&run, &flag, dflag, 4);
+  printf("       found_inf  %d (want %d)\n", flag, want);
+  if (run.ok && flag != want)
+    kiln_bert_fail(&run, "found_inf is %d, want %d", flag, want);
+  free(x);
+  return kiln_bert_end(&run);
+}
+
 bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   static const AdamCfg cfgs[] = {
       {10007, 1024, 1, 1, 0, 1.0f / 1024.0f, 0}, /* first step, f16 copy, loss scale 1024 */
@@ -173,5 +200,8 @@ bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);    /* 1.0: all finite */
   ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201); /* -inf at the last element */
   ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202); /* NaN */
+  ok &= run_overflow_f32(dev, 1.0f, 3, 0, 6210);
+  ok &= run_overflow_f32(dev, -INFINITY, 4999, 1, 6211);
+  ok &= run_overflow_f32(dev, NAN, 2500, 1, 6212);
   return ok;
 }
