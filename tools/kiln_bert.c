@@ -61,8 +61,8 @@ static const char *const usage_train =
     "\n"
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32, --device cpu, --dropout 0 (pass it: the configs'\n"
-    "default is 0.1).\n"
+    "Implemented so far: --precision fp32|fp16|bf16, --device cpu, --dropout 0 (pass it: the\n"
+    "configs' default is 0.1).\n"
 #else
     "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
     "with the compiler (a build without KILN_RUNTIME_ONLY has them).\n"

@@ -1,10 +1,11 @@
 /* bert_train.h — `kiln-bert train`: the run from options to a trained model, so that the
  * command only reads its options. Loads the config (a preset, a model directory, or the
  * checkpoint being resumed), the vocabulary and the data, tokenizes once, initializes or loads
- * the weights, then steps kilnbert_model through the run's batches with the contract's schedule,
- * evaluates the model on the test split when there is one (bert_eval), and writes the JSON-lines
- * log (one record per step, then the summary) and optionally a checkpoint (bert_ckpt). fp32 on
- * the cpu device, dropout 0, for now (docs/trainer.md, "What is left"). */
+ * the weights, then steps kilnbert_model through the run's batches with the contract's schedule
+ * in fp32, fp16 or bf16, evaluates the model on the test split when there is one (bert_eval),
+ * and writes the JSON-lines log (one record per step, then the summary) and optionally a
+ * checkpoint (bert_ckpt; f32 master weights in every precision). The cpu device, dropout 0, for
+ * now (docs/trainer.md, "What is left"). */
 #ifndef KILN_BERT_TRAIN_H
 #define KILN_BERT_TRAIN_H
 
@@ -22,7 +23,7 @@ typedef struct KilnBertTrainOptions {
                             (and model.safetensors, else random init) */
   const char *vocab;     /* --vocab; NULL: MODEL/vocab.txt */
   const char *device;    /* "cpu" */
-  const char *precision; /* "fp32" */
+  const char *precision; /* "fp32", "fp16", "bf16" */
   const char *log;       /* --log FILE or NULL */
   const char *save;      /* --save DIR or NULL: model, optimizer state and position (bert_ckpt) */
   const char *resume;    /* --resume DIR or NULL: continue the run saved there (its model,

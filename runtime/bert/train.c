@@ -3,8 +3,10 @@
  *   batch = the step's slice of the epoch order (bert_batch) -> forward (loss) -> backward ->
  *   step (all-reduce hook, norm, clipping, AdamW at lr x the schedule's factor) -> log record
  *
- * from step 1, or from the step after a --resume'd checkpoint (bert_ckpt: its weights, moments,
- * step and seed, so that the run goes on as if never stopped); then the evaluation pass on the
+ * in the precision of --precision (fp16's loss scaling is the model's: a skipped step is logged
+ * and counts toward --steps and the schedule, but not toward AdamW's step count), from step 1,
+ * or from the step after a --resume'd checkpoint (bert_ckpt: its weights, moments, step, loss
+ * scaler and seed, so that the run goes on as if never stopped); then the evaluation pass on the
  * test split when there is one (bert_eval), the summary (bert_metrics) and the --save
  * checkpoint. Everything the steps need is allocated before the first one, the evaluation data
  * included; the batch arrays reach their size on the first step. */
@@ -140,10 +142,11 @@ static KilnBertStatus load_model(Run *r, const KilnBertTrainOptions *o) {
   return KILN_BERT_OK;
 }
 
-static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg) {
-  if (strcmp(o->precision, "fp32"))
+static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg,
+                                    KilnBertPrecision *prec) {
+  if (kiln_bert_precision_parse(o->precision, prec) != 0)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--precision %s: only fp32 is implemented yet", o->precision);
+                          "--precision %s: expected fp32, fp16 or bf16", o->precision);
   if (strcmp(o->device, "cpu"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: the kernel libraries are built for the cpu device only yet",
@@ -245,10 +248,11 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   Run r = {0};
   KilnBertTrainState ts;
   kiln_bert_train_state_init(&ts, o->seed, 0, o->batch);
+  KilnBertPrecision prec = KILN_BERT_FP32;
   /* a checkpoint is checked whole before any of it is used */
   KilnBertStatus st = o->resume ? kiln_bert_ckpt_read_state(o->resume, &ts) : KILN_BERT_OK;
   if (st == KILN_BERT_OK) st = load_model(&r, o);
-  if (st == KILN_BERT_OK) st = check_options(o, &r.cfg);
+  if (st == KILN_BERT_OK) st = check_options(o, &r.cfg, &prec);
   char vpath[4096];
   if (st == KILN_BERT_OK) {
     if (o->vocab) snprintf(vpath, sizeof vpath, "%s", o->vocab);
@@ -278,10 +282,15 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK && (rs = kiln_rt_device_create(o->device, &r.dev)) != KILN_RT_OK)
     st = kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", o->device, kiln_rt_last_error());
   if (st == KILN_BERT_OK)
-    st = kiln_bert_model_create(r.dev, &r.cfg, (int)o->batch, (int)o->seq_len, &r.model);
+    st = kiln_bert_model_create_precision(r.dev, &r.cfg, prec, (int)o->batch, (int)o->seq_len,
+                                          &r.model);
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(r.model, r.flat);
   size_t total = kiln_bert_total_steps(r.enc.n, o->batch, o->epochs, o->steps);
   if (st == KILN_BERT_OK && o->resume) st = resume_state(&r, o, total, &ts);
+  /* the loss scaler goes on from the checkpoint; a fresh run takes the model's start (2^16 in
+   * fp16, 1 otherwise) */
+  if (st == KILN_BERT_OK && o->resume) *kiln_bert_model_scaler(r.model) = ts.scaler;
+  else if (st == KILN_BERT_OK) ts.scaler = *kiln_bert_model_scaler(r.model);
   if (st == KILN_BERT_OK && o->log && !(r.log = fopen(o->log, "w")))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
   if (st != KILN_BERT_OK) {
@@ -308,15 +317,19 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     kiln_bert_batch_lens(&r.batch, r.lens);
     float loss = 0;
     double norm = 0, lr = o->lr * kiln_bert_lr_factor(o->schedule, k, o->warmup, total);
-    int skipped = 0; /* an fp16 step the loss scaler skips on overflow (never in fp32) */
+    /* the scale this step's backward uses (the step may change it) */
+    double scale = kiln_bert_model_scaler(r.model)->scale;
     st = kiln_bert_model_forward(r.model, r.batch.ids, r.lens, r.batch.labels, (int)r.batch.rows,
                                  (int)r.batch.cols, &loss, NULL);
     if (st == KILN_BERT_OK) st = kiln_bert_model_backward(r.model);
     if (st == KILN_BERT_OK)
       st = kiln_bert_model_step(r.model, &opt, lr, (int)ts.adam_step + 1, &norm);
     if (st != KILN_BERT_OK) break;
+    /* AdamW's step count: a step skipped for an fp16 overflow does not advance it (contract 5) */
+    int skipped = kiln_bert_model_skipped(r.model);
     ts.adam_step += !skipped;
     ts.step = k + 1;
+    ts.scaler = *kiln_bert_model_scaler(r.model);
     kiln_bert_metrics_step(&mt, now() - tstart, count, r.batch.rows * r.batch.cols);
     last_loss = loss;
     if (r.log) {
@@ -327,7 +340,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
       fprintf(r.log,
               "{\"step\": %zu, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"scale\": %.9g, "
               "\"skipped\": %s}\n",
-              k + 1, lbuf, lr, nbuf, (double)ts.scaler.scale, skipped ? "true" : "false");
+              k + 1, lbuf, lr, nbuf, scale, skipped ? "true" : "false");
     }
     progress(o->progress, k + 1, total, loss);
     if (o->save && o->save_every && ts.step % o->save_every == 0 && ts.step < end) {

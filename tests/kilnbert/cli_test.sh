@@ -95,12 +95,14 @@ for opt in --model --data --max-samples --dump-logits --seq-len; do
   contains "help-eval $opt" "$tmp/out" "$opt"
 done
 # train exists where the kernel libraries were built (its help says what is implemented); a
-# dropout it cannot run yet is refused as a bad command line
+# dropout it cannot run yet, and a precision it does not know, are refused as bad command lines
 if "$kb" train --help | grep -q 'Implemented so far'; then
   check train-dropout 64 "$kb" train --data x && contains train-dropout "$tmp/err" 'dropout'
   check train-no-data 64 "$kb" train --dropout 0
   check train-save-every 64 "$kb" train --data x --dropout 0 --save-every 3 &&
     contains train-save-every "$tmp/err" '--save DIR'
+  check train-precision 64 "$kb" train --data x --dropout 0 --precision fp8 &&
+    contains train-precision "$tmp/err" 'fp32, fp16 or bf16'
 else
   check train-pending 2 "$kb" train --data x && contains train-pending "$tmp/err" 'not implemented'
 fi
