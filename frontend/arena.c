@@ -142,3 +142,54 @@ void kiln_vec_push(KilnArena *ar, KilnPtrVec *v, void *item)
     }
     v->items[v->n++] = item;
 }
+
+static uint32_t name_hash(const char *name)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+/* The slot of name: its own, or the empty one where it would go (the load stays under 1/2). */
+static int name_slot(const KilnNameMap *m, const char *name)
+{
+    int i = (int)(name_hash(name) & (uint32_t)(m->cap - 1));
+    while (m->keys[i] && strcmp(m->keys[i], name) != 0)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+int kiln_names_get(const KilnNameMap *m, const char *name)
+{
+    if (m->cap == 0)
+        return -1;
+    int i = name_slot(m, name);
+    return m->keys[i] ? m->vals[i] : -1;
+}
+
+void kiln_names_set(KilnArena *ar, KilnNameMap *m, const char *name, int value)
+{
+    if (2 * (m->used + 1) > m->cap) {
+        KilnNameMap g = {.cap = m->cap ? 2 * m->cap : 64};
+        g.keys = kiln_arena_alloc(ar, sizeof *g.keys * (size_t)g.cap);
+        g.vals = kiln_arena_alloc(ar, sizeof *g.vals * (size_t)g.cap);
+        if (!g.keys || !g.vals)
+            return;
+        memset(g.keys, 0, sizeof *g.keys * (size_t)g.cap);
+        for (int i = 0; i < m->cap; i++)
+            if (m->keys[i]) {
+                int j = name_slot(&g, m->keys[i]);
+                g.keys[j] = m->keys[i];
+                g.vals[j] = m->vals[i];
+                g.used++;
+            }
+        *m = g;
+    }
+    int i = name_slot(m, name);
+    if (!m->keys[i]) {
+        m->keys[i] = name;
+        m->used++;
+    }
+    m->vals[i] = value;
+}

@@ -50,13 +50,13 @@ static void link_items(KilnCompilation *c)
 {
     for (int i = 0; i < c->kernels.n; i++) {
         KilnKernel *k = c->kernels.items[i];
-        for (int j = 0; j < i; j++) {
-            KilnKernel *o = c->kernels.items[j];
-            if (strcmp(o->name, k->name) == 0) {
-                kiln_diag_error(c, k->span, "kernel '%s' is already defined at line %d", k->name,
-                                o->span.line);
-                break;
-            }
+        int first = kiln_names_get(&c->kernel_index, k->name);
+        if (first >= 0) {
+            KilnKernel *o = c->kernels.items[first];
+            kiln_diag_error(c, k->span, "kernel '%s' is already defined at line %d", k->name,
+                            o->span.line);
+        } else {
+            kiln_names_set(&c->ar, &c->kernel_index, k->name, i);
         }
     }
     for (int i = 0; i < c->tunes.n; i++) {
@@ -116,6 +116,10 @@ KilnKernel *kiln_kernel_get(const KilnCompilation *c, int i)
 
 KilnKernel *kiln_kernel_find(const KilnCompilation *c, const char *name)
 {
+    if (c->kernel_index.cap) { /* indexed once parsed */
+        int i = kiln_names_get(&c->kernel_index, name);
+        return i >= 0 ? c->kernels.items[i] : NULL;
+    }
     for (int i = 0; i < c->kernels.n; i++) {
         KilnKernel *k = c->kernels.items[i];
         if (strcmp(k->name, name) == 0)

@@ -51,6 +51,17 @@ typedef struct KilnPtrVec {
 } KilnPtrVec;
 void kiln_vec_push(KilnArena *ar, KilnPtrVec *v, void *item);
 
+/* A map from names (strings that outlive it) to non-negative ints, open addressing in an arena,
+ * so that name lookups stay constant-time in programs with many kernels or declarations. A name
+ * is never removed; setting it to -1 makes it absent. Zero-initialize before use. */
+typedef struct KilnNameMap {
+    const char **keys;
+    int *vals;
+    int cap, used;
+} KilnNameMap;
+int kiln_names_get(const KilnNameMap *m, const char *name); /* -1 when absent */
+void kiln_names_set(KilnArena *ar, KilnNameMap *m, const char *name, int value);
+
 /* ---------------------------------------------------------------- compilation */
 
 struct KilnCompilation {
@@ -68,6 +79,7 @@ struct KilnCompilation {
     bool in_sema;          /* new diagnostics' text goes to scratch */
 
     KilnPtrVec kernels; /* KilnKernel* */
+    KilnNameMap kernel_index; /* name -> index in kernels of its first definition */
     KilnPtrVec tunes;   /* KilnTune* */
     bool parsed;
     bool parse_ok;

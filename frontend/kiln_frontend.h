@@ -361,6 +361,10 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name,
  * kernel's consts from the first configuration of its tune block; a const with no value there is
  * an error naming it.  Returns true when there were no errors. */
 bool kiln_sema_check_all(KilnCompilation *c);
+/* The same with values given on the command line (`kiln check -D NAME=VALUE`): each kernel that
+ * has a const parameter NAME (or any kernel, for num_warps / num_stages) takes the value over its
+ * tune block's; a NAME no kernel has is an error. */
+bool kiln_sema_check_all_bound(KilnCompilation *c, const KilnBinding *defines, size_t ndefines);
 
 size_t kiln_diag_count(const KilnCompilation *c);
 size_t kiln_diag_count_errors(const KilnCompilation *c);

@@ -104,6 +104,7 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
     KilnPtrVec vec;
     KilnIndexKind idx;
     TuneItem *titem;
+    int binop; /* KilnBinOp of a compound assignment */
 }
 
 %token <ival> INT "integer literal"
@@ -113,6 +114,7 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
 %token KERNEL "'kernel'" TUNE "'tune'" CONST "'const'" LET "'let'" VAR "'var'"
 %token FOR "'for'" IN "'in'" RANGE "'range'" IF "'if'" ELSE "'else'" RETURN "'return'"
 %token AS "'as'" TRUE "'true'" FALSE "'false'" NONE "'None'" WHERE "'where'"
+%token <binop> OPASSIGN "compound assignment"
 %token OROR "'||'" ANDAND "'&&'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='" SHL "'<<'" SHR "'>>'"
 
 %left OROR
@@ -247,6 +249,17 @@ stmt
             $$->name_span = SPAN(@1);
             $$->value = $3;
             /* the target's name waits in a NAME node until sema resolves it */
+            $$->init = kiln_ast_expr(ps, KILN_EXPR_NAME, SPAN(@1));
+            $$->init->name = $1;
+        }
+    | IDENT OPASSIGN expr ';'
+        {
+            /* x op= e is x = x op e: the same checks and code as the assignment written out */
+            $$ = kiln_ast_stmt(ps, KILN_STMT_ASSIGN, SPAN(@$));
+            $$->name_span = SPAN(@1);
+            KilnExpr *cur = kiln_ast_expr(ps, KILN_EXPR_NAME, SPAN(@1));
+            cur->name = $1;
+            $$->value = kiln_ast_binary(ps, (KilnBinOp)$2, cur, $3);
             $$->init = kiln_ast_expr(ps, KILN_EXPR_NAME, SPAN(@1));
             $$->init->name = $1;
         }

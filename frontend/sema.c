@@ -32,6 +32,9 @@ typedef struct Sema {
     KilnArena *ar;
     KilnKernel *k;
     KilnPtrVec names; /* visible KilnDecl*, innermost last */
+    KilnPtrVec shadowed; /* per entry of names: index of the declaration it hides, or -1 */
+    KilnNameMap visible; /* name -> index in names of its innermost declaration (a map, not a
+                            scan: kernels with tens of thousands of lets) */
     int scope_start;  /* index in names where the current block's scope begins */
     int next_id;
     Ctl *ctl;         /* enclosing for/if statements, innermost last */
@@ -119,6 +122,22 @@ static const KilnType *like_shape(Sema *S, KilnScalarKind s, bool ptr, const Kil
     return with_shape(S, s, ptr, rank_of(shape_of), shape_of->dims);
 }
 
+/* Every tile a program builds stays within MAX_TILE_ELEMS elements, whichever way its shape
+ * arose (a literal shape, arange, broadcasting, dot): the product is taken with overflow
+ * checks, since dimensions of up to 2^24 each multiply past 2^63 in a few steps. */
+static bool check_tile_elems(Sema *S, KilnSpan span, int rank, const int64_t *dims)
+{
+    int64_t total = 1;
+    for (int i = 0; i < rank; i++) {
+        if (__builtin_mul_overflow(total, dims[i], &total) || total > MAX_TILE_ELEMS) {
+            ERR(S, span, "tile shape %s is too large (more than %" PRId64 " elements)", shstr(S, dims, rank),
+                MAX_TILE_ELEMS);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* numpy broadcasting of two shapes (rank 0 = scalar).  Reports and returns false on mismatch. */
 static bool broadcast(Sema *S, KilnSpan span, int ra, const int64_t *da, int rb, const int64_t *db,
                       int *rout, int64_t *dout)
@@ -134,6 +153,8 @@ static bool broadcast(Sema *S, KilnSpan span, int ra, const int64_t *da, int rb,
         }
         out[i] = a == 1 ? b : a;
     }
+    if (!check_tile_elems(S, span, r, out))
+        return false;
     *rout = r;
     memcpy(dout, out, sizeof(int64_t) * (size_t)r);
     return true;
@@ -209,25 +230,33 @@ static void retype_literal(Sema *S, KilnExpr *e, KilnScalarKind s)
 
 static KilnDecl *lookup(Sema *S, const char *name)
 {
-    for (int i = S->names.n - 1; i >= 0; i--) {
-        KilnDecl *d = S->names.items[i];
-        if (strcmp(d->name, name) == 0)
-            return d;
-    }
-    return NULL;
+    int i = kiln_names_get(&S->visible, name);
+    return i >= 0 ? S->names.items[i] : NULL;
 }
 
 static void declare(Sema *S, KilnDecl *d)
 {
-    for (int i = S->scope_start; i < S->names.n; i++) {
-        KilnDecl *o = S->names.items[i];
-        if (strcmp(o->name, d->name) == 0) {
-            ERR(S, d->span, "'%s' is already declared in this scope (line %d)", d->name, o->span.line);
-            break;
-        }
+    int prev = kiln_names_get(&S->visible, d->name);
+    if (prev >= S->scope_start) {
+        KilnDecl *o = S->names.items[prev];
+        ERR(S, d->span, "'%s' is already declared in this scope (line %d)", d->name, o->span.line);
     }
     d->id = S->next_id++;
     kiln_vec_push(S->ar, &S->names, d);
+    kiln_vec_push(S->ar, &S->shadowed, (void *)(intptr_t)prev);
+    kiln_names_set(S->ar, &S->visible, d->name, S->names.n - 1);
+}
+
+/* Leaves a block: its declarations go out of sight, the ones they hid come back. */
+static void end_scope(Sema *S, int saved_n, int saved_start)
+{
+    while (S->names.n > saved_n) {
+        int i = --S->names.n;
+        S->shadowed.n--;
+        KilnDecl *d = S->names.items[i];
+        kiln_names_set(S->ar, &S->visible, d->name, (int)(intptr_t)S->shadowed.items[i]);
+    }
+    S->scope_start = saved_start;
 }
 
 /* ---------------------------------------------------------------- expressions */
@@ -663,6 +692,8 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e)
         return NULL;
     }
     int64_t mn[2] = {a->dims[0], b->dims[1]};
+    if (!check_tile_elems(S, e->span, 2, mn))
+        return NULL;
     const KilnType *res = with_shape(S, KILN_SCALAR_F32, false, 2, mn);
     if (e->nargs == 3) {
         const KilnType *acc = e->args[2]->type;
@@ -1109,11 +1140,11 @@ static void check_assign(Sema *S, KilnStmt *s)
 {
     KilnDecl *d = lookup(S, s->init->name);
     s->target = NULL;
-    const KilnType *t = value(S, s->value);
-    if (!d) {
+    if (!d) { /* reported once, also for x op= e, whose value reads the same name */
         ERR(S, s->name_span, "use of undeclared name '%s'", s->init->name);
         return;
     }
+    const KilnType *t = value(S, s->value);
     s->init->decl = d;
     s->init->type = d->type;
     switch (d->kind) {
@@ -1164,8 +1195,7 @@ static void check_for(Sema *S, KilnStmt *s)
     declare(S, s->decl);
     check_block(S, s->body, false);
     pop_ctl(S);
-    S->names.n = saved_n;
-    S->scope_start = saved_start;
+    end_scope(S, saved_n, saved_start);
 }
 
 static void check_scoped_block(Sema *S, KilnBlock *b)
@@ -1173,8 +1203,7 @@ static void check_scoped_block(Sema *S, KilnBlock *b)
     int saved_n = S->names.n, saved_start = S->scope_start;
     S->scope_start = S->names.n;
     check_block(S, b, false);
-    S->names.n = saved_n;
-    S->scope_start = saved_start;
+    end_scope(S, saved_n, saved_start);
 }
 
 /* if = "if" expr block ["else" (block | if)] */
@@ -1387,7 +1416,23 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name, const K
     return ok;
 }
 
+/* Whether kernel k has a const parameter (or a meta parameter) that binding name sets. */
+static bool binds_kernel(const KilnKernel *k, const char *name)
+{
+    if (is_meta(name))
+        return true;
+    for (int j = 0; j < k->nparams; j++)
+        if (k->params[j]->kind == KILN_DECL_CONST_PARAM && strcmp(k->params[j]->name, name) == 0)
+            return true;
+    return false;
+}
+
 bool kiln_sema_check_all(KilnCompilation *c)
+{
+    return kiln_sema_check_all_bound(c, NULL, 0);
+}
+
+bool kiln_sema_check_all_bound(KilnCompilation *c, const KilnBinding *defines, size_t ndefines)
 {
     if (!begin_sema(c))
         return false;
@@ -1405,12 +1450,29 @@ bool kiln_sema_check_all(KilnCompilation *c)
         if (t->kernel && t->kernel->tune == t)
             kiln_tune_check(c, t);
     }
+    for (size_t d = 0; d < ndefines; d++) {
+        bool used = false;
+        for (int i = 0; i < c->kernels.n && !used; i++)
+            used = binds_kernel(c->kernels.items[i], defines[d].name);
+        if (!used)
+            kiln_diag_error(c, kiln_span_none, "-D %s: no kernel has a const parameter '%s'",
+                            defines[d].name, defines[d].name);
+    }
     for (int i = 0; i < c->kernels.n; i++) {
         KilnKernel *k = c->kernels.items[i];
         KilnTuneConfig cfg = {0};
         if (k->tune)
             kiln_tune_config_get(k->tune, 0, &cfg);
-        check_kernel(c, k, cfg.bindings, (size_t)cfg.nbindings, k->tune != NULL);
+        /* the tune block's first configuration, then the -D values this kernel takes (the
+         * last binding of a name wins) */
+        KilnBinding *b = kiln_arena_alloc(&c->scratch, sizeof *b * ((size_t)cfg.nbindings + ndefines + 1));
+        size_t nb = 0;
+        for (int j = 0; j < cfg.nbindings; j++)
+            b[nb++] = cfg.bindings[j];
+        for (size_t d = 0; d < ndefines; d++)
+            if (binds_kernel(k, defines[d].name))
+                b[nb++] = defines[d];
+        check_kernel(c, k, b, nb, k->tune != NULL);
     }
     c->scratch.oom = NULL;
     c->in_sema = false;

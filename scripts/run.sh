@@ -47,8 +47,9 @@ bert_t=f32
 [ "$device" = cpu ] || bert_t=f16
 bash bench/bert-kernels.sh build "$device" "$bert_t"
 
-# A short BERT fine-tuning run through the trainer (kiln-bert: every operation a Kiln kernel of
-# the libraries generated at build time), and its summary table. The trainer runs on the cpu
-# device so far (docs/trainer.md).
-echo "== BERT fine-tuning: kiln-bert train (tiny model, fp32, cpu) ==" >&2
+# A short BERT fine-tuning run through the trainer, an evaluation of the model it saves on a
+# test split (kiln-bert: every operation a Kiln kernel of the libraries generated at build
+# time), and their summary tables. The trainer runs on the cpu device so far (docs/trainer.md);
+# KILN_IMDB=DIR runs it on a real aclImdb.
+echo "== BERT fine-tuning: kiln-bert train + eval (tiny model, fp32, cpu) ==" >&2
 bash bench/bert-train.sh build

@@ -418,13 +418,19 @@ KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *o, KilnEmit emit,
 
 KilnDriverStatus kiln_driver_check(const char *path, const KilnDefine *defines, size_t num_defines,
                                    FILE *diag) {
-  (void)defines;
-  (void)num_defines;
   KilnCompileOptions o = {.path = path, .diag = diag};
   Job j = {.o = &o, .diag = diag ? diag : stderr};
   KilnDriverStatus st = open_source(&j); /* renders parse errors itself */
   if (st == KILN_DRIVER_OK) {
-    if (!kiln_sema_check_all(j.c)) st = KILN_DRIVER_USER_ERROR;
+    /* KilnDefine and KilnBinding are the same pair (name, value): one per -D */
+    KilnBinding *b = num_defines ? calloc(num_defines, sizeof *b) : NULL;
+    if (num_defines && !b) {
+      job_free(&j);
+      return KILN_DRIVER_FAILURE;
+    }
+    for (size_t i = 0; i < num_defines; i++) b[i] = (KilnBinding){defines[i].name, defines[i].value};
+    if (!kiln_sema_check_all_bound(j.c, b, num_defines)) st = KILN_DRIVER_USER_ERROR;
+    free(b);
     if (kiln_diag_count(j.c) > 0) kiln_diag_render(j.c, j.diag);
   }
   job_free(&j);

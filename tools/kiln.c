@@ -66,11 +66,18 @@ static const char *const usage_compile =
     "  -h, --help                   show this help\n";
 
 static const char *const usage_check =
-    "usage: kiln check FILE...\n"
+    "usage: kiln check FILE... [-D NAME=VALUE]...\n"
     "\n"
     "Parses and type-checks every kernel and tune block of each FILE, binding const parameters\n"
     "from the first configuration of each tune block. Prints diagnostics; exit code 1 if any\n"
-    "file has errors.\n";
+    "file has errors.\n"
+    "\n"
+    "options:\n"
+    "  -D NAME=VALUE                bind a const parameter (repeatable) in every kernel that\n"
+    "                               has one, over its tune block's value; also num_warps,\n"
+    "                               num_stages; a type parameter takes a type (-D T=bf16);\n"
+    "                               a NAME no kernel has is an error\n"
+    "  -h, --help                   show this help\n";
 
 static int parse_int(const char *s, long long lo, long long hi, long long *out) {
   char *end = NULL;
@@ -93,7 +100,8 @@ typedef struct CompileArgs {
 static int usage_error(const char *cmd, const char *fmt, const char *what) {
   fprintf(stderr, "kiln%s%s: ", cmd ? " " : "", cmd ? cmd : "");
   fprintf(stderr, fmt, what);
-  fprintf(stderr, "\n(see 'kiln %s--help')\n", cmd ? "help " : "");
+  if (cmd) fprintf(stderr, "\n(see 'kiln help %s')\n", cmd);
+  else fputs("\n(see 'kiln --help')\n", stderr);
   return EXIT_USAGE;
 }
 
@@ -107,18 +115,19 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
 }
 
 /* NAME=INTEGER into list[*n] (at most 64); `opt` names the option in messages. */
-static int parse_binding(const char *opt, const char *d, KilnDefine *list, size_t *n) {
+static int parse_binding(const char *cmd, const char *opt, const char *d, KilnDefine *list, size_t *n) {
   const char *eq = strchr(d, '=');
   long long v;
   KilnScalarKind sk; /* a type parameter's value: -D T=bf16 */
   if (eq && kiln_scalar_from_name(eq + 1, &sk))
     v = (long long)sk;
   else if (!eq || eq == d || parse_int(eq + 1, INT64_MIN, INT64_MAX, &v) != 0) {
-    fprintf(stderr, "kiln compile: %s expects NAME=INTEGER, got '%s'\n(see 'kiln help --help')\n", opt, d);
+    fprintf(stderr, "kiln %s: %s expects NAME=INTEGER or NAME=TYPE, got '%s'\n(see 'kiln help %s')\n", cmd,
+            opt, d, cmd);
     return EXIT_USAGE;
   }
   if (*n >= 64) {
-    fprintf(stderr, "kiln compile: too many %s options (at most 64)\n", opt);
+    fprintf(stderr, "kiln %s: too many %s options (at most 64)\n", cmd, opt);
     return EXIT_USAGE;
   }
   char *name = strndup(d, (size_t)(eq - d));
@@ -128,7 +137,7 @@ static int parse_binding(const char *opt, const char *d, KilnDefine *list, size_
 }
 
 static int parse_define(CompileArgs *ca, const char *d) {
-  return parse_binding("-D", d, ca->defines, &ca->ndefines);
+  return parse_binding("compile", "-D", d, ca->defines, &ca->ndefines);
 }
 
 static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
@@ -157,10 +166,10 @@ static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
       if (parse_int(v, 1, 8, &n)) return usage_error("compile", "--num-stages expects 1..8, got '%s'", v);
       ca->num_stages = (int)n;
     } else if ((v = opt_value(argc, argv, &i, "--specialize"))) {
-      int r = parse_binding("--specialize", v, ca->specialize, &ca->nspecialize);
+      int r = parse_binding("compile", "--specialize", v, ca->specialize, &ca->nspecialize);
       if (r) return r;
     } else if ((v = opt_value(argc, argv, &i, "--multiple-of"))) {
-      int r = parse_binding("--multiple-of", v, ca->multiple_of, &ca->nmultiple_of);
+      int r = parse_binding("compile", "--multiple-of", v, ca->multiple_of, &ca->nmultiple_of);
       if (r) return r;
     } else if (!strcmp(a, "-D") && i + 1 < argc) {
       int r = parse_define(ca, argv[++i]);
@@ -233,20 +242,30 @@ static int cmd_compile(int argc, char **argv) {
 
 static int cmd_check(int argc, char **argv) {
   int nfiles = 0, worst = 0;
-  for (int i = 0; i < argc; i++) {
+  KilnDefine defines[64];
+  size_t ndefines = 0;
+  char **files = argv; /* the file names, gathered in place (never ahead of i) */
+  for (int i = 0; i < argc && worst == 0; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       fputs(usage_check, stdout);
-      return 0;
+      worst = -1;
+    } else if (!strcmp(argv[i], "-D") && i + 1 < argc) {
+      worst = parse_binding("check", "-D", argv[++i], defines, &ndefines);
+    } else if (!strncmp(argv[i], "-D", 2) && argv[i][2]) {
+      worst = parse_binding("check", "-D", argv[i] + 2, defines, &ndefines);
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      worst = usage_error("check", "unknown option '%s'", argv[i]);
+    } else {
+      files[nfiles++] = argv[i];
     }
-    if (argv[i][0] == '-' && argv[i][1]) return usage_error("check", "unknown option '%s'", argv[i]);
   }
-  for (int i = 0; i < argc; i++) {
-    nfiles++;
-    int st = (int)kiln_driver_check(argv[i], NULL, 0, stderr);
+  if (worst == 0 && nfiles == 0) worst = usage_error("check", "%s", "no input file");
+  for (int i = 0; i < nfiles && worst >= 0 && worst != EXIT_USAGE; i++) {
+    int st = (int)kiln_driver_check(files[i], defines, ndefines, stderr);
     if (st > worst) worst = st;
   }
-  if (nfiles == 0) return usage_error("check", "%s", "no input file");
-  return worst;
+  for (size_t i = 0; i < ndefines; i++) free((char *)defines[i].name);
+  return worst < 0 ? 0 : worst;
 }
 
 static int cmd_help(int argc, char **argv) {

@@ -1,16 +1,17 @@
 /* kiln_bert.c — the `kiln-bert` command: BERT fine-tuning for sequence classification with
  * Kiln kernels (docs/trainer.md describes it and what is left).
  *
- * Subcommands: `tokenize` (done), `train` (fp32 on the cpu and emu devices; runtime/bert's
- * bert_train does the work) and `eval` (its options are settled and documented in --help; not
- * implemented yet, and it says so). Decisions live in runtime/bert; this file only reads options
- * and streams.
+ * Subcommands: `tokenize` (done), `train` (fp32, fp16 and bf16 on the cpu device, fp32 on emu,
+ * with dropout; runtime/bert's bert_train does the work) and `eval` (fp32 on the cpu device;
+ * bert_eval). A build without the kernel libraries documents train and eval and says they are
+ * not implemented. Decisions live in runtime/bert; this file only reads options and streams.
  *
  * Exit codes: 0 success; 1 an input file is wrong (vocabulary, model, data); 2 the environment
  * failed (I/O) or the subcommand is not implemented yet; 64 the command line is wrong. */
 #include "bert_tok.h"
 #include "bert_vocab.h"
 #ifdef KILN_BERT_HAVE_TRAIN
+#include "bert_eval.h"
 #include "bert_train.h"
 #endif
 
@@ -30,8 +31,8 @@ static const char *const usage_main =
     "\n"
     "commands:\n"
     "  tokenize   text lines on stdin -> token ids on stdout\n"
-    "  train      fine-tune a model on a data set (fp32, cpu and emu so far)\n"
-    "  eval       classify a data set with a model, report/dump   (not implemented yet)\n"
+    "  train      fine-tune a model on a data set (fp32/fp16/bf16 on cpu, fp32 on emu)\n"
+    "  eval       classify a data set with a trained model: loss, accuracy, logits\n"
     "  help [COMMAND]\n"
     "\n"
     "options:\n"
@@ -61,9 +62,10 @@ static const char *const usage_train =
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
 #ifdef KILN_BERT_HAVE_EMU
-    "Implemented so far: --precision fp32, --device cpu and emu.\n"
+    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu;\n"
+    "--device emu trains in fp32 only.\n"
 #else
-    "Implemented so far: --precision fp32, --device cpu.\n"
+    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu.\n"
 #endif
 #else
     "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
@@ -80,11 +82,15 @@ static const char *const usage_train =
     "  --seq-len L          tokens per sample with [CLS]/[SEP] (<= max_position_embeddings)\n"
     "  --padding fixed|dynamic  pad every batch to L, or to its longest sample rounded up to a\n"
     "                       length bucket\n"
+    "  --eval-data PATH     evaluate on PATH at the end (default: the test/ split of an\n"
+    "                       aclImdb --data that has one; none otherwise)\n"
     "\n"
     "training:\n"
     "  --batch B            samples per step; an epoch's last batch is partial\n"
     "  --epochs E           passes over the data\n"
     "  --steps S            optimizer steps (> 0; overrides --epochs, wrapping over epochs)\n"
+    "  --stop-after N       end after step N of the run (the schedule still spans the whole\n"
+    "                       run); with --save, a later --resume continues from there\n"
     "  --lr X               peak learning rate\n"
     "  --schedule linear|constant   decay after warmup, or none\n"
     "  --warmup W           warmup steps (LR j/W for the first W steps)\n"
@@ -97,21 +103,35 @@ static const char *const usage_train =
     "  --seed N             shuffling and dropout\n"
     "  --device cpu|emu|cuda[:N]\n"
     "\n"
+    "\n"
     "output:\n"
-    "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..} per\n"
-    "                       step, then a summary record (first_iter_time, avg_iter_time,\n"
-    "                       iter_per_sec, samples_per_sec, total_time, total_time_hr)\n"
-    "  --save DIR           write config.json + model.safetensors (F32, HF names) atomically\n";
+    "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..,\n"
+    "                       \"scale\": .., \"skipped\": ..} per step, then a summary record\n"
+    "                       (first_iter_time, avg_iter_time, iter_per_sec, samples_per_sec,\n"
+    "                       tokens_per_sec, total_time, total_time_hr, peak_device_bytes,\n"
+    "                       eval_loss, accuracy)\n"
+    "  --save DIR           write config.json + model.safetensors (F32, HF names), the\n"
+    "                       optimizer state and the data position, each file atomically\n"
+    "  --save-every N       also write the --save checkpoint every N steps\n"
+    "  --resume DIR         continue the run saved in DIR (its model, moments, step, seed);\n"
+    "                       --steps is the whole run's total\n";
 
 static const char *const usage_eval =
     "usage: kiln-bert eval --model DIR --data PATH [options]\n"
     "\n"
-    "NOT IMPLEMENTED YET: the options below are the ones it will take.\n"
-    "Classifies every sample in data order (never shuffled), without dropout, and prints\n"
-    "accuracy and the benchmark metrics.\n"
+    "Classifies every sample in data order (never shuffled), forward only, without dropout,\n"
+    "and prints eval_loss (mean cross-entropy over all samples), accuracy and the benchmark\n"
+    "metrics as a table.\n"
+#ifdef KILN_BERT_HAVE_TRAIN
+    "Implemented so far: --precision fp32, --device cpu.\n"
+#else
+    "NOT IMPLEMENTED in this build: evaluation needs the kernel libraries, which are\n"
+    "generated with the compiler (a build without KILN_RUNTIME_ONLY has them).\n"
+#endif
     "\n"
     "options:\n"
-    "  --model DIR          config.json + model.safetensors (F32, F16 or BF16)\n"
+    "  --model DIR          config.json + model.safetensors (F32, F16 or BF16) holding every\n"
+    "                       parameter (what train --save writes)\n"
     "  --data PATH          an aclImdb directory (its test/ split), a split directory or a\n"
     "                       .tsv / .jsonl file\n"
     "  --max-samples N      the first N samples\n"
@@ -119,8 +139,9 @@ static const char *const usage_eval =
     "  --seq-len L, --padding fixed|dynamic, --batch B, --precision fp32|fp16|bf16,\n"
     "  --device cpu|emu|cuda[:N]   as for train\n"
     "  --dump-logits FILE   one line per sample: its logits, space-separated, 9 significant\n"
-    "                       digits\n"
-    "  --log FILE           JSON lines with the summary record\n";
+    "                       digits (written atomically)\n"
+    "  --log FILE           one JSON line: the summary record (written atomically)\n"
+    "  --json               print the summary record on stdout instead of the table\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg) {
   fprintf(stderr, "kiln-bert: error: ");
@@ -226,7 +247,9 @@ static int cmd_tokenize(int argc, char **argv) {
   return rc;
 }
 
-/* train and eval: the help is real, the work is not there yet. */
+#ifndef KILN_BERT_HAVE_TRAIN
+/* train and eval in a build without the kernel libraries: the help is real, the work is not
+ * there. */
 static int cmd_pending(const char *name, const char *usage, int argc, char **argv) {
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -237,8 +260,18 @@ static int cmd_pending(const char *name, const char *usage, int argc, char **arg
           "the options it will take)\n", name, name);
   return EXIT_ENV;
 }
+#endif
 
 #ifdef KILN_BERT_HAVE_TRAIN
+/* The exit code of a failed train or eval run: a refused option is a bad command line. */
+static int run_failure(KilnBertStatus st) {
+  if (st == KILN_BERT_ERROR_INVALID_ARGUMENT || st == KILN_BERT_ERROR_DEVICE) {
+    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
+    return st == KILN_BERT_ERROR_DEVICE ? EXIT_ENV : EXIT_USAGE;
+  }
+  return fail_status(st);
+}
+
 static int parse_double(const char *s, double *out) {
   char *end = NULL;
   errno = 0;
@@ -275,6 +308,8 @@ static int cmd_train(int argc, char **argv) {
     else if (!strcmp(a, "--precision")) o.precision = v;
     else if (!strcmp(a, "--log")) o.log = v;
     else if (!strcmp(a, "--save")) o.save = v;
+    else if (!strcmp(a, "--resume")) o.resume = v;
+    else if (!strcmp(a, "--eval-data")) o.eval_data = v;
     else if (!strcmp(a, "--padding")) {
       if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
       else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
@@ -285,7 +320,8 @@ static int cmd_train(int argc, char **argv) {
       else bad = 1;
     } else if (!strcmp(a, "--max-samples") || !strcmp(a, "--seq-len") || !strcmp(a, "--batch") ||
                !strcmp(a, "--epochs") || !strcmp(a, "--steps") || !strcmp(a, "--warmup") ||
-               !strcmp(a, "--seed")) {
+               !strcmp(a, "--seed") || !strcmp(a, "--stop-after") ||
+               !strcmp(a, "--save-every")) {
       size_t lo = !strcmp(a, "--seq-len") ? 2 : !strcmp(a, "--warmup") || !strcmp(a, "--seed") ? 0 : 1;
       bad = parse_size(v, lo, &n);
       if (!bad) {
@@ -295,6 +331,8 @@ static int cmd_train(int argc, char **argv) {
         else if (!strcmp(a, "--epochs")) o.epochs = n;
         else if (!strcmp(a, "--steps")) o.steps = n;
         else if (!strcmp(a, "--warmup")) o.warmup = n;
+        else if (!strcmp(a, "--stop-after")) o.stop_after = n;
+        else if (!strcmp(a, "--save-every")) o.save_every = n;
         else o.seed = n;
       }
     } else if (!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--adam-beta1") ||
@@ -319,19 +357,66 @@ static int cmd_train(int argc, char **argv) {
     }
   }
   if (!o.data) return usage_error(usage_train, "%s", "--data PATH is required");
+  if (o.save_every && !o.save)
+    return usage_error(usage_train, "%s", "--save-every N needs --save DIR");
   o.progress = isatty(STDERR_FILENO) ? stderr : NULL;
   o.table = stdout;
   KilnBertStatus st = kiln_bert_train(&o);
-  if (st == KILN_BERT_OK) return 0;
-  if (st == KILN_BERT_ERROR_INVALID_ARGUMENT) {
-    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
-    return EXIT_USAGE;
+  return st == KILN_BERT_OK ? 0 : run_failure(st);
+}
+
+static int cmd_eval(int argc, char **argv) {
+  KilnBertEvalOptions o;
+  kiln_bert_eval_defaults(&o);
+  int json = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_eval, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--json")) {
+      json = 1;
+      continue;
+    }
+    if (strncmp(a, "--", 2) || i + 1 >= argc)
+      return usage_error(usage_eval, strncmp(a, "--", 2) ? "unknown argument '%s'"
+                                                          : "%s needs a value", a);
+    const char *v = argv[++i];
+    size_t n = 0;
+    int bad = 0;
+    if (!strcmp(a, "--data")) o.data = v;
+    else if (!strcmp(a, "--model")) o.model = v;
+    else if (!strcmp(a, "--vocab")) o.vocab = v;
+    else if (!strcmp(a, "--device")) o.device = v;
+    else if (!strcmp(a, "--precision")) o.precision = v;
+    else if (!strcmp(a, "--log")) o.log = v;
+    else if (!strcmp(a, "--dump-logits")) o.dump_logits = v;
+    else if (!strcmp(a, "--padding")) {
+      if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
+      else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
+      else bad = 1;
+    } else if (!strcmp(a, "--max-samples") || !strcmp(a, "--seq-len") || !strcmp(a, "--batch")) {
+      bad = parse_size(v, !strcmp(a, "--seq-len") ? 2 : 1, &n);
+      if (!bad) {
+        if (!strcmp(a, "--max-samples")) o.max_samples = n;
+        else if (!strcmp(a, "--seq-len")) o.seq_len = n;
+        else o.batch = n;
+      }
+    } else {
+      return usage_error(usage_eval, "unknown argument '%s'", a);
+    }
+    if (bad) {
+      fprintf(stderr, "kiln-bert: error: %s: bad value '%s'\n\n%s", a, v, usage_eval);
+      return EXIT_USAGE;
+    }
   }
-  if (st == KILN_BERT_ERROR_DEVICE) {
-    fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
-    return EXIT_ENV;
-  }
-  return fail_status(st);
+  if (!o.model) return usage_error(usage_eval, "%s", "--model DIR is required");
+  if (!o.data) return usage_error(usage_eval, "%s", "--data PATH is required");
+  if (json) o.json = stdout;
+  else o.table = stdout;
+  KilnBertStatus st = kiln_bert_eval(&o, NULL);
+  return st == KILN_BERT_OK ? 0 : run_failure(st);
 }
 #endif
 
@@ -342,7 +427,11 @@ static int dispatch(const char *cmd, int argc, char **argv) {
 #else
   if (!strcmp(cmd, "train")) return cmd_pending("train", usage_train, argc, argv);
 #endif
+#ifdef KILN_BERT_HAVE_TRAIN
+  if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv);
+#else
   if (!strcmp(cmd, "eval")) return cmd_pending("eval", usage_eval, argc, argv);
+#endif
   return -1;
 }
 

@@ -14,6 +14,12 @@
 
 #define KILN_GPU_MAX_RANK 4
 #define KILN_GPU_WARP 32
+/* The most elements of one tile a thread may hold on the GPU targets (sm_80, sm_90, emu). A
+ * thread has at most 255 32-bit registers, so beyond a few hundred elements a tile lives in
+ * local memory anyway, and the fully unrolled per-thread code grows with the count: a 2^16
+ * element tile on one warp (2048 a thread) took 95 s and 800 MB to compile for sm_90, 2^20
+ * exhausted memory. 1024 keeps every compile within seconds. */
+#define KILN_GPU_MAX_ELEMS_PER_THREAD 1024
 
 /* ---------------------------------------------------------------- layouts */
 

@@ -628,10 +628,12 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
        o = mlirOperationGetNextInBlock(o))
     collect(&c, o);
   bool ok = true;
-  /* Shapes must be powers of two (lanes and warps split them evenly). */
+  /* Shapes must be powers of two (lanes and warps split them evenly), and no tile may give a
+   * thread more than KILN_GPU_MAX_ELEMS_PER_THREAD elements. */
   for (size_t k = 0; k < c.n_ops && ok; k++)
     for (intptr_t i = 0; i < mlirOperationGetNumResults(c.ops[k]); i++) {
       MlirType t = mlirValueGetType(mlirOperationGetResult(c.ops[k], i));
+      int64_t numel = 1;
       for (int d = 0; d < kiln_ir_rank(t); d++) {
         int64_t s = kiln_ir_dim(t, d);
         if (s < 1 || (s & (s - 1))) {
@@ -639,7 +641,19 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
                         "the GPU target needs tile sizes that are powers of two (got %lld)",
                         (long long)s);
           ok = false;
+        } else if (__builtin_mul_overflow(numel, s, &numel)) {
+          numel = INT64_MAX;
         }
+      }
+      int64_t threads = (int64_t)KILN_GPU_WARP * c.num_warps;
+      if (ok && numel / threads > KILN_GPU_MAX_ELEMS_PER_THREAD) {
+        kiln_ir_error(mlirOperationGetLocation(c.ops[k]),
+                      "a tile of %lld elements gives each of the %lld threads (num_warps = %d) %lld "
+                      "elements; the GPU targets allow at most %d (a thread has 255 registers): "
+                      "use a smaller block or more warps",
+                      (long long)numel, (long long)threads, c.num_warps,
+                      (long long)(numel / threads), KILN_GPU_MAX_ELEMS_PER_THREAD);
+        ok = false;
       }
     }
   if (ok) {

@@ -131,3 +131,11 @@ KilnBertStatus kiln_bert_batch_fill(const KilnBertTokenizer *tok, const KilnBert
   b->cols = cols;
   return KILN_BERT_OK;
 }
+
+void kiln_bert_batch_lens(const KilnBertBatch *b, int32_t *lens) {
+  for (size_t r = 0; r < b->rows; r++) {
+    int32_t n = 0;
+    for (size_t c = 0; c < b->cols; c++) n += b->mask[r * b->cols + c] != 0;
+    lens[r] = n;
+  }
+}

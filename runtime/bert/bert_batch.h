@@ -63,5 +63,8 @@ KilnBertStatus kiln_bert_batch_fill(const KilnBertTokenizer *tok, const KilnBert
                                     const size_t *order, size_t count, size_t seq_len,
                                     KilnBertPadding padding, KilnBertBatch *b);
 void kiln_bert_batch_free(KilnBertBatch *b);
+/* The number of real tokens ([CLS]..[SEP], mask 1) of each of b's rows into lens[0..rows): what
+ * the model takes as its padding mask. */
+void kiln_bert_batch_lens(const KilnBertBatch *b, int32_t *lens);
 
 #endif /* KILN_BERT_BATCH_H */

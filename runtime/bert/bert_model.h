@@ -1,13 +1,16 @@
 /* bert_model.h — BertForSequenceClassification on a libkilnrt device: the forward pass with its
  * mean cross-entropy, the backward pass, and the optimizer step (global-norm clipping, then
  * torch AdamW), every tensor operation a kernel of kernels-bert/ called through the libraries
- * `kiln lib` generates at build time (fp32 for now).
+ * `kiln lib` generates at build time, in fp32, fp16 or bf16 (contract section 5: half
+ * activations and weights with f32 accumulation, f32 master weights and moments; fp16 with
+ * dynamic loss scaling).
  *
  * Memory is planned once, when the model is created, for the largest batch and sequence it will
  * see: parameters, gradients and the two AdamW moments are four flat f32 buffers with the layout
  * of KilnBertParams (so gradients are one buffer, ready for an all-reduce across devices), and
- * every activation the backward needs has its own buffer. A step allocates nothing on the
- * device or the host.
+ * every activation the backward needs has its own buffer (of the precision's element type),
+ * with fp16/bf16 a half copy of the weights besides. A step allocates nothing on the device or
+ * the host.
  *
  * A step is: kiln_bert_model_forward (loss of the batch), kiln_bert_model_backward (gradients
  * of the mean loss into the flat buffer), kiln_bert_model_step (the all-reduce hook, the
@@ -17,6 +20,7 @@
 
 #include "bert_config.h"
 #include "bert_params.h"
+#include "bert_sched.h"
 #include "bert_status.h"
 
 #include <kiln/kilnrt.h>
@@ -39,21 +43,39 @@ typedef struct KilnBertOptim {
   double clip; /* max global gradient norm; 0 or less: no clipping */
 } KilnBertOptim;
 
+/* The element type of the activations and of the weights the kernels read: fp32 (all f32),
+ * fp16 and bf16 (f16/bf16 tensors, f32 accumulation, f32 master weights, moments and gradient
+ * buffer; fp16 also scales the loss). */
+typedef enum KilnBertPrecision {
+  KILN_BERT_FP32,
+  KILN_BERT_FP16,
+  KILN_BERT_BF16,
+} KilnBertPrecision;
+
+/* "fp32", "fp16", "bf16" -> *out and 0; anything else -1. */
+int kiln_bert_precision_parse(const char *name, KilnBertPrecision *out);
+
 /* Plans and allocates everything on dev for batches of up to max_batch rows of up to max_seq
  * tokens: parameters (uninitialized until kiln_bert_model_set_params), gradients, moments
- * (zero) and activations. The model keeps its own copy of the layout; dev must outlive it.
- * INVALID_ARGUMENT for a shape the generated libraries do not cover (fp32 attention is built
- * for head dimensions 16 and 64); DEVICE when an allocation or a library fails. */
+ * (zero) and activations, for the given precision. The model keeps its own copy of the layout;
+ * dev must outlive it. INVALID_ARGUMENT for a shape the generated libraries do not cover
+ * (attention is built for head dimensions 16 and 64); DEVICE when an allocation or a library
+ * fails. kiln_bert_model_create is the fp32 model. */
+KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,
+                                                KilnBertPrecision prec, int max_batch,
+                                                int max_seq, KilnBertModel **out);
 KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *cfg,
                                       int max_batch, int max_seq, KilnBertModel **out);
 void kiln_bert_model_destroy(KilnBertModel *m);
 
 /* The parameter layout the model's flat buffers follow. */
 const KilnBertParams *kiln_bert_model_params(const KilnBertModel *m);
-/* Copies params->total floats from the host into the device's parameters / back. */
+/* Copies params->total floats from the host into the device's (master) parameters / back;
+ * setting them also rounds the fp16/bf16 weights the kernels read from them. */
 KilnBertStatus kiln_bert_model_set_params(KilnBertModel *m, const float *flat);
 KilnBertStatus kiln_bert_model_get_params(KilnBertModel *m, float *flat);
-/* Copies the gradients of the last backward (params->total floats) to the host. */
+/* Copies the gradients of the last backward (params->total floats) to the host; with fp16 they
+ * are still multiplied by the loss scale (kiln_bert_model_scaler), as the step unscales them. */
 KilnBertStatus kiln_bert_model_get_grads(KilnBertModel *m, float *flat);
 
 /* Forward over one batch: ids (rows x cols, row-major), the number of real tokens of each row
@@ -101,11 +123,32 @@ KilnBertStatus kiln_bert_model_set_dropout(KilnBertModel *m, double p, uint64_t 
 /* Sets (or clears, with NULL) the all-reduce hook. */
 void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, void *user);
 
-/* The optimizer step after a backward: the all-reduce hook, the global L2 norm of the
- * gradients (into *grad_norm when not NULL), clipping, then AdamW with learning rate lr as
- * update number `step` (1-based: the bias corrections), weight decay only where the layout
- * says so. */
+KilnBertPrecision kiln_bert_model_precision(const KilnBertModel *m);
+
+/* fp16's dynamic loss scaler (GradScaler's defaults), owned by the model: the backward seeds
+ * the loss gradient with its scale and the step updates it. Reading it gives the scale of the
+ * next backward; writing it (a resumed run, a test forcing an overflow) sets that scale. fp32
+ * and bf16 keep scale 1 and never update it. */
+KilnBertScaler *kiln_bert_model_scaler(KilnBertModel *m);
+
+/* Whether the last kiln_bert_model_step skipped its update: fp16 gradients with an inf or NaN
+ * (the parameters and moments are unchanged and the scale was halved; the caller does not
+ * count the step in AdamW's `step`). Always 0 for fp32 and bf16. */
+int kiln_bert_model_skipped(const KilnBertModel *m);
+
+/* The optimizer step after a backward: the all-reduce hook, (fp16) the overflow check, the
+ * global L2 norm of the unscaled gradients (into *grad_norm when not NULL; inf or NaN on an
+ * overflow), clipping, then AdamW with learning rate lr as update number `step` (1-based: the
+ * bias corrections), weight decay only where the layout says so, and (fp16) the scaler's
+ * update. An overflow skips the update (kiln_bert_model_skipped). */
 KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr,
                                     int step, double *grad_norm);
+
+/* AdamW's two moments (exp_avg m, exp_avg_sq v; params->total floats each, the parameters'
+ * layout) to the host / from it: what a checkpoint needs to resume the optimizer exactly. The
+ * update count (the bias corrections' step) is the caller's, passed to kiln_bert_model_step. */
+KilnBertStatus kiln_bert_model_get_moments(KilnBertModel *m, float *exp_avg, float *exp_avg_sq);
+KilnBertStatus kiln_bert_model_set_moments(KilnBertModel *m, const float *exp_avg,
+                                           const float *exp_avg_sq);
 
 #endif /* KILN_BERT_MODEL_H */

@@ -1,10 +1,12 @@
 /* bert_train.h — `kiln-bert train`: the run from options to a trained model, so that the
- * command only reads its options. Loads the config (a preset or a model directory), the
- * vocabulary and the data, tokenizes once, initializes or loads the weights, then steps
- * kilnbert_model through the run's batches with the contract's schedule and writes the JSON-lines
- * log (one record per step, then the summary) and optionally the model. fp32 on the cpu device
- * for now (docs/trainer.md, "What is left"); dropout at every site of the contract, with masks
- * drawn from (--seed, step). */
+ * command only reads its options. Loads the config (a preset, a model directory, or the
+ * checkpoint being resumed), the vocabulary and the data, tokenizes once, initializes or loads
+ * the weights, then steps kilnbert_model through the run's batches with the contract's schedule
+ * in fp32, fp16 or bf16, with dropout at every site of the contract (masks drawn from --seed and
+ * the step, so a resumed run draws the same ones), evaluates the model on the test split when
+ * there is one (bert_eval, dropout off), and writes the JSON-lines log (one record per step, then
+ * the summary) and optionally a checkpoint (bert_ckpt; f32 master weights in every precision).
+ * The cpu device, and emu in fp32 (docs/trainer.md, "What is left"). */
 #ifndef KILN_BERT_TRAIN_H
 #define KILN_BERT_TRAIN_H
 
@@ -21,12 +23,20 @@ typedef struct KilnBertTrainOptions {
   const char *model;     /* --model: a preset (tiny, base, large) or a directory with config.json
                             (and model.safetensors, else random init) */
   const char *vocab;     /* --vocab; NULL: MODEL/vocab.txt */
-  const char *device;    /* "cpu" */
-  const char *precision; /* "fp32" */
+  const char *device;    /* "cpu", or "emu" (fp32 only) where the build has it */
+  const char *precision; /* "fp32", "fp16", "bf16" */
   const char *log;       /* --log FILE or NULL */
-  const char *save;      /* --save DIR or NULL */
+  const char *save;      /* --save DIR or NULL: model, optimizer state and position (bert_ckpt) */
+  const char *resume;    /* --resume DIR or NULL: continue the run saved there (its model,
+                            moments, step and seed; --steps stays the run's total) */
+  const char *eval_data; /* --eval-data PATH or NULL: evaluated at the end (default: --data's
+                            test/ split when --data is an aclImdb root that has one) */
   size_t max_samples;    /* 0: all */
   size_t seq_len, batch, epochs, steps, warmup;
+  size_t stop_after;     /* --stop-after N: end after step N of the run (the schedule still
+                            counts the whole run), e.g. to --save and --resume later; 0: never */
+  size_t save_every;     /* --save-every N: also write the --save checkpoint after every N-th
+                            step, so that a killed run can be resumed; 0: at the end only */
   KilnBertPadding padding;
   KilnBertSchedule schedule;
   int shuffle;
@@ -43,9 +53,8 @@ typedef struct KilnBertTrainOptions {
 void kiln_bert_train_defaults(KilnBertTrainOptions *o);
 
 /* Runs the training. A wrong input (config, vocabulary, data, weights) is FORMAT/IO/NOT_FOUND;
- * an option outside what is implemented (precision, device) or a dropout outside [0, 1)
- * INVALID_ARGUMENT; a
- * runtime failure DEVICE; each with kiln_bert_last_error() naming it. */
+ * an option outside what is implemented (precision, device, fp16/bf16 on emu) or a dropout
+ * outside [0, 1) INVALID_ARGUMENT; a runtime failure DEVICE; each with kiln_bert_last_error() naming it. */
 KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o);
 
 #endif /* KILN_BERT_TRAIN_H */

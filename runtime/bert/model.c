@@ -17,32 +17,30 @@
  * gradient buffer (weights and biases are used once per step, so they are written, not
  * accumulated; only the embedding tables, scattered into with atomics, are zeroed first).
  *
+ * Precision. The element type T of the activations is data: the model holds the KilnBertOps
+ * table of its precision (bert_model_ops.h: the same launches over the f32, f16 or bf16
+ * libraries) and the size of T, and every T buffer is addressed in elements of that size. fp32
+ * reads the f32 parameters directly; fp16 and bf16 keep the f32 parameters as master weights
+ * (and f32 moments) and give the forward a T copy in the same layout, which AdamW rewrites after
+ * each update. The gradient buffer is f32 in every precision: bias, LayerNorm and embedding
+ * gradients are summed into it in f32, and a linear layer's weight gradient, computed in T by the
+ * gemm, is widened into it. fp16 scales the loss (the backward's seed) by the GradScaler's scale;
+ * the step checks the gradients for inf/NaN on the device (found_inf), and AdamW unscales them
+ * (inv_scale, with the clip measuring the unscaled norm) or skips the update.
+ *
  * Everything is allocated in kiln_bert_model_create for the largest batch and sequence; the
  * forward, backward and step only launch kernels and copy the batch's few integers in.
  *
  * Dropout (kiln_bert_model_set_dropout) adds five sites, each with its own Philox stream
- * (kiln_bert_dropout_stream): after the embedding LayerNorm and after the attention-output and
- * FFN-output dense layers it is a dropout kernel in place (the backward regenerates the mask from
- * the same stream, so no mask is stored); on the attention probabilities it is inside the flash
- * attention kernels of the DROPOUT = 1 libraries; after the pooler it writes a copy (pooled_drop),
- * since tanh's backward needs the undropped output. With p = 0 none of it runs. */
+ * (kiln_bert_dropout_stream), in every precision (the table's dropout launches): after the
+ * embedding LayerNorm and after the attention-output and FFN-output dense layers it is a dropout
+ * kernel in place (the backward regenerates the mask from the same stream, so no mask is
+ * stored); on the attention probabilities it is inside the flash attention kernels of the
+ * DROPOUT = 1 libraries; after the pooler it writes a copy (pooled_drop), since tanh's backward
+ * needs the undropped output. With p = 0 none of it runs. */
 #include "bert_model.h"
 #include "bert_internal.h"
-
-#include "kb_adamw.h"
-#include "kb_attn_d16_f32.h"
-#include "kb_attn_d64_f32.h"
-#include "kb_attn_drop_d16_f32.h"
-#include "kb_attn_drop_d64_f32.h"
-#include "kb_drop_f32.h"
-#include "kb_emb_f32.h"
-#include "kb_gelu_f32.h"
-#include "kb_gemm0_f32.h"
-#include "kb_gemm1_f32.h"
-#include "kb_gemm3_f32.h"
-#include "kb_ln_f32.h"
-#include "kb_tanh_f32.h"
-#include "kb_xent_f32.h"
+#include "bert_model_ops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -59,15 +57,15 @@ typedef struct Layer {
   size_t wo, bo, g1, b1, wi, bi, wo2, bo2, g2, b2;
 } Layer;
 
-/* The activations one encoder layer keeps for its backward. */
+/* The activations one encoder layer keeps for its backward (void *: elements of T). */
 typedef struct LayerAct {
-  float *qkv;             /* [n, 3H] */
-  float *ctx;             /* [n, H] attention output */
+  void *qkv;              /* [n, 3H] */
+  void *ctx;              /* [n, H] attention output */
   float *lse;             /* [rows, heads, cols] */
-  float *s1, *x1;         /* [n, H] ctx W_o^T + b + x, and its LayerNorm */
+  void *s1, *x1;          /* [n, H] ctx W_o^T + b + x, and its LayerNorm */
   float *mean1, *rstd1;   /* [n] */
-  float *u, *h;           /* [n, F] x1 W_i^T, and gelu(u + b_i) */
-  float *s2;              /* [n, H] */
+  void *u, *h;            /* [n, F] x1 W_i^T, and gelu(u + b_i) */
+  void *s2;               /* [n, H] */
   float *mean2, *rstd2;   /* [n] */
 } LayerAct;
 
@@ -82,21 +80,13 @@ struct KilnBertModel {
   KilnBertConfig cfg;
   KilnBertParams layout;
   int H, F, heads, D, L, NL, max_rows, max_cols;
-  /* the generated libraries */
-  kb_gemm0_f32 *gemm0;
-  kb_gemm1_f32 *gemm1;
-  kb_gemm3_f32 *gemm3;
-  kb_attn_d16_f32 *attn16;
-  kb_attn_d64_f32 *attn64;
-  kb_attn_drop_d16_f32 *attn16_drop;
-  kb_attn_drop_d64_f32 *attn64_drop;
-  kb_drop_f32 *drop;
-  kb_ln_f32 *ln;
-  kb_emb_f32 *emb;
-  kb_xent_f32 *xent;
-  kb_gelu_f32 *gelu;
-  kb_tanh_f32 *tanh;
-  kb_adamw *adamw;
+  /* the precision: its launches over the generated libraries, and the size of T */
+  KilnBertPrecision prec;
+  const KilnBertOps *ops;
+  KilnBertLibs libs;
+  size_t es;
+  KilnBertScaler scaler; /* fp16's loss scale (1 and unused otherwise) */
+  int skipped;           /* the last step's update was skipped */
   /* parameter offsets */
   size_t word, pos, ttype, eg, eb, wp, bp, wc, bc;
   Layer *layer;
@@ -104,16 +94,21 @@ struct KilnBertModel {
   size_t nruns;
   /* device buffers: one allocation, carved (see plan()) */
   void *arena;
-  float *params, *grads, *m, *v;
+  float *params, *grads, *m, *v; /* f32: the (master) parameters, gradients, moments */
+  void *w;      /* the weights the kernels read: params (fp32), else their T copy */
+  void *dw;     /* T scratch for one linear layer's weight gradient (fp16, bf16) */
   int32_t *ids, *types, *labels, *kv_len, *found_inf;
-  uint16_t *p16;
-  float *zeros; /* zero residual / bias for kernels that take one */
-  float *emb_out, *emb_s, *emb_mean, *emb_rstd;
-  float **x;    /* x[l]: input of layer l; x[L] the encoder output */
+  void *zeros;  /* zero residual / bias for kernels that take one */
+  void *emb_out, *emb_s;
+  float *emb_mean, *emb_rstd;
+  void **x;     /* x[l]: input of layer l; x[L] the encoder output */
   LayerAct *act;
-  float *pre, *pooled, *logits, *loss_rows, *xlse, *loss_sum, *dloss;
-  float *dlogits, *dpooled, *dpre;
-  float *dx, *da, *db, *dh, *du, *dctx, *delta, *dqkv, *part_g, *part_b, *sumsq;
+  void *pre, *pooled, *logits;
+  float *logits32; /* the logits widened for the host (fp16, bf16) */
+  float *loss_rows, *xlse, *loss_sum, *dloss;
+  void *dlogits, *dpooled, *dpre;
+  void *dx, *da, *db, *dh, *du, *dctx, *dqkv;
+  float *delta, *part_g, *part_b, *sumsq;
   /* the last forward's batch shape, and host staging of its small arrays */
   int rows, cols;
   float *host_dloss;
@@ -123,7 +118,7 @@ struct KilnBertModel {
   float drop_p;
   uint64_t drop_seed;
   int64_t drop_step;
-  float *pooled_drop; /* [B, H] the classifier's input under dropout */
+  void *pooled_drop; /* [B, H] the classifier's input under dropout */
 };
 
 static KilnBertStatus rt_fail(KilnRtStatus st, const char *what) {
@@ -137,123 +132,77 @@ static KilnBertStatus rt_fail(KilnRtStatus st, const char *what) {
     if (rt_st_ != KILN_RT_OK) return rt_fail(rt_st_, (what)); \
   } while (0)
 
-/* ---- grids that depend on more than the kernel's own parameters -------------------------- */
+#define TRY(call)                              \
+  do {                                         \
+    KilnBertStatus try_st_ = (call);           \
+    if (try_st_ != KILN_BERT_OK) return try_st_; \
+  } while (0)
 
-typedef struct Grid {
-  uint32_t x, y, cols;
-} Grid;
-
-static uint32_t cdiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
-
-/* One program per row (layernorm_fwd, xent): user is a Grid with x set. */
-#define ROW_GRID(fn, cfgtype)                                               \
-  static void fn(const cfgtype *c, void *user, uint32_t g[3]) {             \
-    (void)c;                                                                \
-    g[0] = ((const Grid *)user)->x;                                         \
-    g[1] = g[2] = 1;                                                        \
-  }
-ROW_GRID(grid_ln_fwd, kb_ln_f32_layernorm_fwd_config)
-ROW_GRID(grid_ln_bwd, kb_ln_f32_layernorm_bwd_config)
-ROW_GRID(grid_xent_fwd, kb_xent_f32_xent_fwd_config)
-ROW_GRID(grid_xent_bwd, kb_xent_f32_xent_bwd_config)
-
-/* Attention: (cdiv(S, block), rows x heads); user is a Grid with cols = S and y = rows x heads. */
-#define ATTN_GRID(fn, cfgtype, BLK)                                         \
-  static void fn(const cfgtype *c, void *user, uint32_t g[3]) {             \
-    const Grid *gr = user;                                                  \
-    g[0] = cdiv(gr->cols, (uint32_t)c->BLK);                                \
-    g[1] = gr->y;                                                           \
-    g[2] = 1;                                                               \
-  }
-ATTN_GRID(grid_a16_fwd, kb_attn_d16_f32_attn_fwd_config, BM)
-ATTN_GRID(grid_a16_delta, kb_attn_d16_f32_attn_bwd_delta_config, BM)
-ATTN_GRID(grid_a16_dkdv, kb_attn_d16_f32_attn_bwd_dkdv_config, BN)
-ATTN_GRID(grid_a16_dq, kb_attn_d16_f32_attn_bwd_dq_config, BM)
-ATTN_GRID(grid_a64_fwd, kb_attn_d64_f32_attn_fwd_config, BM)
-ATTN_GRID(grid_a64_delta, kb_attn_d64_f32_attn_bwd_delta_config, BM)
-ATTN_GRID(grid_a64_dkdv, kb_attn_d64_f32_attn_bwd_dkdv_config, BN)
-ATTN_GRID(grid_a64_dq, kb_attn_d64_f32_attn_bwd_dq_config, BM)
-ATTN_GRID(grid_a16d_fwd, kb_attn_drop_d16_f32_attn_fwd_config, BM)
-ATTN_GRID(grid_a16d_dkdv, kb_attn_drop_d16_f32_attn_bwd_dkdv_config, BN)
-ATTN_GRID(grid_a16d_dq, kb_attn_drop_d16_f32_attn_bwd_dq_config, BM)
-ATTN_GRID(grid_a64d_fwd, kb_attn_drop_d64_f32_attn_fwd_config, BM)
-ATTN_GRID(grid_a64d_dkdv, kb_attn_drop_d64_f32_attn_bwd_dkdv_config, BN)
-ATTN_GRID(grid_a64d_dq, kb_attn_drop_d64_f32_attn_bwd_dq_config, BM)
+/* Element i of a T buffer. */
+static void *at(const KilnBertModel *m, void *base, size_t i) { return (char *)base + i * m->es; }
+/* The weights the kernels read, at a parameter offset. */
+static void *wt(const KilnBertModel *m, size_t off) { return at(m, m->w, off); }
 
 /* ---- the operations, each one kernel launch ----------------------------------------------- */
 
 /* C[M, N] (row stride ldc) = A B (+ epilogue), A[i, k] = a[i sam + k sak], B[k, j] = b[k sbk + j sbn]:
  * epi 0 plain, 1 + bias, 3 + bias + res (res with C's strides). */
-static KilnBertStatus gemm(KilnBertModel *m, int epi, float *a, float *b, float *c, float *bias,
-                           float *res, int M, int N, int K, int sam, int sak, int sbk, int sbn,
+static KilnBertStatus gemm(KilnBertModel *m, int epi, void *a, void *b, void *c, void *bias,
+                           void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn,
                            int ldc) {
-  KilnRtStatus st;
   if (!bias) bias = m->zeros;
   if (!res) res = m->zeros;
-  switch (epi) {
-  case 0:
-    st = kb_gemm0_f32_gemm(m->gemm0, a, b, c, bias, res, M, N, K, sam, sak, sbk, sbn, ldc, 1, NULL,
-                           NULL, NULL);
-    break;
-  case 1:
-    st = kb_gemm1_f32_gemm(m->gemm1, a, b, c, bias, res, M, N, K, sam, sak, sbk, sbn, ldc, 1, NULL,
-                           NULL, NULL);
-    break;
-  default:
-    st = kb_gemm3_f32_gemm(m->gemm3, a, b, c, bias, res, M, N, K, sam, sak, sbk, sbn, ldc, 1, NULL,
-                           NULL, NULL);
-    break;
-  }
-  RT(st, "gemm");
+  RT(m->ops->gemm(&m->libs, epi, a, b, c, bias, res, M, N, K, sam, sak, sbk, sbn, ldc), "gemm");
   return KILN_BERT_OK;
 }
 
 /* y[M, N] (row stride ldy) = x[M, K] (row stride ldx) W^T + b for W [N, K]; res added when
  * given (epi 3). */
-static KilnBertStatus linear_fwd(KilnBertModel *m, float *x, int ldx, float *w, float *b,
-                                 float *res, float *y, int ldy, int M, int N, int K) {
+static KilnBertStatus linear_fwd(KilnBertModel *m, void *x, int ldx, void *w, void *b,
+                                 void *res, void *y, int ldy, int M, int N, int K) {
   return gemm(m, res ? 3 : 1, x, w, y, b, res, M, N, K, ldx, 1, 1, K, ldy);
 }
 
 /* dX[M, K] (row stride ldx) = dY[M, N] (row stride ldy) W (+ res) for W [N, K]. */
-static KilnBertStatus linear_dx(KilnBertModel *m, float *dy, int ldy, float *w, float *res,
-                                float *dx, int ldx, int M, int N, int K) {
+static KilnBertStatus linear_dx(KilnBertModel *m, void *dy, int ldy, void *w, void *res,
+                                void *dx, int ldx, int M, int N, int K) {
   return gemm(m, res ? 3 : 0, dy, w, dx, NULL, res, M, K, N, ldy, 1, K, 1, ldx);
 }
 
-/* dW[N, K] = dY[M, N]^T X[M, K] (row strides ldy, ldx), written over dW. */
-static KilnBertStatus linear_dw(KilnBertModel *m, float *dy, int ldy, float *x, int ldx,
-                                float *dw, int M, int N, int K) {
-  return gemm(m, 0, dy, x, dw, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K);
-}
-
-/* out[c] = sum over rows of x[r ld + c]: bias gradients, and the loss's sum. */
-static KilnBertStatus colsum(KilnBertModel *m, float *x, float *out, int rows, int cols, int ld) {
-  RT(kb_gemm0_f32_colsum_f32(m->gemm0, x, out, rows, cols, ld, NULL, NULL, NULL), "colsum_f32");
+/* dW[N, K] = dY[M, N]^T X[M, K] (row strides ldy, ldx), written over the f32 gradient at
+ * parameter offset `off`: directly in fp32, else through the T scratch and a widening copy. */
+static KilnBertStatus linear_dw(KilnBertModel *m, void *dy, int ldy, void *x, int ldx, size_t off,
+                                int M, int N, int K) {
+  if (!m->ops->half_weights)
+    return gemm(m, 0, dy, x, m->grads + off, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K);
+  TRY(gemm(m, 0, dy, x, m->dw, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K));
+  RT(m->ops->to_f32(&m->libs, m->dw, m->grads + off, N * K), "cast_to_f32");
   return KILN_BERT_OK;
 }
 
-static KilnBertStatus layernorm_fwd(KilnBertModel *m, float *x, float *res, size_t g, size_t b,
-                                    float *s, float *y, float *mean, float *rstd, int n) {
-  Grid gr = {(uint32_t)n, 1, 0};
-  RT(kb_ln_f32_layernorm_fwd(m->ln, x, res, m->params + g, m->params + b, s, y, mean, rstd, m->H,
-                             (float)m->cfg.layer_norm_eps, grid_ln_fwd, &gr, NULL),
+/* out[c] (f32) = sum over rows of x[r ld + c] (T): bias gradients. */
+static KilnBertStatus colsum(KilnBertModel *m, void *x, float *out, int rows, int cols, int ld) {
+  RT(m->ops->colsum(&m->libs, x, out, rows, cols, ld), "colsum_f32");
+  return KILN_BERT_OK;
+}
+
+static KilnBertStatus layernorm_fwd(KilnBertModel *m, void *x, void *res, size_t g, size_t b,
+                                    void *s, void *y, float *mean, float *rstd, int n) {
+  RT(m->ops->ln_fwd(&m->libs, x, res, wt(m, g), wt(m, b), s, y, mean, rstd, n, m->H,
+                    (float)m->cfg.layer_norm_eps),
      "layernorm_fwd");
   return KILN_BERT_OK;
 }
 
 /* dx = LayerNorm backward of dy at s; gamma's and beta's gradients into the gradient buffer. */
-static KilnBertStatus layernorm_bwd(KilnBertModel *m, float *s, float *dy, size_t g, size_t b,
-                                    float *mean, float *rstd, float *dx, int n) {
+static KilnBertStatus layernorm_bwd(KilnBertModel *m, void *s, void *dy, size_t g, size_t b,
+                                    float *mean, float *rstd, void *dx, int n) {
   int parts = n < LN_PARTS ? n : LN_PARTS;
-  Grid gr = {(uint32_t)parts, 1, 0};
-  RT(kb_ln_f32_layernorm_bwd(m->ln, s, dy, m->params + g, mean, rstd, dx, m->part_g, m->part_b, n,
-                             m->H, grid_ln_bwd, &gr, NULL),
+  RT(m->ops->ln_bwd(&m->libs, s, dy, wt(m, g), mean, rstd, dx, m->part_g, m->part_b, n, m->H,
+                    parts),
      "layernorm_bwd");
-  RT(kb_ln_f32_layernorm_bwd_reduce(m->ln, m->part_g, m->grads + g, parts, m->H, NULL, NULL, NULL),
-     "layernorm_bwd_reduce");
-  RT(kb_ln_f32_layernorm_bwd_reduce(m->ln, m->part_b, m->grads + b, parts, m->H, NULL, NULL, NULL),
-     "layernorm_bwd_reduce");
+  RT(m->ops->sum_rows(&m->libs, m->part_g, m->grads + g, parts, m->H), "layernorm_bwd_reduce");
+  RT(m->ops->sum_rows(&m->libs, m->part_b, m->grads + b, parts, m->H), "layernorm_bwd_reduce");
   return KILN_BERT_OK;
 }
 
@@ -264,129 +213,72 @@ static KilnBertPhilox drop_stream(const KilnBertModel *m, int layer, KilnBertDro
                                   &m->cfg);
 }
 
-/* The attention kernels of the library built for the model's head dimension (and, with
- * dropout on, for DROPOUT = 1). Q, K, V at qkv, qkv + H, qkv + 2H with the [n, 3, heads, D]
- * strides; O and dO dense [n, H]. */
-#define ATTN_STRIDES(m) \
-  S, m->heads, S * 3 * m->H, m->D, 3 * m->H, S * m->H, m->D, m->H
-static KilnBertStatus attn_fwd(KilnBertModel *m, LayerAct *a) {
-  int S = m->cols;
-  float scale = 1.0f / sqrtf((float)m->D);
-  Grid gr = {0, (uint32_t)(m->rows * m->heads), (uint32_t)S};
-  float *q = a->qkv, *k = a->qkv + m->H, *v = a->qkv + 2 * m->H;
-  KilnBertPhilox ph = drop_stream(m, (int)(a - m->act), KILN_BERT_DROP_ATTN_PROBS);
-  float p = m->drop_p;
-  KilnRtStatus st;
-  if (p > 0)
-    st = m->D == 64
-             ? kb_attn_drop_d64_f32_attn_fwd(m->attn64_drop, q, k, v, a->ctx, a->lse, m->kv_len,
-                                             ATTN_STRIDES(m), scale, p, ph.seed, ph.offset,
-                                             grid_a64d_fwd, &gr, NULL)
-             : kb_attn_drop_d16_f32_attn_fwd(m->attn16_drop, q, k, v, a->ctx, a->lse, m->kv_len,
-                                             ATTN_STRIDES(m), scale, p, ph.seed, ph.offset,
-                                             grid_a16d_fwd, &gr, NULL);
-  else
-    st = m->D == 64 ? kb_attn_d64_f32_attn_fwd(m->attn64, q, k, v, a->ctx, a->lse, m->kv_len,
-                                               ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_fwd, &gr,
-                                               NULL)
-                    : kb_attn_d16_f32_attn_fwd(m->attn16, q, k, v, a->ctx, a->lse, m->kv_len,
-                                               ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_fwd, &gr,
-                                               NULL);
-  RT(st, "attn_fwd");
-  return KILN_BERT_OK;
+/* One attention call on layer activations a: Q, K, V at qkv, qkv + H, qkv + 2H with the
+ * [n, 3, heads, D] strides; O (the context) and dO (m->dctx) dense [n, H]; dQ, dK, dV into
+ * m->dqkv with Q's strides. */
+static KilnBertAttn attn_args(KilnBertModel *m, LayerAct *a) {
+  int S = m->cols, H = m->H;
+  /* with dropout on, the probabilities' stream of this layer (the DROPOUT = 1 kernels) */
+  KilnBertPhilox ph = {0, 0};
+  if (m->drop_p > 0) ph = drop_stream(m, (int)(a - m->act), KILN_BERT_DROP_ATTN_PROBS);
+  return (KilnBertAttn){.q = a->qkv,
+                        .k = at(m, a->qkv, (size_t)H),
+                        .v = at(m, a->qkv, 2 * (size_t)H),
+                        .o = a->ctx,
+                        .dout = m->dctx,
+                        .dq = m->dqkv,
+                        .dk = at(m, m->dqkv, (size_t)H),
+                        .dv = at(m, m->dqkv, 2 * (size_t)H),
+                        .lse = a->lse,
+                        .delta = m->delta,
+                        .kv_len = m->kv_len,
+                        .S = S,
+                        .heads = m->heads,
+                        .D = m->D,
+                        .sb = S * 3 * H,
+                        .sh = m->D,
+                        .ss = 3 * H,
+                        .osb = S * H,
+                        .osh = m->D,
+                        .oss = H,
+                        .bh = m->rows * m->heads,
+                        .scale = 1.0f / sqrtf((float)m->D),
+                        .p_drop = m->drop_p,
+                        .seed = ph.seed,
+                        .offset = ph.offset};
 }
 
-/* dK, dV then dQ through the DROPOUT = 1 libraries (delta is the same with and without). */
-static KilnRtStatus attn_bwd_drop(KilnBertModel *m, LayerAct *a, Grid *gr) {
-  int S = m->cols;
-  float scale = 1.0f / sqrtf((float)m->D), p = m->drop_p;
-  float *q = a->qkv, *k = a->qkv + m->H, *v = a->qkv + 2 * m->H;
-  float *dq = m->dqkv, *dk = m->dqkv + m->H, *dv = m->dqkv + 2 * m->H;
-  KilnBertPhilox ph = drop_stream(m, (int)(a - m->act), KILN_BERT_DROP_ATTN_PROBS);
-  KilnRtStatus st;
-  if (m->D == 64) {
-    st = kb_attn_drop_d64_f32_attn_bwd_dkdv(m->attn64_drop, q, k, v, m->dctx, a->lse, m->delta,
-                                            m->kv_len, dk, dv, ATTN_STRIDES(m), scale, p, ph.seed,
-                                            ph.offset, grid_a64d_dkdv, gr, NULL);
-    if (st == KILN_RT_OK)
-      st = kb_attn_drop_d64_f32_attn_bwd_dq(m->attn64_drop, q, k, v, m->dctx, a->lse, m->delta,
-                                            m->kv_len, dq, ATTN_STRIDES(m), scale, p, ph.seed,
-                                            ph.offset, grid_a64d_dq, gr, NULL);
-  } else {
-    st = kb_attn_drop_d16_f32_attn_bwd_dkdv(m->attn16_drop, q, k, v, m->dctx, a->lse, m->delta,
-                                            m->kv_len, dk, dv, ATTN_STRIDES(m), scale, p, ph.seed,
-                                            ph.offset, grid_a16d_dkdv, gr, NULL);
-    if (st == KILN_RT_OK)
-      st = kb_attn_drop_d16_f32_attn_bwd_dq(m->attn16_drop, q, k, v, m->dctx, a->lse, m->delta,
-                                            m->kv_len, dq, ATTN_STRIDES(m), scale, p, ph.seed,
-                                            ph.offset, grid_a16d_dq, gr, NULL);
-  }
-  return st;
+static KilnBertStatus attn_fwd(KilnBertModel *m, LayerAct *a) {
+  KilnBertAttn args = attn_args(m, a);
+  RT(m->ops->attn_fwd(&m->libs, &args), "attn_fwd");
+  return KILN_BERT_OK;
 }
 
 /* dQ, dK, dV into m->dqkv from dO in m->dctx. */
 static KilnBertStatus attn_bwd(KilnBertModel *m, LayerAct *a) {
-  int S = m->cols;
-  float scale = 1.0f / sqrtf((float)m->D);
-  Grid gr = {0, (uint32_t)(m->rows * m->heads), (uint32_t)S};
-  float *q = a->qkv, *k = a->qkv + m->H, *v = a->qkv + 2 * m->H;
-  float *dq = m->dqkv, *dk = m->dqkv + m->H, *dv = m->dqkv + 2 * m->H;
-  KilnRtStatus st =
-      m->D == 64 ? kb_attn_d64_f32_attn_bwd_delta(m->attn64, a->ctx, m->dctx, m->delta, S,
-                                                  m->heads, S * m->H, m->D, m->H, grid_a64_delta,
-                                                  &gr, NULL)
-                 : kb_attn_d16_f32_attn_bwd_delta(m->attn16, a->ctx, m->dctx, m->delta, S,
-                                                  m->heads, S * m->H, m->D, m->H, grid_a16_delta,
-                                                  &gr, NULL);
-  if (st == KILN_RT_OK && m->drop_p > 0) {
-    st = attn_bwd_drop(m, a, &gr);
-  } else if (st == KILN_RT_OK && m->D == 64) {
-    st = kb_attn_d64_f32_attn_bwd_dkdv(m->attn64, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                       dk, dv, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_dkdv, &gr,
-                                       NULL);
-    if (st == KILN_RT_OK)
-      st = kb_attn_d64_f32_attn_bwd_dq(m->attn64, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                       dq, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a64_dq, &gr, NULL);
-  } else if (st == KILN_RT_OK) {
-    st = kb_attn_d16_f32_attn_bwd_dkdv(m->attn16, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                       dk, dv, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_dkdv, &gr,
-                                       NULL);
-    if (st == KILN_RT_OK)
-      st = kb_attn_d16_f32_attn_bwd_dq(m->attn16, q, k, v, m->dctx, a->lse, m->delta, m->kv_len,
-                                       dq, ATTN_STRIDES(m), scale, 0, 0, 0, grid_a16_dq, &gr, NULL);
-  }
-  RT(st, "attention backward");
+  KilnBertAttn args = attn_args(m, a);
+  RT(m->ops->attn_bwd(&m->libs, &args), "attention backward");
   return KILN_BERT_OK;
 }
 
-#define TRY(call)                              \
-  do {                                         \
-    KilnBertStatus try_st_ = (call);           \
-    if (try_st_ != KILN_BERT_OK) return try_st_; \
-  } while (0)
-
 /* y[0..count) = dropout(x) for a site of the current step (x == y: in place); nothing when
  * dropout is off. */
-static KilnBertStatus drop_fwd(KilnBertModel *m, float *x, float *y, int count, int layer,
+static KilnBertStatus drop_fwd(KilnBertModel *m, void *x, void *y, int count, int layer,
                                KilnBertDropSite site) {
   if (m->drop_p <= 0) return KILN_BERT_OK;
   KilnBertPhilox ph = drop_stream(m, layer, site);
-  RT(kb_drop_f32_dropout_fwd(m->drop, x, y, count, m->drop_p, ph.seed, ph.offset, NULL, NULL,
-                             NULL),
-     "dropout_fwd");
+  RT(m->ops->drop_fwd(&m->libs, x, y, count, m->drop_p, ph.seed, ph.offset), "dropout_fwd");
   return KILN_BERT_OK;
 }
 
 /* The gradient before a site's dropout from dy, the gradient after it: written to dx (which may
  * be dy) and returned; with dropout off, dy itself. */
-static KilnBertStatus drop_bwd(KilnBertModel *m, float *dy, float *dx, int count, int layer,
-                               KilnBertDropSite site, float **out) {
+static KilnBertStatus drop_bwd(KilnBertModel *m, void *dy, void *dx, int count, int layer,
+                               KilnBertDropSite site, void **out) {
   *out = dy;
   if (m->drop_p <= 0) return KILN_BERT_OK;
   KilnBertPhilox ph = drop_stream(m, layer, site);
-  RT(kb_drop_f32_dropout_bwd(m->drop, dy, dx, count, m->drop_p, ph.seed, ph.offset, NULL, NULL,
-                             NULL),
-     "dropout_bwd");
+  RT(m->ops->drop_bwd(&m->libs, dy, dx, count, m->drop_p, ph.seed, ph.offset), "dropout_bwd");
   *out = dx;
   return KILN_BERT_OK;
 }
@@ -457,88 +349,139 @@ static int plan_runs(KilnBertModel *m) {
 }
 
 /* Carves every device buffer out of one allocation: called twice, first with base NULL to
- * size it (the pointers stay NULL), then with the real base. 64-byte aligned pieces. */
+ * size it (the pointers stay NULL), then with the real base. 64-byte aligned pieces; TAKE_T
+ * for buffers of the element type T. */
 static size_t plan(KilnBertModel *m, char *base) {
   size_t at = 0;
-#define TAKE(ptr, count, type)                        \
-  do {                                                \
-    (ptr) = base ? (type *)(void *)(base + at) : NULL; \
-    at += (((size_t)(count) * sizeof(type)) + 63) & ~(size_t)63; \
+#define TAKE_BYTES(ptr, bytes)                                    \
+  do {                                                            \
+    (ptr) = base ? (void *)(base + at) : NULL;                    \
+    at += ((size_t)(bytes) + 63) & ~(size_t)63;                   \
   } while (0)
+#define TAKE(ptr, count, type) TAKE_BYTES(ptr, (size_t)(count) * sizeof(type))
+#define TAKE_T(ptr, count) TAKE_BYTES(ptr, (size_t)(count) * m->es)
   size_t P = m->layout.total, n = (size_t)m->max_rows * (size_t)m->max_cols;
   size_t H = (size_t)m->H, F = (size_t)m->F, B = (size_t)m->max_rows;
   size_t bhs = B * (size_t)m->heads * (size_t)m->max_cols;
+  size_t NL = (size_t)m->NL;
   size_t zn = n * H > F ? n * H : F;
   if (zn < 3 * H) zn = 3 * H;
+  int half = m->ops->half_weights;
+  /* the largest linear weight: [F, H], [H, H] or the classifier's [NL, H] */
+  size_t wmax = H * (F > H ? (F > NL ? F : NL) : (H > NL ? H : NL));
   TAKE(m->params, P, float);
   TAKE(m->grads, P, float);
   TAKE(m->m, P, float);
   TAKE(m->v, P, float);
+  if (half) {
+    TAKE_T(m->w, P);
+    TAKE_T(m->dw, wmax);
+    TAKE(m->logits32, B * NL, float);
+  } else {
+    m->w = m->params;
+  }
   TAKE(m->ids, n, int32_t);
   TAKE(m->types, n, int32_t);
   TAKE(m->labels, B, int32_t);
   TAKE(m->kv_len, B, int32_t);
   TAKE(m->found_inf, 1, int32_t);
-  TAKE(m->p16, 1, uint16_t);
-  TAKE(m->zeros, zn, float);
-  TAKE(m->emb_out, n * H, float);
-  TAKE(m->emb_s, n * H, float);
+  TAKE_T(m->zeros, zn);
+  TAKE_T(m->emb_out, n * H);
+  TAKE_T(m->emb_s, n * H);
   TAKE(m->emb_mean, n, float);
   TAKE(m->emb_rstd, n, float);
   for (int l = 0; l <= m->L; l++)
-    if (l) TAKE(m->x[l], n * H, float);
+    if (l) TAKE_T(m->x[l], n * H);
   for (int l = 0; l < m->L; l++) {
     LayerAct *a = &m->act[l];
-    TAKE(a->qkv, n * 3 * H, float);
-    TAKE(a->ctx, n * H, float);
+    TAKE_T(a->qkv, n * 3 * H);
+    TAKE_T(a->ctx, n * H);
     TAKE(a->lse, bhs, float);
-    TAKE(a->s1, n * H, float);
-    TAKE(a->x1, n * H, float);
+    TAKE_T(a->s1, n * H);
+    TAKE_T(a->x1, n * H);
     TAKE(a->mean1, n, float);
     TAKE(a->rstd1, n, float);
-    TAKE(a->u, n * F, float);
-    TAKE(a->h, n * F, float);
-    TAKE(a->s2, n * H, float);
+    TAKE_T(a->u, n * F);
+    TAKE_T(a->h, n * F);
+    TAKE_T(a->s2, n * H);
     TAKE(a->mean2, n, float);
     TAKE(a->rstd2, n, float);
   }
-  size_t NL = (size_t)m->NL;
-  TAKE(m->pre, B * H, float);
-  TAKE(m->pooled, B * H, float);
-  TAKE(m->pooled_drop, B * H, float);
-  TAKE(m->logits, B * NL, float);
+  TAKE_T(m->pre, B * H);
+  TAKE_T(m->pooled, B * H);
+  TAKE_T(m->pooled_drop, B * H);
+  TAKE_T(m->logits, B * NL);
   TAKE(m->loss_rows, B, float);
   TAKE(m->xlse, B, float);
   TAKE(m->loss_sum, 1, float);
   TAKE(m->dloss, B, float);
-  TAKE(m->dlogits, B * NL, float);
-  TAKE(m->dpooled, B * H, float);
-  TAKE(m->dpre, B * H, float);
-  TAKE(m->dx, n * H, float);
-  TAKE(m->da, n * H, float);
-  TAKE(m->db, n * H, float);
-  TAKE(m->dh, n * F, float);
-  TAKE(m->du, n * F, float);
-  TAKE(m->dctx, n * H, float);
+  TAKE_T(m->dlogits, B * NL);
+  TAKE_T(m->dpooled, B * H);
+  TAKE_T(m->dpre, B * H);
+  TAKE_T(m->dx, n * H);
+  TAKE_T(m->da, n * H);
+  TAKE_T(m->db, n * H);
+  TAKE_T(m->dh, n * F);
+  TAKE_T(m->du, n * F);
+  TAKE_T(m->dctx, n * H);
   TAKE(m->delta, bhs, float);
-  TAKE(m->dqkv, n * 3 * H, float);
+  TAKE_T(m->dqkv, n * 3 * H);
   TAKE(m->part_g, LN_PARTS * H, float);
   TAKE(m->part_b, LN_PARTS * H, float);
   TAKE(m->sumsq, 1, float);
+#undef TAKE_T
 #undef TAKE
+#undef TAKE_BYTES
   return at;
+}
+
+int kiln_bert_precision_parse(const char *name, KilnBertPrecision *out) {
+  static const char *const names[] = {"fp32", "fp16", "bf16"};
+  for (int i = 0; i < 3; i++)
+    if (name && !strcmp(name, names[i])) {
+      *out = (KilnBertPrecision)i;
+      return 0;
+    }
+  return -1;
+}
+
+/* The table of a precision; NULL where this build has none (the emu copy is fp32 only). */
+static const KilnBertOps *precision_ops(KilnBertPrecision prec) {
+  switch (prec) {
+#ifdef KILN_BERT_EMU_BUILD
+  case KILN_BERT_FP16:
+  case KILN_BERT_BF16: return NULL;
+#else
+  case KILN_BERT_FP16: return &kiln_bert_ops_f16;
+  case KILN_BERT_BF16: return &kiln_bert_ops_bf16;
+#endif
+  default: return &kiln_bert_ops_f32;
+  }
 }
 
 KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *cfg,
                                       int max_batch, int max_seq, KilnBertModel **out) {
+  return kiln_bert_model_create_precision(dev, cfg, KILN_BERT_FP32, max_batch, max_seq, out);
+}
+
+KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,
+                                                KilnBertPrecision prec, int max_batch,
+                                                int max_seq, KilnBertModel **out) {
   *out = NULL;
+  if (prec != KILN_BERT_FP32 && prec != KILN_BERT_FP16 && prec != KILN_BERT_BF16)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: unknown precision %d",
+                          (int)prec);
+  if (!precision_ops(prec))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: the emu device trains in fp32 only (no %s kernel libraries)",
+                          prec == KILN_BERT_FP16 ? "fp16" : "bf16");
   if (!dev || !cfg || max_batch < 1 || max_seq < 2 || max_seq > cfg->max_position_embeddings)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "model: a batch of %d rows of %d tokens does not fit", max_batch, max_seq);
   int D = cfg->hidden_size / cfg->num_attention_heads;
   if (D != 16 && D != 64)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "model: head dimension %d: the fp32 attention library is built for 16 and 64",
+                          "model: head dimension %d: the attention libraries are built for 16 and 64",
                           D);
   if ((double)max_batch * max_seq * cfg->intermediate_size * 3 > 2147483647.0)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -556,6 +499,11 @@ KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *c
   m->NL = cfg->num_labels;
   m->max_rows = max_batch;
   m->max_cols = max_seq;
+  m->prec = prec;
+  m->ops = precision_ops(prec);
+  m->es = m->ops->esize;
+  kiln_bert_scaler_init(&m->scaler);
+  if (prec != KILN_BERT_FP16) m->scaler.scale = 1.0f; /* no loss scaling */
   KilnBertStatus st = kiln_bert_params_layout(cfg, &m->layout);
   if (st != KILN_BERT_OK) {
     free(m);
@@ -576,7 +524,7 @@ KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *c
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: the layout lacks a parameter");
   }
   /* LayerNorm's backward walks a row in one BLOCK: some variant must cover the hidden size. */
-  if (kb_ln_f32_layernorm_bwd_pick(max_batch * max_seq, m->H).num_warps == 0) {
+  if (!m->ops->ln_bwd_covers(max_batch * max_seq, m->H)) {
     kiln_bert_model_destroy(m);
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "model: no layernorm_bwd variant of the library covers hidden size %d",
@@ -592,23 +540,7 @@ KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *c
   m->x[0] = m->emb_out;
   /* Zero everything once: moments, the zero buffer, gradient padding, token types, flags. */
   rs = kiln_rt_memset(dev, m->arena, 0, bytes, NULL);
-#define LIB(lib, var) \
-  if (rs == KILN_RT_OK) rs = lib##_create(dev, &m->var);
-  LIB(kb_gemm0_f32, gemm0)
-  LIB(kb_gemm1_f32, gemm1)
-  LIB(kb_gemm3_f32, gemm3)
-  LIB(kb_attn_d16_f32, attn16)
-  LIB(kb_attn_d64_f32, attn64)
-  LIB(kb_attn_drop_d16_f32, attn16_drop)
-  LIB(kb_attn_drop_d64_f32, attn64_drop)
-  LIB(kb_drop_f32, drop)
-  LIB(kb_ln_f32, ln)
-  LIB(kb_emb_f32, emb)
-  LIB(kb_xent_f32, xent)
-  LIB(kb_gelu_f32, gelu)
-  LIB(kb_tanh_f32, tanh)
-  LIB(kb_adamw, adamw)
-#undef LIB
+  if (rs == KILN_RT_OK) rs = m->ops->create(dev, &m->libs);
   if (rs != KILN_RT_OK) {
     KilnBertStatus f = rt_fail(rs, "model: setting up the kernel libraries");
     kiln_bert_model_destroy(m);
@@ -620,20 +552,7 @@ KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *c
 
 void kiln_bert_model_destroy(KilnBertModel *m) {
   if (!m) return;
-  if (m->gemm0) kb_gemm0_f32_destroy(m->gemm0);
-  if (m->gemm1) kb_gemm1_f32_destroy(m->gemm1);
-  if (m->gemm3) kb_gemm3_f32_destroy(m->gemm3);
-  if (m->attn16) kb_attn_d16_f32_destroy(m->attn16);
-  if (m->attn64) kb_attn_d64_f32_destroy(m->attn64);
-  if (m->attn16_drop) kb_attn_drop_d16_f32_destroy(m->attn16_drop);
-  if (m->attn64_drop) kb_attn_drop_d64_f32_destroy(m->attn64_drop);
-  if (m->drop) kb_drop_f32_destroy(m->drop);
-  if (m->ln) kb_ln_f32_destroy(m->ln);
-  if (m->emb) kb_emb_f32_destroy(m->emb);
-  if (m->xent) kb_xent_f32_destroy(m->xent);
-  if (m->gelu) kb_gelu_f32_destroy(m->gelu);
-  if (m->tanh) kb_tanh_f32_destroy(m->tanh);
-  if (m->adamw) kb_adamw_destroy(m->adamw);
+  if (m->ops) m->ops->destroy(&m->libs);
   if (m->arena) kiln_rt_free(m->dev, m->arena);
   kiln_bert_params_free(&m->layout);
   free(m->layer);
@@ -649,6 +568,9 @@ const KilnBertParams *kiln_bert_model_params(const KilnBertModel *m) { return &m
 KilnBertStatus kiln_bert_model_set_params(KilnBertModel *m, const float *flat) {
   RT(kiln_rt_memcpy_htod(m->dev, m->params, flat, m->layout.total * sizeof(float), NULL),
      "model: copying the parameters in");
+  /* fp16/bf16: the forward's T weights from the masters (AdamW keeps them in step after) */
+  if (m->ops->half_weights)
+    RT(m->ops->from_f32(&m->libs, m->params, m->w, (int)m->layout.total), "cast_from_f32");
   return KILN_BERT_OK;
 }
 
@@ -668,6 +590,12 @@ void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, voi
   m->allreduce = fn;
   m->allreduce_user = user;
 }
+
+KilnBertPrecision kiln_bert_model_precision(const KilnBertModel *m) { return m->prec; }
+
+KilnBertScaler *kiln_bert_model_scaler(KilnBertModel *m) { return &m->scaler; }
+
+int kiln_bert_model_skipped(const KilnBertModel *m) { return m->skipped; }
 
 /* ---- dropout ------------------------------------------------------------------------------ */
 
@@ -729,27 +657,27 @@ KilnBertStatus kiln_bert_model_set_dropout(KilnBertModel *m, double p, uint64_t 
 static KilnBertStatus encoder_layer_fwd(KilnBertModel *m, int l) {
   const Layer *y = &m->layer[l];
   LayerAct *a = &m->act[l];
-  float *p = m->params, *x = m->x[l];
+  void *x = m->x[l];
   int n = m->rows * m->cols, H = m->H, F = m->F;
   for (int j = 0; j < 3; j++)
-    TRY(linear_fwd(m, x, H, p + y->w[j], p + y->b[j], NULL, a->qkv + j * H, 3 * H, n, H, H));
+    TRY(linear_fwd(m, x, H, wt(m, y->w[j]), wt(m, y->b[j]), NULL, at(m, a->qkv, (size_t)j * H),
+                   3 * H, n, H, H));
   TRY(attn_fwd(m, a));
   /* attention output dense, then LayerNorm(. + x) */
-  TRY(linear_fwd(m, a->ctx, H, p + y->wo, p + y->bo, NULL, m->da, H, n, H, H));
+  TRY(linear_fwd(m, a->ctx, H, wt(m, y->wo), wt(m, y->bo), NULL, m->da, H, n, H, H));
   TRY(drop_fwd(m, m->da, m->da, n * H, l, KILN_BERT_DROP_ATTN_OUT));
   TRY(layernorm_fwd(m, m->da, x, y->g1, y->b1, a->s1, a->x1, a->mean1, a->rstd1, n));
   /* FFN: u = x1 W_i^T, h = gelu(u + b_i) (u kept for GELU's backward), then LayerNorm(. + x1) */
-  TRY(gemm(m, 0, a->x1, p + y->wi, a->u, NULL, NULL, n, F, H, H, 1, 1, H, F));
-  RT(kb_gelu_f32_bias_gelu_fwd(m->gelu, a->u, p + y->bi, a->h, n, F, NULL, NULL, NULL),
-     "bias_gelu_fwd");
-  TRY(linear_fwd(m, a->h, F, p + y->wo2, p + y->bo2, NULL, m->da, H, n, H, F));
+  TRY(gemm(m, 0, a->x1, wt(m, y->wi), a->u, NULL, NULL, n, F, H, H, 1, 1, H, F));
+  RT(m->ops->gelu_fwd(&m->libs, a->u, wt(m, y->bi), a->h, n, F), "bias_gelu_fwd");
+  TRY(linear_fwd(m, a->h, F, wt(m, y->wo2), wt(m, y->bo2), NULL, m->da, H, n, H, F));
   TRY(drop_fwd(m, m->da, m->da, n * H, l, KILN_BERT_DROP_FFN_OUT));
   TRY(layernorm_fwd(m, m->da, a->x1, y->g2, y->b2, a->s2, m->x[l + 1], a->mean2, a->rstd2, n));
   return KILN_BERT_OK;
 }
 
 /* The classifier's input: the pooler's output, dropped when dropout is on. */
-static float *classifier_input(KilnBertModel *m) {
+static void *classifier_input(KilnBertModel *m) {
   return m->drop_p > 0 ? m->pooled_drop : m->pooled;
 }
 
@@ -768,38 +696,42 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
   m->rows = rows;
   m->cols = cols;
   int n = rows * cols, H = m->H;
-  float *p = m->params;
   RT(kiln_rt_memcpy_htod(m->dev, m->ids, ids, (size_t)n * sizeof *ids, NULL), "model: ids");
   RT(kiln_rt_memcpy_htod(m->dev, m->kv_len, lens, (size_t)rows * sizeof *lens, NULL),
      "model: lengths");
   RT(kiln_rt_memcpy_htod(m->dev, m->labels, labels, (size_t)rows * sizeof *labels, NULL),
      "model: labels");
   /* embeddings (token types are all 0, positions 0..cols-1), LayerNorm with a zero residual */
-  RT(kb_emb_f32_embedding_fwd(m->emb, m->ids, m->types, p + m->word, p + m->pos, p + m->ttype,
-                              m->da, n, cols, H, NULL, NULL, NULL),
+  RT(m->ops->emb_fwd(&m->libs, m->ids, m->types, wt(m, m->word), wt(m, m->pos), wt(m, m->ttype),
+                     m->da, n, cols, H),
      "embedding_fwd");
   TRY(layernorm_fwd(m, m->da, m->zeros, m->eg, m->eb, m->emb_s, m->x[0], m->emb_mean,
                     m->emb_rstd, n));
   TRY(drop_fwd(m, m->x[0], m->x[0], n * H, -1, KILN_BERT_DROP_EMBEDDINGS));
   for (int l = 0; l < m->L; l++) TRY(encoder_layer_fwd(m, l));
   /* pooler on token 0 of every row (row stride cols x H), tanh; classifier; cross-entropy */
-  TRY(linear_fwd(m, m->x[m->L], cols * H, p + m->wp, p + m->bp, NULL, m->pre, H, rows, H, H));
-  RT(kb_tanh_f32_tanh_fwd(m->tanh, m->pre, m->pooled, rows * H, NULL, NULL, NULL), "tanh_fwd");
+  TRY(linear_fwd(m, m->x[m->L], cols * H, wt(m, m->wp), wt(m, m->bp), NULL, m->pre, H, rows, H,
+                 H));
+  RT(m->ops->tanh_fwd(&m->libs, m->pre, m->pooled, rows * H), "tanh_fwd");
   TRY(drop_fwd(m, m->pooled, m->pooled_drop, rows * H, -1, KILN_BERT_DROP_POOLER));
-  TRY(linear_fwd(m, classifier_input(m), H, p + m->wc, p + m->bc, NULL, m->logits, m->NL, rows,
+  TRY(linear_fwd(m, classifier_input(m), H, wt(m, m->wc), wt(m, m->bc), NULL, m->logits, m->NL, rows,
                  m->NL, H));
-  Grid gr = {(uint32_t)rows, 1, 0};
-  RT(kb_xent_f32_xent_fwd(m->xent, m->logits, m->labels, m->loss_rows, m->xlse, m->NL, -100,
-                          grid_xent_fwd, &gr, NULL),
+  RT(m->ops->xent_fwd(&m->libs, m->logits, m->labels, m->loss_rows, m->xlse, m->NL, rows),
      "xent_fwd");
-  TRY(colsum(m, m->loss_rows, m->loss_sum, rows, 1, 1));
+  /* the losses are f32 in every precision: their sum is the f32 row-sum kernel's */
+  RT(m->ops->sum_rows(&m->libs, m->loss_rows, m->loss_sum, rows, 1), "layernorm_bwd_reduce");
   float sum = 0;
   RT(kiln_rt_memcpy_dtoh(m->dev, &sum, m->loss_sum, sizeof sum, NULL), "model: loss");
   if (loss) *loss = sum / (float)rows;
-  if (logits)
-    RT(kiln_rt_memcpy_dtoh(m->dev, logits, m->logits, (size_t)rows * m->NL * sizeof *logits,
-                           NULL),
+  if (logits) {
+    float *src = m->logits;
+    if (m->ops->half_weights) {
+      RT(m->ops->to_f32(&m->libs, m->logits, m->logits32, rows * m->NL), "cast_to_f32");
+      src = m->logits32;
+    }
+    RT(kiln_rt_memcpy_dtoh(m->dev, logits, src, (size_t)rows * m->NL * sizeof *logits, NULL),
        "model: logits");
+  }
   return KILN_BERT_OK;
 }
 
@@ -809,36 +741,38 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
 static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   const Layer *y = &m->layer[l];
   LayerAct *a = &m->act[l];
-  float *p = m->params, *g = m->grads, *x = m->x[l];
+  float *g = m->grads;
+  void *x = m->x[l];
   int n = m->rows * m->cols, H = m->H, F = m->F;
   /* second LayerNorm: da = gradient of the FFN output and of x1 (the residual) */
   TRY(layernorm_bwd(m, a->s2, m->dx, y->g2, y->b2, a->mean2, a->rstd2, m->da, n));
-  float *dffn; /* the FFN output's gradient before its dropout (db is free until x1's gradient) */
+  void *dffn; /* the FFN output's gradient before its dropout (db is free until x1's gradient) */
   TRY(drop_bwd(m, m->da, m->db, n * H, l, KILN_BERT_DROP_FFN_OUT, &dffn));
-  TRY(linear_dw(m, dffn, H, a->h, F, g + y->wo2, n, H, F));
+  TRY(linear_dw(m, dffn, H, a->h, F, y->wo2, n, H, F));
   TRY(colsum(m, dffn, g + y->bo2, n, H, H));
-  TRY(linear_dx(m, dffn, H, p + y->wo2, NULL, m->dh, F, n, H, F));
-  RT(kb_gelu_f32_bias_gelu_bwd(m->gelu, a->u, p + y->bi, m->dh, m->du, n, F, NULL, NULL, NULL),
-     "bias_gelu_bwd");
-  TRY(linear_dw(m, m->du, F, a->x1, H, g + y->wi, n, F, H));
+  TRY(linear_dx(m, dffn, H, wt(m, y->wo2), NULL, m->dh, F, n, H, F));
+  RT(m->ops->gelu_bwd(&m->libs, a->u, wt(m, y->bi), m->dh, m->du, n, F), "bias_gelu_bwd");
+  TRY(linear_dw(m, m->du, F, a->x1, H, y->wi, n, F, H));
   TRY(colsum(m, m->du, g + y->bi, n, F, F));
   /* db = gradient of x1: through the FFN plus the residual */
-  TRY(linear_dx(m, m->du, F, p + y->wi, m->da, m->db, H, n, F, H));
+  TRY(linear_dx(m, m->du, F, wt(m, y->wi), m->da, m->db, H, n, F, H));
   /* first LayerNorm: da = gradient of the attention output dense and of x */
   TRY(layernorm_bwd(m, a->s1, m->db, y->g1, y->b1, a->mean1, a->rstd1, m->da, n));
-  float *dout; /* the attention output dense's gradient before its dropout (db is free again) */
+  void *dout; /* the attention output dense's gradient before its dropout (db is free again) */
   TRY(drop_bwd(m, m->da, m->db, n * H, l, KILN_BERT_DROP_ATTN_OUT, &dout));
-  TRY(linear_dw(m, dout, H, a->ctx, H, g + y->wo, n, H, H));
+  TRY(linear_dw(m, dout, H, a->ctx, H, y->wo, n, H, H));
   TRY(colsum(m, dout, g + y->bo, n, H, H));
-  TRY(linear_dx(m, dout, H, p + y->wo, NULL, m->dctx, H, n, H, H));
+  TRY(linear_dx(m, dout, H, wt(m, y->wo), NULL, m->dctx, H, n, H, H));
   TRY(attn_bwd(m, a));
   for (int j = 0; j < 3; j++) {
-    TRY(linear_dw(m, m->dqkv + j * H, 3 * H, x, H, g + y->w[j], n, H, H));
-    TRY(colsum(m, m->dqkv + j * H, g + y->b[j], n, H, 3 * H));
+    void *dqkv_j = at(m, m->dqkv, (size_t)j * H);
+    TRY(linear_dw(m, dqkv_j, 3 * H, x, H, y->w[j], n, H, H));
+    TRY(colsum(m, dqkv_j, g + y->b[j], n, H, 3 * H));
   }
   /* dx = residual + dQ W_q + dK W_k + dV W_v, accumulated in place */
   for (int j = 0; j < 3; j++)
-    TRY(linear_dx(m, m->dqkv + j * H, 3 * H, p + y->w[j], j ? m->dx : m->da, m->dx, H, n, H, H));
+    TRY(linear_dx(m, at(m, m->dqkv, (size_t)j * H), 3 * H, wt(m, y->w[j]), j ? m->dx : m->da,
+                  m->dx, H, n, H, H));
   return KILN_BERT_OK;
 }
 
@@ -846,29 +780,27 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
   int rows = m->rows, cols = m->cols, n = rows * cols, H = m->H, NL = m->NL;
   if (rows < 1)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: backward before a forward");
-  float *p = m->params, *g = m->grads;
-  for (int r = 0; r < rows; r++) m->host_dloss[r] = 1.0f / (float)rows;
+  float *g = m->grads;
+  /* the seed of the mean loss, times fp16's loss scale (1 otherwise) */
+  for (int r = 0; r < rows; r++) m->host_dloss[r] = m->scaler.scale / (float)rows;
   RT(kiln_rt_memcpy_htod(m->dev, m->dloss, m->host_dloss, (size_t)rows * sizeof(float), NULL),
      "model: dloss");
-  Grid gr = {(uint32_t)rows, 1, 0};
-  RT(kb_xent_f32_xent_bwd(m->xent, m->logits, m->labels, m->xlse, m->dloss, m->dlogits, NL, -100,
-                          grid_xent_bwd, &gr, NULL),
+  RT(m->ops->xent_bwd(&m->libs, m->logits, m->labels, m->xlse, m->dloss, m->dlogits, NL, rows),
      "xent_bwd");
   /* classifier, pooler (tanh), and the pooler's input: token 0 of each row */
-  TRY(linear_dw(m, m->dlogits, NL, classifier_input(m), H, g + m->wc, rows, NL, H));
+  TRY(linear_dw(m, m->dlogits, NL, classifier_input(m), H, m->wc, rows, NL, H));
   TRY(colsum(m, m->dlogits, g + m->bc, rows, NL, NL));
-  TRY(linear_dx(m, m->dlogits, NL, p + m->wc, NULL, m->dpooled, H, rows, NL, H));
-  float *dpool;
+  TRY(linear_dx(m, m->dlogits, NL, wt(m, m->wc), NULL, m->dpooled, H, rows, NL, H));
+  void *dpool;
   TRY(drop_bwd(m, m->dpooled, m->dpooled, rows * H, -1, KILN_BERT_DROP_POOLER, &dpool));
-  RT(kb_tanh_f32_tanh_bwd(m->tanh, m->pooled, dpool, m->dpre, rows * H, NULL, NULL, NULL),
-     "tanh_bwd");
-  TRY(linear_dw(m, m->dpre, H, m->x[m->L], cols * H, g + m->wp, rows, H, H));
+  RT(m->ops->tanh_bwd(&m->libs, m->pooled, dpool, m->dpre, rows * H), "tanh_bwd");
+  TRY(linear_dw(m, m->dpre, H, m->x[m->L], cols * H, m->wp, rows, H, H));
   TRY(colsum(m, m->dpre, g + m->bp, rows, H, H));
-  RT(kiln_rt_memset(m->dev, m->dx, 0, (size_t)n * H * sizeof(float), NULL), "model: memset");
-  TRY(linear_dx(m, m->dpre, H, p + m->wp, NULL, m->dx, cols * H, rows, H, H));
+  RT(kiln_rt_memset(m->dev, m->dx, 0, (size_t)n * H * m->es, NULL), "model: memset");
+  TRY(linear_dx(m, m->dpre, H, wt(m, m->wp), NULL, m->dx, cols * H, rows, H, H));
   for (int l = m->L - 1; l >= 0; l--) TRY(encoder_layer_bwd(m, l));
   /* embeddings: LayerNorm, then the three tables (zeroed: scattered into with atomics) */
-  float *demb;
+  void *demb;
   TRY(drop_bwd(m, m->dx, m->dx, n * H, -1, KILN_BERT_DROP_EMBEDDINGS, &demb));
   TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
   const KilnBertConfig *c = &m->cfg;
@@ -880,13 +812,28 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
   RT(kiln_rt_memset(m->dev, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float),
                     NULL),
      "model: memset");
-  RT(kb_emb_f32_embedding_bwd(m->emb, m->ids, m->types, m->da, g + m->word, g + m->pos,
-                              g + m->ttype, n, cols, H, NULL, NULL, NULL),
+  RT(m->ops->emb_bwd(&m->libs, m->ids, m->types, m->da, g + m->word, g + m->pos, g + m->ttype, n,
+                     cols, H),
      "embedding_bwd");
   return KILN_BERT_OK;
 }
 
 /* ---- optimizer ---------------------------------------------------------------------------- */
+
+/* fp16: found_inf = whether the (all-reduced) gradients hold an inf or NaN, on the device for
+ * AdamW and read back for the scaler. Other precisions have no overflow to find: 0, as set when
+ * the model was created. */
+static KilnBertStatus check_overflow(KilnBertModel *m, int *found) {
+  *found = 0;
+  if (m->prec != KILN_BERT_FP16) return KILN_BERT_OK;
+  RT(kiln_rt_memset(m->dev, m->found_inf, 0, sizeof(int32_t), NULL), "model: memset");
+  RT(m->ops->check_overflow(&m->libs, m->grads, m->found_inf, (int)m->layout.total),
+     "check_overflow");
+  int32_t flag = 0;
+  RT(kiln_rt_memcpy_dtoh(m->dev, &flag, m->found_inf, sizeof flag, NULL), "model: found_inf");
+  *found = flag != 0;
+  return KILN_BERT_OK;
+}
 
 KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr,
                                     int step, double *grad_norm) {
@@ -894,22 +841,47 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
   if (step < 1)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: AdamW step %d < 1", step);
   if (m->allreduce) TRY(m->allreduce(m->allreduce_user, m->grads, m->layout.total, NULL));
+  int found = 0;
+  TRY(check_overflow(m, &found));
+  /* the gradients carry the loss scale until AdamW (and the clip's norm) take it off */
+  float inv_scale = 1.0f / m->scaler.scale;
   RT(kiln_rt_memset(m->dev, m->sumsq, 0, sizeof(float), NULL), "model: memset");
-  RT(kb_adamw_grad_sumsq(m->adamw, m->grads, m->sumsq, P, NULL, NULL, NULL), "grad_sumsq");
+  RT(m->ops->grad_sumsq(&m->libs, m->grads, m->sumsq, P), "grad_sumsq");
   float sumsq = 0;
   RT(kiln_rt_memcpy_dtoh(m->dev, &sumsq, m->sumsq, sizeof sumsq, NULL), "model: grad norm");
-  if (grad_norm) *grad_norm = sqrt((double)sumsq);
-  if (opt->clip > 0)
-    RT(kb_adamw_clip_grads(m->adamw, m->grads, m->sumsq, P, (float)opt->clip, NULL, NULL, NULL),
+  if (grad_norm) *grad_norm = sqrt((double)sumsq) * (double)inv_scale;
+  /* not after an overflow: a NaN norm would turn the gradient buffer's never-written alignment
+   * padding into NaN, and every later overflow check would find it */
+  if (opt->clip > 0 && !found)
+    RT(m->ops->clip_grads(&m->libs, m->grads, m->sumsq, P, (float)opt->clip, inv_scale),
        "clip_grads");
+  /* with found_inf set on the device, every launch leaves its parameters as they are */
   for (size_t i = 0; i < m->nruns; i++) {
     const DecayRun *r = &m->runs[i];
-    RT(kb_adamw_adamw_step(m->adamw, m->params + r->off, m->grads + r->off, m->m + r->off,
-                           m->v + r->off, m->p16, m->found_inf, (int)r->len, (float)lr,
-                           (float)opt->beta1, (float)opt->beta2, (float)opt->eps,
-                           r->decay ? (float)opt->weight_decay : 0.0f, step, 1.0f, NULL, NULL,
-                           NULL),
+    RT(m->ops->adamw_step(&m->libs, m->params + r->off, m->grads + r->off, m->m + r->off,
+                          m->v + r->off, at(m, m->w, r->off), m->found_inf, (int)r->len,
+                          (float)lr, (float)opt->beta1, (float)opt->beta2, (float)opt->eps,
+                          r->decay ? (float)opt->weight_decay : 0.0f, step, inv_scale),
        "adamw_step");
   }
+  m->skipped = found;
+  if (m->prec == KILN_BERT_FP16) kiln_bert_scaler_update(&m->scaler, found);
+  return KILN_BERT_OK;
+}
+
+/* ---- optimizer state, for checkpoints ------------------------------------------------------ */
+
+KilnBertStatus kiln_bert_model_get_moments(KilnBertModel *m, float *exp_avg, float *exp_avg_sq) {
+  size_t bytes = m->layout.total * sizeof(float);
+  RT(kiln_rt_memcpy_dtoh(m->dev, exp_avg, m->m, bytes, NULL), "model: first moments");
+  RT(kiln_rt_memcpy_dtoh(m->dev, exp_avg_sq, m->v, bytes, NULL), "model: second moments");
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_set_moments(KilnBertModel *m, const float *exp_avg,
+                                           const float *exp_avg_sq) {
+  size_t bytes = m->layout.total * sizeof(float);
+  RT(kiln_rt_memcpy_htod(m->dev, m->m, exp_avg, bytes, NULL), "model: first moments");
+  RT(kiln_rt_memcpy_htod(m->dev, m->v, exp_avg_sq, bytes, NULL), "model: second moments");
   return KILN_BERT_OK;
 }

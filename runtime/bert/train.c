@@ -3,11 +3,19 @@
  *   batch = the step's slice of the epoch order (bert_batch) -> forward (loss) -> backward ->
  *   step (all-reduce hook, norm, clipping, AdamW at lr x the schedule's factor) -> log record
  *
- * and the summary with the contract's timing metrics. Everything the steps need is allocated
- * before the first one; the batch arrays reach their size on the first step. */
+ * in the precision of --precision (fp16's loss scaling is the model's: a skipped step is logged
+ * and counts toward --steps and the schedule, but not toward AdamW's step count), from step 1,
+ * or from the step after a --resume'd checkpoint (bert_ckpt: its weights, moments, step, loss
+ * scaler and seed, so that the run goes on as if never stopped); then the evaluation pass on the
+ * test split when there is one (bert_eval), the summary (bert_metrics) and the --save
+ * checkpoint. Everything the steps need is allocated before the first one, the evaluation data
+ * included; the batch arrays reach their size on the first step. */
 #include "bert_train.h"
+#include "bert_ckpt.h"
 #include "bert_config.h"
+#include "bert_eval.h"
 #include "bert_internal.h"
+#include "bert_metrics.h"
 #include "bert_model.h"
 #include "bert_params.h"
 #include "bert_st.h"
@@ -63,8 +71,8 @@ typedef struct Run {
   KilnBertConfig cfg;
   KilnBertVocab *vocab;
   KilnBertTokenizer *tok;
-  KilnBertDataset ds;
-  KilnBertEncoded enc;
+  KilnBertDataset ds, eval_ds;
+  KilnBertEncoded enc, eval_enc; /* eval_enc.n = 0: no evaluation at the end */
   KilnBertParams layout;
   float *flat;
   unsigned char *loaded;
@@ -81,7 +89,9 @@ static void run_free(Run *r) {
   if (r->dev) kiln_rt_device_destroy(r->dev);
   kiln_bert_batch_free(&r->batch);
   kiln_bert_encoded_free(&r->enc);
+  kiln_bert_encoded_free(&r->eval_enc);
   kiln_bert_data_free(&r->ds);
+  kiln_bert_data_free(&r->eval_ds);
   kiln_bert_tok_destroy(r->tok);
   kiln_bert_vocab_destroy(r->vocab);
   kiln_bert_params_free(&r->layout);
@@ -92,18 +102,24 @@ static void run_free(Run *r) {
   if (r->log) fclose(r->log);
 }
 
+/* Where the model comes from: the checkpoint being resumed, else --model. */
+static const char *model_source(const KilnBertTrainOptions *o) {
+  return o->resume ? o->resume : o->model;
+}
+
 /* The config, and the weights: a model directory's model.safetensors where there is one (the
  * parameters it lacks, e.g. a pretrained checkpoint's classifier, are initialized), else a
  * seeded initialization. */
 static KilnBertStatus load_model(Run *r, const KilnBertTrainOptions *o) {
   char path[4096];
-  int dir = is_dir(o->model);
+  const char *model = model_source(o);
+  int dir = is_dir(model);
   KilnBertStatus st;
   if (dir) {
-    snprintf(path, sizeof path, "%s/config.json", o->model);
+    snprintf(path, sizeof path, "%s/config.json", model);
     st = kiln_bert_config_load(path, &r->cfg);
   } else {
-    st = kiln_bert_config_preset(o->model, &r->cfg);
+    st = kiln_bert_config_preset(model, &r->cfg);
   }
   if (st != KILN_BERT_OK) return st;
   if ((st = kiln_bert_config_check_seq_len(&r->cfg, o->seq_len)) != KILN_BERT_OK) return st;
@@ -113,7 +129,7 @@ static KilnBertStatus load_model(Run *r, const KilnBertTrainOptions *o) {
   if (!r->flat || !r->loaded)
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory for the parameters");
   if (dir) {
-    snprintf(path, sizeof path, "%s/model.safetensors", o->model);
+    snprintf(path, sizeof path, "%s/model.safetensors", model);
     if (is_file(path)) {
       KilnBertSt *sf = NULL;
       if ((st = kiln_bert_st_open(path, &sf)) != KILN_BERT_OK) return st;
@@ -145,14 +161,22 @@ static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg
 #define KILN_BERT_DEVICES "the cpu device"
 #endif
 
-static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg) {
-  if (strcmp(o->precision, "fp32"))
+static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg,
+                                    KilnBertPrecision *prec) {
+  if (kiln_bert_precision_parse(o->precision, prec) != 0)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--precision %s: only fp32 is implemented yet", o->precision);
+                          "--precision %s: expected fp32, fp16 or bf16", o->precision);
   if (strcmp(o->device, KILN_BERT_TRAIN_DEVICE))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: the kernel libraries are built for %s only yet", o->device,
                           KILN_BERT_DEVICES);
+#ifdef KILN_BERT_EMU_BUILD
+  /* the emu copy is built against the f32 libraries only (runtime/bert/CMakeLists.txt) */
+  if (*prec != KILN_BERT_FP32)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--device emu --precision %s: the emu device trains in fp32 only",
+                          o->precision);
+#endif
   double p = dropout_p(o, cfg);
   if (!(p >= 0 && p < 1))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -163,28 +187,78 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
   return KILN_BERT_OK;
 }
 
-/* "HH:MM:SS" of a duration in seconds. */
-static void hms(double s, char out[32]) {
-  long t = (long)(s + 0.5);
-  snprintf(out, 32, "%02ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+/* The data the run is evaluated on at the end: --eval-data, else the test/ split of an aclImdb
+ * root given as --data; NULL when there is none (a split directory or a file has no test
+ * split). */
+static const char *eval_source(const KilnBertTrainOptions *o, char *buf, size_t cap) {
+  if (o->eval_data) return o->eval_data;
+  snprintf(buf, cap, "%s/test", o->data);
+  return is_dir(o->data) && is_dir(buf) ? o->data : NULL;
 }
 
-/* The summary as a table (the log's summary record, plus tokens per second and the last loss). */
-static void summary_table(const KilnBertTrainOptions *o, size_t steps, double first, double avg,
-                          size_t samples, size_t tokens, double total, const char *hr,
+/* The evaluation data, tokenized once before training, so that a bad file fails the run before
+ * it starts rather than after it. */
+static KilnBertStatus load_eval_data(Run *r, const KilnBertTrainOptions *o) {
+  char buf[4096];
+  const char *src = eval_source(o, buf, sizeof buf);
+  if (!src) return KILN_BERT_OK;
+  KilnBertStatus st = kiln_bert_data_load(src, "test", r->cfg.num_labels, o->max_samples,
+                                          &r->eval_ds);
+  if (st == KILN_BERT_OK) st = kiln_bert_encode_dataset(r->tok, &r->eval_ds, o->seq_len,
+                                                        &r->eval_enc);
+  if (st == KILN_BERT_OK && r->eval_enc.n == 0)
+    st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: no samples to evaluate on", src);
+  return st;
+}
+
+/* With --resume: the checkpoint's state, checked against this run (the data position counts
+ * in samples and batches, so both must be the same), and its AdamW moments. */
+static KilnBertStatus resume_state(Run *r, const KilnBertTrainOptions *o, size_t total,
+                                   KilnBertTrainState *ts) {
+  KilnBertStatus st = kiln_bert_ckpt_load_moments(o->resume, r->model);
+  if (st != KILN_BERT_OK) return st;
+  if (ts->samples != r->enc.n || ts->batch != o->batch)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--resume %s: saved by a run of %zu samples in batches of %zu; this one "
+                          "has %zu in batches of %zu, so its data position does not carry over",
+                          o->resume, ts->samples, ts->batch, r->enc.n, o->batch);
+  size_t epoch, first, count;
+  kiln_bert_step_slice(ts->samples, ts->batch, ts->step, &epoch, &first, &count);
+  if (epoch != ts->epoch || first != ts->position)
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                          "%s/trainer_state.json: step %zu is at epoch %zu position %zu, not at "
+                          "the recorded epoch %zu position %zu", o->resume, ts->step, epoch,
+                          first, ts->epoch, ts->position);
+  if (ts->step >= total)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--resume %s: the checkpoint has taken %zu steps of the %zu this run "
+                          "has: nothing left to do (--steps is the total, not the steps to add)",
+                          o->resume, ts->step, total);
+  if (o->stop_after && o->stop_after <= ts->step)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--stop-after %zu: the checkpoint in %s is already at step %zu",
+                          o->stop_after, o->resume, ts->step);
+  return KILN_BERT_OK;
+}
+
+/* --save: the checkpoint after ts->step steps, with where the next step's batch starts. */
+static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
+                                      KilnBertTrainState *ts) {
+  size_t count;
+  kiln_bert_step_slice(ts->samples, ts->batch, ts->step, &ts->epoch, &ts->position, &count);
+  return kiln_bert_ckpt_save(o->save, &r->cfg, r->model, ts);
+}
+
+/* The summary as a table: the metrics, then the last step's loss. */
+static void summary_table(const KilnBertTrainOptions *o, const KilnBertMetrics *mt,
                           double loss) {
-  FILE *f = o->table;
-  fprintf(f, "kiln-bert train: model %s, %s on %s, %zu steps of %zu x %zu tokens\n", o->model,
-          o->precision, o->device, steps, o->batch, o->seq_len);
-  fprintf(f, "%-18s %14s\n", "metric", "value");
-  fprintf(f, "%-18s %14.4f s\n", "first_iter_time", first);
-  fprintf(f, "%-18s %14.4f s\n", "avg_iter_time", avg);
-  fprintf(f, "%-18s %14.3f\n", "iter_per_sec", avg > 0 ? 1 / avg : 0);
-  fprintf(f, "%-18s %14.2f\n", "samples_per_sec", total > 0 ? (double)samples / total : 0);
-  fprintf(f, "%-18s %14.0f\n", "tokens_per_sec", total > 0 ? (double)tokens / total : 0);
-  fprintf(f, "%-18s %14.3f s (%s)\n", "total_time", total, hr);
-  fprintf(f, "%-18s %14.6f\n", "last loss", loss);
-  fflush(f);
+  char title[512];
+  snprintf(title, sizeof title, "kiln-bert train: model %s, %s on %s, %zu steps of %zu x %s%zu "
+           "tokens", model_source(o), o->precision, o->device, mt->steps, o->batch,
+           o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
+  kiln_bert_metrics_table(mt, title, o->table);
+  fprintf(o->table, "%-18s %14.6f\n", "last loss", loss);
+  fflush(o->table);
 }
 
 static void progress(FILE *tty, size_t k, size_t total, double loss) {
@@ -206,12 +280,18 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (o->device && !strcmp(o->device, "emu")) return kiln_bert_emu_train(o);
 #endif
   Run r = {0};
-  KilnBertStatus st = load_model(&r, o);
-  if (st == KILN_BERT_OK) st = check_options(o, &r.cfg);
+  KilnBertTrainState ts;
+  kiln_bert_train_state_init(&ts, o->seed, 0, o->batch);
+  KilnBertPrecision prec = KILN_BERT_FP32;
+  /* a checkpoint is checked whole before any of it is used */
+  KilnBertStatus st = o->resume ? kiln_bert_ckpt_read_state(o->resume, &ts) : KILN_BERT_OK;
+  if (st == KILN_BERT_OK) st = load_model(&r, o);
+  if (st == KILN_BERT_OK) st = check_options(o, &r.cfg, &prec);
   char vpath[4096];
   if (st == KILN_BERT_OK) {
     if (o->vocab) snprintf(vpath, sizeof vpath, "%s", o->vocab);
-    else if (is_dir(o->model)) snprintf(vpath, sizeof vpath, "%s/vocab.txt", o->model);
+    else if (is_dir(model_source(o)))
+      snprintf(vpath, sizeof vpath, "%s/vocab.txt", model_source(o));
     else st = kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "--vocab FILE is required with "
                              "--model %s", o->model);
   }
@@ -225,6 +305,8 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK) st = kiln_bert_encode_dataset(r.tok, &r.ds, o->seq_len, &r.enc);
   if (st == KILN_BERT_OK && r.enc.n == 0)
     st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: no samples", o->data);
+  if (st == KILN_BERT_OK) st = load_eval_data(&r, o);
+  if (st == KILN_BERT_OK && !o->resume) ts.samples = r.enc.n;
   if (st == KILN_BERT_OK) {
     r.order = calloc(r.enc.n, sizeof *r.order);
     r.lens = calloc(o->batch, sizeof *r.lens);
@@ -234,8 +316,15 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK && (rs = kiln_rt_device_create(o->device, &r.dev)) != KILN_RT_OK)
     st = kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", o->device, kiln_rt_last_error());
   if (st == KILN_BERT_OK)
-    st = kiln_bert_model_create(r.dev, &r.cfg, (int)o->batch, (int)o->seq_len, &r.model);
+    st = kiln_bert_model_create_precision(r.dev, &r.cfg, prec, (int)o->batch, (int)o->seq_len,
+                                          &r.model);
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(r.model, r.flat);
+  size_t total = kiln_bert_total_steps(r.enc.n, o->batch, o->epochs, o->steps);
+  if (st == KILN_BERT_OK && o->resume) st = resume_state(&r, o, total, &ts);
+  /* the loss scaler goes on from the checkpoint; a fresh run takes the model's start (2^16 in
+   * fp16, 1 otherwise) */
+  if (st == KILN_BERT_OK && o->resume) *kiln_bert_model_scaler(r.model) = ts.scaler;
+  else if (st == KILN_BERT_OK) ts.scaler = *kiln_bert_model_scaler(r.model);
   if (st == KILN_BERT_OK && o->log && !(r.log = fopen(o->log, "w")))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
   if (st != KILN_BERT_OK) {
@@ -243,82 +332,81 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     return st;
   }
 
-  size_t total = kiln_bert_total_steps(r.enc.n, o->batch, o->epochs, o->steps);
   KilnBertOptim opt = {o->beta1, o->beta2, o->eps, o->weight_decay, o->clip};
-  size_t cur_epoch = (size_t)-1, samples = 0, tokens = 0;
-  double t0 = now(), first_time = 0, loss_sum_time = 0, last_loss = NAN;
-  for (size_t k = 0; k < total && st == KILN_BERT_OK; k++) {
-    double ts = now();
+  KilnBertMetrics mt = {0};
+  size_t cur_epoch = (size_t)-1;
+  double t0 = now(), last_loss = NAN, save_time = 0;
+  size_t end = o->stop_after && o->stop_after < total ? o->stop_after : total;
+  for (size_t k = ts.step; k < end && st == KILN_BERT_OK; k++) {
+    double tstart = now();
     size_t epoch, first, count;
     kiln_bert_step_slice(r.enc.n, o->batch, k, &epoch, &first, &count);
     if (epoch != cur_epoch) {
-      kiln_bert_epoch_order(r.enc.n, o->shuffle, o->seed, epoch, r.order);
+      kiln_bert_epoch_order(r.enc.n, o->shuffle, ts.seed, epoch, r.order);
       cur_epoch = epoch;
     }
     st = kiln_bert_batch_fill(r.tok, &r.enc, r.order + first, count, o->seq_len, o->padding,
                               &r.batch);
     if (st != KILN_BERT_OK) break;
-    for (size_t i = 0; i < r.batch.rows; i++) {
-      int32_t n = 0;
-      for (size_t c = 0; c < r.batch.cols; c++) n += r.batch.mask[i * r.batch.cols + c] != 0;
-      r.lens[i] = n;
-    }
+    kiln_bert_batch_lens(&r.batch, r.lens);
     float loss = 0;
     double norm = 0, lr = o->lr * kiln_bert_lr_factor(o->schedule, k, o->warmup, total);
-    /* fresh masks each step, a function of (--seed, step): a rerun draws the same ones */
-    st = kiln_bert_model_set_dropout(r.model, dropout_p(o, &r.cfg), o->seed, (int64_t)k + 1);
+    /* the scale this step's backward uses (the step may change it) */
+    double scale = kiln_bert_model_scaler(r.model)->scale;
+    /* fresh masks each step, a function of (seed, global step): a rerun, and a resumed run,
+     * draw the same ones */
+    st = kiln_bert_model_set_dropout(r.model, dropout_p(o, &r.cfg), ts.seed, (int64_t)k + 1);
     if (st == KILN_BERT_OK)
       st = kiln_bert_model_forward(r.model, r.batch.ids, r.lens, r.batch.labels,
                                    (int)r.batch.rows, (int)r.batch.cols, &loss, NULL);
     if (st == KILN_BERT_OK) st = kiln_bert_model_backward(r.model);
-    if (st == KILN_BERT_OK) st = kiln_bert_model_step(r.model, &opt, lr, (int)k + 1, &norm);
+    if (st == KILN_BERT_OK)
+      st = kiln_bert_model_step(r.model, &opt, lr, (int)ts.adam_step + 1, &norm);
     if (st != KILN_BERT_OK) break;
-    double dt = now() - ts;
-    if (k == 0) first_time = dt;
-    else loss_sum_time += dt;
-    samples += count;
-    tokens += r.batch.rows * r.batch.cols;
+    /* AdamW's step count: a step skipped for an fp16 overflow does not advance it (contract 5) */
+    int skipped = kiln_bert_model_skipped(r.model);
+    ts.adam_step += !skipped;
+    ts.step = k + 1;
+    ts.scaler = *kiln_bert_model_scaler(r.model);
+    kiln_bert_metrics_step(&mt, now() - tstart, count, r.batch.rows * r.batch.cols);
     last_loss = loss;
     if (r.log) {
       /* JSON has no NaN or infinity: a diverged value is written as null */
       char lbuf[32] = "null", nbuf[32] = "null";
       if (isfinite(loss)) snprintf(lbuf, sizeof lbuf, "%.9g", (double)loss);
       if (isfinite(norm)) snprintf(nbuf, sizeof nbuf, "%.9g", norm);
-      fprintf(r.log, "{\"step\": %zu, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s}\n", k + 1,
-              lbuf, lr, nbuf);
+      fprintf(r.log,
+              "{\"step\": %zu, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"scale\": %.9g, "
+              "\"skipped\": %s}\n",
+              k + 1, lbuf, lr, nbuf, scale, skipped ? "true" : "false");
     }
     progress(o->progress, k + 1, total, loss);
+    if (o->save && o->save_every && ts.step % o->save_every == 0 && ts.step < end) {
+      /* a periodic checkpoint (the last one is the final --save); not training time */
+      double ss = now();
+      st = save_checkpoint(&r, o, &ts);
+      save_time += now() - ss;
+    }
   }
-  double total_time = now() - t0;
-  if (st == KILN_BERT_OK && r.log) {
-    double avg = total > 1 ? loss_sum_time / (double)(total - 1) : first_time;
-    char hr[32];
-    hms(total_time, hr);
-    fprintf(r.log,
-            "{\"summary\": true, \"steps\": %zu, \"first_iter_time\": %.6f, \"avg_iter_time\": %.6f, "
-            "\"iter_per_sec\": %.6f, \"samples_per_sec\": %.6f, \"total_time\": %.6f, "
-            "\"total_time_hr\": \"%s\"}\n",
-            total, first_time, avg, avg > 0 ? 1 / avg : 0,
-            total_time > 0 ? (double)samples / total_time : 0, total_time, hr);
+  mt.total_time = now() - t0 - save_time;
+  if (st == KILN_BERT_OK && r.eval_enc.n > 0) {
+    KilnBertMetrics em = {0};
+    /* dropout off: the pass turns it off itself */
+    st = kiln_bert_eval_pass(r.model, r.tok, &r.eval_enc, o->batch, o->seq_len, o->padding, NULL,
+                             &em);
+    mt.has_eval = em.has_eval;
+    mt.eval_loss = em.eval_loss;
+    mt.accuracy = em.accuracy;
+    mt.eval_samples = em.eval_samples;
   }
-  if (st == KILN_BERT_OK && o->table) {
-    double avg = total > 1 ? loss_sum_time / (double)(total - 1) : first_time;
-    char hr[32];
-    hms(total_time, hr);
-    summary_table(o, total, first_time, avg, samples, tokens, total_time, hr, last_loss);
-  }
+  KilnRtMemStats ms;
+  if (st == KILN_BERT_OK && kiln_rt_mem_stats(r.dev, &ms) == KILN_RT_OK)
+    mt.peak_device_bytes = ms.peak_bytes_in_use;
+  if (st == KILN_BERT_OK && r.log) kiln_bert_metrics_json(&mt, r.log);
+  if (st == KILN_BERT_OK && o->table) summary_table(o, &mt, last_loss);
   if (st == KILN_BERT_OK && r.log && (fflush(r.log) != 0 || ferror(r.log)))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
-  if (st == KILN_BERT_OK && o->save) {
-    char path[4096];
-    if (mkdir(o->save, 0777) != 0 && errno != EEXIST)
-      st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->save, strerror(errno));
-    if (st == KILN_BERT_OK) st = kiln_bert_model_get_params(r.model, r.flat);
-    snprintf(path, sizeof path, "%s/config.json", o->save);
-    if (st == KILN_BERT_OK) st = kiln_bert_config_save(path, &r.cfg);
-    snprintf(path, sizeof path, "%s/model.safetensors", o->save);
-    if (st == KILN_BERT_OK) st = kiln_bert_params_save(&r.layout, r.flat, path);
-  }
+  if (st == KILN_BERT_OK && o->save) st = save_checkpoint(&r, o, &ts);
   run_free(&r);
   return st;
 }

@@ -35,6 +35,7 @@ static const struct {
     {"gemm", kiln_bert_test_gemm},
     {"attention", kiln_bert_test_attention},
     {"tanh", kiln_bert_test_tanh},
+    {"cast", kiln_bert_test_cast},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])

@@ -1,5 +1,5 @@
-/* test_adamw.c — fused AdamW over a flat buffer, global gradient norm, clipping and the f16
- * overflow check (kernels-bert/adamw.kiln). docs/kernels/adamw.md gives the tolerances' reasons. */
+/* test_adamw.c — fused AdamW over a flat buffer (with its f16 or bf16 copy of the weights),
+ * global gradient norm, clipping and the overflow check (kernels-bert/adamw.kiln). docs/kernels/adamw.md gives the tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
 
@@ -11,6 +11,7 @@
 typedef struct AdamCfg {
   int32_t n, block, step, write_f16, found_inf;
   float inv_scale;
+  int bf16_copy; /* TW = bf16 (the bf16 trainer's weights) instead of f16 */
 } AdamCfg;
 
 static const float LR = 1e-3f, BETA1 = 0.9f, BETA2 = 0.999f, EPS = 1e-8f, WD = 0.01f;
@@ -31,10 +32,11 @@ static void ref_adamw(const float *p, const float *g, const float *m, const floa
 
 static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "adamw n=%d step %d f16 copy %d found_inf %d", c->n, c->step,
-                  c->write_f16, c->found_inf);
-  KilnDefine defs[] = {{"BLOCK", c->block}, {"WRITE_F16", c->write_f16}};
-  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "adamw_step", defs, 2);
+  KilnScalarKind tw = c->bf16_copy ? KILN_SCALAR_BF16 : KILN_SCALAR_F16;
+  kiln_bert_begin(&run, dev, "adamw n=%d step %d %s copy %d found_inf %d", c->n, c->step,
+                  kiln_bert_type_name(tw), c->write_f16, c->found_inf);
+  KilnDefine defs[] = {{"BLOCK", c->block}, {"WRITE_F16", c->write_f16}, {"TW", tw}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "adamw_step", defs, c->bf16_copy ? 3 : 2);
   size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
@@ -69,10 +71,12 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
   kiln_bert_check_close(&run, "p", po, rp, n, 1.0, tol);
   kiln_bert_check_close(&run, "m", mo, rm, n, 1e-2, c->found_inf ? 0.0 : 1e-5);
   kiln_bert_check_close(&run, "v", vo, rv, n, 1e-6, c->found_inf ? 0.0 : 1e-5);
-  if (written) { /* the f16 copy is exactly the kernel's own f32 p, rounded */
-    float *got = kiln_bert_from_f16(p16, n), *want = kiln_bert_alloc(n, 4);
-    for (size_t i = 0; i < n; i++)
-      want[i] = kiln_ref_round_f16(po[i]);
+  if (written) { /* the f16 (bf16) copy is exactly the kernel's own f32 p, rounded */
+    float *got = kiln_bert_alloc(n, 4), *want = kiln_bert_alloc(n, 4);
+    for (size_t i = 0; i < n; i++) {
+      got[i] = kiln_bert_elem_get(p16, i, tw);
+      want[i] = kiln_bert_round(po[i], tw);
+    }
     kiln_bert_check_close(&run, "p16", got, want, n, 1.0, 0.0);
     free(got), free(want);
   }
@@ -80,11 +84,13 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
   return kiln_bert_end(&run);
 }
 
-/* Global norm by atomics, then clipping in place, for a max_norm below and above the norm. */
-static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float max_norm_frac, uint64_t seed) {
+/* Global norm by atomics, then clipping in place, for a max_norm below and above the norm, of
+ * gradients that carry a loss scale (a power of two; clip_grads measures the unscaled norm). */
+static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float max_norm_frac,
+                     float scale, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "grad norm + clip n=%d BLOCK %d max_norm %.1f x norm", n_, block,
-                  (double)max_norm_frac);
+  kiln_bert_begin(&run, dev, "grad norm + clip n=%d BLOCK %d max_norm %.1f x norm, scale %g", n_,
+                  block, (double)max_norm_frac, (double)scale);
   KilnDefine defs[] = {{"BLOCK", block}};
   KilnRtFunction *ss = kiln_bert_kernel(&run, "adamw", "grad_sumsq", defs, 1);
   KilnRtFunction *clip = kiln_bert_kernel(&run, "adamw", "clip_grads", defs, 1);
@@ -92,6 +98,8 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   float *g = kiln_bert_random_f32(&rng, total, -1.0f, 1.0f);
+  for (size_t i = 0; i < n; i++)
+    g[i] *= scale;
   memset(g + n, KILN_BERT_SENTINEL, KILN_BERT_TAIL * 4);
   float zero = 0.0f;
   void *dg = kiln_bert_input(&run, g, total * 4), *dss = kiln_bert_input(&run, &zero, 4);
@@ -105,14 +113,15 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   for (size_t i = 0; i < n; i++)
     ref_ss += (double)g[i] * g[i];
   float want_ss = (float)ref_ss;
-  kiln_bert_check_close(&run, "sumsq", &got_ss, &want_ss, 1, 1.0, 1e-5);
-  float max_norm = (float)(max_norm_frac * sqrt(ref_ss));
-  void *cargs[] = {&dg, &dss, &n32, &max_norm};
+  kiln_bert_check_close(&run, "sumsq", &got_ss, &want_ss, 1, scale * scale, 1e-5);
+  float inv_scale = 1.0f / scale;
+  float max_norm = (float)(max_norm_frac * sqrt(ref_ss) * inv_scale);
+  void *cargs[] = {&dg, &dss, &n32, &max_norm, &inv_scale};
   kiln_bert_launch(&run, clip, grid, 1, cargs);
   float *out = kiln_bert_alloc(total, 4), *ref = kiln_bert_alloc(n, 4);
   kiln_bert_fetch(&run, out, dg, total * 4);
   kiln_bert_check_untouched(&run, "grad", out, 4, total, 1, n, total);
-  double coef = fmin(1.0, max_norm / (sqrt(ref_ss) + 1e-6));
+  double coef = fmin(1.0, max_norm / (sqrt(ref_ss) * inv_scale + 1e-6));
   for (size_t i = 0; i < n; i++)
     ref[i] = (float)(g[i] * coef);
   kiln_bert_check_close(&run, "clipped", out, ref, n, 1.0, 1e-5);
@@ -125,7 +134,7 @@ static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t wher
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "overflow check, element %zu = 0x%04x", where, poison);
   KilnDefine defs[] = {{"BLOCK", 1024}};
-  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow_f16", defs, 1);
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow", defs, 1);
   size_t n = 5000;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
@@ -147,20 +156,52 @@ static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t wher
   return kiln_bert_end(&run);
 }
 
+/* The same on an f32 buffer (T = f32: the trainer's gradient buffer): FLT_MAX is finite. */
+static bool run_overflow_f32(const KilnBertDevice *dev, float poison, size_t where, int32_t want,
+                             uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "overflow check f32, element %zu = %g", where, (double)poison);
+  KilnDefine defs[] = {{"BLOCK", 1024}, {"T", KILN_SCALAR_F32}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow", defs, 2);
+  size_t n = 5000;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *x = kiln_bert_random_f32(&rng, n + KILN_BERT_TAIL, -1e30f, 1e30f);
+  for (size_t i = n; i < n + KILN_BERT_TAIL; i++)
+    x[i] = INFINITY; /* just past the end: a load ignoring its mask raises the flag */
+  x[17] = 3.4028234663852886e38f; /* the largest finite f32 */
+  x[where] = poison;
+  int32_t flag = 0, n32 = (int32_t)n;
+  void *dx = kiln_bert_input(&run, x, (n + KILN_BERT_TAIL) * 4), *dflag = kiln_bert_input(&run, &flag, 4);
+  void *args[] = {&dx, &dflag, &n32};
+  kiln_bert_launch(&run, fn, kiln_bert_cdiv(n, 1024), 1, args);
+  kiln_bert_fetch(&run, &flag, dflag, 4);
+  printf("       found_inf  %d (want %d)\n", flag, want);
+  if (run.ok && flag != want)
+    kiln_bert_fail(&run, "found_inf is %d, want %d", flag, want);
+  free(x);
+  return kiln_bert_end(&run);
+}
+
 bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   static const AdamCfg cfgs[] = {
-      {10007, 1024, 1, 1, 0, 1.0f / 1024.0f}, /* first step, f16 copy, loss scale 1024 */
-      {4096, 512, 7, 0, 0, 1.0f},             /* exact blocks, later step */
-      {777, 256, 1000, 1, 0, 0.5f},
-      {777, 256, 3, 1, 1, 1.0f},              /* found_inf set: the step is skipped */
+      {10007, 1024, 1, 1, 0, 1.0f / 1024.0f, 0}, /* first step, f16 copy, loss scale 1024 */
+      {4096, 512, 7, 0, 0, 1.0f, 0},             /* exact blocks, later step */
+      {777, 256, 1000, 1, 0, 0.5f, 0},
+      {777, 256, 3, 1, 1, 1.0f, 0},              /* found_inf set: the step is skipped */
+      {1000, 512, 2, 1, 0, 1.0f, 1},             /* the bf16 copy (TW = bf16) */
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
     ok &= run_adamw(dev, &cfgs[i], 6000 + i);
-  ok &= run_norm(dev, 10007, 1024, 0.5f, 6100);
-  ok &= run_norm(dev, 777, 512, 2.0f, 6101);
+  ok &= run_norm(dev, 10007, 1024, 0.5f, 1.0f, 6100);
+  ok &= run_norm(dev, 777, 512, 2.0f, 1.0f, 6101);
+  ok &= run_norm(dev, 4099, 1024, 0.5f, 65536.0f, 6102); /* fp16's starting loss scale */
   ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);    /* 1.0: all finite */
   ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201); /* -inf at the last element */
   ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202); /* NaN */
+  ok &= run_overflow_f32(dev, 1.0f, 3, 0, 6210);
+  ok &= run_overflow_f32(dev, -INFINITY, 4999, 1, 6211);
+  ok &= run_overflow_f32(dev, NAN, 2500, 1, 6212);
   return ok;
 }

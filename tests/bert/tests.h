@@ -17,5 +17,6 @@ bool kiln_bert_test_adamw(const KilnBertDevice *dev);
 bool kiln_bert_test_gemm(const KilnBertDevice *dev);
 bool kiln_bert_test_attention(const KilnBertDevice *dev);
 bool kiln_bert_test_tanh(const KilnBertDevice *dev);
+bool kiln_bert_test_cast(const KilnBertDevice *dev);
 
 #endif /* KILN_BERT_TESTS_H */

@@ -54,6 +54,14 @@ contains bad-source-loc 'bad\.kiln:3:[0-9]+: error: '
 contains bad-source-caret '^ *\^'
 contains bad-source-second 'bad\.kiln:4:[0-9]+: error: '
 check check-bad 1 "$kiln" check "$tmp/bad.kiln"
+# kiln check -D binds const parameters over the tune block's first configuration
+check check-define 0 "$kiln" check "$kdir/vector_add.kiln" -D BLOCK=4096 -D num_warps=8
+check check-define-unknown 1 "$kiln" check "$kdir/vector_add.kiln" -DNOPE=3 && contains check-define-unknown "no kernel has a const parameter 'NOPE'"
+check check-define-bad 64 "$kiln" check "$kdir/vector_add.kiln" -D BLOCK=x && contains check-define-bad "see 'kiln help check'"
+check check-define-range 1 "$kiln" check "$kdir/vector_add.kiln" -D BLOCK=4294967296 && contains check-define-range 'does not fit in i32'
+check check-no-file 64 "$kiln" check -D BLOCK=4
+check help-check 0 "$kiln" help check && contains help-check 'kiln check FILE.*-D NAME=VALUE'
+
 check unknown-kernel 1 "$kiln" compile "$kdir/vector_add.kiln" --kernel nope && contains unknown-kernel 'vector_add'
 printf 'kernel k(x: *f32) { let a = ; }\n\x00\xff garbage' >"$tmp/garbage.kiln"
 check garbage 1 "$kiln" check "$tmp/garbage.kiln"
@@ -118,6 +126,14 @@ for t in sm_80 sm_90; do
     check "cubin $t" 0 "$kiln" compile "$sm" --kernel softmax_rows --target $t --emit cubin -o "$tmp/sm.cubin"
     [ -s "$tmp/sm.cubin" ] || { echo "FAIL cubin $t: empty"; fails=$((fails + 1)); }
   fi
+done
+# --- the GPU targets' own limit: a tile may give a thread at most 1024 elements (2^20 elements on
+# one warp once grew the compile to gigabytes); refused with a located diagnostic, at once
+for te in sm_90:ptx emu:obj; do
+  t=${te%:*}
+  check "elems-per-thread $t" 2 "$kiln" compile "$va" --kernel vector_add -D BLOCK=1048576 -D num_warps=1 \
+    --target $t --emit ${te#*:} -o "$tmp/big.out" &&
+    contains "elems-per-thread $t msg" 'vector_add\.kiln:3:.*gives each of the 32 threads .*32768 elements.*at most 1024'
 done
 # --- promises about runtime parameters: --specialize turns a stride into a constant, and with
 # --multiple-of the matmul's operand loads become 16-byte cp.async copies (3 stages)

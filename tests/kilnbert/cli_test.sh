@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks the `kiln-bert` command's contract: `tokenize` output (one line of ids per input line,
 # \n-only line splitting, a last line without \n, --seq-len rows), exit codes, and that train and
-# eval document their options; eval (and train in a build without the kernel libraries) says it
-# is not implemented yet.
+# eval document their options and refuse bad command lines; in a build without the kernel
+# libraries both say they are not implemented.
 # Usage: cli_test.sh KILN_BERT VOCAB
 set -u
 kb=$1 vocab=$2
@@ -80,14 +80,14 @@ check vocab-without-sep 1 "$kb" tokenize --vocab "$tmp/small.txt" &&
 check no-args 64 "$kb"
 check unknown-command 64 "$kb" frobnicate
 
-# --- help; eval is not there yet
+# --- help
 check help 0 "$kb" --help && contains help "$tmp/out" 'tokenize' && contains help "$tmp/out" 'train'
 check version 0 "$kb" --version && contains version "$tmp/out" '^kiln-bert [0-9]+\.[0-9]+'
 check help-tokenize 0 "$kb" tokenize --help && contains help-tokenize "$tmp/out" '--seq-len'
 check help-train 0 "$kb" train --help
 for opt in --data --max-samples --model --vocab --seq-len --padding --batch --epochs --steps \
     --lr --schedule --warmup --weight-decay --clip --dropout --precision --no-shuffle --seed \
-    --log --save; do
+    --log --save --save-every --resume --stop-after --eval-data; do
   contains "help-train $opt" "$tmp/out" "$opt"
 done
 check help-eval 0 "$kb" help eval
@@ -95,15 +95,28 @@ for opt in --model --data --max-samples --dump-logits --seq-len; do
   contains "help-eval $opt" "$tmp/out" "$opt"
 done
 # train exists where the kernel libraries were built (its help says what is implemented); a
-# dropout that is not a probability below 1 is refused as a bad command line
+# dropout that is not a probability below 1, and a precision it does not know, are refused as
+# bad command lines
 if "$kb" train --help | grep -q 'Implemented so far'; then
   check train-dropout 64 "$kb" train --data x --dropout 1 && contains train-dropout "$tmp/err" 'dropout'
   check train-no-data 64 "$kb" train --dropout 0
   check train-device 64 "$kb" train --data x --device cuda && contains train-device "$tmp/err" 'device'
+  check train-save-every 64 "$kb" train --data x --dropout 0 --save-every 3 &&
+    contains train-save-every "$tmp/err" '--save DIR'
+  check train-precision 64 "$kb" train --data x --dropout 0 --precision fp8 &&
+    contains train-precision "$tmp/err" 'fp32, fp16 or bf16'
 else
   check train-pending 2 "$kb" train --data x && contains train-pending "$tmp/err" 'not implemented'
 fi
-check eval-pending 2 "$kb" eval --model x && contains eval-pending "$tmp/err" 'not implemented'
+if "$kb" eval --help | grep -q 'Implemented so far'; then
+  check eval-no-data 64 "$kb" eval --model x && contains eval-no-data "$tmp/err" '--data'
+  check eval-no-model 64 "$kb" eval --data x && contains eval-no-model "$tmp/err" '--model'
+  check eval-bad-batch 64 "$kb" eval --model x --data x --batch 0
+  check eval-missing-model 2 "$kb" eval --model "$tmp/no-model" --data x --vocab "$vocab" &&
+    contains eval-missing-model "$tmp/err" 'no-model/config.json'
+else
+  check eval-pending 2 "$kb" eval --model x && contains eval-pending "$tmp/err" 'not implemented'
+fi
 
 [ "$fails" -eq 0 ] && echo "all passed" || echo "$fails failed"
 [ "$fails" -eq 0 ]

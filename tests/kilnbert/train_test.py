@@ -6,7 +6,10 @@ after the schedule, grad_norm; the summary record with its six metrics; nothing 
 step and loss), that nothing is drawn on stderr when it is not a terminal, that the loss falls
 (the two classes differ in words, so the model fits them within 20 steps), that --save
 writes config.json and model.safetensors, and that the losses are the same with fixed and
-dynamic padding.
+dynamic padding. Then the same run in fp16 and bf16: every record's scale (65536 for fp16's
+loss scaler, 1 otherwise) and skipped (false: nothing overflows here), losses within 4 unit
+roundoffs of T of fp32's (kilnbert.precision holds the tighter check), and fp16's --save
+writing F32 master weights.
 Usage: train_test.py KILN_BERT VOCAB"""
 import json
 import os
@@ -49,6 +52,8 @@ with tempfile.TemporaryDirectory() as tmp:
     want_lr = [1e-3 * (j / 2 if j < 2 else (20 - j) / 18) for j in range(20)]
     check(all(abs(x["lr"] - w) <= 1e-9 for x, w in zip(steps, want_lr)), "lr follows the schedule")
     check(all(x["grad_norm"] > 0 for x in steps), "grad norms")
+    check(all(x.get("scale") == 1 and x.get("skipped") is False for x in steps),
+          "fp32 records have scale 1 and skipped false")
     summ = [x for x in recs if "summary" in x]
     check(len(summ) == 1 and recs[-1] is summ[0], "one summary record, last")
     if summ:
@@ -80,6 +85,34 @@ with tempfile.TemporaryDirectory() as tmp:
     check(len(losses["fixed"]) == 3 and
           all(abs(a - b) <= 1e-5 * max(1, abs(a)) for a, b in zip(losses["fixed"], losses["dynamic"])),
           f"losses depend on the padding: {losses}")
+
+    # fp16 and bf16: the same run; 4 u of T on each loss (f16 u = 2^-11, bf16 2^-8)
+    fp32_losses = [x["loss"] for x in steps]
+    for prec, u, scale in (("fp16", 2.0 ** -11, 65536), ("bf16", 2.0 ** -8, 1)):
+        plog = os.path.join(tmp, f"{prec}.jsonl")
+        psave = os.path.join(tmp, f"saved-{prec}")
+        pcmd = [a for a in cmd]
+        pcmd[pcmd.index("--precision") + 1] = prec
+        pcmd[pcmd.index("--log") + 1] = plog
+        pcmd[pcmd.index("--save") + 1] = psave
+        r = subprocess.run(pcmd, capture_output=True, text=True)
+        check(r.returncode == 0, f"{prec}: exit {r.returncode}: {r.stderr}")
+        precs = [json.loads(line) for line in open(plog)] if os.path.exists(plog) else []
+        psteps = [x for x in precs if "step" in x and "loss" in x]
+        check([x["step"] for x in psteps] == list(range(1, 21)), f"{prec}: steps 1..20")
+        check(all(x.get("scale") == scale and x.get("skipped") is False for x in psteps),
+              f"{prec}: every record has scale {scale} and skipped false")
+        worst = max((abs(x["loss"] - l) for x, l in zip(psteps, fp32_losses)), default=1)
+        print(f"{prec}: largest loss difference from fp32 {worst:.3g} (tolerance {4 * u:.3g})")
+        check(len(psteps) == 20 and worst <= 4 * u, f"{prec}: losses within {4 * u:.3g} of fp32's")
+        st = os.path.join(psave, "model.safetensors")
+        dtypes = set()
+        if os.path.isfile(st):
+            with open(st, "rb") as f:
+                n = int.from_bytes(f.read(8), "little")
+                header = json.loads(f.read(n))
+            dtypes = {v["dtype"] for k, v in header.items() if k != "__metadata__"}
+        check(dtypes == {"F32"}, f"{prec}: --save wrote the master weights as F32: {dtypes}")
 
 print("all passed" if fails == 0 else f"{fails} failed")
 sys.exit(1 if fails else 0)

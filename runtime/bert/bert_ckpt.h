@@ -1,0 +1,55 @@
+/* bert_ckpt.h — training checkpoints: what `train --save DIR` writes and `train --resume DIR`
+ * reads, so that a resumed run's losses equal an uninterrupted run's bit for bit.
+ *
+ * DIR holds config.json and model.safetensors (F32, HF names: a model `eval` and `train
+ * --model` read), optimizer.safetensors (AdamW's moments per parameter, "NAME.exp_avg" and
+ * "NAME.exp_avg_sq", F32) and trainer_state.json (the step, the AdamW update count, the loss
+ * scaler, the seed and the data position, and the size and FNV-1a checksum of both safetensors
+ * files). Every file is written atomically and trainer_state.json last; resuming checks the
+ * checksums first, so a directory caught between two saves, or a damaged file, is refused
+ * before anything is loaded. */
+#ifndef KILN_BERT_CKPT_H
+#define KILN_BERT_CKPT_H
+
+#include "bert_config.h"
+#include "bert_model.h"
+#include "bert_sched.h"
+#include "bert_status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where a run stands after `step` optimizer steps. */
+typedef struct KilnBertTrainState {
+  size_t step;            /* steps taken (logged), the next one is step + 1 */
+  size_t adam_step;       /* AdamW updates applied: the bias corrections' k (an fp16 step skipped
+                             on overflow counts in step but not here) */
+  KilnBertScaler scaler;  /* the loss scale and its good-step counter (scale 1 in fp32/bf16) */
+  uint64_t seed;          /* the run's seed: epoch shuffles are drawn from (seed, epoch), and
+                             per-step random streams from (seed, step) */
+  size_t epoch, position; /* where step + 1's batch starts: epoch, position in its order */
+  size_t samples, batch;  /* the data set's size and the batch the position counts in */
+} KilnBertTrainState;
+
+/* A fresh run: nothing taken, scale 1 (the fp16 loss scaler sets its own start), at the start of
+ * epoch 0 of `samples` in batches of `batch`. */
+void kiln_bert_train_state_init(KilnBertTrainState *ts, uint64_t seed, size_t samples,
+                                size_t batch);
+
+/* Writes the checkpoint into dir (created when missing): cfg, the model's parameters and
+ * moments (copied to the host here), and ts. IO naming the file, DEVICE when a copy from the
+ * device fails; the files already in dir stay whole either way. */
+KilnBertStatus kiln_bert_ckpt_save(const char *dir, const KilnBertConfig *cfg, KilnBertModel *m,
+                                   const KilnBertTrainState *ts);
+
+/* Reads dir/trainer_state.json into *ts after checking that model.safetensors and
+ * optimizer.safetensors are the files it describes (size and checksum). IO naming the file
+ * when one is missing or unreadable; FORMAT for a malformed state or a file that does not
+ * match it. */
+KilnBertStatus kiln_bert_ckpt_read_state(const char *dir, KilnBertTrainState *ts);
+
+/* Loads dir/optimizer.safetensors into the model's moments (every parameter's two tensors,
+ * shapes checked). FORMAT/NOT_FOUND naming the tensor. */
+KilnBertStatus kiln_bert_ckpt_load_moments(const char *dir, KilnBertModel *m);
+
+#endif /* KILN_BERT_CKPT_H */

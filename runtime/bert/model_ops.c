@@ -1,0 +1,82 @@
+/* model_ops.c — the three KilnBertOps tables (bert_model_ops.h): model_ops.inc instantiated for
+ * the f32, f16 and bf16 kernel libraries that runtime/bert/CMakeLists.txt generates with
+ * `kiln lib -D T=...`. One template rather than three copies, so that a kernel added to the model
+ * is wrapped once for every precision. The emu copy (KILN_BERT_EMU_BUILD) has the f32 table
+ * only. */
+#include "bert_model_ops.h"
+
+#include "kb_adamw.h"
+#include "kb_attn_d16_f32.h"
+#include "kb_attn_d64_f32.h"
+#include "kb_attn_drop_d16_f32.h"
+#include "kb_attn_drop_d64_f32.h"
+#include "kb_drop_f32.h"
+#include "kb_emb_f32.h"
+#include "kb_gelu_f32.h"
+#include "kb_gemm0_f32.h"
+#include "kb_gemm1_f32.h"
+#include "kb_gemm3_f32.h"
+#include "kb_ln_f32.h"
+#include "kb_tanh_f32.h"
+#include "kb_xent_f32.h"
+/* the emu copy of the model (runtime/bert/CMakeLists.txt) has the f32 libraries only */
+#ifndef KILN_BERT_EMU_BUILD
+#include "kb_adamw_bf16.h"
+#include "kb_adamw_f16.h"
+#include "kb_attn_d16_bf16.h"
+#include "kb_attn_d16_f16.h"
+#include "kb_attn_d64_bf16.h"
+#include "kb_attn_d64_f16.h"
+#include "kb_attn_drop_d16_bf16.h"
+#include "kb_attn_drop_d16_f16.h"
+#include "kb_attn_drop_d64_bf16.h"
+#include "kb_attn_drop_d64_f16.h"
+#include "kb_cast_bf16.h"
+#include "kb_cast_f16.h"
+#include "kb_drop_bf16.h"
+#include "kb_drop_f16.h"
+#include "kb_emb_bf16.h"
+#include "kb_emb_f16.h"
+#include "kb_gelu_bf16.h"
+#include "kb_gelu_f16.h"
+#include "kb_gemm0_bf16.h"
+#include "kb_gemm0_f16.h"
+#include "kb_gemm1_bf16.h"
+#include "kb_gemm1_f16.h"
+#include "kb_gemm3_bf16.h"
+#include "kb_gemm3_f16.h"
+#include "kb_ln_bf16.h"
+#include "kb_ln_f16.h"
+#include "kb_tanh_bf16.h"
+#include "kb_tanh_f16.h"
+#include "kb_xent_bf16.h"
+#include "kb_xent_f16.h"
+#endif
+
+#include <stddef.h>
+
+#define P f32
+#define ADAMW kb_adamw
+#define HALF 0
+#include "model_ops.inc"
+#undef P
+#undef ADAMW
+#undef HALF
+
+#ifndef KILN_BERT_EMU_BUILD
+#define P f16
+#define ADAMW kb_adamw_f16
+#define HALF 1
+#include "model_ops.inc"
+#undef P
+#undef ADAMW
+#undef HALF
+
+#define P bf16
+#define ADAMW kb_adamw_bf16
+#define HALF 1
+#include "model_ops.inc"
+#undef P
+#undef ADAMW
+#undef HALF
+#endif /* KILN_BERT_EMU_BUILD */
