@@ -1,6 +1,6 @@
 /* test_precision.c — kilnbert_model in fp16 and bf16 against fp32 on the cpu device (contract
  * section 5), on the tiny BERT of test_model.c (2 layers, hidden 32, 2 heads of 16, FFN 64,
- * vocabulary 64) with 3 batches of 4 rows of 16 tokens taken in turn, dropout 0:
+ * vocabulary 64) with 3 batches of 4 rows of 16 tokens taken in turn, dropout 0 but in 3:
  *
  * 1. The same seed, data and optimizer for 20 steps in each precision: the fp16 and bf16 losses
  *    and gradient norms stay within the tolerances below of fp32's, no fp16 step overflows at
@@ -10,6 +10,13 @@
  *    the parameters are bit for bit what they were; with the scale set back to 2^16, the next
  *    step taken as AdamW step 1 gives the parameters a fresh model's step 1 gives, so the skipped
  *    step moved neither the weights nor the moments.
+ * 3. Dropout in fp16: 5 steps at dropout 0.1 (every site, the masks of (seed, step)) give
+ *    finite losses and gradient norms and no skipped step; step 1's loss differs from the
+ *    dropout-0 model's (the masks are applied) by less than 0.3, and the same step's masks drawn
+ *    again give the same loss. Then evaluation after training with dropout: the trained model's
+ *    forward after kiln_bert_model_set_dropout(m, 0, ...) gives, bit for bit, the logits of a
+ *    fresh fp16 model (dropout 0 since creation) loaded with the trained f32 masters, since
+ *    AdamW's half copy is the masters rounded to nearest even, as cast_from_f32 makes it.
  *
  * Tolerances. A half-precision model rounds every activation and weight to T: unit roundoff
  * u = 2^-11 (4.9e-4) for f16, 2^-8 (3.9e-3) for bf16. The loss (0.69 falling to 0.4 here) comes
@@ -183,6 +190,81 @@ static void overflow_skips(KilnRtDevice *dev, const KilnBertConfig *cfg, const D
   free(pb);
 }
 
+/* fp16 with dropout trains; a forward with dropout turned off is the dropout-0 forward. */
+static void fp16_dropout(KilnRtDevice *dev, const KilnBertConfig *cfg, const Data *d) {
+  KilnBertModel *a = make_model(dev, cfg, KILN_BERT_FP16, NULL);
+  KilnBertModel *z = make_model(dev, cfg, KILN_BERT_FP16, NULL);
+  if (!a || !z) {
+    kiln_bert_model_destroy(a);
+    kiln_bert_model_destroy(z);
+    return;
+  }
+  const int steps = 5;
+  const uint64_t seed = 11;
+  float first_z = 0, again = 0;
+  for (int k = 1; k <= steps; k++) {
+    float loss = 0;
+    double norm = 0, nz = 0;
+    CHECK(kiln_bert_model_set_dropout(a, 0.1, seed, k) == KILN_BERT_OK, "%s",
+          kiln_bert_last_error());
+    if (k == 1) {
+      /* the same step's masks twice: the same forward */
+      CHECK(kiln_bert_model_forward(a, d->ids[0], d->lens[0], d->labels[0], ROWS, COLS, &again,
+                                    NULL) == KILN_BERT_OK,
+            "%s", kiln_bert_last_error());
+      CHECK(train_step(z, d, 0, 1, &first_z, &nz) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+    }
+    KilnBertStatus st = train_step(a, d, (k - 1) % BATCHES, k, &loss, &norm);
+    CHECK(st == KILN_BERT_OK, "fp16 dropout step %d: %s", k, kiln_bert_last_error());
+    if (st != KILN_BERT_OK) break;
+    CHECK(isfinite(loss) && isfinite(norm), "fp16 dropout step %d: loss %g, grad norm %g", k,
+          (double)loss, norm);
+    CHECK(!kiln_bert_model_skipped(a), "fp16 dropout step %d skipped (scale %g)", k,
+          (double)kiln_bert_model_scaler(a)->scale);
+    if (k == 1) {
+      CHECK(loss == again, "step 1's masks drawn twice gave losses %.9g and %.9g", (double)loss,
+            (double)again);
+      CHECK(loss != first_z && fabsf(loss - first_z) < 0.3f,
+            "fp16 step 1: loss %.6f at dropout 0.1, %.6f at 0 (want different, and close)",
+            (double)loss, (double)first_z);
+      printf("fp16 dropout: step 1 loss %.6f (dropout 0: %.6f)\n", (double)loss,
+             (double)first_z);
+    }
+  }
+  /* evaluation after training: dropout off against a dropout-0 model of the same weights */
+  size_t P = kiln_bert_model_params(a)->total;
+  float *masters = calloc(P, sizeof *masters);
+  float la[ROWS * 2], lb[ROWS * 2], loss_a = 0, loss_b = 0;
+  KilnBertModel *b = NULL;
+  CHECK(kiln_bert_model_get_params(a, masters) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+  CHECK(kiln_bert_model_create_precision(dev, cfg, KILN_BERT_FP16, ROWS, COLS, &b) ==
+            KILN_BERT_OK,
+        "%s", kiln_bert_last_error());
+  if (b) {
+    CHECK(kiln_bert_model_set_params(b, masters) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+    CHECK(kiln_bert_model_set_dropout(a, 0, seed, steps) == KILN_BERT_OK, "%s",
+          kiln_bert_last_error());
+    for (int bt = 0; bt < BATCHES; bt++) {
+      CHECK(kiln_bert_model_forward(a, d->ids[bt], d->lens[bt], d->labels[bt], ROWS, COLS,
+                                    &loss_a, la) == KILN_BERT_OK,
+            "%s", kiln_bert_last_error());
+      CHECK(kiln_bert_model_forward(b, d->ids[bt], d->lens[bt], d->labels[bt], ROWS, COLS,
+                                    &loss_b, lb) == KILN_BERT_OK,
+            "%s", kiln_bert_last_error());
+      CHECK(memcmp(la, lb, sizeof la) == 0 && loss_a == loss_b,
+            "batch %d: the trained model with dropout off gives loss %.9g, a dropout-0 model of "
+            "its weights %.9g (logits %.9g vs %.9g)",
+            bt, (double)loss_a, (double)loss_b, (double)la[0], (double)lb[0]);
+    }
+    printf("fp16 dropout: after %d steps, the forward with dropout off equals a dropout-0 "
+           "model's (loss %.6f)\n", steps, (double)loss_a);
+  }
+  kiln_bert_model_destroy(a);
+  kiln_bert_model_destroy(b);
+  kiln_bert_model_destroy(z);
+  free(masters);
+}
+
 int main(void) {
   KilnBertConfig cfg;
   tiny_config(&cfg);
@@ -203,6 +285,7 @@ int main(void) {
   compare("fp16", l32, n32, l16, n16, 0x1p-11);
   compare("bf16", l32, n32, lbf, nbf, 0x1p-8);
   overflow_skips(dev, &cfg, d);
+  fp16_dropout(dev, &cfg, d);
   free(d);
   kiln_rt_device_destroy(dev);
   if (!failures) printf("ok\n");
