@@ -1,6 +1,7 @@
 /* train.c — the `kiln-bert train` run (bert_train.h): inputs, then the step loop
  *
- *   batch = the step's slice of the epoch order (bert_batch) -> forward (loss) -> backward ->
+ *   batch = the step's slice of the epoch order (bert_batch) -> dropout masks of (seed, step) ->
+ *   forward (loss) -> backward ->
  *   step (all-reduce hook, norm, clipping, AdamW at lr x the schedule's factor) -> log record
  *
  * in the precision of --precision (fp16's loss scaling is the model's: a skipped step is logged
@@ -148,8 +149,9 @@ static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg
 }
 
 /* The device this copy of the file drives: the emu build (runtime/bert/CMakeLists.txt compiles
- * model.c and this file a second time, against the libraries generated for emu, every external
- * name renamed) trains on emu, the main one on cpu and hands emu runs to the emu copy. */
+ * model.c, model_ops.c, eval.c, checkpoint.c and this file a second time, against the f32
+ * libraries generated for emu, every external name renamed) trains on emu in fp32, the main one
+ * on cpu and hands emu runs to the emu copy. */
 #ifdef KILN_BERT_EMU_BUILD
 #define KILN_BERT_TRAIN_DEVICE "emu"
 #else
