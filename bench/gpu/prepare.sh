@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 build=${1:-build}
 bundle=${2:-bench/gpu/bundle}
 kiln="$build/tools/kiln"
-kdir=tests/numeric/kernels
+kdir=dsl/examples
 [ -x "$kiln" ] || { echo "prepare: build Kiln first ($kiln not found)" >&2; exit 2; }
 mkdir -p "$bundle"
 

@@ -13,7 +13,8 @@
  * calls into the GPU emulator) and launched with 32 * num_warps threads per program, so the
  * same checks test the GPU lowering: layouts, warp shuffles, shared-memory exchanges, barriers.
  *
- * How one configuration runs: the kernel's source (KILN_NUMERIC_KERNEL_DIR/NAME.kiln) is compiled
+ * How one configuration runs: the kernel's source (KILN_EXAMPLES_DIR/NAME.kiln, the documented
+ * example itself, when there is one; else the test-only KILN_NUMERIC_KERNEL_DIR/NAME.kiln) is compiled
  * with its const parameters bound (kiln_driver_compile, KILN_EMIT_OBJ, KILN_TARGET_CPU); the object
  * is loaded as a module on the "cpu" device; inputs come from a generator seeded per
  * configuration, so a failure reproduces; every output buffer is larger than the result (row gaps
@@ -42,9 +43,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef KILN_NUMERIC_KERNEL_DIR
 #error "KILN_NUMERIC_KERNEL_DIR must name the folder of the test kernels"
+#endif
+#ifndef KILN_EXAMPLES_DIR
+#error "KILN_EXAMPLES_DIR must name dsl/examples, the documented kernels"
 #endif
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -181,8 +186,12 @@ static bool bundle_load(Run *run, const char *name) {
 #ifndef KILN_NUMERIC_NO_COMPILER
 static bool compile(Run *run, const char *kernel, const KilnDefine *defs, size_t ndefs,
                     KilnEmit emit, KilnBuffer *out) {
+  /* the documented example when there is one (the tests run what the docs show), else a
+   * kernel that exists for the tests only */
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s.kiln", KILN_NUMERIC_KERNEL_DIR, kernel);
+  snprintf(path, sizeof path, "%s/%s.kiln", KILN_EXAMPLES_DIR, kernel);
+  if (access(path, R_OK) != 0)
+    snprintf(path, sizeof path, "%s/%s.kiln", KILN_NUMERIC_KERNEL_DIR, kernel);
   KilnCompileOptions opts;
   memset(&opts, 0, sizeof opts);
   opts.path = path;
