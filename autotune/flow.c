@@ -231,14 +231,12 @@ static const KilnTune *pinned_tune(Run *R, RunKernel *k, SourceFile *f, const Ki
   return &k->pinned->tune;
 }
 
-/* The kernel of tune block t (file fi) made ready for any flow: within the named limits, pins
- * applied, its argument spec resolved (specialized when `specialize`), its report entry made.
+/* The kernel of tune block t (file fi) made ready for any flow: pins applied, within the named
+ * limits, its argument spec resolved (specialized when `specialize`), its report entry made.
  * Returns 0 with it as R->ks[R->nks - 1], or an exit code (reported). */
 static int prepare_kernel(Run *R, int fi, const KilnTune *t, bool specialize) {
   SourceFile *f = &R->files[fi];
   char err[256];
-  if (tune_plan_check_kernel(t, err, sizeof err))
-    return fprintf(stderr, "kiln %s: error: %s: %s\n", R->cmd, f->path, err), 1;
   if (grow_kernels(R)) return 2;
   RunKernel *k = &R->ks[R->nks++];
   memset(k, 0, sizeof *k);
@@ -247,6 +245,8 @@ static int prepare_kernel(Run *R, int fi, const KilnTune *t, bool specialize) {
   memset(rep, 0, sizeof *rep);
   tune_block_hash(f->text, t, rep->tune_hash); /* as written: records of every -D share it */
   if (!(t = pinned_tune(R, k, f, t))) return 1;
+  if (tune_plan_check_kernel(t, err, sizeof err)) /* the space as pinned: -D can shrink it */
+    return fprintf(stderr, "kiln %s: error: %s: %s\n", R->cmd, f->path, err), 1;
   const TuneHarness *h = tune_plan_pick_harness(R->cl, R->o->nargs, f->specs, f->nspecs,
                                                 t->kernel_name);
   if (!h)

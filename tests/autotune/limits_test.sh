@@ -5,7 +5,7 @@
 #                  at 64 with exit 1 and no message)
 #   many_files     the 65th file given is read (files after the 64th used to be ignored)
 #   huge_space     a tune block of 10^6 configs is refused, naming TUNE_MAX_SPACE (it used to be
-#                  cut to its first 100,000 configs without a word)
+#                  cut to its first 100,000 configs without a word); with -D A=1 it fits
 #   long_name      a kernel name of more than 63 characters is refused, naming TUNE_MAX_NAME
 #                  (records and libraries used to hold it truncated)
 # Usage: limits_test.sh KILN CASE   (KEEP=1 keeps the temp dir for a look)
@@ -65,6 +65,9 @@ huge_space)
     says lib "1000000 configs.*TUNE_MAX_SPACE"
   [ ! -e "$tmp/lib/kernels.h" ] || fail "a library was written"
   run tune 1 "$kiln" tune "$tmp/huge.kiln" --args "$args" && says tune "TUNE_MAX_SPACE"
+  # held by -D at one value of A, the space is 10^4 configs: within the limit
+  run pinned 0 "$kiln" lib "$tmp/huge.kiln" -o "$tmp/lib" --args "$args" -D A=1 &&
+    { [ -e "$tmp/lib/kernels.h" ] || fail "pinned: no library"; }
   ;;
 long_name)
   name=k_$(printf 'x%.0s' $(seq 1 70))
