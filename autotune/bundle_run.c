@@ -6,10 +6,10 @@
  * halving, interleaved finals, medians, an L2 flush on GPUs, crashes/hangs/failures recorded
  * and skipped, every result checked against the first correct one), fed from the manifest
  * instead of the compiler: inputs are rebuilt with problem.c from the same seeds, candidates
- * come with their grid and image. The winner is picked by tune_pick_winner, the records go to
- * a cache `kiln lib` reads (cache_records.c), and a JSON summary says how long tuning took,
- * who won and how fast. */
-#include "internal.h"
+ * come with their grid and image. The winner is picked by tune_plan_pick_winner (plan.h), the
+ * records go to a cache `kiln lib` reads (cache_records.c), and a JSON summary says how long
+ * tuning took, who won and how fast. */
+#include "plan.h"
 
 #include <math.h>
 
@@ -256,7 +256,7 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
     for (int c = 0; c < k->ncands; c++) idx[c] = c;
     int timings = tune_run(&tg, k->name, &k->p, k->cands, idx, k->ncands, -1, &ro);
     free(idx);
-    int win = tune_pick_winner(k->cands, k->ncands);
+    int win = tune_plan_pick_winner(k->cands, k->ncands);
     for (int c = 0; c < k->ncands; c++) {
       KilnCacheRecord r;
       if (tune_record_from_cand(&k->cands[c], k->name, k->hash, k->tune_hash, k->p.key,

@@ -422,20 +422,3 @@ void tune_cands_free(TuneCand *c, int n) {
   for (int i = 0; i < n; i++) free(c[i].samples);
   free(c);
 }
-
-int tune_pick_winner(const TuneCand *c, int n) {
-  int best = -1;
-  for (int i = 0; i < n; i++)
-    if (c[i].state == ST_OK && (best < 0 || c[i].median_ms < c[best].median_ms)) best = i;
-  if (best < 0) return -1;
-  /* Within the noise of the fastest, prefer fewer resources, then the earlier config. */
-  double noise = fmax(0.02 * c[best].median_ms, c[best].p75_ms - c[best].p25_ms);
-  int win = best;
-  for (int i = 0; i < n; i++) {
-    if (c[i].state != ST_OK || c[i].median_ms > c[best].median_ms + noise) continue;
-    if (c[i].resources < c[win].resources ||
-        (c[i].resources == c[win].resources && c[i].order < c[win].order))
-      win = i;
-  }
-  return win;
-}

@@ -2,7 +2,8 @@
 # Checks the `kiln` command's contract: exit codes, diagnostics with a caret, every --emit
 # output, -D bindings, --dump-after, that -o never leaves a half-written file and never
 # replaces the input.
-# Usage: cli_test.sh KILN KERNEL_DIR [EXAMPLES_DIR]
+# Usage: cli_test.sh KILN KERNEL_DIR [MORE_KERNELS_DIR]   (KERNEL_DIR: dsl/examples, which holds
+# vector_add, softmax_rows and matmul_f16; every kernel of both folders is checked)
 set -u
 kiln=$1 kdir=$2 edir=${3:-}
 tmp=$(mktemp -d)

@@ -12,6 +12,7 @@
  * Kiln source cannot express per-thread divergence (control flow is uniform per program), which
  * is why these kernels are written below the language.
  */
+#include "../common/check.h"
 #include "kiln_gpu.h"
 #include "kiln_mlir.h"
 
@@ -23,18 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fputc('\n', stderr);                                                 \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
 
 /* 64 threads per block. Thread t stores t + 1 to smem[t]; after the barrier it reads
  * smem[63 - t], takes lane ^ 1's value by shfl.sync.bfly and stores 1000 * ctaid + that value to

@@ -4,21 +4,13 @@
  * memory, the renderer shows the line and a caret, bad input never crashes, and the language
  * reference lists every builtin.
  *   test_frontend SOURCE_DIR */
+#include "../common/check.h"
 #include "kiln_frontend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
 static const char *src_dir;
-
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);            \
-            failures++;                                                                 \
-        }                                                                               \
-    } while (0)
 
 static char *slurp(const char *rel, size_t *len)
 {

@@ -1,23 +1,15 @@
-/* rt_test.h — tiny assertion helpers shared by the runtime tests. Each failing check prints where
- * and why (with the runtime's last error) and marks the test failed; main returns rt_test_result(). */
+/* rt_test.h — the runtime tests' checks of runtime calls, on top of the one CHECK
+ * (tests/common/check.h): each failing check prints where and why (with the runtime's last error)
+ * and counts in `failures`; main returns rt_test_result(). */
 #ifndef KILN_TESTS_RT_TEST_H
 #define KILN_TESTS_RT_TEST_H
 
+#include "../common/check.h"
 #include "kiln/kilnrt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int rt_test_failures;
-
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
-      rt_test_failures++;                                                                          \
-    }                                                                                              \
-  } while (0)
 
 /* Expects a specific status from a runtime call. */
 #define CHECK_STATUS(call, want)                                                                   \
@@ -27,7 +19,7 @@ static int rt_test_failures;
       fprintf(stderr, "%s:%d: %s returned %s, expected %s (last error: %s)\n", __FILE__,            \
               __LINE__, #call, kiln_rt_status_name(got_), kiln_rt_status_name(want),               \
               kiln_rt_last_error());                                                               \
-      rt_test_failures++;                                                                          \
+      failures++;                                                                          \
     }                                                                                              \
   } while (0)
 
@@ -40,13 +32,13 @@ static int rt_test_failures;
     if (!h_ || !strstr(h_, (needle))) {                                                            \
       fprintf(stderr, "%s:%d: expected \"%s\" in \"%s\"\n", __FILE__, __LINE__, (needle),          \
               h_ ? h_ : "(null)");                                                                 \
-      rt_test_failures++;                                                                          \
+      failures++;                                                                          \
     }                                                                                              \
   } while (0)
 
 static inline int rt_test_result(const char *name) {
-  if (rt_test_failures) {
-    fprintf(stderr, "%s: %d check(s) failed\n", name, rt_test_failures);
+  if (failures) {
+    fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
     return 1;
   }
   printf("%s: all checks passed\n", name);
