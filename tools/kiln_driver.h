@@ -102,6 +102,12 @@ KilnDriverStatus kiln_driver_check(const char *path, const KilnDefine *defines, 
 
 void kiln_buffer_free(KilnBuffer *buf);
 
+/* The pass pipeline that lowers a kiln module for target t (kiln_mlir.h's KilnPipeline: the
+ * shared front, then the cpu back, the GPU back, or the GPU back and the emu rewrite); NULL for
+ * no target.  kiln-opt runs the same pipelines. */
+struct KilnPipeline;
+const struct KilnPipeline *kiln_driver_pipeline(KilnTarget t);
+
 const char *kiln_target_name(KilnTarget t);
 /* Returns KILN_TARGET_COUNT when `name` names no target. */
 KilnTarget kiln_target_from_name(const char *name);
