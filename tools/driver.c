@@ -23,7 +23,6 @@
 
 #include <kiln/kilnrt.h>
 
-static const char *const target_names[KILN_TARGET_COUNT] = {"cpu", "emu", "sm_80", "sm_90"};
 static const char *const emit_names[KILN_EMIT_COUNT] = {
     "ast", "mlir", "lowered-mlir", "llvm", "obj", "gpu-mlir", "ptx", "cubin"};
 
@@ -46,16 +45,6 @@ const KilnPipeline *kiln_driver_pipeline(KilnTarget t) {
   return (unsigned)t < KILN_TARGET_COUNT ? targets[t].pipeline : NULL;
 }
 
-const char *kiln_target_name(KilnTarget t) {
-  return (unsigned)t < KILN_TARGET_COUNT ? target_names[t] : "?";
-}
-
-KilnTarget kiln_target_from_name(const char *name) {
-  for (int i = 0; i < KILN_TARGET_COUNT; i++)
-    if (name && strcmp(name, target_names[i]) == 0) return (KilnTarget)i;
-  return KILN_TARGET_COUNT;
-}
-
 const char *kiln_emit_name(KilnEmit e) {
   return (unsigned)e < KILN_EMIT_COUNT ? emit_names[e] : "?";
 }
@@ -71,39 +60,6 @@ void kiln_buffer_free(KilnBuffer *buf) {
   free(buf->data);
   buf->data = NULL;
   buf->size = 0;
-}
-
-/* Reads a whole file; returns NULL (errno set) on failure. */
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap + 1);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (n < cap) break;
-    char *bigger = cap > ((size_t)1 << 30) ? NULL : realloc(buf, cap * 2 + 1);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      errno = EFBIG;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  if (buf && ferror(f)) {
-    free(buf);
-    buf = NULL;
-    errno = EIO;
-  }
-  fclose(f);
-  if (buf) {
-    buf[n] = '\0';
-    *len = n;
-  }
-  return buf;
 }
 
 /* Takes ownership of a text stream's contents as a buffer. */
@@ -206,7 +162,7 @@ static KilnDriverStatus open_source(Job *j) {
   const char *src = o->source;
   size_t len = o->source_len;
   if (!src) {
-    j->text = read_file(path, &len);
+    j->text = kiln_file_read(path, &len);
     if (!j->text) {
       fprintf(j->diag, "kiln: error: cannot read '%s': %s\n", path, strerror(errno));
       return KILN_DRIVER_FAILURE;

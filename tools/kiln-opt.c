@@ -25,26 +25,6 @@ typedef struct Options {
   bool generic, list_stages, print_irdl;
 } Options;
 
-static char *read_all(FILE *f) {
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  if (!buf)
-    return NULL;
-  for (size_t got; (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-    n += got;
-    if (cap - n < 2) {
-      char *nb = realloc(buf, cap *= 2);
-      if (!nb) {
-        free(buf);
-        return NULL;
-      }
-      buf = nb;
-    }
-  }
-  buf[n] = '\0';
-  return buf;
-}
-
 static void print_cb(MlirStringRef s, void *user) { fwrite(s.data, 1, s.length, user); }
 
 static int usage(void) {
@@ -186,7 +166,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kiln-opt: cannot open %s\n", o.file);
     return 1;
   }
-  char *text = read_all(in);
+  char *text = kiln_file_read_stream(in, NULL);
   if (in != stdin)
     fclose(in);
   KilnMlirContext *k = kiln_mlir_context_create();
