@@ -51,10 +51,7 @@ float *kiln_bert_from_f16(const uint16_t *h, size_t n) {
   return x;
 }
 
-const char *kiln_bert_type_name(KilnScalarKind t) {
-  static const char *const names[KILN_SCALAR_COUNT] = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32"};
-  return (unsigned)t < KILN_SCALAR_COUNT ? names[t] : "?";
-}
+const char *kiln_bert_type_name(KilnScalarKind t) { return kiln_scalar_name(t); }
 
 size_t kiln_bert_elem_size(KilnScalarKind t) {
   return t == KILN_SCALAR_F32 || t == KILN_SCALAR_I32 ? 4 : t == KILN_SCALAR_I64 ? 8 : t == KILN_SCALAR_F16 || t == KILN_SCALAR_BF16 || t == KILN_SCALAR_I16 ? 2 : 1;
@@ -143,14 +140,7 @@ static void fail_always(KilnBertRun *run, const char *fmt, const char *a, const 
 
 bool kiln_bert_on_emu(const KilnBertDevice *dev) { return dev->target != KILN_TARGET_CPU; }
 
-static const char *target_label(KilnTarget t) {
-  switch (t) {
-  case KILN_TARGET_CPU: return "cpu";
-  case KILN_TARGET_EMU: return "emu";
-  case KILN_TARGET_SM80: return "sm_80";
-  default: return "sm_90";
-  }
-}
+static const char *target_label(KilnTarget t) { return kiln_target_name(t); }
 
 void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fmt, ...) {
   memset(run, 0, sizeof *run);
@@ -218,17 +208,7 @@ static KilnRtModule *bundle_load(KilnBertRun *run, const char *name) {
 #ifndef KILN_BERT_NO_COMPILER
 /* PATH written whole or not at all (a temp file renamed over it). */
 static bool write_atomic(const char *path, const void *data, size_t n) {
-  char tmp[1500];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  bool ok = f && fwrite(data, 1, n, f) == n;
-  if (f && fclose(f) != 0)
-    ok = false;
-  if (ok && rename(tmp, path) != 0)
-    ok = false;
-  if (!ok)
-    remove(tmp);
-  return ok;
+  return kiln_file_write_atomic(path, data, n) == 0; /* the shared writer (kiln_base.h) */
 }
 
 static bool compile(KilnBertRun *run, const char *file, const char *kernel, const KilnDefine *defs,

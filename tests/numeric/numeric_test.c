@@ -74,10 +74,7 @@ typedef struct Spec {
 } Spec;
 static Spec g_spec;
 
-static const char *target_label(KilnTarget t) {
-  static const char *const names[] = {"cpu", "emu", "sm_80", "sm_90"};
-  return (unsigned)t < COUNT(names) ? names[t] : "?";
-}
+static const char *target_label(KilnTarget t) { return kiln_target_name(t); }
 
 /* --vs-cpu: the cpu pass records each checked output under "label|what"; later passes compare
  * with it. */
