@@ -66,7 +66,7 @@ static void scan_spec_comments(SourceFile *f, FILE *err) {
 static int open_source(const char *path, SourceFile *f) {
   memset(f, 0, sizeof *f);
   f->path = path;
-  f->text = tune_read_file(path, &f->len);
+  f->text = kiln_file_read(path, &f->len);
   if (!f->text) {
     fprintf(stderr, "kiln: error: cannot read '%s': %s\n", path, strerror(errno));
     return 2;

@@ -128,14 +128,11 @@ int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t 
                       char *err, size_t cap);
 /* problem.c (shared with the runtime-only bundle runner) */
 size_t tune_scalar_bytes(KilnScalarKind k);
-bool tune_scalar_is_float(KilnScalarKind k);
 /* Fills p->init[i] (p->elems[i] elements of the parameter's type) as spec a says, from the
  * stream of (seed, i). */
 void tune_problem_fill(TuneProblem *p, int i, const TuneArgSpec *a, uint64_t seed);
 /* Names and values of the integer scalars among the first `upto` parameters. */
 int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int64_t *vals);
-float tune_half_to_float(uint16_t h);
-float tune_bf16_to_float(uint16_t h);
 
 /* ---------------------------------------------------------------- sig.c */
 
@@ -469,7 +466,6 @@ void tune_json_number(FILE *f, double v);
 
 /* ---------------------------------------------------------------- util */
 
-char *tune_read_file(const char *path, size_t *len);
 uint64_t tune_fnv1a(const void *data, size_t n);
 /* FNV hash of kernel k's text from its first line to the end of its body. */
 void tune_kernel_hash(const char *src, size_t len, const KilnKernel *k, char out[20]);

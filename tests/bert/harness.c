@@ -34,10 +34,7 @@ float *kiln_bert_from_f16(const uint16_t *h, size_t n) {
   return x;
 }
 
-const char *kiln_bert_type_name(KilnScalarKind t) {
-  static const char *const names[KILN_SCALAR_COUNT] = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32"};
-  return (unsigned)t < KILN_SCALAR_COUNT ? names[t] : "?";
-}
+const char *kiln_bert_type_name(KilnScalarKind t) { return kiln_scalar_name(t); }
 
 size_t kiln_bert_elem_size(KilnScalarKind t) {
   return t == KILN_SCALAR_F32 || t == KILN_SCALAR_I32 ? 4 : t == KILN_SCALAR_I64 ? 8 : t == KILN_SCALAR_F16 || t == KILN_SCALAR_BF16 || t == KILN_SCALAR_I16 ? 2 : 1;

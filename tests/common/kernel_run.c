@@ -35,14 +35,7 @@ float *kiln_test_random_f32(KilnRefRng *rng, size_t n, float lo, float hi) {
 
 uint32_t kiln_test_cdiv(size_t a, size_t b) { return (uint32_t)((a + b - 1) / b); }
 
-const char *kiln_test_target_label(KilnTarget t) {
-  switch (t) {
-  case KILN_TARGET_CPU: return "cpu";
-  case KILN_TARGET_EMU: return "emu";
-  case KILN_TARGET_SM80: return "sm_80";
-  default: return "sm_90";
-  }
-}
+const char *kiln_test_target_label(KilnTarget t) { return kiln_target_name(t); }
 
 double kiln_test_now(void) {
   struct timespec ts;

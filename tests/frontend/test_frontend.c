@@ -16,20 +16,11 @@ static char *slurp(const char *rel, size_t *len)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", src_dir, rel);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char *buf = kiln_file_read(path, len);
+    if (!buf) {
         printf("cannot open %s\n", path);
         exit(1);
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-        exit(1);
-    buf[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
     return buf;
 }
 

@@ -6,6 +6,7 @@
 
 #include "../common/check.h"
 #include "kiln/kilnrt.h"
+#include "kiln_base.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,26 +46,9 @@ static inline int rt_test_result(const char *name) {
   return 0;
 }
 
-/* Reads a whole file into a malloc'ed buffer; NULL on failure. */
+/* Reads a whole file into a malloc'ed buffer; NULL on failure (the shared reader, kiln_base.h). */
 static inline unsigned char *rt_test_read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  unsigned char *buf = NULL;
-  size_t cap = 0, n = 0;
-  for (;;) {
-    if (n == cap) {
-      cap = cap ? cap * 2 : 65536;
-      unsigned char *nb = realloc(buf, cap);
-      if (!nb) break;
-      buf = nb;
-    }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-  }
-  fclose(f);
-  *size = n;
-  return buf;
+  return (unsigned char *)kiln_file_read(path, size);
 }
 
 #endif /* KILN_TESTS_RT_TEST_H */
