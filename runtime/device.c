@@ -265,6 +265,14 @@ KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, v
       return BAD("kiln_rt_launch of '%s': grid[%d] = %u is outside 1..%d", fn->name, i,
                  cfg->grid[i], INT32_MAX);
   }
+  /* A GPU's grid is at most 65535 blocks along y and z; the emulator keeps the same limit so
+   * that what passes on emu also launches on a GPU. */
+  if (dev->kind == KILN_RT_DEVICE_CUDA || dev->kind == KILN_RT_DEVICE_EMU) {
+    for (int i = 1; i < 3; i++)
+      if (cfg->grid[i] > KILN_RT_GPU_MAX_GRID_YZ)
+        return BAD("kiln_rt_launch of '%s': grid[%d] = %u exceeds a GPU's limit of %u along y and z",
+                   fn->name, i, cfg->grid[i], KILN_RT_GPU_MAX_GRID_YZ);
+  }
   if (!args && fn->arg_sizes && fn->num_args > 0)
     return BAD("kiln_rt_launch of '%s': args is NULL but the kernel takes %zu arguments", fn->name, fn->num_args);
   return dev->ops->launch(fn, cfg, args, stream);

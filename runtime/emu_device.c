@@ -19,7 +19,9 @@
  *   (uint32_t[4]: version, threads per block, static shared bytes, parameter count; written by
  *   mlir-dialect/gpu/emu_lower.c).
  * - launch runs kiln_emu_launch over the grid, synchronously. block_threads must be 0 (use the
- *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads. A
+ *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads.
+ *   Before any thread runs it refuses what a GPU would refuse: pointer arguments not aligned as
+ *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB. A
  *   failure inside the kernel (deadlock, trap, bad shared access, misused warp op) comes back as
  *   KILN_RT_ERROR_LAUNCH with the emulator's message naming block and thread.
  * - Stream capture is refused (UNSUPPORTED): graphs of emulated launches have no user yet.
@@ -36,9 +38,14 @@
 /* The layout of kiln_emu_meta_NAME; KILN_GPU_EMU_META_VERSION in mlir-dialect/gpu/kiln_gpu.h. */
 enum { META_VERSION = 1, META_WORDS = 4 };
 
+/* A GPU's limit on static shared memory (`.shared` variables); more needs dynamic shared memory
+ * and an opt-in. The emulator's arena could hold more, but a GPU would refuse the module. */
+#define EMU_STATIC_SHARED_LIMIT (48u * 1024u)
+
 typedef struct EmuFunction {
   KilnEmuKernelFn entry;
   uint32_t block_threads, shared_bytes, num_params;
+  const uint32_t *arg_align; /* kiln_emu_args_NAME: num_params entries; NULL in older modules */
 } EmuFunction;
 
 /* Every intrinsic, referenced so that a static link of libkilnrt.a takes the emulator whole:
@@ -135,11 +142,37 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   ef->block_threads = meta[1];
   ef->shared_bytes = meta[2];
   ef->num_params = meta[3];
+  char args_name[512];
+  snprintf(args_name, sizeof args_name, "kiln_emu_args_%s", fn->name); /* fits: as meta_name */
+  ef->arg_align = dlsym(mod->impl, args_name);
   fn->impl = ef;
   return KILN_RT_OK;
 }
 
 /* ---- launches ----------------------------------------------------------------------------- */
+
+/* The lowering emitted vector loads and stores on the promise that every pointer argument is
+ * aligned (kiln_emu_args_NAME); a pointer that breaks it would fault on the host (an aligned
+ * vmovaps) where a GPU raises a misaligned-address error. Refused here, before any thread runs. */
+static KilnRtStatus check_pointer_args(const KilnRtFunction *fn, const EmuFunction *ef,
+                                       void **args) {
+  if (!ef->arg_align) return KILN_RT_OK;
+  for (uint32_t i = 0; i < ef->num_params; i++) {
+    uint32_t align = ef->arg_align[i];
+    if (align <= 1) continue;
+    if (!args || !args[i])
+      return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                          "launch of '%s': argument %u (a pointer) is missing", fn->name, i);
+    void *p;
+    memcpy(&p, args[i], sizeof p);
+    if ((uintptr_t)p % align != 0)
+      return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                          "launch of '%s': pointer argument %u = %p is not %u-byte aligned (the "
+                          "compiled code assumes it; a GPU would fault with a misaligned address)",
+                          fn->name, i, p, align);
+  }
+  return KILN_RT_OK;
+}
 
 static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                                KilnRtStream *stream) {
@@ -160,6 +193,13 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
                         "launch of '%s': %llu bytes of shared memory (%u static + %u dynamic) "
                         "exceed %u", fn->name, (unsigned long long)shared, ef->shared_bytes,
                         cfg->shared_bytes, KILN_EMU_MAX_SHARED_BYTES);
+  if (ef->shared_bytes > EMU_STATIC_SHARED_LIMIT)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "launch of '%s': %u bytes of static shared memory exceed a GPU's %u "
+                        "(more must be dynamic shared memory)", fn->name, ef->shared_bytes,
+                        EMU_STATIC_SHARED_LIMIT);
+  KilnRtStatus ast = check_pointer_args(fn, ef, args);
+  if (ast != KILN_RT_OK) return ast;
   KilnEmuLaunch lc;
   memset(&lc, 0, sizeof lc);
   memcpy(lc.grid, cfg->grid, sizeof lc.grid);

@@ -21,6 +21,8 @@
  *   void kiln_emu_entry_NAME(void **args)   args as CUDA's kernelParams (the CPU ABI's unpacking)
  *   const uint32_t kiln_emu_meta_NAME[4]   {KILN_GPU_EMU_META_VERSION, block threads
  *                                           (32 * num_warps), static shared bytes, parameters}
+ *   const uint32_t kiln_emu_args_NAME[n]   per parameter the alignment its value needs (16 for
+ *                                           pointers, 0 for scalars), checked at launch
  * which the runtime's emu device reads after dlopen.  Anything nvvm the pass does not know fails
  * the pass with a diagnostic naming the op, so a new GPU construct cannot slip through unchecked.
  */
@@ -582,6 +584,27 @@ static MlirWalkResult retype(MlirOperation op, void *u) {
 
 /* ---------------------------------------------------------------- kernels */
 
+/* kiln_emu_args_NAME: per parameter the alignment its value must have at launch. After
+ * retyping every pointer parameter is a host !llvm.ptr; all of them were global pointers, which
+ * the lowering assumed KILN_GPU_EMU_POINTER_ALIGN-aligned. The runtime checks them before
+ * running the kernel, so a misaligned view is a launch error rather than a host fault. */
+static MlirOperation args_table(Emu *E, MlirStringRef name, const MlirType *types, intptr_t nargs) {
+  KilnStr t = {0};
+  kiln_str_appendf(&t, "llvm.mlir.global external constant @kiln_emu_args_%.*s(dense<[",
+                   (int)name.length, name.data);
+  for (intptr_t i = 0; i < nargs; i++)
+    kiln_str_appendf(&t, "%s%d", i ? ", " : "",
+                     mlirTypeIsALLVMPointerType(types[i]) ? KILN_GPU_EMU_POINTER_ALIGN : 0);
+  if (nargs == 0)
+    kiln_str_appendf(&t, "0"); /* a zero-length array is not a valid global */
+  kiln_str_appendf(&t, "]> : tensor<%ldxi32>) {addr_space = 0 : i32, alignment = 4 : i64} : "
+                   "!llvm.array<%ld x i32>", (long)(nargs ? nargs : 1), (long)(nargs ? nargs : 1));
+  MlirOperation g = kiln_gpu_parse_op(E->ctx, t.data);
+  kiln_str_free(&t);
+  KILN_ASSERT(!mlirOperationIsNull(g));
+  return g;
+}
+
 /* The entry wrapper and the metadata of one kernel, after retyping. */
 static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes) {
   MlirAttribute sym = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("sym_name"));
@@ -648,6 +671,8 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes) {
   kiln_str_free(&t);
   KILN_ASSERT(!mlirOperationIsNull(g));
   mlirBlockInsertOwnedOperationAfter(E->mbody, w, g);
+  MlirOperation a = args_table(E, name, types, nargs);
+  mlirBlockInsertOwnedOperationAfter(E->mbody, g, a);
   free(types);
 }
 
