@@ -104,13 +104,18 @@ KilnRtStatus kiln_rt_malloc(KilnRtDevice *dev, size_t bytes, void **dptr) {
     *dptr = NULL;
     return KILN_RT_OK;
   }
-  return kiln_rt_cache_alloc(dev->cache, bytes, dptr);
+  KilnRtStatus st = kiln_rt_cache_alloc(dev->cache, bytes, dptr);
+  /* The size asked for, not the cache's class size: a checking device bounds accesses by it. */
+  if (st == KILN_RT_OK && dev->ops->track_alloc) dev->ops->track_alloc(dev, *dptr, bytes);
+  return st;
 }
 
 KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr) {
   if (!dev) return BAD("kiln_rt_free: device is NULL");
   if (!dptr) return KILN_RT_OK;
-  return kiln_rt_cache_free(dev->cache, dptr);
+  KilnRtStatus st = kiln_rt_cache_free(dev->cache, dptr);
+  if (st == KILN_RT_OK && dev->ops->track_free) dev->ops->track_free(dev, dptr);
+  return st;
 }
 
 static KilnRtStatus check_stream(const char *what, KilnRtDevice *dev, KilnRtStream *stream) {

@@ -24,6 +24,9 @@
  *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB. A
  *   failure inside the kernel (deadlock, trap, bad shared access, misused warp op) comes back as
  *   KILN_RT_ERROR_LAUNCH with the emulator's message naming block and thread.
+ * - The sanitizers (runtime/emu/check.c) are on unless KILN_EMU_CHECK says otherwise; memcheck
+ *   learns the allocations through track_alloc / track_free, at the sizes the caller asked for.
+ *   KILN_EMU_SEED picks a random schedule of the fibers.
  * - Stream capture is refused (UNSUPPORTED): graphs of emulated launches have no user yet.
  */
 #include "device_impl.h"
@@ -31,6 +34,7 @@
 #include "kiln_emu.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +61,8 @@ __attribute__((used)) static void (*const keep_intrinsics[])(void) = {
     KEEP(kiln_emu_ctaid_z), KEEP(kiln_emu_nctaid_x), KEEP(kiln_emu_nctaid_y),
     KEEP(kiln_emu_nctaid_z), KEEP(kiln_emu_laneid), KEEP(kiln_emu_warpid),
     KEEP(kiln_emu_warpsize), KEEP(kiln_emu_shared_base), KEEP(kiln_emu_shared_bytes),
-    KEEP(kiln_emu_shared_check), KEEP(kiln_emu_barrier0), KEEP(kiln_emu_barrier_sync),
+    KEEP(kiln_emu_shared_check), KEEP(kiln_emu_global_access), KEEP(kiln_emu_shared_access),
+    KEEP(kiln_emu_barrier0), KEEP(kiln_emu_barrier_sync),
     KEEP(kiln_emu_bar_warp_sync), KEEP(kiln_emu_membar), KEEP(kiln_emu_trap), KEEP(kiln_emu_exit),
     KEEP(kiln_emu_shfl_sync_i32), KEEP(kiln_emu_shfl_sync_f32), KEEP(kiln_emu_vote_sync),
     KEEP(kiln_emu_redux_sync), KEEP(kiln_emu_mma_m16n8k16_f32_f16),
@@ -174,6 +179,29 @@ static KilnRtStatus check_pointer_args(const KilnRtFunction *fn, const EmuFuncti
   return KILN_RT_OK;
 }
 
+/* KILN_EMU_CHECK (default "all": the emulator is the GPU path's checker, so it checks unless
+ * told not to) and KILN_EMU_SEED (default 0: thread order), read at every launch so that a test
+ * driver can switch them between launches. */
+static KilnRtStatus checks_from_env(uint32_t *checks, uint64_t *seed) {
+  const char *text = getenv("KILN_EMU_CHECK");
+  if (kiln_emu_parse_checks(text ? text : "all", checks) != 0)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "KILN_EMU_CHECK='%s': expected a comma-separated list of mem, race, init, "
+                        "or all, or none", text);
+  const char *s = getenv("KILN_EMU_SEED");
+  *seed = 0;
+  if (s && *s) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno != 0 || *end != '\0' || s[0] == '-')
+      return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                          "KILN_EMU_SEED='%s': expected a non-negative integer", s);
+    *seed = v;
+  }
+  return KILN_RT_OK;
+}
+
 static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                                KilnRtStream *stream) {
   const EmuFunction *ef = fn->impl;
@@ -207,12 +235,25 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
   lc.block[1] = lc.block[2] = 1;
   lc.shared_bytes = (uint32_t)shared;
   lc.num_os_threads = (uint32_t)kiln_rt_cpu_default_threads();
+  KilnRtStatus est = checks_from_env(&lc.checks, &lc.seed);
+  if (est != KILN_RT_OK) return est;
   KilnEmuStatus st = kiln_emu_launch(ef->entry, &lc, args);
   if (st == KILN_EMU_OK) return KILN_RT_OK;
   return kiln_rt_fail(st == KILN_EMU_ERROR_OUT_OF_MEMORY ? KILN_RT_ERROR_OUT_OF_MEMORY
                                                          : KILN_RT_ERROR_LAUNCH,
                       "emu launch of '%s' failed: %s: %s", fn->name, kiln_emu_status_name(st),
                       kiln_emu_last_error());
+}
+
+/* memcheck's allocation table follows the runtime's allocations, at the sizes asked for. */
+static void emu_track_alloc(KilnRtDevice *dev, void *ptr, size_t bytes) {
+  (void)dev;
+  kiln_emu_mem_register(ptr, bytes);
+}
+
+static void emu_track_free(KilnRtDevice *dev, void *ptr) {
+  (void)dev;
+  kiln_emu_mem_unregister(ptr);
 }
 
 static KilnRtStatus emu_begin_capture(KilnRtStream *stream) {
@@ -241,6 +282,8 @@ static void build_ops(void) {
   emu_ops.get_function = emu_get_function;
   emu_ops.launch = emu_launch;
   emu_ops.begin_capture = emu_begin_capture;
+  emu_ops.track_alloc = emu_track_alloc;
+  emu_ops.track_free = emu_track_free;
 }
 
 KilnRtStatus kiln_rt_emu_device_init(KilnRtDevice *dev, int ordinal) {

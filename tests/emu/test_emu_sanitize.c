@@ -13,6 +13,19 @@
  *     process with SIGSEGV before: an aligned vmovaps on the host);
  *   - grid y or z above 65535 is refused;
  *   - emu_big_smem: 50000 bytes of static shared memory, over a GPU's 48 KiB, is refused.
+ *
+ * Sanitizers (KILN_EMU_CHECK, on by default; set per launch here):
+ *   - memcheck: emu_oob reads one element past a 128-byte allocation (inside the allocation
+ *     cache's larger block, so without the check it read garbage silently); emu_misaligned does
+ *     a 16-byte vector load 4 bytes into a buffer (a host SIGSEGV without the check); emu_masked
+ *     guards its loads by a mask, so lanes past the end must not be reported;
+ *   - racecheck: emu_race writes smem[t] and reads smem[t + 1] with no barrier between
+ *     (write-after-read); emu_race_ww has every thread write smem[0] (write-after-write);
+ *     emu_norace is emu_race with the barrier and must pass with the right numbers;
+ *   - initcheck: emu_uninit reads shared memory nobody wrote;
+ *   - schedules: emu_race_ww with the checks off leaves the last writer's id in smem[0]; under
+ *     KILN_EMU_SEED the writers run in another order, so the seeds must not all agree, and one
+ *     seed must give the same answer twice.
  */
 #include "kiln_gpu.h"
 #include "kiln_mlir.h"
@@ -22,6 +35,7 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +83,100 @@ static const char *const BIG_SMEM_IR =
     "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
     "    %p = llvm.getelementptr %smem[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
     "    llvm.store %t, %p : i32, !llvm.ptr<3>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "}\n";
+
+/* 32 threads; thread t copies in[t + off] to out[t]: off = 1 reads one element past `in`. */
+static const char *const OOB_IR =
+    "module {\n"
+    "  llvm.func @emu_oob(%in: !llvm.ptr<1>, %out: !llvm.ptr<1>, %off: i32) attributes "
+    "{nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {\n"
+    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+    "    %i = llvm.add %t, %off : i32\n"
+    "    %p = llvm.getelementptr %in[%i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    %v = llvm.load %p {alignment = 4 : i64} : !llvm.ptr<1> -> f32\n"
+    "    %q = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %v, %q {alignment = 4 : i64} : f32, !llvm.ptr<1>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "  llvm.func @emu_masked(%in: !llvm.ptr<1>, %out: !llvm.ptr<1>, %n: i32) attributes "
+    "{nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {\n"
+    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+    "    %m = llvm.icmp \"ult\" %t, %n : i32\n"
+    "    llvm.cond_br %m, ^load, ^done\n"
+    "  ^load:\n"
+    "    %p = llvm.getelementptr %in[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    %v = llvm.load %p {alignment = 4 : i64} : !llvm.ptr<1> -> f32\n"
+    "    %q = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %v, %q {alignment = 4 : i64} : f32, !llvm.ptr<1>\n"
+    "    llvm.br ^done\n"
+    "  ^done:\n"
+    "    llvm.return\n"
+    "  }\n"
+    "  llvm.func @emu_misaligned(%in: !llvm.ptr<1>, %out: !llvm.ptr<1>) attributes "
+    "{nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {\n"
+    "    %c1 = llvm.mlir.constant(1 : i32) : i32\n"
+    "    %p = llvm.getelementptr %in[%c1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    %v = llvm.load %p {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>\n"
+    "    llvm.store %v, %out {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "}\n";
+
+#define SMEM_256                                                                              \
+  "  llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : "  \
+  "!llvm.array<256 x i8> {\n"                                                                  \
+  "    %0 = llvm.mlir.undef : !llvm.array<256 x i8>\n"                                         \
+  "    llvm.return %0 : !llvm.array<256 x i8>\n"                                               \
+  "  }\n"
+
+/* 64 threads and 256 bytes of shared memory. emu_race / emu_norace: smem[t] = t, then
+ * out[t] = smem[(t + 1) % 64], without / with the barrier between. emu_race_ww: every thread
+ * stores t to smem[0], then out[t] = smem[0] after a barrier. emu_uninit: out[t] = smem[t],
+ * which no thread wrote. */
+#define SHARED_KERNEL(name, barrier)                                                          \
+  "  llvm.func @" name "(%out: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "         \
+  "array<i32: 64, 1, 1>} {\n"                                                                   \
+  "    %c1 = llvm.mlir.constant(1 : i32) : i32\n"                                               \
+  "    %c63 = llvm.mlir.constant(63 : i32) : i32\n"                                             \
+  "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"                                                   \
+  "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"                                 \
+  "    %p = llvm.getelementptr %smem[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"          \
+  "    llvm.store %t, %p : i32, !llvm.ptr<3>\n" barrier                                         \
+  "    %t1 = llvm.add %t, %c1 : i32\n"                                                          \
+  "    %u = llvm.and %t1, %c63 : i32\n"                                                         \
+  "    %q = llvm.getelementptr %smem[%u] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"          \
+  "    %v = llvm.load %q : !llvm.ptr<3> -> i32\n"                                               \
+  "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"           \
+  "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"                                                 \
+  "    llvm.return\n"                                                                            \
+  "  }\n"
+
+static const char *const SHARED_IR =
+    "module attributes {kiln.gpu.smem_bytes = 256 : i64} {\n" SMEM_256
+    SHARED_KERNEL("emu_race", "")
+    SHARED_KERNEL("emu_norace", "    nvvm.barrier0\n")
+    "  llvm.func @emu_race_ww(%out: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "
+    "array<i32: 64, 1, 1>} {\n"
+    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+    "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
+    "    llvm.store %t, %smem : i32, !llvm.ptr<3>\n"
+    "    nvvm.barrier0\n"
+    "    %v = llvm.load %smem : !llvm.ptr<3> -> i32\n"
+    "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "  llvm.func @emu_uninit(%out: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "
+    "array<i32: 64, 1, 1>} {\n"
+    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+    "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
+    "    nvvm.barrier0\n"
+    "    %p = llvm.getelementptr %smem[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
+    "    %v = llvm.load %p : !llvm.ptr<3> -> i32\n"
+    "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"
     "    llvm.return\n"
     "  }\n"
     "}\n";
@@ -194,6 +302,133 @@ static void test_static_shared_limit(KilnRtDevice *dev, float *buf) {
   kiln_rt_module_destroy(mod);
 }
 
+/* ---- memcheck ------------------------------------------------------------------------------ */
+
+static void test_memcheck(KilnRtDevice *dev, float *buf) {
+  printf("memcheck: out of bounds, misaligned, masked\n");
+  KilnRtModule *mod = load(dev, OOB_IR, "memcheck kernels");
+  float *in = NULL; /* exactly 32 floats: the allocation cache hands out a larger block */
+  if (!mod || kiln_rt_malloc(dev, 32 * sizeof *in, (void **)&in) != KILN_RT_OK) {
+    CHECK(0, "setup: %s", kiln_rt_last_error());
+    kiln_rt_module_destroy(mod);
+    return;
+  }
+  for (int i = 0; i < 32; i++)
+    in[i] = (float)(i + 1);
+  float *out = buf + 256;
+  const uint32_t one[3] = {1, 1, 1};
+  setenv("KILN_EMU_CHECK", "mem", 1);
+
+  int32_t off = 0;
+  void *args[] = {&in, &out, &off};
+  KilnRtStatus st = launch(mod, "emu_oob", one, args);
+  CHECK(st == KILN_RT_OK, "emu_oob in bounds: %s", kiln_rt_last_error());
+  for (int t = 0; st == KILN_RT_OK && t < 32; t++)
+    CHECK(out[t] == (float)(t + 1), "emu_oob out[%d] = %g, want %d", t, out[t], t + 1);
+  off = 1; /* thread 31 reads in[32], the first float past the allocation */
+  EXPECT_FAILURE(launch(mod, "emu_oob", one, args), KILN_RT_ERROR_LAUNCH, "'emu_oob'",
+                 "KILN_EMU_ERROR_MEMORY", "thread 31", "global load of 4 bytes",
+                 "out of bounds", "of 128 bytes");
+
+  int32_t n = 20; /* lanes 20..31 are masked off: they must not load in[20..31] */
+  float *in20 = NULL;
+  CHECK(kiln_rt_malloc(dev, 20 * sizeof *in20, (void **)&in20) == KILN_RT_OK, "malloc");
+  for (int i = 0; in20 && i < 20; i++)
+    in20[i] = (float)(100 + i);
+  void *margs[] = {&in20, &out, &n};
+  memset(out, 0, 32 * sizeof *out);
+  st = launch(mod, "emu_masked", one, margs);
+  CHECK(st == KILN_RT_OK, "emu_masked: %s", kiln_rt_last_error());
+  for (int t = 0; st == KILN_RT_OK && t < 32; t++)
+    CHECK(out[t] == (t < 20 ? (float)(100 + t) : 0.0f), "emu_masked out[%d] = %g", t, out[t]);
+  n = 21; /* a mask one lane too wide: lane 20 reads past the end */
+  EXPECT_FAILURE(launch(mod, "emu_masked", one, margs), KILN_RT_ERROR_LAUNCH, "'emu_masked'",
+                 "thread 20", "out of bounds");
+
+  void *vargs[] = {&in, &out};
+  EXPECT_FAILURE(launch(mod, "emu_misaligned", one, vargs), KILN_RT_ERROR_LAUNCH,
+                 "'emu_misaligned'", "KILN_EMU_ERROR_MEMORY", "thread 0",
+                 "global load of 16 bytes", "misaligned", "16-byte alignment",
+                 "4 bytes into allocation");
+  kiln_rt_free(dev, in20);
+  kiln_rt_free(dev, in);
+  kiln_rt_module_destroy(mod);
+}
+
+/* ---- racecheck, initcheck, schedules -------------------------------------------------------- */
+
+static void test_shared_checks(KilnRtDevice *dev, int32_t *out) {
+  printf("racecheck / initcheck\n");
+  KilnRtModule *mod = load(dev, SHARED_IR, "shared kernels");
+  if (!mod)
+    return;
+  const uint32_t two[3] = {2, 1, 1};
+  void *args[] = {&out};
+  setenv("KILN_EMU_CHECK", "all", 1);
+  KilnRtStatus st = launch(mod, "emu_norace", two, args);
+  CHECK(st == KILN_RT_OK, "emu_norace: %s", kiln_rt_last_error());
+  for (int t = 0; st == KILN_RT_OK && t < 64; t++)
+    CHECK(out[t] == ((t + 1) & 63), "emu_norace out[%d] = %d, want %d", t, out[t], (t + 1) & 63);
+
+  /* Without initcheck, thread 0 reads smem[1] first; thread 1's store then meets that read.
+   * (In thread order the last thread to reach a barrier goes on first: emu_uninit's first
+   * read is thread 63's.) */
+  setenv("KILN_EMU_CHECK", "race", 1);
+  EXPECT_FAILURE(launch(mod, "emu_race", two, args), KILN_RT_ERROR_LAUNCH, "'emu_race'",
+                 "KILN_EMU_ERROR_RACE", "thread 1 (warp 0 lane 1)", "write-after-read",
+                 "shared store", "offset 4", "thread 0 (warp 0 lane 0) read");
+  EXPECT_FAILURE(launch(mod, "emu_race_ww", two, args), KILN_RT_ERROR_LAUNCH, "'emu_race_ww'",
+                 "KILN_EMU_ERROR_RACE", "thread 1 ", "write-after-write", "offset 0",
+                 "thread 0 (warp 0 lane 0) wrote");
+  setenv("KILN_EMU_CHECK", "init", 1);
+  EXPECT_FAILURE(launch(mod, "emu_uninit", two, args), KILN_RT_ERROR_LAUNCH, "'emu_uninit'",
+                 "KILN_EMU_ERROR_UNINIT", "thread 63 ", "shared load", "offset 252",
+                 "no thread of the block wrote");
+  /* With every check on, emu_race is caught too (initcheck first: smem[1] is not written yet). */
+  setenv("KILN_EMU_CHECK", "all", 1);
+  EXPECT_FAILURE(launch(mod, "emu_race", two, args), KILN_RT_ERROR_LAUNCH, "'emu_race'",
+                 "thread 0 ");
+
+  /* One block: both blocks write out[0..63], so with two the answer would depend on which OS
+   * thread finished last. */
+  const uint32_t one[3] = {1, 1, 1};
+  printf("schedules: KILN_EMU_SEED\n");
+  setenv("KILN_EMU_CHECK", "none", 1);
+  int32_t seen[8];
+  int distinct = 0;
+  for (int seed = 1; seed <= 8; seed++) {
+    char text[16];
+    snprintf(text, sizeof text, "%d", seed);
+    setenv("KILN_EMU_SEED", text, 1);
+    st = launch(mod, "emu_race_ww", one, args);
+    CHECK(st == KILN_RT_OK, "emu_race_ww seed %d: %s", seed, kiln_rt_last_error());
+    seen[seed - 1] = out[0];
+    bool is_new = true;
+    for (int k = 0; k < seed - 1; k++)
+      is_new = is_new && seen[k] != out[0];
+    distinct += is_new;
+  }
+  printf("  last writer under seeds 1..8: %d distinct\n", distinct);
+  CHECK(distinct >= 2, "8 seeds gave %d distinct last writers: the order is not random", distinct);
+  setenv("KILN_EMU_SEED", "3", 1);
+  st = launch(mod, "emu_race_ww", one, args);
+  CHECK(st == KILN_RT_OK && out[0] == seen[2], "seed 3 again gave %d, first %d", out[0], seen[2]);
+  unsetenv("KILN_EMU_SEED");
+  st = launch(mod, "emu_race_ww", one, args);
+  CHECK(st == KILN_RT_OK && out[0] == 63, "thread order: last writer %d, want 63", out[0]);
+
+  setenv("KILN_EMU_CHECK", "mem,bogus", 1);
+  EXPECT_FAILURE(launch(mod, "emu_norace", two, args), KILN_RT_ERROR_INVALID_ARGUMENT,
+                 "KILN_EMU_CHECK='mem,bogus'");
+  setenv("KILN_EMU_CHECK", "all", 1);
+  setenv("KILN_EMU_SEED", "-4", 1);
+  EXPECT_FAILURE(launch(mod, "emu_norace", two, args), KILN_RT_ERROR_INVALID_ARGUMENT,
+                 "KILN_EMU_SEED='-4'");
+  unsetenv("KILN_EMU_SEED");
+  unsetenv("KILN_EMU_CHECK");
+  kiln_rt_module_destroy(mod);
+}
+
 int main(void) {
   KilnRtDevice *dev = NULL;
   if (kiln_rt_device_create("emu", &dev) != KILN_RT_OK) {
@@ -209,6 +444,8 @@ int main(void) {
   test_pointer_alignment(dev, buf);
   test_grid_limits(dev, buf);
   test_static_shared_limit(dev, buf);
+  test_memcheck(dev, buf);
+  test_shared_checks(dev, (int32_t *)(buf + 256));
 
   kiln_rt_free(dev, buf);
   kiln_rt_device_destroy(dev);
