@@ -265,8 +265,11 @@ static void shadow_after_write(EmuWorker *w, EmuFiber *f, EmuShadow *s, uint32_t
                                uint8_t now, const char *what, bool racecheck) {
   uint32_t tid = f->tid;
   if (racecheck && concurrent(w, tid, s->w_tid, s->w_epoch, s->w_wepoch) &&
-      s->init_block == w->block_gen && s->value != now)
-    report_race(w, f, what, off, "write-after-write", s->w_tid, "wrote another value");
+      s->init_block == w->block_gen && s->value != now) {
+    char did[64];
+    snprintf(did, sizeof did, "wrote another value (byte 0x%02x, now 0x%02x)", s->value, now);
+    report_race(w, f, what, off, "write-after-write", s->w_tid, did);
+  }
   s->w_epoch = w->epoch;
   s->w_tid = (uint16_t)tid;
   s->w_wepoch = warp_epoch_of(w, tid);
