@@ -62,6 +62,7 @@ __attribute__((used)) static void (*const keep_intrinsics[])(void) = {
     KEEP(kiln_emu_nctaid_z), KEEP(kiln_emu_laneid), KEEP(kiln_emu_warpid),
     KEEP(kiln_emu_warpsize), KEEP(kiln_emu_shared_base), KEEP(kiln_emu_shared_bytes),
     KEEP(kiln_emu_shared_check), KEEP(kiln_emu_global_access), KEEP(kiln_emu_shared_access),
+    KEEP(kiln_emu_approx_f32),
     KEEP(kiln_emu_barrier0), KEEP(kiln_emu_barrier_sync),
     KEEP(kiln_emu_bar_warp_sync), KEEP(kiln_emu_membar), KEEP(kiln_emu_trap), KEEP(kiln_emu_exit),
     KEEP(kiln_emu_shfl_sync_i32), KEEP(kiln_emu_shfl_sync_f32), KEEP(kiln_emu_vote_sync),
@@ -202,6 +203,19 @@ static KilnRtStatus checks_from_env(uint32_t *checks, uint64_t *seed) {
   return KILN_RT_OK;
 }
 
+/* KILN_EMU_MATH: exact (default) or pessimistic (docs/emulator.md, "Approximate math"). */
+static KilnRtStatus math_from_env(uint32_t *math) {
+  const char *text = getenv("KILN_EMU_MATH");
+  if (!text || !*text || strcmp(text, "exact") == 0)
+    *math = KILN_EMU_MATH_EXACT;
+  else if (strcmp(text, "pessimistic") == 0)
+    *math = KILN_EMU_MATH_PESSIMISTIC;
+  else
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "KILN_EMU_MATH='%s': expected exact or pessimistic", text);
+  return KILN_RT_OK;
+}
+
 static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                                KilnRtStream *stream) {
   const EmuFunction *ef = fn->impl;
@@ -236,6 +250,7 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
   lc.shared_bytes = (uint32_t)shared;
   lc.num_os_threads = (uint32_t)kiln_rt_cpu_default_threads();
   KilnRtStatus est = checks_from_env(&lc.checks, &lc.seed);
+  if (est == KILN_RT_OK) est = math_from_env(&lc.math);
   if (est != KILN_RT_OK) return est;
   KilnEmuStatus st = kiln_emu_launch(ef->entry, &lc, args);
   if (st == KILN_EMU_OK) return KILN_RT_OK;

@@ -10,8 +10,8 @@
  *     become llvm.call of the matching kiln_emu_* intrinsic (declared once per module); results
  *     returned through memory (mma, ldmatrix, shfl's predicate) go through an alloca made at the
  *     function's entry, so a loop does not grow the fiber's stack;
- *   - PTX approximations become host math (llvm.intr.exp2/log2/sin/cos/sqrt, tanhf): the emulator
- *     checks the lowering's logic, not the hardware's last bits;
+ *   - PTX approximations become kiln_emu_approx_f32(op, x): host math by default (the emulator
+ *     checks the lowering's logic), or the documented worst case in the pessimistic math mode;
  *   - @kiln_smem becomes the result of kiln_emu_shared_base(), called once at the entry of each
  *     function that uses it, so address-space-3 arithmetic (GEPs from the arena) is plain host
  *     pointer arithmetic from the block's arena;
@@ -432,16 +432,17 @@ static void lower_cp_async(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   call(E, b, loc, "kiln_emu_cp_async", E->voidt, o, 5);
 }
 
-/* The PTX approximations of lower_math.c, as host math on f32. */
+/* The PTX approximations of lower_math.c, as kiln_emu_approx_f32(op, x): host math, or the
+ * GPU's worst case under the emulator's pessimistic math mode. The table's order is
+ * KilnEmuApprox's (runtime/emu/kiln_emu.h). */
 static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   char text[128] = "";
   kiln_ir_get_str_attr(op, "asm_string", text, sizeof text);
   static const struct {
-    const char *prefix, *op;
-  } table[] = {{"ex2.approx", "llvm.intr.exp2"}, {"lg2.approx", "llvm.intr.log2"},
-               {"sin.approx", "llvm.intr.sin"},  {"cos.approx", "llvm.intr.cos"},
-               {"rsqrt.approx", NULL},           {"tanh.approx", NULL}};
+    const char *prefix;
+  } table[] = {{"ex2.approx"}, {"lg2.approx"}, {"sin.approx"},
+               {"cos.approx"}, {"rsqrt.approx"}, {"tanh.approx"}};
   if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
     emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16", mlirValueGetType(mlirOperationGetResult(op, 0)));
@@ -456,17 +457,8 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
     emu_error(E, op, "emu lowering: no host equivalent for inline PTX '%s'", text);
     return;
   }
-  MlirValue x = mlirOperationGetOperand(op, 0), r;
-  if (table[which].op) {
-    r = make1(b, loc, table[which].op, &x, 1, E->f32, NULL, 0);
-  } else if (strcmp(table[which].prefix, "tanh.approx") == 0) {
-    r = call(E, b, loc, "tanhf", E->f32, &x, 1);
-  } else {
-    MlirNamedAttribute one = kiln_ir_named(E->ctx, "value", mlirFloatAttrDoubleGet(E->ctx, E->f32, 1.0));
-    MlirValue o[2] = {make1(b, loc, "llvm.mlir.constant", NULL, 0, E->f32, &one, 1),
-                      make1(b, loc, "llvm.intr.sqrt", &x, 1, E->f32, NULL, 0)};
-    r = make1(b, loc, "llvm.fdiv", o, 2, E->f32, NULL, 0);
-  }
+  MlirValue o[2] = {cst_i32(E, b, loc, which), mlirOperationGetOperand(op, 0)};
+  MlirValue r = call(E, b, loc, "kiln_emu_approx_f32", E->f32, o, 2);
   replace_results(op, &r, 1);
 }
 

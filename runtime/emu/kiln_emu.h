@@ -73,7 +73,15 @@ typedef struct KilnEmuLaunch {
   uint32_t checks;         /* KilnEmuCheck bits; 0 = none */
   uint64_t seed;           /* 0: runnable fibers resume in thread order; else a random order per
                               scheduling round, from this seed and the block index */
+  uint32_t math;           /* KilnEmuMath: how approximate instructions are computed */
 } KilnEmuLaunch;
+
+/* How kiln_emu_approx_f32 computes (KilnEmuLaunch.math). */
+typedef enum KilnEmuMath {
+  KILN_EMU_MATH_EXACT = 0,      /* host math, correctly rounded or nearly: checks the logic */
+  KILN_EMU_MATH_PESSIMISTIC = 1 /* each result off by the instruction's documented worst-case
+                                   error, subnormal inputs and outputs flushed as .ftz says */
+} KilnEmuMath;
 
 /* "mem,race,init" (any subset, comma separated), "all", "none" or "" -> *out. Returns 0, or -1
  * (and *out untouched) when a word is not one of these. */
@@ -155,6 +163,25 @@ KILN_EMU_API void kiln_emu_global_access(const void *p, uint32_t bytes, uint32_t
  * layouts do) are not a race, while different values are. */
 KILN_EMU_API void kiln_emu_shared_access(const void *p, uint32_t bytes, uint32_t align,
                                          uint32_t op);
+
+/* ---- approximate math ---------------------------------------------------------------------- */
+
+/* The PTX approximations the lowering emits (lower_math.c), all .ftz.f32. */
+typedef enum KilnEmuApprox {
+  KILN_EMU_APPROX_EX2 = 0,   /* ex2.approx.ftz.f32: relative error 2^-22 (2 ulp) */
+  KILN_EMU_APPROX_LG2 = 1,   /* lg2.approx.ftz.f32: absolute error 2^-22.6 */
+  KILN_EMU_APPROX_SIN = 2,   /* sin.approx.ftz.f32: absolute error 2^-20.9 */
+  KILN_EMU_APPROX_COS = 3,   /* cos.approx.ftz.f32: absolute error 2^-20.9 */
+  KILN_EMU_APPROX_RSQRT = 4, /* rsqrt.approx.ftz.f32: relative error 2^-22.9 */
+  KILN_EMU_APPROX_TANH = 5,  /* tanh.approx.f32: relative error 2^-10.987 (no .ftz) */
+  KILN_EMU_APPROX_COUNT
+} KilnEmuApprox;
+
+/* The approximation `op` of x: host math under KILN_EMU_MATH_EXACT (and outside a launch);
+ * under KILN_EMU_MATH_PESSIMISTIC the host result moved by the worst-case error above, up or
+ * down by a hash of x (so errors neither cancel nor all lean one way), with subnormal inputs and
+ * results flushed to signed zero for the .ftz forms. */
+KILN_EMU_API float kiln_emu_approx_f32(uint32_t op, float x);
 
 /* ---- barriers and control ------------------------------------------------------------------ */
 

@@ -408,6 +408,8 @@ static const char *check_config(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg) {
     return "kiln_emu_launch: stack_bytes must be 0 or at least 16384";
   if (cfg->checks & ~(uint32_t)KILN_EMU_CHECK_ALL)
     return "kiln_emu_launch: unknown bits in checks";
+  if (cfg->math > KILN_EMU_MATH_PESSIMISTIC)
+    return "kiln_emu_launch: math must be KILN_EMU_MATH_EXACT or KILN_EMU_MATH_PESSIMISTIC";
   return NULL;
 }
 

@@ -35,6 +35,7 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,29 @@ static const char *const SHARED_IR =
     "    %v = llvm.load %p : !llvm.ptr<3> -> i32\n"
     "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
     "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "}\n";
+
+/* 32 threads; out[2t] = tanh.approx(in[t]), out[2t + 1] = ex2.approx.ftz(in[t]), as
+ * lower_math.c emits them. */
+static const char *const APPROX_IR =
+    "module {\n"
+    "  llvm.func @emu_approx(%in: !llvm.ptr<1>, %out: !llvm.ptr<1>) attributes {nvvm.kernel, "
+    "nvvm.maxntid = array<i32: 32, 1, 1>} {\n"
+    "    %c1 = llvm.mlir.constant(1 : i32) : i32\n"
+    "    %c2 = llvm.mlir.constant(2 : i32) : i32\n"
+    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+    "    %p = llvm.getelementptr %in[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    %x = llvm.load %p {alignment = 4 : i64} : !llvm.ptr<1> -> f32\n"
+    "    %y = llvm.inline_asm \"tanh.approx.f32 $0, $1;\", \"=f,f\" %x : (f32) -> f32\n"
+    "    %z = llvm.inline_asm \"ex2.approx.ftz.f32 $0, $1;\", \"=f,f\" %x : (f32) -> f32\n"
+    "    %i = llvm.mul %t, %c2 : i32\n"
+    "    %j = llvm.add %i, %c1 : i32\n"
+    "    %q = llvm.getelementptr %out[%i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %y, %q {alignment = 4 : i64} : f32, !llvm.ptr<1>\n"
+    "    %r = llvm.getelementptr %out[%j] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %z, %r {alignment = 4 : i64} : f32, !llvm.ptr<1>\n"
     "    llvm.return\n"
     "  }\n"
     "}\n";
@@ -429,6 +453,57 @@ static void test_shared_checks(KilnRtDevice *dev, int32_t *out) {
   kiln_rt_module_destroy(mod);
 }
 
+/* ---- approximate math ------------------------------------------------------------------------ */
+
+/* Exact mode gives host math bit for bit; pessimistic mode moves tanh.approx by its documented
+ * 2^-10.987 relative error (within 2%: the f32 rounding of a bound ~2^13 ulp wide), ex2.approx
+ * by at most 4 ulp, and flushes ex2.approx.ftz's subnormal result 2^-130 to zero. */
+static void test_approx(KilnRtDevice *dev, float *buf) {
+  printf("approximate math: KILN_EMU_MATH\n");
+  KilnRtModule *mod = load(dev, APPROX_IR, "emu_approx");
+  if (!mod)
+    return;
+  float *in = buf, *out = buf + 256;
+  for (int t = 0; t < 31; t++)
+    in[t] = 0.25f + 0.1f * (float)t;
+  in[31] = -130.0f; /* 2^-130 is subnormal */
+  const uint32_t one[3] = {1, 1, 1};
+  void *args[] = {&in, &out};
+  setenv("KILN_EMU_MATH", "exact", 1);
+  KilnRtStatus st = launch(mod, "emu_approx", one, args);
+  CHECK(st == KILN_RT_OK, "exact: %s", kiln_rt_last_error());
+  for (int t = 0; st == KILN_RT_OK && t < 32; t++)
+    CHECK(out[2 * t] == tanhf(in[t]) && out[2 * t + 1] == exp2f(in[t]),
+          "exact t=%d: tanh %a (host %a), ex2 %a (host %a)", t, out[2 * t], tanhf(in[t]),
+          out[2 * t + 1], exp2f(in[t]));
+
+  setenv("KILN_EMU_MATH", "pessimistic", 1);
+  st = launch(mod, "emu_approx", one, args);
+  CHECK(st == KILN_RT_OK, "pessimistic: %s", kiln_rt_last_error());
+  const double tanh_bound = pow(2.0, -10.987);
+  int up = 0;
+  for (int t = 0; st == KILN_RT_OK && t < 31; t++) {
+    double host = tanh((double)in[t]);
+    double rel = fabs(out[2 * t] - host) / host;
+    CHECK(rel > 0.98 * tanh_bound && rel < 1.02 * tanh_bound,
+          "pessimistic tanh(%g): relative error %.3e, want %.3e", in[t], rel, tanh_bound);
+    up += out[2 * t] > host;
+    float e = exp2f(in[t]);
+    CHECK(fabsf(out[2 * t + 1] - e) <= 4 * (nextafterf(e, INFINITY) - e),
+          "pessimistic ex2(%g) = %a, host %a: more than 4 ulp", in[t], out[2 * t + 1], e);
+  }
+  CHECK(up > 0 && up < 31, "tanh errors all lean one way (%d of 31 up)", up);
+  CHECK(st != KILN_RT_OK || (out[63] == 0.0f && exp2f(-130.0f) > 0.0f),
+        "ex2.approx.ftz(-130) = %a, want 0 (flushed)", out[63]);
+  printf("  tanh.approx off by 2^-10.987 relative, %d of 31 up; ex2.approx.ftz(-130) = %g\n", up,
+         out[63]);
+  setenv("KILN_EMU_MATH", "fast", 1);
+  EXPECT_FAILURE(launch(mod, "emu_approx", one, args), KILN_RT_ERROR_INVALID_ARGUMENT,
+                 "KILN_EMU_MATH='fast'");
+  unsetenv("KILN_EMU_MATH");
+  kiln_rt_module_destroy(mod);
+}
+
 int main(void) {
   KilnRtDevice *dev = NULL;
   if (kiln_rt_device_create("emu", &dev) != KILN_RT_OK) {
@@ -446,6 +521,7 @@ int main(void) {
   test_static_shared_limit(dev, buf);
   test_memcheck(dev, buf);
   test_shared_checks(dev, (int32_t *)(buf + 256));
+  test_approx(dev, buf);
 
   kiln_rt_free(dev, buf);
   kiln_rt_device_destroy(dev);
