@@ -220,13 +220,11 @@ static KilnRtModule *load(KilnRtDevice *dev, const char *ir, const char *what) {
     kiln_mlir_context_destroy(kctx);
     return NULL;
   }
-  MlirPassManager pm = mlirPassManagerCreate(kiln_mlir_context_get(kctx));
-  mlirPassManagerAddOwnedPass(pm, kiln_gpu_pass_create_to_emu());
-  MlirLogicalResult r = mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(m));
-  mlirPassManagerDestroy(pm);
+  /* the emu target's own stage, through the one pipeline runner */
+  KilnMlirStatus rs = kiln_pipeline_run_stage(m, &kiln_gpu_pipeline_emu, "kiln-gpu-to-emu", NULL);
   void *obj = NULL;
   size_t len = 0;
-  if (mlirLogicalResultIsFailure(r)) {
+  if (rs != KILN_MLIR_OK) {
     kiln_mlir_diag_print(kctx, stderr);
     CHECK(0, "%s: kiln-gpu-to-emu failed", what);
   } else if (kiln_mlir_emit_host_object(m, 2, NULL, &obj, &len) != KILN_MLIR_OK) {
