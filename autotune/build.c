@@ -33,7 +33,7 @@ typedef struct BuildShared {
 /* The first line of the driver's diagnostics, for the report. */
 static void first_line(const char *log_path, char *buf, size_t cap) {
   size_t n = 0;
-  char *text = tune_read_file(log_path, &n);
+  char *text = kiln_file_read(log_path, &n);
   snprintf(buf, cap, "%s", text && *text ? text : "compile failed");
   buf[strcspn(buf, "\n")] = '\0';
   free(text);

@@ -6,10 +6,10 @@
  * halving, interleaved finals, medians, an L2 flush on GPUs, crashes/hangs/failures recorded
  * and skipped, every result checked against the first correct one), fed from the manifest
  * instead of the compiler: inputs are rebuilt with problem.c from the same seeds, candidates
- * come with their grid and image. The winner is picked by tune_pick_winner, the records go to
- * a cache `kiln lib` reads (cache_records.c), and a JSON summary says how long tuning took,
- * who won and how fast. */
-#include "internal.h"
+ * come with their grid and image. The winner is picked by tune_plan_pick_winner (plan.h), the
+ * records go to a cache `kiln lib` reads (cache_records.c), and a JSON summary says how long
+ * tuning took, who won and how fast. */
+#include "plan.h"
 
 #include <math.h>
 
@@ -41,16 +41,6 @@ typedef struct Bundle {
   int nk;
 } Bundle;
 
-static bool scalar_kind(const char *s, KilnScalarKind *out) {
-  static const struct { const char *name; KilnScalarKind kind; } kinds[] = {
-      {"i1", KILN_SCALAR_I1},   {"i8", KILN_SCALAR_I8},   {"i16", KILN_SCALAR_I16},
-      {"i32", KILN_SCALAR_I32}, {"i64", KILN_SCALAR_I64}, {"f16", KILN_SCALAR_F16},
-      {"bf16", KILN_SCALAR_BF16}, {"f32", KILN_SCALAR_F32}};
-  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-    if (!strcmp(s, kinds[i].name)) return *out = kinds[i].kind, true;
-  return false;
-}
-
 /* param NAME ptr KIND ELEMS FILL A B HAS_RANGE | param NAME val KIND IVAL FVAL */
 static int parse_param(BundleKernel *k, const char *line) {
   TuneProblem *p = &k->p;
@@ -62,7 +52,7 @@ static int parse_param(BundleKernel *k, const char *line) {
   unsigned long long elems = 0;
   double a = 0, b = 0;
   int range = 0;
-  if (sscanf(line, "param %63s %7s %7s", q->name, how, kind) != 3 || !scalar_kind(kind, &q->scalar))
+  if (sscanf(line, "param %63s %7s %7s", q->name, how, kind) != 3 || !kiln_scalar_from_name(kind, &q->scalar))
     return -1;
   q->is_ptr = !strcmp(how, "ptr");
   if (!q->is_ptr) {
@@ -149,7 +139,7 @@ static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) 
   char path[4200];
   snprintf(path, sizeof path, "%s/manifest.txt", dir);
   size_t len = 0;
-  char *text = tune_read_file(path, &len);
+  char *text = kiln_file_read(path, &len);
   if (!text) {
     fprintf(stderr, "kiln-tune-runner: error: cannot read '%s': %s\n", path, strerror(errno));
     return -1;
@@ -218,17 +208,6 @@ static void summary_kernel(FILE *f, const BundleKernel *k, int win, int timings,
   fputc('}', f);
 }
 
-/* The driver's target names (kiln_target_name, which this program cannot link). */
-static const char *target_name(KilnTarget t) {
-  switch (t) {
-  case KILN_TARGET_CPU: return "cpu";
-  case KILN_TARGET_EMU: return "emu";
-  case KILN_TARGET_SM80: return "sm_80";
-  case KILN_TARGET_SM90: return "sm_90";
-  default: return "?";
-  }
-}
-
 static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out) {
   TuneTarget tg = {0};
   char err[256];
@@ -236,9 +215,9 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
   snprintf(tg.cpu, sizeof tg.cpu, "%s", b->cpu[0] ? b->cpu : "native");
   if (tune_target_probe(&tg, err, sizeof err))
     return fprintf(stderr, "kiln-tune-runner: error: %s\n", err), 2;
-  if (strcmp(b->target, target_name(tg.target)))
+  if (strcmp(b->target, kiln_target_name(tg.target)))
     return fprintf(stderr, "kiln-tune-runner: error: the bundle is built for %s; the device '%s' "
-                           "needs %s\n", b->target, tg.device_id, target_name(tg.target)), 1;
+                           "needs %s\n", b->target, tg.device_id, kiln_target_name(tg.target)), 1;
   double start = tune_now();
   TuneRunOpts ro = {1, o->budget > 0 ? start + o->budget : 0, o->timeout, o->reps,
                     isatty(STDERR_FILENO) == 1, stderr};
@@ -256,7 +235,7 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
     for (int c = 0; c < k->ncands; c++) idx[c] = c;
     int timings = tune_run(&tg, k->name, &k->p, k->cands, idx, k->ncands, -1, &ro);
     free(idx);
-    int win = tune_pick_winner(k->cands, k->ncands);
+    int win = tune_plan_pick_winner(k->cands, k->ncands);
     for (int c = 0; c < k->ncands; c++) {
       KilnCacheRecord r;
       if (tune_record_from_cand(&k->cands[c], k->name, k->hash, k->tune_hash, k->p.key,

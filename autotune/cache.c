@@ -127,7 +127,7 @@ static int read_text(const char *path, KilnCache *out, bool *bad, bool *newer, F
   memset(out, 0, sizeof *out);
   *bad = *newer = false;
   size_t len = 0;
-  char *text = tune_read_file(path, &len);
+  char *text = kiln_file_read(path, &len);
   if (!text) {
     if (errno == ENOENT) return 0;
     fprintf(err, "kiln: error: cannot read the cache '%s': %s\n", path, strerror(errno));

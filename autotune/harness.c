@@ -177,7 +177,7 @@ static int init_scalar(TuneProblem *p, int i, const TuneArgSpec *a, char *err, s
     snprintf(err, cap, "'%s' is a scalar parameter; give it as %s=VALUE", q->name, q->name);
     return -1;
   }
-  if (tune_scalar_is_float(q->scalar)) {
+  if (kiln_scalar_is_float(q->scalar)) {
     char *end;
     p->fval[i] = strtod(a->expr, &end);
     if (end == a->expr || *end) {
@@ -255,7 +255,7 @@ static int init_key(TuneProblem *p, const KilnTune *t, char *err, size_t cap) {
   for (int j = 0; j < t->nkeys; j++) {
     int i = 0;
     while (i < p->nparams && strcmp(p->params[i].name, t->keys[j])) i++;
-    if (i == p->nparams || p->params[i].is_ptr || tune_scalar_is_float(p->params[i].scalar)) {
+    if (i == p->nparams || p->params[i].is_ptr || kiln_scalar_is_float(p->params[i].scalar)) {
       snprintf(err, cap, "key '%s' is not an integer scalar parameter", t->keys[j]);
       return -1;
     }

@@ -1,6 +1,7 @@
 /* internal.h — what the autotune files share; not for other folders (they use kiln_autotune.h).
  *
- * Flow of one `kiln tune` run, per kernel (cli.c):
+ * Flow of one `kiln tune` run, per kernel (cli.c reads the command line, flow.c runs it, plan.h
+ * makes its decisions):
  *   harness.c  the argument spec -> scalar values, seeded input buffers, key buckets, grid rule
  *   space.c    tune block -> every config, pruned by `where`, sema and static limits, with the
  *              reason; the default-mode subset
@@ -127,14 +128,11 @@ int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t 
                       char *err, size_t cap);
 /* problem.c (shared with the runtime-only bundle runner) */
 size_t tune_scalar_bytes(KilnScalarKind k);
-bool tune_scalar_is_float(KilnScalarKind k);
 /* Fills p->init[i] (p->elems[i] elements of the parameter's type) as spec a says, from the
  * stream of (seed, i). */
 void tune_problem_fill(TuneProblem *p, int i, const TuneArgSpec *a, uint64_t seed);
 /* Names and values of the integer scalars among the first `upto` parameters. */
 int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int64_t *vals);
-float tune_half_to_float(uint16_t h);
-float tune_bf16_to_float(uint16_t h);
 
 /* ---------------------------------------------------------------- sig.c */
 
@@ -261,9 +259,7 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
  * reference, or -1). Returns the number of timing children run. */
 int tune_run(const TuneTarget *tg, const char *kernel, const TuneProblem *p, TuneCand *c,
              const int *idx, int nidx, int ref, const TuneRunOpts *o);
-/* Winner among OK candidates: smallest median; medians within noise tie, broken by resources
- * then order. -1 if none. */
-int tune_pick_winner(const TuneCand *c, int n);
+/* (the winner among timed candidates: tune_plan_pick_winner, plan.h) */
 
 /* ---------------------------------------------------------------- report.c */
 
@@ -470,9 +466,41 @@ void tune_json_number(FILE *f, double v);
 
 /* ---------------------------------------------------------------- util */
 
-char *tune_read_file(const char *path, size_t *len);
 uint64_t tune_fnv1a(const void *data, size_t n);
 /* FNV hash of kernel k's text from its first line to the end of its body. */
 void tune_kernel_hash(const char *src, size_t len, const KilnKernel *k, char out[20]);
+
+/* ---------------------------------------------------------------- cli.c / flow.c */
+
+/* The three runs of the tuner's commands, each one function of flow.c built from the same
+ * steps: `kiln tune` times candidates into the cache (and may emit a library), `kiln lib`
+ * turns the cache into a library without timing, `kiln tune --emit-bundle` compiles the
+ * candidates for a runner elsewhere. */
+typedef enum TuneFlow { TUNE_FLOW_TUNE, TUNE_FLOW_LIB, TUNE_FLOW_BUNDLE } TuneFlow;
+
+#define TUNE_MAX_ARGS 16 /* --args options of one command line (more is a usage error) */
+
+/* A parsed command line (cli.c); strings point into argv. */
+typedef struct TuneOpts {
+  TuneFlow flow;
+  const char **files; /* owned array; every FILE argument */
+  int nfiles;
+  const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on, *bundle_dir, *cpu;
+  const char *args[TUNE_MAX_ARGS];
+  int nargs;
+  bool max_mode, json, require_tuned, no_specialize;
+  LibGpuArchs gpu; /* --arch / --no-cubin */
+  TunePins pins;   /* -D NAME=VALUE */
+  int jobs, reps;
+  double budget, timeout;
+} TuneOpts;
+
+/* The command a flow belongs to, for messages: "tune" or "lib". */
+const char *tune_flow_command(TuneFlow f);
+/* The generated library's name (and symbol prefix): --lib-name, else "kernels". */
+const char *tune_flow_lib_name(const TuneOpts *o);
+/* Runs o->flow (marking o's pins as used); the command's exit code (every failure reported on
+ * stderr). */
+int tune_flow_run(TuneOpts *o);
 
 #endif

@@ -50,7 +50,7 @@ static void params_decl(FILE *f, const char *L, const LibKernel *k, bool header)
 
 /* The integer scalars: what dispatch looks at (the keys and the signatures' parameters). */
 static bool is_dispatch_param(const TuneParam *q) {
-  return !q->is_ptr && !tune_scalar_is_float(q->scalar);
+  return !q->is_ptr && !kiln_scalar_is_float(q->scalar);
 }
 
 /* "int64_t p2, int64_t p3" (decl) or "p2, p3" over the dispatch parameters; "void" when none. */

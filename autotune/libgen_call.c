@@ -134,7 +134,7 @@ void libgen_emit_fits(FILE *f, const LibKernel *k, int ki,
   params(f, k, true);
   fprintf(f, ", const char **why) {\n  int ck = 0, *bad = &ck;\n  (void)bad;\n");
   for (int i = 0; i < k->nparams; i++)
-    if (!k->params[i].is_ptr && !tune_scalar_is_float(k->params[i].scalar))
+    if (!k->params[i].is_ptr && !kiln_scalar_is_float(k->params[i].scalar))
       fprintf(f, "  (void)p%d;\n", i);
   fprintf(f, "  switch (v) {\n");
   for (int v = 0; v < k->nvariants; v++) {

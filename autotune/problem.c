@@ -285,40 +285,6 @@ size_t tune_scalar_bytes(KilnScalarKind k) {
   }
 }
 
-/* The frontend's kiln_scalar_is_float, restated here so that the runner needs no frontend. */
-bool tune_scalar_is_float(KilnScalarKind k) {
-  return k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16 || k == KILN_SCALAR_F32;
-}
-
-static uint16_t float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffffu;
-  if (exp <= 0) return (uint16_t)sign; /* the tuner's inputs never need subnormals */
-  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-  uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13);
-  if ((mant & 0x1fffu) > 0x1000u || ((mant & 0x1fffu) == 0x1000u && (h & 1u))) h++;
-  return (uint16_t)h;
-}
-
-float tune_half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
-  float f;
-  if (exp == 0) f = ldexpf((float)mant, -24);
-  else if (exp == 31) f = mant ? NAN : INFINITY;
-  else f = ldexpf((float)(mant | 0x400u), (int)exp - 25);
-  return sign ? -f : f;
-}
-
-float tune_bf16_to_float(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
 static uint64_t splitmix(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -329,14 +295,8 @@ static uint64_t splitmix(uint64_t *s) {
 static void store_value(void *buf, size_t i, KilnScalarKind k, double v) {
   switch (k) {
   case KILN_SCALAR_F32: ((float *)buf)[i] = (float)v; break;
-  case KILN_SCALAR_F16: ((uint16_t *)buf)[i] = float_to_half((float)v); break;
-  case KILN_SCALAR_BF16: {
-    float f = (float)v;
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    ((uint16_t *)buf)[i] = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-    break;
-  }
+  case KILN_SCALAR_F16: ((uint16_t *)buf)[i] = kiln_f32_to_f16((float)v); break;
+  case KILN_SCALAR_BF16: ((uint16_t *)buf)[i] = kiln_f32_to_bf16((float)v); break;
   case KILN_SCALAR_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
   case KILN_SCALAR_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
   case KILN_SCALAR_I16: ((int16_t *)buf)[i] = (int16_t)v; break;
@@ -345,7 +305,7 @@ static void store_value(void *buf, size_t i, KilnScalarKind k, double v) {
 }
 
 static void fill_buffer(void *buf, size_t n, KilnScalarKind k, const TuneArgSpec *a, uint64_t seed) {
-  bool is_float = tune_scalar_is_float(k);
+  bool is_float = kiln_scalar_is_float(k);
   double lo = a->has_fill_range ? a->fill_a : is_float ? -1.0 : 0.0;
   double hi = a->has_fill_range ? a->fill_b : is_float ? 1.0 : 16.0;
   uint64_t s = seed;
@@ -370,7 +330,7 @@ void tune_problem_fill(TuneProblem *p, int i, const TuneArgSpec *a, uint64_t see
 int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int64_t *vals) {
   int n = 0;
   for (int i = 0; i < upto; i++)
-    if (!p->params[i].is_ptr && !tune_scalar_is_float(p->params[i].scalar)) {
+    if (!p->params[i].is_ptr && !kiln_scalar_is_float(p->params[i].scalar)) {
       names[n] = p->params[i].name;
       vals[n++] = p->ival[i];
     }

@@ -80,7 +80,7 @@ static int child_main(const TuneTarget *tg, const char *kernel, const TuneProble
   int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
   for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
   size_t objlen = 0;
-  char *obj = tune_read_file(cand->obj_path, &objlen);
+  char *obj = kiln_file_read(cand->obj_path, &objlen);
   if (!obj) return snprintf(sh->err, sizeof sh->err, "cannot read %.200s", cand->obj_path), 2;
   KilnRtDevice *dev;
   KilnRtModule *mod;
@@ -213,8 +213,8 @@ static bool close_enough(double a, double b, Tolerance t, double scale) {
 static double element(const unsigned char *buf, size_t i, KilnScalarKind k) {
   switch (k) {
   case KILN_SCALAR_F32: { float f; memcpy(&f, buf + 4 * i, 4); return f; }
-  case KILN_SCALAR_F16: { uint16_t h; memcpy(&h, buf + 2 * i, 2); return tune_half_to_float(h); }
-  case KILN_SCALAR_BF16: { uint16_t h; memcpy(&h, buf + 2 * i, 2); return tune_bf16_to_float(h); }
+  case KILN_SCALAR_F16: { uint16_t h; memcpy(&h, buf + 2 * i, 2); return kiln_f16_to_f32(h); }
+  case KILN_SCALAR_BF16: { uint16_t h; memcpy(&h, buf + 2 * i, 2); return kiln_bf16_to_f32(h); }
   case KILN_SCALAR_I64: { int64_t v; memcpy(&v, buf + 8 * i, 8); return (double)v; }
   case KILN_SCALAR_I32: { int32_t v; memcpy(&v, buf + 4 * i, 4); return v; }
   case KILN_SCALAR_I16: { int16_t v; memcpy(&v, buf + 2 * i, 2); return v; }
@@ -238,7 +238,7 @@ static bool outputs_match(const Runner *R, const unsigned char *got, char *why, 
   for (int i = 0; i < R->p->nparams; i++) {
     const TuneParam *q = &R->p->params[i];
     if (!q->is_ptr) continue;
-    bool fl = tune_scalar_is_float(q->scalar);
+    bool fl = kiln_scalar_is_float(q->scalar);
     Tolerance tol = tolerance_of(q->scalar);
     double scale = fl ? max_magnitude(R->ref + off, R->p->elems[i], q->scalar) : 0.0;
     for (size_t j = 0; j < R->p->elems[i]; j++) {
@@ -421,21 +421,4 @@ void tune_cands_free(TuneCand *c, int n) {
   if (!c) return;
   for (int i = 0; i < n; i++) free(c[i].samples);
   free(c);
-}
-
-int tune_pick_winner(const TuneCand *c, int n) {
-  int best = -1;
-  for (int i = 0; i < n; i++)
-    if (c[i].state == ST_OK && (best < 0 || c[i].median_ms < c[best].median_ms)) best = i;
-  if (best < 0) return -1;
-  /* Within the noise of the fastest, prefer fewer resources, then the earlier config. */
-  double noise = fmax(0.02 * c[best].median_ms, c[best].p75_ms - c[best].p25_ms);
-  int win = best;
-  for (int i = 0; i < n; i++) {
-    if (c[i].state != ST_OK || c[i].median_ms > c[best].median_ms + noise) continue;
-    if (c[i].resources < c[win].resources ||
-        (c[i].resources == c[win].resources && c[i].order < c[win].order))
-      win = i;
-  }
-  return win;
 }

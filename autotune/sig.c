@@ -15,7 +15,7 @@
 #include <string.h>
 
 static bool is_int_param(const TuneParam *q) {
-  return !q->is_ptr && q->scalar != KILN_SCALAR_I1 && !tune_scalar_is_float(q->scalar);
+  return !q->is_ptr && q->scalar != KILN_SCALAR_I1 && !kiln_scalar_is_float(q->scalar);
 }
 
 /* Appends one promise to s (entry and text); false when the text would not fit in `room`. */

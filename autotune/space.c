@@ -6,7 +6,7 @@
  * thread limit, sema with the consts bound (a config may make the kernel ill-typed), the
  * largest tile one program holds against the device's limit (read off the typed AST), and
  * the grid the harness computes for it. */
-#include "internal.h"
+#include "plan.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -110,16 +110,6 @@ bool tune_gpu_usage_fits(const KilnGpuUsage *u, int num_warps, char *why, size_t
 
 /* ---------------------------------------------------------------- one config */
 
-static double resources_of(const KilnTuneConfig *cfg) {
-  double r = cfg->num_warps;
-  for (int i = 0; i < cfg->nbindings; i++) {
-    const char *n = cfg->bindings[i].name;
-    if (strcmp(n, "num_warps") && strcmp(n, "num_stages") && cfg->bindings[i].value > 0)
-      r *= (double)cfg->bindings[i].value;
-  }
-  return r;
-}
-
 __attribute__((format(printf, 2, 3))) static void prune(TuneCand *cand, const char *fmt, ...) {
   cand->state = ST_PRUNED;
   va_list ap;
@@ -156,7 +146,7 @@ void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const
   cand->state = ST_PENDING;
   cand->detail[0] = '\0';
   tune_config_string(&cand->cfg, cand->config, sizeof cand->config);
-  cand->resources = resources_of(&cand->cfg);
+  cand->resources = tune_plan_resources(&cand->cfg);
   int w = failing_where(t, &cand->cfg, p);
   if (w >= 0) {
     char text[160], keys[80] = "";
@@ -189,7 +179,7 @@ void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const
 TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *t,
                            const TuneProblem *p, const TuneDeviceLimits *lim, int *n) {
   size_t count = kiln_tune_config_count(t);
-  if (count > 100000) count = 100000; /* a space this size is a mistake; keep the tuner sane */
+  if (count > TUNE_MAX_SPACE) count = TUNE_MAX_SPACE; /* refused before (tune_plan_check_kernel) */
   TuneCand *cands = calloc(count ? count : 1, sizeof *cands);
   if (!cands) return NULL;
   for (size_t i = 0; i < count; i++) {

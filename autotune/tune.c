@@ -9,7 +9,7 @@
  * of the environment (build, link, load) are never recorded, so they poison nothing. The record key carries the call's
  * specialization signature (sig.c): a variant compiled for "stride = 1" is a different program
  * from the generic one, so their timings never stand in for each other. */
-#include "internal.h"
+#include "plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +109,7 @@ static void measure(TuneJob *j, TuneCand *c, int n) {
     free(idx);
     return;
   }
-  int ref = tune_pick_winner(c, n); /* a cached OK config: the reference for the new ones */
+  int ref = tune_plan_pick_winner(c, n); /* a cached OK config: the reference for the new ones */
   TuneCand saved;
   if (ref >= 0) {
     saved = c[ref];
@@ -147,6 +147,6 @@ int tune_kernel(TuneJob *j) {
   for (int i = 0; i < n; i++) apply_cache(j, &rep->cands[i]);
   measure(j, rep->cands, n);
   for (int i = 0; i < n; i++) add_record(j, &rep->cands[i]);
-  rep->winner = tune_pick_winner(rep->cands, n);
+  rep->winner = tune_plan_pick_winner(rep->cands, n);
   return 0;
 }

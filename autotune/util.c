@@ -1,4 +1,4 @@
-/* util.c — files and hashes shared by the tuner's stages. */
+/* util.c — clocks and hashes shared by the tuner's stages (files: kiln_base.h). */
 #include "internal.h"
 
 #include <errno.h>
@@ -16,35 +16,6 @@ double tune_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-char *tune_read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n - 1, f);
-    if (n + 1 < cap) break;
-    char *nb = realloc(buf, cap * 2);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  int err = ferror(f);
-  fclose(f);
-  if (!buf) return NULL;
-  if (err) {
-    free(buf);
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
 }
 
 uint64_t tune_fnv1a(const void *data, size_t n) {

@@ -16,7 +16,7 @@
 #include "kiln_driver.h"
 
 #ifndef KILN_BENCH_KERNEL_DIR
-#error "KILN_BENCH_KERNEL_DIR must name the folder of the test kernels"
+#error "KILN_BENCH_KERNEL_DIR must name the folder of the kernels (dsl/examples)"
 #endif
 
 static double now_ms(void) {

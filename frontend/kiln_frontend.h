@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kiln_base.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -42,17 +44,8 @@ typedef struct KilnSpan {
 
 /* ---------------------------------------------------------------- types */
 
-typedef enum KilnScalarKind {
-    KILN_SCALAR_I1,
-    KILN_SCALAR_I8,
-    KILN_SCALAR_I16,
-    KILN_SCALAR_I32,
-    KILN_SCALAR_I64,
-    KILN_SCALAR_F16,
-    KILN_SCALAR_BF16,
-    KILN_SCALAR_F32,
-    KILN_SCALAR_COUNT
-} KilnScalarKind;
+/* KilnScalarKind, kiln_scalar_name, kiln_scalar_from_name (a type parameter's binding, -D T=bf16
+ * or `T in [f16, bf16]`, is the kind's number) and kiln_scalar_is_float: kiln_base.h. */
 
 typedef enum KilnTypeKind {
     KILN_TYPE_VOID,   /* result of store(), of calls used only for effect */
@@ -78,14 +71,8 @@ typedef struct KilnType {
     const char *param;
 } KilnType;
 
-/* Name of a scalar kind ("f16"); never NULL. */
-const char *kiln_scalar_name(KilnScalarKind k);
-/* The scalar kind named `name` ("bf16"); false when it names none.  A type parameter's binding
- * (-D T=bf16, `T in [f16, bf16]`) is the kind's number. */
-bool kiln_scalar_from_name(const char *name, KilnScalarKind *out);
 /* Bit width of a scalar kind (i1 -> 1, bf16 -> 16). */
 int kiln_scalar_bits(KilnScalarKind k);
-bool kiln_scalar_is_float(KilnScalarKind k);
 bool kiln_scalar_is_int(KilnScalarKind k); /* i1 included */
 bool kiln_type_equal(const KilnType *a, const KilnType *b);
 /* Writes a readable spelling ("tile<64x32xf16>", "*f32", "i32") into buf (always NUL-terminated

@@ -1,11 +1,9 @@
-/* types.c: scalar kinds and type values (construction, equality, spelling). */
+/* types.c: scalar kinds' widths and type values (construction, equality, spelling); the kinds
+ * and their names are the shared vocabulary's (kiln_base.h). */
 #include "frontend_internal.h"
 
 #include <string.h>
 
-static const char *const scalar_names[KILN_SCALAR_COUNT] = {
-    "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32",
-};
 static const int scalar_bits[KILN_SCALAR_COUNT] = {1, 8, 16, 32, 64, 16, 16, 32};
 
 static const KilnType scalar_types[KILN_SCALAR_COUNT] = {
@@ -20,29 +18,9 @@ static const KilnType scalar_types[KILN_SCALAR_COUNT] = {
 };
 static const KilnType void_type = {KILN_TYPE_VOID, KILN_SCALAR_I1, false, 0, {0}, NULL};
 
-const char *kiln_scalar_name(KilnScalarKind k)
-{
-    return (unsigned)k < KILN_SCALAR_COUNT ? scalar_names[k] : "?";
-}
-
-bool kiln_scalar_from_name(const char *name, KilnScalarKind *out)
-{
-    for (int k = 0; k < KILN_SCALAR_COUNT; k++)
-        if (name && strcmp(name, scalar_names[k]) == 0) {
-            *out = (KilnScalarKind)k;
-            return true;
-        }
-    return false;
-}
-
 int kiln_scalar_bits(KilnScalarKind k)
 {
     return (unsigned)k < KILN_SCALAR_COUNT ? scalar_bits[k] : 0;
-}
-
-bool kiln_scalar_is_float(KilnScalarKind k)
-{
-    return k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16 || k == KILN_SCALAR_F32;
 }
 
 bool kiln_scalar_is_int(KilnScalarKind k)

@@ -281,27 +281,70 @@ MlirOperation kiln_ir_build_return(KilnIRBuilder *b, MlirLocation loc);
 MlirBlock kiln_ir_module_body(MlirModule m);
 
 /* ---------------------------------------------------------------- pipeline
- * The stages, in order (one table in pipeline.c):
- *   verify, kiln-dce, canonicalize, cse, convert-kiln-to-cpu, then the upstream lowering of the
- *   CPU code to the llvm dialect, one stage per upstream pass (see kiln_pipeline_stage_name).
- * Stages that belong to another target are skipped. */
+ * One stage-table type and one runner for every target (pipeline.c).  A stage is one of our
+ * passes or an upstream pass pipeline; a stage list is a part of a pipeline; a target's pipeline
+ * is its parts in order:
+ *   cpu          = front + cpu back            (kiln_pipeline_cpu, here)
+ *   sm_80, sm_90 = front + GPU back            (kiln_gpu_pipeline, kiln_gpu.h)
+ *   emu          = front + GPU back + emu      (kiln_gpu_pipeline_emu, kiln_gpu.h)
+ * The front is verify, kiln-dce; the cpu back canonicalize, cse, convert-kiln-to-cpu, then the
+ * upstream lowering of the CPU code to the llvm dialect, one stage per upstream pass.  Stage
+ * names are unique within a pipeline (kiln_pipeline_stage_name lists them). */
+
+/* What a stage's pass may be told (0: the kernel's own attribute). */
+typedef struct KilnStageOptions {
+  int num_warps;  /* > 0 overrides each kernel's kiln.num_warps (GPU layouts) */
+  int num_stages; /* > 0 overrides each kernel's kiln.num_stages (GPU layouts) */
+} KilnStageOptions;
+
+typedef struct KilnStage {
+  const char *name;
+  /* Our pass (a new pass, owned by the caller until added to a pass manager), or NULL when the
+   * stage is the upstream pass pipeline `upstream` ("canonicalize,cse"). */
+  MlirPass (*create)(const KilnStageOptions *o);
+  const char *upstream;
+  /* What a failure means: KILN_MLIR_ERR_VERIFY for the verifier (a user's program to fix),
+   * 0 for KILN_MLIR_ERR_PASS. */
+  KilnMlirStatus failure;
+} KilnStage;
+
+typedef struct KilnStageList {
+  const KilnStage *stages;
+  size_t count;
+} KilnStageList;
+
+#define KILN_PIPELINE_MAX_PARTS 4
+typedef struct KilnPipeline {
+  const char *name;                                   /* for messages: "cpu", "gpu", "emu" */
+  const KilnStageList *parts[KILN_PIPELINE_MAX_PARTS]; /* in order; unused ones NULL */
+} KilnPipeline;
+
+extern const KilnStageList kiln_stages_front; /* verify, kiln-dce: every target */
+extern const KilnStageList kiln_stages_cpu;   /* the cpu back */
+extern const KilnPipeline kiln_pipeline_cpu;  /* front + cpu back */
+
 typedef struct KilnPipelineOptions {
-  const char *target;     /* "cpu" (NULL means cpu); "emu", "sm_80", "sm_90": not yet */
+  KilnStageOptions stage; /* handed to every stage's pass */
   const char *dump_after; /* NULL, a stage name, or "all": print the IR after it */
   FILE *dump_file;        /* where dumps go; NULL = stderr */
   const char *stop_after; /* NULL, or a stage name: run no stage after it */
 } KilnPipelineOptions;
 
-/* Runs the pipeline on m (in place).  Failures are reported as diagnostics on m's context;
- * m may be half-lowered after a failure. */
-KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipelineOptions *opts);
-/* Runs one named stage (or our pass "verify"/"kiln-dce"/"convert-kiln-to-cpu") alone. */
-KilnMlirStatus kiln_pipeline_run_stage(MlirModule m, const char *stage);
+/* Runs pipeline p on m (in place).  KILN_MLIR_ERR_INVALID for a dump/stop stage p does not have,
+ * the failing stage's status otherwise; diagnostics on m's context say why; m may be
+ * half-lowered after a failure.  opts may be NULL. */
+KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipeline *p,
+                                 const KilnPipelineOptions *opts);
+/* Runs p's stage named `stage` alone (opts may be NULL). */
+KilnMlirStatus kiln_pipeline_run_stage(MlirModule m, const KilnPipeline *p, const char *stage,
+                                       const KilnStageOptions *opts);
 /* Runs an upstream pass pipeline string, e.g. "builtin.module(canonicalize,cse)" or
  * "canonicalize,cse" (wrapped in builtin.module when not anchored). */
 KilnMlirStatus kiln_pipeline_run_string(MlirModule m, const char *pipeline);
-size_t kiln_pipeline_stage_count(void);
-const char *kiln_pipeline_stage_name(size_t i); /* NULL past the end */
+/* p's stage named `name`, or NULL. */
+const KilnStage *kiln_pipeline_find(const KilnPipeline *p, const char *name);
+size_t kiln_pipeline_stage_count(const KilnPipeline *p);
+const char *kiln_pipeline_stage_name(const KilnPipeline *p, size_t i); /* NULL past the end */
 
 /* Our passes, for callers composing their own pass managers.  Each returns a new pass owned by
  * the caller until added to a pass manager. */
@@ -310,7 +353,7 @@ MlirPass kiln_pass_create_dce(void);
 MlirPass kiln_pass_create_convert_to_cpu(void);
 
 /* ---------------------------------------------------------------- output
- * Both take a module fully lowered to the llvm dialect (after kiln_pipeline_run for cpu). */
+ * Both take a module fully lowered to the llvm dialect (after kiln_pipeline_run). */
 
 /* LLVM IR text (NUL terminated) in *out (free with kiln_mlir_buffer_free), length in *len. */
 KilnMlirStatus kiln_mlir_translate_to_llvm_ir(MlirModule m, char **out, size_t *len);

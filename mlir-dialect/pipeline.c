@@ -1,62 +1,101 @@
-/* pipeline.c - the whole pass pipeline, listed once.
+/* pipeline.c - the one pipeline runner, and the stages every target shares plus the cpu's.
  *
- * Each stage is either one of our passes (run as an MLIR external pass) or an upstream pass
- * pipeline string.  kiln_pipeline_run walks the table in order, skips stages of other targets,
- * and prints the IR after a stage when asked (`dump_after`). */
+ * A pipeline is a list of parts, each a table of stages (kiln_mlir.h): the front here
+ * (verify, kiln-dce) runs for every target, the cpu back follows it for the cpu target, and
+ * gpu/pipeline.c lists the GPU back and the emu rewrite in the same table type.  Each target's
+ * pipeline is the same data run by the same function, so --dump-after, --stop-after and the
+ * stage list mean the same thing on every target.
+ *
+ * Each stage runs in a pass manager of its own, so that the IR can be printed between any two
+ * stages (`dump_after`) and the run stopped after any of them (`stop_after`). */
 #include "kiln_mlir_internal.h"
 
-typedef enum StageTarget { FOR_ALL, FOR_CPU } StageTarget;
+/* ---------------------------------------------------------------- the stage tables */
 
-typedef struct Stage {
-  const char *name;
-  MlirPass (*create)(void); /* our pass, or NULL */
-  const char *upstream;     /* upstream pipeline (anchored on builtin.module) */
-  StageTarget target;
-} Stage;
-
-static const Stage stages[] = {
-    {"verify", kiln_pass_create_verify, NULL, FOR_ALL},
-    {"kiln-dce", kiln_pass_create_dce, NULL, FOR_ALL},
-    {"canonicalize", NULL, "builtin.module(canonicalize)", FOR_ALL},
-    {"cse", NULL, "builtin.module(cse)", FOR_ALL},
-    {"convert-kiln-to-cpu", kiln_pass_create_convert_to_cpu, NULL, FOR_CPU},
-    /* scalar code cleanup before it becomes LLVM; LLVM's O2 does the rest */
-    {"cpu-canonicalize", NULL, "builtin.module(canonicalize,cse)", FOR_CPU},
-    {"convert-scf-to-cf", NULL, "builtin.module(convert-scf-to-cf)", FOR_CPU},
-    /* math-to-llvm first (intrinsics), then libm calls for what has no intrinsic (erf, tanh) */
-    {"convert-math-to-llvm", NULL, "builtin.module(convert-math-to-llvm)", FOR_CPU},
-    {"convert-math-to-libm", NULL, "builtin.module(convert-math-to-libm)", FOR_CPU},
-    {"arith-expand", NULL, "builtin.module(arith-expand{include-bf16=true})", FOR_CPU},
-    {"expand-strided-metadata", NULL, "builtin.module(expand-strided-metadata)", FOR_CPU},
-    {"finalize-memref-to-llvm", NULL, "builtin.module(finalize-memref-to-llvm)", FOR_CPU},
-    {"convert-arith-to-llvm", NULL, "builtin.module(convert-arith-to-llvm)", FOR_CPU},
-    {"convert-index-to-llvm", NULL, "builtin.module(convert-index-to-llvm)", FOR_CPU},
-    {"convert-cf-to-llvm", NULL, "builtin.module(convert-cf-to-llvm)", FOR_CPU},
-    {"convert-func-to-llvm", NULL, "builtin.module(convert-func-to-llvm)", FOR_CPU},
-    {"reconcile-unrealized-casts", NULL, "builtin.module(reconcile-unrealized-casts)", FOR_CPU},
-};
-enum { N_STAGES = sizeof stages / sizeof stages[0] };
-
-size_t kiln_pipeline_stage_count(void) { return N_STAGES; }
-
-const char *kiln_pipeline_stage_name(size_t i) { return i < N_STAGES ? stages[i].name : NULL; }
-
-static int find_stage(const char *name) {
-  for (int i = 0; i < N_STAGES; i++)
-    if (strcmp(stages[i].name, name) == 0)
-      return i;
-  return -1;
+/* Our passes take no options; the stage signature lets the GPU's take theirs. */
+static MlirPass create_verify(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_create_verify();
 }
+static MlirPass create_dce(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_create_dce();
+}
+static MlirPass create_convert_to_cpu(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_create_convert_to_cpu();
+}
+
+static const KilnStage front_stages[] = {
+    {"verify", create_verify, NULL, KILN_MLIR_ERR_VERIFY},
+    {"kiln-dce", create_dce, NULL, 0},
+};
+
+static const KilnStage cpu_stages[] = {
+    {"canonicalize", NULL, "canonicalize", 0},
+    {"cse", NULL, "cse", 0},
+    {"convert-kiln-to-cpu", create_convert_to_cpu, NULL, 0},
+    /* scalar code cleanup before it becomes LLVM; LLVM's O2 does the rest */
+    {"cpu-canonicalize", NULL, "canonicalize,cse", 0},
+    {"convert-scf-to-cf", NULL, "convert-scf-to-cf", 0},
+    /* math-to-llvm first (intrinsics), then libm calls for what has no intrinsic (erf, tanh) */
+    {"convert-math-to-llvm", NULL, "convert-math-to-llvm", 0},
+    {"convert-math-to-libm", NULL, "convert-math-to-libm", 0},
+    {"arith-expand", NULL, "arith-expand{include-bf16=true}", 0},
+    {"expand-strided-metadata", NULL, "expand-strided-metadata", 0},
+    {"finalize-memref-to-llvm", NULL, "finalize-memref-to-llvm", 0},
+    {"convert-arith-to-llvm", NULL, "convert-arith-to-llvm", 0},
+    {"convert-index-to-llvm", NULL, "convert-index-to-llvm", 0},
+    {"convert-cf-to-llvm", NULL, "convert-cf-to-llvm", 0},
+    {"convert-func-to-llvm", NULL, "convert-func-to-llvm", 0},
+    {"reconcile-unrealized-casts", NULL, "reconcile-unrealized-casts", 0},
+};
+
+const KilnStageList kiln_stages_front = {front_stages, sizeof front_stages / sizeof *front_stages};
+const KilnStageList kiln_stages_cpu = {cpu_stages, sizeof cpu_stages / sizeof *cpu_stages};
+const KilnPipeline kiln_pipeline_cpu = {"cpu", {&kiln_stages_front, &kiln_stages_cpu}};
+
+/* ---------------------------------------------------------------- walking a pipeline */
+
+size_t kiln_pipeline_stage_count(const KilnPipeline *p) {
+  size_t n = 0;
+  for (int i = 0; i < KILN_PIPELINE_MAX_PARTS && p->parts[i]; i++)
+    n += p->parts[i]->count;
+  return n;
+}
+
+static const KilnStage *stage_at(const KilnPipeline *p, size_t i) {
+  for (int k = 0; k < KILN_PIPELINE_MAX_PARTS && p->parts[k]; k++) {
+    if (i < p->parts[k]->count)
+      return &p->parts[k]->stages[i];
+    i -= p->parts[k]->count;
+  }
+  return NULL;
+}
+
+const char *kiln_pipeline_stage_name(const KilnPipeline *p, size_t i) {
+  const KilnStage *s = stage_at(p, i);
+  return s ? s->name : NULL;
+}
+
+const KilnStage *kiln_pipeline_find(const KilnPipeline *p, const char *name) {
+  for (size_t i = 0; name && stage_at(p, i); i++)
+    if (strcmp(stage_at(p, i)->name, name) == 0)
+      return stage_at(p, i);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- running */
 
 static MlirLocation module_loc(MlirModule m) {
   return mlirOperationGetLocation(mlirModuleGetOperation(m));
 }
 
-static void unknown_stage(MlirModule m, const char *name) {
+static void unknown_stage(MlirModule m, const KilnPipeline *p, const char *name) {
   KilnStr s = {0};
   kiln_str_appendf(&s, "unknown pipeline stage '%s'; valid stages:", name);
-  for (int i = 0; i < N_STAGES; i++)
-    kiln_str_appendf(&s, "%s %s", i ? "," : "", stages[i].name);
+  for (size_t i = 0; kiln_pipeline_stage_name(p, i); i++)
+    kiln_str_appendf(&s, "%s %s", i ? "," : "", kiln_pipeline_stage_name(p, i));
   mlirEmitError(module_loc(m), s.data);
   kiln_str_free(&s);
 }
@@ -95,24 +134,26 @@ KilnMlirStatus kiln_pipeline_run_string(MlirModule m, const char *pipeline) {
   return run_pm(m, pm);
 }
 
-static KilnMlirStatus run_one(MlirModule m, const Stage *s) {
+static KilnMlirStatus run_one(MlirModule m, const KilnStage *s, const KilnStageOptions *o) {
   if (!s->create)
     return kiln_pipeline_run_string(m, s->upstream);
+  KilnStageOptions none = {0};
   MlirPassManager pm = mlirPassManagerCreate(mlirModuleGetContext(m));
-  mlirPassManagerAddOwnedPass(pm, s->create());
+  mlirPassManagerAddOwnedPass(pm, s->create(o ? o : &none));
   KilnMlirStatus st = run_pm(m, pm);
-  if (st != KILN_MLIR_OK && s->create == kiln_pass_create_verify)
-    st = KILN_MLIR_ERR_VERIFY;
+  if (st != KILN_MLIR_OK && s->failure != KILN_MLIR_OK)
+    st = s->failure;
   return st;
 }
 
-KilnMlirStatus kiln_pipeline_run_stage(MlirModule m, const char *stage) {
-  int i = find_stage(stage);
-  if (i < 0) {
-    unknown_stage(m, stage);
+KilnMlirStatus kiln_pipeline_run_stage(MlirModule m, const KilnPipeline *p, const char *stage,
+                                       const KilnStageOptions *opts) {
+  const KilnStage *s = kiln_pipeline_find(p, stage);
+  if (!s) {
+    unknown_stage(m, p, stage);
     return KILN_MLIR_ERR_INVALID;
   }
-  return run_one(m, &stages[i]);
+  return run_one(m, s, opts);
 }
 
 static void print_to_file(MlirStringRef s, void *user) {
@@ -125,44 +166,32 @@ static void dump(MlirModule m, const char *stage, FILE *f) {
   fputc('\n', f);
 }
 
-static KilnMlirStatus check_target(MlirModule m, const char *target) {
-  if (!target || strcmp(target, "cpu") == 0)
-    return KILN_MLIR_OK;
-  if (strcmp(target, "emu") == 0 || strcmp(target, "sm_80") == 0 ||
-      strcmp(target, "sm_90") == 0)
-    kiln_ir_error(module_loc(m),
-                  "target '%s' is lowered by the GPU pipeline (kiln_gpu_pipeline_run); this one "
-                  "is the cpu's", target);
-  else
-    kiln_ir_error(module_loc(m), "unknown target '%s' (known: cpu, emu, sm_80, sm_90)", target);
-  return KILN_MLIR_ERR_INVALID;
+/* A dump or stop stage must be one of p's ("all" dumps after each). */
+static bool stage_option_ok(MlirModule m, const KilnPipeline *p, const char *name, bool all_ok) {
+  if (!name || (all_ok && strcmp(name, "all") == 0) || kiln_pipeline_find(p, name))
+    return true;
+  unknown_stage(m, p, name);
+  return false;
 }
 
-KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipelineOptions *opts) {
+KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipeline *p,
+                                 const KilnPipelineOptions *opts) {
   KilnPipelineOptions none = {0};
   if (!opts)
     opts = &none;
-  KilnMlirStatus st = check_target(m, opts->target);
-  if (st != KILN_MLIR_OK)
-    return st;
+  if (!stage_option_ok(m, p, opts->dump_after, true) ||
+      !stage_option_ok(m, p, opts->stop_after, false))
+    return KILN_MLIR_ERR_INVALID;
   bool dump_all = opts->dump_after && strcmp(opts->dump_after, "all") == 0;
-  if (opts->dump_after && !dump_all && find_stage(opts->dump_after) < 0) {
-    unknown_stage(m, opts->dump_after);
-    return KILN_MLIR_ERR_INVALID;
-  }
-  if (opts->stop_after && find_stage(opts->stop_after) < 0) {
-    unknown_stage(m, opts->stop_after);
-    return KILN_MLIR_ERR_INVALID;
-  }
   FILE *out = opts->dump_file ? opts->dump_file : stderr;
-  for (int i = 0; i < N_STAGES; i++) {
-    /* only cpu exists today; other targets are refused by check_target */
-    st = run_one(m, &stages[i]);
+  for (size_t i = 0; stage_at(p, i); i++) {
+    const KilnStage *s = stage_at(p, i);
+    KilnMlirStatus st = run_one(m, s, &opts->stage);
     if (st != KILN_MLIR_OK)
       return st;
-    if (dump_all || (opts->dump_after && strcmp(opts->dump_after, stages[i].name) == 0))
-      dump(m, stages[i].name, out);
-    if (opts->stop_after && strcmp(opts->stop_after, stages[i].name) == 0)
+    if (dump_all || (opts->dump_after && strcmp(opts->dump_after, s->name) == 0))
+      dump(m, s->name, out);
+    if (opts->stop_after && strcmp(opts->stop_after, s->name) == 0)
       break;
   }
   return KILN_MLIR_OK;

@@ -10,6 +10,7 @@
  * opened as it is, so a program that uses a generated library needs no compiler.
  */
 #include "device_impl.h"
+#include "kiln_base.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -112,20 +113,14 @@ static KilnRtStatus link_shared(TempDir *t) {
 }
 
 static KilnRtStatus read_file(const char *path, void **data, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s: %s", path, strerror(errno));
-  KilnRtStatus st = KILN_RT_OK;
-  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  void *buf = n > 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)n) : NULL;
-  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    st = kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s", path);
+  char *buf = kiln_file_read(path, size);
+  if (!buf || *size == 0) {
     free(buf);
-  } else {
-    *data = buf;
-    *size = (size_t)n;
+    return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s: %s", path,
+                        buf ? "empty file" : strerror(errno));
   }
-  fclose(f);
-  return st;
+  *data = buf;
+  return KILN_RT_OK;
 }
 
 KilnRtStatus kiln_rt_host_object_link(const void *object, size_t size, void **so, size_t *so_size) {

@@ -18,7 +18,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q 
   device=cuda:0
 fi
 kiln=build/tools/kiln
-kdir=tests/numeric/kernels
+kdir=dsl/examples
 out=build/main-job
 mkdir -p "$out"
 

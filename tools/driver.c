@@ -1,7 +1,11 @@
 /* driver.c — the compile pipeline end to end, written once.
  *
- *   read source → parse → sema (consts bound) → [ast] → mlirgen → verify → [mlir]
- *     → pass pipeline for the target → [lowered mlir] → [llvm] / [obj]
+ *   read source → parse → sema (consts bound) → [ast] → mlirgen → the target's pipeline:
+ *     front (verify → [mlir], kiln-dce) → cpu back, or GPU back (layouts → [gpu-mlir] → SIMT)
+ *     [+ emu rewrite] → [lowered mlir] → [llvm] / [obj] (cpu, emu) / [ptx] → [cubin] (sm_*)
+ *
+ * The small target table below says which pipeline (kiln_mlir.h, kiln_gpu.h) lowers each
+ * target and what it can emit; the stages themselves are listed once, in those pipelines.
  *
  * User errors at any stage are diagnostics rendered against the source with a caret (MLIR's
  * diagnostics carry the file:line:col of the expression an op came from, so they are folded
@@ -19,18 +23,26 @@
 
 #include <kiln/kilnrt.h>
 
-static const char *const target_names[KILN_TARGET_COUNT] = {"cpu", "emu", "sm_80", "sm_90"};
 static const char *const emit_names[KILN_EMIT_COUNT] = {
     "ast", "mlir", "lowered-mlir", "llvm", "obj", "gpu-mlir", "ptx", "cubin"};
 
-const char *kiln_target_name(KilnTarget t) {
-  return (unsigned)t < KILN_TARGET_COUNT ? target_names[t] : "?";
-}
+/* The targets: the pipeline that lowers a kiln module for each, and what comes out of it.
+ * emu is the sm_80 lowering plus the emulator rewrite, run on the host. */
+typedef struct TargetInfo {
+  const KilnPipeline *pipeline;
+  bool gpu;         /* laid out for a GPU: --emit gpu-mlir */
+  bool host_object; /* --emit obj (host code); otherwise ptx and cubin */
+} TargetInfo;
 
-KilnTarget kiln_target_from_name(const char *name) {
-  for (int i = 0; i < KILN_TARGET_COUNT; i++)
-    if (name && strcmp(name, target_names[i]) == 0) return (KilnTarget)i;
-  return KILN_TARGET_COUNT;
+static const TargetInfo targets[KILN_TARGET_COUNT] = {
+    [KILN_TARGET_CPU] = {&kiln_pipeline_cpu, false, true},
+    [KILN_TARGET_EMU] = {&kiln_gpu_pipeline_emu, true, true},
+    [KILN_TARGET_SM80] = {&kiln_gpu_pipeline, true, false},
+    [KILN_TARGET_SM90] = {&kiln_gpu_pipeline, true, false},
+};
+
+const KilnPipeline *kiln_driver_pipeline(KilnTarget t) {
+  return (unsigned)t < KILN_TARGET_COUNT ? targets[t].pipeline : NULL;
 }
 
 const char *kiln_emit_name(KilnEmit e) {
@@ -48,39 +60,6 @@ void kiln_buffer_free(KilnBuffer *buf) {
   free(buf->data);
   buf->data = NULL;
   buf->size = 0;
-}
-
-/* Reads a whole file; returns NULL (errno set) on failure. */
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap + 1);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (n < cap) break;
-    char *bigger = cap > ((size_t)1 << 30) ? NULL : realloc(buf, cap * 2 + 1);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      errno = EFBIG;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  if (buf && ferror(f)) {
-    free(buf);
-    buf = NULL;
-    errno = EIO;
-  }
-  fclose(f);
-  if (buf) {
-    buf[n] = '\0';
-    *len = n;
-  }
-  return buf;
 }
 
 /* Takes ownership of a text stream's contents as a buffer. */
@@ -183,7 +162,7 @@ static KilnDriverStatus open_source(Job *j) {
   const char *src = o->source;
   size_t len = o->source_len;
   if (!src) {
-    j->text = read_file(path, &len);
+    j->text = kiln_file_read(path, &len);
     if (!j->text) {
       fprintf(j->diag, "kiln: error: cannot read '%s': %s\n", path, strerror(errno));
       return KILN_DRIVER_FAILURE;
@@ -256,40 +235,12 @@ static const char *ptxas_path(void) {
 #endif
 }
 
-/* sm_80 / sm_90: the verified kiln module through the GPU pipeline, then PTX and cubin.
- * emu: the same pipeline plus kiln-gpu-to-emu, then a host object for the emulator device. */
-static KilnDriverStatus lower_gpu(Job *j, const KilnKernel *k, KilnEmit emit, KilnBuffer *out) {
-  const KilnCompileOptions *o = j->o;
-  const char *arch = kiln_target_name(o->target);
-  bool emu = o->target == KILN_TARGET_EMU;
-  if (emit == KILN_EMIT_OBJ && !emu) {
-    fprintf(j->diag, "kiln: error: --emit obj is for the cpu and emu targets; use ptx or cubin for %s\n", arch);
-    return KILN_DRIVER_USER_ERROR;
-  }
-  if (emu && (emit == KILN_EMIT_PTX || emit == KILN_EMIT_CUBIN)) {
-    fprintf(j->diag, "kiln: error: --emit %s needs --target sm_80 or sm_90; the emu target emits obj\n",
-            kiln_emit_name(emit));
-    return KILN_DRIVER_USER_ERROR;
-  }
-  KilnMlirStatus st = kiln_pipeline_run_stage(j->module, "kiln-dce");
-  KilnGpuOptions go = {.target = arch, .num_warps = o->num_warps, .num_stages = o->num_stages,
-                       .dump_after = o->dump_after, .dump_file = j->diag,
-                       .stop_after = emit == KILN_EMIT_GPU_MLIR ? "kiln-gpu-layouts" : NULL};
-  if (st == KILN_MLIR_OK) st = kiln_gpu_pipeline_run(j->module, &go);
-  size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
-  if (st != KILN_MLIR_OK || errs > 0) {
-    kiln_diag_render(j->c, j->diag);
-    if (st == KILN_MLIR_ERR_INVALID) return KILN_DRIVER_USER_ERROR;
-    fprintf(j->diag, "kiln: error: lowering '%s' for %s failed\n", k->name, arch);
-    return KILN_DRIVER_FAILURE;
-  }
-  if (emit == KILN_EMIT_GPU_MLIR || emit == KILN_EMIT_LOWERED_MLIR)
-    return capture_text(print_module, &j->module, out);
-  if (emit == KILN_EMIT_LLVM) return emit_llvm_ir(j, out);
-  if (emu) return emit_host_object(j, out);
+/* PTX for sm_80 / sm_90 from the lowered module, and a cubin from it through ptxas. */
+static KilnDriverStatus emit_ptx_or_cubin(Job *j, const char *arch, KilnEmit emit,
+                                          KilnBuffer *out) {
   char *ptx = NULL;
   size_t ptx_len = 0;
-  st = kiln_gpu_emit_ptx(j->module, arch, &ptx, &ptx_len);
+  KilnMlirStatus st = kiln_gpu_emit_ptx(j->module, arch, &ptx, &ptx_len);
   fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK) {
     kiln_diag_render(j->c, j->diag);
@@ -310,9 +261,9 @@ static KilnDriverStatus lower_gpu(Job *j, const KilnKernel *k, KilnEmit emit, Ki
     return KILN_DRIVER_FAILURE;
   }
   free(log);
-  if (o->gpu_usage)
-    *o->gpu_usage = (KilnGpuUsage){true, info.registers, info.shared_bytes,
-                                   info.spill_stores + info.spill_loads, info.stack_bytes};
+  if (j->o->gpu_usage)
+    *j->o->gpu_usage = (KilnGpuUsage){true, info.registers, info.shared_bytes,
+                                      info.spill_stores + info.spill_loads, info.stack_bytes};
   return take_bytes(out, cubin, cubin_len, free);
 }
 
@@ -334,8 +285,36 @@ static bool specialize_params(Job *j, const KilnKernel *k) {
   return true;
 }
 
+/* Whether the target makes `emit`; says why not to the user. */
+static bool emit_fits_target(Job *j, KilnEmit emit) {
+  const TargetInfo *t = &targets[j->o->target];
+  const char *name = kiln_target_name(j->o->target);
+  bool gpu_code = emit == KILN_EMIT_PTX || emit == KILN_EMIT_CUBIN;
+  if ((emit == KILN_EMIT_GPU_MLIR || gpu_code) && !t->gpu)
+    fprintf(j->diag, "kiln: error: --emit %s needs a GPU target (--target sm_80 or sm_90)\n",
+            kiln_emit_name(emit));
+  else if (gpu_code && t->host_object)
+    fprintf(j->diag, "kiln: error: --emit %s needs --target sm_80 or sm_90; the %s target emits obj\n",
+            kiln_emit_name(emit), name);
+  else if (emit == KILN_EMIT_OBJ && !t->host_object)
+    fprintf(j->diag, "kiln: error: --emit obj is for the cpu and emu targets; use ptx or cubin for %s\n",
+            name);
+  else
+    return true;
+  return false;
+}
+
+/* The last stage an output needs: the verified kiln module, the laid-out one, or everything. */
+static const char *last_stage(KilnEmit emit) {
+  if (emit == KILN_EMIT_MLIR) return "verify";
+  if (emit == KILN_EMIT_GPU_MLIR) return "kiln-gpu-layouts";
+  return NULL;
+}
+
+/* The kiln module through the target's pipeline (as far as `emit` needs), then the output. */
 static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBuffer *out) {
   const KilnCompileOptions *o = j->o;
+  if (!emit_fits_target(j, emit)) return KILN_DRIVER_USER_ERROR;
   j->kctx = kiln_mlir_context_create();
   if (!j->kctx) {
     fprintf(j->diag, "kiln: error: cannot create the MLIR context (dialect failed to load)\n");
@@ -348,38 +327,30 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
     return user_error(j);
   }
   if (!specialize_params(j, k)) return KILN_DRIVER_USER_ERROR;
-  KilnMlirStatus st = kiln_pipeline_run_stage(j->module, "verify");
-  if (st != KILN_MLIR_OK || fold_mlir_diags(j->kctx, j->c, j->diag) > 0) return user_error(j);
-  if (emit == KILN_EMIT_MLIR) return capture_text(print_module, &j->module, out);
-  if (o->target == KILN_TARGET_SM80 || o->target == KILN_TARGET_SM90 || o->target == KILN_TARGET_EMU)
-    return lower_gpu(j, k, emit, out);
-  if (emit == KILN_EMIT_GPU_MLIR || emit == KILN_EMIT_PTX || emit == KILN_EMIT_CUBIN) {
-    fprintf(j->diag, "kiln: error: --emit %s needs a GPU target (--target sm_80 or sm_90)\n",
-            kiln_emit_name(emit));
-    return KILN_DRIVER_USER_ERROR;
-  }
 
-  KilnPipelineOptions po = {.target = kiln_target_name(o->target),
+  KilnPipelineOptions po = {.stage = {.num_warps = o->num_warps, .num_stages = o->num_stages},
                             .dump_after = o->dump_after,
-                            .dump_file = j->diag};
-  st = kiln_pipeline_run(j->module, &po);
+                            .dump_file = j->diag,
+                            .stop_after = last_stage(emit)};
+  KilnMlirStatus st = kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
   size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK || errs > 0) {
     kiln_diag_render(j->c, j->diag);
-    /* A bad option (unknown stage, a target this build lacks) or a program our verifier
-     * rejects is the user's to fix; anything else is ours. */
+    /* A bad option (unknown stage) or a program our verifier rejects is the user's to fix;
+     * anything else is ours. */
     if (st == KILN_MLIR_ERR_VERIFY || st == KILN_MLIR_ERR_INVALID) return KILN_DRIVER_USER_ERROR;
     fprintf(j->diag, "kiln: error: lowering '%s' for %s failed\n", k->name,
             kiln_target_name(o->target));
     return KILN_DRIVER_FAILURE;
   }
-  if (emit == KILN_EMIT_LOWERED_MLIR) return capture_text(print_module, &j->module, out);
-  if (emit == KILN_EMIT_LLVM) return emit_llvm_ir(j, out);
-  if (o->target != KILN_TARGET_CPU) {
-    fprintf(j->diag, "kiln: error: --emit obj is for the cpu target\n");
-    return KILN_DRIVER_USER_ERROR;
+  switch (emit) {
+  case KILN_EMIT_MLIR:
+  case KILN_EMIT_GPU_MLIR:
+  case KILN_EMIT_LOWERED_MLIR: return capture_text(print_module, &j->module, out);
+  case KILN_EMIT_LLVM: return emit_llvm_ir(j, out);
+  case KILN_EMIT_OBJ: return emit_host_object(j, out);
+  default: return emit_ptx_or_cubin(j, kiln_target_name(o->target), emit, out);
   }
-  return emit_host_object(j, out);
 }
 
 KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *o, KilnEmit emit, KilnBuffer *out) {

@@ -10,17 +10,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kiln_base.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum KilnTarget {
-  KILN_TARGET_CPU,
-  KILN_TARGET_EMU,
-  KILN_TARGET_SM80,
-  KILN_TARGET_SM90,
-  KILN_TARGET_COUNT
-} KilnTarget;
+/* KilnTarget and its names (kiln_target_name, kiln_target_from_name): kiln_base.h. */
 
 typedef enum KilnEmit {
   KILN_EMIT_AST,  /* the typed AST, as text */
@@ -102,26 +98,16 @@ KilnDriverStatus kiln_driver_check(const char *path, const KilnDefine *defines, 
 
 void kiln_buffer_free(KilnBuffer *buf);
 
-const char *kiln_target_name(KilnTarget t);
-/* Returns KILN_TARGET_COUNT when `name` names no target. */
-KilnTarget kiln_target_from_name(const char *name);
+/* The pass pipeline that lowers a kiln module for target t (kiln_mlir.h's KilnPipeline: the
+ * shared front, then the cpu back, the GPU back, or the GPU back and the emu rewrite); NULL for
+ * no target.  kiln-opt runs the same pipelines. */
+struct KilnPipeline;
+const struct KilnPipeline *kiln_driver_pipeline(KilnTarget t);
+
 const char *kiln_emit_name(KilnEmit e);
 KilnEmit kiln_emit_from_name(const char *name);
 
-/* ---------------------------------------------------------------- files (file.c) */
-
-/* Whether paths a and b name one existing file (same device and inode, so links, symlinks and
- * other spellings of a path count): the commands refuse an output that is one of their inputs
- * before doing any work, since writing it would destroy the input. False when either does not
- * exist. */
-bool kiln_file_same(const char *a, const char *b);
-/* The file that writing `path` replaces: path with its symlinks followed (the last link's target
- * may not exist yet). 0, or -1 with errno (a loop, a name too long). */
-int kiln_file_resolve(const char *path, char *out, size_t cap);
-/* Replaces the file at path (symlinks followed) by data, through a temp file in its directory,
- * fsync and rename; the new file keeps the old one's mode, or gets 0666 less the umask. 0, or -1
- * with errno (the old file is then intact and no temp file is left). */
-int kiln_file_write_atomic(const char *path, const void *data, size_t size);
+/* Files (whole-file reads, atomic writes, kiln_file_same): kiln_base.h. */
 
 #ifdef __cplusplus
 }

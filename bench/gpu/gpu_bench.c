@@ -21,6 +21,8 @@
 
 #include <kiln/kilnrt.h>
 
+#include "kiln_base.h"
+
 #include "reference.h"
 
 #define CHECK_RT(expr)                                                                        \
@@ -84,22 +86,6 @@ typedef struct Kernel {
   uint32_t block_threads;
 } Kernel;
 
-static void *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *buf = n > 0 ? malloc((size_t)n) : NULL;
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *len = buf ? (size_t)n : 0;
-  return buf;
-}
-
 /* Loads bundle/<name>.<arch>.cubin (or .ptx when there is no cubin for this arch: the driver
  * JIT-compiles it). num_warps is part of the name's contract with prepare.sh. */
 static int kernel_load(Bench *b, Kernel *k, const char *name, const char *kernel, int num_warps) {
@@ -107,11 +93,11 @@ static int kernel_load(Bench *b, Kernel *k, const char *name, const char *kernel
   size_t len = 0;
   KilnRtModuleFormat fmt = KILN_RT_MODULE_CUBIN;
   snprintf(path, sizeof path, "%s/%s.%s.cubin", b->bundle, name, b->arch);
-  void *img = read_all(path, &len);
+  void *img = kiln_file_read(path, &len);
   if (!img) {
     fmt = KILN_RT_MODULE_PTX;
     snprintf(path, sizeof path, "%s/%s.%s.ptx", b->bundle, name, b->arch);
-    img = read_all(path, &len);
+    img = kiln_file_read(path, &len);
   }
   if (!img) {
     fprintf(stderr, "gpu-bench: no module for %s in %s (run bench/gpu/prepare.sh)\n", name, b->bundle);

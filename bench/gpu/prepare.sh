@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 build=${1:-build}
 bundle=${2:-bench/gpu/bundle}
 kiln="$build/tools/kiln"
-kdir=tests/numeric/kernels
+kdir=dsl/examples
 [ -x "$kiln" ] || { echo "prepare: build Kiln first ($kiln not found)" >&2; exit 2; }
 mkdir -p "$bundle"
 
@@ -38,7 +38,9 @@ extra=(--specialize sak=1 --specialize sbn=1 --multiple-of sam=8 --multiple-of s
 compile matmul_f16_128x128x32_pipelined matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=32
 compile matmul_f16_64x64x32_pipelined matmul_f16.kiln matmul_f16 4 BM=64 BN=64 BK=32
 extra=()
-# Every numeric test configuration, for the numeric checks on the GPU (bench/gpu-check.sh).
+# Every numeric test configuration, for the numeric checks on the GPU (bench/gpu-check.sh). The
+# harness writes an image once and keeps one that exists, so the folder starts empty.
+rm -rf "$bundle/numeric"
 mkdir -p "$bundle/numeric"
 for arch in sm_80 sm_90; do
   "$build/tests/numeric/kiln_numeric_test" --emit-bundle "$bundle/numeric" --arch "$arch" \

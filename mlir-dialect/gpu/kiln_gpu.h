@@ -21,42 +21,26 @@
 extern "C" {
 #endif
 
-typedef struct KilnGpuOptions {
-  const char *target;     /* "sm_80" (NULL means sm_80), "sm_90" or "emu" (sm_80 + kiln-gpu-to-emu) */
-  int num_warps;          /* > 0 overrides each kernel's kiln.num_warps */
-  int num_stages;         /* > 0 overrides each kernel's kiln.num_stages */
-  const char *dump_after; /* NULL, a stage name (kiln_gpu_stage_name) or "all" */
-  FILE *dump_file;        /* where dumps go; NULL = stderr */
-  const char *stop_after; /* NULL or a stage name: run no stage after it */
-} KilnGpuOptions;
+/* The GPU back and the emu rewrite, as stage tables (pipeline.c), and the pipelines the GPU
+ * targets run through kiln_pipeline_run (kiln_mlir.h):
+ *   kiln_gpu_pipeline      front, kiln-gpu-layouts, convert-kiln-gpu-to-llvm, convert-scf-to-cf,
+ *                          convert-to-llvm, canonicalize: llvm + nvvm for sm_80 and sm_90
+ *   kiln_gpu_pipeline_emu  the same, then kiln-gpu-to-emu: host code for the emulator
+ * The layouts stage takes KilnStageOptions.num_warps and num_stages (> 0 override the kernel's
+ * kiln.num_warps / kiln.num_stages). */
+extern const KilnStageList kiln_gpu_stages;
+extern const KilnStageList kiln_gpu_stages_emu;
+extern const KilnPipeline kiln_gpu_pipeline;
+extern const KilnPipeline kiln_gpu_pipeline_emu;
 
-/* Runs the GPU pipeline on m in place: kiln-gpu-layouts, convert-kiln-gpu-to-llvm, then the
- * upstream stages down to the llvm dialect.  Returns KILN_MLIR_ERR_INVALID for an unknown target
- * or stage name, KILN_MLIR_ERR_PASS when a stage failed (diagnostics say why; m may be half
- * lowered).  o may be NULL (defaults). */
-KilnMlirStatus kiln_gpu_pipeline_run(MlirModule m, const KilnGpuOptions *o);
-size_t kiln_gpu_stage_count(void);
-/* Stage names in order; the last, kiln-gpu-to-emu, runs only for the "emu" target. */
-const char *kiln_gpu_stage_name(size_t i); /* NULL past the end */
-
-/* The passes, for callers composing their own pass managers (e.g. a kiln-opt tool).  Each
- * returns a new pass owned by the caller until added to a pass manager.  num_warps > 0
- * overrides kiln.num_warps. */
-MlirPass kiln_gpu_pass_create_layouts(int num_warps);
-MlirPass kiln_gpu_pass_create_to_llvm(void);
-/* kiln-gpu-to-emu: a module after the sm_80 stages becomes host code calling the emulator's
- * intrinsics (runtime/emu/kiln_emu.h); see emu_lower.c and docs/gpu-lowering.md. */
-MlirPass kiln_gpu_pass_create_to_emu(void);
-
-/* The emu target's module interface, per kernel NAME (after kiln_gpu_pipeline_run with target
- * "emu", emitted with kiln_mlir_emit_host_object):
+/* The emu target's module interface, per kernel NAME (after kiln_gpu_pipeline_emu, emitted with kiln_mlir_emit_host_object):
  *   void kiln_emu_entry_NAME(void **args)        args[i] points at the i-th parameter's value
  *   const uint32_t kiln_emu_meta_NAME[4]        {KILN_GPU_EMU_META_VERSION, threads per block,
  *                                                static shared bytes, number of parameters}
  * The runtime's emu device (runtime/emu_device.c) reads the same layout. */
 #define KILN_GPU_EMU_META_VERSION 1
 
-/* PTX text for a module lowered to the llvm + nvvm dialects (after kiln_gpu_pipeline_run) for
+/* PTX text for a module lowered to the llvm + nvvm dialects (after kiln_gpu_pipeline) for
  * arch "sm_80" or "sm_90", after LLVM's O3 pipeline.  *ptx is NUL terminated and owned by the
  * caller (free()); *len excludes the NUL.  KILN_MLIR_ERR_LLVM when translation or
  * code generation fails (a diagnostic on m's context says why). */

@@ -7,6 +7,7 @@
  *   ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem, 400 bytes cmem[0]
  *   ptxas info    :     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads */
 #include "gpu_internal.h"
+#include "kiln_base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,23 +18,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  KilnStr s = {0};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-    kiln_str_append(&s, buf, n);
-  fclose(f);
-  if (!s.data)
-    kiln_str_append(&s, "", 0);
-  if (len)
-    *len = s.len;
-  return s.data;
-}
 
 static bool spit(const char *path, const char *data) {
   FILE *f = fopen(path, "wb");
@@ -125,7 +109,7 @@ KilnMlirStatus kiln_gpu_ptxas(const char *ptxas_path, const char *ptx, const cha
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
-  char *text = slurp(logp, NULL);
+  char *text = kiln_file_read(logp, NULL);
   if (text && info)
     parse_report(text, info);
   if (log)
@@ -135,7 +119,7 @@ KilnMlirStatus kiln_gpu_ptxas(const char *ptxas_path, const char *ptx, const cha
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     goto cleanup;
   if (cubin) {
-    *cubin = slurp(out, cubin_len);
+    *cubin = kiln_file_read(out, cubin_len);
     if (!*cubin)
       goto cleanup;
   }

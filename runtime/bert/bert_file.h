@@ -5,6 +5,7 @@
 #define KILN_BERT_FILE_H
 
 #include "bert_status.h"
+#include "kiln_base.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -29,9 +30,8 @@ void kiln_bert_file_unmap(KilnBertFileMap *map);
  * path and syncs the directory. Until then, and after a failed write or an abort, path keeps
  * its old contents and no temporary file is left behind. */
 typedef struct KilnBertAtomicFile {
-  FILE *f;
-  char *path, *tmp;
-  int err; /* errno of the first failed write, 0 if none */
+  KilnAtomicFile file; /* the shared atomic writer (kiln_base.h): symlinks followed, mode kept */
+  char *path;          /* as the caller named it, for messages */
 } KilnBertAtomicFile;
 
 /* Creates the temporary file (mode as a plain create would give). IO on failure. */

@@ -10,7 +10,7 @@
 #include "bert_file.h"
 #include "bert_internal.h"
 
-#include "kiln_emu.h" /* the runtime's f16/bf16 conversions */
+#include "kiln_base.h" /* the one f16/bf16 conversion */
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -254,7 +254,7 @@ void kiln_bert_dtype_to_f32(KilnBertDtype dt, const void *src, size_t n, float *
   }
   for (size_t i = 0; i < n; i++) {
     uint16_t h = (uint16_t)(s[2 * i] | s[2 * i + 1] << 8);
-    dst[i] = dt == KILN_BERT_DTYPE_F16 ? kiln_emu_f16_to_f32(h) : kiln_emu_bf16_to_f32(h);
+    dst[i] = dt == KILN_BERT_DTYPE_F16 ? kiln_f16_to_f32(h) : kiln_bf16_to_f32(h);
   }
 }
 

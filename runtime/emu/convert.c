@@ -1,68 +1,10 @@
-/* convert.c — IEEE half and bfloat16 to and from float, by bit manipulation so that the result
- * does not depend on the host compiler's _Float16 support. */
+/* convert.c — the emulator's f16/bf16 conversion intrinsics, which kernel modules call: the one
+ * conversion of the shared vocabulary (kiln_base.h, bit manipulation, so the result does not
+ * depend on the host compiler's _Float16 support), under the emulator's exported names. */
+#include "kiln_base.h"
 #include "kiln_emu.h"
 
-#include <string.h>
-
-static float from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static uint32_t to_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-
-float kiln_emu_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-  uint32_t exp = h >> 10 & 0x1f, man = h & 0x3ff;
-  if (exp == 0x1f) /* inf / NaN: keep the payload in the high mantissa bits */
-    return from_bits(sign | 0x7f800000u | man << 13);
-  if (exp == 0) {
-    /* zero or subnormal: man * 2^-24 is exact in float */
-    float v = (float)man * 0x1p-24f;
-    return sign ? -v : v;
-  }
-  return from_bits(sign | (exp + 112) << 23 | man << 13);
-}
-
-/* Rounds the 32-bit pattern `v`'s magnitude to nearest even at bit `shift`. */
-static uint32_t round_shift(uint32_t v, uint32_t shift) {
-  uint32_t half = 1u << (shift - 1), rest = v & ((1u << shift) - 1);
-  uint32_t q = v >> shift;
-  if (rest > half || (rest == half && (q & 1)))
-    q++;
-  return q;
-}
-
-uint16_t kiln_emu_f32_to_f16(float f) {
-  uint32_t u = to_bits(f);
-  uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
-  uint32_t exp = u >> 23 & 0xff, man = u & 0x7fffff;
-  if (exp == 0xff) /* inf / NaN (a NaN stays a NaN) */
-    return sign | 0x7c00 | (man ? (uint16_t)(0x200 | man >> 13) : 0);
-  int32_t e = (int32_t)exp - 127 + 15;
-  if (e >= 0x1f)
-    return sign | 0x7c00;
-  if (e <= 0) {
-    /* subnormal half (or zero): value = (1.man) * 2^(e-15) = mant24 * 2^(e-15-23) */
-    if (e < -10)
-      return sign;
-    uint32_t mant = man | 0x800000u;
-    return sign | (uint16_t)round_shift(mant, (uint32_t)(14 - e));
-  }
-  /* a carry out of the mantissa correctly bumps the exponent, up to inf */
-  return sign | (uint16_t)round_shift((uint32_t)e << 23 | man, 13);
-}
-
-float kiln_emu_bf16_to_f32(uint16_t h) { return from_bits((uint32_t)h << 16); }
-
-uint16_t kiln_emu_f32_to_bf16(float f) {
-  uint32_t u = to_bits(f);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffff))
-    return (uint16_t)(u >> 16 | 0x40); /* keep NaN a NaN */
-  return (uint16_t)round_shift(u, 16);
-}
+float kiln_emu_f16_to_f32(uint16_t h) { return kiln_f16_to_f32(h); }
+uint16_t kiln_emu_f32_to_f16(float f) { return kiln_f32_to_f16(f); }
+float kiln_emu_bf16_to_f32(uint16_t h) { return kiln_bf16_to_f32(h); }
+uint16_t kiln_emu_f32_to_bf16(float f) { return kiln_f32_to_bf16(f); }

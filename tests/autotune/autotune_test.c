@@ -66,13 +66,7 @@ static int finish(pid_t pid) {
 static char *slurp(const char *tag, const char *ext) {
   char p[512];
   snprintf(p, sizeof p, "%s/%s%s", dir, tag, ext);
-  FILE *f = fopen(p, "rb");
-  if (!f) return NULL;
-  static char buf[1 << 20];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  return strdup(buf);
+  return kiln_file_read(p, NULL);
 }
 
 /* Runs one tune to completion and returns its parsed JSON report (NULL on failure). */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include SPEC_HEADER
+#include "kiln_base.h"
 
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
@@ -22,22 +23,6 @@
 typedef FN(_matmul_f16_config) Config;
 
 static int failures;
-
-static float half_to_float(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(m | 1024), e - 25);
-  return h & 0x8000 ? -v : v;
-}
-
-/* Exact for the inputs used here: k/8 with |k| <= 8 (normal halves or zero). */
-static uint16_t float_to_half(float f) {
-  if (f == 0.0f) return 0;
-  uint16_t sign = f < 0 ? 0x8000 : 0;
-  float a = fabsf(f);
-  int e = 0;
-  float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-  return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)(lrintf(m * 2048.0f) - 1024));
-}
 
 typedef struct Case {
   const char *what;
@@ -57,7 +42,7 @@ static int compare(const Case *cs, const float *a, const float *b, const uint16_
     for (int j = 0; j < cs->N; j++) {
       float ref = 0.0f;
       for (int k = 0; k < cs->K; k++) ref += a[i * cs->K + k] * b[k * cs->N + j];
-      float got = half_to_float(c[i * scm + j]);
+      float got = kiln_f16_to_f32(c[i * scm + j]);
       if (fabsf(got - ref) > 1e-3f * fmaxf(1.0f, fabsf(ref))) {
         printf("FAIL %s: c[%d][%d] = %g, want %g\n", cs->what, i, j, got, ref);
         return 1;
@@ -81,9 +66,9 @@ static void run_case(SPEC_LIB *lib, KilnRtDevice *dev, const Case *cs) {
   for (int i = 0; i < M; i++)
     for (int k = 0; k < K; k++) {
       a[i * K + k] = (float)((i * 7 + k * 3) % 17 - 8) / 8.0f;
-      ha[(size_t)i * sam + (size_t)k * sak] = float_to_half(a[i * K + k]);
+      ha[(size_t)i * sam + (size_t)k * sak] = kiln_f32_to_f16(a[i * K + k]);
     }
-  for (size_t i = 0; i < nb; i++) hb[i] = float_to_half(b[i] = (float)((int)(i * 5 % 13) - 6) / 8.0f);
+  for (size_t i = 0; i < nb; i++) hb[i] = kiln_f32_to_f16(b[i] = (float)((int)(i * 5 % 13) - 6) / 8.0f);
   for (size_t i = 0; i < nc; i++) hc[i] = 0x7e00; /* NaN: an element never written shows */
   kiln_rt_memcpy_htod(dev, da, ha, na * 2, NULL);
   kiln_rt_memcpy_htod(dev, db, hb, nb * 2, NULL);

@@ -1,6 +1,8 @@
-/* harness.h — what every BERT kernel test shares: compiling kernels-bert/ sources for the device
- * under test (the cpu target, or the emu target: the GPU pipeline run by the emulator), device
- * buffers with sentinels, launches, and the checks with stated tolerances.
+/* harness.h — what every BERT kernel test shares: the kernel-test harness of the numeric tests
+ * (tests/common/kernel_run.h: compile or load kernels for the device under test, device buffers
+ * with sentinels, launches, the checks with stated tolerances) under the names the BERT tests
+ * use, plus what only they need: kernels-bert/ sources by file name, element types bound to a
+ * kernel's T, finite-difference columns.
  *
  * A KilnBertRun is one test configuration. Every step after the first failure does nothing, so a
  * test reads straight through and kiln_bert_end reports the first failure and frees everything
@@ -9,6 +11,7 @@
 #ifndef KILN_BERT_HARNESS_H
 #define KILN_BERT_HARNESS_H
 
+#include "kernel_run.h"
 #include "kiln_driver.h"
 #include "kiln_frontend.h" /* KilnScalarKind: the element type bound to a kernel's T */
 #include "reference.h"
@@ -22,10 +25,8 @@
 #define KILN_BERT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 enum {
-  KILN_BERT_SENTINEL = 0x5A, /* f32 1.5e16, f16 203.25: no kernel here writes these */
-  KILN_BERT_TAIL = 67,       /* extra elements after every output buffer */
-  KILN_BERT_MAX_BUFS = 512,
-  KILN_BERT_MAX_MODS = 8
+  KILN_BERT_SENTINEL = KILN_TEST_SENTINEL, /* f32 1.5e16, f16 203.25: no kernel here writes these */
+  KILN_BERT_TAIL = KILN_TEST_TAIL,         /* extra elements after every output buffer */
 };
 
 /* The device under test: the runtime device and the target its kernels are compiled for
@@ -45,21 +46,8 @@ typedef struct KilnBertDevice {
   bool emit;
 } KilnBertDevice;
 
-typedef struct KilnBertRun {
-  KilnRtDevice *dev;
-  KilnTarget target;
-  int num_warps;
-  const char *bundle;
-  bool emit;    /* compiling into the bundle: nothing runs, no check fails */
-  int emitted;  /* kernels written */
-  double start; /* kiln_bert_now() at kiln_bert_begin */
-  KilnRtModule *mods[KILN_BERT_MAX_MODS];
-  int nmods;
-  void *bufs[KILN_BERT_MAX_BUFS];
-  int nbufs;
-  bool ok;
-  char label[192];
-} KilnBertRun;
+/* One configuration (kernel_run.h). */
+typedef KilnTestRun KilnBertRun;
 
 /* Whether dev runs the GPU code path (the emulator, a GPU, or a bundle for them): tests then use
  * the shapes and tiles they pick for the emulator (it runs GPU threads as fibers, thousands of
@@ -75,26 +63,36 @@ void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fm
  * it; the module lives until kiln_bert_end. NULL (and the run failed) when it does not compile or load. */
 KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char *kernel,
                                  const KilnDefine *defs, size_t ndefs);
-/* A device copy of host[0..bytes). */
-void *kiln_bert_input(KilnBertRun *run, const void *host, size_t bytes);
-/* A device buffer of `bytes` filled with the sentinel byte. */
-void *kiln_bert_output(KilnBertRun *run, size_t bytes);
-/* Replaces the contents of a device buffer with host[0..bytes). */
-void kiln_bert_upload(KilnBertRun *run, void *d, const void *host, size_t bytes);
-/* Runs fn on a gx x gy grid and waits for it. */
-void kiln_bert_launch(KilnBertRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy, void **args);
-void kiln_bert_fetch(KilnBertRun *run, void *host, const void *d, size_t bytes);
+/* The steps of kernel_run.h under the tests' names (see there). */
+static inline void *kiln_bert_input(KilnBertRun *run, const void *host, size_t bytes) {
+  return kiln_test_input(run, host, bytes);
+}
+static inline void *kiln_bert_output(KilnBertRun *run, size_t bytes) {
+  return kiln_test_output(run, bytes);
+}
+static inline void kiln_bert_upload(KilnBertRun *run, void *d, const void *host, size_t bytes) {
+  kiln_test_upload(run, d, host, bytes);
+}
+static inline void kiln_bert_launch(KilnBertRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy,
+                                    void **args) {
+  kiln_test_launch(run, fn, gx, gy, args);
+}
+static inline void kiln_bert_fetch(KilnBertRun *run, void *host, const void *d, size_t bytes) {
+  kiln_test_fetch(run, host, d, bytes);
+}
 void kiln_bert_fail(KilnBertRun *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Frees what the run acquired, prints its verdict and returns it. */
-bool kiln_bert_end(KilnBertRun *run);
+static inline bool kiln_bert_end(KilnBertRun *run) { return kiln_test_end(run); }
 
-/* Every element of buf (total elements of elem bytes) outside rows x cols at row stride `stride`
- * must still hold the sentinel. */
-void kiln_bert_check_untouched(KilnBertRun *run, const char *what, const void *buf, size_t elem,
-                               size_t total, size_t rows, size_t cols, size_t stride);
+static inline void kiln_bert_check_untouched(KilnBertRun *run, const char *what, const void *buf,
+                                             size_t elem, size_t total, size_t rows, size_t cols,
+                                             size_t stride) {
+  kiln_test_check_untouched(run, what, buf, elem, total, rows, cols, stride);
+}
 /* Normalized error max |got - ref| / max(|ref|, floor) must be <= tol (kiln_ref_max_error). */
-void kiln_bert_check_close(KilnBertRun *run, const char *what, const float *got, const float *ref,
-                           size_t n, double floor, double tol);
+static inline void kiln_bert_check_close(KilnBertRun *run, const char *what, const float *got,
+                                         const float *ref, size_t n, double floor, double tol) {
+  kiln_test_check_close(run, what, "ref", got, ref, n, floor, tol);
+}
 
 /* Finite differences over the columns of a rows x cols input shift one column at a time, which
  * costs a few launches per column; on emu the tests shift every `step`-th column and the last
@@ -106,8 +104,10 @@ void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const flo
                                    double floor, double tol);
 
 /* Test-sized host allocations; exits on failure (a test program, not a library). */
-void *kiln_bert_alloc(size_t n, size_t size);
-float *kiln_bert_random_f32(KilnRefRng *rng, size_t n, float lo, float hi);
+static inline void *kiln_bert_alloc(size_t n, size_t size) { return kiln_test_alloc(n, size); }
+static inline float *kiln_bert_random_f32(KilnRefRng *rng, size_t n, float lo, float hi) {
+  return kiln_test_random_f32(rng, n, lo, hi);
+}
 /* Element types of the generic kernels' data (their `const T: type`: f32, f16 or bf16): the
  * size of one element, x rounded to t, random values already rounded to t (as f32, so a
  * reference sees exactly the kernel's input), a device-ready copy of n values (freed by the
@@ -127,8 +127,6 @@ float *kiln_bert_fetch_t(KilnBertRun *run, const char *what, const void *d, size
 float *kiln_bert_random_f16r(KilnRefRng *rng, size_t n, float lo, float hi);
 uint16_t *kiln_bert_to_f16(const float *x, size_t n);
 float *kiln_bert_from_f16(const uint16_t *h, size_t n);
-uint32_t kiln_bert_cdiv(size_t a, size_t b);
-/* Monotonic seconds, for the time each configuration took. */
-double kiln_bert_now(void);
+static inline uint32_t kiln_bert_cdiv(size_t a, size_t b) { return kiln_test_cdiv(a, b); }
 
 #endif /* KILN_BERT_HARNESS_H */

@@ -91,7 +91,7 @@ static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char 
     fprintf(stderr, "%s: --device must be cpu, emu or cuda, not '%s'\n", argv[0], *device);
     return -1;
   }
-#ifdef KILN_BERT_NO_COMPILER
+#ifdef KILN_TEST_NO_COMPILER
   if (!dev->bundle || dev->emit) {
     fprintf(stderr, "%s: this build has no compiler: run kernels from --bundle DIR\n", argv[0]);
     return -1;

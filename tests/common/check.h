@@ -1,21 +1,52 @@
-/* check.h — the CHECK macro of the unit-test programs: CHECK(cond, fmt, ...) prints the failed
- * condition with its file and line and a printf-style explanation, and counts it in `failures`,
- * which each program turns into its exit status. Header-only, like test_files.h. */
+/* check.h — the one CHECK of the C test programs.
+ *
+ *   CHECK(cond)                  a failed condition is printed with its file and line
+ *   CHECK(cond, fmt, ...)        ... and a printf-style explanation (format-checked)
+ *   KILN_CHECK_INTO(n, cond, ...) the same, counted in n instead of `failures` (the dialect
+ *                                tests count per test case: T_CHECK)
+ *
+ * A failure goes to stderr as "FILE:LINE: check failed: COND: MESSAGE" and is counted in the
+ * program's `failures`, which each program turns into its exit status. The helper families of
+ * the runtime and emulator tests (CHECK_OK, CHECK_EQ_U, ...) count there too. Header-only, like
+ * test_files.h: the runtime-only trees build these programs as well.
+ *
+ * How CHECK takes one or more arguments in C17 with the format still checked: KILN_CHECK_PICK_
+ * selects the bare form when the argument list is one long, the message form otherwise. */
 #ifndef KILN_TEST_CHECK_H
 #define KILN_TEST_CHECK_H
 
 #include <stdio.h>
 
-static int failures;
+/* unused in programs that count elsewhere (T_CHECK) */
+static int failures __attribute__((unused));
 
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                \
-      printf(__VA_ARGS__);                                                  \
-      printf("\n");                                                         \
-      failures++;                                                           \
-    }                                                                       \
+#define KILN_CHECK_INTO(counter, cond, ...)                                   \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                           \
+      fputc('\n', stderr);                                                    \
+      (counter)++;                                                            \
+    }                                                                         \
   } while (0)
+
+#define KILN_CHECK_MSG_(cond, ...) KILN_CHECK_INTO(failures, cond, __VA_ARGS__)
+#define KILN_CHECK_BARE_(cond)                                                \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                             \
+    }                                                                         \
+  } while (0)
+#define KILN_CHECK_PICK_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, \
+                         _17, _18, _19, _20, name, ...)                                        \
+  name
+#define CHECK(...)                                                                           \
+  KILN_CHECK_PICK_(__VA_ARGS__, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,            \
+                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
+                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
+                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
+                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
+                   KILN_CHECK_BARE_, unused)(__VA_ARGS__)
 
 #endif /* KILN_TEST_CHECK_H */

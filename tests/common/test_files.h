@@ -1,28 +1,24 @@
 /* test_files.h — reading a whole file, for the test drivers that load precompiled kernels from
- * a bundle (tests/numeric, tests/bert). Header-only: those drivers also build on a GPU machine
- * where nothing but the runtime is compiled. */
+ * a bundle (tests/numeric, tests/bert), through the shared reader (runtime/base, built on a GPU
+ * machine where nothing but the runtime is compiled, too). */
 #ifndef KILN_TEST_FILES_H
 #define KILN_TEST_FILES_H
 
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "kiln_base.h"
+
 /* The bytes of path (free() them) and their count in *len; NULL when it cannot be read or is
- * empty. */
+ * empty.  The shared reader (kiln_base.h), which the runtime-only build has too. */
 static inline void *kiln_test_read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  *len = 0;
-  if (!f)
-    return NULL;
-  char *buf = NULL;
-  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
-      fread(buf, 1, (size_t)n, f) != (size_t)n) {
+  char *buf = kiln_file_read(path, len);
+  if (buf && *len == 0) {
     free(buf);
     buf = NULL;
   }
-  fclose(f);
-  *len = buf ? (size_t)n : 0;
+  if (!buf)
+    *len = 0;
   return buf;
 }
 

@@ -88,12 +88,12 @@ MlirValue t_offsets(T *t, int axis, int64_t block) {
 
 KilnCpuFn t_compile(T *t) {
   kiln_ir_build_return(&t->b, t->loc);
-  KilnPipelineOptions o = {.target = "cpu"};
+  KilnPipelineOptions o = {0};
   if (getenv("KILN_TEST_DUMP"))
     o.dump_after = getenv("KILN_TEST_DUMP");
   void *obj = NULL;
   size_t len = 0;
-  if (kiln_pipeline_run(t->m, &o) != KILN_MLIR_OK ||
+  if (kiln_pipeline_run(t->m, &kiln_pipeline_cpu, &o) != KILN_MLIR_OK ||
       kiln_mlir_emit_host_object(t->m, 2, NULL, &obj, &len) != KILN_MLIR_OK) {
     kiln_mlir_diag_print(t->k, stderr);
     fprintf(stderr, "compiling %s failed\n", t->name);

@@ -3,6 +3,7 @@
 #ifndef KILN_TEST_HARNESS_H
 #define KILN_TEST_HARNESS_H
 
+#include "../common/check.h"
 #include "kiln_mlir.h"
 
 #include <math.h>
@@ -46,14 +47,7 @@ MlirValue t_offsets(T *t, int axis, int64_t block);
 KilnCpuFn t_compile(T *t);
 void t_run(KilnCpuFn fn, void **args, int gx, int gy);
 
-#define T_CHECK(t, cond, ...)                                                   \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);  \
-      fprintf(stderr, __VA_ARGS__);                                             \
-      fputc('\n', stderr);                                                      \
-      (t)->failures++;                                                          \
-    }                                                                           \
-  } while (0)
+/* The one CHECK (tests/common/check.h), counted in the test case t. */
+#define T_CHECK(t, cond, ...) KILN_CHECK_INTO((t)->failures, cond, __VA_ARGS__)
 
 #endif

@@ -3,21 +3,12 @@
 #ifndef KILN_EMU_TEST_H
 #define KILN_EMU_TEST_H
 
+#include "../common/check.h"
 #include "kiln_emu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int emu_test_failures;
-
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      emu_test_failures++;                                                   \
-    }                                                                        \
-  } while (0)
 
 #define CHECK_EQ_U(a, b)                                                                  \
   do {                                                                                    \
@@ -25,7 +16,7 @@ static int emu_test_failures;
     if (a_ != b_) {                                                                       \
       fprintf(stderr, "%s:%d: %s == %s failed: 0x%llx vs 0x%llx\n", __FILE__, __LINE__, #a, \
               #b, a_, b_);                                                                \
-      emu_test_failures++;                                                                \
+      failures++;                                                                \
     }                                                                                     \
   } while (0)
 
@@ -36,7 +27,7 @@ static int emu_test_failures;
     if (st_ != (want)) {                                                                   \
       fprintf(stderr, "%s:%d: launch gave %s, want %s: %s\n", __FILE__, __LINE__,          \
               kiln_emu_status_name(st_), kiln_emu_status_name(want), kiln_emu_last_error()); \
-      emu_test_failures++;                                                                 \
+      failures++;                                                                 \
     }                                                                                      \
   } while (0)
 
@@ -53,8 +44,8 @@ static inline uint32_t emu_rand(uint32_t *state) {
 }
 
 static inline int emu_test_result(const char *name) {
-  if (emu_test_failures) {
-    fprintf(stderr, "%s: %d check(s) failed\n", name, emu_test_failures);
+  if (failures) {
+    fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
     return 1;
   }
   printf("%s: ok\n", name);

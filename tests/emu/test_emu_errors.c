@@ -12,7 +12,7 @@ static int contains(const char *hay, const char *needle) { return strstr(hay, ne
     if (!contains(kiln_emu_last_error(), needle)) {                                        \
       fprintf(stderr, "%s:%d: message lacks \"%s\": %s\n", __FILE__, __LINE__, needle,     \
               kiln_emu_last_error());                                                      \
-      emu_test_failures++;                                                                 \
+      failures++;                                                                 \
     }                                                                                      \
   } while (0)
 

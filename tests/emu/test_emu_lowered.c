@@ -12,6 +12,7 @@
  * Kiln source cannot express per-thread divergence (control flow is uniform per program), which
  * is why these kernels are written below the language.
  */
+#include "../common/check.h"
 #include "kiln_gpu.h"
 #include "kiln_mlir.h"
 
@@ -23,18 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fputc('\n', stderr);                                                 \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
 
 /* 64 threads per block. Thread t stores t + 1 to smem[t]; after the barrier it reads
  * smem[63 - t], takes lane ^ 1's value by shfl.sync.bfly and stores 1000 * ctaid + that value to
@@ -131,13 +120,10 @@ static KilnRtModule *load(KilnRtDevice *dev, const char *ir, const char *what) {
     kiln_mlir_context_destroy(kctx);
     return NULL;
   }
-  MlirPassManager pm = mlirPassManagerCreate(kiln_mlir_context_get(kctx));
-  mlirPassManagerAddOwnedPass(pm, kiln_gpu_pass_create_to_emu());
-  MlirLogicalResult r = mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(m));
-  mlirPassManagerDestroy(pm);
+  KilnMlirStatus st = kiln_pipeline_run_stage(m, &kiln_gpu_pipeline_emu, "kiln-gpu-to-emu", NULL);
   void *obj = NULL;
   size_t len = 0;
-  if (mlirLogicalResultIsFailure(r)) {
+  if (st != KILN_MLIR_OK) {
     kiln_mlir_diag_print(kctx, stderr);
     CHECK(0, "%s: kiln-gpu-to-emu failed", what);
   } else if (kiln_mlir_emit_host_object(m, 2, NULL, &obj, &len) != KILN_MLIR_OK) {

@@ -22,26 +22,6 @@ typedef struct Expect {
     bool seen;
 } Expect;
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -51,7 +31,7 @@ static int cmp_str(const void *a, const void *b)
 static int run_file(const char *path)
 {
     size_t len;
-    char *text = read_file(path, &len);
+    char *text = kiln_file_read(path, &len);
     if (!text) {
         printf("%s: cannot read\n", path);
         return 1;

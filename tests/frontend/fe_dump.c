@@ -6,32 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -39,7 +13,7 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t len;
-    char *text = read_file(argv[1], &len);
+    char *text = kiln_file_read(argv[1], &len);
     if (!text) {
         fprintf(stderr, "fe_dump: cannot read %s\n", argv[1]);
         return 2;

@@ -4,40 +4,23 @@
  * memory, the renderer shows the line and a caret, bad input never crashes, and the language
  * reference lists every builtin.
  *   test_frontend SOURCE_DIR */
+#include "../common/check.h"
 #include "kiln_frontend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
 static const char *src_dir;
-
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            printf("%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);            \
-            failures++;                                                                 \
-        }                                                                               \
-    } while (0)
 
 static char *slurp(const char *rel, size_t *len)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", src_dir, rel);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char *buf = kiln_file_read(path, len);
+    if (!buf) {
         printf("cannot open %s\n", path);
         exit(1);
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-        exit(1);
-    buf[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
     return buf;
 }
 

@@ -2,7 +2,10 @@
 // RUN: %kiln-opt %s --full --emit=llvm | %FileCheck %s --check-prefix=IR
 // RUN: %kiln-opt %s --full --dump-after=kiln-dce | %FileCheck %s --check-prefix=DUMP
 // RUN: %not %kiln-opt %s --full --dump-after=nope 2>&1 | %FileCheck %s --check-prefix=BADSTAGE
-// RUN: %not %kiln-opt %s --full --target=sm_90 2>&1 | %FileCheck %s --check-prefix=TARGET
+// RUN: %kiln-opt %s --full --target=sm_90 | %FileCheck %s --check-prefix=GPU
+// RUN: %kiln-opt %s --full --target=emu --stop-after=kiln-gpu-layouts | %FileCheck %s --check-prefix=LAYOUTS
+// RUN: %kiln-opt --list-stages --target=emu | %FileCheck %s --check-prefix=EMUSTAGES
+// RUN: %not %kiln-opt %s --full --target=sm_42 2>&1 | %FileCheck %s --check-prefix=TARGET
 // RUN: %kiln-opt %s --pipeline=canonicalize,cse | %FileCheck %s --check-prefix=UPSTREAM
 
 // LLVM: llvm.func @kiln_cpu_neg(%arg0: !llvm.ptr
@@ -13,7 +16,16 @@
 // DUMP: func.func @neg
 // DUMP: llvm.func @kiln_cpu_neg
 // BADSTAGE: error: unknown pipeline stage 'nope'; valid stages: verify, kiln-dce, canonicalize, cse, convert-kiln-to-cpu
-// TARGET: error: target 'sm_90' is lowered by the GPU pipeline (kiln_gpu_pipeline_run); this one is the cpu's
+// GPU: llvm.func @neg(%arg0: !llvm.ptr<1>
+// GPU-SAME: nvvm.kernel
+// LAYOUTS: "kiln.load"{{.*}}kind = "blocked"
+// LAYOUTS-NOT: llvm.func
+// EMUSTAGES: verify
+// EMUSTAGES-NEXT: kiln-dce
+// EMUSTAGES-NEXT: kiln-gpu-layouts
+// EMUSTAGES: canonicalize
+// EMUSTAGES-NEXT: kiln-gpu-to-emu
+// TARGET: kiln-opt: error: unknown target 'sm_42' (known: cpu, emu, sm_80, sm_90)
 // UPSTREAM: "kiln.store"
 func.func @neg(%x: !kiln.ptr<i32>) attributes {kiln.kernel, kiln.num_warps = 1 : i32, kiln.num_stages = 1 : i32} {
   %pid = "kiln.program_id"() {axis = 0 : i32} : () -> i32

@@ -13,7 +13,8 @@
  * calls into the GPU emulator) and launched with 32 * num_warps threads per program, so the
  * same checks test the GPU lowering: layouts, warp shuffles, shared-memory exchanges, barriers.
  *
- * How one configuration runs: the kernel's source (KILN_NUMERIC_KERNEL_DIR/NAME.kiln) is compiled
+ * How one configuration runs: the kernel's source (KILN_EXAMPLES_DIR/NAME.kiln, the documented
+ * example itself, when there is one; else the test-only KILN_NUMERIC_KERNEL_DIR/NAME.kiln) is compiled
  * with its const parameters bound (kiln_driver_compile, KILN_EMIT_OBJ, KILN_TARGET_CPU); the object
  * is loaded as a module on the "cpu" device; inputs come from a generator seeded per
  * configuration, so a failure reproduces; every output buffer is larger than the result (row gaps
@@ -24,14 +25,14 @@
  *
  * On a GPU machine, which has no compiler, the kernels come precompiled: `--emit-bundle DIR
  * --arch sm_90` (on the build machine) writes every configuration's cubin and PTX into DIR
- * instead of running it, and `--device cuda --bundle DIR` (built with KILN_NUMERIC_NO_COMPILER in
+ * instead of running it, and `--device cuda --bundle DIR` (built with KILN_TEST_NO_COMPILER in
  * a KILN_RUNTIME_ONLY tree) loads them from there and runs the same checks.
  *
  * Exit status: 0 all passed, 1 a check failed, 2 bad usage.
  */
-#include "kiln_driver.h" /* types only when built with KILN_NUMERIC_NO_COMPILER */
+#include "kernel_run.h"
+#include "kiln_driver.h" /* types only when built with KILN_TEST_NO_COMPILER */
 #include "reference.h"
-#include "test_files.h"
 
 #include <kiln/kilnrt.h>
 
@@ -42,17 +43,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef KILN_NUMERIC_KERNEL_DIR
 #error "KILN_NUMERIC_KERNEL_DIR must name the folder of the test kernels"
+#endif
+#ifndef KILN_EXAMPLES_DIR
+#error "KILN_EXAMPLES_DIR must name dsl/examples, the documented kernels"
 #endif
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 enum {
-  SENTINEL_BYTE = 0x5A, /* f32 1.5e16, f16 203.25, i32 0x5A5A5A5A: no kernel here writes these */
-  TAIL_ELEMS = 67,      /* extra elements after every output: odd, to catch off-by-a-vector too */
-  MAX_BUFFERS = 16,
+  TAIL_ELEMS = KILN_TEST_TAIL, /* extra elements after every output (kernel_run.h) */
   MAX_WARP_COUNTS = 4
 };
 
@@ -74,11 +77,6 @@ typedef struct Spec {
 } Spec;
 static Spec g_spec;
 
-static const char *target_label(KilnTarget t) {
-  static const char *const names[] = {"cpu", "emu", "sm_80", "sm_90"};
-  return (unsigned)t < COUNT(names) ? names[t] : "?";
-}
-
 /* --vs-cpu: the cpu pass records each checked output under "label|what"; later passes compare
  * with it. */
 typedef struct Recording {
@@ -90,46 +88,7 @@ typedef struct Recording {
 static Recording *g_records;
 static bool g_recording, g_compare;
 
-/* ---- one configuration's run -------------------------------------------------------------- */
-
-/* The device objects of one configuration and its verdict. Once `ok` is false the remaining
- * steps do nothing, so a runner reads straight through and run_end reports the first failure. */
-typedef struct Run {
-  KilnRtDevice *dev;
-  KilnRtModule *mod;
-  KilnRtFunction *fn;
-  void *bufs[MAX_BUFFERS];
-  int nbufs;
-  bool ok;
-  bool skipped; /* --emit-bundle: compiled and written, not run */
-  char label[192];
-  const char *key; /* the label without the device prefix: equal on every device */
-} Run;
-
-/* Test-sized allocations; the bound also tells the optimizer the size is sane (gcc's
- * -Walloc-size-larger-than otherwise imagines wrapped sizes through the int32 shape casts). */
-static void *xcalloc(size_t n, size_t size) {
-  void *p = n <= ((size_t)1 << 32) / size ? calloc(n ? n : 1, size) : NULL;
-  if (!p) {
-    fprintf(stderr, "numeric_test: out of memory\n");
-    exit(2);
-  }
-  return p;
-}
-
-static void run_fail(Run *run, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "  %s: ", run->label);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  run->ok = false;
-}
-
-static void run_fail_rt(Run *run, const char *what, KilnRtStatus st) {
-  run_fail(run, "%s failed: %s: %s", what, kiln_rt_status_name(st), kiln_rt_last_error());
-}
+/* ---- one configuration's run (tests/common/kernel_run.h) ------------------------------------ */
 
 /* The file name of a configuration in a bundle: kernel, bound consts and num_warps. */
 static void bundle_name(char *buf, size_t cap, const char *kernel, const KilnDefine *defs,
@@ -146,243 +105,38 @@ static void bundle_name(char *buf, size_t cap, const char *kernel, const KilnDef
     snprintf(buf + len, cap - (size_t)len, "-w%d", g_num_warps);
 }
 
-/* Loads the configuration's cubin for this GPU's arch, or its PTX (JIT-compiled by the driver). */
-static bool bundle_load(Run *run, const char *name) {
-  KilnRtDeviceInfo info;
-  KilnRtStatus st = kiln_rt_device_info(run->dev, &info);
-  if (st != KILN_RT_OK) {
-    run_fail_rt(run, "kiln_rt_device_info", st);
-    return false;
-  }
-  static const struct { const char *ext; KilnRtModuleFormat fmt; } kinds[] = {
-      {"cubin", KILN_RT_MODULE_CUBIN}, {"ptx", KILN_RT_MODULE_PTX}};
-  for (size_t i = 0; i < COUNT(kinds); i++) {
-    char path[1024];
-    size_t len = 0;
-    snprintf(path, sizeof path, "%s/%s.sm_%d%d.%s", g_bundle, name, info.cc_major, info.cc_minor,
-             kinds[i].ext);
-    void *img = kiln_test_read_file(path, &len);
-    if (!img)
-      continue;
-    st = kiln_rt_module_load(run->dev, kinds[i].fmt, img, len, &run->mod);
-    free(img);
-    if (st != KILN_RT_OK) {
-      run->mod = NULL;
-      run_fail_rt(run, "kiln_rt_module_load", st);
-      return false;
-    }
-    return true;
-  }
-  run_fail(run, "no module %s.sm_%d%d.{cubin,ptx} in %s", name, info.cc_major, info.cc_minor,
-           g_bundle);
-  return false;
-}
-
-#ifndef KILN_NUMERIC_NO_COMPILER
-static bool compile(Run *run, const char *kernel, const KilnDefine *defs, size_t ndefs,
-                    KilnEmit emit, KilnBuffer *out) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s.kiln", KILN_NUMERIC_KERNEL_DIR, kernel);
-  KilnCompileOptions opts;
-  memset(&opts, 0, sizeof opts);
-  opts.path = path;
-  opts.kernel = kernel;
-  opts.defines = defs;
-  opts.num_defines = ndefs;
-  opts.specialize = g_spec.eq;
-  opts.num_specialize = g_spec.neq;
-  opts.multiple_of = g_spec.mult;
-  opts.num_multiple_of = g_spec.nmult;
-  opts.target = g_target;
-  opts.cpu = g_cpu;
-  opts.num_warps = g_num_warps;
-  opts.diag = stderr;
-  KilnDriverStatus ds = kiln_driver_compile(&opts, emit, out);
-  if (ds != KILN_DRIVER_OK) {
-    run_fail(run, "compile failed (driver status %d; diagnostics above)", (int)ds);
-    kiln_buffer_free(out);
-    return false;
-  }
-  return true;
-}
-
-/* --emit-bundle: the configuration's PTX and cubin for g_target, written into g_bundle. */
-static void bundle_write(Run *run, const char *kernel, const KilnDefine *defs, size_t ndefs,
-                         const char *name) {
-  static const struct { const char *ext; KilnEmit emit; } kinds[] = {
-      {"ptx", KILN_EMIT_PTX}, {"cubin", KILN_EMIT_CUBIN}};
-  for (size_t i = 0; i < COUNT(kinds); i++) {
-    KilnBuffer out = {0};
-    if (!compile(run, kernel, defs, ndefs, kinds[i].emit, &out))
-      return;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.%s.%s", g_bundle, name, target_label(g_target),
-             kinds[i].ext);
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(out.data, 1, out.size, f) == out.size;
-    if (f && fclose(f) != 0)
-      ok = false;
-    kiln_buffer_free(&out);
-    if (!ok) {
-      run_fail(run, "cannot write %s", path);
-      return;
-    }
-  }
-  run->ok = false; /* nothing to run: the later steps are skipped */
-  run->skipped = true;
-}
-#endif
-
-/* Compiles `kernel` with `defs` bound and loads it on dev. The label names the configuration in
- * every message. */
-static void run_begin(Run *run, KilnRtDevice *dev, const char *kernel, const KilnDefine *defs,
-                      size_t ndefs, const char *shape) {
-  memset(run, 0, sizeof *run);
-  run->dev = dev;
-  run->ok = true;
-  int pre = snprintf(run->label, sizeof run->label, "[%s w%d] ", target_label(g_target),
-                     g_num_warps);
-  run->key = run->label + pre;
-  int len = pre + snprintf(run->label + pre, sizeof run->label - (size_t)pre, "%s %s", kernel, shape);
-  for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < sizeof run->label; i++)
-    len += snprintf(run->label + len, sizeof run->label - (size_t)len, " %s=%" PRId64, defs[i].name,
+/* Starts a configuration of `kernel` with `defs` bound on dev and loads the kernel (compiled
+ * here, from the bundle, or into the bundle with --emit-bundle). The label names the
+ * configuration in every message. */
+static void run_begin(KilnTestRun *run, KilnRtDevice *dev, const char *kernel,
+                      const KilnDefine *defs, size_t ndefs, const char *shape) {
+  static KilnCompileOptions extra; /* g_cpu and g_spec, read when the kernel is compiled */
+  memset(&extra, 0, sizeof extra);
+  extra.cpu = g_cpu;
+  extra.specialize = g_spec.eq;
+  extra.num_specialize = g_spec.neq;
+  extra.multiple_of = g_spec.mult;
+  extra.num_multiple_of = g_spec.nmult;
+  KilnTestDevice d = {dev, g_target, g_num_warps, &extra, g_bundle, g_bundle_write};
+  char label[160];
+  int len = snprintf(label, sizeof label, "%s %s", kernel, shape);
+  for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < sizeof label; i++)
+    len += snprintf(label + len, sizeof label - (size_t)len, " %s=%" PRId64, defs[i].name,
                     defs[i].value);
+  kiln_test_begin(run, &d, "%s", label);
 
-  char name[256];
+  /* the documented example when there is one (the tests run what the docs show), else a
+   * kernel that exists for the tests only */
+  char path[1024], name[256];
+  snprintf(path, sizeof path, "%s/%s.kiln", KILN_EXAMPLES_DIR, kernel);
+  if (access(path, R_OK) != 0)
+    snprintf(path, sizeof path, "%s/%s.kiln", KILN_NUMERIC_KERNEL_DIR, kernel);
   bundle_name(name, sizeof name, kernel, defs, ndefs);
-  KilnRtStatus st;
-  if (g_bundle && !g_bundle_write) {
-    if (!bundle_load(run, name))
-      return;
-  } else {
-#ifdef KILN_NUMERIC_NO_COMPILER
-    run_fail(run, "this build has no compiler: give --bundle DIR (see bench/gpu/prepare.sh)");
-    return;
-#else
-    if (g_bundle_write) {
-      bundle_write(run, kernel, defs, ndefs, name);
-      return;
-    }
-    KilnBuffer obj = {0};
-    if (!compile(run, kernel, defs, ndefs, KILN_EMIT_OBJ, &obj))
-      return;
-    st = kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj.data, obj.size, &run->mod);
-    kiln_buffer_free(&obj);
-    if (st != KILN_RT_OK) {
-      run->mod = NULL;
-      run_fail_rt(run, "kiln_rt_module_load", st);
-      return;
-    }
-#endif
-  }
-  st = kiln_rt_module_get_function(run->mod, kernel, &run->fn);
-  if (st != KILN_RT_OK)
-    run_fail_rt(run, "kiln_rt_module_get_function", st);
-}
-
-static void *run_alloc(Run *run, size_t bytes) {
-  if (!run->ok)
-    return NULL;
-  if (run->nbufs == MAX_BUFFERS) {
-    run_fail(run, "more than %d buffers", MAX_BUFFERS);
-    return NULL;
-  }
-  void *d = NULL;
-  KilnRtStatus st = kiln_rt_malloc(run->dev, bytes, &d);
-  if (st != KILN_RT_OK) {
-    run_fail_rt(run, "kiln_rt_malloc", st);
-    return NULL;
-  }
-  run->bufs[run->nbufs++] = d;
-  return d;
-}
-
-/* A device copy of host[0..bytes). */
-static void *run_input(Run *run, const void *host, size_t bytes) {
-  void *d = run_alloc(run, bytes);
-  if (!d)
-    return NULL;
-  KilnRtStatus st = kiln_rt_memcpy_htod(run->dev, d, host, bytes, NULL);
-  if (st != KILN_RT_OK)
-    run_fail_rt(run, "kiln_rt_memcpy_htod", st);
-  return d;
-}
-
-/* A device buffer of `bytes` filled with the sentinel byte. */
-static void *run_output(Run *run, size_t bytes) {
-  void *d = run_alloc(run, bytes);
-  if (!d)
-    return NULL;
-  KilnRtStatus st = kiln_rt_memset(run->dev, d, SENTINEL_BYTE, bytes, NULL);
-  if (st != KILN_RT_OK)
-    run_fail_rt(run, "kiln_rt_memset", st);
-  return d;
-}
-
-static void run_launch(Run *run, uint32_t gx, uint32_t gy, void **args) {
-  if (!run->ok)
-    return;
-  KilnRtLaunchConfig cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.grid[0] = gx;
-  cfg.grid[1] = gy;
-  cfg.grid[2] = 1;
-  cfg.block_threads = 32 * (uint32_t)g_num_warps;
-  KilnRtStatus st = kiln_rt_launch(run->fn, &cfg, args, NULL);
-  if (st != KILN_RT_OK) {
-    run_fail_rt(run, "kiln_rt_launch", st);
-    return;
-  }
-  st = kiln_rt_device_synchronize(run->dev);
-  if (st != KILN_RT_OK)
-    run_fail_rt(run, "kiln_rt_device_synchronize", st);
-}
-
-static void run_fetch(Run *run, void *host, const void *d, size_t bytes) {
-  if (!run->ok)
-    return;
-  KilnRtStatus st = kiln_rt_memcpy_dtoh(run->dev, host, d, bytes, NULL);
-  if (st != KILN_RT_OK)
-    run_fail_rt(run, "kiln_rt_memcpy_dtoh", st);
-}
-
-/* Frees the configuration's device objects and prints its verdict; returns it. */
-static bool run_end(Run *run) {
-  for (int i = 0; i < run->nbufs; i++)
-    kiln_rt_free(run->dev, run->bufs[i]);
-  kiln_rt_module_destroy(run->mod);
-  printf("  %-4s %s\n", run->skipped ? "emit" : run->ok ? "ok" : "FAIL", run->label);
-  fflush(stdout);
-  return run->ok || run->skipped;
-}
-
-/* ---- checks ------------------------------------------------------------------------------- */
-
-/* Every element of a buffer of `total` elements of `elem` bytes that lies outside the result
- * (rows x cols at a row stride of `stride` elements) must still hold the sentinel. */
-static void check_untouched(Run *run, const char *what, const void *buf, size_t elem, size_t total,
-                            size_t rows, size_t cols, size_t stride) {
-  if (!run->ok)
-    return;
-  const unsigned char *bytes = buf;
-  size_t clobbered = 0, first = 0;
-  for (size_t i = 0; i < total; i++) {
-    if (i / stride < rows && i % stride < cols)
-      continue;
-    for (size_t b = 0; b < elem; b++)
-      if (bytes[i * elem + b] != SENTINEL_BYTE) {
-        if (clobbered++ == 0)
-          first = i;
-        break;
-      }
-  }
-  if (clobbered)
-    run_fail(run, "%s: %zu element(s) outside the result were written (first at element %zu: "
-                  "row %zu, column %zu)", what, clobbered, first, first / stride, first % stride);
+  kiln_test_kernel(run, path, kernel, defs, ndefs, name);
 }
 
 /* The cpu output recorded for (run, what), or NULL. */
-static const void *recorded(const Run *run, const char *what, size_t bytes) {
+static const void *recorded(const KilnTestRun *run, const char *what, size_t bytes) {
   char key[256];
   snprintf(key, sizeof key, "%s|%s", run->key, what);
   for (Recording *r = g_records; r; r = r->next)
@@ -391,13 +145,13 @@ static const void *recorded(const Run *run, const char *what, size_t bytes) {
   return NULL;
 }
 
-static void record(const Run *run, const char *what, const void *data, size_t bytes) {
+static void record(const KilnTestRun *run, const char *what, const void *data, size_t bytes) {
   char key[256];
   snprintf(key, sizeof key, "%s|%s", run->key, what);
-  Recording *r = xcalloc(1, sizeof *r);
-  r->key = xcalloc(strlen(key) + 1, 1);
+  Recording *r = kiln_test_alloc(1, sizeof *r);
+  r->key = kiln_test_alloc(strlen(key) + 1, 1);
   memcpy(r->key, key, strlen(key) + 1);
-  r->data = xcalloc(bytes ? bytes : 1, 1);
+  r->data = kiln_test_alloc(bytes ? bytes : 1, 1);
   memcpy(r->data, data, bytes);
   r->bytes = bytes;
   r->next = g_records;
@@ -412,79 +166,44 @@ static void records_free(void) {
   }
 }
 
-static void check_close_one(Run *run, const char *what, const char *against, const float *got,
-                            const float *ref, size_t n, double floor, double tol) {
-  size_t worst = 0;
-  double err = kiln_ref_max_error(got, ref, n, floor, &worst);
-  printf("       %s: %-10s vs %-4s max err %.3e (tol %.1e, floor %.0e)", run->label, what, against,
-         err, tol, floor);
-  if (n)
-    printf(" worst [%zu] got %.9g want %.9g", worst, (double)got[worst], (double)ref[worst]);
-  printf("\n");
-  if (!(err <= tol))
-    run_fail(run, "%s: max normalized error vs %s %.3e above the tolerance %.1e at element %zu",
-             what, against, err, tol, worst);
-}
-
 /* Compares got with ref by kiln_ref_max_error and prints the result; with --vs-cpu also with
  * the cpu's output, at the same tolerance. */
-static void check_close(Run *run, const char *what, const float *got, const float *ref, size_t n,
+static void check_close(KilnTestRun *run, const char *what, const float *got, const float *ref, size_t n,
                         double floor, double tol) {
   if (!run->ok)
     return;
-  check_close_one(run, what, "ref", got, ref, n, floor, tol);
+  kiln_test_check_close(run, what, "ref", got, ref, n, floor, tol);
   if (g_recording)
     record(run, what, got, n * sizeof *got);
   if (g_compare && run->ok) {
     const float *cpu = recorded(run, what, n * sizeof *got);
     if (!cpu)
-      run_fail(run, "%s: no cpu result to compare with", what);
+      kiln_test_fail(run, "%s: no cpu result to compare with", what);
     else
-      check_close_one(run, what, "cpu", got, cpu, n, floor, tol);
+      kiln_test_check_close(run, what, "cpu", got, cpu, n, floor, tol);
   }
 }
 
-static void check_equal_i32_one(Run *run, const char *what, const char *against,
-                                const int32_t *got, const int32_t *ref, size_t n) {
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < n; i++)
-    if (got[i] != ref[i] && bad++ == 0)
-      first = i;
-  printf("       %s: %-10s vs %-4s %zu of %zu differ (tol 0)\n", run->label, what, against, bad, n);
-  if (bad)
-    run_fail(run, "%s: %zu mismatches vs %s, first at %zu: got %" PRId32 " want %" PRId32, what,
-             bad, against, first, got[first], ref[first]);
-}
-
-static void check_equal_i32(Run *run, const char *what, const int32_t *got, const int32_t *ref,
+static void check_equal_i32(KilnTestRun *run, const char *what, const int32_t *got, const int32_t *ref,
                             size_t n) {
   if (!run->ok)
     return;
-  check_equal_i32_one(run, what, "ref", got, ref, n);
+  kiln_test_check_equal_i32(run, what, "ref", got, ref, n);
   if (g_recording)
     record(run, what, got, n * sizeof *got);
   if (g_compare && run->ok) {
     const int32_t *cpu = recorded(run, what, n * sizeof *got);
     if (!cpu)
-      run_fail(run, "%s: no cpu result to compare with", what);
+      kiln_test_fail(run, "%s: no cpu result to compare with", what);
     else
-      check_equal_i32_one(run, what, "cpu", got, cpu, n);
+      kiln_test_check_equal_i32(run, what, "cpu", got, cpu, n);
   }
 }
 
 /* ---- data helpers ------------------------------------------------------------------------- */
 
-static uint32_t cdiv(size_t a, size_t b) { return (uint32_t)((a + b - 1) / b); }
-
-static float *random_f32(KilnRefRng *rng, size_t n, float lo, float hi) {
-  float *p = xcalloc(n, sizeof *p);
-  for (size_t i = 0; i < n; i++)
-    p[i] = kiln_ref_rng_uniform(rng, lo, hi);
-  return p;
-}
-
 static uint16_t *random_f16(KilnRefRng *rng, size_t n, float lo, float hi) {
-  uint16_t *p = xcalloc(n, sizeof *p);
+  uint16_t *p = kiln_test_alloc(n, sizeof *p);
   for (size_t i = 0; i < n; i++)
     p[i] = kiln_ref_f32_to_f16(kiln_ref_rng_uniform(rng, lo, hi));
   return p;
@@ -500,14 +219,14 @@ static void poison_row_gaps(float *x, size_t rows, size_t cols, size_t stride) {
 
 /* The rows x cols result out of a strided f32 buffer, densely. */
 static float *gather_f32(const float *buf, size_t rows, size_t cols, size_t stride) {
-  float *p = xcalloc(rows * cols, sizeof *p);
+  float *p = kiln_test_alloc(rows * cols, sizeof *p);
   for (size_t r = 0; r < rows; r++)
     memcpy(p + r * cols, buf + r * stride, cols * sizeof *p);
   return p;
 }
 
 static float *gather_f16(const uint16_t *buf, size_t rows, size_t cols, size_t stride) {
-  float *p = xcalloc(rows * cols, sizeof *p);
+  float *p = kiln_test_alloc(rows * cols, sizeof *p);
   for (size_t r = 0; r < rows; r++)
     for (size_t c = 0; c < cols; c++)
       p[r * cols + c] = kiln_ref_f16_to_f32(buf[r * stride + c]);
@@ -526,25 +245,25 @@ static bool test_vector_add(KilnRtDevice *dev) {
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
     char shape[64];
     snprintf(shape, sizeof shape, "n=%zu", n);
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "vector_add", defs, COUNT(defs), shape);
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 100 + ci);
-    float *x = random_f32(&rng, n, -1.0f, 1.0f), *y = random_f32(&rng, n, -1.0f, 1.0f);
-    float *out = xcalloc(total, sizeof *out), *ref = xcalloc(n, sizeof *ref);
-    void *dx = run_input(&run, x, n * sizeof *x);
-    void *dy = run_input(&run, y, n * sizeof *y);
-    void *dout = run_output(&run, total * sizeof *out);
+    float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f), *y = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
+    float *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dy = kiln_test_input(&run, y, n * sizeof *y);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
     int32_t n32 = cfgs[ci].n;
     void *args[] = {&dx, &dy, &dout, &n32};
-    run_launch(&run, cdiv(n, (size_t)cfgs[ci].block), 1, args);
-    run_fetch(&run, out, dout, total * sizeof *out);
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
 
-    check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
     kiln_ref_vector_add(x, y, ref, n);
     check_close(&run, "out", out, ref, n, 1.0, 0.0); /* one correctly rounded add: exact */
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(x), free(y), free(out), free(ref);
   }
   return all_ok;
@@ -563,28 +282,28 @@ static bool test_bias_gelu(KilnRtDevice *dev) {
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
     char shape[64];
     snprintf(shape, sizeof shape, "%zux%zu", rows, cols);
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "bias_gelu", defs, COUNT(defs), shape);
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 200 + ci);
     /* x + bias spans [-5, 5]: both tails of erf and the region near zero. */
     uint16_t *x = random_f16(&rng, n, -4.0f, 4.0f), *bias = random_f16(&rng, cols, -1.0f, 1.0f);
-    uint16_t *y = xcalloc(total, sizeof *y);
-    float *ref = xcalloc(n, sizeof *ref);
-    void *dx = run_input(&run, x, n * sizeof *x);
-    void *db = run_input(&run, bias, cols * sizeof *bias);
-    void *dy = run_output(&run, total * sizeof *y);
+    uint16_t *y = kiln_test_alloc(total, sizeof *y);
+    float *ref = kiln_test_alloc(n, sizeof *ref);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *db = kiln_test_input(&run, bias, cols * sizeof *bias);
+    void *dy = kiln_test_output(&run, total * sizeof *y);
     int32_t n32 = (int32_t)n, cols32 = cfgs[ci].cols;
     void *args[] = {&dx, &db, &dy, &n32, &cols32};
-    run_launch(&run, cdiv(n, (size_t)cfgs[ci].block), 1, args);
-    run_fetch(&run, y, dy, total * sizeof *y);
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, y, dy, total * sizeof *y);
 
-    check_untouched(&run, "y", y, sizeof *y, total, 1, n, total);
+    kiln_test_check_untouched(&run, "y", y, sizeof *y, total, 1, n, total);
     float *got = gather_f16(y, 1, n, n);
     kiln_ref_bias_gelu(x, bias, ref, n, cols);
     check_close(&run, "y", got, ref, n, 1e-2, 2e-3);
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(x), free(bias), free(y), free(ref), free(got);
   }
   return all_ok;
@@ -605,27 +324,27 @@ static bool test_softmax_rows(KilnRtDevice *dev) {
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
     char shape[64];
     snprintf(shape, sizeof shape, "%zux%zu strides %zu,%zu", rows, cols, xs, ys);
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "softmax_rows", defs, COUNT(defs), shape);
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 300 + ci);
     /* Logits over [-8, 8]: probabilities spread over ~7 orders of magnitude. */
-    float *x = random_f32(&rng, rows * xs, -8.0f, 8.0f);
+    float *x = kiln_test_random_f32(&rng, rows * xs, -8.0f, 8.0f);
     poison_row_gaps(x, rows, cols, xs);
-    float *y = xcalloc(total, sizeof *y), *ref = xcalloc(rows * cols, sizeof *ref);
-    void *dx = run_input(&run, x, rows * xs * sizeof *x);
-    void *dy = run_output(&run, total * sizeof *y);
+    float *y = kiln_test_alloc(total, sizeof *y), *ref = kiln_test_alloc(rows * cols, sizeof *ref);
+    void *dx = kiln_test_input(&run, x, rows * xs * sizeof *x);
+    void *dy = kiln_test_output(&run, total * sizeof *y);
     int32_t cols32 = cfgs[ci].cols, xs32 = cfgs[ci].x_stride, ys32 = cfgs[ci].y_stride;
     void *args[] = {&dx, &dy, &cols32, &xs32, &ys32};
-    run_launch(&run, (uint32_t)rows, 1, args);
-    run_fetch(&run, y, dy, total * sizeof *y);
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, y, dy, total * sizeof *y);
 
-    check_untouched(&run, "y", y, sizeof *y, total, rows, cols, ys);
+    kiln_test_check_untouched(&run, "y", y, sizeof *y, total, rows, cols, ys);
     float *got = gather_f32(y, rows, cols, ys);
     kiln_ref_softmax_rows(x, xs, ref, cols, rows, cols);
     check_close(&run, "y", got, ref, rows * cols, 1e-30, 1e-5);
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(x), free(y), free(ref), free(got);
   }
   return all_ok;
@@ -647,47 +366,47 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
     char shape[64];
     snprintf(shape, sizeof shape, "%zux%zu strides %zu,%zu", rows, cols, xs, ys);
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "layernorm_fwd", defs, COUNT(defs), shape);
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 400 + ci);
     /* Each row gets its own offset in [-1, 1] so the mean is not ~0 and the subtraction counts. */
-    float *x = random_f32(&rng, rows * xs, -2.0f, 2.0f);
+    float *x = kiln_test_random_f32(&rng, rows * xs, -2.0f, 2.0f);
     for (size_t r = 0; r < rows; r++) {
       float off = kiln_ref_rng_uniform(&rng, -1.0f, 1.0f);
       for (size_t c = 0; c < xs; c++)
         x[r * xs + c] += off;
     }
     poison_row_gaps(x, rows, cols, xs);
-    float *gamma = random_f32(&rng, cols, 0.5f, 1.5f), *beta = random_f32(&rng, cols, -1.0f, 1.0f);
-    float *y = xcalloc(total, sizeof *y), *mean = xcalloc(stats_total, sizeof *mean);
-    float *rstd = xcalloc(stats_total, sizeof *rstd);
-    float *ref_y = xcalloc(rows * cols, sizeof *ref_y), *ref_mean = xcalloc(rows, sizeof *ref_mean);
-    float *ref_rstd = xcalloc(rows, sizeof *ref_rstd);
-    void *dx = run_input(&run, x, rows * xs * sizeof *x);
-    void *dg = run_input(&run, gamma, cols * sizeof *gamma);
-    void *db = run_input(&run, beta, cols * sizeof *beta);
-    void *dy = run_output(&run, total * sizeof *y);
-    void *dmean = run_output(&run, stats_total * sizeof *mean);
-    void *drstd = run_output(&run, stats_total * sizeof *rstd);
+    float *gamma = kiln_test_random_f32(&rng, cols, 0.5f, 1.5f), *beta = kiln_test_random_f32(&rng, cols, -1.0f, 1.0f);
+    float *y = kiln_test_alloc(total, sizeof *y), *mean = kiln_test_alloc(stats_total, sizeof *mean);
+    float *rstd = kiln_test_alloc(stats_total, sizeof *rstd);
+    float *ref_y = kiln_test_alloc(rows * cols, sizeof *ref_y), *ref_mean = kiln_test_alloc(rows, sizeof *ref_mean);
+    float *ref_rstd = kiln_test_alloc(rows, sizeof *ref_rstd);
+    void *dx = kiln_test_input(&run, x, rows * xs * sizeof *x);
+    void *dg = kiln_test_input(&run, gamma, cols * sizeof *gamma);
+    void *db = kiln_test_input(&run, beta, cols * sizeof *beta);
+    void *dy = kiln_test_output(&run, total * sizeof *y);
+    void *dmean = kiln_test_output(&run, stats_total * sizeof *mean);
+    void *drstd = kiln_test_output(&run, stats_total * sizeof *rstd);
     int32_t cols32 = cfgs[ci].cols, xs32 = cfgs[ci].x_stride, ys32 = cfgs[ci].y_stride;
     float eps_arg = eps;
     void *args[] = {&dx, &dg, &db, &dy, &dmean, &drstd, &cols32, &xs32, &ys32, &eps_arg};
-    run_launch(&run, (uint32_t)rows, 1, args);
-    run_fetch(&run, y, dy, total * sizeof *y);
-    run_fetch(&run, mean, dmean, stats_total * sizeof *mean);
-    run_fetch(&run, rstd, drstd, stats_total * sizeof *rstd);
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, y, dy, total * sizeof *y);
+    kiln_test_fetch(&run, mean, dmean, stats_total * sizeof *mean);
+    kiln_test_fetch(&run, rstd, drstd, stats_total * sizeof *rstd);
 
-    check_untouched(&run, "y", y, sizeof *y, total, rows, cols, ys);
-    check_untouched(&run, "mean", mean, sizeof *mean, stats_total, 1, rows, stats_total);
-    check_untouched(&run, "rstd", rstd, sizeof *rstd, stats_total, 1, rows, stats_total);
+    kiln_test_check_untouched(&run, "y", y, sizeof *y, total, rows, cols, ys);
+    kiln_test_check_untouched(&run, "mean", mean, sizeof *mean, stats_total, 1, rows, stats_total);
+    kiln_test_check_untouched(&run, "rstd", rstd, sizeof *rstd, stats_total, 1, rows, stats_total);
     float *got = gather_f32(y, rows, cols, ys);
     kiln_ref_layernorm_fwd(x, xs, gamma, beta, ref_y, cols, ref_mean, ref_rstd, rows, cols, eps);
     check_close(&run, "y", got, ref_y, rows * cols, 1.0, 1e-5);
     check_close(&run, "mean", mean, ref_mean, rows, 1.0, 1e-5);
     check_close(&run, "rstd", rstd, ref_rstd, rows, 1e-30, 1e-5);
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(x), free(gamma), free(beta), free(y), free(mean), free(rstd);
     free(ref_y), free(ref_mean), free(ref_rstd), free(got);
   }
@@ -732,30 +451,30 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
              cfgs[ci].unit ? " unit-stride" : "");
     if (cfgs[ci].unit)
       g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), COUNT(unit_mult)};
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "matmul_f16", defs, COUNT(defs) - (cfgs[ci].stages ? 0 : 1), shape);
     g_spec = (Spec){0};
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 500 + ci);
     uint16_t *a = random_f16(&rng, M * K, -1.0f, 1.0f), *b = random_f16(&rng, K * N, -1.0f, 1.0f);
-    uint16_t *c = xcalloc(total, sizeof *c);
-    float *ref = xcalloc(M * N, sizeof *ref);
-    void *da = run_input(&run, a, M * K * sizeof *a);
-    void *db = run_input(&run, b, K * N * sizeof *b);
-    void *dc = run_output(&run, total * sizeof *c);
+    uint16_t *c = kiln_test_alloc(total, sizeof *c);
+    float *ref = kiln_test_alloc(M * N, sizeof *ref);
+    void *da = kiln_test_input(&run, a, M * K * sizeof *a);
+    void *db = kiln_test_input(&run, b, K * N * sizeof *b);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
     int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
     int32_t sam32 = (int32_t)sam, sak32 = (int32_t)sak, sbk32 = (int32_t)sbk, sbn32 = (int32_t)sbn;
     int32_t scm32 = (int32_t)scm, scn32 = (int32_t)scn;
     void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sak32, &sbk32, &sbn32, &scm32, &scn32};
-    run_launch(&run, cdiv(M, (size_t)cfgs[ci].bm), cdiv(N, (size_t)cfgs[ci].bn), args);
-    run_fetch(&run, c, dc, total * sizeof *c);
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm), kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
 
-    check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
     float *got = gather_f16(c, M, N, scm);
     kiln_ref_matmul_f16(a, sam, sak, b, sbk, sbn, ref, M, N, K);
     check_close(&run, "c", got, ref, M * N, 1.0, 2e-3);
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(a), free(b), free(c), free(ref), free(got);
   }
   return all_ok;
@@ -778,28 +497,28 @@ static bool test_argmax_rows(KilnRtDevice *dev) {
     KilnDefine defs[] = {{"BLOCK_R", cfgs[ci].block_r}, {"BLOCK_C", cfgs[ci].block_c}};
     char shape[64];
     snprintf(shape, sizeof shape, "%zux%zu%s", rows, cols, cfgs[ci].ties ? " ties" : "");
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "argmax_rows", defs, COUNT(defs), shape);
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 600 + ci);
-    float *x = random_f32(&rng, rows * stride, -100.0f, 100.0f);
+    float *x = kiln_test_random_f32(&rng, rows * stride, -100.0f, 100.0f);
     if (cfgs[ci].ties)
       for (size_t i = 0; i < rows * stride; i++)
         x[i] = floorf((x[i] + 100.0f) / 25.0f);
     poison_row_gaps(x, rows, cols, stride);
-    int32_t *out = xcalloc(total, sizeof *out), *ref = xcalloc(rows, sizeof *ref);
-    void *dx = run_input(&run, x, rows * stride * sizeof *x);
-    void *dout = run_output(&run, total * sizeof *out);
+    int32_t *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(rows, sizeof *ref);
+    void *dx = kiln_test_input(&run, x, rows * stride * sizeof *x);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
     int32_t rows32 = cfgs[ci].rows, cols32 = cfgs[ci].cols, stride32 = (int32_t)stride;
     void *args[] = {&dx, &dout, &rows32, &cols32, &stride32};
-    run_launch(&run, cdiv(rows, (size_t)cfgs[ci].block_r), 1, args);
-    run_fetch(&run, out, dout, total * sizeof *out);
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].block_r), 1, args);
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
 
-    check_untouched(&run, "out", out, sizeof *out, total, 1, rows, total);
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, rows, total);
     kiln_ref_argmax_rows(x, stride, ref, rows, cols);
     check_equal_i32(&run, "out", out, ref, rows);
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(x), free(out), free(ref);
   }
   return all_ok;
@@ -820,30 +539,30 @@ static bool test_dropout_rand(KilnRtDevice *dev) {
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
     char shape[96];
     snprintf(shape, sizeof shape, "n=%zu p=%g seed=%" PRId32, n, (double)cfgs[ci].p, cfgs[ci].seed);
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "dropout_rand", defs, COUNT(defs), shape);
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 700 + ci);
-    float *x = random_f32(&rng, n, -1.0f, 1.0f);
-    float *r = xcalloc(total, sizeof *r), *y = xcalloc(total, sizeof *y);
-    float *ref_r = xcalloc(n, sizeof *ref_r), *ref_y = xcalloc(n, sizeof *ref_y);
-    void *dx = run_input(&run, x, n * sizeof *x);
-    void *dr = run_output(&run, total * sizeof *r);
-    void *dy = run_output(&run, total * sizeof *y);
+    float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
+    float *r = kiln_test_alloc(total, sizeof *r), *y = kiln_test_alloc(total, sizeof *y);
+    float *ref_r = kiln_test_alloc(n, sizeof *ref_r), *ref_y = kiln_test_alloc(n, sizeof *ref_y);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dr = kiln_test_output(&run, total * sizeof *r);
+    void *dy = kiln_test_output(&run, total * sizeof *y);
     int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed;
     float p = cfgs[ci].p;
     void *args[] = {&dx, &dr, &dy, &n32, &p, &seed};
-    run_launch(&run, cdiv(n, (size_t)cfgs[ci].block), 1, args);
-    run_fetch(&run, r, dr, total * sizeof *r);
-    run_fetch(&run, y, dy, total * sizeof *y);
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, r, dr, total * sizeof *r);
+    kiln_test_fetch(&run, y, dy, total * sizeof *y);
 
-    check_untouched(&run, "r", r, sizeof *r, total, 1, n, total);
-    check_untouched(&run, "y", y, sizeof *y, total, 1, n, total);
+    kiln_test_check_untouched(&run, "r", r, sizeof *r, total, 1, n, total);
+    kiln_test_check_untouched(&run, "y", y, sizeof *y, total, 1, n, total);
     kiln_ref_dropout(x, ref_r, ref_y, n, p, seed);
     check_close(&run, "r", r, ref_r, n, 1.0, 0.0); /* integer arithmetic: bit-exact */
     check_close(&run, "y", y, ref_y, n, 1.0, 1e-6);
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(x), free(r), free(y), free(ref_r), free(ref_y);
   }
   return all_ok;
@@ -860,17 +579,17 @@ static bool test_atomic_accum(KilnRtDevice *dev) {
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block;
-    size_t grid = cdiv(n, block), npad = grid * block;
+    size_t grid = kiln_test_cdiv(n, block), npad = grid * block;
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
     char shape[64];
     snprintf(shape, sizeof shape, "n=%zu", n);
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "atomic_accum", defs, COUNT(defs), shape);
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 900 + ci);
-    float *x = xcalloc(n, sizeof *x), *slots = xcalloc(n, sizeof *slots);
-    int32_t *bin = xcalloc(n, sizeof *bin);
+    float *x = kiln_test_alloc(n, sizeof *x), *slots = kiln_test_alloc(n, sizeof *slots);
+    int32_t *bin = kiln_test_alloc(n, sizeof *bin);
     for (size_t i = 0; i < n; i++) {
       x[i] = (float)(int)(kiln_ref_rng_next(&rng) % 17) - 8.0f;
       slots[i] = (float)(int)(kiln_ref_rng_next(&rng) % 1000) + 1.0f;
@@ -878,31 +597,31 @@ static bool test_atomic_accum(KilnRtDevice *dev) {
     }
     float zf[16] = {0};
     int32_t zi[1] = {-1};
-    void *dx = run_input(&run, x, n * sizeof *x), *dbin = run_input(&run, bin, n * sizeof *bin);
-    void *dslots = run_input(&run, slots, n * sizeof *slots);
-    void *dprev = run_output(&run, npad * sizeof(float));
-    void *dhist = run_input(&run, zf, 8 * sizeof(float));
-    void *dtotal = run_input(&run, zf, sizeof(float));
-    void *dcount = run_input(&run, zf, sizeof(int32_t));
-    void *dpeak = run_input(&run, zi, sizeof(int32_t));
-    void *dsmall = run_input(&run, zf, 16 * sizeof(float));
+    void *dx = kiln_test_input(&run, x, n * sizeof *x), *dbin = kiln_test_input(&run, bin, n * sizeof *bin);
+    void *dslots = kiln_test_input(&run, slots, n * sizeof *slots);
+    void *dprev = kiln_test_output(&run, npad * sizeof(float));
+    void *dhist = kiln_test_input(&run, zf, 8 * sizeof(float));
+    void *dtotal = kiln_test_input(&run, zf, sizeof(float));
+    void *dcount = kiln_test_input(&run, zf, sizeof(int32_t));
+    void *dpeak = kiln_test_input(&run, zi, sizeof(int32_t));
+    void *dsmall = kiln_test_input(&run, zf, 16 * sizeof(float));
     int32_t n32 = cfgs[ci].n, npad32 = (int32_t)npad;
     void *args[] = {&dx,     &dbin,  &dslots, &dprev, &dhist, &dtotal,
                     &dcount, &dpeak, &dsmall, &n32,   &npad32};
-    run_launch(&run, (uint32_t)grid, 1, args);
-    float *prev = xcalloc(npad, sizeof *prev), *slots_got = xcalloc(n, sizeof *slots_got);
+    kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
+    float *prev = kiln_test_alloc(npad, sizeof *prev), *slots_got = kiln_test_alloc(n, sizeof *slots_got);
     float hist[8], total, small[16];
     int32_t count, peak;
-    run_fetch(&run, prev, dprev, npad * sizeof *prev);
-    run_fetch(&run, slots_got, dslots, n * sizeof *slots_got);
-    run_fetch(&run, hist, dhist, sizeof hist);
-    run_fetch(&run, &total, dtotal, sizeof total);
-    run_fetch(&run, &count, dcount, sizeof count);
-    run_fetch(&run, &peak, dpeak, sizeof peak);
-    run_fetch(&run, small, dsmall, sizeof small);
+    kiln_test_fetch(&run, prev, dprev, npad * sizeof *prev);
+    kiln_test_fetch(&run, slots_got, dslots, n * sizeof *slots_got);
+    kiln_test_fetch(&run, hist, dhist, sizeof hist);
+    kiln_test_fetch(&run, &total, dtotal, sizeof total);
+    kiln_test_fetch(&run, &count, dcount, sizeof count);
+    kiln_test_fetch(&run, &peak, dpeak, sizeof peak);
+    kiln_test_fetch(&run, small, dsmall, sizeof small);
 
     float rhist[8] = {0}, rtotal = 0, rsmall[16];
-    float *rprev = xcalloc(npad, sizeof *rprev);
+    float *rprev = kiln_test_alloc(npad, sizeof *rprev);
     int32_t rcount = (int32_t)n, rpeak = -1;
     for (size_t i = 0; i < n; i++) {
       rhist[bin[i]] += x[i];
@@ -919,7 +638,7 @@ static bool test_atomic_accum(KilnRtDevice *dev) {
     check_close(&run, "small", small, rsmall, 16, 1.0, 0.0);
     check_close(&run, "prev", prev, rprev, npad, 1.0, 0.0);
     check_close(&run, "slots", slots_got, x, n, 1.0, 0.0);
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(x), free(slots), free(bin), free(prev), free(slots_got), free(rprev);
   }
   return all_ok;
@@ -936,7 +655,7 @@ static bool is_nan16(uint16_t h, uint16_t exp_mask) {
 /* Conversions to a 16-bit type: every result the reference's bits, except that where the
  * reference gives a NaN any NaN will do (hardware makes NaNs canonical or quiet in its own way);
  * mismatches are counted and the first one reported. */
-static void check_bits16(Run *run, const char *what, const uint16_t *got, const uint32_t *in,
+static void check_bits16(KilnTestRun *run, const char *what, const uint16_t *got, const uint32_t *in,
                          uint16_t (*ref)(float), uint16_t exp_mask, size_t n) {
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) {
@@ -945,23 +664,23 @@ static void check_bits16(Run *run, const char *what, const uint16_t *got, const 
     uint16_t want = ref(f);
     bool same = got[i] == want || (is_nan16(want, exp_mask) && is_nan16(got[i], exp_mask));
     if (!same && bad++ == 0)
-      run_fail(run, "%s: f32 0x%08" PRIx32 " gave 0x%04x, the reference 0x%04x", what, in[i],
+      kiln_test_fail(run, "%s: f32 0x%08" PRIx32 " gave 0x%04x, the reference 0x%04x", what, in[i],
                got[i], want);
   }
-  if (bad > 1) run_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
+  if (bad > 1) kiln_test_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
 }
 
-static void check_bits32(Run *run, const char *what, const float *got, const uint16_t *in,
+static void check_bits32(KilnTestRun *run, const char *what, const float *got, const uint16_t *in,
                          float (*ref)(uint16_t), size_t n) {
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) {
     float want = ref(in[i]);
     bool same = memcmp(&got[i], &want, sizeof want) == 0 || (isnan(want) && isnan(got[i]));
     if (!same && bad++ == 0)
-      run_fail(run, "%s: 0x%04x gave %a, the reference %a", what, in[i], (double)got[i],
+      kiln_test_fail(run, "%s: 0x%04x gave %a, the reference %a", what, in[i], (double)got[i],
                (double)want);
   }
-  if (bad > 1) run_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
+  if (bad > 1) kiln_test_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
 }
 
 /* Every f32 high half with low halves that hit each rounding case of both 16-bit types (exact,
@@ -978,41 +697,41 @@ static bool test_float_convert(KilnRtDevice *dev) {
     KilnDefine defs[] = {{"BLOCK", blocks[ci]}};
     char shape[64];
     snprintf(shape, sizeof shape, "n=%zu", n);
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "float_convert", defs, COUNT(defs), shape);
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 900 + ci);
-    uint32_t *x = xcalloc(n, sizeof *x);
-    uint16_t *in16 = xcalloc(n, sizeof *in16);
+    uint32_t *x = kiln_test_alloc(n, sizeof *x);
+    uint16_t *in16 = kiln_test_alloc(n, sizeof *in16);
     for (size_t hi = 0; hi < 65536; hi++)
       for (size_t k = 0; k < per; k++) {
         uint32_t low = k < COUNT(lows) ? lows[k] : kiln_ref_rng_next(&rng) & 0xffffu;
         x[hi * per + k] = (uint32_t)hi << 16 | low;
       }
     for (size_t i = 0; i < n; i++) in16[i] = (uint16_t)(i * 7919u); /* every pattern, shuffled */
-    uint16_t *h = xcalloc(total, sizeof *h), *b = xcalloc(total, sizeof *b);
-    float *hx = xcalloc(total, sizeof *hx), *bx = xcalloc(total, sizeof *bx);
-    void *dx = run_input(&run, x, n * sizeof *x);
-    void *dhin = run_input(&run, in16, n * sizeof *in16);
-    void *dbin = run_input(&run, in16, n * sizeof *in16);
-    void *dh = run_output(&run, total * sizeof *h), *db = run_output(&run, total * sizeof *b);
-    void *dhx = run_output(&run, total * sizeof *hx), *dbx = run_output(&run, total * sizeof *bx);
+    uint16_t *h = kiln_test_alloc(total, sizeof *h), *b = kiln_test_alloc(total, sizeof *b);
+    float *hx = kiln_test_alloc(total, sizeof *hx), *bx = kiln_test_alloc(total, sizeof *bx);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dhin = kiln_test_input(&run, in16, n * sizeof *in16);
+    void *dbin = kiln_test_input(&run, in16, n * sizeof *in16);
+    void *dh = kiln_test_output(&run, total * sizeof *h), *db = kiln_test_output(&run, total * sizeof *b);
+    void *dhx = kiln_test_output(&run, total * sizeof *hx), *dbx = kiln_test_output(&run, total * sizeof *bx);
     int32_t n32 = (int32_t)n;
     void *args[] = {&dx, &dh, &db, &dhin, &dbin, &dhx, &dbx, &n32};
-    run_launch(&run, cdiv(n, (size_t)blocks[ci]), 1, args);
-    run_fetch(&run, h, dh, total * sizeof *h);
-    run_fetch(&run, b, db, total * sizeof *b);
-    run_fetch(&run, hx, dhx, total * sizeof *hx);
-    run_fetch(&run, bx, dbx, total * sizeof *bx);
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)blocks[ci]), 1, args);
+    kiln_test_fetch(&run, h, dh, total * sizeof *h);
+    kiln_test_fetch(&run, b, db, total * sizeof *b);
+    kiln_test_fetch(&run, hx, dhx, total * sizeof *hx);
+    kiln_test_fetch(&run, bx, dbx, total * sizeof *bx);
     if (run.ok) {
-      check_untouched(&run, "h", h, sizeof *h, total, 1, n, total);
-      check_untouched(&run, "bx", bx, sizeof *bx, total, 1, n, total);
+      kiln_test_check_untouched(&run, "h", h, sizeof *h, total, 1, n, total);
+      kiln_test_check_untouched(&run, "bx", bx, sizeof *bx, total, 1, n, total);
       check_bits16(&run, "f32 -> f16", h, x, kiln_ref_f32_to_f16, 0x7c00, n);
       check_bits16(&run, "f32 -> bf16", b, x, kiln_ref_f32_to_bf16, 0x7f80, n);
       check_bits32(&run, "f16 -> f32", hx, in16, kiln_ref_f16_to_f32, n);
       check_bits32(&run, "bf16 -> f32", bx, in16, kiln_ref_bf16_to_f32, n);
     }
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(x), free(in16), free(h), free(b), free(hx), free(bx);
   }
   return all_ok;
@@ -1039,18 +758,18 @@ static bool test_small_int_sum(KilnRtDevice *dev) {
   static const char *const flag_names[] = {"every 3rd", "random 1/3", "all", "none"};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block, grid = cdiv(n, block);
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block, grid = kiln_test_cdiv(n, block);
     size_t ncounts = 8 * grid, ctotal = ncounts + TAIL_ELEMS, btotal = n + TAIL_ELEMS;
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
     char shape[96];
     snprintf(shape, sizeof shape, "n=%zu flags %s", n, flag_names[cfgs[ci].flags]);
-    Run run;
+    KilnTestRun run;
     run_begin(&run, dev, "small_int_sum", defs, COUNT(defs), shape);
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 1000 + ci);
-    int8_t *flags = xcalloc(n, 1), *bytes = xcalloc(n, 1);
-    int16_t *shorts = xcalloc(n, sizeof *shorts);
+    int8_t *flags = kiln_test_alloc(n, 1), *bytes = kiln_test_alloc(n, 1);
+    int16_t *shorts = kiln_test_alloc(n, sizeof *shorts);
     for (size_t i = 0; i < n; i++) {
       uint64_t r = kiln_ref_rng_next(&rng);
       switch (cfgs[ci].flags) {
@@ -1064,24 +783,24 @@ static bool test_small_int_sum(KilnRtDevice *dev) {
       shorts[i] = (int16_t)(cfgs[ci].shorts == FILL_RANDOM ? (int)((r >> 24) & 0xFFFF) - 32768
                                                           : cfgs[ci].shorts);
     }
-    int32_t *counts = xcalloc(ctotal, sizeof *counts), *bits = xcalloc(btotal, sizeof *bits);
-    int32_t *rcounts = xcalloc(ncounts, sizeof *rcounts), *rbits = xcalloc(n, sizeof *rbits);
-    void *dflags = run_input(&run, flags, n), *dbytes = run_input(&run, bytes, n);
-    void *dshorts = run_input(&run, shorts, n * sizeof *shorts);
-    void *dcounts = run_output(&run, ctotal * sizeof *counts);
-    void *dbits = run_output(&run, btotal * sizeof *bits);
+    int32_t *counts = kiln_test_alloc(ctotal, sizeof *counts), *bits = kiln_test_alloc(btotal, sizeof *bits);
+    int32_t *rcounts = kiln_test_alloc(ncounts, sizeof *rcounts), *rbits = kiln_test_alloc(n, sizeof *rbits);
+    void *dflags = kiln_test_input(&run, flags, n), *dbytes = kiln_test_input(&run, bytes, n);
+    void *dshorts = kiln_test_input(&run, shorts, n * sizeof *shorts);
+    void *dcounts = kiln_test_output(&run, ctotal * sizeof *counts);
+    void *dbits = kiln_test_output(&run, btotal * sizeof *bits);
     int32_t n32 = cfgs[ci].n;
     void *args[] = {&dflags, &dbytes, &dshorts, &dcounts, &dbits, &n32};
-    run_launch(&run, (uint32_t)grid, 1, args);
-    run_fetch(&run, counts, dcounts, ctotal * sizeof *counts);
-    run_fetch(&run, bits, dbits, btotal * sizeof *bits);
+    kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
+    kiln_test_fetch(&run, counts, dcounts, ctotal * sizeof *counts);
+    kiln_test_fetch(&run, bits, dbits, btotal * sizeof *bits);
 
-    check_untouched(&run, "counts", counts, sizeof *counts, ctotal, 1, ncounts, ctotal);
-    check_untouched(&run, "bits", bits, sizeof *bits, btotal, 1, n, btotal);
+    kiln_test_check_untouched(&run, "counts", counts, sizeof *counts, ctotal, 1, ncounts, ctotal);
+    kiln_test_check_untouched(&run, "bits", bits, sizeof *bits, btotal, 1, n, btotal);
     kiln_ref_small_int_sum(flags, bytes, shorts, rcounts, rbits, n, block);
     check_equal_i32(&run, "counts", counts, rcounts, ncounts);
     check_equal_i32(&run, "bits", bits, rbits, n);
-    all_ok &= run_end(&run);
+    all_ok &= kiln_test_end(&run);
     free(flags), free(bytes), free(shorts), free(counts), free(bits), free(rcounts), free(rbits);
   }
   return all_ok;

@@ -1,106 +1,20 @@
 /* reference.c — the C references of the numeric tests; see reference.h. */
 #include "reference.h"
 
+#include "kiln_base.h"
+
 #include <math.h>
 #include <string.h>
 
 /* ---- binary16 ---------------------------------------------------------------------------- */
 
-static uint32_t f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-static float f32_from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/* Shifts m right by `shift` (1..31) bits, rounding to nearest with ties to even. */
-static uint32_t shift_round_even(uint32_t m, unsigned shift) {
-  uint32_t q = m >> shift;
-  uint32_t rem = m & ((1u << shift) - 1u);
-  uint32_t half = 1u << (shift - 1u);
-  if (rem > half || (rem == half && (q & 1u)))
-    q++;
-  return q;
-}
-
-uint16_t kiln_ref_f32_to_f16(float f) {
-  uint32_t x = f32_bits(f);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  uint32_t exp = (x >> 23) & 0xffu;
-  uint32_t man = x & 0x7fffffu;
-
-  if (exp == 0xffu) /* inf stays inf; NaN keeps its top payload bits and is made quiet */
-    return (uint16_t)(sign | 0x7c00u | (man ? 0x0200u | (man >> 13) : 0u));
-  if (exp == 0u) /* zero or an f32 subnormal: far below half of f16's smallest subnormal */
-    return sign;
-
-  int32_t e = (int32_t)exp - 127 + 15; /* the f16 biased exponent */
-  if (e >= 31)
-    return (uint16_t)(sign | 0x7c00u);
-  if (e <= 0) {
-    /* An f16 subnormal counts units of 2^-24. With the implicit bit, f = M * 2^(exp-150), so
-     * f / 2^-24 = M >> (126 - exp). Beyond a shift of 25 the value is under a quarter unit. */
-    uint32_t m = man | 0x800000u;
-    unsigned shift = (unsigned)(126 - (int32_t)exp);
-    if (shift > 25u)
-      return sign;
-    /* A carry out of the 10 subnormal bits lands on the smallest normal: still correct. */
-    return (uint16_t)(sign | shift_round_even(m, shift));
-  }
-  /* Normal: round the 23-bit mantissa to 10 bits; a carry may bump the exponent, up to inf. */
-  uint32_t h = ((uint32_t)e << 10) | (man >> 13);
-  uint32_t rem = man & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-    h++;
-  return (uint16_t)(sign | h);
-}
-
-float kiln_ref_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t man = h & 0x3ffu;
-
-  if (exp == 0x1fu)
-    return f32_from_bits(sign | 0x7f800000u | (man << 13));
-  if (exp == 0u) {
-    if (man == 0u)
-      return f32_from_bits(sign);
-    /* Subnormal man * 2^-24: normalize so the leading one becomes the implicit bit. */
-    int32_t e = -14;
-    while (!(man & 0x400u)) {
-      man <<= 1;
-      e--;
-    }
-    man &= 0x3ffu;
-    return f32_from_bits(sign | (uint32_t)(e + 127) << 23 | man << 13);
-  }
-  return f32_from_bits(sign | (exp - 15u + 127u) << 23 | man << 13);
-}
-
+/* The one f16/bf16 conversion (kiln_base.h), which the emulator's intrinsics also use; its bit
+ * patterns are checked against known values in reference_test.c. */
+uint16_t kiln_ref_f32_to_f16(float f) { return kiln_f32_to_f16(f); }
+float kiln_ref_f16_to_f32(uint16_t h) { return kiln_f16_to_f32(h); }
 float kiln_ref_round_f16(float f) { return kiln_ref_f16_to_f32(kiln_ref_f32_to_f16(f)); }
-
-uint16_t kiln_ref_f32_to_bf16(float f) {
-  uint32_t x = f32_bits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: keep the sign and top payload, make it quiet */
-    return (uint16_t)((x >> 16) | 0x0040u);
-  /* bf16 is f32's top half: round the low 16 bits to nearest, ties to even; a carry may bump
-   * the exponent, up to inf, which is right. */
-  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)((x + rounding) >> 16);
-}
-
-float kiln_ref_bf16_to_f32(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, sizeof f);
-  return f;
-}
-
+uint16_t kiln_ref_f32_to_bf16(float f) { return kiln_f32_to_bf16(f); }
+float kiln_ref_bf16_to_f32(uint16_t h) { return kiln_bf16_to_f32(h); }
 float kiln_ref_round_bf16(float f) { return kiln_ref_bf16_to_f32(kiln_ref_f32_to_bf16(f)); }
 
 /* ---- Philox4x32-10 ----------------------------------------------------------------------- */

@@ -1,23 +1,12 @@
 /* reference_test.c — checks the references themselves, before any kernel is compared with them:
  * binary16 conversions exhaustively and at every rounding tie, Philox4x32-10 against the
  * published Random123 known-answer vectors, and each kernel reference on hand-computed cases. */
+#include "../common/check.h"
 #include "reference.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      failures++;                                                          \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fputc('\n', stderr);                                                 \
-    }                                                                      \
-  } while (0)
 
 
 static float float_of(uint32_t u) {

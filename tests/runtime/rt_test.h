@@ -1,23 +1,16 @@
-/* rt_test.h — tiny assertion helpers shared by the runtime tests. Each failing check prints where
- * and why (with the runtime's last error) and marks the test failed; main returns rt_test_result(). */
+/* rt_test.h — the runtime tests' checks of runtime calls, on top of the one CHECK
+ * (tests/common/check.h): each failing check prints where and why (with the runtime's last error)
+ * and counts in `failures`; main returns rt_test_result(). */
 #ifndef KILN_TESTS_RT_TEST_H
 #define KILN_TESTS_RT_TEST_H
 
+#include "../common/check.h"
 #include "kiln/kilnrt.h"
+#include "kiln_base.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int rt_test_failures;
-
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
-      rt_test_failures++;                                                                          \
-    }                                                                                              \
-  } while (0)
 
 /* Expects a specific status from a runtime call. */
 #define CHECK_STATUS(call, want)                                                                   \
@@ -27,7 +20,7 @@ static int rt_test_failures;
       fprintf(stderr, "%s:%d: %s returned %s, expected %s (last error: %s)\n", __FILE__,            \
               __LINE__, #call, kiln_rt_status_name(got_), kiln_rt_status_name(want),               \
               kiln_rt_last_error());                                                               \
-      rt_test_failures++;                                                                          \
+      failures++;                                                                          \
     }                                                                                              \
   } while (0)
 
@@ -40,39 +33,22 @@ static int rt_test_failures;
     if (!h_ || !strstr(h_, (needle))) {                                                            \
       fprintf(stderr, "%s:%d: expected \"%s\" in \"%s\"\n", __FILE__, __LINE__, (needle),          \
               h_ ? h_ : "(null)");                                                                 \
-      rt_test_failures++;                                                                          \
+      failures++;                                                                          \
     }                                                                                              \
   } while (0)
 
 static inline int rt_test_result(const char *name) {
-  if (rt_test_failures) {
-    fprintf(stderr, "%s: %d check(s) failed\n", name, rt_test_failures);
+  if (failures) {
+    fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
     return 1;
   }
   printf("%s: all checks passed\n", name);
   return 0;
 }
 
-/* Reads a whole file into a malloc'ed buffer; NULL on failure. */
+/* Reads a whole file into a malloc'ed buffer; NULL on failure (the shared reader, kiln_base.h). */
 static inline unsigned char *rt_test_read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  unsigned char *buf = NULL;
-  size_t cap = 0, n = 0;
-  for (;;) {
-    if (n == cap) {
-      cap = cap ? cap * 2 : 65536;
-      unsigned char *nb = realloc(buf, cap);
-      if (!nb) break;
-      buf = nb;
-    }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-  }
-  fclose(f);
-  *size = n;
-  return buf;
+  return (unsigned char *)kiln_file_read(path, size);
 }
 
 #endif /* KILN_TESTS_RT_TEST_H */

@@ -1,5 +1,5 @@
-// RUN: %kiln_gpu_tool opt %s | FileCheck %s
-// RUN: %kiln_gpu_tool opt %s --num-warps 8 | FileCheck %s --check-prefix=W8
+// RUN: %kiln-opt %s --pass=kiln-gpu-layouts | FileCheck %s
+// RUN: %kiln-opt %s --pass=kiln-gpu-layouts --num-warps=8 | FileCheck %s --check-prefix=W8
 // Coalescing: a contiguous f16 tile from a 16-byte aligned kernel pointer gets 8 elements
 // (128 bits) per thread along its only dim, lanes then warps after each other; the mask and the
 // stored value share the layout, so no convert_layout is needed.

@@ -1,4 +1,4 @@
-// RUN: %kiln_gpu_tool opt %s | FileCheck %s
+// RUN: %kiln-opt %s --pass=kiln-gpu-layouts | FileCheck %s
 // A 64x32 f16 dot with an f32 accumulator over 4 warps runs on tensor cores: the accumulator
 // (here a loop-carried constant) and the dot take the mma layout, the 4 warps along the rows
 // (rows per warp stay >= columns per warp: 16x32 each, one ldmatrix.x4 of A feeds 4 mma); a and b are

@@ -1,4 +1,4 @@
-// RUN: %kiln_gpu_tool opt %s | FileCheck %s
+// RUN: %kiln-opt %s --pass=kiln-gpu-layouts | FileCheck %s
 // A row reduction of a 2-D tile yields slice{dim = 1} of the tile's layout; the column tile
 // feeding the 2-D pointer arithmetic through expand_dims takes slice{dim = 0} of the same layout;
 // the rows are contiguous along dim 1, so lanes run along dim 1 (coalescing), but with an unknown

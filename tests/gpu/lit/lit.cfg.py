@@ -8,5 +8,5 @@ config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 # lit writes its scripts and timing cache under the exec root: keep that in the build tree.
 config.test_exec_root = lit_config.params.get("exec_root", config.test_source_root)
-config.substitutions.append(("%kiln_gpu_tool", lit_config.params["kiln_gpu_tool"]))
+config.substitutions.append(("%kiln-opt", lit_config.params["kiln_opt"]))
 config.substitutions.append(("FileCheck", lit_config.params["filecheck"]))

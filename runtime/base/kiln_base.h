@@ -1,0 +1,109 @@
+/* kiln_base.h - the vocabulary every Kiln layer shares, in one small module that depends on
+ * nothing but libc: the targets, the scalar kinds, whole-file reads, atomic file writes and the
+ * f16/bf16 conversions.
+ *
+ * Each of these once existed per stage (a file reader in the driver, the tuner, kiln-opt, the
+ * runtime, the benchmarks; an atomic writer in the commands, the trainer and a test harness,
+ * with different file modes; f16/bf16 conversions in the emulator, the tuner and the tests).
+ * Here they are written once, so a fix reaches every caller.  The module is compiled into
+ * libkilnrt (hidden) and, as kiln_base, into everything else; it includes no other Kiln header.
+ *
+ * Errors: functions that touch files return 0 / a pointer, or -1 / NULL with errno set; none
+ * prints or exits. */
+#ifndef KILN_BASE_H
+#define KILN_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- targets (vocab.c) */
+
+typedef enum KilnTarget {
+  KILN_TARGET_CPU,
+  KILN_TARGET_EMU,
+  KILN_TARGET_SM80,
+  KILN_TARGET_SM90,
+  KILN_TARGET_COUNT
+} KilnTarget;
+
+/* "cpu", "emu", "sm_80", "sm_90"; "?" for no target. */
+const char *kiln_target_name(KilnTarget t);
+/* KILN_TARGET_COUNT when `name` (may be NULL) names no target. */
+KilnTarget kiln_target_from_name(const char *name);
+
+/* ---------------------------------------------------------------- scalar kinds (vocab.c) */
+
+typedef enum KilnScalarKind {
+  KILN_SCALAR_I1,
+  KILN_SCALAR_I8,
+  KILN_SCALAR_I16,
+  KILN_SCALAR_I32,
+  KILN_SCALAR_I64,
+  KILN_SCALAR_F16,
+  KILN_SCALAR_BF16,
+  KILN_SCALAR_F32,
+  KILN_SCALAR_COUNT
+} KilnScalarKind;
+
+/* The language's spelling: "i1" ... "f32"; "?" out of range. */
+const char *kiln_scalar_name(KilnScalarKind k);
+/* false when `name` is no scalar kind's spelling. */
+bool kiln_scalar_from_name(const char *name, KilnScalarKind *out);
+bool kiln_scalar_is_float(KilnScalarKind k);
+
+/* ---------------------------------------------------------------- files (file.c) */
+
+/* The whole file (or stream) as a malloc'd, NUL-terminated buffer (the caller frees it), its
+ * length in *len (may be NULL).  NULL with errno on failure (ENOMEM when it does not fit). */
+char *kiln_file_read(const char *path, size_t *len);
+char *kiln_file_read_stream(FILE *f, size_t *len);
+
+/* Whether paths a and b name one existing file (same device and inode, so links, symlinks and
+ * other spellings of a path count): commands refuse an output that is one of their inputs
+ * before doing any work, since writing it would destroy the input.  False when either does
+ * not exist. */
+bool kiln_file_same(const char *a, const char *b);
+/* The file that writing `path` replaces: path with its symlinks followed (the last link's
+ * target may not exist yet).  0, or -1 with errno (a loop, a name too long). */
+int kiln_file_resolve(const char *path, char *out, size_t cap);
+
+/* An atomic write in steps, for outputs written piece by piece: a temp file next to the target
+ * (symlinks followed), written, fsync'ed and renamed over it on commit; the directory is synced
+ * so the rename survives a crash.  The new file keeps the old one's mode, or gets 0666 less the
+ * umask, as a plain create would.  Nothing a user saved is ever half-written: a failure or an
+ * abort leaves the old file intact and no temp file behind. */
+typedef struct KilnAtomicFile {
+  FILE *f;
+  char *target; /* the resolved path */
+  char *tmp;
+  int err; /* the first write error (errno), reported by commit */
+} KilnAtomicFile;
+/* 0, or -1 with errno (nothing to clean up then). */
+int kiln_atomic_begin(KilnAtomicFile *af, const char *path);
+void kiln_atomic_write(KilnAtomicFile *af, const void *data, size_t n);
+/* Renames the temp file over the target: 0, or -1 with errno (then as kiln_atomic_abort). */
+int kiln_atomic_commit(KilnAtomicFile *af);
+void kiln_atomic_abort(KilnAtomicFile *af);
+/* The whole of data as the file at path, by the steps above: 0, or -1 with errno. */
+int kiln_file_write_atomic(const char *path, const void *data, size_t size);
+
+/* ---------------------------------------------------------------- f16 / bf16 (half.c) */
+
+/* IEEE binary16 and bfloat16 to and from float by bit manipulation (the result does not depend
+ * on the host compiler's _Float16): exact widening; narrowing rounds to nearest, ties to even,
+ * with subnormals, overflow to inf, and NaNs kept NaN (quiet, top payload bits kept). */
+float kiln_f16_to_f32(uint16_t h);
+uint16_t kiln_f32_to_f16(float f);
+float kiln_bf16_to_f32(uint16_t h);
+uint16_t kiln_f32_to_bf16(float f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

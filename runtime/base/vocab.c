@@ -1,0 +1,39 @@
+/* vocab.c - the names of the targets and the scalar kinds, in one table each: the driver, the
+ * frontend, the tuner (which must not need the frontend) and the tests spell them alike. */
+#include "kiln_base.h"
+
+#include <string.h>
+
+static const char *const target_names[KILN_TARGET_COUNT] = {"cpu", "emu", "sm_80", "sm_90"};
+
+static const char *const scalar_names[KILN_SCALAR_COUNT] = {
+    "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32",
+};
+
+const char *kiln_target_name(KilnTarget t) {
+  return (unsigned)t < KILN_TARGET_COUNT ? target_names[t] : "?";
+}
+
+KilnTarget kiln_target_from_name(const char *name) {
+  for (int i = 0; i < KILN_TARGET_COUNT; i++)
+    if (name && strcmp(name, target_names[i]) == 0)
+      return (KilnTarget)i;
+  return KILN_TARGET_COUNT;
+}
+
+const char *kiln_scalar_name(KilnScalarKind k) {
+  return (unsigned)k < KILN_SCALAR_COUNT ? scalar_names[k] : "?";
+}
+
+bool kiln_scalar_from_name(const char *name, KilnScalarKind *out) {
+  for (int k = 0; k < KILN_SCALAR_COUNT; k++)
+    if (name && strcmp(name, scalar_names[k]) == 0) {
+      *out = (KilnScalarKind)k;
+      return true;
+    }
+  return false;
+}
+
+bool kiln_scalar_is_float(KilnScalarKind k) {
+  return k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16 || k == KILN_SCALAR_F32;
+}

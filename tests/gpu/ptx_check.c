@@ -1,0 +1,183 @@
+/* ptx_check.c - the gpu.ptx.* tests: a kernel compiled to PTX by the driver, checked, assembled.
+ *
+ *   ptx_check FILE.kiln KERNEL [NAME=VALUE...] --arch sm_80|sm_90 --ptxas PATH
+ *             [--specialize NAME=VALUE]... [--multiple-of NAME=N]...
+ *             [--expect TEXT]... [--expect-not TEXT]...
+ *
+ * The kernel goes through kiln_driver_compile (the pipeline `kiln compile --target ARCH --emit
+ * ptx` runs, verify and kiln-dce included), with NAME=VALUE as its -D bindings (a type
+ * parameter takes a scalar name: T=bf16; unbound consts take the first point of the kernel's
+ * tune block).  The PTX must contain each --expect TEXT and no --expect-not TEXT; ptxas -v must
+ * assemble it, report a kernel and 0 bytes of spill stores and loads.
+ *
+ * Exit status: 0 ok, 1 a check or the compilation failed, 2 bad usage, 77 skipped (no ptxas:
+ * checked first, so a machine without the CUDA toolkit spends no time compiling). */
+#include "kiln_driver.h"
+#include "kiln_frontend.h"
+#include "kiln_gpu.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_LIST 32
+
+typedef struct Args {
+  const char *file, *kernel, *arch, *ptxas;
+  KilnDefine defines[MAX_LIST], specialize[MAX_LIST], multiple_of[MAX_LIST];
+  size_t ndefines, nspecialize, nmultiple_of;
+  const char *expect[MAX_LIST], *expect_not[MAX_LIST];
+  size_t nexpect, nexpect_not;
+} Args;
+
+static int usage(void) {
+  fprintf(stderr, "usage: ptx_check FILE.kiln KERNEL [NAME=V...] --arch A --ptxas P "
+                  "[--specialize N=V]... [--multiple-of N=V]... [--expect T]... "
+                  "[--expect-not T]...\n");
+  return 2;
+}
+
+/* NAME=VALUE (an integer, or a scalar type name for a type parameter) into list[*n]. */
+static bool add_binding(const char *s, KilnDefine *list, size_t *n) {
+  const char *eq = strchr(s, '=');
+  if (!eq || eq == s || *n >= MAX_LIST)
+    return false;
+  KilnScalarKind sk;
+  int64_t v;
+  if (kiln_scalar_from_name(eq + 1, &sk)) {
+    v = (int64_t)sk;
+  } else {
+    char *end;
+    v = strtoll(eq + 1, &end, 0);
+    if (end == eq + 1 || *end)
+      return false;
+  }
+  char *name = strndup(s, (size_t)(eq - s));
+  if (!name)
+    return false;
+  list[(*n)++] = (KilnDefine){name, v};
+  return true;
+}
+
+static bool add_text(const char *s, const char **list, size_t *n) {
+  if (*n >= MAX_LIST)
+    return false;
+  list[(*n)++] = s;
+  return true;
+}
+
+static bool parse_args(int argc, char **argv, Args *a) {
+  if (argc < 3)
+    return false;
+  a->file = argv[1];
+  a->kernel = argv[2];
+  for (int i = 3; i < argc; i++) {
+    const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    bool ok;
+    if (strcmp(s, "--arch") == 0 && v)
+      ok = (a->arch = v) != NULL;
+    else if (strcmp(s, "--ptxas") == 0 && v)
+      ok = (a->ptxas = v) != NULL;
+    else if (strcmp(s, "--expect") == 0 && v)
+      ok = add_text(v, a->expect, &a->nexpect);
+    else if (strcmp(s, "--expect-not") == 0 && v)
+      ok = add_text(v, a->expect_not, &a->nexpect_not);
+    else if (strcmp(s, "--specialize") == 0 && v)
+      ok = add_binding(v, a->specialize, &a->nspecialize);
+    else if (strcmp(s, "--multiple-of") == 0 && v)
+      ok = add_binding(v, a->multiple_of, &a->nmultiple_of);
+    else if (s[0] != '-')
+      ok = add_binding(s, a->defines, &a->ndefines);
+    else
+      return false;
+    if (!ok)
+      return false;
+    if (s[0] == '-')
+      i++;
+  }
+  return a->arch && a->ptxas;
+}
+
+static void free_args(Args *a) {
+  for (size_t i = 0; i < a->ndefines; i++)
+    free((char *)a->defines[i].name);
+  for (size_t i = 0; i < a->nspecialize; i++)
+    free((char *)a->specialize[i].name);
+  for (size_t i = 0; i < a->nmultiple_of; i++)
+    free((char *)a->multiple_of[i].name);
+}
+
+/* Every --expect in the PTX, no --expect-not; false (said on stderr) otherwise. */
+static bool check_texts(const Args *a, const char *ptx) {
+  bool ok = true;
+  for (size_t i = 0; i < a->nexpect; i++)
+    if (!strstr(ptx, a->expect[i])) {
+      fprintf(stderr, "FAIL: %s %s: PTX lacks '%s'\n", a->kernel, a->arch, a->expect[i]);
+      ok = false;
+    }
+  for (size_t i = 0; i < a->nexpect_not; i++)
+    if (strstr(ptx, a->expect_not[i])) {
+      fprintf(stderr, "FAIL: %s %s: PTX contains '%s'\n", a->kernel, a->arch, a->expect_not[i]);
+      ok = false;
+    }
+  return ok;
+}
+
+/* ptxas -v assembles it into one or more kernels without spilling registers. */
+static bool check_assembly(const Args *a, const char *ptx) {
+  KilnGpuPtxasInfo info;
+  char *log = NULL;
+  bool ok = true;
+  if (kiln_gpu_ptxas(a->ptxas, ptx, a->arch, NULL, NULL, &info, &log) != KILN_MLIR_OK) {
+    fprintf(stderr, "FAIL: %s %s: ptxas failed:\n%s\n", a->kernel, a->arch, log ? log : "");
+    free(log);
+    return false;
+  }
+  free(log);
+  printf("%s %s: %d registers, %d bytes spill stores, %d bytes spill loads, %d bytes smem\n",
+         a->kernel, a->arch, info.registers, info.spill_stores, info.spill_loads,
+         info.shared_bytes);
+  if (info.entries < 1) {
+    fprintf(stderr, "FAIL: %s %s: ptxas reported no kernel\n", a->kernel, a->arch);
+    ok = false;
+  }
+  if (info.spill_stores != 0 || info.spill_loads != 0) {
+    fprintf(stderr, "FAIL: %s %s: register spills\n", a->kernel, a->arch);
+    ok = false;
+  }
+  return ok;
+}
+
+static int run(const Args *a) {
+  KilnTarget target = kiln_target_from_name(a->arch);
+  if (target != KILN_TARGET_SM80 && target != KILN_TARGET_SM90) {
+    fprintf(stderr, "ptx_check: --arch wants sm_80 or sm_90, got '%s'\n", a->arch);
+    return 2;
+  }
+  if (access(a->ptxas, X_OK) != 0) {
+    fprintf(stderr, "ptx_check: no ptxas, skipping\n");
+    return 77;
+  }
+  KilnCompileOptions o = {.path = a->file, .kernel = a->kernel, .target = target,
+                          .defines = a->defines, .num_defines = a->ndefines,
+                          .specialize = a->specialize, .num_specialize = a->nspecialize,
+                          .multiple_of = a->multiple_of, .num_multiple_of = a->nmultiple_of};
+  KilnBuffer ptx;
+  if (kiln_driver_compile(&o, KILN_EMIT_PTX, &ptx) != KILN_DRIVER_OK) {
+    fprintf(stderr, "FAIL: %s %s: compilation failed\n", a->kernel, a->arch);
+    return 1;
+  }
+  bool ok = check_texts(a, ptx.data);
+  ok = check_assembly(a, ptx.data) && ok;
+  kiln_buffer_free(&ptx);
+  return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  Args a = {0};
+  int rc = parse_args(argc, argv, &a) ? run(&a) : usage();
+  free_args(&a);
+  return rc;
+}
