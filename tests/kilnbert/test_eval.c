@@ -18,6 +18,7 @@
 #include "bert_vocab.h"
 #include "check.h"
 #include "model_ref.h"
+#include "small_model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,17 +34,6 @@ static const char *const texts[NS] = {
     "a b a b a b a b a b a b a b a b a b a b", "unwanted wanted", "istanbul resume 5 10",
     "i want it", "the the the movie", "love walking", "max maxx — …"};
 static const int labels[NS] = {1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 0};
-
-static void small_config(KilnBertConfig *c) {
-  kiln_bert_config_defaults(c);
-  c->vocab_size = 66;
-  c->hidden_size = 32;
-  c->num_hidden_layers = 2;
-  c->num_attention_heads = 2;
-  c->intermediate_size = 64;
-  c->max_position_embeddings = 32;
-  c->num_labels = 2;
-}
 
 static void write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -152,7 +142,7 @@ int main(int argc, char **argv) {
 
   /* the model directory: config and weights (10x BERT's init, so logits differ per sample) */
   KilnBertConfig cfg;
-  small_config(&cfg);
+  kb_test_small_config(&cfg, 66);
   KilnBertParams lay;
   CHECK(kiln_bert_params_layout(&cfg, &lay) == KILN_BERT_OK, "%s", kiln_bert_last_error());
   float *flat = calloc(lay.total, sizeof *flat);

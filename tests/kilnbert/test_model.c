@@ -21,6 +21,7 @@
 #include "bert_model.h"
 #include "check.h"
 #include "model_ref.h"
+#include "small_model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,17 +29,6 @@
 
 #define ROWS 2
 #define COLS 16
-
-static void tiny_config(KilnBertConfig *c) {
-  kiln_bert_config_defaults(c);
-  c->vocab_size = 64;
-  c->hidden_size = 32;
-  c->num_hidden_layers = 2;
-  c->num_attention_heads = 2;
-  c->intermediate_size = 64;
-  c->max_position_embeddings = 32;
-  c->num_labels = 2;
-}
 
 static KilnBertStatus count_calls(void *user, float *grads, size_t n, KilnRtStream *stream) {
   (void)grads;
@@ -50,7 +40,7 @@ static KilnBertStatus count_calls(void *user, float *grads, size_t n, KilnRtStre
 
 int main(void) {
   KilnBertConfig cfg;
-  tiny_config(&cfg);
+  kb_test_small_config(&cfg, 64);
   KilnRtDevice *dev;
   if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK) {
     printf("FAIL: no cpu device: %s\n", kiln_rt_last_error());

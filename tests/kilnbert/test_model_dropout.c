@@ -18,6 +18,7 @@
 #include "check.h"
 #include "model_ref.h"
 #include "reference.h"
+#include "small_model.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -29,17 +30,6 @@
 #define DROP 0.1
 #define SEED 20261203u
 #define STEP 5
-
-static void tiny_config(KilnBertConfig *c) {
-  kiln_bert_config_defaults(c);
-  c->vocab_size = 64;
-  c->hidden_size = 32;
-  c->num_hidden_layers = 2;
-  c->num_attention_heads = 2;
-  c->intermediate_size = 64;
-  c->max_position_embeddings = 32;
-  c->num_labels = 2;
-}
 
 /* The masks the model should draw at (SEED, STEP), element by element. */
 typedef struct Masks {
@@ -88,7 +78,7 @@ static double check_grads(const KilnBertParams *lay, const float *got, const dou
 
 int main(void) {
   KilnBertConfig cfg;
-  tiny_config(&cfg);
+  kb_test_small_config(&cfg, 64);
   KilnRtDevice *dev;
   if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK) {
     printf("FAIL: no cpu device: %s\n", kiln_rt_last_error());

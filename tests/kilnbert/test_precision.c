@@ -30,6 +30,7 @@
  * models run the same kernels on the same data, only atomics may add in another order. */
 #include "bert_model.h"
 #include "check.h"
+#include "small_model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -43,17 +44,6 @@
 typedef struct Data {
   int32_t ids[BATCHES][ROWS * COLS], lens[BATCHES][ROWS], labels[BATCHES][ROWS];
 } Data;
-
-static void tiny_config(KilnBertConfig *c) {
-  kiln_bert_config_defaults(c);
-  c->vocab_size = 64;
-  c->hidden_size = 32;
-  c->num_hidden_layers = 2;
-  c->num_attention_heads = 2;
-  c->intermediate_size = 64;
-  c->max_position_embeddings = 32;
-  c->num_labels = 2;
-}
 
 /* Rows of random tokens of random lengths; the label is whether the first token after [CLS]
  * is in the upper half of the vocabulary, so that the loss has something to learn. */
@@ -267,7 +257,7 @@ static void fp16_dropout(KilnRtDevice *dev, const KilnBertConfig *cfg, const Dat
 
 int main(void) {
   KilnBertConfig cfg;
-  tiny_config(&cfg);
+  kb_test_small_config(&cfg, 64);
   KilnRtDevice *dev;
   if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK) {
     printf("FAIL: no cpu device: %s\n", kiln_rt_last_error());

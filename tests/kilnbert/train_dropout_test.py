@@ -26,24 +26,14 @@ import subprocess
 import sys
 import tempfile
 
+import kbtest
+
 kb, vocab = sys.argv[1], sys.argv[2]
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    if not cond:
-        print("FAIL", what)
-        fails += 1
+check = kbtest.Checks()
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    for label, text in (("pos", "the movie was great ! i love it , great great"),
-                        ("neg", "the movie was naive . i want un ##want walk")):
-        os.makedirs(os.path.join(tmp, "imdb", "train", label))
-        for i in range(4):
-            with open(os.path.join(tmp, "imdb", "train", label, f"{i}_5.txt"), "w") as f:
-                f.write(f"{text} {i}\n")
+    kbtest.write_reviews(os.path.join(tmp, "imdb"), 4)
 
     # the same texts as a test split too, for the end-of-run evaluation
     for label in ("pos", "neg"):
@@ -122,5 +112,5 @@ with tempfile.TemporaryDirectory() as tmp:
           s.get("accuracy") == e.get("accuracy"),
           f"the run's evaluation {s} is not eval's of the saved weights {e}")
 
-print("all passed" if fails == 0 else f"{fails} failed")
-sys.exit(1 if fails else 0)
+print("all passed" if check.fails == 0 else f"{check.fails} failed")
+sys.exit(1 if check.fails else 0)

@@ -17,24 +17,14 @@ import subprocess
 import sys
 import tempfile
 
+import kbtest
+
 kb, vocab = sys.argv[1], sys.argv[2]
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    if not cond:
-        print("FAIL", what)
-        fails += 1
+check = kbtest.Checks()
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    for label, text in (("pos", "the movie was great ! i love it , great great"),
-                        ("neg", "the movie was naive . i want un ##want walk")):
-        os.makedirs(os.path.join(tmp, "imdb", "train", label))
-        for i in range(8):
-            with open(os.path.join(tmp, "imdb", "train", label, f"{i}_5.txt"), "w") as f:
-                f.write(f"{text} {i}\n")
+    kbtest.write_reviews(os.path.join(tmp, "imdb"), 8)
     log = os.path.join(tmp, "log.jsonl")
     save = os.path.join(tmp, "saved")
     cmd = [kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
@@ -114,5 +104,5 @@ with tempfile.TemporaryDirectory() as tmp:
             dtypes = {v["dtype"] for k, v in header.items() if k != "__metadata__"}
         check(dtypes == {"F32"}, f"{prec}: --save wrote the master weights as F32: {dtypes}")
 
-print("all passed" if fails == 0 else f"{fails} failed")
-sys.exit(1 if fails else 0)
+print("all passed" if check.fails == 0 else f"{check.fails} failed")
+sys.exit(1 if check.fails else 0)
