@@ -480,12 +480,28 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int ki, in
              "  return kiln_gen_table%d[v].cfg;\n}\n\n", L, k->name, ki);
 }
 
-static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, TuneExpr *e) {
+/* GPU code (cuda and emu) was compiled on the promise that every pointer argument is 16-byte
+ * aligned (vector loads and stores); a view into a buffer at another offset would fault on the
+ * GPU with a sticky misaligned-address error, or on emu with a host SIGSEGV. The call refuses it
+ * first, with the parameter named. */
+static void source_pointer_checks(FILE *f, const char *L, const LibKernel *k) {
+  for (int i = 0; i < k->nparams; i++) {
+    if (!k->params[i].is_ptr) continue;
+    fprintf(f, "  if ((uintptr_t)p%d %% 16 != 0)\n"
+               "    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: pointer %s = %%p is "
+               "not 16-byte aligned (the GPU code assumes it)\", (void *)p%d);\n",
+            i, L, k->name, k->params[i].name, i);
+  }
+}
+
+static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, TuneExpr *e,
+                          bool gpu_code) {
   fprintf(f, "KilnRtStatus %s_%s(struct %s *lib", L, k->name, L);
   params_decl(f, L, k, false);
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream) {\n", L, k->name);
   fprintf(f, "  if (!lib) return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: NULL library\");\n",
           L, k->name);
+  if (gpu_code) source_pointer_checks(f, L, k);
   fprintf(f, "  int v = kiln_gen_choose%d(", ki);
   dispatch_params(f, k, false);
   fprintf(f, ");\n");
@@ -706,7 +722,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
     for (int i = 0; i < nk && e; i++) {
       source_table(c, L, &ks[i], i, module_of[i]);
       source_choose(c, L, &ks[i], i, generic[i]);
-      source_launch(c, L, &ks[i], i, e);
+      source_launch(c, L, &ks[i], i, e, gpu || target == KILN_TARGET_EMU);
     }
     free(e);
     if (rc == 0) rc = save(h, &hbuf, dir, L, "h", err);

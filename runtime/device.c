@@ -104,13 +104,18 @@ KilnRtStatus kiln_rt_malloc(KilnRtDevice *dev, size_t bytes, void **dptr) {
     *dptr = NULL;
     return KILN_RT_OK;
   }
-  return kiln_rt_cache_alloc(dev->cache, bytes, dptr);
+  KilnRtStatus st = kiln_rt_cache_alloc(dev->cache, bytes, dptr);
+  /* The size asked for, not the cache's class size: a checking device bounds accesses by it. */
+  if (st == KILN_RT_OK && dev->ops->track_alloc) dev->ops->track_alloc(dev, *dptr, bytes);
+  return st;
 }
 
 KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr) {
   if (!dev) return BAD("kiln_rt_free: device is NULL");
   if (!dptr) return KILN_RT_OK;
-  return kiln_rt_cache_free(dev->cache, dptr);
+  KilnRtStatus st = kiln_rt_cache_free(dev->cache, dptr);
+  if (st == KILN_RT_OK && dev->ops->track_free) dev->ops->track_free(dev, dptr);
+  return st;
 }
 
 static KilnRtStatus check_stream(const char *what, KilnRtDevice *dev, KilnRtStream *stream) {
@@ -264,6 +269,14 @@ KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, v
     if (cfg->grid[i] == 0 || cfg->grid[i] > (uint32_t)INT32_MAX)
       return BAD("kiln_rt_launch of '%s': grid[%d] = %u is outside 1..%d", fn->name, i,
                  cfg->grid[i], INT32_MAX);
+  }
+  /* A GPU's grid is at most 65535 blocks along y and z; the emulator keeps the same limit so
+   * that what passes on emu also launches on a GPU. */
+  if (dev->kind == KILN_RT_DEVICE_CUDA || dev->kind == KILN_RT_DEVICE_EMU) {
+    for (int i = 1; i < 3; i++)
+      if (cfg->grid[i] > KILN_RT_GPU_MAX_GRID_YZ)
+        return BAD("kiln_rt_launch of '%s': grid[%d] = %u exceeds a GPU's limit of %u along y and z",
+                   fn->name, i, cfg->grid[i], KILN_RT_GPU_MAX_GRID_YZ);
   }
   if (!args && fn->arg_sizes && fn->num_args > 0)
     return BAD("kiln_rt_launch of '%s': args is NULL but the kernel takes %zu arguments", fn->name, fn->num_args);

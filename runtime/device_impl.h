@@ -71,6 +71,10 @@ typedef struct KilnRtDeviceOps {
                          size_t bytes, KilnRtStream *stream);
   KilnRtStatus (*memset)(KilnRtDevice *dev, void *dst, int value, size_t bytes,
                          KilnRtStream *stream);
+  /* Optional (NULL: nothing to do): told of every kiln_rt_malloc that succeeded, with the bytes
+   * asked for, and of every kiln_rt_free; the emu device's memcheck bounds accesses by them. */
+  void (*track_alloc)(KilnRtDevice *dev, void *ptr, size_t bytes);
+  void (*track_free)(KilnRtDevice *dev, void *ptr);
 
   /* Fills mod->impl. */
   KilnRtStatus (*module_load)(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,

@@ -19,9 +19,14 @@
  *   (uint32_t[4]: version, threads per block, static shared bytes, parameter count; written by
  *   mlir-dialect/gpu/emu_lower.c).
  * - launch runs kiln_emu_launch over the grid, synchronously. block_threads must be 0 (use the
- *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads. A
+ *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads.
+ *   Before any thread runs it refuses what a GPU would refuse: pointer arguments not aligned as
+ *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB. A
  *   failure inside the kernel (deadlock, trap, bad shared access, misused warp op) comes back as
  *   KILN_RT_ERROR_LAUNCH with the emulator's message naming block and thread.
+ * - The sanitizers (runtime/emu/check.c) are on unless KILN_EMU_CHECK says otherwise; memcheck
+ *   learns the allocations through track_alloc / track_free, at the sizes the caller asked for.
+ *   KILN_EMU_SEED picks a random schedule of the fibers.
  * - Stream capture is refused (UNSUPPORTED): graphs of emulated launches have no user yet.
  */
 #include "device_impl.h"
@@ -29,6 +34,7 @@
 #include "kiln_emu.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +42,14 @@
 /* The layout of kiln_emu_meta_NAME; KILN_GPU_EMU_META_VERSION in mlir-dialect/gpu/kiln_gpu.h. */
 enum { META_VERSION = 1, META_WORDS = 4 };
 
+/* A GPU's limit on static shared memory (`.shared` variables); more needs dynamic shared memory
+ * and an opt-in. The emulator's arena could hold more, but a GPU would refuse the module. */
+#define EMU_STATIC_SHARED_LIMIT (48u * 1024u)
+
 typedef struct EmuFunction {
   KilnEmuKernelFn entry;
   uint32_t block_threads, shared_bytes, num_params;
+  const uint32_t *arg_align; /* kiln_emu_args_NAME: num_params entries; NULL in older modules */
 } EmuFunction;
 
 /* Every intrinsic, referenced so that a static link of libkilnrt.a takes the emulator whole:
@@ -50,7 +61,9 @@ __attribute__((used)) static void (*const keep_intrinsics[])(void) = {
     KEEP(kiln_emu_ctaid_z), KEEP(kiln_emu_nctaid_x), KEEP(kiln_emu_nctaid_y),
     KEEP(kiln_emu_nctaid_z), KEEP(kiln_emu_laneid), KEEP(kiln_emu_warpid),
     KEEP(kiln_emu_warpsize), KEEP(kiln_emu_shared_base), KEEP(kiln_emu_shared_bytes),
-    KEEP(kiln_emu_shared_check), KEEP(kiln_emu_barrier0), KEEP(kiln_emu_barrier_sync),
+    KEEP(kiln_emu_shared_check), KEEP(kiln_emu_global_access), KEEP(kiln_emu_shared_access),
+    KEEP(kiln_emu_approx_f32),
+    KEEP(kiln_emu_barrier0), KEEP(kiln_emu_barrier_sync),
     KEEP(kiln_emu_bar_warp_sync), KEEP(kiln_emu_membar), KEEP(kiln_emu_trap), KEEP(kiln_emu_exit),
     KEEP(kiln_emu_shfl_sync_i32), KEEP(kiln_emu_shfl_sync_f32), KEEP(kiln_emu_vote_sync),
     KEEP(kiln_emu_redux_sync), KEEP(kiln_emu_mma_m16n8k16_f32_f16),
@@ -135,11 +148,73 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   ef->block_threads = meta[1];
   ef->shared_bytes = meta[2];
   ef->num_params = meta[3];
+  char args_name[512];
+  snprintf(args_name, sizeof args_name, "kiln_emu_args_%s", fn->name); /* fits: as meta_name */
+  ef->arg_align = dlsym(mod->impl, args_name);
   fn->impl = ef;
   return KILN_RT_OK;
 }
 
 /* ---- launches ----------------------------------------------------------------------------- */
+
+/* The lowering emitted vector loads and stores on the promise that every pointer argument is
+ * aligned (kiln_emu_args_NAME); a pointer that breaks it would fault on the host (an aligned
+ * vmovaps) where a GPU raises a misaligned-address error. Refused here, before any thread runs. */
+static KilnRtStatus check_pointer_args(const KilnRtFunction *fn, const EmuFunction *ef,
+                                       void **args) {
+  if (!ef->arg_align) return KILN_RT_OK;
+  for (uint32_t i = 0; i < ef->num_params; i++) {
+    uint32_t align = ef->arg_align[i];
+    if (align <= 1) continue;
+    if (!args || !args[i])
+      return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                          "launch of '%s': argument %u (a pointer) is missing", fn->name, i);
+    void *p;
+    memcpy(&p, args[i], sizeof p);
+    if ((uintptr_t)p % align != 0)
+      return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                          "launch of '%s': pointer argument %u = %p is not %u-byte aligned (the "
+                          "compiled code assumes it; a GPU would fault with a misaligned address)",
+                          fn->name, i, p, align);
+  }
+  return KILN_RT_OK;
+}
+
+/* KILN_EMU_CHECK (default "all": the emulator is the GPU path's checker, so it checks unless
+ * told not to) and KILN_EMU_SEED (default 0: thread order), read at every launch so that a test
+ * driver can switch them between launches. */
+static KilnRtStatus checks_from_env(uint32_t *checks, uint64_t *seed) {
+  const char *text = getenv("KILN_EMU_CHECK");
+  if (kiln_emu_parse_checks(text ? text : "all", checks) != 0)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "KILN_EMU_CHECK='%s': expected a comma-separated list of mem, race, init, "
+                        "or all, or none", text);
+  const char *s = getenv("KILN_EMU_SEED");
+  *seed = 0;
+  if (s && *s) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno != 0 || *end != '\0' || s[0] == '-')
+      return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                          "KILN_EMU_SEED='%s': expected a non-negative integer", s);
+    *seed = v;
+  }
+  return KILN_RT_OK;
+}
+
+/* KILN_EMU_MATH: exact (default) or pessimistic (docs/emulator.md, "Approximate math"). */
+static KilnRtStatus math_from_env(uint32_t *math) {
+  const char *text = getenv("KILN_EMU_MATH");
+  if (!text || !*text || strcmp(text, "exact") == 0)
+    *math = KILN_EMU_MATH_EXACT;
+  else if (strcmp(text, "pessimistic") == 0)
+    *math = KILN_EMU_MATH_PESSIMISTIC;
+  else
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "KILN_EMU_MATH='%s': expected exact or pessimistic", text);
+  return KILN_RT_OK;
+}
 
 static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                                KilnRtStream *stream) {
@@ -160,6 +235,13 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
                         "launch of '%s': %llu bytes of shared memory (%u static + %u dynamic) "
                         "exceed %u", fn->name, (unsigned long long)shared, ef->shared_bytes,
                         cfg->shared_bytes, KILN_EMU_MAX_SHARED_BYTES);
+  if (ef->shared_bytes > EMU_STATIC_SHARED_LIMIT)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "launch of '%s': %u bytes of static shared memory exceed a GPU's %u "
+                        "(more must be dynamic shared memory)", fn->name, ef->shared_bytes,
+                        EMU_STATIC_SHARED_LIMIT);
+  KilnRtStatus ast = check_pointer_args(fn, ef, args);
+  if (ast != KILN_RT_OK) return ast;
   KilnEmuLaunch lc;
   memset(&lc, 0, sizeof lc);
   memcpy(lc.grid, cfg->grid, sizeof lc.grid);
@@ -167,12 +249,26 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
   lc.block[1] = lc.block[2] = 1;
   lc.shared_bytes = (uint32_t)shared;
   lc.num_os_threads = (uint32_t)kiln_rt_cpu_default_threads();
+  KilnRtStatus est = checks_from_env(&lc.checks, &lc.seed);
+  if (est == KILN_RT_OK) est = math_from_env(&lc.math);
+  if (est != KILN_RT_OK) return est;
   KilnEmuStatus st = kiln_emu_launch(ef->entry, &lc, args);
   if (st == KILN_EMU_OK) return KILN_RT_OK;
   return kiln_rt_fail(st == KILN_EMU_ERROR_OUT_OF_MEMORY ? KILN_RT_ERROR_OUT_OF_MEMORY
                                                          : KILN_RT_ERROR_LAUNCH,
                       "emu launch of '%s' failed: %s: %s", fn->name, kiln_emu_status_name(st),
                       kiln_emu_last_error());
+}
+
+/* memcheck's allocation table follows the runtime's allocations, at the sizes asked for. */
+static void emu_track_alloc(KilnRtDevice *dev, void *ptr, size_t bytes) {
+  (void)dev;
+  kiln_emu_mem_register(ptr, bytes);
+}
+
+static void emu_track_free(KilnRtDevice *dev, void *ptr) {
+  (void)dev;
+  kiln_emu_mem_unregister(ptr);
 }
 
 static KilnRtStatus emu_begin_capture(KilnRtStream *stream) {
@@ -201,6 +297,8 @@ static void build_ops(void) {
   emu_ops.get_function = emu_get_function;
   emu_ops.launch = emu_launch;
   emu_ops.begin_capture = emu_begin_capture;
+  emu_ops.track_alloc = emu_track_alloc;
+  emu_ops.track_free = emu_track_free;
 }
 
 KilnRtStatus kiln_rt_emu_device_init(KilnRtDevice *dev, int ordinal) {

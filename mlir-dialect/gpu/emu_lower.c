@@ -10,17 +10,23 @@
  *     become llvm.call of the matching kiln_emu_* intrinsic (declared once per module); results
  *     returned through memory (mma, ldmatrix, shfl's predicate) go through an alloca made at the
  *     function's entry, so a loop does not grow the fiber's stack;
- *   - PTX approximations become host math (llvm.intr.exp2/log2/sin/cos/sqrt, tanhf): the emulator
- *     checks the lowering's logic, not the hardware's last bits;
+ *   - PTX approximations become kiln_emu_approx_f32(op, x): host math by default (the emulator
+ *     checks the lowering's logic), or the documented worst case in the pessimistic math mode;
  *   - @kiln_smem becomes the result of kiln_emu_shared_base(), called once at the entry of each
  *     function that uses it, so address-space-3 arithmetic (GEPs from the arena) is plain host
- *     pointer arithmetic from the block's arena.
+ *     pointer arithmetic from the block's arena;
+ *   - every load, store and atomic through an address-space-1 or -3 pointer gets a call of
+ *     kiln_emu_global_access / kiln_emu_shared_access just before it (bytes, the instruction's
+ *     alignment, load/store/atomic): the emulator's sanitizers act there (runtime/emu/check.c).
+ *     A masked access sits in the branch its mask guards, so its check only runs when it does.
  * Then every value of type !llvm.ptr<1> or !llvm.ptr<3> is retyped to the host's !llvm.ptr
  * (global memory is host memory), function types are rebuilt, and each kernel (llvm.func with
  * nvvm.kernel) becomes internal and gets two exported neighbours:
  *   void kiln_emu_entry_NAME(void **args)   args as CUDA's kernelParams (the CPU ABI's unpacking)
  *   const uint32_t kiln_emu_meta_NAME[4]   {KILN_GPU_EMU_META_VERSION, block threads
  *                                           (32 * num_warps), static shared bytes, parameters}
+ *   const uint32_t kiln_emu_args_NAME[n]   per parameter the alignment its value needs (16 for
+ *                                           pointers, 0 for scalars), checked at launch
  * which the runtime's emu device reads after dlopen.  Anything nvvm the pass does not know fails
  * the pass with a diagnostic naming the op, so a new GPU construct cannot slip through unchecked.
  */
@@ -426,16 +432,17 @@ static void lower_cp_async(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   call(E, b, loc, "kiln_emu_cp_async", E->voidt, o, 5);
 }
 
-/* The PTX approximations of lower_math.c, as host math on f32. */
+/* The PTX approximations of lower_math.c, as kiln_emu_approx_f32(op, x): host math, or the
+ * GPU's worst case under the emulator's pessimistic math mode. The table's order is
+ * KilnEmuApprox's (runtime/emu/kiln_emu.h). */
 static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   char text[128] = "";
   kiln_ir_get_str_attr(op, "asm_string", text, sizeof text);
   static const struct {
-    const char *prefix, *op;
-  } table[] = {{"ex2.approx", "llvm.intr.exp2"}, {"lg2.approx", "llvm.intr.log2"},
-               {"sin.approx", "llvm.intr.sin"},  {"cos.approx", "llvm.intr.cos"},
-               {"rsqrt.approx", NULL},           {"tanh.approx", NULL}};
+    const char *prefix;
+  } table[] = {{"ex2.approx"}, {"lg2.approx"}, {"sin.approx"},
+               {"cos.approx"}, {"rsqrt.approx"}, {"tanh.approx"}};
   if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
     emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16", mlirValueGetType(mlirOperationGetResult(op, 0)));
@@ -450,17 +457,8 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
     emu_error(E, op, "emu lowering: no host equivalent for inline PTX '%s'", text);
     return;
   }
-  MlirValue x = mlirOperationGetOperand(op, 0), r;
-  if (table[which].op) {
-    r = make1(b, loc, table[which].op, &x, 1, E->f32, NULL, 0);
-  } else if (strcmp(table[which].prefix, "tanh.approx") == 0) {
-    r = call(E, b, loc, "tanhf", E->f32, &x, 1);
-  } else {
-    MlirNamedAttribute one = kiln_ir_named(E->ctx, "value", mlirFloatAttrDoubleGet(E->ctx, E->f32, 1.0));
-    MlirValue o[2] = {make1(b, loc, "llvm.mlir.constant", NULL, 0, E->f32, &one, 1),
-                      make1(b, loc, "llvm.intr.sqrt", &x, 1, E->f32, NULL, 0)};
-    r = make1(b, loc, "llvm.fdiv", o, 2, E->f32, NULL, 0);
-  }
+  MlirValue o[2] = {cst_i32(E, b, loc, which), mlirOperationGetOperand(op, 0)};
+  MlirValue r = call(E, b, loc, "kiln_emu_approx_f32", E->f32, o, 2);
   replace_results(op, &r, 1);
 }
 
@@ -489,6 +487,99 @@ static bool is_smem_addressof(MlirOperation op) {
     return false;
   MlirStringRef s = mlirFlatSymbolRefAttrGetValue(n);
   return s.length == 9 && memcmp(s.data, "kiln_smem", 9) == 0;
+}
+
+/* ---------------------------------------------------------------- checked accesses */
+
+/* Address space of a global (1) or shared (3) pointer type; -1 for anything else. */
+static int gpu_space(MlirType t) {
+  if (!mlirTypeIsALLVMPointerType(t))
+    return -1;
+  unsigned as = mlirLLVMPointerTypeGetAddressSpace(t);
+  return as == 1 || as == 3 ? (int)as : -1;
+}
+
+/* The pointer operand of a memory access the sanitizers check, and the type of the value moved;
+ * false for other ops. */
+static bool access_operands(MlirOperation op, MlirValue *ptr, MlirType *vt, uint32_t *kind) {
+  if (kiln_ir_op_is(op, "llvm.load")) {
+    *ptr = mlirOperationGetOperand(op, 0);
+    *vt = mlirValueGetType(mlirOperationGetResult(op, 0));
+    *kind = 0; /* KILN_EMU_ACCESS_LOAD */
+  } else if (kiln_ir_op_is(op, "llvm.store")) {
+    *ptr = mlirOperationGetOperand(op, 1);
+    *vt = mlirValueGetType(mlirOperationGetOperand(op, 0));
+    *kind = 1; /* STORE */
+  } else if (kiln_ir_op_is(op, "llvm.atomicrmw") || kiln_ir_op_is(op, "llvm.cmpxchg")) {
+    *ptr = mlirOperationGetOperand(op, 0);
+    *vt = mlirValueGetType(mlirOperationGetOperand(op, 1));
+    *kind = 2; /* ATOMIC */
+  } else {
+    return false;
+  }
+  return true;
+}
+
+static bool is_checked_access(MlirOperation op) {
+  MlirValue p;
+  MlirType t;
+  uint32_t k;
+  return access_operands(op, &p, &t, &k) && gpu_space(mlirValueGetType(p)) > 0;
+}
+
+/* Bytes of a value loaded or stored (scalars, pointers, vectors of them); 0 if unknown. */
+static int64_t value_bytes(MlirType t) {
+  if (mlirTypeIsAVector(t)) {
+    int64_t e = value_bytes(mlirShapedTypeGetElementType(t));
+    return mlirShapedTypeHasRank(t) && mlirShapedTypeGetRank(t) == 1 ? e * mlirShapedTypeGetDimSize(t, 0) : 0;
+  }
+  if (mlirTypeIsAInteger(t))
+    return (mlirIntegerTypeGetWidth(t) + 7) / 8;
+  if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t))
+    return 2;
+  if (mlirTypeIsAF32(t))
+    return 4;
+  if (mlirTypeIsAF64(t) || mlirTypeIsALLVMPointerType(t))
+    return 8;
+  return 0;
+}
+
+/* kiln_emu_{global,shared}_access(p, bytes, align, kind) before a load, store or atomic of
+ * address space 1 or 3: the emulator's memcheck, racecheck and initcheck act there. The
+ * alignment is the instruction's (a vector access needs its whole size on a GPU); without the
+ * attribute, the natural alignment LLVM would assume. */
+static void lower_access(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirValue ptr;
+  MlirType vt;
+  uint32_t kind;
+  access_operands(op, &ptr, &vt, &kind);
+  int space = gpu_space(mlirValueGetType(ptr));
+  int64_t bytes = value_bytes(vt);
+  if (bytes <= 0) {
+    KilnStr t = type_text(vt);
+    emu_error(E, op, "emu lowering: cannot check an access of type %s", t.data);
+    kiln_str_free(&t);
+    return;
+  }
+  int64_t align = kiln_gpu_int_attr(op, "alignment", 0);
+  if (align <= 0) {
+    align = bytes <= 16 && (bytes & (bytes - 1)) == 0 ? bytes : 1;
+    if (mlirTypeIsAVector(vt) && align == 1)
+      align = value_bytes(mlirShapedTypeGetElementType(vt));
+  }
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirValue o[4] = {ptr, cst_i32(E, b, loc, bytes), cst_i32(E, b, loc, align),
+                    cst_i32(E, b, loc, kind)};
+  call(E, b, loc, space == 1 ? "kiln_emu_global_access" : "kiln_emu_shared_access", E->voidt, o, 4);
+  if (space == 3 && kind == 1) {
+    /* and after a shared store (KILN_EMU_ACCESS_STORED): racecheck compares the value written
+     * with another thread's, since replicated layouts store the same value from several lanes */
+    KilnIRBuilder after;
+    kiln_ir_builder_init(&after, E->ctx, mlirOperationGetBlock(op));
+    kiln_ir_builder_set_before(&after, mlirOperationGetNextInBlock(op)); /* a store never ends a block */
+    o[3] = cst_i32(E, &after, loc, 3);
+    call(E, &after, loc, "kiln_emu_shared_access", E->voidt, o, 4);
+  }
 }
 
 /* Replaces one collected op; returns whether the op is to be erased. */
@@ -545,6 +636,12 @@ typedef struct OpList {
   size_t n, cap;
 } OpList;
 
+/* What the walk collects: ops to replace, and accesses to check (kept apart because their
+ * pointer's address space, which says global or shared, is only known before the rewrite). */
+typedef struct Collected {
+  OpList replace, access;
+} Collected;
+
 static void list_push(OpList *l, MlirOperation op) {
   if (l->n == l->cap) {
     l->cap = l->cap ? l->cap * 2 : 64;
@@ -555,12 +652,14 @@ static void list_push(OpList *l, MlirOperation op) {
 }
 
 static MlirWalkResult collect(MlirOperation op, void *u) {
-  OpList *l = u;
+  Collected *c = u;
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
   if ((n.length > 5 && memcmp(n.data, "nvvm.", 5) == 0) || kiln_ir_op_is(op, "llvm.inline_asm") ||
       kiln_ir_op_is(op, "llvm.intr.trap") || kiln_ir_op_is(op, "llvm.addrspacecast") ||
       is_smem_addressof(op))
-    list_push(l, op);
+    list_push(&c->replace, op);
+  else if (is_checked_access(op))
+    list_push(&c->access, op);
   return MlirWalkResultAdvance;
 }
 
@@ -581,6 +680,27 @@ static MlirWalkResult retype(MlirOperation op, void *u) {
 }
 
 /* ---------------------------------------------------------------- kernels */
+
+/* kiln_emu_args_NAME: per parameter the alignment its value must have at launch. After
+ * retyping every pointer parameter is a host !llvm.ptr; all of them were global pointers, which
+ * the lowering assumed KILN_GPU_EMU_POINTER_ALIGN-aligned. The runtime checks them before
+ * running the kernel, so a misaligned view is a launch error rather than a host fault. */
+static MlirOperation args_table(Emu *E, MlirStringRef name, const MlirType *types, intptr_t nargs) {
+  KilnStr t = {0};
+  kiln_str_appendf(&t, "llvm.mlir.global external constant @kiln_emu_args_%.*s(dense<[",
+                   (int)name.length, name.data);
+  for (intptr_t i = 0; i < nargs; i++)
+    kiln_str_appendf(&t, "%s%d", i ? ", " : "",
+                     mlirTypeIsALLVMPointerType(types[i]) ? KILN_GPU_EMU_POINTER_ALIGN : 0);
+  if (nargs == 0)
+    kiln_str_appendf(&t, "0"); /* a zero-length array is not a valid global */
+  kiln_str_appendf(&t, "]> : tensor<%ldxi32>) {addr_space = 0 : i32, alignment = 4 : i64} : "
+                   "!llvm.array<%ld x i32>", (long)(nargs ? nargs : 1), (long)(nargs ? nargs : 1));
+  MlirOperation g = kiln_gpu_parse_op(E->ctx, t.data);
+  kiln_str_free(&t);
+  KILN_ASSERT(!mlirOperationIsNull(g));
+  return g;
+}
 
 /* The entry wrapper and the metadata of one kernel, after retyping. */
 static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes) {
@@ -648,6 +768,8 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes) {
   kiln_str_free(&t);
   KILN_ASSERT(!mlirOperationIsNull(g));
   mlirBlockInsertOwnedOperationAfter(E->mbody, w, g);
+  MlirOperation a = args_table(E, name, types, nargs);
+  mlirBlockInsertOwnedOperationAfter(E->mbody, g, a);
   free(types);
 }
 
@@ -664,12 +786,19 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
   E.ptr = mlirLLVMPointerTypeGet(E.ctx, 0);
   E.voidt = mlirLLVMVoidTypeGet(E.ctx);
 
-  OpList l = {0};
-  mlirOperationWalk(module, collect, &l, MlirWalkPostOrder);
-  for (size_t i = 0; i < l.n; i++)
-    if (lower_one(&E, l.ops[i]))
-      mlirOperationDestroy(l.ops[i]);
-  free(l.ops);
+  Collected c = {{0}, {0}};
+  mlirOperationWalk(module, collect, &c, MlirWalkPostOrder);
+  for (size_t i = 0; i < c.access.n; i++) {
+    KilnIRBuilder b;
+    kiln_ir_builder_init(&b, E.ctx, mlirOperationGetBlock(c.access.ops[i]));
+    kiln_ir_builder_set_before(&b, c.access.ops[i]);
+    lower_access(&E, &b, c.access.ops[i]);
+  }
+  for (size_t i = 0; i < c.replace.n; i++)
+    if (lower_one(&E, c.replace.ops[i]))
+      mlirOperationDestroy(c.replace.ops[i]);
+  free(c.access.ops);
+  free(c.replace.ops);
   for (size_t i = 0; i < E.shared_base.cap; i++) /* an open-addressing table: every slot */
     free(E.shared_base.vals[i]);
   kiln_gpu_map_free(&E.shared_base);

@@ -37,8 +37,14 @@ extern const KilnPipeline kiln_gpu_pipeline_emu;
  *   void kiln_emu_entry_NAME(void **args)        args[i] points at the i-th parameter's value
  *   const uint32_t kiln_emu_meta_NAME[4]        {KILN_GPU_EMU_META_VERSION, threads per block,
  *                                                static shared bytes, number of parameters}
+ *   const uint32_t kiln_emu_args_NAME[max(n, 1)] per parameter, the alignment in bytes its value
+ *                                                must have (KILN_GPU_EMU_POINTER_ALIGN for
+ *                                                pointers, 0 for scalars)
  * The runtime's emu device (runtime/emu_device.c) reads the same layout. */
 #define KILN_GPU_EMU_META_VERSION 1
+/* The alignment the GPU lowering assumes of every pointer argument (axis_info.c): vector loads
+ * and stores of up to 16 bytes are emitted on that promise, so a launch must keep it. */
+#define KILN_GPU_EMU_POINTER_ALIGN 16
 
 /* PTX text for a module lowered to the llvm + nvvm dialects (after kiln_gpu_pipeline) for
  * arch "sm_80" or "sm_90", after LLVM's O3 pipeline.  *ptx is NUL terminated and owned by the

@@ -79,8 +79,10 @@ static float atom_exch_f32(float *p, float v) {
 
 static void check_shared_word(const void *p, const char *what) {
   EmuFiber *f = kiln_emu_current();
-  if (f)
+  if (f) {
     kiln_emu_check_shared_range(kiln_emu_worker(), f, p, 4, 4, what);
+    kiln_emu_check_shadow(kiln_emu_worker(), f, p, 4, KILN_EMU_ACCESS_ATOMIC, what);
+  }
 }
 
 #define EMU_DEFINE_ATOMIC(name, type)                          \

@@ -9,10 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void perform(const EmuCopy *c) {
+static void perform(EmuFiber *f, const EmuCopy *c) {
+  EmuWorker *w = kiln_emu_worker();
+  if (w) /* the bytes land now: a write by the issuing thread in this barrier interval */
+    kiln_emu_check_shadow(w, f, c->dst, c->cp_size, KILN_EMU_ACCESS_STORE, "cp.async landing");
   if (c->src_size > 0)
     memcpy(c->dst, c->src, c->src_size);
   memset((unsigned char *)c->dst + c->src_size, 0, c->cp_size - c->src_size);
+  if (w)
+    kiln_emu_check_shadow(w, f, c->dst, c->cp_size, KILN_EMU_ACCESS_STORED, "cp.async landing");
 }
 
 /* keep_recent: the number of most recent committed groups left pending; `all` also performs
@@ -24,7 +29,7 @@ void kiln_emu_copies_flush(EmuFiber *f, bool all, uint32_t keep_recent) {
     bool due = all || (c->group != EMU_GROUP_OPEN && (uint64_t)c->group + keep_recent <
                                                          (uint64_t)f->next_group);
     if (due)
-      perform(c);
+      perform(f, c);
     else
       f->copies[kept++] = *c;
   }
@@ -49,6 +54,8 @@ void kiln_emu_cp_async(void *dst_shared, const void *src_global, uint32_t cp_siz
   if ((uintptr_t)src_global % cp_size != 0)
     kiln_emu_fail(w, f, KILN_EMU_ERROR_MEMORY, "cp.async: source %p is not %u-byte aligned",
                   src_global, cp_size);
+  if (src_size > 0)
+    kiln_emu_check_global(w, f, src_global, src_size, cp_size, "cp.async source");
   if (f->ncopies == f->cap_copies) {
     size_t cap = f->cap_copies ? 2 * f->cap_copies : 16;
     EmuCopy *grown = realloc(f->copies, cap * sizeof *grown);

@@ -73,6 +73,26 @@ typedef struct EmuBarrier {
 
 typedef struct EmuLaunchState EmuLaunchState;
 
+/* racecheck / initcheck state of one byte of the shared arena. Epochs count barriers on the
+ * worker and never restart (a new block starts a new epoch), so nothing is cleared between blocks
+ * and 0 means "never". An access by thread t in epoch E and warp epoch W is ordered after a
+ * recorded one by thread u when u == t, when E differs (a barrier came between), or when t and u
+ * share a warp and W differs (a bar.warp.sync came between). */
+typedef struct EmuShadow {
+  uint32_t w_epoch, r_epoch;   /* epoch of the last write / of the reads recorded */
+  uint32_t init_block;         /* the block (EmuWorker.block_gen) that last wrote the byte */
+  uint16_t w_tid, r_tid;       /* the last writer; one reader of r_epoch */
+  uint16_t w_wepoch, r_wepoch; /* their warp epochs (low 16 bits) */
+  uint8_t value;               /* the byte as the last writer left it */
+  uint8_t r_many;              /* more than one thread read in r_epoch */
+} EmuShadow;
+
+/* One registered allocation (kiln_emu_mem_register). */
+typedef struct EmuRange {
+  uintptr_t base;
+  size_t bytes;
+} EmuRange;
+
 typedef struct EmuWorker {
   EmuLaunchState *launch;
   KilnEmuKernelFn fn;
@@ -91,6 +111,14 @@ typedef struct EmuWorker {
   const void *sched_stack_bottom; /* ASan: the scheduler's stack, to switch back to */
   size_t sched_stack_bytes;
   void *sched_fake_stack;
+  EmuShadow *shadow;      /* racecheck / initcheck: one per byte of the arena, else NULL */
+  uint32_t epoch;         /* barriers completed and blocks started on this worker, from 1 */
+  uint32_t block_gen;     /* blocks started on this worker, from 1 */
+  uint32_t warp_epoch[KILN_EMU_MAX_BLOCK_THREADS / KILN_EMU_WARP_SIZE]; /* bar.warp.syncs per warp */
+  const EmuRange *ranges; /* memcheck: the launch's snapshot of the allocation table, sorted */
+  size_t nranges;
+  uint32_t *order;        /* seeded schedules: this round's order of the fibers */
+  uint64_t rng;           /* its generator state */
   bool failed;            /* the block failed: stop scheduling it */
   KilnEmuStatus status;
   char msg[EMU_MSG_BYTES];
@@ -123,6 +151,19 @@ typedef void (*EmuCollFn)(EmuFiber *warp, uint32_t mask, uint32_t sub);
 void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t sub,
                          uint32_t mask, EmuCollFn compute);
 const char *kiln_emu_coll_name(EmuCollKind kind);
+
+/* ---- checks (check.c) ---- */
+
+/* The launch's snapshot of the allocation table (sorted by base; *out NULL when it is empty).
+ * KILN_EMU_ERROR_OUT_OF_MEMORY when no copy could be made. */
+KilnEmuStatus kiln_emu_mem_snapshot(EmuRange **out, size_t *n);
+/* memcheck of a global access by the calling fiber (a no-op without KILN_EMU_CHECK_MEM). */
+void kiln_emu_check_global(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes, size_t align,
+                           const char *what);
+/* racecheck / initcheck of an access to arena bytes [p, p + bytes) by fiber f (a no-op when
+ * neither check is on). `what` names the access in a report. */
+void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes,
+                           KilnEmuAccess op, const char *what);
 
 /* Performs the fiber's queued copies except those of the `keep_recent` most recently committed
  * groups and the uncommitted ones; `all` performs every queued copy (at thread exit). */

@@ -38,8 +38,10 @@ typedef enum KilnEmuStatus {
   KILN_EMU_ERROR_SYSTEM,           /* an OS thread or context could not be created */
   KILN_EMU_ERROR_DEADLOCK,         /* every live thread of a block waits on something that can't come */
   KILN_EMU_ERROR_TRAP,             /* the kernel executed trap */
-  KILN_EMU_ERROR_MEMORY,           /* a shared-memory access out of bounds or misaligned */
+  KILN_EMU_ERROR_MEMORY,           /* an access out of bounds or misaligned (shared, or global under memcheck) */
   KILN_EMU_ERROR_INVALID_OP,       /* an intrinsic used against its rules (mask, sizes, exited lanes) */
+  KILN_EMU_ERROR_RACE,             /* racecheck: two threads touch a shared word in one barrier interval */
+  KILN_EMU_ERROR_UNINIT,           /* initcheck: a read of shared memory no thread wrote */
   KILN_EMU_STATUS_COUNT
 } KilnEmuStatus;
 
@@ -52,13 +54,45 @@ typedef void (*KilnEmuKernelFn)(void **args);
 #define KILN_EMU_MAX_SHARED_BYTES (227u * 1024u)
 #define KILN_EMU_DEFAULT_STACK_BYTES (256u * 1024u)
 
+/* The checks a launch makes (KilnEmuLaunch.checks, a bit set); what each covers is in
+ * docs/emulator.md, "Checks". They act through kiln_emu_global_access / kiln_emu_shared_access,
+ * which the emu lowering emits before every global and shared load, store and atomic. */
+typedef enum KilnEmuCheck {
+  KILN_EMU_CHECK_MEM = 1u << 0,  /* global accesses in a registered allocation, aligned; shared in the arena */
+  KILN_EMU_CHECK_RACE = 1u << 1, /* shared words touched by two threads in one barrier interval */
+  KILN_EMU_CHECK_INIT = 1u << 2, /* shared bytes read before any thread of the block wrote them */
+  KILN_EMU_CHECK_ALL = 7u
+} KilnEmuCheck;
+
 typedef struct KilnEmuLaunch {
   uint32_t grid[3];        /* blocks per axis, each >= 1 */
   uint32_t block[3];       /* threads per axis, each >= 1; the product is a multiple of 32, <= 1024 */
   uint32_t shared_bytes;   /* static + dynamic shared memory per block, <= KILN_EMU_MAX_SHARED_BYTES */
   uint32_t num_os_threads; /* OS threads running blocks; 0 = online CPUs; never more than blocks */
   uint32_t stack_bytes;    /* fiber stack size; 0 = KILN_EMU_DEFAULT_STACK_BYTES */
+  uint32_t checks;         /* KilnEmuCheck bits; 0 = none */
+  uint64_t seed;           /* 0: runnable fibers resume in thread order; else a random order per
+                              scheduling round, from this seed and the block index */
+  uint32_t math;           /* KilnEmuMath: how approximate instructions are computed */
 } KilnEmuLaunch;
+
+/* How kiln_emu_approx_f32 computes (KilnEmuLaunch.math). */
+typedef enum KilnEmuMath {
+  KILN_EMU_MATH_EXACT = 0,      /* host math, correctly rounded or nearly: checks the logic */
+  KILN_EMU_MATH_PESSIMISTIC = 1 /* each result off by the instruction's documented worst-case
+                                   error, subnormal inputs and outputs flushed as .ftz says */
+} KilnEmuMath;
+
+/* "mem,race,init" (any subset, comma separated), "all", "none" or "" -> *out. Returns 0, or -1
+ * (and *out untouched) when a word is not one of these. */
+KILN_EMU_API int kiln_emu_parse_checks(const char *text, uint32_t *out);
+
+/* The allocation table memcheck checks global accesses against (process-wide, thread-safe).
+ * register: [p, p + bytes) is device memory from now on; entries it overlaps are dropped (a
+ * block freed without unregister and handed out again). unregister: drops the entry starting at
+ * p, if any. A launch with KILN_EMU_CHECK_MEM reads a snapshot taken when it starts. */
+KILN_EMU_API void kiln_emu_mem_register(const void *p, size_t bytes);
+KILN_EMU_API void kiln_emu_mem_unregister(const void *p);
 
 /* Runs the whole grid and returns when every block has finished or one failed. Blocks not yet
  * started when a block fails are skipped. On failure the message is readable with
@@ -108,6 +142,46 @@ KILN_EMU_API uint32_t kiln_emu_shared_bytes(void);
  * KILN_EMU_ERROR_MEMORY unless [p, p + bytes) lies in the arena and p is aligned to `bytes`
  * (when bytes is a power of two <= 16). */
 KILN_EMU_API void kiln_emu_shared_check(const void *p, uint32_t bytes);
+
+/* What a checked access does (the `op` of the two functions below). */
+typedef enum KilnEmuAccess {
+  KILN_EMU_ACCESS_LOAD = 0,
+  KILN_EMU_ACCESS_STORE = 1,
+  KILN_EMU_ACCESS_ATOMIC = 2,
+  KILN_EMU_ACCESS_STORED = 3 /* right after a shared store: the bytes as written (racecheck) */
+} KilnEmuAccess;
+
+/* Emitted by the emu lowering before every global load, store and atomic of `bytes` bytes at p
+ * whose instruction needs `align`-byte alignment. With KILN_EMU_CHECK_MEM: fails the block with
+ * KILN_EMU_ERROR_MEMORY when p is misaligned or [p, p + bytes) is not inside one registered
+ * allocation, naming the nearest one. Without it: returns at once. */
+KILN_EMU_API void kiln_emu_global_access(const void *p, uint32_t bytes, uint32_t align,
+                                         uint32_t op);
+/* The same before every shared access: in the arena and aligned (MEMORY) under any check;
+ * racecheck (RACE) and initcheck (UNINIT) under theirs. A shared store is bracketed: STORE
+ * before it, STORED after it, so that two threads writing the same value to a byte (replicated
+ * layouts do) are not a race, while different values are. */
+KILN_EMU_API void kiln_emu_shared_access(const void *p, uint32_t bytes, uint32_t align,
+                                         uint32_t op);
+
+/* ---- approximate math ---------------------------------------------------------------------- */
+
+/* The PTX approximations the lowering emits (lower_math.c), all .ftz.f32. */
+typedef enum KilnEmuApprox {
+  KILN_EMU_APPROX_EX2 = 0,   /* ex2.approx.ftz.f32: relative error 2^-22 (2 ulp) */
+  KILN_EMU_APPROX_LG2 = 1,   /* lg2.approx.ftz.f32: absolute error 2^-22.6 */
+  KILN_EMU_APPROX_SIN = 2,   /* sin.approx.ftz.f32: absolute error 2^-20.9 */
+  KILN_EMU_APPROX_COS = 3,   /* cos.approx.ftz.f32: absolute error 2^-20.9 */
+  KILN_EMU_APPROX_RSQRT = 4, /* rsqrt.approx.ftz.f32: relative error 2^-22.9 */
+  KILN_EMU_APPROX_TANH = 5,  /* tanh.approx.f32: relative error 2^-10.987 (no .ftz) */
+  KILN_EMU_APPROX_COUNT
+} KilnEmuApprox;
+
+/* The approximation `op` of x: host math under KILN_EMU_MATH_EXACT (and outside a launch);
+ * under KILN_EMU_MATH_PESSIMISTIC the host result moved by the worst-case error above, up or
+ * down by a hash of x (so errors neither cancel nor all lean one way), with subnormal inputs and
+ * results flushed to signed zero for the .ftz forms. */
+KILN_EMU_API float kiln_emu_approx_f32(uint32_t op, float x);
 
 /* ---- barriers and control ------------------------------------------------------------------ */
 

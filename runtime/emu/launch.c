@@ -6,7 +6,8 @@
  * resumes the runnable fibers round-robin. A fiber runs until it returns, blocks (barrier, warp
  * collective) or fails; whoever completes a barrier or collective marks the waiters runnable.
  * When no fiber of the block could run but some are still alive, nothing can ever wake them:
- * that is a deadlock, reported with what every warp waits on.
+ * that is a deadlock, reported with what every warp waits on. With a seed (KilnEmuLaunch.seed)
+ * each round resumes the runnable fibers in a fresh random order instead of thread order.
  */
 #include "emu_internal.h"
 
@@ -34,6 +35,8 @@
 #endif
 
 struct EmuLaunchState {
+  EmuRange *ranges; /* memcheck's snapshot of the allocation table, owned */
+  size_t nranges;
   KilnEmuKernelFn fn;
   void **args;
   KilnEmuLaunch cfg;
@@ -64,6 +67,8 @@ const char *kiln_emu_status_name(KilnEmuStatus status) {
       [KILN_EMU_ERROR_TRAP] = "KILN_EMU_ERROR_TRAP",
       [KILN_EMU_ERROR_MEMORY] = "KILN_EMU_ERROR_MEMORY",
       [KILN_EMU_ERROR_INVALID_OP] = "KILN_EMU_ERROR_INVALID_OP",
+      [KILN_EMU_ERROR_RACE] = "KILN_EMU_ERROR_RACE",
+      [KILN_EMU_ERROR_UNINIT] = "KILN_EMU_ERROR_UNINIT",
   };
   if ((unsigned)status >= KILN_EMU_STATUS_COUNT)
     return "KILN_EMU_STATUS_UNKNOWN";
@@ -224,6 +229,39 @@ static void start_fiber(EmuWorker *w, EmuFiber *f) {
   (void)w;
 }
 
+/* splitmix64: small, and good enough to shuffle fibers. */
+static uint64_t next_random(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* The order fibers are resumed in this round: thread order, or a fresh random permutation when
+ * the launch has a seed (a race whose outcome depends on who runs first then shows up as
+ * different numbers under different seeds, even with racecheck off). */
+static void schedule_round(EmuWorker *w) {
+  if (!w->order)
+    return;
+  for (uint32_t i = 0; i < w->nthreads; i++)
+    w->order[i] = i;
+  for (uint32_t i = w->nthreads - 1; i > 0; i--) {
+    uint32_t j = (uint32_t)(next_random(&w->rng) % (i + 1));
+    uint32_t t = w->order[i];
+    w->order[i] = w->order[j];
+    w->order[j] = t;
+  }
+}
+
+/* Checker state for a new block: a new epoch and block generation make every shadow record of
+ * the previous block old (nothing to clear), so the arena counts as unwritten. */
+static void reset_checks(EmuWorker *w, uint64_t index) {
+  w->epoch++;
+  w->block_gen++;
+  memset(w->warp_epoch, 0, sizeof w->warp_epoch);
+  w->rng = w->cfg.seed ^ (index * 0xd1b54a32d192ed03u); /* per block: the same on any OS thread */
+}
+
 static void run_block(EmuWorker *w, uint64_t index) {
   const uint32_t *g = w->cfg.grid;
   w->ctaid[0] = (uint32_t)(index % g[0]);
@@ -233,14 +271,17 @@ static void run_block(EmuWorker *w, uint64_t index) {
   w->live = w->nthreads;
   memset(w->bars, 0, sizeof w->bars);
   memset(w->shared, 0xff, w->cfg.shared_bytes);
+  reset_checks(w, index);
   for (uint32_t i = 0; i < w->nthreads; i++)
     start_fiber(w, &w->fibers[i]);
 
   while (w->live > 0) {
     bool ran = false;
-    for (uint32_t i = 0; i < w->nthreads && !w->failed; i++) {
-      if (w->fibers[i].state == EMU_RUNNABLE) {
-        resume_fiber(w, &w->fibers[i]);
+    schedule_round(w);
+    for (uint32_t k = 0; k < w->nthreads && !w->failed; k++) {
+      EmuFiber *f = &w->fibers[w->order ? w->order[k] : k];
+      if (f->state == EMU_RUNNABLE) {
+        resume_fiber(w, f);
         ran = true;
       }
     }
@@ -259,6 +300,8 @@ static void worker_free(EmuWorker *w) {
       free(w->fibers[i].copies);
   }
   free(w->fibers);
+  free(w->shadow);
+  free(w->order);
   if (w->stacks)
     munmap(w->stacks, w->stacks_bytes);
   free(w->shared);
@@ -285,7 +328,15 @@ static KilnEmuStatus worker_init(EmuWorker *w, EmuLaunchState *L) {
     w->stacks = map;
     w->stacks_bytes = stride * w->nthreads;
   }
-  if (!w->fibers || !w->shared || !w->stacks)
+  w->ranges = L->ranges;
+  w->nranges = L->nranges;
+  if (L->cfg.checks & (KILN_EMU_CHECK_RACE | KILN_EMU_CHECK_INIT))
+    w->shadow = calloc((size_t)L->cfg.shared_bytes + 1, sizeof *w->shadow);
+  if (L->cfg.seed)
+    w->order = malloc(w->nthreads * sizeof *w->order);
+  if (!w->fibers || !w->shared || !w->stacks ||
+      (!w->shadow && (L->cfg.checks & (KILN_EMU_CHECK_RACE | KILN_EMU_CHECK_INIT))) ||
+      (!w->order && L->cfg.seed))
     return KILN_EMU_ERROR_OUT_OF_MEMORY;
   for (uint32_t i = 0; i < w->nthreads; i++) {
     EmuFiber *f = &w->fibers[i];
@@ -355,6 +406,10 @@ static const char *check_config(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg) {
     return "kiln_emu_launch: shared_bytes exceeds KILN_EMU_MAX_SHARED_BYTES";
   if (cfg->stack_bytes != 0 && cfg->stack_bytes < 16384)
     return "kiln_emu_launch: stack_bytes must be 0 or at least 16384";
+  if (cfg->checks & ~(uint32_t)KILN_EMU_CHECK_ALL)
+    return "kiln_emu_launch: unknown bits in checks";
+  if (cfg->math > KILN_EMU_MATH_PESSIMISTIC)
+    return "kiln_emu_launch: math must be KILN_EMU_MATH_EXACT or KILN_EMU_MATH_PESSIMISTIC";
   return NULL;
 }
 
@@ -378,6 +433,11 @@ KilnEmuStatus kiln_emu_launch(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg, void
   L->args = args;
   L->cfg = *cfg;
   L->nblocks = (uint64_t)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+  if ((cfg->checks & KILN_EMU_CHECK_MEM) &&
+      kiln_emu_mem_snapshot(&L->ranges, &L->nranges) != KILN_EMU_OK) {
+    free(L);
+    return launch_result(KILN_EMU_ERROR_OUT_OF_MEMORY, "out of memory for memcheck's table");
+  }
   atomic_init(&L->next_block, 0);
   atomic_init(&L->failed, false);
   pthread_mutex_init(&L->lock, NULL);
@@ -402,6 +462,7 @@ KilnEmuStatus kiln_emu_launch(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg, void
 
   KilnEmuStatus st = launch_result(L->status, L->msg);
   pthread_mutex_destroy(&L->lock);
+  free(L->ranges);
   free(L);
   return st;
 }

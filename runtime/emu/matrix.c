@@ -158,8 +158,10 @@ void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans, const void *ro
   if (num != 1 && num != 2 && num != 4)
     kiln_emu_fail(w, f, KILN_EMU_ERROR_INVALID_OP, "ldmatrix: .x%u is not .x1, .x2 or .x4", num);
   /* Each lane checks its own row address, so a failure names the lane that supplied it. */
-  if (f->tid % KILN_EMU_WARP_SIZE < 8 * num)
+  if (f->tid % KILN_EMU_WARP_SIZE < 8 * num) {
     kiln_emu_check_shared_range(w, f, row_addr, 16, 16, "ldmatrix row address");
+    kiln_emu_check_shadow(w, f, row_addr, 16, KILN_EMU_ACCESS_LOAD, "ldmatrix row");
+  }
   f->coll.addr = row_addr;
   kiln_emu_collective(w, f, EMU_COLL_LDMATRIX, num | (trans ? 8u : 0u), 0xffffffffu,
                       ldmatrix_compute);

@@ -54,6 +54,7 @@ static void barrier_release(EmuWorker *w, uint32_t id) {
   }
   w->bars[id].arrived = 0;
   w->bars[id].expected = 0;
+  w->epoch++; /* racecheck: accesses before and after are ordered */
 }
 
 static bool barrier_complete(const EmuWorker *w, uint32_t id) {
@@ -267,14 +268,16 @@ uint32_t kiln_emu_redux_sync(uint32_t op, uint32_t mask, uint32_t value) {
   return f->coll.out[0];
 }
 
-static void nothing_to_compute(EmuFiber *warp, uint32_t mask, uint32_t sub) {
-  (void)warp;
+/* racecheck: the warp's accesses before and after the bar.warp.sync are ordered. */
+static void warp_synced(EmuFiber *warp, uint32_t mask, uint32_t sub) {
   (void)mask;
   (void)sub;
+  EmuWorker *w = kiln_emu_worker();
+  w->warp_epoch[warp->tid / KILN_EMU_WARP_SIZE]++;
 }
 
 void kiln_emu_bar_warp_sync(uint32_t mask) {
   EmuFiber *f = kiln_emu_current();
   if (f)
-    kiln_emu_collective(kiln_emu_worker(), f, EMU_COLL_WARP_SYNC, 0, mask, nothing_to_compute);
+    kiln_emu_collective(kiln_emu_worker(), f, EMU_COLL_WARP_SYNC, 0, mask, warp_synced);
 }

@@ -222,6 +222,9 @@ KilnRtStatus kiln_rt_module_get_function(KilnRtModule *mod, const char *kernel_n
  * The sizes are copied; calling it again replaces them. */
 KilnRtStatus kiln_rt_function_set_arg_sizes(KilnRtFunction *fn, const size_t *sizes, size_t n);
 
+/* On GPUs (cuda and emu) grid[1] and grid[2] are at most this (grid[0] at most 2^31 - 1). */
+#define KILN_RT_GPU_MAX_GRID_YZ 65535u
+
 typedef struct KilnRtLaunchConfig {
   uint32_t grid[3];      /* programs along x, y, z; each >= 1 */
   uint32_t block_threads; /* threads per program on GPUs (32 * num_warps); ignored on cpu */
@@ -231,7 +234,9 @@ typedef struct KilnRtLaunchConfig {
 /* Runs the kernel once per program of the grid. args[i] points to the i-th argument's value
  * (like cuLaunchKernel's kernelParams); values are read before the call returns, so they may be
  * stack variables. On cpu the launch is synchronous: it returns after every program ran. On
- * a stream being captured the launch is recorded, not run. */
+ * a stream being captured the launch is recorded, not run. On cuda and emu, grid y/z above
+ * KILN_RT_GPU_MAX_GRID_YZ are INVALID_ARGUMENT; on emu so are pointer arguments that are not
+ * aligned as the compiled code assumes (16 bytes) and static shared memory above 48 KiB. */
 KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                             KilnRtStream *stream);
 
