@@ -1,7 +1,7 @@
 /* kiln_bert.c — the `kiln-bert` command: BERT fine-tuning for sequence classification with
  * Kiln kernels (docs/trainer.md describes it and what is left).
  *
- * Subcommands: `tokenize` (done), `train` (fp32, fp16 and bf16 on the cpu device, fp32 on emu,
+ * Subcommands: `tokenize` (done), `train` (fp32, fp16 and bf16 on the cpu and emu devices,
  * with dropout; runtime/bert's bert_train does the work) and `eval` (fp32 on the cpu device;
  * bert_eval). A build without the kernel libraries documents train and eval and says they are
  * not implemented. Decisions live in runtime/bert; this file only reads options and streams.
@@ -31,7 +31,7 @@ static const char *const usage_main =
     "\n"
     "commands:\n"
     "  tokenize   text lines on stdin -> token ids on stdout\n"
-    "  train      fine-tune a model on a data set (fp32/fp16/bf16 on cpu, fp32 on emu)\n"
+    "  train      fine-tune a model on a data set (fp32/fp16/bf16 on cpu and emu)\n"
     "  eval       classify a data set with a trained model: loss, accuracy, logits\n"
     "  help [COMMAND]\n"
     "\n"
@@ -62,8 +62,8 @@ static const char *const usage_train =
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
 #ifdef KILN_BERT_HAVE_EMU
-    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu;\n"
-    "--device emu trains in fp32 only.\n"
+    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu\n"
+    "and emu.\n"
 #else
     "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu.\n"
 #endif

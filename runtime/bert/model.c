@@ -445,16 +445,11 @@ int kiln_bert_precision_parse(const char *name, KilnBertPrecision *out) {
   return -1;
 }
 
-/* The table of a precision; NULL where this build has none (the emu copy is fp32 only). */
+/* The table of a precision (the emu copy's are over the emu libraries). */
 static const KilnBertOps *precision_ops(KilnBertPrecision prec) {
   switch (prec) {
-#ifdef KILN_BERT_EMU_BUILD
-  case KILN_BERT_FP16:
-  case KILN_BERT_BF16: return NULL;
-#else
   case KILN_BERT_FP16: return &kiln_bert_ops_f16;
   case KILN_BERT_BF16: return &kiln_bert_ops_bf16;
-#endif
   default: return &kiln_bert_ops_f32;
   }
 }
@@ -471,11 +466,7 @@ KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBer
   if (prec != KILN_BERT_FP32 && prec != KILN_BERT_FP16 && prec != KILN_BERT_BF16)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: unknown precision %d",
                           (int)prec);
-  if (!precision_ops(prec))
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "model: the emu device trains in fp32 only (no %s kernel libraries)",
-                          prec == KILN_BERT_FP16 ? "fp16" : "bf16");
-  if (!dev || !cfg || max_batch < 1 || max_seq < 2 || max_seq > cfg->max_position_embeddings)
+  if (!cfg || max_batch < 1 || max_seq < 2 || max_seq > cfg->max_position_embeddings)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "model: a batch of %d rows of %d tokens does not fit", max_batch, max_seq);
   int D = cfg->hidden_size / cfg->num_attention_heads;

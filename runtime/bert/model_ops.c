@@ -1,8 +1,8 @@
 /* model_ops.c — the three KilnBertOps tables (bert_model_ops.h): model_ops.inc instantiated for
  * the f32, f16 and bf16 kernel libraries that runtime/bert/CMakeLists.txt generates with
  * `kiln lib -D T=...`. One template rather than three copies, so that a kernel added to the model
- * is wrapped once for every precision. The emu copy (KILN_BERT_EMU_BUILD) has the f32 table
- * only. */
+ * is wrapped once for every precision. The emu copy (KILN_BERT_EMU_BUILD) compiles this file
+ * again against the emu libraries of the same names, all three tables included. */
 #include "bert_model_ops.h"
 
 #include "kb_adamw.h"
@@ -19,8 +19,6 @@
 #include "kb_ln_f32.h"
 #include "kb_tanh_f32.h"
 #include "kb_xent_f32.h"
-/* the emu copy of the model (runtime/bert/CMakeLists.txt) has the f32 libraries only */
-#ifndef KILN_BERT_EMU_BUILD
 #include "kb_adamw_bf16.h"
 #include "kb_adamw_f16.h"
 #include "kb_attn_d16_bf16.h"
@@ -51,7 +49,6 @@
 #include "kb_tanh_f16.h"
 #include "kb_xent_bf16.h"
 #include "kb_xent_f16.h"
-#endif
 
 #include <stddef.h>
 
@@ -63,7 +60,6 @@
 #undef ADAMW
 #undef HALF
 
-#ifndef KILN_BERT_EMU_BUILD
 #define P f16
 #define ADAMW kb_adamw_f16
 #define HALF 1
@@ -79,4 +75,3 @@
 #undef P
 #undef ADAMW
 #undef HALF
-#endif /* KILN_BERT_EMU_BUILD */

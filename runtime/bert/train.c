@@ -149,9 +149,9 @@ static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg
 }
 
 /* The device this copy of the file drives: the emu build (runtime/bert/CMakeLists.txt compiles
- * model.c, model_ops.c, eval.c, checkpoint.c and this file a second time, against the f32
- * libraries generated for emu, every external name renamed) trains on emu in fp32, the main one
- * on cpu and hands emu runs to the emu copy. */
+ * model.c, model_ops.c, eval.c, checkpoint.c and this file a second time, against the
+ * libraries generated for emu, every external name renamed) trains on emu in every precision,
+ * the main one on cpu and hands emu runs to the emu copy. */
 #ifdef KILN_BERT_EMU_BUILD
 #define KILN_BERT_TRAIN_DEVICE "emu"
 #else
@@ -172,13 +172,6 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: the kernel libraries are built for %s only yet", o->device,
                           KILN_BERT_DEVICES);
-#ifdef KILN_BERT_EMU_BUILD
-  /* the emu copy is built against the f32 libraries only (runtime/bert/CMakeLists.txt) */
-  if (*prec != KILN_BERT_FP32)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--device emu --precision %s: the emu device trains in fp32 only",
-                          o->precision);
-#endif
   double p = dropout_p(o, cfg);
   if (!(p >= 0 && p < 1))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,

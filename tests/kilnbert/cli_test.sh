@@ -95,8 +95,8 @@ for opt in --model --data --max-samples --dump-logits --seq-len; do
   contains "help-eval $opt" "$tmp/out" "$opt"
 done
 # train exists where the kernel libraries were built (its help says what is implemented); a
-# dropout that is not a probability below 1, a precision it does not know, and fp16/bf16 on
-# the emu device are refused as bad command lines
+# dropout that is not a probability below 1 and a precision it does not know are refused as
+# bad command lines
 if "$kb" train --help | grep -q 'Implemented so far'; then
   check train-dropout 64 "$kb" train --data x --dropout 1 && contains train-dropout "$tmp/err" 'dropout'
   check train-no-data 64 "$kb" train --dropout 0
@@ -105,10 +105,6 @@ if "$kb" train --help | grep -q 'Implemented so far'; then
     contains train-save-every "$tmp/err" '--save DIR'
   check train-precision 64 "$kb" train --data x --dropout 0 --precision fp8 &&
     contains train-precision "$tmp/err" 'fp32, fp16 or bf16'
-  if "$kb" train --help | grep -q 'device emu trains in fp32 only'; then
-    check train-emu-fp16 64 "$kb" train --data x --dropout 0 --device emu --precision fp16 &&
-      contains train-emu-fp16 "$tmp/err" 'fp32 only'
-  fi
 else
   check train-pending 2 "$kb" train --data x && contains train-pending "$tmp/err" 'not implemented'
 fi
