@@ -77,7 +77,9 @@ static const char *const usage_train =
     "                       holding neg/ and pos/, or a .tsv / .jsonl file of text and label\n"
     "  --max-samples N      use the first N samples (in the order below, before shuffling)\n"
     "  --model NAME|DIR     tiny (default), base, large (random init), or a directory with\n"
-    "                       config.json (+ model.safetensors, + vocab.txt)\n"
+    "                       config.json (+ model.safetensors, + vocab.txt); a classifier or\n"
+    "                       pooler it lacks is initialized from --seed, tensors it has beyond\n"
+    "                       the model's are ignored (a note on stderr says which)\n"
     "  --vocab FILE         the vocabulary (default: DIR/vocab.txt of --model)\n"
     "  --seq-len L          tokens per sample with [CLS]/[SEP] (<= max_position_embeddings)\n"
     "  --padding fixed|dynamic  pad every batch to L, or to its longest sample rounded up to a\n"
@@ -102,7 +104,9 @@ static const char *const usage_train =
     "  --no-shuffle         keep the data order (neg then pos, file names in byte order)\n"
     "  --seed N             shuffling and dropout\n"
     "  --device cpu|emu|cuda[:N]\n"
-    "\n"
+    "  --max-device-bytes N the device memory the run may plan (512M, 2G, ...); a batch that\n"
+    "                       needs more is refused before anything is allocated (default:\n"
+    "                       KILN_DEVICE_MEMORY, else the host's memory on cpu and emu)\n"
     "\n"
     "output:\n"
     "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..,\n"
@@ -137,7 +141,7 @@ static const char *const usage_eval =
     "  --max-samples N      the first N samples\n"
     "  --vocab FILE         the vocabulary (default: DIR/vocab.txt)\n"
     "  --seq-len L, --padding fixed|dynamic, --batch B, --precision fp32|fp16|bf16,\n"
-    "  --device cpu|emu|cuda[:N]   as for train\n"
+    "  --device cpu|emu|cuda[:N], --max-device-bytes N   as for train\n"
     "  --dump-logits FILE   one line per sample: its logits, space-separated, 9 significant\n"
     "                       digits (written atomically)\n"
     "  --log FILE           one JSON line: the summary record (written atomically)\n"
@@ -310,6 +314,7 @@ static int cmd_train(int argc, char **argv) {
     else if (!strcmp(a, "--save")) o.save = v;
     else if (!strcmp(a, "--resume")) o.resume = v;
     else if (!strcmp(a, "--eval-data")) o.eval_data = v;
+    else if (!strcmp(a, "--max-device-bytes")) bad = kiln_bert_parse_bytes(v, &o.max_device_bytes);
     else if (!strcmp(a, "--padding")) {
       if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
       else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
@@ -361,6 +366,7 @@ static int cmd_train(int argc, char **argv) {
     return usage_error(usage_train, "%s", "--save-every N needs --save DIR");
   o.progress = isatty(STDERR_FILENO) ? stderr : NULL;
   o.table = stdout;
+  o.notes = stderr;
   KilnBertStatus st = kiln_bert_train(&o);
   return st == KILN_BERT_OK ? 0 : run_failure(st);
 }
@@ -392,6 +398,7 @@ static int cmd_eval(int argc, char **argv) {
     else if (!strcmp(a, "--precision")) o.precision = v;
     else if (!strcmp(a, "--log")) o.log = v;
     else if (!strcmp(a, "--dump-logits")) o.dump_logits = v;
+    else if (!strcmp(a, "--max-device-bytes")) bad = kiln_bert_parse_bytes(v, &o.max_device_bytes);
     else if (!strcmp(a, "--padding")) {
       if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
       else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;

@@ -25,6 +25,7 @@ typedef struct KilnBertEvalOptions {
   const char *log;         /* --log FILE (the summary record) or NULL */
   const char *dump_logits; /* --dump-logits FILE or NULL */
   size_t max_samples;      /* 0: all */
+  size_t max_device_bytes; /* the device memory the plan may take; 0: the device's (as train) */
   size_t seq_len, batch;
   KilnBertPadding padding;
   FILE *table;             /* where the metrics table goes (kiln-bert: stdout), or NULL */
@@ -36,7 +37,8 @@ void kiln_bert_eval_defaults(KilnBertEvalOptions *o);
 
 /* Runs the evaluation and, when out is not NULL, leaves its metrics there. A wrong input
  * (config, weights, vocabulary, data, a data set without a test split) is FORMAT/IO/NOT_FOUND;
- * an option outside what is implemented INVALID_ARGUMENT; a runtime failure DEVICE; each with
+ * an option outside what is implemented INVALID_ARGUMENT; a batch that does not fit the
+ * device's memory OUT_OF_MEMORY; a runtime failure DEVICE; each with
  * kiln_bert_last_error() naming it. --dump-logits and --log are written atomically: on a
  * failure neither file is touched. */
 KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out);

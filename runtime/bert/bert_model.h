@@ -68,6 +68,25 @@ KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *c
                                       int max_batch, int max_seq, KilnBertModel **out);
 void kiln_bert_model_destroy(KilnBertModel *m);
 
+/* The bytes of device memory kiln_bert_model_create_precision would allocate for the same
+ * arguments (its one allocation: the whole memory plan), without a device; INVALID_ARGUMENT as
+ * create for a shape it refuses. */
+KilnBertStatus kiln_bert_model_plan_bytes(const KilnBertConfig *cfg, KilnBertPrecision prec,
+                                          int max_batch, int max_seq, size_t *bytes);
+/* Checks, before anything is allocated, that the plan fits the memory of `device` ("cpu",
+ * "emu"): limit bytes when limit is not 0 (--max-device-bytes), else KILN_DEVICE_MEMORY (a
+ * byte count as kiln_bert_parse_bytes reads it), else the host's physical memory, where the cpu
+ * and emu devices keep their buffers. OUT_OF_MEMORY with a message saying how much the plan
+ * needs (and how much of it is parameter state) and how much is available, and where that
+ * figure came from; INVALID_ARGUMENT for a bad KILN_DEVICE_MEMORY. *needed (when not NULL) gets
+ * the plan's bytes. */
+KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertPrecision prec,
+                                            int max_batch, int max_seq, const char *device,
+                                            size_t limit, size_t *needed);
+/* "123", "512M", "2GiB", "64K" (powers of 1024) -> *out and 0; anything else, 0 or an overflow
+ * -1. */
+int kiln_bert_parse_bytes(const char *s, size_t *out);
+
 /* The parameter layout the model's flat buffers follow. */
 const KilnBertParams *kiln_bert_model_params(const KilnBertModel *m);
 /* Copies params->total floats from the host into the device's (master) parameters / back;

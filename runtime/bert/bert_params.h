@@ -53,6 +53,15 @@ const KilnBertParam *kiln_bert_params_find(const KilnBertParams *params, const c
  * dtype. */
 KilnBertStatus kiln_bert_params_load(const KilnBertParams *params, const KilnBertSt *st,
                                      float *flat, unsigned char *loaded);
+/* Whether a parameter a checkpoint lacks may be initialized instead of refusing the checkpoint:
+ * the heads a pretrained encoder comes without (classifier.*: every pretrained checkpoint;
+ * bert.pooler.*: a masked-LM one). Any other missing parameter is an error. */
+int kiln_bert_params_initializable(const KilnBertParam *p);
+/* Calls note(user, name) (when note is not NULL) for every tensor of st that no parameter reads
+ * under its name or an alias (a masked-LM head's cls.predictions.*, position_ids), in the file's
+ * order, and returns how many there are. Out of host memory, every tensor counts as unused. */
+size_t kiln_bert_params_unused(const KilnBertParams *params, const KilnBertSt *st,
+                               void (*note)(void *user, const char *name), void *user);
 /* Initializes the parameters whose `only` flag is 0 (all of them when only is NULL) as the
  * reference does (normal(0, initializer_range) weights with the [PAD] row of the word
  * embeddings zero, zero biases, LayerNorm weights 1), with kiln-bert's own seeded generator. */

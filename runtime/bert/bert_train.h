@@ -32,6 +32,9 @@ typedef struct KilnBertTrainOptions {
   const char *eval_data; /* --eval-data PATH or NULL: evaluated at the end (default: --data's
                             test/ split when --data is an aclImdb root that has one) */
   size_t max_samples;    /* 0: all */
+  size_t eval_max_samples; /* the end-of-run evaluation's first N test samples; 0: max_samples */
+  size_t max_device_bytes; /* --max-device-bytes: the device memory the plan may take; 0: the
+                              device's (KILN_DEVICE_MEMORY, else the host's memory on cpu/emu) */
   size_t seq_len, batch, epochs, steps, warmup;
   size_t stop_after;     /* --stop-after N: end after step N of the run (the schedule still
                             counts the whole run), e.g. to --save and --resume later; 0: never */
@@ -45,6 +48,8 @@ typedef struct KilnBertTrainOptions {
   double dropout;        /* < 0: the config's hidden_dropout_prob; must be in [0, 1) */
   FILE *progress;        /* a terminal to draw a progress bar on, or NULL */
   FILE *table;           /* where the summary table goes at the end (kiln-bert: stdout), or NULL */
+  FILE *notes;           /* where notes on a loaded checkpoint go (a parameter initialized rather
+                            than loaded, a tensor ignored; kiln-bert: stderr), or NULL */
 } KilnBertTrainOptions;
 
 /* kiln-bert's defaults: tiny, cpu, fp32, seq 128, batch 8, 1 epoch, lr 5e-5, linear schedule
@@ -53,8 +58,10 @@ typedef struct KilnBertTrainOptions {
 void kiln_bert_train_defaults(KilnBertTrainOptions *o);
 
 /* Runs the training. A wrong input (config, vocabulary, data, weights) is FORMAT/IO/NOT_FOUND;
- * an option outside what is implemented (precision, device, fp16/bf16 on emu) or a dropout
- * outside [0, 1) INVALID_ARGUMENT; a runtime failure DEVICE; each with kiln_bert_last_error() naming it. */
+ * an option outside what is implemented (precision, device) or a dropout outside [0, 1)
+ * INVALID_ARGUMENT; a batch whose memory plan does not fit the device OUT_OF_MEMORY (before
+ * anything is allocated or written); a runtime failure DEVICE; each with kiln_bert_last_error()
+ * naming it. */
 KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o);
 
 #endif /* KILN_BERT_TRAIN_H */

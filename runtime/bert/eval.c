@@ -223,9 +223,13 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
   KilnBertStatus st = check_eval_options(o);
   if (st == KILN_BERT_OK) st = load_trained(&r, o);
   if (st == KILN_BERT_OK) st = load_inputs(&r, o);
+  size_t rows = o->batch < r.enc.n ? o->batch : r.enc.n; /* no larger plan than the data needs */
+  /* a batch that cannot fit fails before the device is set up or a file is written */
+  if (st == KILN_BERT_OK)
+    st = kiln_bert_model_check_memory(&r.cfg, KILN_BERT_FP32, (int)rows, (int)o->seq_len,
+                                      o->device, o->max_device_bytes, NULL);
   if (st == KILN_BERT_OK && kiln_rt_device_create(o->device, &r.dev) != KILN_RT_OK)
     st = kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", o->device, kiln_rt_last_error());
-  size_t rows = o->batch < r.enc.n ? o->batch : r.enc.n; /* no larger plan than the data needs */
   if (st == KILN_BERT_OK)
     st = kiln_bert_model_create(r.dev, &r.cfg, (int)rows, (int)o->seq_len, &r.model);
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(r.model, r.flat);

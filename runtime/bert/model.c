@@ -42,10 +42,13 @@
 #include "bert_internal.h"
 #include "bert_model_ops.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Programs of the first stage of the LayerNorm weight-gradient reduction (at most). */
 #define LN_PARTS 64
@@ -459,9 +462,12 @@ KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *c
   return kiln_bert_model_create_precision(dev, cfg, KILN_BERT_FP32, max_batch, max_seq, out);
 }
 
-KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,
-                                                KilnBertPrecision prec, int max_batch,
-                                                int max_seq, KilnBertModel **out) {
+/* The model's shape without its memory: every check of the config and batch, the fields, the
+ * layout and the host-side arrays, so that plan() can size (or carve) the one allocation. dev
+ * may be NULL when only the size is wanted. */
+static KilnBertStatus model_shape(KilnRtDevice *dev, const KilnBertConfig *cfg,
+                                  KilnBertPrecision prec, int max_batch, int max_seq,
+                                  KilnBertModel **out) {
   *out = NULL;
   if (prec != KILN_BERT_FP32 && prec != KILN_BERT_FP16 && prec != KILN_BERT_BF16)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: unknown precision %d",
@@ -521,6 +527,114 @@ KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBer
                           "model: no layernorm_bwd variant of the library covers hidden size %d",
                           m->H);
   }
+  *out = m;
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_plan_bytes(const KilnBertConfig *cfg, KilnBertPrecision prec,
+                                          int max_batch, int max_seq, size_t *bytes) {
+  KilnBertModel *m = NULL;
+  TRY(model_shape(NULL, cfg, prec, max_batch, max_seq, &m));
+  *bytes = plan(m, NULL);
+  kiln_bert_model_destroy(m);
+  return KILN_BERT_OK;
+}
+
+int kiln_bert_parse_bytes(const char *s, size_t *out) {
+  static const char *const units[] = {"", "K", "M", "G", "T"};
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+  if (!s || errno || end == s || s[0] == '-' || s[0] == '+' || v == 0) return -1;
+  for (int u = 0; u < 5; u++) {
+    size_t n = strlen(units[u]);
+    if (strncmp(end, units[u], n) || (end[n] && (!u || strcmp(end + n, "iB")))) continue;
+    unsigned long long mul = 1ull << (10 * u);
+    if (v > (unsigned long long)SIZE_MAX / mul) return -1;
+    *out = (size_t)(v * mul);
+    return 0;
+  }
+  return -1;
+}
+
+/* "1.5 GiB", "96.0 MiB", "512 bytes" into buf. */
+static const char *human_bytes(size_t bytes, char *buf, size_t cap) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = -1;
+  while (v >= 1024 && u < 3) {
+    v /= 1024;
+    u++;
+  }
+  if (u < 0) snprintf(buf, cap, "%zu bytes", bytes);
+  else snprintf(buf, cap, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+/* The memory `device` offers a model: limit when it is not 0 (--max-device-bytes), else
+ * KILN_DEVICE_MEMORY, else the host's physical memory (the cpu and emu devices keep their
+ * buffers in host memory). *source says which, for the message. */
+static KilnBertStatus device_memory(const char *device, size_t limit, size_t *bytes,
+                                    const char **source) {
+  if (limit) {
+    *bytes = limit;
+    *source = "--max-device-bytes";
+    return KILN_BERT_OK;
+  }
+  const char *env = getenv("KILN_DEVICE_MEMORY");
+  if (env && *env) {
+    if (kiln_bert_parse_bytes(env, bytes))
+      return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                            "KILN_DEVICE_MEMORY=%s: expected a positive number of bytes, "
+                            "optionally with K, M, G or T (KiB, MiB, ...)", env);
+    *source = "KILN_DEVICE_MEMORY";
+    return KILN_BERT_OK;
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) { /* unknown: no limit but the allocator's */
+    *bytes = SIZE_MAX;
+    *source = "unknown";
+    return KILN_BERT_OK;
+  }
+  *bytes = (size_t)pages * (size_t)page;
+  *source = device && !strcmp(device, "emu") ? "the host's memory, which the emu device uses"
+                                             : "the host's memory, which the cpu device uses";
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertPrecision prec,
+                                            int max_batch, int max_seq, const char *device,
+                                            size_t limit, size_t *needed) {
+  size_t need = 0, have = 0;
+  const char *source = NULL;
+  TRY(kiln_bert_model_plan_bytes(cfg, prec, max_batch, max_seq, &need));
+  TRY(device_memory(device, limit, &have, &source));
+  if (needed) *needed = need;
+  if (need <= have) return KILN_BERT_OK;
+  KilnBertParams lay;
+  TRY(kiln_bert_params_layout(cfg, &lay));
+  size_t state = 4 * lay.total * sizeof(float); /* parameters, gradients, two moments */
+  kiln_bert_params_free(&lay);
+  static const char *const names[] = {"fp32", "fp16", "bf16"};
+  char a[32], b[32], c[32];
+  return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY,
+                        "a batch of %d x %d tokens in %s needs %s (%zu bytes) of %s device memory "
+                        "(%s of it the parameters, gradients and AdamW moments, the rest "
+                        "activations), but %s (%zu bytes) is available (%s): use a smaller "
+                        "--batch or --seq-len",
+                        max_batch, max_seq, names[prec], human_bytes(need, a, sizeof a), need,
+                        device ? device : "the", human_bytes(state, b, sizeof b),
+                        human_bytes(have, c, sizeof c), have, source);
+}
+
+KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,
+                                                KilnBertPrecision prec, int max_batch,
+                                                int max_seq, KilnBertModel **out) {
+  *out = NULL;
+  if (!dev)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: no device to plan it on");
+  KilnBertModel *m = NULL;
+  TRY(model_shape(dev, cfg, prec, max_batch, max_seq, &m));
   size_t bytes = plan(m, NULL);
   KilnRtStatus rs = kiln_rt_malloc(dev, bytes, &m->arena);
   if (rs != KILN_RT_OK) {

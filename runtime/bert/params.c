@@ -137,6 +137,28 @@ KilnBertStatus kiln_bert_params_load(const KilnBertParams *ps, const KilnBertSt 
   return KILN_BERT_OK;
 }
 
+int kiln_bert_params_initializable(const KilnBertParam *p) {
+  return !strncmp(p->name, "classifier.", 11) || !strncmp(p->name, "bert.pooler.", 12);
+}
+
+size_t kiln_bert_params_unused(const KilnBertParams *ps, const KilnBertSt *st,
+                               void (*note)(void *user, const char *name), void *user) {
+  /* the tensors the parameters read (through their aliases), then every other one */
+  const KilnBertStTensor **used = calloc(ps->n ? ps->n : 1, sizeof *used);
+  size_t unused = 0;
+  for (size_t i = 0; used && i < ps->n; i++) used[i] = find_alias(st, ps->p[i].name);
+  for (size_t t = 0; t < kiln_bert_st_count(st); t++) {
+    const KilnBertStTensor *x = kiln_bert_st_tensor(st, t);
+    int hit = 0;
+    for (size_t i = 0; used && i < ps->n && !hit; i++) hit = used[i] == x;
+    if (hit) continue;
+    unused++;
+    if (note) note(user, x->name);
+  }
+  free(used);
+  return unused;
+}
+
 static uint64_t splitmix64(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

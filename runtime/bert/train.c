@@ -108,36 +108,73 @@ static const char *model_source(const KilnBertTrainOptions *o) {
   return o->resume ? o->resume : o->model;
 }
 
-/* The config, and the weights: a model directory's model.safetensors where there is one (the
- * parameters it lacks, e.g. a pretrained checkpoint's classifier, are initialized), else a
- * seeded initialization. */
-static KilnBertStatus load_model(Run *r, const KilnBertTrainOptions *o) {
+/* The config: the config.json of a model directory (or of the checkpoint being resumed), else a
+ * preset's. */
+static KilnBertStatus load_config(Run *r, const KilnBertTrainOptions *o) {
   char path[4096];
   const char *model = model_source(o);
-  int dir = is_dir(model);
   KilnBertStatus st;
-  if (dir) {
+  if (is_dir(model)) {
     snprintf(path, sizeof path, "%s/config.json", model);
     st = kiln_bert_config_load(path, &r->cfg);
   } else {
     st = kiln_bert_config_preset(model, &r->cfg);
   }
+  if (st == KILN_BERT_OK) st = kiln_bert_config_check_seq_len(&r->cfg, o->seq_len);
+  return st;
+}
+
+typedef struct NoteCtx {
+  FILE *out;
+  const char *path;
+} NoteCtx;
+
+static void note_ignored(void *user, const char *name) {
+  NoteCtx *n = user;
+  if (n->out)
+    fprintf(n->out, "note: %s: tensor %s is not a parameter of BertForSequenceClassification: "
+            "ignored\n", n->path, name);
+}
+
+/* The parameters a checkpoint lacks: the heads a pretrained encoder comes without are
+ * initialized from the seed, with a note each; any other missing tensor is an error naming it. */
+static KilnBertStatus check_missing(Run *r, const KilnBertTrainOptions *o, const char *path) {
+  for (size_t i = 0; i < r->layout.n; i++) {
+    const KilnBertParam *p = &r->layout.p[i];
+    if (r->loaded[i]) continue;
+    if (!kiln_bert_params_initializable(p))
+      return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                            "%s: no tensor %s (nor its older names): only the classifier and the "
+                            "pooler may be missing from a checkpoint", path, p->name);
+    if (o->notes)
+      fprintf(o->notes, "note: %s: no tensor %s: initialized from --seed %llu\n", path, p->name,
+              (unsigned long long)o->seed);
+  }
+  return KILN_BERT_OK;
+}
+
+/* The weights: a model directory's model.safetensors where there is one (stored F32, F16 or
+ * BF16; the classifier and pooler it lacks are initialized, the tensors it has beyond the
+ * model's are ignored, each with a note), else a seeded initialization. */
+static KilnBertStatus load_weights(Run *r, const KilnBertTrainOptions *o) {
+  char path[4096];
+  const char *model = model_source(o);
+  KilnBertStatus st = kiln_bert_params_layout(&r->cfg, &r->layout);
   if (st != KILN_BERT_OK) return st;
-  if ((st = kiln_bert_config_check_seq_len(&r->cfg, o->seq_len)) != KILN_BERT_OK) return st;
-  if ((st = kiln_bert_params_layout(&r->cfg, &r->layout)) != KILN_BERT_OK) return st;
   r->flat = calloc(r->layout.total, sizeof *r->flat);
   r->loaded = calloc(r->layout.n ? r->layout.n : 1, 1);
   if (!r->flat || !r->loaded)
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory for the parameters");
-  if (dir) {
-    snprintf(path, sizeof path, "%s/model.safetensors", model);
-    if (is_file(path)) {
-      KilnBertSt *sf = NULL;
-      if ((st = kiln_bert_st_open(path, &sf)) != KILN_BERT_OK) return st;
-      st = kiln_bert_params_load(&r->layout, sf, r->flat, r->loaded);
-      kiln_bert_st_close(sf);
-      if (st != KILN_BERT_OK) return st;
-    }
+  snprintf(path, sizeof path, "%s/model.safetensors", model);
+  if (is_dir(model) && is_file(path)) {
+    KilnBertSt *sf = NULL;
+    if ((st = kiln_bert_st_open(path, &sf)) != KILN_BERT_OK) return st;
+    st = kiln_bert_params_load(&r->layout, sf, r->flat, r->loaded);
+    if (st == KILN_BERT_OK) st = check_missing(r, o, path);
+    NoteCtx n = {o->notes, path};
+    if (st == KILN_BERT_OK) kiln_bert_params_unused(&r->layout, sf, note_ignored, &n);
+    kiln_bert_st_close(sf);
+    if (st != KILN_BERT_OK) return st;
   }
   kiln_bert_params_init(&r->layout, &r->cfg, o->seed, r->loaded, r->flat);
   return KILN_BERT_OK;
@@ -280,8 +317,13 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   KilnBertPrecision prec = KILN_BERT_FP32;
   /* a checkpoint is checked whole before any of it is used */
   KilnBertStatus st = o->resume ? kiln_bert_ckpt_read_state(o->resume, &ts) : KILN_BERT_OK;
-  if (st == KILN_BERT_OK) st = load_model(&r, o);
+  if (st == KILN_BERT_OK) st = load_config(&r, o);
   if (st == KILN_BERT_OK) st = check_options(o, &r.cfg, &prec);
+  /* a batch that cannot fit fails here, before the weights are read or anything is written */
+  if (st == KILN_BERT_OK)
+    st = kiln_bert_model_check_memory(&r.cfg, prec, (int)o->batch, (int)o->seq_len, o->device,
+                                      o->max_device_bytes, NULL);
+  if (st == KILN_BERT_OK) st = load_weights(&r, o);
   char vpath[4096];
   if (st == KILN_BERT_OK) {
     if (o->vocab) snprintf(vpath, sizeof vpath, "%s", o->vocab);
