@@ -5,9 +5,10 @@
  * --model` read), optimizer.safetensors (AdamW's moments per parameter, "NAME.exp_avg" and
  * "NAME.exp_avg_sq", F32) and trainer_state.json (the step, the AdamW update count, the loss
  * scaler, the seed and the data position, and the size and FNV-1a checksum of both safetensors
- * files). Every file is written atomically and trainer_state.json last; resuming checks the
- * checksums first, so a directory caught between two saves, or a damaged file, is refused
- * before anything is loaded. */
+ * files). A save writes all of them into a fresh directory beside DIR and then exchanges the two
+ * directories in one rename, so DIR holds either the previous checkpoint or the new one, whole,
+ * whatever happens during the save; resuming checks the checksums first, so a damaged file is
+ * refused before anything is loaded. */
 #ifndef KILN_BERT_CKPT_H
 #define KILN_BERT_CKPT_H
 
@@ -36,9 +37,12 @@ typedef struct KilnBertTrainState {
 void kiln_bert_train_state_init(KilnBertTrainState *ts, uint64_t seed, size_t samples,
                                 size_t batch);
 
-/* Writes the checkpoint into dir (created when missing): cfg, the model's parameters and
- * moments (copied to the host here), and ts. IO naming the file, DEVICE when a copy from the
- * device fails; the files already in dir stay whole either way. */
+/* Writes the checkpoint to dir (created when missing; a symbolic link is followed): cfg, the
+ * model's parameters and moments (copied to the host here), and ts, into dir.saving first, then
+ * swapped in whole; other files in dir are kept, by hard link (so dir's parent must be writable
+ * and on the same file system). IO naming the file, DEVICE when a copy from the device fails;
+ * on any failure dir is left exactly as it was. A test forces a failure at one stage with
+ * KILN_BERT_SAVE_FAIL=model|optimizer|config|state|swap. */
 KilnBertStatus kiln_bert_ckpt_save(const char *dir, const KilnBertConfig *cfg, KilnBertModel *m,
                                    const KilnBertTrainState *ts);
 

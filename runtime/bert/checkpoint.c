@@ -1,13 +1,17 @@
 /* checkpoint.c — train --save / --resume (bert_ckpt.h).
  *
- * Saving copies the parameters and both AdamW moments to the host and writes, each atomically
- * (bert_file): model.safetensors, optimizer.safetensors, config.json, then trainer_state.json
- * with the size and FNV-1a 64 checksum of the two safetensors files as they landed on disk.
- * The state file is the commit point: resuming reads it first and refuses a directory whose
- * weights or moments are not the ones it names (a save interrupted between two files leaves
- * the old state naming the old files, which no longer match), so a resumed run never mixes
- * two checkpoints. Integers that may exceed 2^53 (the seed) are written as strings, since
- * cJSON holds numbers as doubles. */
+ * Saving copies the parameters and both AdamW moments to the host and writes, into a fresh
+ * directory DIR.saving next to DIR: model.safetensors, optimizer.safetensors, config.json, then
+ * trainer_state.json with the size and FNV-1a 64 checksum of the two safetensors files as they
+ * landed on disk; whatever else DIR holds (a vocab.txt) is carried over (files by hard link).
+ * Only when all of it is on disk is the new directory exchanged with DIR in one rename
+ * (renameat2 RENAME_EXCHANGE), and the old one removed. So DIR names one whole checkpoint at
+ * every moment: a save that fails or is killed leaves the previous checkpoint as it was (and at
+ * most a DIR.saving, which the next save clears). The state file is also a commit point of its
+ * own: resuming reads it first and refuses a directory whose weights or moments are not the
+ * ones it names (a damaged file, or files copied in by hand from two saves), so a resumed run
+ * never mixes two checkpoints. Integers that may exceed 2^53 (the seed) are written as strings,
+ * since cJSON holds numbers as doubles. */
 #include "bert_ckpt.h"
 #include "bert_file.h"
 #include "bert_internal.h"
@@ -15,12 +19,16 @@
 #include "bert_st.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define STATE_FORMAT "kiln-bert-trainer-state"
 #define STATE_VERSION 1
@@ -103,14 +111,23 @@ static char *state_json(const KilnBertTrainState *ts, const size_t *sizes, const
   return text;
 }
 
-KilnBertStatus kiln_bert_ckpt_save(const char *dir, const KilnBertConfig *cfg, KilnBertModel *m,
-                                   const KilnBertTrainState *ts) {
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
+/* A test's forced failure at one stage of a save (KILN_BERT_SAVE_FAIL=model|optimizer|config|
+ * state|swap), so that an interrupted save can be checked to leave the previous checkpoint
+ * whole; unset, never. */
+static KilnBertStatus forced_failure(const char *stage, const char *dir) {
+  const char *f = getenv("KILN_BERT_SAVE_FAIL");
+  if (!f || strcmp(f, stage)) return KILN_BERT_OK;
+  return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: saving failed before %s (forced by "
+                        "KILN_BERT_SAVE_FAIL=%s)", dir, stage, f);
+}
+
+/* Writes the four files of a checkpoint into dir (a fresh directory). */
+static KilnBertStatus write_files(const char *dir, const KilnBertConfig *cfg, KilnBertModel *m,
+                                  const KilnBertTrainState *ts) {
   const KilnBertParams *lay = kiln_bert_model_params(m);
   float *p = malloc(lay->total * sizeof *p), *mo = malloc(lay->total * sizeof *mo),
         *vo = malloc(lay->total * sizeof *vo);
-  char path[4096];
+  char path[4200];
   size_t sizes[N_CHECKED];
   uint64_t hashes[N_CHECKED];
   KilnBertStatus st = KILN_BERT_OK;
@@ -118,15 +135,19 @@ KilnBertStatus kiln_bert_ckpt_save(const char *dir, const KilnBertConfig *cfg, K
   if (st == KILN_BERT_OK) st = kiln_bert_model_get_params(m, p);
   if (st == KILN_BERT_OK) st = kiln_bert_model_get_moments(m, mo, vo);
   join(path, sizeof path, dir, checked_files[0]);
+  if (st == KILN_BERT_OK) st = forced_failure("model", dir);
   if (st == KILN_BERT_OK) st = kiln_bert_params_save(lay, p, path);
   join(path, sizeof path, dir, checked_files[1]);
+  if (st == KILN_BERT_OK) st = forced_failure("optimizer", dir);
   if (st == KILN_BERT_OK) st = save_moments(path, lay, mo, vo);
   join(path, sizeof path, dir, "config.json");
+  if (st == KILN_BERT_OK) st = forced_failure("config", dir);
   if (st == KILN_BERT_OK) st = kiln_bert_config_save(path, cfg);
   for (int i = 0; st == KILN_BERT_OK && i < N_CHECKED; i++) {
     join(path, sizeof path, dir, checked_files[i]);
     st = file_digest(path, &sizes[i], &hashes[i]);
   }
+  if (st == KILN_BERT_OK) st = forced_failure("state", dir);
   if (st == KILN_BERT_OK) {
     char *text = state_json(ts, sizes, hashes);
     join(path, sizeof path, dir, "trainer_state.json");
@@ -137,6 +158,151 @@ KilnBertStatus kiln_bert_ckpt_save(const char *dir, const KilnBertConfig *cfg, K
   free(p);
   free(mo);
   free(vo);
+  return st;
+}
+
+static int is_ckpt_file(const char *name) {
+  return !strcmp(name, checked_files[0]) || !strcmp(name, checked_files[1]) ||
+         !strcmp(name, "config.json") || !strcmp(name, "trainer_state.json");
+}
+
+static KilnBertStatus sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0 || fsync(fd) != 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(e));
+  }
+  close(fd);
+  return KILN_BERT_OK;
+}
+
+/* Empties and removes a directory this file made (a save's scratch, or the previous checkpoint
+ * after the swap): its entries that are not directories are unlinked (the checkpoint files, and
+ * links to files that the new checkpoint also holds); a subdirectory is never removed, so the
+ * directory then stays and IO names it. */
+static KilnBertStatus remove_scratch(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return errno == ENOENT ? KILN_BERT_OK
+                                 : kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    unlinkat(dirfd(d), e->d_name, 0); /* EISDIR/EPERM for a subdirectory: kept */
+  }
+  closedir(d);
+  if (rmdir(dir) != 0)
+    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: cannot remove it (%s): it is left over from an "
+                          "interrupted save; move what it holds away", dir, strerror(errno));
+  return KILN_BERT_OK;
+}
+
+/* What else dir holds (a vocab.txt next to the model, say) goes into the new checkpoint too:
+ * files by hard link (the old directory is removed after the swap, the link stays), and
+ * subdirectories moved, last, right before the swap (moved = 1). */
+static KilnBertStatus carry_over(const char *dir, const char *tmp, int moved) {
+  DIR *d = opendir(dir);
+  if (!d) return errno == ENOENT ? KILN_BERT_OK
+                                 : kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
+  int to = open(tmp, O_RDONLY | O_DIRECTORY);
+  KilnBertStatus st = to < 0 ? kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", tmp, strerror(errno))
+                             : KILN_BERT_OK;
+  struct dirent *e;
+  while (st == KILN_BERT_OK && (e = readdir(d)) != NULL) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_ckpt_file(e->d_name)) continue;
+    struct stat sb;
+    if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    int sub = S_ISDIR(sb.st_mode);
+    if (sub != moved) continue;
+    int rc = sub ? renameat(dirfd(d), e->d_name, to, e->d_name)
+                 : linkat(dirfd(d), e->d_name, to, e->d_name, 0);
+    if (rc != 0)
+      st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s/%s: cannot carry it into the new checkpoint: %s",
+                          dir, e->d_name, strerror(errno));
+  }
+  if (to >= 0) close(to);
+  closedir(d);
+  return st;
+}
+
+/* Puts the complete checkpoint in tmp at dir in one step: exchanged with the old directory
+ * (renameat2 RENAME_EXCHANGE), so that dir always names one whole checkpoint, and the old one
+ * lands at tmp; a first save is a plain rename. Where the file system cannot exchange, the old
+ * directory is renamed to DIR.old first (a crash between the two renames leaves it there). */
+static KilnBertStatus swap_in(const char *tmp, const char *dir, int exists, char *old,
+                              size_t cap) {
+  snprintf(old, cap, "%s", tmp);
+  if (!exists) {
+    if (rename(tmp, dir) != 0)
+      return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
+    old[0] = 0;
+    return KILN_BERT_OK;
+  }
+  if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) return KILN_BERT_OK;
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
+  snprintf(old, cap, "%s.old", dir);
+  KilnBertStatus st = remove_scratch(old);
+  if (st != KILN_BERT_OK) return st;
+  if (rename(dir, old) != 0)
+    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
+  if (rename(tmp, dir) != 0) {
+    int e = errno;
+    rename(old, dir);
+    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(e));
+  }
+  return KILN_BERT_OK;
+}
+
+/* The directory a save targets: dir resolved (a symbolic link to a checkpoint is replaced
+ * where it points), without trailing slashes; *exists says whether it is there. */
+static KilnBertStatus target_dir(const char *dir, char *out, size_t cap, int *exists) {
+  struct stat sb;
+  *exists = stat(dir, &sb) == 0;
+  if (*exists && !S_ISDIR(sb.st_mode))
+    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: not a directory", dir);
+  char real[PATH_MAX];
+  const char *base = *exists && realpath(dir, real) ? real : dir;
+  size_t n = strlen(base);
+  while (n > 1 && base[n - 1] == '/') n--;
+  if (n + 16 >= cap) return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: path too long", dir);
+  memcpy(out, base, n);
+  out[n] = 0;
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_ckpt_save(const char *dir, const KilnBertConfig *cfg, KilnBertModel *m,
+                                   const KilnBertTrainState *ts) {
+  char target[4000], tmp[4096], old[4096], parent[4000];
+  int exists = 0;
+  KilnBertStatus st = target_dir(dir, target, sizeof target, &exists);
+  if (st != KILN_BERT_OK) return st;
+  snprintf(tmp, sizeof tmp, "%s.saving", target);
+  /* what an earlier save that died left behind */
+  if ((st = remove_scratch(tmp)) != KILN_BERT_OK) return st;
+  if (mkdir(tmp, 0777) != 0)
+    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", tmp, strerror(errno));
+  st = write_files(tmp, cfg, m, ts);
+  if (st == KILN_BERT_OK) st = carry_over(target, tmp, 0);
+  if (st == KILN_BERT_OK) st = sync_dir(tmp);
+  if (st == KILN_BERT_OK) st = forced_failure("swap", dir);
+  if (st == KILN_BERT_OK) st = carry_over(target, tmp, 1);
+  if (st == KILN_BERT_OK) st = swap_in(tmp, target, exists, old, sizeof old);
+  if (st != KILN_BERT_OK) {
+    /* the old checkpoint is untouched and the new one was never whole: give back what was
+     * moved, drop the rest */
+    carry_over(tmp, target, 1);
+    remove_scratch(tmp);
+    return st;
+  }
+  snprintf(parent, sizeof parent, "%s", target);
+  char *slash = strrchr(parent, '/');
+  if (slash == parent) parent[1] = 0;
+  else if (slash) *slash = 0;
+  else snprintf(parent, sizeof parent, ".");
+  st = sync_dir(parent);
+  /* the previous checkpoint, now at old: removing it is tidying, the save itself is done */
+  if (st == KILN_BERT_OK && old[0]) remove_scratch(old);
   return st;
 }
 

@@ -213,6 +213,9 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
   if (!(p >= 0 && p < 1))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "dropout %g: a probability in [0, 1) is needed", p);
+  if (o->save && is_file(o->save))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--save %s: not a directory (a checkpoint is a directory)", o->save);
   if (!o->data || o->batch < 1 || o->seq_len < 2)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "train needs --data, --batch >= 1 "
                           "and --seq-len >= 2");
