@@ -86,6 +86,7 @@ static const char *const usage_train =
     "                       length bucket\n"
     "  --eval-data PATH     evaluate on PATH at the end (default: the test/ split of an\n"
     "                       aclImdb --data that has one; none otherwise)\n"
+    "  --eval-max-samples N evaluate on the first N samples of that (default: --max-samples)\n"
     "\n"
     "training:\n"
     "  --batch B            samples per step; an epoch's last batch is partial\n"
@@ -326,7 +327,7 @@ static int cmd_train(int argc, char **argv) {
     } else if (!strcmp(a, "--max-samples") || !strcmp(a, "--seq-len") || !strcmp(a, "--batch") ||
                !strcmp(a, "--epochs") || !strcmp(a, "--steps") || !strcmp(a, "--warmup") ||
                !strcmp(a, "--seed") || !strcmp(a, "--stop-after") ||
-               !strcmp(a, "--save-every")) {
+               !strcmp(a, "--save-every") || !strcmp(a, "--eval-max-samples")) {
       size_t lo = !strcmp(a, "--seq-len") ? 2 : !strcmp(a, "--warmup") || !strcmp(a, "--seed") ? 0 : 1;
       bad = parse_size(v, lo, &n);
       if (!bad) {
@@ -338,6 +339,7 @@ static int cmd_train(int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) o.warmup = n;
         else if (!strcmp(a, "--stop-after")) o.stop_after = n;
         else if (!strcmp(a, "--save-every")) o.save_every = n;
+        else if (!strcmp(a, "--eval-max-samples")) o.eval_max_samples = n;
         else o.seed = n;
       }
     } else if (!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--adam-beta1") ||

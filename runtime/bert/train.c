@@ -237,8 +237,8 @@ static KilnBertStatus load_eval_data(Run *r, const KilnBertTrainOptions *o) {
   char buf[4096];
   const char *src = eval_source(o, buf, sizeof buf);
   if (!src) return KILN_BERT_OK;
-  KilnBertStatus st = kiln_bert_data_load(src, "test", r->cfg.num_labels, o->max_samples,
-                                          &r->eval_ds);
+  size_t max = o->eval_max_samples ? o->eval_max_samples : o->max_samples;
+  KilnBertStatus st = kiln_bert_data_load(src, "test", r->cfg.num_labels, max, &r->eval_ds);
   if (st == KILN_BERT_OK) st = kiln_bert_encode_dataset(r->tok, &r->eval_ds, o->seq_len,
                                                         &r->eval_enc);
   if (st == KILN_BERT_OK && r->eval_enc.n == 0)

@@ -9,7 +9,8 @@ resume:   a 12-step run (batches of 5 over 16 shuffled samples, so it crosses th
           byte for byte; so does a run SIGKILLed after its first
           --save-every checkpoint and resumed from it; the summary carries tokens_per_sec,
           peak_device_bytes and the eval pass's eval_loss/accuracy (null without a test
-          split); step records carry scale 1 and skipped false. Bad checkpoints (missing,
+          split), on the first N test samples with --eval-max-samples N (else --max-samples);
+          step records carry scale 1 and skipped false. Bad checkpoints (missing,
           truncated state, a flipped byte in the weights, no optimizer file), a changed batch,
           a run with nothing left and a --stop-after already reached are refused with a
           message and a nonzero exit; eval of a data root without test/ too.
@@ -136,6 +137,18 @@ def test_resume(tmp):
     state = json.load(open(os.path.join(p["part"], "trainer_state.json")))
     check(state.get("step") == 5 and state.get("epoch") == 1 and state.get("position") == 5,
           f"trainer_state after 5 steps of 5 over 16: {state}")
+    # --eval-max-samples: the end-of-run evaluation on the first N test samples (all neg/ for
+    # N <= 3 here), training on all 16; without it, --max-samples limits both
+    elog = os.path.join(tmp, "e.jsonl")
+    r = run(*base, "--steps", "1", "--eval-max-samples", "2", "--log", elog)
+    s2 = summary_of(records(elog))
+    check(r.returncode == 0 and s2.get("eval_samples") == 2 and s2.get("samples_per_sec", 0) > 0,
+          f"--eval-max-samples 2: {s2} {r.stderr}")
+    r = run(*base, "--steps", "1", "--max-samples", "4", "--log", elog)
+    check(r.returncode == 0 and summary_of(records(elog)).get("eval_samples") == 4,
+          f"--max-samples 4 limits the evaluation too: {summary_of(records(elog))} {r.stderr}")
+    r = run(*base, "--steps", "1", "--eval-max-samples", "0")
+    check(r.returncode == 64, f"--eval-max-samples 0: exit {r.returncode}")
     # no test split: eval_loss and accuracy are null
     r = run(*base, "--data", os.path.join(data, "train"), "--steps", "1", "--log", p["a.jsonl"])
     s = summary_of(records(p["a.jsonl"]))
