@@ -6,7 +6,7 @@
  * the step, so a resumed run draws the same ones), evaluates the model on the test split when
  * there is one (bert_eval, dropout off), and writes the JSON-lines log (one record per step, then
  * the summary) and optionally a checkpoint (bert_ckpt; f32 master weights in every precision).
- * The cpu device, and emu in fp32 (docs/trainer.md, "What is left"). */
+ * The cpu and emu devices (docs/trainer.md, "What is left"). */
 #ifndef KILN_BERT_TRAIN_H
 #define KILN_BERT_TRAIN_H
 
@@ -23,7 +23,7 @@ typedef struct KilnBertTrainOptions {
   const char *model;     /* --model: a preset (tiny, base, large) or a directory with config.json
                             (and model.safetensors, else random init) */
   const char *vocab;     /* --vocab; NULL: MODEL/vocab.txt */
-  const char *device;    /* "cpu", or "emu" (fp32 only) where the build has it */
+  const char *device;    /* "cpu", or "emu" where the build has it */
   const char *precision; /* "fp32", "fp16", "bf16" */
   const char *log;       /* --log FILE or NULL */
   const char *save;      /* --save DIR or NULL: model, optimizer state and position (bert_ckpt) */
