@@ -806,6 +806,52 @@ static bool test_small_int_sum(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- accum_loop ---------------------------------------------------------------------------- */
+
+/* Compound assignments in a loop-carried accumulator (issue 15): every lane runs the columns in
+ * the reference's order, so the integer hash and counter are exact; the f32 results allow 1e-5
+ * of their size, because the GPU lowering may fuse a multiply and an add (one rounding less), and
+ * a sum of 37 such terms moves by a few units in the last place. Rows past a program's first
+ * block and a ragged last program are covered by the shapes. */
+static bool test_accum_loop(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{300, 37, 128}, {1, 1, 32}, {1000, 5, 256}, {64, 16, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t nf = 3 * rows, ni = 2 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "accum_loop", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1100 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *sums = kiln_test_alloc(ftotal, sizeof *sums), *rsums = kiln_test_alloc(nf, sizeof *rsums);
+    int32_t *hashes = kiln_test_alloc(itotal, sizeof *hashes), *rhashes = kiln_test_alloc(ni, sizeof *rhashes);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dsums = kiln_test_output(&run, ftotal * sizeof *sums);
+    void *dhashes = kiln_test_output(&run, itotal * sizeof *hashes);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dsums, &dhashes, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, sums, dsums, ftotal * sizeof *sums);
+    kiln_test_fetch(&run, hashes, dhashes, itotal * sizeof *hashes);
+
+    kiln_test_check_untouched(&run, "sums", sums, sizeof *sums, ftotal, 1, nf, ftotal);
+    kiln_test_check_untouched(&run, "hashes", hashes, sizeof *hashes, itotal, 1, ni, itotal);
+    kiln_ref_accum_loop(x, rsums, rhashes, rows, cols);
+    check_close(&run, "sums", sums, rsums, nf, 1.0, 1e-5);
+    check_equal_i32(&run, "hashes", hashes, rhashes, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(sums), free(rsums), free(hashes), free(rhashes);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -818,6 +864,7 @@ static const struct {
     {"dropout_rand", test_dropout_rand},   {"atomic_accum", test_atomic_accum},
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
+    {"accum_loop", test_accum_loop},
 };
 
 static int find_test(const char *name) {

@@ -209,3 +209,35 @@ void kiln_ref_small_int_sum(const int8_t *flags, const int8_t *bytes, const int1
     c[7] = (int32_t)top;
   }
 }
+
+void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    float s = 0.0f, sq = 0.0f, prod = 1.0f;
+    int32_t h = 0;
+    for (size_t c = 0; c < cols; c++) {
+      float v = x[r * cols + c];
+      s += v;
+      sq += v * v;
+      prod *= 1.0f + v * 0.125f;
+      int32_t q = (int32_t)(v * 64.0f);
+      /* the kernel's i32 arithmetic wraps: the additions and products in uint32_t */
+      h = (int32_t)((uint32_t)h + (uint32_t)q);
+      h = (int32_t)((uint32_t)h * 31u);
+      h ^= (int32_t)c;
+      h &= 0x0FFFFFFF;
+      h %= 1000003;
+      h |= 1;
+      h = (int32_t)((uint32_t)h << 2);
+      h >>= 1; /* h is non-negative here: no sign question */
+      h -= q;
+      h /= 3; /* C and Kiln both truncate toward zero */
+    }
+    s /= (float)cols;
+    sq -= s;
+    sums[3 * r] = s;
+    sums[3 * r + 1] = sq;
+    sums[3 * r + 2] = prod;
+    hashes[2 * r] = h;
+    hashes[2 * r + 1] = (int32_t)cols;
+  }
+}

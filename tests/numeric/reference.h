@@ -98,4 +98,9 @@ void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int
 void kiln_ref_small_int_sum(const int8_t *flags, const int8_t *bytes, const int16_t *shorts,
                             int32_t *counts, int32_t *bits, size_t n, size_t block);
 
+/* The accum_loop kernel per row, in the kernel's order and precision (f32, i32 wrapping): the
+ * mean of the row, the sum of squares less that mean, the product of (1 + v/8), and the hash of
+ * the ten compound assignments; hashes[2r + 1] = cols (the scalar loop counter). */
+void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t rows, size_t cols);
+
 #endif /* KILN_NUMERIC_REFERENCE_H */
