@@ -87,7 +87,7 @@ KilnType *kiln_ast_type(KilnParseState *ps, KilnTypeKind kind, KilnScalarKind s)
 /* ---------------------------------------------------------------- dump */
 
 static const char *const binop_names[KILN_BIN_COUNT] = {
-    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||",
+    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||", "**",
 };
 static const char *const unop_names[KILN_UN_COUNT] = {"-", "!", "~"};
 

@@ -149,6 +149,7 @@ typedef enum KilnBinOp {
     KILN_BIN_LT, KILN_BIN_LE, KILN_BIN_GT, KILN_BIN_GE, KILN_BIN_EQ, KILN_BIN_NE,
     KILN_BIN_BITAND, KILN_BIN_BITOR, KILN_BIN_BITXOR,
     KILN_BIN_AND, KILN_BIN_OR,
+    KILN_BIN_POW, /* x ** n: n is a compile-time integer (sema), lowered to multiplications */
     KILN_BIN_COUNT
 } KilnBinOp;
 

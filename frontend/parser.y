@@ -7,7 +7,8 @@
  * no later recursive walk can be driven deeper than KILN_MAX_NESTING.
  *
  * Precedence, loosest first:  ||  &&  |  ^  &  == !=  < <= > >=  << >>  + -  * / %  as  unary
- * then postfix indexing and calls. */
+ * **  then postfix indexing and calls.  `**` is right-associative and binds tighter than a unary
+ * minus on its left, as in Python: -x ** 2 is -(x ** 2), 2 ** 3 ** 2 is 2 ** 9. */
 %define api.pure full
 %define api.prefix {kiln_yy}
 %define api.token.prefix {TOK_}
@@ -113,6 +114,7 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
 %token <scalar> SCALAR "type name"
 %token KERNEL "'kernel'" TUNE "'tune'" CONST "'const'" LET "'let'" VAR "'var'"
 %token FOR "'for'" IN "'in'" RANGE "'range'" IF "'if'" ELSE "'else'" RETURN "'return'"
+%token WHILE "'while'" BREAK "'break'" CONTINUE "'continue'" POW "'**'"
 %token AS "'as'" TRUE "'true'" FALSE "'false'" NONE "'None'" WHERE "'where'"
 %token <binop> OPASSIGN "compound assignment"
 %token OROR "'||'" ANDAND "'&&'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='" SHL "'<<'" SHR "'>>'"
@@ -129,6 +131,7 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
 %left '*' '/' '%'
 %precedence AS
 %precedence UNARY
+%right POW
 %precedence '['
 
 %type <expr> expr primary
@@ -341,6 +344,7 @@ expr
     | expr '*' expr     { $$ = kiln_ast_binary(ps, KILN_BIN_MUL, $1, $3); }
     | expr '/' expr     { $$ = kiln_ast_binary(ps, KILN_BIN_DIV, $1, $3); }
     | expr '%' expr     { $$ = kiln_ast_binary(ps, KILN_BIN_MOD, $1, $3); }
+    | expr POW expr     { $$ = kiln_ast_binary(ps, KILN_BIN_POW, $1, $3); }
     | expr AS type
         {
             $$ = kiln_ast_expr(ps, KILN_EXPR_CAST, SPAN(@$));

@@ -209,6 +209,17 @@ static void retype_literal(Sema *S, KilnExpr *e, KilnScalarKind s)
     if (!e->weak || !e->type || e->type->kind != KILN_TYPE_SCALAR)
         return;
     if (e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG) {
+        /* -128 is an i8: the range check is on the negated value, not on the 128 under it */
+        KilnExpr *lit = e->lhs;
+        if (lit->kind == KILN_EXPR_INT && kiln_scalar_is_int(s) && s != KILN_SCALAR_I1) {
+            if (!int_fits(-lit->ival, s))
+                ERR(S, e->span, "integer constant -%" PRId64 " does not fit in %s", lit->ival,
+                    kiln_scalar_name(s));
+            else
+                e->type = lit->type = kiln_type_scalar(s);
+            e->operand_type = e->type;
+            return;
+        }
         retype_literal(S, e->lhs, s);
         e->type = e->lhs->type;
         e->operand_type = e->type;
@@ -290,7 +301,7 @@ static const KilnType *value(Sema *S, KilnExpr *e)
 }
 
 static const char *const binop_spelling[KILN_BIN_COUNT] = {
-    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||",
+    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||", "**",
 };
 
 static bool is_compare(KilnBinOp op)
@@ -342,7 +353,8 @@ static bool fold_binary(Sema *S, KilnExpr *e, KilnScalarKind s)
     case KILN_BIN_BITXOR: r = a ^ b; break;
     case KILN_BIN_AND: r = a && b; break;
     case KILN_BIN_OR: r = a || b; break;
-    case KILN_BIN_COUNT: KILN_ASSERT(!"bad binop");
+    case KILN_BIN_POW:
+    case KILN_BIN_COUNT: KILN_ASSERT(!"bad binop"); /* ** is folded by check_pow */
     }
     if (ovf || (!is_compare(e->binop) && !int_fits(r, s))) {
         ERR(S, e->span, "integer overflow in constant expression (%s)", kiln_scalar_name(s));
@@ -353,12 +365,65 @@ static bool fold_binary(Sema *S, KilnExpr *e, KilnScalarKind s)
     return true;
 }
 
+/* b ** n in exact integer arithmetic; false on overflow of type s. */
+static bool fold_pow(int64_t b, int64_t n, KilnScalarKind s, int64_t *out)
+{
+    int64_t r = 1;
+    for (int64_t i = 0; i < n; i++) {
+        if (__builtin_mul_overflow(r, b, &r) || !int_fits(r, s))
+            return false;
+        if (r == 0 || r == 1 || (r == -1 && b == -1 && (n - i - 1) % 2 == 0))
+            break; /* the rest cannot change it (0, 1; or -1 with an even count of -1 to go) */
+    }
+    *out = r;
+    return true;
+}
+
+/* pow = expr "**" expr.  The exponent is a compile-time integer constant: the power becomes
+ * ceil(log2 n) to 2 log2 n multiplications in the base's type (mlirgen), and a negative exponent
+ * the reciprocal of that, so only a float base may have one.  A non-constant exponent would need
+ * pow(), which not every target has; exp2(y * log2(x)) is the way for x > 0. */
+static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const KilnType *rt)
+{
+    KilnExpr *x = e->lhs, *n = e->rhs;
+    if (!is_numeric(lt) || lt->scalar == KILN_SCALAR_I1) {
+        ERR(S, x->span, "the base of '**' must be a number, got %s", tstr(S, lt));
+        return NULL;
+    }
+    if (!n->is_const || rt->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(rt->scalar) ||
+        rt->scalar == KILN_SCALAR_I1) {
+        ERR(S, n->span, "the exponent of '**' must be a compile-time integer constant "
+                        "(for a run-time exponent write exp2(y * log2(x)))");
+        return NULL;
+    }
+    if (n->ival < 0 && !kiln_scalar_is_float(lt->scalar)) {
+        ERR(S, n->span, "a negative exponent needs a floating-point base, got %s", tstr(S, lt));
+        return NULL;
+    }
+    if (n->ival > INT32_MAX || n->ival < -INT32_MAX) {
+        ERR(S, n->span, "exponent %" PRId64 " of '**' is out of range", n->ival);
+        return NULL;
+    }
+    if (x->is_const && kiln_scalar_is_int(lt->scalar)) {
+        if (!fold_pow(x->ival, n->ival, lt->scalar, &e->ival)) {
+            ERR(S, e->span, "integer overflow in constant expression (%s)", kiln_scalar_name(lt->scalar));
+            return NULL;
+        }
+        e->is_const = true;
+    }
+    e->operand_type = lt;
+    e->weak = x->weak;
+    return lt;
+}
+
 /* binary = expr OP expr */
 static const KilnType *check_binary(Sema *S, KilnExpr *e)
 {
     const KilnType *lt = value(S, e->lhs), *rt = value(S, e->rhs);
     if (!lt || !rt)
         return NULL;
+    if (e->binop == KILN_BIN_POW && !is_ptrish(lt) && !is_ptrish(rt))
+        return check_pow(S, e, lt, rt);
     const char *op = binop_spelling[e->binop];
     int rank;
     int64_t dims[KILN_MAX_RANK];
@@ -1184,8 +1249,14 @@ static void check_for(Sema *S, KilnStmt *s)
     if (s->lo) {
         need_i32_scalar(S, s->lo, "range start");
         need_i32_scalar(S, s->hi, "range end");
-        if (s->step && need_i32_scalar(S, s->step, "range step") && s->step->is_const && s->step->ival <= 0)
-            ERR(S, s->step->span, "range step must be positive, got %" PRId64, s->step->ival);
+        /* A constant step may be negative (range(hi, lo, -1) counts down, mlirgen); a run-time
+         * step must be positive, as scf.for's is. */
+        if (s->step && need_i32_scalar(S, s->step, "range step") && s->step->is_const) {
+            if (s->step->ival == 0)
+                ERR(S, s->step->span, "range step must not be zero");
+            else if (s->step->ival == INT32_MIN)
+                ERR(S, s->step->span, "range step %" PRId64 " is out of range", s->step->ival);
+        }
     }
     int saved_n = S->names.n, saved_start = S->scope_start;
     S->scope_start = S->names.n;

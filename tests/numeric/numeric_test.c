@@ -852,6 +852,51 @@ static bool test_accum_loop(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- pow_countdown ------------------------------------------------------------------------- */
+
+/* `**`, count-down ranges, i1 order and the i8 literal -128 (issue 15). The integers are exact;
+ * the f32 results allow 1e-5 of their size for the same reason as accum_loop (a multiply and an
+ * add the GPU lowering may fuse); v^-2 of a first element near 0 is large but finite and compared
+ * relatively. cols = 1 makes the count-down loops run once; the -2 step range never runs. */
+static bool test_pow_countdown(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{300, 37, 128}, {1, 1, 32}, {200, 8, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t n = 4 * rows, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "pow_countdown", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1200 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(total, sizeof *outf), *rf = kiln_test_alloc(n, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(total, sizeof *outi), *ri = kiln_test_alloc(n, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, total * sizeof *outf);
+    void *di = kiln_test_output(&run, total * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, outf, df, total * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, total * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, total, 1, n, total);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, total, 1, n, total);
+    kiln_ref_pow_countdown(x, rf, ri, rows, cols);
+    check_close(&run, "outf", outf, rf, n, 1.0, 1e-5);
+    check_equal_i32(&run, "outi", outi, ri, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -865,6 +910,7 @@ static const struct {
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
     {"accum_loop", test_accum_loop},
+    {"pow_countdown", test_pow_countdown},
 };
 
 static int find_test(const char *name) {

@@ -241,3 +241,28 @@ void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t ro
     hashes[2 * r + 1] = (int32_t)cols;
   }
 }
+
+void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *row = x + r * cols;
+    float horner = 0.0f;
+    for (size_t c = cols; c-- > 0;)
+      horner = horner * 0.5f + row[c];
+    int32_t every3 = 0;
+    for (int64_t c = (int64_t)cols - 1; c > -1; c -= 3)
+      every3 += (int32_t)c * 100 + (row[c] > 0.0f);
+    float v = row[0];
+    int pos = v > 0.0f, big = v > 1.0f;
+    outf[4 * r] = horner;
+    outf[4 * r + 1] = v * v + v * (v * v);
+    outf[4 * r + 2] = 1.0f / (v * v);
+    outf[4 * r + 3] = 1025.25f;
+    /* as numbers 0 and 1: pos > big, pos >= big, max, min, big < pos */
+    outi[4 * r] = (pos > big) + 2 * (pos >= big) + 4 * (pos > big ? pos : big) +
+                  8 * (pos < big ? pos : big) + 16 * (big < pos);
+    outi[4 * r + 1] = every3;
+    outi[4 * r + 2] = (int8_t)((int8_t)(v * 16.0f) ^ (int8_t)-128);
+    int32_t m = (int32_t)(r % 7);
+    outi[4 * r + 3] = m * m * m - 8;
+  }
+}

@@ -103,4 +103,10 @@ void kiln_ref_small_int_sum(const int8_t *flags, const int8_t *bytes, const int1
  * the ten compound assignments; hashes[2r + 1] = cols (the scalar loop counter). */
 void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t rows, size_t cols);
 
+/* The pow_countdown kernel per row: outf = the Horner sum of the row taken backwards
+ * (h = h / 2 + x[c]), v^2 + v^3, v^-2 and 1025.25 for v = the row's first element; outi = the
+ * i1 orderings of (v > 0, v > 1) as bits, the count-down sum over every third column from the
+ * last, (i8)(16 v) ^ -128 widened, and (r % 7)^3 - 8. */
+void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols);
+
 #endif /* KILN_NUMERIC_REFERENCE_H */
