@@ -214,6 +214,8 @@ static void dump_stmt(const KilnStmt *s, FILE *out, int lvl)
         }
         break;
     case KILN_STMT_RETURN: fprintf(out, "Return\n"); break;
+    case KILN_STMT_BREAK: fprintf(out, "Break\n"); break;
+    case KILN_STMT_CONTINUE: fprintf(out, "Continue\n"); break;
     case KILN_STMT_COUNT: fprintf(out, "?\n"); break;
     }
 }

@@ -122,6 +122,10 @@ KilnType *kiln_ast_type(KilnParseState *ps, KilnTypeKind kind, KilnScalarKind s)
 /* Records the depth of a node and reports (once) when it passes KILN_MAX_NESTING. */
 void kiln_ast_check_depth(KilnParseState *ps, int depth, KilnSpan span);
 
+/* Rewrites break, continue and early returns of kernel k into flag vars and guard ifs (exits.c);
+ * run once per kernel right after it is parsed.  An exit outside a loop is reported. */
+void kiln_exits_lower(KilnParseState *ps, KilnKernel *k);
+
 /* The parser entry (parser.y); returns true on success. */
 bool kiln_parse_run(KilnCompilation *c);
 

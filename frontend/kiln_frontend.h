@@ -213,6 +213,8 @@ typedef enum KilnStmtKind {
     KILN_STMT_FOR,    /* decl (loop var, i32), lo, hi, step (NULL = 1), body, carried[ncarried] */
     KILN_STMT_IF,     /* cond, body (then), else_body (NULL if absent), carried[ncarried] */
     KILN_STMT_RETURN,
+    KILN_STMT_BREAK,    /* parsed only: the parser's exit lowering (exits.c) turns break, continue */
+    KILN_STMT_CONTINUE, /* and every return but a final one into flags, so sema never sees them */
     KILN_STMT_COUNT
 } KilnStmtKind;
 
@@ -241,6 +243,8 @@ struct KilnStmt {
     KilnBlock *else_body;
     KilnDecl **carried;
     int ncarried;
+    bool guard; /* IF made by the exit lowering: runs the rest of a block after a statement that
+                   may break, continue or return; its body continues that block's scope */
     int depth; /* internal */
 };
 

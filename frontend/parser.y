@@ -168,6 +168,7 @@ kernel
             k->body = $6;
             k->num_warps = 4;
             k->num_stages = 2;
+            kiln_exits_lower(ps, k);
             kiln_vec_push(&ps->c->ar, &ps->c->kernels, k);
         }
     ;
@@ -288,6 +289,16 @@ stmt
         }
     | if_stmt           { $$ = $1; }
     | RETURN ';'        { $$ = kiln_ast_stmt(ps, KILN_STMT_RETURN, SPAN(@$)); }
+    | BREAK ';'         { $$ = kiln_ast_stmt(ps, KILN_STMT_BREAK, SPAN(@$)); }
+    | CONTINUE ';'      { $$ = kiln_ast_stmt(ps, KILN_STMT_CONTINUE, SPAN(@$)); }
+    | WHILE expr block
+        {
+            /* scf.while is not lowered by the backends yet (exits.c): say what to write */
+            kiln_diag_error(ps->c, SPAN(@1),
+                            "'while' loops are not supported yet: write 'for i in range(0, LIMIT)' "
+                            "with 'if !(COND) { break; }' first in its body");
+            $$ = NULL;
+        }
     | error ';'         { $$ = NULL; yyerrok; }
     ;
 

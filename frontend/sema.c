@@ -1269,10 +1269,13 @@ static void check_for(Sema *S, KilnStmt *s)
     end_scope(S, saved_n, saved_start);
 }
 
-static void check_scoped_block(Sema *S, KilnBlock *b)
+/* A block with its own scope; or, for a guard's body (`shared`), the rest of the enclosing
+ * block, whose names are still checked against that block's (a redeclaration is an error). */
+static void check_scoped_block(Sema *S, KilnBlock *b, bool shared)
 {
     int saved_n = S->names.n, saved_start = S->scope_start;
-    S->scope_start = S->names.n;
+    if (!shared)
+        S->scope_start = S->names.n;
     check_block(S, b, false);
     end_scope(S, saved_n, saved_start);
 }
@@ -1284,9 +1287,9 @@ static void check_if(Sema *S, KilnStmt *s)
     if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1))
         ERR(S, s->cond->span, "if condition must be an i1 scalar, got %s", tstr(S, t));
     push_ctl(S, s);
-    check_scoped_block(S, s->body);
+    check_scoped_block(S, s->body, s->guard);
     if (s->else_body)
-        check_scoped_block(S, s->else_body);
+        check_scoped_block(S, s->else_body, false);
     pop_ctl(S);
 }
 
@@ -1305,16 +1308,18 @@ static void check_stmt(Sema *S, KilnStmt *s)
     case KILN_STMT_FOR: check_for(S, s); break;
     case KILN_STMT_IF: check_if(S, s); break;
     case KILN_STMT_RETURN: break;
-    case KILN_STMT_COUNT: KILN_ASSERT(!"bad stmt kind");
+    case KILN_STMT_BREAK:
+    case KILN_STMT_CONTINUE:
+    case KILN_STMT_COUNT: KILN_ASSERT(!"bad stmt kind"); /* break/continue: lowered by exits.c */
     }
 }
 
 static void check_block(Sema *S, KilnBlock *b, bool top)
 {
+    /* every return but a last one became a flag in the parser (exits.c) */
     for (int i = 0; i < b->nstmts; i++) {
         KilnStmt *s = b->stmts[i];
-        if (s->kind == KILN_STMT_RETURN && (!top || i != b->nstmts - 1))
-            ERR(S, s->span, "'return' must be the last statement of the kernel");
+        KILN_ASSERT(s->kind != KILN_STMT_RETURN || (top && i == b->nstmts - 1));
         check_stmt(S, s);
     }
 }

@@ -897,6 +897,53 @@ static bool test_pow_countdown(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- early_exit ---------------------------------------------------------------------------- */
+
+/* break, continue and early return (issue 15), lowered to flags: the counters and columns are
+ * exact; the row sum is in the reference's order (exact) and the 16-lane sum of t is a tree on
+ * the GPU, so f32 results allow 1e-5 of their size (16 positive terms). Three programs more than
+ * rows must return before writing (the tails stay sentinel); the limits make some rows break
+ * early, some never (1e30), and inputs up to 3.6 make some return from inside the loop. */
+static bool test_early_exit(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols;
+    float limit;
+  } cfgs[] = {{300, 37, 20.0f}, {1, 1, 0.0f}, {64, 16, 1e30f}, {100, 5, 2.0f}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t nf = 2 * rows, ni = 4 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu limit=%g", rows, cols, (double)cfgs[ci].limit);
+    KilnTestRun run;
+    run_begin(&run, dev, "early_exit", NULL, 0, shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1300 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 3.6f);
+    float *out = kiln_test_alloc(ftotal, sizeof *out), *rout = kiln_test_alloc(nf, sizeof *rout);
+    int32_t *counts = kiln_test_alloc(itotal, sizeof *counts), *rcounts = kiln_test_alloc(ni, sizeof *rcounts);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dout = kiln_test_output(&run, ftotal * sizeof *out);
+    void *dcounts = kiln_test_output(&run, itotal * sizeof *counts);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    float limit = cfgs[ci].limit;
+    void *args[] = {&dx, &dout, &dcounts, &r32, &c32, &limit};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows + 3, 1, args);
+    kiln_test_fetch(&run, out, dout, ftotal * sizeof *out);
+    kiln_test_fetch(&run, counts, dcounts, itotal * sizeof *counts);
+
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, ftotal, 1, nf, ftotal);
+    kiln_test_check_untouched(&run, "counts", counts, sizeof *counts, itotal, 1, ni, itotal);
+    kiln_ref_early_exit(x, rout, rcounts, rows, cols, limit);
+    check_close(&run, "out", out, rout, nf, 1.0, 1e-5);
+    check_equal_i32(&run, "counts", counts, rcounts, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(rout), free(counts), free(rcounts);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -911,6 +958,7 @@ static const struct {
     {"small_int_sum", test_small_int_sum},
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},
+    {"early_exit", test_early_exit},
 };
 
 static int find_test(const char *name) {

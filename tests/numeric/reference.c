@@ -4,6 +4,7 @@
 #include "kiln_base.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* ---- binary16 ---------------------------------------------------------------------------- */
@@ -264,5 +265,50 @@ void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t r
     outi[4 * r + 2] = (int8_t)((int8_t)(v * 16.0f) ^ (int8_t)-128);
     int32_t m = (int32_t)(r % 7);
     outi[4 * r + 3] = m * m * m - 8;
+  }
+}
+
+void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t rows, size_t cols,
+                         float limit) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *row = x + r * cols;
+    float *o = out + 2 * r;
+    int32_t *n = counts + 4 * r;
+    o[0] = o[1] = -1.0f;
+    n[0] = n[1] = n[2] = n[3] = -1;
+    float s = 0.0f, t[16] = {0};
+    int32_t visited = 0, stop = -1;
+    bool returned = false;
+    for (size_t c = 0; c < cols && !returned; c++) {
+      float v = row[c];
+      if (v > 3.5f) {
+        n[2] = (int32_t)c;
+        returned = true;
+        continue;
+      }
+      if (v < 0.0f)
+        continue;
+      visited++;
+      s += v;
+      for (int j = 0; j < 16; j++)
+        t[j] += v * (float)j;
+      if (s > limit) {
+        stop = (int32_t)c;
+        break;
+      }
+    }
+    if (returned)
+      continue;
+    int32_t pairs = 0;
+    for (int a = 0; a < 4; a++)
+      pairs += (int32_t)((size_t)(a + 1) < cols ? (size_t)(a + 1) : cols);
+    double ts = 0.0;
+    for (int j = 0; j < 16; j++)
+      ts += t[j];
+    o[0] = s;
+    o[1] = (float)ts;
+    n[0] = visited;
+    n[1] = stop;
+    n[3] = pairs;
   }
 }

@@ -109,4 +109,12 @@ void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t ro
  * last, (i8)(16 v) ^ -128 widened, and (r % 7)^3 - 8. */
 void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols);
 
+/* The early_exit kernel per row: out[2r..2r+1] and counts[4r..4r+3] start at -1; a row with a
+ * value above 3.5 records its column in counts[4r + 2] and stops there; other rows get the sum
+ * of their non-negative values up to the first one that passes `limit` (f32, in order), the sum
+ * of the 16 lanes of t += v * j (in double), the number of values summed, the column of the
+ * break (-1 when none) and sum over a < 4 of min(a + 1, cols). */
+void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t rows, size_t cols,
+                         float limit);
+
 #endif /* KILN_NUMERIC_REFERENCE_H */
