@@ -34,7 +34,7 @@ typedef struct Loop {
 
 typedef struct Exits {
     KilnParseState *ps;
-    KilnKernel *k;
+    const char *what; /* "kernel" or "function", for messages */
     KilnDecl *ret;   /* the kernel's return flag, or NULL */
     int nflags;      /* for unique names */
     int guard_depth; /* nested guards being built, bounded like any nesting */
@@ -122,6 +122,14 @@ static int lower_stmt(Exits *X, KilnStmt *s, Loop *loop, KilnPtrVec *before)
 {
     switch (s->kind) {
     case KILN_STMT_RETURN:
+        if (s->value || strcmp(X->what, "function with a value") == 0) {
+            kiln_diag_error(X->ps->c, s->span,
+                            strcmp(X->what, "kernel") == 0
+                                ? "a kernel returns no value (it writes its results through pointers)"
+                                : "a function returns a value only with its last statement, and "
+                                  "then has no other 'return'");
+            return SETS_NOTHING_LEFT;
+        }
         become_set(X, s, X->ret);
         return SETS_RET;
     case KILN_STMT_BREAK:
@@ -176,7 +184,7 @@ static int lower_block(Exits *X, KilnBlock *b, Loop *loop, bool top)
     int sets = 0;
     for (int i = 0; i < b->nstmts; i++) {
         KilnStmt *s = b->stmts[i];
-        if (top && i == b->nstmts - 1 && s->kind == KILN_STMT_RETURN)
+        if (top && i == b->nstmts - 1 && s->kind == KILN_STMT_RETURN && !s->value)
             break; /* the kernel's last statement: returning there changes nothing */
         KilnPtrVec before = {0};
         int here = lower_stmt(X, s, loop, &before);
@@ -214,7 +222,7 @@ static bool has_early_return(const KilnBlock *b, bool top)
 {
     for (int i = 0; b && i < b->nstmts; i++) {
         const KilnStmt *s = b->stmts[i];
-        if (s->kind == KILN_STMT_RETURN && !(top && i == b->nstmts - 1))
+        if (s->kind == KILN_STMT_RETURN && !s->value && !(top && i == b->nstmts - 1))
             return true;
         if ((s->kind == KILN_STMT_IF || s->kind == KILN_STMT_FOR) &&
             (has_early_return(s->body, false) || has_early_return(s->else_body, false)))
@@ -223,21 +231,40 @@ static bool has_early_return(const KilnBlock *b, bool top)
     return false;
 }
 
-void kiln_exits_lower(KilnParseState *ps, KilnKernel *k)
+static void lower_body(KilnParseState *ps, KilnBlock *body, KilnSpan span, const char *what)
 {
-    Exits X = {.ps = ps, .k = k};
+    Exits X = {.ps = ps, .what = what};
     KilnStmt *ret_decl = NULL;
-    if (has_early_return(k->body, true)) {
-        X.ret = new_flag(&X, "return", k->span);
+    if (has_early_return(body, true)) {
+        X.ret = new_flag(&X, "return", span);
         ret_decl = flag_stmt(&X, X.ret);
     }
-    lower_block(&X, k->body, NULL, true);
+    lower_block(&X, body, NULL, true);
     if (ret_decl) {
         KilnPtrVec v = {0};
         kiln_vec_push(&ps->c->ar, &v, ret_decl);
-        for (int i = 0; i < k->body->nstmts; i++)
-            kiln_vec_push(&ps->c->ar, &v, k->body->stmts[i]);
-        k->body->stmts = (KilnStmt **)v.items;
-        k->body->nstmts = v.n;
+        for (int i = 0; i < body->nstmts; i++)
+            kiln_vec_push(&ps->c->ar, &v, body->stmts[i]);
+        body->stmts = (KilnStmt **)v.items;
+        body->nstmts = v.n;
     }
+}
+
+void kiln_exits_lower(KilnParseState *ps, KilnKernel *k)
+{
+    lower_body(ps, k->body, k->span, "kernel");
+}
+
+/* A function's final `return e;` is its result (the value of the call): taken off the body
+ * first, so that any other return (with a value or not) in a function that has one is refused
+ * by the lowering, and a function without one may return early like a kernel. */
+void kiln_exits_lower_func(KilnParseState *ps, KilnFunc *f)
+{
+    KilnBlock *b = f->body;
+    if (b->nstmts > 0 && b->stmts[b->nstmts - 1]->kind == KILN_STMT_RETURN &&
+        b->stmts[b->nstmts - 1]->value) {
+        f->result = b->stmts[b->nstmts - 1]->value;
+        b->nstmts--;
+    }
+    lower_body(ps, b, f->span, f->result ? "function with a value" : "function");
 }

@@ -15,8 +15,14 @@
  * reported here": callers stay quiet about it so one mistake yields one message. */
 #include "frontend_internal.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <string.h>
+
+/* Functions are inlined per call: at most this deep, and this many calls per kernel (a function
+ * calling another twice, ten levels deep, is already a thousand copies). */
+#define MAX_INLINE_DEPTH 32
+#define MAX_INLINED_CALLS 4096
 
 /* No tile may hold more elements than this (shape arithmetic overflow guard). */
 #define MAX_TILE_ELEMS ((int64_t)1 << 24)
@@ -40,6 +46,9 @@ typedef struct Sema {
     Ctl *ctl;         /* enclosing for/if statements, innermost last */
     int nctl, ctl_cap;
     bool from_tune; /* bindings come from the tune block, whose check reported bad names */
+    const KilnFunc *calls[MAX_INLINE_DEPTH]; /* the functions being inlined, outermost first */
+    int ncalls;
+    int ninlined; /* calls inlined into this kernel, bounded so that nesting cannot explode */
 } Sema;
 
 #define ERR(S, span, ...) kiln_diag_error((S)->c, (span), __VA_ARGS__)
@@ -596,6 +605,11 @@ static const KilnType *check_list(Sema *S, KilnExpr *e)
     int64_t total = 1;
     for (int i = 0; i < e->nargs; i++) {
         KilnExpr *d = e->args[i];
+        if (d->kw) {
+            ERR(S, d->kw_span, "a list holds values, not 'name = value' pairs");
+            ok = false;
+            continue;
+        }
         const KilnType *dt = value(S, d);
         if (!dt) {
             ok = false;
@@ -1034,15 +1048,226 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     return NULL;
 }
 
+/* ---------------------------------------------------------------- functions */
+
+static void check_stmt(Sema *S, KilnStmt *s);
+static void check_binding(Sema *S, KilnStmt *s, bool init_checked);
+
+/* Matches a call's arguments to parameter names: positional ones in order, then `name = value`
+ * ones by name.  bound[i] gets the argument of parameter i (NULL: not given).  False when an
+ * argument fits no parameter (reported). */
+static bool match_args(Sema *S, KilnExpr *e, const char *const *names, int nnames, KilnExpr **bound)
+{
+    bool ok = true, seen_kw = false;
+    int pos = 0;
+    for (int i = 0; i < nnames; i++)
+        bound[i] = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        KilnExpr *a = e->args[i];
+        int j = pos;
+        if (a->kw) {
+            seen_kw = true;
+            for (j = 0; j < nnames && strcmp(names[j], a->kw) != 0; j++)
+                ;
+            if (j == nnames) {
+                ERR(S, a->kw_span, "'%s' has no parameter named '%s'", e->name, a->kw);
+                ok = false;
+                continue;
+            }
+            if (bound[j]) {
+                ERR(S, a->kw_span, "parameter '%s' of '%s' is given twice", a->kw, e->name);
+                ok = false;
+                continue;
+            }
+        } else if (seen_kw) {
+            ERR(S, a->span, "a positional argument cannot follow a keyword argument");
+            ok = false;
+            continue;
+        } else if (pos++ >= nnames) {
+            ERR(S, e->span, "'%s' takes %d argument%s, got %d", e->name, nnames, nnames == 1 ? "" : "s",
+                e->nargs);
+            return false;
+        }
+        bound[j] = a;
+    }
+    return ok;
+}
+
+/* The `let` that binds a parameter of an inlined call (a copy per call). */
+static KilnStmt *param_let(Sema *S, const KilnFuncParam *p, KilnExpr *init)
+{
+    KilnStmt *st = kiln_arena_alloc(S->ar, sizeof *st);
+    st->kind = KILN_STMT_LET;
+    st->span = p->span;
+    KilnDecl *d = kiln_arena_alloc(S->ar, sizeof *d);
+    d->kind = KILN_DECL_LET;
+    d->name = p->name;
+    d->span = p->span;
+    d->has_annot = p->has_annot;
+    d->annot = p->annot;
+    st->decl = d;
+    st->init = init;
+    return st;
+}
+
+/* call = IDENT "(" args ")" of a function: the arguments are checked in the caller's scope; then,
+ * in a scope of its own (the caller's names are out of sight), a copy of the function binds its
+ * parameters as `let`s (defaults checked there, after the parameters before them) and checks its
+ * body and result for these arguments.  mlirgen emits the copy in place of the call: the
+ * function is inlined, once per call, with the types of that call. */
+static const KilnType *check_func_call(Sema *S, KilnExpr *e, const KilnFunc *f)
+{
+    for (int i = 0; i < S->ncalls; i++)
+        if (S->calls[i] == f) {
+            ERR(S, e->span, "'%s' calls itself (through %s): functions are inlined, so recursion is "
+                            "not supported", f->name, S->calls[S->ncalls - 1]->name);
+            return NULL;
+        }
+    if (S->ncalls == MAX_INLINE_DEPTH || ++S->ninlined > MAX_INLINED_CALLS) {
+        ERR(S, e->span, "too many nested function calls to inline (more than %d deep or %d in a kernel)",
+            MAX_INLINE_DEPTH, MAX_INLINED_CALLS);
+        return NULL;
+    }
+    const char **names = kiln_arena_alloc(S->ar, sizeof *names * (size_t)(f->nparams + 1));
+    KilnExpr **bound = kiln_arena_alloc(S->ar, sizeof *bound * (size_t)(f->nparams + 1));
+    for (int i = 0; i < f->nparams; i++)
+        names[i] = f->params[i].name;
+    bool ok = match_args(S, e, names, f->nparams, bound);
+    for (int i = 0; i < f->nparams && ok; i++)
+        if (!bound[i] && !f->params[i].def) {
+            ERR(S, e->span, "missing argument '%s' of '%s'", f->params[i].name, f->name);
+            ok = false;
+        }
+    for (int i = 0; i < e->nargs; i++)
+        if (!value(S, e->args[i]))
+            ok = false;
+    if (!ok)
+        return NULL;
+
+    KilnPtrVec names_saved = S->names, shadowed_saved = S->shadowed;
+    KilnNameMap visible_saved = S->visible;
+    int start_saved = S->scope_start;
+    S->names = S->shadowed = (KilnPtrVec){0};
+    S->visible = (KilnNameMap){0};
+    S->scope_start = 0;
+    S->calls[S->ncalls++] = f;
+
+    KilnPtrVec stmts = {0};
+    size_t errors_before = S->c->nerrors;
+    for (int i = 0; i < f->nparams; i++) {
+        bool given = bound[i] != NULL;
+        KilnStmt *st = param_let(S, &f->params[i], given ? bound[i] : kiln_ast_clone_expr(S->ar, f->params[i].def));
+        check_binding(S, st, given);
+        kiln_vec_push(S->ar, &stmts, st);
+    }
+    KilnBlock *body = kiln_ast_clone_block(S->ar, f->body);
+    for (int i = 0; i < body->nstmts; i++) {
+        check_stmt(S, body->stmts[i]);
+        kiln_vec_push(S->ar, &stmts, body->stmts[i]);
+    }
+    KilnExpr *res = kiln_ast_clone_expr(S->ar, f->result);
+    const KilnType *t = res ? value(S, res) : kiln_type_void();
+
+    S->ncalls--;
+    S->names = names_saved;
+    S->shadowed = shadowed_saved;
+    S->visible = visible_saved;
+    S->scope_start = start_saved;
+    if (S->c->nerrors != errors_before) {
+        /* say which call made the body's types what they were */
+        kiln_diag_add(S->c, KILN_SEV_NOTE, e->span,
+                      kiln_arena_printf(S->ar, "in this call of '%s'", f->name));
+        return NULL;
+    }
+    e->inlined = kiln_arena_alloc(S->ar, sizeof *e->inlined);
+    e->inlined->stmts = (KilnStmt **)stmts.items;
+    e->inlined->nstmts = stmts.n;
+    e->inlined->span = f->body->span;
+    e->result = res;
+    if (res && t) {
+        e->is_const = res->is_const;
+        e->ival = res->ival;
+        e->weak = res->weak;
+    }
+    return t;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+/* The parameter names of builtin b, read from its signature in builtins.def ("load(ptr, mask?:
+ * i1, other?) -> ..." gives ptr, mask, other), so keyword arguments need no second table. */
+static int builtin_param_names(Sema *S, KilnBuiltin b, const char **names, int cap)
+{
+    const char *p = strchr(kiln_builtin_signature(b), '(');
+    int n = 0, depth = 0;
+    bool want_name = true;
+    for (p = p ? p + 1 : ""; *p && !(*p == ')' && depth == 0); p++) {
+        if (*p == '[')
+            depth++;
+        else if (*p == ']')
+            depth--;
+        else if (*p == ',' && depth == 0)
+            want_name = true;
+        else if (want_name && (isalpha((unsigned char)*p) || *p == '_') && n < cap) {
+            const char *q = p;
+            while (isalnum((unsigned char)*q) || *q == '_')
+                q++;
+            names[n++] = kiln_arena_strndup(S->ar, p, (size_t)(q - p));
+            want_name = false;
+            p = q - 1;
+        }
+    }
+    return n;
+}
+
+/* Builtins take keyword arguments by the names of their signatures (`load(p, mask = m, other =
+ * 0.0)`); the arguments are put in positional order, which must leave no gap: an optional
+ * argument is given only with the ones before it (load's `other` needs its `mask`). */
+static bool builtin_keywords(Sema *S, KilnExpr *e)
+{
+    bool any = false;
+    for (int i = 0; i < e->nargs; i++)
+        any |= e->args[i]->kw != NULL;
+    if (!any)
+        return true;
+    const char *names[8] = {0};
+    KilnExpr *bound[8] = {0};
+    int n = builtin_param_names(S, e->builtin, names, 8);
+    if (!match_args(S, e, names, n, bound))
+        return false;
+    int given = 0;
+    for (int i = 0; i < n; i++)
+        if (bound[i])
+            given = i + 1;
+    for (int i = 0; i < given; i++)
+        if (!bound[i]) {
+            ERR(S, e->span, "'%s' needs its argument '%s' when a later one is given", e->name, names[i]);
+            return false;
+        }
+    if (given == e->nargs && memcmp(bound, e->args, sizeof *bound * (size_t)given) == 0)
+        return true; /* in order already (this node was checked before) */
+    /* the order is the same under every binding, so it is fixed once, in the AST's arena */
+    KilnExpr **args = kiln_arena_alloc(&S->c->ar, sizeof *args * (size_t)(given + 1));
+    memcpy(args, bound, sizeof *args * (size_t)given);
+    e->args = args;
+    e->nargs = given;
+    return true;
+}
+
 /* call = IDENT "(" [expr {"," expr}] ")" */
 static const KilnType *check_call(Sema *S, KilnExpr *e)
 {
     e->builtin = find_builtin(e->name);
     if (!e->builtin) {
+        const KilnFunc *f = kiln_func_find(S->c, e->name);
+        if (f)
+            return check_func_call(S, e, f);
         ERR(S, e->span, "unknown function '%s'", e->name);
         return NULL;
     }
     const BuiltinInfo *bi = &builtin_info[e->builtin];
+    if (!builtin_keywords(S, e))
+        return NULL;
     if (e->nargs < bi->min_args || e->nargs > bi->max_args) {
         if (bi->min_args == bi->max_args)
             ERR(S, e->span, "'%s' takes %d argument%s, got %d", e->name, bi->min_args,
@@ -1079,6 +1304,8 @@ static const KilnType *check_expr(Sema *S, KilnExpr *e)
     e->is_const = false;
     e->weak = false;
     e->decl = NULL;
+    e->inlined = NULL;
+    e->result = NULL;
     const KilnType *t = NULL;
     switch (e->kind) {
     case KILN_EXPR_INT:
@@ -1169,10 +1396,11 @@ static bool assignable(Sema *S, KilnExpr *v, const KilnType *to, bool annotation
 }
 
 /* let/var = ("let" | "var") IDENT [":" type] "=" expr ";" */
-static void check_binding(Sema *S, KilnStmt *s)
+static void check_binding(Sema *S, KilnStmt *s, bool init_checked)
 {
     KilnDecl *d = s->decl;
-    const KilnType *t = value(S, s->init);
+    /* a function's parameter is bound to an argument already checked in the caller's scope */
+    const KilnType *t = !init_checked ? value(S, s->init) : s->init->type && need_value(S, s->init) ? s->init->type : NULL;
     d->type = NULL;
     d->is_const = false;
     if (t) {
@@ -1299,7 +1527,7 @@ static void check_stmt(Sema *S, KilnStmt *s)
     s->carried = NULL;
     switch (s->kind) {
     case KILN_STMT_LET:
-    case KILN_STMT_VAR: check_binding(S, s); break;
+    case KILN_STMT_VAR: check_binding(S, s, false); break;
     case KILN_STMT_ASSIGN: check_assign(S, s); break;
     case KILN_STMT_EXPR:
         if (check_expr(S, s->value) && s->value->kind != KILN_EXPR_CALL)

@@ -572,8 +572,20 @@ static MlirValue gen_hint(Gen *g, const KilnExpr *e, const char *attr) {
   return v;
 }
 
+static void gen_block(Gen *g, const KilnBlock *blk);
+
+/* A call of a function: sema bound its parameters as `let`s and checked a copy of its body for
+ * this call (e->inlined); emitting that copy here inlines the function. Its result, if any, is
+ * the call's value. */
+static MlirValue gen_inlined(Gen *g, const KilnExpr *e) {
+  gen_block(g, e->inlined);
+  if (g->failed || !e->result) return (MlirValue){NULL};
+  return gen_expr(g, e->result);
+}
+
 static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   MlirLocation loc = loc_of(g, e->span);
+  if (e->inlined) return gen_inlined(g, e);
   switch (e->builtin) {
   case KILN_BUILTIN_PROGRAM_ID: return kiln_ir_build_program_id(&g->b, loc, (int)e->args[0]->ival);
   case KILN_BUILTIN_NUM_PROGRAMS: return kiln_ir_build_num_programs(&g->b, loc, (int)e->args[0]->ival);

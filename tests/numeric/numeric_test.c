@@ -944,6 +944,52 @@ static bool test_early_exit(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- inline_fns ---------------------------------------------------------------------------- */
+
+/* Functions inlined per call, keyword arguments and defaults (issue 15). The integers are exact;
+ * the f32 results allow 1e-5 of their size: the dot product and 2 v^3 + clamp(v) are a multiply
+ * and an add the GPU lowering may fuse (the maximum itself is exact). */
+static bool test_inline_fns(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols;
+  } cfgs[] = {{300, 37}, {1, 1}, {50, 64}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t n = 4 * rows, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", 64}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "inline_fns", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1400 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
+    float *y = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
+    float *outf = kiln_test_alloc(total, sizeof *outf), *rf = kiln_test_alloc(n, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(total, sizeof *outi), *ri = kiln_test_alloc(n, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dy = kiln_test_input(&run, y, rows * cols * sizeof *y);
+    void *df = kiln_test_output(&run, total * sizeof *outf);
+    void *di = kiln_test_output(&run, total * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dy, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, outf, df, total * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, total * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, total, 1, n, total);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, total, 1, n, total);
+    kiln_ref_inline_fns(x, y, rf, ri, rows, cols);
+    check_close(&run, "outf", outf, rf, n, 1.0, 1e-5);
+    check_equal_i32(&run, "outi", outi, ri, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -959,6 +1005,7 @@ static const struct {
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},
     {"early_exit", test_early_exit},
+    {"inline_fns", test_inline_fns},
 };
 
 static int find_test(const char *name) {

@@ -312,3 +312,37 @@ void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t row
     n[3] = pairs;
   }
 }
+
+static float ref_clamp(float v, float lo, float hi) {
+  return fminf(fmaxf(v, lo), hi);
+}
+
+static float ref_poly(float v) {
+  return 2.0f * (v * (v * v)) + ref_clamp(v, -1.0f, 1.0f);
+}
+
+void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
+                         size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *px = x + r * cols, *py = y + r * cols;
+    float acc = 0.0f, top = -INFINITY;
+    int32_t at = -1, positive = 0;
+    for (size_t c = 0; c < cols; c++) {
+      acc += px[c] * py[c];
+      top = fmaxf(top, ref_poly(px[c]));
+      positive += px[c] > 0.0f;
+      if (at < 0 && px[c] > 1.5f)
+        at = (int32_t)c;
+    }
+    /* lanes past cols load 0, and poly(0) = 0 takes part in the maximum */
+    outf[4 * r] = acc;
+    outf[4 * r + 1] = fmaxf(top, 0.0f);
+    outf[4 * r + 2] = ref_poly(px[0]);
+    outf[4 * r + 3] = ref_clamp(px[0], -1.0f, 0.5f);
+    int32_t ri = (int32_t)r;
+    outi[4 * r] = at;
+    outi[4 * r + 1] = positive;
+    outi[4 * r + 2] = ri * ri * ri;
+    outi[4 * r + 3] = 3 * ri + 1;
+  }
+}

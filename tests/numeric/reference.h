@@ -117,4 +117,11 @@ void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t r
 void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t rows, size_t cols,
                          float limit);
 
+/* The inline_fns kernel per row (cols <= its BLOCK): outf = the row dot product of x and y (f32,
+ * in order), max over the row of poly(v) = 2 v^3 + clamp(v, -1, 1) (and 0, the masked lanes),
+ * poly(x[0]), clamp(x[0], -1, 0.5); outi = the first column above 1.5 (-1 when none), the count
+ * of positive values, r^3 and 3 r + 1. */
+void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
+                         size_t cols);
+
 #endif /* KILN_NUMERIC_REFERENCE_H */
