@@ -1119,8 +1119,13 @@ static const KilnType *check_func_call(Sema *S, KilnExpr *e, const KilnFunc *f)
 {
     for (int i = 0; i < S->ncalls; i++)
         if (S->calls[i] == f) {
-            ERR(S, e->span, "'%s' calls itself (through %s): functions are inlined, so recursion is "
-                            "not supported", f->name, S->calls[S->ncalls - 1]->name);
+            const KilnFunc *via = S->calls[S->ncalls - 1];
+            if (via == f)
+                ERR(S, e->span, "'%s' calls itself: functions are inlined, so recursion is not supported",
+                    f->name);
+            else
+                ERR(S, e->span, "'%s' calls itself (through %s): functions are inlined, so recursion is "
+                                "not supported", f->name, via->name);
             return NULL;
         }
     if (S->ncalls == MAX_INLINE_DEPTH || ++S->ninlined > MAX_INLINED_CALLS) {
