@@ -205,10 +205,12 @@ static MlirValue gen_as(Gen *g, const KilnExpr *e, const KilnType *to) {
     if (e->kind == KILN_EXPR_INT || e->kind == KILN_EXPR_BOOL)
       return const_of(g, loc, to, 0.0, e->ival, false);
     if (e->kind == KILN_EXPR_FLOAT) return const_of(g, loc, to, e->fval, 0, true);
-    /* a negated literal is one constant too (so -128 is an i8 constant, never 128 negated) */
-    if (e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG && e->lhs->kind == KILN_EXPR_INT)
+    /* a negated literal is one constant too (so -128 is an i8 constant, never 128 negated);
+     * not for i1, where a conversion is a truth test (-2 is true) and not a truncation */
+    bool neg_lit = e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG && to->scalar != KILN_SCALAR_I1;
+    if (neg_lit && e->lhs->kind == KILN_EXPR_INT)
       return const_of(g, loc, to, 0.0, -e->lhs->ival, false);
-    if (e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG && e->lhs->kind == KILN_EXPR_FLOAT)
+    if (neg_lit && e->lhs->kind == KILN_EXPR_FLOAT)
       return const_of(g, loc, to, -e->lhs->fval, 0, true);
   }
   MlirValue v = gen_expr(g, e);
