@@ -7,8 +7,8 @@
  * lowers nothing new: the flags are carried through loops and out of branches like any `var`,
  * and every target that runs `for` and `if` runs exits too.
  *
- * How.  Per kernel a flag `ret` (declared first in the body, when some `return` is not the
- * body's last statement); per loop a flag `brk` (declared just before the loop) and a flag `cont`
+ * How.  Per kernel (and per function body, kiln_exits_lower_func) a flag `ret` (declared first
+ * in the body, when some `return` is not the body's last statement); per loop a flag `brk` (declared just before the loop) and a flag `cont`
  * (declared first in the loop's body, so each iteration starts with it clear), each only when
  * used.  Their names contain a '#', so no program can name them.  In every block, after a
  * statement that may set a flag, the rest of the block moves into `if !flag && ... { rest }`;
@@ -34,8 +34,8 @@ typedef struct Loop {
 
 typedef struct Exits {
     KilnParseState *ps;
-    const char *what; /* "kernel" or "function", for messages */
-    KilnDecl *ret;   /* the kernel's return flag, or NULL */
+    const char *what; /* "kernel", "function" or "function with a value": which returns are legal */
+    KilnDecl *ret;   /* the body's return flag, or NULL */
     int nflags;      /* for unique names */
     int guard_depth; /* nested guards being built, bounded like any nesting */
 } Exits;
