@@ -87,7 +87,7 @@ KilnType *kiln_ast_type(KilnParseState *ps, KilnTypeKind kind, KilnScalarKind s)
 /* ---------------------------------------------------------------- dump */
 
 static const char *const binop_names[KILN_BIN_COUNT] = {
-    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||",
+    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||", "**",
 };
 static const char *const unop_names[KILN_UN_COUNT] = {"-", "!", "~"};
 
@@ -214,6 +214,8 @@ static void dump_stmt(const KilnStmt *s, FILE *out, int lvl)
         }
         break;
     case KILN_STMT_RETURN: fprintf(out, "Return\n"); break;
+    case KILN_STMT_BREAK: fprintf(out, "Break\n"); break;
+    case KILN_STMT_CONTINUE: fprintf(out, "Continue\n"); break;
     case KILN_STMT_COUNT: fprintf(out, "?\n"); break;
     }
 }
@@ -236,4 +238,60 @@ void kiln_ast_dump(const KilnKernel *k, FILE *out)
         fprintf(out, "\n");
     }
     dump_block(k->body, out, 1);
+}
+
+/* ---------------------------------------------------------------- copies (function inlining) */
+
+static KilnDecl *clone_decl(KilnArena *ar, const KilnDecl *d)
+{
+    if (!d)
+        return NULL;
+    KilnDecl *c = kiln_arena_alloc(ar, sizeof *c);
+    *c = *d;
+    return c;
+}
+
+KilnExpr *kiln_ast_clone_expr(KilnArena *ar, const KilnExpr *e)
+{
+    if (!e)
+        return NULL;
+    KilnExpr *c = kiln_arena_alloc(ar, sizeof *c);
+    *c = *e;
+    c->lhs = kiln_ast_clone_expr(ar, e->lhs);
+    c->rhs = kiln_ast_clone_expr(ar, e->rhs);
+    if (e->nargs > 0) {
+        c->args = kiln_arena_alloc(ar, sizeof *c->args * (size_t)e->nargs);
+        for (int i = 0; i < e->nargs; i++)
+            c->args[i] = kiln_ast_clone_expr(ar, e->args[i]);
+    }
+    /* index kinds and written types are never changed by sema: shared */
+    return c;
+}
+
+static KilnStmt *clone_stmt(KilnArena *ar, const KilnStmt *s)
+{
+    KilnStmt *c = kiln_arena_alloc(ar, sizeof *c);
+    *c = *s;
+    c->decl = clone_decl(ar, s->decl);
+    c->init = kiln_ast_clone_expr(ar, s->init);
+    c->value = kiln_ast_clone_expr(ar, s->value);
+    c->lo = kiln_ast_clone_expr(ar, s->lo);
+    c->hi = kiln_ast_clone_expr(ar, s->hi);
+    c->step = kiln_ast_clone_expr(ar, s->step);
+    c->cond = kiln_ast_clone_expr(ar, s->cond);
+    c->body = kiln_ast_clone_block(ar, s->body);
+    c->else_body = kiln_ast_clone_block(ar, s->else_body);
+    return c;
+}
+
+KilnBlock *kiln_ast_clone_block(KilnArena *ar, const KilnBlock *b)
+{
+    if (!b)
+        return NULL;
+    KilnBlock *c = kiln_arena_alloc(ar, sizeof *c);
+    *c = *b;
+    c->stmts = kiln_arena_alloc(ar, sizeof *c->stmts * (size_t)(b->nstmts + 1));
+    for (int i = 0; i < b->nstmts; i++)
+        c->stmts[i] = clone_stmt(ar, b->stmts[i]);
+    return c;
 }

@@ -59,6 +59,20 @@ static void link_items(KilnCompilation *c)
             kiln_names_set(&c->ar, &c->kernel_index, k->name, i);
         }
     }
+    for (int i = 0; i < c->funcs.n; i++) {
+        KilnFunc *f = c->funcs.items[i];
+        int first = kiln_names_get(&c->func_index, f->name);
+        if (first >= 0) {
+            KilnFunc *o = c->funcs.items[first];
+            kiln_diag_error(c, f->span, "function '%s' is already defined at line %d", f->name,
+                            o->span.line);
+            continue;
+        }
+        for (int b = 1; b < KILN_BUILTIN_COUNT; b++)
+            if (strcmp(kiln_builtin_name((KilnBuiltin)b), f->name) == 0)
+                kiln_diag_error(c, f->span, "'%s' is a builtin function: choose another name", f->name);
+        kiln_names_set(&c->ar, &c->func_index, f->name, i);
+    }
     for (int i = 0; i < c->tunes.n; i++) {
         KilnTune *t = c->tunes.items[i];
         t->kernel = kiln_kernel_find(c, t->kernel_name);
@@ -169,4 +183,10 @@ const char *kiln_builtin_doc(KilnBuiltin b)
 #undef KILN_BUILTIN
     };
     return (unsigned)b < KILN_BUILTIN_COUNT ? docs[b] : NULL;
+}
+
+KilnFunc *kiln_func_find(const KilnCompilation *c, const char *name)
+{
+    int i = kiln_names_get(&c->func_index, name);
+    return i >= 0 ? c->funcs.items[i] : NULL;
 }

@@ -81,6 +81,8 @@ struct KilnCompilation {
     KilnPtrVec kernels; /* KilnKernel* */
     KilnNameMap kernel_index; /* name -> index in kernels of its first definition */
     KilnPtrVec tunes;   /* KilnTune* */
+    KilnPtrVec funcs;   /* KilnFunc* */
+    KilnNameMap func_index; /* name -> index in funcs of its first definition */
     bool parsed;
     bool parse_ok;
     bool too_deep;      /* nesting limit hit: stop lexing, suppress follow-up syntax errors */
@@ -121,6 +123,17 @@ KilnBlock *kiln_ast_block(KilnParseState *ps, KilnPtrVec *stmts, KilnSpan span);
 KilnType *kiln_ast_type(KilnParseState *ps, KilnTypeKind kind, KilnScalarKind s);
 /* Records the depth of a node and reports (once) when it passes KILN_MAX_NESTING. */
 void kiln_ast_check_depth(KilnParseState *ps, int depth, KilnSpan span);
+
+/* Rewrites break, continue and early returns of kernel k into flag vars and guard ifs (exits.c);
+ * run once per kernel right after it is parsed.  An exit outside a loop is reported. */
+void kiln_exits_lower(KilnParseState *ps, KilnKernel *k);
+/* The same for a function's body; its final `return e;` becomes f->result. */
+void kiln_exits_lower_func(KilnParseState *ps, KilnFunc *f);
+
+/* Deep copies (into ar) of a function body and expression, for inlining one call: sema writes
+ * types into the copy, so each call is checked on its own.  Declarations are copied too. */
+KilnBlock *kiln_ast_clone_block(KilnArena *ar, const KilnBlock *b);
+KilnExpr *kiln_ast_clone_expr(KilnArena *ar, const KilnExpr *e);
 
 /* The parser entry (parser.y); returns true on success. */
 bool kiln_parse_run(KilnCompilation *c);

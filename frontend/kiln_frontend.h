@@ -149,6 +149,7 @@ typedef enum KilnBinOp {
     KILN_BIN_LT, KILN_BIN_LE, KILN_BIN_GT, KILN_BIN_GE, KILN_BIN_EQ, KILN_BIN_NE,
     KILN_BIN_BITAND, KILN_BIN_BITOR, KILN_BIN_BITXOR,
     KILN_BIN_AND, KILN_BIN_OR,
+    KILN_BIN_POW, /* x ** n: n is a compile-time integer (sema), lowered to multiplications */
     KILN_BIN_COUNT
 } KilnBinOp;
 
@@ -199,6 +200,11 @@ struct KilnExpr {
     KilnIndexKind *index;
     int nindex;
     const KilnType *cast_to;
+    const char *kw;                /* an argument written `kw = value` (a keyword argument) */
+    KilnSpan kw_span;
+    struct KilnBlock *inlined;     /* sema, CALL of a function: its parameters as `let`s bound to
+                                      the arguments, then its body, checked for this call */
+    KilnExpr *result;              /* sema, CALL of a function: the returned value (NULL: none) */
     bool weak;                     /* sema: an untyped constant (literal, const param) that took
                                       its type from the other operand, like Triton's constexprs */
     int depth;                     /* internal: nesting depth, bounded by the parser */
@@ -211,7 +217,9 @@ typedef enum KilnStmtKind {
     KILN_STMT_EXPR,   /* value */
     KILN_STMT_FOR,    /* decl (loop var, i32), lo, hi, step (NULL = 1), body, carried[ncarried] */
     KILN_STMT_IF,     /* cond, body (then), else_body (NULL if absent), carried[ncarried] */
-    KILN_STMT_RETURN,
+    KILN_STMT_RETURN, /* value: the returned expression (functions only), else NULL */
+    KILN_STMT_BREAK,    /* parsed only: the parser's exit lowering (exits.c) turns break, continue */
+    KILN_STMT_CONTINUE, /* and every return but a final one into flags, so sema never sees them */
     KILN_STMT_COUNT
 } KilnStmtKind;
 
@@ -240,8 +248,30 @@ struct KilnStmt {
     KilnBlock *else_body;
     KilnDecl **carried;
     int ncarried;
+    bool guard; /* IF made by the exit lowering: runs the rest of a block after a statement that
+                   may break, continue or return; its body continues that block's scope */
     int depth; /* internal */
 };
+
+/* A function: `def NAME(a, b: f32, c = 1.0) { ... return e; }`.  Parameters are untyped unless
+ * annotated; each call is checked on its own (sema inlines a copy of the body with the
+ * parameters bound as `let`s), so one function serves tiles and scalars of any type. */
+typedef struct KilnFuncParam {
+    const char *name;
+    KilnSpan span;
+    bool has_annot;
+    KilnType annot;
+    KilnExpr *def; /* default value, or NULL */
+} KilnFuncParam;
+
+typedef struct KilnFunc {
+    const char *name;
+    KilnSpan span;
+    KilnFuncParam *params;
+    int nparams;
+    KilnBlock *body;
+    KilnExpr *result; /* the value of its final `return e;`, or NULL (no value) */
+} KilnFunc;
 
 typedef struct KilnKernel {
     const char *name;
@@ -332,6 +362,7 @@ bool kiln_frontend_parse(KilnCompilation *c);
 int kiln_kernel_count(const KilnCompilation *c);
 KilnKernel *kiln_kernel_get(const KilnCompilation *c, int i);
 KilnKernel *kiln_kernel_find(const KilnCompilation *c, const char *name); /* NULL if none */
+KilnFunc *kiln_func_find(const KilnCompilation *c, const char *name);     /* NULL if none */
 int kiln_tune_count(const KilnCompilation *c);
 KilnTune *kiln_tune_get(const KilnCompilation *c, int i);
 

@@ -7,7 +7,8 @@
  * no later recursive walk can be driven deeper than KILN_MAX_NESTING.
  *
  * Precedence, loosest first:  ||  &&  |  ^  &  == !=  < <= > >=  << >>  + -  * / %  as  unary
- * then postfix indexing and calls. */
+ * **  then postfix indexing and calls.  `**` is right-associative and binds tighter than a unary
+ * minus on its left, as in Python: -x ** 2 is -(x ** 2), 2 ** 3 ** 2 is 2 ** 9. */
 %define api.pure full
 %define api.prefix {kiln_yy}
 %define api.token.prefix {TOK_}
@@ -27,6 +28,11 @@ typedef struct TuneItem {
     KilnExpr *where;
     KilnTunePreset preset;
 } TuneItem;
+
+/* One parameter of a function, gathered by the func rule. */
+typedef struct FuncParamItem {
+    KilnFuncParam p;
+} FuncParamItem;
 }
 
 %code provides {
@@ -105,6 +111,7 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
     KilnIndexKind idx;
     TuneItem *titem;
     int binop; /* KilnBinOp of a compound assignment */
+    FuncParamItem *fparam;
 }
 
 %token <ival> INT "integer literal"
@@ -113,6 +120,7 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
 %token <scalar> SCALAR "type name"
 %token KERNEL "'kernel'" TUNE "'tune'" CONST "'const'" LET "'let'" VAR "'var'"
 %token FOR "'for'" IN "'in'" RANGE "'range'" IF "'if'" ELSE "'else'" RETURN "'return'"
+%token WHILE "'while'" BREAK "'break'" CONTINUE "'continue'" POW "'**'" DEF "'def'"
 %token AS "'as'" TRUE "'true'" FALSE "'false'" NONE "'None'" WHERE "'where'"
 %token <binop> OPASSIGN "compound assignment"
 %token OROR "'||'" ANDAND "'&&'" EQ "'=='" NE "'!='" LE "'<='" GE "'>='" SHL "'<<'" SHR "'>>'"
@@ -129,9 +137,12 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
 %left '*' '/' '%'
 %precedence AS
 %precedence UNARY
+%right POW
 %precedence '['
 
-%type <expr> expr primary
+%type <expr> expr primary arg
+%type <vec> fparams fparam_list
+%type <fparam> fparam
 %type <vec> expr_list args params param_list stmts index_list name_list preset_items tune_items
 %type <decl> param
 %type <type> type
@@ -149,6 +160,7 @@ program
 
 item
     : kernel
+    | func
     | tune
     | error '}'         { yyerrok; }
     ;
@@ -165,7 +177,83 @@ kernel
             k->body = $6;
             k->num_warps = 4;
             k->num_stages = 2;
+            kiln_exits_lower(ps, k);
             kiln_vec_push(&ps->c->ar, &ps->c->kernels, k);
+        }
+    ;
+
+/* func = "def" IDENT "(" [fparam {"," fparam} [","]] ")" block
+ * fparam = IDENT [":" type] ["=" expr] */
+func
+    : DEF IDENT '(' fparam_list ')' block
+        {
+            KilnFunc *f = kiln_arena_alloc(&ps->c->ar, sizeof *f);
+            f->name = $2;
+            f->span = SPAN(@2);
+            f->nparams = $4.n;
+            f->params = kiln_arena_alloc(&ps->c->ar, sizeof *f->params * (size_t)($4.n + 1));
+            for (int i = 0; i < $4.n; i++) {
+                f->params[i] = ((FuncParamItem *)$4.items[i])->p;
+                for (int j = 0; j < i; j++)
+                    if (strcmp(f->params[j].name, f->params[i].name) == 0)
+                        kiln_diag_error(ps->c, f->params[i].span, "parameter '%s' is declared twice",
+                                        f->params[i].name);
+                if (i > 0 && f->params[i - 1].def && !f->params[i].def)
+                    kiln_diag_error(ps->c, f->params[i].span,
+                                    "parameter '%s' without a default follows one with a default",
+                                    f->params[i].name);
+            }
+            f->body = $6;
+            kiln_exits_lower_func(ps, f);
+            kiln_vec_push(&ps->c->ar, &ps->c->funcs, f);
+        }
+    ;
+
+fparam_list
+    : %empty            { $$ = (KilnPtrVec){0}; }
+    | fparams           { $$ = $1; }
+    | fparams ','       { $$ = $1; }
+    ;
+
+fparams
+    : fparam            { $$ = (KilnPtrVec){0}; kiln_vec_push(&ps->c->ar, &$$, $1); }
+    | fparams ',' fparam { $$ = $1; kiln_vec_push(&ps->c->ar, &$$, $3); }
+    ;
+
+fparam
+    : IDENT
+        {
+            FuncParamItem *it = kiln_arena_alloc(&ps->c->ar, sizeof *it);
+            it->p.name = $1;
+            it->p.span = SPAN(@1);
+            $$ = it;
+        }
+    | IDENT ':' type
+        {
+            FuncParamItem *it = kiln_arena_alloc(&ps->c->ar, sizeof *it);
+            it->p.name = $1;
+            it->p.span = SPAN(@1);
+            it->p.has_annot = true;
+            it->p.annot = *$3;
+            $$ = it;
+        }
+    | IDENT '=' expr
+        {
+            FuncParamItem *it = kiln_arena_alloc(&ps->c->ar, sizeof *it);
+            it->p.name = $1;
+            it->p.span = SPAN(@1);
+            it->p.def = $3;
+            $$ = it;
+        }
+    | IDENT ':' type '=' expr
+        {
+            FuncParamItem *it = kiln_arena_alloc(&ps->c->ar, sizeof *it);
+            it->p.name = $1;
+            it->p.span = SPAN(@1);
+            it->p.has_annot = true;
+            it->p.annot = *$3;
+            it->p.def = $5;
+            $$ = it;
         }
     ;
 
@@ -272,6 +360,10 @@ stmt
         {
             $$ = kiln_ast_stmt(ps, KILN_STMT_FOR, SPAN(@$));
             $$->decl = new_decl(ps, KILN_DECL_LOOP_VAR, $2, SPAN(@2));
+            for (int i = 0; i < $6.n; i++)
+                if (((KilnExpr *)$6.items[i])->kw)
+                    kiln_diag_error(ps->c, ((KilnExpr *)$6.items[i])->kw_span,
+                                    "range() takes no keyword arguments");
             if ($6.n < 2 || $6.n > 3) {
                 kiln_diag_error(ps->c, SPAN(@4), "range() takes 2 or 3 arguments, got %d", $6.n);
             } else {
@@ -285,6 +377,21 @@ stmt
         }
     | if_stmt           { $$ = $1; }
     | RETURN ';'        { $$ = kiln_ast_stmt(ps, KILN_STMT_RETURN, SPAN(@$)); }
+    | RETURN expr ';'
+        {
+            $$ = kiln_ast_stmt(ps, KILN_STMT_RETURN, SPAN(@$));
+            $$->value = $2;
+        }
+    | BREAK ';'         { $$ = kiln_ast_stmt(ps, KILN_STMT_BREAK, SPAN(@$)); }
+    | CONTINUE ';'      { $$ = kiln_ast_stmt(ps, KILN_STMT_CONTINUE, SPAN(@$)); }
+    | WHILE expr block
+        {
+            /* scf.while is not lowered by the backends yet (exits.c): say what to write */
+            kiln_diag_error(ps->c, SPAN(@1),
+                            "'while' loops are not supported yet: write 'for i in range(0, LIMIT)' "
+                            "with 'if !(COND) { break; }' first in its body");
+            $$ = NULL;
+        }
     | error ';'         { $$ = NULL; yyerrok; }
     ;
 
@@ -341,6 +448,7 @@ expr
     | expr '*' expr     { $$ = kiln_ast_binary(ps, KILN_BIN_MUL, $1, $3); }
     | expr '/' expr     { $$ = kiln_ast_binary(ps, KILN_BIN_DIV, $1, $3); }
     | expr '%' expr     { $$ = kiln_ast_binary(ps, KILN_BIN_MOD, $1, $3); }
+    | expr POW expr     { $$ = kiln_ast_binary(ps, KILN_BIN_POW, $1, $3); }
     | expr AS type
         {
             $$ = kiln_ast_expr(ps, KILN_EXPR_CAST, SPAN(@$));
@@ -414,8 +522,20 @@ args
     ;
 
 expr_list
-    : expr              { $$ = (KilnPtrVec){0}; kiln_vec_push(&ps->c->ar, &$$, $1); }
-    | expr_list ',' expr { $$ = $1; kiln_vec_push(&ps->c->ar, &$$, $3); }
+    : arg               { $$ = (KilnPtrVec){0}; kiln_vec_push(&ps->c->ar, &$$, $1); }
+    | expr_list ',' arg { $$ = $1; kiln_vec_push(&ps->c->ar, &$$, $3); }
+    ;
+
+/* arg = [IDENT "="] expr: a keyword argument names the parameter it binds (sema checks that
+ * the callee takes one by that name) */
+arg
+    : expr              { $$ = $1; }
+    | IDENT '=' expr
+        {
+            $$ = $3;
+            $$->kw = $1;
+            $$->kw_span = SPAN(@1);
+        }
     ;
 
 /* tune = "tune" IDENT "{" {tune_item} "}" */

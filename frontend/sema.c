@@ -15,8 +15,14 @@
  * reported here": callers stay quiet about it so one mistake yields one message. */
 #include "frontend_internal.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <string.h>
+
+/* Functions are inlined per call: at most this deep, and this many calls per kernel (a function
+ * calling another twice, ten levels deep, is already a thousand copies). */
+#define MAX_INLINE_DEPTH 32
+#define MAX_INLINED_CALLS 4096
 
 /* No tile may hold more elements than this (shape arithmetic overflow guard). */
 #define MAX_TILE_ELEMS ((int64_t)1 << 24)
@@ -40,6 +46,9 @@ typedef struct Sema {
     Ctl *ctl;         /* enclosing for/if statements, innermost last */
     int nctl, ctl_cap;
     bool from_tune; /* bindings come from the tune block, whose check reported bad names */
+    const KilnFunc *calls[MAX_INLINE_DEPTH]; /* the functions being inlined, outermost first */
+    int ncalls;
+    int ninlined; /* calls inlined into this kernel, bounded so that nesting cannot explode */
 } Sema;
 
 #define ERR(S, span, ...) kiln_diag_error((S)->c, (span), __VA_ARGS__)
@@ -209,6 +218,17 @@ static void retype_literal(Sema *S, KilnExpr *e, KilnScalarKind s)
     if (!e->weak || !e->type || e->type->kind != KILN_TYPE_SCALAR)
         return;
     if (e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG) {
+        /* -128 is an i8: the range check is on the negated value, not on the 128 under it */
+        KilnExpr *lit = e->lhs;
+        if (lit->kind == KILN_EXPR_INT && kiln_scalar_is_int(s) && s != KILN_SCALAR_I1) {
+            if (!int_fits(-lit->ival, s))
+                ERR(S, e->span, "integer constant -%" PRId64 " does not fit in %s", lit->ival,
+                    kiln_scalar_name(s));
+            else
+                e->type = lit->type = kiln_type_scalar(s);
+            e->operand_type = e->type;
+            return;
+        }
         retype_literal(S, e->lhs, s);
         e->type = e->lhs->type;
         e->operand_type = e->type;
@@ -290,7 +310,7 @@ static const KilnType *value(Sema *S, KilnExpr *e)
 }
 
 static const char *const binop_spelling[KILN_BIN_COUNT] = {
-    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||",
+    "+", "-", "*", "/", "%", "<<", ">>", "<", "<=", ">", ">=", "==", "!=", "&", "|", "^", "&&", "||", "**",
 };
 
 static bool is_compare(KilnBinOp op)
@@ -342,7 +362,8 @@ static bool fold_binary(Sema *S, KilnExpr *e, KilnScalarKind s)
     case KILN_BIN_BITXOR: r = a ^ b; break;
     case KILN_BIN_AND: r = a && b; break;
     case KILN_BIN_OR: r = a || b; break;
-    case KILN_BIN_COUNT: KILN_ASSERT(!"bad binop");
+    case KILN_BIN_POW:
+    case KILN_BIN_COUNT: KILN_ASSERT(!"bad binop"); /* ** is folded by check_pow */
     }
     if (ovf || (!is_compare(e->binop) && !int_fits(r, s))) {
         ERR(S, e->span, "integer overflow in constant expression (%s)", kiln_scalar_name(s));
@@ -353,12 +374,65 @@ static bool fold_binary(Sema *S, KilnExpr *e, KilnScalarKind s)
     return true;
 }
 
+/* b ** n in exact integer arithmetic; false on overflow of type s. */
+static bool fold_pow(int64_t b, int64_t n, KilnScalarKind s, int64_t *out)
+{
+    int64_t r = 1;
+    for (int64_t i = 0; i < n; i++) {
+        if (__builtin_mul_overflow(r, b, &r) || !int_fits(r, s))
+            return false;
+        if (r == 0 || r == 1 || (r == -1 && b == -1 && (n - i - 1) % 2 == 0))
+            break; /* the rest cannot change it (0, 1; or -1 with an even count of -1 to go) */
+    }
+    *out = r;
+    return true;
+}
+
+/* pow = expr "**" expr.  The exponent is a compile-time integer constant: the power becomes
+ * ceil(log2 n) to 2 log2 n multiplications in the base's type (mlirgen), and a negative exponent
+ * the reciprocal of that, so only a float base may have one.  A non-constant exponent would need
+ * pow(), which not every target has; exp2(y * log2(x)) is the way for x > 0. */
+static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const KilnType *rt)
+{
+    KilnExpr *x = e->lhs, *n = e->rhs;
+    if (!is_numeric(lt) || lt->scalar == KILN_SCALAR_I1) {
+        ERR(S, x->span, "the base of '**' must be a number, got %s", tstr(S, lt));
+        return NULL;
+    }
+    if (!n->is_const || rt->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(rt->scalar) ||
+        rt->scalar == KILN_SCALAR_I1) {
+        ERR(S, n->span, "the exponent of '**' must be a compile-time integer constant "
+                        "(for a run-time exponent write exp2(y * log2(x)))");
+        return NULL;
+    }
+    if (n->ival < 0 && !kiln_scalar_is_float(lt->scalar)) {
+        ERR(S, n->span, "a negative exponent needs a floating-point base, got %s", tstr(S, lt));
+        return NULL;
+    }
+    if (n->ival > INT32_MAX || n->ival < -INT32_MAX) {
+        ERR(S, n->span, "exponent %" PRId64 " of '**' is out of range", n->ival);
+        return NULL;
+    }
+    if (x->is_const && kiln_scalar_is_int(lt->scalar)) {
+        if (!fold_pow(x->ival, n->ival, lt->scalar, &e->ival)) {
+            ERR(S, e->span, "integer overflow in constant expression (%s)", kiln_scalar_name(lt->scalar));
+            return NULL;
+        }
+        e->is_const = true;
+    }
+    e->operand_type = lt;
+    e->weak = x->weak;
+    return lt;
+}
+
 /* binary = expr OP expr */
 static const KilnType *check_binary(Sema *S, KilnExpr *e)
 {
     const KilnType *lt = value(S, e->lhs), *rt = value(S, e->rhs);
     if (!lt || !rt)
         return NULL;
+    if (e->binop == KILN_BIN_POW && !is_ptrish(lt) && !is_ptrish(rt))
+        return check_pow(S, e, lt, rt);
     const char *op = binop_spelling[e->binop];
     int rank;
     int64_t dims[KILN_MAX_RANK];
@@ -531,6 +605,11 @@ static const KilnType *check_list(Sema *S, KilnExpr *e)
     int64_t total = 1;
     for (int i = 0; i < e->nargs; i++) {
         KilnExpr *d = e->args[i];
+        if (d->kw) {
+            ERR(S, d->kw_span, "a list holds values, not 'name = value' pairs");
+            ok = false;
+            continue;
+        }
         const KilnType *dt = value(S, d);
         if (!dt) {
             ok = false;
@@ -969,15 +1048,231 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     return NULL;
 }
 
+/* ---------------------------------------------------------------- functions */
+
+static void check_stmt(Sema *S, KilnStmt *s);
+static void check_binding(Sema *S, KilnStmt *s, bool init_checked);
+
+/* Matches a call's arguments to parameter names: positional ones in order, then `name = value`
+ * ones by name.  bound[i] gets the argument of parameter i (NULL: not given).  False when an
+ * argument fits no parameter (reported). */
+static bool match_args(Sema *S, KilnExpr *e, const char *const *names, int nnames, KilnExpr **bound)
+{
+    bool ok = true, seen_kw = false;
+    int pos = 0;
+    for (int i = 0; i < nnames; i++)
+        bound[i] = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        KilnExpr *a = e->args[i];
+        int j = pos;
+        if (a->kw) {
+            seen_kw = true;
+            for (j = 0; j < nnames && strcmp(names[j], a->kw) != 0; j++)
+                ;
+            if (j == nnames) {
+                ERR(S, a->kw_span, "'%s' has no parameter named '%s'", e->name, a->kw);
+                ok = false;
+                continue;
+            }
+            if (bound[j]) {
+                ERR(S, a->kw_span, "parameter '%s' of '%s' is given twice", a->kw, e->name);
+                ok = false;
+                continue;
+            }
+        } else if (seen_kw) {
+            ERR(S, a->span, "a positional argument cannot follow a keyword argument");
+            ok = false;
+            continue;
+        } else if (pos++ >= nnames) {
+            ERR(S, e->span, "'%s' takes %d argument%s, got %d", e->name, nnames, nnames == 1 ? "" : "s",
+                e->nargs);
+            return false;
+        }
+        bound[j] = a;
+    }
+    return ok;
+}
+
+/* The `let` that binds a parameter of an inlined call (a copy per call). */
+static KilnStmt *param_let(Sema *S, const KilnFuncParam *p, KilnExpr *init)
+{
+    KilnStmt *st = kiln_arena_alloc(S->ar, sizeof *st);
+    st->kind = KILN_STMT_LET;
+    st->span = p->span;
+    KilnDecl *d = kiln_arena_alloc(S->ar, sizeof *d);
+    d->kind = KILN_DECL_LET;
+    d->name = p->name;
+    d->span = p->span;
+    d->has_annot = p->has_annot;
+    d->annot = p->annot;
+    st->decl = d;
+    st->init = init;
+    return st;
+}
+
+/* call = IDENT "(" args ")" of a function: the arguments are checked in the caller's scope; then,
+ * in a scope of its own (the caller's names are out of sight), a copy of the function binds its
+ * parameters as `let`s (defaults checked there, after the parameters before them) and checks its
+ * body and result for these arguments.  mlirgen emits the copy in place of the call: the
+ * function is inlined, once per call, with the types of that call. */
+static const KilnType *check_func_call(Sema *S, KilnExpr *e, const KilnFunc *f)
+{
+    for (int i = 0; i < S->ncalls; i++)
+        if (S->calls[i] == f) {
+            const KilnFunc *via = S->calls[S->ncalls - 1];
+            if (via == f)
+                ERR(S, e->span, "'%s' calls itself: functions are inlined, so recursion is not supported",
+                    f->name);
+            else
+                ERR(S, e->span, "'%s' calls itself (through %s): functions are inlined, so recursion is "
+                                "not supported", f->name, via->name);
+            return NULL;
+        }
+    if (S->ncalls == MAX_INLINE_DEPTH || ++S->ninlined > MAX_INLINED_CALLS) {
+        ERR(S, e->span, "too many nested function calls to inline (more than %d deep or %d in a kernel)",
+            MAX_INLINE_DEPTH, MAX_INLINED_CALLS);
+        return NULL;
+    }
+    const char **names = kiln_arena_alloc(S->ar, sizeof *names * (size_t)(f->nparams + 1));
+    KilnExpr **bound = kiln_arena_alloc(S->ar, sizeof *bound * (size_t)(f->nparams + 1));
+    for (int i = 0; i < f->nparams; i++)
+        names[i] = f->params[i].name;
+    bool ok = match_args(S, e, names, f->nparams, bound);
+    for (int i = 0; i < f->nparams && ok; i++)
+        if (!bound[i] && !f->params[i].def) {
+            ERR(S, e->span, "missing argument '%s' of '%s'", f->params[i].name, f->name);
+            ok = false;
+        }
+    for (int i = 0; i < e->nargs; i++)
+        if (!value(S, e->args[i]))
+            ok = false;
+    if (!ok)
+        return NULL;
+
+    KilnPtrVec names_saved = S->names, shadowed_saved = S->shadowed;
+    KilnNameMap visible_saved = S->visible;
+    int start_saved = S->scope_start;
+    S->names = S->shadowed = (KilnPtrVec){0};
+    S->visible = (KilnNameMap){0};
+    S->scope_start = 0;
+    S->calls[S->ncalls++] = f;
+
+    KilnPtrVec stmts = {0};
+    size_t errors_before = S->c->nerrors;
+    for (int i = 0; i < f->nparams; i++) {
+        bool given = bound[i] != NULL;
+        KilnStmt *st = param_let(S, &f->params[i], given ? bound[i] : kiln_ast_clone_expr(S->ar, f->params[i].def));
+        check_binding(S, st, given);
+        kiln_vec_push(S->ar, &stmts, st);
+    }
+    KilnBlock *body = kiln_ast_clone_block(S->ar, f->body);
+    for (int i = 0; i < body->nstmts; i++) {
+        check_stmt(S, body->stmts[i]);
+        kiln_vec_push(S->ar, &stmts, body->stmts[i]);
+    }
+    KilnExpr *res = kiln_ast_clone_expr(S->ar, f->result);
+    const KilnType *t = res ? value(S, res) : kiln_type_void();
+
+    S->ncalls--;
+    S->names = names_saved;
+    S->shadowed = shadowed_saved;
+    S->visible = visible_saved;
+    S->scope_start = start_saved;
+    if (S->c->nerrors != errors_before) {
+        /* say which call made the body's types what they were */
+        kiln_diag_add(S->c, KILN_SEV_NOTE, e->span,
+                      kiln_arena_printf(S->ar, "in this call of '%s'", f->name));
+        return NULL;
+    }
+    e->inlined = kiln_arena_alloc(S->ar, sizeof *e->inlined);
+    e->inlined->stmts = (KilnStmt **)stmts.items;
+    e->inlined->nstmts = stmts.n;
+    e->inlined->span = f->body->span;
+    e->result = res;
+    if (res && t) {
+        e->is_const = res->is_const;
+        e->ival = res->ival;
+        e->weak = res->weak;
+    }
+    return t;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+/* The parameter names of builtin b, read from its signature in builtins.def ("load(ptr, mask?:
+ * i1, other?) -> ..." gives ptr, mask, other), so keyword arguments need no second table. */
+static int builtin_param_names(Sema *S, KilnBuiltin b, const char **names, int cap)
+{
+    const char *p = strchr(kiln_builtin_signature(b), '(');
+    int n = 0, depth = 0;
+    bool want_name = true;
+    for (p = p ? p + 1 : ""; *p && !(*p == ')' && depth == 0); p++) {
+        if (*p == '[')
+            depth++;
+        else if (*p == ']')
+            depth--;
+        else if (*p == ',' && depth == 0)
+            want_name = true;
+        else if (want_name && (isalpha((unsigned char)*p) || *p == '_') && n < cap) {
+            const char *q = p;
+            while (isalnum((unsigned char)*q) || *q == '_')
+                q++;
+            names[n++] = kiln_arena_strndup(S->ar, p, (size_t)(q - p));
+            want_name = false;
+            p = q - 1;
+        }
+    }
+    return n;
+}
+
+/* Builtins take keyword arguments by the names of their signatures (`load(p, mask = m, other =
+ * 0.0)`); the arguments are put in positional order, which must leave no gap: an optional
+ * argument is given only with the ones before it (load's `other` needs its `mask`). */
+static bool builtin_keywords(Sema *S, KilnExpr *e)
+{
+    bool any = false;
+    for (int i = 0; i < e->nargs; i++)
+        any |= e->args[i]->kw != NULL;
+    if (!any)
+        return true;
+    const char *names[8] = {0};
+    KilnExpr *bound[8] = {0};
+    int n = builtin_param_names(S, e->builtin, names, 8);
+    if (!match_args(S, e, names, n, bound))
+        return false;
+    int given = 0;
+    for (int i = 0; i < n; i++)
+        if (bound[i])
+            given = i + 1;
+    for (int i = 0; i < given; i++)
+        if (!bound[i]) {
+            ERR(S, e->span, "'%s' needs its argument '%s' when a later one is given", e->name, names[i]);
+            return false;
+        }
+    if (given == e->nargs && memcmp(bound, e->args, sizeof *bound * (size_t)given) == 0)
+        return true; /* in order already (this node was checked before) */
+    /* the order is the same under every binding, so it is fixed once, in the AST's arena */
+    KilnExpr **args = kiln_arena_alloc(&S->c->ar, sizeof *args * (size_t)(given + 1));
+    memcpy(args, bound, sizeof *args * (size_t)given);
+    e->args = args;
+    e->nargs = given;
+    return true;
+}
+
 /* call = IDENT "(" [expr {"," expr}] ")" */
 static const KilnType *check_call(Sema *S, KilnExpr *e)
 {
     e->builtin = find_builtin(e->name);
     if (!e->builtin) {
+        const KilnFunc *f = kiln_func_find(S->c, e->name);
+        if (f)
+            return check_func_call(S, e, f);
         ERR(S, e->span, "unknown function '%s'", e->name);
         return NULL;
     }
     const BuiltinInfo *bi = &builtin_info[e->builtin];
+    if (!builtin_keywords(S, e))
+        return NULL;
     if (e->nargs < bi->min_args || e->nargs > bi->max_args) {
         if (bi->min_args == bi->max_args)
             ERR(S, e->span, "'%s' takes %d argument%s, got %d", e->name, bi->min_args,
@@ -1014,6 +1309,8 @@ static const KilnType *check_expr(Sema *S, KilnExpr *e)
     e->is_const = false;
     e->weak = false;
     e->decl = NULL;
+    e->inlined = NULL;
+    e->result = NULL;
     const KilnType *t = NULL;
     switch (e->kind) {
     case KILN_EXPR_INT:
@@ -1104,10 +1401,11 @@ static bool assignable(Sema *S, KilnExpr *v, const KilnType *to, bool annotation
 }
 
 /* let/var = ("let" | "var") IDENT [":" type] "=" expr ";" */
-static void check_binding(Sema *S, KilnStmt *s)
+static void check_binding(Sema *S, KilnStmt *s, bool init_checked)
 {
     KilnDecl *d = s->decl;
-    const KilnType *t = value(S, s->init);
+    /* a function's parameter is bound to an argument already checked in the caller's scope */
+    const KilnType *t = !init_checked ? value(S, s->init) : s->init->type && need_value(S, s->init) ? s->init->type : NULL;
     d->type = NULL;
     d->is_const = false;
     if (t) {
@@ -1184,8 +1482,14 @@ static void check_for(Sema *S, KilnStmt *s)
     if (s->lo) {
         need_i32_scalar(S, s->lo, "range start");
         need_i32_scalar(S, s->hi, "range end");
-        if (s->step && need_i32_scalar(S, s->step, "range step") && s->step->is_const && s->step->ival <= 0)
-            ERR(S, s->step->span, "range step must be positive, got %" PRId64, s->step->ival);
+        /* A constant step may be negative (range(hi, lo, -1) counts down, mlirgen); a run-time
+         * step must be positive, as scf.for's is. */
+        if (s->step && need_i32_scalar(S, s->step, "range step") && s->step->is_const) {
+            if (s->step->ival == 0)
+                ERR(S, s->step->span, "range step must not be zero");
+            else if (s->step->ival == INT32_MIN)
+                ERR(S, s->step->span, "range step %" PRId64 " is out of range", s->step->ival);
+        }
     }
     int saved_n = S->names.n, saved_start = S->scope_start;
     S->scope_start = S->names.n;
@@ -1198,10 +1502,13 @@ static void check_for(Sema *S, KilnStmt *s)
     end_scope(S, saved_n, saved_start);
 }
 
-static void check_scoped_block(Sema *S, KilnBlock *b)
+/* A block with its own scope; or, for a guard's body (`shared`), the rest of the enclosing
+ * block, whose names are still checked against that block's (a redeclaration is an error). */
+static void check_scoped_block(Sema *S, KilnBlock *b, bool shared)
 {
     int saved_n = S->names.n, saved_start = S->scope_start;
-    S->scope_start = S->names.n;
+    if (!shared)
+        S->scope_start = S->names.n;
     check_block(S, b, false);
     end_scope(S, saved_n, saved_start);
 }
@@ -1213,9 +1520,9 @@ static void check_if(Sema *S, KilnStmt *s)
     if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1))
         ERR(S, s->cond->span, "if condition must be an i1 scalar, got %s", tstr(S, t));
     push_ctl(S, s);
-    check_scoped_block(S, s->body);
+    check_scoped_block(S, s->body, s->guard);
     if (s->else_body)
-        check_scoped_block(S, s->else_body);
+        check_scoped_block(S, s->else_body, false);
     pop_ctl(S);
 }
 
@@ -1225,7 +1532,7 @@ static void check_stmt(Sema *S, KilnStmt *s)
     s->carried = NULL;
     switch (s->kind) {
     case KILN_STMT_LET:
-    case KILN_STMT_VAR: check_binding(S, s); break;
+    case KILN_STMT_VAR: check_binding(S, s, false); break;
     case KILN_STMT_ASSIGN: check_assign(S, s); break;
     case KILN_STMT_EXPR:
         if (check_expr(S, s->value) && s->value->kind != KILN_EXPR_CALL)
@@ -1234,16 +1541,18 @@ static void check_stmt(Sema *S, KilnStmt *s)
     case KILN_STMT_FOR: check_for(S, s); break;
     case KILN_STMT_IF: check_if(S, s); break;
     case KILN_STMT_RETURN: break;
-    case KILN_STMT_COUNT: KILN_ASSERT(!"bad stmt kind");
+    case KILN_STMT_BREAK:
+    case KILN_STMT_CONTINUE:
+    case KILN_STMT_COUNT: KILN_ASSERT(!"bad stmt kind"); /* break/continue: lowered by exits.c */
     }
 }
 
 static void check_block(Sema *S, KilnBlock *b, bool top)
 {
+    /* every return but a last one became a flag in the parser (exits.c) */
     for (int i = 0; i < b->nstmts; i++) {
         KilnStmt *s = b->stmts[i];
-        if (s->kind == KILN_STMT_RETURN && (!top || i != b->nstmts - 1))
-            ERR(S, s->span, "'return' must be the last statement of the kernel");
+        KILN_ASSERT(s->kind != KILN_STMT_RETURN || (top && i == b->nstmts - 1));
         check_stmt(S, s);
     }
 }

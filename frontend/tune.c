@@ -74,6 +74,7 @@ static bool eval_binary(Eval *ev, const KilnExpr *e, int64_t *out)
     case KILN_BIN_BITXOR: *out = a ^ b; return true;
     case KILN_BIN_AND: *out = a && b; return true;
     case KILN_BIN_OR: *out = a || b; return true;
+    case KILN_BIN_POW: return fail(ev, e->span, "'**' is not supported in tune blocks");
     case KILN_BIN_COUNT: break;
     }
     KILN_ASSERT(!"unknown binary operator");

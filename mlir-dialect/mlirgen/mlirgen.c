@@ -205,6 +205,13 @@ static MlirValue gen_as(Gen *g, const KilnExpr *e, const KilnType *to) {
     if (e->kind == KILN_EXPR_INT || e->kind == KILN_EXPR_BOOL)
       return const_of(g, loc, to, 0.0, e->ival, false);
     if (e->kind == KILN_EXPR_FLOAT) return const_of(g, loc, to, e->fval, 0, true);
+    /* a negated literal is one constant too (so -128 is an i8 constant, never 128 negated);
+     * not for i1, where a conversion is a truth test (-2 is true) and not a truncation */
+    bool neg_lit = e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG && to->scalar != KILN_SCALAR_I1;
+    if (neg_lit && e->lhs->kind == KILN_EXPR_INT)
+      return const_of(g, loc, to, 0.0, -e->lhs->ival, false);
+    if (neg_lit && e->lhs->kind == KILN_EXPR_FLOAT)
+      return const_of(g, loc, to, -e->lhs->fval, 0, true);
   }
   MlirValue v = gen_expr(g, e);
   if (g->failed) return v;
@@ -230,12 +237,14 @@ static MlirValue gen_name(Gen *g, const KilnExpr *e) {
   }
 }
 
-static const char *cmp_pred(KilnBinOp op, bool fl) {
+/* The comparison predicate of op on floats (ordered), integers (signed) or i1 (unsigned: a
+ * boolean is 0 or 1, so false < true; in signed i1, true is -1 and would sort first). */
+static const char *cmp_pred(KilnBinOp op, bool fl, bool is_i1) {
   switch (op) {
-  case KILN_BIN_LT: return fl ? "olt" : "slt";
-  case KILN_BIN_LE: return fl ? "ole" : "sle";
-  case KILN_BIN_GT: return fl ? "ogt" : "sgt";
-  case KILN_BIN_GE: return fl ? "oge" : "sge";
+  case KILN_BIN_LT: return fl ? "olt" : is_i1 ? "ult" : "slt";
+  case KILN_BIN_LE: return fl ? "ole" : is_i1 ? "ule" : "sle";
+  case KILN_BIN_GT: return fl ? "ogt" : is_i1 ? "ugt" : "sgt";
+  case KILN_BIN_GE: return fl ? "oge" : is_i1 ? "uge" : "sge";
   case KILN_BIN_EQ: return fl ? "oeq" : "eq";
   case KILN_BIN_NE: return fl ? "une" : "ne";
   default: return NULL;
@@ -283,15 +292,48 @@ static MlirValue gen_ptr_arith(Gen *g, const KilnExpr *e) {
   return kiln_ir_build_addptr(&g->b, loc, p, off);
 }
 
+/* x ** n for a constant n (sema): square-and-multiply in x's type, so x ** 2 is x * x and
+ * x ** 8 three squarings; x ** 0 is 1 and a negative n the reciprocal 1 / x ** -n (floats). */
+static MlirValue gen_pow(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->type;
+  MlirType t = kiln_mlirgen_type(g->ctx, ot);
+  bool fl = is_float_kind(ot->scalar);
+  int64_t n = e->rhs->ival, m = n < 0 ? -n : n;
+  if (e->is_const) return const_of(g, loc, ot, 0.0, e->ival, false);
+  MlirValue base = gen_as(g, e->lhs, ot);
+  if (g->failed) return base;
+  MlirValue acc = {NULL};
+  const char *mul = fl ? "arith.mulf" : "arith.muli";
+  while (m > 0) {
+    if (m & 1) {
+      MlirValue ops[2] = {acc, base};
+      acc = mlirValueIsNull(acc) ? base : kiln_ir_build_elementwise(&g->b, loc, mul, ops, 2, t);
+    }
+    m >>= 1;
+    if (m > 0) {
+      MlirValue ops[2] = {base, base};
+      base = kiln_ir_build_elementwise(&g->b, loc, mul, ops, 2, t);
+    }
+  }
+  if (mlirValueIsNull(acc)) return const_of(g, loc, ot, 1.0, 1, fl);
+  if (n < 0) {
+    MlirValue ops[2] = {const_of(g, loc, ot, 1.0, 1, true), acc};
+    acc = kiln_ir_build_elementwise(&g->b, loc, "arith.divf", ops, 2, t);
+  }
+  return acc;
+}
+
 static MlirValue gen_binary(Gen *g, const KilnExpr *e) {
   if (is_ptrish(e->type)) return gen_ptr_arith(g, e);
+  if (e->binop == KILN_BIN_POW) return gen_pow(g, e);
   MlirLocation loc = loc_of(g, e->span);
   const KilnType *ot = e->operand_type ? e->operand_type : e->type;
   MlirValue l = gen_as(g, e->lhs, ot);
   MlirValue r = gen_as(g, e->rhs, ot);
   if (g->failed) return l;
   bool fl = is_float_kind(ot->scalar);
-  const char *pred = cmp_pred(e->binop, fl);
+  const char *pred = cmp_pred(e->binop, fl, ot->scalar == KILN_SCALAR_I1);
   if (pred)
     return fl ? kiln_ir_build_cmpf(&g->b, loc, pred, l, r) : kiln_ir_build_cmpi(&g->b, loc, pred, l, r);
   const char *name = arith_name(e->binop, fl);
@@ -393,8 +435,11 @@ static MlirValue gen_minmax(Gen *g, const KilnExpr *e, bool is_max) {
   const KilnType *ot = e->operand_type ? e->operand_type : e->type;
   MlirValue ops[2] = {arg_as(g, e, 0, ot), arg_as(g, e, 1, ot)};
   if (g->failed) return ops[0];
+  /* i1 is 0 or 1 (unsigned): maximum is "or", minimum "and" */
+  bool u = ot->scalar == KILN_SCALAR_I1;
   const char *name = is_float_kind(ot->scalar) ? (is_max ? "arith.maximumf" : "arith.minimumf")
-                                               : (is_max ? "arith.maxsi" : "arith.minsi");
+                     : u ? (is_max ? "arith.maxui" : "arith.minui")
+                         : (is_max ? "arith.maxsi" : "arith.minsi");
   return kiln_ir_build_elementwise(&g->b, loc, name, ops, 2, kiln_mlirgen_type(g->ctx, ot));
 }
 
@@ -529,8 +574,20 @@ static MlirValue gen_hint(Gen *g, const KilnExpr *e, const char *attr) {
   return v;
 }
 
+static void gen_block(Gen *g, const KilnBlock *blk);
+
+/* A call of a function: sema bound its parameters as `let`s and checked a copy of its body for
+ * this call (e->inlined); emitting that copy here inlines the function. Its result, if any, is
+ * the call's value. */
+static MlirValue gen_inlined(Gen *g, const KilnExpr *e) {
+  gen_block(g, e->inlined);
+  if (g->failed || !e->result) return (MlirValue){NULL};
+  return gen_expr(g, e->result);
+}
+
 static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   MlirLocation loc = loc_of(g, e->span);
+  if (e->inlined) return gen_inlined(g, e);
   switch (e->builtin) {
   case KILN_BUILTIN_PROGRAM_ID: return kiln_ir_build_program_id(&g->b, loc, (int)e->args[0]->ival);
   case KILN_BUILTIN_NUM_PROGRAMS: return kiln_ir_build_num_programs(&g->b, loc, (int)e->args[0]->ival);
@@ -616,13 +673,39 @@ static void gen_block(Gen *g, const KilnBlock *blk);
 
 static MlirValue current(Gen *g, const KilnDecl *d) { return g->vals[d->id]; }
 
+static MlirValue i32_op(Gen *g, MlirLocation loc, const char *name, MlirValue a, MlirValue b) {
+  MlirValue ops[2] = {a, b};
+  return kiln_ir_build_elementwise(&g->b, loc, name, ops, 2, mlirIntegerTypeGet(g->ctx, 32));
+}
+
+/* range(lo, hi, -m) with a constant m > 0 counts down: i = lo, lo - m, ... while i > hi.  scf.for
+ * only counts up, so the loop runs k = 0 .. trips with trips = lo > hi ? (lo - hi - 1) / m + 1 : 0
+ * and the body sees i = lo - k * m (lo - hi must fit in i32, as every trip count must). */
+static MlirValue count_down_trips(Gen *g, MlirLocation loc, MlirValue lo, MlirValue hi, int64_t m) {
+  MlirType i32t = mlirIntegerTypeGet(g->ctx, 32);
+  MlirValue one = kiln_ir_build_const_int(&g->b, loc, i32t, 1);
+  MlirValue mv = kiln_ir_build_const_int(&g->b, loc, i32t, m);
+  MlirValue d = i32_op(g, loc, "arith.subi", lo, hi);
+  MlirValue q = i32_op(g, loc, "arith.divsi", i32_op(g, loc, "arith.subi", d, one), mv);
+  MlirValue trips = i32_op(g, loc, "arith.addi", q, one);
+  MlirValue any = kiln_ir_build_cmpi(&g->b, loc, "sgt", lo, hi);
+  return kiln_ir_build_select(&g->b, loc, any, trips, kiln_ir_build_const_int(&g->b, loc, i32t, 0));
+}
+
 static void gen_for(Gen *g, const KilnStmt *s) {
   MlirLocation loc = loc_of(g, s->span);
   KilnType i32 = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};
+  MlirType i32t = mlirIntegerTypeGet(g->ctx, 32);
   MlirValue lo = gen_as(g, s->lo, &i32);
   MlirValue hi = gen_as(g, s->hi, &i32);
-  MlirValue step = s->step ? gen_as(g, s->step, &i32) : kiln_ir_build_const_int(&g->b, loc, mlirIntegerTypeGet(g->ctx, 32), 1);
+  bool down = s->step && s->step->is_const && s->step->ival < 0;
+  MlirValue step = s->step && !down ? gen_as(g, s->step, &i32) : kiln_ir_build_const_int(&g->b, loc, i32t, 1);
   if (g->failed) return;
+  MlirValue start = lo;
+  if (down) {
+    hi = count_down_trips(g, loc, lo, hi, -s->step->ival);
+    lo = kiln_ir_build_const_int(&g->b, loc, i32t, 0);
+  }
   size_t n = (size_t)s->ncarried;
   MlirValue *inits = calloc(n ? n : 1, sizeof *inits);
   if (!inits) { gen_error(g, s->span, "out of memory"); return; }
@@ -631,6 +714,10 @@ static void gen_for(Gen *g, const KilnStmt *s) {
   KilnIRBuilder outer = g->b;
   kiln_ir_builder_set_end(&g->b, f.body);
   g->vals[s->decl->id] = f.iv;
+  if (down) {
+    MlirValue mv = kiln_ir_build_const_int(&g->b, loc, i32t, -s->step->ival);
+    g->vals[s->decl->id] = i32_op(g, loc, "arith.subi", start, i32_op(g, loc, "arith.muli", f.iv, mv));
+  }
   for (size_t i = 0; i < n; i++) g->vals[s->carried[i]->id] = kiln_ir_for_iter_arg(&f, i);
   gen_block(g, s->body);
   for (size_t i = 0; i < n; i++) inits[i] = current(g, s->carried[i]);

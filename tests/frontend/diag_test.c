@@ -5,6 +5,7 @@
  *   // kernel: k               the kernel to check
  *   // check: all              instead of the two above: kiln_sema_check_all
  *   // expect-error@+1:17: tile shapes [64,32] and [32,64] do not broadcast
+ *   // expect-note@+1:5: in this call of 'f'      (and expect-warning@...)
  *
  * `@+N:COL` is the line N below the comment and the column there.  Every expected diagnostic
  * must be reported exactly (line, column, text) and nothing else may be reported.
@@ -70,9 +71,12 @@ static int run_file(const char *path)
             all = true;
         } else if (s && nexp < 64 &&
                    (sscanf(s, "// expect-error@+%d:%d: %n", &off, &col, &(int){0}) == 2 ||
-                    sscanf(s, "// expect-warning@+%d:%d: %n", &off, &col, &(int){0}) == 2)) {
+                    sscanf(s, "// expect-warning@+%d:%d: %n", &off, &col, &(int){0}) == 2 ||
+                    sscanf(s, "// expect-note@+%d:%d: %n", &off, &col, &(int){0}) == 2)) {
             Expect *e = &exp[nexp++];
-            e->sev = strncmp(s, "// expect-error", 15) == 0 ? KILN_SEV_ERROR : KILN_SEV_WARNING;
+            e->sev = strncmp(s, "// expect-error", 15) == 0     ? KILN_SEV_ERROR
+                     : strncmp(s, "// expect-note", 14) == 0 ? KILN_SEV_NOTE
+                                                               : KILN_SEV_WARNING;
             e->line = line + off;
             e->col = col;
             e->seen = false;
@@ -104,7 +108,8 @@ static int run_file(const char *path)
         }
         if (!found) {
             printf("%s:%d:%d: unexpected %s: %s\n", path, d->span.line, d->span.col,
-                   d->severity == KILN_SEV_ERROR ? "error" : "warning", d->message);
+                   d->severity == KILN_SEV_ERROR ? "error" : d->severity == KILN_SEV_NOTE ? "note" : "warning",
+                   d->message);
             bad++;
         }
     }

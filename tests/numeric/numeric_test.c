@@ -806,6 +806,190 @@ static bool test_small_int_sum(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- accum_loop ---------------------------------------------------------------------------- */
+
+/* Compound assignments in a loop-carried accumulator (issue 15): every lane runs the columns in
+ * the reference's order, so the integer hash and counter are exact; the f32 results allow 1e-5
+ * of their size, because the GPU lowering may fuse a multiply and an add (one rounding less), and
+ * a sum of 37 such terms moves by a few units in the last place. Rows past a program's first
+ * block and a ragged last program are covered by the shapes. */
+static bool test_accum_loop(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{300, 37, 128}, {1, 1, 32}, {1000, 5, 256}, {64, 16, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t nf = 3 * rows, ni = 2 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "accum_loop", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1100 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *sums = kiln_test_alloc(ftotal, sizeof *sums), *rsums = kiln_test_alloc(nf, sizeof *rsums);
+    int32_t *hashes = kiln_test_alloc(itotal, sizeof *hashes), *rhashes = kiln_test_alloc(ni, sizeof *rhashes);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dsums = kiln_test_output(&run, ftotal * sizeof *sums);
+    void *dhashes = kiln_test_output(&run, itotal * sizeof *hashes);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dsums, &dhashes, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, sums, dsums, ftotal * sizeof *sums);
+    kiln_test_fetch(&run, hashes, dhashes, itotal * sizeof *hashes);
+
+    kiln_test_check_untouched(&run, "sums", sums, sizeof *sums, ftotal, 1, nf, ftotal);
+    kiln_test_check_untouched(&run, "hashes", hashes, sizeof *hashes, itotal, 1, ni, itotal);
+    kiln_ref_accum_loop(x, rsums, rhashes, rows, cols);
+    check_close(&run, "sums", sums, rsums, nf, 1.0, 1e-5);
+    check_equal_i32(&run, "hashes", hashes, rhashes, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(sums), free(rsums), free(hashes), free(rhashes);
+  }
+  return all_ok;
+}
+
+/* ---- pow_countdown ------------------------------------------------------------------------- */
+
+/* `**`, count-down ranges, i1 order and the i8 literal -128 (issue 15). The integers are exact;
+ * the f32 results allow 1e-5 of their size for the same reason as accum_loop (a multiply and an
+ * add the GPU lowering may fuse); v^-2 of a first element near 0 is large but finite and compared
+ * relatively. cols = 1 makes the count-down loops run once; the -2 step range never runs. */
+static bool test_pow_countdown(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{300, 37, 128}, {1, 1, 32}, {200, 8, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t n = 4 * rows, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "pow_countdown", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1200 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(total, sizeof *outf), *rf = kiln_test_alloc(n, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(total, sizeof *outi), *ri = kiln_test_alloc(n, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, total * sizeof *outf);
+    void *di = kiln_test_output(&run, total * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, outf, df, total * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, total * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, total, 1, n, total);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, total, 1, n, total);
+    kiln_ref_pow_countdown(x, rf, ri, rows, cols);
+    check_close(&run, "outf", outf, rf, n, 1.0, 1e-5);
+    check_equal_i32(&run, "outi", outi, ri, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
+/* ---- early_exit ---------------------------------------------------------------------------- */
+
+/* break, continue and early return (issue 15), lowered to flags: the counters and columns are
+ * exact; the row sum is in the reference's order (exact) and the 16-lane sum of t is a tree on
+ * the GPU, so f32 results allow 1e-5 of their size (16 positive terms). Three programs more than
+ * rows must return before writing (the tails stay sentinel); the limits make some rows break
+ * early, some never (1e30), and inputs up to 3.6 make some return from inside the loop. */
+static bool test_early_exit(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols;
+    float limit;
+  } cfgs[] = {{300, 37, 20.0f}, {1, 1, 0.0f}, {64, 16, 1e30f}, {100, 5, 2.0f}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t nf = 2 * rows, ni = 4 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu limit=%g", rows, cols, (double)cfgs[ci].limit);
+    KilnTestRun run;
+    run_begin(&run, dev, "early_exit", NULL, 0, shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1300 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 3.6f);
+    float *out = kiln_test_alloc(ftotal, sizeof *out), *rout = kiln_test_alloc(nf, sizeof *rout);
+    int32_t *counts = kiln_test_alloc(itotal, sizeof *counts), *rcounts = kiln_test_alloc(ni, sizeof *rcounts);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dout = kiln_test_output(&run, ftotal * sizeof *out);
+    void *dcounts = kiln_test_output(&run, itotal * sizeof *counts);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    float limit = cfgs[ci].limit;
+    void *args[] = {&dx, &dout, &dcounts, &r32, &c32, &limit};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows + 3, 1, args);
+    kiln_test_fetch(&run, out, dout, ftotal * sizeof *out);
+    kiln_test_fetch(&run, counts, dcounts, itotal * sizeof *counts);
+
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, ftotal, 1, nf, ftotal);
+    kiln_test_check_untouched(&run, "counts", counts, sizeof *counts, itotal, 1, ni, itotal);
+    kiln_ref_early_exit(x, rout, rcounts, rows, cols, limit);
+    check_close(&run, "out", out, rout, nf, 1.0, 1e-5);
+    check_equal_i32(&run, "counts", counts, rcounts, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(rout), free(counts), free(rcounts);
+  }
+  return all_ok;
+}
+
+/* ---- inline_fns ---------------------------------------------------------------------------- */
+
+/* Functions inlined per call, keyword arguments and defaults (issue 15). The integers are exact;
+ * the f32 results allow 1e-5 of their size: the dot product and 2 v^3 + clamp(v) are a multiply
+ * and an add the GPU lowering may fuse (the maximum itself is exact). */
+static bool test_inline_fns(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols;
+  } cfgs[] = {{300, 37}, {1, 1}, {50, 64}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t n = 4 * rows, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", 64}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "inline_fns", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1400 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
+    float *y = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
+    float *outf = kiln_test_alloc(total, sizeof *outf), *rf = kiln_test_alloc(n, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(total, sizeof *outi), *ri = kiln_test_alloc(n, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dy = kiln_test_input(&run, y, rows * cols * sizeof *y);
+    void *df = kiln_test_output(&run, total * sizeof *outf);
+    void *di = kiln_test_output(&run, total * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dy, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, outf, df, total * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, total * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, total, 1, n, total);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, total, 1, n, total);
+    kiln_ref_inline_fns(x, y, rf, ri, rows, cols);
+    check_close(&run, "outf", outf, rf, n, 1.0, 1e-5);
+    check_equal_i32(&run, "outi", outi, ri, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -818,6 +1002,10 @@ static const struct {
     {"dropout_rand", test_dropout_rand},   {"atomic_accum", test_atomic_accum},
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
+    {"accum_loop", test_accum_loop},
+    {"pow_countdown", test_pow_countdown},
+    {"early_exit", test_early_exit},
+    {"inline_fns", test_inline_fns},
 };
 
 static int find_test(const char *name) {

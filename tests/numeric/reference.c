@@ -4,6 +4,7 @@
 #include "kiln_base.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* ---- binary16 ---------------------------------------------------------------------------- */
@@ -207,5 +208,141 @@ void kiln_ref_small_int_sum(const int8_t *flags, const int8_t *bytes, const int1
     c[5] = set == (int64_t)(hi - lo);
     c[6] = first < 0 ? 0 : (int32_t)first;
     c[7] = (int32_t)top;
+  }
+}
+
+void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    float s = 0.0f, sq = 0.0f, prod = 1.0f;
+    int32_t h = 0;
+    for (size_t c = 0; c < cols; c++) {
+      float v = x[r * cols + c];
+      s += v;
+      sq += v * v;
+      prod *= 1.0f + v * 0.125f;
+      int32_t q = (int32_t)(v * 64.0f);
+      /* the kernel's i32 arithmetic wraps: the additions and products in uint32_t */
+      h = (int32_t)((uint32_t)h + (uint32_t)q);
+      h = (int32_t)((uint32_t)h * 31u);
+      h ^= (int32_t)c;
+      h &= 0x0FFFFFFF;
+      h %= 1000003;
+      h |= 1;
+      h = (int32_t)((uint32_t)h << 2);
+      h >>= 1; /* h is non-negative here: no sign question */
+      h -= q;
+      h /= 3; /* C and Kiln both truncate toward zero */
+    }
+    s /= (float)cols;
+    sq -= s;
+    sums[3 * r] = s;
+    sums[3 * r + 1] = sq;
+    sums[3 * r + 2] = prod;
+    hashes[2 * r] = h;
+    hashes[2 * r + 1] = (int32_t)cols;
+  }
+}
+
+void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *row = x + r * cols;
+    float horner = 0.0f;
+    for (size_t c = cols; c-- > 0;)
+      horner = horner * 0.5f + row[c];
+    int32_t every3 = 0;
+    for (int64_t c = (int64_t)cols - 1; c > -1; c -= 3)
+      every3 += (int32_t)c * 100 + (row[c] > 0.0f);
+    float v = row[0];
+    int pos = v > 0.0f, big = v > 1.0f;
+    outf[4 * r] = horner;
+    outf[4 * r + 1] = v * v + v * (v * v);
+    outf[4 * r + 2] = 1.0f / (v * v);
+    outf[4 * r + 3] = 1025.25f;
+    /* as numbers 0 and 1: pos > big, pos >= big, max, min, big < pos */
+    outi[4 * r] = (pos > big) + 2 * (pos >= big) + 4 * (pos > big ? pos : big) +
+                  8 * (pos < big ? pos : big) + 16 * (big < pos);
+    outi[4 * r + 1] = every3;
+    outi[4 * r + 2] = (int8_t)((int8_t)(v * 16.0f) ^ (int8_t)-128);
+    int32_t m = (int32_t)(r % 7);
+    outi[4 * r + 3] = m * m * m - 8;
+  }
+}
+
+void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t rows, size_t cols,
+                         float limit) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *row = x + r * cols;
+    float *o = out + 2 * r;
+    int32_t *n = counts + 4 * r;
+    o[0] = o[1] = -1.0f;
+    n[0] = n[1] = n[2] = n[3] = -1;
+    float s = 0.0f, t[16] = {0};
+    int32_t visited = 0, stop = -1;
+    bool returned = false;
+    for (size_t c = 0; c < cols && !returned; c++) {
+      float v = row[c];
+      if (v > 3.5f) {
+        n[2] = (int32_t)c;
+        returned = true;
+        continue;
+      }
+      if (v < 0.0f)
+        continue;
+      visited++;
+      s += v;
+      for (int j = 0; j < 16; j++)
+        t[j] += v * (float)j;
+      if (s > limit) {
+        stop = (int32_t)c;
+        break;
+      }
+    }
+    if (returned)
+      continue;
+    int32_t pairs = 0;
+    for (int a = 0; a < 4; a++)
+      pairs += (int32_t)((size_t)(a + 1) < cols ? (size_t)(a + 1) : cols);
+    double ts = 0.0;
+    for (int j = 0; j < 16; j++)
+      ts += t[j];
+    o[0] = s;
+    o[1] = (float)ts;
+    n[0] = visited;
+    n[1] = stop;
+    n[3] = pairs;
+  }
+}
+
+static float ref_clamp(float v, float lo, float hi) {
+  return fminf(fmaxf(v, lo), hi);
+}
+
+static float ref_poly(float v) {
+  return 2.0f * (v * (v * v)) + ref_clamp(v, -1.0f, 1.0f);
+}
+
+void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
+                         size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *px = x + r * cols, *py = y + r * cols;
+    float acc = 0.0f, top = -INFINITY;
+    int32_t at = -1, positive = 0;
+    for (size_t c = 0; c < cols; c++) {
+      acc += px[c] * py[c];
+      top = fmaxf(top, ref_poly(px[c]));
+      positive += px[c] > 0.0f;
+      if (at < 0 && px[c] > 1.5f)
+        at = (int32_t)c;
+    }
+    /* lanes past cols load 0, and poly(0) = 0 takes part in the maximum */
+    outf[4 * r] = acc;
+    outf[4 * r + 1] = fmaxf(top, 0.0f);
+    outf[4 * r + 2] = ref_poly(px[0]);
+    outf[4 * r + 3] = ref_clamp(px[0], -1.0f, 0.5f);
+    int32_t ri = (int32_t)r;
+    outi[4 * r] = at;
+    outi[4 * r + 1] = positive;
+    outi[4 * r + 2] = ri * ri * ri;
+    outi[4 * r + 3] = 3 * ri + 1;
   }
 }

@@ -98,4 +98,30 @@ void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int
 void kiln_ref_small_int_sum(const int8_t *flags, const int8_t *bytes, const int16_t *shorts,
                             int32_t *counts, int32_t *bits, size_t n, size_t block);
 
+/* The accum_loop kernel per row, in the kernel's order and precision (f32, i32 wrapping): the
+ * mean of the row, the sum of squares less that mean, the product of (1 + v/8), and the hash of
+ * the ten compound assignments; hashes[2r + 1] = cols (the scalar loop counter). */
+void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t rows, size_t cols);
+
+/* The pow_countdown kernel per row: outf = the Horner sum of the row taken backwards
+ * (h = h / 2 + x[c]), v^2 + v^3, v^-2 and 1025.25 for v = the row's first element; outi = the
+ * i1 orderings of (v > 0, v > 1) as bits, the count-down sum over every third column from the
+ * last, (i8)(16 v) ^ -128 widened, and (r % 7)^3 - 8. */
+void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols);
+
+/* The early_exit kernel per row: out[2r..2r+1] and counts[4r..4r+3] start at -1; a row with a
+ * value above 3.5 records its column in counts[4r + 2] and stops there; other rows get the sum
+ * of their non-negative values up to the first one that passes `limit` (f32, in order), the sum
+ * of the 16 lanes of t += v * j (in double), the number of values summed, the column of the
+ * break (-1 when none) and sum over a < 4 of min(a + 1, cols). */
+void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t rows, size_t cols,
+                         float limit);
+
+/* The inline_fns kernel per row (cols <= its BLOCK): outf = the row dot product of x and y (f32,
+ * in order), max over the row of poly(v) = 2 v^3 + clamp(v, -1, 1) (and 0, the masked lanes),
+ * poly(x[0]), clamp(x[0], -1, 0.5); outi = the first column above 1.5 (-1 when none), the count
+ * of positive values, r^3 and 3 r + 1. */
+void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
+                         size_t cols);
+
 #endif /* KILN_NUMERIC_REFERENCE_H */
