@@ -11,6 +11,7 @@
 #include "kernel_run.h"
 #include "test_files.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,31 @@ void kiln_test_check_close(KilnTestRun *run, const char *what, const char *again
   if (!(err <= tol))
     kiln_test_fail(run, "%s: max normalized error vs %s %.3e above the tolerance %.1e at element %zu",
                    what, against, err, tol, worst);
+}
+
+void kiln_test_check_eps(KilnTestRun *run, const float *rstd, const double *var, size_t rows,
+                         float eps) {
+  if (!run->ok || run->d.emit)
+    return;
+  size_t checked = 0, worst = 0;
+  double err = 0.0, implied_worst = (double)eps;
+  for (size_t r = 0; r < rows; r++) {
+    if (!(var[r] <= (double)eps))
+      continue;
+    double implied = 1.0 / ((double)rstd[r] * rstd[r]) - var[r];
+    double e = fabs(implied - (double)eps) / (double)eps;
+    checked++;
+    if (!(e <= err))
+      err = e, worst = r, implied_worst = implied;
+  }
+  printf("       %s: %-10s vs %-4s max err %.3e (tol 1.0e-03) over %zu row(s) with var <= eps; worst "
+         "row %zu implies eps %.6g, passed %.6g\n", run->label, "eps", "arg", err, checked, worst,
+         implied_worst, (double)eps);
+  if (!checked)
+    kiln_test_fail(run, "eps: no row with a variance <= eps, so nothing checks the eps term");
+  else if (!(err <= 1e-3))
+    kiln_test_fail(run, "eps: row %zu's rstd implies eps %.6g, the kernel was passed %.6g", worst,
+                   implied_worst, (double)eps);
 }
 
 void kiln_test_check_equal_i32(KilnTestRun *run, const char *what, const char *against,
