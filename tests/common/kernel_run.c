@@ -364,6 +364,26 @@ void kiln_test_check_close(KilnTestRun *run, const char *what, const char *again
                    what, against, err, tol, worst);
 }
 
+void kiln_test_check_bound(KilnTestRun *run, const char *what, const float *got, const float *ref,
+                           const float *bound, size_t n) {
+  if (!run->ok || run->d.emit)
+    return;
+  double err = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)got[i] - ref[i]) / bound[i];
+    if (!(e <= err)) /* NaN too */
+      err = isnan(e) ? INFINITY : e, worst = i;
+  }
+  printf("       %s: %-10s vs ref  max err/bound %.3f (tol 1)", run->label, what, err);
+  if (n)
+    printf(" worst [%zu] got %.9g want %.9g bound %.3g", worst, (double)got[worst], (double)ref[worst],
+           (double)bound[worst]);
+  printf("\n");
+  if (!(err <= 1.0))
+    kiln_test_fail(run, "%s: error %.3g times its bound at element %zu", what, err, worst);
+}
+
 void kiln_test_check_eps(KilnTestRun *run, const float *rstd, const double *var, size_t rows,
                          float eps) {
   if (!run->ok || run->d.emit)

@@ -92,6 +92,11 @@ void kiln_test_check_untouched(KilnTestRun *run, const char *what, const void *b
  * printed with the worst element. `against` names ref ("ref", "cpu"). */
 void kiln_test_check_close(KilnTestRun *run, const char *what, const char *against,
                            const float *got, const float *ref, size_t n, double floor, double tol);
+/* Per-element error bounds: max |got - ref| / bound must be <= 1 (a NaN or infinity where ref is
+ * finite is an infinite error); printed with the worst element and its bound. For results whose
+ * error the test derives element by element (docs/kernels/attention.md). */
+void kiln_test_check_bound(KilnTestRun *run, const char *what, const float *got, const float *ref,
+                           const float *bound, size_t n);
 /* The eps a LayerNorm kernel used, read back from its rstd: 1/rstd^2 - var, with var the row's
  * variance in double. Checked on the rows whose var <= eps (where eps is at least half of what
  * rstd depends on) against eps within 1e-3 relative: an rstd right to a relative d gives the
