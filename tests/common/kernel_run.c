@@ -18,6 +18,15 @@
 #include <string.h>
 #include <time.h>
 
+const char *kiln_test_source_dir(char *buf, size_t cap, const char *configured, const char *rel) {
+  const char *root = getenv("KILN_TEST_SOURCE_ROOT");
+  if (root && *root)
+    snprintf(buf, cap, "%s/%s", root, rel);
+  else
+    snprintf(buf, cap, "%s", configured);
+  return buf;
+}
+
 void *kiln_test_alloc(size_t n, size_t size) {
   void *p = n <= ((size_t)1 << 32) / size ? calloc(n ? n : 1, size) : NULL;
   if (!p) {

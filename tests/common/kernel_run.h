@@ -108,6 +108,10 @@ void kiln_test_check_eps(KilnTestRun *run, const float *rstd, const double *var,
 void kiln_test_check_equal_i32(KilnTestRun *run, const char *what, const char *against,
                                const int32_t *got, const int32_t *ref, size_t n);
 
+/* A folder of kernel sources: `configured` (the path compiled in), or ROOT/rel when the
+ * environment variable KILN_TEST_SOURCE_ROOT names another copy of the tree (the planted-bug
+ * runner's mutated scratch copy, tests/planted/). Returns buf. */
+const char *kiln_test_source_dir(char *buf, size_t cap, const char *configured, const char *rel);
 /* Test-sized host allocations, zeroed; exit(2) when memory runs out (a test program, not a
  * library). The bound also tells gcc the size is sane (-Walloc-size-larger-than). */
 void *kiln_test_alloc(size_t n, size_t size);

@@ -127,10 +127,13 @@ static void run_begin(KilnTestRun *run, KilnRtDevice *dev, const char *kernel,
 
   /* the documented example when there is one (the tests run what the docs show), else a
    * kernel that exists for the tests only */
-  char path[1024], name[256];
-  snprintf(path, sizeof path, "%s/%s.kiln", KILN_EXAMPLES_DIR, kernel);
+  char path[1280], name[256], dir[1024];
+  snprintf(path, sizeof path, "%s/%s.kiln",
+           kiln_test_source_dir(dir, sizeof dir, KILN_EXAMPLES_DIR, "dsl/examples"), kernel);
   if (access(path, R_OK) != 0)
-    snprintf(path, sizeof path, "%s/%s.kiln", KILN_NUMERIC_KERNEL_DIR, kernel);
+    snprintf(path, sizeof path, "%s/%s.kiln",
+             kiln_test_source_dir(dir, sizeof dir, KILN_NUMERIC_KERNEL_DIR, "tests/numeric/kernels"),
+             kernel);
   bundle_name(name, sizeof name, kernel, defs, ndefs);
   kiln_test_kernel(run, path, kernel, defs, ndefs, name);
 }
