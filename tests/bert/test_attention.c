@@ -58,14 +58,11 @@ static bool ref_keep(const AttnCfg *c, const Layout *l, size_t b, size_t h, size
   return kiln_ref_rand(c->seed, (int32_t)ctr) > c->drop;
 }
 
-/* The reference in double: O, lse, and (when dout is given) dQ, dK, dV, for one (b, h). With
- * dropout, O = Pd V where Pd = P keep / (1 - p), and the gradient reaching P is
- * dPd keep / (1 - p); lse is the undropped softmax's. */
-/* What the f16/bf16 kernels' error can be at each output element (docs/kernels/attention.md,
- * "Tolerances"): the per-element bounds the reference returns with its results. u is T's unit
- * roundoff (half an ulp relative: 2^-11 f16, 2^-8 bf16), g covers every f32 step (scores, exp,
- * the online rescaling, sums of at most L + D terms: (L + D) 2^-24 relative to the sum of the
- * terms' magnitudes), tiny the absolute error of values rounded to T below its normal range. */
+/* What the f16/bf16 kernels' error can be at each output element, the bound the reference
+ * returns with each result (docs/kernels/attention.md, "Tolerances of f16 and bf16 results"):
+ * u is T's unit roundoff (half an ulp relative: 2^-11 f16, 2^-8 bf16); g covers an f32 sum of
+ * at most S + D terms, (S + D) 2^-24 relative to the sum of the terms' magnitudes; tiny is the
+ * absolute error of a value rounded to T below T's normal range. */
 typedef struct ErrModel {
   double u, g, tiny;
 } ErrModel;
@@ -75,6 +72,10 @@ typedef struct RefBounds {
   float *o, *dq, *dk, *dv;
 } RefBounds;
 
+/* The reference in double: O, lse, and (when dout is given) dQ, dK, dV, for one (b, h). With
+ * dropout, O = Pd V where Pd = P keep / (1 - p), and the gradient reaching P is
+ * dPd keep / (1 - p); lse is the undropped softmax's. Each result's bound (em) goes into bd's
+ * arrays that are not NULL. */
 static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, const float *q,
                      const float *k, const float *v, const float *dout, float *o, float *lse,
                      float *dq, float *dk, float *dv, const ErrModel *em, const RefBounds *bd) {
@@ -83,7 +84,8 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
   double *p = kiln_bert_alloc(S, sizeof(double)), *dp = kiln_bert_alloc(S, sizeof(double));
   double *dkk = kiln_bert_alloc(S * D, sizeof(double)), *dvv = kiln_bert_alloc(S * D, sizeof(double));
   double *z = kiln_bert_alloc(S, sizeof(double)); /* keep / (1 - p), or 0 */
-  /* Sums of magnitudes for the bounds: |terms| of dK, dV (per key) and of O, dQ (per query). */
+  /* For the bounds: dP's f32 error per key, the bounds' sums over the terms of dK and dV (per
+   * key), of O (per query), and each P term's relative error f. */
   double *dpe = kiln_bert_alloc(S, sizeof(double));
   double *mdk = kiln_bert_alloc(S * D, sizeof(double)), *mdv = kiln_bert_alloc(S * D, sizeof(double));
   double *mo = kiln_bert_alloc(D, sizeof(double)), *f = kiln_bert_alloc(S, sizeof(double));
