@@ -45,17 +45,30 @@ void kiln_bert_ref_layernorm_fwd(const float *x, const float *res, const float *
   }
 }
 
-void kiln_bert_ref_layernorm_bwd(const float *s, const float *dy, const float *gamma,
-                                 const float *mean, const float *rstd, float *dx, float *dgamma,
+/* Mean and rstd = 1/sqrt(biased var + eps) of one row, in double, two passes. */
+static void row_stats(const float *s, size_t cols, float eps, double *mean, double *rstd) {
+  double mu = 0.0, var = 0.0;
+  for (size_t c = 0; c < cols; c++)
+    mu += s[c];
+  mu /= (double)cols;
+  for (size_t c = 0; c < cols; c++)
+    var += ((double)s[c] - mu) * ((double)s[c] - mu);
+  *mean = mu;
+  *rstd = 1.0 / sqrt(var / (double)cols + (double)eps);
+}
+
+void kiln_bert_ref_layernorm_bwd(const float *s, const float *s_t, const float *dy,
+                                 const float *gamma, float eps, float *dx, float *dgamma,
                                  float *dbeta, size_t rows, size_t cols) {
   for (size_t c = 0; c < cols; c++)
     dgamma[c] = dbeta[c] = 0.0f;
   double *dg = calloc(cols, sizeof *dg), *db = calloc(cols, sizeof *db);
   for (size_t r = 0; r < rows && dg && db; r++) {
-    const float *sr = s + r * cols, *dr = dy + r * cols;
-    double c1 = 0.0, c2 = 0.0;
+    const float *sr = s_t + r * cols, *dr = dy + r * cols;
+    double mean, rstd, c1 = 0.0, c2 = 0.0;
+    row_stats(s + r * cols, cols, eps, &mean, &rstd);
     for (size_t c = 0; c < cols; c++) {
-      double xhat = ((double)sr[c] - mean[r]) * rstd[r], wdy = (double)gamma[c] * dr[c];
+      double xhat = ((double)sr[c] - mean) * rstd, wdy = (double)gamma[c] * dr[c];
       c1 += xhat * wdy;
       c2 += wdy;
       dg[c] += (double)dr[c] * xhat;
@@ -64,8 +77,8 @@ void kiln_bert_ref_layernorm_bwd(const float *s, const float *dy, const float *g
     c1 /= (double)cols;
     c2 /= (double)cols;
     for (size_t c = 0; c < cols; c++) {
-      double xhat = ((double)sr[c] - mean[r]) * rstd[r], wdy = (double)gamma[c] * dr[c];
-      dx[r * cols + c] = (float)(rstd[r] * (wdy - xhat * c1 - c2));
+      double xhat = ((double)sr[c] - mean) * rstd, wdy = (double)gamma[c] * dr[c];
+      dx[r * cols + c] = (float)(rstd * (wdy - xhat * c1 - c2));
     }
   }
   for (size_t c = 0; c < cols && dg && db; c++)

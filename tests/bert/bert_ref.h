@@ -17,9 +17,12 @@ double kiln_bert_ref_gelu_grad(double v, int tanh_approx);
 void kiln_bert_ref_layernorm_fwd(const float *x, const float *res, const float *gamma,
                                  const float *beta, float *y, float *mean, float *rstd,
                                  size_t rows, size_t cols, float eps);
-/* Backward of the above given the saved mean and rstd: dx (which is also d(res)), dgamma, dbeta. */
-void kiln_bert_ref_layernorm_bwd(const float *s, const float *dy, const float *gamma,
-                                 const float *mean, const float *rstd, float *dx, float *dgamma,
+/* Backward of the above: dx (which is also d(res)), dgamma, dbeta. The mean and rstd are its
+ * own, in double, of each row of s = x + res (as the forward computes them, so nothing of the
+ * kernel's enters); xhat takes s_t, s as the backward reads it (rounded to the activations'
+ * type; s itself in f32). */
+void kiln_bert_ref_layernorm_bwd(const float *s, const float *s_t, const float *dy,
+                                 const float *gamma, float eps, float *dx, float *dgamma,
                                  float *dbeta, size_t rows, size_t cols);
 
 /* Softmax cross-entropy per row over `classes` logits: loss = logsumexp(x) - x[label], 0 for rows

@@ -118,9 +118,11 @@ static void bundle_name(char *buf, size_t cap, const char *file, const char *ker
 
 KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char *kernel,
                                  const KilnDefine *defs, size_t ndefs) {
-  char path[1024] = "", name[512];
+  char path[1280] = "", name[512];
 #ifndef KILN_TEST_NO_COMPILER
-  snprintf(path, sizeof path, "%s/%s.kiln", KILN_BERT_KERNEL_DIR, file);
+  char dir[1024];
+  snprintf(path, sizeof path, "%s/%s.kiln",
+           kiln_test_source_dir(dir, sizeof dir, KILN_BERT_KERNEL_DIR, "kernels-bert"), file);
 #endif
   bundle_name(name, sizeof name, file, kernel, defs, ndefs, run->d.num_warps);
   return kiln_test_kernel(run, path, kernel, defs, ndefs, name);

@@ -11,11 +11,21 @@
 #include "kernel_run.h"
 #include "test_files.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+const char *kiln_test_source_dir(char *buf, size_t cap, const char *configured, const char *rel) {
+  const char *root = getenv("KILN_TEST_SOURCE_ROOT");
+  if (root && *root)
+    snprintf(buf, cap, "%s/%s", root, rel);
+  else
+    snprintf(buf, cap, "%s", configured);
+  return buf;
+}
 
 void *kiln_test_alloc(size_t n, size_t size) {
   void *p = n <= ((size_t)1 << 32) / size ? calloc(n ? n : 1, size) : NULL;
@@ -361,6 +371,51 @@ void kiln_test_check_close(KilnTestRun *run, const char *what, const char *again
   if (!(err <= tol))
     kiln_test_fail(run, "%s: max normalized error vs %s %.3e above the tolerance %.1e at element %zu",
                    what, against, err, tol, worst);
+}
+
+void kiln_test_check_bound(KilnTestRun *run, const char *what, const float *got, const float *ref,
+                           const float *bound, size_t n) {
+  if (!run->ok || run->d.emit)
+    return;
+  double err = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)got[i] - ref[i]) / bound[i];
+    if (!(e <= err)) /* NaN too */
+      err = isnan(e) ? INFINITY : e, worst = i;
+  }
+  printf("       %s: %-10s vs ref  max err/bound %.3f (tol 1)", run->label, what, err);
+  if (n)
+    printf(" worst [%zu] got %.9g want %.9g bound %.3g", worst, (double)got[worst], (double)ref[worst],
+           (double)bound[worst]);
+  printf("\n");
+  if (!(err <= 1.0))
+    kiln_test_fail(run, "%s: error %.3g times its bound at element %zu", what, err, worst);
+}
+
+void kiln_test_check_eps(KilnTestRun *run, const float *rstd, const double *var, size_t rows,
+                         float eps) {
+  if (!run->ok || run->d.emit)
+    return;
+  size_t checked = 0, worst = 0;
+  double err = 0.0, implied_worst = (double)eps;
+  for (size_t r = 0; r < rows; r++) {
+    if (!(var[r] <= (double)eps))
+      continue;
+    double implied = 1.0 / ((double)rstd[r] * rstd[r]) - var[r];
+    double e = fabs(implied - (double)eps) / (double)eps;
+    checked++;
+    if (!(e <= err))
+      err = e, worst = r, implied_worst = implied;
+  }
+  printf("       %s: %-10s vs %-4s max err %.3e (tol 1.0e-03) over %zu row(s) with var <= eps; worst "
+         "row %zu implies eps %.6g, passed %.6g\n", run->label, "eps", "arg", err, checked, worst,
+         implied_worst, (double)eps);
+  if (!checked)
+    kiln_test_fail(run, "eps: no row with a variance <= eps, so nothing checks the eps term");
+  else if (!(err <= 1e-3))
+    kiln_test_fail(run, "eps: row %zu's rstd implies eps %.6g, the kernel was passed %.6g", worst,
+                   implied_worst, (double)eps);
 }
 
 void kiln_test_check_equal_i32(KilnTestRun *run, const char *what, const char *against,

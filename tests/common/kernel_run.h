@@ -92,10 +92,26 @@ void kiln_test_check_untouched(KilnTestRun *run, const char *what, const void *b
  * printed with the worst element. `against` names ref ("ref", "cpu"). */
 void kiln_test_check_close(KilnTestRun *run, const char *what, const char *against,
                            const float *got, const float *ref, size_t n, double floor, double tol);
+/* Per-element error bounds: max |got - ref| / bound must be <= 1 (a NaN or infinity where ref is
+ * finite is an infinite error); printed with the worst element and its bound. For results whose
+ * error the test derives element by element (docs/kernels/attention.md). */
+void kiln_test_check_bound(KilnTestRun *run, const char *what, const float *got, const float *ref,
+                           const float *bound, size_t n);
+/* The eps a LayerNorm kernel used, read back from its rstd: 1/rstd^2 - var, with var the row's
+ * variance in double. Checked on the rows whose var <= eps (where eps is at least half of what
+ * rstd depends on) against eps within 1e-3 relative: an rstd right to a relative d gives the
+ * implied eps to 2 d (var + eps) <= 4 d eps, so 1e-3 holds for any rstd within 2.5e-4, 25 times
+ * the rstd tolerance; a doubled (or dropped, or squared) eps is off by 100% or more. */
+void kiln_test_check_eps(KilnTestRun *run, const float *rstd, const double *var, size_t rows,
+                         float eps);
 /* Integers compared exactly. */
 void kiln_test_check_equal_i32(KilnTestRun *run, const char *what, const char *against,
                                const int32_t *got, const int32_t *ref, size_t n);
 
+/* A folder of kernel sources: `configured` (the path compiled in), or ROOT/rel when the
+ * environment variable KILN_TEST_SOURCE_ROOT names another copy of the tree (the planted-bug
+ * runner's mutated scratch copy, tests/planted/). Returns buf. */
+const char *kiln_test_source_dir(char *buf, size_t cap, const char *configured, const char *rel);
 /* Test-sized host allocations, zeroed; exit(2) when memory runs out (a test program, not a
  * library). The bound also tells gcc the size is sane (-Walloc-size-larger-than). */
 void *kiln_test_alloc(size_t n, size_t size);

@@ -127,10 +127,13 @@ static void run_begin(KilnTestRun *run, KilnRtDevice *dev, const char *kernel,
 
   /* the documented example when there is one (the tests run what the docs show), else a
    * kernel that exists for the tests only */
-  char path[1024], name[256];
-  snprintf(path, sizeof path, "%s/%s.kiln", KILN_EXAMPLES_DIR, kernel);
+  char path[1280], name[256], dir[1024];
+  snprintf(path, sizeof path, "%s/%s.kiln",
+           kiln_test_source_dir(dir, sizeof dir, KILN_EXAMPLES_DIR, "dsl/examples"), kernel);
   if (access(path, R_OK) != 0)
-    snprintf(path, sizeof path, "%s/%s.kiln", KILN_NUMERIC_KERNEL_DIR, kernel);
+    snprintf(path, sizeof path, "%s/%s.kiln",
+             kiln_test_source_dir(dir, sizeof dir, KILN_NUMERIC_KERNEL_DIR, "tests/numeric/kernels"),
+             kernel);
   bundle_name(name, sizeof name, kernel, defs, ndefs);
   kiln_test_kernel(run, path, kernel, defs, ndefs, name);
 }
@@ -378,6 +381,13 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
       for (size_t c = 0; c < xs; c++)
         x[r * xs + c] += off;
     }
+    /* Row 1 with a variance of eps / 2 and row 2 constant (0.625: its sums are exact in f32, so
+     * x - mean is exactly 0): there eps is half or all of what rstd depends on. */
+    for (size_t r = 0; r < rows; r++) {
+      KilnRefLnRow kind = kiln_ref_layernorm_row_kind(r, rows);
+      if (kind != KILN_REF_LN_ROW_NORMAL)
+        kiln_ref_layernorm_fill_row(x + r * xs, cols, kind, &rng, eps, 1, 0.625f);
+    }
     poison_row_gaps(x, rows, cols, xs);
     float *gamma = kiln_test_random_f32(&rng, cols, 0.5f, 1.5f), *beta = kiln_test_random_f32(&rng, cols, -1.0f, 1.0f);
     float *y = kiln_test_alloc(total, sizeof *y), *mean = kiln_test_alloc(stats_total, sizeof *mean);
@@ -406,8 +416,12 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
     check_close(&run, "y", got, ref_y, rows * cols, 1.0, 1e-5);
     check_close(&run, "mean", mean, ref_mean, rows, 1.0, 1e-5);
     check_close(&run, "rstd", rstd, ref_rstd, rows, 1e-30, 1e-5);
+    double *var = kiln_test_alloc(rows, sizeof *var);
+    for (size_t r = 0; r < rows; r++)
+      var[r] = kiln_ref_variance(x + r * xs, cols);
+    kiln_test_check_eps(&run, rstd, var, rows, eps);
     all_ok &= kiln_test_end(&run);
-    free(x), free(gamma), free(beta), free(y), free(mean), free(rstd);
+    free(x), free(gamma), free(beta), free(y), free(mean), free(rstd), free(var);
     free(ref_y), free(ref_mean), free(ref_rstd), free(got);
   }
   return all_ok;

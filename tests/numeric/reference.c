@@ -154,6 +154,30 @@ void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
   }
 }
 
+KilnRefLnRow kiln_ref_layernorm_row_kind(size_t row, size_t rows) {
+  if (row == 1)
+    return KILN_REF_LN_ROW_TINY;
+  return row == 2 && rows >= 3 ? KILN_REF_LN_ROW_CONSTANT : KILN_REF_LN_ROW_NORMAL;
+}
+
+void kiln_ref_layernorm_fill_row(float *x, size_t cols, KilnRefLnRow kind, KilnRefRng *rng,
+                                 float eps, int parts, float value) {
+  float a = (float)sqrt(1.5 * (double)eps / parts);
+  float off = kind == KILN_REF_LN_ROW_TINY ? kiln_ref_rng_uniform(rng, -a, a) : 0.0f;
+  for (size_t c = 0; c < cols; c++)
+    x[c] = kind == KILN_REF_LN_ROW_TINY ? off + kiln_ref_rng_uniform(rng, -a, a) : value;
+}
+
+double kiln_ref_variance(const float *x, size_t cols) {
+  double mu = 0.0, var = 0.0;
+  for (size_t c = 0; c < cols; c++)
+    mu += x[c];
+  mu /= (double)cols;
+  for (size_t c = 0; c < cols; c++)
+    var += ((double)x[c] - mu) * ((double)x[c] - mu);
+  return var / (double)cols;
+}
+
 void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16_t *b, size_t sbk,
                          size_t sbn, float *c, size_t M, size_t N, size_t K) {
   for (size_t i = 0; i < M; i++)

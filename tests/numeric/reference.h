@@ -79,6 +79,23 @@ void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
                             const float *beta, float *y, size_t y_stride, float *mean,
                             float *rstd, size_t rows, size_t cols, float eps);
 
+/* The rows of every LayerNorm test (numeric layernorm_fwd, the BERT layernorm family) that make
+ * the eps term visible: with a variance near 1, eps = 1e-5 moves rstd by 5e-6 relative, under
+ * any f32 tolerance, so a wrong eps would pass. Row 1 has a variance of about eps / 2 (doubling
+ * eps changes rstd by 23%), row 2 (of three or more) a variance of exactly 0 (rstd = 1/sqrt(eps)).
+ * Every other row is KILN_REF_LN_ROW_NORMAL. */
+typedef enum KilnRefLnRow { KILN_REF_LN_ROW_NORMAL, KILN_REF_LN_ROW_TINY, KILN_REF_LN_ROW_CONSTANT } KilnRefLnRow;
+KilnRefLnRow kiln_ref_layernorm_row_kind(size_t row, size_t rows);
+/* Fills x[0..cols) for a TINY or CONSTANT row (NORMAL rows are the test's own): TINY values are
+ * uniform in [-a, a) plus an offset in [-a, a), a = sqrt(3 eps / (2 parts)), so the sum of
+ * `parts` such inputs (x + res: 2) has a variance of about eps / 2; their mean is near 0, so the f32 error
+ * of the mean (relative to the values) stays far below what rstd ~ 1/sqrt(2 eps) amplifies.
+ * CONSTANT values are `value` (pick one whose sums are exact in f32, e.g. a few bits). */
+void kiln_ref_layernorm_fill_row(float *x, size_t cols, KilnRefLnRow kind, KilnRefRng *rng,
+                                 float eps, int parts, float value);
+/* The biased variance of x[0..cols), in double, two passes. */
+double kiln_ref_variance(const float *x, size_t cols);
+
 /* C = A B with f16 inputs (as bits, any strides in elements) and an f32 accumulator summed in k
  * order; the f32 result is written to c (M x N, dense row-major), not rounded to f16. */
 void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16_t *b, size_t sbk,
