@@ -289,10 +289,13 @@ static LLVMTypeRef int_like(LLVMTypeRef t, unsigned bits) {
 static LLVMValueRef splat(LLVMTypeRef t, unsigned long long v) {
   if (!is_vector(t)) return LLVMConstInt(t, v, 0);
   unsigned n = LLVMGetVectorSize(t);
-  LLVMValueRef c = LLVMConstInt(LLVMGetElementType(t), v, 0), lanes[64];
-  KILN_ASSERT(n <= 64);
+  LLVMValueRef c = LLVMConstInt(LLVMGetElementType(t), v, 0);
+  LLVMValueRef *lanes = malloc(n * sizeof *lanes); /* tiles can be vectors of 1024 lanes */
+  KILN_ASSERT(lanes != NULL);
   for (unsigned i = 0; i < n; i++) lanes[i] = c;
-  return LLVMConstVector(lanes, n);
+  LLVMValueRef r = LLVMConstVector(lanes, n);
+  free(lanes);
+  return r;
 }
 
 /* f32 bits -> bf16 bits, rounded to nearest even, NaNs quieted: __truncsfbf2's steps. */
@@ -320,15 +323,20 @@ static LLVMValueRef widen_bf16(LLVMBuilderRef b, LLVMValueRef bits, LLVMTypeRef 
 
 /* Whether the instruction in (of f16/bf16 type) is rebuilt on mirrors and then erased; the
  * others keep their float result for one instruction. */
+static bool is_scalable(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMScalableVectorTypeKind; }
+
 static bool rebuilt_on_mirrors(LLVMValueRef in) {
+  bool fixed = !is_scalable(LLVMTypeOf(in)); /* splat() builds fixed-width constants only */
   switch (LLVMGetInstructionOpcode(in)) {
   case LLVMLoad:
     return !LLVMGetVolatile(in) && LLVMGetOrdering(in) == LLVMAtomicOrderingNotAtomic;
   case LLVMPHI: case LLVMSelect: case LLVMBitCast: case LLVMInsertElement:
-  case LLVMExtractElement: case LLVMShuffleVector: case LLVMFNeg:
+  case LLVMExtractElement:
     return true;
+  case LLVMShuffleVector: case LLVMFNeg:
+    return fixed;
   case LLVMFPTrunc:
-    return elem_kind(LLVMTypeOf(in)) == LLVMBFloatTypeKind &&
+    return fixed && elem_kind(LLVMTypeOf(in)) == LLVMBFloatTypeKind &&
            elem_kind(LLVMTypeOf(LLVMGetOperand(in, 0))) == LLVMFloatTypeKind;
   default:
     return false;
@@ -345,13 +353,15 @@ static LLVMValueRef operand_bits(Legalize *L, LLVMValueRef v) {
 static LLVMValueRef shuffle_mask(LLVMValueRef sv) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(LLVMTypeOf(sv)));
   unsigned n = LLVMGetNumMaskElements(sv);
-  LLVMValueRef lanes[64];
-  KILN_ASSERT(n <= 64);
+  LLVMValueRef *lanes = malloc(n * sizeof *lanes);
+  KILN_ASSERT(lanes != NULL);
   for (unsigned i = 0; i < n; i++) {
     int m = LLVMGetMaskValue(sv, i);
     lanes[i] = m == LLVMGetUndefMaskElem() ? LLVMGetUndef(i32) : LLVMConstInt(i32, (unsigned)m, 0);
   }
-  return LLVMConstVector(lanes, n);
+  LLVMValueRef r = LLVMConstVector(lanes, n);
+  free(lanes);
+  return r;
 }
 
 /* A rebuilt instruction's mirror, placed just before it (its operands' mirrors are made first:
@@ -426,7 +436,8 @@ static void use_mirror(Legalize *L, LLVMValueRef u, unsigned i, LLVMValueRef v, 
   LLVMOpcode op = LLVMGetInstructionOpcode(u);
   if ((op == LLVMStore && i == 0) || op == LLVMBitCast) {
     LLVMSetOperand(u, i, m);
-  } else if (op == LLVMFPExt && elem_kind(LLVMTypeOf(v)) == LLVMBFloatTypeKind) {
+  } else if (op == LLVMFPExt && elem_kind(LLVMTypeOf(v)) == LLVMBFloatTypeKind &&
+             !is_scalable(LLVMTypeOf(v))) {
     LLVMPositionBuilderBefore(L->b, u);
     LLVMReplaceAllUsesWith(u, widen_bf16(L->b, m, LLVMTypeOf(u)));
     list_add(&L->erase, u);
