@@ -17,22 +17,25 @@
  *    case is computed, then selected; shift amounts are clamped first so that no selected value
  *    is poison.
  *
- * 2. Moves through f32. A 16-bit float that is only moved (a masked load's phi, a select) is
- *    promoted to f32 and rounded back; on a CPU with AVX-512 BF16 the rounding back is
- *    vcvtneps2bf16, which flushes subnormals to zero, so a masked load turned bf16 subnormals
- *    into zeros. kiln_host_float16_fixup rewrites every phi and select of f16/bf16 (scalar or
- *    vector) to the same operation on 16-bit integers with bitcasts around it, after LLVM's
- *    optimizations (which would fold the bitcasts back) and before code generation. For the
- *    same reason an f32 -> bf16 conversion (the emu target's; the cpu target's are integer code
- *    from MLIR's arith-expand) becomes a call of the module's own __truncsfbf2 everywhere, as
- *    a GPU's cvt.rn.bf16.f32 keeps subnormals too. */
+ * 2. Values through f32. Without 16-bit float registers, a 16-bit float that lives in a register
+ *    is promoted to f32 and rounded back when stored or moved on; on a CPU with AVX-512 BF16 the
+ *    rounding back is vcvtneps2bf16, which flushes subnormals to zero, so a masked load turned
+ *    bf16 subnormals into zeros, and so did any bf16 value that crossed a basic block or a call
+ *    (the emu target's sanitizer hooks). kiln_host_float16_fixup carries every f16/bf16 value
+ *    (scalar or vector) as a 16-bit integer instead, after LLVM's optimizations (which would
+ *    fold the bitcasts back) and before code generation; f32 -> bf16 and bf16 -> f32 become
+ *    integer code (as a GPU's cvt.rn.bf16.f32, it keeps subnormals). The section below says
+ *    how. */
 #include "kiln_mlir_internal.h"
 
 #include "llvm-c/Core.h"
 #include "llvm-c/IRReader.h"
 #include "llvm-c/Linker.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char builtins_ir[] =
     /* f32 -> bf16: bf16 is the top half of f32; add 0x7fff plus the kept half's lowest bit and
@@ -173,110 +176,322 @@ bool kiln_host_builtins_link(LLVMModuleRef mod, char *err, size_t cap) {
   return true;
 }
 
-/* ---- moves as integers ------------------------------------------------------------------------ */
+/* ---- 16-bit floats carried as integers ---------------------------------------------------------
+ *
+ * x86's code generator has no 16-bit float registers without AVX-512 FP16: it keeps an f16 or
+ * bf16 value promoted to f32 wherever the value lives in a register, and rounds it back when it
+ * is stored, passed on or spilled. Inside one basic block the selection DAG usually folds a
+ * load -> store pair into a 16-bit move, but a value that crosses a block (a masked load's
+ * branch, the sanitizer hooks' calls and branches on the emu target) is exported as f32 and
+ * rounded back with vcvtneps2bf16 on AVX-512 BF16 hosts, which flushes subnormals. Retyping phis
+ * and selects alone did not cover the values those phis feed (vector inserts two blocks later).
+ *
+ * So, after LLVM's optimizations and before code generation, every f16/bf16 value (scalar or
+ * vector) of a function gets a 16-bit integer mirror, and the float value disappears:
+ *   - moves are rebuilt on the mirrors: load, phi, select, bitcast, insert/extract/shuffle of
+ *     vector lanes, fneg (the sign bit);
+ *   - f32 -> bf16 is the integer rounding of __truncsfbf2, inline (a GPU's cvt.rn.bf16.f32 keeps
+ *     subnormals); bf16 -> f32 is the integer widening (the bits moved up: exact);
+ *   - anything else that makes one (arithmetic, an f16 conversion, a call) keeps its float result
+ *     for one instruction: a bitcast to the mirror follows it at once;
+ *   - a user that needs a float (an f16 widening, arithmetic, a call) gets a bitcast of the mirror
+ *     just before it; stores and bitcasts take the mirror itself.
+ * No 16-bit float value then lives past the instruction next to it, so none crosses a block or a
+ * call. */
+
+/* An open-addressing map from an original value to its mirror; keys are never removed. */
+typedef struct MirrorMap {
+  LLVMValueRef *keys, *vals;
+  size_t cap, n;
+} MirrorMap;
+
+static size_t ptr_hash(LLVMValueRef v, size_t cap) {
+  uintptr_t x = (uintptr_t)v;
+  x ^= x >> 17;
+  x *= 0x9e3779b97f4a7c15ull;
+  return (size_t)(x >> 7) & (cap - 1);
+}
+
+static LLVMValueRef map_get(const MirrorMap *m, LLVMValueRef k) {
+  if (!m->cap) return NULL;
+  for (size_t i = ptr_hash(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
+    if (!m->keys[i]) return NULL;
+    if (m->keys[i] == k) return m->vals[i];
+  }
+}
+
+static void map_put(MirrorMap *m, LLVMValueRef k, LLVMValueRef v) {
+  if (2 * (m->n + 1) > m->cap) {
+    MirrorMap g = {calloc(m->cap ? 2 * m->cap : 256, sizeof *g.keys),
+                   calloc(m->cap ? 2 * m->cap : 256, sizeof *g.vals), m->cap ? 2 * m->cap : 256, 0};
+    KILN_ASSERT(g.keys && g.vals);
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->keys[i]) map_put(&g, m->keys[i], m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    *m = g;
+  }
+  size_t i = ptr_hash(k, m->cap);
+  while (m->keys[i] && m->keys[i] != k) i = (i + 1) & (m->cap - 1);
+  if (!m->keys[i]) m->n++;
+  m->keys[i] = k;
+  m->vals[i] = v;
+}
+
+typedef struct ValueList {
+  LLVMValueRef *v;
+  size_t n, cap;
+} ValueList;
+
+static void list_add(ValueList *l, LLVMValueRef v) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 64;
+    l->v = realloc(l->v, l->cap * sizeof *l->v);
+    KILN_ASSERT(l->v != NULL);
+  }
+  l->v[l->n++] = v;
+}
+
+typedef struct Legalize {
+  LLVMBuilderRef b;
+  MirrorMap mirror;
+  ValueList originals; /* every f16/bf16 value mirrored, in the order met */
+  ValueList erase;     /* the instructions replaced, erased at the end */
+} Legalize;
 
 static bool is_vector(LLVMTypeRef t) {
   LLVMTypeKind k = LLVMGetTypeKind(t);
   return k == LLVMVectorTypeKind || k == LLVMScalableVectorTypeKind;
 }
 
+static LLVMTypeKind elem_kind(LLVMTypeRef t) {
+  return LLVMGetTypeKind(is_vector(t) ? LLVMGetElementType(t) : t);
+}
+
 static bool is_float16(LLVMTypeRef t) {
-  if (is_vector(t)) t = LLVMGetElementType(t);
-  LLVMTypeKind k = LLVMGetTypeKind(t);
+  LLVMTypeKind k = elem_kind(t);
   return k == LLVMHalfTypeKind || k == LLVMBFloatTypeKind;
 }
 
-/* The 16-bit integer type of the same shape as t. */
-static LLVMTypeRef int16_like(LLVMTypeRef t) {
-  LLVMTypeRef i16 = LLVMInt16TypeInContext(LLVMGetTypeContext(t));
-  if (is_vector(t)) {
-    unsigned n = LLVMGetVectorSize(t);
-    return LLVMGetTypeKind(t) == LLVMScalableVectorTypeKind ? LLVMScalableVectorType(i16, n)
-                                                            : LLVMVectorType(i16, n);
+/* The type of t's shape with elements `elem` (i16 for a mirror, i32 for a widening). */
+static LLVMTypeRef same_shape(LLVMTypeRef t, LLVMTypeRef elem) {
+  if (!is_vector(t)) return elem;
+  unsigned n = LLVMGetVectorSize(t);
+  return LLVMGetTypeKind(t) == LLVMScalableVectorTypeKind ? LLVMScalableVectorType(elem, n)
+                                                          : LLVMVectorType(elem, n);
+}
+
+static LLVMTypeRef int_like(LLVMTypeRef t, unsigned bits) {
+  return same_shape(t, LLVMIntTypeInContext(LLVMGetTypeContext(t), bits));
+}
+
+/* The integer constant v in every lane of integer type t (scalar or fixed vector). */
+static LLVMValueRef splat(LLVMTypeRef t, unsigned long long v) {
+  if (!is_vector(t)) return LLVMConstInt(t, v, 0);
+  unsigned n = LLVMGetVectorSize(t);
+  LLVMValueRef c = LLVMConstInt(LLVMGetElementType(t), v, 0);
+  LLVMValueRef *lanes = malloc(n * sizeof *lanes); /* tiles can be vectors of 1024 lanes */
+  KILN_ASSERT(lanes != NULL);
+  for (unsigned i = 0; i < n; i++) lanes[i] = c;
+  LLVMValueRef r = LLVMConstVector(lanes, n);
+  free(lanes);
+  return r;
+}
+
+/* f32 bits -> bf16 bits, rounded to nearest even, NaNs quieted: __truncsfbf2's steps. */
+static LLVMValueRef round_to_bf16(LLVMBuilderRef b, LLVMValueRef f) {
+  LLVMTypeRef i32 = int_like(LLVMTypeOf(f), 32);
+  LLVMValueRef x = LLVMBuildBitCast(b, f, i32, "");
+  LLVMValueRef mag = LLVMBuildAnd(b, x, splat(i32, 0x7fffffff), "");
+  LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, mag, splat(i32, 0x7f800000), "");
+  LLVMValueRef top = LLVMBuildLShr(b, x, splat(i32, 16), "");
+  LLVMValueRef bias = LLVMBuildAdd(b, LLVMBuildAnd(b, top, splat(i32, 1), ""), splat(i32, 0x7fff), "");
+  LLVMValueRef rounded = LLVMBuildLShr(b, LLVMBuildAdd(b, x, bias, ""), splat(i32, 16), "");
+  LLVMValueRef quiet = LLVMBuildOr(b, top, splat(i32, 64), "");
+  LLVMValueRef r = LLVMBuildSelect(b, nan, quiet, rounded, "");
+  return LLVMBuildTrunc(b, r, int_like(i32, 16), "");
+}
+
+/* bf16 bits -> f32 (or wider): the bits moved to the top half, exact. */
+static LLVMValueRef widen_bf16(LLVMBuilderRef b, LLVMValueRef bits, LLVMTypeRef to) {
+  LLVMTypeRef i32 = int_like(LLVMTypeOf(bits), 32);
+  LLVMValueRef w = LLVMBuildShl(b, LLVMBuildZExt(b, bits, i32, ""), splat(i32, 16), "");
+  LLVMTypeRef f32 = same_shape(to, LLVMFloatTypeInContext(LLVMGetTypeContext(to)));
+  LLVMValueRef f = LLVMBuildBitCast(b, w, f32, "");
+  return f32 == to ? f : LLVMBuildFPExt(b, f, to, "");
+}
+
+/* Whether the instruction in (of f16/bf16 type) is rebuilt on mirrors and then erased; the
+ * others keep their float result for one instruction. */
+static bool is_scalable(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMScalableVectorTypeKind; }
+
+static bool rebuilt_on_mirrors(LLVMValueRef in) {
+  bool fixed = !is_scalable(LLVMTypeOf(in)); /* splat() builds fixed-width constants only */
+  switch (LLVMGetInstructionOpcode(in)) {
+  case LLVMLoad:
+    return !LLVMGetVolatile(in) && LLVMGetOrdering(in) == LLVMAtomicOrderingNotAtomic;
+  case LLVMPHI: case LLVMSelect: case LLVMBitCast: case LLVMInsertElement:
+  case LLVMExtractElement:
+    return true;
+  case LLVMShuffleVector: case LLVMFNeg:
+    return fixed;
+  case LLVMFPTrunc:
+    return fixed && elem_kind(LLVMTypeOf(in)) == LLVMBFloatTypeKind &&
+           elem_kind(LLVMTypeOf(LLVMGetOperand(in, 0))) == LLVMFloatTypeKind;
+  default:
+    return false;
   }
-  return i16;
 }
 
-/* v as `it`: a constant folds; an instruction's value is cast where the builder stands. */
-static LLVMValueRef as_type(LLVMBuilderRef b, LLVMValueRef v, LLVMTypeRef it) {
-  if (LLVMIsConstant(v)) return LLVMConstBitCast(v, it);
-  return LLVMBuildBitCast(b, v, it, "");
+static LLVMValueRef mirror_of(Legalize *L, LLVMValueRef v);
+
+/* The mirror of an operand that may or may not be a 16-bit float. */
+static LLVMValueRef operand_bits(Legalize *L, LLVMValueRef v) {
+  return is_float16(LLVMTypeOf(v)) ? mirror_of(L, v) : v;
 }
 
-static void rewrite_phi(LLVMBuilderRef b, LLVMValueRef phi) {
-  LLVMTypeRef t = LLVMTypeOf(phi), it = int16_like(t);
-  LLVMBasicBlockRef bb = LLVMGetInstructionParent(phi);
-  LLVMPositionBuilderBefore(b, phi);
-  LLVMValueRef np = LLVMBuildPhi(b, it, "");
-  unsigned n = LLVMCountIncoming(phi);
+static LLVMValueRef shuffle_mask(LLVMValueRef sv) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(LLVMTypeOf(sv)));
+  unsigned n = LLVMGetNumMaskElements(sv);
+  LLVMValueRef *lanes = malloc(n * sizeof *lanes);
+  KILN_ASSERT(lanes != NULL);
   for (unsigned i = 0; i < n; i++) {
-    LLVMBasicBlockRef from = LLVMGetIncomingBlock(phi, i);
-    LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(from));
-    LLVMValueRef v = as_type(b, LLVMGetIncomingValue(phi, i), it);
-    LLVMAddIncoming(np, &v, &from, 1);
+    int m = LLVMGetMaskValue(sv, i);
+    lanes[i] = m == LLVMGetUndefMaskElem() ? LLVMGetUndef(i32) : LLVMConstInt(i32, (unsigned)m, 0);
   }
-  LLVMValueRef first = LLVMGetFirstInstruction(bb);
-  while (first && LLVMIsAPHINode(first)) first = LLVMGetNextInstruction(first);
-  LLVMPositionBuilderBefore(b, first);
-  LLVMReplaceAllUsesWith(phi, LLVMBuildBitCast(b, np, t, ""));
+  LLVMValueRef r = LLVMConstVector(lanes, n);
+  free(lanes);
+  return r;
 }
 
-static void rewrite_select(LLVMBuilderRef b, LLVMValueRef sel) {
-  LLVMTypeRef t = LLVMTypeOf(sel), it = int16_like(t);
-  LLVMPositionBuilderBefore(b, sel);
-  LLVMValueRef x = as_type(b, LLVMGetOperand(sel, 1), it);
-  LLVMValueRef y = as_type(b, LLVMGetOperand(sel, 2), it);
-  LLVMValueRef s = LLVMBuildSelect(b, LLVMGetOperand(sel, 0), x, y, "");
-  LLVMReplaceAllUsesWith(sel, LLVMBuildBitCast(b, s, t, ""));
-}
-
-/* fptrunc to bf16 (scalar or vector, lane by lane) as calls of the module's __truncsfbf2. */
-static void rewrite_bf16_trunc(LLVMBuilderRef b, LLVMValueRef in, LLVMValueRef fn) {
-  LLVMTypeRef t = LLVMTypeOf(in), fty = LLVMGlobalGetValueType(fn);
-  LLVMValueRef src = LLVMGetOperand(in, 0);
-  LLVMPositionBuilderBefore(b, in);
-  LLVMValueRef out;
-  if (!is_vector(t)) {
-    out = LLVMBuildCall2(b, fty, fn, &src, 1, "");
-  } else {
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
-    out = LLVMGetPoison(t);
-    for (unsigned i = 0, n = LLVMGetVectorSize(t); i < n; i++) {
-      LLVMValueRef lane = LLVMConstInt(i32, i, 0);
-      LLVMValueRef x = LLVMBuildExtractElement(b, src, lane, "");
-      out = LLVMBuildInsertElement(b, out, LLVMBuildCall2(b, fty, fn, &x, 1, ""), lane, "");
+/* A rebuilt instruction's mirror, placed just before it (its operands' mirrors are made first:
+ * each is placed before its own original, which dominates this one). */
+static LLVMValueRef rebuild(Legalize *L, LLVMValueRef in, LLVMTypeRef it) {
+  LLVMBuilderRef b = L->b;
+  LLVMOpcode op = LLVMGetInstructionOpcode(in);
+  if (op == LLVMPHI) { /* entered in the map before its incoming values: loops come back to it */
+    LLVMPositionBuilderBefore(b, in);
+    LLVMValueRef np = LLVMBuildPhi(b, it, "");
+    map_put(&L->mirror, in, np);
+    for (unsigned i = 0, n = LLVMCountIncoming(in); i < n; i++) {
+      LLVMValueRef v = mirror_of(L, LLVMGetIncomingValue(in, i));
+      LLVMBasicBlockRef from = LLVMGetIncomingBlock(in, i);
+      LLVMAddIncoming(np, &v, &from, 1);
     }
+    return np;
   }
-  LLVMReplaceAllUsesWith(in, out);
+  LLVMValueRef ops[3] = {NULL, NULL, NULL};
+  unsigned nops = (unsigned)LLVMGetNumOperands(in);
+  for (unsigned i = 0; i < nops && i < 3; i++)
+    if (op != LLVMLoad) ops[i] = operand_bits(L, LLVMGetOperand(in, i));
+  LLVMPositionBuilderBefore(b, in);
+  switch (op) {
+  case LLVMLoad: {
+    LLVMValueRef ld = LLVMBuildLoad2(b, it, LLVMGetOperand(in, 0), "");
+    LLVMSetAlignment(ld, LLVMGetAlignment(in));
+    return ld;
+  }
+  case LLVMSelect: return LLVMBuildSelect(b, ops[0], ops[1], ops[2], "");
+  case LLVMBitCast:
+    return LLVMTypeOf(ops[0]) == it ? ops[0] : LLVMBuildBitCast(b, ops[0], it, "");
+  case LLVMInsertElement: return LLVMBuildInsertElement(b, ops[0], ops[1], ops[2], "");
+  case LLVMExtractElement: return LLVMBuildExtractElement(b, ops[0], ops[1], "");
+  case LLVMShuffleVector: return LLVMBuildShuffleVector(b, ops[0], ops[1], shuffle_mask(in), "");
+  case LLVMFNeg: return LLVMBuildXor(b, ops[0], splat(it, 0x8000), "");
+  case LLVMFPTrunc: return round_to_bf16(b, LLVMGetOperand(in, 0));
+  default: KILN_ASSERT(!"not a rebuilt instruction"); return NULL;
+  }
 }
 
-static bool is_bf16_trunc(LLVMValueRef in) {
-  LLVMTypeRef t = LLVMTypeOf(in), src = LLVMTypeOf(LLVMGetOperand(in, 0));
-  if (is_vector(t)) {
-    if (LLVMGetTypeKind(t) == LLVMScalableVectorTypeKind) return false;
-    t = LLVMGetElementType(t);
-    src = LLVMGetElementType(src);
+/* The 16-bit integer mirror of a 16-bit float value, made once. */
+static LLVMValueRef mirror_of(Legalize *L, LLVMValueRef v) {
+  LLVMValueRef have = map_get(&L->mirror, v);
+  if (have) return have;
+  LLVMTypeRef it = int_like(LLVMTypeOf(v), 16);
+  LLVMValueRef m;
+  if (LLVMIsConstant(v)) {
+    m = LLVMConstBitCast(v, it);
+  } else if (LLVMIsAInstruction(v) && rebuilt_on_mirrors(v)) {
+    m = rebuild(L, v, it);
+    list_add(&L->erase, v);
+    list_add(&L->originals, v);
+  } else if (LLVMIsAInstruction(v)) { /* kept: its bits taken right after it */
+    LLVMValueRef next = LLVMGetNextInstruction(v);
+    KILN_ASSERT(next != NULL && !LLVMIsAPHINode(v));
+    LLVMPositionBuilderBefore(L->b, next);
+    m = LLVMBuildBitCast(L->b, v, it, "");
+    list_add(&L->originals, v);
+  } else { /* an argument: its bits taken at the entry */
+    LLVMValueRef first = LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(LLVMGetParamParent(v)));
+    LLVMPositionBuilderBefore(L->b, first);
+    m = LLVMBuildBitCast(L->b, v, it, "");
+    list_add(&L->originals, v);
   }
-  return LLVMGetTypeKind(t) == LLVMBFloatTypeKind && LLVMGetTypeKind(src) == LLVMFloatTypeKind;
+  map_put(&L->mirror, v, m);
+  return m;
+}
+
+/* Points user u of the original value v (operand i) at v's mirror m. */
+static void use_mirror(Legalize *L, LLVMValueRef u, unsigned i, LLVMValueRef v, LLVMValueRef m) {
+  LLVMOpcode op = LLVMGetInstructionOpcode(u);
+  if ((op == LLVMStore && i == 0) || op == LLVMBitCast) {
+    LLVMSetOperand(u, i, m);
+  } else if (op == LLVMFPExt && elem_kind(LLVMTypeOf(v)) == LLVMBFloatTypeKind &&
+             !is_scalable(LLVMTypeOf(v))) {
+    LLVMPositionBuilderBefore(L->b, u);
+    LLVMReplaceAllUsesWith(u, widen_bf16(L->b, m, LLVMTypeOf(u)));
+    list_add(&L->erase, u);
+  } else {
+    LLVMPositionBuilderBefore(L->b, u);
+    LLVMSetOperand(u, i, LLVMBuildBitCast(L->b, m, LLVMTypeOf(v), ""));
+  }
+}
+
+/* Every user of v that is not itself replaced (nor v's own mirror) takes the mirror. */
+static void redirect_users(Legalize *L, LLVMValueRef v) {
+  LLVMValueRef m = map_get(&L->mirror, v);
+  ValueList users = {0};
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u)) {
+    LLVMValueRef user = LLVMGetUser(u);
+    bool replaced = is_float16(LLVMTypeOf(user)) && rebuilt_on_mirrors(user);
+    if (user != m && !replaced) list_add(&users, user);
+  }
+  for (size_t k = 0; k < users.n; k++) {
+    LLVMValueRef u = users.v[k];
+    if (k && users.v[k - 1] == u) continue; /* one user may appear once per operand */
+    for (unsigned i = 0, n = (unsigned)LLVMGetNumOperands(u); i < n; i++)
+      if (LLVMGetOperand(u, i) == v) use_mirror(L, u, i, v, m);
+  }
+  free(users.v);
+}
+
+static void legalize_function(Legalize *L, LLVMValueRef fn) {
+  ValueList found = {0};
+  for (LLVMValueRef a = LLVMGetFirstParam(fn); a; a = LLVMGetNextParam(a))
+    if (is_float16(LLVMTypeOf(a)) && LLVMGetFirstUse(a)) list_add(&found, a);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+      if (is_float16(LLVMTypeOf(in))) list_add(&found, in);
+  for (size_t i = 0; i < found.n; i++) mirror_of(L, found.v[i]);
+  for (size_t i = 0; i < L->originals.n; i++) redirect_users(L, L->originals.v[i]);
+  /* what is left uses only other replaced instructions: cut those ties, then erase */
+  for (size_t i = 0; i < L->erase.n; i++)
+    LLVMReplaceAllUsesWith(L->erase.v[i], LLVMGetPoison(LLVMTypeOf(L->erase.v[i])));
+  for (size_t i = 0; i < L->erase.n; i++) LLVMInstructionEraseFromParent(L->erase.v[i]);
+  L->originals.n = L->erase.n = 0;
+  /* erased instructions' addresses may come back as new values in the next function */
+  if (L->mirror.cap) memset(L->mirror.keys, 0, L->mirror.cap * sizeof *L->mirror.keys);
+  L->mirror.n = 0;
+  free(found.v);
 }
 
 void kiln_host_float16_fixup(LLVMModuleRef mod) {
-  LLVMValueRef truncsfbf2 = LLVMGetNamedFunction(mod, "__truncsfbf2");
-  LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
+  Legalize L = {.b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod))};
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
-    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
-      for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in;) {
-        LLVMValueRef next = LLVMGetNextInstruction(in);
-        LLVMOpcode op = LLVMGetInstructionOpcode(in);
-        if ((op == LLVMPHI || op == LLVMSelect) && is_float16(LLVMTypeOf(in))) {
-          if (op == LLVMPHI) rewrite_phi(b, in);
-          else rewrite_select(b, in);
-          LLVMInstructionEraseFromParent(in);
-        } else if (op == LLVMFPTrunc && truncsfbf2 && fn != truncsfbf2 && is_bf16_trunc(in)) {
-          rewrite_bf16_trunc(b, in, truncsfbf2);
-          LLVMInstructionEraseFromParent(in);
-        }
-        in = next;
-      }
-  LLVMDisposeBuilder(b);
+    if (LLVMCountBasicBlocks(fn)) legalize_function(&L, fn);
+  free(L.mirror.keys);
+  free(L.mirror.vals);
+  free(L.originals.v);
+  free(L.erase.v);
+  LLVMDisposeBuilder(L.b);
 }

@@ -82,8 +82,9 @@ MlirLogicalResult kiln_cpu_lower_module(MlirOperation module);
 /* host_float16.c: defines, in a host module, the float conversions LLVM's code generator may
  * call a runtime library for (weak, hidden). false with a message in err on failure. */
 bool kiln_host_builtins_link(LLVMModuleRef mod, char *err, size_t cap);
-/* host_float16.c: every phi and select of f16/bf16 values becomes one of 16-bit integers, every
- * f32 -> bf16 conversion a call of __truncsfbf2 (run after LLVM's optimizations, before code
+/* host_float16.c: every f16/bf16 value becomes a 16-bit integer but for the one instruction that
+ * computes or consumes it as a float, and f32 <-> bf16 conversions become integer code, so that
+ * no 16-bit float crosses a block or a call (run after LLVM's optimizations, before code
  * generation, on a module that kiln_host_builtins_link completed). */
 void kiln_host_float16_fixup(LLVMModuleRef mod);
 

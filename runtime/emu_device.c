@@ -203,6 +203,24 @@ static KilnRtStatus checks_from_env(uint32_t *checks, uint64_t *seed) {
   return KILN_RT_OK;
 }
 
+/* KILN_EMU_INDEX_LIMIT: memcheck's element index limit (KilnEmuLaunch.index_limit), unset or 0
+ * for none: a positive integer, lowered on scaled-down problems to find the accesses whose
+ * 32-bit offsets would wrap at full size. */
+static KilnRtStatus index_limit_from_env(uint64_t *limit) {
+  const char *s = getenv("KILN_EMU_INDEX_LIMIT");
+  *limit = 0;
+  if (!s || !*s)
+    return KILN_RT_OK;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno != 0 || *end != '\0' || s[0] == '-')
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "KILN_EMU_INDEX_LIMIT='%s': expected a non-negative integer (elements)", s);
+  *limit = v;
+  return KILN_RT_OK;
+}
+
 /* KILN_EMU_MATH: exact (default) or pessimistic (docs/emulator.md, "Approximate math"). */
 static KilnRtStatus math_from_env(uint32_t *math) {
   const char *text = getenv("KILN_EMU_MATH");
@@ -251,6 +269,7 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
   lc.num_os_threads = (uint32_t)kiln_rt_cpu_default_threads();
   KilnRtStatus est = checks_from_env(&lc.checks, &lc.seed);
   if (est == KILN_RT_OK) est = math_from_env(&lc.math);
+  if (est == KILN_RT_OK) est = index_limit_from_env(&lc.index_limit);
   if (est != KILN_RT_OK) return est;
   KilnEmuStatus st = kiln_emu_launch(ef->entry, &lc, args);
   if (st == KILN_EMU_OK) return KILN_RT_OK;

@@ -544,6 +544,10 @@ static int64_t value_bytes(MlirType t) {
   return 0;
 }
 
+/* KILN_EMU_ACCESS_ELEM_SHIFT of runtime/emu/kiln_emu.h (the compiler does not include the
+ * runtime's headers): a global access's element bytes sit above its kind. */
+#define EMU_ACCESS_ELEM_SHIFT 8
+
 /* kiln_emu_{global,shared}_access(p, bytes, align, kind) before a load, store or atomic of
  * address space 1 or 3: the emulator's memcheck, racecheck and initcheck act there. The
  * alignment is the instruction's (a vector access needs its whole size on a GPU); without the
@@ -568,8 +572,11 @@ static void lower_access(Emu *E, KilnIRBuilder *b, MlirOperation op) {
       align = value_bytes(mlirShapedTypeGetElementType(vt));
   }
   MlirLocation loc = mlirOperationGetLocation(op);
+  /* a global access also says its element size, for memcheck's index limit (kiln_emu.h) */
+  int64_t elem = mlirTypeIsAVector(vt) ? value_bytes(mlirShapedTypeGetElementType(vt)) : bytes;
+  uint32_t op_word = space == 1 ? kind | (uint32_t)elem << EMU_ACCESS_ELEM_SHIFT : kind;
   MlirValue o[4] = {ptr, cst_i32(E, b, loc, bytes), cst_i32(E, b, loc, align),
-                    cst_i32(E, b, loc, kind)};
+                    cst_i32(E, b, loc, op_word)};
   call(E, b, loc, space == 1 ? "kiln_emu_global_access" : "kiln_emu_shared_access", E->voidt, o, 4);
   if (space == 3 && kind == 1) {
     /* and after a shared store (KILN_EMU_ACCESS_STORED): racecheck compares the value written

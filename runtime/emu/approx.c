@@ -20,11 +20,12 @@ typedef struct ApproxSpec {
 
 static const ApproxSpec specs[KILN_EMU_APPROX_COUNT] = {
     [KILN_EMU_APPROX_EX2] = {0x1p-22, true, true},
-    [KILN_EMU_APPROX_LG2] = {0x1.4p-23 /* 2^-22.6 */, false, true},
-    [KILN_EMU_APPROX_SIN] = {0x1.1p-21 /* 2^-20.9 */, false, true},
-    [KILN_EMU_APPROX_COS] = {0x1.1p-21, false, true},
-    [KILN_EMU_APPROX_RSQRT] = {0x1.1p-23 /* 2^-22.9 */, true, true},
-    [KILN_EMU_APPROX_TANH] = {0x1.01p-11 /* 2^-10.987 */, true, false},
+    /* the fractional powers of two rounded up to 8 mantissa bits, so that none is below the bound */
+    [KILN_EMU_APPROX_LG2] = {0x1.52p-23 /* 2^-22.6 = 0x1.51cp-23 */, false, true},
+    [KILN_EMU_APPROX_SIN] = {0x1.13p-21 /* 2^-20.9 = 0x1.125p-21 */, false, true},
+    [KILN_EMU_APPROX_COS] = {0x1.13p-21, false, true},
+    [KILN_EMU_APPROX_RSQRT] = {0x1.13p-23 /* 2^-22.9 */, true, true},
+    [KILN_EMU_APPROX_TANH] = {0x1.03p-11 /* 2^-10.987 = 0x1.025p-11 */, true, false},
 };
 
 static float flush(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }

@@ -192,11 +192,36 @@ static const char *access_name(uint32_t op, bool shared) {
   }
 }
 
+/* An access inside its allocation that reaches element index_limit of it: the kernel's i32
+ * offsets would wrap on a problem 2^31 / index_limit times larger (the limit is lowered only
+ * for such scaled-down runs; the default checks nothing). */
+static void check_index_limit(EmuWorker *w, EmuFiber *f, uintptr_t a, uint32_t bytes,
+                              uint32_t elem, const char *what) {
+  const EmuRange *r = range_below(w, a);
+  if (!r || !elem)
+    return;
+  uint64_t first = (uint64_t)(a - r->base) / elem, end = first + (bytes + elem - 1) / elem;
+  if (end <= w->cfg.index_limit)
+    return;
+  kiln_emu_fail(w, f, KILN_EMU_ERROR_MEMORY,
+                "memcheck: %s of elements %llu..%llu of allocation %#lx (%u-byte elements) "
+                "reaches the index limit %llu: the kernel's 32-bit offsets wrap at 2^31 elements, "
+                "which this access would pass on a problem %.3g times larger", what,
+                (unsigned long long)first, (unsigned long long)(end - 1), (unsigned long)r->base,
+                elem, (unsigned long long)w->cfg.index_limit,
+                2147483648.0 / (double)w->cfg.index_limit);
+}
+
 void kiln_emu_global_access(const void *p, uint32_t bytes, uint32_t align, uint32_t op) {
   EmuWorker *w = kiln_emu_worker();
   if (!w || !w->cur || !(w->cfg.checks & KILN_EMU_CHECK_MEM))
     return;
-  kiln_emu_check_global(w, w->cur, p, bytes, align, access_name(op, false));
+  uint32_t kind = op & ((1u << KILN_EMU_ACCESS_ELEM_SHIFT) - 1);
+  uint32_t elem = op >> KILN_EMU_ACCESS_ELEM_SHIFT;
+  const char *what = access_name(kind, false);
+  kiln_emu_check_global(w, w->cur, p, bytes, align, what);
+  if (w->cfg.index_limit)
+    check_index_limit(w, w->cur, (uintptr_t)p, bytes, elem ? elem : bytes, what);
 }
 
 /* ---- racecheck and initcheck --------------------------------------------------------------- */

@@ -74,6 +74,10 @@ typedef struct KilnEmuLaunch {
   uint64_t seed;           /* 0: runnable fibers resume in thread order; else a random order per
                               scheduling round, from this seed and the block index */
   uint32_t math;           /* KilnEmuMath: how approximate instructions are computed */
+  uint64_t index_limit;    /* memcheck: 0 = none; else a global access reaching element
+                              index_limit of its allocation or past it is reported. The lowering's
+                              offsets are i32, wrapping at 2^31 elements; a lower limit on a
+                              scaled-down problem finds the accesses that would wrap at full size */
 } KilnEmuLaunch;
 
 /* How kiln_emu_approx_f32 computes (KilnEmuLaunch.math). */
@@ -154,7 +158,11 @@ typedef enum KilnEmuAccess {
 /* Emitted by the emu lowering before every global load, store and atomic of `bytes` bytes at p
  * whose instruction needs `align`-byte alignment. With KILN_EMU_CHECK_MEM: fails the block with
  * KILN_EMU_ERROR_MEMORY when p is misaligned or [p, p + bytes) is not inside one registered
- * allocation, naming the nearest one. Without it: returns at once. */
+ * allocation, naming the nearest one, or (with an index_limit) when it reaches that element of
+ * its allocation. Without it: returns at once. `op` is a KilnEmuAccess, with the bytes of one
+ * element of the accessed type above KILN_EMU_ACCESS_ELEM_SHIFT (0: `bytes`), so that the
+ * index limit counts elements as the kernel's offsets do. */
+#define KILN_EMU_ACCESS_ELEM_SHIFT 8
 KILN_EMU_API void kiln_emu_global_access(const void *p, uint32_t bytes, uint32_t align,
                                          uint32_t op);
 /* The same before every shared access: in the arena and aligned (MEMORY) under any check;

@@ -58,7 +58,13 @@ static bool run_cfg(const KilnBertDevice *dev, const TanhCfg *c, uint64_t seed) 
    * and 2^-8 relative) with room for the f32 math before it. */
   double tol = c->t == KILN_SCALAR_F16 ? 2e-3 : c->t == KILN_SCALAR_BF16 ? 8e-3 : 1e-5;
   double floor = c->t == KILN_SCALAR_F32 ? 1e-1 : 1e-2;
-  kiln_bert_check_close(&run, "y", y, ref_y, n, floor, tol);
+  /* y through the GPU lowering is tanh.approx.f32: relative error up to 2^-10.987 = 4.93e-4 (PTX
+   * ISA; KILN_EMU_MATH=pessimistic applies all of it, rounded up to 0x1.03p-11), and
+   * |err| / max(|y|, floor) is at most the relative error, so f32 adds it to the math's own;
+   * f16/bf16 already hold it (2^-11 + 4.94e-4 < 2e-3). */
+  const double tanh_approx = 0x1.03p-11;
+  double tol_y = kiln_bert_on_emu(dev) && c->t == KILN_SCALAR_F32 ? tol + tanh_approx : tol;
+  kiln_bert_check_close(&run, "y", y, ref_y, n, floor, tol_y);
   kiln_bert_check_close(&run, "dx", dx, ref_dx, n, floor, tol);
   if (c->t == KILN_SCALAR_F32) {
     /* central differences of sum dy tanh(x): each output depends on its own input only */
@@ -68,7 +74,12 @@ static bool run_cfg(const KilnBertDevice *dev, const TanhCfg *c, uint64_t seed) 
     float *yp = run_fwd(&run, fwd, c, xp), *ym = run_fwd(&run, fwd, c, xm);
     for (size_t i = 0; i < n; i++)
       fd[i] = (float)((double)dy[i] * ((double)yp[i] - (double)ym[i]) / ((double)xp[i] - (double)xm[i]));
-    kiln_bert_check_close(&run, "dx vs fd", dx, fd, n, 1e-1, 2e-3);
+    /* through the GPU lowering each y errs by up to tanh_approx |y| <= 4.94e-4 either way, so
+     * a difference over 2h errs by up to 4.94e-4 / h, and dx = dy (1 - y^2) from such a y by
+     * 2 * 4.94e-4: 5.0e-2 in all, 0.50 normalized by the floor 0.1, so there the check only
+     * catches gross errors (a lost factor or sign) */
+    double tol_fd = kiln_bert_on_emu(dev) ? 2e-3 + (1 / h + 2) * tanh_approx / 1e-1 : 2e-3;
+    kiln_bert_check_close(&run, "dx vs fd", dx, fd, n, 1e-1, tol_fd);
     free(xp), free(xm), free(fd), free(yp), free(ym);
   }
   free(x), free(dy), free(y), free(dx), free(ref_y), free(ref_dx);

@@ -297,6 +297,37 @@ static void test_pointer_alignment(KilnRtDevice *dev, float *buf) {
   kiln_rt_module_destroy(mod);
 }
 
+/* KILN_EMU_INDEX_LIMIT: emu_vec copies elements 0..127 of `in` (the start of buf's allocation)
+ * to an allocation of its own; with the limit at 64 the load of elements 64..67 (thread 16) is
+ * reported, at 128 none is, and a bad value is refused. The limit counts from the allocation's
+ * start, not from the kernel's pointer. */
+static void test_index_limit(KilnRtDevice *dev, float *buf) {
+  printf("emu_vec: the 32-bit index limit, lowered (KILN_EMU_INDEX_LIMIT)\n");
+  KilnRtModule *mod = load(dev, VEC_IR, "emu_vec");
+  float *out = NULL;
+  if (!mod || kiln_rt_malloc(dev, 128 * sizeof *out, (void **)&out) != KILN_RT_OK) {
+    CHECK(mod == NULL, "kiln_rt_malloc: %s", kiln_rt_last_error());
+    if (mod)
+      kiln_rt_module_destroy(mod);
+    return;
+  }
+  const uint32_t one[3] = {1, 1, 1};
+  float *in = buf;
+  void *args[] = {&in, &out};
+  setenv("KILN_EMU_INDEX_LIMIT", "64", 1);
+  EXPECT_FAILURE(launch(mod, "emu_vec", one, args), KILN_RT_ERROR_LAUNCH, "emu_vec", "thread 16",
+                 "global load of elements 64..67", "index limit 64", "4-byte elements");
+  setenv("KILN_EMU_INDEX_LIMIT", "128", 1);
+  KilnRtStatus st = launch(mod, "emu_vec", one, args);
+  CHECK(st == KILN_RT_OK, "limit 128: %s", kiln_rt_last_error());
+  setenv("KILN_EMU_INDEX_LIMIT", "-1", 1);
+  EXPECT_FAILURE(launch(mod, "emu_vec", one, args), KILN_RT_ERROR_INVALID_ARGUMENT,
+                 "KILN_EMU_INDEX_LIMIT='-1'");
+  unsetenv("KILN_EMU_INDEX_LIMIT");
+  kiln_rt_free(dev, out);
+  kiln_rt_module_destroy(mod);
+}
+
 static void test_grid_limits(KilnRtDevice *dev, float *buf) {
   printf("emu_vec: grid y and z at most 65535\n");
   KilnRtModule *mod = load(dev, VEC_IR, "emu_vec");
@@ -522,6 +553,7 @@ int main(void) {
   }
   test_pointer_alignment(dev, buf);
   test_grid_limits(dev, buf);
+  test_index_limit(dev, buf);
   test_static_shared_limit(dev, buf);
   test_memcheck(dev, buf);
   test_shared_checks(dev, (int32_t *)(buf + 256));
