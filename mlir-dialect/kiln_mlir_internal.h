@@ -77,7 +77,6 @@ MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const 
 /* The passes' bodies (module-level), also used by the pipeline directly. */
 MlirLogicalResult kiln_verify_module(MlirOperation module);
 MlirLogicalResult kiln_dce_module(MlirOperation module);
-MlirLogicalResult kiln_cpu_lower_module(MlirOperation module);
 
 /* host_float16.c: defines, in a host module, the float conversions LLVM's code generator may
  * call a runtime library for (weak, hidden). false with a message in err on failure. */

@@ -42,7 +42,7 @@ MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const 
 }
 
 /* MLIR wants each pass's TypeID from a distinct 8-byte-aligned address. */
-static _Alignas(8) char verify_id, dce_id, cpu_id;
+static _Alignas(8) char verify_id, dce_id;
 
 MlirPass kiln_pass_create_verify(void) {
   return kiln_pass_make(mlirTypeIDCreate(&verify_id), "KilnVerify", "kiln-verify",
@@ -51,10 +51,6 @@ MlirPass kiln_pass_create_verify(void) {
 MlirPass kiln_pass_create_dce(void) {
   return kiln_pass_make(mlirTypeIDCreate(&dce_id), "KilnDCE", "kiln-dce",
                         "remove unused side-effect-free kiln ops", kiln_dce_module);
-}
-MlirPass kiln_pass_create_convert_to_cpu(void) {
-  return kiln_pass_make(mlirTypeIDCreate(&cpu_id), "KilnConvertToCPU", "convert-kiln-to-cpu",
-                        "lower kiln kernels to host functions", kiln_cpu_lower_module);
 }
 
 /* ---------------------------------------------------------------- op collection */

@@ -61,4 +61,7 @@ void kiln_cpu_nest(Cpu *c, const int64_t *shape, int rank, CpuNestFn fn, void *u
 /* cpu_ops.c: the kiln op families. */
 bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id);
 
+/* cpu_lower.c: the pass's body, on a whole module. */
+MlirLogicalResult kiln_cpu_lower_module(MlirOperation module);
+
 #endif
