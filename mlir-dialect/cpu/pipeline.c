@@ -13,7 +13,7 @@ static _Alignas(8) char cpu_id;
 
 MlirPass kiln_pass_create_convert_to_cpu(void) {
   return kiln_pass_make(mlirTypeIDCreate(&cpu_id), "KilnConvertToCPU", "convert-kiln-to-cpu",
-                        "lower kiln kernels to host functions", kiln_cpu_lower_module);
+                        "lower kiln kernels to host functions", kiln_cpu_lower_module, NULL, 0);
 }
 
 static MlirPass create_convert_to_cpu(const KilnStageOptions *o) {

@@ -1,0 +1,58 @@
+/* cpu_kit.h - the CPU lowering's state and toolkit (cpu_kit.c), what the dispatcher (cpu_lower.c)
+ * and the kiln op families (cpu_ops.c) both build with. */
+#ifndef KILN_CPU_KIT_H
+#define KILN_CPU_KIT_H
+
+#include "kiln_mlir_internal.h"
+
+/* What an old (kiln-level) SSA value became.  A scalar, or a splat tile, is `scalar`; any other
+ * tile is `buf`, a static-shape memref alloca'd in the function's entry block.  Pointers are i64
+ * addresses. */
+typedef struct CpuVal {
+  MlirValue old;
+  MlirValue scalar;
+  MlirValue buf;
+} CpuVal;
+
+typedef struct Cpu {
+  MlirContext ctx;
+  KilnIRBuilder b;          /* where lowered code goes now */
+  MlirOperation alloca_at;  /* allocas are inserted before this op of the entry block */
+  MlirBlock entry;
+  KilnPtrMap map;           /* old value ptr -> CpuVal* (each allocated alone: stays valid) */
+  MlirValue pid[3], nprog[3];
+  MlirLocation loc;         /* location of the op being lowered */
+  bool failed;
+} Cpu;
+
+typedef MlirValue (*CpuScalarFn)(Cpu *c, const MlirValue *elems, void *user);
+
+/* cpu_kit.c */
+CpuVal *kiln_cpu_get(Cpu *c, MlirValue old);
+void kiln_cpu_set_scalar(Cpu *c, MlirValue old, MlirValue v);
+void kiln_cpu_set_buf(Cpu *c, MlirValue old, MlirValue buf);
+void kiln_cpu_map_free(Cpu *c); /* the map and every CpuVal in it */
+MlirType kiln_cpu_scalar_type(MlirType t);        /* ptr -> i64, tile -> lowered element type */
+MlirValue kiln_cpu_alloc(Cpu *c, MlirType tile_type);
+MlirValue kiln_cpu_cidx(Cpu *c, int64_t v);
+MlirValue kiln_cpu_op(Cpu *c, const char *name, const MlirValue *ops, size_t n, MlirType rt);
+MlirValue kiln_cpu_op_attrs(Cpu *c, const char *name, const MlirValue *ops, size_t n,
+                            MlirType rt, const MlirNamedAttribute *attrs, size_t n_attrs);
+MlirValue kiln_cpu_elem(Cpu *c, CpuVal *v, const MlirValue *idx);
+/* Copies a lowered tile (scalar/splat or buffer) into the buffer dst. */
+void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst);
+MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v, MlirType tile_type); /* materialize */
+void kiln_cpu_store_elem(Cpu *c, MlirValue buf, MlirValue v, const MlirValue *idx, int rank);
+MlirValue kiln_cpu_load_elem(Cpu *c, MlirValue buf, const MlirValue *idx, int rank);
+MlirValue kiln_cpu_int_const(Cpu *c, MlirType t, int64_t v);
+/* The static shape of a tile type (rank 0 for a scalar); shape holds up to 16 dims. */
+void kiln_cpu_shape(MlirType t, int64_t *shape, int *rank);
+/* Per element of op's (single) result: fn gets the operands' elements, returns the result
+ * element.  When every operand is a scalar/splat and `splat_ok`, fn runs once. */
+void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok);
+
+/* A loop nest over `shape` with index induction variables passed to fn. */
+typedef void (*CpuNestFn)(Cpu *c, const MlirValue *idx, void *user);
+void kiln_cpu_nest(Cpu *c, const int64_t *shape, int rank, CpuNestFn fn, void *user);
+
+#endif
