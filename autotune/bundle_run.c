@@ -9,7 +9,7 @@
  * come with their grid and image. The winner is picked by tune_plan_pick_winner (plan.h), the
  * records go to a cache `kiln lib` reads (cache_records.c), and a JSON summary says how long
  * tuning took, who won and how fast. */
-#include "plan.h"
+#include "tune_core.h"
 
 #include <math.h>
 

@@ -3,7 +3,7 @@
  * No cJSON here: the bundle runner, built where only the runtime builds (a GPU machine without
  * the compiler's dependencies), writes its cache with this writer, and `kiln tune` writes with
  * it too, so there is one writer. Reading (cJSON) and locked merging are in cache.c. */
-#include "internal.h"
+#include "tune_core.h"
 
 #include <errno.h>
 #include <math.h>

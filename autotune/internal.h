@@ -15,124 +15,16 @@
 #ifndef KILN_AUTOTUNE_INTERNAL_H
 #define KILN_AUTOTUNE_INTERNAL_H
 
-#include "kiln_autotune.h"
+#include "tune_core.h"
 #include "kiln_driver.h"
 #include "kiln_frontend.h"
 
-#include <sys/types.h>
-
-#define TUNE_MAX_PARAMS 32
-#define TUNE_MAX_KEYS 8
-
 /* ---------------------------------------------------------------- harness.c */
-
-typedef enum TuneFill { FILL_RAND, FILL_CONST, FILL_IOTA } TuneFill;
-
-typedef struct TuneArgSpec {
-  char name[64];
-  bool is_buffer;
-  bool has_type;
-  KilnScalarKind type;  /* buffers: element type when written (must match the pointee) */
-  char expr[256];       /* scalar value, or the buffer's element count */
-  TuneFill fill;
-  double fill_a, fill_b; /* CONST: a; RAND: [a, b) */
-  bool has_fill_range;
-  bool if_param;         /* `seed=`: binds a parameter named seed when the kernel has one */
-} TuneArgSpec;
-
-/* One `--args` spec (or `// kiln-tune-args:` line): how to call one kernel. */
-typedef struct TuneHarness {
-  char kernel[64]; /* "" applies to any kernel */
-  TuneArgSpec args[TUNE_MAX_PARAMS];
-  int nargs;
-  char grid[3][256];
-  int ngrid;
-  uint64_t seed;
-} TuneHarness;
-
-typedef struct TuneParam {
-  char name[64];
-  bool is_ptr;
-  KilnScalarKind scalar; /* value type, or pointee */
-} TuneParam;
-
-/* One promise of a specialization signature: parameter `param` equals 1, or (multiple) is
- * divisible by 16. */
-typedef struct TuneSigEntry {
-  int param;      /* index among the non-const parameters */
-  bool multiple;
-  char name[64];
-} TuneSigEntry;
-
-/* The promises a variant is compiled with (sig.c). n == 0: a generic variant. */
-typedef struct TuneSig {
-  TuneSigEntry e[TUNE_MAX_PARAMS];
-  int n;
-  char text[192]; /* "sak=1,sbn=1,M%16", in parameter order; "" for none */
-} TuneSig;
-
-/* A harness resolved against a kernel: the argument values every child uses. */
-typedef struct TuneProblem {
-  TuneParam params[TUNE_MAX_PARAMS]; /* non-const params, in order */
-  int nparams;
-  int64_t ival[TUNE_MAX_PARAMS];
-  double fval[TUNE_MAX_PARAMS];
-  size_t elems[TUNE_MAX_PARAMS];
-  size_t bytes[TUNE_MAX_PARAMS]; /* buffer bytes (0 for scalars) */
-  void *init[TUNE_MAX_PARAMS];   /* seeded initial contents (owned) */
-  char key[256];                 /* "n=1048576" */
-  TuneSig sig;                   /* promises the variants are compiled with (none by default) */
-  char record_key[256];          /* key of the cache records: key, then "|" and sig.text if any */
-  const TuneHarness *h;
-} TuneProblem;
-
-/* An integer expression of a harness (a size, a grid axis) as a tree: what kiln_tune_expr_eval
- * evaluates and what a generated library prints as C (only from the tree, never the text). */
-typedef enum TuneExprOp {
-  TX_INT, TX_NAME, TX_NEG, TX_ADD, TX_SUB, TX_MUL, TX_DIV, TX_MOD, TX_CDIV, TX_MIN, TX_MAX
-} TuneExprOp;
-
-typedef struct TuneExprNode {
-  TuneExprOp op;
-  int64_t ival;   /* TX_INT (a literal: never negative) */
-  char name[64];  /* TX_NAME: letters, digits, '_' */
-  int lhs, rhs;   /* operands (node indexes; rhs -1 for TX_NEG) */
-} TuneExprNode;
-
-#define TUNE_EXPR_MAX_NODES 256
-#define TUNE_EXPR_MAX_DEPTH 64
-
-typedef struct TuneExpr {
-  TuneExprNode n[TUNE_EXPR_MAX_NODES];
-  int count, root;
-} TuneExpr;
-
-/* Parses text (the grammar of kiln_tune_expr_eval; functions cdiv, min, max only). 0, or -1
- * with the reason in err: a syntax error, an unknown function, a name of 64 or more
- * characters, more than TUNE_EXPR_MAX_NODES nodes or TUNE_EXPR_MAX_DEPTH nested primaries. */
-int tune_expr_parse(const char *text, TuneExpr *e, char *err, size_t cap);
-/* Evaluates a parsed expression as kiln_tune_expr_eval does. */
-bool tune_expr_eval(const TuneExpr *e, const char *const *names, const int64_t *values, int n,
-                    int64_t *out, char *err, size_t errcap);
-/* Prints e in the harness syntax, parenthesized where needed (never "--": "- -n"); what it
- * prints parses to the same tree. */
-void tune_expr_print(const TuneExpr *e, FILE *f);
 
 int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);
 /* Fills p from h for kernel k (unchecked AST: parameter annotations). 0 or -1 with err. */
 int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
                       const KilnTune *t, char *err, size_t cap);
-void tune_problem_free(TuneProblem *p);
-/* Grid of one config. 0 or -1 with err (a bad expression or a size outside 1..INT32_MAX). */
-int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t grid[3],
-                      char *err, size_t cap);
-/* problem.c (shared with the runtime-only bundle runner) */
-size_t tune_scalar_bytes(KilnScalarKind k);
-/* Fills p->init[i] (p->elems[i] elements of the parameter's type) as spec a says, from the
- * stream of (seed, i). */
-void tune_problem_fill(TuneProblem *p, int i, const TuneArgSpec *a, uint64_t seed);
-/* Names and values of the integer scalars among the first `upto` parameters. */
-int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int64_t *vals);
 
 /* ---------------------------------------------------------------- sig.c */
 
@@ -158,44 +50,6 @@ void tune_problem_specialize(TuneProblem *p);
 
 /* ---------------------------------------------------------------- space.c */
 
-typedef enum TuneState {
-  ST_PRUNED,
-  ST_PENDING,  /* to be built and timed */
-  ST_OK,
-  ST_CRASH,
-  ST_HANG,
-  ST_MISMATCH,
-  ST_FAILED,   /* build or runtime error */
-  ST_POISONED, /* crashed or hung before on this device + compiler: not retried */
-  ST_BUDGET,   /* not timed: the --budget ran out */
-  ST_COUNT
-} TuneState;
-
-typedef struct TuneCand {
-  int order;              /* position in the space (presets after it) */
-  KilnTuneConfig cfg;
-  char config[256];
-  char preset[64];
-  TuneState state;
-  char detail[256];       /* pruning or failure reason */
-  bool from_cache;
-  uint32_t grid[3];
-  double resources;       /* num_warps * product of consts: the tie-break */
-  double *samples;        /* ms, from every timing of this run */
-  int nsamples;
-  double median_ms, p25_ms, p75_ms, min_ms;
-  int reps;
-  double compile_ms;
-  int timings;            /* timing children run for it */
-  char obj_path[512];     /* built object */
-  KilnGpuUsage usage;     /* GPU targets: ptxas -v of the built cubin */
-} TuneCand;
-
-typedef struct TuneDeviceLimits {
-  int max_threads;        /* threads per program */
-  size_t max_tile_bytes;  /* largest single tile value one program holds */
-} TuneDeviceLimits;
-
 /* Every config of t (cross product), each checked: `where`, sema, limits, grid. Pruned ones
  * keep their reason. Returns the array (count in *n), NULL on memory failure. */
 TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *t,
@@ -219,47 +73,14 @@ void tune_block_hash(const char *src, const KilnTune *t, char out[20]);
  * preset, or a config of its cross product that passes the `where` clauses that do not name a
  * key (those are checked per call). cfg gets the parsed config. */
 bool tune_config_listed(const KilnTune *t, const char *config, KilnTuneConfig *cfg);
-void tune_cands_free(TuneCand *c, int n);
 
 /* ---------------------------------------------------------------- build.c / run.c */
 
-typedef struct TuneTarget {
-  char spec[64];        /* runtime device spec: "cpu", "emu", "cuda:0" */
-  KilnTarget target;    /* compiler target for the variants */
-  char cpu[32];         /* cpu/emu: the CPU target of host code ("" = "native"), part of
-                           device_id so that timings of other CPU targets are not reused */
-  char device_id[256];  /* cache identity of the device */
-  TuneDeviceLimits limits;
-  size_t flush_bytes;   /* GPUs: a buffer this big is overwritten before every timed run, so
-                           that no kernel starts with its inputs in L2; 0 on cpu/emu */
-} TuneTarget;
-
-typedef struct TuneRunOpts {
-  int jobs;
-  double deadline;      /* monotonic seconds; 0 = none */
-  double timeout_s;     /* per child */
-  int reps;             /* samples per child in the first pass */
-  bool progress;
-  FILE *log;            /* progress and notes (stderr) */
-} TuneRunOpts;
-
-double tune_now(void);
-/* First thing in every child the tuner forks (builder workers, timing children, the probe): the
- * child is killed when the tuner dies, so a killed `kiln tune` leaves no spinning child behind;
- * it exits at once when the tuner is already gone. `parent` is getpid() before the fork. */
-void tune_child_dies_with_parent(pid_t parent);
-/* Probes the device in a child; fills t->device_id and limits. 0 or -1 with err. */
-int tune_target_probe(TuneTarget *t, char *err, size_t cap);
 /* Compiles the PENDING candidates listed in idx into tmpdir with fork()ed workers, each with
  * the promises of sig (NULL: none). Those that fail become ST_FAILED with the reason. */
 void tune_build(const char *path, const char *src, size_t srclen, const char *kernel,
                 const TuneSig *sig, const TuneTarget *tg, TuneCand *c, const int *idx, int nidx,
                 const char *tmpdir, const TuneRunOpts *o);
-/* Times the PENDING built candidates idx (ref: a candidate used only as the correctness
- * reference, or -1). Returns the number of timing children run. */
-int tune_run(const TuneTarget *tg, const char *kernel, const TuneProblem *p, TuneCand *c,
-             const int *idx, int nidx, int ref, const TuneRunOpts *o);
-/* (the winner among timed candidates: tune_plan_pick_winner, plan.h) */
 
 /* ---------------------------------------------------------------- report.c */
 
@@ -334,8 +155,6 @@ int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const c
 int tune_bundle_kernel(TuneBundle *b, TuneJob *j);
 /* Writes DIR/manifest.txt atomically when `write`; frees b either way. 0 or 2. */
 int tune_bundle_end(TuneBundle *b, bool write, FILE *err);
-/* The runner's command line (argv without the program name); an exit code. */
-int tune_bundle_run_command(int argc, char **argv);
 
 /* ---------------------------------------------------------------- pin.c */
 
@@ -450,23 +269,8 @@ void libgen_c_string(FILE *f, const char *text);
 int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const char *cpu,
                      const LibGpuArchs *gpu, LibKernel *k, int nk, FILE *err);
 
-/* ---------------------------------------------------------------- cache_records.c */
+/* ---------------------------------------------------------------- space.c: identities */
 
-/* The record a candidate's outcome leaves: false for what is not cached (builds and runtime
- * errors, results read from the cache). */
-bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *hash,
-                           const char *tune_hash, const char *key, const char *device,
-                           KilnCacheRecord *r);
-/* The cache file's text (malloc'ed; NULL when memory runs out). */
-char *tune_cache_to_text(const KilnCache *c);
-/* Writes c to path atomically, replacing the file (no lock, no merge). 0 or -1 (reported). */
-int tune_cache_write(const char *path, const KilnCache *c, FILE *err);
-void tune_json_string(FILE *f, const char *s);
-void tune_json_number(FILE *f, double v);
-
-/* ---------------------------------------------------------------- util */
-
-uint64_t tune_fnv1a(const void *data, size_t n);
 /* FNV hash of kernel k's text from its first line to the end of its body. */
 void tune_kernel_hash(const char *src, size_t len, const KilnKernel *k, char out[20]);
 

@@ -9,8 +9,9 @@
  * these functions return, and tests/autotune/plan_test.c checks the choices on hand-made
  * inputs.
  *
- * plan_pick.c (the winner rule) is part of the runtime-only tuner core, which the bundle runner
- * links without the compiler; plan.c (the rest) reads tune blocks and lives with the compiler.
+ * plan_pick.c (the winner rule, declared in tune_core.h) is part of the runtime-only tuner core,
+ * which the bundle runner links without the compiler; plan.c (the rest) reads tune blocks and
+ * lives with the compiler.
  */
 #ifndef KILN_AUTOTUNE_PLAN_H
 #define KILN_AUTOTUNE_PLAN_H
@@ -25,16 +26,6 @@
  * fields are TUNE_MAX_NAME + 1 bytes): a longer name is refused, never truncated, since two
  * kernels cut to one name would share records. */
 #define TUNE_MAX_NAME 63
-
-/* ---------------------------------------------------------------- plan_pick.c */
-
-/* The tie-break's measure of a config: num_warps times every positive const other than
- * num_stages (block sizes), so that of two equally fast configs the smaller one wins. */
-double tune_plan_resources(const KilnTuneConfig *cfg);
-/* The winner among the ST_OK candidates: the smallest median; the candidates whose median is
- * within the noise of the fastest (2% of its median, or its p25..p75 spread when larger) tie,
- * and the tie goes to fewer resources, then to the earlier order. -1 when none is OK. */
-int tune_plan_pick_winner(const TuneCand *c, int n);
 
 /* ---------------------------------------------------------------- plan.c */
 

@@ -7,7 +7,7 @@
  * then to the one the tune block lists first. `kiln tune`, kiln-tune-runner and `kiln lib` all
  * call this, so a winner means the same thing wherever it was picked. No compiler code: this
  * file is part of the runtime-only tuner core. */
-#include "plan.h"
+#include "tune_core.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* probe.c — the device the tuner times on: its cache identity, compiler target and limits,
  * learned in a child process. Shared by `kiln tune` and the runtime-only bundle runner. */
-#include "internal.h"
+#include "tune_core.h"
 
 #include <kiln/kilnrt.h>
 

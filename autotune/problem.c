@@ -5,7 +5,7 @@
  * Buffers are filled from a splitmix64 stream seeded by (seed, parameter position), so every
  * child and every run sees the same inputs. Default fill: floats uniform in [-1, 1), integers
  * uniform in [0, 16). */
-#include "internal.h"
+#include "tune_core.h"
 
 #include <ctype.h>
 #include <errno.h>

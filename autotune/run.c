@@ -16,7 +16,7 @@
  * Order of timing: a cheap pass over every candidate, then successive halving (the better half
  * is timed again with twice the repetitions) down to three, then the finalists are re-timed
  * interleaved (A B C A B C ...) so that drift of the machine hits them alike. */
-#include "internal.h"
+#include "tune_core.h"
 
 #include <kiln/kilnrt.h>
 

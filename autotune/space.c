@@ -195,6 +195,24 @@ TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *
   return cands;
 }
 
+/* ---------------------------------------------------------------- the kernel as records see it */
+
+/* Offset of the start of 1-based line `line`. */
+static size_t line_start(const char *src, size_t len, int line) {
+  size_t off = 0;
+  for (int l = 1; l < line && off < len; off++)
+    if (src[off] == '\n') l++;
+  return off;
+}
+
+/* The kernel's text without its tune block: a config added to the block keeps the hash, so
+ * its cached records stay valid and only the new configs are timed. */
+void tune_kernel_hash(const char *src, size_t len, const KilnKernel *k, char out[20]) {
+  size_t a = line_start(src, len, k->span.line);
+  size_t b = k->body ? line_start(src, len, k->body->span.end_line + 1) : len;
+  if (b < a) b = len;
+  snprintf(out, 20, "%016llx", (unsigned long long)tune_fnv1a(src + a, b - a));
+}
 
 /* ---------------------------------------------------------------- the block as records see it */
 

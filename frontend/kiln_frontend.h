@@ -322,11 +322,8 @@ typedef struct KilnTune {
     KilnKernel *kernel;     /* the kernel it tunes, after parse (NULL if unknown: an error) */
 } KilnTune;
 
-/* A name -> integer binding for a const parameter (or num_warps / num_stages). */
-typedef struct KilnBinding {
-    const char *name;
-    int64_t value;
-} KilnBinding;
+/* KilnBinding (a name -> integer binding for a const parameter, or num_warps / num_stages):
+ * kiln_base.h. */
 
 /* ---------------------------------------------------------------- diagnostics */
 
@@ -402,14 +399,8 @@ void kiln_ast_dump(const KilnKernel *k, FILE *out);
 
 /* ---------------------------------------------------------------- tuning configurations */
 
-/* One point of a tune block's space: a value for every tune parameter (const params listed in
- * the block, then num_warps and num_stages, which default to 4 and 2 when not listed). */
-typedef struct KilnTuneConfig {
-    KilnBinding bindings[32];
-    int nbindings;
-    int num_warps;
-    int num_stages;
-} KilnTuneConfig;
+/* KilnTuneConfig (one point of a tune block's space): kiln_base.h, since the tuner's runner,
+ * which has no frontend, reads and times configs too. */
 
 /* Number of points in the cross product of the block's value lists (before `where`). */
 size_t kiln_tune_config_count(const KilnTune *t);

@@ -284,7 +284,7 @@ MlirBlock kiln_ir_module_body(MlirModule m);
  * One stage-table type and one runner for every target (pipeline.c).  A stage is one of our
  * passes or an upstream pass pipeline; a stage list is a part of a pipeline; a target's pipeline
  * is its parts in order:
- *   cpu          = front + cpu back            (kiln_pipeline_cpu, here)
+ *   cpu          = front + cpu back            (kiln_pipeline_cpu, cpu/kiln_cpu.h)
  *   sm_80, sm_90 = front + GPU back            (kiln_gpu_pipeline, kiln_gpu.h)
  *   emu          = front + GPU back + emu      (kiln_gpu_pipeline_emu, kiln_gpu.h)
  * The front is verify, kiln-dce; the cpu back canonicalize, cse, convert-kiln-to-cpu, then the
@@ -320,8 +320,6 @@ typedef struct KilnPipeline {
 } KilnPipeline;
 
 extern const KilnStageList kiln_stages_front; /* verify, kiln-dce: every target */
-extern const KilnStageList kiln_stages_cpu;   /* the cpu back */
-extern const KilnPipeline kiln_pipeline_cpu;  /* front + cpu back */
 
 typedef struct KilnPipelineOptions {
   KilnStageOptions stage; /* handed to every stage's pass */
@@ -350,7 +348,6 @@ const char *kiln_pipeline_stage_name(const KilnPipeline *p, size_t i); /* NULL p
  * the caller until added to a pass manager. */
 MlirPass kiln_pass_create_verify(void);
 MlirPass kiln_pass_create_dce(void);
-MlirPass kiln_pass_create_convert_to_cpu(void);
 
 /* ---------------------------------------------------------------- output
  * Both take a module fully lowered to the llvm dialect (after kiln_pipeline_run). */

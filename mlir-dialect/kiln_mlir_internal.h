@@ -70,14 +70,74 @@ int64_t kiln_ir_dim(MlirType t, int i);
 /* Emits an error diagnostic at loc, printf-style. */
 void kiln_ir_error(MlirLocation loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Helpers for external passes: one static MlirTypeID per pass, aligned as MLIR requires. */
+/* ---------------------------------------------------------------- passes
+ * Every pass of ours (verify, kiln-dce, convert-kiln-to-cpu, the GPU layouts, the SIMT lowering,
+ * the emu rewrite) is one external pass whose body runs on the whole module with its options: a
+ * copy of opts[0..opts_size) the pass owns (NULL and 0 for none).  One static MlirTypeID per pass,
+ * aligned as MLIR requires. */
+typedef MlirLogicalResult (*KilnPassBody)(MlirOperation module, void *opts);
 MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const char *desc,
-                        MlirLogicalResult (*run_module)(MlirOperation module));
+                        KilnPassBody run, const void *opts, size_t opts_size);
 
-/* The passes' bodies (module-level), also used by the pipeline directly. */
-MlirLogicalResult kiln_verify_module(MlirOperation module);
-MlirLogicalResult kiln_dce_module(MlirOperation module);
-MlirLogicalResult kiln_cpu_lower_module(MlirOperation module);
+/* The front's pass bodies (passes.c). */
+MlirLogicalResult kiln_verify_module(MlirOperation module, void *opts);
+MlirLogicalResult kiln_dce_module(MlirOperation module, void *opts);
+
+/* ---------------------------------------------------------------- the rewrite kit (rewrite.c)
+ * What the lowerings that rebuild the IR share (cpu/, gpu/lower*.c, gpu/emu_lower.c). */
+
+/* A map from pointers (an MlirValue's or MlirOperation's .ptr, an interned string) to anything;
+ * zero-initialized is empty.  Keys are never NULL. */
+typedef struct KilnPtrMap {
+  const void **keys;
+  void **vals;
+  size_t n, cap;
+} KilnPtrMap;
+void *kiln_ptr_map_get(const KilnPtrMap *m, const void *key); /* NULL when absent */
+void kiln_ptr_map_put(KilnPtrMap *m, const void *key, void *val);
+void kiln_ptr_map_free(KilnPtrMap *m); /* the table, not the values */
+
+/* A growable list of operations; zero-initialized is empty. */
+typedef struct KilnOpList {
+  MlirOperation *ops;
+  size_t n, cap;
+} KilnOpList;
+void kiln_op_list_push(KilnOpList *l, MlirOperation op);
+void kiln_op_list_free(KilnOpList *l);
+/* The top-level `func_op` ops ("func.func", "llvm.func") of module carrying the unit attribute
+ * `marker` ("kiln.kernel", "nvvm.kernel"), in order, however many: collected first, so that the
+ * caller may replace each one as it goes.  Free with kiln_op_list_free. */
+KilnOpList kiln_ir_kernels(MlirOperation module, const char *func_op, const char *marker);
+
+/* An op `name` at b with these operands, results and attributes (kiln_ir_create without the
+ * spec); make1 returns its one result. */
+MlirOperation kiln_ir_make(KilnIRBuilder *b, MlirLocation loc, const char *name,
+                           const MlirValue *ops, size_t n, const MlirType *res, size_t nres,
+                           const MlirNamedAttribute *attrs, size_t nattrs);
+MlirValue kiln_ir_make1(KilnIRBuilder *b, MlirLocation loc, const char *name,
+                        const MlirValue *ops, size_t n, MlirType res,
+                        const MlirNamedAttribute *attrs, size_t nattrs);
+
+/* Bits of one element of t (a scalar type, or a tile's element type): iN is N, f16/bf16 16, f32
+ * 32, f64 64, and a pointer (!kiln.ptr<T> or !llvm.ptr) 64, whatever it points to: what a
+ * pointer points to is kiln_ir_ptr_elem's, for the caller to ask.  0 for any other type. */
+int kiln_ir_elem_bits(MlirType t);
+/* Bytes one element takes in memory: the bits rounded up (an i1 takes a byte). */
+int64_t kiln_ir_elem_bytes(MlirType t);
+
+/* llvm::AtomicRMWInst's binary operations, as the LLVM dialect's `bin_op` stores them. */
+enum {
+  KILN_LLVM_ATOMIC_XCHG = 0,
+  KILN_LLVM_ATOMIC_ADD = 1,
+  KILN_LLVM_ATOMIC_MAX = 7,
+  KILN_LLVM_ATOMIC_MIN = 8,
+  KILN_LLVM_ATOMIC_FADD = 11,
+  KILN_LLVM_ATOMIC_FMAX = 13,
+  KILN_LLVM_ATOMIC_FMIN = 14,
+};
+/* The bin_op of kiln.atomic_rmw `op` (its `kind`) on elements of type elem; false for a kind
+ * with none. */
+bool kiln_ir_atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out);
 
 /* host_float16.c: defines, in a host module, the float conversions LLVM's code generator may
  * call a runtime library for (weak, hidden). false with a message in err on failure. */

@@ -8,74 +8,71 @@
 /* ---------------------------------------------------------------- external pass plumbing */
 
 typedef struct PassData {
-  MlirLogicalResult (*run_module)(MlirOperation module);
+  KilnPassBody run;
+  void *opts;
+  size_t opts_size;
 } PassData;
 
+/* A pass owns its options: MLIR clones a pass per thread and destroys each copy. */
+static PassData *data_copy(const PassData *d) {
+  PassData *c = malloc(sizeof *c);
+  KILN_ASSERT(c != NULL);
+  *c = *d;
+  c->opts = NULL;
+  if (d->opts_size) {
+    c->opts = malloc(d->opts_size);
+    KILN_ASSERT(c->opts != NULL);
+    memcpy(c->opts, d->opts, d->opts_size);
+  }
+  return c;
+}
+
 static void pass_construct(void *user) { (void)user; }
-static void pass_destruct(void *user) { free(user); }
+static void pass_destruct(void *user) {
+  PassData *d = user;
+  free(d->opts);
+  free(d);
+}
 static MlirLogicalResult pass_initialize(MlirContext ctx, void *user) {
   (void)ctx, (void)user;
   return mlirLogicalResultSuccess();
 }
-static void *pass_clone(void *user) {
-  PassData *d = malloc(sizeof *d);
-  KILN_ASSERT(d != NULL);
-  *d = *(PassData *)user;
-  return d;
-}
+static void *pass_clone(void *user) { return data_copy(user); }
 static void pass_run(MlirOperation op, MlirExternalPass pass, void *user) {
-  if (mlirLogicalResultIsFailure(((PassData *)user)->run_module(op)))
+  PassData *d = user;
+  if (mlirLogicalResultIsFailure(d->run(op, d->opts)))
     mlirExternalPassSignalFailure(pass);
 }
 
 MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const char *desc,
-                        MlirLogicalResult (*run_module)(MlirOperation module)) {
-  PassData *d = malloc(sizeof *d);
-  KILN_ASSERT(d != NULL);
-  d->run_module = run_module;
+                        KilnPassBody run, const void *opts, size_t opts_size) {
+  PassData tmpl = {run, (void *)opts, opts_size};
   MlirExternalPassCallbacks cb = {pass_construct, pass_destruct, pass_initialize, pass_clone,
                                   pass_run};
   return mlirCreateExternalPass(id, mlirStringRefCreateFromCString(name),
                                 mlirStringRefCreateFromCString(arg),
                                 mlirStringRefCreateFromCString(desc),
-                                mlirStringRefCreateFromCString("builtin.module"), 0, NULL, cb, d);
+                                mlirStringRefCreateFromCString("builtin.module"), 0, NULL, cb,
+                                data_copy(&tmpl));
 }
 
 /* MLIR wants each pass's TypeID from a distinct 8-byte-aligned address. */
-static _Alignas(8) char verify_id, dce_id, cpu_id;
+static _Alignas(8) char verify_id, dce_id;
 
 MlirPass kiln_pass_create_verify(void) {
   return kiln_pass_make(mlirTypeIDCreate(&verify_id), "KilnVerify", "kiln-verify",
-                        "check kiln op shapes and types", kiln_verify_module);
+                        "check kiln op shapes and types", kiln_verify_module, NULL, 0);
 }
 MlirPass kiln_pass_create_dce(void) {
   return kiln_pass_make(mlirTypeIDCreate(&dce_id), "KilnDCE", "kiln-dce",
-                        "remove unused side-effect-free kiln ops", kiln_dce_module);
-}
-MlirPass kiln_pass_create_convert_to_cpu(void) {
-  return kiln_pass_make(mlirTypeIDCreate(&cpu_id), "KilnConvertToCPU", "convert-kiln-to-cpu",
-                        "lower kiln kernels to host functions", kiln_cpu_lower_module);
+                        "remove unused side-effect-free kiln ops", kiln_dce_module, NULL, 0);
 }
 
 /* ---------------------------------------------------------------- op collection */
 
-typedef struct OpList {
-  MlirOperation *ops;
-  size_t n, cap;
-} OpList;
-
-static void oplist_push(OpList *l, MlirOperation op) {
-  if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 64;
-    l->ops = realloc(l->ops, l->cap * sizeof *l->ops);
-    KILN_ASSERT(l->ops != NULL);
-  }
-  l->ops[l->n++] = op;
-}
-
 static MlirWalkResult collect_kiln(MlirOperation op, void *user) {
   if (kiln_ir_op_id(op) != KILN_OP_NONE)
-    oplist_push(user, op);
+    kiln_op_list_push(user, op);
   return MlirWalkResultAdvance;
 }
 
@@ -389,8 +386,9 @@ static const char *user_name(KilnOpId id) {
   return names[id];
 }
 
-MlirLogicalResult kiln_verify_module(MlirOperation module) {
-  OpList l = {0};
+MlirLogicalResult kiln_verify_module(MlirOperation module, void *opts) {
+  (void)opts;
+  KilnOpList l = {0};
   mlirOperationWalk(module, collect_kiln, &l, MlirWalkPreOrder);
   bool ok = true;
   for (size_t i = 0; i < l.n; i++) {
@@ -399,7 +397,7 @@ MlirLogicalResult kiln_verify_module(MlirOperation module) {
     verify_op(&v, id);
     ok &= v.ok;
   }
-  free(l.ops);
+  kiln_op_list_free(&l);
   /* IRDL's constraints and upstream verifiers are the safety net behind ours. */
   if (ok && !mlirOperationVerify(module))
     ok = false;
@@ -419,12 +417,13 @@ static bool unused(MlirOperation op) {
   return true;
 }
 
-MlirLogicalResult kiln_dce_module(MlirOperation module) {
+MlirLogicalResult kiln_dce_module(MlirOperation module, void *opts) {
+  (void)opts;
   /* Walking the post-order list backwards visits users before the ops they use within a
    * block, so chains die in one round; values used across regions may need another round. */
   for (bool changed = true; changed;) {
     changed = false;
-    OpList l = {0};
+    KilnOpList l = {0};
     mlirOperationWalk(module, collect_kiln, &l, MlirWalkPostOrder);
     for (size_t i = l.n; i-- > 0;) {
       MlirOperation op = l.ops[i];
@@ -433,7 +432,7 @@ MlirLogicalResult kiln_dce_module(MlirOperation module) {
         changed = true;
       }
     }
-    free(l.ops);
+    kiln_op_list_free(&l);
   }
   return mlirLogicalResultSuccess();
 }

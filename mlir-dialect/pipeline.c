@@ -1,8 +1,8 @@
-/* pipeline.c - the one pipeline runner, and the stages every target shares plus the cpu's.
+/* pipeline.c - the one pipeline runner, and the stages every target shares.
  *
  * A pipeline is a list of parts, each a table of stages (kiln_mlir.h): the front here
- * (verify, kiln-dce) runs for every target, the cpu back follows it for the cpu target, and
- * gpu/pipeline.c lists the GPU back and the emu rewrite in the same table type.  Each target's
+ * (verify, kiln-dce) runs for every target; cpu/pipeline.c lists the cpu back and
+ * gpu/pipeline.c the GPU back and the emu rewrite in the same table type.  Each target's
  * pipeline is the same data run by the same function, so --dump-after, --stop-after and the
  * stage list mean the same thing on every target.
  *
@@ -12,7 +12,7 @@
 
 /* ---------------------------------------------------------------- the stage tables */
 
-/* Our passes take no options; the stage signature lets the GPU's take theirs. */
+/* The front's passes take no options; the stage signature lets the GPU's take theirs. */
 static MlirPass create_verify(const KilnStageOptions *o) {
   (void)o;
   return kiln_pass_create_verify();
@@ -21,39 +21,13 @@ static MlirPass create_dce(const KilnStageOptions *o) {
   (void)o;
   return kiln_pass_create_dce();
 }
-static MlirPass create_convert_to_cpu(const KilnStageOptions *o) {
-  (void)o;
-  return kiln_pass_create_convert_to_cpu();
-}
 
 static const KilnStage front_stages[] = {
     {"verify", create_verify, NULL, KILN_MLIR_ERR_VERIFY},
     {"kiln-dce", create_dce, NULL, 0},
 };
 
-static const KilnStage cpu_stages[] = {
-    {"canonicalize", NULL, "canonicalize", 0},
-    {"cse", NULL, "cse", 0},
-    {"convert-kiln-to-cpu", create_convert_to_cpu, NULL, 0},
-    /* scalar code cleanup before it becomes LLVM; LLVM's O2 does the rest */
-    {"cpu-canonicalize", NULL, "canonicalize,cse", 0},
-    {"convert-scf-to-cf", NULL, "convert-scf-to-cf", 0},
-    /* math-to-llvm first (intrinsics), then libm calls for what has no intrinsic (erf, tanh) */
-    {"convert-math-to-llvm", NULL, "convert-math-to-llvm", 0},
-    {"convert-math-to-libm", NULL, "convert-math-to-libm", 0},
-    {"arith-expand", NULL, "arith-expand{include-bf16=true}", 0},
-    {"expand-strided-metadata", NULL, "expand-strided-metadata", 0},
-    {"finalize-memref-to-llvm", NULL, "finalize-memref-to-llvm", 0},
-    {"convert-arith-to-llvm", NULL, "convert-arith-to-llvm", 0},
-    {"convert-index-to-llvm", NULL, "convert-index-to-llvm", 0},
-    {"convert-cf-to-llvm", NULL, "convert-cf-to-llvm", 0},
-    {"convert-func-to-llvm", NULL, "convert-func-to-llvm", 0},
-    {"reconcile-unrealized-casts", NULL, "reconcile-unrealized-casts", 0},
-};
-
 const KilnStageList kiln_stages_front = {front_stages, sizeof front_stages / sizeof *front_stages};
-const KilnStageList kiln_stages_cpu = {cpu_stages, sizeof cpu_stages / sizeof *cpu_stages};
-const KilnPipeline kiln_pipeline_cpu = {"cpu", {&kiln_stages_front, &kiln_stages_cpu}};
 
 /* ---------------------------------------------------------------- walking a pipeline */
 

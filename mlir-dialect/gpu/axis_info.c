@@ -21,7 +21,7 @@ typedef struct Info {
 } Info;
 
 struct KilnGpuAxisMap {
-  KilnGpuMap map;
+  KilnPtrMap map;
   Info **all;
   size_t n, cap;
 };
@@ -63,7 +63,7 @@ static Info unknown(MlirType t) {
 }
 
 static Info *lookup(const KilnGpuAxisMap *m, MlirValue v) {
-  return kiln_gpu_map_get(&m->map, v.ptr);
+  return kiln_ptr_map_get(&m->map, v.ptr);
 }
 
 static void put(KilnGpuAxisMap *m, MlirValue v, const Info *in) {
@@ -76,7 +76,7 @@ static void put(KilnGpuAxisMap *m, MlirValue v, const Info *in) {
     KILN_ASSERT(m->all != NULL);
   }
   m->all[m->n++] = p;
-  kiln_gpu_map_put(&m->map, v.ptr, p);
+  kiln_ptr_map_put(&m->map, v.ptr, p);
 }
 
 static Info get(const KilnGpuAxisMap *m, MlirValue v) {
@@ -104,20 +104,6 @@ static Info from_scalar(MlirType t, int64_t div) {
     i.a.constancy[d] = kiln_ir_dim(t, d);
   }
   return i;
-}
-
-static int64_t elem_bytes(MlirType t) {
-  MlirType e = kiln_ir_elem_type(t);
-  MlirType p = kiln_ir_ptr_elem(e);
-  if (!mlirTypeIsNull(p))
-    e = p;
-  if (mlirTypeIsAInteger(e))
-    return (mlirIntegerTypeGetWidth(e) + 7) / 8;
-  if (mlirTypeIsAF16(e) || mlirTypeIsABF16(e))
-    return 2;
-  if (mlirTypeIsAF64(e))
-    return 8;
-  return 4;
 }
 
 /* Binary add-like rule; `sub` keeps contiguity only from the left operand. */
@@ -243,7 +229,7 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
     r.known_const = x.known_const;
     r.value = x.value;
   } else if (id == KILN_OP_ADDPTR) {
-    r = add_rule(rt, &x, &y, false, elem_bytes(rt));
+    r = add_rule(rt, &x, &y, false, kiln_ir_elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(rt))));
     r.known_const = false;
   } else if (id == KILN_OP_PROGRAM_ID || id == KILN_OP_NUM_PROGRAMS) {
     r.a.divis[0] = 1;
@@ -354,7 +340,7 @@ void kiln_gpu_axis_free(KilnGpuAxisMap *m) {
   for (size_t i = 0; i < m->n; i++)
     free(m->all[i]);
   free(m->all);
-  kiln_gpu_map_free(&m->map);
+  kiln_ptr_map_free(&m->map);
   free(m);
 }
 

@@ -41,8 +41,8 @@ typedef struct Emu {
   MlirOperation module;
   MlirBlock mbody;
   MlirType i1, i32, f32, ptr, voidt;
-  KilnGpuMap declared; /* intrinsic name (interned string) -> non-NULL */
-  KilnGpuMap shared_base; /* llvm.func op ptr -> MlirValue ptr of its kiln_emu_shared_base() */
+  KilnPtrMap declared; /* intrinsic name (interned string) -> non-NULL */
+  KilnPtrMap shared_base; /* llvm.func op ptr -> MlirValue ptr of its kiln_emu_shared_base() */
   bool failed;
 } Emu;
 
@@ -58,22 +58,9 @@ static void emu_error(Emu *E, MlirOperation op, const char *fmt, ...) {
   E->failed = true;
 }
 
-static MlirOperation make(KilnIRBuilder *b, MlirLocation loc, const char *name,
-                          const MlirValue *ops, size_t n, const MlirType *res, size_t nres,
-                          const MlirNamedAttribute *attrs, size_t nattrs) {
-  KilnOpSpec s = {.name = name, .loc = loc, .operands = ops, .n_operands = n,
-                  .results = res, .n_results = nres, .attrs = attrs, .n_attrs = nattrs};
-  return kiln_ir_create(b, &s);
-}
-
-static MlirValue make1(KilnIRBuilder *b, MlirLocation loc, const char *name, const MlirValue *ops,
-                       size_t n, MlirType res, const MlirNamedAttribute *attrs, size_t nattrs) {
-  return mlirOperationGetResult(make(b, loc, name, ops, n, &res, 1, attrs, nattrs), 0);
-}
-
 static MlirValue cst_i32(Emu *E, KilnIRBuilder *b, MlirLocation loc, int64_t v) {
   MlirNamedAttribute a = kiln_ir_named(E->ctx, "value", mlirIntegerAttrGet(E->i32, v));
-  return make1(b, loc, "llvm.mlir.constant", NULL, 0, E->i32, &a, 1);
+  return kiln_ir_make1(b, loc, "llvm.mlir.constant", NULL, 0, E->i32, &a, 1);
 }
 
 static KilnStr type_text(MlirType t) { return kiln_print_type(t); }
@@ -94,9 +81,9 @@ static KilnStr attr_text(MlirOperation op, const char *name) {
 static void declare(Emu *E, const char *name, MlirType ret, const MlirType *args, size_t n) {
   MlirIdentifier id = mlirIdentifierGet(E->ctx, mlirStringRefCreateFromCString(name));
   const void *key = mlirIdentifierStr(id).data; /* interned: one pointer per name */
-  if (kiln_gpu_map_get(&E->declared, key))
+  if (kiln_ptr_map_get(&E->declared, key))
     return;
-  kiln_gpu_map_put(&E->declared, key, (void *)1);
+  kiln_ptr_map_put(&E->declared, key, (void *)1);
   MlirType fty = mlirLLVMFunctionTypeGet(ret, (intptr_t)n, args, false);
   MlirNamedAttribute attrs[3] = {
       kiln_ir_named(E->ctx, "sym_name", mlirStringAttrGet(E->ctx, mlirStringRefCreateFromCString(name))),
@@ -127,7 +114,7 @@ static MlirValue call(Emu *E, KilnIRBuilder *b, MlirLocation loc, const char *na
   MlirNamedAttribute a = kiln_ir_named(
       E->ctx, "callee", mlirFlatSymbolRefAttrGet(E->ctx, mlirStringRefCreateFromCString(name)));
   bool is_void = mlirTypeEqual(ret, E->voidt);
-  MlirOperation c = make(b, loc, "llvm.call", ops, n, &ret, is_void ? 0 : 1, &a, 1);
+  MlirOperation c = kiln_ir_make(b, loc, "llvm.call", ops, n, &ret, is_void ? 0 : 1, &a, 1);
   return is_void ? (MlirValue){NULL} : mlirOperationGetResult(c, 0);
 }
 
@@ -156,7 +143,7 @@ static MlirValue entry_alloca(Emu *E, MlirOperation op, MlirType elem, int count
       kiln_ir_named(E->ctx, "elem_type", mlirTypeAttrGet(elem)),
       kiln_ir_named(E->ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 16)),
   };
-  return make1(&b, loc, "llvm.alloca", &n, 1, E->ptr, a, 2);
+  return kiln_ir_make1(&b, loc, "llvm.alloca", &n, 1, E->ptr, a, 2);
 }
 
 static MlirValue gep_const(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirValue base, int i,
@@ -166,22 +153,22 @@ static MlirValue gep_const(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirValue
       kiln_ir_named(E->ctx, "elem_type", mlirTypeAttrGet(elem)),
       kiln_ir_named(E->ctx, "rawConstantIndices", mlirDenseI32ArrayGet(E->ctx, 1, &idx)),
   };
-  return make1(b, loc, "llvm.getelementptr", &base, 1, E->ptr, a, 2);
+  return kiln_ir_make1(b, loc, "llvm.getelementptr", &base, 1, E->ptr, a, 2);
 }
 
 static MlirValue load(KilnIRBuilder *b, MlirLocation loc, MlirValue p, MlirType t) {
-  return make1(b, loc, "llvm.load", &p, 1, t, NULL, 0);
+  return kiln_ir_make1(b, loc, "llvm.load", &p, 1, t, NULL, 0);
 }
 
 /* An llvm.struct value of type st from its fields. */
 static MlirValue build_struct(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirType st,
                               const MlirValue *fields, int n) {
-  MlirValue s = make1(b, loc, "llvm.mlir.undef", NULL, 0, st, NULL, 0);
+  MlirValue s = kiln_ir_make1(b, loc, "llvm.mlir.undef", NULL, 0, st, NULL, 0);
   for (int i = 0; i < n; i++) {
     int64_t pos = i;
     MlirNamedAttribute a = kiln_ir_named(E->ctx, "position", mlirDenseI64ArrayGet(E->ctx, 1, &pos));
     MlirValue o[2] = {s, fields[i]};
-    s = make1(b, loc, "llvm.insertvalue", o, 2, st, &a, 1);
+    s = kiln_ir_make1(b, loc, "llvm.insertvalue", o, 2, st, &a, 1);
   }
   return s;
 }
@@ -190,7 +177,7 @@ static MlirValue build_struct(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirTy
 static MlirValue as_b32(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirValue v) {
   if (mlirTypeEqual(mlirValueGetType(v), E->i32))
     return v;
-  return make1(b, loc, "llvm.bitcast", &v, 1, E->i32, NULL, 0);
+  return kiln_ir_make1(b, loc, "llvm.bitcast", &v, 1, E->i32, NULL, 0);
 }
 
 static bool is_b32(Emu *E, MlirType t) {
@@ -289,7 +276,7 @@ static void lower_shfl(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   bool with_pred = !mlirAttributeIsNull(
       mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("return_value_and_is_valid")));
   MlirValue pred = with_pred ? entry_alloca(E, op, E->i32, 1)
-                             : make1(b, loc, "llvm.mlir.zero", NULL, 0, E->ptr, NULL, 0);
+                             : kiln_ir_make1(b, loc, "llvm.mlir.zero", NULL, 0, E->ptr, NULL, 0);
   bool f = mlirTypeEqual(vt, E->f32);
   MlirValue a = f ? val : as_b32(E, b, loc, val);
   MlirValue o[6] = {cst_i32(E, b, loc, mode), mlirOperationGetOperand(op, 0), a,
@@ -297,13 +284,13 @@ static void lower_shfl(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirValue r = call(E, b, loc, f ? "kiln_emu_shfl_sync_f32" : "kiln_emu_shfl_sync_i32",
                      f ? E->f32 : E->i32, o, 6);
   if (!f && !mlirTypeEqual(vt, E->i32))
-    r = make1(b, loc, "llvm.bitcast", &r, 1, vt, NULL, 0);
+    r = kiln_ir_make1(b, loc, "llvm.bitcast", &r, 1, vt, NULL, 0);
   if (with_pred) {
     MlirValue p = load(b, loc, pred, E->i32);
     MlirValue zero = cst_i32(E, b, loc, 0);
     MlirValue cmp[2] = {p, zero};
     MlirNamedAttribute pa = kiln_ir_named(E->ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 1));
-    MlirValue valid = make1(b, loc, "llvm.icmp", cmp, 2, E->i1, &pa, 1); /* ne */
+    MlirValue valid = kiln_ir_make1(b, loc, "llvm.icmp", cmp, 2, E->i1, &pa, 1); /* ne */
     MlirValue fields[2] = {r, valid};
     r = build_struct(E, b, loc, mlirValueGetType(mlirOperationGetResult(op, 0)), fields, 2);
   }
@@ -314,7 +301,7 @@ static void lower_vote(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   MlirValue p = mlirOperationGetOperand(op, 1);
   if (!mlirTypeEqual(mlirValueGetType(p), E->i32))
-    p = make1(b, loc, "llvm.zext", &p, 1, E->i32, NULL, 0);
+    p = kiln_ir_make1(b, loc, "llvm.zext", &p, 1, E->i32, NULL, 0);
   MlirValue o[3] = {cst_i32(E, b, loc, 3 /* ballot */), mlirOperationGetOperand(op, 0), p};
   MlirValue r = call(E, b, loc, "kiln_emu_vote_sync", E->i32, o, 3);
   replace_results(op, &r, 1);
@@ -433,25 +420,23 @@ static void lower_cp_async(Emu *E, KilnIRBuilder *b, MlirOperation op) {
 }
 
 /* The PTX approximations of lower_math.c, as kiln_emu_approx_f32(op, x): host math, or the
- * GPU's worst case under the emulator's pessimistic math mode. The table's order is
- * KilnEmuApprox's (runtime/emu/kiln_emu.h). */
+ * GPU's worst case under the emulator's pessimistic math mode. op is the instruction's index in
+ * kiln_gpu_approx_ptx, whose order is KilnEmuApprox's (runtime/emu/kiln_emu.h). */
 static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   char text[128] = "";
   kiln_ir_get_str_attr(op, "asm_string", text, sizeof text);
-  static const struct {
-    const char *prefix;
-  } table[] = {{"ex2.approx"}, {"lg2.approx"}, {"sin.approx"},
-               {"cos.approx"}, {"rsqrt.approx"}, {"tanh.approx"}};
   if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
     emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16", mlirValueGetType(mlirOperationGetResult(op, 0)));
     return;
   }
-  int which = -1;
-  for (int i = 0; i < (int)(sizeof table / sizeof table[0]); i++)
-    if (strncmp(text, table[i].prefix, strlen(table[i].prefix)) == 0)
+  int which = -1; /* lower_math.c writes "INSN $0, $1;" */
+  for (int i = 0; i < KILN_GPU_APPROX_COUNT; i++) {
+    size_t len = strlen(kiln_gpu_approx_ptx[i]);
+    if (strncmp(text, kiln_gpu_approx_ptx[i], len) == 0 && text[len] == ' ')
       which = i;
+  }
   if (which < 0 || mlirOperationGetNumOperands(op) != 1 || mlirOperationGetNumResults(op) != 1 ||
       !mlirTypeEqual(mlirValueGetType(mlirOperationGetResult(op, 0)), E->f32)) {
     emu_error(E, op, "emu lowering: no host equivalent for inline PTX '%s'", text);
@@ -465,7 +450,7 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
 static MlirValue shared_base_of(Emu *E, MlirOperation op) {
   MlirOperation func = parent_func(op);
   KILN_ASSERT(!mlirOperationIsNull(func));
-  MlirValue *have = kiln_gpu_map_get(&E->shared_base, func.ptr);
+  MlirValue *have = kiln_ptr_map_get(&E->shared_base, func.ptr);
   if (have)
     return *have;
   MlirBlock entry = entry_block(func);
@@ -475,7 +460,7 @@ static MlirValue shared_base_of(Emu *E, MlirOperation op) {
   MlirValue *v = malloc(sizeof *v);
   KILN_ASSERT(v != NULL);
   *v = call(E, &b, mlirOperationGetLocation(func), "kiln_emu_shared_base", E->ptr, NULL, 0);
-  kiln_gpu_map_put(&E->shared_base, func.ptr, v);
+  kiln_ptr_map_put(&E->shared_base, func.ptr, v);
   return *v;
 }
 
@@ -533,15 +518,7 @@ static int64_t value_bytes(MlirType t) {
     int64_t e = value_bytes(mlirShapedTypeGetElementType(t));
     return mlirShapedTypeHasRank(t) && mlirShapedTypeGetRank(t) == 1 ? e * mlirShapedTypeGetDimSize(t, 0) : 0;
   }
-  if (mlirTypeIsAInteger(t))
-    return (mlirIntegerTypeGetWidth(t) + 7) / 8;
-  if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t))
-    return 2;
-  if (mlirTypeIsAF32(t))
-    return 4;
-  if (mlirTypeIsAF64(t) || mlirTypeIsALLVMPointerType(t))
-    return 8;
-  return 0;
+  return kiln_ir_elem_bytes(t);
 }
 
 /* KILN_EMU_ACCESS_ELEM_SHIFT of runtime/emu/kiln_emu.h (the compiler does not include the
@@ -638,25 +615,11 @@ static bool lower_one(Emu *E, MlirOperation op) {
 
 /* ---------------------------------------------------------------- collection and retyping */
 
-typedef struct OpList {
-  MlirOperation *ops;
-  size_t n, cap;
-} OpList;
-
 /* What the walk collects: ops to replace, and accesses to check (kept apart because their
  * pointer's address space, which says global or shared, is only known before the rewrite). */
 typedef struct Collected {
-  OpList replace, access;
+  KilnOpList replace, access;
 } Collected;
-
-static void list_push(OpList *l, MlirOperation op) {
-  if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 64;
-    l->ops = realloc(l->ops, l->cap * sizeof *l->ops);
-    KILN_ASSERT(l->ops != NULL);
-  }
-  l->ops[l->n++] = op;
-}
 
 static MlirWalkResult collect(MlirOperation op, void *u) {
   Collected *c = u;
@@ -664,9 +627,9 @@ static MlirWalkResult collect(MlirOperation op, void *u) {
   if ((n.length > 5 && memcmp(n.data, "nvvm.", 5) == 0) || kiln_ir_op_is(op, "llvm.inline_asm") ||
       kiln_ir_op_is(op, "llvm.intr.trap") || kiln_ir_op_is(op, "llvm.addrspacecast") ||
       is_smem_addressof(op))
-    list_push(&c->replace, op);
+    kiln_op_list_push(&c->replace, op);
   else if (is_checked_access(op))
-    list_push(&c->access, op);
+    kiln_op_list_push(&c->access, op);
   return MlirWalkResultAdvance;
 }
 
@@ -762,7 +725,7 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes) {
   kiln_ir_builder_init(&b, E->ctx, wb);
   kiln_ir_builder_set_before(&b, o); /* the llvm.return */
   MlirNamedAttribute callee = kiln_ir_named(E->ctx, "callee", mlirFlatSymbolRefAttrGet(E->ctx, name));
-  make(&b, mlirOperationGetLocation(f), "llvm.call", vals, (size_t)nargs, NULL, 0, &callee, 1);
+  kiln_ir_make(&b, mlirOperationGetLocation(f), "llvm.call", vals, (size_t)nargs, NULL, 0, &callee, 1);
   free(vals);
   mlirBlockInsertOwnedOperationAfter(E->mbody, f, w);
 
@@ -804,12 +767,12 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
   for (size_t i = 0; i < c.replace.n; i++)
     if (lower_one(&E, c.replace.ops[i]))
       mlirOperationDestroy(c.replace.ops[i]);
-  free(c.access.ops);
-  free(c.replace.ops);
+  kiln_op_list_free(&c.access);
+  kiln_op_list_free(&c.replace);
   for (size_t i = 0; i < E.shared_base.cap; i++) /* an open-addressing table: every slot */
     free(E.shared_base.vals[i]);
-  kiln_gpu_map_free(&E.shared_base);
-  kiln_gpu_map_free(&E.declared);
+  kiln_ptr_map_free(&E.shared_base);
+  kiln_ptr_map_free(&E.declared);
   if (E.failed)
     return mlirLogicalResultFailure();
 
@@ -817,8 +780,6 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
 
   /* The arena is the emulator's per-block allocation now; its size moves to the metadata. */
   int64_t smem = 0;
-  MlirOperation kernels[256];
-  size_t nk = 0;
   for (MlirOperation o = mlirBlockGetFirstOperation(E.mbody); !mlirOperationIsNull(o);) {
     MlirOperation next = mlirOperationGetNextInBlock(o);
     if (kiln_ir_op_is(o, "llvm.mlir.global")) {
@@ -828,14 +789,12 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
         smem = kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
         mlirOperationDestroy(o);
       }
-    } else if (kiln_ir_op_is(o, "llvm.func") && nk < 256 &&
-               !mlirAttributeIsNull(mlirOperationGetAttributeByName(
-                   o, mlirStringRefCreateFromCString("nvvm.kernel")))) {
-      kernels[nk++] = o;
     }
     o = next;
   }
-  for (size_t i = 0; i < nk; i++)
-    wrap_kernel(&E, kernels[i], smem);
+  KilnOpList kernels = kiln_ir_kernels(module, "llvm.func", "nvvm.kernel");
+  for (size_t i = 0; i < kernels.n; i++)
+    wrap_kernel(&E, kernels.ops[i], smem);
+  kiln_op_list_free(&kernels);
   return mlirLogicalResultSuccess();
 }

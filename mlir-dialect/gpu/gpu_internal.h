@@ -123,34 +123,34 @@ KilnGpuAxisInfo kiln_gpu_axis_get(const KilnGpuAxisMap *m, MlirValue v);
  * elements of elem_bits, capped at 128 bits. */
 int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem_bits);
 
-/* ---------------------------------------------------------------- small pointer-keyed map */
-
-typedef struct KilnGpuMap {
-  const void **keys;
-  void **vals;
-  size_t n, cap;
-} KilnGpuMap;
-void *kiln_gpu_map_get(const KilnGpuMap *m, const void *key);
-void kiln_gpu_map_put(KilnGpuMap *m, const void *key, void *val);
-void kiln_gpu_map_free(KilnGpuMap *m);
-
 /* ---------------------------------------------------------------- helpers */
 
-/* One external pass whose body runs on the whole module. */
-MlirPass kiln_gpu_pass_make(MlirTypeID id, const char *name, const char *arg, const char *desc,
-                            MlirLogicalResult (*run)(MlirOperation module, void *opts),
-                            const void *opts, size_t opts_size);
+/* (passes: kiln_pass_make; the pointer map, op lists, kernels, element sizes: the rewrite kit
+ * of kiln_mlir_internal.h) */
 /* An operation parsed from text (generic or pretty form); null on a parse error. */
 MlirOperation kiln_gpu_parse_op(MlirContext ctx, const char *text);
 MlirAttribute kiln_gpu_parse_attr(MlirContext ctx, const char *text);
 MlirType kiln_gpu_parse_type(MlirContext ctx, const char *text);
 int64_t kiln_gpu_int_attr(MlirOperation op, const char *name, int64_t dflt);
-/* The func.func ops of a module carrying kiln.kernel. */
-size_t kiln_gpu_kernels(MlirOperation module, MlirOperation *out, size_t cap);
 
 /* MLIR 19's nvvm.mma.sync verifier rejects bf16 m16n8k16, so that mma is inline PTX starting
  * with this text (lower_dot.c writes it, emu_lower.c recognizes it). */
 #define KILN_GPU_MMA_BF16_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+
+/* The PTX approximate instructions of the SIMT math lowering (lower_math.c), all f32, in the
+ * order of the emulator's KilnEmuApprox (runtime/emu/kiln_emu.h): the emu rewrite (emu_lower.c)
+ * turns the one at index i into kiln_emu_approx_f32(i, x).  One list, so that an instruction
+ * the lowering emits is one the emulator knows. */
+typedef enum KilnGpuApprox {
+  KILN_GPU_APPROX_EX2,
+  KILN_GPU_APPROX_LG2,
+  KILN_GPU_APPROX_SIN,
+  KILN_GPU_APPROX_COS,
+  KILN_GPU_APPROX_RSQRT,
+  KILN_GPU_APPROX_TANH,
+  KILN_GPU_APPROX_COUNT
+} KilnGpuApprox;
+extern const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT]; /* "ex2.approx.ftz.f32" */
 
 /* The passes' bodies. */
 MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts);

@@ -33,8 +33,8 @@ typedef struct LCtx {
   MlirContext ctx;
   int num_warps;
   KilnGpuAxisMap *axis;
-  KilnGpuMap defined; /* value ptr -> KilnGpuLayout* */
-  KilnGpuMap anchor;  /* op ptr -> KilnGpuLayout* (strong memory anchors) */
+  KilnPtrMap defined; /* value ptr -> KilnGpuLayout* */
+  KilnPtrMap anchor;  /* op ptr -> KilnGpuLayout* (strong memory anchors) */
   KilnGpuLayout **owned;
   size_t n_owned, cap_owned;
   MlirOperation *ops; /* every op of the kernel, pre-order */
@@ -58,7 +58,7 @@ static KilnGpuLayout *keep(LCtx *c, const KilnGpuLayout *l) {
 static bool is_tile(MlirValue v) { return mlirTypeIsARankedTensor(mlirValueGetType(v)); }
 
 static const KilnGpuLayout *defined(LCtx *c, MlirValue v) {
-  return kiln_gpu_map_get(&c->defined, v.ptr);
+  return kiln_ptr_map_get(&c->defined, v.ptr);
 }
 
 static int64_t shape_of(MlirValue v, int64_t *shape) {
@@ -74,20 +74,6 @@ static KilnGpuLayout default_layout(LCtx *c, MlirValue v) {
   int64_t shape[KILN_GPU_MAX_RANK];
   shape_of(v, shape);
   return kiln_gpu_layout_blocked(kiln_ir_rank(mlirValueGetType(v)), shape, c->num_warps, 1, NULL);
-}
-
-static int elem_bits(MlirType t) {
-  MlirType e = kiln_ir_elem_type(t);
-  MlirType p = kiln_ir_ptr_elem(e);
-  if (!mlirTypeIsNull(p))
-    e = p;
-  if (mlirTypeIsAInteger(e))
-    return (int)mlirIntegerTypeGetWidth(e);
-  if (mlirTypeIsAF16(e) || mlirTypeIsABF16(e))
-    return 16;
-  if (mlirTypeIsAF64(e))
-    return 64;
-  return 32;
 }
 
 /* The coalesced layout for a memory op through pointer tile `ptrs`; false when nothing is
@@ -112,7 +98,8 @@ static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
     }
   if (ai.contig[order[0]] <= 1)
     return false;
-  int vec = kiln_gpu_axis_vec(c->axis, ptrs, order[0], elem_bits(t));
+  int vec = kiln_gpu_axis_vec(c->axis, ptrs, order[0],
+                              kiln_ir_elem_bits(kiln_ir_ptr_elem(kiln_ir_elem_type(t))));
   /* No wider than what keeps every thread busy with distinct elements. */
   int64_t per_thread = numel / ((int64_t)KILN_GPU_WARP * c->num_warps);
   if (per_thread < 1)
@@ -162,7 +149,7 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
   if (!is_tile(v))
     return false;
   KilnOpId id = kiln_ir_op_id(op);
-  const KilnGpuLayout *anc = kiln_gpu_map_get(&c->anchor, op.ptr);
+  const KilnGpuLayout *anc = kiln_ptr_map_get(&c->anchor, op.ptr);
   if (anc) {
     *out = *anc;
     return true;
@@ -234,7 +221,7 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
 /* ---------------------------------------------------------------- defining */
 
 static void define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
-  kiln_gpu_map_put(&c->defined, v.ptr, keep(c, l));
+  kiln_ptr_map_put(&c->defined, v.ptr, keep(c, l));
   c->changed = true;
 }
 
@@ -261,7 +248,7 @@ static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
   }
   MlirOperation p = mlirOpResultGetOwner(v);
   KilnOpId id = kiln_ir_op_id(p);
-  if (id == KILN_OP_LOAD && kiln_gpu_map_get(&c->anchor, p.ptr))
+  if (id == KILN_OP_LOAD && kiln_ptr_map_get(&c->anchor, p.ptr))
     return;
   if (id == KILN_OP_REDUCE) {
     int axis = (int)kiln_gpu_int_attr(p, "axis", 0);
@@ -663,7 +650,7 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
       KilnGpuLayout l;
       if ((id == KILN_OP_LOAD || id == KILN_OP_STORE) &&
           memory_anchor(&c, mlirOperationGetOperand(op, 0), &l)) {
-        kiln_gpu_map_put(&c.anchor, op.ptr, keep(&c, &l));
+        kiln_ptr_map_put(&c.anchor, op.ptr, keep(&c, &l));
         if (id == KILN_OP_LOAD)
           define(&c, mlirOperationGetResult(op, 0), &l);
       }
@@ -679,8 +666,8 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
     free(c.owned[i]);
   free(c.owned);
   free(c.ops);
-  kiln_gpu_map_free(&c.defined);
-  kiln_gpu_map_free(&c.anchor);
+  kiln_ptr_map_free(&c.defined);
+  kiln_ptr_map_free(&c.anchor);
   if (ok)
     cleanup_converts(func);
   return ok;
@@ -688,10 +675,10 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
 
 MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts) {
   int num_warps = opts ? *(const int *)opts : 0;
-  MlirOperation kernels[256];
-  size_t n = kiln_gpu_kernels(module, kernels, 256);
+  KilnOpList kernels = kiln_ir_kernels(module, "func.func", "kiln.kernel");
   bool ok = true;
-  for (size_t i = 0; i < n && i < 256; i++)
-    ok = layout_kernel(kernels[i], num_warps) && ok;
+  for (size_t i = 0; i < kernels.n; i++)
+    ok = layout_kernel(kernels.ops[i], num_warps) && ok;
+  kiln_op_list_free(&kernels);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }

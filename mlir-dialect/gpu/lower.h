@@ -2,79 +2,15 @@
  *
  * A lowered tile is the list of scalars its layout gives the running thread (KilnGpuOwn order);
  * a scalar is a list of one.  `Low` keeps the map from each kiln value to that list and an
- * insertion point in the new llvm.func.  One file per op family: lower.c (driver, control flow,
- * elementwise and shape ops), lower_memory.c (global loads/stores/atomics), lower_reduce.c
- * (reductions), lower_shared.c (everything through shared memory: convert_layout, trans, dot),
- * lower_math.c (math functions and rand). */
+ * insertion point in the new llvm.func (lower_kit.h, the toolkit every file builds with).  One
+ * file per op family: lower.c (dispatcher, control flow, elementwise and shape ops),
+ * lower_memory.c (global loads/stores/atomics), lower_reduce.c (reductions), lower_shared.c
+ * (everything through shared memory: convert_layout, trans, dot), lower_math.c (math functions
+ * and rand). */
 #ifndef KILN_GPU_LOWER_H
 #define KILN_GPU_LOWER_H
 
-#include "gpu_internal.h"
-
-typedef struct Vals {
-  int64_t n;
-  MlirValue *v;
-} Vals;
-
-typedef struct LowPipe LowPipe;
-
-typedef struct Low {
-  MlirContext ctx;
-  MlirLocation loc; /* of the op being lowered */
-  KilnIRBuilder b;
-  KilnGpuMap vals; /* kiln value ptr -> Vals* */
-  void **allocs;
-  size_t n_allocs, cap_allocs;
-  int num_warps;
-  int num_stages;     /* kiln.num_stages: shared buffers per pipelined load */
-  int64_t smem_bytes; /* the most any op needs at once */
-  int64_t smem_base;  /* bytes of the arena held by enclosing pipelines; low_smem starts above */
-  LowPipe *pipe;      /* the innermost pipelined loop being lowered, or NULL */
-  KilnGpuAxisMap *axis;
-  bool failed;
-  MlirType i1, i8, i32, i64, f32, ptr1, ptr3;
-} Low;
-
-/* Memory owned by the lowering of one kernel (freed together at its end). */
-void *low_alloc(Low *L, size_t size);
-Vals *low_vals(Low *L, int64_t n);
-void low_set(Low *L, MlirValue old, Vals *v);
-Vals *low_get(Low *L, MlirValue old); /* fails the lowering (error) when missing */
-void low_error(Low *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Scalar type of a lowered element: !kiln.ptr<T> -> !llvm.ptr<1>, others unchanged. */
-MlirType low_scalar_type(Low *L, MlirType t);
-
-/* Op creation at L->b. */
-MlirOperation low_op(Low *L, const char *name, const MlirValue *ops, size_t n, const MlirType *res,
-                     size_t nres, const MlirNamedAttribute *attrs, size_t nattrs);
-MlirValue low_op1(Low *L, const char *name, const MlirValue *ops, size_t n, MlirType res);
-MlirValue low_bin(Low *L, const char *name, MlirValue a, MlirValue b);
-MlirValue low_i32(Low *L, int64_t v);
-MlirValue low_f32(Low *L, double v);
-MlirValue low_const(Low *L, MlirType t, MlirAttribute value);
-bool low_is_true(MlirValue v); /* an arith.constant true */
-MlirValue low_cmpi(Low *L, const char *pred, MlirValue a, MlirValue b);
-/* Inline PTX with one result of type rt: constraints like "=f,f". */
-MlirValue low_asm(Low *L, const char *text, const char *constraints, const MlirValue *ops, size_t n,
-                  MlirType rt);
-MlirValue low_gep(Low *L, MlirValue base, MlirValue index, MlirType elem);
-MlirValue low_barrier(Low *L);
-
-/* Thread ids. */
-MlirValue low_lane(Low *L);
-MlirValue low_warp(Low *L);
-/* The coordinate along tensor dim d of list position j of `own` (an i32 value). */
-MlirValue low_coord(Low *L, const KilnGpuOwn *own, int64_t j, int d);
-/* The part of low_coord that depends on the thread (null when it does not), and the constant. */
-MlirValue low_coord_base(Low *L, const KilnGpuOwn *own, int d);
-KilnGpuOwn low_own_of(MlirType t);
-
-/* The shared-memory arena: a pointer to byte `offset` of it (addrspace 3), growing the arena to
- * at least `bytes`.  Both count from L->smem_base (ops inside a pipelined loop must not touch
- * its buffers); low_smem_at takes absolute offsets. */
-MlirValue low_smem(Low *L, int64_t offset, int64_t bytes);
-MlirValue low_smem_at(Low *L, int64_t offset, int64_t bytes);
+#include "lower_kit.h"
 
 /* Global memory helpers (lower_memory.c).  Elements per vector access through pointer tile
  * ptrs (what the axis analysis proves, what the layout keeps in one thread, at most 128 bits);
@@ -123,6 +59,5 @@ MlirValue low_swizzle(Low *L, MlirValue row, MlirValue col, int64_t cols);
 void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
                        int64_t cols, Vals *out);
 
-int low_elem_bits(MlirType t);
 
 #endif

@@ -9,9 +9,9 @@
  * selects. */
 #include "lower.h"
 
-static MlirValue asm1(Low *L, const char *insn, MlirValue x) {
+static MlirValue asm1(Low *L, KilnGpuApprox insn, MlirValue x) {
   char text[64];
-  snprintf(text, sizeof text, "%s $0, $1;", insn);
+  snprintf(text, sizeof text, "%s $0, $1;", kiln_gpu_approx_ptx[insn]);
   return low_asm(L, text, "=f,f", &x, 1, L->f32);
 }
 
@@ -27,7 +27,7 @@ static MlirValue erf_poly(Low *L, MlirValue x) {
     p = low_bin(L, "arith.addf", low_bin(L, "arith.mulf", p, t), low_f32(L, a[i]));
   p = low_bin(L, "arith.mulf", p, t);
   /* exp(-x^2) = 2^(-x^2 * log2(e)) */
-  MlirValue e = asm1(L, "ex2.approx.ftz.f32", mulc(L, low_bin(L, "arith.mulf", ax, ax), -1.4426950408889634));
+  MlirValue e = asm1(L, KILN_GPU_APPROX_EX2, mulc(L, low_bin(L, "arith.mulf", ax, ax), -1.4426950408889634));
   MlirValue y = low_bin(L, "arith.subf", one, low_bin(L, "arith.mulf", p, e));
   MlirValue o[2] = {y, x};
   return low_op1(L, "math.copysign", o, 2, L->f32);
@@ -37,21 +37,21 @@ static MlirValue erf_poly(Low *L, MlirValue x) {
 static MlirValue math_f32(Low *L, const char *name, MlirValue *x, int n, bool *ok) {
   *ok = true;
   if (strcmp(name, "math.exp") == 0)
-    return asm1(L, "ex2.approx.ftz.f32", mulc(L, x[0], 1.4426950408889634));
+    return asm1(L, KILN_GPU_APPROX_EX2, mulc(L, x[0], 1.4426950408889634));
   if (strcmp(name, "math.exp2") == 0)
-    return asm1(L, "ex2.approx.ftz.f32", x[0]);
+    return asm1(L, KILN_GPU_APPROX_EX2, x[0]);
   if (strcmp(name, "math.log") == 0)
-    return mulc(L, asm1(L, "lg2.approx.ftz.f32", x[0]), 0.6931471805599453);
+    return mulc(L, asm1(L, KILN_GPU_APPROX_LG2, x[0]), 0.6931471805599453);
   if (strcmp(name, "math.log2") == 0)
-    return asm1(L, "lg2.approx.ftz.f32", x[0]);
+    return asm1(L, KILN_GPU_APPROX_LG2, x[0]);
   if (strcmp(name, "math.rsqrt") == 0)
-    return asm1(L, "rsqrt.approx.ftz.f32", x[0]);
+    return asm1(L, KILN_GPU_APPROX_RSQRT, x[0]);
   if (strcmp(name, "math.tanh") == 0)
-    return asm1(L, "tanh.approx.f32", x[0]);
+    return asm1(L, KILN_GPU_APPROX_TANH, x[0]);
   if (strcmp(name, "math.sin") == 0)
-    return asm1(L, "sin.approx.ftz.f32", x[0]);
+    return asm1(L, KILN_GPU_APPROX_SIN, x[0]);
   if (strcmp(name, "math.cos") == 0)
-    return asm1(L, "cos.approx.ftz.f32", x[0]);
+    return asm1(L, KILN_GPU_APPROX_COS, x[0]);
   if (strcmp(name, "math.erf") == 0)
     return erf_poly(L, x[0]);
   if (strcmp(name, "math.sqrt") == 0 || strcmp(name, "math.floor") == 0 ||

@@ -17,7 +17,7 @@ int low_vector_width(Low *L, MlirValue ptrs, const KilnGpuOwn *own) {
     return 1;
   int d = own->order[0];
   MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(t));
-  int bits = low_elem_bits(elem);
+  int bits = kiln_ir_elem_bits(elem);
   if (bits < 8)
     return 1;
   int v = kiln_gpu_axis_vec(L->axis, ptrs, d, bits);
@@ -119,7 +119,7 @@ bool low_load(Low *L, MlirOperation op) {
   Vals *O = low_get(L, mlirOperationGetOperand(op, 2));
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
-  int bits = low_elem_bits(et);
+  int bits = kiln_ir_elem_bits(et);
   if (bits < 8) {
     low_error(L, "GPU lowering: loads of i1 are not supported");
     return false;
@@ -183,7 +183,7 @@ bool low_store(Low *L, MlirOperation op) {
   Vals *M = low_get(L, mlirOperationGetOperand(op, 2));
   MlirType vt = mlirValueGetType(mlirOperationGetOperand(op, 1));
   MlirType et = kiln_ir_elem_type(vt);
-  int bits = low_elem_bits(et);
+  int bits = kiln_ir_elem_bits(et);
   if (bits < 8) {
     low_error(L, "GPU lowering: stores of i1 are not supported");
     return false;
@@ -272,24 +272,6 @@ static MlirValue atomic_owner(Low *L, const KilnGpuOwn *own, bool *replicated) {
   return pred;
 }
 
-/* llvm::AtomicRMWInst binary op numbers as the LLVM dialect stores them. */
-static bool atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out) {
-  char kind[16] = "";
-  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
-  bool f = mlirTypeIsAFloat(elem);
-  if (strcmp(kind, "add") == 0)
-    *out = f ? 11 : 1; /* fadd : add */
-  else if (strcmp(kind, "max") == 0)
-    *out = f ? 13 : 7; /* fmax : max */
-  else if (strcmp(kind, "min") == 0)
-    *out = f ? 14 : 8; /* fmin : min */
-  else if (strcmp(kind, "xchg") == 0)
-    *out = 0;
-  else
-    return false;
-  return true;
-}
-
 /* Row-major index of list position j of `own` in its tile (an i32 value). */
 static MlirValue linear_index(Low *L, const KilnGpuOwn *own, int64_t j) {
   MlirValue idx = low_i32(L, 0);
@@ -333,12 +315,12 @@ bool low_atomic(Low *L, MlirOperation op) {
     return false;
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
-  if (low_elem_bits(et) != 32) {
+  if (kiln_ir_elem_bits(et) != 32) {
     low_error(L, "GPU lowering: atomics need 32-bit elements");
     return false;
   }
   int64_t bin_op;
-  if (!atomic_bin_op(op, et, &bin_op)) {
+  if (!kiln_ir_atomic_bin_op(op, et, &bin_op)) {
     low_error(L, "GPU lowering: unknown atomic kind");
     return false;
   }

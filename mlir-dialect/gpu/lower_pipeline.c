@@ -308,21 +308,21 @@ static void prefetch(Low *L, LowPipe *p, MlirValue iv, MlirValue buf) {
   void *olds[PIPE_MAX_SLICE + 1];
   int nk = 0;
   keys[nk] = p->old_iv.ptr;
-  olds[nk++] = kiln_gpu_map_get(&L->vals, p->old_iv.ptr);
+  olds[nk++] = kiln_ptr_map_get(&L->vals, p->old_iv.ptr);
   Vals *ivv = low_vals(L, 1);
   ivv->v[0] = iv;
   low_set(L, p->old_iv, ivv);
   for (int i = 0; i < p->nslice && !L->failed; i++) {
     MlirValue r = mlirOperationGetResult(p->slice[i], 0);
     keys[nk] = r.ptr;
-    olds[nk++] = kiln_gpu_map_get(&L->vals, r.ptr);
+    olds[nk++] = kiln_ptr_map_get(&L->vals, r.ptr);
     low_lower_op(L, p->slice[i]);
   }
   L->loc = loc;
   for (int i = 0; i < p->n && !L->failed; i++)
     copy_tile(L, p, &p->loads[i], buf);
   for (int i = 0; i < nk; i++)
-    kiln_gpu_map_put(&L->vals, keys[i], olds[i]);
+    kiln_ptr_map_put(&L->vals, keys[i], olds[i]);
   kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
   kiln_ir_builder_set_end(&L->b, f.else_block);
   kiln_ir_build_yield(&L->b, L->loc, NULL, 0);

@@ -64,7 +64,7 @@ static MlirValue shuffle(Low *L, MlirValue v, int offset) {
   MlirType t = mlirValueGetType(v);
   MlirValue x = v;
   bool is_f = mlirTypeIsAFloat(t);
-  int bits = low_elem_bits(t);
+  int bits = kiln_ir_elem_bits(t);
   if (bits < 32)
     x = low_op1(L, is_f ? "arith.extf" : "arith.extsi", &v, 1, is_f ? L->f32 : L->i32);
   MlirType xt = mlirValueGetType(x);
@@ -96,7 +96,7 @@ bool low_reduce(Low *L, MlirOperation op) {
   r.et = kiln_ir_elem_type(st);
   r.is_float = mlirTypeIsAFloat(r.et);
   bool arg = r.kind == KILN_REDUCE_ARGMAX || r.kind == KILN_REDUCE_ARGMIN;
-  if (low_elem_bits(r.et) > 32) {
+  if (kiln_ir_elem_bits(r.et) > 32) {
     low_error(L, "GPU lowering: reductions of 64-bit values are not supported");
     return false;
   }
@@ -201,7 +201,7 @@ bool low_reduce(Low *L, MlirOperation op) {
       lin[jo] = low_bin(L, "arith.muli", li, low_i32(L, W));
       MlirValue at = low_bin(L, "arith.addi", lin[jo], warp_a);
       MlirValue v = R->v[jo];
-      if (low_elem_bits(r.et) < 32)
+      if (kiln_ir_elem_bits(r.et) < 32)
         v = low_op1(L, r.is_float ? "arith.extf" : "arith.extsi", &v, 1, word);
       MlirValue o[2] = {v, low_gep(L, base, at, word)};
       low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
@@ -217,7 +217,7 @@ bool low_reduce(Low *L, MlirOperation op) {
         MlirValue at = low_bin(L, "arith.addi", lin[jo], low_i32(L, w));
         MlirValue p = low_gep(L, base, at, word);
         MlirValue v = low_op1(L, "llvm.load", &p, 1, word), vi = {NULL};
-        if (low_elem_bits(r.et) < 32)
+        if (kiln_ir_elem_bits(r.et) < 32)
           v = low_op1(L, r.is_float ? "arith.truncf" : "arith.trunci", &v, 1, r.et);
         if (arg) {
           MlirValue pi = low_gep(L, ibase, at, L->i32);

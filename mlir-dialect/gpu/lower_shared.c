@@ -13,11 +13,11 @@
 #include "lower.h"
 
 static int bytes_of(MlirType et) {
-  int b = low_elem_bits(et);
+  int b = kiln_ir_elem_bits(et);
   return b < 8 ? 1 : b / 8;
 }
 
-static MlirType mem_type(Low *L, MlirType et) { return low_elem_bits(et) < 8 ? L->i8 : et; }
+static MlirType mem_type(Low *L, MlirType et) { return kiln_ir_elem_bits(et) < 8 ? L->i8 : et; }
 
 /* Row-major linear index of list position j of `own` (dims permuted by `perm` when non-NULL:
  * element (c0, c1) goes to position (c_perm[0], c_perm[1]) of the target shape). */

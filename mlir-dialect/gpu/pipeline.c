@@ -15,11 +15,11 @@ static _Alignas(8) char layouts_id, to_llvm_id, to_emu_id;
  * lowering, which records it (a pipelined K loop needs the promises of docs/gpu-lowering.md). */
 static void record_num_stages(MlirOperation module, int num_stages) {
   MlirContext ctx = mlirOperationGetContext(module);
-  MlirOperation ks[256];
-  size_t n = kiln_gpu_kernels(module, ks, 256);
-  for (size_t i = 0; i < n && i < 256; i++)
-    mlirOperationSetAttributeByName(ks[i], mlirStringRefCreateFromCString("kiln.num_stages"),
+  KilnOpList ks = kiln_ir_kernels(module, "func.func", "kiln.kernel");
+  for (size_t i = 0; i < ks.n; i++)
+    mlirOperationSetAttributeByName(ks.ops[i], mlirStringRefCreateFromCString("kiln.num_stages"),
                                     kiln_ir_attr_i32(ctx, num_stages));
+  kiln_op_list_free(&ks);
 }
 
 static MlirLogicalResult layouts_body(MlirOperation module, void *opts) {
@@ -31,14 +31,14 @@ static MlirLogicalResult layouts_body(MlirOperation module, void *opts) {
 }
 
 static MlirPass create_layouts(const KilnStageOptions *o) {
-  return kiln_gpu_pass_make(mlirTypeIDCreate(&layouts_id), "KilnGpuLayouts", "kiln-gpu-layouts",
+  return kiln_pass_make(mlirTypeIDCreate(&layouts_id), "KilnGpuLayouts", "kiln-gpu-layouts",
                             "assign blocked/slice layouts to kiln tiles for the GPU",
                             layouts_body, o, sizeof *o);
 }
 
 static MlirPass create_to_llvm(const KilnStageOptions *o) {
   (void)o;
-  return kiln_gpu_pass_make(mlirTypeIDCreate(&to_llvm_id), "KilnGpuToLLVM",
+  return kiln_pass_make(mlirTypeIDCreate(&to_llvm_id), "KilnGpuToLLVM",
                             "convert-kiln-gpu-to-llvm",
                             "lower laid-out kiln kernels to SIMT llvm + nvvm functions",
                             kiln_gpu_to_llvm_module, NULL, 0);
@@ -46,7 +46,7 @@ static MlirPass create_to_llvm(const KilnStageOptions *o) {
 
 static MlirPass create_to_emu(const KilnStageOptions *o) {
   (void)o;
-  return kiln_gpu_pass_make(mlirTypeIDCreate(&to_emu_id), "KilnGpuToEmu", "kiln-gpu-to-emu",
+  return kiln_pass_make(mlirTypeIDCreate(&to_emu_id), "KilnGpuToEmu", "kiln-gpu-to-emu",
                             "replace nvvm ops and GPU address spaces by GPU emulator calls",
                             kiln_gpu_to_emu_module, NULL, 0);
 }

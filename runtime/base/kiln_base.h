@@ -1,6 +1,6 @@
 /* kiln_base.h - the vocabulary every Kiln layer shares, in one small module that depends on
- * nothing but libc: the targets, the scalar kinds, whole-file reads, atomic file writes and the
- * f16/bf16 conversions.
+ * nothing but libc: the targets, the scalar kinds, tune configurations and what ptxas reports,
+ * whole-file reads, atomic file writes and the f16/bf16 conversions.
  *
  * Each of these once existed per stage (a file reader in the driver, the tuner, kiln-opt, the
  * runtime, the benchmarks; an atomic writer in the commands, the trainer and a test harness,
@@ -56,6 +56,36 @@ const char *kiln_scalar_name(KilnScalarKind k);
 /* false when `name` is no scalar kind's spelling. */
 bool kiln_scalar_from_name(const char *name, KilnScalarKind *out);
 bool kiln_scalar_is_float(KilnScalarKind k);
+
+/* ---------------------------------------------------------------- tune configurations
+ * Shared by the frontend (which enumerates a tune block's space), the driver and the tuner,
+ * whose runtime-only runner (no frontend) reads, times and ranks configs too. */
+
+/* A name -> integer binding for a const parameter (or num_warps / num_stages). */
+typedef struct KilnBinding {
+  const char *name;
+  int64_t value;
+} KilnBinding;
+
+/* One point of a tune block's space: a value for every tune parameter (const params listed in
+ * the block, then num_warps and num_stages, which default to 4 and 2 when not listed). */
+typedef struct KilnTuneConfig {
+  KilnBinding bindings[32];
+  int nbindings;
+  int num_warps;
+  int num_stages;
+} KilnTuneConfig;
+
+/* What ptxas -v reported for a cubin: the limits a launch must fit (registers per thread times
+ * threads per program, static shared memory) and the spills that cost speed.  The driver fills
+ * it; the tuner checks candidates against it. */
+typedef struct KilnGpuUsage {
+  bool valid;       /* set when a cubin was emitted */
+  int registers;    /* per thread */
+  int shared_bytes; /* static shared memory per program */
+  int spill_bytes;  /* spill stores + spill loads */
+  int stack_bytes;  /* stack frame per thread */
+} KilnGpuUsage;
 
 /* ---------------------------------------------------------------- files (file.c) */
 

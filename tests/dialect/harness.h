@@ -4,6 +4,7 @@
 #define KILN_TEST_HARNESS_H
 
 #include "../common/check.h"
+#include "kiln_cpu.h"
 #include "kiln_mlir.h"
 
 #include <math.h>

@@ -28,23 +28,6 @@ static int64_t attr_int(MlirOperation op, const char *name) {
   return v;
 }
 
-static void shape_of(MlirType t, int64_t *shape, int *rank) {
-  *rank = kiln_ir_rank(t);
-  for (int i = 0; i < *rank; i++)
-    shape[i] = kiln_ir_dim(t, i);
-}
-
-/* The byte size of a pointee type (i1 is stored as a byte). */
-static int64_t elem_bytes(MlirType t) {
-  if (mlirTypeIsAInteger(t))
-    return (mlirIntegerTypeGetWidth(t) + 7) / 8;
-  if (mlirTypeIsAF16(t) || mlirTypeIsABF16(t))
-    return 2;
-  if (mlirTypeIsAF64(t))
-    return 8;
-  return 4;
-}
-
 /* ---------------------------------------------------------------- range and shape ops */
 
 typedef struct CopyCtx {
@@ -99,7 +82,7 @@ static void lower_copy_like(Cpu *c, MlirOperation op, KilnOpId id) {
   kiln_cpu_set_buf(c, res, k.dst);
   int64_t shape[16];
   int rank;
-  shape_of(rt, shape, &rank);
+  kiln_cpu_shape(rt, shape, &rank);
   kiln_cpu_nest(c, shape, rank, id == KILN_OP_RANGE ? range_body : reshape_body, &k);
 }
 
@@ -172,23 +155,6 @@ static MlirValue atomic_fn(Cpu *c, const MlirValue *e, void *user) {
   return kiln_ir_if_result(&f, 0);
 }
 
-/* llvm::AtomicRMWInst binary op numbers as MLIR's LLVM dialect stores them. */
-static bool atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out) {
-  char kind[16] = "";
-  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
-  bool f = mlirTypeIsAFloat(elem);
-  if (strcmp(kind, "add") == 0)
-    *out = f ? 11 : 1;
-  else if (strcmp(kind, "max") == 0)
-    *out = f ? 13 : 7;
-  else if (strcmp(kind, "min") == 0)
-    *out = f ? 14 : 8;
-  else if (strcmp(kind, "xchg") == 0)
-    *out = 0;
-  else
-    return false;
-  return true;
-}
 
 static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
   MlirType pt = kiln_ir_elem_type(mlirValueGetType(operand(op, 0)));
@@ -198,7 +164,7 @@ static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
   } else if (id == KILN_OP_STORE) {
     kiln_cpu_map(c, op, store_fn, &m, true);
   } else {
-    if (!atomic_bin_op(op, m.elem, &m.bin_op)) {
+    if (!kiln_ir_atomic_bin_op(op, m.elem, &m.bin_op)) {
       kiln_ir_error(c->loc, "atomic: unknown kind");
       return false;
     }
@@ -331,7 +297,7 @@ static bool lower_reduce(Cpu *c, MlirOperation op) {
   kiln_cpu_set_buf(c, res, r.dst);
   int64_t shape[16];
   int rank;
-  shape_of(rt, shape, &rank);
+  kiln_cpu_shape(rt, shape, &rank);
   kiln_cpu_nest(c, shape, rank, reduce_body, &r);
   return true;
 }
@@ -391,7 +357,7 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
     lower_copy_like(c, op, id);
     return true;
   case KILN_OP_ADDPTR: {
-    int64_t size = elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
+    int64_t size = kiln_ir_elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
     kiln_cpu_map(c, op, addptr_fn, &size, true);
     return true;
   }

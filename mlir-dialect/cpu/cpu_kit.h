@@ -1,6 +1,7 @@
-/* cpu_lower.h - state shared by the files of the CPU lowering (convert-kiln-to-cpu). */
-#ifndef KILN_CPU_LOWER_H
-#define KILN_CPU_LOWER_H
+/* cpu_kit.h - the CPU lowering's state and toolkit (cpu_kit.c), what the dispatcher (cpu_lower.c)
+ * and the kiln op families (cpu_ops.c) both build with. */
+#ifndef KILN_CPU_KIT_H
+#define KILN_CPU_KIT_H
 
 #include "kiln_mlir_internal.h"
 
@@ -13,19 +14,12 @@ typedef struct CpuVal {
   MlirValue buf;
 } CpuVal;
 
-/* Open addressing over pointers to individually allocated values: a CpuVal* handed out by
- * kiln_cpu_get stays valid while the map grows (lowerings hold one across later inserts). */
-typedef struct CpuMap {
-  CpuVal **slots;
-  size_t cap, n;
-} CpuMap;
-
 typedef struct Cpu {
   MlirContext ctx;
   KilnIRBuilder b;          /* where lowered code goes now */
   MlirOperation alloca_at;  /* allocas are inserted before this op of the entry block */
   MlirBlock entry;
-  CpuMap map;
+  KilnPtrMap map;           /* old value ptr -> CpuVal* (each allocated alone: stays valid) */
   MlirValue pid[3], nprog[3];
   MlirLocation loc;         /* location of the op being lowered */
   bool failed;
@@ -33,10 +27,11 @@ typedef struct Cpu {
 
 typedef MlirValue (*CpuScalarFn)(Cpu *c, const MlirValue *elems, void *user);
 
-/* cpu_lower.c */
+/* cpu_kit.c */
 CpuVal *kiln_cpu_get(Cpu *c, MlirValue old);
 void kiln_cpu_set_scalar(Cpu *c, MlirValue old, MlirValue v);
 void kiln_cpu_set_buf(Cpu *c, MlirValue old, MlirValue buf);
+void kiln_cpu_map_free(Cpu *c); /* the map and every CpuVal in it */
 MlirType kiln_cpu_scalar_type(MlirType t);        /* ptr -> i64, tile -> lowered element type */
 MlirValue kiln_cpu_alloc(Cpu *c, MlirType tile_type);
 MlirValue kiln_cpu_cidx(Cpu *c, int64_t v);
@@ -50,6 +45,8 @@ MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v, MlirType tile_type); /* materialize */
 void kiln_cpu_store_elem(Cpu *c, MlirValue buf, MlirValue v, const MlirValue *idx, int rank);
 MlirValue kiln_cpu_load_elem(Cpu *c, MlirValue buf, const MlirValue *idx, int rank);
 MlirValue kiln_cpu_int_const(Cpu *c, MlirType t, int64_t v);
+/* The static shape of a tile type (rank 0 for a scalar); shape holds up to 16 dims. */
+void kiln_cpu_shape(MlirType t, int64_t *shape, int *rank);
 /* Per element of op's (single) result: fn gets the operands' elements, returns the result
  * element.  When every operand is a scalar/splat and `splat_ok`, fn runs once. */
 void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok);
@@ -57,8 +54,5 @@ void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool spl
 /* A loop nest over `shape` with index induction variables passed to fn. */
 typedef void (*CpuNestFn)(Cpu *c, const MlirValue *idx, void *user);
 void kiln_cpu_nest(Cpu *c, const int64_t *shape, int rank, CpuNestFn fn, void *user);
-
-/* cpu_ops.c: the kiln op families. */
-bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id);
 
 #endif

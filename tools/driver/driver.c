@@ -4,7 +4,7 @@
  *     front (verify → [mlir], kiln-dce) → cpu back, or GPU back (layouts → [gpu-mlir] → SIMT)
  *     [+ emu rewrite] → [lowered mlir] → [llvm] / [obj] (cpu, emu) / [ptx] → [cubin] (sm_*)
  *
- * The small target table below says which pipeline (kiln_mlir.h, kiln_gpu.h) lowers each
+ * The small target table below says which pipeline (kiln_cpu.h, kiln_gpu.h) lowers each
  * target and what it can emit; the stages themselves are listed once, in those pipelines.
  *
  * User errors at any stage are diagnostics rendered against the source with a caret (MLIR's
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln_cpu.h"
 #include "kiln_frontend.h"
 #include "kiln_gpu.h"
 #include "kiln_mlir.h"

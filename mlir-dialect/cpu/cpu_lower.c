@@ -3,9 +3,9 @@
  * How this works.  Each kernel `@NAME` is rebuilt, op by op, into a new function
  * `@kiln_cpu_NAME(!llvm.ptr args, i32 pid_x, pid_y, pid_z, nprog_x, nprog_y, nprog_z)` (the
  * CPU kernel ABI of docs/internals.md) made of scf + memref + arith + math + llvm ops; the old
- * function is then erased.  A map records what each old SSA value became (CpuVal): scalars and
- * splat tiles stay scalars; every other tile gets a static memref alloca'd in the entry block,
- * so loops do not grow the stack.  Pointers are i64 addresses.
+ * function is then erased.  A map records what each old SSA value became (CpuVal, cpu_kit.c):
+ * scalars and splat tiles stay scalars; every other tile gets a static memref alloca'd in the
+ * entry block, so loops do not grow the stack.  Pointers are i64 addresses.
  *
  * Elementwise arith/math ops are lowered generically: a loop nest over the shape reads each
  * operand's element and re-creates the same op by name on scalars.  Kiln ops are in
@@ -17,196 +17,6 @@
  * Integer division or remainder by zero does not trap: x / 0 == 0 and x % 0 == x (so that
  * x == (x / y) * y + x % y still holds), and INT_MIN / -1 wraps to INT_MIN with remainder 0. */
 #include "cpu_lower.h"
-
-/* ---------------------------------------------------------------- value map */
-
-static size_t hash_ptr(const void *p) { return ((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ull; }
-
-static CpuVal **slot(CpuMap *m, MlirValue old) {
-  size_t i = hash_ptr(old.ptr) & (m->cap - 1);
-  while (m->slots[i] && m->slots[i]->old.ptr != old.ptr)
-    i = (i + 1) & (m->cap - 1);
-  return &m->slots[i];
-}
-
-static void map_grow(CpuMap *m) {
-  CpuMap n = {calloc(m->cap ? m->cap * 2 : 256, sizeof(CpuVal *)), m->cap ? m->cap * 2 : 256, 0};
-  KILN_ASSERT(n.slots != NULL);
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->slots[i]) {
-      *slot(&n, m->slots[i]->old) = m->slots[i];
-      n.n++;
-    }
-  free(m->slots);
-  *m = n;
-}
-
-static void map_free(CpuMap *m) {
-  for (size_t i = 0; i < m->cap; i++)
-    free(m->slots[i]);
-  free(m->slots);
-  *m = (CpuMap){0};
-}
-
-static CpuVal *map_put(Cpu *c, MlirValue old) {
-  if ((c->map.n + 1) * 2 > c->map.cap)
-    map_grow(&c->map);
-  CpuVal **s = slot(&c->map, old);
-  if (!*s) {
-    *s = malloc(sizeof **s);
-    KILN_ASSERT(*s != NULL);
-    c->map.n++;
-  }
-  **s = (CpuVal){.old = old};
-  return *s;
-}
-
-CpuVal *kiln_cpu_get(Cpu *c, MlirValue old) {
-  CpuVal **s = c->map.cap ? slot(&c->map, old) : NULL;
-  KILN_ASSERT(s && *s); /* ops are lowered in dominance order */
-  return *s;
-}
-
-void kiln_cpu_set_scalar(Cpu *c, MlirValue old, MlirValue v) { map_put(c, old)->scalar = v; }
-void kiln_cpu_set_buf(Cpu *c, MlirValue old, MlirValue buf) { map_put(c, old)->buf = buf; }
-
-/* ---------------------------------------------------------------- small builders */
-
-MlirType kiln_cpu_scalar_type(MlirType t) {
-  MlirType e = kiln_ir_elem_type(t);
-  if (kiln_ir_type_is_ptr(e))
-    return mlirIntegerTypeGet(mlirTypeGetContext(t), 64);
-  return e;
-}
-
-MlirValue kiln_cpu_op_attrs(Cpu *c, const char *name, const MlirValue *ops, size_t n,
-                            MlirType rt, const MlirNamedAttribute *attrs, size_t n_attrs) {
-  KilnOpSpec s = {.name = name, .loc = c->loc, .operands = ops, .n_operands = n,
-                  .results = &rt, .n_results = mlirTypeIsNull(rt) ? 0 : 1, .attrs = attrs,
-                  .n_attrs = n_attrs};
-  MlirOperation op = kiln_ir_create(&c->b, &s);
-  return s.n_results ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
-}
-
-MlirValue kiln_cpu_op(Cpu *c, const char *name, const MlirValue *ops, size_t n, MlirType rt) {
-  return kiln_cpu_op_attrs(c, name, ops, n, rt, NULL, 0);
-}
-
-MlirValue kiln_cpu_cidx(Cpu *c, int64_t v) { return kiln_ir_build_const_index(&c->b, c->loc, v); }
-
-MlirValue kiln_cpu_int_const(Cpu *c, MlirType t, int64_t v) {
-  return kiln_ir_build_const_int(&c->b, c->loc, t, v);
-}
-
-static MlirType memref_type(MlirType tile) {
-  int rank = kiln_ir_rank(tile);
-  int64_t shape[16];
-  for (int i = 0; i < rank; i++)
-    shape[i] = kiln_ir_dim(tile, i);
-  return mlirMemRefTypeContiguousGet(kiln_cpu_scalar_type(tile), rank, shape,
-                                     mlirAttributeGetNull());
-}
-
-MlirValue kiln_cpu_alloc(Cpu *c, MlirType tile) {
-  KilnIRBuilder at = c->b;
-  kiln_ir_builder_set_before(&at, c->alloca_at);
-  int32_t seg[2] = {0, 0};
-  MlirNamedAttribute a[2] = {
-      kiln_ir_named(c->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(c->ctx, 2, seg)),
-      kiln_ir_named(c->ctx, "alignment",
-                    mlirIntegerAttrGet(mlirIntegerTypeGet(c->ctx, 64), 64))};
-  MlirType mt = memref_type(tile);
-  KilnOpSpec s = {.name = "memref.alloca", .loc = c->loc, .results = &mt, .n_results = 1,
-                  .attrs = a, .n_attrs = 2};
-  return mlirOperationGetResult(kiln_ir_create(&at, &s), 0);
-}
-
-MlirValue kiln_cpu_load_elem(Cpu *c, MlirValue buf, const MlirValue *idx, int rank) {
-  MlirValue ops[17];
-  ops[0] = buf;
-  for (int i = 0; i < rank; i++)
-    ops[1 + i] = idx[i];
-  return kiln_cpu_op(c, "memref.load", ops, (size_t)rank + 1,
-                     mlirShapedTypeGetElementType(mlirValueGetType(buf)));
-}
-
-void kiln_cpu_store_elem(Cpu *c, MlirValue buf, MlirValue v, const MlirValue *idx, int rank) {
-  MlirValue ops[18];
-  ops[0] = v;
-  ops[1] = buf;
-  for (int i = 0; i < rank; i++)
-    ops[2 + i] = idx[i];
-  kiln_cpu_op(c, "memref.store", ops, (size_t)rank + 2, (MlirType){NULL});
-}
-
-MlirValue kiln_cpu_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
-  if (!mlirValueIsNull(v->scalar))
-    return v->scalar;
-  return kiln_cpu_load_elem(c, v->buf, idx, kiln_ir_rank(mlirValueGetType(v->buf)));
-}
-
-/* ---------------------------------------------------------------- loop nests */
-
-static void nest_rec(Cpu *c, const int64_t *shape, int rank, int d, MlirValue *idx,
-                     CpuNestFn fn, void *user) {
-  if (d == rank) {
-    fn(c, idx, user);
-    return;
-  }
-  KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, shape[d]),
-                                  kiln_cpu_cidx(c, 1), NULL, 0);
-  KilnIRBuilder saved = c->b;
-  kiln_ir_builder_set_end(&c->b, f.body);
-  idx[d] = f.iv;
-  nest_rec(c, shape, rank, d + 1, idx, fn, user);
-  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
-  c->b = saved;
-}
-
-void kiln_cpu_nest(Cpu *c, const int64_t *shape, int rank, CpuNestFn fn, void *user) {
-  MlirValue idx[16] = {{NULL}};
-  KILN_ASSERT(rank <= 16);
-  nest_rec(c, shape, rank, 0, idx, fn, user);
-}
-
-static void shape_of(MlirType t, int64_t *shape, int *rank) {
-  *rank = kiln_ir_rank(t);
-  for (int i = 0; i < *rank; i++)
-    shape[i] = kiln_ir_dim(t, i);
-}
-
-typedef struct FillCtx {
-  CpuVal *src;
-  MlirValue dst;
-  int rank;
-} FillCtx;
-
-static void fill_body(Cpu *c, const MlirValue *idx, void *user) {
-  FillCtx *f = user;
-  kiln_cpu_store_elem(c, f->dst, kiln_cpu_elem(c, f->src, idx), idx, f->rank);
-}
-
-/* Copies a lowered tile (scalar/splat or buffer) into dst. */
-void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst) {
-  if (!mlirValueIsNull(src->buf) && src->buf.ptr == dst.ptr)
-    return;
-  MlirType t = mlirValueGetType(dst);
-  int64_t shape[16];
-  int rank;
-  shape_of(t, shape, &rank);
-  FillCtx f = {src, dst, rank};
-  kiln_cpu_nest(c, shape, rank, fill_body, &f);
-}
-
-MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v, MlirType tile) {
-  if (!mlirValueIsNull(v->buf))
-    return v->buf;
-  MlirValue buf = kiln_cpu_alloc(c, tile);
-  kiln_cpu_copy(c, v, buf);
-  v->buf = buf;
-  v->scalar = (MlirValue){NULL};
-  return buf;
-}
 
 /* ---------------------------------------------------------------- scalar ops */
 
@@ -277,57 +87,6 @@ static MlirValue elementwise_fn(Cpu *c, const MlirValue *elems, void *user) {
   MlirValue out[8];
   clone_scalar(c, op, elems, (size_t)mlirOperationGetNumOperands(op), out);
   return out[0];
-}
-
-typedef struct MapCtx {
-  MlirOperation op;
-  CpuScalarFn fn;
-  void *user;
-  MlirValue dst;
-  int rank;
-} MapCtx;
-
-static void map_body(Cpu *c, const MlirValue *idx, void *user) {
-  MapCtx *m = user;
-  MlirValue elems[8];
-  intptr_t n = mlirOperationGetNumOperands(m->op);
-  KILN_ASSERT(n <= 8);
-  for (intptr_t i = 0; i < n; i++)
-    elems[i] = kiln_cpu_elem(c, kiln_cpu_get(c, mlirOperationGetOperand(m->op, i)), idx);
-  MlirValue r = m->fn(c, elems, m->user);
-  if (!mlirValueIsNull(m->dst))
-    kiln_cpu_store_elem(c, m->dst, r, idx, m->rank);
-}
-
-void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok) {
-  bool all_scalar = true;
-  intptr_t n = mlirOperationGetNumOperands(op);
-  for (intptr_t i = 0; i < n; i++)
-    all_scalar &= !mlirValueIsNull(kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar);
-  bool has_result = mlirOperationGetNumResults(op) > 0;
-  MlirValue res = has_result ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
-  /* the shape comes from the result, or from the first operand for ops without one */
-  MlirType shape_t = has_result ? mlirValueGetType(res)
-                                : mlirValueGetType(mlirOperationGetOperand(op, 0));
-  if (!kiln_ir_type_is_tile(shape_t) || (all_scalar && splat_ok)) {
-    MlirValue elems[8];
-    KILN_ASSERT(n <= 8);
-    for (intptr_t i = 0; i < n; i++)
-      elems[i] = kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar;
-    MlirValue r = fn(c, elems, user);
-    if (has_result)
-      kiln_cpu_set_scalar(c, res, r);
-    return;
-  }
-  MapCtx m = {op, fn, user, {NULL}, kiln_ir_rank(shape_t)};
-  if (has_result) {
-    m.dst = kiln_cpu_alloc(c, shape_t);
-    kiln_cpu_set_buf(c, res, m.dst);
-  }
-  int64_t shape[16];
-  int rank;
-  shape_of(shape_t, shape, &rank);
-  kiln_cpu_nest(c, shape, rank, map_body, &m);
 }
 
 /* arith.constant: splats stay scalars; other dense tiles are written element by element. */
@@ -611,7 +370,7 @@ static bool lower_kernel(MlirOperation fn, MlirBlock module_body) {
   }
   if (!c.failed)
     lower_block(&c, old_entry);
-  map_free(&c.map);
+  kiln_cpu_map_free(&c);
   if (c.failed) {
     mlirOperationDestroy(nf.op);
     return false;
@@ -620,18 +379,13 @@ static bool lower_kernel(MlirOperation fn, MlirBlock module_body) {
   return true;
 }
 
-MlirLogicalResult kiln_cpu_lower_module(MlirOperation module) {
+MlirLogicalResult kiln_cpu_lower_module(MlirOperation module, void *opts) {
+  (void)opts;
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-  MlirOperation kernels[256];
-  size_t n = 0;
-  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
-       op = mlirOperationGetNextInBlock(op))
-    if (kiln_ir_op_is(op, "func.func") &&
-        !mlirAttributeIsNull(mlirOperationGetAttributeByName(
-            op, mlirStringRefCreateFromCString("kiln.kernel"))) && n < 256)
-      kernels[n++] = op;
+  KilnOpList kernels = kiln_ir_kernels(module, "func.func", "kiln.kernel");
   bool ok = true;
-  for (size_t i = 0; i < n; i++)
-    ok &= lower_kernel(kernels[i], body);
+  for (size_t i = 0; i < kernels.n; i++)
+    ok &= lower_kernel(kernels.ops[i], body);
+  kiln_op_list_free(&kernels);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }

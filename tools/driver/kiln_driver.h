@@ -43,15 +43,7 @@ typedef struct KilnDefine {
   int64_t value;
 } KilnDefine;
 
-/* What ptxas -v reported for a cubin: the limits a launch must fit (registers per thread times
- * threads per program, static shared memory) and the spills that cost speed. */
-typedef struct KilnGpuUsage {
-  bool valid;       /* set when a cubin was emitted */
-  int registers;    /* per thread */
-  int shared_bytes; /* static shared memory per program */
-  int spill_bytes;  /* spill stores + spill loads */
-  int stack_bytes;  /* stack frame per thread */
-} KilnGpuUsage;
+/* KilnGpuUsage (what ptxas -v reported for a cubin): kiln_base.h. */
 
 typedef struct KilnCompileOptions {
   const char *path;         /* source file path, used in diagnostics and locations */
