@@ -390,8 +390,15 @@ static bool find_loops(const Body *b, KilnPtxKernel *k) {
 
 /* ---- the reader ---- */
 
+typedef struct DsmemSize {
+  char kernel[128];
+  int bytes;
+} DsmemSize;
+
 typedef struct Reader {
   KilnPtxStat *out;
+  DsmemSize dsmem[64]; /* kiln_dsmem_NAME constants, matched to kernels at the end */
+  int ndsmem;
   int module_smem;   /* module-scope .shared bytes, counted in every kernel */
   bool module_dyn;
   KilnPtxKernel *k;  /* the kernel being read, NULL outside one */
@@ -433,6 +440,11 @@ static void directive(Reader *r, const char *s) {
     int x = 1, y = 1, z = 1;
     if (sscanf(s + 8, " %d , %d , %d", &x, &y, &z) >= 1)
       r->k->threads = x * y * z;
+  } else if (strstr(s, ".const") && strstr(s, "kiln_dsmem_") && strchr(s, '=') && r->ndsmem < 64) {
+    const char *nm = strstr(s, "kiln_dsmem_") + 11;
+    DsmemSize *d = &r->dsmem[r->ndsmem++];
+    snprintf(d->kernel, sizeof d->kernel, "%.*s", (int)strcspn(nm, " \t="), nm);
+    d->bytes = atoi(strchr(s, '=') + 1);
   } else if (strstr(s, ".shared") && !strstr(s, ".param")) {
     int bytes = shared_decl_bytes(s);
     bool here = r->k && r->depth > 0;
@@ -534,6 +546,10 @@ bool kiln_ptx_stat_parse(const char *ptx, KilnPtxStat *out, char *err, size_t er
   }
   if (r.k && !r.oom) /* a body cut short: report what was read */
     end_kernel(&r);
+  for (int i = 0; i < r.ndsmem; i++)
+    for (int j = 0; j < out->nkernels; j++)
+      if (strcmp(out->kernels[j].name, r.dsmem[i].kernel) == 0)
+        out->kernels[j].smem_dynamic_bytes = r.dsmem[i].bytes;
   free(copy);
   free(r.body.insts);
   free(r.body.labels);
@@ -649,6 +665,8 @@ KilnPtxOccupancy kiln_ptx_occupancy(const KilnPtxKernel *k, const KilnPtxDevice 
       o.limit = "registers";
     }
   }
+  if (dyn_smem < k->smem_dynamic_bytes)
+    dyn_smem = k->smem_dynamic_bytes;
   int smem = (k->has_ptxas ? k->smem_static : k->smem_static_ptx) + dyn_smem;
   if (smem > d->smem_per_block_max) {
     blocks = 0;
@@ -715,7 +733,7 @@ static void json_kernel(const KilnPtxKernel *k, const KilnPtxReportOptions *o, F
   else
     fprintf(f, "\"smem_static\": %d, ", k->smem_static_ptx);
   fprintf(f, "\"smem_dynamic\": %s, \"dyn_smem_bytes\": %d,\n", k->smem_dynamic ? "true" : "false",
-          o->dyn_smem);
+          o->dyn_smem > k->smem_dynamic_bytes ? o->dyn_smem : k->smem_dynamic_bytes);
   if (o->device) {
     KilnPtxOccupancy oc = kiln_ptx_occupancy(k, o->device, o->dyn_smem);
     fprintf(f, "     \"occupancy\": {\"blocks_per_sm\": %d, \"warps_per_sm\": %d, "
@@ -777,7 +795,11 @@ static void text_kernel(const KilnPtxKernel *k, const KilnPtxReportOptions *o, F
             k->registers, k->spill_stores, k->spill_loads, k->stack_bytes, k->smem_static);
   else
     fprintf(f, ", static smem %d bytes (PTX; no ptxas report)", k->smem_static_ptx);
-  fprintf(f, ", dynamic smem %s\n", k->smem_dynamic ? "yes" : "no");
+  if (k->smem_dynamic)
+    fprintf(f, ", dynamic smem %d bytes\n",
+            o->dyn_smem > k->smem_dynamic_bytes ? o->dyn_smem : k->smem_dynamic_bytes);
+  else
+    fputs(", dynamic smem none\n", f);
   if (o->device) {
     KilnPtxOccupancy oc = kiln_ptx_occupancy(k, o->device, o->dyn_smem);
     fprintf(f, "  occupancy on %s (%s): %d blocks/SM, %d warps/SM (%.0f%%), limited by %s\n",

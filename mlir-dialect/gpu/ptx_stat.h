@@ -55,6 +55,7 @@ typedef struct KilnPtxKernel {
   int threads;        /* .maxntid x*y*z; 0 if the PTX does not say */
   int smem_static_ptx; /* bytes of .shared arrays with a size (module and function scope) */
   bool smem_dynamic;   /* an `.extern .shared` array: the launch passes the size */
+  int smem_dynamic_bytes; /* that size when the PTX records it (`.const .u32 kiln_dsmem_NAME`) */
   KilnPtxMix mix;
   KilnPtxLoop *loops;
   int nloops;
@@ -95,7 +96,7 @@ const KilnPtxDevice *kiln_ptx_device_find(const char *arch);
 
 /* Resident blocks per SM and what limits them ("registers", "shared memory", "warps",
  * "blocks"); needs threads and, for registers, ptxas's count.  dyn_smem: dynamic shared bytes
- * of the launch.  0 blocks when the kernel cannot launch (too much shared memory). */
+ * of the launch (at least the kernel's own smem_dynamic_bytes).  0 blocks when the kernel cannot launch (too much shared memory). */
 typedef struct KilnPtxOccupancy {
   int blocks_per_sm, warps_per_sm;
   double occupancy; /* warps_per_sm / max_warps_per_sm */

@@ -101,7 +101,8 @@ static void test_nest(void) {
 
 /* Two kernels, one with dynamic shared memory, and the ptxas -v log that goes with them. */
 static const char *const two_ptx =
-    ".extern .shared .align 16 .b8 kiln_dsmem[];\n"
+    ".extern .shared .align 16 .b8 kiln_smem[];\n"
+    ".visible .const .align 4 .u32 kiln_dsmem_a = 65536;\n"
     ".visible .entry a(.param .u64 a_p)\n"
     ".maxntid 256, 1, 1\n"
     "{\n\tret;\n}\n"
@@ -131,6 +132,8 @@ static void test_two_kernels_and_occupancy(void) {
   }
   KilnPtxKernel *a = &s.kernels[0], *b = &s.kernels[1];
   CHECK(a->smem_dynamic && b->smem_dynamic, "module-scope extern counts in every kernel");
+  CHECK(a->smem_dynamic_bytes == 65536 && b->smem_dynamic_bytes == 0, "recorded sizes %d %d",
+        a->smem_dynamic_bytes, b->smem_dynamic_bytes);
   CHECK(b->smem_static_ptx == 128 && b->threads == 128 && b->mix.bar_sync == 1);
   kiln_ptx_stat_add_ptxas(&s, two_log);
   CHECK(a->has_ptxas && a->registers == 168 && a->spill_stores == 12 && a->spill_loads == 16 &&
@@ -145,6 +148,9 @@ static void test_two_kernels_and_occupancy(void) {
     KilnPtxOccupancy o = kiln_ptx_occupancy(a, h, 100 * 1024);
     CHECK(o.blocks_per_sm == 1 && o.warps_per_sm == 8 && strcmp(o.limit, "registers") == 0,
           "a: %d blocks, %s", o.blocks_per_sm, o.limit);
+    /* with no size given, a's own 64 KiB: 233472 / (65536 + 1024) = 3 blocks, registers still 1 */
+    o = kiln_ptx_occupancy(a, h, 0);
+    CHECK(o.blocks_per_sm == 1 && strcmp(o.limit, "registers") == 0);
     /* 228 KiB dynamic is over the 227 KiB a block may have: cannot launch */
     o = kiln_ptx_occupancy(a, h, 228 * 1024);
     CHECK(o.blocks_per_sm == 0, "a over the limit: %d blocks", o.blocks_per_sm);
