@@ -542,6 +542,20 @@ static void lower_block(Low *L, MlirBlock old) {
 
 /* ---------------------------------------------------------------- kernels */
 
+/* FP contraction: every float multiply, add and subtract of the lowered kernel may be fused
+ * (`contract`), so LLVM's NVPTX backend turns a multiply feeding an add into one fma.rn (one
+ * rounding instead of two: as accurate or more, and one instruction instead of two).  This is
+ * what CUDA compilers do by default (-fmad=true); the memory-bound kernels' polynomials (erf,
+ * GELU), normalizations and optimizer updates are chains of such pairs.  No other fast-math
+ * flag: no reassociation, no infinities or NaNs assumed away. */
+static MlirWalkResult allow_contraction(MlirOperation op, void *u) {
+  MlirAttribute contract = *(MlirAttribute *)u;
+  if (kiln_ir_op_is(op, "arith.mulf") || kiln_ir_op_is(op, "arith.addf") ||
+      kiln_ir_op_is(op, "arith.subf"))
+    mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString("fastmath"), contract);
+  return MlirWalkResultAdvance;
+}
+
 /* The module's one shared arena `kiln_smem`, sized for the largest user of any kernel: a static
  * array up to 48 KiB, else an `.extern .shared` array (dynamic shared memory) whose size the
  * module records as kiln.gpu.smem_bytes with kiln.gpu.smem_dynamic (kiln_gpu.h). */
@@ -647,6 +661,10 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   bool ok = !L.failed;
   if (ok && L.smem_bytes > 0)
     declare_arena(module, &L);
+  if (ok) {
+    MlirAttribute contract = kiln_gpu_parse_attr(L.ctx, "#arith.fastmath<contract>");
+    mlirOperationWalk(nf, allow_contraction, &contract, MlirWalkPreOrder);
+  }
   if (ok)
     mlirOperationDestroy(func);
   else
