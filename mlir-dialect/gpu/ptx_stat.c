@@ -532,7 +532,10 @@ bool kiln_ptx_stat_parse(const char *ptx, KilnPtxStat *out, char *err, size_t er
     return false;
   }
   Reader r = {.out = out};
-  char *copy = strdup(ptx);
+  size_t len = strlen(ptx);
+  char *copy = malloc(len + 1); /* the reader cuts lines in place */
+  if (copy)
+    memcpy(copy, ptx, len + 1);
   if (!copy) {
     snprintf(err, errlen, "out of memory");
     return false;
