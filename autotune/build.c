@@ -139,9 +139,15 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
         !tune_gpu_usage_fits(&s->usage, cand->cfg.num_warps, cand->detail, sizeof cand->detail))
       cand->state = ST_PRUNED;
     if (s->done == 1) continue;
+    const char *limit = s->done == 2 ? strstr(s->err, "limit: shared memory") : NULL;
     if (s->done == 2 && !strcmp(s->err, "budget")) {
       cand->state = ST_BUDGET;
       snprintf(cand->detail, sizeof cand->detail, "not built: the --budget ran out");
+    } else if (limit) {
+      /* the compiler's "limit:" verdict (a pipeline ring or arena over the target's shared
+       * memory) is a config that cannot launch, like ptxas's limits above: pruned, with why */
+      cand->state = ST_PRUNED;
+      snprintf(cand->detail, sizeof cand->detail, "%.250s", limit);
     } else {
       cand->state = ST_FAILED;
       if (s->done == 2) snprintf(cand->detail, sizeof cand->detail, "build: %.240s", s->err);

@@ -295,6 +295,9 @@ MlirBlock kiln_ir_module_body(MlirModule m);
 typedef struct KilnStageOptions {
   int num_warps;  /* > 0 overrides each kernel's kiln.num_warps (GPU layouts) */
   int num_stages; /* > 0 overrides each kernel's kiln.num_stages (GPU layouts) */
+  /* > 0: bytes of shared memory (static + dynamic) a program may have on the target
+   * (kiln_gpu_smem_limit); the GPU lowering budgets and checks against it. 0: sm_90's. */
+  int smem_limit;
 } KilnStageOptions;
 
 typedef struct KilnStage {

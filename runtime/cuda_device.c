@@ -88,6 +88,8 @@ enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
     (CUmodule * mod, const void *image, unsigned int n, int *options, void **values))              \
   X(cuModuleUnload, "cuModuleUnload", (CUmodule mod))                                              \
   X(cuModuleGetFunction, "cuModuleGetFunction", (CUfunction * fn, CUmodule mod, const char *name)) \
+  X(cuModuleGetGlobal, "cuModuleGetGlobal_v2",                                                     \
+    (CUdeviceptr * dptr, size_t * bytes, CUmodule mod, const char *name))                          \
   X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction fn, int attrib, int value))              \
   X(cuLaunchKernel, "cuLaunchKernel",                                                              \
     (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,  \
@@ -193,6 +195,7 @@ typedef struct CudaDevice {
 typedef struct CudaFunction {
   CUfunction fn;
   uint32_t shared_opt_in; /* the dynamic shared memory limit set so far */
+  uint32_t dyn_shared;    /* the kernel's own dynamic arena (kiln_dsmem_NAME), 0 if none */
 } CudaFunction;
 
 typedef struct CudaGraph {
@@ -335,6 +338,24 @@ static void cuda_module_unload(KilnRtModule *mod) {
   for (KilnRtFunction *fn = mod->functions; fn; fn = fn->next) free(fn->impl);
 }
 
+/* A Kiln kernel whose shared arena is above 48 KiB declares it `.extern .shared` and records its
+ * size as `.const .u32 kiln_dsmem_NAME` (mlir-dialect/gpu/ptx.c): launches pass at least that
+ * much, so callers need not know.  No such symbol: no arena of its own (0). */
+static KilnRtStatus read_dynamic_arena(KilnRtModule *mod, const char *name, uint32_t *bytes) {
+  char sym[512];
+  *bytes = 0;
+  if (snprintf(sym, sizeof sym, "kiln_dsmem_%s", name) >= (int)sizeof sym) return KILN_RT_OK;
+  CUdeviceptr p = 0;
+  size_t size = 0;
+  CUresult r = cu.cuModuleGetGlobal(&p, &size, (CUmodule)mod->impl, sym);
+  if (r == CUDA_ERROR_NOT_FOUND) return KILN_RT_OK;
+  if (r != CUDA_SUCCESS) return cu_fail(r, "cuModuleGetGlobal");
+  if (size != sizeof *bytes)
+    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "kernel '%s': %s has %zu bytes, expected 4", name, sym, size);
+  CU_TRY(cuMemcpyDtoH(bytes, p, sizeof *bytes));
+  return KILN_RT_OK;
+}
+
 static KilnRtStatus cuda_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   ENTER(mod->dev);
   CUfunction f = NULL;
@@ -347,7 +368,7 @@ static KilnRtStatus cuda_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   cf->fn = f;
   cf->shared_opt_in = CU_STATIC_SHARED_LIMIT;
   fn->impl = cf;
-  return KILN_RT_OK;
+  return read_dynamic_arena(mod, fn->name, &cf->dyn_shared);
 }
 
 static KilnRtStatus cuda_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
@@ -357,13 +378,14 @@ static KilnRtStatus cuda_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cf
                         fn->name, cfg->block_threads);
   ENTER(fn->module->dev);
   CudaFunction *cf = fn->impl;
-  if (cfg->shared_bytes > cf->shared_opt_in) {
+  uint32_t shared = cfg->shared_bytes > cf->dyn_shared ? cfg->shared_bytes : cf->dyn_shared;
+  if (shared > cf->shared_opt_in) {
     /* Above 48 KiB the kernel must opt in to the larger dynamic shared memory. */
-    CU_TRY(cuFuncSetAttribute(cf->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cfg->shared_bytes));
-    cf->shared_opt_in = cfg->shared_bytes;
+    CU_TRY(cuFuncSetAttribute(cf->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared));
+    cf->shared_opt_in = shared;
   }
   CUresult r = cu.cuLaunchKernel(cf->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block_threads, 1, 1,
-                                 cfg->shared_bytes, stream_of(stream), args, NULL);
+                                 shared, stream_of(stream), args, NULL);
   if (r != CUDA_SUCCESS) {
     KilnRtStatus st = cu_fail(r, "cuLaunchKernel");
     return st == KILN_RT_ERROR_DRIVER ? kiln_rt_fail(KILN_RT_ERROR_LAUNCH, "launch of '%s': %s", fn->name, kiln_rt_last_error()) : st;

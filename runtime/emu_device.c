@@ -39,8 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The layout of kiln_emu_meta_NAME; KILN_GPU_EMU_META_VERSION in mlir-dialect/gpu/kiln_gpu.h. */
-enum { META_VERSION = 1, META_WORDS = 4 };
+/* The layout of kiln_emu_meta_NAME; KILN_GPU_EMU_META_VERSION in mlir-dialect/gpu/kiln_gpu.h.
+ * Version 2 adds a fifth word, the dynamic shared bytes the kernel's arena needs (above 48 KiB
+ * it is `.extern .shared`); version 1 modules (4 words) have none. */
+enum { META_VERSION = 2, META_WORDS = 5 };
 
 /* A GPU's limit on static shared memory (`.shared` variables); more needs dynamic shared memory
  * and an opt-in. The emulator's arena could hold more, but a GPU would refuse the module. */
@@ -49,6 +51,7 @@ enum { META_VERSION = 1, META_WORDS = 4 };
 typedef struct EmuFunction {
   KilnEmuKernelFn entry;
   uint32_t block_threads, shared_bytes, num_params;
+  uint32_t dyn_shared_bytes; /* what every launch needs at least (a GPU launch passes it) */
   const uint32_t *arg_align; /* kiln_emu_args_NAME: num_params entries; NULL in older modules */
 } EmuFunction;
 
@@ -136,7 +139,7 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
     return kiln_rt_fail(KILN_RT_ERROR_NOT_FOUND,
                         "no kernel '%s' in the module (symbols %s, %s; was it compiled with "
                         "--target emu?)", fn->name, entry_name, meta_name);
-  if (meta[0] != META_VERSION || meta[1] == 0 || meta[1] % 32 != 0 ||
+  if (meta[0] < 1 || meta[0] > META_VERSION || meta[1] == 0 || meta[1] % 32 != 0 ||
       meta[1] > KILN_EMU_MAX_BLOCK_THREADS)
     return kiln_rt_fail(KILN_RT_ERROR_LOAD,
                         "kernel '%s': bad emulator metadata (version %u, %u threads per block)",
@@ -148,6 +151,7 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   ef->block_threads = meta[1];
   ef->shared_bytes = meta[2];
   ef->num_params = meta[3];
+  ef->dyn_shared_bytes = meta[0] >= 2 ? meta[4] : 0;
   char args_name[512];
   snprintf(args_name, sizeof args_name, "kiln_emu_args_%s", fn->name); /* fits: as meta_name */
   ef->arg_align = dlsym(mod->impl, args_name);
@@ -247,12 +251,14 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "launch of '%s': %zu argument sizes set, the kernel takes %u parameters",
                         fn->name, fn->num_args, ef->num_params);
-  uint64_t shared = (uint64_t)ef->shared_bytes + cfg->shared_bytes;
+  /* The kernel's own dynamic arena is passed for the caller, as the cuda device does. */
+  uint32_t dyn = cfg->shared_bytes > ef->dyn_shared_bytes ? cfg->shared_bytes : ef->dyn_shared_bytes;
+  uint64_t shared = (uint64_t)ef->shared_bytes + dyn;
   if (shared > KILN_EMU_MAX_SHARED_BYTES)
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "launch of '%s': %llu bytes of shared memory (%u static + %u dynamic) "
                         "exceed %u", fn->name, (unsigned long long)shared, ef->shared_bytes,
-                        cfg->shared_bytes, KILN_EMU_MAX_SHARED_BYTES);
+                        dyn, KILN_EMU_MAX_SHARED_BYTES);
   if (ef->shared_bytes > EMU_STATIC_SHARED_LIMIT)
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "launch of '%s': %u bytes of static shared memory exceed a GPU's %u "

@@ -12,6 +12,8 @@
 
 #include "kiln_driver.h"
 #include "kiln_frontend.h"
+#include "kiln_gpu.h"
+#include "ptx_stat.h"
 #ifdef KILN_HAVE_AUTOTUNE
 #include "kiln_autotune.h"
 #endif
@@ -28,6 +30,7 @@ static const char *const usage_main =
     "  check FILE...                parse and type-check every kernel; diagnostics only\n"
     "  tune FILE...                 time each kernel's tune configs on a device; cache winners\n"
     "  lib FILE... --cache C -o D   generate a C kernel library from the cached winners\n"
+    "  stat FILE --kernel NAME      static performance report of a kernel's PTX (sm_90/sm_80)\n"
     "  help [COMMAND]               show help for a command\n"
     "\n"
     "options:\n"
@@ -78,6 +81,25 @@ static const char *const usage_check =
     "                               num_stages; a type parameter takes a type (-D T=bf16);\n"
     "                               a NAME no kernel has is an error\n"
     "  -h, --help                   show this help\n";
+
+static const char *const usage_stat =
+    "usage: kiln stat FILE.kiln --kernel NAME [compile options] [stat options]\n"
+    "       kiln stat FILE.ptx [stat options]\n"
+    "\n"
+    "Compiles the kernel to PTX (as 'kiln compile --emit ptx', default --target sm_90), runs\n"
+    "ptxas -v on it (KILN_PTXAS, else ptxas on PATH; without it the report has no registers\n"
+    "or spills) and reports per kernel and per loop: bar.sync, shared loads/stores, ldmatrix,\n"
+    "cp.async, mma count and share of instructions, FMAs, global access widths, registers,\n"
+    "spills, static/dynamic shared memory, occupancy, and with --flops/--bytes a roofline\n"
+    "bound (device numbers: docs/gpu-lowering.md). Counts are static (instructions in the\n"
+    "text, not executed).\n"
+    "\n"
+    "options (besides those of 'kiln compile'):\n"
+    "  --json                       JSON instead of text\n"
+    "  --flops N, --bytes N         the work of one call (floating-point ops, HBM bytes)\n"
+    "  --tensor                     the flops are tensor-core ops (f16/bf16 dots)\n"
+    "  --dyn-smem N                 dynamic shared bytes of the launch (PTX input)\n"
+    "  -o FILE                      write the report to FILE (atomically)\n";
 
 static int parse_int(const char *s, long long lo, long long hi, long long *out) {
   char *end = NULL;
@@ -240,6 +262,161 @@ static int cmd_compile(int argc, char **argv) {
   return r;
 }
 
+/* ---- kiln stat ---- */
+
+static const char *stat_ptxas_path(void) {
+  const char *env = getenv("KILN_PTXAS");
+  if (env && *env) return env;
+#ifdef KILN_PTXAS_PATH
+  return KILN_PTXAS_PATH;
+#else
+  return NULL; /* ptxas on PATH */
+#endif
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int parse_amount(const char *opt, const char *v, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (errno || !end || *end || end == v || !(d >= 0)) {
+    fprintf(stderr, "kiln stat: %s expects a number >= 0, got '%s'\n(see 'kiln help stat')\n", opt, v);
+    return EXIT_USAGE;
+  }
+  *out = d;
+  return 0;
+}
+
+/* Takes the stat-only options out of argv (the rest are compile options). */
+static int parse_stat_args(int argc, char **argv, KilnPtxReportOptions *ro, int *nrest) {
+  int n = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *v;
+    int r = 0;
+    long long d;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(usage_stat, stdout);
+      return -1;
+    } else if (!strcmp(argv[i], "--json")) {
+      ro->json = true;
+    } else if (!strcmp(argv[i], "--tensor")) {
+      ro->tensor = true;
+    } else if ((v = opt_value(argc, argv, &i, "--flops"))) {
+      r = parse_amount("--flops", v, &ro->flops);
+    } else if ((v = opt_value(argc, argv, &i, "--bytes"))) {
+      r = parse_amount("--bytes", v, &ro->bytes);
+    } else if ((v = opt_value(argc, argv, &i, "--dyn-smem"))) {
+      if (parse_int(v, 0, 1 << 30, &d)) return usage_error("stat", "--dyn-smem expects bytes, got '%s'", v);
+      ro->dyn_smem = (int)d;
+    } else {
+      argv[n++] = argv[i];
+    }
+    if (r) return r;
+  }
+  *nrest = n;
+  return 0;
+}
+
+/* The PTX to report on: the file itself, or the kernel compiled by the driver. */
+static int stat_ptx(CompileArgs *ca, KilnTarget target, char **ptx) {
+  if (ends_with(ca->file, ".ptx")) {
+    *ptx = kiln_file_read(ca->file, NULL);
+    if (!*ptx) {
+      fprintf(stderr, "kiln stat: cannot read '%s': %s\n", ca->file, strerror(errno));
+      return 2;
+    }
+    return 0;
+  }
+  if (!ca->kernel) return usage_error("stat", "%s", "--kernel NAME is required for a .kiln file");
+  KilnCompileOptions o = {.path = ca->file, .kernel = ca->kernel, .defines = ca->defines,
+                          .num_defines = ca->ndefines, .specialize = ca->specialize,
+                          .num_specialize = ca->nspecialize, .multiple_of = ca->multiple_of,
+                          .num_multiple_of = ca->nmultiple_of, .target = target,
+                          .num_warps = ca->num_warps, .num_stages = ca->num_stages,
+                          .diag = stderr};
+  KilnBuffer out = {0};
+  KilnDriverStatus st = kiln_driver_compile(&o, KILN_EMIT_PTX, &out);
+  *ptx = out.data;
+  return (int)st;
+}
+
+static int stat_report(const CompileArgs *ca, const char *arch, const char *ptx,
+                       KilnPtxReportOptions *ro) {
+  KilnPtxStat s;
+  char err[256];
+  if (!kiln_ptx_stat_parse(ptx, &s, err, sizeof err)) {
+    fprintf(stderr, "kiln stat: %s: %s\n", ca->file, err);
+    return 1;
+  }
+  /* Without ptxas the PTX half of the report still stands; PTX ptxas rejects is an error. */
+  char *log = NULL;
+  bool assembled = kiln_gpu_ptxas(stat_ptxas_path(), ptx, arch, NULL, NULL, NULL, &log) == KILN_MLIR_OK;
+  bool rejected = !assembled && log;
+  if (!assembled && !log)
+    fprintf(stderr, "kiln stat: warning: ptxas is not available (set KILN_PTXAS); the report "
+                    "has no registers or spills\n");
+  else if (!assembled)
+    fprintf(stderr, "kiln stat: error: ptxas rejected the PTX for %s:\n%s", arch, log);
+  if (log) kiln_ptx_stat_add_ptxas(&s, log);
+  free(log);
+  ro->device = kiln_ptx_device_find(arch);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *mem = open_memstream(&text, &size);
+  int rc = mem ? 0 : 2;
+  if (mem) {
+    kiln_ptx_stat_print(&s, ro, mem);
+    if (fclose(mem) != 0) rc = 2;
+  }
+  kiln_ptx_stat_free(&s);
+  if (rc == 0 && (!ca->out || !strcmp(ca->out, "-"))) {
+    if (fwrite(text, 1, size, stdout) != size || fflush(stdout) != 0) rc = 2;
+  } else if (rc == 0 && kiln_file_write_atomic(ca->out, text, size) != 0) {
+    fprintf(stderr, "kiln stat: cannot write '%s': %s\n", ca->out, strerror(errno));
+    rc = 2;
+  }
+  free(text);
+  return rc == 0 && rejected ? 1 : rc;
+}
+
+static int kiln_stat_command(int argc, char **argv) {
+  KilnPtxReportOptions ro = {0};
+  CompileArgs ca = {0};
+  int nrest = 0;
+  int r = parse_stat_args(argc, argv, &ro, &nrest);
+  if (r == 0) {
+    /* a .ptx file needs no --kernel: give the compile parser one so it does not insist */
+    bool ptx_file = false;
+    for (int i = 0; i < nrest; i++) ptx_file |= ends_with(argv[i], ".ptx");
+    char *kernel_opt[] = {"--kernel", "-"};
+    char *args[256];
+    if (nrest + 2 > 256) return usage_error("stat", "%s", "too many arguments");
+    memcpy(args, argv, (size_t)nrest * sizeof *args);
+    if (ptx_file) memcpy(args + nrest, kernel_opt, sizeof kernel_opt), nrest += 2;
+    r = parse_compile_args(nrest, args, &ca);
+  }
+  if (r == 0) {
+    const char *arch = ca.target ? ca.target : "sm_90";
+    KilnTarget target = kiln_target_from_name(arch);
+    char *ptx = NULL;
+    if (target != KILN_TARGET_SM80 && target != KILN_TARGET_SM90)
+      r = usage_error("stat", "--target must be sm_80 or sm_90, got '%s'", arch);
+    else if ((r = stat_ptx(&ca, target, &ptx)) == 0)
+      r = stat_report(&ca, arch, ptx, &ro);
+    free(ptx);
+  } else if (r < 0) {
+    r = 0;
+  }
+  for (size_t i = 0; i < ca.ndefines; i++) free((char *)ca.defines[i].name);
+  for (size_t i = 0; i < ca.nspecialize; i++) free((char *)ca.specialize[i].name);
+  for (size_t i = 0; i < ca.nmultiple_of; i++) free((char *)ca.multiple_of[i].name);
+  return r;
+}
+
 static int cmd_check(int argc, char **argv) {
   int nfiles = 0, worst = 0;
   KilnDefine defines[64];
@@ -275,6 +452,7 @@ static int cmd_help(int argc, char **argv) {
   }
   if (!strcmp(argv[0], "compile")) fputs(usage_compile, stdout);
   else if (!strcmp(argv[0], "check")) fputs(usage_check, stdout);
+  else if (!strcmp(argv[0], "stat")) fputs(usage_stat, stdout);
 #ifdef KILN_HAVE_AUTOTUNE
   else if (!strcmp(argv[0], "tune")) fputs(kiln_tune_usage, stdout);
   else if (!strcmp(argv[0], "lib")) fputs(kiln_lib_usage, stdout);
@@ -296,6 +474,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
   if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+  if (!strcmp(cmd, "stat")) return kiln_stat_command(argc - 2, argv + 2);
   if (!strcmp(cmd, "help")) return cmd_help(argc - 2, argv + 2);
 #ifdef KILN_HAVE_AUTOTUNE
   if (!strcmp(cmd, "tune")) return kiln_tune_command(argc - 2, argv + 2);

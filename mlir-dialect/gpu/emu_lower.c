@@ -23,8 +23,9 @@
  * (global memory is host memory), function types are rebuilt, and each kernel (llvm.func with
  * nvvm.kernel) becomes internal and gets two exported neighbours:
  *   void kiln_emu_entry_NAME(void **args)   args as CUDA's kernelParams (the CPU ABI's unpacking)
- *   const uint32_t kiln_emu_meta_NAME[4]   {KILN_GPU_EMU_META_VERSION, block threads
- *                                           (32 * num_warps), static shared bytes, parameters}
+ *   const uint32_t kiln_emu_meta_NAME[5]   {KILN_GPU_EMU_META_VERSION, block threads
+ *                                           (32 * num_warps), static shared bytes, parameters,
+ *                                           dynamic shared bytes (an arena above 48 KiB)}
  *   const uint32_t kiln_emu_args_NAME[n]   per parameter the alignment its value needs (16 for
  *                                           pointers, 0 for scalars), checked at launch
  * which the runtime's emu device reads after dlopen.  Anything nvvm the pass does not know fails
@@ -673,7 +674,7 @@ static MlirOperation args_table(Emu *E, MlirStringRef name, const MlirType *type
 }
 
 /* The entry wrapper and the metadata of one kernel, after retyping. */
-static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes) {
+static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes, int64_t dyn_smem_bytes) {
   MlirAttribute sym = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("sym_name"));
   MlirStringRef name = mlirStringAttrGetValue(sym);
   MlirAttribute ntid = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("nvvm.maxntid"));
@@ -730,10 +731,12 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes) {
   mlirBlockInsertOwnedOperationAfter(E->mbody, f, w);
 
   kiln_str_appendf(&t,
-                   "llvm.mlir.global external constant @kiln_emu_meta_%.*s(dense<[%d, %d, %lld, %ld]> "
-                   ": tensor<4xi32>) {addr_space = 0 : i32, alignment = 4 : i64} : !llvm.array<4 x i32>",
+                   "llvm.mlir.global external constant @kiln_emu_meta_%.*s(dense<[%d, %d, %lld, %ld, "
+                   "%lld]> : tensor<%dxi32>) {addr_space = 0 : i32, alignment = 4 : i64} : "
+                   "!llvm.array<%d x i32>",
                    (int)name.length, name.data, KILN_GPU_EMU_META_VERSION, block,
-                   (long long)smem_bytes, (long)nargs);
+                   (long long)smem_bytes, (long)nargs, (long long)dyn_smem_bytes,
+                   KILN_GPU_EMU_META_WORDS, KILN_GPU_EMU_META_WORDS);
   MlirOperation g = kiln_gpu_parse_op(E->ctx, t.data);
   kiln_str_free(&t);
   KILN_ASSERT(!mlirOperationIsNull(g));
@@ -778,15 +781,19 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
 
   mlirOperationWalk(module, retype, &E, MlirWalkPreOrder);
 
-  /* The arena is the emulator's per-block allocation now; its size moves to the metadata. */
-  int64_t smem = 0;
+  /* The arena is the emulator's per-block allocation now; its size moves to the metadata: as
+   * static bytes, or for an `.extern` arena (above 48 KiB) as the dynamic bytes every launch
+   * needs, which the device adds as a GPU launch would pass them. */
+  int64_t smem = 0, dyn_smem = 0;
   for (MlirOperation o = mlirBlockGetFirstOperation(E.mbody); !mlirOperationIsNull(o);) {
     MlirOperation next = mlirOperationGetNextInBlock(o);
     if (kiln_ir_op_is(o, "llvm.mlir.global")) {
       char gname[32] = "";
       kiln_ir_get_str_attr(o, "sym_name", gname, sizeof gname);
       if (strcmp(gname, "kiln_smem") == 0) {
-        smem = kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
+        bool dynamic = !mlirAttributeIsNull(mlirOperationGetAttributeByName(
+            module, mlirStringRefCreateFromCString("kiln.gpu.smem_dynamic")));
+        *(dynamic ? &dyn_smem : &smem) = kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
         mlirOperationDestroy(o);
       }
     }
@@ -794,7 +801,7 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
   }
   KilnOpList kernels = kiln_ir_kernels(module, "llvm.func", "nvvm.kernel");
   for (size_t i = 0; i < kernels.n; i++)
-    wrap_kernel(&E, kernels.ops[i], smem);
+    wrap_kernel(&E, kernels.ops[i], smem, dyn_smem);
   kiln_op_list_free(&kernels);
   return mlirLogicalResultSuccess();
 }

@@ -27,7 +27,8 @@ extern "C" {
  *                          convert-to-llvm, canonicalize: llvm + nvvm for sm_80 and sm_90
  *   kiln_gpu_pipeline_emu  the same, then kiln-gpu-to-emu: host code for the emulator
  * The layouts stage takes KilnStageOptions.num_warps and num_stages (> 0 override the kernel's
- * kiln.num_warps / kiln.num_stages). */
+ * kiln.num_warps / kiln.num_stages) and smem_limit (recorded on each kernel as
+ * kiln.smem_limit for the SIMT lowering). */
 extern const KilnStageList kiln_gpu_stages;
 extern const KilnStageList kiln_gpu_stages_emu;
 extern const KilnPipeline kiln_gpu_pipeline;
@@ -35,13 +36,28 @@ extern const KilnPipeline kiln_gpu_pipeline_emu;
 
 /* The emu target's module interface, per kernel NAME (after kiln_gpu_pipeline_emu, emitted with kiln_mlir_emit_host_object):
  *   void kiln_emu_entry_NAME(void **args)        args[i] points at the i-th parameter's value
- *   const uint32_t kiln_emu_meta_NAME[4]        {KILN_GPU_EMU_META_VERSION, threads per block,
- *                                                static shared bytes, number of parameters}
+ *   const uint32_t kiln_emu_meta_NAME[5]        {KILN_GPU_EMU_META_VERSION, threads per block,
+ *                                                static shared bytes, number of parameters,
+ *                                                dynamic shared bytes}
  *   const uint32_t kiln_emu_args_NAME[max(n, 1)] per parameter, the alignment in bytes its value
  *                                                must have (KILN_GPU_EMU_POINTER_ALIGN for
  *                                                pointers, 0 for scalars)
  * The runtime's emu device (runtime/emu_device.c) reads the same layout. */
-#define KILN_GPU_EMU_META_VERSION 1
+#define KILN_GPU_EMU_META_VERSION 2
+/* Version 2 adds a fifth word: the dynamic shared bytes every launch needs (0 for a static
+ * arena); the runtime adds them to what a launch asks for.  Version 1 modules have 4 words. */
+#define KILN_GPU_EMU_META_WORDS 5
+
+/* Shared memory.  A kernel's arena up to KILN_GPU_STATIC_SMEM_LIMIT is a static `.shared`
+ * array; above it, it is `.extern .shared` (dynamic shared memory, which a launch must ask for
+ * and, above 48 KiB, opt in to), and the module records the size: the emu metadata's fifth
+ * word, and for PTX a `.const .u32 kiln_dsmem_NAME` that the cuda device reads at load.  No
+ * program may have more than kiln_gpu_smem_limit(arch): 227 KiB on sm_90 (and emu), 163 KiB on
+ * sm_80 (the CUDA programming guide's per-block opt-in maxima). */
+#define KILN_GPU_STATIC_SMEM_LIMIT (48 * 1024)
+#define KILN_GPU_SMEM_LIMIT_SM90 (227 * 1024)
+#define KILN_GPU_SMEM_LIMIT_SM80 (163 * 1024)
+int kiln_gpu_smem_limit(const char *arch);
 /* The alignment the GPU lowering assumes of every pointer argument (axis_info.c): vector loads
  * and stores of up to 16 bytes are emitted on that promise, so a launch must keep it. */
 #define KILN_GPU_EMU_POINTER_ALIGN 16

@@ -335,6 +335,65 @@ static void lower_block(Low *L, MlirBlock old) {
 
 /* ---------------------------------------------------------------- kernels */
 
+/* FP contraction: every float multiply, add and subtract of the lowered kernel may be fused
+ * (`contract`), so LLVM's NVPTX backend turns a multiply feeding an add into one fma.rn (one
+ * rounding instead of two: as accurate or more, and one instruction instead of two).  This is
+ * what CUDA compilers do by default (-fmad=true); the memory-bound kernels' polynomials (erf,
+ * GELU), normalizations and optimizer updates are chains of such pairs.  No other fast-math
+ * flag: no reassociation, no infinities or NaNs assumed away. */
+static MlirWalkResult allow_contraction(MlirOperation op, void *u) {
+  MlirAttribute contract = *(MlirAttribute *)u;
+  if (kiln_ir_op_is(op, "arith.mulf") || kiln_ir_op_is(op, "arith.addf") ||
+      kiln_ir_op_is(op, "arith.subf"))
+    mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString("fastmath"), contract);
+  return MlirWalkResultAdvance;
+}
+
+/* The module's one shared arena `kiln_smem`, sized for the largest user of any kernel: a static
+ * array up to 48 KiB, else an `.extern .shared` array (dynamic shared memory) whose size the
+ * module records as kiln.gpu.smem_bytes with kiln.gpu.smem_dynamic (kiln_gpu.h). */
+static void declare_arena(MlirOperation module, Low *L) {
+  char text[320];
+  int64_t bytes = (L->smem_bytes + 15) / 16 * 16;
+  MlirBlock mbody = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  MlirOperation prev = {NULL};
+  for (MlirOperation o = mlirBlockGetFirstOperation(mbody); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o))
+    if (kiln_ir_op_is(o, "llvm.mlir.global")) {
+      MlirAttribute nm = mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("sym_name"));
+      MlirStringRef s = mlirStringAttrGetValue(nm);
+      if (s.length == 9 && memcmp(s.data, "kiln_smem", 9) == 0)
+        prev = o;
+    }
+  /* The C API cannot read an array type's size back: the arena's size rides along on the
+   * module as kiln.gpu.smem_bytes. */
+  int64_t have = mlirOperationIsNull(prev) ? 0 : kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
+  if (bytes <= have)
+    return;
+  bool dynamic = bytes > KILN_GPU_STATIC_SMEM_LIMIT;
+  mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("kiln.gpu.smem_bytes"),
+                                  mlirIntegerAttrGet(L->i64, bytes));
+  if (dynamic)
+    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("kiln.gpu.smem_dynamic"),
+                                    mlirUnitAttrGet(L->ctx));
+  if (!mlirOperationIsNull(prev))
+    mlirOperationDestroy(prev);
+  if (dynamic) /* an external array of unknown size: PTX's `.extern .shared .b8 kiln_smem[]` */
+    snprintf(text, sizeof text,
+             "llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} "
+             ": !llvm.array<0 x i8>");
+  else
+    snprintf(text, sizeof text,
+             "llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} "
+             ": !llvm.array<%lld x i8> {\n %%0 = llvm.mlir.undef : !llvm.array<%lld x i8>\n"
+             " llvm.return %%0 : !llvm.array<%lld x i8>\n}",
+             (long long)bytes, (long long)bytes, (long long)bytes);
+  MlirOperation g = kiln_gpu_parse_op(L->ctx, text);
+  KILN_ASSERT(!mlirOperationIsNull(g));
+  mlirBlockInsertOwnedOperationBefore(mbody, mlirBlockGetFirstOperation(mbody), g);
+}
+
+
 static bool lower_kernel(MlirOperation module, MlirOperation func) {
   Low L;
   memset(&L, 0, sizeof L);
@@ -349,6 +408,7 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   L.ptr3 = mlirLLVMPointerTypeGet(L.ctx, 3);
   L.num_warps = (int)kiln_gpu_int_attr(func, "kiln.num_warps", 4);
   L.num_stages = (int)kiln_gpu_int_attr(func, "kiln.num_stages", 2);
+  L.smem_limit = kiln_gpu_int_attr(func, "kiln.smem_limit", KILN_GPU_SMEM_LIMIT_SM90);
   L.axis = kiln_gpu_axis_analyze(func);
 
   MlirBlock old_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
@@ -385,38 +445,18 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   }
   kiln_ir_builder_init(&L.b, L.ctx, entry);
   lower_block(&L, old_entry);
+  if (!L.failed && L.smem_bytes > L.smem_limit) {
+    L.loc = mlirOperationGetLocation(func);
+    low_error(&L, "limit: shared memory: the kernel needs %lld bytes, more than the %lld a "
+                  "program may have on this target (fewer num_stages or smaller tiles)",
+              (long long)L.smem_bytes, (long long)L.smem_limit);
+  }
   bool ok = !L.failed;
-  if (ok && L.smem_bytes > 0) {
-    /* One static shared arena per module, sized for the largest user. */
-    char text[256];
-    int64_t bytes = (L.smem_bytes + 15) / 16 * 16;
-    MlirBlock mbody = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-    MlirOperation prev = {NULL};
-    for (MlirOperation o = mlirBlockGetFirstOperation(mbody); !mlirOperationIsNull(o);
-         o = mlirOperationGetNextInBlock(o))
-      if (kiln_ir_op_is(o, "llvm.mlir.global")) {
-        MlirAttribute nm = mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("sym_name"));
-        MlirStringRef s = mlirStringAttrGetValue(nm);
-        if (s.length == 9 && memcmp(s.data, "kiln_smem", 9) == 0)
-          prev = o;
-      }
-    /* The C API cannot read an array type's size back: the arena's size rides along on the
-     * module as kiln.gpu.smem_bytes. */
-    int64_t have = mlirOperationIsNull(prev) ? 0 : kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
-    if (bytes > have) {
-      mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("kiln.gpu.smem_bytes"),
-                                      mlirIntegerAttrGet(L.i64, bytes));
-      if (!mlirOperationIsNull(prev))
-        mlirOperationDestroy(prev);
-      snprintf(text, sizeof text,
-               "llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} "
-               ": !llvm.array<%lld x i8> {\n %%0 = llvm.mlir.undef : !llvm.array<%lld x i8>\n"
-               " llvm.return %%0 : !llvm.array<%lld x i8>\n}",
-               (long long)bytes, (long long)bytes, (long long)bytes);
-      MlirOperation g = kiln_gpu_parse_op(L.ctx, text);
-      KILN_ASSERT(!mlirOperationIsNull(g));
-      mlirBlockInsertOwnedOperationBefore(mbody, mlirBlockGetFirstOperation(mbody), g);
-    }
+  if (ok && L.smem_bytes > 0)
+    declare_arena(module, &L);
+  if (ok) {
+    MlirAttribute contract = kiln_gpu_parse_attr(L.ctx, "#arith.fastmath<contract>");
+    mlirOperationWalk(nf, allow_contraction, &contract, MlirWalkPreOrder);
   }
   if (ok)
     mlirOperationDestroy(func);

@@ -24,6 +24,7 @@ typedef struct Low {
   int num_stages;     /* kiln.num_stages: shared buffers per pipelined load */
   int64_t smem_bytes; /* the most any op needs at once */
   int64_t smem_base;  /* bytes of the arena held by enclosing pipelines; low_smem starts above */
+  int64_t smem_limit; /* kiln.smem_limit: the most shared memory a program may have */
   LowPipe *pipe;      /* the innermost pipelined loop being lowered, or NULL */
   KilnGpuAxisMap *axis;
   bool failed;

@@ -23,7 +23,10 @@
  *   after:    wait for every group and barrier before the arena is used again.
  * A copy is one cp.async per vector when the vector's mask is all true; otherwise each element
  * is loaded under its own mask (yielding `other`) and stored to shared memory (tile edges).
- * The staged tile uses the swizzle of lower_dot.c; a vector never crosses a 16-byte chunk. */
+ * The staged tile uses the swizzle of lower_dot.c; a vector never crosses a 16-byte chunk.
+ * The ring is budgeted against the target's shared-memory limit (kiln.smem_limit: 227 KiB on
+ * sm_90, 163 KiB on sm_80), not the 48 KiB of a static array: a ring that does not fit is an
+ * error naming the limit, so that num_stages is always what it says. */
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
@@ -32,9 +35,6 @@
 
 #define PIPE_MAX_LOADS 4
 #define PIPE_MAX_SLICE 256
-/* Shared memory the ring may take: the static arena is limited to 48 KiB; the rest is left to
- * the other users inside the loop.  Fewer stages are used when the ring would not fit. */
-#define PIPE_SMEM_BUDGET (40 * 1024)
 
 typedef struct PipeLoad {
   MlirOperation load, cvt;
@@ -203,11 +203,19 @@ LowPipe *low_pipe_plan(Low *L, MlirOperation for_op) {
     p->loads[i].off = p->stage_bytes;
     p->stage_bytes += (p->loads[i].rows * p->loads[i].cols * 2 + 127) / 128 * 128;
   }
+  /* The ring takes what num_stages says or the kernel does not compile: a silently shallower
+   * pipeline would time as another config than the one asked for.  Above 48 KiB the arena
+   * becomes dynamic shared memory (lower.c); the target's limit is the real bound. */
   p->stages = L->num_stages;
-  while (p->stages >= 2 && p->stages * p->stage_bytes > PIPE_SMEM_BUDGET)
-    p->stages--;
-  if (p->stages < 2)
+  int64_t ring = p->stages * p->stage_bytes;
+  if (L->smem_base + ring > L->smem_limit) {
+    low_error(L, "limit: shared memory: the %d-stage pipeline of this loop needs %d x %lld = "
+                 "%lld bytes, more than the %lld a program may have on this target (fewer "
+                 "num_stages or smaller tiles)",
+              p->stages, p->stages, (long long)p->stage_bytes, (long long)ring,
+              (long long)(L->smem_limit - L->smem_base));
     return NULL;
+  }
   p->loop = for_op;
   p->old_iv = mlirBlockGetArgument(body, 0);
   p->base = L->smem_base;

@@ -22,10 +22,26 @@ static void record_num_stages(MlirOperation module, int num_stages) {
   kiln_op_list_free(&ks);
 }
 
+/* The target's shared-memory limit, for the SIMT lowering (which has no options of its own). */
+static void record_smem_limit(MlirOperation module, int limit) {
+  MlirContext ctx = mlirOperationGetContext(module);
+  MlirOperation ks[256];
+  size_t n = kiln_gpu_kernels(module, ks, 256);
+  for (size_t i = 0; i < n && i < 256; i++)
+    mlirOperationSetAttributeByName(ks[i], mlirStringRefCreateFromCString("kiln.smem_limit"),
+                                    kiln_ir_attr_i32(ctx, limit));
+}
+
+int kiln_gpu_smem_limit(const char *arch) {
+  return arch && strcmp(arch, "sm_80") == 0 ? KILN_GPU_SMEM_LIMIT_SM80 : KILN_GPU_SMEM_LIMIT_SM90;
+}
+
 static MlirLogicalResult layouts_body(MlirOperation module, void *opts) {
   const KilnStageOptions *o = opts;
   if (o->num_stages > 0)
     record_num_stages(module, o->num_stages);
+  if (o->smem_limit > 0)
+    record_smem_limit(module, o->smem_limit);
   int num_warps = o->num_warps;
   return kiln_gpu_layouts_module(module, &num_warps);
 }

@@ -2,7 +2,12 @@
  *
  * The module is translated into a fresh LLVMContext, optimized with LLVM's default O3 pipeline
  * for the target machine (the SIMT lowering emits plain per-thread scalar code and relies on
- * LLVM for constant folding, CSE and scheduling), then printed as PTX. */
+ * LLVM for constant folding, CSE and scheduling), then printed as PTX.
+ *
+ * A module whose shared arena is dynamic (lower.c: `.extern .shared`, above 48 KiB) gets one
+ * `.const .u32 kiln_dsmem_NAME` per kernel holding the bytes a launch must pass: a cubin does not
+ * record dynamic sizes, and the cuda device reads this at load (runtime/cuda_device.c) so that
+ * callers need not know. */
 #include "gpu_internal.h"
 
 #include "mlir-c/Target/LLVMIR.h"
@@ -23,6 +28,32 @@ static void init_nvptx(void) {
 }
 
 static const char triple[] = "nvptx64-nvidia-cuda";
+
+/* kiln_dsmem_NAME = the arena's bytes, in the constant address space, for every kernel. */
+static void add_dynamic_smem_sizes(MlirModule m, LLVMModuleRef mod, LLVMContextRef lctx) {
+  MlirOperation mop = mlirModuleGetOperation(m);
+  if (mlirAttributeIsNull(mlirOperationGetAttributeByName(
+          mop, mlirStringRefCreateFromCString("kiln.gpu.smem_dynamic"))))
+    return;
+  int64_t bytes = kiln_gpu_int_attr(mop, "kiln.gpu.smem_bytes", 0);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(lctx);
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(mop, 0));
+  for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o)) {
+    if (!kiln_ir_op_is(o, "llvm.func") ||
+        mlirAttributeIsNull(mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("nvvm.kernel"))))
+      continue;
+    char name[300];
+    MlirStringRef s = mlirStringAttrGetValue(
+        mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("sym_name")));
+    snprintf(name, sizeof name, "kiln_dsmem_%.*s", (int)s.length, s.data);
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(mod, i32, name, 4 /* .const */);
+    LLVMSetInitializer(g, LLVMConstInt(i32, (unsigned long long)bytes, 0));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMExternalLinkage);
+    LLVMSetAlignment(g, 4);
+  }
+}
 
 static KilnMlirStatus fail(MlirModule m, const char *what, char *msg) {
   kiln_ir_error(mlirOperationGetLocation(mlirModuleGetOperation(m)), "PTX generation: %s%s%s",
@@ -54,6 +85,7 @@ KilnMlirStatus kiln_gpu_emit_ptx(MlirModule m, const char *arch, char **ptx, siz
                                                     LLVMCodeModelDefault);
   KilnMlirStatus st = KILN_MLIR_OK;
   LLVMSetTarget(mod, triple);
+  add_dynamic_smem_sizes(m, mod, lctx);
   LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(mod, dl);
   LLVMDisposeTargetData(dl);

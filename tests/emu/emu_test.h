@@ -33,7 +33,7 @@
 
 static inline KilnEmuLaunch emu_cfg(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t threads,
                                     uint32_t shared_bytes, uint32_t os_threads) {
-  KilnEmuLaunch c = {{gx, gy, gz}, {threads, 1, 1}, shared_bytes, os_threads, 0, 0, 0, 0};
+  KilnEmuLaunch c = {{gx, gy, gz}, {threads, 1, 1}, shared_bytes, os_threads, 0, 0, 0, 0, 0};
   return c;
 }
 

@@ -436,7 +436,9 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
    * row strides being multiples of 8 elements, so their loads are 128-bit vectors and, on the
    * GPU targets, the K loop is software-pipelined with cp.async over `stages` buffers (0: the
    * default): those cover the pipeline's prologue, steady state, K tails (vectors half inside
-   * the mask), fewer iterations than stages, and a ring cut to fit shared memory. */
+   * the mask), fewer iterations than stages, a 4-stage ring of exactly 48 KiB (the largest
+   * static arena) and 4-stage rings of 64 KiB in dynamic shared memory (the arena is
+   * `.extern`, its size passed by the device at launch), with tails in M, N and K. */
   static const struct {
     int32_t M, N, K, bm, bn, bk;
     bool a_colmajor, b_colmajor, unit;
@@ -447,6 +449,8 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
       {1, 1, 1, 16, 16, 16, false, false, false, 0},
       {100, 72, 88, 32, 32, 32, false, false, true, 3},  {128, 96, 256, 64, 32, 64, false, false, true, 4},
       {64, 64, 16, 32, 32, 32, false, false, true, 3},   {64, 48, 200, 32, 16, 16, false, false, true, 2},
+      {96, 80, 200, 64, 64, 64, false, false, true, 4},  {64, 64, 64, 64, 64, 64, false, false, true, 4},
+      {96, 80, 200, 64, 64, 64, false, false, true, 3},
   };
   static const KilnDefine unit_eq[] = {{"sak", 1}, {"sbn", 1}};
   static const KilnDefine unit_mult[] = {{"sam", 8}, {"sbk", 8}};

@@ -305,6 +305,13 @@ static bool emit_fits_target(Job *j, KilnEmit emit) {
   return false;
 }
 
+/* Whether a diagnostic says the config exceeds a target limit (shared memory, ...). */
+static bool over_limit(KilnCompilation *c) {
+  for (size_t i = 0; i < kiln_diag_count(c); i++)
+    if (strncmp(kiln_diag_get(c, i)->message, "limit: ", 7) == 0) return true;
+  return false;
+}
+
 /* The last stage an output needs: the verified kiln module, the laid-out one, or everything. */
 static const char *last_stage(KilnEmit emit) {
   if (emit == KILN_EMIT_MLIR) return "verify";
@@ -329,7 +336,8 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
   }
   if (!specialize_params(j, k)) return KILN_DRIVER_USER_ERROR;
 
-  KilnPipelineOptions po = {.stage = {.num_warps = o->num_warps, .num_stages = o->num_stages},
+  KilnPipelineOptions po = {.stage = {.num_warps = o->num_warps, .num_stages = o->num_stages,
+                                      .smem_limit = kiln_gpu_smem_limit(kiln_target_name(o->target))},
                             .dump_after = o->dump_after,
                             .dump_file = j->diag,
                             .stop_after = last_stage(emit)};
@@ -337,9 +345,11 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
   size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK || errs > 0) {
     kiln_diag_render(j->c, j->diag);
-    /* A bad option (unknown stage) or a program our verifier rejects is the user's to fix;
-     * anything else is ours. */
-    if (st == KILN_MLIR_ERR_VERIFY || st == KILN_MLIR_ERR_INVALID) return KILN_DRIVER_USER_ERROR;
+    /* A bad option (unknown stage), a program our verifier rejects or a config over the
+     * target's limits ("limit: ..." from the GPU lowering) is the user's to fix; anything
+     * else is ours. */
+    if (st == KILN_MLIR_ERR_VERIFY || st == KILN_MLIR_ERR_INVALID || over_limit(j->c))
+      return KILN_DRIVER_USER_ERROR;
     fprintf(j->diag, "kiln: error: lowering '%s' for %s failed\n", k->name,
             kiln_target_name(o->target));
     return KILN_DRIVER_FAILURE;
