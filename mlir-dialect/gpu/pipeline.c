@@ -25,11 +25,11 @@ static void record_num_stages(MlirOperation module, int num_stages) {
 /* The target's shared-memory limit, for the SIMT lowering (which has no options of its own). */
 static void record_smem_limit(MlirOperation module, int limit) {
   MlirContext ctx = mlirOperationGetContext(module);
-  MlirOperation ks[256];
-  size_t n = kiln_gpu_kernels(module, ks, 256);
-  for (size_t i = 0; i < n && i < 256; i++)
-    mlirOperationSetAttributeByName(ks[i], mlirStringRefCreateFromCString("kiln.smem_limit"),
+  KilnOpList ks = kiln_ir_kernels(module, "func.func", "kiln.kernel");
+  for (size_t i = 0; i < ks.n; i++)
+    mlirOperationSetAttributeByName(ks.ops[i], mlirStringRefCreateFromCString("kiln.smem_limit"),
                                     kiln_ir_attr_i32(ctx, limit));
+  kiln_op_list_free(&ks);
 }
 
 int kiln_gpu_smem_limit(const char *arch) {
