@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""kiln-bert tune (whole-model tuning) on the tiny model, fp32, cpu, batch 8 x 16 tokens.
+
+The list the tuner works through must be what the trainer launches. The count it is checked
+against comes from a real run: `kiln-bert train` with KILN_BERT_LAUNCH_LOG writes one line per
+kernel launch of one training step (dropout on, as the config has it) and the end-of-run
+evaluation of one batch; the distinct lines and their counts must equal `tune --list --json`'s
+calls, which come from a model with no memory driven through the same step. Then a real tuning
+run into a fresh cache: every call tuned, its winner recorded in the cache under its kernel, the
+shares summing to 1, the JSON parsing; a second run finds every winner in the cache; --budget 0
+tunes nothing and says so; bad options are refused with a message and exit 64, and a cuda
+device that is not there with exit 2.
+Usage: tune_test.py KILN_BERT VOCAB"""
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import kbtest
+
+kb, vocab = sys.argv[1], sys.argv[2]
+check = kbtest.Checks()
+SHAPE = ["--model", "tiny", "--precision", "fp32", "--batch", "8", "--seq-len", "16"]
+
+
+def tune(args):
+    return subprocess.run([kb, "tune", *SHAPE, "--device", "cpu", *args], capture_output=True,
+                          text=True)
+
+
+def key(k):
+    return (k["file"], k["pins"], k["kernel"], k["spec"])
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    # --- what a real step launches
+    kbtest.write_reviews(os.path.join(tmp, "imdb"), 4)
+    kbtest.write_reviews(os.path.join(tmp, "imdb"), 4, split="test")
+    launch_log = os.path.join(tmp, "launches.txt")
+    r = subprocess.run([kb, "train", *SHAPE, "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
+                        "--device", "cpu", "--steps", "1", "--no-shuffle"],
+                       capture_output=True, text=True,
+                       env={**os.environ, "KILN_BERT_LAUNCH_LOG": launch_log})
+    check(r.returncode == 0, f"train exit {r.returncode}: {r.stderr}")
+    launched = collections.Counter()
+    if os.path.exists(launch_log):
+        for line in open(launch_log):
+            f, pins, kernel, spec = line.rstrip("\n").split("|")
+            launched[(f, pins, kernel, spec)] += 1
+    check(len(launched) > 20, f"the log holds the step's launches ({len(launched)} distinct)")
+
+    # --- what tune lists: the same calls, counted the same
+    r = tune(["--list", "--json"])
+    check(r.returncode == 0, f"tune --list exit {r.returncode}: {r.stderr}")
+    listed = json.loads(r.stdout)["kernels"] if r.returncode == 0 else []
+    got = {key(k): k["calls"] for k in listed}
+    check(set(got) == set(launched),
+          f"tune lists the calls the trainer launches: {len(got)} listed, {len(launched)} "
+          f"launched; only listed {sorted(set(got) - set(launched))[:3]}, only launched "
+          f"{sorted(set(launched) - set(got))[:3]}")
+    check(all(got.get(k) == n for k, n in launched.items()), "launch counts per call agree")
+    check(all(k["state"] == "listed" for k in listed), "--list tunes nothing")
+
+    # --- a real tuning run
+    cache = os.path.join(tmp, "cache.json")
+    r = tune(["--cache", cache, "--json"])
+    check(r.returncode == 0, f"tune exit {r.returncode}: {r.stderr[-2000:]}")
+    rep = json.loads(r.stdout) if r.returncode == 0 else {"kernels": []}
+    ks = rep["kernels"]
+    check(len(ks) == len(launched), f"one row per distinct call ({len(ks)} vs {len(launched)})")
+    check(all(k["state"] == "tuned" and k["winner"] for k in ks),
+          "every call tuned: " + ", ".join(f"{k['kernel']}: {k['state']} {k.get('detail', '')}"
+                                           for k in ks if k["state"] != "tuned"))
+    check(all(k.get("time_ms", -1) >= 0 for k in ks), "every winner has a time")
+    # shares are fractions of the summed kernel time: they add up to 1 (to rounding)
+    check(abs(sum(k.get("share", 0) for k in ks) - 1) < 1e-6, "shares sum to 1")
+    check(rep.get("tuning_seconds", -1) > 0, "the total tuning time is reported")
+    records = json.load(open(cache)).get("records", []) if os.path.exists(cache) else []
+    ok = {(x["kernel"], x["config"]) for x in records if x.get("status") == "ok"}
+    missing = [k["kernel"] for k in ks if (k["kernel"], k.get("winner")) not in ok]
+    check(not missing, f"each winner is in the cache as a correct timing; missing: {missing[:5]}")
+    check({k["kernel"] for k in ks} <= {x["kernel"] for x in records},
+          "the cache has an entry for every kernel the step calls")
+
+    # --- again: everything comes from the cache
+    r = tune(["--cache", cache, "--json"])
+    again = json.loads(r.stdout)["kernels"] if r.returncode == 0 else []
+    check(r.returncode == 0 and all(k.get("from_cache") for k in again),
+          f"a second run takes every winner from the cache (exit {r.returncode})")
+
+    # --- --budget 0: nothing tuned, the table says so, the cache stays as it was
+    fresh = os.path.join(tmp, "fresh.json")
+    r = tune(["--cache", fresh, "--budget", "0"])
+    check(r.returncode == 0, f"--budget 0 exit {r.returncode}: {r.stderr}")
+    check("--budget spent" in r.stdout and "(library default)" in r.stdout,
+          "the table says which calls keep their defaults")
+    check(not os.path.exists(fresh), "--budget 0 writes no cache")
+
+    # --- bad input
+    for args, code, words in (
+        (["--cache", cache, "--precision", "fp8"], 64, "fp8"),
+        (["--cache", cache, "--mode", "fast"], 64, "mode"),
+        (["--cache", cache, "--batch", "0"], 64, "--batch"),
+        ([], 64, "--cache"),
+        (["--cache", cache, "--model", os.path.join(tmp, "nowhere")], None, "nowhere"),
+    ):
+        r = tune(args)
+        check(r.returncode != 0 and (code is None or r.returncode == code)
+              and words in r.stderr and "Traceback" not in r.stderr,
+              f"{args}: exit {r.returncode}, {r.stderr[:200]!r}")
+    r = subprocess.run([kb, "tune", *SHAPE, "--device", "cuda", "--cache",
+                        os.path.join(tmp, "cuda.json")], capture_output=True, text=True)
+    check(r.returncode in (0, 2), f"--device cuda: 0 with a GPU, 2 without (got {r.returncode})")
+    if r.returncode == 2:
+        check("cuda" in r.stderr, f"--device cuda without a GPU says so: {r.stderr[:300]!r}")
+
+sys.exit(1 if check.fails else 0)
