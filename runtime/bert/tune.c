@@ -348,6 +348,11 @@ static KilnBertStatus tune_calls(const KilnBertTuneOptions *o, const KilnBertCal
       continue;
     }
     int rc = tune_call(o, &calls[i], left, r);
+    /* a run the budget cut short keeps the default, as the ones after it */
+    if (r->state == CALL_FAILED && o->budget >= 0 && now_s() - t0 >= o->budget) {
+      r->state = CALL_DEFAULT;
+      snprintf(r->detail, sizeof r->detail, "not tuned: --budget spent during its run");
+    }
     if (rc == 2 && i == 0)
       return kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "tune: device %s cannot be used for tuning: %s",
                             o->device, r->detail);
