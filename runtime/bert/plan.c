@@ -125,7 +125,8 @@ static KilnRtStatus tap_colsum(const KilnBertLibs *l, void *x, float *out, int r
                                int ld) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
-  KilnRtStatus st = put(p, "gemm.kiln", pins_t(p, pins, sizeof pins, "EPI=0"), "colsum_f32",
+  /* colsum_f32 has no EPI: it is in every gemm library, the same kernel */
+  KilnRtStatus st = put(p, "gemm.kiln", pins_t(p, pins, sizeof pins, NULL), "colsum_f32",
                         "kernel=colsum_f32; rows=%d; cols=%d; ld=%d; x: %s[%lld]; out: f32[cols]; "
                         "grid=cdiv(cols, BLOCK_C)",
                         rows, cols, ld, p->T, reach(rows, cols, ld, 1));
@@ -165,9 +166,8 @@ static KilnRtStatus tap_ln_bwd(const KilnBertLibs *l, void *s, void *dy, void *g
 static KilnRtStatus tap_sum_rows(const KilnBertLibs *l, float *part, float *out, int parts,
                                  int cols) {
   KilnBertPlan *p = PLAN(l);
-  char pins[64];
-  KilnRtStatus st = put(p, "layernorm.kiln", pins_t(p, pins, sizeof pins, NULL),
-                        "layernorm_bwd_reduce",
+  /* f32 rows whatever T is: the kernel has no pins */
+  KilnRtStatus st = put(p, "layernorm.kiln", "", "layernorm_bwd_reduce",
                         "kernel=layernorm_bwd_reduce; parts=%d; cols=%d; part: f32[parts*cols]; "
                         "out: f32[cols]; grid=cdiv(cols, BLOCK)",
                         parts, cols);
@@ -368,18 +368,19 @@ static KilnRtStatus tap_from_f32(const KilnBertLibs *l, float *x, void *y, int n
   FORWARD(l, st, from_f32, x, y, n);
 }
 
-/* The optimizer library's pins (CMakeLists.txt's kb_adamw*): it writes half weights of type T
- * in fp16 and bf16; the fp32 one is built with TW=f16 and writes nothing. */
+/* The optimizer's pins, kernel by kernel (a pin goes only to a kernel that has that const
+ * parameter, or `kiln tune --kernel` refuses it): adamw_step writes half weights of type T in
+ * fp16 and bf16 (CMakeLists.txt's kb_adamw_T; the fp32 library is built with TW=f16 and writes
+ * nothing); check_overflow reads the f32 gradients; grad_sumsq and clip_grads have none. */
 static const char *adamw_pins(const KilnBertPlan *p, char *buf, size_t cap) {
   int half = p->prec != KILN_BERT_FP32;
-  snprintf(buf, cap, "WRITE_F16=%d TW=%s T=f32", half, half ? p->T : "f16");
+  snprintf(buf, cap, "WRITE_F16=%d TW=%s", half, half ? p->T : "f16");
   return buf;
 }
 
 static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *sumsq, int n) {
   KilnBertPlan *p = PLAN(l);
-  char pins[64];
-  KilnRtStatus st = put(p, "adamw.kiln", adamw_pins(p, pins, sizeof pins), "grad_sumsq",
+  KilnRtStatus st = put(p, "adamw.kiln", "", "grad_sumsq",
                         "kernel=grad_sumsq; n=%d; grad: f32[n]; sumsq: f32[1]=0; "
                         "grid=cdiv(n, BLOCK)",
                         n);
@@ -389,8 +390,7 @@ static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *su
 static KilnRtStatus tap_clip_grads(const KilnBertLibs *l, float *grad, float *sumsq, int n,
                                    float max_norm, float inv_scale) {
   KilnBertPlan *p = PLAN(l);
-  char pins[64];
-  KilnRtStatus st = put(p, "adamw.kiln", adamw_pins(p, pins, sizeof pins), "clip_grads",
+  KilnRtStatus st = put(p, "adamw.kiln", "", "clip_grads",
                         "kernel=clip_grads; n=%d; max_norm=1.0; inv_scale=1.0; grad: f32[n]; "
                         "sumsq: f32[1]=1; grid=cdiv(n, BLOCK)",
                         n);
@@ -400,8 +400,7 @@ static KilnRtStatus tap_clip_grads(const KilnBertLibs *l, float *grad, float *su
 static KilnRtStatus tap_check_overflow(const KilnBertLibs *l, float *grad, int32_t *found_inf,
                                        int n) {
   KilnBertPlan *p = PLAN(l);
-  char pins[64];
-  KilnRtStatus st = put(p, "adamw.kiln", adamw_pins(p, pins, sizeof pins), "check_overflow",
+  KilnRtStatus st = put(p, "adamw.kiln", "T=f32", "check_overflow",
                         "kernel=check_overflow; n=%d; x: f32[n]; found_inf: i32[1]=0; "
                         "grid=cdiv(n, BLOCK)",
                         n);

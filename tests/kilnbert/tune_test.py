@@ -5,7 +5,8 @@ The list the tuner works through must be what the trainer launches. The count it
 against comes from a real run: `kiln-bert train` with KILN_BERT_LAUNCH_LOG writes one line per
 kernel launch of one training step (dropout on, as the config has it) and the end-of-run
 evaluation of one batch; the distinct lines and their counts must equal `tune --list --json`'s
-calls, which come from a model with no memory driven through the same step. Then a real tuning
+calls, which come from a model with no memory driven through the same step, and each call's pins
+must be const parameters of its kernel (read from kernels-bert/). Then a real tuning
 run into a fresh cache under a budget: every call tuned (its winner recorded in the cache as a
 correct timing) or left at its default because the budget ran out, the shares summing to 1, the
 JSON parsing; a second run finds the first one's winners in the cache; --budget 0 tunes nothing
@@ -15,6 +16,7 @@ Usage: tune_test.py KILN_BERT VOCAB"""
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -64,6 +66,17 @@ with tempfile.TemporaryDirectory() as tmp:
           f"{sorted(set(launched) - set(got))[:3]}")
     check(all(got.get(k) == n for k, n in launched.items()), "launch counts per call agree")
     check(all(k["state"] == "listed" for k in listed), "--list tunes nothing")
+    # every pin is a const parameter of its kernel (kiln tune --kernel refuses any other), read
+    # from the kernel's signature in kernels-bert/
+    kdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels-bert")
+    for k in listed:
+        text = open(os.path.join(kdir, k["file"])).read()
+        start = text.find(f"kernel {k['kernel']}(")
+        sig = text[start:text.find(")", start)] if start >= 0 else ""
+        consts = set(re.findall(r"const\s+([A-Z_0-9]+)", sig))
+        pins = {p.split("=")[0] for p in k["pins"].split()}
+        check(start >= 0 and pins <= consts,
+              f"{k['kernel']}: pins {sorted(pins)} are const parameters {sorted(consts)}")
 
     # --- a real tuning run, bounded: on 2 loaded cores the whole list takes minutes (each call
     # compiles a few variants), so the run stops starting new calls after BUDGET seconds
