@@ -4,7 +4,7 @@
 The list the tuner works through must be what the trainer launches. The count it is checked
 against comes from a real run: `kiln-bert train` with KILN_BERT_LAUNCH_LOG writes one line per
 kernel launch of one training step (dropout on, as the config has it) and the end-of-run
-evaluation of one batch; the distinct lines and their counts must equal `tune --list --json`'s
+evaluation of one batch, in fp32 and in fp16; the distinct lines and their counts must equal `tune --list --json`'s
 calls, which come from a model with no memory driven through the same step, and each call's pins
 must be const parameters of its kernel (read from kernels-bert/). Then a real tuning
 run into a fresh cache under a budget: every call tuned (its winner recorded in the cache as a
@@ -38,33 +38,34 @@ def key(k):
     return (k["file"], k["pins"], k["kernel"], k["spec"])
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    # --- what a real step launches
-    kbtest.write_reviews(os.path.join(tmp, "imdb"), 4)
-    kbtest.write_reviews(os.path.join(tmp, "imdb"), 4, split="test")
-    launch_log = os.path.join(tmp, "launches.txt")
-    r = subprocess.run([kb, "train", *SHAPE, "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
+def launches_vs_list(tmp, prec):
+    """A real step's launches (train with KILN_BERT_LAUNCH_LOG) against tune --list in one
+    precision; returns both."""
+    shape = [*SHAPE[:2], "--precision", prec, *SHAPE[4:]]
+    launch_log = os.path.join(tmp, f"launches-{prec}.txt")
+    r = subprocess.run([kb, "train", *shape, "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
                         "--device", "cpu", "--steps", "1", "--no-shuffle"],
                        capture_output=True, text=True,
                        env={**os.environ, "KILN_BERT_LAUNCH_LOG": launch_log})
-    check(r.returncode == 0, f"train exit {r.returncode}: {r.stderr}")
+    check(r.returncode == 0, f"{prec}: train exit {r.returncode}: {r.stderr}")
     launched = collections.Counter()
     if os.path.exists(launch_log):
         for line in open(launch_log):
             f, pins, kernel, spec = line.rstrip("\n").split("|")
             launched[(f, pins, kernel, spec)] += 1
-    check(len(launched) > 20, f"the log holds the step's launches ({len(launched)} distinct)")
+    check(len(launched) > 20, f"{prec}: the log holds the step's launches ({len(launched)})")
 
-    # --- what tune lists: the same calls, counted the same
-    r = tune(["--list", "--json"])
-    check(r.returncode == 0, f"tune --list exit {r.returncode}: {r.stderr}")
+    # what tune lists: the same calls, counted the same
+    r = subprocess.run([kb, "tune", *shape, "--device", "cpu", "--list", "--json"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"{prec}: tune --list exit {r.returncode}: {r.stderr}")
     listed = json.loads(r.stdout)["kernels"] if r.returncode == 0 else []
     got = {key(k): k["calls"] for k in listed}
     check(set(got) == set(launched),
-          f"tune lists the calls the trainer launches: {len(got)} listed, {len(launched)} "
-          f"launched; only listed {sorted(set(got) - set(launched))[:3]}, only launched "
-          f"{sorted(set(launched) - set(got))[:3]}")
-    check(all(got.get(k) == n for k, n in launched.items()), "launch counts per call agree")
+          f"{prec}: tune lists the calls the trainer launches: {len(got)} listed, "
+          f"{len(launched)} launched; only listed {sorted(set(got) - set(launched))[:3]}, only "
+          f"launched {sorted(set(launched) - set(got))[:3]}")
+    check(all(got.get(k) == n for k, n in launched.items()), f"{prec}: launch counts agree")
     check(all(k["state"] == "listed" for k in listed), "--list tunes nothing")
     # every pin is a const parameter of its kernel (kiln tune --kernel refuses any other), read
     # from the kernel's signature in kernels-bert/
@@ -77,6 +78,14 @@ with tempfile.TemporaryDirectory() as tmp:
         pins = {p.split("=")[0] for p in k["pins"].split()}
         check(start >= 0 and pins <= consts,
               f"{k['kernel']}: pins {sorted(pins)} are const parameters {sorted(consts)}")
+    return launched, listed
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    kbtest.write_reviews(os.path.join(tmp, "imdb"), 4)
+    kbtest.write_reviews(os.path.join(tmp, "imdb"), 4, split="test")
+    launched, listed = launches_vs_list(tmp, "fp32")
+    launches_vs_list(tmp, "fp16")  # the casts, the overflow check, the half-weight AdamW
 
     # --- a real tuning run, bounded: on 2 loaded cores the whole list takes minutes (each call
     # compiles a few variants), so the run stops starting new calls after BUDGET seconds
