@@ -12,7 +12,8 @@ correct timing) or left at its default because the budget ran out, the shares su
 JSON parsing; a second run finds the first one's winners in the cache; --budget 0 tunes nothing
 and says so; bad options are refused with a message and exit 64, and a cuda
 device that is not there with exit 2.
-Usage: tune_test.py KILN_BERT VOCAB"""
+With a third argument `emu`: a short budgeted run on the emu device instead.
+Usage: tune_test.py KILN_BERT VOCAB [emu]"""
 import collections
 import json
 import os
@@ -25,6 +26,24 @@ import kbtest
 
 kb, vocab = sys.argv[1], sys.argv[2]
 check = kbtest.Checks()
+if len(sys.argv) > 3 and sys.argv[3] == "emu":
+    # the emu device: a short budgeted run (the emulator is slow) into a fresh cache, every call
+    # tuned or kept at its default for the budget, at least one tuned and in the cache
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "emu.json")
+        r = subprocess.run([kb, "tune", "--model", "tiny", "--batch", "2", "--seq-len", "16",
+                            "--device", "emu", "--cache", cache, "--budget", "20", "--json"],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"emu: exit {r.returncode}: {r.stderr[-2000:]}")
+        ks = json.loads(r.stdout)["kernels"] if r.returncode == 0 else []
+        tuned = [k for k in ks if k["state"] == "tuned"]
+        check(tuned and all(k["state"] in ("tuned", "default") for k in ks),
+              f"emu: {len(tuned)} of {len(ks)} tuned, the rest at their defaults")
+        records = json.load(open(cache)).get("records", []) if os.path.exists(cache) else []
+        check(all(any(x["kernel"] == k["kernel"] and x["config"] == k["winner"]
+                      and x["device"].startswith("emu") for x in records) for k in tuned),
+              "emu: the winners are in the cache under the emu device")
+    sys.exit(1 if check.fails else 0)
 BUDGET = 45
 SHAPE = ["--model", "tiny", "--precision", "fp32", "--batch", "8", "--seq-len", "16"]
 
