@@ -29,7 +29,10 @@
  * (inv_scale, with the clip measuring the unscaled norm) or skips the update.
  *
  * Everything is allocated in kiln_bert_model_create for the largest batch and sequence; the
- * forward, backward and step only launch kernels and copy the batch's few integers in.
+ * forward, backward and step only launch kernels and copy the batch's few integers in. A
+ * plan-only model (kiln_bert_model_create_plan) has no device and no memory and a tap for its
+ * table: its forward, backward and step issue every launch of a real one and nothing else, which
+ * is how `kiln-bert tune` lists a step's kernel calls (bert_plan.h).
  *
  * Dropout (kiln_bert_model_set_dropout) adds five sites, each with its own Philox stream
  * (kiln_bert_dropout_stream), in every precision (the table's dropout launches): after the
