@@ -14,6 +14,9 @@
 #include "bert_eval.h"
 #include "bert_train.h"
 #endif
+#ifdef KILN_BERT_HAVE_TUNE
+#include "bert_tune.h"
+#endif
 
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +36,7 @@ static const char *const usage_main =
     "  tokenize   text lines on stdin -> token ids on stdout\n"
     "  train      fine-tune a model on a data set (fp32/fp16/bf16 on cpu and emu)\n"
     "  eval       classify a data set with a trained model: loss, accuracy, logits\n"
+    "  tune       tune every kernel call of a training and an eval step into a cache\n"
     "  help [COMMAND]\n"
     "\n"
     "options:\n"
@@ -148,6 +152,34 @@ static const char *const usage_eval =
     "  --log FILE           one JSON line: the summary record (written atomically)\n"
     "  --json               print the summary record on stdout instead of the table\n";
 
+static const char *const usage_tune =
+    "usage: kiln-bert tune --cache FILE [--model NAME|DIR] [options]\n"
+    "\n"
+    "Lists every kernel call of one training step and one eval step at the model's exact\n"
+    "shapes (every length bucket under --padding dynamic), read off the trainer's own\n"
+    "launches, counts equal calls once, tunes each with the autotuner (the code of `kiln tune`)\n"
+    "into the cache and prints a table: kernel, pins, shape, launches per step, the winner,\n"
+    "its time and its share of the step's summed kernel time, then the total tuning time.\n"
+#ifndef KILN_BERT_HAVE_TUNE
+    "NOT IMPLEMENTED in this build: tuning needs the compiler (a build without\n"
+    "KILN_RUNTIME_ONLY has it).\n"
+#endif
+    "\n"
+    "options:\n"
+    "  --cache FILE         the kiln tune cache to extend (required); `kiln lib --cache FILE`\n"
+    "                       (or -DKILN_TUNE_CACHE=FILE) builds the libraries from it\n"
+    "  --model NAME|DIR     tiny (default), base, large, or a directory with config.json\n"
+    "  --precision fp32|fp16|bf16\n"
+    "  --batch B            samples per step (default 8)\n"
+    "  --seq-len L          tokens per sample (default 128)\n"
+    "  --padding fixed|dynamic  dynamic: every length bucket up to L (32, 64, multiples of 128)\n"
+    "  --mode default|max-autotune  the tuner's presets, or its whole space\n"
+    "  --device cpu|emu|cuda[:N]    where to time (cuda: exit 2 when no GPU can be used)\n"
+    "  --budget S           tune no new kernel call after S seconds (the rest keep their\n"
+    "                       libraries' defaults; the table says which)\n"
+    "  --list               list the calls, tune nothing\n"
+    "  --json               the report as JSON\n";
+
 static int usage_error(const char *usage, const char *fmt, const char *arg) {
   fprintf(stderr, "kiln-bert: error: ");
   fprintf(stderr, fmt, arg);
@@ -252,8 +284,8 @@ static int cmd_tokenize(int argc, char **argv) {
   return rc;
 }
 
-#ifndef KILN_BERT_HAVE_TRAIN
-/* train and eval in a build without the kernel libraries: the help is real, the work is not
+#if !defined(KILN_BERT_HAVE_TRAIN) || !defined(KILN_BERT_HAVE_TUNE)
+/* train, eval and tune in a build without the kernel libraries: the help is real, the work is not
  * there. */
 static int cmd_pending(const char *name, const char *usage, int argc, char **argv) {
   for (int i = 0; i < argc; i++)
@@ -429,6 +461,60 @@ static int cmd_eval(int argc, char **argv) {
 }
 #endif
 
+#ifdef KILN_BERT_HAVE_TUNE
+static int cmd_tune(int argc, char **argv) {
+  KilnBertTuneOptions o;
+  kiln_bert_tune_defaults(&o);
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_tune, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--json") || !strcmp(a, "--list")) {
+      if (!strcmp(a, "--json")) o.json = 1;
+      else o.list_only = 1;
+      continue;
+    }
+    if (strncmp(a, "--", 2) || i + 1 >= argc)
+      return usage_error(usage_tune, strncmp(a, "--", 2) ? "unknown argument '%s'"
+                                                          : "%s needs a value", a);
+    const char *v = argv[++i];
+    size_t n = 0;
+    double d = 0;
+    int bad = 0;
+    if (!strcmp(a, "--cache")) o.cache = v;
+    else if (!strcmp(a, "--model")) o.model = v;
+    else if (!strcmp(a, "--precision")) o.precision = v;
+    else if (!strcmp(a, "--device")) o.device = v;
+    else if (!strcmp(a, "--mode")) o.mode = v;
+    else if (!strcmp(a, "--padding")) {
+      if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
+      else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
+      else bad = 1;
+    } else if (!strcmp(a, "--batch") || !strcmp(a, "--seq-len")) {
+      bad = parse_size(v, !strcmp(a, "--seq-len") ? 2 : 1, &n);
+      if (!bad && !strcmp(a, "--batch")) o.batch = n;
+      else if (!bad) o.seq_len = n;
+    } else if (!strcmp(a, "--budget")) {
+      bad = parse_double(v, &d) || d < 0;
+      o.budget = d;
+    } else {
+      return usage_error(usage_tune, "unknown argument '%s'", a);
+    }
+    if (bad) {
+      fprintf(stderr, "kiln-bert: error: %s: bad value '%s'\n\n%s", a, v, usage_tune);
+      return EXIT_USAGE;
+    }
+  }
+  if (!o.cache && !o.list_only)
+    return usage_error(usage_tune, "%s", "--cache FILE is required");
+  if (!o.cache) o.cache = "";
+  KilnBertStatus st = kiln_bert_tune(&o);
+  return st == KILN_BERT_OK ? 0 : run_failure(st);
+}
+#endif
+
 static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
 #ifdef KILN_BERT_HAVE_TRAIN
@@ -440,6 +526,11 @@ static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv);
 #else
   if (!strcmp(cmd, "eval")) return cmd_pending("eval", usage_eval, argc, argv);
+#endif
+#ifdef KILN_BERT_HAVE_TUNE
+  if (!strcmp(cmd, "tune")) return cmd_tune(argc, argv);
+#else
+  if (!strcmp(cmd, "tune")) return cmd_pending("tune", usage_tune, argc, argv);
 #endif
   return -1;
 }

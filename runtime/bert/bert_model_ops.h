@@ -12,6 +12,8 @@
 #ifndef KILN_BERT_MODEL_OPS_H
 #define KILN_BERT_MODEL_OPS_H
 
+#include "bert_model.h"
+
 #include <kiln/kilnrt.h>
 
 #include <stddef.h>
@@ -26,6 +28,7 @@ typedef struct KilnBertLibs {
   void *ln, *emb, *xent, *gelu, *tanh;
   void *cast;                  /* cast.kiln (half types only; NULL for f32) */
   void *adamw;                 /* adamw.kiln: f32 masters; WRITE_F16=1 and TW = T for half types */
+  void *tap;                   /* a tap table's own state (kiln_bert_model_tap); NULL otherwise */
 } KilnBertLibs;
 
 /* One attention call: Q, K, V (and dQ, dK, dV) with the [n, 3, heads, D] strides (batch sb,
@@ -107,5 +110,22 @@ typedef struct KilnBertOps {
 } KilnBertOps;
 
 extern const KilnBertOps kiln_bert_ops_f32, kiln_bert_ops_f16, kiln_bert_ops_bf16;
+
+/* Taps: a table that sees every launch of the model (bert_plan.h records them), its state in
+ * KilnBertLibs.tap. The model and its table are the one place launches are issued, so what a tap
+ * sees is exactly what a step runs. */
+/* A model without a device or memory whose launches all go to `tap` (tap_user in libs.tap):
+ * forward, backward and step run their host logic and issue every launch of the shapes asked
+ * for, and nothing else (copies do nothing, reads give zeros). prec picks the element size and
+ * the checks of a real model of that precision; destroy with kiln_bert_model_destroy. */
+KilnBertStatus kiln_bert_model_create_plan(const KilnBertConfig *cfg, KilnBertPrecision prec,
+                                           int max_batch, int max_seq, const KilnBertOps *tap,
+                                           void *tap_user, KilnBertModel **out);
+/* Puts `tap` in front of a real model's table: *real and *real_libs get the table and libraries
+ * it had, for the tap to forward to (its destroy must forward too). */
+void kiln_bert_model_tap(KilnBertModel *m, const KilnBertOps *tap, void *tap_user,
+                         const KilnBertOps **real, KilnBertLibs *real_libs);
+/* The model's table (its precision's, or the tap in front of it). */
+const KilnBertOps *kiln_bert_model_ops(const KilnBertModel *m);
 
 #endif /* KILN_BERT_MODEL_OPS_H */

@@ -29,7 +29,10 @@
  * (inv_scale, with the clip measuring the unscaled norm) or skips the update.
  *
  * Everything is allocated in kiln_bert_model_create for the largest batch and sequence; the
- * forward, backward and step only launch kernels and copy the batch's few integers in.
+ * forward, backward and step only launch kernels and copy the batch's few integers in. A
+ * plan-only model (kiln_bert_model_create_plan) has no device and no memory and a tap for its
+ * table: its forward, backward and step issue every launch of a real one and nothing else, which
+ * is how `kiln-bert tune` lists a step's kernel calls (bert_plan.h).
  *
  * Dropout (kiln_bert_model_set_dropout) adds five sites, each with its own Philox stream
  * (kiln_bert_dropout_stream), in every precision (the table's dropout launches): after the
@@ -145,6 +148,25 @@ static KilnBertStatus rt_fail(KilnRtStatus st, const char *what) {
 static void *at(const KilnBertModel *m, void *base, size_t i) { return (char *)base + i * m->es; }
 /* The weights the kernels read, at a parameter offset. */
 static void *wt(const KilnBertModel *m, size_t off) { return at(m, m->w, off); }
+
+/* The step's host <-> device copies and fills. A plan-only model (no device:
+ * kiln_bert_model_create_plan) has no memory, so they do nothing there (a read gives zeros):
+ * only its launches, recorded by its table, matter. */
+static KilnRtStatus copy_in(KilnBertModel *m, void *dst, const void *src, size_t bytes,
+                            KilnRtStream *s) {
+  return m->dev ? kiln_rt_memcpy_htod(m->dev, dst, src, bytes, s) : KILN_RT_OK;
+}
+
+static KilnRtStatus copy_out(KilnBertModel *m, void *dst, const void *src, size_t bytes,
+                             KilnRtStream *s) {
+  if (m->dev) return kiln_rt_memcpy_dtoh(m->dev, dst, src, bytes, s);
+  memset(dst, 0, bytes);
+  return KILN_RT_OK;
+}
+
+static KilnRtStatus fill(KilnBertModel *m, void *dst, int value, size_t bytes, KilnRtStream *s) {
+  return m->dev ? kiln_rt_memset(m->dev, dst, value, bytes, s) : KILN_RT_OK;
+}
 
 /* ---- the operations, each one kernel launch ----------------------------------------------- */
 
@@ -655,9 +677,35 @@ KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBer
   return KILN_BERT_OK;
 }
 
+KilnBertStatus kiln_bert_model_create_plan(const KilnBertConfig *cfg, KilnBertPrecision prec,
+                                           int max_batch, int max_seq, const KilnBertOps *tap,
+                                           void *tap_user, KilnBertModel **out) {
+  *out = NULL;
+  KilnBertModel *m = NULL;
+  TRY(model_shape(NULL, cfg, prec, max_batch, max_seq, &m));
+  /* No memory: the buffers get distinct addresses carved from a made-up base that nothing
+   * dereferences (the tap only records shapes, and the copies skip a model without a device). */
+  plan(m, (char *)(uintptr_t)4096);
+  m->x[0] = m->emb_out;
+  m->ops = tap;
+  m->libs.tap = tap_user;
+  *out = m;
+  return KILN_BERT_OK;
+}
+
+void kiln_bert_model_tap(KilnBertModel *m, const KilnBertOps *tap, void *tap_user,
+                         const KilnBertOps **real, KilnBertLibs *real_libs) {
+  *real = m->ops;
+  *real_libs = m->libs;
+  m->ops = tap;
+  m->libs.tap = tap_user;
+}
+
+const KilnBertOps *kiln_bert_model_ops(const KilnBertModel *m) { return m->ops; }
+
 void kiln_bert_model_destroy(KilnBertModel *m) {
   if (!m) return;
-  if (m->ops) m->ops->destroy(&m->libs);
+  if (m->ops && m->dev) m->ops->destroy(&m->libs);
   if (m->arena) kiln_rt_free(m->dev, m->arena);
   kiln_bert_params_free(&m->layout);
   free(m->layer);
@@ -801,10 +849,10 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
   m->rows = rows;
   m->cols = cols;
   int n = rows * cols, H = m->H;
-  RT(kiln_rt_memcpy_htod(m->dev, m->ids, ids, (size_t)n * sizeof *ids, NULL), "model: ids");
-  RT(kiln_rt_memcpy_htod(m->dev, m->kv_len, lens, (size_t)rows * sizeof *lens, NULL),
+  RT(copy_in(m, m->ids, ids, (size_t)n * sizeof *ids, NULL), "model: ids");
+  RT(copy_in(m, m->kv_len, lens, (size_t)rows * sizeof *lens, NULL),
      "model: lengths");
-  RT(kiln_rt_memcpy_htod(m->dev, m->labels, labels, (size_t)rows * sizeof *labels, NULL),
+  RT(copy_in(m, m->labels, labels, (size_t)rows * sizeof *labels, NULL),
      "model: labels");
   /* embeddings (token types are all 0, positions 0..cols-1), LayerNorm with a zero residual */
   RT(m->ops->emb_fwd(&m->libs, m->ids, m->types, wt(m, m->word), wt(m, m->pos), wt(m, m->ttype),
@@ -826,7 +874,7 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
   /* the losses are f32 in every precision: their sum is the f32 row-sum kernel's */
   RT(m->ops->sum_rows(&m->libs, m->loss_rows, m->loss_sum, rows, 1), "layernorm_bwd_reduce");
   float sum = 0;
-  RT(kiln_rt_memcpy_dtoh(m->dev, &sum, m->loss_sum, sizeof sum, NULL), "model: loss");
+  RT(copy_out(m, &sum, m->loss_sum, sizeof sum, NULL), "model: loss");
   if (loss) *loss = sum / (float)rows;
   if (logits) {
     float *src = m->logits;
@@ -834,7 +882,7 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
       RT(m->ops->to_f32(&m->libs, m->logits, m->logits32, rows * m->NL), "cast_to_f32");
       src = m->logits32;
     }
-    RT(kiln_rt_memcpy_dtoh(m->dev, logits, src, (size_t)rows * m->NL * sizeof *logits, NULL),
+    RT(copy_out(m, logits, src, (size_t)rows * m->NL * sizeof *logits, NULL),
        "model: logits");
   }
   return KILN_BERT_OK;
@@ -888,7 +936,7 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
   float *g = m->grads;
   /* the seed of the mean loss, times fp16's loss scale (1 otherwise) */
   for (int r = 0; r < rows; r++) m->host_dloss[r] = m->scaler.scale / (float)rows;
-  RT(kiln_rt_memcpy_htod(m->dev, m->dloss, m->host_dloss, (size_t)rows * sizeof(float), NULL),
+  RT(copy_in(m, m->dloss, m->host_dloss, (size_t)rows * sizeof(float), NULL),
      "model: dloss");
   RT(m->ops->xent_bwd(&m->libs, m->logits, m->labels, m->xlse, m->dloss, m->dlogits, NL, rows),
      "xent_bwd");
@@ -901,7 +949,7 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
   RT(m->ops->tanh_bwd(&m->libs, m->pooled, dpool, m->dpre, rows * H), "tanh_bwd");
   TRY(linear_dw(m, m->dpre, H, m->x[m->L], cols * H, m->wp, rows, H, H));
   TRY(colsum(m, m->dpre, g + m->bp, rows, H, H));
-  RT(kiln_rt_memset(m->dev, m->dx, 0, (size_t)n * H * m->es, NULL), "model: memset");
+  RT(fill(m, m->dx, 0, (size_t)n * H * m->es, NULL), "model: memset");
   TRY(linear_dx(m, m->dpre, H, wt(m, m->wp), NULL, m->dx, cols * H, rows, H, H));
   for (int l = m->L - 1; l >= 0; l--) TRY(encoder_layer_bwd(m, l));
   /* embeddings: LayerNorm, then the three tables (zeroed: scattered into with atomics) */
@@ -909,12 +957,12 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
   TRY(drop_bwd(m, m->dx, m->dx, n * H, -1, KILN_BERT_DROP_EMBEDDINGS, &demb));
   TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
   const KilnBertConfig *c = &m->cfg;
-  RT(kiln_rt_memset(m->dev, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float), NULL),
+  RT(fill(m, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float), NULL),
      "model: memset");
-  RT(kiln_rt_memset(m->dev, g + m->pos, 0,
+  RT(fill(m, g + m->pos, 0,
                     (size_t)c->max_position_embeddings * H * sizeof(float), NULL),
      "model: memset");
-  RT(kiln_rt_memset(m->dev, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float),
+  RT(fill(m, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float),
                     NULL),
      "model: memset");
   RT(m->ops->emb_bwd(&m->libs, m->ids, m->types, m->da, g + m->word, g + m->pos, g + m->ttype, n,
@@ -931,11 +979,11 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
 static KilnBertStatus check_overflow(KilnBertModel *m, int *found) {
   *found = 0;
   if (m->prec != KILN_BERT_FP16) return KILN_BERT_OK;
-  RT(kiln_rt_memset(m->dev, m->found_inf, 0, sizeof(int32_t), NULL), "model: memset");
+  RT(fill(m, m->found_inf, 0, sizeof(int32_t), NULL), "model: memset");
   RT(m->ops->check_overflow(&m->libs, m->grads, m->found_inf, (int)m->layout.total),
      "check_overflow");
   int32_t flag = 0;
-  RT(kiln_rt_memcpy_dtoh(m->dev, &flag, m->found_inf, sizeof flag, NULL), "model: found_inf");
+  RT(copy_out(m, &flag, m->found_inf, sizeof flag, NULL), "model: found_inf");
   *found = flag != 0;
   return KILN_BERT_OK;
 }
@@ -950,10 +998,10 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
   TRY(check_overflow(m, &found));
   /* the gradients carry the loss scale until AdamW (and the clip's norm) take it off */
   float inv_scale = 1.0f / m->scaler.scale;
-  RT(kiln_rt_memset(m->dev, m->sumsq, 0, sizeof(float), NULL), "model: memset");
+  RT(fill(m, m->sumsq, 0, sizeof(float), NULL), "model: memset");
   RT(m->ops->grad_sumsq(&m->libs, m->grads, m->sumsq, P), "grad_sumsq");
   float sumsq = 0;
-  RT(kiln_rt_memcpy_dtoh(m->dev, &sumsq, m->sumsq, sizeof sumsq, NULL), "model: grad norm");
+  RT(copy_out(m, &sumsq, m->sumsq, sizeof sumsq, NULL), "model: grad norm");
   if (grad_norm) *grad_norm = sqrt((double)sumsq) * (double)inv_scale;
   /* not after an overflow: a NaN norm would turn the gradient buffer's never-written alignment
    * padding into NaN, and every later overflow check would find it */

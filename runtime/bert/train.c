@@ -22,6 +22,9 @@
 #include "bert_st.h"
 #include "bert_tok.h"
 #include "bert_vocab.h"
+#ifndef KILN_BERT_EMU_BUILD
+#include "bert_plan.h"
+#endif
 
 #include <errno.h>
 #include <math.h>
@@ -83,10 +86,18 @@ typedef struct Run {
   size_t *order;
   int32_t *lens;
   FILE *log;
+#ifndef KILN_BERT_EMU_BUILD
+  KilnBertPlan *launches; /* KILN_BERT_LAUNCH_LOG: the tap logging every launch */
+  FILE *launch_log;
+#endif
 } Run;
 
 static void run_free(Run *r) {
   kiln_bert_model_destroy(r->model);
+#ifndef KILN_BERT_EMU_BUILD
+  kiln_bert_plan_destroy(r->launches); /* after the model: its table forwards through the tap */
+  if (r->launch_log) fclose(r->launch_log);
+#endif
   if (r->dev) kiln_rt_device_destroy(r->dev);
   kiln_bert_batch_free(&r->batch);
   kiln_bert_encoded_free(&r->enc);
@@ -106,6 +117,26 @@ static void run_free(Run *r) {
 /* Where the model comes from: the checkpoint being resumed, else --model. */
 static const char *model_source(const KilnBertTrainOptions *o) {
   return o->resume ? o->resume : o->model;
+}
+
+/* KILN_BERT_LAUNCH_LOG=FILE (cpu device): every kernel launch of the run from here on, one line
+ * each (bert_plan.h's format), through the tap whole-model tuning lists the step with; the tests
+ * compare what a real run launches with what `kiln-bert tune` lists. */
+static KilnBertStatus log_launches(Run *r, KilnBertPrecision prec) {
+#ifdef KILN_BERT_EMU_BUILD
+  (void)r;
+  (void)prec;
+  return KILN_BERT_OK;
+#else
+  const char *path = getenv("KILN_BERT_LAUNCH_LOG");
+  if (!path || !*path) return KILN_BERT_OK;
+  if (!(r->launch_log = fopen(path, "w")))
+    return kiln_bert_fail(KILN_BERT_ERROR_IO, "KILN_BERT_LAUNCH_LOG=%s: %s", path, strerror(errno));
+  if (!(r->launches = kiln_bert_plan_create(prec)))
+    return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
+  kiln_bert_plan_attach(r->launches, r->model, r->launch_log);
+  return KILN_BERT_OK;
+#endif
 }
 
 /* The config: the config.json of a model directory (or of the checkpoint being resumed), else a
@@ -365,6 +396,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
    * fp16, 1 otherwise) */
   if (st == KILN_BERT_OK && o->resume) *kiln_bert_model_scaler(r.model) = ts.scaler;
   else if (st == KILN_BERT_OK) ts.scaler = *kiln_bert_model_scaler(r.model);
+  if (st == KILN_BERT_OK) st = log_launches(&r, prec);
   if (st == KILN_BERT_OK && o->log && !(r.log = fopen(o->log, "w")))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
   if (st != KILN_BERT_OK) {
