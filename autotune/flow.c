@@ -449,7 +449,7 @@ static int time_kernel(Run *R, int ki) {
   TuneJob j = job_of(R, ki);
   size_t before = R->fresh.count;
   if (tune_kernel(&j) != 0) return 2;
-  KilnCache done = {R->fresh.records + before, R->fresh.count - before, 0};
+  KilnCache done = {.records = R->fresh.records + before, .count = R->fresh.count - before};
   int rc = R->o->cache && done.count ? kiln_cache_merge_save(R->o->cache, &done, stderr) : 0;
   return rc ? (rc > 0 ? 1 : 2) : 0;
 }
