@@ -113,6 +113,9 @@ typedef struct Run {
   LibKernel *libk;
   int nks, nlibk, cap; /* cap: room of ks, libk and rep.kernels */
   char tmpdir[PATH_MAX];
+  int tmpdir_cleanup; /* its kiln_cleanup_register id: removed if a signal ends the run */
+  char *old_tmpdir;   /* TMPDIR before it was pointed at tmpdir (NULL: unset) */
+  bool tmpdir_set;
 } Run;
 
 /* Room for one more kernel in ks, libk and rep.kernels (they grow together). 0 or -1. */
@@ -186,7 +189,14 @@ static int open_sources(Run *R) {
 static int make_tmpdir(Run *R) {
   const char *base = getenv("TMPDIR");
   snprintf(R->tmpdir, sizeof R->tmpdir, "%s/kiln-tune-XXXXXX", base && *base ? base : "/tmp");
-  if (mkdtemp(R->tmpdir)) return 0;
+  if (mkdtemp(R->tmpdir)) {
+    R->tmpdir_cleanup = kiln_cleanup_register(R->tmpdir);
+    /* The children's temp files (the compiler's, the runtime's module directories) go in
+     * here too, so an interrupted run leaves nothing in the user's TMPDIR. */
+    R->old_tmpdir = base ? strdup(base) : NULL;
+    R->tmpdir_set = setenv("TMPDIR", R->tmpdir, 1) == 0;
+    return 0;
+  }
   fprintf(stderr, "kiln %s: error: mkdtemp: %s\n", R->cmd, strerror(errno));
   R->tmpdir[0] = '\0';
   return 2;
@@ -534,7 +544,15 @@ static int flow_bundle(Run *R) {
 
 static void run_free(Run *R) {
   if (R->bundle.mf) tune_bundle_end(&R->bundle, false, stderr);
-  if (R->tmpdir[0]) nftw(R->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (R->tmpdir[0]) {
+    nftw(R->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    kiln_cleanup_unregister(R->tmpdir_cleanup);
+  }
+  if (R->tmpdir_set) {
+    if (R->old_tmpdir) setenv("TMPDIR", R->old_tmpdir, 1);
+    else unsetenv("TMPDIR");
+  }
+  free(R->old_tmpdir);
   for (int i = 0; i < R->rep.nkernels; i++) {
     tune_cands_free(R->rep.kernels[i].space, R->rep.kernels[i].nspace);
     tune_cands_free(R->rep.kernels[i].cands, R->rep.kernels[i].ncands);

@@ -9,7 +9,9 @@
  *   - a symlink is followed: the file it points to is replaced (through a temp file in that
  *     file's directory), so a cache shared through a link stays shared;
  *   - the new file gets the mode an ordinary create would (0666 less the umask) rather than
- *     mkstemp's 0600, and a file that exists keeps its mode. */
+ *     mkstemp's 0600, and a file that exists keeps its mode.
+ * The temp file is registered with cleanup.c until it is renamed or removed, so SIGINT or
+ * SIGTERM during a write leaves no temp file behind either. */
 #include "kiln_base.h"
 
 #include <errno.h>
@@ -113,6 +115,7 @@ static mode_t new_mode(const char *target) {
 }
 
 static void release(KilnAtomicFile *af) {
+  kiln_cleanup_unregister(af->cleanup - 1);
   free(af->target);
   free(af->tmp);
   memset(af, 0, sizeof *af);
@@ -138,6 +141,7 @@ int kiln_atomic_begin(KilnAtomicFile *af, const char *path) {
     release(af);
     return errno = saved, -1;
   }
+  af->cleanup = kiln_cleanup_register(af->tmp) + 1; /* gone if a signal ends us before commit */
   if (fchmod(fd, new_mode(af->target)) != 0 || !(af->f = fdopen(fd, "wb"))) {
     int saved = errno;
     close(fd);

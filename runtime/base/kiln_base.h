@@ -83,6 +83,7 @@ typedef struct KilnAtomicFile {
   char *target; /* the resolved path */
   char *tmp;
   int err; /* the first write error (errno), reported by commit */
+  int cleanup; /* kiln_cleanup_register's id of tmp, + 1 (0: none) */
 } KilnAtomicFile;
 /* 0, or -1 with errno (nothing to clean up then). */
 int kiln_atomic_begin(KilnAtomicFile *af, const char *path);
@@ -92,6 +93,18 @@ int kiln_atomic_commit(KilnAtomicFile *af);
 void kiln_atomic_abort(KilnAtomicFile *af);
 /* The whole of data as the file at path, by the steps above: 0, or -1 with errno. */
 int kiln_file_write_atomic(const char *path, const void *data, size_t size);
+
+/* ---------------------------------------------------------------- cleanup on signals (cleanup.c) */
+
+/* Temp files and directories removed if SIGINT, SIGTERM or SIGHUP ends the process (then the
+ * process still dies of that signal).  The atomic writer registers its temp file; `kiln tune`
+ * its build directory (a directory is removed with its contents).  The first registration
+ * installs the handlers, only for signals whose action is the default.  A forked child removes
+ * only what it registered itself.  Returns an id for kiln_cleanup_unregister, or -1 (a path of
+ * 4096 bytes or more, or all 64 slots in use: the path is then only removed on ordinary exits).
+ * Unregister once the path is renamed or removed. */
+int kiln_cleanup_register(const char *path);
+void kiln_cleanup_unregister(int id);
 
 /* ---------------------------------------------------------------- f16 / bf16 (half.c) */
 
