@@ -44,7 +44,11 @@ typedef struct SourceFile {
 static void read_one_spec(SourceFile *f, const char *p, FILE *err) {
   char line[1024], e[256];
   size_t n = strcspn(p, "\n");
-  if (n >= sizeof line) n = sizeof line - 1;
+  if (n >= sizeof line) { /* never cut: a cut spec would tune another problem */
+    fprintf(err, "kiln tune: warning: %s: ignoring a kiln-tune-args line of %zu characters (the "
+                 "most is %zu)\n", f->path, n, sizeof line - 1);
+    return;
+  }
   memcpy(line, p, n);
   line[n] = '\0';
   if (tune_harness_parse(line, &f->specs[f->nspecs], e, sizeof e) == 0) f->nspecs++;
@@ -66,10 +70,12 @@ static void scan_spec_comments(SourceFile *f, FILE *err) {
 static int open_source(const char *path, SourceFile *f) {
   memset(f, 0, sizeof *f);
   f->path = path;
-  f->text = kiln_file_read(path, &f->len);
+  f->text = kiln_file_read_max(path, &f->len, TUNE_MAX_SOURCE_BYTES);
   if (!f->text) {
-    fprintf(stderr, "kiln: error: cannot read '%s': %s\n", path, strerror(errno));
-    return 2;
+    int saved = errno;
+    tune_report_read_error(stderr, "kiln", "source", path, "TUNE_MAX_SOURCE_BYTES",
+                           TUNE_MAX_SOURCE_BYTES);
+    return saved == EFBIG ? 1 : 2;
   }
   f->c = kiln_frontend_create(path, f->text, f->len);
   if (!f->c) return 2;

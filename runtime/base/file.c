@@ -28,11 +28,17 @@
 /* Doubling stops short of overflowing size_t; memory runs out long before. */
 #define READ_LIMIT (SIZE_MAX / 4)
 
-char *kiln_file_read_stream(FILE *f, size_t *len) {
+char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max) {
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap + 1);
   while (buf) {
     n += fread(buf + n, 1, cap - n, f);
+    if (n > max) { /* checked as it grows: /dev/zero or a FIFO has no size to look at first */
+      free(buf);
+      buf = NULL;
+      errno = EFBIG;
+      break;
+    }
     if (n < cap)
       break;
     char *bigger = cap >= READ_LIMIT ? NULL : realloc(buf, cap * 2 + 1);
@@ -58,15 +64,23 @@ char *kiln_file_read_stream(FILE *f, size_t *len) {
   return buf;
 }
 
-char *kiln_file_read(const char *path, size_t *len) {
+char *kiln_file_read_stream(FILE *f, size_t *len) {
+  return kiln_file_read_stream_max(f, len, SIZE_MAX);
+}
+
+char *kiln_file_read_max(const char *path, size_t *len, size_t max) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return NULL;
-  char *buf = kiln_file_read_stream(f, len);
+  char *buf = kiln_file_read_stream_max(f, len, max);
   int saved = errno;
   fclose(f);
   errno = saved;
   return buf;
+}
+
+char *kiln_file_read(const char *path, size_t *len) {
+  return kiln_file_read_max(path, len, SIZE_MAX);
 }
 
 /* ---------------------------------------------------------------- paths */

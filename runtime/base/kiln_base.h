@@ -63,6 +63,11 @@ bool kiln_scalar_is_float(KilnScalarKind k);
  * length in *len (may be NULL).  NULL with errno on failure (ENOMEM when it does not fit). */
 char *kiln_file_read(const char *path, size_t *len);
 char *kiln_file_read_stream(FILE *f, size_t *len);
+/* The same, refusing more than `max` bytes: NULL with errno EFBIG as soon as the read passes
+ * max (so /dev/zero, a FIFO or a huge file costs at most max bytes of memory).  Readers of
+ * inputs a user names (sources, caches, manifests) use this with a named limit. */
+char *kiln_file_read_max(const char *path, size_t *len, size_t max);
+char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max);
 
 /* Whether paths a and b name one existing file (same device and inode, so links, symlinks and
  * other spellings of a path count): commands refuse an output that is one of their inputs

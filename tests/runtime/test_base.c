@@ -93,6 +93,23 @@ static void test_read(void) {
   CHECK(!kiln_file_read(in_dir("missing"), &len) && errno == ENOENT, "missing: errno %d", errno);
 }
 
+/* The bounded reader: /dev/zero and a file one byte over the bound are refused with EFBIG
+ * after reading at most the bound; a file of exactly the bound reads. */
+static void test_read_max(void) {
+  size_t len = 0;
+  errno = 0;
+  CHECK(kiln_file_read_max("/dev/zero", &len, 1 << 20) == NULL && errno == EFBIG,
+        "/dev/zero: errno %d, want EFBIG", errno);
+  char data[100] = {0};
+  CHECK(kiln_file_write_atomic(in_dir("new"), data, sizeof data) == 0, "write");
+  char *got = kiln_file_read_max(in_dir("new"), &len, sizeof data);
+  CHECK(got && len == sizeof data, "a file of exactly the bound reads");
+  free(got);
+  errno = 0;
+  CHECK(kiln_file_read_max(in_dir("new"), &len, sizeof data - 1) == NULL && errno == EFBIG,
+        "one byte over the bound: errno %d", errno);
+}
+
 static void test_write_modes(void) {
   mode_t old = umask(022);
   CHECK(kiln_file_write_atomic(in_dir("new"), "one", 3) == 0, "create");
@@ -227,6 +244,7 @@ int main(void) {
   }
   test_names();
   test_read();
+  test_read_max();
   test_write_modes();
   test_write_symlink();
   test_write_failures();
