@@ -139,9 +139,10 @@ static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) 
   char path[4200];
   snprintf(path, sizeof path, "%s/manifest.txt", dir);
   size_t len = 0;
-  char *text = kiln_file_read(path, &len);
+  char *text = kiln_file_read_max(path, &len, TUNE_MAX_MANIFEST_BYTES);
   if (!text) {
-    fprintf(stderr, "kiln-tune-runner: error: cannot read '%s': %s\n", path, strerror(errno));
+    tune_report_read_error(stderr, "kiln-tune-runner", "manifest", path,
+                           "TUNE_MAX_MANIFEST_BYTES", TUNE_MAX_MANIFEST_BYTES);
     return -1;
   }
   int rc = strncmp(text, "kiln-tune-bundle 2\n", 19) ? -1 : 0, line_no = 1;

@@ -127,10 +127,11 @@ static int read_text(const char *path, KilnCache *out, bool *bad, bool *newer, F
   memset(out, 0, sizeof *out);
   *bad = *newer = false;
   size_t len = 0;
-  char *text = kiln_file_read(path, &len);
+  char *text = kiln_file_read_max(path, &len, TUNE_MAX_CACHE_BYTES);
   if (!text) {
     if (errno == ENOENT) return 0;
-    fprintf(err, "kiln: error: cannot read the cache '%s': %s\n", path, strerror(errno));
+    tune_report_read_error(err, "kiln", "cache", path, "TUNE_MAX_CACHE_BYTES",
+                           TUNE_MAX_CACHE_BYTES);
     return -1;
   }
   int version = 0;

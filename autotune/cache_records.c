@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,18 +24,71 @@ static bool same_identity(const KilnCacheRecord *a, const KilnCacheRecord *b) {
          !strcmp(a->device, b->device) && !strcmp(a->kiln_version, b->kiln_version);
 }
 
+/* ---------------------------------------------------------------- the identity index */
+
+/* FNV-1a over the identity fields, each with its terminating NUL so that ("ab","c") and
+ * ("a","bc") differ. */
+static uint64_t identity_hash(const KilnCacheRecord *r) {
+  const char *fields[] = {r->kernel, r->source_hash, r->tune_hash, r->config,
+                          r->key,    r->device,      r->kiln_version};
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+    for (const char *p = fields[f];; p++) {
+      h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+      if (!*p) break;
+    }
+  return h;
+}
+
+/* The slot holding r's identity, or the empty slot where it belongs (nslots is a power of two
+ * and at most half full, so the probe ends). */
+static size_t index_slot(const KilnCache *c, const KilnCacheRecord *r, size_t *probes) {
+  size_t mask = c->nslots - 1;
+  for (size_t s = (size_t)identity_hash(r) & mask;; s = (s + 1) & mask) {
+    if (!c->slots[s]) return s;
+    ++*probes;
+    if (same_identity(&c->records[c->slots[s] - 1], r)) return s;
+  }
+}
+
+/* Indexes records[0..count) in a table of at least twice as many slots. The first of
+ * duplicate identities (only in a hand-filled cache) is the one find returns. */
+static int index_rebuild(KilnCache *c, size_t want) {
+  size_t n = 64;
+  while (n < 2 * want) n *= 2;
+  size_t *slots = calloc(n, sizeof *slots);
+  if (!slots) return -1;
+  free(c->slots);
+  c->slots = slots;
+  c->nslots = n;
+  for (size_t i = 0; i < c->count; i++) {
+    size_t s = index_slot(c, &c->records[i], &c->probes);
+    if (!c->slots[s]) c->slots[s] = i + 1;
+  }
+  c->indexed = c->count;
+  return 0;
+}
+
 const KilnCacheRecord *kiln_cache_find(const KilnCache *c, const KilnCacheRecord *r) {
-  for (size_t i = 0; i < c->count; i++)
+  if (c->slots && c->indexed == c->count) {
+    size_t probes = 0; /* counted for puts only: find leaves the cache as it is */
+    size_t s = index_slot(c, r, &probes);
+    return c->slots[s] ? &c->records[c->slots[s] - 1] : NULL;
+  }
+  for (size_t i = 0; i < c->count; i++) /* a hand-made cache without an index */
     if (same_identity(&c->records[i], r)) return &c->records[i];
   return NULL;
 }
 
 int kiln_cache_put(KilnCache *c, const KilnCacheRecord *r) {
-  for (size_t i = 0; i < c->count; i++)
-    if (same_identity(&c->records[i], r)) {
-      c->records[i] = *r;
-      return 0;
-    }
+  if ((!c->slots || c->indexed != c->count || 2 * (c->count + 1) > c->nslots) &&
+      index_rebuild(c, c->count + 1) != 0)
+    return -1;
+  size_t s = index_slot(c, r, &c->probes);
+  if (c->slots[s]) {
+    c->records[c->slots[s] - 1] = *r;
+    return 0;
+  }
   if (c->count == c->cap) {
     size_t cap = c->cap ? c->cap * 2 : 16;
     KilnCacheRecord *nr = realloc(c->records, cap * sizeof *nr);
@@ -43,11 +97,14 @@ int kiln_cache_put(KilnCache *c, const KilnCacheRecord *r) {
     c->cap = cap;
   }
   c->records[c->count++] = *r;
+  c->slots[s] = c->count;
+  c->indexed = c->count;
   return 0;
 }
 
 void kiln_cache_free(KilnCache *c) {
   free(c->records);
+  free(c->slots);
   memset(c, 0, sizeof *c);
 }
 

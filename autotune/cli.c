@@ -33,7 +33,7 @@ const char *const kiln_tune_usage =
     "  --cpu CPU                cpu/emu: CPU target of the host code, native (default: this\n"
     "                           machine) or a portable baseline (generic, x86-64-v2...); part\n"
     "                           of the cache's device identity (docs/cli.md)\n"
-    "  --jobs N                 parallel builder workers (default 2)\n"
+    "  --jobs N                 parallel builder workers (default 2, at most 4 per CPU)\n"
     "  --budget SECONDS         bound on the wall time of the run\n"
     "  --timeout SECONDS        limit of one timing child (default 10)\n"
     "  --reps N                 timed runs per child in the first pass (default 5)\n"
@@ -104,6 +104,7 @@ static bool num(const char *s, double lo, double hi, double *out) {
 /* "sm_80,sm_90": oldest first, so that archs[0] is the PTX fallback every newer GPU can JIT. */
 static int parse_archs(const char *s, LibGpuArchs *g) {
   char buf[64];
+  if (strlen(s) >= sizeof buf) return -1; /* refused whole: a cut list could drop a bad name */
   snprintf(buf, sizeof buf, "%s", s);
   g->narchs = 0;
   bool seen[KILN_TARGET_COUNT] = {0};
@@ -140,6 +141,8 @@ static int parse_opts(int argc, char **argv, TuneOpts *o) {
     else if ((s = opt_value(argc, argv, &i, "--tuned-on"))) o->tuned_on = s;
     else if ((s = opt_value(argc, argv, &i, "--emit-bundle"))) o->bundle_dir = s;
     else if ((s = opt_value(argc, argv, &i, "--arch"))) {
+      if (strlen(s) > 63)
+        return usage(o, "--arch is longer than 63 characters, the most it holds; refused: '%s'", s);
       if (parse_archs(s, &o->gpu)) return usage(o, "--arch expects sm_80 and/or sm_90 (comma-separated), got '%s'", s);
     } else if ((s = define_value(argc, argv, &i))) {
       char err[160];
@@ -156,6 +159,13 @@ static int parse_opts(int argc, char **argv, TuneOpts *o) {
       o->max_mode = !strcmp(s, "max-autotune");
     } else if ((s = opt_value(argc, argv, &i, "--jobs"))) {
       if (!num(s, 1, 256, &v)) return usage(o, "--jobs expects 1..256, got '%s'", s);
+      long cpus = sysconf(_SC_NPROCESSORS_ONLN), most = TUNE_MAX_JOBS_PER_CPU * (cpus > 0 ? cpus : 1);
+      if (v > (double)most) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "--jobs %s is more than this machine's %ld CPU(s) can use: at "
+                 "most %ld (TUNE_MAX_JOBS_PER_CPU = %d per CPU)", s, cpus, most, TUNE_MAX_JOBS_PER_CPU);
+        return usage(o, "%s", msg);
+      }
       o->jobs = (int)v;
     } else if ((s = opt_value(argc, argv, &i, "--reps"))) {
       if (!num(s, 1, 64, &v)) return usage(o, "--reps expects 1..64, got '%s'", s);

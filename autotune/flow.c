@@ -44,7 +44,11 @@ typedef struct SourceFile {
 static void read_one_spec(SourceFile *f, const char *p, FILE *err) {
   char line[1024], e[256];
   size_t n = strcspn(p, "\n");
-  if (n >= sizeof line) n = sizeof line - 1;
+  if (n >= sizeof line) { /* never cut: a cut spec would tune another problem */
+    fprintf(err, "kiln tune: warning: %s: ignoring a kiln-tune-args line of %zu characters (the "
+                 "most is %zu)\n", f->path, n, sizeof line - 1);
+    return;
+  }
   memcpy(line, p, n);
   line[n] = '\0';
   if (tune_harness_parse(line, &f->specs[f->nspecs], e, sizeof e) == 0) f->nspecs++;
@@ -66,10 +70,12 @@ static void scan_spec_comments(SourceFile *f, FILE *err) {
 static int open_source(const char *path, SourceFile *f) {
   memset(f, 0, sizeof *f);
   f->path = path;
-  f->text = kiln_file_read(path, &f->len);
+  f->text = kiln_file_read_max(path, &f->len, TUNE_MAX_SOURCE_BYTES);
   if (!f->text) {
-    fprintf(stderr, "kiln: error: cannot read '%s': %s\n", path, strerror(errno));
-    return 2;
+    int saved = errno;
+    tune_report_read_error(stderr, "kiln", "source", path, "TUNE_MAX_SOURCE_BYTES",
+                           TUNE_MAX_SOURCE_BYTES);
+    return saved == EFBIG ? 1 : 2;
   }
   f->c = kiln_frontend_create(path, f->text, f->len);
   if (!f->c) return 2;
@@ -113,6 +119,9 @@ typedef struct Run {
   LibKernel *libk;
   int nks, nlibk, cap; /* cap: room of ks, libk and rep.kernels */
   char tmpdir[PATH_MAX];
+  int tmpdir_cleanup; /* its kiln_cleanup_register id: removed if a signal ends the run */
+  char *old_tmpdir;   /* TMPDIR before it was pointed at tmpdir (NULL: unset) */
+  bool tmpdir_set;
 } Run;
 
 /* Room for one more kernel in ks, libk and rep.kernels (they grow together). 0 or -1. */
@@ -186,7 +195,14 @@ static int open_sources(Run *R) {
 static int make_tmpdir(Run *R) {
   const char *base = getenv("TMPDIR");
   snprintf(R->tmpdir, sizeof R->tmpdir, "%s/kiln-tune-XXXXXX", base && *base ? base : "/tmp");
-  if (mkdtemp(R->tmpdir)) return 0;
+  if (mkdtemp(R->tmpdir)) {
+    R->tmpdir_cleanup = kiln_cleanup_register(R->tmpdir);
+    /* The children's temp files (the compiler's, the runtime's module directories) go in
+     * here too, so an interrupted run leaves nothing in the user's TMPDIR. */
+    R->old_tmpdir = base ? strdup(base) : NULL;
+    R->tmpdir_set = setenv("TMPDIR", R->tmpdir, 1) == 0;
+    return 0;
+  }
   fprintf(stderr, "kiln %s: error: mkdtemp: %s\n", R->cmd, strerror(errno));
   R->tmpdir[0] = '\0';
   return 2;
@@ -449,7 +465,7 @@ static int time_kernel(Run *R, int ki) {
   TuneJob j = job_of(R, ki);
   size_t before = R->fresh.count;
   if (tune_kernel(&j) != 0) return 2;
-  KilnCache done = {R->fresh.records + before, R->fresh.count - before, 0};
+  KilnCache done = {.records = R->fresh.records + before, .count = R->fresh.count - before};
   int rc = R->o->cache && done.count ? kiln_cache_merge_save(R->o->cache, &done, stderr) : 0;
   return rc ? (rc > 0 ? 1 : 2) : 0;
 }
@@ -534,7 +550,15 @@ static int flow_bundle(Run *R) {
 
 static void run_free(Run *R) {
   if (R->bundle.mf) tune_bundle_end(&R->bundle, false, stderr);
-  if (R->tmpdir[0]) nftw(R->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (R->tmpdir[0]) {
+    nftw(R->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    kiln_cleanup_unregister(R->tmpdir_cleanup);
+  }
+  if (R->tmpdir_set) {
+    if (R->old_tmpdir) setenv("TMPDIR", R->old_tmpdir, 1);
+    else unsetenv("TMPDIR");
+  }
+  free(R->old_tmpdir);
   for (int i = 0; i < R->rep.nkernels; i++) {
     tune_cands_free(R->rep.kernels[i].space, R->rep.kernels[i].nspace);
     tune_cands_free(R->rep.kernels[i].cands, R->rep.kernels[i].ncands);

@@ -75,9 +75,18 @@ typedef struct KilnCacheRecord {
   char detail[256];      /* why it failed, for the report */
 } KilnCacheRecord;
 
+/* records[0..count) in the order they were added. `slots` is a hash index of their
+ * identities (open addressing; a slot holds a record's position + 1, 0 is empty) so that put
+ * and find take constant time and a cache of n records loads and merges in O(n); it covers
+ * records[0..indexed) and is rebuilt by kiln_cache_put when a caller filled `records` itself.
+ * A cache written by hand as {.records, .count} has no index: find then scans. */
 typedef struct KilnCache {
   KilnCacheRecord *records;
   size_t count, cap;
+  size_t *slots;
+  size_t nslots, indexed;
+  size_t probes; /* identity comparisons made by kiln_cache_put so far: the tests check that
+                    a merge of n records costs O(n) of them, not O(n^2) */
 } KilnCache;
 
 const char *kiln_cache_status_name(KilnCacheStatus s);

@@ -14,10 +14,28 @@
 #include "kiln_autotune.h"
 #include "kiln_base.h"
 
+#include <stdio.h>
 #include <sys/types.h>
 
 #define TUNE_MAX_PARAMS 32
 #define TUNE_MAX_KEYS 8
+
+/* The most bytes the tuner reads from one file a user names: a Kiln source, a tuning cache,
+ * a bundle manifest. Past the limit the file is refused with its name and the limit's, so
+ * `kiln tune /dev/zero` or a runaway file costs at most that much memory instead of all of
+ * it. Sized far above real inputs: the BERT kernels are a few KiB each, and a cache record is
+ * about 400 bytes (TUNE_MAX_CACHE_BYTES holds about 600,000 of them). */
+#define TUNE_MAX_SOURCE_BYTES ((size_t)64 << 20)
+#define TUNE_MAX_CACHE_BYTES ((size_t)256 << 20)
+#define TUNE_MAX_MANIFEST_BYTES ((size_t)64 << 20)
+/* Builder workers per online CPU (--jobs): more only thrash, each worker holds a compiler. */
+#define TUNE_MAX_JOBS_PER_CPU 4
+
+/* The message for a file that could not be read whole (errno from kiln_file_read_max): names
+ * the limit when the file is too large. */
+void tune_report_read_error(FILE *err, const char *who, const char *what, const char *path,
+                            const char *limit_name, size_t limit);
+
 
 /* ---------------------------------------------------------------- problem.c: calls and inputs */
 

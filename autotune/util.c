@@ -1,4 +1,5 @@
-/* util.c — clocks and hashes shared by the tuner's stages (files: kiln_base.h). */
+/* util.c — clocks, hashes and read-error messages shared by the tuner's stages (files:
+ * kiln_base.h). */
 #include "tune_core.h"
 
 #include <errno.h>
@@ -30,4 +31,13 @@ void tune_child_dies_with_parent(pid_t parent) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
   if (getppid() != parent) _exit(1); /* the tuner died between fork and here */
+}
+
+void tune_report_read_error(FILE *err, const char *who, const char *what, const char *path,
+                            const char *limit_name, size_t limit) {
+  if (errno == EFBIG)
+    fprintf(err, "%s: error: the %s '%s' is larger than %s (%zu MiB); refused\n", who, what,
+            path, limit_name, limit >> 20);
+  else
+    fprintf(err, "%s: error: cannot read the %s '%s': %s\n", who, what, path, strerror(errno));
 }

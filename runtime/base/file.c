@@ -9,7 +9,9 @@
  *   - a symlink is followed: the file it points to is replaced (through a temp file in that
  *     file's directory), so a cache shared through a link stays shared;
  *   - the new file gets the mode an ordinary create would (0666 less the umask) rather than
- *     mkstemp's 0600, and a file that exists keeps its mode. */
+ *     mkstemp's 0600, and a file that exists keeps its mode.
+ * The temp file is registered with cleanup.c until it is renamed or removed, so SIGINT or
+ * SIGTERM during a write leaves no temp file behind either. */
 #include "kiln_base.h"
 
 #include <errno.h>
@@ -26,11 +28,17 @@
 /* Doubling stops short of overflowing size_t; memory runs out long before. */
 #define READ_LIMIT (SIZE_MAX / 4)
 
-char *kiln_file_read_stream(FILE *f, size_t *len) {
+char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max) {
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap + 1);
   while (buf) {
     n += fread(buf + n, 1, cap - n, f);
+    if (n > max) { /* checked as it grows: /dev/zero or a FIFO has no size to look at first */
+      free(buf);
+      buf = NULL;
+      errno = EFBIG;
+      break;
+    }
     if (n < cap)
       break;
     char *bigger = cap >= READ_LIMIT ? NULL : realloc(buf, cap * 2 + 1);
@@ -56,15 +64,23 @@ char *kiln_file_read_stream(FILE *f, size_t *len) {
   return buf;
 }
 
-char *kiln_file_read(const char *path, size_t *len) {
+char *kiln_file_read_stream(FILE *f, size_t *len) {
+  return kiln_file_read_stream_max(f, len, SIZE_MAX);
+}
+
+char *kiln_file_read_max(const char *path, size_t *len, size_t max) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return NULL;
-  char *buf = kiln_file_read_stream(f, len);
+  char *buf = kiln_file_read_stream_max(f, len, max);
   int saved = errno;
   fclose(f);
   errno = saved;
   return buf;
+}
+
+char *kiln_file_read(const char *path, size_t *len) {
+  return kiln_file_read_max(path, len, SIZE_MAX);
 }
 
 /* ---------------------------------------------------------------- paths */
@@ -113,6 +129,7 @@ static mode_t new_mode(const char *target) {
 }
 
 static void release(KilnAtomicFile *af) {
+  kiln_cleanup_unregister(af->cleanup - 1);
   free(af->target);
   free(af->tmp);
   memset(af, 0, sizeof *af);
@@ -138,6 +155,7 @@ int kiln_atomic_begin(KilnAtomicFile *af, const char *path) {
     release(af);
     return errno = saved, -1;
   }
+  af->cleanup = kiln_cleanup_register(af->tmp) + 1; /* gone if a signal ends us before commit */
   if (fchmod(fd, new_mode(af->target)) != 0 || !(af->f = fdopen(fd, "wb"))) {
     int saved = errno;
     close(fd);

@@ -93,6 +93,11 @@ typedef struct KilnGpuUsage {
  * length in *len (may be NULL).  NULL with errno on failure (ENOMEM when it does not fit). */
 char *kiln_file_read(const char *path, size_t *len);
 char *kiln_file_read_stream(FILE *f, size_t *len);
+/* The same, refusing more than `max` bytes: NULL with errno EFBIG as soon as the read passes
+ * max (so /dev/zero, a FIFO or a huge file costs at most max bytes of memory).  Readers of
+ * inputs a user names (sources, caches, manifests) use this with a named limit. */
+char *kiln_file_read_max(const char *path, size_t *len, size_t max);
+char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max);
 
 /* Whether paths a and b name one existing file (same device and inode, so links, symlinks and
  * other spellings of a path count): commands refuse an output that is one of their inputs
@@ -113,6 +118,7 @@ typedef struct KilnAtomicFile {
   char *target; /* the resolved path */
   char *tmp;
   int err; /* the first write error (errno), reported by commit */
+  int cleanup; /* kiln_cleanup_register's id of tmp, + 1 (0: none) */
 } KilnAtomicFile;
 /* 0, or -1 with errno (nothing to clean up then). */
 int kiln_atomic_begin(KilnAtomicFile *af, const char *path);
@@ -122,6 +128,18 @@ int kiln_atomic_commit(KilnAtomicFile *af);
 void kiln_atomic_abort(KilnAtomicFile *af);
 /* The whole of data as the file at path, by the steps above: 0, or -1 with errno. */
 int kiln_file_write_atomic(const char *path, const void *data, size_t size);
+
+/* ---------------------------------------------------------------- cleanup on signals (cleanup.c) */
+
+/* Temp files and directories removed if SIGINT, SIGTERM or SIGHUP ends the process (then the
+ * process still dies of that signal).  The atomic writer registers its temp file; `kiln tune`
+ * its build directory (a directory is removed with its contents).  The first registration
+ * installs the handlers, only for signals whose action is the default.  A forked child removes
+ * only what it registered itself.  Returns an id for kiln_cleanup_unregister, or -1 (a path of
+ * 4096 bytes or more, or all 64 slots in use: the path is then only removed on ordinary exits).
+ * Unregister once the path is renamed or removed. */
+int kiln_cleanup_register(const char *path);
+void kiln_cleanup_unregister(int id);
 
 /* ---------------------------------------------------------------- f16 / bf16 (half.c) */
 

@@ -10,6 +10,7 @@
 #                  a newer format is refused (by `kiln tune` too) and left where it is
 #   symlink        a symlinked cache stays a link; its target gets the records
 #   kill           a SIGKILLed `kiln tune` keeps the records of the kernels it finished
+#   interrupt      SIGINT/SIGTERM during `kiln tune`: no temp directory or file left, the cache whole
 #   modes          new outputs get 0666 less the umask, replaced ones keep their mode
 # Hostile inputs are in caches/ (caches/README.md).
 # Usage: files_test.sh KILN KERNEL_DIR CASE   (KEEP=1 keeps the temp dir for a look)
@@ -179,6 +180,36 @@ case_kill() {
   grep -q '"kernel": "faulty"' "$tmp/c.json" && fail "the killed kernel has records"
 }
 
+case_interrupt() {
+  # SIGINT, then SIGTERM, to a tune that is building or timing (faulty at MODE 2 spins): the
+  # tuner dies of the signal, its temp directory (TMPDIR/kiln-tune-*) and every temp file of
+  # the atomic writer are gone, and the cache is the complete old one (the kernel's records are
+  # saved only once it is tuned).
+  run first 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --args "$args" || return
+  local before sig
+  before=$(cksum <"$tmp/c.json")
+  mkdir -p "$tmp/t"
+  for sig in INT TERM; do
+    # A non-interactive shell starts background jobs with SIGINT ignored; a Ctrl-C reaches a
+    # foreground tuner with the default action, which `env --default-signal` restores here.
+    TMPDIR="$tmp/t" env --default-signal=INT "$kiln" tune "$kdir/faulty.kiln" --reps 1 --timeout 100 -D MODE=2 \
+      --cache "$tmp/c.json" --args 'n=1000; x: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)' \
+      >"$tmp/int.out" 2>&1 &
+    local pid=$! waited=0
+    until [ -n "$(find "$tmp/t" -name 'v*.o' 2>/dev/null)" ] || [ $waited -ge 600 ]; do
+      sleep 0.1; waited=$((waited + 1))
+    done
+    [ $waited -lt 600 ] || fail "SIG$sig: the tuner built nothing in 60 s"
+    kill -"$sig" "$pid"
+    wait "$pid"
+    local rc=$?
+    [ $rc -eq $((128 + $(kill -l "$sig"))) ] || fail "SIG$sig: exit $rc, want death by the signal"
+    [ -z "$(ls -A "$tmp/t")" ] || fail "SIG$sig: left in TMPDIR: $(ls -A "$tmp/t")"
+    [ -z "$(find "$tmp" -maxdepth 1 -name '*.tmp.*')" ] || fail "SIG$sig: a temp file was left"
+    unchanged "$tmp/c.json" "$before"
+  done
+}
+
 case_modes() {
   umask 022
   run tune-1 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --report-svg "$tmp/r.svg" \
@@ -204,6 +235,7 @@ bad_medians) case_bad_medians ;;
 reader) case_reader ;;
 symlink) case_symlink ;;
 kill) case_kill ;;
+interrupt) case_interrupt ;;
 modes) case_modes ;;
 *) echo "unknown case $case"; exit 64 ;;
 esac

@@ -8,6 +8,12 @@
 #                  cut to its first 100,000 configs without a word); with -D A=1 it fits
 #   long_name      a kernel name of more than 63 characters is refused, naming TUNE_MAX_NAME
 #                  (records and libraries used to hold it truncated)
+#   dev_zero       /dev/zero as a source or a cache is refused at TUNE_MAX_SOURCE_BYTES /
+#                  TUNE_MAX_CACHE_BYTES (it used to be read until memory ran out)
+#   options        --jobs past TUNE_MAX_JOBS_PER_CPU per CPU, an --arch list past its 63
+#                  characters: exit 64 with a message (the list used to be cut)
+#   long_spec      a kiln-tune-args line past 1023 characters is ignored with a warning (it
+#                  used to be cut)
 # Usage: limits_test.sh KILN CASE   (KEEP=1 keeps the temp dir for a look)
 set -u
 kiln=$1 case=$2
@@ -75,6 +81,42 @@ long_name)
   run lib 1 "$kiln" lib "$tmp/long.kiln" -o "$tmp/lib" --args "$args" &&
     says lib "72 characters.*TUNE_MAX_NAME"
   run tune 1 "$kiln" tune "$tmp/long.kiln" --args "$args" && says tune "TUNE_MAX_NAME"
+  ;;
+dev_zero)
+  # /dev/zero as the source and as the cache: refused once TUNE_MAX_SOURCE_BYTES /
+  # TUNE_MAX_CACHE_BYTES are read (it used to read until memory ran out); ulimit -v makes a
+  # runaway read fail fast here instead of taking the machine's memory
+  kernel ok 'BLOCK in [64];' >"$tmp/ok.kiln"
+  ( ulimit -v 2000000
+    run src-tune 1 "$kiln" tune /dev/zero --args "$args" && says src-tune "TUNE_MAX_SOURCE_BYTES"
+    run src-lib 1 "$kiln" lib /dev/zero -o "$tmp/lib" --args "$args" && says src-lib "TUNE_MAX_SOURCE_BYTES"
+    run cache-lib 2 "$kiln" lib "$tmp/ok.kiln" -o "$tmp/lib" --cache /dev/zero --args "$args" &&
+      says cache-lib "TUNE_MAX_CACHE_BYTES"
+    run cache-tune 2 "$kiln" tune "$tmp/ok.kiln" --cache /dev/zero --args "$args" &&
+      says cache-tune "TUNE_MAX_CACHE_BYTES"
+    exit $fails ) || fails=$((fails + $?))
+  [ ! -e "$tmp/lib/kernels.h" ] || fail "a library was written"
+  ;;
+options)
+  # numbers and lists past what the machine or the field holds: exit 64 with a message
+  kernel ok 'BLOCK in [64];' >"$tmp/ok.kiln"
+  cpus=$(getconf _NPROCESSORS_ONLN)
+  if [ $((4 * cpus + 1)) -le 256 ]; then
+    run jobs 64 "$kiln" tune "$tmp/ok.kiln" --jobs $((4 * cpus + 1)) --args "$args" &&
+      says jobs "TUNE_MAX_JOBS_PER_CPU"
+  fi
+  run jobs-ok 0 "$kiln" tune "$tmp/ok.kiln" --jobs "$cpus" --reps 1 --args "$args"
+  long="sm_90$(printf ',sm_90%.0s' $(seq 1 12))" # 77 characters: every name valid
+  run arch 64 "$kiln" lib "$tmp/ok.kiln" -o "$tmp/lib" --device cuda --arch "$long" --args "$args" &&
+    says arch "longer than 63 characters"
+  run arch-bad 64 "$kiln" lib "$tmp/ok.kiln" -o "$tmp/lib" --device cuda \
+    --arch "sm_90$(printf ',%.0s' $(seq 1 60))bogus" --args "$args" && says arch-bad "longer than 63"
+  ;;
+long_spec)
+  # a `// kiln-tune-args:` line longer than the spec buffer is ignored with a warning, never cut
+  { printf '// kiln-tune-args: n=64; x: f32[n]; grid=1 %s\n' "$(printf ' %.0s' $(seq 1 1100))"
+    kernel ok 'BLOCK in [64];'; } >"$tmp/spec.kiln"
+  run spec 1 "$kiln" tune "$tmp/spec.kiln" --reps 1 && says spec "ignoring a kiln-tune-args line of [0-9]+ characters"
   ;;
 *) fail "unknown case"; ;;
 esac

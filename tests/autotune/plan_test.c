@@ -207,7 +207,7 @@ static void test_lib_winners(const KilnTune *t) {
       rec("k", "tb", "cpu:other", "n=1024", 64, 0.01),
       rec("j", "tb", dev, "n=1024", 64, 0.01),
   };
-  KilnCache cache = {rs, sizeof rs / sizeof rs[0], 0};
+  KilnCache cache = {.records = rs, .count = sizeof rs / sizeof rs[0]};
   TunePins pins = {0};
   TunePlanQuery q = {t, &pins, "src1", "tb", dev, false};
   LibKernel lk = lib_kernel();
@@ -246,7 +246,7 @@ static void test_recorded_gpu(void) {
   KilnCacheRecord rs[] = {rec("k", "tb", "cuda:A100:sm_80", "n=1", 64, 1),
                           rec("k", "tb", "cuda:H100:sm_90", "n=1", 64, 1),
                           rec("k", "tb", "cpu:test", "n=1", 64, 1)};
-  KilnCache cache = {rs, 3, 0};
+  KilnCache cache = {.records = rs, .count = 3};
   char dev[256], other[256];
   CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", NULL, dev, sizeof dev, other, sizeof other) == -1 &&
         !strcmp(dev, "cuda:A100:sm_80") && !strcmp(other, "cuda:H100:sm_90"), "two GPUs: ambiguous");

@@ -1,6 +1,8 @@
 /* test_base.c — the shared vocabulary (runtime/base/kiln_base.h) on its own: the target and
  * scalar names, whole-file reads, the atomic writer (modes, symlinks, aborts and failures leave
- * the old file and no temp file) and the f16/bf16 conversions at known bit patterns.
+ * the old file and no temp file), the temp paths removed when SIGINT/SIGTERM ends the process
+ * (a forked child killed in the middle of a write, and with a registered tree) and the f16/bf16
+ * conversions at known bit patterns.
  *
  * Files are made in a fresh directory under the current one (ctest runs in the build tree) and
  * removed at the end.  Exit status: the number of failed checks. */
@@ -11,7 +13,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/check.h"
@@ -89,6 +93,23 @@ static void test_read(void) {
   CHECK(!kiln_file_read(in_dir("missing"), &len) && errno == ENOENT, "missing: errno %d", errno);
 }
 
+/* The bounded reader: /dev/zero and a file one byte over the bound are refused with EFBIG
+ * after reading at most the bound; a file of exactly the bound reads. */
+static void test_read_max(void) {
+  size_t len = 0;
+  errno = 0;
+  CHECK(kiln_file_read_max("/dev/zero", &len, 1 << 20) == NULL && errno == EFBIG,
+        "/dev/zero: errno %d, want EFBIG", errno);
+  char data[100] = {0};
+  CHECK(kiln_file_write_atomic(in_dir("new"), data, sizeof data) == 0, "write");
+  char *got = kiln_file_read_max(in_dir("new"), &len, sizeof data);
+  CHECK(got && len == sizeof data, "a file of exactly the bound reads");
+  free(got);
+  errno = 0;
+  CHECK(kiln_file_read_max(in_dir("new"), &len, sizeof data - 1) == NULL && errno == EFBIG,
+        "one byte over the bound: errno %d", errno);
+}
+
 static void test_write_modes(void) {
   mode_t old = umask(022);
   CHECK(kiln_file_write_atomic(in_dir("new"), "one", 3) == 0, "create");
@@ -134,6 +155,47 @@ static void test_write_failures(void) {
   CHECK(kiln_file_write_atomic(in_dir("sub"), "x", 1) == -1, "a directory is not replaced");
   CHECK(temp_files() == 0, "no temp file after a failed rename");
   rmdir(in_dir("sub"));
+}
+
+/* A child that begins an atomic write of "keep" and registers a small tree, then is ended by
+ * `sig` before it commits: it must die of that signal, the old file must be intact, and neither
+ * the temp file nor the tree may be left. A path the child did not register (made by the
+ * parent) must survive. */
+static void interrupted_child(int sig) {
+  CHECK(kiln_file_write_atomic(in_dir("keep"), "kept", 4) == 0, "keep");
+  CHECK(mkdir(in_dir("parents"), 0755) == 0, "mkdir parents");
+  int parents = kiln_cleanup_register(in_dir("parents"));
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    KilnAtomicFile af;
+    if (kiln_atomic_begin(&af, in_dir("keep")) != 0) _exit(3);
+    kiln_atomic_write(&af, "half", 4);
+    fflush(af.f);
+    if (mkdir(in_dir("tree"), 0755) || mkdir(in_dir("tree/sub"), 0755) ||
+        kiln_file_write_atomic(in_dir("tree/sub/f"), "x", 1) ||
+        kiln_file_write_atomic(in_dir("tree/g"), "y", 1))
+      _exit(4);
+    if (kiln_cleanup_register(in_dir("tree")) < 0) _exit(5);
+    raise(sig);
+    _exit(6); /* not reached: the signal's default action ends the child */
+  }
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == sig,
+        "the child should die of signal %d (status 0x%x)", sig, (unsigned)status);
+  CHECK(has_text(in_dir("keep"), "kept"), "signal %d: the old file is not intact", sig);
+  CHECK(temp_files() == 0, "signal %d: a temp file was left", sig);
+  struct stat st;
+  CHECK(stat(in_dir("tree"), &st) != 0, "signal %d: the registered tree was left", sig);
+  CHECK(stat(in_dir("parents"), &st) == 0, "signal %d: the child removed its parent's path", sig);
+  kiln_cleanup_unregister(parents);
+  rmdir(in_dir("parents"));
+}
+
+static void test_signal_cleanup(void) {
+  interrupted_child(SIGINT);
+  interrupted_child(SIGTERM);
 }
 
 static uint32_t bits(float f) {
@@ -182,9 +244,11 @@ int main(void) {
   }
   test_names();
   test_read();
+  test_read_max();
   test_write_modes();
   test_write_symlink();
   test_write_failures();
+  test_signal_cleanup();
   test_half();
   const char *names[] = {"big", "empty", "new", "real", "link", "keep"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
