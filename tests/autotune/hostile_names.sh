@@ -22,7 +22,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 names=(
   # C and C++ keywords and the standard headers' keyword macros (Kiln's own keywords aside)
   int float double char void static restrict register volatile extern struct union enum typedef
-  sizeof switch case default goto break continue do while long short signed unsigned auto
+  sizeof switch case default goto do long short signed unsigned auto
   inline _Bool _Atomic _Noreturn _Generic bool nullptr typeof alignas static_assert
   thread_local constexpr class new delete template this namespace operator and or not
   # types and object-like macros of standard headers, predefined macros of GNU modes
