@@ -11,24 +11,15 @@
 
 static _Alignas(8) char layouts_id, to_llvm_id, to_emu_id;
 
-/* kiln.num_stages as the caller asked (kiln_mlirgen writes the kernel's own); read by the
- * lowering, which records it (a pipelined K loop needs the promises of docs/gpu-lowering.md). */
-static void record_num_stages(MlirOperation module, int num_stages) {
+/* An i32 attribute on every kernel, for the lowering (which has no options of its own):
+ * kiln.num_stages as the caller asked (kiln_mlirgen writes the kernel's own; a pipelined K loop
+ * needs the promises of docs/gpu-lowering.md) and kiln.smem_limit, the target's shared memory. */
+static void record_on_kernels(MlirOperation module, const char *attr, int value) {
   MlirContext ctx = mlirOperationGetContext(module);
   KilnOpList ks = kiln_ir_kernels(module, "func.func", "kiln.kernel");
   for (size_t i = 0; i < ks.n; i++)
-    mlirOperationSetAttributeByName(ks.ops[i], mlirStringRefCreateFromCString("kiln.num_stages"),
-                                    kiln_ir_attr_i32(ctx, num_stages));
-  kiln_op_list_free(&ks);
-}
-
-/* The target's shared-memory limit, for the SIMT lowering (which has no options of its own). */
-static void record_smem_limit(MlirOperation module, int limit) {
-  MlirContext ctx = mlirOperationGetContext(module);
-  KilnOpList ks = kiln_ir_kernels(module, "func.func", "kiln.kernel");
-  for (size_t i = 0; i < ks.n; i++)
-    mlirOperationSetAttributeByName(ks.ops[i], mlirStringRefCreateFromCString("kiln.smem_limit"),
-                                    kiln_ir_attr_i32(ctx, limit));
+    mlirOperationSetAttributeByName(ks.ops[i], mlirStringRefCreateFromCString(attr),
+                                    kiln_ir_attr_i32(ctx, value));
   kiln_op_list_free(&ks);
 }
 
@@ -39,9 +30,9 @@ int kiln_gpu_smem_limit(const char *arch) {
 static MlirLogicalResult layouts_body(MlirOperation module, void *opts) {
   const KilnStageOptions *o = opts;
   if (o->num_stages > 0)
-    record_num_stages(module, o->num_stages);
+    record_on_kernels(module, "kiln.num_stages", o->num_stages);
   if (o->smem_limit > 0)
-    record_smem_limit(module, o->smem_limit);
+    record_on_kernels(module, "kiln.smem_limit", o->smem_limit);
   int num_warps = o->num_warps;
   return kiln_gpu_layouts_module(module, &num_warps);
 }
