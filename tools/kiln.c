@@ -264,16 +264,6 @@ static int cmd_compile(int argc, char **argv) {
 
 /* ---- kiln stat ---- */
 
-static const char *stat_ptxas_path(void) {
-  const char *env = getenv("KILN_PTXAS");
-  if (env && *env) return env;
-#ifdef KILN_PTXAS_PATH
-  return KILN_PTXAS_PATH;
-#else
-  return NULL; /* ptxas on PATH */
-#endif
-}
-
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
   return n >= m && strcmp(s + n - m, suffix) == 0;
@@ -354,7 +344,7 @@ static int stat_report(const CompileArgs *ca, const char *arch, const char *ptx,
   }
   /* Without ptxas the PTX half of the report still stands; PTX ptxas rejects is an error. */
   char *log = NULL;
-  bool assembled = kiln_gpu_ptxas(stat_ptxas_path(), ptx, arch, NULL, NULL, NULL, &log) == KILN_MLIR_OK;
+  bool assembled = kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, arch, NULL, NULL, NULL, &log) == KILN_MLIR_OK;
   bool rejected = !assembled && log;
   if (!assembled && !log)
     fprintf(stderr, "kiln stat: warning: ptxas is not available (set KILN_PTXAS); the report "

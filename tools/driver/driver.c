@@ -226,7 +226,7 @@ static KilnDriverStatus emit_host_object(Job *j, KilnBuffer *out) {
   return take_bytes(out, obj, len, kiln_mlir_buffer_free);
 }
 
-static const char *ptxas_path(void) {
+const char *kiln_driver_ptxas_path(void) {
   const char *env = getenv("KILN_PTXAS");
   if (env && *env) return env;
 #ifdef KILN_PTXAS_PATH
@@ -253,7 +253,7 @@ static KilnDriverStatus emit_ptx_or_cubin(Job *j, const char *arch, KilnEmit emi
   size_t cubin_len = 0;
   KilnGpuPtxasInfo info;
   char *log = NULL;
-  st = kiln_gpu_ptxas(ptxas_path(), ptx, arch, &cubin, &cubin_len, &info, &log);
+  st = kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, arch, &cubin, &cubin_len, &info, &log);
   free(ptx);
   if (st != KILN_MLIR_OK) {
     fprintf(j->diag, "kiln: error: ptxas failed for %s%s%s\n", arch, log ? ":\n" : "",

@@ -97,6 +97,9 @@ struct KilnPipeline;
 const struct KilnPipeline *kiln_driver_pipeline(KilnTarget t);
 
 const char *kiln_emit_name(KilnEmit e);
+/* The ptxas the driver runs: $KILN_PTXAS, else the one found at configure time, else NULL
+ * (ptxas on PATH). */
+const char *kiln_driver_ptxas_path(void);
 KilnEmit kiln_emit_from_name(const char *name);
 
 /* Files (whole-file reads, atomic writes, kiln_file_same): kiln_base.h. */
