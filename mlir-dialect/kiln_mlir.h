@@ -287,8 +287,8 @@ MlirBlock kiln_ir_module_body(MlirModule m);
  *   cpu          = front + cpu back            (kiln_pipeline_cpu, cpu/kiln_cpu.h)
  *   sm_80, sm_90 = front + GPU back            (kiln_gpu_pipeline, kiln_gpu.h)
  *   emu          = front + GPU back + emu      (kiln_gpu_pipeline_emu, kiln_gpu.h)
- * The front is verify, kiln-dce; the cpu back canonicalize, cse, convert-kiln-to-cpu, then the
- * upstream lowering of the CPU code to the llvm dialect, one stage per upstream pass.  Stage
+ * The front is verify, widen-offsets, kiln-dce; the cpu back canonicalize, cse,
+ * convert-kiln-to-cpu, then the upstream lowering of the CPU code to the llvm dialect, one stage per upstream pass.  Stage
  * names are unique within a pipeline (kiln_pipeline_stage_name lists them). */
 
 /* What a stage's pass may be told (0: the kernel's own attribute). */
@@ -298,6 +298,9 @@ typedef struct KilnStageOptions {
   /* > 0: bytes of shared memory (static + dynamic) a program may have on the target
    * (kiln_gpu_smem_limit); the GPU lowering budgets and checks against it. 0: sm_90's. */
   int smem_limit;
+  /* 64: offsets that feed a pointer are computed in i64 (widen-offsets), for buffers of 2^31
+   * elements or more; 0 or 32: i32, and the module promises fewer (kiln.index_bits). */
+  int index_bits;
 } KilnStageOptions;
 
 typedef struct KilnStage {
@@ -322,7 +325,7 @@ typedef struct KilnPipeline {
   const KilnStageList *parts[KILN_PIPELINE_MAX_PARTS]; /* in order; unused ones NULL */
 } KilnPipeline;
 
-extern const KilnStageList kiln_stages_front; /* verify, kiln-dce: every target */
+extern const KilnStageList kiln_stages_front; /* verify, widen-offsets, kiln-dce: every target */
 
 typedef struct KilnPipelineOptions {
   KilnStageOptions stage; /* handed to every stage's pass */
@@ -351,6 +354,8 @@ const char *kiln_pipeline_stage_name(const KilnPipeline *p, size_t i); /* NULL p
  * the caller until added to a pass manager. */
 MlirPass kiln_pass_create_verify(void);
 MlirPass kiln_pass_create_dce(void);
+/* widen-offsets with o's index_bits (o may be NULL: 32). */
+MlirPass kiln_pass_create_widen_offsets(const KilnStageOptions *o);
 
 /* ---------------------------------------------------------------- output
  * Both take a module fully lowered to the llvm dialect (after kiln_pipeline_run). */

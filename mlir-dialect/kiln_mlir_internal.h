@@ -82,6 +82,8 @@ MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const 
 /* The front's pass bodies (passes.c). */
 MlirLogicalResult kiln_verify_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_dce_module(MlirOperation module, void *opts);
+/* widen-offsets (widen_offsets.c); opts is a KilnStageOptions. */
+MlirLogicalResult kiln_widen_offsets_module(MlirOperation module, void *opts);
 
 /* ---------------------------------------------------------------- the rewrite kit (rewrite.c)
  * What the lowerings that rebuild the IR share (cpu/, gpu/lower*.c, gpu/emu_lower.c). */

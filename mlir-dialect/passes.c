@@ -57,12 +57,19 @@ MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const 
 }
 
 /* MLIR wants each pass's TypeID from a distinct 8-byte-aligned address. */
-static _Alignas(8) char verify_id, dce_id;
+static _Alignas(8) char verify_id, dce_id, widen_id;
 
 MlirPass kiln_pass_create_verify(void) {
   return kiln_pass_make(mlirTypeIDCreate(&verify_id), "KilnVerify", "kiln-verify",
                         "check kiln op shapes and types", kiln_verify_module, NULL, 0);
 }
+MlirPass kiln_pass_create_widen_offsets(const KilnStageOptions *o) {
+  KilnStageOptions none = {0};
+  return kiln_pass_make(mlirTypeIDCreate(&widen_id), "KilnWidenOffsets", "widen-offsets",
+                        "compute pointer offsets in i64 where index_bits is 64",
+                        kiln_widen_offsets_module, o ? o : &none, sizeof *o);
+}
+
 MlirPass kiln_pass_create_dce(void) {
   return kiln_pass_make(mlirTypeIDCreate(&dce_id), "KilnDCE", "kiln-dce",
                         "remove unused side-effect-free kiln ops", kiln_dce_module, NULL, 0);

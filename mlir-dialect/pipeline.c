@@ -1,7 +1,7 @@
 /* pipeline.c - the one pipeline runner, and the stages every target shares.
  *
  * A pipeline is a list of parts, each a table of stages (kiln_mlir.h): the front here
- * (verify, kiln-dce) runs for every target; cpu/pipeline.c lists the cpu back and
+ * (verify, widen-offsets, kiln-dce) runs for every target; cpu/pipeline.c lists the cpu back and
  * gpu/pipeline.c the GPU back and the emu rewrite in the same table type.  Each target's
  * pipeline is the same data run by the same function, so --dump-after, --stop-after and the
  * stage list mean the same thing on every target.
@@ -12,7 +12,8 @@
 
 /* ---------------------------------------------------------------- the stage tables */
 
-/* The front's passes take no options; the stage signature lets the GPU's take theirs. */
+/* verify and kiln-dce take no options; the stage signature lets widen-offsets and the GPU's
+ * passes take theirs. */
 static MlirPass create_verify(const KilnStageOptions *o) {
   (void)o;
   return kiln_pass_create_verify();
@@ -24,6 +25,7 @@ static MlirPass create_dce(const KilnStageOptions *o) {
 
 static const KilnStage front_stages[] = {
     {"verify", create_verify, NULL, KILN_MLIR_ERR_VERIFY},
+    {"widen-offsets", kiln_pass_create_widen_offsets, NULL, 0},
     {"kiln-dce", create_dce, NULL, 0},
 };
 

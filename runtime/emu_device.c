@@ -16,12 +16,15 @@
  *   executable linking libkilnrt.a). `keep_intrinsics` below references every intrinsic so a
  *   static link pulls all of them in, used or not.
  * - get_function finds `kiln_emu_entry_NAME` and the kernel's metadata `kiln_emu_meta_NAME`
- *   (uint32_t[4]: version, threads per block, static shared bytes, parameter count; written by
- *   mlir-dialect/gpu/emu_lower.c).
+ *   (version, threads per block, static shared bytes, parameter count, dynamic shared bytes,
+ *   offset bits, registers per thread; written by mlir-dialect/gpu/emu_lower.c), with the
+ *   per-parameter tables kiln_emu_args_NAME (alignments) and kiln_emu_elems_NAME (pointee bytes).
  * - launch runs kiln_emu_launch over the grid, synchronously. block_threads must be 0 (use the
  *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads.
  *   Before any thread runs it refuses what a GPU would refuse: pointer arguments not aligned as
- *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB. A
+ *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB, a block whose
+ *   registers exceed the register file, and, for a kernel compiled with 32-bit offsets, a pointer
+ *   argument with 2^31 elements (or KILN_EMU_INDEX_LIMIT) or more to the end of its allocation. A
  *   failure inside the kernel (deadlock, trap, bad shared access, misused warp op) comes back as
  *   KILN_RT_ERROR_LAUNCH with the emulator's message naming block and thread.
  * - The sanitizers (runtime/emu/check.c) are on unless KILN_EMU_CHECK says otherwise; memcheck
@@ -41,8 +44,14 @@
 
 /* The layout of kiln_emu_meta_NAME; KILN_GPU_EMU_META_VERSION in mlir-dialect/gpu/kiln_gpu.h.
  * Version 2 adds a fifth word, the dynamic shared bytes the kernel's arena needs (above 48 KiB
- * it is `.extern .shared`); version 1 modules (4 words) have none. */
-enum { META_VERSION = 2, META_WORDS = 5 };
+ * it is `.extern .shared`); version 1 modules (4 words) have none. Version 3 adds the offset
+ * bits and the registers per thread (0: unknown). */
+enum { META_VERSION = 3, META_WORDS = 7 };
+
+/* A GPU's register file: 64 K 32-bit registers per SM (and per block), at most 255 per thread
+ * (every architecture from sm_50 to sm_90). */
+#define EMU_REGISTER_FILE 65536u
+#define EMU_MAX_REGISTERS_PER_THREAD 255u
 
 /* A GPU's limit on static shared memory (`.shared` variables); more needs dynamic shared memory
  * and an opt-in. The emulator's arena could hold more, but a GPU would refuse the module. */
@@ -53,6 +62,9 @@ typedef struct EmuFunction {
   uint32_t block_threads, shared_bytes, num_params;
   uint32_t dyn_shared_bytes; /* what every launch needs at least (a GPU launch passes it) */
   const uint32_t *arg_align; /* kiln_emu_args_NAME: num_params entries; NULL in older modules */
+  const uint32_t *arg_elems; /* kiln_emu_elems_NAME: pointee bytes; NULL in older modules */
+  uint32_t index_bits;       /* 32 or 64; 0 unknown (hand-written IR, older modules) */
+  uint32_t registers;        /* per thread, from ptxas; 0 unknown */
 } EmuFunction;
 
 /* Every intrinsic, referenced so that a static link of libkilnrt.a takes the emulator whole:
@@ -155,6 +167,10 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   char args_name[512];
   snprintf(args_name, sizeof args_name, "kiln_emu_args_%s", fn->name); /* fits: as meta_name */
   ef->arg_align = dlsym(mod->impl, args_name);
+  snprintf(args_name, sizeof args_name, "kiln_emu_elems_%s", fn->name);
+  ef->arg_elems = meta[0] >= 3 ? dlsym(mod->impl, args_name) : NULL;
+  ef->index_bits = meta[0] >= 3 ? meta[5] : 0;
+  ef->registers = meta[0] >= 3 ? meta[6] : 0;
   fn->impl = ef;
   return KILN_RT_OK;
 }
@@ -181,6 +197,55 @@ static KilnRtStatus check_pointer_args(const KilnRtFunction *fn, const EmuFuncti
                           "compiled code assumes it; a GPU would fault with a misaligned address)",
                           fn->name, i, p, align);
   }
+  return KILN_RT_OK;
+}
+
+/* A pointer argument's value (args[i] points at it). */
+static void *pointer_arg(void **args, uint32_t i) {
+  void *p;
+  memcpy(&p, args[i], sizeof p);
+  return p;
+}
+
+/* A kernel compiled with 32-bit offsets (kiln.index_bits) computes every offset from a pointer
+ * argument in i32, which wraps past 2^31 elements: a pointer argument with that many elements
+ * of its type between it and the end of its allocation is refused, since the kernel may index
+ * that far (the extent is the caller's allocation as kiln_rt_malloc was asked, known to
+ * memcheck's table; pointers outside it are memcheck's to report). `limit` is 2^31, or
+ * KILN_EMU_INDEX_LIMIT for scaled-down runs. */
+static KilnRtStatus check_offset_extents(const KilnRtFunction *fn, const EmuFunction *ef,
+                                         void **args, uint64_t limit) {
+  if (ef->index_bits != 32 || !ef->arg_elems || !args) return KILN_RT_OK;
+  for (uint32_t i = 0; i < ef->num_params; i++) {
+    uint32_t elem = ef->arg_elems[i];
+    const void *base;
+    size_t bytes;
+    if (elem == 0 || !args[i]) continue;
+    char *p = pointer_arg(args, i);
+    if (!kiln_emu_mem_find(p, &base, &bytes)) continue;
+    uint64_t elems = (uint64_t)((const char *)base + bytes - p) / elem;
+    if (elems > limit)
+      return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                          "launch of '%s': pointer argument %u has %llu elements of %u bytes to "
+                          "the end of its allocation, more than the %llu its 32-bit offsets can "
+                          "reach (recompile with --index-bits 64)", fn->name, i,
+                          (unsigned long long)elems, elem, (unsigned long long)limit);
+  }
+  return KILN_RT_OK;
+}
+
+/* A block needs threads x registers of the SM's register file, and no thread may have more
+ * than 255: a GPU refuses the launch (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). */
+static KilnRtStatus check_registers(const KilnRtFunction *fn, uint32_t threads, uint32_t regs) {
+  if (regs > EMU_MAX_REGISTERS_PER_THREAD)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "launch of '%s': %u registers per thread, more than a GPU's %u",
+                        fn->name, regs, EMU_MAX_REGISTERS_PER_THREAD);
+  if ((uint64_t)threads * regs > EMU_REGISTER_FILE)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "launch of '%s': %u threads x %u registers = %llu, more than the %u of "
+                        "a GPU's register file", fn->name, threads, regs,
+                        (unsigned long long)threads * regs, EMU_REGISTER_FILE);
   return KILN_RT_OK;
 }
 
@@ -238,6 +303,14 @@ static KilnRtStatus math_from_env(uint32_t *math) {
   return KILN_RT_OK;
 }
 
+/* The pointer arguments' values (at most cap), from which memcheck's index limit counts. */
+static uint32_t pointer_bases(const EmuFunction *ef, void **args, const void **out, uint32_t cap) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; ef->arg_align && args && i < ef->num_params && n < cap; i++)
+    if (ef->arg_align[i] > 1 && args[i]) out[n++] = pointer_arg(args, i);
+  return n;
+}
+
 static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                                KilnRtStream *stream) {
   const EmuFunction *ef = fn->impl;
@@ -265,6 +338,11 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
                         "(more must be dynamic shared memory)", fn->name, ef->shared_bytes,
                         EMU_STATIC_SHARED_LIMIT);
   KilnRtStatus ast = check_pointer_args(fn, ef, args);
+  if (ast == KILN_RT_OK) ast = check_registers(fn, ef->block_threads, ef->registers);
+  uint64_t index_limit = 0;
+  if (ast == KILN_RT_OK) ast = index_limit_from_env(&index_limit);
+  if (ast == KILN_RT_OK)
+    ast = check_offset_extents(fn, ef, args, index_limit ? index_limit : (uint64_t)1 << 31);
   if (ast != KILN_RT_OK) return ast;
   KilnEmuLaunch lc;
   memset(&lc, 0, sizeof lc);
@@ -275,8 +353,12 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
   lc.num_os_threads = (uint32_t)kiln_rt_cpu_default_threads();
   KilnRtStatus est = checks_from_env(&lc.checks, &lc.seed);
   if (est == KILN_RT_OK) est = math_from_env(&lc.math);
-  if (est == KILN_RT_OK) est = index_limit_from_env(&lc.index_limit);
   if (est != KILN_RT_OK) return est;
+  /* The in-kernel index check is for code whose offsets may wrap: not a 64-bit kernel's. */
+  const void *bases[64];
+  lc.index_limit = ef->index_bits == 64 ? 0 : index_limit;
+  lc.index_bases = bases;
+  lc.num_index_bases = pointer_bases(ef, args, bases, 64);
   KilnEmuStatus st = kiln_emu_launch(ef->entry, &lc, args);
   if (st == KILN_EMU_OK) return KILN_RT_OK;
   return kiln_rt_fail(st == KILN_EMU_ERROR_OUT_OF_MEMORY ? KILN_RT_ERROR_OUT_OF_MEMORY

@@ -3,7 +3,7 @@
  *
  *   kiln-opt [FILE|-] [--target=T] [--pass=STAGE]... [--pipeline=PIPELINE] [--full]
  *            [--dump-after=STAGE|all] [--stop-after=STAGE] [--num-warps=N] [--num-stages=N]
- *            [--emit=mlir|llvm] [--generic] [--list-stages] [--print-irdl]
+ *            [--index-bits=32|64] [--emit=mlir|llvm] [--generic] [--list-stages] [--print-irdl]
  *
  * Every stage of every target is registered: the pipelines are the driver's
  * (kiln_driver_pipeline), so `--full --target=T` runs exactly what `kiln compile --target T`
@@ -30,8 +30,8 @@ static void print_cb(MlirStringRef s, void *user) { fwrite(s.data, 1, s.length, 
 static int usage(void) {
   fprintf(stderr, "usage: kiln-opt [FILE|-] [--target=T] [--pass=STAGE]... [--pipeline=P] "
                   "[--full] [--dump-after=STAGE|all] [--stop-after=STAGE] [--num-warps=N] "
-                  "[--num-stages=N] [--emit=mlir|llvm] [--generic] [--list-stages] "
-                  "[--print-irdl]\n");
+                  "[--num-stages=N] [--index-bits=32|64] [--emit=mlir|llvm] [--generic] "
+                  "[--list-stages] [--print-irdl]\n");
   return 2;
 }
 
@@ -90,6 +90,12 @@ static bool parse_options(int argc, char **argv, Options *o) {
         fprintf(stderr, "kiln-opt: error: %s wants a count from 1 to 1024\n", a);
         return false;
       }
+    } else if (starts(a, "--index-bits=", &v)) {
+      if (strcmp(v, "32") != 0 && strcmp(v, "64") != 0) {
+        fprintf(stderr, "kiln-opt: error: --index-bits wants 32 or 64, not '%s'\n", v);
+        return false;
+      }
+      o->stage.index_bits = atoi(v);
     } else if (a[0] != '-' || strcmp(a, "-") == 0)
       o->file = a;
     else if (!is_action(a))

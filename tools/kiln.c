@@ -63,6 +63,8 @@ static const char *const usage_compile =
     "                               x86-64-v2, x86-64-v3, x86-64-v4 (x86-64)\n"
     "  --num-warps N                warps per program (GPU targets; default 4)\n"
     "  --num-stages N               software pipelining stages (GPU targets; default 2)\n"
+    "  --index-bits 32|64           width of pointer offsets (default 32: each pointer argument\n"
+    "                               must reach fewer than 2^31 elements; 64 for larger buffers)\n"
     "  --dump-after STAGE           print the IR after a pipeline stage (or 'all') to stderr\n"
     "  -o FILE                      write the output to FILE (atomically); default: stdout,\n"
     "                               or NAME.o / NAME.cubin for --emit obj / cubin\n"
@@ -116,7 +118,7 @@ typedef struct CompileArgs {
   size_t ndefines;
   KilnDefine specialize[64], multiple_of[64];
   size_t nspecialize, nmultiple_of;
-  int num_warps, num_stages;
+  int num_warps, num_stages, index_bits;
 } CompileArgs;
 
 static int usage_error(const char *cmd, const char *fmt, const char *what) {
@@ -187,6 +189,10 @@ static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
     } else if ((v = opt_value(argc, argv, &i, "--num-stages"))) {
       if (parse_int(v, 1, 8, &n)) return usage_error("compile", "--num-stages expects 1..8, got '%s'", v);
       ca->num_stages = (int)n;
+    } else if ((v = opt_value(argc, argv, &i, "--index-bits"))) {
+      if (parse_int(v, 32, 64, &n) || (n != 32 && n != 64))
+        return usage_error("compile", "--index-bits expects 32 or 64, got '%s'", v);
+      ca->index_bits = (int)n;
     } else if ((v = opt_value(argc, argv, &i, "--specialize"))) {
       int r = parse_binding("compile", "--specialize", v, ca->specialize, &ca->nspecialize);
       if (r) return r;
@@ -224,7 +230,8 @@ static int run_compile(CompileArgs *ca) {
                           .num_specialize = ca->nspecialize, .multiple_of = ca->multiple_of,
                           .num_multiple_of = ca->nmultiple_of, .target = target, .cpu = ca->cpu,
                           .num_warps = ca->num_warps, .num_stages = ca->num_stages,
-                          .dump_after = ca->dump_after, .diag = stderr};
+                          .index_bits = ca->index_bits, .dump_after = ca->dump_after,
+                          .diag = stderr};
   char default_out[PATH_MAX];
   const char *path = ca->out;
   if (!path && (emit == KILN_EMIT_OBJ || emit == KILN_EMIT_CUBIN)) {
@@ -327,7 +334,7 @@ static int stat_ptx(CompileArgs *ca, KilnTarget target, char **ptx) {
                           .num_specialize = ca->nspecialize, .multiple_of = ca->multiple_of,
                           .num_multiple_of = ca->nmultiple_of, .target = target,
                           .num_warps = ca->num_warps, .num_stages = ca->num_stages,
-                          .diag = stderr};
+                          .index_bits = ca->index_bits, .diag = stderr};
   KilnBuffer out = {0};
   KilnDriverStatus st = kiln_driver_compile(&o, KILN_EMIT_PTX, &out);
   *ptx = out.data;

@@ -23,11 +23,15 @@
  * (global memory is host memory), function types are rebuilt, and each kernel (llvm.func with
  * nvvm.kernel) becomes internal and gets two exported neighbours:
  *   void kiln_emu_entry_NAME(void **args)   args as CUDA's kernelParams (the CPU ABI's unpacking)
- *   const uint32_t kiln_emu_meta_NAME[5]   {KILN_GPU_EMU_META_VERSION, block threads
+ *   const uint32_t kiln_emu_meta_NAME[7]   {KILN_GPU_EMU_META_VERSION, block threads
  *                                           (32 * num_warps), static shared bytes, parameters,
- *                                           dynamic shared bytes (an arena above 48 KiB)}
+ *                                           dynamic shared bytes (an arena above 48 KiB),
+ *                                           offset bits (kiln.index_bits), registers per
+ *                                           thread (kiln.gpu.registers; 0 unknown)}
  *   const uint32_t kiln_emu_args_NAME[n]   per parameter the alignment its value needs (16 for
  *                                           pointers, 0 for scalars), checked at launch
+ *   const uint32_t kiln_emu_elems_NAME[n]  per parameter the bytes of its pointee (0: a scalar
+ *                                           or unknown), for the launch's 2^31-element check
  * which the runtime's emu device reads after dlopen.  Anything nvvm the pass does not know fails
  * the pass with a diagnostic naming the op, so a new GPU construct cannot slip through unchecked.
  */
@@ -652,24 +656,55 @@ static MlirWalkResult retype(MlirOperation op, void *u) {
 
 /* ---------------------------------------------------------------- kernels */
 
+/* A `const uint32_t kiln_emu_<what>_NAME[max(n, 1)]` global (a zero-length array is not a
+ * valid global). */
+static MlirOperation u32_table(Emu *E, const char *what, MlirStringRef name, const uint32_t *v,
+                               intptr_t n) {
+  KilnStr t = {0};
+  kiln_str_appendf(&t, "llvm.mlir.global external constant @kiln_emu_%s_%.*s(dense<[", what,
+                   (int)name.length, name.data);
+  for (intptr_t i = 0; i < n; i++)
+    kiln_str_appendf(&t, "%s%u", i ? ", " : "", v[i]);
+  if (n == 0)
+    kiln_str_appendf(&t, "0");
+  kiln_str_appendf(&t, "]> : tensor<%ldxi32>) {addr_space = 0 : i32, alignment = 4 : i64} : "
+                   "!llvm.array<%ld x i32>", (long)(n ? n : 1), (long)(n ? n : 1));
+  MlirOperation g = kiln_gpu_parse_op(E->ctx, t.data);
+  kiln_str_free(&t);
+  KILN_ASSERT(!mlirOperationIsNull(g));
+  return g;
+}
+
 /* kiln_emu_args_NAME: per parameter the alignment its value must have at launch. After
  * retyping every pointer parameter is a host !llvm.ptr; all of them were global pointers, which
  * the lowering assumed KILN_GPU_EMU_POINTER_ALIGN-aligned. The runtime checks them before
  * running the kernel, so a misaligned view is a launch error rather than a host fault. */
 static MlirOperation args_table(Emu *E, MlirStringRef name, const MlirType *types, intptr_t nargs) {
-  KilnStr t = {0};
-  kiln_str_appendf(&t, "llvm.mlir.global external constant @kiln_emu_args_%.*s(dense<[",
-                   (int)name.length, name.data);
+  uint32_t *align = calloc((size_t)(nargs ? nargs : 1), sizeof *align);
+  KILN_ASSERT(align != NULL);
   for (intptr_t i = 0; i < nargs; i++)
-    kiln_str_appendf(&t, "%s%d", i ? ", " : "",
-                     mlirTypeIsALLVMPointerType(types[i]) ? KILN_GPU_EMU_POINTER_ALIGN : 0);
-  if (nargs == 0)
-    kiln_str_appendf(&t, "0"); /* a zero-length array is not a valid global */
-  kiln_str_appendf(&t, "]> : tensor<%ldxi32>) {addr_space = 0 : i32, alignment = 4 : i64} : "
-                   "!llvm.array<%ld x i32>", (long)(nargs ? nargs : 1), (long)(nargs ? nargs : 1));
-  MlirOperation g = kiln_gpu_parse_op(E->ctx, t.data);
-  kiln_str_free(&t);
-  KILN_ASSERT(!mlirOperationIsNull(g));
+    align[i] = mlirTypeIsALLVMPointerType(types[i]) ? KILN_GPU_EMU_POINTER_ALIGN : 0;
+  MlirOperation g = u32_table(E, "args", name, align, nargs);
+  free(align);
+  return g;
+}
+
+/* kiln_emu_elems_NAME: the pointee sizes widen-offsets recorded for the kernel (module attribute
+ * kiln.arg_elem_bytes, by kernel name); zeros where there is no record (hand-written IR). */
+static MlirOperation elems_table(Emu *E, MlirStringRef name, intptr_t nargs) {
+  uint32_t *bytes = calloc((size_t)(nargs ? nargs : 1), sizeof *bytes);
+  KILN_ASSERT(bytes != NULL);
+  MlirAttribute all = mlirOperationGetAttributeByName(
+      E->module, mlirStringRefCreateFromCString("kiln.arg_elem_bytes"));
+  MlirAttribute mine = !mlirAttributeIsNull(all) && mlirAttributeIsADictionary(all)
+                           ? mlirDictionaryAttrGetElementByName(all, name)
+                           : (MlirAttribute){NULL};
+  if (!mlirAttributeIsNull(mine) && mlirAttributeIsADenseI32Array(mine) &&
+      mlirDenseArrayGetNumElements(mine) == nargs)
+    for (intptr_t i = 0; i < nargs; i++)
+      bytes[i] = (uint32_t)mlirDenseI32ArrayGetElement(mine, i);
+  MlirOperation g = u32_table(E, "elems", name, bytes, nargs);
+  free(bytes);
   return g;
 }
 
@@ -730,19 +765,15 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes, int64_t dyn
   free(vals);
   mlirBlockInsertOwnedOperationAfter(E->mbody, f, w);
 
-  kiln_str_appendf(&t,
-                   "llvm.mlir.global external constant @kiln_emu_meta_%.*s(dense<[%d, %d, %lld, %ld, "
-                   "%lld]> : tensor<%dxi32>) {addr_space = 0 : i32, alignment = 4 : i64} : "
-                   "!llvm.array<%d x i32>",
-                   (int)name.length, name.data, KILN_GPU_EMU_META_VERSION, block,
-                   (long long)smem_bytes, (long)nargs, (long long)dyn_smem_bytes,
-                   KILN_GPU_EMU_META_WORDS, KILN_GPU_EMU_META_WORDS);
-  MlirOperation g = kiln_gpu_parse_op(E->ctx, t.data);
-  kiln_str_free(&t);
-  KILN_ASSERT(!mlirOperationIsNull(g));
+  uint32_t meta[KILN_GPU_EMU_META_WORDS] = {
+      KILN_GPU_EMU_META_VERSION, (uint32_t)block, (uint32_t)smem_bytes, (uint32_t)nargs,
+      (uint32_t)dyn_smem_bytes, (uint32_t)kiln_gpu_int_attr(E->module, "kiln.index_bits", 0),
+      (uint32_t)kiln_gpu_int_attr(E->module, "kiln.gpu.registers", 0)};
+  MlirOperation g = u32_table(E, "meta", name, meta, KILN_GPU_EMU_META_WORDS);
   mlirBlockInsertOwnedOperationAfter(E->mbody, w, g);
   MlirOperation a = args_table(E, name, types, nargs);
   mlirBlockInsertOwnedOperationAfter(E->mbody, g, a);
+  mlirBlockInsertOwnedOperationAfter(E->mbody, a, elems_table(E, name, nargs));
   free(types);
 }
 

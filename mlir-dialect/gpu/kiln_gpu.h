@@ -36,17 +36,23 @@ extern const KilnPipeline kiln_gpu_pipeline_emu;
 
 /* The emu target's module interface, per kernel NAME (after kiln_gpu_pipeline_emu, emitted with kiln_mlir_emit_host_object):
  *   void kiln_emu_entry_NAME(void **args)        args[i] points at the i-th parameter's value
- *   const uint32_t kiln_emu_meta_NAME[5]        {KILN_GPU_EMU_META_VERSION, threads per block,
+ *   const uint32_t kiln_emu_meta_NAME[7]        {KILN_GPU_EMU_META_VERSION, threads per block,
  *                                                static shared bytes, number of parameters,
- *                                                dynamic shared bytes}
+ *                                                dynamic shared bytes, offset bits (32 or 64,
+ *                                                0 unknown), registers per thread (0 unknown)}
  *   const uint32_t kiln_emu_args_NAME[max(n, 1)] per parameter, the alignment in bytes its value
  *                                                must have (KILN_GPU_EMU_POINTER_ALIGN for
  *                                                pointers, 0 for scalars)
+ *   const uint32_t kiln_emu_elems_NAME[max(n, 1)] per parameter, the bytes of the element a
+ *                                                pointer points to (0 for scalars, or unknown)
  * The runtime's emu device (runtime/emu_device.c) reads the same layout. */
-#define KILN_GPU_EMU_META_VERSION 2
+#define KILN_GPU_EMU_META_VERSION 3
 /* Version 2 adds a fifth word: the dynamic shared bytes every launch needs (0 for a static
- * arena); the runtime adds them to what a launch asks for.  Version 1 modules have 4 words. */
-#define KILN_GPU_EMU_META_WORDS 5
+ * arena); the runtime adds them to what a launch asks for.  Version 1 modules have 4 words.
+ * Version 3 adds the offset bits (kiln.index_bits: a kernel with 32-bit offsets refuses pointer
+ * arguments that reach 2^31 elements) and the registers per thread (the module attribute
+ * kiln.gpu.registers, from ptxas, where the compile ran it), and kiln_emu_elems_NAME. */
+#define KILN_GPU_EMU_META_WORDS 7
 
 /* Shared memory.  A kernel's arena up to KILN_GPU_STATIC_SMEM_LIMIT is a static `.shared`
  * array; above it, it is `.extern .shared` (dynamic shared memory, which a launch must ask for

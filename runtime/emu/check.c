@@ -82,6 +82,22 @@ void kiln_emu_mem_unregister(const void *p) {
   pthread_mutex_unlock(&table_lock);
 }
 
+bool kiln_emu_mem_find(const void *p, const void **base, size_t *bytes) {
+  uintptr_t a = (uintptr_t)p;
+  bool found = false;
+  pthread_mutex_lock(&table_lock);
+  for (size_t i = 0; i < table_n && table[i].base <= a; i++) {
+    if (a < table[i].base + table[i].bytes) {
+      if (base) *base = (const void *)table[i].base;
+      if (bytes) *bytes = table[i].bytes;
+      found = true;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&table_lock);
+  return found;
+}
+
 KilnEmuStatus kiln_emu_mem_snapshot(EmuRange **out, size_t *n) {
   *out = NULL;
   *n = 0;
@@ -192,22 +208,37 @@ static const char *access_name(uint32_t op, bool shared) {
   }
 }
 
-/* An access inside its allocation that reaches element index_limit of it: the kernel's i32
- * offsets would wrap on a problem 2^31 / index_limit times larger (the limit is lowered only
- * for such scaled-down runs; the default checks nothing). */
+/* Where an access at a counts its elements from: the nearest pointer argument at or below it
+ * inside its allocation r (a view deep into a buffer counts from the view, as the kernel's
+ * offsets do), else r's start. */
+static uintptr_t index_origin(const EmuWorker *w, const EmuRange *r, uintptr_t a) {
+  uintptr_t origin = r->base;
+  for (uint32_t i = 0; i < w->cfg.num_index_bases; i++) {
+    uintptr_t b = (uintptr_t)w->cfg.index_bases[i];
+    if (b > origin && b <= a)
+      origin = b;
+  }
+  return origin;
+}
+
+/* An access inside its allocation that reaches element index_limit counted from its pointer
+ * argument: the kernel's i32 offsets would wrap on a problem 2^31 / index_limit times larger
+ * (the limit is lowered only for such scaled-down runs; the default checks nothing). */
 static void check_index_limit(EmuWorker *w, EmuFiber *f, uintptr_t a, uint32_t bytes,
                               uint32_t elem, const char *what) {
   const EmuRange *r = range_below(w, a);
-  if (!r || !elem)
+  if (!r || !elem || a >= r->base + r->bytes)
     return;
-  uint64_t first = (uint64_t)(a - r->base) / elem, end = first + (bytes + elem - 1) / elem;
+  uintptr_t origin = index_origin(w, r, a);
+  uint64_t first = (uint64_t)(a - origin) / elem, end = first + (bytes + elem - 1) / elem;
   if (end <= w->cfg.index_limit)
     return;
   kiln_emu_fail(w, f, KILN_EMU_ERROR_MEMORY,
-                "memcheck: %s of elements %llu..%llu of allocation %#lx (%u-byte elements) "
-                "reaches the index limit %llu: the kernel's 32-bit offsets wrap at 2^31 elements, "
-                "which this access would pass on a problem %.3g times larger", what,
-                (unsigned long long)first, (unsigned long long)(end - 1), (unsigned long)r->base,
+                "memcheck: %s of elements %llu..%llu from %s %#lx (%u-byte elements) reaches "
+                "the index limit %llu: the kernel's 32-bit offsets wrap at 2^31 elements, which "
+                "this access would pass on a problem %.3g times larger", what,
+                (unsigned long long)first, (unsigned long long)(end - 1),
+                origin == r->base ? "allocation" : "pointer argument", (unsigned long)origin,
                 elem, (unsigned long long)w->cfg.index_limit,
                 2147483648.0 / (double)w->cfg.index_limit);
 }

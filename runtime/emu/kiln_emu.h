@@ -18,6 +18,7 @@
 #ifndef KILN_EMU_H
 #define KILN_EMU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,9 +76,13 @@ typedef struct KilnEmuLaunch {
                               scheduling round, from this seed and the block index */
   uint32_t math;           /* KilnEmuMath: how approximate instructions are computed */
   uint64_t index_limit;    /* memcheck: 0 = none; else a global access reaching element
-                              index_limit of its allocation or past it is reported. The lowering's
-                              offsets are i32, wrapping at 2^31 elements; a lower limit on a
+                              index_limit counted from its pointer argument (below) is reported.
+                              Offsets compiled as i32 wrap at 2^31 elements; a lower limit on a
                               scaled-down problem finds the accesses that would wrap at full size */
+  const void *const *index_bases; /* the kernel's pointer arguments, from which index_limit
+                              counts: an access counts from the nearest one at or below it in its
+                              allocation, else from the allocation's start; may be NULL */
+  uint32_t num_index_bases;
 } KilnEmuLaunch;
 
 /* How kiln_emu_approx_f32 computes (KilnEmuLaunch.math). */
@@ -97,6 +102,8 @@ KILN_EMU_API int kiln_emu_parse_checks(const char *text, uint32_t *out);
  * p, if any. A launch with KILN_EMU_CHECK_MEM reads a snapshot taken when it starts. */
 KILN_EMU_API void kiln_emu_mem_register(const void *p, size_t bytes);
 KILN_EMU_API void kiln_emu_mem_unregister(const void *p);
+/* Whether p lies in a registered allocation; if so *base and *bytes (may be NULL) receive it. */
+KILN_EMU_API bool kiln_emu_mem_find(const void *p, const void **base, size_t *bytes);
 
 /* Runs the whole grid and returns when every block has finished or one failed. Blocks not yet
  * started when a block fails are skipped. On failure the message is readable with

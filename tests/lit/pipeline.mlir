@@ -15,12 +15,13 @@
 // DUMP: // -----// IR Dump After kiln-dce //----- //
 // DUMP: func.func @neg
 // DUMP: llvm.func @kiln_cpu_neg
-// BADSTAGE: error: unknown pipeline stage 'nope'; valid stages: verify, kiln-dce, canonicalize, cse, convert-kiln-to-cpu
+// BADSTAGE: error: unknown pipeline stage 'nope'; valid stages: verify, widen-offsets, kiln-dce, canonicalize, cse, convert-kiln-to-cpu
 // GPU: llvm.func @neg(%arg0: !llvm.ptr<1>
 // GPU-SAME: nvvm.kernel
 // LAYOUTS: "kiln.load"{{.*}}kind = "blocked"
 // LAYOUTS-NOT: llvm.func
 // EMUSTAGES: verify
+// EMUSTAGES-NEXT: widen-offsets
 // EMUSTAGES-NEXT: kiln-dce
 // EMUSTAGES-NEXT: kiln-gpu-layouts
 // EMUSTAGES: canonicalize

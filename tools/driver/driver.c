@@ -337,7 +337,8 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
   if (!specialize_params(j, k)) return KILN_DRIVER_USER_ERROR;
 
   KilnPipelineOptions po = {.stage = {.num_warps = o->num_warps, .num_stages = o->num_stages,
-                                      .smem_limit = kiln_gpu_smem_limit(kiln_target_name(o->target))},
+                                      .smem_limit = kiln_gpu_smem_limit(kiln_target_name(o->target)),
+                                      .index_bits = o->index_bits},
                             .dump_after = o->dump_after,
                             .dump_file = j->diag,
                             .stop_after = last_stage(emit)};

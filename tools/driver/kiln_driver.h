@@ -69,6 +69,9 @@ typedef struct KilnCompileOptions {
   const char *cpu;
   int num_warps;            /* 0: from defines, else 4 */
   int num_stages;           /* 0: from defines, else 2 */
+  /* 64: pointer offsets computed in i64 (buffers of 2^31 elements or more); 0 or 32: i32, and
+   * the compiled kernel records that it needs fewer (widen-offsets, docs/emulator.md). */
+  int index_bits;
   const char *dump_after;   /* NULL, a pipeline stage name, or "all" */
   FILE *diag;               /* where diagnostics and dumps go; NULL: stderr */
   KilnGpuUsage *gpu_usage;  /* out, optional: filled when a cubin is emitted */
