@@ -299,8 +299,11 @@ static void test_pointer_alignment(KilnRtDevice *dev, float *buf) {
 
 /* KILN_EMU_INDEX_LIMIT: emu_vec copies elements 0..127 of `in` (the start of buf's allocation)
  * to an allocation of its own; with the limit at 64 the load of elements 64..67 (thread 16) is
- * reported, at 128 none is, and a bad value is refused. The limit counts from the allocation's
- * start, not from the kernel's pointer. */
+ * reported, at 128 none is, and a bad value is refused. The limit counts from the kernel's
+ * pointer argument, as its offsets do: with `in` a view 64 floats into buf, thread 16 is still
+ * the first reported (counted from buf's start, thread 0 would be, at elements 64..67, which
+ * its 32-bit offset 0 never wraps at). Hand-written IR records no offset bits, so the launch
+ * check of 32-bit kernels (test_emu_offsets.c) does not act here. */
 static void test_index_limit(KilnRtDevice *dev, float *buf) {
   printf("emu_vec: the 32-bit index limit, lowered (KILN_EMU_INDEX_LIMIT)\n");
   KilnRtModule *mod = load(dev, VEC_IR, "emu_vec");
@@ -317,9 +320,16 @@ static void test_index_limit(KilnRtDevice *dev, float *buf) {
   setenv("KILN_EMU_INDEX_LIMIT", "64", 1);
   EXPECT_FAILURE(launch(mod, "emu_vec", one, args), KILN_RT_ERROR_LAUNCH, "emu_vec", "thread 16",
                  "global load of elements 64..67", "index limit 64", "4-byte elements");
+  float *view = buf + 64;
+  void *view_args[] = {&view, &out};
+  EXPECT_FAILURE(launch(mod, "emu_vec", one, view_args), KILN_RT_ERROR_LAUNCH, "emu_vec",
+                 "thread 16", "global load of elements 64..67 from pointer argument",
+                 "index limit 64");
   setenv("KILN_EMU_INDEX_LIMIT", "128", 1);
   KilnRtStatus st = launch(mod, "emu_vec", one, args);
   CHECK(st == KILN_RT_OK, "limit 128: %s", kiln_rt_last_error());
+  st = launch(mod, "emu_vec", one, view_args);
+  CHECK(st == KILN_RT_OK, "limit 128, a view 64 elements in: %s", kiln_rt_last_error());
   setenv("KILN_EMU_INDEX_LIMIT", "-1", 1);
   EXPECT_FAILURE(launch(mod, "emu_vec", one, args), KILN_RT_ERROR_INVALID_ARGUMENT,
                  "KILN_EMU_INDEX_LIMIT='-1'");
