@@ -156,12 +156,18 @@ KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipeline *p,
   if (!opts)
     opts = &none;
   if (!stage_option_ok(m, p, opts->dump_after, true) ||
-      !stage_option_ok(m, p, opts->stop_after, false))
+      !stage_option_ok(m, p, opts->stop_after, false) ||
+      !stage_option_ok(m, p, opts->start_after, false))
     return KILN_MLIR_ERR_INVALID;
   bool dump_all = opts->dump_after && strcmp(opts->dump_after, "all") == 0;
   FILE *out = opts->dump_file ? opts->dump_file : stderr;
+  bool started = !opts->start_after;
   for (size_t i = 0; stage_at(p, i); i++) {
     const KilnStage *s = stage_at(p, i);
+    if (!started) {
+      started = strcmp(opts->start_after, s->name) == 0;
+      continue;
+    }
     KilnMlirStatus st = run_one(m, s, &opts->stage);
     if (st != KILN_MLIR_OK)
       return st;

@@ -50,7 +50,7 @@ enum {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
 };
-enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+enum { CU_FUNC_ATTRIBUTE_NUM_REGS = 4, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
 enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
 enum { CU_STREAM_DEFAULT = 0 };
 enum { CU_EVENT_DEFAULT = 0 };
@@ -91,6 +91,7 @@ enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
   X(cuModuleGetGlobal, "cuModuleGetGlobal_v2",                                                     \
     (CUdeviceptr * dptr, size_t * bytes, CUmodule mod, const char *name))                          \
   X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction fn, int attrib, int value))              \
+  X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *value, int attrib, CUfunction fn))             \
   X(cuLaunchKernel, "cuLaunchKernel",                                                              \
     (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,  \
      unsigned shared, CUstream s, void **params, void **extra))                                    \
@@ -368,6 +369,10 @@ static KilnRtStatus cuda_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   cf->fn = f;
   cf->shared_opt_in = CU_STATIC_SHARED_LIMIT;
   fn->impl = cf;
+  /* The registers per thread ptxas assembled the kernel with, for kiln_rt_launch's check. */
+  int regs = 0;
+  CU_TRY(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+  fn->registers = regs > 0 ? (uint32_t)regs : 0;
   return read_dynamic_arena(mod, fn->name, &cf->dyn_shared);
 }
 

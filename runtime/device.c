@@ -259,6 +259,23 @@ KilnRtStatus kiln_rt_function_set_arg_sizes(KilnRtFunction *fn, const size_t *si
   return KILN_RT_OK;
 }
 
+/* A block takes threads x registers of its SM's register file, and a thread at most 255: a GPU
+ * refuses more (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, which names neither number), the emulator
+ * would run it. ptxas fits the registers to the kernel's .maxntid, so this fires for a block
+ * larger than the kernel was compiled for, or for a count recorded wrong. */
+static KilnRtStatus check_registers(const KilnRtFunction *fn, const KilnRtLaunchConfig *cfg) {
+  uint32_t threads = cfg->block_threads ? cfg->block_threads : fn->block_threads;
+  uint32_t regs = fn->registers;
+  if (regs > KILN_RT_GPU_MAX_REGISTERS_PER_THREAD)
+    return BAD("kiln_rt_launch of '%s': %u registers per thread, more than a GPU's %u", fn->name,
+               regs, KILN_RT_GPU_MAX_REGISTERS_PER_THREAD);
+  if ((uint64_t)threads * regs > KILN_RT_GPU_REGISTER_FILE)
+    return BAD("kiln_rt_launch of '%s': %u threads x %u registers = %llu, more than the %u of a "
+               "GPU's register file", fn->name, threads, regs, (unsigned long long)threads * regs,
+               KILN_RT_GPU_REGISTER_FILE);
+  return KILN_RT_OK;
+}
+
 KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                             KilnRtStream *stream) {
   if (!fn || !cfg) return BAD("kiln_rt_launch: function and config must not be NULL");
@@ -277,6 +294,8 @@ KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, v
       if (cfg->grid[i] > KILN_RT_GPU_MAX_GRID_YZ)
         return BAD("kiln_rt_launch of '%s': grid[%d] = %u exceeds a GPU's limit of %u along y and z",
                    fn->name, i, cfg->grid[i], KILN_RT_GPU_MAX_GRID_YZ);
+    st = check_registers(fn, cfg);
+    if (st != KILN_RT_OK) return st;
   }
   if (!args && fn->arg_sizes && fn->num_args > 0)
     return BAD("kiln_rt_launch of '%s': args is NULL but the kernel takes %zu arguments", fn->name, fn->num_args);

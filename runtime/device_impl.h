@@ -116,6 +116,10 @@ struct KilnRtFunction {
   size_t num_args;
   void *impl;
   KilnRtFunction *next; /* the module's list */
+  /* Set by a GPU device's get_function where known, else 0: the registers per thread the code
+   * was assembled with (ptxas) and the block size it was compiled for; kiln_rt_launch checks
+   * them against the register file. */
+  uint32_t registers, block_threads;
 };
 
 struct KilnRtModule {

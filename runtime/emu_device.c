@@ -22,8 +22,8 @@
  * - launch runs kiln_emu_launch over the grid, synchronously. block_threads must be 0 (use the
  *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads.
  *   Before any thread runs it refuses what a GPU would refuse: pointer arguments not aligned as
- *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB, a block whose
- *   registers exceed the register file, and, for a kernel compiled with 32-bit offsets, a pointer
+ *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB, and, for a
+ *   kernel compiled with 32-bit offsets, a pointer
  *   argument with 2^31 elements (or KILN_EMU_INDEX_LIMIT) or more to the end of its allocation. A
  *   failure inside the kernel (deadlock, trap, bad shared access, misused warp op) comes back as
  *   KILN_RT_ERROR_LAUNCH with the emulator's message naming block and thread.
@@ -48,11 +48,6 @@
  * bits and the registers per thread (0: unknown). */
 enum { META_VERSION = 3, META_WORDS = 7 };
 
-/* A GPU's register file: 64 K 32-bit registers per SM (and per block), at most 255 per thread
- * (every architecture from sm_50 to sm_90). */
-#define EMU_REGISTER_FILE 65536u
-#define EMU_MAX_REGISTERS_PER_THREAD 255u
-
 /* A GPU's limit on static shared memory (`.shared` variables); more needs dynamic shared memory
  * and an opt-in. The emulator's arena could hold more, but a GPU would refuse the module. */
 #define EMU_STATIC_SHARED_LIMIT (48u * 1024u)
@@ -64,7 +59,6 @@ typedef struct EmuFunction {
   const uint32_t *arg_align; /* kiln_emu_args_NAME: num_params entries; NULL in older modules */
   const uint32_t *arg_elems; /* kiln_emu_elems_NAME: pointee bytes; NULL in older modules */
   uint32_t index_bits;       /* 32 or 64; 0 unknown (hand-written IR, older modules) */
-  uint32_t registers;        /* per thread, from ptxas; 0 unknown */
 } EmuFunction;
 
 /* Every intrinsic, referenced so that a static link of libkilnrt.a takes the emulator whole:
@@ -170,7 +164,8 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   snprintf(args_name, sizeof args_name, "kiln_emu_elems_%s", fn->name);
   ef->arg_elems = meta[0] >= 3 ? dlsym(mod->impl, args_name) : NULL;
   ef->index_bits = meta[0] >= 3 ? meta[5] : 0;
-  ef->registers = meta[0] >= 3 ? meta[6] : 0;
+  fn->registers = meta[0] >= 3 ? meta[6] : 0; /* checked by kiln_rt_launch */
+  fn->block_threads = ef->block_threads;
   fn->impl = ef;
   return KILN_RT_OK;
 }
@@ -231,21 +226,6 @@ static KilnRtStatus check_offset_extents(const KilnRtFunction *fn, const EmuFunc
                           "reach (recompile with --index-bits 64)", fn->name, i,
                           (unsigned long long)elems, elem, (unsigned long long)limit);
   }
-  return KILN_RT_OK;
-}
-
-/* A block needs threads x registers of the SM's register file, and no thread may have more
- * than 255: a GPU refuses the launch (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). */
-static KilnRtStatus check_registers(const KilnRtFunction *fn, uint32_t threads, uint32_t regs) {
-  if (regs > EMU_MAX_REGISTERS_PER_THREAD)
-    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
-                        "launch of '%s': %u registers per thread, more than a GPU's %u",
-                        fn->name, regs, EMU_MAX_REGISTERS_PER_THREAD);
-  if ((uint64_t)threads * regs > EMU_REGISTER_FILE)
-    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
-                        "launch of '%s': %u threads x %u registers = %llu, more than the %u of "
-                        "a GPU's register file", fn->name, threads, regs,
-                        (unsigned long long)threads * regs, EMU_REGISTER_FILE);
   return KILN_RT_OK;
 }
 
@@ -338,7 +318,6 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
                         "(more must be dynamic shared memory)", fn->name, ef->shared_bytes,
                         EMU_STATIC_SHARED_LIMIT);
   KilnRtStatus ast = check_pointer_args(fn, ef, args);
-  if (ast == KILN_RT_OK) ast = check_registers(fn, ef->block_threads, ef->registers);
   uint64_t index_limit = 0;
   if (ast == KILN_RT_OK) ast = index_limit_from_env(&index_limit);
   if (ast == KILN_RT_OK)

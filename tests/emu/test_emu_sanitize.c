@@ -12,7 +12,10 @@
  *     4 bytes (a view into a flat buffer) are refused before any thread runs (they crashed the
  *     process with SIGSEGV before: an aligned vmovaps on the host);
  *   - grid y or z above 65535 is refused;
- *   - emu_big_smem: 50000 bytes of static shared memory, over a GPU's 48 KiB, is refused.
+ *   - emu_big_smem: 50000 bytes of static shared memory, over a GPU's 48 KiB, is refused;
+ *   - emu_regs: the registers per thread ptxas reported (module attribute kiln.gpu.registers,
+ *     carried by the emu metadata): 1024 threads x 128 registers overflow the 65536-register
+ *     file, 256 per thread are over 255; 32 x 255 launch and copy right.
  *
  * Sanitizers (KILN_EMU_CHECK, on by default; set per launch here):
  *   - memcheck: emu_oob reads one element past a 128-byte allocation (inside the allocation
@@ -66,6 +69,23 @@ static const char *const VEC_IR =
     "    %v = llvm.load %p {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>\n"
     "    %q = llvm.getelementptr %out[%i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
     "    llvm.store %v, %q {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "}\n";
+
+/* emu_vec's body at THREADS threads per block, in a module that records REGS registers per
+ * thread as the driver does from ptxas (printf template: threads, registers). */
+static const char *const REGS_IR_FMT =
+    "module attributes {kiln.gpu.registers = %u : i32} {\n"
+    "  llvm.func @emu_regs(%%in: !llvm.ptr<1>, %%out: !llvm.ptr<1>) attributes {nvvm.kernel, "
+    "nvvm.maxntid = array<i32: %u, 1, 1>} {\n"
+    "    %%c4 = llvm.mlir.constant(4 : i32) : i32\n"
+    "    %%t = nvvm.read.ptx.sreg.tid.x : i32\n"
+    "    %%i = llvm.mul %%t, %%c4 : i32\n"
+    "    %%p = llvm.getelementptr %%in[%%i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    %%v = llvm.load %%p {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>\n"
+    "    %%q = llvm.getelementptr %%out[%%i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %%v, %%q {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>\n"
     "    llvm.return\n"
     "  }\n"
     "}\n";
@@ -353,6 +373,35 @@ static void test_grid_limits(KilnRtDevice *dev, float *buf) {
   kiln_rt_module_destroy(mod);
 }
 
+/* emu_regs at `threads` x `regs`, launched on one block copying buf[0..) to buf[256..). */
+static KilnRtStatus launch_regs(KilnRtDevice *dev, float *buf, unsigned threads, unsigned regs) {
+  char ir[2048];
+  snprintf(ir, sizeof ir, REGS_IR_FMT, regs, threads);
+  KilnRtModule *mod = load(dev, ir, "emu_regs");
+  if (!mod)
+    return KILN_RT_ERROR_LOAD;
+  float *in = buf, *out = buf + 256;
+  void *args[] = {&in, &out};
+  const uint32_t one[3] = {1, 1, 1};
+  KilnRtStatus st = launch(mod, "emu_regs", one, args);
+  kiln_rt_module_destroy(mod);
+  return st;
+}
+
+static void test_register_limits(KilnRtDevice *dev, float *buf) {
+  printf("emu_regs: threads x registers within the register file, at most 255 per thread\n");
+  EXPECT_FAILURE(launch_regs(dev, buf, 1024, 128), KILN_RT_ERROR_INVALID_ARGUMENT, "emu_regs",
+                 "1024 threads x 128 registers = 131072", "65536");
+  EXPECT_FAILURE(launch_regs(dev, buf, 32, 256), KILN_RT_ERROR_INVALID_ARGUMENT, "emu_regs",
+                 "256 registers per thread", "255");
+  for (int i = 0; i < 128; i++)
+    buf[i] = (float)(3 * i);
+  KilnRtStatus st = launch_regs(dev, buf, 32, 255);
+  CHECK(st == KILN_RT_OK, "32 threads x 255 registers: %s", kiln_rt_last_error());
+  for (int i = 0; st == KILN_RT_OK && i < 128; i++)
+    CHECK(buf[256 + i] == (float)(3 * i), "out[%d] = %g, want %d", i, buf[256 + i], 3 * i);
+}
+
 static void test_static_shared_limit(KilnRtDevice *dev, float *buf) {
   printf("emu_big_smem: static shared memory at most 48 KiB\n");
   KilnRtModule *mod = load(dev, BIG_SMEM_IR, "emu_big_smem");
@@ -565,6 +614,7 @@ int main(void) {
   test_grid_limits(dev, buf);
   test_index_limit(dev, buf);
   test_static_shared_limit(dev, buf);
+  test_register_limits(dev, buf);
   test_memcheck(dev, buf);
   test_shared_checks(dev, (int32_t *)(buf + 256));
   test_approx(dev, buf);

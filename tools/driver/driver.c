@@ -319,6 +319,46 @@ static const char *last_stage(KilnEmit emit) {
   return NULL;
 }
 
+/* The emu target runs the sm_80 code on the host, where nothing limits its registers; a GPU
+ * refuses a block whose threads x registers overflow the register file.  Where ptxas is
+ * present, the module as sm_80 would assemble it (the GPU back's output, before the emu rewrite)
+ * goes through ptxas once, and the registers per thread it reports are recorded as
+ * kiln.gpu.registers, which the emu metadata carries to the launch check (kiln_rt_launch).
+ * Without ptxas, or when it fails, nothing is recorded: the count stays unknown (0). */
+static void record_emu_registers(MlirModule m) {
+  MlirOperation copy = mlirOperationClone(mlirModuleGetOperation(m));
+  char *ptx = NULL;
+  size_t len = 0;
+  KilnMlirStatus st = kiln_gpu_emit_ptx(mlirModuleFromOperation(copy), "sm_80", &ptx, &len);
+  mlirOperationDestroy(copy);
+  if (st != KILN_MLIR_OK) return;
+  KilnGpuPtxasInfo info;
+  memset(&info, 0, sizeof info);
+  st = kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, "sm_80", NULL, NULL, &info, NULL);
+  free(ptx);
+  if (st != KILN_MLIR_OK || info.registers <= 0) return;
+  MlirOperation mod = mlirModuleGetOperation(m);
+  mlirOperationSetAttributeByName(
+      mod, mlirStringRefCreateFromCString("kiln.gpu.registers"),
+      mlirIntegerAttrGet(mlirIntegerTypeGet(mlirOperationGetContext(mod), 32), info.registers));
+}
+
+/* The emu pipeline in two runs, so that record_emu_registers sees the module between the GPU
+ * back and the emu rewrite; every stage still runs once, with the same options. */
+static KilnMlirStatus run_emu_pipeline(MlirModule m, const KilnPipelineOptions *po) {
+  const KilnPipeline *p = targets[KILN_TARGET_EMU].pipeline;
+  if (po->stop_after) /* an early stop (mlir, gpu-mlir) never reaches the rewrite */
+    return kiln_pipeline_run(m, p, po);
+  KilnPipelineOptions half = *po;
+  half.stop_after = kiln_pipeline_stage_name(p, kiln_pipeline_stage_count(p) - 2);
+  KilnMlirStatus st = kiln_pipeline_run(m, p, &half);
+  if (st != KILN_MLIR_OK) return st;
+  record_emu_registers(m);
+  half.start_after = half.stop_after;
+  half.stop_after = NULL;
+  return kiln_pipeline_run(m, p, &half);
+}
+
 /* The kiln module through the target's pipeline (as far as `emit` needs), then the output. */
 static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBuffer *out) {
   const KilnCompileOptions *o = j->o;
@@ -342,7 +382,8 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
                             .dump_after = o->dump_after,
                             .dump_file = j->diag,
                             .stop_after = last_stage(emit)};
-  KilnMlirStatus st = kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
+  KilnMlirStatus st = o->target == KILN_TARGET_EMU ? run_emu_pipeline(j->module, &po)
+                                                   : kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
   size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK || errs > 0) {
     kiln_diag_render(j->c, j->diag);

@@ -224,6 +224,10 @@ KilnRtStatus kiln_rt_function_set_arg_sizes(KilnRtFunction *fn, const size_t *si
 
 /* On GPUs (cuda and emu) grid[1] and grid[2] are at most this (grid[0] at most 2^31 - 1). */
 #define KILN_RT_GPU_MAX_GRID_YZ 65535u
+/* A GPU's register file (32-bit registers per SM, which one block may fill) and the most one
+ * thread may have, from sm_50 to sm_90. */
+#define KILN_RT_GPU_REGISTER_FILE 65536u
+#define KILN_RT_GPU_MAX_REGISTERS_PER_THREAD 255u
 
 typedef struct KilnRtLaunchConfig {
   uint32_t grid[3];      /* programs along x, y, z; each >= 1 */
@@ -235,8 +239,12 @@ typedef struct KilnRtLaunchConfig {
  * (like cuLaunchKernel's kernelParams); values are read before the call returns, so they may be
  * stack variables. On cpu the launch is synchronous: it returns after every program ran. On
  * a stream being captured the launch is recorded, not run. On cuda and emu, grid y/z above
- * KILN_RT_GPU_MAX_GRID_YZ are INVALID_ARGUMENT; on emu so are pointer arguments that are not
- * aligned as the compiled code assumes (16 bytes) and static shared memory above 48 KiB. */
+ * KILN_RT_GPU_MAX_GRID_YZ are INVALID_ARGUMENT, and so is a block whose threads x registers per
+ * thread (as ptxas assigned them, where known) exceed KILN_RT_GPU_REGISTER_FILE, or more than
+ * KILN_RT_GPU_MAX_REGISTERS_PER_THREAD per thread; on emu so are pointer arguments that are not
+ * aligned as the compiled code assumes (16 bytes), static shared memory above 48 KiB, and for a
+ * kernel compiled with 32-bit offsets a pointer argument with more than 2^31 elements (or
+ * KILN_EMU_INDEX_LIMIT) to the end of its allocation. */
 KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                             KilnRtStream *stream);
 
