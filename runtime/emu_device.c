@@ -23,8 +23,9 @@
  *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads.
  *   Before any thread runs it refuses what a GPU would refuse: pointer arguments not aligned as
  *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB, and, for a
- *   kernel compiled with 32-bit offsets, a pointer
- *   argument with 2^31 elements (or KILN_EMU_INDEX_LIMIT) or more to the end of its allocation. A
+ *   kernel compiled with 32-bit offsets, a pointer argument with more than 2^31 elements (or
+ *   KILN_EMU_INDEX_LIMIT) to the end of its allocation. Registers and the grid are checked by
+ *   kiln_rt_launch (device.c), for cuda too. A
  *   failure inside the kernel (deadlock, trap, bad shared access, misused warp op) comes back as
  *   KILN_RT_ERROR_LAUNCH with the emulator's message naming block and thread.
  * - The sanitizers (runtime/emu/check.c) are on unless KILN_EMU_CHECK says otherwise; memcheck
@@ -203,8 +204,8 @@ static void *pointer_arg(void **args, uint32_t i) {
 }
 
 /* A kernel compiled with 32-bit offsets (kiln.index_bits) computes every offset from a pointer
- * argument in i32, which wraps past 2^31 elements: a pointer argument with that many elements
- * of its type between it and the end of its allocation is refused, since the kernel may index
+ * argument in i32, which wraps past 2^31 elements: a pointer argument with more elements of its
+ * type than that between it and the end of its allocation is refused, since the kernel may index
  * that far (the extent is the caller's allocation as kiln_rt_malloc was asked, known to
  * memcheck's table; pointers outside it are memcheck's to report). `limit` is 2^31, or
  * KILN_EMU_INDEX_LIMIT for scaled-down runs. */
