@@ -344,19 +344,23 @@ static void record_emu_registers(MlirModule m) {
 }
 
 /* The emu pipeline in two runs, so that record_emu_registers sees the module between the GPU
- * back and the emu rewrite; every stage still runs once, with the same options. */
-static KilnMlirStatus run_emu_pipeline(MlirModule m, const KilnPipelineOptions *po) {
+ * back and the emu rewrite; every stage still runs once, with the same options.  The first
+ * half's diagnostics are kept (folded into the compilation); the register run's own are dropped:
+ * ptxas is an extra, and its absence or failure must not fail an emu compile. */
+static KilnMlirStatus run_emu_pipeline(Job *j, const KilnPipelineOptions *po) {
   const KilnPipeline *p = targets[KILN_TARGET_EMU].pipeline;
   if (po->stop_after) /* an early stop (mlir, gpu-mlir) never reaches the rewrite */
-    return kiln_pipeline_run(m, p, po);
+    return kiln_pipeline_run(j->module, p, po);
   KilnPipelineOptions half = *po;
   half.stop_after = kiln_pipeline_stage_name(p, kiln_pipeline_stage_count(p) - 2);
-  KilnMlirStatus st = kiln_pipeline_run(m, p, &half);
+  KilnMlirStatus st = kiln_pipeline_run(j->module, p, &half);
   if (st != KILN_MLIR_OK) return st;
-  record_emu_registers(m);
+  if (fold_mlir_diags(j->kctx, j->c, j->diag) > 0) return KILN_MLIR_ERR_PASS;
+  record_emu_registers(j->module);
+  kiln_mlir_diag_clear(j->kctx);
   half.start_after = half.stop_after;
   half.stop_after = NULL;
-  return kiln_pipeline_run(m, p, &half);
+  return kiln_pipeline_run(j->module, p, &half);
 }
 
 /* The kiln module through the target's pipeline (as far as `emit` needs), then the output. */
@@ -382,7 +386,7 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
                             .dump_after = o->dump_after,
                             .dump_file = j->diag,
                             .stop_after = last_stage(emit)};
-  KilnMlirStatus st = o->target == KILN_TARGET_EMU ? run_emu_pipeline(j->module, &po)
+  KilnMlirStatus st = o->target == KILN_TARGET_EMU ? run_emu_pipeline(j, &po)
                                                    : kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
   size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK || errs > 0) {
