@@ -17,6 +17,10 @@
  *     32-bit one is refused on emu at the real limit, 2^31, where on a GPU it would have read
  *     2 GiB before the buffer. Where the 2 GiB cannot be had, that half is skipped, with a line.
  *
+ * And the registers the driver records for emu (docs/emulator.md): with ptxas present the emu
+ * module's metadata carries the count ptxas reports for the sm_80 form (1..255), and with
+ * KILN_PTXAS naming no program the compile still succeeds, with 0 (unknown).
+ *
  * Pass/fail: exact byte equality with the reference (a copy has no rounding); the refusals by
  * status (INVALID_ARGUMENT) and message. */
 #include "kiln_driver.h"
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -172,6 +177,51 @@ static void test_full(KilnRtDevice *dev, const char *name, KilnRtFunction *k64,
   kiln_rt_free(dev, out);
 }
 
+/* The registers word (7th) of gather_rows' emu metadata, from the lowered module's text; -1 if
+ * the compile fails or the word is not found. */
+static long emu_registers_word(void) {
+  KilnDefine block = {"BLOCK", BLOCK};
+  KilnCompileOptions o = {.path = "gather_rows.kiln", .source = SOURCE,
+                          .source_len = sizeof SOURCE - 1, .kernel = "gather_rows",
+                          .defines = &block, .num_defines = 1, .target = KILN_TARGET_EMU,
+                          .num_warps = 1, .diag = stderr};
+  KilnBuffer text = {0};
+  long regs = -1;
+  if (kiln_driver_compile(&o, KILN_EMIT_LOWERED_MLIR, &text) == KILN_DRIVER_OK) {
+    const char *m = strstr(text.data, "@kiln_emu_meta_gather_rows(dense<[");
+    unsigned w[7];
+    if (m && sscanf(m + strlen("@kiln_emu_meta_gather_rows(dense<["), "%u, %u, %u, %u, %u, %u, %u",
+                    &w[0], &w[1], &w[2], &w[3], &w[4], &w[5], &w[6]) == 7)
+      regs = (long)w[6];
+  }
+  kiln_buffer_free(&text);
+  return regs;
+}
+
+static void test_recorded_registers(void) {
+  printf("emu metadata: registers per thread from ptxas\n");
+  const char *ptxas = kiln_driver_ptxas_path();
+  if (ptxas && access(ptxas, X_OK) == 0) {
+    long regs = emu_registers_word();
+    CHECK(regs >= 1 && regs <= 255, "with ptxas (%s): registers word %ld, want 1..255", ptxas, regs);
+    printf("  with %s: %ld registers\n", ptxas, regs);
+  } else {
+    printf("  with ptxas: skipped (no ptxas at %s)\n", ptxas ? ptxas : "(PATH)");
+  }
+  const char *saved = getenv("KILN_PTXAS");
+  char *keep = saved ? strdup(saved) : NULL;
+  setenv("KILN_PTXAS", "/nonexistent/ptxas", 1);
+  long none = emu_registers_word();
+  CHECK(none == 0, "without ptxas: registers word %ld, want 0 (and the compile to succeed)", none);
+  if (keep) {
+    setenv("KILN_PTXAS", keep, 1);
+    free(keep);
+  } else {
+    unsetenv("KILN_PTXAS");
+  }
+  printf("  without ptxas: %ld (unknown)\n", none);
+}
+
 static void run_device(const char *spec, KilnTarget target) {
   KilnRtDevice *dev = NULL;
   if (kiln_rt_device_create(spec, &dev) != KILN_RT_OK) {
@@ -194,6 +244,7 @@ int main(void) {
   unsetenv("KILN_EMU_INDEX_LIMIT");
   run_device("emu", KILN_TARGET_EMU);
   run_device("cpu", KILN_TARGET_CPU);
+  test_recorded_registers();
   if (failures) {
     fprintf(stderr, "test_emu_offsets: %d check(s) failed\n", failures);
     return 1;
