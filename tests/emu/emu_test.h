@@ -33,7 +33,8 @@
 
 static inline KilnEmuLaunch emu_cfg(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t threads,
                                     uint32_t shared_bytes, uint32_t os_threads) {
-  KilnEmuLaunch c = {{gx, gy, gz}, {threads, 1, 1}, shared_bytes, os_threads, 0, 0, 0, 0, 0};
+  KilnEmuLaunch c = {.grid = {gx, gy, gz}, .block = {threads, 1, 1}, .shared_bytes = shared_bytes,
+                     .num_os_threads = os_threads};
   return c;
 }
 

@@ -28,7 +28,7 @@ static void run(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t tx, uint32_t ty,
   uint32_t threads = tx * ty * tz, blocks = gx * gy * gz;
   Rec *out = calloc((size_t)threads * blocks, sizeof *out);
   void *args[] = {&out};
-  KilnEmuLaunch cfg = {{gx, gy, gz}, {tx, ty, tz}, 0, os, 0, 0, 0, 0, 0};
+  KilnEmuLaunch cfg = {.grid = {gx, gy, gz}, .block = {tx, ty, tz}, .num_os_threads = os};
   CHECK_LAUNCH(KILN_EMU_OK, ids_kernel, &cfg, args);
   for (uint32_t b = 0; b < blocks; b++) {
     for (uint32_t t = 0; t < threads; t++) {
