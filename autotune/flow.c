@@ -368,6 +368,24 @@ static void check_on_target(TuneCand *c, void *ctx) {
   tune_space_check(c, x->f->c, x->f->text, x->t, x->p, &x->R->tg.limits);
 }
 
+/* A kernel without any timing also gets its default config compiled with the promises its
+ * --args values keep (sig.c's rule: integer arguments equal to 1 and multiples of 16), next to
+ * the generic copy: a library built before anything is tuned (BERT's, as bundled) runs its
+ * calls with unit strides and aligned rows on vector loads and cp.async pipelines, and any
+ * call that breaks a promise takes the generic copy, chosen per call by the dispatch. */
+static void add_default_specialized(const Run *R, LibKernel *lk, const RunKernel *k) {
+  TuneSig sig;
+  tune_sig_compute(k->problem.params, k->problem.ival, k->problem.nparams, sizeof sig.text, &sig);
+  if (sig.n == 0) return;
+  LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
+  if (!nv) return; /* the generic copy alone is a correct library */
+  lk->variants = nv;
+  nv[lk->nvariants] = nv[lk->nvariants - 1];
+  nv[lk->nvariants++].sig = sig;
+  fprintf(stderr, "kiln %s: note: '%s' also gets its default config specialized on %s (calls "
+                  "that break a promise take the generic copy)\n", R->cmd, lk->name, sig.text);
+}
+
 /* The default config as kernel ki's generic variant, for the key of its --args, compiled
  * without promises: the fallback of calls that break the tuned variants' promises, or the
  * whole library's choice when the cache has no timing. */
@@ -387,7 +405,8 @@ static int add_default_variant(Run *R, int ki) {
   tune_plan_key_values(lk, k->problem.key, v->keyvals);
   v->cfg = c.cfg;
   v->untuned = true;
-  if (lk->nvariants > 1)
+  if (lk->nvariants == 1 && !R->o->no_specialize) add_default_specialized(R, lk, k);
+  if (lk->nvariants > 1 && !lk->variants[0].untuned)
     fprintf(stderr, "kiln %s: note: '%s' has only specialized timings; calls that break their "
                     "promises use its default config %s, unspecialized (untuned)\n",
             R->cmd, lk->name, c.config);
@@ -497,8 +516,9 @@ static int flow_tune(Run *R) {
 
 /* ---------------------------------------------------------------- lib */
 
-/* A library's --args give its default grid rule and key only: its variants' promises come
- * from the records, and its fallback is generic (so no specialization here). */
+/* A library's --args give its default grid rule and key, and the promises of an untuned
+ * kernel's specialized default copy (add_default_specialized): a tuned variant's promises come
+ * from its record, and the fallback is always generic (so no specialization here). */
 static int hash_kernel(Run *R, int ki) {
   const SourceFile *f = &R->files[R->ks[ki].file];
   tune_kernel_hash(f->text, f->len, R->ks[ki].pinned->tune.kernel, R->rep.kernels[ki].source_hash);

@@ -288,7 +288,7 @@ bool low_lower_op(Low *L, MlirOperation op) {
         return !L->failed;
       return low_dot_operand(L, op);
     }
-    return low_convert(L, op);
+    return low_epilogue_convert(L, op) || low_convert(L, op);
   case KILN_OP_ADDPTR: return lower_addptr(L, op);
   case KILN_OP_LOAD: return low_pipe_owns_load(L, op) || low_load(L, op);
   case KILN_OP_STORE: return low_store(L, op);

@@ -39,6 +39,11 @@ bool low_pipe_owns_load(const Low *L, MlirOperation load);
  * ring.  False (nothing emitted) when the source is not pipelined. */
 bool low_pipe_operand(Low *L, MlirOperation cvt);
 
+/* The GEMM epilogue's convert from an mma layout to a blocked one through padded shared scratch
+ * with vector stores and loads (lower_epilogue.c).  False, with nothing emitted, when the
+ * convert is not one it covers (low_convert then lowers it). */
+bool low_epilogue_convert(Low *L, MlirOperation op);
+
 /* Op families: each returns false after reporting an error. */
 bool low_load(Low *L, MlirOperation op);
 bool low_store(Low *L, MlirOperation op);

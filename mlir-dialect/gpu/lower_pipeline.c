@@ -6,8 +6,11 @@
  *
  * What qualifies (low_pipe_plan).  A kiln.load directly in the loop body whose only user is a
  * convert_layout to a dot_op layout in the same block (so the tile goes to shared memory
- * anyway), of f16/bf16, whose fastest dim is the tile's last (rows of the staged tile are
- * contiguous in shared memory) and whose vector width is 4, 8 or 16 bytes (cp.async's sizes);
+ * anyway), of f16/bf16, whose vector width is 4, 8 or 16 bytes (cp.async's sizes).  A tile
+ * contiguous along its last dim is staged as it is (rows of the staged tile are contiguous in
+ * shared memory); one contiguous along dim 0 (a column-major operand: the k-major weight of
+ * y = x W^T, the m-major X^T of dW) is staged transposed, so the copies stay 16-byte vectors,
+ * and its fragments are read with the other ldmatrix form (plain for B, .trans for A);
  * its pointer, mask and `other` must be computable for a future iteration: their definitions
  * inside the body form a slice of pure ops (arith, splat, broadcast, expand_dims, addptr, range)
  * over the induction variable and values from outside the loop.  Loops that store or update
@@ -30,6 +33,7 @@
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/LLVM.h"
 
 #include <string.h>
 
@@ -39,6 +43,7 @@
 typedef struct PipeLoad {
   MlirOperation load, cvt;
   int64_t rows, cols;
+  bool trans;    /* contiguous along dim 0: staged transposed (see stage_index) */
   int64_t off;   /* byte offset of this load's buffer in stage 0, from the ring's base */
   int vec;       /* elements per cp.async */
   MlirType et;
@@ -152,8 +157,10 @@ static bool plan_load(Low *L, LowPipe *p, MlirBlock body, MlirOperation load, Pi
   if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et)))
     return false;
   KilnGpuOwn own = low_own_of(rt);
-  if (own.order[0] != 1)
-    return false;
+  bool trans = own.order[0] == 0;
+  int64_t contiguous_extent = kiln_ir_dim(rt, trans ? 0 : 1);
+  if (contiguous_extent < 8 || (trans && kiln_ir_dim(rt, 1) < 8))
+    return false; /* a staged row must hold whole 16-byte chunks (the swizzle's unit) */
   int vec = low_vector_width(L, mlirOperationGetOperand(load, 0), &own);
   if (vec < 2 || vec > 8)
     return false;
@@ -164,7 +171,7 @@ static bool plan_load(Low *L, LowPipe *p, MlirBlock body, MlirOperation load, Pi
       return false;
     }
   *pl = (PipeLoad){.load = load, .cvt = cvt, .rows = kiln_ir_dim(rt, 0),
-                   .cols = kiln_ir_dim(rt, 1), .vec = vec, .et = et};
+                   .cols = kiln_ir_dim(rt, 1), .trans = trans, .vec = vec, .et = et};
   return true;
 }
 
@@ -289,6 +296,15 @@ static void copy_vector(Low *L, const PipeLoad *pl, MlirValue dst, const Vals *P
   L->b = saved;
 }
 
+/* Element offset of tile element (row, col) in a staged buffer.  A tile contiguous along its
+ * last dim (A row-major in k, B row-major in n) is staged as it is; one contiguous along dim 0
+ * (A = X^T read with sam = 1, B = W^T read with sbk = 1: the k-major B of y = x W^T) is staged
+ * transposed, so that every vector of the copy is one row segment of the staged tile and the
+ * 16-byte cp.async never scatters. */
+static MlirValue stage_index(Low *L, const PipeLoad *pl, MlirValue row, MlirValue col) {
+  return pl->trans ? low_swizzle(L, col, row, pl->rows) : low_swizzle(L, row, col, pl->cols);
+}
+
 /* Copies load pl's tile, as lowered in the value map now, into buffer buf. */
 static void copy_tile(Low *L, const LowPipe *p, const PipeLoad *pl, MlirValue buf) {
   MlirType rt = mlirValueGetType(mlirOperationGetResult(pl->load, 0));
@@ -298,7 +314,7 @@ static void copy_tile(Low *L, const LowPipe *p, const PipeLoad *pl, MlirValue bu
   Vals *O = low_get(L, mlirOperationGetOperand(pl->load, 2));
   MlirValue base = buffer(L, p, pl, buf);
   for (int64_t j = 0; j < own.count; j += pl->vec) {
-    MlirValue idx = low_swizzle(L, low_coord(L, &own, j, 0), low_coord(L, &own, j, 1), pl->cols);
+    MlirValue idx = stage_index(L, pl, low_coord(L, &own, j, 0), low_coord(L, &own, j, 1));
     copy_vector(L, pl, low_gep(L, base, idx, pl->et), P, M, O, j);
   }
 }
@@ -381,6 +397,94 @@ static void issue_ahead(Low *L, LowPipe *p) {
   p->issued = true;
 }
 
+/* ---------------------------------------------------------------- fragments of transposed tiles */
+
+/* ldmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16 at ptr; out[0..num-1] get the registers. */
+static void pipe_ldmatrix(Low *L, MlirValue ptr, int num, bool trans, MlirValue *out) {
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(L->ctx, "num", kiln_ir_attr_i32(L->ctx, num)),
+      kiln_ir_named(L->ctx, "layout", kiln_gpu_parse_attr(L->ctx, trans ? "#nvvm.mma_layout<col>"
+                                                                          : "#nvvm.mma_layout<row>")),
+  };
+  MlirType f[4] = {L->i32, L->i32, L->i32, L->i32};
+  MlirType rt = mlirLLVMStructTypeLiteralGet(L->ctx, num, f, false);
+  MlirValue r = mlirOperationGetResult(low_op(L, "nvvm.ldmatrix", &ptr, 1, &rt, 1, a, 2), 0);
+  for (int64_t i = 0; i < num; i++) {
+    MlirNamedAttribute pos = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
+    out[i] = mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &L->i32, 1, &pos, 1), 0);
+  }
+}
+
+/* The warp's row (d = 0) or column (d = 1) index in the mma layout's warp grid (w % WM, w / WM). */
+static MlirValue pipe_warp_index(Low *L, const KilnGpuLayout *l, int d) {
+  MlirValue w = low_warp(L);
+  if (d == 0)
+    return low_bin(L, "arith.remui", w, low_i32(L, l->wpc[0]));
+  return low_bin(L, "arith.remui", low_bin(L, "arith.divui", w, low_i32(L, l->wpc[0])),
+                 low_i32(L, l->wpc[1]));
+}
+
+/* The A fragments of a tile staged transposed (S[k][m], m contiguous): per 16x16 block one
+ * ldmatrix.x4.trans.  Lane l addresses k row (l & 7) + 8 (l >> 4) at m column 8 ((l >> 3) & 1)
+ * of the block, so the four 8x8 matrices are (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15),
+ * (m 8-15, k 8-15): transposed, each gives a0, a1, a2, a3 of the PTX ISA's m16n8k16 A fragment
+ * (register r = A[g + 8 (r & 1)][2t + 8 (r >> 1) .. +1]). */
+static void fragments_a_trans(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t m,
+                              int64_t k, Vals *out) {
+  MlirType f16 = mlirF16TypeGet(L->ctx);
+  MlirValue lane = low_lane(L);
+  MlirValue krow = low_bin(L, "arith.addi", low_bin(L, "arith.andi", lane, low_i32(L, 7)),
+                           low_bin(L, "arith.shli", low_bin(L, "arith.shrui", lane, low_i32(L, 4)),
+                                   low_i32(L, 3)));
+  MlirValue mcol = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
+  mcol = low_bin(L, "arith.addi", low_bin(L, "arith.shli", mcol, low_i32(L, 3)),
+                 low_bin(L, "arith.muli", pipe_warp_index(L, dl, 0), low_i32(L, 16)));
+  int wm = dl->wpc[0];
+  int64_t rm = m / (16 * wm), kb = k / 16;
+  for (int64_t mi = 0; mi < rm; mi++)
+    for (int64_t ki = 0; ki < kb; ki++) {
+      MlirValue row = low_bin(L, "arith.addi", krow, low_i32(L, 16 * ki));
+      MlirValue col = low_bin(L, "arith.addi", mcol, low_i32(L, 16 * wm * mi));
+      MlirValue ptr = low_gep(L, base, low_swizzle(L, row, col, m), f16);
+      pipe_ldmatrix(L, ptr, 4, true, &out->v[(mi * kb + ki) * 4]);
+    }
+}
+
+/* The B fragments of a tile staged transposed (S[n][k], k contiguous: the weight of y = x W^T
+ * as it lies in memory): no transpose needed, b_r = B[2t + 8r .. +1][g] = S[g][8r + 2t .. +1]
+ * is what a plain ldmatrix gives.  Per 16 k and two of the warp's 8-column blocks one .x4: lane
+ * l addresses n row (l & 7) of block (l >> 4) (8 WN columns further) at k column
+ * 8 ((l >> 3) & 1); the matrices are b0, b1 of the first block and b0, b1 of the second.  A lone
+ * last block takes .x2 (lanes 0-15). */
+static void fragments_b_trans(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t k,
+                              int64_t n, Vals *out) {
+  MlirType f16 = mlirF16TypeGet(L->ctx);
+  MlirValue lane = low_lane(L);
+  int wn = dl->wpc[1];
+  int64_t rn = n / (8 * wn), kb = k / 16;
+  MlirValue nrow = low_bin(L, "arith.addi", low_bin(L, "arith.andi", lane, low_i32(L, 7)),
+                           low_bin(L, "arith.muli", pipe_warp_index(L, dl, 1), low_i32(L, 8)));
+  MlirValue next = low_bin(L, "arith.muli", low_bin(L, "arith.shrui", lane, low_i32(L, 4)),
+                           low_i32(L, 8 * wn));
+  MlirValue kcol = low_bin(L, "arith.shli",
+                           low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1)),
+                           low_i32(L, 3));
+  for (int64_t ki = 0; ki < kb; ki++)
+    for (int64_t ni = 0; ni < rn; ni += 2) {
+      bool x4 = ni + 1 < rn;
+      MlirValue row = low_bin(L, "arith.addi", x4 ? low_bin(L, "arith.addi", nrow, next) : nrow,
+                              low_i32(L, 8 * wn * ni));
+      MlirValue col = low_bin(L, "arith.addi", kcol, low_i32(L, 16 * ki));
+      MlirValue ptr = low_gep(L, base, low_swizzle(L, row, col, k), f16);
+      MlirValue r[4];
+      pipe_ldmatrix(L, ptr, x4 ? 4 : 2, false, r);
+      for (int b = 0; b < (x4 ? 2 : 1); b++) {
+        out->v[((ni + b) * kb + ki) * 2] = r[2 * b];
+        out->v[((ni + b) * kb + ki) * 2 + 1] = r[2 * b + 1];
+      }
+    }
+}
+
 bool low_pipe_operand(Low *L, MlirOperation cvt) {
   LowPipe *p = L->pipe;
   if (!p)
@@ -396,7 +500,13 @@ bool low_pipe_operand(Low *L, MlirOperation cvt) {
   MlirValue res = mlirOperationGetResult(cvt, 0);
   KilnGpuLayout dl = kiln_gpu_layout_of_type(mlirValueGetType(res));
   Vals *out = low_vals(L, low_own_of(mlirValueGetType(res)).count);
-  low_dot_fragments(L, &dl, buffer(L, p, pl, p->cur), pl->rows, pl->cols, out);
+  MlirValue base = buffer(L, p, pl, p->cur);
+  if (!pl->trans)
+    low_dot_fragments(L, &dl, base, pl->rows, pl->cols, out);
+  else if (dl.op_idx == 0)
+    fragments_a_trans(L, &dl, base, pl->rows, pl->cols, out);
+  else
+    fragments_b_trans(L, &dl, base, pl->rows, pl->cols, out);
   low_set(L, res, out);
   return true;
 }

@@ -451,9 +451,13 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
       {64, 64, 16, 32, 32, 32, false, false, true, 3},   {64, 48, 200, 32, 16, 16, false, false, true, 2},
       {96, 80, 200, 64, 64, 64, false, false, true, 4},  {64, 64, 64, 64, 64, 64, false, false, true, 4},
       {96, 80, 200, 64, 64, 64, false, false, true, 3},
+      /* Column-major unit-stride operands are staged transposed (k-major B: y = x W^T of a
+       * linear layer; m-major A: dW = X^T dY) and read with ldmatrix (.trans for A): B alone,
+       * A alone, both with tails in every dim, and a 64x8 tile whose lone B column block
+       * takes ldmatrix .x2. */
+      {96, 80, 200, 64, 64, 32, false, true, true, 3},   {128, 96, 72, 64, 32, 32, true, false, true, 4},
+      {72, 64, 40, 32, 64, 16, true, true, true, 2},     {64, 24, 48, 64, 8, 16, false, true, true, 3},
   };
-  static const KilnDefine unit_eq[] = {{"sak", 1}, {"sbn", 1}};
-  static const KilnDefine unit_mult[] = {{"sam", 8}, {"sbk", 8}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
@@ -467,6 +471,10 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s", M, N, K,
              cfgs[ci].a_colmajor ? "col" : "row", cfgs[ci].b_colmajor ? "col" : "row",
              cfgs[ci].unit ? " unit-stride" : "");
+    /* The unit stride of each operand is the one along its contiguous dim; the other stride is
+     * a multiple of 8 elements (16 bytes) in every unit configuration. */
+    KilnDefine unit_eq[] = {{cfgs[ci].a_colmajor ? "sam" : "sak", 1}, {cfgs[ci].b_colmajor ? "sbk" : "sbn", 1}};
+    KilnDefine unit_mult[] = {{cfgs[ci].a_colmajor ? "sak" : "sam", 8}, {cfgs[ci].b_colmajor ? "sbn" : "sbk", 8}};
     if (cfgs[ci].unit)
       g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), COUNT(unit_mult)};
     KilnTestRun run;
