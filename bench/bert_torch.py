@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""bert_torch.py — the PyTorch side of bench/bert-gpu.sh, and the synthetic data both sides use.
+
+  bert_torch.py data DIR --train N --test M [--seed S]
+      writes DIR/vocab.txt (30522 tokens: BERT's special ids 0/100/101/102/103, then words
+      w0, w1, ... each one WordPiece token) and DIR/imdb/{train,test}/{neg,pos}/*.txt:
+      IMDB-like reviews whose token counts follow a log-normal around IMDB's (median ~220
+      WordPiece tokens, about one in eight over 510, as bert-base-uncased counts the real
+      reviews), the label told by which half of the vocabulary the words lean to.
+  bert_torch.py run --data DIR --model large --precision fp16 --batch 24 --seq-len 512
+                    --steps N --mode eager|default|reduce-overhead|max-autotune --json FILE
+      trains a plain-PyTorch BertForSequenceClassification (written here, no downloads: post-LN
+      encoder, exact GELU, padding keys masked, pooler + tanh, dropout 0.1, mean cross-entropy;
+      AdamW lr 2e-5, weight decay 0.01 off biases and LayerNorm, global norm clipped to 1) on the
+      first batch x steps reviews in kiln-bert's --no-shuffle order, padded to --seq-len, then
+      evaluates the test reviews; fp16 is autocast with a GradScaler, as the reference benchmark;
+      --mode other than eager wraps the model in torch.compile(mode=...). Appends one JSON
+      record with the benchmark's metrics (first_iter_time, avg_iter_time, iter_per_sec,
+      samples_per_sec, total_time, peak_device_bytes, eval_time, final loss) to FILE.
+
+Every run is one process, so that bench/bert-gpu.sh can give each mode its own time limit and
+kill a compile that hangs. PyTorch is a benchmark-only dependency (never needed to build or
+test Kiln): on Debian 12 `apt-get install python3-torch` gives 1.13, which has no torch.compile
+(those modes are then reported as unavailable)."""
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+PRESETS = {  # layers, hidden, heads, ffn (kiln-bert's presets)
+    "tiny": (2, 128, 2, 512),
+    "mini": (4, 256, 4, 1024),
+    "base": (12, 768, 12, 3072),
+    "large": (24, 1024, 16, 4096),
+}
+VOCAB = 30522
+SPECIAL = {0: "[PAD]", 100: "[UNK]", 101: "[CLS]", 102: "[SEP]", 103: "[MASK]"}
+FIRST_WORD = 1000  # ids below are special or unused, as in bert-base-uncased
+
+
+def write_data(root, n_train, n_test, seed):
+    """The vocabulary and the aclImdb-layout reviews (see the module comment)."""
+    os.makedirs(root, exist_ok=True)
+    words = VOCAB - FIRST_WORD
+    with open(os.path.join(root, "vocab.txt"), "w") as f:
+        for i in range(VOCAB):
+            f.write(SPECIAL.get(i, f"[unused{i}]" if i < FIRST_WORD else f"w{i - FIRST_WORD}") + "\n")
+    rng = random.Random(seed)
+    for split, n in (("train", n_train), ("test", n_test)):
+        for k in range(n):
+            label = k % 2
+            d = os.path.join(root, "imdb", split, ("neg", "pos")[label])
+            os.makedirs(d, exist_ok=True)
+            length = max(8, min(2000, int(rng.lognormvariate(math.log(220), 0.75))))
+            lean = words // 2 * label
+            text = " ".join(f"w{lean + rng.randrange(words // 2) if rng.random() < 0.7 else rng.randrange(words)}"
+                            for _ in range(length))
+            with open(os.path.join(d, f"{k // 2}_{label * 5 + 3}.txt"), "w") as f:
+                f.write(text + "\n")
+
+
+def read_split(root, split, seq_len):
+    """Token rows [CLS] ids[:L-2] [SEP] [PAD].. and labels, in kiln-bert's --no-shuffle order
+    (neg/ before pos/, names in byte order). Every word is one token of the vocabulary."""
+    rows, labels = [], []
+    for label, name in ((0, "neg"), (1, "pos")):
+        d = os.path.join(root, "imdb", split, name)
+        for fn in sorted(os.listdir(d), key=lambda s: s.encode()):
+            ids = [FIRST_WORD + int(w[1:]) for w in open(os.path.join(d, fn)).read().split()]
+            ids = [101] + ids[:seq_len - 2] + [102]
+            rows.append(ids + [0] * (seq_len - len(ids)))
+            labels.append(label)
+    return rows, labels
+
+
+def build_model(torch, layers, hidden, heads, ffn, seq_len):
+    nn, F = torch.nn, torch.nn.functional
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(hidden, 3 * hidden)
+            self.out = nn.Linear(hidden, hidden)
+            self.ln1 = nn.LayerNorm(hidden, eps=1e-12)
+            self.up = nn.Linear(hidden, ffn)
+            self.down = nn.Linear(ffn, hidden)
+            self.ln2 = nn.LayerNorm(hidden, eps=1e-12)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x, bias):
+            b, s, _ = x.shape
+            q, k, v = self.qkv(x).view(b, s, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
+            p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(hidden // heads) + bias, dim=-1)
+            a = (self.drop(p) @ v).transpose(1, 2).reshape(b, s, hidden)
+            x = self.ln1(x + self.drop(self.out(a)))
+            return self.ln2(x + self.drop(self.down(F.gelu(self.up(x)))))
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word = nn.Embedding(VOCAB, hidden)
+            self.pos = nn.Embedding(512, hidden)
+            self.type = nn.Embedding(2, hidden)
+            self.ln = nn.LayerNorm(hidden, eps=1e-12)
+            self.layers = nn.ModuleList(Layer() for _ in range(layers))
+            self.pool = nn.Linear(hidden, hidden)
+            self.cls = nn.Linear(hidden, 2)
+            self.drop = nn.Dropout(0.1)
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(m.weight, std=0.02)
+                if isinstance(m, nn.Linear):
+                    nn.init.zeros_(m.bias)
+
+        def forward(self, ids, labels):
+            pos = torch.arange(ids.shape[1], device=ids.device)
+            x = self.drop(self.ln(self.word(ids) + self.pos(pos) + self.type.weight[0]))
+            bias = ((ids == 0).to(x.dtype) * -10000.0)[:, None, None, :]  # padding keys
+            for layer in self.layers:
+                x = layer(x, bias)
+            logits = self.cls(self.drop(torch.tanh(self.pool(x[:, 0]))))
+            return F.cross_entropy(logits.float(), labels), logits
+
+    return Bert()
+
+
+def run(a):
+    import torch
+    dev = torch.device("cuda" if a.device == "cuda" else "cpu")
+    torch.manual_seed(a.seed)
+    rows, labels = read_split(a.data, "train", a.seq_len)
+    need = a.batch * a.steps
+    if len(rows) < need:
+        sys.exit(f"bert_torch.py: {len(rows)} training reviews, {need} needed")
+    erows, elabels = read_split(a.data, "test", a.seq_len)
+    model = build_model(torch, *PRESETS[a.model], a.seq_len).to(dev)
+    decay = [p for n, p in model.named_parameters() if p.dim() > 1 and "ln" not in n]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() > 1 and "ln" not in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": rest, "weight_decay": 0.0}], lr=2e-5)
+    fp16 = a.precision == "fp16"
+    scaler = torch.cuda.amp.GradScaler(enabled=fp16 and dev.type == "cuda")
+    fwd = model
+    if a.mode != "eager":
+        if not hasattr(torch, "compile"):
+            sys.exit(f"bert_torch.py: torch {torch.__version__} has no torch.compile")
+        fwd = torch.compile(model, mode=a.mode)
+    amp_dtype = torch.float16 if dev.type == "cuda" else torch.bfloat16
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    times, loss = [], None
+    model.train()
+    for k in range(a.steps):
+        ids = torch.tensor(rows[k * a.batch:(k + 1) * a.batch], device=dev)
+        lab = torch.tensor(labels[k * a.batch:(k + 1) * a.batch], device=dev)
+        sync()
+        t = time.perf_counter()
+        with torch.autocast(dev.type, dtype=amp_dtype, enabled=fp16):
+            loss, _ = fwd(ids, lab)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        sync()
+        times.append(time.perf_counter() - t)
+    model.eval()
+    t = time.perf_counter()
+    with torch.no_grad(), torch.autocast(dev.type, dtype=amp_dtype, enabled=fp16):
+        for k in range(0, len(erows), a.batch):
+            fwd(torch.tensor(erows[k:k + a.batch], device=dev),
+                torch.tensor(elabels[k:k + a.batch], device=dev))
+    sync()
+    eval_time = time.perf_counter() - t
+    total = sum(times)
+    avg = sum(times[1:]) / (len(times) - 1) if len(times) > 1 else times[0]
+    if dev.type == "cuda":
+        peak = torch.cuda.max_memory_allocated()
+    else:
+        import resource
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rec = {"system": "pytorch", "torch": torch.__version__, "mode": a.mode,
+           "precision": a.precision, "model": a.model, "batch": a.batch, "seq_len": a.seq_len,
+           "steps": a.steps, "first_iter_time": times[0], "avg_iter_time": avg,
+           "iter_per_sec": 1 / avg, "samples_per_sec": a.batch * a.steps / total,
+           "total_time": total, "peak_device_bytes": peak, "eval_time": eval_time,
+           "eval_samples": len(erows), "loss": float(loss)}
+    with open(a.json, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    print(json.dumps(rec))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("data")
+    d.add_argument("dir")
+    d.add_argument("--train", type=int, required=True)
+    d.add_argument("--test", type=int, required=True)
+    d.add_argument("--seed", type=int, default=1)
+    r = sub.add_parser("run")
+    r.add_argument("--data", required=True)
+    r.add_argument("--model", choices=sorted(PRESETS), default="large")
+    r.add_argument("--precision", choices=["fp32", "fp16"], default="fp16")
+    r.add_argument("--batch", type=int, default=24)
+    r.add_argument("--seq-len", type=int, default=512)
+    r.add_argument("--steps", type=int, default=10)
+    r.add_argument("--mode", choices=["eager", "default", "reduce-overhead", "max-autotune"],
+                   default="eager")
+    r.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    r.add_argument("--seed", type=int, default=42)
+    r.add_argument("--json", required=True)
+    a = ap.parse_args()
+    if a.cmd == "data":
+        if a.train < 1 or a.test < 1:
+            sys.exit("bert_torch.py data: --train and --test must be >= 1")
+        write_data(a.dir, a.train, a.test, a.seed)
+    else:
+        if a.steps < 1 or a.batch < 1 or not 2 <= a.seq_len <= 512:
+            sys.exit("bert_torch.py run: --steps, --batch >= 1 and --seq-len in [2, 512]")
+        run(a)
+
+
+if __name__ == "__main__":
+    main()
