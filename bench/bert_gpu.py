@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""bert_torch.py — the PyTorch side of bench/bert-gpu.sh, and the synthetic data both sides use.
+"""bert_gpu.py — the Python side of bench/bert-gpu.sh: the synthetic data both sides train on,
+the PyTorch runs, and the report.
 
-  bert_torch.py data DIR --train N --test M [--seed S]
+  bert_gpu.py data DIR --train N --test M [--seed S]
       writes DIR/vocab.txt (30522 tokens: BERT's special ids 0/100/101/102/103, then words
       w0, w1, ... each one WordPiece token) and DIR/imdb/{train,test}/{neg,pos}/*.txt:
       IMDB-like reviews whose token counts follow a log-normal around IMDB's (median ~220
       WordPiece tokens, about one in eight over 510, as bert-base-uncased counts the real
       reviews), the label told by which half of the vocabulary the words lean to.
-  bert_torch.py run --data DIR --model large --precision fp16 --batch 24 --seq-len 512
+  bert_gpu.py run --data DIR --model large --precision fp16 --batch 24 --seq-len 512
                     --steps N --mode eager|default|reduce-overhead|max-autotune --json FILE
       trains a plain-PyTorch BertForSequenceClassification (written here, no downloads: post-LN
       encoder, exact GELU, padding keys masked, pooler + tanh, dropout 0.1, mean cross-entropy;
@@ -17,6 +18,12 @@
       --mode other than eager wraps the model in torch.compile(mode=...). Appends one JSON
       record with the benchmark's metrics (first_iter_time, avg_iter_time, iter_per_sec,
       samples_per_sec, total_time, peak_device_bytes, eval_time, final loss) to FILE.
+  bert_gpu.py report --parts FILE --out BASE [--title TEXT]
+      reads the parts bench/bert-gpu.sh ran (JSON lines: Kiln's from kiln-bert's --log summary,
+      PyTorch's from `run`, and a record for each part that failed, timed out or was skipped)
+      and writes BASE.json and BASE.md: one row per system, mode and precision with the
+      benchmark's columns, and the ratio of Kiln's samples per second to the best PyTorch
+      row's of the same precision.
 
 Every run is one process, so that bench/bert-gpu.sh can give each mode its own time limit and
 kill a compile that hangs. PyTorch is a benchmark-only dependency (never needed to build or
@@ -134,7 +141,7 @@ def run(a):
     rows, labels = read_split(a.data, "train", a.seq_len)
     need = a.batch * a.steps
     if len(rows) < need:
-        sys.exit(f"bert_torch.py: {len(rows)} training reviews, {need} needed")
+        sys.exit(f"bert_gpu.py: {len(rows)} training reviews, {need} needed")
     erows, elabels = read_split(a.data, "test", a.seq_len)
     model = build_model(torch, *PRESETS[a.model], a.seq_len).to(dev)
     decay = [p for n, p in model.named_parameters() if p.dim() > 1 and "ln" not in n]
@@ -146,7 +153,7 @@ def run(a):
     fwd = model
     if a.mode != "eager":
         if not hasattr(torch, "compile"):
-            sys.exit(f"bert_torch.py: torch {torch.__version__} has no torch.compile")
+            sys.exit(f"bert_gpu.py: torch {torch.__version__} has no torch.compile")
         fwd = torch.compile(model, mode=a.mode)
     amp_dtype = torch.float16 if dev.type == "cuda" else torch.bfloat16
 
@@ -186,7 +193,7 @@ def run(a):
     else:
         import resource
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    rec = {"system": "pytorch", "torch": torch.__version__, "mode": a.mode,
+    rec = {"system": "pytorch", "status": "ok", "torch": torch.__version__, "mode": a.mode,
            "precision": a.precision, "model": a.model, "batch": a.batch, "seq_len": a.seq_len,
            "steps": a.steps, "first_iter_time": times[0], "avg_iter_time": avg,
            "iter_per_sec": 1 / avg, "samples_per_sec": a.batch * a.steps / total,
@@ -195,6 +202,55 @@ def run(a):
     with open(a.json, "a") as f:
         f.write(json.dumps(rec) + "\n")
     print(json.dumps(rec))
+
+
+COLUMNS = ("first_iter_time", "avg_iter_time", "iter_per_sec", "samples_per_sec", "total_time",
+           "peak_device_bytes", "eval_time", "loss")
+
+
+def cell(row, key):
+    v = row.get(key)
+    if v is None:
+        return "-"
+    if key == "peak_device_bytes":
+        return f"{v / 2**20:.0f} MiB"
+    return f"{v:.4g}"
+
+
+def report(a):
+    rows = [json.loads(x) for x in open(a.parts) if x.strip()]
+    ratio = {}
+    for prec in ("fp32", "fp16"):
+        kiln = [r for r in rows if r.get("system") == "kiln" and r.get("precision") == prec
+                and r.get("status") == "ok" and r.get("padding") == "fixed"]
+        torch_rows = [r for r in rows if r.get("system") == "pytorch" and r.get("precision") == prec
+                      and r.get("status") == "ok"]
+        if kiln and torch_rows:
+            best = max(torch_rows, key=lambda r: r["samples_per_sec"])
+            ratio[prec] = {"kiln_samples_per_sec": kiln[0]["samples_per_sec"],
+                           "best_pytorch": best["mode"],
+                           "best_pytorch_samples_per_sec": best["samples_per_sec"],
+                           "ratio": kiln[0]["samples_per_sec"] / best["samples_per_sec"]}
+    with open(a.out + ".json.tmp", "w") as f:
+        json.dump({"title": a.title, "rows": rows, "kiln_over_best_pytorch": ratio}, f, indent=1)
+    os.replace(a.out + ".json.tmp", a.out + ".json")
+    lines = [f"# {a.title}", "",
+             "| system | mode | precision | batch | padding | status | " + " | ".join(COLUMNS) + " |",
+             "|" + " --- |" * (6 + len(COLUMNS))]
+    for r in rows:
+        lines.append(f"| {r.get('system')} | {r.get('mode')} | {r.get('precision')} | "
+                     f"{r.get('batch')} | {r.get('padding', 'fixed')} | {r.get('status')} | "
+                     + " | ".join(cell(r, c) for c in COLUMNS) + " |")
+    lines.append("")
+    for prec, v in ratio.items():
+        lines.append(f"- {prec}: Kiln / best PyTorch ({v['best_pytorch']}) samples per second = "
+                     f"{v['ratio']:.3f}")
+    if not ratio:
+        lines.append("- no ratio: Kiln and PyTorch did not both finish in one precision")
+    with open(a.out + ".md.tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(a.out + ".md.tmp", a.out + ".md")
+    print("\n".join(lines))
 
 
 def main():
@@ -217,14 +273,20 @@ def main():
     r.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--json", required=True)
+    p = sub.add_parser("report")
+    p.add_argument("--parts", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--title", default="BERT fine-tuning, Kiln and PyTorch")
     a = ap.parse_args()
-    if a.cmd == "data":
+    if a.cmd == "report":
+        report(a)
+    elif a.cmd == "data":
         if a.train < 1 or a.test < 1:
-            sys.exit("bert_torch.py data: --train and --test must be >= 1")
+            sys.exit("bert_gpu.py data: --train and --test must be >= 1")
         write_data(a.dir, a.train, a.test, a.seed)
     else:
         if a.steps < 1 or a.batch < 1 or not 2 <= a.seq_len <= 512:
-            sys.exit("bert_torch.py run: --steps, --batch >= 1 and --seq-len in [2, 512]")
+            sys.exit("bert_gpu.py run: --steps, --batch >= 1 and --seq-len in [2, 512]")
         run(a)
 
 
