@@ -74,9 +74,10 @@ parts=$work/parts.jsonl
 mkdir -p "$out"
 
 # The seconds a part may take: its own limit, the --part-limit cap, and what is left of the
-# whole script's limit (less 10 s for the report).
+# whole script's limit, less 20 s: the 5 s a killed part may take to end and 15 s for the
+# report (Python's start-up alone takes seconds on a loaded machine).
 part_limit() {
-  local own=$1 left=$((deadline - $(date +%s) - 10))
+  local own=$1 left=$((deadline - $(date +%s) - 20))
   [ "$part_cap" -gt 0 ] && [ "$part_cap" -lt "$own" ] && own=$part_cap
   [ "$left" -lt "$own" ] && own=$left
   echo "$own"
