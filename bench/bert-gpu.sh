@@ -13,7 +13,8 @@
 # The data (bench/bert_gpu.py data): IMDB-like reviews of realistic lengths over a synthetic
 # 30522-token vocabulary, read by both sides in kiln-bert's --no-shuffle order. PyTorch is
 # optional and benchmark-only (Debian 12: `apt-get install python3-torch` gives 1.13, eager
-# only); without it the Kiln rows stand alone.
+# only; that package is for Debian's /usr/bin/python3: KILN_TORCH_PYTHON=/usr/bin/python3
+# names it where another python3 comes first on PATH); without it the Kiln rows stand alone.
 # Writes OUT/bert-gpu-NAME.json and .md (NAME: the GPU's name, or the device), see bert_gpu.py.
 #
 # usage: bench/bert-gpu.sh [--device cuda|cpu|emu] [--kiln-bert EXE] [--model M] [--seq-len L]
@@ -26,7 +27,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 device=cuda kb=${KILN_BERT:-build/tools/kiln-bert} model= seq= steps= b16= b32= limit=300
-out=bench/results name= part_cap=0
+out=bench/results name= part_cap=0 torch_py=${KILN_TORCH_PYTHON:-python3}
 while [ $# -gt 0 ]; do
   case $1 in
     --device) device=$2 ;;
@@ -137,7 +138,7 @@ torch_part() {
   t=$(part_limit "$4")
   if [ "$t" -lt 10 ]; then note pytorch "$mode" "$prec" "$batch" fixed skipped "short of time"; return; fi
   echo "== PyTorch $mode $prec, batch $batch (limit ${t}s) ==" >&2
-  run_part "$t" "$work/torch-$mode-$prec.out" python3 bench/bert_gpu.py run --data "$work/data" \
+  run_part "$t" "$work/torch-$mode-$prec.out" "$torch_py" bench/bert_gpu.py run --data "$work/data" \
     --model "$model" --precision "$prec" --batch "$batch" --seq-len "$seq" --steps "$steps" \
     --mode "$mode" --device "$torch_dev" --json "$parts"
   local rc=$?
@@ -147,9 +148,9 @@ torch_part() {
   fi
 }
 
-if ! python3 -c 'import torch' 2>/dev/null; then
+if ! "$torch_py" -c 'import torch' 2>/dev/null; then
   note pytorch all all 0 fixed skipped "PyTorch is not installed"
-elif [ "$torch_dev" = cuda ] && ! python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())'; then
+elif [ "$torch_dev" = cuda ] && ! "$torch_py" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())'; then
   note pytorch all all 0 fixed skipped "PyTorch sees no GPU"
 else
   torch_part eager fp32 "$b32" 60
