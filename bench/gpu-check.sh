@@ -2,7 +2,7 @@
 # The GPU check, run on a machine with a GPU (the CUDA toolkit and driver, cmake, gcc; PyTorch
 # and Triton optional; no LLVM/MLIR, no network). Prepare the kernels first on a build machine
 # (bench/gpu/prepare.sh) and bring bench/gpu/bundle along (it is ignored by git: name it when
-# carrying the tree). Within 9 minutes (KILN_GPU_CHECK_LIMIT seconds, default 540) it:
+# carrying the tree). Within 9 minutes (KILN_GPU_CHECK_LIMIT seconds, default 530) it:
 #   1. builds libkilnrt, the check programs and kiln-bert against the bundle's kernel
 #      libraries (KILN_RUNTIME_ONLY, KILN_BERT_LIBS), runs the runtime tests, the cuda
 #      device's included;
@@ -15,7 +15,9 @@
 #      KILN_GPU_BERT_SECONDS (default 200) kept for it whatever the steps before took;
 #   6. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
 # Every step runs under the smaller of its own limit and what is left of the whole (less what
-# is kept for step 5); a step left under 10 s is skipped and says so.
+# is kept for step 5); a step left under 10 s is skipped and says so. KILN_GPU_CHECK_DRY_RUN=1
+# proves the limits anywhere: nothing is built or run, every step sleeps until its limit ends
+# it (the worst case), and the script must still end within KILN_GPU_CHECK_LIMIT.
 # Results: bench/results/gpu-check-<date>.json (+ -torch.json), gpu-tune-<date>-<mode>.json
 # (summary) and gpu-tune-<date>-<mode>-cache.json (the records, for `kiln lib --device cuda`).
 set -uo pipefail
@@ -26,7 +28,7 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p bench/results
 status=0
 start=$(date +%s)
-deadline=$((start + ${KILN_GPU_CHECK_LIMIT:-540}))
+deadline=$((start + ${KILN_GPU_CHECK_LIMIT:-530}))
 bert_keep=${KILN_GPU_BERT_SECONDS:-200}
 
 # limit OWN [KEEP]: the seconds a step may take: OWN, or what is left before the deadline less
@@ -45,9 +47,14 @@ step() {
     status=1
     return 0
   fi
-  echo "== $name (limit ${t}s) ==" >&2
+  echo "== $name (limit ${t}s, $(($(date +%s) - start)) s gone) ==" >&2
+  if [ "$dry" = 1 ]; then
+    timeout "$t" sleep 100000
+    return
+  fi
   timeout --kill-after=5 "$t" "$@"
 }
+dry=${KILN_GPU_CHECK_DRY_RUN:-0}
 
 echo "== build (runtime only) ==" >&2
 libs=()
@@ -56,9 +63,9 @@ libs=()
 # KILN_GPU_NO_WERROR=1: a newer gcc's new warnings must not stop the only run there is
 cflags=
 [ "${KILN_GPU_NO_WERROR:-0}" = 1 ] && cflags=-Wno-error
-cmake -S . -B "$build" -DKILN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release "${libs[@]}" \
-  -DCMAKE_C_FLAGS="$cflags" >/dev/null || exit 2
-step "build" 200 "$bert_keep" cmake --build "$build" -j "$(nproc)" || exit 2
+[ "$dry" = 1 ] || cmake -S . -B "$build" -DKILN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+  "${libs[@]}" -DCMAKE_C_FLAGS="$cflags" >/dev/null || exit 2
+step "build" 200 "$bert_keep" cmake --build "$build" -j "$(nproc)" || [ "$dry" = 1 ] || exit 2
 
 # the runtime's tests and kiln-bert's command-line tests (the model tests train on the cpu
 # device for minutes: they ran on the build machine)
@@ -77,11 +84,11 @@ step "Kiln kernels vs copy and cuBLAS" 90 "$bert_keep" "$build/bench/gpu/gpu-ben
 echo "== tuning on the GPU: both modes, from the precompiled candidates ==" >&2
 # kiln-tune-runner is the tuner's runner (warm-up, repetitions, medians, an L2 flush, crashes
 # and wrong results skipped). The caches feed `kiln lib --device cuda` on the build machine.
-if [ -f "$bundle/tune/manifest.txt" ]; then
+if [ "$dry" = 1 ] || [ -f "$bundle/tune/manifest.txt" ]; then
   for mode in default max-autotune; do
     budget=30; [ "$mode" = max-autotune ] && budget=60
     t=$(limit $((budget + 20)) "$bert_keep")
-    [ "$t" -lt $((budget + 5)) ] && budget=$((t - 5))
+    [ "$t" -lt $((budget + 5)) ] && [ "$t" -ge 10 ] && budget=$((t - 5))
     step "tuning, $mode, budget ${budget}s" $((budget + 20)) "$bert_keep" "$build/autotune/kiln-tune-runner" "$bundle/tune" --device cuda \
       --mode "$mode" --budget "$budget" --cache "bench/results/gpu-tune-$stamp-$mode-cache.json" \
       --json "bench/results/gpu-tune-$stamp-$mode.json" || status=1
@@ -91,20 +98,24 @@ else
   status=1
 fi
 
-if [ -x "$build/tools/kiln-bert" ] && [ ${#libs[@]} -gt 0 ]; then
-  # all that is left but 40 s for the last step; bert-gpu.sh shares it out among its parts
-  t=$(limit 100000 40)
-  step "BERT end to end, Kiln and PyTorch" "$t" 40 \
+if [ "$dry" = 1 ] || { [ -x "$build/tools/kiln-bert" ] && [ ${#libs[@]} -gt 0 ]; }; then
+  # all that is left, less 40 s for the last step when more than the kept time is left;
+  # bert-gpu.sh shares it out among its parts
+  left=$(limit 100000 0)
+  keep=0
+  [ "$left" -ge $((bert_keep + 40)) ] && keep=40
+  t=$((left - keep))
+  step "BERT end to end, Kiln and PyTorch" "$t" "$keep" \
     bash bench/bert-gpu.sh --device cuda --kiln-bert "$build/tools/kiln-bert" --limit $((t - 5)) || status=1
 else
   echo "no kiln-bert in $build: no end-to-end BERT numbers" >&2
   status=1
 fi
 
-if python3 -c 'import torch' 2>/dev/null; then
+if [ "$dry" = 1 ] || python3 -c 'import torch' 2>/dev/null; then
   step "PyTorch / Triton on the same shapes" 40 0 python3 bench/gpu/torch_ref.py --json "bench/results/gpu-check-$stamp-torch.json" || status=1
 else
   echo "PyTorch not installed: no side-by-side numbers" >&2
 fi
-echo "gpu-check: $(($(date +%s) - start)) s of ${KILN_GPU_CHECK_LIMIT:-540}" >&2
+echo "gpu-check: $(($(date +%s) - start)) s of ${KILN_GPU_CHECK_LIMIT:-530}" >&2
 exit $status
