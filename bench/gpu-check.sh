@@ -30,6 +30,7 @@ status=0
 start=$(date +%s)
 deadline=$((start + ${KILN_GPU_CHECK_LIMIT:-530}))
 bert_keep=${KILN_GPU_BERT_SECONDS:-200}
+dry=${KILN_GPU_CHECK_DRY_RUN:-0}
 
 # limit OWN [KEEP]: the seconds a step may take: OWN, or what is left before the deadline less
 # KEEP (the time promised to the steps after it) when that is less.
@@ -54,12 +55,16 @@ step() {
   fi
   timeout --kill-after=5 "$t" "$@"
 }
-dry=${KILN_GPU_CHECK_DRY_RUN:-0}
 
 echo "== build (runtime only) ==" >&2
+# the trainer's kernel libraries (cpu and cuda), packed by prepare.sh, unpacked into the build
 libs=()
-[ -f "$bundle/bert-libs/cpu/kb_adamw.c" ] && libs=(-DKILN_BERT_LIBS="$(cd "$bundle/bert-libs" && pwd)")
-[ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs): no kiln-bert; run bench/gpu/prepare.sh" >&2
+if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.gz" ]; then
+  mkdir -p "$build/bert-libs"
+  tar xzf "$bundle/bert-libs.tar.gz" -C "$build/bert-libs" &&
+    libs=(-DKILN_BERT_LIBS="$(cd "$build/bert-libs" && pwd)")
+fi
+[ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs.tar.gz): no kiln-bert; run bench/gpu/prepare.sh" >&2
 # KILN_GPU_NO_WERROR=1: a newer gcc's new warnings must not stop the only run there is
 cflags=
 [ "${KILN_GPU_NO_WERROR:-0}" = 1 ] && cflags=-Wno-error

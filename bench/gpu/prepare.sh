@@ -70,12 +70,16 @@ echo "prepared the tuning bundle ($(grep -c '^cand ' "$bundle/tune/manifest.txt"
 # The trainer's 44 kernel libraries (runtime/bert/CMakeLists.txt: one per kernel file and pins,
 # three element types) for cpu and for cuda (a cubin per sm_80 and sm_90 plus PTX; no GPU
 # needed), from the build's tune cache when it was configured with -DKILN_TUNE_CACHE, else
-# from the kernels' default configs. A runtime-only build given -DKILN_BERT_LIBS=bundle/bert-libs
-# compiles kilnbert_model (cpu) and its cuda copy against them (bench/gpu-check.sh does).
+# from the kernels' default configs. Their C sources spell the images out as decimal bytes
+# (some 13 MB per device), so they travel as bert-libs.tar.gz (about 5 MB); bench/gpu-check.sh
+# unpacks it and builds kiln-bert against it (-DKILN_BERT_LIBS), the cpu copy and the cuda one.
 cmake --build "$build" --target kilnbert_cuda_libs kilnbert_model >/dev/null
-rm -rf "$bundle/bert-libs"
-mkdir -p "$bundle/bert-libs/cpu" "$bundle/bert-libs/cuda"
-cp "$build"/runtime/bert/kernels/kb_*.[ch] "$bundle/bert-libs/cpu/"
-cp "$build"/runtime/bert/kernels-cuda/kb_*.[ch] "$bundle/bert-libs/cuda/"
-echo "prepared the trainer's kernel libraries ($(ls "$bundle/bert-libs/cuda" | grep -c '\.c$') for cpu and cuda, $(du -sh "$bundle/bert-libs" | cut -f1))" >&2
+libs_tmp=$(mktemp -d)
+mkdir -p "$libs_tmp/cpu" "$libs_tmp/cuda"
+cp "$build"/runtime/bert/kernels/kb_*.[ch] "$libs_tmp/cpu/"
+cp "$build"/runtime/bert/kernels-cuda/kb_*.[ch] "$libs_tmp/cuda/"
+tar czf "$bundle/bert-libs.tar.gz.tmp" -C "$libs_tmp" cpu cuda
+mv "$bundle/bert-libs.tar.gz.tmp" "$bundle/bert-libs.tar.gz"
+echo "prepared the trainer's kernel libraries ($(ls "$libs_tmp/cuda" | grep -c '\.c$') for cpu and cuda: $(du -sh "$libs_tmp" | cut -f1), $(du -h "$bundle/bert-libs.tar.gz" | cut -f1) packed)" >&2
+rm -rf "$libs_tmp"
 du -sh "$bundle" >&2
