@@ -14,7 +14,8 @@ the PyTorch runs, and the report.
       encoder, exact GELU, padding keys masked, pooler + tanh, dropout 0.1, mean cross-entropy;
       AdamW lr 2e-5, weight decay 0.01 off biases and LayerNorm, global norm clipped to 1) on the
       first batch x steps reviews in kiln-bert's --no-shuffle order, padded to --seq-len, then
-      evaluates the test reviews; fp16 is autocast with a GradScaler, as the reference benchmark;
+      evaluates the test reviews; fp16 is autocast with a GradScaler, as the reference benchmark
+      (on the cpu autocast takes bfloat16, the one half type CPU autocast has; the record says);
       --mode other than eager wraps the model in torch.compile(mode=...). Appends one JSON
       record with the benchmark's metrics (first_iter_time, avg_iter_time, iter_per_sec,
       samples_per_sec, total_time, peak_device_bytes, eval_time, final loss) to FILE.
@@ -198,7 +199,8 @@ def run(a):
            "steps": a.steps, "first_iter_time": times[0], "avg_iter_time": avg,
            "iter_per_sec": 1 / avg, "samples_per_sec": a.batch * a.steps / total,
            "total_time": total, "peak_device_bytes": peak, "eval_time": eval_time,
-           "eval_samples": len(erows), "loss": float(loss)}
+           "eval_samples": len(erows), "loss": float(loss),
+           "autocast": str(amp_dtype).replace("torch.", "") if fp16 else None}
     with open(a.json, "a") as f:
         f.write(json.dumps(rec) + "\n")
     print(json.dumps(rec))
