@@ -143,6 +143,8 @@ torch_part() {
     --mode "$mode" --device "$torch_dev" --json "$parts"
   local rc=$?
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note pytorch "$mode" "$prec" "$batch" fixed timeout "over ${t}s"
+  elif [ $rc -eq 3 ]; then
+    note pytorch "$mode" "$prec" "$batch" fixed unavailable "$(tail -1 "$work/torch-$mode-$prec.out" | tr -d '"\\' | cut -c1-200)"
   elif [ $rc -ne 0 ]; then
     note pytorch "$mode" "$prec" "$batch" fixed failed "exit $rc: $(tail -1 "$work/torch-$mode-$prec.out" | tr -d '"\\' | cut -c1-200)"
   fi

@@ -47,6 +47,7 @@ PRESETS = {  # layers, hidden, heads, ffn (kiln-bert's presets)
 VOCAB = 30522
 SPECIAL = {0: "[PAD]", 100: "[UNK]", 101: "[CLS]", 102: "[SEP]", 103: "[MASK]"}
 FIRST_WORD = 1000  # ids below are special or unused, as in bert-base-uncased
+UNAVAILABLE = 3  # run's exit code when this PyTorch lacks the mode (bert-gpu.sh records it so)
 
 
 def write_data(root, n_train, n_test, seed):
@@ -111,7 +112,7 @@ def build_model(torch, layers, hidden, heads, ffn, seq_len):
             super().__init__()
             self.word = nn.Embedding(VOCAB, hidden)
             self.pos = nn.Embedding(512, hidden)
-            self.type = nn.Embedding(2, hidden)
+            self.ttype = nn.Embedding(2, hidden)  # not `type`: nn.Module has a method of that name
             self.ln = nn.LayerNorm(hidden, eps=1e-12)
             self.layers = nn.ModuleList(Layer() for _ in range(layers))
             self.pool = nn.Linear(hidden, hidden)
@@ -125,7 +126,7 @@ def build_model(torch, layers, hidden, heads, ffn, seq_len):
 
         def forward(self, ids, labels):
             pos = torch.arange(ids.shape[1], device=ids.device)
-            x = self.drop(self.ln(self.word(ids) + self.pos(pos) + self.type.weight[0]))
+            x = self.drop(self.ln(self.word(ids) + self.pos(pos) + self.ttype.weight[0]))
             bias = ((ids == 0).to(x.dtype) * -10000.0)[:, None, None, :]  # padding keys
             for layer in self.layers:
                 x = layer(x, bias)
@@ -154,7 +155,8 @@ def run(a):
     fwd = model
     if a.mode != "eager":
         if not hasattr(torch, "compile"):
-            sys.exit(f"bert_gpu.py: torch {torch.__version__} has no torch.compile")
+            print(f"bert_gpu.py: torch {torch.__version__} has no torch.compile", file=sys.stderr)
+            sys.exit(UNAVAILABLE)
         fwd = torch.compile(model, mode=a.mode)
     amp_dtype = torch.float16 if dev.type == "cuda" else torch.bfloat16
 
@@ -240,8 +242,9 @@ def report(a):
              "| system | mode | precision | batch | padding | status | " + " | ".join(COLUMNS) + " |",
              "|" + " --- |" * (6 + len(COLUMNS))]
     for r in rows:
+        status = r.get("status") if not r.get("why") else f"{r.get('status')}: {r['why']}"
         lines.append(f"| {r.get('system')} | {r.get('mode')} | {r.get('precision')} | "
-                     f"{r.get('batch')} | {r.get('padding', 'fixed')} | {r.get('status')} | "
+                     f"{r.get('batch')} | {r.get('padding', 'fixed')} | {status} | "
                      + " | ".join(cell(r, c) for c in COLUMNS) + " |")
     lines.append("")
     for prec, v in ratio.items():
