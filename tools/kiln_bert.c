@@ -136,7 +136,14 @@ static const char *const usage_eval =
     "and prints eval_loss (mean cross-entropy over all samples), accuracy and the benchmark\n"
     "metrics as a table.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32, --device cpu.\n"
+    "Implemented so far: --precision fp32, --device cpu"
+#ifdef KILN_BERT_HAVE_EMU
+    ", emu"
+#endif
+#ifdef KILN_BERT_HAVE_CUDA
+    ", cuda[:N]"
+#endif
+    ".\n"
 #else
     "NOT IMPLEMENTED in this build: evaluation needs the kernel libraries, which are\n"
     "generated with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared\n"

@@ -238,14 +238,7 @@ static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg
 #define KILN_BERT_DEVICES "the cpu device"
 #endif
 
-/* Whether spec names `kind`: the kind itself, or for cuda also cuda:N (N decimal digits). */
-static int device_is(const char *spec, const char *kind) {
-  size_t n = strlen(kind);
-  if (strncmp(spec, kind, n)) return 0;
-  if (!spec[n]) return 1;
-  if (strcmp(kind, "cuda") || spec[n] != ':' || !spec[n + 1]) return 0;
-  return strspn(spec + n + 1, "0123456789") == strlen(spec + n + 1);
-}
+#define device_is kiln_bert_device_is
 
 static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg,
                                     KilnBertPrecision *prec) {

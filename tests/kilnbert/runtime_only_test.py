@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """kiln-bert from a runtime-only build: the way a GPU machine without LLVM/MLIR gets a trainer.
 
-bench/gpu/prepare.sh copies the trainer's generated kernel libraries (C sources with their
-images embedded) into the bundle's bert-libs/ (cpu/, cuda/); there, a KILN_RUNTIME_ONLY build
+bench/gpu/prepare.sh packs the trainer's generated kernel libraries (C sources with their
+images embedded) into the bundle's bert-libs.tar.gz (cpu/, cuda/); there, a KILN_RUNTIME_ONLY build
 given -DKILN_BERT_LIBS=DIR compiles kilnbert_model and kiln-bert against them, no compiler
 needed. This test does the same here: a libraries folder made from this build's cpu libraries,
 a runtime-only configure + build of kiln-bert and the fake libcuda in a scratch folder, then
@@ -10,10 +10,11 @@ a runtime-only configure + build of kiln-bert and the fake libcuda in a scratch 
   - `train` on cpu with --dropout 0 on one worker thread gives the losses of this build's
     kiln-bert bit for bit (the same kernels, the same code: tolerance 0);
   - the cuda copy of the model (built because the folder has cuda/) is reached by --device
-    cuda and cuda:N: with the fake driver and no GPU, exit 2 and the driver's words; with a
-    fake GPU of 1 MiB free (KILN_FAKE_CUDA_FREE), the memory check refuses the batch with the
-    cuMemGetInfo figure before anything is allocated (exit 2, both byte counts); cuda:1 of a
-    one-GPU driver exit 2 naming it; a malformed cuda:x exit 64.
+    cuda and cuda:N (train and eval): with the fake driver and no GPU, exit 2 and the
+    driver's words; with a fake GPU of 1 MiB free (KILN_FAKE_CUDA_FREE), the memory check
+    refuses the batch with the cuMemGetInfo figure before anything is allocated (exit 2, both
+    byte counts); cuda:1 of a one-GPU driver exit 2 naming it; a malformed cuda:x exit 64;
+  - `eval` of the saved model on cpu prints the full build's eval_loss.
 
 The cuda/ folder holds copies of the cpu libraries: a cuda library's images are cubins and PTX
 that nothing here could run, and no case above reaches a kernel (each stops before the model
@@ -84,7 +85,8 @@ data = os.path.join(work, "imdb")
 kbtest.write_reviews(data, 6)
 base = ["train", "--model", "tiny", "--data", data, "--vocab", vocab, "--steps", "3",
         "--batch", "4", "--seq-len", "16", "--dropout", "0", "--no-shuffle"]
-want = losses(kb, base, os.path.join(work, "full.jsonl"))
+model = os.path.join(work, "model")
+want = losses(kb, [*base, "--save", model], os.path.join(work, "full.jsonl"))
 got = losses(rkb, base, os.path.join(work, "runtime-only.jsonl"))
 print(f"losses: full build {want}, runtime-only build {got}")
 check(len(want) == 3 and got == want, "the runtime-only kiln-bert trains as the full build's does")
@@ -106,6 +108,17 @@ r = run(rkb, [*base, "--device", "cuda:1"], dict(fake, KILN_FAKE_CUDA_FREE=str(1
 check(r.returncode == 2 and "cuda:1" in r.stderr, f"cuda:1: exit {r.returncode}, {r.stderr[-500:]!r}")
 r = run(rkb, [*base, "--device", "cuda:x"], fake)
 check(r.returncode == 64 and "cuda:N" in r.stderr, f"cuda:x: exit {r.returncode}, {r.stderr[-500:]!r}")
+
+# eval: the saved model on cpu gives the full build's numbers; on cuda it reaches the cuda copy
+evalargs = ["eval", "--model", model, "--data", os.path.join(data, "train"), "--vocab", vocab,
+            "--batch", "4", "--seq-len", "16"]
+want_eval, got_eval = run(kb, evalargs).stdout, run(rkb, evalargs).stdout
+loss_line = [x for x in want_eval.splitlines() if x.startswith("eval_loss")]
+print("eval:", loss_line)
+check(loss_line and loss_line[0] in got_eval, "the runtime-only eval gives the full build's eval_loss")
+r = run(rkb, [*evalargs, "--device", "cuda"], fake)
+check(r.returncode == 2 and "no CUDA-capable device" in r.stderr,
+      f"eval, no GPU: exit {r.returncode}, {r.stderr[-500:]!r}")
 
 print("all passed" if not check.fails else f"{check.fails} failed")
 sys.exit(1 if check.fails else 0)
