@@ -28,6 +28,7 @@ cd "$(dirname "$0")/.."
 
 device=cuda kb=${KILN_BERT:-build/tools/kiln-bert} model= seq= steps= b16= b32= limit=300
 out=bench/results name= part_cap=0 torch_py=${KILN_TORCH_PYTHON:-python3}
+command="KILN_TORCH_PYTHON=$torch_py bash bench/bert-gpu.sh $*"
 while [ $# -gt 0 ]; do
   case $1 in
     --device) device=$2 ;;
@@ -163,5 +164,6 @@ else
 fi
 
 python3 bench/bert_gpu.py report --parts "$parts" --out "$out/bert-gpu-$name" \
-  --title "BERT fine-tuning on $name: model $model, seq $seq, $steps steps ($(date -u +%Y-%m-%d), bench/bert-gpu.sh --device $device)" >&2 || exit 2
+  --title "BERT fine-tuning on $name: model $model, seq $seq, $steps steps" \
+  --command "$command ($(date -u +%Y-%m-%d), load average $(cut -d' ' -f1 /proc/loadavg) at the end)" >&2 || exit 2
 echo "bert-gpu: wrote $out/bert-gpu-$name.json and .md in $(($(date +%s) - start)) s (limit ${limit}s)" >&2

@@ -236,9 +236,14 @@ def report(a):
                            "best_pytorch_samples_per_sec": best["samples_per_sec"],
                            "ratio": kiln[0]["samples_per_sec"] / best["samples_per_sec"]}
     with open(a.out + ".json.tmp", "w") as f:
-        json.dump({"title": a.title, "rows": rows, "kiln_over_best_pytorch": ratio}, f, indent=1)
+        json.dump({"title": a.title, "command": a.command, "rows": rows,
+                   "kiln_over_best_pytorch": ratio}, f, indent=1)
     os.replace(a.out + ".json.tmp", a.out + ".json")
-    lines = [f"# {a.title}", "",
+    lines = [f"# {a.title}", "", f"Made by `{a.command}`.", "",
+             "peak_device_bytes: Kiln's device allocator's high-water mark; PyTorch's "
+             "torch.cuda.max_memory_allocated on a GPU, the process's peak resident memory "
+             "on the cpu (the library included, so not comparable there). fp16 on the cpu: "
+             "Kiln stores f16; PyTorch's CPU autocast takes bfloat16.", "",
              "| system | mode | precision | batch | padding | status | " + " | ".join(COLUMNS) + " |",
              "|" + " --- |" * (6 + len(COLUMNS))]
     for r in rows:
@@ -282,6 +287,7 @@ def main():
     p.add_argument("--parts", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--title", default="BERT fine-tuning, Kiln and PyTorch")
+    p.add_argument("--command", default="", help="the command that made the numbers")
     a = ap.parse_args()
     if a.cmd == "report":
         report(a)
