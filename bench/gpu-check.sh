@@ -25,12 +25,15 @@ cd "$(dirname "$0")/.."
 build=${KILN_GPU_BUILD:-build-gpu-check}
 bundle=${KILN_GPU_BUNDLE:-bench/gpu/bundle}
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p bench/results
 status=0
 start=$(date +%s)
 deadline=$((start + ${KILN_GPU_CHECK_LIMIT:-530}))
 bert_keep=${KILN_GPU_BERT_SECONDS:-200}
 dry=${KILN_GPU_CHECK_DRY_RUN:-0}
+# results: bench/results; a dry run's (empty) files go to a scratch folder instead
+res=bench/results
+[ "$dry" = 1 ] && res=$(mktemp -d)
+mkdir -p "$res"
 
 # limit OWN [KEEP]: the seconds a step may take: OWN, or what is left before the deadline less
 # KEEP (the time promised to the steps after it) when that is less.
@@ -78,13 +81,13 @@ step "runtime tests on this machine" 60 "$bert_keep" \
   ctest --test-dir "$build" --output-on-failure -R '^runtime\.|^kilnbert\.(cli|tokenizer)' || status=1
 
 step "numeric tests of every kernel on the GPU" 90 "$bert_keep" "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bundle/numeric" \
-  --warps 4,8 all | tee "bench/results/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
+  --warps 4,8 all | tee "$res/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
 
 step "BERT kernel tests on the GPU" 90 "$bert_keep" "$build/tests/bert/kiln_bert_test" --device cuda --bundle "$bundle/bert" all \
-  | tee "bench/results/gpu-check-$stamp-bert.txt" | grep -E 'FAIL|^[a-z]+$' || status=1
+  | tee "$res/gpu-check-$stamp-bert.txt" | grep -E 'FAIL|^[a-z]+$' || status=1
 
 step "Kiln kernels vs copy and cuBLAS" 90 "$bert_keep" "$build/bench/gpu/gpu-bench" --bundle "$bundle" \
-  --json "bench/results/gpu-check-$stamp.json" || status=1
+  --json "$res/gpu-check-$stamp.json" || status=1
 
 echo "== tuning on the GPU: both modes, from the precompiled candidates ==" >&2
 # kiln-tune-runner is the tuner's runner (warm-up, repetitions, medians, an L2 flush, crashes
@@ -95,8 +98,8 @@ if [ "$dry" = 1 ] || [ -f "$bundle/tune/manifest.txt" ]; then
     t=$(limit $((budget + 20)) "$bert_keep")
     [ "$t" -lt $((budget + 5)) ] && [ "$t" -ge 10 ] && budget=$((t - 5))
     step "tuning, $mode, budget ${budget}s" $((budget + 20)) "$bert_keep" "$build/autotune/kiln-tune-runner" "$bundle/tune" --device cuda \
-      --mode "$mode" --budget "$budget" --cache "bench/results/gpu-tune-$stamp-$mode-cache.json" \
-      --json "bench/results/gpu-tune-$stamp-$mode.json" || status=1
+      --mode "$mode" --budget "$budget" --cache "$res/gpu-tune-$stamp-$mode-cache.json" \
+      --json "$res/gpu-tune-$stamp-$mode.json" || status=1
   done
 else
   echo "no tuning bundle ($bundle/tune): run bench/gpu/prepare.sh" >&2
@@ -118,7 +121,7 @@ else
 fi
 
 if [ "$dry" = 1 ] || python3 -c 'import torch' 2>/dev/null; then
-  step "PyTorch / Triton on the same shapes" 40 0 python3 bench/gpu/torch_ref.py --json "bench/results/gpu-check-$stamp-torch.json" || status=1
+  step "PyTorch / Triton on the same shapes" 40 0 python3 bench/gpu/torch_ref.py --json "$res/gpu-check-$stamp-torch.json" || status=1
 else
   echo "PyTorch not installed: no side-by-side numbers" >&2
 fi

@@ -238,17 +238,15 @@ static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg
 #define KILN_BERT_DEVICES "the cpu device"
 #endif
 
-#define device_is kiln_bert_device_is
-
 static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg,
                                     KilnBertPrecision *prec) {
   if (kiln_bert_precision_parse(o->precision, prec) != 0)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--precision %s: expected fp32, fp16 or bf16", o->precision);
-  if (!strncmp(o->device, "cuda", 4) && !device_is(o->device, "cuda"))
+  if (!strncmp(o->device, "cuda", 4) && !kiln_bert_device_is(o->device, "cuda"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: expected cpu, emu, cuda or cuda:N", o->device);
-  if (!device_is(o->device, KILN_BERT_TRAIN_DEVICE))
+  if (!kiln_bert_device_is(o->device, KILN_BERT_TRAIN_DEVICE))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: the kernel libraries are built for %s only in this "
                           "build", o->device, KILN_BERT_DEVICES);
@@ -359,7 +357,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (o->device && !strcmp(o->device, "emu")) return kiln_bert_emu_train(o);
 #endif
 #if defined(KILN_BERT_HAVE_CUDA) && !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
-  if (o->device && device_is(o->device, "cuda")) return kiln_bert_cuda_train(o);
+  if (o->device && kiln_bert_device_is(o->device, "cuda")) return kiln_bert_cuda_train(o);
 #endif
   Run r = {0};
   KilnBertTrainState ts;
