@@ -69,10 +69,10 @@ if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.gz" ]; then
 fi
 [ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs.tar.gz): no kiln-bert; run bench/gpu/prepare.sh" >&2
 # KILN_GPU_NO_WERROR=1: a newer gcc's new warnings must not stop the only run there is
-cflags=
-[ "${KILN_GPU_NO_WERROR:-0}" = 1 ] && cflags=-Wno-error
+werror=ON
+[ "${KILN_GPU_NO_WERROR:-0}" = 1 ] && werror=OFF
 [ "$dry" = 1 ] || cmake -S . -B "$build" -DKILN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
-  "${libs[@]}" -DCMAKE_C_FLAGS="$cflags" >/dev/null || exit 2
+  "${libs[@]}" -DKILN_WERROR=$werror >/dev/null || exit 2
 step "build" 200 "$bert_keep" cmake --build "$build" -j "$(nproc)" || [ "$dry" = 1 ] || exit 2
 
 # the runtime's tests and kiln-bert's command-line tests (the model tests train on the cpu
