@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # The GPU check, run on a machine with a GPU (the CUDA toolkit and driver, cmake, gcc; PyTorch
 # and Triton optional; no LLVM/MLIR, no network). Prepare the kernels first on a build machine
-# (bench/gpu/prepare.sh) and bring bench/gpu/bundle along. Within 8 minutes it:
-#   1. builds libkilnrt and the check programs (KILN_RUNTIME_ONLY), runs the runtime tests,
-#      the cuda device's included;
+# (bench/gpu/prepare.sh) and bring bench/gpu/bundle along (it is ignored by git: name it when
+# carrying the tree). Within 9 minutes (KILN_GPU_CHECK_LIMIT seconds, default 530) it:
+#   1. builds libkilnrt, the check programs and kiln-bert against the bundle's kernel
+#      libraries (KILN_RUNTIME_ONLY, KILN_BERT_LIBS), runs the runtime tests, the cuda
+#      device's included;
 #   2. runs every numeric test kernel (precompiled) against its C reference, and the BERT kernel
 #      tests (every kernel family, f32/f16/bf16, finite differences included) likewise;
 #   3. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c);
 #   4. tunes vector_add, softmax_rows and matmul_f16 in both modes with kiln-tune-runner from
 #      the precompiled candidates (bundle/tune): tuning time, winners and their speed;
-#   5. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
+#   5. BERT fine-tuning end to end, Kiln against PyTorch (bench/bert-gpu.sh), with at least
+#      KILN_GPU_BERT_SECONDS (default 200) kept for it whatever the steps before took;
+#   6. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
+# Every step runs under the smaller of its own limit and what is left of the whole (less what
+# is kept for step 5); a step left under 10 s is skipped and says so. KILN_GPU_CHECK_DRY_RUN=1
+# proves the limits anywhere: nothing is built or run, every step sleeps until its limit ends
+# it (the worst case), and the script must still end within KILN_GPU_CHECK_LIMIT.
 # Results: bench/results/gpu-check-<date>.json (+ -torch.json), gpu-tune-<date>-<mode>.json
 # (summary) and gpu-tune-<date>-<mode>-cache.json (the records, for `kiln lib --device cuda`).
 set -uo pipefail
@@ -17,47 +25,105 @@ cd "$(dirname "$0")/.."
 build=${KILN_GPU_BUILD:-build-gpu-check}
 bundle=${KILN_GPU_BUNDLE:-bench/gpu/bundle}
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p bench/results
 status=0
+start=$(date +%s)
+deadline=$((start + ${KILN_GPU_CHECK_LIMIT:-530}))
+bert_keep=${KILN_GPU_BERT_SECONDS:-200}
+dry=${KILN_GPU_CHECK_DRY_RUN:-0}
+# results: bench/results; a dry run's (empty) files go to a scratch folder instead
+res=bench/results
+[ "$dry" = 1 ] && res=$(mktemp -d)
+mkdir -p "$res"
+
+# limit OWN [KEEP]: the seconds a step may take: OWN, or what is left before the deadline less
+# KEEP (the time promised to the steps after it) when that is less.
+limit() {
+  local own=$1 keep=${2:-0} left
+  left=$((deadline - $(date +%s) - keep))
+  [ "$left" -lt "$own" ] && own=$left
+  echo "$own"
+}
+# step NAME OWN KEEP CMD...: runs CMD under limit OWN KEEP, or skips it when under 10 s are left
+step() {
+  local name=$1 t; t=$(limit "$2" "$3"); shift 3
+  if [ "$t" -lt 10 ]; then
+    echo "== $name: skipped, short of time ($(($(date +%s) - start)) s gone) ==" >&2
+    status=1
+    return 0
+  fi
+  echo "== $name (limit ${t}s, $(($(date +%s) - start)) s gone) ==" >&2
+  if [ "$dry" = 1 ]; then
+    timeout "$t" sleep 100000
+    return
+  fi
+  timeout --kill-after=5 "$t" "$@"
+}
 
 echo "== build (runtime only) ==" >&2
-cmake -S . -B "$build" -DKILN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 2
-cmake --build "$build" -j "$(nproc)" || exit 2
+# the trainer's kernel libraries (cpu and cuda), packed by prepare.sh, unpacked into the build
+libs=()
+if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.gz" ]; then
+  mkdir -p "$build/bert-libs"
+  tar xzf "$bundle/bert-libs.tar.gz" -C "$build/bert-libs" &&
+    libs=(-DKILN_BERT_LIBS="$(cd "$build/bert-libs" && pwd)")
+fi
+[ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs.tar.gz): no kiln-bert; run bench/gpu/prepare.sh" >&2
+# KILN_GPU_NO_WERROR=1: a newer gcc's new warnings must not stop the only run there is
+werror=ON
+[ "${KILN_GPU_NO_WERROR:-0}" = 1 ] && werror=OFF
+[ "$dry" = 1 ] || cmake -S . -B "$build" -DKILN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+  "${libs[@]}" -DKILN_WERROR=$werror >/dev/null || exit 2
+step "build" 200 "$bert_keep" cmake --build "$build" -j "$(nproc)" || [ "$dry" = 1 ] || exit 2
 
-echo "== runtime tests on this machine ==" >&2
-timeout 120 ctest --test-dir "$build" --output-on-failure || status=1
+# the runtime's tests and kiln-bert's command-line tests (the model tests train on the cpu
+# device for minutes: they ran on the build machine)
+step "runtime tests on this machine" 60 "$bert_keep" \
+  ctest --test-dir "$build" --output-on-failure -R '^runtime\.|^kilnbert\.(cli|tokenizer)' || status=1
 
-echo "== numeric tests of every kernel on the GPU ==" >&2
-timeout 180 "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bundle/numeric" \
-  --warps 4,8 all | tee "bench/results/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
+step "numeric tests of every kernel on the GPU" 90 "$bert_keep" "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bundle/numeric" \
+  --warps 4,8 all | tee "$res/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
 
-echo "== BERT kernel tests on the GPU ==" >&2
-timeout 240 "$build/tests/bert/kiln_bert_test" --device cuda --bundle "$bundle/bert" all \
-  | tee "bench/results/gpu-check-$stamp-bert.txt" | grep -E 'FAIL|^[a-z]+$' || status=1
+step "BERT kernel tests on the GPU" 90 "$bert_keep" "$build/tests/bert/kiln_bert_test" --device cuda --bundle "$bundle/bert" all \
+  | tee "$res/gpu-check-$stamp-bert.txt" | grep -E 'FAIL|^[a-z]+$' || status=1
 
-echo "== Kiln kernels vs copy and cuBLAS ==" >&2
-timeout 300 "$build/bench/gpu/gpu-bench" --bundle "$bundle" \
-  --json "bench/results/gpu-check-$stamp.json" || status=1
+step "Kiln kernels vs copy and cuBLAS" 90 "$bert_keep" "$build/bench/gpu/gpu-bench" --bundle "$bundle" \
+  --json "$res/gpu-check-$stamp.json" || status=1
 
 echo "== tuning on the GPU: both modes, from the precompiled candidates ==" >&2
 # kiln-tune-runner is the tuner's runner (warm-up, repetitions, medians, an L2 flush, crashes
 # and wrong results skipped). The caches feed `kiln lib --device cuda` on the build machine.
-if [ -f "$bundle/tune/manifest.txt" ]; then
+if [ "$dry" = 1 ] || [ -f "$bundle/tune/manifest.txt" ]; then
   for mode in default max-autotune; do
-    budget=60; [ "$mode" = max-autotune ] && budget=150
-    timeout $((budget + 60)) "$build/autotune/kiln-tune-runner" "$bundle/tune" --device cuda \
-      --mode "$mode" --budget "$budget" --cache "bench/results/gpu-tune-$stamp-$mode-cache.json" \
-      --json "bench/results/gpu-tune-$stamp-$mode.json" || status=1
+    budget=30; [ "$mode" = max-autotune ] && budget=60
+    t=$(limit $((budget + 20)) "$bert_keep")
+    [ "$t" -lt $((budget + 5)) ] && [ "$t" -ge 10 ] && budget=$((t - 5))
+    step "tuning, $mode, budget ${budget}s" $((budget + 20)) "$bert_keep" "$build/autotune/kiln-tune-runner" "$bundle/tune" --device cuda \
+      --mode "$mode" --budget "$budget" --cache "$res/gpu-tune-$stamp-$mode-cache.json" \
+      --json "$res/gpu-tune-$stamp-$mode.json" || status=1
   done
 else
   echo "no tuning bundle ($bundle/tune): run bench/gpu/prepare.sh" >&2
   status=1
 fi
 
-if python3 -c 'import torch' 2>/dev/null; then
-  echo "== PyTorch / Triton on the same shapes ==" >&2
-  timeout 180 python3 bench/gpu/torch_ref.py --json "bench/results/gpu-check-$stamp-torch.json" || status=1
+if [ "$dry" = 1 ] || { [ -x "$build/tools/kiln-bert" ] && [ ${#libs[@]} -gt 0 ]; }; then
+  # all that is left, less 40 s for the last step when more than the kept time is left;
+  # bert-gpu.sh shares it out among its parts
+  left=$(limit 100000 0)
+  keep=0
+  [ "$left" -ge $((bert_keep + 40)) ] && keep=40
+  t=$((left - keep))
+  step "BERT end to end, Kiln and PyTorch" "$t" "$keep" \
+    bash bench/bert-gpu.sh --device cuda --kiln-bert "$build/tools/kiln-bert" --limit $((t - 5)) || status=1
+else
+  echo "no kiln-bert in $build: no end-to-end BERT numbers" >&2
+  status=1
+fi
+
+if [ "$dry" = 1 ] || python3 -c 'import torch' 2>/dev/null; then
+  step "PyTorch / Triton on the same shapes" 40 0 python3 bench/gpu/torch_ref.py --json "$res/gpu-check-$stamp-torch.json" || status=1
 else
   echo "PyTorch not installed: no side-by-side numbers" >&2
 fi
+echo "gpu-check: $(($(date +%s) - start)) s of ${KILN_GPU_CHECK_LIMIT:-530}" >&2
 exit $status

@@ -67,6 +67,7 @@ enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
   X(cuDeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))                       \
   X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *value, int attrib, CUdevice dev))          \
   X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", (size_t * bytes, CUdevice dev))                       \
+  X(cuMemGetInfo, "cuMemGetInfo_v2", (size_t * free_bytes, size_t * total_bytes))                  \
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext * ctx, CUdevice dev))         \
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                     \
   X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                                           \
@@ -243,6 +244,10 @@ static KilnRtStatus cuda_info(KilnRtDevice *dev, KilnRtDeviceInfo *out) {
   info.shared_mem_per_block = (size_t)smem;
   CU_TRY(cuDeviceTotalMem(&info.total_mem, c->device));
   CU_TRY(cuDriverGetVersion(&info.driver_version));
+  /* what is free now, in this device's context (other processes' allocations count) */
+  ENTER(dev);
+  size_t total = 0;
+  CU_TRY(cuMemGetInfo(&info.free_mem, &total));
   *out = info;
   return KILN_RT_OK;
 }

@@ -1,7 +1,7 @@
 /* kiln_bert.c — the `kiln-bert` command: BERT fine-tuning for sequence classification with
  * Kiln kernels (docs/trainer.md describes it and what is left).
  *
- * Subcommands: `tokenize` (done), `train` (fp32, fp16 and bf16 on the cpu and emu devices,
+ * Subcommands: `tokenize` (done), `train` (fp32, fp16 and bf16 on the cpu, emu and cuda devices,
  * with dropout; runtime/bert's bert_train does the work) and `eval` (fp32 on the cpu device;
  * bert_eval). A build without the kernel libraries documents train and eval and says they are
  * not implemented. Decisions live in runtime/bert; this file only reads options and streams.
@@ -34,7 +34,7 @@ static const char *const usage_main =
     "\n"
     "commands:\n"
     "  tokenize   text lines on stdin -> token ids on stdout\n"
-    "  train      fine-tune a model on a data set (fp32/fp16/bf16 on cpu and emu)\n"
+    "  train      fine-tune a model on a data set (fp32/fp16/bf16 on cpu, emu, cuda)\n"
     "  eval       classify a data set with a trained model: loss, accuracy, logits\n"
     "  tune       tune every kernel call of a training and an eval step into a cache\n"
     "  help [COMMAND]\n"
@@ -65,23 +65,26 @@ static const char *const usage_train =
     "\n"
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
+    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu"
 #ifdef KILN_BERT_HAVE_EMU
-    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu\n"
-    "and emu.\n"
-#else
-    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu.\n"
+    ", emu"
 #endif
+#ifdef KILN_BERT_HAVE_CUDA
+    ", cuda[:N]"
+#endif
+    ".\n"
 #else
     "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
-    "with the compiler (a build without KILN_RUNTIME_ONLY has them).\n"
+    "with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared elsewhere\n"
+    "(-DKILN_BERT_LIBS=DIR, the bundle of bench/gpu/prepare.sh).\n"
 #endif
     "\n"
     "data and model:\n"
     "  --data PATH          an aclImdb directory (its train/ split is used), a split directory\n"
     "                       holding neg/ and pos/, or a .tsv / .jsonl file of text and label\n"
     "  --max-samples N      use the first N samples (in the order below, before shuffling)\n"
-    "  --model NAME|DIR     tiny (default), base, large (random init), or a directory with\n"
-    "                       config.json (+ model.safetensors, + vocab.txt); a classifier or\n"
+    "  --model NAME|DIR     tiny (default), mini, base, large (random init), or a directory\n"
+    "                       with config.json (+ model.safetensors, + vocab.txt); a classifier or\n"
     "                       pooler it lacks is initialized from --seed, tensors it has beyond\n"
     "                       the model's are ignored (a note on stderr says which)\n"
     "  --vocab FILE         the vocabulary (default: DIR/vocab.txt of --model)\n"
@@ -111,7 +114,8 @@ static const char *const usage_train =
     "  --device cpu|emu|cuda[:N]\n"
     "  --max-device-bytes N the device memory the run may plan (512M, 2G, ...); a batch that\n"
     "                       needs more is refused before anything is allocated (default:\n"
-    "                       KILN_DEVICE_MEMORY, else the host's memory on cpu and emu)\n"
+    "                       KILN_DEVICE_MEMORY, else the GPU's free memory on cuda, the\n"
+    "                       host's memory on cpu and emu)\n"
     "\n"
     "output:\n"
     "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..,\n"
@@ -132,10 +136,18 @@ static const char *const usage_eval =
     "and prints eval_loss (mean cross-entropy over all samples), accuracy and the benchmark\n"
     "metrics as a table.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32, --device cpu.\n"
+    "Implemented so far: --precision fp32, --device cpu"
+#ifdef KILN_BERT_HAVE_EMU
+    ", emu"
+#endif
+#ifdef KILN_BERT_HAVE_CUDA
+    ", cuda[:N]"
+#endif
+    ".\n"
 #else
     "NOT IMPLEMENTED in this build: evaluation needs the kernel libraries, which are\n"
-    "generated with the compiler (a build without KILN_RUNTIME_ONLY has them).\n"
+    "generated with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared\n"
+    "elsewhere (-DKILN_BERT_LIBS=DIR, the bundle of bench/gpu/prepare.sh).\n"
 #endif
     "\n"
     "options:\n"
@@ -168,7 +180,7 @@ static const char *const usage_tune =
     "options:\n"
     "  --cache FILE         the kiln tune cache to extend (required); `kiln lib --cache FILE`\n"
     "                       (or -DKILN_TUNE_CACHE=FILE) builds the libraries from it\n"
-    "  --model NAME|DIR     tiny (default), base, large, or a directory with config.json\n"
+    "  --model NAME|DIR     tiny (default), mini, base, large, or a directory with config.json\n"
     "  --precision fp32|fp16|bf16\n"
     "  --batch B            samples per step (default 8)\n"
     "  --seq-len L          tokens per sample (default 128)\n"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Build-machine half of the GPU check: compiles the benchmark kernels to cubin (through ptxas)
 # and PTX for sm_80 and sm_90, the kernels of the numeric and BERT kernel tests, and every tuning candidate of the test kernels for sm_90
-# (bundle/tune, `kiln tune --emit-bundle`), into a bundle that travels to the GPU machine,
-# which has no LLVM/MLIR. Usage: bench/gpu/prepare.sh [BUILD_DIR] [BUNDLE_DIR]
+# (bundle/tune, `kiln tune --emit-bundle`), and the BERT trainer's kernel libraries for cpu and
+# cuda (bundle/bert-libs, the C sources `kiln lib` generates with their images embedded), into
+# a bundle that travels to the GPU machine, which has no LLVM/MLIR: there a runtime-only build
+# compiles kiln-bert against bert-libs (-DKILN_BERT_LIBS). Usage: bench/gpu/prepare.sh
+# [BUILD_DIR] [BUNDLE_DIR]. The bundle is ignored by git: name it when carrying the tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -64,4 +67,19 @@ rm -rf "$bundle/tune"
   --args 'kernel=softmax_rows; cols=128; x_stride=cols; y_stride=cols; x: f32[65536*cols]; y: f32[65536*cols]; grid=65536' \
   --args 'kernel=matmul_f16; M=2048; N=2048; K=2048; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; a: f16[M*K]; b: f16[K*N]; c: f16[M*N]; grid=cdiv(M, BM), cdiv(N, BN)'
 echo "prepared the tuning bundle ($(grep -c '^cand ' "$bundle/tune/manifest.txt") candidates)" >&2
+# The trainer's 44 kernel libraries (runtime/bert/CMakeLists.txt: one per kernel file and pins,
+# three element types) for cpu and for cuda (a cubin per sm_80 and sm_90 plus PTX; no GPU
+# needed), from the build's tune cache when it was configured with -DKILN_TUNE_CACHE, else
+# from the kernels' default configs. Their C sources spell the images out as decimal bytes
+# (some 13 MB per device), so they travel as bert-libs.tar.gz (about 5 MB); bench/gpu-check.sh
+# unpacks it and builds kiln-bert against it (-DKILN_BERT_LIBS), the cpu copy and the cuda one.
+cmake --build "$build" --target kilnbert_cuda_libs kilnbert_model >/dev/null
+libs_tmp=$(mktemp -d)
+mkdir -p "$libs_tmp/cpu" "$libs_tmp/cuda"
+cp "$build"/runtime/bert/kernels/kb_*.[ch] "$libs_tmp/cpu/"
+cp "$build"/runtime/bert/kernels-cuda/kb_*.[ch] "$libs_tmp/cuda/"
+tar czf "$bundle/bert-libs.tar.gz.tmp" -C "$libs_tmp" cpu cuda
+mv "$bundle/bert-libs.tar.gz.tmp" "$bundle/bert-libs.tar.gz"
+echo "prepared the trainer's kernel libraries ($(ls "$libs_tmp/cuda" | grep -c '\.c$') for cpu and cuda: $(du -sh "$libs_tmp" | cut -f1), $(du -h "$bundle/bert-libs.tar.gz" | cut -f1) packed)" >&2
+rm -rf "$libs_tmp"
 du -sh "$bundle" >&2

@@ -1,7 +1,7 @@
 /* bert_config.h — the model's shape and hyperparameters, as in a Hugging Face config.json
  * (BertConfig keys): read (missing keys take BertConfig's defaults; num_labels from num_labels,
  * else the size of id2label, else 2; hidden_act must be "gelu"), written next to the weights by
- * --save, and the built-in presets tiny, base and large. */
+ * --save, and the built-in presets tiny, mini, base and large. */
 #ifndef KILN_BERT_CONFIG_H
 #define KILN_BERT_CONFIG_H
 

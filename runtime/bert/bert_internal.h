@@ -16,4 +16,9 @@ KilnBertStatus kiln_bert_fail(KilnBertStatus status, const char *fmt, ...)
  * Returns 0, or -1 when out of memory or the size overflows (then *buf is unchanged). */
 int kiln_bert_grow(void **buf, size_t *cap, size_t need, size_t elem);
 
+/* Whether the device spec names `kind` ("cpu", "emu", "cuda"): the kind itself, or for cuda
+ * also cuda:N (N decimal digits). train and eval hand a run to the copy of the model built for
+ * its device with it. */
+int kiln_bert_device_is(const char *spec, const char *kind);
+
 #endif /* KILN_BERT_INTERNAL_H */

@@ -21,6 +21,7 @@ typedef struct KilnBertMetrics {
   double eval_loss;         /* mean cross-entropy over the evaluated samples */
   double accuracy;          /* fraction of samples whose largest logit is their label's */
   size_t eval_samples;
+  double eval_time; /* train: seconds of the end-of-run evaluation pass (0: none or eval itself) */
 } KilnBertMetrics;
 
 /* Counts one step of dt seconds that fed `samples` rows of `tokens` tokens in all. */

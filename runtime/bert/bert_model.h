@@ -74,9 +74,10 @@ void kiln_bert_model_destroy(KilnBertModel *m);
 KilnBertStatus kiln_bert_model_plan_bytes(const KilnBertConfig *cfg, KilnBertPrecision prec,
                                           int max_batch, int max_seq, size_t *bytes);
 /* Checks, before anything is allocated, that the plan fits the memory of `device` ("cpu",
- * "emu"): limit bytes when limit is not 0 (--max-device-bytes), else KILN_DEVICE_MEMORY (a
- * byte count as kiln_bert_parse_bytes reads it), else the host's physical memory, where the cpu
- * and emu devices keep their buffers. OUT_OF_MEMORY with a message saying how much the plan
+ * "emu", "cuda[:N]"): limit bytes when limit is not 0 (--max-device-bytes), else
+ * KILN_DEVICE_MEMORY (a byte count as kiln_bert_parse_bytes reads it), else on cuda the GPU's
+ * free memory (the device is opened and closed to read it; DEVICE when it cannot be opened),
+ * else the host's physical memory, where the cpu and emu devices keep their buffers. OUT_OF_MEMORY with a message saying how much the plan
  * needs (and how much of it is parameter state) and how much is available, and where that
  * figure came from; INVALID_ARGUMENT for a bad KILN_DEVICE_MEMORY. *needed (when not NULL) gets
  * the plan's bytes. */

@@ -20,7 +20,7 @@
 
 typedef struct KilnBertTrainOptions {
   const char *data;      /* --data: aclImdb root, split directory, .tsv or .jsonl */
-  const char *model;     /* --model: a preset (tiny, base, large) or a directory with config.json
+  const char *model;     /* --model: a preset (tiny, mini, base, large) or a directory with config.json
                             (and model.safetensors, else random init) */
   const char *vocab;     /* --vocab; NULL: MODEL/vocab.txt */
   const char *device;    /* "cpu", or "emu" where the build has it */

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 typedef struct KilnBertTuneOptions {
-  const char *model;       /* a preset (tiny, base, large) or a directory with config.json */
+  const char *model;       /* a preset (tiny, mini, base, large) or a directory with config.json */
   const char *precision;   /* fp32, fp16, bf16 */
   const char *device;      /* cpu, emu, cuda or cuda:N */
   const char *mode;        /* default or max-autotune (kiln tune --mode) */

@@ -33,7 +33,8 @@ KilnBertStatus kiln_bert_config_preset(const char *name, KilnBertConfig *cfg) {
   static const struct {
     const char *name;
     int layers, hidden, heads, ffn;
-  } presets[] = {{"tiny", 2, 128, 2, 512}, {"base", 12, 768, 12, 3072}, {"large", 24, 1024, 16, 4096}};
+  } presets[] = {{"tiny", 2, 128, 2, 512}, {"mini", 4, 256, 4, 1024}, {"base", 12, 768, 12, 3072},
+                 {"large", 24, 1024, 16, 4096}};
   for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
     if (!strcmp(name, presets[i].name)) {
       kiln_bert_config_defaults(cfg);
@@ -44,7 +45,8 @@ KilnBertStatus kiln_bert_config_preset(const char *name, KilnBertConfig *cfg) {
       return KILN_BERT_OK;
     }
   return kiln_bert_fail(KILN_BERT_ERROR_NOT_FOUND,
-                        "no model configuration '%s' (tiny, base, large or a config.json)", name);
+                        "no model configuration '%s' (tiny, mini, base, large or a config.json)",
+                        name);
 }
 
 /* An integer key in [lo, hi], if present. */

@@ -144,16 +144,26 @@ static void eval_free(EvalRun *r) {
   free(r->loaded);
 }
 
+/* The device this copy drives, as in train.c: the emu and cuda copies evaluate on theirs, the
+ * main one on cpu, handing the others to their copies (kiln_bert_eval below). */
+#if defined(KILN_BERT_EMU_BUILD)
+#define KILN_BERT_EVAL_DEVICE "emu"
+#elif defined(KILN_BERT_CUDA_BUILD)
+#define KILN_BERT_EVAL_DEVICE "cuda"
+#else
+#define KILN_BERT_EVAL_DEVICE "cpu"
+#endif
+
 static KilnBertStatus check_eval_options(const KilnBertEvalOptions *o) {
   if (!o->model || !o->data)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "eval needs --model DIR and --data PATH");
   if (strcmp(o->precision, "fp32"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--precision %s: only fp32 is implemented yet", o->precision);
-  if (strcmp(o->device, "cpu"))
+  if (!kiln_bert_device_is(o->device, KILN_BERT_EVAL_DEVICE))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--device %s: the kernel libraries are built for the cpu device only yet",
-                          o->device);
+                          "--device %s: not a device this build's kernel libraries are for "
+                          "(cpu, and emu or cuda[:N] where built)", o->device);
   if (o->batch < 1 || o->seq_len < 2)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "eval needs --batch >= 1 and "
                           "--seq-len >= 2");
@@ -218,7 +228,19 @@ static KilnBertStatus write_log(const char *path, const KilnBertMetrics *mt) {
   return st;
 }
 
+#if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
+/* kiln_bert_eval of the device copies. */
+KilnBertStatus kiln_bert_emu_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out);
+KilnBertStatus kiln_bert_cuda_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out);
+#endif
+
 KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out) {
+#if defined(KILN_BERT_HAVE_EMU) && !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
+  if (o->device && !strcmp(o->device, "emu")) return kiln_bert_emu_eval(o, out);
+#endif
+#if defined(KILN_BERT_HAVE_CUDA) && !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
+  if (o->device && kiln_bert_device_is(o->device, "cuda")) return kiln_bert_cuda_eval(o, out);
+#endif
   EvalRun r = {0};
   KilnBertStatus st = check_eval_options(o);
   if (st == KILN_BERT_OK) st = load_trained(&r, o);

@@ -46,6 +46,7 @@ void kiln_bert_metrics_json(const KilnBertMetrics *m, FILE *f) {
   json_num(f, "eval_loss", m->eval_loss, m->has_eval);
   json_num(f, "accuracy", m->accuracy, m->has_eval);
   if (m->has_eval) fprintf(f, ", \"eval_samples\": %zu", m->eval_samples);
+  if (m->has_eval && m->eval_time > 0) json_num(f, "eval_time", m->eval_time, 1);
   fputs("}\n", f);
 }
 
@@ -67,6 +68,7 @@ void kiln_bert_metrics_table(const KilnBertMetrics *m, const char *title, FILE *
     fprintf(f, "%-18s %14.6f\n", "eval_loss", m->eval_loss);
     fprintf(f, "%-18s %13.2f %% (%zu samples)\n", "accuracy", 100 * m->accuracy,
             m->eval_samples);
+    if (m->eval_time > 0) fprintf(f, "%-18s %14.3f s\n", "eval_time", m->eval_time);
   }
   fflush(f);
 }

@@ -593,9 +593,26 @@ static const char *human_bytes(size_t bytes, char *buf, size_t cap) {
   return buf;
 }
 
+/* The free memory of a cuda device, read by opening it (cuMemGetInfo counts what other
+ * processes hold too); the device is closed again, since the check runs before the run opens
+ * its own. */
+static KilnBertStatus cuda_free_memory(const char *device, size_t *bytes) {
+  KilnRtDevice *dev = NULL;
+  KilnRtDeviceInfo info;
+  KilnRtStatus rs = kiln_rt_device_create(device, &dev);
+  if (rs == KILN_RT_OK) rs = kiln_rt_device_info(dev, &info);
+  kiln_rt_device_destroy(dev);
+  char what[160];
+  snprintf(what, sizeof what, "--device %s", device);
+  if (rs != KILN_RT_OK) return rt_fail(rs, what);
+  *bytes = info.free_mem;
+  return KILN_BERT_OK;
+}
+
 /* The memory `device` offers a model: limit when it is not 0 (--max-device-bytes), else
- * KILN_DEVICE_MEMORY, else the host's physical memory (the cpu and emu devices keep their
- * buffers in host memory). *source says which, for the message. */
+ * KILN_DEVICE_MEMORY, else on cuda the device's free memory, else the host's physical memory
+ * (the cpu and emu devices keep their buffers in host memory). *source says which, for the
+ * message. */
 static KilnBertStatus device_memory(const char *device, size_t limit, size_t *bytes,
                                     const char **source) {
   if (limit) {
@@ -611,6 +628,10 @@ static KilnBertStatus device_memory(const char *device, size_t limit, size_t *by
                             "optionally with K, M, G or T (KiB, MiB, ...)", env);
     *source = "KILN_DEVICE_MEMORY";
     return KILN_BERT_OK;
+  }
+  if (device && !strncmp(device, "cuda", 4)) {
+    *source = "free on the GPU (cuMemGetInfo)";
+    return cuda_free_memory(device, bytes);
   }
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) { /* unknown: no limit but the allocator's */

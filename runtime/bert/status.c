@@ -2,6 +2,7 @@
 #include "bert_internal.h"
 
 #include <stdarg.h>
+#include <string.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,4 +48,12 @@ int kiln_bert_grow(void **buf, size_t *cap, size_t need, size_t elem) {
   *buf = nb;
   *cap = ncap;
   return 0;
+}
+
+int kiln_bert_device_is(const char *spec, const char *kind) {
+  size_t n = strlen(kind);
+  if (strncmp(spec, kind, n)) return 0;
+  if (!spec[n]) return 1;
+  if (strcmp(kind, "cuda") || spec[n] != ':' || !spec[n + 1]) return 0;
+  return strspn(spec + n + 1, "0123456789") == strlen(spec + n + 1);
 }

@@ -22,7 +22,7 @@
 #include "bert_st.h"
 #include "bert_tok.h"
 #include "bert_vocab.h"
-#ifndef KILN_BERT_EMU_BUILD
+#if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
 #include "bert_plan.h"
 #endif
 
@@ -86,7 +86,7 @@ typedef struct Run {
   size_t *order;
   int32_t *lens;
   FILE *log;
-#ifndef KILN_BERT_EMU_BUILD
+#if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
   KilnBertPlan *launches; /* KILN_BERT_LAUNCH_LOG: the tap logging every launch */
   FILE *launch_log;
 #endif
@@ -94,7 +94,7 @@ typedef struct Run {
 
 static void run_free(Run *r) {
   kiln_bert_model_destroy(r->model);
-#ifndef KILN_BERT_EMU_BUILD
+#if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
   kiln_bert_plan_destroy(r->launches); /* after the model: its table forwards through the tap */
   if (r->launch_log) fclose(r->launch_log);
 #endif
@@ -123,7 +123,7 @@ static const char *model_source(const KilnBertTrainOptions *o) {
  * each (bert_plan.h's format), through the tap whole-model tuning lists the step with; the tests
  * compare what a real run launches with what `kiln-bert tune` lists. */
 static KilnBertStatus log_launches(Run *r, KilnBertPrecision prec) {
-#ifdef KILN_BERT_EMU_BUILD
+#if defined(KILN_BERT_EMU_BUILD) || defined(KILN_BERT_CUDA_BUILD)
   (void)r;
   (void)prec;
   return KILN_BERT_OK;
@@ -216,17 +216,24 @@ static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg
   return o->dropout >= 0 ? o->dropout : cfg->hidden_dropout_prob;
 }
 
-/* The device this copy of the file drives: the emu build (runtime/bert/CMakeLists.txt compiles
- * model.c, model_ops.c, eval.c, checkpoint.c and this file a second time, against the
- * libraries generated for emu, every external name renamed) trains on emu in every precision,
- * the main one on cpu and hands emu runs to the emu copy. */
-#ifdef KILN_BERT_EMU_BUILD
+/* The device this copy of the file drives: the emu and cuda builds (runtime/bert/CMakeLists.txt
+ * compiles model.c, model_ops.c, eval.c, checkpoint.c and this file again, against the
+ * libraries generated for that device, every external name renamed) train on their device in
+ * every precision; the main one trains on cpu and hands the other devices' runs to their
+ * copies. */
+#if defined(KILN_BERT_EMU_BUILD)
 #define KILN_BERT_TRAIN_DEVICE "emu"
+#elif defined(KILN_BERT_CUDA_BUILD)
+#define KILN_BERT_TRAIN_DEVICE "cuda"
 #else
 #define KILN_BERT_TRAIN_DEVICE "cpu"
 #endif
-#ifdef KILN_BERT_HAVE_EMU
+#if defined(KILN_BERT_HAVE_EMU) && defined(KILN_BERT_HAVE_CUDA)
+#define KILN_BERT_DEVICES "the cpu, emu and cuda devices"
+#elif defined(KILN_BERT_HAVE_EMU)
 #define KILN_BERT_DEVICES "the cpu and emu devices"
+#elif defined(KILN_BERT_HAVE_CUDA)
+#define KILN_BERT_DEVICES "the cpu and cuda devices"
 #else
 #define KILN_BERT_DEVICES "the cpu device"
 #endif
@@ -236,10 +243,13 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
   if (kiln_bert_precision_parse(o->precision, prec) != 0)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--precision %s: expected fp32, fp16 or bf16", o->precision);
-  if (strcmp(o->device, KILN_BERT_TRAIN_DEVICE))
+  if (!strncmp(o->device, "cuda", 4) && !kiln_bert_device_is(o->device, "cuda"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--device %s: the kernel libraries are built for %s only yet", o->device,
-                          KILN_BERT_DEVICES);
+                          "--device %s: expected cpu, emu, cuda or cuda:N", o->device);
+  if (!kiln_bert_device_is(o->device, KILN_BERT_TRAIN_DEVICE))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--device %s: the kernel libraries are built for %s only in this "
+                          "build", o->device, KILN_BERT_DEVICES);
   double p = dropout_p(o, cfg);
   if (!(p >= 0 && p < 1))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -336,14 +346,18 @@ static void progress(FILE *tty, size_t k, size_t total, double loss) {
   fflush(tty);
 }
 
-#if defined(KILN_BERT_HAVE_EMU) && !defined(KILN_BERT_EMU_BUILD)
-/* kiln_bert_train of the emu copy. */
+#if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
+/* kiln_bert_train of the device copies. */
 KilnBertStatus kiln_bert_emu_train(const KilnBertTrainOptions *o);
+KilnBertStatus kiln_bert_cuda_train(const KilnBertTrainOptions *o);
 #endif
 
 KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
-#if defined(KILN_BERT_HAVE_EMU) && !defined(KILN_BERT_EMU_BUILD)
+#if defined(KILN_BERT_HAVE_EMU) && !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
   if (o->device && !strcmp(o->device, "emu")) return kiln_bert_emu_train(o);
+#endif
+#if defined(KILN_BERT_HAVE_CUDA) && !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
+  if (o->device && kiln_bert_device_is(o->device, "cuda")) return kiln_bert_cuda_train(o);
 #endif
   Run r = {0};
   KilnBertTrainState ts;
@@ -470,6 +484,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     mt.eval_loss = em.eval_loss;
     mt.accuracy = em.accuracy;
     mt.eval_samples = em.eval_samples;
+    mt.eval_time = em.total_time;
   }
   KilnRtMemStats ms;
   if (st == KILN_BERT_OK && kiln_rt_mem_stats(r.dev, &ms) == KILN_RT_OK)

@@ -121,6 +121,9 @@ static void test_save_load(const char *dir) {
             strstr(kiln_bert_last_error(), path),
         "missing file: %s", kiln_bert_last_error());
 
+  CHECK(kiln_bert_config_preset("mini", &c) == KILN_BERT_OK && c.num_hidden_layers == 4 &&
+            c.hidden_size == 256 && c.num_attention_heads == 4 && c.intermediate_size == 1024,
+        "mini");
   CHECK(kiln_bert_config_preset("base", &c) == KILN_BERT_OK && c.hidden_size == 768, "base");
   CHECK(kiln_bert_config_preset("large", &c) == KILN_BERT_OK && c.num_hidden_layers == 24 &&
             c.hidden_size == 1024 && c.num_attention_heads == 16 && c.intermediate_size == 4096,

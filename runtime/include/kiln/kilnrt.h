@@ -92,6 +92,7 @@ typedef struct KilnRtDeviceInfo {
   size_t total_mem;            /* device memory; physical memory on cpu */
   int driver_version;          /* CUDA driver version (12040 = 12.4); 0 on cpu */
   int num_threads;             /* cpu: worker threads running programs; cuda: 0 */
+  size_t free_mem;             /* cuda: device memory free at the call (cuMemGetInfo); 0 on cpu */
 } KilnRtDeviceInfo;
 
 /* Opens a device. spec: "cpu", "emu", "cuda" (= "cuda:0") or "cuda:N".

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# bench/bert-gpu.sh — BERT fine-tuning end to end on one device: Kiln's kiln-bert against
+# PyTorch on the same model, batch, length and data, with the reference benchmark's metrics.
+#
+# In this order, each part in its own process under its own time limit (a slow part is killed
+# and recorded as timed out, and cannot eat the others' time; a part that the whole script's
+# limit leaves under 10 s for is skipped and recorded so):
+#   1. Kiln fp16 train + end-of-run eval, --batch 24 (BERT-large, seq 512 on cuda);
+#   2. Kiln fp32, --batch 16;
+#   3. Kiln fp16 with --padding dynamic (batches padded to their longest sample's 64-bucket);
+#   4. PyTorch eager fp32 and fp16 (autocast + GradScaler), then torch.compile default,
+#      reduce-overhead and max-autotune (fp16), each where it finishes inside its limit.
+# The data (bench/bert_gpu.py data): IMDB-like reviews of realistic lengths over a synthetic
+# 30522-token vocabulary, read by both sides in kiln-bert's --no-shuffle order. PyTorch is
+# optional and benchmark-only (Debian 12: `apt-get install python3-torch` gives 1.13, eager
+# only; that package is for Debian's /usr/bin/python3: KILN_TORCH_PYTHON=/usr/bin/python3
+# names it where another python3 comes first on PATH); without it the Kiln rows stand alone.
+# Writes OUT/bert-gpu-NAME.json and .md (NAME: the GPU's name, or the device), see bert_gpu.py.
+#
+# usage: bench/bert-gpu.sh [--device cuda|cpu|emu] [--kiln-bert EXE] [--model M] [--seq-len L]
+#          [--steps N] [--batch-fp16 B] [--batch-fp32 B] [--limit S] [--out DIR] [--name NAME]
+#          [--part-limit S]
+# Defaults: on cuda large, 512, 10 steps, 24 / 16, a limit of 300 s; on cpu and emu tiny, 128,
+# 4 steps, 8 / 8, 300 s. --part-limit caps every part (a dry run uses it to show the limits
+# working).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+device=cuda kb=${KILN_BERT:-build/tools/kiln-bert} model= seq= steps= b16= b32= limit=300
+out=bench/results name= part_cap=0 torch_py=${KILN_TORCH_PYTHON:-python3}
+command="KILN_TORCH_PYTHON=$torch_py bash bench/bert-gpu.sh $*"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --device) device=$2 ;;
+    --kiln-bert) kb=$2 ;;
+    --model) model=$2 ;;
+    --seq-len) seq=$2 ;;
+    --steps) steps=$2 ;;
+    --batch-fp16) b16=$2 ;;
+    --batch-fp32) b32=$2 ;;
+    --limit) limit=$2 ;;
+    --part-limit) part_cap=$2 ;;
+    --out) out=$2 ;;
+    --name) name=$2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "bert-gpu.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
+  esac
+  [ $# -ge 2 ] || { echo "bert-gpu.sh: $1 needs a value" >&2; exit 64; }
+  shift 2
+done
+case $device in
+  cuda|cuda:[0-9]*) : "${model:=large}" "${seq:=512}" "${steps:=10}" "${b16:=24}" "${b32:=16}"
+                    torch_dev=cuda ;;
+  cpu|emu) : "${model:=tiny}" "${seq:=128}" "${steps:=4}" "${b16:=8}" "${b32:=8}"
+           torch_dev=cpu ;;
+  *) echo "bert-gpu.sh: --device $device: expected cuda, cuda:N, cpu or emu" >&2; exit 64 ;;
+esac
+for v in "$seq" "$steps" "$b16" "$b32" "$limit" "$part_cap"; do
+  [[ $v =~ ^[0-9]+$ ]] || { echo "bert-gpu.sh: '$v' is not a number" >&2; exit 64; }
+done
+[ -x "$kb" ] || { echo "bert-gpu.sh: no kiln-bert at $kb (build it, or --kiln-bert EXE)" >&2; exit 2; }
+if [ -z "$name" ]; then
+  name=$device
+  if [ "$torch_dev" = cuda ] && command -v nvidia-smi >/dev/null; then
+    name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  fi
+  name=$(echo "${name:-$device}" | tr -c 'A-Za-z0-9\n' '-' | tr 'A-Z' 'a-z' | sed 's/--*/-/g; s/-$//')
+fi
+
+start=$(date +%s)
+deadline=$((start + limit))
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+parts=$work/parts.jsonl
+: >"$parts"
+mkdir -p "$out"
+
+# The seconds a part may take: its own limit, the --part-limit cap, and what is left of the
+# whole script's limit, less 20 s: the 5 s a killed part may take to end and 15 s for the
+# report (Python's start-up alone takes seconds on a loaded machine).
+part_limit() {
+  local own=$1 left=$((deadline - $(date +%s) - 20))
+  [ "$part_cap" -gt 0 ] && [ "$part_cap" -lt "$own" ] && own=$part_cap
+  [ "$left" -lt "$own" ] && own=$left
+  echo "$own"
+}
+
+# note SYSTEM MODE PRECISION BATCH PADDING STATUS WHY: a part without numbers
+note() {
+  printf '{"system": "%s", "mode": "%s", "precision": "%s", "batch": %s, "padding": "%s", "status": "%s", "why": "%s"}\n' \
+    "$@" >>"$parts"
+  echo "bert-gpu: $1 $2 $3: $6 ($7)" >&2
+}
+
+# run_part SECONDS LOG CMD...: rc 124 when the limit killed it
+run_part() {
+  local t=$1 log=$2; shift 2
+  timeout --kill-after=5 "$t" "$@" >"$log" 2>&1
+}
+
+echo "== data: $((b16 * steps)) training and $((2 * b16)) test reviews ==" >&2
+python3 bench/bert_gpu.py data "$work/data" --train $((b16 * steps)) --test $((2 * b16)) || exit 2
+
+# kiln PRECISION BATCH PADDING OWN_LIMIT
+kiln() {
+  local prec=$1 batch=$2 pad=$3 t
+  t=$(part_limit "$4")
+  if [ "$t" -lt 10 ]; then note kiln "$pad" "$prec" "$batch" "$pad" skipped "short of time"; return; fi
+  echo "== Kiln $prec, batch $batch, $pad padding (limit ${t}s) ==" >&2
+  local log=$work/kiln-$prec-$pad.jsonl
+  run_part "$t" "$work/kiln-$prec-$pad.out" "$kb" train --model "$model" --data "$work/data/imdb" \
+    --vocab "$work/data/vocab.txt" --device "$device" --precision "$prec" --batch "$batch" \
+    --seq-len "$seq" --padding "$pad" --steps "$steps" --no-shuffle --log "$log"
+  local rc=$?
+  tail -3 "$work/kiln-$prec-$pad.out" >&2
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note kiln "$pad" "$prec" "$batch" "$pad" timeout "over ${t}s"; return; fi
+  if [ $rc -ne 0 ]; then
+    note kiln "$pad" "$prec" "$batch" "$pad" failed "exit $rc: $(tail -1 "$work/kiln-$prec-$pad.out" | tr -d '"\\' | cut -c1-200)"
+    return
+  fi
+  python3 - "$log" "$prec" "$batch" "$pad" "$model" "$seq" >>"$parts" <<'EOF'
+import json, sys
+log, prec, batch, pad, model, seq = sys.argv[1:]
+recs = [json.loads(x) for x in open(log)]
+s = next(r for r in recs if r.get("summary"))
+loss = [r["loss"] for r in recs if "step" in r][-1]
+print(json.dumps(dict(s, system="kiln", status="ok", mode=f"kiln-bert ({pad})", precision=prec,
+                      batch=int(batch), padding=pad, model=model, seq_len=int(seq), loss=loss)))
+EOF
+}
+
+kiln fp16 "$b16" fixed 90
+kiln fp32 "$b32" fixed 90
+kiln fp16 "$b16" dynamic 60
+
+# torch MODE PRECISION BATCH OWN_LIMIT
+torch_part() {
+  local mode=$1 prec=$2 batch=$3 t
+  t=$(part_limit "$4")
+  if [ "$t" -lt 10 ]; then note pytorch "$mode" "$prec" "$batch" fixed skipped "short of time"; return; fi
+  echo "== PyTorch $mode $prec, batch $batch (limit ${t}s) ==" >&2
+  run_part "$t" "$work/torch-$mode-$prec.out" "$torch_py" bench/bert_gpu.py run --data "$work/data" \
+    --model "$model" --precision "$prec" --batch "$batch" --seq-len "$seq" --steps "$steps" \
+    --mode "$mode" --device "$torch_dev" --json "$parts"
+  local rc=$?
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note pytorch "$mode" "$prec" "$batch" fixed timeout "over ${t}s"
+  elif [ $rc -eq 3 ]; then
+    note pytorch "$mode" "$prec" "$batch" fixed unavailable "$(tail -1 "$work/torch-$mode-$prec.out" | tr -d '"\\' | cut -c1-200)"
+  elif [ $rc -ne 0 ]; then
+    note pytorch "$mode" "$prec" "$batch" fixed failed "exit $rc: $(tail -1 "$work/torch-$mode-$prec.out" | tr -d '"\\' | cut -c1-200)"
+  fi
+}
+
+if ! "$torch_py" -c 'import torch' 2>/dev/null; then
+  note pytorch all all 0 fixed skipped "PyTorch is not installed"
+elif [ "$torch_dev" = cuda ] && ! "$torch_py" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())'; then
+  note pytorch all all 0 fixed skipped "PyTorch sees no GPU"
+else
+  torch_part eager fp32 "$b32" 60
+  torch_part eager fp16 "$b16" 60
+  for mode in default reduce-overhead max-autotune; do
+    torch_part "$mode" fp16 "$b16" 120
+  done
+fi
+
+python3 bench/bert_gpu.py report --parts "$parts" --out "$out/bert-gpu-$name" \
+  --title "BERT fine-tuning on $name: model $model, seq $seq, $steps steps" \
+  --command "$command ($(date -u +%Y-%m-%d), load average $(cut -d' ' -f1 /proc/loadavg) at the end)" >&2 || exit 2
+echo "bert-gpu: wrote $out/bert-gpu-$name.json and .md in $(($(date +%s) - start)) s (limit ${limit}s)" >&2
