@@ -163,6 +163,8 @@ extern const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT]; /* "ex2.app
 
 /* The passes' bodies. */
 MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts);
+/* One convert_layout per (value, layout) in each kernel (convert_cse.c); opts unused. */
+MlirLogicalResult kiln_gpu_convert_cse_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_gpu_to_llvm_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts); /* emu_lower.c */
 
