@@ -157,6 +157,7 @@ typedef enum KilnGpuApprox {
   KILN_GPU_APPROX_COS,
   KILN_GPU_APPROX_RSQRT,
   KILN_GPU_APPROX_TANH,
+  KILN_GPU_APPROX_RCP,
   KILN_GPU_APPROX_COUNT
 } KilnGpuApprox;
 extern const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT]; /* "ex2.approx.ftz.f32" */

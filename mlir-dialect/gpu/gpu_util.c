@@ -9,6 +9,7 @@ const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT] = {
     [KILN_GPU_APPROX_EX2] = "ex2.approx.ftz.f32",   [KILN_GPU_APPROX_LG2] = "lg2.approx.ftz.f32",
     [KILN_GPU_APPROX_SIN] = "sin.approx.ftz.f32",   [KILN_GPU_APPROX_COS] = "cos.approx.ftz.f32",
     [KILN_GPU_APPROX_RSQRT] = "rsqrt.approx.ftz.f32", [KILN_GPU_APPROX_TANH] = "tanh.approx.f32",
+    [KILN_GPU_APPROX_RCP] = "rcp.approx.ftz.f32",
 };
 
 void kiln_gpu_pred_access_ptx(bool store, int words, char *text, size_t text_cap, char *cons,
