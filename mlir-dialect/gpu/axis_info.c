@@ -172,11 +172,10 @@ static void cmp_rule(Info *r, MlirOperation op, const Info *x, const Info *y) {
   bool x_runs = pred == 2 || pred == 5 || pred == 6 || pred == 9;
   bool y_runs = pred == 3 || pred == 4 || pred == 7 || pred == 8;
   for (int d = 0; d < r->a.rank; d++) {
-    int64_t n = r->a.constancy[d] = 1, xk = x->a.rank ? x->a.constancy[d] : 0;
-    int64_t yk = y->a.rank ? y->a.constancy[d] : 0;
-    if (!x->a.rank || !y->a.rank)
+    r->a.constancy[d] = 1;
+    if (!x->a.rank || !y->a.rank) /* tiles compare tiles; a scalar operand is not analysed */
       continue;
-    n = gcd64(xk, yk);
+    int64_t n = gcd64(x->a.constancy[d], y->a.constancy[d]);
     const Info *run = x_runs ? x : y_runs ? y : NULL, *lim = x_runs ? y : x;
     if (run) {
       int64_t s = gcd64(gcd64(run->a.contig[d], run->a.divis[d]),
