@@ -15,7 +15,7 @@ const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT] = {
 void kiln_gpu_pred_access_ptx(bool store, int words, char *text, size_t text_cap, char *cons,
                               size_t cons_cap) {
   KILN_ASSERT(words == 1 || words == 2 || words == 4);
-  char regs[64] = "", shape[8] = "";
+  char regs[64] = "", shape[16] = "";
   int first = store ? 2 : 0; /* a load's results come first, a store's words last */
   for (int w = 0; w < words; w++)
     snprintf(regs + strlen(regs), sizeof regs - strlen(regs), "%s$%d", w ? ", " : "", first + w);
