@@ -161,6 +161,31 @@ static Info mul_rule(MlirType rt, const Info *x, const Info *y) {
 static void analyze_op(KilnGpuAxisMap *m, MlirOperation op);
 static void apply_hints(MlirOperation op, Info *r);
 
+/* Constancy of a comparison (what makes a mask one predicate per vector).  Equal operands give
+ * equal results.  And `x < y` with x contiguous from a multiple of s and y constant and a
+ * multiple of s over aligned blocks of s elements is one value on each block: the block's x are
+ * k s .. k s + s - 1, all below y or none (Triton's rule for masks like `c < cols`).  `x >= y`
+ * is its negation; `y > x` and `y <= x` the same with the operands swapped. */
+static void cmp_rule(Info *r, MlirOperation op, const Info *x, const Info *y) {
+  int64_t pred = kiln_gpu_int_attr(op, "predicate", -1);
+  /* arith.cmpi predicates: slt 2, sle 3, sgt 4, sge 5, ult 6, ule 7, ugt 8, uge 9 */
+  bool x_runs = pred == 2 || pred == 5 || pred == 6 || pred == 9;
+  bool y_runs = pred == 3 || pred == 4 || pred == 7 || pred == 8;
+  for (int d = 0; d < r->a.rank; d++) {
+    r->a.constancy[d] = 1;
+    if (!x->a.rank || !y->a.rank) /* tiles compare tiles; a scalar operand is not analysed */
+      continue;
+    int64_t n = gcd64(x->a.constancy[d], y->a.constancy[d]);
+    const Info *run = x_runs ? x : y_runs ? y : NULL, *lim = x_runs ? y : x;
+    if (run) {
+      int64_t s = gcd64(gcd64(run->a.contig[d], run->a.divis[d]),
+                        gcd64(lim->a.constancy[d], overall_divis(lim)));
+      n = max64(n, s);
+    }
+    r->a.constancy[d] = n;
+  }
+}
+
 static void analyze_region(KilnGpuAxisMap *m, MlirRegion r) {
   for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
     for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
@@ -267,6 +292,14 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
   } else if (kiln_ir_op_is(op, "arith.extsi") || kiln_ir_op_is(op, "arith.extui") ||
              kiln_ir_op_is(op, "arith.index_cast")) {
     r = x;
+  } else if (kiln_ir_op_is(op, "arith.cmpi")) {
+    cmp_rule(&r, op, &x, &y);
+  } else if (kiln_ir_op_is(op, "arith.andi") || kiln_ir_op_is(op, "arith.ori") ||
+             kiln_ir_op_is(op, "arith.xori")) {
+    /* bitwise: equal where both operands are (a mask `r < rows && c < cols`) */
+    for (int d = 0; d < r.a.rank; d++)
+      r.a.constancy[d] = gcd64(x.a.rank ? x.a.constancy[d] : kiln_ir_dim(rt, d),
+                               y.a.rank ? y.a.constancy[d] : kiln_ir_dim(rt, d));
   } else if (kiln_ir_op_is(op, "arith.divsi") || kiln_ir_op_is(op, "arith.divui")) {
     for (int d = 0; d < r.a.rank; d++)
       r.a.constancy[d] = x.a.constancy[d];

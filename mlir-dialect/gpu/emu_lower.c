@@ -41,6 +41,10 @@
 
 #include <stdio.h>
 
+/* KILN_EMU_ACCESS_ELEM_SHIFT of runtime/emu/kiln_emu.h (the compiler does not include the
+ * runtime's headers): a global access's element bytes sit above its kind. */
+#define EMU_ACCESS_ELEM_SHIFT 8
+
 typedef struct Emu {
   MlirContext ctx;
   MlirOperation module;
@@ -424,13 +428,139 @@ static void lower_cp_async(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   call(E, b, loc, "kiln_emu_cp_async", E->voidt, o, 5);
 }
 
+/* ---------------------------------------------------------------- predicated vector accesses
+ *
+ * lower_memory.c's `@p ld.global.v4.b32` / `@p st.global.v4.b32` (kiln_gpu_pred_access_ptx)
+ * become calls of a small function of this module, defined once per shape: it branches on the
+ * predicate, and only where it holds checks the access (kiln_emu_global_access with the whole
+ * vector's bytes and alignment, as the GPU instruction needs) and moves the words; a masked-off
+ * load returns its `other` words and touches no memory, as on the GPU. */
+
+/* The helper's text: (p, pred, words...) -> the words loaded (i32 or a struct), or nothing. */
+static void pred_helper_text(KilnStr *t, const char *name, bool store, int words) {
+  char rt[64] = "i32", vt[32] = "i32";
+  if (words > 1) {
+    snprintf(rt, sizeof rt, "!llvm.struct<(i32");
+    for (int w = 1; w < words; w++)
+      snprintf(rt + strlen(rt), sizeof rt - strlen(rt), ", i32");
+    snprintf(rt + strlen(rt), sizeof rt - strlen(rt), ")>");
+    snprintf(vt, sizeof vt, "vector<%dxi32>", words);
+  }
+  kiln_str_appendf(t, "llvm.func internal @%s(%%p: !llvm.ptr, %%c: i1", name);
+  for (int w = 0; w < words; w++)
+    kiln_str_appendf(t, ", %%o%d: i32", w);
+  kiln_str_appendf(t, ")%s%s {\n  llvm.cond_br %%c, ^bb1, ^bb2\n^bb1:\n", store ? "" : " -> ",
+                   store ? "" : rt);
+  if (store) {
+    char last[16] = "%o0";
+    if (words > 1) {
+      kiln_str_appendf(t, "  %%v = llvm.mlir.undef : %s\n", vt);
+      for (int w = 0; w < words; w++) {
+        char prev[16] = "%v";
+        if (w)
+          snprintf(prev, sizeof prev, "%%v%d", w - 1);
+        kiln_str_appendf(t,
+                         "  %%i%d = llvm.mlir.constant(%d : i32) : i32\n"
+                         "  %%v%d = llvm.insertelement %%o%d, %s[%%i%d : i32] : %s\n",
+                         w, w, w, w, prev, w, vt);
+      }
+      snprintf(last, sizeof last, "%%v%d", words - 1);
+    }
+    kiln_str_appendf(t, "  llvm.store %s, %%p {alignment = %d : i64} : %s, !llvm.ptr\n", last,
+                     4 * words, vt);
+    kiln_str_appendf(t, "  llvm.return\n^bb2:\n  llvm.return\n}\n");
+    return;
+  }
+  kiln_str_appendf(t, "  %%v = llvm.load %%p {alignment = %d : i64} : !llvm.ptr -> %s\n",
+                   4 * words, vt);
+  if (words == 1) {
+    kiln_str_appendf(t, "  llvm.return %%v : i32\n^bb2:\n  llvm.return %%o0 : i32\n}\n");
+    return;
+  }
+  kiln_str_appendf(t, "  %%s = llvm.mlir.undef : %s\n", rt);
+  for (int w = 0; w < words; w++) {
+    char prev[16] = "%s";
+    if (w)
+      snprintf(prev, sizeof prev, "%%s%d", w - 1);
+    kiln_str_appendf(t,
+                     "  %%i%d = llvm.mlir.constant(%d : i32) : i32\n"
+                     "  %%e%d = llvm.extractelement %%v[%%i%d : i32] : %s\n"
+                     "  %%s%d = llvm.insertvalue %%e%d, %s[%d] : %s\n",
+                     w, w, w, w, vt, w, w, prev, w, rt);
+  }
+  kiln_str_appendf(t, "  llvm.return %%s%d : %s\n^bb2:\n  %%u = llvm.mlir.undef : %s\n", words - 1,
+                   rt, rt);
+  for (int w = 0; w < words; w++) {
+    char prev[16] = "%u";
+    if (w)
+      snprintf(prev, sizeof prev, "%%u%d", w - 1);
+    kiln_str_appendf(t, "  %%u%d = llvm.insertvalue %%o%d, %s[%d] : %s\n", w, w, prev, w, rt);
+  }
+  kiln_str_appendf(t, "  llvm.return %%u%d : %s\n}\n", words - 1, rt);
+}
+
+/* Defines the helper once per module (E->declared keeps its name too). */
+static void define_pred_helper(Emu *E, const char *name, bool store, int words) {
+  MlirIdentifier id = mlirIdentifierGet(E->ctx, mlirStringRefCreateFromCString(name));
+  const void *key = mlirIdentifierStr(id).data;
+  if (kiln_ptr_map_get(&E->declared, key))
+    return;
+  kiln_ptr_map_put(&E->declared, key, (void *)1);
+  KilnStr t = {0};
+  pred_helper_text(&t, name, store, words);
+  MlirOperation f = kiln_gpu_parse_op(E->ctx, t.data);
+  kiln_str_free(&t);
+  KILN_ASSERT(!mlirOperationIsNull(f));
+  mlirBlockAppendOwnedOperation(E->mbody, f);
+  /* the sanitizers' call goes in after parsing (the parser sees the function alone, where
+   * kiln_emu_global_access does not resolve): before the one load or store of ^bb1 */
+  MlirBlock bb1 = mlirBlockGetNextInRegion(entry_block(f));
+  MlirOperation acc = mlirBlockGetFirstOperation(bb1);
+  while (!kiln_ir_op_is(acc, store ? "llvm.store" : "llvm.load"))
+    acc = mlirOperationGetNextInBlock(acc);
+  KilnIRBuilder b;
+  kiln_ir_builder_init(&b, E->ctx, bb1);
+  kiln_ir_builder_set_before(&b, acc);
+  MlirLocation loc = mlirOperationGetLocation(f);
+  uint32_t kind = (store ? 1u : 0u) | 4u << EMU_ACCESS_ELEM_SHIFT;
+  MlirValue o[4] = {mlirBlockGetArgument(entry_block(f), 0), cst_i32(E, &b, loc, 4 * words),
+                    cst_i32(E, &b, loc, 4 * words), cst_i32(E, &b, loc, kind)};
+  call(E, &b, loc, "kiln_emu_global_access", E->voidt, o, 4);
+}
+
+/* A predicated access of lower_memory.c (words 1, 2, 4; load or store): false when text is none. */
+static bool lower_pred_access(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *text) {
+  for (int words = 1; words <= 4; words *= 2) {
+    for (int store = 0; store < 2; store++) {
+      char want[256], cons[64];
+      kiln_gpu_pred_access_ptx(store, words, want, sizeof want, cons, sizeof cons);
+      if (strcmp(text, want) != 0 || mlirOperationGetNumOperands(op) != 2 + words)
+        continue;
+      char name[64];
+      snprintf(name, sizeof name, "kiln_emu_pred_%s_b32x%d", store ? "st" : "ld", words);
+      define_pred_helper(E, name, store, words);
+      MlirValue ops[6];
+      for (int i = 0; i < 2 + words; i++)
+        ops[i] = mlirOperationGetOperand(op, i);
+      MlirType rt = store ? E->voidt : mlirValueGetType(mlirOperationGetResult(op, 0));
+      MlirValue r = call(E, b, mlirOperationGetLocation(op), name, rt, ops, (size_t)(2 + words));
+      if (!store)
+        replace_results(op, &r, 1);
+      return true;
+    }
+  }
+  return false;
+}
+
 /* The PTX approximations of lower_math.c, as kiln_emu_approx_f32(op, x): host math, or the
  * GPU's worst case under the emulator's pessimistic math mode. op is the instruction's index in
  * kiln_gpu_approx_ptx, whose order is KilnEmuApprox's (runtime/emu/kiln_emu.h). */
 static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
-  char text[128] = "";
+  char text[256] = "";
   kiln_ir_get_str_attr(op, "asm_string", text, sizeof text);
+  if (lower_pred_access(E, b, op, text))
+    return;
   if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
     emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16", mlirValueGetType(mlirOperationGetResult(op, 0)));
@@ -526,9 +656,6 @@ static int64_t value_bytes(MlirType t) {
   return kiln_ir_elem_bytes(t);
 }
 
-/* KILN_EMU_ACCESS_ELEM_SHIFT of runtime/emu/kiln_emu.h (the compiler does not include the
- * runtime's headers): a global access's element bytes sit above its kind. */
-#define EMU_ACCESS_ELEM_SHIFT 8
 
 /* kiln_emu_{global,shared}_access(p, bytes, align, kind) before a load, store or atomic of
  * address space 1 or 3: the emulator's memcheck, racecheck and initcheck act there. The

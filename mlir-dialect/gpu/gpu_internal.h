@@ -137,6 +137,15 @@ int64_t kiln_gpu_int_attr(MlirOperation op, const char *name, int64_t dflt);
  * with this text (lower_dot.c writes it, emu_lower.c recognizes it). */
 #define KILN_GPU_MMA_BF16_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 
+/* A global access of 1, 2 or 4 b32 words under one predicate, as inline PTX: LLVM turns an access
+ * guarded by a branch into several narrower ones (and a branch), while one predicated
+ * `@p ld.global.v4.b32` is what the hardware runs.  lower_memory.c writes it, emu_lower.c
+ * recognizes the same text.  Load operands: $0..$(words-1) the results, then the address, the
+ * predicate (i1, constraint "b") and the words a masked-off load yields; store operands: the
+ * address, the predicate, the words.  Writes the asm text and its constraints. */
+void kiln_gpu_pred_access_ptx(bool store, int words, char *text, size_t text_cap, char *cons,
+                              size_t cons_cap);
+
 /* The PTX approximate instructions of the SIMT math lowering (lower_math.c), all f32, in the
  * order of the emulator's KilnEmuApprox (runtime/emu/kiln_emu.h): the emu rewrite (emu_lower.c)
  * turns the one at index i into kiln_emu_approx_f32(i, x).  One list, so that an instruction
@@ -148,12 +157,15 @@ typedef enum KilnGpuApprox {
   KILN_GPU_APPROX_COS,
   KILN_GPU_APPROX_RSQRT,
   KILN_GPU_APPROX_TANH,
+  KILN_GPU_APPROX_RCP,
   KILN_GPU_APPROX_COUNT
 } KilnGpuApprox;
 extern const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT]; /* "ex2.approx.ftz.f32" */
 
 /* The passes' bodies. */
 MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts);
+/* One convert_layout per (value, layout) in each kernel (convert_cse.c); opts unused. */
+MlirLogicalResult kiln_gpu_convert_cse_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_gpu_to_llvm_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts); /* emu_lower.c */
 

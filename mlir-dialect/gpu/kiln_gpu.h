@@ -23,8 +23,9 @@ extern "C" {
 
 /* The GPU back and the emu rewrite, as stage tables (pipeline.c), and the pipelines the GPU
  * targets run through kiln_pipeline_run (kiln_mlir.h):
- *   kiln_gpu_pipeline      front, kiln-gpu-layouts, convert-kiln-gpu-to-llvm, convert-scf-to-cf,
- *                          convert-to-llvm, canonicalize: llvm + nvvm for sm_80 and sm_90
+ *   kiln_gpu_pipeline      front, kiln-gpu-layouts, kiln-gpu-convert-cse, convert-kiln-gpu-to-llvm,
+ *                          convert-scf-to-cf, convert-to-llvm, canonicalize: llvm + nvvm for
+ *                          sm_80 and sm_90
  *   kiln_gpu_pipeline_emu  the same, then kiln-gpu-to-emu: host code for the emulator
  * The layouts stage takes KilnStageOptions.num_warps and num_stages (> 0 override the kernel's
  * kiln.num_warps / kiln.num_stages) and smem_limit (recorded on each kernel as

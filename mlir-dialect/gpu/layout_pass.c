@@ -8,7 +8,8 @@
  *      layout from the axis analysis: order = dims by contiguity (most contiguous first), the
  *      vector width (up to 128 bits) as sizePerThread along order[0], lanes then warps along
  *      `order` (coalescing: consecutive lanes touch consecutive vectors).  A load's result is
- *      defined by its anchor; a store requires its anchor on all operands.
+ *      defined by its anchor; a store requires its anchor on all operands.  Anchors of the same
+ *      shape and order take the widest vector among them (one layout per elementwise chain).
  *   2. Propagation, to a fixpoint: backwards, an undefined operand takes the layout its
  *      consumer requires (elementwise ops require their result's layout of every tile operand,
  *      expand_dims the slice of it, a reduce whose result is a slice its parent, loops and ifs
@@ -108,6 +109,48 @@ static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
     vec /= 2;
   *out = kiln_gpu_layout_blocked(rank, shape, c->num_warps, vec, order);
   return true;
+}
+
+/* Whether two anchored pointer tiles have the same shape and blocked dim order. */
+static bool same_shape_and_order(MlirValue pa, const KilnGpuLayout *a, MlirValue pb,
+                                 const KilnGpuLayout *b) {
+  if (a->kind != KILN_GPU_LAYOUT_BLOCKED || b->kind != KILN_GPU_LAYOUT_BLOCKED || a->rank != b->rank)
+    return false;
+  int64_t sa[KILN_GPU_MAX_RANK], sb[KILN_GPU_MAX_RANK];
+  shape_of(pa, sa);
+  shape_of(pb, sb);
+  for (int d = 0; d < a->rank; d++)
+    if (sa[d] != sb[d] || a->order[d] != b->order[d])
+      return false;
+  return true;
+}
+
+/* One layout per elementwise chain: memory anchors of the same tile shape and dim order that
+ * differ only in their vector width (AdamW's f32 loads want 4 elements per thread, its f16 store
+ * 8) all take the widest, so the loads, the math between them and the stores agree and no
+ * convert_layout (a shared-memory round trip behind two barriers) goes between them.  An access
+ * narrower than its layout's run simply issues several vectors per thread (the 16 bytes of each
+ * stay one instruction).  Chains of other shapes (a row's [BLOCK] next to a tile's [R, C]) are
+ * left to the converts. */
+static void unify_anchors(LCtx *c) {
+  for (size_t i = 0; i < c->n_ops; i++) {
+    KilnGpuLayout *a = kiln_ptr_map_get(&c->anchor, c->ops[i].ptr);
+    if (!a || a->kind != KILN_GPU_LAYOUT_BLOCKED)
+      continue;
+    MlirValue pa = mlirOperationGetOperand(c->ops[i], 0);
+    int d = a->order[0], widest = a->spt[d];
+    for (size_t j = 0; j < c->n_ops; j++) {
+      const KilnGpuLayout *b = kiln_ptr_map_get(&c->anchor, c->ops[j].ptr);
+      if (b && same_shape_and_order(pa, a, mlirOperationGetOperand(c->ops[j], 0), b) &&
+          b->spt[d] > widest)
+        widest = b->spt[d];
+    }
+    if (widest > a->spt[d]) {
+      int64_t shape[KILN_GPU_MAX_RANK];
+      shape_of(pa, shape);
+      *a = kiln_gpu_layout_blocked(a->rank, shape, c->num_warps, widest, a->order);
+    }
+  }
 }
 
 /* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
@@ -649,11 +692,17 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
       KilnOpId id = kiln_ir_op_id(op);
       KilnGpuLayout l;
       if ((id == KILN_OP_LOAD || id == KILN_OP_STORE) &&
-          memory_anchor(&c, mlirOperationGetOperand(op, 0), &l)) {
+          memory_anchor(&c, mlirOperationGetOperand(op, 0), &l))
         kiln_ptr_map_put(&c.anchor, op.ptr, keep(&c, &l));
-        if (id == KILN_OP_LOAD)
-          define(&c, mlirOperationGetResult(op, 0), &l);
-      }
+    }
+    unify_anchors(&c);
+    for (size_t k = 0; k < c.n_ops; k++) {
+      MlirOperation op = c.ops[k];
+      KilnOpId id = kiln_ir_op_id(op);
+      KilnGpuLayout l;
+      const KilnGpuLayout *a = id == KILN_OP_LOAD ? kiln_ptr_map_get(&c.anchor, op.ptr) : NULL;
+      if (a)
+        define(&c, mlirOperationGetResult(op, 0), a);
       if (id == KILN_OP_DOT && mma_for_dot(&c, op, &l))
         define_mma_chain(&c, op, &l);
     }

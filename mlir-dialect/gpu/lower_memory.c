@@ -2,10 +2,16 @@
  *
  * A thread's elements along the layout's fastest dim come in runs of sizePerThread; where the
  * axis analysis proves a run contiguous and aligned, `vec` consecutive elements (at most 128
- * bits) move with one vector access (ld.global.v4.b32 for 8 f16).  Masks are per element, so a
- * vector access runs only when the whole vector's mask is true; otherwise each element is loaded
- * or stored alone under its own mask (the tail of a tile).  Masked-off load lanes yield `other`. */
+ * bits) move with one vector access (ld.global.v4.b32 for 8 f16).  Masks are per element.  Where
+ * the analysis proves the mask one value over each vector (its constancy along the dim, e.g.
+ * `c < cols` with cols % 8 promised), the vector is one predicated instruction, `@p
+ * ld.global.v4.b32` (inline PTX: LLVM splits a branch-guarded vector access into narrower pieces);
+ * masked-off lanes touch no memory and a load yields `other`.  Otherwise a vector access runs only
+ * when the whole vector's mask is true, and each element is loaded or stored alone under its own
+ * mask (the tail of a tile). */
 #include "lower.h"
+
+#include "mlir-c/Dialect/LLVM.h"
 
 #include <string.h>
 
@@ -86,6 +92,99 @@ static void store_vector(Low *L, MlirValue p, MlirType et, int v, int bits, cons
   store_scalar(L, raw, p, (int64_t)v * bits / 8);
 }
 
+/* Whether the mask operand is provably one value over every vector of v elements along the
+ * layout's fastest dim: a scalar, or constant in runs of at least v (runs start at multiples of
+ * their length, and a vector starts at a multiple of v). */
+static bool mask_uniform(Low *L, MlirValue mask, const KilnGpuOwn *own, int v) {
+  MlirType t = mlirValueGetType(mask);
+  if (!mlirTypeIsARankedTensor(t))
+    return true;
+  KilnGpuAxisInfo a = kiln_gpu_axis_get(L->axis, mask);
+  int d = own->order[0];
+  return a.rank == own->rank && a.constancy[d] >= v;
+}
+
+/* Words (b32) of a vector of v elements of `bits` that one predicated instruction moves; 0 when
+ * it is not 1, 2 or 4 whole words. */
+static int pred_words(int v, int bits) {
+  int total = v * bits;
+  return total == 32 || total == 64 || total == 128 ? total / 32 : 0;
+}
+
+/* The v elements as `words` i32 values (a store's data, or a load's masked-off value). */
+static void to_words(Low *L, const MlirValue *vals, MlirType et, int v, int words, MlirValue *out) {
+  int64_t vs = v, ws = words;
+  MlirType vt = mlirVectorTypeGet(1, &vs, et), wt = mlirVectorTypeGet(1, &ws, L->i32);
+  MlirValue vec = low_op1(L, "llvm.mlir.undef", NULL, 0, vt);
+  for (int e = 0; e < v; e++) {
+    MlirValue o[3] = {vec, vals[e], low_i32(L, e)};
+    vec = low_op1(L, "llvm.insertelement", o, 3, vt);
+  }
+  MlirValue w = low_op1(L, "llvm.bitcast", &vec, 1, wt);
+  for (int k = 0; k < words; k++) {
+    MlirValue o[2] = {w, low_i32(L, k)};
+    out[k] = low_op1(L, "llvm.extractelement", o, 2, L->i32);
+  }
+}
+
+/* The inverse of to_words. */
+static void from_words(Low *L, const MlirValue *words_in, int words, MlirType et, int v,
+                       MlirValue *out) {
+  int64_t vs = v, ws = words;
+  MlirType vt = mlirVectorTypeGet(1, &vs, et), wt = mlirVectorTypeGet(1, &ws, L->i32);
+  MlirValue w = low_op1(L, "llvm.mlir.undef", NULL, 0, wt);
+  for (int k = 0; k < words; k++) {
+    MlirValue o[3] = {w, words_in[k], low_i32(L, k)};
+    w = low_op1(L, "llvm.insertelement", o, 3, wt);
+  }
+  MlirValue vec = low_op1(L, "llvm.bitcast", &w, 1, vt);
+  for (int e = 0; e < v; e++) {
+    MlirValue o[2] = {vec, low_i32(L, e)};
+    out[e] = low_op1(L, "llvm.extractelement", o, 2, et);
+  }
+}
+
+/* llvm.inline_asm with side effects (a load must not move across stores, nor be dropped). */
+static MlirOperation pred_asm(Low *L, bool store, int words, const MlirValue *ops, size_t n,
+                              const MlirType *res, size_t nres) {
+  char text[256], cons[64];
+  kiln_gpu_pred_access_ptx(store, words, text, sizeof text, cons, sizeof cons);
+  MlirNamedAttribute a[3] = {
+      kiln_ir_named(L->ctx, "asm_string", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
+      kiln_ir_named(L->ctx, "constraints", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(cons))),
+      kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx)),
+  };
+  return low_op(L, "llvm.inline_asm", ops, n, res, nres, a, 3);
+}
+
+/* One predicated vector load: `words` b32 registers start as `other` and are overwritten only
+ * where pred holds. */
+static void load_vector_pred(Low *L, MlirValue p, MlirValue pred, const MlirValue *other,
+                             MlirType et, int v, int words, MlirValue *out) {
+  MlirValue ops[2 + 4];
+  ops[0] = p;
+  ops[1] = pred;
+  to_words(L, other, et, v, words, ops + 2);
+  MlirType i32s[4] = {L->i32, L->i32, L->i32, L->i32};
+  MlirType rt = words == 1 ? L->i32 : mlirLLVMStructTypeLiteralGet(L->ctx, words, i32s, false);
+  MlirValue r = mlirOperationGetResult(pred_asm(L, false, words, ops, (size_t)(2 + words), &rt, 1), 0);
+  MlirValue w[4] = {r};
+  for (int64_t k = 0; words > 1 && k < words; k++) {
+    MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &k));
+    w[k] = mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &L->i32, 1, &a, 1), 0);
+  }
+  from_words(L, w, words, et, v, out);
+}
+
+static void store_vector_pred(Low *L, MlirValue p, MlirValue pred, const MlirValue *vals,
+                              MlirType et, int v, int words) {
+  MlirValue ops[2 + 4];
+  ops[0] = p;
+  ops[1] = pred;
+  to_words(L, vals, et, v, words, ops + 2);
+  pred_asm(L, true, words, ops, (size_t)(2 + words), NULL, 0);
+}
+
 /* and of the masks of one vector; null when all are constant true. */
 MlirValue low_all_true(Low *L, const MlirValue *m, int v) {
   MlirValue acc = {NULL};
@@ -128,6 +227,7 @@ bool low_load(Low *L, MlirOperation op) {
   int v = low_vector_width(L, ptrs, &own);
   Vals *out = low_vals(L, own.count);
   int64_t ealign = bits / 8;
+  int words = v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 1), &own, v) ? pred_words(v, bits) : 0;
   for (int64_t j = 0; j < own.count; j += v) {
     MlirValue m[16];
     for (int e = 0; e < v; e++)
@@ -139,6 +239,13 @@ bool low_load(Low *L, MlirOperation op) {
     MlirValue all = low_all_true(L, m, v);
     if (mlirValueIsNull(all)) {
       load_vector(L, P->v[j], et, v, bits, &out->v[j]);
+      continue;
+    }
+    if (words) {
+      MlirValue other[16];
+      for (int e = 0; e < v; e++)
+        other[e] = O->v[O->n == 1 ? 0 : j + e];
+      load_vector_pred(L, P->v[j], m[0], other, et, v, words, &out->v[j]);
       continue;
     }
     MlirType types[16];
@@ -191,6 +298,7 @@ bool low_store(Low *L, MlirOperation op) {
   KilnGpuOwn own = low_own_of(mlirValueGetType(ptrs));
   int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
+  int words = v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 2), &own, v) ? pred_words(v, bits) : 0;
   for (int64_t j = 0; j < own.count; j += v) {
     MlirValue m[16];
     for (int e = 0; e < v; e++)
@@ -202,6 +310,10 @@ bool low_store(Low *L, MlirOperation op) {
     MlirValue all = low_all_true(L, m, v);
     if (mlirValueIsNull(all)) {
       store_vector(L, P->v[j], et, v, bits, &V->v[j]);
+      continue;
+    }
+    if (words) {
+      store_vector_pred(L, P->v[j], m[0], &V->v[j], et, v, words);
       continue;
     }
     KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, all, NULL, 0);

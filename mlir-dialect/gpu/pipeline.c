@@ -1,15 +1,15 @@
 /* pipeline.c - the GPU back of the pipeline and the emu rewrite, as stage tables that the one
  * runner (mlir-dialect/pipeline.c) runs after the shared front:
  *
- *   sm_80, sm_90: front, kiln-gpu-layouts, convert-kiln-gpu-to-llvm, then the upstream stages
- *                 that finish the lowering to the llvm + nvvm dialects
+ *   sm_80, sm_90: front, kiln-gpu-layouts, kiln-gpu-convert-cse, convert-kiln-gpu-to-llvm,
+ *                 then the upstream stages that finish the lowering to the llvm + nvvm dialects
  *   emu:          the same, then kiln-gpu-to-emu (nvvm ops become calls into the emulator)
  *
  * The emu target is the sm_80 lowering plus one rewrite, so the code the emulator runs is the
  * code a GPU would run; listing it as one more part keeps that visible. */
 #include "gpu_internal.h"
 
-static _Alignas(8) char layouts_id, to_llvm_id, to_emu_id;
+static _Alignas(8) char layouts_id, convert_cse_id, to_llvm_id, to_emu_id;
 
 /* An i32 attribute on every kernel, for the lowering (which has no options of its own):
  * kiln.num_stages as the caller asked (kiln_mlirgen writes the kernel's own; a pipelined K loop
@@ -43,6 +43,14 @@ static MlirPass create_layouts(const KilnStageOptions *o) {
                             layouts_body, o, sizeof *o);
 }
 
+static MlirPass create_convert_cse(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_make(mlirTypeIDCreate(&convert_cse_id), "KilnGpuConvertCse",
+                            "kiln-gpu-convert-cse",
+                            "merge identical convert_layouts (one per value and layout)",
+                            kiln_gpu_convert_cse_module, NULL, 0);
+}
+
 static MlirPass create_to_llvm(const KilnStageOptions *o) {
   (void)o;
   return kiln_pass_make(mlirTypeIDCreate(&to_llvm_id), "KilnGpuToLLVM",
@@ -60,6 +68,7 @@ static MlirPass create_to_emu(const KilnStageOptions *o) {
 
 static const KilnStage gpu_stages[] = {
     {"kiln-gpu-layouts", create_layouts, NULL, 0},
+    {"kiln-gpu-convert-cse", create_convert_cse, NULL, 0},
     {"convert-kiln-gpu-to-llvm", create_to_llvm, NULL, 0},
     {"convert-scf-to-cf", NULL, "convert-scf-to-cf", 0},
     {"convert-to-llvm", NULL,

@@ -1,6 +1,7 @@
 /* approx.c — the PTX approximate math instructions, exact or GPU-pessimistic.
  *
- * Why: the GPU computes tanh.approx, ex2.approx, lg2.approx, sin/cos.approx and rsqrt.approx
+ * Why: the GPU computes tanh.approx, ex2.approx, lg2.approx, sin/cos.approx, rsqrt.approx and
+ * rcp.approx
  * with documented worst-case errors (PTX ISA, each instruction's "Notes"), and their .ftz forms
  * flush subnormals. Exact host math makes the emulator pass tolerances a GPU would fail (an f32
  * GELU with tanh.approx at 1e-5 when tanh.approx errs by 2^-11). Under KILN_EMU_MATH_PESSIMISTIC
@@ -26,6 +27,7 @@ static const ApproxSpec specs[KILN_EMU_APPROX_COUNT] = {
     [KILN_EMU_APPROX_COS] = {0x1.13p-21, false, true},
     [KILN_EMU_APPROX_RSQRT] = {0x1.13p-23 /* 2^-22.9 */, true, true},
     [KILN_EMU_APPROX_TANH] = {0x1.03p-11 /* 2^-10.987 = 0x1.025p-11 */, true, false},
+    [KILN_EMU_APPROX_RCP] = {0x1p-23 /* 1 ulp of the result */, true, true},
 };
 
 static float flush(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
@@ -37,6 +39,7 @@ static float exact(uint32_t op, float x) {
   case KILN_EMU_APPROX_SIN: return sinf(x);
   case KILN_EMU_APPROX_COS: return cosf(x);
   case KILN_EMU_APPROX_RSQRT: return 1.0f / sqrtf(x);
+  case KILN_EMU_APPROX_RCP: return 1.0f / x;
   default: return tanhf(x);
   }
 }

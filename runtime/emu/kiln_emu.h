@@ -189,6 +189,7 @@ typedef enum KilnEmuApprox {
   KILN_EMU_APPROX_COS = 3,   /* cos.approx.ftz.f32: absolute error 2^-20.9 */
   KILN_EMU_APPROX_RSQRT = 4, /* rsqrt.approx.ftz.f32: relative error 2^-22.9 */
   KILN_EMU_APPROX_TANH = 5,  /* tanh.approx.f32: relative error 2^-10.987 (no .ftz) */
+  KILN_EMU_APPROX_RCP = 6,   /* rcp.approx.ftz.f32: 1 ulp, relative error 2^-23 */
   KILN_EMU_APPROX_COUNT
 } KilnEmuApprox;
 

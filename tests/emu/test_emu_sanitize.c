@@ -202,8 +202,8 @@ static const char *const SHARED_IR =
     "  }\n"
     "}\n";
 
-/* 32 threads; out[2t] = tanh.approx(in[t]), out[2t + 1] = ex2.approx.ftz(in[t]), as
- * lower_math.c emits them. */
+/* 32 threads; out[2t] = tanh.approx(in[t]), out[2t + 1] = ex2.approx.ftz(in[t]),
+ * out[64 + t] = rcp.approx.ftz(in[t]), as lower_math.c emits them. */
 static const char *const APPROX_IR =
     "module {\n"
     "  llvm.func @emu_approx(%in: !llvm.ptr<1>, %out: !llvm.ptr<1>) attributes {nvvm.kernel, "
@@ -221,6 +221,37 @@ static const char *const APPROX_IR =
     "    llvm.store %y, %q {alignment = 4 : i64} : f32, !llvm.ptr<1>\n"
     "    %r = llvm.getelementptr %out[%j] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
     "    llvm.store %z, %r {alignment = 4 : i64} : f32, !llvm.ptr<1>\n"
+    "    %w = llvm.inline_asm \"rcp.approx.ftz.f32 $0, $1;\", \"=f,f\" %x : (f32) -> f32\n"
+    "    %c64 = llvm.mlir.constant(64 : i32) : i32\n"
+    "    %k = llvm.add %t, %c64 : i32\n"
+    "    %s = llvm.getelementptr %out[%k] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %w, %s {alignment = 4 : i64} : f32, !llvm.ptr<1>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "}\n";
+
+/* One thread's predicated 128-bit load as lower_memory.c writes it (kiln_gpu_pred_access_ptx:
+ * the words start as `other`, 7, and `@p ld.global.v4.b32` overwrites them where p holds) from
+ * in + off floats under p = (on != 0); the four words go to out[0..3]. */
+static const char *const PRED_IR =
+    "module {\n"
+    "  llvm.func @emu_pred(%in: !llvm.ptr<1>, %out: !llvm.ptr<1>, %off: i32, %on: i32) "
+    "attributes {nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {\n"
+    "    %c0 = llvm.mlir.constant(0 : i32) : i32\n"
+    "    %c7 = llvm.mlir.constant(7 : i32) : i32\n"
+    "    %p = llvm.getelementptr %in[%off] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    %m = llvm.icmp \"ne\" %on, %c0 : i32\n"
+    "    %r = llvm.inline_asm has_side_effects \"mov.b32 $0, $6; mov.b32 $1, $7; mov.b32 $2, $8; "
+    "mov.b32 $3, $9; @$5 ld.global.v4.b32 {$0, $1, $2, $3}, [$4];\", "
+    "\"=r,=r,=r,=r,l,b,r,r,r,r\" %p, %m, %c7, %c7, %c7, %c7 : (!llvm.ptr<1>, i1, i32, i32, i32, i32) "
+    "-> !llvm.struct<(i32, i32, i32, i32)>\n"
+    "    %w0 = llvm.extractvalue %r[0] : !llvm.struct<(i32, i32, i32, i32)>\n"
+    "    %w3 = llvm.extractvalue %r[3] : !llvm.struct<(i32, i32, i32, i32)>\n"
+    "    %c3 = llvm.mlir.constant(3 : i32) : i32\n"
+    "    %q0 = llvm.getelementptr %out[%c0] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %q3 = llvm.getelementptr %out[%c3] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    llvm.store %w0, %q0 {alignment = 4 : i64} : i32, !llvm.ptr<1>\n"
+    "    llvm.store %w3, %q3 {alignment = 4 : i64} : i32, !llvm.ptr<1>\n"
     "    llvm.return\n"
     "  }\n"
     "}\n";
@@ -547,11 +578,51 @@ static void test_shared_checks(KilnRtDevice *dev, int32_t *out) {
   kiln_rt_module_destroy(mod);
 }
 
+/* ---- predicated vector accesses ------------------------------------------------------------ */
+
+/* The emu rewrite of `@p ld.global.v4.b32`: where p holds, the whole 16 bytes are checked
+ * (bounds, 16-byte alignment) and loaded; where it does not, nothing is touched, however far
+ * outside every allocation the address is, and the words keep their `other`. */
+static void test_pred_access(KilnRtDevice *dev, float *buf) {
+  printf("predicated vector loads: masked-off lanes touch no memory\n");
+  KilnRtModule *mod = load(dev, PRED_IR, "emu_pred");
+  int32_t *in = NULL; /* exactly 32 words */
+  if (!mod || kiln_rt_malloc(dev, 32 * sizeof *in, (void **)&in) != KILN_RT_OK) {
+    CHECK(0, "setup: %s", kiln_rt_last_error());
+    kiln_rt_module_destroy(mod);
+    return;
+  }
+  for (int i = 0; i < 32; i++)
+    in[i] = 100 + i;
+  int32_t *out = (int32_t *)(buf + 128);
+  const uint32_t one[3] = {1, 1, 1};
+  setenv("KILN_EMU_CHECK", "mem", 1);
+  int32_t off = 4, on = 1;
+  void *args[] = {&in, &out, &off, &on};
+  KilnRtStatus st = launch(mod, "emu_pred", one, args);
+  CHECK(st == KILN_RT_OK && out[0] == 104 && out[3] == 107, "on: %s, words %d %d, want 104 107",
+        kiln_rt_last_error(), out[0], out[3]);
+  off = 1 << 20, on = 0; /* 4 MiB past the allocation, predicated off */
+  st = launch(mod, "emu_pred", one, args);
+  CHECK(st == KILN_RT_OK && out[0] == 7 && out[3] == 7, "off: %s, words %d %d, want 7 7",
+        kiln_rt_last_error(), out[0], out[3]);
+  off = 30, on = 1; /* words 30..33: the vector crosses the allocation's end */
+  EXPECT_FAILURE(launch(mod, "emu_pred", one, args), KILN_RT_ERROR_LAUNCH, "'emu_pred'",
+                 "KILN_EMU_ERROR_MEMORY", "global load of 16 bytes", "out of bounds");
+  off = 2; /* 8 bytes into the allocation: not the 16 the vector needs */
+  EXPECT_FAILURE(launch(mod, "emu_pred", one, args), KILN_RT_ERROR_LAUNCH, "'emu_pred'",
+                 "global load of 16 bytes", "misaligned");
+  unsetenv("KILN_EMU_CHECK");
+  kiln_rt_free(dev, in);
+  kiln_rt_module_destroy(mod);
+}
+
 /* ---- approximate math ------------------------------------------------------------------------ */
 
 /* Exact mode gives host math bit for bit; pessimistic mode moves tanh.approx by its documented
  * 2^-10.987 relative error (within 2%: the f32 rounding of a bound ~2^13 ulp wide), ex2.approx
- * by at most 4 ulp, and flushes ex2.approx.ftz's subnormal result 2^-130 to zero. */
+ * by at most 4 ulp, rcp.approx by 1 to 2 ulps, and flushes ex2.approx.ftz's subnormal result 2^-130
+ * to zero. */
 static void test_approx(KilnRtDevice *dev, float *buf) {
   printf("approximate math: KILN_EMU_MATH\n");
   KilnRtModule *mod = load(dev, APPROX_IR, "emu_approx");
@@ -570,6 +641,9 @@ static void test_approx(KilnRtDevice *dev, float *buf) {
     CHECK(out[2 * t] == tanhf(in[t]) && out[2 * t + 1] == exp2f(in[t]),
           "exact t=%d: tanh %a (host %a), ex2 %a (host %a)", t, out[2 * t], tanhf(in[t]),
           out[2 * t + 1], exp2f(in[t]));
+  for (int t = 0; st == KILN_RT_OK && t < 32; t++)
+    CHECK(out[64 + t] == 1.0f / in[t], "exact rcp(%g) = %a, host %a", in[t], out[64 + t],
+          1.0f / in[t]);
 
   setenv("KILN_EMU_MATH", "pessimistic", 1);
   st = launch(mod, "emu_approx", one, args);
@@ -587,6 +661,16 @@ static void test_approx(KilnRtDevice *dev, float *buf) {
           "pessimistic ex2(%g) = %a, host %a: more than 4 ulp", in[t], out[2 * t + 1], e);
   }
   CHECK(up > 0 && up < 31, "tanh errors all lean one way (%d of 31 up)", up);
+  /* rcp.approx.ftz: its 1 ulp applied as 2^-23 relative, which is 1 to 2 ulps of the result
+   * (pessimistic at the top of a binade), so each result moves, by at most 2 ulps */
+  int moved = 0;
+  for (int t = 0; st == KILN_RT_OK && t < 32; t++) {
+    float r = 1.0f / in[t], ulp = fabsf(nextafterf(r, INFINITY) - r);
+    CHECK(fabsf(out[64 + t] - r) <= 2 * ulp, "pessimistic rcp(%g) = %a, host %a: more than 2 ulp",
+          in[t], out[64 + t], r);
+    moved += out[64 + t] != r;
+  }
+  CHECK(moved == 32, "pessimistic rcp moved only %d of 32 results", moved);
   CHECK(st != KILN_RT_OK || (out[63] == 0.0f && exp2f(-130.0f) > 0.0f),
         "ex2.approx.ftz(-130) = %a, want 0 (flushed)", out[63]);
   printf("  tanh.approx off by 2^-10.987 relative, %d of 31 up; ex2.approx.ftz(-130) = %g\n", up,
@@ -617,6 +701,7 @@ int main(void) {
   test_register_limits(dev, buf);
   test_memcheck(dev, buf);
   test_shared_checks(dev, (int32_t *)(buf + 256));
+  test_pred_access(dev, buf);
   test_approx(dev, buf);
 
   kiln_rt_free(dev, buf);

@@ -24,6 +24,7 @@
 // EMUSTAGES-NEXT: widen-offsets
 // EMUSTAGES-NEXT: kiln-dce
 // EMUSTAGES-NEXT: kiln-gpu-layouts
+// EMUSTAGES-NEXT: kiln-gpu-convert-cse
 // EMUSTAGES: canonicalize
 // EMUSTAGES-NEXT: kiln-gpu-to-emu
 // TARGET: kiln-opt: error: unknown target 'sm_42' (known: cpu, emu, sm_80, sm_90)

@@ -315,7 +315,7 @@ static bool over_limit(KilnCompilation *c) {
 /* The last stage an output needs: the verified kiln module, the laid-out one, or everything. */
 static const char *last_stage(KilnEmit emit) {
   if (emit == KILN_EMIT_MLIR) return "verify";
-  if (emit == KILN_EMIT_GPU_MLIR) return "kiln-gpu-layouts";
+  if (emit == KILN_EMIT_GPU_MLIR) return "kiln-gpu-convert-cse";
   return NULL;
 }
 
