@@ -617,6 +617,20 @@ static MlirOperation hoist_point(MlirOperation user, MlirValue v) {
   return at;
 }
 
+/* Whether a convert of v to `want` may be hoisted out of loops: dot operand fragments only when
+ * they take at most 32 registers a thread (a warp's A rows, Q in attention), since hoisted
+ * fragments stay live through the loop; a B operand of warps split along rows is the whole
+ * tile in every warp (K^T of 64x64 f16: 64 registers), cheaper to stage again each iteration. */
+static bool fragments_fit(MlirValue v, const KilnGpuLayout *want) {
+  if (want->kind != KILN_GPU_LAYOUT_DOT_OP)
+    return true;
+  int64_t shape[KILN_GPU_MAX_RANK];
+  shape_of(v, shape);
+  KilnGpuOwn o;
+  kiln_gpu_own(want, 2, shape, &o);
+  return o.count <= 32;
+}
+
 static void insert_converts(LCtx *c) {
   for (size_t k = 0; k < c->n_ops; k++) {
     MlirOperation op = c->ops[k];
@@ -628,7 +642,8 @@ static void insert_converts(LCtx *c) {
       KilnGpuLayout have = kiln_gpu_layout_of_type(mlirValueGetType(v));
       if (kiln_gpu_layout_equal(&have, &want))
         continue;
-      mlirOperationSetOperand(op, i, build_convert(c, hoist_point(op, v), v, &want));
+      MlirOperation at = fragments_fit(v, &want) ? hoist_point(op, v) : op;
+      mlirOperationSetOperand(op, i, build_convert(c, at, v, &want));
     }
   }
 }
@@ -762,6 +777,24 @@ static void cleanup_converts(MlirOperation func) {
   free(tmp.ops);
 }
 
+/* Moves every kiln.trans whose operand is defined outside its loop before that loop (out of
+ * every loop it is invariant in): the dot operand convert that reads it is then hoisted too
+ * (insert_converts), so a loop-invariant K^T or V^T (attention's dK/dV program) is staged once. */
+static void hoist_invariant_trans(MlirOperation func) {
+  LCtx tmp;
+  memset(&tmp, 0, sizeof tmp);
+  collect(&tmp, func);
+  for (size_t k = 0; k < tmp.n_ops; k++) {
+    MlirOperation op = tmp.ops[k];
+    if (kiln_ir_op_id(op) != KILN_OP_TRANS)
+      continue;
+    MlirOperation at = hoist_point(op, mlirOperationGetOperand(op, 0));
+    if (!mlirOperationEqual(at, op))
+      mlirOperationMoveBefore(op, at);
+  }
+  free(tmp.ops);
+}
+
 static bool layout_kernel(MlirOperation func, int num_warps) {
   LCtx c;
   memset(&c, 0, sizeof c);
@@ -772,6 +805,7 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
                   c.num_warps);
     return false;
   }
+  hoist_invariant_trans(func);
   c.axis = kiln_gpu_axis_analyze(func);
   MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   for (MlirOperation o = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(o);
