@@ -20,6 +20,9 @@
  * lane l (g = l >> 2, t = l & 3) owns (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1): the PTX ISA's
  * c0..c3.  So along rows the thread's coordinate is g + 16 wm_i + {0, 8} + 16 WM r, along columns
  * 2t + 8 wn_i + {0, 1} + 8 WN r: a DimMap with lane_mul/warp_mul/elem_stride.
+ * A dim of size 1 is allowed (every thread holds the one row or column).  A slice may have an
+ * mma parent: {kind = "slice", dim = D, parent = {kind = "mma", ...}}, the mma's rows (D = 1) or
+ * columns (D = 0) with the same per-thread map, so a row statistic lines up with the fragments.
  * Dot operand: {kind = "dot_op", opIdx = 0|1 : i32, kWidth = 2 : i32, parent = {mma}}: the A
  * (opIdx 0) or B (opIdx 1) fragments of the same warps.  Its values are register lists the mma
  * lowering builds and consumes (lower_dot.c); nothing else reads them element by element, so

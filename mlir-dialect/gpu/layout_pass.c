@@ -18,15 +18,22 @@
  *      propagation runs again.
  *   Before propagation, a dot on f16/bf16 tiles with an f32 accumulator whose tile holds at least
  *   one 16x8 mma block per warp gets the mma layout for its result (and so, backwards, for its
- *   accumulator, loop-carried or a constant) and requires dot_op{0|1} of its a and b; nothing
- *   but a dot, arith ops (the epilogue's cast: converting f16 moves half the bytes of f32) or a
- *   loop takes an mma layout, and nothing produces a dot_op layout but
- *   a convert_layout (its lowering stages the tile in shared memory and reads it with ldmatrix),
- *   so elementwise code around a dot stays blocked and the epilogue converts from mma.
+ *   accumulator, loop-carried or a constant) and requires dot_op{0|1} of its a and b.  A dot
+ *   whose result is reduced along rows or feeds another dot's A (attention's S), or whose A
+ *   comes from a dot (O += P V), splits its warps along rows only, so row statistics stay inside
+ *   a warp and S's accumulator registers are P's A registers.  A seeding round then propagates
+ *   mma layouts (and slices of them) forwards only, through arithmetic, reductions, shape ops,
+ *   loop yields and scf.if results, before any memory anchor propagates backwards: the online
+ *   softmax stays in the fragments.  Only arithmetic, math, shape ops, range, reduce, rand,
+ *   dots and loops/ifs take mma layouts; memory ops stay blocked.  Nothing produces a dot_op
+ *   layout but a convert_layout (shared staging and ldmatrix, or registers from an mma
+ *   accumulator of the same warps: lower_dot.c).
  *   3. Materialization: types get their encodings, convert_layout goes where a use disagrees,
  *      and avoidable converts are removed: a convert to the same layout disappears, converts of
  *      converts collapse, and a convert of a splat / range / constant becomes a copy of that
- *      cheap producer in the wanted layout. */
+ *      cheap producer in the wanted layout.  A convert of a loop-invariant value goes before the
+ *      loop (unless it makes dot fragments of more than 32 registers), and a trans of a
+ *      loop-invariant tile is moved out of the loop first. */
 #include "gpu_internal.h"
 
 typedef struct LCtx {
