@@ -194,7 +194,31 @@ bool low_trans_feeds_operand(MlirValue v) {
   KilnGpuLayout l = kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0)));
   MlirType et = kiln_ir_elem_type(mlirValueGetType(v));
   return kiln_ir_op_id(user) == KILN_OP_CONVERT_LAYOUT && l.kind == KILN_GPU_LAYOUT_DOT_OP &&
-         l.op_idx == 1 && (mlirTypeIsAF16(et) || mlirTypeIsABF16(et));
+         (mlirTypeIsAF16(et) || mlirTypeIsABF16(et));
+}
+
+void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
+                          int64_t cols, Vals *out) {
+  MlirType f16 = mlirF16TypeGet(L->ctx);
+  int wm = dl->wpc[0];
+  int64_t rm = cols / (16 * wm), kb = rows / 16;
+  MlirValue lane = low_lane(L);
+  MlirValue r8 = low_bin(L, "arith.andi", lane, low_i32(L, 7));
+  MlirValue half = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
+  MlirValue quad = low_bin(L, "arith.shrui", lane, low_i32(L, 4));
+  /* Matrix i = l >> 3 is register a_i: x rows (k) 8 (i >> 1) + (l & 7), columns (m) 8 (i & 1)
+   * of the block; .trans hands lane (g, t) x[k0 + 2t .. +1][m0 + g] = A[m0 + g][k0 + 2t .. +1]. */
+  MlirValue krow = low_bin(L, "arith.addi", r8, low_bin(L, "arith.shli", quad, low_i32(L, 3)));
+  MlirValue mcol = low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, 0), low_i32(L, 16)),
+                           low_bin(L, "arith.shli", half, low_i32(L, 3)));
+  for (int64_t mi = 0; mi < rm; mi++) {
+    MlirValue col = low_bin(L, "arith.addi", mcol, low_i32(L, 16 * wm * mi));
+    for (int64_t ki = 0; ki < kb; ki++) {
+      MlirValue row = low_bin(L, "arith.addi", krow, low_i32(L, 16 * ki));
+      MlirValue p = low_gep(L, base, low_swizzle(L, row, col, cols), f16);
+      ldmatrix(L, p, 4, true, &out->v[(mi * kb + ki) * 4]);
+    }
+  }
 }
 
 void low_dot_fragments_bt(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
@@ -247,8 +271,9 @@ bool low_dot_operand(Low *L, MlirOperation op) {
     low_set(L, res, out);
     return true;
   }
-  /* B = trans(x): x is staged as it is (rows n, columns k) and read without .trans. */
-  bool bt = dl.op_idx == 1 && low_trans_feeds_operand(src);
+  /* B = trans(x): x is staged as it is (rows n, columns k) and read without .trans; A =
+   * trans(x): x staged as it is (rows k, columns m), read with .trans. */
+  bool bt = low_trans_feeds_operand(src);
   if (bt) {
     src = mlirOperationGetOperand(mlirOpResultGetOwner(src), 0);
     st = mlirValueGetType(src);
@@ -267,7 +292,9 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   low_barrier(L);
   KilnGpuOwn ro = low_own_of(rt);
   Vals *out = low_vals(L, ro.count);
-  if (bt)
+  if (bt && dl.op_idx == 0)
+    low_dot_fragments_at(L, &dl, base, rows, cols, out);
+  else if (bt)
     low_dot_fragments_bt(L, &dl, base, rows, cols, out);
   else
     low_dot_fragments(L, &dl, base, rows, cols, out);
