@@ -670,6 +670,17 @@ static void collect(LCtx *c, MlirOperation op) {
         collect(c, o);
 }
 
+/* Whether a 1-D load may be issued again in layout l instead of converting its result: l is
+ * the column slice of an mma layout (a row vector every row of the fragments uses, attention's
+ * lse and delta in the dK/dV program), whose elements a thread holds in contiguous pairs (the
+ * row slice's pairs are 8 apart, which a vector access would misread).  Each thread then reads
+ * its columns (the 8 lanes of a column group read the same addresses, from L1) instead of a
+ * trip through shared memory between two barriers. */
+static bool reloadable(const KilnGpuLayout *l, int rank) {
+  return rank == 1 && l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_MMA &&
+         l->slice_dim == 0;
+}
+
 /* A copy of v's computation producing layout l, built before `before`, when that computation is
  * cheap (splats, ranges, constants, integer arithmetic, pointer offsets, shape ops): recomputing
  * a few integer ops per element costs less than a trip through shared memory and two barriers.
@@ -699,7 +710,8 @@ static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before
   if (name.length > 6 && memcmp(name.data, "arith.", 6) == 0)
     arith = true;
   if (!(id == KILN_OP_SPLAT || id == KILN_OP_RANGE || id == KILN_OP_ADDPTR ||
-        id == KILN_OP_BROADCAST || id == KILN_OP_EXPAND_DIMS || arith) ||
+        id == KILN_OP_BROADCAST || id == KILN_OP_EXPAND_DIMS || arith ||
+        (id == KILN_OP_LOAD && reloadable(l, kiln_ir_rank(t)))) ||
       mlirOperationGetNumResults(p) != 1 || mlirOperationGetNumRegions(p) != 0)
     return none;
   KilnGpuLayout ol = *l;
@@ -765,6 +777,11 @@ static void cleanup_converts(MlirOperation func) {
       continue;
     mlirValueReplaceAllUsesOfWith(res, cr);
     mlirOperationDestroy(cv);
+    /* A load issued again in the wanted layout leaves the original unused: it goes (other dead
+     * loads stay, as the source wrote them). */
+    if (!mlirValueIsABlockArgument(src) && kiln_ir_op_id(mlirOpResultGetOwner(src)) == KILN_OP_LOAD &&
+        mlirOpOperandIsNull(mlirValueGetFirstUse(src)))
+      mlirOperationDestroy(mlirOpResultGetOwner(src));
   }
   free(list);
   /* What the copies left unused goes (reverse order, so chains go in one sweep). */

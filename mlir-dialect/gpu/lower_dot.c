@@ -255,6 +255,63 @@ void low_dot_fragments_bt(Low *L, const KilnGpuLayout *dl, MlirValue base, int64
   }
 }
 
+/* The last operand tile staged: its source value, its arena offset, and the barrier after its
+ * stores.  A later convert of the same tile (dO as the B operand of both dP^T = V dO^T and
+ * dV += P^T dO) reads it again where it is when no barrier came in between in the same block:
+ * every other use of the arena opens with a barrier, so none has overwritten it. */
+typedef struct StageMemo {
+  const void *src;
+  int64_t off;
+  MlirOperation barrier;
+} StageMemo;
+
+static MlirWalkResult find_barrier(MlirOperation op, void *found) {
+  if (!kiln_ir_op_is(op, "nvvm.barrier0"))
+    return MlirWalkResultAdvance;
+  *(bool *)found = true;
+  return MlirWalkResultInterrupt;
+}
+
+/* Whether op is a barrier or holds one in its regions (an scf.if between two converts). */
+static bool has_barrier(MlirOperation op) {
+  bool found = false;
+  mlirOperationWalk(op, find_barrier, &found, MlirWalkPreOrder);
+  return found;
+}
+
+static bool stage_still_there(Low *L, MlirValue src, int64_t *off) {
+  StageMemo *m = L->dot_stage;
+  if (!m || m->src != src.ptr || !mlirOperationIsNull(L->b.before) ||
+      !mlirBlockEqual(mlirOperationGetBlock(m->barrier), L->b.block))
+    return false;
+  for (MlirOperation o = mlirOperationGetNextInBlock(m->barrier); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o))
+    if (has_barrier(o))
+      return false;
+  *off = m->off;
+  return true;
+}
+
+/* Stores the tile src (its owned elements) into the swizzled tile at base, between barriers. */
+static void stage(Low *L, MlirValue src, int64_t off, MlirValue base) {
+  MlirType st = mlirValueGetType(src), et = kiln_ir_elem_type(st);
+  int64_t cols = kiln_ir_dim(st, 1);
+  KilnGpuOwn so = low_own_of(st);
+  Vals *X = low_get(L, src);
+  low_barrier(L);
+  for (int64_t j = 0; j < so.count; j++) {
+    MlirValue idx = low_swizzle(L, low_coord(L, &so, j, 0), low_coord(L, &so, j, 1), cols);
+    MlirValue o[2] = {X->v[j], low_gep(L, base, idx, et)};
+    low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
+  }
+  StageMemo *m = L->dot_stage;
+  if (!m)
+    L->dot_stage = m = low_alloc(L, sizeof *m);
+  m->src = src.ptr;
+  m->off = off;
+  m->barrier = low_op(L, "nvvm.barrier0", NULL, 0, NULL, 0, NULL, 0);
+}
+
 bool low_dot_operand(Low *L, MlirOperation op) {
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   MlirType st = mlirValueGetType(src), rt = mlirValueGetType(res);
@@ -280,16 +337,10 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   }
   int64_t rows = kiln_ir_dim(st, 0), cols = kiln_ir_dim(st, 1), a_bytes;
   int64_t off = operand_offset(op, dl.op_idx, &a_bytes);
-  KilnGpuOwn so = low_own_of(st);
-  Vals *X = low_get(L, src);
-  low_barrier(L);
+  bool again = stage_still_there(L, src, &off);
   MlirValue base = low_smem(L, off, off + rows * cols * 2);
-  for (int64_t j = 0; j < so.count; j++) {
-    MlirValue idx = low_swizzle(L, low_coord(L, &so, j, 0), low_coord(L, &so, j, 1), cols);
-    MlirValue o[2] = {X->v[j], low_gep(L, base, idx, et)};
-    low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
-  }
-  low_barrier(L);
+  if (!again)
+    stage(L, src, off, base);
   KilnGpuOwn ro = low_own_of(rt);
   Vals *out = low_vals(L, ro.count);
   if (bt && dl.op_idx == 0)
