@@ -26,15 +26,17 @@
 typedef enum KilnGpuLayoutKind {
   KILN_GPU_LAYOUT_NONE,    /* a scalar, or a tensor without an encoding */
   KILN_GPU_LAYOUT_BLOCKED, /* spt/tpw/wpc/order over `rank` dims */
-  KILN_GPU_LAYOUT_SLICE,   /* the blocked parent (rank dims) with dim `slice_dim` removed */
+  KILN_GPU_LAYOUT_SLICE,   /* the parent (rank dims, blocked or mma) with dim `slice_dim` removed */
   KILN_GPU_LAYOUT_MMA,     /* mma.sync m16n8 accumulator fragments; wpc = warpsPerCTA (2-D) */
   KILN_GPU_LAYOUT_DOT_OP,  /* operand `op_idx` (0 = A, 1 = B) of a dot whose result is mma(wpc) */
   KILN_GPU_LAYOUT_KIND_COUNT
 } KilnGpuLayoutKind;
 
-/* For SLICE the array fields describe the (blocked) parent and `rank` is the parent's rank. */
+/* For SLICE the array fields describe the parent, `parent` says whether it is BLOCKED or MMA,
+ * and `rank` is the parent's rank. */
 typedef struct KilnGpuLayout {
   KilnGpuLayoutKind kind;
+  KilnGpuLayoutKind parent; /* SLICE: the parent's kind (BLOCKED or MMA); NONE otherwise */
   int rank;
   int spt[KILN_GPU_MAX_RANK];   /* sizePerThread */
   int tpw[KILN_GPU_MAX_RANK];   /* threadsPerWarp (product 32) */
@@ -58,8 +60,13 @@ MlirType kiln_gpu_type_with_layout(MlirType t, const KilnGpuLayout *l);
  * and then the warps spread along `order` first.  order NULL means row-major (last dim fastest). */
 KilnGpuLayout kiln_gpu_layout_blocked(int rank, const int64_t *shape, int num_warps, int vec,
                                       const int *order);
-/* slice{dim, parent}. */
+/* slice{dim, parent}; the parent is blocked or mma. */
 KilnGpuLayout kiln_gpu_layout_slice(const KilnGpuLayout *parent, int dim);
+/* The parent of a slice (what expand_dims makes of it, what a reduce to it reads). */
+KilnGpuLayout kiln_gpu_layout_slice_parent(const KilnGpuLayout *slice);
+/* Whether a tile of `shape` may take the mma layout l: every dim either 1 (all threads hold the
+ * one row or column, as expand_dims of a slice makes it) or whole 16x8 blocks for every warp. */
+bool kiln_gpu_mma_fits(const KilnGpuLayout *l, int rank, const int64_t *shape);
 /* mma (version 2, instrShape 16x8) with wm x wn warps, and its dot operands. */
 KilnGpuLayout kiln_gpu_layout_mma(int wm, int wn);
 KilnGpuLayout kiln_gpu_layout_dot_op(const KilnGpuLayout *mma, int op_idx, int k_width);

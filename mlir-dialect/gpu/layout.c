@@ -20,6 +20,9 @@
  * lane l (g = l >> 2, t = l & 3) owns (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1): the PTX ISA's
  * c0..c3.  So along rows the thread's coordinate is g + 16 wm_i + {0, 8} + 16 WM r, along columns
  * 2t + 8 wn_i + {0, 1} + 8 WN r: a DimMap with lane_mul/warp_mul/elem_stride.
+ * A dim of size 1 is allowed (every thread holds the one row or column).  A slice may have an
+ * mma parent: {kind = "slice", dim = D, parent = {kind = "mma", ...}}, the mma's rows (D = 1) or
+ * columns (D = 0) with the same per-thread map, so a row statistic lines up with the fragments.
  * Dot operand: {kind = "dot_op", opIdx = 0|1 : i32, kWidth = 2 : i32, parent = {mma}}: the A
  * (opIdx 0) or B (opIdx 1) fragments of the same warps.  Its values are register lists the mma
  * lowering builds and consumes (lower_dot.c); nothing else reads them element by element, so
@@ -81,7 +84,7 @@ MlirAttribute kiln_gpu_layout_attr(MlirContext ctx, const KilnGpuLayout *l) {
   MlirNamedAttribute e[3] = {
       named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("slice"))),
       named(ctx, "dim", kiln_ir_attr_i32(ctx, l->slice_dim)),
-      named(ctx, "parent", blocked_attr(ctx, l)),
+      named(ctx, "parent", l->parent == KILN_GPU_LAYOUT_MMA ? mma_attr(ctx, l) : blocked_attr(ctx, l)),
   };
   return mlirDictionaryAttrGet(ctx, 3, e);
 }
@@ -195,10 +198,11 @@ bool kiln_gpu_layout_parse(MlirAttribute attr, KilnGpuLayout *l) {
     MlirAttribute dim =
         mlirDictionaryAttrGetElementByName(attr, mlirStringRefCreateFromCString("dim"));
     if (mlirAttributeIsNull(p) || mlirAttributeIsNull(dim) || !mlirAttributeIsAInteger(dim) ||
-        !parse_blocked(p, l)) {
+        !(parse_blocked(p, l) || parse_mma(p, l))) {
       memset(l, 0, sizeof *l);
       return false;
     }
+    l->parent = l->kind;
     l->kind = KILN_GPU_LAYOUT_SLICE;
     l->slice_dim = (int)mlirIntegerAttrGetValueInt(dim);
     return l->slice_dim >= 0 && l->slice_dim < l->rank;
@@ -215,7 +219,7 @@ KilnGpuLayout kiln_gpu_layout_of_type(MlirType t) {
 }
 
 bool kiln_gpu_layout_equal(const KilnGpuLayout *a, const KilnGpuLayout *b) {
-  if (a->kind != b->kind)
+  if (a->kind != b->kind || a->parent != b->parent)
     return false;
   if (a->kind == KILN_GPU_LAYOUT_NONE)
     return true;
@@ -289,11 +293,30 @@ KilnGpuLayout kiln_gpu_layout_blocked(int rank, const int64_t *shape, int num_wa
 }
 
 KilnGpuLayout kiln_gpu_layout_slice(const KilnGpuLayout *parent, int dim) {
-  KILN_ASSERT(parent->kind == KILN_GPU_LAYOUT_BLOCKED);
+  KILN_ASSERT(parent->kind == KILN_GPU_LAYOUT_BLOCKED || parent->kind == KILN_GPU_LAYOUT_MMA);
   KilnGpuLayout l = *parent;
+  l.parent = parent->kind;
   l.kind = KILN_GPU_LAYOUT_SLICE;
   l.slice_dim = dim;
   return l;
+}
+
+KilnGpuLayout kiln_gpu_layout_slice_parent(const KilnGpuLayout *slice) {
+  KILN_ASSERT(slice->kind == KILN_GPU_LAYOUT_SLICE);
+  KilnGpuLayout l = *slice;
+  l.kind = slice->parent;
+  l.parent = KILN_GPU_LAYOUT_NONE;
+  l.slice_dim = 0;
+  return l;
+}
+
+bool kiln_gpu_mma_fits(const KilnGpuLayout *l, int rank, const int64_t *shape) {
+  if (l->kind != KILN_GPU_LAYOUT_MMA || rank != 2)
+    return false;
+  for (int d = 0; d < 2; d++)
+    if (shape[d] != 1 && shape[d] < (int64_t)(d == 0 ? 16 : 8) * l->wpc[d])
+      return false;
+  return true;
 }
 
 /* ---------------------------------------------------------------- ownership */
@@ -330,7 +353,8 @@ static void dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimMap *
 }
 
 /* Rows (d = 0) and columns (d = 1) of an mma layout; the layout pass only picks it for tiles of
- * at least one 16x8 block per warp. */
+ * at least one 16x8 block per warp, or of size 1 along the dim (a row or column every thread
+ * holds: expand_dims of a reduction's result, before it is broadcast back). */
 static void mma_dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimMap *m) {
   memset(m, 0, sizeof *m);
   int block = d == 0 ? 16 : 8;
@@ -339,6 +363,13 @@ static void mma_dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimM
   m->wpc = l->wpc[d];
   m->extent = (int64_t)block * m->wpc;
   m->size = size;
+  m->lane_mul = d == 0 ? 1 : 2;
+  m->warp_mul = block;
+  m->elem_stride = d == 0 ? 8 : 1;
+  if (size == 1) {
+    m->n = 1; /* every thread holds the one element: no lane or warp bits select it */
+    return;
+  }
   KILN_ASSERT(size >= m->extent);
   m->n = (int)(2 * (size / m->extent));
   m->base_used = true;
@@ -346,9 +377,6 @@ static void mma_dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimM
   m->lane_bits = d == 0 ? 3 : 2;
   m->warp_shift = d == 0 ? 0 : ilog2(l->wpc[0]);
   m->warp_bits = ilog2(m->wpc);
-  m->lane_mul = d == 0 ? 1 : 2;
-  m->warp_mul = block;
-  m->elem_stride = d == 0 ? 8 : 1;
 }
 
 void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGpuOwn *o) {
@@ -382,13 +410,17 @@ void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGp
       o->count = shape[1] / (8 * l->wpc[1]) * (shape[0] / 16) * 2;
     return;
   }
+  bool mma_parent = l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_MMA;
   int k = 0;
   for (int p = 0; p < l->rank; p++) {
     if (l->kind == KILN_GPU_LAYOUT_SLICE && p == l->slice_dim)
       continue;
     KILN_ASSERT(k < rank);
     o->shape[k] = shape[k];
-    dim_map(l, p, shape[k], &o->dim[k]);
+    if (mma_parent)
+      mma_dim_map(l, p, shape[k], &o->dim[k]);
+    else
+      dim_map(l, p, shape[k], &o->dim[k]);
     k++;
   }
   KILN_ASSERT(k == rank);

@@ -19,15 +19,22 @@
  *      propagation runs again.
  *   Before propagation, a dot on f16/bf16 tiles with an f32 accumulator whose tile holds at least
  *   one 16x8 mma block per warp gets the mma layout for its result (and so, backwards, for its
- *   accumulator, loop-carried or a constant) and requires dot_op{0|1} of its a and b; nothing
- *   but a dot, arith ops (the epilogue's cast: converting f16 moves half the bytes of f32) or a
- *   loop takes an mma layout, and nothing produces a dot_op layout but
- *   a convert_layout (its lowering stages the tile in shared memory and reads it with ldmatrix),
- *   so elementwise code around a dot stays blocked and the epilogue converts from mma.
+ *   accumulator, loop-carried or a constant) and requires dot_op{0|1} of its a and b.  A dot
+ *   whose result is reduced along rows or feeds another dot's A (attention's S), or whose A
+ *   comes from a dot (O += P V), splits its warps along rows only, so row statistics stay inside
+ *   a warp and S's accumulator registers are P's A registers.  A seeding round then propagates
+ *   mma layouts (and slices of them) forwards only, through arithmetic, reductions, shape ops,
+ *   loop yields and scf.if results, before any memory anchor propagates backwards: the online
+ *   softmax stays in the fragments.  Only arithmetic, math, shape ops, range, reduce, rand,
+ *   dots and loops/ifs take mma layouts; memory ops stay blocked.  Nothing produces a dot_op
+ *   layout but a convert_layout (shared staging and ldmatrix, or registers from an mma
+ *   accumulator of the same warps: lower_dot.c).
  *   3. Materialization: types get their encodings, convert_layout goes where a use disagrees,
  *      and avoidable converts are removed: a convert to the same layout disappears, converts of
  *      converts collapse, and a convert of a splat / range / constant becomes a copy of that
- *      cheap producer in the wanted layout. */
+ *      cheap producer in the wanted layout.  A convert of a loop-invariant value goes before the
+ *      loop (unless it makes dot fragments of more than 32 registers), and a trans of a
+ *      loop-invariant tile is moved out of the loop first. */
 #include "gpu_internal.h"
 
 typedef struct LCtx {
@@ -41,6 +48,7 @@ typedef struct LCtx {
   MlirOperation *ops; /* every op of the kernel, pre-order */
   size_t n_ops, cap_ops;
   bool changed;
+  bool mma_only; /* the seeding round: forward propagation of mma layouts only */
 } LCtx;
 
 static KilnGpuLayout *keep(LCtx *c, const KilnGpuLayout *l) {
@@ -153,6 +161,74 @@ static void unify_anchors(LCtx *c) {
   }
 }
 
+static bool is_elementwise(MlirOperation op) {
+  MlirStringRef nm = mlirIdentifierStr(mlirOperationGetName(op));
+  return mlirOperationGetNumResults(op) == 1 &&
+         ((nm.length > 6 && memcmp(nm.data, "arith.", 6) == 0) ||
+          (nm.length > 5 && memcmp(nm.data, "math.", 5) == 0));
+}
+
+/* Whether v reaches, through element-wise ops (and the yields of an scf.if), a reduction along
+ * rows (axis 1) or the A operand of a dot: then a warp should own whole rows of v. */
+static bool feeds_row_use(MlirValue v, int depth) {
+  if (depth > 12)
+    return false;
+  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation user = mlirOpOperandGetOwner(u);
+    intptr_t at = mlirOpOperandGetOperandNumber(u);
+    KilnOpId id = kiln_ir_op_id(user);
+    if (id == KILN_OP_REDUCE && kiln_gpu_int_attr(user, "axis", 0) == 1)
+      return true;
+    if (id == KILN_OP_DOT && at == 0)
+      return true;
+    if (is_elementwise(user) && feeds_row_use(mlirOperationGetResult(user, 0), depth + 1))
+      return true;
+    if (kiln_ir_op_is(user, "scf.yield")) {
+      MlirOperation parent = mlirOperationGetParentOperation(user);
+      if (kiln_ir_op_is(parent, "scf.if") && at < mlirOperationGetNumResults(parent) &&
+          feeds_row_use(mlirOperationGetResult(parent, at), depth + 1))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* Whether v is computed, through element-wise ops (and scf.if results), from a dot's result. */
+static bool from_dot(MlirValue v, int depth) {
+  if (depth > 12 || mlirValueIsABlockArgument(v))
+    return false;
+  MlirOperation p = mlirOpResultGetOwner(v);
+  if (kiln_ir_op_id(p) == KILN_OP_DOT)
+    return true;
+  if (is_elementwise(p)) {
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(p); i++)
+      if (from_dot(mlirOperationGetOperand(p, i), depth + 1))
+        return true;
+    return false;
+  }
+  if (kiln_ir_op_is(p, "scf.if")) {
+    intptr_t n = mlirOpResultGetResultNumber(v);
+    for (intptr_t r = 0; r < mlirOperationGetNumRegions(p); r++) {
+      MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(p, r));
+      if (mlirBlockIsNull(b))
+        continue;
+      MlirOperation y = mlirBlockGetTerminator(b);
+      if (n < mlirOperationGetNumOperands(y) && from_dot(mlirOperationGetOperand(y, n), depth + 1))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* Flash attention's rule: a dot whose result is reduced along rows or feeds the next dot as A
+ * (S = Q K^T), or whose A operand is such a result (O += P V), splits its warps along rows
+ * only.  Each warp then owns whole rows: the row max and sum need no exchange between warps,
+ * and the accumulator fragments of S are, register for register, the A fragments of P. */
+static bool wants_rows_only(MlirOperation dot) {
+  return feeds_row_use(mlirOperationGetResult(dot, 0), 0) ||
+         from_dot(mlirOperationGetOperand(dot, 0), 0);
+}
+
 /* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
  * (the same), an f32 accumulator, and a tile the warps can split into whole 16x8 blocks (warps
  * go to whichever of the rows / columns per warp is larger, so warp tiles stay near square and
@@ -170,6 +246,10 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
   if (M < 16 || N < 8 || K < 16 || M % 16 || N % 8 || K % 16)
     return false;
+  if (M >= 16 * (int64_t)c->num_warps && wants_rows_only(dot)) {
+    *out = kiln_gpu_layout_mma(c->num_warps, 1);
+    return true;
+  }
   int wm = 1, wn = 1;
   while (wm * wn < c->num_warps) {
     bool can_m = M >= 32 * wm, can_n = N >= 16 * wn;
@@ -216,12 +296,11 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
     int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
     if (!r || r->kind != KILN_GPU_LAYOUT_SLICE || r->slice_dim != axis)
       return false;
-    *out = *r;
-    out->kind = KILN_GPU_LAYOUT_BLOCKED;
+    *out = kiln_gpu_layout_slice_parent(r);
     return true;
   }
   case KILN_OP_EXPAND_DIMS:
-    if (!r || r->kind != KILN_GPU_LAYOUT_BLOCKED)
+    if (!r || (r->kind != KILN_GPU_LAYOUT_BLOCKED && r->kind != KILN_GPU_LAYOUT_MMA))
       return false;
     *out = kiln_gpu_layout_slice(r, (int)kiln_gpu_int_attr(op, "axis", 0));
     return true;
@@ -269,16 +348,36 @@ static void define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
 }
 
 /* Defines v (and what is tied to it: loop results, iter args) as l, if v may take it. */
+/* Whether op's result may be defined in an mma layout or a slice of one: the dot, arithmetic
+ * and math on its fragments, loops carrying them, and the shape ops (splat, broadcast,
+ * expand_dims, range) whose lowering only re-indexes lists, so masks and row statistics are
+ * built in the fragments' layout instead of converted to it.  Memory ops stay blocked. */
+static bool takes_mma(MlirOperation p) {
+  MlirStringRef nm = mlirIdentifierStr(mlirOperationGetName(p));
+  bool arith = (nm.length > 6 && memcmp(nm.data, "arith.", 6) == 0) ||
+               (nm.length > 5 && memcmp(nm.data, "math.", 5) == 0);
+  KilnOpId id = kiln_ir_op_id(p);
+  return arith || id == KILN_OP_DOT || id == KILN_OP_SPLAT || id == KILN_OP_BROADCAST ||
+         id == KILN_OP_EXPAND_DIMS || id == KILN_OP_RANGE || id == KILN_OP_REDUCE ||
+         id == KILN_OP_RAND || kiln_ir_op_is(p, "scf.for") || kiln_ir_op_is(p, "scf.if");
+}
+
+static bool is_mma_family(const KilnGpuLayout *l) {
+  return l->kind == KILN_GPU_LAYOUT_MMA ||
+         (l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_MMA);
+}
+
 static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
   if (!is_tile(v) || defined(c, v) || l->kind == KILN_GPU_LAYOUT_DOT_OP)
     return;
-  if (l->kind == KILN_GPU_LAYOUT_MMA && !mlirValueIsABlockArgument(v)) {
-    MlirOperation p = mlirOpResultGetOwner(v);
-    MlirStringRef nm = mlirIdentifierStr(mlirOperationGetName(p));
-    bool arith = nm.length > 6 && memcmp(nm.data, "arith.", 6) == 0;
-    if (kiln_ir_op_id(p) != KILN_OP_DOT && !arith && !kiln_ir_op_is(p, "scf.for"))
+  if (l->kind == KILN_GPU_LAYOUT_MMA) {
+    int64_t shape[KILN_GPU_MAX_RANK];
+    shape_of(v, shape);
+    if (!kiln_gpu_mma_fits(l, kiln_ir_rank(mlirValueGetType(v)), shape))
       return;
   }
+  if (is_mma_family(l) && !mlirValueIsABlockArgument(v) && !takes_mma(mlirOpResultGetOwner(v)))
+    return;
   if (mlirValueIsABlockArgument(v)) {
     MlirBlock b = mlirBlockArgumentGetOwner(v);
     MlirOperation parent = mlirBlockGetParentOperation(b);
@@ -298,7 +397,8 @@ static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
     if (l->kind != KILN_GPU_LAYOUT_SLICE || l->slice_dim != axis)
       return;
   }
-  if (id == KILN_OP_EXPAND_DIMS && l->kind != KILN_GPU_LAYOUT_BLOCKED)
+  if (id == KILN_OP_EXPAND_DIMS && l->kind != KILN_GPU_LAYOUT_BLOCKED &&
+      l->kind != KILN_GPU_LAYOUT_MMA)
     return;
   define(c, v, l);
   if (kiln_ir_op_is(p, "scf.for")) {
@@ -341,15 +441,53 @@ static void backward(LCtx *c) {
   }
 }
 
+/* The layout forward propagation may take from operand v: any defined one, or in the mma
+ * seeding round only an mma layout or a slice of one. */
+static const KilnGpuLayout *fwd_src(LCtx *c, MlirValue v) {
+  const KilnGpuLayout *l = defined(c, v);
+  if (l && c->mma_only && !is_mma_family(l))
+    return NULL;
+  return l;
+}
+
+/* Seeding round only: a loop's yielded mma value defines its iter arg and result, so the row
+ * statistics of an online softmax (m, l) are carried in the fragments' slice before a store
+ * after the loop can pull them into a blocked layout; an scf.if's result takes the layout of a
+ * yielded mma value (the probabilities with or without dropout stay fragments). */
+static void forward_yield(LCtx *c, MlirOperation yield) {
+  MlirOperation loop = mlirOperationGetParentOperation(yield);
+  if (kiln_ir_op_is(loop, "scf.if")) {
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(yield) &&
+                         i < mlirOperationGetNumResults(loop); i++) {
+      const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(yield, i));
+      if (l)
+        try_define(c, mlirOperationGetResult(loop, i), l);
+    }
+    return;
+  }
+  if (!kiln_ir_op_is(loop, "scf.for"))
+    return;
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(yield); i++) {
+    const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(yield, i));
+    if (l)
+      try_define(c, mlirBlockGetArgument(body, i + 1), l);
+  }
+}
+
 static void forward(LCtx *c) {
   for (size_t k = 0; k < c->n_ops; k++) {
     MlirOperation op = c->ops[k];
+    if (c->mma_only && kiln_ir_op_is(op, "scf.yield")) {
+      forward_yield(c, op);
+      continue;
+    }
     if (mlirOperationGetNumResults(op) < 1)
       continue;
     KilnOpId id = kiln_ir_op_id(op);
     if (kiln_ir_op_is(op, "scf.for")) {
       for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
-        const KilnGpuLayout *l = defined(c, mlirOperationGetOperand(op, i + 3));
+        const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(op, i + 3));
         if (l)
           try_define(c, mlirOperationGetResult(op, i), l);
       }
@@ -363,30 +501,25 @@ static void forward(LCtx *c) {
     if (id == KILN_OP_REDUCE) {
       MlirValue x = mlirOperationGetOperand(op, 0);
       const KilnGpuLayout *l = defined(c, x);
-      if (l && l->kind == KILN_GPU_LAYOUT_BLOCKED) {
+      if (l && (l->kind == KILN_GPU_LAYOUT_BLOCKED || l->kind == KILN_GPU_LAYOUT_MMA)) {
+        /* A reduction of a dot's result (flash attention's row max and sum) stays on the mma
+         * fragments: in-thread, then two shfl.bfly (lower_reduce.c). */
         KilnGpuLayout s = kiln_gpu_layout_slice(l, (int)kiln_gpu_int_attr(op, "axis", 0));
-        try_define(c, res, &s);
-      } else if (l && l->kind == KILN_GPU_LAYOUT_MMA) {
-        /* A reduction of a dot's result (flash attention's row max and sum): reduced through a
-         * blocked copy, which the convert before it makes. */
-        KilnGpuLayout b = default_layout(c, x);
-        KilnGpuLayout s = kiln_gpu_layout_slice(&b, (int)kiln_gpu_int_attr(op, "axis", 0));
         try_define(c, res, &s);
       }
       continue;
     }
     if (id == KILN_OP_EXPAND_DIMS) {
-      const KilnGpuLayout *l = defined(c, mlirOperationGetOperand(op, 0));
+      const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(op, 0));
       int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
       if (l && l->kind == KILN_GPU_LAYOUT_SLICE && l->slice_dim == axis) {
-        KilnGpuLayout p = *l;
-        p.kind = KILN_GPU_LAYOUT_BLOCKED;
+        KilnGpuLayout p = kiln_gpu_layout_slice_parent(l);
         try_define(c, res, &p);
       }
       continue;
     }
     if (id == KILN_OP_DOT) {
-      const KilnGpuLayout *l = defined(c, mlirOperationGetOperand(op, 2));
+      const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(op, 2));
       if (l)
         try_define(c, res, l);
       continue;
@@ -396,7 +529,7 @@ static void forward(LCtx *c) {
     int rank = kiln_ir_rank(mlirValueGetType(res));
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
       MlirValue o = mlirOperationGetOperand(op, i);
-      const KilnGpuLayout *l = defined(c, o);
+      const KilnGpuLayout *l = fwd_src(c, o);
       if (l && kiln_ir_rank(mlirValueGetType(o)) == rank) {
         try_define(c, res, l);
         break;
@@ -436,6 +569,15 @@ static bool define_one_default(LCtx *c) {
 }
 
 static void propagate(LCtx *c) {
+  /* Seeding: what the dots' mma results flow into (scores, their row max and sum, the
+   * probabilities, the rescaled accumulator) takes mma layouts forwards before any memory
+   * anchor propagates backwards into it. */
+  c->mma_only = true;
+  do {
+    c->changed = false;
+    forward(c);
+  } while (c->changed);
+  c->mma_only = false;
   for (int round = 0; round < 64; round++) {
     do {
       c->changed = false;
@@ -502,6 +644,43 @@ static void set_types(LCtx *c) {
   }
 }
 
+/* Whether op is an ancestor of (or is) the operation x. */
+static bool encloses(MlirOperation op, MlirOperation x) {
+  for (; !mlirOperationIsNull(x); x = mlirOperationGetParentOperation(x))
+    if (mlirOperationEqual(x, op))
+      return true;
+  return false;
+}
+
+/* Where a convert of v for `user` goes: before the outermost scf.for around the user that v is
+ * invariant in (a loop-invariant operand, Q of attention, is staged once, not every
+ * iteration), else right before the user. */
+static MlirOperation hoist_point(MlirOperation user, MlirValue v) {
+  MlirOperation def = mlirValueIsABlockArgument(v)
+                          ? mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(v))
+                          : mlirOpResultGetOwner(v);
+  MlirOperation at = user;
+  for (MlirOperation p = mlirOperationGetParentOperation(user);
+       !mlirOperationIsNull(p) && kiln_ir_op_is(p, "scf.for") && !encloses(p, def);
+       p = mlirOperationGetParentOperation(p))
+    at = p;
+  return at;
+}
+
+/* Whether a convert of v to `want` may be hoisted out of loops: dot operand fragments only when
+ * they take at most 32 registers a thread (a warp's A rows, Q in attention), since hoisted
+ * fragments stay live through the loop; a B operand of warps split along rows is the whole
+ * tile in every warp (K^T of 64x64 f16: 64 registers), cheaper to stage again each iteration. */
+static bool fragments_fit(MlirValue v, const KilnGpuLayout *want) {
+  if (want->kind != KILN_GPU_LAYOUT_DOT_OP)
+    return true;
+  int64_t shape[KILN_GPU_MAX_RANK];
+  shape_of(v, shape);
+  KilnGpuOwn o;
+  kiln_gpu_own(want, 2, shape, &o);
+  return o.count <= 32;
+}
+
 static void insert_converts(LCtx *c) {
   for (size_t k = 0; k < c->n_ops; k++) {
     MlirOperation op = c->ops[k];
@@ -513,7 +692,8 @@ static void insert_converts(LCtx *c) {
       KilnGpuLayout have = kiln_gpu_layout_of_type(mlirValueGetType(v));
       if (kiln_gpu_layout_equal(&have, &want))
         continue;
-      mlirOperationSetOperand(op, i, build_convert(c, op, v, &want));
+      MlirOperation at = fragments_fit(v, &want) ? hoist_point(op, v) : op;
+      mlirOperationSetOperand(op, i, build_convert(c, at, v, &want));
     }
   }
 }
@@ -533,6 +713,17 @@ static void collect(LCtx *c, MlirOperation op) {
         collect(c, o);
 }
 
+/* Whether a 1-D load may be issued again in layout l instead of converting its result: l is
+ * the column slice of an mma layout (a row vector every row of the fragments uses, attention's
+ * lse and delta in the dK/dV program), whose elements a thread holds in contiguous pairs (the
+ * row slice's pairs are 8 apart, which a vector access would misread).  Each thread then reads
+ * its columns (the 8 lanes of a column group read the same addresses, from L1) instead of a
+ * trip through shared memory between two barriers. */
+static bool reloadable(const KilnGpuLayout *l, int rank) {
+  return rank == 1 && l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_MMA &&
+         l->slice_dim == 0;
+}
+
 /* A copy of v's computation producing layout l, built before `before`, when that computation is
  * cheap (splats, ranges, constants, integer arithmetic, pointer offsets, shape ops): recomputing
  * a few integer ops per element costs less than a trip through shared memory and two barriers.
@@ -547,9 +738,14 @@ static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before
     return none;
   MlirOperation p = mlirOpResultGetOwner(v);
   KilnOpId id = kiln_ir_op_id(p);
-  /* Only constants are rebuilt in an mma layout (its tiles cover whole 16x8 blocks). */
-  if (l->kind == KILN_GPU_LAYOUT_MMA && !kiln_ir_op_is(p, "arith.constant"))
-    return none;
+  /* A tile is rebuilt in an mma layout only where the layout covers it (whole 16x8 blocks, or
+   * a dim of 1). */
+  if (l->kind == KILN_GPU_LAYOUT_MMA) {
+    int64_t shape[KILN_GPU_MAX_RANK];
+    shape_of(v, shape);
+    if (!kiln_gpu_mma_fits(l, kiln_ir_rank(t), shape))
+      return none;
+  }
   if (id == KILN_OP_CONVERT_LAYOUT)
     return remat(mlirOperationGetOperand(p, 0), l, before, depth + 1);
   bool arith = false;
@@ -557,12 +753,13 @@ static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before
   if (name.length > 6 && memcmp(name.data, "arith.", 6) == 0)
     arith = true;
   if (!(id == KILN_OP_SPLAT || id == KILN_OP_RANGE || id == KILN_OP_ADDPTR ||
-        id == KILN_OP_BROADCAST || id == KILN_OP_EXPAND_DIMS || arith) ||
+        id == KILN_OP_BROADCAST || id == KILN_OP_EXPAND_DIMS || arith ||
+        (id == KILN_OP_LOAD && reloadable(l, kiln_ir_rank(t)))) ||
       mlirOperationGetNumResults(p) != 1 || mlirOperationGetNumRegions(p) != 0)
     return none;
   KilnGpuLayout ol = *l;
   if (id == KILN_OP_EXPAND_DIMS) {
-    if (l->kind != KILN_GPU_LAYOUT_BLOCKED)
+    if (l->kind != KILN_GPU_LAYOUT_BLOCKED && l->kind != KILN_GPU_LAYOUT_MMA)
       return none;
     ol = kiln_gpu_layout_slice(l, (int)kiln_gpu_int_attr(p, "axis", 0));
   }
@@ -623,6 +820,11 @@ static void cleanup_converts(MlirOperation func) {
       continue;
     mlirValueReplaceAllUsesOfWith(res, cr);
     mlirOperationDestroy(cv);
+    /* A load issued again in the wanted layout leaves the original unused: it goes (other dead
+     * loads stay, as the source wrote them). */
+    if (!mlirValueIsABlockArgument(src) && kiln_ir_op_id(mlirOpResultGetOwner(src)) == KILN_OP_LOAD &&
+        mlirOpOperandIsNull(mlirValueGetFirstUse(src)))
+      mlirOperationDestroy(mlirOpResultGetOwner(src));
   }
   free(list);
   /* What the copies left unused goes (reverse order, so chains go in one sweep). */
@@ -642,6 +844,24 @@ static void cleanup_converts(MlirOperation func) {
   free(tmp.ops);
 }
 
+/* Moves every kiln.trans whose operand is defined outside its loop before that loop (out of
+ * every loop it is invariant in): the dot operand convert that reads it is then hoisted too
+ * (insert_converts), so a loop-invariant K^T or V^T (attention's dK/dV program) is staged once. */
+static void hoist_invariant_trans(MlirOperation func) {
+  LCtx tmp;
+  memset(&tmp, 0, sizeof tmp);
+  collect(&tmp, func);
+  for (size_t k = 0; k < tmp.n_ops; k++) {
+    MlirOperation op = tmp.ops[k];
+    if (kiln_ir_op_id(op) != KILN_OP_TRANS)
+      continue;
+    MlirOperation at = hoist_point(op, mlirOperationGetOperand(op, 0));
+    if (!mlirOperationEqual(at, op))
+      mlirOperationMoveBefore(op, at);
+  }
+  free(tmp.ops);
+}
+
 static bool layout_kernel(MlirOperation func, int num_warps) {
   LCtx c;
   memset(&c, 0, sizeof c);
@@ -652,6 +872,7 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
                   c.num_warps);
     return false;
   }
+  hoist_invariant_trans(func);
   c.axis = kiln_gpu_axis_analyze(func);
   MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   for (MlirOperation o = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(o);

@@ -280,7 +280,11 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_SPLAT: return lower_splat(L, op);
   case KILN_OP_BROADCAST: return lower_reshape(L, op, false);
   case KILN_OP_EXPAND_DIMS: return lower_reshape(L, op, true);
-  case KILN_OP_TRANS: return low_convert(L, op);
+  case KILN_OP_TRANS:
+    /* Folded into the dot operand convert that reads it (lower_dot.c). */
+    if (low_trans_feeds_operand(mlirOperationGetResult(op, 0)))
+      return true;
+    return low_convert(L, op);
   case KILN_OP_CONVERT_LAYOUT:
     if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
         KILN_GPU_LAYOUT_DOT_OP) {

@@ -58,6 +58,17 @@ bool low_rand(Low *L, MlirOperation op);
  * dot with an mma result (mma.sync). */
 bool low_dot_operand(Low *L, MlirOperation op);
 bool low_dot_mma(Low *L, MlirOperation op);
+/* Whether v is a kiln.trans of an f16/bf16 tile whose one use converts it to a dot operand:
+ * then the trans itself emits nothing, and the convert stages trans's operand as it is and
+ * reads B = x^T with ldmatrix without .trans, A = x^T with ldmatrix .trans (one trip through
+ * shared memory, not two). */
+bool low_trans_feeds_operand(MlirValue v);
+/* The B fragments of B = x^T from a staged, swizzled x (rows = n, cols = k) at base, into out. */
+void low_dot_fragments_bt(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
+                          int64_t cols, Vals *out);
+/* The A fragments of A = x^T from a staged, swizzled x (rows = k, cols = m) at base, into out. */
+void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
+                          int64_t cols, Vals *out);
 /* Element offset of (row, col) in a swizzled shared tile of 16-bit elements with `cols` columns. */
 MlirValue low_swizzle(Low *L, MlirValue row, MlirValue col, int64_t cols);
 /* The dot_op fragments (registers) of a staged, swizzled rows x cols tile at base, into out. */

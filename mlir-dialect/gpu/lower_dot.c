@@ -152,6 +152,166 @@ void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t 
   }
 }
 
+/* Two 16-bit values as one 32-bit register, lo in bits 0..15 (the lower column: how mma.sync
+ * and ldmatrix pack a pair). */
+static MlirValue pack_pair(Low *L, MlirValue lo, MlirValue hi) {
+  MlirType i16 = mlirIntegerTypeGet(L->ctx, 16);
+  MlirValue l16 = low_op1(L, "arith.bitcast", &lo, 1, i16), h16 = low_op1(L, "arith.bitcast", &hi, 1, i16);
+  MlirValue l32 = low_op1(L, "arith.extui", &l16, 1, L->i32), h32 = low_op1(L, "arith.extui", &h16, 1, L->i32);
+  return low_bin(L, "arith.ori", l32, low_bin(L, "arith.shli", h32, low_i32(L, 16)));
+}
+
+/* Whether a convert from `sl` to the A operand `dl` can stay in registers: the source is the
+ * accumulator layout of warps split along rows only, with the same warps.  Then the m16n8
+ * C fragments of column blocks 2 ki and 2 ki + 1 are, pair by pair, the m16n8k16 A fragment of
+ * k block ki: a0 = (c0, c1) of block 2 ki (row g, columns 2t, 2t + 1), a1 = (c2, c3) of it (row
+ * g + 8), a2, a3 the same of block 2 ki + 1 (columns 8 + 2t, 8 + 2t + 1). */
+static bool a_in_registers(const KilnGpuLayout *sl, const KilnGpuLayout *dl) {
+  return sl->kind == KILN_GPU_LAYOUT_MMA && dl->op_idx == 0 && sl->wpc[1] == 1 &&
+         dl->wpc[1] == 1 && sl->wpc[0] == dl->wpc[0];
+}
+
+static void a_from_accumulator(Low *L, MlirType st, Vals *X, Vals *out) {
+  KilnGpuOwn so = low_own_of(st);
+  int64_t rm = so.dim[0].n / 2, kb = kiln_ir_dim(st, 1) / 16;
+  for (int64_t mi = 0; mi < rm; mi++)
+    for (int64_t ki = 0; ki < kb; ki++)
+      for (int r = 0; r < 4; r++) {
+        int lo[2] = {(int)(2 * mi + (r & 1)), (int)(2 * (2 * ki + (r >> 1)))};
+        int hi[2] = {lo[0], lo[1] + 1};
+        out->v[(mi * kb + ki) * 4 + r] =
+            pack_pair(L, X->v[kiln_gpu_own_index(&so, lo)], X->v[kiln_gpu_own_index(&so, hi)]);
+      }
+}
+
+bool low_trans_feeds_operand(MlirValue v) {
+  if (mlirValueIsABlockArgument(v) || kiln_ir_op_id(mlirOpResultGetOwner(v)) != KILN_OP_TRANS)
+    return false;
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)))
+    return false;
+  MlirOperation user = mlirOpOperandGetOwner(u);
+  KilnGpuLayout l = kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0)));
+  MlirType et = kiln_ir_elem_type(mlirValueGetType(v));
+  return kiln_ir_op_id(user) == KILN_OP_CONVERT_LAYOUT && l.kind == KILN_GPU_LAYOUT_DOT_OP &&
+         (mlirTypeIsAF16(et) || mlirTypeIsABF16(et));
+}
+
+void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
+                          int64_t cols, Vals *out) {
+  MlirType f16 = mlirF16TypeGet(L->ctx);
+  int wm = dl->wpc[0];
+  int64_t rm = cols / (16 * wm), kb = rows / 16;
+  MlirValue lane = low_lane(L);
+  MlirValue r8 = low_bin(L, "arith.andi", lane, low_i32(L, 7));
+  MlirValue half = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
+  MlirValue quad = low_bin(L, "arith.shrui", lane, low_i32(L, 4));
+  /* Matrix i = l >> 3 is register a_i: x rows (k) 8 (i >> 1) + (l & 7), columns (m) 8 (i & 1)
+   * of the block; .trans hands lane (g, t) x[k0 + 2t .. +1][m0 + g] = A[m0 + g][k0 + 2t .. +1]. */
+  MlirValue krow = low_bin(L, "arith.addi", r8, low_bin(L, "arith.shli", quad, low_i32(L, 3)));
+  MlirValue mcol = low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, 0), low_i32(L, 16)),
+                           low_bin(L, "arith.shli", half, low_i32(L, 3)));
+  for (int64_t mi = 0; mi < rm; mi++) {
+    MlirValue col = low_bin(L, "arith.addi", mcol, low_i32(L, 16 * wm * mi));
+    for (int64_t ki = 0; ki < kb; ki++) {
+      MlirValue row = low_bin(L, "arith.addi", krow, low_i32(L, 16 * ki));
+      MlirValue p = low_gep(L, base, low_swizzle(L, row, col, cols), f16);
+      ldmatrix(L, p, 4, true, &out->v[(mi * kb + ki) * 4]);
+    }
+  }
+}
+
+void low_dot_fragments_bt(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
+                          int64_t cols, Vals *out) {
+  MlirType f16 = mlirF16TypeGet(L->ctx);
+  int wn = dl->wpc[1];
+  int64_t rn = rows / (8 * wn), kb = cols / 16;
+  MlirValue lane = low_lane(L);
+  MlirValue r8 = low_bin(L, "arith.andi", lane, low_i32(L, 7));
+  MlirValue khalf = low_bin(L, "arith.shli",
+                            low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)),
+                                    low_i32(L, 1)),
+                            low_i32(L, 3));
+  MlirValue quad = low_bin(L, "arith.shrui", lane, low_i32(L, 4));
+  /* Row (n) this lane addresses: its column block's first row + (l & 7); x4: lanes 16..31 the
+   * next column block (8 WN rows further). */
+  MlirValue wrow = low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, 1), low_i32(L, 8)), r8);
+  MlirValue wrow4 = low_bin(L, "arith.addi", wrow, low_bin(L, "arith.muli", quad, low_i32(L, 8 * wn)));
+  for (int64_t ki = 0; ki < kb; ki++) {
+    MlirValue col = low_bin(L, "arith.addi", khalf, low_i32(L, 16 * ki));
+    for (int64_t ni = 0; ni < rn; ni += 2) {
+      bool x4 = ni + 1 < rn;
+      MlirValue row = low_bin(L, "arith.addi", x4 ? wrow4 : wrow, low_i32(L, 8 * wn * ni));
+      MlirValue p = low_gep(L, base, low_swizzle(L, row, col, cols), f16);
+      MlirValue r[4];
+      ldmatrix(L, p, x4 ? 4 : 2, false, r);
+      out->v[(ni * kb + ki) * 2] = r[0];
+      out->v[(ni * kb + ki) * 2 + 1] = r[1];
+      if (x4) {
+        out->v[((ni + 1) * kb + ki) * 2] = r[2];
+        out->v[((ni + 1) * kb + ki) * 2 + 1] = r[3];
+      }
+    }
+  }
+}
+
+/* The last operand tile staged: its source value, its arena offset, and the barrier after its
+ * stores.  A later convert of the same tile (dO as the B operand of both dP^T = V dO^T and
+ * dV += P^T dO) reads it again where it is when no barrier came in between in the same block:
+ * every other use of the arena opens with a barrier, so none has overwritten it. */
+typedef struct StageMemo {
+  const void *src;
+  int64_t off;
+  MlirOperation barrier;
+} StageMemo;
+
+static MlirWalkResult find_barrier(MlirOperation op, void *found) {
+  if (!kiln_ir_op_is(op, "nvvm.barrier0"))
+    return MlirWalkResultAdvance;
+  *(bool *)found = true;
+  return MlirWalkResultInterrupt;
+}
+
+/* Whether op is a barrier or holds one in its regions (an scf.if between two converts). */
+static bool has_barrier(MlirOperation op) {
+  bool found = false;
+  mlirOperationWalk(op, find_barrier, &found, MlirWalkPreOrder);
+  return found;
+}
+
+static bool stage_still_there(Low *L, MlirValue src, int64_t *off) {
+  StageMemo *m = L->dot_stage;
+  if (!m || m->src != src.ptr || !mlirOperationIsNull(L->b.before) ||
+      !mlirBlockEqual(mlirOperationGetBlock(m->barrier), L->b.block))
+    return false;
+  for (MlirOperation o = mlirOperationGetNextInBlock(m->barrier); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o))
+    if (has_barrier(o))
+      return false;
+  *off = m->off;
+  return true;
+}
+
+/* Stores the tile src (its owned elements) into the swizzled tile at base, between barriers. */
+static void stage(Low *L, MlirValue src, int64_t off, MlirValue base) {
+  MlirType st = mlirValueGetType(src), et = kiln_ir_elem_type(st);
+  int64_t cols = kiln_ir_dim(st, 1);
+  KilnGpuOwn so = low_own_of(st);
+  Vals *X = low_get(L, src);
+  low_barrier(L);
+  for (int64_t j = 0; j < so.count; j++) {
+    MlirValue idx = low_swizzle(L, low_coord(L, &so, j, 0), low_coord(L, &so, j, 1), cols);
+    MlirValue o[2] = {X->v[j], low_gep(L, base, idx, et)};
+    low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
+  }
+  StageMemo *m = L->dot_stage;
+  if (!m)
+    L->dot_stage = m = low_alloc(L, sizeof *m);
+  m->src = src.ptr;
+  m->off = off;
+  m->barrier = low_op(L, "nvvm.barrier0", NULL, 0, NULL, 0, NULL, 0);
+}
+
 bool low_dot_operand(Low *L, MlirOperation op) {
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   MlirType st = mlirValueGetType(src), rt = mlirValueGetType(res);
@@ -161,21 +321,34 @@ bool low_dot_operand(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: dot operands for mma must be 2-D f16/bf16 tiles");
     return false;
   }
+  KilnGpuLayout sl = kiln_gpu_layout_of_type(st);
+  if (a_in_registers(&sl, &dl)) {
+    Vals *out = low_vals(L, low_own_of(rt).count);
+    a_from_accumulator(L, st, low_get(L, src), out);
+    low_set(L, res, out);
+    return true;
+  }
+  /* B = trans(x): x is staged as it is (rows n, columns k) and read without .trans; A =
+   * trans(x): x staged as it is (rows k, columns m), read with .trans. */
+  bool bt = low_trans_feeds_operand(src);
+  if (bt) {
+    src = mlirOperationGetOperand(mlirOpResultGetOwner(src), 0);
+    st = mlirValueGetType(src);
+  }
   int64_t rows = kiln_ir_dim(st, 0), cols = kiln_ir_dim(st, 1), a_bytes;
   int64_t off = operand_offset(op, dl.op_idx, &a_bytes);
-  KilnGpuOwn so = low_own_of(st);
-  Vals *X = low_get(L, src);
-  low_barrier(L);
+  bool again = stage_still_there(L, src, &off);
   MlirValue base = low_smem(L, off, off + rows * cols * 2);
-  for (int64_t j = 0; j < so.count; j++) {
-    MlirValue idx = low_swizzle(L, low_coord(L, &so, j, 0), low_coord(L, &so, j, 1), cols);
-    MlirValue o[2] = {X->v[j], low_gep(L, base, idx, et)};
-    low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
-  }
-  low_barrier(L);
+  if (!again)
+    stage(L, src, off, base);
   KilnGpuOwn ro = low_own_of(rt);
   Vals *out = low_vals(L, ro.count);
-  low_dot_fragments(L, &dl, base, rows, cols, out);
+  if (bt && dl.op_idx == 0)
+    low_dot_fragments_at(L, &dl, base, rows, cols, out);
+  else if (bt)
+    low_dot_fragments_bt(L, &dl, base, rows, cols, out);
+  else
+    low_dot_fragments(L, &dl, base, rows, cols, out);
   low_set(L, res, out);
   return true;
 }

@@ -26,6 +26,7 @@ typedef struct Low {
   int64_t smem_base;  /* bytes of the arena held by enclosing pipelines; low_smem starts above */
   int64_t smem_limit; /* kiln.smem_limit: the most shared memory a program may have */
   LowPipe *pipe;      /* the innermost pipelined loop being lowered, or NULL */
+  void *dot_stage;    /* lower_dot.c: the last dot operand tile staged, for reuse (or NULL) */
   KilnGpuAxisMap *axis;
   bool failed;
   MlirType i1, i8, i32, i64, f32, ptr1, ptr3;

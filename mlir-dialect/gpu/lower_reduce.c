@@ -8,6 +8,10 @@
  * 3. When several warps hold different elements along the axis, each writes its partial to
  *    shared memory, and after a barrier every thread combines all warps' partials in warp order.
  * argmax/argmin carry (value, index) pairs; ties keep the smaller index.
+ * The same steps serve an mma operand (a dot's accumulator fragments), whose dim maps say which
+ * lane and warp bits select the axis: along columns lane bits 0..1 (t = l & 3), so a row
+ * reduction is the thread's own elements and then two shfl.bfly (offsets 1 and 2); across warps
+ * only when the layout splits the columns over warps.
  * The result is laid out as slice{axis, input layout}, i.e. the list order of the remaining
  * dims, which is what the layout pass gave the result type. */
 #include "lower.h"
@@ -103,8 +107,8 @@ bool low_reduce(Low *L, MlirOperation op) {
   int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
   KilnGpuOwn in = low_own_of(st);
   KilnGpuLayout il = kiln_gpu_layout_of_type(st);
-  if (il.kind != KILN_GPU_LAYOUT_BLOCKED) {
-    low_error(L, "GPU lowering: reduce expects a blocked operand");
+  if (il.kind != KILN_GPU_LAYOUT_BLOCKED && il.kind != KILN_GPU_LAYOUT_MMA) {
+    low_error(L, "GPU lowering: reduce expects a blocked or mma operand");
     return false;
   }
   Vals *X = low_get(L, src);

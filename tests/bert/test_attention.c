@@ -405,7 +405,7 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
       {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false, 0, 0, 0},    /* head dim 64, exact tiles, 7 padding keys */
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* f16 data, f32 accumulation */
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_BF16, true, false, 0, 0, 0}, /* bf16 data (bf16 mma) */
-      {1, 1, 77, 64, 64, 64, {70, 0}, KILN_SCALAR_F16, false, false, 0, 0, 0}, /* f16 64x64 tiles, ragged, 7 padding keys */
+      {1, 1, 77, 64, 64, 64, {70, 0}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* f16 64x64 tiles (tensor cores, FA2 layouts), ragged, 7 padding keys; backward */
       {1, 1, 45, 64, 32, 32, {40, 0}, KILN_SCALAR_F32, true, false, 0, 0, 0},  /* f32 32x32 tiles, backward */
       /* dropout on P (the cpu cases' first and second shapes, smaller) */
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true, 0.1f, 42, 7},

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The structure of the attention kernels' sm_90 code, read by `kiln stat` from the PTX and
+# ptxas -v (static counts per inner loop, i.e. per KV block of the forward): what the FA2-style
+# layouts of docs/gpu-lowering.md ("Attention") promise, so a change that sends S or P back
+# through shared memory, adds barriers or spills fails here.  f16, D = 64, the strides promised
+# multiples of 8 (as the BERT library's fused QKV layout has them), sm_90:
+#   attn_fwd 64x64, 4 warps: per KV block <= 3 bar.sync, no ld.shared (S and P never go
+#     through shared memory; operands are read by ldmatrix), st.shared only for staging K
+#     (<= 16: 32 f16 per thread, stored in pairs), >= 64 mma.sync per warp, 0 spill bytes;
+#   attn_bwd_dq 64x64, 4 warps: per iteration <= 6 bar.sync, 0 spill bytes;
+#   attn_bwd_dkdv BM=32 x BN=64, 4 warps: per iteration <= 6 bar.sync, no ld.shared (P^T and
+#     dS^T are A operands in registers, lse and delta are loaded in the fragments' layout),
+#     0 spill bytes.
+# Skipped (exit 77) without ptxas, which the register and spill counts need.
+# Usage: attn_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
+set -u
+kiln=$1 kdir=$2 ptxas=$3
+if [ ! -x "$ptxas" ]; then
+  echo "skip: no ptxas ($ptxas)"
+  exit 77
+fi
+export KILN_PTXAS=$ptxas
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+promises=(--multiple-of sb=8 --multiple-of sh=8 --multiple-of ss=8 --multiple-of osb=8
+          --multiple-of osh=8 --multiple-of oss=8)
+
+# check NAME KERNEL BM BN WARPS PYTHON_CONDITIONS: stat as JSON, then each condition (a Python
+# expression over k = the kernel's report and lp = its inner loop's) must hold.
+check() {
+  local name=$1 kernel=$2 bm=$3 bn=$4 nw=$5 conds=$6
+  if ! "$kiln" stat "$kdir/attention.kiln" --kernel "$kernel" -D T=f16 -D D=64 -D DROPOUT=0 \
+      -D BM="$bm" -D BN="$bn" -D num_warps="$nw" "${promises[@]}" --json -o "$tmp/$name.json" \
+      >"$tmp/err" 2>&1; then
+    echo "FAIL $name: kiln stat failed"; sed 's/^/    /' "$tmp/err" | head -20
+    fails=$((fails + 1)); return
+  fi
+  if python3 - "$tmp/$name.json" "$conds" <<'PY'; then
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+loops = [l for l in k["loops"] if l["inner"]]
+if len(loops) != 1:
+    print(f"    expected one inner loop, found {len(loops)}")
+    sys.exit(1)
+lp = loops[0]
+bad = [c for c in sys.argv[2].split(";") if not eval(c, {}, {"k": k, "lp": lp})]
+for c in bad:
+    print(f"    fails: {c}")
+print(f"    registers {k['registers']}, spills {k['spill_stores']}/{k['spill_loads']}; loop: "
+      f"bar.sync {lp['bar_sync']}, ld/st.shared {lp['ld_shared']}/{lp['st_shared']}, "
+      f"ldmatrix {lp['ldmatrix']}, mma {lp['mma']}")
+sys.exit(1 if bad else 0)
+PY
+    echo "ok   $name"
+  else
+    echo "FAIL $name"
+    fails=$((fails + 1))
+  fi
+}
+
+check fwd_64x64_w4 attn_fwd 64 64 4 \
+  "lp['bar_sync'] <= 3;lp['ld_shared'] == 0;lp['st_shared'] <= 16;lp['mma'] >= 64;k['spill_stores'] == 0;k['spill_loads'] == 0"
+check dq_64x64_w4 attn_bwd_dq 64 64 4 \
+  "lp['bar_sync'] <= 6;k['spill_stores'] == 0;k['spill_loads'] == 0"
+check dkdv_32x64_w4 attn_bwd_dkdv 32 64 4 \
+  "lp['bar_sync'] <= 6;lp['ld_shared'] == 0;k['spill_stores'] == 0;k['spill_loads'] == 0"
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all attention structure checks passed"
