@@ -215,7 +215,8 @@ typedef enum KilnStmtKind {
     KILN_STMT_VAR,    /* decl, init */
     KILN_STMT_ASSIGN, /* target (decl of the var; name_span its use), value */
     KILN_STMT_EXPR,   /* value */
-    KILN_STMT_FOR,    /* decl (loop var, i32), lo, hi, step (NULL = 1), body, carried[ncarried] */
+    KILN_STMT_FOR,    /* decl (loop var, i32), lo, hi, step (NULL = 1), body, carried[ncarried];
+                         a `while` is parsed into one (exits.c) */
     KILN_STMT_IF,     /* cond, body (then), else_body (NULL if absent), carried[ncarried] */
     KILN_STMT_RETURN, /* value: the returned expression (functions only), else NULL */
     KILN_STMT_BREAK,    /* parsed only: the parser's exit lowering (exits.c) turns break, continue */
@@ -250,6 +251,16 @@ struct KilnStmt {
     int ncarried;
     bool guard; /* IF made by the exit lowering: runs the rest of a block after a statement that
                    may break, continue or return; its body continues that block's scope */
+    /* FOR only.  `exit_name`: the loop's break flag (a `var` declared just before it, exits.c),
+     * set by every break and by every return inside the loop; NULL when nothing leaves the loop
+     * early.  Sema resolves it into `exit_flag` and puts it first in `carried`, and mlirgen marks
+     * the scf.for so that the loop stops as soon as the flag is set (kiln-exit-loops).
+     * `unbounded`: the loop a `while` became, whose range only counts: it ends through its flag. */
+    const char *exit_name;
+    KilnDecl *exit_flag;
+    bool unbounded;
+    /* IF only: the test of a `while` (exits.c), for messages that name the loop */
+    bool while_test;
     int depth; /* internal */
 };
 

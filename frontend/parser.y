@@ -386,11 +386,10 @@ stmt
     | CONTINUE ';'      { $$ = kiln_ast_stmt(ps, KILN_STMT_CONTINUE, SPAN(@$)); }
     | WHILE expr block
         {
-            /* scf.while is not lowered by the backends yet (exits.c): say what to write */
-            kiln_diag_error(ps->c, SPAN(@1),
-                            "'while' loops are not supported yet: write 'for i in range(0, LIMIT)' "
-                            "with 'if !(COND) { break; }' first in its body");
-            $$ = NULL;
+            /* a counting loop that ends through its break flag (exits.c) */
+            $$ = kiln_exits_while(ps, $2, $3, SPAN(@$));
+            $$->depth = 2 + block_depth($3);
+            kiln_ast_check_depth(ps, $$->depth, SPAN(@1));
         }
     | error ';'         { $$ = NULL; yyerrok; }
     ;

@@ -1366,6 +1366,14 @@ static void pop_ctl(Sema *S)
     Ctl *c = &S->ctl[--S->nctl];
     c->stmt->carried = (KilnDecl **)c->carried.items;
     c->stmt->ncarried = c->carried.n;
+    /* a loop's exit flag is its first carried value: the one place where every backend's
+     * rebuilt loop still has it, for kiln-exit-loops (the flag is a scalar, never flattened) */
+    KilnDecl *flag = c->stmt->kind == KILN_STMT_FOR ? c->stmt->exit_flag : NULL;
+    for (int i = 1; flag && i < c->stmt->ncarried; i++)
+        if (c->stmt->carried[i] == flag) {
+            memmove(c->stmt->carried + 1, c->stmt->carried, sizeof(KilnDecl *) * (size_t)i);
+            c->stmt->carried[0] = flag;
+        }
 }
 
 /* Records an assignment to `d` in every enclosing for/if that d was declared outside of. */
@@ -1482,8 +1490,8 @@ static void check_for(Sema *S, KilnStmt *s)
     if (s->lo) {
         need_i32_scalar(S, s->lo, "range start");
         need_i32_scalar(S, s->hi, "range end");
-        /* A constant step may be negative (range(hi, lo, -1) counts down, mlirgen); a run-time
-         * step must be positive, as scf.for's is. */
+        /* A step may be negative (range(hi, lo, -1) counts down, mlirgen), also at run time; a
+         * run-time step of zero runs no iteration (dsl/reference.md), a constant one is refused. */
         if (s->step && need_i32_scalar(S, s->step, "range step") && s->step->is_const) {
             if (s->step->ival == 0)
                 ERR(S, s->step->span, "range step must not be zero");
@@ -1491,6 +1499,9 @@ static void check_for(Sema *S, KilnStmt *s)
                 ERR(S, s->step->span, "range step %" PRId64 " is out of range", s->step->ival);
         }
     }
+    /* the break flag is declared just before the loop (exits.c), so it is in sight here */
+    s->exit_flag = s->exit_name ? lookup(S, s->exit_name) : NULL;
+    KILN_ASSERT(!s->exit_name || s->exit_flag);
     int saved_n = S->names.n, saved_start = S->scope_start;
     S->scope_start = S->names.n;
     push_ctl(S, s);
@@ -1517,7 +1528,11 @@ static void check_scoped_block(Sema *S, KilnBlock *b, bool shared)
 static void check_if(Sema *S, KilnStmt *s)
 {
     const KilnType *t = value(S, s->cond);
-    if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1))
+    if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1) && s->while_test)
+        ERR(S, s->cond->span,
+            "while condition must be an i1 scalar, got %s (every thread of a program runs the same "
+            "iterations: reduce a tile first, e.g. max(t, 0) > 0)", tstr(S, t));
+    else if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1))
         ERR(S, s->cond->span, "if condition must be an i1 scalar, got %s", tstr(S, t));
     push_ctl(S, s);
     check_scoped_block(S, s->body, s->guard);
