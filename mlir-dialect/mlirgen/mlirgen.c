@@ -582,6 +582,10 @@ static void gen_block(Gen *g, const KilnBlock *blk);
 static MlirValue gen_inlined(Gen *g, const KilnExpr *e) {
   gen_block(g, e->inlined);
   if (g->failed || !e->result) return (MlirValue){NULL};
+  if (e->result->tuple) { /* several values, none taken (a call as a statement) */
+    for (int i = 0; i < e->result->nargs && !g->failed; i++) (void)gen_expr(g, e->result->args[i]);
+    return (MlirValue){NULL};
+  }
   return gen_expr(g, e->result);
 }
 
@@ -780,6 +784,24 @@ static void gen_if(Gen *g, const KilnStmt *s) {
   free(types); free(before); free(outs);
 }
 
+/* `let a, b = f(...);` (or var, or an assignment): the call's body, then each returned value
+ * converted to its name's type.  All values are made before any name is rebound, so that
+ * `a, b = swap(a, b)` reads the old a and b (the values are the callee's names anyway). */
+static void gen_unpack(Gen *g, const KilnStmt *s) {
+  const KilnExpr *call = s->value;
+  if (!s->decls || !call->inlined || !call->result || !call->result->tuple) {
+    gen_error(g, s->span, "unpacking of a value that is not a function's values");
+    return;
+  }
+  gen_block(g, call->inlined);
+  MlirValue *vals = calloc((size_t)s->nnames, sizeof *vals);
+  if (!vals) { gen_error(g, s->span, "out of memory"); return; }
+  for (int i = 0; i < s->nnames && !g->failed; i++)
+    vals[i] = gen_as(g, call->result->args[i], s->decls[i]->type);
+  for (int i = 0; i < s->nnames && !g->failed; i++) g->vals[s->decls[i]->id] = vals[i];
+  free(vals);
+}
+
 static void gen_stmt(Gen *g, const KilnStmt *s) {
   switch (s->kind) {
   case KILN_STMT_LET:
@@ -789,6 +811,7 @@ static void gen_stmt(Gen *g, const KilnStmt *s) {
   case KILN_STMT_FOR: gen_for(g, s); break;
   case KILN_STMT_IF: gen_if(g, s); break;
   case KILN_STMT_RETURN: break;
+  case KILN_STMT_UNPACK: gen_unpack(g, s); break;
   default: gen_error(g, s->span, "unknown statement"); break;
   }
 }

@@ -1097,6 +1097,50 @@ static bool test_range_steps(KilnRtDevice *dev) {
   return ok;
 }
 
+/* ---- multi_return -------------------------------------------------------------------------- */
+
+/* Functions returning several values (issue 15). The integers and the minimum/maximum are exact;
+ * the row sum is a tree on the GPU and in double in the reference, up to 64 terms in [-2, 2]:
+ * 1e-5 of its size with a floor of 1. */
+static bool test_multi_return(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols;
+  } cfgs[] = {{300, 37}, {1, 1}, {50, 64}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t nf = 4 * rows, ni = 3 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", 64}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "multi_return", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1700 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
+    float *outf = kiln_test_alloc(ftotal, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(itotal, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, ftotal * sizeof *outf);
+    void *di = kiln_test_output(&run, itotal * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, outf, df, ftotal * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, itotal * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, ftotal, 1, nf, ftotal);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, itotal, 1, ni, itotal);
+    kiln_ref_multi_return(x, rf, ri, rows, cols);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 1e-5);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -1115,6 +1159,7 @@ static const struct {
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},
     {"range_steps", test_range_steps},
+    {"multi_return", test_multi_return},
 };
 
 static int find_test(const char *name) {

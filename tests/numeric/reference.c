@@ -404,6 +404,31 @@ void kiln_ref_range_steps(const int32_t *params, int32_t *out, size_t n) {
   }
 }
 
+void kiln_ref_multi_return(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *row = x + r * cols;
+    float lo = row[0], hi = row[0];
+    int32_t at = 0;
+    double s = 0.0;
+    for (size_t c = 0; c < cols; c++) {
+      lo = row[c] < lo ? row[c] : lo;
+      if (row[c] > hi) {
+        hi = row[c];
+        at = (int32_t)c;
+      }
+      s += row[c];
+    }
+    outf[4 * r] = hi; /* three swaps of (lo, hi) */
+    outf[4 * r + 1] = lo;
+    outf[4 * r + 2] = hi;
+    outf[4 * r + 3] = (float)s;
+    int32_t q = (int32_t)r * 7 + 3;
+    outi[3 * r] = at;
+    outi[3 * r + 1] = q / 5;
+    outi[3 * r + 2] = q % 5;
+  }
+}
+
 static float ref_clamp(float v, float lo, float hi) {
   return fminf(fmaxf(v, lo), hi);
 }

@@ -148,6 +148,10 @@ void kiln_ref_while_loops(const float *x, float *out, int32_t *counts, size_t ro
  * min(iterations, 3). */
 void kiln_ref_range_steps(const int32_t *params, int32_t *out, size_t n);
 
+/* The multi_return kernel per row: outf[4r..4r+3] = the row's maximum, minimum, maximum again and
+ * sum (in double); outi[3r..3r+2] = the column of the first maximum, (7r + 3) / 5, (7r + 3) % 5. */
+void kiln_ref_multi_return(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols);
+
 /* The inline_fns kernel per row (cols <= its BLOCK): outf = the row dot product of x and y (f32,
  * in order), max over the row of poly(v) = 2 v^3 + clamp(v, -1, 1) (and 0, the masked lanes),
  * poly(x[0]), clamp(x[0], -1, 0.5); outi = the first column above 1.5 (-1 when none), the count
