@@ -708,9 +708,13 @@ static MlirValue counted_trips(Gen *g, MlirLocation loc, MlirValue lo, MlirValue
   return kiln_ir_build_select(&g->b, loc, any, trips, zero);
 }
 
-/* A constant positive step (or none) is scf.for's own; any other is counted (counted_trips). */
+/* A step known to be positive is scf.for's own: none, a positive constant, or num_programs(axis)
+ * (a grid-stride loop, `range(pid, n, num_programs(0))`, keeps its plain form); any other is
+ * counted (counted_trips). */
 static bool step_is_counted(const KilnStmt *s) {
-  return s->step && !(s->step->is_const && s->step->ival > 0);
+  if (!s->step) return false;
+  if (s->step->is_const) return s->step->ival <= 0;
+  return !(s->step->kind == KILN_EXPR_CALL && s->step->builtin == KILN_BUILTIN_NUM_PROGRAMS);
 }
 
 static void gen_for(Gen *g, const KilnStmt *s) {
