@@ -185,8 +185,12 @@ static int lower_stmt(Exits *X, KilnStmt *s, Loop *loop, KilnPtrVec *before)
     case KILN_STMT_FOR: {
         Loop inner = {.outer = loop};
         int sets = lower_block(X, s->body, &inner, false);
-        /* the loop's own break and continue end here; a return goes on out */
+        /* the loop's own break and continue end here; a return goes on out.  A return in a
+         * loop nested in this one made this loop's break flag too: the guard reads it, so that
+         * the flag stays a used loop value (exit_loops.c needs it first among them) */
         int stop = sets & (SETS_BRK | SETS_RET);
+        if (inner.brk)
+            stop |= SETS_BRK;
         KilnPtrVec body = {0};
         if (inner.cont)
             kiln_vec_push(ar_of(X), &body, flag_stmt(X, inner.cont));
