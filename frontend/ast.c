@@ -214,6 +214,18 @@ static void dump_stmt(const KilnStmt *s, FILE *out, int lvl)
         }
         break;
     case KILN_STMT_RETURN: fprintf(out, "Return\n"); break;
+    case KILN_STMT_UNPACK:
+        fprintf(out, "Unpack%s", s->assign ? " (assign)" : s->bind == KILN_DECL_LET ? " let" : " var");
+        for (int i = 0; i < s->nnames; i++) {
+            fprintf(out, " ");
+            if (s->decls && s->decls[i])
+                dump_decl(s->decls[i], out);
+            else
+                fprintf(out, "%s", s->names[i]->name);
+        }
+        fprintf(out, "\n");
+        dump_expr(s->value, out, lvl + 1);
+        break;
     case KILN_STMT_BREAK: fprintf(out, "Break\n"); break;
     case KILN_STMT_CONTINUE: fprintf(out, "Continue\n"); break;
     case KILN_STMT_COUNT: fprintf(out, "?\n"); break;
@@ -281,6 +293,12 @@ static KilnStmt *clone_stmt(KilnArena *ar, const KilnStmt *s)
     c->cond = kiln_ast_clone_expr(ar, s->cond);
     c->body = kiln_ast_clone_block(ar, s->body);
     c->else_body = kiln_ast_clone_block(ar, s->else_body);
+    if (s->nnames > 0) { /* sema writes decls into the names: each copy has its own */
+        c->names = kiln_arena_alloc(ar, sizeof *c->names * (size_t)s->nnames);
+        for (int i = 0; i < s->nnames; i++)
+            c->names[i] = kiln_ast_clone_expr(ar, s->names[i]);
+    }
+    c->decls = NULL;
     return c;
 }
 

@@ -13,14 +13,21 @@
  * used.  Their names contain a '#', so no program can name them.  In every block, after a
  * statement that may set a flag, the rest of the block moves into `if !flag && ... { rest }`;
  * that `if` is a guard (KilnStmt.guard) whose body continues the block's scope.  A loop whose
- * body may set `brk` or `ret` runs its body under `if !brk && !ret`: the remaining iterations
- * still count (a loop's trip count is fixed when it starts, as scf.for's is), but do nothing.
+ * body may set `brk` or `ret` runs its body under `if !brk && !ret`.
  *
- * `while` is refused by the parser: a loop whose trip count is unknown at its start needs
- * scf.while, which the backends do not lower yet (dsl/reference.md says what to write instead).
+ * Leaving early.  A `return` inside loops also sets the `brk` of every loop around it, so one
+ * flag per loop says "stop": KilnStmt.exit_name names it, and mlirgen marks the loop's scf.for
+ * with it; after the backends, kiln-exit-loops turns each marked loop into an scf.while that
+ * tests the flag before every iteration, so the loop really ends there (until then the guard
+ * keeps the remaining iterations empty, and keeps the flag read, so no canonicalization drops it).
+ *
+ * `while COND { body }` is parsed (kiln_exits_while) into such a loop that only counts:
+ * `for w# in range(0, 2^31 - 1) { if COND { body } else { break; } }`, marked unbounded, so
+ * kiln-exit-loops drops its bound: a while loop may run any number of iterations.
  */
 #include "frontend_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* Which flags a statement may set, as bits. */
@@ -29,7 +36,8 @@ enum { SETS_RET = 1, SETS_BRK = 2, SETS_CONT = 4 };
 enum { SETS_NOTHING_LEFT = 8 };
 
 typedef struct Loop {
-    KilnDecl *brk, *cont; /* created when the loop's body has a break / continue */
+    KilnDecl *brk, *cont; /* created when the loop's body has a break (or return) / continue */
+    struct Loop *outer;   /* the loop around this one, or NULL */
 } Loop;
 
 typedef struct Exits {
@@ -70,6 +78,25 @@ static KilnExpr *flag_ref(Exits *X, const KilnDecl *d, KilnSpan span)
     KilnExpr *e = kiln_ast_expr(X->ps, KILN_EXPR_NAME, span);
     e->name = d->name;
     return e;
+}
+
+/* `flag = true;` as a new statement at `span`. */
+static KilnStmt *set_stmt(Exits *X, const KilnDecl *flag, KilnSpan span)
+{
+    KilnStmt *s = kiln_ast_stmt(X->ps, KILN_STMT_ASSIGN, span);
+    s->name_span = span;
+    s->init = flag_ref(X, flag, span);
+    s->value = kiln_ast_expr(X->ps, KILN_EXPR_BOOL, span);
+    s->value->ival = 1;
+    return s;
+}
+
+/* The break flag of `loop`, made when first needed (its loop declares it). */
+static KilnDecl *break_flag(Exits *X, Loop *loop, KilnSpan span)
+{
+    if (!loop->brk)
+        loop->brk = new_flag(X, "break", span);
+    return loop->brk;
 }
 
 /* `flag = true;` in place of the exit statement s (same span, so messages point at it). */
@@ -131,7 +158,10 @@ static int lower_stmt(Exits *X, KilnStmt *s, Loop *loop, KilnPtrVec *before)
             return SETS_NOTHING_LEFT;
         }
         become_set(X, s, X->ret);
-        return SETS_RET;
+        /* every loop around the return stops too: its break flag is its only "stop" (see top) */
+        for (Loop *l = loop; l; l = l->outer)
+            kiln_vec_push(ar_of(X), before, set_stmt(X, break_flag(X, l, s->span), s->span));
+        return loop ? SETS_RET | SETS_BRK : SETS_RET;
     case KILN_STMT_BREAK:
     case KILN_STMT_CONTINUE: {
         bool brk = s->kind == KILN_STMT_BREAK;
@@ -139,10 +169,11 @@ static int lower_stmt(Exits *X, KilnStmt *s, Loop *loop, KilnPtrVec *before)
             kiln_diag_error(X->ps->c, s->span, "'%s' outside a loop", brk ? "break" : "continue");
             return SETS_NOTHING_LEFT;
         }
-        KilnDecl **flag = brk ? &loop->brk : &loop->cont;
-        if (!*flag)
-            *flag = new_flag(X, brk ? "break" : "continue", s->span); /* declared by its loop */
-        become_set(X, s, *flag);
+        if (brk)
+            break_flag(X, loop, s->span); /* declared by its loop */
+        else if (!loop->cont)
+            loop->cont = new_flag(X, "continue", s->span);
+        become_set(X, s, brk ? loop->brk : loop->cont);
         return brk ? SETS_BRK : SETS_CONT;
     }
     case KILN_STMT_IF: {
@@ -152,10 +183,14 @@ static int lower_stmt(Exits *X, KilnStmt *s, Loop *loop, KilnPtrVec *before)
         return sets;
     }
     case KILN_STMT_FOR: {
-        Loop inner = {0};
+        Loop inner = {.outer = loop};
         int sets = lower_block(X, s->body, &inner, false);
-        /* the loop's own break and continue end here; a return goes on out */
+        /* the loop's own break and continue end here; a return goes on out.  A return in a
+         * loop nested in this one made this loop's break flag too: the guard reads it, so that
+         * the flag stays a used loop value (exit_loops.c needs it first among them) */
         int stop = sets & (SETS_BRK | SETS_RET);
+        if (inner.brk)
+            stop |= SETS_BRK;
         KilnPtrVec body = {0};
         if (inner.cont)
             kiln_vec_push(ar_of(X), &body, flag_stmt(X, inner.cont));
@@ -168,8 +203,10 @@ static int lower_stmt(Exits *X, KilnStmt *s, Loop *loop, KilnPtrVec *before)
         }
         if (inner.cont || stop)
             s->body = block_of(X, &body, s->body->span);
-        if (inner.brk)
+        if (inner.brk) {
             kiln_vec_push(ar_of(X), before, flag_stmt(X, inner.brk));
+            s->exit_name = inner.brk->name;
+        }
         return sets & SETS_RET;
     }
     default: return 0;
@@ -267,4 +304,34 @@ void kiln_exits_lower_func(KilnParseState *ps, KilnFunc *f)
         b->nstmts--;
     }
     lower_body(ps, b, f->span, f->result ? "function with a value" : "function");
+}
+
+/* `while COND { body }` as the counting loop described at the top; the parser calls this, and
+ * the kernel's or function's exit lowering then lowers its break like any other. */
+KilnStmt *kiln_exits_while(KilnParseState *ps, KilnExpr *cond, KilnBlock *body, KilnSpan span)
+{
+    KilnStmt *brk = kiln_ast_stmt(ps, KILN_STMT_BREAK, cond->span);
+    KilnPtrVec else_v = {0};
+    kiln_vec_push(&ps->c->ar, &else_v, brk);
+    KilnStmt *test = kiln_ast_stmt(ps, KILN_STMT_IF, span);
+    test->cond = cond;
+    test->body = body;
+    test->else_body = kiln_ast_block(ps, &else_v, cond->span);
+    test->while_test = true;
+    KilnPtrVec body_v = {0};
+    kiln_vec_push(&ps->c->ar, &body_v, test);
+
+    KilnStmt *loop = kiln_ast_stmt(ps, KILN_STMT_FOR, span);
+    KilnDecl *iv = kiln_arena_alloc(&ps->c->ar, sizeof *iv);
+    iv->kind = KILN_DECL_LOOP_VAR;
+    iv->name = kiln_arena_printf(&ps->c->ar, "while#%d:%d", span.line, span.col);
+    iv->span = span;
+    loop->decl = iv;
+    loop->lo = kiln_ast_expr(ps, KILN_EXPR_INT, span);
+    loop->lo->ival = 0;
+    loop->hi = kiln_ast_expr(ps, KILN_EXPR_INT, span);
+    loop->hi->ival = INT32_MAX;
+    loop->body = kiln_ast_block(ps, &body_v, body->span);
+    loop->unbounded = true;
+    return loop;
 }

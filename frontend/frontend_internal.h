@@ -129,6 +129,9 @@ void kiln_ast_check_depth(KilnParseState *ps, int depth, KilnSpan span);
 void kiln_exits_lower(KilnParseState *ps, KilnKernel *k);
 /* The same for a function's body; its final `return e;` becomes f->result. */
 void kiln_exits_lower_func(KilnParseState *ps, KilnFunc *f);
+/* `while cond body` as the loop it is lowered to (exits.c): a counting `for` that ends through its
+ * break flag. */
+KilnStmt *kiln_exits_while(KilnParseState *ps, KilnExpr *cond, KilnBlock *body, KilnSpan span);
 
 /* Deep copies (into ar) of a function body and expression, for inlining one call: sema writes
  * types into the copy, so each call is checked on its own.  Declarations are copied too. */

@@ -54,6 +54,8 @@ typedef enum KilnTypeKind {
     KILN_TYPE_TILE,   /* tile of `scalar` (or of pointers to `scalar` when elem_is_ptr) */
     KILN_TYPE_SHAPE,  /* a list literal used as a shape argument: rank + dims */
     KILN_TYPE_DTYPE,  /* a type name used as an argument (zeros(shape, f32)): `scalar` */
+    KILN_TYPE_TUPLE,  /* the values of a call of a function that returns several (`return a, b;`),
+                         which only an unpacking statement takes: `rank` = how many */
     KILN_TYPE_COUNT
 } KilnTypeKind;
 
@@ -204,7 +206,10 @@ struct KilnExpr {
     KilnSpan kw_span;
     struct KilnBlock *inlined;     /* sema, CALL of a function: its parameters as `let`s bound to
                                       the arguments, then its body, checked for this call */
-    KilnExpr *result;              /* sema, CALL of a function: the returned value (NULL: none) */
+    KilnExpr *result;              /* sema, CALL of a function: the returned value (NULL: none); for
+                                      a function that returns several, a LIST marked `tuple` whose
+                                      args are the values (the call's type is then TUPLE) */
+    bool tuple;                    /* LIST only: the values of `return a, b;`, not a shape */
     bool weak;                     /* sema: an untyped constant (literal, const param) that took
                                       its type from the other operand, like Triton's constexprs */
     int depth;                     /* internal: nesting depth, bounded by the parser */
@@ -215,9 +220,15 @@ typedef enum KilnStmtKind {
     KILN_STMT_VAR,    /* decl, init */
     KILN_STMT_ASSIGN, /* target (decl of the var; name_span its use), value */
     KILN_STMT_EXPR,   /* value */
-    KILN_STMT_FOR,    /* decl (loop var, i32), lo, hi, step (NULL = 1), body, carried[ncarried] */
+    KILN_STMT_FOR,    /* decl (loop var, i32), lo, hi, step (NULL = 1), body, carried[ncarried];
+                         a `while` is parsed into one (exits.c) */
     KILN_STMT_IF,     /* cond, body (then), else_body (NULL if absent), carried[ncarried] */
-    KILN_STMT_RETURN, /* value: the returned expression (functions only), else NULL */
+    KILN_STMT_RETURN, /* value: the returned expression (functions only), else NULL; `return a, b;`
+                         returns a LIST marked `tuple` */
+    KILN_STMT_UNPACK, /* `let a, b = f(...);` (bind LET), `var a, b = ...` (VAR), `a, b = ...`
+                         (VAR, assign): names[nnames] (NAME nodes), value (a call of a function
+                         returning that many values); sema fills decls[nnames], the declared
+                         names or, for an assignment, the vars assigned */
     KILN_STMT_BREAK,    /* parsed only: the parser's exit lowering (exits.c) turns break, continue */
     KILN_STMT_CONTINUE, /* and every return but a final one into flags, so sema never sees them */
     KILN_STMT_COUNT
@@ -250,6 +261,22 @@ struct KilnStmt {
     int ncarried;
     bool guard; /* IF made by the exit lowering: runs the rest of a block after a statement that
                    may break, continue or return; its body continues that block's scope */
+    /* FOR only.  `exit_name`: the loop's break flag (a `var` declared just before it, exits.c),
+     * set by every break and by every return inside the loop; NULL when nothing leaves the loop
+     * early.  Sema resolves it into `exit_flag` and puts it first in `carried`, and mlirgen marks
+     * the scf.for so that the loop stops as soon as the flag is set (kiln-exit-loops).
+     * `unbounded`: the loop a `while` became, whose range only counts: it ends through its flag. */
+    const char *exit_name;
+    KilnDecl *exit_flag;
+    bool unbounded;
+    /* IF only: the test of a `while` (exits.c), for messages that name the loop */
+    bool while_test;
+    /* UNPACK only (see KILN_STMT_UNPACK) */
+    KilnExpr **names;
+    int nnames;
+    KilnDeclKind bind;
+    bool assign;
+    KilnDecl **decls;
     int depth; /* internal */
 };
 
@@ -270,7 +297,8 @@ typedef struct KilnFunc {
     KilnFuncParam *params;
     int nparams;
     KilnBlock *body;
-    KilnExpr *result; /* the value of its final `return e;`, or NULL (no value) */
+    KilnExpr *result; /* the value of its final `return e;`, or NULL (no value); `return a, b;`
+                         makes a LIST marked `tuple` */
 } KilnFunc;
 
 typedef struct KilnKernel {

@@ -73,6 +73,24 @@ static KilnDecl *new_decl(KilnParseState *ps, KilnDeclKind kind, const char *nam
     return d;
 }
 
+/* `let a, b = e;` and its kin: first and the names after it (NAME nodes) bound from e. */
+static KilnStmt *unpack_stmt(KilnParseState *ps, KilnDeclKind bind, bool assign, const char *first,
+                             KilnSpan first_span, KilnPtrVec *rest, KilnExpr *value, KilnSpan span)
+{
+    KilnStmt *s = kiln_ast_stmt(ps, KILN_STMT_UNPACK, span);
+    KilnExpr *n = kiln_ast_expr(ps, KILN_EXPR_NAME, first_span);
+    n->name = first;
+    s->nnames = rest->n + 1;
+    s->names = kiln_arena_alloc(&ps->c->ar, sizeof *s->names * (size_t)s->nnames);
+    s->names[0] = n;
+    for (int i = 0; i < rest->n; i++)
+        s->names[i + 1] = rest->items[i];
+    s->bind = bind;
+    s->assign = assign;
+    s->value = value;
+    return s;
+}
+
 static int block_depth(const KilnBlock *b)
 {
     int d = 0;
@@ -144,6 +162,7 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
 %type <vec> fparams fparam_list
 %type <fparam> fparam
 %type <vec> expr_list args params param_list stmts index_list name_list preset_items tune_items
+%type <vec> value_list
 %type <decl> param
 %type <type> type
 %type <stmt> stmt if_stmt
@@ -340,6 +359,12 @@ stmt
             $$->init = kiln_ast_expr(ps, KILN_EXPR_NAME, SPAN(@1));
             $$->init->name = $1;
         }
+    | LET IDENT ',' name_list '=' expr ';'
+        { $$ = unpack_stmt(ps, KILN_DECL_LET, false, $2, SPAN(@2), &$4, $6, SPAN(@$)); }
+    | VAR IDENT ',' name_list '=' expr ';'
+        { $$ = unpack_stmt(ps, KILN_DECL_VAR, false, $2, SPAN(@2), &$4, $6, SPAN(@$)); }
+    | IDENT ',' name_list '=' expr ';'
+        { $$ = unpack_stmt(ps, KILN_DECL_VAR, true, $1, SPAN(@1), &$3, $5, SPAN(@$)); }
     | IDENT OPASSIGN expr ';'
         {
             /* x op= e is x = x op e: the same checks and code as the assignment written out */
@@ -382,15 +407,30 @@ stmt
             $$ = kiln_ast_stmt(ps, KILN_STMT_RETURN, SPAN(@$));
             $$->value = $2;
         }
+    | RETURN expr ',' value_list ';'
+        {
+            /* several values: a LIST marked `tuple`, which only unpacking takes (sema) */
+            $$ = kiln_ast_stmt(ps, KILN_STMT_RETURN, SPAN(@$));
+            KilnExpr *t = kiln_ast_expr(ps, KILN_EXPR_LIST, kiln_span_join(SPAN(@2), SPAN(@4)));
+            t->tuple = true;
+            t->nargs = $4.n + 1;
+            t->args = kiln_arena_alloc(&ps->c->ar, sizeof *t->args * (size_t)t->nargs);
+            t->args[0] = $2;
+            for (int i = 0; i < $4.n; i++)
+                t->args[i + 1] = $4.items[i];
+            for (int i = 0; i < t->nargs; i++)
+                if (t->args[i]->depth + 1 > t->depth)
+                    t->depth = t->args[i]->depth + 1;
+            $$->value = t;
+        }
     | BREAK ';'         { $$ = kiln_ast_stmt(ps, KILN_STMT_BREAK, SPAN(@$)); }
     | CONTINUE ';'      { $$ = kiln_ast_stmt(ps, KILN_STMT_CONTINUE, SPAN(@$)); }
     | WHILE expr block
         {
-            /* scf.while is not lowered by the backends yet (exits.c): say what to write */
-            kiln_diag_error(ps->c, SPAN(@1),
-                            "'while' loops are not supported yet: write 'for i in range(0, LIMIT)' "
-                            "with 'if !(COND) { break; }' first in its body");
-            $$ = NULL;
+            /* a counting loop that ends through its break flag (exits.c) */
+            $$ = kiln_exits_while(ps, $2, $3, SPAN(@$));
+            $$->depth = 2 + block_depth($3);
+            kiln_ast_check_depth(ps, $$->depth, SPAN(@1));
         }
     | error ';'         { $$ = NULL; yyerrok; }
     ;
@@ -472,6 +512,11 @@ expr
             kiln_ast_check_depth(ps, $$->depth, SPAN(@$));
         }
     | primary           { $$ = $1; }
+    ;
+
+value_list
+    : expr              { $$ = (KilnPtrVec){0}; kiln_vec_push(&ps->c->ar, &$$, $1); }
+    | value_list ',' expr { $$ = $1; kiln_vec_push(&ps->c->ar, &$$, $3); }
     ;
 
 index_list

@@ -295,6 +295,10 @@ static bool need_value(Sema *S, const KilnExpr *e)
         ERR(S, e->span, "type name '%s' used as a value", kiln_scalar_name(e->type->scalar));
         break;
     case KILN_TYPE_SHAPE: ERR(S, e->span, "a list can only be used as a shape argument"); break;
+    case KILN_TYPE_TUPLE:
+        ERR(S, e->span, "'%s' returns %d values: unpack them, as in 'let a, b = %s(...);'",
+            e->name ? e->name : "?", e->type->rank, e->name ? e->name : "f");
+        break;
     case KILN_TYPE_COUNT: break;
     }
     return false;
@@ -1110,6 +1114,21 @@ static KilnStmt *param_let(Sema *S, const KilnFuncParam *p, KilnExpr *init)
     return st;
 }
 
+/* `return a, b;`: each value checked; the type says how many (only unpacking takes it). */
+static const KilnType *check_tuple(Sema *S, KilnExpr *list)
+{
+    bool ok = true;
+    for (int i = 0; i < list->nargs; i++)
+        ok = value(S, list->args[i]) && ok;
+    if (!ok)
+        return NULL;
+    KilnType *t = kiln_arena_alloc(S->ar, sizeof *t);
+    t->kind = KILN_TYPE_TUPLE;
+    t->rank = list->nargs;
+    list->type = t;
+    return t;
+}
+
 /* call = IDENT "(" args ")" of a function: the arguments are checked in the caller's scope; then,
  * in a scope of its own (the caller's names are out of sight), a copy of the function binds its
  * parameters as `let`s (defaults checked there, after the parameters before them) and checks its
@@ -1171,7 +1190,7 @@ static const KilnType *check_func_call(Sema *S, KilnExpr *e, const KilnFunc *f)
         kiln_vec_push(S->ar, &stmts, body->stmts[i]);
     }
     KilnExpr *res = kiln_ast_clone_expr(S->ar, f->result);
-    const KilnType *t = res ? value(S, res) : kiln_type_void();
+    const KilnType *t = !res ? kiln_type_void() : res->tuple ? check_tuple(S, res) : value(S, res);
 
     S->ncalls--;
     S->names = names_saved;
@@ -1366,6 +1385,14 @@ static void pop_ctl(Sema *S)
     Ctl *c = &S->ctl[--S->nctl];
     c->stmt->carried = (KilnDecl **)c->carried.items;
     c->stmt->ncarried = c->carried.n;
+    /* a loop's exit flag is its first carried value: the one place where every backend's
+     * rebuilt loop still has it, for kiln-exit-loops (the flag is a scalar, never flattened) */
+    KilnDecl *flag = c->stmt->kind == KILN_STMT_FOR ? c->stmt->exit_flag : NULL;
+    for (int i = 1; flag && i < c->stmt->ncarried; i++)
+        if (c->stmt->carried[i] == flag) {
+            memmove(c->stmt->carried + 1, c->stmt->carried, sizeof(KilnDecl *) * (size_t)i);
+            c->stmt->carried[0] = flag;
+        }
 }
 
 /* Records an assignment to `d` in every enclosing for/if that d was declared outside of. */
@@ -1464,6 +1491,68 @@ static void check_assign(Sema *S, KilnStmt *s)
     note_assignment(S, d);
 }
 
+/* The value `v` into an assigned var (for `a, b = f(...)`): check_assign's rules. */
+static KilnDecl *unpack_target(Sema *S, const KilnExpr *name, KilnExpr *v)
+{
+    KilnDecl *d = lookup(S, name->name);
+    if (!d) {
+        ERR(S, name->span, "use of undeclared name '%s'", name->name);
+        return NULL;
+    }
+    if (d->kind != KILN_DECL_VAR) {
+        ERR(S, name->span, "cannot assign to '%s': only a 'var' can be assigned", d->name);
+        return NULL;
+    }
+    if (v && d->type && !assignable(S, v, d->type, false)) {
+        /* at the name: the value's own span is in the function's body */
+        ERR(S, name->span, "cannot assign %s to '%s' of type %s (a var keeps its type and shape)",
+            tstr(S, v->type), d->name, tstr(S, d->type));
+        return NULL;
+    }
+    note_assignment(S, d);
+    return d;
+}
+
+/* unpack = ("let" | "var") IDENT "," IDENT {"," IDENT} "=" call ";" | IDENT {"," IDENT} "=" call ";"
+ * The call must be of a function that returns as many values (`return a, b;`).  The names are
+ * declared (with no type, so no later error piles up) even when the call is wrong. */
+static void check_unpack(Sema *S, KilnStmt *s)
+{
+    const KilnType *t = check_expr(S, s->value);
+    const KilnExpr *res = t ? s->value->result : NULL;
+    if (t && t->kind != KILN_TYPE_TUPLE) {
+        ERR(S, s->value->span,
+            "%d names need a call of a function that returns %d values ('return a, b;'), got %s",
+            s->nnames, s->nnames, tstr(S, t));
+        res = NULL;
+    } else if (t && t->rank != s->nnames) {
+        ERR(S, s->value->span, "'%s' returns %d values, not %d", s->value->name, t->rank, s->nnames);
+        res = NULL;
+    }
+    s->decls = kiln_arena_alloc(S->ar, sizeof *s->decls * (size_t)s->nnames);
+    for (int i = 0; i < s->nnames; i++) {
+        KilnExpr *v = res ? res->args[i] : NULL;
+        if (s->assign) {
+            s->decls[i] = unpack_target(S, s->names[i], v);
+            continue;
+        }
+        KilnDecl *d = kiln_arena_alloc(S->ar, sizeof *d);
+        d->kind = s->bind;
+        d->name = s->names[i]->name;
+        d->span = s->names[i]->span;
+        d->type = v ? v->type : NULL;
+        if (v && s->bind == KILN_DECL_LET && v->is_const && v->type->kind == KILN_TYPE_SCALAR &&
+            kiln_scalar_is_int(v->type->scalar)) {
+            d->is_const = true;
+            d->value = v->ival;
+        }
+        s->decls[i] = d;
+        declare(S, d);
+    }
+    if (!res)
+        s->decls = NULL; /* nothing to lower: the errors above stop the kernel anyway */
+}
+
 static bool need_i32_scalar(Sema *S, KilnExpr *e, const char *what)
 {
     const KilnType *t = value(S, e);
@@ -1482,8 +1571,8 @@ static void check_for(Sema *S, KilnStmt *s)
     if (s->lo) {
         need_i32_scalar(S, s->lo, "range start");
         need_i32_scalar(S, s->hi, "range end");
-        /* A constant step may be negative (range(hi, lo, -1) counts down, mlirgen); a run-time
-         * step must be positive, as scf.for's is. */
+        /* A step may be negative (range(hi, lo, -1) counts down, mlirgen), also at run time; a
+         * run-time step of zero runs no iteration (dsl/reference.md), a constant one is refused. */
         if (s->step && need_i32_scalar(S, s->step, "range step") && s->step->is_const) {
             if (s->step->ival == 0)
                 ERR(S, s->step->span, "range step must not be zero");
@@ -1491,6 +1580,9 @@ static void check_for(Sema *S, KilnStmt *s)
                 ERR(S, s->step->span, "range step %" PRId64 " is out of range", s->step->ival);
         }
     }
+    /* the break flag is declared just before the loop (exits.c), so it is in sight here */
+    s->exit_flag = s->exit_name ? lookup(S, s->exit_name) : NULL;
+    KILN_ASSERT(!s->exit_name || s->exit_flag);
     int saved_n = S->names.n, saved_start = S->scope_start;
     S->scope_start = S->names.n;
     push_ctl(S, s);
@@ -1517,7 +1609,11 @@ static void check_scoped_block(Sema *S, KilnBlock *b, bool shared)
 static void check_if(Sema *S, KilnStmt *s)
 {
     const KilnType *t = value(S, s->cond);
-    if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1))
+    if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1) && s->while_test)
+        ERR(S, s->cond->span,
+            "while condition must be an i1 scalar, got %s (every thread of a program runs the same "
+            "iterations: reduce a tile first, e.g. max(t, 0) > 0)", tstr(S, t));
+    else if (t && (t->kind != KILN_TYPE_SCALAR || t->scalar != KILN_SCALAR_I1))
         ERR(S, s->cond->span, "if condition must be an i1 scalar, got %s", tstr(S, t));
     push_ctl(S, s);
     check_scoped_block(S, s->body, s->guard);
@@ -1541,6 +1637,7 @@ static void check_stmt(Sema *S, KilnStmt *s)
     case KILN_STMT_FOR: check_for(S, s); break;
     case KILN_STMT_IF: check_if(S, s); break;
     case KILN_STMT_RETURN: break;
+    case KILN_STMT_UNPACK: check_unpack(S, s); break;
     case KILN_STMT_BREAK:
     case KILN_STMT_CONTINUE:
     case KILN_STMT_COUNT: KILN_ASSERT(!"bad stmt kind"); /* break/continue: lowered by exits.c */

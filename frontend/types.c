@@ -62,6 +62,7 @@ bool kiln_type_equal(const KilnType *a, const KilnType *b)
         if (a->scalar != b->scalar || a->elem_is_ptr != b->elem_is_ptr)
             return false;
         /* fallthrough */
+    case KILN_TYPE_TUPLE: return a->rank == b->rank;
     case KILN_TYPE_SHAPE:
         if (a->rank != b->rank)
             return false;
@@ -116,6 +117,7 @@ char *kiln_type_str(const KilnType *t, char *buf, size_t cap)
         snprintf(buf, cap, "tile<%s%s%s>", dims, t->elem_is_ptr ? "*" : "", s);
         break;
     }
+    case KILN_TYPE_TUPLE: snprintf(buf, cap, "%d values", t->rank); break;
     case KILN_TYPE_COUNT: snprintf(buf, cap, "?"); break;
     }
     return buf;

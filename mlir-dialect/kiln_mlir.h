@@ -359,6 +359,13 @@ MlirPass kiln_pass_create_verify(void);
 MlirPass kiln_pass_create_dce(void);
 /* widen-offsets with o's index_bits (o may be NULL: 32). */
 MlirPass kiln_pass_create_widen_offsets(const KilnStageOptions *o);
+/* kiln-exit-loops (exit_loops.c): scf.for loops marked kiln.exit_flag become scf.while loops that
+ * end when their flag (the first iter_arg) is set.  Runs after a back's own lowering, before
+ * convert-scf-to-cf, in every target's pipeline. */
+MlirPass kiln_pass_create_exit_loops(void);
+/* Marks an scf.for whose first iter_arg is its i1 break flag for kiln-exit-loops (mlirgen);
+ * `unbounded`: its range only counts (a `while`), the flag alone ends it. */
+void kiln_ir_mark_exit_loop(MlirOperation loop, bool unbounded);
 
 /* ---------------------------------------------------------------- output
  * Both take a module fully lowered to the llvm dialect (after kiln_pipeline_run). */

@@ -85,6 +85,13 @@ MlirLogicalResult kiln_dce_module(MlirOperation module, void *opts);
 /* widen-offsets (widen_offsets.c); opts is a KilnStageOptions. */
 MlirLogicalResult kiln_widen_offsets_module(MlirOperation module, void *opts);
 
+/* Loops that may end early (exit_loops.c).  mlirgen marks such an scf.for (its first iter_arg is
+ * its i1 break flag; `unbounded`: its range only counts, a `while`); a back that rebuilds a loop
+ * copies the marks onto the new one and keeps the flag first; kiln-exit-loops then turns it into
+ * an scf.while. */
+void kiln_ir_copy_loop_marks(MlirOperation from, MlirOperation to);
+MlirLogicalResult kiln_exit_loops_module(MlirOperation module, void *opts);
+
 /* ---------------------------------------------------------------- the rewrite kit (rewrite.c)
  * What the lowerings that rebuild the IR share (cpu/, gpu/lower*.c, gpu/emu_lower.c). */
 

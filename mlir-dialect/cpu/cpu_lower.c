@@ -192,6 +192,7 @@ static void lower_for(Cpu *c, MlirOperation op) {
   MlirValue st = kiln_cpu_get(c, mlirOperationGetOperand(op, 2))->scalar;
   MlirLocation loc = c->loc;
   KilnIRFor f = kiln_ir_build_for(&c->b, loc, lo, hi, st, inits, ns);
+  kiln_ir_copy_loop_marks(op, f.op); /* a loop that may end early (its flag stays first) */
   MlirBlock old_body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
   kiln_cpu_set_scalar(c, mlirBlockGetArgument(old_body, 0), f.iv);
   for (size_t i = 0, s = 0; i < n; i++) {

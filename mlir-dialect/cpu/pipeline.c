@@ -1,8 +1,9 @@
 /* pipeline.c - the cpu back of the pipeline, as a stage table the one runner
  * (mlir-dialect/pipeline.c) runs after the shared front:
  *
- *   cpu: front, canonicalize, cse, convert-kiln-to-cpu (cpu_lower.c), cpu-canonicalize, then one
- *        stage per upstream pass down to the llvm dialect
+ *   cpu: front, canonicalize, cse, convert-kiln-to-cpu (cpu_lower.c), kiln-exit-loops (loops
+ *        with a break become scf.while), cpu-canonicalize, then one stage per upstream pass down
+ *        to the llvm dialect
  *
  * One stage per upstream pass, so that `--dump-after` can show the IR between any two of them. */
 #include "cpu_lower.h"
@@ -21,10 +22,16 @@ static MlirPass create_convert_to_cpu(const KilnStageOptions *o) {
   return kiln_pass_create_convert_to_cpu();
 }
 
+static MlirPass create_exit_loops(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_create_exit_loops();
+}
+
 static const KilnStage cpu_stages[] = {
     {"canonicalize", NULL, "canonicalize", 0},
     {"cse", NULL, "cse", 0},
     {"convert-kiln-to-cpu", create_convert_to_cpu, NULL, 0},
+    {"kiln-exit-loops", create_exit_loops, NULL, 0},
     /* scalar code cleanup before it becomes LLVM; LLVM's O2 does the rest */
     {"cpu-canonicalize", NULL, "canonicalize,cse", 0},
     {"convert-scf-to-cf", NULL, "convert-scf-to-cf", 0},

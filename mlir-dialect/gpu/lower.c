@@ -205,6 +205,7 @@ static bool lower_for(Low *L, MlirOperation op) {
   if (pipe)
     low_pipe_prologue(L, pipe);
   KilnIRFor f = build_for(L, lo, hi, st, inits, n);
+  kiln_ir_copy_loop_marks(op, f.op); /* a loop that may end early (its flag stays first) */
   MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
   Vals *iv = low_vals(L, 1);
   iv->v[0] = f.iv;

@@ -582,6 +582,10 @@ static void gen_block(Gen *g, const KilnBlock *blk);
 static MlirValue gen_inlined(Gen *g, const KilnExpr *e) {
   gen_block(g, e->inlined);
   if (g->failed || !e->result) return (MlirValue){NULL};
+  if (e->result->tuple) { /* several values, none taken (a call as a statement) */
+    for (int i = 0; i < e->result->nargs && !g->failed; i++) (void)gen_expr(g, e->result->args[i]);
+    return (MlirValue){NULL};
+  }
   return gen_expr(g, e->result);
 }
 
@@ -678,18 +682,39 @@ static MlirValue i32_op(Gen *g, MlirLocation loc, const char *name, MlirValue a,
   return kiln_ir_build_elementwise(&g->b, loc, name, ops, 2, mlirIntegerTypeGet(g->ctx, 32));
 }
 
-/* range(lo, hi, -m) with a constant m > 0 counts down: i = lo, lo - m, ... while i > hi.  scf.for
- * only counts up, so the loop runs k = 0 .. trips with trips = lo > hi ? (lo - hi - 1) / m + 1 : 0
- * and the body sees i = lo - k * m (lo - hi must fit in i32, as every trip count must). */
-static MlirValue count_down_trips(Gen *g, MlirLocation loc, MlirValue lo, MlirValue hi, int64_t m) {
+/* range(lo, hi, step) with a step that is negative or known only at run time.  scf.for only
+ * counts up with a positive step, so the loop runs k = 0 .. trips and the body sees
+ * i = lo + k * step, with trips the number of i in [lo, hi) for step > 0 (in (hi, lo] for
+ * step < 0): (span - 1) / |step| + 1 when span = |hi - lo| on the step's side is > 0, else 0;
+ * and 0 for step == 0 (dsl/reference.md: a zero step runs no iteration).  span and |step| are
+ * unsigned, so every i32 lo, hi and step is exact; a count above 2^31 - 1 wraps (the same limit
+ * as every trip count).  For a constant step the selects fold away. */
+static MlirValue counted_trips(Gen *g, MlirLocation loc, MlirValue lo, MlirValue hi, MlirValue step) {
   MlirType i32t = mlirIntegerTypeGet(g->ctx, 32);
+  MlirValue zero = kiln_ir_build_const_int(&g->b, loc, i32t, 0);
   MlirValue one = kiln_ir_build_const_int(&g->b, loc, i32t, 1);
-  MlirValue mv = kiln_ir_build_const_int(&g->b, loc, i32t, m);
-  MlirValue d = i32_op(g, loc, "arith.subi", lo, hi);
-  MlirValue q = i32_op(g, loc, "arith.divsi", i32_op(g, loc, "arith.subi", d, one), mv);
+  MlirValue up = kiln_ir_build_cmpi(&g->b, loc, "sgt", step, zero);
+  MlirValue span = kiln_ir_build_select(&g->b, loc, up, i32_op(g, loc, "arith.subi", hi, lo),
+                                        i32_op(g, loc, "arith.subi", lo, hi));
+  MlirValue any = kiln_ir_build_select(&g->b, loc, up, kiln_ir_build_cmpi(&g->b, loc, "slt", lo, hi),
+                                       kiln_ir_build_cmpi(&g->b, loc, "sgt", lo, hi));
+  MlirValue nonzero = kiln_ir_build_cmpi(&g->b, loc, "ne", step, zero);
+  MlirValue ops[2] = {any, nonzero};
+  any = kiln_ir_build_elementwise(&g->b, loc, "arith.andi", ops, 2, mlirIntegerTypeGet(g->ctx, 1));
+  MlirValue mag = kiln_ir_build_select(&g->b, loc, up, step, i32_op(g, loc, "arith.subi", zero, step));
+  mag = kiln_ir_build_select(&g->b, loc, nonzero, mag, one); /* no division by zero */
+  MlirValue q = i32_op(g, loc, "arith.divui", i32_op(g, loc, "arith.subi", span, one), mag);
   MlirValue trips = i32_op(g, loc, "arith.addi", q, one);
-  MlirValue any = kiln_ir_build_cmpi(&g->b, loc, "sgt", lo, hi);
-  return kiln_ir_build_select(&g->b, loc, any, trips, kiln_ir_build_const_int(&g->b, loc, i32t, 0));
+  return kiln_ir_build_select(&g->b, loc, any, trips, zero);
+}
+
+/* A step known to be positive is scf.for's own: none, a positive constant, or num_programs(axis)
+ * (a grid-stride loop, `range(pid, n, num_programs(0))`, keeps its plain form); any other is
+ * counted (counted_trips). */
+static bool step_is_counted(const KilnStmt *s) {
+  if (!s->step) return false;
+  if (s->step->is_const) return s->step->ival <= 0;
+  return !(s->step->kind == KILN_EXPR_CALL && s->step->builtin == KILN_BUILTIN_NUM_PROGRAMS);
 }
 
 static void gen_for(Gen *g, const KilnStmt *s) {
@@ -698,26 +723,28 @@ static void gen_for(Gen *g, const KilnStmt *s) {
   MlirType i32t = mlirIntegerTypeGet(g->ctx, 32);
   MlirValue lo = gen_as(g, s->lo, &i32);
   MlirValue hi = gen_as(g, s->hi, &i32);
-  bool down = s->step && s->step->is_const && s->step->ival < 0;
-  MlirValue step = s->step && !down ? gen_as(g, s->step, &i32) : kiln_ir_build_const_int(&g->b, loc, i32t, 1);
+  bool counted = step_is_counted(s);
+  MlirValue given = s->step ? gen_as(g, s->step, &i32) : kiln_ir_build_const_int(&g->b, loc, i32t, 1);
+  MlirValue step = given;
   if (g->failed) return;
   MlirValue start = lo;
-  if (down) {
-    hi = count_down_trips(g, loc, lo, hi, -s->step->ival);
+  if (counted) {
+    hi = counted_trips(g, loc, lo, hi, given);
     lo = kiln_ir_build_const_int(&g->b, loc, i32t, 0);
+    step = kiln_ir_build_const_int(&g->b, loc, i32t, 1);
   }
   size_t n = (size_t)s->ncarried;
   MlirValue *inits = calloc(n ? n : 1, sizeof *inits);
   if (!inits) { gen_error(g, s->span, "out of memory"); return; }
   for (size_t i = 0; i < n; i++) inits[i] = current(g, s->carried[i]);
   KilnIRFor f = kiln_ir_build_for(&g->b, loc, lo, hi, step, inits, n);
+  /* sema put the break flag first in `carried`: the loop ends when it is set (exit_loops.c) */
+  if (s->exit_flag) kiln_ir_mark_exit_loop(f.op, s->unbounded);
   KilnIRBuilder outer = g->b;
   kiln_ir_builder_set_end(&g->b, f.body);
   g->vals[s->decl->id] = f.iv;
-  if (down) {
-    MlirValue mv = kiln_ir_build_const_int(&g->b, loc, i32t, -s->step->ival);
-    g->vals[s->decl->id] = i32_op(g, loc, "arith.subi", start, i32_op(g, loc, "arith.muli", f.iv, mv));
-  }
+  if (counted)
+    g->vals[s->decl->id] = i32_op(g, loc, "arith.addi", start, i32_op(g, loc, "arith.muli", f.iv, given));
   for (size_t i = 0; i < n; i++) g->vals[s->carried[i]->id] = kiln_ir_for_iter_arg(&f, i);
   gen_block(g, s->body);
   for (size_t i = 0; i < n; i++) inits[i] = current(g, s->carried[i]);
@@ -761,6 +788,24 @@ static void gen_if(Gen *g, const KilnStmt *s) {
   free(types); free(before); free(outs);
 }
 
+/* `let a, b = f(...);` (or var, or an assignment): the call's body, then each returned value
+ * converted to its name's type.  All values are made before any name is rebound, so that
+ * `a, b = swap(a, b)` reads the old a and b (the values are the callee's names anyway). */
+static void gen_unpack(Gen *g, const KilnStmt *s) {
+  const KilnExpr *call = s->value;
+  if (!s->decls || !call->inlined || !call->result || !call->result->tuple) {
+    gen_error(g, s->span, "unpacking of a value that is not a function's values");
+    return;
+  }
+  gen_block(g, call->inlined);
+  MlirValue *vals = calloc((size_t)s->nnames, sizeof *vals);
+  if (!vals) { gen_error(g, s->span, "out of memory"); return; }
+  for (int i = 0; i < s->nnames && !g->failed; i++)
+    vals[i] = gen_as(g, call->result->args[i], s->decls[i]->type);
+  for (int i = 0; i < s->nnames && !g->failed; i++) g->vals[s->decls[i]->id] = vals[i];
+  free(vals);
+}
+
 static void gen_stmt(Gen *g, const KilnStmt *s) {
   switch (s->kind) {
   case KILN_STMT_LET:
@@ -770,6 +815,7 @@ static void gen_stmt(Gen *g, const KilnStmt *s) {
   case KILN_STMT_FOR: gen_for(g, s); break;
   case KILN_STMT_IF: gen_if(g, s); break;
   case KILN_STMT_RETURN: break;
+  case KILN_STMT_UNPACK: gen_unpack(g, s); break;
   default: gen_error(g, s->span, "unknown statement"); break;
   }
 }

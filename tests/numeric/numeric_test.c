@@ -1027,6 +1027,139 @@ static bool test_inline_fns(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- while_loops --------------------------------------------------------------------------- */
+
+/* while loops and loops that end at their break (issue 15). The counters are exact; the row sum
+ * is in the reference's order (exact) and the 16-lane sum of t is a tree on the GPU, so the f32
+ * results allow 1e-5 of their size (16 positive terms), as in early_exit. The search's loops
+ * run to 2^31 - 1 and the last loop is `while true`: the test finishing at all is the measure
+ * that a break or return ends its loop (ran empty to its end, the search alone would take 2^62
+ * iterations per program); the counts say how many iterations did run, against the reference. */
+static bool test_while_loops(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols;
+    float limit;
+  } cfgs[] = {{300, 37, 20.0f}, {1, 1, 0.0f}, {64, 16, 1e30f}, {100, 5, 2.0f}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t nf = 2 * rows, ni = 5 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu limit=%g", rows, cols, (double)cfgs[ci].limit);
+    KilnTestRun run;
+    run_begin(&run, dev, "while_loops", NULL, 0, shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1500 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 3.6f);
+    float *out = kiln_test_alloc(ftotal, sizeof *out), *rout = kiln_test_alloc(nf, sizeof *rout);
+    int32_t *counts = kiln_test_alloc(itotal, sizeof *counts), *rcounts = kiln_test_alloc(ni, sizeof *rcounts);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dout = kiln_test_output(&run, ftotal * sizeof *out);
+    void *dcounts = kiln_test_output(&run, itotal * sizeof *counts);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    float limit = cfgs[ci].limit;
+    void *args[] = {&dx, &dout, &dcounts, &r32, &c32, &limit};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, out, dout, ftotal * sizeof *out);
+    kiln_test_fetch(&run, counts, dcounts, itotal * sizeof *counts);
+
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, ftotal, 1, nf, ftotal);
+    kiln_test_check_untouched(&run, "counts", counts, sizeof *counts, itotal, 1, ni, itotal);
+    kiln_ref_while_loops(x, rout, rcounts, rows, cols, limit);
+    check_close(&run, "out", out, rout, nf, 1.0, 1e-5);
+    check_equal_i32(&run, "counts", counts, rcounts, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(rout), free(counts), free(rcounts);
+  }
+  return all_ok;
+}
+
+/* ---- range_steps --------------------------------------------------------------------------- */
+
+/* range() with run-time steps of either sign and zero (issue 15): every result is an integer,
+ * compared exactly. Random triples cover small ranges both ways and steps in [-7, 7]; the fixed
+ * ones the ends of i32, where a trip count computed in signed i32 would overflow. */
+static bool test_range_steps(KilnRtDevice *dev) {
+  static const int32_t fixed[][3] = {
+      {0, 10, 3},          {10, 0, -3},        {5, 5, 1},           {5, 5, -1},
+      {0, 10, 0},          {10, 0, 0},         {0, 10, -1},         {10, 0, 1},
+      {INT32_MIN, INT32_MAX, INT32_MAX},       {INT32_MAX, INT32_MIN, INT32_MIN},
+      {INT32_MAX - 10, INT32_MIN + 10, -INT32_MAX},                 {-3, 3, INT32_MAX},
+      {INT32_MAX - 2, INT32_MAX, 1},           {INT32_MIN + 2, INT32_MIN, -1},
+  };
+  enum { NRANDOM = 200 };
+  size_t n = COUNT(fixed) + NRANDOM, no = 6 * n, total = no + TAIL_ELEMS;
+  KilnTestRun run;
+  run_begin(&run, dev, "range_steps", NULL, 0, "triples=214");
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, 1600);
+  int32_t *params = kiln_test_alloc(3 * n, sizeof *params);
+  memcpy(params, fixed, sizeof fixed);
+  for (size_t i = COUNT(fixed); i < n; i++) {
+    params[3 * i] = (int32_t)(kiln_ref_rng_next(&rng) % 101) - 50;
+    params[3 * i + 1] = (int32_t)(kiln_ref_rng_next(&rng) % 101) - 50;
+    params[3 * i + 2] = (int32_t)(kiln_ref_rng_next(&rng) % 15) - 7;
+  }
+  int32_t *out = kiln_test_alloc(total, sizeof *out), *rout = kiln_test_alloc(no, sizeof *rout);
+  void *dp = kiln_test_input(&run, params, 3 * n * sizeof *params);
+  void *dout = kiln_test_output(&run, total * sizeof *out);
+  int32_t n32 = (int32_t)n;
+  void *args[] = {&dp, &dout, &n32};
+  kiln_test_launch(&run, run.fn, (uint32_t)n + 3, 1, args);
+  kiln_test_fetch(&run, out, dout, total * sizeof *out);
+  kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, no, total);
+  kiln_ref_range_steps(params, rout, n);
+  check_equal_i32(&run, "out", out, rout, no);
+  bool ok = kiln_test_end(&run);
+  free(params), free(out), free(rout);
+  return ok;
+}
+
+/* ---- multi_return -------------------------------------------------------------------------- */
+
+/* Functions returning several values (issue 15). The integers and the minimum/maximum are exact;
+ * the row sum is a tree on the GPU and in double in the reference, up to 64 terms in [-2, 2]:
+ * 1e-5 of its size with a floor of 1. */
+static bool test_multi_return(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols;
+  } cfgs[] = {{300, 37}, {1, 1}, {50, 64}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t nf = 4 * rows, ni = 3 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", 64}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "multi_return", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 1700 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
+    float *outf = kiln_test_alloc(ftotal, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(itotal, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, ftotal * sizeof *outf);
+    void *di = kiln_test_output(&run, itotal * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, outf, df, ftotal * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, itotal * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, ftotal, 1, nf, ftotal);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, itotal, 1, ni, itotal);
+    kiln_ref_multi_return(x, rf, ri, rows, cols);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 1e-5);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -1043,6 +1176,9 @@ static const struct {
     {"pow_countdown", test_pow_countdown},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
+    {"while_loops", test_while_loops},
+    {"range_steps", test_range_steps},
+    {"multi_return", test_multi_return},
 };
 
 static int find_test(const char *name) {

@@ -337,6 +337,98 @@ void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t row
   }
 }
 
+static int32_t collatz_steps(int32_t n) {
+  int32_t steps = 0;
+  for (; n != 1; steps++)
+    n = n % 2 == 0 ? n / 2 : 3 * n + 1;
+  return steps;
+}
+
+void kiln_ref_while_loops(const float *x, float *out, int32_t *counts, size_t rows, size_t cols,
+                          float limit) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *row = x + r * cols;
+    size_t c = 0;
+    float s = 0.0f, t[16] = {0};
+    while (c < cols && s <= limit) {
+      float v = row[c++];
+      if (v < 0.0f)
+        continue;
+      s += v;
+      for (int j = 0; j < 16; j++)
+        t[j] += v * (float)j;
+    }
+    double ts = 0.0;
+    for (int j = 0; j < 16; j++)
+      ts += t[j];
+    int32_t found = -1, searched = 0;
+    for (size_t b = 0; b < cols; b++) {
+      searched++;
+      if (row[b] > 3.0f) {
+        found = (int32_t)b;
+        break;
+      }
+    }
+    out[2 * r] = s;
+    out[2 * r + 1] = (float)ts;
+    int32_t *n = counts + 5 * r;
+    n[0] = (int32_t)c;
+    n[1] = collatz_steps((int32_t)(fabsf(row[0]) * 100.0f) + 1);
+    n[2] = 3 * searched;
+    n[3] = found;
+    n[4] = (int32_t)cols + 5;
+  }
+}
+
+void kiln_ref_range_steps(const int32_t *params, int32_t *out, size_t n) {
+  for (size_t p = 0; p < n; p++) {
+    int64_t lo = params[3 * p], hi = params[3 * p + 1], step = params[3 * p + 2];
+    int32_t trips = 0, first = -999, last = -999, lanes = 0;
+    uint32_t total = 0; /* i32 addition wraps: unsigned here, where wrapping is defined */
+    for (int64_t i = lo; step != 0 && (step > 0 ? i < hi : i > hi); i += step) {
+      if (trips == 0)
+        first = (int32_t)i;
+      last = (int32_t)i;
+      trips++;
+      total += (uint32_t)i;
+      for (int64_t l = 0; l < 8; l++)
+        lanes += (int32_t)((l + i) & 7);
+    }
+    int32_t *o = out + 6 * p;
+    o[0] = trips;
+    o[1] = (int32_t)total;
+    o[2] = first;
+    o[3] = last;
+    o[4] = lanes;
+    o[5] = trips < 3 ? trips : 3;
+  }
+}
+
+void kiln_ref_multi_return(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++) {
+    const float *row = x + r * cols;
+    float lo = row[0], hi = row[0];
+    int32_t at = 0;
+    double s = 0.0;
+    for (size_t c = 0; c < cols; c++) {
+      lo = row[c] < lo ? row[c] : lo;
+      if (row[c] > hi) {
+        hi = row[c];
+        at = (int32_t)c;
+      }
+      s += row[c];
+    }
+    outf[4 * r] = hi; /* three swaps of (lo, hi) */
+    outf[4 * r + 1] = lo;
+    outf[4 * r + 2] = hi;
+    outf[4 * r + 3] = (float)s;
+    int32_t q = (int32_t)r * 7 + 3;
+    outi[3 * r] = at;
+    outi[3 * r + 1] = q / 5;
+    outi[3 * r + 2] = q % 5;
+  }
+}
+
 static float ref_clamp(float v, float lo, float hi) {
   return fminf(fmaxf(v, lo), hi);
 }

@@ -134,6 +134,24 @@ void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t r
 void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t rows, size_t cols,
                          float limit);
 
+/* The while_loops kernel per row: out[2r] = the sum s of the row's non-negative values, in order,
+ * taken while columns are left and s <= limit, out[2r + 1] = the sum of the 16 lanes of
+ * t += v * j over the same values (in double); counts[5r..5r+4] = the columns read by that loop,
+ * the Collatz steps from (int)(|x[r][0]| * 100) + 1 down to 1, 3 * (the columns searched for a
+ * value above 3.0, the one found included), the column found (-1 when none) and cols + 5. */
+void kiln_ref_while_loops(const float *x, float *out, int32_t *counts, size_t rows, size_t cols,
+                          float limit);
+
+/* The range_steps kernel per (lo, hi, step) triple p of params: out[6p..6p+5] = the iterations
+ * of range(lo, hi, step) (none for step 0), the sum of its indices (wrapping i32), its first and
+ * last index (-999 when none), the sum over its indices i and lanes l < 8 of (l + i) & 7, and
+ * min(iterations, 3). */
+void kiln_ref_range_steps(const int32_t *params, int32_t *out, size_t n);
+
+/* The multi_return kernel per row: outf[4r..4r+3] = the row's maximum, minimum, maximum again and
+ * sum (in double); outi[3r..3r+2] = the column of the first maximum, (7r + 3) / 5, (7r + 3) % 5. */
+void kiln_ref_multi_return(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols);
+
 /* The inline_fns kernel per row (cols <= its BLOCK): outf = the row dot product of x and y (f32,
  * in order), max over the row of poly(v) = 2 v^3 + clamp(v, -1, 1) (and 0, the masked lanes),
  * poly(x[0]), clamp(x[0], -1, 0.5); outi = the first column above 1.5 (-1 when none), the count
