@@ -25,7 +25,7 @@
  * `kiln tune /dev/zero` or a runaway file costs at most that much memory instead of all of
  * it. Sized far above real inputs: the BERT kernels are a few KiB each, and a cache record is
  * about 400 bytes (TUNE_MAX_CACHE_BYTES holds about 600,000 of them). */
-#define TUNE_MAX_SOURCE_BYTES ((size_t)64 << 20)
+#define TUNE_MAX_SOURCE_BYTES KILN_MAX_SOURCE_BYTES /* the one limit of every source reader */
 #define TUNE_MAX_CACHE_BYTES ((size_t)256 << 20)
 #define TUNE_MAX_MANIFEST_BYTES ((size_t)64 << 20)
 /* Builder workers per online CPU (--jobs): more only thrash, each worker holds a compiler. */

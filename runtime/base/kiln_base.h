@@ -99,6 +99,21 @@ char *kiln_file_read_stream(FILE *f, size_t *len);
 char *kiln_file_read_max(const char *path, size_t *len, size_t max);
 char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max);
 
+/* The most bytes read from one text file a user hands a Kiln command: a Kiln source (`kiln
+ * compile`, `check`, `stat`, `tune`, `lib`), a PTX file (`kiln stat`), an MLIR file
+ * (`kiln-opt`).  Past it the file is refused with its name and the limit's, so /dev/zero or a
+ * runaway file costs at most this much memory.  Far above real inputs: the BERT kernels are a
+ * few KiB each, a whole model's PTX a few MiB. */
+#define KILN_MAX_SOURCE_BYTES ((size_t)64 << 20)
+#define KILN_MAX_PTX_BYTES ((size_t)256 << 20)
+#define KILN_MAX_MLIR_BYTES ((size_t)256 << 20)
+
+/* The message for a read that failed (errno as kiln_file_read_max left it), written into buf
+ * and returned: "the WHAT 'PATH' is larger than LIMIT_NAME (N MiB); refused" for EFBIG, else
+ * "cannot read the WHAT 'PATH': <strerror>".  Every reader words it alike. */
+const char *kiln_file_read_error(char *buf, size_t cap, const char *what, const char *path,
+                                 const char *limit_name, size_t limit);
+
 /* Whether paths a and b name one existing file (same device and inode, so links, symlinks and
  * other spellings of a path count): commands refuse an output that is one of their inputs
  * before doing any work, since writing it would destroy the input.  False when either does
