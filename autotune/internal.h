@@ -22,9 +22,10 @@
 /* ---------------------------------------------------------------- harness.c */
 
 int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);
-/* Fills p from h for kernel k (unchecked AST: parameter annotations). 0 or -1 with err. */
+/* Fills p from h for kernel k (unchecked AST: parameter annotations), its buffers within
+ * budget (checked before each is allocated). 0 or -1 with err. */
 int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
-                      const KilnTune *t, char *err, size_t cap);
+                      const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap);
 
 /* ---------------------------------------------------------------- sig.c */
 
