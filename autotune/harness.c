@@ -6,7 +6,10 @@
  *                                       a parameter named seed when the kernel has one
  *          | 'grid' '=' EXPR (',' EXPR)*  programs per axis; may use consts and num_warps
  *          | NAME '=' EXPR              a scalar parameter (a float literal for float params)
- *          | NAME ':' TYPE? '[' EXPR ']' ('=' FILL)?   a buffer of EXPR elements
+ *          | NAME ':' TYPE? '[' EXPR ']' '?'? ('=' FILL)?   a buffer of EXPR elements; '?':
+ *                                       a generated library's call may pass NULL for it (a
+ *                                       buffer the kernel leaves alone under some consts, as
+ *                                       gemm's bias with EPI=0); else NULL is refused
  *   FILL  := NUMBER | 'iota' | 'rand' '(' NUMBER ',' NUMBER ')'
  *
  * Expressions, buffer contents and grids are computed in problem.c, which the runtime-only
@@ -59,7 +62,7 @@ static int parse_fill(TuneArgSpec *a, char *fill, char *err, size_t cap) {
   return 0;
 }
 
-/* NAME ':' TYPE? '[' EXPR ']' ('=' FILL)? ; `rest` is the text after ':'. */
+/* NAME ':' TYPE? '[' EXPR ']' '?'? ('=' FILL)? ; `rest` is the text after ':'. */
 static int parse_buffer(TuneArgSpec *a, char *rest, char *err, size_t cap) {
   char *lb = strchr(rest, '['), *rb = lb ? strchr(lb, ']') : NULL;
   if (!lb || !rb) {
@@ -81,6 +84,11 @@ static int parse_buffer(TuneArgSpec *a, char *rest, char *err, size_t cap) {
   char *after = rb + 1;
   trim(after);
   a->is_buffer = true;
+  if (*after == '?') {
+    a->nullable = true;
+    after++;
+    trim(after);
+  }
   if (!*after) return 0;
   if (*after != '=') {
     snprintf(err, cap, "unexpected '%s' after buffer '%s'", after, a->name);

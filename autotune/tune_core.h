@@ -51,6 +51,7 @@ typedef struct TuneArgSpec {
   double fill_a, fill_b; /* CONST: a; RAND: [a, b) */
   bool has_fill_range;
   bool if_param;         /* `seed=`: binds a parameter named seed when the kernel has one */
+  bool nullable;         /* `x: f32[n]?`: a library call may pass NULL for this buffer */
 } TuneArgSpec;
 
 /* One `--args` spec (or `// kiln-tune-args:` line): how to call one kernel. */
