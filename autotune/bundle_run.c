@@ -247,7 +247,7 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
   if (device_fits(b, &tg)) return 1;
   double start = tune_now();
   TuneRunOpts ro = {1, o->budget > 0 ? start + o->budget : 0, o->timeout, o->reps,
-                    isatty(STDERR_FILENO) == 1, stderr};
+                    isatty(STDERR_FILENO) == 1, stderr, false};
   fprintf(sum, "{\"format\": \"kiln-tune-runner\", \"kiln_version\": \"%s\", \"mode\": \"%s\", "
                "\"device\": ", KILN_VERSION_STRING, o->max_mode ? "max-autotune" : "default");
   tune_json_string(sum, tg.device_id);

@@ -587,7 +587,7 @@ int tune_flow_run(TuneOpts *o) {
   R->cmd = tune_flow_command(o->flow);
   R->rep.mode = o->max_mode ? "max-autotune" : "default";
   R->ro = (TuneRunOpts){o->jobs, o->budget > 0 ? tune_now() + o->budget : 0, o->timeout, o->reps,
-                        isatty(STDERR_FILENO) == 1, stderr};
+                        isatty(STDERR_FILENO) == 1, stderr, o->retry_poisoned};
   int rc = 2;
   switch (o->flow) {
   case TUNE_FLOW_TUNE: rc = flow_tune(R); break;

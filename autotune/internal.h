@@ -300,7 +300,7 @@ typedef struct TuneOpts {
   const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on, *bundle_dir, *cpu;
   const char *args[TUNE_MAX_ARGS];
   int nargs;
-  bool max_mode, json, require_tuned, no_specialize;
+  bool max_mode, json, require_tuned, no_specialize, retry_poisoned;
   LibGpuArchs gpu; /* --arch / --no-cubin */
   TunePins pins;   /* -D NAME=VALUE */
   int jobs, reps;

@@ -233,6 +233,7 @@ typedef struct TuneRunOpts {
   int reps;             /* samples per child in the first pass */
   bool progress;
   FILE *log;            /* progress and notes (stderr) */
+  bool retry_poisoned;  /* time configs that crashed or hung before (--retry-poisoned) */
 } TuneRunOpts;
 
 double tune_now(void);
