@@ -62,12 +62,20 @@ static int parse_param(BundleKernel *k, const char *line) {
     return 0;
   }
   if (sscanf(line, "param %*s ptr %*s %llu %7s %lf %lf %d", &elems, fill, &a, &b, &range) != 5 ||
-      elems < 1 || elems > (1ull << 34))
+      elems > (1ull << 34))
     return -1;
+  /* the host's bound before the malloc; the device's once it is opened (device_fits) */
+  TuneArgBudget budget;
+  char err[256];
+  if (tune_arg_budget(NULL, &budget, err, sizeof err) ||
+      tune_arg_buffer_fits(&budget, q->name, (int64_t)elems, q->scalar,
+                           tune_problem_buffer_bytes(p), &p->bytes[i], err, sizeof err)) {
+    fprintf(stderr, "kiln-tune-runner: error: kernel '%s': %s\n", k->name, err);
+    return -1;
+  }
   TuneArgSpec spec = {.fill = !strcmp(fill, "const") ? FILL_CONST : !strcmp(fill, "iota") ? FILL_IOTA : FILL_RAND,
                       .fill_a = a, .fill_b = b, .has_fill_range = range != 0};
   p->elems[i] = (size_t)elems;
-  p->bytes[i] = (size_t)elems * tune_scalar_bytes(q->scalar);
   p->init[i] = malloc(p->bytes[i]);
   if (!p->init[i]) return -1;
   p->nparams++;
@@ -209,6 +217,23 @@ static void summary_kernel(FILE *f, const BundleKernel *k, int win, int timings,
   fputc('}', f);
 }
 
+/* Every kernel's buffers within the opened device's budget (the host's was checked as the
+ * manifest was read). 0, or -1 (reported). */
+static int device_fits(const Bundle *b, const TuneTarget *tg) {
+  TuneArgBudget budget;
+  char err[256], a[32];
+  if (tune_arg_budget(tg, &budget, err, sizeof err))
+    return fprintf(stderr, "kiln-tune-runner: error: %s\n", err), -1;
+  for (int i = 0; i < b->nk; i++) {
+    size_t need = tune_problem_buffer_bytes(&b->k[i].p);
+    if (need > budget.bytes)
+      return fprintf(stderr, "kiln-tune-runner: error: kernel '%s': its buffers take %s, more "
+                             "than %s\n", b->k[i].name, kiln_bytes_text(need, a, sizeof a),
+                     budget.why), -1;
+  }
+  return 0;
+}
+
 static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out) {
   TuneTarget tg = {0};
   char err[256];
@@ -219,9 +244,10 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
   if (strcmp(b->target, kiln_target_name(tg.target)))
     return fprintf(stderr, "kiln-tune-runner: error: the bundle is built for %s; the device '%s' "
                            "needs %s\n", b->target, tg.device_id, kiln_target_name(tg.target)), 1;
+  if (device_fits(b, &tg)) return 1;
   double start = tune_now();
   TuneRunOpts ro = {1, o->budget > 0 ? start + o->budget : 0, o->timeout, o->reps,
-                    isatty(STDERR_FILENO) == 1, stderr};
+                    isatty(STDERR_FILENO) == 1, stderr, false};
   fprintf(sum, "{\"format\": \"kiln-tune-runner\", \"kiln_version\": \"%s\", \"mode\": \"%s\", "
                "\"device\": ", KILN_VERSION_STRING, o->max_mode ? "max-autotune" : "default");
   tune_json_string(sum, tg.device_id);

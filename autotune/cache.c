@@ -119,6 +119,14 @@ static CacheRead parse_cache(const char *text, const char *path, KilnCache *out,
   return rc;
 }
 
+int tune_cache_parse_text(const char *text, size_t len, const char *name, KilnCache *out,
+                          int *version, FILE *err) {
+  memset(out, 0, sizeof *out);
+  *version = 0;
+  CacheRead cr = strlen(text) == len ? parse_cache(text, name, out, version, err) : CACHE_BAD;
+  return cr == CACHE_OK ? 0 : cr == CACHE_NEWER ? 2 : 1;
+}
+
 /* ---------------------------------------------------------------- the file */
 
 /* Reads and parses the file at path. 0 (empty when there is none), 1 (reported as the caller
@@ -135,17 +143,17 @@ static int read_text(const char *path, KilnCache *out, bool *bad, bool *newer, F
     return -1;
   }
   int version = 0;
-  CacheRead cr = strlen(text) == len ? parse_cache(text, path, out, &version, err) : CACHE_BAD;
+  int cr = tune_cache_parse_text(text, len, path, out, &version, err);
   free(text);
-  if (cr == CACHE_NEWER) {
+  if (cr == 2) {
     fprintf(err, "kiln: error: the cache '%s' is format version %d, written by a newer Kiln (this "
                  "one reads up to version %d); use that Kiln or another --cache\n",
             path, version, KILN_CACHE_FORMAT_VERSION);
     *newer = true;
     return 1;
   }
-  *bad = cr == CACHE_BAD;
-  return cr == CACHE_OK ? 0 : 1;
+  *bad = cr == 1;
+  return cr == 0 ? 0 : 1;
 }
 
 int kiln_cache_read(const char *path, KilnCache *out, FILE *err) {

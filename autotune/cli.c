@@ -35,7 +35,12 @@ const char *const kiln_tune_usage =
     "                           of the cache's device identity (docs/cli.md)\n"
     "  --jobs N                 parallel builder workers (default 2, at most 4 per CPU)\n"
     "  --budget SECONDS         bound on the wall time of the run\n"
-    "  --timeout SECONDS        limit of one timing child (default 10)\n"
+    "  --timeout SECONDS        limit of one timing child (default 10); a child past it is\n"
+    "                           killed and its config poisoned for that key (not timed\n"
+    "                           again, whatever --timeout later runs give)\n"
+    "  --retry-poisoned         time the configs that crashed or hung before again (with a\n"
+    "                           longer --timeout, a slow config may pass; one that hangs\n"
+    "                           again is poisoned again, with the new limit)\n"
     "  --reps N                 timed runs per child in the first pass (default 5)\n"
     "  --cache PATH             the JSON tuning cache to read and extend\n"
     "  --json                   print the report as JSON\n"
@@ -150,6 +155,7 @@ static int parse_opts(int argc, char **argv, TuneOpts *o) {
     } else if (!strcmp(a, "--no-cubin")) o->gpu.ptx_only = true;
     else if (!strcmp(a, "--require-tuned")) o->require_tuned = true;
     else if (!strcmp(a, "--no-specialize")) o->no_specialize = true;
+    else if (!strcmp(a, "--retry-poisoned")) o->retry_poisoned = true;
     else if ((s = opt_value(argc, argv, &i, "--args"))) {
       if (o->nargs == TUNE_MAX_ARGS) return usage(o, "more than %s --args", "16 (TUNE_MAX_ARGS)");
       o->args[o->nargs++] = s;

@@ -108,6 +108,7 @@ typedef struct Run {
   TuneOpts *o; /* its pins are marked as used */
   const char *cmd; /* "tune" or "lib", for messages */
   TuneTarget tg;
+  TuneArgBudget budget; /* what --args buffers may take (set with the first kernel) */
   TuneRunOpts ro;
   KilnCache cache, fresh;
   TuneHarness cl[TUNE_MAX_ARGS];
@@ -269,7 +270,9 @@ static int prepare_kernel(Run *R, int fi, const KilnTune *t, bool specialize) {
     return fprintf(stderr, "kiln %s: error: no --args for kernel '%s' (and no kiln-tune-args "
                            "line in %s)\n", R->cmd, t->kernel_name, f->path), 1;
   k->has_problem = true;
-  if (tune_problem_init(&k->problem, h, t->kernel, t, err, sizeof err))
+  if (!R->budget.bytes && tune_arg_budget(&R->tg, &R->budget, err, sizeof err))
+    return fprintf(stderr, "kiln %s: error: %s\n", R->cmd, err), 64;
+  if (tune_problem_init(&k->problem, h, t->kernel, t, &R->budget, err, sizeof err))
     return fprintf(stderr, "kiln %s: error: %s: %s\n", R->cmd, t->kernel_name, err), 1;
   if (specialize) tune_problem_specialize(&k->problem);
   return 0;
@@ -604,7 +607,7 @@ int tune_flow_run(TuneOpts *o) {
   R->cmd = tune_flow_command(o->flow);
   R->rep.mode = o->max_mode ? "max-autotune" : "default";
   R->ro = (TuneRunOpts){o->jobs, o->budget > 0 ? tune_now() + o->budget : 0, o->timeout, o->reps,
-                        isatty(STDERR_FILENO) == 1, stderr};
+                        isatty(STDERR_FILENO) == 1, stderr, o->retry_poisoned};
   int rc = 2;
   switch (o->flow) {
   case TUNE_FLOW_TUNE: rc = flow_tune(R); break;

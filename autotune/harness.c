@@ -6,7 +6,10 @@
  *                                       a parameter named seed when the kernel has one
  *          | 'grid' '=' EXPR (',' EXPR)*  programs per axis; may use consts and num_warps
  *          | NAME '=' EXPR              a scalar parameter (a float literal for float params)
- *          | NAME ':' TYPE? '[' EXPR ']' ('=' FILL)?   a buffer of EXPR elements
+ *          | NAME ':' TYPE? '[' EXPR ']' '?'? ('=' FILL)?   a buffer of EXPR elements; '?':
+ *                                       a generated library's call may pass NULL for it (a
+ *                                       buffer the kernel leaves alone under some consts, as
+ *                                       gemm's bias with EPI=0); else NULL is refused
  *   FILL  := NUMBER | 'iota' | 'rand' '(' NUMBER ',' NUMBER ')'
  *
  * Expressions, buffer contents and grids are computed in problem.c, which the runtime-only
@@ -59,7 +62,7 @@ static int parse_fill(TuneArgSpec *a, char *fill, char *err, size_t cap) {
   return 0;
 }
 
-/* NAME ':' TYPE? '[' EXPR ']' ('=' FILL)? ; `rest` is the text after ':'. */
+/* NAME ':' TYPE? '[' EXPR ']' '?'? ('=' FILL)? ; `rest` is the text after ':'. */
 static int parse_buffer(TuneArgSpec *a, char *rest, char *err, size_t cap) {
   char *lb = strchr(rest, '['), *rb = lb ? strchr(lb, ']') : NULL;
   if (!lb || !rb) {
@@ -81,6 +84,11 @@ static int parse_buffer(TuneArgSpec *a, char *rest, char *err, size_t cap) {
   char *after = rb + 1;
   trim(after);
   a->is_buffer = true;
+  if (*after == '?') {
+    a->nullable = true;
+    after++;
+    trim(after);
+  }
   if (!*after) return 0;
   if (*after != '=') {
     snprintf(err, cap, "unexpected '%s' after buffer '%s'", after, a->name);
@@ -197,7 +205,8 @@ static int init_scalar(TuneProblem *p, int i, const TuneArgSpec *a, char *err, s
   return 0;
 }
 
-static int init_buffer(TuneProblem *p, int i, const TuneArgSpec *a, char *err, size_t cap) {
+static int init_buffer(TuneProblem *p, int i, const TuneArgSpec *a, const TuneArgBudget *budget,
+                       char *err, size_t cap) {
   TuneParam *q = &p->params[i];
   if (!a->is_buffer) {
     snprintf(err, cap, "'%s' is a pointer parameter; give it as %s: %s[COUNT]", q->name, q->name,
@@ -218,12 +227,11 @@ static int init_buffer(TuneProblem *p, int i, const TuneArgSpec *a, char *err, s
     snprintf(err, cap, "size of '%s': %s", q->name, e);
     return -1;
   }
-  if (count < 1 || count > ((int64_t)1 << 34)) {
-    snprintf(err, cap, "size of '%s' is %lld elements (1 .. 2^34)", q->name, (long long)count);
+  /* checked before the malloc: overcommit would grant 2^34 elements and the fill take them */
+  if (tune_arg_buffer_fits(budget, q->name, count, q->scalar, tune_problem_buffer_bytes(p),
+                           &p->bytes[i], err, cap))
     return -1;
-  }
   p->elems[i] = (size_t)count;
-  p->bytes[i] = (size_t)count * tune_scalar_bytes(q->scalar);
   p->init[i] = malloc(p->bytes[i]);
   if (!p->init[i]) {
     snprintf(err, cap, "out of memory for buffer '%s'", q->name);
@@ -268,7 +276,7 @@ static int init_key(TuneProblem *p, const KilnTune *t, char *err, size_t cap) {
 }
 
 int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
-                      const KilnTune *t, char *err, size_t cap) {
+                      const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap) {
   memset(p, 0, sizeof *p);
   p->h = h;
   if (init_params(p, k, err, cap)) return -1;
@@ -283,7 +291,7 @@ int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
                  k->name);
         return -1;
       }
-      int rc = pass == 0 ? init_scalar(p, i, a, err, cap) : init_buffer(p, i, a, err, cap);
+      int rc = pass == 0 ? init_scalar(p, i, a, err, cap) : init_buffer(p, i, a, budget, err, cap);
       if (rc) return -1;
     }
   for (int i = 0; i < h->nargs; i++) {

@@ -21,10 +21,18 @@
 
 /* ---------------------------------------------------------------- harness.c */
 
+/* cache.c: a cache's text (len bytes, NUL-terminated; a NUL inside is not a cache) into out,
+ * which is valid (maybe empty) on every return and the caller frees. 0; 1 not a cache of this
+ * shape; 2 a format version newer than this Kiln's (*version). Notes on records left out go
+ * to err, which names the cache `name`. */
+int tune_cache_parse_text(const char *text, size_t len, const char *name, KilnCache *out,
+                          int *version, FILE *err);
+
 int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);
-/* Fills p from h for kernel k (unchecked AST: parameter annotations). 0 or -1 with err. */
+/* Fills p from h for kernel k (unchecked AST: parameter annotations), its buffers within
+ * budget (checked before each is allocated). 0 or -1 with err. */
 int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
-                      const KilnTune *t, char *err, size_t cap);
+                      const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap);
 
 /* ---------------------------------------------------------------- sig.c */
 
@@ -292,7 +300,7 @@ typedef struct TuneOpts {
   const char *kernel, *device, *cache, *svg, *lib_dir, *lib_name, *tuned_on, *bundle_dir, *cpu;
   const char *args[TUNE_MAX_ARGS];
   int nargs;
-  bool max_mode, json, require_tuned, no_specialize;
+  bool max_mode, json, require_tuned, no_specialize, retry_poisoned;
   LibGpuArchs gpu; /* --arch / --no-cubin */
   TunePins pins;   /* -D NAME=VALUE */
   int jobs, reps;

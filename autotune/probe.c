@@ -56,6 +56,7 @@ int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
     snprintf(err, cap, "device '%s': %s", t->spec, sh->err[0] ? sh->err : "probe failed");
     rc = -1;
   } else if (in->kind == KILN_RT_DEVICE_CUDA) {
+    t->device_mem = in->total_mem;
     snprintf(t->device_id, sizeof t->device_id, "cuda:%s:sm_%d%d:sms=%d:drv=%d", in->name,
              in->cc_major, in->cc_minor, in->sm_count, in->driver_version);
     t->target = in->cc_major >= 9 ? KILN_TARGET_SM90 : KILN_TARGET_SM80;
@@ -68,6 +69,7 @@ int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
              in->kind == KILN_RT_DEVICE_EMU ? "emu" : "cpu", model, in->num_threads,
              t->cpu[0] ? t->cpu : "native");
     t->target = in->kind == KILN_RT_DEVICE_EMU ? KILN_TARGET_EMU : KILN_TARGET_CPU;
+    t->device_mem = in->total_mem; /* the host's */
     /* cpu programs keep tiles on 64 MiB worker stacks, several tiles live at once */
     t->limits = (TuneDeviceLimits){1024, in->kind == KILN_RT_DEVICE_EMU ? 256 * 1024 : 8u << 20};
   }

@@ -337,6 +337,65 @@ int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int
   return n;
 }
 
+/* ---------------------------------------------------------------- the memory a call may take */
+
+int tune_arg_budget(const TuneTarget *t, TuneArgBudget *b, char *err, size_t cap) {
+  char a[32], c[32];
+  b->bytes = TUNE_MAX_ARG_BYTES;
+  snprintf(b->why, sizeof b->why, "TUNE_MAX_ARG_BYTES (%s)", kiln_bytes_text(b->bytes, a, sizeof a));
+  size_t host = kiln_host_memory_bytes();
+  if (host != SIZE_MAX && host / TUNE_HOST_COPIES < b->bytes) {
+    b->bytes = host / TUNE_HOST_COPIES;
+    snprintf(b->why, sizeof b->why, "the host's memory (%s) over the %d copies the tuner holds "
+             "(TUNE_HOST_COPIES)", kiln_bytes_text(host, a, sizeof a), TUNE_HOST_COPIES);
+  }
+  size_t dev = t ? t->device_mem : 0;
+  const char *from = "the device's memory";
+  const char *env = getenv("KILN_DEVICE_MEMORY");
+  if (env && *env) {
+    if (kiln_parse_bytes(env, &dev)) {
+      snprintf(err, cap, "KILN_DEVICE_MEMORY=%.60s: expected a positive number of bytes, "
+               "optionally with K, M, G or T (KiB, MiB, ...)", env);
+      return -1;
+    }
+    from = "KILN_DEVICE_MEMORY";
+  }
+  size_t flush = t ? t->flush_bytes : 0;
+  if (dev && (dev <= flush ? 0 : dev - flush) < b->bytes) {
+    b->bytes = dev <= flush ? 0 : dev - flush;
+    if (flush)
+      snprintf(b->why, sizeof b->why, "%s (%s) less the %s L2 flush buffer", from,
+               kiln_bytes_text(dev, a, sizeof a), kiln_bytes_text(flush, c, sizeof c));
+    else
+      snprintf(b->why, sizeof b->why, "%s (%s)", from, kiln_bytes_text(dev, a, sizeof a));
+  }
+  return 0;
+}
+
+int tune_arg_buffer_fits(const TuneArgBudget *b, const char *name, int64_t count,
+                         KilnScalarKind k, size_t used, size_t *bytes, char *err, size_t cap) {
+  if (count < 1 || count > ((int64_t)1 << 34)) {
+    snprintf(err, cap, "size of '%s' is %lld elements (1 .. 2^34)", name, (long long)count);
+    return -1;
+  }
+  *bytes = (size_t)count * tune_scalar_bytes(k); /* at most 2^37: no overflow */
+  if (used > b->bytes || *bytes > b->bytes - used) {
+    char a[32], c[32];
+    snprintf(err, cap, "buffer '%s' (%lld %s elements, %s) brings the call's buffers to %s, "
+             "more than %s", name, (long long)count, kiln_scalar_name(k),
+             kiln_bytes_text(*bytes, a, sizeof a), kiln_bytes_text(used + *bytes, c, sizeof c),
+             b->why);
+    return -1;
+  }
+  return 0;
+}
+
+size_t tune_problem_buffer_bytes(const TuneProblem *p) {
+  size_t n = 0;
+  for (int i = 0; i < p->nparams; i++) n += p->bytes[i];
+  return n;
+}
+
 void tune_problem_free(TuneProblem *p) {
   for (int i = 0; i < TUNE_MAX_PARAMS; i++) free(p->init[i]);
   memset(p, 0, sizeof *p);

@@ -6,7 +6,10 @@
  * compiler) is not timed again; one that crashed or hung there is poisoned and never run again
  * for that key. Poison is per key and keeps its reason: a config may crash or hang only for some
  * sizes (an out-of-bounds tail, a loop bound), and the other keys must still time it. Failures
- * of the environment (build, link, load) are never recorded, so they poison nothing. The record key carries the call's
+ * of the environment (build, link, load) are never recorded, so they poison nothing. A hang is
+ * poisoned whatever --timeout a later run gives: a longer limit would spend that much more on
+ * a config that loops forever, so a retry is asked for (--retry-poisoned), and a config that
+ * hangs again is recorded again with the new limit. The record key carries the call's
  * specialization signature (sig.c): a variant compiled for "stride = 1" is a different program
  * from the generic one, so their timings never stand in for each other. */
 #include "plan.h"
@@ -30,7 +33,9 @@ static void apply_cache(const TuneJob *j, TuneCand *c) {
   record_identity(j, c, &id);
   const KilnCacheRecord *r = j->cache ? kiln_cache_find(j->cache, &id) : NULL;
   if (!r) return;
-  if (r->status == KILN_CACHE_CRASH || r->status == KILN_CACHE_HANG) {
+  bool poison = r->status == KILN_CACHE_CRASH || r->status == KILN_CACHE_HANG;
+  if (poison && j->run->retry_poisoned) return; /* timed as if new; its record is replaced */
+  if (poison) {
     c->state = ST_POISONED;
     c->from_cache = true;
     snprintf(c->detail, sizeof c->detail, "poisoned (%s): %.200s",

@@ -25,7 +25,7 @@
  * `kiln tune /dev/zero` or a runaway file costs at most that much memory instead of all of
  * it. Sized far above real inputs: the BERT kernels are a few KiB each, and a cache record is
  * about 400 bytes (TUNE_MAX_CACHE_BYTES holds about 600,000 of them). */
-#define TUNE_MAX_SOURCE_BYTES ((size_t)64 << 20)
+#define TUNE_MAX_SOURCE_BYTES KILN_MAX_SOURCE_BYTES /* the one limit of every source reader */
 #define TUNE_MAX_CACHE_BYTES ((size_t)256 << 20)
 #define TUNE_MAX_MANIFEST_BYTES ((size_t)64 << 20)
 /* Builder workers per online CPU (--jobs): more only thrash, each worker holds a compiler. */
@@ -51,6 +51,7 @@ typedef struct TuneArgSpec {
   double fill_a, fill_b; /* CONST: a; RAND: [a, b) */
   bool has_fill_range;
   bool if_param;         /* `seed=`: binds a parameter named seed when the kernel has one */
+  bool nullable;         /* `x: f32[n]?`: a library call may pass NULL for this buffer */
 } TuneArgSpec;
 
 /* One `--args` spec (or `// kiln-tune-args:` line): how to call one kernel. */
@@ -196,7 +197,34 @@ typedef struct TuneTarget {
   TuneDeviceLimits limits;
   size_t flush_bytes;   /* GPUs: a buffer this big is overwritten before every timed run, so
                            that no kernel starts with its inputs in L2; 0 on cpu/emu */
+  size_t device_mem;    /* the device's memory (probed; the host's on cpu/emu); 0: unknown
+                           (a library built without opening the device) */
 } TuneTarget;
+
+/* The most bytes the buffers of one call (`--args`, a bundle's params) may take together, and
+ * what sets that bound.  The tuner holds about TUNE_HOST_COPIES copies of them in host memory
+ * at once (the seeded inputs; the device buffers of cpu and emu; a timing child's outputs,
+ * shared with the tuner; the reference outputs), so the bound is the smallest of
+ * TUNE_MAX_ARG_BYTES, the host's memory over TUNE_HOST_COPIES, and the device's memory less
+ * its L2 flush buffer; KILN_DEVICE_MEMORY (bytes, K/M/G/T) stands in for the device's memory,
+ * as for kiln-bert.  Checked before anything is allocated: a size past it is a user error with
+ * the sizes and the bound named, not a machine out of memory. */
+#define TUNE_MAX_ARG_BYTES ((size_t)16 << 30)
+#define TUNE_HOST_COPIES 4
+typedef struct TuneArgBudget {
+  size_t bytes;
+  char why[192]; /* "TUNE_MAX_ARG_BYTES (16.0 GiB)", "the device's memory ..." */
+} TuneArgBudget;
+/* The budget of target t (device_mem as probed, or 0). 0, or -1 with err (a bad
+ * KILN_DEVICE_MEMORY). */
+int tune_arg_budget(const TuneTarget *t, TuneArgBudget *b, char *err, size_t cap);
+/* Whether buffer `name` of `count` elements of kind k fits beside `used` bytes of earlier
+ * buffers: 0 with its bytes in *bytes, or -1 with err (count outside 1 .. 2^34, or the total
+ * past b). */
+int tune_arg_buffer_fits(const TuneArgBudget *b, const char *name, int64_t count,
+                         KilnScalarKind k, size_t used, size_t *bytes, char *err, size_t cap);
+/* The bytes of every buffer of p. */
+size_t tune_problem_buffer_bytes(const TuneProblem *p);
 
 typedef struct TuneRunOpts {
   int jobs;
@@ -205,6 +233,7 @@ typedef struct TuneRunOpts {
   int reps;             /* samples per child in the first pass */
   bool progress;
   FILE *log;            /* progress and notes (stderr) */
+  bool retry_poisoned;  /* time configs that crashed or hung before (--retry-poisoned) */
 } TuneRunOpts;
 
 double tune_now(void);

@@ -35,9 +35,7 @@ void tune_child_dies_with_parent(pid_t parent) {
 
 void tune_report_read_error(FILE *err, const char *who, const char *what, const char *path,
                             const char *limit_name, size_t limit) {
-  if (errno == EFBIG)
-    fprintf(err, "%s: error: the %s '%s' is larger than %s (%zu MiB); refused\n", who, what,
-            path, limit_name, limit >> 20);
-  else
-    fprintf(err, "%s: error: cannot read the %s '%s': %s\n", who, what, path, strerror(errno));
+  char msg[PATH_MAX + 256];
+  fprintf(err, "%s: error: %s\n", who,
+          kiln_file_read_error(msg, sizeof msg, what, path, limit_name, limit));
 }

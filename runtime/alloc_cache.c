@@ -19,7 +19,8 @@
 
 typedef struct Block {
   void *ptr;
-  size_t size; /* class size */
+  size_t size;  /* class size */
+  size_t asked; /* bytes the kiln_rt_malloc asked for (kiln_rt_mem_find's bound) */
   struct Block *next;
 } Block;
 
@@ -166,6 +167,7 @@ static KilnRtStatus alloc_locked(KilnRtAllocCache *c, size_t bytes, void **ptr) 
     *head = b->next;
     c->stats.bytes_cached -= size;
     c->stats.num_cache_hits++;
+    b->asked = bytes;
     live_insert(c, b);
     note_in_use(c, size);
     *ptr = b->ptr;
@@ -187,6 +189,7 @@ static KilnRtStatus alloc_locked(KilnRtAllocCache *c, size_t bytes, void **ptr) 
   }
   b->ptr = p;
   b->size = size;
+  b->asked = bytes;
   live_insert(c, b);
   c->stats.num_device_allocs++;
   note_in_use(c, size);
@@ -223,6 +226,24 @@ KilnRtStatus kiln_rt_cache_free(KilnRtAllocCache *c, void *ptr) {
   c->stats.bytes_reserved = c->stats.bytes_in_use + c->stats.bytes_cached;
   pthread_mutex_unlock(&c->lock);
   return KILN_RT_OK;
+}
+
+/* A scan of every live block: addresses inside a block (views) have no hash of their own.
+ * Linear in the blocks in use, which is what a checked library call pays per pointer. */
+KilnRtStatus kiln_rt_cache_find(KilnRtAllocCache *c, const void *p, void **base, size_t *bytes) {
+  uintptr_t a = (uintptr_t)p;
+  KilnRtStatus st = KILN_RT_ERROR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&c->lock);
+  for (size_t i = 0; i < c->num_buckets && st != KILN_RT_OK; i++)
+    for (Block *b = c->live[i]; b; b = b->next)
+      if (a >= (uintptr_t)b->ptr && a - (uintptr_t)b->ptr < b->asked) {
+        *base = b->ptr;
+        *bytes = b->asked;
+        st = KILN_RT_OK;
+        break;
+      }
+  pthread_mutex_unlock(&c->lock);
+  return st;
 }
 
 void kiln_rt_cache_stats(KilnRtAllocCache *c, KilnRtMemStats *out) {

@@ -110,6 +110,13 @@ KilnRtStatus kiln_rt_malloc(KilnRtDevice *dev, size_t bytes, void **dptr) {
   return st;
 }
 
+KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, size_t *bytes) {
+  if (!dev || !base || !bytes) return BAD("kiln_rt_mem_find: device, base and bytes must not be NULL");
+  if (kiln_rt_cache_find(dev->cache, p, base, bytes) != KILN_RT_OK)
+    return BAD("kiln_rt_mem_find: %p is in no live allocation of this device", p);
+  return KILN_RT_OK;
+}
+
 KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr) {
   if (!dev) return BAD("kiln_rt_free: device is NULL");
   if (!dptr) return KILN_RT_OK;

@@ -51,6 +51,9 @@ void kiln_rt_cache_destroy(KilnRtAllocCache *cache);
 size_t kiln_rt_cache_class_size(size_t bytes);
 KilnRtStatus kiln_rt_cache_alloc(KilnRtAllocCache *cache, size_t bytes, void **ptr);
 KilnRtStatus kiln_rt_cache_free(KilnRtAllocCache *cache, void *ptr);
+/* The live block holding address p: its start and the bytes asked for; INVALID_ARGUMENT (no
+ * message set) when none does. */
+KilnRtStatus kiln_rt_cache_find(KilnRtAllocCache *cache, const void *p, void **base, size_t *bytes);
 void kiln_rt_cache_stats(KilnRtAllocCache *cache, KilnRtMemStats *out);
 void kiln_rt_cache_release(KilnRtAllocCache *cache);
 

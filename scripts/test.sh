@@ -29,9 +29,9 @@ run_suite build all . -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
 if [ "$quick" -eq 0 ]; then
   ASAN_OPTIONS=detect_leaks=1 run_suite build-asan all . -DCMAKE_C_COMPILER=gcc \
     -DCMAKE_CXX_COMPILER=g++ -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-  # The fuzz build instruments the frontend, kilnbert and the library generator's text handling
-  # for libFuzzer; only the fuzz targets are built there.
-  run_suite build-fuzz "kiln_fuzz_frontend kiln_fuzz_bert kiln_fuzz_libgen" '^fuzz_' \
+  # The fuzz build instruments the frontend, kilnbert, the library generator's text handling and
+  # the cache reader with the library planner for libFuzzer; only the fuzz targets are built there.
+  run_suite build-fuzz "kiln_fuzz_frontend kiln_fuzz_bert kiln_fuzz_libgen kiln_fuzz_cache" '^fuzz_' \
     -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 -DKILN_FUZZ=ON
 fi
 echo "kiln: all test suites passed" >&2

@@ -15,6 +15,7 @@
 #include "kiln_mlir.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,11 +173,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kiln-opt: cannot open %s\n", o.file);
     return 1;
   }
-  char *text = kiln_file_read_stream(in, NULL);
+  char *text = kiln_file_read_stream_max(in, NULL, KILN_MAX_MLIR_BYTES);
   if (in != stdin)
     fclose(in);
+  if (!text) {
+    char msg[PATH_MAX + 256];
+    fprintf(stderr, "kiln-opt: error: %s\n",
+            kiln_file_read_error(msg, sizeof msg, "input", o.file, "KILN_MAX_MLIR_BYTES",
+                                 KILN_MAX_MLIR_BYTES));
+    return 1;
+  }
   KilnMlirContext *k = kiln_mlir_context_create();
-  if (!text || !k) {
+  if (!k) {
     fprintf(stderr, "kiln-opt: out of memory or dialect failed to load\n");
     free(text);
     kiln_mlir_context_destroy(k);

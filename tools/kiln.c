@@ -321,10 +321,14 @@ static int parse_stat_args(int argc, char **argv, KilnPtxReportOptions *ro, int 
 /* The PTX to report on: the file itself, or the kernel compiled by the driver. */
 static int stat_ptx(CompileArgs *ca, KilnTarget target, char **ptx) {
   if (ends_with(ca->file, ".ptx")) {
-    *ptx = kiln_file_read(ca->file, NULL);
+    *ptx = kiln_file_read_max(ca->file, NULL, KILN_MAX_PTX_BYTES);
     if (!*ptx) {
-      fprintf(stderr, "kiln stat: cannot read '%s': %s\n", ca->file, strerror(errno));
-      return 2;
+      int rc = errno == EFBIG ? 1 : 2; /* too large: the input's fault */
+      char msg[PATH_MAX + 256];
+      fprintf(stderr, "kiln stat: error: %s\n",
+              kiln_file_read_error(msg, sizeof msg, "PTX file", ca->file, "KILN_MAX_PTX_BYTES",
+                                   KILN_MAX_PTX_BYTES));
+      return rc;
     }
     return 0;
   }

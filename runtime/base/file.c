@@ -28,7 +28,20 @@
 /* Doubling stops short of overflowing size_t; memory runs out long before. */
 #define READ_LIMIT (SIZE_MAX / 4)
 
+/* A regular file says its size: one too large is refused before a byte is read (a sparse
+ * file of a terabyte would otherwise cost `max` bytes of reading first).  Devices, FIFOs and
+ * /proc files have no size to trust and are bounded as they are read. */
+static bool known_too_large(FILE *f, size_t max) {
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+    return false;
+  off_t at = ftello(f);
+  return at >= 0 && st.st_size > at && (uintmax_t)(st.st_size - at) > (uintmax_t)max;
+}
+
 char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max) {
+  if (known_too_large(f, max))
+    return errno = EFBIG, NULL;
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap + 1);
   while (buf) {
@@ -81,6 +94,16 @@ char *kiln_file_read_max(const char *path, size_t *len, size_t max) {
 
 char *kiln_file_read(const char *path, size_t *len) {
   return kiln_file_read_max(path, len, SIZE_MAX);
+}
+
+const char *kiln_file_read_error(char *buf, size_t cap, const char *what, const char *path,
+                                 const char *limit_name, size_t limit) {
+  if (errno == EFBIG)
+    snprintf(buf, cap, "the %s '%s' is larger than %s (%zu MiB); refused", what, path,
+             limit_name, limit >> 20);
+  else
+    snprintf(buf, cap, "cannot read the %s '%s': %s", what, path, strerror(errno));
+  return buf;
 }
 
 /* ---------------------------------------------------------------- paths */

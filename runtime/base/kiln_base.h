@@ -1,6 +1,6 @@
 /* kiln_base.h - the vocabulary every Kiln layer shares, in one small module that depends on
  * nothing but libc: the targets, the scalar kinds, tune configurations and what ptxas reports,
- * whole-file reads, atomic file writes and the f16/bf16 conversions.
+ * whole-file reads, atomic file writes, memory sizes and the f16/bf16 conversions.
  *
  * Each of these once existed per stage (a file reader in the driver, the tuner, kiln-opt, the
  * runtime, the benchmarks; an atomic writer in the commands, the trainer and a test harness,
@@ -99,6 +99,21 @@ char *kiln_file_read_stream(FILE *f, size_t *len);
 char *kiln_file_read_max(const char *path, size_t *len, size_t max);
 char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max);
 
+/* The most bytes read from one text file a user hands a Kiln command: a Kiln source (`kiln
+ * compile`, `check`, `stat`, `tune`, `lib`), a PTX file (`kiln stat`), an MLIR file
+ * (`kiln-opt`).  Past it the file is refused with its name and the limit's, so /dev/zero or a
+ * runaway file costs at most this much memory.  Far above real inputs: the BERT kernels are a
+ * few KiB each, a whole model's PTX a few MiB. */
+#define KILN_MAX_SOURCE_BYTES ((size_t)64 << 20)
+#define KILN_MAX_PTX_BYTES ((size_t)256 << 20)
+#define KILN_MAX_MLIR_BYTES ((size_t)256 << 20)
+
+/* The message for a read that failed (errno as kiln_file_read_max left it), written into buf
+ * and returned: "the WHAT 'PATH' is larger than LIMIT_NAME (N MiB); refused" for EFBIG, else
+ * "cannot read the WHAT 'PATH': <strerror>".  Every reader words it alike. */
+const char *kiln_file_read_error(char *buf, size_t cap, const char *what, const char *path,
+                                 const char *limit_name, size_t limit);
+
 /* Whether paths a and b name one existing file (same device and inode, so links, symlinks and
  * other spellings of a path count): commands refuse an output that is one of their inputs
  * before doing any work, since writing it would destroy the input.  False when either does
@@ -128,6 +143,18 @@ int kiln_atomic_commit(KilnAtomicFile *af);
 void kiln_atomic_abort(KilnAtomicFile *af);
 /* The whole of data as the file at path, by the steps above: 0, or -1 with errno. */
 int kiln_file_write_atomic(const char *path, const void *data, size_t size);
+
+/* ---------------------------------------------------------------- memory sizes (memory.c) */
+
+/* A positive byte count, optionally with K, M, G or T (or KiB ... TiB), powers of 1024: the
+ * syntax of KILN_DEVICE_MEMORY and of the commands' size options.  0, or -1 (no number, zero,
+ * a sign, another suffix, more than size_t holds). */
+int kiln_parse_bytes(const char *s, size_t *out);
+/* The host's physical memory in bytes (the cpu and emu devices' memory); SIZE_MAX when the
+ * system does not say. */
+size_t kiln_host_memory_bytes(void);
+/* "1.5 GiB", "96.0 MiB", "512 bytes" into buf, returned. */
+const char *kiln_bytes_text(size_t bytes, char *buf, size_t cap);
 
 /* ---------------------------------------------------------------- cleanup on signals (cleanup.c) */
 

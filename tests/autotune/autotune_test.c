@@ -5,6 +5,8 @@
  *   faults           crash, hang, wrong result, `where` and static-limit pruning, one run
  *   poison_and_warm  crashed/hung configs are poisoned for their key only, with the reason; a
  *                    warm cache times nothing
+ *   hang_timeout     a hang stays poisoned under a raised --timeout and a reused cache;
+ *                    --retry-poisoned times it again and records the new limit
  *   slow_linker      a linker slower than the time limit: every variant ok, no hang
  *   broken_linker    a failing, missing or deadly linker: failed, never cached
  *   corrupt_cache    a truncated cache is reported, moved aside and rebuilt
@@ -165,6 +167,55 @@ static void test_poison_and_warm(void) {
     CHECK(strstr(str(cand(r, mode_cfg(1)), "detail"), "crash") &&
           strstr(str(cand(r, mode_cfg(2)), "detail"), "hang"), "poison without its reason");
     CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "warm winner %s", str(kernel0(r), "winner"));
+    cJSON_Delete(r);
+  }
+}
+
+/* A config that hangs is killed, reported and skipped; at its key it stays poisoned when a later
+ * run raises --timeout and when the cache is reused, with the limit it was killed under; only
+ * --retry-poisoned times it again, and hanging again it is poisoned with the new limit. */
+static void test_hang_timeout(void) {
+  char args[256];
+  snprintf(args, sizeof args, faulty_args, 1000);
+  const char *const t1[] = {"--mode", "max-autotune", "--timeout", "1", "--reps", "1", "-D", "BLOCK=64", NULL};
+  const char *const t5[] = {"--mode", "max-autotune", "--timeout", "5", "--reps", "1", "-D", "BLOCK=64", NULL};
+  const char *const retry[] = {"--mode", "max-autotune", "--timeout", "2", "--reps", "1", "-D", "BLOCK=64",
+                               "--retry-poisoned", NULL};
+  cJSON *r = tune("hang1", "faulty.kiln", args, t1);
+  if (r) { /* killed, reported, not the winner */
+    expect_state(r, 2, "hang");
+    CHECK(strstr(str(cand(r, mode_cfg(2)), "detail"), "1s time limit"), "hang detail '%s'",
+          str(cand(r, mode_cfg(2)), "detail"));
+    CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "winner %s", str(kernel0(r), "winner"));
+    cJSON_Delete(r);
+  }
+  const char *const *later[] = {t5, t1};
+  const char *tags[] = {"raised", "reused"};
+  for (int i = 0; i < 2; i++) { /* a raised limit, then the same one: skipped, not timed */
+    r = tune(tags[i], "faulty.kiln", args, later[i]);
+    if (!r) continue;
+    expect_state(r, 2, "poisoned");
+    CHECK(num(cand(r, mode_cfg(2)), "timings") == 0, "%s: the hang was timed again", tags[i]);
+    CHECK(strstr(str(cand(r, mode_cfg(2)), "detail"), "hang") &&
+          strstr(str(cand(r, mode_cfg(2)), "detail"), "1s time limit"),
+          "%s: poison without its reason and limit: '%s'", tags[i], str(cand(r, mode_cfg(2)), "detail"));
+    CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "%s: winner %s", tags[i],
+          str(kernel0(r), "winner"));
+    cJSON_Delete(r);
+  }
+  r = tune("retry", "faulty.kiln", args, retry); /* timed again, killed again under 2 s */
+  if (r) {
+    expect_state(r, 2, "hang");
+    CHECK(num(cand(r, mode_cfg(2)), "timings") > 0, "--retry-poisoned did not time the hang");
+    CHECK(strstr(str(cand(r, mode_cfg(2)), "detail"), "2s time limit"), "retry detail '%s'",
+          str(cand(r, mode_cfg(2)), "detail"));
+    cJSON_Delete(r);
+  }
+  r = tune("after_retry", "faulty.kiln", args, t5); /* the record now holds the new limit */
+  if (r) {
+    expect_state(r, 2, "poisoned");
+    CHECK(strstr(str(cand(r, mode_cfg(2)), "detail"), "2s time limit"), "after retry: '%s'",
+          str(cand(r, mode_cfg(2)), "detail"));
     cJSON_Delete(r);
   }
 }
@@ -411,6 +462,7 @@ int main(int argc, char **argv) {
   if (!strcmp(t, "unit")) test_unit();
   else if (!strcmp(t, "faults")) test_faults();
   else if (!strcmp(t, "poison_and_warm")) test_poison_and_warm();
+  else if (!strcmp(t, "hang_timeout")) test_hang_timeout();
   else if (!strcmp(t, "corrupt_cache")) test_corrupt_cache();
   else if (!strcmp(t, "concurrent")) test_concurrent();
   else if (!strcmp(t, "budget")) test_budget();

@@ -14,6 +14,9 @@
 #                  characters: exit 64 with a message (the list used to be cut)
 #   long_spec      a kiln-tune-args line past 1023 characters is ignored with a warning (it
 #                  used to be cut)
+#   args_memory    --args buffers past what the tuner may hold (TUNE_MAX_ARG_BYTES, the host's
+#                  memory over TUNE_HOST_COPIES, the device's memory or KILN_DEVICE_MEMORY) are
+#                  refused before anything is allocated (2^34 elements used to be accepted)
 # Usage: limits_test.sh KILN CASE   (KEEP=1 keeps the temp dir for a look)
 set -u
 kiln=$1 case=$2
@@ -120,6 +123,29 @@ long_spec)
   { printf '// kiln-tune-args: n=64; x: f32[n]; grid=1 %s\n' "$(printf ' %.0s' $(seq 1 1100))"
     kernel ok 'BLOCK in [64];'; } >"$tmp/spec.kiln"
   run spec 1 "$kiln" tune "$tmp/spec.kiln" --reps 1 && says spec "ignoring a kiln-tune-args line of [0-9]+ characters"
+  ;;
+args_memory)
+  # sizes are checked before the malloc: ulimit -v shows nothing is allocated (not under ASan)
+  kernel ok 'BLOCK in [64];' >"$tmp/ok.kiln"
+  vlimit=2000000
+  if ldd "$kiln" 2>/dev/null | grep -q libasan; then vlimit=unlimited; fi
+  bound="more than (TUNE_MAX_ARG_BYTES|the host's memory)"
+  ( ulimit -v "$vlimit"
+    run huge-tune 1 "$kiln" tune "$tmp/ok.kiln" --args 'n=64; x: f32[17179869184]; grid=1' &&
+      says huge-tune "buffer 'x' \(17179869184 f32 elements, 64.0 GiB\).*$bound"
+    run huge-lib 1 "$kiln" lib "$tmp/ok.kiln" -o "$tmp/lib" --args 'n=64; x: f32[16384 * 1048576]; grid=1' &&
+      says huge-lib "64.0 GiB.*$bound"
+    run over-range 1 "$kiln" tune "$tmp/ok.kiln" --args 'n=64; x: f32[17179869185]; grid=1' &&
+      says over-range "1 \.\. 2\^34"
+    exit $fails ) || fails=$((fails + $?))
+  # the device's memory: KILN_DEVICE_MEMORY stands in for it (a GPU's, or the host's on cpu)
+  big='n=1048576; x: f32[n]; grid=cdiv(n, BLOCK)'
+  KILN_DEVICE_MEMORY=1M run dev-small 1 "$kiln" tune "$tmp/ok.kiln" --args "$big" &&
+    says dev-small "4.0 MiB, more than KILN_DEVICE_MEMORY \(1.0 MiB\)"
+  KILN_DEVICE_MEMORY=4M run dev-fits 0 "$kiln" tune "$tmp/ok.kiln" --reps 1 --args "$big"
+  KILN_DEVICE_MEMORY=lots run dev-bad 64 "$kiln" tune "$tmp/ok.kiln" --args "$big" &&
+    says dev-bad "KILN_DEVICE_MEMORY=lots"
+  [ ! -e "$tmp/lib/kernels.h" ] || fail "a library was written"
   ;;
 *) fail "unknown case"; ;;
 esac

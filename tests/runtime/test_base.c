@@ -1,8 +1,8 @@
 /* test_base.c — the shared vocabulary (runtime/base/kiln_base.h) on its own: the target and
  * scalar names, whole-file reads, the atomic writer (modes, symlinks, aborts and failures leave
  * the old file and no temp file), the temp paths removed when SIGINT/SIGTERM ends the process
- * (a forked child killed in the middle of a write, and with a registered tree) and the f16/bf16
- * conversions at known bit patterns.
+ * (a forked child killed in the middle of a write, and with a registered tree), the byte-count
+ * syntax and the f16/bf16 conversions at known bit patterns.
  *
  * Files are made in a fresh directory under the current one (ctest runs in the build tree) and
  * removed at the end.  Exit status: the number of failed checks. */
@@ -108,6 +108,42 @@ static void test_read_max(void) {
   errno = 0;
   CHECK(kiln_file_read_max(in_dir("new"), &len, sizeof data - 1) == NULL && errno == EFBIG,
         "one byte over the bound: errno %d", errno);
+  /* a sparse file of 1 GiB against a bound of 1 MiB: refused from its size */
+  FILE *f = fopen(in_dir("sparse"), "wb");
+  CHECK(f && fseeko(f, ((off_t)1 << 30) - 1, SEEK_SET) == 0 && fputc('x', f) == 'x', "sparse");
+  if (f) fclose(f);
+  errno = 0;
+  CHECK(kiln_file_read_max(in_dir("sparse"), &len, 1 << 20) == NULL && errno == EFBIG,
+        "a sparse file over the bound: errno %d", errno);
+  char msg[256];
+  errno = EFBIG;
+  kiln_file_read_error(msg, sizeof msg, "source", "k.kiln", "KILN_MAX_SOURCE_BYTES", (size_t)64 << 20);
+  CHECK(!strcmp(msg, "the source 'k.kiln' is larger than KILN_MAX_SOURCE_BYTES (64 MiB); refused"),
+        "message '%s'", msg);
+  errno = ENOENT;
+  kiln_file_read_error(msg, sizeof msg, "source", "k.kiln", "KILN_MAX_SOURCE_BYTES", 1);
+  CHECK(strstr(msg, "cannot read the source 'k.kiln': ") != NULL, "message '%s'", msg);
+}
+
+/* Byte counts as KILN_DEVICE_MEMORY and size options take them (powers of 1024), and their text. */
+static void test_bytes(void) {
+  static const struct { const char *s; size_t want; } good[] = {
+      {"4096", 4096}, {"64K", 65536}, {"64KiB", 65536}, {"3M", 3u << 20}, {"2G", (size_t)2 << 30},
+      {"1T", (size_t)1 << 40}};
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+    size_t v = 0;
+    CHECK(kiln_parse_bytes(good[i].s, &v) == 0 && v == good[i].want, "'%s': %zu", good[i].s, v);
+  }
+  static const char *const bad[] = {"0", "-5", "+5", "12Q", "1.5G", "K", "", "64Kb", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    size_t v = 7;
+    CHECK(kiln_parse_bytes(bad[i], &v) == -1 && v == 7, "'%s' accepted as %zu", bad[i], v);
+  }
+  char buf[32];
+  CHECK(!strcmp(kiln_bytes_text(512, buf, sizeof buf), "512 bytes"), "%s", buf);
+  CHECK(!strcmp(kiln_bytes_text(1536, buf, sizeof buf), "1.5 KiB"), "%s", buf);
+  CHECK(!strcmp(kiln_bytes_text((size_t)16 << 30, buf, sizeof buf), "16.0 GiB"), "%s", buf);
+  CHECK(kiln_host_memory_bytes() > ((size_t)1 << 20), "host memory %zu", kiln_host_memory_bytes());
 }
 
 static void test_write_modes(void) {
@@ -245,12 +281,13 @@ int main(void) {
   test_names();
   test_read();
   test_read_max();
+  test_bytes();
   test_write_modes();
   test_write_symlink();
   test_write_failures();
   test_signal_cleanup();
   test_half();
-  const char *names[] = {"big", "empty", "new", "real", "link", "keep"};
+  const char *names[] = {"big", "empty", "new", "real", "link", "keep", "sparse"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     unlink(in_dir(names[i]));
   rmdir(dir);

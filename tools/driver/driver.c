@@ -13,6 +13,7 @@
 #include "kiln_driver.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,10 +164,14 @@ static KilnDriverStatus open_source(Job *j) {
   const char *src = o->source;
   size_t len = o->source_len;
   if (!src) {
-    j->text = kiln_file_read(path, &len);
+    j->text = kiln_file_read_max(path, &len, KILN_MAX_SOURCE_BYTES);
     if (!j->text) {
-      fprintf(j->diag, "kiln: error: cannot read '%s': %s\n", path, strerror(errno));
-      return KILN_DRIVER_FAILURE;
+      bool too_large = errno == EFBIG; /* the input's fault (exit 1), not the machine's */
+      char msg[PATH_MAX + 256];
+      fprintf(j->diag, "kiln: error: %s\n",
+              kiln_file_read_error(msg, sizeof msg, "source", path, "KILN_MAX_SOURCE_BYTES",
+                                   KILN_MAX_SOURCE_BYTES));
+      return too_large ? KILN_DRIVER_USER_ERROR : KILN_DRIVER_FAILURE;
     }
     src = j->text;
   }

@@ -119,6 +119,13 @@ KilnRtStatus kiln_rt_malloc(KilnRtDevice *dev, size_t bytes, void **dptr);
  * this device is INVALID_ARGUMENT. Not stream-ordered: free only after the work using it ended. */
 KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr);
 
+/* The allocation of dev (from kiln_rt_malloc, not yet freed) that holds address p: its start in
+ * *base and the bytes asked for in *bytes, so that a caller can check that a view into it has
+ * room for what it will touch (a generated library's checked mode does, per pointer).
+ * INVALID_ARGUMENT naming p when no live allocation of dev holds it. Costs a scan of the
+ * device's live allocations. */
+KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, size_t *bytes);
+
 /* Copies and sets. stream NULL = default stream, complete on return. With a stream they are
  * queued in stream order (on cpu they still run at once, which is a valid ordering). On a stream
  * being captured they are recorded into the graph instead (pointers, not contents). */

@@ -1,0 +1,109 @@
+/* libargs_test.c — a generated library's argument checks, on the cpu device: what each call
+ * refuses before anything runs, and what the checked mode adds.
+ *
+ * flowlib (the library of autotune.library_flow) is built plainly; argslib is the same kernel,
+ * scale_add(x, y, out, a, n) with size rule n for every buffer, compiled with
+ * -DKILN_LIB_CHECKED.  Every call here that must be refused passes pointers that the kernel
+ * would fault on or write past (NULL, a view 8 floats before the end of a 64-float buffer with
+ * n = 64, a stack array), so that a missing check shows as a crash or as a wrong sentinel, not
+ * only as a status.  Each refusal is checked for KILN_RT_ERROR_INVALID_ARGUMENT and for the
+ * words of its message; the sound calls are checked exactly against a C loop (a * x + y of
+ * small integers and quarters is exact in f32, tolerance 0). */
+#include <stdio.h>
+#include <string.h>
+
+#include "argslib.h"
+#include "check.h"
+#include "flowlib.h"
+
+enum { N = 64 };
+
+/* A refused call: INVALID_ARGUMENT, a message holding `words`, and out's sentinel untouched. */
+static void refused(const char *what, KilnRtStatus st, const char *words, const float *out) {
+  CHECK(st == KILN_RT_ERROR_INVALID_ARGUMENT, "%s: status %s", what, kiln_rt_status_name(st));
+  CHECK(strstr(kiln_rt_last_error(), words), "%s: message '%s' lacks '%s'", what,
+        kiln_rt_last_error(), words);
+  if (out) CHECK(out[0] == -1.0f, "%s: the kernel ran (out[0] = %g)", what, out[0]);
+  printf("ok refused %-28s %s\n", what, kiln_rt_last_error());
+}
+
+static void sound(const char *what, KilnRtStatus st, const float *x, const float *y,
+                  const float *out, int n) {
+  CHECK(st == KILN_RT_OK, "%s: %s", what, kiln_rt_last_error());
+  int wrong = 0;
+  for (int i = 0; i < n && st == KILN_RT_OK; i++) wrong += out[i] != 2.5f * x[i] + y[i];
+  CHECK(wrong == 0, "%s: %d wrong elements", what, wrong);
+  printf("ok ran     %s\n", what);
+}
+
+static void fill(float *x, float *y, float *out, int n) {
+  for (int i = 0; i < n; i++) {
+    x[i] = (float)(i % 7) * 0.25f;
+    y[i] = (float)(i % 5) - 2.0f;
+    out[i] = -1.0f;
+  }
+}
+
+/* Every library: NULL pointers, negative and zero extents, a stream of another device. */
+static void plain_checks(flowlib *lib, KilnRtDevice *other, float *x, float *y, float *out) {
+  fill(x, y, out, N);
+  refused("NULL x", flowlib_scale_add(lib, NULL, y, out, 2.5f, N, NULL, NULL, NULL),
+          "pointer x is NULL", out);
+  refused("NULL out", flowlib_scale_add(lib, x, y, NULL, 2.5f, N, NULL, NULL, NULL),
+          "pointer out is NULL", NULL);
+  refused("negative n", flowlib_scale_add(lib, x, y, out, 2.5f, -5, NULL, NULL, NULL),
+          "n = -5 sizes a buffer and must not be negative", out);
+  refused("zero n", flowlib_scale_add(lib, x, y, out, 2.5f, 0, NULL, NULL, NULL),
+          "buffer x of n = 0 elements", out);
+  KilnRtStream *s = NULL;
+  CHECK(kiln_rt_stream_create(other, &s) == KILN_RT_OK, "stream: %s", kiln_rt_last_error());
+  if (s) {
+    refused("stream of another device", flowlib_scale_add(lib, x, y, out, 2.5f, N, NULL, NULL, s),
+            "the stream belongs to another device", out);
+    kiln_rt_stream_destroy(s);
+  }
+  sound("plain, n = 64", flowlib_scale_add(lib, x, y, out, 2.5f, N, NULL, NULL, NULL), x, y, out, N);
+}
+
+/* KILN_LIB_CHECKED: every pointer in a live allocation with room for n elements. */
+static void checked(argslib *lib, float *x, float *y, float *out) {
+  fill(x, y, out, N);
+  float stack[N];
+  memset(stack, 0, sizeof stack);
+  refused("pointer not allocated", argslib_scale_add(lib, stack, y, out, 2.5f, N, NULL, NULL, NULL),
+          "pointer x = ", out);
+  refused("view past the end", argslib_scale_add(lib, x + N - 8, y, out, 2.5f, N, NULL, NULL, NULL),
+          "buffer x needs 64 elements but its allocation has room for 8", out);
+  refused("out too small", argslib_scale_add(lib, x, y, out + 1, 2.5f, N, NULL, NULL, NULL),
+          "buffer out needs 64 elements but its allocation has room for 63", out);
+  sound("checked, n = 64", argslib_scale_add(lib, x, y, out, 2.5f, N, NULL, NULL, NULL), x, y, out, N);
+  fill(x, y, out, N);
+  sound("checked, a view of 8 at the end",
+        argslib_scale_add(lib, x + N - 8, y + N - 8, out + N - 8, 2.5f, 8, NULL, NULL, NULL),
+        x + N - 8, y + N - 8, out + N - 8, 8);
+}
+
+int main(void) {
+  KilnRtDevice *dev = NULL, *other = NULL;
+  flowlib *plain = NULL;
+  argslib *chk = NULL;
+  float *x = NULL, *y = NULL, *out = NULL;
+  if (kiln_rt_device_create("cpu", &dev) || kiln_rt_device_create("cpu", &other) ||
+      flowlib_create(dev, &plain) || argslib_create(dev, &chk) ||
+      kiln_rt_malloc(dev, N * sizeof(float), (void **)&x) ||
+      kiln_rt_malloc(dev, N * sizeof(float), (void **)&y) ||
+      kiln_rt_malloc(dev, N * sizeof(float), (void **)&out)) {
+    printf("FAIL setup: %s\n", kiln_rt_last_error());
+    return 1;
+  }
+  plain_checks(plain, other, x, y, out);
+  checked(chk, x, y, out);
+  kiln_rt_free(dev, x);
+  kiln_rt_free(dev, y);
+  kiln_rt_free(dev, out);
+  flowlib_destroy(plain);
+  argslib_destroy(chk);
+  kiln_rt_device_destroy(other);
+  kiln_rt_device_destroy(dev);
+  return failures != 0;
+}
