@@ -7,8 +7,8 @@
  *
  * A failure goes to stderr as "FILE:LINE: check failed: COND: MESSAGE" and is counted in the
  * program's `failures`, which each program turns into its exit status. The helper families of
- * the runtime and emulator tests (CHECK_OK, CHECK_EQ_U, ...) count there too. Header-only, like
- * test_files.h: the runtime-only trees build these programs as well.
+ * the runtime and emulator tests (CHECK_OK, CHECK_EQ_U, CHECK_LAUNCH, CHECK_MSG, ...) are built
+ * on it. Header-only: the runtime-only trees build these programs as well.
  *
  * How CHECK takes one or more arguments in C17 with the format still checked: KILN_CHECK_PICK_
  * selects the bare form when the argument list is one long, the message form otherwise. */

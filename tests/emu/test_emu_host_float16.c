@@ -17,17 +17,8 @@
 
 #include <stdio.h>
 
-static int failures;
+#include "../common/check.h"
 
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                \
-      fprintf(stderr, __VA_ARGS__);                                                           \
-      fprintf(stderr, "\n");                                                                  \
-      failures++;                                                                             \
-    }                                                                                         \
-  } while (0)
 
 static const char module_ir[] =
     "declare void @hook(ptr)\n"
