@@ -119,7 +119,7 @@ void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const flo
                                    const float *ref, size_t rows, size_t cols, size_t step,
                                    double floor, double tol);
 
-/* Test-sized host allocations; exits on failure (a test program, not a library). */
+/* Test-sized host allocations, zeroed; exits on failure (a test program, not a library). */
 static inline void *kiln_bert_alloc(size_t n, size_t size) { return kiln_test_alloc(n, size); }
 static inline float *kiln_bert_random_f32(KilnRefRng *rng, size_t n, float lo, float hi) {
   return kiln_test_random_f32(rng, n, lo, hi);

@@ -230,7 +230,8 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
     kiln_bert_check_close(&run, "s", s, ref_s, n, 1.0, 0.0);
     kiln_bert_check_close(&run, "y", y, ref_y, n, 1.0, 1e-5);
   } else {
-    /* s: the f32 sum the reference forms too (no error before the rounding to T); y: ln_y_error */
+    /* s: the f32 sum the reference forms too (no error before the rounding to T: e stays 0,
+     * as allocated); y: ln_y_error */
     double *e = kiln_bert_alloc(n, sizeof *e);
     kiln_bert_check_rounded(&run, "s", s, ref_s, e, n, c->t);
     ln_y_error(ref_s, gamma, ref_y, rows, cols, e);

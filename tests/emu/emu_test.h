@@ -37,13 +37,4 @@ static inline uint32_t emu_rand(uint32_t *state) {
   return *state >> 8;
 }
 
-static inline int emu_test_result(const char *name) {
-  if (failures) {
-    fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
-    return 1;
-  }
-  printf("%s: ok\n", name);
-  return 0;
-}
-
 #endif

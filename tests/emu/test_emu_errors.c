@@ -148,5 +148,5 @@ int main(void) {
   CHECK(strcmp(kiln_emu_status_name(KILN_EMU_ERROR_DEADLOCK), "KILN_EMU_ERROR_DEADLOCK") == 0);
   CHECK(strcmp(kiln_emu_status_name(KILN_EMU_STATUS_COUNT), "KILN_EMU_STATUS_UNKNOWN") == 0);
   CHECK((double)(clock() - start) / CLOCKS_PER_SEC < 5.0);
-  return emu_test_result("emu.errors");
+  return kiln_check_result("emu.errors");
 }

@@ -551,7 +551,5 @@ int main(void) {
 
   kiln_rt_free(dev, buf);
   kiln_rt_device_destroy(dev);
-  if (failures)
-    fprintf(stderr, "test_emu_sanitize: %d failure(s)\n", failures);
-  return failures ? 1 : 0;
+  return kiln_check_result("test_emu_sanitize");
 }

@@ -1,6 +1,6 @@
 /* rt_test.h — the runtime tests' checks of runtime calls, on top of the one CHECK
  * (tests/common/check.h): each failing check prints where and why (with the runtime's last error)
- * and counts in `failures`; main returns rt_test_result(). */
+ * and counts in `failures`; main returns kiln_check_result(). */
 #ifndef KILN_TESTS_RT_TEST_H
 #define KILN_TESTS_RT_TEST_H
 
@@ -28,15 +28,6 @@
     const char *h_ = (haystack);                                                               \
     CHECK(h_ && strstr(h_, (needle)), "expected \"%s\" in \"%s\"", (needle), h_ ? h_ : "(null)"); \
   } while (0)
-
-static inline int rt_test_result(const char *name) {
-  if (failures) {
-    fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
-    return 1;
-  }
-  printf("%s: all checks passed\n", name);
-  return 0;
-}
 
 /* Reads a whole file into a malloc'ed buffer; NULL on failure (the shared reader, kiln_base.h). */
 static inline unsigned char *rt_test_read_file(const char *path, size_t *size) {

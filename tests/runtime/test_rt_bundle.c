@@ -144,5 +144,5 @@ int main(void) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
-  return rt_test_result("test_rt_bundle");
+  return kiln_check_result("test_rt_bundle");
 }
