@@ -1,11 +1,11 @@
 /* test_rt_bundle.c — the one bundle reader (kiln/bundle.h, runtime/bundle.c) on the cpu and emu
  * devices, with the C saxpy kernel's host object standing in for compiler output.
  *
- * A bundle folder is made per case in a temp dir: the reader must load the image built for the
- * device among images for other devices (garbage cubin, PTX and emu object beside the cpu one:
- * picking any of them would fail to load), and a missing folder, a missing module, a module with
- * images for other devices only, an empty image and a truncated one must each give an error
- * status with a message that names the bundle, never a crash. */
+ * The bundle is a fresh folder of the working directory: the reader must load the image built
+ * for the device among images for other devices (garbage cubin, PTX and emu object beside the
+ * cpu one: picking any of them would fail to load), and a missing folder, a missing module, a
+ * module with images for other devices only, an empty image and a truncated one must each give
+ * an error status with a message that names the bundle, never a crash. */
 #include "rt_test.h"
 
 #include <kiln/bundle.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char root[] = "/tmp/kiln-rt-bundle-XXXXXX";
+static char root[] = "bundle-test-XXXXXX"; /* in the working folder (the build's, under ctest) */
 
 /* Writes size bytes of data to root/file. */
 static void put(const char *file, const void *data, size_t size) {
