@@ -3,12 +3,15 @@
  * Why processes and not threads: kiln_driver_compile creates an MLIR context per call and the
  * frontend keeps per-compilation state, but nothing documents the driver as thread-safe, and a
  * compiler crash on one variant must not take the tuner down. Workers take variants from a
- * shared counter (so a slow variant does not hold up a fixed share), write `v<order>.o` (a host
- * object, or a cubin for sm_80/sm_90) into
- * the run's temp dir and report in a MAP_SHARED table. The parent holds no MLIR or runtime
+ * shared counter (so a slow variant does not hold up a fixed share), write module `v<order>`
+ * (a host object, or a cubin for sm_80/sm_90) into the run's temp dir as an image of the one
+ * bundle format (kiln/bundle.h: v<order>.<target>.<o|cubin>, which the timing child loads with
+ * kiln_rt_bundle_load, as kiln-tune-runner does from a bundle) and report in a MAP_SHARED table. The parent holds no MLIR or runtime
  * state when it forks. A cubin whose registers or shared memory (ptxas -v) exceed what one
  * program may use is pruned with the numbers. */
 #include "internal.h"
+
+#include <kiln/bundle.h>
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -39,12 +42,25 @@ static void first_line(const char *log_path, char *buf, size_t cap) {
   free(text);
 }
 
+int tune_image_path(const char *module_path, KilnTarget target, char *buf, size_t cap) {
+  bool gpu = target == KILN_TARGET_SM80 || target == KILN_TARGET_SM90;
+  const char *slash = strrchr(module_path, '/');
+  char name[256];
+  if (!slash || snprintf(name, sizeof name, "%s", slash + 1) >= (int)sizeof name) return -1;
+  char file[400];
+  if (kiln_rt_bundle_image_name(file, sizeof file, name, kiln_target_name(target),
+                                gpu ? KILN_RT_MODULE_CUBIN : KILN_RT_MODULE_HOST_OBJECT) != 0)
+    return -1;
+  int n = snprintf(buf, cap, "%.*s/%s", (int)(slash - module_path), module_path, file);
+  return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
 static void build_one(const char *path, const char *src, size_t srclen, const char *kernel,
                       const TuneSig *sig, const TuneTarget *tg, TuneCand *cand, const char *tmpdir,
                       BuildSlot *slot) {
   char log_path[600];
   snprintf(log_path, sizeof log_path, "%s/v%d.log", tmpdir, cand->order);
-  snprintf(cand->obj_path, sizeof cand->obj_path, "%s/v%d.o", tmpdir, cand->order);
+  snprintf(cand->obj_path, sizeof cand->obj_path, "%s/v%d", tmpdir, cand->order);
   FILE *diag = fopen(log_path, "w");
   KilnDefine defs[32];
   int nd = 0;
@@ -61,6 +77,7 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
                           .num_stages = cand->cfg.num_stages, .diag = diag ? diag : stderr,
                           .gpu_usage = &slot->usage};
   KilnBuffer obj = {0};
+  char image[600] = "";
   double t0 = tune_now();
   bool gpu = tg->target == KILN_TARGET_SM80 || tg->target == KILN_TARGET_SM90;
   KilnDriverStatus st = kiln_driver_compile(&o, gpu ? KILN_EMIT_CUBIN : KILN_EMIT_OBJ, &obj);
@@ -69,8 +86,9 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
   if (st != KILN_DRIVER_OK) {
     first_line(log_path, slot->err, sizeof slot->err);
     slot->done = 2;
-  } else if (kiln_file_write_atomic(cand->obj_path, obj.data, obj.size) != 0) {
-    snprintf(slot->err, sizeof slot->err, "cannot write %.200s", cand->obj_path);
+  } else if (tune_image_path(cand->obj_path, tg->target, image, sizeof image) != 0 ||
+             kiln_file_write_atomic(image, obj.data, obj.size) != 0) {
+    snprintf(slot->err, sizeof slot->err, "cannot write %.200s", image);
     slot->done = 2;
   } else {
     slot->done = 1;
@@ -130,7 +148,7 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
   for (int k = 0; k < nidx; k++) {
     TuneCand *cand = &c[idx[k]];
     BuildSlot *s = &sh->slots[k];
-    snprintf(cand->obj_path, sizeof cand->obj_path, "%s/v%d.o", tmpdir, cand->order);
+    snprintf(cand->obj_path, sizeof cand->obj_path, "%s/v%d", tmpdir, cand->order);
     cand->compile_ms = s->ms;
     cand->usage = s->usage;
     /* registers and shared memory are known once ptxas has run: a variant that cannot launch

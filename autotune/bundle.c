@@ -2,14 +2,15 @@
  * another machine (a GPU machine without LLVM/MLIR, where `kiln` cannot be built).
  *
  * For every kernel it builds the space with the usual pruning, takes the candidates of both
- * modes (default and max-autotune), compiles each into DIR/<kernel>/v<order>.o (a cubin for
- * sm_80/sm_90, a host object for cpu/emu) with the forked builder, and describes the run in
+ * modes (default and max-autotune), compiles each into module DIR/<kernel>/v<order> of the one
+ * bundle format (kiln/bundle.h: v<order>.sm_90.cubin for sm_80/sm_90, v<order>.cpu.o or
+ * v<order>.emu.o host objects for cpu/emu) with the forked builder, and describes the run in
  * DIR/manifest.txt: the argument values and buffer fills (so the runner makes the same inputs
  * with problem.c), the key, the source hash, and per candidate its config, modes, warps, grid,
  * resources and image. bundle_run.c (the runtime-only `kiln-tune-runner`) reads it back.
  *
  * manifest.txt, one record per line, fields separated by single spaces (none contains one):
- *   kiln-tune-bundle 2
+ *   kiln-tune-bundle 3                             (2: FILE was the image file itself)
  *   target TARGET                                  cpu | emu | sm_80 | sm_90
  *   cpu CPU                                        cpu/emu: the CPU target of the host objects
  *   kernel NAME
@@ -18,7 +19,8 @@
  *                                                  KEY: the record key (buckets|signature)
  *   param NAME ptr KIND ELEMS FILL A B HAS_RANGE   FILL: rand | const | iota
  *   param NAME val KIND IVAL FVAL
- *   cand ORDER MODES WARPS G0 G1 G2 RESOURCES CONFIG FILE     MODES: d, m or dm
+ *   cand ORDER MODES WARPS G0 G1 G2 RESOURCES CONFIG MODULE   MODES: d, m or dm; MODULE:
+ *                                                  KERNEL/v<order>, loaded by kiln_rt_bundle_load
  *   end */
 #include "internal.h"
 
@@ -40,7 +42,7 @@ int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const c
   }
   b->mf = open_memstream(&b->buf, &b->len);
   if (!b->mf) return 2;
-  fprintf(b->mf, "kiln-tune-bundle 2\ntarget %s\n", kiln_target_name(target));
+  fprintf(b->mf, "kiln-tune-bundle 3\ntarget %s\n", kiln_target_name(target));
   if (target == KILN_TARGET_CPU || target == KILN_TARGET_EMU) fprintf(b->mf, "cpu %s\n", cpu);
   return 0;
 }
@@ -139,7 +141,7 @@ int tune_bundle_kernel(TuneBundle *b, TuneJob *j) {
     fprintf(f, "cand %d %s %d %u %u %u ", c[i].order, modes[i], c[i].cfg.num_warps, c[i].grid[0],
             c[i].grid[1], c[i].grid[2]);
     tune_json_number(f, c[i].resources);
-    fprintf(f, " %s %s/v%d.o\n", c[i].config, name, c[i].order);
+    fprintf(f, " %s %s/v%d\n", c[i].config, name, c[i].order);
     built++;
   }
   fprintf(f, "end\n");

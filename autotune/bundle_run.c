@@ -153,7 +153,14 @@ static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) 
                            "TUNE_MAX_MANIFEST_BYTES", TUNE_MAX_MANIFEST_BYTES);
     return -1;
   }
-  int rc = strncmp(text, "kiln-tune-bundle 2\n", 19) ? -1 : 0, line_no = 1;
+  if (!strncmp(text, "kiln-tune-bundle ", 17) && strncmp(text, "kiln-tune-bundle 3\n", 19)) {
+    fprintf(stderr, "kiln-tune-runner: error: %s: '%.*s' is another version's bundle; this runner "
+                    "reads kiln-tune-bundle 3 (rebuild the bundle with this version's kiln)\n",
+            path, (int)strcspn(text, "\n"), text);
+    free(text);
+    return -1;
+  }
+  int rc = strncmp(text, "kiln-tune-bundle 3\n", 19) ? -1 : 0, line_no = 1;
   for (char *save = NULL, *l = strtok_r(text + 19, "\n", &save); l && rc == 0;
        l = strtok_r(NULL, "\n", &save)) {
     line_no++;

@@ -89,6 +89,10 @@ bool tune_config_listed(const KilnTune *t, const char *config, KilnTuneConfig *c
 void tune_build(const char *path, const char *src, size_t srclen, const char *kernel,
                 const TuneSig *sig, const TuneTarget *tg, TuneCand *c, const int *idx, int nidx,
                 const char *tmpdir, const TuneRunOpts *o);
+/* The file of a candidate's image: module_path (DIR/v<order>, TuneCand.obj_path) as an image of
+ * the one bundle format for target (kiln/bundle.h: DIR/v<order>.<target>.<o|cubin>). 0, or -1
+ * when it does not fit in cap. */
+int tune_image_path(const char *module_path, KilnTarget target, char *buf, size_t cap);
 
 /* ---------------------------------------------------------------- report.c */
 

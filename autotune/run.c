@@ -18,6 +18,7 @@
  * interleaved (A B C A B C ...) so that drift of the machine hits them alike. */
 #include "tune_core.h"
 
+#include <kiln/bundle.h>
 #include <kiln/kilnrt.h>
 
 #include <math.h>
@@ -79,18 +80,17 @@ static int child_main(const TuneTarget *tg, const char *kernel, const TuneProble
    * sanitizer's or the embedder's handler would turn it into an exit code or a slow report. */
   int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
   for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) signal(fatal[i], SIG_DFL);
-  size_t objlen = 0;
-  char *obj = kiln_file_read(cand->obj_path, &objlen);
-  if (!obj) return snprintf(sh->err, sizeof sh->err, "cannot read %.200s", cand->obj_path), 2;
   KilnRtDevice *dev;
   KilnRtModule *mod;
   KilnRtFunction *fn;
   if (kiln_rt_device_create(tg->spec, &dev) != KILN_RT_OK) return child_fail(sh, "device");
-  bool gpu = tg->target == KILN_TARGET_SM80 || tg->target == KILN_TARGET_SM90;
-  KilnRtStatus ls = kiln_rt_module_load(dev, gpu ? KILN_RT_MODULE_CUBIN : KILN_RT_MODULE_HOST_OBJECT,
-                                        obj, objlen, &mod);
-  free(obj);
-  if (ls != KILN_RT_OK) return child_fail(sh, "load");
+  /* the candidate is module v<order> of its folder, a bundle (kiln/bundle.h) */
+  char dir[sizeof cand->obj_path];
+  snprintf(dir, sizeof dir, "%s", cand->obj_path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) return snprintf(sh->err, sizeof sh->err, "no folder in %.200s", cand->obj_path), 2;
+  *slash = '\0';
+  if (kiln_rt_bundle_load(dev, dir, slash + 1, &mod) != KILN_RT_OK) return child_fail(sh, "load");
   if (kiln_rt_module_get_function(mod, kernel, &fn) != KILN_RT_OK) return child_fail(sh, "lookup");
   void *bufs[TUNE_MAX_PARAMS] = {0}, *args[TUNE_MAX_PARAMS];
   unsigned char vals[TUNE_MAX_PARAMS][8];

@@ -175,7 +175,7 @@ typedef struct TuneCand {
   int reps;
   double compile_ms;
   int timings;            /* timing children run for it */
-  char obj_path[512];     /* built object */
+  char obj_path[512];     /* the built module: DIR/v<order>, a bundle image (tune_image_path) */
   KilnGpuUsage usage;     /* GPU targets: ptxas -v of the built cubin */
 } TuneCand;
 

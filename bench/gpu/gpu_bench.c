@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <kiln/bundle.h>
 #include <kiln/kilnrt.h>
 
 #include "kiln_base.h"
@@ -40,7 +41,7 @@ typedef struct Bench {
   KilnRtStream *stream;
   KilnRtEvent *ev0, *ev1;
   const char *bundle;
-  const char *arch;
+  const char *arch; /* the report's label only: images are picked by kiln_rt_bundle_load */
   int reps;
   FILE *json;
   int njson;
@@ -86,27 +87,13 @@ typedef struct Kernel {
   uint32_t block_threads;
 } Kernel;
 
-/* Loads bundle/<name>.<arch>.cubin (or .ptx when there is no cubin for this arch: the driver
- * JIT-compiles it). num_warps is part of the name's contract with prepare.sh. */
+/* Loads module <name> of the bundle (kiln/bundle.h: the runtime picks the cubin for this GPU's
+ * arch, else the PTX the driver JIT-compiles). num_warps is part of the name's contract with
+ * prepare.sh. */
 static int kernel_load(Bench *b, Kernel *k, const char *name, const char *kernel, int num_warps) {
-  char path[1024];
-  size_t len = 0;
-  KilnRtModuleFormat fmt = KILN_RT_MODULE_CUBIN;
-  snprintf(path, sizeof path, "%s/%s.%s.cubin", b->bundle, name, b->arch);
-  void *img = kiln_file_read(path, &len);
-  if (!img) {
-    fmt = KILN_RT_MODULE_PTX;
-    snprintf(path, sizeof path, "%s/%s.%s.ptx", b->bundle, name, b->arch);
-    img = kiln_file_read(path, &len);
-  }
-  if (!img) {
-    fprintf(stderr, "gpu-bench: no module for %s in %s (run bench/gpu/prepare.sh)\n", name, b->bundle);
-    return -1;
-  }
-  KilnRtStatus st = kiln_rt_module_load(b->dev, fmt, img, len, &k->mod);
-  free(img);
-  if (st != KILN_RT_OK || kiln_rt_module_get_function(k->mod, kernel, &k->fn) != KILN_RT_OK) {
-    fprintf(stderr, "gpu-bench: loading %s: %s\n", path, kiln_rt_last_error());
+  if (kiln_rt_bundle_load(b->dev, b->bundle, name, &k->mod) != KILN_RT_OK ||
+      kiln_rt_module_get_function(k->mod, kernel, &k->fn) != KILN_RT_OK) {
+    fprintf(stderr, "gpu-bench: %s (run bench/gpu/prepare.sh)\n", kiln_rt_last_error());
     return -1;
   }
   k->block_threads = (uint32_t)(32 * num_warps);
@@ -390,6 +377,7 @@ done:
 static void usage(FILE *f) {
   fputs("usage: gpu-bench --bundle DIR [--device cuda:0] [--arch sm_90] [--reps N] [--json FILE]\n"
         "Times Kiln kernels (cubins from bench/gpu/prepare.sh) against a device copy and cuBLAS.\n"
+        "The runtime picks each kernel's image for this GPU; --arch only labels the report.\n"
         "Exit: 0 ok, 1 a case failed, 2 no GPU, 64 bad usage.\n",
         f);
 }

@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,4 +142,21 @@ void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const flo
         g[n] = got[i * cols + c], r[n++] = ref[i * cols + c];
   kiln_bert_check_close(run, what, g, r, n, floor, tol);
   free(g), free(r);
+}
+
+double kiln_bert_unit_roundoff(KilnScalarKind t) {
+  return t == KILN_SCALAR_F16 ? 0x1p-11 : t == KILN_SCALAR_BF16 ? 0x1p-8 : 0x1p-24;
+}
+
+void kiln_bert_check_rounded(KilnBertRun *run, const char *what, const float *got, const float *ref,
+                             const double *e32, size_t n, KilnScalarKind t) {
+  double u = kiln_bert_unit_roundoff(t), tiny = t == KILN_SCALAR_F16 ? 0x1p-25 : 0x1p-134;
+  float *bound = kiln_bert_alloc(n ? n : 1, sizeof *bound);
+  for (size_t i = 0; i < n; i++) {
+    double r = fabs((double)ref[i]);
+    /* rounded up to f32, so the bound is never below its own derivation */
+    bound[i] = nextafterf((float)(u * r + (1 + u) * e32[i] + 0x1p-24 * r + tiny), INFINITY);
+  }
+  kiln_test_check_bound(run, what, got, ref, bound, n);
+  free(bound);
 }

@@ -94,6 +94,22 @@ static inline void kiln_bert_check_close(KilnBertRun *run, const char *what, con
   kiln_test_check_close(run, what, "ref", got, ref, n, floor, tol);
 }
 
+/* The check of an f16 / bf16 result against a bound per element, derived from the error the
+ * computation can have at the value it produces (the approach of docs/kernels/attention.md). The
+ * kernel computes in f32 and rounds to t once; the test states e32[i], a bound on the f32
+ * value's error (the inputs are exact T values, so it comes from the f32 operations, their
+ * sums over K terms, a PTX approximation), and every element must satisfy
+ *   |got - ref| <= u |ref| + (1 + u) e32 + 2^-24 |ref| + tiny
+ * with u = t's unit roundoff (2^-11 f16, 2^-8 bf16): rounding the f32 value y' = ref + e to t
+ * errs by u |y'| <= u (|ref| + e); 2^-24 |ref| is the reference's own rounding to f32; tiny is
+ * half the spacing of t's subnormals (2^-25 f16, 2^-134 bf16), the absolute error of a result
+ * rounded below t's normal range. Unlike a relative tolerance with floor 1, this judges a result
+ * of 0.01 by its own rounding, not by 1's. */
+void kiln_bert_check_rounded(KilnBertRun *run, const char *what, const float *got, const float *ref,
+                             const double *e32, size_t n, KilnScalarKind t);
+/* t's unit roundoff: 2^-24 f32, 2^-11 f16, 2^-8 bf16. */
+double kiln_bert_unit_roundoff(KilnScalarKind t);
+
 /* Finite differences over the columns of a rows x cols input shift one column at a time, which
  * costs a few launches per column; on emu the tests shift every `step`-th column and the last
  * one (the ragged tail) only. Whether column c is one of them: */
@@ -103,7 +119,7 @@ void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const flo
                                    const float *ref, size_t rows, size_t cols, size_t step,
                                    double floor, double tol);
 
-/* Test-sized host allocations; exits on failure (a test program, not a library). */
+/* Test-sized host allocations, zeroed; exits on failure (a test program, not a library). */
 static inline void *kiln_bert_alloc(size_t n, size_t size) { return kiln_test_alloc(n, size); }
 static inline float *kiln_bert_random_f32(KilnRefRng *rng, size_t n, float lo, float hi) {
   return kiln_test_random_f32(rng, n, lo, hi);

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "tests.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -64,14 +65,46 @@ static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, Kiln
   return c;
 }
 
-static void check_gemm(KilnBertRun *run, const char *what, const float *c, const Gemm *g, double tol) {
+/* The error of the kernel's f32 value of C[m, n] before its rounding to T, for the f16 / bf16
+ * bound (kiln_bert_check_rounded). Products of T values are exact in f32; the f32 sum of K of
+ * them errs by at most (K - 1) 2^-24 sum_k |a b| in any order, doubled here because a tensor
+ * core's accumulation may truncate rather than round (an ulp, not half, per addition). The bias
+ * and residual additions add 2^-24 of the partial sums each (<= 2 2^-24 (S + |bias| + |res|)).
+ * GELU multiplies an input error by |gelu'| <= 1.13 and adds its own f32 error (test_gelu.c:
+ * 20 2^-24 of 0.5 |v| and two roundings of y). */
+static double gemm_f32_error(const Gemm *g, size_t m, size_t n, double c) {
+  double s = 0.0;
+  for (size_t k = 0; k < (size_t)g->K; k++)
+    s += fabs((double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] * g->b[k * (size_t)g->sbk + n * (size_t)g->sbn]);
+  double bias = g->epi >= 1 ? fabs((double)g->bias[n]) : 0.0;
+  double res = g->epi == 3 ? fabs((double)g->res[m * (size_t)g->N + n]) : 0.0;
+  double e = 0x1p-24 * (2.0 * g->K * s + 2 * (s + bias + res));
+  if (g->epi == 2) {
+    double v = 0.0; /* the GELU's argument, A B + bias, in double */
+    for (size_t k = 0; k < (size_t)g->K; k++)
+      v += (double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] * g->b[k * (size_t)g->sbk + n * (size_t)g->sbn];
+    v += g->bias[n];
+    e = 1.13 * e + 0x1p-24 * (0.5 * fabs(v) * 20 + 2 * fabs(c));
+  }
+  return e;
+}
+
+/* C against the reference: f32 within tol (floor 1), f16 / bf16 within a bound per element. */
+static void check_gemm(KilnBertRun *run, const char *what, const float *c, const Gemm *g, KilnScalarKind t,
+                       double tol) {
   size_t M = (size_t)g->M, N = (size_t)g->N;
   float *ref = kiln_bert_alloc(M * N, 4);
+  double *e = kiln_bert_alloc(M * N, sizeof *e);
   for (size_t m = 0; m < M; m++)
-    for (size_t n = 0; n < N; n++)
+    for (size_t n = 0; n < N; n++) {
       ref[m * N + n] = (float)ref_elem(g, m, n);
-  kiln_bert_check_close(run, what, c, ref, M * N, 1.0, tol);
-  free(ref);
+      e[m * N + n] = gemm_f32_error(g, m, n, ref[m * N + n]);
+    }
+  if (t == KILN_SCALAR_F32)
+    kiln_bert_check_close(run, what, c, ref, M * N, 1.0, tol);
+  else
+    kiln_bert_check_rounded(run, what, c, ref, e, M * N, t);
+  free(ref), free(e);
 }
 
 /* Every epilogue on one shape; inputs rounded to t. */
@@ -85,9 +118,9 @@ static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32
   size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
   float *a = kiln_bert_random_t(&rng, sM * sK, -1.0f, 1.0f, t), *b = kiln_bert_random_t(&rng, sK * sN, -1.0f, 1.0f, t);
   float *bias = kiln_bert_random_t(&rng, sN, -1.0f, 1.0f, t), *res = kiln_bert_random_t(&rng, sM * sN, -1.0f, 1.0f, t);
-  /* f32: the accumulation's own error; f16/bf16: products are exact in f32, so one rounding of
-   * the result to T (half an ulp: at most 2^-11, 2^-8 relative) dominates. */
-  double tol = t == KILN_SCALAR_F16 ? 2e-3 : t == KILN_SCALAR_BF16 ? 8e-3 : 1e-5;
+  /* f32: the accumulation's own error, 1e-5 (floor 1); f16 / bf16: a bound per element
+   * (gemm_f32_error). */
+  double tol = 1e-5;
   for (int epi = epi_lo; epi <= epi_hi && run.ok; epi++) {
     KilnDefine defs[] = {{"T", t}, {"BM", bm}, {"BN", bn}, {"BK", bk}, {"EPI", epi}};
     KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 5);
@@ -95,7 +128,7 @@ static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32
     float *c = run_gemm(&run, fn, &g, t, bm, bn);
     char what[32];
     snprintf(what, sizeof what, "c epi %d", epi);
-    check_gemm(&run, what, c, &g, tol);
+    check_gemm(&run, what, c, &g, t, tol);
     free(c);
   }
   free(a), free(b), free(bias), free(res);
@@ -131,8 +164,8 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
   Gemm gdw = {x, dy, NULL, NULL, K, N, M, 1, K, N, 1, 0, sM * sK, sM * sN};  /* A = X^T */
   float *dx = run_gemm(&run, plain, &gdx, KILN_SCALAR_F32, T, T),
         *dw = run_gemm(&run, plain, &gdw, KILN_SCALAR_F32, T, T);
-  check_gemm(&run, "dX", dx, &gdx, 1e-5);
-  check_gemm(&run, "dW", dw, &gdw, 1e-5);
+  check_gemm(&run, "dX", dx, &gdx, KILN_SCALAR_F32, 1e-5);
+  check_gemm(&run, "dW", dw, &gdw, KILN_SCALAR_F32, 1e-5);
   /* db = column sums of dy, read at a row stride of N + 3 with 1000s in the gap. */
   size_t ld = sN + 3;
   float *dyp = kiln_bert_alloc(sM * ld, 4), *db = kiln_bert_alloc(sN + KILN_BERT_TAIL, 4), *ref_db = kiln_bert_alloc(sN, 4);

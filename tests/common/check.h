@@ -6,9 +6,9 @@
  *                                tests count per test case: T_CHECK)
  *
  * A failure goes to stderr as "FILE:LINE: check failed: COND: MESSAGE" and is counted in the
- * program's `failures`, which each program turns into its exit status. The helper families of
- * the runtime and emulator tests (CHECK_OK, CHECK_EQ_U, ...) count there too. Header-only, like
- * test_files.h: the runtime-only trees build these programs as well.
+ * program's `failures`, which kiln_check_result turns into its exit status. The helper families of
+ * the runtime and emulator tests (CHECK_OK, CHECK_EQ_U, CHECK_LAUNCH, CHECK_MSG, ...) are built
+ * on it. Header-only: the runtime-only trees build these programs as well.
  *
  * How CHECK takes one or more arguments in C17 with the format still checked: KILN_CHECK_PICK_
  * selects the bare form when the argument list is one long, the message form otherwise. */
@@ -48,5 +48,16 @@ static int failures __attribute__((unused));
                    KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
                    KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
                    KILN_CHECK_BARE_, unused)(__VA_ARGS__)
+
+/* The program's exit status: 1 when a check failed (their count on stderr), else 0 ("NAME: all
+ * checks passed" on stdout). */
+static inline int kiln_check_result(const char *name) {
+  if (failures) {
+    fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
+    return 1;
+  }
+  printf("%s: all checks passed\n", name);
+  return 0;
+}
 
 #endif /* KILN_TEST_CHECK_H */

@@ -4,12 +4,13 @@
  * A run keeps its modules and device buffers in fixed tables and frees them all at the end, so
  * a test never frees device memory itself; once a step fails the later ones do nothing, so the
  * first failure is the one reported. Kernels come from one of three places: compiled here
- * (kiln_driver_compile to a host object, loaded on the cpu or emu device), read from a bundle
- * (a cubin for the GPU's arch, else PTX the driver JIT-compiles; host objects on emu), or, in
- * emit mode, compiled into the bundle for a GPU machine that has no compiler. Images in a bundle
- * are named <name>.<arch>.<ext>, `name` chosen by the test (kernel, consts, warps...). */
+ * (kiln/bundle.h: the runtime's reader picks a cubin for the GPU's arch, else PTX the driver
+ * JIT-compiles; host objects on emu), or, in emit mode, compiled into the bundle for a GPU
+ * machine that has no compiler. Images in a bundle are named <name>.<arch>.<ext>
+ * (kiln_rt_bundle_image_name), `name` chosen by the test (kernel, consts, warps...). */
 #include "kernel_run.h"
-#include "test_files.h"
+
+#include <kiln/bundle.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -124,41 +125,16 @@ bool kiln_test_end(KilnTestRun *run) {
 
 /* ---- kernels -------------------------------------------------------------------------------- */
 
-/* The kernel's image from the bundle: a host object on emu; on a GPU the cubin of its arch,
- * else the PTX (which the driver compiles). */
+/* The kernel's image from the bundle (kiln/bundle.h): the runtime picks among the builds it
+ * holds (on a GPU the cubin of its arch, else PTX; on emu the emu host object). */
 static KilnRtModule *bundle_load(KilnTestRun *run, const char *name) {
-  static const struct { const char *ext; KilnRtModuleFormat fmt; } gpu[] = {
-      {"cubin", KILN_RT_MODULE_CUBIN}, {"ptx", KILN_RT_MODULE_PTX}},
-      host[] = {{"o", KILN_RT_MODULE_HOST_OBJECT}};
-  bool is_emu = run->d.target == KILN_TARGET_EMU;
-  char arch[16] = "emu";
-  if (!is_emu) {
-    KilnRtDeviceInfo info;
-    KilnRtStatus st = kiln_rt_device_info(run->dev, &info);
-    if (st != KILN_RT_OK) {
-      kiln_test_fail_rt(run, "kiln_rt_device_info", st);
-      return NULL;
-    }
-    snprintf(arch, sizeof arch, "sm_%d%d", info.cc_major, info.cc_minor);
+  KilnRtModule *mod = NULL;
+  KilnRtStatus st = kiln_rt_bundle_load(run->dev, run->d.bundle, name, &mod);
+  if (st != KILN_RT_OK) {
+    fail_always(run, "%s (bench/gpu/prepare.sh makes the bundle)", kiln_rt_last_error());
+    return NULL;
   }
-  for (size_t i = 0; i < (is_emu ? 1 : 2); i++) {
-    char path[1400];
-    snprintf(path, sizeof path, "%s/%s.%s.%s", run->d.bundle, name, arch,
-             is_emu ? host[i].ext : gpu[i].ext);
-    size_t len = 0;
-    void *img = kiln_test_read_file(path, &len);
-    if (!img)
-      continue;
-    KilnRtModule *mod = NULL;
-    KilnRtStatus st = kiln_rt_module_load(run->dev, is_emu ? host[i].fmt : gpu[i].fmt, img, len, &mod);
-    free(img);
-    if (st != KILN_RT_OK)
-      kiln_test_fail_rt(run, "kiln_rt_module_load", st);
-    return mod;
-  }
-  fail_always(run, "no image %s.%s.* in %s (bench/gpu/prepare.sh makes it)", name, arch,
-              run->d.bundle);
-  return NULL;
+  return mod;
 }
 
 #ifndef KILN_TEST_NO_COMPILER
@@ -189,13 +165,18 @@ static bool compile(KilnTestRun *run, const char *path, const char *kernel, cons
  * (tests ask for some kernels twice). */
 static void bundle_write(KilnTestRun *run, const char *path, const char *kernel,
                          const KilnDefine *defs, size_t ndefs, const char *name) {
-  static const struct { const char *ext; KilnEmit emit; } gpu[] = {
-      {"ptx", KILN_EMIT_PTX}, {"cubin", KILN_EMIT_CUBIN}}, host[] = {{"o", KILN_EMIT_OBJ}};
+  static const struct { KilnRtModuleFormat format; KilnEmit emit; } gpu[] = {
+      {KILN_RT_MODULE_PTX, KILN_EMIT_PTX}, {KILN_RT_MODULE_CUBIN, KILN_EMIT_CUBIN}},
+      host[] = {{KILN_RT_MODULE_HOST_OBJECT, KILN_EMIT_OBJ}};
   bool is_emu = run->d.target == KILN_TARGET_EMU;
   for (size_t i = 0; i < (is_emu ? 1 : 2) && run->ok; i++) {
-    char file[1400];
-    snprintf(file, sizeof file, "%s/%s.%s.%s", run->d.bundle, name,
-             kiln_test_target_label(run->d.target), is_emu ? host[i].ext : gpu[i].ext);
+    char image[600], file[1400];
+    if (kiln_rt_bundle_image_name(image, sizeof image, name, kiln_test_target_label(run->d.target),
+                                  is_emu ? host[i].format : gpu[i].format) != 0) {
+      fail_always(run, "%s: no bundle image name for it", name);
+      return;
+    }
+    snprintf(file, sizeof file, "%s/%s", run->d.bundle, image);
     FILE *probe = fopen(file, "rb");
     if (probe) {
       fclose(probe);

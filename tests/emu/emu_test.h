@@ -10,25 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_EQ_U(a, b)                                                                  \
-  do {                                                                                    \
-    unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);        \
-    if (a_ != b_) {                                                                       \
-      fprintf(stderr, "%s:%d: %s == %s failed: 0x%llx vs 0x%llx\n", __FILE__, __LINE__, #a, \
-              #b, a_, b_);                                                                \
-      failures++;                                                                \
-    }                                                                                     \
+/* Both on the one CHECK (tests/common/check.h). */
+#define CHECK_EQ_U(a, b)                                                                       \
+  do {                                                                                         \
+    unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);             \
+    CHECK(a_ == b_, "%s == %s: 0x%llx vs 0x%llx", #a, #b, a_, b_);                              \
   } while (0)
 
 /* Launches and requires `want`; prints the emulator's message when it differs. */
-#define CHECK_LAUNCH(want, fn, cfg, args)                                                  \
-  do {                                                                                     \
-    KilnEmuStatus st_ = kiln_emu_launch((fn), (cfg), (args));                              \
-    if (st_ != (want)) {                                                                   \
-      fprintf(stderr, "%s:%d: launch gave %s, want %s: %s\n", __FILE__, __LINE__,          \
-              kiln_emu_status_name(st_), kiln_emu_status_name(want), kiln_emu_last_error()); \
-      failures++;                                                                 \
-    }                                                                                      \
+#define CHECK_LAUNCH(want, fn, cfg, args)                                                      \
+  do {                                                                                         \
+    KilnEmuStatus st_ = kiln_emu_launch((fn), (cfg), (args));                                  \
+    CHECK(st_ == (want), "launch gave %s, want %s: %s", kiln_emu_status_name(st_),             \
+          kiln_emu_status_name(want), kiln_emu_last_error());                                  \
   } while (0)
 
 static inline KilnEmuLaunch emu_cfg(uint32_t gx, uint32_t gy, uint32_t gz, uint32_t threads,
@@ -42,15 +36,6 @@ static inline KilnEmuLaunch emu_cfg(uint32_t gx, uint32_t gy, uint32_t gz, uint3
 static inline uint32_t emu_rand(uint32_t *state) {
   *state = *state * 1664525u + 1013904223u;
   return *state >> 8;
-}
-
-static inline int emu_test_result(const char *name) {
-  if (failures) {
-    fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
-    return 1;
-  }
-  printf("%s: ok\n", name);
-  return 0;
 }
 
 #endif

@@ -84,5 +84,5 @@ int main(void) {
   for (int b = 0; b < BLOCKS; b++)
     CHECK_EQ_U(acc->per_block[b], THREADS * (THREADS + 1) / 2);
   free(acc);
-  return emu_test_result("emu.atomics");
+  return kiln_check_result("emu.atomics");
 }

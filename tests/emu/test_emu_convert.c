@@ -53,5 +53,5 @@ int main(void) {
     else
       CHECK(fabs(value16((uint16_t)(sign ^ 0x8001)) - f) >= err);
   }
-  return emu_test_result("emu.convert");
+  return kiln_check_result("emu.convert");
 }

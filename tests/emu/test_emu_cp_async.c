@@ -69,5 +69,5 @@ int main(void) {
   }
   free(src);
   free(seen);
-  return emu_test_result("emu.cp_async");
+  return kiln_check_result("emu.cp_async");
 }

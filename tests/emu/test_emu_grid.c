@@ -53,5 +53,5 @@ int main(void) {
   run(3, 4, 2, 128, 1, 1, 3); /* a 3-D grid of 128-thread blocks on three OS threads */
   run(2, 1, 3, 8, 4, 2, 1);   /* a 3-D block: warps follow the linear thread id */
   run(1, 1, 1, 1024, 1, 1, 0);
-  return emu_test_result("emu.grid");
+  return kiln_check_result("emu.grid");
 }

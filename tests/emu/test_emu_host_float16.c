@@ -17,17 +17,8 @@
 
 #include <stdio.h>
 
-static int failures;
+#include "../common/check.h"
 
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                \
-      fprintf(stderr, __VA_ARGS__);                                                           \
-      fprintf(stderr, "\n");                                                                  \
-      failures++;                                                                             \
-    }                                                                                         \
-  } while (0)
 
 static const char module_ir[] =
     "declare void @hook(ptr)\n"
@@ -123,9 +114,6 @@ int main(void) {
   check_function(LLVMGetNamedFunction(mod, "k"));
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
-  if (failures)
-    fprintf(stderr, "test_emu_host_float16: %d failure(s)\n", failures);
-  else
-    printf("host float16: no 16-bit float crosses a block or a call\n");
-  return failures ? 1 : 0;
+  if (!failures) printf("host float16: no 16-bit float crosses a block or a call\n");
+  return kiln_check_result("test_emu_host_float16");
 }

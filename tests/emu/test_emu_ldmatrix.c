@@ -50,5 +50,5 @@ int main(void) {
       free(out);
     }
   }
-  return emu_test_result("emu.ldmatrix");
+  return kiln_check_result("emu.ldmatrix");
 }

@@ -201,7 +201,5 @@ int main(void) {
 
   kiln_rt_free(dev, out);
   kiln_rt_device_destroy(dev);
-  if (failures)
-    fprintf(stderr, "test_emu_lowered: %d failure(s)\n", failures);
-  return failures ? 1 : 0;
+  return kiln_check_result("test_emu_lowered");
 }

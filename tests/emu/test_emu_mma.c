@@ -196,5 +196,5 @@ int main(void) {
     CHECK(run(KIND_F16, 1, seed) > 100);
   }
   run_staged();
-  return emu_test_result("emu.mma");
+  return kiln_check_result("emu.mma");
 }

@@ -107,5 +107,5 @@ int main(void) {
     }
   }
   free(v);
-  return emu_test_result("emu.reduce");
+  return kiln_check_result("emu.reduce");
 }

@@ -44,17 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                             \
-      fputc('\n', stderr);                                                      \
-      failures++;                                                               \
-    }                                                                           \
-  } while (0)
+#include "../common/check.h"
 
 /* 32 threads; thread t copies in[4t .. 4t+3] to out[4t .. 4t+3] with one 16-byte load and one
  * 16-byte store, as the lowering does for a contiguous f32 tile on aligned pointers. */
@@ -706,7 +696,5 @@ int main(void) {
 
   kiln_rt_free(dev, buf);
   kiln_rt_device_destroy(dev);
-  if (failures)
-    fprintf(stderr, "test_emu_sanitize: %d failure(s)\n", failures);
-  return failures ? 1 : 0;
+  return kiln_check_result("test_emu_sanitize");
 }

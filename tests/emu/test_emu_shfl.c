@@ -116,5 +116,5 @@ int main(void) {
     }
   }
   free(cs);
-  return emu_test_result("emu.shfl");
+  return kiln_check_result("emu.shfl");
 }

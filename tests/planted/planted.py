@@ -8,6 +8,14 @@ directory, applies the mutation there, and runs that ctest of an existing build 
 KILN_TEST_SOURCE_ROOT pointing at the scratch copy (tests/common/kernel_run.c: the kernel tests
 then compile their kernels from it). The source tree is never touched.
 
+A bug in C code (a file ending in .c, with the build target to rebuild as a seventh field) is
+built, not copied: the mutated copy of the file is compiled with the build's own command for it
+(compile_commands.json, with the original folder added to the include path) into the object
+file that command writes, the named target is rebuilt around it (ninja relinks what depends on
+the newer object, and reruns the custom commands that depend on those executables), and the
+test runs. Afterwards the mutated objects are deleted and the target rebuilt, so the build is
+back to the unmutated sources. Such bugs cost a relink each way, so they are never "cheap".
+
 A bug counts as caught when its test fails. So that a broken scratch copy (a missing file, a
 kernel that no longer compiles) cannot pass for a caught bug, every test named by a selected bug
 is first run on the unmutated copy and must pass there; a mutation whose text does not occur
@@ -18,8 +26,11 @@ Exit status: 0 when every selected bug was caught, 1 when one was missed or a co
 failed, 2 on a bad table or bad arguments.
 """
 import argparse
+import json
+import shlex
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,12 +48,19 @@ def load_table(path):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             fields = [x.strip() for x in line.split(" | ")]
-            if len(fields) != 6 or fields[1] not in ("cheap", "full"):
-                sys.exit(f"{path}:{lineno}: want 'name | cheap|full | test | file | text | replacement'")
-            name, kind, test, rel, text, repl = fields
+            if len(fields) not in (6, 7) or fields[1] not in ("cheap", "full"):
+                sys.exit(f"{path}:{lineno}: want 'name | cheap|full | test | file | text | replacement"
+                         "[ | target]'")
+            name, kind, test, rel, text, repl = fields[:6]
+            target = fields[6] if len(fields) == 7 else None
+            if rel.endswith(".c") != (target is not None):
+                sys.exit(f"{path}:{lineno}: a C file needs the build target to rebuild (a seventh "
+                         "field), a kernel source none")
+            if target and kind == "cheap":
+                sys.exit(f"{path}:{lineno}: a bug in C code needs a rebuild, so it cannot be cheap")
             bugs.append({"name": name, "cheap": kind == "cheap", "test": test, "file": rel,
                          "text": text.replace("\\n", "\n"), "repl": repl.replace("\\n", "\n"),
-                         "where": f"{path}:{lineno}"})
+                         "target": target, "where": f"{path}:{lineno}"})
     return bugs
 
 
@@ -57,7 +75,90 @@ def run_test(build, test, scratch):
     return proc.returncode == 0, out
 
 
+def build_target(build, target):
+    """Builds one target of the build; returns (ok, output)."""
+    proc = subprocess.run(["cmake", "--build", build, "--target", target], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    return proc.returncode == 0, proc.stdout
+
+
+def compile_commands(build, source):
+    """The build's compile commands for one source file (one per target that compiles it)."""
+    path = os.path.join(build, "compile_commands.json")
+    if not os.path.isfile(path):
+        raise SystemExit(f"planted: {path} is missing (configure with CMAKE_EXPORT_COMPILE_COMMANDS)")
+    with open(path, encoding="utf-8") as f:
+        entries = [e for e in json.load(f) if os.path.realpath(e["file"]) == os.path.realpath(source)]
+    if not entries:
+        raise SystemExit(f"planted: {source} is compiled by no target of {build}")
+    return entries
+
+
+def consumers(build, obj):
+    """The files ninja makes directly from obj (an archive, a shared library, an executable)."""
+    rel = os.path.relpath(obj, build)
+    proc = subprocess.run(["ninja", "-C", build, "-t", "query", rel], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"planted: ninja -t query {rel} failed (a Ninja build is needed):\n{proc.stdout}")
+    lines = proc.stdout.splitlines()
+    start = lines.index("  outputs:") + 1 if "  outputs:" in lines else len(lines)
+    return [os.path.join(build, line.strip()) for line in lines[start:] if line.startswith("    ")]
+
+
+def object_of(argv, directory):
+    return os.path.join(directory, argv[argv.index("-o") + 1])
+
+
+def run_c_bug(build, b, mutated_text):
+    """Compiles the mutated copy of a C file into the build's objects, rebuilds the target, runs
+    the test, then deletes the mutated objects and rebuilds the target from the real sources.
+    Returns (passed, output)."""
+    source = os.path.join(ROOT, b["file"])
+    scratch = tempfile.mkdtemp(prefix="kiln-planted-c-")
+    objects = []
+    try:
+        copy = os.path.join(scratch, os.path.basename(source))
+        with open(copy, "w", encoding="utf-8") as f:
+            f.write(mutated_text)
+        for e in compile_commands(build, source):
+            argv = e["arguments"] if "arguments" in e else shlex.split(e["command"])
+            argv = [copy if a == e["file"] or os.path.realpath(os.path.join(e["directory"], a)) ==
+                    os.path.realpath(source) else a for a in argv]
+            argv.insert(1, "-I" + os.path.dirname(source))  # its own folder's "headers.h"
+            obj = object_of(argv, e["directory"])
+            if not os.path.exists(obj):
+                continue  # a target the one under test does not need (the control build made it)
+            objects.append(obj)
+            stamp = os.stat(obj).st_mtime_ns
+            proc = subprocess.run(argv, cwd=e["directory"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+            if proc.returncode != 0:
+                return True, f"the mutated {b['file']} does not compile:\n{proc.stdout}"
+            # ninja rebuilds an object whose time differs from its deps log's, so the mutated
+            # one keeps the real one's time, and what is made from it is deleted instead
+            os.utime(obj, ns=(stamp, stamp))
+            for made in consumers(build, obj):
+                if os.path.exists(made):
+                    os.remove(made)
+        ok, out = build_target(build, b["target"])
+        if not ok:
+            return True, f"the target {b['target']} does not build with the mutation:\n{out}"
+        return run_test(build, b["test"], ROOT)
+    finally:
+        for o in objects:
+            if os.path.exists(o):
+                os.remove(o)
+        ok, out = build_target(build, b["target"])
+        shutil.rmtree(scratch, ignore_errors=True)
+        if not ok:
+            print(out)
+            raise SystemExit(f"planted: rebuilding {b['target']} from the real sources failed")
+
+
 def main():
+    # a terminated run still restores the build (run_c_bug's finally), as an interrupted one does
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("planted: terminated"))
     ap = argparse.ArgumentParser(description="Run the planted bugs of bugs.txt against a build.")
     ap.add_argument("--build", required=True, help="a configured and built build directory")
     ap.add_argument("--cheap", action="store_true", help="only the entries marked cheap")
@@ -68,7 +169,8 @@ def main():
     bugs = load_table(os.path.join(HERE, "bugs.txt"))
     if args.list:
         for b in bugs:
-            print(f"{b['name']:30} {'cheap' if b['cheap'] else 'full':5} {b['test']:28} {b['file']}")
+            print(f"{b['name']:30} {'cheap' if b['cheap'] else 'full':5} {b['test']:28} {b['file']}"
+                  + (f" (rebuilds {b['target']})" if b["target"] else ""))
         return 0
     if args.names:
         unknown = set(args.names) - {b["name"] for b in bugs}
@@ -98,6 +200,12 @@ def main():
         for d in KERNEL_DIRS:
             shutil.copytree(os.path.join(ROOT, d), os.path.join(scratch, d))
         failures = 0
+        for target in sorted({b["target"] for b in bugs if b["target"]}):
+            ok, out = build_target(build, target)
+            if not ok:
+                print(out)
+                print(f"planted: the target {target} does not build unmutated", file=sys.stderr)
+                return 1
         for test in sorted({b["test"] for b in bugs}):
             ok, out = run_test(build, test, scratch)
             print(f"control  {test:28} {'passes' if ok else 'FAILS'} unmutated", flush=True)
@@ -108,6 +216,15 @@ def main():
             print("planted: a test fails on the unmutated sources; nothing can be judged", file=sys.stderr)
             return 1
         for b in bugs:
+            if b["target"]:
+                with open(os.path.join(ROOT, b["file"]), encoding="utf-8") as f:
+                    text = f.read()
+                ok, out = run_c_bug(build, b, text.replace(b["text"], b["repl"], 1))
+                print(f"{'MISSED' if ok else 'caught'}   {b['name']:30} by {b['test']}", flush=True)
+                if ok:
+                    print(out)
+                failures += ok
+                continue
             path = os.path.join(scratch, b["file"])
             with open(path, encoding="utf-8") as f:
                 original = f.read()

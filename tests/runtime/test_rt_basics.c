@@ -110,7 +110,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--cuda") == 0) {
     if (!test_cuda_present())
       return 77;
-    return rt_test_result("test_rt_basics --cuda");
+    return kiln_check_result("test_rt_basics --cuda");
   }
   test_version();
   test_status_names();
@@ -118,5 +118,5 @@ int main(int argc, char **argv) {
   test_emu();
   test_cuda_absent();
   test_cpu_info();
-  return rt_test_result("test_rt_basics");
+  return kiln_check_result("test_rt_basics");
 }

@@ -6,7 +6,7 @@
 int main(void) {
   KilnRtDevice *dev = NULL;
   CHECK_OK(kiln_rt_device_create("cpu", &dev));
-  if (!dev) return rt_test_result("test_rt_cc");
+  if (!dev) return kiln_check_result("test_rt_cc");
   size_t size = 0;
   unsigned char *image = rt_test_read_file(KILN_TEST_SAXPY_OBJ, &size);
   CHECK(image != NULL);
@@ -19,5 +19,5 @@ int main(void) {
   }
   free(image);
   kiln_rt_device_destroy(dev);
-  return rt_test_result("test_rt_cc");
+  return kiln_check_result("test_rt_cc");
 }

@@ -59,7 +59,7 @@ int main(void) {
     return 77;
   }
   CHECK_OK(st);
-  if (!dev) return rt_test_result("test_rt_cuda");
+  if (!dev) return kiln_check_result("test_rt_cuda");
 
   KilnRtDeviceInfo info;
   CHECK_OK(kiln_rt_device_info(dev, &info));
@@ -144,5 +144,5 @@ int main(void) {
   CHECK_OK(kiln_rt_mem_stats(dev, &ms));
   CHECK(ms.bytes_in_use == 0 && ms.bytes_cached == 3 * 4096);
   kiln_rt_device_destroy(dev);
-  return rt_test_result("test_rt_cuda");
+  return kiln_check_result("test_rt_cuda");
 }

@@ -14,5 +14,5 @@ int main(void) {
   KilnRtDevice *cpu = NULL;
   CHECK_OK(kiln_rt_device_create("cpu", &cpu));
   kiln_rt_device_destroy(cpu);
-  return rt_test_result("test_rt_fake_driver");
+  return kiln_check_result("test_rt_fake_driver");
 }

@@ -321,7 +321,7 @@ static void test_bad_modules(KilnRtDevice *dev) {
 int main(void) {
   KilnRtDevice *dev = NULL;
   CHECK_OK(kiln_rt_device_create("cpu", &dev));
-  if (!dev) return rt_test_result("test_rt_launch");
+  if (!dev) return kiln_check_result("test_rt_launch");
   test_saxpy_object(dev);
   test_saxpy_shared(dev);
   test_grid_and_stack(dev);
@@ -333,5 +333,5 @@ int main(void) {
   CHECK_OK(kiln_rt_mem_stats(dev, &st));
   CHECK(st.bytes_in_use == 0); /* every test freed what it allocated */
   kiln_rt_device_destroy(dev);
-  return rt_test_result("test_rt_launch");
+  return kiln_check_result("test_rt_launch");
 }

@@ -178,5 +178,5 @@ int main(void) {
   }
   test_cache();
   test_threads();
-  return rt_test_result("test_rt_memory");
+  return kiln_check_result("test_rt_memory");
 }
