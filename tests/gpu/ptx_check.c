@@ -30,6 +30,7 @@ typedef struct Args {
   size_t ndefines, nspecialize, nmultiple_of;
   const char *expect[MAX_LIST], *expect_not[MAX_LIST];
   size_t nexpect, nexpect_not;
+  int max_spill; /* bytes of spill stores/loads tolerated (0 unless --max-spill) */
 } Args;
 
 static int usage(void) {
@@ -80,6 +81,8 @@ static bool parse_args(int argc, char **argv, Args *a) {
       ok = (a->arch = v) != NULL;
     else if (strcmp(s, "--ptxas") == 0 && v)
       ok = (a->ptxas = v) != NULL;
+    else if (strcmp(s, "--max-spill") == 0 && v)
+      ok = (a->max_spill = atoi(v)) >= 0;
     else if (strcmp(s, "--expect") == 0 && v)
       ok = add_text(v, a->expect, &a->nexpect);
     else if (strcmp(s, "--expect-not") == 0 && v)
@@ -125,7 +128,8 @@ static bool check_texts(const Args *a, const char *ptx) {
   return ok;
 }
 
-/* ptxas -v assembles it into one or more kernels without spilling registers. */
+/* ptxas -v assembles it into one or more kernels without spilling registers (or, with
+ * --max-spill N, at most N bytes: a known spill is pinned so that a larger one still fails). */
 static bool check_assembly(const Args *a, const char *ptx) {
   KilnGpuPtxasInfo info;
   char *log = NULL;
@@ -143,8 +147,9 @@ static bool check_assembly(const Args *a, const char *ptx) {
     fprintf(stderr, "FAIL: %s %s: ptxas reported no kernel\n", a->kernel, a->arch);
     ok = false;
   }
-  if (info.spill_stores != 0 || info.spill_loads != 0) {
-    fprintf(stderr, "FAIL: %s %s: register spills\n", a->kernel, a->arch);
+  if (info.spill_stores > a->max_spill || info.spill_loads > a->max_spill) {
+    fprintf(stderr, "FAIL: %s %s: register spills over %d bytes\n", a->kernel, a->arch,
+            a->max_spill);
     ok = false;
   }
   return ok;
