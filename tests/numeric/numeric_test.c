@@ -889,47 +889,103 @@ static bool test_accum_loop(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- row kernels with an f32 and an i32 output ------------------------------------------------ */
+
+/* The control-flow kernels of issue 15 share one shape: one or two random f32 inputs of
+ * rows x cols, an f32 output of nf and an i32 output of ni values per row, scalar arguments
+ * rows, cols and (some) an f32 limit. One helper runs a configuration of any of them: the
+ * outputs against the kernel's C reference (the integers exactly, the f32 values within 1e-5
+ * of their size with a floor of 1, each test saying why that bound holds) and the tails past
+ * them untouched, so that programs past the last row, where a test launches some, write nothing. */
+typedef void (*RowsRef)(const float *x, const float *y, float *rf, int32_t *ri, size_t rows,
+                        size_t cols, float limit);
+
+typedef struct {
+  const char *kernel;
+  int32_t block;        /* the BLOCK define; 0: the kernel has none */
+  int32_t rows, cols;
+  size_t nf, ni;        /* f32 and i32 outputs per row */
+  float lo, hi;         /* the inputs' range */
+  bool two_inputs;      /* x and y (else x only) */
+  bool has_limit;       /* a trailing f32 `limit` argument */
+  float limit;
+  uint32_t programs;    /* grid x */
+  uint64_t seed;
+  RowsRef ref;
+} RowsCase;
+
+static bool run_rows_case(KilnRtDevice *dev, const RowsCase *c) {
+  size_t rows = (size_t)c->rows, cols = (size_t)c->cols;
+  size_t nf = c->nf * rows, ni = c->ni * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
+  KilnDefine defs[] = {{"BLOCK", c->block}};
+  char shape[64];
+  if (c->has_limit)
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu limit=%g", rows, cols, (double)c->limit);
+  else
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+  KilnTestRun run;
+  run_begin(&run, dev, c->kernel, c->block ? defs : NULL, c->block ? 1 : 0, shape);
+
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, c->seed);
+  float *x = kiln_test_random_f32(&rng, rows * cols, c->lo, c->hi);
+  float *y = c->two_inputs ? kiln_test_random_f32(&rng, rows * cols, c->lo, c->hi) : NULL;
+  float *outf = kiln_test_alloc(ftotal, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+  int32_t *outi = kiln_test_alloc(itotal, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+  void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+  void *dy = y ? kiln_test_input(&run, y, rows * cols * sizeof *y) : NULL;
+  void *df = kiln_test_output(&run, ftotal * sizeof *outf);
+  void *di = kiln_test_output(&run, itotal * sizeof *outi);
+  int32_t r32 = c->rows, c32 = c->cols;
+  float limit = c->limit;
+  void *args[7];
+  size_t na = 0;
+  args[na++] = &dx;
+  if (y)
+    args[na++] = &dy;
+  args[na++] = &df;
+  args[na++] = &di;
+  args[na++] = &r32;
+  args[na++] = &c32;
+  if (c->has_limit)
+    args[na++] = &limit;
+  kiln_test_launch(&run, run.fn, c->programs, 1, args);
+  kiln_test_fetch(&run, outf, df, ftotal * sizeof *outf);
+  kiln_test_fetch(&run, outi, di, itotal * sizeof *outi);
+
+  kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, ftotal, 1, nf, ftotal);
+  kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, itotal, 1, ni, itotal);
+  c->ref(x, y, rf, ri, rows, cols, c->limit);
+  check_close(&run, "outf", outf, rf, nf, 1.0, 1e-5);
+  check_equal_i32(&run, "outi", outi, ri, ni);
+  bool ok = kiln_test_end(&run);
+  free(x), free(y), free(outf), free(rf), free(outi), free(ri);
+  return ok;
+}
+
 /* ---- pow_countdown ------------------------------------------------------------------------- */
 
 /* `**`, count-down ranges, i1 order and the i8 literal -128 (issue 15). The integers are exact;
  * the f32 results allow 1e-5 of their size for the same reason as accum_loop (a multiply and an
  * add the GPU lowering may fuse); v^-2 of a first element near 0 is large but finite and compared
  * relatively. cols = 1 makes the count-down loops run once; the -2 step range never runs. */
+static void ref_pow_countdown(const float *x, const float *y, float *rf, int32_t *ri, size_t rows,
+                              size_t cols, float limit) {
+  (void)y, (void)limit;
+  kiln_ref_pow_countdown(x, rf, ri, rows, cols);
+}
+
 static bool test_pow_countdown(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, block;
   } cfgs[] = {{300, 37, 128}, {1, 1, 32}, {200, 8, 32}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
-    size_t n = 4 * rows, total = n + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
-    char shape[64];
-    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
-    KilnTestRun run;
-    run_begin(&run, dev, "pow_countdown", defs, COUNT(defs), shape);
-
-    KilnRefRng rng;
-    kiln_ref_rng_init(&rng, 1200 + ci);
-    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
-    float *outf = kiln_test_alloc(total, sizeof *outf), *rf = kiln_test_alloc(n, sizeof *rf);
-    int32_t *outi = kiln_test_alloc(total, sizeof *outi), *ri = kiln_test_alloc(n, sizeof *ri);
-    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
-    void *df = kiln_test_output(&run, total * sizeof *outf);
-    void *di = kiln_test_output(&run, total * sizeof *outi);
-    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
-    void *args[] = {&dx, &df, &di, &r32, &c32};
-    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].block), 1, args);
-    kiln_test_fetch(&run, outf, df, total * sizeof *outf);
-    kiln_test_fetch(&run, outi, di, total * sizeof *outi);
-
-    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, total, 1, n, total);
-    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, total, 1, n, total);
-    kiln_ref_pow_countdown(x, rf, ri, rows, cols);
-    check_close(&run, "outf", outf, rf, n, 1.0, 1e-5);
-    check_equal_i32(&run, "outi", outi, ri, n);
-    all_ok &= kiln_test_end(&run);
-    free(x), free(outf), free(rf), free(outi), free(ri);
+    RowsCase c = {.kernel = "pow_countdown", .block = cfgs[ci].block, .rows = cfgs[ci].rows,
+                  .cols = cfgs[ci].cols, .nf = 4, .ni = 4, .lo = -4.0f, .hi = 4.0f,
+                  .programs = kiln_test_cdiv((size_t)cfgs[ci].rows, (size_t)cfgs[ci].block),
+                  .seed = 1200 + ci, .ref = ref_pow_countdown};
+    all_ok &= run_rows_case(dev, &c);
   }
   return all_ok;
 }
@@ -941,6 +997,12 @@ static bool test_pow_countdown(KilnRtDevice *dev) {
  * the GPU, so f32 results allow 1e-5 of their size (16 positive terms). Three programs more than
  * rows must return before writing (the tails stay sentinel); the limits make some rows break
  * early, some never (1e30), and inputs up to 3.6 make some return from inside the loop. */
+static void ref_early_exit(const float *x, const float *y, float *rf, int32_t *ri, size_t rows,
+                           size_t cols, float limit) {
+  (void)y;
+  kiln_ref_early_exit(x, rf, ri, rows, cols, limit);
+}
+
 static bool test_early_exit(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols;
@@ -948,35 +1010,11 @@ static bool test_early_exit(KilnRtDevice *dev) {
   } cfgs[] = {{300, 37, 20.0f}, {1, 1, 0.0f}, {64, 16, 1e30f}, {100, 5, 2.0f}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
-    size_t nf = 2 * rows, ni = 4 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
-    char shape[64];
-    snprintf(shape, sizeof shape, "rows=%zu cols=%zu limit=%g", rows, cols, (double)cfgs[ci].limit);
-    KilnTestRun run;
-    run_begin(&run, dev, "early_exit", NULL, 0, shape);
-
-    KilnRefRng rng;
-    kiln_ref_rng_init(&rng, 1300 + ci);
-    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 3.6f);
-    float *out = kiln_test_alloc(ftotal, sizeof *out), *rout = kiln_test_alloc(nf, sizeof *rout);
-    int32_t *counts = kiln_test_alloc(itotal, sizeof *counts), *rcounts = kiln_test_alloc(ni, sizeof *rcounts);
-    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
-    void *dout = kiln_test_output(&run, ftotal * sizeof *out);
-    void *dcounts = kiln_test_output(&run, itotal * sizeof *counts);
-    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
-    float limit = cfgs[ci].limit;
-    void *args[] = {&dx, &dout, &dcounts, &r32, &c32, &limit};
-    kiln_test_launch(&run, run.fn, (uint32_t)rows + 3, 1, args);
-    kiln_test_fetch(&run, out, dout, ftotal * sizeof *out);
-    kiln_test_fetch(&run, counts, dcounts, itotal * sizeof *counts);
-
-    kiln_test_check_untouched(&run, "out", out, sizeof *out, ftotal, 1, nf, ftotal);
-    kiln_test_check_untouched(&run, "counts", counts, sizeof *counts, itotal, 1, ni, itotal);
-    kiln_ref_early_exit(x, rout, rcounts, rows, cols, limit);
-    check_close(&run, "out", out, rout, nf, 1.0, 1e-5);
-    check_equal_i32(&run, "counts", counts, rcounts, ni);
-    all_ok &= kiln_test_end(&run);
-    free(x), free(out), free(rout), free(counts), free(rcounts);
+    RowsCase c = {.kernel = "early_exit", .rows = cfgs[ci].rows, .cols = cfgs[ci].cols, .nf = 2,
+                  .ni = 4, .lo = -4.0f, .hi = 3.6f, .has_limit = true, .limit = cfgs[ci].limit,
+                  .programs = (uint32_t)cfgs[ci].rows + 3, .seed = 1300 + ci,
+                  .ref = ref_early_exit};
+    all_ok &= run_rows_case(dev, &c);
   }
   return all_ok;
 }
@@ -986,43 +1024,23 @@ static bool test_early_exit(KilnRtDevice *dev) {
 /* Functions inlined per call, keyword arguments and defaults (issue 15). The integers are exact;
  * the f32 results allow 1e-5 of their size: the dot product and 2 v^3 + clamp(v) are a multiply
  * and an add the GPU lowering may fuse (the maximum itself is exact). */
+static void ref_inline_fns(const float *x, const float *y, float *rf, int32_t *ri, size_t rows,
+                           size_t cols, float limit) {
+  (void)limit;
+  kiln_ref_inline_fns(x, y, rf, ri, rows, cols);
+}
+
 static bool test_inline_fns(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols;
   } cfgs[] = {{300, 37}, {1, 1}, {50, 64}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
-    size_t n = 4 * rows, total = n + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BLOCK", 64}};
-    char shape[64];
-    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
-    KilnTestRun run;
-    run_begin(&run, dev, "inline_fns", defs, COUNT(defs), shape);
-
-    KilnRefRng rng;
-    kiln_ref_rng_init(&rng, 1400 + ci);
-    float *x = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
-    float *y = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
-    float *outf = kiln_test_alloc(total, sizeof *outf), *rf = kiln_test_alloc(n, sizeof *rf);
-    int32_t *outi = kiln_test_alloc(total, sizeof *outi), *ri = kiln_test_alloc(n, sizeof *ri);
-    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
-    void *dy = kiln_test_input(&run, y, rows * cols * sizeof *y);
-    void *df = kiln_test_output(&run, total * sizeof *outf);
-    void *di = kiln_test_output(&run, total * sizeof *outi);
-    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
-    void *args[] = {&dx, &dy, &df, &di, &r32, &c32};
-    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
-    kiln_test_fetch(&run, outf, df, total * sizeof *outf);
-    kiln_test_fetch(&run, outi, di, total * sizeof *outi);
-
-    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, total, 1, n, total);
-    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, total, 1, n, total);
-    kiln_ref_inline_fns(x, y, rf, ri, rows, cols);
-    check_close(&run, "outf", outf, rf, n, 1.0, 1e-5);
-    check_equal_i32(&run, "outi", outi, ri, n);
-    all_ok &= kiln_test_end(&run);
-    free(x), free(y), free(outf), free(rf), free(outi), free(ri);
+    RowsCase c = {.kernel = "inline_fns", .block = 64, .rows = cfgs[ci].rows,
+                  .cols = cfgs[ci].cols, .nf = 4, .ni = 4, .lo = -2.0f, .hi = 2.0f,
+                  .two_inputs = true, .programs = (uint32_t)cfgs[ci].rows, .seed = 1400 + ci,
+                  .ref = ref_inline_fns};
+    all_ok &= run_rows_case(dev, &c);
   }
   return all_ok;
 }
@@ -1035,6 +1053,12 @@ static bool test_inline_fns(KilnRtDevice *dev) {
  * run to 2^31 - 1 and the last loop is `while true`: the test finishing at all is the measure
  * that a break or return ends its loop (ran empty to its end, the search alone would take 2^62
  * iterations per program); the counts say how many iterations did run, against the reference. */
+static void ref_while_loops(const float *x, const float *y, float *rf, int32_t *ri, size_t rows,
+                            size_t cols, float limit) {
+  (void)y;
+  kiln_ref_while_loops(x, rf, ri, rows, cols, limit);
+}
+
 static bool test_while_loops(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols;
@@ -1042,35 +1066,11 @@ static bool test_while_loops(KilnRtDevice *dev) {
   } cfgs[] = {{300, 37, 20.0f}, {1, 1, 0.0f}, {64, 16, 1e30f}, {100, 5, 2.0f}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
-    size_t nf = 2 * rows, ni = 5 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
-    char shape[64];
-    snprintf(shape, sizeof shape, "rows=%zu cols=%zu limit=%g", rows, cols, (double)cfgs[ci].limit);
-    KilnTestRun run;
-    run_begin(&run, dev, "while_loops", NULL, 0, shape);
-
-    KilnRefRng rng;
-    kiln_ref_rng_init(&rng, 1500 + ci);
-    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 3.6f);
-    float *out = kiln_test_alloc(ftotal, sizeof *out), *rout = kiln_test_alloc(nf, sizeof *rout);
-    int32_t *counts = kiln_test_alloc(itotal, sizeof *counts), *rcounts = kiln_test_alloc(ni, sizeof *rcounts);
-    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
-    void *dout = kiln_test_output(&run, ftotal * sizeof *out);
-    void *dcounts = kiln_test_output(&run, itotal * sizeof *counts);
-    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
-    float limit = cfgs[ci].limit;
-    void *args[] = {&dx, &dout, &dcounts, &r32, &c32, &limit};
-    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
-    kiln_test_fetch(&run, out, dout, ftotal * sizeof *out);
-    kiln_test_fetch(&run, counts, dcounts, itotal * sizeof *counts);
-
-    kiln_test_check_untouched(&run, "out", out, sizeof *out, ftotal, 1, nf, ftotal);
-    kiln_test_check_untouched(&run, "counts", counts, sizeof *counts, itotal, 1, ni, itotal);
-    kiln_ref_while_loops(x, rout, rcounts, rows, cols, limit);
-    check_close(&run, "out", out, rout, nf, 1.0, 1e-5);
-    check_equal_i32(&run, "counts", counts, rcounts, ni);
-    all_ok &= kiln_test_end(&run);
-    free(x), free(out), free(rout), free(counts), free(rcounts);
+    RowsCase c = {.kernel = "while_loops", .rows = cfgs[ci].rows, .cols = cfgs[ci].cols, .nf = 2,
+                  .ni = 5, .lo = -4.0f, .hi = 3.6f, .has_limit = true, .limit = cfgs[ci].limit,
+                  .programs = (uint32_t)cfgs[ci].rows, .seed = 1500 + ci,
+                  .ref = ref_while_loops};
+    all_ok &= run_rows_case(dev, &c);
   }
   return all_ok;
 }
@@ -1121,41 +1121,23 @@ static bool test_range_steps(KilnRtDevice *dev) {
 /* Functions returning several values (issue 15). The integers and the minimum/maximum are exact;
  * the row sum is a tree on the GPU and in double in the reference, up to 64 terms in [-2, 2]:
  * 1e-5 of its size with a floor of 1. */
+static void ref_multi_return(const float *x, const float *y, float *rf, int32_t *ri, size_t rows,
+                             size_t cols, float limit) {
+  (void)y, (void)limit;
+  kiln_ref_multi_return(x, rf, ri, rows, cols);
+}
+
 static bool test_multi_return(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols;
   } cfgs[] = {{300, 37}, {1, 1}, {50, 64}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
-    size_t nf = 4 * rows, ni = 3 * rows, ftotal = nf + TAIL_ELEMS, itotal = ni + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BLOCK", 64}};
-    char shape[64];
-    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
-    KilnTestRun run;
-    run_begin(&run, dev, "multi_return", defs, COUNT(defs), shape);
-
-    KilnRefRng rng;
-    kiln_ref_rng_init(&rng, 1700 + ci);
-    float *x = kiln_test_random_f32(&rng, rows * cols, -2.0f, 2.0f);
-    float *outf = kiln_test_alloc(ftotal, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
-    int32_t *outi = kiln_test_alloc(itotal, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
-    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
-    void *df = kiln_test_output(&run, ftotal * sizeof *outf);
-    void *di = kiln_test_output(&run, itotal * sizeof *outi);
-    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
-    void *args[] = {&dx, &df, &di, &r32, &c32};
-    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
-    kiln_test_fetch(&run, outf, df, ftotal * sizeof *outf);
-    kiln_test_fetch(&run, outi, di, itotal * sizeof *outi);
-
-    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, ftotal, 1, nf, ftotal);
-    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, itotal, 1, ni, itotal);
-    kiln_ref_multi_return(x, rf, ri, rows, cols);
-    check_close(&run, "outf", outf, rf, nf, 1.0, 1e-5);
-    check_equal_i32(&run, "outi", outi, ri, ni);
-    all_ok &= kiln_test_end(&run);
-    free(x), free(outf), free(rf), free(outi), free(ri);
+    RowsCase c = {.kernel = "multi_return", .block = 64, .rows = cfgs[ci].rows,
+                  .cols = cfgs[ci].cols, .nf = 4, .ni = 3, .lo = -2.0f, .hi = 2.0f,
+                  .programs = (uint32_t)cfgs[ci].rows, .seed = 1700 + ci,
+                  .ref = ref_multi_return};
+    all_ok &= run_rows_case(dev, &c);
   }
   return all_ok;
 }
