@@ -211,7 +211,11 @@ def report(b, passed, out):
     print(f"{'caught' if caught else 'MISSED'}   {b['name']:30} by {b['test']}: {how}", flush=True)
     if not caught:
         print(out)
-    return 0 if caught else 1
+        return 1
+    for label, failed in config_verdicts(out):
+        if failed:
+            print(f"           fails: {label}")
+    return 0
 
 
 def main():
