@@ -16,7 +16,13 @@ the newer object, and reruns the custom commands that depend on those executable
 test runs. Afterwards the mutated objects are deleted and the target rebuilt, so the build is
 back to the unmutated sources. Such bugs cost a relink each way, so they are never "cheap".
 
-A bug counts as caught when its test fails. So that a broken scratch copy (a missing file, a
+A bug counts as caught when its test fails. A test field of the form "TEST ~ REGEX" asks for
+more: every configuration of TEST whose label matches REGEX (a Python regular expression,
+searched in the label the kernel-test harness prints, tests/common/kernel_run.c's kiln_test_end:
+"  ok   LABEL (T s)" or "  FAIL LABEL (T s)") must fail on its own, and at least one must match;
+so "~ ^b?f16 " says that no f16 or bf16 configuration may pass, not only that the test as a
+whole failed somewhere. For each caught bug the runner prints how many configurations failed.
+So that a broken scratch copy (a missing file, a
 kernel that no longer compiles) cannot pass for a caught bug, every test named by a selected bug
 is first run on the unmutated copy and must pass there; a mutation whose text does not occur
 exactly once is a stale entry, an error.
@@ -27,8 +33,9 @@ failed, 2 on a bad table or bad arguments.
 """
 import argparse
 import json
-import shlex
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -53,6 +60,13 @@ def load_table(path):
                          "[ | target]'")
             name, kind, test, rel, text, repl = fields[:6]
             target = fields[6] if len(fields) == 7 else None
+            configs = None
+            if " ~ " in test:
+                test, pattern = (x.strip() for x in test.split(" ~ ", 1))
+                try:
+                    configs = re.compile(pattern)
+                except re.error as e:
+                    sys.exit(f"{path}:{lineno}: bad configuration pattern '{pattern}': {e}")
             if rel.endswith(".c") != (target is not None):
                 sys.exit(f"{path}:{lineno}: a C file needs the build target to rebuild (a seventh "
                          "field), a kernel source none")
@@ -60,7 +74,7 @@ def load_table(path):
                 sys.exit(f"{path}:{lineno}: a bug in C code needs a rebuild, so it cannot be cheap")
             bugs.append({"name": name, "cheap": kind == "cheap", "test": test, "file": rel,
                          "text": text.replace("\\n", "\n"), "repl": repl.replace("\\n", "\n"),
-                         "target": target, "where": f"{path}:{lineno}"})
+                         "target": target, "configs": configs, "where": f"{path}:{lineno}"})
     return bugs
 
 
@@ -73,6 +87,40 @@ def run_test(build, test, scratch):
     if "No tests were found" in out or "tests passed, 0 tests failed out of 0" in out:
         raise SystemExit(f"planted: ctest {test} does not exist in {build}")
     return proc.returncode == 0, out
+
+
+# One configuration's verdict as the kernel-test harness prints it (kiln_test_end).
+VERDICT = re.compile(r"^\s*(ok|FAIL)\s+(.*) \(\d+(?:\.\d+)? s\)$")
+
+
+def config_verdicts(out):
+    """[(label, failed)] of every configuration the kernel-test harness reported in out."""
+    found = []
+    for line in out.splitlines():
+        m = VERDICT.match(line)
+        if m:
+            found.append((m.group(2), m.group(1) == "FAIL"))
+    return found
+
+
+def judge(b, passed, out):
+    """Whether bug b was caught, given its test's verdict and output, and a line saying how:
+    caught when the test failed and, where the entry names configurations, every one of them
+    failed (and there was at least one)."""
+    verdicts = config_verdicts(out)
+    failed = sum(f for _, f in verdicts)
+    how = f"{failed} of {len(verdicts)} configurations fail" if verdicts else "no configuration lines"
+    if passed:
+        return False, how
+    if b["configs"] is None:
+        return True, how
+    named = [(label, f) for label, f in verdicts if b["configs"].search(label)]
+    passing = [label for label, f in named if not f]
+    if not named:
+        return False, f"{how}; none matches '{b['configs'].pattern}'"
+    if passing:
+        return False, f"{how}; passing although they match '{b['configs'].pattern}': " + "; ".join(passing)
+    return True, f"{how}, all {len(named)} matching '{b['configs'].pattern}'"
 
 
 def build_target(build, target):
@@ -156,6 +204,20 @@ def run_c_bug(build, b, mutated_text):
             raise SystemExit(f"planted: rebuilding {b['target']} from the real sources failed")
 
 
+def report(b, passed, out):
+    """Prints whether bug b was caught by its test (and the output when not); returns 1 when it
+    was missed, else 0."""
+    caught, how = judge(b, passed, out)
+    print(f"{'caught' if caught else 'MISSED'}   {b['name']:30} by {b['test']}: {how}", flush=True)
+    if not caught:
+        print(out)
+        return 1
+    for label, failed in config_verdicts(out):
+        if failed:
+            print(f"           fails: {label}")
+    return 0
+
+
 def main():
     # a terminated run still restores the build (run_c_bug's finally), as an interrupted one does
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("planted: terminated"))
@@ -170,7 +232,8 @@ def main():
     if args.list:
         for b in bugs:
             print(f"{b['name']:30} {'cheap' if b['cheap'] else 'full':5} {b['test']:28} {b['file']}"
-                  + (f" (rebuilds {b['target']})" if b["target"] else ""))
+                  + (f" (rebuilds {b['target']})" if b["target"] else "")
+                  + (f" (every configuration matching '{b['configs'].pattern}')" if b["configs"] else ""))
         return 0
     if args.names:
         unknown = set(args.names) - {b["name"] for b in bugs}
@@ -220,10 +283,7 @@ def main():
                 with open(os.path.join(ROOT, b["file"]), encoding="utf-8") as f:
                     text = f.read()
                 ok, out = run_c_bug(build, b, text.replace(b["text"], b["repl"], 1))
-                print(f"{'MISSED' if ok else 'caught'}   {b['name']:30} by {b['test']}", flush=True)
-                if ok:
-                    print(out)
-                failures += ok
+                failures += report(b, ok, out)
                 continue
             path = os.path.join(scratch, b["file"])
             with open(path, encoding="utf-8") as f:
@@ -235,9 +295,7 @@ def main():
             finally:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(original)
-            print(f"{'MISSED' if ok else 'caught'}   {b['name']:30} by {b['test']}", flush=True)
-            if ok:
-                failures += 1
+            failures += report(b, ok, out)
         if failures:
             print(f"planted: {failures} planted bug(s) not caught by their tests", file=sys.stderr)
             return 1
