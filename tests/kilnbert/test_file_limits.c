@@ -2,7 +2,7 @@
  * (bert_file.h): vocab.txt, config.json, trainer_state.json, aclImdb review files, TSV and
  * JSONL files and their lines, and a safetensors file's header.
  *
- * Each reader gets /dev/zero (no size to look at: it must stop once the read passes its bound;
+ * Each reader gets /dev/zero, itself or through a link (no size to look at: it must stop once the read passes its bound;
  * before the bounds these read until memory ran out, so the test would be killed or time out)
  * or a sparse file one byte over the bound (a regular file says its size: it must be refused
  * before a byte is read, which the test sees as a fast refusal of a 4 GiB file), and must
@@ -72,8 +72,9 @@ static void test_vocab_and_json(void) {
   CHECK(v == NULL);
   KilnBertConfig cfg;
   kiln_bert_config_defaults(&cfg);
-  refused("config.json /dev/zero", kiln_bert_config_load("/dev/zero", &cfg), "/dev/zero",
-          "larger than KILN_BERT_MAX_JSON_BYTES (16 MiB)");
+  link_to_dev_zero("config.json");
+  refused("config.json -> /dev/zero", kiln_bert_config_load(path_of("config.json"), &cfg),
+          "config.json", "larger than KILN_BERT_MAX_JSON_BYTES (16 MiB)");
 #ifdef KILN_TEST_CHECKPOINT
   link_to_dev_zero("trainer_state.json");
   KilnBertTrainState ts;
