@@ -533,9 +533,13 @@ static void c_string_of_expr(FILE *f, const TuneExpr *e) {
   free(text);
 }
 
-/* KILN_LIB_CHECKED: the pointer lies in a live allocation of the library's device with room for
- * kiln_n elements from it on (the runtime's allocator knows each allocation's size). */
-static void source_checked_room(FILE *f, const char *L, const LibKernel *k, int i) {
+/* KILN_LIB_CHECKED: the pointer lies in a live allocation of the library's device (the runtime's
+ * allocator registers each allocation's size) with room for the extent the call touches from
+ * it on: kiln_n elements, the buffer's size rule evaluated over this call's integers (its
+ * sizes and strides: `x: f32[(rows - 1) * ld + cols]` for padded rows). The refusal names the
+ * buffer, the bytes the call needs and the bytes registered from the pointer to the end of
+ * its allocation. */
+static void source_checked_room(FILE *f, const char *L, const LibKernel *k, int i, const TuneExpr *e) {
   const TuneParam *q = &k->params[i];
   size_t elem = tune_scalar_bytes(q->scalar);
   fprintf(f, "#ifdef KILN_LIB_CHECKED\n"
@@ -547,10 +551,13 @@ static void source_checked_room(FILE *f, const char *L, const LibKernel *k, int 
              "      kiln_have -= (size_t)((const char *)p%d - (const char *)kiln_base);\n"
              "      if ((uint64_t)kiln_n > kiln_have / %zu)\n"
              "        return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: buffer %s needs "
-             "%%lld elements but its allocation has room for %%zu from %s on (KILN_LIB_CHECKED)\",\n"
-             "                                 (long long)kiln_n, kiln_have / %zu);\n"
-             "    }\n#endif\n",
-          i, i, L, k->name, q->name, i, i, elem, L, k->name, q->name, q->name, elem);
+             "%%llu bytes (%%s = %%lld elements of %zu bytes) but %%zu bytes are registered from %s "
+             "to the end of its allocation (KILN_LIB_CHECKED)\",\n"
+             "                                 (uint64_t)kiln_n > UINT64_MAX / %zu ? (unsigned long long)UINT64_MAX "
+             ": (unsigned long long)kiln_n * %zuu, ",
+          i, i, L, k->name, q->name, i, i, elem, L, k->name, q->name, elem, q->name, elem, elem);
+  c_string_of_expr(f, e);
+  fprintf(f, ", (long long)kiln_n, kiln_have);\n    }\n#endif\n");
 }
 
 /* Every call, on every device, refuses what would make the kernel touch memory it was not given:
@@ -585,7 +592,7 @@ static void source_argument_checks(FILE *f, const char *L, const LibKernel *k, T
             L, k->name, k->params[i].name);
     c_string_of_expr(f, e);
     fprintf(f, ", (long long)kiln_n, ck ? \"out of range of int64\" : \"its size rule\");\n");
-    source_checked_room(f, L, k, i);
+    source_checked_room(f, L, k, i, e);
     fprintf(f, "  }\n");
   }
 }

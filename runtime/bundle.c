@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln_base.h" /* kiln_file_read */
+#include "kiln_base.h" /* kiln_file_read_max, KILN_MAX_MODULE_BYTES */
 
 static const struct {
   const char *ext;
@@ -101,8 +101,11 @@ static KilnRtStatus gather(const char *dir, const char *name, KilnRtDeviceKind k
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     size_t size = 0;
-    char *data = kiln_file_read(path, &size);
-    if (!data)
+    char *data = kiln_file_read_max(path, &size, KILN_MAX_MODULE_BYTES);
+    if (!data && errno == EFBIG)
+      st = kiln_rt_fail(KILN_RT_ERROR_IO, "bundle '%s': %s is larger than KILN_MAX_MODULE_BYTES (%zu MiB); refused",
+                        dir, e->d_name, KILN_MAX_MODULE_BYTES >> 20);
+    else if (!data)
       st = kiln_rt_fail(KILN_RT_ERROR_IO, "bundle '%s': cannot read %s: %s", dir, e->d_name, strerror(errno));
     else if (size == 0)
       st = kiln_rt_fail(KILN_RT_ERROR_LOAD, "bundle '%s': %s is empty (a truncated bundle?)", dir, e->d_name);

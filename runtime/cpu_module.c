@@ -112,12 +112,18 @@ static KilnRtStatus link_shared(TempDir *t) {
                       WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus), log);
 }
 
+/* The linked shared object, bounded by KILN_MAX_MODULE_BYTES: KILN_CC is whatever program the
+ * user named, and its output is read into memory whole (then embedded in a library). */
 static KilnRtStatus read_file(const char *path, void **data, size_t *size) {
-  char *buf = kiln_file_read(path, size);
+  char *buf = kiln_file_read_max(path, size, KILN_MAX_MODULE_BYTES);
   if (!buf || *size == 0) {
+    char why[4400];
     free(buf);
-    return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s: %s", path,
-                        buf ? "empty file" : strerror(errno));
+    if (buf)
+      return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s: empty file", path);
+    return kiln_rt_fail(KILN_RT_ERROR_IO, "%s",
+                        kiln_file_read_error(why, sizeof why, "linked shared object", path,
+                                             "KILN_MAX_MODULE_BYTES", KILN_MAX_MODULE_BYTES));
   }
   *data = buf;
   return KILN_RT_OK;

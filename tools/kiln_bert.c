@@ -19,6 +19,7 @@
 #endif
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,11 +322,14 @@ static int run_failure(KilnBertStatus st) {
   return fail_status(st);
 }
 
+/* A finite number: NaN compares false with every bound and inf passes `>= 0`, so either would
+ * slip past the range checks (an --lr of inf trains to NaN weights, a --budget of inf never
+ * ends). */
 static int parse_double(const char *s, double *out) {
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || end == s || *end || v != v) return -1;
+  if (errno || end == s || *end || !isfinite(v)) return -1;
   *out = v;
   return 0;
 }

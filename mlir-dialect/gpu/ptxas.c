@@ -109,19 +109,30 @@ KilnMlirStatus kiln_gpu_ptxas(const char *ptxas_path, const char *ptx, const cha
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
-  char *text = kiln_file_read(logp, NULL);
+  /* What ptxas wrote is read back within named bounds: KILN_PTXAS may name any program, and a
+   * runaway one must not cost unbounded memory. Past a bound the log says so. */
+  char *text = kiln_file_read_max(logp, NULL, KILN_MAX_TOOL_LOG_BYTES);
+  bool log_too_large = !text && errno == EFBIG;
   if (text && info)
     parse_report(text, info);
+  if (log_too_large) {
+    text = strdup("the output of ptxas is larger than KILN_MAX_TOOL_LOG_BYTES (16 MiB); refused");
+  }
   if (log)
     *log = text;
   else
     free(text);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  if (log_too_large || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     goto cleanup;
   if (cubin) {
-    *cubin = kiln_file_read(out, cubin_len);
-    if (!*cubin)
+    *cubin = kiln_file_read_max(out, cubin_len, KILN_MAX_MODULE_BYTES);
+    if (!*cubin) {
+      if (errno == EFBIG && log) {
+        free(*log);
+        *log = strdup("the cubin ptxas wrote is larger than KILN_MAX_MODULE_BYTES (256 MiB); refused");
+      }
       goto cleanup;
+    }
   }
   st = KILN_MLIR_OK;
 cleanup:

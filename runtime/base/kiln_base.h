@@ -107,6 +107,14 @@ char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max);
 #define KILN_MAX_SOURCE_BYTES ((size_t)64 << 20)
 #define KILN_MAX_PTX_BYTES ((size_t)256 << 20)
 #define KILN_MAX_MLIR_BYTES ((size_t)256 << 20)
+/* The most bytes of one module image read from a file: a bundle's host object, shared object,
+ * cubin or PTX (runtime/bundle.c), and the shared object the C compiler links from a host
+ * object (runtime/cpu_module.c).  A whole BERT library's images are a few MiB; past this, a
+ * file that is a link to /dev/zero or a runaway linker output is refused, not read. */
+#define KILN_MAX_MODULE_BYTES ((size_t)256 << 20)
+/* The most bytes of a tool's output read back as text: the log of ptxas -v (KILN_PTXAS may name
+ * any program), a few KiB in practice. */
+#define KILN_MAX_TOOL_LOG_BYTES ((size_t)16 << 20)
 
 /* The message for a read that failed (errno as kiln_file_read_max left it), written into buf
  * and returned: "the WHAT 'PATH' is larger than LIMIT_NAME (N MiB); refused" for EFBIG, else

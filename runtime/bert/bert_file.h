@@ -10,9 +10,27 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* Named bounds on what the trainer reads into memory. A file (or line) past its bound is
+ * refused with its name and the limit's, before it is read where the file says its size, else
+ * as soon as the read passes the bound: a link to /dev/zero, a FIFO or a runaway file costs at
+ * most that much memory. Each is far above real inputs. */
+/* vocab.txt: BERT's English one is 226 KiB, the multilingual one under 1 MiB. */
+#define KILN_BERT_MAX_VOCAB_BYTES ((size_t)64 << 20)
+/* config.json and trainer_state.json: a few hundred bytes. */
+#define KILN_BERT_MAX_JSON_BYTES ((size_t)16 << 20)
+/* One sample: an aclImdb review file (the longest is 14 KiB) or one TSV / JSONL line. */
+#define KILN_BERT_MAX_SAMPLE_BYTES ((size_t)4 << 20)
+/* One TSV / JSONL file (read a line at a time; its samples are kept in memory). */
+#define KILN_BERT_MAX_DATASET_BYTES ((size_t)4 << 30)
+/* A safetensors file's JSON header (the format's own bound; the tensors' bytes are mapped, not
+ * read, and checked against the file's size). */
+#define KILN_BERT_MAX_ST_HEADER_BYTES ((size_t)100000000)
+
 /* Reads all of path into *data (malloc'ed, with a NUL after the last byte so that text can be
- * parsed in place; free() it) and its length, without the NUL, into *len. IO on failure. */
-KilnBertStatus kiln_bert_file_read(const char *path, char **data, size_t *len);
+ * parsed in place; free() it) and its length, without the NUL, into *len. A file over max
+ * bytes is FORMAT, naming path and limit_name (the macro's name); IO on other failures. */
+KilnBertStatus kiln_bert_file_read(const char *path, size_t max, const char *limit_name,
+                                   char **data, size_t *len);
 
 /* A read-only view of a whole file, mapped rather than copied (a BERT-large checkpoint is
  * 1.3 GB). data is NULL for an empty file. */

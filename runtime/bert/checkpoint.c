@@ -383,7 +383,8 @@ KilnBertStatus kiln_bert_ckpt_read_state(const char *dir, KilnBertTrainState *ts
   join(path, sizeof path, dir, "trainer_state.json");
   char *text = NULL;
   size_t len = 0;
-  KilnBertStatus st = kiln_bert_file_read(path, &text, &len);
+  KilnBertStatus st = kiln_bert_file_read(path, KILN_BERT_MAX_JSON_BYTES, "KILN_BERT_MAX_JSON_BYTES",
+                                          &text, &len);
   if (st != KILN_BERT_OK) return st;
   cJSON *root = cJSON_ParseWithLength(text, len);
   free(text);

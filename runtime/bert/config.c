@@ -156,7 +156,8 @@ KilnBertStatus kiln_bert_config_parse(const char *json, size_t len, const char *
 KilnBertStatus kiln_bert_config_load(const char *path, KilnBertConfig *cfg) {
   char *text;
   size_t len;
-  KilnBertStatus st = kiln_bert_file_read(path, &text, &len);
+  KilnBertStatus st = kiln_bert_file_read(path, KILN_BERT_MAX_JSON_BYTES, "KILN_BERT_MAX_JSON_BYTES",
+                                          &text, &len);
   if (st != KILN_BERT_OK) return st;
   st = kiln_bert_config_parse(text, len, path, cfg);
   free(text);

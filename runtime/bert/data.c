@@ -1,6 +1,8 @@
 /* data.c — the data sets of bert_data.h. The IMDB reader lists both class directories first,
  * sorts the "neg/NAME" / "pos/NAME" keys by their bytes (strcmp), cuts the list at max_samples
- * and only then reads files, so a short run does not read 25,000 reviews. */
+ * and only then reads files, so a short run does not read 25,000 reviews. A review file is read
+ * whole within KILN_BERT_MAX_SAMPLE_BYTES; TSV and JSONL files a line at a time, each line within
+ * the same bound and the file within KILN_BERT_MAX_DATASET_BYTES (bert_file.h). */
 #include "bert_data.h"
 #include "bert_file.h"
 #include "bert_internal.h"
@@ -9,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +113,9 @@ KilnBertStatus kiln_bert_data_imdb(const char *dir, size_t max_samples, KilnBert
       st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s/%s: path too long", dir, keys[i]);
       break;
     }
-    if ((st = kiln_bert_file_read(path, &text, &len)) != KILN_BERT_OK) break;
+    if ((st = kiln_bert_file_read(path, KILN_BERT_MAX_SAMPLE_BYTES, "KILN_BERT_MAX_SAMPLE_BYTES",
+                                  &text, &len)) != KILN_BERT_OK)
+      break;
     if (add_sample(&b, text, len, keys[i][0] == 'p', keys[i]))
       st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
     free(text);
@@ -141,22 +146,69 @@ static int parse_label(const char *s, size_t len, int num_labels) {
 typedef KilnBertStatus (*LineFn)(Builder *b, const char *line, size_t len, size_t lineno,
                                  const char *path, int num_labels);
 
+/* The next line of f into *buf (NUL-terminated, without its \n) and its length into *len.
+ * 1 with a line, 0 at the end of the file, -1 with errno: EFBIG for a line longer than
+ * KILN_BERT_MAX_SAMPLE_BYTES (checked as it grows: /dev/zero is one endless line), ENOMEM, EIO. */
+static int read_line(FILE *f, char **buf, size_t *cap, size_t *len) {
+  size_t n = 0;
+  int c = EOF;
+  while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+    if (n == KILN_BERT_MAX_SAMPLE_BYTES) return errno = EFBIG, -1;
+    if (kiln_bert_grow((void **)buf, cap, n + 2, 1)) return errno = ENOMEM, -1;
+    (*buf)[n++] = (char)c;
+  }
+  if (ferror(f)) return errno = EIO, -1;
+  if (c == EOF && n == 0) return 0;
+  if (kiln_bert_grow((void **)buf, cap, n + 1, 1)) return errno = ENOMEM, -1;
+  (*buf)[n] = '\0';
+  *len = n;
+  return 1;
+}
+
+/* The failure of read_line at line lineno of path. */
+static KilnBertStatus line_error(const char *path, size_t lineno) {
+  if (errno == EFBIG)
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                          "%s:%zu: a line longer than KILN_BERT_MAX_SAMPLE_BYTES (%zu MiB); refused",
+                          path, lineno, KILN_BERT_MAX_SAMPLE_BYTES >> 20);
+  if (errno == ENOMEM) return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+  return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s:%zu: %s", path, lineno, strerror(errno));
+}
+
+/* Lines are read one at a time, each bounded by KILN_BERT_MAX_SAMPLE_BYTES and the file by
+ * KILN_BERT_MAX_DATASET_BYTES (a regular file from its size, before a byte is read; anything
+ * else as it is read), so no input costs more memory than the samples it holds. */
 static KilnBertStatus read_lines(const char *path, int num_labels, size_t max_samples,
                                  LineFn fn, KilnBertDataset *out) {
-  char *data;
-  size_t size;
-  KilnBertStatus st = kiln_bert_file_read(path, &data, &size);
-  if (st != KILN_BERT_OK) return st;
+  FILE *f = fopen(path, "rb");
+  if (!f) return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", path, strerror(errno));
+  struct stat sb;
+  KilnBertStatus st = KILN_BERT_OK;
+  if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+      (uintmax_t)sb.st_size > (uintmax_t)KILN_BERT_MAX_DATASET_BYTES)
+    st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: larger than KILN_BERT_MAX_DATASET_BYTES (%zu MiB); refused",
+                        path, KILN_BERT_MAX_DATASET_BYTES >> 20);
   Builder b = {{NULL, 0}, 0};
-  size_t lineno = 0;
-  for (size_t i = 0; st == KILN_BERT_OK && i < size && (!max_samples || b.ds.n < max_samples);) {
-    const char *nl = memchr(data + i, '\n', size - i);
-    size_t end = nl ? (size_t)(nl - data) : size, len = end - i;
-    if (len && data[i + len - 1] == '\r') len--;
-    st = fn(&b, data + i, len, ++lineno, path, num_labels);
-    i = end + 1;
+  char *line = NULL;
+  size_t cap = 0, len = 0, lineno = 0, total = 0;
+  while (st == KILN_BERT_OK && (!max_samples || b.ds.n < max_samples)) {
+    int got = read_line(f, &line, &cap, &len);
+    if (got == 0) break;
+    if (got < 0) {
+      st = line_error(path, lineno + 1);
+      break;
+    }
+    total += len + 1;
+    if (total > KILN_BERT_MAX_DATASET_BYTES) {
+      st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: larger than KILN_BERT_MAX_DATASET_BYTES (%zu MiB); refused",
+                          path, KILN_BERT_MAX_DATASET_BYTES >> 20);
+      break;
+    }
+    if (len && line[len - 1] == '\r') len--;
+    st = fn(&b, line, len, ++lineno, path, num_labels);
   }
-  free(data);
+  free(line);
+  fclose(f);
   if (st == KILN_BERT_OK && b.ds.n == 0)
     st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: no samples", path);
   if (st != KILN_BERT_OK) {

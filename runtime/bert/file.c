@@ -13,8 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-KilnBertStatus kiln_bert_file_read(const char *path, char **data, size_t *len) {
-  char *buf = kiln_file_read(path, len);
+KilnBertStatus kiln_bert_file_read(const char *path, size_t max, const char *limit_name,
+                                   char **data, size_t *len) {
+  char *buf = kiln_file_read_max(path, len, max);
+  if (!buf && errno == EFBIG)
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: larger than %s (%zu MiB); refused", path,
+                          limit_name, max >> 20);
   if (!buf)
     return kiln_bert_fail(errno == ENOMEM ? KILN_BERT_ERROR_OUT_OF_MEMORY : KILN_BERT_ERROR_IO,
                           "%s: %s", path, strerror(errno));

@@ -22,8 +22,8 @@
 /* Tensor bytes are copied as they are: the file is little-endian, and so must the host be. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors.c assumes a little-endian host");
 
-/* The reference implementation refuses headers over 100 MB; so do we, before allocating. */
-#define ST_MAX_HEADER (100u * 1000u * 1000u)
+/* The reference implementation refuses headers over 100 MB; so do we, before allocating
+ * (KILN_BERT_MAX_ST_HEADER_BYTES, bert_file.h). */
 
 struct KilnBertSt {
   KilnBertFileMap map; /* when opened from a path */
@@ -178,9 +178,10 @@ static KilnBertStatus parse_header(KilnBertSt *st, const unsigned char *bytes, s
     return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
                           "%s: header length %" PRIu64 " goes beyond the file's %zu bytes "
                           "(truncated or not a safetensors file)", file, hlen, size);
-  if (hlen > ST_MAX_HEADER)
-    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: header length %" PRIu64 " over 100 MB",
-                          file, hlen);
+  if (hlen > KILN_BERT_MAX_ST_HEADER_BYTES)
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                          "%s: header length %" PRIu64 " over KILN_BERT_MAX_ST_HEADER_BYTES (%zu bytes)",
+                          file, hlen, KILN_BERT_MAX_ST_HEADER_BYTES);
   const char *text = (const char *)bytes + 8, *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, (size_t)hlen, &end, 0);
   if (!root)

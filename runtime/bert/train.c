@@ -250,6 +250,16 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: the kernel libraries are built for %s only in this "
                           "build", o->device, KILN_BERT_DEVICES);
+  /* Adam's bias corrections divide by 1 - beta^t: a beta of 1 or more divides by zero or flips
+   * the update's sign. Written so that NaN fails too. */
+  if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--adam-beta1 %g, --adam-beta2 %g: each must be in [0, 1)", o->beta1,
+                          o->beta2);
+  if (!isfinite(o->lr) || !isfinite(o->weight_decay) || !isfinite(o->eps) || !isfinite(o->clip))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--lr %g, --weight-decay %g, --adam-eps %g, --clip %g: each must be finite",
+                          o->lr, o->weight_decay, o->eps, o->clip);
   double p = dropout_p(o, cfg);
   if (!(p >= 0 && p < 1))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,

@@ -103,7 +103,8 @@ KilnBertStatus kiln_bert_vocab_parse(const char *data, size_t len, const char *n
 KilnBertStatus kiln_bert_vocab_load(const char *path, KilnBertVocab **out) {
   char *data;
   size_t len;
-  KilnBertStatus st = kiln_bert_file_read(path, &data, &len);
+  KilnBertStatus st = kiln_bert_file_read(path, KILN_BERT_MAX_VOCAB_BYTES, "KILN_BERT_MAX_VOCAB_BYTES",
+                                          &data, &len);
   if (st != KILN_BERT_OK) return st;
   st = kiln_bert_vocab_parse(data, len, path, out);
   free(data);

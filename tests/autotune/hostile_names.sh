@@ -8,7 +8,8 @@
 # library holds four kernels that use it as the kernel's name, a buffer's, a key's (in a
 # condition on the call too) and a const's (in the grid rule too), 16 names to a library; its
 # header and source must
-# compile with -std=c17 -Wall -Wextra -Werror, and the header with -std=gnu17 (where `linux` and
+# compile with -std=c17 -Wall -Wextra -Werror (also with -DKILN_LIB_CHECKED, whose checks print
+# the buffers' names and size rules), and the header with -std=gnu17 (where `linux` and
 # `unix` are macros) and as C++. Names whose public functions would coincide are refused with
 # exit 1, as are unsafe library names (exit 64). Run by ctest as autotune.hostile_names;
 # tests/autotune/names_test.c runs a library whose keys are named d and t.
@@ -70,6 +71,7 @@ tune kkey@I@ { key @N@; BLOCK in [64, 128]; where BLOCK * 1000 >= @N@; }
 compile() { # $1: dir; the library hostile in it compiles every way it is meant to
   local dir=$1 flags="-Wall -Wextra -Werror -I$inc -I$dir"
   "$cc" -std=c17 $flags -c "$dir/hostile.c" -o "$dir/hostile.o" 2> "$dir/cc.err" &&
+    "$cc" -std=c17 $flags -DKILN_LIB_CHECKED -c "$dir/hostile.c" -o "$dir/checked.o" 2>> "$dir/cc.err" &&
     printf '#include "hostile.h"\nint main(void) { return 0; }\n' > "$dir/use.c" &&
     "$cc" -std=gnu17 $flags -c "$dir/use.c" -o "$dir/use.o" 2>> "$dir/cc.err" &&
     { ! command -v c++ > /dev/null || c++ -x c++ -std=c++17 $flags -c "$dir/use.c" -o "$dir/usexx.o" 2>> "$dir/cc.err"; }

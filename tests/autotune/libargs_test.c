@@ -8,13 +8,17 @@
  * n = 64, a stack array), so that a missing check shows as a crash or as a wrong sentinel, not
  * only as a status.  Each refusal is checked for KILN_RT_ERROR_INVALID_ARGUMENT and for the
  * words of its message; the sound calls are checked exactly against a C loop (a * x + y of
- * small integers and quarters is exact in f32, tolerance 0). */
+ * small integers and quarters is exact in f32, tolerance 0). stridelib is copy_rows, whose
+ * buffers' size rules are extents in the row strides, also checked: a buffer one element short of
+ * (rows - 1) * ld + cols is refused with the bytes needed and registered, though it holds
+ * rows * cols; the copies that run are exact (a copy, tolerance 0). */
 #include <stdio.h>
 #include <string.h>
 
 #include "argslib.h"
 #include "check.h"
 #include "flowlib.h"
+#include "stridelib.h"
 
 enum { N = 64 };
 
@@ -73,14 +77,70 @@ static void checked(argslib *lib, float *x, float *y, float *out) {
   refused("pointer not allocated", argslib_scale_add(lib, stack, y, out, 2.5f, N, NULL, NULL, NULL),
           "pointer x = ", out);
   refused("view past the end", argslib_scale_add(lib, x + N - 8, y, out, 2.5f, N, NULL, NULL, NULL),
-          "buffer x needs 64 elements but its allocation has room for 8", out);
+          "buffer x needs 256 bytes (n = 64 elements of 4 bytes) but 32 bytes are registered from x",
+          out);
   refused("out too small", argslib_scale_add(lib, x, y, out + 1, 2.5f, N, NULL, NULL, NULL),
-          "buffer out needs 64 elements but its allocation has room for 63", out);
+          "buffer out needs 256 bytes (n = 64 elements of 4 bytes) but 252 bytes are registered", out);
   sound("checked, n = 64", argslib_scale_add(lib, x, y, out, 2.5f, N, NULL, NULL, NULL), x, y, out, N);
   fill(x, y, out, N);
   sound("checked, a view of 8 at the end",
         argslib_scale_add(lib, x + N - 8, y + N - 8, out + N - 8, 2.5f, 8, NULL, NULL, NULL),
         x + N - 8, y + N - 8, out + N - 8, 8);
+}
+
+/* stridelib (copy_rows, checked): the extent a call touches is (rows - 1) * ld + cols elements,
+ * from its strides. 4 rows of 50 in rows of 64 (x) and 56 (y): x needs 242 floats, y 218. */
+enum { ROWS = 4, COLS = 50, LDX = 64, LDY = 56, XN = (ROWS - 1) * LDX + COLS, YN = (ROWS - 1) * LDY + COLS };
+
+static void fill_rows(float *x, int nx, float *y, int ny) {
+  for (int i = 0; i < nx; i++) x[i] = (float)(i % 97) * 0.5f;
+  for (int i = 0; i < ny; i++) y[i] = -1.0f;
+}
+
+/* y's rows hold x's first COLS of each row; y's padding keeps its sentinel. */
+static void rows_copied(const char *what, KilnRtStatus st, const float *x, int ldx, const float *y) {
+  CHECK(st == KILN_RT_OK, "%s: %s", what, kiln_rt_last_error());
+  int wrong = 0;
+  for (int r = 0; r < ROWS && st == KILN_RT_OK; r++)
+    for (int c = 0; c < LDY && r * LDY + c < YN; c++)
+      wrong += y[r * LDY + c] != (c < COLS ? x[r * ldx + c] : -1.0f);
+  CHECK(wrong == 0, "%s: %d wrong elements", what, wrong);
+  printf("ok ran     %s\n", what);
+}
+
+static void checked_strides(KilnRtDevice *dev) {
+  stridelib *lib = NULL;
+  float *x = NULL, *xs = NULL, *y = NULL, *ys = NULL;
+  if (stridelib_create(dev, &lib) || kiln_rt_malloc(dev, XN * sizeof(float), (void **)&x) ||
+      kiln_rt_malloc(dev, (XN - 1) * sizeof(float), (void **)&xs) ||
+      kiln_rt_malloc(dev, YN * sizeof(float), (void **)&y) ||
+      kiln_rt_malloc(dev, (YN - 1) * sizeof(float), (void **)&ys)) {
+    CHECK(0, "stridelib setup: %s", kiln_rt_last_error());
+    return;
+  }
+  fill_rows(x, XN, y, YN);
+  rows_copied("strided, buffers of exactly the extent",
+              stridelib_copy_rows(lib, x, y, ROWS, COLS, LDX, LDY, NULL, NULL, NULL), x, LDX, y);
+  /* x one float short of its extent, though far above rows * cols = 200 floats */
+  fill_rows(xs, XN - 1, y, YN);
+  refused("x one element short of its extent",
+          stridelib_copy_rows(lib, xs, y, ROWS, COLS, LDX, LDY, NULL, NULL, NULL),
+          "buffer x needs 968 bytes ((rows - 1) * ldx + cols = 242 elements of 4 bytes) but 964 bytes "
+          "are registered from x", y);
+  for (int i = 0; i < YN - 1; i++) ys[i] = -1.0f;
+  refused("y one element short of its extent",
+          stridelib_copy_rows(lib, x, ys, ROWS, COLS, LDX, LDY, NULL, NULL, NULL),
+          "buffer y needs 872 bytes ((rows - 1) * ldy + cols = 218 elements of 4 bytes) but 868 bytes "
+          "are registered from y", ys);
+  /* the short x with rows of 63: the extent is 239 floats, which it holds */
+  fill_rows(xs, XN - 1, y, YN);
+  rows_copied("strided, the short x with ldx = 63",
+              stridelib_copy_rows(lib, xs, y, ROWS, COLS, LDX - 1, LDY, NULL, NULL, NULL), xs, LDX - 1, y);
+  kiln_rt_free(dev, x);
+  kiln_rt_free(dev, xs);
+  kiln_rt_free(dev, y);
+  kiln_rt_free(dev, ys);
+  stridelib_destroy(lib);
 }
 
 int main(void) {
@@ -98,6 +158,7 @@ int main(void) {
   }
   plain_checks(plain, other, x, y, out);
   checked(chk, x, y, out);
+  checked_strides(dev);
   kiln_rt_free(dev, x);
   kiln_rt_free(dev, y);
   kiln_rt_free(dev, out);

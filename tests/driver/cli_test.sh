@@ -128,6 +128,18 @@ for t in sm_80 sm_90; do
     [ -s "$tmp/sm.cubin" ] || { echo "FAIL cubin $t: empty"; fails=$((fails + 1)); }
   fi
 done
+# --- a KILN_PTXAS whose cubin (a sparse 300 MiB file) or log (the same on its standard output)
+# is past its bound: refused with the bound named, no output written (both used to be read whole)
+printf '#!/bin/sh\n# called as: -v -arch=sm_XY -o OUT IN\ntruncate -s 300M "$4"\n' >"$tmp/fat-ptxas"
+printf '#!/bin/sh\ntruncate -s 300M /dev/stdout\n' >"$tmp/loud-ptxas"
+chmod +x "$tmp/fat-ptxas" "$tmp/loud-ptxas"
+check ptxas-huge-cubin 2 env KILN_PTXAS="$tmp/fat-ptxas" "$kiln" compile "$sm" --kernel softmax_rows \
+  --target sm_90 --emit cubin -o "$tmp/fat.cubin" &&
+  contains ptxas-huge-cubin 'cubin ptxas wrote is larger than KILN_MAX_MODULE_BYTES \(256 MiB\); refused'
+check ptxas-huge-log 2 env KILN_PTXAS="$tmp/loud-ptxas" "$kiln" compile "$sm" --kernel softmax_rows \
+  --target sm_90 --emit cubin -o "$tmp/fat.cubin" &&
+  contains ptxas-huge-log 'output of ptxas is larger than KILN_MAX_TOOL_LOG_BYTES \(16 MiB\); refused'
+[ -e "$tmp/fat.cubin" ] && { echo "FAIL ptxas-huge: $tmp/fat.cubin written"; fails=$((fails + 1)); }
 # --- the GPU targets' own limit: a tile may give a thread at most 1024 elements (2^20 elements on
 # one warp once grew the compile to gigabytes); refused with a located diagnostic, at once
 for te in sm_90:ptx emu:obj; do

@@ -118,8 +118,21 @@ if "$kb" train --help | grep -q 'Implemented so far'; then
     contains train-save-every "$tmp/err" '--save DIR'
   check train-precision 64 "$kb" train --data x --dropout 0 --precision fp8 &&
     contains train-precision "$tmp/err" 'fp32, fp16 or bf16'
+  # numbers that are not finite, and Adam betas outside [0, 1), are bad command lines (an
+  # --lr of inf used to be taken and train to NaN weights; a beta of 1 divides by zero)
+  for bad in "--lr inf" "--lr nan" "--clip -inf" "--adam-eps 1e999" "--weight-decay infinity"; do
+    check "train $bad" 64 "$kb" train --data x --dropout 0 $bad && contains "train $bad" "$tmp/err" 'bad value'
+  done
+  for bad in "--adam-beta1 1" "--adam-beta2 1.5"; do
+    check "train $bad" 64 "$kb" train --data x --dropout 0 $bad &&
+      contains "train $bad" "$tmp/err" 'must be in \[0, 1\)'
+  done
 else
   check train-pending 2 "$kb" train --data x && contains train-pending "$tmp/err" 'not implemented'
+fi
+# tune (where it is built): a budget of inf used to be taken and never end
+if ! "$kb" tune --frobnicate 2>&1 </dev/null | grep -q "not implemented"; then
+  check "tune --budget inf" 64 "$kb" tune --budget inf && contains "tune --budget inf" "$tmp/err" 'bad value'
 fi
 if "$kb" eval --help | grep -q 'Implemented so far'; then
   check eval-no-data 64 "$kb" eval --model x && contains eval-no-data "$tmp/err" '--data'

@@ -5,8 +5,10 @@
  * for the device among images for other devices (garbage cubin, PTX and emu object beside the
  * cpu one: picking any of them would fail to load), and a missing folder, a missing module, a
  * module with images for other devices only, an empty image and a truncated one must each give
- * an error status with a message that names the bundle, never a crash. */
+ * an error status with a message that names the bundle, never a crash; so must an image that
+ * is a link to /dev/zero or a sparse file over KILN_MAX_MODULE_BYTES. */
 #include "rt_test.h"
+#include "kiln_base.h" /* KILN_MAX_MODULE_BYTES */
 
 #include <kiln/bundle.h>
 
@@ -92,6 +94,23 @@ static void expect_error(KilnRtDevice *dev, const char *dir, const char *name, K
   if (st == KILN_RT_OK && mod) kiln_rt_module_destroy(mod);
 }
 
+/* Images are read whole, so each is bounded by KILN_MAX_MODULE_BYTES: a `.cpu.o` that is a link
+ * to /dev/zero is refused once the read passes the bound (it used to be read until memory ran
+ * out), and a sparse file one byte over it is refused from its size before a byte is read. */
+static void test_huge_images(KilnRtDevice *dev) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/zero.cpu.o", root);
+  CHECK(symlink("/dev/zero", path) == 0, "symlink %s", path);
+  expect_error(dev, root, "zero", KILN_RT_ERROR_IO,
+               "zero.cpu.o is larger than KILN_MAX_MODULE_BYTES (256 MiB); refused");
+  snprintf(path, sizeof path, "%s/sparse.cpu.o", root);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && ftruncate(fileno(f), (off_t)KILN_MAX_MODULE_BYTES + 1) == 0, "sparse %s", path);
+  if (f) fclose(f);
+  expect_error(dev, root, "sparse", KILN_RT_ERROR_IO,
+               "sparse.cpu.o is larger than KILN_MAX_MODULE_BYTES (256 MiB); refused");
+}
+
 static void test_errors(KilnRtDevice *dev, const unsigned char *obj, size_t size) {
   KilnRtModule *mod = NULL;
   CHECK_STATUS(kiln_rt_bundle_load(NULL, root, "saxpy", &mod), KILN_RT_ERROR_INVALID_ARGUMENT);
@@ -109,6 +128,7 @@ static void test_errors(KilnRtDevice *dev, const unsigned char *obj, size_t size
   expect_error(dev, root, "empty", KILN_RT_ERROR_LOAD, "empty.cpu.o is empty");
   put("trunc.cpu.o", obj, size / 3);
   expect_error(dev, root, "trunc", ANY_ERROR, "module 'trunc'");
+  test_huge_images(dev);
 }
 
 /* On emu the cpu object is not an image for the device: the emu one is wanted. */
