@@ -250,9 +250,12 @@ typedef struct KilnRtLaunchConfig {
  * KILN_RT_GPU_MAX_GRID_YZ are INVALID_ARGUMENT, and so is a block whose threads x registers per
  * thread (as ptxas assigned them, where known) exceed KILN_RT_GPU_REGISTER_FILE, or more than
  * KILN_RT_GPU_MAX_REGISTERS_PER_THREAD per thread; on emu so are pointer arguments that are not
- * aligned as the compiled code assumes (16 bytes), static shared memory above 48 KiB, and for a
- * kernel compiled with 32-bit offsets a pointer argument with more than 2^31 elements (or
- * KILN_EMU_INDEX_LIMIT) to the end of its allocation. */
+ * aligned as the compiled code assumes (16 bytes) and static shared memory above 48 KiB. On
+ * every device, a kernel compiled with 32-bit offsets (its module's kiln_offsets_NAME record)
+ * given a pointer argument with more than 2^31 elements of its type (KILN_INDEX_LIMIT lowers
+ * it for scaled-down tests; on emu KILN_EMU_INDEX_LIMIT too) between it and the end of its
+ * kiln_rt_malloc allocation is INVALID_ARGUMENT, with the kernel, the argument and
+ * `--index-bits 64` in the message, before anything runs. */
 KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                             KilnRtStream *stream);
 
