@@ -117,6 +117,12 @@ KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, siz
   return KILN_RT_OK;
 }
 
+KilnRtStatus kiln_rt_mem_set_parts(KilnRtDevice *dev, void *base, const size_t *ends, size_t n) {
+  if (!dev || !base) return BAD("kiln_rt_mem_set_parts: device and base must not be NULL");
+  if (n > 0 && !ends) return BAD("kiln_rt_mem_set_parts: ends is NULL for %zu parts", n);
+  return kiln_rt_cache_set_parts(dev->cache, base, ends, n);
+}
+
 KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr) {
   if (!dev) return BAD("kiln_rt_free: device is NULL");
   if (!dptr) return KILN_RT_OK;

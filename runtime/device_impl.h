@@ -54,6 +54,13 @@ KilnRtStatus kiln_rt_cache_free(KilnRtAllocCache *cache, void *ptr);
 /* The live block holding address p: its start and the bytes asked for; INVALID_ARGUMENT (no
  * message set) when none does. */
 KilnRtStatus kiln_rt_cache_find(KilnRtAllocCache *cache, const void *p, void **base, size_t *bytes);
+/* kiln_rt_mem_set_parts on the block starting at base (ends copied; dropped when it is freed). */
+KilnRtStatus kiln_rt_cache_set_parts(KilnRtAllocCache *cache, void *base, const size_t *ends,
+                                     size_t n);
+/* The part of a live block that holds p: its start and bytes (the whole block, as asked, when
+ * it has no parts); INVALID_ARGUMENT (no message set) when no live block holds p. */
+KilnRtStatus kiln_rt_cache_find_part(KilnRtAllocCache *cache, const void *p, void **start,
+                                     size_t *bytes);
 void kiln_rt_cache_stats(KilnRtAllocCache *cache, KilnRtMemStats *out);
 void kiln_rt_cache_release(KilnRtAllocCache *cache);
 

@@ -17,9 +17,9 @@
  * The limit is 2^31, or KILN_INDEX_LIMIT (elements) to test the refusal on scaled-down buffers;
  * on emu KILN_EMU_INDEX_LIMIT, the emulator's in-kernel index check, lowers it too, so that one
  * variable scales down both. It counts to the end of the allocation, not to the last element the
- * kernel touches: a small tensor at the start of a huge arena is refused too (compile the kernel
- * with 64 bits or allocate the tensor apart). Pointers into memory the device did not allocate
- * are not checked. */
+ * kernel touches, or to the end of the pointer's part where the allocation was carved into
+ * tensors with kiln_rt_mem_set_parts (one arena of many tensors is judged tensor by tensor).
+ * Pointers into memory the device did not allocate are not checked. */
 #include "device_impl.h"
 
 #include <errno.h>
@@ -81,7 +81,7 @@ KilnRtStatus kiln_rt_check_offsets(const KilnRtFunction *fn, void **args) {
     memcpy(&p, args[i], sizeof p); /* a device pointer, as cuLaunchKernel's params hold it */
     void *base;
     size_t bytes;
-    if (kiln_rt_cache_find(dev->cache, p, &base, &bytes) != KILN_RT_OK) continue;
+    if (kiln_rt_cache_find_part(dev->cache, p, &base, &bytes) != KILN_RT_OK) continue;
     uint64_t elems = (uint64_t)((char *)base + bytes - p) / elem;
     if (elems > limit)
       return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,

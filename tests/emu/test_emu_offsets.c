@@ -21,7 +21,9 @@
  *     `kiln_offsets_gather_rows` record, read with cuModuleGetGlobal, makes kiln_rt_launch refuse
  *     the 32-bit kernel above the lowered and the real limit before the driver sees the launch
  *     (the launch count does not move), and pass the 64-bit one and the 32-bit one under it.
- *     Without the fake driver (a machine with a GPU) that part is skipped, with a line.
+ *     Without the fake driver (a machine with a GPU) that part is skipped, with a line;
+ *   - an arena carved into tensors with kiln_rt_mem_set_parts (the BERT trainer's memory plan):
+ *     the check judges each pointer by its own part, on every device.
  *
  * And the registers the driver records for emu (docs/emulator.md): with ptxas present the emu
  * module's metadata carries the count ptxas reports for the sm_80 form (1..255), and with
@@ -178,6 +180,39 @@ static void test_scaled(KilnRtDevice *emu, const char *limit_var, KilnRtFunction
   kiln_rt_free(emu, out);
 }
 
+/* An arena carved into tensors (kiln_rt_mem_set_parts), as the BERT trainer's memory plan is:
+ * 1024 bytes of rows (4 rows 200 apart) then an 8192-byte tensor, under a limit of 2048. From
+ * the arena's start the allocation holds 9216 elements, so the 32-bit kernel is refused until
+ * the parts are declared; then its rows' part (1024 elements) passes and is copied right, and a
+ * pointer into the big part (8192 elements) is still refused. */
+static void test_parts(KilnRtDevice *dev, const char *limit_var, KilnRtFunction *k32, bool fake) {
+  printf("an arena of two tensors, %s=2048, kiln_rt_mem_set_parts\n", limit_var);
+  enum { ROWS = 4, STRIDE = 200, PART0 = 1024, PART1 = 8192 };
+  uint8_t *arena = NULL, *out = NULL;
+  if (kiln_rt_malloc(dev, PART0 + PART1, (void **)&arena) != KILN_RT_OK ||
+      kiln_rt_malloc(dev, ROWS * BLOCK, (void **)&out) != KILN_RT_OK) {
+    CHECK(false, "malloc: %s", kiln_rt_last_error());
+    return;
+  }
+  if (!fake) fill_rows(dev, arena, ROWS, STRIDE);
+  setenv(limit_var, "2048", 1);
+  expect_refused(gather(k32, ROWS, arena, out, STRIDE), "32-bit offsets, arena without parts");
+  size_t ends[1] = {PART0};
+  CHECK(kiln_rt_mem_set_parts(dev, arena, ends, 1) == KILN_RT_OK, "set_parts: %s",
+        kiln_rt_last_error());
+  CHECK(gather(k32, ROWS, arena, out, STRIDE) == KILN_RT_OK, "32-bit offsets, its part: %s",
+        kiln_rt_last_error());
+  if (!fake) check_rows(dev, "32-bit offsets in a 1024-element part", out, ROWS);
+  expect_refused(gather(k32, 1, arena + PART0, out, STRIDE), "32-bit offsets, the 8192-byte part");
+  size_t bad[2] = {PART0, 16};
+  CHECK(kiln_rt_mem_set_parts(dev, arena, bad, 2) == KILN_RT_ERROR_INVALID_ARGUMENT &&
+            kiln_rt_mem_set_parts(dev, arena + 64, ends, 1) == KILN_RT_ERROR_INVALID_ARGUMENT,
+        "set_parts takes descending ends or a pointer inside the allocation");
+  unsetenv(limit_var);
+  kiln_rt_free(dev, arena);
+  kiln_rt_free(dev, out);
+}
+
 /* Full size: row 2 starts at byte 2^31 + 16, where i32 `row * stride` wraps. */
 enum { BIG_ROWS = 3 };
 static const int32_t BIG_STRIDE = (1 << 30) + 8;
@@ -268,6 +303,7 @@ static void run_device(const char *spec, KilnTarget target) {
   KilnRtFunction *k64 = load_kernel(dev, target, 64, &m64);
   const char *limit_var = target == KILN_TARGET_EMU ? "KILN_EMU_INDEX_LIMIT" : "KILN_INDEX_LIMIT";
   if (k32 && k64) test_scaled(dev, limit_var, k32, k64, fake);
+  if (k32) test_parts(dev, limit_var, k32, fake);
   if (k32 && k64) test_full(dev, spec, k64, k32, fake);
   kiln_rt_module_destroy(m32);
   kiln_rt_module_destroy(m64);

@@ -126,6 +126,16 @@ KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr);
  * device's live allocations. */
 KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, size_t *bytes);
 
+/* Says that the allocation starting at base (from kiln_rt_malloc on dev) holds separate
+ * tensors, the i-th ending at byte ends[i] (ascending, the last at most the bytes asked for;
+ * what lies past the last end is one more part). The launch check of kernels compiled with
+ * 32-bit offsets then counts a pointer argument's elements to the end of its part instead of
+ * the end of the allocation, so that one arena carved into tensors (the BERT trainer's memory
+ * plan) is judged tensor by tensor. The ends are copied; a later call replaces them;
+ * kiln_rt_free drops them. INVALID_ARGUMENT when base does not start a live allocation or the
+ * ends are not ascending within it. */
+KilnRtStatus kiln_rt_mem_set_parts(KilnRtDevice *dev, void *base, const size_t *ends, size_t n);
+
 /* Copies and sets. stream NULL = default stream, complete on return. With a stream they are
  * queued in stream order (on cpu they still run at once, which is a valid ordering). On a stream
  * being captured they are recorded into the graph instead (pointers, not contents). */
