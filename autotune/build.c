@@ -73,6 +73,7 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
                           .defines = defs, .num_defines = (size_t)nd, .specialize = spec,
                           .num_specialize = nspec, .multiple_of = mult, .num_multiple_of = nmult,
                           .target = tg->target, .cpu = tg->cpu[0] ? tg->cpu : NULL,
+                          .index_bits = tg->index_bits == 64 ? 64 : 32,
                           .num_warps = cand->cfg.num_warps,
                           .num_stages = cand->cfg.num_stages, .diag = diag ? diag : stderr,
                           .gpu_usage = &slot->usage};

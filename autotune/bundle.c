@@ -13,6 +13,7 @@
  *   kiln-tune-bundle 3                             (2: FILE was the image file itself)
  *   target TARGET                                  cpu | emu | sm_80 | sm_90
  *   cpu CPU                                        cpu/emu: the CPU target of the host objects
+ *   index_bits 64                                  when compiled with --index-bits 64 (else 32)
  *   kernel NAME
  *   hash HEX / tunehash HEX / key KEY ("-" for none) / seed N
  *                                                  the kernel's and its tune block's hashes;
@@ -33,7 +34,7 @@
 static const char *const fill_names[] = {"rand", "const", "iota"};
 
 int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const char *cpu,
-                      FILE *err) {
+                      int index_bits, FILE *err) {
   memset(b, 0, sizeof *b);
   b->dir = dir;
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
@@ -44,6 +45,7 @@ int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const c
   if (!b->mf) return 2;
   fprintf(b->mf, "kiln-tune-bundle 3\ntarget %s\n", kiln_target_name(target));
   if (target == KILN_TARGET_CPU || target == KILN_TARGET_EMU) fprintf(b->mf, "cpu %s\n", cpu);
+  if (index_bits == 64) fprintf(b->mf, "index_bits 64\n"); /* absent: 32 */
   return 0;
 }
 

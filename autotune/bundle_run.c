@@ -37,6 +37,7 @@ typedef struct BundleKernel {
 typedef struct Bundle {
   char target[16];
   char cpu[32]; /* cpu/emu bundles: the CPU target of the objects (the device identity's) */
+  int index_bits; /* the variants' offsets: 32 (no line) or 64, part of the device identity */
   BundleKernel *k;
   int nk;
 } Bundle;
@@ -123,6 +124,9 @@ static int parse_line(Bundle *b, const char *line, char mode, const char *dir, c
   }
   if (!strncmp(line, "target ", 7)) return sscanf(line, "target %15s", b->target) == 1 ? 0 : -1;
   if (!strncmp(line, "cpu ", 4)) return sscanf(line, "cpu %31s", b->cpu) == 1 ? 0 : -1;
+  if (!strncmp(line, "index_bits ", 11))
+    return sscanf(line, "index_bits %d", &b->index_bits) == 1 &&
+                   (b->index_bits == 32 || b->index_bits == 64) ? 0 : -1;
   if (!k) return -1;
   if (only && strcmp(k->name, only)) return 0;
   if (!strncmp(line, "hash ", 5)) return sscanf(line, "hash %19s", k->hash) == 1 ? 0 : -1;
@@ -246,6 +250,7 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
   char err[256];
   snprintf(tg.spec, sizeof tg.spec, "%s", o->device);
   snprintf(tg.cpu, sizeof tg.cpu, "%s", b->cpu[0] ? b->cpu : "native");
+  tg.index_bits = b->index_bits == 64 ? 64 : 32;
   if (tune_target_probe(&tg, err, sizeof err))
     return fprintf(stderr, "kiln-tune-runner: error: %s\n", err), 2;
   if (strcmp(b->target, kiln_target_name(tg.target)))

@@ -33,6 +33,9 @@ const char *const kiln_tune_usage =
     "  --cpu CPU                cpu/emu: CPU target of the host code, native (default: this\n"
     "                           machine) or a portable baseline (generic, x86-64-v2...); part\n"
     "                           of the cache's device identity (docs/cli.md)\n"
+    "  --index-bits 32|64       width of every variant's pointer offsets (default 32: each\n"
+    "                           pointer argument must reach fewer than 2^31 elements); 64 is\n"
+    "                           part of the cache's device identity (docs/tuning.md)\n"
     "  --jobs N                 parallel builder workers (default 2, at most 4 per CPU)\n"
     "  --budget SECONDS         bound on the wall time of the run\n"
     "  --timeout SECONDS        limit of one timing child (default 10); a child past it is\n"
@@ -58,7 +61,7 @@ const char *const kiln_tune_usage =
 
 const char *const kiln_lib_usage =
     "usage: kiln lib FILE... -o DIR [--cache PATH] [--device cpu|emu|cuda] [--cpu CPU]\n"
-    "                [--lib-name NAME]\n"
+    "                [--lib-name NAME] [--index-bits 32|64]\n"
     "                [--args SPEC] [--arch LIST] [--no-cubin] [--tuned-on TEXT] [--require-tuned]\n"
     "                [--no-specialize] [-D NAME=VALUE]...\n"
     "\n"
@@ -71,7 +74,10 @@ const char *const kiln_lib_usage =
     "on calls that keep its promises; the others get a generic variant (the default config\n"
     "when the cache has no generic timing). --no-specialize leaves specialized records out.\n"
     "-D NAME=VALUE holds a const parameter at one value, as in kiln tune: only the records\n"
-    "of that value are taken (one library per element type or epilogue).\n";
+    "of that value are taken (one library per element type or epilogue).\n"
+    "--index-bits 64 compiles every variant with 64-bit pointer offsets (for buffers of 2^31\n"
+    "elements or more) and takes only timings of 64-bit variants; the default, 32, only\n"
+    "32-bit ones. The header says which.\n";
 
 static int usage(const TuneOpts *o, const char *fmt, const char *what) {
   const char *cmd = tune_flow_command(o->flow);
@@ -137,6 +143,10 @@ static int parse_opts(int argc, char **argv, TuneOpts *o) {
       if (kiln_rt_host_cpu_target(s, llvm_cpu, sizeof llvm_cpu, features, sizeof features))
         return usage(o, "--cpu: %s", kiln_rt_last_error());
       o->cpu = s;
+    }
+    else if ((s = opt_value(argc, argv, &i, "--index-bits"))) {
+      if (strcmp(s, "32") && strcmp(s, "64")) return usage(o, "--index-bits is 32 or 64, not '%s'", s);
+      o->index_bits = atoi(s);
     }
     else if ((s = opt_value(argc, argv, &i, "--cache"))) o->cache = s;
     else if ((s = opt_value(argc, argv, &i, "--report-svg"))) o->svg = s;

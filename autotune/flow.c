@@ -160,6 +160,7 @@ static int read_cl_specs(Run *R) {
   snprintf(R->tg.spec, sizeof R->tg.spec, "%s", R->o->device ? R->o->device : "cpu");
   const char *cpu = R->o->cpu ? R->o->cpu : getenv("KILN_CPU");
   snprintf(R->tg.cpu, sizeof R->tg.cpu, "%s", cpu && *cpu ? cpu : "native");
+  R->tg.index_bits = R->o->index_bits == 64 ? 64 : 32;
   char llvm_cpu[64], features[1024];
   if (kiln_rt_host_cpu_target(R->tg.cpu, llvm_cpu, sizeof llvm_cpu, features, sizeof features))
     return fprintf(stderr, "kiln %s: error: %s\n", R->cmd, kiln_rt_last_error()), 64;
@@ -427,7 +428,7 @@ static int timing_device(const Run *R, int ki, const KilnCache *all, char *dev, 
   const LibKernel *lk = &R->libk[ki];
   char other[256];
   int found = tune_plan_recorded_gpu(all, lk->name, R->rep.kernels[ki].source_hash,
-                                     R->o->tuned_on, dev, cap, other, sizeof other);
+                                     R->o->tuned_on, R->tg.index_bits, dev, cap, other, sizeof other);
   if (found < 0)
     return fprintf(stderr, "kiln %s: error: the cache has timings of '%s' from several GPUs "
                            "('%s', '%s'); pick one with --tuned-on TEXT\n",
@@ -474,7 +475,7 @@ static int emit_library(Run *R) {
   bool cuda = !strncmp(R->tg.spec, "cuda", 4);
   if (rc == 0)
     rc = kiln_libgen_emit(R->o->lib_dir, tune_flow_lib_name(R->o), R->tg.target, R->tg.cpu,
-                          cuda ? &gpu : NULL, R->libk, R->nlibk, stderr);
+                          R->tg.index_bits, cuda ? &gpu : NULL, R->libk, R->nlibk, stderr);
   kiln_cache_free(&all);
   return rc;
 }
@@ -559,7 +560,8 @@ static int flow_bundle(Run *R) {
   int rc = read_cl_specs(R);
   if (rc == 0) {
     tune_plan_offline_target(&R->tg, &R->o->gpu);
-    rc = tune_bundle_begin(&R->bundle, R->o->bundle_dir, R->tg.target, R->tg.cpu, stderr) ? 2 : 0;
+    rc = tune_bundle_begin(&R->bundle, R->o->bundle_dir, R->tg.target, R->tg.cpu,
+                           R->tg.index_bits, stderr) ? 2 : 0;
   }
   if (rc == 0) rc = open_sources(R);
   if (rc == 0) rc = make_tmpdir(R);

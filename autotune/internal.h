@@ -161,7 +161,7 @@ typedef struct TuneBundle {
   size_t len;
 } TuneBundle;
 
-int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const char *cpu,
+int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const char *cpu, int index_bits,
                       FILE *err);
 /* Builds and describes one kernel (j as for tune_kernel; j->max_mode is changed). 0 or 2. */
 int tune_bundle_kernel(TuneBundle *b, TuneJob *j);
@@ -279,7 +279,7 @@ void libgen_c_string(FILE *f, const char *text);
  * promises: the fallback of calls that break the others'); its variants are reordered, more
  * promises first. 0 or an exit code. */
 int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const char *cpu,
-                     const LibGpuArchs *gpu, LibKernel *k, int nk, FILE *err);
+                     int index_bits, const LibGpuArchs *gpu, LibKernel *k, int nk, FILE *err);
 
 /* ---------------------------------------------------------------- space.c: identities */
 
@@ -308,6 +308,7 @@ typedef struct TuneOpts {
   LibGpuArchs gpu; /* --arch / --no-cubin */
   TunePins pins;   /* -D NAME=VALUE */
   int jobs, reps;
+  int index_bits; /* --index-bits: 32 (the default) or 64 */
   double budget, timeout;
 } TuneOpts;
 

@@ -261,7 +261,7 @@ int tune_plan_lib_winners(const TunePlanQuery *q, const KilnCache *cache, LibKer
 }
 
 int tune_plan_recorded_gpu(const KilnCache *cache, const char *kernel, const char *source_hash,
-                           const char *tuned_on, char *dev, size_t cap, char *other,
+                           const char *tuned_on, int index_bits, char *dev, size_t cap, char *other,
                            size_t ocap) {
   dev[0] = '\0';
   if (ocap) other[0] = '\0';
@@ -270,7 +270,8 @@ int tune_plan_recorded_gpu(const KilnCache *cache, const char *kernel, const cha
     if (r->status != KILN_CACHE_OK || strcmp(r->kernel, kernel) ||
         strcmp(r->source_hash, source_hash) || strcmp(r->kiln_version, KILN_VERSION_STRING) ||
         strncmp(r->device, "cuda:", 5) || (tuned_on && !strstr(r->device, tuned_on)) ||
-        !strcmp(r->device, dev))
+        !strcmp(r->device, dev) ||
+        (strstr(r->device, TUNE_INDEX_BITS_64_ID) != NULL) != (index_bits == 64))
       continue;
     if (dev[0]) {
       snprintf(other, ocap, "%s", r->device);

@@ -93,10 +93,11 @@ int tune_plan_lib_winners(const TunePlanQuery *q, const KilnCache *cache, LibKer
 
 /* The GPU whose timings a cuda library built without a GPU takes: the one device "cuda:…"
  * whose OK records of this kernel text and compiler the cache holds (its id containing
- * tuned_on when given). 0 with it in dev; 1 when there is none; -1 when several remain, the
+ * tuned_on when given), of variants with `index_bits` offsets (TUNE_INDEX_BITS_64_ID in the id
+ * for 64, none for 32). 0 with it in dev; 1 when there is none; -1 when several remain, the
  * first two in dev and other. */
 int tune_plan_recorded_gpu(const KilnCache *cache, const char *kernel, const char *source_hash,
-                           const char *tuned_on, char *dev, size_t cap, char *other,
+                           const char *tuned_on, int index_bits, char *dev, size_t cap, char *other,
                            size_t ocap);
 
 /* Whether a kernel's variants need its default config added, and whether that is allowed. */

@@ -73,6 +73,11 @@ int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
     /* cpu programs keep tiles on 64 MiB worker stacks, several tiles live at once */
     t->limits = (TuneDeviceLimits){1024, in->kind == KILN_RT_DEVICE_EMU ? 256 * 1024 : 8u << 20};
   }
+  /* 64-bit variants are other code: their timings are another device's, for the cache. */
+  if (rc == 0 && t->index_bits == 64) {
+    size_t n = strlen(t->device_id);
+    snprintf(t->device_id + n, sizeof t->device_id - n, "%s", TUNE_INDEX_BITS_64_ID);
+  }
   munmap(sh, sizeof *sh);
   return rc;
 }

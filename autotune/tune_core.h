@@ -193,6 +193,9 @@ typedef struct TuneTarget {
   KilnTarget target;    /* compiler target for the variants */
   char cpu[32];         /* cpu/emu: the CPU target of host code ("" = "native"), part of
                            device_id so that timings of other CPU targets are not reused */
+  int index_bits;       /* offsets of every variant: 32 or 64 (--index-bits; 0 reads as 32); 64
+                           is part of device_id (":index_bits=64"), so that 32- and 64-bit
+                           timings never mix */
   char device_id[256];  /* cache identity of the device */
   TuneDeviceLimits limits;
   size_t flush_bytes;   /* GPUs: a buffer this big is overwritten before every timed run, so
@@ -243,6 +246,9 @@ double tune_now(void);
 void tune_child_dies_with_parent(pid_t parent);
 /* Probes the device in a child; fills t->device_id and limits. 0 or -1 with err. */
 int tune_target_probe(TuneTarget *t, char *err, size_t cap);
+/* The suffix a device identity of 64-bit variants carries (":index_bits=64"); 32-bit ones have
+ * none, so caches from before --index-bits keep their meaning. */
+#define TUNE_INDEX_BITS_64_ID ":index_bits=64"
 /* Times the PENDING built candidates idx (ref: a candidate used only as the correctness
  * reference, or -1). Returns the number of timing children run. */
 int tune_run(const TuneTarget *tg, const char *kernel, const TuneProblem *p, TuneCand *c,

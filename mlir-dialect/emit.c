@@ -1,5 +1,11 @@
 /* emit.c - a module lowered to the llvm dialect becomes LLVM IR text or a host object file.
  *
+ * Every module also gets, per kernel, a constant `kiln_offsets_NAME` (kiln_mlir_add_offset_tables):
+ * the offset bits the kernel was compiled with and the element size of each pointer parameter,
+ * from the attributes widen-offsets recorded.  The runtime reads it when it looks a kernel up
+ * (dlsym for host objects, cuModuleGetGlobal for PTX and cubins) and refuses, on every device, a
+ * launch whose pointer argument a 32-bit kernel cannot index (runtime/device.c).
+ *
  * Failures come back as a status plus an error diagnostic on the module's context. */
 #include "kiln_mlir_internal.h"
 
@@ -119,6 +125,40 @@ static KilnMlirStatus optimize(MlirModule m, LLVMModuleRef mod, LLVMTargetMachin
   return KILN_MLIR_OK;
 }
 
+void kiln_mlir_add_offset_tables(MlirModule m, LLVMModuleRef mod, unsigned addrspace) {
+  MlirOperation mop = mlirModuleGetOperation(m);
+  MlirAttribute all =
+      mlirOperationGetAttributeByName(mop, mlirStringRefCreateFromCString("kiln.arg_elem_bytes"));
+  MlirAttribute bits =
+      mlirOperationGetAttributeByName(mop, mlirStringRefCreateFromCString("kiln.index_bits"));
+  if (mlirAttributeIsNull(all) || !mlirAttributeIsADictionary(all) || mlirAttributeIsNull(bits) ||
+      !mlirAttributeIsAInteger(bits))
+    return; /* hand-written IR without the record: the runtime leaves such kernels unchecked */
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(mod));
+  for (intptr_t k = 0; k < mlirDictionaryAttrGetNumElements(all); k++) {
+    MlirNamedAttribute e = mlirDictionaryAttrGetElement(all, k);
+    if (!mlirAttributeIsADenseI32Array(e.attribute))
+      continue;
+    intptr_t n = mlirDenseArrayGetNumElements(e.attribute);
+    LLVMValueRef *words = malloc((size_t)(n + 2) * sizeof *words);
+    KILN_ASSERT(words != NULL);
+    words[0] = LLVMConstInt(i32, (unsigned long long)mlirIntegerAttrGetValueInt(bits), 0);
+    words[1] = LLVMConstInt(i32, (unsigned long long)n, 0);
+    for (intptr_t i = 0; i < n; i++)
+      words[i + 2] = LLVMConstInt(i32, (unsigned)mlirDenseI32ArrayGetElement(e.attribute, i), 0);
+    MlirStringRef kname = mlirIdentifierStr(e.name);
+    char name[320];
+    snprintf(name, sizeof name, "kiln_offsets_%.*s", (int)kname.length, kname.data);
+    LLVMTypeRef ty = LLVMArrayType2(i32, (uint64_t)(n + 2));
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(mod, ty, name, addrspace);
+    LLVMSetInitializer(g, LLVMConstArray2(i32, words, (uint64_t)(n + 2)));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMExternalLinkage);
+    LLVMSetAlignment(g, 4);
+    free(words);
+  }
+}
+
 KilnMlirStatus kiln_mlir_emit_host_object(MlirModule m, int opt_level, const char *cpu, void **out,
                                           size_t *len) {
   *out = NULL;
@@ -128,6 +168,8 @@ KilnMlirStatus kiln_mlir_emit_host_object(MlirModule m, int opt_level, const cha
     return KILN_MLIR_ERR_LLVM;
   LLVMContextRef llctx = LLVMContextCreate();
   LLVMModuleRef mod = translate(m, llctx);
+  if (mod)
+    kiln_mlir_add_offset_tables(m, mod, 0);
   KilnMlirStatus st = mod ? optimize(m, mod, tm, opt_level) : KILN_MLIR_ERR_LLVM;
   if (st == KILN_MLIR_OK) {
     kiln_host_float16_fixup(mod);

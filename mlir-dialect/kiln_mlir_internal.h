@@ -70,6 +70,12 @@ int64_t kiln_ir_dim(MlirType t, int i);
 /* Emits an error diagnostic at loc, printf-style. */
 void kiln_ir_error(MlirLocation loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Adds to an LLVM module translated from m, per kernel of m's kiln.arg_elem_bytes record, a
+ * constant u32 array `kiln_offsets_NAME` = {offset bits, n parameters, element bytes of each
+ * (0 for scalars)} in address space `addrspace` (0 host, 4 PTX .const), for the runtime's
+ * launch check (emit.c).  Nothing for a module without the record. */
+void kiln_mlir_add_offset_tables(MlirModule m, LLVMModuleRef mod, unsigned addrspace);
+
 /* ---------------------------------------------------------------- passes
  * Every pass of ours (verify, kiln-dce, convert-kiln-to-cpu, the GPU layouts, the SIMT lowering,
  * the emu rewrite) is one external pass whose body runs on the whole module with its options: a

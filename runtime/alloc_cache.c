@@ -21,6 +21,8 @@ typedef struct Block {
   void *ptr;
   size_t size;  /* class size */
   size_t asked; /* bytes the kiln_rt_malloc asked for (kiln_rt_mem_find's bound) */
+  size_t *part_ends; /* kiln_rt_mem_set_parts: ascending ends of the tensors it holds, owned */
+  size_t nparts;
   struct Block *next;
 } Block;
 
@@ -174,7 +176,7 @@ static KilnRtStatus alloc_locked(KilnRtAllocCache *c, size_t bytes, void **ptr) 
     return KILN_RT_OK;
   }
 
-  Block *b = malloc(sizeof *b);
+  Block *b = calloc(1, sizeof *b); /* no parts yet */
   if (!b) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for the allocation table");
   void *p = NULL;
   KilnRtStatus st = c->raw_alloc(c->dev, size, &p);
@@ -213,6 +215,9 @@ KilnRtStatus kiln_rt_cache_free(KilnRtAllocCache *c, void *ptr) {
                         "kiln_rt_free: %p was not allocated on this device (or was already freed)", ptr);
   }
   c->stats.bytes_in_use -= b->size;
+  free(b->part_ends); /* the next owner carves it up anew */
+  b->part_ends = NULL;
+  b->nparts = 0;
   Block **head = free_list(c, b->size, true);
   if (head) {
     b->next = *head;
@@ -246,6 +251,67 @@ KilnRtStatus kiln_rt_cache_find(KilnRtAllocCache *c, const void *p, void **base,
   return st;
 }
 
+/* The live block whose start is exactly ptr; the caller holds the lock. */
+static Block *live_block_at(KilnRtAllocCache *c, const void *ptr) {
+  for (size_t i = 0; i < c->num_buckets; i++)
+    for (Block *b = c->live[i]; b; b = b->next)
+      if (b->ptr == ptr) return b;
+  return NULL;
+}
+
+KilnRtStatus kiln_rt_cache_set_parts(KilnRtAllocCache *c, void *base, const size_t *ends, size_t n) {
+  size_t *copy = n ? malloc(n * sizeof *copy) : NULL;
+  if (n && !copy) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for parts");
+  if (n) memcpy(copy, ends, n * sizeof *copy);
+  pthread_mutex_lock(&c->lock);
+  Block *b = live_block_at(c, base);
+  KilnRtStatus st = KILN_RT_OK;
+  if (!b) {
+    st = kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                      "kiln_rt_mem_set_parts: %p is not the start of a live allocation", base);
+  } else {
+    for (size_t i = 0; i < n && st == KILN_RT_OK; i++)
+      if (ends[i] > b->asked || (i > 0 && ends[i] <= ends[i - 1]))
+        st = kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                          "kiln_rt_mem_set_parts: end %zu = %zu is not ascending within the %zu "
+                          "bytes of the allocation", i, ends[i], b->asked);
+  }
+  if (st == KILN_RT_OK) {
+    free(b->part_ends);
+    b->part_ends = copy;
+    b->nparts = n;
+    copy = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  free(copy);
+  return st;
+}
+
+KilnRtStatus kiln_rt_cache_find_part(KilnRtAllocCache *c, const void *p, void **start,
+                                     size_t *bytes) {
+  uintptr_t a = (uintptr_t)p;
+  KilnRtStatus st = KILN_RT_ERROR_INVALID_ARGUMENT;
+  pthread_mutex_lock(&c->lock);
+  for (size_t i = 0; i < c->num_buckets && st != KILN_RT_OK; i++)
+    for (Block *b = c->live[i]; b; b = b->next) {
+      if (a < (uintptr_t)b->ptr || a - (uintptr_t)b->ptr >= b->asked) continue;
+      size_t off = a - (uintptr_t)b->ptr, lo = 0, hi = b->asked;
+      for (size_t k = 0; k < b->nparts; k++) { /* the first end past off closes p's part */
+        if (b->part_ends[k] > off) {
+          hi = b->part_ends[k];
+          break;
+        }
+        lo = b->part_ends[k];
+      }
+      *start = (char *)b->ptr + lo;
+      *bytes = hi - lo;
+      st = KILN_RT_OK;
+      break;
+    }
+  pthread_mutex_unlock(&c->lock);
+  return st;
+}
+
 void kiln_rt_cache_stats(KilnRtAllocCache *c, KilnRtMemStats *out) {
   pthread_mutex_lock(&c->lock);
   *out = c->stats;
@@ -265,6 +331,7 @@ void kiln_rt_cache_destroy(KilnRtAllocCache *c) {
     for (Block *b = c->live[i], *nb; b; b = nb) {
       nb = b->next;
       c->raw_free(c->dev, b->ptr);
+      free(b->part_ends);
       free(b);
     }
   }

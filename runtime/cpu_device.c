@@ -244,7 +244,11 @@ static KilnRtStatus cpu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   void *sym = dlsym(mod->impl, symbol);
   if (!sym) return kiln_rt_fail(KILN_RT_ERROR_NOT_FOUND, "no kernel '%s' in the module (symbol %s)", fn->name, symbol);
   fn->impl = sym;
-  return KILN_RT_OK;
+  /* The offset record {bits, n, element bytes[n]} for kiln_rt_launch's check (offset_check.c);
+   * modules from before it have none and stay unchecked. */
+  snprintf(symbol, sizeof symbol, "kiln_offsets_%s", fn->name); /* fits: shorter than above */
+  const uint32_t *rec = dlsym(mod->impl, symbol);
+  return rec ? kiln_rt_function_set_offsets(fn, rec[0], rec[1], rec + 2) : KILN_RT_OK;
 }
 
 static KilnRtStatus cpu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,

@@ -362,6 +362,27 @@ static KilnRtStatus read_dynamic_arena(KilnRtModule *mod, const char *name, uint
   return KILN_RT_OK;
 }
 
+/* The kernel's offset record, the .const u32 array kiln_offsets_NAME = {bits, n, element bytes
+ * of its n parameters} (mlir-dialect/emit.c), handed to kiln_rt_launch's check
+ * (offset_check.c); a module without it (an older one) leaves the kernel unchecked. */
+static KilnRtStatus read_offset_record(KilnRtModule *mod, KilnRtFunction *fn) {
+  char sym[300];
+  if (snprintf(sym, sizeof sym, "kiln_offsets_%s", fn->name) >= (int)sizeof sym) return KILN_RT_OK;
+  CUdeviceptr p = 0;
+  size_t size = 0;
+  CUresult r = cu.cuModuleGetGlobal(&p, &size, (CUmodule)mod->impl, sym);
+  if (r == CUDA_ERROR_NOT_FOUND) return KILN_RT_OK;
+  if (r != CUDA_SUCCESS) return cu_fail(r, "cuModuleGetGlobal");
+  uint32_t words[2 + 4096];
+  if (size < 8 || size % 4 != 0 || size > sizeof words)
+    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "kernel '%s': %s has %zu bytes", fn->name, sym, size);
+  CU_TRY(cuMemcpyDtoH(words, p, size));
+  if (words[1] != size / 4 - 2)
+    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "kernel '%s': %s lists %u parameters in %zu bytes",
+                        fn->name, sym, words[1], size);
+  return kiln_rt_function_set_offsets(fn, words[0], words[1], words + 2);
+}
+
 static KilnRtStatus cuda_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   ENTER(mod->dev);
   CUfunction f = NULL;
@@ -378,7 +399,8 @@ static KilnRtStatus cuda_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   int regs = 0;
   CU_TRY(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
   fn->registers = regs > 0 ? (uint32_t)regs : 0;
-  return read_dynamic_arena(mod, fn->name, &cf->dyn_shared);
+  KilnRtStatus st = read_offset_record(mod, fn);
+  return st == KILN_RT_OK ? read_dynamic_arena(mod, fn->name, &cf->dyn_shared) : st;
 }
 
 static KilnRtStatus cuda_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,

@@ -117,6 +117,12 @@ KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, siz
   return KILN_RT_OK;
 }
 
+KilnRtStatus kiln_rt_mem_set_parts(KilnRtDevice *dev, void *base, const size_t *ends, size_t n) {
+  if (!dev || !base) return BAD("kiln_rt_mem_set_parts: device and base must not be NULL");
+  if (n > 0 && !ends) return BAD("kiln_rt_mem_set_parts: ends is NULL for %zu parts", n);
+  return kiln_rt_cache_set_parts(dev->cache, base, ends, n);
+}
+
 KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr) {
   if (!dev) return BAD("kiln_rt_free: device is NULL");
   if (!dptr) return KILN_RT_OK;
@@ -205,6 +211,7 @@ void kiln_rt_module_destroy(KilnRtModule *mod) {
     next = fn->next;
     free(fn->name);
     free(fn->arg_sizes);
+    free(fn->arg_elem_bytes);
     free(fn);
   }
   pthread_mutex_destroy(&mod->lock);
@@ -241,6 +248,7 @@ KilnRtStatus kiln_rt_module_get_function(KilnRtModule *mod, const char *kernel_n
       mod->functions = fn;
     } else if (fn) {
       free(fn->name);
+      free(fn->arg_elem_bytes);
       free(fn);
       fn = NULL;
     }
@@ -306,6 +314,9 @@ KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, v
   }
   if (!args && fn->arg_sizes && fn->num_args > 0)
     return BAD("kiln_rt_launch of '%s': args is NULL but the kernel takes %zu arguments", fn->name, fn->num_args);
+  /* Every device: a 32-bit kernel would wrap its offsets past 2^31 elements. */
+  st = kiln_rt_check_offsets(fn, args);
+  if (st != KILN_RT_OK) return st;
   return dev->ops->launch(fn, cfg, args, stream);
 }
 

@@ -54,6 +54,13 @@ KilnRtStatus kiln_rt_cache_free(KilnRtAllocCache *cache, void *ptr);
 /* The live block holding address p: its start and the bytes asked for; INVALID_ARGUMENT (no
  * message set) when none does. */
 KilnRtStatus kiln_rt_cache_find(KilnRtAllocCache *cache, const void *p, void **base, size_t *bytes);
+/* kiln_rt_mem_set_parts on the block starting at base (ends copied; dropped when it is freed). */
+KilnRtStatus kiln_rt_cache_set_parts(KilnRtAllocCache *cache, void *base, const size_t *ends,
+                                     size_t n);
+/* The part of a live block that holds p: its start and bytes (the whole block, as asked, when
+ * it has no parts); INVALID_ARGUMENT (no message set) when no live block holds p. */
+KilnRtStatus kiln_rt_cache_find_part(KilnRtAllocCache *cache, const void *p, void **start,
+                                     size_t *bytes);
 void kiln_rt_cache_stats(KilnRtAllocCache *cache, KilnRtMemStats *out);
 void kiln_rt_cache_release(KilnRtAllocCache *cache);
 
@@ -123,6 +130,11 @@ struct KilnRtFunction {
    * was assembled with (ptxas) and the block size it was compiled for; kiln_rt_launch checks
    * them against the register file. */
   uint32_t registers, block_threads;
+  /* The kernel's offset record (offset_check.c), where its module has one: the bits its offsets
+   * were computed in (32, 64; 0 unknown: unchecked) and per parameter the bytes of a pointer's
+   * element (0 for scalars), num_offset_args of them, owned. */
+  uint32_t index_bits, num_offset_args;
+  uint32_t *arg_elem_bytes;
 };
 
 struct KilnRtModule {
@@ -149,6 +161,17 @@ struct KilnRtGraph {
   KilnRtDevice *dev;
   void *impl;
 };
+
+/* ---- the 32-bit offset promise (offset_check.c) ---------------------------------------------- */
+
+/* Records fn's offset record (copied): its offset bits and the element bytes of its n
+ * parameters. LOAD for a record no compiler writes (bits not 32 or 64). */
+KilnRtStatus kiln_rt_function_set_offsets(KilnRtFunction *fn, uint32_t bits, uint32_t n,
+                                          const uint32_t *elem_bytes);
+/* INVALID_ARGUMENT, naming the kernel, the argument and --index-bits 64, when fn has 32-bit
+ * offsets and a pointer argument has more than 2^31 (KILN_INDEX_LIMIT; on emu also
+ * KILN_EMU_INDEX_LIMIT) elements to the end of its allocation; OK otherwise. */
+KilnRtStatus kiln_rt_check_offsets(const KilnRtFunction *fn, void **args);
 
 /* Backend constructors: fill dev->ops, dev->impl, dev->kind (device.c allocates dev). */
 KilnRtStatus kiln_rt_cpu_device_init(KilnRtDevice *dev, int ordinal);

@@ -22,10 +22,10 @@
  * - launch runs kiln_emu_launch over the grid, synchronously. block_threads must be 0 (use the
  *   kernel's) or equal to the kernel's: the lowering assumed exactly 32 * num_warps threads.
  *   Before any thread runs it refuses what a GPU would refuse: pointer arguments not aligned as
- *   the lowering assumed (kiln_emu_args_NAME), static shared memory above 48 KiB, and, for a
- *   kernel compiled with 32-bit offsets, a pointer argument with more than 2^31 elements (or
- *   KILN_EMU_INDEX_LIMIT) to the end of its allocation. Registers and the grid are checked by
- *   kiln_rt_launch (device.c), for cuda too. A
+ *   the lowering assumed (kiln_emu_args_NAME) and static shared memory above 48 KiB. Registers,
+ *   the grid and, for a kernel compiled with 32-bit offsets, pointer arguments that reach 2^31
+ *   elements (or KILN_EMU_INDEX_LIMIT) are checked by kiln_rt_launch (device.c,
+ *   offset_check.c), for cuda and cpu too, from the record get_function hands over. A
  *   failure inside the kernel (deadlock, trap, bad shared access, misused warp op) comes back as
  *   KILN_RT_ERROR_LAUNCH with the emulator's message naming block and thread.
  * - The sanitizers (runtime/emu/check.c) are on unless KILN_EMU_CHECK says otherwise; memcheck
@@ -167,6 +167,14 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   ef->index_bits = meta[0] >= 3 ? meta[5] : 0;
   fn->registers = meta[0] >= 3 ? meta[6] : 0; /* checked by kiln_rt_launch */
   fn->block_threads = ef->block_threads;
+  /* The offset record for kiln_rt_launch's check (offset_check.c), from this metadata. */
+  if (ef->arg_elems && (ef->index_bits == 32 || ef->index_bits == 64)) {
+    KilnRtStatus st = kiln_rt_function_set_offsets(fn, ef->index_bits, ef->num_params, ef->arg_elems);
+    if (st != KILN_RT_OK) {
+      free(ef);
+      return st;
+    }
+  }
   fn->impl = ef;
   return KILN_RT_OK;
 }
@@ -201,33 +209,6 @@ static void *pointer_arg(void **args, uint32_t i) {
   void *p;
   memcpy(&p, args[i], sizeof p);
   return p;
-}
-
-/* A kernel compiled with 32-bit offsets (kiln.index_bits) computes every offset from a pointer
- * argument in i32, which wraps past 2^31 elements: a pointer argument with more elements of its
- * type than that between it and the end of its allocation is refused, since the kernel may index
- * that far (the extent is the caller's allocation as kiln_rt_malloc was asked, known to
- * memcheck's table; pointers outside it are memcheck's to report). `limit` is 2^31, or
- * KILN_EMU_INDEX_LIMIT for scaled-down runs. */
-static KilnRtStatus check_offset_extents(const KilnRtFunction *fn, const EmuFunction *ef,
-                                         void **args, uint64_t limit) {
-  if (ef->index_bits != 32 || !ef->arg_elems || !args) return KILN_RT_OK;
-  for (uint32_t i = 0; i < ef->num_params; i++) {
-    uint32_t elem = ef->arg_elems[i];
-    const void *base;
-    size_t bytes;
-    if (elem == 0 || !args[i]) continue;
-    char *p = pointer_arg(args, i);
-    if (!kiln_emu_mem_find(p, &base, &bytes)) continue;
-    uint64_t elems = (uint64_t)((const char *)base + bytes - p) / elem;
-    if (elems > limit)
-      return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
-                          "launch of '%s': pointer argument %u has %llu elements of %u bytes to "
-                          "the end of its allocation, more than the %llu its 32-bit offsets can "
-                          "reach (recompile with --index-bits 64)", fn->name, i,
-                          (unsigned long long)elems, elem, (unsigned long long)limit);
-  }
-  return KILN_RT_OK;
 }
 
 /* KILN_EMU_CHECK (default "all": the emulator is the GPU path's checker, so it checks unless
@@ -318,11 +299,11 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
                         "launch of '%s': %u bytes of static shared memory exceed a GPU's %u "
                         "(more must be dynamic shared memory)", fn->name, ef->shared_bytes,
                         EMU_STATIC_SHARED_LIMIT);
+  /* The offset extents of a 32-bit kernel were checked by kiln_rt_launch (offset_check.c), with
+   * KILN_EMU_INDEX_LIMIT lowering the limit there too. */
   KilnRtStatus ast = check_pointer_args(fn, ef, args);
   uint64_t index_limit = 0;
   if (ast == KILN_RT_OK) ast = index_limit_from_env(&index_limit);
-  if (ast == KILN_RT_OK)
-    ast = check_offset_extents(fn, ef, args, index_limit ? index_limit : (uint64_t)1 << 31);
   if (ast != KILN_RT_OK) return ast;
   KilnEmuLaunch lc;
   memset(&lc, 0, sizeof lc);

@@ -7,7 +7,8 @@
  * A module whose shared arena is dynamic (lower.c: `.extern .shared`, above 48 KiB) gets one
  * `.const .u32 kiln_dsmem_NAME` per kernel holding the bytes a launch must pass: a cubin does not
  * record dynamic sizes, and the cuda device reads this at load (runtime/cuda_device.c) so that
- * callers need not know. */
+ * callers need not know.  Every kernel also gets `kiln_offsets_NAME` (emit.c): its offset bits and
+ * pointer element sizes, which the cuda device reads at lookup for the launch check. */
 #include "gpu_internal.h"
 
 #include "mlir-c/Target/LLVMIR.h"
@@ -86,6 +87,7 @@ KilnMlirStatus kiln_gpu_emit_ptx(MlirModule m, const char *arch, char **ptx, siz
   KilnMlirStatus st = KILN_MLIR_OK;
   LLVMSetTarget(mod, triple);
   add_dynamic_smem_sizes(m, mod, lctx);
+  kiln_mlir_add_offset_tables(m, mod, 4 /* .const */);
   LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(mod, dl);
   LLVMDisposeTargetData(dl);

@@ -375,13 +375,17 @@ static int plan_runs(KilnBertModel *m) {
 
 /* Carves every device buffer out of one allocation: called twice, first with base NULL to
  * size it (the pointers stay NULL), then with the real base. 64-byte aligned pieces; TAKE_T
- * for buffers of the element type T. */
-static size_t plan(KilnBertModel *m, char *base) {
-  size_t at = 0;
+ * for buffers of the element type T. The end of each piece goes to ends[] when given (at most
+ * PLAN_MAX_PARTS), their count to *nends. */
+enum { PLAN_MAX_PARTS = 4096 };
+static size_t plan_parts(KilnBertModel *m, char *base, size_t *ends, size_t *nends) {
+  size_t at = 0, nparts = 0;
 #define TAKE_BYTES(ptr, bytes)                                    \
   do {                                                            \
     (ptr) = base ? (void *)(base + at) : NULL;                    \
     at += ((size_t)(bytes) + 63) & ~(size_t)63;                   \
+    if (ends && nparts < PLAN_MAX_PARTS) ends[nparts] = at;       \
+    nparts++;                                                     \
   } while (0)
 #define TAKE(ptr, count, type) TAKE_BYTES(ptr, (size_t)(count) * sizeof(type))
 #define TAKE_T(ptr, count) TAKE_BYTES(ptr, (size_t)(count) * m->es)
@@ -457,7 +461,29 @@ static size_t plan(KilnBertModel *m, char *base) {
 #undef TAKE_T
 #undef TAKE
 #undef TAKE_BYTES
+  if (nends) *nends = nparts;
   return at;
+}
+
+static size_t plan(KilnBertModel *m, char *base) { return plan_parts(m, base, NULL, NULL); }
+
+/* Tells the runtime where each tensor of the arena ends (kiln_rt_mem_set_parts), so that the
+ * launch check of kernels compiled with 32-bit offsets judges a pointer by its own tensor, not
+ * by the rest of the arena behind it: a batch whose arena holds more than 2^31 elements past a
+ * tensor would otherwise be refused although no kernel's offsets come near 2^31. */
+static KilnRtStatus mark_parts(KilnBertModel *m) {
+  size_t n = 0;
+  plan_parts(m, m->arena, NULL, &n);
+  if (n > PLAN_MAX_PARTS)
+    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT,
+                             "model: %zu buffers in the memory plan, more than %d", n,
+                             (int)PLAN_MAX_PARTS);
+  size_t *ends = malloc(n * sizeof *ends);
+  if (!ends) return kiln_rt_set_error(KILN_RT_ERROR_OUT_OF_MEMORY, "model: out of host memory");
+  plan_parts(m, m->arena, ends, &n);
+  KilnRtStatus st = kiln_rt_mem_set_parts(m->dev, m->arena, ends, n);
+  free(ends);
+  return st;
 }
 
 int kiln_bert_precision_parse(const char *name, KilnBertPrecision *out) {
@@ -686,8 +712,9 @@ KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBer
   }
   plan(m, m->arena);
   m->x[0] = m->emb_out;
+  rs = mark_parts(m);
   /* Zero everything once: moments, the zero buffer, gradient padding, token types, flags. */
-  rs = kiln_rt_memset(dev, m->arena, 0, bytes, NULL);
+  if (rs == KILN_RT_OK) rs = kiln_rt_memset(dev, m->arena, 0, bytes, NULL);
   if (rs == KILN_RT_OK) rs = m->ops->create(dev, &m->libs);
   if (rs != KILN_RT_OK) {
     KilnBertStatus f = rt_fail(rs, "model: setting up the kernel libraries");

@@ -179,6 +179,13 @@ static void last_line(const char *text, char *buf, size_t cap) {
   snprintf(buf, cap, "%.*s", (int)(end - start), start);
 }
 
+/* The offsets the trainer's library of kernel file `file` is built with (runtime/bert/
+ * CMakeLists.txt: xent.kiln with --index-bits 64), so that its timings are the library's: a
+ * cache keeps 32- and 64-bit timings apart (docs/tuning.md). */
+static const char *index_bits_of(const char *file) {
+  return !strcmp(file, "xent.kiln") ? "64" : "32";
+}
+
 /* One call through kiln_tune_command. Returns the command's exit code. */
 static int tune_call(const KilnBertTuneOptions *o, const KilnBertCall *c, double budget_left,
                      CallResult *r) {
@@ -205,6 +212,8 @@ static int tune_call(const KilnBertTuneOptions *o, const KilnBertCall *c, double
   argv[argc++] = "--cache";
   argv[argc++] = (char *)o->cache;
   argv[argc++] = "--json";
+  argv[argc++] = "--index-bits";
+  argv[argc++] = (char *)index_bits_of(c->file);
   if (budget_left >= 0) {
     snprintf(budget, sizeof budget, "%.0f", budget_left < 1 ? 1.0 : budget_left);
     argv[argc++] = "--budget";

@@ -241,19 +241,25 @@ static void test_lib_winners(const KilnTune *t) {
   tune_plan_notes_free(&notes);
 }
 
-/* The GPU a cuda library takes: the only one recorded, or the one --tuned-on names. */
+/* The GPU a cuda library takes: the only one recorded, or the one --tuned-on names; and only
+ * timings of variants with the library's offset bits (":index_bits=64" in the id for 64). */
 static void test_recorded_gpu(void) {
   KilnCacheRecord rs[] = {rec("k", "tb", "cuda:A100:sm_80", "n=1", 64, 1),
                           rec("k", "tb", "cuda:H100:sm_90", "n=1", 64, 1),
-                          rec("k", "tb", "cpu:test", "n=1", 64, 1)};
-  KilnCache cache = {.records = rs, .count = 3};
+                          rec("k", "tb", "cpu:test", "n=1", 64, 1),
+                          rec("k", "tb", "cuda:H200:sm_90:index_bits=64", "n=1", 64, 1)};
+  KilnCache cache = {.records = rs, .count = 4};
   char dev[256], other[256];
-  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", NULL, dev, sizeof dev, other, sizeof other) == -1 &&
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", NULL, 32, dev, sizeof dev, other, sizeof other) == -1 &&
         !strcmp(dev, "cuda:A100:sm_80") && !strcmp(other, "cuda:H100:sm_90"), "two GPUs: ambiguous");
-  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", "H100", dev, sizeof dev, other, sizeof other) == 0 &&
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", "H100", 32, dev, sizeof dev, other, sizeof other) == 0 &&
         !strcmp(dev, "cuda:H100:sm_90"), "--tuned-on H100");
-  CHECK(tune_plan_recorded_gpu(&cache, "k", "src2", NULL, dev, sizeof dev, other, sizeof other) == 1,
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src2", NULL, 32, dev, sizeof dev, other, sizeof other) == 1,
         "no record of this text: none");
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", NULL, 64, dev, sizeof dev, other, sizeof other) == 0 &&
+        !strcmp(dev, "cuda:H200:sm_90:index_bits=64"), "--index-bits 64: only the 64-bit timings, got %s", dev);
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", "H200", 32, dev, sizeof dev, other, sizeof other) == 1,
+        "--index-bits 32 --tuned-on H200: the 64-bit timings are not taken");
 }
 
 /* Whether the default config is added: only without a generic variant; refused when nothing

@@ -4,15 +4,23 @@
  * KILN_FAKE_CUDA_FREE=BYTES in the environment it instead shows one device ("Fake GPU", sm_90,
  * 132 SMs, twice BYTES in all) whose context opens and whose cuMemGetInfo reports BYTES free:
  * enough for the trainer's memory check (tests/kilnbert/runtime_only_test.sh) to refuse a
- * batch before anything is allocated. Nothing else works: the other entry points exist only so
- * that resolving them succeeds, and return an error if reached. */
+ * batch before anything is allocated. With KILN_FAKE_CUDA_MODULES=1 as well, memory and PTX
+ * modules work far enough for launch checks to be tested (tests/emu/test_emu_offsets.c):
+ * cuMemAlloc hands out addresses that are never backed (any size: a 2^31-element buffer costs
+ * nothing), a module keeps its PTX text, cuModuleGetFunction finds its `.entry`s,
+ * cuModuleGetGlobal reads its `.const` initializers into host memory that cuMemcpyDtoH copies,
+ * and cuLaunchKernel counts the launch and runs nothing. Nothing else works: the other entry
+ * points exist only so that resolving them succeeds, and return an error if reached. */
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NO_DEVICE 100
 #define CUDA_ERROR_INVALID_DEVICE 101
+#define CUDA_ERROR_NOT_FOUND 500
 #define NOT_REACHED 999
 
 /* The free bytes of the fake device; 0: no device (the default). */
@@ -105,13 +113,131 @@ int cuCtxSetCurrent(void *ctx) {
   return CUDA_SUCCESS;
 }
 
+/* ---- memory and PTX modules (KILN_FAKE_CUDA_MODULES=1) ---- */
+
+static int fake_modules(void) {
+  const char *s = getenv("KILN_FAKE_CUDA_MODULES");
+  return s && strcmp(s, "1") == 0;
+}
+
+/* Device addresses: a bump pointer far from host memory, never dereferenced. */
+#define FAKE_DEVICE_BASE ((uint64_t)1 << 44)
+static uint64_t next_device_addr = FAKE_DEVICE_BASE;
+
+int cuMemAlloc_v2(uint64_t *dptr, size_t bytes) {
+  if (!fake_modules()) return NOT_REACHED;
+  *dptr = next_device_addr;
+  next_device_addr += (bytes + 255) / 256 * 256;
+  return CUDA_SUCCESS;
+}
+
+int cuMemFree_v2(uint64_t dptr) {
+  (void)dptr;
+  return fake_modules() ? CUDA_SUCCESS : NOT_REACHED;
+}
+
+int cuCtxSynchronize(void) { return fake_modules() ? CUDA_SUCCESS : NOT_REACHED; }
+
+/* A module: its PTX, and the globals read from it (kept until unload, as the driver's are). */
+typedef struct FakeModule {
+  char *ptx;
+  unsigned char globals[16][256];
+  int nglobals;
+} FakeModule;
+
+int cuModuleLoadDataEx(FakeModule **mod, const void *image, unsigned n, int *options, void **values) {
+  (void)n, (void)options, (void)values;
+  if (!fake_modules()) return NOT_REACHED;
+  FakeModule *m = calloc(1, sizeof *m);
+  if (!m || !(m->ptx = strdup(image))) return NOT_REACHED;
+  *mod = m;
+  return CUDA_SUCCESS;
+}
+
+int cuModuleUnload(FakeModule *m) {
+  if (!fake_modules()) return NOT_REACHED;
+  free(m->ptx);
+  free(m);
+  return CUDA_SUCCESS;
+}
+
+/* The function handle is the module: nothing reads it but the fake itself. */
+int cuModuleGetFunction(void **fn, FakeModule *m, const char *name) {
+  if (!fake_modules()) return NOT_REACHED;
+  char entry[320];
+  snprintf(entry, sizeof entry, ".entry %s(", name);
+  if (!strstr(m->ptx, entry)) return CUDA_ERROR_NOT_FOUND;
+  *fn = m;
+  return CUDA_SUCCESS;
+}
+
+/* `.const .align A .b8 NAME[N] = {b, ...};` (trailing zero bytes left out, as LLVM prints it)
+ * or `.const .align 4 .u32 NAME = v;`: its bytes, in host memory the "device pointer" names. */
+int cuModuleGetGlobal_v2(uint64_t *dptr, size_t *bytes, FakeModule *m, const char *name) {
+  if (!fake_modules()) return NOT_REACHED;
+  char key[320];
+  snprintf(key, sizeof key, " %s", name);
+  const char *p = m->ptx;
+  size_t klen = strlen(key);
+  while ((p = strstr(p, key)) && p[klen] != '[' && p[klen] != ' ') p += klen;
+  if (!p || m->nglobals == 16) return CUDA_ERROR_NOT_FOUND;
+  unsigned char *g = m->globals[m->nglobals++];
+  memset(g, 0, 256);
+  p += klen;
+  if (*p == '[') { /* .b8 array */
+    size_t n = strtoul(p + 1, NULL, 10);
+    const char *v = strchr(p, '{');
+    if (n > 256 || !v) return NOT_REACHED;
+    for (size_t i = 0; i < n && *v != '}'; i++) {
+      g[i] = (unsigned char)strtoul(v + 1, (char **)&v, 10);
+      while (*v == ' ') v++;
+    }
+    *bytes = n;
+  } else { /* a .u32 scalar */
+    const char *v = strchr(p, '=');
+    if (!v) return NOT_REACHED;
+    uint32_t x = (uint32_t)strtoul(v + 1, NULL, 10);
+    memcpy(g, &x, sizeof x);
+    *bytes = sizeof x;
+  }
+  *dptr = (uint64_t)(uintptr_t)g;
+  return CUDA_SUCCESS;
+}
+
+/* Only the module globals above are readable: fake device memory has no bytes. */
+int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t bytes) {
+  if (!fake_modules() || (src >= FAKE_DEVICE_BASE && src < next_device_addr)) return NOT_REACHED;
+  memcpy(dst, (const void *)(uintptr_t)src, bytes);
+  return CUDA_SUCCESS;
+}
+
+int cuFuncGetAttribute(int *value, int attrib, void *fn) {
+  (void)attrib, (void)fn;
+  if (!fake_modules()) return NOT_REACHED;
+  *value = 0; /* registers and the like: unknown */
+  return CUDA_SUCCESS;
+}
+
+int cuFuncSetAttribute(void *fn, int attrib, int value) {
+  (void)fn, (void)attrib, (void)value;
+  return fake_modules() ? CUDA_SUCCESS : NOT_REACHED;
+}
+
+/* Launches run nothing; their count is what a test can see (fake_cuda_launches). */
+int fake_cuda_launches;
+
+int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+  (void)fn, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared;
+  (void)stream, (void)params, (void)extra;
+  if (!fake_modules()) return NOT_REACHED;
+  fake_cuda_launches++;
+  return CUDA_SUCCESS;
+}
+
 #define STUB(name) \
   int name(void) { return NOT_REACHED; }
-STUB(cuCtxSynchronize)
-STUB(cuMemAlloc_v2)
-STUB(cuMemFree_v2)
 STUB(cuMemcpyHtoD_v2)
-STUB(cuMemcpyDtoH_v2)
 STUB(cuMemcpyDtoD_v2)
 STUB(cuMemcpyHtoDAsync_v2)
 STUB(cuMemcpyDtoHAsync_v2)
@@ -119,13 +245,6 @@ STUB(cuMemcpyDtoDAsync_v2)
 STUB(cuMemsetD8_v2)
 STUB(cuMemsetD8Async)
 STUB(cuModuleLoadData)
-STUB(cuModuleLoadDataEx)
-STUB(cuModuleUnload)
-STUB(cuModuleGetFunction)
-STUB(cuModuleGetGlobal_v2)
-STUB(cuFuncSetAttribute)
-STUB(cuFuncGetAttribute)
-STUB(cuLaunchKernel)
 STUB(cuStreamCreate)
 STUB(cuStreamDestroy_v2)
 STUB(cuStreamSynchronize)

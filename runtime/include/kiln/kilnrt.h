@@ -126,6 +126,16 @@ KilnRtStatus kiln_rt_free(KilnRtDevice *dev, void *dptr);
  * device's live allocations. */
 KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, size_t *bytes);
 
+/* Says that the allocation starting at base (from kiln_rt_malloc on dev) holds separate
+ * tensors, the i-th ending at byte ends[i] (ascending, the last at most the bytes asked for;
+ * what lies past the last end is one more part). The launch check of kernels compiled with
+ * 32-bit offsets then counts a pointer argument's elements to the end of its part instead of
+ * the end of the allocation, so that one arena carved into tensors (the BERT trainer's memory
+ * plan) is judged tensor by tensor. The ends are copied; a later call replaces them;
+ * kiln_rt_free drops them. INVALID_ARGUMENT when base does not start a live allocation or the
+ * ends are not ascending within it. */
+KilnRtStatus kiln_rt_mem_set_parts(KilnRtDevice *dev, void *base, const size_t *ends, size_t n);
+
 /* Copies and sets. stream NULL = default stream, complete on return. With a stream they are
  * queued in stream order (on cpu they still run at once, which is a valid ordering). On a stream
  * being captured they are recorded into the graph instead (pointers, not contents). */
@@ -250,9 +260,12 @@ typedef struct KilnRtLaunchConfig {
  * KILN_RT_GPU_MAX_GRID_YZ are INVALID_ARGUMENT, and so is a block whose threads x registers per
  * thread (as ptxas assigned them, where known) exceed KILN_RT_GPU_REGISTER_FILE, or more than
  * KILN_RT_GPU_MAX_REGISTERS_PER_THREAD per thread; on emu so are pointer arguments that are not
- * aligned as the compiled code assumes (16 bytes), static shared memory above 48 KiB, and for a
- * kernel compiled with 32-bit offsets a pointer argument with more than 2^31 elements (or
- * KILN_EMU_INDEX_LIMIT) to the end of its allocation. */
+ * aligned as the compiled code assumes (16 bytes) and static shared memory above 48 KiB. On
+ * every device, a kernel compiled with 32-bit offsets (its module's kiln_offsets_NAME record)
+ * given a pointer argument with more than 2^31 elements of its type (KILN_INDEX_LIMIT lowers
+ * it for scaled-down tests; on emu KILN_EMU_INDEX_LIMIT too) between it and the end of its
+ * kiln_rt_malloc allocation is INVALID_ARGUMENT, with the kernel, the argument and
+ * `--index-bits 64` in the message, before anything runs. */
 KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                             KilnRtStream *stream);
 
