@@ -1,5 +1,6 @@
 /* tierlib_test.c — the promise tiers of an untuned library: `kiln lib` on the BERT bias+GELU
- * kernels (f16, device emu) with no cache, from --args whose cols (128) is a multiple of 16. The
+ * kernels (f16) with no cache, built twice: for emu (gelutier, TIER_DEVICE "emu") and for the
+ * host (gelutiercpu, TIER_LIB_CPU defined, TIER_DEVICE "cpu"), from --args whose cols (128) is a multiple of 16. The
  * library holds the default config three times: promising cols%16, promising cols%8 and
  * generic. A call runs the most specialized copy whose promises it keeps: cols = 1024 the %16
  * copy, cols = 1000 and 24 (multiples of 8, not of 16) the %8 copy, cols = 1001 and 12 the
@@ -13,7 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef TIER_LIB_CPU
+#include "gelutiercpu.h"
+#define TIER(name) gelutiercpu##name
+#define TIER_DEVICE "cpu"
+#else
 #include "gelutier.h"
+#define TIER(name) gelutier##name
+#define TIER_DEVICE "emu"
+#endif
 #include "reference.h"
 
 static int failures;
@@ -49,7 +58,7 @@ static double worst_error(const uint16_t *got, const double *ref, size_t n) {
   return worst;
 }
 
-static int run_case(gelutier *lib, KilnRtDevice *dev, const Case *c) {
+static int run_case(TIER() *lib, KilnRtDevice *dev, const Case *c) {
   size_t R = (size_t)c->rows, C = (size_t)c->cols, n = R * C;
   uint16_t *x = calloc(n, 2), *bias = calloc(C, 2), *dy = calloc(n, 2), *out = calloc(n, 2);
   double *yref = calloc(n, sizeof *yref), *dxref = calloc(n, sizeof *dxref);
@@ -66,19 +75,19 @@ static int run_case(gelutier *lib, KilnRtDevice *dev, const Case *c) {
   void *dout = to_device(dev, out, n);
   int bad = !dx_ || !db || !ddy || !dout;
   KilnRtStatus st = bad ? KILN_RT_ERROR_OUT_OF_MEMORY
-                        : gelutier_bias_gelu_fwd(lib, dx_, db, dout, c->rows, c->cols, NULL, NULL, NULL);
+                        : TIER(_bias_gelu_fwd)(lib, dx_, db, dout, c->rows, c->cols, NULL, NULL, NULL);
   if (st == KILN_RT_OK) st = kiln_rt_memcpy_dtoh(dev, out, dout, n * 2, NULL);
   double werr_f = st == KILN_RT_OK ? worst_error(out, yref, n) : INFINITY;
   if (st == KILN_RT_OK)
-    st = gelutier_bias_gelu_bwd(lib, dx_, db, ddy, dout, c->rows, c->cols, NULL, NULL, NULL);
+    st = TIER(_bias_gelu_bwd)(lib, dx_, db, ddy, dout, c->rows, c->cols, NULL, NULL, NULL);
   if (st == KILN_RT_OK) st = kiln_rt_memcpy_dtoh(dev, out, dout, n * 2, NULL);
   double werr_b = st == KILN_RT_OK ? worst_error(out, dxref, n) : INFINITY;
   bad |= st != KILN_RT_OK || !(werr_f <= 2e-3) || !(werr_b <= 2e-3);
-  gelutier_bias_gelu_fwd_config cf = gelutier_bias_gelu_fwd_pick(c->rows, c->cols);
-  gelutier_bias_gelu_bwd_config cb = gelutier_bias_gelu_bwd_pick(c->rows, c->cols);
+  TIER(_bias_gelu_fwd_config) cf = TIER(_bias_gelu_fwd_pick)(c->rows, c->cols);
+  TIER(_bias_gelu_bwd_config) cb = TIER(_bias_gelu_bwd_pick)(c->rows, c->cols);
   const char *sf = cf.signature ? cf.signature : "", *sb = cb.signature ? cb.signature : "";
   bad |= strcmp(sf, c->tier) != 0 || strcmp(sb, c->tier) != 0;
-  printf("%s rows=%d cols=%d: copies '%s' / '%s' (want '%s'), max rel err fwd %.2e bwd %.2e "
+  printf("%s " TIER_DEVICE " rows=%d cols=%d: copies '%s' / '%s' (want '%s'), max rel err fwd %.2e bwd %.2e "
          "(tol 2e-3), status %s\n",
          bad ? "FAIL" : "ok", c->rows, c->cols, sf, sb, c->tier, werr_f, werr_b,
          kiln_rt_status_name(st));
@@ -89,8 +98,8 @@ static int run_case(gelutier *lib, KilnRtDevice *dev, const Case *c) {
 
 int main(void) {
   KilnRtDevice *dev;
-  gelutier *lib;
-  if (kiln_rt_device_create("emu", &dev) != KILN_RT_OK || gelutier_create(dev, &lib) != KILN_RT_OK) {
+  TIER() *lib;
+  if (kiln_rt_device_create(TIER_DEVICE, &dev) != KILN_RT_OK || TIER(_create)(dev, &lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
     return 1;
   }
@@ -99,7 +108,7 @@ int main(void) {
       {3, 1001, ""},        {2, 12, ""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) failures += run_case(lib, dev, &cases[i]);
-  gelutier_destroy(lib);
+  TIER(_destroy)(lib);
   kiln_rt_device_destroy(dev);
   printf("%s\n", failures ? "FAILED" : "all ok");
   return failures != 0;
