@@ -2,8 +2,7 @@
  *
  * How this works.  For each kernel the pass creates an llvm.func (nvvm.kernel, nvvm.maxntid =
  * 32 * num_warps, nvvm.minctasm = the config's min_blocks when it has one; pointer parameters
- * are !llvm.ptr<1>) and walks the old body in order, building
- * the new body op by op.  A tile value becomes the list of scalars its layout gives the running
+ * are !llvm.ptr<1>) and walks the old body in order, building the new body op by op.  A tile value becomes the list of scalars its layout gives the running
  * thread (lower.h); every element-wise op is emitted once per scalar (as a clone of the op on
  * scalars, so arith keeps its predicates and flags and the upstream arith/math/cf-to-llvm passes
  * finish the job), shape ops (splat, broadcast, expand_dims) only re-index lists, and `range`
