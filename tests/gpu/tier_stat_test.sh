@@ -40,9 +40,9 @@ lib layernorm.kiln \
   "kernel=layernorm_bwd; rows=256; cols=1024; s: f16[rows*cols]; dy: f16[rows*cols]; gamma: f16[cols]; mean: f32[rows]; rstd: f32[rows]; dx: f16[rows*cols]; dgamma_part: f32[64*cols]; dbeta_part: f32[64*cols]; grid=64" \
   "kernel=layernorm_bwd_reduce; parts=64; cols=128; part: f32[parts*cols]; out: f32[cols]; grid=cdiv(cols, BLOCK)"
 lib dropout.kiln \
-  "kernel=dropout_fwd; n=32768; p=0.1; seed=1; offset=0; x: f16[n]; y: f16[n]; grid=cdiv(n, BLOCK)" \
-  "kernel=dropout_bwd; n=32768; p=0.1; seed=1; offset=0; dy: f16[n]; dx: f16[n]; grid=cdiv(n, BLOCK)" \
-  "kernel=dropout_add_fwd; n=32768; p=0.1; seed=1; offset=0; x: f16[n]; res: f16[n]; y: f16[n]; grid=cdiv(n, BLOCK)"
+  "kernel=dropout_fwd; n=32768; p=0.1; seed=12345; offset=0; x: f16[n]; y: f16[n]; grid=cdiv(n, BLOCK)" \
+  "kernel=dropout_bwd; n=32768; p=0.1; seed=12345; offset=0; dy: f16[n]; dx: f16[n]; grid=cdiv(n, BLOCK)" \
+  "kernel=dropout_add_fwd; n=32768; p=0.1; seed=12345; offset=0; x: f16[n]; res: f16[n]; y: f16[n]; grid=cdiv(n, BLOCK)"
 
 # check FILE KERNEL PARAM: the config and the PARAM%8 copy from kiln lib's notes, then kiln
 # stat of both copies at that config.
