@@ -372,22 +372,37 @@ static void check_on_target(TuneCand *c, void *ctx) {
   tune_space_check(c, x->f->c, x->f->text, x->t, x->p, &x->R->tg.limits);
 }
 
+/* Appends a copy of the default config (the generic variant, lk's first) compiled with the
+ * promises of sig; false when out of memory (the library stays correct without it). */
+static bool add_promised_copy(const Run *R, LibKernel *lk, const TuneSig *sig) {
+  LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
+  if (!nv) return false;
+  lk->variants = nv;
+  nv[lk->nvariants] = nv[0];
+  nv[lk->nvariants++].sig = *sig;
+  fprintf(stderr, "kiln %s: note: '%s' also gets its default config specialized on %s (calls "
+                  "that break a promise take the generic copy)\n", R->cmd, lk->name, sig->text);
+  return true;
+}
+
 /* A kernel without any timing also gets its default config compiled with the promises its
  * --args values keep (sig.c's rule: integer arguments equal to 1 and multiples of 16), next to
  * the generic copy: a library built before anything is tuned (BERT's, as bundled) runs its
  * calls with unit strides and aligned rows on vector loads and cp.async pipelines, and any
- * call that breaks a promise takes the generic copy, chosen per call by the dispatch. */
+ * call that breaks a promise takes the generic copy, chosen per call by the dispatch. A second
+ * tier promises multiples of 8 where the first promises 16 (or nothing, for a value that is a
+ * multiple of 8 only): 8 f16/bf16 elements are one 16-byte vector, so a call whose row length
+ * is 1000 (a multiple of 8, not of 16) still runs 128-bit row accesses instead of the generic
+ * copy's scalar ones. The dispatch prefers %16 where a call keeps both. */
 static void add_default_specialized(const Run *R, LibKernel *lk, const RunKernel *k) {
-  TuneSig sig;
-  tune_sig_compute(k->problem.params, k->problem.ival, k->problem.nparams, sizeof sig.text, &sig);
-  if (sig.n == 0) return;
-  LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
-  if (!nv) return; /* the generic copy alone is a correct library */
-  lk->variants = nv;
-  nv[lk->nvariants] = nv[lk->nvariants - 1];
-  nv[lk->nvariants++].sig = sig;
-  fprintf(stderr, "kiln %s: note: '%s' also gets its default config specialized on %s (calls "
-                  "that break a promise take the generic copy)\n", R->cmd, lk->name, sig.text);
+  TuneSig sig, sig8;
+  const TuneProblem *p = &k->problem;
+  tune_sig_compute(p->params, p->ival, p->nparams, sizeof sig.text, &sig);
+  tune_sig_compute_mod(p->params, p->ival, p->nparams, sizeof sig8.text, 8, &sig8);
+  if (sig.n > 0 && !add_promised_copy(R, lk, &sig)) return;
+  bool has8 = false;
+  for (int e = 0; e < sig8.n; e++) has8 |= sig8.e[e].mod == 8;
+  if (has8) add_promised_copy(R, lk, &sig8);
 }
 
 /* The default config as kernel ki's generic variant, for the key of its --args, compiled

@@ -41,6 +41,11 @@ int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
  * not fit in `room` characters are left out (fewer promises are always correct). */
 void tune_sig_compute(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
                       TuneSig *s);
+/* The same with divisibility by `mod` (8 or 16) promised instead of 16: the second tier of an
+ * untuned library (flow.c), "cols%8", which keeps 16-byte vectors of 2-byte elements for rows
+ * whose length is a multiple of 8 but not of 16. */
+void tune_sig_compute_mod(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                          int mod, TuneSig *s);
 /* Reads a signature's text back against the kernel's parameters. false (s empty) when an item
  * is malformed or names no integer parameter: a record that cannot be checked is not used. */
 bool tune_sig_parse(const char *text, const TuneParam *params, int nparams, TuneSig *s);

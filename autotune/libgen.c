@@ -8,8 +8,8 @@
  * Dispatch picks the variant whose key buckets are nearest in log2 distance (sum over keys),
  * the first one on ties, so a size that was never tuned runs the variant tuned for the closest
  * size. Only variants whose specialization signature the call keeps are considered (sig.c):
- * each carries two masks of parameters (must equal 1, must be divisible by 16) and the call
- * computes the same two masks of its arguments, so the check is a few integer operations. A
+ * each carries three masks of parameters (must equal 1, be divisible by 16, by 8) and the call
+ * computes the same three masks of its arguments, so the check is a few integer operations. A
  * variant compiled for "sak = 1" would compute garbage with sak = 64, so correctness rests on
  * this check; every library has a generic variant (no promises) that any call keeps. Variants
  * with more promises come first (they win ties), and an untuned default only runs when no
@@ -137,7 +137,7 @@ static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
   fprintf(f, "typedef void (*%s_%s_grid_fn)(const %s_%s_config *cfg, void *user, uint32_t grid[3]);\n",
           L, k->name, L, k->name);
   fprintf(f, "/* Launches %s with the variant tuned for the nearest key bucket among those whose\n"
-             " * promises (integer arguments equal to 1 / divisible by 16) the call keeps; a generic\n"
+             " * promises (integer arguments equal to 1 / divisible by 16 or 8) the call keeps; a generic\n"
              " * variant serves the others. Loads the variant's module on first use. A refused call\n"
              " * (no variant fits, a grid out of range) says why in kiln_rt_last_error().\n"
              " * grid NULL: the rule it was tuned with, ", k->name);
@@ -339,12 +339,12 @@ static void source_images(FILE *f, const char *L, const char *const *kern, int n
              "  }\n  *fn = lib->fns[i];\n  pthread_mutex_unlock(&lib->mu);\n  return st;\n}\n", L);
 }
 
-/* Bit i set for each parameter i the signature requires to be 1 (multiple false) or a multiple
- * of 16 (multiple true). */
-static unsigned long long sig_mask(const TuneSig *s, bool multiple) {
+/* Bit i set for each parameter i the signature requires to be 1 (mod 0) or a multiple of mod
+ * (16 or 8). */
+static unsigned long long sig_mask(const TuneSig *s, int mod) {
   unsigned long long m = 0;
   for (int e = 0; e < s->n; e++)
-    if (s->e[e].multiple == multiple) m |= 1ULL << s->e[e].param;
+    if (s->e[e].mod == mod) m |= 1ULL << s->e[e].param;
   return m;
 }
 
@@ -368,7 +368,7 @@ static void variant_about(FILE *f, const LibKernel *k, const LibVariant *var) {
 
 static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, const int *module_of) {
   fprintf(f, "\n/* ---- kernel %s */\nstatic const struct {\n  int64_t keys[%d];\n  int module;\n"
-             "  uint64_t one, d16; /* parameters promised to be 1 / multiples of 16 (bit i: param i) */\n"
+             "  uint64_t one, d16, d8; /* parameters promised to be 1 / multiples of 16 / of 8 (bit i: param i) */\n"
              "  int untuned;\n  %s_%s_config cfg;\n  const char *about; /* for a refused call's message */\n"
              "} kiln_gen_table%d[%d] = {\n",
           k->name, k->nkeys ? k->nkeys : 1, L, k->name, ki, k->nvariants);
@@ -377,8 +377,8 @@ static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, con
     fprintf(f, "  {{");
     for (int j = 0; j < (k->nkeys ? k->nkeys : 1); j++)
       fprintf(f, "%s%lldLL", j ? ", " : "", (long long)(k->nkeys ? var->keyvals[j] : 0));
-    fprintf(f, "}, %d, 0x%llxULL, 0x%llxULL, %d, {", module_of[v], sig_mask(&var->sig, false),
-            sig_mask(&var->sig, true), var->untuned);
+    fprintf(f, "}, %d, 0x%llxULL, 0x%llxULL, 0x%llxULL, %d, {", module_of[v], sig_mask(&var->sig, 0),
+            sig_mask(&var->sig, 16), sig_mask(&var->sig, 8), var->untuned);
     for (int c = 0; c < k->nconsts; c++) {
       long long val = 0;
       for (int b = 0; b < var->cfg.nbindings; b++)
@@ -401,26 +401,31 @@ static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, con
   fprintf(f, "%s};\n\n", k->nparams ? "" : "\"\"");
 }
 
-/* "(uint64_t)(p0 == 1) << 0 | ..." over the parameters some variant promises something of. */
-static void call_mask(FILE *f, const LibKernel *k, bool multiple) {
+/* "(uint64_t)(p0 == 1) << 0 | ..." (mod 0) or "(uint64_t)(p0 % 16 == 0) << 0 | ..." over the
+ * parameters some variant promises that of. */
+static void call_mask(FILE *f, const LibKernel *k, int mod) {
   unsigned long long any = 0;
-  for (int v = 0; v < k->nvariants; v++) any |= sig_mask(&k->variants[v].sig, multiple);
+  for (int v = 0; v < k->nvariants; v++) any |= sig_mask(&k->variants[v].sig, mod);
   int n = 0;
-  for (int i = 0; i < k->nparams; i++)
-    if (any >> i & 1)
-      fprintf(f, "%s(uint64_t)(p%d %s) << %d", n++ ? " |\n      " : "", i,
-              multiple ? "% 16 == 0" : "== 1", i);
+  for (int i = 0; i < k->nparams; i++) {
+    if (!(any >> i & 1)) continue;
+    fprintf(f, "%s(uint64_t)(p%d ", n++ ? " |\n      " : "", i);
+    if (mod) fprintf(f, "%% %d == 0) << %d", mod, i);
+    else fprintf(f, "== 1) << %d", i);
+  }
   if (n == 0) fputs("0", f);
 }
 
-/* The promises a call keeps, as locals one and d16. */
+/* The promises a call keeps, as locals one, d16 and d8. */
 static void call_masks(FILE *f, const LibKernel *k) {
   for (int i = 0; i < k->nparams; i++)
     if (is_dispatch_param(&k->params[i])) fprintf(f, "  (void)p%d;\n", i);
   fprintf(f, "  /* the promises this call keeps */\n  const uint64_t one = ");
-  call_mask(f, k, false);
+  call_mask(f, k, 0);
   fprintf(f, ";\n  const uint64_t d16 = ");
-  call_mask(f, k, true);
+  call_mask(f, k, 16);
+  fprintf(f, ";\n  const uint64_t d8 = ");
+  call_mask(f, k, 8);
   fprintf(f, ";\n");
 }
 
@@ -438,8 +443,9 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int ki, in
     fprintf(f, "  int best = %d; /* generic: every call keeps its (no) promises */\n"
                "  long long best_d = -1;\n", generic);
   fprintf(f, "  for (int v = 0; v < %d; v++) {\n", k->nvariants);
-  fprintf(f, "    if ((kiln_gen_table%d[v].one & ~one) | (kiln_gen_table%d[v].d16 & ~d16))\n"
-             "      continue; /* compiled for arguments this call does not have */\n", ki, ki);
+  fprintf(f, "    if ((kiln_gen_table%d[v].one & ~one) | (kiln_gen_table%d[v].d16 & ~d16) |\n"
+             "        (kiln_gen_table%d[v].d8 & ~d8))\n"
+             "      continue; /* compiled for arguments this call does not have */\n", ki, ki, ki);
   if (conditions) {
     fprintf(f, "    if (!kiln_gen_fits%d(v, ", ki);
     dispatch_params(f, k, false);
@@ -469,13 +475,15 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int ki, in
     fprintf(f, ");\n");
     fprintf(f, "  for (int v = 0; v < %d && w >= 0 && (n += (size_t)w) < sizeof msg; v++) {\n"
                "    uint64_t broken = kiln_gen_table%d[v].one & ~one, broken16 = kiln_gen_table%d[v].d16 & ~d16;\n"
-               "    int i = 0;\n    while (i < 63 && !((broken | broken16) >> i & 1)) i++;\n"
+               "    uint64_t broken8 = kiln_gen_table%d[v].d8 & ~d8;\n"
+               "    int i = 0;\n    while (i < 63 && !((broken | broken16 | broken8) >> i & 1)) i++;\n"
                "    const char *why = \"\";\n"
-               "    if (broken | broken16)\n"
+               "    if (broken | broken16 | broken8)\n"
                "      w = snprintf(msg + n, sizeof msg - n, \"; variant %%d (%%s): promise %%s%%s not kept\", v,\n"
-               "                   kiln_gen_table%d[v].about, kiln_gen_params%d[i], broken >> i & 1 ? \"=1\" : \"%%16\");\n"
+               "                   kiln_gen_table%d[v].about, kiln_gen_params%d[i],\n"
+               "                   broken >> i & 1 ? \"=1\" : broken16 >> i & 1 ? \"%%16\" : \"%%8\");\n"
                "    else if (!kiln_gen_fits%d(v, ",
-            k->nvariants, ki, ki, ki, ki, ki);
+            k->nvariants, ki, ki, ki, ki, ki, ki);
     dispatch_params(f, k, false);
     fprintf(f, ", &why))\n"
                "      w = snprintf(msg + n, sizeof msg - n, \"; variant %%d (%%s): %%s fails\", v,\n"
@@ -651,11 +659,23 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, Tu
              "  return kiln_rt_launch(fn, &lc, args, stream);\n}\n");
 }
 
-/* Variants with more promises first (stable): on equal distance the call that keeps them runs
- * the specialized code. Returns the index of the first generic variant, -1 if there is none. */
+/* How much a signature promises: its number of promises, and among as many, %16 over %8. */
+static int sig_strength(const TuneSig *s) {
+  int strength = 0;
+  for (int e = 0; e < s->n; e++) strength += s->e[e].mod == 8 ? 1 : 2;
+  return strength;
+}
+
+/* Variants with more promises first (stable; of as many, the one with more %16 over %8): on
+ * equal distance the call that keeps them runs the most specialized code. Returns the index of
+ * the first generic variant, -1 if there is none. */
 static int order_variants(LibKernel *k) {
   for (int i = 1; i < k->nvariants; i++)
-    for (int j = i; j > 0 && k->variants[j].sig.n > k->variants[j - 1].sig.n; j--) {
+    for (int j = i; j > 0 && (k->variants[j].sig.n > k->variants[j - 1].sig.n ||
+                              (k->variants[j].sig.n == k->variants[j - 1].sig.n &&
+                               sig_strength(&k->variants[j].sig) >
+                                   sig_strength(&k->variants[j - 1].sig)));
+         j--) {
       LibVariant t = k->variants[j];
       k->variants[j] = k->variants[j - 1];
       k->variants[j - 1] = t;

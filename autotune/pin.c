@@ -58,7 +58,7 @@ static const KilnDecl *const_param(const KilnKernel *k, const char *name) {
 }
 
 static bool is_launch_param(const char *name) {
-  return !strcmp(name, "num_warps") || !strcmp(name, "num_stages");
+  return !strcmp(name, "num_warps") || !strcmp(name, "num_stages") || !strcmp(name, "min_blocks");
 }
 
 /* Whether pin q applies to kernel k; an error when it names the kernel's parameter with the

@@ -5,7 +5,9 @@
  * are neither vectorized nor pipelined. Triton's answer, taken here: look at the runtime
  * integer arguments of the call being tuned; one equal to 1 is compiled as the constant 1
  * (`--specialize NAME=1`), one divisible by 16 is promised to be (`--multiple-of NAME=16`).
- * Pointers need nothing: the compiler already assumes them 16-byte aligned.
+ * Pointers need nothing: the compiler already assumes them 16-byte aligned. A library's untuned
+ * default config has a second tier that promises divisibility by 8 ("cols%8"): 8 elements of
+ * f16/bf16 are one 16-byte vector, so rows of 1000 columns still get 128-bit accesses.
  *
  * The signature is written as text, "sak=1,sbn=1,M%16" (parameter order; "" promises nothing),
  * appended to the cache record's key after a '|' so that records of one signature are never
@@ -19,11 +21,13 @@ static bool is_int_param(const TuneParam *q) {
 }
 
 /* Appends one promise to s (entry and text); false when the text would not fit in `room`. */
-static bool add_promise(TuneSig *s, const TuneParam *params, int i, bool multiple, size_t room) {
+/* mod: 0 promises "=1", 8 or 16 "%8" / "%16". */
+static bool add_promise(TuneSig *s, const TuneParam *params, int i, int mod, size_t room) {
   size_t used = strlen(s->text);
   char item[80];
-  int w = snprintf(item, sizeof item, "%s%s%s", used ? "," : "", params[i].name,
-                   multiple ? "%16" : "=1");
+  bool multiple = mod != 0;
+  int w = multiple ? snprintf(item, sizeof item, "%s%s%%%d", used ? "," : "", params[i].name, mod)
+                   : snprintf(item, sizeof item, "%s%s=1", used ? "," : "", params[i].name);
   if (w < 0 || (size_t)w >= sizeof item || used + (size_t)w >= room ||
       used + (size_t)w >= sizeof s->text)
     return false;
@@ -31,34 +35,42 @@ static bool add_promise(TuneSig *s, const TuneParam *params, int i, bool multipl
   TuneSigEntry *e = &s->e[s->n++];
   e->param = i;
   e->multiple = multiple;
+  e->mod = mod;
   snprintf(e->name, sizeof e->name, "%s", params[i].name);
   return true;
 }
 
-void tune_sig_compute(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
-                      TuneSig *s) {
+void tune_sig_compute_mod(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                          int mod, TuneSig *s) {
   memset(s, 0, sizeof *s);
   for (int i = 0; i < nparams && i < TUNE_MAX_PARAMS; i++) {
     if (!is_int_param(&params[i])) continue;
-    /* 1 before %16: a unit stride as a constant also folds the multiplications away */
-    bool one = ival[i] == 1, div16 = ival[i] % 16 == 0;
+    /* 1 before %mod: a unit stride as a constant also folds the multiplications away */
+    bool one = ival[i] == 1, divisible = ival[i] % mod == 0;
     /* a promise that does not fit in the record key is left out: fewer promises are always
      * correct, and the key must say exactly what the variant assumes */
-    if ((one || div16) && !add_promise(s, params, i, !one, room)) break;
+    if ((one || divisible) && !add_promise(s, params, i, one ? 0 : mod, room)) break;
   }
 }
 
-/* One "NAME=1" / "NAME%16" item of the text; false when malformed or not an integer param. */
+void tune_sig_compute(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                      TuneSig *s) {
+  tune_sig_compute_mod(params, ival, nparams, room, 16, s);
+}
+
+/* One "NAME=1" / "NAME%16" / "NAME%8" item of the text; false when malformed or not an
+ * integer param. */
 static bool parse_item(const char *item, size_t len, const TuneParam *params, int nparams,
                        TuneSig *s) {
-  bool multiple = len > 3 && !memcmp(item + len - 3, "%16", 3);
+  bool d16 = len > 3 && !memcmp(item + len - 3, "%16", 3);
+  bool d8 = !d16 && len > 2 && !memcmp(item + len - 2, "%8", 2);
   bool one = len > 2 && !memcmp(item + len - 2, "=1", 2);
-  if (!multiple && !one) return false;
-  size_t nlen = len - (multiple ? 3 : 2);
+  if (!d16 && !d8 && !one) return false;
+  size_t nlen = len - (d16 ? 3 : 2);
   for (int i = 0; i < nparams; i++)
     if (strlen(params[i].name) == nlen && !memcmp(params[i].name, item, nlen) &&
         is_int_param(&params[i]))
-      return add_promise(s, params, i, multiple, sizeof s->text);
+      return add_promise(s, params, i, d16 ? 16 : d8 ? 8 : 0, sizeof s->text);
   return false;
 }
 
@@ -78,7 +90,7 @@ bool tune_sig_parse(const char *text, const TuneParam *params, int nparams, Tune
 bool tune_sig_holds(const TuneSig *s, const int64_t *ival) {
   for (int k = 0; k < s->n; k++) {
     int64_t v = ival[s->e[k].param];
-    if (s->e[k].multiple ? v % 16 != 0 : v != 1) return false;
+    if (s->e[k].multiple ? v % s->e[k].mod != 0 : v != 1) return false;
   }
   return true;
 }
@@ -87,7 +99,7 @@ void tune_sig_defines(const TuneSig *s, KilnDefine *spec, size_t *nspec, KilnDef
                       size_t *nmult) {
   *nspec = *nmult = 0;
   for (int k = 0; k < s->n; k++) {
-    if (s->e[k].multiple) mult[(*nmult)++] = (KilnDefine){s->e[k].name, 16};
+    if (s->e[k].multiple) mult[(*nmult)++] = (KilnDefine){s->e[k].name, s->e[k].mod};
     else spec[(*nspec)++] = (KilnDefine){s->e[k].name, 1};
   }
 }

@@ -71,10 +71,11 @@ typedef struct TuneParam {
 } TuneParam;
 
 /* One promise of a specialization signature: parameter `param` equals 1, or (multiple) is
- * divisible by 16. */
+ * divisible by `mod` (16, or 8 for the library's second tier). */
 typedef struct TuneSigEntry {
   int param;      /* index among the non-const parameters */
   bool multiple;
+  int mod;        /* 16 or 8 when multiple; 0 otherwise */
   char name[64];
 } TuneSigEntry;
 

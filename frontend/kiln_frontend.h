@@ -311,6 +311,8 @@ typedef struct KilnKernel {
     struct KilnTune *tune; /* the kernel's tune block, or NULL */
     int num_warps;       /* from the bindings given to sema ("num_warps"), default 4 */
     int num_stages;      /* likewise ("num_stages"), default 2 */
+    int min_blocks;      /* likewise ("min_blocks"): blocks per SM promised to ptxas
+                            (.minnctapersm, which caps registers); 0 when not bound */
 } KilnKernel;
 
 /* ---------------------------------------------------------------- tune blocks */
@@ -392,7 +394,8 @@ int kiln_tune_count(const KilnCompilation *c);
 KilnTune *kiln_tune_get(const KilnCompilation *c, int i);
 
 /* Type-checks kernel `kernel_name` with its const params bound from bindings (entries named
- * num_warps / num_stages set kernel->num_warps / num_stages; unknown names are an error).  On
+ * num_warps / num_stages / min_blocks set the kernel's fields of those names; unknown names are
+ * an error).  On
  * success stores the typed kernel in *out (owned by c; valid until the next sema call) and
  * returns true.  On failure returns false with errors in the diagnostics list.  Each call first
  * drops the diagnostics of the previous sema call (parse diagnostics stay) and resets the
@@ -435,6 +438,10 @@ size_t kiln_tune_config_count(const KilnTune *t);
 /* Fills *out with point i (0 <= i < count; the last listed parameter varies fastest).
  * Returns false if i is out of range or the block has more than 30 parameters. */
 bool kiln_tune_config_get(const KilnTune *t, size_t i, KilnTuneConfig *out);
+
+/* The largest value the reserved tune name `name` (num_warps, num_stages, min_blocks) may take;
+ * the smallest is 1. */
+int64_t kiln_meta_param_max(const char *name);
 /* Fills *out from preset `name`, parameters it does not set taking their first listed value.
  * Returns false if there is no such preset. */
 bool kiln_tune_preset_get(const KilnTune *t, const char *name, KilnTuneConfig *out);

@@ -1658,7 +1658,8 @@ static void check_block(Sema *S, KilnBlock *b, bool top)
 
 static bool is_meta(const char *name)
 {
-    return strcmp(name, "num_warps") == 0 || strcmp(name, "num_stages") == 0;
+    return strcmp(name, "num_warps") == 0 || strcmp(name, "num_stages") == 0 ||
+           strcmp(name, "min_blocks") == 0;
 }
 
 /* Binds params: types from annotations, const values from the bindings. */
@@ -1707,14 +1708,18 @@ static void bind_params(Sema *S, const KilnBinding *b, size_t nb)
             continue;
         }
         if (is_meta(b[i].name)) {
-            if (b[i].value < 1 || b[i].value > 64) {
-                ERR(S, k->span, "%s = %" PRId64 " is out of range (1..64)", b[i].name, b[i].value);
+            int64_t hi = kiln_meta_param_max(b[i].name);
+            if (b[i].value < 1 || b[i].value > hi) {
+                ERR(S, k->span, "%s = %" PRId64 " is out of range (1..%" PRId64 ")", b[i].name,
+                    b[i].value, hi);
                 continue;
             }
             if (strcmp(b[i].name, "num_warps") == 0)
                 k->num_warps = (int)b[i].value;
-            else
+            else if (strcmp(b[i].name, "num_stages") == 0)
                 k->num_stages = (int)b[i].value;
+            else
+                k->min_blocks = (int)b[i].value;
             continue;
         }
         int j = 0;
@@ -1779,6 +1784,7 @@ static void check_kernel(KilnCompilation *c, KilnKernel *k, const KilnBinding *b
     Sema S = {.c = c, .ar = &c->scratch, .k = k, .from_tune = from_tune};
     k->num_warps = 4;
     k->num_stages = 2;
+    k->min_blocks = 0;
     bind_params(&S, b, nb);
     check_block(&S, k->body, true);
     k->ndecls = S.next_id;

@@ -130,7 +130,15 @@ bool kiln_tune_eval(KilnArena *ar, const KilnExpr *e, const KilnBinding *b, int 
 
 static bool is_meta(const char *name)
 {
-    return strcmp(name, "num_warps") == 0 || strcmp(name, "num_stages") == 0;
+    return strcmp(name, "num_warps") == 0 || strcmp(name, "num_stages") == 0 ||
+           strcmp(name, "min_blocks") == 0;
+}
+
+/* min_blocks asks ptxas for that many resident blocks per SM, and an SM holds at most 32
+ * (compute capabilities 8.0 and 9.0); num_warps and num_stages stay within 64. */
+int64_t kiln_meta_param_max(const char *name)
+{
+    return strcmp(name, "min_blocks") == 0 ? 32 : 64;
 }
 
 size_t kiln_tune_config_count(const KilnTune *t)
@@ -334,7 +342,8 @@ void kiln_tune_check(KilnCompilation *c, KilnTune *t)
                 kiln_diag_error(c, tp->span, "'%s' is listed twice in the tune block", tp->name);
         for (int v = 0; v < tp->nvalues; v++) {
             int64_t x = tp->values[v];
-            if (is_meta(tp->name) ? (x < 1 || x > 64) : (x < INT32_MIN || x > INT32_MAX)) {
+            if (is_meta(tp->name) ? (x < 1 || x > kiln_meta_param_max(tp->name))
+                                  : (x < INT32_MIN || x > INT32_MAX)) {
                 kiln_diag_error(c, tp->span, "value %lld of '%s' is out of range", (long long)x,
                                 tp->name);
                 break;

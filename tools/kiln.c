@@ -49,7 +49,9 @@ static const char *const usage_compile =
     "options:\n"
     "  -k, --kernel NAME            the kernel to compile (required)\n"
     "  -D NAME=VALUE                bind a const parameter (repeatable); also num_warps,\n"
-    "                               num_stages; a type parameter takes a type (-D T=bf16)\n"
+    "                               num_stages, min_blocks (GPU blocks per SM promised to\n"
+    "                               ptxas: .minnctapersm); a type parameter takes a type\n"
+    "                               (-D T=bf16)\n"
     "  --specialize NAME=VALUE      compile the runtime integer parameter NAME as the constant\n"
     "                               VALUE (repeatable; the caller must pass that value); a\n"
     "                               unit stride lets loads vectorize and use cp.async\n"
@@ -80,7 +82,8 @@ static const char *const usage_check =
     "options:\n"
     "  -D NAME=VALUE                bind a const parameter (repeatable) in every kernel that\n"
     "                               has one, over its tune block's value; also num_warps,\n"
-    "                               num_stages; a type parameter takes a type (-D T=bf16);\n"
+    "                               num_stages, min_blocks; a type parameter takes a type\n"
+    "                               (-D T=bf16);\n"
     "                               a NAME no kernel has is an error\n"
     "  -h, --help                   show this help\n";
 

@@ -857,6 +857,8 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes, int64_t dyn
                                   kiln_gpu_parse_attr(E->ctx, "#llvm.linkage<internal>"));
   mlirOperationRemoveAttributeByName(f, mlirStringRefCreateFromCString("nvvm.kernel"));
   mlirOperationRemoveAttributeByName(f, mlirStringRefCreateFromCString("nvvm.maxntid"));
+  /* .minnctapersm only steers ptxas's register allocation: nothing to emulate */
+  mlirOperationRemoveAttributeByName(f, mlirStringRefCreateFromCString("nvvm.minctasm"));
 
   /* Both neighbours are small and regular: written as IR text. */
   KilnStr t = {0};

@@ -1,8 +1,8 @@
 /* lower.c - convert-kiln-gpu-to-llvm: laid-out kiln kernels become SIMT llvm.func kernels.
  *
  * How this works.  For each kernel the pass creates an llvm.func (nvvm.kernel, nvvm.maxntid =
- * 32 * num_warps; pointer parameters are !llvm.ptr<1>) and walks the old body in order, building
- * the new body op by op.  A tile value becomes the list of scalars its layout gives the running
+ * 32 * num_warps, nvvm.minctasm = the config's min_blocks when it has one; pointer parameters
+ * are !llvm.ptr<1>) and walks the old body in order, building the new body op by op.  A tile value becomes the list of scalars its layout gives the running
  * thread (lower.h); every element-wise op is emitted once per scalar (as a clone of the op on
  * scalars, so arith keeps its predicates and flags and the upstream arith/math/cf-to-llvm passes
  * finish the job), shape ops (splat, broadcast, expand_dims) only re-index lists, and `range`
@@ -427,20 +427,25 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   MlirType fty = mlirLLVMFunctionTypeGet(mlirLLVMVoidTypeGet(L.ctx), nargs, types, false);
   MlirAttribute sym = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("sym_name"));
   int32_t maxntid[3] = {32 * L.num_warps, 1, 1};
-  MlirNamedAttribute attrs[5] = {
+  int min_blocks = (int)kiln_gpu_int_attr(func, "kiln.min_blocks", 0);
+  MlirNamedAttribute attrs[6] = {
       kiln_ir_named(L.ctx, "sym_name", sym),
       kiln_ir_named(L.ctx, "function_type", mlirTypeAttrGet(fty)),
       kiln_ir_named(L.ctx, "linkage", kiln_gpu_parse_attr(L.ctx, "#llvm.linkage<external>")),
       kiln_ir_named(L.ctx, "nvvm.kernel", mlirUnitAttrGet(L.ctx)),
       kiln_ir_named(L.ctx, "nvvm.maxntid", mlirDenseI32ArrayGet(L.ctx, 3, maxntid)),
+      /* the config's min_blocks becomes .minnctapersm: with .maxntid it caps the registers at
+       * what that many blocks per SM leave each thread, and ptxas allocates to that cap */
+      kiln_ir_named(L.ctx, "nvvm.minctasm", kiln_ir_attr_i32(L.ctx, min_blocks)),
   };
+  intptr_t nattrs = min_blocks > 0 ? 6 : 5;
   MlirRegion region = mlirRegionCreate();
   MlirBlock entry = mlirBlockCreate(nargs, types, locs);
   mlirRegionAppendOwnedBlock(region, entry);
   KilnIRBuilder mb;
   kiln_ir_builder_init(&mb, L.ctx, mlirOperationGetBlock(func));
   kiln_ir_builder_set_before(&mb, func);
-  KilnOpSpec spec = {.name = "llvm.func", .loc = L.loc, .attrs = attrs, .n_attrs = 5,
+  KilnOpSpec spec = {.name = "llvm.func", .loc = L.loc, .attrs = attrs, .n_attrs = nattrs,
                      .regions = &region, .n_regions = 1};
   MlirOperation nf = kiln_ir_create(&mb, &spec);
   for (intptr_t i = 0; i < nargs; i++) {

@@ -440,6 +440,9 @@ static void directive(Reader *r, const char *s) {
     int x = 1, y = 1, z = 1;
     if (sscanf(s + 8, " %d , %d , %d", &x, &y, &z) >= 1)
       r->k->threads = x * y * z;
+  } else if (starts(s, ".minnctapersm") && r->k) {
+    int n = 0;
+    if (sscanf(s + 13, " %d", &n) == 1) r->k->min_blocks = n;
   } else if (strstr(s, ".const") && strstr(s, "kiln_dsmem_") && strchr(s, '=') && r->ndsmem < 64) {
     const char *nm = strstr(s, "kiln_dsmem_") + 11;
     DsmemSize *d = &r->dsmem[r->ndsmem++];
@@ -728,7 +731,8 @@ static void json_mix(const KilnPtxMix *m, FILE *f) {
 }
 
 static void json_kernel(const KilnPtxKernel *k, const KilnPtxReportOptions *o, FILE *f) {
-  fprintf(f, "    {\"name\": \"%s\", \"threads\": %d, ", k->name, k->threads);
+  fprintf(f, "    {\"name\": \"%s\", \"threads\": %d, \"min_blocks\": %d, ", k->name, k->threads,
+          k->min_blocks);
   if (k->has_ptxas)
     fprintf(f, "\"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, "
                "\"stack_bytes\": %d, \"smem_static\": %d, ",
@@ -793,6 +797,7 @@ static void text_mix(const KilnPtxMix *m, FILE *f) {
 
 static void text_kernel(const KilnPtxKernel *k, const KilnPtxReportOptions *o, FILE *f) {
   fprintf(f, "kernel %s: %d threads", k->name, k->threads);
+  if (k->min_blocks > 0) fprintf(f, " (min %d blocks/SM: .minnctapersm)", k->min_blocks);
   if (k->has_ptxas)
     fprintf(f, ", %d registers, spills %d/%d bytes (st/ld), stack %d bytes, static smem %d bytes",
             k->registers, k->spill_stores, k->spill_loads, k->stack_bytes, k->smem_static);

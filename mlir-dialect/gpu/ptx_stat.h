@@ -53,6 +53,7 @@ typedef struct KilnPtxLoop {
 typedef struct KilnPtxKernel {
   char name[128];
   int threads;        /* .maxntid x*y*z; 0 if the PTX does not say */
+  int min_blocks;     /* .minnctapersm (the config's min_blocks); 0 if the PTX does not say */
   int smem_static_ptx; /* bytes of .shared arrays with a size (module and function scope) */
   bool smem_dynamic;   /* an `.extern .shared` array: the launch passes the size */
   int smem_dynamic_bytes; /* that size when the PTX records it (`.const .u32 kiln_dsmem_NAME`) */

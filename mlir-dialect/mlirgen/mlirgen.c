@@ -852,6 +852,10 @@ bool kiln_mlirgen_kernel(KilnCompilation *c, const KilnKernel *k, KilnMlirContex
     kiln_ir_builder_init(&mb, g.ctx, kiln_ir_module_body(module));
     KilnIRFunc f = kiln_ir_build_kernel(&mb, loc_of(&g, k->span), k->name, arg_types,
                                         (size_t)nargs, k->num_warps, k->num_stages);
+    /* min_blocks only when the config sets it: without it ptxas chooses the registers alone */
+    if (k->min_blocks > 0)
+      mlirOperationSetAttributeByName(f.op, mlirStringRefCreateFromCString("kiln.min_blocks"),
+                                      mlirIntegerAttrGet(mlirIntegerTypeGet(g.ctx, 32), k->min_blocks));
     for (int i = 0; i < nargs; i++) g.args[i] = kiln_ir_func_arg(&f, (size_t)i);
     kiln_ir_builder_init(&g.b, g.ctx, f.entry);
     gen_block(&g, k->body);

@@ -279,6 +279,9 @@ static const char *attn_pins(const KilnBertPlan *p, const KilnBertAttn *a, int d
 
 /* The spec of attn_fwd, attn_bwd_dkdv or attn_bwd_dq (they share the scalar arguments; `tail`
  * is the kernel's own buffers), as CMakeLists.txt's s_af, s_akv and s_aq at a's shapes. */
+/* The dropout seed in the specs below is 12345, not 1: the model's seeds are hashes (model.c),
+ * never 1, and a spec's seed=1 would be compiled into the tuned variants as a constant, which
+ * every real call breaks (it would run the generic fallback). 12345 promises nothing. */
 static KilnRtStatus put_attn(KilnBertPlan *p, const KilnBertAttn *a, int drop, const char *kernel,
                              const char *tail, const char *grid_block) {
   char pins[64];
@@ -298,7 +301,7 @@ static KilnRtStatus put_attn(KilnBertPlan *p, const KilnBertAttn *a, int drop, c
              T, qkv);
   return put(p, "attention.kiln", attn_pins(p, a, drop, pins, sizeof pins), kernel,
              "kernel=%s; S=%d; H=%d; sb=%d; sh=%d; ss=%d; osb=%d; osh=%d; oss=%d; scale=%g; "
-             "p_drop=%g; seed=1; offset=0; q: %s[%lld]; k: %s[%lld]; v: %s[%lld]; "
+             "p_drop=%g; seed=12345; offset=0; q: %s[%lld]; k: %s[%lld]; v: %s[%lld]; "
              "lse: f32[%lld]; kv_len: i32[%d]=%d; %s; grid=cdiv(S, %s), %d",
              kernel, a->S, a->heads, a->sb, a->sh, a->ss, a->osb, a->osh, a->oss,
              (double)a->scale, drop ? (double)a->p_drop : 0.0, T, qkv, T, qkv, T, qkv, stats,
@@ -333,7 +336,7 @@ static KilnRtStatus tap_drop_fwd(const KilnBertLibs *l, void *x, void *y, int n,
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   KilnRtStatus st = put(p, "dropout.kiln", pins_t(p, pins, sizeof pins, NULL), "dropout_fwd",
-                        "kernel=dropout_fwd; n=%d; p=%g; seed=1; offset=0; x: %s[n]; y: %s[n]; "
+                        "kernel=dropout_fwd; n=%d; p=%g; seed=12345; offset=0; x: %s[n]; y: %s[n]; "
                         "grid=cdiv(n, BLOCK)",
                         n, (double)p_, p->T, p->T);
   FORWARD(l, st, drop_fwd, x, y, n, p_, seed, offset);
@@ -344,7 +347,7 @@ static KilnRtStatus tap_drop_bwd(const KilnBertLibs *l, void *dy, void *dx, int 
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   KilnRtStatus st = put(p, "dropout.kiln", pins_t(p, pins, sizeof pins, NULL), "dropout_bwd",
-                        "kernel=dropout_bwd; n=%d; p=%g; seed=1; offset=0; dy: %s[n]; dx: %s[n]; "
+                        "kernel=dropout_bwd; n=%d; p=%g; seed=12345; offset=0; dy: %s[n]; dx: %s[n]; "
                         "grid=cdiv(n, BLOCK)",
                         n, (double)p_, p->T, p->T);
   FORWARD(l, st, drop_bwd, dy, dx, n, p_, seed, offset);

@@ -445,8 +445,21 @@ static void test_signature(void) {
   CHECK(!tune_sig_parse("sak=1,zz%16", sig_params, SIG_NP, &r) && r.n == 0, "unknown name accepted");
   CHECK(!tune_sig_parse("alpha=1", sig_params, SIG_NP, &r), "an f32 parameter accepted");
   CHECK(!tune_sig_parse("flag=1", sig_params, SIG_NP, &r), "an i1 parameter accepted");
-  CHECK(!tune_sig_parse("M%8", sig_params, SIG_NP, &r) && !tune_sig_parse("M=2", sig_params, SIG_NP, &r),
+  CHECK(!tune_sig_parse("M%4", sig_params, SIG_NP, &r) && !tune_sig_parse("M=2", sig_params, SIG_NP, &r),
         "another promise accepted");
+  /* the library's second tier: multiples of 8 (N = 40 keeps it, 44 does not; 48 too) */
+  TuneSig t8;
+  int64_t rows8[SIG_NP];
+  memcpy(rows8, row, sizeof rows8);
+  rows8[4] = 40;
+  tune_sig_compute_mod(sig_params, rows8, SIG_NP, 255, 8, &t8);
+  CHECK(!strcmp(t8.text, "M%8,N%8,sak=1,sbk%8,sbn=1") && t8.e[1].mod == 8, "tier 8 '%s'", t8.text);
+  tune_sig_defines(&t8, spec, &ns, mult, &nm);
+  CHECK(nm == 3 && mult[1].value == 8, "tier 8 defines %zu", nm);
+  CHECK(tune_sig_parse("N%8", sig_params, SIG_NP, &r) && r.n == 1 && r.e[0].mod == 8 &&
+            tune_sig_holds(&r, rows8), "parse 'N%%8'");
+  rows8[4] = 44;
+  CHECK(!tune_sig_holds(&r, rows8), "N = 44 keeps 'N%%8'");
   /* a key with little room keeps the promises that fit, in order */
   tune_sig_compute(sig_params, row, SIG_NP, 12, &s);
   CHECK(!strcmp(s.text, "M%16,N%16") && s.n == 2, "truncated '%s' (%d)", s.text, s.n);

@@ -105,6 +105,7 @@ static const char *const two_ptx =
     ".visible .const .align 4 .u32 kiln_dsmem_a = 65536;\n"
     ".visible .entry a(.param .u64 a_p)\n"
     ".maxntid 256, 1, 1\n"
+    ".minnctapersm 2\n"
     "{\n\tret;\n}\n"
     ".visible .entry b(.param .u64 b_p)\n"
     ".maxntid 64, 2, 1\n"
@@ -135,6 +136,8 @@ static void test_two_kernels_and_occupancy(void) {
   CHECK(a->smem_dynamic_bytes == 65536 && b->smem_dynamic_bytes == 0, "recorded sizes %d %d",
         a->smem_dynamic_bytes, b->smem_dynamic_bytes);
   CHECK(b->smem_static_ptx == 128 && b->threads == 128 && b->mix.bar_sync == 1);
+  CHECK(a->min_blocks == 2 && b->min_blocks == 0, "min_blocks %d %d (.minnctapersm)", a->min_blocks,
+        b->min_blocks);
   kiln_ptx_stat_add_ptxas(&s, two_log);
   CHECK(a->has_ptxas && a->registers == 168 && a->spill_stores == 12 && a->spill_loads == 16 &&
         a->stack_bytes == 8 && a->smem_static == 0);

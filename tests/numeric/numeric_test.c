@@ -454,20 +454,21 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     int32_t M, N, K, bm, bn, bk;
     bool a_colmajor, b_colmajor, unit;
     int stages;
+    int min_blocks; /* 0: not set; else the .minnctapersm ptxas gets (the emulator ignores it) */
   } cfgs[] = {
-      {100, 72, 88, 32, 32, 32, false, false, false, 0}, {64, 64, 64, 32, 32, 32, false, false, false, 0},
-      {33, 65, 17, 16, 64, 16, true, true, false, 0},    {128, 96, 256, 64, 32, 64, false, true, false, 0},
-      {1, 1, 1, 16, 16, 16, false, false, false, 0},
-      {100, 72, 88, 32, 32, 32, false, false, true, 3},  {128, 96, 256, 64, 32, 64, false, false, true, 4},
-      {64, 64, 16, 32, 32, 32, false, false, true, 3},   {64, 48, 200, 32, 16, 16, false, false, true, 2},
-      {96, 80, 200, 64, 64, 64, false, false, true, 4},  {64, 64, 64, 64, 64, 64, false, false, true, 4},
-      {96, 80, 200, 64, 64, 64, false, false, true, 3},
+      {100, 72, 88, 32, 32, 32, false, false, false, 0, 0}, {64, 64, 64, 32, 32, 32, false, false, false, 0, 0},
+      {33, 65, 17, 16, 64, 16, true, true, false, 0, 0},    {128, 96, 256, 64, 32, 64, false, true, false, 0, 0},
+      {1, 1, 1, 16, 16, 16, false, false, false, 0, 0},
+      {100, 72, 88, 32, 32, 32, false, false, true, 3, 0},  {128, 96, 256, 64, 32, 64, false, false, true, 4, 0},
+      {64, 64, 16, 32, 32, 32, false, false, true, 3, 0},   {64, 48, 200, 32, 16, 16, false, false, true, 2, 0},
+      {96, 80, 200, 64, 64, 64, false, false, true, 4, 0},  {64, 64, 64, 64, 64, 64, false, false, true, 4, 0},
+      {96, 80, 200, 64, 64, 64, false, false, true, 3, 2},
       /* Column-major unit-stride operands are staged transposed (k-major B: y = x W^T of a
        * linear layer; m-major A: dW = X^T dY) and read with ldmatrix (.trans for A): B alone,
        * A alone, both with tails in every dim, and a 64x8 tile whose lone B column block
        * takes ldmatrix .x2. */
-      {96, 80, 200, 64, 64, 32, false, true, true, 3},   {128, 96, 72, 64, 32, 32, true, false, true, 4},
-      {72, 64, 40, 32, 64, 16, true, true, true, 2},     {64, 24, 48, 64, 8, 16, false, true, true, 3},
+      {96, 80, 200, 64, 64, 32, false, true, true, 3, 2}, {128, 96, 72, 64, 32, 32, true, false, true, 4, 0},
+      {72, 64, 40, 32, 64, 16, true, true, true, 2, 0},     {64, 24, 48, 64, 8, 16, false, true, true, 3, 0},
   };
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
@@ -476,8 +477,10 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     size_t sbk = cfgs[ci].b_colmajor ? 1 : N, sbn = cfgs[ci].b_colmajor ? K : 1;
     size_t scm = N + 8, scn = 1; /* 8 sentinel columns between rows of C */
     size_t total = M * scm + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk},
-                         {"num_stages", cfgs[ci].stages}};
+    KilnDefine defs[5] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    size_t ndefs = 3;
+    if (cfgs[ci].stages) defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
+    if (cfgs[ci].min_blocks) defs[ndefs++] = (KilnDefine){"min_blocks", cfgs[ci].min_blocks};
     char shape[96];
     snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s", M, N, K,
              cfgs[ci].a_colmajor ? "col" : "row", cfgs[ci].b_colmajor ? "col" : "row",
@@ -489,7 +492,7 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     if (cfgs[ci].unit)
       g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), COUNT(unit_mult)};
     KilnTestRun run;
-    run_begin(&run, dev, "matmul_f16", defs, COUNT(defs) - (cfgs[ci].stages ? 0 : 1), shape);
+    run_begin(&run, dev, "matmul_f16", defs, ndefs, shape);
     g_spec = (Spec){0};
 
     KilnRefRng rng;
