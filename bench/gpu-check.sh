@@ -6,9 +6,10 @@
 #   1. builds libkilnrt, the check programs and kiln-bert against the bundle's kernel
 #      libraries (KILN_RUNTIME_ONLY, KILN_BERT_LIBS), runs the runtime tests, the cuda
 #      device's included;
-#   2. runs every numeric test kernel (precompiled) against its C reference, and the BERT kernel
-#      tests (every kernel family, f32/f16/bf16, finite differences included) likewise;
-#   3. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c);
+#   2. runs the BERT kernel tests (every kernel family, f32/f16/bf16, finite differences
+#      included) against their C references, the trainer's kernels first;
+#   3. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c),
+#      then runs every numeric test kernel (precompiled) against its C reference;
 #   4. tunes vector_add, softmax_rows and matmul_f16 in both modes with kiln-tune-runner from
 #      the precompiled candidates (bundle/tune): tuning time, winners and their speed;
 #   5. BERT fine-tuning end to end, Kiln against PyTorch (bench/bert-gpu.sh), with at least
@@ -80,14 +81,14 @@ step "build" 200 "$bert_keep" cmake --build "$build" -j "$(nproc)" || [ "$dry" =
 step "runtime tests on this machine" 60 "$bert_keep" \
   ctest --test-dir "$build" --output-on-failure -R '^runtime\.|^kilnbert\.(cli|tokenizer)' || status=1
 
-step "numeric tests of every kernel on the GPU" 90 "$bert_keep" "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bundle/numeric" \
-  --warps 4,8 all | tee "$res/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
-
 step "BERT kernel tests on the GPU" 90 "$bert_keep" "$build/tests/bert/kiln_bert_test" --device cuda --bundle "$bundle/bert" all \
   | tee "$res/gpu-check-$stamp-bert.txt" | grep -E 'FAIL|^[a-z]+$' || status=1
 
 step "Kiln kernels vs copy and cuBLAS" 90 "$bert_keep" "$build/bench/gpu/gpu-bench" --bundle "$bundle" \
   --json "$res/gpu-check-$stamp.json" || status=1
+
+step "numeric tests of every kernel on the GPU" 90 "$bert_keep" "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bundle/numeric" \
+  --warps 4,8 all | tee "$res/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
 
 echo "== tuning on the GPU: both modes, from the precompiled candidates ==" >&2
 # kiln-tune-runner is the tuner's runner (warm-up, repetitions, medians, an L2 flush, crashes
