@@ -68,6 +68,10 @@ if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.gz" ]; then
   tar xzf "$bundle/bert-libs.tar.gz" -C "$build/bert-libs" &&
     libs=(-DKILN_BERT_LIBS="$(cd "$build/bert-libs" && pwd)")
 fi
+# cJSON from the bundle where this machine has no libcjson-dev (kiln-bert needs it)
+if [ ${#libs[@]} -gt 0 ] && ! pkg-config --exists libcjson 2>/dev/null && [ -d "$bundle/cjson" ]; then
+  libs+=(-DKILN_CJSON_DIR="$(cd "$bundle/cjson" && pwd)")
+fi
 [ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs.tar.gz): no kiln-bert; run bench/gpu/prepare.sh" >&2
 # KILN_GPU_NO_WERROR=1: a newer gcc's new warnings must not stop the only run there is
 werror=ON

@@ -82,4 +82,13 @@ tar czf "$bundle/bert-libs.tar.gz.tmp" -C "$libs_tmp" cpu cuda
 mv "$bundle/bert-libs.tar.gz.tmp" "$bundle/bert-libs.tar.gz"
 echo "prepared the trainer's kernel libraries ($(ls "$libs_tmp/cuda" | grep -c '\.c$') for cpu and cuda: $(du -sh "$libs_tmp" | cut -f1), $(du -h "$bundle/bert-libs.tar.gz" | cut -f1) packed)" >&2
 rm -rf "$libs_tmp"
+# cJSON, which kiln-bert reads its config and logs with, for a GPU machine without libcjson-dev:
+# the header and the shared library as the build machine has them (-DKILN_CJSON_DIR there).
+rm -rf "$bundle/cjson"
+mkdir -p "$bundle/cjson/include/cjson" "$bundle/cjson/lib"
+cjson_inc=$(pkg-config --variable=includedir libcjson)
+cjson_lib=$(pkg-config --variable=libdir libcjson)
+cp "$cjson_inc/cjson/cJSON.h" "$bundle/cjson/include/cjson/"
+cp -L "$cjson_lib/libcjson.so.1" "$bundle/cjson/lib/"
+echo "prepared cJSON for a machine without libcjson-dev" >&2
 du -sh "$bundle" >&2
