@@ -13,6 +13,7 @@
 
 #include <kiln/bundle.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -112,6 +113,36 @@ static void worker(const char *path, const char *src, size_t srclen, const char 
   }
 }
 
+/* Waits for the workers. With a deadline (--budget) a build under way when it passes is not
+ * waited for: a variant can take minutes to compile (an emulator object of a large kernel on a
+ * loaded machine), and the budget bounds the run's wall time, so the workers are killed and
+ * true returned. *died: the last signal a worker died of by itself. */
+static bool wait_workers(pid_t *pids, int n, double deadline, int *died) {
+  int left = n;
+  while (left > 0) {
+    for (int w = 0; w < n; w++) {
+      int status = 0;
+      if (pids[w] <= 0) continue;
+      pid_t r = waitpid(pids[w], &status, deadline > 0 ? WNOHANG : 0);
+      if (r == pids[w] || (r < 0 && errno == ECHILD)) {
+        if (r == pids[w] && WIFSIGNALED(status)) *died = WTERMSIG(status);
+        pids[w] = 0;
+        left--;
+      }
+    }
+    if (left == 0) break;
+    if (deadline > 0 && tune_now() > deadline) {
+      for (int w = 0; w < n; w++)
+        if (pids[w] > 0) kill(-pids[w], SIGKILL);
+      for (int w = 0; w < n; w++)
+        if (pids[w] > 0) while (waitpid(pids[w], NULL, 0) < 0 && errno == EINTR) {}
+      return true;
+    }
+    if (deadline > 0) usleep(20000);
+  }
+  return false;
+}
+
 void tune_build(const char *path, const char *src, size_t srclen, const char *kernel,
                 const TuneSig *sig, const TuneTarget *tg, TuneCand *c, const int *idx, int nidx,
                 const char *tmpdir, const TuneRunOpts *o) {
@@ -133,19 +164,20 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
   for (int w = 0; w < nworkers && w < 256; w++) {
     pid_t pid = fork();
     if (pid == 0) {
+      /* its own process group, so that a budget cut also ends the ptxas it may be running */
+      setpgid(0, 0);
       tune_child_dies_with_parent(parent);
       worker(path, src, srclen, kernel, sig, tg, c, idx, nidx, tmpdir, o, sh);
       _exit(0);
     }
-    if (pid > 0) pids[started++] = pid;
+    if (pid > 0) {
+      setpgid(pid, pid); /* as the child does: whichever runs first */
+      pids[started++] = pid;
+    }
   }
   if (started == 0) worker(path, src, srclen, kernel, sig, tg, c, idx, nidx, tmpdir, o, sh);
   int died = 0;
-  for (int w = 0; w < started; w++) {
-    int status = 0;
-    while (waitpid(pids[w], &status, 0) < 0) {}
-    if (WIFSIGNALED(status)) died = WTERMSIG(status);
-  }
+  bool cut = wait_workers(pids, started, o->deadline, &died);
   for (int k = 0; k < nidx; k++) {
     TuneCand *cand = &c[idx[k]];
     BuildSlot *s = &sh->slots[k];
@@ -158,6 +190,11 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
         !tune_gpu_usage_fits(&s->usage, cand->cfg.num_warps, cand->detail, sizeof cand->detail))
       cand->state = ST_PRUNED;
     if (s->done == 1) continue;
+    if (s->done == 0 && cut) { /* its build was under way when the budget ran out */
+      cand->state = ST_BUDGET;
+      snprintf(cand->detail, sizeof cand->detail, "not built: the --budget ran out during its build");
+      continue;
+    }
     const char *limit = s->done == 2 ? strstr(s->err, "limit: shared memory") : NULL;
     if (s->done == 2 && !strcmp(s->err, "budget")) {
       cand->state = ST_BUDGET;

@@ -12,6 +12,8 @@
  *   corrupt_cache    a truncated cache is reported, moved aside and rebuilt
  *   concurrent       two tuners on one cache at once: both records kept, the file valid
  *   budget           a tiny --budget stops timing, and what was not timed says so
+ *   budget_build     a build still running when the --budget ends (a ptxas that takes 30 s)
+ *                    is ended with its ptxas, and the run returns within seconds
  *   signature        the specialization signature of a call: computed, written, read back,
  *                    checked against other calls' values */
 #include <cjson/cJSON.h>
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -350,6 +353,42 @@ static void test_budget(void) {
   cJSON_Delete(r);
 }
 
+static void test_budget_build(void) {
+  const char *ptxas = script("slowptxas", "sleep 30; exit 1");
+  CHECK(ptxas && setenv("KILN_PTXAS", ptxas, 1) == 0, "KILN_PTXAS");
+  char bundle[512];
+  snprintf(bundle, sizeof bundle, "%s/bundle", dir);
+  const char *const opts[] = {"--device", "cuda", "--arch", "sm_90", "--emit-bundle", bundle,
+                              "--budget", "2", NULL};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = finish(start_tune("bbuild", "scale_add.kiln", scale_args, opts));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  unsetenv("KILN_PTXAS");
+  char *err = slurp("bbuild", ".err");
+  int cut = 0;
+  for (const char *p = err; p && (p = strstr(p, "ran out during its build")); p++) cut++;
+  CHECK(rc == 0, "exit %d: %s", rc, err ? err : "");
+  /* each build waits 30 s in its ptxas: a run that waited for any of them took 30 s or more */
+  CHECK(secs < 25, "the run took %.1f s with a 2 s budget", secs);
+  CHECK(cut > 0 && err && strstr(err, "0 of"), "%d candidates cut during their build: %s", cut,
+        err ? err : "");
+  free(err);
+  /* the cut builds' ptxas went with them: none is left sleeping (the pattern's bracket keeps
+   * pgrep from finding the shell that runs it; a killed one may take a moment to go) */
+  char cmd[700];
+  const char *base = strrchr(ptxas, '/') ? strrchr(ptxas, '/') + 1 : ptxas;
+  snprintf(cmd, sizeof cmd, "pgrep -f '%.*s[%c]%s' >/dev/null", (int)(base - ptxas), ptxas, base[0],
+           base + 1);
+  int alive = 1;
+  for (int i = 0; i < 20 && alive; i++) {
+    alive = system(cmd) == 0;
+    if (alive) usleep(100000);
+  }
+  CHECK(!alive, "a ptxas of a cut build is still running");
+}
+
 static void test_unit(void) {
   const char *names[] = {"n", "BLOCK"};
   int64_t vals[] = {1000, 256}, v = 0;
@@ -479,6 +518,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(t, "corrupt_cache")) test_corrupt_cache();
   else if (!strcmp(t, "concurrent")) test_concurrent();
   else if (!strcmp(t, "budget")) test_budget();
+  else if (!strcmp(t, "budget_build")) test_budget_build();
   else if (!strcmp(t, "slow_linker")) test_slow_linker();
   else if (!strcmp(t, "broken_linker")) test_broken_linker();
   else if (!strcmp(t, "signature")) test_signature();
