@@ -70,13 +70,16 @@ static void write_params(FILE *f, const TuneProblem *p) {
   }
 }
 
-/* Candidates of both modes, each once, in config order; modes[i] says which mode lists it. */
-static int both_modes(TuneJob *j, TuneCand *space, int nspace, TuneCand **out, char (**modes)[3]) {
+/* Candidates of both modes (of the default mode only when default_only: a whole model's
+ * max-autotune space is thousands of cubins), each once, in config order; modes[i] says which
+ * mode lists it. */
+static int both_modes(TuneJob *j, TuneCand *space, int nspace, bool default_only, TuneCand **out,
+                      char (**modes)[3]) {
   TuneCand *d = NULL, *m = NULL;
   j->max_mode = false;
   int nd = tune_select_cands(j, space, nspace, &d);
   j->max_mode = true;
-  int nm = nd < 0 ? -1 : tune_select_cands(j, space, nspace, &m);
+  int nm = nd < 0 ? -1 : default_only ? 0 : tune_select_cands(j, space, nspace, &m);
   TuneCand *all = nm < 0 ? NULL : calloc((size_t)(nd + nm + 1), sizeof *all);
   char(*md)[3] = all ? calloc((size_t)(nd + nm + 1), sizeof *md) : NULL;
   int n = 0;
@@ -106,7 +109,7 @@ static int both_modes(TuneJob *j, TuneCand *space, int nspace, TuneCand **out, c
   return n;
 }
 
-int tune_bundle_kernel(TuneBundle *b, TuneJob *j) {
+int tune_bundle_kernel(TuneBundle *b, TuneJob *j, bool default_only) {
   const char *name = j->t->kernel_name;
   char kdir[4200];
   snprintf(kdir, sizeof kdir, "%s/%s", b->dir, name);
@@ -117,7 +120,7 @@ int tune_bundle_kernel(TuneBundle *b, TuneJob *j) {
   int nspace = 0;
   TuneCand *space = tune_space_build(j->c, j->src, j->t, j->p, &j->tg->limits, &nspace), *c = NULL;
   char(*modes)[3] = NULL;
-  int n = space ? both_modes(j, space, nspace, &c, &modes) : -1;
+  int n = space ? both_modes(j, space, nspace, default_only, &c, &modes) : -1;
   tune_cands_free(space, nspace);
   if (n < 0) return 2;
   int *idx = malloc((size_t)(n + 1) * sizeof *idx);

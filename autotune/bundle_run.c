@@ -19,12 +19,14 @@
 #include <unistd.h>
 
 static const char *const runner_usage =
-    "usage: kiln-tune-runner BUNDLE --device cpu|emu|cuda[:N] [--mode default|max-autotune]\n"
+    "usage: kiln-tune-runner BUNDLE... --device cpu|emu|cuda[:N] [--mode default|max-autotune]\n"
     "                        [--cache PATH] [--json PATH] [--kernel NAME] [--reps N]\n"
     "                        [--timeout SECONDS] [--budget SECONDS]\n"
     "\n"
-    "Times the candidates of a bundle made by `kiln tune --emit-bundle` (docs/tuning.md) on a\n"
-    "device, writes their records to a new cache file and a summary as JSON.\n";
+    "Times the candidates of bundles made by `kiln tune --emit-bundle` (docs/tuning.md) on a\n"
+    "device, one after the other under one --budget, writes all their records to a new cache\n"
+    "file (an existing PATH is refused: this program cannot merge caches) and a summary as\n"
+    "JSON.\n";
 
 typedef struct BundleKernel {
   char name[64], hash[20], tune_hash[20];
@@ -177,11 +179,16 @@ static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) 
 
 /* ---------------------------------------------------------------- the run */
 
+#define RUNNER_MAX_BUNDLES 256 /* a whole model's calls (kiln-bert tune --emit-bundle) */
+
 typedef struct RunnerOpts {
-  const char *bundle, *device, *cache, *json, *kernel;
+  const char *bundles[RUNNER_MAX_BUNDLES];
+  int nbundles;
+  const char *device, *cache, *json, *kernel;
   bool max_mode;
   int reps;
   double timeout, budget;
+  double deadline; /* tune_now() seconds at which --budget ends; 0: none */
 } RunnerOpts;
 
 static int state_count(const BundleKernel *k, TuneState s) {
@@ -245,7 +252,9 @@ static int device_fits(const Bundle *b, const TuneTarget *tg) {
   return 0;
 }
 
-static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out) {
+/* Times bundle b into out and appends its kernels to the summary sum (*nrun kernels so far: the
+ * first bundle writes the summary's head). */
+static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, int *nrun, KilnCache *out) {
   TuneTarget tg = {0};
   char err[256];
   snprintf(tg.spec, sizeof tg.spec, "%s", o->device);
@@ -257,14 +266,14 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
     return fprintf(stderr, "kiln-tune-runner: error: the bundle is built for %s; the device '%s' "
                            "needs %s\n", b->target, tg.device_id, kiln_target_name(tg.target)), 1;
   if (device_fits(b, &tg)) return 1;
-  double start = tune_now();
-  TuneRunOpts ro = {1, o->budget > 0 ? start + o->budget : 0, o->timeout, o->reps,
-                    isatty(STDERR_FILENO) == 1, stderr, false};
-  fprintf(sum, "{\"format\": \"kiln-tune-runner\", \"kiln_version\": \"%s\", \"mode\": \"%s\", "
-               "\"device\": ", KILN_VERSION_STRING, o->max_mode ? "max-autotune" : "default");
-  tune_json_string(sum, tg.device_id);
-  fprintf(sum, ", \"kernels\": [\n");
-  int nrun = 0;
+  TuneRunOpts ro = {1, o->deadline, o->timeout, o->reps, isatty(STDERR_FILENO) == 1, stderr,
+                    false};
+  if (*nrun == 0) {
+    fprintf(sum, "{\"format\": \"kiln-tune-runner\", \"kiln_version\": \"%s\", \"mode\": \"%s\", "
+                 "\"device\": ", KILN_VERSION_STRING, o->max_mode ? "max-autotune" : "default");
+    tune_json_string(sum, tg.device_id);
+    fprintf(sum, ", \"kernels\": [\n");
+  }
   for (int i = 0; i < b->nk; i++) {
     BundleKernel *k = &b->k[i];
     if (o->kernel && strcmp(k->name, o->kernel)) continue;
@@ -285,12 +294,9 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, KilnCache *out)
     printf("%-16s %-3d candidates, %d ok, winner %s (%.4f ms median), %.1f s\n", k->name,
            k->ncands, state_count(k, ST_OK), win >= 0 ? k->cands[win].config : "none",
            win >= 0 ? k->cands[win].median_ms : 0.0, tune_now() - t0);
-    fputs(nrun++ ? ",\n" : "", sum);
+    fputs((*nrun)++ ? ",\n" : "", sum);
     summary_kernel(sum, k, win, timings, tune_now() - t0);
   }
-  fprintf(sum, "\n  ], \"tune_seconds\": ");
-  tune_json_number(sum, tune_now() - start);
-  fprintf(sum, "}\n");
   return 0;
 }
 
@@ -309,8 +315,9 @@ static int parse_args(int argc, char **argv, RunnerOpts *o) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return fputs(runner_usage, stdout), -1;
     if (a[0] != '-') {
-      if (o->bundle) return fprintf(stderr, "kiln-tune-runner: one bundle only\n"), 64;
-      o->bundle = a;
+      if (o->nbundles == RUNNER_MAX_BUNDLES)
+        return fprintf(stderr, "kiln-tune-runner: more than %d bundles\n", RUNNER_MAX_BUNDLES), 64;
+      o->bundles[o->nbundles++] = a;
       continue;
     }
     if (!v) return fprintf(stderr, "kiln-tune-runner: '%s' needs a value\n%s", a, runner_usage), 64;
@@ -328,7 +335,7 @@ static int parse_args(int argc, char **argv, RunnerOpts *o) {
     else if (!strcmp(a, "--budget") && seconds(v, &o->budget)) {}
     else return fprintf(stderr, "kiln-tune-runner: bad option '%s %s'\n%s", a, v, runner_usage), 64;
   }
-  if (!o->bundle || !o->device)
+  if (!o->nbundles || !o->device)
     return fprintf(stderr, "kiln-tune-runner: a bundle and --device are required\n%s", runner_usage), 64;
   return 0;
 }
@@ -337,13 +344,39 @@ int tune_bundle_run_command(int argc, char **argv) {
   RunnerOpts o = {.reps = 5, .timeout = 10};
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? 0 : rc;
-  Bundle b = {0};
+  /* the records of a whole run go to one new file: a cache of earlier work there would be
+   * replaced, and merging needs the JSON reader this program does without */
+  if (o.cache && access(o.cache, F_OK) == 0)
+    return fprintf(stderr, "kiln-tune-runner: error: '%s' exists; give a new --cache path (merge "
+                           "caches where kiln is built: kiln tune --cache reads and extends one)\n",
+                   o.cache), 2;
+  double start = tune_now();
+  if (o.budget > 0) o.deadline = start + o.budget;
   KilnCache out = {0};
   char *sbuf = NULL;
   size_t slen = 0;
   FILE *sum = open_memstream(&sbuf, &slen);
-  rc = !sum ? 2 : bundle_read(&b, o.bundle, o.max_mode ? 'm' : 'd', o.kernel) ? 1 : 0;
-  if (rc == 0) rc = run_bundle(&o, &b, sum, &out);
+  int nrun = 0;
+  rc = sum ? 0 : 2;
+  for (int i = 0; rc == 0 && i < o.nbundles; i++) {
+    if (o.deadline > 0 && tune_now() > o.deadline) {
+      fprintf(stderr, "kiln-tune-runner: note: --budget spent; %d of %d bundles not run\n",
+              o.nbundles - i, o.nbundles);
+      break;
+    }
+    Bundle b = {0};
+    rc = bundle_read(&b, o.bundles[i], o.max_mode ? 'm' : 'd', o.kernel) ? 1 : 0;
+    if (rc == 0) rc = run_bundle(&o, &b, sum, &nrun, &out);
+    bundle_free(&b);
+  }
+  if (sum && rc == 0) {
+    if (nrun == 0)
+      fprintf(sum, "{\"format\": \"kiln-tune-runner\", \"kiln_version\": \"%s\", \"kernels\": [",
+              KILN_VERSION_STRING);
+    fprintf(sum, "\n  ], \"bundles\": %d, \"tune_seconds\": ", o.nbundles);
+    tune_json_number(sum, tune_now() - start);
+    fprintf(sum, "}\n");
+  }
   if (sum && fclose(sum) != 0 && rc == 0) rc = 2;
   if (rc == 0 && o.cache && tune_cache_write(o.cache, &out, stderr)) rc = 2;
   if (rc == 0 && o.json && kiln_file_write_atomic(o.json, sbuf, slen) != 0) {
@@ -352,6 +385,5 @@ int tune_bundle_run_command(int argc, char **argv) {
   }
   free(sbuf);
   kiln_cache_free(&out);
-  bundle_free(&b);
   return rc;
 }

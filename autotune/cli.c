@@ -49,7 +49,8 @@ const char *const kiln_tune_usage =
     "  --json                   print the report as JSON\n"
     "  --report-svg PATH        plot of time per config\n"
     "  --emit-lib DIR           generate the C library of the winners into DIR\n"
-    "  --emit-bundle DIR        time nothing: compile every candidate of both modes into DIR\n"
+    "  --emit-bundle DIR        time nothing: compile every candidate of both modes (of the\n"
+    "                           default mode only with --mode default) into DIR\n"
     "                           with a manifest, for kiln-tune-runner on another machine\n"
     "                           (--device cpu|emu|cuda; cuda: --arch sm_80 or sm_90, default sm_90)\n"
     "  --lib-name NAME          name (and prefix) of the generated library (default kernels)\n"
@@ -173,6 +174,7 @@ static int parse_opts(int argc, char **argv, TuneOpts *o) {
       if (strcmp(s, "default") && strcmp(s, "max-autotune"))
         return usage(o, "--mode is default or max-autotune, not '%s'", s);
       o->max_mode = !strcmp(s, "max-autotune");
+      o->mode_given = true;
     } else if ((s = opt_value(argc, argv, &i, "--jobs"))) {
       if (!num(s, 1, 256, &v)) return usage(o, "--jobs expects 1..256, got '%s'", s);
       long cpus = sysconf(_SC_NPROCESSORS_ONLN), most = TUNE_MAX_JOBS_PER_CPU * (cpus > 0 ? cpus : 1);

@@ -566,7 +566,7 @@ static int flow_lib(Run *R) {
 
 static int bundle_kernel(Run *R, int ki) {
   TuneJob j = job_of(R, ki);
-  return tune_bundle_kernel(&R->bundle, &j) ? 2 : 0;
+  return tune_bundle_kernel(&R->bundle, &j, R->o->mode_given && !R->o->max_mode) ? 2 : 0;
 }
 
 /* Compiles every candidate of both modes; the target comes from --device/--arch and no device

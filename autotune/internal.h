@@ -168,8 +168,9 @@ typedef struct TuneBundle {
 
 int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const char *cpu, int index_bits,
                       FILE *err);
-/* Builds and describes one kernel (j as for tune_kernel; j->max_mode is changed). 0 or 2. */
-int tune_bundle_kernel(TuneBundle *b, TuneJob *j);
+/* Builds and describes one kernel (j as for tune_kernel; j->max_mode is changed): the
+ * candidates of both modes, or of the default mode only when default_only. 0 or 2. */
+int tune_bundle_kernel(TuneBundle *b, TuneJob *j, bool default_only);
 /* Writes DIR/manifest.txt atomically when `write`; frees b either way. 0 or 2. */
 int tune_bundle_end(TuneBundle *b, bool write, FILE *err);
 
@@ -310,6 +311,7 @@ typedef struct TuneOpts {
   const char *args[TUNE_MAX_ARGS];
   int nargs;
   bool max_mode, json, require_tuned, no_specialize, retry_poisoned;
+  bool mode_given; /* --mode was on the command line (a bundle then holds that mode only) */
   LibGpuArchs gpu; /* --arch / --no-cubin */
   TunePins pins;   /* -D NAME=VALUE */
   int jobs, reps;

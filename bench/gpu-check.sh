@@ -11,7 +11,8 @@
 #   3. checks and times the Kiln kernels against a device copy and cuBLAS (bench/gpu/gpu_bench.c),
 #      then runs every numeric test kernel (precompiled) against its C reference;
 #   4. tunes vector_add, softmax_rows and matmul_f16 in both modes with kiln-tune-runner from
-#      the precompiled candidates (bundle/tune): tuning time, winners and their speed;
+#      the precompiled candidates (bundle/tune): tuning time, winners and their speed; then the
+#      BERT trainer's own calls at BERT-large (bundle/bert-tune, default mode) into a cache;
 #   5. BERT fine-tuning end to end, Kiln against PyTorch (bench/bert-gpu.sh), with at least
 #      KILN_GPU_BERT_SECONDS (default 200) kept for it whatever the steps before took;
 #   6. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
@@ -109,6 +110,16 @@ if [ "$dry" = 1 ] || [ -f "$bundle/tune/manifest.txt" ]; then
 else
   echo "no tuning bundle ($bundle/tune): run bench/gpu/prepare.sh" >&2
   status=1
+fi
+
+# the trainer's own calls at BERT-large (prepare.sh: one bundle per call), all in one runner
+# under one budget into one cache: `kiln lib --cache` on the build machine makes tuned libraries
+if [ "$dry" = 1 ] || [ -f "$bundle/bert-tune/calls.txt" ]; then
+  tb=${KILN_GPU_BERT_TUNE_SECONDS:-60}
+  mapfile -t tdirs < <(awk -v d="$bundle/bert-tune" '!/^#/ && NF {print d "/" $1}' "$bundle/bert-tune/calls.txt" 2>/dev/null)
+  step "tuning the trainer's calls, budget ${tb}s" $((tb + 15)) "$bert_keep" "$build/autotune/kiln-tune-runner" \
+    "${tdirs[@]}" --device cuda --mode default --budget "$tb" \
+    --cache "$res/gpu-bert-tune-$stamp-cache.json" --json "$res/gpu-bert-tune-$stamp.json" || status=1
 fi
 
 if [ "$dry" = 1 ] || { [ -x "$build/tools/kiln-bert" ] && [ ${#libs[@]} -gt 0 ]; }; then

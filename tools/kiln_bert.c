@@ -167,6 +167,7 @@ static const char *const usage_eval =
 
 static const char *const usage_tune =
     "usage: kiln-bert tune --cache FILE [--model NAME|DIR] [options]\n"
+    "       kiln-bert tune --emit-bundle DIR [--arch sm_80|sm_90] [--model NAME|DIR] [options]\n"
     "\n"
     "Lists every kernel call of one training step and one eval step at the model's exact\n"
     "shapes (every length bucket under --padding dynamic), read off the trainer's own\n"
@@ -191,6 +192,10 @@ static const char *const usage_tune =
     "  --budget S           tune no new kernel call after S seconds (the rest keep their\n"
     "                       libraries' defaults; the table says which)\n"
     "  --list               list the calls, tune nothing\n"
+    "  --emit-bundle DIR    time nothing: compile every call's candidates into DIR/cNNN for\n"
+    "                       kiln-tune-runner on a machine without the compiler, listed in\n"
+    "                       DIR/calls.txt (--mode default: the default mode's only); no --cache\n"
+    "  --arch sm_80|sm_90   the GPU a cuda bundle is compiled for (default sm_90)\n"
     "  --json               the report as JSON\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg) {
@@ -504,6 +509,8 @@ static int cmd_tune(int argc, char **argv) {
     else if (!strcmp(a, "--precision")) o.precision = v;
     else if (!strcmp(a, "--device")) o.device = v;
     else if (!strcmp(a, "--mode")) o.mode = v;
+    else if (!strcmp(a, "--emit-bundle")) o.bundle_dir = v;
+    else if (!strcmp(a, "--arch")) o.arch = v;
     else if (!strcmp(a, "--padding")) {
       if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
       else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
@@ -523,8 +530,12 @@ static int cmd_tune(int argc, char **argv) {
       return EXIT_USAGE;
     }
   }
-  if (!o.cache && !o.list_only)
-    return usage_error(usage_tune, "%s", "--cache FILE is required");
+  if (!o.cache && !o.list_only && !o.bundle_dir)
+    return usage_error(usage_tune, "%s", "--cache FILE is required (or --emit-bundle DIR)");
+  if (o.bundle_dir && (o.cache || o.budget >= 0))
+    return usage_error(usage_tune, "%s", "--emit-bundle times nothing: no --cache or --budget");
+  if (o.arch && !o.bundle_dir)
+    return usage_error(usage_tune, "%s", "--arch is for --emit-bundle");
   if (!o.cache) o.cache = "";
   KilnBertStatus st = kiln_bert_tune(&o);
   return st == KILN_BERT_OK ? 0 : run_failure(st);

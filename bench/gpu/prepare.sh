@@ -67,6 +67,15 @@ rm -rf "$bundle/tune"
   --args 'kernel=softmax_rows; cols=128; x_stride=cols; y_stride=cols; x: f32[65536*cols]; y: f32[65536*cols]; grid=65536' \
   --args 'kernel=matmul_f16; M=2048; N=2048; K=2048; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; a: f16[M*K]; b: f16[K*N]; c: f16[M*N]; grid=cdiv(M, BM), cdiv(N, BN)'
 echo "prepared the tuning bundle ($(grep -c '^cand ' "$bundle/tune/manifest.txt") candidates)" >&2
+# The trainer's calls at BERT-large, seq 512, batch 24, fp16 (bench/bert-gpu.sh's first part):
+# every call's default-mode candidates for sm_90, one bundle per call (bundle/bert-tune/cNNN,
+# listed in calls.txt), which bench/gpu-check.sh times with kiln-tune-runner into a cache that
+# comes back for `kiln lib --cache` (-DKILN_TUNE_CACHE) here.
+rm -rf "$bundle/bert-tune"
+cmake --build "$build" --target kiln-bert >/dev/null
+"$build/tools/kiln-bert" tune --model large --precision fp16 --batch 24 --seq-len 512 \
+  --device cuda --arch sm_90 --mode default --emit-bundle "$bundle/bert-tune" >/dev/null
+echo "prepared the trainer's tuning bundle ($(grep -vc '^#' "$bundle/bert-tune/calls.txt") calls, $(du -sh "$bundle/bert-tune" | cut -f1))" >&2
 # The trainer's 44 kernel libraries (runtime/bert/CMakeLists.txt: one per kernel file and pins,
 # three element types) for cpu and for cuda (a cubin per sm_80 and sm_90 plus PTX; no GPU
 # needed), from the build's tune cache when it was configured with -DKILN_TUNE_CACHE, else

@@ -3,7 +3,9 @@
  * Lists the distinct kernel calls of one training step and one eval step of a model at its exact
  * shapes (bert_plan.h, read off the model's own launches) and tunes each through the autotune
  * library (kiln_tune_command, the code behind `kiln tune`) into one cache, then reports a table
- * per call: the winner, its time and its share of the step's summed kernel time. */
+ * per call: the winner, its time and its share of the step's summed kernel time. With a bundle
+ * directory it times nothing and compiles every call's candidates instead, for a machine that has
+ * the device but not the compiler (bench/gpu/prepare.sh, bench/gpu-check.sh). */
 #ifndef KILN_BERT_TUNE_H
 #define KILN_BERT_TUNE_H
 
@@ -24,6 +26,10 @@ typedef struct KilnBertTuneOptions {
   KilnBertPadding padding;
   double budget;           /* seconds after which no new kernel is tuned; < 0: no bound */
   int list_only;           /* list the calls, tune nothing */
+  const char *bundle_dir;  /* time nothing: every call's candidates compiled into DIR/cNNN (kiln
+                            * tune --emit-bundle) for kiln-tune-runner on another machine, and
+                            * DIR/calls.txt listing them; no cache needed */
+  const char *arch;        /* cuda bundles: sm_80 or sm_90 (default sm_90) */
   int json;                /* the report as JSON instead of a table */
   FILE *out;               /* where the report goes */
 } KilnBertTuneOptions;

@@ -18,6 +18,7 @@
 #include "bert_internal.h"
 #include "bert_plan.h"
 #include "bert_train.h"
+#include "kiln_base.h" /* kiln_file_write_atomic */
 
 #include <kiln_autotune.h>
 
@@ -34,7 +35,7 @@
 #endif
 
 /* What became of one call. */
-typedef enum CallState { CALL_TUNED, CALL_DEFAULT, CALL_FAILED, CALL_LISTED } CallState;
+typedef enum CallState { CALL_TUNED, CALL_DEFAULT, CALL_FAILED, CALL_LISTED, CALL_BUNDLED } CallState;
 
 typedef struct CallResult {
   CallState state;
@@ -79,7 +80,10 @@ static KilnBertStatus load_config(const char *model, size_t seq_len, KilnBertCon
 }
 
 static KilnBertStatus check_options(const KilnBertTuneOptions *o, KilnBertPrecision *prec) {
-  if (!o->list_only && (!o->cache || !*o->cache))
+  if (o->bundle_dir && o->arch && strcmp(o->arch, "sm_80") && strcmp(o->arch, "sm_90"))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "tune: --arch '%s': expected sm_80 or sm_90", o->arch);
+  if (!o->list_only && !o->bundle_dir && (!o->cache || !*o->cache))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "tune: --cache FILE is required (the winners go there)");
   if (!strcmp(o->precision, "fp32")) *prec = KILN_BERT_FP32;
@@ -186,11 +190,41 @@ static const char *index_bits_of(const char *file) {
   return !strcmp(file, "xent.kiln") ? "64" : "32";
 }
 
+/* Call `index`'s candidates compiled into o->bundle_dir/cNNN (argv holds the call's kiln tune
+ * arguments so far; --emit-bundle and --arch are added), for kiln-tune-runner. The note
+ * "bundled NAME: X of Y candidates built" becomes the table's detail. */
+static int bundle_call(const KilnBertTuneOptions *o, const KilnBertCall *c, int index, int argc,
+                       char **argv, CallResult *r) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/c%03d", o->bundle_dir, index);
+  argv[argc++] = "--emit-bundle";
+  argv[argc++] = dir;
+  if (!strncmp(o->device, "cuda", 4)) {
+    argv[argc++] = "--arch";
+    argv[argc++] = (char *)(o->arch ? o->arch : "sm_90");
+  }
+  argv[argc] = NULL;
+  char *out = NULL, *err = NULL;
+  int rc = run_captured(argc, argv, &out, &err);
+  const char *note = err ? strstr(err, "bundled ") : NULL;
+  if (rc == 0 && note) {
+    r->state = CALL_BUNDLED;
+    snprintf(r->detail, sizeof r->detail, "%.*s", (int)strcspn(note, "\n"), note);
+  } else {
+    r->state = CALL_FAILED;
+    last_line(rc < 0 ? "could not capture the tuner's output" : err, r->detail, sizeof r->detail);
+  }
+  (void)c;
+  free(out);
+  free(err);
+  return rc;
+}
+
 /* One call through kiln_tune_command. Returns the command's exit code. */
-static int tune_call(const KilnBertTuneOptions *o, const KilnBertCall *c, double budget_left,
-                     CallResult *r) {
+static int tune_call(const KilnBertTuneOptions *o, const KilnBertCall *c, int index,
+                     double budget_left, CallResult *r) {
   char file[4096], device[64], budget[32], pins[sizeof c->pins];
-  char *argv[32];
+  char *argv[40]; /* 20 for the pins, 10 for the rest, 4 for a bundle's */
   int argc = 0;
   snprintf(file, sizeof file, "%s/%s", o->kernels_dir, c->file);
   snprintf(device, sizeof device, "%s", !strcmp(o->device, "cuda") ? "cuda:0" : o->device);
@@ -209,11 +243,12 @@ static int tune_call(const KilnBertTuneOptions *o, const KilnBertCall *c, double
   argv[argc++] = device;
   argv[argc++] = "--mode";
   argv[argc++] = (char *)o->mode;
+  argv[argc++] = "--index-bits";
+  argv[argc++] = (char *)index_bits_of(c->file);
+  if (o->bundle_dir) return bundle_call(o, c, index, argc, argv, r);
   argv[argc++] = "--cache";
   argv[argc++] = (char *)o->cache;
   argv[argc++] = "--json";
-  argv[argc++] = "--index-bits";
-  argv[argc++] = (char *)index_bits_of(c->file);
   if (budget_left >= 0) {
     snprintf(budget, sizeof budget, "%.0f", budget_left < 1 ? 1.0 : budget_left);
     argv[argc++] = "--budget";
@@ -254,6 +289,7 @@ static const char *state_name(CallState s) {
   case CALL_DEFAULT: return "default";
   case CALL_FAILED: return "failed";
   case CALL_LISTED: return "listed";
+  case CALL_BUNDLED: return "bundled";
   }
   return "?";
 }
@@ -284,7 +320,9 @@ static void print_table(const KilnBertTuneOptions *o, const KilnBertCall *calls,
     }
     fprintf(f, "%-22s %-26s %-44.44s %5d %-8s %-40.40s %10s %6s%s%s\n", c->kernel, pins, shape,
             c->count, state_name(r->state),
-            r->state == CALL_TUNED ? r->winner : r->state == CALL_LISTED ? "-" : "(library default)",
+            r->state == CALL_TUNED                                   ? r->winner
+            : r->state == CALL_LISTED || r->state == CALL_BUNDLED ? "-"
+                                                                    : "(library default)",
             ms, share, r->detail[0] ? "  " : "", r->detail);
   }
   fprintf(f, "\n%d distinct kernel calls; summed kernel time of one train + eval step %.3f ms "
@@ -339,6 +377,32 @@ static int print_json(const KilnBertTuneOptions *o, const KilnBertCall *calls,
   return 0;
 }
 
+/* DIR/calls.txt of a bundle: one line per call, "cNNN FILE KERNEL LAUNCHES PINS..." (the pins
+ * space-separated, none for a kernel without), which bench/gpu-check.sh runs kiln-tune-runner
+ * over. Written atomically; nonzero on failure. */
+static int write_bundle_list(const KilnBertTuneOptions *o, const KilnBertCall *calls,
+                             const CallResult *res, int n) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return -1;
+  fprintf(f, "# kiln-bert tune --emit-bundle: model %s, %s, batch %zu x %zu, mode %s\n", o->model,
+          o->precision, o->batch, o->seq_len, o->mode);
+  for (int i = 0; i < n; i++)
+    if (res[i].state == CALL_BUNDLED)
+      fprintf(f, "c%03d %s %s %d%s%s\n", i, calls[i].file, calls[i].kernel, calls[i].count,
+              calls[i].pins[0] ? " " : "", calls[i].pins);
+  if (fclose(f) != 0) {
+    free(text);
+    return -1;
+  }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/calls.txt", o->bundle_dir);
+  int rc = kiln_file_write_atomic(path, text, len);
+  free(text);
+  return rc;
+}
+
 /* Tunes calls[0..n) into res, within the budget. DEVICE when the device cannot be used (the
  * first call's run says so: nothing is tuned then). */
 static KilnBertStatus tune_calls(const KilnBertTuneOptions *o, const KilnBertCall *calls, int n,
@@ -356,7 +420,7 @@ static KilnBertStatus tune_calls(const KilnBertTuneOptions *o, const KilnBertCal
       snprintf(r->detail, sizeof r->detail, "not tuned: --budget spent");
       continue;
     }
-    int rc = tune_call(o, &calls[i], left, r);
+    int rc = tune_call(o, &calls[i], i, left, r);
     /* a run the budget cut short keeps the default, as the ones after it */
     if (r->state == CALL_FAILED && o->budget >= 0 && now_s() - t0 >= o->budget) {
       r->state = CALL_DEFAULT;
@@ -388,7 +452,15 @@ KilnBertStatus kiln_bert_tune(const KilnBertTuneOptions *o) {
   CallResult *res = st == KILN_BERT_OK ? calloc((size_t)n + 1, sizeof *res) : NULL;
   if (st == KILN_BERT_OK && !res)
     st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "tune: out of memory");
+  if (st == KILN_BERT_OK && o->bundle_dir && !o->list_only && mkdir(o->bundle_dir, 0755) != 0 &&
+      errno != EEXIST)
+    st = kiln_bert_fail(KILN_BERT_ERROR_IO, "tune: cannot create '%s': %s", o->bundle_dir,
+                        strerror(errno));
   if (st == KILN_BERT_OK) st = tune_calls(o, calls, n, res, t0);
+  if (st == KILN_BERT_OK && o->bundle_dir && !o->list_only &&
+      write_bundle_list(o, calls, res, n) != 0)
+    st = kiln_bert_fail(KILN_BERT_ERROR_IO, "tune: cannot write '%s/calls.txt': %s",
+                        o->bundle_dir, strerror(errno));
   if (st == KILN_BERT_OK) {
     double seconds = now_s() - t0;
     if (o->json) {
