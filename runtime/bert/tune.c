@@ -155,6 +155,16 @@ static void read_report(const char *json, CallResult *r) {
   const char *winner = cJSON_GetStringValue(cJSON_GetObjectItem(k, "winner"));
   r->state = CALL_FAILED;
   snprintf(r->detail, sizeof r->detail, "no correct candidate");
+  /* no winner because the budget ended the run (candidates not built or not timed for it):
+   * the call keeps its default, as one the budget never reached */
+  const cJSON *cand;
+  cJSON_ArrayForEach(cand, cJSON_GetObjectItem(k, "candidates")) {
+    const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(cand, "status"));
+    if (!winner && status && !strcmp(status, "budget")) {
+      r->state = CALL_DEFAULT;
+      snprintf(r->detail, sizeof r->detail, "not tuned: --budget spent during its run");
+    }
+  }
   if (winner) {
     r->state = CALL_TUNED;
     snprintf(r->winner, sizeof r->winner, "%s", winner);
@@ -250,7 +260,9 @@ static int tune_call(const KilnBertTuneOptions *o, const KilnBertCall *c, int in
   argv[argc++] = (char *)o->cache;
   argv[argc++] = "--json";
   if (budget_left >= 0) {
-    snprintf(budget, sizeof budget, "%.0f", budget_left < 1 ? 1.0 : budget_left);
+    /* to the millisecond: a rounded-down budget ended the call's run before the trainer's
+     * budget, and the cut call was taken for a failure */
+    snprintf(budget, sizeof budget, "%.3f", budget_left < 0.001 ? 0.001 : budget_left);
     argv[argc++] = "--budget";
     argv[argc++] = budget;
   }

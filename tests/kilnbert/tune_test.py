@@ -32,7 +32,7 @@ if len(sys.argv) > 3 and sys.argv[3] == "emu":
     with tempfile.TemporaryDirectory() as tmp:
         cache = os.path.join(tmp, "emu.json")
         r = subprocess.run([kb, "tune", "--model", "tiny", "--batch", "2", "--seq-len", "16",
-                            "--device", "emu", "--cache", cache, "--budget", "20", "--json"],
+                            "--device", "emu", "--cache", cache, "--budget", "40", "--json"],
                            capture_output=True, text=True)
         check(r.returncode == 0, f"emu: exit {r.returncode}: {r.stderr[-2000:]}")
         ks = json.loads(r.stdout)["kernels"] if r.returncode == 0 else []
