@@ -168,7 +168,9 @@ static const char *const usage_eval =
     "  --dump-logits FILE   one line per sample: its logits, space-separated, 9 significant\n"
     "                       digits (written atomically)\n"
     "  --log FILE           one JSON line: the summary record (written atomically)\n"
-    "  --json               print the summary record on stdout instead of the table\n";
+    "  --json               print the summary record on stdout instead of the table\n"
+    "  --profile            as for train, each batch after the first a step: the table after\n"
+    "                       the summary's, the records after the summary record (--json, --log)\n";
 
 static const char *const usage_tune =
     "usage: kiln-bert tune --cache FILE [--model NAME|DIR] [options]\n"
@@ -437,8 +439,11 @@ static int cmd_eval(int argc, char **argv) {
       fputs(usage_eval, stdout);
       return 0;
     }
-    if (!strcmp(a, "--json")) {
-      json = 1;
+    if (!strcmp(a, "--json") || !strcmp(a, "--profile")) {
+      if (!strcmp(a, "--json"))
+        json = 1;
+      else
+        o.profile = 1;
       continue;
     }
     if (strncmp(a, "--", 2) || i + 1 >= argc)

@@ -496,7 +496,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     KilnBertMetrics em = {0};
     /* dropout off: the pass turns it off itself */
     st = kiln_bert_eval_pass(r.model, r.tok, &r.eval_enc, o->batch, o->seq_len, o->padding, NULL,
-                             &em);
+                             NULL, &em);
     mt.has_eval = em.has_eval;
     mt.eval_loss = em.eval_loss;
     mt.accuracy = em.accuracy;

@@ -12,6 +12,9 @@ clocks' own reading); the step time in the total record is the summary's avg_ite
 are the mean of steps 2..3); the losses of B are A's bit for bit (profiling changes nothing);
 every log line parses; the table is printed after the summary, one row per call. A 1-step run
 says that no step was timed.
+eval --profile of the saved model (12 samples in 3 batches of 4; 2 timed): its eval_loss that of
+eval without it; --json's records parse; the calls are forward ones only (attn_fwd once per
+layer a batch, no backward or optimizer kernel); times >= 0 within the batch's time x 1.05.
 Usage: profile_test.py KILN_BERT VOCAB"""
 import collections
 import json
@@ -46,7 +49,9 @@ def run(args, log, env=None):
 
 
 launch_log = os.path.join(work, "launches.txt")
-_, rec_a = run(base, os.path.join(work, "a.jsonl"), {"KILN_BERT_LAUNCH_LOG": launch_log})
+saved = os.path.join(work, "saved")
+_, rec_a = run([*base, "--save", saved], os.path.join(work, "a.jsonl"),
+               {"KILN_BERT_LAUNCH_LOG": launch_log})
 r_b, rec_b = run([*base, "--profile"], os.path.join(work, "b.jsonl"))
 
 losses_a = [x["loss"] for x in rec_a if "step" in x]
@@ -103,6 +108,35 @@ r_one, rec_one = run([*one, "--profile"], os.path.join(work, "one.jsonl"))
 check("no step was timed" in r_one.stdout, "a 1-step run says no step was timed")
 check(any(x.get("profile") and x.get("timed_steps") == 0 for x in rec_one),
       "and logs a total record with 0 timed steps")
+
+# eval --profile
+evalargs = [kb, "eval", "--model", saved, "--data", os.path.join(data, "train"), "--vocab", vocab,
+            "--batch", "4", "--seq-len", "16", "--json"]
+plain = subprocess.run(evalargs, capture_output=True, text=True)
+prof = subprocess.run([*evalargs, "--profile"], capture_output=True, text=True)
+check(plain.returncode == 0 and prof.returncode == 0,
+      f"eval: exit {plain.returncode}, --profile {prof.returncode}: {prof.stderr[-1000:]}")
+try:
+    recs = [json.loads(x) for x in prof.stdout.splitlines() if x.strip()]
+    want = [json.loads(x) for x in plain.stdout.splitlines() if x.strip()]
+except json.JSONDecodeError as e:
+    recs, want = [], []
+    check(False, f"eval --json --profile: not JSON lines ({e}): {prof.stdout[:300]!r}")
+summ = [x for x in recs if x.get("summary")]
+calls = [x for x in recs if x.get("profile") and not x.get("total")]
+total = [x for x in recs if x.get("profile") and x.get("total")]
+check(summ and want and summ[0]["eval_loss"] == want[0]["eval_loss"],
+      "eval --profile gives eval's eval_loss bit for bit")
+check(len(total) == 1 and total[0]["timed_steps"] == 2, f"eval: 2 timed batches of 3: {total}")
+kernels = {x["kernel"] for x in calls}
+print("eval profile kernels:", sorted(kernels))
+check(not kernels & {"attn_bwd_delta", "attn_bwd_dkdv", "attn_bwd_dq", "adamw_step", "xent_bwd"},
+      "eval runs forward kernels only")
+attn = [x for x in calls if x["kernel"] == "attn_fwd"]
+check(len(attn) == 1 and attn[0]["launches_per_step"] == 2, f"attn_fwd once per layer: {attn}")
+check(all(x["ms_per_step"] >= 0 for x in calls) and total
+      and sum(x["ms_per_step"] for x in calls) <= 1.05 * total[0]["step_ms"],
+      "eval: times >= 0 and within the batch's")
 
 print("all passed" if not check.fails else f"{check.fails} failed")
 sys.exit(1 if check.fails else 0)
