@@ -149,11 +149,16 @@ KilnBertStatus kiln_bert_profile_step_end(KilnBertProfile *pf, double step_secon
 
 /* ---- the result -------------------------------------------------------------------------- */
 
-static const KilnBertProfile *sort_pf; /* qsort has no user pointer; single-threaded use */
+/* A row of the result: a call that was launched in the timed steps. */
+typedef struct Row {
+  int call;
+  CallSum sum;
+} Row;
 
+/* Most time first; equal times in call order (first launched first). */
 static int by_time(const void *a, const void *b) {
-  double x = sort_pf->sum[*(const int *)a].ms, y = sort_pf->sum[*(const int *)b].ms;
-  return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+  const Row *x = a, *y = b;
+  return x->sum.ms < y->sum.ms ? 1 : x->sum.ms > y->sum.ms ? -1 : x->call - y->call;
 }
 
 /* A JSON string of our own text (file, pins, kernel, shape and spec are printable ASCII that the
@@ -201,33 +206,33 @@ void kiln_bert_profile_write(const KilnBertProfile *pf, const KilnBertCall *call
     return;
   }
   int n = pf->ncalls < ncalls ? pf->ncalls : ncalls;
-  int *order = malloc((size_t)(n ? n : 1) * sizeof *order);
-  int rows = 0;
+  Row *rows = malloc((size_t)(n ? n : 1) * sizeof *rows);
+  if (!rows) {
+    if (table) fprintf(table, "profile: out of memory for the table\n");
+    return;
+  }
+  int nrows = 0;
   double kernel_ms = 0;
   for (int i = 0; i < n; i++)
     if (pf->sum[i].launches) {
       kernel_ms += pf->sum[i].ms;
-      if (order) order[rows++] = i;
+      rows[nrows++] = (Row){i, pf->sum[i]};
     }
   double steps = pf->steps, step_ms = 1e3 * pf->step_seconds / steps;
   kernel_ms /= steps;
-  if (order) {
-    sort_pf = pf;
-    qsort(order, (size_t)rows, sizeof *order, by_time);
-  }
+  qsort(rows, (size_t)nrows, sizeof *rows, by_time);
   if (table)
     fprintf(table,
             "\nprofile: %d timed step%s (%s), per step, most time first\n%10s %7s %9s %10s  "
             "%-22s %-20s %s\n",
             pf->steps, pf->steps == 1 ? "" : "s", clock, "ms", "share", "launches", "us/launch",
             "kernel", "pins", "shape");
-  for (int r = 0; r < rows; r++) {
-    int i = order[r];
-    double ms = pf->sum[i].ms / steps;
-    write_row(table, jsonl, &calls[i], (double)pf->sum[i].launches / steps, ms,
+  for (int r = 0; r < nrows; r++) {
+    double ms = rows[r].sum.ms / steps;
+    write_row(table, jsonl, &calls[rows[r].call], (double)rows[r].sum.launches / steps, ms,
               kernel_ms > 0 ? ms / kernel_ms : 0);
   }
-  free(order);
+  free(rows);
   double other = step_ms - kernel_ms;
   if (table)
     fprintf(table,
@@ -238,5 +243,5 @@ void kiln_bert_profile_write(const KilnBertProfile *pf, const KilnBertCall *call
     fprintf(jsonl,
             "{\"profile\": true, \"total\": true, \"timed_steps\": %d, \"clock\": \"%s\", "
             "\"calls\": %d, \"kernel_ms_per_step\": %.9g, \"step_ms\": %.9g, \"other_ms\": %.9g}\n",
-            pf->steps, pf->use_events ? "events" : "host", rows, kernel_ms, step_ms, other);
+            pf->steps, pf->use_events ? "events" : "host", nrows, kernel_ms, step_ms, other);
 }
