@@ -5,6 +5,8 @@
 # In this order, each part in its own process under its own time limit (a slow part is killed
 # and recorded as timed out, and cannot eat the others' time; a part that the whole script's
 # limit leaves under 10 s for is skipped and recorded so):
+#   0. Kiln fp16, --batch 24, 3 steps with --profile: where a step's time goes, kernel call by
+#      kernel call (the report's "Where Kiln's step goes", the 15 calls that take the most);
 #   1. Kiln fp16 train + end-of-run eval, --batch 24 (BERT-large, seq 512 on cuda);
 #   2. Kiln fp32, --batch 16;
 #   3. Kiln fp16 with --padding dynamic (batches padded to their longest sample's 64-bucket);
@@ -129,6 +131,29 @@ print(json.dumps(dict(s, system="kiln", status="ok", mode=f"kiln-bert ({pad})", 
 EOF
 }
 
+# kiln_profile OWN_LIMIT: 3 steps of fp16 with --profile; its {"profile": true} records go to
+# the report (profile.jsonl), a failure to the parts as a row
+profile=$work/profile.jsonl
+kiln_profile() {
+  local t
+  t=$(part_limit "$1")
+  if [ "$t" -lt 10 ]; then note kiln profile fp16 "$b16" fixed skipped "short of time"; return; fi
+  echo "== Kiln fp16, batch $b16, 3 steps with --profile (limit ${t}s) ==" >&2
+  local log=$work/kiln-profile.jsonl
+  run_part "$t" "$work/kiln-profile.out" "$kb" train --model "$model" --data "$work/data/imdb" \
+    --vocab "$work/data/vocab.txt" --device "$device" --precision fp16 --batch "$b16" \
+    --seq-len "$seq" --steps 3 --no-shuffle --profile --log "$log"
+  local rc=$?
+  tail -3 "$work/kiln-profile.out" >&2
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note kiln profile fp16 "$b16" fixed timeout "over ${t}s"; return; fi
+  if [ $rc -ne 0 ]; then
+    note kiln profile fp16 "$b16" fixed failed "exit $rc: $(tail -1 "$work/kiln-profile.out" | tr -d '"\\' | cut -c1-200)"
+    return
+  fi
+  grep '"profile": true' "$log" >"$profile"
+}
+
+kiln_profile 60
 kiln fp16 "$b16" fixed 90
 kiln fp32 "$b32" fixed 90
 kiln fp16 "$b16" dynamic 60
@@ -163,7 +188,7 @@ else
   done
 fi
 
-python3 bench/bert_gpu.py report --parts "$parts" --out "$out/bert-gpu-$name" \
+python3 bench/bert_gpu.py report --parts "$parts" --profile "$profile" --out "$out/bert-gpu-$name" \
   --title "BERT fine-tuning on $name: model $model, seq $seq, $steps steps" \
   --command "$command ($(date -u +%Y-%m-%d), load average $(cut -d' ' -f1 /proc/loadavg) at the end)" >&2 || exit 2
 echo "bert-gpu: wrote $out/bert-gpu-$name.json and .md in $(($(date +%s) - start)) s (limit ${limit}s)" >&2

@@ -19,12 +19,14 @@ the PyTorch runs, and the report.
       --mode other than eager wraps the model in torch.compile(mode=...). Appends one JSON
       record with the benchmark's metrics (first_iter_time, avg_iter_time, iter_per_sec,
       samples_per_sec, total_time, peak_device_bytes, eval_time, final loss) to FILE.
-  bert_gpu.py report --parts FILE --out BASE [--title TEXT]
+  bert_gpu.py report --parts FILE --out BASE [--title TEXT] [--profile FILE]
       reads the parts bench/bert-gpu.sh ran (JSON lines: Kiln's from kiln-bert's --log summary,
       PyTorch's from `run`, and a record for each part that failed, timed out or was skipped)
       and writes BASE.json and BASE.md: one row per system, mode and precision with the
       benchmark's columns, and the ratio of Kiln's samples per second to the best PyTorch
-      row's of the same precision.
+      row's of the same precision. With --profile (the {"profile": true} records of
+      `kiln-bert train --profile --log`), a section "Where Kiln's step goes": the 15 kernel
+      calls that take the most time per step, and the summed kernel time against the step's.
 
 Every run is one process, so that bench/bert-gpu.sh can give each mode its own time limit and
 kill a compile that hangs. PyTorch is a benchmark-only dependency (never needed to build or
@@ -232,6 +234,32 @@ def cell(row, key):
     return f"{v:.4g}"
 
 
+def profile_section(path, top=15):
+    """The --profile records: (lines of the markdown section, the JSON of it); ([], None) when
+    there are none."""
+    if not path or not os.path.exists(path):
+        return [], None
+    recs = [json.loads(x) for x in open(path) if x.strip()]
+    calls = sorted((r for r in recs if r.get("profile") and not r.get("total")),
+                   key=lambda r: -r["ms_per_step"])
+    total = next((r for r in recs if r.get("profile") and r.get("total")), None)
+    if not calls or not total:
+        return [], None
+    lines = ["", "## Where Kiln's step goes", "",
+             f"`kiln-bert train --profile`, fp16, {total['timed_steps']} timed steps (the first "
+             f"step is not timed; {total['clock']} clock): the summed kernel time is "
+             f"{total['kernel_ms_per_step']:.2f} ms of the measured {total['step_ms']:.2f} ms "
+             f"step; the other {total['other_ms']:.2f} ms is host work and launch overhead. "
+             f"The {min(top, len(calls))} calls that take the most of {len(calls)}:", "",
+             "| kernel | pins | shape | launches/step | ms/step | us/launch | share |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in calls[:top]:
+        lines.append(f"| {r['kernel']} | {r['pins']} | {r['shape']} | {r['launches_per_step']:.4g} "
+                     f"| {r['ms_per_step']:.3f} | {r['us_per_launch']:.1f} | "
+                     f"{100 * r['share']:.1f}% |")
+    return lines, {"total": total, "top": calls[:top]}
+
+
 def report(a):
     rows = [json.loads(x) for x in open(a.parts) if x.strip()]
     # a part that wrote its numbers and was then killed on its way out (a compiled model's
@@ -252,9 +280,10 @@ def report(a):
                            "best_pytorch": best["mode"],
                            "best_pytorch_samples_per_sec": best["samples_per_sec"],
                            "ratio": kiln[0]["samples_per_sec"] / best["samples_per_sec"]}
+    prof_lines, prof = profile_section(a.profile)
     with open(a.out + ".json.tmp", "w") as f:
         json.dump({"title": a.title, "command": a.command, "rows": rows,
-                   "kiln_over_best_pytorch": ratio}, f, indent=1)
+                   "kiln_over_best_pytorch": ratio, "kiln_profile": prof}, f, indent=1)
     os.replace(a.out + ".json.tmp", a.out + ".json")
     lines = [f"# {a.title}", "", f"Made by `{a.command}`.", "",
              "peak_device_bytes: Kiln's device allocator's high-water mark; PyTorch's "
@@ -274,6 +303,7 @@ def report(a):
                      f"{v['ratio']:.3f}")
     if not ratio:
         lines.append("- no ratio: Kiln and PyTorch did not both finish in one precision")
+    lines += prof_lines
     with open(a.out + ".md.tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(a.out + ".md.tmp", a.out + ".md")
@@ -305,6 +335,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--title", default="BERT fine-tuning, Kiln and PyTorch")
     p.add_argument("--command", default="", help="the command that made the numbers")
+    p.add_argument("--profile", help="kiln-bert train --profile's {\"profile\": true} records")
     a = ap.parse_args()
     if a.cmd == "report":
         report(a)

@@ -124,6 +124,11 @@ static const char *const usage_train =
     "                       (first_iter_time, avg_iter_time, iter_per_sec, samples_per_sec,\n"
     "                       tokens_per_sec, total_time, total_time_hr, peak_device_bytes,\n"
     "                       eval_loss, accuracy)\n"
+    "  --profile            time every kernel launch of the steps after the first and print,\n"
+    "                       after the summary, a table per distinct call (kernel, pins, shape,\n"
+    "                       launches, ms per step, us per launch, share) and the summed kernel\n"
+    "                       time against the step's; with --log also {\"profile\": true, ...}\n"
+    "                       records\n"
     "  --save DIR           write config.json + model.safetensors (F32, HF names), the\n"
     "                       optimizer state and the data position, each file atomically\n"
     "  --save-every N       also write the --save checkpoint every N steps\n"
@@ -163,7 +168,9 @@ static const char *const usage_eval =
     "  --dump-logits FILE   one line per sample: its logits, space-separated, 9 significant\n"
     "                       digits (written atomically)\n"
     "  --log FILE           one JSON line: the summary record (written atomically)\n"
-    "  --json               print the summary record on stdout instead of the table\n";
+    "  --json               print the summary record on stdout instead of the table\n"
+    "  --profile            as for train, each batch after the first a step: the table after\n"
+    "                       the summary's, the records after the summary record (--json, --log)\n";
 
 static const char *const usage_tune =
     "usage: kiln-bert tune --cache FILE [--model NAME|DIR] [options]\n"
@@ -348,8 +355,9 @@ static int cmd_train(int argc, char **argv) {
       fputs(usage_train, stdout);
       return 0;
     }
-    if (!strcmp(a, "--no-shuffle")) {
-      o.shuffle = 0;
+    if (!strcmp(a, "--no-shuffle") || !strcmp(a, "--profile")) {
+      if (!strcmp(a, "--profile")) o.profile = 1;
+      else o.shuffle = 0;
       continue;
     }
     if (strncmp(a, "--", 2) || i + 1 >= argc)
@@ -436,8 +444,11 @@ static int cmd_eval(int argc, char **argv) {
       fputs(usage_eval, stdout);
       return 0;
     }
-    if (!strcmp(a, "--json")) {
-      json = 1;
+    if (!strcmp(a, "--json") || !strcmp(a, "--profile")) {
+      if (!strcmp(a, "--json"))
+        json = 1;
+      else
+        o.profile = 1;
       continue;
     }
     if (strncmp(a, "--", 2) || i + 1 >= argc)

@@ -11,6 +11,7 @@
 #include "bert_file.h"
 #include "bert_metrics.h"
 #include "bert_model.h"
+#include "bert_profile.h"
 #include "bert_status.h"
 
 #include <stddef.h>
@@ -30,6 +31,8 @@ typedef struct KilnBertEvalOptions {
   KilnBertPadding padding;
   FILE *table;             /* where the metrics table goes (kiln-bert: stdout), or NULL */
   FILE *json;              /* where the summary record goes (kiln-bert --json: stdout), or NULL */
+  int profile;             /* --profile: time each launch of batches 2.. per call (bert_profile.h),
+                              written after the summary (table, --json, --log) */
 } KilnBertEvalOptions;
 
 /* kiln-bert's defaults: cpu, fp32, seq 128, batch 8, fixed padding; the rest unset. */
@@ -47,10 +50,11 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
  * dropout to 0 first: a trainer turns it on again before its next step), batches of `batch` rows (at most the
  * model's planned rows) of seq_len tokens (fixed) or of each batch's bucket (dynamic). Sets
  * metrics' step counts, times, eval_loss, accuracy and eval_samples (not peak_device_bytes);
- * when dump is not NULL, appends one line per sample: its logits as %.9g, space-separated. */
+ * when dump is not NULL, appends one line per sample: its logits as %.9g, space-separated.
+ * When profile is not NULL, each batch is one of its steps, timed from the second on. */
 KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer *tok,
                                    const KilnBertEncoded *enc, size_t batch, size_t seq_len,
                                    KilnBertPadding padding, KilnBertAtomicFile *dump,
-                                   KilnBertMetrics *metrics);
+                                   KilnBertProfile *profile, KilnBertMetrics *metrics);
 
 #endif /* KILN_BERT_EVAL_H */

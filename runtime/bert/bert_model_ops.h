@@ -84,8 +84,11 @@ typedef struct KilnBertOps {
   KilnRtStatus (*tanh_fwd)(const KilnBertLibs *l, void *x, void *y, int n);
   KilnRtStatus (*tanh_bwd)(const KilnBertLibs *l, void *y, void *dy, void *dx, int n);
   KilnRtStatus (*attn_fwd)(const KilnBertLibs *l, const KilnBertAttn *a);
-  /* delta, then dK/dV, then dQ */
-  KilnRtStatus (*attn_bwd)(const KilnBertLibs *l, const KilnBertAttn *a);
+  /* the backward, in this order: delta = rowsum(dO O), then dK and dV, then dQ (one entry per
+   * kernel, so that a tap sees, and can time, each launch on its own) */
+  KilnRtStatus (*attn_bwd_delta)(const KilnBertLibs *l, const KilnBertAttn *a);
+  KilnRtStatus (*attn_bwd_dkdv)(const KilnBertLibs *l, const KilnBertAttn *a);
+  KilnRtStatus (*attn_bwd_dq)(const KilnBertLibs *l, const KilnBertAttn *a);
   /* y = dropout(x) (x == y allowed) and its backward dx from dy: element i kept when
    * rand(seed, offset + i) > p, scaled by 1 / (1 - p) */
   KilnRtStatus (*drop_fwd)(const KilnBertLibs *l, void *x, void *y, int n, float p, int32_t seed,
@@ -112,7 +115,7 @@ typedef struct KilnBertOps {
 extern const KilnBertOps kiln_bert_ops_f32, kiln_bert_ops_f16, kiln_bert_ops_bf16;
 
 /* Taps: a table that sees every launch of the model (bert_plan.h records them), its state in
- * KilnBertLibs.tap. The model and its table are the one place launches are issued, so what a tap
+ * KilnBertLibs.tap. Every entry that launches is one kernel launch. The model and its table are the one place launches are issued, so what a tap
  * sees is exactly what a step runs. */
 /* A model without a device or memory whose launches all go to `tap` (tap_user in libs.tap):
  * forward, backward and step run their host logic and issue every launch of the shapes asked

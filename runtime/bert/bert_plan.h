@@ -20,6 +20,7 @@ typedef struct KilnBertCall {
   char file[24];    /* the kernels-bert/ file: "gemm.kiln" */
   char pins[64];    /* its -D pins, NAME=VALUE separated by spaces: "T=f32 EPI=1" */
   char kernel[32];  /* "gemm" */
+  char shape[48];   /* its main sizes, short: "M=128 N=384 K=128 nt", "rows=64 cols=128" */
   char spec[768];   /* the `kiln tune --args` spec at the call's shapes */
   int count;        /* launches of it in the step(s) planned */
 } KilnBertCall;
@@ -45,5 +46,11 @@ const KilnBertCall *kiln_bert_plan_calls(const KilnBertPlan *p, int *n);
 /* Puts the plan in front of a real model: every launch is forwarded and also written to `log`
  * (when not NULL) as one line "FILE|PINS|KERNEL|SPEC". The plan must outlive the model. */
 void kiln_bert_plan_attach(KilnBertPlan *p, KilnBertModel *m, FILE *log);
+
+/* Times every launch forwarded from now on (after kiln_bert_plan_attach) with `pf` (NULL:
+ * stops), each under its call's index in kiln_bert_plan_calls. `pf` must outlive the model's
+ * launches. */
+typedef struct KilnBertProfile KilnBertProfile;
+void kiln_bert_plan_profile(KilnBertPlan *p, KilnBertProfile *pf);
 
 #endif /* KILN_BERT_PLAN_H */

@@ -43,6 +43,8 @@ typedef struct KilnBertTrainOptions {
   KilnBertPadding padding;
   KilnBertSchedule schedule;
   int shuffle;
+  int profile;           /* --profile: time each launch of steps 2.. per call (bert_profile.h) and
+                            write the result after the summary (table and log) */
   uint64_t seed;
   double lr, weight_decay, beta1, beta2, eps, clip;
   double dropout;        /* < 0: the config's hidden_dropout_prob; must be in [0, 1) */

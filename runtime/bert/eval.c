@@ -66,7 +66,7 @@ static int model_labels(const KilnBertModel *model) {
 KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer *tok,
                                    const KilnBertEncoded *enc, size_t batch, size_t seq_len,
                                    KilnBertPadding padding, KilnBertAtomicFile *dump,
-                                   KilnBertMetrics *metrics) {
+                                   KilnBertProfile *profile, KilnBertMetrics *metrics) {
   int nl = model_labels(model);
   if (enc->n == 0 || batch < 1 || nl < 1)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -86,6 +86,8 @@ KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer
   size_t correct = 0;
   if (st == KILN_BERT_OK) kiln_bert_epoch_order(enc->n, 0, 0, 0, order); /* never shuffled */
   for (size_t first = 0; st == KILN_BERT_OK && first < enc->n; first += batch) {
+    /* a profile times the batches after the first, as train's steps */
+    if (profile && (st = kiln_bert_profile_step_begin(profile, first > 0)) != KILN_BERT_OK) break;
     double ts = now();
     size_t count = enc->n - first < batch ? enc->n - first : batch;
     st = kiln_bert_batch_fill(tok, enc, order + first, count, seq_len, padding, &b);
@@ -95,7 +97,9 @@ KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer
     st = kiln_bert_model_forward(model, b.ids, lens, b.labels, (int)b.rows, (int)b.cols, &loss,
                                  logits);
     if (st != KILN_BERT_OK) break;
-    kiln_bert_metrics_step(&mt, now() - ts, b.rows, b.rows * b.cols);
+    double batch_time = now() - ts;
+    kiln_bert_metrics_step(&mt, batch_time, b.rows, b.rows * b.cols);
+    if (profile && (st = kiln_bert_profile_step_end(profile, batch_time)) != KILN_BERT_OK) break;
     /* the batch's mean back to a sum, so that a partial last batch weighs per sample */
     loss_sum += (double)loss * (double)b.rows;
     for (size_t r = 0; r < b.rows; r++)
@@ -130,10 +134,14 @@ typedef struct EvalRun {
   KilnBertEncoded enc;
   KilnRtDevice *dev;
   KilnBertModel *model;
+  KilnBertPlan *launches; /* --profile: the tap on the model's launches */
+  KilnBertProfile *profile;
 } EvalRun;
 
 static void eval_free(EvalRun *r) {
   kiln_bert_model_destroy(r->model);
+  kiln_bert_plan_destroy(r->launches);   /* after the model: its table forwards through the tap */
+  kiln_bert_profile_destroy(r->profile); /* its events before the device */
   if (r->dev) kiln_rt_device_destroy(r->dev);
   kiln_bert_encoded_free(&r->enc);
   kiln_bert_data_free(&r->ds);
@@ -215,13 +223,33 @@ static KilnBertStatus load_inputs(EvalRun *r, const KilnBertEvalOptions *o) {
   return st;
 }
 
-/* Writes the summary record alone to path, atomically. */
-static KilnBertStatus write_log(const char *path, const KilnBertMetrics *mt) {
+/* --profile: the tap on the model's launches, timing them (bert_profile.h). */
+static KilnBertStatus attach_profile(EvalRun *r) {
+  if (!(r->launches = kiln_bert_plan_create(KILN_BERT_FP32)))
+    return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
+  KilnBertStatus st = kiln_bert_profile_create(r->dev, &r->profile);
+  if (st != KILN_BERT_OK) return st;
+  kiln_bert_plan_profile(r->launches, r->profile);
+  kiln_bert_plan_attach(r->launches, r->model, NULL);
+  return KILN_BERT_OK;
+}
+
+/* The profile's result after the summary, on table and jsonl (either may be NULL). */
+static void write_profile(const EvalRun *r, FILE *table, FILE *jsonl) {
+  if (!r->profile) return;
+  int ncalls = 0;
+  const KilnBertCall *calls = kiln_bert_plan_calls(r->launches, &ncalls);
+  kiln_bert_profile_write(r->profile, calls, ncalls, table, jsonl);
+}
+
+/* Writes the summary record (and the profile's records) to path, atomically. */
+static KilnBertStatus write_log(const char *path, const KilnBertMetrics *mt, const EvalRun *r) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
   if (!f) return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
   kiln_bert_metrics_json(mt, f);
+  write_profile(r, NULL, f);
   fclose(f);
   KilnBertStatus st = kiln_bert_file_write_atomic(path, text, len);
   free(text);
@@ -255,6 +283,7 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
   if (st == KILN_BERT_OK)
     st = kiln_bert_model_create(r.dev, &r.cfg, (int)rows, (int)o->seq_len, &r.model);
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(r.model, r.flat);
+  if (st == KILN_BERT_OK && o->profile) st = attach_profile(&r);
   KilnBertAtomicFile dump = {0};
   int dumping = 0;
   if (st == KILN_BERT_OK && o->dump_logits &&
@@ -263,7 +292,7 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
   KilnBertMetrics mt = {0};
   if (st == KILN_BERT_OK)
     st = kiln_bert_eval_pass(r.model, r.tok, &r.enc, rows, o->seq_len, o->padding,
-                             dumping ? &dump : NULL, &mt);
+                             dumping ? &dump : NULL, r.profile, &mt);
   KilnRtMemStats ms;
   if (st == KILN_BERT_OK && kiln_rt_mem_stats(r.dev, &ms) == KILN_RT_OK)
     mt.peak_device_bytes = ms.peak_bytes_in_use;
@@ -271,16 +300,18 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
     if (st == KILN_BERT_OK) st = kiln_bert_file_commit(&dump);
     else kiln_bert_file_abort(&dump);
   }
-  if (st == KILN_BERT_OK && o->log) st = write_log(o->log, &mt);
+  if (st == KILN_BERT_OK && o->log) st = write_log(o->log, &mt, &r);
   if (st == KILN_BERT_OK && o->table) {
     char title[512];
     snprintf(title, sizeof title, "kiln-bert eval: model %s, %s on %s, %zu samples in %zu "
              "batches of %zu x %s%zu tokens", o->model, o->precision, o->device, mt.eval_samples,
              mt.steps, rows, o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
     kiln_bert_metrics_table(&mt, title, o->table);
+    write_profile(&r, o->table, NULL);
   }
   if (st == KILN_BERT_OK && o->json) {
     kiln_bert_metrics_json(&mt, o->json);
+    write_profile(&r, NULL, o->json);
     fflush(o->json);
   }
   if (st == KILN_BERT_OK && out) *out = mt;

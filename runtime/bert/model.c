@@ -282,7 +282,9 @@ static KilnBertStatus attn_fwd(KilnBertModel *m, LayerAct *a) {
 /* dQ, dK, dV into m->dqkv from dO in m->dctx. */
 static KilnBertStatus attn_bwd(KilnBertModel *m, LayerAct *a) {
   KilnBertAttn args = attn_args(m, a);
-  RT(m->ops->attn_bwd(&m->libs, &args), "attention backward");
+  RT(m->ops->attn_bwd_delta(&m->libs, &args), "attn_bwd_delta");
+  RT(m->ops->attn_bwd_dkdv(&m->libs, &args), "attn_bwd_dkdv");
+  RT(m->ops->attn_bwd_dq(&m->libs, &args), "attn_bwd_dq");
   return KILN_BERT_OK;
 }
 

@@ -14,6 +14,7 @@
  * dimension and dropout, AdamW by the half weights it writes). */
 #include "bert_plan.h"
 #include "bert_internal.h"
+#include "bert_profile.h"
 #include "bert_model_ops.h"
 
 #include <stdarg.h>
@@ -29,16 +30,31 @@ struct KilnBertPlan {
   const KilnBertOps *real;  /* the table forwarded to (attached to a real model), or NULL */
   KilnBertLibs real_libs;
   FILE *log;
+  int last;                 /* the index of the call put() saw last: the launch being made */
+  KilnBertProfile *profile; /* times every forwarded launch (kiln_bert_plan_profile), or NULL */
 };
 
-/* Adds a call (or counts it again). Returns KILN_RT_OK, or OUT_OF_MEMORY. */
+/* The short shape of a call for the profile's table: "M=128 N=384 K=128 nt" (a gemm's operands
+ * read row-major n or transposed t), "rows=64 cols=128". */
+__attribute__((format(printf, 3, 4))) static const char *dims(char *buf, size_t cap,
+                                                              const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+/* Adds a call (or counts it again) and makes it the last one (p->last, the launch being made).
+ * Returns KILN_RT_OK, or OUT_OF_MEMORY. */
 static KilnRtStatus put(KilnBertPlan *p, const char *file, const char *pins, const char *kernel,
-                        const char *fmt, ...) {
+                        const char *shape, const char *fmt, ...) {
   KilnBertCall c;
   memset(&c, 0, sizeof c);
   snprintf(c.file, sizeof c.file, "%s", file);
   snprintf(c.pins, sizeof c.pins, "%s", pins);
   snprintf(c.kernel, sizeof c.kernel, "%s", kernel);
+  snprintf(c.shape, sizeof c.shape, "%s", shape);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c.spec, sizeof c.spec, fmt, ap);
@@ -49,6 +65,7 @@ static KilnRtStatus put(KilnBertPlan *p, const char *file, const char *pins, con
     if (!strcmp(o->file, c.file) && !strcmp(o->pins, c.pins) && !strcmp(o->kernel, c.kernel) &&
         !strcmp(o->spec, c.spec)) {
       o->count++;
+      p->last = i;
       return KILN_RT_OK;
     }
   }
@@ -63,16 +80,24 @@ static KilnRtStatus put(KilnBertPlan *p, const char *file, const char *pins, con
     p->cap = cap;
   }
   c.count = 1;
+  p->last = p->n;
   p->calls[p->n++] = c;
   return KILN_RT_OK;
 }
 
 #define PLAN(l) ((KilnBertPlan *)(l)->tap)
-/* Records, then forwards to the real table's entry `fn` when attached. */
-#define FORWARD(l, st, fn, ...)                                                          \
-  do {                                                                                   \
-    if ((st) != KILN_RT_OK || !PLAN(l)->real) return (st);                               \
-    return PLAN(l)->real->fn(&PLAN(l)->real_libs, __VA_ARGS__);                          \
+/* Records, then forwards to the real table's entry `fn` when attached: timed as the plan's
+ * last call when a profile is attached (each entry is one launch). */
+#define FORWARD(l, st, fn, ...)                                                                    \
+  do {                                                                                             \
+    KilnBertPlan *fp_ = PLAN(l);                                                                   \
+    if ((st) != KILN_RT_OK || !fp_->real) return (st);                                             \
+    if (!fp_->profile) return fp_->real->fn(&fp_->real_libs, __VA_ARGS__);                         \
+    KilnRtStatus pst_ = kiln_bert_profile_launch_begin(fp_->profile);                              \
+    if (pst_ != KILN_RT_OK) return pst_;                                                           \
+    KilnRtStatus lst_ = fp_->real->fn(&fp_->real_libs, __VA_ARGS__);                               \
+    pst_ = kiln_bert_profile_launch_end(fp_->profile, fp_->last);                                  \
+    return lst_ != KILN_RT_OK ? lst_ : pst_;                                                       \
   } while (0)
 
 /* The pins of the libraries that take only the element type. */
@@ -112,7 +137,10 @@ static KilnRtStatus tap_gemm(const KilnBertLibs *l, int epi, void *a, void *b, v
   snprintf(epis, sizeof epis, "EPI=%d", epi);
   const char *T = p->T;
   long long nc = reach(M, N, ldc, 1);
+  char sh[48];
   KilnRtStatus st = put(p, "gemm.kiln", pins_t(p, pins, sizeof pins, epis), "gemm",
+                        dims(sh, sizeof sh, "M=%d N=%d K=%d %c%c", M, N, K, sak == 1 ? 'n' : 't',
+                             sbn == 1 ? 'n' : 't'),
                         "kernel=gemm; M=%d; N=%d; K=%d; sam=%d; sak=%d; sbk=%d; sbn=%d; scm=%d; "
                         "scn=1; a: %s[%lld]; b: %s[%lld]; c: %s[%lld]; bias: %s[N]; "
                         "res: %s[%lld]; grid=cdiv(M, BM), cdiv(N, BN)",
@@ -126,7 +154,9 @@ static KilnRtStatus tap_colsum(const KilnBertLibs *l, void *x, float *out, int r
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   /* colsum_f32 has no EPI: it is in every gemm library, the same kernel */
+  char sh[48];
   KilnRtStatus st = put(p, "gemm.kiln", pins_t(p, pins, sizeof pins, NULL), "colsum_f32",
+                        dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
                         "kernel=colsum_f32; rows=%d; cols=%d; ld=%d; x: %s[%lld]; out: f32[cols]; "
                         "grid=cdiv(cols, BLOCK_C)",
                         rows, cols, ld, p->T, reach(rows, cols, ld, 1));
@@ -139,12 +169,14 @@ static KilnRtStatus tap_ln_fwd(const KilnBertLibs *l, void *x, void *res, void *
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   const char *T = p->T;
-  KilnRtStatus st = put(p, "layernorm.kiln", pins_t(p, pins, sizeof pins, NULL), "layernorm_fwd",
-                        "kernel=layernorm_fwd; cols=%d; eps=%g; x: %s[%d*cols]; res: %s[%d*cols]; "
-                        "gamma: %s[cols]; beta: %s[cols]; s_out: %s[%d*cols]; y: %s[%d*cols]; "
-                        "mean: f32[%d]; rstd: f32[%d]; grid=%d",
-                        cols, (double)eps, T, rows, T, rows, T, T, T, rows, T, rows, rows, rows,
-                        rows);
+  char sh[48];
+  KilnRtStatus st =
+      put(p, "layernorm.kiln", pins_t(p, pins, sizeof pins, NULL), "layernorm_fwd",
+          dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
+          "kernel=layernorm_fwd; cols=%d; eps=%g; x: %s[%d*cols]; res: %s[%d*cols]; "
+          "gamma: %s[cols]; beta: %s[cols]; s_out: %s[%d*cols]; y: %s[%d*cols]; "
+          "mean: f32[%d]; rstd: f32[%d]; grid=%d",
+          cols, (double)eps, T, rows, T, rows, T, T, T, rows, T, rows, rows, rows, rows);
   FORWARD(l, st, ln_fwd, x, res, gamma, beta, s, y, mean, rstd, rows, cols, eps);
 }
 
@@ -154,7 +186,9 @@ static KilnRtStatus tap_ln_bwd(const KilnBertLibs *l, void *s, void *dy, void *g
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   const char *T = p->T;
+  char sh[48];
   KilnRtStatus st = put(p, "layernorm.kiln", pins_t(p, pins, sizeof pins, NULL), "layernorm_bwd",
+                        dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
                         "kernel=layernorm_bwd; rows=%d; cols=%d; s: %s[rows*cols]; "
                         "dy: %s[rows*cols]; gamma: %s[cols]; mean: f32[rows]; rstd: f32[rows]; "
                         "dx: %s[rows*cols]; dgamma_part: f32[%d*cols]; dbeta_part: f32[%d*cols]; "
@@ -167,7 +201,9 @@ static KilnRtStatus tap_sum_rows(const KilnBertLibs *l, float *part, float *out,
                                  int cols) {
   KilnBertPlan *p = PLAN(l);
   /* f32 rows whatever T is: the kernel has no pins */
+  char sh[48];
   KilnRtStatus st = put(p, "layernorm.kiln", "", "layernorm_bwd_reduce",
+                        dims(sh, sizeof sh, "parts=%d cols=%d", parts, cols),
                         "kernel=layernorm_bwd_reduce; parts=%d; cols=%d; part: f32[parts*cols]; "
                         "out: f32[cols]; grid=cdiv(cols, BLOCK)",
                         parts, cols);
@@ -179,7 +215,9 @@ static KilnRtStatus tap_emb_fwd(const KilnBertLibs *l, int32_t *ids, int32_t *ty
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   const char *T = p->T;
+  char sh[48];
   KilnRtStatus st = put(p, "embedding.kiln", pins_t(p, pins, sizeof pins, NULL), "embedding_fwd",
+                        dims(sh, sizeof sh, "ntok=%d hidden=%d", ntok, hidden),
                         "kernel=embedding_fwd; ntok=%d; seq=%d; hidden=%d; ids: i32[ntok]=0; "
                         "types: i32[ntok]=0; word: %s[hidden]; pos: %s[seq*hidden]; "
                         "ttype: %s[hidden]; out: %s[ntok*hidden]; "
@@ -193,7 +231,9 @@ static KilnRtStatus tap_emb_bwd(const KilnBertLibs *l, int32_t *ids, int32_t *ty
                                 int hidden) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
+  char sh[48];
   KilnRtStatus st = put(p, "embedding.kiln", pins_t(p, pins, sizeof pins, NULL), "embedding_bwd",
+                        dims(sh, sizeof sh, "ntok=%d hidden=%d", ntok, hidden),
                         "kernel=embedding_bwd; ntok=%d; seq=%d; hidden=%d; ids: i32[ntok]=0; "
                         "types: i32[ntok]=0; dout: %s[ntok*hidden]; dword: f32[hidden]; "
                         "dpos: f32[seq*hidden]; dtype: f32[hidden]; "
@@ -206,7 +246,9 @@ static KilnRtStatus tap_xent_fwd(const KilnBertLibs *l, void *x, int32_t *labels
                                  float *lse, int classes, int rows) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
+  char sh[48];
   KilnRtStatus st = put(p, "xent.kiln", pins_t(p, pins, sizeof pins, NULL), "xent_fwd",
+                        dims(sh, sizeof sh, "rows=%d classes=%d", rows, classes),
                         "kernel=xent_fwd; classes=%d; ignore_index=-100; x: %s[%d*classes]; "
                         "labels: i32[%d]=0; loss: f32[%d]; lse_out: f32[%d]; grid=%d",
                         classes, p->T, rows, rows, rows, rows, rows);
@@ -217,7 +259,9 @@ static KilnRtStatus tap_xent_bwd(const KilnBertLibs *l, void *x, int32_t *labels
                                  float *dloss, void *dx, int classes, int rows) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
+  char sh[48];
   KilnRtStatus st = put(p, "xent.kiln", pins_t(p, pins, sizeof pins, NULL), "xent_bwd",
+                        dims(sh, sizeof sh, "rows=%d classes=%d", rows, classes),
                         "kernel=xent_bwd; classes=%d; ignore_index=-100; x: %s[%d*classes]; "
                         "labels: i32[%d]=0; lse: f32[%d]; dloss: f32[%d]; dx: %s[%d*classes]; "
                         "grid=%d",
@@ -230,7 +274,9 @@ static KilnRtStatus tap_gelu_fwd(const KilnBertLibs *l, void *x, void *bias, voi
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   const char *T = p->T;
+  char sh[48];
   KilnRtStatus st = put(p, "gelu.kiln", pins_t(p, pins, sizeof pins, "TANH=0"), "bias_gelu_fwd",
+                        dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
                         "kernel=bias_gelu_fwd; rows=%d; cols=%d; x: %s[rows*cols]; bias: %s[cols]; "
                         "y: %s[rows*cols]; grid=cdiv(rows, BLOCK_R), cdiv(cols, BLOCK_C)",
                         rows, cols, T, T, T);
@@ -242,7 +288,9 @@ static KilnRtStatus tap_gelu_bwd(const KilnBertLibs *l, void *x, void *bias, voi
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   const char *T = p->T;
+  char sh[48];
   KilnRtStatus st = put(p, "gelu.kiln", pins_t(p, pins, sizeof pins, "TANH=0"), "bias_gelu_bwd",
+                        dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
                         "kernel=bias_gelu_bwd; rows=%d; cols=%d; x: %s[rows*cols]; bias: %s[cols]; "
                         "dy: %s[rows*cols]; dx: %s[rows*cols]; "
                         "grid=cdiv(rows, BLOCK_R), cdiv(cols, BLOCK_C)",
@@ -253,9 +301,11 @@ static KilnRtStatus tap_gelu_bwd(const KilnBertLibs *l, void *x, void *bias, voi
 static KilnRtStatus tap_tanh_fwd(const KilnBertLibs *l, void *x, void *y, int n) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
-  KilnRtStatus st = put(p, "tanh.kiln", pins_t(p, pins, sizeof pins, NULL), "tanh_fwd",
-                        "kernel=tanh_fwd; n=%d; x: %s[n]; y: %s[n]; grid=cdiv(n, BLOCK)", n, p->T,
-                        p->T);
+  char sh[48];
+  KilnRtStatus st =
+      put(p, "tanh.kiln", pins_t(p, pins, sizeof pins, NULL), "tanh_fwd",
+          dims(sh, sizeof sh, "n=%d", n),
+          "kernel=tanh_fwd; n=%d; x: %s[n]; y: %s[n]; grid=cdiv(n, BLOCK)", n, p->T, p->T);
   FORWARD(l, st, tanh_fwd, x, y, n);
 }
 
@@ -263,7 +313,9 @@ static KilnRtStatus tap_tanh_bwd(const KilnBertLibs *l, void *y, void *dy, void 
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   const char *T = p->T;
+  char sh[48];
   KilnRtStatus st = put(p, "tanh.kiln", pins_t(p, pins, sizeof pins, NULL), "tanh_bwd",
+                        dims(sh, sizeof sh, "n=%d", n),
                         "kernel=tanh_bwd; n=%d; y: %s[n]; dy: %s[n]; dx: %s[n]; "
                         "grid=cdiv(n, BLOCK)",
                         n, T, T, T);
@@ -299,13 +351,15 @@ static KilnRtStatus put_attn(KilnBertPlan *p, const KilnBertAttn *a, int drop, c
   else
     snprintf(bufs, sizeof bufs, "delta: f32[%lld]; dout: %s[%lld]; dq: %s[%lld]", stats, T, o,
              T, qkv);
+  char sh[48];
   return put(p, "attention.kiln", attn_pins(p, a, drop, pins, sizeof pins), kernel,
+             dims(sh, sizeof sh, "bh=%d S=%d D=%d", a->bh, a->S, a->D),
              "kernel=%s; S=%d; H=%d; sb=%d; sh=%d; ss=%d; osb=%d; osh=%d; oss=%d; scale=%g; "
              "p_drop=%g; seed=12345; offset=0; q: %s[%lld]; k: %s[%lld]; v: %s[%lld]; "
              "lse: f32[%lld]; kv_len: i32[%d]=%d; %s; grid=cdiv(S, %s), %d",
-             kernel, a->S, a->heads, a->sb, a->sh, a->ss, a->osb, a->osh, a->oss,
-             (double)a->scale, drop ? (double)a->p_drop : 0.0, T, qkv, T, qkv, T, qkv, stats,
-             rows, a->S, bufs, grid_block, a->bh);
+             kernel, a->S, a->heads, a->sb, a->sh, a->ss, a->osb, a->osh, a->oss, (double)a->scale,
+             drop ? (double)a->p_drop : 0.0, T, qkv, T, qkv, T, qkv, stats, rows, a->S, bufs,
+             grid_block, a->bh);
 }
 
 static KilnRtStatus tap_attn_fwd(const KilnBertLibs *l, const KilnBertAttn *a) {
@@ -313,29 +367,39 @@ static KilnRtStatus tap_attn_fwd(const KilnBertLibs *l, const KilnBertAttn *a) {
   FORWARD(l, st, attn_fwd, a);
 }
 
-static KilnRtStatus tap_attn_bwd(const KilnBertLibs *l, const KilnBertAttn *a) {
+static KilnRtStatus tap_attn_bwd_delta(const KilnBertLibs *l, const KilnBertAttn *a) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
   const char *T = p->T;
-  int rows = a->bh / a->heads, drop = a->p_drop > 0;
-  long long o = (long long)rows * a->osb;
+  long long o = (long long)(a->bh / a->heads) * a->osb;
   /* delta always comes from the plain library (model_ops.inc) */
-  KilnRtStatus st = put(p, "attention.kiln", attn_pins(p, a, 0, pins, sizeof pins),
-                        "attn_bwd_delta",
-                        "kernel=attn_bwd_delta; S=%d; H=%d; osb=%d; osh=%d; oss=%d; o: %s[%lld]; "
-                        "dout: %s[%lld]; delta: f32[%lld]; grid=cdiv(S, BM), %d",
-                        a->S, a->heads, a->osb, a->osh, a->oss, T, o, T, o,
-                        (long long)a->bh * a->S, a->bh);
-  if (st == KILN_RT_OK) st = put_attn(p, a, drop, "attn_bwd_dkdv", "dkdv", "BN");
-  if (st == KILN_RT_OK) st = put_attn(p, a, drop, "attn_bwd_dq", "dq", "BM");
-  FORWARD(l, st, attn_bwd, a);
+  char sh[48];
+  KilnRtStatus st =
+      put(p, "attention.kiln", attn_pins(p, a, 0, pins, sizeof pins), "attn_bwd_delta",
+          dims(sh, sizeof sh, "bh=%d S=%d D=%d", a->bh, a->S, a->D),
+          "kernel=attn_bwd_delta; S=%d; H=%d; osb=%d; osh=%d; oss=%d; o: %s[%lld]; "
+          "dout: %s[%lld]; delta: f32[%lld]; grid=cdiv(S, BM), %d",
+          a->S, a->heads, a->osb, a->osh, a->oss, T, o, T, o, (long long)a->bh * a->S, a->bh);
+  FORWARD(l, st, attn_bwd_delta, a);
+}
+
+static KilnRtStatus tap_attn_bwd_dkdv(const KilnBertLibs *l, const KilnBertAttn *a) {
+  KilnRtStatus st = put_attn(PLAN(l), a, a->p_drop > 0, "attn_bwd_dkdv", "dkdv", "BN");
+  FORWARD(l, st, attn_bwd_dkdv, a);
+}
+
+static KilnRtStatus tap_attn_bwd_dq(const KilnBertLibs *l, const KilnBertAttn *a) {
+  KilnRtStatus st = put_attn(PLAN(l), a, a->p_drop > 0, "attn_bwd_dq", "dq", "BM");
+  FORWARD(l, st, attn_bwd_dq, a);
 }
 
 static KilnRtStatus tap_drop_fwd(const KilnBertLibs *l, void *x, void *y, int n, float p_,
                                  int32_t seed, int32_t offset) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
+  char sh[48];
   KilnRtStatus st = put(p, "dropout.kiln", pins_t(p, pins, sizeof pins, NULL), "dropout_fwd",
+                        dims(sh, sizeof sh, "n=%d", n),
                         "kernel=dropout_fwd; n=%d; p=%g; seed=12345; offset=0; x: %s[n]; y: %s[n]; "
                         "grid=cdiv(n, BLOCK)",
                         n, (double)p_, p->T, p->T);
@@ -346,28 +410,35 @@ static KilnRtStatus tap_drop_bwd(const KilnBertLibs *l, void *dy, void *dx, int 
                                  int32_t seed, int32_t offset) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
-  KilnRtStatus st = put(p, "dropout.kiln", pins_t(p, pins, sizeof pins, NULL), "dropout_bwd",
-                        "kernel=dropout_bwd; n=%d; p=%g; seed=12345; offset=0; dy: %s[n]; dx: %s[n]; "
-                        "grid=cdiv(n, BLOCK)",
-                        n, (double)p_, p->T, p->T);
+  char sh[48];
+  KilnRtStatus st =
+      put(p, "dropout.kiln", pins_t(p, pins, sizeof pins, NULL), "dropout_bwd",
+          dims(sh, sizeof sh, "n=%d", n),
+          "kernel=dropout_bwd; n=%d; p=%g; seed=12345; offset=0; dy: %s[n]; dx: %s[n]; "
+          "grid=cdiv(n, BLOCK)",
+          n, (double)p_, p->T, p->T);
   FORWARD(l, st, drop_bwd, dy, dx, n, p_, seed, offset);
 }
 
 static KilnRtStatus tap_to_f32(const KilnBertLibs *l, void *x, float *y, int n) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
-  KilnRtStatus st = put(p, "cast.kiln", pins_t(p, pins, sizeof pins, NULL), "cast_to_f32",
-                        "kernel=cast_to_f32; n=%d; x: %s[n]; y: f32[n]; grid=cdiv(n, BLOCK)", n,
-                        p->T);
+  char sh[48];
+  KilnRtStatus st =
+      put(p, "cast.kiln", pins_t(p, pins, sizeof pins, NULL), "cast_to_f32",
+          dims(sh, sizeof sh, "n=%d", n),
+          "kernel=cast_to_f32; n=%d; x: %s[n]; y: f32[n]; grid=cdiv(n, BLOCK)", n, p->T);
   FORWARD(l, st, to_f32, x, y, n);
 }
 
 static KilnRtStatus tap_from_f32(const KilnBertLibs *l, float *x, void *y, int n) {
   KilnBertPlan *p = PLAN(l);
   char pins[64];
-  KilnRtStatus st = put(p, "cast.kiln", pins_t(p, pins, sizeof pins, NULL), "cast_from_f32",
-                        "kernel=cast_from_f32; n=%d; x: f32[n]; y: %s[n]; grid=cdiv(n, BLOCK)", n,
-                        p->T);
+  char sh[48];
+  KilnRtStatus st =
+      put(p, "cast.kiln", pins_t(p, pins, sizeof pins, NULL), "cast_from_f32",
+          dims(sh, sizeof sh, "n=%d", n),
+          "kernel=cast_from_f32; n=%d; x: f32[n]; y: %s[n]; grid=cdiv(n, BLOCK)", n, p->T);
   FORWARD(l, st, from_f32, x, y, n);
 }
 
@@ -383,7 +454,8 @@ static const char *adamw_pins(const KilnBertPlan *p, char *buf, size_t cap) {
 
 static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *sumsq, int n) {
   KilnBertPlan *p = PLAN(l);
-  KilnRtStatus st = put(p, "adamw.kiln", "", "grad_sumsq",
+  char sh[48];
+  KilnRtStatus st = put(p, "adamw.kiln", "", "grad_sumsq", dims(sh, sizeof sh, "n=%d", n),
                         "kernel=grad_sumsq; n=%d; grad: f32[n]; sumsq: f32[1]=0; "
                         "grid=cdiv(n, BLOCK)",
                         n);
@@ -393,7 +465,8 @@ static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *su
 static KilnRtStatus tap_clip_grads(const KilnBertLibs *l, float *grad, float *sumsq, int n,
                                    float max_norm, float inv_scale) {
   KilnBertPlan *p = PLAN(l);
-  KilnRtStatus st = put(p, "adamw.kiln", "", "clip_grads",
+  char sh[48];
+  KilnRtStatus st = put(p, "adamw.kiln", "", "clip_grads", dims(sh, sizeof sh, "n=%d", n),
                         "kernel=clip_grads; n=%d; max_norm=1.0; inv_scale=1.0; grad: f32[n]; "
                         "sumsq: f32[1]=1; grid=cdiv(n, BLOCK)",
                         n);
@@ -403,7 +476,8 @@ static KilnRtStatus tap_clip_grads(const KilnBertLibs *l, float *grad, float *su
 static KilnRtStatus tap_check_overflow(const KilnBertLibs *l, float *grad, int32_t *found_inf,
                                        int n) {
   KilnBertPlan *p = PLAN(l);
-  KilnRtStatus st = put(p, "adamw.kiln", "T=f32", "check_overflow",
+  char sh[48];
+  KilnRtStatus st = put(p, "adamw.kiln", "T=f32", "check_overflow", dims(sh, sizeof sh, "n=%d", n),
                         "kernel=check_overflow; n=%d; x: f32[n]; found_inf: i32[1]=0; "
                         "grid=cdiv(n, BLOCK)",
                         n);
@@ -418,7 +492,9 @@ static KilnRtStatus tap_adamw_step(const KilnBertLibs *l, float *p_, float *grad
   char pins[64];
   int half = p->prec != KILN_BERT_FP32;
   /* the values of lr and the rest do not change the work; n and the half weights do */
+  char sh[48];
   KilnRtStatus st = put(p, "adamw.kiln", adamw_pins(p, pins, sizeof pins), "adamw_step",
+                        dims(sh, sizeof sh, "n=%d", n),
                         "kernel=adamw_step; n=%d; lr=1e-4; beta1=0.9; beta2=0.999; eps=1e-8; "
                         "weight_decay=0.01; step=1; inv_scale=1.0; p: f32[n]; grad: f32[n]; "
                         "m: f32[n]; v: f32[n]=0; p16: %s[%s]; found_inf: i32[1]=0; "
@@ -451,7 +527,9 @@ static KilnBertOps tap_table(const KilnBertOps *like) {
       .tanh_fwd = tap_tanh_fwd,
       .tanh_bwd = tap_tanh_bwd,
       .attn_fwd = tap_attn_fwd,
-      .attn_bwd = tap_attn_bwd,
+      .attn_bwd_delta = tap_attn_bwd_delta,
+      .attn_bwd_dkdv = tap_attn_bwd_dkdv,
+      .attn_bwd_dq = tap_attn_bwd_dq,
       .drop_fwd = tap_drop_fwd,
       .drop_bwd = tap_drop_bwd,
       .to_f32 = like->half_weights ? tap_to_f32 : NULL,
@@ -504,6 +582,8 @@ void kiln_bert_plan_attach(KilnBertPlan *p, KilnBertModel *m, FILE *log) {
   p->log = log;
   kiln_bert_model_tap(m, tap_for(p->prec), p, &p->real, &p->real_libs);
 }
+
+void kiln_bert_plan_profile(KilnBertPlan *p, KilnBertProfile *pf) { p->profile = pf; }
 
 /* The lengths a step runs at: seq_len, or under dynamic padding every bucket up to it. */
 static int step_lengths(int seq_len, KilnBertPadding padding, int *lens, int cap) {

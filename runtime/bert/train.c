@@ -21,10 +21,9 @@
 #include "bert_params.h"
 #include "bert_st.h"
 #include "bert_tok.h"
-#include "bert_vocab.h"
-#if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
 #include "bert_plan.h"
-#endif
+#include "bert_profile.h"
+#include "bert_vocab.h"
 
 #include <errno.h>
 #include <math.h>
@@ -86,18 +85,16 @@ typedef struct Run {
   size_t *order;
   int32_t *lens;
   FILE *log;
-#if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
-  KilnBertPlan *launches; /* KILN_BERT_LAUNCH_LOG: the tap logging every launch */
+  KilnBertPlan *launches; /* the tap on every launch: KILN_BERT_LAUNCH_LOG, --profile */
   FILE *launch_log;
-#endif
+  KilnBertProfile *profile; /* --profile */
 } Run;
 
 static void run_free(Run *r) {
   kiln_bert_model_destroy(r->model);
-#if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
   kiln_bert_plan_destroy(r->launches); /* after the model: its table forwards through the tap */
+  kiln_bert_profile_destroy(r->profile); /* its events before the device */
   if (r->launch_log) fclose(r->launch_log);
-#endif
   if (r->dev) kiln_rt_device_destroy(r->dev);
   kiln_bert_batch_free(&r->batch);
   kiln_bert_encoded_free(&r->enc);
@@ -119,24 +116,27 @@ static const char *model_source(const KilnBertTrainOptions *o) {
   return o->resume ? o->resume : o->model;
 }
 
-/* KILN_BERT_LAUNCH_LOG=FILE (cpu device): every kernel launch of the run from here on, one line
- * each (bert_plan.h's format), through the tap whole-model tuning lists the step with; the tests
- * compare what a real run launches with what `kiln-bert tune` lists. */
-static KilnBertStatus log_launches(Run *r, KilnBertPrecision prec) {
-#if defined(KILN_BERT_EMU_BUILD) || defined(KILN_BERT_CUDA_BUILD)
-  (void)r;
-  (void)prec;
-  return KILN_BERT_OK;
-#else
+/* The tap on the model's launches (bert_plan.h), when something needs it:
+ *   KILN_BERT_LAUNCH_LOG=FILE: every kernel launch of the run from here on, one line each
+ *   (bert_plan.h's format), through the tap whole-model tuning lists the step with; the tests
+ *   compare what a real run launches with what `kiln-bert tune` lists;
+ *   --profile: the same tap times each launch (bert_profile.h).
+ * Without either the model keeps its own table: nothing is in the launches' way. */
+static KilnBertStatus attach_tap(Run *r, KilnBertPrecision prec, int profile) {
   const char *path = getenv("KILN_BERT_LAUNCH_LOG");
-  if (!path || !*path) return KILN_BERT_OK;
-  if (!(r->launch_log = fopen(path, "w")))
+  int logging = path && *path;
+  if (!logging && !profile) return KILN_BERT_OK;
+  if (logging && !(r->launch_log = fopen(path, "w")))
     return kiln_bert_fail(KILN_BERT_ERROR_IO, "KILN_BERT_LAUNCH_LOG=%s: %s", path, strerror(errno));
   if (!(r->launches = kiln_bert_plan_create(prec)))
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
+  if (profile) {
+    KilnBertStatus st = kiln_bert_profile_create(r->dev, &r->profile);
+    if (st != KILN_BERT_OK) return st;
+    kiln_bert_plan_profile(r->launches, r->profile);
+  }
   kiln_bert_plan_attach(r->launches, r->model, r->launch_log);
   return KILN_BERT_OK;
-#endif
 }
 
 /* The config: the config.json of a model directory (or of the checkpoint being resumed), else a
@@ -420,7 +420,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
    * fp16, 1 otherwise) */
   if (st == KILN_BERT_OK && o->resume) *kiln_bert_model_scaler(r.model) = ts.scaler;
   else if (st == KILN_BERT_OK) ts.scaler = *kiln_bert_model_scaler(r.model);
-  if (st == KILN_BERT_OK) st = log_launches(&r, prec);
+  if (st == KILN_BERT_OK) st = attach_tap(&r, prec, o->profile);
   if (st == KILN_BERT_OK && o->log && !(r.log = fopen(o->log, "w")))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
   if (st != KILN_BERT_OK) {
@@ -433,7 +433,11 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   size_t cur_epoch = (size_t)-1;
   double t0 = now(), last_loss = NAN, save_time = 0;
   size_t end = o->stop_after && o->stop_after < total ? o->stop_after : total;
+  size_t first_step = ts.step;
   for (size_t k = ts.step; k < end && st == KILN_BERT_OK; k++) {
+    /* --profile times the steps after this process's first (which may do one-time work) */
+    if (r.profile && (st = kiln_bert_profile_step_begin(r.profile, k > first_step)) != KILN_BERT_OK)
+      break;
     double tstart = now();
     size_t epoch, first, count;
     kiln_bert_step_slice(r.enc.n, o->batch, k, &epoch, &first, &count);
@@ -464,7 +468,10 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     ts.adam_step += !skipped;
     ts.step = k + 1;
     ts.scaler = *kiln_bert_model_scaler(r.model);
-    kiln_bert_metrics_step(&mt, now() - tstart, count, r.batch.rows * r.batch.cols);
+    double step_time = now() - tstart;
+    kiln_bert_metrics_step(&mt, step_time, count, r.batch.rows * r.batch.cols);
+    /* the launch times are read after the step's time is taken: the reading is not in it */
+    if (r.profile && (st = kiln_bert_profile_step_end(r.profile, step_time)) != KILN_BERT_OK) break;
     last_loss = loss;
     if (r.log) {
       /* JSON has no NaN or infinity: a diverged value is written as null */
@@ -489,7 +496,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     KilnBertMetrics em = {0};
     /* dropout off: the pass turns it off itself */
     st = kiln_bert_eval_pass(r.model, r.tok, &r.eval_enc, o->batch, o->seq_len, o->padding, NULL,
-                             &em);
+                             NULL, &em);
     mt.has_eval = em.has_eval;
     mt.eval_loss = em.eval_loss;
     mt.accuracy = em.accuracy;
@@ -501,6 +508,12 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     mt.peak_device_bytes = ms.peak_bytes_in_use;
   if (st == KILN_BERT_OK && r.log) kiln_bert_metrics_json(&mt, r.log);
   if (st == KILN_BERT_OK && o->table) summary_table(o, &mt, last_loss);
+  if (st == KILN_BERT_OK && r.profile) {
+    int ncalls = 0;
+    const KilnBertCall *calls = kiln_bert_plan_calls(r.launches, &ncalls);
+    kiln_bert_profile_write(r.profile, calls, ncalls, o->table, r.log);
+    if (o->table) fflush(o->table);
+  }
   if (st == KILN_BERT_OK && r.log && (fflush(r.log) != 0 || ferror(r.log)))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
   if (st == KILN_BERT_OK && o->save) st = save_checkpoint(&r, o, &ts);

@@ -9,7 +9,8 @@
  * cuMemAlloc hands out addresses that are never backed (any size: a 2^31-element buffer costs
  * nothing), a module keeps its PTX text, cuModuleGetFunction finds its `.entry`s,
  * cuModuleGetGlobal reads its `.const` initializers into host memory that cuMemcpyDtoH copies,
- * and cuLaunchKernel counts the launch and runs nothing. Nothing else works: the other entry
+ * cuLaunchKernel counts the launch and runs nothing, and events keep time on a fake clock
+ * (below). Nothing else works: the other entry
  * points exist only so that resolving them succeeds, and return an error if reached. */
 #include <stddef.h>
 #include <stdint.h>
@@ -235,6 +236,49 @@ int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   return CUDA_SUCCESS;
 }
 
+/* Events (KILN_FAKE_CUDA_MODULES=1): a timestamp on a fake device clock that every record
+ * advances by 500 us, so that a pair recorded around one launch spans exactly 0.5 ms (a binary
+ * fraction: sums of it are exact); the counts are what a test can see. */
+typedef struct FakeEvent {
+  uint64_t t_us;
+} FakeEvent;
+static uint64_t fake_clock_us;
+int fake_cuda_events, fake_cuda_event_records;
+
+int cuEventCreate(FakeEvent **ev, unsigned flags) {
+  (void)flags;
+  if (!fake_modules() || !(*ev = calloc(1, sizeof **ev))) return NOT_REACHED;
+  fake_cuda_events++;
+  return CUDA_SUCCESS;
+}
+
+int cuEventRecord(FakeEvent *ev, void *stream) {
+  (void)stream;
+  if (!fake_modules()) return NOT_REACHED;
+  fake_clock_us += 500;
+  ev->t_us = fake_clock_us;
+  fake_cuda_event_records++;
+  return CUDA_SUCCESS;
+}
+
+int cuEventSynchronize(FakeEvent *ev) {
+  (void)ev;
+  return fake_modules() ? CUDA_SUCCESS : NOT_REACHED;
+}
+
+int cuEventElapsedTime(float *ms, FakeEvent *start, FakeEvent *end) {
+  if (!fake_modules()) return NOT_REACHED;
+  *ms = (float)(end->t_us - start->t_us) / 1000.0f;
+  return CUDA_SUCCESS;
+}
+
+int cuEventDestroy_v2(FakeEvent *ev) {
+  if (!fake_modules()) return NOT_REACHED;
+  free(ev);
+  fake_cuda_events--;
+  return CUDA_SUCCESS;
+}
+
 #define STUB(name) \
   int name(void) { return NOT_REACHED; }
 STUB(cuMemcpyHtoD_v2)
@@ -248,11 +292,6 @@ STUB(cuModuleLoadData)
 STUB(cuStreamCreate)
 STUB(cuStreamDestroy_v2)
 STUB(cuStreamSynchronize)
-STUB(cuEventCreate)
-STUB(cuEventRecord)
-STUB(cuEventSynchronize)
-STUB(cuEventElapsedTime)
-STUB(cuEventDestroy_v2)
 STUB(cuStreamBeginCapture_v2)
 STUB(cuStreamEndCapture)
 STUB(cuGraphInstantiateWithFlags)

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""kiln-bert train --profile on the cpu device: where a step's time goes, per kernel call.
+
+Two runs of the tiny model, 3 steps of 4 x 16 tokens, dropout 0, one worker thread:
+  A: with KILN_BERT_LAUNCH_LOG (every launch, one line each) and no --profile;
+  B: with --profile --log.
+Checks: B's {"profile": true} records name exactly the calls of A's log (file, pins, kernel,
+spec), each with A's launches per step (A's count / 3: every step of fixed padding launches the
+same); every time >= 0; the summed kernel time at most the measured step time x 1.05 (the
+host clock around a launch cannot exceed the step's clock around all of them; 5% for the
+clocks' own reading); the step time in the total record is the summary's avg_iter_time (both
+are the mean of steps 2..3); the losses of B are A's bit for bit (profiling changes nothing);
+every log line parses; the table is printed after the summary, one row per call. A 1-step run
+says that no step was timed.
+eval --profile of the saved model (12 samples in 3 batches of 4; 2 timed): its eval_loss that of
+eval without it; --json's records parse; the calls are forward ones only (attn_fwd once per
+layer a batch, no backward or optimizer kernel); times >= 0 within the batch's time x 1.05.
+Usage: profile_test.py KILN_BERT VOCAB"""
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import kbtest
+
+kb, vocab = sys.argv[1:3]
+check = kbtest.Checks()
+work = tempfile.mkdtemp(prefix="kb-profile-")
+data = os.path.join(work, "imdb")
+kbtest.write_reviews(data, 6)
+STEPS = 3
+base = ["train", "--model", "tiny", "--data", data, "--vocab", vocab, "--steps", str(STEPS),
+        "--batch", "4", "--seq-len", "16", "--dropout", "0", "--no-shuffle"]
+
+
+def run(args, log, env=None):
+    r = subprocess.run([kb, *args, "--log", log], capture_output=True, text=True,
+                       env=dict(os.environ, KILN_CPU_THREADS="1", **(env or {})))
+    check(r.returncode == 0, f"kiln-bert {' '.join(args[-2:])}: exit {r.returncode}: {r.stderr[-2000:]}")
+    records = []
+    for i, line in enumerate(open(log) if r.returncode == 0 else []):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            check(False, f"{log}:{i + 1} is not JSON ({e}): {line[:200]!r}")
+    return r, records
+
+
+launch_log = os.path.join(work, "launches.txt")
+saved = os.path.join(work, "saved")
+_, rec_a = run([*base, "--save", saved], os.path.join(work, "a.jsonl"),
+               {"KILN_BERT_LAUNCH_LOG": launch_log})
+r_b, rec_b = run([*base, "--profile"], os.path.join(work, "b.jsonl"))
+
+losses_a = [x["loss"] for x in rec_a if "step" in x]
+losses_b = [x["loss"] for x in rec_b if "step" in x]
+print("losses without --profile", losses_a, "with", losses_b)
+check(len(losses_a) == STEPS and losses_a == losses_b, "--profile changes no loss (bit for bit)")
+
+launched = collections.Counter(tuple(line.rstrip("\n").split("|", 3)) for line in open(launch_log))
+rows = [x for x in rec_b if x.get("profile") and not x.get("total")]
+totals = [x for x in rec_b if x.get("profile") and x.get("total")]
+profiled = {(x["file"], x["pins"], x["kernel"], x["spec"]): x for x in rows}
+print(f"{len(launched)} distinct calls launched, {sum(launched.values())} launches in "
+      f"{STEPS} steps; {len(rows)} profile rows")
+check(len(rows) > 10, "a profile row per distinct call")
+check(set(profiled) == set(launched), "the profile's calls are the launch log's: "
+      f"only logged {sorted(set(launched) - set(profiled))[:3]}, "
+      f"only profiled {sorted(set(profiled) - set(launched))[:3]}")
+for key, n in launched.items():
+    x = profiled.get(key)
+    if x:
+        check(x["launches_per_step"] == n / STEPS,
+              f"{key[2]} {x['shape']}: {x['launches_per_step']} launches a step profiled, "
+              f"{n}/{STEPS} logged")
+for x in rows:
+    check(x["ms_per_step"] >= 0 and x["us_per_launch"] >= 0 and 0 <= x["share"] <= 1,
+          f"{x['kernel']}: times >= 0 ({x['ms_per_step']} ms, {x['us_per_launch']} us)")
+check(abs(sum(x["share"] for x in rows) - 1) < 1e-6, "the shares add up to 1")
+check([x["ms_per_step"] for x in rows] == sorted((x["ms_per_step"] for x in rows), reverse=True),
+      "rows sorted by time, most first")
+check(len(totals) == 1, "one total record")
+summary = [x for x in rec_b if x.get("summary")]
+if totals and summary:
+    t = totals[0]
+    kernel_ms = sum(x["ms_per_step"] for x in rows)
+    print(f"kernels {kernel_ms:.3f} ms of a {t['step_ms']:.3f} ms step ({t['clock']} clock)")
+    check(t["timed_steps"] == STEPS - 1, f"{t['timed_steps']} timed steps: all but the first")
+    check(abs(t["kernel_ms_per_step"] - kernel_ms) <= 1e-6 * max(1, kernel_ms),
+          "the total record's kernel time is the rows' sum")
+    check(kernel_ms <= 1.05 * t["step_ms"], f"kernel time {kernel_ms} ms <= step {t['step_ms']} ms x 1.05")
+    check(abs(t["step_ms"] - 1e3 * summary[0]["avg_iter_time"]) <= 1e-6 * t["step_ms"],
+          f"step time {t['step_ms']} ms is avg_iter_time {summary[0]['avg_iter_time']} s")
+    check(t["calls"] == len(rows), "the total record counts the rows")
+
+out = r_b.stdout
+check("profile:" in out and out.index("profile:") > out.index("last loss"),
+      "the profile table comes after the summary table")
+table = out[out.find("profile:"):].splitlines()[2:-1] if "profile:" in out else []
+check(len(table) == len(rows), f"{len(table)} table rows for {len(rows)} calls")
+check("host work and launch overhead" in out, "the table ends with kernel time against step time")
+
+one = list(base)
+one[one.index("--steps") + 1] = "1"
+r_one, rec_one = run([*one, "--profile"], os.path.join(work, "one.jsonl"))
+check("no step was timed" in r_one.stdout, "a 1-step run says no step was timed")
+check(any(x.get("profile") and x.get("timed_steps") == 0 for x in rec_one),
+      "and logs a total record with 0 timed steps")
+
+# eval --profile
+evalargs = [kb, "eval", "--model", saved, "--data", os.path.join(data, "train"), "--vocab", vocab,
+            "--batch", "4", "--seq-len", "16", "--json"]
+plain = subprocess.run(evalargs, capture_output=True, text=True)
+prof = subprocess.run([*evalargs, "--profile"], capture_output=True, text=True)
+check(plain.returncode == 0 and prof.returncode == 0,
+      f"eval: exit {plain.returncode}, --profile {prof.returncode}: {prof.stderr[-1000:]}")
+try:
+    recs = [json.loads(x) for x in prof.stdout.splitlines() if x.strip()]
+    want = [json.loads(x) for x in plain.stdout.splitlines() if x.strip()]
+except json.JSONDecodeError as e:
+    recs, want = [], []
+    check(False, f"eval --json --profile: not JSON lines ({e}): {prof.stdout[:300]!r}")
+summ = [x for x in recs if x.get("summary")]
+calls = [x for x in recs if x.get("profile") and not x.get("total")]
+total = [x for x in recs if x.get("profile") and x.get("total")]
+check(summ and want and summ[0]["eval_loss"] == want[0]["eval_loss"],
+      "eval --profile gives eval's eval_loss bit for bit")
+check(len(total) == 1 and total[0]["timed_steps"] == 2, f"eval: 2 timed batches of 3: {total}")
+kernels = {x["kernel"] for x in calls}
+print("eval profile kernels:", sorted(kernels))
+check(not kernels & {"attn_bwd_delta", "attn_bwd_dkdv", "attn_bwd_dq", "adamw_step", "xent_bwd"},
+      "eval runs forward kernels only")
+attn = [x for x in calls if x["kernel"] == "attn_fwd"]
+check(len(attn) == 1 and attn[0]["launches_per_step"] == 2, f"attn_fwd once per layer: {attn}")
+check(all(x["ms_per_step"] >= 0 for x in calls) and total
+      and sum(x["ms_per_step"] for x in calls) <= 1.05 * total[0]["step_ms"],
+      "eval: times >= 0 and within the batch's")
+
+print("all passed" if not check.fails else f"{check.fails} failed")
+sys.exit(1 if check.fails else 0)
