@@ -76,6 +76,9 @@ const char *const kiln_lib_usage =
     "when the cache has no generic timing). --no-specialize leaves specialized records out.\n"
     "-D NAME=VALUE holds a const parameter at one value, as in kiln tune: only the records\n"
     "of that value are taken (one library per element type or epilogue).\n"
+    "Several --args naming one kernel (kernel=NAME): the first is its spec; each later one is\n"
+    "a further layout, whose promises give an untuned kernel one more copy of its default\n"
+    "config (a GEMM's backward strides next to the forward's).\n"
     "--index-bits 64 compiles every variant with 64-bit pointer offsets (for buffers of 2^31\n"
     "elements or more) and takes only timings of 64-bit variants; the default, 32, only\n"
     "32-bit ones. The header says which.\n";

@@ -102,6 +102,8 @@ typedef struct RunKernel {
   TunePinned *pinned;  /* its tune block with the -D pins applied */
   TuneProblem problem; /* its argument spec resolved */
   bool has_problem;
+  TuneSig *layouts;    /* the promises of its further --args layouts (a library's copies) */
+  int nlayouts;
 } RunKernel;
 
 typedef struct Run {
@@ -249,6 +251,33 @@ static const KilnTune *pinned_tune(Run *R, RunKernel *k, SourceFile *f, const Ki
   return &k->pinned->tune;
 }
 
+/* The promises of kernel k's further layouts: every spec after h that names the same kernel
+ * (plan.h), resolved (scalars only) and turned into a signature, so that a spec that does not
+ * fit the kernel is an error in every flow, not only where a library is made. 0 or 1. */
+static int read_layouts(Run *R, RunKernel *k, const TuneHarness *h, const KilnTune *t) {
+  const SourceFile *f = &R->files[k->file];
+  const TuneHarness *more[TUNE_MAX_ARGS + MAX_SPEC_LINES];
+  int n = tune_plan_more_layouts(R->cl, R->o->nargs, f->specs, f->nspecs, h, more,
+                                 TUNE_MAX_ARGS + MAX_SPEC_LINES);
+  if (n == 0) return 0;
+  k->layouts = calloc((size_t)n, sizeof *k->layouts);
+  TuneProblem *p = malloc(sizeof *p);
+  int rc = k->layouts && p ? 0 : 2;
+  for (int i = 0; i < n && rc == 0; i++) {
+    char err[256];
+    if (tune_problem_init_scalars(p, more[i], t->kernel, err, sizeof err)) {
+      fprintf(stderr, "kiln %s: error: '%s': its spec %d (a further layout): %s\n", R->cmd,
+              t->kernel_name, i + 2, err);
+      rc = 1;
+      break;
+    }
+    tune_sig_compute_layout(p->params, p->ival, p->nparams, sizeof p->sig.text,
+                            &k->layouts[k->nlayouts++]);
+  }
+  free(p);
+  return rc;
+}
+
 /* The kernel of tune block t (file fi) made ready for any flow: pins applied, within the named
  * limits, its argument spec resolved (specialized when `specialize`), its report entry made.
  * Returns 0 with it as R->ks[R->nks - 1], or an exit code (reported). */
@@ -276,7 +305,7 @@ static int prepare_kernel(Run *R, int fi, const KilnTune *t, bool specialize) {
   if (tune_problem_init(&k->problem, h, t->kernel, t, &R->budget, err, sizeof err))
     return fprintf(stderr, "kiln %s: error: %s: %s\n", R->cmd, t->kernel_name, err), 1;
   if (specialize) tune_problem_specialize(&k->problem);
-  return 0;
+  return read_layouts(R, k, h, t);
 }
 
 static TuneJob job_of(Run *R, int ki) {
@@ -385,6 +414,14 @@ static bool add_promised_copy(const Run *R, LibKernel *lk, const TuneSig *sig) {
   return true;
 }
 
+/* Whether lk already has a copy compiled with exactly the promises of sig (signatures are
+ * written in parameter order, so equal promises are equal text). */
+static bool has_copy(const LibKernel *lk, const TuneSig *sig) {
+  for (int v = 0; v < lk->nvariants; v++)
+    if (!strcmp(lk->variants[v].sig.text, sig->text)) return true;
+  return false;
+}
+
 /* A kernel without any timing also gets its default config compiled with the promises its
  * --args values keep (sig.c's rule: integer arguments equal to 1 and multiples of 16), next to
  * the generic copy: a library built before anything is tuned (BERT's, as bundled) runs its
@@ -393,7 +430,11 @@ static bool add_promised_copy(const Run *R, LibKernel *lk, const TuneSig *sig) {
  * tier promises multiples of 8 where the first promises 16 (or nothing, for a value that is a
  * multiple of 8 only): 8 f16/bf16 elements are one 16-byte vector, so a call whose row length
  * is 1000 (a multiple of 8, not of 16) still runs 128-bit row accesses instead of the generic
- * copy's scalar ones. The dispatch prefers %16 where a call keeps both. */
+ * copy's scalar ones. The dispatch prefers %16 where a call keeps both. Each further layout
+ * of the kernel (a later --args naming it: a GEMM's dX and dW forms, whose unit strides are
+ * not the forward's) adds one copy with the strongest promises its values keep (=1, %16, else
+ * %8), once per distinct signature: no %8 tier of its own, which would cost a compile that
+ * its calls, all of whose sizes are multiples of 16, never use. */
 static void add_default_specialized(const Run *R, LibKernel *lk, const RunKernel *k) {
   TuneSig sig, sig8;
   const TuneProblem *p = &k->problem;
@@ -402,7 +443,25 @@ static void add_default_specialized(const Run *R, LibKernel *lk, const RunKernel
   if (sig.n > 0 && !add_promised_copy(R, lk, &sig)) return;
   bool has8 = false;
   for (int e = 0; e < sig8.n; e++) has8 |= sig8.e[e].mod == 8;
-  if (has8) add_promised_copy(R, lk, &sig8);
+  if (has8 && !add_promised_copy(R, lk, &sig8)) return;
+  for (int i = 0; i < k->nlayouts; i++)
+    if (k->layouts[i].n > 0 && !has_copy(lk, &k->layouts[i]) &&
+        !add_promised_copy(R, lk, &k->layouts[i]))
+      return;
+}
+
+/* The generic copy of a default config that asks for min_blocks > 1 is compiled with
+ * min_blocks = 1: the preset's cap (128 registers for 2 blocks of 8 warps) is made for the
+ * promised copies' cp.async ring, and the generic copy, with no ring and scalar loads that need
+ * registers for addresses, spills under it. The promised copies keep the preset's value. */
+static void generic_min_blocks_one(const Run *R, const LibKernel *lk, LibVariant *v) {
+  for (int i = 0; i < v->cfg.nbindings; i++)
+    if (!strcmp(v->cfg.bindings[i].name, "min_blocks") && v->cfg.bindings[i].value > 1) {
+      fprintf(stderr, "kiln %s: note: '%s': its generic copy is compiled with min_blocks = 1 "
+                      "(the default config's %lld caps the registers for the promised copies)\n",
+              R->cmd, lk->name, (long long)v->cfg.bindings[i].value);
+      v->cfg.bindings[i].value = 1;
+    }
 }
 
 /* The default config as kernel ki's generic variant, for the key of its --args, compiled
@@ -419,12 +478,14 @@ static int add_default_variant(Run *R, int ki) {
   LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
   if (!nv) return 2;
   lk->variants = nv;
+  int gi = lk->nvariants; /* v moves when the promised copies grow the array */
   LibVariant *v = &nv[lk->nvariants++];
   memset(v, 0, sizeof *v);
   tune_plan_key_values(lk, k->problem.key, v->keyvals);
   v->cfg = c.cfg;
   v->untuned = true;
   if (lk->nvariants == 1 && !R->o->no_specialize) add_default_specialized(R, lk, k);
+  generic_min_blocks_one(R, lk, &lk->variants[gi]);
   if (lk->nvariants > 1 && !lk->variants[0].untuned)
     fprintf(stderr, "kiln %s: note: '%s' has only specialized timings; calls that break their "
                     "promises use its default config %s, unspecialized (untuned)\n",
@@ -606,6 +667,7 @@ static void run_free(Run *R) {
   free(R->rep.kernels);
   for (int i = 0; i < R->nks; i++) {
     if (R->ks[i].has_problem) tune_problem_free(&R->ks[i].problem);
+    free(R->ks[i].layouts);
     tune_pinned_free(R->ks[i].pinned);
   }
   free(R->ks);

@@ -275,8 +275,9 @@ static int init_key(TuneProblem *p, const KilnTune *t, char *err, size_t cap) {
   return 0;
 }
 
-int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
-                      const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap) {
+/* budget NULL: the scalars only (every parameter must still be given); no buffer is made. */
+static int init_problem(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
+                        const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap) {
   memset(p, 0, sizeof *p);
   p->h = h;
   if (init_params(p, k, err, cap)) return -1;
@@ -291,7 +292,9 @@ int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
                  k->name);
         return -1;
       }
-      int rc = pass == 0 ? init_scalar(p, i, a, err, cap) : init_buffer(p, i, a, budget, err, cap);
+      int rc = pass == 0 ? init_scalar(p, i, a, err, cap)
+               : budget    ? init_buffer(p, i, a, budget, err, cap)
+                           : 0;
       if (rc) return -1;
     }
   for (int i = 0; i < h->nargs; i++) {
@@ -306,5 +309,15 @@ int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
   if (t && init_key(p, t, err, cap)) return -1;
   memcpy(p->record_key, p->key, sizeof p->record_key); /* generic until specialized (sig.c) */
   return 0;
+}
+
+int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
+                      const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap) {
+  return init_problem(p, h, k, t, budget, err, cap);
+}
+
+int tune_problem_init_scalars(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
+                              char *err, size_t cap) {
+  return init_problem(p, h, k, NULL, NULL, err, cap);
 }
 

@@ -33,6 +33,10 @@ int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);
  * budget (checked before each is allocated). 0 or -1 with err. */
 int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
                       const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap);
+/* The scalars only (every parameter must be given; no buffer is made, no key): what a
+ * library's further layout of a kernel needs. 0 or -1 with err. */
+int tune_problem_init_scalars(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
+                              char *err, size_t cap);
 
 /* ---------------------------------------------------------------- sig.c */
 
@@ -46,6 +50,10 @@ void tune_sig_compute(const TuneParam *params, const int64_t *ival, int nparams,
  * whose length is a multiple of 8 but not of 16. */
 void tune_sig_compute_mod(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
                           int mod, TuneSig *s);
+/* The promises of one further layout of a library (a second --args of a kernel): per integer
+ * argument the strongest it keeps, =1, else %16, else %8, in one signature. */
+void tune_sig_compute_layout(const TuneParam *params, const int64_t *ival, int nparams,
+                             size_t room, TuneSig *s);
 /* Reads a signature's text back against the kernel's parameters. false (s empty) when an item
  * is malformed or names no integer parameter: a record that cannot be checked is not used. */
 bool tune_sig_parse(const char *text, const TuneParam *params, int nparams, TuneSig *s);

@@ -46,6 +46,23 @@ const TuneHarness *tune_plan_pick_harness(const TuneHarness *cl, int ncl,
   return h;
 }
 
+/* The specs after `first` in its own list (the command line's or the file's) that name the
+ * same kernel. */
+int tune_plan_more_layouts(const TuneHarness *cl, int ncl, const TuneHarness *file, int nfile,
+                           const TuneHarness *first, const TuneHarness **out, int cap) {
+  if (!first || !first->kernel[0]) return 0; /* a generic spec serves any kernel: no layouts */
+  const TuneHarness *list = file;
+  int n = nfile, i0 = -1;
+  for (int i = 0; i < ncl && i0 < 0; i++)
+    if (&cl[i] == first) list = cl, n = ncl, i0 = i;
+  for (int i = 0; i < nfile && i0 < 0; i++)
+    if (&file[i] == first) i0 = i;
+  int found = 0;
+  for (int i = i0 + 1; i0 >= 0 && i < n && found < cap; i++)
+    if (!strcmp(list[i].kernel, first->kernel)) out[found++] = &list[i];
+  return found;
+}
+
 void tune_plan_offline_target(TuneTarget *t, const LibGpuArchs *gpu) {
   if (!strncmp(t->spec, "cuda", 4)) {
     t->target = gpu && gpu->narchs ? gpu->archs[0] : KILN_TARGET_SM90;

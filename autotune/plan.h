@@ -38,6 +38,13 @@ int tune_plan_check_kernel(const KilnTune *t, char *err, size_t cap);
 const TuneHarness *tune_plan_pick_harness(const TuneHarness *cl, int ncl,
                                           const TuneHarness *file, int nfile, const char *kernel);
 
+/* A library's further layouts of a kernel: the specs after `first` (the one picked above) in
+ * the same list that name the same kernel, in order, at most cap of them in out. A generic
+ * spec (kernel "") has none. Each gives the untuned default config one more promised copy
+ * (flow.c), so that calls with other unit strides (a GEMM's backward forms) keep vector loads. */
+int tune_plan_more_layouts(const TuneHarness *cl, int ncl, const TuneHarness *file, int nfile,
+                           const TuneHarness *first, const TuneHarness **out, int cap);
+
 /* The target of a run that opens no device (`kiln lib --device cuda`, `--emit-bundle`): the
  * compiler target and the static limits of the device spec t->spec ("cpu", "emu", "cuda…");
  * a GPU is gpu->archs[0] when gpu lists archs, else sm_90. */

@@ -7,7 +7,9 @@
  * (`--specialize NAME=1`), one divisible by 16 is promised to be (`--multiple-of NAME=16`).
  * Pointers need nothing: the compiler already assumes them 16-byte aligned. A library's untuned
  * default config has a second tier that promises divisibility by 8 ("cols%8"): 8 elements of
- * f16/bf16 are one 16-byte vector, so rows of 1000 columns still get 128-bit accesses.
+ * f16/bf16 are one 16-byte vector, so rows of 1000 columns still get 128-bit accesses. A
+ * library's further layouts of a kernel (a second `--args` naming it) get one copy each, whose
+ * promises are the strongest each value keeps: =1, else %16, else %8.
  *
  * The signature is written as text, "sak=1,sbn=1,M%16" (parameter order; "" promises nothing),
  * appended to the cache record's key after a '|' so that records of one signature are never
@@ -50,6 +52,16 @@ void tune_sig_compute_mod(const TuneParam *params, const int64_t *ival, int npar
     /* a promise that does not fit in the record key is left out: fewer promises are always
      * correct, and the key must say exactly what the variant assumes */
     if ((one || divisible) && !add_promise(s, params, i, one ? 0 : mod, room)) break;
+  }
+}
+
+void tune_sig_compute_layout(const TuneParam *params, const int64_t *ival, int nparams,
+                             size_t room, TuneSig *s) {
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < nparams && i < TUNE_MAX_PARAMS; i++) {
+    if (!is_int_param(&params[i])) continue;
+    int mod = ival[i] == 1 ? 0 : ival[i] % 16 == 0 ? 16 : ival[i] % 8 == 0 ? 8 : -1;
+    if (mod >= 0 && !add_promise(s, params, i, mod, room)) break;
   }
 }
 

@@ -113,6 +113,29 @@ static void test_harness(void) {
   CHECK(tune_plan_pick_harness(cl, 2, file, 2, "k") == &cl[1], "a named --args first");
 }
 
+/* A library's further layouts of a kernel: the later specs of the picked one's list that name
+ * the same kernel, in order; none for a generic spec. */
+static void test_layouts(void) {
+  static TuneHarness cl[4], file[2];
+  const TuneHarness *out[4];
+  memset(cl, 0, sizeof cl);
+  memset(file, 0, sizeof file);
+  snprintf(cl[0].kernel, sizeof cl[0].kernel, "k");
+  snprintf(cl[1].kernel, sizeof cl[1].kernel, "other");
+  snprintf(cl[2].kernel, sizeof cl[2].kernel, "k");
+  snprintf(cl[3].kernel, sizeof cl[3].kernel, "k");
+  snprintf(file[0].kernel, sizeof file[0].kernel, "k");
+  snprintf(file[1].kernel, sizeof file[1].kernel, "k");
+  int n = tune_plan_more_layouts(cl, 4, file, 2, &cl[0], out, 4);
+  CHECK(n == 2 && out[0] == &cl[2] && out[1] == &cl[3], "two more --args name k, in order");
+  CHECK(tune_plan_more_layouts(cl, 4, file, 2, &cl[0], out, 1) == 1, "at most cap of them");
+  n = tune_plan_more_layouts(cl, 1, file, 2, &file[0], out, 4);
+  CHECK(n == 1 && out[0] == &file[1], "the file's own lines for a spec picked from the file");
+  CHECK(tune_plan_more_layouts(cl, 4, file, 2, &cl[1], out, 4) == 0, "no other spec names 'other'");
+  TuneHarness any = {0};
+  CHECK(tune_plan_more_layouts(cl, 4, file, 2, &any, out, 4) == 0, "a generic spec has none");
+}
+
 /* A run without a device: the target from the spec and --arch; default library archs. */
 static void test_targets(void) {
   TuneTarget t = {.spec = "cuda"};
@@ -299,6 +322,7 @@ int main(void) {
   test_winner();
   test_limits();
   test_harness();
+  test_layouts();
   test_targets();
   KilnCompilation *c = compile(src);
   if (c) {

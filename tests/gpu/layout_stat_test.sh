@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The code of the BERT gemm's backward copies, read by `kiln stat`: `kiln lib` on gemm.kiln
+# (f16, EPI=0, no cache) with the three layouts the BERT libraries declare (forward, dX = dY W,
+# dW = dY^T X; runtime/bert/CMakeLists.txt) notes the default config and the promises of each
+# copy. This test compiles the dX and dW copies at that config for sm_90, as a cuda library
+# would, and requires cp.async, 128-bit global loads and stores, and 0 spill bytes: the
+# trainer's backward calls ran the generic copy (16-bit loads, no cp.async) before the layouts.
+# It also requires the generic copy to be compiled with min_blocks = 1 and not to spill (at the
+# preset's min_blocks = 2 ptxas spilled it: 264/260 bytes at 128 registers).
+# Skipped (exit 77) without ptxas. Usage: layout_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
+set -u
+kiln=$1 kdir=$2 ptxas=$3
+if [ ! -x "$ptxas" ]; then
+  echo "skip: no ptxas ($ptxas)"
+  exit 77
+fi
+export KILN_PTXAS=$ptxas
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+bufs="a: f16[M*K]; b: f16[K*N]; c: f16[M*N]; bias: f16[N]?; res: f16[M*N]?; grid=cdiv(M, BM), cdiv(N, BN)"
+if ! "$kiln" lib "$kdir/gemm.kiln" --kernel gemm --device emu -D T=f16 -D EPI=0 -o "$tmp/lib" \
+    --lib-name layouts \
+    --args "kernel=gemm; M=256; N=128; K=128; sam=K; sak=1; sbk=1; sbn=K; scm=N; scn=1; $bufs" \
+    --args "kernel=gemm; M=256; N=128; K=128; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; $bufs" \
+    --args "kernel=gemm; M=256; N=128; K=128; sam=1; sak=M; sbk=N; sbn=1; scm=N; scn=1; $bufs" \
+    2>"$tmp/lib.txt"; then
+  echo "FAIL: kiln lib failed"; sed 's/^/    /' "$tmp/lib.txt" | head -20
+  exit 1
+fi
+
+config=$(sed -n "s/.*no timing of 'gemm' .* default config \([^ ]*\) (untuned).*/\1/p" "$tmp/lib.txt")
+defs=()
+IFS=, read -ra pairs <<<"$config"
+for p in "${pairs[@]}"; do defs+=(-D "$p"); done
+if [ ${#defs[@]} -eq 0 ]; then
+  echo "FAIL: no default config in the notes"; sed 's/^/    /' "$tmp/lib.txt"; exit 1
+fi
+
+# stat NAME SIGNATURE [-D min_blocks=1]: kiln stat of the copy promising SIGNATURE ("" for the
+# generic one) at the library's config, as JSON in $tmp/NAME.json.
+stat() {
+  local name=$1 sig=$2; shift 2
+  local promise=() item
+  IFS=, read -ra items <<<"$sig"
+  for item in "${items[@]}"; do
+    case $item in
+      *=1) promise+=(--specialize "$item") ;;
+      *%16) promise+=(--multiple-of "${item%\%16}=16") ;;
+      *%8) promise+=(--multiple-of "${item%\%8}=8") ;;
+    esac
+  done
+  if ! "$kiln" stat "$kdir/gemm.kiln" --kernel gemm "${defs[@]}" "$@" "${promise[@]}" \
+      --target sm_90 --json -o "$tmp/$name.json" >"$tmp/err" 2>&1; then
+    echo "FAIL $name: kiln stat failed"; sed 's/^/    /' "$tmp/err" | head -20
+    fails=$((fails + 1)); return 1
+  fi
+}
+
+# check NAME PATTERN: the copy whose promises match PATTERN (grep -E) must have cp.async,
+# only 128-bit stores, 128-bit loads and no spill.
+check() {
+  local name=$1 pattern=$2 sig
+  sig=$(sed -n "s/.*'gemm' also gets its default config specialized on \([^ ]*\) (calls.*/\1/p" \
+        "$tmp/lib.txt" | grep -E "$pattern" | head -1)
+  if [ -z "$sig" ]; then
+    echo "FAIL $name: the library has no copy promising $pattern"; sed 's/^/    /' "$tmp/lib.txt"
+    fails=$((fails + 1)); return
+  fi
+  stat "$name" "$sig" || return
+  if python3 - "$tmp/$name.json" "$name" "$sig" <<'PY'; then
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+t = k["total"]
+ld = {w: n for w, n in t["ld_global_bits"].items() if n}
+st = {w: n for w, n in t["st_global_bits"].items() if n}
+print(f"    {sys.argv[2]} ({sys.argv[3]}): cp.async {t['cp_async']}, loads {ld}, stores {st}, "
+      f"{k['registers']} registers, spills {k['spill_stores']}/{k['spill_loads']}")
+ok = (t["cp_async"] > 0 and ld.get("128", 0) > 0 and set(st) == {"128"}
+      and k["spill_stores"] == 0 and k["spill_loads"] == 0)
+sys.exit(0 if ok else 1)
+PY
+    echo "ok   $name"
+  else
+    echo "FAIL $name"
+    fails=$((fails + 1))
+  fi
+}
+
+check dX 'sam%16,sak=1,sbk%16,sbn=1'
+check dW 'sam=1,sak%16,sbk%16,sbn=1'
+
+# the generic copy: min_blocks = 1 (kiln lib's note), then no spill at it
+if grep -q "'gemm': its generic copy is compiled with min_blocks = 1" "$tmp/lib.txt" &&
+    stat generic "" -D min_blocks=1; then
+  if python3 - "$tmp/generic.json" <<'PY'; then
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+print(f"    generic (min_blocks {k['min_blocks']}): {k['registers']} registers, spills "
+      f"{k['spill_stores']}/{k['spill_loads']}")
+sys.exit(0 if k["min_blocks"] == 1 and k["spill_stores"] == 0 and k["spill_loads"] == 0 else 1)
+PY
+    echo "ok   generic"
+  else
+    echo "FAIL generic"; fails=$((fails + 1))
+  fi
+else
+  echo "FAIL generic: no min_blocks = 1 note, or kiln stat failed"; fails=$((fails + 1))
+fi
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all layout checks passed"
