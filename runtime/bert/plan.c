@@ -496,7 +496,7 @@ static KilnRtStatus tap_adamw_step(const KilnBertLibs *l, float *p_, float *grad
   KilnRtStatus st = put(p, "adamw.kiln", adamw_pins(p, pins, sizeof pins), "adamw_step",
                         dims(sh, sizeof sh, "n=%d", n),
                         "kernel=adamw_step; n=%d; lr=1e-4; beta1=0.9; beta2=0.999; eps=1e-8; "
-                        "weight_decay=0.01; step=1; inv_scale=1.0; p: f32[n]; grad: f32[n]; "
+                        "weight_decay=0.01; step=3; inv_scale=1.0; p: f32[n]; grad: f32[n]; "
                         "m: f32[n]; v: f32[n]=0; p16: %s[%s]; found_inf: i32[1]=0; "
                         "grid=cdiv(n, BLOCK)",
                         n, half ? p->T : "f16", half ? "n" : "1");
