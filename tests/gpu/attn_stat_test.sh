@@ -13,16 +13,7 @@
 #     0 spill bytes.
 # Skipped (exit 77) without ptxas, which the register and spill counts need.
 # Usage: attn_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
-set -u
-kiln=$1 kdir=$2 ptxas=$3
-if [ ! -x "$ptxas" ]; then
-  echo "skip: no ptxas ($ptxas)"
-  exit 77
-fi
-export KILN_PTXAS=$ptxas
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
+source "$(dirname "$0")/stat_prelude.sh"
 promises=(--multiple-of sb=8 --multiple-of sh=8 --multiple-of ss=8 --multiple-of osb=8
           --multiple-of osh=8 --multiple-of oss=8)
 

@@ -8,16 +8,7 @@
 # It also requires the generic copy to be compiled with min_blocks = 1 and not to spill (at the
 # preset's min_blocks = 2 ptxas spilled it: 264/260 bytes at 128 registers).
 # Skipped (exit 77) without ptxas. Usage: layout_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
-set -u
-kiln=$1 kdir=$2 ptxas=$3
-if [ ! -x "$ptxas" ]; then
-  echo "skip: no ptxas ($ptxas)"
-  exit 77
-fi
-export KILN_PTXAS=$ptxas
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
+source "$(dirname "$0")/stat_prelude.sh"
 
 bufs="a: f16[M*K]; b: f16[K*N]; c: f16[M*N]; bias: f16[N]?; res: f16[M*N]?; grid=cdiv(M, BM), cdiv(N, BN)"
 if ! "$kiln" lib "$kdir/gemm.kiln" --kernel gemm --device emu -D T=f16 -D EPI=0 -o "$tmp/lib" \

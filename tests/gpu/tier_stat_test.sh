@@ -10,16 +10,7 @@
 # row length such as 1000. Kernels: bias_gelu_fwd/bwd, layernorm_fwd/bwd, dropout_fwd/bwd,
 # dropout_add_fwd.
 # Skipped (exit 77) without ptxas. Usage: tier_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
-set -u
-kiln=$1 kdir=$2 ptxas=$3
-if [ ! -x "$ptxas" ]; then
-  echo "skip: no ptxas ($ptxas)"
-  exit 77
-fi
-export KILN_PTXAS=$ptxas
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
+source "$(dirname "$0")/stat_prelude.sh"
 
 # lib FILE SPEC...: kiln lib of FILE with one --args per SPEC, notes appended to lib.txt
 lib() {
