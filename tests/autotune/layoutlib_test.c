@@ -25,6 +25,7 @@
 #define LAYOUT_DEVICE "emu"
 #endif
 #include "reference.h"
+#include "libcall_util.h"
 
 /* The copies' promises, as `kiln lib` writes them for the specs of CMakeLists.txt (M=128,
  * N=64, K=64): the parameters M, N, K, sam, sak, sbk, sbn, scm, scn in order. */
@@ -43,18 +44,6 @@ typedef struct Case {
 } Case;
 
 static int failures;
-
-static float input(size_t i, unsigned salt) {
-  return kiln_ref_round_f16((float)((i * 2654435761u + salt) % 2001u) / 1000.0f - 1.0f);
-}
-
-static void *to_device(KilnRtDevice *dev, const uint16_t *host, size_t n) {
-  void *p = NULL;
-  if (kiln_rt_malloc(dev, n * sizeof *host + 16, &p) != KILN_RT_OK ||
-      kiln_rt_memcpy_htod(dev, p, host, n * sizeof *host, NULL) != KILN_RT_OK)
-    return NULL;
-  return p;
-}
 
 /* The strides of A (M x K) and B (K x N) for a layout: A row-major or (dW) column-major, B
  * k-major (the forward's W[N][K]) or n-major. AT_BK: A column-major and B k-major, a form
@@ -87,10 +76,10 @@ static int run_case(LAYOUT() *lib, KilnRtDevice *dev, const Case *c) {
   uint16_t *a = calloc(M * K, 2), *b = calloc(K * N, 2), *y = calloc(M * N, 2);
   float *ref = calloc(M * N, sizeof *ref);
   if (!a || !b || !y || !ref) return printf("FAIL %s: out of memory\n", c->what), 1;
-  for (size_t i = 0; i < M * K; i++) a[i] = kiln_ref_f32_to_f16(input(i, 1));
-  for (size_t i = 0; i < K * N; i++) b[i] = kiln_ref_f32_to_f16(input(i, 2));
+  for (size_t i = 0; i < M * K; i++) a[i] = kiln_ref_f32_to_f16(libcall_input(i, 1));
+  for (size_t i = 0; i < K * N; i++) b[i] = kiln_ref_f32_to_f16(libcall_input(i, 2));
   reference(c, s, a, b, ref);
-  void *da = to_device(dev, a, M * K), *db = to_device(dev, b, K * N), *dy = to_device(dev, y, M * N);
+  void *da = libcall_to_device(dev, a, M * K), *db = libcall_to_device(dev, b, K * N), *dy = libcall_to_device(dev, y, M * N);
   int bad = !da || !db || !dy;
   KilnRtStatus st = bad ? KILN_RT_ERROR_OUT_OF_MEMORY
                         : LAYOUT(_gemm)(lib, da, db, dy, NULL, NULL, c->M, c->N, c->K, s[0], s[1],

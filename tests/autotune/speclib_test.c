@@ -14,6 +14,7 @@
 
 #include "gemmspec.h"
 #include "reference.h"
+#include "libcall_util.h"
 
 static int failures;
 
@@ -25,18 +26,6 @@ typedef struct Case {
   int specialized; /* whether the call keeps every promise of the specialized copy */
 } Case;
 
-static float input(size_t i, unsigned salt) {
-  return kiln_ref_round_f16((float)((i * 2654435761u + salt) % 2001u) / 1000.0f - 1.0f);
-}
-
-static void *to_device(KilnRtDevice *dev, const uint16_t *host, size_t n) {
-  void *p = NULL;
-  if (kiln_rt_malloc(dev, n * sizeof *host + 16, &p) != KILN_RT_OK ||
-      kiln_rt_memcpy_htod(dev, p, host, n * sizeof *host, NULL) != KILN_RT_OK)
-    return NULL;
-  return p;
-}
-
 static int run_case(gemmspec *lib, KilnRtDevice *dev, const Case *c) {
   size_t M = (size_t)c->M, N = (size_t)c->N, K = (size_t)c->K;
   int32_t sam = c->K, sak = 1, sbk = c->b_kmajor ? 1 : c->N, sbn = c->b_kmajor ? c->K : 1;
@@ -44,9 +33,9 @@ static int run_case(gemmspec *lib, KilnRtDevice *dev, const Case *c) {
   uint16_t *a = calloc(M * K, 2), *b = calloc(K * N, 2), *bias = calloc(N, 2), *y = calloc(M * N, 2);
   float *ref = calloc(M * N, sizeof *ref);
   if (!a || !b || !bias || !y || !ref) return printf("FAIL %s: out of memory\n", c->what), 1;
-  for (size_t i = 0; i < M * K; i++) a[i] = kiln_ref_f32_to_f16(input(i, 1));
-  for (size_t i = 0; i < K * N; i++) b[i] = kiln_ref_f32_to_f16(input(i, 2));
-  for (size_t i = 0; i < N; i++) bias[i] = kiln_ref_f32_to_f16(input(i, 3));
+  for (size_t i = 0; i < M * K; i++) a[i] = kiln_ref_f32_to_f16(libcall_input(i, 1));
+  for (size_t i = 0; i < K * N; i++) b[i] = kiln_ref_f32_to_f16(libcall_input(i, 2));
+  for (size_t i = 0; i < N; i++) bias[i] = kiln_ref_f32_to_f16(libcall_input(i, 3));
   for (size_t m = 0; m < M; m++)
     for (size_t n = 0; n < N; n++) {
       double acc = kiln_ref_f16_to_f32(bias[n]);
@@ -55,8 +44,8 @@ static int run_case(gemmspec *lib, KilnRtDevice *dev, const Case *c) {
                kiln_ref_f16_to_f32(b[k * (size_t)sbk + n * (size_t)sbn]);
       ref[m * N + n] = (float)acc;
     }
-  void *da = to_device(dev, a, M * K), *db = to_device(dev, b, K * N);
-  void *dbias = to_device(dev, bias, N), *dy = to_device(dev, y, M * N);
+  void *da = libcall_to_device(dev, a, M * K), *db = libcall_to_device(dev, b, K * N);
+  void *dbias = libcall_to_device(dev, bias, N), *dy = libcall_to_device(dev, y, M * N);
   int bad = !da || !db || !dbias || !dy;
   KilnRtStatus st = bad ? KILN_RT_ERROR_OUT_OF_MEMORY
                         : gemmspec_gemm(lib, da, db, dy, dbias, dy, c->M, c->N, c->K, sam, sak, sbk,

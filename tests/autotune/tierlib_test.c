@@ -24,6 +24,7 @@
 #define TIER_DEVICE "emu"
 #endif
 #include "reference.h"
+#include "libcall_util.h"
 
 static int failures;
 
@@ -40,14 +41,6 @@ static double gelu_ref(double v) { return 0.5 * v * (1.0 + erf(v / sqrt(2.0))); 
 
 static double gelu_grad_ref(double v) {
   return 0.5 * (1.0 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2.0 * M_PI);
-}
-
-static void *to_device(KilnRtDevice *dev, const uint16_t *host, size_t n) {
-  void *p = NULL;
-  if (kiln_rt_malloc(dev, n * sizeof *host + 16, &p) != KILN_RT_OK ||
-      kiln_rt_memcpy_htod(dev, p, host, n * sizeof *host, NULL) != KILN_RT_OK)
-    return NULL;
-  return p;
 }
 
 /* The largest error relative to max(1, |ref|) of got (f16) against ref. */
@@ -71,8 +64,8 @@ static int run_case(TIER() *lib, KilnRtDevice *dev, const Case *c) {
     yref[i] = gelu_ref(v);
     dxref[i] = kiln_ref_f16_to_f32(dy[i]) * gelu_grad_ref(v);
   }
-  void *dx_ = to_device(dev, x, n), *db = to_device(dev, bias, C), *ddy = to_device(dev, dy, n);
-  void *dout = to_device(dev, out, n);
+  void *dx_ = libcall_to_device(dev, x, n), *db = libcall_to_device(dev, bias, C), *ddy = libcall_to_device(dev, dy, n);
+  void *dout = libcall_to_device(dev, out, n);
   int bad = !dx_ || !db || !ddy || !dout;
   KilnRtStatus st = bad ? KILN_RT_ERROR_OUT_OF_MEMORY
                         : TIER(_bias_gelu_fwd)(lib, dx_, db, dout, c->rows, c->cols, NULL, NULL, NULL);
