@@ -117,6 +117,10 @@ static const char *const usage_train =
     "                       needs more is refused before anything is allocated (default:\n"
     "                       KILN_DEVICE_MEMORY, else the GPU's free memory on cuda, the\n"
     "                       host's memory on cpu and emu)\n"
+    "  --graphs, --no-graphs  replay each batch shape's forward and backward as one captured\n"
+    "                       graph (from its second step), or launch every kernel; default: on\n"
+    "                       cuda, off on cpu (no gain there) and emu (cannot capture), off\n"
+    "                       with --profile\n"
     "\n"
     "output:\n"
     "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..,\n"
@@ -355,8 +359,11 @@ static int cmd_train(int argc, char **argv) {
       fputs(usage_train, stdout);
       return 0;
     }
-    if (!strcmp(a, "--no-shuffle") || !strcmp(a, "--profile")) {
+    if (!strcmp(a, "--no-shuffle") || !strcmp(a, "--profile") || !strcmp(a, "--graphs") ||
+        !strcmp(a, "--no-graphs")) {
       if (!strcmp(a, "--profile")) o.profile = 1;
+      else if (!strcmp(a, "--graphs")) o.graphs = 1;
+      else if (!strcmp(a, "--no-graphs")) o.graphs = 0;
       else o.shuffle = 0;
       continue;
     }

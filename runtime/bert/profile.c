@@ -24,6 +24,7 @@ typedef struct CallSum {
 
 struct KilnBertProfile {
   KilnRtDevice *dev;
+  KilnRtStream *stream; /* where the launches are queued: the events go there too */
   int use_events;   /* cuda: events around launches; else the host clock */
   int timed;        /* inside a timed step */
   double t0;        /* host clock: the start of the launch under way */
@@ -45,10 +46,12 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-KilnBertStatus kiln_bert_profile_create(KilnRtDevice *dev, KilnBertProfile **out) {
+KilnBertStatus kiln_bert_profile_create(KilnRtDevice *dev, KilnRtStream *stream,
+                                        KilnBertProfile **out) {
   KilnBertProfile *pf = calloc(1, sizeof *pf);
   if (!pf) return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "profile: out of memory");
   pf->dev = dev;
+  pf->stream = stream;
   pf->use_events = kiln_rt_device_kind(dev) == KILN_RT_DEVICE_CUDA;
   *out = pf;
   return KILN_BERT_OK;
@@ -96,7 +99,7 @@ KilnRtStatus kiln_bert_profile_launch_begin(KilnBertProfile *pf) {
     return KILN_RT_OK;
   }
   KilnRtStatus st = have_events(pf, 2 * pf->npending + 2);
-  return st == KILN_RT_OK ? kiln_rt_event_record(pf->ev[2 * pf->npending], NULL) : st;
+  return st == KILN_RT_OK ? kiln_rt_event_record(pf->ev[2 * pf->npending], pf->stream) : st;
 }
 
 KilnRtStatus kiln_bert_profile_launch_end(KilnBertProfile *pf, int call) {
@@ -109,7 +112,7 @@ KilnRtStatus kiln_bert_profile_launch_end(KilnBertProfile *pf, int call) {
     pf->sum[call].launches++;
     return KILN_RT_OK;
   }
-  if ((st = kiln_rt_event_record(pf->ev[2 * pf->npending + 1], NULL)) != KILN_RT_OK) return st;
+  if ((st = kiln_rt_event_record(pf->ev[2 * pf->npending + 1], pf->stream)) != KILN_RT_OK) return st;
   if (kiln_bert_grow((void **)&pf->pending, &pf->pcap, pf->npending + 1, sizeof *pf->pending))
     return kiln_rt_set_error(KILN_RT_ERROR_OUT_OF_MEMORY, "profile: out of memory");
   pf->pending[pf->npending++] = call;
