@@ -128,13 +128,20 @@ KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids,
  * INVALID_ARGUMENT on a device that cannot capture (emu), for a plan-only model, or one with a
  * tap on its launches (--profile, the launch log: a replay passes no tap). Off after create. */
 #define KILN_BERT_MAX_GRAPHS 64
-KilnBertStatus kiln_bert_model_set_graphs(KilnBertModel *m, int on);
+enum {
+  KILN_BERT_GRAPHS_OFF = 0,
+  KILN_BERT_GRAPHS_ON = 1,       /* a failed capture or replay fails the pass */
+  KILN_BERT_GRAPHS_FALLBACK = 2, /* one turns replay off for good and the pass runs on the
+                                    stream (KilnBertGraphStats.fallback says why) */
+};
+KilnBertStatus kiln_bert_model_set_graphs(KilnBertModel *m, int mode);
 
 /* What whole-step replay did so far: passes run on the stream (graphs off, or a shape's first
  * pass), graphs captured, recaptured in place, replayed; and how many shapes hold a graph. */
 typedef struct KilnBertGraphStats {
   long eager, captures, updates, replays;
   int graphs;
+  const char *fallback; /* NULL, or why KILN_BERT_GRAPHS_FALLBACK turned replay off (the model's) */
 } KilnBertGraphStats;
 void kiln_bert_model_graph_stats(const KilnBertModel *m, KilnBertGraphStats *out);
 

@@ -140,7 +140,8 @@ struct KilnBertModel {
   /* the stream every launch and copy is queued on; the host waits only where it reads */
   KilnRtStream *stream;
   /* whole-step replay (kiln_bert_model_set_graphs): a graph per batch shape */
-  int graphs_on;
+  int graphs_on;          /* a KILN_BERT_GRAPHS_* mode */
+  char graphs_off_why[256]; /* KILN_BERT_GRAPHS_FALLBACK turned off: the failure */
   GraphEntry graphs[KILN_BERT_MAX_GRAPHS];
   int ngraphs;
   KilnBertGraphStats gstats;
@@ -1098,13 +1099,14 @@ KilnBertStatus kiln_bert_model_set_graphs(KilnBertModel *m, int on) {
                                                             : KILN_BERT_ERROR_DEVICE,
                             "model: graphs: %s", kiln_rt_last_error());
   }
-  m->graphs_on = on != 0;
+  m->graphs_on = on;
   return KILN_BERT_OK;
 }
 
 void kiln_bert_model_graph_stats(const KilnBertModel *m, KilnBertGraphStats *out) {
   *out = m->gstats;
   out->graphs = 0;
+  out->fallback = m->graphs_off_why[0] ? m->graphs_off_why : NULL;
   for (int i = 0; i < m->ngraphs; i++) out->graphs += m->graphs[i].graph != NULL;
 }
 
@@ -1155,19 +1157,27 @@ static GraphEntry *graph_entry(KilnBertModel *m, int *fresh) {
 
 /* The forward and backward launches of the batch copied in: on the stream, or from the
  * shape's graph (captured at its second pass, recaptured when dropout's step changed). */
-static KilnBertStatus run_pass(KilnBertModel *m) {
-  int fresh = 0;
-  GraphEntry *e = m->graphs_on ? graph_entry(m, &fresh) : NULL;
-  if (!e || fresh) {
-    m->gstats.eager++;
-    return pass_launches(m);
-  }
+static KilnBertStatus replay_pass(KilnBertModel *m, GraphEntry *e) {
   int redrawn = e->dropout && (e->drop_p != m->drop_p || e->drop_seed != m->drop_seed ||
                                e->drop_step != m->drop_step);
   if (!e->graph || redrawn) TRY(capture_pass(m, e));
   RT(kiln_rt_graph_launch(e->graph, m->stream), "model: graph replay");
   m->gstats.replays++;
   return KILN_BERT_OK;
+}
+
+static KilnBertStatus run_pass(KilnBertModel *m) {
+  int fresh = 0;
+  GraphEntry *e = m->graphs_on ? graph_entry(m, &fresh) : NULL;
+  if (e && !fresh) {
+    KilnBertStatus st = replay_pass(m, e);
+    if (st == KILN_BERT_OK || m->graphs_on != KILN_BERT_GRAPHS_FALLBACK) return st;
+    /* replay is an optimization here: off for good, and this pass on the stream */
+    snprintf(m->graphs_off_why, sizeof m->graphs_off_why, "%s", kiln_bert_last_error());
+    m->graphs_on = KILN_BERT_GRAPHS_OFF;
+  }
+  m->gstats.eager++;
+  return pass_launches(m);
 }
 
 KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids,

@@ -118,18 +118,24 @@ static void run_free(Run *r) {
  * stream would, so it gains nothing there but tests the path. Noted on stderr when
  * KILN_BERT_GRAPH_STATS is set (the tests read it). */
 static KilnBertStatus choose_graphs(Run *r, const KilnBertTrainOptions *o) {
-  int on = o->graphs;
-  if (on < 0)
-    on = kiln_rt_device_kind(r->dev) == KILN_RT_DEVICE_CUDA && !r->launches;
-  return on ? kiln_bert_model_set_graphs(r->model, 1) : KILN_BERT_OK;
+  if (o->graphs >= 0)
+    return kiln_bert_model_set_graphs(r->model,
+                                      o->graphs ? KILN_BERT_GRAPHS_ON : KILN_BERT_GRAPHS_OFF);
+  /* the default is an optimization: a failure to capture falls back to the stream, noted */
+  int on = kiln_rt_device_kind(r->dev) == KILN_RT_DEVICE_CUDA && !r->launches;
+  return on ? kiln_bert_model_set_graphs(r->model, KILN_BERT_GRAPHS_FALLBACK) : KILN_BERT_OK;
 }
 
-/* With KILN_BERT_GRAPH_STATS set, what whole-step replay did, one line on stderr. */
+/* A note when replay fell back to the stream; with KILN_BERT_GRAPH_STATS set, what replay
+ * did, one line on stderr. */
 static void report_graphs(const Run *r) {
-  const char *want = getenv("KILN_BERT_GRAPH_STATS");
-  if (!want || !*want || !r->model) return;
+  if (!r->model) return;
   KilnBertGraphStats gs;
   kiln_bert_model_graph_stats(r->model, &gs);
+  if (gs.fallback)
+    fprintf(stderr, "kiln-bert: note: whole-step replay turned off: %s\n", gs.fallback);
+  const char *want = getenv("KILN_BERT_GRAPH_STATS");
+  if (!want || !*want) return;
   fprintf(stderr, "graphs: eager %ld captures %ld updates %ld replays %ld shapes %d\n", gs.eager,
           gs.captures, gs.updates, gs.replays, gs.graphs);
 }
