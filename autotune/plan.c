@@ -308,6 +308,7 @@ TunePlanFallback tune_plan_fallback(const LibKernel *lk, bool require_tuned) {
 
 bool tune_plan_default_config(const KilnTune *t, TunePlanCheck *check, void *ctx, TuneCand *out) {
   for (int i = 0; i < t->npresets; i++) {
+    if (t->presets[i].device) continue; /* a device's own candidate, not every device's default */
     memset(out, 0, sizeof *out);
     if (!kiln_tune_preset_get(t, t->presets[i].name, &out->cfg)) continue;
     check(out, ctx);

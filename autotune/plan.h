@@ -118,8 +118,9 @@ TunePlanFallback tune_plan_fallback(const LibKernel *lk, bool require_tuned);
 
 /* Checks one config (fills c->state and c->config; ST_PRUNED when it cannot run here). */
 typedef void TunePlanCheck(TuneCand *c, void *ctx);
-/* A kernel's default config, the one `--mode default` times first: its first preset that
- * check keeps, else the first kept config of its cross product. False when all are pruned. */
+/* A kernel's default config, the one `--mode default` times first: its first preset for every
+ * device (no `for DEVICE`) that check keeps, else the first kept config of its cross product.
+ * False when all are pruned. */
 bool tune_plan_default_config(const KilnTune *t, TunePlanCheck *check, void *ctx, TuneCand *out);
 
 #endif /* KILN_AUTOTUNE_PLAN_H */

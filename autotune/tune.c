@@ -54,14 +54,24 @@ static void apply_cache(const TuneJob *j, TuneCand *c) {
   c->reps = r->reps;
 }
 
+/* Whether a preset is a candidate on the device of spec ("cpu", "emu", "cuda:0"): one without
+ * `for DEVICE` everywhere, one with it on that device kind only. */
+static bool preset_on_device(const KilnTunePreset *pr, const char *spec) {
+  if (!pr->device) return true;
+  size_t n = strlen(pr->device);
+  return !strncmp(spec, pr->device, n) && (spec[n] == '\0' || spec[n] == ':');
+}
+
 /* The candidates of this run, copied out of the space (or from presets). */
 int tune_select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out) {
   const KilnTune *t = j->t;
-  int n = 0, cap = nspace + t->npresets + 1;
+  int n = 0, cap = nspace + t->npresets + 1, presets = 0;
   TuneCand *c = calloc((size_t)cap, sizeof *c);
   if (!c) return -1;
-  if (!j->max_mode && t->npresets > 0) {
+  for (int i = 0; i < t->npresets; i++) presets += preset_on_device(&t->presets[i], j->tg->spec);
+  if (!j->max_mode && presets > 0) {
     for (int i = 0; i < t->npresets; i++) {
+      if (!preset_on_device(&t->presets[i], j->tg->spec)) continue;
       TuneCand *x = &c[n++];
       x->order = nspace + i;
       snprintf(x->preset, sizeof x->preset, "%s", t->presets[i].name);

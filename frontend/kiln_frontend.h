@@ -333,6 +333,10 @@ typedef struct KilnTuneAssign {
 typedef struct KilnTunePreset {
     const char *name;
     KilnSpan span;
+    /* `preset NAME for DEVICE { ... }`: a candidate of the default mode on that device kind
+     * only ("cpu", "emu", "cuda"), never an untuned library's default; NULL: every device */
+    const char *device;
+    KilnSpan device_span;
     KilnTuneAssign *assigns;
     int nassigns;
 } KilnTunePreset;

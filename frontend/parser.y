@@ -113,6 +113,39 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
     }
     return true;
 }
+
+/* A `preset NAME [for DEVICE] { items }` tune item (kw: the word that should be "preset"), or
+ * NULL after a diagnostic. */
+static TuneItem *tune_preset(KilnParseState *ps, const char *kw, KilnSpan kw_span, const char *name,
+                             KilnSpan name_span, const char *device, KilnSpan device_span,
+                             KilnPtrVec items)
+{
+    if (strcmp(kw, "preset") != 0) {
+        kiln_diag_error(ps->c, kw_span,
+                        "expected 'key', 'where', 'preset' or 'NAME in [...]' in tune block, got '%s'", kw);
+        return NULL;
+    }
+    if (device && strcmp(device, "cpu") != 0 && strcmp(device, "emu") != 0 &&
+        strcmp(device, "cuda") != 0) {
+        kiln_diag_error(ps->c, device_span,
+                        "preset '%s' is for device '%s': the devices are cpu, emu and cuda", name,
+                        device);
+        return NULL;
+    }
+    TuneItem *t = kiln_arena_alloc(&ps->c->ar, sizeof *t);
+    t->kind = TUNE_ITEM_PRESET;
+    t->preset.name = name;
+    t->preset.span = name_span;
+    t->preset.device = device;
+    t->preset.device_span = device_span;
+    t->preset.assigns = kiln_arena_alloc(&ps->c->ar, sizeof(KilnTuneAssign) * (size_t)(items.n + 1));
+    for (int i = 0; i < items.n; i++) {
+        TuneItem *a = items.items[i];
+        t->preset.assigns[t->preset.nassigns++] =
+            (KilnTuneAssign){a->param.name, a->param.span, a->param.nvalues ? a->param.values[0] : 0};
+    }
+    return t;
+}
 }
 
 %union {
@@ -629,7 +662,7 @@ tune_items
     ;
 
 /* tune_item = IDENT "in" "[" values "]" ";" | "key" names ";" | "where" expr ";"
- *           | "preset" IDENT "{" {IDENT "=" value ";"} "}"
+ *           | "preset" IDENT ["for" IDENT] "{" {IDENT "=" value ";"} "}"
  * `key` and `preset` are not reserved words: they only mean something here. */
 tune_item
     : IDENT IN '[' args ']' ';'
@@ -667,23 +700,11 @@ tune_item
         }
     | IDENT IDENT '{' preset_items '}'
         {
-            $$ = NULL;
-            if (strcmp($1, "preset") != 0) {
-                kiln_diag_error(ps->c, SPAN(@1),
-                                "expected 'key', 'where', 'preset' or 'NAME in [...]' in tune block, got '%s'", $1);
-            } else {
-                $$ = kiln_arena_alloc(&ps->c->ar, sizeof *$$);
-                $$->kind = TUNE_ITEM_PRESET;
-                $$->preset.name = $2;
-                $$->preset.span = SPAN(@2);
-                $$->preset.assigns = kiln_arena_alloc(&ps->c->ar,
-                                                      sizeof(KilnTuneAssign) * (size_t)($4.n + 1));
-                for (int i = 0; i < $4.n; i++) {
-                    TuneItem *a = $4.items[i];
-                    $$->preset.assigns[$$->preset.nassigns++] = (KilnTuneAssign){
-                        a->param.name, a->param.span, a->param.nvalues ? a->param.values[0] : 0};
-                }
-            }
+            $$ = tune_preset(ps, $1, SPAN(@1), $2, SPAN(@2), NULL, SPAN(@2), $4);
+        }
+    | IDENT IDENT FOR IDENT '{' preset_items '}'
+        {
+            $$ = tune_preset(ps, $1, SPAN(@1), $2, SPAN(@2), $4, SPAN(@4), $6);
         }
     | error ';'         { $$ = NULL; yyerrok; }
     ;

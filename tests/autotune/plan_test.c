@@ -9,7 +9,8 @@
 
 #include "check.h"
 
-/* A kernel with a key, three block sizes, two warp counts and two presets. */
+/* A kernel with a key, three block sizes, two warp counts and two presets, after a preset for
+ * cuda only (never the default). */
 static const char src[] =
     "kernel k(x: *f32, n: i32, const BLOCK: i32) {\n"
     "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
@@ -19,6 +20,7 @@ static const char src[] =
     "    key n;\n"
     "    BLOCK in [64, 256, 1024];\n"
     "    num_warps in [1, 4];\n"
+    "    preset gpu for cuda { BLOCK = 1024; num_warps = 1; }\n"
     "    preset small { BLOCK = 64; num_warps = 1; }\n"
     "    preset big { BLOCK = 1024; num_warps = 4; }\n"
     "}\n";
