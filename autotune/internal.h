@@ -231,6 +231,7 @@ typedef struct LibVariant {
   double median_ms, spread_ms;    /* of the record it came from */
   TuneSig sig;                    /* its promises: calls that break one never run it */
   bool untuned;                   /* a default config: chosen only when no tuned variant fits */
+  bool generic_copy;              /* a specialized winner's config compiled without promises */
 } LibVariant;
 
 typedef struct LibKernel {
