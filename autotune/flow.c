@@ -692,7 +692,8 @@ int tune_flow_run(TuneOpts *o) {
   R->o = o;
   R->cmd = tune_flow_command(o->flow);
   R->rep.mode = o->max_mode ? "max-autotune" : "default";
-  R->ro = (TuneRunOpts){o->jobs, o->budget > 0 ? tune_now() + o->budget : 0, o->timeout, o->reps,
+  double timeout = o->timeout > 0 ? o->timeout : tune_default_timeout(o->device ? o->device : "cpu");
+  R->ro = (TuneRunOpts){o->jobs, o->budget > 0 ? tune_now() + o->budget : 0, timeout, o->reps,
                         isatty(STDERR_FILENO) == 1, stderr, o->retry_poisoned};
   int rc = 2;
   switch (o->flow) {

@@ -8,6 +8,8 @@
  *   hang_timeout     a hang stays poisoned under a raised --timeout and a reused cache;
  *                    --retry-poisoned times it again and records the new limit
  *   slow_linker      a linker slower than the time limit: every variant ok, no hang
+ *   slow_variant     a correct variant whose runs together outlast the time limit, each run
+ *                    within it: ok, not a hang (the limit is per run); the device defaults
  *   broken_linker    a failing, missing or deadly linker: failed, never cached
  *   corrupt_cache    a truncated cache is reported, moved aside and rebuilt
  *   concurrent       two tuners on one cache at once: both records kept, the file valid
@@ -238,6 +240,24 @@ static const char *script(const char *name, const char *body) {
 }
 
 static const char scale_args[] = "n=4096; a=2.5; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)";
+
+/* A correct kernel that takes about 0.2 s a run (1e8 dependent multiply-adds at ~2 ns on the
+ * 2-core test machine), under a 1.5 s limit with 20 repetitions: its child runs for some 4.5 s,
+ * each run well within the limit. The limit is per run, so it is ok with its 20 samples; a limit
+ * per child made it a hang and poisoned it. Also the devices' default limits. */
+static void test_slow_variant(void) {
+  static const char *const opts[] = {"--timeout", "1.5", "--reps", "20", NULL};
+  cJSON *r = tune("slow", "slow.kiln", "n=64; iters=100000000; x: f32[n]; out: f32[n]; grid=1", opts);
+  if (r) {
+    const cJSON *c = cand(r, "BLOCK=64,num_warps=4,num_stages=2");
+    CHECK(c && !strcmp(str(c, "status"), "ok") && num(c, "reps") == 20, "slow variant: status '%s' "
+          "(%s), %d samples", c ? str(c, "status") : "missing", c ? str(c, "detail") : "",
+          c ? num(c, "reps") : -1);
+  }
+  cJSON_Delete(r);
+  CHECK(tune_default_timeout("emu") == 300 && tune_default_timeout("cpu") == 30 &&
+            tune_default_timeout("cuda:0") == 10, "the devices' default limits");
+}
 
 /* A linker slower than the kernel's time limit: linking and loading happen before the timed
  * region, so every variant times ok, none is a hang, and nothing is poisoned. */
@@ -520,6 +540,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(t, "budget")) test_budget();
   else if (!strcmp(t, "budget_build")) test_budget_build();
   else if (!strcmp(t, "slow_linker")) test_slow_linker();
+  else if (!strcmp(t, "slow_variant")) test_slow_variant();
   else if (!strcmp(t, "broken_linker")) test_broken_linker();
   else if (!strcmp(t, "signature")) test_signature();
   else return 64;
