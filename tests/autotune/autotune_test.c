@@ -8,6 +8,7 @@
  *   hang_timeout     a hang stays poisoned under a raised --timeout and a reused cache;
  *                    --retry-poisoned times it again and records the new limit
  *   slow_linker      a linker slower than the time limit: every variant ok, no hang
+ *   args_spec        --args scalars in the order written, helper names, consts in sizes
  *   slow_variant     a correct variant whose runs together outlast the time limit, each run
  *                    within it: ok, not a hang (the limit is per run); the device defaults
  *   broken_linker    a failing, missing or deadly linker: failed, never cached
@@ -240,6 +241,33 @@ static const char *script(const char *name, const char *body) {
 }
 
 static const char scale_args[] = "n=4096; a=2.5; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)";
+
+/* --args as written: ldy is given before ldx uses it although ldx comes first among copy_rows's
+ * parameters; R is a helper name (no parameter) that rows and a size use; y's size names the
+ * const BLOCK (the largest over the configs sizes the buffer). Every config must run ok at the
+ * key of cols = 50. A const given as a scalar entry is refused, telling to pin it with -D. */
+static void test_args_spec(void) {
+  static const char *const opts[] = {"--mode", "max-autotune", "--reps", "1", NULL};
+  cJSON *r = tune("order", "copy_rows.kiln",
+                  "R=4; cols=50; ldy=cols+6; ldx=ldy+8; rows=R; x: f32[(R - 1) * ldx + cols]; "
+                  "y: f32[(rows - 1) * ldy + BLOCK]=0; grid=rows", opts);
+  if (r) {
+    CHECK(!strcmp(str(kernel0(r), "key"), "cols=64"), "key '%s'", str(kernel0(r), "key"));
+    const char *cfgs[] = {"BLOCK=64,num_warps=1,num_stages=2", "BLOCK=128,num_warps=1,num_stages=2"};
+    for (int i = 0; i < 2; i++) {
+      const cJSON *c = cand(r, cfgs[i]);
+      CHECK(c && !strcmp(str(c, "status"), "ok"), "%s: '%s' (%s)", cfgs[i], c ? str(c, "status") : "missing",
+            c ? str(c, "detail") : "");
+    }
+  }
+  cJSON_Delete(r);
+  int rc = finish(start_tune("const_arg", "copy_rows.kiln",
+                             "rows=4; cols=50; ldx=64; ldy=64; BLOCK=64; x: f32[256]; y: f32[256]; grid=rows", NULL));
+  char *err = slurp("const_arg", ".err");
+  CHECK(rc == 1 && err && strstr(err, "pin it with -D BLOCK=64"), "a const in --args: exit %d, '%s'", rc,
+        err ? err : "");
+  free(err);
+}
 
 /* A correct kernel that takes about 0.2 s a run (1e8 dependent multiply-adds at ~2 ns on the
  * 2-core test machine), under a 1.5 s limit with 20 repetitions: its child runs for some 4.5 s,
@@ -541,6 +569,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(t, "budget_build")) test_budget_build();
   else if (!strcmp(t, "slow_linker")) test_slow_linker();
   else if (!strcmp(t, "slow_variant")) test_slow_variant();
+  else if (!strcmp(t, "args_spec")) test_args_spec();
   else if (!strcmp(t, "broken_linker")) test_broken_linker();
   else if (!strcmp(t, "signature")) test_signature();
   else return 64;
