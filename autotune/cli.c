@@ -261,6 +261,7 @@ static int command(int argc, char **argv, TuneFlow flow) {
   if (!o.files) return 2;
   int rc = parse_opts(argc, argv, &o);
   if (rc == 0) rc = check_outputs(&o);
+  if (rc == 0) rc = tune_prepare_outputs(&o);
   if (rc == 0) rc = tune_flow_run(&o);
   else if (rc < 0) rc = 0; /* --help */
   free(o.files);

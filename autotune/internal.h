@@ -328,6 +328,11 @@ typedef struct TuneOpts {
   double budget, timeout;
 } TuneOpts;
 
+/* Creates the folders of o's outputs (--cache of kiln tune, --report-svg, --emit-lib / -o,
+ * --emit-bundle) with their parents and checks that each takes a new file, before any work.
+ * 0, or 2 with the output, the folder and the reason reported. outputs.c */
+int tune_prepare_outputs(const TuneOpts *o);
+
 /* The command a flow belongs to, for messages: "tune" or "lib". */
 const char *tune_flow_command(TuneFlow f);
 /* The generated library's name (and symbol prefix): --lib-name, else "kernels". */
