@@ -8,6 +8,8 @@
  *   hang_timeout     a hang stays poisoned under a raised --timeout and a reused cache;
  *                    --retry-poisoned times it again and records the new limit
  *   slow_linker      a linker slower than the time limit: every variant ok, no hang
+ *   ptxas_reason     a ptxas that fails: the report keeps ptxas's own message, not only
+ *                    "ptxas failed for sm_90:"
  *   args_spec        --args scalars in the order written, helper names, consts in sizes
  *   slow_variant     a correct variant whose runs together outlast the time limit, each run
  *                    within it: ok, not a hang (the limit is per run); the device defaults
@@ -401,6 +403,26 @@ static void test_budget(void) {
   cJSON_Delete(r);
 }
 
+/* A ptxas that rejects the PTX with its own message (a fake one, so no CUDA toolkit is needed):
+ * the bundle's note on each left-out candidate must carry that message after the driver's
+ * heading, which alone said nothing. */
+static void test_ptxas_reason(void) {
+  const char *ptxas = script("badptxas", "echo \"ptxas v.ptx, line 7; error   : Unknown modifier '.zz'\" >&2; "
+                                         "echo 'ptxas fatal   : Ptx assembly aborted due to errors' >&2; exit 255");
+  CHECK(ptxas && setenv("KILN_PTXAS", ptxas, 1) == 0, "KILN_PTXAS");
+  char bundle[512];
+  snprintf(bundle, sizeof bundle, "%s/bundle", dir);
+  const char *const opts[] = {"--device", "cuda", "--arch", "sm_90", "--emit-bundle", bundle,
+                              "-D", "BLOCK=64", "-D", "num_warps=1", NULL};
+  int rc = finish(start_tune("ptxas", "scale_add.kiln", scale_args, opts));
+  unsetenv("KILN_PTXAS");
+  char *err = slurp("ptxas", ".err");
+  CHECK(rc == 0 && err && strstr(err, "ptxas failed for sm_90: | ptxas v.ptx, line 7; error   : "
+                                      "Unknown modifier '.zz' | ptxas fatal   : Ptx assembly aborted"),
+        "exit %d, the reason is not kept: %s", rc, err ? err : "");
+  free(err);
+}
+
 static void test_budget_build(void) {
   const char *ptxas = script("slowptxas", "sleep 30; exit 1");
   CHECK(ptxas && setenv("KILN_PTXAS", ptxas, 1) == 0, "KILN_PTXAS");
@@ -570,6 +592,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(t, "slow_linker")) test_slow_linker();
   else if (!strcmp(t, "slow_variant")) test_slow_variant();
   else if (!strcmp(t, "args_spec")) test_args_spec();
+  else if (!strcmp(t, "ptxas_reason")) test_ptxas_reason();
   else if (!strcmp(t, "broken_linker")) test_broken_linker();
   else if (!strcmp(t, "signature")) test_signature();
   else return 64;
