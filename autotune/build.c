@@ -34,13 +34,36 @@ typedef struct BuildShared {
   BuildSlot slots[];
 } BuildShared;
 
-/* The first line of the driver's diagnostics, for the report. */
-static void first_line(const char *log_path, char *buf, size_t cap) {
+/* Lines of a failed build's log that a heading ending in ':' takes along: ptxas's own message
+ * ("kiln: error: ptxas failed for sm_90:" then ptxas's lines) is the reason, the heading only
+ * says who failed. */
+enum { LOG_HEAD_BYTES = 4096, LOG_REASON_LINES = 3 };
+
+/* The reason a build failed, for the report: the first line of the driver's diagnostics, and
+ * when it ends with ':' the next LOG_REASON_LINES non-empty lines after it, joined with " | ".
+ * Reads only the log's first LOG_HEAD_BYTES (a compiler's log can be large). */
+static void failure_reason(const char *log_path, char *buf, size_t cap) {
+  char head[LOG_HEAD_BYTES + 1];
   size_t n = 0;
-  char *text = kiln_file_read(log_path, &n);
-  snprintf(buf, cap, "%s", text && *text ? text : "compile failed");
-  buf[strcspn(buf, "\n")] = '\0';
-  free(text);
+  FILE *f = fopen(log_path, "r");
+  if (f) {
+    n = fread(head, 1, LOG_HEAD_BYTES, f);
+    fclose(f);
+  }
+  head[n] = '\0';
+  char *line = head, *save = NULL;
+  size_t used = 0;
+  int taken = 0;
+  for (char *l = strtok_r(line, "\n", &save); l && taken <= LOG_REASON_LINES && used + 1 < cap;
+       l = strtok_r(NULL, "\n", &save)) {
+    while (*l == ' ' || *l == '\t') l++;
+    if (!*l) continue;
+    int w = snprintf(buf + used, cap - used, "%s%s", taken ? " | " : "", l);
+    used += w < 0 ? 0 : (size_t)w < cap - used ? (size_t)w : cap - used - 1;
+    size_t len = strlen(l);
+    if (taken++ == 0 && (len == 0 || l[len - 1] != ':')) break; /* a one-line diagnostic */
+  }
+  if (!taken) snprintf(buf, cap, "compile failed");
 }
 
 int tune_image_path(const char *module_path, KilnTarget target, char *buf, size_t cap) {
@@ -86,7 +109,7 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
   slot->ms = (tune_now() - t0) * 1e3;
   if (diag) fclose(diag);
   if (st != KILN_DRIVER_OK) {
-    first_line(log_path, slot->err, sizeof slot->err);
+    failure_reason(log_path, slot->err, sizeof slot->err);
     slot->done = 2;
   } else if (tune_image_path(cand->obj_path, tg->target, image, sizeof image) != 0 ||
              kiln_file_write_atomic(image, obj.data, obj.size) != 0) {

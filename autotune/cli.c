@@ -38,9 +38,9 @@ const char *const kiln_tune_usage =
     "                           part of the cache's device identity (docs/tuning.md)\n"
     "  --jobs N                 parallel builder workers (default 2, at most 4 per CPU)\n"
     "  --budget SECONDS         bound on the wall time of the run\n"
-    "  --timeout SECONDS        limit of one timing child (default 10); a child past it is\n"
-    "                           killed and its config poisoned for that key (not timed\n"
-    "                           again, whatever --timeout later runs give)\n"
+    "  --timeout SECONDS        limit of one run of a kernel (default: cuda 10, cpu 30, emu\n"
+    "                           300); a run past it is killed and its config poisoned for\n"
+    "                           that key (not timed again, whatever --timeout later runs give)\n"
     "  --retry-poisoned         time the configs that crashed or hung before again (with a\n"
     "                           longer --timeout, a slow config may pass; one that hangs\n"
     "                           again is poisoned again, with the new limit)\n"
@@ -256,11 +256,12 @@ static int check_outputs(const TuneOpts *o) {
 /* Reads the command line of `kiln tune` (flow TUNE, or BUNDLE with --emit-bundle) or `kiln lib`
  * (flow LIB) and runs its flow (flow.c). */
 static int command(int argc, char **argv, TuneFlow flow) {
-  TuneOpts o = {.flow = flow, .jobs = 2, .reps = 5, .timeout = 10};
+  TuneOpts o = {.flow = flow, .jobs = 2, .reps = 5}; /* timeout 0: the device's default */
   o.files = calloc((size_t)argc + 1, sizeof *o.files);
   if (!o.files) return 2;
   int rc = parse_opts(argc, argv, &o);
   if (rc == 0) rc = check_outputs(&o);
+  if (rc == 0) rc = tune_prepare_outputs(&o);
   if (rc == 0) rc = tune_flow_run(&o);
   else if (rc < 0) rc = 0; /* --help */
   free(o.files);

@@ -514,8 +514,9 @@ static int timing_device(const Run *R, int ki, const KilnCache *all, char *dev, 
   return 0;
 }
 
-/* The variants of kernel ki: the cache's winners, plus its default config when none of them
- * is generic (so that every call has a variant whose promises it keeps). */
+/* The variants of kernel ki: the cache's winners, a generic copy of each specialized winner
+ * whose buckets have no generic one, and the default config when nothing was tuned (so that
+ * every call has a variant whose promises it keeps). */
 static int lib_variants(Run *R, int ki, const KilnCache *all) {
   LibKernel *lk = &R->libk[ki];
   char dev[256];
@@ -530,6 +531,12 @@ static int lib_variants(Run *R, int ki, const KilnCache *all) {
     tune_plan_notes_free(&notes);
     if (rc) return rc;
   }
+  int copies = tune_plan_generic_copies(lk);
+  if (copies < 0) return 2;
+  if (copies > 0)
+    fprintf(stderr, "kiln %s: note: '%s': calls that break a tuned variant's promises run the "
+                    "nearest tuned config that fits them, compiled without promises (%d such "
+                    "cop%s)\n", R->cmd, lk->name, copies, copies == 1 ? "y" : "ies");
   switch (tune_plan_fallback(lk, R->o->require_tuned)) {
   case TUNE_PLAN_FALLBACK_NONE: return 0;
   case TUNE_PLAN_FALLBACK_REFUSED:
@@ -685,7 +692,8 @@ int tune_flow_run(TuneOpts *o) {
   R->o = o;
   R->cmd = tune_flow_command(o->flow);
   R->rep.mode = o->max_mode ? "max-autotune" : "default";
-  R->ro = (TuneRunOpts){o->jobs, o->budget > 0 ? tune_now() + o->budget : 0, o->timeout, o->reps,
+  double timeout = o->timeout > 0 ? o->timeout : tune_default_timeout(o->device ? o->device : "cpu");
+  R->ro = (TuneRunOpts){o->jobs, o->budget > 0 ? tune_now() + o->budget : 0, timeout, o->reps,
                         isatty(STDERR_FILENO) == 1, stderr, o->retry_poisoned};
   int rc = 2;
   switch (o->flow) {

@@ -179,34 +179,115 @@ static const TuneArgSpec *find_arg(const TuneHarness *h, const char *name) {
   return NULL;
 }
 
-static int init_scalar(TuneProblem *p, int i, const TuneArgSpec *a, char *err, size_t cap) {
-  TuneParam *q = &p->params[i];
-  if (a->is_buffer) {
-    snprintf(err, cap, "'%s' is a scalar parameter; give it as %s=VALUE", q->name, q->name);
-    return -1;
-  }
-  if (kiln_scalar_is_float(q->scalar)) {
+/* The integer names a spec's expressions may use: its scalar entries in the order written
+ * (kernel parameters and helper names such as `M=256`), each evaluated over the ones before it;
+ * buffer sizes also see the consts of a config (Env.n grows, then shrinks back). */
+typedef struct Env {
+  const char *names[2 * TUNE_MAX_PARAMS + 34];
+  int64_t vals[2 * TUNE_MAX_PARAMS + 34];
+  int n;
+} Env;
+
+static int param_index(const TuneProblem *p, const char *name) {
+  for (int i = 0; i < p->nparams; i++)
+    if (!strcmp(p->params[i].name, name)) return i;
+  return -1;
+}
+
+static bool is_const_of(const KilnKernel *k, const char *name) {
+  for (int i = 0; i < k->nparams; i++)
+    if (k->params[i]->kind == KILN_DECL_CONST_PARAM && !strcmp(k->params[i]->name, name)) return true;
+  return !strcmp(name, "num_warps") || !strcmp(name, "num_stages") || !strcmp(name, "min_blocks");
+}
+
+/* Scalar entry a: a float parameter's number, or an integer expression over the entries written
+ * before it, bound to parameter i (-1: a helper name) and added to env. */
+static int eval_scalar(TuneProblem *p, int i, const TuneArgSpec *a, Env *env, char *err, size_t cap) {
+  if (i >= 0 && kiln_scalar_is_float(p->params[i].scalar)) {
     char *end;
     p->fval[i] = strtod(a->expr, &end);
     if (end == a->expr || *end) {
-      snprintf(err, cap, "'%s' is a float parameter; '%s' is not a number", q->name, a->expr);
+      snprintf(err, cap, "'%s' is a float parameter; '%s' is not a number", a->name, a->expr);
       return -1;
     }
     return 0;
   }
-  const char *names[TUNE_MAX_PARAMS];
-  int64_t vals[TUNE_MAX_PARAMS];
-  int n = tune_problem_int_env(p, i, names, vals); /* earlier scalars only */
+  for (int j = 0; j < env->n; j++)
+    if (!strcmp(env->names[j], a->name)) {
+      snprintf(err, cap, "'%s' is given twice", a->name);
+      return -1;
+    }
+  int64_t v;
   char e[200];
-  if (!kiln_tune_expr_eval(a->expr, names, vals, n, &p->ival[i], e, sizeof e)) {
-    snprintf(err, cap, "value of '%s': %s", q->name, e);
+  if (!kiln_tune_expr_eval(a->expr, env->names, env->vals, env->n, &v, e, sizeof e)) {
+    snprintf(err, cap, "value of '%s': %s", a->name, e);
     return -1;
+  }
+  if (i >= 0) p->ival[i] = v;
+  env->names[env->n] = a->name;
+  env->vals[env->n++] = v;
+  return 0;
+}
+
+/* Every scalar entry of the spec, in the order written. A name that is no parameter is a
+ * helper (usable by later entries, sizes and grids), unless it names a const, which -D pins. */
+static int eval_scalars(TuneProblem *p, const KilnKernel *k, Env *env, char *err, size_t cap) {
+  const TuneHarness *h = p->h;
+  for (int s = 0; s < h->nargs; s++) {
+    const TuneArgSpec *a = &h->args[s];
+    int i = param_index(p, a->name);
+    if (a->is_buffer || (i >= 0 && p->params[i].is_ptr)) continue; /* checked with the buffers */
+    if (i < 0 && a->if_param) continue;                           /* `seed=` of a kernel without one */
+    if (i < 0 && is_const_of(k, a->name)) {
+      snprintf(err, cap, "'%s' is a const parameter of '%s'; pin it with -D %s=%s", a->name,
+               k->name, a->name, a->expr);
+      return -1;
+    }
+    if (eval_scalar(p, i, a, env, err, cap)) return -1;
   }
   return 0;
 }
 
-static int init_buffer(TuneProblem *p, int i, const TuneArgSpec *a, const TuneArgBudget *budget,
-                       char *err, size_t cap) {
+/* A buffer's element count: its expression over the scalar entries, and when it names a const
+ * (`x: f32[cdiv(n, BLOCK) * BLOCK]`), the largest over the configs of t, so that one set of
+ * buffers serves every candidate. */
+static int buffer_count(const TuneArgSpec *a, const KilnTune *t, Env *env, int64_t *count,
+                        char *err, size_t cap) {
+  char e[200];
+  if (kiln_tune_expr_eval(a->expr, env->names, env->vals, env->n, count, e, sizeof e)) return 0;
+  size_t nconf = t ? kiln_tune_config_count(t) : 0;
+  bool any = false, failed = false;
+  for (size_t c = 0; c < nconf + (size_t)(t ? t->npresets : 0); c++) {
+    KilnTuneConfig cfg;
+    bool ok = c < nconf ? kiln_tune_config_get(t, c, &cfg)
+                        : kiln_tune_preset_get(t, t->presets[c - nconf].name, &cfg);
+    if (!ok) continue;
+    int n0 = env->n;
+    for (int b = 0; b < cfg.nbindings; b++) {
+      env->names[env->n] = cfg.bindings[b].name;
+      env->vals[env->n++] = cfg.bindings[b].value;
+    }
+    env->names[env->n] = "num_warps";
+    env->vals[env->n++] = cfg.num_warps;
+    env->names[env->n] = "num_stages";
+    env->vals[env->n++] = cfg.num_stages;
+    int64_t v;
+    ok = kiln_tune_expr_eval(a->expr, env->names, env->vals, env->n, &v, e, sizeof e);
+    env->n = n0;
+    if (!ok) {
+      failed = true;
+      break;
+    }
+    *count = any && *count > v ? *count : v;
+    any = true;
+  }
+  if (any && !failed) return 0;
+  snprintf(err, cap, "size of '%s': %s", a->name, e);
+  return -1;
+}
+
+static int init_buffer(TuneProblem *p, int i, const TuneArgSpec *a, const KilnTune *t, Env *env,
+                       const TuneArgBudget *budget, char *err, size_t cap) {
   TuneParam *q = &p->params[i];
   if (!a->is_buffer) {
     snprintf(err, cap, "'%s' is a pointer parameter; give it as %s: %s[COUNT]", q->name, q->name,
@@ -218,15 +299,8 @@ static int init_buffer(TuneProblem *p, int i, const TuneArgSpec *a, const TuneAr
              kiln_scalar_name(a->type), kiln_scalar_name(q->scalar));
     return -1;
   }
-  const char *names[TUNE_MAX_PARAMS];
-  int64_t vals[TUNE_MAX_PARAMS];
-  int n = tune_problem_int_env(p, p->nparams, names, vals);
   int64_t count;
-  char e[200];
-  if (!kiln_tune_expr_eval(a->expr, names, vals, n, &count, e, sizeof e)) {
-    snprintf(err, cap, "size of '%s': %s", q->name, e);
-    return -1;
-  }
+  if (buffer_count(a, t, env, &count, err, cap)) return -1;
   /* checked before the malloc: overcommit would grant 2^34 elements and the fill take them */
   if (tune_arg_buffer_fits(budget, q->name, count, q->scalar, tune_problem_buffer_bytes(p),
                            &p->bytes[i], err, cap))
@@ -281,31 +355,29 @@ static int init_problem(TuneProblem *p, const TuneHarness *h, const KilnKernel *
   memset(p, 0, sizeof *p);
   p->h = h;
   if (init_params(p, k, err, cap)) return -1;
-  /* Scalars first (in parameter order: a value may use earlier ones), then buffers (a size may
-   * use any scalar). */
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < p->nparams; i++) {
-      if (p->params[i].is_ptr != (pass == 1)) continue;
-      const TuneArgSpec *a = find_arg(h, p->params[i].name);
-      if (!a) {
-        snprintf(err, cap, "--args gives no value for parameter '%s' of '%s'", p->params[i].name,
-                 k->name);
-        return -1;
-      }
-      int rc = pass == 0 ? init_scalar(p, i, a, err, cap)
-               : budget    ? init_buffer(p, i, a, budget, err, cap)
-                           : 0;
-      if (rc) return -1;
-    }
-  for (int i = 0; i < h->nargs; i++) {
-    int j = 0;
-    while (j < p->nparams && strcmp(p->params[j].name, h->args[i].name)) j++;
-    if (j == p->nparams && !h->args[i].if_param) {
-      snprintf(err, cap, "--args names '%s', which is not a parameter of '%s'", h->args[i].name,
+  /* Scalars first, in the order written (a value may use the entries before it, helpers
+   * included), then buffers (a size may use any scalar entry and the consts). */
+  Env env = {.n = 0};
+  if (eval_scalars(p, k, &env, err, cap)) return -1;
+  for (int i = 0; i < p->nparams; i++) {
+    const TuneArgSpec *a = find_arg(h, p->params[i].name);
+    if (!a) {
+      snprintf(err, cap, "--args gives no value for parameter '%s' of '%s'", p->params[i].name,
                k->name);
       return -1;
     }
+    if (!p->params[i].is_ptr && a->is_buffer) {
+      snprintf(err, cap, "'%s' is a scalar parameter; give it as %s=VALUE", a->name, a->name);
+      return -1;
+    }
+    if (p->params[i].is_ptr && budget && init_buffer(p, i, a, t, &env, budget, err, cap)) return -1;
   }
+  for (int i = 0; i < h->nargs; i++)
+    if (h->args[i].is_buffer && param_index(p, h->args[i].name) < 0) {
+      snprintf(err, cap, "--args gives a buffer '%s', which is not a parameter of '%s'",
+               h->args[i].name, k->name);
+      return -1;
+    }
   if (t && init_key(p, t, err, cap)) return -1;
   memcpy(p->record_key, p->key, sizeof p->record_key); /* generic until specialized (sig.c) */
   return 0;

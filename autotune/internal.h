@@ -231,6 +231,7 @@ typedef struct LibVariant {
   double median_ms, spread_ms;    /* of the record it came from */
   TuneSig sig;                    /* its promises: calls that break one never run it */
   bool untuned;                   /* a default config: chosen only when no tuned variant fits */
+  bool generic_copy;              /* a specialized winner's config compiled without promises */
 } LibVariant;
 
 typedef struct LibKernel {
@@ -326,6 +327,11 @@ typedef struct TuneOpts {
   int index_bits; /* --index-bits: 32 (the default) or 64 */
   double budget, timeout;
 } TuneOpts;
+
+/* Creates the folders of o's outputs (--cache of kiln tune, --report-svg, --emit-lib / -o,
+ * --emit-bundle) with their parents and checks that each takes a new file, before any work.
+ * 0, or 2 with the output, the folder and the reason reported. outputs.c */
+int tune_prepare_outputs(const TuneOpts *o);
 
 /* The command a flow belongs to, for messages: "tune" or "lib". */
 const char *tune_flow_command(TuneFlow f);

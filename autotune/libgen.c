@@ -364,7 +364,7 @@ static void variant_about(FILE *f, const LibKernel *k, const LibVariant *var) {
     char cfg[256];
     tune_config_string(&var->cfg, cfg, sizeof cfg);
     fprintf(m, "%s%s%s%s", cfg, var->sig.n ? ", promises " : "", var->sig.text,
-            var->untuned ? ", untuned" : "");
+            var->untuned ? ", untuned" : var->generic_copy ? ", generic copy" : "");
     fclose(m);
   }
   libgen_c_string(f, text ? text : "");
@@ -394,7 +394,9 @@ static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, con
     libgen_c_string(f, var->sig.text);
     fprintf(f, "},\n   ");
     variant_about(f, k, var);
-    fprintf(f, "}, /* %s median %.4f ms */\n", var->untuned ? "untuned" : "tuned", var->median_ms);
+    fprintf(f, "}, /* %s median %.4f ms */\n",
+            var->untuned ? "untuned" : var->generic_copy ? "generic copy of the winner with" : "tuned",
+            var->median_ms);
   }
   fprintf(f, "};\n");
   /* the parameters' names, for the message of a call that breaks a promise */

@@ -299,6 +299,52 @@ int tune_plan_recorded_gpu(const KilnCache *cache, const char *kernel, const cha
   return dev[0] ? 0 : 1;
 }
 
+static bool same_keys(const LibKernel *lk, const LibVariant *a, const LibVariant *b) {
+  for (int j = 0; j < lk->nkeys; j++)
+    if (a->keyvals[j] != b->keyvals[j]) return false;
+  return true;
+}
+
+static bool same_config(const KilnTuneConfig *a, const KilnTuneConfig *b) {
+  if (a->num_warps != b->num_warps || a->num_stages != b->num_stages ||
+      a->nbindings != b->nbindings)
+    return false;
+  for (int i = 0; i < a->nbindings; i++)
+    if (strcmp(a->bindings[i].name, b->bindings[i].name) ||
+        a->bindings[i].value != b->bindings[i].value)
+      return false;
+  return true;
+}
+
+/* Whether variant v needs a generic copy: specialized, and no generic variant of its buckets
+ * (a generic winner there, or a copy of an earlier winner of the same config). */
+static bool needs_generic_copy(const LibKernel *lk, int v) {
+  const LibVariant *x = &lk->variants[v];
+  if (x->sig.n == 0 || x->untuned) return false;
+  for (int u = 0; u < lk->nvariants; u++) {
+    const LibVariant *g = &lk->variants[u];
+    if (g->sig.n == 0 && same_keys(lk, g, x) && (!g->generic_copy || same_config(&g->cfg, &x->cfg)))
+      return false;
+  }
+  return true;
+}
+
+int tune_plan_generic_copies(LibKernel *lk) {
+  int n = lk->nvariants, added = 0;
+  for (int v = 0; v < n; v++) {
+    if (!needs_generic_copy(lk, v)) continue;
+    LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
+    if (!nv) return -1;
+    lk->variants = nv;
+    LibVariant *copy = &nv[lk->nvariants++];
+    *copy = nv[v];
+    memset(&copy->sig, 0, sizeof copy->sig);
+    copy->generic_copy = true;
+    added++;
+  }
+  return added;
+}
+
 TunePlanFallback tune_plan_fallback(const LibKernel *lk, bool require_tuned) {
   for (int v = 0; v < lk->nvariants; v++)
     if (lk->variants[v].sig.n == 0) return TUNE_PLAN_FALLBACK_NONE;

@@ -107,6 +107,13 @@ int tune_plan_recorded_gpu(const KilnCache *cache, const char *kernel, const cha
                            const char *tuned_on, int index_bits, char *dev, size_t cap, char *other,
                            size_t ocap);
 
+/* Appends to lk->variants, for each specialized winner whose key buckets have no generic
+ * winner, the same config with no promises (its tuned median kept): a call that breaks the
+ * promises then runs the nearest tuned config that fits it, generic, rather than a default
+ * config tuned for nothing, which may fail the call's `where` conditions. Two winners of one
+ * config and buckets give one copy. Returns how many were added, or -1 when memory ran out. */
+int tune_plan_generic_copies(LibKernel *lk);
+
 /* Whether a kernel's variants need its default config added, and whether that is allowed. */
 typedef enum TunePlanFallback {
   TUNE_PLAN_FALLBACK_NONE,    /* a generic variant exists: every call has one that fits */

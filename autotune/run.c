@@ -35,6 +35,7 @@
 
 typedef struct ChildShared {
   int loaded; /* set (atomically) once the variant is linked, loaded and its buffers exist */
+  int runs;   /* runs of the kernel finished (atomically): each restarts the time limit */
   int status; /* 1 ok, 2 runtime error */
   char err[256];
   int nsamples;
@@ -116,6 +117,7 @@ static int child_main(const TuneTarget *tg, const char *kernel, const TuneProble
     if (restore(dev, p, bufs) || kiln_rt_launch(fn, &lc, args, NULL) != KILN_RT_OK ||
         kiln_rt_device_synchronize(dev) != KILN_RT_OK)
       return child_fail(sh, "run");
+    __atomic_add_fetch(&sh->runs, 1, __ATOMIC_RELEASE);
     size_t off = 0;
     for (int i = 0; i < p->nparams; i++) {
       if (!p->params[i].is_ptr) continue;
@@ -135,6 +137,7 @@ static int child_main(const TuneTarget *tg, const char *kernel, const TuneProble
         kiln_rt_event_elapsed_ms(e0, e1, &ms) != KILN_RT_OK)
       return child_fail(sh, "timed run");
     if (r >= 0) sh->samples[sh->nsamples++] = ms;
+    __atomic_add_fetch(&sh->runs, 1, __ATOMIC_RELEASE);
   }
   sh->status = 1;
   return 0; /* the process ends here: the device and memory go with it */
@@ -166,16 +169,24 @@ enum { LOAD_LIMIT_S = 120 };
 enum { WAIT_RUN_TIMEOUT = -1, WAIT_LOAD_TIMEOUT = -2 };
 
 /* Waits for pid: LOAD_LIMIT_S until the child says the variant is loaded, then timeout_s for
- * the runs; kills it when it runs past either. Returns the wait status, or WAIT_*_TIMEOUT. */
+ * each run of the kernel (the limit starts again when a run finishes: a child of the halving
+ * rounds runs 2, 4, 8 times the repetitions, and a slow but correct variant must not become a
+ * hang because it was asked for more runs); kills it when it runs past either. Returns the
+ * wait status, or WAIT_*_TIMEOUT. */
 static int wait_limited(pid_t pid, const ChildShared *sh, double timeout_s) {
   double end = tune_now() + LOAD_LIMIT_S;
   bool loaded = false;
-  int status = 0;
+  int status = 0, runs = 0;
   for (long nap = 1;; nap = nap < 20 ? nap * 2 : 20) {
     if (!loaded && __atomic_load_n(&sh->loaded, __ATOMIC_ACQUIRE)) {
       loaded = true;
       end = tune_now() + timeout_s;
       nap = 1;
+    }
+    int done = __atomic_load_n(&sh->runs, __ATOMIC_ACQUIRE);
+    if (loaded && done != runs) {
+      runs = done;
+      end = tune_now() + timeout_s;
     }
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) return status;
@@ -292,7 +303,7 @@ static void run_child(Runner *R, TuneCand *c, int reps, bool check) {
   }
   int status = wait_limited(pid, sh, R->o->timeout_s);
   if (status == WAIT_RUN_TIMEOUT)
-    set_failure(c, ST_HANG, "hang: killed after the %gs time limit", R->o->timeout_s);
+    set_failure(c, ST_HANG, "hang: killed after the %gs time limit of one run", R->o->timeout_s);
   else if (status == WAIT_LOAD_TIMEOUT)
     set_failure(c, ST_FAILED, "load: linking or loading the variant took over %ds", LOAD_LIMIT_S);
   else if (WIFSIGNALED(status) && !sh->loaded) /* the linker's or loader's fault, not the kernel's */

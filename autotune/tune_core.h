@@ -233,7 +233,7 @@ size_t tune_problem_buffer_bytes(const TuneProblem *p);
 typedef struct TuneRunOpts {
   int jobs;
   double deadline;      /* monotonic seconds; 0 = none */
-  double timeout_s;     /* per child */
+  double timeout_s;     /* per run of the kernel (a child's runs each get it afresh) */
   int reps;             /* samples per child in the first pass */
   bool progress;
   FILE *log;            /* progress and notes (stderr) */
@@ -241,6 +241,10 @@ typedef struct TuneRunOpts {
 } TuneRunOpts;
 
 double tune_now(void);
+/* The default time limit of one run of a kernel on the device spec ("cpu", "emu", "cuda:0"):
+ * scaled to how slow the device is, since a limit that fits a GPU kills correct variants on
+ * the GPU emulator (about 1000 times slower): cuda 10 s, cpu 30 s, emu 300 s. */
+double tune_default_timeout(const char *device_spec);
 /* First thing in every child the tuner forks (builder workers, timing children, the probe): the
  * child is killed when the tuner dies, so a killed `kiln tune` leaves no spinning child behind;
  * it exits at once when the tuner is already gone. `parent` is getpid() before the fork. */

@@ -19,6 +19,12 @@ double tune_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double tune_default_timeout(const char *device_spec) {
+  if (device_spec && !strcmp(device_spec, "emu")) return 300;
+  if (device_spec && !strncmp(device_spec, "cuda", 4)) return 10;
+  return 30;
+}
+
 uint64_t tune_fnv1a(const void *data, size_t n) {
   const unsigned char *p = data;
   uint64_t h = 0xcbf29ce484222325ull;

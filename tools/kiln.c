@@ -73,13 +73,17 @@ static const char *const usage_compile =
     "  -h, --help                   show this help\n";
 
 static const char *const usage_check =
-    "usage: kiln check FILE... [-D NAME=VALUE]...\n"
+    "usage: kiln check FILE... [-D NAME=VALUE]... [--target cpu|emu|sm_80|sm_90]\n"
     "\n"
     "Parses and type-checks every kernel and tune block of each FILE, binding const parameters\n"
     "from the first configuration of each tune block. Prints diagnostics; exit code 1 if any\n"
     "file has errors.\n"
     "\n"
     "options:\n"
+    "  --target T                   also compile every kernel for T (PTX for sm_80/sm_90, no\n"
+    "                               ptxas): what T cannot compile (a GPU tile that is not a\n"
+    "                               power of two, an i1 store, a 16-bit atomic) is an error at\n"
+    "                               its place in the source\n"
     "  -D NAME=VALUE                bind a const parameter (repeatable) in every kernel that\n"
     "                               has one, over its tune block's value; also num_warps,\n"
     "                               num_stages, min_blocks; a type parameter takes a type\n"
@@ -425,11 +429,16 @@ static int cmd_check(int argc, char **argv) {
   int nfiles = 0, worst = 0;
   KilnDefine defines[64];
   size_t ndefines = 0;
+  KilnTarget target = KILN_TARGET_COUNT; /* none: parse and type-check only */
+  const char *v;
   char **files = argv; /* the file names, gathered in place (never ahead of i) */
   for (int i = 0; i < argc && worst == 0; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       fputs(usage_check, stdout);
       worst = -1;
+    } else if ((v = opt_value(argc, argv, &i, "--target"))) {
+      if ((target = kiln_target_from_name(v)) == KILN_TARGET_COUNT)
+        worst = usage_error("check", "unknown target '%s' (cpu, emu, sm_80, sm_90)", v);
     } else if (!strcmp(argv[i], "-D") && i + 1 < argc) {
       worst = parse_binding("check", "-D", argv[++i], defines, &ndefines);
     } else if (!strncmp(argv[i], "-D", 2) && argv[i][2]) {
@@ -442,7 +451,9 @@ static int cmd_check(int argc, char **argv) {
   }
   if (worst == 0 && nfiles == 0) worst = usage_error("check", "%s", "no input file");
   for (int i = 0; i < nfiles && worst >= 0 && worst != EXIT_USAGE; i++) {
-    int st = (int)kiln_driver_check(files[i], defines, ndefines, stderr);
+    int st = (int)(target == KILN_TARGET_COUNT
+                       ? kiln_driver_check(files[i], defines, ndefines, stderr)
+                       : kiln_driver_check_target(files[i], defines, ndefines, target, stderr));
     if (st > worst) worst = st;
   }
   for (size_t i = 0; i < ndefines; i++) free((char *)defines[i].name);

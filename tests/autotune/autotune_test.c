@@ -8,6 +8,11 @@
  *   hang_timeout     a hang stays poisoned under a raised --timeout and a reused cache;
  *                    --retry-poisoned times it again and records the new limit
  *   slow_linker      a linker slower than the time limit: every variant ok, no hang
+ *   ptxas_reason     a ptxas that fails: the report keeps ptxas's own message, not only
+ *                    "ptxas failed for sm_90:"
+ *   args_spec        --args scalars in the order written, helper names, consts in sizes
+ *   slow_variant     a correct variant whose runs together outlast the time limit, each run
+ *                    within it: ok, not a hang (the limit is per run); the device defaults
  *   broken_linker    a failing, missing or deadly linker: failed, never cached
  *   corrupt_cache    a truncated cache is reported, moved aside and rebuilt
  *   concurrent       two tuners on one cache at once: both records kept, the file valid
@@ -239,6 +244,51 @@ static const char *script(const char *name, const char *body) {
 
 static const char scale_args[] = "n=4096; a=2.5; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)";
 
+/* --args as written: ldy is given before ldx uses it although ldx comes first among copy_rows's
+ * parameters; R is a helper name (no parameter) that rows and a size use; y's size names the
+ * const BLOCK (the largest over the configs sizes the buffer). Every config must run ok at the
+ * key of cols = 50. A const given as a scalar entry is refused, telling to pin it with -D. */
+static void test_args_spec(void) {
+  static const char *const opts[] = {"--mode", "max-autotune", "--reps", "1", NULL};
+  cJSON *r = tune("order", "copy_rows.kiln",
+                  "R=4; cols=50; ldy=cols+6; ldx=ldy+8; rows=R; x: f32[(R - 1) * ldx + cols]; "
+                  "y: f32[(rows - 1) * ldy + BLOCK]=0; grid=rows", opts);
+  if (r) {
+    CHECK(!strcmp(str(kernel0(r), "key"), "cols=64"), "key '%s'", str(kernel0(r), "key"));
+    const char *cfgs[] = {"BLOCK=64,num_warps=1,num_stages=2", "BLOCK=128,num_warps=1,num_stages=2"};
+    for (int i = 0; i < 2; i++) {
+      const cJSON *c = cand(r, cfgs[i]);
+      CHECK(c && !strcmp(str(c, "status"), "ok"), "%s: '%s' (%s)", cfgs[i], c ? str(c, "status") : "missing",
+            c ? str(c, "detail") : "");
+    }
+  }
+  cJSON_Delete(r);
+  int rc = finish(start_tune("const_arg", "copy_rows.kiln",
+                             "rows=4; cols=50; ldx=64; ldy=64; BLOCK=64; x: f32[256]; y: f32[256]; grid=rows", NULL));
+  char *err = slurp("const_arg", ".err");
+  CHECK(rc == 1 && err && strstr(err, "pin it with -D BLOCK=64"), "a const in --args: exit %d, '%s'", rc,
+        err ? err : "");
+  free(err);
+}
+
+/* A correct kernel that takes about 0.2 s a run (1e8 dependent multiply-adds at ~2 ns on the
+ * 2-core test machine), under a 1.5 s limit with 20 repetitions: its child runs for some 4.5 s,
+ * each run well within the limit. The limit is per run, so it is ok with its 20 samples; a limit
+ * per child made it a hang and poisoned it. Also the devices' default limits. */
+static void test_slow_variant(void) {
+  static const char *const opts[] = {"--timeout", "1.5", "--reps", "20", NULL};
+  cJSON *r = tune("slow", "slow.kiln", "n=64; iters=100000000; x: f32[n]; out: f32[n]; grid=1", opts);
+  if (r) {
+    const cJSON *c = cand(r, "BLOCK=64,num_warps=4,num_stages=2");
+    CHECK(c && !strcmp(str(c, "status"), "ok") && num(c, "reps") == 20, "slow variant: status '%s' "
+          "(%s), %d samples", c ? str(c, "status") : "missing", c ? str(c, "detail") : "",
+          c ? num(c, "reps") : -1);
+  }
+  cJSON_Delete(r);
+  CHECK(tune_default_timeout("emu") == 300 && tune_default_timeout("cpu") == 30 &&
+            tune_default_timeout("cuda:0") == 10, "the devices' default limits");
+}
+
 /* A linker slower than the kernel's time limit: linking and loading happen before the timed
  * region, so every variant times ok, none is a hang, and nothing is poisoned. */
 static void test_slow_linker(void) {
@@ -351,6 +401,26 @@ static void test_budget(void) {
   CHECK(budget == 6 && num(r, "timings") == 0, "%d of 6 stopped by the budget, %d timings", budget,
         num(r, "timings"));
   cJSON_Delete(r);
+}
+
+/* A ptxas that rejects the PTX with its own message (a fake one, so no CUDA toolkit is needed):
+ * the bundle's note on each left-out candidate must carry that message after the driver's
+ * heading, which alone said nothing. */
+static void test_ptxas_reason(void) {
+  const char *ptxas = script("badptxas", "echo \"ptxas v.ptx, line 7; error   : Unknown modifier '.zz'\" >&2; "
+                                         "echo 'ptxas fatal   : Ptx assembly aborted due to errors' >&2; exit 255");
+  CHECK(ptxas && setenv("KILN_PTXAS", ptxas, 1) == 0, "KILN_PTXAS");
+  char bundle[512];
+  snprintf(bundle, sizeof bundle, "%s/bundle", dir);
+  const char *const opts[] = {"--device", "cuda", "--arch", "sm_90", "--emit-bundle", bundle,
+                              "-D", "BLOCK=64", "-D", "num_warps=1", NULL};
+  int rc = finish(start_tune("ptxas", "scale_add.kiln", scale_args, opts));
+  unsetenv("KILN_PTXAS");
+  char *err = slurp("ptxas", ".err");
+  CHECK(rc == 0 && err && strstr(err, "ptxas failed for sm_90: | ptxas v.ptx, line 7; error   : "
+                                      "Unknown modifier '.zz' | ptxas fatal   : Ptx assembly aborted"),
+        "exit %d, the reason is not kept: %s", rc, err ? err : "");
+  free(err);
 }
 
 static void test_budget_build(void) {
@@ -520,6 +590,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(t, "budget")) test_budget();
   else if (!strcmp(t, "budget_build")) test_budget_build();
   else if (!strcmp(t, "slow_linker")) test_slow_linker();
+  else if (!strcmp(t, "slow_variant")) test_slow_variant();
+  else if (!strcmp(t, "args_spec")) test_args_spec();
+  else if (!strcmp(t, "ptxas_reason")) test_ptxas_reason();
   else if (!strcmp(t, "broken_linker")) test_broken_linker();
   else if (!strcmp(t, "signature")) test_signature();
   else return 64;

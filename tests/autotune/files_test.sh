@@ -12,6 +12,9 @@
 #   kill           a SIGKILLed `kiln tune` keeps the records of the kernels it finished
 #   interrupt      SIGINT/SIGTERM during `kiln tune`: no temp directory or file left, the cache whole
 #   modes          new outputs get 0666 less the umask, replaced ones keep their mode
+#   output_dirs    the folders of outputs are created (--cache, --emit-lib, --report-svg, -o,
+#                  --emit-bundle); one that cannot be (a file in the path; a read-only folder
+#                  when not root) is an error before anything is built or timed
 # Hostile inputs are in caches/ (caches/README.md).
 # Usage: files_test.sh KILN KERNEL_DIR CASE   (KEEP=1 keeps the temp dir for a look)
 set -u
@@ -227,8 +230,34 @@ case_modes() {
   done
 }
 
+case_output_dirs() {
+  run nested 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/a/b/c.json" --report-svg "$tmp/s/r.svg" \
+    --emit-lib "$tmp/l/m" --args "$args" || return
+  for f in a/b/c.json s/r.svg l/m/kernels.c l/m/kernels.h; do [ -f "$tmp/$f" ] || fail "no $f"; done
+  run lib-nested 0 "$kiln" lib "$src" -o "$tmp/o/p" --args "$args" && [ -f "$tmp/o/p/kernels.c" ] ||
+    fail "kiln lib -o made no nested folder"
+  run bundle-nested 0 "$kiln" tune "$src" --device cpu --emit-bundle "$tmp/bu/nd" --args "$args" &&
+    [ -f "$tmp/bu/nd/manifest.txt" ] || fail "--emit-bundle made no nested folder"
+  touch "$tmp/file"
+  # each refused at once: no build ran, no cache or library appeared
+  run in-file 2 "$kiln" tune "$src" --reps 1 --cache "$tmp/file/c.json" --args "$args" &&
+    says in-file "--cache '$tmp/file/c.json': cannot write in '$tmp/file': Not a directory"
+  ! grep -q winner "$tmp/in-file.out" || fail "in-file: it tuned before refusing"
+  run lib-in-file 2 "$kiln" tune "$src" --reps 1 --cache "$tmp/c2.json" --emit-lib "$tmp/file/lib" --args "$args" &&
+    says lib-in-file "--emit-lib '$tmp/file/lib'"
+  [ ! -e "$tmp/c2.json" ] || fail "lib-in-file: the cache was written before the refusal"
+  run svg-in-file 2 "$kiln" tune "$src" --reps 1 --report-svg "$tmp/file/r.svg" --args "$args"
+  if [ "$(id -u)" -ne 0 ]; then # root writes in read-only folders
+    mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
+    run read-only 2 "$kiln" tune "$src" --reps 1 --cache "$tmp/ro/c.json" --args "$args" &&
+      says read-only "cannot write in '$tmp/ro'"
+  fi
+  [ -z "$(find "$tmp" -name '.kiln-write-probe-*')" ] || fail "a probe file was left"
+}
+
 case "$case" in
 outputs) case_outputs ;;
+output_dirs) case_output_dirs ;;
 records) case_records ;;
 edited_block) case_edited_block ;;
 bad_medians) case_bad_medians ;;

@@ -300,6 +300,28 @@ static void test_fallback(void) {
   CHECK(tune_plan_fallback(&lk, true) == TUNE_PLAN_FALLBACK_NONE, "a generic one: none");
 }
 
+/* A specialized winner whose buckets have no generic winner gets a generic copy of its config
+ * (the fallback of calls that break its promises, instead of the default config); a bucket
+ * with a generic winner, or a copy already, gets none. */
+static void test_generic_copies(void) {
+  LibKernel lk = lib_kernel();
+  lk.nkeys = 1;
+  lk.variants = calloc(3, sizeof *lk.variants);
+  lk.nvariants = 3;
+  LibVariant *v = lk.variants;
+  v[0].sig.n = 1, v[0].keyvals[0] = 1024, v[0].cfg.num_warps = 4, v[0].median_ms = 2.0;
+  v[1].sig.n = 1, v[1].keyvals[0] = 64, v[1].cfg.num_warps = 1;
+  v[2].sig.n = 0, v[2].keyvals[0] = 64, v[2].cfg.num_warps = 2; /* a generic winner at 64 */
+  CHECK(tune_plan_generic_copies(&lk) == 1 && lk.nvariants == 4, "one copy (bucket 1024), got %d",
+        lk.nvariants);
+  v = lk.variants;
+  CHECK(v[3].sig.n == 0 && v[3].generic_copy && v[3].keyvals[0] == 1024 && v[3].cfg.num_warps == 4 &&
+        v[3].median_ms == 2.0 && !v[3].untuned, "the copy is the 1024 winner's config, generic");
+  CHECK(tune_plan_generic_copies(&lk) == 0, "a second call adds nothing");
+  CHECK(tune_plan_fallback(&lk, true) == TUNE_PLAN_FALLBACK_NONE, "with the copies: no default");
+  free(lk.variants);
+}
+
 /* A check that prunes every config whose BLOCK is below ctx's minimum or above its maximum. */
 static void prune_blocks(TuneCand *c, void *ctx) {
   const int64_t *range = ctx;
@@ -336,6 +358,7 @@ int main(void) {
   }
   test_recorded_gpu();
   test_fallback();
+  test_generic_copies();
   if (failures) printf("%d check(s) failed\n", failures);
   else printf("ok\n");
   return failures != 0;

@@ -63,6 +63,33 @@ check check-define-range 1 "$kiln" check "$kdir/vector_add.kiln" -D BLOCK=429496
 check check-no-file 64 "$kiln" check -D BLOCK=4
 check help-check 0 "$kiln" help check && contains help-check 'kiln check FILE.*-D NAME=VALUE'
 
+# kiln check --target: what a GPU target cannot compile is a located error, exit 1 (kiln compile
+# of the same kernel too, where the backend once failed with exit 2); the cpu takes all three
+cat >"$tmp/gpu.kiln" <<'K'
+kernel np2(x: *f32, n: i32) {
+    let offs = arange(0, 48);
+    store(x + offs, load(x + offs, offs < n), offs < n);
+}
+kernel st1(x: *f32, out: *i1, n: i32) {
+    let offs = arange(0, 64);
+    store(out + offs, load(x + offs, offs < n) > 0.0, offs < n);
+}
+kernel at16(x: *f16, out: *f16, n: i32) {
+    let offs = arange(0, 64);
+    atomic_add(out + offs, load(x + offs, offs < n), offs < n);
+}
+K
+check check-target-cpu 0 "$kiln" check "$tmp/gpu.kiln" --target cpu
+check check-target-gpu 1 "$kiln" check "$tmp/gpu.kiln" --target sm_90
+contains check-target-tile 'gpu\.kiln:2:16: error: .*powers of two \(got 48\)'
+contains check-target-i1 'gpu\.kiln:7:5: error: .*stores of i1'
+contains check-target-atomic 'gpu\.kiln:11:5: error: .*atomics need 32-bit'
+contains check-target-caret '^ *\^'
+check check-target-sm80 1 "$kiln" check --target=sm_80 "$tmp/gpu.kiln"
+check check-target-bad 64 "$kiln" check "$tmp/gpu.kiln" --target sm_10
+check check-target-ok 0 "$kiln" check "$kdir/vector_add.kiln" --target sm_90
+check compile-target-restriction 1 "$kiln" compile "$tmp/gpu.kiln" --kernel np2 --target sm_90 --emit ptx
+
 check unknown-kernel 1 "$kiln" compile "$kdir/vector_add.kiln" --kernel nope && contains unknown-kernel 'vector_add'
 printf 'kernel k(x: *f32) { let a = ; }\n\x00\xff garbage' >"$tmp/garbage.kiln"
 check garbage 1 "$kiln" check "$tmp/garbage.kiln"
@@ -141,10 +168,11 @@ check ptxas-huge-log 2 env KILN_PTXAS="$tmp/loud-ptxas" "$kiln" compile "$sm" --
   contains ptxas-huge-log 'output of ptxas is larger than KILN_MAX_TOOL_LOG_BYTES \(16 MiB\); refused'
 [ -e "$tmp/fat.cubin" ] && { echo "FAIL ptxas-huge: $tmp/fat.cubin written"; fails=$((fails + 1)); }
 # --- the GPU targets' own limit: a tile may give a thread at most 1024 elements (2^20 elements on
-# one warp once grew the compile to gigabytes); refused with a located diagnostic, at once
+# one warp once grew the compile to gigabytes); refused with a located diagnostic, at once, as
+# the user's error (exit 1: a located error of the lowering is the program's or config's)
 for te in sm_90:ptx emu:obj; do
   t=${te%:*}
-  check "elems-per-thread $t" 2 "$kiln" compile "$va" --kernel vector_add -D BLOCK=1048576 -D num_warps=1 \
+  check "elems-per-thread $t" 1 "$kiln" compile "$va" --kernel vector_add -D BLOCK=1048576 -D num_warps=1 \
     --target $t --emit ${te#*:} -o "$tmp/big.out" &&
     contains "elems-per-thread $t msg" 'vector_add\.kiln:[0-9]+:.*gives each of the 32 threads .*32768 elements.*at most 1024'
 done

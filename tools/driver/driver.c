@@ -95,6 +95,18 @@ static void print_module(const void *m, FILE *f) {
   fputc('\n', f);
 }
 
+/* Errors at a place in the source, from the passes: how a lowering says that the program asks
+ * for what the target cannot do (a tile of 48, an i1 store, a 16-bit atomic), which is the
+ * user's to change, where an internal failure has no place to point at. */
+static size_t located_errors(KilnMlirContext *kctx) {
+  size_t n = 0;
+  for (size_t i = 0; i < kiln_mlir_diag_count(kctx); i++) {
+    const KilnMlirDiag *d = kiln_mlir_diag_get(kctx, i);
+    n += d->severity == KILN_MLIR_SEV_ERROR && d->line > 0;
+  }
+  return n;
+}
+
 /* Moves MLIR's collected diagnostics into the frontend's list, so they render with a caret. */
 static size_t fold_mlir_diags(KilnMlirContext *kctx, KilnCompilation *c, FILE *diag) {
   size_t errors = kiln_mlir_diag_error_count(kctx);
@@ -393,13 +405,15 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
                             .stop_after = last_stage(emit)};
   KilnMlirStatus st = o->target == KILN_TARGET_EMU ? run_emu_pipeline(j, &po)
                                                    : kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
+  size_t located = located_errors(j->kctx);
   size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK || errs > 0) {
     kiln_diag_render(j->c, j->diag);
-    /* A bad option (unknown stage), a program our verifier rejects or a config over the
-     * target's limits ("limit: ..." from the GPU lowering) is the user's to fix; anything
-     * else is ours. */
-    if (st == KILN_MLIR_ERR_VERIFY || st == KILN_MLIR_ERR_INVALID || over_limit(j->c))
+    /* A bad option (unknown stage), a program our verifier rejects, a config over the
+     * target's limits ("limit: ..." from the GPU lowering) or a construct the target cannot
+     * compile, reported at its place in the source, is the user's to fix; anything else is
+     * ours. */
+    if (st == KILN_MLIR_ERR_VERIFY || st == KILN_MLIR_ERR_INVALID || over_limit(j->c) || located > 0)
       return KILN_DRIVER_USER_ERROR;
     fprintf(j->diag, "kiln: error: lowering '%s' for %s failed\n", k->name,
             kiln_target_name(o->target));
@@ -444,6 +458,45 @@ KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *o, KilnEmit emit,
     st = capture_text(print_ast, k, out);
   } else {
     st = lower(&j, k, emit, out);
+  }
+  job_free(&j);
+  return st;
+}
+
+/* The defines that kernel k takes: its const parameters', and num_warps, num_stages,
+ * min_blocks (any kernel's). At most cap of them into out. */
+static size_t defines_of(const KilnKernel *k, const KilnDefine *defines, size_t n, KilnDefine *out,
+                         size_t cap) {
+  size_t m = 0;
+  for (size_t i = 0; i < n && m < cap; i++) {
+    bool takes = !strcmp(defines[i].name, "num_warps") || !strcmp(defines[i].name, "num_stages") ||
+                 !strcmp(defines[i].name, "min_blocks");
+    for (int p = 0; p < k->nparams && !takes; p++)
+      takes = k->params[p]->kind == KILN_DECL_CONST_PARAM && !strcmp(k->params[p]->name, defines[i].name);
+    if (takes) out[m++] = defines[i];
+  }
+  return m;
+}
+
+KilnDriverStatus kiln_driver_check_target(const char *path, const KilnDefine *defines,
+                                          size_t num_defines, KilnTarget target, FILE *diag) {
+  KilnDriverStatus st = kiln_driver_check(path, defines, num_defines, diag);
+  if (st != KILN_DRIVER_OK || (unsigned)target >= KILN_TARGET_COUNT) return st;
+  KilnCompileOptions o = {.path = path, .diag = diag};
+  Job j = {.o = &o, .diag = diag ? diag : stderr};
+  st = open_source(&j);
+  bool gpu = targets[target].gpu;
+  for (int i = 0; st != KILN_DRIVER_FAILURE && j.c && i < kiln_kernel_count(j.c); i++) {
+    const KilnKernel *k = kiln_kernel_get(j.c, i);
+    KilnDefine mine[64];
+    KilnCompileOptions ko = {.path = path, .source = j.text, .source_len = strlen(j.text),
+                             .kernel = k->name, .defines = mine,
+                             .num_defines = defines_of(k, defines, num_defines, mine, 64),
+                             .target = target, .diag = j.diag};
+    KilnBuffer out;
+    KilnDriverStatus ks = kiln_driver_compile(&ko, gpu ? KILN_EMIT_PTX : KILN_EMIT_LOWERED_MLIR, &out);
+    kiln_buffer_free(&out);
+    if (ks > st) st = ks;
   }
   job_free(&j);
   return st;

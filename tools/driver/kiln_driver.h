@@ -91,6 +91,13 @@ KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *opts, KilnEmit em
 KilnDriverStatus kiln_driver_check(const char *path, const KilnDefine *defines, size_t num_defines,
                                    FILE *diag);
 
+/* kiln_driver_check, then every kernel of the file compiled for target as far as its code (PTX
+ * for sm_80/sm_90, without ptxas; the lowered module for cpu and emu), consts bound as there:
+ * what the target cannot compile (a tile that is not a power of two on a GPU...) is reported
+ * at its place in the source, a user error. */
+KilnDriverStatus kiln_driver_check_target(const char *path, const KilnDefine *defines,
+                                          size_t num_defines, KilnTarget target, FILE *diag);
+
 void kiln_buffer_free(KilnBuffer *buf);
 
 /* The pass pipeline that lowers a kiln module for target t (kiln_mlir.h's KilnPipeline: the
