@@ -294,6 +294,13 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
   }
   case KILN_OP_REDUCE: {
     int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
+    const KilnGpuLayout *have = defined(c, v);
+    if (!r && have && have->kind == KILN_GPU_LAYOUT_SLICE) {
+      /* A scalar reduction of a slice (the last step of sum(x) over every axis of a 2-D tile,
+       * or sum(sum(x, 1), 0)) goes through a blocked copy, as a tile result of one does. */
+      *out = default_layout(c, v);
+      return true;
+    }
     if (!r || r->kind != KILN_GPU_LAYOUT_SLICE || r->slice_dim != axis)
       return false;
     *out = kiln_gpu_layout_slice_parent(r);
