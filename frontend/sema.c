@@ -396,7 +396,7 @@ static bool fold_pow(int64_t b, int64_t n, KilnScalarKind s, int64_t *out)
 /* pow = expr "**" expr.  The exponent is a compile-time integer constant: the power becomes
  * ceil(log2 n) to 2 log2 n multiplications in the base's type (mlirgen), and a negative exponent
  * the reciprocal of that, so only a float base may have one.  A non-constant exponent would need
- * pow(), which not every target has; exp2(y * log2(x)) is the way for x > 0. */
+ * the pow() builtin, exp2(y * log2(x)) for x >= 0. */
 static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const KilnType *rt)
 {
     KilnExpr *x = e->lhs, *n = e->rhs;
@@ -407,7 +407,7 @@ static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const
     if (!n->is_const || rt->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(rt->scalar) ||
         rt->scalar == KILN_SCALAR_I1) {
         ERR(S, n->span, "the exponent of '**' must be a compile-time integer constant "
-                        "(for a run-time exponent write exp2(y * log2(x)))");
+                        "(for a run-time exponent write pow(x, y), x >= 0)");
         return NULL;
     }
     if (n->ival < 0 && !kiln_scalar_is_float(lt->scalar)) {
