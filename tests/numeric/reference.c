@@ -462,3 +462,46 @@ void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *o
     outi[4 * r + 3] = 3 * ri + 1;
   }
 }
+
+/* The value of the builtins_basic kernel's tile t at (row r, column c): 0 where it is masked. */
+static float builtins_tile(const float *x, size_t rows, size_t cols, size_t r, size_t c) {
+  return r < rows && c < cols ? x[r * cols + c] : 0.0f;
+}
+
+void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
+                             size_t cols, size_t block) {
+  for (size_t r = 0; r < rows; r++) {
+    size_t p = r / block, first = p * block;
+    float a = x[r * cols], b = x[r * cols + 1], c = y[r * cols];
+    float tmax = -INFINITY, tmin = INFINITY, rowsum = 0.0f;
+    int64_t total = 0, positive = 0, live = 0;
+    for (size_t i = first; i < first + block; i++) {
+      live += i < rows;
+      for (size_t j = 0; j < 4; j++) {
+        float v = builtins_tile(x, rows, cols, i, j);
+        tmax = fmaxf(tmax, v);
+        tmin = fminf(tmin, v);
+        total += (int32_t)(v * 16.0f);
+        positive += v > 0.0f;
+      }
+    }
+    for (size_t j = 0; j < 4; j++)
+      rowsum += a * builtins_tile(x, rows, cols, r, j);
+    float ab = a * b;
+    float *o = outf + 8 * r;
+    o[0] = fmaf(a, b, c);
+    o[1] = (float)(((double)a * (double)b - (double)ab) * 1073741824.0);
+    o[2] = (float)pow((double)(fabsf(a) + 0.25f), (double)c);
+    o[3] = 3.5f;
+    o[4] = rowsum;
+    o[5] = tmax;
+    o[6] = tmin;
+    o[7] = fmaxf(tmax, 0.5f) + fminf(tmin, -0.5f);
+    int32_t *oi = outi + 5 * r;
+    oi[0] = (int32_t)total;
+    oi[1] = (int32_t)((rows > cols ? rows : cols) * 1000 + (p < 3 ? p : 3));
+    oi[2] = (int32_t)(3 * r + cols);
+    oi[3] = (int32_t)(positive + 1000 * live);
+    oi[4] = (int32_t)((total < 0 ? -total : total) + 10000 * (int64_t)(block > 64 ? block : 64));
+  }
+}
