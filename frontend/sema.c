@@ -754,6 +754,39 @@ static const KilnType *check_memory(Sema *S, KilnExpr *e)
     return e->builtin == KILN_BUILTIN_STORE ? kiln_type_void() : e->operand_type;
 }
 
+/* atomic_cas(ptr, cmp, value, mask?): i32 elements only (what a lock or a counter needs; every
+ * target's compare-and-swap takes 32 bits); cmp and value are integers converted to i32 and
+ * broadcast with the pointer and the mask.  operand_type is i32 of the broadcast shape. */
+static const KilnType *check_cas(Sema *S, KilnExpr *e)
+{
+    KilnExpr **a = e->args;
+    if (!need_ptr(S, e, a[0]))
+        return NULL;
+    if (a[0]->type->scalar != KILN_SCALAR_I32) {
+        ERR(S, a[0]->span, "atomic_cas needs a pointer to i32 (a lock or a counter), got %s",
+            tstr(S, a[0]->type));
+        return NULL;
+    }
+    for (int i = 1; i < 3; i++) {
+        const KilnType *t = a[i]->type;
+        if (!is_numeric(t) || !kiln_scalar_is_int(t->scalar) || t->scalar == KILN_SCALAR_I1) {
+            ERR(S, a[i]->span, "atomic_cas %s must be an integer, got %s", i == 1 ? "cmp" : "value",
+                tstr(S, t));
+            return NULL;
+        }
+    }
+    if (e->nargs > 3 && !need_mask(S, e, a[3]))
+        return NULL;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    if (!broadcast_args(S, e, 0, e->nargs, &rank, dims))
+        return NULL;
+    retype_literal(S, a[1], KILN_SCALAR_I32);
+    retype_literal(S, a[2], KILN_SCALAR_I32);
+    e->operand_type = with_shape(S, KILN_SCALAR_I32, false, rank, dims);
+    return e->operand_type;
+}
+
 /* dot(a: [M,K], b: [K,N], acc?: [M,N]) */
 static const KilnType *check_dot(Sema *S, KilnExpr *e)
 {
@@ -1111,6 +1144,7 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     case KILN_BUILTIN_ATOMIC_MAX:
     case KILN_BUILTIN_ATOMIC_MIN:
     case KILN_BUILTIN_ATOMIC_XCHG: return check_memory(S, e);
+    case KILN_BUILTIN_ATOMIC_CAS: return check_cas(S, e);
     case KILN_BUILTIN_DOT: return check_dot(S, e);
     case KILN_BUILTIN_MAX:
     case KILN_BUILTIN_MIN:

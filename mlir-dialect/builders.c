@@ -202,6 +202,12 @@ MlirValue kiln_ir_build_atomic_rmw(KilnIRBuilder *b, MlirLocation loc, KilnRmwKi
   return build_simple(b, loc, KILN_OP_NAME_ATOMIC_RMW, ops, 3, mlirValueGetType(values), &a, 1);
 }
 
+MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs, MlirValue cmp,
+                                   MlirValue values, MlirValue mask) {
+  MlirValue ops[4] = {ptrs, cmp, values, mask};
+  return build_simple(b, loc, KILN_OP_NAME_ATOMIC_CAS, ops, 4, mlirValueGetType(values), NULL, 0);
+}
+
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc) {
   MlirValue ops[3] = {a, bm, acc};

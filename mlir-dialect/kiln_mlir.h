@@ -193,6 +193,10 @@ MlirOperation kiln_ir_build_store(KilnIRBuilder *b, MlirLocation loc, MlirValue 
 /* Per element atomic read-modify-write; returns the old values (values' type). */
 MlirValue kiln_ir_build_atomic_rmw(KilnIRBuilder *b, MlirLocation loc, KilnRmwKind kind,
                                    MlirValue ptrs, MlirValue values, MlirValue mask);
+/* Per element atomic compare-and-swap (acq_rel where it succeeds): *ptr = values where *ptr ==
+ * cmp and mask; returns the old values (values' type; 0 where masked off). */
+MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs, MlirValue cmp,
+                                   MlirValue values, MlirValue mask);
 /* acc + a x b; result has acc's type. */
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc);

@@ -2,7 +2,7 @@
  * small dead-code elimination for kiln ops (`kiln-dce`).
  *
  * IRDL ops carry no traits, so upstream DCE/CSE never remove a kiln op; kiln-dce removes the
- * unused ones that have no side effect (everything but store and atomic_rmw). */
+ * unused ones that have no side effect (everything but store and the atomics). */
 #include "kiln_mlir_internal.h"
 
 /* ---------------------------------------------------------------- external pass plumbing */
@@ -195,6 +195,19 @@ static void verify_memory(VCtx *v, KilnOpId id) {
     check_elem(v, pointee, rt, "loaded value");
     return;
   }
+  if (id == KILN_OP_ATOMIC_CAS) {
+    MlirType ct = operand_type(op, 1), vt = operand_type(op, 2), mt = operand_type(op, 3);
+    check_same_shape(v, pt, "pointer", ct, "compare value");
+    check_same_shape(v, pt, "pointer", vt, "value");
+    check_same_shape(v, pt, "pointer", mt, "mask");
+    if (!is_i1(mt))
+      verr(v, "mask must be a boolean (i1) tile");
+    check_elem(v, pointee, ct, "compare value");
+    check_elem(v, pointee, vt, "stored value");
+    if (!mlirTypeEqual(vt, result_type(op)))
+      verr(v, "result type must equal the value type");
+    return;
+  }
   MlirType vt = operand_type(op, 1), mt = operand_type(op, 2);
   check_same_shape(v, pt, "pointer", vt, "value");
   check_same_shape(v, pt, "pointer", mt, "mask");
@@ -357,6 +370,7 @@ static void verify_op(VCtx *v, KilnOpId id) {
   case KILN_OP_LOAD:
   case KILN_OP_STORE:
   case KILN_OP_ATOMIC_RMW:
+  case KILN_OP_ATOMIC_CAS:
     verify_memory(v, id);
     break;
   case KILN_OP_DOT:
@@ -388,7 +402,8 @@ static const char *user_name(KilnOpId id) {
       [KILN_OP_BROADCAST] = "broadcast",   [KILN_OP_EXPAND_DIMS] = "expand_dims",
       [KILN_OP_TRANS] = "trans",           [KILN_OP_ADDPTR] = "pointer arithmetic",
       [KILN_OP_LOAD] = "load",             [KILN_OP_STORE] = "store",
-      [KILN_OP_ATOMIC_RMW] = "atomic",     [KILN_OP_DOT] = "dot",
+      [KILN_OP_ATOMIC_RMW] = "atomic",     [KILN_OP_ATOMIC_CAS] = "atomic_cas",
+      [KILN_OP_DOT] = "dot",
       [KILN_OP_REDUCE] = "reduction",      [KILN_OP_RAND] = "rand"};
   return names[id];
 }
@@ -414,7 +429,7 @@ MlirLogicalResult kiln_verify_module(MlirOperation module, void *opts) {
 /* ---------------------------------------------------------------- DCE */
 
 static bool has_side_effect(KilnOpId id) {
-  return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW;
+  return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS;
 }
 
 static bool unused(MlirOperation op) {

@@ -8,6 +8,8 @@
  * current best (a NaN at index 0 stays the answer only if no later element compares). */
 #include "cpu_lower.h"
 
+#include "mlir-c/Dialect/LLVM.h"
+
 static MlirType i32_t(Cpu *c) { return mlirIntegerTypeGet(c->ctx, 32); }
 static MlirType i64_t(Cpu *c) { return mlirIntegerTypeGet(c->ctx, 64); }
 static MlirType llvm_ptr(Cpu *c) {
@@ -155,6 +157,31 @@ static MlirValue atomic_fn(Cpu *c, const MlirValue *e, void *user) {
   return kiln_ir_if_result(&f, 0);
 }
 
+/* atomic_cas per element (ptr, cmp, value, mask): llvm.cmpxchg, acq_rel where it succeeds and
+ * monotonic where it fails (a failed compare is only a read), its old value out of the
+ * {old, success} pair; masked-off lanes return zero. */
+static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
+  MemCtx *m = user;
+  KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[3], &m->elem, 1);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.then_block);
+  MlirValue ops[3] = {to_ptr(c, e[0]), e[1], e[2]};
+  MlirType i64 = i64_t(c), pair[2] = {m->elem, mlirIntegerTypeGet(c->ctx, 1)};
+  MlirType rt = mlirLLVMStructTypeLiteralGet(c->ctx, 2, pair, false);
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(c->ctx, "success_ordering", mlirIntegerAttrGet(i64, 6 /* acq_rel */)),
+      kiln_ir_named(c->ctx, "failure_ordering", mlirIntegerAttrGet(i64, 2 /* monotonic */))};
+  MlirValue res = kiln_cpu_op_attrs(c, "llvm.cmpxchg", ops, 3, rt, a, 2);
+  int64_t zero_pos = 0;
+  MlirNamedAttribute pos = kiln_ir_named(c->ctx, "position", mlirDenseI64ArrayGet(c->ctx, 1, &zero_pos));
+  MlirValue old = kiln_cpu_op_attrs(c, "llvm.extractvalue", &res, 1, m->elem, &pos, 1);
+  kiln_ir_build_yield(&c->b, c->loc, &old, 1);
+  kiln_ir_builder_set_end(&c->b, f.else_block);
+  MlirValue zero = kiln_cpu_int_const(c, m->elem, 0);
+  kiln_ir_build_yield(&c->b, c->loc, &zero, 1);
+  c->b = saved;
+  return kiln_ir_if_result(&f, 0);
+}
 
 static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
   MlirType pt = kiln_ir_elem_type(mlirValueGetType(operand(op, 0)));
@@ -163,6 +190,8 @@ static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
     kiln_cpu_map(c, op, load_fn, &m, true);
   } else if (id == KILN_OP_STORE) {
     kiln_cpu_map(c, op, store_fn, &m, true);
+  } else if (id == KILN_OP_ATOMIC_CAS) {
+    kiln_cpu_map(c, op, cas_fn, &m, false);
   } else {
     if (!kiln_ir_atomic_bin_op(op, m.elem, &m.bin_op)) {
       kiln_ir_error(c->loc, "atomic: unknown kind");
@@ -364,6 +393,7 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_LOAD:
   case KILN_OP_STORE:
   case KILN_OP_ATOMIC_RMW:
+  case KILN_OP_ATOMIC_CAS:
     return lower_memory(c, op, id);
   case KILN_OP_DOT:
     lower_dot(c, op);

@@ -304,7 +304,8 @@ bool low_lower_op(Low *L, MlirOperation op) {
     return low_dot(L, op);
   case KILN_OP_REDUCE: return low_reduce(L, op);
   case KILN_OP_RAND: return low_rand(L, op);
-  case KILN_OP_ATOMIC_RMW: return low_atomic(L, op);
+  case KILN_OP_ATOMIC_RMW:
+  case KILN_OP_ATOMIC_CAS: return low_atomic(L, op);
   default: break;
   }
   if (kiln_ir_op_is(op, "arith.constant"))

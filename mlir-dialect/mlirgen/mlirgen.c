@@ -491,6 +491,18 @@ static MlirValue gen_store_like(Gen *g, const KilnExpr *e, int rmw_kind) {
   return kiln_ir_build_atomic_rmw(&g->b, loc, (KilnRmwKind)rmw_kind, p, v, m);
 }
 
+/* atomic_cas(ptr, cmp, value, mask?): the pointer broadcast to operand_type's shape, cmp and
+ * value converted to it (i32), the mask as for the other atomics. */
+static MlirValue gen_cas(Gen *g, const KilnExpr *e) {
+  const KilnType *vt = e->operand_type;
+  MlirValue p = mem_ptr(g, e, vt);
+  MlirValue cmp = gen_as(g, e->args[1], vt);
+  MlirValue v = gen_as(g, e->args[2], vt);
+  MlirValue m = mem_mask(g, e, 3, vt);
+  if (g->failed) return p;
+  return kiln_ir_build_atomic_cas(&g->b, loc_of(g, e->span), p, cmp, v, m);
+}
+
 static MlirValue gen_dot(Gen *g, const KilnExpr *e) {
   MlirLocation loc = loc_of(g, e->span);
   MlirValue a = gen_expr(g, e->args[0]);
@@ -671,6 +683,7 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_ATOMIC_MAX: return gen_store_like(g, e, KILN_RMW_MAX);
   case KILN_BUILTIN_ATOMIC_MIN: return gen_store_like(g, e, KILN_RMW_MIN);
   case KILN_BUILTIN_ATOMIC_XCHG: return gen_store_like(g, e, KILN_RMW_XCHG);
+  case KILN_BUILTIN_ATOMIC_CAS: return gen_cas(g, e);
   case KILN_BUILTIN_DOT: return gen_dot(g, e);
   case KILN_BUILTIN_SUM: return gen_reduce(g, e, KILN_REDUCE_SUM);
   case KILN_BUILTIN_MAX:

@@ -1025,6 +1025,85 @@ static bool test_builtins_basic(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- cas_lock ------------------------------------------------------------------------------ */
+
+/* atomic_cas as a spin lock, a CAS counter and element-wise (issue 15); all integers, so exact.
+ * The programs run concurrently on the cpu device's thread pool, so a lock that let two of them
+ * in at once would lose a row from the column sums; the tickets of the CAS loop are compared
+ * sorted (which program drew which depends on the schedule), and must be 0 .. rows-1. */
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static bool test_cas_lock(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{300, 100, 128}, {1, 1, 32}, {64, 32, 32}, {1000, 7, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, block = (size_t)cfgs[ci].block;
+    size_t n = rows * cols, nolds = rows * block;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "cas_lock", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2100 + ci);
+    int32_t *x = kiln_test_alloc(n, sizeof *x);
+    for (size_t i = 0; i < n; i++)
+      x[i] = (int32_t)(kiln_ref_rng_next(&rng) % 2001) - 1000;
+    int32_t zeros[3] = {0, 0, 0}; /* owners, lock, ticket */
+    int32_t *sums = kiln_test_alloc(cols + TAIL_ELEMS, sizeof *sums);
+    int32_t *olds = kiln_test_alloc(nolds + TAIL_ELEMS, sizeof *olds);
+    int32_t *tickets = kiln_test_alloc(rows + TAIL_ELEMS, sizeof *tickets);
+    int32_t *cells = kiln_test_alloc(n, sizeof *cells), counters[3];
+    int32_t *rsums = kiln_test_alloc(cols, sizeof *rsums), *rolds = kiln_test_alloc(nolds, sizeof *rolds);
+    int32_t *rcells = kiln_test_alloc(n, sizeof *rcells), *rtickets = kiln_test_alloc(rows, sizeof *rtickets);
+    memcpy(rcells, x, n * sizeof *x);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dcells = kiln_test_input(&run, x, n * sizeof *x);
+    void *dsums = kiln_test_output(&run, (cols + TAIL_ELEMS) * sizeof *sums);
+    void *downers = kiln_test_input(&run, zeros, sizeof zeros[0]);
+    void *dlock = kiln_test_input(&run, zeros + 1, sizeof zeros[0]);
+    void *dticket = kiln_test_input(&run, zeros + 2, sizeof zeros[0]);
+    void *dtickets = kiln_test_output(&run, (rows + TAIL_ELEMS) * sizeof *tickets);
+    void *dolds = kiln_test_output(&run, (nolds + TAIL_ELEMS) * sizeof *olds);
+    int32_t c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dcells, &dsums, &downers, &dlock, &dticket, &dtickets, &dolds, &c32};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, sums, dsums, (cols + TAIL_ELEMS) * sizeof *sums);
+    kiln_test_fetch(&run, olds, dolds, (nolds + TAIL_ELEMS) * sizeof *olds);
+    kiln_test_fetch(&run, tickets, dtickets, (rows + TAIL_ELEMS) * sizeof *tickets);
+    kiln_test_fetch(&run, cells, dcells, n * sizeof *cells);
+    kiln_test_fetch(&run, counters, downers, sizeof counters[0]);
+    kiln_test_fetch(&run, counters + 1, dlock, sizeof counters[0]);
+    kiln_test_fetch(&run, counters + 2, dticket, sizeof counters[0]);
+
+    kiln_test_check_untouched(&run, "sums", sums, sizeof *sums, cols + TAIL_ELEMS, 1, cols, cols + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "olds", olds, sizeof *olds, nolds + TAIL_ELEMS, 1, nolds,
+                              nolds + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "tickets", tickets, sizeof *tickets, rows + TAIL_ELEMS, 1, rows,
+                              rows + TAIL_ELEMS);
+    kiln_ref_cas_lock(x, rsums, rolds, rcells, rows, cols, block);
+    int32_t rcounters[3] = {(int32_t)rows, 0, (int32_t)rows};
+    for (size_t r = 0; r < rows; r++)
+      rtickets[r] = (int32_t)r;
+    qsort(tickets, rows, sizeof *tickets, cmp_i32);
+    check_equal_i32(&run, "sums", sums, rsums, cols);
+    check_equal_i32(&run, "olds", olds, rolds, nolds);
+    check_equal_i32(&run, "cells", cells, rcells, n);
+    check_equal_i32(&run, "owners, lock, ticket", counters, rcounters, 3);
+    check_equal_i32(&run, "tickets (sorted)", tickets, rtickets, rows);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(sums), free(olds), free(tickets), free(cells), free(rsums), free(rolds), free(rcells),
+        free(rtickets);
+  }
+  return all_ok;
+}
+
 /* ---- early_exit ---------------------------------------------------------------------------- */
 
 /* break, continue and early return (issue 15), lowered to flags: the counters and columns are
@@ -1192,6 +1271,7 @@ static const struct {
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},
     {"builtins_basic", test_builtins_basic},
+    {"cas_lock", test_cas_lock},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},

@@ -505,3 +505,19 @@ void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_
     oi[4] = (int32_t)((total < 0 ? -total : total) + 10000 * (int64_t)(block > 64 ? block : 64));
   }
 }
+
+void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *cells, size_t rows,
+                       size_t cols, size_t block) {
+  for (size_t c = 0; c < cols; c++) {
+    int64_t s = 0;
+    for (size_t r = 0; r < rows; r++)
+      s += x[r * cols + c];
+    sums[c] = (int32_t)s;
+  }
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < block; c++) {
+      olds[r * block + c] = c < cols ? x[r * cols + c] : 0;
+      if (c < cols)
+        cells[r * cols + c] = c % 2 == 0 ? (int32_t)(c * 7) : x[r * cols + c];
+    }
+}

@@ -136,6 +136,13 @@ void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t r
 void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
                              size_t cols, size_t block);
 
+/* The cas_lock kernel over rows x cols i32 values x with BLOCK >= cols: sums[c] = the column
+ * sums (64-bit, no wrap at these sizes); olds[r * block + c] = x[r][c] for c < cols, else 0;
+ * cells (a copy of x on entry) = c * 7 in the even columns, x elsewhere.  The lock ends at 0, the
+ * owner count and the ticket counter at rows, and the tickets are 0 .. rows-1 in some order. */
+void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *cells, size_t rows,
+                       size_t cols, size_t block);
+
 /* The early_exit kernel per row: out[2r..2r+1] and counts[4r..4r+3] start at -1; a row with a
  * value above 3.5 records its column in counts[4r + 2] and stops there; other rows get the sum
  * of their non-negative values up to the first one that passes `limit` (f32, in order), the sum
