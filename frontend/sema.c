@@ -1080,6 +1080,34 @@ static const KilnType *check_broadcast_to(Sema *S, KilnExpr *e)
     return with_shape(S, t->scalar, is_ptrish(t), sh->rank, sh->dims);
 }
 
+/* flip(x, axis), cumsum / cumprod(x, axis?): a tile of numbers and a constant axis in range
+ * (scans default to 0, as Triton's).  The axis is kept in e->ival.  A scan of i1/i8/i16 runs in
+ * i32, as a sum does (operand_type: the input's shape in i32), so it counts rather than wraps. */
+static const KilnType *check_axis_op(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type;
+    if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "%s expects a tile of numbers, got %s", e->name, tstr(S, t));
+        return NULL;
+    }
+    int64_t axis = 0;
+    char what[64];
+    snprintf(what, sizeof what, "%s axis", e->name);
+    if (e->nargs > 1 && !const_arg(S, e, 1, what, &axis))
+        return NULL;
+    if (axis < 0 || axis >= t->rank) {
+        ERR(S, e->args[1]->span, "%s axis %" PRId64 " is out of range for a rank-%d tile", e->name, axis,
+            t->rank);
+        return NULL;
+    }
+    e->ival = axis;
+    if (e->builtin == KILN_BUILTIN_FLIP)
+        return t;
+    bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
+    e->operand_type = like_shape(S, narrow ? KILN_SCALAR_I32 : t->scalar, false, t);
+    return e->operand_type;
+}
+
 /* static_assert(cond, "message"): cond must be a compile-time constant (checked per binding of
  * the consts, so `static_assert(BLOCK % 16 == 0, ...)` speaks for each configuration); false
  * is an error at the call that shows the message. */
@@ -1169,6 +1197,9 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     case KILN_BUILTIN_EXPAND_DIMS: return check_expand_dims(S, e);
     case KILN_BUILTIN_BROADCAST_TO: return check_broadcast_to(S, e);
     case KILN_BUILTIN_STATIC_ASSERT: return check_static_assert(S, e);
+    case KILN_BUILTIN_FLIP:
+    case KILN_BUILTIN_CUMSUM:
+    case KILN_BUILTIN_CUMPROD: return check_axis_op(S, e);
     case KILN_BUILTIN_ABS: return elementwise(S, e, 0, false, false);
     case KILN_BUILTIN_EXP:
     case KILN_BUILTIN_EXP2:

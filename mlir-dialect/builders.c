@@ -208,6 +208,18 @@ MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue
   return build_simple(b, loc, KILN_OP_NAME_ATOMIC_CAS, ops, 4, mlirValueGetType(values), NULL, 0);
 }
 
+MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis) {
+  MlirNamedAttribute a = kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis));
+  return build_simple(b, loc, KILN_OP_NAME_FLIP, &x, 1, mlirValueGetType(x), &a, 1);
+}
+
+MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis, MlirValue x) {
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(b->ctx, "kind", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(kind))),
+      kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis))};
+  return build_simple(b, loc, KILN_OP_NAME_SCAN, &x, 1, mlirValueGetType(x), a, 2);
+}
+
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc) {
   MlirValue ops[3] = {a, bm, acc};

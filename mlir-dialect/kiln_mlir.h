@@ -197,6 +197,10 @@ MlirValue kiln_ir_build_atomic_rmw(KilnIRBuilder *b, MlirLocation loc, KilnRmwKi
  * cmp and mask; returns the old values (values' type; 0 where masked off). */
 MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs, MlirValue cmp,
                                    MlirValue values, MlirValue mask);
+/* x reversed along `axis` (same type). */
+MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis);
+/* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis. */
+MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis, MlirValue x);
 /* acc + a x b; result has acc's type. */
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc);

@@ -319,6 +319,14 @@ static void verify_shape_ops(VCtx *v, KilnOpId id) {
     if (!ok)
       verr(v, "result shape must be the operand's with a 1 inserted at axis %lld",
            (long long)axis);
+  } else if (id == KILN_OP_FLIP || id == KILN_OP_SCAN) {
+    int64_t axis;
+    if (!get_axis(v, &axis))
+      return;
+    if (axis < 0 || axis >= rank)
+      verr(v, "axis %lld is out of range for a %d-D tile", (long long)axis, rank);
+    if (!same_shape(t, rt))
+      verr(v, "result shape must be the operand's");
   } else if (id == KILN_OP_TRANS) {
     if (rank != 2 || kiln_ir_rank(rt) != 2)
       verr(v, "expects a 2-D tile");
@@ -353,6 +361,8 @@ static void verify_op(VCtx *v, KilnOpId id) {
   case KILN_OP_BROADCAST:
   case KILN_OP_EXPAND_DIMS:
   case KILN_OP_TRANS:
+  case KILN_OP_FLIP:
+  case KILN_OP_SCAN:
     verify_shape_ops(v, id);
     break;
   case KILN_OP_ADDPTR: {
@@ -404,7 +414,8 @@ static const char *user_name(KilnOpId id) {
       [KILN_OP_LOAD] = "load",             [KILN_OP_STORE] = "store",
       [KILN_OP_ATOMIC_RMW] = "atomic",     [KILN_OP_ATOMIC_CAS] = "atomic_cas",
       [KILN_OP_DOT] = "dot",
-      [KILN_OP_REDUCE] = "reduction",      [KILN_OP_RAND] = "rand"};
+      [KILN_OP_REDUCE] = "reduction",      [KILN_OP_FLIP] = "flip",
+      [KILN_OP_SCAN] = "scan",      [KILN_OP_RAND] = "rand"};
   return names[id];
 }
 

@@ -47,7 +47,7 @@ static void range_body(Cpu *c, const MlirValue *idx, void *user) {
   kiln_cpu_store_elem(c, k->dst, v, idx, 1);
 }
 
-/* broadcast / expand_dims / trans: the result element at idx reads the source at a mapped
+/* broadcast / expand_dims / trans / flip: the result element at idx reads the source at a mapped
  * index. */
 static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
   CopyCtx *k = user;
@@ -62,6 +62,12 @@ static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
     for (int i = 0, r = 0; i < srank + 1; i++)
       if (i != axis)
         sidx[r++] = idx[i];
+  } else if (k->id == KILN_OP_FLIP) {
+    int axis = (int)attr_int(k->op, "axis");
+    for (int i = 0; i < srank; i++)
+      sidx[i] = idx[i];
+    MlirValue last = kiln_cpu_cidx(c, kiln_ir_dim(st, axis) - 1);
+    sidx[axis] = bin(c, "arith.subi", last, idx[axis]);
   } else {
     for (int i = 0; i < srank; i++)
       sidx[i] = idx[srank - 1 - i];
@@ -331,6 +337,57 @@ static bool lower_reduce(Cpu *c, MlirOperation op) {
   return true;
 }
 
+/* ---------------------------------------------------------------- scan */
+
+/* kiln.scan: per line along the axis (a loop nest over the other dims), one loop that carries
+ * the running sum or product and stores it at every position: the order is the axis's. */
+typedef struct ScanCtx {
+  CpuVal *src;
+  MlirValue dst;
+  int axis, rank;
+  int64_t n;
+  bool is_sum;
+  MlirType elem;
+} ScanCtx;
+
+static void scan_body(Cpu *c, const MlirValue *line, void *user) {
+  ScanCtx *s = user;
+  bool fl = mlirTypeIsAFloat(s->elem);
+  MlirValue init = s->is_sum ? (fl ? kiln_ir_build_const_float(&c->b, c->loc, s->elem, 0)
+                                   : kiln_cpu_int_const(c, s->elem, 0))
+                             : (fl ? kiln_ir_build_const_float(&c->b, c->loc, s->elem, 1)
+                                   : kiln_cpu_int_const(c, s->elem, 1));
+  KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, s->n),
+                                  kiln_cpu_cidx(c, 1), &init, 1);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.body);
+  MlirValue idx[16];
+  for (int i = 0; i < s->rank; i++)
+    idx[i] = i == s->axis ? f.iv : line[i];
+  const char *op = s->is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
+  MlirValue acc = bin(c, op, kiln_ir_for_iter_arg(&f, 0), kiln_cpu_elem(c, s->src, idx));
+  kiln_cpu_store_elem(c, s->dst, acc, idx, s->rank);
+  kiln_ir_build_yield(&c->b, c->loc, &acc, 1);
+  c->b = saved;
+}
+
+static bool lower_scan(Cpu *c, MlirOperation op) {
+  MlirType t = mlirValueGetType(operand(op, 0));
+  char kind[16] = "";
+  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
+  ScanCtx s = {kiln_cpu_get(c, operand(op, 0)), {NULL}, (int)attr_int(op, "axis"), kiln_ir_rank(t), 0,
+               strcmp(kind, "sum") == 0, kiln_cpu_scalar_type(t)};
+  s.n = kiln_ir_dim(t, s.axis);
+  s.dst = kiln_cpu_alloc(c, t);
+  kiln_cpu_set_buf(c, result_of(op), s.dst);
+  int64_t shape[16];
+  int rank;
+  kiln_cpu_shape(t, shape, &rank);
+  shape[s.axis] = 1; /* one iteration per line; scan_body walks the axis */
+  kiln_cpu_nest(c, shape, rank, scan_body, &s);
+  return true;
+}
+
 /* ---------------------------------------------------------------- rand */
 
 /* Philox4x32-10 with key (seed, 0) and counter (offset, 0, 0, 0); r0 -> [0, 1). */
@@ -383,8 +440,11 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_BROADCAST:
   case KILN_OP_EXPAND_DIMS:
   case KILN_OP_TRANS:
+  case KILN_OP_FLIP:
     lower_copy_like(c, op, id);
     return true;
+  case KILN_OP_SCAN:
+    return lower_scan(c, op);
   case KILN_OP_ADDPTR: {
     int64_t size = kiln_ir_elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
     kiln_cpu_map(c, op, addptr_fn, &size, true);

@@ -284,13 +284,6 @@ static void store_masked(Low *L, MlirValue p, MlirValue val, MlirValue m, int64_
   L->b = saved;
 }
 
-static MlirValue atomic_owner(Low *L, const KilnGpuOwn *own, bool *replicated);
-
-/* kiln.store: where a layout gives several threads the same element, only its owner (as for the
- * atomics below) writes it.  Every holder writing the same value would be harmless on its own,
- * but a program that reads the addresses it stores (a read-modify-write under a lock, an
- * in-place update) would let a late warp read what an early one already wrote and write it
- * again, updated twice: warps do not run in step. */
 bool low_store(Low *L, MlirOperation op) {
   MlirValue ptrs = mlirOperationGetOperand(op, 0);
   Vals *P = low_get(L, ptrs), *V = low_get(L, mlirOperationGetOperand(op, 1));
@@ -306,15 +299,10 @@ bool low_store(Low *L, MlirOperation op) {
   int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
   int words = v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 2), &own, v) ? pred_words(v, bits) : 0;
-  bool replicated;
-  MlirValue owner = atomic_owner(L, &own, &replicated); /* the same for all of a thread's elements */
   for (int64_t j = 0; j < own.count; j += v) {
     MlirValue m[16];
-    for (int e = 0; e < v; e++) {
+    for (int e = 0; e < v; e++)
       m[e] = M->v[M->n == 1 ? 0 : j + e];
-      if (!mlirValueIsNull(owner))
-        m[e] = low_is_true(m[e]) ? owner : low_bin(L, "arith.andi", m[e], owner);
-    }
     if (v == 1) {
       store_masked(L, P->v[P->n == 1 ? 0 : j], V->v[V->n == 1 ? 0 : j], m[0], ealign);
       continue;

@@ -705,6 +705,17 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     return g->failed ? x : broadcast_to(g, loc, x, e->args[0]->type, e->type, e->span);
   }
   case KILN_BUILTIN_STATIC_ASSERT: return (MlirValue){NULL}; /* checked by sema */
+  case KILN_BUILTIN_FLIP: {
+    MlirValue x = gen_expr(g, e->args[0]);
+    return g->failed ? x : kiln_ir_build_flip(&g->b, loc, x, (int)e->ival);
+  }
+  case KILN_BUILTIN_CUMSUM:
+  case KILN_BUILTIN_CUMPROD: {
+    /* narrow integers widened to i32 first (operand_type), as for sum */
+    MlirValue x = gen_as(g, e->args[0], e->operand_type);
+    if (g->failed) return x;
+    return kiln_ir_build_scan(&g->b, loc, e->builtin == KILN_BUILTIN_CUMSUM ? "sum" : "prod", (int)e->ival, x);
+  }
   case KILN_BUILTIN_ARGMAX: return gen_reduce(g, e, KILN_REDUCE_ARGMAX);
   case KILN_BUILTIN_ARGMIN: return gen_reduce(g, e, KILN_REDUCE_ARGMIN);
   case KILN_BUILTIN_WHERE: return gen_where(g, e);

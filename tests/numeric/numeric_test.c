@@ -1030,7 +1030,9 @@ static bool test_builtins_basic(KilnRtDevice *dev) {
 /* atomic_cas as a spin lock, a CAS counter and element-wise (issue 15); all integers, so exact.
  * The programs run concurrently on the cpu device's thread pool, so a lock that let two of them
  * in at once would lose a row from the column sums; the tickets of the CAS loop are compared
- * sorted (which program drew which depends on the schedule), and must be 0 .. rows-1. */
+ * sorted (which program drew which depends on the schedule), and must be 0 .. rows-1.  BLOCK is
+ * 128 in every configuration: at 1 and 4 warps no two threads hold one column, which the
+ * read-modify-write of the sums needs on the GPU (dsl/reference.md, "Memory semantics"). */
 static int cmp_i32(const void *a, const void *b) {
   int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
   return (x > y) - (x < y);
@@ -1039,7 +1041,7 @@ static int cmp_i32(const void *a, const void *b) {
 static bool test_cas_lock(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, block;
-  } cfgs[] = {{300, 100, 128}, {1, 1, 32}, {64, 32, 32}, {1000, 7, 32}};
+  } cfgs[] = {{300, 100, 128}, {1, 1, 128}, {64, 32, 128}, {1000, 7, 128}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, block = (size_t)cfgs[ci].block;
@@ -1100,6 +1102,50 @@ static bool test_cas_lock(KilnRtDevice *dev) {
     all_ok &= kiln_test_end(&run);
     free(x), free(sums), free(olds), free(tickets), free(cells), free(rsums), free(rolds), free(rcells),
         free(rtickets);
+  }
+  return all_ok;
+}
+
+/* ---- scan_flip ----------------------------------------------------------------------------- */
+
+/* flip, cumsum and cumprod (issue 15): every scan runs in order along its axis on every target
+ * (the GPU's is a serial loop per line in shared memory), as the reference does, so the f32
+ * results are exact too; the integers wrap as the reference's. */
+static bool test_scan_flip(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 16, 64}, {1, 1, 4, 32}, {37, 32, 4, 32}, {64, 20, 16, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t plane = rows * bc, nf = 4 * plane, ni = 3 * plane;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "scan_flip", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2200 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_ref_scan_flip(x, rf, ri, rows, cols, (size_t)cfgs[ci].br, bc);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
   }
   return all_ok;
 }
@@ -1272,6 +1318,7 @@ static const struct {
     {"pow_countdown", test_pow_countdown},
     {"builtins_basic", test_builtins_basic},
     {"cas_lock", test_cas_lock},
+    {"scan_flip", test_scan_flip},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},

@@ -521,3 +521,39 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
         cells[r * cols + c] = c % 2 == 0 ? (int32_t)(c * 7) : x[r * cols + c];
     }
 }
+
+static float scan_tile(const float *x, size_t rows, size_t cols, size_t r, size_t c) {
+  return r < rows && c < cols ? x[r * cols + c] : 0.0f;
+}
+
+void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
+                        size_t bc) {
+  size_t plane = rows * bc;
+  for (size_t r = 0; r < rows; r++) {
+    size_t first = r / br * br;
+    float s = 0.0f, p = 1.0f;
+    int32_t n = 0;
+    uint32_t q = 1;
+    for (size_t c = 0; c < bc; c++) {
+      float v = scan_tile(x, rows, cols, r, c);
+      s += v;
+      p *= v * 0.125f + 1.0f;
+      n += v > 0.0f;
+      q *= (uint32_t)(v > 0.0f) + 1u;
+      float down = 0.0f;
+      for (size_t i = first; i <= r; i++)
+        down += scan_tile(x, rows, cols, i, c);
+      int32_t up = 0; /* row r of the flipped column sums: the sum down to row first + (first + br - 1 - r) */
+      for (size_t i = first; i <= first + (first + br - 1 - r); i++)
+        up += (int32_t)(scan_tile(x, rows, cols, i, c) * 16.0f);
+      size_t at = r * bc + c;
+      outf[at] = s;
+      outf[plane + at] = scan_tile(x, rows, cols, r, bc - 1 - c);
+      outf[2 * plane + at] = p;
+      outf[3 * plane + at] = down;
+      outi[at] = n;
+      outi[plane + at] = (int32_t)q;
+      outi[2 * plane + at] = up;
+    }
+  }
+}

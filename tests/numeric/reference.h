@@ -143,6 +143,15 @@ void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_
 void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *cells, size_t rows,
                        size_t cols, size_t block);
 
+/* The scan_flip kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), planes of rows x bc: outf = the running sum along each row, the row reversed, the
+ * running product of t * 0.125 + 1 along the row (f32, left to right), the running sum down the
+ * program's rows; outi = the running count of t > 0 along the row, the running product of
+ * (t > 0) + 1 (wrapping in 32 bits), the running sum of (int)(16 t) down the program's rows read
+ * bottom up. */
+void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
+                        size_t bc);
+
 /* The early_exit kernel per row: out[2r..2r+1] and counts[4r..4r+3] start at -1; a row with a
  * value above 3.5 records its column in counts[4r + 2] and stops there; other rows get the sum
  * of their non-negative values up to the first one that passes `limit` (f32, in order), the sum
