@@ -860,11 +860,22 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e)
             return NULL;
         }
     }
+    /* keep_dims: the reduced axis stays as a 1 (mlirgen expands the result back) */
+    bool keep = false;
+    if (e->nargs > 2) {
+        KilnExpr *k = e->args[2];
+        if (!k->is_const || k->type->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(k->type->scalar)) {
+            ERR(S, k->span, "%s keep_dims must be a constant (true or false)", e->name);
+            return NULL;
+        }
+        keep = k->ival != 0;
+    }
+    e->ival = keep;
     int64_t dims[KILN_MAX_RANK];
     int rank = 0;
     for (int i = 0; i < t->rank && axis >= 0; i++)
-        if (i != axis)
-            dims[rank++] = t->dims[i];
+        if (i != axis || keep)
+            dims[rank++] = i == axis ? 1 : t->dims[i];
     bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
     e->operand_type = narrow ? like_shape(S, KILN_SCALAR_I32, false, t) : NULL;
     bool to_i32 = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN ||
@@ -881,6 +892,7 @@ static const KilnType *elementwise(Sema *S, KilnExpr *e, int from, bool float_on
 static const KilnType *check_scalar_minmax(Sema *S, KilnExpr *e)
 {
     bool is_max = e->builtin == KILN_BUILTIN_MAX;
+    e->ival = 0;
     if (e->nargs != 2 || e->args[1]->type->kind != KILN_TYPE_SCALAR) {
         ERR(S, e->span, "%s of a scalar takes two scalars, %s(a, b); %s(x, axis) reduces a tile, and "
                         "%s(a, b) is the element-wise %s of tiles",

@@ -532,7 +532,16 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   }
   KilnScalarKind rs = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN ? KILN_SCALAR_I32
                                                                               : ot->scalar;
-  return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
+  if (!e->ival) return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
+  /* keep_dims (sema: e->ival): the reduced shape, cast, then the axis put back as a 1 (a
+   * scalar, from a rank-1 tile, splatted to [1]) */
+  int axis = (int)e->args[1]->ival;
+  KilnType red = *e->type;
+  for (int i = axis; i + 1 < red.rank; i++) red.dims[i] = red.dims[i + 1];
+  if (--red.rank == 0) red.kind = KILN_TYPE_SCALAR;
+  r = cast_elem(g, loc, r, rs, e->type->scalar, &red);
+  if (red.kind == KILN_TYPE_SCALAR) return broadcast_to(g, loc, r, &red, e->type, e->span);
+  return kiln_ir_build_expand_dims(&g->b, loc, r, axis);
 }
 
 static MlirValue gen_where(Gen *g, const KilnExpr *e) {

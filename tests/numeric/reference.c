@@ -487,8 +487,17 @@ void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_
     }
     for (size_t j = 0; j < 4; j++)
       rowsum += a * builtins_tile(x, rows, cols, r, j);
+    float rowmax = builtins_tile(x, rows, cols, r, 0), centered = 0.0f;
+    int32_t arg = 0;
+    for (size_t j = 1; j < 4; j++)
+      if (builtins_tile(x, rows, cols, r, j) > rowmax) {
+        rowmax = builtins_tile(x, rows, cols, r, j);
+        arg = (int32_t)j;
+      }
+    for (size_t j = 0; j < 4; j++)
+      centered += builtins_tile(x, rows, cols, r, j) - rowmax;
     float ab = a * b;
-    float *o = outf + 8 * r;
+    float *o = outf + 9 * r;
     o[0] = fmaf(a, b, c);
     o[1] = (float)(((double)a * (double)b - (double)ab) * 1073741824.0);
     o[2] = (float)pow((double)(fabsf(a) + 0.25f), (double)c);
@@ -497,12 +506,14 @@ void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_
     o[5] = tmax;
     o[6] = tmin;
     o[7] = fmaxf(tmax, 0.5f) + fminf(tmin, -0.5f);
-    int32_t *oi = outi + 5 * r;
+    o[8] = centered;
+    int32_t *oi = outi + 6 * r;
     oi[0] = (int32_t)total;
     oi[1] = (int32_t)((rows > cols ? rows : cols) * 1000 + (p < 3 ? p : 3));
     oi[2] = (int32_t)(3 * r + cols);
     oi[3] = (int32_t)(positive + 1000 * live);
     oi[4] = (int32_t)((total < 0 ? -total : total) + 10000 * (int64_t)(block > 64 ? block : 64));
+    oi[5] = arg;
   }
 }
 

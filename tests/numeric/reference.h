@@ -126,13 +126,15 @@ void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t ro
  * last, (i8)(16 v) ^ -128 widened, and (r % 7)^3 - 8. */
 void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols);
 
-/* The builtins_basic kernel per row r of program p = r / block: outf[8r..] = fmaf(a, b, c), the
+/* The builtins_basic kernel per row r of program p = r / block: outf[9r..] = fmaf(a, b, c), the
  * rounding error of a * b times 2^30, powf(|a| + 0.25, c), 3.5, a times the sum of the row's
  * first four columns (those below cols), and over the program's block x 4 tile t (0 past rows
- * and cols) max(t), min(t), max(max t, 0.5) + min(min t, -0.5); outi[5r..] = the sum of
+ * and cols) max(t), min(t), max(max t, 0.5) + min(min t, -0.5); outi[6r..] = the sum of
  * (int)(16 t) over the tile, max(rows, cols) * 1000 + min(p, 3), 3r + cols, the count of
  * positive elements of t plus 1000 times the program's rows below `rows`, |sum| + 10000 *
- * max(block, 64).  a, b = the row's first two values, c = y's first.  Integer sums in 64 bits. */
+ * max(block, 64), the index of the row's first largest column; outf[9r + 8] = the sum of the
+ * row's four columns less their maximum, in order.  a, b = the row's first two values, c = y's
+ * first.  Integer sums in 64 bits. */
 void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
                              size_t cols, size_t block);
 
