@@ -1197,7 +1197,14 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     case KILN_BUILTIN_WHERE: return check_where(S, e);
     case KILN_BUILTIN_MAXIMUM:
     case KILN_BUILTIN_MINIMUM: return elementwise(S, e, 0, false, false);
-    case KILN_BUILTIN_FMA: return elementwise(S, e, 0, false, false);
+    case KILN_BUILTIN_FMA: {
+        const KilnType *t = elementwise(S, e, 0, false, false);
+        if (t && t->scalar == KILN_SCALAR_I1) { /* a product and a sum of booleans mean nothing */
+            ERR(S, e->span, "fma needs integer or float arguments, got i1");
+            return NULL;
+        }
+        return t;
+    }
     case KILN_BUILTIN_POW: {
         const KilnType *t = elementwise(S, e, 0, true, false);
         if (t)
