@@ -1248,19 +1248,21 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
         return with_shape(S, t->scalar, t->elem_is_ptr, 2, d);
     }
     case KILN_BUILTIN_CDIV: return check_cdiv(S, e);
-    case KILN_BUILTIN_RAND: {
+    case KILN_BUILTIN_RAND:
+    case KILN_BUILTIN_RANDINT:
+    case KILN_BUILTIN_RANDN: {
         const KilnType *seed = a[0]->type, *offs = a[1]->type;
         if (seed->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(seed->scalar) ||
             (seed->scalar != KILN_SCALAR_I32 && !a[0]->weak)) {
-            ERR(S, a[0]->span, "rand seed must be an i32 scalar, got %s", tstr(S, seed));
+            ERR(S, a[0]->span, "%s seed must be an i32 scalar, got %s", e->name, tstr(S, seed));
             return NULL;
         }
         if (offs->kind != KILN_TYPE_TILE || offs->elem_is_ptr || offs->scalar != KILN_SCALAR_I32) {
-            ERR(S, a[1]->span, "rand offsets must be an i32 tile, got %s", tstr(S, offs));
+            ERR(S, a[1]->span, "%s offsets must be an i32 tile, got %s", e->name, tstr(S, offs));
             return NULL;
         }
         retype_literal(S, a[0], KILN_SCALAR_I32);
-        return like_shape(S, KILN_SCALAR_F32, false, offs);
+        return like_shape(S, e->builtin == KILN_BUILTIN_RANDINT ? KILN_SCALAR_I32 : KILN_SCALAR_F32, false, offs);
     }
     case KILN_BUILTIN_MULTIPLE_OF:
     case KILN_BUILTIN_CONTIGUOUS:

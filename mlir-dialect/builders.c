@@ -259,6 +259,12 @@ MlirValue kiln_ir_build_rand(KilnIRBuilder *b, MlirLocation loc, MlirValue seed,
   return build_simple(b, loc, KILN_OP_NAME_RAND, ops, 2, rt, NULL, 0);
 }
 
+MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue seed, MlirValue offsets) {
+  MlirValue ops[2] = {seed, offsets};
+  MlirType rt = kiln_ir_type_like(mlirValueGetType(offsets), mlirIntegerTypeGet(b->ctx, 32));
+  return build_simple(b, loc, KILN_OP_NAME_RAND, ops, 2, rt, NULL, 0);
+}
+
 /* ---------------------------------------------------------------- upstream helpers */
 
 static MlirValue build_constant(KilnIRBuilder *b, MlirLocation loc, MlirType type,

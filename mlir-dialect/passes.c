@@ -396,8 +396,8 @@ static void verify_op(VCtx *v, KilnOpId id) {
     if (!is_i32(kiln_ir_elem_type(ot)))
       verr(v, "offsets must be an i32 tile");
     check_same_shape(v, ot, "offset", rt, "result");
-    if (!mlirTypeIsAF32(kiln_ir_elem_type(rt)))
-      verr(v, "result must be an f32 tile");
+    if (!mlirTypeIsAF32(kiln_ir_elem_type(rt)) && !is_i32(kiln_ir_elem_type(rt)))
+      verr(v, "result must be an f32 tile (uniform) or an i32 tile (the raw word)");
     break;
   }
   default:

@@ -392,7 +392,7 @@ static bool lower_scan(Cpu *c, MlirOperation op) {
 
 /* Philox4x32-10 with key (seed, 0) and counter (offset, 0, 0, 0); r0 -> [0, 1). */
 static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
-  (void)user;
+  bool raw = *(const bool *)user; /* an i32 result: the word r0 itself (randint) */
   MlirType i32 = i32_t(c);
   MlirValue k0 = e[0], k1 = kiln_cpu_int_const(c, i32, 0);
   MlirValue x[4] = {e[1], k1, k1, k1};
@@ -416,6 +416,8 @@ static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
     k0 = bin(c, "arith.addi", k0, w0);
     k1 = bin(c, "arith.addi", k1, w1);
   }
+  if (raw)
+    return x[0];
   MlirValue top = bin(c, "arith.shrui", x[0], kiln_cpu_int_const(c, i32, 8));
   MlirType f32 = mlirF32TypeGet(c->ctx);
   MlirValue f = kiln_ir_build_cast(&c->b, c->loc, "arith.uitofp", top, f32);
@@ -460,9 +462,11 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
     return true;
   case KILN_OP_REDUCE:
     return lower_reduce(c, op);
-  case KILN_OP_RAND:
-    kiln_cpu_map(c, op, rand_fn, NULL, true);
+  case KILN_OP_RAND: {
+    bool raw = !mlirTypeIsAFloat(kiln_ir_elem_type(mlirValueGetType(result_of(op))));
+    kiln_cpu_map(c, op, rand_fn, &raw, true);
     return true;
+  }
   default:
     kiln_ir_error(c->loc, "the CPU backend cannot lower this kiln op");
     return false;

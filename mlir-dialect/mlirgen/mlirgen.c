@@ -661,6 +661,35 @@ static MlirValue gen_hint(Gen *g, const KilnExpr *e, const char *attr) {
   return v;
 }
 
+/* randint(seed, offs): kiln.rand with an i32 result (the Philox word).  randn(seed, offs): the
+ * Box-Muller transform of two uniforms from existing ops, u1 = 1 - rand(seed, offs) in (0, 1]
+ * (exact in f32, never 0, so the log is finite) and u2 = rand(seed ^ 0x6A09E667, offs) (a second
+ * key: an independent stream), n = sqrt(-2 log u1) cos(2 pi u2). */
+static MlirValue gen_rand_more(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  KilnType st = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};
+  MlirValue seed = gen_as(g, e->args[0], &st);
+  KilnType ot = with_scalar(e->args[1]->type, KILN_SCALAR_I32);
+  MlirValue offs = gen_as(g, e->args[1], &ot);
+  if (g->failed) return seed;
+  if (e->builtin == KILN_BUILTIN_RANDINT) return kiln_ir_build_randint(&g->b, loc, seed, offs);
+  MlirType t = kiln_mlirgen_type(g->ctx, e->type), i32 = mlirIntegerTypeGet(g->ctx, 32);
+  MlirValue k[2] = {seed, kiln_ir_build_const_int(&g->b, loc, i32, 0x6A09E667)};
+  MlirValue seed2 = kiln_ir_build_elementwise(&g->b, loc, "arith.xori", k, 2, i32);
+  MlirValue one_minus[2] = {const_of(g, loc, e->type, 1.0, 0, true), kiln_ir_build_rand(&g->b, loc, seed, offs)};
+  MlirValue u1 = kiln_ir_build_elementwise(&g->b, loc, "arith.subf", one_minus, 2, t);
+  MlirValue u2 = kiln_ir_build_rand(&g->b, loc, seed2, offs);
+  MlirValue lg = kiln_ir_build_elementwise(&g->b, loc, "math.log", &u1, 1, t);
+  MlirValue m2[2] = {lg, const_of(g, loc, e->type, -2.0, 0, true)};
+  MlirValue r2 = kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", m2, 2, t);
+  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, "math.sqrt", &r2, 1, t);
+  MlirValue th[2] = {u2, const_of(g, loc, e->type, 6.283185307179586, 0, true)};
+  MlirValue theta = kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", th, 2, t);
+  MlirValue c = kiln_ir_build_elementwise(&g->b, loc, "math.cos", &theta, 1, t);
+  MlirValue rc[2] = {r, c};
+  return kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", rc, 2, t);
+}
+
 static void gen_block(Gen *g, const KilnBlock *blk);
 
 /* A call of a function: sema bound its parameters as `let`s and checked a copy of its body for
@@ -756,6 +785,8 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     MlirValue offs = gen_as(g, e->args[1], &ot);
     return g->failed ? seed : kiln_ir_build_rand(&g->b, loc, seed, offs);
   }
+  case KILN_BUILTIN_RANDINT:
+  case KILN_BUILTIN_RANDN: return gen_rand_more(g, e);
   case KILN_BUILTIN_MULTIPLE_OF: return gen_hint(g, e, "kiln.multiple_of");
   case KILN_BUILTIN_CONTIGUOUS: return gen_hint(g, e, "kiln.contiguous");
   case KILN_BUILTIN_MAX_CONTIGUOUS: return gen_hint(g, e, "kiln.max_contiguous");

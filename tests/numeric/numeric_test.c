@@ -1150,6 +1150,58 @@ static bool test_scan_flip(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- rand_normal --------------------------------------------------------------------------- */
+
+/* randint exactly (the Philox word); randn within 5e-4 absolute (floor 1): on the GPU the log is
+ * lg2.approx, whose absolute error 2^-22.6 near u1 = 1 becomes up to 2^-22.6 / sqrt(2 ln(1/u1))
+ * in sqrt(-2 ln u1), 4.6e-4 at the largest u1 = 1 - 2^-24; cos.approx adds ~2^-20.9 times
+ * |r| <= 5.8 (3e-6).  Measured: 1.3e-6 on cpu and emu, 1.1e-5 under the emulator's pessimistic
+ * math.  The moments of the
+ * whole draw say it is normal: |mean| < 5 / sqrt(n) and |variance - 1| < 5 sqrt(2 / n). */
+static bool test_rand_normal(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block, seed;
+  } cfgs[] = {{65536, 1024, 12345}, {1000, 128, -7}, {1, 128, 0}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu seed=%d", n, (int)cfgs[ci].seed);
+    KilnTestRun run;
+    run_begin(&run, dev, "rand_normal", defs, COUNT(defs), shape);
+    int32_t *bits = kiln_test_alloc(total, sizeof *bits), *rbits = kiln_test_alloc(n, sizeof *rbits);
+    float *normal = kiln_test_alloc(total, sizeof *normal), *rnormal = kiln_test_alloc(n, sizeof *rnormal);
+    void *dbits = kiln_test_output(&run, total * sizeof *bits);
+    void *dnormal = kiln_test_output(&run, total * sizeof *normal);
+    int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed;
+    void *args[] = {&dbits, &dnormal, &n32, &seed};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, bits, dbits, total * sizeof *bits);
+    kiln_test_fetch(&run, normal, dnormal, total * sizeof *normal);
+
+    kiln_test_check_untouched(&run, "bits", bits, sizeof *bits, total, 1, n, total);
+    kiln_test_check_untouched(&run, "normal", normal, sizeof *normal, total, 1, n, total);
+    kiln_ref_rand_normal(rbits, rnormal, n, cfgs[ci].seed);
+    check_equal_i32(&run, "bits", bits, rbits, n);
+    check_close(&run, "normal", normal, rnormal, n, 1.0, 5e-4);
+    if (run.ok && n >= 1000) {
+      double mean = 0.0, var = 0.0;
+      for (size_t i = 0; i < n; i++)
+        mean += normal[i];
+      mean /= (double)n;
+      for (size_t i = 0; i < n; i++)
+        var += (normal[i] - mean) * (normal[i] - mean);
+      var /= (double)n;
+      if (fabs(mean) > 5.0 / sqrt((double)n) || fabs(var - 1.0) > 5.0 * sqrt(2.0 / (double)n))
+        kiln_test_fail(&run, "normal: mean %g, variance %g of %zu draws", mean, var, n);
+    }
+    all_ok &= kiln_test_end(&run);
+    free(bits), free(rbits), free(normal), free(rnormal);
+  }
+  return all_ok;
+}
+
 /* ---- early_exit ---------------------------------------------------------------------------- */
 
 /* break, continue and early return (issue 15), lowered to flags: the counters and columns are
@@ -1319,6 +1371,7 @@ static const struct {
     {"builtins_basic", test_builtins_basic},
     {"cas_lock", test_cas_lock},
     {"scan_flip", test_scan_flip},
+    {"rand_normal", test_rand_normal},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},

@@ -568,3 +568,14 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
     }
   }
 }
+
+void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t ctr[4] = {(uint32_t)i, 0u, 0u, 0u}, key[2] = {(uint32_t)seed, 0u}, out[4];
+    kiln_ref_philox4x32_10(ctr, key, out);
+    bits[i] = (int32_t)out[0];
+    double u1 = 1.0 - (double)kiln_ref_rand(seed, (int32_t)i);
+    double u2 = (double)kiln_ref_rand((int32_t)((uint32_t)seed ^ 0x6A09E667u), (int32_t)i);
+    normal[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  }
+}

@@ -154,6 +154,11 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
 void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
                         size_t bc);
 
+/* The rand_normal kernel: bits[i] = Philox4x32-10's r0 for key (seed, 0) and counter (i, 0, 0, 0),
+ * as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for u1 = 1 - rand(seed, i) and
+ * u2 = rand(seed ^ 0x6A09E667, i). */
+void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed);
+
 /* The early_exit kernel per row: out[2r..2r+1] and counts[4r..4r+3] start at -1; a row with a
  * value above 3.5 records its column in counts[4r + 2] and stops there; other rows get the sum
  * of their non-negative values up to the first one that passes `limit` (f32, in order), the sum
