@@ -1120,6 +1120,31 @@ static const KilnType *check_axis_op(Sema *S, KilnExpr *e)
     return e->operand_type;
 }
 
+/* reshape(x, [shape]): a tile (numbers) and a shape of as many elements; row-major order is kept. */
+static const KilnType *check_reshape(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type, *sh = e->args[1]->type;
+    if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "reshape expects a tile of numbers, got %s", tstr(S, t));
+        return NULL;
+    }
+    if (sh->kind != KILN_TYPE_SHAPE) {
+        ERR(S, e->args[1]->span, "reshape expects a shape list like [64, 32] as argument 2");
+        return NULL;
+    }
+    int64_t from = 1, to = 1;
+    for (int i = 0; i < t->rank; i++)
+        from *= t->dims[i];
+    for (int i = 0; i < sh->rank; i++)
+        to *= sh->dims[i];
+    if (from != to) {
+        ERR(S, e->span, "cannot reshape %s (%" PRId64 " elements) to %s (%" PRId64 ")", tstr(S, t), from,
+            shstr(S, sh->dims, sh->rank), to);
+        return NULL;
+    }
+    return with_shape(S, t->scalar, false, sh->rank, sh->dims);
+}
+
 /* static_assert(cond, "message"): cond must be a compile-time constant (checked per binding of
  * the consts, so `static_assert(BLOCK % 16 == 0, ...)` speaks for each configuration); false
  * is an error at the call that shows the message. */
@@ -1216,6 +1241,7 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     case KILN_BUILTIN_EXPAND_DIMS: return check_expand_dims(S, e);
     case KILN_BUILTIN_BROADCAST_TO: return check_broadcast_to(S, e);
     case KILN_BUILTIN_STATIC_ASSERT: return check_static_assert(S, e);
+    case KILN_BUILTIN_RESHAPE: return check_reshape(S, e);
     case KILN_BUILTIN_FLIP:
     case KILN_BUILTIN_CUMSUM:
     case KILN_BUILTIN_CUMPROD: return check_axis_op(S, e);
@@ -1552,7 +1578,7 @@ static const KilnType *check_call(Sema *S, KilnExpr *e)
         }
         /* shapes and type names are only legal where the builtin expects them */
         bool shape_ok = (i == 0 && (e->builtin == KILN_BUILTIN_ZEROS || e->builtin == KILN_BUILTIN_FULL)) ||
-                        (i == 1 && e->builtin == KILN_BUILTIN_BROADCAST_TO);
+                        (i == 1 && (e->builtin == KILN_BUILTIN_BROADCAST_TO || e->builtin == KILN_BUILTIN_RESHAPE));
         bool dtype_ok = (e->builtin == KILN_BUILTIN_ZEROS && i == 1) || (e->builtin == KILN_BUILTIN_FULL && i == 2);
         bool string_ok = e->builtin == KILN_BUILTIN_STATIC_ASSERT && i == 1;
         if ((t->kind == KILN_TYPE_SHAPE && shape_ok) || (t->kind == KILN_TYPE_DTYPE && dtype_ok) ||

@@ -208,6 +208,10 @@ MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue
   return build_simple(b, loc, KILN_OP_NAME_ATOMIC_CAS, ops, 4, mlirValueGetType(values), NULL, 0);
 }
 
+MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result) {
+  return build_simple(b, loc, KILN_OP_NAME_RESHAPE, &x, 1, result, NULL, 0);
+}
+
 MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis) {
   MlirNamedAttribute a = kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis));
   return build_simple(b, loc, KILN_OP_NAME_FLIP, &x, 1, mlirValueGetType(x), &a, 1);

@@ -197,6 +197,8 @@ MlirValue kiln_ir_build_atomic_rmw(KilnIRBuilder *b, MlirLocation loc, KilnRmwKi
  * cmp and mask; returns the old values (values' type; 0 where masked off). */
 MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs, MlirValue cmp,
                                    MlirValue values, MlirValue mask);
+/* x's elements in row-major order, laid out in `result`'s shape (as many elements, same type). */
+MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result);
 /* x reversed along `axis` (same type). */
 MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis);
 /* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis. */

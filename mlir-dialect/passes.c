@@ -319,6 +319,9 @@ static void verify_shape_ops(VCtx *v, KilnOpId id) {
     if (!ok)
       verr(v, "result shape must be the operand's with a 1 inserted at axis %lld",
            (long long)axis);
+  } else if (id == KILN_OP_RESHAPE) {
+    if (kiln_ir_type_numel(t) != kiln_ir_type_numel(rt))
+      verr(v, "result must have as many elements as the operand");
   } else if (id == KILN_OP_FLIP || id == KILN_OP_SCAN) {
     int64_t axis;
     if (!get_axis(v, &axis))
@@ -363,6 +366,7 @@ static void verify_op(VCtx *v, KilnOpId id) {
   case KILN_OP_TRANS:
   case KILN_OP_FLIP:
   case KILN_OP_SCAN:
+  case KILN_OP_RESHAPE:
     verify_shape_ops(v, id);
     break;
   case KILN_OP_ADDPTR: {
@@ -415,7 +419,7 @@ static const char *user_name(KilnOpId id) {
       [KILN_OP_ATOMIC_RMW] = "atomic",     [KILN_OP_ATOMIC_CAS] = "atomic_cas",
       [KILN_OP_DOT] = "dot",
       [KILN_OP_REDUCE] = "reduction",      [KILN_OP_FLIP] = "flip",
-      [KILN_OP_SCAN] = "scan",      [KILN_OP_RAND] = "rand"};
+      [KILN_OP_SCAN] = "scan",      [KILN_OP_RESHAPE] = "reshape",      [KILN_OP_RAND] = "rand"};
   return names[id];
 }
 

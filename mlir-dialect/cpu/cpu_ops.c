@@ -62,6 +62,17 @@ static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
     for (int i = 0, r = 0; i < srank + 1; i++)
       if (i != axis)
         sidx[r++] = idx[i];
+  } else if (k->id == KILN_OP_RESHAPE) {
+    /* the row-major position of idx in the result, as an index into the source's dims */
+    MlirType rt = mlirValueGetType(result_of(k->op));
+    MlirValue lin = kiln_cpu_cidx(c, 0);
+    for (int i = 0; i < k->rank; i++)
+      lin = bin(c, "arith.addi", bin(c, "arith.muli", lin, kiln_cpu_cidx(c, kiln_ir_dim(rt, i))), idx[i]);
+    for (int i = srank - 1; i >= 0; i--) {
+      MlirValue d = kiln_cpu_cidx(c, kiln_ir_dim(st, i));
+      sidx[i] = bin(c, "arith.remui", lin, d);
+      lin = bin(c, "arith.divui", lin, d);
+    }
   } else if (k->id == KILN_OP_FLIP) {
     int axis = (int)attr_int(k->op, "axis");
     for (int i = 0; i < srank; i++)
@@ -443,6 +454,7 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_EXPAND_DIMS:
   case KILN_OP_TRANS:
   case KILN_OP_FLIP:
+  case KILN_OP_RESHAPE:
     lower_copy_like(c, op, id);
     return true;
   case KILN_OP_SCAN:

@@ -326,6 +326,7 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
   case KILN_OP_CONVERT_LAYOUT:
   case KILN_OP_TRANS:
   case KILN_OP_FLIP: /* through shared memory: any layout in, any out */
+  case KILN_OP_RESHAPE:
   case KILN_OP_SCAN:
     return false;
   default:
@@ -533,7 +534,8 @@ static void forward(LCtx *c) {
         try_define(c, res, l);
       continue;
     }
-    if (id == KILN_OP_TRANS || id == KILN_OP_FLIP || id == KILN_OP_SCAN || id == KILN_OP_CONVERT_LAYOUT ||
+    if (id == KILN_OP_TRANS || id == KILN_OP_FLIP || id == KILN_OP_SCAN || id == KILN_OP_RESHAPE ||
+        id == KILN_OP_CONVERT_LAYOUT ||
         kiln_ir_op_is(op, "scf.if"))
       continue;
     int rank = kiln_ir_rank(mlirValueGetType(res));

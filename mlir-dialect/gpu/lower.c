@@ -281,7 +281,8 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_SPLAT: return lower_splat(L, op);
   case KILN_OP_BROADCAST: return lower_reshape(L, op, false);
   case KILN_OP_EXPAND_DIMS: return lower_reshape(L, op, true);
-  case KILN_OP_FLIP: return low_convert(L, op);
+  case KILN_OP_FLIP:
+  case KILN_OP_RESHAPE: return low_convert(L, op);
   case KILN_OP_SCAN: return low_scan(L, op);
   case KILN_OP_TRANS:
     /* Folded into the dot operand convert that reads it (lower_dot.c). */

@@ -65,6 +65,7 @@ bool low_convert(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: converting the layout of a pointer tile is not supported");
     return false;
   }
+  bool reshape = kiln_ir_op_id(op) == KILN_OP_RESHAPE;
   if (trans && so.rank != 2) {
     low_error(L, "GPU lowering: trans expects a 2-D tile");
     return false;
@@ -77,8 +78,9 @@ bool low_convert(Low *L, MlirOperation op) {
   static const int swap[2] = {1, 0};
   low_barrier(L);
   MlirValue base = low_smem(L, 0, numel * bytes_of(et));
+  /* reshape: stored by the source's shape, read by the result's (one row-major order) */
   for (int64_t j = 0; j < so.count; j++)
-    smem_store(L, base, linear(L, &so, j, rshape, trans ? swap : NULL, flip), X->v[j], et);
+    smem_store(L, base, linear(L, &so, j, reshape ? so.shape : rshape, trans ? swap : NULL, flip), X->v[j], et);
   low_barrier(L);
   Vals *out = low_vals(L, ro.count);
   for (int64_t j = 0; j < ro.count; j++)

@@ -1118,7 +1118,7 @@ static bool test_scan_flip(KilnRtDevice *dev) {
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
-    size_t plane = rows * bc, nf = 4 * plane, ni = 3 * plane;
+    size_t plane = rows * bc, nf = 5 * plane, ni = 4 * plane;
     KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
     char shape[64];
     snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);

@@ -565,6 +565,9 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
       outi[at] = n;
       outi[plane + at] = (int32_t)q;
       outi[2 * plane + at] = up;
+      /* reshape: pairs of row-major neighbours (c even, c + 1), and the tile reversed whole */
+      outf[4 * plane + at] = c % 2 ? scan_tile(x, rows, cols, r, c - 1) + v : v;
+      outi[3 * plane + at] = (int32_t)(scan_tile(x, rows, cols, first + (first + br - 1 - r), bc - 1 - c) * 16.0f);
     }
   }
 }

@@ -150,7 +150,8 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
  * running product of t * 0.125 + 1 along the row (f32, left to right), the running sum down the
  * program's rows; outi = the running count of t > 0 along the row, the running product of
  * (t > 0) + 1 (wrapping in 32 bits), the running sum of (int)(16 t) down the program's rows read
- * bottom up. */
+ * bottom up; outf's fifth plane: t plus its left neighbour in the odd columns; outi's fourth:
+ * (int)(16 t) of the program's tile reversed in both dims. */
 void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
                         size_t bc);
 

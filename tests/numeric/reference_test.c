@@ -283,8 +283,8 @@ static void test_bf16(void) {
  * rows are zeros; scans run along the row, the column sums down a program's rows. */
 static void test_scan_flip_reference(void) {
   const float x[6] = {1, 2, -3, 4, 0.5f, 8};
-  float f[4 * 12];
-  int32_t i[3 * 12];
+  float f[5 * 12];
+  int32_t i[4 * 12];
   kiln_ref_scan_flip(x, f, i, 3, 2, 2, 4);
   static const float sums[12] = {1, 3, 3, 3, -3, 1, 1, 1, 0.5f, 8.5f, 8.5f, 8.5f};
   static const float flip[12] = {0, 0, 2, 1, 0, 0, 4, -3, 0, 0, 8, 0.5f};
@@ -299,6 +299,10 @@ static void test_scan_flip_reference(void) {
   }
   CHECK(f[24] == 1.125f && f[25] == 1.125f * 1.25f && f[26] == f[25], "cumprod %g %g", (double)f[24],
         (double)f[25]);
+  static const float pairs[12] = {1, 3, 0, 0, -3, 1, 0, 0, 0.5f, 8.5f, 0, 0};
+  static const int32_t reversed[12] = {0, 0, 64, -48, 0, 0, 32, 16, 0, 0, 0, 0};
+  for (int k = 0; k < 12; k++)
+    CHECK(f[48 + k] == pairs[k] && i[36 + k] == reversed[k], "reshape element %d", k);
 }
 
 /* Two rows of three columns, BLOCK 4: the column sums, the CAS's old values and cells. */
