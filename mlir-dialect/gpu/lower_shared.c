@@ -1,11 +1,14 @@
 /* lower_shared.c - the ops that move tiles through shared memory.
  *
- * convert_layout / trans / flip: every thread writes the elements it owns at their row-major
- * position in the shared arena (for trans, at the transposed position; for flip, at the position
- * reversed along the axis), a barrier, every thread reads the
- * elements the new layout gives it.  A barrier also opens each use of the arena, so readers of
- * the previous use are done before it is overwritten.  Elements narrower than a byte (i1) travel
- * as i8.
+ * convert_layout / trans / flip / reshape: every thread writes the elements it owns at their
+ * row-major position in the shared arena (for trans, at the transposed position; for flip, at the
+ * position reversed along the axis; for reshape, by the source's shape), a barrier, every thread
+ * reads the elements the new layout (and shape) gives it.  A barrier also opens each use of the
+ * arena, so readers of the previous use are done before it is overwritten.  Elements narrower
+ * than a byte (i1) travel as i8.
+ *
+ * scan (cumsum / cumprod): the same trip with a serial pass per line along the axis in between
+ * (low_scan below).
  *
  * dot (FMA path, any layouts): a and b are staged in the arena row-major; each thread then
  * computes its own accumulator elements, acc[m][n] += a[m][k] * b[k][n] for k = 0..K-1, reading
