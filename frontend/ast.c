@@ -137,6 +137,7 @@ static void dump_expr(const KilnExpr *e, FILE *out, int lvl)
     case KILN_EXPR_CAST: fprintf(out, "Cast %s", kiln_scalar_name(e->cast_to->scalar)); break;
     case KILN_EXPR_LIST: fprintf(out, "List"); break;
     case KILN_EXPR_TYPE: fprintf(out, "Type %s", kiln_scalar_name(e->cast_to->scalar)); break;
+    case KILN_EXPR_STRING: fprintf(out, "String \"%s\"", e->name); break;
     case KILN_EXPR_COUNT: fprintf(out, "?"); break;
     }
     dump_type_suffix(e, out);

@@ -56,6 +56,7 @@ typedef enum KilnTypeKind {
     KILN_TYPE_DTYPE,  /* a type name used as an argument (zeros(shape, f32)): `scalar` */
     KILN_TYPE_TUPLE,  /* the values of a call of a function that returns several (`return a, b;`),
                          which only an unpacking statement takes: `rank` = how many */
+    KILN_TYPE_STRING, /* a string literal, which only static_assert's message takes */
     KILN_TYPE_COUNT
 } KilnTypeKind;
 
@@ -140,6 +141,7 @@ typedef enum KilnExprKind {
     KILN_EXPR_CAST,   /* lhs, cast_to (a scalar; tiles cast element-wise) */
     KILN_EXPR_LIST,   /* args[nargs]: a list literal (shapes) */
     KILN_EXPR_TYPE,   /* a scalar type name as a value: cast_to */
+    KILN_EXPR_STRING, /* a string literal: name holds its text (static_assert's message) */
     KILN_EXPR_COUNT
 } KilnExprKind;
 

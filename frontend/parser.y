@@ -168,6 +168,7 @@ static TuneItem *tune_preset(KilnParseState *ps, const char *kw, KilnSpan kw_spa
 %token <ival> INT "integer literal"
 %token <fval> FLOAT "float literal"
 %token <str> IDENT "identifier"
+%token <str> STRING "string literal"
 %token <scalar> SCALAR "type name"
 %token KERNEL "'kernel'" TUNE "'tune'" CONST "'const'" LET "'let'" VAR "'var'"
 %token FOR "'for'" IN "'in'" RANGE "'range'" IF "'if'" ELSE "'else'" RETURN "'return'"
@@ -568,6 +569,7 @@ primary
     | TRUE              { $$ = kiln_ast_expr(ps, KILN_EXPR_BOOL, SPAN(@$)); $$->ival = 1; }
     | FALSE             { $$ = kiln_ast_expr(ps, KILN_EXPR_BOOL, SPAN(@$)); $$->ival = 0; }
     | IDENT             { $$ = kiln_ast_expr(ps, KILN_EXPR_NAME, SPAN(@$)); $$->name = $1; }
+    | STRING            { $$ = kiln_ast_expr(ps, KILN_EXPR_STRING, SPAN(@$)); $$->name = $1; }
     | SCALAR
         {
             $$ = kiln_ast_expr(ps, KILN_EXPR_TYPE, SPAN(@$));

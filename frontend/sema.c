@@ -295,6 +295,7 @@ static bool need_value(Sema *S, const KilnExpr *e)
         ERR(S, e->span, "type name '%s' used as a value", kiln_scalar_name(e->type->scalar));
         break;
     case KILN_TYPE_SHAPE: ERR(S, e->span, "a list can only be used as a shape argument"); break;
+    case KILN_TYPE_STRING: ERR(S, e->span, "a string can only be static_assert's message"); break;
     case KILN_TYPE_TUPLE:
         ERR(S, e->span, "'%s' returns %d values: unpack them, as in 'let a, b = %s(...);'",
             e->name ? e->name : "?", e->type->rank, e->name ? e->name : "f");
@@ -395,7 +396,7 @@ static bool fold_pow(int64_t b, int64_t n, KilnScalarKind s, int64_t *out)
 /* pow = expr "**" expr.  The exponent is a compile-time integer constant: the power becomes
  * ceil(log2 n) to 2 log2 n multiplications in the base's type (mlirgen), and a negative exponent
  * the reciprocal of that, so only a float base may have one.  A non-constant exponent would need
- * pow(), which not every target has; exp2(y * log2(x)) is the way for x > 0. */
+ * the pow() builtin, exp2(y * log2(x)) for x >= 0. */
 static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const KilnType *rt)
 {
     KilnExpr *x = e->lhs, *n = e->rhs;
@@ -406,7 +407,7 @@ static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const
     if (!n->is_const || rt->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(rt->scalar) ||
         rt->scalar == KILN_SCALAR_I1) {
         ERR(S, n->span, "the exponent of '**' must be a compile-time integer constant "
-                        "(for a run-time exponent write exp2(y * log2(x)))");
+                        "(for a run-time exponent write pow(x, y), x >= 0)");
         return NULL;
     }
     if (n->ival < 0 && !kiln_scalar_is_float(lt->scalar)) {
@@ -753,6 +754,39 @@ static const KilnType *check_memory(Sema *S, KilnExpr *e)
     return e->builtin == KILN_BUILTIN_STORE ? kiln_type_void() : e->operand_type;
 }
 
+/* atomic_cas(ptr, cmp, value, mask?): i32 elements only (what a lock or a counter needs; every
+ * target's compare-and-swap takes 32 bits); cmp and value are integers converted to i32 and
+ * broadcast with the pointer and the mask.  operand_type is i32 of the broadcast shape. */
+static const KilnType *check_cas(Sema *S, KilnExpr *e)
+{
+    KilnExpr **a = e->args;
+    if (!need_ptr(S, e, a[0]))
+        return NULL;
+    if (a[0]->type->scalar != KILN_SCALAR_I32) {
+        ERR(S, a[0]->span, "atomic_cas needs a pointer to i32 (a lock or a counter), got %s",
+            tstr(S, a[0]->type));
+        return NULL;
+    }
+    for (int i = 1; i < 3; i++) {
+        const KilnType *t = a[i]->type;
+        if (!is_numeric(t) || !kiln_scalar_is_int(t->scalar) || t->scalar == KILN_SCALAR_I1) {
+            ERR(S, a[i]->span, "atomic_cas %s must be an integer, got %s", i == 1 ? "cmp" : "value",
+                tstr(S, t));
+            return NULL;
+        }
+    }
+    if (e->nargs > 3 && !need_mask(S, e, a[3]))
+        return NULL;
+    int rank;
+    int64_t dims[KILN_MAX_RANK];
+    if (!broadcast_args(S, e, 0, e->nargs, &rank, dims))
+        return NULL;
+    retype_literal(S, a[1], KILN_SCALAR_I32);
+    retype_literal(S, a[2], KILN_SCALAR_I32);
+    e->operand_type = with_shape(S, KILN_SCALAR_I32, false, rank, dims);
+    return e->operand_type;
+}
+
 /* dot(a: [M,K], b: [K,N], acc?: [M,N]) */
 static const KilnType *check_dot(Sema *S, KilnExpr *e)
 {
@@ -806,23 +840,74 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e)
         ERR(S, e->args[0]->span, "%s expects a tile of numbers, got %s", e->name, tstr(S, t));
         return NULL;
     }
-    int64_t axis;
-    if (!const_arg(S, e, 1, "reduction axis", &axis))
-        return NULL;
-    if (axis < 0 || axis >= t->rank) {
-        ERR(S, e->args[1]->span, "reduction axis %" PRId64 " is out of range for a rank-%d tile", axis,
-            t->rank);
-        return NULL;
+    /* without an axis (sum, max, min): every element, a scalar (mlirgen reduces axis by axis) */
+    int64_t axis = -1;
+    if (e->nargs > 1) {
+        KilnExpr *a = e->args[1];
+        bool is_int = a->type->kind == KILN_TYPE_SCALAR && kiln_scalar_is_int(a->type->scalar);
+        if ((e->builtin == KILN_BUILTIN_MAX || e->builtin == KILN_BUILTIN_MIN) && !(a->is_const && is_int)) {
+            ERR(S, a->span, "%s(x, axis) reduces tile x along a constant axis, and %s(a, b) of two scalars "
+                            "takes the %s; for the element-wise %s of tiles use %s(a, b)",
+                e->name, e->name, e->builtin == KILN_BUILTIN_MAX ? "larger" : "smaller",
+                e->builtin == KILN_BUILTIN_MAX ? "maximum" : "minimum",
+                e->builtin == KILN_BUILTIN_MAX ? "maximum" : "minimum");
+            return NULL;
+        }
+        if (!const_arg(S, e, 1, "reduction axis", &axis))
+            return NULL;
+        if (axis < 0 || axis >= t->rank) {
+            ERR(S, a->span, "reduction axis %" PRId64 " is out of range for a rank-%d tile", axis, t->rank);
+            return NULL;
+        }
     }
+    /* keep_dims: the reduced axis stays as a 1 (mlirgen expands the result back) */
+    bool keep = false;
+    if (e->nargs > 2) {
+        KilnExpr *k = e->args[2];
+        if (!k->is_const || k->type->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(k->type->scalar)) {
+            ERR(S, k->span, "%s keep_dims must be a constant (true or false)", e->name);
+            return NULL;
+        }
+        keep = k->ival != 0;
+    }
+    e->ival = keep;
     int64_t dims[KILN_MAX_RANK];
-    for (int i = 0, j = 0; i < t->rank; i++)
-        if (i != axis)
-            dims[j++] = t->dims[i];
+    int rank = 0;
+    for (int i = 0; i < t->rank && axis >= 0; i++)
+        if (i != axis || keep)
+            dims[rank++] = i == axis ? 1 : t->dims[i];
     bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
     e->operand_type = narrow ? like_shape(S, KILN_SCALAR_I32, false, t) : NULL;
     bool to_i32 = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN ||
                   (e->builtin == KILN_BUILTIN_SUM && narrow);
-    return with_shape(S, to_i32 ? KILN_SCALAR_I32 : t->scalar, false, t->rank - 1, dims);
+    return with_shape(S, to_i32 ? KILN_SCALAR_I32 : t->scalar, false, rank, dims);
+}
+
+static const KilnType *elementwise(Sema *S, KilnExpr *e, int from, bool float_only, bool int_only);
+
+/* max(a, b) / min(a, b) of two scalars: the larger / smaller in their common type (as
+ * maximum / minimum, which take tiles too); a tile in either place is the reduction form
+ * max(x, axis), so a scalar beside a tile is a mistake that names both forms.  Two integer
+ * constants fold (max(BLOCK, 16) is a constant, usable in shapes). */
+static const KilnType *check_scalar_minmax(Sema *S, KilnExpr *e)
+{
+    bool is_max = e->builtin == KILN_BUILTIN_MAX;
+    e->ival = 0;
+    if (e->nargs != 2 || e->args[1]->type->kind != KILN_TYPE_SCALAR) {
+        ERR(S, e->span, "%s of a scalar takes two scalars, %s(a, b); %s(x, axis) reduces a tile, and "
+                        "%s(a, b) is the element-wise %s of tiles",
+            e->name, e->name, e->name, is_max ? "maximum" : "minimum", is_max ? "maximum" : "minimum");
+        return NULL;
+    }
+    const KilnType *t = elementwise(S, e, 0, false, false);
+    if (!t)
+        return NULL;
+    KilnExpr *a = e->args[0], *b = e->args[1];
+    if (a->is_const && b->is_const && kiln_scalar_is_int(t->scalar) && t->scalar != KILN_SCALAR_I1) {
+        e->is_const = true;
+        e->ival = is_max ? (a->ival > b->ival ? a->ival : b->ival) : (a->ival < b->ival ? a->ival : b->ival);
+    }
+    return t;
 }
 
 /* Elementwise builtins over value args [from, nargs): common element type, broadcast shape. */
@@ -931,6 +1016,159 @@ static const KilnType *check_shape_ctor(Sema *S, KilnExpr *e)
     return with_shape(S, s, false, shape->type->rank, shape->type->dims);
 }
 
+/* zeros_like(x), full_like(x, value): x's element type and shape; x a number or a tile of
+ * numbers.  operand_type (full_like) is the scalar value's type, x's element type. */
+static const KilnType *check_like(Sema *S, KilnExpr *e)
+{
+    KilnExpr *x = e->args[0];
+    char what[64];
+    snprintf(what, sizeof what, "%s argument 1", e->name);
+    if (!need_numeric(S, what, x))
+        return NULL;
+    const KilnType *t = like_shape(S, x->type->scalar, false, x->type);
+    if (e->builtin == KILN_BUILTIN_FULL_LIKE) {
+        KilnExpr *v = e->args[1];
+        if (!need_numeric(S, "full_like value", v))
+            return NULL;
+        if (v->type->kind != KILN_TYPE_SCALAR) {
+            ERR(S, v->span, "full_like value must be a scalar, got %s", tstr(S, v->type));
+            return NULL;
+        }
+        retype_literal(S, v, t->scalar);
+        e->operand_type = kiln_type_scalar(t->scalar);
+    }
+    return t;
+}
+
+/* expand_dims(x, axis): a size-1 axis inserted before `axis` (0..rank); a negative axis counts
+ * from the end of the result (-1 appends), as in numpy.  The axis is normalized in place. */
+static const KilnType *check_expand_dims(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type;
+    if (t->kind != KILN_TYPE_TILE) {
+        ERR(S, e->args[0]->span, "expand_dims expects a tile, got %s", tstr(S, t));
+        return NULL;
+    }
+    int64_t axis;
+    if (!const_arg(S, e, 1, "expand_dims axis", &axis))
+        return NULL;
+    if (t->rank >= KILN_MAX_RANK) {
+        ERR(S, e->span, "expand_dims of a rank-%d tile would exceed rank %d", t->rank, KILN_MAX_RANK);
+        return NULL;
+    }
+    if (axis < -(t->rank + 1) || axis > t->rank) {
+        ERR(S, e->args[1]->span, "expand_dims axis %" PRId64 " is out of range for a rank-%d tile (%d..%d)",
+            axis, t->rank, -(t->rank + 1), t->rank);
+        return NULL;
+    }
+    if (axis < 0)
+        axis += t->rank + 1;
+    e->ival = axis;
+    int64_t dims[KILN_MAX_RANK];
+    for (int i = 0, j = 0; i <= t->rank; i++)
+        dims[i] = i == axis ? 1 : t->dims[j++];
+    return with_shape(S, t->scalar, t->elem_is_ptr, t->rank + 1, dims);
+}
+
+/* broadcast_to(x, [shape]): x (scalar, pointer or tile) aligned on the right with shape, each
+ * of its dimensions equal to shape's or 1; the result has exactly that shape. */
+static const KilnType *check_broadcast_to(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type, *sh = e->args[1]->type;
+    if (sh->kind != KILN_TYPE_SHAPE) {
+        ERR(S, e->args[1]->span, "broadcast_to expects a shape list like [64, 32] as argument 2");
+        return NULL;
+    }
+    int rank = rank_of(t);
+    bool fits = rank <= sh->rank;
+    for (int i = 0; i < rank && fits; i++) {
+        int64_t d = t->dims[rank - 1 - i], w = sh->dims[sh->rank - 1 - i];
+        fits = d == w || d == 1;
+    }
+    if (!fits) {
+        ERR(S, e->span, "cannot broadcast %s to shape %s", tstr(S, t), shstr(S, sh->dims, sh->rank));
+        return NULL;
+    }
+    return with_shape(S, t->scalar, is_ptrish(t), sh->rank, sh->dims);
+}
+
+/* flip(x, axis), cumsum / cumprod(x, axis?): a tile of numbers and a constant axis in range
+ * (scans default to 0, as Triton's).  The axis is kept in e->ival.  A scan of i1/i8/i16 runs in
+ * i32, as a sum does (operand_type: the input's shape in i32), so it counts rather than wraps. */
+static const KilnType *check_axis_op(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type;
+    if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "%s expects a tile of numbers, got %s", e->name, tstr(S, t));
+        return NULL;
+    }
+    int64_t axis = 0;
+    char what[64];
+    snprintf(what, sizeof what, "%s axis", e->name);
+    if (e->nargs > 1 && !const_arg(S, e, 1, what, &axis))
+        return NULL;
+    if (axis < 0 || axis >= t->rank) {
+        ERR(S, e->args[1]->span, "%s axis %" PRId64 " is out of range for a rank-%d tile", e->name, axis,
+            t->rank);
+        return NULL;
+    }
+    e->ival = axis;
+    if (e->builtin == KILN_BUILTIN_FLIP)
+        return t;
+    bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
+    e->operand_type = like_shape(S, narrow ? KILN_SCALAR_I32 : t->scalar, false, t);
+    return e->operand_type;
+}
+
+/* reshape(x, [shape]): a tile (numbers) and a shape of as many elements; row-major order is kept. */
+static const KilnType *check_reshape(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type, *sh = e->args[1]->type;
+    if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "reshape expects a tile of numbers, got %s", tstr(S, t));
+        return NULL;
+    }
+    if (sh->kind != KILN_TYPE_SHAPE) {
+        ERR(S, e->args[1]->span, "reshape expects a shape list like [64, 32] as argument 2");
+        return NULL;
+    }
+    int64_t from = 1, to = 1;
+    for (int i = 0; i < t->rank; i++)
+        from *= t->dims[i];
+    for (int i = 0; i < sh->rank; i++)
+        to *= sh->dims[i];
+    if (from != to) {
+        ERR(S, e->span, "cannot reshape %s (%" PRId64 " elements) to %s (%" PRId64 ")", tstr(S, t), from,
+            shstr(S, sh->dims, sh->rank), to);
+        return NULL;
+    }
+    return with_shape(S, t->scalar, false, sh->rank, sh->dims);
+}
+
+/* static_assert(cond, "message"): cond must be a compile-time constant (checked per binding of
+ * the consts, so `static_assert(BLOCK % 16 == 0, ...)` speaks for each configuration); false
+ * is an error at the call that shows the message. */
+static const KilnType *check_static_assert(Sema *S, KilnExpr *e)
+{
+    KilnExpr *c = e->args[0];
+    if (!c->is_const || c->type->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(c->type->scalar)) {
+        ERR(S, c->span, "static_assert condition must be a compile-time constant (of consts and literals)");
+        return NULL;
+    }
+    if (e->nargs > 1 && e->args[1]->kind != KILN_EXPR_STRING) {
+        ERR(S, e->args[1]->span, "static_assert message must be a string literal");
+        return NULL;
+    }
+    if (c->ival == 0) {
+        if (e->nargs > 1)
+            ERR(S, e->span, "static assertion failed: %s", e->args[1]->name);
+        else
+            ERR(S, e->span, "static assertion failed");
+        return NULL;
+    }
+    return kiln_type_void();
+}
+
 static const KilnType *check_builtin(Sema *S, KilnExpr *e)
 {
     KilnExpr **a = e->args;
@@ -971,15 +1209,42 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     case KILN_BUILTIN_ATOMIC_MAX:
     case KILN_BUILTIN_ATOMIC_MIN:
     case KILN_BUILTIN_ATOMIC_XCHG: return check_memory(S, e);
+    case KILN_BUILTIN_ATOMIC_CAS: return check_cas(S, e);
     case KILN_BUILTIN_DOT: return check_dot(S, e);
-    case KILN_BUILTIN_SUM:
     case KILN_BUILTIN_MAX:
     case KILN_BUILTIN_MIN:
+        if (a[0]->type->kind == KILN_TYPE_SCALAR)
+            return check_scalar_minmax(S, e);
+        return check_reduce(S, e);
+    case KILN_BUILTIN_SUM:
     case KILN_BUILTIN_ARGMAX:
     case KILN_BUILTIN_ARGMIN: return check_reduce(S, e);
     case KILN_BUILTIN_WHERE: return check_where(S, e);
     case KILN_BUILTIN_MAXIMUM:
     case KILN_BUILTIN_MINIMUM: return elementwise(S, e, 0, false, false);
+    case KILN_BUILTIN_FMA: {
+        const KilnType *t = elementwise(S, e, 0, false, false);
+        if (t && t->scalar == KILN_SCALAR_I1) { /* a product and a sum of booleans mean nothing */
+            ERR(S, e->span, "fma needs integer or float arguments, got i1");
+            return NULL;
+        }
+        return t;
+    }
+    case KILN_BUILTIN_POW: {
+        const KilnType *t = elementwise(S, e, 0, true, false);
+        if (t)
+            e->weak = false;
+        return t;
+    }
+    case KILN_BUILTIN_ZEROS_LIKE:
+    case KILN_BUILTIN_FULL_LIKE: return check_like(S, e);
+    case KILN_BUILTIN_EXPAND_DIMS: return check_expand_dims(S, e);
+    case KILN_BUILTIN_BROADCAST_TO: return check_broadcast_to(S, e);
+    case KILN_BUILTIN_STATIC_ASSERT: return check_static_assert(S, e);
+    case KILN_BUILTIN_RESHAPE: return check_reshape(S, e);
+    case KILN_BUILTIN_FLIP:
+    case KILN_BUILTIN_CUMSUM:
+    case KILN_BUILTIN_CUMPROD: return check_axis_op(S, e);
     case KILN_BUILTIN_ABS: return elementwise(S, e, 0, false, false);
     case KILN_BUILTIN_EXP:
     case KILN_BUILTIN_EXP2:
@@ -1009,19 +1274,21 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
         return with_shape(S, t->scalar, t->elem_is_ptr, 2, d);
     }
     case KILN_BUILTIN_CDIV: return check_cdiv(S, e);
-    case KILN_BUILTIN_RAND: {
+    case KILN_BUILTIN_RAND:
+    case KILN_BUILTIN_RANDINT:
+    case KILN_BUILTIN_RANDN: {
         const KilnType *seed = a[0]->type, *offs = a[1]->type;
         if (seed->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(seed->scalar) ||
             (seed->scalar != KILN_SCALAR_I32 && !a[0]->weak)) {
-            ERR(S, a[0]->span, "rand seed must be an i32 scalar, got %s", tstr(S, seed));
+            ERR(S, a[0]->span, "%s seed must be an i32 scalar, got %s", e->name, tstr(S, seed));
             return NULL;
         }
         if (offs->kind != KILN_TYPE_TILE || offs->elem_is_ptr || offs->scalar != KILN_SCALAR_I32) {
-            ERR(S, a[1]->span, "rand offsets must be an i32 tile, got %s", tstr(S, offs));
+            ERR(S, a[1]->span, "%s offsets must be an i32 tile, got %s", e->name, tstr(S, offs));
             return NULL;
         }
         retype_literal(S, a[0], KILN_SCALAR_I32);
-        return like_shape(S, KILN_SCALAR_F32, false, offs);
+        return like_shape(S, e->builtin == KILN_BUILTIN_RANDINT ? KILN_SCALAR_I32 : KILN_SCALAR_F32, false, offs);
     }
     case KILN_BUILTIN_MULTIPLE_OF:
     case KILN_BUILTIN_CONTIGUOUS:
@@ -1310,9 +1577,12 @@ static const KilnType *check_call(Sema *S, KilnExpr *e)
             continue;
         }
         /* shapes and type names are only legal where the builtin expects them */
-        bool shape_ok = i == 0 && (e->builtin == KILN_BUILTIN_ZEROS || e->builtin == KILN_BUILTIN_FULL);
+        bool shape_ok = (i == 0 && (e->builtin == KILN_BUILTIN_ZEROS || e->builtin == KILN_BUILTIN_FULL)) ||
+                        (i == 1 && (e->builtin == KILN_BUILTIN_BROADCAST_TO || e->builtin == KILN_BUILTIN_RESHAPE));
         bool dtype_ok = (e->builtin == KILN_BUILTIN_ZEROS && i == 1) || (e->builtin == KILN_BUILTIN_FULL && i == 2);
-        if ((t->kind == KILN_TYPE_SHAPE && shape_ok) || (t->kind == KILN_TYPE_DTYPE && dtype_ok))
+        bool string_ok = e->builtin == KILN_BUILTIN_STATIC_ASSERT && i == 1;
+        if ((t->kind == KILN_TYPE_SHAPE && shape_ok) || (t->kind == KILN_TYPE_DTYPE && dtype_ok) ||
+            (t->kind == KILN_TYPE_STRING && string_ok))
             continue;
         if (!need_value(S, a))
             ok = false;
@@ -1355,6 +1625,11 @@ static const KilnType *check_expr(Sema *S, KilnExpr *e)
     case KILN_EXPR_CAST: t = check_cast(S, e); break;
     case KILN_EXPR_LIST: t = check_list(S, e); break;
     case KILN_EXPR_TYPE: t = e->cast_to; break;
+    case KILN_EXPR_STRING: {
+        static const KilnType string_type = {.kind = KILN_TYPE_STRING};
+        t = &string_type;
+        break;
+    }
     case KILN_EXPR_COUNT: KILN_ASSERT(!"bad expr kind");
     }
     if (!t)

@@ -54,7 +54,8 @@ bool kiln_type_equal(const KilnType *a, const KilnType *b)
     if (!a || !b || a->kind != b->kind)
         return false;
     switch (a->kind) {
-    case KILN_TYPE_VOID: return true;
+    case KILN_TYPE_VOID:
+    case KILN_TYPE_STRING: return true;
     case KILN_TYPE_SCALAR:
     case KILN_TYPE_PTR:
     case KILN_TYPE_DTYPE: return a->scalar == b->scalar;
@@ -118,6 +119,7 @@ char *kiln_type_str(const KilnType *t, char *buf, size_t cap)
         break;
     }
     case KILN_TYPE_TUPLE: snprintf(buf, cap, "%d values", t->rank); break;
+    case KILN_TYPE_STRING: snprintf(buf, cap, "string"); break;
     case KILN_TYPE_COUNT: snprintf(buf, cap, "?"); break;
     }
     return buf;

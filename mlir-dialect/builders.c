@@ -202,6 +202,28 @@ MlirValue kiln_ir_build_atomic_rmw(KilnIRBuilder *b, MlirLocation loc, KilnRmwKi
   return build_simple(b, loc, KILN_OP_NAME_ATOMIC_RMW, ops, 3, mlirValueGetType(values), &a, 1);
 }
 
+MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs, MlirValue cmp,
+                                   MlirValue values, MlirValue mask) {
+  MlirValue ops[4] = {ptrs, cmp, values, mask};
+  return build_simple(b, loc, KILN_OP_NAME_ATOMIC_CAS, ops, 4, mlirValueGetType(values), NULL, 0);
+}
+
+MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result) {
+  return build_simple(b, loc, KILN_OP_NAME_RESHAPE, &x, 1, result, NULL, 0);
+}
+
+MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis) {
+  MlirNamedAttribute a = kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis));
+  return build_simple(b, loc, KILN_OP_NAME_FLIP, &x, 1, mlirValueGetType(x), &a, 1);
+}
+
+MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis, MlirValue x) {
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(b->ctx, "kind", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(kind))),
+      kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis))};
+  return build_simple(b, loc, KILN_OP_NAME_SCAN, &x, 1, mlirValueGetType(x), a, 2);
+}
+
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc) {
   MlirValue ops[3] = {a, bm, acc};
@@ -238,6 +260,12 @@ MlirValue kiln_ir_build_rand(KilnIRBuilder *b, MlirLocation loc, MlirValue seed,
                              MlirValue offsets) {
   MlirValue ops[2] = {seed, offsets};
   MlirType rt = kiln_ir_type_like(mlirValueGetType(offsets), mlirF32TypeGet(b->ctx));
+  return build_simple(b, loc, KILN_OP_NAME_RAND, ops, 2, rt, NULL, 0);
+}
+
+MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue seed, MlirValue offsets) {
+  MlirValue ops[2] = {seed, offsets};
+  MlirType rt = kiln_ir_type_like(mlirValueGetType(offsets), mlirIntegerTypeGet(b->ctx, 32));
   return build_simple(b, loc, KILN_OP_NAME_RAND, ops, 2, rt, NULL, 0);
 }
 

@@ -193,6 +193,16 @@ MlirOperation kiln_ir_build_store(KilnIRBuilder *b, MlirLocation loc, MlirValue 
 /* Per element atomic read-modify-write; returns the old values (values' type). */
 MlirValue kiln_ir_build_atomic_rmw(KilnIRBuilder *b, MlirLocation loc, KilnRmwKind kind,
                                    MlirValue ptrs, MlirValue values, MlirValue mask);
+/* Per element atomic compare-and-swap (acq_rel where it succeeds): *ptr = values where *ptr ==
+ * cmp and mask; returns the old values (values' type; 0 where masked off). */
+MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs, MlirValue cmp,
+                                   MlirValue values, MlirValue mask);
+/* x's elements in row-major order, laid out in `result`'s shape (as many elements, same type). */
+MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result);
+/* x reversed along `axis` (same type). */
+MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis);
+/* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis. */
+MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis, MlirValue x);
 /* acc + a x b; result has acc's type. */
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc);
@@ -203,6 +213,9 @@ MlirValue kiln_ir_build_reduce(KilnIRBuilder *b, MlirLocation loc, KilnReduceKin
 /* Philox uniform [0,1) f32 tile shaped like offsets (i32 tile); seed: i32 scalar. */
 MlirValue kiln_ir_build_rand(KilnIRBuilder *b, MlirLocation loc, MlirValue seed,
                              MlirValue offsets);
+/* kiln.rand with an i32 result: the Philox word r0 itself (randint), where an f32 result is
+ * (r0 >> 8) * 2^-24. */
+MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue seed, MlirValue offsets);
 
 /* ---------------------------------------------------------------- upstream helpers */
 

@@ -2,7 +2,7 @@
  * small dead-code elimination for kiln ops (`kiln-dce`).
  *
  * IRDL ops carry no traits, so upstream DCE/CSE never remove a kiln op; kiln-dce removes the
- * unused ones that have no side effect (everything but store and atomic_rmw). */
+ * unused ones that have no side effect (everything but store and the atomics). */
 #include "kiln_mlir_internal.h"
 
 /* ---------------------------------------------------------------- external pass plumbing */
@@ -195,6 +195,19 @@ static void verify_memory(VCtx *v, KilnOpId id) {
     check_elem(v, pointee, rt, "loaded value");
     return;
   }
+  if (id == KILN_OP_ATOMIC_CAS) {
+    MlirType ct = operand_type(op, 1), vt = operand_type(op, 2), mt = operand_type(op, 3);
+    check_same_shape(v, pt, "pointer", ct, "compare value");
+    check_same_shape(v, pt, "pointer", vt, "value");
+    check_same_shape(v, pt, "pointer", mt, "mask");
+    if (!is_i1(mt))
+      verr(v, "mask must be a boolean (i1) tile");
+    check_elem(v, pointee, ct, "compare value");
+    check_elem(v, pointee, vt, "stored value");
+    if (!mlirTypeEqual(vt, result_type(op)))
+      verr(v, "result type must equal the value type");
+    return;
+  }
   MlirType vt = operand_type(op, 1), mt = operand_type(op, 2);
   check_same_shape(v, pt, "pointer", vt, "value");
   check_same_shape(v, pt, "pointer", mt, "mask");
@@ -306,6 +319,17 @@ static void verify_shape_ops(VCtx *v, KilnOpId id) {
     if (!ok)
       verr(v, "result shape must be the operand's with a 1 inserted at axis %lld",
            (long long)axis);
+  } else if (id == KILN_OP_RESHAPE) {
+    if (kiln_ir_type_numel(t) != kiln_ir_type_numel(rt))
+      verr(v, "result must have as many elements as the operand");
+  } else if (id == KILN_OP_FLIP || id == KILN_OP_SCAN) {
+    int64_t axis;
+    if (!get_axis(v, &axis))
+      return;
+    if (axis < 0 || axis >= rank)
+      verr(v, "axis %lld is out of range for a %d-D tile", (long long)axis, rank);
+    if (!same_shape(t, rt))
+      verr(v, "result shape must be the operand's");
   } else if (id == KILN_OP_TRANS) {
     if (rank != 2 || kiln_ir_rank(rt) != 2)
       verr(v, "expects a 2-D tile");
@@ -340,6 +364,9 @@ static void verify_op(VCtx *v, KilnOpId id) {
   case KILN_OP_BROADCAST:
   case KILN_OP_EXPAND_DIMS:
   case KILN_OP_TRANS:
+  case KILN_OP_FLIP:
+  case KILN_OP_SCAN:
+  case KILN_OP_RESHAPE:
     verify_shape_ops(v, id);
     break;
   case KILN_OP_ADDPTR: {
@@ -357,6 +384,7 @@ static void verify_op(VCtx *v, KilnOpId id) {
   case KILN_OP_LOAD:
   case KILN_OP_STORE:
   case KILN_OP_ATOMIC_RMW:
+  case KILN_OP_ATOMIC_CAS:
     verify_memory(v, id);
     break;
   case KILN_OP_DOT:
@@ -372,8 +400,8 @@ static void verify_op(VCtx *v, KilnOpId id) {
     if (!is_i32(kiln_ir_elem_type(ot)))
       verr(v, "offsets must be an i32 tile");
     check_same_shape(v, ot, "offset", rt, "result");
-    if (!mlirTypeIsAF32(kiln_ir_elem_type(rt)))
-      verr(v, "result must be an f32 tile");
+    if (!mlirTypeIsAF32(kiln_ir_elem_type(rt)) && !is_i32(kiln_ir_elem_type(rt)))
+      verr(v, "result must be an f32 tile (uniform) or an i32 tile (the raw word)");
     break;
   }
   default:
@@ -388,8 +416,10 @@ static const char *user_name(KilnOpId id) {
       [KILN_OP_BROADCAST] = "broadcast",   [KILN_OP_EXPAND_DIMS] = "expand_dims",
       [KILN_OP_TRANS] = "trans",           [KILN_OP_ADDPTR] = "pointer arithmetic",
       [KILN_OP_LOAD] = "load",             [KILN_OP_STORE] = "store",
-      [KILN_OP_ATOMIC_RMW] = "atomic",     [KILN_OP_DOT] = "dot",
-      [KILN_OP_REDUCE] = "reduction",      [KILN_OP_RAND] = "rand"};
+      [KILN_OP_ATOMIC_RMW] = "atomic",     [KILN_OP_ATOMIC_CAS] = "atomic_cas",
+      [KILN_OP_DOT] = "dot",
+      [KILN_OP_REDUCE] = "reduction",      [KILN_OP_FLIP] = "flip",
+      [KILN_OP_SCAN] = "scan",      [KILN_OP_RESHAPE] = "reshape",      [KILN_OP_RAND] = "rand"};
   return names[id];
 }
 
@@ -414,7 +444,7 @@ MlirLogicalResult kiln_verify_module(MlirOperation module, void *opts) {
 /* ---------------------------------------------------------------- DCE */
 
 static bool has_side_effect(KilnOpId id) {
-  return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW;
+  return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS;
 }
 
 static bool unused(MlirOperation op) {

@@ -8,6 +8,8 @@
  * current best (a NaN at index 0 stays the answer only if no later element compares). */
 #include "cpu_lower.h"
 
+#include "mlir-c/Dialect/LLVM.h"
+
 static MlirType i32_t(Cpu *c) { return mlirIntegerTypeGet(c->ctx, 32); }
 static MlirType i64_t(Cpu *c) { return mlirIntegerTypeGet(c->ctx, 64); }
 static MlirType llvm_ptr(Cpu *c) {
@@ -45,7 +47,7 @@ static void range_body(Cpu *c, const MlirValue *idx, void *user) {
   kiln_cpu_store_elem(c, k->dst, v, idx, 1);
 }
 
-/* broadcast / expand_dims / trans: the result element at idx reads the source at a mapped
+/* broadcast / expand_dims / trans / flip: the result element at idx reads the source at a mapped
  * index. */
 static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
   CopyCtx *k = user;
@@ -60,6 +62,23 @@ static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
     for (int i = 0, r = 0; i < srank + 1; i++)
       if (i != axis)
         sidx[r++] = idx[i];
+  } else if (k->id == KILN_OP_RESHAPE) {
+    /* the row-major position of idx in the result, as an index into the source's dims */
+    MlirType rt = mlirValueGetType(result_of(k->op));
+    MlirValue lin = kiln_cpu_cidx(c, 0);
+    for (int i = 0; i < k->rank; i++)
+      lin = bin(c, "arith.addi", bin(c, "arith.muli", lin, kiln_cpu_cidx(c, kiln_ir_dim(rt, i))), idx[i]);
+    for (int i = srank - 1; i >= 0; i--) {
+      MlirValue d = kiln_cpu_cidx(c, kiln_ir_dim(st, i));
+      sidx[i] = bin(c, "arith.remui", lin, d);
+      lin = bin(c, "arith.divui", lin, d);
+    }
+  } else if (k->id == KILN_OP_FLIP) {
+    int axis = (int)attr_int(k->op, "axis");
+    for (int i = 0; i < srank; i++)
+      sidx[i] = idx[i];
+    MlirValue last = kiln_cpu_cidx(c, kiln_ir_dim(st, axis) - 1);
+    sidx[axis] = bin(c, "arith.subi", last, idx[axis]);
   } else {
     for (int i = 0; i < srank; i++)
       sidx[i] = idx[srank - 1 - i];
@@ -155,6 +174,31 @@ static MlirValue atomic_fn(Cpu *c, const MlirValue *e, void *user) {
   return kiln_ir_if_result(&f, 0);
 }
 
+/* atomic_cas per element (ptr, cmp, value, mask): llvm.cmpxchg, acq_rel where it succeeds and
+ * monotonic where it fails (a failed compare is only a read), its old value out of the
+ * {old, success} pair; masked-off lanes return zero. */
+static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
+  MemCtx *m = user;
+  KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[3], &m->elem, 1);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.then_block);
+  MlirValue ops[3] = {to_ptr(c, e[0]), e[1], e[2]};
+  MlirType i64 = i64_t(c), pair[2] = {m->elem, mlirIntegerTypeGet(c->ctx, 1)};
+  MlirType rt = mlirLLVMStructTypeLiteralGet(c->ctx, 2, pair, false);
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(c->ctx, "success_ordering", mlirIntegerAttrGet(i64, 6 /* acq_rel */)),
+      kiln_ir_named(c->ctx, "failure_ordering", mlirIntegerAttrGet(i64, 2 /* monotonic */))};
+  MlirValue res = kiln_cpu_op_attrs(c, "llvm.cmpxchg", ops, 3, rt, a, 2);
+  int64_t zero_pos = 0;
+  MlirNamedAttribute pos = kiln_ir_named(c->ctx, "position", mlirDenseI64ArrayGet(c->ctx, 1, &zero_pos));
+  MlirValue old = kiln_cpu_op_attrs(c, "llvm.extractvalue", &res, 1, m->elem, &pos, 1);
+  kiln_ir_build_yield(&c->b, c->loc, &old, 1);
+  kiln_ir_builder_set_end(&c->b, f.else_block);
+  MlirValue zero = kiln_cpu_int_const(c, m->elem, 0);
+  kiln_ir_build_yield(&c->b, c->loc, &zero, 1);
+  c->b = saved;
+  return kiln_ir_if_result(&f, 0);
+}
 
 static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
   MlirType pt = kiln_ir_elem_type(mlirValueGetType(operand(op, 0)));
@@ -163,6 +207,8 @@ static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
     kiln_cpu_map(c, op, load_fn, &m, true);
   } else if (id == KILN_OP_STORE) {
     kiln_cpu_map(c, op, store_fn, &m, true);
+  } else if (id == KILN_OP_ATOMIC_CAS) {
+    kiln_cpu_map(c, op, cas_fn, &m, false);
   } else {
     if (!kiln_ir_atomic_bin_op(op, m.elem, &m.bin_op)) {
       kiln_ir_error(c->loc, "atomic: unknown kind");
@@ -302,11 +348,62 @@ static bool lower_reduce(Cpu *c, MlirOperation op) {
   return true;
 }
 
+/* ---------------------------------------------------------------- scan */
+
+/* kiln.scan: per line along the axis (a loop nest over the other dims), one loop that carries
+ * the running sum or product and stores it at every position: the order is the axis's. */
+typedef struct ScanCtx {
+  CpuVal *src;
+  MlirValue dst;
+  int axis, rank;
+  int64_t n;
+  bool is_sum;
+  MlirType elem;
+} ScanCtx;
+
+static void scan_body(Cpu *c, const MlirValue *line, void *user) {
+  ScanCtx *s = user;
+  bool fl = mlirTypeIsAFloat(s->elem);
+  MlirValue init = s->is_sum ? (fl ? kiln_ir_build_const_float(&c->b, c->loc, s->elem, 0)
+                                   : kiln_cpu_int_const(c, s->elem, 0))
+                             : (fl ? kiln_ir_build_const_float(&c->b, c->loc, s->elem, 1)
+                                   : kiln_cpu_int_const(c, s->elem, 1));
+  KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, s->n),
+                                  kiln_cpu_cidx(c, 1), &init, 1);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.body);
+  MlirValue idx[16];
+  for (int i = 0; i < s->rank; i++)
+    idx[i] = i == s->axis ? f.iv : line[i];
+  const char *op = s->is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
+  MlirValue acc = bin(c, op, kiln_ir_for_iter_arg(&f, 0), kiln_cpu_elem(c, s->src, idx));
+  kiln_cpu_store_elem(c, s->dst, acc, idx, s->rank);
+  kiln_ir_build_yield(&c->b, c->loc, &acc, 1);
+  c->b = saved;
+}
+
+static bool lower_scan(Cpu *c, MlirOperation op) {
+  MlirType t = mlirValueGetType(operand(op, 0));
+  char kind[16] = "";
+  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
+  ScanCtx s = {kiln_cpu_get(c, operand(op, 0)), {NULL}, (int)attr_int(op, "axis"), kiln_ir_rank(t), 0,
+               strcmp(kind, "sum") == 0, kiln_cpu_scalar_type(t)};
+  s.n = kiln_ir_dim(t, s.axis);
+  s.dst = kiln_cpu_alloc(c, t);
+  kiln_cpu_set_buf(c, result_of(op), s.dst);
+  int64_t shape[16];
+  int rank;
+  kiln_cpu_shape(t, shape, &rank);
+  shape[s.axis] = 1; /* one iteration per line; scan_body walks the axis */
+  kiln_cpu_nest(c, shape, rank, scan_body, &s);
+  return true;
+}
+
 /* ---------------------------------------------------------------- rand */
 
 /* Philox4x32-10 with key (seed, 0) and counter (offset, 0, 0, 0); r0 -> [0, 1). */
 static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
-  (void)user;
+  bool raw = *(const bool *)user; /* an i32 result: the word r0 itself (randint) */
   MlirType i32 = i32_t(c);
   MlirValue k0 = e[0], k1 = kiln_cpu_int_const(c, i32, 0);
   MlirValue x[4] = {e[1], k1, k1, k1};
@@ -330,6 +427,8 @@ static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
     k0 = bin(c, "arith.addi", k0, w0);
     k1 = bin(c, "arith.addi", k1, w1);
   }
+  if (raw)
+    return x[0];
   MlirValue top = bin(c, "arith.shrui", x[0], kiln_cpu_int_const(c, i32, 8));
   MlirType f32 = mlirF32TypeGet(c->ctx);
   MlirValue f = kiln_ir_build_cast(&c->b, c->loc, "arith.uitofp", top, f32);
@@ -354,8 +453,12 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_BROADCAST:
   case KILN_OP_EXPAND_DIMS:
   case KILN_OP_TRANS:
+  case KILN_OP_FLIP:
+  case KILN_OP_RESHAPE:
     lower_copy_like(c, op, id);
     return true;
+  case KILN_OP_SCAN:
+    return lower_scan(c, op);
   case KILN_OP_ADDPTR: {
     int64_t size = kiln_ir_elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
     kiln_cpu_map(c, op, addptr_fn, &size, true);
@@ -364,15 +467,18 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_LOAD:
   case KILN_OP_STORE:
   case KILN_OP_ATOMIC_RMW:
+  case KILN_OP_ATOMIC_CAS:
     return lower_memory(c, op, id);
   case KILN_OP_DOT:
     lower_dot(c, op);
     return true;
   case KILN_OP_REDUCE:
     return lower_reduce(c, op);
-  case KILN_OP_RAND:
-    kiln_cpu_map(c, op, rand_fn, NULL, true);
+  case KILN_OP_RAND: {
+    bool raw = !mlirTypeIsAFloat(kiln_ir_elem_type(mlirValueGetType(result_of(op))));
+    kiln_cpu_map(c, op, rand_fn, &raw, true);
     return true;
+  }
   default:
     kiln_ir_error(c->loc, "the CPU backend cannot lower this kiln op");
     return false;

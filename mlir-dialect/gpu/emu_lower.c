@@ -561,6 +561,12 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   kiln_ir_get_str_attr(op, "asm_string", text, sizeof text);
   if (lower_pred_access(E, b, op, text))
     return;
+  if (strcmp(text, KILN_GPU_FENCE_PTX) == 0) { /* atomic_cas's fence: the host's own */
+    MlirNamedAttribute a = kiln_ir_named(E->ctx, "ordering", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 6));
+    KilnOpSpec s = {.name = "llvm.fence", .loc = loc, .attrs = &a, .n_attrs = 1};
+    kiln_ir_create(b, &s);
+    return;
+  }
   if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
     emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16", mlirValueGetType(mlirOperationGetResult(op, 0)));

@@ -144,6 +144,10 @@ int64_t kiln_gpu_int_attr(MlirOperation op, const char *name, int64_t dflt);
  * with this text (lower_dot.c writes it, emu_lower.c recognizes it). */
 #define KILN_GPU_MMA_BF16_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 
+/* LLVM 19's NVPTX backend selects no llvm.fence and MLIR 19 has no nvvm.membar, so the fence
+ * around atomic_cas is inline PTX (lower_memory.c writes it; emu_lower.c makes it a host fence). */
+#define KILN_GPU_FENCE_PTX "fence.acq_rel.gpu;"
+
 /* A global access of 1, 2 or 4 b32 words under one predicate, as inline PTX: LLVM turns an access
  * guarded by a branch into several narrower ones (and a branch), while one predicated
  * `@p ld.global.v4.b32` is what the hardware runs.  lower_memory.c writes it, emu_lower.c

@@ -294,6 +294,13 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
   }
   case KILN_OP_REDUCE: {
     int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
+    const KilnGpuLayout *have = defined(c, v);
+    if (!r && have && have->kind == KILN_GPU_LAYOUT_SLICE) {
+      /* A scalar reduction of a slice (the last step of sum(x) over every axis of a 2-D tile,
+       * or sum(sum(x, 1), 0)) goes through a blocked copy, as a tile result of one does. */
+      *out = default_layout(c, v);
+      return true;
+    }
     if (!r || r->kind != KILN_GPU_LAYOUT_SLICE || r->slice_dim != axis)
       return false;
     *out = kiln_gpu_layout_slice_parent(r);
@@ -318,6 +325,9 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
     return true;
   case KILN_OP_CONVERT_LAYOUT:
   case KILN_OP_TRANS:
+  case KILN_OP_FLIP: /* through shared memory: any layout in, any out */
+  case KILN_OP_RESHAPE:
+  case KILN_OP_SCAN:
     return false;
   default:
     break;
@@ -524,7 +534,9 @@ static void forward(LCtx *c) {
         try_define(c, res, l);
       continue;
     }
-    if (id == KILN_OP_TRANS || id == KILN_OP_CONVERT_LAYOUT || kiln_ir_op_is(op, "scf.if"))
+    if (id == KILN_OP_TRANS || id == KILN_OP_FLIP || id == KILN_OP_SCAN || id == KILN_OP_RESHAPE ||
+        id == KILN_OP_CONVERT_LAYOUT ||
+        kiln_ir_op_is(op, "scf.if"))
       continue;
     int rank = kiln_ir_rank(mlirValueGetType(res));
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {

@@ -281,6 +281,9 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_SPLAT: return lower_splat(L, op);
   case KILN_OP_BROADCAST: return lower_reshape(L, op, false);
   case KILN_OP_EXPAND_DIMS: return lower_reshape(L, op, true);
+  case KILN_OP_FLIP:
+  case KILN_OP_RESHAPE: return low_convert(L, op);
+  case KILN_OP_SCAN: return low_scan(L, op);
   case KILN_OP_TRANS:
     /* Folded into the dot operand convert that reads it (lower_dot.c). */
     if (low_trans_feeds_operand(mlirOperationGetResult(op, 0)))
@@ -304,7 +307,8 @@ bool low_lower_op(Low *L, MlirOperation op) {
     return low_dot(L, op);
   case KILN_OP_REDUCE: return low_reduce(L, op);
   case KILN_OP_RAND: return low_rand(L, op);
-  case KILN_OP_ATOMIC_RMW: return low_atomic(L, op);
+  case KILN_OP_ATOMIC_RMW:
+  case KILN_OP_ATOMIC_CAS: return low_atomic(L, op);
   default: break;
   }
   if (kiln_ir_op_is(op, "arith.constant"))

@@ -50,7 +50,8 @@ bool low_store(Low *L, MlirOperation op);
 /* atomic_rmw: relaxed llvm.atomicrmw per owned element, each replicated element updated once. */
 bool low_atomic(Low *L, MlirOperation op);
 bool low_reduce(Low *L, MlirOperation op);
-bool low_convert(Low *L, MlirOperation op); /* convert_layout and trans */
+bool low_convert(Low *L, MlirOperation op); /* convert_layout, trans and flip */
+bool low_scan(Low *L, MlirOperation op);    /* cumsum / cumprod through shared memory */
 bool low_dot(Low *L, MlirOperation op);
 bool low_math(Low *L, MlirOperation op);    /* math.* */
 bool low_rand(Low *L, MlirOperation op);

@@ -150,8 +150,13 @@ bool low_rand(Low *L, MlirOperation op) {
   Vals *S = low_get(L, mlirOperationGetOperand(op, 0));
   Vals *O = low_get(L, mlirOperationGetOperand(op, 1));
   Vals *out = low_vals(L, O->n);
+  bool raw = !mlirTypeIsAFloat(kiln_ir_elem_type(mlirValueGetType(res))); /* randint: r0 itself */
   for (int64_t j = 0; j < O->n; j++) {
     MlirValue r = philox(L, S->v[0], O->v[j]);
+    if (raw) {
+      out->v[j] = r;
+      continue;
+    }
     MlirValue top = low_bin(L, "arith.shrui", r, low_i32(L, 8));
     MlirValue f = low_op1(L, "arith.uitofp", &top, 1, L->f32);
     out->v[j] = mulc(L, f, 5.9604644775390625e-08); /* 2^-24 */

@@ -419,10 +419,47 @@ static void broadcast_old(Low *L, const KilnGpuOwn *own, MlirValue owner, MlirTy
     out->v[j] = load_scalar(L, low_gep(L, base, linear_index(L, own, j), et), et, 4);
 }
 
+/* One element's atomic: llvm.atomicrmw (relaxed) for kiln.atomic_rmw, llvm.cmpxchg for
+ * kiln.atomic_cas (acq_rel where it succeeds, monotonic where it fails: atom.acq_rel.gpu.cas
+ * on sm_70 and later), whose old value is the first of its {old, success} pair. */
+static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirValue v, MlirType et,
+                             int64_t bin_op) {
+  if (!cas) {
+    MlirNamedAttribute a[2] = {
+        kiln_ir_named(L->ctx, "bin_op", mlirIntegerAttrGet(L->i64, bin_op)),
+        kiln_ir_named(L->ctx, "ordering", mlirIntegerAttrGet(L->i64, 2 /* monotonic */))};
+    MlirValue o[2] = {p, v};
+    return mlirOperationGetResult(low_op(L, "llvm.atomicrmw", o, 2, &et, 1, a, 2), 0);
+  }
+  MlirType pair[2] = {et, mlirIntegerTypeGet(L->ctx, 1)};
+  MlirType rt = mlirLLVMStructTypeLiteralGet(L->ctx, 2, pair, false);
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(L->ctx, "success_ordering", mlirIntegerAttrGet(L->i64, 6 /* acq_rel */)),
+      kiln_ir_named(L->ctx, "failure_ordering", mlirIntegerAttrGet(L->i64, 2 /* monotonic */))};
+  MlirValue o[3] = {p, cmp, v};
+  MlirValue r = mlirOperationGetResult(low_op(L, "llvm.cmpxchg", o, 3, &rt, 1, a, 2), 0);
+  int64_t zero = 0;
+  MlirNamedAttribute pos = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &zero));
+  return mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &et, 1, &pos, 1), 0);
+}
+
+/* An acq_rel fence at GPU scope: NVPTX takes the ordering of a cmpxchg for relaxed (a plain
+ * atom.cas), so atomic_cas brings its own fences, one before (release: what this program wrote
+ * first is seen by whoever acquires next) and one after (acquire). */
+static void acq_rel_fence(Low *L) {
+  MlirNamedAttribute a[3] = {
+      kiln_ir_named(L->ctx, "asm_string", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_FENCE_PTX))),
+      kiln_ir_named(L->ctx, "constraints", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(""))),
+      kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx))};
+  low_op(L, "llvm.inline_asm", NULL, 0, NULL, 0, a, 3);
+}
+
 bool low_atomic(Low *L, MlirOperation op) {
+  bool cas = kiln_ir_op_id(op) == KILN_OP_ATOMIC_CAS;
   MlirValue ptrs = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
-  Vals *P = low_get(L, ptrs), *V = low_get(L, mlirOperationGetOperand(op, 1));
-  Vals *M = low_get(L, mlirOperationGetOperand(op, 2));
+  Vals *P = low_get(L, ptrs), *C = cas ? low_get(L, mlirOperationGetOperand(op, 1)) : NULL;
+  Vals *V = low_get(L, mlirOperationGetOperand(op, cas ? 2 : 1));
+  Vals *M = low_get(L, mlirOperationGetOperand(op, cas ? 3 : 2));
   if (L->failed)
     return false;
   MlirType rt = mlirValueGetType(res);
@@ -431,8 +468,8 @@ bool low_atomic(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: atomics need 32-bit elements");
     return false;
   }
-  int64_t bin_op;
-  if (!kiln_ir_atomic_bin_op(op, et, &bin_op)) {
+  int64_t bin_op = 0;
+  if (!cas && !kiln_ir_atomic_bin_op(op, et, &bin_op)) {
     low_error(L, "GPU lowering: unknown atomic kind");
     return false;
   }
@@ -440,29 +477,35 @@ bool low_atomic(Low *L, MlirOperation op) {
   bool replicated;
   MlirValue owner = atomic_owner(L, &own, &replicated);
   MlirValue zero = mlirTypeIsAFloat(et) ? low_f32(L, 0.0) : low_i32(L, 0);
-  MlirNamedAttribute a[2] = {
-      kiln_ir_named(L->ctx, "bin_op", mlirIntegerAttrGet(L->i64, bin_op)),
-      kiln_ir_named(L->ctx, "ordering", mlirIntegerAttrGet(L->i64, 2 /* monotonic */))};
+  if (cas) {
+    /* every thread's earlier writes happen before the owners' CAS (a lock released by thread 0
+     * releases what the whole program stored under it) */
+    low_barrier(L);
+    acq_rel_fence(L);
+  }
   Vals *out = low_vals(L, own.count);
   for (int64_t j = 0; j < own.count; j++) {
     MlirValue m = M->v[M->n == 1 ? 0 : j];
     if (!mlirValueIsNull(owner))
       m = low_is_true(m) ? owner : low_bin(L, "arith.andi", m, owner);
-    MlirValue o[2] = {P->v[P->n == 1 ? 0 : j], V->v[V->n == 1 ? 0 : j]};
+    MlirValue p = P->v[P->n == 1 ? 0 : j], v = V->v[V->n == 1 ? 0 : j];
+    MlirValue cmp = cas ? C->v[C->n == 1 ? 0 : j] : (MlirValue){NULL};
     if (low_is_true(m)) {
-      out->v[j] = mlirOperationGetResult(low_op(L, "llvm.atomicrmw", o, 2, &et, 1, a, 2), 0);
+      out->v[j] = atomic_elem(L, cas, p, cmp, v, et, bin_op);
       continue;
     }
     KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, m, &et, 1);
     KilnIRBuilder saved = L->b;
     kiln_ir_builder_set_end(&L->b, f.then_block);
-    MlirValue old = mlirOperationGetResult(low_op(L, "llvm.atomicrmw", o, 2, &et, 1, a, 2), 0);
+    MlirValue old = atomic_elem(L, cas, p, cmp, v, et, bin_op);
     kiln_ir_build_yield(&L->b, L->loc, &old, 1);
     kiln_ir_builder_set_end(&L->b, f.else_block);
     kiln_ir_build_yield(&L->b, L->loc, &zero, 1);
     L->b = saved;
     out->v[j] = kiln_ir_if_result(&f, 0);
   }
+  if (cas)
+    acq_rel_fence(L);
   if (replicated && !mlirOpOperandIsNull(mlirValueGetFirstUse(res)))
     broadcast_old(L, &own, owner, et, out);
   low_set(L, res, out);

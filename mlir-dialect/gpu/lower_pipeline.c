@@ -121,7 +121,7 @@ static bool collect_slice(LowPipe *p, MlirBlock body, MlirValue v, int depth) {
 
 static bool writes_memory(MlirOperation op) {
   KilnOpId id = kiln_ir_op_id(op);
-  if (id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW)
+  if (id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS)
     return true;
   for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
     for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);

@@ -1,10 +1,14 @@
 /* lower_shared.c - the ops that move tiles through shared memory.
  *
- * convert_layout / trans: every thread writes the elements it owns at their row-major position in
- * the shared arena (for trans, at the transposed position), a barrier, every thread reads the
- * elements the new layout gives it.  A barrier also opens each use of the arena, so readers of
- * the previous use are done before it is overwritten.  Elements narrower than a byte (i1) travel
- * as i8.
+ * convert_layout / trans / flip / reshape: every thread writes the elements it owns at their
+ * row-major position in the shared arena (for trans, at the transposed position; for flip, at the
+ * position reversed along the axis; for reshape, by the source's shape), a barrier, every thread
+ * reads the elements the new layout (and shape) gives it.  A barrier also opens each use of the
+ * arena, so readers of the previous use are done before it is overwritten.  Elements narrower
+ * than a byte (i1) travel as i8.
+ *
+ * scan (cumsum / cumprod): the same trip with a serial pass per line along the axis in between
+ * (low_scan below).
  *
  * dot (FMA path, any layouts): a and b are staged in the arena row-major; each thread then
  * computes its own accumulator elements, acc[m][n] += a[m][k] * b[k][n] for k = 0..K-1, reading
@@ -20,14 +24,18 @@ static int bytes_of(MlirType et) {
 static MlirType mem_type(Low *L, MlirType et) { return kiln_ir_elem_bits(et) < 8 ? L->i8 : et; }
 
 /* Row-major linear index of list position j of `own` (dims permuted by `perm` when non-NULL:
- * element (c0, c1) goes to position (c_perm[0], c_perm[1]) of the target shape). */
+ * element (c0, c1) goes to position (c_perm[0], c_perm[1]) of the target shape; the coordinate
+ * along dim `flip` (when >= 0) reversed, c -> size - 1 - c). */
 static MlirValue linear(Low *L, const KilnGpuOwn *own, int64_t j, const int64_t *tshape,
-                        const int *perm) {
+                        const int *perm, int flip) {
   MlirValue li = low_i32(L, 0);
   for (int d = 0; d < own->rank; d++) {
     int sd = perm ? perm[d] : d;
+    MlirValue c = low_coord(L, own, j, sd);
+    if (sd == flip)
+      c = low_bin(L, "arith.subi", low_i32(L, tshape[d] - 1), c);
     li = low_bin(L, "arith.muli", li, low_i32(L, tshape[d]));
-    li = low_bin(L, "arith.addi", li, low_coord(L, own, j, sd));
+    li = low_bin(L, "arith.addi", li, c);
   }
   return li;
 }
@@ -51,6 +59,7 @@ static MlirValue smem_load(Low *L, MlirValue base, MlirValue idx, MlirType et) {
 
 bool low_convert(Low *L, MlirOperation op) {
   bool trans = kiln_ir_op_id(op) == KILN_OP_TRANS;
+  int flip = kiln_ir_op_id(op) == KILN_OP_FLIP ? (int)kiln_gpu_int_attr(op, "axis", 0) : -1;
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   MlirType st = mlirValueGetType(src), rt = mlirValueGetType(res);
   KilnGpuOwn so = low_own_of(st), ro = low_own_of(rt);
@@ -59,6 +68,7 @@ bool low_convert(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: converting the layout of a pointer tile is not supported");
     return false;
   }
+  bool reshape = kiln_ir_op_id(op) == KILN_OP_RESHAPE;
   if (trans && so.rank != 2) {
     low_error(L, "GPU lowering: trans expects a 2-D tile");
     return false;
@@ -71,12 +81,76 @@ bool low_convert(Low *L, MlirOperation op) {
   static const int swap[2] = {1, 0};
   low_barrier(L);
   MlirValue base = low_smem(L, 0, numel * bytes_of(et));
+  /* reshape: stored by the source's shape, read by the result's (one row-major order) */
   for (int64_t j = 0; j < so.count; j++)
-    smem_store(L, base, linear(L, &so, j, rshape, trans ? swap : NULL), X->v[j], et);
+    smem_store(L, base, linear(L, &so, j, reshape ? so.shape : rshape, trans ? swap : NULL, flip), X->v[j], et);
   low_barrier(L);
   Vals *out = low_vals(L, ro.count);
   for (int64_t j = 0; j < ro.count; j++)
-    out->v[j] = smem_load(L, base, linear(L, &ro, j, rshape, NULL), et);
+    out->v[j] = smem_load(L, base, linear(L, &ro, j, rshape, NULL, -1), et);
+  low_set(L, res, out);
+  return true;
+}
+
+/* kiln.scan (cumsum / cumprod): the tile goes through the arena row-major as for a convert; then
+ * each thread scans whole lines along the axis in place, one element after another in a loop
+ * (lines dealt to threads round-robin), a barrier, and every thread reads its elements back.  The
+ * order along the axis is the CPU backend's, so the rounding is the same.  Not yet Triton's scan
+ * (in-thread, then warp shuffles, then across warps): a line is one thread's serial loop, fine
+ * for the short lines of a tile, slow for a 1-D tile of thousands. */
+bool low_scan(Low *L, MlirOperation op) {
+  MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
+  KilnGpuOwn so = low_own_of(mlirValueGetType(src)), ro = low_own_of(mlirValueGetType(res));
+  MlirType et = kiln_ir_elem_type(mlirValueGetType(res));
+  int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
+  char kind[8] = "";
+  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
+  bool fl = mlirTypeIsAFloat(et), is_sum = strcmp(kind, "sum") == 0;
+  const char *combine = is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
+  int64_t shape[KILN_GPU_MAX_RANK], numel = 1, inner = 1;
+  for (int d = 0; d < so.rank; d++) {
+    shape[d] = so.shape[d];
+    numel *= shape[d];
+    if (d > axis)
+      inner *= shape[d];
+  }
+  int64_t n = shape[axis], nlines = numel / n, nthreads = (int64_t)KILN_GPU_WARP * L->num_warps;
+  Vals *X = low_get(L, src);
+  low_barrier(L);
+  MlirValue base = low_smem(L, 0, numel * bytes_of(et));
+  for (int64_t j = 0; j < so.count; j++)
+    smem_store(L, base, linear(L, &so, j, shape, NULL, -1), X->v[j], et);
+  low_barrier(L);
+  MlirValue tid = low_bin(L, "arith.addi", low_lane(L),
+                          low_bin(L, "arith.muli", low_warp(L), low_i32(L, KILN_GPU_WARP)));
+  for (int64_t first = 0; first < nlines; first += nthreads) {
+    MlirValue line = low_bin(L, "arith.addi", tid, low_i32(L, first));
+    KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, low_cmpi(L, "ult", line, low_i32(L, nlines)), NULL, 0);
+    KilnIRBuilder saved = L->b;
+    kiln_ir_builder_set_end(&L->b, f.then_block);
+    /* line l starts at (l / inner) * n * inner + l % inner; its elements are inner apart */
+    MlirValue start = low_bin(L, "arith.addi",
+                              low_bin(L, "arith.muli", low_bin(L, "arith.divui", line, low_i32(L, inner)),
+                                      low_i32(L, n * inner)),
+                              low_bin(L, "arith.remui", line, low_i32(L, inner)));
+    MlirValue init = smem_load(L, base, start, et);
+    KilnIRFor loop = kiln_ir_build_for(&L->b, L->loc, low_i32(L, 1), low_i32(L, n), low_i32(L, 1), &init, 1);
+    KilnIRBuilder outer = L->b;
+    kiln_ir_builder_set_end(&L->b, loop.body);
+    MlirValue idx = low_bin(L, "arith.addi", start, low_bin(L, "arith.muli", loop.iv, low_i32(L, inner)));
+    MlirValue acc = low_bin(L, combine, kiln_ir_for_iter_arg(&loop, 0), smem_load(L, base, idx, et));
+    smem_store(L, base, idx, acc, et);
+    kiln_ir_build_yield(&L->b, L->loc, &acc, 1);
+    L->b = outer;
+    kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+    kiln_ir_builder_set_end(&L->b, f.else_block);
+    kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+    L->b = saved;
+  }
+  low_barrier(L);
+  Vals *out = low_vals(L, ro.count);
+  for (int64_t j = 0; j < ro.count; j++)
+    out->v[j] = smem_load(L, base, linear(L, &ro, j, shape, NULL, -1), et);
   low_set(L, res, out);
   return true;
 }
@@ -111,9 +185,9 @@ bool low_dot(Low *L, MlirOperation op) {
   MlirValue abase = low_smem(L, 0, total);
   MlirValue bbase = low_smem(L, b_off, total);
   for (int64_t j = 0; j < ao.count; j++)
-    smem_store(L, abase, linear(L, &ao, j, ashape, NULL), A->v[j], ae);
+    smem_store(L, abase, linear(L, &ao, j, ashape, NULL, -1), A->v[j], ae);
   for (int64_t j = 0; j < bo.count; j++)
-    smem_store(L, bbase, linear(L, &bo, j, bshape, NULL), B->v[j], be);
+    smem_store(L, bbase, linear(L, &bo, j, bshape, NULL, -1), B->v[j], be);
   low_barrier(L);
   /* The rows and columns this thread's accumulator elements sit in. */
   int nr = co.dim[0].n, nc = co.dim[1].n;

@@ -491,6 +491,18 @@ static MlirValue gen_store_like(Gen *g, const KilnExpr *e, int rmw_kind) {
   return kiln_ir_build_atomic_rmw(&g->b, loc, (KilnRmwKind)rmw_kind, p, v, m);
 }
 
+/* atomic_cas(ptr, cmp, value, mask?): the pointer broadcast to operand_type's shape, cmp and
+ * value converted to it (i32), the mask as for the other atomics. */
+static MlirValue gen_cas(Gen *g, const KilnExpr *e) {
+  const KilnType *vt = e->operand_type;
+  MlirValue p = mem_ptr(g, e, vt);
+  MlirValue cmp = gen_as(g, e->args[1], vt);
+  MlirValue v = gen_as(g, e->args[2], vt);
+  MlirValue m = mem_mask(g, e, 3, vt);
+  if (g->failed) return p;
+  return kiln_ir_build_atomic_cas(&g->b, loc_of(g, e->span), p, cmp, v, m);
+}
+
 static MlirValue gen_dot(Gen *g, const KilnExpr *e) {
   MlirLocation loc = loc_of(g, e->span);
   MlirValue a = gen_expr(g, e->args[0]);
@@ -509,10 +521,27 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   const KilnType *in = e->args[0]->type, *ot = e->operand_type ? e->operand_type : in;
   MlirValue x = gen_as(g, e->args[0], ot);
   if (g->failed) return x;
-  MlirValue r = kiln_ir_build_reduce(&g->b, loc, kind, (int)e->args[1]->ival, x);
+  MlirValue r;
+  if (e->nargs > 1) {
+    r = kiln_ir_build_reduce(&g->b, loc, kind, (int)e->args[1]->ival, x);
+  } else {
+    /* every element (sum/max/min without an axis): the innermost axis first, as a row
+     * reduction would, down to a scalar; a sum of sums, a max of maxes */
+    r = x;
+    for (int axis = in->rank - 1; axis >= 0; axis--) r = kiln_ir_build_reduce(&g->b, loc, kind, axis, r);
+  }
   KilnScalarKind rs = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN ? KILN_SCALAR_I32
                                                                               : ot->scalar;
-  return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
+  if (!e->ival) return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
+  /* keep_dims (sema: e->ival): the reduced shape, cast, then the axis put back as a 1 (a
+   * scalar, from a rank-1 tile, splatted to [1]) */
+  int axis = (int)e->args[1]->ival;
+  KilnType red = *e->type;
+  for (int i = axis; i + 1 < red.rank; i++) red.dims[i] = red.dims[i + 1];
+  if (--red.rank == 0) red.kind = KILN_TYPE_SCALAR;
+  r = cast_elem(g, loc, r, rs, e->type->scalar, &red);
+  if (red.kind == KILN_TYPE_SCALAR) return broadcast_to(g, loc, r, &red, e->type, e->span);
+  return kiln_ir_build_expand_dims(&g->b, loc, r, axis);
 }
 
 static MlirValue gen_where(Gen *g, const KilnExpr *e) {
@@ -535,6 +564,64 @@ static MlirValue gen_full(Gen *g, const KilnExpr *e, bool zeros) {
   if (v->kind == KILN_EXPR_FLOAT) return const_of(g, loc, e->type, v->fval, 0, true);
   MlirValue s = gen_as(g, v, &st);
   if (g->failed) return s;
+  return kiln_ir_build_splat(&g->b, loc, s, kiln_mlirgen_type(g->ctx, e->type));
+}
+
+/* fma(a, b, c) = a * b + c: one math.fma for floats (rounded once: fma.rn on the GPU, the
+ * fused instruction or libm's fmaf on the CPU), in f32 for f16/bf16 as the other math builtins;
+ * for integers a multiply and an add, which wrap. */
+static MlirValue gen_fma(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  MlirValue x[3] = {arg_as(g, e, 0, ot), arg_as(g, e, 1, ot), arg_as(g, e, 2, ot)};
+  if (g->failed) return x[0];
+  MlirType t = kiln_mlirgen_type(g->ctx, ot);
+  if (!is_float_kind(ot->scalar)) {
+    MlirValue m = kiln_ir_build_elementwise(&g->b, loc, "arith.muli", x, 2, t);
+    MlirValue s[2] = {m, x[2]};
+    return kiln_ir_build_elementwise(&g->b, loc, "arith.addi", s, 2, t);
+  }
+  KilnType ct = with_scalar(ot, KILN_SCALAR_F32);
+  for (int i = 0; i < 3; i++) x[i] = cast_elem(g, loc, x[i], ot->scalar, KILN_SCALAR_F32, ot);
+  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, "math.fma", x, 3, kiln_mlirgen_type(g->ctx, &ct));
+  return cast_elem(g, loc, r, KILN_SCALAR_F32, ot->scalar, ot);
+}
+
+/* pow(x, y) = exp2(y * log2(x)) in f32 (f16/bf16 widened and the result rounded once), with
+ * pow(x, 0) = 1 for every x (where 0 * log2(0) would be NaN).  For x > 0 it is x^y; x = 0 gives
+ * 0 for y > 0 and +inf for y < 0, as C's pow; x < 0 gives NaN (log2 of a negative number),
+ * where C's pow has a value for an integer y: that case is `x ** n` with a constant n. */
+static MlirValue gen_powf(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type ? e->operand_type : e->type;
+  MlirValue x = arg_as(g, e, 0, ot), y = arg_as(g, e, 1, ot);
+  if (g->failed) return x;
+  KilnType ct = with_scalar(ot, KILN_SCALAR_F32);
+  MlirType t = kiln_mlirgen_type(g->ctx, &ct);
+  x = cast_elem(g, loc, x, ot->scalar, KILN_SCALAR_F32, ot);
+  y = cast_elem(g, loc, y, ot->scalar, KILN_SCALAR_F32, ot);
+  MlirValue lx = kiln_ir_build_elementwise(&g->b, loc, "math.log2", &x, 1, t);
+  MlirValue p[2] = {y, lx};
+  MlirValue ylx = kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", p, 2, t);
+  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, "math.exp2", &ylx, 1, t);
+  MlirValue zero = const_of(g, loc, &ct, 0.0, 0, true), one = const_of(g, loc, &ct, 1.0, 0, true);
+  MlirValue y0 = kiln_ir_build_cmpf(&g->b, loc, "oeq", y, zero);
+  r = kiln_ir_build_select(&g->b, loc, y0, one, r);
+  return cast_elem(g, loc, r, KILN_SCALAR_F32, ot->scalar, ot);
+}
+
+/* zeros_like(x) / full_like(x, v): x is generated for what it may do (a load or an atomic
+ * inside it), then a constant or a splat of v in x's type. */
+static MlirValue gen_like(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return x;
+  if (e->builtin == KILN_BUILTIN_ZEROS_LIKE) return const_of(g, loc, e->type, 0.0, 0, false);
+  const KilnExpr *v = e->args[1];
+  if (v->kind == KILN_EXPR_INT || v->kind == KILN_EXPR_BOOL) return const_of(g, loc, e->type, 0.0, v->ival, false);
+  if (v->kind == KILN_EXPR_FLOAT) return const_of(g, loc, e->type, v->fval, 0, true);
+  MlirValue s = gen_as(g, v, e->operand_type);
+  if (g->failed || !is_tile(e->type)) return s;
   return kiln_ir_build_splat(&g->b, loc, s, kiln_mlirgen_type(g->ctx, e->type));
 }
 
@@ -574,6 +661,35 @@ static MlirValue gen_hint(Gen *g, const KilnExpr *e, const char *attr) {
   return v;
 }
 
+/* randint(seed, offs): kiln.rand with an i32 result (the Philox word).  randn(seed, offs): the
+ * Box-Muller transform of two uniforms from existing ops, u1 = 1 - rand(seed, offs) in (0, 1]
+ * (exact in f32, never 0, so the log is finite) and u2 = rand(seed ^ 0x6A09E667, offs) (a second
+ * key: an independent stream), n = sqrt(-2 log u1) cos(2 pi u2). */
+static MlirValue gen_rand_more(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  KilnType st = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};
+  MlirValue seed = gen_as(g, e->args[0], &st);
+  KilnType ot = with_scalar(e->args[1]->type, KILN_SCALAR_I32);
+  MlirValue offs = gen_as(g, e->args[1], &ot);
+  if (g->failed) return seed;
+  if (e->builtin == KILN_BUILTIN_RANDINT) return kiln_ir_build_randint(&g->b, loc, seed, offs);
+  MlirType t = kiln_mlirgen_type(g->ctx, e->type), i32 = mlirIntegerTypeGet(g->ctx, 32);
+  MlirValue k[2] = {seed, kiln_ir_build_const_int(&g->b, loc, i32, 0x6A09E667)};
+  MlirValue seed2 = kiln_ir_build_elementwise(&g->b, loc, "arith.xori", k, 2, i32);
+  MlirValue one_minus[2] = {const_of(g, loc, e->type, 1.0, 0, true), kiln_ir_build_rand(&g->b, loc, seed, offs)};
+  MlirValue u1 = kiln_ir_build_elementwise(&g->b, loc, "arith.subf", one_minus, 2, t);
+  MlirValue u2 = kiln_ir_build_rand(&g->b, loc, seed2, offs);
+  MlirValue lg = kiln_ir_build_elementwise(&g->b, loc, "math.log", &u1, 1, t);
+  MlirValue m2[2] = {lg, const_of(g, loc, e->type, -2.0, 0, true)};
+  MlirValue r2 = kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", m2, 2, t);
+  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, "math.sqrt", &r2, 1, t);
+  MlirValue th[2] = {u2, const_of(g, loc, e->type, 6.283185307179586, 0, true)};
+  MlirValue theta = kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", th, 2, t);
+  MlirValue c = kiln_ir_build_elementwise(&g->b, loc, "math.cos", &theta, 1, t);
+  MlirValue rc[2] = {r, c};
+  return kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", rc, 2, t);
+}
+
 static void gen_block(Gen *g, const KilnBlock *blk);
 
 /* A call of a function: sema bound its parameters as `let`s and checked a copy of its body for
@@ -605,10 +721,43 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_ATOMIC_MAX: return gen_store_like(g, e, KILN_RMW_MAX);
   case KILN_BUILTIN_ATOMIC_MIN: return gen_store_like(g, e, KILN_RMW_MIN);
   case KILN_BUILTIN_ATOMIC_XCHG: return gen_store_like(g, e, KILN_RMW_XCHG);
+  case KILN_BUILTIN_ATOMIC_CAS: return gen_cas(g, e);
   case KILN_BUILTIN_DOT: return gen_dot(g, e);
   case KILN_BUILTIN_SUM: return gen_reduce(g, e, KILN_REDUCE_SUM);
-  case KILN_BUILTIN_MAX: return gen_reduce(g, e, KILN_REDUCE_MAX);
-  case KILN_BUILTIN_MIN: return gen_reduce(g, e, KILN_REDUCE_MIN);
+  case KILN_BUILTIN_MAX:
+    if (!is_tile(e->args[0]->type)) return gen_minmax(g, e, true); /* max(a, b) of scalars */
+    return gen_reduce(g, e, KILN_REDUCE_MAX);
+  case KILN_BUILTIN_MIN:
+    if (!is_tile(e->args[0]->type)) return gen_minmax(g, e, false);
+    return gen_reduce(g, e, KILN_REDUCE_MIN);
+  case KILN_BUILTIN_FMA: return gen_fma(g, e);
+  case KILN_BUILTIN_POW: return gen_powf(g, e);
+  case KILN_BUILTIN_ZEROS_LIKE:
+  case KILN_BUILTIN_FULL_LIKE: return gen_like(g, e);
+  case KILN_BUILTIN_EXPAND_DIMS: {
+    MlirValue x = gen_expr(g, e->args[0]);
+    return g->failed ? x : kiln_ir_build_expand_dims(&g->b, loc, x, (int)e->ival);
+  }
+  case KILN_BUILTIN_BROADCAST_TO: {
+    MlirValue x = gen_expr(g, e->args[0]);
+    return g->failed ? x : broadcast_to(g, loc, x, e->args[0]->type, e->type, e->span);
+  }
+  case KILN_BUILTIN_STATIC_ASSERT: return (MlirValue){NULL}; /* checked by sema */
+  case KILN_BUILTIN_RESHAPE: {
+    MlirValue x = gen_expr(g, e->args[0]);
+    return g->failed ? x : kiln_ir_build_reshape(&g->b, loc, x, kiln_mlirgen_type(g->ctx, e->type));
+  }
+  case KILN_BUILTIN_FLIP: {
+    MlirValue x = gen_expr(g, e->args[0]);
+    return g->failed ? x : kiln_ir_build_flip(&g->b, loc, x, (int)e->ival);
+  }
+  case KILN_BUILTIN_CUMSUM:
+  case KILN_BUILTIN_CUMPROD: {
+    /* narrow integers widened to i32 first (operand_type), as for sum */
+    MlirValue x = gen_as(g, e->args[0], e->operand_type);
+    if (g->failed) return x;
+    return kiln_ir_build_scan(&g->b, loc, e->builtin == KILN_BUILTIN_CUMSUM ? "sum" : "prod", (int)e->ival, x);
+  }
   case KILN_BUILTIN_ARGMAX: return gen_reduce(g, e, KILN_REDUCE_ARGMAX);
   case KILN_BUILTIN_ARGMIN: return gen_reduce(g, e, KILN_REDUCE_ARGMIN);
   case KILN_BUILTIN_WHERE: return gen_where(g, e);
@@ -640,6 +789,8 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     MlirValue offs = gen_as(g, e->args[1], &ot);
     return g->failed ? seed : kiln_ir_build_rand(&g->b, loc, seed, offs);
   }
+  case KILN_BUILTIN_RANDINT:
+  case KILN_BUILTIN_RANDN: return gen_rand_more(g, e);
   case KILN_BUILTIN_MULTIPLE_OF: return gen_hint(g, e, "kiln.multiple_of");
   case KILN_BUILTIN_CONTIGUOUS: return gen_hint(g, e, "kiln.contiguous");
   case KILN_BUILTIN_MAX_CONTIGUOUS: return gen_hint(g, e, "kiln.max_contiguous");

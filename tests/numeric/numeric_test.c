@@ -993,6 +993,215 @@ static bool test_pow_countdown(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- builtins_basic ------------------------------------------------------------------------ */
+
+/* fma, pow, the *_like builtins, expand_dims / broadcast_to, reductions over every axis, scalar
+ * max / min (issue 15).  The integers are exact; so are fma (one rounding on every target), the
+ * product's rounding error (exactly representable, scaled by 2^30: 0 where fma is not fused),
+ * the maxima and minima.  pow is exp2(c log2 x) in f32 against the double pow, |c log2 x| <= 9:
+ * about 9 * 2^-24 of relative error from the rounded exponent (2^-22 per approximate instruction
+ * on the GPU), far below 1e-5; the row sum of four products is in another order on the GPU. */
+static size_t g_builtins_block; /* the BLOCK of the configuration the reference is for */
+
+static void ref_builtins_basic(const float *x, const float *y, float *rf, int32_t *ri, size_t rows,
+                               size_t cols, float limit) {
+  (void)limit;
+  kiln_ref_builtins_basic(x, y, rf, ri, rows, cols, g_builtins_block);
+}
+
+static bool test_builtins_basic(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{300, 37, 128}, {1, 2, 32}, {200, 3, 32}, {77, 5, 128}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    g_builtins_block = (size_t)cfgs[ci].block;
+    RowsCase c = {.kernel = "builtins_basic", .block = cfgs[ci].block, .rows = cfgs[ci].rows,
+                  .cols = cfgs[ci].cols, .nf = 9, .ni = 6, .lo = -4.0f, .hi = 4.0f, .two_inputs = true,
+                  .programs = kiln_test_cdiv((size_t)cfgs[ci].rows, (size_t)cfgs[ci].block),
+                  .seed = 2000 + ci, .ref = ref_builtins_basic};
+    all_ok &= run_rows_case(dev, &c);
+  }
+  return all_ok;
+}
+
+/* ---- cas_lock ------------------------------------------------------------------------------ */
+
+/* atomic_cas as a spin lock, a CAS counter and element-wise (issue 15); all integers, so exact.
+ * The programs run concurrently on the cpu device's thread pool, so a lock that let two of them
+ * in at once would lose a row from the column sums; the tickets of the CAS loop are compared
+ * sorted (which program drew which depends on the schedule), and must be 0 .. rows-1.  BLOCK is
+ * 128 in every configuration: at 1 and 4 warps no two threads hold one column, which the
+ * read-modify-write of the sums needs on the GPU (dsl/reference.md, "Memory semantics"). */
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static bool test_cas_lock(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{300, 100, 128}, {1, 1, 128}, {64, 32, 128}, {1000, 7, 128}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, block = (size_t)cfgs[ci].block;
+    size_t n = rows * cols, nolds = rows * block;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "cas_lock", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2100 + ci);
+    int32_t *x = kiln_test_alloc(n, sizeof *x);
+    for (size_t i = 0; i < n; i++)
+      x[i] = (int32_t)(kiln_ref_rng_next(&rng) % 2001) - 1000;
+    int32_t zeros[3] = {0, 0, 0}; /* owners, lock, ticket */
+    int32_t *sums = kiln_test_alloc(cols + TAIL_ELEMS, sizeof *sums);
+    int32_t *olds = kiln_test_alloc(nolds + TAIL_ELEMS, sizeof *olds);
+    int32_t *tickets = kiln_test_alloc(rows + TAIL_ELEMS, sizeof *tickets);
+    int32_t *cells = kiln_test_alloc(n, sizeof *cells), counters[3];
+    int32_t *rsums = kiln_test_alloc(cols, sizeof *rsums), *rolds = kiln_test_alloc(nolds, sizeof *rolds);
+    int32_t *rcells = kiln_test_alloc(n, sizeof *rcells), *rtickets = kiln_test_alloc(rows, sizeof *rtickets);
+    memcpy(rcells, x, n * sizeof *x);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dcells = kiln_test_input(&run, x, n * sizeof *x);
+    void *dsums = kiln_test_output(&run, (cols + TAIL_ELEMS) * sizeof *sums);
+    void *downers = kiln_test_input(&run, zeros, sizeof zeros[0]);
+    void *dlock = kiln_test_input(&run, zeros + 1, sizeof zeros[0]);
+    void *dticket = kiln_test_input(&run, zeros + 2, sizeof zeros[0]);
+    void *dtickets = kiln_test_output(&run, (rows + TAIL_ELEMS) * sizeof *tickets);
+    void *dolds = kiln_test_output(&run, (nolds + TAIL_ELEMS) * sizeof *olds);
+    int32_t c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dcells, &dsums, &downers, &dlock, &dticket, &dtickets, &dolds, &c32};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    kiln_test_fetch(&run, sums, dsums, (cols + TAIL_ELEMS) * sizeof *sums);
+    kiln_test_fetch(&run, olds, dolds, (nolds + TAIL_ELEMS) * sizeof *olds);
+    kiln_test_fetch(&run, tickets, dtickets, (rows + TAIL_ELEMS) * sizeof *tickets);
+    kiln_test_fetch(&run, cells, dcells, n * sizeof *cells);
+    kiln_test_fetch(&run, counters, downers, sizeof counters[0]);
+    kiln_test_fetch(&run, counters + 1, dlock, sizeof counters[0]);
+    kiln_test_fetch(&run, counters + 2, dticket, sizeof counters[0]);
+
+    kiln_test_check_untouched(&run, "sums", sums, sizeof *sums, cols + TAIL_ELEMS, 1, cols, cols + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "olds", olds, sizeof *olds, nolds + TAIL_ELEMS, 1, nolds,
+                              nolds + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "tickets", tickets, sizeof *tickets, rows + TAIL_ELEMS, 1, rows,
+                              rows + TAIL_ELEMS);
+    kiln_ref_cas_lock(x, rsums, rolds, rcells, rows, cols, block);
+    int32_t rcounters[3] = {(int32_t)rows, 0, (int32_t)rows};
+    for (size_t r = 0; r < rows; r++)
+      rtickets[r] = (int32_t)r;
+    qsort(tickets, rows, sizeof *tickets, cmp_i32);
+    check_equal_i32(&run, "sums", sums, rsums, cols);
+    check_equal_i32(&run, "olds", olds, rolds, nolds);
+    check_equal_i32(&run, "cells", cells, rcells, n);
+    check_equal_i32(&run, "owners, lock, ticket", counters, rcounters, 3);
+    check_equal_i32(&run, "tickets (sorted)", tickets, rtickets, rows);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(sums), free(olds), free(tickets), free(cells), free(rsums), free(rolds), free(rcells),
+        free(rtickets);
+  }
+  return all_ok;
+}
+
+/* ---- scan_flip ----------------------------------------------------------------------------- */
+
+/* flip, cumsum and cumprod (issue 15): every scan runs in order along its axis on every target
+ * (the GPU's is a serial loop per line in shared memory), as the reference does, so the f32
+ * results are exact too; the integers wrap as the reference's. */
+static bool test_scan_flip(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 16, 64}, {1, 1, 4, 32}, {37, 32, 4, 32}, {64, 20, 16, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t plane = rows * bc, nf = 5 * plane, ni = 4 * plane;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "scan_flip", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2200 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_ref_scan_flip(x, rf, ri, rows, cols, (size_t)cfgs[ci].br, bc);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
+/* ---- rand_normal --------------------------------------------------------------------------- */
+
+/* randint exactly (the Philox word); randn within 5e-4 absolute (floor 1): on the GPU the log is
+ * lg2.approx, whose absolute error 2^-22.6 near u1 = 1 becomes up to 2^-22.6 / sqrt(2 ln(1/u1))
+ * in sqrt(-2 ln u1), 4.6e-4 at the largest u1 = 1 - 2^-24; cos.approx adds ~2^-20.9 times
+ * |r| <= 5.8 (3e-6).  Measured: 1.3e-6 on cpu and emu, 1.1e-5 under the emulator's pessimistic
+ * math.  The moments of the
+ * whole draw say it is normal: |mean| < 5 / sqrt(n) and |variance - 1| < 5 sqrt(2 / n). */
+static bool test_rand_normal(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block, seed;
+  } cfgs[] = {{65536, 1024, 12345}, {1000, 128, -7}, {1, 128, 0}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu seed=%d", n, (int)cfgs[ci].seed);
+    KilnTestRun run;
+    run_begin(&run, dev, "rand_normal", defs, COUNT(defs), shape);
+    int32_t *bits = kiln_test_alloc(total, sizeof *bits), *rbits = kiln_test_alloc(n, sizeof *rbits);
+    float *normal = kiln_test_alloc(total, sizeof *normal), *rnormal = kiln_test_alloc(n, sizeof *rnormal);
+    void *dbits = kiln_test_output(&run, total * sizeof *bits);
+    void *dnormal = kiln_test_output(&run, total * sizeof *normal);
+    int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed;
+    void *args[] = {&dbits, &dnormal, &n32, &seed};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, bits, dbits, total * sizeof *bits);
+    kiln_test_fetch(&run, normal, dnormal, total * sizeof *normal);
+
+    kiln_test_check_untouched(&run, "bits", bits, sizeof *bits, total, 1, n, total);
+    kiln_test_check_untouched(&run, "normal", normal, sizeof *normal, total, 1, n, total);
+    kiln_ref_rand_normal(rbits, rnormal, n, cfgs[ci].seed);
+    check_equal_i32(&run, "bits", bits, rbits, n);
+    check_close(&run, "normal", normal, rnormal, n, 1.0, 5e-4);
+    if (run.ok && n >= 1000) {
+      double mean = 0.0, var = 0.0;
+      for (size_t i = 0; i < n; i++)
+        mean += normal[i];
+      mean /= (double)n;
+      for (size_t i = 0; i < n; i++)
+        var += (normal[i] - mean) * (normal[i] - mean);
+      var /= (double)n;
+      if (fabs(mean) > 5.0 / sqrt((double)n) || fabs(var - 1.0) > 5.0 * sqrt(2.0 / (double)n))
+        kiln_test_fail(&run, "normal: mean %g, variance %g of %zu draws", mean, var, n);
+    }
+    all_ok &= kiln_test_end(&run);
+    free(bits), free(rbits), free(normal), free(rnormal);
+  }
+  return all_ok;
+}
+
 /* ---- early_exit ---------------------------------------------------------------------------- */
 
 /* break, continue and early return (issue 15), lowered to flags: the counters and columns are
@@ -1159,6 +1368,10 @@ static const struct {
     {"small_int_sum", test_small_int_sum},
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},
+    {"builtins_basic", test_builtins_basic},
+    {"cas_lock", test_cas_lock},
+    {"scan_flip", test_scan_flip},
+    {"rand_normal", test_rand_normal},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},

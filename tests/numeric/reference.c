@@ -462,3 +462,123 @@ void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *o
     outi[4 * r + 3] = 3 * ri + 1;
   }
 }
+
+/* The value of the builtins_basic kernel's tile t at (row r, column c): 0 where it is masked. */
+static float builtins_tile(const float *x, size_t rows, size_t cols, size_t r, size_t c) {
+  return r < rows && c < cols ? x[r * cols + c] : 0.0f;
+}
+
+void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
+                             size_t cols, size_t block) {
+  for (size_t r = 0; r < rows; r++) {
+    size_t p = r / block, first = p * block;
+    float a = x[r * cols], b = x[r * cols + 1], c = y[r * cols];
+    float tmax = -INFINITY, tmin = INFINITY, rowsum = 0.0f;
+    int64_t total = 0, positive = 0, live = 0;
+    for (size_t i = first; i < first + block; i++) {
+      live += i < rows;
+      for (size_t j = 0; j < 4; j++) {
+        float v = builtins_tile(x, rows, cols, i, j);
+        tmax = fmaxf(tmax, v);
+        tmin = fminf(tmin, v);
+        total += (int32_t)(v * 16.0f);
+        positive += v > 0.0f;
+      }
+    }
+    for (size_t j = 0; j < 4; j++)
+      rowsum += a * builtins_tile(x, rows, cols, r, j);
+    float rowmax = builtins_tile(x, rows, cols, r, 0), centered = 0.0f;
+    int32_t arg = 0;
+    for (size_t j = 1; j < 4; j++)
+      if (builtins_tile(x, rows, cols, r, j) > rowmax) {
+        rowmax = builtins_tile(x, rows, cols, r, j);
+        arg = (int32_t)j;
+      }
+    for (size_t j = 0; j < 4; j++)
+      centered += builtins_tile(x, rows, cols, r, j) - rowmax;
+    float ab = a * b;
+    float *o = outf + 9 * r;
+    o[0] = fmaf(a, b, c);
+    o[1] = (float)(((double)a * (double)b - (double)ab) * 1073741824.0);
+    o[2] = (float)pow((double)(fabsf(a) + 0.25f), (double)c);
+    o[3] = 3.5f;
+    o[4] = rowsum;
+    o[5] = tmax;
+    o[6] = tmin;
+    o[7] = fmaxf(tmax, 0.5f) + fminf(tmin, -0.5f);
+    o[8] = centered;
+    int32_t *oi = outi + 6 * r;
+    oi[0] = (int32_t)total;
+    oi[1] = (int32_t)((rows > cols ? rows : cols) * 1000 + (p < 3 ? p : 3));
+    oi[2] = (int32_t)(3 * r + cols);
+    oi[3] = (int32_t)(positive + 1000 * live);
+    oi[4] = (int32_t)((total < 0 ? -total : total) + 10000 * (int64_t)(block > 64 ? block : 64));
+    oi[5] = arg;
+  }
+}
+
+void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *cells, size_t rows,
+                       size_t cols, size_t block) {
+  for (size_t c = 0; c < cols; c++) {
+    int64_t s = 0;
+    for (size_t r = 0; r < rows; r++)
+      s += x[r * cols + c];
+    sums[c] = (int32_t)s;
+  }
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < block; c++) {
+      olds[r * block + c] = c < cols ? x[r * cols + c] : 0;
+      if (c < cols)
+        cells[r * cols + c] = c % 2 == 0 ? (int32_t)(c * 7) : x[r * cols + c];
+    }
+}
+
+static float scan_tile(const float *x, size_t rows, size_t cols, size_t r, size_t c) {
+  return r < rows && c < cols ? x[r * cols + c] : 0.0f;
+}
+
+void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
+                        size_t bc) {
+  size_t plane = rows * bc;
+  for (size_t r = 0; r < rows; r++) {
+    size_t first = r / br * br;
+    float s = 0.0f, p = 1.0f;
+    int32_t n = 0;
+    uint32_t q = 1;
+    for (size_t c = 0; c < bc; c++) {
+      float v = scan_tile(x, rows, cols, r, c);
+      s += v;
+      p *= v * 0.125f + 1.0f;
+      n += v > 0.0f;
+      q *= (uint32_t)(v > 0.0f) + 1u;
+      float down = 0.0f;
+      for (size_t i = first; i <= r; i++)
+        down += scan_tile(x, rows, cols, i, c);
+      int32_t up = 0; /* row r of the flipped column sums: the sum down to row first + (first + br - 1 - r) */
+      for (size_t i = first; i <= first + (first + br - 1 - r); i++)
+        up += (int32_t)(scan_tile(x, rows, cols, i, c) * 16.0f);
+      size_t at = r * bc + c;
+      outf[at] = s;
+      outf[plane + at] = scan_tile(x, rows, cols, r, bc - 1 - c);
+      outf[2 * plane + at] = p;
+      outf[3 * plane + at] = down;
+      outi[at] = n;
+      outi[plane + at] = (int32_t)q;
+      outi[2 * plane + at] = up;
+      /* reshape: pairs of row-major neighbours (c even, c + 1), and the tile reversed whole */
+      outf[4 * plane + at] = c % 2 ? scan_tile(x, rows, cols, r, c - 1) + v : v;
+      outi[3 * plane + at] = (int32_t)(scan_tile(x, rows, cols, first + (first + br - 1 - r), bc - 1 - c) * 16.0f);
+    }
+  }
+}
+
+void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t ctr[4] = {(uint32_t)i, 0u, 0u, 0u}, key[2] = {(uint32_t)seed, 0u}, out[4];
+    kiln_ref_philox4x32_10(ctr, key, out);
+    bits[i] = (int32_t)out[0];
+    double u1 = 1.0 - (double)kiln_ref_rand(seed, (int32_t)i);
+    double u2 = (double)kiln_ref_rand((int32_t)((uint32_t)seed ^ 0x6A09E667u), (int32_t)i);
+    normal[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  }
+}

@@ -126,6 +126,40 @@ void kiln_ref_accum_loop(const float *x, float *sums, int32_t *hashes, size_t ro
  * last, (i8)(16 v) ^ -128 widened, and (r % 7)^3 - 8. */
 void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols);
 
+/* The builtins_basic kernel per row r of program p = r / block: outf[9r..] = fmaf(a, b, c), the
+ * rounding error of a * b times 2^30, powf(|a| + 0.25, c), 3.5, a times the sum of the row's
+ * first four columns (those below cols), and over the program's block x 4 tile t (0 past rows
+ * and cols) max(t), min(t), max(max t, 0.5) + min(min t, -0.5); outi[6r..] = the sum of
+ * (int)(16 t) over the tile, max(rows, cols) * 1000 + min(p, 3), 3r + cols, the count of
+ * positive elements of t plus 1000 times the program's rows below `rows`, |sum| + 10000 *
+ * max(block, 64), the index of the row's first largest column; outf[9r + 8] = the sum of the
+ * row's four columns less their maximum, in order.  a, b = the row's first two values, c = y's
+ * first.  Integer sums in 64 bits. */
+void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
+                             size_t cols, size_t block);
+
+/* The cas_lock kernel over rows x cols i32 values x with BLOCK >= cols: sums[c] = the column
+ * sums (64-bit, no wrap at these sizes); olds[r * block + c] = x[r][c] for c < cols, else 0;
+ * cells (a copy of x on entry) = c * 7 in the even columns, x elsewhere.  The lock ends at 0, the
+ * owner count and the ticket counter at rows, and the tickets are 0 .. rows-1 in some order. */
+void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *cells, size_t rows,
+                       size_t cols, size_t block);
+
+/* The scan_flip kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), planes of rows x bc: outf = the running sum along each row, the row reversed, the
+ * running product of t * 0.125 + 1 along the row (f32, left to right), the running sum down the
+ * program's rows; outi = the running count of t > 0 along the row, the running product of
+ * (t > 0) + 1 (wrapping in 32 bits), the running sum of (int)(16 t) down the program's rows read
+ * bottom up; outf's fifth plane: t plus its left neighbour in the odd columns; outi's fourth:
+ * (int)(16 t) of the program's tile reversed in both dims. */
+void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
+                        size_t bc);
+
+/* The rand_normal kernel: bits[i] = Philox4x32-10's r0 for key (seed, 0) and counter (i, 0, 0, 0),
+ * as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for u1 = 1 - rand(seed, i) and
+ * u2 = rand(seed ^ 0x6A09E667, i). */
+void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed);
+
 /* The early_exit kernel per row: out[2r..2r+1] and counts[4r..4r+3] start at -1; a row with a
  * value above 3.5 records its column in counts[4r + 2] and stops there; other rows get the sum
  * of their non-negative values up to the first one that passes `limit` (f32, in order), the sum

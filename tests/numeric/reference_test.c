@@ -279,6 +279,66 @@ static void test_bf16(void) {
   CHECK(bad == 0, "%d bf16 values changed through f32", bad);
 }
 
+/* A 3 x 2 matrix in two programs of 2 rows with BC = 4: the columns past cols and the row past
+ * rows are zeros; scans run along the row, the column sums down a program's rows. */
+static void test_scan_flip_reference(void) {
+  const float x[6] = {1, 2, -3, 4, 0.5f, 8};
+  float f[5 * 12];
+  int32_t i[4 * 12];
+  kiln_ref_scan_flip(x, f, i, 3, 2, 2, 4);
+  static const float sums[12] = {1, 3, 3, 3, -3, 1, 1, 1, 0.5f, 8.5f, 8.5f, 8.5f};
+  static const float flip[12] = {0, 0, 2, 1, 0, 0, 4, -3, 0, 0, 8, 0.5f};
+  static const float down[12] = {1, 2, 0, 0, -2, 6, 0, 0, 0.5f, 8, 0, 0};
+  static const int32_t count[12] = {1, 2, 2, 2, 0, 1, 1, 1, 1, 2, 2, 2};
+  static const int32_t pow2[12] = {2, 4, 4, 4, 1, 2, 2, 2, 2, 4, 4, 4};
+  /* row r of the flipped (16 t) column sums is the sum down to row first + (first + 1 - r) */
+  static const int32_t up[12] = {-32, 96, 0, 0, 16, 32, 0, 0, 8, 128, 0, 0};
+  for (int k = 0; k < 12; k++) {
+    CHECK(f[k] == sums[k] && f[12 + k] == flip[k] && f[36 + k] == down[k], "f32 element %d", k);
+    CHECK(i[k] == count[k] && i[12 + k] == pow2[k] && i[24 + k] == up[k], "i32 element %d", k);
+  }
+  CHECK(f[24] == 1.125f && f[25] == 1.125f * 1.25f && f[26] == f[25], "cumprod %g %g", (double)f[24],
+        (double)f[25]);
+  static const float pairs[12] = {1, 3, 0, 0, -3, 1, 0, 0, 0.5f, 8.5f, 0, 0};
+  static const int32_t reversed[12] = {0, 0, 64, -48, 0, 0, 32, 16, 0, 0, 0, 0};
+  for (int k = 0; k < 12; k++)
+    CHECK(f[48 + k] == pairs[k] && i[36 + k] == reversed[k], "reshape element %d", k);
+}
+
+/* Two rows of three columns, BLOCK 4: the column sums, the CAS's old values and cells. */
+static void test_cas_lock_reference(void) {
+  const int32_t x[6] = {1, -2, 3, 10, 20, -30};
+  int32_t sums[3], olds[8], cells[6];
+  memcpy(cells, x, sizeof x);
+  kiln_ref_cas_lock(x, sums, olds, cells, 2, 3, 4);
+  CHECK(sums[0] == 11 && sums[1] == 18 && sums[2] == -27, "sums %d %d %d", sums[0], sums[1], sums[2]);
+  static const int32_t want_olds[8] = {1, -2, 3, 0, 10, 20, -30, 0};
+  static const int32_t want_cells[6] = {0, -2, 14, 0, 20, 14};
+  for (int k = 0; k < 8; k++)
+    CHECK(olds[k] == want_olds[k], "olds[%d] = %d", k, olds[k]);
+  for (int k = 0; k < 6; k++)
+    CHECK(cells[k] == want_cells[k], "cells[%d] = %d", k, cells[k]);
+}
+
+/* randint is the Philox word itself; the normal numbers of 4096 draws have mean ~0, variance ~1. */
+static void test_rand_normal_reference(void) {
+  int32_t bits[4096];
+  float normal[4096];
+  kiln_ref_rand_normal(bits, normal, 4096, 99);
+  uint32_t ctr[4] = {7, 0, 0, 0}, key[2] = {99, 0}, out[4];
+  kiln_ref_philox4x32_10(ctr, key, out);
+  CHECK((uint32_t)bits[7] == out[0], "bits[7]");
+  CHECK((float)(((uint32_t)bits[7]) >> 8) * 0x1p-24f == kiln_ref_rand(99, 7), "rand is randint's top 24 bits");
+  double mean = 0, var = 0;
+  for (int k = 0; k < 4096; k++)
+    mean += normal[k];
+  mean /= 4096;
+  for (int k = 0; k < 4096; k++)
+    var += (normal[k] - mean) * (normal[k] - mean);
+  var /= 4096;
+  CHECK(fabs(mean) < 5.0 / 64 && fabs(var - 1) < 5 * sqrt(2.0 / 4096), "mean %g variance %g", mean, var);
+}
+
 int main(void) {
   test_bf16();
   test_f16_known_values();
@@ -297,6 +357,9 @@ int main(void) {
   test_argmax_reference();
   test_small_int_sum_reference();
   test_dropout_reference();
+  test_scan_flip_reference();
+  test_cas_lock_reference();
+  test_rand_normal_reference();
   if (failures) {
     fprintf(stderr, "reference_test: %d check(s) failed\n", failures);
     return 1;
