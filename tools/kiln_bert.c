@@ -440,25 +440,25 @@ static int read_schedule(const Opt *opt, const char *v) {
 #define OPT_PADDING(name, p) {name, read_padding, {.padding = (p)}, 0}
 #define OPT_SCHEDULE(name, p) {name, read_schedule, {.schedule = (p)}, 0}
 
+/* The options train and eval share (the data, the model and where it runs), in their option
+ * structs under the same names. */
+#define RUN_OPTIONS(o)                                                                            \
+  OPT_TEXT("--data", &(o).data), OPT_TEXT("--model", &(o).model),                                 \
+  OPT_TEXT("--vocab", &(o).vocab), OPT_TEXT("--device", &(o).device),                             \
+  OPT_TEXT("--precision", &(o).precision), OPT_TEXT("--log", &(o).log),                           \
+  OPT_BYTES("--max-device-bytes", &(o).max_device_bytes), OPT_PADDING("--padding", &(o).padding), \
+  OPT_SIZE("--max-samples", &(o).max_samples, 1), OPT_SIZE("--seq-len", &(o).seq_len, 2),         \
+  OPT_SIZE("--batch", &(o).batch, 1)
+
 static int cmd_train(int argc, char **argv) {
   KilnBertTrainOptions o;
   kiln_bert_train_defaults(&o);
   const Opt opts[] = {
-      OPT_TEXT("--data", &o.data),
-      OPT_TEXT("--model", &o.model),
-      OPT_TEXT("--vocab", &o.vocab),
-      OPT_TEXT("--device", &o.device),
-      OPT_TEXT("--precision", &o.precision),
-      OPT_TEXT("--log", &o.log),
+      RUN_OPTIONS(o),
       OPT_TEXT("--save", &o.save),
       OPT_TEXT("--resume", &o.resume),
       OPT_TEXT("--eval-data", &o.eval_data),
-      OPT_BYTES("--max-device-bytes", &o.max_device_bytes),
-      OPT_PADDING("--padding", &o.padding),
       OPT_SCHEDULE("--schedule", &o.schedule),
-      OPT_SIZE("--max-samples", &o.max_samples, 1),
-      OPT_SIZE("--seq-len", &o.seq_len, 2),
-      OPT_SIZE("--batch", &o.batch, 1),
       OPT_SIZE("--epochs", &o.epochs, 1),
       OPT_SIZE("--steps", &o.steps, 1),
       OPT_SIZE("--warmup", &o.warmup, 0),
@@ -493,18 +493,8 @@ static int cmd_eval(int argc, char **argv) {
   kiln_bert_eval_defaults(&o);
   int json = 0;
   const Opt opts[] = {
-      OPT_TEXT("--data", &o.data),
-      OPT_TEXT("--model", &o.model),
-      OPT_TEXT("--vocab", &o.vocab),
-      OPT_TEXT("--device", &o.device),
-      OPT_TEXT("--precision", &o.precision),
-      OPT_TEXT("--log", &o.log),
+      RUN_OPTIONS(o),
       OPT_TEXT("--dump-logits", &o.dump_logits),
-      OPT_BYTES("--max-device-bytes", &o.max_device_bytes),
-      OPT_PADDING("--padding", &o.padding),
-      OPT_SIZE("--max-samples", &o.max_samples, 1),
-      OPT_SIZE("--seq-len", &o.seq_len, 2),
-      OPT_SIZE("--batch", &o.batch, 1),
       OPT_FLAG("--json", &json, 1),
       OPT_FLAG("--profile", &o.profile, 1),
   };
