@@ -1009,6 +1009,13 @@ static bool test_pow_countdown(KilnRtDevice *dev) {
   return run_rows_shapes(dev, c, shapes, COUNT(shapes));
 }
 
+/* The shapes of the kernels with a limit (early_exit, while_loops): the limits make some rows
+ * end early, one none (1e30); and of those with a BLOCK of columns (inline_fns, multi_return):
+ * a row shorter than the block, one row, a row of exactly the block. */
+static const RowsShape LIMIT_SHAPES[] = {
+    {300, 37, 20.0f, 0}, {1, 1, 0.0f, 0}, {64, 16, 1e30f, 0}, {100, 5, 2.0f, 0}};
+static const RowsShape BLOCK_SHAPES[] = {{300, 37, 0, 0}, {1, 1, 0, 0}, {50, 64, 0, 0}};
+
 /* ---- early_exit ---------------------------------------------------------------------------- */
 
 /* break, continue and early return (issue 15), lowered to flags: the counters and columns are
@@ -1023,11 +1030,9 @@ static void ref_early_exit(const float *x, const float *y, float *rf, int32_t *r
 }
 
 static bool test_early_exit(KilnRtDevice *dev) {
-  static const RowsShape shapes[] = {
-      {300, 37, 20.0f, 0}, {1, 1, 0.0f, 0}, {64, 16, 1e30f, 0}, {100, 5, 2.0f, 0}};
   RowsCase c = {.kernel = "early_exit", .nf = 2, .ni = 4, .lo = -4.0f, .hi = 3.6f,
                 .has_limit = true, .extra_programs = 3, .seed = 1300, .ref = ref_early_exit};
-  return run_rows_shapes(dev, c, shapes, COUNT(shapes));
+  return run_rows_shapes(dev, c, LIMIT_SHAPES, COUNT(LIMIT_SHAPES));
 }
 
 /* ---- inline_fns ---------------------------------------------------------------------------- */
@@ -1042,10 +1047,9 @@ static void ref_inline_fns(const float *x, const float *y, float *rf, int32_t *r
 }
 
 static bool test_inline_fns(KilnRtDevice *dev) {
-  static const RowsShape shapes[] = {{300, 37, 0, 0}, {1, 1, 0, 0}, {50, 64, 0, 0}};
   RowsCase c = {.kernel = "inline_fns", .block = 64, .nf = 4, .ni = 4, .lo = -2.0f, .hi = 2.0f,
                 .two_inputs = true, .seed = 1400, .ref = ref_inline_fns};
-  return run_rows_shapes(dev, c, shapes, COUNT(shapes));
+  return run_rows_shapes(dev, c, BLOCK_SHAPES, COUNT(BLOCK_SHAPES));
 }
 
 /* ---- while_loops --------------------------------------------------------------------------- */
@@ -1063,11 +1067,9 @@ static void ref_while_loops(const float *x, const float *y, float *rf, int32_t *
 }
 
 static bool test_while_loops(KilnRtDevice *dev) {
-  static const RowsShape shapes[] = {
-      {300, 37, 20.0f, 0}, {1, 1, 0.0f, 0}, {64, 16, 1e30f, 0}, {100, 5, 2.0f, 0}};
   RowsCase c = {.kernel = "while_loops", .nf = 2, .ni = 5, .lo = -4.0f, .hi = 3.6f,
                 .has_limit = true, .seed = 1500, .ref = ref_while_loops};
-  return run_rows_shapes(dev, c, shapes, COUNT(shapes));
+  return run_rows_shapes(dev, c, LIMIT_SHAPES, COUNT(LIMIT_SHAPES));
 }
 
 /* ---- range_steps --------------------------------------------------------------------------- */
@@ -1123,10 +1125,9 @@ static void ref_multi_return(const float *x, const float *y, float *rf, int32_t 
 }
 
 static bool test_multi_return(KilnRtDevice *dev) {
-  static const RowsShape shapes[] = {{300, 37, 0, 0}, {1, 1, 0, 0}, {50, 64, 0, 0}};
   RowsCase c = {.kernel = "multi_return", .block = 64, .nf = 4, .ni = 3, .lo = -2.0f, .hi = 2.0f,
                 .seed = 1700, .ref = ref_multi_return};
-  return run_rows_shapes(dev, c, shapes, COUNT(shapes));
+  return run_rows_shapes(dev, c, BLOCK_SHAPES, COUNT(BLOCK_SHAPES));
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
