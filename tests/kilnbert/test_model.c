@@ -41,11 +41,8 @@ static KilnBertStatus count_calls(void *user, float *grads, size_t n, KilnRtStre
 int main(void) {
   KilnBertConfig cfg;
   kb_test_small_config(&cfg, 64);
-  KilnRtDevice *dev;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK) {
-    printf("FAIL: no cpu device: %s\n", kiln_rt_last_error());
-    return 1;
-  }
+  KilnRtDevice *dev = kb_test_cpu_device();
+  if (!dev) return 1;
   KilnBertModel *m;
   KilnBertStatus st = kiln_bert_model_create(dev, &cfg, ROWS, COLS, &m);
   if (st != KILN_BERT_OK) {
@@ -56,21 +53,11 @@ int main(void) {
   size_t P = lay->total;
   float *flat = calloc(P, sizeof *flat), *got = calloc(P, sizeof *got);
   double *pd = calloc(P, sizeof *pd), *gd = calloc(P, sizeof *gd);
-  kiln_bert_params_init(lay, &cfg, 7, NULL, flat);
-  /* larger weights than BERT's 0.02 so that every path carries signal worth comparing */
-  for (size_t k = 0; k < lay->n; k++)
-    if (lay->p[k].init == KILN_BERT_INIT_NORMAL)
-      for (size_t i = 0; i < lay->p[k].numel; i++) flat[lay->p[k].offset + i] *= 10;
-  for (size_t i = 0; i < P; i++) pd[i] = flat[i];
+  kb_test_scaled_params(lay, &cfg, flat, pd);
   CHECK(kiln_bert_model_set_params(m, flat) == KILN_BERT_OK, "%s", kiln_bert_last_error());
 
   int32_t ids[ROWS * COLS] = {0}, lens[ROWS] = {COLS, 9}, labels[ROWS] = {1, 0};
-  uint64_t r = 12345;
-  for (int b = 0; b < ROWS; b++)
-    for (int s = 0; s < lens[b]; s++) {
-      r = r * 6364136223846793005ull + 1442695040888963407ull;
-      ids[b * COLS + s] = 1 + (int32_t)((r >> 33) % (uint64_t)(cfg.vocab_size - 1));
-    }
+  kb_test_ids(&cfg, ids, lens, ROWS, COLS);
 
   /* forward */
   float loss = 0;
@@ -84,20 +71,8 @@ int main(void) {
   st = kiln_bert_model_backward(m);
   CHECK(st == KILN_BERT_OK, "backward: %s", kiln_bert_last_error());
   CHECK(kiln_bert_model_get_grads(m, got) == KILN_BERT_OK, "%s", kiln_bert_last_error());
-  double *gtol = calloc(lay->n, sizeof *gtol), worst = 0, gnorm = 0;
-  for (size_t i = 0; i < P; i++) gnorm += gd[i] * gd[i];
-  gnorm = sqrt(gnorm);
-  for (size_t k = 0; k < lay->n; k++) {
-    const KilnBertParam *q = &lay->p[k];
-    double mx = 0, err = 0;
-    for (size_t i = q->offset; i < q->offset + q->numel; i++) {
-      mx = fmax(mx, fabs(gd[i]));
-      err = fmax(err, fabs(got[i] - gd[i]));
-    }
-    gtol[k] = 1e-4 * mx + 1e-6 * gnorm;
-    worst = fmax(worst, err / gtol[k]);
-    CHECK(err <= gtol[k], "gradient of %s: max error %.3g, largest |g| %.3g", q->name, err, mx);
-  }
+  double *gtol = calloc(lay->n, sizeof *gtol);
+  double worst = kb_test_check_grads(lay, got, gd, gtol);
   printf("gradients: worst error / tolerance of a tensor %.3g\n", worst);
 
   /* one AdamW step with clipping and decay; the all-reduce hook sees the whole buffer */

@@ -57,33 +57,11 @@ static float model_step(KilnBertModel *m, const int32_t *ids, const int32_t *len
   return loss;
 }
 
-/* Every gradient tensor against the reference; returns the worst error / tolerance. */
-static double check_grads(const KilnBertParams *lay, const float *got, const double *want) {
-  double gnorm = 0, worst = 0;
-  for (size_t i = 0; i < lay->total; i++) gnorm += want[i] * want[i];
-  gnorm = sqrt(gnorm);
-  for (size_t k = 0; k < lay->n; k++) {
-    const KilnBertParam *q = &lay->p[k];
-    double mx = 0, err = 0;
-    for (size_t i = q->offset; i < q->offset + q->numel; i++) {
-      mx = fmax(mx, fabs(want[i]));
-      err = fmax(err, fabs(got[i] - want[i]));
-    }
-    double tol = 1e-4 * mx + 1e-6 * gnorm;
-    worst = fmax(worst, err / tol);
-    CHECK(err <= tol, "gradient of %s: max error %.3g, largest |g| %.3g", q->name, err, mx);
-  }
-  return worst;
-}
-
 int main(void) {
   KilnBertConfig cfg;
   kb_test_small_config(&cfg, 64);
-  KilnRtDevice *dev;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK) {
-    printf("FAIL: no cpu device: %s\n", kiln_rt_last_error());
-    return 1;
-  }
+  KilnRtDevice *dev = kb_test_cpu_device();
+  if (!dev) return 1;
   KilnBertModel *m;
   if (kiln_bert_model_create(dev, &cfg, ROWS, COLS, &m) != KILN_BERT_OK) {
     printf("FAIL: model: %s\n", kiln_bert_last_error());
@@ -93,21 +71,11 @@ int main(void) {
   size_t P = lay->total;
   float *flat = calloc(P, sizeof *flat), *got = calloc(P, sizeof *got);
   double *pd = calloc(P, sizeof *pd), *gd = calloc(P, sizeof *gd);
-  kiln_bert_params_init(lay, &cfg, 7, NULL, flat);
-  /* larger weights than BERT's 0.02 so that every path carries signal worth comparing */
-  for (size_t k = 0; k < lay->n; k++)
-    if (lay->p[k].init == KILN_BERT_INIT_NORMAL)
-      for (size_t i = 0; i < lay->p[k].numel; i++) flat[lay->p[k].offset + i] *= 10;
-  for (size_t i = 0; i < P; i++) pd[i] = flat[i];
+  kb_test_scaled_params(lay, &cfg, flat, pd);
   CHECK(kiln_bert_model_set_params(m, flat) == KILN_BERT_OK, "%s", kiln_bert_last_error());
 
   int32_t ids[ROWS * COLS] = {0}, lens[ROWS] = {COLS, 9}, labels[ROWS] = {1, 0};
-  uint64_t r = 12345;
-  for (int b = 0; b < ROWS; b++)
-    for (int s = 0; s < lens[b]; s++) {
-      r = r * 6364136223846793005ull + 1442695040888963407ull;
-      ids[b * COLS + s] = 1 + (int32_t)((r >> 33) % (uint64_t)(cfg.vocab_size - 1));
-    }
+  kb_test_ids(&cfg, ids, lens, ROWS, COLS);
 
   /* one step at dropout 0.1 against the reference with the same masks */
   CHECK(kiln_bert_model_set_dropout(m, DROP, SEED, STEP) == KILN_BERT_OK, "%s",
@@ -123,7 +91,7 @@ int main(void) {
   double frac = (double)mk.dropped / (double)mk.total;
   CHECK(fabs(frac - DROP) <= 4 * sqrt(DROP * (1 - DROP) / (double)mk.total),
         "dropped fraction %.4f", frac);
-  printf("gradients: worst error / tolerance of a tensor %.3g\n", check_grads(lay, got, gd));
+  printf("gradients: worst error / tolerance of a tensor %.3g\n", kb_test_check_grads(lay, got, gd, NULL));
 
   /* the same step draws the same masks; the next step other ones */
   float again = model_step(m, ids, lens, labels, NULL);
@@ -139,7 +107,7 @@ int main(void) {
   double ref0 = model_ref_loss_grad(&cfg, lay, pd, ids, lens, labels, ROWS, COLS, gd);
   printf("dropout 0: loss %.9g, reference %.9g\n", plain, ref0);
   CHECK(fabs(plain - ref0) <= 2e-5 * fmax(1, fabs(ref0)), "loss %.9g vs %.9g", plain, ref0);
-  check_grads(lay, got, gd);
+  kb_test_check_grads(lay, got, gd, NULL);
 
   /* steps with dropout allocate nothing */
   KilnRtMemStats before, after;
