@@ -29,6 +29,19 @@
 
 enum { EXIT_INPUT = 1, EXIT_ENV = 2, EXIT_USAGE = 64 };
 
+/* The devices train and eval run on in this build, as their help lists them. */
+#ifdef KILN_BERT_HAVE_EMU
+#define BUILT_EMU ", emu"
+#else
+#define BUILT_EMU ""
+#endif
+#ifdef KILN_BERT_HAVE_CUDA
+#define BUILT_CUDA ", cuda[:N]"
+#else
+#define BUILT_CUDA ""
+#endif
+#define BUILT_DEVICES "cpu" BUILT_EMU BUILT_CUDA
+
 static const char *const usage_main =
     "usage: kiln-bert <command> [options]\n"
     "\n"
@@ -68,14 +81,8 @@ static const char *const usage_train =
     "\n"
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu"
-#ifdef KILN_BERT_HAVE_EMU
-    ", emu"
-#endif
-#ifdef KILN_BERT_HAVE_CUDA
-    ", cuda[:N]"
-#endif
-    ".\n"
+    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device "
+    BUILT_DEVICES ".\n"
 #else
     "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
     "with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared elsewhere\n"
@@ -144,14 +151,7 @@ static const char *const usage_eval =
     "and prints eval_loss (mean cross-entropy over all samples), accuracy and the benchmark\n"
     "metrics as a table.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32, --device cpu"
-#ifdef KILN_BERT_HAVE_EMU
-    ", emu"
-#endif
-#ifdef KILN_BERT_HAVE_CUDA
-    ", cuda[:N]"
-#endif
-    ".\n"
+    "Implemented so far: --precision fp32, --device " BUILT_DEVICES ".\n"
 #else
     "NOT IMPLEMENTED in this build: evaluation needs the kernel libraries, which are\n"
     "generated with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared\n"
