@@ -63,6 +63,18 @@ static MlirValue combine(Low *L, const Red *r, MlirValue a, MlirValue ai, MlirVa
   return low_op1(L, "arith.select", s1, 3, mlirValueGetType(a));
 }
 
+/* Folds (x, xi) into the running value (*acc, *acci) of a reduction; the first one starts it. */
+static void fold(Low *L, const Red *r, MlirValue *acc, MlirValue *acci, MlirValue x, MlirValue xi) {
+  if (mlirValueIsNull(*acc)) {
+    *acc = x;
+    *acci = xi;
+    return;
+  }
+  MlirValue ni = {NULL};
+  *acc = combine(L, r, *acc, *acci, x, xi, &ni);
+  *acci = ni;
+}
+
 /* shfl.sync.bfly of a 32-bit-or-smaller scalar (f16/bf16 travel as f32, i8/i16 as i32). */
 static MlirValue shuffle(Low *L, MlirValue v, int offset) {
   MlirType t = mlirValueGetType(v);
@@ -143,14 +155,7 @@ bool low_reduce(Low *L, MlirOperation op) {
       MlirValue x = X->v[j], xi = {NULL};
       if (arg)
         xi = low_coord(L, &in, j, axis);
-      if (mlirValueIsNull(acc)) {
-        acc = x;
-        acci = xi;
-      } else {
-        MlirValue ni = {NULL};
-        acc = combine(L, &r, acc, acci, x, xi, &ni);
-        acci = ni;
-      }
+      fold(L, &r, &acc, &acci, x, xi);
     }
     R->v[jo] = acc;
     RI->v[jo] = acci;
@@ -227,14 +232,7 @@ bool low_reduce(Low *L, MlirOperation op) {
           MlirValue pi = low_gep(L, ibase, at, L->i32);
           vi = low_op1(L, "llvm.load", &pi, 1, L->i32);
         }
-        if (mlirValueIsNull(acc)) {
-          acc = v;
-          acci = vi;
-        } else {
-          MlirValue ni = {NULL};
-          acc = combine(L, &r, acc, acci, v, vi, &ni);
-          acci = ni;
-        }
+        fold(L, &r, &acc, &acci, v, vi);
       }
       R->v[jo] = acc;
       RI->v[jo] = acci;
