@@ -327,15 +327,20 @@ static void source_images(FILE *f, const char *L, const char *const *kern, int n
              "  for (int i = 0; i < %d; i++) kiln_rt_module_destroy(lib->mods[i]);\n"
              "  pthread_mutex_destroy(&lib->mu);\n  free(lib);\n}\n\n", L, L, nmod);
   fprintf(f, "/* Loads module i on first use (the image that fits the device: a cubin of its arch, else\n"
-             " * PTX); later calls only read the cached function. */\n"
-             "static KilnRtStatus kiln_gen_function(struct %s *lib, int i, KilnRtFunction **fn) {\n"
+             " * PTX) and gives its kernel the byte sizes of its n arguments (what a launch captured\n"
+             " * into a graph on cpu copies); later calls only read the cached function. */\n"
+             "static KilnRtStatus kiln_gen_function(struct %s *lib, int i, const size_t *sizes, size_t n,\n"
+             "                                      KilnRtFunction **fn) {\n"
              "  KilnRtStatus st = KILN_RT_OK;\n  pthread_mutex_lock(&lib->mu);\n"
              "  if (!lib->fns[i]) {\n"
+             "    KilnRtFunction *got = NULL;\n"
              "    if (!lib->mods[i])\n"
              "      st = kiln_rt_module_load_best(lib->dev, &kiln_gen_images[kiln_gen_modules[i].first],\n"
              "                                    (size_t)kiln_gen_modules[i].count, NULL, &lib->mods[i]);\n"
              "    if (st == KILN_RT_OK)\n"
-             "      st = kiln_rt_module_get_function(lib->mods[i], kiln_gen_modules[i].kernel, &lib->fns[i]);\n"
+             "      st = kiln_rt_module_get_function(lib->mods[i], kiln_gen_modules[i].kernel, &got);\n"
+             "    if (st == KILN_RT_OK && n) st = kiln_rt_function_set_arg_sizes(got, sizes, n);\n"
+             "    if (st == KILN_RT_OK) lib->fns[i] = got;\n"
              "  }\n  *fn = lib->fns[i];\n  pthread_mutex_unlock(&lib->mu);\n  return st;\n}\n", L);
 }
 
@@ -643,8 +648,11 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, Tu
     fprintf(f, ",\n                               ck ? \"out of range of int64\" : g%d < 1 ? \"< 1\" : \"too large\");\n"
                "    g[%d] = (uint32_t)g%d;\n", a, a, a);
   }
-  fprintf(f, "  }\n  KilnRtFunction *fn;\n  KilnRtStatus st = kiln_gen_function(lib, kiln_gen_table%d[v].module, &fn);\n"
-             "  if (st != KILN_RT_OK) return st;\n  void *args[] = {", ki);
+  fprintf(f, "  }\n  static const size_t sizes[] = {");
+  for (int i = 0; i < k->nparams; i++) fprintf(f, "%ssizeof p%d", i ? ", " : "", i);
+  fprintf(f, "%s};\n  KilnRtFunction *fn;\n"
+             "  KilnRtStatus st = kiln_gen_function(lib, kiln_gen_table%d[v].module, sizes, %d, &fn);\n"
+             "  if (st != KILN_RT_OK) return st;\n  void *args[] = {", k->nparams ? "" : "0", ki, k->nparams);
   for (int i = 0; i < k->nparams; i++) fprintf(f, "%s&p%d", i ? ", " : "", i);
   fprintf(f, "%s};\n", k->nparams ? "" : "0");
   fprintf(f, "  KilnRtLaunchConfig lc = {{g[0], g[1], g[2]}, (uint32_t)cfg->num_warps * 32, 0};\n"

@@ -110,9 +110,10 @@ kiln() {
   if [ "$t" -lt 10 ]; then note kiln "$pad" "$prec" "$batch" "$pad" skipped "short of time"; return; fi
   echo "== Kiln $prec, batch $batch, $pad padding (limit ${t}s) ==" >&2
   local log=$work/kiln-$prec-$pad.jsonl
-  run_part "$t" "$work/kiln-$prec-$pad.out" "$kb" train --model "$model" --data "$work/data/imdb" \
-    --vocab "$work/data/vocab.txt" --device "$device" --precision "$prec" --batch "$batch" \
-    --seq-len "$seq" --padding "$pad" --steps "$steps" --no-shuffle --log "$log"
+  # what whole-step replay did (on by default on cuda) goes into the row
+  KILN_BERT_GRAPH_STATS=1 run_part "$t" "$work/kiln-$prec-$pad.out" "$kb" train --model "$model" \
+    --data "$work/data/imdb" --vocab "$work/data/vocab.txt" --device "$device" --precision "$prec" \
+    --batch "$batch" --seq-len "$seq" --padding "$pad" --steps "$steps" --no-shuffle --log "$log"
   local rc=$?
   tail -3 "$work/kiln-$prec-$pad.out" >&2
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note kiln "$pad" "$prec" "$batch" "$pad" timeout "over ${t}s"; return; fi
@@ -120,14 +121,16 @@ kiln() {
     note kiln "$pad" "$prec" "$batch" "$pad" failed "exit $rc: $(tail -1 "$work/kiln-$prec-$pad.out" | tr -d '"\\' | cut -c1-200)"
     return
   fi
-  python3 - "$log" "$prec" "$batch" "$pad" "$model" "$seq" >>"$parts" <<'EOF'
+  python3 - "$log" "$prec" "$batch" "$pad" "$model" "$seq" "$work/kiln-$prec-$pad.out" >>"$parts" <<'EOF'
 import json, sys
-log, prec, batch, pad, model, seq = sys.argv[1:]
+log, prec, batch, pad, model, seq, out = sys.argv[1:]
 recs = [json.loads(x) for x in open(log)]
 s = next(r for r in recs if r.get("summary"))
 loss = [r["loss"] for r in recs if "step" in r][-1]
+graphs = next((x.strip() for x in open(out, errors="replace") if x.startswith("graphs: ")), "")
 print(json.dumps(dict(s, system="kiln", status="ok", mode=f"kiln-bert ({pad})", precision=prec,
-                      batch=int(batch), padding=pad, model=model, seq_len=int(seq), loss=loss)))
+                      batch=int(batch), padding=pad, model=model, seq_len=int(seq), loss=loss,
+                      graphs=graphs)))
 EOF
 }
 

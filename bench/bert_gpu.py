@@ -251,12 +251,17 @@ def profile_section(path, top=15):
              f"{total['kernel_ms_per_step']:.2f} ms of the measured {total['step_ms']:.2f} ms "
              f"step; the other {total['other_ms']:.2f} ms is host work and launch overhead. "
              f"The {min(top, len(calls))} calls that take the most of {len(calls)}:", "",
-             "| kernel | pins | shape | launches/step | ms/step | us/launch | share |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "| kernel | pins | shape | launches/step | ms/step | us/launch | share | TFLOP/s "
+             "| GB/s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in calls[:top]:
+        # the matrix products' rate (gemm, attention) and the bytes' rate (each tensor once):
+        # against the device's tensor peak and memory bandwidth they say how far each call is
+        tf = f"{r['tflops']:.1f}" if r.get("flops_per_launch") else "-"
+        gb = f"{r['gbps']:.0f}" if "gbps" in r else "-"
         lines.append(f"| {r['kernel']} | {r['pins']} | {r['shape']} | {r['launches_per_step']:.4g} "
                      f"| {r['ms_per_step']:.3f} | {r['us_per_launch']:.1f} | "
-                     f"{100 * r['share']:.1f}% |")
+                     f"{100 * r['share']:.1f}% | {tf} | {gb} |")
     return lines, {"total": total, "top": calls[:top]}
 
 

@@ -55,6 +55,11 @@ enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
 enum { CU_STREAM_DEFAULT = 0 };
 enum { CU_EVENT_DEFAULT = 0 };
 enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
+/* CUgraphExecUpdateResultInfo: why an in-place update was refused (read only as a status). */
+typedef struct CUgraphExecUpdateResultInfo {
+  int result;
+  void *error_node, *error_from_node;
+} CUgraphExecUpdateResultInfo;
 /* Without dynamic shared memory above this, no opt-in attribute is needed. */
 #define CU_STATIC_SHARED_LIMIT (48u * 1024u)
 
@@ -119,6 +124,8 @@ typedef struct CudaApi {
 #define X(field, symbol, params) CUresult(*field) params;
   CU_ENTRY_POINTS(X)
 #undef X
+  /* optional (CUDA 12.0 drivers on): without it a recaptured graph is instantiated anew */
+  CUresult (*cuGraphExecUpdate)(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info);
 } CudaApi;
 
 /* Loaded once per process and kept: unloading a driver is never worth the races. */
@@ -148,6 +155,8 @@ static void load_driver(void) {
   memcpy(&cu.field, &sym, sizeof sym);
   CU_ENTRY_POINTS(X)
 #undef X
+  sym = dlsym(cu.lib, "cuGraphExecUpdate_v2");
+  memcpy(&cu.cuGraphExecUpdate, &sym, sizeof sym);
   CUresult r = cu.cuInit(0);
   if (r != CUDA_SUCCESS) {
     const char *s = NULL;
@@ -510,6 +519,37 @@ static KilnRtStatus cuda_end_capture(KilnRtStream *stream, KilnRtGraph *graph) {
   return KILN_RT_OK;
 }
 
+/* The capture on stream becomes graph's work: the executable graph updated in place when the
+ * driver can (same nodes, other parameters), else instantiated anew; the old one is kept on
+ * any failure. */
+static KilnRtStatus cuda_recapture(KilnRtStream *stream, KilnRtGraph *graph) {
+  ENTER(stream->dev);
+  CudaGraph *g = graph->impl;
+  CUgraph cg = NULL;
+  CUresult r = cu.cuStreamEndCapture(stream_of(stream), &cg);
+  if (r != CUDA_SUCCESS) {
+    if (cg) cu.cuGraphDestroy(cg);
+    return cu_fail(r, "cuStreamEndCapture");
+  }
+  CUgraphExecUpdateResultInfo info = {0};
+  if (cu.cuGraphExecUpdate && cu.cuGraphExecUpdate(g->exec, cg, &info) == CUDA_SUCCESS) {
+    cu.cuGraphDestroy(g->graph);
+    g->graph = cg;
+    return KILN_RT_OK;
+  }
+  CUgraphExec exec = NULL;
+  r = cu.cuGraphInstantiateWithFlags(&exec, cg, 0);
+  if (r != CUDA_SUCCESS) {
+    cu.cuGraphDestroy(cg);
+    return cu_fail(r, "cuGraphInstantiateWithFlags");
+  }
+  cu.cuGraphExecDestroy(g->exec);
+  cu.cuGraphDestroy(g->graph);
+  g->exec = exec;
+  g->graph = cg;
+  return KILN_RT_OK;
+}
+
 static KilnRtStatus cuda_graph_launch(KilnRtGraph *graph, KilnRtStream *stream) {
   ENTER(graph->dev);
   CudaGraph *g = graph->impl;
@@ -549,6 +589,7 @@ static const KilnRtDeviceOps cuda_ops = {
     .event_elapsed_ms = cuda_event_elapsed_ms,
     .begin_capture = cuda_begin_capture,
     .end_capture = cuda_end_capture,
+    .recapture = cuda_recapture,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
 };

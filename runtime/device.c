@@ -420,6 +420,30 @@ KilnRtStatus kiln_rt_graph_end_capture(KilnRtStream *stream, KilnRtGraph **out) 
   return KILN_RT_OK;
 }
 
+KilnRtStatus kiln_rt_graph_recapture(KilnRtStream *stream, KilnRtGraph *graph) {
+  if (!stream || !graph) return BAD("kiln_rt_graph_recapture: stream and graph must not be NULL");
+  if (!stream->capturing) return BAD("kiln_rt_graph_recapture: the stream is not being captured");
+  if (graph->dev != stream->dev) {
+    KilnRtGraph *dropped = NULL; /* the capture ends either way, as documented */
+    if (kiln_rt_graph_end_capture(stream, &dropped) == KILN_RT_OK) kiln_rt_graph_destroy(dropped);
+    return BAD("kiln_rt_graph_recapture: the graph belongs to another device");
+  }
+  KilnRtStatus st;
+  if (stream->dev->ops->recapture) {
+    st = stream->dev->ops->recapture(stream, graph);
+    stream->capturing = false;
+    return st;
+  }
+  /* without an in-place update: a fresh graph takes the old one's place */
+  KilnRtGraph fresh = {.dev = graph->dev};
+  st = stream->dev->ops->end_capture(stream, &fresh);
+  stream->capturing = false;
+  if (st != KILN_RT_OK) return st;
+  graph->dev->ops->graph_destroy(graph);
+  graph->impl = fresh.impl;
+  return KILN_RT_OK;
+}
+
 KilnRtStatus kiln_rt_graph_launch(KilnRtGraph *graph, KilnRtStream *stream) {
   if (!graph) return BAD("kiln_rt_graph_launch: graph is NULL");
   KilnRtStatus st = check_stream("kiln_rt_graph_launch", graph->dev, stream);

@@ -107,6 +107,9 @@ typedef struct KilnRtDeviceOps {
 
   KilnRtStatus (*begin_capture)(KilnRtStream *stream);
   KilnRtStatus (*end_capture)(KilnRtStream *stream, KilnRtGraph *graph); /* fills ->impl */
+  /* ends the capture on stream and replaces graph->impl's work with it (kiln_rt_graph_recapture);
+   * NULL: end_capture into a fresh graph that takes the old one's place */
+  KilnRtStatus (*recapture)(KilnRtStream *stream, KilnRtGraph *graph);
   KilnRtStatus (*graph_launch)(KilnRtGraph *graph, KilnRtStream *stream);
   void (*graph_destroy)(KilnRtGraph *graph);
 } KilnRtDeviceOps;

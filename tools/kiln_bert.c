@@ -126,6 +126,10 @@ static const char *const usage_train =
     "                       needs more is refused before anything is allocated (default:\n"
     "                       KILN_DEVICE_MEMORY, else the GPU's free memory on cuda, the\n"
     "                       host's memory on cpu and emu)\n"
+    "  --graphs, --no-graphs  replay each batch shape's forward and backward as one captured\n"
+    "                       graph (from its second step), or launch every kernel; default: on\n"
+    "                       cuda, off on cpu (no gain there) and emu (cannot capture), off\n"
+    "                       with --profile\n"
     "\n"
     "output:\n"
     "  --log FILE           JSON lines: {\"step\": k, \"loss\": x, \"lr\": .., \"grad_norm\": ..,\n"
@@ -475,6 +479,8 @@ static int cmd_train(int argc, char **argv) {
       OPT_REAL("--dropout", &o.dropout),
       OPT_FLAG("--no-shuffle", &o.shuffle, 0),
       OPT_FLAG("--profile", &o.profile, 1),
+      OPT_FLAG("--graphs", &o.graphs, 1),
+      OPT_FLAG("--no-graphs", &o.graphs, 0),
   };
   int done = parse_options(opts, OPT_COUNT(opts), usage_train, argc, argv);
   if (done >= 0) return done;

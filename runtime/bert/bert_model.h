@@ -109,6 +109,46 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
 /* Gradients of the last forward's mean loss into the flat gradient buffer (overwritten). */
 KilnBertStatus kiln_bert_model_backward(KilnBertModel *m);
 
+/* One training step's forward and backward (kiln_bert_model_forward, then
+ * kiln_bert_model_backward, with *loss as the forward gives it): the same launches, in the
+ * form whole-step replay needs, the loss being read back only after both. */
+KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids,
+                                          const int32_t *lens, const int32_t *labels, int rows,
+                                          int cols, float *loss);
+
+/* Whole-step replay. With graphs on, kiln_bert_model_train_pass runs the launches of a batch
+ * shape (rows x cols, dropout on or off) on the stream the first time it meets it (one-time
+ * work, module loads, happens there), captures them into a graph the second time and replays
+ * that graph from then on: on cuda one graph launch instead of ~30 launches per layer. With
+ * dropout, whose random streams are kernel arguments that change every step, the shape's
+ * launches are recaptured into the same graph each step (updated in place: same kernels, other
+ * arguments). The batch is copied in before the replay and the loss read after it; the
+ * optimizer step runs on the stream. At most KILN_BERT_MAX_GRAPHS shapes get a graph (dynamic
+ * padding has one per length bucket and batch size); the rest run on the stream.
+ * INVALID_ARGUMENT on a device that cannot capture (emu), for a plan-only model, or one with a
+ * tap on its launches (--profile, the launch log: a replay passes no tap). Off after create. */
+#define KILN_BERT_MAX_GRAPHS 64
+enum {
+  KILN_BERT_GRAPHS_OFF = 0,
+  KILN_BERT_GRAPHS_ON = 1,       /* a failed capture or replay fails the pass */
+  KILN_BERT_GRAPHS_FALLBACK = 2, /* one turns replay off for good and the pass runs on the
+                                    stream (KilnBertGraphStats.fallback says why) */
+};
+KilnBertStatus kiln_bert_model_set_graphs(KilnBertModel *m, int mode);
+
+/* What whole-step replay did so far: passes run on the stream (graphs off, or a shape's first
+ * pass), graphs captured, recaptured in place, replayed; and how many shapes hold a graph. */
+typedef struct KilnBertGraphStats {
+  long eager, captures, updates, replays;
+  int graphs;
+  const char *fallback; /* NULL, or why KILN_BERT_GRAPHS_FALLBACK turned replay off (the model's) */
+} KilnBertGraphStats;
+void kiln_bert_model_graph_stats(const KilnBertModel *m, KilnBertGraphStats *out);
+
+/* The stream the model queues its launches and copies on (NULL for a plan-only model): work
+ * that must be ordered with the model's (profiling events, an all-reduce) goes on it. */
+KilnRtStream *kiln_bert_model_stream(const KilnBertModel *m);
+
 /* The dropout sites of contract section 4, each with its own Philox stream. */
 typedef enum KilnBertDropSite {
   KILN_BERT_DROP_EMBEDDINGS, /* after the embedding LayerNorm: [rows x cols, hidden] */

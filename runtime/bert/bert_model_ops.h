@@ -29,6 +29,7 @@ typedef struct KilnBertLibs {
   void *cast;                  /* cast.kiln (half types only; NULL for f32) */
   void *adamw;                 /* adamw.kiln: f32 masters; WRITE_F16=1 and TW = T for half types */
   void *tap;                   /* a tap table's own state (kiln_bert_model_tap); NULL otherwise */
+  KilnRtStream *stream;        /* the stream every launch is queued on (the model's) */
 } KilnBertLibs;
 
 /* One attention call: Q, K, V (and dQ, dK, dV) with the [n, 3, heads, D] strides (batch sb,

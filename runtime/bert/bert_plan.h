@@ -23,6 +23,9 @@ typedef struct KilnBertCall {
   char shape[48];   /* its main sizes, short: "M=128 N=384 K=128 nt", "rows=64 cols=128" */
   char spec[768];   /* the `kiln tune --args` spec at the call's shapes */
   int count;        /* launches of it in the step(s) planned */
+  double flops;     /* per launch: the floating-point operations of its matrix products (0 for
+                       a memory-bound kernel), and the bytes it must move at the least */
+  double bytes;
 } KilnBertCall;
 
 typedef struct KilnBertPlan KilnBertPlan;

@@ -6,8 +6,8 @@
  * the index of its call in the plan's list. Only the launches between step_begin(timed = 1) and
  * step_end are timed, so the caller leaves out the steps it does not want (the first, which may
  * include one-time work). How a launch is timed depends on the device:
- *   - cuda: a pair of the runtime's events recorded on the launch's stream (the default stream:
- *     the model launches there) around it, read once in step_end, so that profiling adds no
+ *   - cuda: a pair of the runtime's events recorded on the launch's stream (the model's:
+ *     kiln_bert_model_stream) around it, read once in step_end, so that profiling adds no
  *     synchronization of its own; the events are kept from step to step;
  *   - cpu and emu: launches have finished when they return, so the host's monotonic clock
  *     around each one.
@@ -21,8 +21,10 @@
 
 #include <stdio.h>
 
-/* A profile of launches on `dev` (not owned; must outlive the profile). OUT_OF_MEMORY. */
-KilnBertStatus kiln_bert_profile_create(KilnRtDevice *dev, KilnBertProfile **out);
+/* A profile of launches queued on `stream` of `dev` (NULL: the default stream; neither owned,
+ * both must outlive the profile). OUT_OF_MEMORY. */
+KilnBertStatus kiln_bert_profile_create(KilnRtDevice *dev, KilnRtStream *stream,
+                                        KilnBertProfile **out);
 /* Frees the profile and its events. NULL is a no-op. */
 void kiln_bert_profile_destroy(KilnBertProfile *pf);
 

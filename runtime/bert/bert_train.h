@@ -45,6 +45,9 @@ typedef struct KilnBertTrainOptions {
   int shuffle;
   int profile;           /* --profile: time each launch of steps 2.. per call (bert_profile.h) and
                             write the result after the summary (table and log) */
+  int graphs;            /* whole-step replay (kiln_bert_model_set_graphs): 1 on (--graphs), 0
+                            off (--no-graphs), -1 (the default) on cuda unless --profile or the
+                            launch log taps the launches */
   uint64_t seed;
   double lr, weight_decay, beta1, beta2, eps, clip;
   double dropout;        /* < 0: the config's hidden_dropout_prob; must be in [0, 1) */

@@ -227,7 +227,8 @@ static KilnBertStatus load_inputs(EvalRun *r, const KilnBertEvalOptions *o) {
 static KilnBertStatus attach_profile(EvalRun *r) {
   if (!(r->launches = kiln_bert_plan_create(KILN_BERT_FP32)))
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
-  KilnBertStatus st = kiln_bert_profile_create(r->dev, &r->profile);
+  KilnBertStatus st = kiln_bert_profile_create(r->dev, kiln_bert_model_stream(r->model),
+                                                 &r->profile);
   if (st != KILN_BERT_OK) return st;
   kiln_bert_plan_profile(r->launches, r->profile);
   kiln_bert_plan_attach(r->launches, r->model, NULL);

@@ -75,6 +75,18 @@ typedef struct LayerAct {
   float *mean2, *rstd2;   /* [n] */
 } LayerAct;
 
+/* The replay of one batch shape's forward and backward: seen once (run on the stream, which
+ * also does whatever one-time work the libraries have), then captured; with dropout its
+ * arguments change each step, so it is recaptured into the same graph (updated in place). */
+typedef struct GraphEntry {
+  int rows, cols, dropout;
+  KilnRtGraph *graph; /* NULL until the shape's second pass */
+  /* the dropout its launches were captured with (their arguments) */
+  float drop_p;
+  uint64_t drop_seed;
+  int64_t drop_step;
+} GraphEntry;
+
 /* A run of consecutive parameters with the same weight-decay flag: one AdamW launch. */
 typedef struct DecayRun {
   size_t off, len;
@@ -125,6 +137,14 @@ struct KilnBertModel {
   uint64_t drop_seed;
   int64_t drop_step;
   void *pooled_drop; /* [B, H] the classifier's input under dropout */
+  /* the stream every launch and copy is queued on; the host waits only where it reads */
+  KilnRtStream *stream;
+  /* whole-step replay (kiln_bert_model_set_graphs): a graph per batch shape */
+  int graphs_on;          /* a KILN_BERT_GRAPHS_* mode */
+  char graphs_off_why[256]; /* KILN_BERT_GRAPHS_FALLBACK turned off: the failure */
+  GraphEntry graphs[KILN_BERT_MAX_GRAPHS];
+  int ngraphs;
+  KilnBertGraphStats gstats;
 };
 
 static KilnBertStatus rt_fail(KilnRtStatus st, const char *what) {
@@ -152,20 +172,26 @@ static void *wt(const KilnBertModel *m, size_t off) { return at(m, m->w, off); }
 /* The step's host <-> device copies and fills. A plan-only model (no device:
  * kiln_bert_model_create_plan) has no memory, so they do nothing there (a read gives zeros):
  * only its launches, recorded by its table, matter. */
-static KilnRtStatus copy_in(KilnBertModel *m, void *dst, const void *src, size_t bytes,
-                            KilnRtStream *s) {
-  return m->dev ? kiln_rt_memcpy_htod(m->dev, dst, src, bytes, s) : KILN_RT_OK;
+/* Every copy is queued on the model's stream behind the launches before it; one from the host
+ * waits until its source has been read (the caller may reuse it on return), one to the host
+ * until its bytes have arrived: the only places the host waits for the device. */
+static KilnRtStatus copy_in(KilnBertModel *m, void *dst, const void *src, size_t bytes) {
+  if (!m->dev) return KILN_RT_OK;
+  KilnRtStatus st = kiln_rt_memcpy_htod(m->dev, dst, src, bytes, m->stream);
+  return st == KILN_RT_OK ? kiln_rt_stream_synchronize(m->stream) : st;
 }
 
-static KilnRtStatus copy_out(KilnBertModel *m, void *dst, const void *src, size_t bytes,
-                             KilnRtStream *s) {
-  if (m->dev) return kiln_rt_memcpy_dtoh(m->dev, dst, src, bytes, s);
-  memset(dst, 0, bytes);
-  return KILN_RT_OK;
+static KilnRtStatus copy_out(KilnBertModel *m, void *dst, const void *src, size_t bytes) {
+  if (!m->dev) {
+    memset(dst, 0, bytes);
+    return KILN_RT_OK;
+  }
+  KilnRtStatus st = kiln_rt_memcpy_dtoh(m->dev, dst, src, bytes, m->stream);
+  return st == KILN_RT_OK ? kiln_rt_stream_synchronize(m->stream) : st;
 }
 
-static KilnRtStatus fill(KilnBertModel *m, void *dst, int value, size_t bytes, KilnRtStream *s) {
-  return m->dev ? kiln_rt_memset(m->dev, dst, value, bytes, s) : KILN_RT_OK;
+static KilnRtStatus fill(KilnBertModel *m, void *dst, int value, size_t bytes) {
+  return m->dev ? kiln_rt_memset(m->dev, dst, value, bytes, m->stream) : KILN_RT_OK;
 }
 
 /* ---- the operations, each one kernel launch ----------------------------------------------- */
@@ -717,7 +743,9 @@ KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBer
   rs = mark_parts(m);
   /* Zero everything once: moments, the zero buffer, gradient padding, token types, flags. */
   if (rs == KILN_RT_OK) rs = kiln_rt_memset(dev, m->arena, 0, bytes, NULL);
+  if (rs == KILN_RT_OK) rs = kiln_rt_stream_create(dev, &m->stream);
   if (rs == KILN_RT_OK) rs = m->ops->create(dev, &m->libs);
+  m->libs.stream = m->stream;
   if (rs != KILN_RT_OK) {
     KilnBertStatus f = rt_fail(rs, "model: setting up the kernel libraries");
     kiln_bert_model_destroy(m);
@@ -755,6 +783,8 @@ const KilnBertOps *kiln_bert_model_ops(const KilnBertModel *m) { return m->ops; 
 
 void kiln_bert_model_destroy(KilnBertModel *m) {
   if (!m) return;
+  for (int i = 0; i < m->ngraphs; i++) kiln_rt_graph_destroy(m->graphs[i].graph);
+  kiln_rt_stream_destroy(m->stream); /* waits for the work queued on it */
   if (m->ops && m->dev) m->ops->destroy(&m->libs);
   if (m->arena) kiln_rt_free(m->dev, m->arena);
   kiln_bert_params_free(&m->layout);
@@ -769,7 +799,7 @@ void kiln_bert_model_destroy(KilnBertModel *m) {
 const KilnBertParams *kiln_bert_model_params(const KilnBertModel *m) { return &m->layout; }
 
 KilnBertStatus kiln_bert_model_set_params(KilnBertModel *m, const float *flat) {
-  RT(kiln_rt_memcpy_htod(m->dev, m->params, flat, m->layout.total * sizeof(float), NULL),
+  RT(copy_in(m, m->params, flat, m->layout.total * sizeof(float)),
      "model: copying the parameters in");
   /* fp16/bf16: the forward's T weights from the masters (AdamW keeps them in step after) */
   if (m->ops->half_weights)
@@ -778,13 +808,13 @@ KilnBertStatus kiln_bert_model_set_params(KilnBertModel *m, const float *flat) {
 }
 
 KilnBertStatus kiln_bert_model_get_params(KilnBertModel *m, float *flat) {
-  RT(kiln_rt_memcpy_dtoh(m->dev, flat, m->params, m->layout.total * sizeof(float), NULL),
+  RT(copy_out(m, flat, m->params, m->layout.total * sizeof(float)),
      "model: copying the parameters out");
   return KILN_BERT_OK;
 }
 
 KilnBertStatus kiln_bert_model_get_grads(KilnBertModel *m, float *flat) {
-  RT(kiln_rt_memcpy_dtoh(m->dev, flat, m->grads, m->layout.total * sizeof(float), NULL),
+  RT(copy_out(m, flat, m->grads, m->layout.total * sizeof(float)),
      "model: copying the gradients out");
   return KILN_BERT_OK;
 }
@@ -795,6 +825,8 @@ void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, voi
 }
 
 KilnBertPrecision kiln_bert_model_precision(const KilnBertModel *m) { return m->prec; }
+
+KilnRtStream *kiln_bert_model_stream(const KilnBertModel *m) { return m->stream; }
 
 KilnBertScaler *kiln_bert_model_scaler(KilnBertModel *m) { return &m->scaler; }
 
@@ -884,9 +916,9 @@ static void *classifier_input(KilnBertModel *m) {
   return m->drop_p > 0 ? m->pooled_drop : m->pooled;
 }
 
-KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
-                                       const int32_t *labels, int rows, int cols, float *loss,
-                                       float *logits) {
+/* Checks a batch against the plan and copies it in: the forward's first part. */
+static KilnBertStatus forward_inputs(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
+                                     const int32_t *labels, int rows, int cols) {
   if (rows < 1 || rows > m->max_rows || cols < 2 || cols > m->max_cols)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "model: a batch of %d x %d does not fit the planned %d x %d", rows, cols,
@@ -898,12 +930,16 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
                             labels[r]);
   m->rows = rows;
   m->cols = cols;
-  int n = rows * cols, H = m->H;
-  RT(copy_in(m, m->ids, ids, (size_t)n * sizeof *ids, NULL), "model: ids");
-  RT(copy_in(m, m->kv_len, lens, (size_t)rows * sizeof *lens, NULL),
-     "model: lengths");
-  RT(copy_in(m, m->labels, labels, (size_t)rows * sizeof *labels, NULL),
-     "model: labels");
+  int n = rows * cols;
+  RT(copy_in(m, m->ids, ids, (size_t)n * sizeof *ids), "model: ids");
+  RT(copy_in(m, m->kv_len, lens, (size_t)rows * sizeof *lens), "model: lengths");
+  RT(copy_in(m, m->labels, labels, (size_t)rows * sizeof *labels), "model: labels");
+  return KILN_BERT_OK;
+}
+
+/* The forward's launches over the batch copied in (nothing read back: they can be captured). */
+static KilnBertStatus forward_launches(KilnBertModel *m) {
+  int rows = m->rows, cols = m->cols, n = rows * cols, H = m->H;
   /* embeddings (token types are all 0, positions 0..cols-1), LayerNorm with a zero residual */
   RT(m->ops->emb_fwd(&m->libs, m->ids, m->types, wt(m, m->word), wt(m, m->pos), wt(m, m->ttype),
                      m->da, n, cols, H),
@@ -923,8 +959,14 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
      "xent_fwd");
   /* the losses are f32 in every precision: their sum is the f32 row-sum kernel's */
   RT(m->ops->sum_rows(&m->libs, m->loss_rows, m->loss_sum, rows, 1), "layernorm_bwd_reduce");
+  return KILN_BERT_OK;
+}
+
+/* The mean loss of the launches before (and the logits, widened to f32, when asked for). */
+static KilnBertStatus forward_outputs(KilnBertModel *m, float *loss, float *logits) {
+  int rows = m->rows;
   float sum = 0;
-  RT(copy_out(m, &sum, m->loss_sum, sizeof sum, NULL), "model: loss");
+  RT(copy_out(m, &sum, m->loss_sum, sizeof sum), "model: loss");
   if (loss) *loss = sum / (float)rows;
   if (logits) {
     float *src = m->logits;
@@ -932,10 +974,18 @@ KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, con
       RT(m->ops->to_f32(&m->libs, m->logits, m->logits32, rows * m->NL), "cast_to_f32");
       src = m->logits32;
     }
-    RT(copy_out(m, logits, src, (size_t)rows * m->NL * sizeof *logits, NULL),
+    RT(copy_out(m, logits, src, (size_t)rows * m->NL * sizeof *logits),
        "model: logits");
   }
   return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_forward(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
+                                       const int32_t *labels, int rows, int cols, float *loss,
+                                       float *logits) {
+  TRY(forward_inputs(m, ids, lens, labels, rows, cols));
+  TRY(forward_launches(m));
+  return forward_outputs(m, loss, logits);
 }
 
 /* ---- backward ----------------------------------------------------------------------------- */
@@ -979,15 +1029,17 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   return KILN_BERT_OK;
 }
 
-KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
+/* The backward's seed: the gradient of the mean loss, times fp16's loss scale (1 otherwise). */
+static KilnBertStatus backward_seed(KilnBertModel *m) {
+  for (int r = 0; r < m->rows; r++) m->host_dloss[r] = m->scaler.scale / (float)m->rows;
+  RT(copy_in(m, m->dloss, m->host_dloss, (size_t)m->rows * sizeof(float)), "model: dloss");
+  return KILN_BERT_OK;
+}
+
+/* The backward's launches from the seed (nothing read back: they can be captured). */
+static KilnBertStatus backward_launches(KilnBertModel *m) {
   int rows = m->rows, cols = m->cols, n = rows * cols, H = m->H, NL = m->NL;
-  if (rows < 1)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: backward before a forward");
   float *g = m->grads;
-  /* the seed of the mean loss, times fp16's loss scale (1 otherwise) */
-  for (int r = 0; r < rows; r++) m->host_dloss[r] = m->scaler.scale / (float)rows;
-  RT(copy_in(m, m->dloss, m->host_dloss, (size_t)rows * sizeof(float), NULL),
-     "model: dloss");
   RT(m->ops->xent_bwd(&m->libs, m->logits, m->labels, m->xlse, m->dloss, m->dlogits, NL, rows),
      "xent_bwd");
   /* classifier, pooler (tanh), and the pooler's input: token 0 of each row */
@@ -999,7 +1051,7 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
   RT(m->ops->tanh_bwd(&m->libs, m->pooled, dpool, m->dpre, rows * H), "tanh_bwd");
   TRY(linear_dw(m, m->dpre, H, m->x[m->L], cols * H, m->wp, rows, H, H));
   TRY(colsum(m, m->dpre, g + m->bp, rows, H, H));
-  RT(fill(m, m->dx, 0, (size_t)n * H * m->es, NULL), "model: memset");
+  RT(fill(m, m->dx, 0, (size_t)n * H * m->es), "model: memset");
   TRY(linear_dx(m, m->dpre, H, wt(m, m->wp), NULL, m->dx, cols * H, rows, H, H));
   for (int l = m->L - 1; l >= 0; l--) TRY(encoder_layer_bwd(m, l));
   /* embeddings: LayerNorm, then the three tables (zeroed: scattered into with atomics) */
@@ -1007,19 +1059,136 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
   TRY(drop_bwd(m, m->dx, m->dx, n * H, -1, KILN_BERT_DROP_EMBEDDINGS, &demb));
   TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
   const KilnBertConfig *c = &m->cfg;
-  RT(fill(m, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float), NULL),
+  RT(fill(m, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float)),
      "model: memset");
   RT(fill(m, g + m->pos, 0,
-                    (size_t)c->max_position_embeddings * H * sizeof(float), NULL),
+                    (size_t)c->max_position_embeddings * H * sizeof(float)),
      "model: memset");
-  RT(fill(m, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float),
-                    NULL),
+  RT(fill(m, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float)),
      "model: memset");
   RT(m->ops->emb_bwd(&m->libs, m->ids, m->types, m->da, g + m->word, g + m->pos, g + m->ttype, n,
                      cols, H),
      "embedding_bwd");
   return KILN_BERT_OK;
 }
+
+KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
+  if (m->rows < 1)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: backward before a forward");
+  TRY(backward_seed(m));
+  return backward_launches(m);
+}
+
+/* ---- whole-step replay --------------------------------------------------------------------- */
+
+KilnBertStatus kiln_bert_model_set_graphs(KilnBertModel *m, int on) {
+  if (on && !m->dev)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: a plan-only model has no graphs");
+  if (on && m->libs.tap)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: graphs replay launches past the tap on them (--profile, "
+                          "KILN_BERT_LAUNCH_LOG): turn one of them off");
+  if (on) {
+    /* whether the device captures at all: an empty capture says so before any step */
+    KilnRtGraph *probe = NULL;
+    KilnRtStatus st = kiln_rt_graph_begin_capture(m->stream);
+    if (st == KILN_RT_OK) st = kiln_rt_graph_end_capture(m->stream, &probe);
+    kiln_rt_graph_destroy(probe);
+    if (st != KILN_RT_OK)
+      return kiln_bert_fail(st == KILN_RT_ERROR_UNSUPPORTED ? KILN_BERT_ERROR_INVALID_ARGUMENT
+                                                            : KILN_BERT_ERROR_DEVICE,
+                            "model: graphs: %s", kiln_rt_last_error());
+  }
+  m->graphs_on = on;
+  return KILN_BERT_OK;
+}
+
+void kiln_bert_model_graph_stats(const KilnBertModel *m, KilnBertGraphStats *out) {
+  *out = m->gstats;
+  out->graphs = 0;
+  out->fallback = m->graphs_off_why[0] ? m->graphs_off_why : NULL;
+  for (int i = 0; i < m->ngraphs; i++) out->graphs += m->graphs[i].graph != NULL;
+}
+
+static KilnBertStatus pass_launches(KilnBertModel *m) {
+  TRY(forward_launches(m));
+  return backward_launches(m);
+}
+
+/* The launches of the pass captured into e's graph (anew, or in place of what it held). A
+ * failure ends the capture, drops what it recorded and keeps the graph as it was. */
+static KilnBertStatus capture_pass(KilnBertModel *m, GraphEntry *e) {
+  RT(kiln_rt_graph_begin_capture(m->stream), "model: graph capture");
+  KilnBertStatus st = pass_launches(m);
+  if (st != KILN_BERT_OK) {
+    KilnRtGraph *partial = NULL;
+    if (kiln_rt_graph_end_capture(m->stream, &partial) == KILN_RT_OK)
+      kiln_rt_graph_destroy(partial);
+    return st;
+  }
+  if (e->graph) {
+    RT(kiln_rt_graph_recapture(m->stream, e->graph), "model: graph update");
+    m->gstats.updates++;
+  } else {
+    RT(kiln_rt_graph_end_capture(m->stream, &e->graph), "model: graph capture");
+    m->gstats.captures++;
+  }
+  e->drop_p = m->drop_p;
+  e->drop_seed = m->drop_seed;
+  e->drop_step = m->drop_step;
+  return KILN_BERT_OK;
+}
+
+/* The entry of the current batch shape (and dropout on or off), added when new; NULL when the
+ * table is full (the pass then runs on the stream). *fresh: added now. */
+static GraphEntry *graph_entry(KilnBertModel *m, int *fresh) {
+  int drop = m->drop_p > 0;
+  *fresh = 0;
+  for (int i = 0; i < m->ngraphs; i++) {
+    GraphEntry *e = &m->graphs[i];
+    if (e->rows == m->rows && e->cols == m->cols && e->dropout == drop) return e;
+  }
+  if (m->ngraphs == KILN_BERT_MAX_GRAPHS) return NULL;
+  *fresh = 1;
+  GraphEntry *e = &m->graphs[m->ngraphs++];
+  *e = (GraphEntry){.rows = m->rows, .cols = m->cols, .dropout = drop};
+  return e;
+}
+
+/* The forward and backward launches of the batch copied in: on the stream, or from the
+ * shape's graph (captured at its second pass, recaptured when dropout's step changed). */
+static KilnBertStatus replay_pass(KilnBertModel *m, GraphEntry *e) {
+  int redrawn = e->dropout && (e->drop_p != m->drop_p || e->drop_seed != m->drop_seed ||
+                               e->drop_step != m->drop_step);
+  if (!e->graph || redrawn) TRY(capture_pass(m, e));
+  RT(kiln_rt_graph_launch(e->graph, m->stream), "model: graph replay");
+  m->gstats.replays++;
+  return KILN_BERT_OK;
+}
+
+static KilnBertStatus run_pass(KilnBertModel *m) {
+  int fresh = 0;
+  GraphEntry *e = m->graphs_on ? graph_entry(m, &fresh) : NULL;
+  if (e && !fresh) {
+    KilnBertStatus st = replay_pass(m, e);
+    if (st == KILN_BERT_OK || m->graphs_on != KILN_BERT_GRAPHS_FALLBACK) return st;
+    /* replay is an optimization here: off for good, and this pass on the stream */
+    snprintf(m->graphs_off_why, sizeof m->graphs_off_why, "%s", kiln_bert_last_error());
+    m->graphs_on = KILN_BERT_GRAPHS_OFF;
+  }
+  m->gstats.eager++;
+  return pass_launches(m);
+}
+
+KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids,
+                                          const int32_t *lens, const int32_t *labels, int rows,
+                                          int cols, float *loss) {
+  TRY(forward_inputs(m, ids, lens, labels, rows, cols));
+  TRY(backward_seed(m));
+  TRY(run_pass(m));
+  return forward_outputs(m, loss, NULL);
+}
+
 
 /* ---- optimizer ---------------------------------------------------------------------------- */
 
@@ -1029,11 +1198,11 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
 static KilnBertStatus check_overflow(KilnBertModel *m, int *found) {
   *found = 0;
   if (m->prec != KILN_BERT_FP16) return KILN_BERT_OK;
-  RT(fill(m, m->found_inf, 0, sizeof(int32_t), NULL), "model: memset");
+  RT(fill(m, m->found_inf, 0, sizeof(int32_t)), "model: memset");
   RT(m->ops->check_overflow(&m->libs, m->grads, m->found_inf, (int)m->layout.total),
      "check_overflow");
   int32_t flag = 0;
-  RT(copy_out(m, &flag, m->found_inf, sizeof flag, NULL), "model: found_inf");
+  RT(copy_out(m, &flag, m->found_inf, sizeof flag), "model: found_inf");
   *found = flag != 0;
   return KILN_BERT_OK;
 }
@@ -1043,15 +1212,15 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
   int P = (int)m->layout.total;
   if (step < 1)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: AdamW step %d < 1", step);
-  if (m->allreduce) TRY(m->allreduce(m->allreduce_user, m->grads, m->layout.total, NULL));
+  if (m->allreduce) TRY(m->allreduce(m->allreduce_user, m->grads, m->layout.total, m->stream));
   int found = 0;
   TRY(check_overflow(m, &found));
   /* the gradients carry the loss scale until AdamW (and the clip's norm) take it off */
   float inv_scale = 1.0f / m->scaler.scale;
-  RT(fill(m, m->sumsq, 0, sizeof(float), NULL), "model: memset");
+  RT(fill(m, m->sumsq, 0, sizeof(float)), "model: memset");
   RT(m->ops->grad_sumsq(&m->libs, m->grads, m->sumsq, P), "grad_sumsq");
   float sumsq = 0;
-  RT(copy_out(m, &sumsq, m->sumsq, sizeof sumsq, NULL), "model: grad norm");
+  RT(copy_out(m, &sumsq, m->sumsq, sizeof sumsq), "model: grad norm");
   if (grad_norm) *grad_norm = sqrt((double)sumsq) * (double)inv_scale;
   /* not after an overflow: a NaN norm would turn the gradient buffer's never-written alignment
    * padding into NaN, and every later overflow check would find it */
@@ -1076,15 +1245,15 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
 
 KilnBertStatus kiln_bert_model_get_moments(KilnBertModel *m, float *exp_avg, float *exp_avg_sq) {
   size_t bytes = m->layout.total * sizeof(float);
-  RT(kiln_rt_memcpy_dtoh(m->dev, exp_avg, m->m, bytes, NULL), "model: first moments");
-  RT(kiln_rt_memcpy_dtoh(m->dev, exp_avg_sq, m->v, bytes, NULL), "model: second moments");
+  RT(copy_out(m, exp_avg, m->m, bytes), "model: first moments");
+  RT(copy_out(m, exp_avg_sq, m->v, bytes), "model: second moments");
   return KILN_BERT_OK;
 }
 
 KilnBertStatus kiln_bert_model_set_moments(KilnBertModel *m, const float *exp_avg,
                                            const float *exp_avg_sq) {
   size_t bytes = m->layout.total * sizeof(float);
-  RT(kiln_rt_memcpy_htod(m->dev, m->m, exp_avg, bytes, NULL), "model: first moments");
-  RT(kiln_rt_memcpy_htod(m->dev, m->v, exp_avg_sq, bytes, NULL), "model: second moments");
+  RT(copy_in(m, m->m, exp_avg, bytes), "model: first moments");
+  RT(copy_in(m, m->v, exp_avg_sq, bytes), "model: second moments");
   return KILN_BERT_OK;
 }

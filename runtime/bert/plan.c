@@ -31,6 +31,7 @@ struct KilnBertPlan {
   KilnBertLibs real_libs;
   FILE *log;
   int last;                 /* the index of the call put() saw last: the launch being made */
+  double flops, bytes;      /* the work of the launch put() records next (cost()) */
   KilnBertProfile *profile; /* times every forwarded launch (kiln_bert_plan_profile), or NULL */
 };
 
@@ -45,6 +46,18 @@ __attribute__((format(printf, 3, 4))) static const char *dims(char *buf, size_t 
   return buf;
 }
 
+/* The element size of T. */
+static double esize(const KilnBertPlan *p) { return p->prec == KILN_BERT_FP32 ? 4.0 : 2.0; }
+
+/* The work of the launch about to be put(): its floating-point operations (only the matrix
+ * products of gemm and attention count; 0 for the memory-bound kernels) and the bytes it must
+ * move at the least (each tensor it reads or writes once, at its exact size, an atomic
+ * read-modify-write twice). What the profile's TFLOP/s and GB/s are made of. */
+static void cost(KilnBertPlan *p, double flops, double bytes) {
+  p->flops = flops;
+  p->bytes = bytes;
+}
+
 /* Adds a call (or counts it again) and makes it the last one (p->last, the launch being made).
  * Returns KILN_RT_OK, or OUT_OF_MEMORY. */
 static KilnRtStatus put(KilnBertPlan *p, const char *file, const char *pins, const char *kernel,
@@ -55,6 +68,9 @@ static KilnRtStatus put(KilnBertPlan *p, const char *file, const char *pins, con
   snprintf(c.pins, sizeof c.pins, "%s", pins);
   snprintf(c.kernel, sizeof c.kernel, "%s", kernel);
   snprintf(c.shape, sizeof c.shape, "%s", shape);
+  c.flops = p->flops;
+  c.bytes = p->bytes;
+  p->flops = p->bytes = 0;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c.spec, sizeof c.spec, fmt, ap);
@@ -132,6 +148,9 @@ static KilnRtStatus tap_gemm(const KilnBertLibs *l, int epi, void *a, void *b, v
                              void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn,
                              int ldc) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 2.0 * M * N * K,
+       esize(p) *
+           ((double)M * K + (double)K * N + (double)M * N * (epi == 3 ? 2 : 1) + (epi ? N : 0)));
   char pins[64];
   char epis[16];
   snprintf(epis, sizeof epis, "EPI=%d", epi);
@@ -152,6 +171,7 @@ static KilnRtStatus tap_gemm(const KilnBertLibs *l, int epi, void *a, void *b, v
 static KilnRtStatus tap_colsum(const KilnBertLibs *l, void *x, float *out, int rows, int cols,
                                int ld) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * rows * cols + 4.0 * cols);
   char pins[64];
   /* colsum_f32 has no EPI: it is in every gemm library, the same kernel */
   char sh[48];
@@ -167,6 +187,7 @@ static KilnRtStatus tap_ln_fwd(const KilnBertLibs *l, void *x, void *res, void *
                                void *s, void *y, float *mean, float *rstd, int rows, int cols,
                                float eps) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * (4.0 * rows * cols + 2.0 * cols) + 8.0 * rows);
   char pins[64];
   const char *T = p->T;
   char sh[48];
@@ -184,6 +205,7 @@ static KilnRtStatus tap_ln_bwd(const KilnBertLibs *l, void *s, void *dy, void *g
                                float *rstd, void *dx, float *part_g, float *part_b, int rows,
                                int cols, int parts) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * 3.0 * rows * cols + 8.0 * rows + 8.0 * parts * cols);
   char pins[64];
   const char *T = p->T;
   char sh[48];
@@ -200,6 +222,7 @@ static KilnRtStatus tap_ln_bwd(const KilnBertLibs *l, void *s, void *dy, void *g
 static KilnRtStatus tap_sum_rows(const KilnBertLibs *l, float *part, float *out, int parts,
                                  int cols) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 4.0 * parts * cols + 4.0 * cols);
   /* f32 rows whatever T is: the kernel has no pins */
   char sh[48];
   KilnRtStatus st = put(p, "layernorm.kiln", "", "layernorm_bwd_reduce",
@@ -213,6 +236,7 @@ static KilnRtStatus tap_sum_rows(const KilnBertLibs *l, float *part, float *out,
 static KilnRtStatus tap_emb_fwd(const KilnBertLibs *l, int32_t *ids, int32_t *types, void *word,
                                 void *pos, void *ttype, void *out, int ntok, int seq, int hidden) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * 3.0 * ntok * hidden + 8.0 * ntok);
   char pins[64];
   const char *T = p->T;
   char sh[48];
@@ -230,6 +254,7 @@ static KilnRtStatus tap_emb_bwd(const KilnBertLibs *l, int32_t *ids, int32_t *ty
                                 float *dword, float *dpos, float *dtype, int ntok, int seq,
                                 int hidden) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * ntok * hidden + 3 * 8.0 * ntok * hidden + 8.0 * ntok);
   char pins[64];
   char sh[48];
   KilnRtStatus st = put(p, "embedding.kiln", pins_t(p, pins, sizeof pins, NULL), "embedding_bwd",
@@ -245,6 +270,7 @@ static KilnRtStatus tap_emb_bwd(const KilnBertLibs *l, int32_t *ids, int32_t *ty
 static KilnRtStatus tap_xent_fwd(const KilnBertLibs *l, void *x, int32_t *labels, float *loss,
                                  float *lse, int classes, int rows) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * rows * classes + 12.0 * rows);
   char pins[64];
   char sh[48];
   KilnRtStatus st = put(p, "xent.kiln", pins_t(p, pins, sizeof pins, NULL), "xent_fwd",
@@ -258,6 +284,7 @@ static KilnRtStatus tap_xent_fwd(const KilnBertLibs *l, void *x, int32_t *labels
 static KilnRtStatus tap_xent_bwd(const KilnBertLibs *l, void *x, int32_t *labels, float *lse,
                                  float *dloss, void *dx, int classes, int rows) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 2.0 * esize(p) * rows * classes + 12.0 * rows);
   char pins[64];
   char sh[48];
   KilnRtStatus st = put(p, "xent.kiln", pins_t(p, pins, sizeof pins, NULL), "xent_bwd",
@@ -272,6 +299,7 @@ static KilnRtStatus tap_xent_bwd(const KilnBertLibs *l, void *x, int32_t *labels
 static KilnRtStatus tap_gelu_fwd(const KilnBertLibs *l, void *x, void *bias, void *y, int rows,
                                  int cols) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * (2.0 * rows * cols + cols));
   char pins[64];
   const char *T = p->T;
   char sh[48];
@@ -286,6 +314,7 @@ static KilnRtStatus tap_gelu_fwd(const KilnBertLibs *l, void *x, void *bias, voi
 static KilnRtStatus tap_gelu_bwd(const KilnBertLibs *l, void *x, void *bias, void *dy, void *dx,
                                  int rows, int cols) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * (3.0 * rows * cols + cols));
   char pins[64];
   const char *T = p->T;
   char sh[48];
@@ -300,6 +329,7 @@ static KilnRtStatus tap_gelu_bwd(const KilnBertLibs *l, void *x, void *bias, voi
 
 static KilnRtStatus tap_tanh_fwd(const KilnBertLibs *l, void *x, void *y, int n) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 2.0 * esize(p) * n);
   char pins[64];
   char sh[48];
   KilnRtStatus st =
@@ -311,6 +341,7 @@ static KilnRtStatus tap_tanh_fwd(const KilnBertLibs *l, void *x, void *y, int n)
 
 static KilnRtStatus tap_tanh_bwd(const KilnBertLibs *l, void *y, void *dy, void *dx, int n) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 3.0 * esize(p) * n);
   char pins[64];
   const char *T = p->T;
   char sh[48];
@@ -362,13 +393,24 @@ static KilnRtStatus put_attn(KilnBertPlan *p, const KilnBertAttn *a, int drop, c
              grid_block, a->bh);
 }
 
+/* An attention kernel's cost: `products` S x S x D matrix products per head, `tensors` [S, D]
+ * tensors of T and `stats` f32 vectors of S (lse, delta) per head read or written. */
+static void attn_cost(KilnBertPlan *p, const KilnBertAttn *a, int products, int tensors,
+                      int stats) {
+  double heads = a->bh, S = a->S;
+  cost(p, 2.0 * products * heads * S * S * a->D,
+       heads * S * (esize(p) * tensors * a->D + 4.0 * stats));
+}
+
 static KilnRtStatus tap_attn_fwd(const KilnBertLibs *l, const KilnBertAttn *a) {
+  attn_cost(PLAN(l), a, 2, 4, 1);
   KilnRtStatus st = put_attn(PLAN(l), a, a->p_drop > 0, "attn_fwd", "o", "BM");
   FORWARD(l, st, attn_fwd, a);
 }
 
 static KilnRtStatus tap_attn_bwd_delta(const KilnBertLibs *l, const KilnBertAttn *a) {
   KilnBertPlan *p = PLAN(l);
+  attn_cost(p, a, 0, 2, 1);
   char pins[64];
   const char *T = p->T;
   long long o = (long long)(a->bh / a->heads) * a->osb;
@@ -384,11 +426,13 @@ static KilnRtStatus tap_attn_bwd_delta(const KilnBertLibs *l, const KilnBertAttn
 }
 
 static KilnRtStatus tap_attn_bwd_dkdv(const KilnBertLibs *l, const KilnBertAttn *a) {
+  attn_cost(PLAN(l), a, 4, 6, 2);
   KilnRtStatus st = put_attn(PLAN(l), a, a->p_drop > 0, "attn_bwd_dkdv", "dkdv", "BN");
   FORWARD(l, st, attn_bwd_dkdv, a);
 }
 
 static KilnRtStatus tap_attn_bwd_dq(const KilnBertLibs *l, const KilnBertAttn *a) {
+  attn_cost(PLAN(l), a, 3, 5, 2);
   KilnRtStatus st = put_attn(PLAN(l), a, a->p_drop > 0, "attn_bwd_dq", "dq", "BM");
   FORWARD(l, st, attn_bwd_dq, a);
 }
@@ -396,6 +440,7 @@ static KilnRtStatus tap_attn_bwd_dq(const KilnBertLibs *l, const KilnBertAttn *a
 static KilnRtStatus tap_drop_fwd(const KilnBertLibs *l, void *x, void *y, int n, float p_,
                                  int32_t seed, int32_t offset) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 2.0 * esize(p) * n);
   char pins[64];
   char sh[48];
   KilnRtStatus st = put(p, "dropout.kiln", pins_t(p, pins, sizeof pins, NULL), "dropout_fwd",
@@ -409,6 +454,7 @@ static KilnRtStatus tap_drop_fwd(const KilnBertLibs *l, void *x, void *y, int n,
 static KilnRtStatus tap_drop_bwd(const KilnBertLibs *l, void *dy, void *dx, int n, float p_,
                                  int32_t seed, int32_t offset) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 2.0 * esize(p) * n);
   char pins[64];
   char sh[48];
   KilnRtStatus st =
@@ -422,6 +468,7 @@ static KilnRtStatus tap_drop_bwd(const KilnBertLibs *l, void *dy, void *dx, int 
 
 static KilnRtStatus tap_to_f32(const KilnBertLibs *l, void *x, float *y, int n) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, (esize(p) + 4.0) * n);
   char pins[64];
   char sh[48];
   KilnRtStatus st =
@@ -433,6 +480,7 @@ static KilnRtStatus tap_to_f32(const KilnBertLibs *l, void *x, float *y, int n) 
 
 static KilnRtStatus tap_from_f32(const KilnBertLibs *l, float *x, void *y, int n) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, (esize(p) + 4.0) * n);
   char pins[64];
   char sh[48];
   KilnRtStatus st =
@@ -454,6 +502,7 @@ static const char *adamw_pins(const KilnBertPlan *p, char *buf, size_t cap) {
 
 static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *sumsq, int n) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 4.0 * n);
   char sh[48];
   KilnRtStatus st = put(p, "adamw.kiln", "", "grad_sumsq", dims(sh, sizeof sh, "n=%d", n),
                         "kernel=grad_sumsq; n=%d; grad: f32[n]; sumsq: f32[1]=0; "
@@ -465,6 +514,7 @@ static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *su
 static KilnRtStatus tap_clip_grads(const KilnBertLibs *l, float *grad, float *sumsq, int n,
                                    float max_norm, float inv_scale) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 8.0 * n);
   char sh[48];
   KilnRtStatus st = put(p, "adamw.kiln", "", "clip_grads", dims(sh, sizeof sh, "n=%d", n),
                         "kernel=clip_grads; n=%d; max_norm=1.0; inv_scale=1.0; grad: f32[n]; "
@@ -476,6 +526,7 @@ static KilnRtStatus tap_clip_grads(const KilnBertLibs *l, float *grad, float *su
 static KilnRtStatus tap_check_overflow(const KilnBertLibs *l, float *grad, int32_t *found_inf,
                                        int n) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 4.0 * n);
   char sh[48];
   KilnRtStatus st = put(p, "adamw.kiln", "T=f32", "check_overflow", dims(sh, sizeof sh, "n=%d", n),
                         "kernel=check_overflow; n=%d; x: f32[n]; found_inf: i32[1]=0; "
@@ -489,6 +540,7 @@ static KilnRtStatus tap_adamw_step(const KilnBertLibs *l, float *p_, float *grad
                                    float beta1, float beta2, float eps, float weight_decay,
                                    int step, float inv_scale) {
   KilnBertPlan *p = PLAN(l);
+  cost(p, 0, (28.0 + (p->prec == KILN_BERT_FP32 ? 0 : esize(p))) * n);
   char pins[64];
   int half = p->prec != KILN_BERT_FP32;
   /* the values of lr and the rest do not change the work; n and the half weights do */

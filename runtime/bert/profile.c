@@ -24,6 +24,7 @@ typedef struct CallSum {
 
 struct KilnBertProfile {
   KilnRtDevice *dev;
+  KilnRtStream *stream; /* where the launches are queued: the events go there too */
   int use_events;   /* cuda: events around launches; else the host clock */
   int timed;        /* inside a timed step */
   double t0;        /* host clock: the start of the launch under way */
@@ -45,10 +46,12 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-KilnBertStatus kiln_bert_profile_create(KilnRtDevice *dev, KilnBertProfile **out) {
+KilnBertStatus kiln_bert_profile_create(KilnRtDevice *dev, KilnRtStream *stream,
+                                        KilnBertProfile **out) {
   KilnBertProfile *pf = calloc(1, sizeof *pf);
   if (!pf) return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "profile: out of memory");
   pf->dev = dev;
+  pf->stream = stream;
   pf->use_events = kiln_rt_device_kind(dev) == KILN_RT_DEVICE_CUDA;
   *out = pf;
   return KILN_BERT_OK;
@@ -96,7 +99,7 @@ KilnRtStatus kiln_bert_profile_launch_begin(KilnBertProfile *pf) {
     return KILN_RT_OK;
   }
   KilnRtStatus st = have_events(pf, 2 * pf->npending + 2);
-  return st == KILN_RT_OK ? kiln_rt_event_record(pf->ev[2 * pf->npending], NULL) : st;
+  return st == KILN_RT_OK ? kiln_rt_event_record(pf->ev[2 * pf->npending], pf->stream) : st;
 }
 
 KilnRtStatus kiln_bert_profile_launch_end(KilnBertProfile *pf, int call) {
@@ -109,7 +112,7 @@ KilnRtStatus kiln_bert_profile_launch_end(KilnBertProfile *pf, int call) {
     pf->sum[call].launches++;
     return KILN_RT_OK;
   }
-  if ((st = kiln_rt_event_record(pf->ev[2 * pf->npending + 1], NULL)) != KILN_RT_OK) return st;
+  if ((st = kiln_rt_event_record(pf->ev[2 * pf->npending + 1], pf->stream)) != KILN_RT_OK) return st;
   if (kiln_bert_grow((void **)&pf->pending, &pf->pcap, pf->npending + 1, sizeof *pf->pending))
     return kiln_rt_set_error(KILN_RT_ERROR_OUT_OF_MEMORY, "profile: out of memory");
   pf->pending[pf->npending++] = call;
@@ -172,12 +175,23 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* What a call achieved: TFLOP/s of its matrix products and GB/s of the bytes it must move
+ * (the plan's cost per launch over the measured time); 0 when it has none or took no time. */
+static double per_second(double per_launch, double launches, double ms, double unit) {
+  return ms > 0 ? per_launch * launches / (1e-3 * ms) / unit : 0;
+}
+
 static void write_row(FILE *table, FILE *jsonl, const KilnBertCall *c, double launches, double ms,
                       double share) {
   double us = launches > 0 ? 1e3 * ms / launches : 0;
-  if (table)
-    fprintf(table, "%10.3f %6.1f%% %9.4g %10.1f  %-22s %-20s %s\n", ms, 100 * share, launches, us,
-            c->kernel, c->pins, c->shape);
+  double tflops = per_second(c->flops, launches, ms, 1e12);
+  double gbps = per_second(c->bytes, launches, ms, 1e9);
+  if (table) {
+    char tf[16] = "-";
+    if (c->flops > 0) snprintf(tf, sizeof tf, "%.2f", tflops);
+    fprintf(table, "%10.3f %6.1f%% %9.4g %10.1f %8s %8.1f  %-22s %-20s %s\n", ms, 100 * share,
+            launches, us, tf, gbps, c->kernel, c->pins, c->shape);
+  }
   if (jsonl) {
     fputs("{\"profile\": true, \"kernel\": ", jsonl);
     json_str(jsonl, c->kernel);
@@ -189,8 +203,9 @@ static void write_row(FILE *table, FILE *jsonl, const KilnBertCall *c, double la
     json_str(jsonl, c->shape);
     fprintf(jsonl,
             ", \"launches_per_step\": %.9g, \"ms_per_step\": %.9g, \"us_per_launch\": %.9g, "
-            "\"share\": %.9g, \"spec\": ",
-            launches, ms, us, share);
+            "\"share\": %.9g, \"flops_per_launch\": %.9g, \"bytes_per_launch\": %.9g, "
+            "\"tflops\": %.9g, \"gbps\": %.9g, \"spec\": ",
+            launches, ms, us, share, c->flops, c->bytes, tflops, gbps);
     json_str(jsonl, c->spec);
     fputs("}\n", jsonl);
   }
@@ -223,10 +238,11 @@ void kiln_bert_profile_write(const KilnBertProfile *pf, const KilnBertCall *call
   qsort(rows, (size_t)nrows, sizeof *rows, by_time);
   if (table)
     fprintf(table,
-            "\nprofile: %d timed step%s (%s), per step, most time first\n%10s %7s %9s %10s  "
-            "%-22s %-20s %s\n",
+            "\nprofile: %d timed step%s (%s), per step, most time first; TFLOP/s of the matrix "
+            "products, GB/s of the bytes each call must move at the least\n%10s %7s %9s %10s "
+            "%8s %8s  %-22s %-20s %s\n",
             pf->steps, pf->steps == 1 ? "" : "s", clock, "ms", "share", "launches", "us/launch",
-            "kernel", "pins", "shape");
+            "TFLOP/s", "GB/s", "kernel", "pins", "shape");
   for (int r = 0; r < nrows; r++) {
     double ms = rows[r].sum.ms / steps;
     write_row(table, jsonl, &calls[rows[r].call], (double)rows[r].sum.launches / steps, ms,

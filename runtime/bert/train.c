@@ -43,6 +43,7 @@ void kiln_bert_train_defaults(KilnBertTrainOptions *o) {
   o->padding = KILN_BERT_PAD_FIXED;
   o->schedule = KILN_BERT_SCHEDULE_LINEAR;
   o->shuffle = 1;
+  o->graphs = -1;
   o->seed = 42;
   o->lr = 5e-5;
   o->weight_decay = 0.01;
@@ -111,6 +112,34 @@ static void run_free(Run *r) {
   if (r->log) fclose(r->log);
 }
 
+/* Whole-step replay (kiln_bert_model_set_graphs): asked for (--graphs: an error where the
+ * device cannot capture or a tap is on the launches), refused (--no-graphs), or by default on
+ * cuda when nothing taps the launches. The cpu device replays a graph launch by launch, as the
+ * stream would, so it gains nothing there but tests the path. Noted on stderr when
+ * KILN_BERT_GRAPH_STATS is set (the tests read it). */
+static KilnBertStatus choose_graphs(Run *r, const KilnBertTrainOptions *o) {
+  if (o->graphs >= 0)
+    return kiln_bert_model_set_graphs(r->model,
+                                      o->graphs ? KILN_BERT_GRAPHS_ON : KILN_BERT_GRAPHS_OFF);
+  /* the default is an optimization: a failure to capture falls back to the stream, noted */
+  int on = kiln_rt_device_kind(r->dev) == KILN_RT_DEVICE_CUDA && !r->launches;
+  return on ? kiln_bert_model_set_graphs(r->model, KILN_BERT_GRAPHS_FALLBACK) : KILN_BERT_OK;
+}
+
+/* A note when replay fell back to the stream; with KILN_BERT_GRAPH_STATS set, what replay
+ * did, one line on stderr. */
+static void report_graphs(const Run *r) {
+  if (!r->model) return;
+  KilnBertGraphStats gs;
+  kiln_bert_model_graph_stats(r->model, &gs);
+  if (gs.fallback)
+    fprintf(stderr, "kiln-bert: note: whole-step replay turned off: %s\n", gs.fallback);
+  const char *want = getenv("KILN_BERT_GRAPH_STATS");
+  if (!want || !*want) return;
+  fprintf(stderr, "graphs: eager %ld captures %ld updates %ld replays %ld shapes %d\n", gs.eager,
+          gs.captures, gs.updates, gs.replays, gs.graphs);
+}
+
 /* Where the model comes from: the checkpoint being resumed, else --model. */
 static const char *model_source(const KilnBertTrainOptions *o) {
   return o->resume ? o->resume : o->model;
@@ -131,7 +160,8 @@ static KilnBertStatus attach_tap(Run *r, KilnBertPrecision prec, int profile) {
   if (!(r->launches = kiln_bert_plan_create(prec)))
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
   if (profile) {
-    KilnBertStatus st = kiln_bert_profile_create(r->dev, &r->profile);
+    KilnBertStatus st = kiln_bert_profile_create(r->dev, kiln_bert_model_stream(r->model),
+                                                 &r->profile);
     if (st != KILN_BERT_OK) return st;
     kiln_bert_plan_profile(r->launches, r->profile);
   }
@@ -421,6 +451,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK && o->resume) *kiln_bert_model_scaler(r.model) = ts.scaler;
   else if (st == KILN_BERT_OK) ts.scaler = *kiln_bert_model_scaler(r.model);
   if (st == KILN_BERT_OK) st = attach_tap(&r, prec, o->profile);
+  if (st == KILN_BERT_OK) st = choose_graphs(&r, o);
   if (st == KILN_BERT_OK && o->log && !(r.log = fopen(o->log, "w")))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
   if (st != KILN_BERT_OK) {
@@ -457,9 +488,8 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
      * draw the same ones */
     st = kiln_bert_model_set_dropout(r.model, dropout_p(o, &r.cfg), ts.seed, (int64_t)k + 1);
     if (st == KILN_BERT_OK)
-      st = kiln_bert_model_forward(r.model, r.batch.ids, r.lens, r.batch.labels,
-                                   (int)r.batch.rows, (int)r.batch.cols, &loss, NULL);
-    if (st == KILN_BERT_OK) st = kiln_bert_model_backward(r.model);
+      st = kiln_bert_model_train_pass(r.model, r.batch.ids, r.lens, r.batch.labels,
+                                      (int)r.batch.rows, (int)r.batch.cols, &loss);
     if (st == KILN_BERT_OK)
       st = kiln_bert_model_step(r.model, &opt, lr, (int)ts.adam_step + 1, &norm);
     if (st != KILN_BERT_OK) break;
@@ -517,6 +547,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK && r.log && (fflush(r.log) != 0 || ferror(r.log)))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
   if (st == KILN_BERT_OK && o->save) st = save_checkpoint(&r, o, &ts);
+  report_graphs(&r);
   run_free(&r);
   return st;
 }

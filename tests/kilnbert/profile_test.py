@@ -10,8 +10,9 @@ same); every time >= 0; the summed kernel time at most the measured step time x 
 host clock around a launch cannot exceed the step's clock around all of them; 5% for the
 clocks' own reading); the step time in the total record is the summary's avg_iter_time (both
 are the mean of steps 2..3); the losses of B are A's bit for bit (profiling changes nothing);
-every log line parses; the table is printed after the summary, one row per call. A 1-step run
-says that no step was timed.
+every log line parses; the table is printed after the summary, one row per call; each call's
+work (a gemm's 2MNK flops, attention's products, bytes at least its largest tensor's) and its
+TFLOP/s and GB/s are that work over its time. A 1-step run says that no step was timed.
 eval --profile of the saved model (12 samples in 3 batches of 4; 2 timed): its eval_loss that of
 eval without it; --json's records parse; the calls are forward ones only (attn_fwd once per
 layer a batch, no backward or optimizer kernel); times >= 0 within the batch's time x 1.05.
@@ -79,6 +80,36 @@ for x in rows:
     check(x["ms_per_step"] >= 0 and x["us_per_launch"] >= 0 and 0 <= x["share"] <= 1,
           f"{x['kernel']}: times >= 0 ({x['ms_per_step']} ms, {x['us_per_launch']} us)")
 check(abs(sum(x["share"] for x in rows) - 1) < 1e-6, "the shares add up to 1")
+
+
+def dims(shape):
+    """'M=4 N=2 K=128 nt' -> {'M': 4, 'N': 2, 'K': 128}"""
+    return {k: int(v) for k, v in (w.split("=") for w in shape.split() if "=" in w)}
+
+
+# the work of each call: a gemm's 2MNK, attention's S x S x D products per head (2 forward, 4
+# for dK/dV, 3 for dQ), none for the memory-bound kernels; the bytes at least those of the
+# kernel's largest tensor in f32 (4 bytes an element); the rates its work over its time
+for x in rows:
+    d = dims(x["shape"])
+    prods = {"attn_fwd": 2, "attn_bwd_dkdv": 4, "attn_bwd_dq": 3}.get(x["kernel"])
+    if x["kernel"] == "gemm":
+        want = 2.0 * d["M"] * d["N"] * d["K"]
+        big = max(d["M"] * d["K"], d["K"] * d["N"], d["M"] * d["N"])
+    elif prods:
+        want = 2.0 * prods * d["bh"] * d["S"] * d["S"] * d["D"]
+        big = d["bh"] * d["S"] * d["D"]
+    else:
+        want, big = 0.0, max(d.values())
+    check(x["flops_per_launch"] == want,
+          f"{x['kernel']} {x['shape']}: {x['flops_per_launch']} flops a launch, expected {want}")
+    check(x["bytes_per_launch"] >= 4 * big,
+          f"{x['kernel']} {x['shape']}: {x['bytes_per_launch']} bytes, under 4 x {big}")
+    secs = 1e-3 * x["ms_per_step"]
+    for key, per, unit in (("tflops", "flops_per_launch", 1e12), ("gbps", "bytes_per_launch", 1e9)):
+        rate = x[per] * x["launches_per_step"] / secs / unit if secs > 0 else 0
+        check(abs(x[key] - rate) <= 1e-6 * max(rate, 1e-12),
+              f"{x['kernel']} {x['shape']}: {key} {x[key]}, its work over its time {rate}")
 check([x["ms_per_step"] for x in rows] == sorted((x["ms_per_step"] for x in rows), reverse=True),
       "rows sorted by time, most first")
 check(len(totals) == 1, "one total record")

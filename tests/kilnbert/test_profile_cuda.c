@@ -82,7 +82,7 @@ int main(void) {
     return 77;
   }
   KilnBertProfile *pf = NULL;
-  CHECK(kiln_bert_profile_create(dev, &pf) == KILN_BERT_OK, "create");
+  CHECK(kiln_bert_profile_create(dev, NULL, &pf) == KILN_BERT_OK, "create");
   if (!pf) return 1;
 
   /* three calls; a step launches 0, 1, 1, 2, 0, 1 */

@@ -9,8 +9,8 @@
  * cuMemAlloc hands out addresses that are never backed (any size: a 2^31-element buffer costs
  * nothing), a module keeps its PTX text, cuModuleGetFunction finds its `.entry`s,
  * cuModuleGetGlobal reads its `.const` initializers into host memory that cuMemcpyDtoH copies,
- * cuLaunchKernel counts the launch and runs nothing, and events keep time on a fake clock
- * (below). Nothing else works: the other entry
+ * cuLaunchKernel counts the launch and runs nothing, events keep time on a fake clock, and
+ * streams capture launches into graphs that replay them (below). Nothing else works: the other entry
  * points exist only so that resolving them succeeds, and return an error if reached. */
 #include <stddef.h>
 #include <stdint.h>
@@ -137,7 +137,6 @@ int cuMemFree_v2(uint64_t dptr) {
   return fake_modules() ? CUDA_SUCCESS : NOT_REACHED;
 }
 
-int cuCtxSynchronize(void) { return fake_modules() ? CUDA_SUCCESS : NOT_REACHED; }
 
 /* A module: its PTX, and the globals read from it (kept until unload, as the driver's are). */
 typedef struct FakeModule {
@@ -224,15 +223,106 @@ int cuFuncSetAttribute(void *fn, int attrib, int value) {
   return fake_modules() ? CUDA_SUCCESS : NOT_REACHED;
 }
 
-/* Launches run nothing; their count is what a test can see (fake_cuda_launches). */
-int fake_cuda_launches;
+/* Streams, captures and graphs (KILN_FAKE_CUDA_MODULES=1). A stream being captured records its
+ * launches into a graph, which is nothing but their count; instantiating copies it, an
+ * in-place update (cuGraphExecUpdate_v2) succeeds when the counts agree (the same topology)
+ * and fails as the driver does otherwise, and a replay counts its launches as launches. The
+ * counters are what a test can see: launches run, graph replays, instantiations, in-place
+ * updates, stream and context synchronizations, and the graphs and executable graphs alive. */
+typedef struct FakeGraph {
+  int launches;
+} FakeGraph;
+typedef struct FakeStream {
+  FakeGraph *capture; /* non-NULL while capturing */
+} FakeStream;
+int fake_cuda_launches, fake_cuda_graph_launches, fake_cuda_instantiations, fake_cuda_updates;
+int fake_cuda_stream_syncs, fake_cuda_ctx_syncs, fake_cuda_graphs_alive;
 
-int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                   unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
-  (void)fn, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared;
-  (void)stream, (void)params, (void)extra;
+int cuCtxSynchronize(void) {
   if (!fake_modules()) return NOT_REACHED;
-  fake_cuda_launches++;
+  fake_cuda_ctx_syncs++;
+  return CUDA_SUCCESS;
+}
+
+int cuStreamCreate(FakeStream **s, unsigned flags) {
+  (void)flags;
+  return fake_modules() && (*s = calloc(1, sizeof **s)) ? CUDA_SUCCESS : NOT_REACHED;
+}
+
+int cuStreamDestroy_v2(FakeStream *s) {
+  if (!fake_modules()) return NOT_REACHED;
+  free(s->capture);
+  free(s);
+  return CUDA_SUCCESS;
+}
+
+int cuStreamSynchronize(FakeStream *s) {
+  (void)s;
+  if (!fake_modules()) return NOT_REACHED;
+  fake_cuda_stream_syncs++;
+  return CUDA_SUCCESS;
+}
+
+int cuStreamBeginCapture_v2(FakeStream *s, int mode) {
+  (void)mode;
+  if (!fake_modules() || !s || s->capture || !(s->capture = calloc(1, sizeof *s->capture)))
+    return NOT_REACHED;
+  return CUDA_SUCCESS;
+}
+
+int cuStreamEndCapture(FakeStream *s, FakeGraph **graph) {
+  if (!fake_modules() || !s || !s->capture) return NOT_REACHED;
+  *graph = s->capture;
+  s->capture = NULL;
+  fake_cuda_graphs_alive++;
+  return CUDA_SUCCESS;
+}
+
+int cuGraphInstantiateWithFlags(FakeGraph **exec, FakeGraph *graph, unsigned long long flags) {
+  (void)flags;
+  if (!fake_modules() || !(*exec = malloc(sizeof **exec))) return NOT_REACHED;
+  **exec = *graph;
+  fake_cuda_instantiations++;
+  fake_cuda_graphs_alive++;
+  return CUDA_SUCCESS;
+}
+
+#define CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE 910
+int cuGraphExecUpdate_v2(FakeGraph *exec, FakeGraph *graph, int *result_info) {
+  if (!fake_modules()) return NOT_REACHED;
+  if (exec->launches != graph->launches) {
+    result_info[0] = 2; /* CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED */
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  }
+  fake_cuda_updates++;
+  return CUDA_SUCCESS;
+}
+
+int cuGraphLaunch(FakeGraph *exec, FakeStream *s) {
+  (void)s;
+  if (!fake_modules()) return NOT_REACHED;
+  fake_cuda_launches += exec->launches;
+  fake_cuda_graph_launches++;
+  return CUDA_SUCCESS;
+}
+
+static int graph_free(FakeGraph *g) {
+  if (!fake_modules()) return NOT_REACHED;
+  free(g);
+  fake_cuda_graphs_alive--;
+  return CUDA_SUCCESS;
+}
+int cuGraphExecDestroy(FakeGraph *exec) { return graph_free(exec); }
+int cuGraphDestroy(FakeGraph *graph) { return graph_free(graph); }
+
+/* Launches run nothing: one on a stream being captured is recorded, any other counted. */
+int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, FakeStream *stream, void **params, void **extra) {
+  (void)fn, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared;
+  (void)params, (void)extra;
+  if (!fake_modules()) return NOT_REACHED;
+  if (stream && stream->capture) stream->capture->launches++;
+  else fake_cuda_launches++;
   return CUDA_SUCCESS;
 }
 
@@ -289,12 +379,3 @@ STUB(cuMemcpyDtoDAsync_v2)
 STUB(cuMemsetD8_v2)
 STUB(cuMemsetD8Async)
 STUB(cuModuleLoadData)
-STUB(cuStreamCreate)
-STUB(cuStreamDestroy_v2)
-STUB(cuStreamSynchronize)
-STUB(cuStreamBeginCapture_v2)
-STUB(cuStreamEndCapture)
-STUB(cuGraphInstantiateWithFlags)
-STUB(cuGraphLaunch)
-STUB(cuGraphExecDestroy)
-STUB(cuGraphDestroy)

@@ -287,6 +287,20 @@ static void test_graph(KilnRtDevice *dev) {
   CHECK_OK(kiln_rt_launch(fn, &cfg, args, s));
   CHECK(out[3] == 100.0f * 3 + 1.0f);
 
+  /* A recapture replaces the graph's work: the new value of a, then a stream not capturing. */
+  a = 3.0f;
+  CHECK_OK(kiln_rt_graph_begin_capture(s));
+  CHECK_OK(kiln_rt_launch(fn, &cfg, args, s));
+  CHECK_OK(kiln_rt_graph_recapture(s, g));
+  for (int i = 0; i < N; i++) out[i] = -1.0f;
+  CHECK_OK(kiln_rt_graph_launch(g, s));
+  CHECK_OK(kiln_rt_stream_synchronize(s));
+  int wrong = 0;
+  for (int i = 0; i < N; i++) wrong += out[i] != 3.0f * (float)i + y[i];
+  CHECK(wrong == 0, "%d elements not from the recaptured launch", wrong);
+  CHECK_STATUS(kiln_rt_graph_recapture(s, g), KILN_RT_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_rt_graph_recapture(NULL, g), KILN_RT_ERROR_INVALID_ARGUMENT);
+
   kiln_rt_graph_destroy(g);
   /* Destroying a stream in the middle of a capture drops the partial graph. */
   CHECK_OK(kiln_rt_graph_begin_capture(s));

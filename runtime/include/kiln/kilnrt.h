@@ -295,6 +295,13 @@ KilnRtStatus kiln_rt_graph_begin_capture(KilnRtStream *stream);
 /* Ends the capture begun on `stream`; *out is a replayable graph owned by the caller
  * (kiln_rt_graph_destroy). INVALID_ARGUMENT if the stream was not capturing. */
 KilnRtStatus kiln_rt_graph_end_capture(KilnRtStream *stream, KilnRtGraph **out);
+/* Ends the capture begun on `stream` and makes `graph` (of the same device) replay it in place
+ * of what it held: how a loop whose launches keep their order but change some arguments (a
+ * per-step random seed, say) replays each step. On cuda the instantiated graph is updated in
+ * place when only parameters changed (cuGraphExecUpdate: much cheaper than instantiating) and
+ * instantiated anew otherwise; on cpu the recorded work is swapped. On failure the capture is
+ * over and `graph` still replays what it held. */
+KilnRtStatus kiln_rt_graph_recapture(KilnRtStream *stream, KilnRtGraph *graph);
 /* Queues one replay of the graph on `stream` (NULL = default stream). */
 KilnRtStatus kiln_rt_graph_launch(KilnRtGraph *graph, KilnRtStream *stream);
 void kiln_rt_graph_destroy(KilnRtGraph *graph);
