@@ -92,15 +92,6 @@ static MlirValue shuffle(Low *L, MlirValue v, int offset) {
   return r;
 }
 
-static int ilog2(int64_t v) {
-  int n = 0;
-  while (v > 1) {
-    v >>= 1;
-    n++;
-  }
-  return n;
-}
-
 bool low_reduce(Low *L, MlirOperation op) {
   Red r;
   if (!kind_of(op, &r.kind)) {
@@ -165,7 +156,8 @@ bool low_reduce(Low *L, MlirOperation op) {
   int64_t chunks = am->size / am->spt; /* distinct runs along the axis */
   if (chunks < 1)
     chunks = 1;
-  int lane_useful = am->lane_bits < ilog2(chunks) ? am->lane_bits : ilog2(chunks);
+  int chunk_bits = kiln_gpu_ilog2(chunks);
+  int lane_useful = am->lane_bits < chunk_bits ? am->lane_bits : chunk_bits;
   if (am->size < am->spt)
     lane_useful = 0;
   for (int bit = 0; bit < lane_useful; bit++) {
@@ -181,7 +173,8 @@ bool low_reduce(Low *L, MlirOperation op) {
 
   /* 3. across warps, through shared memory */
   int64_t wchunks = chunks / am->tpw;
-  int warp_useful = wchunks > 1 ? (am->warp_bits < ilog2(wchunks) ? am->warp_bits : ilog2(wchunks)) : 0;
+  int wchunk_bits = kiln_gpu_ilog2(wchunks);
+  int warp_useful = wchunks > 1 ? (am->warp_bits < wchunk_bits ? am->warp_bits : wchunk_bits) : 0;
   if (warp_useful > 0 && lane_useful < am->lane_bits)
     warp_useful = 0; /* a smaller tile never reaches the warps' bits */
   if (warp_useful > 0) {
