@@ -14,8 +14,10 @@
 #include "check.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static inline void kb_test_small_config(KilnBertConfig *c, int vocab_size) {
   kiln_bert_config_defaults(c);
@@ -86,6 +88,43 @@ static inline double kb_test_check_grads(const KilnBertParams *lay, const float 
     CHECK(err <= t, "gradient of %s: max error %.3g, largest |g| %.3g", q->name, err, mx);
   }
   return worst;
+}
+
+/* What the model tests begin with: the small model (vocabulary 64) of rows x cols tokens on the
+ * cpu device with the scaled seed-7 parameters set, and buffers of its parameter count. */
+typedef struct KbTestModel {
+  KilnBertConfig cfg;
+  KilnRtDevice *dev;
+  KilnBertModel *m;
+  const KilnBertParams *lay;
+  float *flat, *got; /* the parameters set; room for what the model hands back */
+  double *pd, *gd;   /* the parameters as doubles; room for the reference's gradients */
+} KbTestModel;
+
+/* false after a FAIL line when there is no device or model. */
+static inline bool kb_test_model_open(KbTestModel *t, int rows, int cols) {
+  kb_test_small_config(&t->cfg, 64);
+  if (!(t->dev = kb_test_cpu_device())) return false;
+  if (kiln_bert_model_create(t->dev, &t->cfg, rows, cols, &t->m) != KILN_BERT_OK) {
+    printf("FAIL: model: %s\n", kiln_bert_last_error());
+    return false;
+  }
+  t->lay = kiln_bert_model_params(t->m);
+  size_t n = t->lay->total;
+  t->flat = calloc(n, sizeof *t->flat), t->got = calloc(n, sizeof *t->got);
+  t->pd = calloc(n, sizeof *t->pd), t->gd = calloc(n, sizeof *t->gd);
+  kb_test_scaled_params(t->lay, &t->cfg, t->flat, t->pd);
+  CHECK(kiln_bert_model_set_params(t->m, t->flat) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+  return true;
+}
+
+static inline void kb_test_model_close(KbTestModel *t) {
+  kiln_bert_model_destroy(t->m);
+  kiln_rt_device_destroy(t->dev);
+  free(t->flat);
+  free(t->got);
+  free(t->pd);
+  free(t->gd);
 }
 
 #endif /* KILN_TEST_SMALL_MODEL_H */

@@ -58,32 +58,20 @@ static float model_step(KilnBertModel *m, const int32_t *ids, const int32_t *len
 }
 
 int main(void) {
-  KilnBertConfig cfg;
-  kb_test_small_config(&cfg, 64);
-  KilnRtDevice *dev = kb_test_cpu_device();
-  if (!dev) return 1;
-  KilnBertModel *m;
-  if (kiln_bert_model_create(dev, &cfg, ROWS, COLS, &m) != KILN_BERT_OK) {
-    printf("FAIL: model: %s\n", kiln_bert_last_error());
-    return 1;
-  }
-  const KilnBertParams *lay = kiln_bert_model_params(m);
-  size_t P = lay->total;
-  float *flat = calloc(P, sizeof *flat), *got = calloc(P, sizeof *got);
-  double *pd = calloc(P, sizeof *pd), *gd = calloc(P, sizeof *gd);
-  kb_test_scaled_params(lay, &cfg, flat, pd);
-  CHECK(kiln_bert_model_set_params(m, flat) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+  KbTestModel t;
+  if (!kb_test_model_open(&t, ROWS, COLS)) return 1;
 
   int32_t ids[ROWS * COLS] = {0}, lens[ROWS] = {COLS, 9}, labels[ROWS] = {1, 0};
-  kb_test_ids(&cfg, ids, lens, ROWS, COLS);
+  kb_test_ids(&t.cfg, ids, lens, ROWS, COLS);
 
   /* one step at dropout 0.1 against the reference with the same masks */
-  CHECK(kiln_bert_model_set_dropout(m, DROP, SEED, STEP) == KILN_BERT_OK, "%s",
+  CHECK(kiln_bert_model_set_dropout(t.m, DROP, SEED, STEP) == KILN_BERT_OK, "%s",
         kiln_bert_last_error());
-  float loss = model_step(m, ids, lens, labels, got);
-  Masks mk = {&cfg, 0, 0};
+  float loss = model_step(t.m, ids, lens, labels, t.got);
+  Masks mk = {&t.cfg, 0, 0};
   ModelRefDropout drop = {mask_factor, &mk};
-  double ref = model_ref_loss_grad_drop(&cfg, lay, pd, ids, lens, labels, ROWS, COLS, &drop, gd);
+  double ref =
+      model_ref_loss_grad_drop(&t.cfg, t.lay, t.pd, ids, lens, labels, ROWS, COLS, &drop, t.gd);
   printf("dropout %.2g: loss %.9g, reference %.9g; the reference dropped %zu of %zu draws\n", DROP,
          loss, ref, mk.dropped, mk.total);
   CHECK(fabs(loss - ref) <= 2e-5 * fmax(1, fabs(ref)), "loss %.9g vs %.9g", loss, ref);
@@ -91,35 +79,36 @@ int main(void) {
   double frac = (double)mk.dropped / (double)mk.total;
   CHECK(fabs(frac - DROP) <= 4 * sqrt(DROP * (1 - DROP) / (double)mk.total),
         "dropped fraction %.4f", frac);
-  printf("gradients: worst error / tolerance of a tensor %.3g\n", kb_test_check_grads(lay, got, gd, NULL));
+  printf("gradients: worst error / tolerance of a tensor %.3g\n",
+         kb_test_check_grads(t.lay, t.got, t.gd, NULL));
 
   /* the same step draws the same masks; the next step other ones */
-  float again = model_step(m, ids, lens, labels, NULL);
+  float again = model_step(t.m, ids, lens, labels, NULL);
   CHECK(memcmp(&again, &loss, sizeof loss) == 0, "the same step gave %.9g, then %.9g", loss, again);
-  CHECK(kiln_bert_model_set_dropout(m, DROP, SEED, STEP + 1) == KILN_BERT_OK, "set");
-  float next = model_step(m, ids, lens, labels, NULL);
+  CHECK(kiln_bert_model_set_dropout(t.m, DROP, SEED, STEP + 1) == KILN_BERT_OK, "set");
+  float next = model_step(t.m, ids, lens, labels, NULL);
   printf("loss at step %d: %.9g, at step %d: %.9g\n", STEP, loss, STEP + 1, next);
   CHECK(next != loss, "steps %d and %d drew the same masks", STEP, STEP + 1);
 
   /* p = 0 (evaluation) is the model without dropout */
-  CHECK(kiln_bert_model_set_dropout(m, 0, SEED, STEP) == KILN_BERT_OK, "set");
-  float plain = model_step(m, ids, lens, labels, got);
-  double ref0 = model_ref_loss_grad(&cfg, lay, pd, ids, lens, labels, ROWS, COLS, gd);
+  CHECK(kiln_bert_model_set_dropout(t.m, 0, SEED, STEP) == KILN_BERT_OK, "set");
+  float plain = model_step(t.m, ids, lens, labels, t.got);
+  double ref0 = model_ref_loss_grad(&t.cfg, t.lay, t.pd, ids, lens, labels, ROWS, COLS, t.gd);
   printf("dropout 0: loss %.9g, reference %.9g\n", plain, ref0);
   CHECK(fabs(plain - ref0) <= 2e-5 * fmax(1, fabs(ref0)), "loss %.9g vs %.9g", plain, ref0);
-  kb_test_check_grads(lay, got, gd, NULL);
+  kb_test_check_grads(t.lay, t.got, t.gd, NULL);
 
   /* steps with dropout allocate nothing */
   KilnRtMemStats before, after;
-  CHECK(kiln_rt_mem_stats(dev, &before) == KILN_RT_OK, "mem stats");
+  CHECK(kiln_rt_mem_stats(t.dev, &before) == KILN_RT_OK, "mem stats");
   KilnBertOptim opt = {0.9, 0.999, 1e-8, 0.01, 1.0};
   for (int k = 1; k <= 5; k++) {
-    CHECK(kiln_bert_model_set_dropout(m, DROP, SEED, k) == KILN_BERT_OK, "set");
-    model_step(m, ids, lens, labels, NULL);
-    CHECK(kiln_bert_model_step(m, &opt, 1e-3, k, NULL) == KILN_BERT_OK, "%s",
+    CHECK(kiln_bert_model_set_dropout(t.m, DROP, SEED, k) == KILN_BERT_OK, "set");
+    model_step(t.m, ids, lens, labels, NULL);
+    CHECK(kiln_bert_model_step(t.m, &opt, 1e-3, k, NULL) == KILN_BERT_OK, "%s",
           kiln_bert_last_error());
   }
-  CHECK(kiln_rt_mem_stats(dev, &after) == KILN_RT_OK, "mem stats");
+  CHECK(kiln_rt_mem_stats(t.dev, &after) == KILN_RT_OK, "mem stats");
   CHECK(after.num_allocs == before.num_allocs && after.bytes_in_use == before.bytes_in_use,
         "5 steps with dropout allocated: %zu allocations, %zu -> %zu bytes in use",
         after.num_allocs - before.num_allocs, before.bytes_in_use, after.bytes_in_use);
@@ -127,15 +116,10 @@ int main(void) {
   /* probabilities outside [0, 1) are refused */
   const double bad[] = {-0.1, 1.0, 1.5, NAN};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    CHECK(kiln_bert_model_set_dropout(m, bad[i], SEED, 1) == KILN_BERT_ERROR_INVALID_ARGUMENT,
+    CHECK(kiln_bert_model_set_dropout(t.m, bad[i], SEED, 1) == KILN_BERT_ERROR_INVALID_ARGUMENT,
           "dropout %g accepted", bad[i]);
 
-  kiln_bert_model_destroy(m);
-  kiln_rt_device_destroy(dev);
-  free(flat);
-  free(got);
-  free(pd);
-  free(gd);
+  kb_test_model_close(&t);
   if (!failures) printf("ok\n");
   return failures ? 1 : 0;
 }
