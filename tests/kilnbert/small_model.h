@@ -121,10 +121,7 @@ static inline bool kb_test_model_open(KbTestModel *t, int rows, int cols) {
 static inline void kb_test_model_close(KbTestModel *t) {
   kiln_bert_model_destroy(t->m);
   kiln_rt_device_destroy(t->dev);
-  free(t->flat);
-  free(t->got);
-  free(t->pd);
-  free(t->gd);
+  free(t->flat), free(t->got), free(t->pd), free(t->gd);
 }
 
 #endif /* KILN_TEST_SMALL_MODEL_H */
