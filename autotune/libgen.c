@@ -646,15 +646,7 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, Tu
     fprintf(f, ";\n    if (ck || g%d < 1 || g%d > INT32_MAX)\n"
                "      return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT,\n"
                "                               \"%s_%s: grid axis %d, %%s, is %%s (1 .. 2^31-1 programs)\", ", a, a, L, k->name, a);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    if (m) {
-      tune_expr_print(e, m);
-      fclose(m);
-    }
-    libgen_c_string(f, text ? text : "");
-    free(text);
+    c_string_of_expr(f, e);
     fprintf(f, ",\n                               ck ? \"out of range of int64\" : g%d < 1 ? \"< 1\" : \"too large\");\n"
                "    g[%d] = (uint32_t)g%d;\n", a, a, a);
   }

@@ -152,37 +152,39 @@ KilnTune *kiln_tune_get(const KilnCompilation *c, int i)
     return i >= 0 && i < c->tunes.n ? c->tunes.items[i] : NULL;
 }
 
-const char *kiln_builtin_name(KilnBuiltin b)
+/* Each builtin's name, signature and doc, one row per entry of builtins.def (row 0: no
+ * builtin). */
+typedef struct BuiltinInfo {
+    const char *name, *sig, *doc;
+} BuiltinInfo;
+
+static const BuiltinInfo *builtin_info(KilnBuiltin b)
 {
-    static const char *const names[] = {
-        NULL,
-#define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) name,
+    static const BuiltinInfo rows[] = {
+        {NULL, NULL, NULL},
+#define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) {name, sig, doc},
 #include "builtins.def"
 #undef KILN_BUILTIN
     };
-    return (unsigned)b < KILN_BUILTIN_COUNT ? names[b] : NULL;
+    return (unsigned)b < KILN_BUILTIN_COUNT ? &rows[b] : NULL;
+}
+
+const char *kiln_builtin_name(KilnBuiltin b)
+{
+    const BuiltinInfo *r = builtin_info(b);
+    return r ? r->name : NULL;
 }
 
 const char *kiln_builtin_signature(KilnBuiltin b)
 {
-    static const char *const sigs[] = {
-        NULL,
-#define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) sig,
-#include "builtins.def"
-#undef KILN_BUILTIN
-    };
-    return (unsigned)b < KILN_BUILTIN_COUNT ? sigs[b] : NULL;
+    const BuiltinInfo *r = builtin_info(b);
+    return r ? r->sig : NULL;
 }
 
 const char *kiln_builtin_doc(KilnBuiltin b)
 {
-    static const char *const docs[] = {
-        NULL,
-#define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) doc,
-#include "builtins.def"
-#undef KILN_BUILTIN
-    };
-    return (unsigned)b < KILN_BUILTIN_COUNT ? docs[b] : NULL;
+    const BuiltinInfo *r = builtin_info(b);
+    return r ? r->doc : NULL;
 }
 
 KilnFunc *kiln_func_find(const KilnCompilation *c, const char *name)

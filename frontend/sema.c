@@ -2074,14 +2074,20 @@ static bool begin_sema(KilnCompilation *c)
     return c->parse_ok;
 }
 
-bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name, const KilnBinding *bindings,
-                            size_t nbindings, KilnKernel **out)
+/* One sema request: a kernel found by name with its bindings, or every kernel with the -D
+ * defines in bindings. */
+typedef struct SemaRequest {
+    const char *kernel_name;
+    const KilnBinding *bindings;
+    size_t nbindings;
+    KilnKernel *kernel; /* the kernel of that name, or NULL */
+} SemaRequest;
+
+/* Runs check(c, req) with the scratch arena's out-of-memory jump point set, so that an allocation
+ * failing anywhere in the checks lands here and is reported. False on out of memory. */
+static bool run_sema(KilnCompilation *c, void (*check)(KilnCompilation *, SemaRequest *),
+                     SemaRequest *req)
 {
-    if (out)
-        *out = NULL;
-    if (!begin_sema(c))
-        return false;
-    KilnKernel *k = kiln_kernel_find(c, kernel_name);
     c->in_sema = true;
     jmp_buf oom;
     if (setjmp(oom)) {
@@ -2091,15 +2097,33 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name, const K
         return false;
     }
     c->scratch.oom = &oom;
-    if (!k)
-        kiln_diag_error(c, kiln_span_none, "no kernel named '%s'", kernel_name);
-    else
-        check_kernel(c, k, bindings, nbindings, false);
+    check(c, req);
     c->scratch.oom = NULL;
     c->in_sema = false;
+    return true;
+}
+
+static void check_named_kernel(KilnCompilation *c, SemaRequest *req)
+{
+    if (!req->kernel)
+        kiln_diag_error(c, kiln_span_none, "no kernel named '%s'", req->kernel_name);
+    else
+        check_kernel(c, req->kernel, req->bindings, req->nbindings, false);
+}
+
+bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name, const KilnBinding *bindings,
+                            size_t nbindings, KilnKernel **out)
+{
+    if (out)
+        *out = NULL;
+    if (!begin_sema(c))
+        return false;
+    SemaRequest req = {kernel_name, bindings, nbindings, kiln_kernel_find(c, kernel_name)};
+    if (!run_sema(c, check_named_kernel, &req))
+        return false;
     bool ok = c->nerrors == 0;
     if (ok && out)
-        *out = k;
+        *out = req.kernel;
     return ok;
 }
 
@@ -2119,19 +2143,12 @@ bool kiln_sema_check_all(KilnCompilation *c)
     return kiln_sema_check_all_bound(c, NULL, 0);
 }
 
-bool kiln_sema_check_all_bound(KilnCompilation *c, const KilnBinding *defines, size_t ndefines)
+/* Every tune block, then every kernel at its tune block's first configuration with the -D
+ * defines it takes; a define no kernel takes is an error. */
+static void check_every_kernel(KilnCompilation *c, SemaRequest *req)
 {
-    if (!begin_sema(c))
-        return false;
-    c->in_sema = true;
-    jmp_buf oom;
-    if (setjmp(oom)) {
-        c->scratch.oom = NULL;
-        kiln_diag_add(c, KILN_SEV_ERROR, kiln_span_none, "out of memory during type checking");
-        c->in_sema = false;
-        return false;
-    }
-    c->scratch.oom = &oom;
+    const KilnBinding *defines = req->bindings;
+    size_t ndefines = req->nbindings;
     for (int i = 0; i < c->tunes.n; i++) {
         KilnTune *t = c->tunes.items[i];
         if (t->kernel && t->kernel->tune == t)
@@ -2161,7 +2178,12 @@ bool kiln_sema_check_all_bound(KilnCompilation *c, const KilnBinding *defines, s
                 b[nb++] = defines[d];
         check_kernel(c, k, b, nb, k->tune != NULL);
     }
-    c->scratch.oom = NULL;
-    c->in_sema = false;
-    return c->nerrors == 0;
+}
+
+bool kiln_sema_check_all_bound(KilnCompilation *c, const KilnBinding *defines, size_t ndefines)
+{
+    if (!begin_sema(c))
+        return false;
+    SemaRequest req = {NULL, defines, ndefines, NULL};
+    return run_sema(c, check_every_kernel, &req) && c->nerrors == 0;
 }

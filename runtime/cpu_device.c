@@ -192,39 +192,42 @@ static void cpu_raw_free(KilnRtDevice *dev, void *ptr) {
   free(ptr);
 }
 
+/* Runs a copy or a memset (one address space: every copy direction is a memmove). */
+static void run_memory_op(const GraphOp *op) {
+  if (op->kind == OP_COPY)
+    memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+  else
+    memset(op->u.set.dst, op->u.set.value, op->u.set.bytes);
+}
+
+/* A copy or a memset on `stream`: recorded into its graph while it is being captured, else run
+ * now (the host's streams are synchronous). `what` names it in the out-of-memory message. */
+static KilnRtStatus submit_memory_op(KilnRtStream *stream, const GraphOp *op, const char *what) {
+  CpuGraph *g = capturing(stream);
+  if (!g) {
+    run_memory_op(op);
+    return KILN_RT_OK;
+  }
+  GraphOp *slot = graph_append(g);
+  if (!slot)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory while capturing a %s", what);
+  *slot = *op;
+  return KILN_RT_OK;
+}
+
 static KilnRtStatus cpu_memcpy(KilnRtDevice *dev, KilnRtCopyKind kind, void *dst, const void *src,
                                size_t bytes, KilnRtStream *stream) {
   (void)dev;
-  (void)kind; /* one address space: every direction is a memmove */
-  CpuGraph *g = capturing(stream);
-  if (g) {
-    GraphOp *op = graph_append(g);
-    if (!op) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory while capturing a copy");
-    op->kind = OP_COPY;
-    op->u.copy.dst = dst;
-    op->u.copy.src = src;
-    op->u.copy.bytes = bytes;
-    return KILN_RT_OK;
-  }
-  memmove(dst, src, bytes);
-  return KILN_RT_OK;
+  (void)kind;
+  GraphOp op = {.kind = OP_COPY, .u.copy = {.dst = dst, .src = src, .bytes = bytes}};
+  return submit_memory_op(stream, &op, "copy");
 }
 
 static KilnRtStatus cpu_memset(KilnRtDevice *dev, void *dst, int value, size_t bytes,
                                KilnRtStream *stream) {
   (void)dev;
-  CpuGraph *g = capturing(stream);
-  if (g) {
-    GraphOp *op = graph_append(g);
-    if (!op) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory while capturing a memset");
-    op->kind = OP_SET;
-    op->u.set.dst = dst;
-    op->u.set.value = value;
-    op->u.set.bytes = bytes;
-    return KILN_RT_OK;
-  }
-  memset(dst, value, bytes);
-  return KILN_RT_OK;
+  GraphOp op = {.kind = OP_SET, .u.set = {.dst = dst, .value = value, .bytes = bytes}};
+  return submit_memory_op(stream, &op, "memset");
 }
 
 static KilnRtStatus cpu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format,
@@ -331,8 +334,8 @@ static KilnRtStatus cpu_graph_launch(KilnRtGraph *graph, KilnRtStream *stream) {
       if (st != KILN_RT_OK) return st;
       break;
     }
-    case OP_COPY: memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes); break;
-    case OP_SET: memset(op->u.set.dst, op->u.set.value, op->u.set.bytes); break;
+    case OP_COPY:
+    case OP_SET: run_memory_op(op); break;
     }
   }
   return KILN_RT_OK;

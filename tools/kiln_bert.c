@@ -8,6 +8,8 @@
  *
  * Exit codes: 0 success; 1 an input file is wrong (vocabulary, model, data); 2 the environment
  * failed (I/O) or the subcommand is not implemented yet; 64 the command line is wrong. */
+#include "bert_batch.h"
+#include "bert_sched.h"
 #include "bert_tok.h"
 #include "bert_vocab.h"
 #ifdef KILN_BERT_HAVE_TRAIN
@@ -26,6 +28,19 @@
 #include <unistd.h>
 
 enum { EXIT_INPUT = 1, EXIT_ENV = 2, EXIT_USAGE = 64 };
+
+/* The devices train and eval run on in this build, as their help lists them. */
+#ifdef KILN_BERT_HAVE_EMU
+#define BUILT_EMU ", emu"
+#else
+#define BUILT_EMU ""
+#endif
+#ifdef KILN_BERT_HAVE_CUDA
+#define BUILT_CUDA ", cuda[:N]"
+#else
+#define BUILT_CUDA ""
+#endif
+#define BUILT_DEVICES "cpu" BUILT_EMU BUILT_CUDA
 
 static const char *const usage_main =
     "usage: kiln-bert <command> [options]\n"
@@ -66,14 +81,8 @@ static const char *const usage_train =
     "\n"
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device cpu"
-#ifdef KILN_BERT_HAVE_EMU
-    ", emu"
-#endif
-#ifdef KILN_BERT_HAVE_CUDA
-    ", cuda[:N]"
-#endif
-    ".\n"
+    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device "
+    BUILT_DEVICES ".\n"
 #else
     "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
     "with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared elsewhere\n"
@@ -146,14 +155,7 @@ static const char *const usage_eval =
     "and prints eval_loss (mean cross-entropy over all samples), accuracy and the benchmark\n"
     "metrics as a table.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32, --device cpu"
-#ifdef KILN_BERT_HAVE_EMU
-    ", emu"
-#endif
-#ifdef KILN_BERT_HAVE_CUDA
-    ", cuda[:N]"
-#endif
-    ".\n"
+    "Implemented so far: --precision fp32, --device " BUILT_DEVICES ".\n"
 #else
     "NOT IMPLEMENTED in this build: evaluation needs the kernel libraries, which are\n"
     "generated with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared\n"
@@ -225,6 +227,70 @@ static int parse_size(const char *s, size_t lo, size_t *out) {
   return 0;
 }
 
+/* One option of a subcommand: its name, how its value is read and where it goes. Each
+ * subcommand lists its options in a table, one line an option, and parse_options reads the
+ * command line against it, so that every subcommand takes -h/--help, reports an unknown
+ * argument, a missing value and a bad value the same way. */
+typedef struct Opt Opt;
+struct Opt {
+  const char *name;
+  int (*read)(const Opt *opt, const char *v); /* 0 when v is good; NULL: a flag, no value */
+  union {
+    int *flag;
+    const char **text;
+    size_t *size;
+    uint64_t *seed;
+    double *real;
+    KilnBertPadding *padding;
+    KilnBertSchedule *schedule;
+  } to;
+  size_t arg; /* a size or seed: the smallest value taken; a flag: the value it stores */
+};
+
+static int read_text(const Opt *opt, const char *v) {
+  *opt->to.text = v;
+  return 0;
+}
+
+static int read_size(const Opt *opt, const char *v) { return parse_size(v, opt->arg, opt->to.size); }
+
+/* The table lines: OPT_FLAG stores VALUE, OPT_SIZE takes an integer from LO up to 2^31. */
+#define OPT_FLAG(name, p, value) {name, NULL, {.flag = (p)}, (value)}
+#define OPT_TEXT(name, p) {name, read_text, {.text = (p)}, 0}
+#define OPT_SIZE(name, p, lo) {name, read_size, {.size = (p)}, (lo)}
+#define OPT_COUNT(table) (sizeof(table) / sizeof *(table))
+
+static const Opt *find_option(const Opt *opts, size_t n, const char *name) {
+  for (size_t k = 0; k < n; k++)
+    if (!strcmp(opts[k].name, name)) return &opts[k];
+  return NULL;
+}
+
+/* Reads argv against a subcommand's n options. Returns -1 when every argument was taken, else
+ * the exit code to end with: 0 after printing the help, EXIT_USAGE after an error message. */
+static int parse_options(const Opt *opts, size_t n, const char *usage, int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage, stdout);
+      return 0;
+    }
+    const Opt *opt = find_option(opts, n, a);
+    if (!opt) return usage_error(usage, "unknown argument '%s'", a);
+    if (!opt->read) {
+      *opt->to.flag = (int)opt->arg;
+      continue;
+    }
+    if (i + 1 >= argc) return usage_error(usage, "%s needs a value", a);
+    const char *v = argv[++i];
+    if (opt->read(opt, v)) {
+      fprintf(stderr, "kiln-bert: error: %s: bad value '%s'\n\n%s", a, v, usage);
+      return EXIT_USAGE;
+    }
+  }
+  return -1;
+}
+
 static int fail_status(KilnBertStatus st) {
   fprintf(stderr, "kiln-bert: error: %s\n", kiln_bert_last_error());
   return st == KILN_BERT_ERROR_IO || st == KILN_BERT_ERROR_OUT_OF_MEMORY ? EXIT_ENV : EXIT_INPUT;
@@ -243,22 +309,12 @@ static void print_row(const int32_t *row, size_t n, FILE *out) {
 static int cmd_tokenize(int argc, char **argv) {
   const char *vocab_path = NULL;
   size_t seq_len = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_tokenize, stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--vocab") || !strcmp(a, "--seq-len")) {
-      if (i + 1 >= argc) return usage_error(usage_tokenize, "%s needs a value", a);
-      const char *v = argv[++i];
-      if (!strcmp(a, "--vocab")) vocab_path = v;
-      else if (parse_size(v, 2, &seq_len))
-        return usage_error(usage_tokenize, "--seq-len takes an integer >= 2, not '%s'", v);
-      continue;
-    }
-    return usage_error(usage_tokenize, "unknown argument '%s'", a);
-  }
+  const Opt opts[] = {
+      OPT_TEXT("--vocab", &vocab_path),
+      OPT_SIZE("--seq-len", &seq_len, 2),
+  };
+  int done = parse_options(opts, OPT_COUNT(opts), usage_tokenize, argc, argv);
+  if (done >= 0) return done;
   if (!vocab_path) return usage_error(usage_tokenize, "%s", "--vocab FILE is required");
 
   KilnBertVocab *vocab = NULL;
@@ -350,87 +406,84 @@ static int parse_double(const char *s, double *out) {
   return 0;
 }
 
+static int read_seed(const Opt *opt, const char *v) {
+  size_t n = 0;
+  if (parse_size(v, opt->arg, &n)) return -1;
+  *opt->to.seed = n;
+  return 0;
+}
+
+/* A finite number >= 0. */
+static int read_real(const Opt *opt, const char *v) {
+  double d = 0;
+  if (parse_double(v, &d) || d < 0) return -1;
+  *opt->to.real = d;
+  return 0;
+}
+
+/* A byte count as kiln_bert_parse_bytes reads it (512M, 2G, ...). */
+static int read_bytes(const Opt *opt, const char *v) { return kiln_bert_parse_bytes(v, opt->to.size); }
+
+static int read_padding(const Opt *opt, const char *v) {
+  if (!strcmp(v, "fixed")) *opt->to.padding = KILN_BERT_PAD_FIXED;
+  else if (!strcmp(v, "dynamic")) *opt->to.padding = KILN_BERT_PAD_DYNAMIC;
+  else return -1;
+  return 0;
+}
+
+static int read_schedule(const Opt *opt, const char *v) {
+  if (!strcmp(v, "linear")) *opt->to.schedule = KILN_BERT_SCHEDULE_LINEAR;
+  else if (!strcmp(v, "constant")) *opt->to.schedule = KILN_BERT_SCHEDULE_CONSTANT;
+  else return -1;
+  return 0;
+}
+
+#define OPT_SEED(name, p) {name, read_seed, {.seed = (p)}, 0}
+#define OPT_REAL(name, p) {name, read_real, {.real = (p)}, 0}
+#define OPT_BYTES(name, p) {name, read_bytes, {.size = (p)}, 0}
+#define OPT_PADDING(name, p) {name, read_padding, {.padding = (p)}, 0}
+#define OPT_SCHEDULE(name, p) {name, read_schedule, {.schedule = (p)}, 0}
+
+/* The options train and eval share (the data, the model and where it runs), in their option
+ * structs under the same names. */
+#define RUN_OPTIONS(o)                                                                            \
+  OPT_TEXT("--data", &(o).data), OPT_TEXT("--model", &(o).model),                                 \
+  OPT_TEXT("--vocab", &(o).vocab), OPT_TEXT("--device", &(o).device),                             \
+  OPT_TEXT("--precision", &(o).precision), OPT_TEXT("--log", &(o).log),                           \
+  OPT_BYTES("--max-device-bytes", &(o).max_device_bytes), OPT_PADDING("--padding", &(o).padding), \
+  OPT_SIZE("--max-samples", &(o).max_samples, 1), OPT_SIZE("--seq-len", &(o).seq_len, 2),         \
+  OPT_SIZE("--batch", &(o).batch, 1)
+
 static int cmd_train(int argc, char **argv) {
   KilnBertTrainOptions o;
   kiln_bert_train_defaults(&o);
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_train, stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--no-shuffle") || !strcmp(a, "--profile") || !strcmp(a, "--graphs") ||
-        !strcmp(a, "--no-graphs")) {
-      if (!strcmp(a, "--profile")) o.profile = 1;
-      else if (!strcmp(a, "--graphs")) o.graphs = 1;
-      else if (!strcmp(a, "--no-graphs")) o.graphs = 0;
-      else o.shuffle = 0;
-      continue;
-    }
-    if (strncmp(a, "--", 2) || i + 1 >= argc)
-      return usage_error(usage_train, strncmp(a, "--", 2) ? "unknown argument '%s'"
-                                                           : "%s needs a value", a);
-    const char *v = argv[++i];
-    size_t n = 0;
-    double d = 0;
-    int bad = 0;
-    if (!strcmp(a, "--data")) o.data = v;
-    else if (!strcmp(a, "--model")) o.model = v;
-    else if (!strcmp(a, "--vocab")) o.vocab = v;
-    else if (!strcmp(a, "--device")) o.device = v;
-    else if (!strcmp(a, "--precision")) o.precision = v;
-    else if (!strcmp(a, "--log")) o.log = v;
-    else if (!strcmp(a, "--save")) o.save = v;
-    else if (!strcmp(a, "--resume")) o.resume = v;
-    else if (!strcmp(a, "--eval-data")) o.eval_data = v;
-    else if (!strcmp(a, "--max-device-bytes")) bad = kiln_bert_parse_bytes(v, &o.max_device_bytes);
-    else if (!strcmp(a, "--padding")) {
-      if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
-      else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
-      else bad = 1;
-    } else if (!strcmp(a, "--schedule")) {
-      if (!strcmp(v, "linear")) o.schedule = KILN_BERT_SCHEDULE_LINEAR;
-      else if (!strcmp(v, "constant")) o.schedule = KILN_BERT_SCHEDULE_CONSTANT;
-      else bad = 1;
-    } else if (!strcmp(a, "--max-samples") || !strcmp(a, "--seq-len") || !strcmp(a, "--batch") ||
-               !strcmp(a, "--epochs") || !strcmp(a, "--steps") || !strcmp(a, "--warmup") ||
-               !strcmp(a, "--seed") || !strcmp(a, "--stop-after") ||
-               !strcmp(a, "--save-every") || !strcmp(a, "--eval-max-samples")) {
-      size_t lo = !strcmp(a, "--seq-len") ? 2 : !strcmp(a, "--warmup") || !strcmp(a, "--seed") ? 0 : 1;
-      bad = parse_size(v, lo, &n);
-      if (!bad) {
-        if (!strcmp(a, "--max-samples")) o.max_samples = n;
-        else if (!strcmp(a, "--seq-len")) o.seq_len = n;
-        else if (!strcmp(a, "--batch")) o.batch = n;
-        else if (!strcmp(a, "--epochs")) o.epochs = n;
-        else if (!strcmp(a, "--steps")) o.steps = n;
-        else if (!strcmp(a, "--warmup")) o.warmup = n;
-        else if (!strcmp(a, "--stop-after")) o.stop_after = n;
-        else if (!strcmp(a, "--save-every")) o.save_every = n;
-        else if (!strcmp(a, "--eval-max-samples")) o.eval_max_samples = n;
-        else o.seed = n;
-      }
-    } else if (!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--adam-beta1") ||
-               !strcmp(a, "--adam-beta2") || !strcmp(a, "--adam-eps") || !strcmp(a, "--clip") ||
-               !strcmp(a, "--dropout")) {
-      bad = parse_double(v, &d) || d < 0;
-      if (!bad) {
-        if (!strcmp(a, "--lr")) o.lr = d;
-        else if (!strcmp(a, "--weight-decay")) o.weight_decay = d;
-        else if (!strcmp(a, "--adam-beta1")) o.beta1 = d;
-        else if (!strcmp(a, "--adam-beta2")) o.beta2 = d;
-        else if (!strcmp(a, "--adam-eps")) o.eps = d;
-        else if (!strcmp(a, "--clip")) o.clip = d;
-        else o.dropout = d;
-      }
-    } else {
-      return usage_error(usage_train, "unknown argument '%s'", a);
-    }
-    if (bad) {
-      fprintf(stderr, "kiln-bert: error: %s: bad value '%s'\n\n%s", a, v, usage_train);
-      return EXIT_USAGE;
-    }
-  }
+  const Opt opts[] = {
+      RUN_OPTIONS(o),
+      OPT_TEXT("--save", &o.save),
+      OPT_TEXT("--resume", &o.resume),
+      OPT_TEXT("--eval-data", &o.eval_data),
+      OPT_SCHEDULE("--schedule", &o.schedule),
+      OPT_SIZE("--epochs", &o.epochs, 1),
+      OPT_SIZE("--steps", &o.steps, 1),
+      OPT_SIZE("--warmup", &o.warmup, 0),
+      OPT_SIZE("--stop-after", &o.stop_after, 1),
+      OPT_SIZE("--save-every", &o.save_every, 1),
+      OPT_SIZE("--eval-max-samples", &o.eval_max_samples, 1),
+      OPT_SEED("--seed", &o.seed),
+      OPT_REAL("--lr", &o.lr),
+      OPT_REAL("--weight-decay", &o.weight_decay),
+      OPT_REAL("--adam-beta1", &o.beta1),
+      OPT_REAL("--adam-beta2", &o.beta2),
+      OPT_REAL("--adam-eps", &o.eps),
+      OPT_REAL("--clip", &o.clip),
+      OPT_REAL("--dropout", &o.dropout),
+      OPT_FLAG("--no-shuffle", &o.shuffle, 0),
+      OPT_FLAG("--profile", &o.profile, 1),
+      OPT_FLAG("--graphs", &o.graphs, 1),
+      OPT_FLAG("--no-graphs", &o.graphs, 0),
+  };
+  int done = parse_options(opts, OPT_COUNT(opts), usage_train, argc, argv);
+  if (done >= 0) return done;
   if (!o.data) return usage_error(usage_train, "%s", "--data PATH is required");
   if (o.save_every && !o.save)
     return usage_error(usage_train, "%s", "--save-every N needs --save DIR");
@@ -445,52 +498,14 @@ static int cmd_eval(int argc, char **argv) {
   KilnBertEvalOptions o;
   kiln_bert_eval_defaults(&o);
   int json = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_eval, stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--json") || !strcmp(a, "--profile")) {
-      if (!strcmp(a, "--json"))
-        json = 1;
-      else
-        o.profile = 1;
-      continue;
-    }
-    if (strncmp(a, "--", 2) || i + 1 >= argc)
-      return usage_error(usage_eval, strncmp(a, "--", 2) ? "unknown argument '%s'"
-                                                          : "%s needs a value", a);
-    const char *v = argv[++i];
-    size_t n = 0;
-    int bad = 0;
-    if (!strcmp(a, "--data")) o.data = v;
-    else if (!strcmp(a, "--model")) o.model = v;
-    else if (!strcmp(a, "--vocab")) o.vocab = v;
-    else if (!strcmp(a, "--device")) o.device = v;
-    else if (!strcmp(a, "--precision")) o.precision = v;
-    else if (!strcmp(a, "--log")) o.log = v;
-    else if (!strcmp(a, "--dump-logits")) o.dump_logits = v;
-    else if (!strcmp(a, "--max-device-bytes")) bad = kiln_bert_parse_bytes(v, &o.max_device_bytes);
-    else if (!strcmp(a, "--padding")) {
-      if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
-      else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
-      else bad = 1;
-    } else if (!strcmp(a, "--max-samples") || !strcmp(a, "--seq-len") || !strcmp(a, "--batch")) {
-      bad = parse_size(v, !strcmp(a, "--seq-len") ? 2 : 1, &n);
-      if (!bad) {
-        if (!strcmp(a, "--max-samples")) o.max_samples = n;
-        else if (!strcmp(a, "--seq-len")) o.seq_len = n;
-        else o.batch = n;
-      }
-    } else {
-      return usage_error(usage_eval, "unknown argument '%s'", a);
-    }
-    if (bad) {
-      fprintf(stderr, "kiln-bert: error: %s: bad value '%s'\n\n%s", a, v, usage_eval);
-      return EXIT_USAGE;
-    }
-  }
+  const Opt opts[] = {
+      RUN_OPTIONS(o),
+      OPT_TEXT("--dump-logits", &o.dump_logits),
+      OPT_FLAG("--json", &json, 1),
+      OPT_FLAG("--profile", &o.profile, 1),
+  };
+  int done = parse_options(opts, OPT_COUNT(opts), usage_eval, argc, argv);
+  if (done >= 0) return done;
   if (!o.model) return usage_error(usage_eval, "%s", "--model DIR is required");
   if (!o.data) return usage_error(usage_eval, "%s", "--data PATH is required");
   if (json) o.json = stdout;
@@ -504,50 +519,23 @@ static int cmd_eval(int argc, char **argv) {
 static int cmd_tune(int argc, char **argv) {
   KilnBertTuneOptions o;
   kiln_bert_tune_defaults(&o);
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage_tune, stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--json") || !strcmp(a, "--list")) {
-      if (!strcmp(a, "--json")) o.json = 1;
-      else o.list_only = 1;
-      continue;
-    }
-    if (strncmp(a, "--", 2) || i + 1 >= argc)
-      return usage_error(usage_tune, strncmp(a, "--", 2) ? "unknown argument '%s'"
-                                                          : "%s needs a value", a);
-    const char *v = argv[++i];
-    size_t n = 0;
-    double d = 0;
-    int bad = 0;
-    if (!strcmp(a, "--cache")) o.cache = v;
-    else if (!strcmp(a, "--model")) o.model = v;
-    else if (!strcmp(a, "--precision")) o.precision = v;
-    else if (!strcmp(a, "--device")) o.device = v;
-    else if (!strcmp(a, "--mode")) o.mode = v;
-    else if (!strcmp(a, "--emit-bundle")) o.bundle_dir = v;
-    else if (!strcmp(a, "--arch")) o.arch = v;
-    else if (!strcmp(a, "--padding")) {
-      if (!strcmp(v, "fixed")) o.padding = KILN_BERT_PAD_FIXED;
-      else if (!strcmp(v, "dynamic")) o.padding = KILN_BERT_PAD_DYNAMIC;
-      else bad = 1;
-    } else if (!strcmp(a, "--batch") || !strcmp(a, "--seq-len")) {
-      bad = parse_size(v, !strcmp(a, "--seq-len") ? 2 : 1, &n);
-      if (!bad && !strcmp(a, "--batch")) o.batch = n;
-      else if (!bad) o.seq_len = n;
-    } else if (!strcmp(a, "--budget")) {
-      bad = parse_double(v, &d) || d < 0;
-      o.budget = d;
-    } else {
-      return usage_error(usage_tune, "unknown argument '%s'", a);
-    }
-    if (bad) {
-      fprintf(stderr, "kiln-bert: error: %s: bad value '%s'\n\n%s", a, v, usage_tune);
-      return EXIT_USAGE;
-    }
-  }
+  const Opt opts[] = {
+      OPT_TEXT("--cache", &o.cache),
+      OPT_TEXT("--model", &o.model),
+      OPT_TEXT("--precision", &o.precision),
+      OPT_TEXT("--device", &o.device),
+      OPT_TEXT("--mode", &o.mode),
+      OPT_TEXT("--emit-bundle", &o.bundle_dir),
+      OPT_TEXT("--arch", &o.arch),
+      OPT_PADDING("--padding", &o.padding),
+      OPT_SIZE("--batch", &o.batch, 1),
+      OPT_SIZE("--seq-len", &o.seq_len, 2),
+      OPT_REAL("--budget", &o.budget),
+      OPT_FLAG("--json", &o.json, 1),
+      OPT_FLAG("--list", &o.list_only, 1),
+  };
+  int done = parse_options(opts, OPT_COUNT(opts), usage_tune, argc, argv);
+  if (done >= 0) return done;
   if (!o.cache && !o.list_only && !o.bundle_dir)
     return usage_error(usage_tune, "%s", "--cache FILE is required (or --emit-bundle DIR)");
   if (o.bundle_dir && (o.cache || o.budget >= 0))

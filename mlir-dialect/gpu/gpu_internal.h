@@ -139,6 +139,12 @@ MlirOperation kiln_gpu_parse_op(MlirContext ctx, const char *text);
 MlirAttribute kiln_gpu_parse_attr(MlirContext ctx, const char *text);
 MlirType kiln_gpu_parse_type(MlirContext ctx, const char *text);
 int64_t kiln_gpu_int_attr(MlirOperation op, const char *name, int64_t dflt);
+/* floor(log2(v)), 0 for v <= 1: the bits of a power-of-two count of lanes, warps or runs. */
+static inline int kiln_gpu_ilog2(int64_t v) {
+  int n = 0;
+  for (; v > 1; v >>= 1) n++;
+  return n;
+}
 
 /* MLIR 19's nvvm.mma.sync verifier rejects bf16 m16n8k16, so that mma is inline PTX starting
  * with this text (lower_dot.c writes it, emu_lower.c recognizes it). */

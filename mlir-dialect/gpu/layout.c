@@ -31,15 +31,6 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 
-static int ilog2(int64_t v) {
-  int n = 0;
-  while (v > 1) {
-    v >>= 1;
-    n++;
-  }
-  return n;
-}
-
 static MlirNamedAttribute named(MlirContext ctx, const char *n, MlirAttribute a) {
   return kiln_ir_named(ctx, n, a);
 }
@@ -330,13 +321,13 @@ static void dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimMap *
   m->size = size;
   int lane_shift = 0, warp_shift = 0;
   for (int k = 0; k < l->rank && l->order[k] != d; k++) {
-    lane_shift += ilog2(l->tpw[l->order[k]]);
-    warp_shift += ilog2(l->wpc[l->order[k]]);
+    lane_shift += kiln_gpu_ilog2(l->tpw[l->order[k]]);
+    warp_shift += kiln_gpu_ilog2(l->wpc[l->order[k]]);
   }
   m->lane_shift = lane_shift;
-  m->lane_bits = ilog2(m->tpw);
+  m->lane_bits = kiln_gpu_ilog2(m->tpw);
   m->warp_shift = warp_shift;
-  m->warp_bits = ilog2(m->wpc);
+  m->warp_bits = kiln_gpu_ilog2(m->wpc);
   m->lane_mul = m->spt;
   m->warp_mul = m->tpw * m->spt;
   m->elem_stride = 1;
@@ -375,8 +366,8 @@ static void mma_dim_map(const KilnGpuLayout *l, int d, int64_t size, KilnGpuDimM
   m->base_used = true;
   m->lane_shift = d == 0 ? 2 : 0;
   m->lane_bits = d == 0 ? 3 : 2;
-  m->warp_shift = d == 0 ? 0 : ilog2(l->wpc[0]);
-  m->warp_bits = ilog2(m->wpc);
+  m->warp_shift = d == 0 ? 0 : kiln_gpu_ilog2(l->wpc[0]);
+  m->warp_bits = kiln_gpu_ilog2(m->wpc);
 }
 
 void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGpuOwn *o) {

@@ -73,6 +73,18 @@ static void ldmatrix(Low *L, MlirValue p, int num, bool trans, MlirValue *out) {
 }
 
 /* The warp's row (d = 0) or column (d = 1) index in the mma layout's warp grid. */
+/* B's fragments ni and, with x4, ni + 1 at k block ki (of kb) by one ldmatrix at p: two
+ * registers each, fragment-major in out. */
+static void load_b_fragments(Low *L, MlirValue p, bool x4, bool trans, int64_t ni, int64_t ki,
+                             int64_t kb, Vals *out) {
+  MlirValue r[4];
+  ldmatrix(L, p, x4 ? 4 : 2, trans, r);
+  for (int64_t j = 0; j < (x4 ? 2 : 1); j++) {
+    out->v[((ni + j) * kb + ki) * 2] = r[2 * j];
+    out->v[((ni + j) * kb + ki) * 2 + 1] = r[2 * j + 1];
+  }
+}
+
 static MlirValue warp_index(Low *L, const KilnGpuLayout *l, int d) {
   int wm = l->wpc[0], wn = l->wpc[1];
   MlirValue w = low_warp(L);
@@ -140,14 +152,7 @@ void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t 
       bool x4 = ni + 1 < rn;
       MlirValue col = low_bin(L, "arith.addi", x4 ? lcol4 : wcol, low_i32(L, 8 * wn * ni));
       MlirValue p = low_gep(L, base, low_swizzle(L, row, col, cols), f16);
-      MlirValue r[4];
-      ldmatrix(L, p, x4 ? 4 : 2, true, r);
-      out->v[(ni * kb + ki) * 2] = r[0];
-      out->v[(ni * kb + ki) * 2 + 1] = r[1];
-      if (x4) {
-        out->v[((ni + 1) * kb + ki) * 2] = r[2];
-        out->v[((ni + 1) * kb + ki) * 2 + 1] = r[3];
-      }
+      load_b_fragments(L, p, x4, true, ni, ki, kb, out);
     }
   }
 }
@@ -243,14 +248,7 @@ void low_dot_fragments_bt(Low *L, const KilnGpuLayout *dl, MlirValue base, int64
       bool x4 = ni + 1 < rn;
       MlirValue row = low_bin(L, "arith.addi", x4 ? wrow4 : wrow, low_i32(L, 8 * wn * ni));
       MlirValue p = low_gep(L, base, low_swizzle(L, row, col, cols), f16);
-      MlirValue r[4];
-      ldmatrix(L, p, x4 ? 4 : 2, false, r);
-      out->v[(ni * kb + ki) * 2] = r[0];
-      out->v[(ni * kb + ki) * 2 + 1] = r[1];
-      if (x4) {
-        out->v[((ni + 1) * kb + ki) * 2] = r[2];
-        out->v[((ni + 1) * kb + ki) * 2 + 1] = r[3];
-      }
+      load_b_fragments(L, p, x4, false, ni, ki, kb, out);
     }
   }
 }

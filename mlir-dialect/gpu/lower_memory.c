@@ -111,37 +111,33 @@ static int pred_words(int v, int bits) {
   return total == 32 || total == 64 || total == 128 ? total / 32 : 0;
 }
 
+/* n values of type `from` as m values of type `to` with the same bits: inserted into a vector,
+ * bitcast, and extracted again. */
+static void repack(Low *L, const MlirValue *in, int n, MlirType from, int m, MlirType to,
+                   MlirValue *out) {
+  int64_t ns = n, ms = m;
+  MlirType vin = mlirVectorTypeGet(1, &ns, from), vout = mlirVectorTypeGet(1, &ms, to);
+  MlirValue vec = low_op1(L, "llvm.mlir.undef", NULL, 0, vin);
+  for (int e = 0; e < n; e++) {
+    MlirValue o[3] = {vec, in[e], low_i32(L, e)};
+    vec = low_op1(L, "llvm.insertelement", o, 3, vin);
+  }
+  MlirValue cast = low_op1(L, "llvm.bitcast", &vec, 1, vout);
+  for (int k = 0; k < m; k++) {
+    MlirValue o[2] = {cast, low_i32(L, k)};
+    out[k] = low_op1(L, "llvm.extractelement", o, 2, to);
+  }
+}
+
 /* The v elements as `words` i32 values (a store's data, or a load's masked-off value). */
 static void to_words(Low *L, const MlirValue *vals, MlirType et, int v, int words, MlirValue *out) {
-  int64_t vs = v, ws = words;
-  MlirType vt = mlirVectorTypeGet(1, &vs, et), wt = mlirVectorTypeGet(1, &ws, L->i32);
-  MlirValue vec = low_op1(L, "llvm.mlir.undef", NULL, 0, vt);
-  for (int e = 0; e < v; e++) {
-    MlirValue o[3] = {vec, vals[e], low_i32(L, e)};
-    vec = low_op1(L, "llvm.insertelement", o, 3, vt);
-  }
-  MlirValue w = low_op1(L, "llvm.bitcast", &vec, 1, wt);
-  for (int k = 0; k < words; k++) {
-    MlirValue o[2] = {w, low_i32(L, k)};
-    out[k] = low_op1(L, "llvm.extractelement", o, 2, L->i32);
-  }
+  repack(L, vals, v, et, words, L->i32, out);
 }
 
 /* The inverse of to_words. */
 static void from_words(Low *L, const MlirValue *words_in, int words, MlirType et, int v,
                        MlirValue *out) {
-  int64_t vs = v, ws = words;
-  MlirType vt = mlirVectorTypeGet(1, &vs, et), wt = mlirVectorTypeGet(1, &ws, L->i32);
-  MlirValue w = low_op1(L, "llvm.mlir.undef", NULL, 0, wt);
-  for (int k = 0; k < words; k++) {
-    MlirValue o[3] = {w, words_in[k], low_i32(L, k)};
-    w = low_op1(L, "llvm.insertelement", o, 3, wt);
-  }
-  MlirValue vec = low_op1(L, "llvm.bitcast", &w, 1, vt);
-  for (int e = 0; e < v; e++) {
-    MlirValue o[2] = {vec, low_i32(L, e)};
-    out[e] = low_op1(L, "llvm.extractelement", o, 2, et);
-  }
+  repack(L, words_in, words, L->i32, v, et, out);
 }
 
 /* llvm.inline_asm with side effects (a load must not move across stores, nor be dropped). */

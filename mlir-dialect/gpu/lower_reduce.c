@@ -63,6 +63,18 @@ static MlirValue combine(Low *L, const Red *r, MlirValue a, MlirValue ai, MlirVa
   return low_op1(L, "arith.select", s1, 3, mlirValueGetType(a));
 }
 
+/* Folds (x, xi) into the running value (*acc, *acci) of a reduction; the first one starts it. */
+static void fold(Low *L, const Red *r, MlirValue *acc, MlirValue *acci, MlirValue x, MlirValue xi) {
+  if (mlirValueIsNull(*acc)) {
+    *acc = x;
+    *acci = xi;
+    return;
+  }
+  MlirValue ni = {NULL};
+  *acc = combine(L, r, *acc, *acci, x, xi, &ni);
+  *acci = ni;
+}
+
 /* shfl.sync.bfly of a 32-bit-or-smaller scalar (f16/bf16 travel as f32, i8/i16 as i32). */
 static MlirValue shuffle(Low *L, MlirValue v, int offset) {
   MlirType t = mlirValueGetType(v);
@@ -78,15 +90,6 @@ static MlirValue shuffle(Low *L, MlirValue v, int offset) {
   if (bits < 32)
     r = low_op1(L, is_f ? "arith.truncf" : "arith.trunci", &r, 1, t);
   return r;
-}
-
-static int ilog2(int64_t v) {
-  int n = 0;
-  while (v > 1) {
-    v >>= 1;
-    n++;
-  }
-  return n;
 }
 
 bool low_reduce(Low *L, MlirOperation op) {
@@ -143,14 +146,7 @@ bool low_reduce(Low *L, MlirOperation op) {
       MlirValue x = X->v[j], xi = {NULL};
       if (arg)
         xi = low_coord(L, &in, j, axis);
-      if (mlirValueIsNull(acc)) {
-        acc = x;
-        acci = xi;
-      } else {
-        MlirValue ni = {NULL};
-        acc = combine(L, &r, acc, acci, x, xi, &ni);
-        acci = ni;
-      }
+      fold(L, &r, &acc, &acci, x, xi);
     }
     R->v[jo] = acc;
     RI->v[jo] = acci;
@@ -160,7 +156,8 @@ bool low_reduce(Low *L, MlirOperation op) {
   int64_t chunks = am->size / am->spt; /* distinct runs along the axis */
   if (chunks < 1)
     chunks = 1;
-  int lane_useful = am->lane_bits < ilog2(chunks) ? am->lane_bits : ilog2(chunks);
+  int chunk_bits = kiln_gpu_ilog2(chunks);
+  int lane_useful = am->lane_bits < chunk_bits ? am->lane_bits : chunk_bits;
   if (am->size < am->spt)
     lane_useful = 0;
   for (int bit = 0; bit < lane_useful; bit++) {
@@ -176,7 +173,8 @@ bool low_reduce(Low *L, MlirOperation op) {
 
   /* 3. across warps, through shared memory */
   int64_t wchunks = chunks / am->tpw;
-  int warp_useful = wchunks > 1 ? (am->warp_bits < ilog2(wchunks) ? am->warp_bits : ilog2(wchunks)) : 0;
+  int wchunk_bits = kiln_gpu_ilog2(wchunks);
+  int warp_useful = wchunks > 1 ? (am->warp_bits < wchunk_bits ? am->warp_bits : wchunk_bits) : 0;
   if (warp_useful > 0 && lane_useful < am->lane_bits)
     warp_useful = 0; /* a smaller tile never reaches the warps' bits */
   if (warp_useful > 0) {
@@ -227,14 +225,7 @@ bool low_reduce(Low *L, MlirOperation op) {
           MlirValue pi = low_gep(L, ibase, at, L->i32);
           vi = low_op1(L, "llvm.load", &pi, 1, L->i32);
         }
-        if (mlirValueIsNull(acc)) {
-          acc = v;
-          acci = vi;
-        } else {
-          MlirValue ni = {NULL};
-          acc = combine(L, &r, acc, acci, v, vi, &ni);
-          acci = ni;
-        }
+        fold(L, &r, &acc, &acci, v, vi);
       }
       R->v[jo] = acc;
       RI->v[jo] = acci;

@@ -4,31 +4,17 @@
  * a kernel's f16 result and the reference it is compared with round the same way. */
 #include "kiln_base.h"
 
-#include <string.h>
-
-static float from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static uint32_t to_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-
 float kiln_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000) << 16;
   uint32_t exp = h >> 10 & 0x1f, man = h & 0x3ff;
   if (exp == 0x1f) /* inf / NaN: keep the payload in the high mantissa bits */
-    return from_bits(sign | 0x7f800000u | man << 13);
+    return kiln_f32_from_bits(sign | 0x7f800000u | man << 13);
   if (exp == 0) {
     /* zero or subnormal: man * 2^-24 is exact in float */
     float v = (float)man * 0x1p-24f;
     return sign ? -v : v;
   }
-  return from_bits(sign | (exp + 112) << 23 | man << 13);
+  return kiln_f32_from_bits(sign | (exp + 112) << 23 | man << 13);
 }
 
 /* Rounds the 32-bit pattern `v`'s magnitude to nearest even at bit `shift`. */
@@ -41,7 +27,7 @@ static uint32_t round_shift(uint32_t v, uint32_t shift) {
 }
 
 uint16_t kiln_f32_to_f16(float f) {
-  uint32_t u = to_bits(f);
+  uint32_t u = kiln_f32_bits(f);
   uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
   uint32_t exp = u >> 23 & 0xff, man = u & 0x7fffff;
   if (exp == 0xff) /* inf / NaN (a NaN stays a quiet NaN) */
@@ -60,10 +46,10 @@ uint16_t kiln_f32_to_f16(float f) {
   return sign | (uint16_t)round_shift((uint32_t)e << 23 | man, 13);
 }
 
-float kiln_bf16_to_f32(uint16_t h) { return from_bits((uint32_t)h << 16); }
+float kiln_bf16_to_f32(uint16_t h) { return kiln_f32_from_bits((uint32_t)h << 16); }
 
 uint16_t kiln_f32_to_bf16(float f) {
-  uint32_t u = to_bits(f);
+  uint32_t u = kiln_f32_bits(f);
   if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffff))
     return (uint16_t)(u >> 16 | 0x40); /* keep NaN a quiet NaN */
   return (uint16_t)round_shift(u, 16);

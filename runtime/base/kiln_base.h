@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -185,6 +186,21 @@ float kiln_f16_to_f32(uint16_t h);
 uint16_t kiln_f32_to_f16(float f);
 float kiln_bf16_to_f32(uint16_t h);
 uint16_t kiln_f32_to_bf16(float f);
+
+/* A float's bit pattern and back, without aliasing through pointers (memcpy, which compilers
+ * turn into a register move): the conversions above and the emulator's float atomics and
+ * matrix fragments read floats as bits. */
+static inline uint32_t kiln_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline float kiln_f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
 
 #ifdef __cplusplus
 }

@@ -2,21 +2,9 @@
  * real host atomics (relaxed, like PTX atom without a memory-order qualifier); float operations
  * without a host instruction are compare-and-swap loops on the bits. */
 #include "emu_internal.h"
+#include "kiln_base.h"
 
 #include <math.h>
-#include <string.h>
-
-static float as_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static uint32_t as_u32(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
 
 /* Applies op to *p atomically through a CAS loop; returns the old value. */
 #define EMU_CAS_LOOP(type, p, v, combine)                                                   \
@@ -34,9 +22,9 @@ static int32_t max_i(int32_t a, int32_t b) { return a > b ? a : b; }
 static int32_t min_i(int32_t a, int32_t b) { return a < b ? a : b; }
 static uint32_t max_u(uint32_t a, uint32_t b) { return a > b ? a : b; }
 static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
-static uint32_t add_fb(uint32_t a, float b) { return as_u32(as_f32(a) + b); }
-static uint32_t max_fb(uint32_t a, float b) { return as_u32(fmaxf(as_f32(a), b)); }
-static uint32_t min_fb(uint32_t a, float b) { return as_u32(fminf(as_f32(a), b)); }
+static uint32_t add_fb(uint32_t a, float b) { return kiln_f32_bits(kiln_f32_from_bits(a) + b); }
+static uint32_t max_fb(uint32_t a, float b) { return kiln_f32_bits(fmaxf(kiln_f32_from_bits(a), b)); }
+static uint32_t min_fb(uint32_t a, float b) { return kiln_f32_bits(fminf(kiln_f32_from_bits(a), b)); }
 
 static int32_t atom_max_i32(int32_t *p, int32_t v) { EMU_CAS_LOOP(int32_t, p, v, max_i); }
 static int32_t atom_min_i32(int32_t *p, int32_t v) { EMU_CAS_LOOP(int32_t, p, v, min_i); }
@@ -53,13 +41,13 @@ static uint32_t atom_add_u32(uint32_t *p, uint32_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 static float atom_add_f32(float *p, float v) {
-  return as_f32(atom_f32_bits((uint32_t *)(void *)p, v, add_fb));
+  return kiln_f32_from_bits(atom_f32_bits((uint32_t *)(void *)p, v, add_fb));
 }
 static float atom_max_f32(float *p, float v) {
-  return as_f32(atom_f32_bits((uint32_t *)(void *)p, v, max_fb));
+  return kiln_f32_from_bits(atom_f32_bits((uint32_t *)(void *)p, v, max_fb));
 }
 static float atom_min_f32(float *p, float v) {
-  return as_f32(atom_f32_bits((uint32_t *)(void *)p, v, min_fb));
+  return kiln_f32_from_bits(atom_f32_bits((uint32_t *)(void *)p, v, min_fb));
 }
 static uint32_t atom_and_b32(uint32_t *p, uint32_t v) {
   return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
@@ -74,7 +62,7 @@ static uint32_t atom_exch_b32(uint32_t *p, uint32_t v) {
   return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
 }
 static float atom_exch_f32(float *p, float v) {
-  return as_f32(atom_exch_b32((uint32_t *)(void *)p, as_u32(v)));
+  return kiln_f32_from_bits(atom_exch_b32((uint32_t *)(void *)p, kiln_f32_bits(v)));
 }
 
 static void check_shared_word(const void *p, const char *what) {

@@ -11,22 +11,11 @@
  *   C / D (16x8 f32)   element i of 4: row g + 8 * (i >> 1), col 2t + (i & 1)
  */
 #include "emu_internal.h"
+#include "kiln_base.h"
 
 #include <string.h>
 
 enum { MMA_F16, MMA_BF16, MMA_TF32 };
-
-static float bits_to_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static uint32_t f32_to_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
 
 static float half_value(uint32_t variant, uint32_t reg, uint32_t half) {
   uint16_t h = (uint16_t)(reg >> (16 * half));
@@ -50,7 +39,7 @@ static void gather_k16(const EmuFiber *warp, uint32_t variant, float a[16][16], 
 }
 
 /* tf32 keeps the sign, the exponent and the 10 high mantissa bits of the register. */
-static float tf32_value(uint32_t reg) { return bits_to_f32(reg & 0xffffe000u); }
+static float tf32_value(uint32_t reg) { return kiln_f32_from_bits(reg & 0xffffe000u); }
 
 static void gather_tf32(const EmuFiber *warp, float a[16][16], float b[16][8]) {
   for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++) {
@@ -85,7 +74,7 @@ static void mma_compute(EmuFiber *warp, uint32_t mask, uint32_t variant) {
   }
   for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++) {
     for (uint32_t i = 0; i < 4; i++)
-      warp[lane].coll.out[i] = f32_to_bits(c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)]);
+      warp[lane].coll.out[i] = kiln_f32_bits(c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)]);
   }
 }
 
@@ -100,7 +89,7 @@ static void mma(uint32_t variant, float *d, uint32_t a0, uint32_t a1, uint32_t a
   memcpy(f->coll.fin, fin, sizeof fin);
   kiln_emu_collective(kiln_emu_worker(), f, EMU_COLL_MMA, variant, 0xffffffffu, mma_compute);
   for (int i = 0; i < 4; i++)
-    d[i] = bits_to_f32(f->coll.out[i]);
+    d[i] = kiln_f32_from_bits(f->coll.out[i]);
 }
 
 void kiln_emu_mma_m16n8k16_f32_f16(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,

@@ -26,18 +26,8 @@ fails=0
 src=$kdir/scale_add.kiln
 args='n=4096; a=2.5; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)'
 
-fail() { echo "FAIL $case: $*"; fails=$((fails + 1)); }
-
-run() { # run NAME EXPECTED_RC CMD... ; output in $tmp/NAME.out
-  local name=$1 want=$2; shift 2
-  "$@" >"$tmp/$name.out" 2>&1
-  local rc=$?
-  [ "$rc" -eq "$want" ] || { fail "$name: exit $rc, expected $want"; sed 's/^/    /' "$tmp/$name.out" | head -20; return 1; }
-}
-
-says() { # says NAME PATTERN: grep -E in NAME's output
-  grep -qE -- "$2" "$tmp/$1.out" || { fail "$1: output lacks /$2/"; sed 's/^/    /' "$tmp/$1.out" | head -20; return 1; }
-}
+# fail, run, says
+. "$(dirname "$0")/case_checks.sh"
 
 unchanged() { # unchanged FILE SUM
   [ "$(cksum <"$1")" = "$2" ] || fail "$1 was changed"

@@ -129,6 +129,18 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   return kiln_bert_end(&run);
 }
 
+/* Runs check_overflow (fn) on the n elements at dx and compares its found_inf flag with want. */
+static void check_found_inf(KilnBertRun *run, KilnRtFunction *fn, void *dx, size_t n, int32_t want) {
+  int32_t flag = 0, n32 = (int32_t)n;
+  void *dflag = kiln_bert_input(run, &flag, 4);
+  void *args[] = {&dx, &dflag, &n32};
+  kiln_bert_launch(run, fn, kiln_bert_cdiv(n, 1024), 1, args);
+  kiln_bert_fetch(run, &flag, dflag, 4);
+  printf("       found_inf  %d (want %d)\n", flag, want);
+  if (run->ok && flag != want)
+    kiln_bert_fail(run, "found_inf is %d, want %d", flag, want);
+}
+
 /* The overflow flag: stays 0 on finite data (including 65504), becomes 1 for one inf or NaN. */
 static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t where, int32_t want, uint64_t seed) {
   KilnBertRun run;
@@ -144,14 +156,7 @@ static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t wher
     h[i] = 0x7C00; /* inf just past the end: a load ignoring its mask raises the flag */
   h[17] = 0x7BFF; /* 65504, the largest finite f16 */
   h[where] = poison;
-  int32_t flag = 0, n32 = (int32_t)n;
-  void *dx = kiln_bert_input(&run, h, (n + KILN_BERT_TAIL) * 2), *dflag = kiln_bert_input(&run, &flag, 4);
-  void *args[] = {&dx, &dflag, &n32};
-  kiln_bert_launch(&run, fn, kiln_bert_cdiv(n, 1024), 1, args);
-  kiln_bert_fetch(&run, &flag, dflag, 4);
-  printf("       found_inf  %d (want %d)\n", flag, want);
-  if (run.ok && flag != want)
-    kiln_bert_fail(&run, "found_inf is %d, want %d", flag, want);
+  check_found_inf(&run, fn, kiln_bert_input(&run, h, (n + KILN_BERT_TAIL) * 2), n, want);
   free(x), free(h);
   return kiln_bert_end(&run);
 }
@@ -171,14 +176,7 @@ static bool run_overflow_f32(const KilnBertDevice *dev, float poison, size_t whe
     x[i] = INFINITY; /* just past the end: a load ignoring its mask raises the flag */
   x[17] = 3.4028234663852886e38f; /* the largest finite f32 */
   x[where] = poison;
-  int32_t flag = 0, n32 = (int32_t)n;
-  void *dx = kiln_bert_input(&run, x, (n + KILN_BERT_TAIL) * 4), *dflag = kiln_bert_input(&run, &flag, 4);
-  void *args[] = {&dx, &dflag, &n32};
-  kiln_bert_launch(&run, fn, kiln_bert_cdiv(n, 1024), 1, args);
-  kiln_bert_fetch(&run, &flag, dflag, 4);
-  printf("       found_inf  %d (want %d)\n", flag, want);
-  if (run.ok && flag != want)
-    kiln_bert_fail(&run, "found_inf is %d, want %d", flag, want);
+  check_found_inf(&run, fn, kiln_bert_input(&run, x, (n + KILN_BERT_TAIL) * 4), n, want);
   free(x);
   return kiln_bert_end(&run);
 }

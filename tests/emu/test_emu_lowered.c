@@ -13,6 +13,7 @@
  * is why these kernels are written below the language.
  */
 #include "../common/check.h"
+#include "emu_ir_load.h"
 #include "kiln_gpu.h"
 #include "kiln_mlir.h"
 
@@ -105,42 +106,6 @@ static const char *const TRAP_IR =
     "  }\n"
     "}\n";
 
-/* IR text -> kiln-gpu-to-emu -> host object -> module on dev. NULL (and a failure) on error. */
-static KilnRtModule *load(KilnRtDevice *dev, const char *ir, const char *what) {
-  KilnMlirContext *kctx = kiln_mlir_context_create();
-  if (!kctx) {
-    CHECK(0, "%s: no MLIR context", what);
-    return NULL;
-  }
-  KilnRtModule *mod = NULL;
-  MlirModule m = kiln_mlir_parse(kctx, ir);
-  if (mlirModuleIsNull(m)) {
-    kiln_mlir_diag_print(kctx, stderr);
-    CHECK(0, "%s: the IR does not parse", what);
-    kiln_mlir_context_destroy(kctx);
-    return NULL;
-  }
-  KilnMlirStatus st = kiln_pipeline_run_stage(m, &kiln_gpu_pipeline_emu, "kiln-gpu-to-emu", NULL);
-  void *obj = NULL;
-  size_t len = 0;
-  if (st != KILN_MLIR_OK) {
-    kiln_mlir_diag_print(kctx, stderr);
-    CHECK(0, "%s: kiln-gpu-to-emu failed", what);
-  } else if (kiln_mlir_emit_host_object(m, 2, NULL, &obj, &len) != KILN_MLIR_OK) {
-    kiln_mlir_diag_print(kctx, stderr);
-    CHECK(0, "%s: no host object", what);
-  } else {
-    KilnRtStatus st = kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj, len, &mod);
-    CHECK(st == KILN_RT_OK, "%s: module load: %s", what, kiln_rt_last_error());
-    if (st != KILN_RT_OK)
-      mod = NULL;
-  }
-  kiln_mlir_buffer_free(obj);
-  mlirModuleDestroy(m);
-  kiln_mlir_context_destroy(kctx);
-  return mod;
-}
-
 static KilnRtStatus launch(KilnRtModule *mod, const char *name, uint32_t grid, uint32_t block,
                            void *out) {
   KilnRtFunction *fn = NULL;
@@ -161,7 +126,7 @@ int main(void) {
   int32_t *out = NULL;
   CHECK(kiln_rt_malloc(dev, 3 * 64 * sizeof *out, (void **)&out) == KILN_RT_OK, "malloc");
 
-  KilnRtModule *mod = load(dev, OK_IR, "emu_ok");
+  KilnRtModule *mod = emu_ir_load(dev, OK_IR, "emu_ok");
   if (mod && out) {
     memset(out, 0xff, 3 * 64 * sizeof *out);
     KilnRtStatus st = launch(mod, "emu_ok", 3, 0, out); /* 0: the kernel's 64 threads */
@@ -179,7 +144,7 @@ int main(void) {
     kiln_rt_module_destroy(mod);
   }
 
-  mod = load(dev, DIVERGE_IR, "emu_diverge");
+  mod = emu_ir_load(dev, DIVERGE_IR, "emu_diverge");
   if (mod) {
     KilnRtStatus st = launch(mod, "emu_diverge", 2, 32, out);
     CHECK(st == KILN_RT_ERROR_LAUNCH, "emu_diverge gave %s", kiln_rt_status_name(st));
@@ -188,7 +153,7 @@ int main(void) {
     kiln_rt_module_destroy(mod);
   }
 
-  mod = load(dev, TRAP_IR, "emu_trap");
+  mod = emu_ir_load(dev, TRAP_IR, "emu_trap");
   if (mod) {
     KilnRtStatus st = launch(mod, "emu_trap", 4, 32, out);
     CHECK(st == KILN_RT_ERROR_LAUNCH, "emu_trap gave %s", kiln_rt_status_name(st));

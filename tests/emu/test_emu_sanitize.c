@@ -30,6 +30,7 @@
  *     KILN_EMU_SEED the writers run in another order, so the seeds must not all agree, and one
  *     seed must give the same answer twice.
  */
+#include "emu_ir_load.h"
 #include "kiln_gpu.h"
 #include "kiln_mlir.h"
 
@@ -246,43 +247,6 @@ static const char *const PRED_IR =
     "  }\n"
     "}\n";
 
-/* IR text -> kiln-gpu-to-emu -> host object -> module on dev. NULL (and a failure) on error. */
-static KilnRtModule *load(KilnRtDevice *dev, const char *ir, const char *what) {
-  KilnMlirContext *kctx = kiln_mlir_context_create();
-  if (!kctx) {
-    CHECK(0, "%s: no MLIR context", what);
-    return NULL;
-  }
-  KilnRtModule *mod = NULL;
-  MlirModule m = kiln_mlir_parse(kctx, ir);
-  if (mlirModuleIsNull(m)) {
-    kiln_mlir_diag_print(kctx, stderr);
-    CHECK(0, "%s: the IR does not parse", what);
-    kiln_mlir_context_destroy(kctx);
-    return NULL;
-  }
-  /* the emu target's own stage, through the one pipeline runner */
-  KilnMlirStatus rs = kiln_pipeline_run_stage(m, &kiln_gpu_pipeline_emu, "kiln-gpu-to-emu", NULL);
-  void *obj = NULL;
-  size_t len = 0;
-  if (rs != KILN_MLIR_OK) {
-    kiln_mlir_diag_print(kctx, stderr);
-    CHECK(0, "%s: kiln-gpu-to-emu failed", what);
-  } else if (kiln_mlir_emit_host_object(m, 2, NULL, &obj, &len) != KILN_MLIR_OK) {
-    kiln_mlir_diag_print(kctx, stderr);
-    CHECK(0, "%s: no host object", what);
-  } else {
-    KilnRtStatus st = kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj, len, &mod);
-    CHECK(st == KILN_RT_OK, "%s: module load: %s", what, kiln_rt_last_error());
-    if (st != KILN_RT_OK)
-      mod = NULL;
-  }
-  kiln_mlir_buffer_free(obj);
-  mlirModuleDestroy(m);
-  kiln_mlir_context_destroy(kctx);
-  return mod;
-}
-
 /* Launches kernel `name` of mod on a grid of blocks with args (pointers to the values). */
 static KilnRtStatus launch(KilnRtModule *mod, const char *name, const uint32_t grid[3],
                            void **args) {
@@ -315,7 +279,7 @@ static bool message_has(const char *const *words) {
 
 static void test_pointer_alignment(KilnRtDevice *dev, float *buf) {
   printf("emu_vec: pointer arguments aligned as the code assumes\n");
-  KilnRtModule *mod = load(dev, VEC_IR, "emu_vec");
+  KilnRtModule *mod = emu_ir_load(dev, VEC_IR, "emu_vec");
   if (!mod)
     return;
   const uint32_t one[3] = {1, 1, 1};
@@ -347,7 +311,7 @@ static void test_pointer_alignment(KilnRtDevice *dev, float *buf) {
  * check of 32-bit kernels (test_emu_offsets.c) does not act here. */
 static void test_index_limit(KilnRtDevice *dev, float *buf) {
   printf("emu_vec: the 32-bit index limit, lowered (KILN_EMU_INDEX_LIMIT)\n");
-  KilnRtModule *mod = load(dev, VEC_IR, "emu_vec");
+  KilnRtModule *mod = emu_ir_load(dev, VEC_IR, "emu_vec");
   float *out = NULL;
   if (!mod || kiln_rt_malloc(dev, 128 * sizeof *out, (void **)&out) != KILN_RT_OK) {
     CHECK(mod == NULL, "kiln_rt_malloc: %s", kiln_rt_last_error());
@@ -381,7 +345,7 @@ static void test_index_limit(KilnRtDevice *dev, float *buf) {
 
 static void test_grid_limits(KilnRtDevice *dev, float *buf) {
   printf("emu_vec: grid y and z at most 65535\n");
-  KilnRtModule *mod = load(dev, VEC_IR, "emu_vec");
+  KilnRtModule *mod = emu_ir_load(dev, VEC_IR, "emu_vec");
   if (!mod)
     return;
   float *in = buf, *out = buf + 256;
@@ -398,7 +362,7 @@ static void test_grid_limits(KilnRtDevice *dev, float *buf) {
 static KilnRtStatus launch_regs(KilnRtDevice *dev, float *buf, unsigned threads, unsigned regs) {
   char ir[2048];
   snprintf(ir, sizeof ir, REGS_IR_FMT, regs, threads);
-  KilnRtModule *mod = load(dev, ir, "emu_regs");
+  KilnRtModule *mod = emu_ir_load(dev, ir, "emu_regs");
   if (!mod)
     return KILN_RT_ERROR_LOAD;
   float *in = buf, *out = buf + 256;
@@ -425,7 +389,7 @@ static void test_register_limits(KilnRtDevice *dev, float *buf) {
 
 static void test_static_shared_limit(KilnRtDevice *dev, float *buf) {
   printf("emu_big_smem: static shared memory at most 48 KiB\n");
-  KilnRtModule *mod = load(dev, BIG_SMEM_IR, "emu_big_smem");
+  KilnRtModule *mod = emu_ir_load(dev, BIG_SMEM_IR, "emu_big_smem");
   if (!mod)
     return;
   const uint32_t one[3] = {1, 1, 1};
@@ -439,7 +403,7 @@ static void test_static_shared_limit(KilnRtDevice *dev, float *buf) {
 
 static void test_memcheck(KilnRtDevice *dev, float *buf) {
   printf("memcheck: out of bounds, misaligned, masked\n");
-  KilnRtModule *mod = load(dev, OOB_IR, "memcheck kernels");
+  KilnRtModule *mod = emu_ir_load(dev, OOB_IR, "memcheck kernels");
   float *in = NULL; /* exactly 32 floats: the allocation cache hands out a larger block */
   if (!mod || kiln_rt_malloc(dev, 32 * sizeof *in, (void **)&in) != KILN_RT_OK) {
     CHECK(0, "setup: %s", kiln_rt_last_error());
@@ -498,7 +462,7 @@ static void test_memcheck(KilnRtDevice *dev, float *buf) {
 
 static void test_shared_checks(KilnRtDevice *dev, int32_t *out) {
   printf("racecheck / initcheck\n");
-  KilnRtModule *mod = load(dev, SHARED_IR, "shared kernels");
+  KilnRtModule *mod = emu_ir_load(dev, SHARED_IR, "shared kernels");
   if (!mod)
     return;
   const uint32_t two[3] = {2, 1, 1};
@@ -575,7 +539,7 @@ static void test_shared_checks(KilnRtDevice *dev, int32_t *out) {
  * outside every allocation the address is, and the words keep their `other`. */
 static void test_pred_access(KilnRtDevice *dev, float *buf) {
   printf("predicated vector loads: masked-off lanes touch no memory\n");
-  KilnRtModule *mod = load(dev, PRED_IR, "emu_pred");
+  KilnRtModule *mod = emu_ir_load(dev, PRED_IR, "emu_pred");
   int32_t *in = NULL; /* exactly 32 words */
   if (!mod || kiln_rt_malloc(dev, 32 * sizeof *in, (void **)&in) != KILN_RT_OK) {
     CHECK(0, "setup: %s", kiln_rt_last_error());
@@ -615,7 +579,7 @@ static void test_pred_access(KilnRtDevice *dev, float *buf) {
  * to zero. */
 static void test_approx(KilnRtDevice *dev, float *buf) {
   printf("approximate math: KILN_EMU_MATH\n");
-  KilnRtModule *mod = load(dev, APPROX_IR, "emu_approx");
+  KilnRtModule *mod = emu_ir_load(dev, APPROX_IR, "emu_approx");
   if (!mod)
     return;
   float *in = buf, *out = buf + 256;

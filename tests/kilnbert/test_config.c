@@ -3,10 +3,9 @@
  * round trip, the presets and the --seq-len bound. Usage: test_config SCRATCH_DIR */
 #include "bert_config.h"
 #include "check.h"
+#include "scratch_dir.h"
 
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static KilnBertStatus parse(const char *json, KilnBertConfig *cfg) {
@@ -137,14 +136,8 @@ static void test_save_load(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
-    return 2;
-  }
-  if (mkdir(argv[1], 0777) != 0 && errno != EEXIST) {
-    printf("FAIL: cannot make %s\n", argv[1]);
-    return 1;
-  }
+  int rc = kb_test_scratch_dir(argc, argv);
+  if (rc) return rc;
   test_defaults();
   test_labels();
   test_refusals();

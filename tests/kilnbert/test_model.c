@@ -39,110 +39,73 @@ static KilnBertStatus count_calls(void *user, float *grads, size_t n, KilnRtStre
 }
 
 int main(void) {
-  KilnBertConfig cfg;
-  kb_test_small_config(&cfg, 64);
-  KilnRtDevice *dev;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK) {
-    printf("FAIL: no cpu device: %s\n", kiln_rt_last_error());
-    return 1;
-  }
-  KilnBertModel *m;
-  KilnBertStatus st = kiln_bert_model_create(dev, &cfg, ROWS, COLS, &m);
-  if (st != KILN_BERT_OK) {
-    printf("FAIL: model: %s\n", kiln_bert_last_error());
-    return 1;
-  }
-  const KilnBertParams *lay = kiln_bert_model_params(m);
-  size_t P = lay->total;
-  float *flat = calloc(P, sizeof *flat), *got = calloc(P, sizeof *got);
-  double *pd = calloc(P, sizeof *pd), *gd = calloc(P, sizeof *gd);
-  kiln_bert_params_init(lay, &cfg, 7, NULL, flat);
-  /* larger weights than BERT's 0.02 so that every path carries signal worth comparing */
-  for (size_t k = 0; k < lay->n; k++)
-    if (lay->p[k].init == KILN_BERT_INIT_NORMAL)
-      for (size_t i = 0; i < lay->p[k].numel; i++) flat[lay->p[k].offset + i] *= 10;
-  for (size_t i = 0; i < P; i++) pd[i] = flat[i];
-  CHECK(kiln_bert_model_set_params(m, flat) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+  KbTestModel t;
+  if (!kb_test_model_open(&t, ROWS, COLS)) return 1;
+  size_t P = t.lay->total;
+  KilnBertStatus st;
 
   int32_t ids[ROWS * COLS] = {0}, lens[ROWS] = {COLS, 9}, labels[ROWS] = {1, 0};
-  uint64_t r = 12345;
-  for (int b = 0; b < ROWS; b++)
-    for (int s = 0; s < lens[b]; s++) {
-      r = r * 6364136223846793005ull + 1442695040888963407ull;
-      ids[b * COLS + s] = 1 + (int32_t)((r >> 33) % (uint64_t)(cfg.vocab_size - 1));
-    }
+  kb_test_ids(&t.cfg, ids, lens, ROWS, COLS);
 
   /* forward */
   float loss = 0;
-  st = kiln_bert_model_forward(m, ids, lens, labels, ROWS, COLS, &loss, NULL);
+  st = kiln_bert_model_forward(t.m, ids, lens, labels, ROWS, COLS, &loss, NULL);
   CHECK(st == KILN_BERT_OK, "forward: %s", kiln_bert_last_error());
-  double ref = model_ref_loss_grad(&cfg, lay, pd, ids, lens, labels, ROWS, COLS, gd);
+  double ref = model_ref_loss_grad(&t.cfg, t.lay, t.pd, ids, lens, labels, ROWS, COLS, t.gd);
   printf("loss %.9g, reference %.9g\n", loss, ref);
   CHECK(fabs(loss - ref) <= 2e-5 * fmax(1, fabs(ref)), "loss %.9g vs %.9g", loss, ref);
 
   /* backward: every parameter's gradient */
-  st = kiln_bert_model_backward(m);
+  st = kiln_bert_model_backward(t.m);
   CHECK(st == KILN_BERT_OK, "backward: %s", kiln_bert_last_error());
-  CHECK(kiln_bert_model_get_grads(m, got) == KILN_BERT_OK, "%s", kiln_bert_last_error());
-  double *gtol = calloc(lay->n, sizeof *gtol), worst = 0, gnorm = 0;
-  for (size_t i = 0; i < P; i++) gnorm += gd[i] * gd[i];
-  gnorm = sqrt(gnorm);
-  for (size_t k = 0; k < lay->n; k++) {
-    const KilnBertParam *q = &lay->p[k];
-    double mx = 0, err = 0;
-    for (size_t i = q->offset; i < q->offset + q->numel; i++) {
-      mx = fmax(mx, fabs(gd[i]));
-      err = fmax(err, fabs(got[i] - gd[i]));
-    }
-    gtol[k] = 1e-4 * mx + 1e-6 * gnorm;
-    worst = fmax(worst, err / gtol[k]);
-    CHECK(err <= gtol[k], "gradient of %s: max error %.3g, largest |g| %.3g", q->name, err, mx);
-  }
+  CHECK(kiln_bert_model_get_grads(t.m, t.got) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+  double *gtol = calloc(t.lay->n, sizeof *gtol);
+  double worst = kb_test_check_grads(t.lay, t.got, t.gd, gtol);
   printf("gradients: worst error / tolerance of a tensor %.3g\n", worst);
 
   /* one AdamW step with clipping and decay; the all-reduce hook sees the whole buffer */
   KilnBertOptim opt = {0.9, 0.999, 1e-8, 0.01, 1.0};
   double lr = 1e-3, norm = 0;
   size_t seen = 0;
-  kiln_bert_model_set_allreduce(m, count_calls, &seen);
-  st = kiln_bert_model_step(m, &opt, lr, 1, &norm);
+  kiln_bert_model_set_allreduce(t.m, count_calls, &seen);
+  st = kiln_bert_model_step(t.m, &opt, lr, 1, &norm);
   CHECK(st == KILN_BERT_OK, "step: %s", kiln_bert_last_error());
   CHECK(seen == P, "the all-reduce hook saw %zu floats of %zu", seen, P);
-  double rnorm = model_ref_adamw_first_step(lay, pd, gd, lr, opt.beta1, opt.beta2, opt.eps,
+  double rnorm = model_ref_adamw_first_step(t.lay, t.pd, t.gd, lr, opt.beta1, opt.beta2, opt.eps,
                                             opt.weight_decay, opt.clip);
   printf("grad norm %.9g, reference %.9g\n", norm, rnorm);
   CHECK(fabs(norm - rnorm) <= 1e-4 * rnorm, "grad norm %.9g vs %.9g", norm, rnorm);
   double c = rnorm > opt.clip ? opt.clip / (rnorm + 1e-6) : 1;
-  CHECK(kiln_bert_model_get_params(m, got) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+  CHECK(kiln_bert_model_get_params(t.m, t.got) == KILN_BERT_OK, "%s", kiln_bert_last_error());
   int bad = 0;
-  for (size_t k = 0; k < lay->n; k++) {
-    const KilnBertParam *q = &lay->p[k];
+  for (size_t k = 0; k < t.lay->n; k++) {
+    const KilnBertParam *q = &t.lay->p[k];
     for (size_t i = q->offset; i < q->offset + q->numel; i++) {
-      double g = fabs(gd[i]) * c, dg = gtol[k] * c + 1e-4 * g;
+      double g = fabs(t.gd[i]) * c, dg = gtol[k] * c + 1e-4 * g;
       double room = g - dg > 0 ? g - dg : 0;
       double tol = lr * fmin(2, dg * opt.eps / ((room + opt.eps) * (room + opt.eps))) +
-                   1e-6 * fabs(pd[i]) + 1e-9;
-      if (fabs(got[i] - pd[i]) > tol && bad++ < 10)
+                   1e-6 * fabs(t.pd[i]) + 1e-9;
+      if (fabs(t.got[i] - t.pd[i]) > tol && bad++ < 10)
         CHECK(0, "%s[%zu] after step 1: %.9g, reference %.9g (tolerance %.3g)", q->name,
-              i - q->offset, got[i], pd[i], tol);
+              i - q->offset, t.got[i], t.pd[i], tol);
     }
   }
   CHECK(bad == 0, "%d parameters off after step 1", bad);
-  kiln_bert_model_set_allreduce(m, NULL, NULL);
+  kiln_bert_model_set_allreduce(t.m, NULL, NULL);
 
   /* the steady-state step allocates nothing; the loss falls on the repeated batch */
   KilnRtMemStats before, after;
-  CHECK(kiln_rt_mem_stats(dev, &before) == KILN_RT_OK, "mem stats");
+  CHECK(kiln_rt_mem_stats(t.dev, &before) == KILN_RT_OK, "mem stats");
   float first = 0, last = 0;
   for (int k = 2; k <= 21; k++) {
-    st = kiln_bert_model_forward(m, ids, lens, labels, ROWS, COLS, &loss, NULL);
-    if (st == KILN_BERT_OK) st = kiln_bert_model_backward(m);
-    if (st == KILN_BERT_OK) st = kiln_bert_model_step(m, &opt, lr, k, NULL);
+    st = kiln_bert_model_forward(t.m, ids, lens, labels, ROWS, COLS, &loss, NULL);
+    if (st == KILN_BERT_OK) st = kiln_bert_model_backward(t.m);
+    if (st == KILN_BERT_OK) st = kiln_bert_model_step(t.m, &opt, lr, k, NULL);
     CHECK(st == KILN_BERT_OK, "step %d: %s", k, kiln_bert_last_error());
     if (k == 2) first = loss;
     last = loss;
   }
-  CHECK(kiln_rt_mem_stats(dev, &after) == KILN_RT_OK, "mem stats");
+  CHECK(kiln_rt_mem_stats(t.dev, &after) == KILN_RT_OK, "mem stats");
   CHECK(after.num_allocs == before.num_allocs && after.bytes_in_use == before.bytes_in_use,
         "20 steps allocated: %zu allocations, %zu -> %zu bytes in use",
         after.num_allocs - before.num_allocs, before.bytes_in_use, after.bytes_in_use);
@@ -150,16 +113,11 @@ int main(void) {
   CHECK(last < 0.5 * first, "the loss did not fall: %.6g -> %.6g", first, last);
 
   /* a batch larger than planned is refused, not run */
-  CHECK(kiln_bert_model_forward(m, ids, lens, labels, ROWS + 1, COLS, &loss, NULL) ==
+  CHECK(kiln_bert_model_forward(t.m, ids, lens, labels, ROWS + 1, COLS, &loss, NULL) ==
             KILN_BERT_ERROR_INVALID_ARGUMENT,
         "an oversized batch was accepted");
 
-  kiln_bert_model_destroy(m);
-  kiln_rt_device_destroy(dev);
-  free(flat);
-  free(got);
-  free(pd);
-  free(gd);
+  kb_test_model_close(&t);
   free(gtol);
   if (!failures) printf("ok\n");
   return failures ? 1 : 0;

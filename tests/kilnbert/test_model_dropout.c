@@ -57,65 +57,21 @@ static float model_step(KilnBertModel *m, const int32_t *ids, const int32_t *len
   return loss;
 }
 
-/* Every gradient tensor against the reference; returns the worst error / tolerance. */
-static double check_grads(const KilnBertParams *lay, const float *got, const double *want) {
-  double gnorm = 0, worst = 0;
-  for (size_t i = 0; i < lay->total; i++) gnorm += want[i] * want[i];
-  gnorm = sqrt(gnorm);
-  for (size_t k = 0; k < lay->n; k++) {
-    const KilnBertParam *q = &lay->p[k];
-    double mx = 0, err = 0;
-    for (size_t i = q->offset; i < q->offset + q->numel; i++) {
-      mx = fmax(mx, fabs(want[i]));
-      err = fmax(err, fabs(got[i] - want[i]));
-    }
-    double tol = 1e-4 * mx + 1e-6 * gnorm;
-    worst = fmax(worst, err / tol);
-    CHECK(err <= tol, "gradient of %s: max error %.3g, largest |g| %.3g", q->name, err, mx);
-  }
-  return worst;
-}
-
 int main(void) {
-  KilnBertConfig cfg;
-  kb_test_small_config(&cfg, 64);
-  KilnRtDevice *dev;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK) {
-    printf("FAIL: no cpu device: %s\n", kiln_rt_last_error());
-    return 1;
-  }
-  KilnBertModel *m;
-  if (kiln_bert_model_create(dev, &cfg, ROWS, COLS, &m) != KILN_BERT_OK) {
-    printf("FAIL: model: %s\n", kiln_bert_last_error());
-    return 1;
-  }
-  const KilnBertParams *lay = kiln_bert_model_params(m);
-  size_t P = lay->total;
-  float *flat = calloc(P, sizeof *flat), *got = calloc(P, sizeof *got);
-  double *pd = calloc(P, sizeof *pd), *gd = calloc(P, sizeof *gd);
-  kiln_bert_params_init(lay, &cfg, 7, NULL, flat);
-  /* larger weights than BERT's 0.02 so that every path carries signal worth comparing */
-  for (size_t k = 0; k < lay->n; k++)
-    if (lay->p[k].init == KILN_BERT_INIT_NORMAL)
-      for (size_t i = 0; i < lay->p[k].numel; i++) flat[lay->p[k].offset + i] *= 10;
-  for (size_t i = 0; i < P; i++) pd[i] = flat[i];
-  CHECK(kiln_bert_model_set_params(m, flat) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+  KbTestModel t;
+  if (!kb_test_model_open(&t, ROWS, COLS)) return 1;
 
   int32_t ids[ROWS * COLS] = {0}, lens[ROWS] = {COLS, 9}, labels[ROWS] = {1, 0};
-  uint64_t r = 12345;
-  for (int b = 0; b < ROWS; b++)
-    for (int s = 0; s < lens[b]; s++) {
-      r = r * 6364136223846793005ull + 1442695040888963407ull;
-      ids[b * COLS + s] = 1 + (int32_t)((r >> 33) % (uint64_t)(cfg.vocab_size - 1));
-    }
+  kb_test_ids(&t.cfg, ids, lens, ROWS, COLS);
 
   /* one step at dropout 0.1 against the reference with the same masks */
-  CHECK(kiln_bert_model_set_dropout(m, DROP, SEED, STEP) == KILN_BERT_OK, "%s",
+  CHECK(kiln_bert_model_set_dropout(t.m, DROP, SEED, STEP) == KILN_BERT_OK, "%s",
         kiln_bert_last_error());
-  float loss = model_step(m, ids, lens, labels, got);
-  Masks mk = {&cfg, 0, 0};
+  float loss = model_step(t.m, ids, lens, labels, t.got);
+  Masks mk = {&t.cfg, 0, 0};
   ModelRefDropout drop = {mask_factor, &mk};
-  double ref = model_ref_loss_grad_drop(&cfg, lay, pd, ids, lens, labels, ROWS, COLS, &drop, gd);
+  double ref =
+      model_ref_loss_grad_drop(&t.cfg, t.lay, t.pd, ids, lens, labels, ROWS, COLS, &drop, t.gd);
   printf("dropout %.2g: loss %.9g, reference %.9g; the reference dropped %zu of %zu draws\n", DROP,
          loss, ref, mk.dropped, mk.total);
   CHECK(fabs(loss - ref) <= 2e-5 * fmax(1, fabs(ref)), "loss %.9g vs %.9g", loss, ref);
@@ -123,35 +79,36 @@ int main(void) {
   double frac = (double)mk.dropped / (double)mk.total;
   CHECK(fabs(frac - DROP) <= 4 * sqrt(DROP * (1 - DROP) / (double)mk.total),
         "dropped fraction %.4f", frac);
-  printf("gradients: worst error / tolerance of a tensor %.3g\n", check_grads(lay, got, gd));
+  printf("gradients: worst error / tolerance of a tensor %.3g\n",
+         kb_test_check_grads(t.lay, t.got, t.gd, NULL));
 
   /* the same step draws the same masks; the next step other ones */
-  float again = model_step(m, ids, lens, labels, NULL);
+  float again = model_step(t.m, ids, lens, labels, NULL);
   CHECK(memcmp(&again, &loss, sizeof loss) == 0, "the same step gave %.9g, then %.9g", loss, again);
-  CHECK(kiln_bert_model_set_dropout(m, DROP, SEED, STEP + 1) == KILN_BERT_OK, "set");
-  float next = model_step(m, ids, lens, labels, NULL);
+  CHECK(kiln_bert_model_set_dropout(t.m, DROP, SEED, STEP + 1) == KILN_BERT_OK, "set");
+  float next = model_step(t.m, ids, lens, labels, NULL);
   printf("loss at step %d: %.9g, at step %d: %.9g\n", STEP, loss, STEP + 1, next);
   CHECK(next != loss, "steps %d and %d drew the same masks", STEP, STEP + 1);
 
   /* p = 0 (evaluation) is the model without dropout */
-  CHECK(kiln_bert_model_set_dropout(m, 0, SEED, STEP) == KILN_BERT_OK, "set");
-  float plain = model_step(m, ids, lens, labels, got);
-  double ref0 = model_ref_loss_grad(&cfg, lay, pd, ids, lens, labels, ROWS, COLS, gd);
+  CHECK(kiln_bert_model_set_dropout(t.m, 0, SEED, STEP) == KILN_BERT_OK, "set");
+  float plain = model_step(t.m, ids, lens, labels, t.got);
+  double ref0 = model_ref_loss_grad(&t.cfg, t.lay, t.pd, ids, lens, labels, ROWS, COLS, t.gd);
   printf("dropout 0: loss %.9g, reference %.9g\n", plain, ref0);
   CHECK(fabs(plain - ref0) <= 2e-5 * fmax(1, fabs(ref0)), "loss %.9g vs %.9g", plain, ref0);
-  check_grads(lay, got, gd);
+  kb_test_check_grads(t.lay, t.got, t.gd, NULL);
 
   /* steps with dropout allocate nothing */
   KilnRtMemStats before, after;
-  CHECK(kiln_rt_mem_stats(dev, &before) == KILN_RT_OK, "mem stats");
+  CHECK(kiln_rt_mem_stats(t.dev, &before) == KILN_RT_OK, "mem stats");
   KilnBertOptim opt = {0.9, 0.999, 1e-8, 0.01, 1.0};
   for (int k = 1; k <= 5; k++) {
-    CHECK(kiln_bert_model_set_dropout(m, DROP, SEED, k) == KILN_BERT_OK, "set");
-    model_step(m, ids, lens, labels, NULL);
-    CHECK(kiln_bert_model_step(m, &opt, 1e-3, k, NULL) == KILN_BERT_OK, "%s",
+    CHECK(kiln_bert_model_set_dropout(t.m, DROP, SEED, k) == KILN_BERT_OK, "set");
+    model_step(t.m, ids, lens, labels, NULL);
+    CHECK(kiln_bert_model_step(t.m, &opt, 1e-3, k, NULL) == KILN_BERT_OK, "%s",
           kiln_bert_last_error());
   }
-  CHECK(kiln_rt_mem_stats(dev, &after) == KILN_RT_OK, "mem stats");
+  CHECK(kiln_rt_mem_stats(t.dev, &after) == KILN_RT_OK, "mem stats");
   CHECK(after.num_allocs == before.num_allocs && after.bytes_in_use == before.bytes_in_use,
         "5 steps with dropout allocated: %zu allocations, %zu -> %zu bytes in use",
         after.num_allocs - before.num_allocs, before.bytes_in_use, after.bytes_in_use);
@@ -159,15 +116,10 @@ int main(void) {
   /* probabilities outside [0, 1) are refused */
   const double bad[] = {-0.1, 1.0, 1.5, NAN};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    CHECK(kiln_bert_model_set_dropout(m, bad[i], SEED, 1) == KILN_BERT_ERROR_INVALID_ARGUMENT,
+    CHECK(kiln_bert_model_set_dropout(t.m, bad[i], SEED, 1) == KILN_BERT_ERROR_INVALID_ARGUMENT,
           "dropout %g accepted", bad[i]);
 
-  kiln_bert_model_destroy(m);
-  kiln_rt_device_destroy(dev);
-  free(flat);
-  free(got);
-  free(pd);
-  free(gd);
+  kb_test_model_close(&t);
   if (!failures) printf("ok\n");
   return failures ? 1 : 0;
 }

@@ -5,12 +5,11 @@
  * classifier, a wrong shape. Usage: test_params SCRATCH_DIR */
 #include "bert_params.h"
 #include "check.h"
+#include "scratch_dir.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static void test_layout(void) {
@@ -171,14 +170,8 @@ static void test_load(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
-    return 2;
-  }
-  if (mkdir(argv[1], 0777) != 0 && errno != EEXIST) {
-    printf("FAIL: cannot make %s\n", argv[1]);
-    return 1;
-  }
+  int rc = kb_test_scratch_dir(argc, argv);
+  if (rc) return rc;
   test_layout();
   test_init();
   test_load(argv[1]);

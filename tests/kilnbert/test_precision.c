@@ -51,12 +51,11 @@ static void make_data(Data *d) {
   uint64_t r = 2024;
   for (int b = 0; b < BATCHES; b++)
     for (int i = 0; i < ROWS; i++) {
-      r = r * 6364136223846793005ull + 1442695040888963407ull;
-      int len = 4 + (int)((r >> 33) % (COLS - 3));
+      int len = 4 + (int)(kb_test_lcg(&r) % (COLS - 3));
       d->lens[b][i] = len;
       for (int s = 0; s < COLS; s++) {
-        r = r * 6364136223846793005ull + 1442695040888963407ull;
-        d->ids[b][i * COLS + s] = s < len ? 1 + (int32_t)((r >> 33) % 63) : 0;
+        uint32_t v = kb_test_lcg(&r);
+        d->ids[b][i * COLS + s] = s < len ? 1 + (int32_t)(v % 63) : 0;
       }
       d->labels[b][i] = d->ids[b][i * COLS + 1] >= 32;
     }
@@ -258,11 +257,8 @@ static void fp16_dropout(KilnRtDevice *dev, const KilnBertConfig *cfg, const Dat
 int main(void) {
   KilnBertConfig cfg;
   kb_test_small_config(&cfg, 64);
-  KilnRtDevice *dev;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK) {
-    printf("FAIL: no cpu device: %s\n", kiln_rt_last_error());
-    return 1;
-  }
+  KilnRtDevice *dev = kb_test_cpu_device();
+  if (!dev) return 1;
   Data *d = calloc(1, sizeof *d);
   make_data(d);
   float l32[STEPS] = {0}, l16[STEPS] = {0}, lbf[STEPS] = {0};

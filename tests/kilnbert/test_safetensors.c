@@ -5,6 +5,7 @@
  * Usage: test_safetensors SCRATCH_DIR */
 #include "bert_st.h"
 #include "check.h"
+#include "scratch_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -253,15 +254,9 @@ static void test_truncation_and_flips(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s SCRATCH_DIR\n", argv[0]);
-    return 2;
-  }
+  int rc = kb_test_scratch_dir(argc, argv);
+  if (rc) return rc;
   snprintf(dir, sizeof dir, "%s", argv[1]);
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    printf("FAIL: cannot make %s: %s\n", dir, strerror(errno));
-    return 1;
-  }
   test_round_trip();
   test_half_types();
   test_corrupt();

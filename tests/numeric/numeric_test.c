@@ -912,7 +912,8 @@ typedef struct {
   bool two_inputs;      /* x and y (else x only) */
   bool has_limit;       /* a trailing f32 `limit` argument */
   float limit;
-  uint32_t programs;    /* grid x */
+  bool block_of_rows;   /* a program per BLOCK rows (else a program per row) */
+  uint32_t extra_programs; /* programs past the last row's, which must write nothing */
   uint64_t seed;
   RowsRef ref;
 } RowsCase;
@@ -952,7 +953,8 @@ static bool run_rows_case(KilnRtDevice *dev, const RowsCase *c) {
   args[na++] = &c32;
   if (c->has_limit)
     args[na++] = &limit;
-  kiln_test_launch(&run, run.fn, c->programs, 1, args);
+  uint32_t programs = c->block_of_rows ? kiln_test_cdiv(rows, (size_t)c->block) : (uint32_t)rows;
+  kiln_test_launch(&run, run.fn, programs + c->extra_programs, 1, args);
   kiln_test_fetch(&run, outf, df, ftotal * sizeof *outf);
   kiln_test_fetch(&run, outi, di, itotal * sizeof *outi);
 
@@ -964,6 +966,28 @@ static bool run_rows_case(KilnRtDevice *dev, const RowsCase *c) {
   bool ok = kiln_test_end(&run);
   free(x), free(y), free(outf), free(rf), free(outi), free(ri);
   return ok;
+}
+
+/* One configuration of a row kernel's test: rows, cols, the limit argument (where the kernel has
+ * one) and the BLOCK define (0: the case's own). */
+typedef struct {
+  int32_t rows, cols;
+  float limit;
+  int32_t block;
+} RowsShape;
+
+/* Runs `base` once per shape, the i-th with seed base.seed + i. */
+static bool run_rows_shapes(KilnRtDevice *dev, RowsCase base, const RowsShape *shapes, size_t n) {
+  bool all_ok = true;
+  for (size_t i = 0; i < n; i++) {
+    RowsCase c = base;
+    c.rows = shapes[i].rows, c.cols = shapes[i].cols, c.limit = shapes[i].limit;
+    if (shapes[i].block)
+      c.block = shapes[i].block;
+    c.seed = base.seed + i;
+    all_ok &= run_rows_case(dev, &c);
+  }
+  return all_ok;
 }
 
 /* ---- pow_countdown ------------------------------------------------------------------------- */
@@ -979,18 +1003,10 @@ static void ref_pow_countdown(const float *x, const float *y, float *rf, int32_t
 }
 
 static bool test_pow_countdown(KilnRtDevice *dev) {
-  static const struct {
-    int32_t rows, cols, block;
-  } cfgs[] = {{300, 37, 128}, {1, 1, 32}, {200, 8, 32}};
-  bool all_ok = true;
-  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    RowsCase c = {.kernel = "pow_countdown", .block = cfgs[ci].block, .rows = cfgs[ci].rows,
-                  .cols = cfgs[ci].cols, .nf = 4, .ni = 4, .lo = -4.0f, .hi = 4.0f,
-                  .programs = kiln_test_cdiv((size_t)cfgs[ci].rows, (size_t)cfgs[ci].block),
-                  .seed = 1200 + ci, .ref = ref_pow_countdown};
-    all_ok &= run_rows_case(dev, &c);
-  }
-  return all_ok;
+  static const RowsShape shapes[] = {{300, 37, 0, 128}, {1, 1, 0, 32}, {200, 8, 0, 32}};
+  RowsCase c = {.kernel = "pow_countdown", .nf = 4, .ni = 4, .lo = -4.0f, .hi = 4.0f,
+                .block_of_rows = true, .seed = 1200, .ref = ref_pow_countdown};
+  return run_rows_shapes(dev, c, shapes, COUNT(shapes));
 }
 
 /* ---- builtins_basic ------------------------------------------------------------------------ */
@@ -1202,6 +1218,13 @@ static bool test_rand_normal(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* The shapes of the kernels with a limit (early_exit, while_loops): the limits make some rows
+ * end early, one none (1e30); and of those with a BLOCK of columns (inline_fns, multi_return):
+ * a row shorter than the block, one row, a row of exactly the block. */
+static const RowsShape LIMIT_SHAPES[] = {
+    {300, 37, 20.0f, 0}, {1, 1, 0.0f, 0}, {64, 16, 1e30f, 0}, {100, 5, 2.0f, 0}};
+static const RowsShape BLOCK_SHAPES[] = {{300, 37, 0, 0}, {1, 1, 0, 0}, {50, 64, 0, 0}};
+
 /* ---- early_exit ---------------------------------------------------------------------------- */
 
 /* break, continue and early return (issue 15), lowered to flags: the counters and columns are
@@ -1216,19 +1239,9 @@ static void ref_early_exit(const float *x, const float *y, float *rf, int32_t *r
 }
 
 static bool test_early_exit(KilnRtDevice *dev) {
-  static const struct {
-    int32_t rows, cols;
-    float limit;
-  } cfgs[] = {{300, 37, 20.0f}, {1, 1, 0.0f}, {64, 16, 1e30f}, {100, 5, 2.0f}};
-  bool all_ok = true;
-  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    RowsCase c = {.kernel = "early_exit", .rows = cfgs[ci].rows, .cols = cfgs[ci].cols, .nf = 2,
-                  .ni = 4, .lo = -4.0f, .hi = 3.6f, .has_limit = true, .limit = cfgs[ci].limit,
-                  .programs = (uint32_t)cfgs[ci].rows + 3, .seed = 1300 + ci,
-                  .ref = ref_early_exit};
-    all_ok &= run_rows_case(dev, &c);
-  }
-  return all_ok;
+  RowsCase c = {.kernel = "early_exit", .nf = 2, .ni = 4, .lo = -4.0f, .hi = 3.6f,
+                .has_limit = true, .extra_programs = 3, .seed = 1300, .ref = ref_early_exit};
+  return run_rows_shapes(dev, c, LIMIT_SHAPES, COUNT(LIMIT_SHAPES));
 }
 
 /* ---- inline_fns ---------------------------------------------------------------------------- */
@@ -1243,18 +1256,9 @@ static void ref_inline_fns(const float *x, const float *y, float *rf, int32_t *r
 }
 
 static bool test_inline_fns(KilnRtDevice *dev) {
-  static const struct {
-    int32_t rows, cols;
-  } cfgs[] = {{300, 37}, {1, 1}, {50, 64}};
-  bool all_ok = true;
-  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    RowsCase c = {.kernel = "inline_fns", .block = 64, .rows = cfgs[ci].rows,
-                  .cols = cfgs[ci].cols, .nf = 4, .ni = 4, .lo = -2.0f, .hi = 2.0f,
-                  .two_inputs = true, .programs = (uint32_t)cfgs[ci].rows, .seed = 1400 + ci,
-                  .ref = ref_inline_fns};
-    all_ok &= run_rows_case(dev, &c);
-  }
-  return all_ok;
+  RowsCase c = {.kernel = "inline_fns", .block = 64, .nf = 4, .ni = 4, .lo = -2.0f, .hi = 2.0f,
+                .two_inputs = true, .seed = 1400, .ref = ref_inline_fns};
+  return run_rows_shapes(dev, c, BLOCK_SHAPES, COUNT(BLOCK_SHAPES));
 }
 
 /* ---- while_loops --------------------------------------------------------------------------- */
@@ -1272,19 +1276,9 @@ static void ref_while_loops(const float *x, const float *y, float *rf, int32_t *
 }
 
 static bool test_while_loops(KilnRtDevice *dev) {
-  static const struct {
-    int32_t rows, cols;
-    float limit;
-  } cfgs[] = {{300, 37, 20.0f}, {1, 1, 0.0f}, {64, 16, 1e30f}, {100, 5, 2.0f}};
-  bool all_ok = true;
-  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    RowsCase c = {.kernel = "while_loops", .rows = cfgs[ci].rows, .cols = cfgs[ci].cols, .nf = 2,
-                  .ni = 5, .lo = -4.0f, .hi = 3.6f, .has_limit = true, .limit = cfgs[ci].limit,
-                  .programs = (uint32_t)cfgs[ci].rows, .seed = 1500 + ci,
-                  .ref = ref_while_loops};
-    all_ok &= run_rows_case(dev, &c);
-  }
-  return all_ok;
+  RowsCase c = {.kernel = "while_loops", .nf = 2, .ni = 5, .lo = -4.0f, .hi = 3.6f,
+                .has_limit = true, .seed = 1500, .ref = ref_while_loops};
+  return run_rows_shapes(dev, c, LIMIT_SHAPES, COUNT(LIMIT_SHAPES));
 }
 
 /* ---- range_steps --------------------------------------------------------------------------- */
@@ -1340,18 +1334,9 @@ static void ref_multi_return(const float *x, const float *y, float *rf, int32_t 
 }
 
 static bool test_multi_return(KilnRtDevice *dev) {
-  static const struct {
-    int32_t rows, cols;
-  } cfgs[] = {{300, 37}, {1, 1}, {50, 64}};
-  bool all_ok = true;
-  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    RowsCase c = {.kernel = "multi_return", .block = 64, .rows = cfgs[ci].rows,
-                  .cols = cfgs[ci].cols, .nf = 4, .ni = 3, .lo = -2.0f, .hi = 2.0f,
-                  .programs = (uint32_t)cfgs[ci].rows, .seed = 1700 + ci,
-                  .ref = ref_multi_return};
-    all_ok &= run_rows_case(dev, &c);
-  }
-  return all_ok;
+  RowsCase c = {.kernel = "multi_return", .block = 64, .nf = 4, .ni = 3, .lo = -2.0f, .hi = 2.0f,
+                .seed = 1700, .ref = ref_multi_return};
+  return run_rows_shapes(dev, c, BLOCK_SHAPES, COUNT(BLOCK_SHAPES));
 }
 
 /* ---- main --------------------------------------------------------------------------------- */

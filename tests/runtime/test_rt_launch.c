@@ -1,6 +1,7 @@
 /* Kernels on the cpu device: module loading (object and shared object), launches against a C
- * reference, grid coverage, big stacks, events, graph capture and replay, and the failure paths.
- * The kernels are C files compiled at build time; their paths come in as KILN_TEST_*. */
+ * reference, grid coverage, big stacks, events, graph capture and replay (launches, copies and
+ * memsets), and the failure paths. The kernels are C files compiled at build time; their paths
+ * come in as KILN_TEST_*. */
 #include "rt_test.h"
 
 #include <math.h>
@@ -315,6 +316,39 @@ static void test_graph(KilnRtDevice *dev) {
   kiln_rt_module_destroy(mod);
 }
 
+/* Copies and memsets are captured like launches: nothing runs during the capture, and each
+ * replay runs them in order (the memset first, then a copy over half of what it cleared). */
+static void test_graph_copies(KilnRtDevice *dev) {
+  enum { N = 64 };
+  int32_t *src = NULL, *dst = NULL;
+  CHECK_OK(kiln_rt_malloc(dev, N * sizeof(int32_t), (void **)&src));
+  CHECK_OK(kiln_rt_malloc(dev, N * sizeof(int32_t), (void **)&dst));
+  KilnRtStream *s = NULL;
+  CHECK_OK(kiln_rt_stream_create(dev, &s));
+  if (!src || !dst || !s) return;
+  for (int i = 0; i < N; i++) src[i] = i, dst[i] = -1;
+  KilnRtGraph *g = NULL;
+  CHECK_OK(kiln_rt_graph_begin_capture(s));
+  CHECK_OK(kiln_rt_memset(dev, dst, 0, N * sizeof(int32_t), s));
+  CHECK_OK(kiln_rt_memcpy_dtod(dev, dst + N / 2, src, N / 2 * sizeof(int32_t), s));
+  CHECK_OK(kiln_rt_graph_end_capture(s, &g));
+  int untouched = 0;
+  for (int i = 0; i < N; i++) untouched += dst[i] == -1;
+  CHECK(untouched == N, "%d of %d elements changed during the capture", N - untouched, N);
+  for (int rep = 0; rep < 2; rep++) {
+    for (int i = 0; i < N; i++) dst[i] = -1;
+    CHECK_OK(kiln_rt_graph_launch(g, s));
+    CHECK_OK(kiln_rt_stream_synchronize(s));
+    int wrong = 0;
+    for (int i = 0; i < N; i++) wrong += dst[i] != (i < N / 2 ? 0 : i - N / 2);
+    CHECK(wrong == 0, "replay %d: %d elements wrong", rep, wrong);
+  }
+  kiln_rt_graph_destroy(g);
+  kiln_rt_stream_destroy(s);
+  kiln_rt_free(dev, src);
+  kiln_rt_free(dev, dst);
+}
+
 static void test_bad_modules(KilnRtDevice *dev) {
   KilnRtModule *mod = NULL;
   static const char garbage[] = "this is not an ELF object \x01\x02\x03\x7f";
@@ -342,6 +376,7 @@ int main(void) {
   test_small_launches(dev);
   test_events(dev);
   test_graph(dev);
+  test_graph_copies(dev);
   test_bad_modules(dev);
   KilnRtMemStats st;
   CHECK_OK(kiln_rt_mem_stats(dev, &st));
