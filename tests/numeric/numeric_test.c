@@ -1034,7 +1034,7 @@ static bool test_builtins_basic(KilnRtDevice *dev) {
     g_builtins_block = (size_t)cfgs[ci].block;
     RowsCase c = {.kernel = "builtins_basic", .block = cfgs[ci].block, .rows = cfgs[ci].rows,
                   .cols = cfgs[ci].cols, .nf = 9, .ni = 6, .lo = -4.0f, .hi = 4.0f, .two_inputs = true,
-                  .programs = kiln_test_cdiv((size_t)cfgs[ci].rows, (size_t)cfgs[ci].block),
+                  .block_of_rows = true,
                   .seed = 2000 + ci, .ref = ref_builtins_basic};
     all_ok &= run_rows_case(dev, &c);
   }
