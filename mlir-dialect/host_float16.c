@@ -413,6 +413,13 @@ static LLVMValueRef mirror_of(Legalize *L, LLVMValueRef v) {
     m = LLVMConstBitCast(v, it);
   } else if (LLVMIsAInstruction(v) && rebuilt_on_mirrors(v)) {
     m = rebuild(L, v, it);
+    /* A loop entered at v (its block laid out before the loop's header): rebuilding v's
+     * operands reached a phi whose value around the loop is v, which mirrored v first. That
+     * mirror is the one its users were built on; this copy is left unused, dead code the code
+     * generator drops, and v must not be listed twice (it would be erased twice). A phi's own
+     * mirror is in the map already (rebuild put it there), and is this one. */
+    LLVMValueRef first = map_get(&L->mirror, v);
+    if (first && first != m) return first;
     list_add(&L->erase, v);
     list_add(&L->originals, v);
   } else if (LLVMIsAInstruction(v)) { /* kept: its bits taken right after it */

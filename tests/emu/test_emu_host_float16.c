@@ -8,7 +8,8 @@
  * the fixup, every f16/bf16 value (scalar or vector) is used only in its own block, with no call
  * between it and its use, and no f32 <-> bf16 conversion instruction is left for the back end to
  * choose. The module mixes the cases: a bf16 load used across a call and a branch, lane moves, a
- * phi, an f16 value used by arithmetic, conversions both ways. It must also still verify. */
+ * phi, an f16 value used by arithmetic, conversions both ways; and a loop whose body is laid out
+ * before its header (a bf16 max reduction). It must also still verify. */
 #include "kiln_mlir_internal.h"
 
 #include "llvm-c/Analysis.h"
@@ -46,6 +47,27 @@ static const char module_ir[] =
     "  %s = fadd half %h, %h\n"
     "  store half %s, ptr %out, align 2\n"
     "  store bfloat %p, ptr %out, align 2\n"
+    "  ret void\n"
+    "}\n"
+    /* a max reduction's loop laid out body first, as LLVM's loop rotation leaves it: the
+     * fixup meets the select before the phi it feeds back into (it mirrored the select twice
+     * and erased it twice: a crash) */
+    "define void @loop(ptr %in, ptr %out, i32 %n) {\n"
+    "entry:\n"
+    "  %x0 = load bfloat, ptr %in, align 2\n"
+    "  br label %head\n"
+    "body:\n"
+    "  %g = fcmp ugt bfloat %acc, %x0\n"
+    "  %sel = select i1 %g, bfloat %acc, bfloat %x0\n"
+    "  %i2 = add i32 %i, 1\n"
+    "  br label %head\n"
+    "head:\n"
+    "  %acc = phi bfloat [ %x0, %entry ], [ %sel, %body ]\n"
+    "  %i = phi i32 [ 0, %entry ], [ %i2, %body ]\n"
+    "  %more = icmp slt i32 %i, %n\n"
+    "  br i1 %more, label %body, label %exit\n"
+    "exit:\n"
+    "  store bfloat %acc, ptr %out, align 2\n"
     "  ret void\n"
     "}\n";
 
@@ -112,6 +134,7 @@ int main(void) {
   CHECK(!LLVMVerifyModule(mod, LLVMReturnStatusAction, &vmsg), "the fixed module: %s", vmsg);
   LLVMDisposeMessage(vmsg);
   check_function(LLVMGetNamedFunction(mod, "k"));
+  check_function(LLVMGetNamedFunction(mod, "loop"));
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
   if (!failures) printf("host float16: no 16-bit float crosses a block or a call\n");
