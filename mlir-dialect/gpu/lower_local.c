@@ -15,7 +15,8 @@
  *   barrier:     bar.sync 0
  *   local_load:  the dot_op fragments with ldmatrix: a row-major staging as a convert's
  *                staging is read (low_dot_fragments); a transposed one with the other form
- *                (.x4.trans for A, plain .x4 / .x2 for B). */
+ *                (.x4.trans for A, plain .x4 / .x2 for B); with `transpose` (the operand is
+ *                trans(x) and x was staged as it is) as lower_dot.c reads a folded trans. */
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
@@ -246,7 +247,17 @@ bool low_local_load(Low *L, MlirOperation op) {
   }
   Vals *out = low_vals(L, low_own_of(mlirValueGetType(res)).count);
   MlirValue base = slot_base(L, buf, &bf, low_get(L, mlirOperationGetOperand(op, 1))->v[0]);
-  if (!bf.enc.trans)
+  bool transpose = !mlirAttributeIsNull(
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("transpose")));
+  if (transpose && bf.enc.trans) {
+    low_error(L, "GPU lowering: kiln.local_load {transpose} of a transposed staging");
+    return false;
+  }
+  if (transpose && dl.op_idx == 0)
+    low_dot_fragments_at(L, &dl, base, bf.rows, bf.cols, out);
+  else if (transpose)
+    low_dot_fragments_bt(L, &dl, base, bf.rows, bf.cols, out);
+  else if (!bf.enc.trans)
     low_dot_fragments(L, &dl, base, bf.rows, bf.cols, out);
   else if (dl.op_idx == 0)
     fragments_a_trans(L, &dl, base, bf.rows, bf.cols, out);

@@ -11,7 +11,10 @@
  *
  * What qualifies (the same rules as before the pass existed).  A kiln.load directly in an
  * scf.for body whose only user is a convert_layout to a dot_op layout in the same block (the
- * tile goes to shared memory anyway), of f16/bf16, 2-D, whose vector width is 2, 4 or 8
+ * tile goes to shared memory anyway), or whose only user is a kiln.trans whose only user is
+ * such a convert (K of S = Q K^T: the tile is staged as it is and local_load {transpose} reads
+ * the operand as its transpose, as the operand staging of lower_dot.c does), of f16/bf16, 2-D,
+ * whose vector width is 2, 4 or 8
  * elements (cp.async's 4, 8, 16 bytes).  A tile contiguous along its last dim is staged as it
  * is; one contiguous along dim 0 (a column-major operand) is staged transposed (the buffer's
  * encoding has order [0, 1]), so its copies stay 16-byte vectors.  Its pointer, mask and
@@ -40,6 +43,7 @@
 
 typedef struct PipeLoad {
   MlirOperation load, cvt;
+  MlirOperation view; /* a kiln.trans between the load and the convert, or null */
   bool trans; /* contiguous along dim 0: staged transposed */
   int vec;    /* elements per cp.async */
   MlirValue buf;
@@ -121,14 +125,26 @@ static bool writes_memory(MlirOperation op) {
   return false;
 }
 
-/* The convert to a dot_op layout that is the load's only user, or null. */
-static MlirOperation dot_operand_user(MlirOperation load, MlirBlock body) {
-  MlirValue res = mlirOperationGetResult(load, 0);
-  MlirOpOperand u = mlirValueGetFirstUse(res);
-  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)))
+/* The only user of v when it is in `body`, else null. */
+static MlirOperation only_user(MlirValue v, MlirBlock body) {
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)) ||
+      !in_block(mlirOpOperandGetOwner(u), body))
     return (MlirOperation){NULL};
-  MlirOperation user = mlirOpOperandGetOwner(u);
-  if (kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT || !in_block(user, body) ||
+  return mlirOpOperandGetOwner(u);
+}
+
+/* The convert to a dot_op layout that is the load's only user, or null.  With `view`, also
+ * one behind a kiln.trans that is the load's only user and whose only user it is (K in
+ * S = Q K^T): *view gets the trans. */
+static MlirOperation dot_operand_user(MlirOperation load, MlirBlock body, MlirOperation *view) {
+  *view = (MlirOperation){NULL};
+  MlirOperation user = only_user(mlirOperationGetResult(load, 0), body);
+  if (!mlirOperationIsNull(user) && kiln_ir_op_id(user) == KILN_OP_TRANS) {
+    *view = user;
+    user = only_user(mlirOperationGetResult(user, 0), body);
+  }
+  if (mlirOperationIsNull(user) || kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT ||
       kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0))).kind !=
           KILN_GPU_LAYOUT_DOT_OP)
     return (MlirOperation){NULL};
@@ -148,7 +164,8 @@ static KilnGpuOwn own_of(MlirType t) {
 
 /* Whether load qualifies; fills *pl and grows p's slice. */
 static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, PipeLoad *pl) {
-  MlirOperation cvt = dot_operand_user(load, p->body);
+  MlirOperation view;
+  MlirOperation cvt = dot_operand_user(load, p->body, &view);
   if (mlirOperationIsNull(cvt))
     return false;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(load, 0));
@@ -160,6 +177,8 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
   int64_t contiguous_extent = kiln_ir_dim(rt, trans ? 0 : 1);
   if (contiguous_extent < 8 || (trans && kiln_ir_dim(rt, 1) < 8))
     return false; /* a staged row must hold whole 16-byte chunks (the swizzle's unit) */
+  if (trans && !mlirOperationIsNull(view))
+    return false; /* the transpose of a column-major tile: not yet */
   int vec = kiln_gpu_access_vec(axis, mlirOperationGetOperand(load, 0), &own);
   if (vec < 2 || vec > 8)
     return false;
@@ -169,7 +188,7 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
       p->nslice = keep;
       return false;
     }
-  *pl = (PipeLoad){.load = load, .cvt = cvt, .trans = trans, .vec = vec};
+  *pl = (PipeLoad){.load = load, .cvt = cvt, .view = view, .trans = trans, .vec = vec};
   return true;
 }
 
@@ -324,10 +343,15 @@ static void body(Rw *w, Plan *p) {
     MlirValue res = mlirOperationGetResult(pl->cvt, 0);
     kiln_ir_builder_set_before(&w->b, pl->cvt);
     MlirValue ops[2] = {pl->buf, cur};
+    /* Behind a kiln.trans the operand is the staged tile's transpose. */
+    MlirNamedAttribute tr = kiln_ir_named(w->ctx, "transpose", mlirUnitAttrGet(w->ctx));
+    bool view = !mlirOperationIsNull(pl->view);
     MlirValue ll = kiln_ir_make1(&w->b, mlirOperationGetLocation(pl->cvt), KILN_OP_NAME_LOCAL_LOAD,
-                                 ops, 2, mlirValueGetType(res), NULL, 0);
+                                 ops, 2, mlirValueGetType(res), &tr, view ? 1 : 0);
     mlirValueReplaceAllUsesOfWith(res, ll);
     mlirOperationDestroy(pl->cvt);
+    if (view)
+      mlirOperationDestroy(pl->view);
     mlirOperationDestroy(pl->load);
   }
   for (int i = p->nslice - 1; i >= 0; i--)
