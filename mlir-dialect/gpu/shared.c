@@ -80,6 +80,5 @@ MlirType kiln_gpu_buffer_type(MlirContext ctx, int64_t stages, int64_t rows, int
                               MlirType elem, bool trans) {
   int64_t shape[3] = {stages, rows, cols};
   KilnGpuShared s = kiln_gpu_shared_swizzled(rows, cols, trans);
-  (void)ctx;
   return mlirMemRefTypeContiguousGet(elem, 3, shape, kiln_gpu_shared_attr(ctx, &s));
 }
