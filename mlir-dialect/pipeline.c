@@ -171,6 +171,8 @@ KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipeline *p,
     KilnMlirStatus st = run_one(m, s, &opts->stage);
     if (st != KILN_MLIR_OK)
       return st;
+    if (opts->step_done.done)
+      opts->step_done.done(opts->step_done.user, s->name);
     if (dump_all || (opts->dump_after && strcmp(opts->dump_after, s->name) == 0))
       dump(m, s->name, out);
     if (opts->stop_after && strcmp(opts->stop_after, s->name) == 0)
