@@ -24,7 +24,8 @@
  *                                                  ^cond(%i, %a): %go = arith.cmpi slt, %i, %hi
  *                                                         cf.cond_br %go, ^body, ^end
  *                                                  ^body: body; %n = arith.addi %i, %s
- *                                                         cf.br ^cond(%n, %y)
+ *                                                         cf.br ^cond(%n, %y)  (the loop's
+ *                                                         llvm.* attributes move here)
  *                                                  ^end: rest (the loop's results are ^cond's %a)
  *
  * Only an op whose enclosing ops up to its function are all scf.if or scf.for is lowered: other
@@ -91,11 +92,11 @@ static MlirBlock last_block(MlirRegion r) {
   return last;
 }
 
-static void build_br(KilnIRBuilder *b, MlirLocation loc, MlirBlock dest, const MlirValue *args,
-                     size_t n) {
+static MlirOperation build_br(KilnIRBuilder *b, MlirLocation loc, MlirBlock dest,
+                              const MlirValue *args, size_t n) {
   KilnOpSpec s = {.name = "cf.br", .loc = loc, .operands = args, .n_operands = n,
                   .successors = &dest, .n_successors = 1};
-  kiln_ir_create(b, &s);
+  return kiln_ir_create(b, &s);
 }
 
 /* cf.cond_br with no block arguments on either edge. */
@@ -110,8 +111,8 @@ static void build_cond_br(KilnIRBuilder *b, MlirLocation loc, MlirValue cond, Ml
   kiln_ir_create(b, &s);
 }
 
-/* The scf.yield ending `block` becomes cf.br ^dest(first..., yielded...). */
-static void yield_to_br(MlirContext ctx, MlirBlock block, MlirBlock dest, const MlirValue *first,
+/* The scf.yield ending `block` becomes cf.br ^dest(first..., yielded...), returned. */
+static MlirOperation yield_to_br(MlirContext ctx, MlirBlock block, MlirBlock dest, const MlirValue *first,
                         size_t nfirst) {
   MlirOperation y = mlirBlockGetTerminator(block);
   KILN_ASSERT(kiln_ir_op_is(y, "scf.yield"));
@@ -125,9 +126,22 @@ static void yield_to_br(MlirContext ctx, MlirBlock block, MlirBlock dest, const 
   KilnIRBuilder b;
   kiln_ir_builder_init(&b, ctx, block);
   kiln_ir_builder_set_before(&b, y);
-  build_br(&b, mlirOperationGetLocation(y), dest, args, nfirst + n);
+  MlirOperation br = build_br(&b, mlirOperationGetLocation(y), dest, args, nfirst + n);
   free(args);
   mlirOperationDestroy(y);
+  return br;
+}
+
+/* The loop's attributes from the llvm dialect (an llvm.loop_annotation: unroll disable...) go on
+ * the branch that closes the loop, where LLVM reads a loop's metadata; convert-cf-to-llvm keeps
+ * a branch's attributes. */
+static void copy_loop_attrs(MlirOperation loop, MlirOperation latch) {
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(loop); i++) {
+    MlirNamedAttribute a = mlirOperationGetAttribute(loop, i);
+    MlirStringRef ns = mlirDialectGetNamespace(mlirAttributeGetDialect(a.attribute));
+    if (ns.length == 4 && memcmp(ns.data, "llvm", 4) == 0)
+      mlirOperationSetAttributeByName(latch, mlirIdentifierStr(a.name), a.attribute);
+  }
 }
 
 static MlirType *result_types(MlirOperation op, intptr_t n) {
@@ -189,7 +203,7 @@ static void lower_for(MlirOperation op) {
   kiln_ir_builder_set_before(&b, mlirBlockGetTerminator(last));
   MlirValue ops[2] = {iv, step};
   MlirValue next_iv = kiln_ir_build_elementwise(&b, loc, "arith.addi", ops, 2, mlirValueGetType(iv));
-  yield_to_br(ctx, last, cond, &next_iv, 1);
+  copy_loop_attrs(op, yield_to_br(ctx, last, cond, &next_iv, 1));
   inline_region_before(body_r, end);
 
   /* ^b: cf.br ^cond(lo, inits...) in place of the loop */
