@@ -111,9 +111,10 @@ static void build_cond_br(KilnIRBuilder *b, MlirLocation loc, MlirValue cond, Ml
   kiln_ir_create(b, &s);
 }
 
-/* The scf.yield ending `block` becomes cf.br ^dest(first..., yielded...), returned. */
-static MlirOperation yield_to_br(MlirContext ctx, MlirBlock block, MlirBlock dest, const MlirValue *first,
-                        size_t nfirst) {
+/* The scf.yield ending `block` becomes cf.br ^dest(first..., yielded...) at loc (the lowered
+ * op's, as upstream places it), returned. */
+static MlirOperation yield_to_br(MlirContext ctx, MlirLocation loc, MlirBlock block, MlirBlock dest,
+                                 const MlirValue *first, size_t nfirst) {
   MlirOperation y = mlirBlockGetTerminator(block);
   KILN_ASSERT(kiln_ir_op_is(y, "scf.yield"));
   size_t n = (size_t)mlirOperationGetNumOperands(y);
@@ -126,7 +127,7 @@ static MlirOperation yield_to_br(MlirContext ctx, MlirBlock block, MlirBlock des
   KilnIRBuilder b;
   kiln_ir_builder_init(&b, ctx, block);
   kiln_ir_builder_set_before(&b, y);
-  MlirOperation br = build_br(&b, mlirOperationGetLocation(y), dest, args, nfirst + n);
+  MlirOperation br = build_br(&b, loc, dest, args, nfirst + n);
   free(args);
   mlirOperationDestroy(y);
   return br;
@@ -162,10 +163,10 @@ static void lower_if(MlirOperation op) {
   MlirRegion then_r = mlirOperationGetRegion(op, 0), else_r = mlirOperationGetRegion(op, 1);
   MlirBlock then_entry = mlirRegionGetFirstBlock(then_r);
   MlirBlock else_entry = mlirRegionGetFirstBlock(else_r);
-  yield_to_br(ctx, last_block(then_r), cont, NULL, 0);
+  yield_to_br(ctx, loc, last_block(then_r), cont, NULL, 0);
   inline_region_before(then_r, cont);
   if (!mlirBlockIsNull(else_entry)) {
-    yield_to_br(ctx, last_block(else_r), cont, NULL, 0);
+    yield_to_br(ctx, loc, last_block(else_r), cont, NULL, 0);
     inline_region_before(else_r, cont);
   } else {
     else_entry = cont;
@@ -203,7 +204,7 @@ static void lower_for(MlirOperation op) {
   kiln_ir_builder_set_before(&b, mlirBlockGetTerminator(last));
   MlirValue ops[2] = {iv, step};
   MlirValue next_iv = kiln_ir_build_elementwise(&b, loc, "arith.addi", ops, 2, mlirValueGetType(iv));
-  copy_loop_attrs(op, yield_to_br(ctx, last, cond, &next_iv, 1));
+  copy_loop_attrs(op, yield_to_br(ctx, loc, last, cond, &next_iv, 1));
   inline_region_before(body_r, end);
 
   /* ^b: cf.br ^cond(lo, inits...) in place of the loop */
