@@ -90,7 +90,7 @@ tmp=$(mktemp "${out}.XXXXXX")
 trap 'rm -rf "$tmp" "$scratch"' EXIT
 {
   echo "# bench/compile-time.sh $* (REPEAT=$repeat)"
-  echo "# $(date -u +%Y-%m-%dT%H:%MZ), kiln $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'),"\
+  echo "# $(date -u +%Y-%m-%dT%H:%MZ), $kiln (sources at $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')),"\
        "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "# fastest of $repeat runs; cpu = the process's user+system ms, wall = its wall ms,"
   echo "# compile = CPU ms of the compile itself (--time-passes; '-': this kiln has none)"
