@@ -2,7 +2,7 @@
 # kiln compile --time-passes: the table names every stage of the target's pipeline (as
 # `kiln-opt --list-stages` lists them) and the front and code generation steps around them, its
 # steps add up to its total, the JSON form says the same, and timing changes nothing in the
-# output (the PTX and the object are byte-identical with and without it).
+# output (the PTX and the object are byte-identical with and without it); kiln-opt's the same.
 # Usage: time_passes_test.sh KILN KILN_OPT KERNEL_DIR   (KERNEL_DIR: dsl/examples)
 set -u
 kiln=$1 opt=$2 kdir=$3
@@ -82,6 +82,16 @@ if command -v python3 >/dev/null 2>&1; then
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["steps"] and d["total_wall_ms"] >= 0' \
     "$tmp/t.json" && ok "json parses" || fail "json does not parse"
 fi
+
+# --- kiln-opt --time-passes: the same rows for --full, the same output
+compile --target sm_90 --emit mlir -o "$tmp/k.mlir" || fail "emit mlir"
+"$opt" "$tmp/k.mlir" --full --target=sm_90 >"$tmp/opt-plain.mlir" || fail "kiln-opt --full"
+"$opt" "$tmp/k.mlir" --full --target=sm_90 --time-passes >"$tmp/opt-timed.mlir" 2>"$tmp/opt.txt" ||
+  fail "kiln-opt --full --time-passes"
+cmp -s "$tmp/opt-plain.mlir" "$tmp/opt-timed.mlir" && ok "kiln-opt output identical" ||
+  fail "kiln-opt output differs with --time-passes"
+check_steps "kiln-opt steps" "$tmp/opt.txt" sm_90 mlir-context parse print
+check_sum "kiln-opt total" "$tmp/opt.txt"
 
 # --- bad option, and a failing compile still reports the steps that ran
 compile --target sm_90 --emit ptx --time-passes=xml >/dev/null 2>"$tmp/bad.txt"
