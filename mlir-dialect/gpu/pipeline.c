@@ -1,7 +1,9 @@
 /* pipeline.c - the GPU back of the pipeline and the emu rewrite, as stage tables that the one
  * runner (mlir-dialect/pipeline.c) runs after the shared front:
  *
- *   sm_80, sm_90: front, kiln-gpu-layouts, kiln-gpu-convert-cse, convert-kiln-gpu-to-llvm,
+ *   sm_80, sm_90: front, kiln-gpu-layouts, kiln-gpu-convert-cse, kiln-gpu-pipeline (dot
+ *                 operands of loops through rings of shared buffers, as IR), kiln-gpu-smem-alloc
+ *                 (the buffers' offsets), convert-kiln-gpu-to-llvm,
  *                 kiln-exit-loops (loops with a break become scf.while), kiln-scf-to-cf (ifs and
  *                 loops to branches in linear time), then the upstream stages that finish the
  *                 lowering to the llvm + nvvm dialects
@@ -11,7 +13,7 @@
  * code a GPU would run; listing it as one more part keeps that visible. */
 #include "gpu_internal.h"
 
-static _Alignas(8) char layouts_id, convert_cse_id, to_llvm_id, to_emu_id;
+static _Alignas(8) char layouts_id, convert_cse_id, pipeline_id, smem_alloc_id, to_llvm_id, to_emu_id;
 
 /* An i32 attribute on every kernel, for the lowering (which has no options of its own):
  * kiln.num_stages as the caller asked (kiln_mlirgen writes the kernel's own; a pipelined K loop
@@ -53,6 +55,21 @@ static MlirPass create_convert_cse(const KilnStageOptions *o) {
                             kiln_gpu_convert_cse_module, NULL, 0);
 }
 
+static MlirPass create_pipeline(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_make(mlirTypeIDCreate(&pipeline_id), "KilnGpuPipeline", "kiln-gpu-pipeline",
+                        "stage dot operands loaded in loops through rings of shared buffers "
+                        "filled by async copies",
+                        kiln_gpu_pipeline_module, NULL, 0);
+}
+
+static MlirPass create_smem_alloc(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_make(mlirTypeIDCreate(&smem_alloc_id), "KilnGpuSmemAlloc", "kiln-gpu-smem-alloc",
+                        "give shared buffers byte offsets (with liveness) within the target's limit",
+                        kiln_gpu_smem_alloc_module, NULL, 0);
+}
+
 static MlirPass create_to_llvm(const KilnStageOptions *o) {
   (void)o;
   return kiln_pass_make(mlirTypeIDCreate(&to_llvm_id), "KilnGpuToLLVM",
@@ -81,6 +98,8 @@ static MlirPass create_scf_to_cf(const KilnStageOptions *o) {
 static const KilnStage gpu_stages[] = {
     {"kiln-gpu-layouts", create_layouts, NULL, 0},
     {"kiln-gpu-convert-cse", create_convert_cse, NULL, 0},
+    {"kiln-gpu-pipeline", create_pipeline, NULL, 0},
+    {"kiln-gpu-smem-alloc", create_smem_alloc, NULL, 0},
     {"convert-kiln-gpu-to-llvm", create_to_llvm, NULL, 0},
     {"kiln-exit-loops", create_exit_loops, NULL, 0},
     /* ifs and loops in linear time (upstream's is quadratic in a long unrolled block), then
