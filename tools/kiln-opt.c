@@ -42,8 +42,7 @@ static int usage(void) {
 
 static bool starts(const char *s, const char *p, const char **rest) {
   size_t n = strlen(p);
-  if (strncmp(s, p, n) != 0)
-    return false;
+  if (strncmp(s, p, n) != 0) return false;
   *rest = s + n;
   return true;
 }
@@ -53,16 +52,14 @@ static bool parse_count(const char *v, int *out) {
   char *end;
   errno = 0;
   long n = strtol(v, &end, 10);
-  if (errno || end == v || *end || n < 1 || n > 1024)
-    return false;
+  if (errno || end == v || *end || n < 1 || n > 1024) return false;
   *out = (int)n;
   return true;
 }
 
 static bool is_action(const char *arg) {
   const char *v;
-  return starts(arg, "--pass=", &v) || starts(arg, "--pipeline=", &v) ||
-         strcmp(arg, "--full") == 0;
+  return starts(arg, "--pass=", &v) || starts(arg, "--pipeline=", &v) || strcmp(arg, "--full") == 0;
 }
 
 /* Reads every option (actions are run later, in order); false on bad usage, said on stderr. */
@@ -132,13 +129,14 @@ static bool run_actions(MlirModule m, int argc, char **argv, const Options *o) {
       st = kiln_pipeline_run_string(m, v);
       kiln_times_mark(o->times, v);
     } else if (strcmp(argv[i], "--full") == 0) {
-      KilnPipelineOptions po = {.stage = o->stage, .dump_after = o->dump_after,
-                                .dump_file = stdout, .stop_after = o->stop_after,
+      KilnPipelineOptions po = {.stage = o->stage,
+                                .dump_after = o->dump_after,
+                                .dump_file = stdout,
+                                .stop_after = o->stop_after,
                                 .step_done = {o->times ? kiln_times_hook : NULL, o->times}};
       st = kiln_pipeline_run(m, kiln_driver_pipeline(o->target), &po);
     }
-    if (st != KILN_MLIR_OK)
-      return false;
+    if (st != KILN_MLIR_OK) return false;
   }
   return true;
 }
@@ -147,15 +145,13 @@ static bool print_result(MlirModule m, const Options *o) {
   if (strcmp(o->emit, "llvm") == 0) {
     char *ir;
     size_t n;
-    if (kiln_mlir_translate_to_llvm_ir(m, &ir, &n) != KILN_MLIR_OK)
-      return false;
+    if (kiln_mlir_translate_to_llvm_ir(m, &ir, &n) != KILN_MLIR_OK) return false;
     fwrite(ir, 1, n, stdout);
     kiln_mlir_buffer_free(ir);
     return true;
   }
   MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
-  if (o->generic)
-    mlirOpPrintingFlagsPrintGenericOpForm(flags);
+  if (o->generic) mlirOpPrintingFlagsPrintGenericOpForm(flags);
   mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
   mlirOperationPrintWithFlags(mlirModuleGetOperation(m), flags, print_cb, stdout);
   fputc('\n', stdout);
@@ -166,8 +162,7 @@ static bool print_result(MlirModule m, const Options *o) {
 int main(int argc, char **argv) {
   Options o;
   KilnTimes times = {0};
-  if (!parse_options(argc, argv, &o, &times))
-    return usage();
+  if (!parse_options(argc, argv, &o, &times)) return usage();
   if (o.list_stages) {
     const KilnPipeline *p = kiln_driver_pipeline(o.target);
     for (size_t s = 0; kiln_pipeline_stage_name(p, s); s++)
@@ -184,8 +179,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   char *text = kiln_file_read_stream_max(in, NULL, KILN_MAX_MLIR_BYTES);
-  if (in != stdin)
-    fclose(in);
+  if (in != stdin) fclose(in);
   if (!text) {
     char msg[PATH_MAX + 256];
     fprintf(stderr, "kiln-opt: error: %s\n",
@@ -193,8 +187,7 @@ int main(int argc, char **argv) {
                                  KILN_MAX_MLIR_BYTES));
     return 1;
   }
-  if (o.times)
-    kiln_times_start(o.times);
+  if (o.times) kiln_times_start(o.times);
   KilnMlirContext *k = kiln_mlir_context_create();
   if (!k) {
     fprintf(stderr, "kiln-opt: out of memory or dialect failed to load\n");
@@ -207,12 +200,10 @@ int main(int argc, char **argv) {
   free(text);
   kiln_times_mark(o.times, "parse");
   int rc = 1;
-  if (!mlirModuleIsNull(m) && run_actions(m, argc, argv, &o) && print_result(m, &o))
-    rc = 0;
+  if (!mlirModuleIsNull(m) && run_actions(m, argc, argv, &o) && print_result(m, &o)) rc = 0;
   kiln_times_mark(o.times, "print");
   kiln_mlir_diag_print(k, stderr);
-  if (!mlirModuleIsNull(m))
-    mlirModuleDestroy(m);
+  if (!mlirModuleIsNull(m)) mlirModuleDestroy(m);
   kiln_mlir_context_destroy(k);
   if (o.times) {
     kiln_times_print(o.times, o.file, stderr);

@@ -135,8 +135,10 @@ typedef struct CompileArgs {
 static int usage_error(const char *cmd, const char *fmt, const char *what) {
   fprintf(stderr, "kiln%s%s: ", cmd ? " " : "", cmd ? cmd : "");
   fprintf(stderr, fmt, what);
-  if (cmd) fprintf(stderr, "\n(see 'kiln help %s')\n", cmd);
-  else fputs("\n(see 'kiln --help')\n", stderr);
+  if (cmd)
+    fprintf(stderr, "\n(see 'kiln help %s')\n", cmd);
+  else
+    fputs("\n(see 'kiln --help')\n", stderr);
   return EXIT_USAGE;
 }
 
@@ -150,14 +152,16 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
 }
 
 /* NAME=INTEGER into list[*n] (at most 64); `opt` names the option in messages. */
-static int parse_binding(const char *cmd, const char *opt, const char *d, KilnDefine *list, size_t *n) {
+static int parse_binding(const char *cmd, const char *opt, const char *d, KilnDefine *list,
+                         size_t *n) {
   const char *eq = strchr(d, '=');
   long long v;
   KilnScalarKind sk; /* a type parameter's value: -D T=bf16 */
   if (eq && kiln_scalar_from_name(eq + 1, &sk))
     v = (long long)sk;
   else if (!eq || eq == d || parse_int(eq + 1, INT64_MIN, INT64_MAX, &v) != 0) {
-    fprintf(stderr, "kiln %s: %s expects NAME=INTEGER or NAME=TYPE, got '%s'\n(see 'kiln help %s')\n", cmd,
+    fprintf(stderr,
+            "kiln %s: %s expects NAME=INTEGER or NAME=TYPE, got '%s'\n(see 'kiln help %s')\n", cmd,
             opt, d, cmd);
     return EXIT_USAGE;
   }
@@ -182,7 +186,8 @@ static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(usage_compile, stdout);
       return -1;
-    } else if ((v = opt_value(argc, argv, &i, "--kernel")) || (v = opt_value(argc, argv, &i, "-k"))) {
+    } else if ((v = opt_value(argc, argv, &i, "--kernel")) ||
+               (v = opt_value(argc, argv, &i, "-k"))) {
       ca->kernel = v;
     } else if ((v = opt_value(argc, argv, &i, "--target"))) {
       ca->target = v;
@@ -201,10 +206,12 @@ static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
     } else if ((v = opt_value(argc, argv, &i, "-o"))) {
       ca->out = v;
     } else if ((v = opt_value(argc, argv, &i, "--num-warps"))) {
-      if (parse_int(v, 1, 32, &n)) return usage_error("compile", "--num-warps expects 1..32, got '%s'", v);
+      if (parse_int(v, 1, 32, &n))
+        return usage_error("compile", "--num-warps expects 1..32, got '%s'", v);
       ca->num_warps = (int)n;
     } else if ((v = opt_value(argc, argv, &i, "--num-stages"))) {
-      if (parse_int(v, 1, 8, &n)) return usage_error("compile", "--num-stages expects 1..8, got '%s'", v);
+      if (parse_int(v, 1, 8, &n))
+        return usage_error("compile", "--num-stages expects 1..8, got '%s'", v);
       ca->num_stages = (int)n;
     } else if ((v = opt_value(argc, argv, &i, "--index-bits"))) {
       if (parse_int(v, 32, 64, &n) || (n != 32 && n != 64))
@@ -242,8 +249,10 @@ static void print_times(const CompileArgs *ca, const KilnTimes *t, const char *t
   if (!ca->time_passes) return;
   char title[512];
   snprintf(title, sizeof title, "%s %s %s", ca->kernel, target, emit);
-  if (ca->time_passes == TIME_JSON) kiln_times_print_json(t, title, stderr);
-  else kiln_times_print(t, title, stderr);
+  if (ca->time_passes == TIME_JSON)
+    kiln_times_print_json(t, title, stderr);
+  else
+    kiln_times_print(t, title, stderr);
 }
 
 static int run_compile(CompileArgs *ca) {
@@ -252,13 +261,23 @@ static int run_compile(CompileArgs *ca) {
     return usage_error("compile", "unknown target '%s' (cpu, emu, sm_80, sm_90)", ca->target);
   KilnEmit emit = kiln_emit_from_name(ca->emit ? ca->emit : "mlir");
   if (emit == KILN_EMIT_COUNT)
-    return usage_error("compile", "unknown --emit '%s' (ast, mlir, lowered-mlir, llvm, obj, gpu-mlir, ptx, cubin)", ca->emit);
-  KilnCompileOptions o = {.path = ca->file, .kernel = ca->kernel, .defines = ca->defines,
-                          .num_defines = ca->ndefines, .specialize = ca->specialize,
-                          .num_specialize = ca->nspecialize, .multiple_of = ca->multiple_of,
-                          .num_multiple_of = ca->nmultiple_of, .target = target, .cpu = ca->cpu,
-                          .num_warps = ca->num_warps, .num_stages = ca->num_stages,
-                          .index_bits = ca->index_bits, .dump_after = ca->dump_after,
+    return usage_error(
+        "compile", "unknown --emit '%s' (ast, mlir, lowered-mlir, llvm, obj, gpu-mlir, ptx, cubin)",
+        ca->emit);
+  KilnCompileOptions o = {.path = ca->file,
+                          .kernel = ca->kernel,
+                          .defines = ca->defines,
+                          .num_defines = ca->ndefines,
+                          .specialize = ca->specialize,
+                          .num_specialize = ca->nspecialize,
+                          .multiple_of = ca->multiple_of,
+                          .num_multiple_of = ca->nmultiple_of,
+                          .target = target,
+                          .cpu = ca->cpu,
+                          .num_warps = ca->num_warps,
+                          .num_stages = ca->num_stages,
+                          .index_bits = ca->index_bits,
+                          .dump_after = ca->dump_after,
                           .diag = stderr};
   KilnTimes times = {0};
   if (ca->time_passes) o.times = &times;
@@ -270,8 +289,10 @@ static int run_compile(CompileArgs *ca) {
     path = default_out;
   }
   if (path && strcmp(path, "-") && kiln_file_same(path, ca->file)) {
-    fprintf(stderr, "kiln compile: the output '%s' is the input file '%s'; refusing to replace "
-                    "it\n(see 'kiln help compile')\n", path, ca->file);
+    fprintf(stderr,
+            "kiln compile: the output '%s' is the input file '%s'; refusing to replace "
+            "it\n(see 'kiln help compile')\n",
+            path, ca->file);
     return EXIT_USAGE;
   }
   KilnBuffer out = {0};
@@ -293,8 +314,10 @@ static int run_compile(CompileArgs *ca) {
 static int cmd_compile(int argc, char **argv) {
   CompileArgs ca = {0};
   int r = parse_compile_args(argc, argv, &ca);
-  if (r == 0) r = run_compile(&ca);
-  else if (r < 0) r = 0;
+  if (r == 0)
+    r = run_compile(&ca);
+  else if (r < 0)
+    r = 0;
   for (size_t i = 0; i < ca.ndefines; i++) free((char *)ca.defines[i].name);
   for (size_t i = 0; i < ca.nspecialize; i++) free((char *)ca.specialize[i].name);
   for (size_t i = 0; i < ca.nmultiple_of; i++) free((char *)ca.multiple_of[i].name);
@@ -313,7 +336,8 @@ static int parse_amount(const char *opt, const char *v, double *out) {
   errno = 0;
   double d = strtod(v, &end);
   if (errno || !end || *end || end == v || !(d >= 0)) {
-    fprintf(stderr, "kiln stat: %s expects a number >= 0, got '%s'\n(see 'kiln help stat')\n", opt, v);
+    fprintf(stderr, "kiln stat: %s expects a number >= 0, got '%s'\n(see 'kiln help stat')\n", opt,
+            v);
     return EXIT_USAGE;
   }
   *out = d;
@@ -339,7 +363,8 @@ static int parse_stat_args(int argc, char **argv, KilnPtxReportOptions *ro, int 
     } else if ((v = opt_value(argc, argv, &i, "--bytes"))) {
       r = parse_amount("--bytes", v, &ro->bytes);
     } else if ((v = opt_value(argc, argv, &i, "--dyn-smem"))) {
-      if (parse_int(v, 0, 1 << 30, &d)) return usage_error("stat", "--dyn-smem expects bytes, got '%s'", v);
+      if (parse_int(v, 0, 1 << 30, &d))
+        return usage_error("stat", "--dyn-smem expects bytes, got '%s'", v);
       ro->dyn_smem = (int)d;
     } else {
       argv[n++] = argv[i];
@@ -365,12 +390,19 @@ static int stat_ptx(CompileArgs *ca, KilnTarget target, char **ptx) {
     return 0;
   }
   if (!ca->kernel) return usage_error("stat", "%s", "--kernel NAME is required for a .kiln file");
-  KilnCompileOptions o = {.path = ca->file, .kernel = ca->kernel, .defines = ca->defines,
-                          .num_defines = ca->ndefines, .specialize = ca->specialize,
-                          .num_specialize = ca->nspecialize, .multiple_of = ca->multiple_of,
-                          .num_multiple_of = ca->nmultiple_of, .target = target,
-                          .num_warps = ca->num_warps, .num_stages = ca->num_stages,
-                          .index_bits = ca->index_bits, .diag = stderr};
+  KilnCompileOptions o = {.path = ca->file,
+                          .kernel = ca->kernel,
+                          .defines = ca->defines,
+                          .num_defines = ca->ndefines,
+                          .specialize = ca->specialize,
+                          .num_specialize = ca->nspecialize,
+                          .multiple_of = ca->multiple_of,
+                          .num_multiple_of = ca->nmultiple_of,
+                          .target = target,
+                          .num_warps = ca->num_warps,
+                          .num_stages = ca->num_stages,
+                          .index_bits = ca->index_bits,
+                          .diag = stderr};
   KilnTimes times = {0};
   if (ca->time_passes) o.times = &times;
   KilnBuffer out = {0};
@@ -391,7 +423,8 @@ static int stat_report(const CompileArgs *ca, const char *arch, const char *ptx,
   }
   /* Without ptxas the PTX half of the report still stands; PTX ptxas rejects is an error. */
   char *log = NULL;
-  bool assembled = kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, arch, NULL, NULL, NULL, &log) == KILN_MLIR_OK;
+  bool assembled =
+      kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, arch, NULL, NULL, NULL, &log) == KILN_MLIR_OK;
   bool rejected = !assembled && log;
   if (!assembled && !log)
     fprintf(stderr, "kiln stat: warning: ptxas is not available (set KILN_PTXAS); the report "
@@ -494,14 +527,20 @@ static int cmd_help(int argc, char **argv) {
     fputs(usage_main, stdout);
     return 0;
   }
-  if (!strcmp(argv[0], "compile")) fputs(usage_compile, stdout);
-  else if (!strcmp(argv[0], "check")) fputs(usage_check, stdout);
-  else if (!strcmp(argv[0], "stat")) fputs(usage_stat, stdout);
+  if (!strcmp(argv[0], "compile"))
+    fputs(usage_compile, stdout);
+  else if (!strcmp(argv[0], "check"))
+    fputs(usage_check, stdout);
+  else if (!strcmp(argv[0], "stat"))
+    fputs(usage_stat, stdout);
 #ifdef KILN_HAVE_AUTOTUNE
-  else if (!strcmp(argv[0], "tune")) fputs(kiln_tune_usage, stdout);
-  else if (!strcmp(argv[0], "lib")) fputs(kiln_lib_usage, stdout);
+  else if (!strcmp(argv[0], "tune"))
+    fputs(kiln_tune_usage, stdout);
+  else if (!strcmp(argv[0], "lib"))
+    fputs(kiln_lib_usage, stdout);
 #endif
-  else return usage_error(NULL, "no help for unknown command '%s'", argv[0]);
+  else
+    return usage_error(NULL, "no help for unknown command '%s'", argv[0]);
   return 0;
 }
 

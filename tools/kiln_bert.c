@@ -81,8 +81,8 @@ static const char *const usage_train =
     "\n"
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on --device "
-    BUILT_DEVICES ".\n"
+    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on "
+    "--device " BUILT_DEVICES ".\n"
 #else
     "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
     "with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared elsewhere\n"
@@ -252,13 +252,15 @@ static int read_text(const Opt *opt, const char *v) {
   return 0;
 }
 
-static int read_size(const Opt *opt, const char *v) { return parse_size(v, opt->arg, opt->to.size); }
+static int read_size(const Opt *opt, const char *v) {
+  return parse_size(v, opt->arg, opt->to.size);
+}
 
 /* The table lines: OPT_FLAG stores VALUE, OPT_SIZE takes an integer from LO up to 2^31. */
 #define OPT_FLAG(name, p, value) {name, NULL, {.flag = (p)}, (value)}
-#define OPT_TEXT(name, p) {name, read_text, {.text = (p)}, 0}
-#define OPT_SIZE(name, p, lo) {name, read_size, {.size = (p)}, (lo)}
-#define OPT_COUNT(table) (sizeof(table) / sizeof *(table))
+#define OPT_TEXT(name, p)        {name, read_text, {.text = (p)}, 0}
+#define OPT_SIZE(name, p, lo)    {name, read_size, {.size = (p)}, (lo)}
+#define OPT_COUNT(table)         (sizeof(table) / sizeof *(table))
 
 static const Opt *find_option(const Opt *opts, size_t n, const char *name) {
   for (size_t k = 0; k < n; k++)
@@ -378,8 +380,10 @@ static int cmd_pending(const char *name, const char *usage, int argc, char **arg
       fputs(usage, stdout);
       return 0;
     }
-  fprintf(stderr, "kiln-bert: error: '%s' is not implemented yet (see kiln-bert %s --help for "
-          "the options it will take)\n", name, name);
+  fprintf(stderr,
+          "kiln-bert: error: '%s' is not implemented yet (see kiln-bert %s --help for "
+          "the options it will take)\n",
+          name, name);
   return EXIT_ENV;
 }
 #endif
@@ -422,37 +426,44 @@ static int read_real(const Opt *opt, const char *v) {
 }
 
 /* A byte count as kiln_bert_parse_bytes reads it (512M, 2G, ...). */
-static int read_bytes(const Opt *opt, const char *v) { return kiln_bert_parse_bytes(v, opt->to.size); }
+static int read_bytes(const Opt *opt, const char *v) {
+  return kiln_bert_parse_bytes(v, opt->to.size);
+}
 
 static int read_padding(const Opt *opt, const char *v) {
-  if (!strcmp(v, "fixed")) *opt->to.padding = KILN_BERT_PAD_FIXED;
-  else if (!strcmp(v, "dynamic")) *opt->to.padding = KILN_BERT_PAD_DYNAMIC;
-  else return -1;
+  if (!strcmp(v, "fixed"))
+    *opt->to.padding = KILN_BERT_PAD_FIXED;
+  else if (!strcmp(v, "dynamic"))
+    *opt->to.padding = KILN_BERT_PAD_DYNAMIC;
+  else
+    return -1;
   return 0;
 }
 
 static int read_schedule(const Opt *opt, const char *v) {
-  if (!strcmp(v, "linear")) *opt->to.schedule = KILN_BERT_SCHEDULE_LINEAR;
-  else if (!strcmp(v, "constant")) *opt->to.schedule = KILN_BERT_SCHEDULE_CONSTANT;
-  else return -1;
+  if (!strcmp(v, "linear"))
+    *opt->to.schedule = KILN_BERT_SCHEDULE_LINEAR;
+  else if (!strcmp(v, "constant"))
+    *opt->to.schedule = KILN_BERT_SCHEDULE_CONSTANT;
+  else
+    return -1;
   return 0;
 }
 
-#define OPT_SEED(name, p) {name, read_seed, {.seed = (p)}, 0}
-#define OPT_REAL(name, p) {name, read_real, {.real = (p)}, 0}
-#define OPT_BYTES(name, p) {name, read_bytes, {.size = (p)}, 0}
-#define OPT_PADDING(name, p) {name, read_padding, {.padding = (p)}, 0}
+#define OPT_SEED(name, p)     {name, read_seed, {.seed = (p)}, 0}
+#define OPT_REAL(name, p)     {name, read_real, {.real = (p)}, 0}
+#define OPT_BYTES(name, p)    {name, read_bytes, {.size = (p)}, 0}
+#define OPT_PADDING(name, p)  {name, read_padding, {.padding = (p)}, 0}
 #define OPT_SCHEDULE(name, p) {name, read_schedule, {.schedule = (p)}, 0}
 
 /* The options train and eval share (the data, the model and where it runs), in their option
  * structs under the same names. */
-#define RUN_OPTIONS(o)                                                                            \
-  OPT_TEXT("--data", &(o).data), OPT_TEXT("--model", &(o).model),                                 \
-  OPT_TEXT("--vocab", &(o).vocab), OPT_TEXT("--device", &(o).device),                             \
-  OPT_TEXT("--precision", &(o).precision), OPT_TEXT("--log", &(o).log),                           \
-  OPT_BYTES("--max-device-bytes", &(o).max_device_bytes), OPT_PADDING("--padding", &(o).padding), \
-  OPT_SIZE("--max-samples", &(o).max_samples, 1), OPT_SIZE("--seq-len", &(o).seq_len, 2),         \
-  OPT_SIZE("--batch", &(o).batch, 1)
+#define RUN_OPTIONS(o)                                                                             \
+  OPT_TEXT("--data", &(o).data), OPT_TEXT("--model", &(o).model), OPT_TEXT("--vocab", &(o).vocab), \
+      OPT_TEXT("--device", &(o).device), OPT_TEXT("--precision", &(o).precision),                  \
+      OPT_TEXT("--log", &(o).log), OPT_BYTES("--max-device-bytes", &(o).max_device_bytes),         \
+      OPT_PADDING("--padding", &(o).padding), OPT_SIZE("--max-samples", &(o).max_samples, 1),      \
+      OPT_SIZE("--seq-len", &(o).seq_len, 2), OPT_SIZE("--batch", &(o).batch, 1)
 
 static int cmd_train(int argc, char **argv) {
   KilnBertTrainOptions o;
@@ -508,8 +519,10 @@ static int cmd_eval(int argc, char **argv) {
   if (done >= 0) return done;
   if (!o.model) return usage_error(usage_eval, "%s", "--model DIR is required");
   if (!o.data) return usage_error(usage_eval, "%s", "--data PATH is required");
-  if (json) o.json = stdout;
-  else o.table = stdout;
+  if (json)
+    o.json = stdout;
+  else
+    o.table = stdout;
   KilnBertStatus st = kiln_bert_eval(&o, NULL);
   return st == KILN_BERT_OK ? 0 : run_failure(st);
 }
@@ -520,18 +533,12 @@ static int cmd_tune(int argc, char **argv) {
   KilnBertTuneOptions o;
   kiln_bert_tune_defaults(&o);
   const Opt opts[] = {
-      OPT_TEXT("--cache", &o.cache),
-      OPT_TEXT("--model", &o.model),
-      OPT_TEXT("--precision", &o.precision),
-      OPT_TEXT("--device", &o.device),
-      OPT_TEXT("--mode", &o.mode),
-      OPT_TEXT("--emit-bundle", &o.bundle_dir),
-      OPT_TEXT("--arch", &o.arch),
-      OPT_PADDING("--padding", &o.padding),
-      OPT_SIZE("--batch", &o.batch, 1),
-      OPT_SIZE("--seq-len", &o.seq_len, 2),
-      OPT_REAL("--budget", &o.budget),
-      OPT_FLAG("--json", &o.json, 1),
+      OPT_TEXT("--cache", &o.cache),         OPT_TEXT("--model", &o.model),
+      OPT_TEXT("--precision", &o.precision), OPT_TEXT("--device", &o.device),
+      OPT_TEXT("--mode", &o.mode),           OPT_TEXT("--emit-bundle", &o.bundle_dir),
+      OPT_TEXT("--arch", &o.arch),           OPT_PADDING("--padding", &o.padding),
+      OPT_SIZE("--batch", &o.batch, 1),      OPT_SIZE("--seq-len", &o.seq_len, 2),
+      OPT_REAL("--budget", &o.budget),       OPT_FLAG("--json", &o.json, 1),
       OPT_FLAG("--list", &o.list_only, 1),
   };
   int done = parse_options(opts, OPT_COUNT(opts), usage_tune, argc, argv);
@@ -540,8 +547,7 @@ static int cmd_tune(int argc, char **argv) {
     return usage_error(usage_tune, "%s", "--cache FILE is required (or --emit-bundle DIR)");
   if (o.bundle_dir && (o.cache || o.budget >= 0))
     return usage_error(usage_tune, "%s", "--emit-bundle times nothing: no --cache or --budget");
-  if (o.arch && !o.bundle_dir)
-    return usage_error(usage_tune, "%s", "--arch is for --emit-bundle");
+  if (o.arch && !o.bundle_dir) return usage_error(usage_tune, "%s", "--arch is for --emit-bundle");
   if (!o.cache) o.cache = "";
   KilnBertStatus st = kiln_bert_tune(&o);
   return st == KILN_BERT_OK ? 0 : run_failure(st);

@@ -46,7 +46,8 @@ static const char faulty_args[] = "n=%d; x: f32[n]; out: f32[n]; grid=cdiv(n, BL
 
 /* Starts `kiln tune FILE --json --cache DIR/cache.json EXTRA...` with stdout and stderr in
  * DIR/<tag>.out / .err. */
-static pid_t start_tune(const char *tag, const char *file, const char *args, const char *const *extra) {
+static pid_t start_tune(const char *tag, const char *file, const char *args,
+                        const char *const *extra) {
   char out[512], err[512], cache[512], path[512];
   snprintf(out, sizeof out, "%s/%s.out", dir, tag);
   snprintf(err, sizeof err, "%s/%s.err", dir, tag);
@@ -69,7 +70,7 @@ static pid_t start_tune(const char *tag, const char *file, const char *args, con
 static int finish(pid_t pid) {
   int st = 0;
   if (pid < 0) return -1;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) continue;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -96,8 +97,10 @@ static const cJSON *kernel0(const cJSON *r) {
 
 static const cJSON *cand(const cJSON *r, const char *config) {
   const cJSON *c;
-  cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates"))
-    if (!strcmp(cJSON_GetObjectItem(c, "config")->valuestring, config)) return c;
+  cJSON_ArrayForEach(
+      c, cJSON_GetObjectItem(
+             kernel0(r), "candidates")) if (!strcmp(cJSON_GetObjectItem(c, "config")->valuestring,
+                                                    config)) return c;
   return NULL;
 }
 
@@ -123,7 +126,8 @@ static void expect_state(const cJSON *r, int mode, const char *state) {
         c ? str(c, "status") : "missing", state, c ? str(c, "detail") : "");
 }
 
-static const char *const fault_opts[] = {"--mode", "max-autotune", "--timeout", "1", "--reps", "2", NULL};
+static const char *const fault_opts[] = {"--mode", "max-autotune", "--timeout", "1", "--reps", "2",
+                                         NULL};
 
 static cJSON *run_faulty(const char *tag, int n) {
   char args[256];
@@ -148,7 +152,8 @@ static void test_faults(void) {
     if (strstr(cfg, "BLOCK=128,")) where += strstr(why, "where #1") && strstr(why, "BLOCK != 128");
     if (strstr(cfg, "BLOCK=4194304,")) limit += strstr(why, "limit: largest tile") != NULL;
   }
-  CHECK(where == 4 && limit == 4, "pruned by where: %d, by the tile limit: %d (want 4, 4)", where, limit);
+  CHECK(where == 4 && limit == 4, "pruned by where: %d, by the tile limit: %d (want 4, 4)", where,
+        limit);
   CHECK(num(r, "timings") == 4, "timings %d, want 4 (one pass; nothing survives to halving)",
         num(r, "timings"));
   cJSON_Delete(r);
@@ -173,8 +178,10 @@ static void test_poison_and_warm(void) {
     expect_state(r, 1, "poisoned");
     expect_state(r, 2, "poisoned");
     CHECK(strstr(str(cand(r, mode_cfg(1)), "detail"), "crash") &&
-          strstr(str(cand(r, mode_cfg(2)), "detail"), "hang"), "poison without its reason");
-    CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "warm winner %s", str(kernel0(r), "winner"));
+              strstr(str(cand(r, mode_cfg(2)), "detail"), "hang"),
+          "poison without its reason");
+    CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "warm winner %s",
+          str(kernel0(r), "winner"));
     cJSON_Delete(r);
   }
 }
@@ -185,10 +192,12 @@ static void test_poison_and_warm(void) {
 static void test_hang_timeout(void) {
   char args[256];
   snprintf(args, sizeof args, faulty_args, 1000);
-  const char *const t1[] = {"--mode", "max-autotune", "--timeout", "1", "--reps", "1", "-D", "BLOCK=64", NULL};
-  const char *const t5[] = {"--mode", "max-autotune", "--timeout", "5", "--reps", "1", "-D", "BLOCK=64", NULL};
-  const char *const retry[] = {"--mode", "max-autotune", "--timeout", "2", "--reps", "1", "-D", "BLOCK=64",
-                               "--retry-poisoned", NULL};
+  const char *const t1[] = {"--mode", "max-autotune", "--timeout", "1", "--reps",
+                            "1",      "-D",           "BLOCK=64",  NULL};
+  const char *const t5[] = {"--mode", "max-autotune", "--timeout", "5", "--reps",
+                            "1",      "-D",           "BLOCK=64",  NULL};
+  const char *const retry[] = {"--mode", "max-autotune", "--timeout",        "2", "--reps", "1",
+                               "-D",     "BLOCK=64",     "--retry-poisoned", NULL};
   cJSON *r = tune("hang1", "faulty.kiln", args, t1);
   if (r) { /* killed, reported, not the winner */
     expect_state(r, 2, "hang");
@@ -205,8 +214,9 @@ static void test_hang_timeout(void) {
     expect_state(r, 2, "poisoned");
     CHECK(num(cand(r, mode_cfg(2)), "timings") == 0, "%s: the hang was timed again", tags[i]);
     CHECK(strstr(str(cand(r, mode_cfg(2)), "detail"), "hang") &&
-          strstr(str(cand(r, mode_cfg(2)), "detail"), "1s time limit"),
-          "%s: poison without its reason and limit: '%s'", tags[i], str(cand(r, mode_cfg(2)), "detail"));
+              strstr(str(cand(r, mode_cfg(2)), "detail"), "1s time limit"),
+          "%s: poison without its reason and limit: '%s'", tags[i],
+          str(cand(r, mode_cfg(2)), "detail"));
     CHECK(!strcmp(str(kernel0(r), "winner"), mode_cfg(0)), "%s: winner %s", tags[i],
           str(kernel0(r), "winner"));
     cJSON_Delete(r);
@@ -242,7 +252,8 @@ static const char *script(const char *name, const char *body) {
   return p;
 }
 
-static const char scale_args[] = "n=4096; a=2.5; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)";
+static const char scale_args[] =
+    "n=4096; a=2.5; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)";
 
 /* --args as written: ldy is given before ldx uses it although ldx comes first among copy_rows's
  * parameters; R is a helper name (no parameter) that rows and a size use; y's size names the
@@ -252,22 +263,25 @@ static void test_args_spec(void) {
   static const char *const opts[] = {"--mode", "max-autotune", "--reps", "1", NULL};
   cJSON *r = tune("order", "copy_rows.kiln",
                   "R=4; cols=50; ldy=cols+6; ldx=ldy+8; rows=R; x: f32[(R - 1) * ldx + cols]; "
-                  "y: f32[(rows - 1) * ldy + BLOCK]=0; grid=rows", opts);
+                  "y: f32[(rows - 1) * ldy + BLOCK]=0; grid=rows",
+                  opts);
   if (r) {
     CHECK(!strcmp(str(kernel0(r), "key"), "cols=64"), "key '%s'", str(kernel0(r), "key"));
-    const char *cfgs[] = {"BLOCK=64,num_warps=1,num_stages=2", "BLOCK=128,num_warps=1,num_stages=2"};
+    const char *cfgs[] = {"BLOCK=64,num_warps=1,num_stages=2",
+                          "BLOCK=128,num_warps=1,num_stages=2"};
     for (int i = 0; i < 2; i++) {
       const cJSON *c = cand(r, cfgs[i]);
-      CHECK(c && !strcmp(str(c, "status"), "ok"), "%s: '%s' (%s)", cfgs[i], c ? str(c, "status") : "missing",
-            c ? str(c, "detail") : "");
+      CHECK(c && !strcmp(str(c, "status"), "ok"), "%s: '%s' (%s)", cfgs[i],
+            c ? str(c, "status") : "missing", c ? str(c, "detail") : "");
     }
   }
   cJSON_Delete(r);
-  int rc = finish(start_tune("const_arg", "copy_rows.kiln",
-                             "rows=4; cols=50; ldx=64; ldy=64; BLOCK=64; x: f32[256]; y: f32[256]; grid=rows", NULL));
+  int rc = finish(start_tune(
+      "const_arg", "copy_rows.kiln",
+      "rows=4; cols=50; ldx=64; ldy=64; BLOCK=64; x: f32[256]; y: f32[256]; grid=rows", NULL));
   char *err = slurp("const_arg", ".err");
-  CHECK(rc == 1 && err && strstr(err, "pin it with -D BLOCK=64"), "a const in --args: exit %d, '%s'", rc,
-        err ? err : "");
+  CHECK(rc == 1 && err && strstr(err, "pin it with -D BLOCK=64"),
+        "a const in --args: exit %d, '%s'", rc, err ? err : "");
   free(err);
 }
 
@@ -277,16 +291,19 @@ static void test_args_spec(void) {
  * per child made it a hang and poisoned it. Also the devices' default limits. */
 static void test_slow_variant(void) {
   static const char *const opts[] = {"--timeout", "1.5", "--reps", "20", NULL};
-  cJSON *r = tune("slow", "slow.kiln", "n=64; iters=100000000; x: f32[n]; out: f32[n]; grid=1", opts);
+  cJSON *r =
+      tune("slow", "slow.kiln", "n=64; iters=100000000; x: f32[n]; out: f32[n]; grid=1", opts);
   if (r) {
     const cJSON *c = cand(r, "BLOCK=64,num_warps=4,num_stages=2");
-    CHECK(c && !strcmp(str(c, "status"), "ok") && num(c, "reps") == 20, "slow variant: status '%s' "
-          "(%s), %d samples", c ? str(c, "status") : "missing", c ? str(c, "detail") : "",
-          c ? num(c, "reps") : -1);
+    CHECK(c && !strcmp(str(c, "status"), "ok") && num(c, "reps") == 20,
+          "slow variant: status '%s' "
+          "(%s), %d samples",
+          c ? str(c, "status") : "missing", c ? str(c, "detail") : "", c ? num(c, "reps") : -1);
   }
   cJSON_Delete(r);
   CHECK(tune_default_timeout("emu") == 300 && tune_default_timeout("cpu") == 30 &&
-            tune_default_timeout("cuda:0") == 10, "the devices' default limits");
+            tune_default_timeout("cuda:0") == 10,
+        "the devices' default limits");
 }
 
 /* A linker slower than the kernel's time limit: linking and loading happen before the timed
@@ -302,7 +319,8 @@ static void test_slow_linker(void) {
   cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates")) {
     n++;
     ok += !strcmp(str(c, "status"), "ok");
-    CHECK(!strcmp(str(c, "status"), "ok"), "%s: %s (%s)", str(c, "config"), str(c, "status"), str(c, "detail"));
+    CHECK(!strcmp(str(c, "status"), "ok"), "%s: %s (%s)", str(c, "config"), str(c, "status"),
+          str(c, "detail"));
   }
   CHECK(n > 0 && ok == n, "%d of %d ok", ok, n);
   CHECK(count_records(NULL) == n, "cache records %d, want %d", count_records(NULL), n);
@@ -315,9 +333,11 @@ static void test_slow_linker(void) {
  * times every config. */
 static void test_broken_linker(void) {
   char failing[512], dying[512]; /* script() returns one static buffer */
-  snprintf(failing, sizeof failing, "%s", script("badcc", "echo 'no space left on device' >&2; exit 1"));
+  snprintf(failing, sizeof failing, "%s",
+           script("badcc", "echo 'no space left on device' >&2; exit 1"));
   snprintf(dying, sizeof dying, "%s", script("deadlycc", "kill -SEGV $PPID; sleep 5; exit 1"));
-  const char *ccs[] = {failing, "/nonexistent/cc", dying}, *tags[] = {"failing", "missing", "dying"};
+  const char *ccs[] = {failing, "/nonexistent/cc", dying},
+             *tags[] = {"failing", "missing", "dying"};
   static const char *const opts[] = {"--reps", "1", NULL};
   for (int pass = 0; pass < 3; pass++) {
     CHECK(setenv("KILN_CC", ccs[pass], 1) == 0, "KILN_CC");
@@ -325,14 +345,15 @@ static void test_broken_linker(void) {
     if (!r) return;
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates"))
-      CHECK(!strcmp(str(c, "status"), "failed"), "%s: %s (%s)", str(c, "config"), str(c, "status"),
-            str(c, "detail"));
+        CHECK(!strcmp(str(c, "status"), "failed"), "%s: %s (%s)", str(c, "config"),
+              str(c, "status"), str(c, "detail"));
     cJSON_Delete(r);
     CHECK(count_records(NULL) <= 0, "%d records of a broken linker cached", count_records(NULL));
   }
   unsetenv("KILN_CC");
   cJSON *r = tune("fixed", "scale_add.kiln", scale_args, opts);
-  CHECK(r && num(r, "timings") > 0 && str(kernel0(r), "winner")[0], "no timing after the linker was fixed");
+  CHECK(r && num(r, "timings") > 0 && str(kernel0(r), "winner")[0],
+        "no timing after the linker was fixed");
   cJSON_Delete(r);
 }
 
@@ -343,7 +364,8 @@ static int count_records(const char *key) {
   if (!c) return -1;
   int n = 0;
   const cJSON *rec;
-  cJSON_ArrayForEach(rec, cJSON_GetObjectItem(c, "records")) n += !key || !strcmp(str(rec, "key"), key);
+  cJSON_ArrayForEach(rec, cJSON_GetObjectItem(c, "records")) n +=
+      !key || !strcmp(str(rec, "key"), key);
   cJSON_Delete(c);
   return n;
 }
@@ -367,11 +389,13 @@ static void test_corrupt_cache(void) {
   char *err = slurp("after", ".err");
   CHECK(err && strstr(err, "corrupt"), "corruption not reported: %s", err ? err : "");
   free(err);
-  CHECK(r && num(r, "timings") == 4, "the corrupt cache was trusted (timings %d)", r ? num(r, "timings") : -1);
+  CHECK(r && num(r, "timings") == 4, "the corrupt cache was trusted (timings %d)",
+        r ? num(r, "timings") : -1);
   CHECK(count_records("n=1024") == 4, "rebuilt cache has %d records", count_records("n=1024"));
   int aside = 0;
   DIR *d = opendir(dir);
-  for (struct dirent *e; d && (e = readdir(d));) aside += !strncmp(e->d_name, "cache.json.corrupt-", 19);
+  for (struct dirent *e; d && (e = readdir(d));)
+    aside += !strncmp(e->d_name, "cache.json.corrupt-", 19);
   if (d) closedir(d);
   CHECK(aside == 1, "%d files moved aside", aside);
   cJSON_Delete(r);
@@ -392,12 +416,13 @@ static void test_concurrent(void) {
 
 static void test_budget(void) {
   static const char *const opts[] = {"--mode", "max-autotune", "--budget", "0.001", NULL};
-  cJSON *r = tune("budget", "scale_add.kiln", "n=64; a=1.0; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)", opts);
+  cJSON *r = tune("budget", "scale_add.kiln",
+                  "n=64; a=1.0; x: f32[n]; y: f32[n]; out: f32[n]; grid=cdiv(n, BLOCK)", opts);
   if (!r) return;
   int budget = 0;
   const cJSON *c;
-  cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates"))
-    budget += !strcmp(str(c, "status"), "budget");
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(kernel0(r), "candidates")) budget +=
+      !strcmp(str(c, "status"), "budget");
   CHECK(budget == 6 && num(r, "timings") == 0, "%d of 6 stopped by the budget, %d timings", budget,
         num(r, "timings"));
   cJSON_Delete(r);
@@ -407,18 +432,21 @@ static void test_budget(void) {
  * the bundle's note on each left-out candidate must carry that message after the driver's
  * heading, which alone said nothing. */
 static void test_ptxas_reason(void) {
-  const char *ptxas = script("badptxas", "echo \"ptxas v.ptx, line 7; error   : Unknown modifier '.zz'\" >&2; "
-                                         "echo 'ptxas fatal   : Ptx assembly aborted due to errors' >&2; exit 255");
+  const char *ptxas =
+      script("badptxas", "echo \"ptxas v.ptx, line 7; error   : Unknown modifier '.zz'\" >&2; "
+                         "echo 'ptxas fatal   : Ptx assembly aborted due to errors' >&2; exit 255");
   CHECK(ptxas && setenv("KILN_PTXAS", ptxas, 1) == 0, "KILN_PTXAS");
   char bundle[512];
   snprintf(bundle, sizeof bundle, "%s/bundle", dir);
-  const char *const opts[] = {"--device", "cuda", "--arch", "sm_90", "--emit-bundle", bundle,
-                              "-D", "BLOCK=64", "-D", "num_warps=1", NULL};
+  const char *const opts[] = {"--device", "cuda", "--arch",   "sm_90", "--emit-bundle",
+                              bundle,     "-D",   "BLOCK=64", "-D",    "num_warps=1",
+                              NULL};
   int rc = finish(start_tune("ptxas", "scale_add.kiln", scale_args, opts));
   unsetenv("KILN_PTXAS");
   char *err = slurp("ptxas", ".err");
-  CHECK(rc == 0 && err && strstr(err, "ptxas failed for sm_90: | ptxas v.ptx, line 7; error   : "
-                                      "Unknown modifier '.zz' | ptxas fatal   : Ptx assembly aborted"),
+  CHECK(rc == 0 && err &&
+            strstr(err, "ptxas failed for sm_90: | ptxas v.ptx, line 7; error   : "
+                        "Unknown modifier '.zz' | ptxas fatal   : Ptx assembly aborted"),
         "exit %d, the reason is not kept: %s", rc, err ? err : "");
   free(err);
 }
@@ -428,8 +456,8 @@ static void test_budget_build(void) {
   CHECK(ptxas && setenv("KILN_PTXAS", ptxas, 1) == 0, "KILN_PTXAS");
   char bundle[512];
   snprintf(bundle, sizeof bundle, "%s/bundle", dir);
-  const char *const opts[] = {"--device", "cuda", "--arch", "sm_90", "--emit-bundle", bundle,
-                              "--budget", "2", NULL};
+  const char *const opts[] = {"--device", "cuda",     "--arch", "sm_90", "--emit-bundle",
+                              bundle,     "--budget", "2",      NULL};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int rc = finish(start_tune("bbuild", "scale_add.kiln", scale_args, opts));
@@ -463,12 +491,20 @@ static void test_unit(void) {
   const char *names[] = {"n", "BLOCK"};
   int64_t vals[] = {1000, 256}, v = 0;
   char err[128];
-  CHECK(kiln_tune_expr_eval("cdiv(n, BLOCK)", names, vals, 2, &v, err, sizeof err) && v == 4, "cdiv %lld", (long long)v);
-  CHECK(kiln_tune_expr_eval("max(1, n / (BLOCK * 8)) + -2 * 3 % 4", names, vals, 2, &v, err, sizeof err) && v == -1,
+  CHECK(kiln_tune_expr_eval("cdiv(n, BLOCK)", names, vals, 2, &v, err, sizeof err) && v == 4,
+        "cdiv %lld", (long long)v);
+  CHECK(kiln_tune_expr_eval("max(1, n / (BLOCK * 8)) + -2 * 3 % 4", names, vals, 2, &v, err,
+                            sizeof err) &&
+            v == -1,
         "precedence %lld", (long long)v);
-  CHECK(!kiln_tune_expr_eval("n / (BLOCK - 256)", names, vals, 2, &v, err, sizeof err) && strstr(err, "division by zero"), "%s", err);
-  CHECK(!kiln_tune_expr_eval("m + 1", names, vals, 2, &v, err, sizeof err) && strstr(err, "unknown name m"), "%s", err);
-  CHECK(!kiln_tune_expr_eval("9223372036854775807 + 1", names, vals, 2, &v, err, sizeof err), "overflow accepted");
+  CHECK(!kiln_tune_expr_eval("n / (BLOCK - 256)", names, vals, 2, &v, err, sizeof err) &&
+            strstr(err, "division by zero"),
+        "%s", err);
+  CHECK(!kiln_tune_expr_eval("m + 1", names, vals, 2, &v, err, sizeof err) &&
+            strstr(err, "unknown name m"),
+        "%s", err);
+  CHECK(!kiln_tune_expr_eval("9223372036854775807 + 1", names, vals, 2, &v, err, sizeof err),
+        "overflow accepted");
   /* what a generated library prints of a grid rule parses back to the same text: never "--"
    * (cdiv(--n, BLOCK) once became a pre-decrement), no deeper nesting than the rule had (38
    * negations printed with parentheses went past the depth limit: found by fuzz_libgen) */
@@ -484,7 +520,8 @@ static void test_unit(void) {
     tune_expr_print(&e, m);
     fclose(m);
     m = open_memstream(&again, &len);
-    CHECK(m && tune_expr_parse(text, &e, err, sizeof err) == 0, "'%s' printed as '%s': %s", rules[i], text, err);
+    CHECK(m && tune_expr_parse(text, &e, err, sizeof err) == 0, "'%s' printed as '%s': %s",
+          rules[i], text, err);
     tune_expr_print(&e, m);
     fclose(m);
     CHECK(!strstr(text, "--") && !strcmp(text, again) && (!want[i] || !strcmp(text, want[i])),
@@ -492,33 +529,42 @@ static void test_unit(void) {
     free(text);
     free(again);
   }
-  CHECK(tune_expr_parse("cdiv(n, BLOCK) */ int x /*", &e, err, sizeof err) && strstr(err, "expected a number"), "%s", err);
-  CHECK(tune_expr_parse("foo(n, 2)", &e, err, sizeof err) && strstr(err, "unknown function foo"), "%s", err);
-  CHECK(kiln_tune_bucket(1000) == 1024 && kiln_tune_bucket(1024) == 1024 && kiln_tune_bucket(1) == 1 &&
-        kiln_tune_bucket(0) == 0 && kiln_tune_bucket(1025) == 2048, "buckets");
+  CHECK(tune_expr_parse("cdiv(n, BLOCK) */ int x /*", &e, err, sizeof err) &&
+            strstr(err, "expected a number"),
+        "%s", err);
+  CHECK(tune_expr_parse("foo(n, 2)", &e, err, sizeof err) && strstr(err, "unknown function foo"),
+        "%s", err);
+  CHECK(kiln_tune_bucket(1000) == 1024 && kiln_tune_bucket(1024) == 1024 &&
+            kiln_tune_bucket(1) == 1 && kiln_tune_bucket(0) == 0 && kiln_tune_bucket(1025) == 2048,
+        "buckets");
   /* ptxas -v against one program's limits: 64 registers fit 32 warps exactly, 65 round up to
    * 72 and do not; 255 fit 8 warps; 48 KiB of static shared memory fit, one byte more not */
   KilnGpuUsage u = {true, 64, 1024, 0, 0};
   char why[160] = "";
   CHECK(tune_gpu_usage_fits(&u, 32, why, sizeof why), "64 regs x 1024 threads: %s", why);
   u.registers = 65;
-  CHECK(!tune_gpu_usage_fits(&u, 32, why, sizeof why) && strstr(why, "65 registers x 1024 threads = 73728"),
+  CHECK(!tune_gpu_usage_fits(&u, 32, why, sizeof why) &&
+            strstr(why, "65 registers x 1024 threads = 73728"),
         "65 regs x 1024 threads: '%s'", why);
   u.registers = 255;
-  CHECK(tune_gpu_usage_fits(&u, 8, why, sizeof why) && !tune_gpu_usage_fits(&u, 9, why, sizeof why), "255 regs");
+  CHECK(tune_gpu_usage_fits(&u, 8, why, sizeof why) && !tune_gpu_usage_fits(&u, 9, why, sizeof why),
+        "255 regs");
   u = (KilnGpuUsage){true, 32, 48 * 1024, 0, 0};
   CHECK(tune_gpu_usage_fits(&u, 4, why, sizeof why), "48 KiB smem: %s", why);
   u.shared_bytes++;
-  CHECK(!tune_gpu_usage_fits(&u, 4, why, sizeof why) && strstr(why, "shared memory"), "smem: '%s'", why);
+  CHECK(!tune_gpu_usage_fits(&u, 4, why, sizeof why) && strstr(why, "shared memory"), "smem: '%s'",
+        why);
 }
 
 /* matmul_f16's runtime parameters: three pointers, then M N K and six strides (i32), plus an
  * f32 and an i1 that must never be promised anything. */
 static const TuneParam sig_params[] = {
-    {"a", true, KILN_SCALAR_F16},  {"b", true, KILN_SCALAR_F16},   {"c", true, KILN_SCALAR_F16},
-    {"M", false, KILN_SCALAR_I32}, {"N", false, KILN_SCALAR_I32},  {"K", false, KILN_SCALAR_I32},
-    {"sam", false, KILN_SCALAR_I32}, {"sak", false, KILN_SCALAR_I32}, {"sbk", false, KILN_SCALAR_I64},
-    {"sbn", false, KILN_SCALAR_I32}, {"alpha", false, KILN_SCALAR_F32}, {"flag", false, KILN_SCALAR_I1},
+    {"a", true, KILN_SCALAR_F16},      {"b", true, KILN_SCALAR_F16},
+    {"c", true, KILN_SCALAR_F16},      {"M", false, KILN_SCALAR_I32},
+    {"N", false, KILN_SCALAR_I32},     {"K", false, KILN_SCALAR_I32},
+    {"sam", false, KILN_SCALAR_I32},   {"sak", false, KILN_SCALAR_I32},
+    {"sbk", false, KILN_SCALAR_I64},   {"sbn", false, KILN_SCALAR_I32},
+    {"alpha", false, KILN_SCALAR_F32}, {"flag", false, KILN_SCALAR_I1},
 };
 enum { SIG_NP = sizeof sig_params / sizeof *sig_params };
 
@@ -533,7 +579,8 @@ static void test_signature(void) {
   size_t ns = 0, nm = 0;
   tune_sig_defines(&s, spec, &ns, mult, &nm);
   CHECK(ns == 2 && nm == 3 && !strcmp(spec[0].name, "sak") && spec[0].value == 1 &&
-        !strcmp(mult[2].name, "sbk") && mult[2].value == 16, "defines %zu %zu", ns, nm);
+            !strcmp(mult[2].name, "sbk") && mult[2].value == 16,
+        "defines %zu %zu", ns, nm);
   /* read back, and checked against other calls */
   TuneSig r;
   CHECK(tune_sig_parse(s.text, sig_params, SIG_NP, &r) && r.n == 5 && !strcmp(r.text, s.text),
@@ -548,13 +595,16 @@ static void test_signature(void) {
   other[4] = 0, other[5] = 7; /* 0 is a multiple of 16; K was never promised anything */
   CHECK(tune_sig_holds(&r, other), "N = 0, K = 7 break the signature");
   TuneSig none;
-  CHECK(tune_sig_parse("", sig_params, SIG_NP, &none) && none.n == 0 && tune_sig_holds(&none, other),
+  CHECK(tune_sig_parse("", sig_params, SIG_NP, &none) && none.n == 0 &&
+            tune_sig_holds(&none, other),
         "the empty signature");
   /* what cannot be checked is refused: unknown names, non-integers, other promises */
-  CHECK(!tune_sig_parse("sak=1,zz%16", sig_params, SIG_NP, &r) && r.n == 0, "unknown name accepted");
+  CHECK(!tune_sig_parse("sak=1,zz%16", sig_params, SIG_NP, &r) && r.n == 0,
+        "unknown name accepted");
   CHECK(!tune_sig_parse("alpha=1", sig_params, SIG_NP, &r), "an f32 parameter accepted");
   CHECK(!tune_sig_parse("flag=1", sig_params, SIG_NP, &r), "an i1 parameter accepted");
-  CHECK(!tune_sig_parse("M%4", sig_params, SIG_NP, &r) && !tune_sig_parse("M=2", sig_params, SIG_NP, &r),
+  CHECK(!tune_sig_parse("M%4", sig_params, SIG_NP, &r) &&
+            !tune_sig_parse("M=2", sig_params, SIG_NP, &r),
         "another promise accepted");
   /* the library's second tier: multiples of 8 (N = 40 keeps it, 44 does not; 48 too) */
   TuneSig t8;
@@ -566,7 +616,8 @@ static void test_signature(void) {
   tune_sig_defines(&t8, spec, &ns, mult, &nm);
   CHECK(nm == 3 && mult[1].value == 8, "tier 8 defines %zu", nm);
   CHECK(tune_sig_parse("N%8", sig_params, SIG_NP, &r) && r.n == 1 && r.e[0].mod == 8 &&
-            tune_sig_holds(&r, rows8), "parse 'N%%8'");
+            tune_sig_holds(&r, rows8),
+        "parse 'N%%8'");
   rows8[4] = 44;
   CHECK(!tune_sig_holds(&r, rows8), "N = 44 keeps 'N%%8'");
   /* a key with little room keeps the promises that fit, in order */
@@ -578,24 +629,40 @@ static void test_signature(void) {
 
 int main(int argc, char **argv) {
   if (argc != 2) return 64;
-  snprintf(dir, sizeof dir, "%s/kiln-autotune-test-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  snprintf(dir, sizeof dir, "%s/kiln-autotune-test-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) return 2;
   const char *t = argv[1];
-  if (!strcmp(t, "unit")) test_unit();
-  else if (!strcmp(t, "faults")) test_faults();
-  else if (!strcmp(t, "poison_and_warm")) test_poison_and_warm();
-  else if (!strcmp(t, "hang_timeout")) test_hang_timeout();
-  else if (!strcmp(t, "corrupt_cache")) test_corrupt_cache();
-  else if (!strcmp(t, "concurrent")) test_concurrent();
-  else if (!strcmp(t, "budget")) test_budget();
-  else if (!strcmp(t, "budget_build")) test_budget_build();
-  else if (!strcmp(t, "slow_linker")) test_slow_linker();
-  else if (!strcmp(t, "slow_variant")) test_slow_variant();
-  else if (!strcmp(t, "args_spec")) test_args_spec();
-  else if (!strcmp(t, "ptxas_reason")) test_ptxas_reason();
-  else if (!strcmp(t, "broken_linker")) test_broken_linker();
-  else if (!strcmp(t, "signature")) test_signature();
-  else return 64;
+  if (!strcmp(t, "unit"))
+    test_unit();
+  else if (!strcmp(t, "faults"))
+    test_faults();
+  else if (!strcmp(t, "poison_and_warm"))
+    test_poison_and_warm();
+  else if (!strcmp(t, "hang_timeout"))
+    test_hang_timeout();
+  else if (!strcmp(t, "corrupt_cache"))
+    test_corrupt_cache();
+  else if (!strcmp(t, "concurrent"))
+    test_concurrent();
+  else if (!strcmp(t, "budget"))
+    test_budget();
+  else if (!strcmp(t, "budget_build"))
+    test_budget_build();
+  else if (!strcmp(t, "slow_linker"))
+    test_slow_linker();
+  else if (!strcmp(t, "slow_variant"))
+    test_slow_variant();
+  else if (!strcmp(t, "args_spec"))
+    test_args_spec();
+  else if (!strcmp(t, "ptxas_reason"))
+    test_ptxas_reason();
+  else if (!strcmp(t, "broken_linker"))
+    test_broken_linker();
+  else if (!strcmp(t, "signature"))
+    test_signature();
+  else
+    return 64;
   if (!failures) { /* keep the files of a failed test for a look */
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

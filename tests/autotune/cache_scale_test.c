@@ -29,7 +29,8 @@ static KilnCacheRecord record(size_t i, int round) {
   snprintf(r.kernel, sizeof r.kernel, "kernel_%zu", i / 1000);
   snprintf(r.source_hash, sizeof r.source_hash, "%016zx", i / 1000 * 7919);
   snprintf(r.tune_hash, sizeof r.tune_hash, "%016zx", i / 1000 * 104729);
-  snprintf(r.config, sizeof r.config, "BLOCK=%zu,num_warps=%zu", (size_t)16 << (i % 10), i / 10 % 10);
+  snprintf(r.config, sizeof r.config, "BLOCK=%zu,num_warps=%zu", (size_t)16 << (i % 10),
+           i / 10 % 10);
   snprintf(r.key, sizeof r.key, "n=%zu", (i / 100 % 10) * 1024);
   snprintf(r.device, sizeof r.device, "cpu:test:threads=2");
   snprintf(r.kiln_version, sizeof r.kiln_version, "%s", KILN_VERSION_STRING);
@@ -112,8 +113,8 @@ static void test_put_cost(void) {
     CHECK(kiln_cache_put(&c, &r) == 0);
   }
   CHECK(c.count == N, "%zu records, want %d", c.count, N);
-  CHECK(c.probes <= 8 * (size_t)(2 * N), "%zu identity comparisons for %d puts: not O(n)",
-        c.probes, 2 * N);
+  CHECK(c.probes <= 8 * (size_t)(2 * N), "%zu identity comparisons for %d puts: not O(n)", c.probes,
+        2 * N);
   KilnCacheRecord r = record(N / 3, 3);
   const KilnCacheRecord *f = kiln_cache_find(&c, &r);
   CHECK(f && f->reps == 3, "the replaced record is not found with its new value");

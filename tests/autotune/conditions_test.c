@@ -16,7 +16,8 @@ enum { ROWS = 5 };
 static int check(rowsumlib *lib, KilnRtDevice *dev, int32_t cols) {
   float *x, *out;
   size_t n = (size_t)ROWS * (size_t)cols;
-  if (kiln_rt_malloc(dev, n * sizeof *x, (void **)&x) || kiln_rt_malloc(dev, ROWS * sizeof *out, (void **)&out))
+  if (kiln_rt_malloc(dev, n * sizeof *x, (void **)&x) ||
+      kiln_rt_malloc(dev, ROWS * sizeof *out, (void **)&out))
     return printf("FAIL malloc\n"), 1;
   for (size_t i = 0; i < n; i++) x[i] = (float)(i % 7) - 2.5f;
   KilnRtStatus st = rowsumlib_rowsum(lib, x, out, cols, NULL, NULL, NULL);
@@ -40,7 +41,8 @@ static int check(rowsumlib *lib, KilnRtDevice *dev, int32_t cols) {
 int main(void) {
   KilnRtDevice *dev;
   rowsumlib *lib;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK || rowsumlib_create(dev, &lib) != KILN_RT_OK) {
+  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK ||
+      rowsumlib_create(dev, &lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
     return 1;
   }
@@ -61,8 +63,9 @@ int main(void) {
   /* the refusal says why: the call, each variant's sizes and the condition or promise it broke
    * (5000 is no multiple of 16, so the variant tuned for cols = 64 fails its promise) */
   const char *why = kiln_rt_last_error();
-  const char *want[] = {"rowsumlib_rowsum: no variant fits the call (cols=5000)", "cols=64, BLOCK=64",
-                        "cols=1024, BLOCK=1024", "where BLOCK >= cols fails", "promise cols%16 not kept"};
+  const char *want[] = {"rowsumlib_rowsum: no variant fits the call (cols=5000)",
+                        "cols=64, BLOCK=64", "cols=1024, BLOCK=1024", "where BLOCK >= cols fails",
+                        "promise cols%16 not kept"};
   for (int i = 0; i < 5; i++)
     if (!strstr(why, want[i])) {
       printf("FAIL: the last error '%s' lacks '%s'\n", why, want[i]);

@@ -17,13 +17,18 @@
 
 #include "check.h"
 
-#define NIMAGES (sizeof kiln_gen_images / sizeof *kiln_gen_images)
+#define NIMAGES  (sizeof kiln_gen_images / sizeof *kiln_gen_images)
 #define NMODULES (sizeof kiln_gen_modules / sizeof *kiln_gen_modules)
 
 static void check_cubin(const KilnRtImage *im) {
   const unsigned char *b = im->data;
-  CHECK(im->size > 64 && !memcmp(b, "\x7f" "ELF", 4), "cubin for sm_%d is not an ELF image", im->arch);
-  CHECK(im->size > 20 && b[18] == 190 && b[19] == 0, "cubin for sm_%d: machine is not EM_CUDA", im->arch);
+  CHECK(im->size > 64 && !memcmp(b,
+                                 "\x7f"
+                                 "ELF",
+                                 4),
+        "cubin for sm_%d is not an ELF image", im->arch);
+  CHECK(im->size > 20 && b[18] == 190 && b[19] == 0, "cubin for sm_%d: machine is not EM_CUDA",
+        im->arch);
 }
 
 static void check_ptx(const KilnRtImage *im, const char *kernel) {
@@ -38,7 +43,8 @@ static void check_ptx(const KilnRtImage *im, const char *kernel) {
 static void check_images(void) {
   for (size_t m = 0; m < NMODULES; m++) {
     int cubins = 0, ptx = 0;
-    for (int i = kiln_gen_modules[m].first; i < kiln_gen_modules[m].first + kiln_gen_modules[m].count; i++) {
+    for (int i = kiln_gen_modules[m].first;
+         i < kiln_gen_modules[m].first + kiln_gen_modules[m].count; i++) {
       const KilnRtImage *im = &kiln_gen_images[i];
       if (im->format == KILN_RT_MODULE_CUBIN) {
         cubins++;
@@ -51,7 +57,8 @@ static void check_images(void) {
       }
     }
     CHECK(ptx == 1, "module %zu has %d PTX images", m, ptx);
-    CHECK(cubins == KILN_TEST_CUBINS, "module %zu has %d cubins, want %d", m, cubins, KILN_TEST_CUBINS);
+    CHECK(cubins == KILN_TEST_CUBINS, "module %zu has %d cubins, want %d", m, cubins,
+          KILN_TEST_CUBINS);
   }
   printf("checked %zu modules, %zu images\n", NMODULES, NIMAGES);
 }
@@ -111,7 +118,8 @@ static void run_on_gpu(KilnRtDevice *dev) {
   kiln_rt_memcpy_htod(dev, x, hx, N * 4, NULL);
   kiln_rt_memcpy_htod(dev, y, hy, N * 4, NULL);
   KilnRtStatus st = cudalib_vector_add(lib, x, y, out, N, NULL, NULL, NULL);
-  CHECK(st == KILN_RT_OK, "vector_add on the GPU: %s %s", kiln_rt_status_name(st), kiln_rt_last_error());
+  CHECK(st == KILN_RT_OK, "vector_add on the GPU: %s %s", kiln_rt_status_name(st),
+        kiln_rt_last_error());
   kiln_rt_memcpy_dtoh(dev, ho, out, N * 4, NULL);
   for (int i = 0; i < N && st == KILN_RT_OK; i++)
     if (ho[i] != 1.5f * (float)i) {

@@ -17,7 +17,8 @@ static int check(rowsumcopy *lib, KilnRtDevice *dev, int32_t cols, int64_t want_
                  const char *want_sig) {
   float *x, *out;
   size_t n = (size_t)ROWS * (size_t)cols;
-  if (kiln_rt_malloc(dev, n * sizeof *x, (void **)&x) || kiln_rt_malloc(dev, ROWS * sizeof *out, (void **)&out))
+  if (kiln_rt_malloc(dev, n * sizeof *x, (void **)&x) ||
+      kiln_rt_malloc(dev, ROWS * sizeof *out, (void **)&out))
     return printf("FAIL malloc\n"), 1;
   for (size_t i = 0; i < n; i++) x[i] = (float)(i % 5) - 1.5f;
   KilnRtStatus st = rowsumcopy_rowsum(lib, x, out, cols, NULL, NULL, NULL);
@@ -43,7 +44,8 @@ static int check(rowsumcopy *lib, KilnRtDevice *dev, int32_t cols, int64_t want_
 int main(void) {
   KilnRtDevice *dev;
   rowsumcopy *lib;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK || rowsumcopy_create(dev, &lib) != KILN_RT_OK) {
+  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK ||
+      rowsumcopy_create(dev, &lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
     return 1;
   }

@@ -30,8 +30,8 @@ static void check(flowlib *lib, KilnRtDevice *dev, int n, int use_cb) {
     y[i] = (float)(i % 13) - 6.0f;
     out[i] = -1.0f;
   }
-  KilnRtStatus st = flowlib_scale_add(lib, x, y, out, 2.5f, n, use_cb ? grid_cb : NULL,
-                                      use_cb ? &n : NULL, NULL);
+  KilnRtStatus st =
+      flowlib_scale_add(lib, x, y, out, 2.5f, n, use_cb ? grid_cb : NULL, use_cb ? &n : NULL, NULL);
   int bad = st != KILN_RT_OK;
   for (int i = 0; i < n && !bad; i++) {
     float want = 2.5f * x[i] + y[i];
@@ -42,7 +42,8 @@ static void check(flowlib *lib, KilnRtDevice *dev, int n, int use_cb) {
   }
   flowlib_scale_add_config cfg = flowlib_scale_add_pick(n);
   printf("%s n=%d (grid %s): BLOCK=%lld num_warps=%d status %s\n", bad ? "FAIL" : "ok", n,
-         use_cb ? "callback" : "rule", (long long)cfg.BLOCK, cfg.num_warps, kiln_rt_status_name(st));
+         use_cb ? "callback" : "rule", (long long)cfg.BLOCK, cfg.num_warps,
+         kiln_rt_status_name(st));
   failures += bad;
   kiln_rt_free(dev, x);
   kiln_rt_free(dev, y);

@@ -47,10 +47,9 @@ static KilnRtStatus run(KilnRtDevice *dev, void *lib, LaunchFn launch, const cha
   return st;
 }
 
-#define LAUNCHER(L)                                                                         \
-  static KilnRtStatus launch_##L(void *lib, float *x, float *y, float *out, float a,       \
-                                 int32_t n) {                                              \
-    return L##_scale_add(lib, x, y, out, a, n, NULL, NULL, NULL);                          \
+#define LAUNCHER(L)                                                                                \
+  static KilnRtStatus launch_##L(void *lib, float *x, float *y, float *out, float a, int32_t n) {  \
+    return L##_scale_add(lib, x, y, out, a, n, NULL, NULL, NULL);                                  \
   }
 LAUNCHER(hostgen)
 LAUNCHER(hostnative)
@@ -62,8 +61,8 @@ LAUNCHER(hostv4)
 static void check_no_compiler(KilnRtDevice *dev) {
   static const unsigned char not_an_object[] = {0x7f, 'E', 'L', 'F'};
   KilnRtModule *m = NULL;
-  KilnRtStatus st = kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, not_an_object,
-                                        sizeof not_an_object, &m);
+  KilnRtStatus st =
+      kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, not_an_object, sizeof not_an_object, &m);
   CHECK(st == KILN_RT_ERROR_LOAD && strstr(kiln_rt_last_error(), "cannot run the C compiler"),
         "with no compiler on PATH a host object must fail to link, got %s: %s",
         kiln_rt_status_name(st), kiln_rt_last_error());
@@ -87,8 +86,10 @@ static void check_native_refused(KilnRtDevice *dev) {
   }
   char missing[1024];
   snprintf(missing, sizeof missing, "%s", last ? last + 1 : features);
-  if (last) *last = '\0';
-  else features[0] = '\0';
+  if (last)
+    *last = '\0';
+  else
+    features[0] = '\0';
   setenv("KILN_RT_HOST_CPU_FEATURES", features, 1);
   hostnative *lib;
   CHECK(hostnative_create(dev, &lib) == KILN_RT_OK, "hostnative_create");
@@ -96,7 +97,8 @@ static void check_native_refused(KilnRtDevice *dev) {
   char want[1100];
   snprintf(want, sizeof want, "lacks '%s'", missing);
   CHECK(st == KILN_RT_ERROR_UNSUPPORTED && strstr(kiln_rt_last_error(), want),
-        "native library without %s: %s: %s", missing, kiln_rt_status_name(st), kiln_rt_last_error());
+        "native library without %s: %s: %s", missing, kiln_rt_status_name(st),
+        kiln_rt_last_error());
   hostnative_destroy(lib);
   unsetenv("KILN_RT_HOST_CPU_FEATURES");
   CHECK(hostnative_create(dev, &lib) == KILN_RT_OK, "hostnative_create");

@@ -53,7 +53,8 @@ int main(void) {
   KilnRtStatus st = off32_scale_add(l32, x, y, out, 2.5f, N, NULL, NULL, NULL);
   CHECK(st == KILN_RT_ERROR_INVALID_ARGUMENT, "32-bit library, 4096 > 1024: status %s",
         kiln_rt_status_name(st));
-  CHECK(strstr(kiln_rt_last_error(), "scale_add") && strstr(kiln_rt_last_error(), "--index-bits 64"),
+  CHECK(strstr(kiln_rt_last_error(), "scale_add") &&
+            strstr(kiln_rt_last_error(), "--index-bits 64"),
         "message: %s", kiln_rt_last_error());
   CHECK(out[0] == -1.0f, "the refused call ran (out[0] = %g)", out[0]);
   printf("ok refused 32-bit library: %s\n", kiln_rt_last_error());

@@ -17,11 +17,11 @@
 
 #ifdef LAYOUT_LIB_CPU
 #include "gemmlayoutcpu.h"
-#define LAYOUT(name) gemmlayoutcpu##name
+#define LAYOUT(name)  gemmlayoutcpu##name
 #define LAYOUT_DEVICE "cpu"
 #else
 #include "gemmlayout.h"
-#define LAYOUT(name) gemmlayout##name
+#define LAYOUT(name)  gemmlayout##name
 #define LAYOUT_DEVICE "emu"
 #endif
 #include "reference.h"
@@ -29,10 +29,10 @@
 
 /* The copies' promises, as `kiln lib` writes them for the specs of CMakeLists.txt (M=128,
  * N=64, K=64): the parameters M, N, K, sam, sak, sbk, sbn, scm, scn in order. */
-#define SIG_FWD "M%16,N%16,K%16,sam%16,sak=1,sbk=1,sbn%16,scm%16,scn=1"
+#define SIG_FWD  "M%16,N%16,K%16,sam%16,sak=1,sbk=1,sbn%16,scm%16,scn=1"
 #define SIG_FWD8 "M%8,N%8,K%8,sam%8,sak=1,sbk=1,sbn%8,scm%8,scn=1"
-#define SIG_DX "M%16,N%16,K%16,sam%16,sak=1,sbk%16,sbn=1,scm%16,scn=1"
-#define SIG_DW "M%16,N%16,K%16,sam=1,sak%16,sbk%16,sbn=1,scm%16,scn=1"
+#define SIG_DX   "M%16,N%16,K%16,sam%16,sak=1,sbk%16,sbn=1,scm%16,scn=1"
+#define SIG_DW   "M%16,N%16,K%16,sam=1,sak%16,sbk%16,sbn=1,scm%16,scn=1"
 
 typedef enum Layout { FWD, DX, DW, AT_BK } Layout;
 
@@ -69,7 +69,7 @@ static void reference(const Case *c, const int32_t s[4], const uint16_t *a, cons
     }
 }
 
-static int run_case(LAYOUT() *lib, KilnRtDevice *dev, const Case *c) {
+static int run_case(LAYOUT() * lib, KilnRtDevice *dev, const Case *c) {
   size_t M = (size_t)c->M, N = (size_t)c->N, K = (size_t)c->K;
   int32_t s[4];
   strides_of(c, s);
@@ -79,7 +79,8 @@ static int run_case(LAYOUT() *lib, KilnRtDevice *dev, const Case *c) {
   for (size_t i = 0; i < M * K; i++) a[i] = kiln_ref_f32_to_f16(libcall_input(i, 1));
   for (size_t i = 0; i < K * N; i++) b[i] = kiln_ref_f32_to_f16(libcall_input(i, 2));
   reference(c, s, a, b, ref);
-  void *da = libcall_to_device(dev, a, M * K), *db = libcall_to_device(dev, b, K * N), *dy = libcall_to_device(dev, y, M * N);
+  void *da = libcall_to_device(dev, a, M * K), *db = libcall_to_device(dev, b, K * N),
+       *dy = libcall_to_device(dev, y, M * N);
   int bad = !da || !db || !dy;
   KilnRtStatus st = bad ? KILN_RT_ERROR_OUT_OF_MEMORY
                         : LAYOUT(_gemm)(lib, da, db, dy, NULL, NULL, c->M, c->N, c->K, s[0], s[1],
@@ -94,8 +95,9 @@ static int run_case(LAYOUT() *lib, KilnRtDevice *dev, const Case *c) {
   const char *sig = cfg.signature ? cfg.signature : "";
   bad |= strcmp(sig, c->copy) != 0;
   printf("%s %s: %dx%dx%d strides %d,%d,%d,%d ran '%s' (want '%s'), max rel err %.2e (tol "
-         "2e-3), status %s\n", bad ? "FAIL" : "ok", c->what, c->M, c->N, c->K, s[0], s[1], s[2],
-         s[3], sig, c->copy, worst, kiln_rt_status_name(st));
+         "2e-3), status %s\n",
+         bad ? "FAIL" : "ok", c->what, c->M, c->N, c->K, s[0], s[1], s[2], s[3], sig, c->copy,
+         worst, kiln_rt_status_name(st));
   kiln_rt_free(dev, da), kiln_rt_free(dev, db), kiln_rt_free(dev, dy);
   free(a), free(b), free(y), free(ref);
   return bad;
@@ -103,7 +105,7 @@ static int run_case(LAYOUT() *lib, KilnRtDevice *dev, const Case *c) {
 
 int main(void) {
   KilnRtDevice *dev;
-  LAYOUT() *lib;
+  LAYOUT() * lib;
   if (kiln_rt_device_create(LAYOUT_DEVICE, &dev) != KILN_RT_OK ||
       LAYOUT(_create)(dev, &lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
@@ -118,7 +120,8 @@ int main(void) {
       {"dW with a ragged N (40 breaks N%16 and sbk%16)", DW, 96, 40, 160, ""},
       {"A column-major, B k-major (no layout has both)", AT_BK, 96, 64, 80, ""},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) failures += run_case(lib, dev, &cases[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    failures += run_case(lib, dev, &cases[i]);
   LAYOUT(_destroy)(lib);
   kiln_rt_device_destroy(dev);
   printf("%s\n", failures ? "FAILED" : "all ok");

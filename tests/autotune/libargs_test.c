@@ -66,7 +66,8 @@ static void plain_checks(flowlib *lib, KilnRtDevice *other, float *x, float *y, 
             "the stream belongs to another device", out);
     kiln_rt_stream_destroy(s);
   }
-  sound("plain, n = 64", flowlib_scale_add(lib, x, y, out, 2.5f, N, NULL, NULL, NULL), x, y, out, N);
+  sound("plain, n = 64", flowlib_scale_add(lib, x, y, out, 2.5f, N, NULL, NULL, NULL), x, y, out,
+        N);
 }
 
 /* KILN_LIB_CHECKED: every pointer in a live allocation with room for n elements. */
@@ -76,12 +77,15 @@ static void checked(argslib *lib, float *x, float *y, float *out) {
   memset(stack, 0, sizeof stack);
   refused("pointer not allocated", argslib_scale_add(lib, stack, y, out, 2.5f, N, NULL, NULL, NULL),
           "pointer x = ", out);
-  refused("view past the end", argslib_scale_add(lib, x + N - 8, y, out, 2.5f, N, NULL, NULL, NULL),
-          "buffer x needs 256 bytes (n = 64 elements of 4 bytes) but 32 bytes are registered from x",
-          out);
+  refused(
+      "view past the end", argslib_scale_add(lib, x + N - 8, y, out, 2.5f, N, NULL, NULL, NULL),
+      "buffer x needs 256 bytes (n = 64 elements of 4 bytes) but 32 bytes are registered from x",
+      out);
   refused("out too small", argslib_scale_add(lib, x, y, out + 1, 2.5f, N, NULL, NULL, NULL),
-          "buffer out needs 256 bytes (n = 64 elements of 4 bytes) but 252 bytes are registered", out);
-  sound("checked, n = 64", argslib_scale_add(lib, x, y, out, 2.5f, N, NULL, NULL, NULL), x, y, out, N);
+          "buffer out needs 256 bytes (n = 64 elements of 4 bytes) but 252 bytes are registered",
+          out);
+  sound("checked, n = 64", argslib_scale_add(lib, x, y, out, 2.5f, N, NULL, NULL, NULL), x, y, out,
+        N);
   fill(x, y, out, N);
   sound("checked, a view of 8 at the end",
         argslib_scale_add(lib, x + N - 8, y + N - 8, out + N - 8, 2.5f, 8, NULL, NULL, NULL),
@@ -90,7 +94,14 @@ static void checked(argslib *lib, float *x, float *y, float *out) {
 
 /* stridelib (copy_rows, checked): the extent a call touches is (rows - 1) * ld + cols elements,
  * from its strides. 4 rows of 50 in rows of 64 (x) and 56 (y): x needs 242 floats, y 218. */
-enum { ROWS = 4, COLS = 50, LDX = 64, LDY = 56, XN = (ROWS - 1) * LDX + COLS, YN = (ROWS - 1) * LDY + COLS };
+enum {
+  ROWS = 4,
+  COLS = 50,
+  LDX = 64,
+  LDY = 56,
+  XN = (ROWS - 1) * LDX + COLS,
+  YN = (ROWS - 1) * LDY + COLS
+};
 
 static void fill_rows(float *x, int nx, float *y, int ny) {
   for (int i = 0; i < nx; i++) x[i] = (float)(i % 97) * 0.5f;
@@ -98,7 +109,8 @@ static void fill_rows(float *x, int nx, float *y, int ny) {
 }
 
 /* y's rows hold x's first COLS of each row; y's padding keeps its sentinel. */
-static void rows_copied(const char *what, KilnRtStatus st, const float *x, int ldx, const float *y) {
+static void rows_copied(const char *what, KilnRtStatus st, const float *x, int ldx,
+                        const float *y) {
   CHECK(st == KILN_RT_OK, "%s: %s", what, kiln_rt_last_error());
   int wrong = 0;
   for (int r = 0; r < ROWS && st == KILN_RT_OK; r++)
@@ -123,19 +135,24 @@ static void checked_strides(KilnRtDevice *dev) {
               stridelib_copy_rows(lib, x, y, ROWS, COLS, LDX, LDY, NULL, NULL, NULL), x, LDX, y);
   /* x one float short of its extent, though far above rows * cols = 200 floats */
   fill_rows(xs, XN - 1, y, YN);
-  refused("x one element short of its extent",
-          stridelib_copy_rows(lib, xs, y, ROWS, COLS, LDX, LDY, NULL, NULL, NULL),
-          "buffer x needs 968 bytes ((rows - 1) * ldx + cols = 242 elements of 4 bytes) but 964 bytes "
-          "are registered from x", y);
+  refused(
+      "x one element short of its extent",
+      stridelib_copy_rows(lib, xs, y, ROWS, COLS, LDX, LDY, NULL, NULL, NULL),
+      "buffer x needs 968 bytes ((rows - 1) * ldx + cols = 242 elements of 4 bytes) but 964 bytes "
+      "are registered from x",
+      y);
   for (int i = 0; i < YN - 1; i++) ys[i] = -1.0f;
-  refused("y one element short of its extent",
-          stridelib_copy_rows(lib, x, ys, ROWS, COLS, LDX, LDY, NULL, NULL, NULL),
-          "buffer y needs 872 bytes ((rows - 1) * ldy + cols = 218 elements of 4 bytes) but 868 bytes "
-          "are registered from y", ys);
+  refused(
+      "y one element short of its extent",
+      stridelib_copy_rows(lib, x, ys, ROWS, COLS, LDX, LDY, NULL, NULL, NULL),
+      "buffer y needs 872 bytes ((rows - 1) * ldy + cols = 218 elements of 4 bytes) but 868 bytes "
+      "are registered from y",
+      ys);
   /* the short x with rows of 63: the extent is 239 floats, which it holds */
   fill_rows(xs, XN - 1, y, YN);
   rows_copied("strided, the short x with ldx = 63",
-              stridelib_copy_rows(lib, xs, y, ROWS, COLS, LDX - 1, LDY, NULL, NULL, NULL), xs, LDX - 1, y);
+              stridelib_copy_rows(lib, xs, y, ROWS, COLS, LDX - 1, LDY, NULL, NULL, NULL), xs,
+              LDX - 1, y);
   kiln_rt_free(dev, x);
   kiln_rt_free(dev, xs);
   kiln_rt_free(dev, y);

@@ -11,7 +11,8 @@
 static int check(dtlib *lib, KilnRtDevice *dev, int32_t d, int32_t t, int64_t want_block) {
   size_t n = (size_t)d * (size_t)t;
   float *g, *fn;
-  if (kiln_rt_malloc(dev, n * sizeof *g, (void **)&g) || kiln_rt_malloc(dev, (n + 1) * sizeof *fn, (void **)&fn))
+  if (kiln_rt_malloc(dev, n * sizeof *g, (void **)&g) ||
+      kiln_rt_malloc(dev, (n + 1) * sizeof *fn, (void **)&fn))
     return printf("FAIL malloc: %s\n", kiln_rt_last_error()), 1;
   for (size_t i = 0; i < n; i++) g[i] = (float)(i % 13) - 6.0f;
   fn[n] = -7.0f; /* sentinel: the grid covers exactly d * t elements */

@@ -10,19 +10,22 @@
 int main(void) {
   KilnRtDevice *dev;
   nameslib *lib;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK || nameslib_create(dev, &lib) != KILN_RT_OK) {
+  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK ||
+      nameslib_create(dev, &lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
     return 1;
   }
   enum { N = 1000 };
   float *v, *g;
-  if (kiln_rt_malloc(dev, N * sizeof *v, (void **)&v) || kiln_rt_malloc(dev, N * sizeof *g, (void **)&g)) {
+  if (kiln_rt_malloc(dev, N * sizeof *v, (void **)&v) ||
+      kiln_rt_malloc(dev, N * sizeof *g, (void **)&g)) {
     printf("FAIL malloc\n");
     return 1;
   }
   for (int i = 0; i < N; i++) v[i] = (float)i * 0.5f;
   int failures = 0;
-  KilnRtStatus st = nameslib_clash(lib, v, g, N, 3, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, NULL, NULL, NULL);
+  KilnRtStatus st =
+      nameslib_clash(lib, v, g, N, 3, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, NULL, NULL, NULL);
   if (st != KILN_RT_OK) {
     printf("FAIL launch: %s\n", kiln_rt_last_error());
     failures++;

@@ -44,15 +44,17 @@ static void pick_relu(int64_t n, int64_t *op, int64_t *t, int64_t *block, int *w
 static float square(float v) { return v * v; }
 static float relu(float v) { return v > 0.0f ? v : 0.0f; }
 
-static const Variant f16_square = {"f16 square", launch_sq, pick_sq, kiln_ref_f32_to_f16,
-                                   kiln_ref_f16_to_f32, square, 1.5f, 2, 5};
-static const Variant bf16_relu = {"bf16 relu", launch_relu, pick_relu, kiln_ref_f32_to_bf16,
-                                  kiln_ref_bf16_to_f32, relu, -0.75f, 1, 6};
+static const Variant f16_square = {
+    "f16 square", launch_sq, pick_sq, kiln_ref_f32_to_f16, kiln_ref_f16_to_f32, square, 1.5f, 2, 5};
+static const Variant bf16_relu = {
+    "bf16 relu", launch_relu, pick_relu, kiln_ref_f32_to_bf16, kiln_ref_bf16_to_f32, relu,
+    -0.75f,      1,           6};
 
 /* y = f(a x) rounded once to the element type, bit for bit. */
 static int check(const Variant *v, void *lib, KilnRtDevice *dev, int n) {
   uint16_t *x, *y;
-  if (kiln_rt_malloc(dev, (size_t)n * 2, (void **)&x) || kiln_rt_malloc(dev, (size_t)n * 2, (void **)&y))
+  if (kiln_rt_malloc(dev, (size_t)n * 2, (void **)&x) ||
+      kiln_rt_malloc(dev, (size_t)n * 2, (void **)&y))
     return printf("FAIL malloc\n"), 1;
   for (int i = 0; i < n; i++) x[i] = v->to_elem(input(i)), y[i] = 0xffff;
   KilnRtStatus st = v->launch(lib, x, y, n, v->a);
@@ -83,7 +85,8 @@ int main(void) {
   KilnRtDevice *dev;
   act_sq_f16 *sq;
   act_relu_bf16 *relu_lib;
-  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK || act_sq_f16_create(dev, &sq) != KILN_RT_OK ||
+  if (kiln_rt_device_create("cpu", &dev) != KILN_RT_OK ||
+      act_sq_f16_create(dev, &sq) != KILN_RT_OK ||
       act_relu_bf16_create(dev, &relu_lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
     return 1;

@@ -11,19 +11,18 @@
 
 /* A kernel with a key, three block sizes, two warp counts and two presets, after a preset for
  * cuda only (never the default). */
-static const char src[] =
-    "kernel k(x: *f32, n: i32, const BLOCK: i32) {\n"
-    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
-    "    store(x + offs, load(x + offs, offs < n, 0.0) * 2.0, offs < n);\n"
-    "}\n"
-    "tune k {\n"
-    "    key n;\n"
-    "    BLOCK in [64, 256, 1024];\n"
-    "    num_warps in [1, 4];\n"
-    "    preset gpu for cuda { BLOCK = 1024; num_warps = 1; }\n"
-    "    preset small { BLOCK = 64; num_warps = 1; }\n"
-    "    preset big { BLOCK = 1024; num_warps = 4; }\n"
-    "}\n";
+static const char src[] = "kernel k(x: *f32, n: i32, const BLOCK: i32) {\n"
+                          "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+                          "    store(x + offs, load(x + offs, offs < n, 0.0) * 2.0, offs < n);\n"
+                          "}\n"
+                          "tune k {\n"
+                          "    key n;\n"
+                          "    BLOCK in [64, 256, 1024];\n"
+                          "    num_warps in [1, 4];\n"
+                          "    preset gpu for cuda { BLOCK = 1024; num_warps = 1; }\n"
+                          "    preset small { BLOCK = 64; num_warps = 1; }\n"
+                          "    preset big { BLOCK = 1024; num_warps = 4; }\n"
+                          "}\n";
 
 static KilnCompilation *compile(const char *text) {
   KilnCompilation *c = kiln_frontend_create("plan.kiln", text, strlen(text));
@@ -60,7 +59,9 @@ static void test_winner(void) {
   TuneCand none[] = {cand(1.0, 0, 1, 0, ST_MISMATCH), cand(1.0, 0, 1, 1, ST_PRUNED)};
   CHECK(tune_plan_pick_winner(none, 2) == -1, "no OK candidate: no winner");
   KilnTuneConfig cfg = {.bindings = {{"BLOCK", 256}, {"num_warps", 4}, {"num_stages", 3}},
-                        .nbindings = 3, .num_warps = 4, .num_stages = 3};
+                        .nbindings = 3,
+                        .num_warps = 4,
+                        .num_stages = 3};
   CHECK(tune_plan_resources(&cfg) == 1024.0, "resources of BLOCK=256 x 4 warps: got %g",
         tune_plan_resources(&cfg));
 }
@@ -70,31 +71,36 @@ static void test_limits(void) {
   char text[2048], name[80], err[256];
   memset(name, 'x', 64);
   name[64] = '\0';
-  snprintf(text, sizeof text, "kernel %s(x: *f32, const A: i32, const B: i32, const C: i32) {\n"
+  snprintf(text, sizeof text,
+           "kernel %s(x: *f32, const A: i32, const B: i32, const C: i32) {\n"
            "    store(x, load(x) + 1.0);\n}\ntune %s { A in [%s]; B in [%s]; C in [%s]; }\n",
            name, name, "1,2,3,4,5,6,7,8,9,10", "1,2,3,4,5,6,7,8,9,10", "1,2,3,4,5,6,7,8,9,10");
   KilnCompilation *c = compile(text);
   if (c) {
     CHECK(tune_plan_check_kernel(kiln_tune_get(c, 0), err, sizeof err) == -1 &&
-          strstr(err, "TUNE_MAX_NAME") && strstr(err, "64 characters"),
+              strstr(err, "TUNE_MAX_NAME") && strstr(err, "64 characters"),
           "a 64-character name must be refused: '%s'", err);
     kiln_frontend_destroy(c);
   }
   name[63] = '\0'; /* 63 characters fit; 1000 configs fit */
-  snprintf(text, sizeof text, "kernel %s(x: *f32, const A: i32) {\n    store(x, load(x) + 1.0);\n}\n"
-           "tune %s { A in [1, 2]; }\n", name, name);
+  snprintf(text, sizeof text,
+           "kernel %s(x: *f32, const A: i32) {\n    store(x, load(x) + 1.0);\n}\n"
+           "tune %s { A in [1, 2]; }\n",
+           name, name);
   if ((c = compile(text))) {
     CHECK(tune_plan_check_kernel(kiln_tune_get(c, 0), err, sizeof err) == 0, "63 fit: %s", err);
     kiln_frontend_destroy(c);
   }
   char list[400] = "1";
-  for (int i = 2; i <= 100; i++) snprintf(list + strlen(list), sizeof list - strlen(list), ",%d", i);
-  snprintf(text, sizeof text, "kernel big(x: *f32, const A: i32, const B: i32, const C: i32) {\n"
+  for (int i = 2; i <= 100; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), ",%d", i);
+  snprintf(text, sizeof text,
+           "kernel big(x: *f32, const A: i32, const B: i32, const C: i32) {\n"
            "    store(x, load(x) + 1.0);\n}\ntune big { A in [%s]; B in [%s]; C in [%s]; }\n",
            list, list, list);
   if ((c = compile(text))) {
     CHECK(tune_plan_check_kernel(kiln_tune_get(c, 0), err, sizeof err) == -1 &&
-          strstr(err, "1000000 configs") && strstr(err, "TUNE_MAX_SPACE"),
+              strstr(err, "1000000 configs") && strstr(err, "TUNE_MAX_SPACE"),
           "10^6 configs must be refused: '%s'", err);
     kiln_frontend_destroy(c);
   }
@@ -154,7 +160,8 @@ static void test_targets(void) {
   CHECK(t.target == KILN_TARGET_CPU && t.limits.max_tile_bytes == 8u << 20, "cpu: 8 MiB tiles");
   LibGpuArchs none = {.ptx_only = true}, d = tune_plan_lib_archs(&none);
   CHECK(d.narchs == 2 && d.archs[0] == KILN_TARGET_SM80 && d.archs[1] == KILN_TARGET_SM90 &&
-        d.ptx_only, "default archs: sm_80 then sm_90, --no-cubin kept");
+            d.ptx_only,
+        "default archs: sm_80 then sm_90, --no-cubin kept");
   CHECK(tune_plan_lib_archs(&one).narchs == 1, "given archs are kept");
 }
 
@@ -168,7 +175,8 @@ static void test_configs_and_keys(const KilnTune *t) {
   CHECK(tune_plan_config_order(t, "BLOCK=128,num_warps=4,num_stages=2") == 6,
         "a config the block lacks comes after all 6");
   CHECK(tune_plan_parse_config(t, "BLOCK=1024,num_warps=1", &cfg) && cfg.num_warps == 1 &&
-        cfg.bindings[0].value == 1024, "a record's config parsed");
+            cfg.bindings[0].value == 1024,
+        "a record's config parsed");
   CHECK(!tune_plan_parse_config(t, "TILE=4", &cfg), "a parameter the block lacks");
   LibKernel lk = {.nkeys = 2, .keys = {"M", "N"}};
   int64_t v[2];
@@ -220,15 +228,15 @@ static int64_t block_of(const LibVariant *v) { return v ? v->cfg.bindings[0].val
 static void test_lib_winners(const KilnTune *t) {
   const char *dev = "cpu:test";
   KilnCacheRecord rs[] = {
-      rec("k", "tb", dev, "n=1024", 64, 1.0),      /* bucket n=1024: 256 is faster */
+      rec("k", "tb", dev, "n=1024", 64, 1.0), /* bucket n=1024: 256 is faster */
       rec("k", "tb", dev, "n=1024", 256, 0.5),
-      rec("k", "tb", dev, "n=64", 1024, 2.0),      /* bucket n=64: a tie (1%), 64 is smaller */
+      rec("k", "tb", dev, "n=64", 1024, 2.0), /* bucket n=64: a tie (1%), 64 is smaller */
       rec("k", "tb", dev, "n=64", 64, 2.02),
-      rec("k", "tb", dev, "n=64", 128, 0.1),       /* unlisted: never shipped, though fastest */
+      rec("k", "tb", dev, "n=64", 128, 0.1),         /* unlisted: never shipped, though fastest */
       rec("k", "tb", dev, "n=1024|n%16", 1024, 0.4), /* a specialized bucket */
-      rec("k", "tb", dev, "n=2|zz=1", 64, 0.4),    /* a signature naming no parameter */
-      rec("k", "old", dev, "n=1024", 64, 0.01),    /* another version of the block */
-      rec("k", "", dev, "n=1024", 64, 0.01),       /* a format-1 record */
+      rec("k", "tb", dev, "n=2|zz=1", 64, 0.4),      /* a signature naming no parameter */
+      rec("k", "old", dev, "n=1024", 64, 0.01),      /* another version of the block */
+      rec("k", "", dev, "n=1024", 64, 0.01),         /* a format-1 record */
       rec("k", "tb", "cpu:other", "n=1024", 64, 0.01),
       rec("j", "tb", dev, "n=1024", 64, 0.01),
   };
@@ -245,8 +253,9 @@ static void test_lib_winners(const KilnTune *t) {
   CHECK(notes.stale == 1 && notes.unhashed == 1, "stale %d, unhashed %d", notes.stale,
         notes.unhashed);
   CHECK(notes.nskips == 2 && notes.skips[0].why == TUNE_PLAN_SKIP_UNLISTED &&
-        notes.skips[0].record == 4 && notes.skips[1].why == TUNE_PLAN_SKIP_BAD_SIG &&
-        notes.skips[1].record == 6, "the unlisted record and the bad signature are noted");
+            notes.skips[0].record == 4 && notes.skips[1].why == TUNE_PLAN_SKIP_BAD_SIG &&
+            notes.skips[1].record == 6,
+        "the unlisted record and the bad signature are noted");
   CHECK(tune_plan_fallback(&lk, true) == TUNE_PLAN_FALLBACK_NONE, "a generic variant exists");
   free(lk.variants);
   tune_plan_notes_free(&notes);
@@ -258,8 +267,8 @@ static void test_lib_winners(const KilnTune *t) {
   lk = lib_kernel();
   CHECK(tune_plan_lib_winners(&q, &cache, &lk, &notes) == 0, "pinned winners");
   CHECK(lk.nvariants == 2 && block_of(variant_of(&lk, 1024, 0)) == 64 &&
-        block_of(variant_of(&lk, 64, 0)) == 64, "pinned: BLOCK=64 in both buckets, got %d",
-        lk.nvariants);
+            block_of(variant_of(&lk, 64, 0)) == 64,
+        "pinned: BLOCK=64 in both buckets, got %d", lk.nvariants);
   CHECK(notes.nskips == 0, "BLOCK=128 is another -D value's record: not noted, got %d",
         notes.nskips);
   free(lk.variants);
@@ -275,15 +284,23 @@ static void test_recorded_gpu(void) {
                           rec("k", "tb", "cuda:H200:sm_90:index_bits=64", "n=1", 64, 1)};
   KilnCache cache = {.records = rs, .count = 4};
   char dev[256], other[256];
-  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", NULL, 32, dev, sizeof dev, other, sizeof other) == -1 &&
-        !strcmp(dev, "cuda:A100:sm_80") && !strcmp(other, "cuda:H100:sm_90"), "two GPUs: ambiguous");
-  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", "H100", 32, dev, sizeof dev, other, sizeof other) == 0 &&
-        !strcmp(dev, "cuda:H100:sm_90"), "--tuned-on H100");
-  CHECK(tune_plan_recorded_gpu(&cache, "k", "src2", NULL, 32, dev, sizeof dev, other, sizeof other) == 1,
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", NULL, 32, dev, sizeof dev, other,
+                               sizeof other) == -1 &&
+            !strcmp(dev, "cuda:A100:sm_80") && !strcmp(other, "cuda:H100:sm_90"),
+        "two GPUs: ambiguous");
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", "H100", 32, dev, sizeof dev, other,
+                               sizeof other) == 0 &&
+            !strcmp(dev, "cuda:H100:sm_90"),
+        "--tuned-on H100");
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src2", NULL, 32, dev, sizeof dev, other,
+                               sizeof other) == 1,
         "no record of this text: none");
-  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", NULL, 64, dev, sizeof dev, other, sizeof other) == 0 &&
-        !strcmp(dev, "cuda:H200:sm_90:index_bits=64"), "--index-bits 64: only the 64-bit timings, got %s", dev);
-  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", "H200", 32, dev, sizeof dev, other, sizeof other) == 1,
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", NULL, 64, dev, sizeof dev, other,
+                               sizeof other) == 0 &&
+            !strcmp(dev, "cuda:H200:sm_90:index_bits=64"),
+        "--index-bits 64: only the 64-bit timings, got %s", dev);
+  CHECK(tune_plan_recorded_gpu(&cache, "k", "src1", "H200", 32, dev, sizeof dev, other,
+                               sizeof other) == 1,
         "--index-bits 32 --tuned-on H200: the 64-bit timings are not taken");
 }
 
@@ -315,8 +332,9 @@ static void test_generic_copies(void) {
   CHECK(tune_plan_generic_copies(&lk) == 1 && lk.nvariants == 4, "one copy (bucket 1024), got %d",
         lk.nvariants);
   v = lk.variants;
-  CHECK(v[3].sig.n == 0 && v[3].generic_copy && v[3].keyvals[0] == 1024 && v[3].cfg.num_warps == 4 &&
-        v[3].median_ms == 2.0 && !v[3].untuned, "the copy is the 1024 winner's config, generic");
+  CHECK(v[3].sig.n == 0 && v[3].generic_copy && v[3].keyvals[0] == 1024 &&
+            v[3].cfg.num_warps == 4 && v[3].median_ms == 2.0 && !v[3].untuned,
+        "the copy is the 1024 winner's config, generic");
   CHECK(tune_plan_generic_copies(&lk) == 0, "a second call adds nothing");
   CHECK(tune_plan_fallback(&lk, true) == TUNE_PLAN_FALLBACK_NONE, "with the copies: no default");
   free(lk.variants);
@@ -332,9 +350,11 @@ static void prune_blocks(TuneCand *c, void *ctx) {
 
 static void test_default_config(const KilnTune *t) {
   TuneCand c;
-  int64_t any[2] = {0, 1 << 20}, no_small[2] = {128, 1 << 20}, mid[2] = {128, 512}, none[2] = {0, 1};
+  int64_t any[2] = {0, 1 << 20}, no_small[2] = {128, 1 << 20}, mid[2] = {128, 512},
+          none[2] = {0, 1};
   CHECK(tune_plan_default_config(t, prune_blocks, any, &c) && c.cfg.bindings[0].value == 64 &&
-        c.cfg.num_warps == 1, "the first preset, small: got %s", c.config);
+            c.cfg.num_warps == 1,
+        "the first preset, small: got %s", c.config);
   CHECK(tune_plan_default_config(t, prune_blocks, no_small, &c) && c.cfg.bindings[0].value == 1024,
         "small pruned: the next preset, big: got %s", c.config);
   CHECK(tune_plan_default_config(t, prune_blocks, mid, &c) && c.cfg.bindings[0].value == 256,
@@ -359,7 +379,9 @@ int main(void) {
   test_recorded_gpu();
   test_fallback();
   test_generic_copies();
-  if (failures) printf("%d check(s) failed\n", failures);
-  else printf("ok\n");
+  if (failures)
+    printf("%d check(s) failed\n", failures);
+  else
+    printf("ok\n");
   return failures != 0;
 }

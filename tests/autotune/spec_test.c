@@ -18,8 +18,8 @@
 #include "kiln_base.h"
 
 #define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(SPEC_LIB, x)
+#define CAT(a, b)  CAT2(a, b)
+#define FN(x)      CAT(SPEC_LIB, x)
 typedef FN(_matmul_f16_config) Config;
 
 static int failures;
@@ -27,8 +27,8 @@ static int failures;
 typedef struct Case {
   const char *what;
   int M, N, K;
-  int a_transposed;   /* A stored column-major: sam = 1, sak = M */
-  int c_pad;          /* extra elements per row of C */
+  int a_transposed; /* A stored column-major: sam = 1, sak = M */
+  int c_pad;        /* extra elements per row of C */
   int want_specialized;
 } Case;
 
@@ -68,18 +68,22 @@ static void run_case(SPEC_LIB *lib, KilnRtDevice *dev, const Case *cs) {
       a[i * K + k] = (float)((i * 7 + k * 3) % 17 - 8) / 8.0f;
       ha[(size_t)i * sam + (size_t)k * sak] = kiln_f32_to_f16(a[i * K + k]);
     }
-  for (size_t i = 0; i < nb; i++) hb[i] = kiln_f32_to_f16(b[i] = (float)((int)(i * 5 % 13) - 6) / 8.0f);
+  for (size_t i = 0; i < nb; i++)
+    hb[i] = kiln_f32_to_f16(b[i] = (float)((int)(i * 5 % 13) - 6) / 8.0f);
   for (size_t i = 0; i < nc; i++) hc[i] = 0x7e00; /* NaN: an element never written shows */
   kiln_rt_memcpy_htod(dev, da, ha, na * 2, NULL);
   kiln_rt_memcpy_htod(dev, db, hb, nb * 2, NULL);
   kiln_rt_memcpy_htod(dev, dc, hc, nc * 2, NULL);
-  KilnRtStatus st = FN(_matmul_f16)(lib, da, db, dc, M, N, K, sam, sak, N, 1, scm, 1, NULL, NULL, NULL);
+  KilnRtStatus st =
+      FN(_matmul_f16)(lib, da, db, dc, M, N, K, sam, sak, N, 1, scm, 1, NULL, NULL, NULL);
   if (st == KILN_RT_OK) st = kiln_rt_device_synchronize(dev);
   if (st == KILN_RT_OK) st = kiln_rt_memcpy_dtoh(dev, hc, dc, nc * 2, NULL);
   Config cfg = FN(_matmul_f16_pick)(M, N, K, sam, sak, N, 1, scm, 1);
   int bad = st != KILN_RT_OK;
-  if (bad) printf("FAIL %s: %s (%s)\n", cs->what, kiln_rt_status_name(st), kiln_rt_last_error());
-  else bad = compare(cs, a, b, hc, scm);
+  if (bad)
+    printf("FAIL %s: %s (%s)\n", cs->what, kiln_rt_status_name(st), kiln_rt_last_error());
+  else
+    bad = compare(cs, a, b, hc, scm);
   if ((cfg.signature[0] != '\0') != cs->want_specialized) {
     printf("FAIL %s: ran the %s variant '%s'\n", cs->what,
            cfg.signature[0] ? "specialized" : "generic", cfg.signature);
@@ -104,8 +108,8 @@ static void run_misaligned(SPEC_LIB *lib, KilnRtDevice *dev) {
     printf("FAIL misaligned C: out of memory\n");
     failures++;
   } else {
-    KilnRtStatus st = FN(_matmul_f16)(lib, da, da, dc + 1, 64, 64, 64, 64, 1, 64, 1, 64, 1, NULL,
-                                      NULL, NULL);
+    KilnRtStatus st =
+        FN(_matmul_f16)(lib, da, da, dc + 1, 64, 64, 64, 64, 1, 64, 1, 64, 1, NULL, NULL, NULL);
     int bad = st != KILN_RT_ERROR_INVALID_ARGUMENT ||
               !strstr(kiln_rt_last_error(), "pointer c = ") ||
               !strstr(kiln_rt_last_error(), "16-byte aligned");

@@ -17,17 +17,20 @@
 
 #include "check.h"
 
-#define NMODULES (sizeof kiln_gen_modules / sizeof *kiln_gen_modules)
+#define NMODULES  (sizeof kiln_gen_modules / sizeof *kiln_gen_modules)
 #define NVARIANTS (sizeof kiln_gen_table0 / sizeof *kiln_gen_table0)
 
 /* The PTX image of module m, or NULL; counts its cubins into *cubins. */
 static const char *module_ptx(size_t m, int *cubins) {
   const char *ptx = NULL;
   *cubins = 0;
-  for (int i = kiln_gen_modules[m].first; i < kiln_gen_modules[m].first + kiln_gen_modules[m].count; i++) {
+  for (int i = kiln_gen_modules[m].first; i < kiln_gen_modules[m].first + kiln_gen_modules[m].count;
+       i++) {
     const KilnRtImage *im = &kiln_gen_images[i];
-    if (im->format == KILN_RT_MODULE_CUBIN) (*cubins)++;
-    else if (im->format == KILN_RT_MODULE_PTX && im->arch == 80) ptx = im->data;
+    if (im->format == KILN_RT_MODULE_CUBIN)
+      (*cubins)++;
+    else if (im->format == KILN_RT_MODULE_PTX && im->arch == 80)
+      ptx = im->data;
   }
   return ptx;
 }
@@ -43,7 +46,8 @@ static void check_modules(void) {
     CHECK(ptx && strstr(ptx, ".entry matmul_f16("), "variant '%s' has no PTX", sig);
     if (!ptx) continue;
     bool async = strstr(ptx, "cp.async") != NULL;
-    CHECK(async == (sig[0] != '\0'), "variant '%s': cp.async %s", sig, async ? "present" : "absent");
+    CHECK(async == (sig[0] != '\0'), "variant '%s': cp.async %s", sig,
+          async ? "present" : "absent");
     printf("variant %zu: signature '%s', module %d, %d cubins, cp.async %s\n", v, sig, m, cubins,
            async ? "yes" : "no");
   }
@@ -51,9 +55,12 @@ static void check_modules(void) {
 
 static void check_dispatch(void) {
   /* (M, N, K, sam, sak, sbk, sbn, scm, scn) */
-  speccuda_matmul_f16_config row = speccuda_matmul_f16_pick(1024, 1024, 1024, 1024, 1, 1024, 1, 1024, 1);
-  speccuda_matmul_f16_config odd = speccuda_matmul_f16_pick(1024, 1024, 1000, 1000, 1, 1024, 1, 1024, 1);
-  speccuda_matmul_f16_config tra = speccuda_matmul_f16_pick(1024, 1024, 1024, 1, 1024, 1024, 1, 1024, 1);
+  speccuda_matmul_f16_config row =
+      speccuda_matmul_f16_pick(1024, 1024, 1024, 1024, 1, 1024, 1, 1024, 1);
+  speccuda_matmul_f16_config odd =
+      speccuda_matmul_f16_pick(1024, 1024, 1000, 1000, 1, 1024, 1, 1024, 1);
+  speccuda_matmul_f16_config tra =
+      speccuda_matmul_f16_pick(1024, 1024, 1024, 1, 1024, 1024, 1, 1024, 1);
   CHECK(row.signature[0] != '\0', "a row-major call runs the generic variant");
   CHECK(odd.signature[0] == '\0', "odd K runs '%s'", odd.signature);
   CHECK(tra.signature[0] == '\0', "a transposed A runs '%s'", tra.signature);

@@ -30,7 +30,8 @@ static int run_case(gemmspec *lib, KilnRtDevice *dev, const Case *c) {
   size_t M = (size_t)c->M, N = (size_t)c->N, K = (size_t)c->K;
   int32_t sam = c->K, sak = 1, sbk = c->b_kmajor ? 1 : c->N, sbn = c->b_kmajor ? c->K : 1;
   int32_t scm = c->N, scn = 1;
-  uint16_t *a = calloc(M * K, 2), *b = calloc(K * N, 2), *bias = calloc(N, 2), *y = calloc(M * N, 2);
+  uint16_t *a = calloc(M * K, 2), *b = calloc(K * N, 2), *bias = calloc(N, 2),
+           *y = calloc(M * N, 2);
   float *ref = calloc(M * N, sizeof *ref);
   if (!a || !b || !bias || !y || !ref) return printf("FAIL %s: out of memory\n", c->what), 1;
   for (size_t i = 0; i < M * K; i++) a[i] = kiln_ref_f32_to_f16(libcall_input(i, 1));
@@ -72,7 +73,8 @@ static int run_case(gemmspec *lib, KilnRtDevice *dev, const Case *c) {
 int main(void) {
   KilnRtDevice *dev;
   gemmspec *lib;
-  if (kiln_rt_device_create("emu", &dev) != KILN_RT_OK || gemmspec_create(dev, &lib) != KILN_RT_OK) {
+  if (kiln_rt_device_create("emu", &dev) != KILN_RT_OK ||
+      gemmspec_create(dev, &lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
     return 1;
   }
@@ -82,7 +84,8 @@ int main(void) {
       {"ragged M (77 breaks M%16)", 77, 96, 80, 1, 0},
       {"K tail inside the promises (K = 48 < BK steps)", 128, 64, 48, 1, 1},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) failures += run_case(lib, dev, &cases[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    failures += run_case(lib, dev, &cases[i]);
   gemmspec_destroy(lib);
   kiln_rt_device_destroy(dev);
   printf("%s\n", failures ? "FAILED" : "all ok");

@@ -16,11 +16,11 @@
 
 #ifdef TIER_LIB_CPU
 #include "gelutiercpu.h"
-#define TIER(name) gelutiercpu##name
+#define TIER(name)  gelutiercpu##name
 #define TIER_DEVICE "cpu"
 #else
 #include "gelutier.h"
-#define TIER(name) gelutier##name
+#define TIER(name)  gelutier##name
 #define TIER_DEVICE "emu"
 #endif
 #include "reference.h"
@@ -51,7 +51,7 @@ static double worst_error(const uint16_t *got, const double *ref, size_t n) {
   return worst;
 }
 
-static int run_case(TIER() *lib, KilnRtDevice *dev, const Case *c) {
+static int run_case(TIER() * lib, KilnRtDevice *dev, const Case *c) {
   size_t R = (size_t)c->rows, C = (size_t)c->cols, n = R * C;
   uint16_t *x = calloc(n, 2), *bias = calloc(C, 2), *dy = calloc(n, 2), *out = calloc(n, 2);
   double *yref = calloc(n, sizeof *yref), *dxref = calloc(n, sizeof *dxref);
@@ -64,11 +64,13 @@ static int run_case(TIER() *lib, KilnRtDevice *dev, const Case *c) {
     yref[i] = gelu_ref(v);
     dxref[i] = kiln_ref_f16_to_f32(dy[i]) * gelu_grad_ref(v);
   }
-  void *dx_ = libcall_to_device(dev, x, n), *db = libcall_to_device(dev, bias, C), *ddy = libcall_to_device(dev, dy, n);
+  void *dx_ = libcall_to_device(dev, x, n), *db = libcall_to_device(dev, bias, C),
+       *ddy = libcall_to_device(dev, dy, n);
   void *dout = libcall_to_device(dev, out, n);
   int bad = !dx_ || !db || !ddy || !dout;
-  KilnRtStatus st = bad ? KILN_RT_ERROR_OUT_OF_MEMORY
-                        : TIER(_bias_gelu_fwd)(lib, dx_, db, dout, c->rows, c->cols, NULL, NULL, NULL);
+  KilnRtStatus st =
+      bad ? KILN_RT_ERROR_OUT_OF_MEMORY
+          : TIER(_bias_gelu_fwd)(lib, dx_, db, dout, c->rows, c->cols, NULL, NULL, NULL);
   if (st == KILN_RT_OK) st = kiln_rt_memcpy_dtoh(dev, out, dout, n * 2, NULL);
   double werr_f = st == KILN_RT_OK ? worst_error(out, yref, n) : INFINITY;
   if (st == KILN_RT_OK)
@@ -80,7 +82,8 @@ static int run_case(TIER() *lib, KilnRtDevice *dev, const Case *c) {
   TIER(_bias_gelu_bwd_config) cb = TIER(_bias_gelu_bwd_pick)(c->rows, c->cols);
   const char *sf = cf.signature ? cf.signature : "", *sb = cb.signature ? cb.signature : "";
   bad |= strcmp(sf, c->tier) != 0 || strcmp(sb, c->tier) != 0;
-  printf("%s " TIER_DEVICE " rows=%d cols=%d: copies '%s' / '%s' (want '%s'), max rel err fwd %.2e bwd %.2e "
+  printf("%s " TIER_DEVICE
+         " rows=%d cols=%d: copies '%s' / '%s' (want '%s'), max rel err fwd %.2e bwd %.2e "
          "(tol 2e-3), status %s\n",
          bad ? "FAIL" : "ok", c->rows, c->cols, sf, sb, c->tier, werr_f, werr_b,
          kiln_rt_status_name(st));
@@ -91,16 +94,17 @@ static int run_case(TIER() *lib, KilnRtDevice *dev, const Case *c) {
 
 int main(void) {
   KilnRtDevice *dev;
-  TIER() *lib;
-  if (kiln_rt_device_create(TIER_DEVICE, &dev) != KILN_RT_OK || TIER(_create)(dev, &lib) != KILN_RT_OK) {
+  TIER() * lib;
+  if (kiln_rt_device_create(TIER_DEVICE, &dev) != KILN_RT_OK ||
+      TIER(_create)(dev, &lib) != KILN_RT_OK) {
     printf("FAIL: %s\n", kiln_rt_last_error());
     return 1;
   }
   static const Case cases[] = {
-      {3, 1024, "cols%16"}, {5, 1000, "cols%8"}, {4, 24, "cols%8"},
-      {3, 1001, ""},        {2, 12, ""},
+      {3, 1024, "cols%16"}, {5, 1000, "cols%8"}, {4, 24, "cols%8"}, {3, 1001, ""}, {2, 12, ""},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) failures += run_case(lib, dev, &cases[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    failures += run_case(lib, dev, &cases[i]);
   TIER(_destroy)(lib);
   kiln_rt_device_destroy(dev);
   printf("%s\n", failures ? "FAILED" : "all ok");

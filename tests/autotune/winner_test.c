@@ -25,17 +25,15 @@
 #include WINNER_HEADER
 
 #define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(WINNER_LIB, x)
+#define CAT(a, b)  CAT2(a, b)
+#define FN(x)      CAT(WINNER_LIB, x)
 
 static int failures;
 
 static void *dev_copy(KilnRtDevice *dev, const float *host, size_t n) {
   void *p = NULL;
-  if (kiln_rt_malloc(dev, n * sizeof *host, &p) != KILN_RT_OK)
-    return NULL;
-  if (host)
-    kiln_rt_memcpy_htod(dev, p, host, n * sizeof *host, NULL);
+  if (kiln_rt_malloc(dev, n * sizeof *host, &p) != KILN_RT_OK) return NULL;
+  if (host) kiln_rt_memcpy_htod(dev, p, host, n * sizeof *host, NULL);
   return p;
 }
 
@@ -44,8 +42,7 @@ static void compare(const char *what, const float *got, const double *want, cons
                     size_t n) {
   size_t bad = 0, first = 0;
   for (size_t i = 0; i < n; i++)
-    if (!(fabs(got[i] - want[i]) <= bound[i]) && bad++ == 0)
-      first = i;
+    if (!(fabs(got[i] - want[i]) <= bound[i]) && bad++ == 0) first = i;
   if (bad) {
     printf("FAIL %s: %zu of %zu wrong, first [%zu] got %.9g want %.9g (bound %.3g)\n", what, bad, n,
            first, (double)got[first], want[first], bound[first]);
@@ -69,14 +66,12 @@ static void run(WINNER_LIB *lib, KilnRtDevice *dev, int32_t n) {
   void *dx = dev_copy(dev, x, (size_t)n), *dy = dev_copy(dev, y, (size_t)n);
   void *dout = dev_copy(dev, NULL, (size_t)n);
   KilnRtStatus st = FN(_scale_add)(lib, dx, dy, dout, a, n, NULL, NULL, NULL);
-  if (st == KILN_RT_OK)
-    st = kiln_rt_device_synchronize(dev);
-  if (st == KILN_RT_OK)
-    st = kiln_rt_memcpy_dtoh(dev, out, dout, (size_t)n * sizeof *out, NULL);
+  if (st == KILN_RT_OK) st = kiln_rt_device_synchronize(dev);
+  if (st == KILN_RT_OK) st = kiln_rt_memcpy_dtoh(dev, out, dout, (size_t)n * sizeof *out, NULL);
   char what[96];
   FN(_scale_add_config) cfg = FN(_scale_add_pick)(n);
-  snprintf(what, sizeof what, "scale_add n=%d (BLOCK=%lld num_warps=%d)", (int)n, (long long)cfg.BLOCK,
-           cfg.num_warps);
+  snprintf(what, sizeof what, "scale_add n=%d (BLOCK=%lld num_warps=%d)", (int)n,
+           (long long)cfg.BLOCK, cfg.num_warps);
   if (st != KILN_RT_OK) {
     printf("FAIL %s: %s (%s)\n", what, kiln_rt_status_name(st), kiln_rt_last_error());
     failures++;
@@ -106,10 +101,8 @@ static void run(WINNER_LIB *lib, KilnRtDevice *dev, int32_t n, int32_t seed, int
   }
   void *dx = dev_copy(dev, x, (size_t)n), *dy = dev_copy(dev, NULL, (size_t)n);
   KilnRtStatus st = FN(_dropout_fwd)(lib, dx, dy, n, p, seed, offset, NULL, NULL, NULL);
-  if (st == KILN_RT_OK)
-    st = kiln_rt_device_synchronize(dev);
-  if (st == KILN_RT_OK)
-    st = kiln_rt_memcpy_dtoh(dev, y, dy, (size_t)n * sizeof *y, NULL);
+  if (st == KILN_RT_OK) st = kiln_rt_device_synchronize(dev);
+  if (st == KILN_RT_OK) st = kiln_rt_memcpy_dtoh(dev, y, dy, (size_t)n * sizeof *y, NULL);
   char what[96];
   FN(_dropout_fwd_config) cfg = FN(_dropout_fwd_pick)(n, seed, offset);
   snprintf(what, sizeof what, "dropout_fwd n=%d seed=%d offset=%d (BLOCK=%lld)", (int)n, (int)seed,
@@ -119,8 +112,7 @@ static void run(WINNER_LIB *lib, KilnRtDevice *dev, int32_t n, int32_t seed, int
     failures++;
   } else {
     size_t wrong = 0;
-    for (int32_t i = 0; i < n; i++)
-      wrong += (y[i] != 0.0f) != (want[i] != 0.0);
+    for (int32_t i = 0; i < n; i++) wrong += (y[i] != 0.0f) != (want[i] != 0.0);
     if (wrong) {
       printf("FAIL %s: %zu keep decisions differ from the reference mask\n", what, wrong);
       failures++;

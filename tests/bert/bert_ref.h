@@ -15,8 +15,8 @@ double kiln_bert_ref_gelu_grad(double v, int tanh_approx);
 /* y = LayerNorm(x + res) per row of a rows x cols matrix: s = x + res (rounded to f32, as the
  * kernel's s is), mean, rstd = 1/sqrt(biased var + eps), y = (s - mean) rstd gamma + beta. */
 void kiln_bert_ref_layernorm_fwd(const float *x, const float *res, const float *gamma,
-                                 const float *beta, float *y, float *mean, float *rstd,
-                                 size_t rows, size_t cols, float eps);
+                                 const float *beta, float *y, float *mean, float *rstd, size_t rows,
+                                 size_t cols, float eps);
 /* Backward of the above: dx (which is also d(res)), dgamma, dbeta. The mean and rstd are its
  * own, in double, of each row of s = x + res (as the forward computes them, so nothing of the
  * kernel's enters); xhat takes s_t, s as the backward reads it (rounded to the activations'
@@ -30,7 +30,7 @@ void kiln_bert_ref_layernorm_bwd(const float *s, const float *s_t, const float *
  * ignored labels). */
 void kiln_bert_ref_xent_fwd(const float *x, const int32_t *labels, float *loss, float *lse,
                             size_t rows, size_t classes, int32_t ignore_index);
-void kiln_bert_ref_xent_bwd(const float *x, const int32_t *labels, const float *dloss,
-                            float *dx, size_t rows, size_t classes, int32_t ignore_index);
+void kiln_bert_ref_xent_bwd(const float *x, const int32_t *labels, const float *dloss, float *dx,
+                            size_t rows, size_t classes, int32_t ignore_index);
 
 #endif /* KILN_BERT_REF_H */

@@ -16,39 +16,40 @@
 
 float *kiln_bert_random_f16r(KilnRefRng *rng, size_t n, float lo, float hi) {
   float *p = kiln_bert_random_f32(rng, n, lo, hi);
-  for (size_t i = 0; i < n; i++)
-    p[i] = kiln_ref_round_f16(p[i]);
+  for (size_t i = 0; i < n; i++) p[i] = kiln_ref_round_f16(p[i]);
   return p;
 }
 
 uint16_t *kiln_bert_to_f16(const float *x, size_t n) {
   uint16_t *h = kiln_bert_alloc(n, sizeof *h);
-  for (size_t i = 0; i < n; i++)
-    h[i] = kiln_ref_f32_to_f16(x[i]);
+  for (size_t i = 0; i < n; i++) h[i] = kiln_ref_f32_to_f16(x[i]);
   return h;
 }
 
 float *kiln_bert_from_f16(const uint16_t *h, size_t n) {
   float *x = kiln_bert_alloc(n, sizeof *x);
-  for (size_t i = 0; i < n; i++)
-    x[i] = kiln_ref_f16_to_f32(h[i]);
+  for (size_t i = 0; i < n; i++) x[i] = kiln_ref_f16_to_f32(h[i]);
   return x;
 }
 
 const char *kiln_bert_type_name(KilnScalarKind t) { return kiln_scalar_name(t); }
 
 size_t kiln_bert_elem_size(KilnScalarKind t) {
-  return t == KILN_SCALAR_F32 || t == KILN_SCALAR_I32 ? 4 : t == KILN_SCALAR_I64 ? 8 : t == KILN_SCALAR_F16 || t == KILN_SCALAR_BF16 || t == KILN_SCALAR_I16 ? 2 : 1;
+  return t == KILN_SCALAR_F32 || t == KILN_SCALAR_I32                            ? 4
+         : t == KILN_SCALAR_I64                                                  ? 8
+         : t == KILN_SCALAR_F16 || t == KILN_SCALAR_BF16 || t == KILN_SCALAR_I16 ? 2
+                                                                                 : 1;
 }
 
 float kiln_bert_round(float x, KilnScalarKind t) {
-  return t == KILN_SCALAR_F16 ? kiln_ref_round_f16(x) : t == KILN_SCALAR_BF16 ? kiln_ref_round_bf16(x) : x;
+  return t == KILN_SCALAR_F16    ? kiln_ref_round_f16(x)
+         : t == KILN_SCALAR_BF16 ? kiln_ref_round_bf16(x)
+                                 : x;
 }
 
 float *kiln_bert_random_t(KilnRefRng *rng, size_t n, float lo, float hi, KilnScalarKind t) {
   float *p = kiln_bert_random_f32(rng, n, lo, hi);
-  for (size_t i = 0; i < n; i++)
-    p[i] = kiln_bert_round(p[i], t);
+  for (size_t i = 0; i < n; i++) p[i] = kiln_bert_round(p[i], t);
   return p;
 }
 
@@ -65,8 +66,7 @@ void *kiln_bert_to_elem(const float *x, size_t n, KilnScalarKind t) {
 }
 
 float kiln_bert_elem_get(const void *raw, size_t i, KilnScalarKind t) {
-  if (t == KILN_SCALAR_F32)
-    return ((const float *)raw)[i];
+  if (t == KILN_SCALAR_F32) return ((const float *)raw)[i];
   uint16_t h = ((const uint16_t *)raw)[i];
   return t == KILN_SCALAR_F16 ? kiln_ref_f16_to_f32(h) : kiln_ref_bf16_to_f32(h);
 }
@@ -78,14 +78,14 @@ void *kiln_bert_input_t(KilnBertRun *run, const float *x, size_t n, KilnScalarKi
   return d;
 }
 
-float *kiln_bert_fetch_t(KilnBertRun *run, const char *what, const void *d, size_t n, KilnScalarKind t) {
+float *kiln_bert_fetch_t(KilnBertRun *run, const char *what, const void *d, size_t n,
+                         KilnScalarKind t) {
   size_t esz = kiln_bert_elem_size(t), total = n + KILN_BERT_TAIL;
   unsigned char *raw = kiln_bert_alloc(total, esz);
   kiln_bert_fetch(run, raw, d, total * esz);
   kiln_bert_check_untouched(run, what, raw, esz, total, 1, n, total);
   float *out = kiln_bert_alloc(n, 4);
-  for (size_t i = 0; i < n; i++)
-    out[i] = kiln_bert_elem_get(raw, i, t);
+  for (size_t i = 0; i < n; i++) out[i] = kiln_bert_elem_get(raw, i, t);
   free(raw);
   return out;
 }
@@ -113,8 +113,7 @@ static void bundle_name(char *buf, size_t cap, const char *file, const char *ker
   int len = snprintf(buf, cap, "%s-%s", file, kernel);
   for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < cap; i++)
     len += snprintf(buf + len, cap - (size_t)len, "-%s=%" PRId64, defs[i].name, defs[i].value);
-  if (len > 0 && (size_t)len < cap)
-    snprintf(buf + len, cap - (size_t)len, "-w%d", num_warps);
+  if (len > 0 && (size_t)len < cap) snprintf(buf + len, cap - (size_t)len, "-w%d", num_warps);
 }
 
 KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char *kernel,
@@ -129,7 +128,9 @@ KilnRtFunction *kiln_bert_kernel(KilnBertRun *run, const char *file, const char 
   return kiln_test_kernel(run, path, kernel, defs, ndefs, name);
 }
 
-bool kiln_bert_fd_column(size_t c, size_t cols, size_t step) { return c % step == 0 || c + 1 == cols; }
+bool kiln_bert_fd_column(size_t c, size_t cols, size_t step) {
+  return c % step == 0 || c + 1 == cols;
+}
 
 void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const float *got,
                                    const float *ref, size_t rows, size_t cols, size_t step,
@@ -138,8 +139,7 @@ void kiln_bert_check_close_columns(KilnBertRun *run, const char *what, const flo
   size_t n = 0;
   for (size_t i = 0; i < rows; i++)
     for (size_t c = 0; c < cols; c++)
-      if (kiln_bert_fd_column(c, cols, step))
-        g[n] = got[i * cols + c], r[n++] = ref[i * cols + c];
+      if (kiln_bert_fd_column(c, cols, step)) g[n] = got[i * cols + c], r[n++] = ref[i * cols + c];
   kiln_bert_check_close(run, what, g, r, n, floor, tol);
   free(g), free(r);
 }

@@ -137,7 +137,8 @@ float kiln_bert_elem_get(const void *raw, size_t i, KilnScalarKind t);
 void *kiln_bert_input_t(KilnBertRun *run, const float *x, size_t n, KilnScalarKind t);
 /* A t buffer of n values plus the sentinel tail fetched, its tail checked (named `what`), and
  * its n values returned as f32. */
-float *kiln_bert_fetch_t(KilnBertRun *run, const char *what, const void *d, size_t n, KilnScalarKind t);
+float *kiln_bert_fetch_t(KilnBertRun *run, const char *what, const void *d, size_t n,
+                         KilnScalarKind t);
 
 /* Random values already rounded to f16, as f32 (so a reference sees exactly the kernel's input). */
 float *kiln_bert_random_f16r(KilnRefRng *rng, size_t n, float lo, float hi);

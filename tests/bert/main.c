@@ -26,30 +26,25 @@ static const struct {
   const char *name;
   bool (*run)(const KilnBertDevice *dev);
 } TESTS[] = {
-    {"gelu", kiln_bert_test_gelu},
-    {"layernorm", kiln_bert_test_layernorm},
-    {"xent", kiln_bert_test_xent},
-    {"dropout", kiln_bert_test_dropout},
-    {"embedding", kiln_bert_test_embedding},
-    {"adamw", kiln_bert_test_adamw},
-    {"gemm", kiln_bert_test_gemm},
-    {"attention", kiln_bert_test_attention},
-    {"tanh", kiln_bert_test_tanh},
-    {"cast", kiln_bert_test_cast},
+    {"gelu", kiln_bert_test_gelu},           {"layernorm", kiln_bert_test_layernorm},
+    {"xent", kiln_bert_test_xent},           {"dropout", kiln_bert_test_dropout},
+    {"embedding", kiln_bert_test_embedding}, {"adamw", kiln_bert_test_adamw},
+    {"gemm", kiln_bert_test_gemm},           {"attention", kiln_bert_test_attention},
+    {"tanh", kiln_bert_test_tanh},           {"cast", kiln_bert_test_cast},
 };
 
 #define NTESTS (sizeof TESTS / sizeof TESTS[0])
 
 static int find_test(const char *name) {
   for (size_t i = 0; i < NTESTS; i++)
-    if (strcmp(TESTS[i].name, name) == 0)
-      return (int)i;
+    if (strcmp(TESTS[i].name, name) == 0) return (int)i;
   return -1;
 }
 
 static int usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [--device cpu|emu|cuda] [--warps N] [--bundle DIR] FAMILY... | all | --list\n"
-                  "       %s --emit-bundle DIR [--arch sm_80|sm_90|emu] [--warps N] FAMILY... | all\n",
+  fprintf(stderr,
+          "usage: %s [--device cpu|emu|cuda] [--warps N] [--bundle DIR] FAMILY... | all | --list\n"
+          "       %s --emit-bundle DIR [--arch sm_80|sm_90|emu] [--warps N] FAMILY... | all\n",
           argv0, argv0);
   return 2;
 }
@@ -87,7 +82,8 @@ static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char 
       fprintf(stderr, "%s: --arch must be sm_80, sm_90 or emu, not '%s'\n", argv[0], arch);
       return -1;
     }
-  } else if (strcmp(*device, "cpu") != 0 && strcmp(*device, "emu") != 0 && strcmp(*device, "cuda") != 0) {
+  } else if (strcmp(*device, "cpu") != 0 && strcmp(*device, "emu") != 0 &&
+             strcmp(*device, "cuda") != 0) {
     fprintf(stderr, "%s: --device must be cpu, emu or cuda, not '%s'\n", argv[0], *device);
     return -1;
   }
@@ -111,9 +107,10 @@ static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char 
     return -1;
   }
   if (!dev->emit)
-    dev->target = strcmp(*device, "emu") == 0    ? KILN_TARGET_EMU
-                  : strcmp(*device, "cuda") == 0 ? KILN_TARGET_SM90 /* any GPU: images by its arch */
-                                                 : KILN_TARGET_CPU;
+    dev->target = strcmp(*device, "emu") == 0 ? KILN_TARGET_EMU
+                  : strcmp(*device, "cuda") == 0
+                      ? KILN_TARGET_SM90 /* any GPU: images by its arch */
+                      : KILN_TARGET_CPU;
   if (a >= argc) {
     usage(argv[0]);
     return -1;
@@ -125,11 +122,9 @@ int main(int argc, char **argv) {
   KilnBertDevice dev = {NULL, KILN_TARGET_CPU, 4, NULL, false};
   const char *device = "cpu";
   int first = parse_options(argc, argv, &dev, &device);
-  if (first < 0)
-    return 2;
+  if (first < 0) return 2;
   if (strcmp(argv[first], "--list") == 0) {
-    for (size_t i = 0; i < NTESTS; i++)
-      printf("%s\n", TESTS[i].name);
+    for (size_t i = 0; i < NTESTS; i++) printf("%s\n", TESTS[i].name);
     return 0;
   }
   bool selected[NTESTS] = {false};
@@ -139,8 +134,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s: no test named '%s' (--list shows them)\n", argv[0], argv[a]);
       return 2;
     }
-    for (size_t i = 0; i < NTESTS; i++)
-      selected[i] |= t == -2 || (size_t)t == i;
+    for (size_t i = 0; i < NTESTS; i++) selected[i] |= t == -2 || (size_t)t == i;
   }
   if (dev.emit && mkdir(dev.bundle, 0755) != 0 && errno != EEXIST) {
     fprintf(stderr, "%s: cannot create %s: %s\n", argv[0], dev.bundle, strerror(errno));
@@ -154,8 +148,7 @@ int main(int argc, char **argv) {
   }
   int failed = 0;
   for (size_t i = 0; i < NTESTS; i++) {
-    if (!selected[i])
-      continue;
+    if (!selected[i]) continue;
     printf("%s\n", TESTS[i].name);
     if (!TESTS[i].run(&dev)) {
       failed++;

@@ -40,8 +40,10 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
   size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
-  float *p = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f), *g = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
-  float *m = kiln_bert_random_f32(&rng, n, -0.1f, 0.1f), *v = kiln_bert_random_f32(&rng, n, 0.0f, 0.01f);
+  float *p = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f),
+        *g = kiln_bert_random_f32(&rng, n, -1.0f, 1.0f);
+  float *m = kiln_bert_random_f32(&rng, n, -0.1f, 0.1f),
+        *v = kiln_bert_random_f32(&rng, n, 0.0f, 0.01f);
   if (c->step == 1) /* a first step starts from zero moments */
     memset(m, 0, n * 4), memset(v, 0, n * 4);
   for (size_t i = 0; i < n; i++)
@@ -80,7 +82,8 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
     kiln_bert_check_close(&run, "p16", got, want, n, 1.0, 0.0);
     free(got), free(want);
   }
-  free(p), free(g), free(m), free(v), free(po), free(mo), free(vo), free(p16), free(rp), free(rm), free(rv);
+  free(p), free(g), free(m), free(v), free(po), free(mo), free(vo), free(p16), free(rp), free(rm),
+      free(rv);
   return kiln_bert_end(&run);
 }
 
@@ -98,8 +101,7 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   float *g = kiln_bert_random_f32(&rng, total, -1.0f, 1.0f);
-  for (size_t i = 0; i < n; i++)
-    g[i] *= scale;
+  for (size_t i = 0; i < n; i++) g[i] *= scale;
   memset(g + n, KILN_BERT_SENTINEL, KILN_BERT_TAIL * 4);
   float zero = 0.0f;
   void *dg = kiln_bert_input(&run, g, total * 4), *dss = kiln_bert_input(&run, &zero, 4);
@@ -110,8 +112,7 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   float got_ss = 0.0f;
   kiln_bert_fetch(&run, &got_ss, dss, 4);
   double ref_ss = 0.0;
-  for (size_t i = 0; i < n; i++)
-    ref_ss += (double)g[i] * g[i];
+  for (size_t i = 0; i < n; i++) ref_ss += (double)g[i] * g[i];
   float want_ss = (float)ref_ss;
   kiln_bert_check_close(&run, "sumsq", &got_ss, &want_ss, 1, scale * scale, 1e-5);
   float inv_scale = 1.0f / scale;
@@ -122,27 +123,27 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   kiln_bert_fetch(&run, out, dg, total * 4);
   kiln_bert_check_untouched(&run, "grad", out, 4, total, 1, n, total);
   double coef = fmin(1.0, max_norm / (sqrt(ref_ss) * inv_scale + 1e-6));
-  for (size_t i = 0; i < n; i++)
-    ref[i] = (float)(g[i] * coef);
+  for (size_t i = 0; i < n; i++) ref[i] = (float)(g[i] * coef);
   kiln_bert_check_close(&run, "clipped", out, ref, n, 1.0, 1e-5);
   free(g), free(out), free(ref);
   return kiln_bert_end(&run);
 }
 
 /* Runs check_overflow (fn) on the n elements at dx and compares its found_inf flag with want. */
-static void check_found_inf(KilnBertRun *run, KilnRtFunction *fn, void *dx, size_t n, int32_t want) {
+static void check_found_inf(KilnBertRun *run, KilnRtFunction *fn, void *dx, size_t n,
+                            int32_t want) {
   int32_t flag = 0, n32 = (int32_t)n;
   void *dflag = kiln_bert_input(run, &flag, 4);
   void *args[] = {&dx, &dflag, &n32};
   kiln_bert_launch(run, fn, kiln_bert_cdiv(n, 1024), 1, args);
   kiln_bert_fetch(run, &flag, dflag, 4);
   printf("       found_inf  %d (want %d)\n", flag, want);
-  if (run->ok && flag != want)
-    kiln_bert_fail(run, "found_inf is %d, want %d", flag, want);
+  if (run->ok && flag != want) kiln_bert_fail(run, "found_inf is %d, want %d", flag, want);
 }
 
 /* The overflow flag: stays 0 on finite data (including 65504), becomes 1 for one inf or NaN. */
-static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t where, int32_t want, uint64_t seed) {
+static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t where, int32_t want,
+                         uint64_t seed) {
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "overflow check, element %zu = 0x%04x", where, poison);
   KilnDefine defs[] = {{"BLOCK", 1024}};
@@ -154,7 +155,7 @@ static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t wher
   uint16_t *h = kiln_bert_to_f16(x, n + KILN_BERT_TAIL);
   for (size_t i = n; i < n + KILN_BERT_TAIL; i++)
     h[i] = 0x7C00; /* inf just past the end: a load ignoring its mask raises the flag */
-  h[17] = 0x7BFF; /* 65504, the largest finite f16 */
+  h[17] = 0x7BFF;  /* 65504, the largest finite f16 */
   h[where] = poison;
   check_found_inf(&run, fn, kiln_bert_input(&run, h, (n + KILN_BERT_TAIL) * 2), n, want);
   free(x), free(h);
@@ -173,7 +174,7 @@ static bool run_overflow_f32(const KilnBertDevice *dev, float poison, size_t whe
   kiln_ref_rng_init(&rng, seed);
   float *x = kiln_bert_random_f32(&rng, n + KILN_BERT_TAIL, -1e30f, 1e30f);
   for (size_t i = n; i < n + KILN_BERT_TAIL; i++)
-    x[i] = INFINITY; /* just past the end: a load ignoring its mask raises the flag */
+    x[i] = INFINITY;              /* just past the end: a load ignoring its mask raises the flag */
   x[17] = 3.4028234663852886e38f; /* the largest finite f32 */
   x[where] = poison;
   check_found_inf(&run, fn, kiln_bert_input(&run, x, (n + KILN_BERT_TAIL) * 4), n, want);
@@ -186,18 +187,17 @@ bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
       {10007, 1024, 1, 1, 0, 1.0f / 1024.0f, 0}, /* first step, f16 copy, loss scale 1024 */
       {4096, 512, 7, 0, 0, 1.0f, 0},             /* exact blocks, later step */
       {777, 256, 1000, 1, 0, 0.5f, 0},
-      {777, 256, 3, 1, 1, 1.0f, 0},              /* found_inf set: the step is skipped */
-      {1000, 512, 2, 1, 0, 1.0f, 1},             /* the bf16 copy (TW = bf16) */
+      {777, 256, 3, 1, 1, 1.0f, 0},  /* found_inf set: the step is skipped */
+      {1000, 512, 2, 1, 0, 1.0f, 1}, /* the bf16 copy (TW = bf16) */
   };
   bool ok = true;
-  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
-    ok &= run_adamw(dev, &cfgs[i], 6000 + i);
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) ok &= run_adamw(dev, &cfgs[i], 6000 + i);
   ok &= run_norm(dev, 10007, 1024, 0.5f, 1.0f, 6100);
   ok &= run_norm(dev, 777, 512, 2.0f, 1.0f, 6101);
   ok &= run_norm(dev, 4099, 1024, 0.5f, 65536.0f, 6102); /* fp16's starting loss scale */
-  ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);    /* 1.0: all finite */
-  ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201); /* -inf at the last element */
-  ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202); /* NaN */
+  ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);           /* 1.0: all finite */
+  ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201);        /* -inf at the last element */
+  ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202);        /* NaN */
   ok &= run_overflow_f32(dev, 1.0f, 3, 0, 6210);
   ok &= run_overflow_f32(dev, -INFINITY, 4999, 1, 6211);
   ok &= run_overflow_f32(dev, NAN, 2500, 1, 6212);

@@ -51,8 +51,7 @@ static size_t oi(const Layout *l, size_t b, size_t h, size_t s, size_t d) {
 /* Whether the kernels keep P[i, j] of head (b, h): the same Philox draw as the kernels' counter
  * offset + ((b H + h) S + i) S + j (i32 arithmetic, wrapping as the kernel's does). */
 static bool ref_keep(const AttnCfg *c, const Layout *l, size_t b, size_t h, size_t i, size_t j) {
-  if (c->drop <= 0.0f)
-    return true;
+  if (c->drop <= 0.0f) return true;
   uint32_t row = (uint32_t)(b * l->H + h) * (uint32_t)l->S + (uint32_t)i;
   uint32_t ctr = (uint32_t)c->offset + row * (uint32_t)l->S + (uint32_t)j;
   return kiln_ref_rand(c->seed, (int32_t)ctr) > c->drop;
@@ -82,12 +81,14 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
   size_t S = l->S, D = l->D, L = (size_t)c->kv_len[b];
   double scale = 1.0 / sqrt((double)D);
   double *p = kiln_bert_alloc(S, sizeof(double)), *dp = kiln_bert_alloc(S, sizeof(double));
-  double *dkk = kiln_bert_alloc(S * D, sizeof(double)), *dvv = kiln_bert_alloc(S * D, sizeof(double));
+  double *dkk = kiln_bert_alloc(S * D, sizeof(double)),
+         *dvv = kiln_bert_alloc(S * D, sizeof(double));
   double *z = kiln_bert_alloc(S, sizeof(double)); /* keep / (1 - p), or 0 */
   /* For the bounds: dP's f32 error per key, the bounds' sums over the terms of dK and dV (per
    * key), of O (per query), and each P term's relative error f. */
   double *dpe = kiln_bert_alloc(S, sizeof(double));
-  double *mdk = kiln_bert_alloc(S * D, sizeof(double)), *mdv = kiln_bert_alloc(S * D, sizeof(double));
+  double *mdk = kiln_bert_alloc(S * D, sizeof(double)),
+         *mdv = kiln_bert_alloc(S * D, sizeof(double));
   double *mo = kiln_bert_alloc(D, sizeof(double)), *f = kiln_bert_alloc(S, sizeof(double));
   for (size_t i = 0; i < S; i++) {
     for (size_t j = 0; j < L; j++)
@@ -107,12 +108,9 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
     /* A product term with P (or dS) j is off by u (its rounding to T), g (f32 sums of it), and
      * the error of exp(s_j - lse): s_j's, lse's (at most the largest score error) and exp's
      * (4 f32 ulps). */
-    for (size_t j = 0; j < L; j++)
-      f[j] = em->u + em->g + f[j] + sa_max + 4 * 0x1p-24;
-    for (size_t j = 0; j < L; j++)
-      sum += (p[j] = exp(p[j] - m));
-    for (size_t j = 0; j < L; j++)
-      p[j] /= sum;
+    for (size_t j = 0; j < L; j++) f[j] = em->u + em->g + f[j] + sa_max + 4 * 0x1p-24;
+    for (size_t j = 0; j < L; j++) sum += (p[j] = exp(p[j] - m));
+    for (size_t j = 0; j < L; j++) p[j] /= sum;
     lse[(b * l->H + h) * S + i] = (float)(m + log(sum));
     /* O: P rounded to T per term (u of each |p z v|), f32 sums, O rounded to T (u |o|). */
     for (size_t d = 0; d < D; d++) {
@@ -124,15 +122,12 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
       }
       o[oi(l, b, h, i, d)] = (float)acc;
       mo[d] = em->u * fabs(acc) + mo[d] + em->tiny * (double)(L + 1);
-      if (bd->o)
-        bd->o[oi(l, b, h, i, d)] = (float)mo[d];
+      if (bd->o) bd->o[oi(l, b, h, i, d)] = (float)mo[d];
     }
-    if (!dout)
-      continue;
+    if (!dout) continue;
     /* delta = rowsum(dO o) from the kernel's o, itself within mo of the exact one. */
     double delta_err = 0.0;
-    for (size_t d = 0; d < D; d++)
-      delta_err += fabs((double)dout[oi(l, b, h, i, d)]) * mo[d];
+    for (size_t d = 0; d < D; d++) delta_err += fabs((double)dout[oi(l, b, h, i, d)]) * mo[d];
     double delta = 0.0;
     for (size_t j = 0; j < L; j++) {
       dp[j] = 0.0;
@@ -161,7 +156,8 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
       }
       dq[qi(l, b, h, i, d)] = (float)(scale * acc);
       if (bd->dq)
-        bd->dq[qi(l, b, h, i, d)] = (float)(em->u * fabs(scale * acc) + scale * mq + em->tiny * (double)(L + 1));
+        bd->dq[qi(l, b, h, i, d)] =
+            (float)(em->u * fabs(scale * acc) + scale * mq + em->tiny * (double)(L + 1));
     }
   }
   for (size_t j = 0; j < S && dout; j++)
@@ -169,11 +165,14 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
       size_t e = qi(l, b, h, j, d);
       dk[e] = (float)dkk[j * D + d], dv[e] = (float)dvv[j * D + d];
       if (bd->dk)
-        bd->dk[e] = (float)(em->u * fabs(dkk[j * D + d]) + mdk[j * D + d] + em->tiny * (double)(S + 1));
+        bd->dk[e] =
+            (float)(em->u * fabs(dkk[j * D + d]) + mdk[j * D + d] + em->tiny * (double)(S + 1));
       if (bd->dv)
-        bd->dv[e] = (float)(em->u * fabs(dvv[j * D + d]) + mdv[j * D + d] + em->tiny * (double)(S + 1));
+        bd->dv[e] =
+            (float)(em->u * fabs(dvv[j * D + d]) + mdv[j * D + d] + em->tiny * (double)(S + 1));
     }
-  free(p), free(dp), free(dkk), free(dvv), free(z), free(mdk), free(mdv), free(mo), free(f), free(dpe);
+  free(p), free(dp), free(dkk), free(dvv), free(z), free(mdk), free(mdv), free(mo), free(f),
+      free(dpe);
 }
 
 /* The O entries (inside the gaps) of a buffer of element type t gathered densely, as f32. */
@@ -192,22 +191,20 @@ static float *gather_o(const Layout *l, const void *raw, KilnScalarKind t) {
 
 /* O's sentinels: everything outside the S x D block of each head. */
 static void check_o_gaps(KilnBertRun *run, const Layout *l, const void *raw, size_t esz) {
-  if (!run->ok)
-    return;
+  if (!run->ok) return;
   const unsigned char *bytes = raw;
   size_t bad = 0;
   for (size_t i = 0; i < l->n_o + KILN_BERT_TAIL; i++) {
-    size_t in_head = i % (size_t)l->osh, row = in_head / (size_t)l->oss, col = in_head % (size_t)l->oss;
-    if (i < l->n_o && row < l->S && col < l->D)
-      continue;
+    size_t in_head = i % (size_t)l->osh, row = in_head / (size_t)l->oss,
+           col = in_head % (size_t)l->oss;
+    if (i < l->n_o && row < l->S && col < l->D) continue;
     for (size_t k = 0; k < esz; k++)
       if (bytes[i * esz + k] != KILN_BERT_SENTINEL) {
         bad++;
         break;
       }
   }
-  if (bad)
-    kiln_bert_fail(run, "o: %zu element(s) outside the result were written", bad);
+  if (bad) kiln_bert_fail(run, "o: %zu element(s) outside the result were written", bad);
 }
 
 typedef struct AttnDev {
@@ -220,27 +217,28 @@ typedef struct AttnDev {
 } AttnDev;
 
 static void launch_fwd(KilnBertRun *run, AttnDev *a) {
-  void *args[] = {&a->q, &a->k, &a->v, &a->o, &a->lse, &a->kvl, &a->S, &a->H, &a->sb, &a->sh,
-                  &a->ss, &a->osb, &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed, &a->offset};
+  void *args[] = {&a->q,   &a->k,   &a->v,     &a->o,      &a->lse,  &a->kvl,
+                  &a->S,   &a->H,   &a->sb,    &a->sh,     &a->ss,   &a->osb,
+                  &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed, &a->offset};
   kiln_bert_launch(run, a->fwd, a->grid[0], a->grid[1], args);
 }
 
 /* Central differences of L = sum dO * O through the forward kernel at nfd (<= NFD) elements each
  * of Q, K and V; for K and V the last one sits at a padded key position (gradient 0) when the
  * batch it falls in is padded. */
-static void check_fd(KilnBertRun *run, AttnDev *a, const AttnCfg *c, const Layout *l, float *host[3],
-                     const float *dout, float *grads[3], int nfd, KilnRefRng *rng) {
+static void check_fd(KilnBertRun *run, AttnDev *a, const AttnCfg *c, const Layout *l,
+                     float *host[3], const float *dout, float *grads[3], int nfd, KilnRefRng *rng) {
   const float h = 1e-2f;
   float fd[3 * NFD], an[3 * NFD];
   float *o = kiln_bert_alloc(l->n_o, 4);
   void *dbuf[3] = {a->q, a->k, a->v};
   for (int t = 0; t < 3 && run->ok; t++)
     for (int e = 0; e < nfd; e++) {
-      size_t b = (size_t)e % l->B, hh = kiln_ref_rng_next(rng) % l->H, d = kiln_ref_rng_next(rng) % l->D;
+      size_t b = (size_t)e % l->B, hh = kiln_ref_rng_next(rng) % l->H,
+             d = kiln_ref_rng_next(rng) % l->D;
       size_t L = (size_t)c->kv_len[b];
       size_t s = kiln_ref_rng_next(rng) % (t == 0 ? l->S : L);
-      if (t > 0 && e == nfd - 1 && L < l->S)
-        s = L; /* a padding key */
+      if (t > 0 && e == nfd - 1 && L < l->S) s = L; /* a padding key */
       size_t i = qi(l, b, hh, s, d);
       float keep = host[t][i];
       double loss[2];
@@ -251,8 +249,7 @@ static void check_fd(KilnBertRun *run, AttnDev *a, const AttnCfg *c, const Layou
         kiln_bert_fetch(run, o, a->o, l->n_o * 4);
         float *g = gather_o(l, o, KILN_SCALAR_F32), *w = gather_o(l, dout, KILN_SCALAR_F32);
         loss[sgn] = 0.0;
-        for (size_t r = 0; r < l->n_rows * l->D; r++)
-          loss[sgn] += (double)w[r] * g[r];
+        for (size_t r = 0; r < l->n_rows * l->D; r++) loss[sgn] += (double)w[r] * g[r];
         free(g), free(w);
       }
       host[t][i] = keep;
@@ -291,7 +288,8 @@ static void check_result(KilnBertRun *run, KilnScalarKind t, const char *what, c
 static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, const AttnCfg *c,
                     const Layout *l, float *host[3], const float *dout, float *rg[3], float *bg[3],
                     KilnRefRng *rng) {
-  KilnDefine defs[] = {{"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}, {"DROPOUT", c->drop > 0.0f}};
+  KilnDefine defs[] = {
+      {"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}, {"DROPOUT", c->drop > 0.0f}};
   KilnDefine ddefs[] = {{"T", c->t}, {"BM", c->bm}, {"D", c->D}};
   KilnRtFunction *fdelta = kiln_bert_kernel(run, "attention", "attn_bwd_delta", ddefs, 3);
   KilnRtFunction *fdkdv = kiln_bert_kernel(run, "attention", "attn_bwd_dkdv", defs, 5);
@@ -300,17 +298,16 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
   void *ddo = kiln_bert_input_t(run, dout, l->n_o, c->t);
   void *ddelta = kiln_bert_output(run, (l->n_rows + KILN_BERT_TAIL) * 4);
   void *dg[3];
-  for (int t = 0; t < 3; t++)
-    dg[t] = kiln_bert_output(run, (l->n_qkv + KILN_BERT_TAIL) * esz);
+  for (int t = 0; t < 3; t++) dg[t] = kiln_bert_output(run, (l->n_qkv + KILN_BERT_TAIL) * esz);
   void *a1[] = {&a->o, &ddo, &ddelta, &a->S, &a->H, &a->osb, &a->osh, &a->oss};
   kiln_bert_launch(run, fdelta, a->grid[0], a->grid[1], a1);
-  void *a2[] = {&a->q, &a->k, &a->v, &ddo, &a->lse, &ddelta, &a->kvl, &dg[1], &dg[2], &a->S, &a->H,
-                &a->sb, &a->sh, &a->ss, &a->osb, &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed,
-                &a->offset};
+  void *a2[] = {&a->q,   &a->k,   &a->v,   &ddo,      &a->lse,    &ddelta,  &a->kvl,
+                &dg[1],  &dg[2],  &a->S,   &a->H,     &a->sb,     &a->sh,   &a->ss,
+                &a->osb, &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed, &a->offset};
   kiln_bert_launch(run, fdkdv, kiln_bert_cdiv(l->S, (size_t)c->bn), a->grid[1], a2);
-  void *a3[] = {&a->q, &a->k, &a->v, &ddo, &a->lse, &ddelta, &a->kvl, &dg[0], &a->S, &a->H,
-                &a->sb, &a->sh, &a->ss, &a->osb, &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed,
-                &a->offset};
+  void *a3[] = {&a->q,   &a->k,   &a->v,     &ddo,       &a->lse,  &ddelta,   &a->kvl,
+                &dg[0],  &a->S,   &a->H,     &a->sb,     &a->sh,   &a->ss,    &a->osb,
+                &a->osh, &a->oss, &a->scale, &a->p_drop, &a->seed, &a->offset};
   kiln_bert_launch(run, fdq, a->grid[0], a->grid[1], a3);
   static const char *names[3] = {"dq", "dk", "dv"};
   float *grads[3];
@@ -322,17 +319,18 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
    * tensor there (the second in the padded sequence). */
   if (c->fd && run->ok)
     check_fd(run, a, c, l, host, dout, grads, kiln_bert_on_emu(dev) ? 2 : NFD, rng);
-  for (int t = 0; t < 3; t++)
-    free(grads[t]);
+  for (int t = 0; t < 3; t++) free(grads[t]);
 }
 
 static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s dropout %g", kiln_bert_type_name(c->t),
-                  c->B, c->H, c->S, c->D, c->kv_len[0], c->B > 1 ? c->kv_len[1] : c->kv_len[0], c->bm,
-                  c->bn, c->bwd ? " fwd+bwd" : "", (double)c->drop);
+  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s dropout %g",
+                  kiln_bert_type_name(c->t), c->B, c->H, c->S, c->D, c->kv_len[0],
+                  c->B > 1 ? c->kv_len[1] : c->kv_len[0], c->bm, c->bn, c->bwd ? " fwd+bwd" : "",
+                  (double)c->drop);
   Layout l = layout_of(c);
-  KilnDefine defs[] = {{"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}, {"DROPOUT", c->drop > 0.0f}};
+  KilnDefine defs[] = {
+      {"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}, {"DROPOUT", c->drop > 0.0f}};
   AttnDev a = {0};
   a.fwd = kiln_bert_kernel(&run, "attention", "attn_fwd", defs, 5);
   KilnRefRng rng;
@@ -344,13 +342,13 @@ static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) 
   float *dout = kiln_bert_random_t(&rng, l.n_o, -1.0f, 1.0f, c->t);
   size_t esz = kiln_bert_elem_size(c->t);
   void *dv3[3];
-  for (int t = 0; t < 3; t++)
-    dv3[t] = kiln_bert_input_t(&run, host[t], l.n_qkv, c->t);
+  for (int t = 0; t < 3; t++) dv3[t] = kiln_bert_input_t(&run, host[t], l.n_qkv, c->t);
   a.q = dv3[0], a.k = dv3[1], a.v = dv3[2];
   a.o = kiln_bert_output(&run, (l.n_o + KILN_BERT_TAIL) * esz);
   a.lse = kiln_bert_output(&run, (l.n_rows + KILN_BERT_TAIL) * 4);
   a.kvl = kiln_bert_input(&run, c->kv_len, l.B * 4);
-  a.S = c->S, a.H = c->H, a.sb = l.sb, a.sh = l.sh, a.ss = l.ss, a.osb = l.osb, a.osh = l.osh, a.oss = l.oss;
+  a.S = c->S, a.H = c->H, a.sb = l.sb, a.sh = l.sh, a.ss = l.ss, a.osb = l.osb, a.osh = l.osh,
+  a.oss = l.oss;
   a.scale = (float)(1.0 / sqrt((double)c->D));
   a.p_drop = c->drop, a.seed = c->seed, a.offset = c->offset;
   a.grid[0] = kiln_bert_cdiv(l.S, (size_t)c->bm), a.grid[1] = (uint32_t)(l.B * l.H);
@@ -360,11 +358,14 @@ static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) 
   kiln_bert_fetch(&run, oraw, a.o, (l.n_o + KILN_BERT_TAIL) * esz);
   kiln_bert_fetch(&run, lse, a.lse, (l.n_rows + KILN_BERT_TAIL) * 4);
   check_o_gaps(&run, &l, oraw, esz);
-  kiln_bert_check_untouched(&run, "lse", lse, 4, l.n_rows + KILN_BERT_TAIL, 1, l.n_rows, l.n_rows + KILN_BERT_TAIL);
+  kiln_bert_check_untouched(&run, "lse", lse, 4, l.n_rows + KILN_BERT_TAIL, 1, l.n_rows,
+                            l.n_rows + KILN_BERT_TAIL);
 
   float *ro = kiln_bert_alloc(l.n_o, 4), *rlse = kiln_bert_alloc(l.n_rows, 4);
-  float *rg[3] = {kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4)};
-  float *bg[3] = {kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4)};
+  float *rg[3] = {kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4),
+                  kiln_bert_alloc(l.n_qkv, 4)};
+  float *bg[3] = {kiln_bert_alloc(l.n_qkv, 4), kiln_bert_alloc(l.n_qkv, 4),
+                  kiln_bert_alloc(l.n_qkv, 4)};
   float *bo = kiln_bert_alloc(l.n_o, 4);
   ErrModel em = err_model(c->t, l.S, l.D);
   RefBounds bd = {bo, bg[0], bg[1], bg[2]};
@@ -376,22 +377,81 @@ static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) 
   float *bound_o = gather_o(&l, bo, KILN_SCALAR_F32);
   check_result(&run, c->t, "o", got_o, want_o, bound_o, l.n_rows * l.D);
   kiln_bert_check_close(&run, "lse", lse, rlse, l.n_rows, 1.0, 1e-5);
-  if (c->bwd && run.ok)
-    run_bwd(&run, dev, &a, c, &l, host, dout, rg, bg, &rng);
-  for (int t = 0; t < 3; t++)
-    free(host[t]), free(rg[t]), free(bg[t]);
-  free(dout), free(oraw), free(lse), free(ro), free(rlse), free(got_o), free(want_o), free(bo), free(bound_o);
+  if (c->bwd && run.ok) run_bwd(&run, dev, &a, c, &l, host, dout, rg, bg, &rng);
+  for (int t = 0; t < 3; t++) free(host[t]), free(rg[t]), free(bg[t]);
+  free(dout), free(oraw), free(lse), free(ro), free(rlse), free(got_o), free(want_o), free(bo),
+      free(bound_o);
   return kiln_bert_end(&run);
 }
 
 bool kiln_bert_test_attention(const KilnBertDevice *dev) {
   static const AttnCfg cpu[] = {
-      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F32, true, true, 0, 0, 0},   /* ragged S, a padded sequence; FD */
-      {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false, 0, 0, 0},     /* head dim 64, exact tiles, 7 padding keys */
-      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* f16 data, f32 accumulation */
-      {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_BF16, true, false, 0, 0, 0}, /* bf16 data, f32 accumulation */
-      {1, 1, 24, 128, 16, 16, {19, 0}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* head dim 128 */
-      {2, 1, 512, 64, 32, 32, {512, 300}, KILN_SCALAR_F16, true, false, 0, 0, 0}, /* BERT's length, padded */
+      {2,
+       2,
+       37,
+       32,
+       16,
+       16,
+       {37, 20},
+       KILN_SCALAR_F32,
+       true,
+       true,
+       0,
+       0,
+       0}, /* ragged S, a padded sequence; FD */
+      {1,
+       3,
+       16,
+       64,
+       8,
+       8,
+       {9, 0},
+       KILN_SCALAR_F32,
+       false,
+       false,
+       0,
+       0,
+       0}, /* head dim 64, exact tiles, 7 padding keys */
+      {2,
+       2,
+       37,
+       32,
+       16,
+       16,
+       {37, 20},
+       KILN_SCALAR_F16,
+       true,
+       false,
+       0,
+       0,
+       0}, /* f16 data, f32 accumulation */
+      {2,
+       2,
+       37,
+       32,
+       16,
+       16,
+       {37, 20},
+       KILN_SCALAR_BF16,
+       true,
+       false,
+       0,
+       0,
+       0}, /* bf16 data, f32 accumulation */
+      {1, 1, 24, 128, 16, 16, {19, 0}, KILN_SCALAR_F16, true, false, 0, 0, 0}, /* head dim 128 */
+      {2,
+       1,
+       512,
+       64,
+       32,
+       32,
+       {512, 300},
+       KILN_SCALAR_F16,
+       true,
+       false,
+       0,
+       0,
+       0}, /* BERT's length, padded */
       /* dropout on P: the keep mask regenerated by every kernel; FD through the fixed mask */
       {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F32, true, true, 0.1f, 42, 7},
       {2, 2, 37, 32, 16, 16, {37, 20}, KILN_SCALAR_F16, true, false, 0.5f, -3, 1000},
@@ -401,12 +461,84 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
   /* The emulator runs a 16x16-tile forward program in ~0.1 s: one head and 21 rows (a full tile
    * and a ragged one) instead of two and 37, plus tiles the tuner picks on a GPU. */
   static const AttnCfg emu[] = {
-      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true, 0, 0, 0},   /* ragged S, a padded sequence; FD */
-      {1, 3, 16, 64, 8, 8, {9, 0}, KILN_SCALAR_F32, false, false, 0, 0, 0},    /* head dim 64, exact tiles, 7 padding keys */
-      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* f16 data, f32 accumulation */
-      {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_BF16, true, false, 0, 0, 0}, /* bf16 data (bf16 mma) */
-      {1, 1, 77, 64, 64, 64, {70, 0}, KILN_SCALAR_F16, true, false, 0, 0, 0},  /* f16 64x64 tiles (tensor cores, FA2 layouts), ragged, 7 padding keys; backward */
-      {1, 1, 45, 64, 32, 32, {40, 0}, KILN_SCALAR_F32, true, false, 0, 0, 0},  /* f32 32x32 tiles, backward */
+      {2,
+       1,
+       21,
+       32,
+       16,
+       16,
+       {21, 9},
+       KILN_SCALAR_F32,
+       true,
+       true,
+       0,
+       0,
+       0}, /* ragged S, a padded sequence; FD */
+      {1,
+       3,
+       16,
+       64,
+       8,
+       8,
+       {9, 0},
+       KILN_SCALAR_F32,
+       false,
+       false,
+       0,
+       0,
+       0}, /* head dim 64, exact tiles, 7 padding keys */
+      {2,
+       1,
+       21,
+       32,
+       16,
+       16,
+       {21, 9},
+       KILN_SCALAR_F16,
+       true,
+       false,
+       0,
+       0,
+       0}, /* f16 data, f32 accumulation */
+      {2,
+       1,
+       21,
+       32,
+       16,
+       16,
+       {21, 9},
+       KILN_SCALAR_BF16,
+       true,
+       false,
+       0,
+       0,
+       0}, /* bf16 data (bf16 mma) */
+      {1,
+       1,
+       77,
+       64,
+       64,
+       64,
+       {70, 0},
+       KILN_SCALAR_F16,
+       true,
+       false,
+       0,
+       0,
+       0}, /* f16 64x64 tiles (tensor cores, FA2 layouts), ragged, 7 padding keys; backward */
+      {1,
+       1,
+       45,
+       64,
+       32,
+       32,
+       {40, 0},
+       KILN_SCALAR_F32,
+       true,
+       false,
+       0,
+       0,
+       0}, /* f32 32x32 tiles, backward */
       /* dropout on P (the cpu cases' first and second shapes, smaller) */
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true, 0.1f, 42, 7},
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false, 0.5f, -3, 1000},
@@ -415,7 +547,6 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
   const AttnCfg *cfgs = on_emu ? emu : cpu;
   size_t n = on_emu ? KILN_BERT_COUNT(emu) : KILN_BERT_COUNT(cpu);
   bool ok = true;
-  for (size_t i = 0; i < n; i++)
-    ok &= run_cfg(dev, &cfgs[i], 8000 + i);
+  for (size_t i = 0; i < n; i++) ok &= run_cfg(dev, &cfgs[i], 8000 + i);
   return ok;
 }

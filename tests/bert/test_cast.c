@@ -29,12 +29,24 @@ static float *edge_values(KilnRefRng *rng, size_t n) {
   float *x = kiln_bert_random_f32(rng, n, -4.0f, 4.0f);
   for (size_t i = 0; i < n; i++)
     x[i] *= (float)(1u << (i % 24)) / 4096.0f; /* 2^-12 .. 2^11 times [-4, 4) */
-  static const float edges[] = {0.0f, -0.0f, 1.0f, 65504.0f, 65519.0f, 65520.0f, 1e30f,
-                                -1e30f, INFINITY, -INFINITY, NAN, 1e-8f, 6e-8f, 3e-5f,
+  static const float edges[] = {0.0f,
+                                -0.0f,
+                                1.0f,
+                                65504.0f,
+                                65519.0f,
+                                65520.0f,
+                                1e30f,
+                                -1e30f,
+                                INFINITY,
+                                -INFINITY,
+                                NAN,
+                                1e-8f,
+                                6e-8f,
+                                3e-5f,
                                 1.00048828125f /* halfway between two f16 */,
-                                1.00390625f /* halfway between two bf16 */, 3.0e38f};
-  for (size_t i = 0; i < KILN_BERT_COUNT(edges) && i < n; i++)
-    x[i] = edges[i];
+                                1.00390625f /* halfway between two bf16 */,
+                                3.0e38f};
+  for (size_t i = 0; i < KILN_BERT_COUNT(edges) && i < n; i++) x[i] = edges[i];
   return x;
 }
 
@@ -50,22 +62,23 @@ static bool run_cast(const KilnBertDevice *dev, KilnScalarKind t, int32_t n_, in
   kiln_ref_rng_init(&rng, seed);
   /* narrowing: f32 in, T out */
   float *x = edge_values(&rng, n), *want = kiln_bert_alloc(n, 4);
-  for (size_t i = 0; i < n; i++)
-    want[i] = kiln_bert_round(x[i], t);
-  void *dx = kiln_bert_input(&run, x, n * 4), *dy = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * esz);
+  for (size_t i = 0; i < n; i++) want[i] = kiln_bert_round(x[i], t);
+  void *dx = kiln_bert_input(&run, x, n * 4),
+       *dy = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * esz);
   int32_t nn = n_;
   void *fargs[] = {&dx, &dy, &nn};
   kiln_bert_launch(&run, from, kiln_bert_cdiv(n, (size_t)block), 1, fargs);
   float *narrowed = kiln_bert_fetch_t(&run, "narrowed", dy, n, t);
-  if (narrowed)
-    check_exact(&run, "narrowed", narrowed, want, n);
+  if (narrowed) check_exact(&run, "narrowed", narrowed, want, n);
   /* widening: T in (the values just rounded), f32 out, exact */
-  void *dh = kiln_bert_input_t(&run, want, n, t), *dw = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * 4);
+  void *dh = kiln_bert_input_t(&run, want, n, t),
+       *dw = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * 4);
   void *targs[] = {&dh, &dw, &nn};
   kiln_bert_launch(&run, to, kiln_bert_cdiv(n, (size_t)block), 1, targs);
   float *widened = kiln_bert_alloc(n + KILN_BERT_TAIL, 4);
   kiln_bert_fetch(&run, widened, dw, (n + KILN_BERT_TAIL) * 4);
-  kiln_bert_check_untouched(&run, "widened", widened, 4, n + KILN_BERT_TAIL, 1, n, n + KILN_BERT_TAIL);
+  kiln_bert_check_untouched(&run, "widened", widened, 4, n + KILN_BERT_TAIL, 1, n,
+                            n + KILN_BERT_TAIL);
   check_exact(&run, "widened", widened, want, n);
   free(x), free(want), free(narrowed), free(widened);
   return kiln_bert_end(&run);
@@ -84,9 +97,9 @@ static bool run_colsum(const KilnBertDevice *dev, KilnScalarKind t, int32_t rows
   kiln_ref_rng_init(&rng, seed);
   float *x = kiln_bert_random_t(&rng, R * ld, -1.0f, 1.0f, t);
   for (size_t r = 0; r < R; r++)
-    for (size_t c = C; c < ld; c++)
-      x[r * ld + c] = 1000.0f;
-  void *dx = kiln_bert_input_t(&run, x, R * ld, t), *dout = kiln_bert_output(&run, (C + KILN_BERT_TAIL) * 4);
+    for (size_t c = C; c < ld; c++) x[r * ld + c] = 1000.0f;
+  void *dx = kiln_bert_input_t(&run, x, R * ld, t),
+       *dout = kiln_bert_output(&run, (C + KILN_BERT_TAIL) * 4);
   int32_t ld32 = (int32_t)ld;
   void *args[] = {&dx, &dout, &rows, &cols, &ld32};
   kiln_bert_launch(&run, fn, kiln_bert_cdiv(C, 32), 1, args);
@@ -95,8 +108,7 @@ static bool run_colsum(const KilnBertDevice *dev, KilnScalarKind t, int32_t rows
   kiln_bert_check_untouched(&run, "out", out, 4, C + KILN_BERT_TAIL, 1, C, C + KILN_BERT_TAIL);
   for (size_t c = 0; c < C; c++) {
     double s = 0.0;
-    for (size_t r = 0; r < R; r++)
-      s += x[r * ld + c];
+    for (size_t r = 0; r < R; r++) s += x[r * ld + c];
     ref[c] = (float)s;
   }
   kiln_bert_check_close(&run, "out", out, ref, C, 1.0, 1e-5);
@@ -108,8 +120,8 @@ bool kiln_bert_test_cast(const KilnBertDevice *dev) {
   bool ok = true;
   static const KilnScalarKind types[] = {KILN_SCALAR_F16, KILN_SCALAR_BF16};
   for (size_t i = 0; i < KILN_BERT_COUNT(types); i++) {
-    ok &= run_cast(dev, types[i], 1000, 256, 7000 + i);   /* ragged last block */
-    ok &= run_cast(dev, types[i], 4096, 1024, 7010 + i);  /* whole blocks */
+    ok &= run_cast(dev, types[i], 1000, 256, 7000 + i);  /* ragged last block */
+    ok &= run_cast(dev, types[i], 4096, 1024, 7010 + i); /* whole blocks */
     ok &= run_colsum(dev, types[i], 53, 70, 7020 + i);
   }
   return ok;

@@ -43,15 +43,16 @@ static void check_t(KilnBertRun *run, const DropCfg *c, const char *what, const 
   }
   double *e = kiln_bert_alloc(n, sizeof *e);
   for (size_t i = 0; i < n; i++)
-    e[i] = 0x1p-24 * (4 * fabs((double)(scaled ? scaled : ref)[i]) + (scaled ? fabs((double)ref[i]) : 0));
+    e[i] = 0x1p-24 *
+           (4 * fabs((double)(scaled ? scaled : ref)[i]) + (scaled ? fabs((double)ref[i]) : 0));
   kiln_bert_check_rounded(run, what, got, ref, e, n, c->t);
   free(e);
 }
 
 static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s n=%d p=%g seed=%d offset=%d", kiln_bert_type_name(c->t), c->n, (double)c->p,
-                  c->seed, c->offset);
+  kiln_bert_begin(&run, dev, "%s n=%d p=%g seed=%d offset=%d", kiln_bert_type_name(c->t), c->n,
+                  (double)c->p, c->seed, c->offset);
   KilnDefine defs[] = {{"T", c->t}, {"BLOCK", c->block}};
   KilnRtFunction *fwd = kiln_bert_kernel(&run, "dropout", "dropout_fwd", defs, 2);
   KilnRtFunction *bwd = kiln_bert_kernel(&run, "dropout", "dropout_bwd", defs, 2);
@@ -60,7 +61,8 @@ static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) 
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   /* x in [0.5, 1.5): never 0, so a zero output always means a dropped element. */
-  float *x = kiln_bert_random_t(&rng, n, 0.5f, 1.5f, c->t), *res = kiln_bert_random_t(&rng, n, -1.0f, 1.0f, c->t);
+  float *x = kiln_bert_random_t(&rng, n, 0.5f, 1.5f, c->t),
+        *res = kiln_bert_random_t(&rng, n, -1.0f, 1.0f, c->t);
   float *w = kiln_bert_random_t(&rng, n, -1.0f, 1.0f, c->t);
   float *y = launch(&run, fwd, c, x, NULL, "y");
   float *dx_same = launch(&run, bwd, c, x, NULL, "dx");
@@ -78,18 +80,20 @@ static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) 
     ref_add[i] = res[i] + ref[i];
     kept += y[i] != 0.0f;
     fwd_wrong += (y[i] != 0.0f) != keep;
-    if ((dx_same[i] != 0.0f) != keep && bwd_wrong++ == 0)
-      first_bwd = i;
+    if ((dx_same[i] != 0.0f) != keep && bwd_wrong++ == 0) first_bwd = i;
   }
   check_t(&run, c, "y", y, ref, NULL, n);
   check_t(&run, c, "y (add)", ya, ref_add, ref, n);
   /* The backward regenerates the mask from (seed, offset): given dy = x it must keep exactly the
    * reference's elements, and its values are the forward's reference (the same product). */
-  printf("       masks      fwd %zu, bwd %zu of %zu keep decisions differ from the reference (tol 0)\n",
+  printf("       masks      fwd %zu, bwd %zu of %zu keep decisions differ from the reference (tol "
+         "0)\n",
          fwd_wrong, bwd_wrong, n);
   if (run.ok && (fwd_wrong || bwd_wrong))
-    kiln_bert_fail(&run, "keep decisions differ from the reference mask: forward %zu, backward %zu "
-                         "(first at element %zu)", fwd_wrong, bwd_wrong, first_bwd);
+    kiln_bert_fail(&run,
+                   "keep decisions differ from the reference mask: forward %zu, backward %zu "
+                   "(first at element %zu)",
+                   fwd_wrong, bwd_wrong, first_bwd);
   check_t(&run, c, "dx (dy=x)", dx_same, ref, NULL, n);
   /* Keep fraction: binomial, so within 4 standard deviations of 1 - p. */
   double frac = (double)kept / (double)n, sigma = sqrt((double)c->p * (1.0 - c->p) / (double)n);
@@ -102,13 +106,13 @@ static bool run_cfg(const KilnBertDevice *dev, const DropCfg *c, uint64_t seed) 
     ref[i] = kiln_ref_rand(c->seed, c->offset + (int32_t)i) > c->p ? w[i] * scale : 0.0f;
   check_t(&run, c, "dx", dx, ref, NULL, n);
   if (c->t != KILN_SCALAR_F32) {
-    free(x), free(res), free(w), free(y), free(dx_same), free(ya), free(dx), free(ref), free(ref_add);
+    free(x), free(res), free(w), free(y), free(dx_same), free(ya), free(dx), free(ref),
+        free(ref_add);
     return kiln_bert_end(&run);
   }
   const float h = 1e-2f;
   float *xp = kiln_bert_alloc(n, 4), *xm = kiln_bert_alloc(n, 4), *fd = kiln_bert_alloc(n, 4);
-  for (size_t i = 0; i < n; i++)
-    xp[i] = x[i] + h, xm[i] = x[i] - h;
+  for (size_t i = 0; i < n; i++) xp[i] = x[i] + h, xm[i] = x[i] - h;
   float *yp = launch(&run, fwd, c, xp, NULL, "y+"), *ym = launch(&run, fwd, c, xm, NULL, "y-");
   for (size_t i = 0; i < n; i++)
     fd[i] = (float)((double)w[i] * ((double)yp[i] - ym[i]) / ((double)xp[i] - xm[i]));
@@ -127,7 +131,6 @@ bool kiln_bert_test_dropout(const KilnBertDevice *dev) {
       {513, 256, 0.5f, 11, 0, KILN_SCALAR_BF16},
   };
   bool ok = true;
-  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
-    ok &= run_cfg(dev, &cfgs[i], 4000 + i);
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) ok &= run_cfg(dev, &cfgs[i], 4000 + i);
   return ok;
 }

@@ -36,15 +36,15 @@ static void *zeroed_output(KilnBertRun *run, size_t n) {
 /* L = sum w * out, in double. */
 static double loss(const float *out, const float *w, size_t n) {
   double l = 0.0;
-  for (size_t i = 0; i < n; i++)
-    l += (double)w[i] * out[i];
+  for (size_t i = 0; i < n; i++) l += (double)w[i] * out[i];
   return l;
 }
 
 static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s batch %d seq %d hidden %d vocab %d block %dx%d", kiln_bert_type_name(c->t),
-                  c->batch, c->seq, c->hidden, c->vocab, c->block_t, c->block_h);
+  kiln_bert_begin(&run, dev, "%s batch %d seq %d hidden %d vocab %d block %dx%d",
+                  kiln_bert_type_name(c->t), c->batch, c->seq, c->hidden, c->vocab, c->block_t,
+                  c->block_h);
   KilnDefine defs[] = {{"T", c->t}, {"BLOCK_T", c->block_t}, {"BLOCK_H", c->block_h}};
   KilnRtFunction *fwd = kiln_bert_kernel(&run, "embedding", "embedding_fwd", defs, 3);
   KilnRtFunction *bwd = kiln_bert_kernel(&run, "embedding", "embedding_bwd", defs, 3);
@@ -55,31 +55,30 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   kiln_ref_rng_init(&rng, seed);
   int32_t *ids = kiln_bert_alloc(ntok, 4), *types = kiln_bert_alloc(ntok, 4);
   for (size_t t = 0; t < ntok; t++) /* a small vocabulary: ids repeat, also within one tile */
-    ids[t] = (int32_t)(kiln_ref_rng_next(&rng) % (uint64_t)c->vocab), types[t] = (int32_t)(t % (size_t)c->seq >= (size_t)c->seq / 2);
+    ids[t] = (int32_t)(kiln_ref_rng_next(&rng) % (uint64_t)c->vocab),
+    types[t] = (int32_t)(t % (size_t)c->seq >= (size_t)c->seq / 2);
   void *dtab[3], *dgrad[3], *dw;
   float *tab[3], *w = input_t(&run, &rng, n, c->t, &dw);
-  for (int k = 0; k < 3; k++)
-    tab[k] = input_t(&run, &rng, sizes[k], c->t, &dtab[k]);
-  void *dids = kiln_bert_input(&run, ids, ntok * 4), *dtypes = kiln_bert_input(&run, types, ntok * 4);
-  for (int k = 0; k < 3; k++)
-    dgrad[k] = zeroed_output(&run, sizes[k]);
+  for (int k = 0; k < 3; k++) tab[k] = input_t(&run, &rng, sizes[k], c->t, &dtab[k]);
+  void *dids = kiln_bert_input(&run, ids, ntok * 4),
+       *dtypes = kiln_bert_input(&run, types, ntok * 4);
+  for (int k = 0; k < 3; k++) dgrad[k] = zeroed_output(&run, sizes[k]);
   void *dout = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * esz);
   int32_t ntok32 = (int32_t)ntok, seq = c->seq, hidden = c->hidden;
-  uint32_t gx = kiln_bert_cdiv(ntok, (size_t)c->block_t), gy = kiln_bert_cdiv(H, (size_t)c->block_h);
+  uint32_t gx = kiln_bert_cdiv(ntok, (size_t)c->block_t),
+           gy = kiln_bert_cdiv(H, (size_t)c->block_h);
   void *fargs[] = {&dids, &dtypes, &dtab[0], &dtab[1], &dtab[2], &dout, &ntok32, &seq, &hidden};
   void *bargs[] = {&dids, &dtypes, &dw, &dgrad[0], &dgrad[1], &dgrad[2], &ntok32, &seq, &hidden};
   kiln_bert_launch(&run, fwd, gx, gy, fargs);
   kiln_bert_launch(&run, bwd, gx, gy, bargs);
   float *out = kiln_bert_fetch_t(&run, "out", dout, n, c->t), *ref = kiln_bert_alloc(n, 4);
   double *gref[3];
-  for (int k = 0; k < 3; k++)
-    gref[k] = kiln_bert_alloc(sizes[k], sizeof(double));
+  for (int k = 0; k < 3; k++) gref[k] = kiln_bert_alloc(sizes[k], sizeof(double));
   for (size_t t = 0; t < ntok; t++) {
     size_t rowk[3] = {(size_t)ids[t], t % (size_t)c->seq, (size_t)types[t]};
     for (size_t j = 0; j < H; j++) {
       ref[t * H + j] = tab[0][rowk[0] * H + j] + tab[1][rowk[1] * H + j] + tab[2][rowk[2] * H + j];
-      for (int k = 0; k < 3; k++)
-        gref[k][rowk[k] * H + j] += w[t * H + j];
+      for (int k = 0; k < 3; k++) gref[k][rowk[k] * H + j] += w[t * H + j];
     }
   }
   /* f32: two additions. f16 / bf16: a bound per element (kiln_bert_check_rounded): the f32 sum of
@@ -93,8 +92,7 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
       size_t rowk[3] = {(size_t)ids[t], t % (size_t)c->seq, (size_t)types[t]};
       for (size_t j = 0; j < H; j++) {
         double mag = 0;
-        for (int k = 0; k < 3; k++)
-          mag += fabs((double)tab[k][rowk[k] * H + j]);
+        for (int k = 0; k < 3; k++) mag += fabs((double)tab[k][rowk[k] * H + j]);
         e[t * H + j] = 0x1p-23 * mag;
       }
     }
@@ -107,8 +105,7 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
     size_t total = sizes[k] + KILN_BERT_TAIL;
     grad[k] = kiln_bert_alloc(total, 4);
     float *gr = kiln_bert_alloc(sizes[k], 4);
-    for (size_t i = 0; i < sizes[k]; i++)
-      gr[i] = (float)gref[k][i];
+    for (size_t i = 0; i < sizes[k]; i++) gr[i] = (float)gref[k][i];
     kiln_bert_fetch(&run, grad[k], dgrad[k], total * 4);
     kiln_bert_check_untouched(&run, names[k], grad[k], 4, total, 1, sizes[k], total);
     kiln_bert_check_close(&run, names[k], grad[k], gr, sizes[k], 1.0, 1e-5);
@@ -141,21 +138,19 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
     }
   if (c->t == KILN_SCALAR_F32)
     kiln_bert_check_close(&run, "grad vs fd", an, fd, 3 * FD_PER_TABLE, 1.0, 1e-3);
-  for (int k = 0; k < 3; k++)
-    free(tab[k]), free(gref[k]), free(grad[k]);
+  for (int k = 0; k < 3; k++) free(tab[k]), free(gref[k]), free(grad[k]);
   free(ids), free(types), free(w), free(out), free(ref);
   return kiln_bert_end(&run);
 }
 
 bool kiln_bert_test_embedding(const KilnBertDevice *dev) {
   static const EmbCfg cfgs[] = {
-      {3, 37, 96, 50, 4, 64, KILN_SCALAR_F32},  /* 111 tokens, ragged in both directions */
-      {2, 16, 64, 7, 8, 32, KILN_SCALAR_F32},   /* exact tiles; 7 ids, so every tile repeats ids */
-      {3, 37, 96, 50, 4, 64, KILN_SCALAR_F16},  /* f16 tables */
-      {2, 16, 64, 7, 8, 32, KILN_SCALAR_BF16},  /* bf16 tables */
+      {3, 37, 96, 50, 4, 64, KILN_SCALAR_F32}, /* 111 tokens, ragged in both directions */
+      {2, 16, 64, 7, 8, 32, KILN_SCALAR_F32},  /* exact tiles; 7 ids, so every tile repeats ids */
+      {3, 37, 96, 50, 4, 64, KILN_SCALAR_F16}, /* f16 tables */
+      {2, 16, 64, 7, 8, 32, KILN_SCALAR_BF16}, /* bf16 tables */
   };
   bool ok = true;
-  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
-    ok &= run_cfg(dev, &cfgs[i], 5000 + i);
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) ok &= run_cfg(dev, &cfgs[i], 5000 + i);
   return ok;
 }

@@ -44,12 +44,12 @@ static void check_fd(KilnBertRun *run, KilnRtFunction *fwd, const GeluCfg *c, co
                      const float *dx) {
   const float h = 1e-2f;
   float *xp = kiln_bert_alloc(d->n, 4), *xm = kiln_bert_alloc(d->n, 4);
-  for (size_t i = 0; i < d->n; i++)
-    xp[i] = d->x[i] + h, xm[i] = d->x[i] - h;
+  for (size_t i = 0; i < d->n; i++) xp[i] = d->x[i] + h, xm[i] = d->x[i] - h;
   float *yp = run_gelu(run, fwd, c, d, xp, false), *ym = run_gelu(run, fwd, c, d, xm, false);
   float *fd = kiln_bert_alloc(d->n, 4);
   for (size_t i = 0; i < d->n; i++)
-    fd[i] = (float)((double)d->dy[i] * ((double)yp[i] - (double)ym[i]) / ((double)xp[i] - (double)xm[i]));
+    fd[i] = (float)((double)d->dy[i] * ((double)yp[i] - (double)ym[i]) /
+                    ((double)xp[i] - (double)xm[i]));
   kiln_bert_check_close(run, "dx vs fd", dx, fd, d->n, 1e-1, 2e-3);
   free(xp), free(xm), free(yp), free(ym), free(fd);
 }
@@ -60,7 +60,9 @@ static void check_fd(KilnBertRun *run, KilnRtFunction *fwd, const GeluCfg *c, co
  * 7.1.26), tanh through ex2.approx within 4 2^-22 (2^-22 relative on e^2a, the quotient's two
  * roundings), the inner polynomial's error damped by sech^2 a * |a| <= 0.45, and the sum's rounding;
  * scaled by 0.5 |v|, plus the last two products' roundings of y itself. */
-static double gelu_f32_error(double v, double y) { return (0.5 * fabs(v) * 20 + 2 * fabs(y)) * 0x1p-24; }
+static double gelu_f32_error(double v, double y) {
+  return (0.5 * fabs(v) * 20 + 2 * fabs(y)) * 0x1p-24;
+}
 
 /* The same for dx = dy gelu'(v): gelu'(v) = 0.5 (1 + erf) + v phi(v) is good to 10 2^-24 (half
  * the error of 1 + erf, and v phi(v) <= 0.25 with exp's error 2^-22 and that of its argument
@@ -76,10 +78,12 @@ static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) 
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "%s %s %dx%d block %dx%d", kiln_bert_type_name(c->t),
                   c->tanh_approx ? "tanh" : "erf", c->rows, c->cols, c->block_r, c->block_c);
-  KilnDefine defs[] = {{"T", c->t}, {"BLOCK_R", c->block_r},
-                       {"BLOCK_C", c->block_c}, {"TANH", c->tanh_approx}};
-  KilnRtFunction *fwd = kiln_bert_kernel(&run, "gelu", "bias_gelu_fwd", defs, KILN_BERT_COUNT(defs));
-  KilnRtFunction *bwd = kiln_bert_kernel(&run, "gelu", "bias_gelu_bwd", defs, KILN_BERT_COUNT(defs));
+  KilnDefine defs[] = {
+      {"T", c->t}, {"BLOCK_R", c->block_r}, {"BLOCK_C", c->block_c}, {"TANH", c->tanh_approx}};
+  KilnRtFunction *fwd =
+      kiln_bert_kernel(&run, "gelu", "bias_gelu_fwd", defs, KILN_BERT_COUNT(defs));
+  KilnRtFunction *bwd =
+      kiln_bert_kernel(&run, "gelu", "bias_gelu_bwd", defs, KILN_BERT_COUNT(defs));
   GeluData d;
   d.n = (size_t)c->rows * (size_t)c->cols;
   d.total = d.n + KILN_BERT_TAIL;
@@ -121,13 +125,12 @@ static bool run_cfg(const KilnBertDevice *dev, const GeluCfg *c, uint64_t seed) 
 
 bool kiln_bert_test_gelu(const KilnBertDevice *dev) {
   static const GeluCfg cfgs[] = {
-      {77, 96, 4, 128, 0, KILN_SCALAR_F32}, {77, 96, 4, 128, 1, KILN_SCALAR_F32},
-      {16, 64, 4, 64, 0, KILN_SCALAR_F32},  {3, 768, 1, 256, 1, KILN_SCALAR_F32},
-      {37, 100, 16, 64, 0, KILN_SCALAR_F16}, {8, 768, 2, 1024, 1, KILN_SCALAR_F16},
+      {77, 96, 4, 128, 0, KILN_SCALAR_F32},   {77, 96, 4, 128, 1, KILN_SCALAR_F32},
+      {16, 64, 4, 64, 0, KILN_SCALAR_F32},    {3, 768, 1, 256, 1, KILN_SCALAR_F32},
+      {37, 100, 16, 64, 0, KILN_SCALAR_F16},  {8, 768, 2, 1024, 1, KILN_SCALAR_F16},
       {37, 100, 16, 64, 1, KILN_SCALAR_BF16}, {8, 1024, 2, 1024, 0, KILN_SCALAR_BF16},
   };
   bool ok = true;
-  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
-    ok &= run_cfg(dev, &cfgs[i], 1000 + i);
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) ok &= run_cfg(dev, &cfgs[i], 1000 + i);
   return ok;
 }

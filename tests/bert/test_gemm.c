@@ -21,25 +21,23 @@ typedef struct Gemm {
 static double ref_elem(const Gemm *g, size_t m, size_t n) {
   double acc = 0.0;
   for (size_t k = 0; k < (size_t)g->K; k++)
-    acc += (double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] * g->b[k * (size_t)g->sbk + n * (size_t)g->sbn];
-  if (g->epi >= 1)
-    acc += g->bias[n];
-  if (g->epi == 2)
-    acc = kiln_bert_ref_gelu(acc, 0);
-  if (g->epi == 3)
-    acc += g->res[m * (size_t)g->N + n];
+    acc += (double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] *
+           g->b[k * (size_t)g->sbk + n * (size_t)g->sbn];
+  if (g->epi >= 1) acc += g->bias[n];
+  if (g->epi == 2) acc = kiln_bert_ref_gelu(acc, 0);
+  if (g->epi == 3) acc += g->res[m * (size_t)g->N + n];
   return acc;
 }
 
 /* Runs the product on fn (gemm with element type t: inputs converted to t, output read back as
  * f32) and returns C densely, checking its sentinels. */
-static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, KilnScalarKind t, int bm, int bn) {
+static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, KilnScalarKind t,
+                       int bm, int bn) {
   size_t M = (size_t)g->M, N = (size_t)g->N, ld = N + PAD, total = M * ld + KILN_BERT_TAIL;
   size_t esz = kiln_bert_elem_size(t);
   float *res_ld = kiln_bert_alloc(M * ld, 4);
   for (size_t m = 0; m < M && g->res; m++)
-    for (size_t n = 0; n < N; n++)
-      res_ld[m * ld + n] = g->res[m * N + n];
+    for (size_t n = 0; n < N; n++) res_ld[m * ld + n] = g->res[m * N + n];
   const float *host[4] = {g->a, g->b, g->bias, res_ld};
   size_t lens[4] = {g->a_len, g->b_len, N, M * ld};
   void *dev[4];
@@ -51,16 +49,27 @@ static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, Kiln
   }
   void *dc = kiln_bert_output(run, total * esz);
   int32_t scm = (int32_t)ld, scn = 1;
-  void *args[] = {&dev[0], &dev[1], &dc, &dev[2], &dev[3], (void *)&g->M, (void *)&g->N, (void *)&g->K,
-                  (void *)&g->sam, (void *)&g->sak, (void *)&g->sbk, (void *)&g->sbn, &scm, &scn};
+  void *args[] = {&dev[0],
+                  &dev[1],
+                  &dc,
+                  &dev[2],
+                  &dev[3],
+                  (void *)&g->M,
+                  (void *)&g->N,
+                  (void *)&g->K,
+                  (void *)&g->sam,
+                  (void *)&g->sak,
+                  (void *)&g->sbk,
+                  (void *)&g->sbn,
+                  &scm,
+                  &scn};
   kiln_bert_launch(run, fn, kiln_bert_cdiv(M, (size_t)bm), kiln_bert_cdiv(N, (size_t)bn), args);
   unsigned char *raw = kiln_bert_alloc(total, esz);
   kiln_bert_fetch(run, raw, dc, total * esz);
   kiln_bert_check_untouched(run, "c", raw, esz, total, M, N, ld);
   float *c = kiln_bert_alloc(M * N, 4);
   for (size_t m = 0; m < M; m++)
-    for (size_t n = 0; n < N; n++)
-      c[m * N + n] = kiln_bert_elem_get(raw, m * ld + n, t);
+    for (size_t n = 0; n < N; n++) c[m * N + n] = kiln_bert_elem_get(raw, m * ld + n, t);
   free(raw), free(res_ld);
   return c;
 }
@@ -75,14 +84,16 @@ static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, Kiln
 static double gemm_f32_error(const Gemm *g, size_t m, size_t n, double c) {
   double s = 0.0;
   for (size_t k = 0; k < (size_t)g->K; k++)
-    s += fabs((double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] * g->b[k * (size_t)g->sbk + n * (size_t)g->sbn]);
+    s += fabs((double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] *
+              g->b[k * (size_t)g->sbk + n * (size_t)g->sbn]);
   double bias = g->epi >= 1 ? fabs((double)g->bias[n]) : 0.0;
   double res = g->epi == 3 ? fabs((double)g->res[m * (size_t)g->N + n]) : 0.0;
   double e = 0x1p-24 * (2.0 * g->K * s + 2 * (s + bias + res));
   if (g->epi == 2) {
     double v = 0.0; /* the GELU's argument, A B + bias, in double */
     for (size_t k = 0; k < (size_t)g->K; k++)
-      v += (double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] * g->b[k * (size_t)g->sbk + n * (size_t)g->sbn];
+      v += (double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] *
+           g->b[k * (size_t)g->sbk + n * (size_t)g->sbn];
     v += g->bias[n];
     e = 1.13 * e + 0x1p-24 * (0.5 * fabs(v) * 20 + 2 * fabs(c));
   }
@@ -90,8 +101,8 @@ static double gemm_f32_error(const Gemm *g, size_t m, size_t n, double c) {
 }
 
 /* C against the reference: f32 within tol (floor 1), f16 / bf16 within a bound per element. */
-static void check_gemm(KilnBertRun *run, const char *what, const float *c, const Gemm *g, KilnScalarKind t,
-                       double tol) {
+static void check_gemm(KilnBertRun *run, const char *what, const float *c, const Gemm *g,
+                       KilnScalarKind t, double tol) {
   size_t M = (size_t)g->M, N = (size_t)g->N;
   float *ref = kiln_bert_alloc(M * N, 4);
   double *e = kiln_bert_alloc(M * N, sizeof *e);
@@ -108,16 +119,18 @@ static void check_gemm(KilnBertRun *run, const char *what, const float *c, const
 }
 
 /* Every epilogue on one shape; inputs rounded to t. */
-static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t K, int bm, int bn, int bk,
-                          KilnScalarKind t, int epi_lo, int epi_hi, uint64_t seed) {
+static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t K, int bm,
+                          int bn, int bk, KilnScalarKind t, int epi_lo, int epi_hi, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d", kiln_bert_type_name(t), M, N,
-                  K, bm, bn, bk, epi_lo, epi_hi);
+  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d", kiln_bert_type_name(t),
+                  M, N, K, bm, bn, bk, epi_lo, epi_hi);
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
-  float *a = kiln_bert_random_t(&rng, sM * sK, -1.0f, 1.0f, t), *b = kiln_bert_random_t(&rng, sK * sN, -1.0f, 1.0f, t);
-  float *bias = kiln_bert_random_t(&rng, sN, -1.0f, 1.0f, t), *res = kiln_bert_random_t(&rng, sM * sN, -1.0f, 1.0f, t);
+  float *a = kiln_bert_random_t(&rng, sM * sK, -1.0f, 1.0f, t),
+        *b = kiln_bert_random_t(&rng, sK * sN, -1.0f, 1.0f, t);
+  float *bias = kiln_bert_random_t(&rng, sN, -1.0f, 1.0f, t),
+        *res = kiln_bert_random_t(&rng, sM * sN, -1.0f, 1.0f, t);
   /* f32: the accumulation's own error, 1e-5 (floor 1); f16 / bf16: a bound per element
    * (gemm_f32_error). */
   double tol = 1e-5;
@@ -138,19 +151,20 @@ static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32
 /* L = sum w * (X W + b), in double, from a forward product. */
 static double loss(const float *y, const float *w, size_t n) {
   double l = 0.0;
-  for (size_t i = 0; i < n; i++)
-    l += (double)w[i] * y[i];
+  for (size_t i = 0; i < n; i++) l += (double)w[i] * y[i];
   return l;
 }
 
 /* The linear layer's backward: dX = w W^T and dW = X^T w through strides, db = colsum(w);
  * each checked against the reference and against central differences of L through the
  * forward at a few elements. */
-static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_t N, uint64_t seed) {
+static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_t N,
+                         uint64_t seed) {
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "linear backward X %dx%d W %dx%d", M, K, K, N);
   enum { T = 16 };
-  KilnDefine d1[] = {{"BM", T}, {"BN", T}, {"BK", T}, {"EPI", 1}}, d0[] = {{"BM", T}, {"BN", T}, {"BK", T}, {"EPI", 0}};
+  KilnDefine d1[] = {{"BM", T}, {"BN", T}, {"BK", T}, {"EPI", 1}},
+             d0[] = {{"BM", T}, {"BN", T}, {"BK", T}, {"EPI", 0}};
   KilnDefine dc[] = {{"BLOCK_R", 4}, {"BLOCK_C", 32}};
   KilnRtFunction *fwd = kiln_bert_kernel(&run, "gemm", "gemm", d1, 4); /* T: f32 by default */
   KilnRtFunction *plain = kiln_bert_kernel(&run, "gemm", "gemm", d0, 4);
@@ -158,21 +172,24 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
   size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
-  float *x = kiln_bert_random_f32(&rng, sM * sK, -1.0f, 1.0f), *w = kiln_bert_random_f32(&rng, sK * sN, -1.0f, 1.0f);
-  float *b = kiln_bert_random_f32(&rng, sN, -1.0f, 1.0f), *dy = kiln_bert_random_f32(&rng, sM * sN, -1.0f, 1.0f);
-  Gemm gdx = {dy, w, NULL, NULL, M, K, N, N, 1, 1, N, 0, sM * sN, sK * sN};  /* B = W^T */
-  Gemm gdw = {x, dy, NULL, NULL, K, N, M, 1, K, N, 1, 0, sM * sK, sM * sN};  /* A = X^T */
+  float *x = kiln_bert_random_f32(&rng, sM * sK, -1.0f, 1.0f),
+        *w = kiln_bert_random_f32(&rng, sK * sN, -1.0f, 1.0f);
+  float *b = kiln_bert_random_f32(&rng, sN, -1.0f, 1.0f),
+        *dy = kiln_bert_random_f32(&rng, sM * sN, -1.0f, 1.0f);
+  Gemm gdx = {dy, w, NULL, NULL, M, K, N, N, 1, 1, N, 0, sM * sN, sK * sN}; /* B = W^T */
+  Gemm gdw = {x, dy, NULL, NULL, K, N, M, 1, K, N, 1, 0, sM * sK, sM * sN}; /* A = X^T */
   float *dx = run_gemm(&run, plain, &gdx, KILN_SCALAR_F32, T, T),
         *dw = run_gemm(&run, plain, &gdw, KILN_SCALAR_F32, T, T);
   check_gemm(&run, "dX", dx, &gdx, KILN_SCALAR_F32, 1e-5);
   check_gemm(&run, "dW", dw, &gdw, KILN_SCALAR_F32, 1e-5);
   /* db = column sums of dy, read at a row stride of N + 3 with 1000s in the gap. */
   size_t ld = sN + 3;
-  float *dyp = kiln_bert_alloc(sM * ld, 4), *db = kiln_bert_alloc(sN + KILN_BERT_TAIL, 4), *ref_db = kiln_bert_alloc(sN, 4);
+  float *dyp = kiln_bert_alloc(sM * ld, 4), *db = kiln_bert_alloc(sN + KILN_BERT_TAIL, 4),
+        *ref_db = kiln_bert_alloc(sN, 4);
   for (size_t m = 0; m < sM; m++)
-    for (size_t n = 0; n < ld; n++)
-      dyp[m * ld + n] = n < sN ? dy[m * sN + n] : 1000.0f;
-  void *ddy = kiln_bert_input(&run, dyp, sM * ld * 4), *ddb = kiln_bert_output(&run, (sN + KILN_BERT_TAIL) * 4);
+    for (size_t n = 0; n < ld; n++) dyp[m * ld + n] = n < sN ? dy[m * sN + n] : 1000.0f;
+  void *ddy = kiln_bert_input(&run, dyp, sM * ld * 4),
+       *ddb = kiln_bert_output(&run, (sN + KILN_BERT_TAIL) * 4);
   int32_t ld32 = (int32_t)ld;
   void *cargs[] = {&ddy, &ddb, &M, &N, &ld32};
   kiln_bert_launch(&run, colsum, kiln_bert_cdiv(sN, 32), 1, cargs);
@@ -180,8 +197,7 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
   kiln_bert_check_untouched(&run, "db", db, 4, sN + KILN_BERT_TAIL, 1, sN, sN + KILN_BERT_TAIL);
   for (size_t n = 0; n < sN; n++) {
     double s = 0.0;
-    for (size_t m = 0; m < sM; m++)
-      s += dy[m * sN + n];
+    for (size_t m = 0; m < sM; m++) s += dy[m * sN + n];
     ref_db[n] = (float)s;
   }
   kiln_bert_check_close(&run, "db", db, ref_db, sN, 1.0, 1e-5);
@@ -215,17 +231,21 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
 bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
   bool ok = true;
   /* Epilogues: none, bias, bias + GELU, bias + residual. */
-  ok &= run_epilogues(dev, 77, 64, 96, 32, 32, 16, KILN_SCALAR_F32, 0, 3, 7000); /* ragged M, exact N, K */
-  ok &= run_epilogues(dev, 37, 100, 40, 16, 16, 16, KILN_SCALAR_F16, 2, 3, 7001); /* ragged on all axes */
+  ok &= run_epilogues(dev, 77, 64, 96, 32, 32, 16, KILN_SCALAR_F32, 0, 3,
+                      7000); /* ragged M, exact N, K */
+  ok &= run_epilogues(dev, 37, 100, 40, 16, 16, 16, KILN_SCALAR_F16, 2, 3,
+                      7001); /* ragged on all axes */
   ok &= run_epilogues(dev, 45, 72, 56, 16, 32, 16, KILN_SCALAR_BF16, 1, 2, 7005); /* ragged M, K */
-  ok &= run_epilogues(dev, 1, 1, 1, 16, 16, 16, KILN_SCALAR_F32, 3, 3, 7002);    /* degenerate */
+  ok &= run_epilogues(dev, 1, 1, 1, 16, 16, 16, KILN_SCALAR_F32, 3, 3, 7002);     /* degenerate */
   ok &= run_backward(dev, 74, 96, 37, 7100);
   /* On emu also tiles the tuner picks on a GPU (each layout is its own lowering there; the cpu
    * target computes every tile the same way). */
   if (kiln_bert_on_emu(dev)) {
-    ok &= run_epilogues(dev, 77, 96, 72, 64, 64, 32, KILN_SCALAR_F16, 1, 1, 7003);  /* ragged M and K */
+    ok &= run_epilogues(dev, 77, 96, 72, 64, 64, 32, KILN_SCALAR_F16, 1, 1,
+                        7003); /* ragged M and K */
     ok &= run_epilogues(dev, 50, 130, 64, 32, 128, 64, KILN_SCALAR_F32, 0, 0, 7004); /* ragged N */
-    ok &= run_epilogues(dev, 40, 64, 48, 32, 64, 16, KILN_SCALAR_BF16, 3, 3, 7006);  /* bf16 mma, residual */
+    ok &= run_epilogues(dev, 40, 64, 48, 32, 64, 16, KILN_SCALAR_BF16, 3, 3,
+                        7006); /* bf16 mma, residual */
   }
   return ok;
 }

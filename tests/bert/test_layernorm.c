@@ -17,8 +17,8 @@ typedef struct LnCfg {
 } LnCfg;
 
 /* n random values in [lo, hi) rounded to t, and their device copy. */
-static float *input_t(KilnBertRun *run, KilnRefRng *rng, size_t n, float lo, float hi, KilnScalarKind t,
-                      void **dev) {
+static float *input_t(KilnBertRun *run, KilnRefRng *rng, size_t n, float lo, float hi,
+                      KilnScalarKind t, void **dev) {
   float *x = kiln_bert_random_t(rng, n, lo, hi, t);
   *dev = kiln_bert_input_t(run, x, n, t);
   return x;
@@ -40,15 +40,14 @@ typedef struct LnRowStats {
 static LnRowStats ln_row_stats(const float *s, size_t cols) {
   LnRowStats st = {0.0, 0.0, 0.0, 0.0, (double)cols};
   double mabs = 0.0, var = 0.0;
-  for (size_t k = 0; k < cols; k++)
-    st.mean += s[k], mabs += fabs((double)s[k]);
+  for (size_t k = 0; k < cols; k++) st.mean += s[k], mabs += fabs((double)s[k]);
   st.mean /= st.n, mabs /= st.n;
-  for (size_t k = 0; k < cols; k++)
-    var += ((double)s[k] - st.mean) * ((double)s[k] - st.mean);
+  for (size_t k = 0; k < cols; k++) var += ((double)s[k] - st.mean) * ((double)s[k] - st.mean);
   var /= st.n;
   st.rstd = 1.0 / sqrt(var + (double)EPS);
   st.dmean = (st.n + 1) * 0x1p-24 * mabs;
-  st.rstd_rel = 0.5 * ((st.n + 2) * 0x1p-24 + st.dmean * st.dmean / (var + (double)EPS)) + 4 * 0x1p-24;
+  st.rstd_rel =
+      0.5 * ((st.n + 2) * 0x1p-24 + st.dmean * st.dmean / (var + (double)EPS)) + 4 * 0x1p-24;
   return st;
 }
 
@@ -105,12 +104,12 @@ static void shape_eps_rows(float *x, float *res, size_t rows, size_t cols, KilnS
                            KilnRefRng *rng) {
   for (size_t r = 0; r < rows; r++) {
     KilnRefLnRow kind = kiln_ref_layernorm_row_kind(r, rows);
-    if (kind == KILN_REF_LN_ROW_NORMAL)
-      continue;
+    if (kind == KILN_REF_LN_ROW_NORMAL) continue;
     kiln_ref_layernorm_fill_row(x + r * cols, cols, kind, rng, EPS, 2, 0.75f);
     kiln_ref_layernorm_fill_row(res + r * cols, cols, kind, rng, EPS, 2, -0.125f);
     for (size_t k = 0; k < cols; k++)
-      x[r * cols + k] = kiln_bert_round(x[r * cols + k], t), res[r * cols + k] = kiln_bert_round(res[r * cols + k], t);
+      x[r * cols + k] = kiln_bert_round(x[r * cols + k], t),
+                   res[r * cols + k] = kiln_bert_round(res[r * cols + k], t);
   }
 }
 
@@ -123,16 +122,15 @@ typedef struct LnDev {
 } LnDev;
 
 static void launch_fwd(KilnBertRun *run, LnDev *d) {
-  void *args[] = {&d->x, &d->res, &d->gamma, &d->beta, &d->s, &d->y, &d->mean, &d->rstd,
-                  &d->cols, &d->eps};
+  void *args[] = {&d->x, &d->res,  &d->gamma, &d->beta, &d->s,
+                  &d->y, &d->mean, &d->rstd,  &d->cols, &d->eps};
   kiln_bert_launch(run, d->fwd, (uint32_t)d->rows, 1, args);
 }
 
 /* sum over row r of w * y, in double, from the forward kernel's output. */
 static double row_loss(const float *y, const float *w, size_t r, size_t cols) {
   double l = 0.0;
-  for (size_t c = 0; c < cols; c++)
-    l += (double)w[r * cols + c] * y[r * cols + c];
+  for (size_t c = 0; c < cols; c++) l += (double)w[r * cols + c] * y[r * cols + c];
   return l;
 }
 
@@ -146,8 +144,7 @@ static void finite_differences(KilnBertRun *run, LnDev *d, float *x, float *gamm
   size_t rows = (size_t)d->rows, cols = (size_t)d->cols, n = rows * cols;
   float *yp = kiln_bert_alloc(n, 4), *ym = kiln_bert_alloc(n, 4);
   for (size_t c = 0; c < cols && run->ok; c++) {
-    if (!kiln_bert_fd_column(c, cols, step))
-      continue;
+    if (!kiln_bert_fd_column(c, cols, step)) continue;
     float *vals[2] = {x, gamma};
     for (int which = 0; which < 2; which++) {
       float *v = vals[which];
@@ -158,23 +155,20 @@ static void finite_differences(KilnBertRun *run, LnDev *d, float *x, float *gamm
       kiln_bert_upload(run, which == 0 ? d->x : d->gamma, v, (which == 0 ? n : cols) * 4);
       launch_fwd(run, d);
       kiln_bert_fetch(run, yp, d->y, n * 4);
-      for (size_t r = 0; r < count; r++)
-        v[r * stride + c] = keep[r] - h;
+      for (size_t r = 0; r < count; r++) v[r * stride + c] = keep[r] - h;
       kiln_bert_upload(run, which == 0 ? d->x : d->gamma, v, (which == 0 ? n : cols) * 4);
       launch_fwd(run, d);
       kiln_bert_fetch(run, ym, d->y, n * 4);
       double total = 0.0;
       for (size_t r = 0; r < rows; r++) {
         double diff = row_loss(yp, w, r, cols) - row_loss(ym, w, r, cols);
-        double span = (double)(keep[which == 0 ? r : 0] + h) - (double)(keep[which == 0 ? r : 0] - h);
-        if (which == 0)
-          fd_dx[r * cols + c] = (float)(diff / span);
+        double span =
+            (double)(keep[which == 0 ? r : 0] + h) - (double)(keep[which == 0 ? r : 0] - h);
+        if (which == 0) fd_dx[r * cols + c] = (float)(diff / span);
         total += diff / span;
       }
-      if (which == 1)
-        fd_dgamma[c] = (float)total;
-      for (size_t r = 0; r < count; r++)
-        v[r * stride + c] = keep[r];
+      if (which == 1) fd_dgamma[c] = (float)total;
+      for (size_t r = 0; r < count; r++) v[r * stride + c] = keep[r];
       kiln_bert_upload(run, which == 0 ? d->x : d->gamma, v, (which == 0 ? n : cols) * 4);
     }
   }
@@ -183,15 +177,18 @@ static void finite_differences(KilnBertRun *run, LnDev *d, float *x, float *gamm
 
 static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs", kiln_bert_type_name(c->t),
-                  c->rows, c->cols, c->fwd_block, c->bwd_block, c->bwd_programs);
-  KilnDefine fdef[] = {{"T", c->t}, {"BLOCK", c->fwd_block}}, bdef[] = {{"T", c->t}, {"BLOCK", c->bwd_block}};
+  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs",
+                  kiln_bert_type_name(c->t), c->rows, c->cols, c->fwd_block, c->bwd_block,
+                  c->bwd_programs);
+  KilnDefine fdef[] = {{"T", c->t}, {"BLOCK", c->fwd_block}},
+             bdef[] = {{"T", c->t}, {"BLOCK", c->bwd_block}};
   KilnDefine rdef[] = {{"BLOCK", 64}};
   LnDev d = {0};
   d.fwd = kiln_bert_kernel(&run, "layernorm", "layernorm_fwd", fdef, 2);
   KilnRtFunction *bwd = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd", bdef, 2);
   KilnRtFunction *red = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd_reduce", rdef, 1);
-  size_t rows = (size_t)c->rows, cols = (size_t)c->cols, n = rows * cols, G = (size_t)c->bwd_programs;
+  size_t rows = (size_t)c->rows, cols = (size_t)c->cols, n = rows * cols,
+         G = (size_t)c->bwd_programs;
   size_t esz = kiln_bert_elem_size(c->t);
   size_t total = n + KILN_BERT_TAIL, stotal = rows + KILN_BERT_TAIL, ctotal = cols + KILN_BERT_TAIL;
   KilnRefRng rng;
@@ -215,7 +212,8 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   d.s = kiln_bert_output(&run, total * esz), d.y = kiln_bert_output(&run, total * esz);
   d.mean = kiln_bert_output(&run, stotal * 4), d.rstd = kiln_bert_output(&run, stotal * 4);
   launch_fwd(&run, &d);
-  float *s = kiln_bert_fetch_t(&run, "s", d.s, n, c->t), *y = kiln_bert_fetch_t(&run, "y", d.y, n, c->t);
+  float *s = kiln_bert_fetch_t(&run, "s", d.s, n, c->t),
+        *y = kiln_bert_fetch_t(&run, "y", d.y, n, c->t);
   float *mean = kiln_bert_alloc(stotal, 4), *rstd = kiln_bert_alloc(stotal, 4);
   kiln_bert_fetch(&run, mean, d.mean, stotal * 4), kiln_bert_fetch(&run, rstd, d.rstd, stotal * 4);
   kiln_bert_check_untouched(&run, "mean", mean, 4, stotal, 1, rows, stotal);
@@ -223,8 +221,7 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
 
   float *ref_s = kiln_bert_alloc(n, 4), *ref_y = kiln_bert_alloc(n, 4);
   float *ref_mean = kiln_bert_alloc(rows, 4), *ref_rstd = kiln_bert_alloc(rows, 4);
-  for (size_t i = 0; i < n; i++)
-    ref_s[i] = x[i] + res[i];
+  for (size_t i = 0; i < n; i++) ref_s[i] = x[i] + res[i];
   kiln_bert_ref_layernorm_fwd(x, res, gamma, beta, ref_y, ref_mean, ref_rstd, rows, cols, EPS);
   if (c->t == KILN_SCALAR_F32) {
     kiln_bert_check_close(&run, "s", s, ref_s, n, 1.0, 0.0);
@@ -241,8 +238,7 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   kiln_bert_check_close(&run, "mean", mean, ref_mean, rows, 1.0, 1e-5);
   kiln_bert_check_close(&run, "rstd", rstd, ref_rstd, rows, 1e-30, 1e-5);
   double *var = kiln_bert_alloc(rows, sizeof *var);
-  for (size_t r = 0; r < rows; r++)
-    var[r] = kiln_ref_variance(ref_s + r * cols, cols);
+  for (size_t r = 0; r < rows; r++) var[r] = kiln_ref_variance(ref_s + r * cols, cols);
   kiln_test_check_eps(&run, rstd, var, rows, EPS);
   free(var);
 
@@ -262,10 +258,10 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   kiln_bert_fetch(&run, dg, ddg, ctotal * 4), kiln_bert_fetch(&run, db, ddb, ctotal * 4);
   kiln_bert_check_untouched(&run, "dgamma", dg, 4, ctotal, 1, cols, ctotal);
   kiln_bert_check_untouched(&run, "dbeta", db, 4, ctotal, 1, cols, ctotal);
-  float *ref_dx = kiln_bert_alloc(n, 4), *ref_dg = kiln_bert_alloc(cols, 4), *ref_db = kiln_bert_alloc(cols, 4);
+  float *ref_dx = kiln_bert_alloc(n, 4), *ref_dg = kiln_bert_alloc(cols, 4),
+        *ref_db = kiln_bert_alloc(cols, 4);
   float *ref_s_t = kiln_bert_alloc(n, 4);
-  for (size_t i = 0; i < n; i++)
-    ref_s_t[i] = kiln_bert_round(ref_s[i], c->t);
+  for (size_t i = 0; i < n; i++) ref_s_t[i] = kiln_bert_round(ref_s[i], c->t);
   kiln_bert_ref_layernorm_bwd(ref_s, ref_s_t, dy, gamma, EPS, ref_dx, ref_dg, ref_db, rows, cols);
   free(ref_s_t);
   if (c->t == KILN_SCALAR_F32) {
@@ -312,20 +308,24 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
 
 bool kiln_bert_test_layernorm(const KilnBertDevice *dev) {
   static const LnCfg cpu[] = {
-      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32},      /* three ragged forward chunks; FD */
-      {37, 96, 128, 128, 4, true, KILN_SCALAR_F32},    /* 37 rows over 4 programs: uneven partial sums; FD */
-      {4, 768, 256, 1024, 3, false, KILN_SCALAR_F32},  /* BERT-base width, three exact forward chunks */
-      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32},     /* degenerate: var 0, xhat 0 */
+      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32}, /* three ragged forward chunks; FD */
+      {37, 96, 128, 128, 4, true,
+       KILN_SCALAR_F32}, /* 37 rows over 4 programs: uneven partial sums; FD */
+      {4, 768, 256, 1024, 3, false,
+       KILN_SCALAR_F32},                           /* BERT-base width, three exact forward chunks */
+      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32}, /* degenerate: var 0, xhat 0 */
       {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16}, /* BERT-large width, f16 activations */
       {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16},    /* ragged chunks, bf16 activations */
   };
   /* Each finite difference launches the forward over every row; on emu 13 rows instead of 37
    * (still uneven over 4 programs) keep that affordable. */
   static const LnCfg emu[] = {
-      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32},      /* three ragged forward chunks; FD */
-      {13, 96, 128, 128, 4, true, KILN_SCALAR_F32},    /* 13 rows over 4 programs: uneven partial sums; FD */
-      {4, 768, 256, 1024, 3, false, KILN_SCALAR_F32},  /* BERT-base width, three exact forward chunks */
-      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32},     /* degenerate: var 0, xhat 0 */
+      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32}, /* three ragged forward chunks; FD */
+      {13, 96, 128, 128, 4, true,
+       KILN_SCALAR_F32}, /* 13 rows over 4 programs: uneven partial sums; FD */
+      {4, 768, 256, 1024, 3, false,
+       KILN_SCALAR_F32},                           /* BERT-base width, three exact forward chunks */
+      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32}, /* degenerate: var 0, xhat 0 */
       {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16}, /* BERT-large width, f16 activations */
       {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16},    /* ragged chunks, bf16 activations */
   };
@@ -333,7 +333,6 @@ bool kiln_bert_test_layernorm(const KilnBertDevice *dev) {
   const LnCfg *cfgs = on_emu ? emu : cpu;
   size_t n = on_emu ? KILN_BERT_COUNT(emu) : KILN_BERT_COUNT(cpu);
   bool ok = true;
-  for (size_t i = 0; i < n; i++)
-    ok &= run_cfg(dev, &cfgs[i], 2000 + i);
+  for (size_t i = 0; i < n; i++) ok &= run_cfg(dev, &cfgs[i], 2000 + i);
   return ok;
 }

@@ -77,7 +77,8 @@ static bool run_cfg(const KilnBertDevice *dev, const TanhCfg *c, uint64_t seed) 
     double rel_y = kiln_bert_on_emu(dev) ? tanh_approx : 4 * 0x1p-24;
     for (size_t i = 0; i < n; i++) {
       ey[i] = rel_y * fabs((double)ref_y[i]);
-      edx[i] = 2 * 0x1p-24 * (fabs((double)dy[i]) * (double)y[i] * y[i] + 2 * fabs((double)ref_dx[i]));
+      edx[i] =
+          2 * 0x1p-24 * (fabs((double)dy[i]) * (double)y[i] * y[i] + 2 * fabs((double)ref_dx[i]));
     }
     kiln_bert_check_rounded(&run, "y", y, ref_y, ey, n, c->t);
     kiln_bert_check_rounded(&run, "dx", dx, ref_dx, edx, n, c->t);
@@ -90,7 +91,8 @@ static bool run_cfg(const KilnBertDevice *dev, const TanhCfg *c, uint64_t seed) 
     for (size_t i = 0; i < n; i++) xp[i] = x[i] + h, xm[i] = x[i] - h;
     float *yp = run_fwd(&run, fwd, c, xp), *ym = run_fwd(&run, fwd, c, xm);
     for (size_t i = 0; i < n; i++)
-      fd[i] = (float)((double)dy[i] * ((double)yp[i] - (double)ym[i]) / ((double)xp[i] - (double)xm[i]));
+      fd[i] = (float)((double)dy[i] * ((double)yp[i] - (double)ym[i]) /
+                      ((double)xp[i] - (double)xm[i]));
     /* through the GPU lowering each y errs by up to tanh_approx |y| <= 4.94e-4 either way, so
      * a difference over 2h errs by up to 4.94e-4 / h, and dx = dy (1 - y^2) from such a y by
      * 2 * 4.94e-4: 5.0e-2 in all, 0.50 normalized by the floor 0.1, so there the check only

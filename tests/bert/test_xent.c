@@ -35,17 +35,16 @@ static void finite_differences(KilnBertRun *run, XentDev *d, float *x, const flo
                                float *fd) {
   const float h = 2e-2f;
   size_t rows = (size_t)d->rows, classes = (size_t)d->classes, n = rows * classes;
-  float *lp = kiln_bert_alloc(rows, 4), *lm = kiln_bert_alloc(rows, 4), *keep = kiln_bert_alloc(rows, 4);
+  float *lp = kiln_bert_alloc(rows, 4), *lm = kiln_bert_alloc(rows, 4),
+        *keep = kiln_bert_alloc(rows, 4);
   for (size_t c = 0; c < classes && run->ok; c++) {
-    if (!kiln_bert_fd_column(c, classes, step))
-      continue;
+    if (!kiln_bert_fd_column(c, classes, step)) continue;
     for (size_t r = 0; r < rows; r++)
       keep[r] = x[r * classes + c], x[r * classes + c] = keep[r] + h;
     kiln_bert_upload(run, d->x, x, n * 4);
     launch_fwd(run, d);
     kiln_bert_fetch(run, lp, d->loss, rows * 4);
-    for (size_t r = 0; r < rows; r++)
-      x[r * classes + c] = keep[r] - h;
+    for (size_t r = 0; r < rows; r++) x[r * classes + c] = keep[r] - h;
     kiln_bert_upload(run, d->x, x, n * 4);
     launch_fwd(run, d);
     kiln_bert_fetch(run, lm, d->loss, rows * 4);
@@ -61,8 +60,8 @@ static void finite_differences(KilnBertRun *run, XentDev *d, float *x, const flo
 
 static bool run_cfg(const KilnBertDevice *dev, const XentCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%d BLOCK %d offset %g", kiln_bert_type_name(c->t), c->rows, c->classes,
-                  c->block, (double)c->offset);
+  kiln_bert_begin(&run, dev, "%s %dx%d BLOCK %d offset %g", kiln_bert_type_name(c->t), c->rows,
+                  c->classes, c->block, (double)c->offset);
   KilnDefine defs[] = {{"T", c->t}, {"BLOCK", c->block}};
   XentDev d = {0};
   d.fwd = kiln_bert_kernel(&run, "xent", "xent_fwd", defs, 2);
@@ -77,7 +76,8 @@ static bool run_cfg(const KilnBertDevice *dev, const XentCfg *c, uint64_t seed) 
     x[i] = kiln_bert_round(x[i] + c->offset, c->t); /* the kernel's exact input */
   int32_t *labels = kiln_bert_alloc(rows, 4);
   for (size_t r = 0; r < rows; r++) /* about one row in five is ignored */
-    labels[r] = kiln_ref_rng_next(&rng) % 5 == 0 ? IGNORE : (int32_t)(kiln_ref_rng_next(&rng) % classes);
+    labels[r] =
+        kiln_ref_rng_next(&rng) % 5 == 0 ? IGNORE : (int32_t)(kiln_ref_rng_next(&rng) % classes);
   labels[0] = (int32_t)classes - 1; /* the last class, in the last (ragged) chunk */
   float *dloss = kiln_bert_random_f32(&rng, rows, 0.5f, 1.5f);
   d.rows = c->rows, d.classes = c->classes, d.ignore = IGNORE;
@@ -92,7 +92,8 @@ static bool run_cfg(const KilnBertDevice *dev, const XentCfg *c, uint64_t seed) 
   kiln_bert_check_untouched(&run, "loss", loss, 4, rtotal, 1, rows, rtotal);
   kiln_bert_check_untouched(&run, "lse", lse, 4, rtotal, 1, rows, rtotal);
   float *dx = kiln_bert_fetch_t(&run, "dx", ddx, n, c->t);
-  float *rl = kiln_bert_alloc(rows, 4), *rlse = kiln_bert_alloc(rows, 4), *rdx = kiln_bert_alloc(n, 4);
+  float *rl = kiln_bert_alloc(rows, 4), *rlse = kiln_bert_alloc(rows, 4),
+        *rdx = kiln_bert_alloc(n, 4);
   kiln_bert_ref_xent_fwd(x, labels, rl, rlse, rows, classes, IGNORE);
   kiln_bert_ref_xent_bwd(x, labels, dloss, rdx, rows, classes, IGNORE);
   kiln_bert_check_close(&run, "loss", loss, rl, rows, 1.0, 1e-5);
@@ -139,21 +140,22 @@ static bool run_cfg(const KilnBertDevice *dev, const XentCfg *c, uint64_t seed) 
     kiln_bert_check_close_columns(&run, "dx vs fd", dx, fd, rows, classes, step, 1e-1, 2e-3);
     free(fd);
   }
-  free(x), free(labels), free(dloss), free(loss), free(lse), free(dx), free(rl), free(rlse), free(rdx);
+  free(x), free(labels), free(dloss), free(loss), free(lse), free(dx), free(rl), free(rlse),
+      free(rdx);
   return kiln_bert_end(&run);
 }
 
 bool kiln_bert_test_xent(const KilnBertDevice *dev) {
   static const XentCfg cfgs[] = {
-      {16, 2, 32, 0.0f, true, KILN_SCALAR_F32},       /* sequence classification: two classes */
-      {6, 77, 32, 0.0f, true, KILN_SCALAR_F32},       /* three chunks, the last ragged; FD */
-      {13, 1000, 256, 80.0f, false, KILN_SCALAR_F32}, /* logits near 80: exp overflows without the max shift */
+      {16, 2, 32, 0.0f, true, KILN_SCALAR_F32}, /* sequence classification: two classes */
+      {6, 77, 32, 0.0f, true, KILN_SCALAR_F32}, /* three chunks, the last ragged; FD */
+      {13, 1000, 256, 80.0f, false,
+       KILN_SCALAR_F32}, /* logits near 80: exp overflows without the max shift */
       {5, 3001, 1024, 0.0f, false, KILN_SCALAR_F32},  /* a scaled-down vocabulary */
       {6, 77, 32, 40.0f, false, KILN_SCALAR_F16},     /* f16 logits, ragged chunks */
       {5, 3001, 1024, 0.0f, false, KILN_SCALAR_BF16}, /* bf16 logits */
   };
   bool ok = true;
-  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++)
-    ok &= run_cfg(dev, &cfgs[i], 3000 + i);
+  for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) ok &= run_cfg(dev, &cfgs[i], 3000 + i);
   return ok;
 }

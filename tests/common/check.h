@@ -20,33 +20,33 @@
 /* unused in programs that count elsewhere (T_CHECK) */
 static int failures __attribute__((unused));
 
-#define KILN_CHECK_INTO(counter, cond, ...)                                   \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-      (counter)++;                                                            \
-    }                                                                         \
+#define KILN_CHECK_INTO(counter, cond, ...)                                                        \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                     \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      (counter)++;                                                                                 \
+    }                                                                                              \
   } while (0)
 
 #define KILN_CHECK_MSG_(cond, ...) KILN_CHECK_INTO(failures, cond, __VA_ARGS__)
-#define KILN_CHECK_BARE_(cond)                                                \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                             \
-    }                                                                         \
+#define KILN_CHECK_BARE_(cond)                                                                     \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
-#define KILN_CHECK_PICK_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, \
-                         _17, _18, _19, _20, name, ...)                                        \
+#define KILN_CHECK_PICK_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16,    \
+                         _17, _18, _19, _20, name, ...)                                            \
   name
-#define CHECK(...)                                                                           \
-  KILN_CHECK_PICK_(__VA_ARGS__, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,            \
-                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
-                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
-                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
-                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,        \
+#define CHECK(...)                                                                                 \
+  KILN_CHECK_PICK_(__VA_ARGS__, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,                 \
+                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,             \
+                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,             \
+                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,             \
+                   KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_, KILN_CHECK_MSG_,             \
                    KILN_CHECK_BARE_, unused)(__VA_ARGS__)
 
 /* The program's exit status: 1 when a check failed (their count on stderr), else 0 ("NAME: all

@@ -26,8 +26,9 @@
 #include <stdint.h>
 
 enum {
-  KILN_TEST_SENTINEL = 0x5A, /* f32 1.5e16, f16 203.25, i32 0x5A5A5A5A: no tested kernel writes these */
-  KILN_TEST_TAIL = 67,       /* extra elements after every output: odd, to catch off-by-a-vector too */
+  KILN_TEST_SENTINEL =
+      0x5A,            /* f32 1.5e16, f16 203.25, i32 0x5A5A5A5A: no tested kernel writes these */
+  KILN_TEST_TAIL = 67, /* extra elements after every output: odd, to catch off-by-a-vector too */
   KILN_TEST_MAX_BUFS = 512,
   KILN_TEST_MAX_MODS = 8
 };
@@ -35,26 +36,27 @@ enum {
 /* Where a run's kernels come from and go (copied into the run by kiln_test_begin). */
 typedef struct KilnTestDevice {
   KilnRtDevice *rt;
-  KilnTarget target;  /* KILN_TARGET_CPU on "cpu", KILN_TARGET_EMU on "emu", a GPU arch on "cuda" */
-  int num_warps;      /* kernels are compiled for it and launched with 32 * num_warps threads */
-  const KilnCompileOptions *extra; /* cpu, specialize, multiple_of for every compile (may be NULL) */
+  KilnTarget target; /* KILN_TARGET_CPU on "cpu", KILN_TARGET_EMU on "emu", a GPU arch on "cuda" */
+  int num_warps;     /* kernels are compiled for it and launched with 32 * num_warps threads */
+  const KilnCompileOptions
+      *extra;         /* cpu, specialize, multiple_of for every compile (may be NULL) */
   const char *bundle; /* precompiled kernels: read from here, or written here with emit */
   bool emit;
 } KilnTestDevice;
 
 typedef struct KilnTestRun {
   KilnTestDevice d;
-  KilnRtDevice *dev;   /* d.rt */
-  KilnRtFunction *fn;  /* the kernel kiln_test_kernel loaded last */
-  int emitted;         /* images written (emit mode) */
-  double start;        /* kiln_test_now() at kiln_test_begin */
+  KilnRtDevice *dev;  /* d.rt */
+  KilnRtFunction *fn; /* the kernel kiln_test_kernel loaded last */
+  int emitted;        /* images written (emit mode) */
+  double start;       /* kiln_test_now() at kiln_test_begin */
   KilnRtModule *mods[KILN_TEST_MAX_MODS];
   int nmods;
   void *bufs[KILN_TEST_MAX_BUFS];
   int nbufs;
   bool ok;
-  char label[192];     /* "[cpu w4] " then the configuration */
-  const char *key;     /* the label without its device prefix: the same on every device */
+  char label[192]; /* "[cpu w4] " then the configuration */
+  const char *key; /* the label without its device prefix: the same on every device */
 } KilnTestRun;
 
 /* Starts a configuration on d; the printf-style label (prefixed with the device and warps) names

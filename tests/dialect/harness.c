@@ -18,8 +18,7 @@ void t_init(T *t) {
 }
 
 static void cleanup_dir(T *t) {
-  if (!t->dir[0])
-    return;
+  if (!t->dir[0]) return;
   char path[128];
   snprintf(path, sizeof path, "%s/k.o", t->dir);
   unlink(path);
@@ -30,20 +29,16 @@ static void cleanup_dir(T *t) {
 }
 
 void t_fini(T *t) {
-  if (t->dl)
-    dlclose(t->dl);
+  if (t->dl) dlclose(t->dl);
   cleanup_dir(t);
-  if (!mlirModuleIsNull(t->m))
-    mlirModuleDestroy(t->m);
+  if (!mlirModuleIsNull(t->m)) mlirModuleDestroy(t->m);
   kiln_mlir_context_destroy(t->k);
 }
 
 void t_kernel(T *t, const char *name, const MlirType *args, size_t n) {
-  if (t->dl)
-    dlclose(t->dl);
+  if (t->dl) dlclose(t->dl);
   t->dl = NULL;
-  if (!mlirModuleIsNull(t->m))
-    mlirModuleDestroy(t->m);
+  if (!mlirModuleIsNull(t->m)) mlirModuleDestroy(t->m);
   t->m = mlirModuleCreateEmpty(t->loc);
   snprintf(t->name, sizeof t->name, "%s", name);
   kiln_ir_builder_init(&t->b, t->ctx, kiln_ir_module_body(t->m));
@@ -64,8 +59,12 @@ MlirType t_tile(T *t, MlirType elem, int64_t d0, int64_t d1) {
   return kiln_ir_type_tensor(elem, shape, d1 ? 2 : 1);
 }
 
-MlirValue t_ci(T *t, MlirType type, int64_t v) { return kiln_ir_build_const_int(&t->b, t->loc, type, v); }
-MlirValue t_cf(T *t, MlirType type, double v) { return kiln_ir_build_const_float(&t->b, t->loc, type, v); }
+MlirValue t_ci(T *t, MlirType type, int64_t v) {
+  return kiln_ir_build_const_int(&t->b, t->loc, type, v);
+}
+MlirValue t_cf(T *t, MlirType type, double v) {
+  return kiln_ir_build_const_float(&t->b, t->loc, type, v);
+}
 
 MlirValue t_op(T *t, const char *name, MlirValue a, MlirValue b) {
   MlirValue ops[2] = {a, b};
@@ -89,8 +88,7 @@ MlirValue t_offsets(T *t, int axis, int64_t block) {
 KilnCpuFn t_compile(T *t) {
   kiln_ir_build_return(&t->b, t->loc);
   KilnPipelineOptions o = {0};
-  if (getenv("KILN_TEST_DUMP"))
-    o.dump_after = getenv("KILN_TEST_DUMP");
+  if (getenv("KILN_TEST_DUMP")) o.dump_after = getenv("KILN_TEST_DUMP");
   void *obj = NULL;
   size_t len = 0;
   if (kiln_pipeline_run(t->m, &kiln_pipeline_cpu, &o) != KILN_MLIR_OK ||
@@ -139,6 +137,5 @@ KilnCpuFn t_compile(T *t) {
 
 void t_run(KilnCpuFn fn, void **args, int gx, int gy) {
   for (int y = 0; y < gy; y++)
-    for (int x = 0; x < gx; x++)
-      fn(args, x, y, 0, gx, gy, 1);
+    for (int x = 0; x < gx; x++) fn(args, x, y, 0, gx, gy, 1);
 }

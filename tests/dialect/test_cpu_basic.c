@@ -20,19 +20,15 @@ static void test_vadd(T *t) {
                       mask);
   KilnCpuFn fn = t_compile(t);
   float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *o = malloc((N + 8) * sizeof *o);
-  for (int i = 0; i < N; i++)
-    a[i] = (float)i * 0.5f, b[i] = 3.0f - (float)i;
-  for (int i = 0; i < N + 8; i++)
-    o[i] = -7.0f;
+  for (int i = 0; i < N; i++) a[i] = (float)i * 0.5f, b[i] = 3.0f - (float)i;
+  for (int i = 0; i < N + 8; i++) o[i] = -7.0f;
   int32_t n_ = N;
   void *argv[4] = {&a, &b, &o, &n_};
   t_run(fn, argv, (N + BLOCK - 1) / BLOCK, 1);
   int bad = 0;
-  for (int i = 0; i < N; i++)
-    bad += o[i] != a[i] + b[i];
+  for (int i = 0; i < N; i++) bad += o[i] != a[i] + b[i];
   T_CHECK(t, bad == 0, "%d wrong sums", bad);
-  for (int i = N; i < N + 8; i++)
-    T_CHECK(t, o[i] == -7.0f, "masked tail written at %d", i);
+  for (int i = N; i < N + 8; i++) T_CHECK(t, o[i] == -7.0f, "masked tail written at %d", i);
   free(a), free(b), free(o);
 }
 
@@ -43,10 +39,12 @@ static void test_outer(T *t) {
   MlirType args[5] = {pf, pf, pf, i32, i32};
   t_kernel(t, "outer", args, 5);
   MlirValue ri = t_offsets(t, 0, BM), rj = t_offsets(t, 1, BN);
-  MlirValue mi = kiln_ir_build_cmpi(&t->b, t->loc, "slt", ri,
-                                    kiln_ir_build_splat(&t->b, t->loc, t_arg(t, 3), mlirValueGetType(ri)));
-  MlirValue mj = kiln_ir_build_cmpi(&t->b, t->loc, "slt", rj,
-                                    kiln_ir_build_splat(&t->b, t->loc, t_arg(t, 4), mlirValueGetType(rj)));
+  MlirValue mi =
+      kiln_ir_build_cmpi(&t->b, t->loc, "slt", ri,
+                         kiln_ir_build_splat(&t->b, t->loc, t_arg(t, 3), mlirValueGetType(ri)));
+  MlirValue mj =
+      kiln_ir_build_cmpi(&t->b, t->loc, "slt", rj,
+                         kiln_ir_build_splat(&t->b, t->loc, t_arg(t, 4), mlirValueGetType(rj)));
   MlirValue x = kiln_ir_build_load(&t->b, t->loc, t_ptrs(t, t_arg(t, 0), ri), mi,
                                    t_cf(t, t_tile(t, f32, BM, 0), 0));
   MlirValue y = kiln_ir_build_load(&t->b, t->loc, t_ptrs(t, t_arg(t, 1), rj), mj,
@@ -54,24 +52,27 @@ static void test_outer(T *t) {
   MlirValue ex = kiln_ir_build_elementwise(&t->b, t->loc, "math.exp", &x, 1, mlirValueGetType(x));
   MlirType full_f = t_tile(t, f32, BM, BN), full_i = t_tile(t, i32, BM, BN),
            full_b = t_tile(t, t_i1(t), BM, BN);
-  MlirValue xe = kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, ex, 1), full_f);
-  MlirValue ye = kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, y, 0), full_f);
+  MlirValue xe = kiln_ir_build_broadcast(&t->b, t->loc,
+                                         kiln_ir_build_expand_dims(&t->b, t->loc, ex, 1), full_f);
+  MlirValue ye = kiln_ir_build_broadcast(&t->b, t->loc,
+                                         kiln_ir_build_expand_dims(&t->b, t->loc, y, 0), full_f);
   MlirValue v = t_op(t, "arith.addf", t_op(t, "arith.mulf", xe, ye), t_cf(t, full_f, 1.0));
-  MlirValue ie = kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, ri, 1), full_i);
-  MlirValue je = kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, rj, 0), full_i);
+  MlirValue ie = kiln_ir_build_broadcast(&t->b, t->loc,
+                                         kiln_ir_build_expand_dims(&t->b, t->loc, ri, 1), full_i);
+  MlirValue je = kiln_ir_build_broadcast(&t->b, t->loc,
+                                         kiln_ir_build_expand_dims(&t->b, t->loc, rj, 0), full_i);
   MlirValue off = t_op(t, "arith.addi", t_op(t, "arith.muli", ie, t_ci(t, full_i, NC)), je);
   MlirValue m2 = t_op(t, "arith.andi",
-                      kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, mi, 1), full_b),
-                      kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, mj, 0), full_b));
+                      kiln_ir_build_broadcast(
+                          &t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, mi, 1), full_b),
+                      kiln_ir_build_broadcast(
+                          &t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, mj, 0), full_b));
   kiln_ir_build_store(&t->b, t->loc, t_ptrs(t, t_arg(t, 2), off), v, m2);
   KilnCpuFn fn = t_compile(t);
   float xs[M], ys[NC], out[M * NC];
-  for (int i = 0; i < M; i++)
-    xs[i] = (float)(i % 7) * 0.25f - 0.5f;
-  for (int j = 0; j < NC; j++)
-    ys[j] = (float)j * 0.1f - 1.0f;
-  for (int i = 0; i < M * NC; i++)
-    out[i] = NAN;
+  for (int i = 0; i < M; i++) xs[i] = (float)(i % 7) * 0.25f - 0.5f;
+  for (int j = 0; j < NC; j++) ys[j] = (float)j * 0.1f - 1.0f;
+  for (int i = 0; i < M * NC; i++) out[i] = NAN;
   float *px = xs, *py = ys, *po = out;
   int32_t m_ = M, n_ = NC;
   void *argv[5] = {&px, &py, &po, &m_, &n_};
@@ -93,27 +94,34 @@ static void test_trans_div(T *t) {
   MlirType args[5] = {pi, pi, pi, pi, pi};
   t_kernel(t, "trans_div", args, 5);
   MlirType ti = t_tile(t, i32, R, C), tt = t_tile(t, i32, C, R);
-  MlirValue ri = kiln_ir_build_range(&t->b, t->loc, 0, R), rj = kiln_ir_build_range(&t->b, t->loc, 0, C);
-  MlirValue ie = kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, ri, 1), ti);
-  MlirValue je = kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, rj, 0), ti);
+  MlirValue ri = kiln_ir_build_range(&t->b, t->loc, 0, R),
+            rj = kiln_ir_build_range(&t->b, t->loc, 0, C);
+  MlirValue ie =
+      kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, ri, 1), ti);
+  MlirValue je =
+      kiln_ir_build_broadcast(&t->b, t->loc, kiln_ir_build_expand_dims(&t->b, t->loc, rj, 0), ti);
   MlirValue off = t_op(t, "arith.addi", t_op(t, "arith.muli", ie, t_ci(t, ti, C)), je);
   MlirValue all = t_ci(t, t_tile(t, t_i1(t), R, C), 1);
   MlirValue v = kiln_ir_build_load(&t->b, t->loc, t_ptrs(t, t_arg(t, 0), off), all, t_ci(t, ti, 0));
   MlirValue vt = kiln_ir_build_trans(&t->b, t->loc, v);
   MlirValue offt = kiln_ir_build_trans(&t->b, t->loc, off); /* offt[j][i] = i*C + j */
   /* store position j*R + i */
-  MlirValue it = kiln_ir_build_trans(&t->b, t->loc, ie), jt = kiln_ir_build_trans(&t->b, t->loc, je);
+  MlirValue it = kiln_ir_build_trans(&t->b, t->loc, ie),
+            jt = kiln_ir_build_trans(&t->b, t->loc, je);
   MlirValue pos = t_op(t, "arith.addi", t_op(t, "arith.muli", jt, t_ci(t, tt, R)), it);
   MlirValue allt = t_ci(t, t_tile(t, t_i1(t), C, R), 1);
   kiln_ir_build_store(&t->b, t->loc, t_ptrs(t, t_arg(t, 1), pos), vt, allt);
-  MlirValue a = kiln_ir_build_load(&t->b, t->loc, t_ptrs(t, t_arg(t, 0), offt), allt, t_ci(t, tt, 0));
-  MlirValue d = t_op(t, "arith.subi", kiln_ir_build_trans(&t->b, t->loc, ie), t_ci(t, tt, 3)); /* i - 3 */
-  kiln_ir_build_store(&t->b, t->loc, t_ptrs(t, t_arg(t, 2), offt), t_op(t, "arith.divsi", a, d), allt);
-  kiln_ir_build_store(&t->b, t->loc, t_ptrs(t, t_arg(t, 3), offt), t_op(t, "arith.remsi", a, d), allt);
+  MlirValue a =
+      kiln_ir_build_load(&t->b, t->loc, t_ptrs(t, t_arg(t, 0), offt), allt, t_ci(t, tt, 0));
+  MlirValue d =
+      t_op(t, "arith.subi", kiln_ir_build_trans(&t->b, t->loc, ie), t_ci(t, tt, 3)); /* i - 3 */
+  kiln_ir_build_store(&t->b, t->loc, t_ptrs(t, t_arg(t, 2), offt), t_op(t, "arith.divsi", a, d),
+                      allt);
+  kiln_ir_build_store(&t->b, t->loc, t_ptrs(t, t_arg(t, 3), offt), t_op(t, "arith.remsi", a, d),
+                      allt);
   KilnCpuFn fn = t_compile(t);
   int32_t in[R * C], out[R * C], q[R * C], r[R * C];
-  for (int i = 0; i < R * C; i++)
-    in[i] = i * 7 - 100, out[i] = q[i] = r[i] = 12345;
+  for (int i = 0; i < R * C; i++) in[i] = i * 7 - 100, out[i] = q[i] = r[i] = 12345;
   int32_t *pin = in, *pout = out, *pq = q, *pr = r, *unused = NULL;
   void *argv[5] = {&pin, &pout, &pq, &pr, &unused};
   t_run(fn, argv, 1, 1);
@@ -155,7 +163,8 @@ static void test_if(T *t) {
     void *argv[2] = {&po, &flag};
     t_run(fn, argv, 1, 1);
     for (int i = 0; i < B; i++)
-      T_CHECK(t, out[i] == (flag > 0 ? i * 2 : i + 100), "if: flag %d out[%d] = %d", flag, i, out[i]);
+      T_CHECK(t, out[i] == (flag > 0 ? i * 2 : i + 100), "if: flag %d out[%d] = %d", flag, i,
+              out[i]);
   }
 }
 
@@ -168,7 +177,6 @@ int main(void) {
   test_if(&t);
   int f = t.failures;
   t_fini(&t);
-  if (f)
-    fprintf(stderr, "%d checks failed\n", f);
+  if (f) fprintf(stderr, "%d checks failed\n", f);
   return f ? 1 : 0;
 }

@@ -13,11 +13,13 @@ int main(void) {
   MlirValue r = kiln_ir_build_range(&t.b, t.loc, 0, B);
   MlirType tt = mlirValueGetType(r);
   MlirValue inits[3] = {r, t_ci(&t, tt, 1), t_ci(&t, i32, 0)};
-  KilnIRFor f = kiln_ir_build_for(&t.b, t.loc, t_ci(&t, i32, 0), t_ci(&t, i32, ITERS), t_ci(&t, i32, 1), inits, 3);
+  KilnIRFor f = kiln_ir_build_for(&t.b, t.loc, t_ci(&t, i32, 0), t_ci(&t, i32, ITERS),
+                                  t_ci(&t, i32, 1), inits, 3);
   KilnIRBuilder outer = t.b;
   kiln_ir_builder_set_end(&t.b, f.body);
   MlirValue a = kiln_ir_for_iter_arg(&f, 0), b = kiln_ir_for_iter_arg(&f, 1);
-  MlirValue ys[3] = {b, t_op(&t, "arith.addi", a, b), t_op(&t, "arith.addi", kiln_ir_for_iter_arg(&f, 2), f.iv)};
+  MlirValue ys[3] = {b, t_op(&t, "arith.addi", a, b),
+                     t_op(&t, "arith.addi", kiln_ir_for_iter_arg(&f, 2), f.iv)};
   kiln_ir_build_yield(&t.b, t.loc, ys, 3);
   t.b = outer;
   MlirValue all = t_ci(&t, t_tile(&t, t_i1(&t), B, 0), 1);

@@ -23,7 +23,9 @@ int main(void) {
   MlirType args[3] = {t_ptr(&t, f32), i32, i32};
   t_kernel(&t, "rnd", args, 3);
   MlirValue offs = t_offsets(&t, 0, BLOCK);
-  MlirValue mask = kiln_ir_build_cmpi(&t.b, t.loc, "slt", offs, kiln_ir_build_splat(&t.b, t.loc, t_arg(&t, 2), mlirValueGetType(offs)));
+  MlirValue mask =
+      kiln_ir_build_cmpi(&t.b, t.loc, "slt", offs,
+                         kiln_ir_build_splat(&t.b, t.loc, t_arg(&t, 2), mlirValueGetType(offs)));
   MlirValue r = kiln_ir_build_rand(&t.b, t.loc, t_arg(&t, 1), offs);
   kiln_ir_build_store(&t.b, t.loc, t_ptrs(&t, t_arg(&t, 0), offs), r, mask);
   KilnCpuFn fn = t_compile(&t);

@@ -13,12 +13,16 @@ int main(void) {
   MlirType args[6] = {pf, pf, pf, pi, pf, pi};
   t_kernel(&t, "red", args, 6);
   MlirType ti = t_tile(&t, i32, R, C);
-  MlirValue ri = kiln_ir_build_range(&t.b, t.loc, 0, R), rj = kiln_ir_build_range(&t.b, t.loc, 0, C);
-  MlirValue ie = kiln_ir_build_broadcast(&t.b, t.loc, kiln_ir_build_expand_dims(&t.b, t.loc, ri, 1), ti);
-  MlirValue je = kiln_ir_build_broadcast(&t.b, t.loc, kiln_ir_build_expand_dims(&t.b, t.loc, rj, 0), ti);
+  MlirValue ri = kiln_ir_build_range(&t.b, t.loc, 0, R),
+            rj = kiln_ir_build_range(&t.b, t.loc, 0, C);
+  MlirValue ie =
+      kiln_ir_build_broadcast(&t.b, t.loc, kiln_ir_build_expand_dims(&t.b, t.loc, ri, 1), ti);
+  MlirValue je =
+      kiln_ir_build_broadcast(&t.b, t.loc, kiln_ir_build_expand_dims(&t.b, t.loc, rj, 0), ti);
   MlirValue off = t_op(&t, "arith.addi", t_op(&t, "arith.muli", ie, t_ci(&t, ti, C)), je);
-  MlirValue x = kiln_ir_build_load(&t.b, t.loc, t_ptrs(&t, t_arg(&t, 0), off),
-                                   t_ci(&t, t_tile(&t, i1, R, C), 1), t_cf(&t, t_tile(&t, f32, R, C), 0));
+  MlirValue x =
+      kiln_ir_build_load(&t.b, t.loc, t_ptrs(&t, t_arg(&t, 0), off),
+                         t_ci(&t, t_tile(&t, i1, R, C), 1), t_cf(&t, t_tile(&t, f32, R, C), 0));
   MlirValue rows = kiln_ir_build_reduce(&t.b, t.loc, KILN_REDUCE_SUM, 1, x);
   MlirValue cols = kiln_ir_build_reduce(&t.b, t.loc, KILN_REDUCE_MAX, 0, x);
   MlirValue amax = kiln_ir_build_reduce(&t.b, t.loc, KILN_REDUCE_ARGMAX, 1, x);
@@ -50,8 +54,7 @@ int main(void) {
     int best = 0;
     for (int j = 0; j < C; j++) {
       s += in[i * C + j];
-      if (in[i * C + j] > in[i * C + best])
-        best = j;
+      if (in[i * C + j] > in[i * C + best]) best = j;
     }
     total_ref += s;
     T_CHECK(&t, fabs(rs[i] - s) <= 1e-5 * (fabs(s) + 1), "row sum %d: %g vs %g", i, rs[i], s);
@@ -59,11 +62,11 @@ int main(void) {
   }
   for (int j = 0; j < C; j++) {
     float mx = in[j];
-    for (int i = 1; i < R; i++)
-      mx = in[i * C + j] > mx ? in[i * C + j] : mx;
+    for (int i = 1; i < R; i++) mx = in[i * C + j] > mx ? in[i * C + j] : mx;
     T_CHECK(&t, cm[j] == mx, "col max %d: %g vs %g", j, cm[j], mx);
   }
-  T_CHECK(&t, fabs(tot - total_ref) <= 1e-5 * (fabs(total_ref) + 1), "total %g vs %g", tot, total_ref);
+  T_CHECK(&t, fabs(tot - total_ref) <= 1e-5 * (fabs(total_ref) + 1), "total %g vs %g", tot,
+          total_ref);
   T_CHECK(&t, amn == R - 1, "argmin %d vs %d", amn, R - 1);
   int fails = t.failures;
   t_fini(&t);

@@ -17,8 +17,7 @@ enum { N = 300, BLOCK = 32 };
 
 /* N kernels k0..k{N-1}, each storing its number into out[0..BLOCK). */
 static void build_module(T *t) {
-  if (!mlirModuleIsNull(t->m))
-    mlirModuleDestroy(t->m);
+  if (!mlirModuleIsNull(t->m)) mlirModuleDestroy(t->m);
   t->m = mlirModuleCreateEmpty(t->loc);
   MlirType pf = t_ptr(t, t_f32(t));
   for (int i = 0; i < N; i++) {
@@ -51,8 +50,7 @@ static MlirWalkResult count_op(MlirOperation op, void *user) {
   kiln_ir_get_str_attr(op, "sym_name", name, sizeof name);
   bool marked = c->marker && !mlirAttributeIsNull(mlirOperationGetAttributeByName(
                                  op, mlirStringRefCreateFromCString(c->marker)));
-  if (marked || (!c->marker && strncmp(name, c->prefix, strlen(c->prefix)) == 0))
-    c->entries++;
+  if (marked || (!c->marker && strncmp(name, c->prefix, strlen(c->prefix)) == 0)) c->entries++;
   if (!mlirAttributeIsNull(
           mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("kiln.kernel"))))
     c->kiln_left++;
@@ -78,8 +76,8 @@ static void test_elem_sizes(T *t) {
   T_CHECK(t, kiln_ir_elem_bits(f32) == 32, "f32: %d bits", kiln_ir_elem_bits(f32));
   T_CHECK(t, kiln_ir_elem_bits(t_tile(t, f16, 8, 4)) == 16, "f16 tile: %d bits",
           kiln_ir_elem_bits(t_tile(t, f16, 8, 4)));
-  T_CHECK(t, kiln_ir_elem_bits(i1) == 1 && kiln_ir_elem_bytes(i1) == 1,
-          "i1: %d bits, %lld bytes", kiln_ir_elem_bits(i1), (long long)kiln_ir_elem_bytes(i1));
+  T_CHECK(t, kiln_ir_elem_bits(i1) == 1 && kiln_ir_elem_bytes(i1) == 1, "i1: %d bits, %lld bytes",
+          kiln_ir_elem_bits(i1), (long long)kiln_ir_elem_bytes(i1));
   /* a pointer is an address: 64 bits whatever it points to (the copies disagreed here) */
   T_CHECK(t, kiln_ir_elem_bits(pf16) == 64, "ptr<f16>: %d bits", kiln_ir_elem_bits(pf16));
   T_CHECK(t, kiln_ir_elem_bytes(t_tile(t, pf16, 16, 0)) == 8, "ptr<f16> tile: %lld bytes",
@@ -93,10 +91,8 @@ static void test_ptr_map(T *t) {
   enum { K = 10000 };
   static char keys[K];
   KilnPtrMap m = {0};
-  for (int i = 0; i < K; i++)
-    kiln_ptr_map_put(&m, &keys[i], (void *)(intptr_t)(i + 1));
-  for (int i = 0; i < K; i += 2)
-    kiln_ptr_map_put(&m, &keys[i], (void *)(intptr_t)(-i - 1));
+  for (int i = 0; i < K; i++) kiln_ptr_map_put(&m, &keys[i], (void *)(intptr_t)(i + 1));
+  for (int i = 0; i < K; i += 2) kiln_ptr_map_put(&m, &keys[i], (void *)(intptr_t)(-i - 1));
   int bad = 0;
   for (int i = 0; i < K; i++)
     bad += (intptr_t)kiln_ptr_map_get(&m, &keys[i]) != (i % 2 ? i + 1 : -i - 1);

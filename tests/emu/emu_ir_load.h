@@ -45,8 +45,7 @@ static inline KilnRtModule *emu_ir_load(KilnRtDevice *dev, const char *ir, const
   } else {
     KilnRtStatus st = kiln_rt_module_load(dev, KILN_RT_MODULE_HOST_OBJECT, obj, len, &mod);
     CHECK(st == KILN_RT_OK, "%s: module load: %s", what, kiln_rt_last_error());
-    if (st != KILN_RT_OK)
-      mod = NULL;
+    if (st != KILN_RT_OK) mod = NULL;
   }
   kiln_mlir_buffer_free(obj);
   mlirModuleDestroy(m);

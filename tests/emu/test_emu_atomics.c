@@ -20,8 +20,7 @@ static void atomic_kernel(void **args) {
   uint32_t t = kiln_emu_tid_x(), b = kiln_emu_ctaid_x();
   uint32_t gid = b * THREADS + t;
   int32_t *shared_count = kiln_emu_shared_base();
-  if (t == 0)
-    *shared_count = 0;
+  if (t == 0) *shared_count = 0;
   kiln_emu_barrier0();
   kiln_emu_atom_add_i32(&acc->add_i32, (int32_t)gid);
   kiln_emu_atom_add_f32(&acc->add_f32, 1.0f);
@@ -35,18 +34,15 @@ static void atomic_kernel(void **args) {
   uint32_t old = __atomic_load_n(&acc->cas_count, __ATOMIC_RELAXED);
   for (;;) {
     uint32_t seen = kiln_emu_atom_cas_b32(&acc->cas_count, old, old + 1);
-    if (seen == old)
-      break;
+    if (seen == old) break;
     old = seen;
   }
   /* exch hands every previous holder on exactly once */
   uint32_t prev = kiln_emu_atom_exch_b32(&acc->exch_slot, gid + 1);
-  if (prev)
-    kiln_emu_atom_add_u32(&acc->exch_hits[prev - 1], 1);
+  if (prev) kiln_emu_atom_add_u32(&acc->exch_hits[prev - 1], 1);
   kiln_emu_atom_shared_add_i32(shared_count, (int32_t)t + 1);
   kiln_emu_barrier0();
-  if (t == 0)
-    acc->per_block[b] = *shared_count;
+  if (t == 0) acc->per_block[b] = *shared_count;
 }
 
 int main(void) {
@@ -81,8 +77,7 @@ int main(void) {
   CHECK_EQ_U(acc->sum64, s64);
   CHECK_EQ_U(hits, n - 1); /* every value but the last one left in the slot was displaced once */
   CHECK(acc->exch_slot >= 1 && acc->exch_slot <= n && acc->exch_hits[acc->exch_slot - 1] == 0);
-  for (int b = 0; b < BLOCKS; b++)
-    CHECK_EQ_U(acc->per_block[b], THREADS * (THREADS + 1) / 2);
+  for (int b = 0; b < BLOCKS; b++) CHECK_EQ_U(acc->per_block[b], THREADS * (THREADS + 1) / 2);
   free(acc);
   return kiln_check_result("emu.atomics");
 }

@@ -18,7 +18,8 @@ int main(void) {
       continue;
     }
     CHECK_EQ_U(kiln_emu_f32_to_f16(f), h);
-    CHECK_EQ_U(kiln_emu_f32_to_bf16(kiln_emu_bf16_to_f32((uint16_t)h)), is_nan16((uint16_t)h) ? 0 : h);
+    CHECK_EQ_U(kiln_emu_f32_to_bf16(kiln_emu_bf16_to_f32((uint16_t)h)),
+               is_nan16((uint16_t)h) ? 0 : h);
   }
   /* spot values */
   CHECK(kiln_emu_f16_to_f32(0x3c00) == 1.0f);
@@ -32,7 +33,7 @@ int main(void) {
   CHECK_EQ_U(kiln_emu_f32_to_f16(1.0f + 0x1p-11f), 0x3c00); /* tie to even */
   CHECK_EQ_U(kiln_emu_f32_to_f16(1.0f + 0x1.8p-10f), 0x3c02);
   CHECK(kiln_emu_bf16_to_f32(0x3f80) == 1.0f);
-  CHECK_EQ_U(kiln_emu_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);  /* tie to even */
+  CHECK_EQ_U(kiln_emu_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80); /* tie to even */
   CHECK_EQ_U(kiln_emu_f32_to_bf16(1.0f + 0x1.8p-7f), 0x3f82);
 
   /* nearest: no finite neighbour half is closer than the chosen one */
@@ -41,13 +42,11 @@ int main(void) {
     uint32_t bits = emu_rand(&seed) << 8 ^ emu_rand(&seed);
     float f;
     memcpy(&f, &bits, 4);
-    if (!isfinite(f) || fabsf(f) > 65504.0f)
-      continue;
+    if (!isfinite(f) || fabsf(f) > 65504.0f) continue;
     uint16_t h = kiln_emu_f32_to_f16(f);
     double err = fabs(value16(h) - f);
     uint16_t mag = h & 0x7fff, sign = h & 0x8000;
-    if (mag < 0x7bff)
-      CHECK(fabs(value16((uint16_t)(sign | (mag + 1))) - f) >= err);
+    if (mag < 0x7bff) CHECK(fabs(value16((uint16_t)(sign | (mag + 1))) - f) >= err);
     if (mag > 0)
       CHECK(fabs(value16((uint16_t)(sign | (mag - 1))) - f) >= err);
     else

@@ -8,15 +8,14 @@
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
 /* The emulator's last message names `needle` (the one CHECK, tests/common/check.h). */
-#define CHECK_MSG(needle)                                                                     \
-  CHECK(contains(kiln_emu_last_error(), needle), "message lacks \"%s\": %s", needle,           \
+#define CHECK_MSG(needle)                                                                          \
+  CHECK(contains(kiln_emu_last_error(), needle), "message lacks \"%s\": %s", needle,               \
         kiln_emu_last_error())
 
 /* Half of every warp skips the barrier and waits for the whole warp instead. */
 static void divergent_kernel(void **args) {
   (void)args;
-  if (kiln_emu_laneid() < 16)
-    kiln_emu_barrier0();
+  if (kiln_emu_laneid() < 16) kiln_emu_barrier0();
   kiln_emu_bar_warp_sync(0xffffffffu);
 }
 
@@ -32,8 +31,7 @@ static void two_barriers_kernel(void **args) {
 /* Threads that return early count as arrived: not a deadlock. */
 static void early_exit_kernel(void **args) {
   uint32_t *count = *(uint32_t **)args[0];
-  if (kiln_emu_tid_x() >= 64)
-    return;
+  if (kiln_emu_tid_x() >= 64) return;
   kiln_emu_barrier0();
   kiln_emu_atom_add_u32(count, 1);
 }
@@ -50,8 +48,7 @@ static void mismatch_kernel(void **args) {
 static void trap_kernel(void **args) {
   (void)args;
   kiln_emu_barrier0();
-  if (kiln_emu_ctaid_x() == 2 && kiln_emu_tid_x() == 37)
-    kiln_emu_trap();
+  if (kiln_emu_ctaid_x() == 2 && kiln_emu_tid_x() == 37) kiln_emu_trap();
   kiln_emu_barrier0();
 }
 
@@ -72,8 +69,7 @@ static void oob_cp_async_kernel(void **args) {
 
 static void exited_lane_kernel(void **args) {
   (void)args;
-  if (kiln_emu_laneid() == 3)
-    return;
+  if (kiln_emu_laneid() == 3) return;
   kiln_emu_barrier0();
   kiln_emu_shfl_sync_i32(KILN_EMU_SHFL_BFLY, 0xffffffffu, 1, 1, 0x1f, NULL);
 }
@@ -94,7 +90,8 @@ int main(void) {
   KilnEmuLaunch one = emu_cfg(1, 1, 1, 128, 0, 1);
   CHECK_LAUNCH(KILN_EMU_ERROR_DEADLOCK, divergent_kernel, &one, NULL);
   CHECK_MSG("block (0,0,0)");
-  CHECK_MSG("warp 0: lanes 0-15 bar.sync 0 (64 of 128 arrived); lanes 16-31 bar.warp.sync mask 0xffffffff");
+  CHECK_MSG("warp 0: lanes 0-15 bar.sync 0 (64 of 128 arrived); lanes 16-31 bar.warp.sync mask "
+            "0xffffffff");
   CHECK_MSG("warp 3:");
 
   CHECK_LAUNCH(KILN_EMU_ERROR_DEADLOCK, two_barriers_kernel, &one, NULL);

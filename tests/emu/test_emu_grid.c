@@ -9,13 +9,15 @@ static void ids_kernel(void **args) {
   Rec *out = *(Rec **)args[0];
   uint32_t bx = kiln_emu_ntid_x(), by = kiln_emu_ntid_y();
   uint32_t lin_t = kiln_emu_tid_x() + bx * (kiln_emu_tid_y() + by * kiln_emu_tid_z());
-  uint32_t lin_b = kiln_emu_ctaid_x() +
-                   kiln_emu_nctaid_x() * (kiln_emu_ctaid_y() + kiln_emu_nctaid_y() * kiln_emu_ctaid_z());
+  uint32_t lin_b =
+      kiln_emu_ctaid_x() +
+      kiln_emu_nctaid_x() * (kiln_emu_ctaid_y() + kiln_emu_nctaid_y() * kiln_emu_ctaid_z());
   uint32_t threads = bx * by * kiln_emu_ntid_z();
   Rec *r = &out[lin_b * threads + lin_t];
   r->tid[0] = kiln_emu_tid_x(), r->tid[1] = kiln_emu_tid_y(), r->tid[2] = kiln_emu_tid_z();
   r->ntid[0] = bx, r->ntid[1] = by, r->ntid[2] = kiln_emu_ntid_z();
-  r->ctaid[0] = kiln_emu_ctaid_x(), r->ctaid[1] = kiln_emu_ctaid_y(), r->ctaid[2] = kiln_emu_ctaid_z();
+  r->ctaid[0] = kiln_emu_ctaid_x(), r->ctaid[1] = kiln_emu_ctaid_y(),
+  r->ctaid[2] = kiln_emu_ctaid_z();
   r->nctaid[0] = kiln_emu_nctaid_x(), r->nctaid[1] = kiln_emu_nctaid_y();
   r->nctaid[2] = kiln_emu_nctaid_z();
   r->lane = kiln_emu_laneid();

@@ -20,7 +20,6 @@
 
 #include "../common/check.h"
 
-
 static const char module_ir[] =
     "declare void @hook(ptr)\n"
     "define void @k(ptr %in, ptr %out, ptr %out32, i1 %c) {\n"
@@ -41,7 +40,8 @@ static const char module_ir[] =
     "  br label %b\n"
     "b:\n"
     "  %p = phi bfloat [ %v, %entry ], [ %n, %a ]\n"
-    "  %sh = shufflevector <4 x bfloat> %vv, <4 x bfloat> undef, <4 x i32> <i32 3, i32 2, i32 1, i32 0>\n"
+    "  %sh = shufflevector <4 x bfloat> %vv, <4 x bfloat> undef, <4 x i32> <i32 3, i32 2, i32 1, "
+    "i32 0>\n"
     "  %wx = fpext <4 x bfloat> %sh to <4 x float>\n"
     "  store <4 x float> %wx, ptr %out32, align 16\n"
     "  %s = fadd half %h, %h\n"
@@ -83,13 +83,10 @@ static bool is_float16(LLVMTypeRef t) {
 
 /* Whether user u of `def` sits later in def's block with no call in between. */
 static bool used_nearby(LLVMValueRef def, LLVMValueRef u) {
-  if (LLVMGetInstructionParent(u) != LLVMGetInstructionParent(def))
-    return false;
+  if (LLVMGetInstructionParent(u) != LLVMGetInstructionParent(def)) return false;
   for (LLVMValueRef in = LLVMGetNextInstruction(def); in; in = LLVMGetNextInstruction(in)) {
-    if (in == u)
-      return true;
-    if (LLVMIsACallInst(in))
-      return false;
+    if (in == u) return true;
+    if (LLVMIsACallInst(in)) return false;
   }
   return false;
 }
@@ -117,8 +114,8 @@ static void check_function(LLVMValueRef fn) {
 
 int main(void) {
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(module_ir,
-                                                                      sizeof module_ir - 1, "t");
+  LLVMMemoryBufferRef buf =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy(module_ir, sizeof module_ir - 1, "t");
   LLVMModuleRef mod = NULL;
   char *msg = NULL;
   if (LLVMParseIRInContext(ctx, buf, &mod, &msg)) {

@@ -8,7 +8,9 @@ typedef struct Out {
   uint32_t d[32][4];
 } Out;
 
-static uint16_t value(uint32_t m, uint32_t r, uint32_t c) { return (uint16_t)(0x1000 * (m + 1) + 16 * r + c); }
+static uint16_t value(uint32_t m, uint32_t r, uint32_t c) {
+  return (uint16_t)(0x1000 * (m + 1) + 16 * r + c);
+}
 
 static void ldm_kernel(void **args) {
   Out *out = *(Out **)args[0];

@@ -110,8 +110,7 @@ static KilnRtStatus launch(KilnRtModule *mod, const char *name, uint32_t grid, u
                            void *out) {
   KilnRtFunction *fn = NULL;
   KilnRtStatus st = kiln_rt_module_get_function(mod, name, &fn);
-  if (st != KILN_RT_OK)
-    return st;
+  if (st != KILN_RT_OK) return st;
   KilnRtLaunchConfig cfg = {.grid = {grid, 1, 1}, .block_threads = block};
   void *args[] = {&out};
   return kiln_rt_launch(fn, &cfg, args, NULL);

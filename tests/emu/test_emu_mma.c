@@ -10,10 +10,10 @@ typedef enum { KIND_F16, KIND_BF16, KIND_TF32 } Kind;
 
 typedef struct Problem {
   Kind kind;
-  int permute_a;          /* load A with the row halves swapped: must give wrong numbers */
-  uint16_t a16[16][16];   /* f16 / bf16 bits */
+  int permute_a;        /* load A with the row halves swapped: must give wrong numbers */
+  uint16_t a16[16][16]; /* f16 / bf16 bits */
   uint16_t b16[16][8];
-  float a32[16][8];       /* tf32 values (already representable) */
+  float a32[16][8]; /* tf32 values (already representable) */
   float b32[8][8];
   float c[16][8], d[16][8];
 } Problem;
@@ -40,8 +40,7 @@ static void mma_kernel(void **args) {
     for (uint32_t r = 0; r < 4; r++) {
       /* elements 2r, 2r+1: row g (+8 for registers 1 and 3), cols 2t, 2t+1 (+8 for 2 and 3) */
       uint32_t row = g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);
-      if (P->permute_a)
-        row = g + 8 * !(r & 1);
+      if (P->permute_a) row = g + 8 * !(r & 1);
       a[r] = pack(P->a16[row][col], P->a16[row][col + 1]);
     }
     for (uint32_t r = 0; r < 2; r++) /* rows 2t, 2t+1 (+8 for register 1), col g */
@@ -55,8 +54,7 @@ static void mma_kernel(void **args) {
     kiln_emu_mma_m16n8k16_f32_bf16(d, a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3]);
   else
     kiln_emu_mma_m16n8k8_f32_tf32(d, a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3]);
-  for (uint32_t i = 0; i < 4; i++)
-    P->d[g + 8 * (i >> 1)][2 * t + (i & 1)] = d[i];
+  for (uint32_t i = 0; i < 4; i++) P->d[g + 8 * (i >> 1)][2 * t + (i & 1)] = d[i];
 }
 
 static float rnd(uint32_t *s) { return (float)(emu_rand(s) % 20001) / 10000.0f - 1.0f; }
@@ -76,25 +74,23 @@ static void fill(Problem *P, Kind kind, uint32_t seed) {
     for (int j = 0; j < 8; j++) {
       float v = rnd(&seed);
       P->b16[k][j] = kind == KIND_BF16 ? kiln_emu_f32_to_bf16(v) : kiln_emu_f32_to_f16(v);
-      if (k < 8)
-        P->b32[k][j] = kiln_emu_f16_to_f32(kiln_emu_f32_to_f16(v));
+      if (k < 8) P->b32[k][j] = kiln_emu_f16_to_f32(kiln_emu_f32_to_f16(v));
     }
   }
   for (int i = 0; i < 16; i++)
-    for (int j = 0; j < 8; j++)
-      P->c[i][j] = rnd(&seed);
+    for (int j = 0; j < 8; j++) P->c[i][j] = rnd(&seed);
 }
 
 static float elem_a(const Problem *P, int i, int k) {
-  if (P->kind == KIND_TF32)
-    return P->a32[i][k];
-  return P->kind == KIND_BF16 ? kiln_emu_bf16_to_f32(P->a16[i][k]) : kiln_emu_f16_to_f32(P->a16[i][k]);
+  if (P->kind == KIND_TF32) return P->a32[i][k];
+  return P->kind == KIND_BF16 ? kiln_emu_bf16_to_f32(P->a16[i][k])
+                              : kiln_emu_f16_to_f32(P->a16[i][k]);
 }
 
 static float elem_b(const Problem *P, int k, int j) {
-  if (P->kind == KIND_TF32)
-    return P->b32[k][j];
-  return P->kind == KIND_BF16 ? kiln_emu_bf16_to_f32(P->b16[k][j]) : kiln_emu_f16_to_f32(P->b16[k][j]);
+  if (P->kind == KIND_TF32) return P->b32[k][j];
+  return P->kind == KIND_BF16 ? kiln_emu_bf16_to_f32(P->b16[k][j])
+                              : kiln_emu_f16_to_f32(P->b16[k][j]);
 }
 
 /* Largest |D - ref| over the allowed error (f32 rounding of K + 1 additions); > 1 is a mismatch. */
@@ -138,12 +134,10 @@ typedef struct Staged {
 static void ldmatrix_mma_kernel(void **args) {
   Staged *S = *(Staged **)args[0];
   uint32_t lane = kiln_emu_laneid(), g = lane >> 2, t = lane & 3;
-  uint16_t *sa = kiln_emu_shared_base();    /* A rows, 16 halves each */
-  uint16_t *sb = sa + 16 * 16;               /* B rows k = 0..15, 8 halves each */
-  for (uint32_t i = lane; i < 16 * 16; i += 32)
-    sa[i] = S->a[i / 16][i % 16];
-  for (uint32_t i = lane; i < 16 * 8; i += 32)
-    sb[i] = S->b[i / 8][i % 8];
+  uint16_t *sa = kiln_emu_shared_base(); /* A rows, 16 halves each */
+  uint16_t *sb = sa + 16 * 16;           /* B rows k = 0..15, 8 halves each */
+  for (uint32_t i = lane; i < 16 * 16; i += 32) sa[i] = S->a[i / 16][i % 16];
+  for (uint32_t i = lane; i < 16 * 8; i += 32) sb[i] = S->b[i / 8][i % 8];
   kiln_emu_bar_warp_sync(0xffffffffu);
   /* x4: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15)
    * are exactly registers a0..a3 of the A fragment */
@@ -154,19 +148,16 @@ static void ldmatrix_mma_kernel(void **args) {
   kiln_emu_ldmatrix(b, 2, 1, sb + (lane % 16) * 8);
   float d[4];
   kiln_emu_mma_m16n8k16_f32_f16(d, a[0], a[1], a[2], a[3], b[0], b[1], 0, 0, 0, 0);
-  for (uint32_t i = 0; i < 4; i++)
-    S->d[g + 8 * (i >> 1)][2 * t + (i & 1)] = d[i];
+  for (uint32_t i = 0; i < 4; i++) S->d[g + 8 * (i >> 1)][2 * t + (i & 1)] = d[i];
 }
 
 static void run_staged(void) {
   Staged *S = malloc(sizeof *S);
   uint32_t seed = 99;
   for (int i = 0; i < 16; i++)
-    for (int k = 0; k < 16; k++)
-      S->a[i][k] = kiln_emu_f32_to_f16(rnd(&seed));
+    for (int k = 0; k < 16; k++) S->a[i][k] = kiln_emu_f32_to_f16(rnd(&seed));
   for (int k = 0; k < 16; k++)
-    for (int j = 0; j < 8; j++)
-      S->b[k][j] = kiln_emu_f32_to_f16(rnd(&seed));
+    for (int j = 0; j < 8; j++) S->b[k][j] = kiln_emu_f32_to_f16(rnd(&seed));
   void *args[] = {&S};
   KilnEmuLaunch cfg = emu_cfg(1, 1, 1, 32, (16 * 16 + 16 * 8) * 2, 1);
   CHECK_LAUNCH(KILN_EMU_OK, ldmatrix_mma_kernel, &cfg, args);
@@ -186,7 +177,8 @@ static void run_staged(void) {
 
 int main(void) {
   for (uint32_t seed = 1; seed <= 3; seed++) {
-    double e16 = run(KIND_F16, 0, seed), ebf = run(KIND_BF16, 0, seed), e32 = run(KIND_TF32, 0, seed);
+    double e16 = run(KIND_F16, 0, seed), ebf = run(KIND_BF16, 0, seed),
+           e32 = run(KIND_TF32, 0, seed);
     if (e16 > 1 || ebf > 1 || e32 > 1)
       fprintf(stderr, "seed %u: error/tolerance f16 %g bf16 %g tf32 %g\n", seed, e16, ebf, e32);
     CHECK(e16 <= 1);

@@ -46,14 +46,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                             \
-      fputc('\n', stderr);                                                      \
-      failures++;                                                               \
-    }                                                                           \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                     \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
 
 enum { BLOCK = 32 };
@@ -70,16 +70,25 @@ static const char SOURCE[] =
 static KilnRtFunction *load_kernel(KilnRtDevice *dev, KilnTarget target, int bits,
                                    KilnRtModule **mod) {
   KilnDefine block = {"BLOCK", BLOCK};
-  KilnCompileOptions o = {.path = "gather_rows.kiln", .source = SOURCE,
-                          .source_len = sizeof SOURCE - 1, .kernel = "gather_rows",
-                          .defines = &block, .num_defines = 1, .target = target,
-                          .num_warps = 1, .index_bits = bits, .diag = stderr};
+  KilnCompileOptions o = {.path = "gather_rows.kiln",
+                          .source = SOURCE,
+                          .source_len = sizeof SOURCE - 1,
+                          .kernel = "gather_rows",
+                          .defines = &block,
+                          .num_defines = 1,
+                          .target = target,
+                          .num_warps = 1,
+                          .index_bits = bits,
+                          .diag = stderr};
   KilnBuffer obj = {0};
   *mod = NULL;
   bool gpu = target == KILN_TARGET_SM90;
   if (kiln_driver_compile(&o, gpu ? KILN_EMIT_PTX : KILN_EMIT_OBJ, &obj) != KILN_DRIVER_OK) {
     CHECK(false, "gather_rows does not compile for %s with %d-bit offsets",
-          gpu ? "sm_90" : target == KILN_TARGET_EMU ? "emu" : "cpu", bits);
+          gpu                         ? "sm_90"
+          : target == KILN_TARGET_EMU ? "emu"
+                                      : "cpu",
+          bits);
     return NULL;
   }
   KilnRtStatus st = kiln_rt_module_load(dev, gpu ? KILN_RT_MODULE_PTX : KILN_RT_MODULE_HOST_OBJECT,
@@ -105,8 +114,7 @@ static uint8_t pattern(uint32_t row, uint32_t col) { return (uint8_t)(row * 37u 
 static void fill_rows(KilnRtDevice *dev, uint8_t *x, uint32_t rows, size_t stride) {
   for (uint32_t r = 0; r < rows; r++) {
     uint8_t row[BLOCK];
-    for (uint32_t c = 0; c < BLOCK; c++)
-      row[c] = pattern(r, c);
+    for (uint32_t c = 0; c < BLOCK; c++) row[c] = pattern(r, c);
     CHECK(kiln_rt_memcpy_htod(dev, x + (size_t)r * stride, row, BLOCK, NULL) == KILN_RT_OK,
           "upload: %s", kiln_rt_last_error());
   }
@@ -130,8 +138,8 @@ static void check_rows(KilnRtDevice *dev, const char *what, const uint8_t *out, 
 
 static void expect_refused(KilnRtStatus st, const char *what) {
   const char *msg = kiln_rt_last_error();
-  CHECK(st == KILN_RT_ERROR_INVALID_ARGUMENT, "%s: status %d, expected INVALID_ARGUMENT (%s)",
-        what, (int)st, st == KILN_RT_OK ? "it ran" : msg);
+  CHECK(st == KILN_RT_ERROR_INVALID_ARGUMENT, "%s: status %d, expected INVALID_ARGUMENT (%s)", what,
+        (int)st, st == KILN_RT_OK ? "it ran" : msg);
   if (st != KILN_RT_ERROR_INVALID_ARGUMENT) return;
   CHECK(strstr(msg, "gather_rows") && strstr(msg, "pointer argument 0") &&
             strstr(msg, "32-bit offsets") && strstr(msg, "--index-bits 64"),
@@ -165,11 +173,13 @@ static void test_scaled(KilnRtDevice *emu, const char *limit_var, KilnRtFunction
   int before = fake_launches();
   expect_refused(gather(k32, ROWS, x, out, STRIDE), "32-bit offsets, 4000 elements");
   if (fake) CHECK(fake_launches() == before, "the refused launch reached the driver");
-  CHECK(gather(k64, ROWS, x, out, STRIDE) == KILN_RT_OK, "64-bit offsets: %s", kiln_rt_last_error());
+  CHECK(gather(k64, ROWS, x, out, STRIDE) == KILN_RT_OK, "64-bit offsets: %s",
+        kiln_rt_last_error());
   if (!fake) check_rows(emu, "64-bit offsets under the limit", out, ROWS);
   unsetenv(limit_var);
   if (!fake) CHECK(kiln_rt_memset(emu, out, 0, ROWS * BLOCK, NULL) == KILN_RT_OK, "memset");
-  CHECK(gather(k32, ROWS, x, out, STRIDE) == KILN_RT_OK, "32-bit offsets: %s", kiln_rt_last_error());
+  CHECK(gather(k32, ROWS, x, out, STRIDE) == KILN_RT_OK, "32-bit offsets: %s",
+        kiln_rt_last_error());
   if (!fake) check_rows(emu, "32-bit offsets without the limit", out, ROWS);
   if (fake) {
     CHECK(fake_launches() == before + 2, "the driver ran %d launches, expected 2",
@@ -217,8 +227,8 @@ static void test_parts(KilnRtDevice *dev, const char *limit_var, KilnRtFunction 
 enum { BIG_ROWS = 3 };
 static const int32_t BIG_STRIDE = (1 << 30) + 8;
 
-static void test_full(KilnRtDevice *dev, const char *name, KilnRtFunction *k64,
-                      KilnRtFunction *k32, bool fake) {
+static void test_full(KilnRtDevice *dev, const char *name, KilnRtFunction *k64, KilnRtFunction *k32,
+                      bool fake) {
   size_t bytes = (size_t)(BIG_ROWS - 1) * (size_t)BIG_STRIDE + BLOCK;
   printf("%s, full size: 3 rows 2^30 + 8 bytes apart in %zu bytes\n", name, bytes);
   uint8_t *x = NULL, *out = NULL;
@@ -246,10 +256,15 @@ static void test_full(KilnRtDevice *dev, const char *name, KilnRtFunction *k64,
  * the compile fails or the word is not found. */
 static long emu_registers_word(void) {
   KilnDefine block = {"BLOCK", BLOCK};
-  KilnCompileOptions o = {.path = "gather_rows.kiln", .source = SOURCE,
-                          .source_len = sizeof SOURCE - 1, .kernel = "gather_rows",
-                          .defines = &block, .num_defines = 1, .target = KILN_TARGET_EMU,
-                          .num_warps = 1, .diag = stderr};
+  KilnCompileOptions o = {.path = "gather_rows.kiln",
+                          .source = SOURCE,
+                          .source_len = sizeof SOURCE - 1,
+                          .kernel = "gather_rows",
+                          .defines = &block,
+                          .num_defines = 1,
+                          .target = KILN_TARGET_EMU,
+                          .num_warps = 1,
+                          .diag = stderr};
   KilnBuffer text = {0};
   long regs = -1;
   if (kiln_driver_compile(&o, KILN_EMIT_LOWERED_MLIR, &text) == KILN_DRIVER_OK) {
@@ -268,7 +283,8 @@ static void test_recorded_registers(void) {
   const char *ptxas = kiln_driver_ptxas_path();
   if (ptxas && access(ptxas, X_OK) == 0) {
     long regs = emu_registers_word();
-    CHECK(regs >= 1 && regs <= 255, "with ptxas (%s): registers word %ld, want 1..255", ptxas, regs);
+    CHECK(regs >= 1 && regs <= 255, "with ptxas (%s): registers word %ld, want 1..255", ptxas,
+          regs);
     printf("  with %s: %ld registers\n", ptxas, regs);
   } else {
     printf("  with ptxas: skipped (no ptxas at %s)\n", ptxas ? ptxas : "(PATH)");

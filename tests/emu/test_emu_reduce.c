@@ -19,15 +19,13 @@ static void block_sum_kernel(void **args) {
   float s = v;
   for (uint32_t off = 16; off > 0; off /= 2)
     s += kiln_emu_shfl_sync_f32(KILN_EMU_SHFL_BFLY, 0xffffffffu, s, off, 0x1f, NULL);
-  if (lane == 0)
-    sh[warp] = s;
+  if (lane == 0) sh[warp] = s;
   kiln_emu_barrier0();
   if (warp == 0) {
     float p = lane < nwarps ? sh[lane] : 0.0f;
     for (uint32_t off = 16; off > 0; off /= 2)
       p += kiln_emu_shfl_sync_f32(KILN_EMU_SHFL_DOWN, 0xffffffffu, p, off, 0x1f, NULL);
-    if (lane == 0)
-      out[b] = p;
+    if (lane == 0) out[b] = p;
   }
   kiln_emu_barrier0();
 
@@ -36,12 +34,10 @@ static void block_sum_kernel(void **args) {
   tree[t] = v;
   kiln_emu_barrier0();
   for (uint32_t half = THREADS / 2; half > 0; half /= 2) {
-    if (t < half)
-      tree[t] += tree[t + half];
+    if (t < half) tree[t] += tree[t + half];
     kiln_emu_barrier0();
   }
-  if (t == 0)
-    tree_out[b] = tree[0];
+  if (t == 0) tree_out[b] = tree[0];
 }
 
 static void vote_kernel(void **args) {
@@ -63,8 +59,7 @@ static void vote_kernel(void **args) {
 int main(void) {
   float *x = malloc(N * sizeof *x), out[BLOCKS], tree[BLOCKS];
   uint32_t seed = 7;
-  for (int i = 0; i < N; i++)
-    x[i] = (float)(emu_rand(&seed) % 2001) / 1000.0f - 1.0f;
+  for (int i = 0; i < N; i++) x[i] = (float)(emu_rand(&seed) % 2001) / 1000.0f - 1.0f;
   void *args[] = {&x, &(float *){out}, &(float *){tree}};
   KilnEmuLaunch cfg = emu_cfg(BLOCKS, 1, 1, THREADS, (32 + THREADS) * sizeof(float), 2);
   CHECK_LAUNCH(KILN_EMU_OK, block_sum_kernel, &cfg, args);

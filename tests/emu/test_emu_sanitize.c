@@ -136,62 +136,66 @@ static const char *const OOB_IR =
     "  }\n"
     "}\n";
 
-#define SMEM_256                                                                              \
-  "  llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : "  \
-  "!llvm.array<256 x i8> {\n"                                                                  \
-  "    %0 = llvm.mlir.undef : !llvm.array<256 x i8>\n"                                         \
-  "    llvm.return %0 : !llvm.array<256 x i8>\n"                                               \
+#define SMEM_256                                                                                   \
+  "  llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : "       \
+  "!llvm.array<256 x i8> {\n"                                                                      \
+  "    %0 = llvm.mlir.undef : !llvm.array<256 x i8>\n"                                             \
+  "    llvm.return %0 : !llvm.array<256 x i8>\n"                                                   \
   "  }\n"
 
 /* 64 threads and 256 bytes of shared memory. emu_race / emu_norace: smem[t] = t, then
  * out[t] = smem[(t + 1) % 64], without / with the barrier between. emu_race_ww: every thread
  * stores t to smem[0], then out[t] = smem[0] after a barrier. emu_uninit: out[t] = smem[t],
  * which no thread wrote. */
-#define SHARED_KERNEL(name, barrier)                                                          \
-  "  llvm.func @" name "(%out: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "         \
-  "array<i32: 64, 1, 1>} {\n"                                                                   \
-  "    %c1 = llvm.mlir.constant(1 : i32) : i32\n"                                               \
-  "    %c63 = llvm.mlir.constant(63 : i32) : i32\n"                                             \
-  "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"                                                   \
-  "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"                                 \
-  "    %p = llvm.getelementptr %smem[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"          \
-  "    llvm.store %t, %p : i32, !llvm.ptr<3>\n" barrier                                         \
-  "    %t1 = llvm.add %t, %c1 : i32\n"                                                          \
-  "    %u = llvm.and %t1, %c63 : i32\n"                                                         \
-  "    %q = llvm.getelementptr %smem[%u] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"          \
-  "    %v = llvm.load %q : !llvm.ptr<3> -> i32\n"                                               \
-  "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"           \
-  "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"                                                 \
-  "    llvm.return\n"                                                                            \
+#define SHARED_KERNEL(name, barrier)                                                               \
+  "  llvm.func @" name "(%out: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "             \
+  "array<i32: 64, 1, 1>} {\n"                                                                      \
+  "    %c1 = llvm.mlir.constant(1 : i32) : i32\n"                                                  \
+  "    %c63 = llvm.mlir.constant(63 : i32) : i32\n"                                                \
+  "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"                                                      \
+  "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"                                    \
+  "    %p = llvm.getelementptr %smem[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"             \
+  "    llvm.store %t, %p : i32, !llvm.ptr<3>\n" barrier "    %t1 = llvm.add %t, %c1 : i32\n"       \
+  "    %u = llvm.and %t1, %c63 : i32\n"                                                            \
+  "    %q = llvm.getelementptr %smem[%u] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"             \
+  "    %v = llvm.load %q : !llvm.ptr<3> -> i32\n"                                                  \
+  "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"              \
+  "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"                                                    \
+  "    llvm.return\n"                                                                              \
   "  }\n"
 
 static const char *const SHARED_IR =
-    "module attributes {kiln.gpu.smem_bytes = 256 : i64} {\n" SMEM_256
-    SHARED_KERNEL("emu_race", "")
-    SHARED_KERNEL("emu_norace", "    nvvm.barrier0\n")
-    "  llvm.func @emu_race_ww(%out: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "
-    "array<i32: 64, 1, 1>} {\n"
-    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
-    "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
-    "    llvm.store %t, %smem : i32, !llvm.ptr<3>\n"
-    "    nvvm.barrier0\n"
-    "    %v = llvm.load %smem : !llvm.ptr<3> -> i32\n"
-    "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
-    "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"
-    "    llvm.return\n"
-    "  }\n"
-    "  llvm.func @emu_uninit(%out: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "
-    "array<i32: 64, 1, 1>} {\n"
-    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
-    "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
-    "    nvvm.barrier0\n"
-    "    %p = llvm.getelementptr %smem[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
-    "    %v = llvm.load %p : !llvm.ptr<3> -> i32\n"
-    "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
-    "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"
-    "    llvm.return\n"
-    "  }\n"
-    "}\n";
+    "module attributes {kiln.gpu.smem_bytes = 256 : i64} {\n" SMEM_256 SHARED_KERNEL("emu_race", "")
+        SHARED_KERNEL(
+            "emu_norace",
+            "    nvvm.barrier0\n") "  llvm.func @emu_race_ww(%out: !llvm.ptr<1>) attributes "
+                                   "{nvvm.kernel, nvvm.maxntid = "
+                                   "array<i32: 64, 1, 1>} {\n"
+                                   "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+                                   "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
+                                   "    llvm.store %t, %smem : i32, !llvm.ptr<3>\n"
+                                   "    nvvm.barrier0\n"
+                                   "    %v = llvm.load %smem : !llvm.ptr<3> -> i32\n"
+                                   "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> "
+                                   "!llvm.ptr<1>, i32\n"
+                                   "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"
+                                   "    llvm.return\n"
+                                   "  }\n"
+                                   "  llvm.func @emu_uninit(%out: !llvm.ptr<1>) attributes "
+                                   "{nvvm.kernel, nvvm.maxntid = "
+                                   "array<i32: 64, 1, 1>} {\n"
+                                   "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+                                   "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
+                                   "    nvvm.barrier0\n"
+                                   "    %p = llvm.getelementptr %smem[%t] : (!llvm.ptr<3>, i32) -> "
+                                   "!llvm.ptr<3>, i32\n"
+                                   "    %v = llvm.load %p : !llvm.ptr<3> -> i32\n"
+                                   "    %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> "
+                                   "!llvm.ptr<1>, i32\n"
+                                   "    llvm.store %v, %o : i32, !llvm.ptr<1>\n"
+                                   "    llvm.return\n"
+                                   "  }\n"
+                                   "}\n";
 
 /* 32 threads; out[2t] = tanh.approx(in[t]), out[2t + 1] = ex2.approx.ftz(in[t]),
  * out[64 + t] = rcp.approx.ftz(in[t]), as lower_math.c emits them. */
@@ -234,7 +238,8 @@ static const char *const PRED_IR =
     "    %m = llvm.icmp \"ne\" %on, %c0 : i32\n"
     "    %r = llvm.inline_asm has_side_effects \"mov.b32 $0, $6; mov.b32 $1, $7; mov.b32 $2, $8; "
     "mov.b32 $3, $9; @$5 ld.global.v4.b32 {$0, $1, $2, $3}, [$4];\", "
-    "\"=r,=r,=r,=r,l,b,r,r,r,r\" %p, %m, %c7, %c7, %c7, %c7 : (!llvm.ptr<1>, i1, i32, i32, i32, i32) "
+    "\"=r,=r,=r,=r,l,b,r,r,r,r\" %p, %m, %c7, %c7, %c7, %c7 : (!llvm.ptr<1>, i1, i32, i32, i32, "
+    "i32) "
     "-> !llvm.struct<(i32, i32, i32, i32)>\n"
     "    %w0 = llvm.extractvalue %r[0] : !llvm.struct<(i32, i32, i32, i32)>\n"
     "    %w3 = llvm.extractvalue %r[3] : !llvm.struct<(i32, i32, i32, i32)>\n"
@@ -252,8 +257,7 @@ static KilnRtStatus launch(KilnRtModule *mod, const char *name, const uint32_t g
                            void **args) {
   KilnRtFunction *fn = NULL;
   KilnRtStatus st = kiln_rt_module_get_function(mod, name, &fn);
-  if (st != KILN_RT_OK)
-    return st;
+  if (st != KILN_RT_OK) return st;
   KilnRtLaunchConfig cfg = {.grid = {grid[0], grid[1], grid[2]}, .block_threads = 0};
   return kiln_rt_launch(fn, &cfg, args, NULL);
 }
@@ -261,18 +265,17 @@ static KilnRtStatus launch(KilnRtModule *mod, const char *name, const uint32_t g
 /* Whether the last error mentions every one of the NULL-terminated words. */
 static bool message_has(const char *const *words) {
   for (; *words; words++)
-    if (!strstr(kiln_rt_last_error(), *words))
-      return false;
+    if (!strstr(kiln_rt_last_error(), *words)) return false;
   return true;
 }
 
-#define EXPECT_FAILURE(st, want, ...)                                                          \
-  do {                                                                                        \
-    const char *const words_[] = {__VA_ARGS__, NULL};                                          \
-    CHECK((st) == (want), "gave %s, want %s (%s)", kiln_rt_status_name(st),                    \
-          kiln_rt_status_name(want), kiln_rt_last_error());                                    \
-    CHECK(message_has(words_), "message: %s", kiln_rt_last_error());                           \
-    printf("  reported: %s\n", kiln_rt_last_error());                                           \
+#define EXPECT_FAILURE(st, want, ...)                                                              \
+  do {                                                                                             \
+    const char *const words_[] = {__VA_ARGS__, NULL};                                              \
+    CHECK((st) == (want), "gave %s, want %s (%s)", kiln_rt_status_name(st),                        \
+          kiln_rt_status_name(want), kiln_rt_last_error());                                        \
+    CHECK(message_has(words_), "message: %s", kiln_rt_last_error());                               \
+    printf("  reported: %s\n", kiln_rt_last_error());                                              \
   } while (0)
 
 /* ---- launch limits ------------------------------------------------------------------------- */
@@ -280,11 +283,9 @@ static bool message_has(const char *const *words) {
 static void test_pointer_alignment(KilnRtDevice *dev, float *buf) {
   printf("emu_vec: pointer arguments aligned as the code assumes\n");
   KilnRtModule *mod = emu_ir_load(dev, VEC_IR, "emu_vec");
-  if (!mod)
-    return;
+  if (!mod) return;
   const uint32_t one[3] = {1, 1, 1};
-  for (int i = 0; i < 512; i++)
-    buf[i] = (float)i;
+  for (int i = 0; i < 512; i++) buf[i] = (float)i;
   float *in = buf, *out = buf + 256;
   void *args[] = {&in, &out};
   KilnRtStatus st = launch(mod, "emu_vec", one, args);
@@ -315,8 +316,7 @@ static void test_index_limit(KilnRtDevice *dev, float *buf) {
   float *out = NULL;
   if (!mod || kiln_rt_malloc(dev, 128 * sizeof *out, (void **)&out) != KILN_RT_OK) {
     CHECK(mod == NULL, "kiln_rt_malloc: %s", kiln_rt_last_error());
-    if (mod)
-      kiln_rt_module_destroy(mod);
+    if (mod) kiln_rt_module_destroy(mod);
     return;
   }
   const uint32_t one[3] = {1, 1, 1};
@@ -346,8 +346,7 @@ static void test_index_limit(KilnRtDevice *dev, float *buf) {
 static void test_grid_limits(KilnRtDevice *dev, float *buf) {
   printf("emu_vec: grid y and z at most 65535\n");
   KilnRtModule *mod = emu_ir_load(dev, VEC_IR, "emu_vec");
-  if (!mod)
-    return;
+  if (!mod) return;
   float *in = buf, *out = buf + 256;
   void *args[] = {&in, &out};
   const uint32_t y[3] = {1, 65536, 1}, z[3] = {1, 1, 70000};
@@ -363,8 +362,7 @@ static KilnRtStatus launch_regs(KilnRtDevice *dev, float *buf, unsigned threads,
   char ir[2048];
   snprintf(ir, sizeof ir, REGS_IR_FMT, regs, threads);
   KilnRtModule *mod = emu_ir_load(dev, ir, "emu_regs");
-  if (!mod)
-    return KILN_RT_ERROR_LOAD;
+  if (!mod) return KILN_RT_ERROR_LOAD;
   float *in = buf, *out = buf + 256;
   void *args[] = {&in, &out};
   const uint32_t one[3] = {1, 1, 1};
@@ -379,8 +377,7 @@ static void test_register_limits(KilnRtDevice *dev, float *buf) {
                  "1024 threads x 128 registers = 131072", "65536");
   EXPECT_FAILURE(launch_regs(dev, buf, 32, 256), KILN_RT_ERROR_INVALID_ARGUMENT, "emu_regs",
                  "256 registers per thread", "255");
-  for (int i = 0; i < 128; i++)
-    buf[i] = (float)(3 * i);
+  for (int i = 0; i < 128; i++) buf[i] = (float)(3 * i);
   KilnRtStatus st = launch_regs(dev, buf, 32, 255);
   CHECK(st == KILN_RT_OK, "32 threads x 255 registers: %s", kiln_rt_last_error());
   for (int i = 0; st == KILN_RT_OK && i < 128; i++)
@@ -390,8 +387,7 @@ static void test_register_limits(KilnRtDevice *dev, float *buf) {
 static void test_static_shared_limit(KilnRtDevice *dev, float *buf) {
   printf("emu_big_smem: static shared memory at most 48 KiB\n");
   KilnRtModule *mod = emu_ir_load(dev, BIG_SMEM_IR, "emu_big_smem");
-  if (!mod)
-    return;
+  if (!mod) return;
   const uint32_t one[3] = {1, 1, 1};
   void *args[] = {&buf};
   EXPECT_FAILURE(launch(mod, "emu_big_smem", one, args), KILN_RT_ERROR_INVALID_ARGUMENT,
@@ -410,8 +406,7 @@ static void test_memcheck(KilnRtDevice *dev, float *buf) {
     kiln_rt_module_destroy(mod);
     return;
   }
-  for (int i = 0; i < 32; i++)
-    in[i] = (float)(i + 1);
+  for (int i = 0; i < 32; i++) in[i] = (float)(i + 1);
   float *out = buf + 256;
   const uint32_t one[3] = {1, 1, 1};
   setenv("KILN_EMU_CHECK", "mem", 1);
@@ -424,8 +419,8 @@ static void test_memcheck(KilnRtDevice *dev, float *buf) {
     CHECK(out[t] == (float)(t + 1), "emu_oob out[%d] = %g, want %d", t, out[t], t + 1);
   off = 1; /* thread 31 reads in[32], the first float past the allocation */
   EXPECT_FAILURE(launch(mod, "emu_oob", one, args), KILN_RT_ERROR_LAUNCH, "'emu_oob'",
-                 "KILN_EMU_ERROR_MEMORY", "thread 31", "global load of 4 bytes",
-                 "out of bounds", "of 128 bytes");
+                 "KILN_EMU_ERROR_MEMORY", "thread 31", "global load of 4 bytes", "out of bounds",
+                 "of 128 bytes");
   /* What the check is for: without it the same launch "succeeds", reading the allocation
    * cache's spare bytes (a GPU would fault or read a neighbour's data). */
   setenv("KILN_EMU_CHECK", "none", 1);
@@ -436,8 +431,7 @@ static void test_memcheck(KilnRtDevice *dev, float *buf) {
   int32_t n = 20; /* lanes 20..31 are masked off: they must not load in[20..31] */
   float *in20 = NULL;
   CHECK(kiln_rt_malloc(dev, 20 * sizeof *in20, (void **)&in20) == KILN_RT_OK, "malloc");
-  for (int i = 0; in20 && i < 20; i++)
-    in20[i] = (float)(100 + i);
+  for (int i = 0; in20 && i < 20; i++) in20[i] = (float)(100 + i);
   void *margs[] = {&in20, &out, &n};
   memset(out, 0, 32 * sizeof *out);
   st = launch(mod, "emu_masked", one, margs);
@@ -450,9 +444,8 @@ static void test_memcheck(KilnRtDevice *dev, float *buf) {
 
   void *vargs[] = {&in, &out};
   EXPECT_FAILURE(launch(mod, "emu_misaligned", one, vargs), KILN_RT_ERROR_LAUNCH,
-                 "'emu_misaligned'", "KILN_EMU_ERROR_MEMORY", "thread 0",
-                 "global load of 16 bytes", "misaligned", "16-byte alignment",
-                 "4 bytes into allocation");
+                 "'emu_misaligned'", "KILN_EMU_ERROR_MEMORY", "thread 0", "global load of 16 bytes",
+                 "misaligned", "16-byte alignment", "4 bytes into allocation");
   kiln_rt_free(dev, in20);
   kiln_rt_free(dev, in);
   kiln_rt_module_destroy(mod);
@@ -463,8 +456,7 @@ static void test_memcheck(KilnRtDevice *dev, float *buf) {
 static void test_shared_checks(KilnRtDevice *dev, int32_t *out) {
   printf("racecheck / initcheck\n");
   KilnRtModule *mod = emu_ir_load(dev, SHARED_IR, "shared kernels");
-  if (!mod)
-    return;
+  if (!mod) return;
   const uint32_t two[3] = {2, 1, 1};
   void *args[] = {&out};
   setenv("KILN_EMU_CHECK", "all", 1);
@@ -507,8 +499,7 @@ static void test_shared_checks(KilnRtDevice *dev, int32_t *out) {
     CHECK(st == KILN_RT_OK, "emu_race_ww seed %d: %s", seed, kiln_rt_last_error());
     seen[seed - 1] = out[0];
     bool is_new = true;
-    for (int k = 0; k < seed - 1; k++)
-      is_new = is_new && seen[k] != out[0];
+    for (int k = 0; k < seed - 1; k++) is_new = is_new && seen[k] != out[0];
     distinct += is_new;
   }
   printf("  last writer under seeds 1..8: %d distinct\n", distinct);
@@ -546,8 +537,7 @@ static void test_pred_access(KilnRtDevice *dev, float *buf) {
     kiln_rt_module_destroy(mod);
     return;
   }
-  for (int i = 0; i < 32; i++)
-    in[i] = 100 + i;
+  for (int i = 0; i < 32; i++) in[i] = 100 + i;
   int32_t *out = (int32_t *)(buf + 128);
   const uint32_t one[3] = {1, 1, 1};
   setenv("KILN_EMU_CHECK", "mem", 1);
@@ -580,11 +570,9 @@ static void test_pred_access(KilnRtDevice *dev, float *buf) {
 static void test_approx(KilnRtDevice *dev, float *buf) {
   printf("approximate math: KILN_EMU_MATH\n");
   KilnRtModule *mod = emu_ir_load(dev, APPROX_IR, "emu_approx");
-  if (!mod)
-    return;
+  if (!mod) return;
   float *in = buf, *out = buf + 256;
-  for (int t = 0; t < 31; t++)
-    in[t] = 0.25f + 0.1f * (float)t;
+  for (int t = 0; t < 31; t++) in[t] = 0.25f + 0.1f * (float)t;
   in[31] = -130.0f; /* 2^-130 is subnormal */
   const uint32_t one[3] = {1, 1, 1};
   void *args[] = {&in, &out};

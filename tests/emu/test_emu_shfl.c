@@ -14,11 +14,11 @@ static void shfl_kernel(void **args) {
   uint32_t lane = kiln_emu_laneid();
   for (uint32_t i = 0; i < ncase; i++) {
     Case *k = &cs[i];
-    if (!(k->mask >> lane & 1))
-      continue;
+    if (!(k->mask >> lane & 1)) continue;
     uint32_t p = 7;
     if (i % 2 == 0) {
-      k->d[lane] = kiln_emu_shfl_sync_i32(k->mode, k->mask, 1000 + 7 * lane, k->b[lane], k->c[lane], &p);
+      k->d[lane] =
+          kiln_emu_shfl_sync_i32(k->mode, k->mask, 1000 + 7 * lane, k->b[lane], k->c[lane], &p);
     } else {
       float f = kiln_emu_shfl_sync_f32(k->mode, k->mask, 1000.0f + 7.0f * (float)lane, k->b[lane],
                                        k->c[lane], &p);
@@ -31,15 +31,13 @@ static void shfl_kernel(void **args) {
 /* Source lane per the segment picture: a segment is [start, end]; up reads lane - b unless that
  * leaves the segment below; down reads lane + b unless it passes `end`; bfly reads lane ^ b
  * unless that lands above `end`; idx reads start + b mod width. */
-static int32_t ref_source(uint32_t mode, uint32_t lane, uint32_t b, uint32_t width, int32_t clamp_lo,
-                          int32_t clamp_hi) {
+static int32_t ref_source(uint32_t mode, uint32_t lane, uint32_t b, uint32_t width,
+                          int32_t clamp_lo, int32_t clamp_hi) {
   int32_t start = (int32_t)(lane / width * width);
   int32_t end = start + (int32_t)width - 1;
   int32_t l = (int32_t)lane, bb = (int32_t)b;
-  if (clamp_hi >= 0 && clamp_hi < end)
-    end = clamp_hi;
-  if (clamp_lo > 0)
-    start = start + clamp_lo;
+  if (clamp_hi >= 0 && clamp_hi < end) end = clamp_hi;
+  if (clamp_lo > 0) start = start + clamp_lo;
   switch (mode) {
   case KILN_EMU_SHFL_UP: return l - bb >= start ? l - bb : -1;
   case KILN_EMU_SHFL_DOWN: return l + bb <= end ? l + bb : -1;
@@ -91,7 +89,8 @@ int main(void) {
     cs[i].mode = specs[i].mode;
     cs[i].mask = specs[i].mask;
     for (uint32_t l = 0; l < 32; l++) {
-      cs[i].b[l] = specs[i].mode == KILN_EMU_SHFL_IDX ? (l * 5 + specs[i].bshift) % 32 : specs[i].bshift;
+      cs[i].b[l] =
+          specs[i].mode == KILN_EMU_SHFL_IDX ? (l * 5 + specs[i].bshift) % 32 : specs[i].bshift;
       cs[i].c[l] = specs[i].c;
       cs[i].p[l] = 99;
     }

@@ -22,12 +22,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_KERNEL                                                                          \
-  "kernel fz(x: *f32, out: *f32, n: i32, const BLOCK: i32, const SPLIT: i32) {\n"           \
-  "    let c = program_id(0) * BLOCK + arange(0, BLOCK);\n"                                  \
-  "    store(out + c, load(x + c, c < n, 0.0) * 2.0, c < n);\n"                              \
-  "}\n"                                                                                      \
-  "tune fz {\n    key n;\n    BLOCK in [64, 256, 1024];\n    SPLIT in [1, 2, 4];\n"        \
+#define FUZZ_KERNEL                                                                                \
+  "kernel fz(x: *f32, out: *f32, n: i32, const BLOCK: i32, const SPLIT: i32) {\n"                  \
+  "    let c = program_id(0) * BLOCK + arange(0, BLOCK);\n"                                        \
+  "    store(out + c, load(x + c, c < n, 0.0) * 2.0, c < n);\n"                                    \
+  "}\n"                                                                                            \
+  "tune fz {\n    key n;\n    BLOCK in [64, 256, 1024];\n    SPLIT in [1, 2, 4];\n"                \
   "    num_warps in [1, 4];\n    where BLOCK * SPLIT <= 1024;\n}\n"
 
 #define FUZZ_DEVICE "cpu:fuzz:threads=1:cpu=native"
@@ -115,8 +115,8 @@ static void check_planner(Fixed *f, const KilnCache *c) {
       char cfg[256];
       tune_config_string(&lk.variants[v].cfg, cfg, sizeof cfg);
       require((size_t)tune_plan_config_order(f->t, cfg) < space, "an unlisted config ships", cfg);
-      require(kiln_tune_where_ok(f->c, f->t, &lk.variants[v].cfg), "a config its where excludes ships",
-              cfg);
+      require(kiln_tune_where_ok(f->c, f->t, &lk.variants[v].cfg),
+              "a config its where excludes ships", cfg);
       require(isfinite(lk.variants[v].median_ms) && lk.variants[v].median_ms >= 0,
               "a winner with a bad median ships", cfg);
     }

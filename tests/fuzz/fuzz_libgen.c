@@ -79,7 +79,8 @@ static void check_comment(const char *text) {
   if (!out) return;
   static const char *const bad[] = {"*/", "/*", "??", "\\", NULL};
   require(!has_any(out, bad), "escaped comment can end or splice", out);
-  for (const char *p = out; *p; p++) require(*p >= 0x20 && *p <= 0x7e, "unprintable in comment", out);
+  for (const char *p = out; *p; p++)
+    require(*p >= 0x20 && *p <= 0x7e, "unprintable in comment", out);
   size_t n = strlen(out);
   require(n == 0 || (out[n - 1] != '*' && out[n - 1] != '/'), "comment ends in * or /", out);
   free(out);
@@ -91,7 +92,8 @@ static void check_string(const char *text) {
   size_t n = strlen(out);
   require(n >= 2 && out[0] == '"' && out[n - 1] == '"', "string not quoted", out);
   for (size_t i = 1; i + 1 < n; i++) {
-    require(out[i] >= 0x20 && out[i] <= 0x7e && out[i] != '"' && out[i] != '?', "raw character in string", out);
+    require(out[i] >= 0x20 && out[i] <= 0x7e && out[i] != '"' && out[i] != '?',
+            "raw character in string", out);
     if (out[i] == '\\') i++; /* an escape: the next character is its */
     require(i + 1 < n, "escape at the end of a string", out);
   }

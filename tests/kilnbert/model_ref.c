@@ -24,8 +24,7 @@ static size_t off(const KilnBertParams *l, const char *fmt, int layer) {
 }
 
 /* y[M][N] = x[M][K] W^T + b, W [N][K]. */
-static void lin(const double *x, const double *w, const double *b, double *y, int M, int N,
-                int K) {
+static void lin(const double *x, const double *w, const double *b, double *y, int M, int N, int K) {
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       double s = b ? b[j] : 0;
@@ -102,16 +101,16 @@ static double zf(const ModelRefDropout *drop, KilnBertDropSite site, int layer, 
   return drop ? drop->factor(drop->user, site, layer, i) : 1.0;
 }
 
-double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay,
-                           const double *p, const int32_t *ids, const int32_t *lens,
-                           const int32_t *labels, int B, int S, double *g) {
+double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *lay, const double *p,
+                           const int32_t *ids, const int32_t *lens, const int32_t *labels, int B,
+                           int S, double *g) {
   return model_ref_loss_grad_drop(cfg, lay, p, ids, lens, labels, B, S, NULL, g);
 }
 
 double model_ref_loss_grad_drop(const KilnBertConfig *cfg, const KilnBertParams *lay,
                                 const double *p, const int32_t *ids, const int32_t *lens,
-                                const int32_t *labels, int B, int S,
-                                const ModelRefDropout *drop, double *g) {
+                                const int32_t *labels, int B, int S, const ModelRefDropout *drop,
+                                double *g) {
   int H = cfg->hidden_size, F = cfg->intermediate_size, NH = cfg->num_attention_heads;
   int D = H / NH, L = cfg->num_hidden_layers, NL = cfg->num_labels, n = B * S;
   double eps = cfg->layer_norm_eps, scale = 1 / sqrt((double)D);
@@ -128,9 +127,11 @@ double model_ref_loss_grad_drop(const KilnBertConfig *cfg, const KilnBertParams 
   for (int l = 0; l <= L; l++) ly[l].x = dalloc((size_t)n * H);
   for (int t = 0; t < n; t++)
     for (int h = 0; h < H; h++)
-      e[t * H + h] = p[word + (size_t)ids[t] * H + h] + p[pos + (size_t)(t % S) * H + h] + p[typ + h];
+      e[t * H + h] =
+          p[word + (size_t)ids[t] * H + h] + p[pos + (size_t)(t % S) * H + h] + p[typ + h];
   ln(e, p + eg, p + eb, eps, ly[0].x, exhat, erstd, n, H);
-  for (size_t i = 0; i < (size_t)n * H; i++) ly[0].x[i] *= zf(drop, KILN_BERT_DROP_EMBEDDINGS, -1, i);
+  for (size_t i = 0; i < (size_t)n * H; i++)
+    ly[0].x[i] *= zf(drop, KILN_BERT_DROP_EMBEDDINGS, -1, i);
   double *tmp = dalloc((size_t)n * F), *s = dalloc((size_t)n * H);
   for (int l = 0; l < L; l++) {
     RefLayer *a = &ly[l];
@@ -149,9 +150,11 @@ double model_ref_loss_grad_drop(const KilnBertConfig *cfg, const KilnBertParams 
     const char *pre = "bert.encoder.layer.%d.";
     char f[200];
 #define O(name) (snprintf(f, sizeof f, "%s%s", pre, name), off(lay, f, l))
-    lin(a->x, p + O("attention.self.query.weight"), p + O("attention.self.query.bias"), a->q, n, H, H);
+    lin(a->x, p + O("attention.self.query.weight"), p + O("attention.self.query.bias"), a->q, n, H,
+        H);
     lin(a->x, p + O("attention.self.key.weight"), p + O("attention.self.key.bias"), a->k, n, H, H);
-    lin(a->x, p + O("attention.self.value.weight"), p + O("attention.self.value.bias"), a->v, n, H, H);
+    lin(a->x, p + O("attention.self.value.weight"), p + O("attention.self.value.bias"), a->v, n, H,
+        H);
     for (int b = 0; b < B; b++)
       for (int hd = 0; hd < NH; hd++)
         for (int i = 0; i < S; i++) {
@@ -174,26 +177,31 @@ double model_ref_loss_grad_drop(const KilnBertConfig *cfg, const KilnBertParams 
             a->ctx[(b * S + i) * H + hd * D + c] = o;
           }
         }
-    lin(a->ctx, p + O("attention.output.dense.weight"), p + O("attention.output.dense.bias"), s, n, H, H);
-    for (int i = 0; i < n * H; i++) s[i] = s[i] * zf(drop, KILN_BERT_DROP_ATTN_OUT, l, (size_t)i) + a->x[i];
+    lin(a->ctx, p + O("attention.output.dense.weight"), p + O("attention.output.dense.bias"), s, n,
+        H, H);
+    for (int i = 0; i < n * H; i++)
+      s[i] = s[i] * zf(drop, KILN_BERT_DROP_ATTN_OUT, l, (size_t)i) + a->x[i];
     ln(s, p + O("attention.output.LayerNorm.weight"), p + O("attention.output.LayerNorm.bias"), eps,
        a->x1, a->xhat1, a->rstd1, n, H);
     lin(a->x1, p + O("intermediate.dense.weight"), p + O("intermediate.dense.bias"), a->u, n, F, H);
     for (int i = 0; i < n * F; i++) a->hh[i] = 0.5 * a->u[i] * (1 + erf(a->u[i] / sqrt(2.0)));
     lin(a->hh, p + O("output.dense.weight"), p + O("output.dense.bias"), s, n, H, F);
-    for (int i = 0; i < n * H; i++) s[i] = s[i] * zf(drop, KILN_BERT_DROP_FFN_OUT, l, (size_t)i) + a->x1[i];
+    for (int i = 0; i < n * H; i++)
+      s[i] = s[i] * zf(drop, KILN_BERT_DROP_FFN_OUT, l, (size_t)i) + a->x1[i];
     ln(s, p + O("output.LayerNorm.weight"), p + O("output.LayerNorm.bias"), eps, ly[l + 1].x,
        a->xhat2, a->rstd2, n, H);
   }
   size_t wp = off(lay, "bert.pooler.dense.weight", 0), bp = off(lay, "bert.pooler.dense.bias", 0);
   size_t wc = off(lay, "classifier.weight", 0), bc = off(lay, "classifier.bias", 0);
-  double *cls = dalloc((size_t)B * H), *pooled = dalloc((size_t)B * H), *pdrop = dalloc((size_t)B * H);
+  double *cls = dalloc((size_t)B * H), *pooled = dalloc((size_t)B * H),
+         *pdrop = dalloc((size_t)B * H);
   double *logits = dalloc((size_t)B * NL);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < H; h++) cls[b * H + h] = ly[L].x[(size_t)b * S * H + h];
   lin(cls, p + wp, p + bp, pooled, B, H, H);
   for (int i = 0; i < B * H; i++) pooled[i] = tanh(pooled[i]);
-  for (int i = 0; i < B * H; i++) pdrop[i] = pooled[i] * zf(drop, KILN_BERT_DROP_POOLER, -1, (size_t)i);
+  for (int i = 0; i < B * H; i++)
+    pdrop[i] = pooled[i] * zf(drop, KILN_BERT_DROP_POOLER, -1, (size_t)i);
   lin(pdrop, p + wc, p + bc, logits, B, NL, H);
   double loss = 0;
   double *dlogits = dalloc((size_t)B * NL);
@@ -237,7 +245,8 @@ double model_ref_loss_grad_drop(const KilnBertConfig *cfg, const KilnBertParams 
     lin_bwd(a->x1, p + O("intermediate.dense.weight"), dh, dx1, g + O("intermediate.dense.weight"),
             g + O("intermediate.dense.bias"), n, F, H);
     ln_bwd(a->xhat1, a->rstd1, p + O("attention.output.LayerNorm.weight"), dx1, ds,
-           g + O("attention.output.LayerNorm.weight"), g + O("attention.output.LayerNorm.bias"), n, H);
+           g + O("attention.output.LayerNorm.weight"), g + O("attention.output.LayerNorm.bias"), n,
+           H);
     memcpy(dx, ds, (size_t)n * H * sizeof *dx);
     for (int i = 0; i < n * H; i++) ds[i] *= zf(drop, KILN_BERT_DROP_ATTN_OUT, l, (size_t)i);
     memset(dctx, 0, (size_t)n * H * sizeof *dctx);
@@ -269,12 +278,12 @@ double model_ref_loss_grad_drop(const KilnBertConfig *cfg, const KilnBertParams 
             }
           }
         }
-    lin_bwd(a->x, p + O("attention.self.query.weight"), dq, dx, g + O("attention.self.query.weight"),
-            g + O("attention.self.query.bias"), n, H, H);
+    lin_bwd(a->x, p + O("attention.self.query.weight"), dq, dx,
+            g + O("attention.self.query.weight"), g + O("attention.self.query.bias"), n, H, H);
     lin_bwd(a->x, p + O("attention.self.key.weight"), dk, dx, g + O("attention.self.key.weight"),
             g + O("attention.self.key.bias"), n, H, H);
-    lin_bwd(a->x, p + O("attention.self.value.weight"), dv, dx, g + O("attention.self.value.weight"),
-            g + O("attention.self.value.bias"), n, H, H);
+    lin_bwd(a->x, p + O("attention.self.value.weight"), dv, dx,
+            g + O("attention.self.value.weight"), g + O("attention.self.value.bias"), n, H, H);
 #undef O
   }
   for (size_t i = 0; i < (size_t)n * H; i++) dx[i] *= zf(drop, KILN_BERT_DROP_EMBEDDINGS, -1, i);
@@ -288,20 +297,19 @@ double model_ref_loss_grad_drop(const KilnBertConfig *cfg, const KilnBertParams 
 
   for (int l = 0; l <= L; l++) {
     RefLayer *a = &ly[l];
-    double *all[] = {a->x, a->q, a->k, a->v, a->prob, a->ctx, a->xhat1, a->rstd1,
-                     a->x1, a->u, a->hh, a->xhat2, a->rstd2};
+    double *all[] = {a->x,     a->q,  a->k, a->v,  a->prob,  a->ctx,  a->xhat1,
+                     a->rstd1, a->x1, a->u, a->hh, a->xhat2, a->rstd2};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
   }
-  double *rest[] = {e, exhat, erstd, tmp, s, cls, pooled, pdrop, logits, dlogits, dpooled, dcls,
-                    dx, ds, dx1, dh, dctx, dq, dk, dv};
+  double *rest[] = {e,       exhat, erstd, tmp, s,   cls, pooled, pdrop, logits, dlogits,
+                    dpooled, dcls,  dx,    ds,  dx1, dh,  dctx,   dq,    dk,     dv};
   for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) free(rest[i]);
   free(ly);
   return loss;
 }
 
-double model_ref_adamw_first_step(const KilnBertParams *lay, double *p, const double *g,
-                                  double lr, double beta1, double beta2, double eps, double wd,
-                                  double clip) {
+double model_ref_adamw_first_step(const KilnBertParams *lay, double *p, const double *g, double lr,
+                                  double beta1, double beta2, double eps, double wd, double clip) {
   double ss = 0;
   for (size_t i = 0; i < lay->total; i++) ss += g[i] * g[i];
   double norm = sqrt(ss), c = 1;

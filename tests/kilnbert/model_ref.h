@@ -17,9 +17,9 @@
 /* Loss of the batch (rows x cols ids, lens[r] real tokens of row r, labels) under the
  * parameters p (layout's flat buffer, in double), and its gradient into g (layout->total
  * doubles, overwritten). Returns the mean cross-entropy. */
-double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *layout,
-                           const double *p, const int32_t *ids, const int32_t *lens,
-                           const int32_t *labels, int rows, int cols, double *g);
+double model_ref_loss_grad(const KilnBertConfig *cfg, const KilnBertParams *layout, const double *p,
+                           const int32_t *ids, const int32_t *lens, const int32_t *labels, int rows,
+                           int cols, double *g);
 
 /* Dropout masks: factor(user, site, layer, i) is what element i of the site's tensor (layer -1
  * for the embeddings and the pooler; the layouts of KilnBertDropSite) is multiplied by: 0 when

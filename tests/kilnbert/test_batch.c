@@ -14,8 +14,8 @@ static void test_schedule(void) {
   CHECK(kiln_bert_total_steps(5, 2, 3, 7) == 7, "--steps overrides --epochs");
   CHECK(kiln_bert_total_steps(4, 2, 1, 0) == 2, "exact division");
   static const size_t want[][4] = {/* k, epoch, first, count for n=5, B=2 */
-                                   {0, 0, 0, 2}, {1, 0, 2, 2}, {2, 0, 4, 1}, {3, 1, 0, 2},
-                                   {5, 1, 4, 1}, {6, 2, 0, 2}};
+                                   {0, 0, 0, 2}, {1, 0, 2, 2}, {2, 0, 4, 1},
+                                   {3, 1, 0, 2}, {5, 1, 4, 1}, {6, 2, 0, 2}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     size_t e, f, c;
     kiln_bert_step_slice(5, 2, want[i][0], &e, &f, &c);

@@ -17,8 +17,8 @@ static void refuse(const char *json, const char *needle) {
   KilnBertConfig cfg;
   KilnBertStatus st = parse(json, &cfg);
   CHECK(st == KILN_BERT_ERROR_FORMAT, "%s: accepted", json);
-  CHECK(st == KILN_BERT_OK || strstr(kiln_bert_last_error(), needle),
-        "%s: message '%s' lacks '%s'", json, kiln_bert_last_error(), needle);
+  CHECK(st == KILN_BERT_OK || strstr(kiln_bert_last_error(), needle), "%s: message '%s' lacks '%s'",
+        json, kiln_bert_last_error(), needle);
 }
 
 static void test_defaults(void) {
@@ -59,13 +59,16 @@ static void test_defaults(void) {
 static void test_labels(void) {
   KilnBertConfig c;
   CHECK(parse("{\"id2label\": {\"0\": \"NEG\", \"1\": \"NEU\", \"2\": \"POS\"}}", &c) ==
-                KILN_BERT_OK && c.num_labels == 3,
+                KILN_BERT_OK &&
+            c.num_labels == 3,
         "num_labels from id2label: %d", c.num_labels);
   CHECK(parse("{\"num_labels\": 5}", &c) == KILN_BERT_OK && c.num_labels == 5, "num_labels key");
-  CHECK(parse("{\"num_labels\": 3, \"id2label\": {\"0\": \"a\", \"1\": \"b\", \"2\": \"c\"}}", &c) ==
-                KILN_BERT_OK && c.num_labels == 3,
+  CHECK(parse("{\"num_labels\": 3, \"id2label\": {\"0\": \"a\", \"1\": \"b\", \"2\": \"c\"}}",
+              &c) == KILN_BERT_OK &&
+            c.num_labels == 3,
         "both, agreeing");
-  refuse("{\"num_labels\": 2, \"id2label\": {\"0\": \"a\", \"1\": \"b\", \"2\": \"c\"}}", "id2label");
+  refuse("{\"num_labels\": 2, \"id2label\": {\"0\": \"a\", \"1\": \"b\", \"2\": \"c\"}}",
+         "id2label");
   refuse("{\"id2label\": [\"a\", \"b\"]}", "id2label");
   refuse("{\"id2label\": {\"0\": \"only\"}}", "2 labels");
 }

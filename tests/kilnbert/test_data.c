@@ -25,7 +25,7 @@ static void put_file(const char *rel, const char *text, size_t len) {
 
 /* A file whose contents are a string literal (which may hold NULs). */
 #define PUT(rel, lit) put_file(rel, lit, sizeof(lit) - 1)
-#define BOM_TEXT "\xef\xbb\xbftext with a BOM\r\nand CRLF"
+#define BOM_TEXT      "\xef\xbb\xbftext with a BOM\r\nand CRLF"
 
 static void make_dir(const char *rel) {
   char path[8192];
@@ -89,8 +89,7 @@ static void test_imdb(void) {
             !strcmp(ds.samples[1].source, "neg/1_3.txt"),
         "--max-samples 2");
   kiln_bert_data_free(&ds);
-  CHECK(kiln_bert_data_imdb(split, 4, &ds) == KILN_BERT_OK && ds.n == 4 &&
-            ds.samples[3].label == 1,
+  CHECK(kiln_bert_data_imdb(split, 4, &ds) == KILN_BERT_OK && ds.n == 4 && ds.samples[3].label == 1,
         "--max-samples 4 reaches pos/");
   kiln_bert_data_free(&ds);
   CHECK(kiln_bert_data_imdb(split, 100, &ds) == KILN_BERT_OK && ds.n == 5, "more than there are");
@@ -127,7 +126,8 @@ static void test_tsv_jsonl(void) {
   char path[8192];
   snprintf(path, sizeof path, "%s/d.tsv", root);
   KilnBertDataset ds = {0};
-  CHECK(kiln_bert_data_load(path, "train", 2, 0, &ds) == KILN_BERT_OK, "%s", kiln_bert_last_error());
+  CHECK(kiln_bert_data_load(path, "train", 2, 0, &ds) == KILN_BERT_OK, "%s",
+        kiln_bert_last_error());
   CHECK(ds.n == 3, "tsv: %zu samples", ds.n);
   if (ds.n == 3) {
     CHECK(!strcmp(ds.samples[0].text, "A fine\tfilm.") && ds.samples[0].label == 1,
@@ -145,8 +145,8 @@ static void test_tsv_jsonl(void) {
             strstr(kiln_bert_last_error(), "bad.tsv:2"),
         "label out of range: %s", kiln_bert_last_error());
 
-  static const char jsonl[] =
-      "{\"text\": \"caf\\u00e9 \\\"quoted\\\"\", \"label\": 1}\n\n{\"label\": 0, \"text\": \"b\"}\n";
+  static const char jsonl[] = "{\"text\": \"caf\\u00e9 \\\"quoted\\\"\", \"label\": "
+                              "1}\n\n{\"label\": 0, \"text\": \"b\"}\n";
   put_file("d.jsonl", jsonl, sizeof jsonl - 1);
   snprintf(path, sizeof path, "%s/d.jsonl", root);
   CHECK(kiln_bert_data_load(path, "train", 2, 0, &ds) == KILN_BERT_OK && ds.n == 2, "jsonl: %s",

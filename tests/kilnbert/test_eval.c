@@ -26,13 +26,20 @@
 #include <sys/stat.h>
 
 #define BATCH 4
-#define SEQ 16
-#define NS 11
+#define SEQ   16
+#define NS    11
 
-static const char *const texts[NS] = {
-    "the movie was great ! i love it", "naive walk", "cafe , max ¿ que ?", "hello world",
-    "a b a b a b a b a b a b a b a b a b a b", "unwanted wanted", "istanbul resume 5 10",
-    "i want it", "the the the movie", "love walking", "max maxx — …"};
+static const char *const texts[NS] = {"the movie was great ! i love it",
+                                      "naive walk",
+                                      "cafe , max ¿ que ?",
+                                      "hello world",
+                                      "a b a b a b a b a b a b a b a b a b a b",
+                                      "unwanted wanted",
+                                      "istanbul resume 5 10",
+                                      "i want it",
+                                      "the the the movie",
+                                      "love walking",
+                                      "max maxx — …"};
 static const int labels[NS] = {1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 0};
 
 static void write_text(const char *path, const char *text) {
@@ -80,8 +87,8 @@ static void forward_logits(const KilnBertConfig *cfg, const float *flat, const c
   KilnBertBatch b = {0};
   size_t order[NS];
   for (size_t i = 0; i < NS; i++) order[i] = i;
-  KilnBertStatus st = kiln_rt_device_create("cpu", &dev) == KILN_RT_OK ? KILN_BERT_OK
-                                                                         : KILN_BERT_ERROR_DEVICE;
+  KilnBertStatus st =
+      kiln_rt_device_create("cpu", &dev) == KILN_RT_OK ? KILN_BERT_OK : KILN_BERT_ERROR_DEVICE;
   if (st == KILN_BERT_OK) st = kiln_bert_model_create(dev, cfg, BATCH, SEQ, &m);
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(m, flat);
   if (st == KILN_BERT_OK) st = kiln_bert_vocab_load(vocab_path, &v);
@@ -185,20 +192,26 @@ int main(int argc, char **argv) {
     double ref = model_ref_loss_grad(&cfg, &lay, pd, ids[i], &lens[i], &lab, 1, SEQ, gd);
     double ce = xent(got[i], labels[i]);
     worst = fmax(worst, fabs(ce - ref) / fmax(1, fabs(ref)));
-    CHECK(fabs(ce - ref) <= 2e-5 * fmax(1, fabs(ref)), "sample %d: cross-entropy %.9g from the "
-          "dumped logits, reference %.9g", i, ce, ref);
+    CHECK(fabs(ce - ref) <= 2e-5 * fmax(1, fabs(ref)),
+          "sample %d: cross-entropy %.9g from the "
+          "dumped logits, reference %.9g",
+          i, ce, ref);
     ce_sum += ref;
   }
   printf("eval_loss %.9g, reference %.9g; accuracy %.4f (%d of %d); worst relative error of a "
-         "sample's cross-entropy %.3g\n", mt.eval_loss, ce_sum / NS, mt.accuracy, correct, NS,
-         worst);
+         "sample's cross-entropy %.3g\n",
+         mt.eval_loss, ce_sum / NS, mt.accuracy, correct, NS, worst);
   CHECK(same, "the dumped logits are not the forward's, bit for bit");
-  CHECK(fabs(mt.eval_loss - ce_sum / NS) <= 2e-5 * fmax(1, ce_sum / NS), "eval_loss %.9g, "
-        "reference %.9g", mt.eval_loss, ce_sum / NS);
-  CHECK(mt.accuracy == (double)correct / NS, "accuracy %.9g, the dump says %d of %d",
-        mt.accuracy, correct, NS);
-  CHECK(correct > 0 && correct < NS, "a test whose samples are all right or all wrong (%d) "
-        "cannot tell argmax from its negation", correct);
+  CHECK(fabs(mt.eval_loss - ce_sum / NS) <= 2e-5 * fmax(1, ce_sum / NS),
+        "eval_loss %.9g, "
+        "reference %.9g",
+        mt.eval_loss, ce_sum / NS);
+  CHECK(mt.accuracy == (double)correct / NS, "accuracy %.9g, the dump says %d of %d", mt.accuracy,
+        correct, NS);
+  CHECK(correct > 0 && correct < NS,
+        "a test whose samples are all right or all wrong (%d) "
+        "cannot tell argmax from its negation",
+        correct);
   CHECK(mt.has_eval && mt.eval_samples == NS && mt.steps == 3 && mt.samples == NS,
         "metrics: %zu samples in %zu steps", mt.eval_samples, mt.steps);
   char *rec = read_text(logp);

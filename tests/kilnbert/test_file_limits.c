@@ -87,8 +87,8 @@ static void test_vocab_and_json(void) {
 
 static void test_datasets(void) {
   KilnBertDataset ds = {NULL, 0};
-  refused("TSV /dev/zero", kiln_bert_data_tsv("/dev/zero", 2, 0, &ds), "/dev/zero:1:",
-          "a line longer than KILN_BERT_MAX_SAMPLE_BYTES (4 MiB)");
+  refused("TSV /dev/zero", kiln_bert_data_tsv("/dev/zero", 2, 0, &ds),
+          "/dev/zero:1:", "a line longer than KILN_BERT_MAX_SAMPLE_BYTES (4 MiB)");
   sparse("huge.tsv", (off_t)KILN_BERT_MAX_DATASET_BYTES + 1, "a\t1\n", 4);
   refused("TSV sparse over the data bound", kiln_bert_data_tsv(path_of("huge.tsv"), 2, 0, &ds),
           "huge.tsv", "larger than KILN_BERT_MAX_DATASET_BYTES (4096 MiB)");
@@ -155,8 +155,9 @@ static void test_safetensors(void) {
   unsigned char head[8];
   for (int i = 0; i < 8; i++) head[i] = (unsigned char)(hlen >> (8 * i));
   sparse("big-header.safetensors", (off_t)(8 + hlen + 16), head, 8);
-  refused("safetensors header over the bound", kiln_bert_st_open(path_of("big-header.safetensors"), &st),
-          "header length 100000001", "over KILN_BERT_MAX_ST_HEADER_BYTES (100000000 bytes)");
+  refused("safetensors header over the bound",
+          kiln_bert_st_open(path_of("big-header.safetensors"), &st), "header length 100000001",
+          "over KILN_BERT_MAX_ST_HEADER_BYTES (100000000 bytes)");
   /* a header length past the end of the file */
   hlen = 1000;
   for (int i = 0; i < 8; i++) head[i] = (unsigned char)(hlen >> (8 * i));

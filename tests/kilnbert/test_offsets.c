@@ -50,7 +50,8 @@ int main(void) {
   for (int r = 0; r < ROWS; r++) labels[r] = (r * 731) % CLASSES;
   setenv("KILN_INDEX_LIMIT", "4096", 1);
 
-  KilnRtStatus st = kb_xent_f32_xent_fwd(xent, x, labels, loss, lse, CLASSES, -100, xent_grid, NULL, NULL);
+  KilnRtStatus st =
+      kb_xent_f32_xent_fwd(xent, x, labels, loss, lse, CLASSES, -100, xent_grid, NULL, NULL);
   CHECK(st == KILN_RT_OK, "xent_fwd (64-bit offsets) over %d logits, limit 4096: %s", N,
         kiln_rt_last_error());
   for (int r = 0; r < ROWS && st == KILN_RT_OK; r++) {

@@ -21,7 +21,8 @@ static void test_layout(void) {
   for (size_t i = 0; i < ps.n; i++) total += ps.p[i].numel;
   CHECK(ps.n == 5 + 12 * 16 + 4, "%zu parameters", ps.n);
   CHECK(total == 109483778, "bert-base classifier has %zu floats", total);
-  const KilnBertParam *p = kiln_bert_params_find(&ps, "bert.encoder.layer.11.intermediate.dense.weight");
+  const KilnBertParam *p =
+      kiln_bert_params_find(&ps, "bert.encoder.layer.11.intermediate.dense.weight");
   CHECK(p && p->ndim == 2 && p->shape[0] == 3072 && p->shape[1] == 768 && p->decay,
         "intermediate weight [3072, 768], decayed");
   p = kiln_bert_params_find(&ps, "bert.encoder.layer.0.attention.output.LayerNorm.weight");
@@ -118,7 +119,7 @@ static void test_load(const char *dir) {
 
   /* an older pretrained checkpoint: bare names, gamma/beta, no classifier, extra heads */
   KilnBertStEntry *e = calloc(ps.n + 1, sizeof *e);
-  char (*names)[160] = calloc(ps.n + 1, sizeof *names);
+  char(*names)[160] = calloc(ps.n + 1, sizeof *names);
   size_t ne = 0;
   for (size_t i = 0; i < ps.n; i++) {
     const KilnBertParam *p = &ps.p[i];

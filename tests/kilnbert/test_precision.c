@@ -36,10 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROWS 4
-#define COLS 16
+#define ROWS    4
+#define COLS    16
 #define BATCHES 3
-#define STEPS 20
+#define STEPS   20
 
 typedef struct Data {
   int32_t ids[BATCHES][ROWS * COLS], lens[BATCHES][ROWS], labels[BATCHES][ROWS];
@@ -75,16 +75,18 @@ static KilnBertModel *make_model(KilnRtDevice *dev, const KilnBertConfig *cfg,
   float *flat = calloc(lay->total, sizeof *flat);
   kiln_bert_params_init(lay, cfg, 7, NULL, flat);
   CHECK(kiln_bert_model_set_params(m, flat) == KILN_BERT_OK, "%s", kiln_bert_last_error());
-  if (flat_out) *flat_out = flat;
-  else free(flat);
+  if (flat_out)
+    *flat_out = flat;
+  else
+    free(flat);
   return m;
 }
 
 /* One training step on batch b as AdamW step `k`; the loss and gradient norm out. */
 static KilnBertStatus train_step(KilnBertModel *m, const Data *d, int b, int k, float *loss,
                                  double *norm) {
-  KilnBertStatus st = kiln_bert_model_forward(m, d->ids[b], d->lens[b], d->labels[b], ROWS, COLS,
-                                              loss, NULL);
+  KilnBertStatus st =
+      kiln_bert_model_forward(m, d->ids[b], d->lens[b], d->labels[b], ROWS, COLS, loss, NULL);
   if (st == KILN_BERT_OK) st = kiln_bert_model_backward(m);
   if (st == KILN_BERT_OK) st = kiln_bert_model_step(m, &opt, lr, k, norm);
   return st;
@@ -171,7 +173,8 @@ static void overflow_skips(KilnRtDevice *dev, const KilnBertConfig *cfg, const D
   CHECK(bad == 0, "%zu parameters differ from a fresh model's step 1 after a skipped step", bad);
   CHECK(moved > P / 2, "step 1 moved only %zu of %zu parameters", moved, P);
   printf("overflow: skipped at 2^100, scale halved, parameters unchanged; the next step equals "
-         "a fresh step 1 (%zu parameters moved)\n", moved);
+         "a fresh step 1 (%zu parameters moved)\n",
+         moved);
   kiln_bert_model_destroy(a);
   kiln_bert_model_destroy(b);
   free(flat);
@@ -216,8 +219,7 @@ static void fp16_dropout(KilnRtDevice *dev, const KilnBertConfig *cfg, const Dat
       CHECK(loss != first_z && fabsf(loss - first_z) < 0.3f,
             "fp16 step 1: loss %.6f at dropout 0.1, %.6f at 0 (want different, and close)",
             (double)loss, (double)first_z);
-      printf("fp16 dropout: step 1 loss %.6f (dropout 0: %.6f)\n", (double)loss,
-             (double)first_z);
+      printf("fp16 dropout: step 1 loss %.6f (dropout 0: %.6f)\n", (double)loss, (double)first_z);
     }
   }
   /* evaluation after training: dropout off against a dropout-0 model of the same weights */
@@ -226,19 +228,18 @@ static void fp16_dropout(KilnRtDevice *dev, const KilnBertConfig *cfg, const Dat
   float la[ROWS * 2], lb[ROWS * 2], loss_a = 0, loss_b = 0;
   KilnBertModel *b = NULL;
   CHECK(kiln_bert_model_get_params(a, masters) == KILN_BERT_OK, "%s", kiln_bert_last_error());
-  CHECK(kiln_bert_model_create_precision(dev, cfg, KILN_BERT_FP16, ROWS, COLS, &b) ==
-            KILN_BERT_OK,
+  CHECK(kiln_bert_model_create_precision(dev, cfg, KILN_BERT_FP16, ROWS, COLS, &b) == KILN_BERT_OK,
         "%s", kiln_bert_last_error());
   if (b) {
     CHECK(kiln_bert_model_set_params(b, masters) == KILN_BERT_OK, "%s", kiln_bert_last_error());
     CHECK(kiln_bert_model_set_dropout(a, 0, seed, steps) == KILN_BERT_OK, "%s",
           kiln_bert_last_error());
     for (int bt = 0; bt < BATCHES; bt++) {
-      CHECK(kiln_bert_model_forward(a, d->ids[bt], d->lens[bt], d->labels[bt], ROWS, COLS,
-                                    &loss_a, la) == KILN_BERT_OK,
+      CHECK(kiln_bert_model_forward(a, d->ids[bt], d->lens[bt], d->labels[bt], ROWS, COLS, &loss_a,
+                                    la) == KILN_BERT_OK,
             "%s", kiln_bert_last_error());
-      CHECK(kiln_bert_model_forward(b, d->ids[bt], d->lens[bt], d->labels[bt], ROWS, COLS,
-                                    &loss_b, lb) == KILN_BERT_OK,
+      CHECK(kiln_bert_model_forward(b, d->ids[bt], d->lens[bt], d->labels[bt], ROWS, COLS, &loss_b,
+                                    lb) == KILN_BERT_OK,
             "%s", kiln_bert_last_error());
       CHECK(memcmp(la, lb, sizeof la) == 0 && loss_a == loss_b,
             "batch %d: the trained model with dropout off gives loss %.9g, a dropout-0 model of "
@@ -246,7 +247,8 @@ static void fp16_dropout(KilnRtDevice *dev, const KilnBertConfig *cfg, const Dat
             bt, (double)loss_a, (double)loss_b, (double)la[0], (double)lb[0]);
     }
     printf("fp16 dropout: after %d steps, the forward with dropout off equals a dropout-0 "
-           "model's (loss %.6f)\n", steps, (double)loss_a);
+           "model's (loss %.6f)\n",
+           steps, (double)loss_a);
   }
   kiln_bert_model_destroy(a);
   kiln_bert_model_destroy(b);

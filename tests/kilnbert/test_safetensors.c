@@ -76,7 +76,8 @@ static void test_round_trip(void) {
   CHECK(strstr(kiln_bert_last_error(), e[0].name) && strstr(kiln_bert_last_error(), "[2, 3]") &&
             strstr(kiln_bert_last_error(), "[3, 2]"),
         "shape message: %s", kiln_bert_last_error());
-  CHECK(kiln_bert_st_read_f32(st, "pooler.dense.weight", shape, 2, out) == KILN_BERT_ERROR_NOT_FOUND &&
+  CHECK(kiln_bert_st_read_f32(st, "pooler.dense.weight", shape, 2, out) ==
+                KILN_BERT_ERROR_NOT_FOUND &&
             strstr(kiln_bert_last_error(), "pooler.dense.weight"),
         "missing tensor: %s", kiln_bert_last_error());
   kiln_bert_st_close(st);
@@ -109,15 +110,15 @@ static void test_round_trip(void) {
 
 static void test_half_types(void) {
   /* F16: 1.0, -2.5, 65504, smallest subnormal; BF16: 1.0, -3.0 (little-endian) */
-  const unsigned char data[] = {0x00, 0x3c, 0x00, 0xc1, 0xff, 0x7b, 0x01, 0x00,
-                                0x80, 0x3f, 0x40, 0xc0, 1, 0, 0, 0, 0, 0, 0, 0};
+  const unsigned char data[] = {0x00, 0x3c, 0x00, 0xc1, 0xff, 0x7b, 0x01, 0x00, 0x80, 0x3f,
+                                0x40, 0xc0, 1,    0,    0,    0,    0,    0,    0,    0};
   size_t size;
-  unsigned char *b = image(
-      "{\"__metadata__\":{\"format\":\"pt\"},"
-      "\"bf\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[8,12]},"
-      "\"h\":{\"dtype\":\"F16\",\"shape\":[2,2],\"data_offsets\":[0,8]},"
-      "\"bert.embeddings.position_ids\":{\"dtype\":\"I64\",\"shape\":[1,1],\"data_offsets\":[12,20]}}   ",
-      data, sizeof data, &size);
+  unsigned char *b = image("{\"__metadata__\":{\"format\":\"pt\"},"
+                           "\"bf\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[8,12]},"
+                           "\"h\":{\"dtype\":\"F16\",\"shape\":[2,2],\"data_offsets\":[0,8]},"
+                           "\"bert.embeddings.position_ids\":{\"dtype\":\"I64\",\"shape\":[1,1],"
+                           "\"data_offsets\":[12,20]}}   ",
+                           data, sizeof data, &size);
   KilnBertSt *st = NULL;
   CHECK(kiln_bert_st_parse(b, size, "half", &st) == KILN_BERT_OK, "%s", kiln_bert_last_error());
   if (st) {
@@ -127,10 +128,12 @@ static void test_half_types(void) {
               h[1] == -2.5f && h[2] == 65504.0f && h[3] == 0x1p-24f,
           "f16 values %g %g %g %g", h[0], h[1], h[2], h[3]);
     CHECK(kiln_bert_st_read_f32(st, "bf", s2, 1, bf) == KILN_BERT_OK && bf[0] == 1.0f &&
-              bf[1] == -3.0f, "bf16 values %g %g", bf[0], bf[1]);
+              bf[1] == -3.0f,
+          "bf16 values %g %g", bf[0], bf[1]);
     CHECK(kiln_bert_st_find(st, "bert.embeddings.position_ids") != NULL, "extra I64 tensor listed");
     CHECK(kiln_bert_st_read_f32(st, "bert.embeddings.position_ids", s11, 2, h) ==
-                  KILN_BERT_ERROR_FORMAT && strstr(kiln_bert_last_error(), "I64"),
+                  KILN_BERT_ERROR_FORMAT &&
+              strstr(kiln_bert_last_error(), "I64"),
           "I64 is not readable as weights: %s", kiln_bert_last_error());
     CHECK(kiln_bert_st_find(st, "__metadata__") == NULL, "metadata is not a tensor");
   }
@@ -151,12 +154,12 @@ static void test_corrupt(void) {
   unsigned char over[12] = {100, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' '};
   CHECK(kiln_bert_st_parse(over, 12, "over", &st) == KILN_BERT_ERROR_FORMAT, "length 100 of 4");
 
-#define ENTRY(name, dtype, shape, offs) \
+#define ENTRY(name, dtype, shape, offs)                                                            \
   "\"" name "\":{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"data_offsets\":" offs "}"
   expect("ok", "{" ENTRY("w", "F32", "[2,2]", "[0,16]") "}", four, 16, KILN_BERT_OK, NULL);
   expect("no tensors", "{}", NULL, 0, KILN_BERT_OK, NULL);
-  expect("trailing spaces", "{" ENTRY("w", "F32", "[4]", "[0,16]") "}     ", four, 16,
-         KILN_BERT_OK, NULL);
+  expect("trailing spaces", "{" ENTRY("w", "F32", "[4]", "[0,16]") "}     ", four, 16, KILN_BERT_OK,
+         NULL);
   expect("not JSON", "{\"w\": ", four, 16, KILN_BERT_ERROR_FORMAT, "JSON");
   expect("array", "[1, 2]", four, 16, KILN_BERT_ERROR_FORMAT, "object");
   expect("text after", "{} x", four, 16, KILN_BERT_ERROR_FORMAT, "after");
@@ -169,23 +172,25 @@ static void test_corrupt(void) {
          KILN_BERT_ERROR_FORMAT, "'w'");
   expect("fractional size", "{" ENTRY("w", "F32", "[1.5]", "[0,16]") "}", four, 16,
          KILN_BERT_ERROR_FORMAT, "'w'");
-  expect("one offset", "{" ENTRY("w", "F32", "[4]", "[16]") "}", four, 16,
-         KILN_BERT_ERROR_FORMAT, "'w'");
+  expect("one offset", "{" ENTRY("w", "F32", "[4]", "[16]") "}", four, 16, KILN_BERT_ERROR_FORMAT,
+         "'w'");
   expect("end beyond data", "{" ENTRY("w", "F32", "[4]", "[4,20]") "}", four, 16,
          KILN_BERT_ERROR_FORMAT, "'w': data_offsets [4, 20] outside the 16");
   expect("begin after end", "{" ENTRY("w", "F32", "[0]", "[8,4]") "}", four, 16,
          KILN_BERT_ERROR_FORMAT, "'w'");
   expect("bytes vs shape", "{" ENTRY("w", "F32", "[3]", "[0,16]") "}", four, 16,
          KILN_BERT_ERROR_FORMAT, "'w': shape [3] of F32 does not fit its 16 bytes");
-  expect("numel overflow", "{" ENTRY("w", "F32", "[4294967296,4294967296,4294967296]", "[0,16]") "}",
-         four, 16, KILN_BERT_ERROR_FORMAT, "'w'");
-  expect("duplicate", "{" ENTRY("w", "F32", "[4]", "[0,16]") "," ENTRY("w", "F32", "[4]", "[0,16]") "}",
-         four, 16, KILN_BERT_ERROR_FORMAT, "'w' appears twice");
+  expect("numel overflow",
+         "{" ENTRY("w", "F32", "[4294967296,4294967296,4294967296]", "[0,16]") "}", four, 16,
+         KILN_BERT_ERROR_FORMAT, "'w'");
+  expect("duplicate",
+         "{" ENTRY("w", "F32", "[4]", "[0,16]") "," ENTRY("w", "F32", "[4]", "[0,16]") "}", four,
+         16, KILN_BERT_ERROR_FORMAT, "'w' appears twice");
   expect("overlapping and unsorted",
          "{" ENTRY("b", "F32", "[2]", "[8,16]") "," ENTRY("a", "F32", "[4]", "[0,16]") "}", four,
          16, KILN_BERT_OK, NULL);
-  expect("unknown dtype listed", "{" ENTRY("q", "Q9", "[7]", "[0,3]") "}", four, 16,
-         KILN_BERT_OK, NULL);
+  expect("unknown dtype listed", "{" ENTRY("q", "Q9", "[7]", "[0,3]") "}", four, 16, KILN_BERT_OK,
+         NULL);
   expect("offsets beyond 2^53", "{" ENTRY("w", "F32", "[4]", "[0,1e300]") "}", four, 16,
          KILN_BERT_ERROR_FORMAT, "'w'");
 #undef ENTRY

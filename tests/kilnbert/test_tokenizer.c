@@ -34,24 +34,35 @@ static const Case cases[] = {
     {"\xe2\x80\x9cGreat\xe2\x80\x9d", 0, "\xe2\x80\x9c great \xe2\x80\x9d",
      "\xe2\x80\x9c great \xe2\x80\x9d"},
     {"\xc2\xbfQu\xc3\xa9?", 0, "\xc2\xbf que ?", "\xc2\xbf que ?"},
-    {"a\xe2\x80\x94" "b\xe2\x80\xa6" "a\xc2\xb7" "b", 0,
-     "a \xe2\x80\x94 b \xe2\x80\xa6 a \xc2\xb7 b", "a \xe2\x80\x94 b \xe2\x80\xa6 a \xc2\xb7 b"},
+    {"a\xe2\x80\x94"
+     "b\xe2\x80\xa6"
+     "a\xc2\xb7"
+     "b",
+     0, "a \xe2\x80\x94 b \xe2\x80\xa6 a \xc2\xb7 b", "a \xe2\x80\x94 b \xe2\x80\xa6 a \xc2\xb7 b"},
     {"5\xe2\x82\xac", 0, "5\xe2\x82\xac", "5 ##\xe2\x82\xac"},
-    {"great\xf0\x9f\x98\x80", 0, "great\xf0\x9f\x98\x80", "[UNK]"}, /* no ##U+1F600: the whole word */
+    {"great\xf0\x9f\x98\x80", 0, "great\xf0\x9f\x98\x80",
+     "[UNK]"}, /* no ##U+1F600: the whole word */
     /* accents: precomposed and combining, upper and lower case */
     {"Caf\xc3\xa9 na\xc3\xafve NA\xc3\x8fVE", 0, "cafe naive naive", "cafe naive naive"},
     {"cafe\xcc\x81", 0, "cafe", "cafe"},
     {"R\xc3\x89SUM\xc3\x89", 0, "resume", "resume"},
     {"\xc4\xb0stanbul", 0, "istanbul", "istanbul"}, /* İ lowers to i + U+0307 (Mn) */
     /* a compatibility-equivalent grave accent decomposes to ASCII ` (punctuation) */
-    {"a\xe1\xbf\xaf" "b", 0, "a ` b", "a ` b"},
+    {"a\xe1\xbf\xaf"
+     "b",
+     0, "a ` b", "a ` b"},
     /* final sigma: ς at the end of a word, σ inside */
     {"\xce\x9f\xce\x94\xce\x9f\xce\xa3", 0, "\xce\xbf\xce\xb4\xce\xbf\xcf\x82",
      "\xce\xbf\xce\xb4\xce\xbf\xcf\x82"},
-    {"\xce\x9f\xce\x94\xce\x9f\xce\xa3" "A", 0, "\xce\xbf\xce\xb4\xce\xbf\xcf\x83" "a",
+    {"\xce\x9f\xce\x94\xce\x9f\xce\xa3"
+     "A",
+     0,
+     "\xce\xbf\xce\xb4\xce\xbf\xcf\x83"
+     "a",
      "\xce\xbf\xce\xb4\xce\xbf\xcf\x83 ##a"},
     /* Hangul syllables become their jamo */
-    {"\xed\x95\x9c", 0, "\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab", "\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab"},
+    {"\xed\x95\x9c", 0, "\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab",
+     "\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab"},
     /* CJK ideographs are words of their own; kana are not */
     {"\xe4\xb8\xad\xe5\x9b\xbdmovie", 0, "\xe4\xb8\xad \xe5\x9b\xbd movie",
      "\xe4\xb8\xad \xe5\x9b\xbd movie"},
@@ -60,23 +71,27 @@ static const Case cases[] = {
     {"walking maxx movies", 0, "walking maxx movies", "walk ##ing [UNK] movie ##s"},
     {"100", 0, "100", "10 ##0"},
     /* the cleaner: format characters vanish and join their neighbours */
-    {"hel\xe2\x80\x8blo", 0, "hello", "hello"},       /* U+200B */
-    {"hel\xc2\xadlo", 0, "hello", "hello"},           /* U+00AD */
-    {"\xef\xbb\xbfhello", 0, "hello", "hello"},       /* BOM */
+    {"hel\xe2\x80\x8blo", 0, "hello", "hello"},         /* U+200B */
+    {"hel\xc2\xadlo", 0, "hello", "hello"},             /* U+00AD */
+    {"\xef\xbb\xbfhello", 0, "hello", "hello"},         /* BOM */
     {"hello\fworld", 0, "helloworld", "hello ##world"}, /* \f is Cc */
-    {"hel\alo", 0, "hello", "hello"},                 /* BEL */
-    {"hel\0lo", 7, "hello", "hello"},                 /* NUL */
+    {"hel\alo", 0, "hello", "hello"},                   /* BEL */
+    {"hel\0lo", 7, "hello", "hello"},                   /* NUL */
     /* whitespace: \r, \t, NBSP (Zs), U+2028 (not Zs, but str.split splits on it) */
     {"hello\rworld\r", 0, "hello world", "hello world"},
     {"hello\tworld\xc2\xa0hello\xe2\x80\xa8world", 0, "hello world hello world",
      "hello world hello world"},
     /* invalid UTF-8 becomes U+FFFD, which the cleaner drops */
     {"hel\xfflo", 0, "hello", "hello"},
-    {"\xe2\x82hello", 0, "hello", "hello"},           /* truncated sequence */
-    {"a\xc0\xaf" "b", 0, "ab", "[UNK]"},             /* overlong '/': no slash appears */
-    {"a\xed\xa0\x80" "b", 0, "ab", "[UNK]"},         /* a surrogate */
-    {"\xef\xbf\xbdhello", 0, "hello", "hello"},       /* a literal U+FFFD */
-    {"hello\xf0\x9f", 0, "hello", "hello"},           /* cut at the end */
+    {"\xe2\x82hello", 0, "hello", "hello"}, /* truncated sequence */
+    {"a\xc0\xaf"
+     "b",
+     0, "ab", "[UNK]"}, /* overlong '/': no slash appears */
+    {"a\xed\xa0\x80"
+     "b",
+     0, "ab", "[UNK]"},                         /* a surrogate */
+    {"\xef\xbf\xbdhello", 0, "hello", "hello"}, /* a literal U+FFFD */
+    {"hello\xf0\x9f", 0, "hello", "hello"},     /* cut at the end */
 };
 
 /* Resolves "tok tok ..." through the vocabulary. */
@@ -155,8 +170,7 @@ static void test_cases(KilnBertTokenizer *tok, const KilnBertVocab *v) {
     ids.n = 0;
     CHECK(kiln_bert_tok_encode(tok, c->text, len, &ids) == KILN_BERT_OK, "case %zu", i);
     int same = ids.n == nwant && (!nwant || !memcmp(ids.v, want, nwant * sizeof *want));
-    CHECK(same, "case %zu (%s): %zu ids, expected %zu (%s)", i, c->words, ids.n, nwant,
-          c->pieces);
+    CHECK(same, "case %zu (%s): %zu ids, expected %zu (%s)", i, c->words, ids.n, nwant, c->pieces);
   }
   kiln_bert_ids_free(&ids);
 }
@@ -215,7 +229,9 @@ static void test_utf8(void) {
       {"\xe0\x9f\xbf", 3, 1, 0xFFFD},     /* overlong three-byte */
       {"\xed\xbf\xbf", 3, 1, 0xFFFD},     /* surrogate */
       {"\xe2\x82", 2, 2, 0xFFFD},         /* truncated: one replacement for both */
-      {"\xe2\x82" "A", 3, 2, 0xFFFD},     /* and the A is left for the next character */
+      {"\xe2\x82"
+       "A",
+       3, 2, 0xFFFD}, /* and the A is left for the next character */
       {"\x80", 1, 1, 0xFFFD},
   };
   for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {

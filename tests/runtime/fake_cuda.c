@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_SUCCESS 0
-#define CUDA_ERROR_NO_DEVICE 100
+#define CUDA_SUCCESS              0
+#define CUDA_ERROR_NO_DEVICE      100
 #define CUDA_ERROR_INVALID_DEVICE 101
-#define CUDA_ERROR_NOT_FOUND 500
-#define NOT_REACHED 999
+#define CUDA_ERROR_NOT_FOUND      500
+#define NOT_REACHED               999
 
 /* The free bytes of the fake device; 0: no device (the default). */
 static size_t fake_free_bytes(void) {
@@ -36,7 +36,8 @@ int cuInit(unsigned int flags) {
 }
 
 int cuGetErrorString(int err, const char **str) {
-  *str = err == CUDA_ERROR_NO_DEVICE ? "fake driver: no CUDA-capable device is detected" : "fake driver: other";
+  *str = err == CUDA_ERROR_NO_DEVICE ? "fake driver: no CUDA-capable device is detected"
+                                     : "fake driver: other";
   return 0;
 }
 
@@ -71,8 +72,8 @@ int cuDeviceGetName(char *name, int len, int dev) {
 int cuDeviceGetAttribute(int *value, int attrib, int dev) {
   (void)dev;
   switch (attrib) {
-  case 75: *value = 9; break;  /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
-  case 76: *value = 0; break;  /* ..._MINOR */
+  case 75: *value = 9; break;   /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+  case 76: *value = 0; break;   /* ..._MINOR */
   case 16: *value = 132; break; /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
   default: *value = 232448; break;
   }
@@ -137,7 +138,6 @@ int cuMemFree_v2(uint64_t dptr) {
   return fake_modules() ? CUDA_SUCCESS : NOT_REACHED;
 }
 
-
 /* A module: its PTX, and the globals read from it (kept until unload, as the driver's are). */
 typedef struct FakeModule {
   char *ptx;
@@ -145,7 +145,8 @@ typedef struct FakeModule {
   int nglobals;
 } FakeModule;
 
-int cuModuleLoadDataEx(FakeModule **mod, const void *image, unsigned n, int *options, void **values) {
+int cuModuleLoadDataEx(FakeModule **mod, const void *image, unsigned n, int *options,
+                       void **values) {
   (void)n, (void)options, (void)values;
   if (!fake_modules()) return NOT_REACHED;
   FakeModule *m = calloc(1, sizeof *m);
@@ -321,8 +322,10 @@ int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   (void)fn, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared;
   (void)params, (void)extra;
   if (!fake_modules()) return NOT_REACHED;
-  if (stream && stream->capture) stream->capture->launches++;
-  else fake_cuda_launches++;
+  if (stream && stream->capture)
+    stream->capture->launches++;
+  else
+    fake_cuda_launches++;
   return CUDA_SUCCESS;
 }
 
@@ -369,7 +372,7 @@ int cuEventDestroy_v2(FakeEvent *ev) {
   return CUDA_SUCCESS;
 }
 
-#define STUB(name) \
+#define STUB(name)                                                                                 \
   int name(void) { return NOT_REACHED; }
 STUB(cuMemcpyHtoD_v2)
 STUB(cuMemcpyDtoD_v2)

@@ -13,20 +13,20 @@
 #include <string.h>
 
 /* Expects a specific status from a runtime call (on the one CHECK). */
-#define CHECK_STATUS(call, want)                                                               \
-  do {                                                                                         \
-    KilnRtStatus got_ = (call);                                                                \
-    CHECK(got_ == (want), "%s returned %s, expected %s (last error: %s)", #call,               \
-          kiln_rt_status_name(got_), kiln_rt_status_name(want), kiln_rt_last_error());        \
+#define CHECK_STATUS(call, want)                                                                   \
+  do {                                                                                             \
+    KilnRtStatus got_ = (call);                                                                    \
+    CHECK(got_ == (want), "%s returned %s, expected %s (last error: %s)", #call,                   \
+          kiln_rt_status_name(got_), kiln_rt_status_name(want), kiln_rt_last_error());             \
   } while (0)
 
 #define CHECK_OK(call) CHECK_STATUS(call, KILN_RT_OK)
 
 /* The message contains `needle`. */
-#define CHECK_CONTAINS(haystack, needle)                                                       \
-  do {                                                                                         \
-    const char *h_ = (haystack);                                                               \
-    CHECK(h_ && strstr(h_, (needle)), "expected \"%s\" in \"%s\"", (needle), h_ ? h_ : "(null)"); \
+#define CHECK_CONTAINS(haystack, needle)                                                           \
+  do {                                                                                             \
+    const char *h_ = (haystack);                                                                   \
+    CHECK(h_ &&strstr(h_, (needle)), "expected \"%s\" in \"%s\"", (needle), h_ ? h_ : "(null)");   \
   } while (0)
 
 /* Reads a whole file into a malloc'ed buffer; NULL on failure (the shared reader, kiln_base.h). */

@@ -39,10 +39,8 @@ static int mode_of(const char *path) {
 static int temp_files(void) {
   DIR *d = opendir(dir);
   int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));)
-    n += strstr(e->d_name, ".tmp.") != NULL;
-  if (d)
-    closedir(d);
+  for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".tmp.") != NULL;
+  if (d) closedir(d);
   return n;
 }
 
@@ -63,7 +61,8 @@ static void test_names(void) {
   CHECK(strcmp(kiln_target_name(KILN_TARGET_COUNT), "?") == 0, "out of range");
   for (int k = 0; k < KILN_SCALAR_COUNT; k++) {
     KilnScalarKind got = KILN_SCALAR_COUNT;
-    CHECK(kiln_scalar_from_name(kiln_scalar_name((KilnScalarKind)k), &got) && got == (KilnScalarKind)k,
+    CHECK(kiln_scalar_from_name(kiln_scalar_name((KilnScalarKind)k), &got) &&
+              got == (KilnScalarKind)k,
           "scalar %d", k);
   }
   KilnScalarKind unused;
@@ -75,8 +74,7 @@ static void test_read(void) {
   /* 200,000 bytes with NULs inside: past the reader's first 64 KiB block, so it must grow. */
   size_t n = 200000;
   unsigned char *data = malloc(n);
-  for (size_t i = 0; i < n; i++)
-    data[i] = (unsigned char)(i * 7 % 251);
+  for (size_t i = 0; i < n; i++) data[i] = (unsigned char)(i * 7 % 251);
   CHECK(kiln_file_write_atomic(in_dir("big"), data, n) == 0, "write big: %s", strerror(errno));
   size_t len = 0;
   char *got = kiln_file_read(in_dir("big"), &len);
@@ -117,7 +115,8 @@ static void test_read_max(void) {
         "a sparse file over the bound: errno %d", errno);
   char msg[256];
   errno = EFBIG;
-  kiln_file_read_error(msg, sizeof msg, "source", "k.kiln", "KILN_MAX_SOURCE_BYTES", (size_t)64 << 20);
+  kiln_file_read_error(msg, sizeof msg, "source", "k.kiln", "KILN_MAX_SOURCE_BYTES",
+                       (size_t)64 << 20);
   CHECK(!strcmp(msg, "the source 'k.kiln' is larger than KILN_MAX_SOURCE_BYTES (64 MiB); refused"),
         "message '%s'", msg);
   errno = ENOENT;
@@ -127,14 +126,17 @@ static void test_read_max(void) {
 
 /* Byte counts as KILN_DEVICE_MEMORY and size options take them (powers of 1024), and their text. */
 static void test_bytes(void) {
-  static const struct { const char *s; size_t want; } good[] = {
-      {"4096", 4096}, {"64K", 65536}, {"64KiB", 65536}, {"3M", 3u << 20}, {"2G", (size_t)2 << 30},
-      {"1T", (size_t)1 << 40}};
+  static const struct {
+    const char *s;
+    size_t want;
+  } good[] = {{"4096", 4096},   {"64K", 65536},          {"64KiB", 65536},
+              {"3M", 3u << 20}, {"2G", (size_t)2 << 30}, {"1T", (size_t)1 << 40}};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     size_t v = 0;
     CHECK(kiln_parse_bytes(good[i].s, &v) == 0 && v == good[i].want, "'%s': %zu", good[i].s, v);
   }
-  static const char *const bad[] = {"0", "-5", "+5", "12Q", "1.5G", "K", "", "64Kb", "99999999999999999999"};
+  static const char *const bad[] = {
+      "0", "-5", "+5", "12Q", "1.5G", "K", "", "64Kb", "99999999999999999999"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     size_t v = 7;
     CHECK(kiln_parse_bytes(bad[i], &v) == -1 && v == 7, "'%s' accepted as %zu", bad[i], v);
@@ -153,7 +155,8 @@ static void test_write_modes(void) {
   CHECK(mode_of(in_dir("new")) == 0644, "new file mode %o", (unsigned)mode_of(in_dir("new")));
   chmod(in_dir("new"), 0600);
   CHECK(kiln_file_write_atomic(in_dir("new"), "two", 3) == 0, "replace");
-  CHECK(mode_of(in_dir("new")) == 0600 && has_text(in_dir("new"), "two"), "a replaced file keeps its mode");
+  CHECK(mode_of(in_dir("new")) == 0600 && has_text(in_dir("new"), "two"),
+        "a replaced file keeps its mode");
   umask(old);
 }
 
@@ -242,24 +245,39 @@ static uint32_t bits(float f) {
 
 static void test_half(void) {
   /* f32 -> f16, exact bit patterns (round to nearest even, subnormals, overflow) */
-  static const struct { float f; uint16_t h; } f16[] = {
-      {1.0f, 0x3c00},       {-2.0f, 0xc000},      {65504.0f, 0x7bff},   {65520.0f, 0x7c00},
-      {0x1p-14f, 0x0400},   {0x1p-24f, 0x0001},   {0x1p-25f, 0x0000},   {0x1.8p-25f, 0x0001},
-      {1.0f + 0x1p-11f, 0x3c00}, {1.0f + 0x3p-11f, 0x3c02}, {INFINITY, 0x7c00}, {-0.0f, 0x8000},
+  static const struct {
+    float f;
+    uint16_t h;
+  } f16[] = {
+      {1.0f, 0x3c00},
+      {-2.0f, 0xc000},
+      {65504.0f, 0x7bff},
+      {65520.0f, 0x7c00},
+      {0x1p-14f, 0x0400},
+      {0x1p-24f, 0x0001},
+      {0x1p-25f, 0x0000},
+      {0x1.8p-25f, 0x0001},
+      {1.0f + 0x1p-11f, 0x3c00},
+      {1.0f + 0x3p-11f, 0x3c02},
+      {INFINITY, 0x7c00},
+      {-0.0f, 0x8000},
   };
   for (size_t i = 0; i < sizeof f16 / sizeof *f16; i++) {
     CHECK(kiln_f32_to_f16(f16[i].f) == f16[i].h, "f16(%a) = %#x, want %#x", f16[i].f,
           kiln_f32_to_f16(f16[i].f), f16[i].h);
   }
   /* f16 -> f32 is exact: every half is a float */
-  static const struct { uint16_t h; float f; } wide[] = {
-      {0x3c00, 1.0f},      {0xc000, -2.0f},   {0x7bff, 65504.0f}, {0x0400, 0x1p-14f},
-      {0x0001, 0x1p-24f},  {0x03ff, 0x3ffp-24f}, {0x3c02, 1.0f + 0x1p-9f}, {0x8000, -0.0f},
-      {0x7c00, INFINITY},
+  static const struct {
+    uint16_t h;
+    float f;
+  } wide[] = {
+      {0x3c00, 1.0f},           {0xc000, -2.0f},    {0x7bff, 65504.0f},
+      {0x0400, 0x1p-14f},       {0x0001, 0x1p-24f}, {0x03ff, 0x3ffp-24f},
+      {0x3c02, 1.0f + 0x1p-9f}, {0x8000, -0.0f},    {0x7c00, INFINITY},
   };
   for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
-    CHECK(bits(kiln_f16_to_f32(wide[i].h)) == bits(wide[i].f), "f32(%#x) = %a, want %a",
-          wide[i].h, kiln_f16_to_f32(wide[i].h), wide[i].f);
+    CHECK(bits(kiln_f16_to_f32(wide[i].h)) == bits(wide[i].f), "f32(%#x) = %a, want %a", wide[i].h,
+          kiln_f16_to_f32(wide[i].h), wide[i].f);
   uint16_t nan16 = kiln_f32_to_f16(NAN);
   CHECK((nan16 & 0x7c00) == 0x7c00 && (nan16 & 0x3ff), "NaN stays NaN: %#x", nan16);
   CHECK(isnan(kiln_f16_to_f32(0x7e00)), "f16 NaN widens to NaN");
@@ -288,10 +306,8 @@ int main(void) {
   test_signal_cleanup();
   test_half();
   const char *names[] = {"big", "empty", "new", "real", "link", "keep", "sparse"};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    unlink(in_dir(names[i]));
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) unlink(in_dir(names[i]));
   rmdir(dir);
-  if (failures)
-    printf("%d check(s) failed\n", failures);
+  if (failures) printf("%d check(s) failed\n", failures);
   return failures != 0;
 }

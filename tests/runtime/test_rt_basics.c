@@ -14,13 +14,20 @@ static void test_version(void) {
 }
 
 static void test_status_names(void) {
-  static const char *const want[] = {
-      "KILN_RT_OK", "KILN_RT_ERROR_INVALID_ARGUMENT", "KILN_RT_ERROR_NO_DEVICE",
-      "KILN_RT_ERROR_UNSUPPORTED", "KILN_RT_ERROR_OUT_OF_MEMORY", "KILN_RT_ERROR_IO",
-      "KILN_RT_ERROR_LOAD", "KILN_RT_ERROR_NOT_FOUND", "KILN_RT_ERROR_LAUNCH",
-      "KILN_RT_ERROR_DRIVER", "KILN_RT_ERROR_TIMEOUT"};
+  static const char *const want[] = {"KILN_RT_OK",
+                                     "KILN_RT_ERROR_INVALID_ARGUMENT",
+                                     "KILN_RT_ERROR_NO_DEVICE",
+                                     "KILN_RT_ERROR_UNSUPPORTED",
+                                     "KILN_RT_ERROR_OUT_OF_MEMORY",
+                                     "KILN_RT_ERROR_IO",
+                                     "KILN_RT_ERROR_LOAD",
+                                     "KILN_RT_ERROR_NOT_FOUND",
+                                     "KILN_RT_ERROR_LAUNCH",
+                                     "KILN_RT_ERROR_DRIVER",
+                                     "KILN_RT_ERROR_TIMEOUT"};
   CHECK(sizeof want / sizeof want[0] == KILN_RT_STATUS_COUNT);
-  for (int i = 0; i < KILN_RT_STATUS_COUNT; i++) CHECK(strcmp(kiln_rt_status_name((KilnRtStatus)i), want[i]) == 0);
+  for (int i = 0; i < KILN_RT_STATUS_COUNT; i++)
+    CHECK(strcmp(kiln_rt_status_name((KilnRtStatus)i), want[i]) == 0);
   CHECK(strcmp(kiln_rt_status_name(KILN_RT_STATUS_COUNT), "KILN_RT_STATUS_UNKNOWN") == 0);
   CHECK(strcmp(kiln_rt_status_name((KilnRtStatus)-1), "KILN_RT_STATUS_UNKNOWN") == 0);
 }
@@ -59,7 +66,8 @@ static void test_cuda_absent(void) {
   KilnRtDevice *dev = NULL;
   KilnRtStatus st = kiln_rt_device_create("cuda", &dev);
   if (st == KILN_RT_OK) {
-    printf("cuda:0 present: the no-device path is not checked here (runtime.basics.cuda checks the device)\n");
+    printf("cuda:0 present: the no-device path is not checked here (runtime.basics.cuda checks the "
+           "device)\n");
     kiln_rt_device_destroy(dev);
   } else {
     CHECK_STATUS(st, KILN_RT_ERROR_NO_DEVICE);
@@ -98,8 +106,10 @@ static void test_cpu_info(void) {
   CHECK(strcmp(info.name, "cpu") == 0);
   CHECK(info.total_mem > 0);
   const char *env = getenv("KILN_CPU_THREADS");
-  if (env) CHECK(info.num_threads == atoi(env));
-  else CHECK(info.num_threads >= 1);
+  if (env)
+    CHECK(info.num_threads == atoi(env));
+  else
+    CHECK(info.num_threads >= 1);
   CHECK_OK(kiln_rt_device_synchronize(dev));
   kiln_rt_device_destroy(dev);
   kiln_rt_device_destroy(NULL);
@@ -108,8 +118,7 @@ static void test_cpu_info(void) {
 /* `--cuda`: only the check that needs a GPU; exit 77 (ctest: skipped) without one. */
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--cuda") == 0) {
-    if (!test_cuda_present())
-      return 77;
+    if (!test_cuda_present()) return 77;
     return kiln_check_result("test_rt_basics --cuda");
   }
   test_version();

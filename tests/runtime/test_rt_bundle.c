@@ -35,9 +35,11 @@ static void put(const char *file, const void *data, size_t size) {
 static void test_names(void) {
   char buf[64];
   CHECK(kiln_rt_bundle_image_name(buf, sizeof buf, "k", "sm_90", KILN_RT_MODULE_CUBIN) == 0 &&
-        !strcmp(buf, "k.sm_90.cubin"), "got %s", buf);
+            !strcmp(buf, "k.sm_90.cubin"),
+        "got %s", buf);
   CHECK(kiln_rt_bundle_image_name(buf, sizeof buf, "k", "emu", KILN_RT_MODULE_HOST_OBJECT) == 0 &&
-        !strcmp(buf, "k.emu.o"), "got %s", buf);
+            !strcmp(buf, "k.emu.o"),
+        "got %s", buf);
   CHECK(kiln_rt_bundle_image_name(buf, sizeof buf, "a/b", "cpu", KILN_RT_MODULE_HOST_OBJECT) == -1);
   CHECK(kiln_rt_bundle_image_name(buf, sizeof buf, "", "cpu", KILN_RT_MODULE_HOST_OBJECT) == -1);
   CHECK(kiln_rt_bundle_image_name(buf, 8, "kernel", "sm_80", KILN_RT_MODULE_PTX) == -1);
@@ -78,7 +80,7 @@ static void test_pick(KilnRtDevice *dev, const unsigned char *obj, size_t size) 
 }
 
 /* Stands for "any error" where the status comes from the module loader. */
-#define ANY_ERROR ((KilnRtStatus)-1)
+#define ANY_ERROR ((KilnRtStatus) - 1)
 
 /* Every bad bundle: an error status, a message naming the bundle, *out NULL. */
 static void expect_error(KilnRtDevice *dev, const char *dir, const char *name, KilnRtStatus want,
@@ -120,7 +122,8 @@ static void test_errors(KilnRtDevice *dev, const unsigned char *obj, size_t size
   char missing[600];
   snprintf(missing, sizeof missing, "%s/no-such-folder", root);
   expect_error(dev, missing, "saxpy", KILN_RT_ERROR_NOT_FOUND, "no-such-folder");
-  expect_error(dev, root, "nothere", KILN_RT_ERROR_NOT_FOUND, "no image of 'nothere' for cpu (it has: none)");
+  expect_error(dev, root, "nothere", KILN_RT_ERROR_NOT_FOUND,
+               "no image of 'nothere' for cpu (it has: none)");
   static const char ptx[] = "// PTX";
   put("gpuonly.sm_90.ptx", ptx, sizeof ptx);
   expect_error(dev, root, "gpuonly", KILN_RT_ERROR_NOT_FOUND, "gpuonly.sm_90.ptx");
@@ -138,7 +141,8 @@ static void test_emu(void) {
     printf("no emu device here: %s\n", kiln_rt_last_error());
     return;
   }
-  expect_error(emu, root, "saxpy_other", KILN_RT_ERROR_NOT_FOUND, "no image of 'saxpy_other' for emu");
+  expect_error(emu, root, "saxpy_other", KILN_RT_ERROR_NOT_FOUND,
+               "no image of 'saxpy_other' for emu");
   expect_error(emu, root, "saxpy", ANY_ERROR, "saxpy"); /* saxpy.emu.o is garbage */
   kiln_rt_device_destroy(emu);
 }

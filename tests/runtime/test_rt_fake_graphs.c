@@ -58,7 +58,8 @@ int main(void) {
   launch(fn, s, 3);
   KilnRtGraph *g = NULL;
   CHECK_OK(kiln_rt_graph_end_capture(s, &g));
-  CHECK(*launches == 3 && *inst == 1, "after the capture: %d run, %d instantiated", *launches, *inst);
+  CHECK(*launches == 3 && *inst == 1, "after the capture: %d run, %d instantiated", *launches,
+        *inst);
   CHECK_OK(kiln_rt_graph_launch(g, s));
   CHECK_OK(kiln_rt_graph_launch(g, s));
   CHECK(*launches == 9 && *replays == 2, "two replays: %d run, %d replays", *launches, *replays);

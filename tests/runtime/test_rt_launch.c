@@ -70,10 +70,10 @@ static void test_saxpy_object(KilnRtDevice *dev) {
   CHECK_OK(kiln_rt_module_get_function(mod, "saxpy", &again));
   CHECK(fn && fn == again);
   if (fn) {
-    CHECK(run_saxpy(dev, fn, 1000, 1, 2.5f) == 0.0f);  /* 16 programs, the last one partial */
-    CHECK(run_saxpy(dev, fn, 64, 1, -1.0f) == 0.0f);   /* exactly one full program */
-    CHECK(run_saxpy(dev, fn, 1, 1, 3.0f) == 0.0f);     /* tail only */
-    CHECK(run_saxpy(dev, fn, 333, 7, 0.5f) == 0.0f);   /* 2-D grid: rows on y */
+    CHECK(run_saxpy(dev, fn, 1000, 1, 2.5f) == 0.0f); /* 16 programs, the last one partial */
+    CHECK(run_saxpy(dev, fn, 64, 1, -1.0f) == 0.0f);  /* exactly one full program */
+    CHECK(run_saxpy(dev, fn, 1, 1, 3.0f) == 0.0f);    /* tail only */
+    CHECK(run_saxpy(dev, fn, 333, 7, 0.5f) == 0.0f);  /* 2-D grid: rows on y */
   }
   CHECK_STATUS(kiln_rt_module_get_function(mod, "no_such_kernel", &fn), KILN_RT_ERROR_NOT_FOUND);
   CHECK_CONTAINS(kiln_rt_last_error(), "no_such_kernel");
@@ -90,7 +90,8 @@ static void test_saxpy_shared(KilnRtDevice *dev) {
   kiln_rt_module_destroy(mod);
 }
 
-static void check_grid(KilnRtDevice *dev, KilnRtFunction *probe, uint32_t gx, uint32_t gy, uint32_t gz) {
+static void check_grid(KilnRtDevice *dev, KilnRtFunction *probe, uint32_t gx, uint32_t gy,
+                       uint32_t gz) {
   size_t total = (size_t)gx * gy * gz;
   int32_t *hits = NULL, *bad = NULL, *want = NULL;
   CHECK_OK(kiln_rt_malloc(dev, total * sizeof *hits, (void **)&hits));
@@ -259,7 +260,8 @@ static void test_graph(KilnRtDevice *dev) {
   kiln_rt_graph_destroy(g);
   g = NULL;
 
-  size_t sizes[] = {sizeof(float *), sizeof(float *), sizeof(float *), sizeof(float), sizeof(int32_t)};
+  size_t sizes[] = {sizeof(float *), sizeof(float *), sizeof(float *), sizeof(float),
+                    sizeof(int32_t)};
   CHECK_OK(kiln_rt_function_set_arg_sizes(fn, sizes, 5));
   CHECK_STATUS(kiln_rt_graph_begin_capture(NULL), KILN_RT_ERROR_INVALID_ARGUMENT);
   for (int i = 0; i < N; i++) out[i] = -1.0f;

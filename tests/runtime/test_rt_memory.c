@@ -82,7 +82,8 @@ static void test_cache(void) {
   CHECK_OK(kiln_rt_mem_stats(dev, &st));
   CHECK(st.bytes_in_use == want_in_use);
   CHECK(st.peak_bytes_in_use == want_in_use);
-  CHECK(st.bytes_cached == 0 && st.num_allocs == 4 && st.num_device_allocs == 4 && st.num_cache_hits == 0);
+  CHECK(st.bytes_cached == 0 && st.num_allocs == 4 && st.num_device_allocs == 4 &&
+        st.num_cache_hits == 0);
 
   CHECK_OK(kiln_rt_free(dev, a));
   CHECK_OK(kiln_rt_free(dev, d));
@@ -94,7 +95,7 @@ static void test_cache(void) {
 
   /* Same class: the freed blocks come back, with no new device allocation. */
   void *a2 = NULL, *d2 = NULL;
-  CHECK_OK(kiln_rt_malloc(dev, 600, &a2));           /* 1024 class too */
+  CHECK_OK(kiln_rt_malloc(dev, 600, &a2));                     /* 1024 class too */
   CHECK_OK(kiln_rt_malloc(dev, (size_t)5 << 20 | 12345, &d2)); /* 6 MiB class */
   CHECK(a2 == a);
   CHECK(d2 == d);
@@ -137,8 +138,10 @@ static void *worker(void *arg) {
     }
     r = r * 1103515245u + 12345u;
     size_t bytes = 1 + (r >> 8) % 8192;
-    if (kiln_rt_malloc(w->dev, bytes, &blocks[slot]) != KILN_RT_OK) w->errors++;
-    else memset(blocks[slot], w->seed, bytes);
+    if (kiln_rt_malloc(w->dev, bytes, &blocks[slot]) != KILN_RT_OK)
+      w->errors++;
+    else
+      memset(blocks[slot], w->seed, bytes);
   }
   for (int i = 0; i < 16; i++)
     if (blocks[i] && kiln_rt_free(w->dev, blocks[i]) != KILN_RT_OK) w->errors++;

@@ -9,7 +9,8 @@
 # is skipped (exit 77), never passed.
 set -uo pipefail
 src=${1:?usage: check_format.sh SOURCE_DIR}
-folders=(runtime autotune bench examples)
+folders=(runtime autotune bench examples tools tests/runtime tests/autotune tests/bert tests/kilnbert tests/common
+  tests/emu tests/dialect tests/fuzz tests/install tests/planted tests/style)
 
 tool=
 for t in clang-format-19 clang-format; do

@@ -25,8 +25,8 @@
 
 #include <kiln/kilnrt.h>
 
-static const char *const emit_names[KILN_EMIT_COUNT] = {
-    "ast", "mlir", "lowered-mlir", "llvm", "obj", "gpu-mlir", "ptx", "cubin"};
+static const char *const emit_names[KILN_EMIT_COUNT] = {"ast", "mlir",     "lowered-mlir", "llvm",
+                                                        "obj", "gpu-mlir", "ptx",          "cubin"};
 
 /* The targets: the pipeline that lowers a kiln module for each, and what comes out of it.
  * emu is the sm_80 lowering plus the emulator rewrite, run on the host. */
@@ -120,7 +120,9 @@ static size_t fold_mlir_diags(KilnMlirContext *kctx, KilnCompilation *c, FILE *d
       kiln_diag_add(c, sev, span, d->message);
     } else {
       fprintf(diag, "%s: %s: %s\n", kiln_frontend_path(c),
-              sev == KILN_SEV_ERROR ? "error" : sev == KILN_SEV_WARNING ? "warning" : "note",
+              sev == KILN_SEV_ERROR     ? "error"
+              : sev == KILN_SEV_WARNING ? "warning"
+                                        : "note",
               d->message);
     }
   }
@@ -130,8 +132,8 @@ static size_t fold_mlir_diags(KilnMlirContext *kctx, KilnCompilation *c, FILE *d
 
 /* Bindings for sema: the defines, then num_warps/num_stages from the options, then every const
  * parameter still unbound takes its value from the first point of the kernel's tune space. */
-static size_t collect_bindings(const KilnCompileOptions *o, const KilnKernel *k,
-                               KilnBinding *out, size_t cap) {
+static size_t collect_bindings(const KilnCompileOptions *o, const KilnKernel *k, KilnBinding *out,
+                               size_t cap) {
   size_t n = 0;
   for (size_t i = 0; i < o->num_defines && n < cap; i++)
     out[n++] = (KilnBinding){o->defines[i].name, o->defines[i].value};
@@ -233,7 +235,8 @@ static KilnDriverStatus emit_host_object(Job *j, KilnBuffer *out) {
   char llvm_cpu[64], features[1024];
   const char *cpu = j->o->cpu ? j->o->cpu : getenv("KILN_CPU");
   if (!cpu || !*cpu) cpu = "native";
-  if (kiln_rt_host_cpu_target(cpu, llvm_cpu, sizeof llvm_cpu, features, sizeof features) != KILN_RT_OK) {
+  if (kiln_rt_host_cpu_target(cpu, llvm_cpu, sizeof llvm_cpu, features, sizeof features) !=
+      KILN_RT_OK) {
     fprintf(j->diag, "kiln: error: --cpu: %s\n", kiln_rt_last_error());
     return KILN_DRIVER_USER_ERROR;
   }
@@ -264,7 +267,8 @@ static KilnDriverStatus emit_ptx_or_cubin(Job *j, const char *arch, KilnEmit emi
   char *ptx = NULL;
   size_t ptx_len = 0;
   KilnStepHook hook = {kiln_times_hook, j->times};
-  KilnMlirStatus st = kiln_gpu_emit_ptx_steps(j->module, arch, j->times ? &hook : NULL, &ptx, &ptx_len);
+  KilnMlirStatus st =
+      kiln_gpu_emit_ptx_steps(j->module, arch, j->times ? &hook : NULL, &ptx, &ptx_len);
   fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK) {
     kiln_diag_render(j->c, j->diag);
@@ -319,10 +323,12 @@ static bool emit_fits_target(Job *j, KilnEmit emit) {
     fprintf(j->diag, "kiln: error: --emit %s needs a GPU target (--target sm_80 or sm_90)\n",
             kiln_emit_name(emit));
   else if (gpu_code && t->host_object)
-    fprintf(j->diag, "kiln: error: --emit %s needs --target sm_80 or sm_90; the %s target emits obj\n",
+    fprintf(j->diag,
+            "kiln: error: --emit %s needs --target sm_80 or sm_90; the %s target emits obj\n",
             kiln_emit_name(emit), name);
   else if (emit == KILN_EMIT_OBJ && !t->host_object)
-    fprintf(j->diag, "kiln: error: --emit obj is for the cpu and emu targets; use ptx or cubin for %s\n",
+    fprintf(j->diag,
+            "kiln: error: --emit obj is for the cpu and emu targets; use ptx or cubin for %s\n",
             name);
   else
     return true;
@@ -407,15 +413,18 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
   if (!specialize_params(j, k)) return KILN_DRIVER_USER_ERROR;
   kiln_times_mark(j->times, "mlirgen");
 
-  KilnPipelineOptions po = {.stage = {.num_warps = o->num_warps, .num_stages = o->num_stages,
-                                      .smem_limit = kiln_gpu_smem_limit(kiln_target_name(o->target)),
-                                      .index_bits = o->index_bits},
-                            .dump_after = o->dump_after,
-                            .dump_file = j->diag,
-                            .stop_after = last_stage(emit),
-                            .step_done = {j->times ? kiln_times_hook : NULL, j->times}};
-  KilnMlirStatus st = o->target == KILN_TARGET_EMU ? run_emu_pipeline(j, &po)
-                                                   : kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
+  KilnPipelineOptions po = {
+      .stage = {.num_warps = o->num_warps,
+                .num_stages = o->num_stages,
+                .smem_limit = kiln_gpu_smem_limit(kiln_target_name(o->target)),
+                .index_bits = o->index_bits},
+      .dump_after = o->dump_after,
+      .dump_file = j->diag,
+      .stop_after = last_stage(emit),
+      .step_done = {j->times ? kiln_times_hook : NULL, j->times}};
+  KilnMlirStatus st = o->target == KILN_TARGET_EMU
+                          ? run_emu_pipeline(j, &po)
+                          : kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
   size_t located = located_errors(j->kctx);
   size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK || errs > 0) {
@@ -424,7 +433,8 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
      * target's limits ("limit: ..." from the GPU lowering) or a construct the target cannot
      * compile, reported at its place in the source, is the user's to fix; anything else is
      * ours. */
-    if (st == KILN_MLIR_ERR_VERIFY || st == KILN_MLIR_ERR_INVALID || over_limit(j->c) || located > 0)
+    if (st == KILN_MLIR_ERR_VERIFY || st == KILN_MLIR_ERR_INVALID || over_limit(j->c) ||
+        located > 0)
       return KILN_DRIVER_USER_ERROR;
     fprintf(j->diag, "kiln: error: lowering '%s' for %s failed\n", k->name,
             kiln_target_name(o->target));
@@ -492,7 +502,8 @@ static size_t defines_of(const KilnKernel *k, const KilnDefine *defines, size_t 
     bool takes = !strcmp(defines[i].name, "num_warps") || !strcmp(defines[i].name, "num_stages") ||
                  !strcmp(defines[i].name, "min_blocks");
     for (int p = 0; p < k->nparams && !takes; p++)
-      takes = k->params[p]->kind == KILN_DECL_CONST_PARAM && !strcmp(k->params[p]->name, defines[i].name);
+      takes = k->params[p]->kind == KILN_DECL_CONST_PARAM &&
+              !strcmp(k->params[p]->name, defines[i].name);
     if (takes) out[m++] = defines[i];
   }
   return m;
@@ -509,12 +520,17 @@ KilnDriverStatus kiln_driver_check_target(const char *path, const KilnDefine *de
   for (int i = 0; st != KILN_DRIVER_FAILURE && j.c && i < kiln_kernel_count(j.c); i++) {
     const KilnKernel *k = kiln_kernel_get(j.c, i);
     KilnDefine mine[64];
-    KilnCompileOptions ko = {.path = path, .source = j.text, .source_len = strlen(j.text),
-                             .kernel = k->name, .defines = mine,
+    KilnCompileOptions ko = {.path = path,
+                             .source = j.text,
+                             .source_len = strlen(j.text),
+                             .kernel = k->name,
+                             .defines = mine,
                              .num_defines = defines_of(k, defines, num_defines, mine, 64),
-                             .target = target, .diag = j.diag};
+                             .target = target,
+                             .diag = j.diag};
     KilnBuffer out;
-    KilnDriverStatus ks = kiln_driver_compile(&ko, gpu ? KILN_EMIT_PTX : KILN_EMIT_LOWERED_MLIR, &out);
+    KilnDriverStatus ks =
+        kiln_driver_compile(&ko, gpu ? KILN_EMIT_PTX : KILN_EMIT_LOWERED_MLIR, &out);
     kiln_buffer_free(&out);
     if (ks > st) st = ks;
   }
@@ -534,7 +550,8 @@ KilnDriverStatus kiln_driver_check(const char *path, const KilnDefine *defines, 
       job_free(&j);
       return KILN_DRIVER_FAILURE;
     }
-    for (size_t i = 0; i < num_defines; i++) b[i] = (KilnBinding){defines[i].name, defines[i].value};
+    for (size_t i = 0; i < num_defines; i++)
+      b[i] = (KilnBinding){defines[i].name, defines[i].value};
     if (!kiln_sema_check_all_bound(j.c, b, num_defines)) st = KILN_DRIVER_USER_ERROR;
     free(b);
     if (kiln_diag_count(j.c) > 0) kiln_diag_render(j.c, j.diag);

@@ -19,14 +19,14 @@ extern "C" {
 /* KilnTarget and its names (kiln_target_name, kiln_target_from_name): kiln_base.h. */
 
 typedef enum KilnEmit {
-  KILN_EMIT_AST,  /* the typed AST, as text */
-  KILN_EMIT_MLIR, /* `kiln` dialect IR straight from mlirgen (verified), as text */
+  KILN_EMIT_AST,          /* the typed AST, as text */
+  KILN_EMIT_MLIR,         /* `kiln` dialect IR straight from mlirgen (verified), as text */
   KILN_EMIT_LOWERED_MLIR, /* IR after the whole pass pipeline (llvm dialect), as text */
-  KILN_EMIT_LLVM, /* LLVM IR, as text */
-  KILN_EMIT_OBJ,  /* host object file bytes (cpu target) */
-  KILN_EMIT_GPU_MLIR, /* GPU targets: the kiln dialect with a layout on every tile, as text */
-  KILN_EMIT_PTX,  /* GPU targets: PTX text */
-  KILN_EMIT_CUBIN, /* GPU targets: a cubin from ptxas (KILN_PTXAS, else ptxas on PATH) */
+  KILN_EMIT_LLVM,         /* LLVM IR, as text */
+  KILN_EMIT_OBJ,          /* host object file bytes (cpu target) */
+  KILN_EMIT_GPU_MLIR,     /* GPU targets: the kiln dialect with a layout on every tile, as text */
+  KILN_EMIT_PTX,          /* GPU targets: PTX text */
+  KILN_EMIT_CUBIN,        /* GPU targets: a cubin from ptxas (KILN_PTXAS, else ptxas on PATH) */
   KILN_EMIT_COUNT
 } KilnEmit;
 
@@ -51,7 +51,7 @@ typedef struct KilnDefine {
  * is the time from the end of the one before to its own end, so the steps add up to the whole.
  * Zero-initialize; kiln_times_free releases it. */
 typedef struct KilnStepTime {
-  const char *name; /* static storage */
+  const char *name;     /* static storage */
   double wall_s, cpu_s; /* cpu: user + system, this process and the children it waited for */
 } KilnStepTime;
 
@@ -77,10 +77,10 @@ void kiln_times_print(const KilnTimes *t, const char *title, FILE *f);
 void kiln_times_print_json(const KilnTimes *t, const char *title, FILE *f);
 
 typedef struct KilnCompileOptions {
-  const char *path;         /* source file path, used in diagnostics and locations */
-  const char *source;       /* source text; NULL: read `path` */
-  size_t source_len;        /* length of `source` when given */
-  const char *kernel;       /* kernel to compile */
+  const char *path;   /* source file path, used in diagnostics and locations */
+  const char *source; /* source text; NULL: read `path` */
+  size_t source_len;  /* length of `source` when given */
+  const char *kernel; /* kernel to compile */
   const KilnDefine *defines;
   size_t num_defines;
   /* Runtime integer parameters compiled as these constants (the signature keeps them, the
@@ -98,15 +98,15 @@ typedef struct KilnCompileOptions {
    * baseline such as "x86-64-v2" or "generic" (kiln_rt_host_cpu_target lists them); NULL: the
    * environment's KILN_CPU, else "native". */
   const char *cpu;
-  int num_warps;            /* 0: from defines, else 4 */
-  int num_stages;           /* 0: from defines, else 2 */
+  int num_warps;  /* 0: from defines, else 4 */
+  int num_stages; /* 0: from defines, else 2 */
   /* 64: pointer offsets computed in i64 (buffers of 2^31 elements or more); 0 or 32: i32, and
    * the compiled kernel records that it needs fewer (widen-offsets, docs/emulator.md). */
   int index_bits;
-  const char *dump_after;   /* NULL, a pipeline stage name, or "all" */
-  FILE *diag;               /* where diagnostics and dumps go; NULL: stderr */
-  KilnGpuUsage *gpu_usage;  /* out, optional: filled when a cubin is emitted */
-  KilnTimes *times;         /* out, optional: each step's time appended (started here if not) */
+  const char *dump_after;  /* NULL, a pipeline stage name, or "all" */
+  FILE *diag;              /* where diagnostics and dumps go; NULL: stderr */
+  KilnGpuUsage *gpu_usage; /* out, optional: filled when a cubin is emitted */
+  KilnTimes *times;        /* out, optional: each step's time appended (started here if not) */
 } KilnCompileOptions;
 
 typedef struct KilnBuffer {
@@ -116,7 +116,8 @@ typedef struct KilnBuffer {
 
 /* Compiles opts->kernel and writes the requested output into *out (which the caller frees with
  * kiln_buffer_free). On failure *out is empty and diagnostics went to opts->diag. */
-KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *opts, KilnEmit emit, KilnBuffer *out);
+KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *opts, KilnEmit emit,
+                                     KilnBuffer *out);
 
 /* Parses and type-checks every kernel of a file (consts bound from the first config of each
  * kernel's tune block, or from defines). Diagnostics go to `diag`. */

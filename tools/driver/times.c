@@ -18,7 +18,9 @@ static double wall_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double tv_seconds(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6; }
+static double tv_seconds(struct timeval tv) {
+  return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
+}
 
 /* User + system time of this process and its waited-for children. */
 static double cpu_now(void) {
@@ -93,9 +95,12 @@ static void json_string(const char *s, FILE *f) {
   fputc('"', f);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
   }
   fputc('"', f);
 }
@@ -109,6 +114,6 @@ void kiln_times_print_json(const KilnTimes *t, const char *title, FILE *f) {
   for (size_t i = 0; i < t->n; i++)
     fprintf(f, "%s\n  {\"step\": \"%s\", \"wall_ms\": %.3f, \"cpu_ms\": %.3f}", i ? "," : "",
             t->steps[i].name, t->steps[i].wall_s * 1e3, t->steps[i].cpu_s * 1e3);
-  fprintf(f, "],\n \"total_wall_ms\": %.3f, \"total_cpu_ms\": %.3f, \"complete\": %s}\n", wall * 1e3,
-          cpu * 1e3, t->incomplete ? "false" : "true");
+  fprintf(f, "],\n \"total_wall_ms\": %.3f, \"total_cpu_ms\": %.3f, \"complete\": %s}\n",
+          wall * 1e3, cpu * 1e3, t->incomplete ? "false" : "true");
 }

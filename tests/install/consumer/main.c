@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR_(x)    #x
+#define STR(x)     STR_(x)
 #define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define K(name) CAT(KERNELS, name)
+#define CAT(a, b)  CAT_(a, b)
+#define K(name)    CAT(KERNELS, name)
 
 #include STR(KERNELS.h)
 
@@ -22,7 +22,8 @@ int main(int argc, char **argv) {
   size_t bytes = (size_t)n * sizeof(float);
   float *want = n > 0 ? malloc(bytes) : NULL;
   if (!want || kiln_rt_device_create(DEVICE, &dev) != KILN_RT_OK ||
-      K(_create)(dev, &lib) != KILN_RT_OK || kiln_rt_malloc(dev, bytes, (void **)&x) != KILN_RT_OK ||
+      K(_create)(dev, &lib) != KILN_RT_OK ||
+      kiln_rt_malloc(dev, bytes, (void **)&x) != KILN_RT_OK ||
       kiln_rt_malloc(dev, bytes, (void **)&y) != KILN_RT_OK) {
     fprintf(stderr, "%s: setup failed: %s\n", DEVICE, kiln_rt_last_error());
     return 1;
