@@ -217,6 +217,10 @@ struct KilnExpr {
     int depth;                     /* internal: nesting depth, bounded by the parser */
 };
 
+/* Whether a reduction call (sum, max, min, argmax, argmin) reduces every axis: no axis written,
+ * or only keep_dims given by keyword.  Otherwise args[1] is the axis. */
+bool kiln_reduce_all_axes(const KilnExpr *e);
+
 typedef enum KilnStmtKind {
     KILN_STMT_LET,    /* decl, init */
     KILN_STMT_VAR,    /* decl, init */

@@ -840,9 +840,10 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e)
         ERR(S, e->args[0]->span, "%s expects a tile of numbers, got %s", e->name, tstr(S, t));
         return NULL;
     }
-    /* without an axis (sum, max, min): every element, a scalar (mlirgen reduces axis by axis) */
+    /* without an axis: every element, a scalar (mlirgen reduces axis by axis; argmax/argmin
+     * index x's elements in row-major order) */
     int64_t axis = -1;
-    if (e->nargs > 1) {
+    if (!kiln_reduce_all_axes(e)) {
         KilnExpr *a = e->args[1];
         bool is_int = a->type->kind == KILN_TYPE_SCALAR && kiln_scalar_is_int(a->type->scalar);
         if ((e->builtin == KILN_BUILTIN_MAX || e->builtin == KILN_BUILTIN_MIN) && !(a->is_const && is_int)) {
@@ -873,9 +874,9 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e)
     e->ival = keep;
     int64_t dims[KILN_MAX_RANK];
     int rank = 0;
-    for (int i = 0; i < t->rank && axis >= 0; i++)
+    for (int i = 0; i < t->rank && (axis >= 0 || keep); i++)
         if (i != axis || keep)
-            dims[rank++] = i == axis ? 1 : t->dims[i];
+            dims[rank++] = i == axis || axis < 0 ? 1 : t->dims[i];
     bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
     e->operand_type = narrow ? like_shape(S, KILN_SCALAR_I32, false, t) : NULL;
     bool to_i32 = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN ||
@@ -1511,6 +1512,27 @@ static int builtin_param_names(Sema *S, KilnBuiltin b, const char **names, int c
     return n;
 }
 
+static bool is_reduction(KilnBuiltin b)
+{
+    return b == KILN_BUILTIN_SUM || b == KILN_BUILTIN_MAX || b == KILN_BUILTIN_MIN || b == KILN_BUILTIN_ARGMAX ||
+           b == KILN_BUILTIN_ARGMIN;
+}
+
+/* `sum(x, keep_dims = true)`: a reduction over every axis that keeps them all as 1s.  The one
+ * gap the keywords may leave: the missing axis becomes the literal -1, which no source can
+ * write (a written -1 is a negation), and which kiln_reduce_all_axes reads as "every axis". */
+static void fill_reduce_axis(Sema *S, KilnExpr *e, KilnExpr **bound, int given)
+{
+    if (!is_reduction(e->builtin) || given < 3 || bound[1] || !bound[2])
+        return;
+    KilnExpr *all = kiln_arena_alloc(&S->c->ar, sizeof *all);
+    memset(all, 0, sizeof *all);
+    all->kind = KILN_EXPR_INT;
+    all->span = e->span;
+    all->ival = -1;
+    bound[1] = all;
+}
+
 /* Builtins take keyword arguments by the names of their signatures (`load(p, mask = m, other =
  * 0.0)`); the arguments are put in positional order, which must leave no gap: an optional
  * argument is given only with the ones before it (load's `other` needs its `mask`). */
@@ -1530,6 +1552,7 @@ static bool builtin_keywords(Sema *S, KilnExpr *e)
     for (int i = 0; i < n; i++)
         if (bound[i])
             given = i + 1;
+    fill_reduce_axis(S, e, bound, given);
     for (int i = 0; i < given; i++)
         if (!bound[i]) {
             ERR(S, e->span, "'%s' needs its argument '%s' when a later one is given", e->name, names[i]);

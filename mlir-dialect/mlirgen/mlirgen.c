@@ -522,17 +522,35 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   MlirValue x = gen_as(g, e->args[0], ot);
   if (g->failed) return x;
   MlirValue r;
-  if (e->nargs > 1) {
+  bool arg = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN;
+  if (!kiln_reduce_all_axes(e)) {
     r = kiln_ir_build_reduce(&g->b, loc, kind, (int)e->args[1]->ival, x);
+  } else if (arg) {
+    /* argmax/argmin of every element: x laid out as one row (row-major, a reshape), whose
+     * index is then the row-major index, first on ties as along an axis */
+    int64_t n = 1;
+    for (int i = 0; i < in->rank; i++) n *= in->dims[i];
+    if (in->rank > 1) {
+      KilnType row = with_scalar(ot, ot->scalar);
+      row.rank = 1;
+      row.dims[0] = n;
+      x = kiln_ir_build_reshape(&g->b, loc, x, kiln_mlirgen_type(g->ctx, &row));
+    }
+    r = kiln_ir_build_reduce(&g->b, loc, kind, 0, x);
   } else {
     /* every element (sum/max/min without an axis): the innermost axis first, as a row
      * reduction would, down to a scalar; a sum of sums, a max of maxes */
     r = x;
     for (int axis = in->rank - 1; axis >= 0; axis--) r = kiln_ir_build_reduce(&g->b, loc, kind, axis, r);
   }
-  KilnScalarKind rs = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN ? KILN_SCALAR_I32
-                                                                              : ot->scalar;
+  KilnScalarKind rs = arg ? KILN_SCALAR_I32 : ot->scalar;
   if (!e->ival) return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
+  if (kiln_reduce_all_axes(e)) { /* keep_dims of every axis: the scalar splatted to [1, ...] */
+    KilnType sc = with_scalar(e->type, e->type->scalar);
+    sc.kind = KILN_TYPE_SCALAR;
+    r = cast_elem(g, loc, r, rs, e->type->scalar, &sc);
+    return broadcast_to(g, loc, r, &sc, e->type, e->span);
+  }
   /* keep_dims (sema: e->ival): the reduced shape, cast, then the axis put back as a 1 (a
    * scalar, from a rank-1 tile, splatted to [1]) */
   int axis = (int)e->args[1]->ival;

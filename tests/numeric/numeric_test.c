@@ -1166,6 +1166,47 @@ static bool test_scan_flip(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- argmax_all ---------------------------------------------------------------------------- */
+
+/* argmax/argmin over every axis and keep_dims without an axis (issue 15): indices are exact, so
+ * every output must equal the reference's; the inputs are halves in [-4, 4], so every tile holds
+ * ties and only the first index in row-major order is right. */
+static bool test_argmax_all(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 8, 64}, {1, 1, 2, 32}, {37, 32, 2, 32}, {64, 20, 8, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, br = (size_t)cfgs[ci].br;
+    size_t progs = kiln_test_cdiv(rows, br), n = 8 * progs, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "argmax_all", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2400 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    for (size_t i = 0; i < rows * cols; i++)
+      x[i] = floorf(x[i] * 2.0f) * 0.5f;
+    int32_t *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dout, &r32, &c32};
+    kiln_test_launch(&run, run.fn, progs, 1, args);
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
+
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
+    kiln_ref_argmax_all(x, ref, rows, cols, br, (size_t)cfgs[ci].bc);
+    check_equal_i32(&run, "out", out, ref, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(ref);
+  }
+  return all_ok;
+}
+
 /* ---- rand_normal --------------------------------------------------------------------------- */
 
 /* randint exactly (the Philox word); randn within 5e-4 absolute (floor 1): on the GPU the log is
@@ -1357,6 +1398,7 @@ static const struct {
     {"cas_lock", test_cas_lock},
     {"scan_flip", test_scan_flip},
     {"rand_normal", test_rand_normal},
+    {"argmax_all", test_argmax_all},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},

@@ -572,6 +572,30 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
   }
 }
 
+void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br, size_t bc) {
+  for (size_t p = 0; p * br < rows; p++) {
+    size_t amax = 0, amin = 0, imax = 0, first_off = SIZE_MAX;
+    int32_t sum = 0;
+    for (size_t k = 0; k < br * bc; k++) { /* row-major over the tile; strict: the first wins */
+      float v = scan_tile(x, rows, cols, p * br + k / bc, k % bc);
+      float bmax = scan_tile(x, rows, cols, p * br + amax / bc, amax % bc);
+      float bmin = scan_tile(x, rows, cols, p * br + amin / bc, amin % bc);
+      int32_t bi = (int32_t)scan_tile(x, rows, cols, p * br + imax / bc, imax % bc);
+      if (v > bmax) amax = k;
+      if (v < bmin) amin = k;
+      if ((int32_t)v > bi) imax = k;
+      if (!(v > 0.0f) && first_off == SIZE_MAX) first_off = k;
+      sum += (int32_t)v;
+    }
+    int32_t *o = out + 8 * p;
+    o[0] = o[4] = o[6] = (int32_t)amax;
+    o[1] = o[7] = (int32_t)amin;
+    o[2] = (int32_t)imax;
+    o[3] = first_off == SIZE_MAX ? 0 : (int32_t)first_off; /* every lane true: argmin of all 1s is 0 */
+    o[5] = sum;
+  }
+}
+
 void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed) {
   for (size_t i = 0; i < n; i++) {
     uint32_t ctr[4] = {(uint32_t)i, 0u, 0u, 0u}, key[2] = {(uint32_t)seed, 0u}, out[4];

@@ -155,6 +155,12 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
 void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
                         size_t bc);
 
+/* The argmax_all kernel: per program p, over its br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), out[8p ..] = the row-major index of the first maximum of t, of its first minimum, of the
+ * first maximum of (int)t, of the first t <= 0, the first maximum again, the sum of (int)t, and
+ * the first maximum and first minimum again (the kernel's reshaped views). */
+void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br, size_t bc);
+
 /* The rand_normal kernel: bits[i] = Philox4x32-10's r0 for key (seed, 0) and counter (i, 0, 0, 0),
  * as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for u1 = 1 - rand(seed, i) and
  * u2 = rand(seed ^ 0x6A09E667, i). */
