@@ -295,7 +295,9 @@ static bool need_value(Sema *S, const KilnExpr *e)
         ERR(S, e->span, "type name '%s' used as a value", kiln_scalar_name(e->type->scalar));
         break;
     case KILN_TYPE_SHAPE: ERR(S, e->span, "a list can only be used as a shape argument"); break;
-    case KILN_TYPE_STRING: ERR(S, e->span, "a string can only be static_assert's message"); break;
+    case KILN_TYPE_STRING:
+        ERR(S, e->span, "a string can only be static_assert's message or device_print's text");
+        break;
     case KILN_TYPE_TUPLE:
         ERR(S, e->span, "'%s' returns %d values: unpack them, as in 'let a, b = %s(...);'",
             e->name ? e->name : "?", e->type->rank, e->name ? e->name : "f");
@@ -1170,6 +1172,22 @@ static const KilnType *check_static_assert(Sema *S, KilnExpr *e)
     return kiln_type_void();
 }
 
+/* device_print("text", x): the text a string literal (it becomes part of a printf format, so
+ * mlirgen escapes its '%'), x a number or a tile of numbers. */
+static const KilnType *check_device_print(Sema *S, KilnExpr *e)
+{
+    if (e->args[0]->kind != KILN_EXPR_STRING) {
+        ERR(S, e->args[0]->span, "device_print text must be a string literal");
+        return NULL;
+    }
+    if (!is_numeric(e->args[1]->type)) {
+        ERR(S, e->args[1]->span, "device_print prints a number or a tile of numbers, got %s",
+            tstr(S, e->args[1]->type));
+        return NULL;
+    }
+    return kiln_type_void();
+}
+
 static const KilnType *check_builtin(Sema *S, KilnExpr *e)
 {
     KilnExpr **a = e->args;
@@ -1242,6 +1260,7 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     case KILN_BUILTIN_EXPAND_DIMS: return check_expand_dims(S, e);
     case KILN_BUILTIN_BROADCAST_TO: return check_broadcast_to(S, e);
     case KILN_BUILTIN_STATIC_ASSERT: return check_static_assert(S, e);
+    case KILN_BUILTIN_DEVICE_PRINT: return check_device_print(S, e);
     case KILN_BUILTIN_RESHAPE: return check_reshape(S, e);
     case KILN_BUILTIN_FLIP:
     case KILN_BUILTIN_CUMSUM:
@@ -1603,7 +1622,8 @@ static const KilnType *check_call(Sema *S, KilnExpr *e)
         bool shape_ok = (i == 0 && (e->builtin == KILN_BUILTIN_ZEROS || e->builtin == KILN_BUILTIN_FULL)) ||
                         (i == 1 && (e->builtin == KILN_BUILTIN_BROADCAST_TO || e->builtin == KILN_BUILTIN_RESHAPE));
         bool dtype_ok = (e->builtin == KILN_BUILTIN_ZEROS && i == 1) || (e->builtin == KILN_BUILTIN_FULL && i == 2);
-        bool string_ok = e->builtin == KILN_BUILTIN_STATIC_ASSERT && i == 1;
+        bool string_ok = (e->builtin == KILN_BUILTIN_STATIC_ASSERT && i == 1) ||
+                         (e->builtin == KILN_BUILTIN_DEVICE_PRINT && i == 0);
         if ((t->kind == KILN_TYPE_SHAPE && shape_ok) || (t->kind == KILN_TYPE_DTYPE && dtype_ok) ||
             (t->kind == KILN_TYPE_STRING && string_ok))
             continue;

@@ -761,6 +761,11 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     return g->failed ? x : broadcast_to(g, loc, x, e->args[0]->type, e->type, e->span);
   }
   case KILN_BUILTIN_STATIC_ASSERT: return (MlirValue){NULL}; /* checked by sema */
+  case KILN_BUILTIN_DEVICE_PRINT: {
+    MlirValue x = gen_expr(g, e->args[1]);
+    if (!g->failed) kiln_ir_build_print(&g->b, loc, e->args[0]->name, x);
+    return (MlirValue){NULL};
+  }
   case KILN_BUILTIN_RESHAPE: {
     MlirValue x = gen_expr(g, e->args[0]);
     return g->failed ? x : kiln_ir_build_reshape(&g->b, loc, x, kiln_mlirgen_type(g->ctx, e->type));

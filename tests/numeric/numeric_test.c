@@ -1207,6 +1207,124 @@ static bool test_argmax_all(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- device_print --------------------------------------------------------------------------- */
+
+static int compare_lines(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Splits text into its lines (in place), sorted; returns how many. */
+static size_t sorted_lines(char *text, char ***out) {
+  size_t n = 0, cap = 64;
+  char **l = kiln_test_alloc(cap, sizeof *l);
+  for (char *s = strtok(text, "\n"); s; s = strtok(NULL, "\n")) {
+    if (n == cap) {
+      char **m = kiln_test_alloc(cap * 2, sizeof *m);
+      memcpy(m, l, cap * sizeof *l);
+      free(l);
+      l = m, cap *= 2;
+    }
+    l[n++] = s;
+  }
+  qsort(l, n, sizeof *l, compare_lines);
+  *out = l;
+  return n;
+}
+
+/* The lines the device_print kernel must print for x (n values, b per program), in any order
+ * (programs may run on several threads): one per element of each print, "%.9g" for f32. */
+static char *expected_prints(const float *x, size_t n, size_t b) {
+  size_t progs = (n + b - 1) / b, cap = progs * (b * 2 + 5) * 64 + 1, len = 0;
+  char *t = kiln_test_alloc(cap, 1);
+  for (size_t p = 0; p < progs; p++) {
+    for (size_t i = 0; i < b; i++) {
+      float v = p * b + i < n ? x[p * b + i] : 0.0f;
+      len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu) v: %.9g\n", p, i, (double)v);
+      len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu) pos: %d\n", p, i, v > 0.0f);
+    }
+    len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) n%%: %zu\n", p, n);
+    for (size_t i = 0; i < 2; i++)
+      for (size_t j = 0; j < 2; j++)
+        len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu, %zu) ij: %zu\n", p, i, j,
+                                10 * i + j + 100 * p);
+  }
+  return t;
+}
+
+/* device_print on the cpu target (the GPU targets refuse it, docs/status.md): stdout is sent to a
+ * file around the launch, and its lines, sorted, must be exactly the expected ones, sorted (the
+ * values exact: %.9g of an f32 is the text C prints for it). */
+static bool test_device_print(KilnRtDevice *dev) {
+  if (g_target != KILN_TARGET_CPU) {
+    printf("  skip device_print: the cpu target only\n");
+    return true;
+  }
+  static const size_t sizes[] = {40, 1, 16};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(sizes); ci++) {
+    size_t n = sizes[ci], b = 16, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"B", (int64_t)b}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "device_print", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2600 + ci);
+    float *x = kiln_test_random_f32(&rng, n, -4.0f, 4.0f);
+    float *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
+    for (size_t i = 0; i < n; i++)
+      ref[i] = 2.0f * x[i];
+    void *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
+    int32_t n32 = (int32_t)n;
+    void *args[] = {&dx, &dout, &n32};
+
+    char path[1024];
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/kiln_print_XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = mkstemp(path), saved = -1;
+    if (fd >= 0) {
+      fflush(stdout);
+      saved = dup(1);
+      dup2(fd, 1);
+    }
+    kiln_test_launch(&run, run.fn, (uint32_t)kiln_test_cdiv(n, b), 1, args);
+    fflush(stdout);
+    if (fd >= 0) {
+      dup2(saved, 1);
+      close(saved);
+    }
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
+    check_close(&run, "out", out, ref, n, 1.0, 0.0);
+
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    char *got = kiln_test_alloc(1 << 20, 1), *want = expected_prints(x, n, b);
+    size_t glen = 0;
+    if (f) {
+      rewind(f);
+      glen = fread(got, 1, (1 << 20) - 1, f);
+      fclose(f);
+    }
+    unlink(path);
+    got[glen] = '\0';
+    char **gl, **wl;
+    size_t ng = sorted_lines(got, &gl), nw = sorted_lines(want, &wl);
+    size_t bad = ng == nw ? 0 : 1;
+    for (size_t i = 0; i < ng && i < nw; i++)
+      if (strcmp(gl[i], wl[i]) != 0) {
+        if (bad++ == 0)
+          printf("       first difference: printed '%s', expected '%s'\n", gl[i], wl[i]);
+      }
+    printf("       [cpu] device_print %s: %zu lines printed, %zu expected, %zu differ\n", shape, ng, nw, bad);
+    if (!f || bad)
+      kiln_test_fail(&run, "device_print printed other lines than expected");
+    all_ok &= kiln_test_end(&run);
+    free(gl), free(wl), free(got), free(want), free(x), free(out), free(ref);
+  }
+  return all_ok;
+}
+
 /* ---- rand_normal --------------------------------------------------------------------------- */
 
 /* randint exactly (the Philox word); randn within 5e-4 absolute (floor 1): on the GPU the log is
@@ -1399,6 +1517,7 @@ static const struct {
     {"scan_flip", test_scan_flip},
     {"rand_normal", test_rand_normal},
     {"argmax_all", test_argmax_all},
+    {"device_print", test_device_print},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},
