@@ -845,7 +845,7 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e)
     /* without an axis: every element, a scalar (mlirgen reduces axis by axis; argmax/argmin
      * index x's elements in row-major order) */
     int64_t axis = -1;
-    if (!kiln_reduce_all_axes(e)) {
+    if (kiln_call_has_axis(e)) {
         KilnExpr *a = e->args[1];
         bool is_int = a->type->kind == KILN_TYPE_SCALAR && kiln_scalar_is_int(a->type->scalar);
         if ((e->builtin == KILN_BUILTIN_MAX || e->builtin == KILN_BUILTIN_MIN) && !(a->is_const && is_int)) {
@@ -1123,6 +1123,41 @@ static const KilnType *check_axis_op(Sema *S, KilnExpr *e)
     return e->operand_type;
 }
 
+/* sort(x, axis?, descending?): a tile of numbers sorted along its last axis (Triton sorts along
+ * the last one only), whose length must be a power of two (a bitonic network, mlirgen).  The
+ * descending flag is kept in e->ival. */
+static const KilnType *check_sort(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type;
+    if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "sort expects a tile of numbers, got %s", tstr(S, t));
+        return NULL;
+    }
+    int64_t axis = t->rank - 1;
+    if (kiln_call_has_axis(e) && !const_arg(S, e, 1, "sort axis", &axis))
+        return NULL;
+    if (axis != t->rank - 1) {
+        ERR(S, e->args[1]->span, "sort sorts along the last axis only (%d for a rank-%d tile), got %" PRId64,
+            t->rank - 1, t->rank, axis);
+        return NULL;
+    }
+    int64_t n = t->dims[t->rank - 1];
+    if (n & (n - 1)) {
+        ERR(S, e->args[0]->span, "sort needs a power-of-two length along its axis, got %" PRId64, n);
+        return NULL;
+    }
+    e->ival = 0;
+    if (e->nargs > 2) {
+        KilnExpr *d = e->args[2];
+        if (!d->is_const || d->type->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(d->type->scalar)) {
+            ERR(S, d->span, "sort descending must be a constant (true or false)");
+            return NULL;
+        }
+        e->ival = d->ival != 0;
+    }
+    return t;
+}
+
 /* reshape(x, [shape]): a tile (numbers) and a shape of as many elements; row-major order is kept. */
 static const KilnType *check_reshape(Sema *S, KilnExpr *e)
 {
@@ -1261,6 +1296,7 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     case KILN_BUILTIN_BROADCAST_TO: return check_broadcast_to(S, e);
     case KILN_BUILTIN_STATIC_ASSERT: return check_static_assert(S, e);
     case KILN_BUILTIN_DEVICE_PRINT: return check_device_print(S, e);
+    case KILN_BUILTIN_SORT: return check_sort(S, e);
     case KILN_BUILTIN_RESHAPE: return check_reshape(S, e);
     case KILN_BUILTIN_FLIP:
     case KILN_BUILTIN_CUMSUM:
@@ -1531,18 +1567,19 @@ static int builtin_param_names(Sema *S, KilnBuiltin b, const char **names, int c
     return n;
 }
 
-static bool is_reduction(KilnBuiltin b)
+static bool has_optional_axis(KilnBuiltin b)
 {
     return b == KILN_BUILTIN_SUM || b == KILN_BUILTIN_MAX || b == KILN_BUILTIN_MIN || b == KILN_BUILTIN_ARGMAX ||
-           b == KILN_BUILTIN_ARGMIN;
+           b == KILN_BUILTIN_ARGMIN || b == KILN_BUILTIN_SORT;
 }
 
-/* `sum(x, keep_dims = true)`: a reduction over every axis that keeps them all as 1s.  The one
- * gap the keywords may leave: the missing axis becomes the literal -1, which no source can
- * write (a written -1 is a negation), and which kiln_reduce_all_axes reads as "every axis". */
-static void fill_reduce_axis(Sema *S, KilnExpr *e, KilnExpr **bound, int given)
+/* `sum(x, keep_dims = true)` (a reduction over every axis that keeps them all as 1s), `sort(x,
+ * descending = true)` (along the last axis).  The one gap the keywords may leave: the missing
+ * axis becomes the literal -1, which no source can write (a written -1 is a negation), and which
+ * kiln_call_has_axis reads as "no axis". */
+static void fill_axis(Sema *S, KilnExpr *e, KilnExpr **bound, int given)
 {
-    if (!is_reduction(e->builtin) || given < 3 || bound[1] || !bound[2])
+    if (!has_optional_axis(e->builtin) || given < 3 || bound[1] || !bound[2])
         return;
     KilnExpr *all = kiln_arena_alloc(&S->c->ar, sizeof *all);
     memset(all, 0, sizeof *all);
@@ -1571,7 +1608,7 @@ static bool builtin_keywords(Sema *S, KilnExpr *e)
     for (int i = 0; i < n; i++)
         if (bound[i])
             given = i + 1;
-    fill_reduce_axis(S, e, bound, given);
+    fill_axis(S, e, bound, given);
     for (int i = 0; i < given; i++)
         if (!bound[i]) {
             ERR(S, e->span, "'%s' needs its argument '%s' when a later one is given", e->name, names[i]);

@@ -523,7 +523,7 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   if (g->failed) return x;
   MlirValue r;
   bool arg = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN;
-  if (!kiln_reduce_all_axes(e)) {
+  if (kiln_call_has_axis(e)) {
     r = kiln_ir_build_reduce(&g->b, loc, kind, (int)e->args[1]->ival, x);
   } else if (arg) {
     /* argmax/argmin of every element: x laid out as one row (row-major, a reshape), whose
@@ -545,7 +545,7 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   }
   KilnScalarKind rs = arg ? KILN_SCALAR_I32 : ot->scalar;
   if (!e->ival) return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
-  if (kiln_reduce_all_axes(e)) { /* keep_dims of every axis: the scalar splatted to [1, ...] */
+  if (!kiln_call_has_axis(e)) { /* keep_dims of every axis: the scalar splatted to [1, ...] */
     KilnType sc = with_scalar(e->type, e->type->scalar);
     sc.kind = KILN_TYPE_SCALAR;
     r = cast_elem(g, loc, r, rs, e->type->scalar, &sc);
@@ -560,6 +560,65 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   r = cast_elem(g, loc, r, rs, e->type->scalar, &red);
   if (red.kind == KILN_TYPE_SCALAR) return broadcast_to(g, loc, r, &red, e->type, e->span);
   return kiln_ir_build_expand_dims(&g->b, loc, r, axis);
+}
+
+/* sort(x, axis, descending): a bitonic sorting network along the last axis (length n, a power
+ * of two), built from existing ops so that every target sorts the same way.  The network is the
+ * form whose comparators all point the same way: merge phase k (2, 4, .., n) first compares
+ * element i of each k-block with element k - 1 - i, then, for j = k/4 .. 1, i with i ^ j.  The
+ * tile is viewed as [a, 2, j] (a = elements / 2j: the rows' pairs of j-runs one after the other,
+ * row-major), where the two entries of the middle axis are partners: flipping that axis gives
+ * every element its partner (the first step of a phase also flips the last axis, which reverses
+ * the k-block).  The lower entry (middle index 0) keeps the smaller of the pair (the larger for
+ * a descending sort): it takes its partner when partner < self, the upper one when partner >
+ * self, one strict comparison seen from both sides, so a pair always swaps or stays whole and the
+ * result is a permutation of x (ties, and NaN, which compares false, stay put).  A step costs a
+ * reshape, a flip or two (on the GPU each a trip through shared memory), two compares and two
+ * selects; the lower-entry mask is made once per j. */
+static MlirValue sort_view(Gen *g, MlirLocation loc, MlirValue v, MlirType elem, int64_t a, int64_t j) {
+  int64_t view[3] = {a, 2, j};
+  MlirType vt = kiln_ir_type_tensor(elem, view, 3);
+  return mlirTypeEqual(mlirValueGetType(v), vt) ? v : kiln_ir_build_reshape(&g->b, loc, v, vt);
+}
+
+/* The [a, 2, j] i1 tile that is true at middle index 0. */
+static MlirValue sort_lower(Gen *g, MlirLocation loc, int64_t a, int64_t j) {
+  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
+  int64_t two = 2, view[3] = {a, 2, j};
+  MlirValue lower = kiln_ir_build_cmpi(&g->b, loc, "eq", kiln_ir_build_range(&g->b, loc, 0, 2),
+                                       kiln_ir_build_const_int(&g->b, loc, kiln_ir_type_tensor(i32, &two, 1), 0));
+  lower = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, lower, 0), 2);
+  if (a == 1 && j == 1) return lower;
+  return kiln_ir_build_broadcast(&g->b, loc, lower, kiln_ir_type_tensor(i1, view, 3));
+}
+
+static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *t = e->args[0]->type;
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return x;
+  int64_t n = t->dims[t->rank - 1], total = 1;
+  for (int i = 0; i < t->rank; i++) total *= t->dims[i];
+  if (n == 1) return x;
+  MlirType tt = mlirValueGetType(x), elem = kiln_ir_elem_type(tt);
+  bool fl = is_float_kind(t->scalar), u = t->scalar == KILN_SCALAR_I1, down = e->ival != 0;
+  MlirValue lower[64] = {{NULL}}; /* by log2(j) */
+  MlirValue v = x;
+  for (int64_t k = 2; k <= n; k *= 2) {
+    for (int64_t j = k / 2; j >= 1; j /= 2) {
+      int64_t a = total / (2 * j);
+      int lj = __builtin_ctzll((unsigned long long)j);
+      v = sort_view(g, loc, v, elem, a, j);
+      if (mlirValueIsNull(lower[lj])) lower[lj] = sort_lower(g, loc, a, j);
+      MlirValue p = kiln_ir_build_flip(&g->b, loc, v, 1);
+      if (j == k / 2 && j > 1) p = kiln_ir_build_flip(&g->b, loc, p, 2);
+      MlirValue lt = fl ? kiln_ir_build_cmpf(&g->b, loc, "olt", p, v) : kiln_ir_build_cmpi(&g->b, loc, u ? "ult" : "slt", p, v);
+      MlirValue gt = fl ? kiln_ir_build_cmpf(&g->b, loc, "ogt", p, v) : kiln_ir_build_cmpi(&g->b, loc, u ? "ugt" : "sgt", p, v);
+      MlirValue take = kiln_ir_build_select(&g->b, loc, lower[lj], down ? gt : lt, down ? lt : gt);
+      v = kiln_ir_build_select(&g->b, loc, take, p, v);
+    }
+  }
+  return kiln_ir_build_reshape(&g->b, loc, v, tt);
 }
 
 static MlirValue gen_where(Gen *g, const KilnExpr *e) {
@@ -774,6 +833,7 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     MlirValue x = gen_expr(g, e->args[0]);
     return g->failed ? x : kiln_ir_build_flip(&g->b, loc, x, (int)e->ival);
   }
+  case KILN_BUILTIN_SORT: return gen_sort(g, e);
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: {
     /* narrow integers widened to i32 first (operand_type), as for sum */

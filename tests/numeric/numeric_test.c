@@ -1207,6 +1207,49 @@ static bool test_argmax_all(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- sort_rows ----------------------------------------------------------------------------- */
+
+/* sort (issue 15): a sort moves values without arithmetic, so every output is exact; the i32
+ * rows hold many ties and the mask only 0s and 1s. */
+static bool test_sort_rows(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 4, 64}, {37, 64, 1, 64}, {3, 200, 1, 256}, {9, 2, 4, 2}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t plane = rows * bc, nf = 2 * plane, ni = 2 * plane;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "sort_rows", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2500 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_ref_sort_rows(x, rf, ri, rows, cols, bc);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
 /* ---- device_print --------------------------------------------------------------------------- */
 
 static int compare_lines(const void *a, const void *b) {
@@ -1517,6 +1560,7 @@ static const struct {
     {"scan_flip", test_scan_flip},
     {"rand_normal", test_rand_normal},
     {"argmax_all", test_argmax_all},
+    {"sort_rows", test_sort_rows},
     {"device_print", test_device_print},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},

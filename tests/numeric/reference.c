@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- binary16 ---------------------------------------------------------------------------- */
@@ -593,6 +594,36 @@ void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols,
     o[2] = (int32_t)imax;
     o[3] = first_off == SIZE_MAX ? 0 : (int32_t)first_off; /* every lane true: argmin of all 1s is 0 */
     o[5] = sum;
+  }
+}
+
+static int ascending_f32(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static int ascending_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t bc) {
+  size_t plane = rows * bc;
+  for (size_t r = 0; r < rows; r++) {
+    float *up = outf + r * bc, *down = outf + plane + r * bc;
+    int32_t *halves = outi + r * bc, *mask = outi + plane + r * bc;
+    for (size_t c = 0; c < bc; c++) {
+      float v = scan_tile(x, rows, cols, r, c);
+      up[c] = v;
+      halves[c] = (int32_t)(v * 4.0f);
+      mask[c] = v > 0.0f;
+    }
+    qsort(up, bc, sizeof *up, ascending_f32);
+    for (size_t c = 0; c < bc; c++)
+      down[c] = up[bc - 1 - c];
+    qsort(halves, bc / 2, sizeof *halves, ascending_i32);
+    qsort(halves + bc / 2, bc / 2, sizeof *halves, ascending_i32);
+    qsort(mask, bc, sizeof *mask, ascending_i32);
   }
 }
 

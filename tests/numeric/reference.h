@@ -161,6 +161,11 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
  * the first maximum and first minimum again (the kernel's reshaped views). */
 void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br, size_t bc);
 
+/* The sort_rows kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), planes of rows x bc: outf = each row of t ascending, descending; outi = each half-row of
+ * (int)(4 t) ascending on its own, the row of (t > 0) ascending. */
+void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t bc);
+
 /* The rand_normal kernel: bits[i] = Philox4x32-10's r0 for key (seed, 0) and counter (i, 0, 0, 0),
  * as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for u1 = 1 - rand(seed, i) and
  * u2 = rand(seed ^ 0x6A09E667, i). */
