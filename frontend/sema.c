@@ -1207,6 +1207,74 @@ static const KilnType *check_static_assert(Sema *S, KilnExpr *e)
     return kiln_type_void();
 }
 
+/* The permutation list of trans(x, [p0, p1, ...]): constant integers, 0 included (a shape
+ * list would refuse it).  Its type is a list type holding the values. */
+static bool check_perm_list(Sema *S, KilnExpr *l)
+{
+    KilnType *t = kiln_type_new(S->ar, NULL);
+    t->kind = KILN_TYPE_SHAPE;
+    if (l->nargs < 1 || l->nargs > KILN_MAX_RANK) {
+        ERR(S, l->span, "a trans permutation needs 1 to %d axes, got %d", KILN_MAX_RANK, l->nargs);
+        return false;
+    }
+    for (int i = 0; i < l->nargs; i++) {
+        KilnExpr *d = l->args[i];
+        const KilnType *dt = d->kw ? NULL : value(S, d);
+        if (!dt || !d->is_const || dt->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(dt->scalar)) {
+            ERR(S, d->span, "trans permutation entries must be compile-time integer constants");
+            return false;
+        }
+        t->dims[i] = d->ival;
+    }
+    t->rank = l->nargs;
+    l->type = t;
+    return true;
+}
+
+/* trans(x, perm?): without perm a 2-D tile transposed; with perm (a permutation of x's axes, 2-D
+ * or 3-D) result axis i is x's axis perm[i], as numpy's transpose.  The permutation is kept in
+ * e->ival as digits (perm[0] * 100 + perm[1] * 10 + perm[2]) for mlirgen.  3-D tiles of pointers
+ * are refused: an odd permutation is a masked max along an axis (mlirgen), which pointers lack. */
+static const KilnType *check_trans(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type;
+    if (t->kind != KILN_TYPE_TILE || t->rank < 2 || t->rank > 3) {
+        ERR(S, e->args[0]->span, "trans expects a 2-D or 3-D tile, got %s", tstr(S, t));
+        return NULL;
+    }
+    int64_t perm[3] = {1, 0, 2};
+    if (e->nargs > 1) {
+        const KilnType *p = e->args[1]->type;
+        if (e->args[1]->kind != KILN_EXPR_LIST || p->kind != KILN_TYPE_SHAPE) {
+            ERR(S, e->args[1]->span, "trans permutation must be a list of axes, like [0, 2, 1]");
+            return NULL;
+        }
+        bool seen[3] = {false, false, false}, ok = p->rank == t->rank;
+        for (int i = 0; ok && i < p->rank; i++) {
+            ok = p->dims[i] >= 0 && p->dims[i] < t->rank && !seen[p->dims[i]];
+            if (ok)
+                seen[p->dims[i]] = true, perm[i] = p->dims[i];
+        }
+        if (!ok) {
+            ERR(S, e->args[1]->span, "trans permutation must hold each axis of the rank-%d tile once (0 to %d)",
+                t->rank, t->rank - 1);
+            return NULL;
+        }
+    } else if (t->rank != 2) {
+        ERR(S, e->span, "trans of a 3-D tile needs its permutation, like trans(x, [0, 2, 1])");
+        return NULL;
+    }
+    if (t->rank == 3 && t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "trans of a 3-D tile of pointers is not supported; permute the offsets instead");
+        return NULL;
+    }
+    int64_t d[3];
+    for (int i = 0; i < t->rank; i++)
+        d[i] = t->dims[perm[i]];
+    e->ival = perm[0] * 100 + perm[1] * 10 + (t->rank == 3 ? perm[2] : 0);
+    return with_shape(S, t->scalar, t->elem_is_ptr, t->rank, d);
+}
+
 /* device_print("text", x): the text a string literal (it becomes part of a printf format, so
  * mlirgen escapes its '%'), x a number or a tile of numbers. */
 static const KilnType *check_device_print(Sema *S, KilnExpr *e)
@@ -1320,15 +1388,7 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
             e->weak = false;
         return t;
     }
-    case KILN_BUILTIN_TRANS: {
-        const KilnType *t = a[0]->type;
-        if (t->kind != KILN_TYPE_TILE || t->rank != 2) {
-            ERR(S, a[0]->span, "trans expects a 2-D tile, got %s", tstr(S, t));
-            return NULL;
-        }
-        int64_t d[2] = {t->dims[1], t->dims[0]};
-        return with_shape(S, t->scalar, t->elem_is_ptr, 2, d);
-    }
+    case KILN_BUILTIN_TRANS: return check_trans(S, e);
     case KILN_BUILTIN_CDIV: return check_cdiv(S, e);
     case KILN_BUILTIN_RAND:
     case KILN_BUILTIN_RANDINT:
@@ -1650,6 +1710,10 @@ static const KilnType *check_call(Sema *S, KilnExpr *e)
     bool ok = true;
     for (int i = 0; i < e->nargs; i++) {
         KilnExpr *a = e->args[i];
+        if (e->builtin == KILN_BUILTIN_TRANS && i == 1 && a->kind == KILN_EXPR_LIST) {
+            ok &= check_perm_list(S, a);
+            continue;
+        }
         const KilnType *t = check_expr(S, a);
         if (!t) {
             ok = false;

@@ -16,6 +16,8 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/Dialect/Func.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -621,6 +623,73 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
   return kiln_ir_build_reshape(&g->b, loc, v, tt);
 }
 
+/* trans(x, perm) of a 3-D tile [a, b, c] from existing ops.  The two rotations are a 2-D
+ * transpose of a flat view: [a, b*c] transposed is [b*c, a], laid out as [b, c, a] (perm 1 2 0);
+ * [a*b, c] transposed is [c, a*b], laid out as [c, a, b] (perm 2 0 1).  The odd permutations
+ * start with the swap of the last two axes, which no reshape reaches: x is stretched to
+ * [a, b, c, b] and each [.., j, .., i] entry kept where j == i, the rest set to the lowest value
+ * (-inf, the integer minimum), and a max along axis 1 leaves [a, c, b] (exact: the max of one
+ * value and lower ones; NaN stays NaN).  Narrow integers go through i32, as reductions do.  The
+ * swap's [a, b, c, b] tile is b times x's size: on the GPU a large one exceeds a thread's share
+ * and is refused there, with its location. */
+static MlirValue trans_rotate(Gen *g, MlirLocation loc, MlirValue x, bool left) {
+  MlirType t = mlirValueGetType(x), elem = kiln_ir_elem_type(t);
+  int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1), c = mlirShapedTypeGetDimSize(t, 2);
+  int64_t flat[2] = {left ? a : a * b, left ? b * c : c};
+  int64_t out[3] = {left ? b : c, left ? c : a, left ? a : b};
+  MlirValue v = kiln_ir_build_reshape(&g->b, loc, x, kiln_ir_type_tensor(elem, flat, 2));
+  v = kiln_ir_build_trans(&g->b, loc, v);
+  return kiln_ir_build_reshape(&g->b, loc, v, kiln_ir_type_tensor(elem, out, 3));
+}
+
+static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKind k) {
+  MlirType t = mlirValueGetType(x), elem = kiln_ir_elem_type(t);
+  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
+  int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1), c = mlirShapedTypeGetDimSize(t, 2);
+  int64_t d3[3] = {a, b, c}, d4[4] = {a, b, c, b}, m4[4] = {1, b, 1, b}, out[3] = {a, c, b};
+  bool narrow = kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32, fl = is_float_kind(k);
+  MlirType we = narrow ? i32 : elem;
+  if (narrow)
+    x = kiln_ir_build_cast(&g->b, loc, k == KILN_SCALAR_I1 ? "arith.extui" : "arith.extsi", x,
+                           kiln_ir_type_tensor(i32, d3, 3));
+  MlirType t4 = kiln_ir_type_tensor(we, d4, 4);
+  MlirValue xb = kiln_ir_build_expand_dims(&g->b, loc, x, 3);
+  if (b > 1) xb = kiln_ir_build_broadcast(&g->b, loc, xb, t4);
+  MlirValue r = kiln_ir_build_range(&g->b, loc, 0, (int32_t)b);
+  MlirValue rj = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc,
+                                           kiln_ir_build_expand_dims(&g->b, loc, r, 0), 2), 3);
+  MlirValue ri = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc,
+                                           kiln_ir_build_expand_dims(&g->b, loc, r, 0), 0), 0);
+  MlirType mt = kiln_ir_type_tensor(i32, m4, 4);
+  if (b > 1) {
+    rj = kiln_ir_build_broadcast(&g->b, loc, rj, mt);
+    ri = kiln_ir_build_broadcast(&g->b, loc, ri, mt);
+  }
+  MlirValue eq = kiln_ir_build_cmpi(&g->b, loc, "eq", rj, ri);
+  if (a > 1 || c > 1) eq = kiln_ir_build_broadcast(&g->b, loc, eq, kiln_ir_type_tensor(i1, d4, 4));
+  int bits = narrow ? 32 : kiln_scalar_bits(k);
+  MlirValue low = fl ? kiln_ir_build_const_float(&g->b, loc, t4, -INFINITY)
+                     : kiln_ir_build_const_int(&g->b, loc, t4, bits == 64 ? INT64_MIN : INT32_MIN);
+  MlirValue v = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, 1, kiln_ir_build_select(&g->b, loc, eq, xb, low));
+  if (narrow) v = kiln_ir_build_cast(&g->b, loc, "arith.trunci", v, kiln_ir_type_tensor(elem, out, 3));
+  return v;
+}
+
+static MlirValue gen_trans(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return x;
+  int p0 = (int)(e->ival / 100), p1 = (int)(e->ival / 10 % 10); /* sema's digits; p2 follows */
+  if (e->args[0]->type->rank == 2) return p0 == 0 ? x : kiln_ir_build_trans(&g->b, loc, x);
+  KilnScalarKind k = e->args[0]->type->scalar;
+  if (p0 == 0 && p1 == 1) return x;                               /* 0 1 2 */
+  if (p0 == 1 && p1 == 2) return trans_rotate(g, loc, x, true);   /* 1 2 0 */
+  if (p0 == 2 && p1 == 0) return trans_rotate(g, loc, x, false);  /* 2 0 1 */
+  MlirValue s = trans_swap(g, loc, x, k);                         /* 0 2 1 */
+  if (p0 == 0) return s;
+  return trans_rotate(g, loc, s, p0 == 2); /* 1 0 2: swap, then 2 0 1; 2 1 0: swap, then 1 2 0 */
+}
+
 static MlirValue gen_where(Gen *g, const KilnExpr *e) {
   const KilnType *ot = e->operand_type ? e->operand_type : e->type;
   KilnType ct = with_scalar(ot, KILN_SCALAR_I1);
@@ -860,10 +929,7 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_CEIL: return gen_math1(g, e, "math.ceil", NULL);
   case KILN_BUILTIN_ABS: return gen_math1(g, e, "math.absf", "math.absi");
   case KILN_BUILTIN_SIGMOID: return gen_sigmoid(g, e);
-  case KILN_BUILTIN_TRANS: {
-    MlirValue x = gen_expr(g, e->args[0]);
-    return g->failed ? x : kiln_ir_build_trans(&g->b, loc, x);
-  }
+  case KILN_BUILTIN_TRANS: return gen_trans(g, e);
   case KILN_BUILTIN_CDIV: return gen_cdiv(g, e);
   case KILN_BUILTIN_RAND: {
     KilnType st = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};

@@ -1250,6 +1250,54 @@ static bool test_sort_rows(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- trans3d ------------------------------------------------------------------------------- */
+
+/* trans with a permutation (issue 15): values only move (the odd permutations through a masked
+ * max, which returns one of its inputs unchanged), so every output is exact.  The 2-D plane is
+ * only a * b values of each block's n; the rest of it stays as the fill. */
+static bool test_trans3d(KilnRtDevice *dev) {
+  static const struct {
+    int32_t progs, a, b, c;
+  } cfgs[] = {{3, 2, 4, 8}, {2, 4, 8, 4}, {1, 8, 2, 16}, {2, 1, 4, 2}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t progs = (size_t)cfgs[ci].progs, a = (size_t)cfgs[ci].a, b = (size_t)cfgs[ci].b, c = (size_t)cfgs[ci].c;
+    size_t n = a * b * c, plane = progs * n, nf = 7 * plane, ni = plane;
+    KilnDefine defs[] = {{"A", cfgs[ci].a}, {"B", cfgs[ci].b}, {"C", cfgs[ci].c}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "progs=%zu", progs);
+    KilnTestRun run;
+    run_begin(&run, dev, "trans3d", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2700 + ci);
+    float *x = kiln_test_random_f32(&rng, plane, -20.0f, 20.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, plane * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    void *args[] = {&dx, &df, &di};
+    kiln_test_launch(&run, run.fn, (uint32_t)progs, 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_ref_trans3d(x, rf, ri, progs, a, b, c);
+    check_close(&run, "outf", outf, rf, 6 * plane, 1.0, 0.0);
+    float *got2 = kiln_test_alloc(progs * a * b, sizeof *got2), *ref2 = kiln_test_alloc(progs * a * b, sizeof *ref2);
+    for (size_t p = 0; p < progs; p++) /* plane 6: the a * b transposed values of each block */
+      for (size_t i = 0; i < a * b; i++)
+        got2[p * a * b + i] = outf[6 * plane + p * n + i], ref2[p * a * b + i] = rf[6 * plane + p * n + i];
+    check_close(&run, "outf 2-D", got2, ref2, progs * a * b, 1.0, 0.0);
+    free(got2), free(ref2);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
 /* ---- device_print --------------------------------------------------------------------------- */
 
 static int compare_lines(const void *a, const void *b) {
@@ -1561,6 +1609,7 @@ static const struct {
     {"rand_normal", test_rand_normal},
     {"argmax_all", test_argmax_all},
     {"sort_rows", test_sort_rows},
+    {"trans3d", test_trans3d},
     {"device_print", test_device_print},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},

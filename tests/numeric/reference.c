@@ -627,6 +627,32 @@ void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows,
   }
 }
 
+void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b, size_t c) {
+  static const int perms[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {1, 0, 2}, {2, 1, 0}};
+  size_t n = a * b * c, plane = progs * n, dims[3] = {a, b, c};
+  for (size_t p = 0; p < progs; p++) {
+    const float *blk = x + p * n;
+    for (int k = 0; k < 6; k++) {
+      const int *pm = perms[k];
+      size_t od[3] = {dims[pm[0]], dims[pm[1]], dims[pm[2]]};
+      for (size_t i = 0; i < od[0]; i++)
+        for (size_t j = 0; j < od[1]; j++)
+          for (size_t l = 0; l < od[2]; l++) {
+            size_t src[3], o[3] = {i, j, l};
+            for (int q = 0; q < 3; q++)
+              src[pm[q]] = o[q];
+            float v = blk[(src[0] * b + src[1]) * c + src[2]];
+            outf[k * plane + p * n + (i * od[1] + j) * od[2] + l] = v;
+            if (k == 5)
+              outi[p * n + (i * od[1] + j) * od[2] + l] = (int8_t)(int32_t)(v * 4.0f);
+          }
+    }
+    for (size_t i = 0; i < b; i++)
+      for (size_t j = 0; j < a; j++)
+        outf[6 * plane + p * n + i * a + j] = 2.0f * blk[j * b + i];
+  }
+}
+
 void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed) {
   for (size_t i = 0; i < n; i++) {
     uint32_t ctr[4] = {(uint32_t)i, 0u, 0u, 0u}, key[2] = {(uint32_t)seed, 0u}, out[4];
