@@ -756,24 +756,27 @@ static const KilnType *check_memory(Sema *S, KilnExpr *e)
     return e->builtin == KILN_BUILTIN_STORE ? kiln_type_void() : e->operand_type;
 }
 
-/* atomic_cas(ptr, cmp, value, mask?): i32 elements only (what a lock or a counter needs; every
- * target's compare-and-swap takes 32 bits); cmp and value are integers converted to i32 and
- * broadcast with the pointer and the mask.  operand_type is i32 of the broadcast shape. */
+/* atomic_cas(ptr, cmp, value, mask?): i32, i64 or f32 elements (a lock, a counter, a float cell
+ * compared by its bits; the GPU targets' lowering takes 32 bits, so i64 is the cpu target's);
+ * cmp and value are converted to the element type and broadcast with the pointer and the mask.
+ * operand_type is the element type of the broadcast shape. */
 static const KilnType *check_cas(Sema *S, KilnExpr *e)
 {
     KilnExpr **a = e->args;
     if (!need_ptr(S, e, a[0]))
         return NULL;
-    if (a[0]->type->scalar != KILN_SCALAR_I32) {
-        ERR(S, a[0]->span, "atomic_cas needs a pointer to i32 (a lock or a counter), got %s",
-            tstr(S, a[0]->type));
+    KilnScalarKind k = a[0]->type->scalar;
+    if (k != KILN_SCALAR_I32 && k != KILN_SCALAR_I64 && k != KILN_SCALAR_F32) {
+        ERR(S, a[0]->span, "atomic_cas needs a pointer to i32, i64 or f32, got %s", tstr(S, a[0]->type));
         return NULL;
     }
+    /* an f32 cell compares bits (the lowerings bitcast to i32): cmp and value convert to f32 */
+    bool fl = k == KILN_SCALAR_F32;
     for (int i = 1; i < 3; i++) {
         const KilnType *t = a[i]->type;
-        if (!is_numeric(t) || !kiln_scalar_is_int(t->scalar) || t->scalar == KILN_SCALAR_I1) {
-            ERR(S, a[i]->span, "atomic_cas %s must be an integer, got %s", i == 1 ? "cmp" : "value",
-                tstr(S, t));
+        if (!is_numeric(t) || t->scalar == KILN_SCALAR_I1 || (!fl && !kiln_scalar_is_int(t->scalar))) {
+            ERR(S, a[i]->span, "atomic_cas %s must be %s, got %s", i == 1 ? "cmp" : "value",
+                fl ? "a number" : "an integer", tstr(S, t));
             return NULL;
         }
     }
@@ -783,9 +786,9 @@ static const KilnType *check_cas(Sema *S, KilnExpr *e)
     int64_t dims[KILN_MAX_RANK];
     if (!broadcast_args(S, e, 0, e->nargs, &rank, dims))
         return NULL;
-    retype_literal(S, a[1], KILN_SCALAR_I32);
-    retype_literal(S, a[2], KILN_SCALAR_I32);
-    e->operand_type = with_shape(S, KILN_SCALAR_I32, false, rank, dims);
+    retype_literal(S, a[1], k);
+    retype_literal(S, a[2], k);
+    e->operand_type = with_shape(S, k, false, rank, dims);
     return e->operand_type;
 }
 

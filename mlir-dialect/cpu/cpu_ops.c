@@ -186,8 +186,14 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
   KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[3], &m->elem, 1);
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.then_block);
+  /* an f32 cell is compared and swapped by its bits (cmpxchg takes integers) */
+  bool fl = mlirTypeIsAF32(m->elem);
+  MlirType bits = fl ? i32_t(c) : m->elem;
   MlirValue ops[3] = {to_ptr(c, e[0]), e[1], e[2]};
-  MlirType i64 = i64_t(c), pair[2] = {m->elem, mlirIntegerTypeGet(c->ctx, 1)};
+  if (fl)
+    for (int i = 1; i < 3; i++)
+      ops[i] = kiln_ir_build_cast(&c->b, c->loc, "arith.bitcast", ops[i], bits);
+  MlirType i64 = i64_t(c), pair[2] = {bits, mlirIntegerTypeGet(c->ctx, 1)};
   MlirType rt = mlirLLVMStructTypeLiteralGet(c->ctx, 2, pair, false);
   MlirNamedAttribute a[2] = {
       kiln_ir_named(c->ctx, "success_ordering", mlirIntegerAttrGet(i64, 6 /* acq_rel */)),
@@ -195,10 +201,12 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
   MlirValue res = kiln_cpu_op_attrs(c, "llvm.cmpxchg", ops, 3, rt, a, 2);
   int64_t zero_pos = 0;
   MlirNamedAttribute pos = kiln_ir_named(c->ctx, "position", mlirDenseI64ArrayGet(c->ctx, 1, &zero_pos));
-  MlirValue old = kiln_cpu_op_attrs(c, "llvm.extractvalue", &res, 1, m->elem, &pos, 1);
+  MlirValue old = kiln_cpu_op_attrs(c, "llvm.extractvalue", &res, 1, bits, &pos, 1);
+  if (fl)
+    old = kiln_ir_build_cast(&c->b, c->loc, "arith.bitcast", old, m->elem);
   kiln_ir_build_yield(&c->b, c->loc, &old, 1);
   kiln_ir_builder_set_end(&c->b, f.else_block);
-  MlirValue zero = kiln_cpu_int_const(c, m->elem, 0);
+  MlirValue zero = fl ? kiln_ir_build_const_float(&c->b, c->loc, m->elem, 0) : kiln_cpu_int_const(c, m->elem, 0);
   kiln_ir_build_yield(&c->b, c->loc, &zero, 1);
   c->b = saved;
   return kiln_ir_if_result(&f, 0);

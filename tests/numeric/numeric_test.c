@@ -1298,6 +1298,99 @@ static bool test_trans3d(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- cas_f32, cas_i64 ----------------------------------------------------------------------- */
+
+/* atomic_cas on f32 cells compares bits: lanes 0 mod 8 hold NaN (equal bits: swapped, though
+ * NaN != NaN), lanes 2 mod 8 hold -0.0 and compare with +0.0 (equal floats, other bits: kept),
+ * other even lanes match and odd lanes do not.  Every value only moves: exact. */
+static bool test_cas_f32(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {77, 64}, {1, 256}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"B", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "cas_f32", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2800 + ci);
+    float *cells = kiln_test_random_f32(&rng, n, -100.0f, 100.0f), *x = kiln_test_random_f32(&rng, n, -100.0f, 100.0f);
+    for (size_t i = 0; i < n; i++)
+      cells[i] = i % 8 == 0 ? NAN : i % 8 == 2 ? -0.0f : cells[i];
+    float *rc = kiln_test_alloc(n, sizeof *rc), *gc = kiln_test_alloc(total, sizeof *gc);
+    float *olds = kiln_test_alloc(total, sizeof *olds);
+    for (size_t i = 0; i < n; i++)
+      rc[i] = i % 2 == 0 && i % 8 != 2 ? x[i] : cells[i];
+    void *dc = kiln_test_input(&run, cells, n * sizeof *cells), *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dold = kiln_test_output(&run, total * sizeof *olds);
+    int32_t n32 = cfgs[ci].n;
+    void *args[] = {&dc, &dx, &dold, &n32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, gc, dc, n * sizeof *gc);
+    kiln_test_fetch(&run, olds, dold, total * sizeof *olds);
+    kiln_test_check_untouched(&run, "olds", olds, sizeof *olds, total, 1, n, total);
+    size_t bad = 0; /* bit for bit: NaN and -0.0 must come back as they went in */
+    for (size_t i = 0; i < n; i++)
+      bad += memcmp(&gc[i], &rc[i], 4) != 0 || memcmp(&olds[i], &cells[i], 4) != 0;
+    printf("       [%s] cas_f32 %s: %zu of %zu cells or old values differ in their bits\n",
+           g_target == KILN_TARGET_CPU ? "cpu" : "emu", shape, bad, n);
+    if (bad)
+      kiln_test_fail(&run, "atomic_cas on f32 cells: %zu lanes differ", bad);
+    all_ok &= kiln_test_end(&run);
+    free(cells), free(x), free(rc), free(gc), free(olds);
+  }
+  return all_ok;
+}
+
+/* atomic_cas on i64 cells, cpu target only: odd lanes compare with the cell + 2^32, which a 32-bit
+ * compare would take for a match. */
+static bool test_cas_i64(KilnRtDevice *dev) {
+  if (g_target != KILN_TARGET_CPU) {
+    printf("  skip cas_i64: the cpu target only\n");
+    return true;
+  }
+  static const size_t sizes[] = {1000, 1};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(sizes); ci++) {
+    size_t n = sizes[ci], total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"B", 256}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "cas_i64", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2900 + ci);
+    int64_t *cells = kiln_test_alloc(n, sizeof *cells), *x = kiln_test_alloc(n, sizeof *x);
+    int64_t *rc = kiln_test_alloc(n, sizeof *rc), *gc = kiln_test_alloc(n, sizeof *gc);
+    int64_t *olds = kiln_test_alloc(total, sizeof *olds);
+    for (size_t i = 0; i < n; i++) {
+      cells[i] = (int64_t)kiln_ref_rng_next(&rng) >> 2; /* room for + 2^32 without overflow */
+      x[i] = (int64_t)kiln_ref_rng_next(&rng);
+      rc[i] = i % 2 == 0 ? x[i] : cells[i];
+    }
+    void *dc = kiln_test_input(&run, cells, n * sizeof *cells), *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dold = kiln_test_output(&run, total * sizeof *olds);
+    int32_t n32 = (int32_t)n;
+    void *args[] = {&dc, &dx, &dold, &n32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, 256), 1, args);
+    kiln_test_fetch(&run, gc, dc, n * sizeof *gc);
+    kiln_test_fetch(&run, olds, dold, total * sizeof *olds);
+    kiln_test_check_untouched(&run, "olds", olds, sizeof *olds, total, 1, n, total);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+      bad += gc[i] != rc[i] || olds[i] != cells[i];
+    printf("       [cpu] cas_i64 %s: %zu of %zu cells or old values differ\n", shape, bad, n);
+    if (bad)
+      kiln_test_fail(&run, "atomic_cas on i64 cells: %zu lanes differ", bad);
+    all_ok &= kiln_test_end(&run);
+    free(cells), free(x), free(rc), free(gc), free(olds);
+  }
+  return all_ok;
+}
+
 /* ---- device_print --------------------------------------------------------------------------- */
 
 static int compare_lines(const void *a, const void *b) {
@@ -1611,6 +1704,8 @@ static const struct {
     {"sort_rows", test_sort_rows},
     {"trans3d", test_trans3d},
     {"device_print", test_device_print},
+    {"cas_f32", test_cas_f32},
+    {"cas_i64", test_cas_i64},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},
