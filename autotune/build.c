@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 typedef struct BuildSlot {
-  int done;  /* 1 built, 2 failed */
+  int done; /* 1 built, 2 failed */
   double ms;
   char err[256];
   KilnGpuUsage usage; /* GPU targets: ptxas -v */
@@ -93,13 +93,22 @@ static void build_one(const char *path, const char *src, size_t srclen, const ch
   KilnDefine spec[TUNE_MAX_PARAMS], mult[TUNE_MAX_PARAMS];
   size_t nspec = 0, nmult = 0;
   if (sig) tune_sig_defines(sig, spec, &nspec, mult, &nmult);
-  KilnCompileOptions o = {.path = path, .source = src, .source_len = srclen, .kernel = kernel,
-                          .defines = defs, .num_defines = (size_t)nd, .specialize = spec,
-                          .num_specialize = nspec, .multiple_of = mult, .num_multiple_of = nmult,
-                          .target = tg->target, .cpu = tg->cpu[0] ? tg->cpu : NULL,
+  KilnCompileOptions o = {.path = path,
+                          .source = src,
+                          .source_len = srclen,
+                          .kernel = kernel,
+                          .defines = defs,
+                          .num_defines = (size_t)nd,
+                          .specialize = spec,
+                          .num_specialize = nspec,
+                          .multiple_of = mult,
+                          .num_multiple_of = nmult,
+                          .target = tg->target,
+                          .cpu = tg->cpu[0] ? tg->cpu : NULL,
                           .index_bits = tg->index_bits == 64 ? 64 : 32,
                           .num_warps = cand->cfg.num_warps,
-                          .num_stages = cand->cfg.num_stages, .diag = diag ? diag : stderr,
+                          .num_stages = cand->cfg.num_stages,
+                          .diag = diag ? diag : stderr,
                           .gpu_usage = &slot->usage};
   KilnBuffer obj = {0};
   char image[600] = "";
@@ -158,7 +167,8 @@ static bool wait_workers(pid_t *pids, int n, double deadline, int *died) {
       for (int w = 0; w < n; w++)
         if (pids[w] > 0) kill(-pids[w], SIGKILL);
       for (int w = 0; w < n; w++)
-        if (pids[w] > 0) while (waitpid(pids[w], NULL, 0) < 0 && errno == EINTR) {}
+        if (pids[w] > 0)
+          while (waitpid(pids[w], NULL, 0) < 0 && errno == EINTR) continue;
       return true;
     }
     if (deadline > 0) usleep(20000);
@@ -215,7 +225,8 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
     if (s->done == 1) continue;
     if (s->done == 0 && cut) { /* its build was under way when the budget ran out */
       cand->state = ST_BUDGET;
-      snprintf(cand->detail, sizeof cand->detail, "not built: the --budget ran out during its build");
+      snprintf(cand->detail, sizeof cand->detail,
+               "not built: the --budget ran out during its build");
       continue;
     }
     const char *limit = s->done == 2 ? strstr(s->err, "limit: shared memory") : NULL;
@@ -229,8 +240,10 @@ void tune_build(const char *path, const char *src, size_t srclen, const char *ke
       snprintf(cand->detail, sizeof cand->detail, "%.250s", limit);
     } else {
       cand->state = ST_FAILED;
-      if (s->done == 2) snprintf(cand->detail, sizeof cand->detail, "build: %.240s", s->err);
-      else snprintf(cand->detail, sizeof cand->detail, "build: the compiler died (signal %d)", died);
+      if (s->done == 2)
+        snprintf(cand->detail, sizeof cand->detail, "build: %.240s", s->err);
+      else
+        snprintf(cand->detail, sizeof cand->detail, "build: the compiler died (signal %d)", died);
     }
   }
   munmap(sh, size);

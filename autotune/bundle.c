@@ -130,8 +130,7 @@ int tune_bundle_kernel(TuneBundle *b, TuneJob *j, bool default_only) {
   tune_kernel_hash(j->src, j->srclen, j->t->kernel, hash);
   FILE *f = b->mf;
   fprintf(f, "kernel %s\nhash %s\ntunehash %s\nkey %s\nseed %llu\n", name, hash, j->rep->tune_hash,
-          j->p->record_key[0] ? j->p->record_key : "-",
-          (unsigned long long)j->p->h->seed);
+          j->p->record_key[0] ? j->p->record_key : "-", (unsigned long long)j->p->h->seed);
   write_params(f, j->p);
   int built = 0;
   for (int i = 0; idx && i < n; i++) {

@@ -31,7 +31,7 @@ static const char *const runner_usage =
 
 typedef struct BundleKernel {
   char name[64], hash[20], tune_hash[20];
-  TuneHarness h;  /* only the seed is used */
+  TuneHarness h; /* only the seed is used */
   TuneProblem p;
   TuneCand *cands;
   int ncands;
@@ -39,7 +39,7 @@ typedef struct BundleKernel {
 
 typedef struct Bundle {
   char target[16];
-  char cpu[32]; /* cpu/emu bundles: the CPU target of the objects (the device identity's) */
+  char cpu[32];   /* cpu/emu bundles: the CPU target of the objects (the device identity's) */
   int index_bits; /* the variants' offsets: 32 (no line) or 64, part of the device identity */
   BundleKernel *k;
   int nk;
@@ -56,7 +56,8 @@ static int parse_param(BundleKernel *k, const char *line) {
   unsigned long long elems = 0;
   double a = 0, b = 0;
   int range = 0;
-  if (sscanf(line, "param %63s %7s %7s", q->name, how, kind) != 3 || !kiln_scalar_from_name(kind, &q->scalar))
+  if (sscanf(line, "param %63s %7s %7s", q->name, how, kind) != 3 ||
+      !kiln_scalar_from_name(kind, &q->scalar))
     return -1;
   q->is_ptr = !strcmp(how, "ptr");
   if (!q->is_ptr) {
@@ -77,8 +78,12 @@ static int parse_param(BundleKernel *k, const char *line) {
     fprintf(stderr, "kiln-tune-runner: error: kernel '%s': %s\n", k->name, err);
     return -1;
   }
-  TuneArgSpec spec = {.fill = !strcmp(fill, "const") ? FILL_CONST : !strcmp(fill, "iota") ? FILL_IOTA : FILL_RAND,
-                      .fill_a = a, .fill_b = b, .has_fill_range = range != 0};
+  TuneArgSpec spec = {.fill = !strcmp(fill, "const")  ? FILL_CONST
+                              : !strcmp(fill, "iota") ? FILL_IOTA
+                                                      : FILL_RAND,
+                      .fill_a = a,
+                      .fill_b = b,
+                      .has_fill_range = range != 0};
   p->elems[i] = (size_t)elems;
   p->init[i] = malloc(p->bytes[i]);
   if (!p->init[i]) return -1;
@@ -129,7 +134,9 @@ static int parse_line(Bundle *b, const char *line, char mode, const char *dir, c
   if (!strncmp(line, "cpu ", 4)) return sscanf(line, "cpu %31s", b->cpu) == 1 ? 0 : -1;
   if (!strncmp(line, "index_bits ", 11))
     return sscanf(line, "index_bits %d", &b->index_bits) == 1 &&
-                   (b->index_bits == 32 || b->index_bits == 64) ? 0 : -1;
+                   (b->index_bits == 32 || b->index_bits == 64)
+               ? 0
+               : -1;
   if (!k) return -1;
   if (only && strcmp(k->name, only)) return 0;
   if (!strncmp(line, "hash ", 5)) return sscanf(line, "hash %19s", k->hash) == 1 ? 0 : -1;
@@ -156,13 +163,14 @@ static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) 
   size_t len = 0;
   char *text = kiln_file_read_max(path, &len, TUNE_MAX_MANIFEST_BYTES);
   if (!text) {
-    tune_report_read_error(stderr, "kiln-tune-runner", "manifest", path,
-                           "TUNE_MAX_MANIFEST_BYTES", TUNE_MAX_MANIFEST_BYTES);
+    tune_report_read_error(stderr, "kiln-tune-runner", "manifest", path, "TUNE_MAX_MANIFEST_BYTES",
+                           TUNE_MAX_MANIFEST_BYTES);
     return -1;
   }
   if (!strncmp(text, "kiln-tune-bundle ", 17) && strncmp(text, "kiln-tune-bundle 3\n", 19)) {
-    fprintf(stderr, "kiln-tune-runner: error: %s: '%.*s' is another version's bundle; this runner "
-                    "reads kiln-tune-bundle 3 (rebuild the bundle with this version's kiln)\n",
+    fprintf(stderr,
+            "kiln-tune-runner: error: %s: '%.*s' is another version's bundle; this runner "
+            "reads kiln-tune-bundle 3 (rebuild the bundle with this version's kiln)\n",
             path, (int)strcspn(text, "\n"), text);
     free(text);
     return -1;
@@ -173,7 +181,8 @@ static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) 
     line_no++;
     rc = parse_line(b, l, mode, dir, only);
   }
-  if (rc) fprintf(stderr, "kiln-tune-runner: error: %s:%d: not a bundle manifest line\n", path, line_no);
+  if (rc)
+    fprintf(stderr, "kiln-tune-runner: error: %s:%d: not a bundle manifest line\n", path, line_no);
   free(text);
   return rc;
 }
@@ -203,8 +212,9 @@ static void summary_kernel(FILE *f, const BundleKernel *k, int win, int timings,
   tune_json_string(f, k->name);
   fprintf(f, ", \"key\": ");
   tune_json_string(f, k->p.key);
-  fprintf(f, ", \"candidates\": %d, \"ok\": %d, \"failed\": %d, \"crash\": %d, \"hang\": %d, "
-             "\"mismatch\": %d, \"timings\": %d, \"tune_seconds\": ",
+  fprintf(f,
+          ", \"candidates\": %d, \"ok\": %d, \"failed\": %d, \"crash\": %d, \"hang\": %d, "
+          "\"mismatch\": %d, \"timings\": %d, \"tune_seconds\": ",
           k->ncands, state_count(k, ST_OK), state_count(k, ST_FAILED), state_count(k, ST_CRASH),
           state_count(k, ST_HANG), state_count(k, ST_MISMATCH), timings);
   tune_json_number(f, secs);
@@ -221,10 +231,14 @@ static void summary_kernel(FILE *f, const BundleKernel *k, int win, int timings,
   }
   const TuneCand *w = &k->cands[win];
   tune_json_string(f, w->config);
-  double v[] = {w->median_ms, w->p25_ms, w->p75_ms, w->min_ms, k->cands[first].median_ms,
+  double v[] = {w->median_ms,
+                w->p25_ms,
+                w->p75_ms,
+                w->min_ms,
+                k->cands[first].median_ms,
                 k->cands[slow].median_ms};
-  const char *names[] = {"winner_median_ms", "winner_p25_ms", "winner_p75_ms", "winner_min_ms",
-                         "first_ok_median_ms", "slowest_ok_median_ms"};
+  const char *names[] = {"winner_median_ms", "winner_p25_ms",      "winner_p75_ms",
+                         "winner_min_ms",    "first_ok_median_ms", "slowest_ok_median_ms"};
   for (int i = 0; i < 6; i++) {
     fprintf(f, ", \"%s\": ", names[i]);
     tune_json_number(f, v[i]);
@@ -246,9 +260,11 @@ static int device_fits(const Bundle *b, const TuneTarget *tg) {
   for (int i = 0; i < b->nk; i++) {
     size_t need = tune_problem_buffer_bytes(&b->k[i].p);
     if (need > budget.bytes)
-      return fprintf(stderr, "kiln-tune-runner: error: kernel '%s': its buffers take %s, more "
-                             "than %s\n", b->k[i].name, kiln_bytes_text(need, a, sizeof a),
-                     budget.why), -1;
+      return fprintf(stderr,
+                     "kiln-tune-runner: error: kernel '%s': its buffers take %s, more "
+                     "than %s\n",
+                     b->k[i].name, kiln_bytes_text(need, a, sizeof a), budget.why),
+             -1;
   }
   return 0;
 }
@@ -264,15 +280,19 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, int *nrun, Kiln
   if (tune_target_probe(&tg, err, sizeof err))
     return fprintf(stderr, "kiln-tune-runner: error: %s\n", err), 2;
   if (strcmp(b->target, kiln_target_name(tg.target)))
-    return fprintf(stderr, "kiln-tune-runner: error: the bundle is built for %s; the device '%s' "
-                           "needs %s\n", b->target, tg.device_id, kiln_target_name(tg.target)), 1;
+    return fprintf(stderr,
+                   "kiln-tune-runner: error: the bundle is built for %s; the device '%s' "
+                   "needs %s\n",
+                   b->target, tg.device_id, kiln_target_name(tg.target)),
+           1;
   if (device_fits(b, &tg)) return 1;
   double timeout = o->timeout > 0 ? o->timeout : tune_default_timeout(o->device);
-  TuneRunOpts ro = {1, o->deadline, timeout, o->reps, isatty(STDERR_FILENO) == 1, stderr,
-                    false};
+  TuneRunOpts ro = {1, o->deadline, timeout, o->reps, isatty(STDERR_FILENO) == 1, stderr, false};
   if (*nrun == 0) {
-    fprintf(sum, "{\"format\": \"kiln-tune-runner\", \"kiln_version\": \"%s\", \"mode\": \"%s\", "
-                 "\"device\": ", KILN_VERSION_STRING, o->max_mode ? "max-autotune" : "default");
+    fprintf(sum,
+            "{\"format\": \"kiln-tune-runner\", \"kiln_version\": \"%s\", \"mode\": \"%s\", "
+            "\"device\": ",
+            KILN_VERSION_STRING, o->max_mode ? "max-autotune" : "default");
     tune_json_string(sum, tg.device_id);
     fprintf(sum, ", \"kernels\": [\n");
   }
@@ -293,8 +313,8 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, int *nrun, Kiln
           kiln_cache_put(out, &r))
         return 2;
     }
-    printf("%-16s %-3d candidates, %d ok, winner %s (%.4f ms median), %.1f s\n", k->name,
-           k->ncands, state_count(k, ST_OK), win >= 0 ? k->cands[win].config : "none",
+    printf("%-16s %-3d candidates, %d ok, winner %s (%.4f ms median), %.1f s\n", k->name, k->ncands,
+           state_count(k, ST_OK), win >= 0 ? k->cands[win].config : "none",
            win >= 0 ? k->cands[win].median_ms : 0.0, tune_now() - t0);
     fputs((*nrun)++ ? ",\n" : "", sum);
     summary_kernel(sum, k, win, timings, tune_now() - t0);
@@ -325,20 +345,31 @@ static int parse_args(int argc, char **argv, RunnerOpts *o) {
     if (!v) return fprintf(stderr, "kiln-tune-runner: '%s' needs a value\n%s", a, runner_usage), 64;
     i++;
     char *end = NULL;
-    if (!strcmp(a, "--device")) o->device = v;
-    else if (!strcmp(a, "--cache")) o->cache = v;
-    else if (!strcmp(a, "--json")) o->json = v;
-    else if (!strcmp(a, "--kernel")) o->kernel = v;
+    if (!strcmp(a, "--device"))
+      o->device = v;
+    else if (!strcmp(a, "--cache"))
+      o->cache = v;
+    else if (!strcmp(a, "--json"))
+      o->json = v;
+    else if (!strcmp(a, "--kernel"))
+      o->kernel = v;
     else if (!strcmp(a, "--mode") && (!strcmp(v, "default") || !strcmp(v, "max-autotune")))
       o->max_mode = !strcmp(v, "max-autotune");
-    else if (!strcmp(a, "--reps") && (o->reps = (int)strtol(v, &end, 10)) >= 1 && o->reps <= 64 && !*end) {}
+    else if (!strcmp(a, "--reps") && (o->reps = (int)strtol(v, &end, 10)) >= 1 && o->reps <= 64 &&
+             !*end)
+      continue;
     /* seconds: finite and positive (NaN or inf would switch the time limits off) */
-    else if (!strcmp(a, "--timeout") && seconds(v, &o->timeout)) {}
-    else if (!strcmp(a, "--budget") && seconds(v, &o->budget)) {}
-    else return fprintf(stderr, "kiln-tune-runner: bad option '%s %s'\n%s", a, v, runner_usage), 64;
+    else if (!strcmp(a, "--timeout") && seconds(v, &o->timeout))
+      continue;
+    else if (!strcmp(a, "--budget") && seconds(v, &o->budget))
+      continue;
+    else
+      return fprintf(stderr, "kiln-tune-runner: bad option '%s %s'\n%s", a, v, runner_usage), 64;
   }
   if (!o->nbundles || !o->device)
-    return fprintf(stderr, "kiln-tune-runner: a bundle and --device are required\n%s", runner_usage), 64;
+    return fprintf(stderr, "kiln-tune-runner: a bundle and --device are required\n%s",
+                   runner_usage),
+           64;
   return 0;
 }
 
@@ -349,9 +380,11 @@ int tune_bundle_run_command(int argc, char **argv) {
   /* the records of a whole run go to one new file: a cache of earlier work there would be
    * replaced, and merging needs the JSON reader this program does without */
   if (o.cache && access(o.cache, F_OK) == 0)
-    return fprintf(stderr, "kiln-tune-runner: error: '%s' exists; give a new --cache path (merge "
-                           "caches where kiln is built: kiln tune --cache reads and extends one)\n",
-                   o.cache), 2;
+    return fprintf(stderr,
+                   "kiln-tune-runner: error: '%s' exists; give a new --cache path (merge "
+                   "caches where kiln is built: kiln tune --cache reads and extends one)\n",
+                   o.cache),
+           2;
   double start = tune_now();
   if (o.budget > 0) o.deadline = start + o.budget;
   KilnCache out = {0};

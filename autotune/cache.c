@@ -102,8 +102,9 @@ static CacheRead parse_cache(const char *text, const char *path, KilnCache *out,
     RecordRead rr = record_from_json(it, *version, &r);
     if (rr == REC_BAD_VALUE) {
       if (ignored++ < 5)
-        fprintf(err, "kiln: note: the cache '%s' has a record of '%s' (%s, key '%s') with a time "
-                     "that is not finite and non-negative; ignoring it\n",
+        fprintf(err,
+                "kiln: note: the cache '%s' has a record of '%s' (%s, key '%s') with a time "
+                "that is not finite and non-negative; ignoring it\n",
                 path, r.kernel, r.config, r.key);
       continue;
     }
@@ -146,8 +147,9 @@ static int read_text(const char *path, KilnCache *out, bool *bad, bool *newer, F
   int cr = tune_cache_parse_text(text, len, path, out, &version, err);
   free(text);
   if (cr == 2) {
-    fprintf(err, "kiln: error: the cache '%s' is format version %d, written by a newer Kiln (this "
-                 "one reads up to version %d); use that Kiln or another --cache\n",
+    fprintf(err,
+            "kiln: error: the cache '%s' is format version %d, written by a newer Kiln (this "
+            "one reads up to version %d); use that Kiln or another --cache\n",
             path, version, KILN_CACHE_FORMAT_VERSION);
     *newer = true;
     return 1;
@@ -160,8 +162,10 @@ int kiln_cache_read(const char *path, KilnCache *out, FILE *err) {
   bool bad, newer;
   int rc = read_text(path, out, &bad, &newer, err);
   if (bad)
-    fprintf(err, "kiln: error: the cache '%s' is not a valid Kiln tuning cache (corrupt, "
-                 "truncated or of another shape); it is left as it is\n", path);
+    fprintf(err,
+            "kiln: error: the cache '%s' is not a valid Kiln tuning cache (corrupt, "
+            "truncated or of another shape); it is left as it is\n",
+            path);
   return rc;
 }
 
@@ -190,8 +194,10 @@ static int read_locked(const char *target, KilnCache *out, FILE *err) {
   if (!bad) return rc;
   char aside[PATH_MAX + 32];
   snprintf(aside, sizeof aside, "%s.corrupt-%lld", target, (long long)time(NULL));
-  fprintf(err, "kiln tune: warning: the cache '%s' is corrupt; moved it to '%s' and starting "
-               "a new one\n", target, aside);
+  fprintf(err,
+          "kiln tune: warning: the cache '%s' is corrupt; moved it to '%s' and starting "
+          "a new one\n",
+          target, aside);
   if (rename(target, aside) != 0) {
     fprintf(err, "kiln tune: error: cannot move '%s' aside: %s\n", target, strerror(errno));
     return -1;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const status_names[KILN_CACHE_STATUS_COUNT] = {"ok", "crash", "hang",
-                                                                  "mismatch", "failed"};
+static const char *const status_names[KILN_CACHE_STATUS_COUNT] = {"ok", "crash", "hang", "mismatch",
+                                                                  "failed"};
 
 const char *kiln_cache_status_name(KilnCacheStatus s) {
   return (unsigned)s < KILN_CACHE_STATUS_COUNT ? status_names[s] : "unknown";
@@ -20,8 +20,9 @@ const char *kiln_cache_status_name(KilnCacheStatus s) {
 
 static bool same_identity(const KilnCacheRecord *a, const KilnCacheRecord *b) {
   return !strcmp(a->kernel, b->kernel) && !strcmp(a->source_hash, b->source_hash) &&
-         !strcmp(a->tune_hash, b->tune_hash) && !strcmp(a->config, b->config) && !strcmp(a->key, b->key) &&
-         !strcmp(a->device, b->device) && !strcmp(a->kiln_version, b->kiln_version);
+         !strcmp(a->tune_hash, b->tune_hash) && !strcmp(a->config, b->config) &&
+         !strcmp(a->key, b->key) && !strcmp(a->device, b->device) &&
+         !strcmp(a->kiln_version, b->kiln_version);
 }
 
 /* ---------------------------------------------------------------- the identity index */
@@ -29,7 +30,7 @@ static bool same_identity(const KilnCacheRecord *a, const KilnCacheRecord *b) {
 /* FNV-1a over the identity fields, each with its terminating NUL so that ("ab","c") and
  * ("a","bc") differ. */
 static uint64_t identity_hash(const KilnCacheRecord *r) {
-  const char *fields[] = {r->kernel, r->source_hash, r->tune_hash, r->config,
+  const char *fields[] = {r->kernel, r->source_hash, r->tune_hash,   r->config,
                           r->key,    r->device,      r->kiln_version};
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
@@ -113,11 +114,12 @@ void kiln_cache_free(KilnCache *c) {
 bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *hash,
                            const char *tune_hash, const char *key, const char *device,
                            KilnCacheRecord *r) {
-  static const KilnCacheStatus map[ST_COUNT] = {
-      [ST_OK] = KILN_CACHE_OK, [ST_CRASH] = KILN_CACHE_CRASH, [ST_HANG] = KILN_CACHE_HANG,
-      [ST_MISMATCH] = KILN_CACHE_MISMATCH};
-  if (c->from_cache || (c->state != ST_OK && c->state != ST_CRASH && c->state != ST_HANG &&
-                        c->state != ST_MISMATCH))
+  static const KilnCacheStatus map[ST_COUNT] = {[ST_OK] = KILN_CACHE_OK,
+                                                [ST_CRASH] = KILN_CACHE_CRASH,
+                                                [ST_HANG] = KILN_CACHE_HANG,
+                                                [ST_MISMATCH] = KILN_CACHE_MISMATCH};
+  if (c->from_cache ||
+      (c->state != ST_OK && c->state != ST_CRASH && c->state != ST_HANG && c->state != ST_MISMATCH))
     return false; /* build and runtime errors may be the environment's fault: try again next time */
   if (c->state == ST_OK && !(isfinite(c->median_ms) && c->median_ms >= 0 && isfinite(c->p25_ms) &&
                              isfinite(c->p75_ms) && isfinite(c->min_ms) && c->min_ms >= 0))
@@ -146,23 +148,24 @@ void tune_json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-    else fputc(ch, f);
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
   }
   fputc('"', f);
 }
 
 /* %.17g reads back to the same double; JSON has no NaN or infinity. */
-void tune_json_number(FILE *f, double v) {
-  fprintf(f, "%.17g", isfinite(v) ? v : 0.0);
-}
+void tune_json_number(FILE *f, double v) { fprintf(f, "%.17g", isfinite(v) ? v : 0.0); }
 
 static void record_text(FILE *f, const KilnCacheRecord *r) {
-  const char *names[] = {"kernel", "source_hash", "tune_hash", "config", "key", "device",
-                         "kiln_version"};
-  const char *vals[] = {r->kernel, r->source_hash, r->tune_hash, r->config, r->key, r->device,
-                        r->kiln_version};
+  const char *names[] = {"kernel", "source_hash", "tune_hash",   "config",
+                         "key",    "device",      "kiln_version"};
+  const char *vals[] = {r->kernel, r->source_hash, r->tune_hash,   r->config,
+                        r->key,    r->device,      r->kiln_version};
   fputs("    {", f);
   for (int i = 0; i < 7; i++) {
     fprintf(f, "\"%s\": ", names[i]);
@@ -204,8 +207,9 @@ char *tune_cache_to_text(const KilnCache *c) {
 int tune_cache_write(const char *path, const KilnCache *c, FILE *err) {
   char *text = tune_cache_to_text(c);
   int rc = text && kiln_file_write_atomic(path, text, strlen(text)) == 0 ? 0 : -1;
-  if (rc) fprintf(err, "kiln: error: cannot write the cache '%s': %s\n", path,
-                  text ? strerror(errno) : "out of memory");
+  if (rc)
+    fprintf(err, "kiln: error: cannot write the cache '%s': %s\n", path,
+            text ? strerror(errno) : "out of memory");
   free(text);
   return rc;
 }

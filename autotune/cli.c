@@ -52,7 +52,8 @@ const char *const kiln_tune_usage =
     "  --emit-bundle DIR        time nothing: compile every candidate of both modes (of the\n"
     "                           default mode only with --mode default) into DIR\n"
     "                           with a manifest, for kiln-tune-runner on another machine\n"
-    "                           (--device cpu|emu|cuda; cuda: --arch sm_80 or sm_90, default sm_90)\n"
+    "                           (--device cpu|emu|cuda; cuda: --arch sm_80 or sm_90, default "
+    "sm_90)\n"
     "  --lib-name NAME          name (and prefix) of the generated library (default kernels)\n"
     "  --arch LIST              cuda libraries: cubins for these archs (default sm_80,sm_90)\n"
     "  --no-cubin               cuda libraries: PTX only (no ptxas needed; JIT at load time)\n"
@@ -140,36 +141,47 @@ static int parse_opts(int argc, char **argv, TuneOpts *o) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(o->flow == TUNE_FLOW_LIB ? kiln_lib_usage : kiln_tune_usage, stdout);
       return -1;
-    } else if ((s = opt_value(argc, argv, &i, "--kernel"))) o->kernel = s;
-    else if ((s = opt_value(argc, argv, &i, "--device"))) o->device = s;
+    } else if ((s = opt_value(argc, argv, &i, "--kernel")))
+      o->kernel = s;
+    else if ((s = opt_value(argc, argv, &i, "--device")))
+      o->device = s;
     else if ((s = opt_value(argc, argv, &i, "--cpu"))) {
       char llvm_cpu[64], features[1024];
       if (kiln_rt_host_cpu_target(s, llvm_cpu, sizeof llvm_cpu, features, sizeof features))
         return usage(o, "--cpu: %s", kiln_rt_last_error());
       o->cpu = s;
-    }
-    else if ((s = opt_value(argc, argv, &i, "--index-bits"))) {
-      if (strcmp(s, "32") && strcmp(s, "64")) return usage(o, "--index-bits is 32 or 64, not '%s'", s);
+    } else if ((s = opt_value(argc, argv, &i, "--index-bits"))) {
+      if (strcmp(s, "32") && strcmp(s, "64"))
+        return usage(o, "--index-bits is 32 or 64, not '%s'", s);
       o->index_bits = atoi(s);
-    }
-    else if ((s = opt_value(argc, argv, &i, "--cache"))) o->cache = s;
-    else if ((s = opt_value(argc, argv, &i, "--report-svg"))) o->svg = s;
+    } else if ((s = opt_value(argc, argv, &i, "--cache")))
+      o->cache = s;
+    else if ((s = opt_value(argc, argv, &i, "--report-svg")))
+      o->svg = s;
     else if ((s = opt_value(argc, argv, &i, "--emit-lib")) || (s = opt_value(argc, argv, &i, "-o")))
       o->lib_dir = s;
-    else if ((s = opt_value(argc, argv, &i, "--lib-name"))) o->lib_name = s;
-    else if ((s = opt_value(argc, argv, &i, "--tuned-on"))) o->tuned_on = s;
-    else if ((s = opt_value(argc, argv, &i, "--emit-bundle"))) o->bundle_dir = s;
+    else if ((s = opt_value(argc, argv, &i, "--lib-name")))
+      o->lib_name = s;
+    else if ((s = opt_value(argc, argv, &i, "--tuned-on")))
+      o->tuned_on = s;
+    else if ((s = opt_value(argc, argv, &i, "--emit-bundle")))
+      o->bundle_dir = s;
     else if ((s = opt_value(argc, argv, &i, "--arch"))) {
       if (strlen(s) > 63)
         return usage(o, "--arch is longer than 63 characters, the most it holds; refused: '%s'", s);
-      if (parse_archs(s, &o->gpu)) return usage(o, "--arch expects sm_80 and/or sm_90 (comma-separated), got '%s'", s);
+      if (parse_archs(s, &o->gpu))
+        return usage(o, "--arch expects sm_80 and/or sm_90 (comma-separated), got '%s'", s);
     } else if ((s = define_value(argc, argv, &i))) {
       char err[160];
       if (tune_pins_add(&o->pins, s, err, sizeof err)) return usage(o, "%s", err);
-    } else if (!strcmp(a, "--no-cubin")) o->gpu.ptx_only = true;
-    else if (!strcmp(a, "--require-tuned")) o->require_tuned = true;
-    else if (!strcmp(a, "--no-specialize")) o->no_specialize = true;
-    else if (!strcmp(a, "--retry-poisoned")) o->retry_poisoned = true;
+    } else if (!strcmp(a, "--no-cubin"))
+      o->gpu.ptx_only = true;
+    else if (!strcmp(a, "--require-tuned"))
+      o->require_tuned = true;
+    else if (!strcmp(a, "--no-specialize"))
+      o->no_specialize = true;
+    else if (!strcmp(a, "--retry-poisoned"))
+      o->retry_poisoned = true;
     else if ((s = opt_value(argc, argv, &i, "--args"))) {
       if (o->nargs == TUNE_MAX_ARGS) return usage(o, "more than %s --args", "16 (TUNE_MAX_ARGS)");
       o->args[o->nargs++] = s;
@@ -180,11 +192,14 @@ static int parse_opts(int argc, char **argv, TuneOpts *o) {
       o->mode_given = true;
     } else if ((s = opt_value(argc, argv, &i, "--jobs"))) {
       if (!num(s, 1, 256, &v)) return usage(o, "--jobs expects 1..256, got '%s'", s);
-      long cpus = sysconf(_SC_NPROCESSORS_ONLN), most = TUNE_MAX_JOBS_PER_CPU * (cpus > 0 ? cpus : 1);
+      long cpus = sysconf(_SC_NPROCESSORS_ONLN),
+           most = TUNE_MAX_JOBS_PER_CPU * (cpus > 0 ? cpus : 1);
       if (v > (double)most) {
         char msg[200];
-        snprintf(msg, sizeof msg, "--jobs %s is more than this machine's %ld CPU(s) can use: at "
-                 "most %ld (TUNE_MAX_JOBS_PER_CPU = %d per CPU)", s, cpus, most, TUNE_MAX_JOBS_PER_CPU);
+        snprintf(msg, sizeof msg,
+                 "--jobs %s is more than this machine's %ld CPU(s) can use: at "
+                 "most %ld (TUNE_MAX_JOBS_PER_CPU = %d per CPU)",
+                 s, cpus, most, TUNE_MAX_JOBS_PER_CPU);
         return usage(o, "%s", msg);
       }
       o->jobs = (int)v;
@@ -194,10 +209,14 @@ static int parse_opts(int argc, char **argv, TuneOpts *o) {
     } else if ((s = opt_value(argc, argv, &i, "--budget"))) {
       if (!num(s, 0.001, 1e7, &o->budget)) return usage(o, "--budget expects seconds, got '%s'", s);
     } else if ((s = opt_value(argc, argv, &i, "--timeout"))) {
-      if (!num(s, 0.01, 1e5, &o->timeout)) return usage(o, "--timeout expects seconds, got '%s'", s);
-    } else if (!strcmp(a, "--json")) o->json = true;
-    else if (a[0] == '-' && a[1]) return usage(o, "unknown or incomplete option '%s'", a);
-    else o->files[o->nfiles++] = a; /* room for argc of them */
+      if (!num(s, 0.01, 1e5, &o->timeout))
+        return usage(o, "--timeout expects seconds, got '%s'", s);
+    } else if (!strcmp(a, "--json"))
+      o->json = true;
+    else if (a[0] == '-' && a[1])
+      return usage(o, "unknown or incomplete option '%s'", a);
+    else
+      o->files[o->nfiles++] = a; /* room for argc of them */
   }
   if (o->nfiles == 0) return usage(o, "%s", "no input file");
   if (o->flow == TUNE_FLOW_LIB && !o->lib_dir) return usage(o, "%s", "-o DIR is required");
@@ -230,7 +249,8 @@ static int check_outputs(const TuneOpts *o) {
   if (!n) return 2;
   int count = 0, rc = 0;
   bool lib = o->flow == TUNE_FLOW_LIB;
-  for (int i = 0; i < o->nfiles; i++) name_path(n, &count, "input file", false, "%s%s", o->files[i], "");
+  for (int i = 0; i < o->nfiles; i++)
+    name_path(n, &count, "input file", false, "%s%s", o->files[i], "");
   if (o->cache) name_path(n, &count, "--cache", !lib, "%s%s", o->cache, "");
   if (o->svg) name_path(n, &count, "--report-svg", true, "%s%s", o->svg, "");
   const char *name = tune_flow_lib_name(o), *opt = lib ? "-o" : "--emit-lib";
@@ -238,14 +258,16 @@ static int check_outputs(const TuneOpts *o) {
     name_path(n, &count, opt, true, "%s/%s.h", o->lib_dir, name);
     name_path(n, &count, opt, true, "%s/%s.c", o->lib_dir, name);
   }
-  if (o->bundle_dir) name_path(n, &count, "--emit-bundle", true, "%s/%s", o->bundle_dir, "manifest.txt");
+  if (o->bundle_dir)
+    name_path(n, &count, "--emit-bundle", true, "%s/%s", o->bundle_dir, "manifest.txt");
   const char *cmd = tune_flow_command(o->flow);
   for (int a = 0; a < count && !rc; a++)
     for (int b = 0; b < count && !rc; b++)
       if (a != b && n[a].output && (b < a || !n[b].output) &&
           kiln_file_same(n[a].path, n[b].path)) {
-        fprintf(stderr, "kiln %s: the output '%s' (%s) is the same file as '%s' (%s); refusing "
-                        "to replace it\n(see 'kiln help %s')\n",
+        fprintf(stderr,
+                "kiln %s: the output '%s' (%s) is the same file as '%s' (%s); refusing "
+                "to replace it\n(see 'kiln help %s')\n",
                 cmd, n[a].path, n[a].what, n[b].path, n[b].what, cmd);
         rc = EXIT_USAGE;
       }
@@ -262,8 +284,10 @@ static int command(int argc, char **argv, TuneFlow flow) {
   int rc = parse_opts(argc, argv, &o);
   if (rc == 0) rc = check_outputs(&o);
   if (rc == 0) rc = tune_prepare_outputs(&o);
-  if (rc == 0) rc = tune_flow_run(&o);
-  else if (rc < 0) rc = 0; /* --help */
+  if (rc == 0)
+    rc = tune_flow_run(&o);
+  else if (rc < 0)
+    rc = 0; /* --help */
   free(o.files);
   return rc;
 }

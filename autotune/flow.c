@@ -45,14 +45,18 @@ static void read_one_spec(SourceFile *f, const char *p, FILE *err) {
   char line[1024], e[256];
   size_t n = strcspn(p, "\n");
   if (n >= sizeof line) { /* never cut: a cut spec would tune another problem */
-    fprintf(err, "kiln tune: warning: %s: ignoring a kiln-tune-args line of %zu characters (the "
-                 "most is %zu)\n", f->path, n, sizeof line - 1);
+    fprintf(err,
+            "kiln tune: warning: %s: ignoring a kiln-tune-args line of %zu characters (the "
+            "most is %zu)\n",
+            f->path, n, sizeof line - 1);
     return;
   }
   memcpy(line, p, n);
   line[n] = '\0';
-  if (tune_harness_parse(line, &f->specs[f->nspecs], e, sizeof e) == 0) f->nspecs++;
-  else fprintf(err, "kiln tune: warning: ignoring a kiln-tune-args line: %s\n", e);
+  if (tune_harness_parse(line, &f->specs[f->nspecs], e, sizeof e) == 0)
+    f->nspecs++;
+  else
+    fprintf(err, "kiln tune: warning: ignoring a kiln-tune-args line: %s\n", e);
 }
 
 static void scan_spec_comments(SourceFile *f, FILE *err) {
@@ -102,12 +106,12 @@ typedef struct RunKernel {
   TunePinned *pinned;  /* its tune block with the -D pins applied */
   TuneProblem problem; /* its argument spec resolved */
   bool has_problem;
-  TuneSig *layouts;    /* the promises of its further --args layouts (a library's copies) */
+  TuneSig *layouts; /* the promises of its further --args layouts (a library's copies) */
   int nlayouts;
 } RunKernel;
 
 typedef struct Run {
-  TuneOpts *o; /* its pins are marked as used */
+  TuneOpts *o;     /* its pins are marked as used */
   const char *cmd; /* "tune" or "lib", for messages */
   TuneTarget tg;
   TuneArgBudget budget; /* what --args buffers may take (set with the first kernel) */
@@ -226,7 +230,8 @@ static int check_pins(Run *R) {
   const char *unused = tune_pins_unused(pins);
   if (unused)
     return fprintf(stderr, "kiln %s: error: -D %s: no kernel to tune has a const parameter '%s'\n",
-                   R->cmd, unused, unused), 1;
+                   R->cmd, unused, unused),
+           1;
   return 0;
 }
 
@@ -294,11 +299,14 @@ static int prepare_kernel(Run *R, int fi, const KilnTune *t, bool specialize) {
   if (!(t = pinned_tune(R, k, f, t))) return 1;
   if (tune_plan_check_kernel(t, err, sizeof err)) /* the space as pinned: -D can shrink it */
     return fprintf(stderr, "kiln %s: error: %s: %s\n", R->cmd, f->path, err), 1;
-  const TuneHarness *h = tune_plan_pick_harness(R->cl, R->o->nargs, f->specs, f->nspecs,
-                                                t->kernel_name);
+  const TuneHarness *h =
+      tune_plan_pick_harness(R->cl, R->o->nargs, f->specs, f->nspecs, t->kernel_name);
   if (!h)
-    return fprintf(stderr, "kiln %s: error: no --args for kernel '%s' (and no kiln-tune-args "
-                           "line in %s)\n", R->cmd, t->kernel_name, f->path), 1;
+    return fprintf(stderr,
+                   "kiln %s: error: no --args for kernel '%s' (and no kiln-tune-args "
+                   "line in %s)\n",
+                   R->cmd, t->kernel_name, f->path),
+           1;
   k->has_problem = true;
   if (!R->budget.bytes && tune_arg_budget(&R->tg, &R->budget, err, sizeof err))
     return fprintf(stderr, "kiln %s: error: %s\n", R->cmd, err), 64;
@@ -311,9 +319,20 @@ static int prepare_kernel(Run *R, int fi, const KilnTune *t, bool specialize) {
 static TuneJob job_of(Run *R, int ki) {
   RunKernel *k = &R->ks[ki];
   SourceFile *f = &R->files[k->file];
-  return (TuneJob){f->path, f->text, f->len, f->c, &k->pinned->tune, &k->problem, &R->tg, &R->ro,
-                   R->o->cache ? &R->cache : NULL, &R->fresh, R->o->max_mode, R->tmpdir,
-                   stderr, &R->rep.kernels[ki]};
+  return (TuneJob){f->path,
+                   f->text,
+                   f->len,
+                   f->c,
+                   &k->pinned->tune,
+                   &k->problem,
+                   &R->tg,
+                   &R->ro,
+                   R->o->cache ? &R->cache : NULL,
+                   &R->fresh,
+                   R->o->max_mode,
+                   R->tmpdir,
+                   stderr,
+                   &R->rep.kernels[ki]};
 }
 
 /* What a library needs of kernel ki: its name, parameters, keys, default grid rule. */
@@ -372,20 +391,25 @@ static void report_notes(const Run *R, const LibKernel *lk, const KilnCache *all
   for (int i = 0; i < n->nskips; i++) {
     const KilnCacheRecord *r = &all->records[n->skips[i].record];
     if (n->skips[i].why == TUNE_PLAN_SKIP_UNLISTED)
-      fprintf(stderr, "kiln %s: note: ignoring the record of '%s' for %s at key '%s': the tune "
-                      "block does not list that config (a value it lacks, or a where it fails)\n",
+      fprintf(stderr,
+              "kiln %s: note: ignoring the record of '%s' for %s at key '%s': the tune "
+              "block does not list that config (a value it lacks, or a where it fails)\n",
               R->cmd, lk->name, r->config, r->key);
     else
-      fprintf(stderr, "kiln %s: warning: ignoring the records of '%s' for key '%s': a signature "
-                      "that names no integer parameter\n", R->cmd, lk->name, r->key);
+      fprintf(stderr,
+              "kiln %s: warning: ignoring the records of '%s' for key '%s': a signature "
+              "that names no integer parameter\n",
+              R->cmd, lk->name, r->key);
   }
   if (n->stale)
-    fprintf(stderr, "kiln %s: note: %d timing(s) of '%s' were made with another version of its "
-                    "tune block; not used (tune again to time the block as it is)\n",
+    fprintf(stderr,
+            "kiln %s: note: %d timing(s) of '%s' were made with another version of its "
+            "tune block; not used (tune again to time the block as it is)\n",
             R->cmd, n->stale, lk->name);
   if (n->unhashed)
-    fprintf(stderr, "kiln %s: note: %d timing(s) of '%s' come from a cache of format 1, which "
-                    "does not say which tune block they timed; not used (tune again)\n",
+    fprintf(stderr,
+            "kiln %s: note: %d timing(s) of '%s' come from a cache of format 1, which "
+            "does not say which tune block they timed; not used (tune again)\n",
             R->cmd, n->unhashed, lk->name);
 }
 
@@ -409,8 +433,10 @@ static bool add_promised_copy(const Run *R, LibKernel *lk, const TuneSig *sig) {
   lk->variants = nv;
   nv[lk->nvariants] = nv[0];
   nv[lk->nvariants++].sig = *sig;
-  fprintf(stderr, "kiln %s: note: '%s' also gets its default config specialized on %s (calls "
-                  "that break a promise take the generic copy)\n", R->cmd, lk->name, sig->text);
+  fprintf(stderr,
+          "kiln %s: note: '%s' also gets its default config specialized on %s (calls "
+          "that break a promise take the generic copy)\n",
+          R->cmd, lk->name, sig->text);
   return true;
 }
 
@@ -457,8 +483,9 @@ static void add_default_specialized(const Run *R, LibKernel *lk, const RunKernel
 static void generic_min_blocks_one(const Run *R, const LibKernel *lk, LibVariant *v) {
   for (int i = 0; i < v->cfg.nbindings; i++)
     if (!strcmp(v->cfg.bindings[i].name, "min_blocks") && v->cfg.bindings[i].value > 1) {
-      fprintf(stderr, "kiln %s: note: '%s': its generic copy is compiled with min_blocks = 1 "
-                      "(the default config's %lld caps the registers for the promised copies)\n",
+      fprintf(stderr,
+              "kiln %s: note: '%s': its generic copy is compiled with min_blocks = 1 "
+              "(the default config's %lld caps the registers for the promised copies)\n",
               R->cmd, lk->name, (long long)v->cfg.bindings[i].value);
       v->cfg.bindings[i].value = 1;
     }
@@ -474,7 +501,8 @@ static int add_default_variant(Run *R, int ki) {
   TuneCand c;
   if (!tune_plan_default_config(ctx.t, check_on_target, &ctx, &c))
     return fprintf(stderr, "kiln %s: error: every config of '%s' is pruned for this device\n",
-                   R->cmd, lk->name), 1;
+                   R->cmd, lk->name),
+           1;
   LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
   if (!nv) return 2;
   lk->variants = nv;
@@ -487,12 +515,15 @@ static int add_default_variant(Run *R, int ki) {
   if (lk->nvariants == 1 && !R->o->no_specialize) add_default_specialized(R, lk, k);
   generic_min_blocks_one(R, lk, &lk->variants[gi]);
   if (lk->nvariants > 1 && !lk->variants[0].untuned)
-    fprintf(stderr, "kiln %s: note: '%s' has only specialized timings; calls that break their "
-                    "promises use its default config %s, unspecialized (untuned)\n",
+    fprintf(stderr,
+            "kiln %s: note: '%s' has only specialized timings; calls that break their "
+            "promises use its default config %s, unspecialized (untuned)\n",
             R->cmd, lk->name, c.config);
   else
-    fprintf(stderr, "kiln %s: warning: no timing of '%s' for this device in the cache; the library "
-                    "uses its default config %s (untuned)\n", R->cmd, lk->name, c.config);
+    fprintf(stderr,
+            "kiln %s: warning: no timing of '%s' for this device in the cache; the library "
+            "uses its default config %s (untuned)\n",
+            R->cmd, lk->name, c.config);
   return 0;
 }
 
@@ -503,14 +534,18 @@ static int timing_device(const Run *R, int ki, const KilnCache *all, char *dev, 
   if (dev[0]) return 0;
   const LibKernel *lk = &R->libk[ki];
   char other[256];
-  int found = tune_plan_recorded_gpu(all, lk->name, R->rep.kernels[ki].source_hash,
-                                     R->o->tuned_on, R->tg.index_bits, dev, cap, other, sizeof other);
+  int found = tune_plan_recorded_gpu(all, lk->name, R->rep.kernels[ki].source_hash, R->o->tuned_on,
+                                     R->tg.index_bits, dev, cap, other, sizeof other);
   if (found < 0)
-    return fprintf(stderr, "kiln %s: error: the cache has timings of '%s' from several GPUs "
-                           "('%s', '%s'); pick one with --tuned-on TEXT\n",
-                   R->cmd, lk->name, dev, other), 1;
-  if (found == 0) fprintf(stderr, "kiln %s: note: '%s' as tuned on %s\n", R->cmd, lk->name, dev);
-  else dev[0] = '\0';
+    return fprintf(stderr,
+                   "kiln %s: error: the cache has timings of '%s' from several GPUs "
+                   "('%s', '%s'); pick one with --tuned-on TEXT\n",
+                   R->cmd, lk->name, dev, other),
+           1;
+  if (found == 0)
+    fprintf(stderr, "kiln %s: note: '%s' as tuned on %s\n", R->cmd, lk->name, dev);
+  else
+    dev[0] = '\0';
   return 0;
 }
 
@@ -523,8 +558,8 @@ static int lib_variants(Run *R, int ki, const KilnCache *all) {
   int rc = timing_device(R, ki, all, dev, sizeof dev);
   if (rc) return rc;
   if (dev[0]) {
-    TunePlanQuery q = {&R->ks[ki].pinned->tune, &R->o->pins, R->rep.kernels[ki].source_hash,
-                       R->rep.kernels[ki].tune_hash, dev, R->o->no_specialize};
+    TunePlanQuery q = {&R->ks[ki].pinned->tune,      &R->o->pins, R->rep.kernels[ki].source_hash,
+                       R->rep.kernels[ki].tune_hash, dev,         R->o->no_specialize};
     TunePlanNotes notes;
     rc = tune_plan_lib_winners(&q, all, lk, &notes) ? 2 : 0;
     report_notes(R, lk, all, &notes);
@@ -534,14 +569,19 @@ static int lib_variants(Run *R, int ki, const KilnCache *all) {
   int copies = tune_plan_generic_copies(lk);
   if (copies < 0) return 2;
   if (copies > 0)
-    fprintf(stderr, "kiln %s: note: '%s': calls that break a tuned variant's promises run the "
-                    "nearest tuned config that fits them, compiled without promises (%d such "
-                    "cop%s)\n", R->cmd, lk->name, copies, copies == 1 ? "y" : "ies");
+    fprintf(stderr,
+            "kiln %s: note: '%s': calls that break a tuned variant's promises run the "
+            "nearest tuned config that fits them, compiled without promises (%d such "
+            "cop%s)\n",
+            R->cmd, lk->name, copies, copies == 1 ? "y" : "ies");
   switch (tune_plan_fallback(lk, R->o->require_tuned)) {
   case TUNE_PLAN_FALLBACK_NONE: return 0;
   case TUNE_PLAN_FALLBACK_REFUSED:
-    return fprintf(stderr, "kiln %s: error: no correct timing of '%s' for this device in the "
-                           "cache\n", R->cmd, lk->name), 1;
+    return fprintf(stderr,
+                   "kiln %s: error: no correct timing of '%s' for this device in the "
+                   "cache\n",
+                   R->cmd, lk->name),
+           1;
   case TUNE_PLAN_FALLBACK_DEFAULT: break;
   }
   return add_default_variant(R, ki);
@@ -643,8 +683,10 @@ static int flow_bundle(Run *R) {
   int rc = read_cl_specs(R);
   if (rc == 0) {
     tune_plan_offline_target(&R->tg, &R->o->gpu);
-    rc = tune_bundle_begin(&R->bundle, R->o->bundle_dir, R->tg.target, R->tg.cpu,
-                           R->tg.index_bits, stderr) ? 2 : 0;
+    rc = tune_bundle_begin(&R->bundle, R->o->bundle_dir, R->tg.target, R->tg.cpu, R->tg.index_bits,
+                           stderr)
+             ? 2
+             : 0;
   }
   if (rc == 0) rc = open_sources(R);
   if (rc == 0) rc = make_tmpdir(R);
@@ -663,8 +705,10 @@ static void run_free(Run *R) {
     kiln_cleanup_unregister(R->tmpdir_cleanup);
   }
   if (R->tmpdir_set) {
-    if (R->old_tmpdir) setenv("TMPDIR", R->old_tmpdir, 1);
-    else unsetenv("TMPDIR");
+    if (R->old_tmpdir)
+      setenv("TMPDIR", R->old_tmpdir, 1);
+    else
+      unsetenv("TMPDIR");
   }
   free(R->old_tmpdir);
   for (int i = 0; i < R->rep.nkernels; i++) {
@@ -692,9 +736,15 @@ int tune_flow_run(TuneOpts *o) {
   R->o = o;
   R->cmd = tune_flow_command(o->flow);
   R->rep.mode = o->max_mode ? "max-autotune" : "default";
-  double timeout = o->timeout > 0 ? o->timeout : tune_default_timeout(o->device ? o->device : "cpu");
-  R->ro = (TuneRunOpts){o->jobs, o->budget > 0 ? tune_now() + o->budget : 0, timeout, o->reps,
-                        isatty(STDERR_FILENO) == 1, stderr, o->retry_poisoned};
+  double timeout =
+      o->timeout > 0 ? o->timeout : tune_default_timeout(o->device ? o->device : "cpu");
+  R->ro = (TuneRunOpts){o->jobs,
+                        o->budget > 0 ? tune_now() + o->budget : 0,
+                        timeout,
+                        o->reps,
+                        isatty(STDERR_FILENO) == 1,
+                        stderr,
+                        o->retry_poisoned};
   int rc = 2;
   switch (o->flow) {
   case TUNE_FLOW_TUNE: rc = flow_tune(R); break;

@@ -44,7 +44,8 @@ static int parse_fill(TuneArgSpec *a, char *fill, char *err, size_t cap) {
   trim(fill);
   double lo, hi;
   char tail;
-  if (!strcmp(fill, "iota")) a->fill = FILL_IOTA;
+  if (!strcmp(fill, "iota"))
+    a->fill = FILL_IOTA;
   else if (sscanf(fill, "rand ( %lf , %lf %c", &lo, &hi, &tail) == 3 && tail == ')' && lo < hi) {
     a->fill = FILL_RAND;
     a->fill_a = lo;
@@ -124,7 +125,8 @@ static int parse_entry(TuneHarness *h, char *ent, char *err, size_t cap) {
   char *rest = ent + nl;
   while (isspace((unsigned char)*rest)) rest++;
   if (nl == 0 || nl >= 64 || (*rest != '=' && *rest != ':')) {
-    snprintf(err, cap, "bad --args entry '%s' (NAME=EXPR, NAME: TYPE[EXPR], grid=..., kernel=...)", ent);
+    snprintf(err, cap, "bad --args entry '%s' (NAME=EXPR, NAME: TYPE[EXPR], grid=..., kernel=...)",
+             ent);
     return -1;
   }
   char name[64];
@@ -196,13 +198,15 @@ static int param_index(const TuneProblem *p, const char *name) {
 
 static bool is_const_of(const KilnKernel *k, const char *name) {
   for (int i = 0; i < k->nparams; i++)
-    if (k->params[i]->kind == KILN_DECL_CONST_PARAM && !strcmp(k->params[i]->name, name)) return true;
+    if (k->params[i]->kind == KILN_DECL_CONST_PARAM && !strcmp(k->params[i]->name, name))
+      return true;
   return !strcmp(name, "num_warps") || !strcmp(name, "num_stages") || !strcmp(name, "min_blocks");
 }
 
 /* Scalar entry a: a float parameter's number, or an integer expression over the entries written
  * before it, bound to parameter i (-1: a helper name) and added to env. */
-static int eval_scalar(TuneProblem *p, int i, const TuneArgSpec *a, Env *env, char *err, size_t cap) {
+static int eval_scalar(TuneProblem *p, int i, const TuneArgSpec *a, Env *env, char *err,
+                       size_t cap) {
   if (i >= 0 && kiln_scalar_is_float(p->params[i].scalar)) {
     char *end;
     p->fval[i] = strtod(a->expr, &end);
@@ -237,7 +241,7 @@ static int eval_scalars(TuneProblem *p, const KilnKernel *k, Env *env, char *err
     const TuneArgSpec *a = &h->args[s];
     int i = param_index(p, a->name);
     if (a->is_buffer || (i >= 0 && p->params[i].is_ptr)) continue; /* checked with the buffers */
-    if (i < 0 && a->if_param) continue;                           /* `seed=` of a kernel without one */
+    if (i < 0 && a->if_param) continue; /* `seed=` of a kernel without one */
     if (i < 0 && is_const_of(k, a->name)) {
       snprintf(err, cap, "'%s' is a const parameter of '%s'; pin it with -D %s=%s", a->name,
                k->name, a->name, a->expr);
@@ -383,13 +387,12 @@ static int init_problem(TuneProblem *p, const TuneHarness *h, const KilnKernel *
   return 0;
 }
 
-int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
-                      const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap) {
+int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k, const KilnTune *t,
+                      const TuneArgBudget *budget, char *err, size_t cap) {
   return init_problem(p, h, k, t, budget, err, cap);
 }
 
-int tune_problem_init_scalars(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
-                              char *err, size_t cap) {
+int tune_problem_init_scalars(TuneProblem *p, const TuneHarness *h, const KilnKernel *k, char *err,
+                              size_t cap) {
   return init_problem(p, h, k, NULL, NULL, err, cap);
 }
-

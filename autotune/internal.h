@@ -31,12 +31,12 @@ int tune_cache_parse_text(const char *text, size_t len, const char *name, KilnCa
 int tune_harness_parse(const char *spec, TuneHarness *h, char *err, size_t cap);
 /* Fills p from h for kernel k (unchecked AST: parameter annotations), its buffers within
  * budget (checked before each is allocated). 0 or -1 with err. */
-int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
-                      const KilnTune *t, const TuneArgBudget *budget, char *err, size_t cap);
+int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k, const KilnTune *t,
+                      const TuneArgBudget *budget, char *err, size_t cap);
 /* The scalars only (every parameter must be given; no buffer is made, no key): what a
  * library's further layout of a kernel needs. 0 or -1 with err. */
-int tune_problem_init_scalars(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
-                              char *err, size_t cap);
+int tune_problem_init_scalars(TuneProblem *p, const TuneHarness *h, const KilnKernel *k, char *err,
+                              size_t cap);
 
 /* ---------------------------------------------------------------- sig.c */
 
@@ -52,8 +52,8 @@ void tune_sig_compute_mod(const TuneParam *params, const int64_t *ival, int npar
                           int mod, TuneSig *s);
 /* The promises of one further layout of a library (a second --args of a kernel): per integer
  * argument the strongest it keeps, =1, else %16, else %8, in one signature. */
-void tune_sig_compute_layout(const TuneParam *params, const int64_t *ival, int nparams,
-                             size_t room, TuneSig *s);
+void tune_sig_compute_layout(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                             TuneSig *s);
 /* Reads a signature's text back against the kernel's parameters. false (s empty) when an item
  * is malformed or names no integer parameter: a record that cannot be checked is not used. */
 bool tune_sig_parse(const char *text, const TuneParam *params, int nparams, TuneSig *s);
@@ -113,15 +113,15 @@ typedef struct TuneKernelReport {
   char kernel[64];
   char file[512];
   char source_hash[20];
-  char tune_hash[20];  /* of the tune block as written (before -D pins): see tune_block_hash */
+  char tune_hash[20]; /* of the tune block as written (before -D pins): see tune_block_hash */
   char key[256];
   char signature[192]; /* the promises every candidate was compiled with ("" for none) */
   size_t space_size;
-  TuneCand *space;  /* the whole space (pruned ones with reasons) */
+  TuneCand *space; /* the whole space (pruned ones with reasons) */
   int nspace;
-  TuneCand *cands;  /* what this run considered (timed, cached, poisoned, failed) */
+  TuneCand *cands; /* what this run considered (timed, cached, poisoned, failed) */
   int ncands;
-  int winner;       /* index into cands or -1 */
+  int winner; /* index into cands or -1 */
   int timings;
 } TuneKernelReport;
 
@@ -154,7 +154,7 @@ typedef struct TuneJob {
   bool max_mode;
   const char *tmpdir;
   FILE *log;
-  TuneKernelReport *rep;  /* filled */
+  TuneKernelReport *rep; /* filled */
 } TuneJob;
 
 /* The candidates of j->max_mode's mode, copied out of the space (default: the presets, else up
@@ -174,8 +174,8 @@ typedef struct TuneBundle {
   size_t len;
 } TuneBundle;
 
-int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const char *cpu, int index_bits,
-                      FILE *err);
+int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const char *cpu,
+                      int index_bits, FILE *err);
 /* Builds and describes one kernel (j as for tune_kernel; j->max_mode is changed): the
  * candidates of both modes, or of the default mode only when default_only. 0 or 2. */
 int tune_bundle_kernel(TuneBundle *b, TuneJob *j, bool default_only);
@@ -188,9 +188,9 @@ int tune_bundle_end(TuneBundle *b, bool write, FILE *err);
 
 typedef struct TunePin {
   char name[64];
-  int64_t value;  /* a type parameter's: the scalar kind's number */
-  bool is_type;   /* given as a type name (-D T=bf16) */
-  bool used;      /* some tuned kernel has this parameter */
+  int64_t value; /* a type parameter's: the scalar kind's number */
+  bool is_type;  /* given as a type name (-D T=bf16) */
+  bool used;     /* some tuned kernel has this parameter */
 } TunePin;
 
 typedef struct TunePins {
@@ -246,8 +246,8 @@ typedef struct LibKernel {
   char keys[TUNE_MAX_KEYS][64];
   int keyidx[TUNE_MAX_KEYS]; /* position among params */
   int nkeys;
-  TuneHarness h;             /* for the default grid rule */
-  const KilnTune *tune;      /* its tune block (pins applied): the conditions on the call */
+  TuneHarness h;        /* for the default grid rule */
+  const KilnTune *tune; /* its tune block (pins applied): the conditions on the call */
   LibVariant *variants;
   int nvariants;
 } LibKernel;

@@ -41,7 +41,7 @@ extern const char *const kiln_lib_usage;
  * decimal or 0x literals) with names looked up in names[0..n) / values. Division by zero,
  * unknown names, overflow and syntax errors return false with a message in err[0..errcap). */
 bool kiln_tune_expr_eval(const char *expr, const char *const *names, const int64_t *values, int n,
-                    int64_t *out, char *err, size_t errcap);
+                         int64_t *out, char *err, size_t errcap);
 
 /* Power-of-two bucket of a key value: the smallest power of two >= v (v <= 0 gives 0). The
  * generated libraries use the same rule. */
@@ -62,17 +62,17 @@ typedef enum KilnCacheStatus {
  * key, device, kiln version. */
 typedef struct KilnCacheRecord {
   char kernel[64];
-  char source_hash[20];  /* FNV-1a 64 of the kernel's text (tune block excluded), hex */
-  char tune_hash[20];    /* FNV-1a 64 of the tune block's canonical text, hex: an edited block
+  char source_hash[20]; /* FNV-1a 64 of the kernel's text (tune block excluded), hex */
+  char tune_hash[20];   /* FNV-1a 64 of the tune block's canonical text, hex: an edited block
                             never reuses the winners of the old one ("" in a version 1 cache) */
-  char config[256];      /* "BLOCK=256,num_warps=4,num_stages=2" */
-  char key[256];         /* key buckets: "n=1048576" ("" when the block has no key) */
-  char device[256];      /* "cpu:<model>:threads=N", "cuda:<name>:sm_90:sms=132:drv=12040" */
+  char config[256];     /* "BLOCK=256,num_warps=4,num_stages=2" */
+  char key[256];        /* key buckets: "n=1048576" ("" when the block has no key) */
+  char device[256];     /* "cpu:<model>:threads=N", "cuda:<name>:sm_90:sms=132:drv=12040" */
   char kiln_version[32];
   KilnCacheStatus status;
   double median_ms, p25_ms, p75_ms, min_ms;
   int reps;
-  char detail[256];      /* why it failed, for the report */
+  char detail[256]; /* why it failed, for the report */
 } KilnCacheRecord;
 
 /* records[0..count) in the order they were added. `slots` is a hash index of their

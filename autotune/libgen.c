@@ -43,8 +43,10 @@ static void params_decl(FILE *f, const char *L, const LibKernel *k, bool header)
   for (int i = 0; i < k->nparams; i++) {
     char name[80];
     libgen_c_name(L, k->params[i].name, name, sizeof name);
-    if (header) fprintf(f, ", %s%s", c_type(&k->params[i]), name);
-    else fprintf(f, ", %sp%d /* %s */", c_type(&k->params[i]), i, k->params[i].name);
+    if (header)
+      fprintf(f, ", %s%s", c_type(&k->params[i]), name);
+    else
+      fprintf(f, ", %sp%d /* %s */", c_type(&k->params[i]), i, k->params[i].name);
   }
 }
 
@@ -57,7 +59,8 @@ static bool is_dispatch_param(const TuneParam *q) {
 static void dispatch_params(FILE *f, const LibKernel *k, bool decl) {
   int n = 0;
   for (int i = 0; i < k->nparams; i++)
-    if (is_dispatch_param(&k->params[i])) fprintf(f, "%s%sp%d", n++ ? ", " : "", decl ? "int64_t " : "", i);
+    if (is_dispatch_param(&k->params[i]))
+      fprintf(f, "%s%sp%d", n++ ? ", " : "", decl ? "int64_t " : "", i);
   if (n == 0 && decl) fputs("void", f);
 }
 
@@ -77,19 +80,23 @@ static void dispatch_params_header(FILE *f, const char *L, const LibKernel *k) {
 static int grid_axis(const LibKernel *k, int a, TuneExpr *e, FILE *err) {
   char why[256];
   if (tune_expr_parse(k->h.grid[a], e, why, sizeof why)) {
-    fprintf(err, "kiln: error: the grid rule of '%s' (axis %d) does not parse: %s\n", k->name, a, why);
+    fprintf(err, "kiln: error: the grid rule of '%s' (axis %d) does not parse: %s\n", k->name, a,
+            why);
     return -1;
   }
   for (int i = 0; i < e->count; i++) {
     const char *name = e->n[i].name;
-    if (e->n[i].op != TX_NAME || !strcmp(name, "num_warps") || !strcmp(name, "num_stages")) continue;
+    if (e->n[i].op != TX_NAME || !strcmp(name, "num_warps") || !strcmp(name, "num_stages"))
+      continue;
     bool known = false;
     for (int c = 0; c < k->nconsts; c++) known |= !strcmp(name, k->consts[c]);
     for (int p = 0; p < k->nparams; p++)
       known |= !strcmp(name, k->params[p].name) && is_dispatch_param(&k->params[p]);
     if (!known) {
-      fprintf(err, "kiln: error: the grid rule of '%s' (axis %d) names '%s', which is neither an "
-                   "integer parameter nor a const of the kernel\n", k->name, a, name);
+      fprintf(err,
+              "kiln: error: the grid rule of '%s' (axis %d) names '%s', which is neither an "
+              "integer parameter nor a const of the kernel\n",
+              k->name, a, name);
       return -1;
     }
   }
@@ -130,17 +137,24 @@ static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
     libgen_c_name(L, k->consts[i], name, sizeof name);
     fprintf(f, "  int64_t %s;\n", name);
   }
-  fprintf(f, "  int num_warps, num_stages;\n"
-             "  const char *signature; /* the variant's promises, e.g. \"sak=1,K%%16\" (\"\": none) */\n"
-             "} %s_%s_config;\n", L, k->name);
+  fprintf(
+      f,
+      "  int num_warps, num_stages;\n"
+      "  const char *signature; /* the variant's promises, e.g. \"sak=1,K%%16\" (\"\": none) */\n"
+      "} %s_%s_config;\n",
+      L, k->name);
   fprintf(f, "/* Computes the grid for the config the library picked. */\n");
-  fprintf(f, "typedef void (*%s_%s_grid_fn)(const %s_%s_config *cfg, void *user, uint32_t grid[3]);\n",
+  fprintf(f,
+          "typedef void (*%s_%s_grid_fn)(const %s_%s_config *cfg, void *user, uint32_t grid[3]);\n",
           L, k->name, L, k->name);
-  fprintf(f, "/* Launches %s with the variant tuned for the nearest key bucket among those whose\n"
-             " * promises (integer arguments equal to 1 / divisible by 16 or 8) the call keeps; a generic\n"
-             " * variant serves the others. Loads the variant's module on first use. A refused call\n"
-             " * (no variant fits, a grid out of range) says why in kiln_rt_last_error().\n"
-             " * grid NULL: the rule it was tuned with, ", k->name);
+  fprintf(f,
+          "/* Launches %s with the variant tuned for the nearest key bucket among those whose\n"
+          " * promises (integer arguments equal to 1 / divisible by 16 or 8) the call keeps; a "
+          "generic\n"
+          " * variant serves the others. Loads the variant's module on first use. A refused call\n"
+          " * (no variant fits, a grid out of range) says why in kiln_rt_last_error().\n"
+          " * grid NULL: the rule it was tuned with, ",
+          k->name);
   char *grid = grid_text(k);
   libgen_comment(f, grid ? grid : "");
   free(grid);
@@ -149,8 +163,10 @@ static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
   params_decl(f, L, k, true);
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream);\n", L, k->name);
   if (libgen_has_call_conditions(k)) {
-    fprintf(f, "/* Conditions on the call (variants that break them never run; when none fits, the\n"
-               " * launch returns KILN_RT_ERROR_INVALID_ARGUMENT and _pick a config with num_warps 0):");
+    fprintf(
+        f,
+        "/* Conditions on the call (variants that break them never run; when none fits, the\n"
+        " * launch returns KILN_RT_ERROR_INVALID_ARGUMENT and _pick a config with num_warps 0):");
     for (int i = 0; i < k->tune->nwheres; i++)
       if (kiln_tune_where_is_call(k->tune, i)) {
         char *text = NULL;
@@ -173,22 +189,28 @@ static void header_kernel(FILE *f, const char *L, const LibKernel *k) {
 }
 
 static void write_header(FILE *f, const char *L, const LibKernel *ks, int nk, int index_bits) {
-  fprintf(f, "/* %s.h — generated by kiln (kiln tune --emit-lib / kiln lib); do not edit.\n"
-             " * Create one library handle per device; it owns the modules it loads.\n", L);
+  fprintf(f,
+          "/* %s.h — generated by kiln (kiln tune --emit-lib / kiln lib); do not edit.\n"
+          " * Create one library handle per device; it owns the modules it loads.\n",
+          L);
   if (index_bits == 64)
     fprintf(f, " * Offsets: 64-bit (--index-bits 64): buffers may hold 2^31 elements or more.\n");
   else
-    fprintf(f, " * Offsets: 32-bit (--index-bits 32): a call whose buffer reaches 2^31 elements to the\n"
-               " * end of its allocation is refused (KILN_RT_ERROR_INVALID_ARGUMENT); build with\n"
-               " * --index-bits 64 for such buffers.\n");
-  fprintf(f,
-             " * Every call refuses (KILN_RT_ERROR_INVALID_ARGUMENT, with kiln_rt_last_error()) a NULL\n"
-             " * pointer, a negative integer that sizes a buffer and a buffer whose size rule (its count\n"
-             " * in the tuning arguments, over the call's integers) is below 1. Compiled with\n"
-             " * -DKILN_LIB_CHECKED, the .c also refuses a pointer in no live allocation of the\n"
-             " * library's device, or whose allocation has no room for its size rule from it on. */\n");
+    fprintf(
+        f,
+        " * Offsets: 32-bit (--index-bits 32): a call whose buffer reaches 2^31 elements to the\n"
+        " * end of its allocation is refused (KILN_RT_ERROR_INVALID_ARGUMENT); build with\n"
+        " * --index-bits 64 for such buffers.\n");
+  fprintf(
+      f,
+      " * Every call refuses (KILN_RT_ERROR_INVALID_ARGUMENT, with kiln_rt_last_error()) a NULL\n"
+      " * pointer, a negative integer that sizes a buffer and a buffer whose size rule (its count\n"
+      " * in the tuning arguments, over the call's integers) is below 1. Compiled with\n"
+      " * -DKILN_LIB_CHECKED, the .c also refuses a pointer in no live allocation of the\n"
+      " * library's device, or whose allocation has no room for its size rule from it on. */\n");
   fprintf(f, "#ifndef KILN_LIB_%s_H\n#define KILN_LIB_%s_H\n\n", L, L);
-  fprintf(f, "#include <stdint.h>\n\n#include <kiln/kilnrt.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+  fprintf(f, "#include <stdint.h>\n\n#include <kiln/kilnrt.h>\n\n#ifdef __cplusplus\nextern \"C\" "
+             "{\n#endif\n\n");
   fprintf(f, "typedef struct %s %s;\n\n", L, L);
   fprintf(f, "/* A library handle on dev (which must outlive it); owned by the caller. */\n");
   fprintf(f, "KilnRtStatus %s_create(KilnRtDevice *dev, %s **out);\n", L, L);
@@ -264,15 +286,21 @@ static void write_image(FILE *f, int i, const KilnBuffer *b) {
 static void source_prelude(FILE *f, const char *L, int nimages) {
   fprintf(f, "/* %s.c — generated by kiln; do not edit. */\n#include \"%s.h\"\n\n", L, L);
   fprintf(f, "#include <pthread.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n");
-  fprintf(f, "struct %s {\n  KilnRtDevice *dev;\n  pthread_mutex_t mu;\n"
-             "  KilnRtModule *mods[%d];\n  KilnRtFunction *fns[%d];\n};\n\n", L, nimages, nimages);
+  fprintf(f,
+          "struct %s {\n  KilnRtDevice *dev;\n  pthread_mutex_t mu;\n"
+          "  KilnRtModule *mods[%d];\n  KilnRtFunction *fns[%d];\n};\n\n",
+          L, nimages, nimages);
   fprintf(f, "#if defined(__GNUC__)\n#define KILN_GEN_UNUSED __attribute__((unused))\n#else\n"
              "#define KILN_GEN_UNUSED\n#endif\n");
-  fprintf(f, "KILN_GEN_UNUSED static inline int64_t kiln_gen_min(int64_t a, int64_t b) { return a < b ? a : b; }\n");
-  fprintf(f, "KILN_GEN_UNUSED static inline int64_t kiln_gen_max(int64_t a, int64_t b) { return a > b ? a : b; }\n");
-  fprintf(f, "/* The tuner's key buckets: the smallest power of two >= v (0 for v <= 0), as log2+1. */\n"
-             "KILN_GEN_UNUSED static inline int kiln_gen_lbucket(int64_t v) {\n  int l = 0;\n"
-             "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n");
+  fprintf(f, "KILN_GEN_UNUSED static inline int64_t kiln_gen_min(int64_t a, int64_t b) { return a "
+             "< b ? a : b; }\n");
+  fprintf(f, "KILN_GEN_UNUSED static inline int64_t kiln_gen_max(int64_t a, int64_t b) { return a "
+             "> b ? a : b; }\n");
+  fprintf(
+      f,
+      "/* The tuner's key buckets: the smallest power of two >= v (0 for v <= 0), as log2+1. */\n"
+      "KILN_GEN_UNUSED static inline int kiln_gen_lbucket(int64_t v) {\n  int l = 0;\n"
+      "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n");
 }
 
 /* One embedded image: which module (variant) it belongs to, its format and arch. */
@@ -304,44 +332,58 @@ static void source_images(FILE *f, const char *L, const char *const *kern, int n
   for (int i = 0; i < nimg; i++) {
     fprintf(f, "  {%s, %d, kiln_gen_img%d, sizeof kiln_gen_img%d, ", format_name(im[i].format),
             im[i].arch, i, i);
-    if (is_host_format(im[i].format)) fprintf(f, "\"%s\", \"%s\"},\n", cpu, features);
-    else fprintf(f, "NULL, NULL},\n");
+    if (is_host_format(im[i].format))
+      fprintf(f, "\"%s\", \"%s\"},\n", cpu, features);
+    else
+      fprintf(f, "NULL, NULL},\n");
   }
-  fprintf(f, "};\n\nstatic const struct {\n  const char *kernel;\n  int first, count;\n} "
-             "kiln_gen_modules[%d] = {\n", nmod ? nmod : 1);
+  fprintf(f,
+          "};\n\nstatic const struct {\n  const char *kernel;\n  int first, count;\n} "
+          "kiln_gen_modules[%d] = {\n",
+          nmod ? nmod : 1);
   for (int m = 0, i = 0; m < nmod; m++) {
     int first = i;
     while (i < nimg && im[i].module == m) i++;
     fprintf(f, "  {\"%s\", %d, %d},\n", kern[m], first, i - first);
   }
   fprintf(f, "};\n\n");
-  fprintf(f, "KilnRtStatus %s_create(KilnRtDevice *dev, struct %s **out) {\n"
-             "  if (!dev || !out)\n"
-             "    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_create: NULL %%s\", "
-             "dev ? \"out\" : \"dev\");\n"
-             "  struct %s *lib = calloc(1, sizeof *lib);\n"
-             "  if (!lib) return kiln_rt_set_error(KILN_RT_ERROR_OUT_OF_MEMORY, \"%s_create: out of memory\");\n"
-             "  lib->dev = dev;\n  pthread_mutex_init(&lib->mu, NULL);\n"
-             "  *out = lib;\n  return KILN_RT_OK;\n}\n\n", L, L, L, L, L);
-  fprintf(f, "void %s_destroy(struct %s *lib) {\n  if (!lib) return;\n"
-             "  for (int i = 0; i < %d; i++) kiln_rt_module_destroy(lib->mods[i]);\n"
-             "  pthread_mutex_destroy(&lib->mu);\n  free(lib);\n}\n\n", L, L, nmod);
-  fprintf(f, "/* Loads module i on first use (the image that fits the device: a cubin of its arch, else\n"
-             " * PTX) and gives its kernel the byte sizes of its n arguments (what a launch captured\n"
-             " * into a graph on cpu copies); later calls only read the cached function. */\n"
-             "static KilnRtStatus kiln_gen_function(struct %s *lib, int i, const size_t *sizes, size_t n,\n"
-             "                                      KilnRtFunction **fn) {\n"
-             "  KilnRtStatus st = KILN_RT_OK;\n  pthread_mutex_lock(&lib->mu);\n"
-             "  if (!lib->fns[i]) {\n"
-             "    KilnRtFunction *got = NULL;\n"
-             "    if (!lib->mods[i])\n"
-             "      st = kiln_rt_module_load_best(lib->dev, &kiln_gen_images[kiln_gen_modules[i].first],\n"
-             "                                    (size_t)kiln_gen_modules[i].count, NULL, &lib->mods[i]);\n"
-             "    if (st == KILN_RT_OK)\n"
-             "      st = kiln_rt_module_get_function(lib->mods[i], kiln_gen_modules[i].kernel, &got);\n"
-             "    if (st == KILN_RT_OK && n) st = kiln_rt_function_set_arg_sizes(got, sizes, n);\n"
-             "    if (st == KILN_RT_OK) lib->fns[i] = got;\n"
-             "  }\n  *fn = lib->fns[i];\n  pthread_mutex_unlock(&lib->mu);\n  return st;\n}\n", L);
+  fprintf(f,
+          "KilnRtStatus %s_create(KilnRtDevice *dev, struct %s **out) {\n"
+          "  if (!dev || !out)\n"
+          "    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_create: NULL %%s\", "
+          "dev ? \"out\" : \"dev\");\n"
+          "  struct %s *lib = calloc(1, sizeof *lib);\n"
+          "  if (!lib) return kiln_rt_set_error(KILN_RT_ERROR_OUT_OF_MEMORY, \"%s_create: out of "
+          "memory\");\n"
+          "  lib->dev = dev;\n  pthread_mutex_init(&lib->mu, NULL);\n"
+          "  *out = lib;\n  return KILN_RT_OK;\n}\n\n",
+          L, L, L, L, L);
+  fprintf(f,
+          "void %s_destroy(struct %s *lib) {\n  if (!lib) return;\n"
+          "  for (int i = 0; i < %d; i++) kiln_rt_module_destroy(lib->mods[i]);\n"
+          "  pthread_mutex_destroy(&lib->mu);\n  free(lib);\n}\n\n",
+          L, L, nmod);
+  fprintf(
+      f,
+      "/* Loads module i on first use (the image that fits the device: a cubin of its arch, else\n"
+      " * PTX) and gives its kernel the byte sizes of its n arguments (what a launch captured\n"
+      " * into a graph on cpu copies); later calls only read the cached function. */\n"
+      "static KilnRtStatus kiln_gen_function(struct %s *lib, int i, const size_t *sizes, size_t "
+      "n,\n"
+      "                                      KilnRtFunction **fn) {\n"
+      "  KilnRtStatus st = KILN_RT_OK;\n  pthread_mutex_lock(&lib->mu);\n"
+      "  if (!lib->fns[i]) {\n"
+      "    KilnRtFunction *got = NULL;\n"
+      "    if (!lib->mods[i])\n"
+      "      st = kiln_rt_module_load_best(lib->dev, &kiln_gen_images[kiln_gen_modules[i].first],\n"
+      "                                    (size_t)kiln_gen_modules[i].count, NULL, "
+      "&lib->mods[i]);\n"
+      "    if (st == KILN_RT_OK)\n"
+      "      st = kiln_rt_module_get_function(lib->mods[i], kiln_gen_modules[i].kernel, &got);\n"
+      "    if (st == KILN_RT_OK && n) st = kiln_rt_function_set_arg_sizes(got, sizes, n);\n"
+      "    if (st == KILN_RT_OK) lib->fns[i] = got;\n"
+      "  }\n  *fn = lib->fns[i];\n  pthread_mutex_unlock(&lib->mu);\n  return st;\n}\n",
+      L);
 }
 
 /* Bit i set for each parameter i the signature requires to be 1 (mod 0) or a multiple of mod
@@ -364,7 +406,9 @@ static void variant_about(FILE *f, const LibKernel *k, const LibVariant *var) {
     char cfg[256];
     tune_config_string(&var->cfg, cfg, sizeof cfg);
     fprintf(m, "%s%s%s%s", cfg, var->sig.n ? ", promises " : "", var->sig.text,
-            var->untuned ? ", untuned" : var->generic_copy ? ", generic copy" : "");
+            var->untuned        ? ", untuned"
+            : var->generic_copy ? ", generic copy"
+                                : "");
     fclose(m);
   }
   libgen_c_string(f, text ? text : "");
@@ -372,18 +416,21 @@ static void variant_about(FILE *f, const LibKernel *k, const LibVariant *var) {
 }
 
 static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, const int *module_of) {
-  fprintf(f, "\n/* ---- kernel %s */\nstatic const struct {\n  int64_t keys[%d];\n  int module;\n"
-             "  uint64_t one, d16, d8; /* parameters promised to be 1 / multiples of 16 / of 8 (bit i: param i) */\n"
-             "  int untuned;\n  %s_%s_config cfg;\n  const char *about; /* for a refused call's message */\n"
-             "} kiln_gen_table%d[%d] = {\n",
+  fprintf(f,
+          "\n/* ---- kernel %s */\nstatic const struct {\n  int64_t keys[%d];\n  int module;\n"
+          "  uint64_t one, d16, d8; /* parameters promised to be 1 / multiples of 16 / of 8 (bit "
+          "i: param i) */\n"
+          "  int untuned;\n  %s_%s_config cfg;\n  const char *about; /* for a refused call's "
+          "message */\n"
+          "} kiln_gen_table%d[%d] = {\n",
           k->name, k->nkeys ? k->nkeys : 1, L, k->name, ki, k->nvariants);
   for (int v = 0; v < k->nvariants; v++) {
     const LibVariant *var = &k->variants[v];
     fprintf(f, "  {{");
     for (int j = 0; j < (k->nkeys ? k->nkeys : 1); j++)
       fprintf(f, "%s%lldLL", j ? ", " : "", (long long)(k->nkeys ? var->keyvals[j] : 0));
-    fprintf(f, "}, %d, 0x%llxULL, 0x%llxULL, 0x%llxULL, %d, {", module_of[v], sig_mask(&var->sig, 0),
-            sig_mask(&var->sig, 16), sig_mask(&var->sig, 8), var->untuned);
+    fprintf(f, "}, %d, 0x%llxULL, 0x%llxULL, 0x%llxULL, %d, {", module_of[v],
+            sig_mask(&var->sig, 0), sig_mask(&var->sig, 16), sig_mask(&var->sig, 8), var->untuned);
     for (int c = 0; c < k->nconsts; c++) {
       long long val = 0;
       for (int b = 0; b < var->cfg.nbindings; b++)
@@ -395,12 +442,15 @@ static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, con
     fprintf(f, "},\n   ");
     variant_about(f, k, var);
     fprintf(f, "}, /* %s median %.4f ms */\n",
-            var->untuned ? "untuned" : var->generic_copy ? "generic copy of the winner with" : "tuned",
+            var->untuned        ? "untuned"
+            : var->generic_copy ? "generic copy of the winner with"
+                                : "tuned",
             var->median_ms);
   }
   fprintf(f, "};\n");
   /* the parameters' names, for the message of a call that breaks a promise */
-  fprintf(f, "KILN_GEN_UNUSED static const char *const kiln_gen_params%d[%d] = {", ki, k->nparams ? k->nparams : 1);
+  fprintf(f, "KILN_GEN_UNUSED static const char *const kiln_gen_params%d[%d] = {", ki,
+          k->nparams ? k->nparams : 1);
   for (int i = 0; i < k->nparams; i++) {
     fputs(i ? ", " : "", f);
     libgen_c_string(f, k->params[i].name);
@@ -417,8 +467,10 @@ static void call_mask(FILE *f, const LibKernel *k, int mod) {
   for (int i = 0; i < k->nparams; i++) {
     if (!(any >> i & 1)) continue;
     fprintf(f, "%s(uint64_t)(p%d ", n++ ? " |\n      " : "", i);
-    if (mod) fprintf(f, "%% %d == 0) << %d", mod, i);
-    else fprintf(f, "== 1) << %d", i);
+    if (mod)
+      fprintf(f, "%% %d == 0) << %d", mod, i);
+    else
+      fprintf(f, "== 1) << %d", i);
   }
   if (n == 0) fputs("0", f);
 }
@@ -447,12 +499,16 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int ki, in
     fprintf(f, "  int best = -1; /* none, unless some variant's conditions on the call hold */\n"
                "  long long best_d = -1;\n  const char *why;\n");
   else
-    fprintf(f, "  int best = %d; /* generic: every call keeps its (no) promises */\n"
-               "  long long best_d = -1;\n", generic);
+    fprintf(f,
+            "  int best = %d; /* generic: every call keeps its (no) promises */\n"
+            "  long long best_d = -1;\n",
+            generic);
   fprintf(f, "  for (int v = 0; v < %d; v++) {\n", k->nvariants);
-  fprintf(f, "    if ((kiln_gen_table%d[v].one & ~one) | (kiln_gen_table%d[v].d16 & ~d16) |\n"
-             "        (kiln_gen_table%d[v].d8 & ~d8))\n"
-             "      continue; /* compiled for arguments this call does not have */\n", ki, ki, ki);
+  fprintf(f,
+          "    if ((kiln_gen_table%d[v].one & ~one) | (kiln_gen_table%d[v].d16 & ~d16) |\n"
+          "        (kiln_gen_table%d[v].d8 & ~d8))\n"
+          "      continue; /* compiled for arguments this call does not have */\n",
+          ki, ki, ki);
   if (conditions) {
     fprintf(f, "    if (!kiln_gen_fits%d(v, ", ki);
     dispatch_params(f, k, false);
@@ -460,51 +516,67 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int ki, in
   }
   fprintf(f, "    long long d = kiln_gen_table%d[v].untuned ? 1LL << 40 : 0, t = 0;\n", ki);
   for (int j = 0; j < k->nkeys; j++)
-    fprintf(f, "    t = kiln_gen_lbucket(p%d) - kiln_gen_lbucket(kiln_gen_table%d[v].keys[%d]);\n"
-               "    d += t < 0 ? -t : t;\n", k->keyidx[j], ki, j);
-  fprintf(f, "    (void)t;\n    if (best_d < 0 || d < best_d) {\n      best = v;\n      best_d = d;\n"
-             "    }\n  }\n  return best;\n}\n\n");
+    fprintf(f,
+            "    t = kiln_gen_lbucket(p%d) - kiln_gen_lbucket(kiln_gen_table%d[v].keys[%d]);\n"
+            "    d += t < 0 ? -t : t;\n",
+            k->keyidx[j], ki, j);
+  fprintf(f,
+          "    (void)t;\n    if (best_d < 0 || d < best_d) {\n      best = v;\n      best_d = d;\n"
+          "    }\n  }\n  return best;\n}\n\n");
   if (conditions) {
     /* why a call was refused: every variant's broken promise or failed condition */
-    fprintf(f, "/* The last error of a call no variant fits: what each variant needed. */\n"
-               "static KilnRtStatus kiln_gen_refuse%d(", ki);
+    fprintf(f,
+            "/* The last error of a call no variant fits: what each variant needed. */\n"
+            "static KilnRtStatus kiln_gen_refuse%d(",
+            ki);
     dispatch_params(f, k, true);
     fprintf(f, ") {\n");
     call_masks(f, k);
-    fprintf(f, "  char msg[2048];\n  size_t n = 0;\n  int w = snprintf(msg, sizeof msg, \"%s_%s: no "
-               "variant fits the call (", L, k->name);
+    fprintf(f,
+            "  char msg[2048];\n  size_t n = 0;\n  int w = snprintf(msg, sizeof msg, \"%s_%s: no "
+            "variant fits the call (",
+            L, k->name);
     int nd = 0;
     for (int i = 0; i < k->nparams; i++)
-      if (is_dispatch_param(&k->params[i])) fprintf(f, "%s%s=%%lld", nd++ ? ", " : "", k->params[i].name);
+      if (is_dispatch_param(&k->params[i]))
+        fprintf(f, "%s%s=%%lld", nd++ ? ", " : "", k->params[i].name);
     fprintf(f, ")\"");
     for (int i = 0; i < k->nparams; i++)
       if (is_dispatch_param(&k->params[i])) fprintf(f, ", (long long)p%d", i);
     fprintf(f, ");\n");
-    fprintf(f, "  for (int v = 0; v < %d && w >= 0 && (n += (size_t)w) < sizeof msg; v++) {\n"
-               "    uint64_t broken = kiln_gen_table%d[v].one & ~one, broken16 = kiln_gen_table%d[v].d16 & ~d16;\n"
-               "    uint64_t broken8 = kiln_gen_table%d[v].d8 & ~d8;\n"
-               "    int i = 0;\n    while (i < 63 && !((broken | broken16 | broken8) >> i & 1)) i++;\n"
-               "    const char *why = \"\";\n"
-               "    if (broken | broken16 | broken8)\n"
-               "      w = snprintf(msg + n, sizeof msg - n, \"; variant %%d (%%s): promise %%s%%s not kept\", v,\n"
-               "                   kiln_gen_table%d[v].about, kiln_gen_params%d[i],\n"
-               "                   broken >> i & 1 ? \"=1\" : broken16 >> i & 1 ? \"%%16\" : \"%%8\");\n"
-               "    else if (!kiln_gen_fits%d(v, ",
-            k->nvariants, ki, ki, ki, ki, ki, ki);
+    fprintf(
+        f,
+        "  for (int v = 0; v < %d && w >= 0 && (n += (size_t)w) < sizeof msg; v++) {\n"
+        "    uint64_t broken = kiln_gen_table%d[v].one & ~one, broken16 = kiln_gen_table%d[v].d16 "
+        "& ~d16;\n"
+        "    uint64_t broken8 = kiln_gen_table%d[v].d8 & ~d8;\n"
+        "    int i = 0;\n    while (i < 63 && !((broken | broken16 | broken8) >> i & 1)) i++;\n"
+        "    const char *why = \"\";\n"
+        "    if (broken | broken16 | broken8)\n"
+        "      w = snprintf(msg + n, sizeof msg - n, \"; variant %%d (%%s): promise %%s%%s not "
+        "kept\", v,\n"
+        "                   kiln_gen_table%d[v].about, kiln_gen_params%d[i],\n"
+        "                   broken >> i & 1 ? \"=1\" : broken16 >> i & 1 ? \"%%16\" : \"%%8\");\n"
+        "    else if (!kiln_gen_fits%d(v, ",
+        k->nvariants, ki, ki, ki, ki, ki, ki);
     dispatch_params(f, k, false);
-    fprintf(f, ", &why))\n"
-               "      w = snprintf(msg + n, sizeof msg - n, \"; variant %%d (%%s): %%s fails\", v,\n"
-               "                   kiln_gen_table%d[v].about, why);\n"
-               "    else\n      w = 0;\n  }\n"
-               "  return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%%s\", msg);\n}\n\n", ki);
+    fprintf(f,
+            ", &why))\n"
+            "      w = snprintf(msg + n, sizeof msg - n, \"; variant %%d (%%s): %%s fails\", v,\n"
+            "                   kiln_gen_table%d[v].about, why);\n"
+            "    else\n      w = 0;\n  }\n"
+            "  return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%%s\", msg);\n}\n\n",
+            ki);
   }
   fprintf(f, "%s_%s_config %s_%s_pick(", L, k->name, L, k->name);
   dispatch_params(f, k, true);
   fprintf(f, ") {\n  int v = kiln_gen_choose%d(", ki);
   dispatch_params(f, k, false);
-  fprintf(f, ");\n  if (v < 0) {\n    %s_%s_config none = {0};\n    none.signature = \"\";\n"
-             "    return none; /* num_warps 0: no variant fits */\n  }\n"
-             "  return kiln_gen_table%d[v].cfg;\n}\n\n", L, k->name, ki);
+  fprintf(f,
+          ");\n  if (v < 0) {\n    %s_%s_config none = {0};\n    none.signature = \"\";\n"
+          "    return none; /* num_warps 0: no variant fits */\n  }\n"
+          "  return kiln_gen_table%d[v].cfg;\n}\n\n",
+          L, k->name, ki);
 }
 
 /* GPU code (cuda and emu) was compiled on the promise that every pointer argument is 16-byte
@@ -514,10 +586,12 @@ static void source_choose(FILE *f, const char *L, const LibKernel *k, int ki, in
 static void source_pointer_checks(FILE *f, const char *L, const LibKernel *k) {
   for (int i = 0; i < k->nparams; i++) {
     if (!k->params[i].is_ptr) continue;
-    fprintf(f, "  if ((uintptr_t)p%d %% 16 != 0)\n"
-               "    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: pointer %s = %%p is "
-               "not 16-byte aligned (the GPU code assumes it)\", (void *)p%d);\n",
-            i, L, k->name, k->params[i].name, i);
+    fprintf(
+        f,
+        "  if ((uintptr_t)p%d %% 16 != 0)\n"
+        "    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: pointer %s = %%p is "
+        "not 16-byte aligned (the GPU code assumes it)\", (void *)p%d);\n",
+        i, L, k->name, k->params[i].name, i);
   }
 }
 
@@ -561,23 +635,27 @@ static void c_string_of_expr(FILE *f, const TuneExpr *e) {
  * sizes and strides: `x: f32[(rows - 1) * ld + cols]` for padded rows). The refusal names the
  * buffer, the bytes the call needs and the bytes registered from the pointer to the end of
  * its allocation. */
-static void source_checked_room(FILE *f, const char *L, const LibKernel *k, int i, const TuneExpr *e) {
+static void source_checked_room(FILE *f, const char *L, const LibKernel *k, int i,
+                                const TuneExpr *e) {
   const TuneParam *q = &k->params[i];
   size_t elem = tune_scalar_bytes(q->scalar);
-  fprintf(f, "#ifdef KILN_LIB_CHECKED\n"
-             "    if (p%d) { /* NULL only where the spec allows it ('?'): nothing to check */\n"
-             "      void *kiln_base;\n      size_t kiln_have;\n"
-             "      if (kiln_rt_mem_find(lib->dev, p%d, &kiln_base, &kiln_have) != KILN_RT_OK)\n"
-             "        return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: pointer %s = %%p "
-             "is in no allocation of the library's device (KILN_LIB_CHECKED)\", (void *)p%d);\n"
-             "      kiln_have -= (size_t)((const char *)p%d - (const char *)kiln_base);\n"
-             "      if ((uint64_t)kiln_n > kiln_have / %zu)\n"
-             "        return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: buffer %s needs "
-             "%%llu bytes (%%s = %%lld elements of %zu bytes) but %%zu bytes are registered from %s "
-             "to the end of its allocation (KILN_LIB_CHECKED)\",\n"
-             "                                 (uint64_t)kiln_n > UINT64_MAX / %zu ? (unsigned long long)UINT64_MAX "
-             ": (unsigned long long)kiln_n * %zuu, ",
-          i, i, L, k->name, q->name, i, i, elem, L, k->name, q->name, elem, q->name, elem, elem);
+  fprintf(
+      f,
+      "#ifdef KILN_LIB_CHECKED\n"
+      "    if (p%d) { /* NULL only where the spec allows it ('?'): nothing to check */\n"
+      "      void *kiln_base;\n      size_t kiln_have;\n"
+      "      if (kiln_rt_mem_find(lib->dev, p%d, &kiln_base, &kiln_have) != KILN_RT_OK)\n"
+      "        return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: pointer %s = %%p "
+      "is in no allocation of the library's device (KILN_LIB_CHECKED)\", (void *)p%d);\n"
+      "      kiln_have -= (size_t)((const char *)p%d - (const char *)kiln_base);\n"
+      "      if ((uint64_t)kiln_n > kiln_have / %zu)\n"
+      "        return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: buffer %s needs "
+      "%%llu bytes (%%s = %%lld elements of %zu bytes) but %%zu bytes are registered from %s "
+      "to the end of its allocation (KILN_LIB_CHECKED)\",\n"
+      "                                 (uint64_t)kiln_n > UINT64_MAX / %zu ? (unsigned long "
+      "long)UINT64_MAX "
+      ": (unsigned long long)kiln_n * %zuu, ",
+      i, i, L, k->name, q->name, i, i, elem, L, k->name, q->name, elem, q->name, elem, elem);
   c_string_of_expr(f, e);
   fprintf(f, ", (long long)kiln_n, kiln_have);\n    }\n#endif\n");
 }
@@ -592,8 +670,10 @@ static void source_argument_checks(FILE *f, const char *L, const LibKernel *k, T
     if (!k->params[i].is_ptr) continue;
     const TuneArgSpec *a = harness_spec(k, i);
     if (!a || !a->nullable)
-      fprintf(f, "  if (!p%d)\n    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, "
-                 "\"%s_%s: pointer %s is NULL\");\n", i, L, k->name, k->params[i].name);
+      fprintf(f,
+              "  if (!p%d)\n    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, "
+              "\"%s_%s: pointer %s is NULL\");\n",
+              i, L, k->name, k->params[i].name);
     if (!size_rule(k, i, e)) continue;
     for (int n = 0; n < e->count; n++)
       for (int p = 0; p < k->nparams; p++)
@@ -601,16 +681,20 @@ static void source_argument_checks(FILE *f, const char *L, const LibKernel *k, T
   }
   for (int p = 0; p < k->nparams; p++)
     if (extent[p])
-      fprintf(f, "  if ((int64_t)p%d < 0)\n    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, "
-                 "\"%s_%s: %s = %%lld sizes a buffer and must not be negative\", (long long)p%d);\n",
-              p, L, k->name, k->params[p].name, p);
+      fprintf(
+          f,
+          "  if ((int64_t)p%d < 0)\n    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, "
+          "\"%s_%s: %s = %%lld sizes a buffer and must not be negative\", (long long)p%d);\n",
+          p, L, k->name, k->params[p].name, p);
   for (int i = 0; i < k->nparams; i++) {
     if (!k->params[i].is_ptr || !size_rule(k, i, e)) continue;
     fprintf(f, "  {\n    int ck = 0, *bad = &ck;\n    (void)bad;\n    int64_t kiln_n = ");
     grid_node_c(f, L, k, e, e->root);
-    fprintf(f, ";\n    if (ck || kiln_n < 1)\n"
-               "      return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: buffer %s "
-               "of %%s = %%lld elements (%%s): a buffer needs 1 or more\",\n                               ",
+    fprintf(f,
+            ";\n    if (ck || kiln_n < 1)\n"
+            "      return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: buffer %s "
+            "of %%s = %%lld elements (%%s): a buffer needs 1 or more\",\n                          "
+            "     ",
             L, k->name, k->params[i].name);
     c_string_of_expr(f, e);
     fprintf(f, ", (long long)kiln_n, ck ? \"out of range of int64\" : \"its size rule\");\n");
@@ -624,7 +708,9 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, Tu
   fprintf(f, "KilnRtStatus %s_%s(struct %s *lib", L, k->name, L);
   params_decl(f, L, k, false);
   fprintf(f, ",\n    %s_%s_grid_fn grid, void *grid_user, KilnRtStream *stream) {\n", L, k->name);
-  fprintf(f, "  if (!lib) return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: NULL library\");\n",
+  fprintf(f,
+          "  if (!lib) return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: NULL "
+          "library\");\n",
           L, k->name);
   source_argument_checks(f, L, k, e);
   if (gpu_code) source_pointer_checks(f, L, k);
@@ -637,24 +723,34 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, Tu
     fprintf(f, ");\n");
   }
   fprintf(f, "  const %s_%s_config *cfg = &kiln_gen_table%d[v].cfg;\n", L, k->name, ki);
-  fprintf(f, "  uint32_t g[3] = {1, 1, 1};\n  if (grid) {\n    grid(cfg, grid_user, g);\n  } else {\n"
-             "    int ck = 0, *bad = &ck;\n    (void)bad;\n");
+  fprintf(f,
+          "  uint32_t g[3] = {1, 1, 1};\n  if (grid) {\n    grid(cfg, grid_user, g);\n  } else {\n"
+          "    int ck = 0, *bad = &ck;\n    (void)bad;\n");
   for (int a = 0; a < k->h.ngrid; a++) {
     tune_expr_parse(k->h.grid[a], e, NULL, 0); /* checked by grid_axis */
     fprintf(f, "    int64_t g%d = ", a);
     grid_node_c(f, L, k, e, e->root);
-    fprintf(f, ";\n    if (ck || g%d < 1 || g%d > INT32_MAX)\n"
-               "      return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT,\n"
-               "                               \"%s_%s: grid axis %d, %%s, is %%s (1 .. 2^31-1 programs)\", ", a, a, L, k->name, a);
+    fprintf(f,
+            ";\n    if (ck || g%d < 1 || g%d > INT32_MAX)\n"
+            "      return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT,\n"
+            "                               \"%s_%s: grid axis %d, %%s, is %%s (1 .. 2^31-1 "
+            "programs)\", ",
+            a, a, L, k->name, a);
     c_string_of_expr(f, e);
-    fprintf(f, ",\n                               ck ? \"out of range of int64\" : g%d < 1 ? \"< 1\" : \"too large\");\n"
-               "    g[%d] = (uint32_t)g%d;\n", a, a, a);
+    fprintf(f,
+            ",\n                               ck ? \"out of range of int64\" : g%d < 1 ? \"< 1\" "
+            ": \"too large\");\n"
+            "    g[%d] = (uint32_t)g%d;\n",
+            a, a, a);
   }
   fprintf(f, "  }\n  static const size_t sizes[] = {");
   for (int i = 0; i < k->nparams; i++) fprintf(f, "%ssizeof p%d", i ? ", " : "", i);
-  fprintf(f, "%s};\n  KilnRtFunction *fn;\n"
-             "  KilnRtStatus st = kiln_gen_function(lib, kiln_gen_table%d[v].module, sizes, %d, &fn);\n"
-             "  if (st != KILN_RT_OK) return st;\n  void *args[] = {", k->nparams ? "" : "0", ki, k->nparams);
+  fprintf(
+      f,
+      "%s};\n  KilnRtFunction *fn;\n"
+      "  KilnRtStatus st = kiln_gen_function(lib, kiln_gen_table%d[v].module, sizes, %d, &fn);\n"
+      "  if (st != KILN_RT_OK) return st;\n  void *args[] = {",
+      k->nparams ? "" : "0", ki, k->nparams);
   for (int i = 0; i < k->nparams; i++) fprintf(f, "%s&p%d", i ? ", " : "", i);
   fprintf(f, "%s};\n", k->nparams ? "" : "0");
   fprintf(f, "  KilnRtLaunchConfig lc = {{g[0], g[1], g[2]}, (uint32_t)cfg->num_warps * 32, 0};\n"
@@ -673,10 +769,10 @@ static int sig_strength(const TuneSig *s) {
  * the first generic variant, -1 if there is none. */
 static int order_variants(LibKernel *k) {
   for (int i = 1; i < k->nvariants; i++)
-    for (int j = i; j > 0 && (k->variants[j].sig.n > k->variants[j - 1].sig.n ||
-                              (k->variants[j].sig.n == k->variants[j - 1].sig.n &&
-                               sig_strength(&k->variants[j].sig) >
-                                   sig_strength(&k->variants[j - 1].sig)));
+    for (int j = i;
+         j > 0 && (k->variants[j].sig.n > k->variants[j - 1].sig.n ||
+                   (k->variants[j].sig.n == k->variants[j - 1].sig.n &&
+                    sig_strength(&k->variants[j].sig) > sig_strength(&k->variants[j - 1].sig)));
          j--) {
       LibVariant t = k->variants[j];
       k->variants[j] = k->variants[j - 1];
@@ -699,16 +795,28 @@ static int compile_variant(const LibKernel *k, const LibVariant *v, KilnTarget t
   KilnDefine spec[TUNE_MAX_PARAMS], mult[TUNE_MAX_PARAMS];
   size_t nspec = 0, nmult = 0;
   tune_sig_defines(&v->sig, spec, &nspec, mult, &nmult);
-  KilnCompileOptions o = {.path = k->path, .source = k->src, .source_len = k->srclen,
-                          .kernel = k->name, .defines = defs, .num_defines = (size_t)nd,
-                          .specialize = spec, .num_specialize = nspec, .multiple_of = mult,
-                          .num_multiple_of = nmult, .target = target, .cpu = cpu,
-                          .num_warps = v->cfg.num_warps, .num_stages = v->cfg.num_stages,
-                          .index_bits = index_bits, .diag = err};
+  KilnCompileOptions o = {.path = k->path,
+                          .source = k->src,
+                          .source_len = k->srclen,
+                          .kernel = k->name,
+                          .defines = defs,
+                          .num_defines = (size_t)nd,
+                          .specialize = spec,
+                          .num_specialize = nspec,
+                          .multiple_of = mult,
+                          .num_multiple_of = nmult,
+                          .target = target,
+                          .cpu = cpu,
+                          .num_warps = v->cfg.num_warps,
+                          .num_stages = v->cfg.num_stages,
+                          .index_bits = index_bits,
+                          .diag = err};
   return (int)kiln_driver_compile(&o, emit, out);
 }
 
-static int arch_of(KilnTarget t) { return t == KILN_TARGET_SM90 ? 90 : t == KILN_TARGET_SM80 ? 80 : 0; }
+static int arch_of(KilnTarget t) {
+  return t == KILN_TARGET_SM90 ? 90 : t == KILN_TARGET_SM80 ? 80 : 0;
+}
 
 /* What one variant's module holds: host targets one object; GPU targets a cubin per arch
  * (unless ptx_only) and the PTX of the first (oldest) arch, which the driver can JIT for any
@@ -716,9 +824,9 @@ static int arch_of(KilnTarget t) { return t == KILN_TARGET_SM90 ? 90 : t == KILN
 typedef struct LibBuild {
   const LibGpuArchs *gpu; /* NULL: a host target */
   KilnTarget host;
-  const char *cpu;        /* host: the CPU target */
-  int index_bits;         /* every variant's offsets: 32 or 64 */
-  char features[1024];    /* host: the CPU features its code may use */
+  const char *cpu;     /* host: the CPU target */
+  int index_bits;      /* every variant's offsets: 32 or 64 */
+  char features[1024]; /* host: the CPU features its code may use */
   FILE *img;
   LibImage *images;
   int nimages;
@@ -748,8 +856,8 @@ static int build_module(LibBuild *B, int module, const LibKernel *k, const LibVa
               kiln_rt_last_error());
       rc = 2;
     }
-    if (rc == 0) rc = add_image(B, module, KILN_RT_MODULE_HOST_SHARED, 0,
-                                &(KilnBuffer){so, so_size});
+    if (rc == 0)
+      rc = add_image(B, module, KILN_RT_MODULE_HOST_SHARED, 0, &(KilnBuffer){so, so_size});
     free(so);
     kiln_buffer_free(&b);
     return rc;
@@ -759,12 +867,15 @@ static int build_module(LibBuild *B, int module, const LibKernel *k, const LibVa
     if (rc == 0) rc = add_image(B, module, KILN_RT_MODULE_CUBIN, arch_of(B->gpu->archs[a]), &b);
     kiln_buffer_free(&b);
   }
-  if (rc == 0) rc = compile_variant(k, v, B->gpu->archs[0], NULL, B->index_bits, KILN_EMIT_PTX, &b, err);
+  if (rc == 0)
+    rc = compile_variant(k, v, B->gpu->archs[0], NULL, B->index_bits, KILN_EMIT_PTX, &b, err);
   /* PTX is text: embed it with its NUL so that a reader may treat it as a C string */
   if (rc == 0 && b.size && b.data[b.size - 1] != '\0') {
     char *nd = realloc(b.data, b.size + 1);
-    if (!nd) rc = 2;
-    else (b.data = nd)[b.size++] = '\0';
+    if (!nd)
+      rc = 2;
+    else
+      (b.data = nd)[b.size++] = '\0';
   }
   if (rc == 0) rc = add_image(B, module, KILN_RT_MODULE_PTX, arch_of(B->gpu->archs[0]), &b);
   kiln_buffer_free(&b);
@@ -808,7 +919,9 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
   char *hbuf = NULL, *cbuf = NULL, *ibuf = NULL;
   size_t hlen = 0, clen = 0, ilen = 0;
   FILE *h = open_memstream(&hbuf, &hlen), *c = open_memstream(&cbuf, &clen);
-  LibBuild B = {.gpu = gpu, .host = target, .cpu = cpu ? cpu : "native",
+  LibBuild B = {.gpu = gpu,
+                .host = target,
+                .cpu = cpu ? cpu : "native",
                 .index_bits = index_bits == 64 ? 64 : 32,
                 .img = open_memstream(&ibuf, &ilen)};
   int rc = h && c && B.img ? 0 : 2, nmod = 0;
@@ -831,8 +944,9 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
     if (!module_of[i]) rc = 2;
     for (int v = 0; v < ks[i].nvariants && rc == 0; v++) {
       int same = 0; /* variants with one config and one signature share a module */
-      while (same < v && (memcmp(&ks[i].variants[same].cfg, &ks[i].variants[v].cfg, sizeof(KilnTuneConfig)) ||
-                          strcmp(ks[i].variants[same].sig.text, ks[i].variants[v].sig.text)))
+      while (same < v &&
+             (memcmp(&ks[i].variants[same].cfg, &ks[i].variants[v].cfg, sizeof(KilnTuneConfig)) ||
+              strcmp(ks[i].variants[same].sig.text, ks[i].variants[v].sig.text)))
         same++;
       if (same < v) {
         module_of[i][v] = module_of[i][same];
@@ -841,8 +955,10 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
       rc = build_module(&B, nmod, &ks[i], &ks[i].variants[v], err);
       if (rc) break;
       const char **nkern = realloc(kern, (size_t)(nmod + 1) * sizeof *kern);
-      if (!nkern) rc = 2;
-      else (kern = nkern)[nmod] = ks[i].name;
+      if (!nkern)
+        rc = 2;
+      else
+        (kern = nkern)[nmod] = ks[i].name;
       module_of[i][v] = nmod++;
     }
   }

@@ -22,27 +22,29 @@ bool libgen_has_call_conditions(const LibKernel *k) {
 }
 
 void libgen_emit_checked_ops(FILE *f) {
-  fprintf(f, "/* Checked 64-bit arithmetic of the conditions on the call and the grid rules: an\n"
-             " * overflow, a division by zero, a shift out of range or a cdiv by a divisor < 1 sets\n"
-             " * *bad (the condition fails, the grid is refused), as in the tuner. */\n"
-             "enum { KILN_GEN_CK_ADD, KILN_GEN_CK_SUB, KILN_GEN_CK_MUL, KILN_GEN_CK_DIV, "
-             "KILN_GEN_CK_MOD,\n       KILN_GEN_CK_SHL, KILN_GEN_CK_SHR, KILN_GEN_CK_CDIV };\n");
-  fprintf(f, "KILN_GEN_UNUSED static int64_t kiln_gen_ck(int op, int64_t a, int64_t b, int *bad) {\n"
-             "  int64_t r = 0;\n  switch (op) {\n"
-             "  case KILN_GEN_CK_ADD: *bad |= __builtin_add_overflow(a, b, &r); break;\n"
-             "  case KILN_GEN_CK_SUB: *bad |= __builtin_sub_overflow(a, b, &r); break;\n"
-             "  case KILN_GEN_CK_MUL: *bad |= __builtin_mul_overflow(a, b, &r); break;\n"
-             "  case KILN_GEN_CK_DIV:\n  case KILN_GEN_CK_MOD:\n"
-             "    if (b == 0 || (a == INT64_MIN && b == -1)) *bad = 1;\n"
-             "    else r = op == KILN_GEN_CK_DIV ? a / b : a %% b;\n    break;\n"
-             "  case KILN_GEN_CK_SHL:\n"
-             "    if (b < 0 || b > 62 || a < 0 || a > (INT64_MAX >> b)) *bad = 1;\n"
-             "    else r = a << b;\n    break;\n"
-             "  case KILN_GEN_CK_CDIV:\n"
-             "    if (b <= 0 || a > INT64_MAX - (b - 1)) *bad = 1;\n"
-             "    else r = (a + b - 1) / b;\n    break;\n"
-             "  default:\n    if (b < 0 || b > 62) *bad = 1;\n    else r = a >> b;\n    break;\n"
-             "  }\n  return r;\n}\n\n");
+  fprintf(f,
+          "/* Checked 64-bit arithmetic of the conditions on the call and the grid rules: an\n"
+          " * overflow, a division by zero, a shift out of range or a cdiv by a divisor < 1 sets\n"
+          " * *bad (the condition fails, the grid is refused), as in the tuner. */\n"
+          "enum { KILN_GEN_CK_ADD, KILN_GEN_CK_SUB, KILN_GEN_CK_MUL, KILN_GEN_CK_DIV, "
+          "KILN_GEN_CK_MOD,\n       KILN_GEN_CK_SHL, KILN_GEN_CK_SHR, KILN_GEN_CK_CDIV };\n");
+  fprintf(f,
+          "KILN_GEN_UNUSED static int64_t kiln_gen_ck(int op, int64_t a, int64_t b, int *bad) {\n"
+          "  int64_t r = 0;\n  switch (op) {\n"
+          "  case KILN_GEN_CK_ADD: *bad |= __builtin_add_overflow(a, b, &r); break;\n"
+          "  case KILN_GEN_CK_SUB: *bad |= __builtin_sub_overflow(a, b, &r); break;\n"
+          "  case KILN_GEN_CK_MUL: *bad |= __builtin_mul_overflow(a, b, &r); break;\n"
+          "  case KILN_GEN_CK_DIV:\n  case KILN_GEN_CK_MOD:\n"
+          "    if (b == 0 || (a == INT64_MIN && b == -1)) *bad = 1;\n"
+          "    else r = op == KILN_GEN_CK_DIV ? a / b : a %% b;\n    break;\n"
+          "  case KILN_GEN_CK_SHL:\n"
+          "    if (b < 0 || b > 62 || a < 0 || a > (INT64_MAX >> b)) *bad = 1;\n"
+          "    else r = a << b;\n    break;\n"
+          "  case KILN_GEN_CK_CDIV:\n"
+          "    if (b <= 0 || a > INT64_MAX - (b - 1)) *bad = 1;\n"
+          "    else r = (a + b - 1) / b;\n    break;\n"
+          "  default:\n    if (b < 0 || b > 62) *bad = 1;\n    else r = a >> b;\n    break;\n"
+          "  }\n  return r;\n}\n\n");
 }
 
 /* The position of an integer parameter among the kernel's parameters, or -1. */
@@ -59,11 +61,11 @@ static int64_t binding(const KilnTuneConfig *cfg, const char *name) {
 }
 
 static const char *const bin_text[KILN_BIN_COUNT] = {
-    [KILN_BIN_ADD] = "+", [KILN_BIN_SUB] = "-", [KILN_BIN_MUL] = "*", [KILN_BIN_DIV] = "/",
-    [KILN_BIN_MOD] = "%", [KILN_BIN_SHL] = "<<", [KILN_BIN_SHR] = ">>", [KILN_BIN_LT] = "<",
-    [KILN_BIN_LE] = "<=", [KILN_BIN_GT] = ">", [KILN_BIN_GE] = ">=", [KILN_BIN_EQ] = "==",
-    [KILN_BIN_NE] = "!=", [KILN_BIN_BITAND] = "&", [KILN_BIN_BITOR] = "|",
-    [KILN_BIN_BITXOR] = "^", [KILN_BIN_AND] = "&&", [KILN_BIN_OR] = "||"};
+    [KILN_BIN_ADD] = "+",  [KILN_BIN_SUB] = "-",    [KILN_BIN_MUL] = "*",   [KILN_BIN_DIV] = "/",
+    [KILN_BIN_MOD] = "%",  [KILN_BIN_SHL] = "<<",   [KILN_BIN_SHR] = ">>",  [KILN_BIN_LT] = "<",
+    [KILN_BIN_LE] = "<=",  [KILN_BIN_GT] = ">",     [KILN_BIN_GE] = ">=",   [KILN_BIN_EQ] = "==",
+    [KILN_BIN_NE] = "!=",  [KILN_BIN_BITAND] = "&", [KILN_BIN_BITOR] = "|", [KILN_BIN_BITXOR] = "^",
+    [KILN_BIN_AND] = "&&", [KILN_BIN_OR] = "||"};
 
 void libgen_print_where(FILE *f, const KilnExpr *e, bool top) {
   switch (e->kind) {
@@ -79,7 +81,8 @@ void libgen_print_where(FILE *f, const KilnExpr *e, bool top) {
   case KILN_EXPR_BINARY:
     if (!top) fputc('(', f);
     libgen_print_where(f, e->lhs, false);
-    fprintf(f, " %s ", (unsigned)e->binop < KILN_BIN_COUNT && bin_text[e->binop] ? bin_text[e->binop] : "?");
+    fprintf(f, " %s ",
+            (unsigned)e->binop < KILN_BIN_COUNT && bin_text[e->binop] ? bin_text[e->binop] : "?");
     libgen_print_where(f, e->rhs, false);
     if (!top) fputc(')', f);
     return;
@@ -89,21 +92,26 @@ void libgen_print_where(FILE *f, const KilnExpr *e, bool top) {
 
 static void emit_expr(FILE *f, const LibKernel *k, const KilnTuneConfig *cfg, const KilnExpr *e) {
   static const char *const checked[] = {
-      [KILN_BIN_ADD] = "ADD", [KILN_BIN_SUB] = "SUB", [KILN_BIN_MUL] = "MUL", [KILN_BIN_DIV] = "DIV",
-      [KILN_BIN_MOD] = "MOD", [KILN_BIN_SHL] = "SHL", [KILN_BIN_SHR] = "SHR"};
+      [KILN_BIN_ADD] = "ADD", [KILN_BIN_SUB] = "SUB", [KILN_BIN_MUL] = "MUL",
+      [KILN_BIN_DIV] = "DIV", [KILN_BIN_MOD] = "MOD", [KILN_BIN_SHL] = "SHL",
+      [KILN_BIN_SHR] = "SHR"};
   switch (e->kind) {
   case KILN_EXPR_INT:
   case KILN_EXPR_BOOL: fprintf(f, "INT64_C(%lld)", (long long)e->ival); return;
   case KILN_EXPR_TYPE: fprintf(f, "INT64_C(%d)", (int)e->cast_to->scalar); return;
   case KILN_EXPR_NAME: {
     int i = param_index(k, e->name);
-    if (i >= 0) fprintf(f, "(int64_t)p%d", i);
-    else fprintf(f, "INT64_C(%lld)", (long long)binding(cfg, e->name));
+    if (i >= 0)
+      fprintf(f, "(int64_t)p%d", i);
+    else
+      fprintf(f, "INT64_C(%lld)", (long long)binding(cfg, e->name));
     return;
   }
   case KILN_EXPR_UNARY:
-    if (e->unop == KILN_UN_NEG) fprintf(f, "kiln_gen_ck(KILN_GEN_CK_SUB, 0, ");
-    else fputs(e->unop == KILN_UN_NOT ? "(int64_t)!(" : "~(", f);
+    if (e->unop == KILN_UN_NEG)
+      fprintf(f, "kiln_gen_ck(KILN_GEN_CK_SUB, 0, ");
+    else
+      fputs(e->unop == KILN_UN_NOT ? "(int64_t)!(" : "~(", f);
     emit_expr(f, k, cfg, e->lhs);
     fputs(e->unop == KILN_UN_NEG ? ", bad)" : ")", f);
     return;
@@ -111,12 +119,17 @@ static void emit_expr(FILE *f, const LibKernel *k, const KilnTuneConfig *cfg, co
     int op = (int)e->binop;
     bool is_checked = op < (int)(sizeof checked / sizeof *checked) && checked[op];
     bool is_logic = e->binop == KILN_BIN_AND || e->binop == KILN_BIN_OR;
-    if (is_checked) fprintf(f, "kiln_gen_ck(KILN_GEN_CK_%s, ", checked[op]);
-    else fputs(is_logic ? "(int64_t)(((" : "(int64_t)(", f);
+    if (is_checked)
+      fprintf(f, "kiln_gen_ck(KILN_GEN_CK_%s, ", checked[op]);
+    else
+      fputs(is_logic ? "(int64_t)(((" : "(int64_t)(", f);
     emit_expr(f, k, cfg, e->lhs);
-    if (is_checked) fputs(", ", f);
-    else if (is_logic) fprintf(f, ") != 0) %s ((", e->binop == KILN_BIN_AND ? "&" : "|");
-    else fprintf(f, " %s ", bin_text[op]);
+    if (is_checked)
+      fputs(", ", f);
+    else if (is_logic)
+      fprintf(f, ") != 0) %s ((", e->binop == KILN_BIN_AND ? "&" : "|");
+    else
+      fprintf(f, " %s ", bin_text[op]);
     emit_expr(f, k, cfg, e->rhs);
     fputs(is_checked ? ", bad)" : is_logic ? ") != 0))" : ")", f);
     return;
@@ -128,9 +141,11 @@ static void emit_expr(FILE *f, const LibKernel *k, const KilnTuneConfig *cfg, co
 void libgen_emit_fits(FILE *f, const LibKernel *k, int ki,
                       void (*params)(FILE *, const LibKernel *, bool)) {
   const KilnTune *t = k->tune;
-  fprintf(f, "/* Whether variant v may run this call: the tune block's conditions on the call; the\n"
-             " * first that fails in *why. */\n"
-             "static int kiln_gen_fits%d(int v, ", ki);
+  fprintf(f,
+          "/* Whether variant v may run this call: the tune block's conditions on the call; the\n"
+          " * first that fails in *why. */\n"
+          "static int kiln_gen_fits%d(int v, ",
+          ki);
   params(f, k, true);
   fprintf(f, ", const char **why) {\n  int ck = 0, *bad = &ck;\n  (void)bad;\n");
   for (int i = 0; i < k->nparams; i++)

@@ -44,6 +44,7 @@ static bool in_list(const char *name, const char *const *list) {
 /* C17, C23 and C++ keywords and the lower-case names of standard headers that are keywords or
  * object-like macros (iso646.h, stdbool.h, complex.h, errno.h, stdio.h), predefined macros of
  * GNU modes, and the names the launch prototype and the config structs use themselves. */
+// clang-format off: a word table, kept packed
 static const char *const unsafe_words[] = {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
     "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
@@ -59,20 +60,23 @@ static const char *const unsafe_words[] = {
     "xor", "xor_eq", "noreturn", "complex", "imaginary", "errno", "stdin", "stdout", "stderr",
     "linux", "unix", "i386", "math_errhandling", "offsetof",
     "lib", "grid", "grid_user", "stream", "num_warps", "num_stages", "signature", NULL};
+// clang-format on
 
 /* What a library name must not be besides: the other prototypes' parameters (NAME_create
  * takes `dev` and `out` after NAME is a type) and functions the generated source calls. */
 static const char *const unsafe_lib_words[] = {
-    "dev", "out", "cfg", "user", "calloc", "malloc", "realloc", "free", "abort", "exit",
-    "snprintf", "printf", "memcpy", "memset", "strlen", "main", NULL};
+    "dev",  "out",      "cfg",    "user",   "calloc", "malloc", "realloc", "free", "abort",
+    "exit", "snprintf", "printf", "memcpy", "memset", "strlen", "main",    NULL};
 
 /* Upper-case macro families of the C standard headers (limits, stdint, errno, stdio, math). */
+// clang-format off: a word table, kept packed
 static const char *const unsafe_macro_prefixes[] = {
     "INT", "UINT", "SIZE_", "PTRDIFF_", "SIG", "WCHAR_", "WINT_", "CHAR_", "SCHAR_", "UCHAR_",
     "SHRT_", "USHRT_", "LONG_", "ULONG_", "LLONG_", "ULLONG_", "FLT_", "DBL_", "LDBL_", "EXIT_",
     "RAND_MAX", "EOF", "BUFSIZ", "FILENAME_MAX", "FOPEN_MAX", "TMP_MAX", "SEEK_", "NULL", "NAN",
     "INFINITY", "HUGE_VAL", "FP_", "MATH_", "M_", "PTHREAD_", "PRI", "SCN", "MB_", "LC_",
     "ATOMIC_", "CLOCKS_PER_SEC", "TIME_UTC", "WEOF", "BITINT_", "ONCE_FLAG_INIT", NULL};
+// clang-format on
 
 static bool is_upper_macro_like(const char *s) {
   for (; *s; s++)
@@ -85,7 +89,7 @@ bool libgen_name_is_safe(const char *L, const char *name) {
   if (!libgen_is_ident(name) || name[0] == '_' || !strncasecmp(name, "kiln", 4)) return false;
   if (in_list(name, unsafe_words)) return false;
   if (n >= 2 && !strcmp(name + n - 2, "_t")) return false;
-  if (!strcmp(name, "I")) return false; /* complex.h */
+  if (!strcmp(name, "I")) return false;                                   /* complex.h */
   if (name[0] == 'E' && n > 1 && is_upper_macro_like(name)) return false; /* errno.h */
   if (is_upper_macro_like(name))
     for (const char *const *p = unsafe_macro_prefixes; *p; p++)
@@ -99,9 +103,8 @@ void libgen_c_name(const char *L, const char *name, char *out, size_t cap) {
 }
 
 /* Families whose NAME_create / NAME_destroy (or NAME_K) are C library or POSIX functions. */
-static const char *const reserved_lib_prefixes[] = {"pthread", "thrd", "mtx", "cnd", "tss",
-                                                    "timer", "sem", "atomic", "str", "mem",
-                                                    NULL};
+static const char *const reserved_lib_prefixes[] = {
+    "pthread", "thrd", "mtx", "cnd", "tss", "timer", "sem", "atomic", "str", "mem", NULL};
 
 /* The public names of one kernel, in the order libgen writes them. */
 static void public_names(const char *L, const char *k, char names[4][160]) {
@@ -111,16 +114,20 @@ static void public_names(const char *L, const char *k, char names[4][160]) {
 
 int libgen_check_names(const char *L, const LibKernel *ks, int nk, FILE *err) {
   if (!libgen_is_ident(L) || !libgen_name_is_safe(NULL, L) || in_list(L, unsafe_lib_words)) {
-    fprintf(err, "kiln: error: library name '%s' is not a C identifier of its own (it must not "
-                 "be a C keyword, start with '_' or 'kiln', or name a type or macro of the "
-                 "standard headers)\n", L);
+    fprintf(err,
+            "kiln: error: library name '%s' is not a C identifier of its own (it must not "
+            "be a C keyword, start with '_' or 'kiln', or name a type or macro of the "
+            "standard headers)\n",
+            L);
     return 64;
   }
   for (const char *const *p = reserved_lib_prefixes; *p; p++) {
     size_t n = strlen(*p);
     if (!strncmp(L, *p, n) && (L[n] == '\0' || L[n] == '_')) {
-      fprintf(err, "kiln: error: library name '%s': %s_create and the like are C library "
-                   "functions; choose another name\n", L, L);
+      fprintf(err,
+              "kiln: error: library name '%s': %s_create and the like are C library "
+              "functions; choose another name\n",
+              L, L);
       return 64;
     }
   }
@@ -130,9 +137,10 @@ int libgen_check_names(const char *L, const LibKernel *ks, int nk, FILE *err) {
       return 2;
     }
     if (!strcmp(ks[i].name, "create") || !strcmp(ks[i].name, "destroy")) {
-      fprintf(err, "kiln: error: kernel '%s' would be the library's own %s_%s; put it in a "
-                   "library with a kernel of another name or rename it\n", ks[i].name, L,
-              ks[i].name);
+      fprintf(err,
+              "kiln: error: kernel '%s' would be the library's own %s_%s; put it in a "
+              "library with a kernel of another name or rename it\n",
+              ks[i].name, L, ks[i].name);
       return 1;
     }
     char a[4][160];
@@ -143,9 +151,10 @@ int libgen_check_names(const char *L, const LibKernel *ks, int nk, FILE *err) {
       for (int x = 0; x < 4; x++)
         for (int y = 0; y < 4; y++)
           if (!strcmp(a[x], b[y])) {
-            fprintf(err, "kiln: error: kernels '%s' and '%s' would both define '%s' in library "
-                         "'%s'; generate them into separate libraries\n", ks[j].name,
-                    ks[i].name, a[x], L);
+            fprintf(err,
+                    "kiln: error: kernels '%s' and '%s' would both define '%s' in library "
+                    "'%s'; generate them into separate libraries\n",
+                    ks[j].name, ks[i].name, a[x], L);
             return 1;
           }
     }
@@ -168,9 +177,12 @@ void libgen_comment(FILE *f, const char *text) {
 void libgen_c_string(FILE *f, const char *text) {
   fputc('"', f);
   for (const unsigned char *s = (const unsigned char *)text; *s; s++) {
-    if (*s == '"' || *s == '\\' || *s == '?') fprintf(f, "\\%c", *s);
-    else if (*s < 0x20 || *s > 0x7e) fprintf(f, "\\%03o", *s);
-    else fputc(*s, f);
+    if (*s == '"' || *s == '\\' || *s == '?')
+      fprintf(f, "\\%c", *s);
+    else if (*s < 0x20 || *s > 0x7e)
+      fprintf(f, "\\%03o", *s);
+    else
+      fputc(*s, f);
   }
   fputc('"', f);
 }

@@ -48,15 +48,19 @@ static int takes_files(const char *dir) {
  * itself when it is a folder output (is_dir). */
 static void folder_of(const char *path, bool is_dir, char *out, size_t cap) {
   char real[PATH_MAX];
-  if (is_dir || kiln_file_resolve(path, real, sizeof real) != 0) snprintf(real, sizeof real, "%s", path);
+  if (is_dir || kiln_file_resolve(path, real, sizeof real) != 0)
+    snprintf(real, sizeof real, "%s", path);
   if (is_dir) {
     snprintf(out, cap, "%s", real);
     return;
   }
   char *slash = strrchr(real, '/');
-  if (!slash) snprintf(out, cap, ".");
-  else if (slash == real) snprintf(out, cap, "/");
-  else snprintf(out, cap, "%.*s", (int)(slash - real), real);
+  if (!slash)
+    snprintf(out, cap, ".");
+  else if (slash == real)
+    snprintf(out, cap, "/");
+  else
+    snprintf(out, cap, "%.*s", (int)(slash - real), real);
 }
 
 static int ready(const char *cmd, const char *opt, const char *path, bool is_dir) {
@@ -72,7 +76,8 @@ int tune_prepare_outputs(const TuneOpts *o) {
   const char *cmd = tune_flow_command(o->flow);
   bool lib = o->flow == TUNE_FLOW_LIB;
   int rc = 0;
-  if (!rc && o->cache && !lib) rc = ready(cmd, "--cache", o->cache, false); /* kiln lib only reads it */
+  if (!rc && o->cache && !lib)
+    rc = ready(cmd, "--cache", o->cache, false); /* kiln lib only reads it */
   if (!rc && o->svg) rc = ready(cmd, "--report-svg", o->svg, false);
   if (!rc && o->lib_dir) rc = ready(cmd, lib ? "-o" : "--emit-lib", o->lib_dir, true);
   if (!rc && o->bundle_dir) rc = ready(cmd, "--emit-bundle", o->bundle_dir, true);

@@ -84,8 +84,7 @@ static int pin_applies(const TunePin *q, const KilnKernel *k, char *err, size_t 
 
 static bool pinned_name(const TunePins *p, const KilnKernel *k, const char *name) {
   for (int i = 0; i < p->n; i++)
-    if (!strcmp(p->pins[i].name, name) &&
-        (is_launch_param(name) || const_param(k, name) != NULL))
+    if (!strcmp(p->pins[i].name, name) && (is_launch_param(name) || const_param(k, name) != NULL))
       return true;
   return false;
 }
@@ -138,7 +137,8 @@ TunePinned *tune_pins_apply(TunePins *p, const KilnTune *t, char *err, size_t ca
     d->assigns = &pt->assigns[na];
     d->nassigns = 0;
     for (int k = 0; k < s->nassigns; k++)
-      if (!pinned_name(p, t->kernel, s->assigns[k].name)) pt->assigns[na + d->nassigns++] = s->assigns[k];
+      if (!pinned_name(p, t->kernel, s->assigns[k].name))
+        pt->assigns[na + d->nassigns++] = s->assigns[k];
     na += d->nassigns;
   }
   pt->tune.presets = pt->presets;
@@ -162,7 +162,8 @@ void tune_pinned_free(TunePinned *pt) {
 bool tune_pins_match(const TunePins *p, const KilnTuneConfig *cfg) {
   for (int i = 0; i < p->n; i++)
     for (int b = 0; b < cfg->nbindings; b++)
-      if (!strcmp(cfg->bindings[b].name, p->pins[i].name) && cfg->bindings[b].value != p->pins[i].value)
+      if (!strcmp(cfg->bindings[b].name, p->pins[i].name) &&
+          cfg->bindings[b].value != p->pins[i].value)
         return false;
   return true;
 }

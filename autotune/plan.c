@@ -15,16 +15,18 @@
 int tune_plan_check_kernel(const KilnTune *t, char *err, size_t cap) {
   size_t len = strlen(t->kernel_name);
   if (len > TUNE_MAX_NAME) {
-    snprintf(err, cap, "kernel name '%.20s...' has %zu characters; the tuner's records hold at "
-                       "most %d (TUNE_MAX_NAME): shorten the name",
+    snprintf(err, cap,
+             "kernel name '%.20s...' has %zu characters; the tuner's records hold at "
+             "most %d (TUNE_MAX_NAME): shorten the name",
              t->kernel_name, len, TUNE_MAX_NAME);
     return -1;
   }
   size_t n = kiln_tune_config_count(t);
   if (n > TUNE_MAX_SPACE) {
-    snprintf(err, cap, "'%s': the tune block has %zu configs, more than the %d one run may "
-                       "check (TUNE_MAX_SPACE): shorten its value lists, or hold parameters "
-                       "with -D NAME=VALUE",
+    snprintf(err, cap,
+             "'%s': the tune block has %zu configs, more than the %d one run may "
+             "check (TUNE_MAX_SPACE): shorten its value lists, or hold parameters "
+             "with -D NAME=VALUE",
              t->kernel_name, n, TUNE_MAX_SPACE);
     return -1;
   }
@@ -37,8 +39,8 @@ static const TuneHarness *harness_named(const TuneHarness *hs, int n, const char
   return NULL;
 }
 
-const TuneHarness *tune_plan_pick_harness(const TuneHarness *cl, int ncl,
-                                          const TuneHarness *file, int nfile, const char *kernel) {
+const TuneHarness *tune_plan_pick_harness(const TuneHarness *cl, int ncl, const TuneHarness *file,
+                                          int nfile, const char *kernel) {
   const TuneHarness *h = harness_named(cl, ncl, kernel);
   if (!h) h = harness_named(cl, ncl, "");
   if (!h) h = harness_named(file, nfile, kernel);
@@ -181,8 +183,10 @@ static int bucket_winner(const TunePlanQuery *q, const KilnCache *cache, const s
   for (int i = 0; i < nrec && rc == 0; i++) {
     const KilnCacheRecord *r = &cache->records[rec[i]];
     RecordUse use = record_cand(q, r, &c[n]);
-    if (use == RECORD_CAND) n++;
-    else if (use == RECORD_UNLISTED) rc = note_skip(notes, TUNE_PLAN_SKIP_UNLISTED, rec[i]);
+    if (use == RECORD_CAND)
+      n++;
+    else if (use == RECORD_UNLISTED)
+      rc = note_skip(notes, TUNE_PLAN_SKIP_UNLISTED, rec[i]);
   }
   TuneSig sig;
   const char *key = cache->records[rec[0]].key;
@@ -244,8 +248,10 @@ static size_t usable_records(const TunePlanQuery *q, const KilnCache *cache, con
     const KilnCacheRecord *r = &cache->records[i];
     if (!record_matches(q, lk->name, r)) continue;
     if (strcmp(r->tune_hash, q->tune_hash)) { /* timed with another block: never used */
-      if (*r->tune_hash) notes->stale++;
-      else notes->unhashed++;
+      if (*r->tune_hash)
+        notes->stale++;
+      else
+        notes->unhashed++;
       continue;
     }
     out[n++] = (KeyedRec){r->key, i};

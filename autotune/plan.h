@@ -35,8 +35,8 @@ int tune_plan_check_kernel(const KilnTune *t, char *err, size_t cap);
 
 /* The argument spec that calls `kernel`: the command line's (cl) win over the file's; among
  * each, one naming the kernel wins over a generic one (kernel ""). NULL when none fits. */
-const TuneHarness *tune_plan_pick_harness(const TuneHarness *cl, int ncl,
-                                          const TuneHarness *file, int nfile, const char *kernel);
+const TuneHarness *tune_plan_pick_harness(const TuneHarness *cl, int ncl, const TuneHarness *file,
+                                          int nfile, const char *kernel);
 
 /* A library's further layouts of a kernel: the specs after `first` (the one picked above) in
  * the same list that name the same kernel, in order, at most cap of them in out. A generic
@@ -64,12 +64,12 @@ void tune_plan_key_values(const LibKernel *lk, const char *record_key, int64_t *
 
 /* Which records a library may take for one kernel (every field must match a record's). */
 typedef struct TunePlanQuery {
-  const KilnTune *tune;      /* the tune block with the -D pins applied */
-  const TunePins *pins;      /* records of another -D value are another library's */
-  const char *source_hash;   /* the kernel's text */
-  const char *tune_hash;     /* its tune block as written */
-  const char *device;        /* the device identity of the timings */
-  bool without_sig;          /* leave specialized records out (--no-specialize) */
+  const KilnTune *tune;    /* the tune block with the -D pins applied */
+  const TunePins *pins;    /* records of another -D value are another library's */
+  const char *source_hash; /* the kernel's text */
+  const char *tune_hash;   /* its tune block as written */
+  const char *device;      /* the device identity of the timings */
+  bool without_sig;        /* leave specialized records out (--no-specialize) */
 } TunePlanQuery;
 
 typedef enum TunePlanSkipWhy {

@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
 static void cpu_model(char *buf, size_t cap) {
   snprintf(buf, cap, "unknown");
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -35,21 +34,24 @@ typedef struct ProbeShared {
 /* The device is opened in a child: the tuner forks children later, and a CUDA context (or a
  * started CPU thread pool) must never be inherited across fork. */
 int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
-  ProbeShared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ProbeShared *sh =
+      mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) return snprintf(err, cap, "cannot map shared memory"), -1;
   fflush(NULL);
   pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
     tune_child_dies_with_parent(parent);
     KilnRtDevice *dev;
-    if (kiln_rt_device_create(t->spec, &dev) == KILN_RT_OK && kiln_rt_device_info(dev, &sh->info) == KILN_RT_OK)
+    if (kiln_rt_device_create(t->spec, &dev) == KILN_RT_OK &&
+        kiln_rt_device_info(dev, &sh->info) == KILN_RT_OK)
       sh->ok = 1;
     else
       snprintf(sh->err, sizeof sh->err, "%s", kiln_rt_last_error());
     _exit(0);
   }
   int status = 0;
-  if (pid > 0) while (waitpid(pid, &status, 0) < 0) {}
+  if (pid > 0)
+    while (waitpid(pid, &status, 0) < 0) continue;
   int rc = 0;
   const KilnRtDeviceInfo *in = &sh->info;
   if (!sh->ok) {
@@ -61,7 +63,8 @@ int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
              in->cc_major, in->cc_minor, in->sm_count, in->driver_version);
     t->target = in->cc_major >= 9 ? KILN_TARGET_SM90 : KILN_TARGET_SM80;
     t->limits = (TuneDeviceLimits){1024, 256 * 1024};
-    t->flush_bytes = 256u << 20; /* several times the L2 of any GPU Kiln targets (H100/H200: 50-60 MiB) */
+    t->flush_bytes =
+        256u << 20; /* several times the L2 of any GPU Kiln targets (H100/H200: 50-60 MiB) */
   } else {
     char model[200];
     cpu_model(model, sizeof model);
@@ -81,4 +84,3 @@ int tune_target_probe(TuneTarget *t, char *err, size_t cap) {
   munmap(sh, sizeof *sh);
   return rc;
 }
-

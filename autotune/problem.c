@@ -55,8 +55,10 @@ static int node(Parse *p, TuneExprOp op, int lhs, int rhs) {
 
 /* call := ('cdiv' | 'min' | 'max') '(' expr ',' expr ')' */
 static int parse_call(Parse *p, const char *fn) {
-  TuneExprOp op = !strcmp(fn, "cdiv") ? TX_CDIV : !strcmp(fn, "min") ? TX_MIN
-                : !strcmp(fn, "max") ? TX_MAX : TX_INT;
+  TuneExprOp op = !strcmp(fn, "cdiv")  ? TX_CDIV
+                  : !strcmp(fn, "min") ? TX_MIN
+                  : !strcmp(fn, "max") ? TX_MAX
+                                       : TX_INT;
   if (op == TX_INT) return parse_fail(p, "unknown function", fn);
   p->s++; /* '(' */
   int a = parse_expr(p);
@@ -81,8 +83,10 @@ static int parse_primary(Parse *p) {
     p->s++;
     r = parse_expr(p);
     skip_ws(p);
-    if (r >= 0 && *p->s != ')') r = parse_fail(p, "expected ')'", NULL);
-    else if (r >= 0) p->s++;
+    if (r >= 0 && *p->s != ')')
+      r = parse_fail(p, "expected ')'", NULL);
+    else if (r >= 0)
+      p->s++;
   } else if (*p->s == '-') {
     p->s++;
     r = parse_primary(p);
@@ -232,8 +236,8 @@ static int expr_level(const TuneExprNode *x) {
 }
 
 static void print_node(const TuneExpr *e, int i, int need, FILE *f) {
-  static const char *const sym[] = {[TX_ADD] = "+", [TX_SUB] = "-", [TX_MUL] = "*",
-                                    [TX_DIV] = "/", [TX_MOD] = "%"};
+  static const char *const sym[] = {
+      [TX_ADD] = "+", [TX_SUB] = "-", [TX_MUL] = "*", [TX_DIV] = "/", [TX_MOD] = "%"};
   const TuneExprNode *x = &e->n[i];
   bool paren = expr_level(x) < need;
   if (paren) fputc('(', f);
@@ -300,19 +304,24 @@ static void store_value(void *buf, size_t i, KilnScalarKind k, double v) {
   case KILN_SCALAR_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
   case KILN_SCALAR_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
   case KILN_SCALAR_I16: ((int16_t *)buf)[i] = (int16_t)v; break;
-  default: ((int8_t *)buf)[i] = (int8_t)(k == KILN_SCALAR_I1 ? ((int64_t)v & 1) : (int64_t)v); break;
+  default:
+    ((int8_t *)buf)[i] = (int8_t)(k == KILN_SCALAR_I1 ? ((int64_t)v & 1) : (int64_t)v);
+    break;
   }
 }
 
-static void fill_buffer(void *buf, size_t n, KilnScalarKind k, const TuneArgSpec *a, uint64_t seed) {
+static void fill_buffer(void *buf, size_t n, KilnScalarKind k, const TuneArgSpec *a,
+                        uint64_t seed) {
   bool is_float = kiln_scalar_is_float(k);
   double lo = a->has_fill_range ? a->fill_a : is_float ? -1.0 : 0.0;
   double hi = a->has_fill_range ? a->fill_b : is_float ? 1.0 : 16.0;
   uint64_t s = seed;
   for (size_t i = 0; i < n; i++) {
     double v;
-    if (a->fill == FILL_CONST) v = a->fill_a;
-    else if (a->fill == FILL_IOTA) v = (double)i;
+    if (a->fill == FILL_CONST)
+      v = a->fill_a;
+    else if (a->fill == FILL_IOTA)
+      v = (double)i;
     else {
       double u = (double)(splitmix(&s) >> 11) * 0x1.0p-53;
       v = lo + u * (hi - lo);
@@ -342,20 +351,25 @@ int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int
 int tune_arg_budget(const TuneTarget *t, TuneArgBudget *b, char *err, size_t cap) {
   char a[32], c[32];
   b->bytes = TUNE_MAX_ARG_BYTES;
-  snprintf(b->why, sizeof b->why, "TUNE_MAX_ARG_BYTES (%s)", kiln_bytes_text(b->bytes, a, sizeof a));
+  snprintf(b->why, sizeof b->why, "TUNE_MAX_ARG_BYTES (%s)",
+           kiln_bytes_text(b->bytes, a, sizeof a));
   size_t host = kiln_host_memory_bytes();
   if (host != SIZE_MAX && host / TUNE_HOST_COPIES < b->bytes) {
     b->bytes = host / TUNE_HOST_COPIES;
-    snprintf(b->why, sizeof b->why, "the host's memory (%s) over the %d copies the tuner holds "
-             "(TUNE_HOST_COPIES)", kiln_bytes_text(host, a, sizeof a), TUNE_HOST_COPIES);
+    snprintf(b->why, sizeof b->why,
+             "the host's memory (%s) over the %d copies the tuner holds "
+             "(TUNE_HOST_COPIES)",
+             kiln_bytes_text(host, a, sizeof a), TUNE_HOST_COPIES);
   }
   size_t dev = t ? t->device_mem : 0;
   const char *from = "the device's memory";
   const char *env = getenv("KILN_DEVICE_MEMORY");
   if (env && *env) {
     if (kiln_parse_bytes(env, &dev)) {
-      snprintf(err, cap, "KILN_DEVICE_MEMORY=%.60s: expected a positive number of bytes, "
-               "optionally with K, M, G or T (KiB, MiB, ...)", env);
+      snprintf(err, cap,
+               "KILN_DEVICE_MEMORY=%.60s: expected a positive number of bytes, "
+               "optionally with K, M, G or T (KiB, MiB, ...)",
+               env);
       return -1;
     }
     from = "KILN_DEVICE_MEMORY";
@@ -372,8 +386,8 @@ int tune_arg_budget(const TuneTarget *t, TuneArgBudget *b, char *err, size_t cap
   return 0;
 }
 
-int tune_arg_buffer_fits(const TuneArgBudget *b, const char *name, int64_t count,
-                         KilnScalarKind k, size_t used, size_t *bytes, char *err, size_t cap) {
+int tune_arg_buffer_fits(const TuneArgBudget *b, const char *name, int64_t count, KilnScalarKind k,
+                         size_t used, size_t *bytes, char *err, size_t cap) {
   if (count < 1 || count > ((int64_t)1 << 34)) {
     snprintf(err, cap, "size of '%s' is %lld elements (1 .. 2^34)", name, (long long)count);
     return -1;
@@ -381,10 +395,11 @@ int tune_arg_buffer_fits(const TuneArgBudget *b, const char *name, int64_t count
   *bytes = (size_t)count * tune_scalar_bytes(k); /* at most 2^37: no overflow */
   if (used > b->bytes || *bytes > b->bytes - used) {
     char a[32], c[32];
-    snprintf(err, cap, "buffer '%s' (%lld %s elements, %s) brings the call's buffers to %s, "
-             "more than %s", name, (long long)count, kiln_scalar_name(k),
-             kiln_bytes_text(*bytes, a, sizeof a), kiln_bytes_text(used + *bytes, c, sizeof c),
-             b->why);
+    snprintf(err, cap,
+             "buffer '%s' (%lld %s elements, %s) brings the call's buffers to %s, "
+             "more than %s",
+             name, (long long)count, kiln_scalar_name(k), kiln_bytes_text(*bytes, a, sizeof a),
+             kiln_bytes_text(used + *bytes, c, sizeof c), b->why);
     return -1;
   }
   return 0;
@@ -401,8 +416,8 @@ void tune_problem_free(TuneProblem *p) {
   memset(p, 0, sizeof *p);
 }
 
-int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t grid[3],
-                      char *err, size_t cap) {
+int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t grid[3], char *err,
+                      size_t cap) {
   const char *names[TUNE_MAX_PARAMS + 40];
   int64_t vals[TUNE_MAX_PARAMS + 40];
   int n = tune_problem_int_env(p, p->nparams, names, vals);

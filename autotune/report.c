@@ -26,8 +26,8 @@ void tune_report_table(const TuneReport *r, FILE *out) {
             k->key[0] ? k->key : "-", k->signature[0] ? k->signature : "-", r->device, r->mode);
     fprintf(out, "  space %zu configs, %d pruned, %d considered, %d timings\n", k->space_size,
             count_pruned(k), k->ncands, k->timings);
-    fprintf(out, "  %-1s %-44s %-9s %10s %21s %5s %9s  %s\n", "", "config", "status",
-            "median ms", "spread (p25..p75) ms", "reps", "build ms", "note");
+    fprintf(out, "  %-1s %-44s %-9s %10s %21s %5s %9s  %s\n", "", "config", "status", "median ms",
+            "spread (p25..p75) ms", "reps", "build ms", "note");
     for (int i = 0; i < k->ncands; i++) {
       const TuneCand *c = &k->cands[i];
       fprintf(out, "  %-1s %-44s %-9s ", i == k->winner ? "*" : "", c->config,
@@ -91,8 +91,10 @@ static cJSON *kernel_json(const TuneKernelReport *k) {
   for (int i = 0; i < k->ncands; i++) cJSON_AddItemToArray(cands, cand_json(&k->cands[i]));
   cJSON_AddItemToObject(o, "pruned", pruned);
   cJSON_AddItemToObject(o, "candidates", cands);
-  if (k->winner >= 0) cJSON_AddStringToObject(o, "winner", k->cands[k->winner].config);
-  else cJSON_AddNullToObject(o, "winner");
+  if (k->winner >= 0)
+    cJSON_AddStringToObject(o, "winner", k->cands[k->winner].config);
+  else
+    cJSON_AddNullToObject(o, "winner");
   return o;
 }
 
@@ -118,10 +120,14 @@ char *tune_report_json(const TuneReport *r) {
 
 static void xml_text(FILE *f, const char *s) {
   for (; *s; s++) {
-    if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '&') fputs("&amp;", f);
-    else fputc(*s, f);
+    if (*s == '<')
+      fputs("&lt;", f);
+    else if (*s == '>')
+      fputs("&gt;", f);
+    else if (*s == '&')
+      fputs("&amp;", f);
+    else
+      fputc(*s, f);
   }
 }
 
@@ -131,8 +137,10 @@ static int svg_write(const TuneReport *r, FILE *f) {
   int rows = 0;
   for (int k = 0; k < r->nkernels; k++) rows += r->kernels[k].ncands + 2;
   int width = 900, left = 360, row_h = 18, height = rows * row_h + 20;
-  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-             "font-family=\"monospace\" font-size=\"11\">\n", width, height);
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+          "font-family=\"monospace\" font-size=\"11\">\n",
+          width, height);
   int y = 10;
   for (int ki = 0; ki < r->nkernels; ki++) {
     const TuneKernelReport *k = &r->kernels[ki];

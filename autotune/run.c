@@ -67,11 +67,27 @@ static int restore(KilnRtDevice *dev, const TuneProblem *p, void **bufs) {
 
 static void set_scalar(unsigned char *slot, const TuneParam *q, int64_t iv, double fv) {
   switch (q->scalar) {
-  case KILN_SCALAR_F32: { float f = (float)fv; memcpy(slot, &f, 4); break; }
+  case KILN_SCALAR_F32: {
+    float f = (float)fv;
+    memcpy(slot, &f, 4);
+    break;
+  }
   case KILN_SCALAR_I64: memcpy(slot, &iv, 8); break;
-  case KILN_SCALAR_I32: { int32_t v = (int32_t)iv; memcpy(slot, &v, 4); break; }
-  case KILN_SCALAR_I16: { int16_t v = (int16_t)iv; memcpy(slot, &v, 2); break; }
-  default: { int8_t v = (int8_t)iv; memcpy(slot, &v, 1); break; } /* i8, i1 (f16 scalars: none) */
+  case KILN_SCALAR_I32: {
+    int32_t v = (int32_t)iv;
+    memcpy(slot, &v, 4);
+    break;
+  }
+  case KILN_SCALAR_I16: {
+    int16_t v = (int16_t)iv;
+    memcpy(slot, &v, 2);
+    break;
+  }
+  default: {
+    int8_t v = (int8_t)iv;
+    memcpy(slot, &v, 1);
+    break;
+  } /* i8, i1 (f16 scalars: none) */
   }
 }
 
@@ -193,7 +209,7 @@ static int wait_limited(pid_t pid, const ChildShared *sh, double timeout_s) {
     if (r < 0) return 0;
     if (tune_now() > end) {
       kill(pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0) {}
+      while (waitpid(pid, &status, 0) < 0) continue;
       return loaded ? WAIT_RUN_TIMEOUT : WAIT_LOAD_TIMEOUT;
     }
     sleep_ms(nap);
@@ -223,12 +239,36 @@ static bool close_enough(double a, double b, Tolerance t, double scale) {
 
 static double element(const unsigned char *buf, size_t i, KilnScalarKind k) {
   switch (k) {
-  case KILN_SCALAR_F32: { float f; memcpy(&f, buf + 4 * i, 4); return f; }
-  case KILN_SCALAR_F16: { uint16_t h; memcpy(&h, buf + 2 * i, 2); return kiln_f16_to_f32(h); }
-  case KILN_SCALAR_BF16: { uint16_t h; memcpy(&h, buf + 2 * i, 2); return kiln_bf16_to_f32(h); }
-  case KILN_SCALAR_I64: { int64_t v; memcpy(&v, buf + 8 * i, 8); return (double)v; }
-  case KILN_SCALAR_I32: { int32_t v; memcpy(&v, buf + 4 * i, 4); return v; }
-  case KILN_SCALAR_I16: { int16_t v; memcpy(&v, buf + 2 * i, 2); return v; }
+  case KILN_SCALAR_F32: {
+    float f;
+    memcpy(&f, buf + 4 * i, 4);
+    return f;
+  }
+  case KILN_SCALAR_F16: {
+    uint16_t h;
+    memcpy(&h, buf + 2 * i, 2);
+    return kiln_f16_to_f32(h);
+  }
+  case KILN_SCALAR_BF16: {
+    uint16_t h;
+    memcpy(&h, buf + 2 * i, 2);
+    return kiln_bf16_to_f32(h);
+  }
+  case KILN_SCALAR_I64: {
+    int64_t v;
+    memcpy(&v, buf + 8 * i, 8);
+    return (double)v;
+  }
+  case KILN_SCALAR_I32: {
+    int32_t v;
+    memcpy(&v, buf + 4 * i, 4);
+    return v;
+  }
+  case KILN_SCALAR_I16: {
+    int16_t v;
+    memcpy(&v, buf + 2 * i, 2);
+    return v;
+  }
   default: return (int8_t)buf[i];
   }
 }
@@ -255,8 +295,8 @@ static bool outputs_match(const Runner *R, const unsigned char *got, char *why, 
     for (size_t j = 0; j < R->p->elems[i]; j++) {
       double a = element(R->ref + off, j, q->scalar), b = element(got + off, j, q->scalar);
       if (fl ? !close_enough(a, b, tol, scale) : a != b) {
-        snprintf(why, cap, "wrong result: %s[%zu] = %g, reference (config #%d) has %g", q->name,
-                 j, b, R->ref_order, a);
+        snprintf(why, cap, "wrong result: %s[%zu] = %g, reference (config #%d) has %g", q->name, j,
+                 b, R->ref_order, a);
         return false;
       }
     }
@@ -306,11 +346,13 @@ static void run_child(Runner *R, TuneCand *c, int reps, bool check) {
     set_failure(c, ST_HANG, "hang: killed after the %gs time limit of one run", R->o->timeout_s);
   else if (status == WAIT_LOAD_TIMEOUT)
     set_failure(c, ST_FAILED, "load: linking or loading the variant took over %ds", LOAD_LIMIT_S);
-  else if (WIFSIGNALED(status) && !sh->loaded) /* the linker's or loader's fault, not the kernel's */
+  else if (WIFSIGNALED(status) &&
+           !sh->loaded) /* the linker's or loader's fault, not the kernel's */
     set_failure(c, ST_FAILED, "load: the child died on signal %s (%d) while loading the variant",
                 strsignal(WTERMSIG(status)), WTERMSIG(status));
   else if (WIFSIGNALED(status))
-    set_failure(c, ST_CRASH, "crash: signal %s (%d)", strsignal(WTERMSIG(status)), WTERMSIG(status));
+    set_failure(c, ST_CRASH, "crash: signal %s (%d)", strsignal(WTERMSIG(status)),
+                WTERMSIG(status));
   else if (sh->status != 1)
     set_failure(c, ST_FAILED, "run: %s", sh->err[0] ? sh->err : "the child failed");
   else {
@@ -346,7 +388,8 @@ static bool out_of_time(const TuneRunOpts *o) {
   return o->deadline > 0 && tune_now() > o->deadline;
 }
 
-static void progress(const TuneRunOpts *o, const char *kernel, int done, int total, const char *what) {
+static void progress(const TuneRunOpts *o, const char *kernel, int done, int total,
+                     const char *what) {
   if (!o->progress || total <= 0) return;
   int w = 30, fill = done * w / total;
   fprintf(o->log, "\r%-20.20s %-8s [%.*s%*s] %d/%d", kernel, what, fill,

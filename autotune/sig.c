@@ -55,8 +55,8 @@ void tune_sig_compute_mod(const TuneParam *params, const int64_t *ival, int npar
   }
 }
 
-void tune_sig_compute_layout(const TuneParam *params, const int64_t *ival, int nparams,
-                             size_t room, TuneSig *s) {
+void tune_sig_compute_layout(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                             TuneSig *s) {
   memset(s, 0, sizeof *s);
   for (int i = 0; i < nparams && i < TUNE_MAX_PARAMS; i++) {
     if (!is_int_param(&params[i])) continue;
@@ -111,8 +111,10 @@ void tune_sig_defines(const TuneSig *s, KilnDefine *spec, size_t *nspec, KilnDef
                       size_t *nmult) {
   *nspec = *nmult = 0;
   for (int k = 0; k < s->n; k++) {
-    if (s->e[k].multiple) mult[(*nmult)++] = (KilnDefine){s->e[k].name, s->e[k].mod};
-    else spec[(*nspec)++] = (KilnDefine){s->e[k].name, 1};
+    if (s->e[k].multiple)
+      mult[(*nmult)++] = (KilnDefine){s->e[k].name, s->e[k].mod};
+    else
+      spec[(*nspec)++] = (KilnDefine){s->e[k].name, 1};
   }
 }
 

@@ -156,8 +156,8 @@ void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const
       int nk = call_keys(t, p, kb);
       size_t used = 0;
       for (int i = 0; i < nk && used < sizeof keys; i++) {
-        int n = snprintf(keys + used, sizeof keys - used, "%s%s=%lld", i ? "," : " (call: ",
-                         kb[i].name, (long long)kb[i].value);
+        int n = snprintf(keys + used, sizeof keys - used, "%s%s=%lld",
+                         i ? "," : " (call: ", kb[i].name, (long long)kb[i].value);
         if (n < 0) break;
         used += (size_t)n;
       }

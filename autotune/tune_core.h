@@ -18,15 +18,15 @@
 #include <sys/types.h>
 
 #define TUNE_MAX_PARAMS 32
-#define TUNE_MAX_KEYS 8
+#define TUNE_MAX_KEYS   8
 
 /* The most bytes the tuner reads from one file a user names: a Kiln source, a tuning cache,
  * a bundle manifest. Past the limit the file is refused with its name and the limit's, so
  * `kiln tune /dev/zero` or a runaway file costs at most that much memory instead of all of
  * it. Sized far above real inputs: the BERT kernels are a few KiB each, and a cache record is
  * about 400 bytes (TUNE_MAX_CACHE_BYTES holds about 600,000 of them). */
-#define TUNE_MAX_SOURCE_BYTES KILN_MAX_SOURCE_BYTES /* the one limit of every source reader */
-#define TUNE_MAX_CACHE_BYTES ((size_t)256 << 20)
+#define TUNE_MAX_SOURCE_BYTES   KILN_MAX_SOURCE_BYTES /* the one limit of every source reader */
+#define TUNE_MAX_CACHE_BYTES    ((size_t)256 << 20)
 #define TUNE_MAX_MANIFEST_BYTES ((size_t)64 << 20)
 /* Builder workers per online CPU (--jobs): more only thrash, each worker holds a compiler. */
 #define TUNE_MAX_JOBS_PER_CPU 4
@@ -36,7 +36,6 @@
 void tune_report_read_error(FILE *err, const char *who, const char *what, const char *path,
                             const char *limit_name, size_t limit);
 
-
 /* ---------------------------------------------------------------- problem.c: calls and inputs */
 
 typedef enum TuneFill { FILL_RAND, FILL_CONST, FILL_IOTA } TuneFill;
@@ -45,13 +44,13 @@ typedef struct TuneArgSpec {
   char name[64];
   bool is_buffer;
   bool has_type;
-  KilnScalarKind type;  /* buffers: element type when written (must match the pointee) */
-  char expr[256];       /* scalar value, or the buffer's element count */
+  KilnScalarKind type; /* buffers: element type when written (must match the pointee) */
+  char expr[256];      /* scalar value, or the buffer's element count */
   TuneFill fill;
   double fill_a, fill_b; /* CONST: a; RAND: [a, b) */
   bool has_fill_range;
-  bool if_param;         /* `seed=`: binds a parameter named seed when the kernel has one */
-  bool nullable;         /* `x: f32[n]?`: a library call may pass NULL for this buffer */
+  bool if_param; /* `seed=`: binds a parameter named seed when the kernel has one */
+  bool nullable; /* `x: f32[n]?`: a library call may pass NULL for this buffer */
 } TuneArgSpec;
 
 /* One `--args` spec (or `// kiln-tune-args:` line): how to call one kernel. */
@@ -73,9 +72,9 @@ typedef struct TuneParam {
 /* One promise of a specialization signature: parameter `param` equals 1, or (multiple) is
  * divisible by `mod` (16, or 8 for the library's second tier). */
 typedef struct TuneSigEntry {
-  int param;      /* index among the non-const parameters */
+  int param; /* index among the non-const parameters */
   bool multiple;
-  int mod;        /* 16 or 8 when multiple; 0 otherwise */
+  int mod; /* 16 or 8 when multiple; 0 otherwise */
   char name[64];
 } TuneSigEntry;
 
@@ -104,14 +103,24 @@ typedef struct TuneProblem {
 /* An integer expression of a harness (a size, a grid axis) as a tree: what kiln_tune_expr_eval
  * evaluates and what a generated library prints as C (only from the tree, never the text). */
 typedef enum TuneExprOp {
-  TX_INT, TX_NAME, TX_NEG, TX_ADD, TX_SUB, TX_MUL, TX_DIV, TX_MOD, TX_CDIV, TX_MIN, TX_MAX
+  TX_INT,
+  TX_NAME,
+  TX_NEG,
+  TX_ADD,
+  TX_SUB,
+  TX_MUL,
+  TX_DIV,
+  TX_MOD,
+  TX_CDIV,
+  TX_MIN,
+  TX_MAX
 } TuneExprOp;
 
 typedef struct TuneExprNode {
   TuneExprOp op;
-  int64_t ival;   /* TX_INT (a literal: never negative) */
-  char name[64];  /* TX_NAME: letters, digits, '_' */
-  int lhs, rhs;   /* operands (node indexes; rhs -1 for TX_NEG) */
+  int64_t ival;  /* TX_INT (a literal: never negative) */
+  char name[64]; /* TX_NAME: letters, digits, '_' */
+  int lhs, rhs;  /* operands (node indexes; rhs -1 for TX_NEG) */
 } TuneExprNode;
 
 #define TUNE_EXPR_MAX_NODES 256
@@ -136,8 +145,8 @@ void tune_expr_print(const TuneExpr *e, FILE *f);
 /* (tune_problem_init, which reads a kernel's AST, is harness.c's: internal.h) */
 void tune_problem_free(TuneProblem *p);
 /* Grid of one config. 0 or -1 with err (a bad expression or a size outside 1..INT32_MAX). */
-int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t grid[3],
-                      char *err, size_t cap);
+int tune_problem_grid(const TuneProblem *p, const KilnTuneConfig *cfg, uint32_t grid[3], char *err,
+                      size_t cap);
 size_t tune_scalar_bytes(KilnScalarKind k);
 /* Fills p->init[i] (p->elems[i] elements of the parameter's type) as spec a says, from the
  * stream of (seed, i). */
@@ -149,7 +158,7 @@ int tune_problem_int_env(const TuneProblem *p, int upto, const char **names, int
 
 typedef enum TuneState {
   ST_PRUNED,
-  ST_PENDING,  /* to be built and timed */
+  ST_PENDING, /* to be built and timed */
   ST_OK,
   ST_CRASH,
   ST_HANG,
@@ -161,28 +170,28 @@ typedef enum TuneState {
 } TuneState;
 
 typedef struct TuneCand {
-  int order;              /* position in the space (presets after it) */
+  int order; /* position in the space (presets after it) */
   KilnTuneConfig cfg;
   char config[256];
   char preset[64];
   TuneState state;
-  char detail[256];       /* pruning or failure reason */
+  char detail[256]; /* pruning or failure reason */
   bool from_cache;
   uint32_t grid[3];
-  double resources;       /* num_warps * product of consts: the tie-break */
-  double *samples;        /* ms, from every timing of this run */
+  double resources; /* num_warps * product of consts: the tie-break */
+  double *samples;  /* ms, from every timing of this run */
   int nsamples;
   double median_ms, p25_ms, p75_ms, min_ms;
   int reps;
   double compile_ms;
-  int timings;            /* timing children run for it */
-  char obj_path[512];     /* the built module: DIR/v<order>, a bundle image (tune_image_path) */
-  KilnGpuUsage usage;     /* GPU targets: ptxas -v of the built cubin */
+  int timings;        /* timing children run for it */
+  char obj_path[512]; /* the built module: DIR/v<order>, a bundle image (tune_image_path) */
+  KilnGpuUsage usage; /* GPU targets: ptxas -v of the built cubin */
 } TuneCand;
 
 typedef struct TuneDeviceLimits {
-  int max_threads;        /* threads per program */
-  size_t max_tile_bytes;  /* largest single tile value one program holds */
+  int max_threads;       /* threads per program */
+  size_t max_tile_bytes; /* largest single tile value one program holds */
 } TuneDeviceLimits;
 
 void tune_cands_free(TuneCand *c, int n);
@@ -190,18 +199,18 @@ void tune_cands_free(TuneCand *c, int n);
 /* ---------------------------------------------------------------- run.c, probe.c, util.c: timing */
 
 typedef struct TuneTarget {
-  char spec[64];        /* runtime device spec: "cpu", "emu", "cuda:0" */
-  KilnTarget target;    /* compiler target for the variants */
-  char cpu[32];         /* cpu/emu: the CPU target of host code ("" = "native"), part of
+  char spec[64];       /* runtime device spec: "cpu", "emu", "cuda:0" */
+  KilnTarget target;   /* compiler target for the variants */
+  char cpu[32];        /* cpu/emu: the CPU target of host code ("" = "native"), part of
                            device_id so that timings of other CPU targets are not reused */
-  int index_bits;       /* offsets of every variant: 32 or 64 (--index-bits; 0 reads as 32); 64
+  int index_bits;      /* offsets of every variant: 32 or 64 (--index-bits; 0 reads as 32); 64
                            is part of device_id (":index_bits=64"), so that 32- and 64-bit
                            timings never mix */
-  char device_id[256];  /* cache identity of the device */
+  char device_id[256]; /* cache identity of the device */
   TuneDeviceLimits limits;
-  size_t flush_bytes;   /* GPUs: a buffer this big is overwritten before every timed run, so
+  size_t flush_bytes; /* GPUs: a buffer this big is overwritten before every timed run, so
                            that no kernel starts with its inputs in L2; 0 on cpu/emu */
-  size_t device_mem;    /* the device's memory (probed; the host's on cpu/emu); 0: unknown
+  size_t device_mem;  /* the device's memory (probed; the host's on cpu/emu); 0: unknown
                            (a library built without opening the device) */
 } TuneTarget;
 
@@ -214,7 +223,7 @@ typedef struct TuneTarget {
  * as for kiln-bert.  Checked before anything is allocated: a size past it is a user error with
  * the sizes and the bound named, not a machine out of memory. */
 #define TUNE_MAX_ARG_BYTES ((size_t)16 << 30)
-#define TUNE_HOST_COPIES 4
+#define TUNE_HOST_COPIES   4
 typedef struct TuneArgBudget {
   size_t bytes;
   char why[192]; /* "TUNE_MAX_ARG_BYTES (16.0 GiB)", "the device's memory ..." */
@@ -225,19 +234,19 @@ int tune_arg_budget(const TuneTarget *t, TuneArgBudget *b, char *err, size_t cap
 /* Whether buffer `name` of `count` elements of kind k fits beside `used` bytes of earlier
  * buffers: 0 with its bytes in *bytes, or -1 with err (count outside 1 .. 2^34, or the total
  * past b). */
-int tune_arg_buffer_fits(const TuneArgBudget *b, const char *name, int64_t count,
-                         KilnScalarKind k, size_t used, size_t *bytes, char *err, size_t cap);
+int tune_arg_buffer_fits(const TuneArgBudget *b, const char *name, int64_t count, KilnScalarKind k,
+                         size_t used, size_t *bytes, char *err, size_t cap);
 /* The bytes of every buffer of p. */
 size_t tune_problem_buffer_bytes(const TuneProblem *p);
 
 typedef struct TuneRunOpts {
   int jobs;
-  double deadline;      /* monotonic seconds; 0 = none */
-  double timeout_s;     /* per run of the kernel (a child's runs each get it afresh) */
-  int reps;             /* samples per child in the first pass */
+  double deadline;  /* monotonic seconds; 0 = none */
+  double timeout_s; /* per run of the kernel (a child's runs each get it afresh) */
+  int reps;         /* samples per child in the first pass */
   bool progress;
-  FILE *log;            /* progress and notes (stderr) */
-  bool retry_poisoned;  /* time configs that crashed or hung before (--retry-poisoned) */
+  FILE *log;           /* progress and notes (stderr) */
+  bool retry_poisoned; /* time configs that crashed or hung before (--retry-poisoned) */
 } TuneRunOpts;
 
 double tune_now(void);

@@ -64,19 +64,22 @@ static void time_calls(bench_noop_lib *lib, KilnRtFunction *fn, int32_t *out, in
 static double compile_ms(const char *path, const char *kernel, const char *cname, int64_t v,
                          KilnBuffer *keep) {
   KilnDefine d = {cname, v};
-  KilnCompileOptions o = {.path = path, .kernel = kernel, .defines = &d, .num_defines = 1,
-                          .target = KILN_TARGET_CPU};
+  KilnCompileOptions o = {
+      .path = path, .kernel = kernel, .defines = &d, .num_defines = 1, .target = KILN_TARGET_CPU};
   KilnBuffer obj = {0};
   double s = now_us();
   KilnDriverStatus st = kiln_driver_compile(&o, KILN_EMIT_OBJ, &obj);
   double ms = (now_us() - s) / 1e3;
-  if (keep && st == KILN_DRIVER_OK) *keep = obj;
-  else kiln_buffer_free(&obj);
+  if (keep && st == KILN_DRIVER_OK)
+    *keep = obj;
+  else
+    kiln_buffer_free(&obj);
   return st == KILN_DRIVER_OK ? ms : -1;
 }
 
 int main(int argc, char **argv) {
-  int calls = argc > 1 ? atoi(argv[1]) : 20000, per_batch = calls / BATCHES > 0 ? calls / BATCHES : 1;
+  int calls = argc > 1 ? atoi(argv[1]) : 20000,
+      per_batch = calls / BATCHES > 0 ? calls / BATCHES : 1;
   KilnRtDevice *dev;
   bench_noop_lib *lib;
   int32_t *out;
@@ -102,13 +105,15 @@ int main(int argc, char **argv) {
                  compile_ms(va, "vector_add", "BLOCK", 1024, NULL),
                  compile_ms(va, "vector_add", "BLOCK", 2048, NULL),
                  compile_ms(sm, "softmax_rows", "BLOCK", 512, NULL),
-                 compile_ms(sm, "softmax_rows", "BLOCK", 1024, NULL), noop_ms};
+                 compile_ms(sm, "softmax_rows", "BLOCK", 1024, NULL),
+                 noop_ms};
   double cs[6];
   memcpy(cs, c, sizeof c);
   Stat comp = stat_of(cs, 6);
-  printf("{\n  \"device\": \"cpu\",\n  \"calls\": %d,\n  \"batches\": %d,\n", per_batch * BATCHES, BATCHES);
-  printf("  \"library_call_us\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f},\n", lib_us.median,
-         lib_us.min, lib_us.max);
+  printf("{\n  \"device\": \"cpu\",\n  \"calls\": %d,\n  \"batches\": %d,\n", per_batch * BATCHES,
+         BATCHES);
+  printf("  \"library_call_us\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f},\n",
+         lib_us.median, lib_us.min, lib_us.max);
   printf("  \"raw_launch_us\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f},\n", raw_us.median,
          raw_us.min, raw_us.max);
   printf("  \"compile_ms\": {\"vector_add BLOCK=256\": %.1f, \"vector_add BLOCK=1024\": %.1f, "

@@ -40,6 +40,8 @@ MlirOperation kiln_ir_create(KilnIRBuilder *b, const KilnOpSpec *s) {
     mlirOperationStateAddAttributes(&st, (intptr_t)s->n_attrs, s->attrs);
   if (s->n_regions)
     mlirOperationStateAddOwnedRegions(&st, (intptr_t)s->n_regions, s->regions);
+  if (s->n_successors)
+    mlirOperationStateAddSuccessors(&st, (intptr_t)s->n_successors, s->successors);
   MlirOperation op = mlirOperationCreate(&st);
   KILN_ASSERT(!mlirOperationIsNull(op));
   kiln_ir_builder_insert(b, op);

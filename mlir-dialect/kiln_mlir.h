@@ -343,6 +343,14 @@ typedef struct KilnPipeline {
 
 extern const KilnStageList kiln_stages_front; /* verify, widen-offsets, kiln-dce: every target */
 
+/* Called after each step of a compilation (a pipeline stage, a code generation step) with the
+ * step's name, in static storage: how the driver times the steps (kiln compile --time-passes)
+ * while the steps themselves know nothing of clocks.  `done` NULL: no hook. */
+typedef struct KilnStepHook {
+  void (*done)(void *user, const char *step);
+  void *user;
+} KilnStepHook;
+
 typedef struct KilnPipelineOptions {
   KilnStageOptions stage; /* handed to every stage's pass */
   const char *dump_after; /* NULL, a stage name, or "all": print the IR after it */
@@ -351,6 +359,7 @@ typedef struct KilnPipelineOptions {
   /* NULL, or a stage name: run only the stages after it (the second half of a run split where
    * the caller looks at the module, as the driver does for emu's registers) */
   const char *start_after;
+  KilnStepHook step_done; /* told each stage's name after it ran (before its dump) */
 } KilnPipelineOptions;
 
 /* Runs pipeline p on m (in place).  KILN_MLIR_ERR_INVALID for a dump/stop stage p does not have,
@@ -379,6 +388,10 @@ MlirPass kiln_pass_create_widen_offsets(const KilnStageOptions *o);
  * end when their flag (the first iter_arg) is set.  Runs after a back's own lowering, before
  * convert-scf-to-cf, in every target's pipeline. */
 MlirPass kiln_pass_create_exit_loops(void);
+/* kiln-scf-to-cf (scf_to_cf.c): every scf.if and scf.for of a function (not inside another scf
+ * op) becomes blocks and cf branches, the CFG upstream's convert-scf-to-cf makes, in time
+ * linear in the function's size; what it leaves (scf.while...) is upstream's to lower. */
+MlirPass kiln_pass_create_scf_to_cf(void);
 /* Marks an scf.for whose first iter_arg is its i1 break flag for kiln-exit-loops (mlirgen);
  * `unbounded`: its range only counts (a `while`), the flag alone ends it. */
 void kiln_ir_mark_exit_loop(MlirOperation loop, bool unbounded);

@@ -51,6 +51,8 @@ typedef struct KilnOpSpec {
   size_t n_attrs;
   MlirRegion *regions; /* ownership moves to the op */
   size_t n_regions;
+  const MlirBlock *successors; /* a branch's destinations (cf.br, cf.cond_br) */
+  size_t n_successors;
 } KilnOpSpec;
 MlirOperation kiln_ir_create(KilnIRBuilder *b, const KilnOpSpec *spec);
 MlirNamedAttribute kiln_ir_named(MlirContext ctx, const char *name, MlirAttribute a);
@@ -97,6 +99,8 @@ MlirLogicalResult kiln_widen_offsets_module(MlirOperation module, void *opts);
  * an scf.while. */
 void kiln_ir_copy_loop_marks(MlirOperation from, MlirOperation to);
 MlirLogicalResult kiln_exit_loops_module(MlirOperation module, void *opts);
+/* kiln-scf-to-cf (scf_to_cf.c): scf.if and scf.for to blocks and branches, in linear time. */
+MlirLogicalResult kiln_scf_to_cf_module(MlirOperation module, void *opts);
 
 /* ---------------------------------------------------------------- the rewrite kit (rewrite.c)
  * What the lowerings that rebuild the IR share (cpu/, gpu/lower*.c, gpu/emu_lower.c). */

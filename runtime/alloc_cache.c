@@ -12,15 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SMALL_LIMIT ((size_t)1 << 20)
-#define SMALL_STEP ((size_t)512)
-#define LARGE_STEP ((size_t)2 << 20)
+#define SMALL_LIMIT       ((size_t)1 << 20)
+#define SMALL_STEP        ((size_t)512)
+#define LARGE_STEP        ((size_t)2 << 20)
 #define NUM_SMALL_CLASSES (SMALL_LIMIT / SMALL_STEP)
 
 typedef struct Block {
   void *ptr;
-  size_t size;  /* class size */
-  size_t asked; /* bytes the kiln_rt_malloc asked for (kiln_rt_mem_find's bound) */
+  size_t size;       /* class size */
+  size_t asked;      /* bytes the kiln_rt_malloc asked for (kiln_rt_mem_find's bound) */
   size_t *part_ends; /* kiln_rt_mem_set_parts: ascending ends of the tensors it holds, owned */
   size_t nparts;
   struct Block *next;
@@ -161,7 +161,8 @@ static void note_in_use(KilnRtAllocCache *c, size_t size) {
 
 static KilnRtStatus alloc_locked(KilnRtAllocCache *c, size_t bytes, void **ptr) {
   size_t size = kiln_rt_cache_class_size(bytes);
-  if (size == 0) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "allocation of %zu bytes is too large", bytes);
+  if (size == 0)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "allocation of %zu bytes is too large", bytes);
 
   Block **head = free_list(c, size, false);
   if (head && *head) {
@@ -177,7 +178,8 @@ static KilnRtStatus alloc_locked(KilnRtAllocCache *c, size_t bytes, void **ptr) 
   }
 
   Block *b = calloc(1, sizeof *b); /* no parts yet */
-  if (!b) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for the allocation table");
+  if (!b)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for the allocation table");
   void *p = NULL;
   KilnRtStatus st = c->raw_alloc(c->dev, size, &p);
   if (st == KILN_RT_ERROR_OUT_OF_MEMORY && c->stats.bytes_cached > 0) {
@@ -212,7 +214,8 @@ KilnRtStatus kiln_rt_cache_free(KilnRtAllocCache *c, void *ptr) {
   if (!b) {
     pthread_mutex_unlock(&c->lock);
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
-                        "kiln_rt_free: %p was not allocated on this device (or was already freed)", ptr);
+                        "kiln_rt_free: %p was not allocated on this device (or was already freed)",
+                        ptr);
   }
   c->stats.bytes_in_use -= b->size;
   free(b->part_ends); /* the next owner carves it up anew */
@@ -259,7 +262,8 @@ static Block *live_block_at(KilnRtAllocCache *c, const void *ptr) {
   return NULL;
 }
 
-KilnRtStatus kiln_rt_cache_set_parts(KilnRtAllocCache *c, void *base, const size_t *ends, size_t n) {
+KilnRtStatus kiln_rt_cache_set_parts(KilnRtAllocCache *c, void *base, const size_t *ends,
+                                     size_t n) {
   size_t *copy = n ? malloc(n * sizeof *copy) : NULL;
   if (n && !copy) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for parts");
   if (n) memcpy(copy, ends, n * sizeof *copy);
@@ -274,7 +278,8 @@ KilnRtStatus kiln_rt_cache_set_parts(KilnRtAllocCache *c, void *base, const size
       if (ends[i] > b->asked || (i > 0 && ends[i] <= ends[i - 1]))
         st = kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                           "kiln_rt_mem_set_parts: end %zu = %zu is not ascending within the %zu "
-                          "bytes of the allocation", i, ends[i], b->asked);
+                          "bytes of the allocation",
+                          i, ends[i], b->asked);
   }
   if (st == KILN_RT_OK) {
     free(b->part_ends);

@@ -56,7 +56,9 @@ static bool parse_image(const char *file, const char *name, KilnRtDeviceKind kin
     *format = formats[i].format;
     bool host = *format == KILN_RT_MODULE_HOST_OBJECT || *format == KILN_RT_MODULE_HOST_SHARED;
     if (host) {
-      const char *want = kind == KILN_RT_DEVICE_EMU ? "emu" : kind == KILN_RT_DEVICE_CPU ? "cpu" : NULL;
+      const char *want = kind == KILN_RT_DEVICE_EMU   ? "emu"
+                         : kind == KILN_RT_DEVICE_CPU ? "cpu"
+                                                      : NULL;
       *arch = 0;
       return want && alen == strlen(want) && strncmp(a, want, alen) == 0;
     }
@@ -103,19 +105,24 @@ static KilnRtStatus gather(const char *dir, const char *name, KilnRtDeviceKind k
     size_t size = 0;
     char *data = kiln_file_read_max(path, &size, KILN_MAX_MODULE_BYTES);
     if (!data && errno == EFBIG)
-      st = kiln_rt_fail(KILN_RT_ERROR_IO, "bundle '%s': %s is larger than KILN_MAX_MODULE_BYTES (%zu MiB); refused",
+      st = kiln_rt_fail(KILN_RT_ERROR_IO,
+                        "bundle '%s': %s is larger than KILN_MAX_MODULE_BYTES (%zu MiB); refused",
                         dir, e->d_name, KILN_MAX_MODULE_BYTES >> 20);
     else if (!data)
-      st = kiln_rt_fail(KILN_RT_ERROR_IO, "bundle '%s': cannot read %s: %s", dir, e->d_name, strerror(errno));
+      st = kiln_rt_fail(KILN_RT_ERROR_IO, "bundle '%s': cannot read %s: %s", dir, e->d_name,
+                        strerror(errno));
     else if (size == 0)
-      st = kiln_rt_fail(KILN_RT_ERROR_LOAD, "bundle '%s': %s is empty (a truncated bundle?)", dir, e->d_name);
+      st = kiln_rt_fail(KILN_RT_ERROR_LOAD, "bundle '%s': %s is empty (a truncated bundle?)", dir,
+                        e->d_name);
     files[*n] = strdup(e->d_name);
     images[*n] = (KilnRtImage){format, arch, data, size, NULL, NULL};
     (*n)++;
   }
   closedir(d);
   if (st == KILN_RT_OK && *n == 0) {
-    const char *device = kind == KILN_RT_DEVICE_CUDA ? "a GPU (sm_XY)" : kind == KILN_RT_DEVICE_EMU ? "emu" : "cpu";
+    const char *device = kind == KILN_RT_DEVICE_CUDA  ? "a GPU (sm_XY)"
+                         : kind == KILN_RT_DEVICE_EMU ? "emu"
+                                                      : "cpu";
     st = kiln_rt_fail(KILN_RT_ERROR_NOT_FOUND, "bundle '%s': no image of '%s' for %s (it has: %s)",
                       dir, name, device, seen_len ? seen : "none");
   }

@@ -107,7 +107,8 @@ static KilnRtStatus record_launch(CpuGraph *g, KilnRtFunction *fn, const KilnRtL
   if (!fn->arg_sizes)
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "cannot capture a launch of '%s': its argument sizes are unknown "
-                        "(call kiln_rt_function_set_arg_sizes first)", fn->name);
+                        "(call kiln_rt_function_set_arg_sizes first)",
+                        fn->name);
   size_t total = 0;
   for (size_t i = 0; i < fn->num_args; i++) total += (fn->arg_sizes[i] + 15) / 16 * 16;
   unsigned char *values = malloc(total ? total : 1);
@@ -182,7 +183,8 @@ static KilnRtStatus cpu_raw_alloc(KilnRtDevice *dev, size_t bytes, void **ptr) {
   (void)dev;
   void *p = NULL;
   if (posix_memalign(&p, 64, bytes) != 0)
-    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "cpu device: out of memory allocating %zu bytes", bytes);
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY,
+                        "cpu device: out of memory allocating %zu bytes", bytes);
   *ptr = p;
   return KILN_RT_OK;
 }
@@ -210,7 +212,8 @@ static KilnRtStatus submit_memory_op(KilnRtStream *stream, const GraphOp *op, co
   }
   GraphOp *slot = graph_append(g);
   if (!slot)
-    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory while capturing a %s", what);
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory while capturing a %s",
+                        what);
   *slot = *op;
   return KILN_RT_OK;
 }
@@ -230,8 +233,8 @@ static KilnRtStatus cpu_memset(KilnRtDevice *dev, void *dst, int value, size_t b
   return submit_memory_op(stream, &op, "memset");
 }
 
-static KilnRtStatus cpu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format,
-                                    const void *image, size_t size, KilnRtModule *mod) {
+static KilnRtStatus cpu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,
+                                    size_t size, KilnRtModule *mod) {
   (void)dev;
   return kiln_rt_cpu_module_open(format, image, size, &mod->impl);
 }
@@ -245,7 +248,9 @@ static KilnRtStatus cpu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT, "kernel name too long: %s", fn->name);
   dlerror();
   void *sym = dlsym(mod->impl, symbol);
-  if (!sym) return kiln_rt_fail(KILN_RT_ERROR_NOT_FOUND, "no kernel '%s' in the module (symbol %s)", fn->name, symbol);
+  if (!sym)
+    return kiln_rt_fail(KILN_RT_ERROR_NOT_FOUND, "no kernel '%s' in the module (symbol %s)",
+                        fn->name, symbol);
   fn->impl = sym;
   /* The offset record {bits, n, element bytes[n]} for kiln_rt_launch's check (offset_check.c);
    * modules from before it have none and stay unchecked. */
@@ -264,7 +269,8 @@ static KilnRtStatus cpu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
 static KilnRtStatus cpu_stream_create(KilnRtDevice *dev, KilnRtStream *stream) {
   (void)dev;
   stream->impl = calloc(1, sizeof(CpuStream));
-  if (!stream->impl) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for a stream");
+  if (!stream->impl)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for a stream");
   return KILN_RT_OK;
 }
 
@@ -282,7 +288,8 @@ static KilnRtStatus cpu_stream_synchronize(KilnRtStream *stream) {
 static KilnRtStatus cpu_event_create(KilnRtDevice *dev, KilnRtEvent *ev) {
   (void)dev;
   ev->impl = calloc(1, sizeof(CpuEvent));
-  if (!ev->impl) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for an event");
+  if (!ev->impl)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for an event");
   return KILN_RT_OK;
 }
 
@@ -310,7 +317,8 @@ static KilnRtStatus cpu_event_elapsed_ms(KilnRtEvent *start, KilnRtEvent *end, f
 static KilnRtStatus cpu_begin_capture(KilnRtStream *stream) {
   CpuStream *s = stream->impl;
   s->capture = calloc(1, sizeof *s->capture);
-  if (!s->capture) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for a graph");
+  if (!s->capture)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for a graph");
   return KILN_RT_OK;
 }
 
@@ -330,7 +338,8 @@ static KilnRtStatus cpu_graph_launch(KilnRtGraph *graph, KilnRtStream *stream) {
     GraphOp *op = &g->ops[i];
     switch (op->kind) {
     case OP_LAUNCH: {
-      KilnRtStatus st = run_grid(graph->dev, op->u.launch.kernel, op->u.launch.argv, op->u.launch.grid);
+      KilnRtStatus st =
+          run_grid(graph->dev, op->u.launch.kernel, op->u.launch.argv, op->u.launch.grid);
       if (st != KILN_RT_OK) return st;
       break;
     }
@@ -370,9 +379,12 @@ static const KilnRtDeviceOps cpu_ops = {
 };
 
 KilnRtStatus kiln_rt_cpu_device_init(KilnRtDevice *dev, int ordinal) {
-  if (ordinal != 0) return kiln_rt_fail(KILN_RT_ERROR_NO_DEVICE, "there is one cpu device: cpu:0, not cpu:%d", ordinal);
+  if (ordinal != 0)
+    return kiln_rt_fail(KILN_RT_ERROR_NO_DEVICE, "there is one cpu device: cpu:0, not cpu:%d",
+                        ordinal);
   CpuDevice *cpu = calloc(1, sizeof *cpu);
-  if (!cpu) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for the cpu device");
+  if (!cpu)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for the cpu device");
   pthread_mutex_init(&cpu->pool_lock, NULL);
   cpu->num_threads = kiln_rt_cpu_default_threads();
   dev->ops = &cpu_ops;

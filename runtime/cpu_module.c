@@ -67,7 +67,8 @@ static KilnRtStatus write_file(const char *path, const void *data, size_t size) 
     p += w;
     size -= (size_t)w;
   }
-  if (close(fd) != 0) return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot write %s: %s", path, strerror(errno));
+  if (close(fd) != 0)
+    return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot write %s: %s", path, strerror(errno));
   return KILN_RT_OK;
 }
 
@@ -95,20 +96,25 @@ static KilnRtStatus link_shared(TempDir *t) {
   pid_t pid;
   int err = posix_spawnp(&pid, cc, &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (err) return kiln_rt_fail(KILN_RT_ERROR_LOAD, "cannot run the C compiler '%s' (set KILN_CC): %s", cc, strerror(err));
+  if (err)
+    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "cannot run the C compiler '%s' (set KILN_CC): %s", cc,
+                        strerror(err));
 
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0) {
-    if (errno != EINTR) return kiln_rt_fail(KILN_RT_ERROR_LOAD, "waiting for '%s': %s", cc, strerror(errno));
+    if (errno != EINTR)
+      return kiln_rt_fail(KILN_RT_ERROR_LOAD, "waiting for '%s': %s", cc, strerror(errno));
   }
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return KILN_RT_OK;
 
   char log[2048];
   read_log(t->log, log, sizeof log);
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 127)
-    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "cannot run the C compiler '%s' (set KILN_CC): %s", cc, log);
-  return kiln_rt_fail(KILN_RT_ERROR_LOAD, "linking the host object failed ('%s -shared', %s %d): %s",
-                      cc, WIFEXITED(wstatus) ? "exit status" : "signal",
+    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "cannot run the C compiler '%s' (set KILN_CC): %s", cc,
+                        log);
+  return kiln_rt_fail(KILN_RT_ERROR_LOAD,
+                      "linking the host object failed ('%s -shared', %s %d): %s", cc,
+                      WIFEXITED(wstatus) ? "exit status" : "signal",
                       WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus), log);
 }
 
@@ -119,8 +125,7 @@ static KilnRtStatus read_file(const char *path, void **data, size_t *size) {
   if (!buf || *size == 0) {
     char why[4400];
     free(buf);
-    if (buf)
-      return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s: empty file", path);
+    if (buf) return kiln_rt_fail(KILN_RT_ERROR_IO, "cannot read %s: empty file", path);
     return kiln_rt_fail(KILN_RT_ERROR_IO, "%s",
                         kiln_file_read_error(why, sizeof why, "linked shared object", path,
                                              "KILN_MAX_MODULE_BYTES", KILN_MAX_MODULE_BYTES));
@@ -164,7 +169,8 @@ KilnRtStatus kiln_rt_cpu_module_open(KilnRtModuleFormat format, const void *imag
       *handle = h;
     } else {
       const char *why = dlerror();
-      st = kiln_rt_fail(KILN_RT_ERROR_LOAD, "cannot load the module: %s", why ? why : "dlopen failed");
+      st = kiln_rt_fail(KILN_RT_ERROR_LOAD, "cannot load the module: %s",
+                        why ? why : "dlopen failed");
     }
   }
   temp_dir_remove(&t);

@@ -194,8 +194,10 @@ void kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **ar
   atomic_store(&pool->active, workers);
   atomic_store_explicit(&pool->slots, workers, memory_order_release);
   atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
-  if (workers == 1) pthread_cond_signal(&pool->work_cv);
-  else pthread_cond_broadcast(&pool->work_cv);
+  if (workers == 1)
+    pthread_cond_signal(&pool->work_cv);
+  else
+    pthread_cond_broadcast(&pool->work_cv);
   pthread_mutex_unlock(&pool->lock);
   for (int i = 0; i < POOL_SPINS && atomic_load(&pool->active) > 0; i++) pool_pause();
   for (int i = 0; i < POOL_POLLS && atomic_load(&pool->active) > 0; i++) sched_yield();

@@ -71,8 +71,8 @@ typedef struct CUgraphExecUpdateResultInfo {
   X(cuDeviceGet, "cuDeviceGet", (CUdevice * dev, int ordinal))                                     \
   X(cuDeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))                       \
   X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *value, int attrib, CUdevice dev))          \
-  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", (size_t * bytes, CUdevice dev))                       \
-  X(cuMemGetInfo, "cuMemGetInfo_v2", (size_t * free_bytes, size_t * total_bytes))                  \
+  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", (size_t *bytes, CUdevice dev))                        \
+  X(cuMemGetInfo, "cuMemGetInfo_v2", (size_t *free_bytes, size_t *total_bytes))                    \
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext * ctx, CUdevice dev))         \
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                     \
   X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                                           \
@@ -84,18 +84,20 @@ typedef struct CUgraphExecUpdateResultInfo {
   X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", (CUdeviceptr dst, CUdeviceptr src, size_t bytes))             \
   X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                                     \
     (CUdeviceptr dst, const void *src, size_t bytes, CUstream s))                                  \
-  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", (void *dst, CUdeviceptr src, size_t bytes, CUstream s)) \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                                     \
+    (void *dst, CUdeviceptr src, size_t bytes, CUstream s))                                        \
   X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                                     \
     (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s))                                  \
   X(cuMemsetD8, "cuMemsetD8_v2", (CUdeviceptr dst, unsigned char value, size_t n))                 \
-  X(cuMemsetD8Async, "cuMemsetD8Async", (CUdeviceptr dst, unsigned char value, size_t n, CUstream s)) \
+  X(cuMemsetD8Async, "cuMemsetD8Async",                                                            \
+    (CUdeviceptr dst, unsigned char value, size_t n, CUstream s))                                  \
   X(cuModuleLoadData, "cuModuleLoadData", (CUmodule * mod, const void *image))                     \
   X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                                      \
     (CUmodule * mod, const void *image, unsigned int n, int *options, void **values))              \
   X(cuModuleUnload, "cuModuleUnload", (CUmodule mod))                                              \
   X(cuModuleGetFunction, "cuModuleGetFunction", (CUfunction * fn, CUmodule mod, const char *name)) \
   X(cuModuleGetGlobal, "cuModuleGetGlobal_v2",                                                     \
-    (CUdeviceptr * dptr, size_t * bytes, CUmodule mod, const char *name))                          \
+    (CUdeviceptr * dptr, size_t *bytes, CUmodule mod, const char *name))                           \
   X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction fn, int attrib, int value))              \
   X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *value, int attrib, CUfunction fn))             \
   X(cuLaunchKernel, "cuLaunchKernel",                                                              \
@@ -162,7 +164,8 @@ static void load_driver(void) {
     const char *s = NULL;
     if (cu.cuGetErrorString(r, &s) != CUDA_SUCCESS || !s) s = "unknown error";
     cu_load_status = KILN_RT_ERROR_NO_DEVICE;
-    snprintf(cu_load_message, sizeof cu_load_message, "the CUDA driver found no usable GPU: cuInit: %s (%d)", s, r);
+    snprintf(cu_load_message, sizeof cu_load_message,
+             "the CUDA driver found no usable GPU: cuInit: %s (%d)", s, r);
     return;
   }
   cu_load_status = KILN_RT_OK;
@@ -245,11 +248,14 @@ static KilnRtStatus cuda_info(KilnRtDevice *dev, KilnRtDeviceInfo *out) {
   memset(&info, 0, sizeof info);
   info.kind = KILN_RT_DEVICE_CUDA;
   CU_TRY(cuDeviceGetName(info.name, (int)sizeof info.name, c->device));
-  CU_TRY(cuDeviceGetAttribute(&info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device));
-  CU_TRY(cuDeviceGetAttribute(&info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->device));
+  CU_TRY(cuDeviceGetAttribute(&info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                              c->device));
+  CU_TRY(cuDeviceGetAttribute(&info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                              c->device));
   CU_TRY(cuDeviceGetAttribute(&info.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->device));
   int smem = 0;
-  CU_TRY(cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, c->device));
+  CU_TRY(cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                              c->device));
   info.shared_mem_per_block = (size_t)smem;
   CU_TRY(cuDeviceTotalMem(&info.total_mem, c->device));
   CU_TRY(cuDriverGetVersion(&info.driver_version));
@@ -286,12 +292,16 @@ static KilnRtStatus cuda_memcpy(KilnRtDevice *dev, KilnRtCopyKind kind, void *ds
   CUstream s = stream_of(stream);
   switch (kind) {
   case KILN_RT_COPY_HTOD:
-    if (stream) CU_TRY(cuMemcpyHtoDAsync(dptr_of(dst), src, bytes, s));
-    else CU_TRY(cuMemcpyHtoD(dptr_of(dst), src, bytes));
+    if (stream)
+      CU_TRY(cuMemcpyHtoDAsync(dptr_of(dst), src, bytes, s));
+    else
+      CU_TRY(cuMemcpyHtoD(dptr_of(dst), src, bytes));
     break;
   case KILN_RT_COPY_DTOH:
-    if (stream) CU_TRY(cuMemcpyDtoHAsync(dst, dptr_of(src), bytes, s));
-    else CU_TRY(cuMemcpyDtoH(dst, dptr_of(src), bytes));
+    if (stream)
+      CU_TRY(cuMemcpyDtoHAsync(dst, dptr_of(src), bytes, s));
+    else
+      CU_TRY(cuMemcpyDtoH(dst, dptr_of(src), bytes));
     break;
   case KILN_RT_COPY_DTOD:
     if (stream) {
@@ -321,11 +331,13 @@ static KilnRtStatus cuda_memset(KilnRtDevice *dev, void *dst, int value, size_t 
 static KilnRtStatus cuda_module_load(KilnRtDevice *dev, KilnRtModuleFormat format,
                                      const void *image, size_t size, KilnRtModule *mod) {
   if (format != KILN_RT_MODULE_PTX && format != KILN_RT_MODULE_CUBIN)
-    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED, "the cuda device loads PTX and cubin modules only");
+    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED,
+                        "the cuda device loads PTX and cubin modules only");
   ENTER(dev);
   /* The driver reads PTX up to a NUL, which the caller's buffer need not have. */
   char *copy = malloc(size + 1);
-  if (!copy) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory loading a module");
+  if (!copy)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory loading a module");
   memcpy(copy, image, size);
   copy[size] = '\0';
 
@@ -366,7 +378,8 @@ static KilnRtStatus read_dynamic_arena(KilnRtModule *mod, const char *name, uint
   if (r == CUDA_ERROR_NOT_FOUND) return KILN_RT_OK;
   if (r != CUDA_SUCCESS) return cu_fail(r, "cuModuleGetGlobal");
   if (size != sizeof *bytes)
-    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "kernel '%s': %s has %zu bytes, expected 4", name, sym, size);
+    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "kernel '%s': %s has %zu bytes, expected 4", name, sym,
+                        size);
   CU_TRY(cuMemcpyDtoH(bytes, p, sizeof *bytes));
   return KILN_RT_OK;
 }
@@ -415,21 +428,25 @@ static KilnRtStatus cuda_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
 static KilnRtStatus cuda_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                                 KilnRtStream *stream) {
   if (cfg->block_threads == 0 || cfg->block_threads > 1024)
-    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT, "launch of '%s': block_threads = %u is outside 1..1024",
-                        fn->name, cfg->block_threads);
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+                        "launch of '%s': block_threads = %u is outside 1..1024", fn->name,
+                        cfg->block_threads);
   ENTER(fn->module->dev);
   CudaFunction *cf = fn->impl;
   uint32_t shared = cfg->shared_bytes > cf->dyn_shared ? cfg->shared_bytes : cf->dyn_shared;
   if (shared > cf->shared_opt_in) {
     /* Above 48 KiB the kernel must opt in to the larger dynamic shared memory. */
-    CU_TRY(cuFuncSetAttribute(cf->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared));
+    CU_TRY(
+        cuFuncSetAttribute(cf->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared));
     cf->shared_opt_in = shared;
   }
-  CUresult r = cu.cuLaunchKernel(cf->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block_threads, 1, 1,
-                                 shared, stream_of(stream), args, NULL);
+  CUresult r = cu.cuLaunchKernel(cf->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2],
+                                 cfg->block_threads, 1, 1, shared, stream_of(stream), args, NULL);
   if (r != CUDA_SUCCESS) {
     KilnRtStatus st = cu_fail(r, "cuLaunchKernel");
-    return st == KILN_RT_ERROR_DRIVER ? kiln_rt_fail(KILN_RT_ERROR_LAUNCH, "launch of '%s': %s", fn->name, kiln_rt_last_error()) : st;
+    return st == KILN_RT_ERROR_DRIVER ? kiln_rt_fail(KILN_RT_ERROR_LAUNCH, "launch of '%s': %s",
+                                                     fn->name, kiln_rt_last_error())
+                                      : st;
   }
   if (!stream) CU_TRY(cuCtxSynchronize()); /* the default stream completes before returning */
   return KILN_RT_OK;
@@ -601,8 +618,8 @@ KilnRtStatus kiln_rt_cuda_device_init(KilnRtDevice *dev, int ordinal) {
   int count = 0;
   CU_TRY(cuDeviceGetCount(&count));
   if (ordinal >= count)
-    return kiln_rt_fail(KILN_RT_ERROR_NO_DEVICE, "no GPU cuda:%d: the CUDA driver sees %d device%s", ordinal,
-                        count, count == 1 ? "" : "s");
+    return kiln_rt_fail(KILN_RT_ERROR_NO_DEVICE, "no GPU cuda:%d: the CUDA driver sees %d device%s",
+                        ordinal, count, count == 1 ? "" : "s");
   CudaDevice *c = calloc(1, sizeof *c);
   if (!c) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for a cuda device");
   CUresult r = cu.cuDeviceGet(&c->device, ordinal);

@@ -111,7 +111,8 @@ KilnRtStatus kiln_rt_malloc(KilnRtDevice *dev, size_t bytes, void **dptr) {
 }
 
 KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, size_t *bytes) {
-  if (!dev || !base || !bytes) return BAD("kiln_rt_mem_find: device, base and bytes must not be NULL");
+  if (!dev || !base || !bytes)
+    return BAD("kiln_rt_mem_find: device, base and bytes must not be NULL");
   if (kiln_rt_cache_find(dev->cache, p, base, bytes) != KILN_RT_OK)
     return BAD("kiln_rt_mem_find: %p is in no live allocation of this device", p);
   return KILN_RT_OK;
@@ -141,7 +142,8 @@ static KilnRtStatus copy(const char *what, KilnRtDevice *dev, KilnRtCopyKind kin
   if (!dev) return BAD("%s: device is NULL", what);
   KilnRtStatus st = check_stream(what, dev, stream);
   if (st != KILN_RT_OK || bytes == 0) return st;
-  if (!dst || !src) return BAD("%s: NULL %s with %zu bytes to copy", what, dst ? "source" : "destination", bytes);
+  if (!dst || !src)
+    return BAD("%s: NULL %s with %zu bytes to copy", what, dst ? "source" : "destination", bytes);
   return dev->ops->memcpy(dev, kind, dst, src, bytes, stream);
 }
 
@@ -185,7 +187,8 @@ KilnRtStatus kiln_rt_mem_release_cached(KilnRtDevice *dev) {
 
 KilnRtStatus kiln_rt_module_load(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,
                                  size_t size, KilnRtModule **out) {
-  if (!dev || !image || !out) return BAD("kiln_rt_module_load: device, image and out must not be NULL");
+  if (!dev || !image || !out)
+    return BAD("kiln_rt_module_load: device, image and out must not be NULL");
   if (size == 0) return BAD("kiln_rt_module_load: the image is empty");
   if ((unsigned)format >= (unsigned)KILN_RT_MODULE_FORMAT_COUNT)
     return BAD("kiln_rt_module_load: unknown module format %d", (int)format);
@@ -227,8 +230,10 @@ static bool is_identifier(const char *s) {
 
 KilnRtStatus kiln_rt_module_get_function(KilnRtModule *mod, const char *kernel_name,
                                          KilnRtFunction **out) {
-  if (!mod || !kernel_name || !out) return BAD("kiln_rt_module_get_function: module, name and out must not be NULL");
-  if (!is_identifier(kernel_name)) return BAD("kiln_rt_module_get_function: '%s' is not a kernel name", kernel_name);
+  if (!mod || !kernel_name || !out)
+    return BAD("kiln_rt_module_get_function: module, name and out must not be NULL");
+  if (!is_identifier(kernel_name))
+    return BAD("kiln_rt_module_get_function: '%s' is not a kernel name", kernel_name);
 
   pthread_mutex_lock(&mod->lock);
   KilnRtFunction *fn = mod->functions;
@@ -260,11 +265,13 @@ KilnRtStatus kiln_rt_module_get_function(KilnRtModule *mod, const char *kernel_n
 
 KilnRtStatus kiln_rt_function_set_arg_sizes(KilnRtFunction *fn, const size_t *sizes, size_t n) {
   if (!fn) return BAD("kiln_rt_function_set_arg_sizes: function is NULL");
-  if (n > 0 && !sizes) return BAD("kiln_rt_function_set_arg_sizes: sizes is NULL for %zu arguments", n);
+  if (n > 0 && !sizes)
+    return BAD("kiln_rt_function_set_arg_sizes: sizes is NULL for %zu arguments", n);
   if (n > 4096) return BAD("kiln_rt_function_set_arg_sizes: %zu arguments is too many", n);
   /* One spare element, so that a kernel without arguments still has a non-NULL table. */
   size_t *copy = calloc(n + 1, sizeof *copy);
-  if (!copy) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for argument sizes");
+  if (!copy)
+    return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for argument sizes");
   if (n > 0) memcpy(copy, sizes, n * sizeof *copy);
   pthread_mutex_lock(&fn->module->lock);
   free(fn->arg_sizes);
@@ -286,7 +293,8 @@ static KilnRtStatus check_registers(const KilnRtFunction *fn, const KilnRtLaunch
                regs, KILN_RT_GPU_MAX_REGISTERS_PER_THREAD);
   if ((uint64_t)threads * regs > KILN_RT_GPU_REGISTER_FILE)
     return BAD("kiln_rt_launch of '%s': %u threads x %u registers = %llu, more than the %u of a "
-               "GPU's register file", fn->name, threads, regs, (unsigned long long)threads * regs,
+               "GPU's register file",
+               fn->name, threads, regs, (unsigned long long)threads * regs,
                KILN_RT_GPU_REGISTER_FILE);
   return KILN_RT_OK;
 }
@@ -307,13 +315,15 @@ KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, v
   if (dev->kind == KILN_RT_DEVICE_CUDA || dev->kind == KILN_RT_DEVICE_EMU) {
     for (int i = 1; i < 3; i++)
       if (cfg->grid[i] > KILN_RT_GPU_MAX_GRID_YZ)
-        return BAD("kiln_rt_launch of '%s': grid[%d] = %u exceeds a GPU's limit of %u along y and z",
-                   fn->name, i, cfg->grid[i], KILN_RT_GPU_MAX_GRID_YZ);
+        return BAD(
+            "kiln_rt_launch of '%s': grid[%d] = %u exceeds a GPU's limit of %u along y and z",
+            fn->name, i, cfg->grid[i], KILN_RT_GPU_MAX_GRID_YZ);
     st = check_registers(fn, cfg);
     if (st != KILN_RT_OK) return st;
   }
   if (!args && fn->arg_sizes && fn->num_args > 0)
-    return BAD("kiln_rt_launch of '%s': args is NULL but the kernel takes %zu arguments", fn->name, fn->num_args);
+    return BAD("kiln_rt_launch of '%s': args is NULL but the kernel takes %zu arguments", fn->name,
+               fn->num_args);
   /* Every device: a 32-bit kernel would wrap its offsets past 2^31 elements. */
   st = kiln_rt_check_offsets(fn, args);
   if (st != KILN_RT_OK) return st;
@@ -373,7 +383,9 @@ KilnRtStatus kiln_rt_event_record(KilnRtEvent *ev, KilnRtStream *stream) {
   KilnRtStatus st = check_stream("kiln_rt_event_record", ev->dev, stream);
   if (st != KILN_RT_OK) return st;
   if (stream && stream->capturing)
-    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED, "kiln_rt_event_record: events cannot be recorded on a stream being captured");
+    return kiln_rt_fail(
+        KILN_RT_ERROR_UNSUPPORTED,
+        "kiln_rt_event_record: events cannot be recorded on a stream being captured");
   st = ev->dev->ops->event_record(ev, stream);
   if (st == KILN_RT_OK) ev->recorded = true;
   return st;
@@ -386,18 +398,23 @@ KilnRtStatus kiln_rt_event_synchronize(KilnRtEvent *ev) {
 }
 
 KilnRtStatus kiln_rt_event_elapsed_ms(KilnRtEvent *start, KilnRtEvent *end, float *ms) {
-  if (!start || !end || !ms) return BAD("kiln_rt_event_elapsed_ms: start, end and ms must not be NULL");
-  if (start->dev != end->dev) return BAD("kiln_rt_event_elapsed_ms: the events belong to different devices");
+  if (!start || !end || !ms)
+    return BAD("kiln_rt_event_elapsed_ms: start, end and ms must not be NULL");
+  if (start->dev != end->dev)
+    return BAD("kiln_rt_event_elapsed_ms: the events belong to different devices");
   if (!start->recorded || !end->recorded)
-    return BAD("kiln_rt_event_elapsed_ms: the %s event was never recorded", start->recorded ? "end" : "start");
+    return BAD("kiln_rt_event_elapsed_ms: the %s event was never recorded",
+               start->recorded ? "end" : "start");
   return start->dev->ops->event_elapsed_ms(start, end, ms);
 }
 
 /* ---- graphs ------------------------------------------------------------------------------- */
 
 KilnRtStatus kiln_rt_graph_begin_capture(KilnRtStream *stream) {
-  if (!stream) return BAD("kiln_rt_graph_begin_capture: the default (NULL) stream cannot be captured");
-  if (stream->capturing) return BAD("kiln_rt_graph_begin_capture: the stream is already being captured");
+  if (!stream)
+    return BAD("kiln_rt_graph_begin_capture: the default (NULL) stream cannot be captured");
+  if (stream->capturing)
+    return BAD("kiln_rt_graph_begin_capture: the stream is already being captured");
   KilnRtStatus st = stream->dev->ops->begin_capture(stream);
   if (st == KILN_RT_OK) stream->capturing = true;
   return st;
@@ -449,7 +466,8 @@ KilnRtStatus kiln_rt_graph_launch(KilnRtGraph *graph, KilnRtStream *stream) {
   KilnRtStatus st = check_stream("kiln_rt_graph_launch", graph->dev, stream);
   if (st != KILN_RT_OK) return st;
   if (stream && stream->capturing)
-    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED, "kiln_rt_graph_launch: graphs cannot be launched into a capture");
+    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED,
+                        "kiln_rt_graph_launch: graphs cannot be launched into a capture");
   return graph->dev->ops->graph_launch(graph, stream);
 }
 

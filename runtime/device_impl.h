@@ -28,9 +28,9 @@ KilnRtStatus kiln_rt_fail(KilnRtStatus status, const char *fmt, ...)
 
 /* Broken internal invariants: always on, reported and then the process stops, since continuing
  * would corrupt memory. Never used for user or environment errors. */
-#define KILN_ASSERT(cond)                                                                     \
-  do {                                                                                        \
-    if (!(cond)) kiln_rt_assert_failed(__FILE__, __LINE__, __func__, #cond);                  \
+#define KILN_ASSERT(cond)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) kiln_rt_assert_failed(__FILE__, __LINE__, __func__, #cond);                       \
   } while (0)
 _Noreturn void kiln_rt_assert_failed(const char *file, int line, const char *func,
                                      const char *cond);
@@ -66,7 +66,11 @@ void kiln_rt_cache_release(KilnRtAllocCache *cache);
 
 /* ---- the device vtable -------------------------------------------------------------------- */
 
-typedef enum KilnRtCopyKind { KILN_RT_COPY_HTOD, KILN_RT_COPY_DTOH, KILN_RT_COPY_DTOD } KilnRtCopyKind;
+typedef enum KilnRtCopyKind {
+  KILN_RT_COPY_HTOD,
+  KILN_RT_COPY_DTOH,
+  KILN_RT_COPY_DTOD
+} KilnRtCopyKind;
 
 /* Every entry returns a status and sets kiln_rt_fail's message on failure. Arguments have been
  * checked by device.c (non-NULL handles, non-zero sizes, grid dims >= 1). `stream` may be NULL. */

@@ -66,22 +66,51 @@ typedef struct EmuFunction {
  * a kernel module may call any of them, and the linker cannot know which. */
 #define KEEP(f) (void (*)(void))(f)
 __attribute__((used)) static void (*const keep_intrinsics[])(void) = {
-    KEEP(kiln_emu_tid_x), KEEP(kiln_emu_tid_y), KEEP(kiln_emu_tid_z), KEEP(kiln_emu_ntid_x),
-    KEEP(kiln_emu_ntid_y), KEEP(kiln_emu_ntid_z), KEEP(kiln_emu_ctaid_x), KEEP(kiln_emu_ctaid_y),
-    KEEP(kiln_emu_ctaid_z), KEEP(kiln_emu_nctaid_x), KEEP(kiln_emu_nctaid_y),
-    KEEP(kiln_emu_nctaid_z), KEEP(kiln_emu_laneid), KEEP(kiln_emu_warpid),
-    KEEP(kiln_emu_warpsize), KEEP(kiln_emu_shared_base), KEEP(kiln_emu_shared_bytes),
-    KEEP(kiln_emu_shared_check), KEEP(kiln_emu_global_access), KEEP(kiln_emu_shared_access),
+    KEEP(kiln_emu_tid_x),
+    KEEP(kiln_emu_tid_y),
+    KEEP(kiln_emu_tid_z),
+    KEEP(kiln_emu_ntid_x),
+    KEEP(kiln_emu_ntid_y),
+    KEEP(kiln_emu_ntid_z),
+    KEEP(kiln_emu_ctaid_x),
+    KEEP(kiln_emu_ctaid_y),
+    KEEP(kiln_emu_ctaid_z),
+    KEEP(kiln_emu_nctaid_x),
+    KEEP(kiln_emu_nctaid_y),
+    KEEP(kiln_emu_nctaid_z),
+    KEEP(kiln_emu_laneid),
+    KEEP(kiln_emu_warpid),
+    KEEP(kiln_emu_warpsize),
+    KEEP(kiln_emu_shared_base),
+    KEEP(kiln_emu_shared_bytes),
+    KEEP(kiln_emu_shared_check),
+    KEEP(kiln_emu_global_access),
+    KEEP(kiln_emu_shared_access),
     KEEP(kiln_emu_approx_f32),
-    KEEP(kiln_emu_barrier0), KEEP(kiln_emu_barrier_sync),
-    KEEP(kiln_emu_bar_warp_sync), KEEP(kiln_emu_membar), KEEP(kiln_emu_trap), KEEP(kiln_emu_exit),
-    KEEP(kiln_emu_shfl_sync_i32), KEEP(kiln_emu_shfl_sync_f32), KEEP(kiln_emu_vote_sync),
-    KEEP(kiln_emu_redux_sync), KEEP(kiln_emu_mma_m16n8k16_f32_f16),
-    KEEP(kiln_emu_mma_m16n8k16_f32_bf16), KEEP(kiln_emu_mma_m16n8k8_f32_tf32),
-    KEEP(kiln_emu_ldmatrix), KEEP(kiln_emu_cp_async), KEEP(kiln_emu_cp_async_commit_group),
-    KEEP(kiln_emu_cp_async_wait_group), KEEP(kiln_emu_cp_async_wait_all),
-    KEEP(kiln_emu_atom_cas_b32), KEEP(kiln_emu_atom_shared_cas_b32), KEEP(kiln_emu_atom_add_u64),
-    KEEP(kiln_emu_f16_to_f32), KEEP(kiln_emu_f32_to_f16), KEEP(kiln_emu_bf16_to_f32),
+    KEEP(kiln_emu_barrier0),
+    KEEP(kiln_emu_barrier_sync),
+    KEEP(kiln_emu_bar_warp_sync),
+    KEEP(kiln_emu_membar),
+    KEEP(kiln_emu_trap),
+    KEEP(kiln_emu_exit),
+    KEEP(kiln_emu_shfl_sync_i32),
+    KEEP(kiln_emu_shfl_sync_f32),
+    KEEP(kiln_emu_vote_sync),
+    KEEP(kiln_emu_redux_sync),
+    KEEP(kiln_emu_mma_m16n8k16_f32_f16),
+    KEEP(kiln_emu_mma_m16n8k16_f32_bf16),
+    KEEP(kiln_emu_mma_m16n8k8_f32_tf32),
+    KEEP(kiln_emu_ldmatrix),
+    KEEP(kiln_emu_cp_async),
+    KEEP(kiln_emu_cp_async_commit_group),
+    KEEP(kiln_emu_cp_async_wait_group),
+    KEEP(kiln_emu_cp_async_wait_all),
+    KEEP(kiln_emu_atom_cas_b32),
+    KEEP(kiln_emu_atom_shared_cas_b32),
+    KEEP(kiln_emu_atom_add_u64),
+    KEEP(kiln_emu_f16_to_f32),
+    KEEP(kiln_emu_f32_to_f16),
+    KEEP(kiln_emu_bf16_to_f32),
     KEEP(kiln_emu_f32_to_bf16),
 #define KEEP_ATOMIC(op, T) KEEP(kiln_emu_atom_##op), KEEP(kiln_emu_atom_shared_##op),
     KILN_EMU_ATOMIC_OPS(KEEP_ATOMIC)
@@ -108,8 +137,8 @@ static void export_emulator(void) {
   if (h) dlclose(h); /* NOLOAD took a reference; the promotion to global stays */
 }
 
-static KilnRtStatus emu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format,
-                                    const void *image, size_t size, KilnRtModule *mod) {
+static KilnRtStatus emu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format, const void *image,
+                                    size_t size, KilnRtModule *mod) {
   (void)dev;
   if (format != KILN_RT_MODULE_HOST_OBJECT && format != KILN_RT_MODULE_HOST_SHARED)
     return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED,
@@ -118,9 +147,10 @@ static KilnRtStatus emu_module_load(KilnRtDevice *dev, KilnRtModuleFormat format
   export_emulator();
   KilnRtStatus st = kiln_rt_cpu_module_open(format, image, size, &mod->impl);
   if (st != KILN_RT_OK && strstr(kiln_rt_last_error(), "kiln_emu_"))
-    return kiln_rt_fail(st, "%s (the GPU emulator's symbols are not visible: link the program "
-                            "with libkilnrt.so, or with libkilnrt.a through CMake's kilnrt "
-                            "target or `pkg-config --static kilnrt`, which export them)",
+    return kiln_rt_fail(st,
+                        "%s (the GPU emulator's symbols are not visible: link the program "
+                        "with libkilnrt.so, or with libkilnrt.a through CMake's kilnrt "
+                        "target or `pkg-config --static kilnrt`, which export them)",
                         kiln_rt_last_error());
   return st;
 }
@@ -145,7 +175,8 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   if (!entry || !meta)
     return kiln_rt_fail(KILN_RT_ERROR_NOT_FOUND,
                         "no kernel '%s' in the module (symbols %s, %s; was it compiled with "
-                        "--target emu?)", fn->name, entry_name, meta_name);
+                        "--target emu?)",
+                        fn->name, entry_name, meta_name);
   if (meta[0] < 1 || meta[0] > META_VERSION || meta[1] == 0 || meta[1] % 32 != 0 ||
       meta[1] > KILN_EMU_MAX_BLOCK_THREADS)
     return kiln_rt_fail(KILN_RT_ERROR_LOAD,
@@ -169,7 +200,8 @@ static KilnRtStatus emu_get_function(KilnRtModule *mod, KilnRtFunction *fn) {
   fn->block_threads = ef->block_threads;
   /* The offset record for kiln_rt_launch's check (offset_check.c), from this metadata. */
   if (ef->arg_elems && (ef->index_bits == 32 || ef->index_bits == 64)) {
-    KilnRtStatus st = kiln_rt_function_set_offsets(fn, ef->index_bits, ef->num_params, ef->arg_elems);
+    KilnRtStatus st =
+        kiln_rt_function_set_offsets(fn, ef->index_bits, ef->num_params, ef->arg_elems);
     if (st != KILN_RT_OK) {
       free(ef);
       return st;
@@ -219,7 +251,8 @@ static KilnRtStatus checks_from_env(uint32_t *checks, uint64_t *seed) {
   if (kiln_emu_parse_checks(text ? text : "all", checks) != 0)
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "KILN_EMU_CHECK='%s': expected a comma-separated list of mem, race, init, "
-                        "or all, or none", text);
+                        "or all, or none",
+                        text);
   const char *s = getenv("KILN_EMU_SEED");
   *seed = 0;
   if (s && *s) {
@@ -240,8 +273,7 @@ static KilnRtStatus checks_from_env(uint32_t *checks, uint64_t *seed) {
 static KilnRtStatus index_limit_from_env(uint64_t *limit) {
   const char *s = getenv("KILN_EMU_INDEX_LIMIT");
   *limit = 0;
-  if (!s || !*s)
-    return KILN_RT_OK;
+  if (!s || !*s) return KILN_RT_OK;
   char *end = NULL;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 0);
@@ -281,24 +313,27 @@ static KilnRtStatus emu_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg
   if (cfg->block_threads != 0 && cfg->block_threads != ef->block_threads)
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "launch of '%s': block_threads = %u, but the kernel was compiled for %u "
-                        "(32 * num_warps)", fn->name, cfg->block_threads, ef->block_threads);
+                        "(32 * num_warps)",
+                        fn->name, cfg->block_threads, ef->block_threads);
   if (fn->arg_sizes && fn->num_args != ef->num_params)
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "launch of '%s': %zu argument sizes set, the kernel takes %u parameters",
                         fn->name, fn->num_args, ef->num_params);
   /* The kernel's own dynamic arena is passed for the caller, as the cuda device does. */
-  uint32_t dyn = cfg->shared_bytes > ef->dyn_shared_bytes ? cfg->shared_bytes : ef->dyn_shared_bytes;
+  uint32_t dyn =
+      cfg->shared_bytes > ef->dyn_shared_bytes ? cfg->shared_bytes : ef->dyn_shared_bytes;
   uint64_t shared = (uint64_t)ef->shared_bytes + dyn;
   if (shared > KILN_EMU_MAX_SHARED_BYTES)
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "launch of '%s': %llu bytes of shared memory (%u static + %u dynamic) "
-                        "exceed %u", fn->name, (unsigned long long)shared, ef->shared_bytes,
-                        dyn, KILN_EMU_MAX_SHARED_BYTES);
+                        "exceed %u",
+                        fn->name, (unsigned long long)shared, ef->shared_bytes, dyn,
+                        KILN_EMU_MAX_SHARED_BYTES);
   if (ef->shared_bytes > EMU_STATIC_SHARED_LIMIT)
     return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "launch of '%s': %u bytes of static shared memory exceed a GPU's %u "
-                        "(more must be dynamic shared memory)", fn->name, ef->shared_bytes,
-                        EMU_STATIC_SHARED_LIMIT);
+                        "(more must be dynamic shared memory)",
+                        fn->name, ef->shared_bytes, EMU_STATIC_SHARED_LIMIT);
   /* The offset extents of a 32-bit kernel were checked by kiln_rt_launch (offset_check.c), with
    * KILN_EMU_INDEX_LIMIT lowering the limit there too. */
   KilnRtStatus ast = check_pointer_args(fn, ef, args);
@@ -371,7 +406,8 @@ static void build_ops(void) {
 
 KilnRtStatus kiln_rt_emu_device_init(KilnRtDevice *dev, int ordinal) {
   if (ordinal != 0)
-    return kiln_rt_fail(KILN_RT_ERROR_NO_DEVICE, "there is one emu device: emu:0, not emu:%d", ordinal);
+    return kiln_rt_fail(KILN_RT_ERROR_NO_DEVICE, "there is one emu device: emu:0, not emu:%d",
+                        ordinal);
   KilnRtStatus st = kiln_rt_cpu_device_init(dev, 0);
   if (st != KILN_RT_OK) return st;
   cpu_ops_seen = dev->ops; /* the same static table on every call */

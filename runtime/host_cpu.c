@@ -39,10 +39,8 @@ typedef struct CpuTarget {
 
 static const CpuTarget targets[] = {
 #if defined(HOST_X86)
-    {"generic", "x86-64", ""},
-    {"x86-64", "x86-64", ""},
-    {"x86-64-v2", "x86-64-v2", X86_V2},
-    {"x86-64-v3", "x86-64-v3", X86_V3},
+    {"generic", "x86-64", ""},          {"x86-64", "x86-64", ""},
+    {"x86-64-v2", "x86-64-v2", X86_V2}, {"x86-64-v3", "x86-64-v3", X86_V3},
     {"x86-64-v4", "x86-64-v4", X86_V4},
 #else
     {"generic", "generic", ""},
@@ -73,23 +71,40 @@ typedef struct X86Bit {
 } X86Bit;
 
 static const X86Bit x86_bits[] = {
-    {"sse3", 1, 0, 2, 0, 0},          {"pclmul", 1, 0, 2, 1, 0},
-    {"ssse3", 1, 0, 2, 9, 0},         {"fma", 1, 0, 2, 12, 1},
-    {"cx16", 1, 0, 2, 13, 0},         {"sse4.1", 1, 0, 2, 19, 0},
-    {"sse4.2", 1, 0, 2, 20, 0},       {"movbe", 1, 0, 2, 22, 0},
-    {"popcnt", 1, 0, 2, 23, 0},       {"aes", 1, 0, 2, 25, 0},
-    {"avx", 1, 0, 2, 28, 1},          {"f16c", 1, 0, 2, 29, 1},
-    {"bmi", 7, 0, 1, 3, 0},           {"avx2", 7, 0, 1, 5, 1},
-    {"bmi2", 7, 0, 1, 8, 0},          {"avx512f", 7, 0, 1, 16, 2},
-    {"avx512dq", 7, 0, 1, 17, 2},     {"adx", 7, 0, 1, 19, 0},
-    {"avx512ifma", 7, 0, 1, 21, 2},   {"avx512cd", 7, 0, 1, 28, 2},
-    {"sha", 7, 0, 1, 29, 0},          {"avx512bw", 7, 0, 1, 30, 2},
-    {"avx512vl", 7, 0, 1, 31, 2},     {"avx512vbmi", 7, 0, 2, 1, 2},
-    {"avx512vbmi2", 7, 0, 2, 6, 2},   {"gfni", 7, 0, 2, 8, 0},
-    {"vaes", 7, 0, 2, 9, 1},          {"vpclmulqdq", 7, 0, 2, 10, 1},
-    {"avx512vnni", 7, 0, 2, 11, 2},   {"avx512bitalg", 7, 0, 2, 12, 2},
-    {"avx512vpopcntdq", 7, 0, 2, 14, 2}, {"avx512fp16", 7, 0, 3, 23, 2},
-    {"avxvnni", 7, 1, 0, 4, 1},       {"avx512bf16", 7, 1, 0, 5, 2},
+    {"sse3", 1, 0, 2, 0, 0},
+    {"pclmul", 1, 0, 2, 1, 0},
+    {"ssse3", 1, 0, 2, 9, 0},
+    {"fma", 1, 0, 2, 12, 1},
+    {"cx16", 1, 0, 2, 13, 0},
+    {"sse4.1", 1, 0, 2, 19, 0},
+    {"sse4.2", 1, 0, 2, 20, 0},
+    {"movbe", 1, 0, 2, 22, 0},
+    {"popcnt", 1, 0, 2, 23, 0},
+    {"aes", 1, 0, 2, 25, 0},
+    {"avx", 1, 0, 2, 28, 1},
+    {"f16c", 1, 0, 2, 29, 1},
+    {"bmi", 7, 0, 1, 3, 0},
+    {"avx2", 7, 0, 1, 5, 1},
+    {"bmi2", 7, 0, 1, 8, 0},
+    {"avx512f", 7, 0, 1, 16, 2},
+    {"avx512dq", 7, 0, 1, 17, 2},
+    {"adx", 7, 0, 1, 19, 0},
+    {"avx512ifma", 7, 0, 1, 21, 2},
+    {"avx512cd", 7, 0, 1, 28, 2},
+    {"sha", 7, 0, 1, 29, 0},
+    {"avx512bw", 7, 0, 1, 30, 2},
+    {"avx512vl", 7, 0, 1, 31, 2},
+    {"avx512vbmi", 7, 0, 2, 1, 2},
+    {"avx512vbmi2", 7, 0, 2, 6, 2},
+    {"gfni", 7, 0, 2, 8, 0},
+    {"vaes", 7, 0, 2, 9, 1},
+    {"vpclmulqdq", 7, 0, 2, 10, 1},
+    {"avx512vnni", 7, 0, 2, 11, 2},
+    {"avx512bitalg", 7, 0, 2, 12, 2},
+    {"avx512vpopcntdq", 7, 0, 2, 14, 2},
+    {"avx512fp16", 7, 0, 3, 23, 2},
+    {"avxvnni", 7, 1, 0, 4, 1},
+    {"avx512bf16", 7, 1, 0, 5, 2},
     {"lzcnt", 0x80000001u, 0, 2, 5, 0},
 };
 
@@ -102,7 +117,7 @@ static int os_register_state(void) {
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   (void)hi;
   int state = 0;
-  if ((lo & 0x6) == 0x6) state = 1;                /* SSE + AVX state */
+  if ((lo & 0x6) == 0x6) state = 1;                 /* SSE + AVX state */
   if (state == 1 && (lo & 0xe0) == 0xe0) state = 2; /* opmask + ZMM state */
   return state;
 }
@@ -127,7 +142,11 @@ static void detect(char *buf, size_t cap) {
 #elif defined(HOST_ARM64)
 static void detect(char *buf, size_t cap) {
   unsigned long h1 = getauxval(AT_HWCAP), h2 = getauxval(AT_HWCAP2);
-  struct { const char *name; unsigned long word; int bit; } bits[] = {
+  struct {
+    const char *name;
+    unsigned long word;
+    int bit;
+  } bits[] = {
       {"fullfp16", h1, 10}, {"dotprod", h1, 20}, {"sve", h1, 22},
       {"sve2", h2, 1},      {"i8mm", h2, 13},    {"bf16", h2, 14},
   };
@@ -147,8 +166,10 @@ static void detect(char *buf, size_t cap) { buf[0] = cap ? '\0' : buf[0]; }
 /* This CPU's features, or the list KILN_RT_HOST_CPU_FEATURES plays. */
 static void host_features(char *buf, size_t cap) {
   const char *fake = getenv("KILN_RT_HOST_CPU_FEATURES");
-  if (fake) snprintf(buf, cap, "%s", fake);
-  else detect(buf, cap);
+  if (fake)
+    snprintf(buf, cap, "%s", fake);
+  else
+    detect(buf, cap);
 }
 
 /* Whether the comma-separated list has `name` (len bytes) as one of its items. */

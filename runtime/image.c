@@ -49,7 +49,8 @@ int kiln_rt_image_select(const KilnRtImage *images, size_t n, KilnRtDeviceKind k
 
 KilnRtStatus kiln_rt_module_load_best(KilnRtDevice *dev, const KilnRtImage *images, size_t n,
                                       int *chosen, KilnRtModule **out) {
-  if (!dev || !images || !out) return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
+  if (!dev || !images || !out)
+    return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                         "kiln_rt_module_load_best: device, images and out must not be NULL");
   KilnRtDeviceInfo info;
   KilnRtStatus st = kiln_rt_device_info(dev, &info);
@@ -58,9 +59,11 @@ KilnRtStatus kiln_rt_module_load_best(KilnRtDevice *dev, const KilnRtImage *imag
   int i = kiln_rt_image_select(images, n, info.kind, sm, 1);
   if (i < 0) {
     if (info.kind == KILN_RT_DEVICE_CUDA)
-      return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED,
-                          "no image for sm_%d: no cubin of that major and no PTX for sm_%d or older", sm, sm);
-    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED, "no host image for the %s device (a GPU-only library?)",
+      return kiln_rt_fail(
+          KILN_RT_ERROR_UNSUPPORTED,
+          "no image for sm_%d: no cubin of that major and no PTX for sm_%d or older", sm, sm);
+    return kiln_rt_fail(KILN_RT_ERROR_UNSUPPORTED,
+                        "no host image for the %s device (a GPU-only library?)",
                         info.kind == KILN_RT_DEVICE_EMU ? "emu" : "cpu");
   }
   if (is_host(images[i].format)) {
@@ -70,7 +73,8 @@ KilnRtStatus kiln_rt_module_load_best(KilnRtDevice *dev, const KilnRtImage *imag
   st = kiln_rt_module_load(dev, images[i].format, images[i].data, images[i].size, out);
   if (st == KILN_RT_ERROR_LOAD && images[i].format == KILN_RT_MODULE_CUBIN) {
     int p = kiln_rt_image_select(images, n, info.kind, sm, 0);
-    if (p >= 0 && kiln_rt_module_load(dev, images[p].format, images[p].data, images[p].size, out) == KILN_RT_OK) {
+    if (p >= 0 && kiln_rt_module_load(dev, images[p].format, images[p].data, images[p].size, out) ==
+                      KILN_RT_OK) {
       i = p;
       st = KILN_RT_OK;
     }

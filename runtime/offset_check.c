@@ -29,8 +29,10 @@
 KilnRtStatus kiln_rt_function_set_offsets(KilnRtFunction *fn, uint32_t bits, uint32_t n,
                                           const uint32_t *elem_bytes) {
   if (bits != 32 && bits != 64)
-    return kiln_rt_fail(KILN_RT_ERROR_LOAD, "kernel '%s': its offset record says %u bits (32 or 64 "
-                        "expected): a damaged module", fn->name, bits);
+    return kiln_rt_fail(KILN_RT_ERROR_LOAD,
+                        "kernel '%s': its offset record says %u bits (32 or 64 "
+                        "expected): a damaged module",
+                        fn->name, bits);
   if (n > 4096)
     return kiln_rt_fail(KILN_RT_ERROR_LOAD, "kernel '%s': its offset record lists %u parameters",
                         fn->name, n);
@@ -87,8 +89,8 @@ KilnRtStatus kiln_rt_check_offsets(const KilnRtFunction *fn, void **args) {
       return kiln_rt_fail(KILN_RT_ERROR_INVALID_ARGUMENT,
                           "launch of '%s': pointer argument %u has %llu elements of %u bytes to "
                           "the end of its allocation, more than the %llu its 32-bit offsets can "
-                          "reach (recompile with --index-bits 64)", fn->name, i,
-                          (unsigned long long)elems, elem, (unsigned long long)limit);
+                          "reach (recompile with --index-bits 64)",
+                          fn->name, i, (unsigned long long)elems, elem, (unsigned long long)limit);
   }
   return KILN_RT_OK;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #define STR2(x) #x
-#define STR(x) STR2(x)
+#define STR(x)  STR2(x)
 
 int kiln_rt_version(void) { return KILN_RT_VERSION; }
 

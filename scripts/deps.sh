@@ -8,6 +8,7 @@ KILN_DEBIAN_PACKAGES=(
   flex bison libcjson-dev
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   clang-19 libclang-rt-19-dev
+  clang-format-19
 )
 
 kiln_missing_packages() {

@@ -4,12 +4,15 @@
  *   kiln-opt [FILE|-] [--target=T] [--pass=STAGE]... [--pipeline=PIPELINE] [--full]
  *            [--dump-after=STAGE|all] [--stop-after=STAGE] [--num-warps=N] [--num-stages=N]
  *            [--index-bits=32|64] [--emit=mlir|llvm] [--generic] [--list-stages] [--print-irdl]
+ *            [--time-passes]
  *
  * Every stage of every target is registered: the pipelines are the driver's
  * (kiln_driver_pipeline), so `--full --target=T` runs exactly what `kiln compile --target T`
  * runs.  --pass=STAGE runs one stage: the target's stage of that name (T defaults to cpu),
  * else the first target's that has one (kiln-gpu-layouts needs no --target).  --list-stages
  * prints the target's pipeline, a stage a line.  Actions run in command-line order.
+ * --time-passes prints the time of each step (parse, every stage run, print) to stderr, as
+ * `kiln compile --time-passes` does (tools/driver/times.c).
  * Diagnostics go to stderr gcc-style; exit status 1 when any stage failed, 2 on bad usage. */
 #include "kiln_driver.h"
 #include "kiln_mlir.h"
@@ -24,6 +27,7 @@ typedef struct Options {
   KilnTarget target;
   KilnStageOptions stage;
   bool generic, list_stages, print_irdl;
+  KilnTimes *times; /* --time-passes: where the steps go; NULL without */
 } Options;
 
 static void print_cb(MlirStringRef s, void *user) { fwrite(s.data, 1, s.length, user); }
@@ -32,7 +36,7 @@ static int usage(void) {
   fprintf(stderr, "usage: kiln-opt [FILE|-] [--target=T] [--pass=STAGE]... [--pipeline=P] "
                   "[--full] [--dump-after=STAGE|all] [--stop-after=STAGE] [--num-warps=N] "
                   "[--num-stages=N] [--index-bits=32|64] [--emit=mlir|llvm] [--generic] "
-                  "[--list-stages] [--print-irdl]\n");
+                  "[--list-stages] [--print-irdl] [--time-passes]\n");
   return 2;
 }
 
@@ -62,7 +66,7 @@ static bool is_action(const char *arg) {
 }
 
 /* Reads every option (actions are run later, in order); false on bad usage, said on stderr. */
-static bool parse_options(int argc, char **argv, Options *o) {
+static bool parse_options(int argc, char **argv, Options *o, KilnTimes *times) {
   *o = (Options){.file = "-", .emit = "mlir", .target = KILN_TARGET_CPU};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
@@ -72,6 +76,8 @@ static bool parse_options(int argc, char **argv, Options *o) {
       o->print_irdl = true;
     else if (strcmp(a, "--generic") == 0)
       o->generic = true;
+    else if (strcmp(a, "--time-passes") == 0)
+      o->times = times;
     else if (starts(a, "--target=", &v)) {
       o->target = kiln_target_from_name(v);
       if (o->target == KILN_TARGET_COUNT) {
@@ -119,13 +125,16 @@ static bool run_actions(MlirModule m, int argc, char **argv, const Options *o) {
   for (int i = 1; i < argc; i++) {
     const char *v;
     KilnMlirStatus st = KILN_MLIR_OK;
-    if (starts(argv[i], "--pass=", &v))
+    if (starts(argv[i], "--pass=", &v)) {
       st = kiln_pipeline_run_stage(m, pipeline_with(v, o->target), v, &o->stage);
-    else if (starts(argv[i], "--pipeline=", &v))
+      kiln_times_mark(o->times, v); /* argv lives as long as the times */
+    } else if (starts(argv[i], "--pipeline=", &v)) {
       st = kiln_pipeline_run_string(m, v);
-    else if (strcmp(argv[i], "--full") == 0) {
+      kiln_times_mark(o->times, v);
+    } else if (strcmp(argv[i], "--full") == 0) {
       KilnPipelineOptions po = {.stage = o->stage, .dump_after = o->dump_after,
-                                .dump_file = stdout, .stop_after = o->stop_after};
+                                .dump_file = stdout, .stop_after = o->stop_after,
+                                .step_done = {o->times ? kiln_times_hook : NULL, o->times}};
       st = kiln_pipeline_run(m, kiln_driver_pipeline(o->target), &po);
     }
     if (st != KILN_MLIR_OK)
@@ -156,7 +165,8 @@ static bool print_result(MlirModule m, const Options *o) {
 
 int main(int argc, char **argv) {
   Options o;
-  if (!parse_options(argc, argv, &o))
+  KilnTimes times = {0};
+  if (!parse_options(argc, argv, &o, &times))
     return usage();
   if (o.list_stages) {
     const KilnPipeline *p = kiln_driver_pipeline(o.target);
@@ -183,6 +193,8 @@ int main(int argc, char **argv) {
                                  KILN_MAX_MLIR_BYTES));
     return 1;
   }
+  if (o.times)
+    kiln_times_start(o.times);
   KilnMlirContext *k = kiln_mlir_context_create();
   if (!k) {
     fprintf(stderr, "kiln-opt: out of memory or dialect failed to load\n");
@@ -190,14 +202,21 @@ int main(int argc, char **argv) {
     kiln_mlir_context_destroy(k);
     return 1;
   }
+  kiln_times_mark(o.times, "mlir-context");
   MlirModule m = kiln_mlir_parse(k, text);
   free(text);
+  kiln_times_mark(o.times, "parse");
   int rc = 1;
   if (!mlirModuleIsNull(m) && run_actions(m, argc, argv, &o) && print_result(m, &o))
     rc = 0;
+  kiln_times_mark(o.times, "print");
   kiln_mlir_diag_print(k, stderr);
   if (!mlirModuleIsNull(m))
     mlirModuleDestroy(m);
   kiln_mlir_context_destroy(k);
+  if (o.times) {
+    kiln_times_print(o.times, o.file, stderr);
+    kiln_times_free(o.times);
+  }
   return rc;
 }

@@ -68,6 +68,9 @@ static const char *const usage_compile =
     "  --index-bits 32|64           width of pointer offsets (default 32: each pointer argument\n"
     "                               must reach fewer than 2^31 elements; 64 for larger buffers)\n"
     "  --dump-after STAGE           print the IR after a pipeline stage (or 'all') to stderr\n"
+    "  --time-passes[=json]         print the wall and CPU time of each step (parse, sema,\n"
+    "                               mlirgen, every pipeline stage, LLVM, ptxas) to stderr,\n"
+    "                               as a table or one JSON object\n"
     "  -o FILE                      write the output to FILE (atomically); default: stdout,\n"
     "                               or NAME.o / NAME.cubin for --emit obj / cubin\n"
     "  -h, --help                   show this help\n";
@@ -126,6 +129,7 @@ typedef struct CompileArgs {
   KilnDefine specialize[64], multiple_of[64];
   size_t nspecialize, nmultiple_of;
   int num_warps, num_stages, index_bits;
+  enum { TIME_OFF, TIME_TABLE, TIME_JSON } time_passes;
 } CompileArgs;
 
 static int usage_error(const char *cmd, const char *fmt, const char *what) {
@@ -188,6 +192,12 @@ static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
       ca->cpu = v;
     } else if ((v = opt_value(argc, argv, &i, "--dump-after"))) {
       ca->dump_after = v;
+    } else if (!strcmp(a, "--time-passes") || !strcmp(a, "--time-passes=text")) {
+      ca->time_passes = TIME_TABLE;
+    } else if (!strcmp(a, "--time-passes=json")) {
+      ca->time_passes = TIME_JSON;
+    } else if (!strncmp(a, "--time-passes=", 14)) {
+      return usage_error("compile", "--time-passes takes =text or =json, got '%s'", a);
     } else if ((v = opt_value(argc, argv, &i, "-o"))) {
       ca->out = v;
     } else if ((v = opt_value(argc, argv, &i, "--num-warps"))) {
@@ -225,6 +235,17 @@ static int parse_compile_args(int argc, char **argv, CompileArgs *ca) {
   return 0;
 }
 
+/* --time-passes: the steps of one compilation, to stderr (also after a failure: the steps
+ * that ran). */
+static void print_times(const CompileArgs *ca, const KilnTimes *t, const char *target,
+                        const char *emit) {
+  if (!ca->time_passes) return;
+  char title[512];
+  snprintf(title, sizeof title, "%s %s %s", ca->kernel, target, emit);
+  if (ca->time_passes == TIME_JSON) kiln_times_print_json(t, title, stderr);
+  else kiln_times_print(t, title, stderr);
+}
+
 static int run_compile(CompileArgs *ca) {
   KilnTarget target = kiln_target_from_name(ca->target ? ca->target : "cpu");
   if (target == KILN_TARGET_COUNT)
@@ -239,6 +260,8 @@ static int run_compile(CompileArgs *ca) {
                           .num_warps = ca->num_warps, .num_stages = ca->num_stages,
                           .index_bits = ca->index_bits, .dump_after = ca->dump_after,
                           .diag = stderr};
+  KilnTimes times = {0};
+  if (ca->time_passes) o.times = &times;
   char default_out[PATH_MAX];
   const char *path = ca->out;
   if (!path && (emit == KILN_EMIT_OBJ || emit == KILN_EMIT_CUBIN)) {
@@ -253,6 +276,8 @@ static int run_compile(CompileArgs *ca) {
   }
   KilnBuffer out = {0};
   KilnDriverStatus st = kiln_driver_compile(&o, emit, &out);
+  print_times(ca, &times, kiln_target_name(target), kiln_emit_name(emit));
+  kiln_times_free(&times);
   if (st != KILN_DRIVER_OK) return (int)st;
   int rc = 0;
   if (!path || !strcmp(path, "-")) {
@@ -346,8 +371,12 @@ static int stat_ptx(CompileArgs *ca, KilnTarget target, char **ptx) {
                           .num_multiple_of = ca->nmultiple_of, .target = target,
                           .num_warps = ca->num_warps, .num_stages = ca->num_stages,
                           .index_bits = ca->index_bits, .diag = stderr};
+  KilnTimes times = {0};
+  if (ca->time_passes) o.times = &times;
   KilnBuffer out = {0};
   KilnDriverStatus st = kiln_driver_compile(&o, KILN_EMIT_PTX, &out);
+  print_times(ca, &times, kiln_target_name(target), "ptx");
+  kiln_times_free(&times);
   *ptx = out.data;
   return (int)st;
 }

@@ -26,14 +26,14 @@
 
 #include "reference.h"
 
-#define CHECK_RT(expr)                                                                        \
-  do {                                                                                        \
-    KilnRtStatus st_ = (expr);                                                                \
-    if (st_ != KILN_RT_OK) {                                                                  \
-      fprintf(stderr, "gpu-bench: %s: %s: %s\n", #expr, kiln_rt_status_name(st_),            \
-              kiln_rt_last_error());                                                          \
-      return -1;                                                                              \
-    }                                                                                         \
+#define CHECK_RT(expr)                                                                             \
+  do {                                                                                             \
+    KilnRtStatus st_ = (expr);                                                                     \
+    if (st_ != KILN_RT_OK) {                                                                       \
+      fprintf(stderr, "gpu-bench: %s: %s: %s\n", #expr, kiln_rt_status_name(st_),                  \
+              kiln_rt_last_error());                                                               \
+      return -1;                                                                                   \
+    }                                                                                              \
   } while (0)
 
 typedef struct Bench {
@@ -386,15 +386,28 @@ int main(int argc, char **argv) {
   Bench b = {.reps = 20};
   const char *device = "cuda:0", *json_path = NULL;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--bundle") && i + 1 < argc) b.bundle = argv[++i];
-    else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
-    else if (!strcmp(argv[i], "--arch") && i + 1 < argc) b.arch = argv[++i];
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) b.reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
-    else { usage(stderr); return 64; }
+    if (!strcmp(argv[i], "--bundle") && i + 1 < argc)
+      b.bundle = argv[++i];
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+      device = argv[++i];
+    else if (!strcmp(argv[i], "--arch") && i + 1 < argc)
+      b.arch = argv[++i];
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      b.reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+      json_path = argv[++i];
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 64;
+    }
   }
-  if (!b.bundle || b.reps < 1) { usage(stderr); return 64; }
+  if (!b.bundle || b.reps < 1) {
+    usage(stderr);
+    return 64;
+  }
   if (kiln_rt_device_create(device, &b.dev) != KILN_RT_OK) {
     fprintf(stderr, "gpu-bench: %s: %s\n", device, kiln_rt_last_error());
     return 2;
@@ -414,7 +427,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (b.json)
-    fprintf(b.json, "{\n  \"device\": \"%s\", \"arch\": \"%s\", \"sm_count\": %d, \"driver\": %d,\n  \"cases\": [\n",
+    fprintf(b.json,
+            "{\n  \"device\": \"%s\", \"arch\": \"%s\", \"sm_count\": %d, \"driver\": %d,\n  "
+            "\"cases\": [\n",
             info.name, b.arch, info.sm_count, info.driver_version);
   printf("device: %s (%s, %d SMs)\n\n%-32s %-16s %10s %10s %-7s %-10s %10s\n", info.name, b.arch,
          info.sm_count, "case", "shape", "median ms", "rate", "unit", "reference", "ref rate");
@@ -423,7 +438,8 @@ int main(int argc, char **argv) {
   failures += bench_softmax(&b, 32768, 4096) != 0;
   failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_128x128x32", 128, 128, 8) != 0;
   failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_64x64x32", 64, 64, 4) != 0;
-  failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_128x128x32_pipelined", 128, 128, 8) != 0;
+  failures +=
+      bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_128x128x32_pipelined", 128, 128, 8) != 0;
   failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_64x64x32_pipelined", 64, 64, 4) != 0;
   if (b.json) {
     fprintf(b.json, "\n  ],\n  \"failures\": %d\n}\n", failures);

@@ -2,8 +2,8 @@
  * (mlir-dialect/pipeline.c) runs after the shared front:
  *
  *   cpu: front, canonicalize, cse, convert-kiln-to-cpu (cpu_lower.c), kiln-exit-loops (loops
- *        with a break become scf.while), cpu-canonicalize, then one stage per upstream pass down
- *        to the llvm dialect
+ *        with a break become scf.while), cpu-canonicalize, kiln-scf-to-cf (ifs and loops to
+ *        branches), then one stage per upstream pass down to the llvm dialect
  *
  * One stage per upstream pass, so that `--dump-after` can show the IR between any two of them. */
 #include "cpu_lower.h"
@@ -27,6 +27,11 @@ static MlirPass create_exit_loops(const KilnStageOptions *o) {
   return kiln_pass_create_exit_loops();
 }
 
+static MlirPass create_scf_to_cf(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_create_scf_to_cf();
+}
+
 static const KilnStage cpu_stages[] = {
     {"canonicalize", NULL, "canonicalize", 0},
     {"cse", NULL, "cse", 0},
@@ -34,6 +39,9 @@ static const KilnStage cpu_stages[] = {
     {"kiln-exit-loops", create_exit_loops, NULL, 0},
     /* scalar code cleanup before it becomes LLVM; LLVM's O2 does the rest */
     {"cpu-canonicalize", NULL, "canonicalize,cse", 0},
+    /* ifs and loops ours (linear time, and the nests' unroll marks on the loops' latches), the
+     * rest (scf.while) upstream's */
+    {"kiln-scf-to-cf", create_scf_to_cf, NULL, 0},
     {"convert-scf-to-cf", NULL, "convert-scf-to-cf", 0},
     /* math-to-llvm first (intrinsics), then libm calls for what has no intrinsic (erf, tanh) */
     {"convert-math-to-llvm", NULL, "convert-math-to-llvm", 0},

@@ -391,3 +391,21 @@ int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem
     p *= 2;
   return (int)p;
 }
+
+int kiln_gpu_access_vec(const KilnGpuAxisMap *m, MlirValue ptrs, const KilnGpuOwn *own) {
+  MlirType t = mlirValueGetType(ptrs);
+  if (!mlirTypeIsARankedTensor(t) || own->rank == 0)
+    return 1;
+  int d = own->order[0];
+  MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(t));
+  int bits = kiln_ir_elem_bits(elem);
+  if (bits < 8)
+    return 1;
+  int v = kiln_gpu_axis_vec(m, ptrs, d, bits);
+  int run = own->dim[d].spt < own->dim[d].n ? own->dim[d].spt : own->dim[d].n;
+  while (v > run)
+    v /= 2;
+  while (v > 1 && (own->dim[d].n % v) != 0)
+    v /= 2;
+  return v;
+}

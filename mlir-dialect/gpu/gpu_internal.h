@@ -108,6 +108,27 @@ int64_t kiln_gpu_own_index(const KilnGpuOwn *o, const int *local);
 /* Constant part of the coordinate of local index i along dim d (add base_d when base_used). */
 int64_t kiln_gpu_own_offset(const KilnGpuOwn *o, int d, int i);
 
+/* ---------------------------------------------------------------- shared buffers (shared.c)
+ * A staged ring is a memref<stages x rows x cols x T, {kind = "shared", ...}>: the memory space
+ * is the shared encoding (swizzle, and whether the tile is staged transposed). */
+typedef struct KilnGpuShared {
+  int vec, per_phase, max_phase; /* 16-byte chunk c of staged row r at c ^ ((r / pp) % mp) */
+  bool trans;                    /* order [0, 1]: staged S[col][row] */
+} KilnGpuShared;
+typedef struct KilnGpuBuffer {
+  KilnGpuShared enc;
+  int64_t stages, rows, cols;
+  int64_t slot_bytes; /* one stage, rounded up to 128 bytes */
+  MlirType elem;
+} KilnGpuBuffer;
+/* The swizzle of a rows x cols tile of 16-bit elements staged as it is or transposed. */
+KilnGpuShared kiln_gpu_shared_swizzled(int64_t rows, int64_t cols, bool trans);
+MlirAttribute kiln_gpu_shared_attr(MlirContext ctx, const KilnGpuShared *s);
+MlirType kiln_gpu_buffer_type(MlirContext ctx, int64_t stages, int64_t rows, int64_t cols,
+                              MlirType elem, bool trans);
+/* Decodes a buffer type; false when t is not one. */
+bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b);
+
 /* ---------------------------------------------------------------- axis analysis
  * Per tile of integers or pointers, per dim: contiguity (runs of +1, in elements), divisibility
  * (largest power of two dividing the first element of each run; bytes for pointers), constancy
@@ -129,6 +150,10 @@ KilnGpuAxisInfo kiln_gpu_axis_get(const KilnGpuAxisMap *m, MlirValue v);
 /* The widest vector (elements) an access through pointer tile `ptrs` may use along `dim`, for
  * elements of elem_bits, capped at 128 bits. */
 int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem_bits);
+/* Elements per vector access through pointer tile `ptrs` whose elements a thread holds as `own`
+ * says: what the analysis proves, what the layout keeps contiguous in one thread, <= 128 bits
+ * (the SIMT lowering's loads and stores, and the pipeliner's copies). */
+int kiln_gpu_access_vec(const KilnGpuAxisMap *m, MlirValue ptrs, const KilnGpuOwn *own);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -183,6 +208,11 @@ extern const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT]; /* "ex2.app
 MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts);
 /* One convert_layout per (value, layout) in each kernel (convert_cse.c); opts unused. */
 MlirLogicalResult kiln_gpu_convert_cse_module(MlirOperation module, void *opts);
+/* kiln-gpu-pipeline (pipeline_pass.c): the loads feeding tensor-core operands in loops become
+ * rings of shared buffers with async copies; kiln-gpu-smem-alloc (smem_alloc.c): byte offsets of
+ * the buffers, with liveness, checked against kiln.smem_limit. */
+MlirLogicalResult kiln_gpu_pipeline_module(MlirOperation module, void *opts);
+MlirLogicalResult kiln_gpu_smem_alloc_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_gpu_to_llvm_module(MlirOperation module, void *opts);
 MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts); /* emu_lower.c */
 

@@ -74,6 +74,10 @@ int kiln_gpu_smem_limit(const char *arch);
  * caller (free()); *len excludes the NUL.  KILN_MLIR_ERR_LLVM when translation or
  * code generation fails (a diagnostic on m's context says why). */
 KilnMlirStatus kiln_gpu_emit_ptx(MlirModule m, const char *arch, char **ptx, size_t *len);
+/* kiln_gpu_emit_ptx, telling `hook` (may be NULL) after each of its steps: "llvm-translate"
+ * (llvm dialect to LLVM IR), "llvm-opt" (LLVM's O3 pipeline), "nvptx-codegen" (PTX text). */
+KilnMlirStatus kiln_gpu_emit_ptx_steps(MlirModule m, const char *arch, const KilnStepHook *hook,
+                                       char **ptx, size_t *len);
 
 /* What ptxas -v reported for the kernels of one PTX text (sums over entries, max registers). */
 typedef struct KilnGpuPtxasInfo {

@@ -9,8 +9,9 @@
  * and thread coordinates become expressions of the lane and warp ids.  scf.for / scf.if are
  * rebuilt with every tile flattened into its scalars.  Memory, reductions, shared memory and math
  * live in their own files, and the toolkit they all build with in lower_kit.c, so that the
- * files depend one way: this dispatcher -> the op families -> lower_kit.c (the software
- * pipeliner and the dispatcher call each other: it re-lowers ops through low_lower_op).  The old
+ * files depend one way: this dispatcher -> the op families -> lower_kit.c.  Software pipelining
+ * is not done here: kiln-gpu-pipeline wrote it into the IR as shared buffers, async copies and
+ * waits (lower_local.c lowers each of those ops like any other).  The old
  * func is erased at the end; a kernel that fails leaves a diagnostic and the pass fails. */
 #include "lower.h"
 
@@ -201,9 +202,6 @@ static bool lower_for(Low *L, MlirOperation op) {
   MlirValue st = low_get(L, mlirOperationGetOperand(op, 2))->v[0];
   MlirValue *inits;
   size_t n = flatten(L, op, 3, &inits);
-  LowPipe *pipe = low_pipe_plan(L, op);
-  if (pipe)
-    low_pipe_prologue(L, pipe);
   KilnIRFor f = build_for(L, lo, hi, st, inits, n);
   kiln_ir_copy_loop_marks(op, f.op); /* a loop that may end early (its flag stays first) */
   MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
@@ -223,13 +221,13 @@ static bool lower_for(Low *L, MlirOperation op) {
     low_set(L, r, res);
   }
   KilnIRBuilder saved = L->b;
+  int64_t saved_base = L->smem_base;
+  /* Shared buffers live across the loop: the allocator put the arena after them. */
+  L->smem_base = kiln_gpu_int_attr(op, "kiln.arena_offset", L->smem_base);
   kiln_ir_builder_set_end(&L->b, f.body);
-  if (pipe)
-    low_pipe_body_begin(L, pipe, f.iv);
   lower_block(L, old);
   L->b = saved;
-  if (pipe)
-    low_pipe_end(L, pipe);
+  L->smem_base = saved_base;
   return !L->failed;
 }
 
@@ -292,13 +290,17 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_CONVERT_LAYOUT:
     if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
         KILN_GPU_LAYOUT_DOT_OP) {
-      if (low_pipe_operand(L, op))
-        return !L->failed;
       return low_dot_operand(L, op);
     }
     return low_epilogue_convert(L, op) || low_convert(L, op);
   case KILN_OP_ADDPTR: return lower_addptr(L, op);
-  case KILN_OP_LOAD: return low_pipe_owns_load(L, op) || low_load(L, op);
+  case KILN_OP_LOAD: return low_load(L, op);
+  case KILN_OP_LOCAL_ALLOC: return low_local_alloc(L, op);
+  case KILN_OP_ASYNC_COPY: return low_async_copy(L, op);
+  case KILN_OP_ASYNC_COMMIT: return low_async_commit(L, op);
+  case KILN_OP_ASYNC_WAIT: return low_async_wait(L, op);
+  case KILN_OP_BARRIER: low_barrier(L); return true;
+  case KILN_OP_LOCAL_LOAD: return low_local_load(L, op);
   case KILN_OP_STORE: return low_store(L, op);
   case KILN_OP_DOT:
     if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
@@ -416,7 +418,6 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   L.ptr1 = mlirLLVMPointerTypeGet(L.ctx, 1);
   L.ptr3 = mlirLLVMPointerTypeGet(L.ctx, 3);
   L.num_warps = (int)kiln_gpu_int_attr(func, "kiln.num_warps", 4);
-  L.num_stages = (int)kiln_gpu_int_attr(func, "kiln.num_stages", 2);
   L.smem_limit = kiln_gpu_int_attr(func, "kiln.smem_limit", KILN_GPU_SMEM_LIMIT_SM90);
   L.axis = kiln_gpu_axis_analyze(func);
 

@@ -21,23 +21,17 @@ MlirValue low_all_true(Low *L, const MlirValue *m, int v);
 MlirValue low_load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
                           int64_t align);
 
-/* Lowers one op of the old body at L->b (lower.c's dispatcher; the pipeliner re-lowers the
- * address computations of future iterations with it). */
+/* Lowers one op of the old body at L->b (lower.c's dispatcher). */
 bool low_lower_op(Low *L, MlirOperation op);
 
-/* Software pipelining (lower_pipeline.c): loads inside an scf.for that feed a tensor-core dot
- * operand are issued num_stages - 1 iterations ahead with cp.async into a ring of shared
- * buffers.  lower_for asks for a plan; with one it calls prologue before building the new
- * loop, body_begin at the top of the new body and end after the loop.  Inside the body,
- * low_load skips the loads the plan owns and low_dot_operand's convert reads the ring. */
-LowPipe *low_pipe_plan(Low *L, MlirOperation for_op); /* NULL: nothing to pipeline */
-void low_pipe_prologue(Low *L, LowPipe *p);
-void low_pipe_body_begin(Low *L, LowPipe *p, MlirValue new_iv);
-void low_pipe_end(Low *L, LowPipe *p);
-bool low_pipe_owns_load(const Low *L, MlirOperation load);
-/* A convert to a dot_op layout whose source is a pipelined load: the fragments come from the
- * ring.  False (nothing emitted) when the source is not pipelined. */
-bool low_pipe_operand(Low *L, MlirOperation cvt);
+/* The shared-memory ops of the GPU IR (lower_local.c), each by itself: a buffer is a pointer
+ * to its bytes in the arena; copies are cp.async (element by element at tile edges); waits and
+ * commits the cp.async group instructions; local_load reads dot_op fragments with ldmatrix. */
+bool low_local_alloc(Low *L, MlirOperation op);
+bool low_async_copy(Low *L, MlirOperation op);
+bool low_async_commit(Low *L, MlirOperation op);
+bool low_async_wait(Low *L, MlirOperation op);
+bool low_local_load(Low *L, MlirOperation op);
 
 /* The GEMM epilogue's convert from an mma layout to a blocked one through padded shared scratch
  * with vector stores and loads (lower_epilogue.c).  False, with nothing emitted, when the

@@ -196,10 +196,12 @@ bool low_trans_feeds_operand(MlirValue v) {
   if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)))
     return false;
   MlirOperation user = mlirOpOperandGetOwner(u);
+  /* the user may have no result (a store of the transposed tile): ask for its kind first */
+  if (kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT)
+    return false;
   KilnGpuLayout l = kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0)));
   MlirType et = kiln_ir_elem_type(mlirValueGetType(v));
-  return kiln_ir_op_id(user) == KILN_OP_CONVERT_LAYOUT && l.kind == KILN_GPU_LAYOUT_DOT_OP &&
-         (mlirTypeIsAF16(et) || mlirTypeIsABF16(et));
+  return l.kind == KILN_GPU_LAYOUT_DOT_OP && (mlirTypeIsAF16(et) || mlirTypeIsABF16(et));
 }
 
 void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,

@@ -11,8 +11,6 @@ typedef struct Vals {
   MlirValue *v;
 } Vals;
 
-typedef struct LowPipe LowPipe;
-
 typedef struct Low {
   MlirContext ctx;
   MlirLocation loc; /* of the op being lowered */
@@ -21,11 +19,9 @@ typedef struct Low {
   void **allocs;
   size_t n_allocs, cap_allocs;
   int num_warps;
-  int num_stages;     /* kiln.num_stages: shared buffers per pipelined load */
   int64_t smem_bytes; /* the most any op needs at once */
-  int64_t smem_base;  /* bytes of the arena held by enclosing pipelines; low_smem starts above */
+  int64_t smem_base;  /* where the arena starts: kiln.arena_offset of the enclosing loop */
   int64_t smem_limit; /* kiln.smem_limit: the most shared memory a program may have */
-  LowPipe *pipe;      /* the innermost pipelined loop being lowered, or NULL */
   void *dot_stage;    /* lower_dot.c: the last dot operand tile staged, for reuse (or NULL) */
   KilnGpuAxisMap *axis;
   bool failed;
@@ -68,8 +64,8 @@ MlirValue low_coord_base(Low *L, const KilnGpuOwn *own, int d);
 KilnGpuOwn low_own_of(MlirType t);
 
 /* The shared-memory arena: a pointer to byte `offset` of it (addrspace 3), growing the arena to
- * at least `bytes`.  Both count from L->smem_base (ops inside a pipelined loop must not touch
- * its buffers); low_smem_at takes absolute offsets. */
+ * at least `bytes`.  Both count from L->smem_base (inside a loop that runs while shared buffers
+ * are live, the allocator puts the arena after them); low_smem_at takes absolute offsets. */
 MlirValue low_smem(Low *L, int64_t offset, int64_t bytes);
 MlirValue low_smem_at(Low *L, int64_t offset, int64_t bytes);
 

@@ -18,21 +18,7 @@
 /* Elements per vector for the op's pointer operand: what the analysis proves, what the layout
  * keeps contiguous in one thread, and at most 128 bits. */
 int low_vector_width(Low *L, MlirValue ptrs, const KilnGpuOwn *own) {
-  MlirType t = mlirValueGetType(ptrs);
-  if (!mlirTypeIsARankedTensor(t) || own->rank == 0)
-    return 1;
-  int d = own->order[0];
-  MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(t));
-  int bits = kiln_ir_elem_bits(elem);
-  if (bits < 8)
-    return 1;
-  int v = kiln_gpu_axis_vec(L->axis, ptrs, d, bits);
-  int run = own->dim[d].spt < own->dim[d].n ? own->dim[d].spt : own->dim[d].n;
-  while (v > run)
-    v /= 2;
-  while (v > 1 && (own->dim[d].n % v) != 0)
-    v /= 2;
-  return v;
+  return kiln_gpu_access_vec(L->axis, ptrs, own);
 }
 
 /* vector<N x iW> covering v elements of `bits` each (a single iW when N is 1). */

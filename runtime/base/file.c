@@ -33,15 +33,13 @@
  * /proc files have no size to trust and are bounded as they are read. */
 static bool known_too_large(FILE *f, size_t max) {
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-    return false;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   off_t at = ftello(f);
   return at >= 0 && st.st_size > at && (uintmax_t)(st.st_size - at) > (uintmax_t)max;
 }
 
 char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max) {
-  if (known_too_large(f, max))
-    return errno = EFBIG, NULL;
+  if (known_too_large(f, max)) return errno = EFBIG, NULL;
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap + 1);
   while (buf) {
@@ -52,8 +50,7 @@ char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max) {
       errno = EFBIG;
       break;
     }
-    if (n < cap)
-      break;
+    if (n < cap) break;
     char *bigger = cap >= READ_LIMIT ? NULL : realloc(buf, cap * 2 + 1);
     if (!bigger) {
       free(buf);
@@ -71,8 +68,7 @@ char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max) {
   }
   if (buf) {
     buf[n] = '\0';
-    if (len)
-      *len = n;
+    if (len) *len = n;
   }
   return buf;
 }
@@ -83,8 +79,7 @@ char *kiln_file_read_stream(FILE *f, size_t *len) {
 
 char *kiln_file_read_max(const char *path, size_t *len, size_t max) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   char *buf = kiln_file_read_stream_max(f, len, max);
   int saved = errno;
   fclose(f);
@@ -99,8 +94,8 @@ char *kiln_file_read(const char *path, size_t *len) {
 const char *kiln_file_read_error(char *buf, size_t cap, const char *what, const char *path,
                                  const char *limit_name, size_t limit) {
   if (errno == EFBIG)
-    snprintf(buf, cap, "the %s '%s' is larger than %s (%zu MiB); refused", what, path,
-             limit_name, limit >> 20);
+    snprintf(buf, cap, "the %s '%s' is larger than %s (%zu MiB); refused", what, path, limit_name,
+             limit >> 20);
   else
     snprintf(buf, cap, "cannot read the %s '%s': %s", what, path, strerror(errno));
   return buf;
@@ -115,26 +110,21 @@ bool kiln_file_same(const char *a, const char *b) {
 }
 
 int kiln_file_resolve(const char *path, char *out, size_t cap) {
-  if (snprintf(out, cap, "%s", path) >= (int)cap)
-    return errno = ENAMETOOLONG, -1;
+  if (snprintf(out, cap, "%s", path) >= (int)cap) return errno = ENAMETOOLONG, -1;
   for (int hops = 0;; hops++) {
     struct stat st;
-    if (lstat(out, &st) != 0 || !S_ISLNK(st.st_mode))
-      return 0; /* a file, or none yet */
-    if (hops == 40)
-      return errno = ELOOP, -1;
+    if (lstat(out, &st) != 0 || !S_ISLNK(st.st_mode)) return 0; /* a file, or none yet */
+    if (hops == 40) return errno = ELOOP, -1;
     char link[PATH_MAX];
     ssize_t n = readlink(out, link, sizeof link - 1);
-    if (n < 0)
-      return -1;
+    if (n < 0) return -1;
     link[n] = '\0';
     char next[PATH_MAX];
     const char *slash = strrchr(out, '/');
     int w = link[0] == '/' || !slash
                 ? snprintf(next, sizeof next, "%s", link)
                 : snprintf(next, sizeof next, "%.*s/%s", (int)(slash - out), out, link);
-    if (w < 0 || (size_t)w >= sizeof next || (size_t)w >= cap)
-      return errno = ENAMETOOLONG, -1;
+    if (w < 0 || (size_t)w >= sizeof next || (size_t)w >= cap) return errno = ENAMETOOLONG, -1;
     memcpy(out, next, (size_t)w + 1);
   }
 }
@@ -144,8 +134,7 @@ int kiln_file_resolve(const char *path, char *out, size_t cap) {
 /* The mode of the file that replaces `target`: its own when it exists, else a plain create's. */
 static mode_t new_mode(const char *target) {
   struct stat st;
-  if (stat(target, &st) == 0)
-    return st.st_mode & 07777;
+  if (stat(target, &st) == 0) return st.st_mode & 07777;
   mode_t mask = umask(0);
   umask(mask);
   return 0666 & ~mask;
@@ -161,8 +150,7 @@ static void release(KilnAtomicFile *af) {
 int kiln_atomic_begin(KilnAtomicFile *af, const char *path) {
   memset(af, 0, sizeof *af);
   char target[PATH_MAX];
-  if (kiln_file_resolve(path, target, sizeof target) != 0)
-    return -1;
+  if (kiln_file_resolve(path, target, sizeof target) != 0) return -1;
   size_t n = strlen(target);
   af->target = strdup(target);
   af->tmp = malloc(n + sizeof ".tmp.XXXXXX");
@@ -190,18 +178,14 @@ int kiln_atomic_begin(KilnAtomicFile *af, const char *path) {
 }
 
 void kiln_atomic_write(KilnAtomicFile *af, const void *data, size_t n) {
-  if (af->err || n == 0)
-    return;
+  if (af->err || n == 0) return;
   errno = 0;
-  if (fwrite(data, 1, n, af->f) != n)
-    af->err = errno ? errno : EIO;
+  if (fwrite(data, 1, n, af->f) != n) af->err = errno ? errno : EIO;
 }
 
 void kiln_atomic_abort(KilnAtomicFile *af) {
-  if (af->f)
-    fclose(af->f);
-  if (af->tmp)
-    unlink(af->tmp);
+  if (af->f) fclose(af->f);
+  if (af->tmp) unlink(af->tmp);
   release(af);
 }
 
@@ -223,13 +207,10 @@ static void sync_dir(const char *target) {
 int kiln_atomic_commit(KilnAtomicFile *af) {
   int err = af->err;
   errno = 0;
-  if (!err && (fflush(af->f) != 0 || fsync(fileno(af->f)) != 0))
-    err = errno ? errno : EIO;
-  if (fclose(af->f) != 0 && !err)
-    err = errno ? errno : EIO;
+  if (!err && (fflush(af->f) != 0 || fsync(fileno(af->f)) != 0)) err = errno ? errno : EIO;
+  if (fclose(af->f) != 0 && !err) err = errno ? errno : EIO;
   af->f = NULL;
-  if (!err && rename(af->tmp, af->target) != 0)
-    err = errno ? errno : EIO;
+  if (!err && rename(af->tmp, af->target) != 0) err = errno ? errno : EIO;
   if (err) {
     kiln_atomic_abort(af);
     return errno = err, -1;
@@ -241,8 +222,7 @@ int kiln_atomic_commit(KilnAtomicFile *af) {
 
 int kiln_file_write_atomic(const char *path, const void *data, size_t size) {
   KilnAtomicFile af;
-  if (kiln_atomic_begin(&af, path) != 0)
-    return -1;
+  if (kiln_atomic_begin(&af, path) != 0) return -1;
   kiln_atomic_write(&af, data, size);
   return kiln_atomic_commit(&af);
 }

@@ -21,8 +21,7 @@ float kiln_f16_to_f32(uint16_t h) {
 static uint32_t round_shift(uint32_t v, uint32_t shift) {
   uint32_t half = 1u << (shift - 1), rest = v & ((1u << shift) - 1);
   uint32_t q = v >> shift;
-  if (rest > half || (rest == half && (q & 1)))
-    q++;
+  if (rest > half || (rest == half && (q & 1))) q++;
   return q;
 }
 
@@ -33,12 +32,10 @@ uint16_t kiln_f32_to_f16(float f) {
   if (exp == 0xff) /* inf / NaN (a NaN stays a quiet NaN) */
     return sign | 0x7c00 | (man ? (uint16_t)(0x200 | man >> 13) : 0);
   int32_t e = (int32_t)exp - 127 + 15;
-  if (e >= 0x1f)
-    return sign | 0x7c00;
+  if (e >= 0x1f) return sign | 0x7c00;
   if (e <= 0) {
     /* subnormal half (or zero): value = (1.man) * 2^(e-15) = mant24 * 2^(e-15-23) */
-    if (e < -10)
-      return sign;
+    if (e < -10) return sign;
     uint32_t mant = man | 0x800000u;
     return sign | (uint16_t)round_shift(mant, (uint32_t)(14 - e));
   }

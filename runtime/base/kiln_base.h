@@ -106,8 +106,8 @@ char *kiln_file_read_stream_max(FILE *f, size_t *len, size_t max);
  * runaway file costs at most this much memory.  Far above real inputs: the BERT kernels are a
  * few KiB each, a whole model's PTX a few MiB. */
 #define KILN_MAX_SOURCE_BYTES ((size_t)64 << 20)
-#define KILN_MAX_PTX_BYTES ((size_t)256 << 20)
-#define KILN_MAX_MLIR_BYTES ((size_t)256 << 20)
+#define KILN_MAX_PTX_BYTES    ((size_t)256 << 20)
+#define KILN_MAX_MLIR_BYTES   ((size_t)256 << 20)
 /* The most bytes of one module image read from a file: a bundle's host object, shared object,
  * cubin or PTX (runtime/bundle.c), and the shared object the C compiler links from a host
  * object (runtime/cpu_module.c).  A whole BERT library's images are a few MiB; past this, a
@@ -141,7 +141,7 @@ typedef struct KilnAtomicFile {
   FILE *f;
   char *target; /* the resolved path */
   char *tmp;
-  int err; /* the first write error (errno), reported by commit */
+  int err;     /* the first write error (errno), reported by commit */
   int cleanup; /* kiln_cleanup_register's id of tmp, + 1 (0: none) */
 } KilnAtomicFile;
 /* 0, or -1 with errno (nothing to clean up then). */

@@ -15,15 +15,12 @@ int kiln_parse_bytes(const char *s, size_t *out) {
   char *end = NULL;
   errno = 0;
   unsigned long long v = s ? strtoull(s, &end, 10) : 0;
-  if (!s || errno || end == s || s[0] == '-' || s[0] == '+' || v == 0)
-    return -1;
+  if (!s || errno || end == s || s[0] == '-' || s[0] == '+' || v == 0) return -1;
   for (int u = 0; u < 5; u++) {
     size_t n = strlen(units[u]);
-    if (strncmp(end, units[u], n) || (end[n] && (!u || strcmp(end + n, "iB"))))
-      continue;
+    if (strncmp(end, units[u], n) || (end[n] && (!u || strcmp(end + n, "iB")))) continue;
     unsigned long long mul = 1ull << (10 * u);
-    if (v > (unsigned long long)SIZE_MAX / mul)
-      return -1;
+    if (v > (unsigned long long)SIZE_MAX / mul) return -1;
     *out = (size_t)(v * mul);
     return 0;
   }

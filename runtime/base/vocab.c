@@ -16,8 +16,7 @@ const char *kiln_target_name(KilnTarget t) {
 
 KilnTarget kiln_target_from_name(const char *name) {
   for (int i = 0; i < KILN_TARGET_COUNT; i++)
-    if (name && strcmp(name, target_names[i]) == 0)
-      return (KilnTarget)i;
+    if (name && strcmp(name, target_names[i]) == 0) return (KilnTarget)i;
   return KILN_TARGET_COUNT;
 }
 

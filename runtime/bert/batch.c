@@ -17,21 +17,25 @@ void kiln_bert_encoded_free(KilnBertEncoded *enc) {
 KilnBertStatus kiln_bert_encode_dataset(KilnBertTokenizer *tok, const KilnBertDataset *ds,
                                         size_t seq_len, KilnBertEncoded *out) {
   if (seq_len < 2)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "a row of %zu tokens has no room "
-                          "for [CLS] and [SEP]", seq_len);
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "a row of %zu tokens has no room "
+                          "for [CLS] and [SEP]",
+                          seq_len);
   KilnBertEncoded e = {0};
   KilnBertIds all = {0}, one = {0};
   e.start = malloc((ds->n + 1) * sizeof *e.start);
   e.labels = malloc((ds->n ? ds->n : 1) * sizeof *e.labels);
-  KilnBertStatus st = e.start && e.labels ? KILN_BERT_OK
-                      : kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
+  KilnBertStatus st = e.start && e.labels
+                          ? KILN_BERT_OK
+                          : kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; st == KILN_BERT_OK && i < ds->n; i++) {
     e.start[i] = all.n;
     e.labels[i] = ds->samples[i].label;
     one.n = 0;
     st = kiln_bert_tok_encode(tok, ds->samples[i].text, ds->samples[i].len, &one);
     size_t keep = one.n < seq_len - 2 ? one.n : seq_len - 2;
-    if (st == KILN_BERT_OK && kiln_bert_grow((void **)&all.v, &all.cap, all.n + keep + 1, sizeof *all.v))
+    if (st == KILN_BERT_OK &&
+        kiln_bert_grow((void **)&all.v, &all.cap, all.n + keep + 1, sizeof *all.v))
       st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory tokenizing %s",
                           ds->samples[i].source);
     if (st == KILN_BERT_OK && keep) {
@@ -104,8 +108,10 @@ KilnBertStatus kiln_bert_batch_fill(const KilnBertTokenizer *tok, const KilnBert
                                     const size_t *order, size_t count, size_t seq_len,
                                     KilnBertPadding padding, KilnBertBatch *b) {
   if (seq_len < 2)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "a row of %zu tokens has no room "
-                          "for [CLS] and [SEP]", seq_len);
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "a row of %zu tokens has no room "
+                          "for [CLS] and [SEP]",
+                          seq_len);
   size_t cols = seq_len;
   if (padding == KILN_BERT_PAD_DYNAMIC) {
     size_t longest = 2;

@@ -17,8 +17,8 @@
 
 /* Every sample's WordPiece ids, at most seq_len - 2 of them (the rest could never be fed). */
 typedef struct KilnBertEncoded {
-  int32_t *ids;   /* all samples' ids, one after another */
-  size_t *start;  /* sample i is ids[start[i] .. start[i+1]) */
+  int32_t *ids;  /* all samples' ids, one after another */
+  size_t *start; /* sample i is ids[start[i] .. start[i+1]) */
   int *labels;
   size_t n;
 } KilnBertEncoded;

@@ -10,20 +10,20 @@
 #include <stddef.h>
 
 typedef struct KilnBertConfig {
-  int vocab_size;              /* 30522 */
-  int hidden_size;             /* 768 */
-  int num_hidden_layers;       /* 12 */
-  int num_attention_heads;     /* 12; divides hidden_size */
-  int intermediate_size;       /* 3072 */
-  int max_position_embeddings; /* 512 */
-  int type_vocab_size;         /* 2 */
-  int num_labels;              /* 2 */
-  int pad_token_id;            /* 0 */
-  double layer_norm_eps;       /* 1e-12 */
-  double hidden_dropout_prob;  /* 0.1 */
+  int vocab_size;                      /* 30522 */
+  int hidden_size;                     /* 768 */
+  int num_hidden_layers;               /* 12 */
+  int num_attention_heads;             /* 12; divides hidden_size */
+  int intermediate_size;               /* 3072 */
+  int max_position_embeddings;         /* 512 */
+  int type_vocab_size;                 /* 2 */
+  int num_labels;                      /* 2 */
+  int pad_token_id;                    /* 0 */
+  double layer_norm_eps;               /* 1e-12 */
+  double hidden_dropout_prob;          /* 0.1 */
   double attention_probs_dropout_prob; /* 0.1 */
-  double classifier_dropout;   /* < 0 when unset (null): hidden_dropout_prob applies */
-  double initializer_range;    /* 0.02 */
+  double classifier_dropout;           /* < 0 when unset (null): hidden_dropout_prob applies */
+  double initializer_range;            /* 0.02 */
 } KilnBertConfig;
 
 /* BertConfig's defaults (the shape of bert-base-uncased). */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 typedef struct KilnBertSample {
-  char *text;   /* NUL-terminated (it may contain NULs itself: use len) */
+  char *text; /* NUL-terminated (it may contain NULs itself: use len) */
   size_t len;
   int label;
   char *source; /* where it came from, for messages: "neg/10_1.txt", "train.tsv:12" */

@@ -29,9 +29,9 @@ typedef struct KilnBertEvalOptions {
   size_t max_device_bytes; /* the device memory the plan may take; 0: the device's (as train) */
   size_t seq_len, batch;
   KilnBertPadding padding;
-  FILE *table;             /* where the metrics table goes (kiln-bert: stdout), or NULL */
-  FILE *json;              /* where the summary record goes (kiln-bert --json: stdout), or NULL */
-  int profile;             /* --profile: time each launch of batches 2.. per call (bert_profile.h),
+  FILE *table; /* where the metrics table goes (kiln-bert: stdout), or NULL */
+  FILE *json;  /* where the summary record goes (kiln-bert --json: stdout), or NULL */
+  int profile; /* --profile: time each launch of batches 2.. per call (bert_profile.h),
                               written after the summary (table, --json, --log) */
 } KilnBertEvalOptions;
 

@@ -35,7 +35,7 @@ typedef struct KilnBertModel KilnBertModel;
  * devices here, e.g. with an NCCL all-reduce on `stream`. With one device there is nothing to
  * do and no hook is set. Returns KILN_BERT_OK or a failure that stops the step. */
 typedef KilnBertStatus (*KilnBertAllReduceFn)(void *user, float *grads, size_t n,
-                                             KilnRtStream *stream);
+                                              KilnRtStream *stream);
 
 /* The optimizer's settings (torch AdamW + clip_grad_norm_, contract section 5). */
 typedef struct KilnBertOptim {
@@ -62,10 +62,10 @@ int kiln_bert_precision_parse(const char *name, KilnBertPrecision *out);
  * (attention is built for head dimensions 16 and 64); DEVICE when an allocation or a library
  * fails. kiln_bert_model_create is the fp32 model. */
 KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,
-                                                KilnBertPrecision prec, int max_batch,
-                                                int max_seq, KilnBertModel **out);
-KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *cfg,
-                                      int max_batch, int max_seq, KilnBertModel **out);
+                                                KilnBertPrecision prec, int max_batch, int max_seq,
+                                                KilnBertModel **out);
+KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *cfg, int max_batch,
+                                      int max_seq, KilnBertModel **out);
 void kiln_bert_model_destroy(KilnBertModel *m);
 
 /* The bytes of device memory kiln_bert_model_create_precision would allocate for the same
@@ -112,9 +112,8 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m);
 /* One training step's forward and backward (kiln_bert_model_forward, then
  * kiln_bert_model_backward, with *loss as the forward gives it): the same launches, in the
  * form whole-step replay needs, the loss being read back only after both. */
-KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids,
-                                          const int32_t *lens, const int32_t *labels, int rows,
-                                          int cols, float *loss);
+KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
+                                          const int32_t *labels, int rows, int cols, float *loss);
 
 /* Whole-step replay. With graphs on, kiln_bert_model_train_pass runs the launches of a batch
  * shape (rows x cols, dropout on or off) on the stream the first time it meets it (one-time
@@ -177,8 +176,7 @@ KilnBertPhilox kiln_bert_dropout_stream(uint64_t seed, int64_t step, int layer,
  * costs nothing. The trainer sets it before each step and back to 0 for evaluation.
  * INVALID_ARGUMENT when p is not in [0, 1) or the planned batch needs more counters per layer
  * than the kernels' i32 offsets hold (2^31: far beyond BERT-large at 24 x 512). */
-KilnBertStatus kiln_bert_model_set_dropout(KilnBertModel *m, double p, uint64_t seed,
-                                           int64_t step);
+KilnBertStatus kiln_bert_model_set_dropout(KilnBertModel *m, double p, uint64_t seed, int64_t step);
 
 /* Sets (or clears, with NULL) the all-reduce hook. */
 void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, void *user);
@@ -201,8 +199,8 @@ int kiln_bert_model_skipped(const KilnBertModel *m);
  * overflow), clipping, then AdamW with learning rate lr as update number `step` (1-based: the
  * bias corrections), weight decay only where the layout says so, and (fp16) the scaler's
  * update. An overflow skips the update (kiln_bert_model_skipped). */
-KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr,
-                                    int step, double *grad_norm);
+KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr, int step,
+                                    double *grad_norm);
 
 /* AdamW's two moments (exp_avg m, exp_avg_sq v; params->total floats each, the parameters'
  * layout) to the host / from it: what a checkpoint needs to resume the optimizer exactly. The

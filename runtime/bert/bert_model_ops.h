@@ -21,15 +21,15 @@
 
 /* The library instances of one precision (opaque handles of the generated types). */
 typedef struct KilnBertLibs {
-  void *gemm0, *gemm1, *gemm3; /* gemm.kiln, EPI = 0, 1, 3 (+ colsum_f32) */
-  void *attn16, *attn64;       /* attention.kiln, D = 16, 64 */
+  void *gemm0, *gemm1, *gemm3;     /* gemm.kiln, EPI = 0, 1, 3 (+ colsum_f32) */
+  void *attn16, *attn64;           /* attention.kiln, D = 16, 64 */
   void *attn16_drop, *attn64_drop; /* the same with DROPOUT = 1 (dropout on the probabilities) */
-  void *drop;                  /* dropout.kiln */
+  void *drop;                      /* dropout.kiln */
   void *ln, *emb, *xent, *gelu, *tanh;
-  void *cast;                  /* cast.kiln (half types only; NULL for f32) */
-  void *adamw;                 /* adamw.kiln: f32 masters; WRITE_F16=1 and TW = T for half types */
-  void *tap;                   /* a tap table's own state (kiln_bert_model_tap); NULL otherwise */
-  KilnRtStream *stream;        /* the stream every launch is queued on (the model's) */
+  void *cast;           /* cast.kiln (half types only; NULL for f32) */
+  void *adamw;          /* adamw.kiln: f32 masters; WRITE_F16=1 and TW = T for half types */
+  void *tap;            /* a tap table's own state (kiln_bert_model_tap); NULL otherwise */
+  KilnRtStream *stream; /* the stream every launch is queued on (the model's) */
 } KilnBertLibs;
 
 /* One attention call: Q, K, V (and dQ, dK, dV) with the [n, 3, heads, D] strides (batch sb,
@@ -58,13 +58,11 @@ typedef struct KilnBertOps {
 
   /* c = a b (+ bias, + res) through strides (gemm.kiln); epi 0, 1 or 3 */
   KilnRtStatus (*gemm)(const KilnBertLibs *l, int epi, void *a, void *b, void *c, void *bias,
-                       void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn,
-                       int ldc);
+                       void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn, int ldc);
   /* out[c] (f32) = sum over rows of x[r ld + c] */
   KilnRtStatus (*colsum)(const KilnBertLibs *l, void *x, float *out, int rows, int cols, int ld);
   KilnRtStatus (*ln_fwd)(const KilnBertLibs *l, void *x, void *res, void *gamma, void *beta,
-                         void *s, void *y, float *mean, float *rstd, int rows, int cols,
-                         float eps);
+                         void *s, void *y, float *mean, float *rstd, int rows, int cols, float eps);
   KilnRtStatus (*ln_bwd)(const KilnBertLibs *l, void *s, void *dy, void *gamma, float *mean,
                          float *rstd, void *dx, float *part_g, float *part_b, int rows, int cols,
                          int parts);
@@ -74,14 +72,13 @@ typedef struct KilnBertOps {
                           void *pos, void *ttype, void *out, int ntok, int seq, int hidden);
   KilnRtStatus (*emb_bwd)(const KilnBertLibs *l, int32_t *ids, int32_t *types, void *dout,
                           float *dword, float *dpos, float *dtype, int ntok, int seq, int hidden);
-  KilnRtStatus (*xent_fwd)(const KilnBertLibs *l, void *x, int32_t *labels, float *loss,
-                           float *lse, int classes, int rows);
+  KilnRtStatus (*xent_fwd)(const KilnBertLibs *l, void *x, int32_t *labels, float *loss, float *lse,
+                           int classes, int rows);
   KilnRtStatus (*xent_bwd)(const KilnBertLibs *l, void *x, int32_t *labels, float *lse,
                            float *dloss, void *dx, int classes, int rows);
-  KilnRtStatus (*gelu_fwd)(const KilnBertLibs *l, void *x, void *bias, void *y, int rows,
+  KilnRtStatus (*gelu_fwd)(const KilnBertLibs *l, void *x, void *bias, void *y, int rows, int cols);
+  KilnRtStatus (*gelu_bwd)(const KilnBertLibs *l, void *x, void *bias, void *dy, void *dx, int rows,
                            int cols);
-  KilnRtStatus (*gelu_bwd)(const KilnBertLibs *l, void *x, void *bias, void *dy, void *dx,
-                           int rows, int cols);
   KilnRtStatus (*tanh_fwd)(const KilnBertLibs *l, void *x, void *y, int n);
   KilnRtStatus (*tanh_bwd)(const KilnBertLibs *l, void *y, void *dy, void *dx, int n);
   KilnRtStatus (*attn_fwd)(const KilnBertLibs *l, const KilnBertAttn *a);
@@ -94,8 +91,8 @@ typedef struct KilnBertOps {
    * rand(seed, offset + i) > p, scaled by 1 / (1 - p) */
   KilnRtStatus (*drop_fwd)(const KilnBertLibs *l, void *x, void *y, int n, float p, int32_t seed,
                            int32_t offset);
-  KilnRtStatus (*drop_bwd)(const KilnBertLibs *l, void *dy, void *dx, int n, float p,
-                           int32_t seed, int32_t offset);
+  KilnRtStatus (*drop_bwd)(const KilnBertLibs *l, void *dy, void *dx, int n, float p, int32_t seed,
+                           int32_t offset);
   /* y (f32) = x (T) and y (T) = x (f32), rounded to nearest even; NULL for f32 */
   KilnRtStatus (*to_f32)(const KilnBertLibs *l, void *x, float *y, int n);
   KilnRtStatus (*from_f32)(const KilnBertLibs *l, float *x, void *y, int n);
@@ -108,9 +105,8 @@ typedef struct KilnBertOps {
   KilnRtStatus (*check_overflow)(const KilnBertLibs *l, float *grad, int32_t *found_inf, int n);
   /* AdamW over n parameters; w (T) gets the new weights when half_weights (else unused) */
   KilnRtStatus (*adamw_step)(const KilnBertLibs *l, float *p, float *grad, float *m, float *v,
-                             void *w, int32_t *found_inf, int n, float lr, float beta1,
-                             float beta2, float eps, float weight_decay, int step,
-                             float inv_scale);
+                             void *w, int32_t *found_inf, int n, float lr, float beta1, float beta2,
+                             float eps, float weight_decay, int step, float inv_scale);
 } KilnBertOps;
 
 extern const KilnBertOps kiln_bert_ops_f32, kiln_bert_ops_f16, kiln_bert_ops_bf16;

@@ -27,8 +27,8 @@ typedef struct KilnBertParam {
   int ndim;         /* 1 or 2 */
   int64_t shape[2]; /* [out, in] for Linear weights, as the reference stores them */
   size_t numel;
-  size_t offset;    /* in floats, from the start of the flat buffer */
-  int decay;        /* AdamW weight decay applies: not for biases and LayerNorm parameters */
+  size_t offset; /* in floats, from the start of the flat buffer */
+  int decay;     /* AdamW weight decay applies: not for biases and LayerNorm parameters */
   KilnBertInit init;
 } KilnBertParam;
 
@@ -65,8 +65,8 @@ size_t kiln_bert_params_unused(const KilnBertParams *params, const KilnBertSt *s
 /* Initializes the parameters whose `only` flag is 0 (all of them when only is NULL) as the
  * reference does (normal(0, initializer_range) weights with the [PAD] row of the word
  * embeddings zero, zero biases, LayerNorm weights 1), with kiln-bert's own seeded generator. */
-void kiln_bert_params_init(const KilnBertParams *params, const KilnBertConfig *cfg,
-                           uint64_t seed, const unsigned char *only, float *flat);
+void kiln_bert_params_init(const KilnBertParams *params, const KilnBertConfig *cfg, uint64_t seed,
+                           const unsigned char *only, float *flat);
 /* Writes every parameter as F32 safetensors under its name, atomically. */
 KilnBertStatus kiln_bert_params_save(const KilnBertParams *params, const float *flat,
                                      const char *path);

@@ -17,13 +17,13 @@
 
 /* One distinct kernel call. */
 typedef struct KilnBertCall {
-  char file[24];    /* the kernels-bert/ file: "gemm.kiln" */
-  char pins[64];    /* its -D pins, NAME=VALUE separated by spaces: "T=f32 EPI=1" */
-  char kernel[32];  /* "gemm" */
-  char shape[48];   /* its main sizes, short: "M=128 N=384 K=128 nt", "rows=64 cols=128" */
-  char spec[768];   /* the `kiln tune --args` spec at the call's shapes */
-  int count;        /* launches of it in the step(s) planned */
-  double flops;     /* per launch: the floating-point operations of its matrix products (0 for
+  char file[24];   /* the kernels-bert/ file: "gemm.kiln" */
+  char pins[64];   /* its -D pins, NAME=VALUE separated by spaces: "T=f32 EPI=1" */
+  char kernel[32]; /* "gemm" */
+  char shape[48];  /* its main sizes, short: "M=128 N=384 K=128 nt", "rows=64 cols=128" */
+  char spec[768];  /* the `kiln tune --args` spec at the call's shapes */
+  int count;       /* launches of it in the step(s) planned */
+  double flops;    /* per launch: the floating-point operations of its matrix products (0 for
                        a memory-bound kernel), and the bytes it must move at the least */
   double bytes;
 } KilnBertCall;

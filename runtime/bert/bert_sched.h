@@ -25,7 +25,7 @@ typedef struct KilnBertScaler {
   int good_steps; /* good steps since the last change */
 } KilnBertScaler;
 
-#define KILN_BERT_SCALER_INIT 65536.0f
+#define KILN_BERT_SCALER_INIT            65536.0f
 #define KILN_BERT_SCALER_GROWTH_INTERVAL 2000
 
 void kiln_bert_scaler_init(KilnBertScaler *s);

@@ -26,12 +26,12 @@ typedef enum KilnBertDtype {
 } KilnBertDtype;
 
 typedef struct KilnBertStTensor {
-  const char *name;      /* owned by the file */
-  const char *dtype;     /* as written ("F32", "I64"); owned by the file */
+  const char *name;  /* owned by the file */
+  const char *dtype; /* as written ("F32", "I64"); owned by the file */
   KilnBertDtype dt;
   int ndim;
   int64_t shape[KILN_BERT_ST_MAX_DIMS];
-  uint64_t numel;        /* product of shape (1 for a scalar) */
+  uint64_t numel;            /* product of shape (1 for a scalar) */
   const unsigned char *data; /* nbytes bytes inside the file */
   size_t nbytes;
 } KilnBertStTensor;
@@ -57,8 +57,8 @@ const KilnBertStTensor *kiln_bert_st_find(const KilnBertSt *st, const char *name
 /* Reads tensor `name` into out (numel floats), converting F16 and BF16 to f32, after checking
  * that its shape is shape[0..ndim). NOT_FOUND naming the tensor when absent; FORMAT naming it
  * (and both shapes) for another shape or a dtype that is not F32, F16 or BF16. */
-KilnBertStatus kiln_bert_st_read_f32(const KilnBertSt *st, const char *name,
-                                     const int64_t *shape, int ndim, float *out);
+KilnBertStatus kiln_bert_st_read_f32(const KilnBertSt *st, const char *name, const int64_t *shape,
+                                     int ndim, float *out);
 
 /* Converts n little-endian elements of dtype dt (F32, F16 or BF16) at src (any alignment) to f32. */
 void kiln_bert_dtype_to_f32(KilnBertDtype dt, const void *src, size_t n, float *dst);

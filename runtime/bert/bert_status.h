@@ -12,10 +12,10 @@ typedef enum KilnBertStatus {
   KILN_BERT_OK = 0,
   KILN_BERT_ERROR_INVALID_ARGUMENT, /* a caller mistake: NULL, a size out of range */
   KILN_BERT_ERROR_IO,               /* a file could not be opened, read or written */
-  KILN_BERT_ERROR_FORMAT,           /* a file's contents break its format (vocab, safetensors, config, data) */
-  KILN_BERT_ERROR_NOT_FOUND,        /* a name looked up is absent (a tensor, a special token) */
+  KILN_BERT_ERROR_FORMAT, /* a file's contents break its format (vocab, safetensors, config, data) */
+  KILN_BERT_ERROR_NOT_FOUND, /* a name looked up is absent (a tensor, a special token) */
   KILN_BERT_ERROR_OUT_OF_MEMORY,
-  KILN_BERT_ERROR_DEVICE,           /* a runtime (libkilnrt) call or a kernel launch failed */
+  KILN_BERT_ERROR_DEVICE, /* a runtime (libkilnrt) call or a kernel launch failed */
   KILN_BERT_STATUS_COUNT
 } KilnBertStatus;
 

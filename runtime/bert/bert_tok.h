@@ -54,7 +54,7 @@ KilnBertStatus kiln_bert_tok_basic(KilnBertTokenizer *tok, const char *text, siz
  * (attention mask 1): [CLS] ids[:seq_len-2] [SEP], then [PAD] up to seq_len; the row holds
  * seq_len ids (seq_len >= 2). With seq_len == 0: [CLS] ids [SEP], no truncation and no padding,
  * and the row must hold n + 2 ids. seq_len == 1 writes nothing and returns 0. */
-size_t kiln_bert_tok_row(const KilnBertTokenizer *tok, const int32_t *ids, size_t n,
-                         size_t seq_len, int32_t *row);
+size_t kiln_bert_tok_row(const KilnBertTokenizer *tok, const int32_t *ids, size_t n, size_t seq_len,
+                         int32_t *row);
 
 #endif /* KILN_BERT_TOK_H */

@@ -19,41 +19,41 @@
 #include <stdio.h>
 
 typedef struct KilnBertTrainOptions {
-  const char *data;      /* --data: aclImdb root, split directory, .tsv or .jsonl */
-  const char *model;     /* --model: a preset (tiny, mini, base, large) or a directory with config.json
+  const char *data;   /* --data: aclImdb root, split directory, .tsv or .jsonl */
+  const char *model;  /* --model: a preset (tiny, mini, base, large) or a directory with config.json
                             (and model.safetensors, else random init) */
-  const char *vocab;     /* --vocab; NULL: MODEL/vocab.txt */
-  const char *device;    /* "cpu", or "emu" where the build has it */
-  const char *precision; /* "fp32", "fp16", "bf16" */
-  const char *log;       /* --log FILE or NULL */
-  const char *save;      /* --save DIR or NULL: model, optimizer state and position (bert_ckpt) */
-  const char *resume;    /* --resume DIR or NULL: continue the run saved there (its model,
+  const char *vocab;  /* --vocab; NULL: MODEL/vocab.txt */
+  const char *device; /* "cpu", or "emu" where the build has it */
+  const char *precision;   /* "fp32", "fp16", "bf16" */
+  const char *log;         /* --log FILE or NULL */
+  const char *save;        /* --save DIR or NULL: model, optimizer state and position (bert_ckpt) */
+  const char *resume;      /* --resume DIR or NULL: continue the run saved there (its model,
                             moments, step and seed; --steps stays the run's total) */
-  const char *eval_data; /* --eval-data PATH or NULL: evaluated at the end (default: --data's
+  const char *eval_data;   /* --eval-data PATH or NULL: evaluated at the end (default: --data's
                             test/ split when --data is an aclImdb root that has one) */
-  size_t max_samples;    /* 0: all */
+  size_t max_samples;      /* 0: all */
   size_t eval_max_samples; /* the end-of-run evaluation's first N test samples; 0: max_samples */
   size_t max_device_bytes; /* --max-device-bytes: the device memory the plan may take; 0: the
                               device's (KILN_DEVICE_MEMORY, else the host's memory on cpu/emu) */
   size_t seq_len, batch, epochs, steps, warmup;
-  size_t stop_after;     /* --stop-after N: end after step N of the run (the schedule still
+  size_t stop_after; /* --stop-after N: end after step N of the run (the schedule still
                             counts the whole run), e.g. to --save and --resume later; 0: never */
-  size_t save_every;     /* --save-every N: also write the --save checkpoint after every N-th
+  size_t save_every; /* --save-every N: also write the --save checkpoint after every N-th
                             step, so that a killed run can be resumed; 0: at the end only */
   KilnBertPadding padding;
   KilnBertSchedule schedule;
   int shuffle;
-  int profile;           /* --profile: time each launch of steps 2.. per call (bert_profile.h) and
+  int profile; /* --profile: time each launch of steps 2.. per call (bert_profile.h) and
                             write the result after the summary (table and log) */
-  int graphs;            /* whole-step replay (kiln_bert_model_set_graphs): 1 on (--graphs), 0
+  int graphs;  /* whole-step replay (kiln_bert_model_set_graphs): 1 on (--graphs), 0
                             off (--no-graphs), -1 (the default) on cuda unless --profile or the
                             launch log taps the launches */
   uint64_t seed;
   double lr, weight_decay, beta1, beta2, eps, clip;
-  double dropout;        /* < 0: the config's hidden_dropout_prob; must be in [0, 1) */
-  FILE *progress;        /* a terminal to draw a progress bar on, or NULL */
-  FILE *table;           /* where the summary table goes at the end (kiln-bert: stdout), or NULL */
-  FILE *notes;           /* where notes on a loaded checkpoint go (a parameter initialized rather
+  double dropout; /* < 0: the config's hidden_dropout_prob; must be in [0, 1) */
+  FILE *progress; /* a terminal to draw a progress bar on, or NULL */
+  FILE *table;    /* where the summary table goes at the end (kiln-bert: stdout), or NULL */
+  FILE *notes;    /* where notes on a loaded checkpoint go (a parameter initialized rather
                             than loaded, a tensor ignored; kiln-bert: stderr), or NULL */
 } KilnBertTrainOptions;
 

@@ -24,14 +24,14 @@ typedef struct KilnBertTuneOptions {
   const char *kernels_dir; /* where kernels-bert/'s files are */
   size_t batch, seq_len;
   KilnBertPadding padding;
-  double budget;           /* seconds after which no new kernel is tuned; < 0: no bound */
-  int list_only;           /* list the calls, tune nothing */
-  const char *bundle_dir;  /* time nothing: every call's candidates compiled into DIR/cNNN (kiln
+  double budget;          /* seconds after which no new kernel is tuned; < 0: no bound */
+  int list_only;          /* list the calls, tune nothing */
+  const char *bundle_dir; /* time nothing: every call's candidates compiled into DIR/cNNN (kiln
                             * tune --emit-bundle) for kiln-tune-runner on another machine, and
                             * DIR/calls.txt listing them; no cache needed */
-  const char *arch;        /* cuda bundles: sm_80 or sm_90 (default sm_90) */
-  int json;                /* the report as JSON instead of a table */
-  FILE *out;               /* where the report goes */
+  const char *arch;       /* cuda bundles: sm_80 or sm_90 (default sm_90) */
+  int json;               /* the report as JSON instead of a table */
+  FILE *out;              /* where the report goes */
 } KilnBertTuneOptions;
 
 /* tiny, fp32, cpu, default mode, batch 8, seq 128, fixed padding, no budget, the kernels of

@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STATE_FORMAT "kiln-bert-trainer-state"
+#define STATE_FORMAT  "kiln-bert-trainer-state"
 #define STATE_VERSION 1
 
 static const char *const checked_files[] = {"model.safetensors", "optimizer.safetensors"};
@@ -66,7 +66,7 @@ static KilnBertStatus file_digest(const char *path, size_t *size, uint64_t *hash
 static KilnBertStatus save_moments(const char *path, const KilnBertParams *lay, const float *m,
                                    const float *v) {
   KilnBertStEntry *e = calloc(2 * lay->n, sizeof *e);
-  char (*names)[160] = calloc(2 * lay->n, sizeof *names);
+  char(*names)[160] = calloc(2 * lay->n, sizeof *names);
   KilnBertStatus st = KILN_BERT_OK;
   if (!e || !names) st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
   for (size_t i = 0; st == KILN_BERT_OK && i < lay->n; i++) {
@@ -117,8 +117,10 @@ static char *state_json(const KilnBertTrainState *ts, const size_t *sizes, const
 static KilnBertStatus forced_failure(const char *stage, const char *dir) {
   const char *f = getenv("KILN_BERT_SAVE_FAIL");
   if (!f || strcmp(f, stage)) return KILN_BERT_OK;
-  return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: saving failed before %s (forced by "
-                        "KILN_BERT_SAVE_FAIL=%s)", dir, stage, f);
+  return kiln_bert_fail(KILN_BERT_ERROR_IO,
+                        "%s: saving failed before %s (forced by "
+                        "KILN_BERT_SAVE_FAIL=%s)",
+                        dir, stage, f);
 }
 
 /* Writes the four files of a checkpoint into dir (a fresh directory). */
@@ -131,7 +133,8 @@ static KilnBertStatus write_files(const char *dir, const KilnBertConfig *cfg, Ki
   size_t sizes[N_CHECKED];
   uint64_t hashes[N_CHECKED];
   KilnBertStatus st = KILN_BERT_OK;
-  if (!p || !mo || !vo) st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", dir);
+  if (!p || !mo || !vo)
+    st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", dir);
   if (st == KILN_BERT_OK) st = kiln_bert_model_get_params(m, p);
   if (st == KILN_BERT_OK) st = kiln_bert_model_get_moments(m, mo, vo);
   join(path, sizeof path, dir, checked_files[0]);
@@ -183,8 +186,9 @@ static KilnBertStatus sync_dir(const char *dir) {
  * directory then stays and IO names it. */
 static KilnBertStatus remove_scratch(const char *dir) {
   DIR *d = opendir(dir);
-  if (!d) return errno == ENOENT ? KILN_BERT_OK
-                                 : kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
+  if (!d)
+    return errno == ENOENT ? KILN_BERT_OK
+                           : kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
@@ -192,8 +196,10 @@ static KilnBertStatus remove_scratch(const char *dir) {
   }
   closedir(d);
   if (rmdir(dir) != 0)
-    return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: cannot remove it (%s): it is left over from an "
-                          "interrupted save; move what it holds away", dir, strerror(errno));
+    return kiln_bert_fail(KILN_BERT_ERROR_IO,
+                          "%s: cannot remove it (%s): it is left over from an "
+                          "interrupted save; move what it holds away",
+                          dir, strerror(errno));
   return KILN_BERT_OK;
 }
 
@@ -202,11 +208,12 @@ static KilnBertStatus remove_scratch(const char *dir) {
  * subdirectories moved, last, right before the swap (moved = 1). */
 static KilnBertStatus carry_over(const char *dir, const char *tmp, int moved) {
   DIR *d = opendir(dir);
-  if (!d) return errno == ENOENT ? KILN_BERT_OK
-                                 : kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
+  if (!d)
+    return errno == ENOENT ? KILN_BERT_OK
+                           : kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", dir, strerror(errno));
   int to = open(tmp, O_RDONLY | O_DIRECTORY);
-  KilnBertStatus st = to < 0 ? kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", tmp, strerror(errno))
-                             : KILN_BERT_OK;
+  KilnBertStatus st =
+      to < 0 ? kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", tmp, strerror(errno)) : KILN_BERT_OK;
   struct dirent *e;
   while (st == KILN_BERT_OK && (e = readdir(d)) != NULL) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_ckpt_file(e->d_name)) continue;
@@ -229,8 +236,7 @@ static KilnBertStatus carry_over(const char *dir, const char *tmp, int moved) {
  * (renameat2 RENAME_EXCHANGE), so that dir always names one whole checkpoint, and the old one
  * lands at tmp; a first save is a plain rename. Where the file system cannot exchange, the old
  * directory is renamed to DIR.old first (a crash between the two renames leaves it there). */
-static KilnBertStatus swap_in(const char *tmp, const char *dir, int exists, char *old,
-                              size_t cap) {
+static KilnBertStatus swap_in(const char *tmp, const char *dir, int exists, char *old, size_t cap) {
   snprintf(old, cap, "%s", tmp);
   if (!exists) {
     if (rename(tmp, dir) != 0)
@@ -297,9 +303,12 @@ KilnBertStatus kiln_bert_ckpt_save(const char *dir, const KilnBertConfig *cfg, K
   }
   snprintf(parent, sizeof parent, "%s", target);
   char *slash = strrchr(parent, '/');
-  if (slash == parent) parent[1] = 0;
-  else if (slash) *slash = 0;
-  else snprintf(parent, sizeof parent, ".");
+  if (slash == parent)
+    parent[1] = 0;
+  else if (slash)
+    *slash = 0;
+  else
+    snprintf(parent, sizeof parent, ".");
   st = sync_dir(parent);
   /* the previous checkpoint, now at old: removing it is tidying, the save itself is done */
   if (st == KILN_BERT_OK && old[0]) remove_scratch(old);
@@ -383,8 +392,8 @@ KilnBertStatus kiln_bert_ckpt_read_state(const char *dir, KilnBertTrainState *ts
   join(path, sizeof path, dir, "trainer_state.json");
   char *text = NULL;
   size_t len = 0;
-  KilnBertStatus st = kiln_bert_file_read(path, KILN_BERT_MAX_JSON_BYTES, "KILN_BERT_MAX_JSON_BYTES",
-                                          &text, &len);
+  KilnBertStatus st =
+      kiln_bert_file_read(path, KILN_BERT_MAX_JSON_BYTES, "KILN_BERT_MAX_JSON_BYTES", &text, &len);
   if (st != KILN_BERT_OK) return st;
   cJSON *root = cJSON_ParseWithLength(text, len);
   free(text);

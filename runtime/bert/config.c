@@ -33,7 +33,9 @@ KilnBertStatus kiln_bert_config_preset(const char *name, KilnBertConfig *cfg) {
   static const struct {
     const char *name;
     int layers, hidden, heads, ffn;
-  } presets[] = {{"tiny", 2, 128, 2, 512}, {"mini", 4, 256, 4, 1024}, {"base", 12, 768, 12, 3072},
+  } presets[] = {{"tiny", 2, 128, 2, 512},
+                 {"mini", 4, 256, 4, 1024},
+                 {"base", 12, 768, 12, 3072},
                  {"large", 24, 1024, 16, 4096}};
   for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
     if (!strcmp(name, presets[i].name)) {
@@ -56,20 +58,20 @@ static KilnBertStatus get_int(const cJSON *root, const char *key, int lo, int hi
   if (!v) return KILN_BERT_OK;
   if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble ||
       v->valuedouble < lo || v->valuedouble > hi)
-    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: \"%s\" must be an integer in [%d, %d]",
-                          name, key, lo, hi);
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: \"%s\" must be an integer in [%d, %d]", name,
+                          key, lo, hi);
   *out = (int)v->valuedouble;
   return KILN_BERT_OK;
 }
 
 /* A number key in [lo, hi), if present; with null_ok, null leaves *out alone. */
-static KilnBertStatus get_num(const cJSON *root, const char *key, double lo, double hi,
-                              int null_ok, double *out, const char *name) {
+static KilnBertStatus get_num(const cJSON *root, const char *key, double lo, double hi, int null_ok,
+                              double *out, const char *name) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
   if (!v || (null_ok && cJSON_IsNull(v))) return KILN_BERT_OK;
   if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble < hi))
-    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: \"%s\" must be a number in [%g, %g)%s",
-                          name, key, lo, hi, null_ok ? " or null" : "");
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: \"%s\" must be a number in [%g, %g)%s", name,
+                          key, lo, hi, null_ok ? " or null" : "");
   *out = v->valuedouble;
   return KILN_BERT_OK;
 }
@@ -89,9 +91,9 @@ static KilnBertStatus get_fixed(const cJSON *root, const char *key, const char *
 static KilnBertStatus parse_root(const cJSON *root, const char *name, KilnBertConfig *c) {
   const int big = 1 << 30;
   KilnBertStatus st;
-#define TRY(call)                               \
-  do {                                          \
-    if ((st = (call)) != KILN_BERT_OK) return st; \
+#define TRY(call)                                                                                  \
+  do {                                                                                             \
+    if ((st = (call)) != KILN_BERT_OK) return st;                                                  \
   } while (0)
   TRY(get_fixed(root, "model_type", "bert", name));
   TRY(get_fixed(root, "hidden_act", "gelu", name));
@@ -106,7 +108,8 @@ static KilnBertStatus parse_root(const cJSON *root, const char *name, KilnBertCo
   TRY(get_int(root, "pad_token_id", 0, big, &c->pad_token_id, name));
   TRY(get_num(root, "layer_norm_eps", 0, 1, 0, &c->layer_norm_eps, name));
   TRY(get_num(root, "hidden_dropout_prob", 0, 1, 0, &c->hidden_dropout_prob, name));
-  TRY(get_num(root, "attention_probs_dropout_prob", 0, 1, 0, &c->attention_probs_dropout_prob, name));
+  TRY(get_num(root, "attention_probs_dropout_prob", 0, 1, 0, &c->attention_probs_dropout_prob,
+              name));
   TRY(get_num(root, "classifier_dropout", 0, 1, 1, &c->classifier_dropout, name));
   TRY(get_num(root, "initializer_range", 0, 1e30, 0, &c->initializer_range, name));
 #undef TRY
@@ -134,8 +137,10 @@ static KilnBertStatus parse_root(const cJSON *root, const char *name, KilnBertCo
                           name, nl, from_map);
   c->num_labels = nl > 0 ? nl : from_map > 0 ? from_map : 2;
   if (c->num_labels < 2)
-    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: a classifier needs at least 2 labels, "
-                          "id2label has %d", name, c->num_labels);
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                          "%s: a classifier needs at least 2 labels, "
+                          "id2label has %d",
+                          name, c->num_labels);
   return KILN_BERT_OK;
 }
 
@@ -156,8 +161,8 @@ KilnBertStatus kiln_bert_config_parse(const char *json, size_t len, const char *
 KilnBertStatus kiln_bert_config_load(const char *path, KilnBertConfig *cfg) {
   char *text;
   size_t len;
-  KilnBertStatus st = kiln_bert_file_read(path, KILN_BERT_MAX_JSON_BYTES, "KILN_BERT_MAX_JSON_BYTES",
-                                          &text, &len);
+  KilnBertStatus st =
+      kiln_bert_file_read(path, KILN_BERT_MAX_JSON_BYTES, "KILN_BERT_MAX_JSON_BYTES", &text, &len);
   if (st != KILN_BERT_OK) return st;
   st = kiln_bert_config_parse(text, len, path, cfg);
   free(text);
@@ -178,8 +183,10 @@ KilnBertStatus kiln_bert_config_save(const char *path, const KilnBertConfig *c) 
   fmt_double(hd, sizeof hd, c->hidden_dropout_prob);
   fmt_double(ad, sizeof ad, c->attention_probs_dropout_prob);
   fmt_double(ir, sizeof ir, c->initializer_range);
-  if (c->classifier_dropout < 0) snprintf(cd, sizeof cd, "null");
-  else fmt_double(cd, sizeof cd, c->classifier_dropout);
+  if (c->classifier_dropout < 0)
+    snprintf(cd, sizeof cd, "null");
+  else
+    fmt_double(cd, sizeof cd, c->classifier_dropout);
   size_t cap = 1024 + (size_t)c->num_labels * 48, n = 0;
   char *s = malloc(cap);
   if (!s) return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -194,10 +201,9 @@ KilnBertStatus kiln_bert_config_save(const char *path, const KilnBertConfig *c) 
                         "  \"layer_norm_eps\": %s,\n  \"hidden_dropout_prob\": %s,\n"
                         "  \"attention_probs_dropout_prob\": %s,\n  \"classifier_dropout\": %s,\n"
                         "  \"initializer_range\": %s,\n  \"id2label\": {",
-                        c->vocab_size, c->hidden_size, c->num_hidden_layers,
-                        c->num_attention_heads, c->intermediate_size,
-                        c->max_position_embeddings, c->type_vocab_size, c->pad_token_id, eps, hd,
-                        ad, cd, ir);
+                        c->vocab_size, c->hidden_size, c->num_hidden_layers, c->num_attention_heads,
+                        c->intermediate_size, c->max_position_embeddings, c->type_vocab_size,
+                        c->pad_token_id, eps, hd, ad, cd, ir);
   for (int i = 0; i < c->num_labels; i++)
     n += (size_t)snprintf(s + n, cap - n, "%s\"%d\": \"LABEL_%d\"", i ? ", " : "", i, i);
   n += (size_t)snprintf(s + n, cap - n, "},\n  \"label2id\": {");
@@ -213,6 +219,7 @@ KilnBertStatus kiln_bert_config_check_seq_len(const KilnBertConfig *cfg, size_t 
   if (seq_len < 2 || seq_len > (size_t)cfg->max_position_embeddings)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--seq-len %zu: must be between 2 and the model's "
-                          "max_position_embeddings (%d)", seq_len, cfg->max_position_embeddings);
+                          "max_position_embeddings (%d)",
+                          seq_len, cfg->max_position_embeddings);
   return KILN_BERT_OK;
 }

@@ -168,26 +168,29 @@ static int read_line(FILE *f, char **buf, size_t *cap, size_t *len) {
 /* The failure of read_line at line lineno of path. */
 static KilnBertStatus line_error(const char *path, size_t lineno) {
   if (errno == EFBIG)
-    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
-                          "%s:%zu: a line longer than KILN_BERT_MAX_SAMPLE_BYTES (%zu MiB); refused",
-                          path, lineno, KILN_BERT_MAX_SAMPLE_BYTES >> 20);
-  if (errno == ENOMEM) return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return kiln_bert_fail(
+        KILN_BERT_ERROR_FORMAT,
+        "%s:%zu: a line longer than KILN_BERT_MAX_SAMPLE_BYTES (%zu MiB); refused", path, lineno,
+        KILN_BERT_MAX_SAMPLE_BYTES >> 20);
+  if (errno == ENOMEM)
+    return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
   return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s:%zu: %s", path, lineno, strerror(errno));
 }
 
 /* Lines are read one at a time, each bounded by KILN_BERT_MAX_SAMPLE_BYTES and the file by
  * KILN_BERT_MAX_DATASET_BYTES (a regular file from its size, before a byte is read; anything
  * else as it is read), so no input costs more memory than the samples it holds. */
-static KilnBertStatus read_lines(const char *path, int num_labels, size_t max_samples,
-                                 LineFn fn, KilnBertDataset *out) {
+static KilnBertStatus read_lines(const char *path, int num_labels, size_t max_samples, LineFn fn,
+                                 KilnBertDataset *out) {
   FILE *f = fopen(path, "rb");
   if (!f) return kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", path, strerror(errno));
   struct stat sb;
   KilnBertStatus st = KILN_BERT_OK;
   if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
       (uintmax_t)sb.st_size > (uintmax_t)KILN_BERT_MAX_DATASET_BYTES)
-    st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: larger than KILN_BERT_MAX_DATASET_BYTES (%zu MiB); refused",
-                        path, KILN_BERT_MAX_DATASET_BYTES >> 20);
+    st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                        "%s: larger than KILN_BERT_MAX_DATASET_BYTES (%zu MiB); refused", path,
+                        KILN_BERT_MAX_DATASET_BYTES >> 20);
   Builder b = {{NULL, 0}, 0};
   char *line = NULL;
   size_t cap = 0, len = 0, lineno = 0, total = 0;
@@ -200,8 +203,9 @@ static KilnBertStatus read_lines(const char *path, int num_labels, size_t max_sa
     }
     total += len + 1;
     if (total > KILN_BERT_MAX_DATASET_BYTES) {
-      st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: larger than KILN_BERT_MAX_DATASET_BYTES (%zu MiB); refused",
-                          path, KILN_BERT_MAX_DATASET_BYTES >> 20);
+      st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                          "%s: larger than KILN_BERT_MAX_DATASET_BYTES (%zu MiB); refused", path,
+                          KILN_BERT_MAX_DATASET_BYTES >> 20);
       break;
     }
     if (len && line[len - 1] == '\r') len--;
@@ -225,7 +229,8 @@ static KilnBertStatus tsv_line(Builder *b, const char *line, size_t len, size_t 
   const char *tab = NULL;
   for (size_t i = 0; i < len; i++)
     if (line[i] == '\t') tab = line + i;
-  if (!tab) return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s:%zu: no tab before the label", path, lineno);
+  if (!tab)
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s:%zu: no tab before the label", path, lineno);
   size_t tlen = (size_t)(tab - line);
   int label = parse_label(tab + 1, len - tlen - 1, num_labels);
   if (label < 0) {
@@ -251,8 +256,8 @@ static KilnBertStatus jsonl_line(Builder *b, const char *line, size_t len, size_
   KilnBertStatus st = KILN_BERT_OK;
   if (!cJSON_IsObject(root) || !cJSON_IsString(text) || !cJSON_IsNumber(label))
     st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
-                        "%s:%zu: not an object with a string \"text\" and a number \"label\"",
-                        path, lineno);
+                        "%s:%zu: not an object with a string \"text\" and a number \"label\"", path,
+                        lineno);
   else if (label->valuedouble != (double)(int)label->valuedouble || label->valuedouble < 0 ||
            label->valuedouble >= num_labels)
     st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s:%zu: the label is not an integer in [0, %d)",
@@ -300,6 +305,7 @@ KilnBertStatus kiln_bert_data_load(const char *path, const char *split, int num_
   if (!is_dir(sub))
     return kiln_bert_fail(KILN_BERT_ERROR_IO,
                           "%s: neither a .tsv/.jsonl file, a split directory (neg/, pos/) nor a "
-                          "data set root with %s/", path, split);
+                          "data set root with %s/",
+                          path, split);
   return kiln_bert_data_imdb(sub, max_samples, out);
 }

@@ -164,17 +164,19 @@ static void eval_free(EvalRun *r) {
 
 static KilnBertStatus check_eval_options(const KilnBertEvalOptions *o) {
   if (!o->model || !o->data)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "eval needs --model DIR and --data PATH");
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "eval needs --model DIR and --data PATH");
   if (strcmp(o->precision, "fp32"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--precision %s: only fp32 is implemented yet", o->precision);
   if (!kiln_bert_device_is(o->device, KILN_BERT_EVAL_DEVICE))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: not a device this build's kernel libraries are for "
-                          "(cpu, and emu or cuda[:N] where built)", o->device);
+                          "(cpu, and emu or cuda[:N] where built)",
+                          o->device);
   if (o->batch < 1 || o->seq_len < 2)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "eval needs --batch >= 1 and "
-                          "--seq-len >= 2");
+                                                            "--seq-len >= 2");
   return KILN_BERT_OK;
 }
 
@@ -208,8 +210,10 @@ static KilnBertStatus load_trained(EvalRun *r, const KilnBertEvalOptions *o) {
  * tokenized once. */
 static KilnBertStatus load_inputs(EvalRun *r, const KilnBertEvalOptions *o) {
   char vpath[4096];
-  if (o->vocab) snprintf(vpath, sizeof vpath, "%s", o->vocab);
-  else snprintf(vpath, sizeof vpath, "%s/vocab.txt", o->model);
+  if (o->vocab)
+    snprintf(vpath, sizeof vpath, "%s", o->vocab);
+  else
+    snprintf(vpath, sizeof vpath, "%s/vocab.txt", o->model);
   KilnBertStatus st = kiln_bert_vocab_load(vpath, &r->vocab);
   if (st == KILN_BERT_OK && kiln_bert_vocab_size(r->vocab) > (size_t)r->cfg.vocab_size)
     st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: %zu tokens, more than the model's %d", vpath,
@@ -227,8 +231,8 @@ static KilnBertStatus load_inputs(EvalRun *r, const KilnBertEvalOptions *o) {
 static KilnBertStatus attach_profile(EvalRun *r) {
   if (!(r->launches = kiln_bert_plan_create(KILN_BERT_FP32)))
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
-  KilnBertStatus st = kiln_bert_profile_create(r->dev, kiln_bert_model_stream(r->model),
-                                                 &r->profile);
+  KilnBertStatus st =
+      kiln_bert_profile_create(r->dev, kiln_bert_model_stream(r->model), &r->profile);
   if (st != KILN_BERT_OK) return st;
   kiln_bert_plan_profile(r->launches, r->profile);
   kiln_bert_plan_attach(r->launches, r->model, NULL);
@@ -277,8 +281,8 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
   size_t rows = o->batch < r.enc.n ? o->batch : r.enc.n; /* no larger plan than the data needs */
   /* a batch that cannot fit fails before the device is set up or a file is written */
   if (st == KILN_BERT_OK)
-    st = kiln_bert_model_check_memory(&r.cfg, KILN_BERT_FP32, (int)rows, (int)o->seq_len,
-                                      o->device, o->max_device_bytes, NULL);
+    st = kiln_bert_model_check_memory(&r.cfg, KILN_BERT_FP32, (int)rows, (int)o->seq_len, o->device,
+                                      o->max_device_bytes, NULL);
   if (st == KILN_BERT_OK && kiln_rt_device_create(o->device, &r.dev) != KILN_RT_OK)
     st = kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", o->device, kiln_rt_last_error());
   if (st == KILN_BERT_OK)
@@ -298,15 +302,19 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
   if (st == KILN_BERT_OK && kiln_rt_mem_stats(r.dev, &ms) == KILN_RT_OK)
     mt.peak_device_bytes = ms.peak_bytes_in_use;
   if (dumping) {
-    if (st == KILN_BERT_OK) st = kiln_bert_file_commit(&dump);
-    else kiln_bert_file_abort(&dump);
+    if (st == KILN_BERT_OK)
+      st = kiln_bert_file_commit(&dump);
+    else
+      kiln_bert_file_abort(&dump);
   }
   if (st == KILN_BERT_OK && o->log) st = write_log(o->log, &mt, &r);
   if (st == KILN_BERT_OK && o->table) {
     char title[512];
-    snprintf(title, sizeof title, "kiln-bert eval: model %s, %s on %s, %zu samples in %zu "
-             "batches of %zu x %s%zu tokens", o->model, o->precision, o->device, mt.eval_samples,
-             mt.steps, rows, o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
+    snprintf(title, sizeof title,
+             "kiln-bert eval: model %s, %s on %s, %zu samples in %zu "
+             "batches of %zu x %s%zu tokens",
+             o->model, o->precision, o->device, mt.eval_samples, mt.steps, rows,
+             o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
     kiln_bert_metrics_table(&mt, title, o->table);
     write_profile(&r, o->table, NULL);
   }

@@ -6,8 +6,10 @@
 #include <math.h>
 
 void kiln_bert_metrics_step(KilnBertMetrics *m, double dt, size_t samples, size_t tokens) {
-  if (m->steps == 0) m->first_iter_time = dt;
-  else m->later_iter_time += dt;
+  if (m->steps == 0)
+    m->first_iter_time = dt;
+  else
+    m->later_iter_time += dt;
   m->steps++;
   m->samples += samples;
   m->tokens += tokens;
@@ -26,8 +28,10 @@ static double per_sec(double count, double seconds) { return seconds > 0 ? count
 
 /* A JSON number with 9 significant digits, or null when JSON cannot hold it. */
 static void json_num(FILE *f, const char *key, double v, int present) {
-  if (present && isfinite(v)) fprintf(f, ", \"%s\": %.9g", key, v);
-  else fprintf(f, ", \"%s\": null", key);
+  if (present && isfinite(v))
+    fprintf(f, ", \"%s\": %.9g", key, v);
+  else
+    fprintf(f, ", \"%s\": null", key);
 }
 
 void kiln_bert_metrics_json(const KilnBertMetrics *m, FILE *f) {
@@ -41,8 +45,7 @@ void kiln_bert_metrics_json(const KilnBertMetrics *m, FILE *f) {
   json_num(f, "samples_per_sec", per_sec((double)m->samples, m->total_time), 1);
   json_num(f, "tokens_per_sec", per_sec((double)m->tokens, m->total_time), 1);
   json_num(f, "total_time", m->total_time, 1);
-  fprintf(f, ", \"total_time_hr\": \"%s\", \"peak_device_bytes\": %zu", hr,
-          m->peak_device_bytes);
+  fprintf(f, ", \"total_time_hr\": \"%s\", \"peak_device_bytes\": %zu", hr, m->peak_device_bytes);
   json_num(f, "eval_loss", m->eval_loss, m->has_eval);
   json_num(f, "accuracy", m->accuracy, m->has_eval);
   if (m->has_eval) fprintf(f, ", \"eval_samples\": %zu", m->eval_samples);
@@ -66,8 +69,7 @@ void kiln_bert_metrics_table(const KilnBertMetrics *m, const char *title, FILE *
           (double)m->peak_device_bytes / (1024.0 * 1024.0));
   if (m->has_eval) {
     fprintf(f, "%-18s %14.6f\n", "eval_loss", m->eval_loss);
-    fprintf(f, "%-18s %13.2f %% (%zu samples)\n", "accuracy", 100 * m->accuracy,
-            m->eval_samples);
+    fprintf(f, "%-18s %13.2f %% (%zu samples)\n", "accuracy", 100 * m->accuracy, m->eval_samples);
     if (m->eval_time > 0) fprintf(f, "%-18s %14.3f s\n", "eval_time", m->eval_time);
   }
   fflush(f);

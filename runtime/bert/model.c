@@ -65,14 +65,14 @@ typedef struct Layer {
 
 /* The activations one encoder layer keeps for its backward (void *: elements of T). */
 typedef struct LayerAct {
-  void *qkv;              /* [n, 3H] */
-  void *ctx;              /* [n, H] attention output */
-  float *lse;             /* [rows, heads, cols] */
-  void *s1, *x1;          /* [n, H] ctx W_o^T + b + x, and its LayerNorm */
-  float *mean1, *rstd1;   /* [n] */
-  void *u, *h;            /* [n, F] x1 W_i^T, and gelu(u + b_i) */
-  void *s2;               /* [n, H] */
-  float *mean2, *rstd2;   /* [n] */
+  void *qkv;            /* [n, 3H] */
+  void *ctx;            /* [n, H] attention output */
+  float *lse;           /* [rows, heads, cols] */
+  void *s1, *x1;        /* [n, H] ctx W_o^T + b + x, and its LayerNorm */
+  float *mean1, *rstd1; /* [n] */
+  void *u, *h;          /* [n, F] x1 W_i^T, and gelu(u + b_i) */
+  void *s2;             /* [n, H] */
+  float *mean2, *rstd2; /* [n] */
 } LayerAct;
 
 /* The replay of one batch shape's forward and backward: seen once (run on the stream, which
@@ -113,13 +113,13 @@ struct KilnBertModel {
   /* device buffers: one allocation, carved (see plan()) */
   void *arena;
   float *params, *grads, *m, *v; /* f32: the (master) parameters, gradients, moments */
-  void *w;      /* the weights the kernels read: params (fp32), else their T copy */
-  void *dw;     /* T scratch for one linear layer's weight gradient (fp16, bf16) */
+  void *w;  /* the weights the kernels read: params (fp32), else their T copy */
+  void *dw; /* T scratch for one linear layer's weight gradient (fp16, bf16) */
   int32_t *ids, *types, *labels, *kv_len, *found_inf;
-  void *zeros;  /* zero residual / bias for kernels that take one */
+  void *zeros; /* zero residual / bias for kernels that take one */
   void *emb_out, *emb_s;
   float *emb_mean, *emb_rstd;
-  void **x;     /* x[l]: input of layer l; x[L] the encoder output */
+  void **x; /* x[l]: input of layer l; x[L] the encoder output */
   LayerAct *act;
   void *pre, *pooled, *logits;
   float *logits32; /* the logits widened for the host (fp16, bf16) */
@@ -140,7 +140,7 @@ struct KilnBertModel {
   /* the stream every launch and copy is queued on; the host waits only where it reads */
   KilnRtStream *stream;
   /* whole-step replay (kiln_bert_model_set_graphs): a graph per batch shape */
-  int graphs_on;          /* a KILN_BERT_GRAPHS_* mode */
+  int graphs_on;            /* a KILN_BERT_GRAPHS_* mode */
   char graphs_off_why[256]; /* KILN_BERT_GRAPHS_FALLBACK turned off: the failure */
   GraphEntry graphs[KILN_BERT_MAX_GRAPHS];
   int ngraphs;
@@ -152,16 +152,16 @@ static KilnBertStatus rt_fail(KilnRtStatus st, const char *what) {
                         kiln_rt_last_error());
 }
 
-#define RT(call, what)                                        \
-  do {                                                        \
-    KilnRtStatus rt_st_ = (call);                             \
-    if (rt_st_ != KILN_RT_OK) return rt_fail(rt_st_, (what)); \
+#define RT(call, what)                                                                             \
+  do {                                                                                             \
+    KilnRtStatus rt_st_ = (call);                                                                  \
+    if (rt_st_ != KILN_RT_OK) return rt_fail(rt_st_, (what));                                      \
   } while (0)
 
-#define TRY(call)                              \
-  do {                                         \
-    KilnBertStatus try_st_ = (call);           \
-    if (try_st_ != KILN_BERT_OK) return try_st_; \
+#define TRY(call)                                                                                  \
+  do {                                                                                             \
+    KilnBertStatus try_st_ = (call);                                                               \
+    if (try_st_ != KILN_BERT_OK) return try_st_;                                                   \
   } while (0)
 
 /* Element i of a T buffer. */
@@ -209,14 +209,14 @@ static KilnBertStatus gemm(KilnBertModel *m, int epi, void *a, void *b, void *c,
 
 /* y[M, N] (row stride ldy) = x[M, K] (row stride ldx) W^T + b for W [N, K]; res added when
  * given (epi 3). */
-static KilnBertStatus linear_fwd(KilnBertModel *m, void *x, int ldx, void *w, void *b,
-                                 void *res, void *y, int ldy, int M, int N, int K) {
+static KilnBertStatus linear_fwd(KilnBertModel *m, void *x, int ldx, void *w, void *b, void *res,
+                                 void *y, int ldy, int M, int N, int K) {
   return gemm(m, res ? 3 : 1, x, w, y, b, res, M, N, K, ldx, 1, 1, K, ldy);
 }
 
 /* dX[M, K] (row stride ldx) = dY[M, N] (row stride ldy) W (+ res) for W [N, K]. */
-static KilnBertStatus linear_dx(KilnBertModel *m, void *dy, int ldy, void *w, void *res,
-                                void *dx, int ldx, int M, int N, int K) {
+static KilnBertStatus linear_dx(KilnBertModel *m, void *dy, int ldy, void *w, void *res, void *dx,
+                                int ldx, int M, int N, int K) {
   return gemm(m, res ? 3 : 0, dy, w, dx, NULL, res, M, K, N, ldy, 1, K, 1, ldx);
 }
 
@@ -359,7 +359,7 @@ static void find_params(KilnBertModel *m, int *missing) {
   m->wc = param_off(m, "classifier.weight", missing);
   m->bc = param_off(m, "classifier.bias", missing);
   static const char *const qkv[3] = {"query", "key", "value"};
-#define P(fmt) \
+#define P(fmt)                                                                                     \
   (snprintf(name, sizeof name, "bert.encoder.layer.%d." fmt, l), param_off(m, name, missing))
   for (int l = 0; l < m->L; l++) {
     Layer *y = &m->layer[l];
@@ -408,15 +408,15 @@ static int plan_runs(KilnBertModel *m) {
 enum { PLAN_MAX_PARTS = 4096 };
 static size_t plan_parts(KilnBertModel *m, char *base, size_t *ends, size_t *nends) {
   size_t at = 0, nparts = 0;
-#define TAKE_BYTES(ptr, bytes)                                    \
-  do {                                                            \
-    (ptr) = base ? (void *)(base + at) : NULL;                    \
-    at += ((size_t)(bytes) + 63) & ~(size_t)63;                   \
-    if (ends && nparts < PLAN_MAX_PARTS) ends[nparts] = at;       \
-    nparts++;                                                     \
+#define TAKE_BYTES(ptr, bytes)                                                                     \
+  do {                                                                                             \
+    (ptr) = base ? (void *)(base + at) : NULL;                                                     \
+    at += ((size_t)(bytes) + 63) & ~(size_t)63;                                                    \
+    if (ends && nparts < PLAN_MAX_PARTS) ends[nparts] = at;                                        \
+    nparts++;                                                                                      \
   } while (0)
 #define TAKE(ptr, count, type) TAKE_BYTES(ptr, (size_t)(count) * sizeof(type))
-#define TAKE_T(ptr, count) TAKE_BYTES(ptr, (size_t)(count) * m->es)
+#define TAKE_T(ptr, count)     TAKE_BYTES(ptr, (size_t)(count) * m->es)
   size_t P = m->layout.total, n = (size_t)m->max_rows * (size_t)m->max_cols;
   size_t H = (size_t)m->H, F = (size_t)m->F, B = (size_t)m->max_rows;
   size_t bhs = B * (size_t)m->heads * (size_t)m->max_cols;
@@ -533,8 +533,8 @@ static const KilnBertOps *precision_ops(KilnBertPrecision prec) {
   }
 }
 
-KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *cfg,
-                                      int max_batch, int max_seq, KilnBertModel **out) {
+KilnBertStatus kiln_bert_model_create(KilnRtDevice *dev, const KilnBertConfig *cfg, int max_batch,
+                                      int max_seq, KilnBertModel **out) {
   return kiln_bert_model_create_precision(dev, cfg, KILN_BERT_FP32, max_batch, max_seq, out);
 }
 
@@ -550,12 +550,13 @@ static KilnBertStatus model_shape(KilnRtDevice *dev, const KilnBertConfig *cfg,
                           (int)prec);
   if (!cfg || max_batch < 1 || max_seq < 2 || max_seq > cfg->max_position_embeddings)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "model: a batch of %d rows of %d tokens does not fit", max_batch, max_seq);
+                          "model: a batch of %d rows of %d tokens does not fit", max_batch,
+                          max_seq);
   int D = cfg->hidden_size / cfg->num_attention_heads;
   if (D != 16 && D != 64)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "model: head dimension %d: the attention libraries are built for 16 and 64",
-                          D);
+    return kiln_bert_fail(
+        KILN_BERT_ERROR_INVALID_ARGUMENT,
+        "model: head dimension %d: the attention libraries are built for 16 and 64", D);
   if ((double)max_batch * max_seq * cfg->intermediate_size * 3 > 2147483647.0)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "model: a batch of %d x %d tokens overflows the kernels' 32-bit indices",
@@ -642,8 +643,10 @@ static const char *human_bytes(size_t bytes, char *buf, size_t cap) {
     v /= 1024;
     u++;
   }
-  if (u < 0) snprintf(buf, cap, "%zu bytes", bytes);
-  else snprintf(buf, cap, "%.1f %s", v, units[u]);
+  if (u < 0)
+    snprintf(buf, cap, "%zu bytes", bytes);
+  else
+    snprintf(buf, cap, "%.1f %s", v, units[u]);
   return buf;
 }
 
@@ -679,7 +682,8 @@ static KilnBertStatus device_memory(const char *device, size_t limit, size_t *by
     if (kiln_bert_parse_bytes(env, bytes))
       return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                             "KILN_DEVICE_MEMORY=%s: expected a positive number of bytes, "
-                            "optionally with K, M, G or T (KiB, MiB, ...)", env);
+                            "optionally with K, M, G or T (KiB, MiB, ...)",
+                            env);
     *source = "KILN_DEVICE_MEMORY";
     return KILN_BERT_OK;
   }
@@ -725,8 +729,8 @@ KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertP
 }
 
 KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,
-                                                KilnBertPrecision prec, int max_batch,
-                                                int max_seq, KilnBertModel **out) {
+                                                KilnBertPrecision prec, int max_batch, int max_seq,
+                                                KilnBertModel **out) {
   *out = NULL;
   if (!dev)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: no device to plan it on");
@@ -873,8 +877,8 @@ KilnBertPhilox kiln_bert_dropout_stream(uint64_t seed, int64_t step, int layer,
 KilnBertStatus kiln_bert_model_set_dropout(KilnBertModel *m, double p, uint64_t seed,
                                            int64_t step) {
   if (!(p >= 0 && p < 1))
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "model: dropout %g is not in [0, 1)", p);
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: dropout %g is not in [0, 1)",
+                          p);
   /* The kernels count in i32: every site's counters must fit at the planned shape. */
   if (p > 0 && layer_counters(m->max_rows, m->max_cols, &m->cfg) > INT32_MAX)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -944,17 +948,16 @@ static KilnBertStatus forward_launches(KilnBertModel *m) {
   RT(m->ops->emb_fwd(&m->libs, m->ids, m->types, wt(m, m->word), wt(m, m->pos), wt(m, m->ttype),
                      m->da, n, cols, H),
      "embedding_fwd");
-  TRY(layernorm_fwd(m, m->da, m->zeros, m->eg, m->eb, m->emb_s, m->x[0], m->emb_mean,
-                    m->emb_rstd, n));
+  TRY(layernorm_fwd(m, m->da, m->zeros, m->eg, m->eb, m->emb_s, m->x[0], m->emb_mean, m->emb_rstd,
+                    n));
   TRY(drop_fwd(m, m->x[0], m->x[0], n * H, -1, KILN_BERT_DROP_EMBEDDINGS));
   for (int l = 0; l < m->L; l++) TRY(encoder_layer_fwd(m, l));
   /* pooler on token 0 of every row (row stride cols x H), tanh; classifier; cross-entropy */
-  TRY(linear_fwd(m, m->x[m->L], cols * H, wt(m, m->wp), wt(m, m->bp), NULL, m->pre, H, rows, H,
-                 H));
+  TRY(linear_fwd(m, m->x[m->L], cols * H, wt(m, m->wp), wt(m, m->bp), NULL, m->pre, H, rows, H, H));
   RT(m->ops->tanh_fwd(&m->libs, m->pre, m->pooled, rows * H), "tanh_fwd");
   TRY(drop_fwd(m, m->pooled, m->pooled_drop, rows * H, -1, KILN_BERT_DROP_POOLER));
-  TRY(linear_fwd(m, classifier_input(m), H, wt(m, m->wc), wt(m, m->bc), NULL, m->logits, m->NL, rows,
-                 m->NL, H));
+  TRY(linear_fwd(m, classifier_input(m), H, wt(m, m->wc), wt(m, m->bc), NULL, m->logits, m->NL,
+                 rows, m->NL, H));
   RT(m->ops->xent_fwd(&m->libs, m->logits, m->labels, m->loss_rows, m->xlse, m->NL, rows),
      "xent_fwd");
   /* the losses are f32 in every precision: their sum is the f32 row-sum kernel's */
@@ -974,8 +977,7 @@ static KilnBertStatus forward_outputs(KilnBertModel *m, float *loss, float *logi
       RT(m->ops->to_f32(&m->libs, m->logits, m->logits32, rows * m->NL), "cast_to_f32");
       src = m->logits32;
     }
-    RT(copy_out(m, logits, src, (size_t)rows * m->NL * sizeof *logits),
-       "model: logits");
+    RT(copy_out(m, logits, src, (size_t)rows * m->NL * sizeof *logits), "model: logits");
   }
   return KILN_BERT_OK;
 }
@@ -1024,8 +1026,8 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   }
   /* dx = residual + dQ W_q + dK W_k + dV W_v, accumulated in place */
   for (int j = 0; j < 3; j++)
-    TRY(linear_dx(m, at(m, m->dqkv, (size_t)j * H), 3 * H, wt(m, y->w[j]), j ? m->dx : m->da,
-                  m->dx, H, n, H, H));
+    TRY(linear_dx(m, at(m, m->dqkv, (size_t)j * H), 3 * H, wt(m, y->w[j]), j ? m->dx : m->da, m->dx,
+                  H, n, H, H));
   return KILN_BERT_OK;
 }
 
@@ -1059,13 +1061,10 @@ static KilnBertStatus backward_launches(KilnBertModel *m) {
   TRY(drop_bwd(m, m->dx, m->dx, n * H, -1, KILN_BERT_DROP_EMBEDDINGS, &demb));
   TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
   const KilnBertConfig *c = &m->cfg;
-  RT(fill(m, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float)),
+  RT(fill(m, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float)), "model: memset");
+  RT(fill(m, g + m->pos, 0, (size_t)c->max_position_embeddings * H * sizeof(float)),
      "model: memset");
-  RT(fill(m, g + m->pos, 0,
-                    (size_t)c->max_position_embeddings * H * sizeof(float)),
-     "model: memset");
-  RT(fill(m, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float)),
-     "model: memset");
+  RT(fill(m, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float)), "model: memset");
   RT(m->ops->emb_bwd(&m->libs, m->ids, m->types, m->da, g + m->word, g + m->pos, g + m->ttype, n,
                      cols, H),
      "embedding_bwd");
@@ -1083,7 +1082,8 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m) {
 
 KilnBertStatus kiln_bert_model_set_graphs(KilnBertModel *m, int on) {
   if (on && !m->dev)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: a plan-only model has no graphs");
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: a plan-only model has no graphs");
   if (on && m->libs.tap)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "model: graphs replay launches past the tap on them (--profile, "
@@ -1180,15 +1180,13 @@ static KilnBertStatus run_pass(KilnBertModel *m) {
   return pass_launches(m);
 }
 
-KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids,
-                                          const int32_t *lens, const int32_t *labels, int rows,
-                                          int cols, float *loss) {
+KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
+                                          const int32_t *labels, int rows, int cols, float *loss) {
   TRY(forward_inputs(m, ids, lens, labels, rows, cols));
   TRY(backward_seed(m));
   TRY(run_pass(m));
   return forward_outputs(m, loss, NULL);
 }
-
 
 /* ---- optimizer ---------------------------------------------------------------------------- */
 
@@ -1207,8 +1205,8 @@ static KilnBertStatus check_overflow(KilnBertModel *m, int *found) {
   return KILN_BERT_OK;
 }
 
-KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr,
-                                    int step, double *grad_norm) {
+KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr, int step,
+                                    double *grad_norm) {
   int P = (int)m->layout.total;
   if (step < 1)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: AdamW step %d < 1", step);
@@ -1231,8 +1229,8 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
   for (size_t i = 0; i < m->nruns; i++) {
     const DecayRun *r = &m->runs[i];
     RT(m->ops->adamw_step(&m->libs, m->params + r->off, m->grads + r->off, m->m + r->off,
-                          m->v + r->off, at(m, m->w, r->off), m->found_inf, (int)r->len,
-                          (float)lr, (float)opt->beta1, (float)opt->beta2, (float)opt->eps,
+                          m->v + r->off, at(m, m->w, r->off), m->found_inf, (int)r->len, (float)lr,
+                          (float)opt->beta1, (float)opt->beta2, (float)opt->eps,
                           r->decay ? (float)opt->weight_decay : 0.0f, step, inv_scale),
        "adamw_step");
   }

@@ -52,25 +52,25 @@
 
 #include <stddef.h>
 
-#define P f32
+#define P     f32
 #define ADAMW kb_adamw
-#define HALF 0
+#define HALF  0
 #include "model_ops.inc"
 #undef P
 #undef ADAMW
 #undef HALF
 
-#define P f16
+#define P     f16
 #define ADAMW kb_adamw_f16
-#define HALF 1
+#define HALF  1
 #include "model_ops.inc"
 #undef P
 #undef ADAMW
 #undef HALF
 
-#define P bf16
+#define P     bf16
 #define ADAMW kb_adamw_bf16
-#define HALF 1
+#define HALF  1
 #include "model_ops.inc"
 #undef P
 #undef ADAMW

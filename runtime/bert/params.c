@@ -39,7 +39,8 @@ static void add(Layout *l, KilnBertInit init, int64_t d0, int64_t d1, const char
   p->shape[1] = d1;
   p->numel = (size_t)d0 * (size_t)(d1 ? d1 : 1);
   p->offset = l->ps.total;
-  l->ps.total += (p->numel + KILN_BERT_PARAM_ALIGN - 1) / KILN_BERT_PARAM_ALIGN * KILN_BERT_PARAM_ALIGN;
+  l->ps.total +=
+      (p->numel + KILN_BERT_PARAM_ALIGN - 1) / KILN_BERT_PARAM_ALIGN * KILN_BERT_PARAM_ALIGN;
   p->decay = !ends_with(p->name, "bias") && !strstr(p->name, "LayerNorm"); /* contract 5 */
   p->init = init;
 }
@@ -61,7 +62,8 @@ KilnBertStatus kiln_bert_params_layout(const KilnBertConfig *c, KilnBertParams *
   add(&l, KILN_BERT_INIT_NORMAL, c->vocab_size, h, "bert.embeddings.word_embeddings.weight");
   add(&l, KILN_BERT_INIT_NORMAL, c->max_position_embeddings, h,
       "bert.embeddings.position_embeddings.weight");
-  add(&l, KILN_BERT_INIT_NORMAL, c->type_vocab_size, h, "bert.embeddings.token_type_embeddings.weight");
+  add(&l, KILN_BERT_INIT_NORMAL, c->type_vocab_size, h,
+      "bert.embeddings.token_type_embeddings.weight");
   layer_norm(&l, "bert.embeddings", h);
   for (int i = 0; i < c->num_hidden_layers; i++) {
     char p[96], q[128];
@@ -115,7 +117,8 @@ static const KilnBertStTensor *find_alias(const KilnBertSt *st, const char *name
     if (t) return t;
     size_t n = strlen(tries[k]);
     const char *from = ends_with(tries[k], "LayerNorm.weight") ? "weight"
-                       : ends_with(tries[k], "LayerNorm.bias") ? "bias" : NULL;
+                       : ends_with(tries[k], "LayerNorm.bias") ? "bias"
+                                                               : NULL;
     if (!from) continue;
     snprintf(alt, sizeof alt, "%.*s%s", (int)(n - strlen(from)), tries[k],
              !strcmp(from, "weight") ? "gamma" : "beta");

@@ -22,12 +22,12 @@
 #include <string.h>
 
 struct KilnBertPlan {
-  const char *T;            /* the activations' element type in specs: f32, f16, bf16 */
+  const char *T; /* the activations' element type in specs: f32, f16, bf16 */
   KilnBertPrecision prec;
   KilnBertCall *calls;
   int n, cap;
-  int out_of_memory;        /* a call could not be stored: the plan is incomplete */
-  const KilnBertOps *real;  /* the table forwarded to (attached to a real model), or NULL */
+  int out_of_memory;       /* a call could not be stored: the plan is incomplete */
+  const KilnBertOps *real; /* the table forwarded to (attached to a real model), or NULL */
   KilnBertLibs real_libs;
   FILE *log;
   int last;                 /* the index of the call put() saw last: the launch being made */
@@ -380,8 +380,8 @@ static KilnRtStatus put_attn(KilnBertPlan *p, const KilnBertAttn *a, int drop, c
     snprintf(bufs, sizeof bufs, "delta: f32[%lld]; dout: %s[%lld]; dk: %s[%lld]; dv: %s[%lld]",
              stats, T, o, T, qkv, T, qkv);
   else
-    snprintf(bufs, sizeof bufs, "delta: f32[%lld]; dout: %s[%lld]; dq: %s[%lld]", stats, T, o,
-             T, qkv);
+    snprintf(bufs, sizeof bufs, "delta: f32[%lld]; dout: %s[%lld]; dq: %s[%lld]", stats, T, o, T,
+             qkv);
   char sh[48];
   return put(p, "attention.kiln", attn_pins(p, a, drop, pins, sizeof pins), kernel,
              dims(sh, sizeof sh, "bh=%d S=%d D=%d", a->bh, a->S, a->D),
@@ -663,7 +663,8 @@ static KilnBertStatus plan_one_length(KilnBertModel *m, int rows, int cols, doub
     st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "plan: out of memory");
   for (int r = 0; lens && r < rows; r++) lens[r] = cols;
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_dropout(m, dropout, 1, 1);
-  if (st == KILN_BERT_OK) st = kiln_bert_model_forward(m, ids, lens, labels, rows, cols, NULL, NULL);
+  if (st == KILN_BERT_OK)
+    st = kiln_bert_model_forward(m, ids, lens, labels, rows, cols, NULL, NULL);
   if (st == KILN_BERT_OK) st = kiln_bert_model_backward(m);
   if (st == KILN_BERT_OK) st = kiln_bert_model_step(m, opt, 1e-4, 1, NULL);
   /* eval: forward only, no dropout, logits read back (the cast of fp16 and bf16) */

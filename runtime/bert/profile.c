@@ -25,13 +25,13 @@ typedef struct CallSum {
 struct KilnBertProfile {
   KilnRtDevice *dev;
   KilnRtStream *stream; /* where the launches are queued: the events go there too */
-  int use_events;   /* cuda: events around launches; else the host clock */
-  int timed;        /* inside a timed step */
-  double t0;        /* host clock: the start of the launch under way */
-  CallSum *sum;     /* per call index, over the timed steps */
-  size_t ncap;      /* room in sum */
-  int ncalls;       /* 1 + the highest call index seen timed */
-  KilnRtEvent **ev; /* events: 2i and 2i+1 bracket the step's launch i */
+  int use_events;       /* cuda: events around launches; else the host clock */
+  int timed;            /* inside a timed step */
+  double t0;            /* host clock: the start of the launch under way */
+  CallSum *sum;         /* per call index, over the timed steps */
+  size_t ncap;          /* room in sum */
+  int ncalls;           /* 1 + the highest call index seen timed */
+  KilnRtEvent **ev;     /* events: 2i and 2i+1 bracket the step's launch i */
   size_t nev, evcap;
   int *pending; /* cuda: the call of each launch of the step, until step_end */
   size_t npending, pcap;
@@ -112,7 +112,8 @@ KilnRtStatus kiln_bert_profile_launch_end(KilnBertProfile *pf, int call) {
     pf->sum[call].launches++;
     return KILN_RT_OK;
   }
-  if ((st = kiln_rt_event_record(pf->ev[2 * pf->npending + 1], pf->stream)) != KILN_RT_OK) return st;
+  if ((st = kiln_rt_event_record(pf->ev[2 * pf->npending + 1], pf->stream)) != KILN_RT_OK)
+    return st;
   if (kiln_bert_grow((void **)&pf->pending, &pf->pcap, pf->npending + 1, sizeof *pf->pending))
     return kiln_rt_set_error(KILN_RT_ERROR_OUT_OF_MEMORY, "profile: out of memory");
   pf->pending[pf->npending++] = call;

@@ -20,7 +20,8 @@
 #include <string.h>
 
 /* Tensor bytes are copied as they are: the file is little-endian, and so must the host be. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors.c assumes a little-endian host");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "safetensors.c assumes a little-endian host");
 
 /* The reference implementation refuses headers over 100 MB; so do we, before allocating
  * (KILN_BERT_MAX_ST_HEADER_BYTES, bert_file.h). */
@@ -95,7 +96,8 @@ static KilnBertStatus parse_entry(const cJSON *e, const char *file, const unsign
   const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
   const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
   if (!cJSON_IsString(dtype))
-    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: tensor '%s': no \"dtype\" string", file, name);
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: tensor '%s': no \"dtype\" string", file,
+                          name);
   if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > KILN_BERT_ST_MAX_DIMS)
     return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
                           "%s: tensor '%s': \"shape\" is not an array of at most %d sizes", file,
@@ -127,9 +129,11 @@ static KilnBertStatus parse_entry(const cJSON *e, const char *file, const unsign
     t->numel *= v;
   }
   uint64_t begin, end;
-  if (json_uint(cJSON_GetArrayItem(offs, 0), &begin) || json_uint(cJSON_GetArrayItem(offs, 1), &end))
+  if (json_uint(cJSON_GetArrayItem(offs, 0), &begin) ||
+      json_uint(cJSON_GetArrayItem(offs, 1), &end))
     return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
-                          "%s: tensor '%s': \"data_offsets\" are not non-negative integers", file, name);
+                          "%s: tensor '%s': \"data_offsets\" are not non-negative integers", file,
+                          name);
   if (begin > end || end > data_size)
     return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
                           "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
@@ -159,8 +163,10 @@ static int keep_strings(KilnBertSt *st) {
     for (int k = 0; k < 2; k++) {
       size_t len = strlen(src[k]) + 1;
       memcpy(p, src[k], len);
-      if (k == 0) st->tensors[i].name = p;
-      else st->tensors[i].dtype = p;
+      if (k == 0)
+        st->tensors[i].name = p;
+      else
+        st->tensors[i].dtype = p;
       p += len;
     }
   }
@@ -177,20 +183,24 @@ static KilnBertStatus parse_header(KilnBertSt *st, const unsigned char *bytes, s
   if (hlen > size - 8)
     return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
                           "%s: header length %" PRIu64 " goes beyond the file's %zu bytes "
-                          "(truncated or not a safetensors file)", file, hlen, size);
+                          "(truncated or not a safetensors file)",
+                          file, hlen, size);
   if (hlen > KILN_BERT_MAX_ST_HEADER_BYTES)
     return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
-                          "%s: header length %" PRIu64 " over KILN_BERT_MAX_ST_HEADER_BYTES (%zu bytes)",
+                          "%s: header length %" PRIu64
+                          " over KILN_BERT_MAX_ST_HEADER_BYTES (%zu bytes)",
                           file, hlen, KILN_BERT_MAX_ST_HEADER_BYTES);
   const char *text = (const char *)bytes + 8, *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, (size_t)hlen, &end, 0);
   if (!root)
-    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: the header is not valid JSON (near byte %zu)",
-                          file, (size_t)(8 + (end ? end - text : 0)));
+    return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                          "%s: the header is not valid JSON (near byte %zu)", file,
+                          (size_t)(8 + (end ? end - text : 0)));
   for (const char *p = end; p < text + hlen; p++)
     if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '\0') {
       cJSON_Delete(root);
-      return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: text after the header's JSON object", file);
+      return kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: text after the header's JSON object",
+                            file);
     }
   KilnBertStatus status = KILN_BERT_OK;
   if (!cJSON_IsObject(root))
@@ -259,8 +269,8 @@ void kiln_bert_dtype_to_f32(KilnBertDtype dt, const void *src, size_t n, float *
   }
 }
 
-KilnBertStatus kiln_bert_st_read_f32(const KilnBertSt *st, const char *name,
-                                     const int64_t *shape, int ndim, float *out) {
+KilnBertStatus kiln_bert_st_read_f32(const KilnBertSt *st, const char *name, const int64_t *shape,
+                                     int ndim, float *out) {
   const KilnBertStTensor *t = kiln_bert_st_find(st, name);
   if (!t) return kiln_bert_fail(KILN_BERT_ERROR_NOT_FOUND, "no tensor '%s' in the weights", name);
   int same = t->ndim == ndim;
@@ -331,25 +341,28 @@ static KilnBertStatus check_entries(const KilnBertStEntry *e, size_t n, const ch
                                     uint64_t *numel) {
   for (size_t i = 0; i < n; i++) {
     if (!e[i].name || !strcmp(e[i].name, "__metadata__") || !e[i].name[0])
-      return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "%s: tensor %zu has a reserved or "
-                            "empty name", path, i);
+      return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                            "%s: tensor %zu has a reserved or "
+                            "empty name",
+                            path, i);
     if (e[i].ndim < 0 || e[i].ndim > KILN_BERT_ST_MAX_DIMS)
       return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "%s: tensor '%s': %d dimensions",
                             path, e[i].name, e[i].ndim);
     numel[i] = 1;
     for (int d = 0; d < e[i].ndim; d++) {
-      if (e[i].shape[d] < 0 || (e[i].shape[d] && numel[i] > (UINT64_MAX / 4) / (uint64_t)e[i].shape[d]))
-        return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "%s: tensor '%s': bad shape",
-                              path, e[i].name);
+      if (e[i].shape[d] < 0 ||
+          (e[i].shape[d] && numel[i] > (UINT64_MAX / 4) / (uint64_t)e[i].shape[d]))
+        return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "%s: tensor '%s': bad shape", path,
+                              e[i].name);
       numel[i] *= (uint64_t)e[i].shape[d];
     }
     if (numel[i] && !e[i].data)
-      return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' has no data",
-                            path, e[i].name);
+      return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' has no data", path,
+                            e[i].name);
     for (size_t j = 0; j < i; j++)
       if (!strcmp(e[i].name, e[j].name))
-        return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' given twice",
-                              path, e[i].name);
+        return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' given twice", path,
+                              e[i].name);
   }
   return KILN_BERT_OK;
 }

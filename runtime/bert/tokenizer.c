@@ -23,11 +23,12 @@
 struct KilnBertTokenizer {
   const KilnBertVocab *vocab;
   KilnBertSpecialIds special;
-  uint32_t *word, *mapped, *piece;  /* code points: the whitespace word, after lower+NFD, one token */
+  uint32_t *word, *mapped,
+      *piece; /* code points: the whitespace word, after lower+NFD, one token */
   size_t word_cap, mapped_cap, piece_cap;
-  char *utf8, *key;                 /* a token's bytes; "##" + a suffix of them */
+  char *utf8, *key; /* a token's bytes; "##" + a suffix of them */
   size_t utf8_cap, key_cap;
-  size_t *offs;                     /* byte offset of each code point of the token in utf8 */
+  size_t *offs; /* byte offset of each code point of the token in utf8 */
   size_t offs_cap;
 };
 
@@ -83,8 +84,7 @@ static int final_sigma(const uint32_t *w, size_t n, size_t i) {
   size_t j = i;
   while (j > 0 && (kiln_bert_uni_flags(w[j - 1]) & KILN_BERT_UNI_IGNORABLE)) j--;
   if (j == 0 || !(kiln_bert_uni_flags(w[j - 1]) & KILN_BERT_UNI_CASED)) return 0;
-  for (j = i + 1; j < n && (kiln_bert_uni_flags(w[j]) & KILN_BERT_UNI_IGNORABLE); j++) {
-  }
+  for (j = i + 1; j < n && (kiln_bert_uni_flags(w[j]) & KILN_BERT_UNI_IGNORABLE); j++) continue;
   return j == n || !(kiln_bert_uni_flags(w[j]) & KILN_BERT_UNI_CASED);
 }
 
@@ -115,8 +115,10 @@ static int word_tokens(KilnBertTokenizer *tok, size_t n, TokenFn fn, void *ctx) 
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t cp = tok->word[i];
-    if (cp == 0x3A3) tok->mapped[m++] = final_sigma(tok->word, n, i) ? 0x3C2 : 0x3C3;
-    else m += kiln_bert_uni_lower_nfd(cp, tok->mapped + m);
+    if (cp == 0x3A3)
+      tok->mapped[m++] = final_sigma(tok->word, n, i) ? 0x3C2 : 0x3C3;
+    else
+      m += kiln_bert_uni_lower_nfd(cp, tok->mapped + m);
   }
   reorder_marks(tok->mapped, m);
   size_t np = 0;
@@ -252,8 +254,8 @@ KilnBertStatus kiln_bert_tok_basic(KilnBertTokenizer *tok, const char *text, siz
   return KILN_BERT_OK;
 }
 
-size_t kiln_bert_tok_row(const KilnBertTokenizer *tok, const int32_t *ids, size_t n,
-                         size_t seq_len, int32_t *row) {
+size_t kiln_bert_tok_row(const KilnBertTokenizer *tok, const int32_t *ids, size_t n, size_t seq_len,
+                         int32_t *row) {
   if (seq_len == 1) return 0; /* no row has room for [CLS] and [SEP]; callers check L >= 2 */
   size_t keep = n;
   if (seq_len && keep > seq_len - 2) keep = seq_len - 2;

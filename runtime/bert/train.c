@@ -93,7 +93,7 @@ typedef struct Run {
 
 static void run_free(Run *r) {
   kiln_bert_model_destroy(r->model);
-  kiln_bert_plan_destroy(r->launches); /* after the model: its table forwards through the tap */
+  kiln_bert_plan_destroy(r->launches);   /* after the model: its table forwards through the tap */
   kiln_bert_profile_destroy(r->profile); /* its events before the device */
   if (r->launch_log) fclose(r->launch_log);
   if (r->dev) kiln_rt_device_destroy(r->dev);
@@ -160,8 +160,8 @@ static KilnBertStatus attach_tap(Run *r, KilnBertPrecision prec, int profile) {
   if (!(r->launches = kiln_bert_plan_create(prec)))
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
   if (profile) {
-    KilnBertStatus st = kiln_bert_profile_create(r->dev, kiln_bert_model_stream(r->model),
-                                                 &r->profile);
+    KilnBertStatus st =
+        kiln_bert_profile_create(r->dev, kiln_bert_model_stream(r->model), &r->profile);
     if (st != KILN_BERT_OK) return st;
     kiln_bert_plan_profile(r->launches, r->profile);
   }
@@ -193,8 +193,10 @@ typedef struct NoteCtx {
 static void note_ignored(void *user, const char *name) {
   NoteCtx *n = user;
   if (n->out)
-    fprintf(n->out, "note: %s: tensor %s is not a parameter of BertForSequenceClassification: "
-            "ignored\n", n->path, name);
+    fprintf(n->out,
+            "note: %s: tensor %s is not a parameter of BertForSequenceClassification: "
+            "ignored\n",
+            n->path, name);
 }
 
 /* The parameters a checkpoint lacks: the heads a pretrained encoder comes without are
@@ -206,7 +208,8 @@ static KilnBertStatus check_missing(Run *r, const KilnBertTrainOptions *o, const
     if (!kiln_bert_params_initializable(p))
       return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
                             "%s: no tensor %s (nor its older names): only the classifier and the "
-                            "pooler may be missing from a checkpoint", path, p->name);
+                            "pooler may be missing from a checkpoint",
+                            path, p->name);
     if (o->notes)
       fprintf(o->notes, "note: %s: no tensor %s: initialized from --seed %llu\n", path, p->name,
               (unsigned long long)o->seed);
@@ -279,7 +282,8 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
   if (!kiln_bert_device_is(o->device, KILN_BERT_TRAIN_DEVICE))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: the kernel libraries are built for %s only in this "
-                          "build", o->device, KILN_BERT_DEVICES);
+                          "build",
+                          o->device, KILN_BERT_DEVICES);
   /* Adam's bias corrections divide by 1 - beta^t: a beta of 1 or more divides by zero or flips
    * the update's sign. Written so that NaN fails too. */
   if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
@@ -287,9 +291,10 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
                           "--adam-beta1 %g, --adam-beta2 %g: each must be in [0, 1)", o->beta1,
                           o->beta2);
   if (!isfinite(o->lr) || !isfinite(o->weight_decay) || !isfinite(o->eps) || !isfinite(o->clip))
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--lr %g, --weight-decay %g, --adam-eps %g, --clip %g: each must be finite",
-                          o->lr, o->weight_decay, o->eps, o->clip);
+    return kiln_bert_fail(
+        KILN_BERT_ERROR_INVALID_ARGUMENT,
+        "--lr %g, --weight-decay %g, --adam-eps %g, --clip %g: each must be finite", o->lr,
+        o->weight_decay, o->eps, o->clip);
   double p = dropout_p(o, cfg);
   if (!(p >= 0 && p < 1))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -299,7 +304,7 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
                           "--save %s: not a directory (a checkpoint is a directory)", o->save);
   if (!o->data || o->batch < 1 || o->seq_len < 2)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "train needs --data, --batch >= 1 "
-                          "and --seq-len >= 2");
+                                                            "and --seq-len >= 2");
   return KILN_BERT_OK;
 }
 
@@ -320,8 +325,8 @@ static KilnBertStatus load_eval_data(Run *r, const KilnBertTrainOptions *o) {
   if (!src) return KILN_BERT_OK;
   size_t max = o->eval_max_samples ? o->eval_max_samples : o->max_samples;
   KilnBertStatus st = kiln_bert_data_load(src, "test", r->cfg.num_labels, max, &r->eval_ds);
-  if (st == KILN_BERT_OK) st = kiln_bert_encode_dataset(r->tok, &r->eval_ds, o->seq_len,
-                                                        &r->eval_enc);
+  if (st == KILN_BERT_OK)
+    st = kiln_bert_encode_dataset(r->tok, &r->eval_ds, o->seq_len, &r->eval_enc);
   if (st == KILN_BERT_OK && r->eval_enc.n == 0)
     st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: no samples to evaluate on", src);
   return st;
@@ -343,8 +348,8 @@ static KilnBertStatus resume_state(Run *r, const KilnBertTrainOptions *o, size_t
   if (epoch != ts->epoch || first != ts->position)
     return kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
                           "%s/trainer_state.json: step %zu is at epoch %zu position %zu, not at "
-                          "the recorded epoch %zu position %zu", o->resume, ts->step, epoch,
-                          first, ts->epoch, ts->position);
+                          "the recorded epoch %zu position %zu",
+                          o->resume, ts->step, epoch, first, ts->epoch, ts->position);
   if (ts->step >= total)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--resume %s: the checkpoint has taken %zu steps of the %zu this run "
@@ -366,11 +371,12 @@ static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
 }
 
 /* The summary as a table: the metrics, then the last step's loss. */
-static void summary_table(const KilnBertTrainOptions *o, const KilnBertMetrics *mt,
-                          double loss) {
+static void summary_table(const KilnBertTrainOptions *o, const KilnBertMetrics *mt, double loss) {
   char title[512];
-  snprintf(title, sizeof title, "kiln-bert train: model %s, %s on %s, %zu steps of %zu x %s%zu "
-           "tokens", model_source(o), o->precision, o->device, mt->steps, o->batch,
+  snprintf(title, sizeof title,
+           "kiln-bert train: model %s, %s on %s, %zu steps of %zu x %s%zu "
+           "tokens",
+           model_source(o), o->precision, o->device, mt->steps, o->batch,
            o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
   kiln_bert_metrics_table(mt, title, o->table);
   fprintf(o->table, "%-18s %14.6f\n", "last loss", loss);
@@ -380,8 +386,8 @@ static void summary_table(const KilnBertTrainOptions *o, const KilnBertMetrics *
 static void progress(FILE *tty, size_t k, size_t total, double loss) {
   if (!tty) return;
   int width = 30, done = total ? (int)((double)width * (double)k / (double)total) : width;
-  fprintf(tty, "\r[%.*s%*s] %zu/%zu loss %.4f", done, "==============================",
-          width - done, "", k, total, loss);
+  fprintf(tty, "\r[%.*s%*s] %zu/%zu loss %.4f", done,
+          "==============================", width - done, "", k, total, loss);
   if (k == total) fputc('\n', tty);
   fflush(tty);
 }
@@ -414,11 +420,15 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK) st = load_weights(&r, o);
   char vpath[4096];
   if (st == KILN_BERT_OK) {
-    if (o->vocab) snprintf(vpath, sizeof vpath, "%s", o->vocab);
+    if (o->vocab)
+      snprintf(vpath, sizeof vpath, "%s", o->vocab);
     else if (is_dir(model_source(o)))
       snprintf(vpath, sizeof vpath, "%s/vocab.txt", model_source(o));
-    else st = kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "--vocab FILE is required with "
-                             "--model %s", o->model);
+    else
+      st = kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--vocab FILE is required with "
+                          "--model %s",
+                          o->model);
   }
   if (st == KILN_BERT_OK) st = kiln_bert_vocab_load(vpath, &r.vocab);
   if (st == KILN_BERT_OK && kiln_bert_vocab_size(r.vocab) > (size_t)r.cfg.vocab_size)
@@ -448,8 +458,10 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK && o->resume) st = resume_state(&r, o, total, &ts);
   /* the loss scaler goes on from the checkpoint; a fresh run takes the model's start (2^16 in
    * fp16, 1 otherwise) */
-  if (st == KILN_BERT_OK && o->resume) *kiln_bert_model_scaler(r.model) = ts.scaler;
-  else if (st == KILN_BERT_OK) ts.scaler = *kiln_bert_model_scaler(r.model);
+  if (st == KILN_BERT_OK && o->resume)
+    *kiln_bert_model_scaler(r.model) = ts.scaler;
+  else if (st == KILN_BERT_OK)
+    ts.scaler = *kiln_bert_model_scaler(r.model);
   if (st == KILN_BERT_OK) st = attach_tap(&r, prec, o->profile);
   if (st == KILN_BERT_OK) st = choose_graphs(&r, o);
   if (st == KILN_BERT_OK && o->log && !(r.log = fopen(o->log, "w")))

@@ -35,7 +35,13 @@
 #endif
 
 /* What became of one call. */
-typedef enum CallState { CALL_TUNED, CALL_DEFAULT, CALL_FAILED, CALL_LISTED, CALL_BUNDLED } CallState;
+typedef enum CallState {
+  CALL_TUNED,
+  CALL_DEFAULT,
+  CALL_FAILED,
+  CALL_LISTED,
+  CALL_BUNDLED
+} CallState;
 
 typedef struct CallResult {
   CallState state;
@@ -86,9 +92,12 @@ static KilnBertStatus check_options(const KilnBertTuneOptions *o, KilnBertPrecis
   if (!o->list_only && !o->bundle_dir && (!o->cache || !*o->cache))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "tune: --cache FILE is required (the winners go there)");
-  if (!strcmp(o->precision, "fp32")) *prec = KILN_BERT_FP32;
-  else if (!strcmp(o->precision, "fp16")) *prec = KILN_BERT_FP16;
-  else if (!strcmp(o->precision, "bf16")) *prec = KILN_BERT_BF16;
+  if (!strcmp(o->precision, "fp32"))
+    *prec = KILN_BERT_FP32;
+  else if (!strcmp(o->precision, "fp16"))
+    *prec = KILN_BERT_FP16;
+  else if (!strcmp(o->precision, "bf16"))
+    *prec = KILN_BERT_BF16;
   else
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "tune: --precision '%s': expected fp32, fp16 or bf16", o->precision);
@@ -273,8 +282,7 @@ static int tune_call(const KilnBertTuneOptions *o, const KilnBertCall *c, int in
     read_report(out ? out : "", r);
   } else {
     r->state = CALL_FAILED;
-    last_line(rc < 0 ? "could not capture the tuner's output" : err, r->detail,
-              sizeof r->detail);
+    last_line(rc < 0 ? "could not capture the tuner's output" : err, r->detail, sizeof r->detail);
   }
   free(out);
   free(err);
@@ -332,13 +340,14 @@ static void print_table(const KilnBertTuneOptions *o, const KilnBertCall *calls,
     }
     fprintf(f, "%-22s %-26s %-44.44s %5d %-8s %-40.40s %10s %6s%s%s\n", c->kernel, pins, shape,
             c->count, state_name(r->state),
-            r->state == CALL_TUNED                                   ? r->winner
+            r->state == CALL_TUNED                                ? r->winner
             : r->state == CALL_LISTED || r->state == CALL_BUNDLED ? "-"
-                                                                    : "(library default)",
+                                                                  : "(library default)",
             ms, share, r->detail[0] ? "  " : "", r->detail);
   }
-  fprintf(f, "\n%d distinct kernel calls; summed kernel time of one train + eval step %.3f ms "
-             "(timed calls x launches); tuning time %.1f s\n",
+  fprintf(f,
+          "\n%d distinct kernel calls; summed kernel time of one train + eval step %.3f ms "
+          "(timed calls x launches); tuning time %.1f s\n",
           n, sum, seconds);
 }
 
@@ -471,8 +480,8 @@ KilnBertStatus kiln_bert_tune(const KilnBertTuneOptions *o) {
   if (st == KILN_BERT_OK) st = tune_calls(o, calls, n, res, t0);
   if (st == KILN_BERT_OK && o->bundle_dir && !o->list_only &&
       write_bundle_list(o, calls, res, n) != 0)
-    st = kiln_bert_fail(KILN_BERT_ERROR_IO, "tune: cannot write '%s/calls.txt': %s",
-                        o->bundle_dir, strerror(errno));
+    st = kiln_bert_fail(KILN_BERT_ERROR_IO, "tune: cannot write '%s/calls.txt': %s", o->bundle_dir,
+                        strerror(errno));
   if (st == KILN_BERT_OK) {
     double seconds = now_s() - t0;
     if (o->json) {
@@ -485,8 +494,10 @@ KilnBertStatus kiln_bert_tune(const KilnBertTuneOptions *o) {
   int failed = 0;
   for (int i = 0; st == KILN_BERT_OK && i < n; i++) failed += res[i].state == CALL_FAILED;
   if (st == KILN_BERT_OK && failed)
-    st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "tune: %d of %d kernel calls could not be tuned "
-                        "(see the table)", failed, n);
+    st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT,
+                        "tune: %d of %d kernel calls could not be tuned "
+                        "(see the table)",
+                        failed, n);
   free(res);
   kiln_bert_plan_destroy(plan);
   return st;

@@ -16,7 +16,8 @@ static const UniRecord *record(uint32_t cp) {
   static const UniRecord none = {0, 0, 0, 0};
   if (cp >= 0x110000) return &none;
   unsigned block = uni_stage1[cp >> UNI_BLOCK_SHIFT];
-  return &uni_records[uni_stage2[(block << UNI_BLOCK_SHIFT) + (cp & ((1u << UNI_BLOCK_SHIFT) - 1))]];
+  return &uni_records[uni_stage2[(block << UNI_BLOCK_SHIFT) +
+                                 (cp & ((1u << UNI_BLOCK_SHIFT) - 1))]];
 }
 
 unsigned kiln_bert_uni_flags(uint32_t cp) { return record(cp)->flags; }

@@ -11,12 +11,12 @@
 #include <string.h>
 
 struct KilnBertVocab {
-  char *blob;       /* the file's bytes, one NUL-terminated token per line */
-  uint32_t *start;  /* token i starts at blob + start[i] */
-  uint32_t *len;    /* and has len[i] bytes */
+  char *blob;      /* the file's bytes, one NUL-terminated token per line */
+  uint32_t *start; /* token i starts at blob + start[i] */
+  uint32_t *len;   /* and has len[i] bytes */
   size_t n;
-  int32_t *slots;   /* hash slots: token id, or -1 for empty */
-  size_t nslots;    /* a power of two, >= 2n */
+  int32_t *slots; /* hash slots: token id, or -1 for empty */
+  size_t nslots;  /* a power of two, >= 2n */
 };
 
 static uint64_t hash_bytes(const char *s, size_t n) {
@@ -103,8 +103,8 @@ KilnBertStatus kiln_bert_vocab_parse(const char *data, size_t len, const char *n
 KilnBertStatus kiln_bert_vocab_load(const char *path, KilnBertVocab **out) {
   char *data;
   size_t len;
-  KilnBertStatus st = kiln_bert_file_read(path, KILN_BERT_MAX_VOCAB_BYTES, "KILN_BERT_MAX_VOCAB_BYTES",
-                                          &data, &len);
+  KilnBertStatus st = kiln_bert_file_read(path, KILN_BERT_MAX_VOCAB_BYTES,
+                                          "KILN_BERT_MAX_VOCAB_BYTES", &data, &len);
   if (st != KILN_BERT_OK) return st;
   st = kiln_bert_vocab_parse(data, len, path, out);
   free(data);

@@ -53,8 +53,7 @@ static double direction(float x) {
 
 static float pessimistic(uint32_t op, float x) {
   const ApproxSpec *s = &specs[op];
-  if (s->ftz)
-    x = flush(x);
+  if (s->ftz) x = flush(x);
   double y = exact(op, x);
   if (isfinite(y) && y != 0.0) /* infinities, NaN and exact zeros are what the GPU gives too */
     y += direction(x) * s->bound * (s->relative ? fabs(y) : 1.0);
@@ -69,7 +68,6 @@ float kiln_emu_approx_f32(uint32_t op, float x) {
       kiln_emu_fail(w, w->cur, KILN_EMU_ERROR_INVALID_OP, "approx: unknown operation %u", op);
     return NAN;
   }
-  if (w && w->cfg.math == KILN_EMU_MATH_PESSIMISTIC)
-    return pessimistic(op, x);
+  if (w && w->cfg.math == KILN_EMU_MATH_PESSIMISTIC) return pessimistic(op, x);
   return exact(op, x);
 }

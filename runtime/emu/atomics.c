@@ -7,15 +7,14 @@
 #include <math.h>
 
 /* Applies op to *p atomically through a CAS loop; returns the old value. */
-#define EMU_CAS_LOOP(type, p, v, combine)                                                   \
-  do {                                                                                      \
-    type old_ = __atomic_load_n(p, __ATOMIC_RELAXED);                                       \
-    for (;;) {                                                                              \
-      type new_ = combine(old_, v);                                                         \
-      if (__atomic_compare_exchange_n(p, &old_, new_, true, __ATOMIC_RELAXED,               \
-                                      __ATOMIC_RELAXED))                                    \
-        return old_;                                                                        \
-    }                                                                                       \
+#define EMU_CAS_LOOP(type, p, v, combine)                                                          \
+  do {                                                                                             \
+    type old_ = __atomic_load_n(p, __ATOMIC_RELAXED);                                              \
+    for (;;) {                                                                                     \
+      type new_ = combine(old_, v);                                                                \
+      if (__atomic_compare_exchange_n(p, &old_, new_, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))   \
+        return old_;                                                                               \
+    }                                                                                              \
   } while (0)
 
 static int32_t max_i(int32_t a, int32_t b) { return a > b ? a : b; }
@@ -23,8 +22,12 @@ static int32_t min_i(int32_t a, int32_t b) { return a < b ? a : b; }
 static uint32_t max_u(uint32_t a, uint32_t b) { return a > b ? a : b; }
 static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static uint32_t add_fb(uint32_t a, float b) { return kiln_f32_bits(kiln_f32_from_bits(a) + b); }
-static uint32_t max_fb(uint32_t a, float b) { return kiln_f32_bits(fmaxf(kiln_f32_from_bits(a), b)); }
-static uint32_t min_fb(uint32_t a, float b) { return kiln_f32_bits(fminf(kiln_f32_from_bits(a), b)); }
+static uint32_t max_fb(uint32_t a, float b) {
+  return kiln_f32_bits(fmaxf(kiln_f32_from_bits(a), b));
+}
+static uint32_t min_fb(uint32_t a, float b) {
+  return kiln_f32_bits(fminf(kiln_f32_from_bits(a), b));
+}
 
 static int32_t atom_max_i32(int32_t *p, int32_t v) { EMU_CAS_LOOP(int32_t, p, v, max_i); }
 static int32_t atom_min_i32(int32_t *p, int32_t v) { EMU_CAS_LOOP(int32_t, p, v, min_i); }
@@ -73,11 +76,11 @@ static void check_shared_word(const void *p, const char *what) {
   }
 }
 
-#define EMU_DEFINE_ATOMIC(name, type)                          \
-  type kiln_emu_atom_##name(type *p, type v) { return atom_##name(p, v); } \
-  type kiln_emu_atom_shared_##name(type *p, type v) {          \
-    check_shared_word(p, "atom.shared." #name);                \
-    return atom_##name(p, v);                                  \
+#define EMU_DEFINE_ATOMIC(name, type)                                                              \
+  type kiln_emu_atom_##name(type *p, type v) { return atom_##name(p, v); }                         \
+  type kiln_emu_atom_shared_##name(type *p, type v) {                                              \
+    check_shared_word(p, "atom.shared." #name);                                                    \
+    return atom_##name(p, v);                                                                      \
   }
 KILN_EMU_ATOMIC_OPS(EMU_DEFINE_ATOMIC)
 #undef EMU_DEFINE_ATOMIC

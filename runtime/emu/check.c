@@ -42,8 +42,7 @@ static void table_remove_at(size_t i) {
 
 void kiln_emu_mem_register(const void *p, size_t bytes) {
   uintptr_t base = (uintptr_t)p;
-  if (!p || bytes == 0)
-    return;
+  if (!p || bytes == 0) return;
   pthread_mutex_lock(&table_lock);
   for (size_t i = 0; i < table_n;) { /* a stale entry over the same bytes is forgotten */
     bool overlaps = table[i].base < base + bytes && base < table[i].base + table[i].bytes;
@@ -63,8 +62,7 @@ void kiln_emu_mem_register(const void *p, size_t bytes) {
     table_cap = cap;
   }
   size_t at = table_n;
-  while (at > 0 && table[at - 1].base > base)
-    at--;
+  while (at > 0 && table[at - 1].base > base) at--;
   memmove(&table[at + 1], &table[at], (table_n - at) * sizeof *table);
   table[at] = (EmuRange){base, bytes};
   table_n++;
@@ -132,8 +130,7 @@ int kiln_emu_parse_checks(const char *text, uint32_t *out) {
     else if (!(n == 4 && strncmp(p, "none", 4) == 0) && n != 0)
       return -1;
     p += n;
-    if (*p == ',')
-      p++;
+    if (*p == ',') p++;
   }
   *out = bits;
   return 0;
@@ -160,7 +157,8 @@ static void describe_nearest(const EmuWorker *w, uintptr_t a, size_t bytes, char
   const EmuRange *above = below ? (below + 1 < w->ranges + w->nranges ? below + 1 : NULL)
                                 : (w->nranges ? &w->ranges[0] : NULL);
   if (below && a < below->base + below->bytes) {
-    snprintf(buf, n, "it starts %zu bytes into allocation %#lx of %zu bytes, %zu bytes past its end",
+    snprintf(buf, n,
+             "it starts %zu bytes into allocation %#lx of %zu bytes, %zu bytes past its end",
              (size_t)(a - below->base), (unsigned long)below->base, below->bytes,
              (size_t)(a + bytes - (below->base + below->bytes)));
     return;
@@ -170,8 +168,10 @@ static void describe_nearest(const EmuWorker *w, uintptr_t a, size_t bytes, char
   if (!below && !above)
     snprintf(buf, n, "no device memory is allocated");
   else if (gap_below <= gap_above)
-    snprintf(buf, n, "in no allocation; it starts %zu bytes past the end of the nearest, %#lx of "
-             "%zu bytes", (size_t)gap_below, (unsigned long)below->base, below->bytes);
+    snprintf(buf, n,
+             "in no allocation; it starts %zu bytes past the end of the nearest, %#lx of "
+             "%zu bytes",
+             (size_t)gap_below, (unsigned long)below->base, below->bytes);
   else
     snprintf(buf, n, "in no allocation; it starts %zu bytes before the nearest, %#lx of %zu bytes",
              (size_t)gap_above, (unsigned long)above->base, above->bytes);
@@ -179,13 +179,11 @@ static void describe_nearest(const EmuWorker *w, uintptr_t a, size_t bytes, char
 
 void kiln_emu_check_global(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes, size_t align,
                            const char *what) {
-  if (!(w->cfg.checks & KILN_EMU_CHECK_MEM))
-    return;
+  if (!(w->cfg.checks & KILN_EMU_CHECK_MEM)) return;
   uintptr_t a = (uintptr_t)p;
   const EmuRange *r = range_below(w, a);
   bool inside = r && a + bytes <= r->base + r->bytes && a + bytes >= a;
-  if (inside && (align <= 1 || a % align == 0))
-    return;
+  if (inside && (align <= 1 || a % align == 0)) return;
   char where[256];
   if (inside)
     snprintf(where, sizeof where, "%zu bytes into allocation %#lx of %zu bytes",
@@ -197,7 +195,8 @@ void kiln_emu_check_global(EmuWorker *w, EmuFiber *f, const void *p, size_t byte
                   what, bytes, p, where);
   kiln_emu_fail(w, f, KILN_EMU_ERROR_MEMORY,
                 "memcheck: %s of %zu bytes at %p misaligned (the instruction needs %zu-byte "
-                "alignment; %s)", what, bytes, p, align, where);
+                "alignment; %s)",
+                what, bytes, p, align, where);
 }
 
 static const char *access_name(uint32_t op, bool shared) {
@@ -215,8 +214,7 @@ static uintptr_t index_origin(const EmuWorker *w, const EmuRange *r, uintptr_t a
   uintptr_t origin = r->base;
   for (uint32_t i = 0; i < w->cfg.num_index_bases; i++) {
     uintptr_t b = (uintptr_t)w->cfg.index_bases[i];
-    if (b > origin && b <= a)
-      origin = b;
+    if (b > origin && b <= a) origin = b;
   }
   return origin;
 }
@@ -224,29 +222,25 @@ static uintptr_t index_origin(const EmuWorker *w, const EmuRange *r, uintptr_t a
 /* An access inside its allocation that reaches element index_limit counted from its pointer
  * argument: the kernel's i32 offsets would wrap on a problem 2^31 / index_limit times larger
  * (the limit is lowered only for such scaled-down runs; the default checks nothing). */
-static void check_index_limit(EmuWorker *w, EmuFiber *f, uintptr_t a, uint32_t bytes,
-                              uint32_t elem, const char *what) {
+static void check_index_limit(EmuWorker *w, EmuFiber *f, uintptr_t a, uint32_t bytes, uint32_t elem,
+                              const char *what) {
   const EmuRange *r = range_below(w, a);
-  if (!r || !elem || a >= r->base + r->bytes)
-    return;
+  if (!r || !elem || a >= r->base + r->bytes) return;
   uintptr_t origin = index_origin(w, r, a);
   uint64_t first = (uint64_t)(a - origin) / elem, end = first + (bytes + elem - 1) / elem;
-  if (end <= w->cfg.index_limit)
-    return;
+  if (end <= w->cfg.index_limit) return;
   kiln_emu_fail(w, f, KILN_EMU_ERROR_MEMORY,
                 "memcheck: %s of elements %llu..%llu from %s %#lx (%u-byte elements) reaches "
                 "the index limit %llu: the kernel's 32-bit offsets wrap at 2^31 elements, which "
-                "this access would pass on a problem %.3g times larger", what,
-                (unsigned long long)first, (unsigned long long)(end - 1),
-                origin == r->base ? "allocation" : "pointer argument", (unsigned long)origin,
-                elem, (unsigned long long)w->cfg.index_limit,
-                2147483648.0 / (double)w->cfg.index_limit);
+                "this access would pass on a problem %.3g times larger",
+                what, (unsigned long long)first, (unsigned long long)(end - 1),
+                origin == r->base ? "allocation" : "pointer argument", (unsigned long)origin, elem,
+                (unsigned long long)w->cfg.index_limit, 2147483648.0 / (double)w->cfg.index_limit);
 }
 
 void kiln_emu_global_access(const void *p, uint32_t bytes, uint32_t align, uint32_t op) {
   EmuWorker *w = kiln_emu_worker();
-  if (!w || !w->cur || !(w->cfg.checks & KILN_EMU_CHECK_MEM))
-    return;
+  if (!w || !w->cur || !(w->cfg.checks & KILN_EMU_CHECK_MEM)) return;
   uint32_t kind = op & ((1u << KILN_EMU_ACCESS_ELEM_SHIFT) - 1);
   uint32_t elem = op >> KILN_EMU_ACCESS_ELEM_SHIFT;
   const char *what = access_name(kind, false);
@@ -265,8 +259,7 @@ static uint16_t warp_epoch_of(const EmuWorker *w, uint32_t tid) {
  * the same barrier interval and, within one warp, no bar.warp.sync between. */
 static bool concurrent(const EmuWorker *w, uint32_t tid, uint32_t other, uint32_t epoch,
                        uint16_t wepoch) {
-  if (other == tid || epoch != w->epoch)
-    return false;
+  if (other == tid || epoch != w->epoch) return false;
   bool same_warp = other / KILN_EMU_WARP_SIZE == tid / KILN_EMU_WARP_SIZE;
   return !(same_warp && wepoch != warp_epoch_of(w, tid));
 }
@@ -275,8 +268,9 @@ static _Noreturn void report_race(EmuWorker *w, EmuFiber *f, const char *what, u
                                   const char *kind, uint32_t other, const char *other_did) {
   kiln_emu_fail(w, f, KILN_EMU_ERROR_RACE,
                 "racecheck: %s race: %s at shared offset %u, which thread %u (warp %u lane %u) %s "
-                "in the same barrier interval", kind, what, off, other, other / KILN_EMU_WARP_SIZE,
-                other % KILN_EMU_WARP_SIZE, other_did);
+                "in the same barrier interval",
+                kind, what, off, other, other / KILN_EMU_WARP_SIZE, other % KILN_EMU_WARP_SIZE,
+                other_did);
 }
 
 static void shadow_read(EmuWorker *w, EmuFiber *f, EmuShadow *s, uint32_t off, const char *what,
@@ -286,13 +280,11 @@ static void shadow_read(EmuWorker *w, EmuFiber *f, EmuShadow *s, uint32_t off, c
     kiln_emu_fail(w, f, KILN_EMU_ERROR_UNINIT,
                   "initcheck: %s reads shared offset %u, which no thread of the block wrote", what,
                   off);
-  if (!racecheck)
-    return;
+  if (!racecheck) return;
   if (concurrent(w, tid, s->w_tid, s->w_epoch, s->w_wepoch))
     report_race(w, f, what, off, "read-after-write", s->w_tid, "wrote");
   if (s->r_epoch == w->epoch) {
-    if (s->r_tid != tid)
-      s->r_many = 1;
+    if (s->r_tid != tid) s->r_many = 1;
     return;
   }
   s->r_epoch = w->epoch;
@@ -305,20 +297,20 @@ static void shadow_read(EmuWorker *w, EmuFiber *f, EmuShadow *s, uint32_t off, c
 static void shadow_before_write(EmuWorker *w, EmuFiber *f, const EmuShadow *s, uint32_t off,
                                 const char *what) {
   uint32_t tid = f->tid;
-  if (s->r_epoch != w->epoch)
-    return;
+  if (s->r_epoch != w->epoch) return;
   if (concurrent(w, tid, s->r_tid, s->r_epoch, s->r_wepoch))
     report_race(w, f, what, off, "write-after-read", s->r_tid, "read");
   if (s->r_many) /* one reader is known; at least one of the others is not this thread */
     kiln_emu_fail(w, f, KILN_EMU_ERROR_RACE,
                   "racecheck: write-after-read race: %s at shared offset %u, which other threads "
-                  "(thread %u among them) read in the same barrier interval", what, off, s->r_tid);
+                  "(thread %u among them) read in the same barrier interval",
+                  what, off, s->r_tid);
 }
 
 /* After a store (or a landing copy): another thread's write of a different value in this
  * interval is a race; the same value is what replicated layouts write and is not. */
-static void shadow_after_write(EmuWorker *w, EmuFiber *f, EmuShadow *s, uint32_t off,
-                               uint8_t now, const char *what, bool racecheck) {
+static void shadow_after_write(EmuWorker *w, EmuFiber *f, EmuShadow *s, uint32_t off, uint8_t now,
+                               const char *what, bool racecheck) {
   uint32_t tid = f->tid;
   if (racecheck && concurrent(w, tid, s->w_tid, s->w_epoch, s->w_wepoch) &&
       s->init_block == w->block_gen && s->value != now) {
@@ -333,10 +325,9 @@ static void shadow_after_write(EmuWorker *w, EmuFiber *f, EmuShadow *s, uint32_t
   s->init_block = w->block_gen;
 }
 
-void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes,
-                           KilnEmuAccess op, const char *what) {
-  if (!w->shadow)
-    return;
+void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes, KilnEmuAccess op,
+                           const char *what) {
+  if (!w->shadow) return;
   bool racecheck = (w->cfg.checks & KILN_EMU_CHECK_RACE) != 0;
   const unsigned char *bp = p;
   uint32_t start = (uint32_t)(bp - w->shared);
@@ -345,10 +336,11 @@ void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t byte
     switch (op) {
     case KILN_EMU_ACCESS_LOAD: shadow_read(w, f, s, start + i, what, racecheck); break;
     case KILN_EMU_ACCESS_STORE:
-      if (racecheck)
-        shadow_before_write(w, f, s, start + i, what);
+      if (racecheck) shadow_before_write(w, f, s, start + i, what);
       break;
-    case KILN_EMU_ACCESS_STORED: shadow_after_write(w, f, s, start + i, bp[i], what, racecheck); break;
+    case KILN_EMU_ACCESS_STORED:
+      shadow_after_write(w, f, s, start + i, bp[i], what, racecheck);
+      break;
     default: /* atomics are ordered among themselves: only initcheck looks at them */
       shadow_read(w, f, s, start + i, what, false);
       s->init_block = w->block_gen;
@@ -360,8 +352,7 @@ void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t byte
 
 void kiln_emu_shared_access(const void *p, uint32_t bytes, uint32_t align, uint32_t op) {
   EmuWorker *w = kiln_emu_worker();
-  if (!w || !w->cur || w->cfg.checks == 0)
-    return;
+  if (!w || !w->cur || w->cfg.checks == 0) return;
   const char *what = access_name(op == KILN_EMU_ACCESS_STORED ? KILN_EMU_ACCESS_STORE : op, true);
   kiln_emu_check_shared_range(w, w->cur, p, bytes, align, what);
   kiln_emu_check_shadow(w, w->cur, p, bytes, (KilnEmuAccess)op, what);

@@ -13,7 +13,7 @@
 #include <ucontext.h>
 
 #define EMU_NUM_BARRIERS 16
-#define EMU_MSG_BYTES 2048
+#define EMU_MSG_BYTES    2048
 /* The group a cp.async belongs to before its commit_group. */
 #define EMU_GROUP_OPEN UINT32_MAX
 
@@ -32,9 +32,9 @@ typedef enum EmuCollKind {
 
 /* One lane's side of a warp collective: what it brought and what it gets back. */
 typedef struct EmuCollective {
-  bool arrived;     /* waiting in this collective; cleared by the lane that completes it */
+  bool arrived; /* waiting in this collective; cleared by the lane that completes it */
   EmuCollKind kind;
-  uint32_t sub;     /* mode / op / variant: lanes only meet when kind, sub and mask agree */
+  uint32_t sub; /* mode / op / variant: lanes only meet when kind, sub and mask agree */
   uint32_t mask;
   uint32_t in[6];   /* shfl: a, b, c; vote: pred; redux: value; mma: a0..a3, b0, b1 */
   float fin[4];     /* mma: c0..c3 */
@@ -54,16 +54,16 @@ typedef struct EmuFiber {
   ucontext_t uc;
   unsigned char *stack; /* usable stack (above the guard page) */
   size_t stack_bytes;
-  void *fake_stack;     /* ASan's fake stack while switched away */
-  uint32_t tid;         /* linear thread id in the block */
+  void *fake_stack; /* ASan's fake stack while switched away */
+  uint32_t tid;     /* linear thread id in the block */
   uint32_t tid3[3];
   EmuFiberState state;
   EmuWait wait;
   uint32_t barrier_id;
   EmuCollective coll;
-  EmuCopy *copies;      /* queued cp.async, in issue order; owned, reused across blocks */
+  EmuCopy *copies; /* queued cp.async, in issue order; owned, reused across blocks */
   size_t ncopies, cap_copies;
-  uint32_t next_group;  /* groups committed so far */
+  uint32_t next_group; /* groups committed so far */
 } EmuFiber;
 
 typedef struct EmuBarrier {
@@ -100,26 +100,27 @@ typedef struct EmuWorker {
   KilnEmuLaunch cfg;
   uint32_t nthreads;
   uint32_t ctaid[3];
-  EmuFiber *fibers;       /* nthreads */
-  unsigned char *stacks;  /* one mapping holding every fiber stack and its guard page */
+  EmuFiber *fibers;      /* nthreads */
+  unsigned char *stacks; /* one mapping holding every fiber stack and its guard page */
   size_t stacks_bytes;
-  unsigned char *shared;  /* the arena, cfg.shared_bytes (at least 16 bytes allocated) */
-  uint32_t live;          /* fibers not exited */
+  unsigned char *shared; /* the arena, cfg.shared_bytes (at least 16 bytes allocated) */
+  uint32_t live;         /* fibers not exited */
   EmuBarrier bars[EMU_NUM_BARRIERS];
-  EmuFiber *cur;          /* the fiber running now, NULL in the scheduler */
+  EmuFiber *cur; /* the fiber running now, NULL in the scheduler */
   ucontext_t sched_uc;
   const void *sched_stack_bottom; /* ASan: the scheduler's stack, to switch back to */
   size_t sched_stack_bytes;
   void *sched_fake_stack;
-  EmuShadow *shadow;      /* racecheck / initcheck: one per byte of the arena, else NULL */
-  uint32_t epoch;         /* barriers completed and blocks started on this worker, from 1 */
-  uint32_t block_gen;     /* blocks started on this worker, from 1 */
-  uint32_t warp_epoch[KILN_EMU_MAX_BLOCK_THREADS / KILN_EMU_WARP_SIZE]; /* bar.warp.syncs per warp */
+  EmuShadow *shadow;  /* racecheck / initcheck: one per byte of the arena, else NULL */
+  uint32_t epoch;     /* barriers completed and blocks started on this worker, from 1 */
+  uint32_t block_gen; /* blocks started on this worker, from 1 */
+  uint32_t
+      warp_epoch[KILN_EMU_MAX_BLOCK_THREADS / KILN_EMU_WARP_SIZE]; /* bar.warp.syncs per warp */
   const EmuRange *ranges; /* memcheck: the launch's snapshot of the allocation table, sorted */
   size_t nranges;
-  uint32_t *order;        /* seeded schedules: this round's order of the fibers */
-  uint64_t rng;           /* its generator state */
-  bool failed;            /* the block failed: stop scheduling it */
+  uint32_t *order; /* seeded schedules: this round's order of the fibers */
+  uint64_t rng;    /* its generator state */
+  bool failed;     /* the block failed: stop scheduling it */
   KilnEmuStatus status;
   char msg[EMU_MSG_BYTES];
 } EmuWorker;
@@ -131,8 +132,8 @@ EmuFiber *kiln_emu_current(void);
 
 /* Fails the calling fiber's block with `status` and a message prefixed by the block and thread,
  * and leaves the fiber for good. */
-_Noreturn void kiln_emu_fail(EmuWorker *w, EmuFiber *f, KilnEmuStatus status, const char *fmt,
-                             ...) __attribute__((format(printf, 4, 5)));
+_Noreturn void kiln_emu_fail(EmuWorker *w, EmuFiber *f, KilnEmuStatus status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Blocks the calling fiber until another marks it runnable again. */
 void kiln_emu_block(EmuWorker *w, EmuFiber *f, EmuWait why);
 /* Ends the calling fiber (its queued copies are performed first). */
@@ -148,8 +149,8 @@ void kiln_emu_check_shared_range(EmuWorker *w, EmuFiber *f, const void *p, size_
  * every lane of mask arrived and `compute` filled everyone's out. compute runs on the last lane
  * to arrive, with the warp's first fiber. */
 typedef void (*EmuCollFn)(EmuFiber *warp, uint32_t mask, uint32_t sub);
-void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t sub,
-                         uint32_t mask, EmuCollFn compute);
+void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t sub, uint32_t mask,
+                         EmuCollFn compute);
 const char *kiln_emu_coll_name(EmuCollKind kind);
 
 /* ---- checks (check.c) ---- */
@@ -162,8 +163,8 @@ void kiln_emu_check_global(EmuWorker *w, EmuFiber *f, const void *p, size_t byte
                            const char *what);
 /* racecheck / initcheck of an access to arena bytes [p, p + bytes) by fiber f (a no-op when
  * neither check is on). `what` names the access in a report. */
-void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes,
-                           KilnEmuAccess op, const char *what);
+void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes, KilnEmuAccess op,
+                           const char *what);
 
 /* Performs the fiber's queued copies except those of the `keep_recent` most recently committed
  * groups and the uncommitted ones; `all` performs every queued copy (at thread exit). */

@@ -37,38 +37,40 @@ typedef enum KilnEmuStatus {
   KILN_EMU_ERROR_INVALID_ARGUMENT, /* a bad launch configuration */
   KILN_EMU_ERROR_OUT_OF_MEMORY,    /* stacks, shared arenas or queues could not be allocated */
   KILN_EMU_ERROR_SYSTEM,           /* an OS thread or context could not be created */
-  KILN_EMU_ERROR_DEADLOCK,         /* every live thread of a block waits on something that can't come */
-  KILN_EMU_ERROR_TRAP,             /* the kernel executed trap */
-  KILN_EMU_ERROR_MEMORY,           /* an access out of bounds or misaligned (shared, or global under memcheck) */
-  KILN_EMU_ERROR_INVALID_OP,       /* an intrinsic used against its rules (mask, sizes, exited lanes) */
-  KILN_EMU_ERROR_RACE,             /* racecheck: two threads touch a shared word in one barrier interval */
-  KILN_EMU_ERROR_UNINIT,           /* initcheck: a read of shared memory no thread wrote */
+  KILN_EMU_ERROR_DEADLOCK, /* every live thread of a block waits on something that can't come */
+  KILN_EMU_ERROR_TRAP,     /* the kernel executed trap */
+  KILN_EMU_ERROR_MEMORY, /* an access out of bounds or misaligned (shared, or global under memcheck) */
+  KILN_EMU_ERROR_INVALID_OP, /* an intrinsic used against its rules (mask, sizes, exited lanes) */
+  KILN_EMU_ERROR_RACE,   /* racecheck: two threads touch a shared word in one barrier interval */
+  KILN_EMU_ERROR_UNINIT, /* initcheck: a read of shared memory no thread wrote */
   KILN_EMU_STATUS_COUNT
 } KilnEmuStatus;
 
 /* The lowered kernel entry. */
 typedef void (*KilnEmuKernelFn)(void **args);
 
-#define KILN_EMU_WARP_SIZE 32
+#define KILN_EMU_WARP_SIZE         32
 #define KILN_EMU_MAX_BLOCK_THREADS 1024
 /* The sm_90 opt-in maximum, so that a configuration the emulator runs also fits a real GPU. */
-#define KILN_EMU_MAX_SHARED_BYTES (227u * 1024u)
+#define KILN_EMU_MAX_SHARED_BYTES    (227u * 1024u)
 #define KILN_EMU_DEFAULT_STACK_BYTES (256u * 1024u)
 
 /* The checks a launch makes (KilnEmuLaunch.checks, a bit set); what each covers is in
  * docs/emulator.md, "Checks". They act through kiln_emu_global_access / kiln_emu_shared_access,
  * which the emu lowering emits before every global and shared load, store and atomic. */
 typedef enum KilnEmuCheck {
-  KILN_EMU_CHECK_MEM = 1u << 0,  /* global accesses in a registered allocation, aligned; shared in the arena */
+  KILN_EMU_CHECK_MEM =
+      1u << 0, /* global accesses in a registered allocation, aligned; shared in the arena */
   KILN_EMU_CHECK_RACE = 1u << 1, /* shared words touched by two threads in one barrier interval */
   KILN_EMU_CHECK_INIT = 1u << 2, /* shared bytes read before any thread of the block wrote them */
   KILN_EMU_CHECK_ALL = 7u
 } KilnEmuCheck;
 
 typedef struct KilnEmuLaunch {
-  uint32_t grid[3];        /* blocks per axis, each >= 1 */
-  uint32_t block[3];       /* threads per axis, each >= 1; the product is a multiple of 32, <= 1024 */
-  uint32_t shared_bytes;   /* static + dynamic shared memory per block, <= KILN_EMU_MAX_SHARED_BYTES */
+  uint32_t grid[3];  /* blocks per axis, each >= 1 */
+  uint32_t block[3]; /* threads per axis, each >= 1; the product is a multiple of 32, <= 1024 */
+  uint32_t
+      shared_bytes; /* static + dynamic shared memory per block, <= KILN_EMU_MAX_SHARED_BYTES */
   uint32_t num_os_threads; /* OS threads running blocks; 0 = online CPUs; never more than blocks */
   uint32_t stack_bytes;    /* fiber stack size; 0 = KILN_EMU_DEFAULT_STACK_BYTES */
   uint32_t checks;         /* KilnEmuCheck bits; 0 = none */
@@ -303,24 +305,24 @@ KILN_EMU_API void kiln_emu_cp_async_wait_all(void);
 /* Each returns the old value. The global forms take any host pointer; the _shared forms first
  * check the address against the arena (KILN_EMU_ERROR_MEMORY) and its 4-byte alignment.
  * X(name, type): one line per operation; cas takes (p, compare, value). */
-#define KILN_EMU_ATOMIC_OPS(X) \
-  X(add_i32, int32_t)          \
-  X(add_u32, uint32_t)         \
-  X(add_f32, float)            \
-  X(max_i32, int32_t)          \
-  X(min_i32, int32_t)          \
-  X(max_u32, uint32_t)         \
-  X(min_u32, uint32_t)         \
-  X(max_f32, float)            \
-  X(min_f32, float)            \
-  X(and_b32, uint32_t)         \
-  X(or_b32, uint32_t)          \
-  X(xor_b32, uint32_t)         \
-  X(exch_b32, uint32_t)        \
+#define KILN_EMU_ATOMIC_OPS(X)                                                                     \
+  X(add_i32, int32_t)                                                                              \
+  X(add_u32, uint32_t)                                                                             \
+  X(add_f32, float)                                                                                \
+  X(max_i32, int32_t)                                                                              \
+  X(min_i32, int32_t)                                                                              \
+  X(max_u32, uint32_t)                                                                             \
+  X(min_u32, uint32_t)                                                                             \
+  X(max_f32, float)                                                                                \
+  X(min_f32, float)                                                                                \
+  X(and_b32, uint32_t)                                                                             \
+  X(or_b32, uint32_t)                                                                              \
+  X(xor_b32, uint32_t)                                                                             \
+  X(exch_b32, uint32_t)                                                                            \
   X(exch_f32, float)
 
-#define KILN_EMU_DECLARE_ATOMIC(name, type)                              \
-  KILN_EMU_API type kiln_emu_atom_##name(type *p, type v);               \
+#define KILN_EMU_DECLARE_ATOMIC(name, type)                                                        \
+  KILN_EMU_API type kiln_emu_atom_##name(type *p, type v);                                         \
   KILN_EMU_API type kiln_emu_atom_shared_##name(type *p, type v);
 KILN_EMU_ATOMIC_OPS(KILN_EMU_DECLARE_ATOMIC)
 #undef KILN_EMU_DECLARE_ATOMIC

@@ -70,8 +70,7 @@ const char *kiln_emu_status_name(KilnEmuStatus status) {
       [KILN_EMU_ERROR_RACE] = "KILN_EMU_ERROR_RACE",
       [KILN_EMU_ERROR_UNINIT] = "KILN_EMU_ERROR_UNINIT",
   };
-  if ((unsigned)status >= KILN_EMU_STATUS_COUNT)
-    return "KILN_EMU_STATUS_UNKNOWN";
+  if ((unsigned)status >= KILN_EMU_STATUS_COUNT) return "KILN_EMU_STATUS_UNKNOWN";
   return names[status];
 }
 
@@ -97,7 +96,7 @@ static void yield_to_scheduler(EmuWorker *w, EmuFiber *f, bool final) {
   __sanitizer_start_switch_fiber(final ? NULL : &f->fake_stack, w->sched_stack_bottom,
                                  w->sched_stack_bytes);
 #else
-  (void)final;
+  (void) final;
 #endif
   swapcontext(&f->uc, &w->sched_uc);
 #ifdef EMU_ASAN
@@ -135,8 +134,7 @@ static void fiber_main(void) {
 }
 
 static void set_msg(EmuWorker *w, KilnEmuStatus status, const char *text) {
-  if (w->failed)
-    return; /* the first failure is the one worth reporting */
+  if (w->failed) return; /* the first failure is the one worth reporting */
   w->failed = true;
   w->status = status;
   snprintf(w->msg, sizeof w->msg, "%s", text);
@@ -175,8 +173,7 @@ static void describe_lane(const EmuWorker *w, const EmuFiber *f, char *buf, size
 static void append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void append(char *buf, size_t n, const char *fmt, ...) {
   size_t len = strlen(buf);
-  if (len + 1 >= n)
-    return;
+  if (len + 1 >= n) return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(buf + len, n - len, fmt, ap);
@@ -186,8 +183,9 @@ static void append(char *buf, size_t n, const char *fmt, ...) {
 /* "warp 0: lanes 0-15 bar.sync 0 (...); lanes 16-31 shfl.sync mask 0xffffffff" for each warp. */
 static void report_deadlock(EmuWorker *w) {
   char text[EMU_MSG_BYTES];
-  snprintf(text, sizeof text, "block (%u,%u,%u): deadlock, every live thread is blocked:",
-           w->ctaid[0], w->ctaid[1], w->ctaid[2]);
+  snprintf(text, sizeof text,
+           "block (%u,%u,%u): deadlock, every live thread is blocked:", w->ctaid[0], w->ctaid[1],
+           w->ctaid[2]);
   for (uint32_t base = 0; base < w->nthreads; base += KILN_EMU_WARP_SIZE) {
     append(text, sizeof text, " warp %u:", base / KILN_EMU_WARP_SIZE);
     uint32_t first = 0;
@@ -196,13 +194,11 @@ static void report_deadlock(EmuWorker *w) {
     for (uint32_t lane = 1; lane <= KILN_EMU_WARP_SIZE; lane++) {
       if (lane < KILN_EMU_WARP_SIZE) {
         describe_lane(w, &w->fibers[base + lane], cur, sizeof cur);
-        if (strcmp(cur, prev) == 0)
-          continue;
+        if (strcmp(cur, prev) == 0) continue;
       }
       append(text, sizeof text, " lanes %u-%u %s;", first, lane - 1, prev);
       first = lane;
-      if (lane < KILN_EMU_WARP_SIZE)
-        memcpy(prev, cur, sizeof prev);
+      if (lane < KILN_EMU_WARP_SIZE) memcpy(prev, cur, sizeof prev);
     }
   }
   set_msg(w, KILN_EMU_ERROR_DEADLOCK, text);
@@ -241,10 +237,8 @@ static uint64_t next_random(uint64_t *state) {
  * the launch has a seed (a race whose outcome depends on who runs first then shows up as
  * different numbers under different seeds, even with racecheck off). */
 static void schedule_round(EmuWorker *w) {
-  if (!w->order)
-    return;
-  for (uint32_t i = 0; i < w->nthreads; i++)
-    w->order[i] = i;
+  if (!w->order) return;
+  for (uint32_t i = 0; i < w->nthreads; i++) w->order[i] = i;
   for (uint32_t i = w->nthreads - 1; i > 0; i--) {
     uint32_t j = (uint32_t)(next_random(&w->rng) % (i + 1));
     uint32_t t = w->order[i];
@@ -272,8 +266,7 @@ static void run_block(EmuWorker *w, uint64_t index) {
   memset(w->bars, 0, sizeof w->bars);
   memset(w->shared, 0xff, w->cfg.shared_bytes);
   reset_checks(w, index);
-  for (uint32_t i = 0; i < w->nthreads; i++)
-    start_fiber(w, &w->fibers[i]);
+  for (uint32_t i = 0; i < w->nthreads; i++) start_fiber(w, &w->fibers[i]);
 
   while (w->live > 0) {
     bool ran = false;
@@ -285,8 +278,7 @@ static void run_block(EmuWorker *w, uint64_t index) {
         ran = true;
       }
     }
-    if (w->failed || atomic_load(&w->launch->failed))
-      return;
+    if (w->failed || atomic_load(&w->launch->failed)) return;
     if (!ran && w->live > 0) {
       report_deadlock(w);
       return;
@@ -296,14 +288,12 @@ static void run_block(EmuWorker *w, uint64_t index) {
 
 static void worker_free(EmuWorker *w) {
   if (w->fibers) {
-    for (uint32_t i = 0; i < w->nthreads; i++)
-      free(w->fibers[i].copies);
+    for (uint32_t i = 0; i < w->nthreads; i++) free(w->fibers[i].copies);
   }
   free(w->fibers);
   free(w->shadow);
   free(w->order);
-  if (w->stacks)
-    munmap(w->stacks, w->stacks_bytes);
+  if (w->stacks) munmap(w->stacks, w->stacks_bytes);
   free(w->shared);
 }
 
@@ -332,8 +322,7 @@ static KilnEmuStatus worker_init(EmuWorker *w, EmuLaunchState *L) {
   w->nranges = L->nranges;
   if (L->cfg.checks & (KILN_EMU_CHECK_RACE | KILN_EMU_CHECK_INIT))
     w->shadow = calloc((size_t)L->cfg.shared_bytes + 1, sizeof *w->shadow);
-  if (L->cfg.seed)
-    w->order = malloc(w->nthreads * sizeof *w->order);
+  if (L->cfg.seed) w->order = malloc(w->nthreads * sizeof *w->order);
   if (!w->fibers || !w->shared || !w->stacks ||
       (!w->shadow && (L->cfg.checks & (KILN_EMU_CHECK_RACE | KILN_EMU_CHECK_INIT))) ||
       (!w->order && L->cfg.seed))
@@ -341,8 +330,7 @@ static KilnEmuStatus worker_init(EmuWorker *w, EmuLaunchState *L) {
   for (uint32_t i = 0; i < w->nthreads; i++) {
     EmuFiber *f = &w->fibers[i];
     unsigned char *lo = w->stacks + (size_t)i * stride;
-    if (mprotect(lo, page, PROT_NONE) != 0)
-      return KILN_EMU_ERROR_SYSTEM;
+    if (mprotect(lo, page, PROT_NONE) != 0) return KILN_EMU_ERROR_SYSTEM;
     f->stack = lo + page;
     f->stack_bytes = stack;
     f->tid = i;
@@ -377,11 +365,9 @@ static void *worker_main(void *arg) {
     tls_worker = w;
     while (!atomic_load(&L->failed)) {
       uint64_t b = atomic_fetch_add(&L->next_block, 1);
-      if (b >= L->nblocks)
-        break;
+      if (b >= L->nblocks) break;
       run_block(w, b);
-      if (w->failed)
-        launch_fail(L, w->status, w->msg);
+      if (w->failed) launch_fail(L, w->status, w->msg);
     }
     tls_worker = NULL;
   }
@@ -393,8 +379,7 @@ static void *worker_main(void *arg) {
 /* ---- launch -------------------------------------------------------------------------------- */
 
 static const char *check_config(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg) {
-  if (!fn || !cfg)
-    return "kiln_emu_launch: NULL kernel or configuration";
+  if (!fn || !cfg) return "kiln_emu_launch: NULL kernel or configuration";
   for (int i = 0; i < 3; i++) {
     if (cfg->grid[i] == 0 || cfg->block[i] == 0)
       return "kiln_emu_launch: grid and block sizes must be >= 1 on every axis";
@@ -406,29 +391,25 @@ static const char *check_config(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg) {
     return "kiln_emu_launch: shared_bytes exceeds KILN_EMU_MAX_SHARED_BYTES";
   if (cfg->stack_bytes != 0 && cfg->stack_bytes < 16384)
     return "kiln_emu_launch: stack_bytes must be 0 or at least 16384";
-  if (cfg->checks & ~(uint32_t)KILN_EMU_CHECK_ALL)
-    return "kiln_emu_launch: unknown bits in checks";
+  if (cfg->checks & ~(uint32_t)KILN_EMU_CHECK_ALL) return "kiln_emu_launch: unknown bits in checks";
   if (cfg->math > KILN_EMU_MATH_PESSIMISTIC)
     return "kiln_emu_launch: math must be KILN_EMU_MATH_EXACT or KILN_EMU_MATH_PESSIMISTIC";
   return NULL;
 }
 
 static KilnEmuStatus launch_result(KilnEmuStatus st, const char *msg) {
-  if (st != KILN_EMU_OK)
-    snprintf(tls_last_error, sizeof tls_last_error, "%s", msg);
+  if (st != KILN_EMU_OK) snprintf(tls_last_error, sizeof tls_last_error, "%s", msg);
   return st;
 }
 
 KilnEmuStatus kiln_emu_launch(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg, void **args) {
   const char *bad = check_config(fn, cfg);
-  if (bad)
-    return launch_result(KILN_EMU_ERROR_INVALID_ARGUMENT, bad);
+  if (bad) return launch_result(KILN_EMU_ERROR_INVALID_ARGUMENT, bad);
   if (tls_worker)
     return launch_result(KILN_EMU_ERROR_INVALID_ARGUMENT,
                          "kiln_emu_launch: cannot launch from inside a kernel");
   EmuLaunchState *L = calloc(1, sizeof *L);
-  if (!L)
-    return launch_result(KILN_EMU_ERROR_OUT_OF_MEMORY, "out of memory for a launch");
+  if (!L) return launch_result(KILN_EMU_ERROR_OUT_OF_MEMORY, "out of memory for a launch");
   L->fn = fn;
   L->args = args;
   L->cfg = *cfg;
@@ -447,18 +428,15 @@ KilnEmuStatus kiln_emu_launch(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg, void
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     nos = cpus > 0 ? (uint64_t)cpus : 1;
   }
-  if (nos > L->nblocks)
-    nos = L->nblocks;
-  if (nos > 256)
-    nos = 256;
+  if (nos > L->nblocks) nos = L->nblocks;
+  if (nos > 256) nos = 256;
   pthread_t threads[256];
   uint64_t started = 0;
   /* A thread that cannot be created only costs parallelism: the others take its blocks. */
   while (started + 1 < nos && pthread_create(&threads[started], NULL, worker_main, L) == 0)
     started++;
   worker_main(L);
-  for (uint64_t i = 0; i < started; i++)
-    pthread_join(threads[i], NULL);
+  for (uint64_t i = 0; i < started; i++) pthread_join(threads[i], NULL);
 
   KilnEmuStatus st = launch_result(L->status, L->msg);
   pthread_mutex_destroy(&L->lock);
@@ -469,11 +447,11 @@ KilnEmuStatus kiln_emu_launch(KilnEmuKernelFn fn, const KilnEmuLaunch *cfg, void
 
 /* ---- special registers --------------------------------------------------------------------- */
 
-#define EMU_SREG(name, expr)             \
-  uint32_t kiln_emu_##name(void) {       \
-    EmuWorker *w = tls_worker;           \
-    EmuFiber *f = w ? w->cur : NULL;     \
-    return f ? (uint32_t)(expr) : 0;     \
+#define EMU_SREG(name, expr)                                                                       \
+  uint32_t kiln_emu_##name(void) {                                                                 \
+    EmuWorker *w = tls_worker;                                                                     \
+    EmuFiber *f = w ? w->cur : NULL;                                                               \
+    return f ? (uint32_t)(expr) : 0;                                                               \
   }
 EMU_SREG(tid_x, f->tid3[0])
 EMU_SREG(tid_y, f->tid3[1])
@@ -501,12 +479,10 @@ void *kiln_emu_shared_base(void) {
 
 void kiln_emu_trap(void) {
   EmuWorker *w = tls_worker;
-  if (w && w->cur)
-    kiln_emu_fail(w, w->cur, KILN_EMU_ERROR_TRAP, "trap");
+  if (w && w->cur) kiln_emu_fail(w, w->cur, KILN_EMU_ERROR_TRAP, "trap");
 }
 
 void kiln_emu_exit(void) {
   EmuWorker *w = tls_worker;
-  if (w && w->cur)
-    kiln_emu_fiber_exit(w, w->cur);
+  if (w && w->cur) kiln_emu_fiber_exit(w, w->cur);
 }

@@ -45,10 +45,8 @@ static void gather_tf32(const EmuFiber *warp, float a[16][16], float b[16][8]) {
   for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++) {
     uint32_t g = lane >> 2, t = lane & 3;
     const uint32_t *in = warp[lane].coll.in;
-    for (uint32_t i = 0; i < 4; i++)
-      a[g + 8 * (i & 1)][t + 4 * (i >> 1)] = tf32_value(in[i]);
-    for (uint32_t i = 0; i < 2; i++)
-      b[t + 4 * i][g] = tf32_value(in[4 + i]);
+    for (uint32_t i = 0; i < 4; i++) a[g + 8 * (i & 1)][t + 4 * (i >> 1)] = tf32_value(in[i]);
+    for (uint32_t i = 0; i < 2; i++) b[t + 4 * i][g] = tf32_value(in[4 + i]);
   }
 }
 
@@ -74,22 +72,21 @@ static void mma_compute(EmuFiber *warp, uint32_t mask, uint32_t variant) {
   }
   for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++) {
     for (uint32_t i = 0; i < 4; i++)
-      warp[lane].coll.out[i] = kiln_f32_bits(c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)]);
+      warp[lane].coll.out[i] =
+          kiln_f32_bits(c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)]);
   }
 }
 
 static void mma(uint32_t variant, float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                 uint32_t b0, uint32_t b1, float c0, float c1, float c2, float c3) {
   EmuFiber *f = kiln_emu_current();
-  if (!f)
-    return;
+  if (!f) return;
   const uint32_t in[6] = {a0, a1, a2, a3, b0, b1};
   const float fin[4] = {c0, c1, c2, c3};
   memcpy(f->coll.in, in, sizeof in);
   memcpy(f->coll.fin, fin, sizeof fin);
   kiln_emu_collective(kiln_emu_worker(), f, EMU_COLL_MMA, variant, 0xffffffffu, mma_compute);
-  for (int i = 0; i < 4; i++)
-    d[i] = kiln_f32_from_bits(f->coll.out[i]);
+  for (int i = 0; i < 4; i++) d[i] = kiln_f32_from_bits(f->coll.out[i]);
 }
 
 void kiln_emu_mma_m16n8k16_f32_f16(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
@@ -141,8 +138,7 @@ static void ldmatrix_compute(EmuFiber *warp, uint32_t mask, uint32_t sub) {
 
 void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans, const void *row_addr) {
   EmuFiber *f = kiln_emu_current();
-  if (!f)
-    return;
+  if (!f) return;
   EmuWorker *w = kiln_emu_worker();
   if (num != 1 && num != 2 && num != 4)
     kiln_emu_fail(w, f, KILN_EMU_ERROR_INVALID_OP, "ldmatrix: .x%u is not .x1, .x2 or .x4", num);
@@ -154,6 +150,5 @@ void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans, const void *ro
   f->coll.addr = row_addr;
   kiln_emu_collective(w, f, EMU_COLL_LDMATRIX, num | (trans ? 8u : 0u), 0xffffffffu,
                       ldmatrix_compute);
-  for (uint32_t m = 0; m < num; m++)
-    d[m] = f->coll.out[m];
+  for (uint32_t m = 0; m < num; m++) d[m] = f->coll.out[m];
 }

@@ -33,8 +33,7 @@ void kiln_emu_check_shared_range(EmuWorker *w, EmuFiber *f, const void *p, size_
 
 void kiln_emu_shared_check(const void *p, uint32_t bytes) {
   EmuFiber *f = kiln_emu_current();
-  if (!f)
-    return;
+  if (!f) return;
   size_t align = (bytes & (bytes - 1)) == 0 && bytes <= 16 ? bytes : 1;
   kiln_emu_check_shared_range(kiln_emu_worker(), f, p, bytes, align, "shared access");
 }
@@ -64,16 +63,14 @@ static bool barrier_complete(const EmuWorker *w, uint32_t id) {
 
 void kiln_emu_barriers_on_exit(EmuWorker *w) {
   for (uint32_t id = 0; id < EMU_NUM_BARRIERS; id++) {
-    if (w->bars[id].expected == 0 && barrier_complete(w, id))
-      barrier_release(w, id);
+    if (w->bars[id].expected == 0 && barrier_complete(w, id)) barrier_release(w, id);
   }
 }
 
 void kiln_emu_barrier_sync(uint32_t id, uint32_t nthreads) {
   EmuWorker *w = kiln_emu_worker();
   EmuFiber *f = kiln_emu_current();
-  if (!f)
-    return;
+  if (!f) return;
   if (id >= EMU_NUM_BARRIERS)
     kiln_emu_fail(w, f, KILN_EMU_ERROR_INVALID_OP, "bar.sync: barrier id %u is not below 16", id);
   if (nthreads % KILN_EMU_WARP_SIZE != 0 || nthreads > w->nthreads)
@@ -83,8 +80,8 @@ void kiln_emu_barrier_sync(uint32_t id, uint32_t nthreads) {
   EmuBarrier *b = &w->bars[id];
   if (b->arrived > 0 && b->expected != nthreads)
     kiln_emu_fail(w, f, KILN_EMU_ERROR_INVALID_OP,
-                  "bar.sync %u: thread count %u differs from the %u of threads already waiting",
-                  id, nthreads, b->expected);
+                  "bar.sync %u: thread count %u differs from the %u of threads already waiting", id,
+                  nthreads, b->expected);
   b->expected = nthreads;
   b->arrived++;
   if (barrier_complete(w, id)) {
@@ -101,17 +98,15 @@ void kiln_emu_barrier0(void) { kiln_emu_barrier_sync(0, 0); }
 
 static bool all_arrived(const EmuFiber *warp, EmuCollKind kind, uint32_t sub, uint32_t mask) {
   for (uint32_t l = 0; l < KILN_EMU_WARP_SIZE; l++) {
-    if (!(mask >> l & 1))
-      continue;
+    if (!(mask >> l & 1)) continue;
     const EmuCollective *c = &warp[l].coll;
-    if (!c->arrived || c->kind != kind || c->sub != sub || c->mask != mask)
-      return false;
+    if (!c->arrived || c->kind != kind || c->sub != sub || c->mask != mask) return false;
   }
   return true;
 }
 
-void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t sub,
-                         uint32_t mask, EmuCollFn compute) {
+void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t sub, uint32_t mask,
+                         EmuCollFn compute) {
   uint32_t lane = f->tid % KILN_EMU_WARP_SIZE;
   EmuFiber *warp = f - lane;
   const char *name = kiln_emu_coll_name(kind);
@@ -133,11 +128,9 @@ void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t s
   }
   compute(warp, mask, sub);
   for (uint32_t l = 0; l < KILN_EMU_WARP_SIZE; l++) {
-    if (!(mask >> l & 1))
-      continue;
+    if (!(mask >> l & 1)) continue;
     warp[l].coll.arrived = false;
-    if (&warp[l] != f)
-      warp[l].state = EMU_RUNNABLE;
+    if (&warp[l] != f) warp[l].state = EMU_RUNNABLE;
   }
 }
 
@@ -146,8 +139,7 @@ void kiln_emu_collective(EmuWorker *w, EmuFiber *f, EmuCollKind kind, uint32_t s
 /* The ISA's rule, per lane: c packs the clamp value (bits 0-4) and the segment mask (bits 8-12). */
 static void shfl_compute(EmuFiber *warp, uint32_t mask, uint32_t mode) {
   for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++) {
-    if (!(mask >> lane & 1))
-      continue;
+    if (!(mask >> lane & 1)) continue;
     EmuCollective *me = &warp[lane].coll;
     int32_t b = (int32_t)(me->in[1] & 31);
     int32_t cval = (int32_t)(me->in[2] & 31);
@@ -158,13 +150,24 @@ static void shfl_compute(EmuFiber *warp, uint32_t mask, uint32_t mode) {
     int32_t j;
     bool pval;
     switch (mode) {
-    case KILN_EMU_SHFL_UP: j = l - b; pval = j >= max_lane; break;
-    case KILN_EMU_SHFL_DOWN: j = l + b; pval = j <= max_lane; break;
-    case KILN_EMU_SHFL_BFLY: j = l ^ b; pval = j <= max_lane; break;
-    default: j = min_lane | (b & ~seg); pval = j <= max_lane; break;
+    case KILN_EMU_SHFL_UP:
+      j = l - b;
+      pval = j >= max_lane;
+      break;
+    case KILN_EMU_SHFL_DOWN:
+      j = l + b;
+      pval = j <= max_lane;
+      break;
+    case KILN_EMU_SHFL_BFLY:
+      j = l ^ b;
+      pval = j <= max_lane;
+      break;
+    default:
+      j = min_lane | (b & ~seg);
+      pval = j <= max_lane;
+      break;
     }
-    if (!pval)
-      j = l;
+    if (!pval) j = l;
     /* A source outside mask is undefined in the ISA; 0 makes such reads visible in tests. */
     me->out[0] = mask >> j & 1 ? warp[j].coll.in[0] : 0;
     me->pred = pval;
@@ -174,16 +177,14 @@ static void shfl_compute(EmuFiber *warp, uint32_t mask, uint32_t mode) {
 uint32_t kiln_emu_shfl_sync_i32(uint32_t mode, uint32_t mask, uint32_t a, uint32_t b, uint32_t c,
                                 uint32_t *pred) {
   EmuFiber *f = kiln_emu_current();
-  if (!f)
-    return 0;
+  if (!f) return 0;
   if (mode > KILN_EMU_SHFL_IDX)
     kiln_emu_fail(kiln_emu_worker(), f, KILN_EMU_ERROR_INVALID_OP, "shfl.sync: bad mode %u", mode);
   f->coll.in[0] = a;
   f->coll.in[1] = b;
   f->coll.in[2] = c;
   kiln_emu_collective(kiln_emu_worker(), f, EMU_COLL_SHFL, mode, mask, shfl_compute);
-  if (pred)
-    *pred = f->coll.pred;
+  if (pred) *pred = f->coll.pred;
   return f->coll.out[0];
 }
 
@@ -202,8 +203,7 @@ float kiln_emu_shfl_sync_f32(uint32_t mode, uint32_t mask, float a, uint32_t b, 
 static void vote_compute(EmuFiber *warp, uint32_t mask, uint32_t mode) {
   uint32_t ballot = 0;
   for (uint32_t l = 0; l < KILN_EMU_WARP_SIZE; l++) {
-    if (mask >> l & 1 && warp[l].coll.in[0] != 0)
-      ballot |= 1u << l;
+    if (mask >> l & 1 && warp[l].coll.in[0] != 0) ballot |= 1u << l;
   }
   uint32_t r;
   switch (mode) {
@@ -213,15 +213,13 @@ static void vote_compute(EmuFiber *warp, uint32_t mask, uint32_t mode) {
   default: r = ballot; break;
   }
   for (uint32_t l = 0; l < KILN_EMU_WARP_SIZE; l++) {
-    if (mask >> l & 1)
-      warp[l].coll.out[0] = r;
+    if (mask >> l & 1) warp[l].coll.out[0] = r;
   }
 }
 
 uint32_t kiln_emu_vote_sync(uint32_t mode, uint32_t mask, uint32_t pred) {
   EmuFiber *f = kiln_emu_current();
-  if (!f)
-    return 0;
+  if (!f) return 0;
   if (mode > KILN_EMU_VOTE_BALLOT)
     kiln_emu_fail(kiln_emu_worker(), f, KILN_EMU_ERROR_INVALID_OP, "vote.sync: bad mode %u", mode);
   f->coll.in[0] = pred;
@@ -246,21 +244,18 @@ static void redux_compute(EmuFiber *warp, uint32_t mask, uint32_t op) {
   bool first = true;
   uint32_t acc = 0;
   for (uint32_t l = 0; l < KILN_EMU_WARP_SIZE; l++) {
-    if (!(mask >> l & 1))
-      continue;
+    if (!(mask >> l & 1)) continue;
     acc = first ? warp[l].coll.in[0] : redux_step(op, acc, warp[l].coll.in[0]);
     first = false;
   }
   for (uint32_t l = 0; l < KILN_EMU_WARP_SIZE; l++) {
-    if (mask >> l & 1)
-      warp[l].coll.out[0] = acc;
+    if (mask >> l & 1) warp[l].coll.out[0] = acc;
   }
 }
 
 uint32_t kiln_emu_redux_sync(uint32_t op, uint32_t mask, uint32_t value) {
   EmuFiber *f = kiln_emu_current();
-  if (!f)
-    return 0;
+  if (!f) return 0;
   if (op > KILN_EMU_REDUX_XOR)
     kiln_emu_fail(kiln_emu_worker(), f, KILN_EMU_ERROR_INVALID_OP, "redux.sync: bad op %u", op);
   f->coll.in[0] = value;
@@ -278,6 +273,5 @@ static void warp_synced(EmuFiber *warp, uint32_t mask, uint32_t sub) {
 
 void kiln_emu_bar_warp_sync(uint32_t mask) {
   EmuFiber *f = kiln_emu_current();
-  if (f)
-    kiln_emu_collective(kiln_emu_worker(), f, EMU_COLL_WARP_SYNC, 0, mask, warp_synced);
+  if (f) kiln_emu_collective(kiln_emu_worker(), f, EMU_COLL_WARP_SYNC, 0, mask, warp_synced);
 }

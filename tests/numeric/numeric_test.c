@@ -564,6 +564,138 @@ static bool test_argmax_rows(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- flash_attention ---------------------------------------------------------------------- */
+
+static bool test_flash_attention(KilnRtDevice *dev) {
+  /* S not a multiple of the blocks (ragged last query and key blocks), a block wider than the
+   * sequence, BN < BM (several key blocks per diagonal) and BN = BM. */
+  static const struct {
+    int32_t bh, S, bm, bn, d;
+  } cfgs[] = {{3, 100, 32, 32, 64}, {2, 64, 64, 32, 64}, {2, 40, 64, 64, 32}, {1, 130, 32, 16, 16}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t bh = (size_t)cfgs[ci].bh, S = (size_t)cfgs[ci].S, D = (size_t)cfgs[ci].d;
+    size_t n = bh * S * D, total = n + TAIL_ELEMS;
+    float scale = 1.0f / sqrtf((float)D);
+    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"D", cfgs[ci].d}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu", bh, S, D);
+    KilnTestRun run;
+    run_begin(&run, dev, "flash_attention", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 650 + ci);
+    /* scores up to |q.k| scale = 2 sqrt(D): softmax weights spread over many keys and peaked */
+    uint16_t *q = random_f16(&rng, n, -2.0f, 2.0f), *k = random_f16(&rng, n, -1.0f, 1.0f);
+    uint16_t *v = random_f16(&rng, n, -1.0f, 1.0f), *o = kiln_test_alloc(total, sizeof *o);
+    float *ref = kiln_test_alloc(n, sizeof *ref);
+    void *dq = kiln_test_input(&run, q, n * sizeof *q), *dk = kiln_test_input(&run, k, n * sizeof *k);
+    void *dv = kiln_test_input(&run, v, n * sizeof *v);
+    void *dout = kiln_test_output(&run, total * sizeof *o);
+    int32_t s32 = cfgs[ci].S;
+    void *args[] = {&dq, &dk, &dv, &dout, &s32, &scale};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(S, (size_t)cfgs[ci].bm), bh, args);
+    kiln_test_fetch(&run, o, dout, total * sizeof *o);
+
+    kiln_test_check_untouched(&run, "o", o, sizeof *o, total, 1, n, total);
+    float *got = gather_f16(o, 1, n, n);
+    kiln_ref_flash_attention(q, k, v, ref, bh, S, D, scale);
+    /* |o| <= max |v| = 1: P's and O's f16 roundings (2^-11 each, relative) and the f32 sums give
+     * at most ~1.2e-3 absolute (docs/kernels-tests.md) */
+    check_close(&run, "o", got, ref, n, 1.0, 2e-3);
+    all_ok &= kiln_test_end(&run);
+    free(q), free(k), free(v), free(o), free(ref), free(got);
+  }
+  return all_ok;
+}
+
+/* ---- matmul_grouped ----------------------------------------------------------------------- */
+
+static bool test_matmul_grouped(KilnRtDevice *dev) {
+  /* Block rows that do not divide into whole groups (the last group is shorter), a grid of
+   * one group, one block, and tails in every dim; an output block written twice or never
+   * fails the comparison or the sentinels. */
+  static const struct {
+    int32_t M, N, K, bm, bn, bk, group;
+  } cfgs[] = {{200, 136, 72, 32, 32, 32, 4}, {64, 256, 64, 32, 64, 32, 8},
+              {30, 20, 10, 32, 32, 16, 8}, {160, 96, 48, 16, 32, 16, 3}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk},
+                         {"GROUP_M", cfgs[ci].group}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu", M, N, K);
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_grouped", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 670 + ci);
+    uint16_t *a = random_f16(&rng, M * K, -1.0f, 1.0f), *b = random_f16(&rng, K * N, -1.0f, 1.0f);
+    uint16_t *c = kiln_test_alloc(total, sizeof *c);
+    float *ref = kiln_test_alloc(M * N, sizeof *ref);
+    void *da = kiln_test_input(&run, a, M * K * sizeof *a);
+    void *db = kiln_test_input(&run, b, K * N * sizeof *b);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K, one = 1;
+    int32_t scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &k32, &one, &n32, &one, &scm32, &one};
+    size_t programs = kiln_test_cdiv(M, (size_t)cfgs[ci].bm) * kiln_test_cdiv(N, (size_t)cfgs[ci].bn);
+    kiln_test_launch(&run, run.fn, programs, 1, args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    float *got = gather_f16(c, M, N, scm);
+    kiln_ref_matmul_f16(a, K, 1, b, N, 1, ref, M, N, K);
+    for (size_t i = 0; i < M * N; i++) ref[i] = ref[i] >= 0.0f ? ref[i] : 0.01f * ref[i];
+    /* as matmul_f16: f16 rounding of the result and f32 sums in another order */
+    check_close(&run, "c", got, ref, M * N, 1.0, 2e-3);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(ref), free(got);
+  }
+  return all_ok;
+}
+
+/* ---- transpose ---------------------------------------------------------------------------- */
+
+static bool test_transpose(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, block;
+  } cfgs[] = {{100, 70, 32}, {64, 64, 64}, {1, 33, 16}, {130, 5, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t xs = cols + 3, os = rows + 5, total = cols * os + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "transpose", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 690 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * xs, -10.0f, 10.0f);
+    poison_row_gaps(x, rows, cols, xs);
+    float *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(cols * os, sizeof *ref);
+    void *dx = kiln_test_input(&run, x, rows * xs * sizeof *x);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols, xs32 = (int32_t)xs, os32 = (int32_t)os;
+    void *args[] = {&dx, &dout, &r32, &c32, &xs32, &os32};
+    size_t bl = (size_t)cfgs[ci].block;
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, bl), kiln_test_cdiv(cols, bl), args);
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
+
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, cols, rows, os);
+    kiln_ref_transpose(x, xs, ref, os, rows, cols);
+    float *got = gather_f32(out, cols, rows, os), *want = gather_f32(ref, cols, rows, os);
+    check_close(&run, "out", got, want, rows * cols, 1.0, 0.0); /* a copy: exact */
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(ref), free(got), free(want);
+  }
+  return all_ok;
+}
+
 /* ---- dropout_rand ------------------------------------------------------------------------- */
 
 static bool test_dropout_rand(KilnRtDevice *dev) {
@@ -1692,6 +1824,9 @@ static const struct {
     {"softmax_rows", test_softmax_rows},   {"layernorm_fwd", test_layernorm_fwd},
     {"matmul_f16", test_matmul_f16},       {"argmax_rows", test_argmax_rows},
     {"dropout_rand", test_dropout_rand},   {"atomic_accum", test_atomic_accum},
+    {"flash_attention", test_flash_attention},
+    {"matmul_grouped", test_matmul_grouped},
+    {"transpose", test_transpose},
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
     {"accum_loop", test_accum_loop},

@@ -200,6 +200,38 @@ void kiln_ref_argmax_rows(const float *x, size_t stride, int32_t *out, size_t ro
   }
 }
 
+void kiln_ref_flash_attention(const uint16_t *q, const uint16_t *k, const uint16_t *v, float *o,
+                              size_t bh, size_t S, size_t D, float scale) {
+  double *w = malloc(S * sizeof *w);
+  if (!w) abort();
+  for (size_t h = 0; h < bh; h++) {
+    const uint16_t *qh = q + h * S * D, *kh = k + h * S * D, *vh = v + h * S * D;
+    for (size_t i = 0; i < S; i++) {
+      double m = -INFINITY, l = 0.0;
+      for (size_t j = 0; j <= i; j++) {
+        double s = 0.0;
+        for (size_t d = 0; d < D; d++)
+          s += (double)kiln_ref_f16_to_f32(qh[i * D + d]) * kiln_ref_f16_to_f32(kh[j * D + d]);
+        w[j] = s * scale;
+        if (w[j] > m) m = w[j];
+      }
+      for (size_t j = 0; j <= i; j++) l += w[j] = exp(w[j] - m);
+      for (size_t d = 0; d < D; d++) {
+        double acc = 0.0;
+        for (size_t j = 0; j <= i; j++) acc += w[j] * kiln_ref_f16_to_f32(vh[j * D + d]);
+        o[(h * S + i) * D + d] = (float)(acc / l);
+      }
+    }
+  }
+  free(w);
+}
+
+void kiln_ref_transpose(const float *x, size_t x_stride, float *out, size_t out_stride,
+                        size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < cols; c++) out[c * out_stride + r] = x[r * x_stride + c];
+}
+
 void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int32_t seed) {
   float keep = 1.0f - p;
   for (size_t i = 0; i < n; i++) {

@@ -104,6 +104,16 @@ void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16
 /* Index of the largest element of each row, the first one on ties (NaN-free inputs). */
 void kiln_ref_argmax_rows(const float *x, size_t stride, int32_t *out, size_t rows, size_t cols);
 
+/* Causal attention per head of [BH, S, D] f16 inputs: o[h][i] = sum over j <= i of
+ * softmax_j(scale q_i . k_j) v_j, in double from the f16 values, stored as f32 (not rounded to
+ * f16: the tolerance covers that and the f16 rounding of P). */
+void kiln_ref_flash_attention(const uint16_t *q, const uint16_t *k, const uint16_t *v, float *o,
+                              size_t bh, size_t S, size_t D, float scale);
+
+/* out[c * out_stride + r] = x[r * x_stride + c] for r < rows, c < cols. */
+void kiln_ref_transpose(const float *x, size_t x_stride, float *out, size_t out_stride,
+                        size_t rows, size_t cols);
+
 /* r[i] = rand(seed, i); y[i] = r[i] > p ? x[i] / (1 - p) : 0, in f32. */
 void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int32_t seed);
 

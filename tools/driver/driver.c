@@ -154,6 +154,7 @@ typedef struct Job {
   KilnMlirContext *kctx;
   MlirModule module;
   char *text;
+  KilnTimes *times; /* o->times: NULL unless the caller times the steps */
 } Job;
 
 static void job_free(Job *j) {
@@ -187,12 +188,14 @@ static KilnDriverStatus open_source(Job *j) {
     }
     src = j->text;
   }
+  kiln_times_mark(j->times, "read");
   j->c = kiln_frontend_create(path, src, len);
   if (!j->c) {
     fprintf(j->diag, "kiln: error: out of memory\n");
     return KILN_DRIVER_FAILURE;
   }
   if (!kiln_frontend_parse(j->c)) return user_error(j);
+  kiln_times_mark(j->times, "parse");
   return KILN_DRIVER_OK;
 }
 
@@ -213,6 +216,7 @@ static KilnDriverStatus emit_llvm_ir(Job *j, KilnBuffer *out) {
   char *ir = NULL;
   size_t len = 0;
   KilnMlirStatus st = kiln_mlir_translate_to_llvm_ir(j->module, &ir, &len);
+  kiln_times_mark(j->times, "llvm-translate");
   fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK) {
     kiln_diag_render(j->c, j->diag);
@@ -234,6 +238,7 @@ static KilnDriverStatus emit_host_object(Job *j, KilnBuffer *out) {
     return KILN_DRIVER_USER_ERROR;
   }
   KilnMlirStatus st = kiln_mlir_emit_host_object(j->module, 2, llvm_cpu, &obj, &len);
+  kiln_times_mark(j->times, "host-codegen");
   fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK) {
     kiln_diag_render(j->c, j->diag);
@@ -258,7 +263,8 @@ static KilnDriverStatus emit_ptx_or_cubin(Job *j, const char *arch, KilnEmit emi
                                           KilnBuffer *out) {
   char *ptx = NULL;
   size_t ptx_len = 0;
-  KilnMlirStatus st = kiln_gpu_emit_ptx(j->module, arch, &ptx, &ptx_len);
+  KilnStepHook hook = {kiln_times_hook, j->times};
+  KilnMlirStatus st = kiln_gpu_emit_ptx_steps(j->module, arch, j->times ? &hook : NULL, &ptx, &ptx_len);
   fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK) {
     kiln_diag_render(j->c, j->diag);
@@ -271,6 +277,7 @@ static KilnDriverStatus emit_ptx_or_cubin(Job *j, const char *arch, KilnEmit emi
   KilnGpuPtxasInfo info;
   char *log = NULL;
   st = kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, arch, &cubin, &cubin_len, &info, &log);
+  kiln_times_mark(j->times, "ptxas");
   free(ptx);
   if (st != KILN_MLIR_OK) {
     fprintf(j->diag, "kiln: error: ptxas failed for %s%s%s\n", arch, log ? ":\n" : "",
@@ -374,6 +381,7 @@ static KilnMlirStatus run_emu_pipeline(Job *j, const KilnPipelineOptions *po) {
   if (st != KILN_MLIR_OK) return st;
   if (fold_mlir_diags(j->kctx, j->c, j->diag) > 0) return KILN_MLIR_ERR_PASS;
   record_emu_registers(j->module);
+  kiln_times_mark(j->times, "emu-registers");
   kiln_mlir_diag_clear(j->kctx);
   half.start_after = half.stop_after;
   half.stop_after = NULL;
@@ -389,6 +397,7 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
     fprintf(j->diag, "kiln: error: cannot create the MLIR context (dialect failed to load)\n");
     return KILN_DRIVER_FAILURE;
   }
+  kiln_times_mark(j->times, "mlir-context");
   MlirContext ctx = kiln_mlir_context_get(j->kctx);
   j->module = mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx));
   if (!kiln_mlirgen_kernel(j->c, k, j->kctx, j->module)) {
@@ -396,13 +405,15 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
     return user_error(j);
   }
   if (!specialize_params(j, k)) return KILN_DRIVER_USER_ERROR;
+  kiln_times_mark(j->times, "mlirgen");
 
   KilnPipelineOptions po = {.stage = {.num_warps = o->num_warps, .num_stages = o->num_stages,
                                       .smem_limit = kiln_gpu_smem_limit(kiln_target_name(o->target)),
                                       .index_bits = o->index_bits},
                             .dump_after = o->dump_after,
                             .dump_file = j->diag,
-                            .stop_after = last_stage(emit)};
+                            .stop_after = last_stage(emit),
+                            .step_done = {j->times ? kiln_times_hook : NULL, j->times}};
   KilnMlirStatus st = o->target == KILN_TARGET_EMU ? run_emu_pipeline(j, &po)
                                                    : kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
   size_t located = located_errors(j->kctx);
@@ -422,7 +433,11 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
   switch (emit) {
   case KILN_EMIT_MLIR:
   case KILN_EMIT_GPU_MLIR:
-  case KILN_EMIT_LOWERED_MLIR: return capture_text(print_module, &j->module, out);
+  case KILN_EMIT_LOWERED_MLIR: {
+    KilnDriverStatus ps = capture_text(print_module, &j->module, out);
+    kiln_times_mark(j->times, "print-mlir");
+    return ps;
+  }
   case KILN_EMIT_LLVM: return emit_llvm_ir(j, out);
   case KILN_EMIT_OBJ: return emit_host_object(j, out);
   default: return emit_ptx_or_cubin(j, kiln_target_name(o->target), emit, out);
@@ -434,7 +449,8 @@ KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *o, KilnEmit emit,
       (unsigned)o->target >= KILN_TARGET_COUNT)
     return KILN_DRIVER_FAILURE;
   *out = (KilnBuffer){0};
-  Job j = {.o = o, .diag = o->diag ? o->diag : stderr};
+  Job j = {.o = o, .diag = o->diag ? o->diag : stderr, .times = o->times};
+  if (j.times && !j.times->started) kiln_times_start(j.times);
   KilnDriverStatus st = open_source(&j);
   if (st != KILN_DRIVER_OK) {
     job_free(&j);
@@ -455,11 +471,15 @@ KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *o, KilnEmit emit,
   if (!kiln_sema_check_kernel(j.c, o->kernel, bindings, nb, &k)) {
     st = user_error(&j);
   } else if (emit == KILN_EMIT_AST) {
+    kiln_times_mark(j.times, "sema");
     st = capture_text(print_ast, k, out);
+    kiln_times_mark(j.times, "print-ast");
   } else {
+    kiln_times_mark(j.times, "sema");
     st = lower(&j, k, emit, out);
   }
   job_free(&j);
+  kiln_times_mark(j.times, "cleanup");
   return st;
 }
 

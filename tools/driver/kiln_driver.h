@@ -45,6 +45,37 @@ typedef struct KilnDefine {
 
 /* KilnGpuUsage (what ptxas -v reported for a cubin): kiln_base.h. */
 
+/* The time each step of a compilation took (kiln compile --time-passes; times.c): read, parse,
+ * sema, mlir-context, mlirgen, every pipeline stage by its name, then the code generation steps
+ * (llvm-translate, llvm-opt, nvptx-codegen, ptxas; host-codegen for cpu/emu objects).  Each step
+ * is the time from the end of the one before to its own end, so the steps add up to the whole.
+ * Zero-initialize; kiln_times_free releases it. */
+typedef struct KilnStepTime {
+  const char *name; /* static storage */
+  double wall_s, cpu_s; /* cpu: user + system, this process and the children it waited for */
+} KilnStepTime;
+
+typedef struct KilnTimes {
+  KilnStepTime *steps; /* owned */
+  size_t n, cap;
+  double last_wall, last_cpu;
+  bool started;
+  bool incomplete; /* a step could not be recorded (out of memory); the report says so */
+} KilnTimes;
+
+/* Starts the clock; the first kiln_times_mark does so too when this was not called. */
+void kiln_times_start(KilnTimes *t);
+/* Records `step` (static storage) as the time since the last mark or start. t may be NULL. */
+void kiln_times_mark(KilnTimes *t, const char *step);
+/* kiln_times_mark as a KilnStepHook's `done` (user: the KilnTimes). */
+void kiln_times_hook(void *times, const char *step);
+void kiln_times_free(KilnTimes *t);
+/* A table (step, wall ms, cpu ms, share of the wall total, then the totals), or one JSON object
+ * {"title", "steps": [{"step", "wall_ms", "cpu_ms"}...], "total_wall_ms", "total_cpu_ms",
+ * "complete"}.  `title` names what was compiled. */
+void kiln_times_print(const KilnTimes *t, const char *title, FILE *f);
+void kiln_times_print_json(const KilnTimes *t, const char *title, FILE *f);
+
 typedef struct KilnCompileOptions {
   const char *path;         /* source file path, used in diagnostics and locations */
   const char *source;       /* source text; NULL: read `path` */
@@ -75,6 +106,7 @@ typedef struct KilnCompileOptions {
   const char *dump_after;   /* NULL, a pipeline stage name, or "all" */
   FILE *diag;               /* where diagnostics and dumps go; NULL: stderr */
   KilnGpuUsage *gpu_usage;  /* out, optional: filled when a cubin is emitted */
+  KilnTimes *times;         /* out, optional: each step's time appended (started here if not) */
 } KilnCompileOptions;
 
 typedef struct KilnBuffer {

@@ -29,7 +29,7 @@ extern "C" {
 #define KILN_RT_VERSION_MINOR 1
 #define KILN_RT_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH: what kiln_rt_version() returns for this header. */
-#define KILN_RT_VERSION \
+#define KILN_RT_VERSION                                                                            \
   (KILN_RT_VERSION_MAJOR * 10000 + KILN_RT_VERSION_MINOR * 100 + KILN_RT_VERSION_PATCH)
 
 /* The version of the library actually loaded, encoded like KILN_RT_VERSION; compare the major
@@ -44,11 +44,11 @@ typedef enum KilnRtStatus {
   KILN_RT_ERROR_NO_DEVICE,        /* the device kind or ordinal is not present here */
   KILN_RT_ERROR_UNSUPPORTED,      /* the device cannot do this (yet) */
   KILN_RT_ERROR_OUT_OF_MEMORY,
-  KILN_RT_ERROR_IO,               /* temp files, reading/writing */
-  KILN_RT_ERROR_LOAD,             /* a module image could not be linked or loaded */
-  KILN_RT_ERROR_NOT_FOUND,        /* no kernel of that name in the module */
-  KILN_RT_ERROR_LAUNCH,           /* the launch was rejected or failed */
-  KILN_RT_ERROR_DRIVER,           /* any other failure reported by the device driver */
+  KILN_RT_ERROR_IO,        /* temp files, reading/writing */
+  KILN_RT_ERROR_LOAD,      /* a module image could not be linked or loaded */
+  KILN_RT_ERROR_NOT_FOUND, /* no kernel of that name in the module */
+  KILN_RT_ERROR_LAUNCH,    /* the launch was rejected or failed */
+  KILN_RT_ERROR_DRIVER,    /* any other failure reported by the device driver */
   KILN_RT_ERROR_TIMEOUT,
   KILN_RT_STATUS_COUNT
 } KilnRtStatus;
@@ -65,7 +65,8 @@ const char *kiln_rt_last_error(void);
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-KilnRtStatus kiln_rt_set_error(KilnRtStatus status, const char *fmt, ...);
+KilnRtStatus
+kiln_rt_set_error(KilnRtStatus status, const char *fmt, ...);
 
 typedef struct KilnRtDevice KilnRtDevice;
 typedef struct KilnRtModule KilnRtModule;
@@ -244,11 +245,11 @@ KilnRtStatus kiln_rt_function_set_arg_sizes(KilnRtFunction *fn, const size_t *si
 #define KILN_RT_GPU_MAX_GRID_YZ 65535u
 /* A GPU's register file (32-bit registers per SM, which one block may fill) and the most one
  * thread may have, from sm_50 to sm_90. */
-#define KILN_RT_GPU_REGISTER_FILE 65536u
+#define KILN_RT_GPU_REGISTER_FILE            65536u
 #define KILN_RT_GPU_MAX_REGISTERS_PER_THREAD 255u
 
 typedef struct KilnRtLaunchConfig {
-  uint32_t grid[3];      /* programs along x, y, z; each >= 1 */
+  uint32_t grid[3];       /* programs along x, y, z; each >= 1 */
   uint32_t block_threads; /* threads per program on GPUs (32 * num_warps); ignored on cpu */
   uint32_t shared_bytes;  /* dynamic shared memory per program on GPUs; ignored on cpu */
 } KilnRtLaunchConfig;

@@ -10,3 +10,5 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = lit_config.params.get("exec_root", config.test_source_root)
 config.substitutions.append(("%kiln-opt", lit_config.params["kiln_opt"]))
 config.substitutions.append(("FileCheck", lit_config.params["filecheck"]))
+# `not` (an LLVM tool, next to FileCheck) inverts the exit code of the error tests.
+config.substitutions.append(("%not", os.path.join(os.path.dirname(lit_config.params["filecheck"]), "not")))

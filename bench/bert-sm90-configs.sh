@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# bert-sm90-configs.sh - sourced, not run: the BERT kernels (kernels-bert/) at the configuration
+# an untuned BERT library runs them with on sm_90, and the work of one call at BERT-large shapes.
+# One list for the benchmarks that walk every BERT kernel (static-report.sh, compile-time.sh).
+#
+# That configuration is the tune block's first preset (the gemm's tensor_cores, min_blocks = 2;
+# the memory-bound kernels' 1024 elements over 4 warps), else its first point, T=f16 where the
+# kernel has an element type, compiled with the promises the library's most specialized copy has
+# for the call (docs/library.md: integer arguments equal to 1 compiled in, multiples of 16
+# promised; the last column of each entry).
+#
+#   BERT-large: batch 8 x 512 tokens (NTOK = 4096), hidden 1024, 16 heads of 64, FFN 4096,
+#   335M parameters (the optimizer kernels), a 2-class head (xent).
+#
+# FLOPs and bytes are the minimum a call must do (each operand read once from HBM, each output
+# written once; atomics counted as a read and a write).
+# shellcheck disable=SC2034 # the variables are the sourcing script's
+
+B=8; S=512; HID=1024; HEADS=16; HD=64; FFN=4096; NTOK=$((B * S)); PARAMS=335000000
+BHSD=$((B * HEADS * S * HD))         # elements of one of q, k, v, o
+SQ=$((B * HEADS * S * S * HD))        # one S x S x D product over all heads
+
+# the promises of the gemm's FFN-up call y = x W^T (W read k-major): M, N, K, the row strides
+# multiples of 16, the unit strides compiled in
+gemm_fwd="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blocks=2 \
+--multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-of sam=16 --specialize sak=1 \
+--specialize sbk=1 --multiple-of sbn=16 --multiple-of scm=16 --specialize scn=1"
+wide="-D BLOCK=1024 -D num_warps=4"
+
+# name | file | defines | flops | bytes | tensor(1/0) | shape note | config and promises
+kernels=(
+  "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up: M=$NTOK N=$FFN K=$HID|$gemm_fwd"
+  "colsum_f32|gemm.kiln|T=f16|$((NTOK * FFN))|$((2 * NTOK * FFN + 4 * FFN))|0|rows=$NTOK cols=$FFN|"
+  "layernorm_fwd|layernorm.kiln|T=f16|$((10 * NTOK * HID))|$((8 * NTOK * HID + 8 * NTOK))|0|rows=$NTOK cols=$HID (x+res in, s and y out)|$wide --multiple-of cols=16"
+  "layernorm_bwd|layernorm.kiln|T=f16|$((12 * NTOK * HID))|$((6 * NTOK * HID + 8 * NTOK + 8 * 64 * HID))|0|rows=$NTOK cols=$HID, 64 partial rows|$wide --multiple-of rows=16 --multiple-of cols=16"
+  "layernorm_bwd_reduce|layernorm.kiln||$((2 * 64 * HID))|$((2 * 4 * 64 * HID + 8 * HID))|0|parts=64 cols=$HID|"
+  "embedding_fwd|embedding.kiln|T=f16|$((2 * NTOK * HID))|$((8 * NTOK * HID + 8 * NTOK))|0|ntok=$NTOK hidden=$HID|"
+  "embedding_bwd|embedding.kiln|T=f16|$((3 * NTOK * HID))|$((2 * NTOK * HID + 24 * NTOK * HID + 8 * NTOK))|0|ntok=$NTOK hidden=$HID (3 f32 atomics per element)|"
+  "xent_fwd|xent.kiln|T=f16|$((8 * B * 2))|$((2 * B * 2 + 12 * B))|0|rows=$B classes=2|"
+  "xent_bwd|xent.kiln|T=f16|$((8 * B * 2))|$((4 * B * 2 + 12 * B))|0|rows=$B classes=2|"
+  "bias_gelu_fwd|gelu.kiln|T=f16|$((20 * NTOK * FFN))|$((4 * NTOK * FFN + 2 * FFN))|0|rows=$NTOK cols=$FFN|-D BLOCK_R=1 -D BLOCK_C=1024 -D num_warps=4 --multiple-of rows=16 --multiple-of cols=16"
+  "bias_gelu_bwd|gelu.kiln|T=f16|$((30 * NTOK * FFN))|$((6 * NTOK * FFN + 2 * FFN))|0|rows=$NTOK cols=$FFN|-D BLOCK_R=1 -D BLOCK_C=1024 -D num_warps=4 --multiple-of rows=16 --multiple-of cols=16"
+  "tanh_fwd|tanh.kiln|T=f16|$((4 * B * HID))|$((4 * B * HID))|0|n=$((B * HID)) (pooler)|"
+  "tanh_bwd|tanh.kiln|T=f16|$((3 * B * HID))|$((6 * B * HID))|0|n=$((B * HID)) (pooler)|"
+  "cast_to_f32|cast.kiln|T=f16|$PARAMS|$((6 * PARAMS))|0|n=$PARAMS|"
+  "cast_from_f32|cast.kiln|T=f16|$PARAMS|$((6 * PARAMS))|0|n=$PARAMS|"
+  "dropout_fwd|dropout.kiln|T=f16|$((20 * NTOK * HID))|$((4 * NTOK * HID))|0|n=$((NTOK * HID))|$wide --multiple-of n=16"
+  "dropout_bwd|dropout.kiln|T=f16|$((20 * NTOK * HID))|$((4 * NTOK * HID))|0|n=$((NTOK * HID))|$wide --multiple-of n=16"
+  "dropout_add_fwd|dropout.kiln|T=f16|$((21 * NTOK * HID))|$((6 * NTOK * HID))|0|n=$((NTOK * HID))|$wide --multiple-of n=16"
+  "adamw_step|adamw.kiln|WRITE_F16=1 TW=f16|$((15 * PARAMS))|$((30 * PARAMS))|0|n=$PARAMS, f16 copy written|$wide --multiple-of n=16"
+  "grad_sumsq|adamw.kiln||$((2 * PARAMS))|$((4 * PARAMS))|0|n=$PARAMS|"
+  "clip_grads|adamw.kiln||$PARAMS|$((8 * PARAMS))|0|n=$PARAMS|"
+  "check_overflow|adamw.kiln|T=f32|$PARAMS|$((4 * PARAMS))|0|n=$PARAMS (the f32 gradient buffer)|"
+  "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|"
+  "attn_bwd_delta|attention.kiln|T=f16 D=$HD|$((2 * BHSD))|$((2 * 2 * BHSD + 4 * B * HEADS * S))|0|B=$B H=$HEADS S=$S D=$HD|"
+  "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|"
+  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|"
+)

@@ -1,0 +1,412 @@
+/* pipeline_pass.c - kiln-gpu-pipeline: software pipelining as an IR rewrite.  The loads that
+ * feed a tensor-core dot inside a loop become copies issued num_stages - 1 iterations ahead
+ * (kiln.async_copy) into a ring of shared buffers (kiln.local_alloc), and their operand converts
+ * become reads of the ring (kiln.local_load).
+ *
+ * Why as IR: the ring, the copies and the waits are then visible in --dump-after and to lit
+ * tests, an allocator (smem_alloc.c) can place the buffers with liveness, and the SIMT lowering
+ * lowers each op by itself (lower_local.c) instead of being steered by the pipeliner while it
+ * lowers a loop.  Runs after kiln-gpu-convert-cse (it needs the layouts: the dot_op converts
+ * and the vector widths of the blocked loads), before convert-kiln-gpu-to-llvm.
+ *
+ * What qualifies (the same rules as before the pass existed).  A kiln.load directly in an
+ * scf.for body whose only user is a convert_layout to a dot_op layout in the same block (the
+ * tile goes to shared memory anyway), or whose only user is a kiln.trans whose only user is
+ * such a convert (K of S = Q K^T: the tile is staged as it is and local_load {transpose} reads
+ * the operand as its transpose, as the operand staging of lower_dot.c does), of f16/bf16, 2-D,
+ * whose vector width is 2, 4 or 8
+ * elements (cp.async's 4, 8, 16 bytes).  A tile contiguous along its last dim is staged as it
+ * is; one contiguous along dim 0 (a column-major operand) is staged transposed (the buffer's
+ * encoding has order [0, 1]), so its copies stay 16-byte vectors.  Its pointer, mask and
+ * `other` must be computable for a future iteration: their definitions inside the body form a
+ * slice of pure ops (arith, splat, broadcast, expand_dims, addptr, range) over the induction
+ * variable and values from outside the loop; the slice is cloned with the induction variable
+ * replaced.  Loops that store or update memory are left alone (a prefetch could read what an
+ * earlier iteration has yet to write).  At most 4 loads a loop; the induction variable is i32.
+ *
+ * The schedule, with S = kiln.num_stages, D = S - 1 and slot b(i) = i mod S for iteration i:
+ *   before:  one local_alloc per load (S slots), a barrier (warps may still read the arena for
+ *            an op before the loop), then for s < D: if iteration s exists (lb + s step < ub),
+ *            copy its tiles into slot s; commit a group
+ *   body i:  b(i) computed at the top; at the first pipelined convert: async_wait {pending =
+ *            D - 1} (iteration i's group is complete), barrier (every thread is past iteration
+ *            i - 1, so slot b(i + D) = b(i - 1) is free), the copies of iteration i + D into
+ *            that slot if it exists, commit (an empty group otherwise: the counting stays
+ *            uniform); each pipelined convert becomes local_load of slot b(i)
+ *   after:   async_wait {pending = 0} and a barrier before the arena is used again. */
+#include "gpu_internal.h"
+
+#include <string.h>
+
+#define PIPE_MAX_LOADS 4
+#define PIPE_MAX_SLICE 256
+
+typedef struct PipeLoad {
+  MlirOperation load, cvt;
+  MlirOperation view; /* a kiln.trans between the load and the convert, or null */
+  bool trans; /* contiguous along dim 0: staged transposed */
+  int vec;    /* elements per cp.async */
+  MlirValue buf;
+} PipeLoad;
+
+typedef struct Plan {
+  MlirOperation loop;
+  MlirBlock body;
+  int stages;
+  PipeLoad loads[PIPE_MAX_LOADS];
+  int n;
+  MlirOperation slice[PIPE_MAX_SLICE]; /* body ops to clone for a future iteration, in order */
+  int nslice;
+} Plan;
+
+/* ---------------------------------------------------------------- what qualifies */
+
+static bool in_block(MlirOperation op, MlirBlock b) {
+  return mlirBlockEqual(mlirOperationGetBlock(op), b);
+}
+
+static bool slice_has(const Plan *p, MlirOperation op) {
+  for (int i = 0; i < p->nslice; i++)
+    if (mlirOperationEqual(p->slice[i], op))
+      return true;
+  return false;
+}
+
+static bool pure_slice_op(MlirOperation op) {
+  if (mlirOperationGetNumRegions(op) != 0 || mlirOperationGetNumResults(op) != 1)
+    return false;
+  switch (kiln_ir_op_id(op)) {
+  case KILN_OP_SPLAT:
+  case KILN_OP_BROADCAST:
+  case KILN_OP_EXPAND_DIMS:
+  case KILN_OP_ADDPTR:
+  case KILN_OP_RANGE: return true;
+  default: break;
+  }
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  return name.length > 6 && memcmp(name.data, "arith.", 6) == 0;
+}
+
+/* Adds the body ops v depends on to p's slice (unordered for now); false when v depends on
+ * something a future iteration cannot recompute. */
+static bool collect_slice(Plan *p, MlirValue v, int depth) {
+  if (depth > 64)
+    return false;
+  if (mlirValueIsABlockArgument(v)) {
+    if (!mlirBlockEqual(mlirBlockArgumentGetOwner(v), p->body))
+      return true; /* from outside the loop */
+    return mlirBlockArgumentGetArgNumber(v) == 0; /* the iv; iter args are not known ahead */
+  }
+  MlirOperation def = mlirOpResultGetOwner(v);
+  if (!in_block(def, p->body))
+    return true; /* defined outside the loop, or nested in the body (not visible here) */
+  if (slice_has(p, def))
+    return true;
+  if (!pure_slice_op(def) || p->nslice == PIPE_MAX_SLICE)
+    return false;
+  p->slice[p->nslice++] = def;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(def); i++)
+    if (!collect_slice(p, mlirOperationGetOperand(def, i), depth + 1))
+      return false;
+  return true;
+}
+
+static bool writes_memory(MlirOperation op) {
+  KilnOpId id = kiln_ir_op_id(op);
+  if (id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS)
+    return true;
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
+    for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
+         b = mlirBlockGetNextInRegion(b))
+      for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
+           o = mlirOperationGetNextInBlock(o))
+        if (writes_memory(o))
+          return true;
+  return false;
+}
+
+/* The only user of v when it is in `body`, else null. */
+static MlirOperation only_user(MlirValue v, MlirBlock body) {
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)) ||
+      !in_block(mlirOpOperandGetOwner(u), body))
+    return (MlirOperation){NULL};
+  return mlirOpOperandGetOwner(u);
+}
+
+/* The convert to a dot_op layout that is the load's only user, or null.  With `view`, also
+ * one behind a kiln.trans that is the load's only user and whose only user it is (K in
+ * S = Q K^T): *view gets the trans. */
+static MlirOperation dot_operand_user(MlirOperation load, MlirBlock body, MlirOperation *view) {
+  *view = (MlirOperation){NULL};
+  MlirOperation user = only_user(mlirOperationGetResult(load, 0), body);
+  if (!mlirOperationIsNull(user) && kiln_ir_op_id(user) == KILN_OP_TRANS) {
+    *view = user;
+    user = only_user(mlirOperationGetResult(user, 0), body);
+  }
+  if (mlirOperationIsNull(user) || kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT ||
+      kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0))).kind !=
+          KILN_GPU_LAYOUT_DOT_OP)
+    return (MlirOperation){NULL};
+  return user;
+}
+
+static KilnGpuOwn own_of(MlirType t) {
+  KilnGpuLayout l = kiln_gpu_layout_of_type(t);
+  int rank = kiln_ir_rank(t);
+  int64_t shape[KILN_GPU_MAX_RANK] = {0};
+  for (int i = 0; i < rank && i < KILN_GPU_MAX_RANK; i++)
+    shape[i] = kiln_ir_dim(t, i);
+  KilnGpuOwn o;
+  kiln_gpu_own(&l, rank, shape, &o);
+  return o;
+}
+
+/* Whether load qualifies; fills *pl and grows p's slice. */
+static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, PipeLoad *pl) {
+  MlirOperation view;
+  MlirOperation cvt = dot_operand_user(load, p->body, &view);
+  if (mlirOperationIsNull(cvt))
+    return false;
+  MlirType rt = mlirValueGetType(mlirOperationGetResult(load, 0));
+  MlirType et = kiln_ir_elem_type(rt);
+  if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et)))
+    return false;
+  KilnGpuOwn own = own_of(rt);
+  bool trans = own.order[0] == 0;
+  int64_t contiguous_extent = kiln_ir_dim(rt, trans ? 0 : 1);
+  if (contiguous_extent < 8 || (trans && kiln_ir_dim(rt, 1) < 8))
+    return false; /* a staged row must hold whole 16-byte chunks (the swizzle's unit) */
+  if (trans && !mlirOperationIsNull(view))
+    return false; /* the transpose of a column-major tile: not yet */
+  int vec = kiln_gpu_access_vec(axis, mlirOperationGetOperand(load, 0), &own);
+  if (vec < 2 || vec > 8)
+    return false;
+  int keep = p->nslice;
+  for (intptr_t i = 0; i < 3; i++)
+    if (!collect_slice(p, mlirOperationGetOperand(load, i), 0)) {
+      p->nslice = keep;
+      return false;
+    }
+  *pl = (PipeLoad){.load = load, .cvt = cvt, .view = view, .trans = trans, .vec = vec};
+  return true;
+}
+
+/* The slice in the body's order, so each clone comes after its operands' clones. */
+static void order_slice(Plan *p) {
+  MlirOperation sorted[PIPE_MAX_SLICE];
+  int n = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o))
+    if (slice_has(p, o))
+      sorted[n++] = o;
+  memcpy(p->slice, sorted, (size_t)n * sizeof *sorted);
+  p->nslice = n;
+}
+
+static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages, Plan *p) {
+  memset(p, 0, sizeof *p);
+  if (stages < 2 || writes_memory(loop))
+    return false;
+  p->loop = loop;
+  p->body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
+  p->stages = stages;
+  MlirType ivt = mlirValueGetType(mlirBlockGetArgument(p->body, 0));
+  if (!mlirTypeIsAInteger(ivt) || mlirIntegerTypeGetWidth(ivt) != 32)
+    return false; /* the schedule's arithmetic is in i32 */
+  for (MlirOperation o = mlirBlockGetFirstOperation(p->body);
+       !mlirOperationIsNull(o) && p->n < PIPE_MAX_LOADS; o = mlirOperationGetNextInBlock(o)) {
+    PipeLoad pl;
+    if (kiln_ir_op_id(o) == KILN_OP_LOAD && plan_load(axis, p, o, &pl))
+      p->loads[p->n++] = pl;
+  }
+  if (p->n == 0)
+    return false;
+  order_slice(p);
+  return true;
+}
+
+/* ---------------------------------------------------------------- the rewrite */
+
+typedef struct Rw {
+  MlirContext ctx;
+  MlirLocation loc; /* the loop's: every op the schedule adds */
+  MlirType i32;
+  KilnIRBuilder b;
+  MlirValue lo, hi, st, iv; /* the loop's bounds and induction variable */
+} Rw;
+
+static MlirValue cst(Rw *w, int64_t v) { return kiln_ir_build_const_int(&w->b, w->loc, w->i32, v); }
+
+static MlirValue bin(Rw *w, const char *name, MlirValue x, MlirValue y) {
+  MlirValue o[2] = {x, y};
+  return kiln_ir_build_elementwise(&w->b, w->loc, name, o, 2, w->i32);
+}
+
+static void bare_op(Rw *w, const char *name, const MlirNamedAttribute *a, size_t na) {
+  kiln_ir_make(&w->b, w->loc, name, NULL, 0, NULL, 0, a, na);
+}
+
+static void async_wait(Rw *w, int pending) {
+  MlirNamedAttribute a = kiln_ir_named(w->ctx, "pending", kiln_ir_attr_i32(w->ctx, pending));
+  bare_op(w, KILN_OP_NAME_ASYNC_WAIT, &a, 1);
+}
+
+static MlirValue mapped(KilnPtrMap *m, MlirValue v) {
+  void *n = kiln_ptr_map_get(m, v.ptr);
+  return n ? (MlirValue){n} : v;
+}
+
+/* If iteration `iv` exists, the slice cloned for it and the copies of every pipelined tile into
+ * `slot`, under one scf.if. */
+static void prefetch(Rw *w, const Plan *p, MlirValue iv, MlirValue slot) {
+  MlirValue exists = kiln_ir_build_cmpi(&w->b, w->loc, "slt", iv, w->hi);
+  KilnIRIf f = kiln_ir_build_if(&w->b, w->loc, exists, NULL, 0);
+  KilnIRBuilder saved = w->b;
+  kiln_ir_builder_set_end(&w->b, f.then_block);
+  KilnPtrMap map = {0};
+  kiln_ptr_map_put(&map, w->iv.ptr, (void *)iv.ptr);
+  for (int i = 0; i < p->nslice; i++) {
+    MlirOperation c = mlirOperationClone(p->slice[i]);
+    for (intptr_t k = 0; k < mlirOperationGetNumOperands(c); k++)
+      mlirOperationSetOperand(c, k, mapped(&map, mlirOperationGetOperand(c, k)));
+    kiln_ir_builder_insert(&w->b, c);
+    kiln_ptr_map_put(&map, mlirOperationGetResult(p->slice[i], 0).ptr,
+                     (void *)mlirOperationGetResult(c, 0).ptr);
+  }
+  for (int i = 0; i < p->n; i++) {
+    const PipeLoad *pl = &p->loads[i];
+    MlirValue ops[5] = {pl->buf, slot, mapped(&map, mlirOperationGetOperand(pl->load, 0)),
+                        mapped(&map, mlirOperationGetOperand(pl->load, 1)),
+                        mapped(&map, mlirOperationGetOperand(pl->load, 2))};
+    MlirNamedAttribute a = kiln_ir_named(w->ctx, "vec", kiln_ir_attr_i32(w->ctx, pl->vec));
+    kiln_ir_make(&w->b, w->loc, KILN_OP_NAME_ASYNC_COPY, ops, 5, NULL, 0, &a, 1);
+  }
+  kiln_ptr_map_free(&map);
+  kiln_ir_build_yield(&w->b, w->loc, NULL, 0);
+  kiln_ir_builder_set_end(&w->b, f.else_block);
+  kiln_ir_build_yield(&w->b, w->loc, NULL, 0);
+  w->b = saved;
+}
+
+/* Before the loop: the ring, a barrier, the copies of iterations 0 .. D - 1. */
+static void prologue(Rw *w, Plan *p) {
+  kiln_ir_builder_set_before(&w->b, p->loop);
+  for (int i = 0; i < p->n; i++) {
+    PipeLoad *pl = &p->loads[i];
+    MlirType rt = mlirValueGetType(mlirOperationGetResult(pl->load, 0));
+    MlirType bt = kiln_gpu_buffer_type(w->ctx, p->stages, kiln_ir_dim(rt, 0), kiln_ir_dim(rt, 1),
+                                       kiln_ir_elem_type(rt), pl->trans);
+    pl->buf = kiln_ir_make1(&w->b, w->loc, KILN_OP_NAME_LOCAL_ALLOC, NULL, 0, bt, NULL, 0);
+  }
+  bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);
+  for (int s = 0; s < p->stages - 1; s++) {
+    MlirValue iv = s ? bin(w, "arith.addi", w->lo, bin(w, "arith.muli", w->st, cst(w, s))) : w->lo;
+    prefetch(w, p, iv, cst(w, s));
+    bare_op(w, KILN_OP_NAME_ASYNC_COMMIT, NULL, 0);
+  }
+}
+
+static MlirOperation first_convert(const Plan *p) {
+  for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o))
+    for (int i = 0; i < p->n; i++)
+      if (mlirOperationEqual(o, p->loads[i].cvt))
+        return o;
+  return (MlirOperation){NULL};
+}
+
+static bool unused(MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
+    if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, i))))
+      return false;
+  return true;
+}
+
+/* The body: slot b(i) at the top, the wait / barrier / copies of i + D / commit before the
+ * first pipelined convert, each convert read from slot b(i); the loads and the slice ops only
+ * they used are erased. */
+static void body(Rw *w, Plan *p) {
+  int d = p->stages - 1;
+  kiln_ir_builder_set_before(&w->b, mlirBlockGetFirstOperation(p->body));
+  MlirValue it = bin(w, "arith.divsi", bin(w, "arith.subi", w->iv, w->lo), w->st);
+  MlirValue cur = bin(w, "arith.remsi", it, cst(w, p->stages));
+  kiln_ir_builder_set_before(&w->b, first_convert(p));
+  async_wait(w, d - 1);
+  bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);
+  MlirValue ahead = bin(w, "arith.addi", w->iv, bin(w, "arith.muli", w->st, cst(w, d)));
+  MlirValue slot = bin(w, "arith.remsi", bin(w, "arith.addi", cur, cst(w, d)), cst(w, p->stages));
+  prefetch(w, p, ahead, slot);
+  bare_op(w, KILN_OP_NAME_ASYNC_COMMIT, NULL, 0);
+  for (int i = 0; i < p->n; i++) {
+    PipeLoad *pl = &p->loads[i];
+    MlirValue res = mlirOperationGetResult(pl->cvt, 0);
+    kiln_ir_builder_set_before(&w->b, pl->cvt);
+    MlirValue ops[2] = {pl->buf, cur};
+    /* Behind a kiln.trans the operand is the staged tile's transpose. */
+    MlirNamedAttribute tr = kiln_ir_named(w->ctx, "transpose", mlirUnitAttrGet(w->ctx));
+    bool view = !mlirOperationIsNull(pl->view);
+    MlirValue ll = kiln_ir_make1(&w->b, mlirOperationGetLocation(pl->cvt), KILN_OP_NAME_LOCAL_LOAD,
+                                 ops, 2, mlirValueGetType(res), &tr, view ? 1 : 0);
+    mlirValueReplaceAllUsesOfWith(res, ll);
+    mlirOperationDestroy(pl->cvt);
+    if (view)
+      mlirOperationDestroy(pl->view);
+    mlirOperationDestroy(pl->load);
+  }
+  for (int i = p->nslice - 1; i >= 0; i--)
+    if (unused(p->slice[i]))
+      mlirOperationDestroy(p->slice[i]);
+}
+
+static void epilogue(Rw *w, const Plan *p) {
+  kiln_ir_builder_set_before(&w->b, mlirOperationGetNextInBlock(p->loop));
+  async_wait(w, 0);
+  bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);
+}
+
+static void rewrite(MlirContext ctx, Plan *p) {
+  Rw w = {.ctx = ctx, .loc = mlirOperationGetLocation(p->loop), .i32 = mlirIntegerTypeGet(ctx, 32)};
+  kiln_ir_builder_init(&w.b, ctx, mlirOperationGetBlock(p->loop));
+  w.lo = mlirOperationGetOperand(p->loop, 0);
+  w.hi = mlirOperationGetOperand(p->loop, 1);
+  w.st = mlirOperationGetOperand(p->loop, 2);
+  w.iv = mlirBlockGetArgument(p->body, 0);
+  prologue(&w, p);
+  body(&w, p);
+  epilogue(&w, p);
+}
+
+/* ---------------------------------------------------------------- the pass */
+
+static MlirWalkResult collect_loops(MlirOperation op, void *u) {
+  if (kiln_ir_op_is(op, "scf.for"))
+    kiln_op_list_push(u, op);
+  return MlirWalkResultAdvance;
+}
+
+static void pipeline_kernel(MlirOperation func) {
+  int stages = (int)kiln_gpu_int_attr(func, "kiln.num_stages", 2);
+  KilnGpuAxisMap *axis = kiln_gpu_axis_analyze(func);
+  KilnOpList loops = {0};
+  /* Post-order: an inner loop is planned before the loop around it, whose plan only looks at
+   * ops directly in its own body. */
+  mlirOperationWalk(func, collect_loops, &loops, MlirWalkPostOrder);
+  Plan *p = malloc(sizeof *p);
+  KILN_ASSERT(p);
+  for (size_t i = 0; i < loops.n; i++)
+    if (plan_loop(axis, loops.ops[i], stages, p))
+      rewrite(mlirOperationGetContext(func), p);
+  free(p);
+  kiln_op_list_free(&loops);
+  kiln_gpu_axis_free(axis);
+}
+
+MlirLogicalResult kiln_gpu_pipeline_module(MlirOperation module, void *opts) {
+  (void)opts;
+  KilnOpList kernels = kiln_ir_kernels(module, "func.func", "kiln.kernel");
+  for (size_t i = 0; i < kernels.n; i++)
+    pipeline_kernel(kernels.ops[i]);
+  kiln_op_list_free(&kernels);
+  return mlirLogicalResultSuccess();
+}
