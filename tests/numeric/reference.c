@@ -681,7 +681,7 @@ void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, 
     }
     for (size_t i = 0; i < b; i++)
       for (size_t j = 0; j < a; j++)
-        outf[6 * plane + p * n + i * a + j] = 2.0f * blk[j * b + i];
+        outf[6 * plane + p * n + i * a + j] = blk[j * b + i];
   }
 }
 

@@ -179,7 +179,7 @@ void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows,
 /* The trans3d kernel over progs blocks of a x b x c values of x: outf plane k (progs a b c values)
  * holds each block permuted by the k-th of [0 1 2], [1 2 0], [2 0 1], [0 2 1], [1 0 2], [2 1 0]
  * (result axis i is the block's axis perm[i]), row-major; plane 6 the block's first a b values
- * as an [a, b] tile transposed, doubled; outi the block's (int8)(4 x) permuted [2 1 0]. */
+ * as an [a, b] tile transposed; outi the block's (int8)(4 x) permuted [2 1 0]. */
 void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b, size_t c);
 
 /* The rand_normal kernel: bits[i] = Philox4x32-10's r0 for key (seed, 0) and counter (i, 0, 0, 0),

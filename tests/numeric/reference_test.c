@@ -376,7 +376,7 @@ static void test_trans3d_reference(void) {
           "trans3d element %d", k);
     CHECK(i[k] == (int32_t)(4 * p210[k]), "trans3d i8 element %d", k);
   }
-  CHECK(f[36] == 0 && f[37] == 2, "trans3d 2-D: %g %g", (double)f[36], (double)f[37]);
+  CHECK(f[36] == 0 && f[37] == 1, "trans3d 2-D: %g %g", (double)f[36], (double)f[37]);
 }
 
 int main(void) {
