@@ -253,6 +253,13 @@ void kiln_ast_dump(const KilnKernel *k, FILE *out)
     dump_block(k->body, out, 1);
 }
 
+/* An axis argument sema filled in for a later keyword alone is the literal -1 (sema.c,
+ * fill_axis): a parsed literal is never negative. */
+bool kiln_call_has_axis(const KilnExpr *e)
+{
+    return e->nargs >= 2 && !(e->args[1]->kind == KILN_EXPR_INT && e->args[1]->ival < 0);
+}
+
 /* ---------------------------------------------------------------- copies (function inlining) */
 
 static KilnDecl *clone_decl(KilnArena *ar, const KilnDecl *d)

@@ -217,6 +217,12 @@ struct KilnExpr {
     int depth;                     /* internal: nesting depth, bounded by the parser */
 };
 
+/* Whether a call of a builtin with an optional axis (sum, max, min, argmax, argmin, sort) has
+ * one in args[1]: false when none is written, or when only a later argument (keep_dims,
+ * descending) is given by keyword.  A reduction without an axis reduces every axis; a sort sorts
+ * along the last. */
+bool kiln_call_has_axis(const KilnExpr *e);
+
 typedef enum KilnStmtKind {
     KILN_STMT_LET,    /* decl, init */
     KILN_STMT_VAR,    /* decl, init */

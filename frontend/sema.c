@@ -295,7 +295,9 @@ static bool need_value(Sema *S, const KilnExpr *e)
         ERR(S, e->span, "type name '%s' used as a value", kiln_scalar_name(e->type->scalar));
         break;
     case KILN_TYPE_SHAPE: ERR(S, e->span, "a list can only be used as a shape argument"); break;
-    case KILN_TYPE_STRING: ERR(S, e->span, "a string can only be static_assert's message"); break;
+    case KILN_TYPE_STRING:
+        ERR(S, e->span, "a string can only be static_assert's message or device_print's text");
+        break;
     case KILN_TYPE_TUPLE:
         ERR(S, e->span, "'%s' returns %d values: unpack them, as in 'let a, b = %s(...);'",
             e->name ? e->name : "?", e->type->rank, e->name ? e->name : "f");
@@ -754,24 +756,27 @@ static const KilnType *check_memory(Sema *S, KilnExpr *e)
     return e->builtin == KILN_BUILTIN_STORE ? kiln_type_void() : e->operand_type;
 }
 
-/* atomic_cas(ptr, cmp, value, mask?): i32 elements only (what a lock or a counter needs; every
- * target's compare-and-swap takes 32 bits); cmp and value are integers converted to i32 and
- * broadcast with the pointer and the mask.  operand_type is i32 of the broadcast shape. */
+/* atomic_cas(ptr, cmp, value, mask?): i32, i64 or f32 elements (a lock, a counter, a float cell
+ * compared by its bits; the GPU targets' lowering takes 32 bits, so i64 is the cpu target's);
+ * cmp and value are converted to the element type and broadcast with the pointer and the mask.
+ * operand_type is the element type of the broadcast shape. */
 static const KilnType *check_cas(Sema *S, KilnExpr *e)
 {
     KilnExpr **a = e->args;
     if (!need_ptr(S, e, a[0]))
         return NULL;
-    if (a[0]->type->scalar != KILN_SCALAR_I32) {
-        ERR(S, a[0]->span, "atomic_cas needs a pointer to i32 (a lock or a counter), got %s",
-            tstr(S, a[0]->type));
+    KilnScalarKind k = a[0]->type->scalar;
+    if (k != KILN_SCALAR_I32 && k != KILN_SCALAR_I64 && k != KILN_SCALAR_F32) {
+        ERR(S, a[0]->span, "atomic_cas needs a pointer to i32, i64 or f32, got %s", tstr(S, a[0]->type));
         return NULL;
     }
+    /* an f32 cell compares bits (the lowerings bitcast to i32): cmp and value convert to f32 */
+    bool fl = k == KILN_SCALAR_F32;
     for (int i = 1; i < 3; i++) {
         const KilnType *t = a[i]->type;
-        if (!is_numeric(t) || !kiln_scalar_is_int(t->scalar) || t->scalar == KILN_SCALAR_I1) {
-            ERR(S, a[i]->span, "atomic_cas %s must be an integer, got %s", i == 1 ? "cmp" : "value",
-                tstr(S, t));
+        if (!is_numeric(t) || t->scalar == KILN_SCALAR_I1 || (!fl && !kiln_scalar_is_int(t->scalar))) {
+            ERR(S, a[i]->span, "atomic_cas %s must be %s, got %s", i == 1 ? "cmp" : "value",
+                fl ? "a number" : "an integer", tstr(S, t));
             return NULL;
         }
     }
@@ -781,9 +786,9 @@ static const KilnType *check_cas(Sema *S, KilnExpr *e)
     int64_t dims[KILN_MAX_RANK];
     if (!broadcast_args(S, e, 0, e->nargs, &rank, dims))
         return NULL;
-    retype_literal(S, a[1], KILN_SCALAR_I32);
-    retype_literal(S, a[2], KILN_SCALAR_I32);
-    e->operand_type = with_shape(S, KILN_SCALAR_I32, false, rank, dims);
+    retype_literal(S, a[1], k);
+    retype_literal(S, a[2], k);
+    e->operand_type = with_shape(S, k, false, rank, dims);
     return e->operand_type;
 }
 
@@ -840,9 +845,10 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e)
         ERR(S, e->args[0]->span, "%s expects a tile of numbers, got %s", e->name, tstr(S, t));
         return NULL;
     }
-    /* without an axis (sum, max, min): every element, a scalar (mlirgen reduces axis by axis) */
+    /* without an axis: every element, a scalar (mlirgen reduces axis by axis; argmax/argmin
+     * index x's elements in row-major order) */
     int64_t axis = -1;
-    if (e->nargs > 1) {
+    if (kiln_call_has_axis(e)) {
         KilnExpr *a = e->args[1];
         bool is_int = a->type->kind == KILN_TYPE_SCALAR && kiln_scalar_is_int(a->type->scalar);
         if ((e->builtin == KILN_BUILTIN_MAX || e->builtin == KILN_BUILTIN_MIN) && !(a->is_const && is_int)) {
@@ -873,9 +879,9 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e)
     e->ival = keep;
     int64_t dims[KILN_MAX_RANK];
     int rank = 0;
-    for (int i = 0; i < t->rank && axis >= 0; i++)
+    for (int i = 0; i < t->rank && (axis >= 0 || keep); i++)
         if (i != axis || keep)
-            dims[rank++] = i == axis ? 1 : t->dims[i];
+            dims[rank++] = i == axis || axis < 0 ? 1 : t->dims[i];
     bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
     e->operand_type = narrow ? like_shape(S, KILN_SCALAR_I32, false, t) : NULL;
     bool to_i32 = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN ||
@@ -1120,6 +1126,41 @@ static const KilnType *check_axis_op(Sema *S, KilnExpr *e)
     return e->operand_type;
 }
 
+/* sort(x, axis?, descending?): a tile of numbers sorted along its last axis (Triton sorts along
+ * the last one only), whose length must be a power of two (a bitonic network, mlirgen).  The
+ * descending flag is kept in e->ival. */
+static const KilnType *check_sort(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type;
+    if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "sort expects a tile of numbers, got %s", tstr(S, t));
+        return NULL;
+    }
+    int64_t axis = t->rank - 1;
+    if (kiln_call_has_axis(e) && !const_arg(S, e, 1, "sort axis", &axis))
+        return NULL;
+    if (axis != t->rank - 1) {
+        ERR(S, e->args[1]->span, "sort sorts along the last axis only (%d for a rank-%d tile), got %" PRId64,
+            t->rank - 1, t->rank, axis);
+        return NULL;
+    }
+    int64_t n = t->dims[t->rank - 1];
+    if (n & (n - 1)) {
+        ERR(S, e->args[0]->span, "sort needs a power-of-two length along its axis, got %" PRId64, n);
+        return NULL;
+    }
+    e->ival = 0;
+    if (e->nargs > 2) {
+        KilnExpr *d = e->args[2];
+        if (!d->is_const || d->type->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(d->type->scalar)) {
+            ERR(S, d->span, "sort descending must be a constant (true or false)");
+            return NULL;
+        }
+        e->ival = d->ival != 0;
+    }
+    return t;
+}
+
 /* reshape(x, [shape]): a tile (numbers) and a shape of as many elements; row-major order is kept. */
 static const KilnType *check_reshape(Sema *S, KilnExpr *e)
 {
@@ -1164,6 +1205,90 @@ static const KilnType *check_static_assert(Sema *S, KilnExpr *e)
             ERR(S, e->span, "static assertion failed: %s", e->args[1]->name);
         else
             ERR(S, e->span, "static assertion failed");
+        return NULL;
+    }
+    return kiln_type_void();
+}
+
+/* The permutation list of trans(x, [p0, p1, ...]): constant integers, 0 included (a shape
+ * list would refuse it).  Its type is a list type holding the values. */
+static bool check_perm_list(Sema *S, KilnExpr *l)
+{
+    KilnType *t = kiln_type_new(S->ar, NULL);
+    t->kind = KILN_TYPE_SHAPE;
+    if (l->nargs < 1 || l->nargs > KILN_MAX_RANK) {
+        ERR(S, l->span, "a trans permutation needs 1 to %d axes, got %d", KILN_MAX_RANK, l->nargs);
+        return false;
+    }
+    for (int i = 0; i < l->nargs; i++) {
+        KilnExpr *d = l->args[i];
+        const KilnType *dt = d->kw ? NULL : value(S, d);
+        if (!dt || !d->is_const || dt->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(dt->scalar)) {
+            ERR(S, d->span, "trans permutation entries must be compile-time integer constants");
+            return false;
+        }
+        t->dims[i] = d->ival;
+    }
+    t->rank = l->nargs;
+    l->type = t;
+    return true;
+}
+
+/* trans(x, perm?): without perm a 2-D tile transposed; with perm (a permutation of x's axes, 2-D
+ * or 3-D) result axis i is x's axis perm[i], as numpy's transpose.  The permutation is kept in
+ * e->ival as digits (perm[0] * 100 + perm[1] * 10 + perm[2]) for mlirgen.  3-D tiles of pointers
+ * are refused: an odd permutation is a masked max along an axis (mlirgen), which pointers lack. */
+static const KilnType *check_trans(Sema *S, KilnExpr *e)
+{
+    const KilnType *t = e->args[0]->type;
+    if (t->kind != KILN_TYPE_TILE || t->rank < 2 || t->rank > 3) {
+        ERR(S, e->args[0]->span, "trans expects a 2-D or 3-D tile, got %s", tstr(S, t));
+        return NULL;
+    }
+    int64_t perm[3] = {1, 0, 2};
+    if (e->nargs > 1) {
+        const KilnType *p = e->args[1]->type;
+        if (e->args[1]->kind != KILN_EXPR_LIST || p->kind != KILN_TYPE_SHAPE) {
+            ERR(S, e->args[1]->span, "trans permutation must be a list of axes, like [0, 2, 1]");
+            return NULL;
+        }
+        bool seen[3] = {false, false, false}, ok = p->rank == t->rank;
+        for (int i = 0; ok && i < p->rank; i++) {
+            ok = p->dims[i] >= 0 && p->dims[i] < t->rank && !seen[p->dims[i]];
+            if (ok)
+                seen[p->dims[i]] = true, perm[i] = p->dims[i];
+        }
+        if (!ok) {
+            ERR(S, e->args[1]->span, "trans permutation must hold each axis of the rank-%d tile once (0 to %d)",
+                t->rank, t->rank - 1);
+            return NULL;
+        }
+    } else if (t->rank != 2) {
+        ERR(S, e->span, "trans of a 3-D tile needs its permutation, like trans(x, [0, 2, 1])");
+        return NULL;
+    }
+    if (t->rank == 3 && t->elem_is_ptr) {
+        ERR(S, e->args[0]->span, "trans of a 3-D tile of pointers is not supported; permute the offsets instead");
+        return NULL;
+    }
+    int64_t d[3];
+    for (int i = 0; i < t->rank; i++)
+        d[i] = t->dims[perm[i]];
+    e->ival = perm[0] * 100 + perm[1] * 10 + (t->rank == 3 ? perm[2] : 0);
+    return with_shape(S, t->scalar, t->elem_is_ptr, t->rank, d);
+}
+
+/* device_print("text", x): the text a string literal (it becomes part of a printf format, so
+ * mlirgen escapes its '%'), x a number or a tile of numbers. */
+static const KilnType *check_device_print(Sema *S, KilnExpr *e)
+{
+    if (e->args[0]->kind != KILN_EXPR_STRING) {
+        ERR(S, e->args[0]->span, "device_print text must be a string literal");
+        return NULL;
+    }
+    if (!is_numeric(e->args[1]->type)) {
+        ERR(S, e->args[1]->span, "device_print prints a number or a tile of numbers, got %s",
+            tstr(S, e->args[1]->type));
         return NULL;
     }
     return kiln_type_void();
@@ -1241,6 +1366,8 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
     case KILN_BUILTIN_EXPAND_DIMS: return check_expand_dims(S, e);
     case KILN_BUILTIN_BROADCAST_TO: return check_broadcast_to(S, e);
     case KILN_BUILTIN_STATIC_ASSERT: return check_static_assert(S, e);
+    case KILN_BUILTIN_DEVICE_PRINT: return check_device_print(S, e);
+    case KILN_BUILTIN_SORT: return check_sort(S, e);
     case KILN_BUILTIN_RESHAPE: return check_reshape(S, e);
     case KILN_BUILTIN_FLIP:
     case KILN_BUILTIN_CUMSUM:
@@ -1264,15 +1391,7 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e)
             e->weak = false;
         return t;
     }
-    case KILN_BUILTIN_TRANS: {
-        const KilnType *t = a[0]->type;
-        if (t->kind != KILN_TYPE_TILE || t->rank != 2) {
-            ERR(S, a[0]->span, "trans expects a 2-D tile, got %s", tstr(S, t));
-            return NULL;
-        }
-        int64_t d[2] = {t->dims[1], t->dims[0]};
-        return with_shape(S, t->scalar, t->elem_is_ptr, 2, d);
-    }
+    case KILN_BUILTIN_TRANS: return check_trans(S, e);
     case KILN_BUILTIN_CDIV: return check_cdiv(S, e);
     case KILN_BUILTIN_RAND:
     case KILN_BUILTIN_RANDINT:
@@ -1511,6 +1630,28 @@ static int builtin_param_names(Sema *S, KilnBuiltin b, const char **names, int c
     return n;
 }
 
+static bool has_optional_axis(KilnBuiltin b)
+{
+    return b == KILN_BUILTIN_SUM || b == KILN_BUILTIN_MAX || b == KILN_BUILTIN_MIN || b == KILN_BUILTIN_ARGMAX ||
+           b == KILN_BUILTIN_ARGMIN || b == KILN_BUILTIN_SORT;
+}
+
+/* `sum(x, keep_dims = true)` (a reduction over every axis that keeps them all as 1s), `sort(x,
+ * descending = true)` (along the last axis).  The one gap the keywords may leave: the missing
+ * axis becomes the literal -1, which no source can write (a written -1 is a negation), and which
+ * kiln_call_has_axis reads as "no axis". */
+static void fill_axis(Sema *S, KilnExpr *e, KilnExpr **bound, int given)
+{
+    if (!has_optional_axis(e->builtin) || given < 3 || bound[1] || !bound[2])
+        return;
+    KilnExpr *all = kiln_arena_alloc(&S->c->ar, sizeof *all);
+    memset(all, 0, sizeof *all);
+    all->kind = KILN_EXPR_INT;
+    all->span = e->span;
+    all->ival = -1;
+    bound[1] = all;
+}
+
 /* Builtins take keyword arguments by the names of their signatures (`load(p, mask = m, other =
  * 0.0)`); the arguments are put in positional order, which must leave no gap: an optional
  * argument is given only with the ones before it (load's `other` needs its `mask`). */
@@ -1530,6 +1671,7 @@ static bool builtin_keywords(Sema *S, KilnExpr *e)
     for (int i = 0; i < n; i++)
         if (bound[i])
             given = i + 1;
+    fill_axis(S, e, bound, given);
     for (int i = 0; i < given; i++)
         if (!bound[i]) {
             ERR(S, e->span, "'%s' needs its argument '%s' when a later one is given", e->name, names[i]);
@@ -1571,6 +1713,10 @@ static const KilnType *check_call(Sema *S, KilnExpr *e)
     bool ok = true;
     for (int i = 0; i < e->nargs; i++) {
         KilnExpr *a = e->args[i];
+        if (e->builtin == KILN_BUILTIN_TRANS && i == 1 && a->kind == KILN_EXPR_LIST) {
+            ok &= check_perm_list(S, a);
+            continue;
+        }
         const KilnType *t = check_expr(S, a);
         if (!t) {
             ok = false;
@@ -1580,7 +1726,8 @@ static const KilnType *check_call(Sema *S, KilnExpr *e)
         bool shape_ok = (i == 0 && (e->builtin == KILN_BUILTIN_ZEROS || e->builtin == KILN_BUILTIN_FULL)) ||
                         (i == 1 && (e->builtin == KILN_BUILTIN_BROADCAST_TO || e->builtin == KILN_BUILTIN_RESHAPE));
         bool dtype_ok = (e->builtin == KILN_BUILTIN_ZEROS && i == 1) || (e->builtin == KILN_BUILTIN_FULL && i == 2);
-        bool string_ok = e->builtin == KILN_BUILTIN_STATIC_ASSERT && i == 1;
+        bool string_ok = (e->builtin == KILN_BUILTIN_STATIC_ASSERT && i == 1) ||
+                         (e->builtin == KILN_BUILTIN_DEVICE_PRINT && i == 0);
         if ((t->kind == KILN_TYPE_SHAPE && shape_ok) || (t->kind == KILN_TYPE_DTYPE && dtype_ok) ||
             (t->kind == KILN_TYPE_STRING && string_ok))
             continue;

@@ -210,6 +210,12 @@ MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue
   return build_simple(b, loc, KILN_OP_NAME_ATOMIC_CAS, ops, 4, mlirValueGetType(values), NULL, 0);
 }
 
+MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text, MlirValue x) {
+  MlirNamedAttribute a = kiln_ir_named(b->ctx, "text", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(text)));
+  KilnOpSpec s = {.name = KILN_OP_NAME_PRINT, .loc = loc, .operands = &x, .n_operands = 1, .attrs = &a, .n_attrs = 1};
+  return kiln_ir_create(b, &s);
+}
+
 MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result) {
   return build_simple(b, loc, KILN_OP_NAME_RESHAPE, &x, 1, result, NULL, 0);
 }

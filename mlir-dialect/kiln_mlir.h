@@ -199,6 +199,9 @@ MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue
                                    MlirValue values, MlirValue mask);
 /* x's elements in row-major order, laid out in `result`'s shape (as many elements, same type). */
 MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result);
+/* device_print: prints `text` and x (a scalar or every element of a tile) with the program id;
+ * the op has no result and is never removed as dead. */
+MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text, MlirValue x);
 /* x reversed along `axis` (same type). */
 MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis);
 /* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis. */

@@ -404,6 +404,12 @@ static void verify_op(VCtx *v, KilnOpId id) {
       verr(v, "result must be an f32 tile (uniform) or an i32 tile (the raw word)");
     break;
   }
+  case KILN_OP_PRINT: {
+    MlirType t = operand_type(op, 0);
+    if (kiln_ir_type_is_ptr(kiln_ir_elem_type(t)))
+      verr(v, "prints numbers, not pointers");
+    break;
+  }
   default:
     break;
   }
@@ -419,7 +425,8 @@ static const char *user_name(KilnOpId id) {
       [KILN_OP_ATOMIC_RMW] = "atomic",     [KILN_OP_ATOMIC_CAS] = "atomic_cas",
       [KILN_OP_DOT] = "dot",
       [KILN_OP_REDUCE] = "reduction",      [KILN_OP_FLIP] = "flip",
-      [KILN_OP_SCAN] = "scan",      [KILN_OP_RESHAPE] = "reshape",      [KILN_OP_RAND] = "rand"};
+      [KILN_OP_SCAN] = "scan",      [KILN_OP_RESHAPE] = "reshape",      [KILN_OP_RAND] = "rand",
+      [KILN_OP_PRINT] = "device_print"};
   return names[id];
 }
 
@@ -444,7 +451,7 @@ MlirLogicalResult kiln_verify_module(MlirOperation module, void *opts) {
 /* ---------------------------------------------------------------- DCE */
 
 static bool has_side_effect(KilnOpId id) {
-  return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS;
+  return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS || id == KILN_OP_PRINT;
 }
 
 static bool unused(MlirOperation op) {

@@ -10,6 +10,10 @@
 
 #include "mlir-c/Dialect/LLVM.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 static MlirType i32_t(Cpu *c) { return mlirIntegerTypeGet(c->ctx, 32); }
 static MlirType i64_t(Cpu *c) { return mlirIntegerTypeGet(c->ctx, 64); }
 static MlirType llvm_ptr(Cpu *c) {
@@ -182,8 +186,14 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
   KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[3], &m->elem, 1);
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.then_block);
+  /* an f32 cell is compared and swapped by its bits (cmpxchg takes integers) */
+  bool fl = mlirTypeIsAF32(m->elem);
+  MlirType bits = fl ? i32_t(c) : m->elem;
   MlirValue ops[3] = {to_ptr(c, e[0]), e[1], e[2]};
-  MlirType i64 = i64_t(c), pair[2] = {m->elem, mlirIntegerTypeGet(c->ctx, 1)};
+  if (fl)
+    for (int i = 1; i < 3; i++)
+      ops[i] = kiln_ir_build_cast(&c->b, c->loc, "arith.bitcast", ops[i], bits);
+  MlirType i64 = i64_t(c), pair[2] = {bits, mlirIntegerTypeGet(c->ctx, 1)};
   MlirType rt = mlirLLVMStructTypeLiteralGet(c->ctx, 2, pair, false);
   MlirNamedAttribute a[2] = {
       kiln_ir_named(c->ctx, "success_ordering", mlirIntegerAttrGet(i64, 6 /* acq_rel */)),
@@ -191,10 +201,12 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
   MlirValue res = kiln_cpu_op_attrs(c, "llvm.cmpxchg", ops, 3, rt, a, 2);
   int64_t zero_pos = 0;
   MlirNamedAttribute pos = kiln_ir_named(c->ctx, "position", mlirDenseI64ArrayGet(c->ctx, 1, &zero_pos));
-  MlirValue old = kiln_cpu_op_attrs(c, "llvm.extractvalue", &res, 1, m->elem, &pos, 1);
+  MlirValue old = kiln_cpu_op_attrs(c, "llvm.extractvalue", &res, 1, bits, &pos, 1);
+  if (fl)
+    old = kiln_ir_build_cast(&c->b, c->loc, "arith.bitcast", old, m->elem);
   kiln_ir_build_yield(&c->b, c->loc, &old, 1);
   kiln_ir_builder_set_end(&c->b, f.else_block);
-  MlirValue zero = kiln_cpu_int_const(c, m->elem, 0);
+  MlirValue zero = fl ? kiln_ir_build_const_float(&c->b, c->loc, m->elem, 0) : kiln_cpu_int_const(c, m->elem, 0);
   kiln_ir_build_yield(&c->b, c->loc, &zero, 1);
   c->b = saved;
   return kiln_ir_if_result(&f, 0);
@@ -435,6 +447,153 @@ static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
   return bin(c, "arith.mulf", f, kiln_ir_build_const_float(&c->b, c->loc, f32, 0x1p-24));
 }
 
+/* ---------------------------------------------------------------- device_print */
+
+/* device_print on the CPU: one printf call per element, "pid (X, Y, Z) idx (I, J) TEXT: VALUE\n"
+ * (no idx for a scalar), from a loop nest over the tile.  The format is a private constant string
+ * of the module (the text's '%' doubled); printf is declared once per module.  Integers print
+ * with %d (i1 as 0/1, i8/i16 sign-extended) or %lld (i64), floats widened to double with %.9g,
+ * which tells every f32 apart (9 significant digits round-trip). */
+
+typedef struct PrintCtx {
+  MlirValue fmt;   /* !llvm.ptr to the format */
+  CpuVal *x;
+  MlirType elem;   /* x's element type */
+  MlirType fnty;   /* i32 (ptr, ...) */
+} PrintCtx;
+
+static MlirOperation module_of(MlirOperation op) {
+  MlirOperation p = op;
+  while (!mlirOperationIsNull(p) && !kiln_ir_op_is(p, "builtin.module"))
+    p = mlirOperationGetParentOperation(p);
+  return p;
+}
+
+/* Inserts `op_spec` at the top of the module's body. */
+static void module_top(Cpu *c, MlirOperation module, KilnOpSpec *spec) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  KilnIRBuilder mb;
+  kiln_ir_builder_init(&mb, c->ctx, body);
+  kiln_ir_builder_set_before(&mb, mlirBlockGetFirstOperation(body));
+  kiln_ir_create(&mb, spec);
+}
+
+/* A fresh name "kiln_print_fmt_N" for the format string, and printf declared when missing. */
+static void print_symbols(Cpu *c, MlirOperation module, MlirType fnty, char *name, size_t cap) {
+  MlirSymbolTable st = mlirSymbolTableCreate(module);
+  for (int n = 0;; n++) {
+    snprintf(name, cap, "kiln_print_fmt_%d", n);
+    if (mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString(name))))
+      break;
+  }
+  bool have_printf = !mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString("printf")));
+  mlirSymbolTableDestroy(st);
+  if (have_printf)
+    return;
+  MlirNamedAttribute attrs[3] = {
+      kiln_ir_named(c->ctx, "sym_name", mlirStringAttrGet(c->ctx, mlirStringRefCreateFromCString("printf"))),
+      kiln_ir_named(c->ctx, "function_type", mlirTypeAttrGet(fnty)),
+      kiln_ir_named(c->ctx, "linkage",
+                    mlirAttributeParseGet(c->ctx, mlirStringRefCreateFromCString("#llvm.linkage<external>"))),
+  };
+  MlirRegion body = mlirRegionCreate();
+  KilnOpSpec s = {.name = "llvm.func", .loc = c->loc, .attrs = attrs, .n_attrs = 3, .regions = &body, .n_regions = 1};
+  module_top(c, module, &s);
+}
+
+/* The printf format of a print of a rank-`rank` tile (0: a scalar) of `elem` with `text`. */
+static char *print_format(const char *text, size_t len, int rank, MlirType elem) {
+  size_t cap = 2 * len + 64 + 4 * (size_t)rank;
+  char *f = malloc(cap), *o = f;
+  if (!f)
+    return NULL;
+  o += sprintf(o, "pid (%%d, %%d, %%d) ");
+  if (rank > 0) {
+    o += sprintf(o, "idx (");
+    for (int i = 0; i < rank; i++)
+      o += sprintf(o, i ? ", %%d" : "%%d");
+    o += sprintf(o, ") ");
+  }
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] == '%')
+      *o++ = '%';
+    *o++ = text[i];
+  }
+  bool wide = mlirTypeIsAInteger(elem) && mlirIntegerTypeGetWidth(elem) == 64;
+  sprintf(o, ": %s\n", mlirTypeIsAFloat(elem) ? "%.9g" : wide ? "%lld" : "%d");
+  return f;
+}
+
+static MlirValue print_value(Cpu *c, MlirValue v, MlirType elem) {
+  if (mlirTypeIsAFloat(elem))
+    return kiln_ir_build_cast(&c->b, c->loc, "arith.extf", v, mlirF64TypeGet(c->ctx));
+  unsigned w = mlirIntegerTypeGetWidth(elem);
+  if (w >= 32)
+    return v;
+  return kiln_ir_build_cast(&c->b, c->loc, w == 1 ? "arith.extui" : "arith.extsi", v, i32_t(c));
+}
+
+static void print_body(Cpu *c, const MlirValue *idx, void *user) {
+  PrintCtx *p = user;
+  MlirValue args[24];
+  size_t n = 0;
+  args[n++] = p->fmt;
+  for (int i = 0; i < 3; i++)
+    args[n++] = c->pid[i];
+  int rank = kiln_ir_rank(mlirValueGetType(p->x->old));
+  for (int i = 0; idx && i < rank; i++)
+    args[n++] = kiln_ir_build_cast(&c->b, c->loc, "arith.index_cast", idx[i], i32_t(c));
+  MlirValue v = idx ? kiln_cpu_elem(c, p->x, idx) : p->x->scalar;
+  args[n++] = print_value(c, v, p->elem);
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(c->ctx, "callee", mlirFlatSymbolRefAttrGet(c->ctx, mlirStringRefCreateFromCString("printf"))),
+      kiln_ir_named(c->ctx, "var_callee_type", mlirTypeAttrGet(p->fnty))};
+  MlirType i32 = i32_t(c);
+  kiln_ir_make(&c->b, c->loc, "llvm.call", args, n, &i32, 1, a, 2);
+}
+
+static bool lower_print(Cpu *c, MlirOperation op) {
+  MlirValue x = operand(op, 0);
+  MlirType t = mlirValueGetType(x);
+  MlirStringRef text = mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("text")));
+  int64_t shape[16];
+  int rank;
+  kiln_cpu_shape(t, shape, &rank);
+  PrintCtx p = {.x = kiln_cpu_get(c, x), .elem = kiln_cpu_scalar_type(t)};
+  MlirType ptr = llvm_ptr(c);
+  p.fnty = mlirLLVMFunctionTypeGet(i32_t(c), 1, &ptr, true);
+  MlirOperation module = module_of(op);
+  char name[64];
+  print_symbols(c, module, p.fnty, name, sizeof name);
+  char *fmt = print_format(text.data, text.length, rank, p.elem);
+  if (!fmt) {
+    kiln_ir_error(c->loc, "out of memory");
+    return false;
+  }
+  size_t flen = strlen(fmt) + 1; /* with its NUL */
+  MlirNamedAttribute g[5] = {
+      kiln_ir_named(c->ctx, "sym_name", mlirStringAttrGet(c->ctx, mlirStringRefCreateFromCString(name))),
+      kiln_ir_named(c->ctx, "global_type",
+                    mlirTypeAttrGet(mlirLLVMArrayTypeGet(mlirIntegerTypeGet(c->ctx, 8), (unsigned)flen))),
+      kiln_ir_named(c->ctx, "linkage",
+                    mlirAttributeParseGet(c->ctx, mlirStringRefCreateFromCString("#llvm.linkage<internal>"))),
+      kiln_ir_named(c->ctx, "constant", mlirUnitAttrGet(c->ctx)),
+      kiln_ir_named(c->ctx, "value", mlirStringAttrGet(c->ctx, mlirStringRefCreate(fmt, flen))),
+  };
+  free(fmt);
+  MlirRegion init = mlirRegionCreate();
+  KilnOpSpec gs = {.name = "llvm.mlir.global", .loc = c->loc, .attrs = g, .n_attrs = 5, .regions = &init, .n_regions = 1};
+  module_top(c, module, &gs);
+  MlirNamedAttribute ga = kiln_ir_named(c->ctx, "global_name",
+                                        mlirFlatSymbolRefAttrGet(c->ctx, mlirStringRefCreateFromCString(name)));
+  p.fmt = mlirOperationGetResult(kiln_ir_make(&c->b, c->loc, "llvm.mlir.addressof", NULL, 0, &ptr, 1, &ga, 1), 0);
+  if (rank == 0)
+    print_body(c, NULL, &p);
+  else
+    kiln_cpu_nest(c, shape, rank, print_body, &p);
+  return true;
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
 bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
@@ -479,6 +638,8 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
     kiln_cpu_map(c, op, rand_fn, &raw, true);
     return true;
   }
+  case KILN_OP_PRINT:
+    return lower_print(c, op);
   default:
     kiln_ir_error(c->loc, "the CPU backend cannot lower this kiln op");
     return false;

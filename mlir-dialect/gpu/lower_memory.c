@@ -413,7 +413,14 @@ static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirV
     MlirValue o[2] = {p, v};
     return mlirOperationGetResult(low_op(L, "llvm.atomicrmw", o, 2, &et, 1, a, 2), 0);
   }
-  MlirType pair[2] = {et, mlirIntegerTypeGet(L->ctx, 1)};
+  /* an f32 cell is compared and swapped by its bits (cmpxchg takes integers) */
+  bool fl = mlirTypeIsAF32(et);
+  MlirType bits = fl ? mlirIntegerTypeGet(L->ctx, 32) : et;
+  if (fl) {
+    cmp = low_op1(L, "llvm.bitcast", &cmp, 1, bits);
+    v = low_op1(L, "llvm.bitcast", &v, 1, bits);
+  }
+  MlirType pair[2] = {bits, mlirIntegerTypeGet(L->ctx, 1)};
   MlirType rt = mlirLLVMStructTypeLiteralGet(L->ctx, 2, pair, false);
   MlirNamedAttribute a[2] = {
       kiln_ir_named(L->ctx, "success_ordering", mlirIntegerAttrGet(L->i64, 6 /* acq_rel */)),
@@ -422,7 +429,8 @@ static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirV
   MlirValue r = mlirOperationGetResult(low_op(L, "llvm.cmpxchg", o, 3, &rt, 1, a, 2), 0);
   int64_t zero = 0;
   MlirNamedAttribute pos = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &zero));
-  return mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &et, 1, &pos, 1), 0);
+  MlirValue old = mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &bits, 1, &pos, 1), 0);
+  return fl ? low_op1(L, "llvm.bitcast", &old, 1, et) : old;
 }
 
 /* An acq_rel fence at GPU scope: NVPTX takes the ordering of a cmpxchg for relaxed (a plain

@@ -16,6 +16,8 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/Dialect/Func.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -522,17 +524,35 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   MlirValue x = gen_as(g, e->args[0], ot);
   if (g->failed) return x;
   MlirValue r;
-  if (e->nargs > 1) {
+  bool arg = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN;
+  if (kiln_call_has_axis(e)) {
     r = kiln_ir_build_reduce(&g->b, loc, kind, (int)e->args[1]->ival, x);
+  } else if (arg) {
+    /* argmax/argmin of every element: x laid out as one row (row-major, a reshape), whose
+     * index is then the row-major index, first on ties as along an axis */
+    int64_t n = 1;
+    for (int i = 0; i < in->rank; i++) n *= in->dims[i];
+    if (in->rank > 1) {
+      KilnType row = with_scalar(ot, ot->scalar);
+      row.rank = 1;
+      row.dims[0] = n;
+      x = kiln_ir_build_reshape(&g->b, loc, x, kiln_mlirgen_type(g->ctx, &row));
+    }
+    r = kiln_ir_build_reduce(&g->b, loc, kind, 0, x);
   } else {
     /* every element (sum/max/min without an axis): the innermost axis first, as a row
      * reduction would, down to a scalar; a sum of sums, a max of maxes */
     r = x;
     for (int axis = in->rank - 1; axis >= 0; axis--) r = kiln_ir_build_reduce(&g->b, loc, kind, axis, r);
   }
-  KilnScalarKind rs = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN ? KILN_SCALAR_I32
-                                                                              : ot->scalar;
+  KilnScalarKind rs = arg ? KILN_SCALAR_I32 : ot->scalar;
   if (!e->ival) return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
+  if (!kiln_call_has_axis(e)) { /* keep_dims of every axis: the scalar splatted to [1, ...] */
+    KilnType sc = with_scalar(e->type, e->type->scalar);
+    sc.kind = KILN_TYPE_SCALAR;
+    r = cast_elem(g, loc, r, rs, e->type->scalar, &sc);
+    return broadcast_to(g, loc, r, &sc, e->type, e->span);
+  }
   /* keep_dims (sema: e->ival): the reduced shape, cast, then the axis put back as a 1 (a
    * scalar, from a rank-1 tile, splatted to [1]) */
   int axis = (int)e->args[1]->ival;
@@ -542,6 +562,132 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   r = cast_elem(g, loc, r, rs, e->type->scalar, &red);
   if (red.kind == KILN_TYPE_SCALAR) return broadcast_to(g, loc, r, &red, e->type, e->span);
   return kiln_ir_build_expand_dims(&g->b, loc, r, axis);
+}
+
+/* sort(x, axis, descending): a bitonic sorting network along the last axis (length n, a power
+ * of two), built from existing ops so that every target sorts the same way.  The network is the
+ * form whose comparators all point the same way: merge phase k (2, 4, .., n) first compares
+ * element i of each k-block with element k - 1 - i, then, for j = k/4 .. 1, i with i ^ j.  The
+ * tile is viewed as [a, 2, j] (a = elements / 2j: the rows' pairs of j-runs one after the other,
+ * row-major), where the two entries of the middle axis are partners: flipping that axis gives
+ * every element its partner (the first step of a phase also flips the last axis, which reverses
+ * the k-block).  The lower entry (middle index 0) keeps the smaller of the pair (the larger for
+ * a descending sort): it takes its partner when partner < self, the upper one when partner >
+ * self, one strict comparison seen from both sides, so a pair always swaps or stays whole and the
+ * result is a permutation of x (ties, and NaN, which compares false, stay put).  A step costs a
+ * reshape, a flip or two (on the GPU each a trip through shared memory), two compares and two
+ * selects; the lower-entry mask is made once per j. */
+static MlirValue sort_view(Gen *g, MlirLocation loc, MlirValue v, MlirType elem, int64_t a, int64_t j) {
+  int64_t view[3] = {a, 2, j};
+  MlirType vt = kiln_ir_type_tensor(elem, view, 3);
+  return mlirTypeEqual(mlirValueGetType(v), vt) ? v : kiln_ir_build_reshape(&g->b, loc, v, vt);
+}
+
+/* The [a, 2, j] i1 tile that is true at middle index 0. */
+static MlirValue sort_lower(Gen *g, MlirLocation loc, int64_t a, int64_t j) {
+  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
+  int64_t two = 2, view[3] = {a, 2, j};
+  MlirValue lower = kiln_ir_build_cmpi(&g->b, loc, "eq", kiln_ir_build_range(&g->b, loc, 0, 2),
+                                       kiln_ir_build_const_int(&g->b, loc, kiln_ir_type_tensor(i32, &two, 1), 0));
+  lower = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, lower, 0), 2);
+  if (a == 1 && j == 1) return lower;
+  return kiln_ir_build_broadcast(&g->b, loc, lower, kiln_ir_type_tensor(i1, view, 3));
+}
+
+static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *t = e->args[0]->type;
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return x;
+  int64_t n = t->dims[t->rank - 1], total = 1;
+  for (int i = 0; i < t->rank; i++) total *= t->dims[i];
+  if (n == 1) return x;
+  MlirType tt = mlirValueGetType(x), elem = kiln_ir_elem_type(tt);
+  bool fl = is_float_kind(t->scalar), u = t->scalar == KILN_SCALAR_I1, down = e->ival != 0;
+  MlirValue lower[64] = {{NULL}}; /* by log2(j) */
+  MlirValue v = x;
+  for (int64_t k = 2; k <= n; k *= 2) {
+    for (int64_t j = k / 2; j >= 1; j /= 2) {
+      int64_t a = total / (2 * j);
+      int lj = __builtin_ctzll((unsigned long long)j);
+      v = sort_view(g, loc, v, elem, a, j);
+      if (mlirValueIsNull(lower[lj])) lower[lj] = sort_lower(g, loc, a, j);
+      MlirValue p = kiln_ir_build_flip(&g->b, loc, v, 1);
+      if (j == k / 2 && j > 1) p = kiln_ir_build_flip(&g->b, loc, p, 2);
+      MlirValue lt = fl ? kiln_ir_build_cmpf(&g->b, loc, "olt", p, v) : kiln_ir_build_cmpi(&g->b, loc, u ? "ult" : "slt", p, v);
+      MlirValue gt = fl ? kiln_ir_build_cmpf(&g->b, loc, "ogt", p, v) : kiln_ir_build_cmpi(&g->b, loc, u ? "ugt" : "sgt", p, v);
+      MlirValue take = kiln_ir_build_select(&g->b, loc, lower[lj], down ? gt : lt, down ? lt : gt);
+      v = kiln_ir_build_select(&g->b, loc, take, p, v);
+    }
+  }
+  return kiln_ir_build_reshape(&g->b, loc, v, tt);
+}
+
+/* trans(x, perm) of a 3-D tile [a, b, c] from existing ops.  The two rotations are a 2-D
+ * transpose of a flat view: [a, b*c] transposed is [b*c, a], laid out as [b, c, a] (perm 1 2 0);
+ * [a*b, c] transposed is [c, a*b], laid out as [c, a, b] (perm 2 0 1).  The odd permutations
+ * start with the swap of the last two axes, which no reshape reaches: x is stretched to
+ * [a, b, c, b] and each [.., j, .., i] entry kept where j == i, the rest set to the lowest value
+ * (-inf, the integer minimum), and a max along axis 1 leaves [a, c, b] (exact: the max of one
+ * value and lower ones; NaN stays NaN).  Narrow integers go through i32, as reductions do.  The
+ * swap's [a, b, c, b] tile is b times x's size: on the GPU a large one exceeds a thread's share
+ * and is refused there, with its location. */
+static MlirValue trans_rotate(Gen *g, MlirLocation loc, MlirValue x, bool left) {
+  MlirType t = mlirValueGetType(x), elem = kiln_ir_elem_type(t);
+  int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1), c = mlirShapedTypeGetDimSize(t, 2);
+  int64_t flat[2] = {left ? a : a * b, left ? b * c : c};
+  int64_t out[3] = {left ? b : c, left ? c : a, left ? a : b};
+  MlirValue v = kiln_ir_build_reshape(&g->b, loc, x, kiln_ir_type_tensor(elem, flat, 2));
+  v = kiln_ir_build_trans(&g->b, loc, v);
+  return kiln_ir_build_reshape(&g->b, loc, v, kiln_ir_type_tensor(elem, out, 3));
+}
+
+static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKind k) {
+  MlirType t = mlirValueGetType(x), elem = kiln_ir_elem_type(t);
+  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
+  int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1), c = mlirShapedTypeGetDimSize(t, 2);
+  int64_t d3[3] = {a, b, c}, d4[4] = {a, b, c, b}, m4[4] = {1, b, 1, b}, out[3] = {a, c, b};
+  bool narrow = kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32, fl = is_float_kind(k);
+  MlirType we = narrow ? i32 : elem;
+  if (narrow)
+    x = kiln_ir_build_cast(&g->b, loc, k == KILN_SCALAR_I1 ? "arith.extui" : "arith.extsi", x,
+                           kiln_ir_type_tensor(i32, d3, 3));
+  MlirType t4 = kiln_ir_type_tensor(we, d4, 4);
+  MlirValue xb = kiln_ir_build_expand_dims(&g->b, loc, x, 3);
+  if (b > 1) xb = kiln_ir_build_broadcast(&g->b, loc, xb, t4);
+  MlirValue r = kiln_ir_build_range(&g->b, loc, 0, (int32_t)b);
+  MlirValue rj = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc,
+                                           kiln_ir_build_expand_dims(&g->b, loc, r, 0), 2), 3);
+  MlirValue ri = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc,
+                                           kiln_ir_build_expand_dims(&g->b, loc, r, 0), 0), 0);
+  MlirType mt = kiln_ir_type_tensor(i32, m4, 4);
+  if (b > 1) {
+    rj = kiln_ir_build_broadcast(&g->b, loc, rj, mt);
+    ri = kiln_ir_build_broadcast(&g->b, loc, ri, mt);
+  }
+  MlirValue eq = kiln_ir_build_cmpi(&g->b, loc, "eq", rj, ri);
+  if (a > 1 || c > 1) eq = kiln_ir_build_broadcast(&g->b, loc, eq, kiln_ir_type_tensor(i1, d4, 4));
+  int bits = narrow ? 32 : kiln_scalar_bits(k);
+  MlirValue low = fl ? kiln_ir_build_const_float(&g->b, loc, t4, -INFINITY)
+                     : kiln_ir_build_const_int(&g->b, loc, t4, bits == 64 ? INT64_MIN : INT32_MIN);
+  MlirValue v = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, 1, kiln_ir_build_select(&g->b, loc, eq, xb, low));
+  if (narrow) v = kiln_ir_build_cast(&g->b, loc, "arith.trunci", v, kiln_ir_type_tensor(elem, out, 3));
+  return v;
+}
+
+static MlirValue gen_trans(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return x;
+  int p0 = (int)(e->ival / 100), p1 = (int)(e->ival / 10 % 10); /* sema's digits; p2 follows */
+  if (e->args[0]->type->rank == 2) return p0 == 0 ? x : kiln_ir_build_trans(&g->b, loc, x);
+  KilnScalarKind k = e->args[0]->type->scalar;
+  if (p0 == 0 && p1 == 1) return x;                               /* 0 1 2 */
+  if (p0 == 1 && p1 == 2) return trans_rotate(g, loc, x, true);   /* 1 2 0 */
+  if (p0 == 2 && p1 == 0) return trans_rotate(g, loc, x, false);  /* 2 0 1 */
+  MlirValue s = trans_swap(g, loc, x, k);                         /* 0 2 1 */
+  if (p0 == 0) return s;
+  return trans_rotate(g, loc, s, p0 == 2); /* 1 0 2: swap, then 2 0 1; 2 1 0: swap, then 1 2 0 */
 }
 
 static MlirValue gen_where(Gen *g, const KilnExpr *e) {
@@ -743,6 +889,11 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     return g->failed ? x : broadcast_to(g, loc, x, e->args[0]->type, e->type, e->span);
   }
   case KILN_BUILTIN_STATIC_ASSERT: return (MlirValue){NULL}; /* checked by sema */
+  case KILN_BUILTIN_DEVICE_PRINT: {
+    MlirValue x = gen_expr(g, e->args[1]);
+    if (!g->failed) kiln_ir_build_print(&g->b, loc, e->args[0]->name, x);
+    return (MlirValue){NULL};
+  }
   case KILN_BUILTIN_RESHAPE: {
     MlirValue x = gen_expr(g, e->args[0]);
     return g->failed ? x : kiln_ir_build_reshape(&g->b, loc, x, kiln_mlirgen_type(g->ctx, e->type));
@@ -751,6 +902,7 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     MlirValue x = gen_expr(g, e->args[0]);
     return g->failed ? x : kiln_ir_build_flip(&g->b, loc, x, (int)e->ival);
   }
+  case KILN_BUILTIN_SORT: return gen_sort(g, e);
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: {
     /* narrow integers widened to i32 first (operand_type), as for sum */
@@ -777,10 +929,7 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_CEIL: return gen_math1(g, e, "math.ceil", NULL);
   case KILN_BUILTIN_ABS: return gen_math1(g, e, "math.absf", "math.absi");
   case KILN_BUILTIN_SIGMOID: return gen_sigmoid(g, e);
-  case KILN_BUILTIN_TRANS: {
-    MlirValue x = gen_expr(g, e->args[0]);
-    return g->failed ? x : kiln_ir_build_trans(&g->b, loc, x);
-  }
+  case KILN_BUILTIN_TRANS: return gen_trans(g, e);
   case KILN_BUILTIN_CDIV: return gen_cdiv(g, e);
   case KILN_BUILTIN_RAND: {
     KilnType st = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};

@@ -88,6 +88,14 @@ contains check-target-caret '^ *\^'
 check check-target-sm80 1 "$kiln" check --target=sm_80 "$tmp/gpu.kiln"
 check check-target-bad 64 "$kiln" check "$tmp/gpu.kiln" --target sm_10
 check check-target-ok 0 "$kiln" check "$kdir/vector_add.kiln" --target sm_90
+# device_print runs on the cpu target; the GPU targets refuse it where it is written
+[ -n "$edir" ] && check check-target-print 1 "$kiln" check "$edir/device_print.kiln" --target sm_90
+[ -n "$edir" ] && contains check-target-print 'device_print\.kiln:10:5: error: device_print is not supported on the GPU targets'
+[ -n "$edir" ] && check check-target-print-emu 1 "$kiln" compile "$edir/device_print.kiln" --kernel device_print --target emu --emit obj -o "$tmp/p.o"
+[ -n "$edir" ] && contains check-target-print-emu 'device_print\.kiln:10:5: error: device_print is not supported'
+# atomic_cas on i64 cells runs on the cpu target; the GPU targets' atomics take 32 bits
+[ -n "$edir" ] && check check-target-cas64 1 "$kiln" check "$edir/cas_i64.kiln" --target sm_90
+[ -n "$edir" ] && contains check-target-cas64 'cas_i64\.kiln:11:24: error: GPU lowering: atomics need 32-bit elements'
 check compile-target-restriction 1 "$kiln" compile "$tmp/gpu.kiln" --kernel np2 --target sm_90 --emit ptx
 
 check unknown-kernel 1 "$kiln" compile "$kdir/vector_add.kiln" --kernel nope && contains unknown-kernel 'vector_add'

@@ -1298,6 +1298,354 @@ static bool test_scan_flip(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- argmax_all ---------------------------------------------------------------------------- */
+
+/* argmax/argmin over every axis and keep_dims without an axis (issue 15): indices are exact, so
+ * every output must equal the reference's; the inputs are halves in [-4, 4], so every tile holds
+ * ties and only the first index in row-major order is right. */
+static bool test_argmax_all(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 8, 64}, {1, 1, 2, 32}, {37, 32, 2, 32}, {64, 20, 8, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, br = (size_t)cfgs[ci].br;
+    size_t progs = kiln_test_cdiv(rows, br), n = 8 * progs, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "argmax_all", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2400 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    for (size_t i = 0; i < rows * cols; i++)
+      x[i] = floorf(x[i] * 2.0f) * 0.5f;
+    int32_t *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dout, &r32, &c32};
+    kiln_test_launch(&run, run.fn, progs, 1, args);
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
+
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
+    kiln_ref_argmax_all(x, ref, rows, cols, br, (size_t)cfgs[ci].bc);
+    check_equal_i32(&run, "out", out, ref, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(ref);
+  }
+  return all_ok;
+}
+
+/* ---- sort_rows ----------------------------------------------------------------------------- */
+
+/* sort (issue 15): a sort moves values without arithmetic, so every output is exact; the i32
+ * rows hold many ties and the mask only 0s and 1s. */
+static bool test_sort_rows(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 4, 64}, {37, 64, 1, 64}, {3, 200, 1, 256}, {9, 2, 4, 2}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t plane = rows * bc, nf = 2 * plane, ni = 2 * plane;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "sort_rows", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2500 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_ref_sort_rows(x, rf, ri, rows, cols, bc);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
+/* ---- trans3d ------------------------------------------------------------------------------- */
+
+/* trans with a permutation (issue 15): values only move (the odd permutations through a masked
+ * max, which returns one of its inputs unchanged), so every output is exact.  The 2-D plane is
+ * only a * b values of each block's n; the rest of it stays as the fill. */
+static bool test_trans3d(KilnRtDevice *dev) {
+  static const struct {
+    int32_t progs, a, b, c;
+  } cfgs[] = {{3, 2, 4, 8}, {2, 4, 8, 4}, {1, 8, 2, 16}, {2, 1, 4, 2}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t progs = (size_t)cfgs[ci].progs, a = (size_t)cfgs[ci].a, b = (size_t)cfgs[ci].b, c = (size_t)cfgs[ci].c;
+    size_t n = a * b * c, plane = progs * n, nf = 7 * plane, ni = plane;
+    KilnDefine defs[] = {{"A", cfgs[ci].a}, {"B", cfgs[ci].b}, {"C", cfgs[ci].c}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "progs=%zu", progs);
+    KilnTestRun run;
+    run_begin(&run, dev, "trans3d", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2700 + ci);
+    float *x = kiln_test_random_f32(&rng, plane, -20.0f, 20.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, plane * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    void *args[] = {&dx, &df, &di};
+    kiln_test_launch(&run, run.fn, (uint32_t)progs, 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_ref_trans3d(x, rf, ri, progs, a, b, c);
+    check_close(&run, "outf", outf, rf, 6 * plane, 1.0, 0.0);
+    float *got2 = kiln_test_alloc(progs * a * b, sizeof *got2), *ref2 = kiln_test_alloc(progs * a * b, sizeof *ref2);
+    for (size_t p = 0; p < progs; p++) /* plane 6: the a * b transposed values of each block */
+      for (size_t i = 0; i < a * b; i++)
+        got2[p * a * b + i] = outf[6 * plane + p * n + i], ref2[p * a * b + i] = rf[6 * plane + p * n + i];
+    check_close(&run, "outf 2-D", got2, ref2, progs * a * b, 1.0, 0.0);
+    free(got2), free(ref2);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
+/* ---- cas_f32, cas_i64 ----------------------------------------------------------------------- */
+
+/* atomic_cas on f32 cells compares bits: lanes 0 mod 8 hold NaN (equal bits: swapped, though
+ * NaN != NaN), lanes 2 mod 8 hold -0.0 and compare with +0.0 (equal floats, other bits: kept),
+ * other even lanes match and odd lanes do not.  Every value only moves: exact. */
+static bool test_cas_f32(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {77, 64}, {1, 256}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"B", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "cas_f32", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2800 + ci);
+    float *cells = kiln_test_random_f32(&rng, n, -100.0f, 100.0f), *x = kiln_test_random_f32(&rng, n, -100.0f, 100.0f);
+    for (size_t i = 0; i < n; i++)
+      cells[i] = i % 8 == 0 ? NAN : i % 8 == 2 ? -0.0f : cells[i];
+    float *rc = kiln_test_alloc(n, sizeof *rc), *gc = kiln_test_alloc(total, sizeof *gc);
+    float *olds = kiln_test_alloc(total, sizeof *olds);
+    for (size_t i = 0; i < n; i++)
+      rc[i] = i % 2 == 0 && i % 8 != 2 ? x[i] : cells[i];
+    void *dc = kiln_test_input(&run, cells, n * sizeof *cells), *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dold = kiln_test_output(&run, total * sizeof *olds);
+    int32_t n32 = cfgs[ci].n;
+    void *args[] = {&dc, &dx, &dold, &n32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, gc, dc, n * sizeof *gc);
+    kiln_test_fetch(&run, olds, dold, total * sizeof *olds);
+    kiln_test_check_untouched(&run, "olds", olds, sizeof *olds, total, 1, n, total);
+    size_t bad = 0; /* bit for bit: NaN and -0.0 must come back as they went in */
+    for (size_t i = 0; i < n; i++)
+      bad += memcmp(&gc[i], &rc[i], 4) != 0 || memcmp(&olds[i], &cells[i], 4) != 0;
+    if (run.ok && !run.d.emit) { /* nothing ran when the kernel is only written to a bundle */
+      printf("       cas_f32 %s: %zu of %zu cells or old values differ in their bits\n", shape, bad, n);
+      if (bad)
+        kiln_test_fail(&run, "atomic_cas on f32 cells: %zu lanes differ", bad);
+    }
+    all_ok &= kiln_test_end(&run);
+    free(cells), free(x), free(rc), free(gc), free(olds);
+  }
+  return all_ok;
+}
+
+/* atomic_cas on i64 cells, cpu target only: odd lanes compare with the cell + 2^32, which a 32-bit
+ * compare would take for a match. */
+static bool test_cas_i64(KilnRtDevice *dev) {
+  if (g_target != KILN_TARGET_CPU) {
+    printf("  skip cas_i64: the cpu target only\n");
+    return true;
+  }
+  static const size_t sizes[] = {1000, 1};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(sizes); ci++) {
+    size_t n = sizes[ci], total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"B", 256}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "cas_i64", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2900 + ci);
+    int64_t *cells = kiln_test_alloc(n, sizeof *cells), *x = kiln_test_alloc(n, sizeof *x);
+    int64_t *rc = kiln_test_alloc(n, sizeof *rc), *gc = kiln_test_alloc(n, sizeof *gc);
+    int64_t *olds = kiln_test_alloc(total, sizeof *olds);
+    for (size_t i = 0; i < n; i++) {
+      cells[i] = (int64_t)kiln_ref_rng_next(&rng) >> 2; /* room for + 2^32 without overflow */
+      x[i] = (int64_t)kiln_ref_rng_next(&rng);
+      rc[i] = i % 2 == 0 ? x[i] : cells[i];
+    }
+    void *dc = kiln_test_input(&run, cells, n * sizeof *cells), *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dold = kiln_test_output(&run, total * sizeof *olds);
+    int32_t n32 = (int32_t)n;
+    void *args[] = {&dc, &dx, &dold, &n32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, 256), 1, args);
+    kiln_test_fetch(&run, gc, dc, n * sizeof *gc);
+    kiln_test_fetch(&run, olds, dold, total * sizeof *olds);
+    kiln_test_check_untouched(&run, "olds", olds, sizeof *olds, total, 1, n, total);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+      bad += gc[i] != rc[i] || olds[i] != cells[i];
+    if (run.ok && !run.d.emit) {
+      printf("       cas_i64 %s: %zu of %zu cells or old values differ\n", shape, bad, n);
+      if (bad)
+        kiln_test_fail(&run, "atomic_cas on i64 cells: %zu lanes differ", bad);
+    }
+    all_ok &= kiln_test_end(&run);
+    free(cells), free(x), free(rc), free(gc), free(olds);
+  }
+  return all_ok;
+}
+
+/* ---- device_print --------------------------------------------------------------------------- */
+
+static int compare_lines(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Splits text into its lines (in place), sorted; returns how many. */
+static size_t sorted_lines(char *text, char ***out) {
+  size_t n = 0, cap = 64;
+  char **l = kiln_test_alloc(cap, sizeof *l);
+  for (char *s = strtok(text, "\n"); s; s = strtok(NULL, "\n")) {
+    if (n == cap) {
+      char **m = kiln_test_alloc(cap * 2, sizeof *m);
+      memcpy(m, l, cap * sizeof *l);
+      free(l);
+      l = m, cap *= 2;
+    }
+    l[n++] = s;
+  }
+  qsort(l, n, sizeof *l, compare_lines);
+  *out = l;
+  return n;
+}
+
+/* The lines the device_print kernel must print for x (n values, b per program), in any order
+ * (programs may run on several threads): one per element of each print, "%.9g" for f32. */
+static char *expected_prints(const float *x, size_t n, size_t b) {
+  size_t progs = (n + b - 1) / b, cap = progs * (b * 2 + 5) * 64 + 1, len = 0;
+  char *t = kiln_test_alloc(cap, 1);
+  for (size_t p = 0; p < progs; p++) {
+    for (size_t i = 0; i < b; i++) {
+      float v = p * b + i < n ? x[p * b + i] : 0.0f;
+      len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu) v: %.9g\n", p, i, (double)v);
+      len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu) pos: %d\n", p, i, v > 0.0f);
+    }
+    len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) n%%: %zu\n", p, n);
+    for (size_t i = 0; i < 2; i++)
+      for (size_t j = 0; j < 2; j++)
+        len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu, %zu) ij: %zu\n", p, i, j,
+                                10 * i + j + 100 * p);
+  }
+  return t;
+}
+
+/* device_print on the cpu target (the GPU targets refuse it, docs/status.md): stdout is sent to a
+ * file around the launch, and its lines, sorted, must be exactly the expected ones, sorted (the
+ * values exact: %.9g of an f32 is the text C prints for it). */
+static bool test_device_print(KilnRtDevice *dev) {
+  if (g_target != KILN_TARGET_CPU) {
+    printf("  skip device_print: the cpu target only\n");
+    return true;
+  }
+  static const size_t sizes[] = {40, 1, 16};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(sizes); ci++) {
+    size_t n = sizes[ci], b = 16, total = n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"B", (int64_t)b}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "device_print", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2600 + ci);
+    float *x = kiln_test_random_f32(&rng, n, -4.0f, 4.0f);
+    float *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
+    for (size_t i = 0; i < n; i++)
+      ref[i] = 2.0f * x[i];
+    void *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
+    int32_t n32 = (int32_t)n;
+    void *args[] = {&dx, &dout, &n32};
+
+    char path[1024];
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/kiln_print_XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = mkstemp(path), saved = -1;
+    if (fd >= 0) {
+      fflush(stdout);
+      saved = dup(1);
+      dup2(fd, 1);
+    }
+    kiln_test_launch(&run, run.fn, (uint32_t)kiln_test_cdiv(n, b), 1, args);
+    fflush(stdout);
+    if (fd >= 0) {
+      dup2(saved, 1);
+      close(saved);
+    }
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
+    check_close(&run, "out", out, ref, n, 1.0, 0.0);
+
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    char *got = kiln_test_alloc(1 << 20, 1), *want = expected_prints(x, n, b);
+    size_t glen = 0;
+    if (f) {
+      rewind(f);
+      glen = fread(got, 1, (1 << 20) - 1, f);
+      fclose(f);
+    }
+    unlink(path);
+    got[glen] = '\0';
+    char **gl, **wl;
+    size_t ng = sorted_lines(got, &gl), nw = sorted_lines(want, &wl);
+    size_t bad = ng == nw ? 0 : 1;
+    for (size_t i = 0; i < ng && i < nw; i++)
+      if (strcmp(gl[i], wl[i]) != 0) {
+        if (bad++ == 0)
+          printf("       first difference: printed '%s', expected '%s'\n", gl[i], wl[i]);
+      }
+    if (run.ok && !run.d.emit) {
+      printf("       device_print %s: %zu lines printed, %zu expected, %zu differ\n", shape, ng, nw, bad);
+      if (!f || bad)
+        kiln_test_fail(&run, "device_print printed other lines than expected");
+    }
+    all_ok &= kiln_test_end(&run);
+    free(gl), free(wl), free(got), free(want), free(x), free(out), free(ref);
+  }
+  return all_ok;
+}
+
 /* ---- rand_normal --------------------------------------------------------------------------- */
 
 /* randint exactly (the Philox word); randn within 5e-4 absolute (floor 1): on the GPU the log is
@@ -1492,6 +1840,12 @@ static const struct {
     {"cas_lock", test_cas_lock},
     {"scan_flip", test_scan_flip},
     {"rand_normal", test_rand_normal},
+    {"argmax_all", test_argmax_all},
+    {"sort_rows", test_sort_rows},
+    {"trans3d", test_trans3d},
+    {"device_print", test_device_print},
+    {"cas_f32", test_cas_f32},
+    {"cas_i64", test_cas_i64},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},

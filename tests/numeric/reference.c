@@ -605,6 +605,86 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
   }
 }
 
+void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br, size_t bc) {
+  for (size_t p = 0; p * br < rows; p++) {
+    size_t amax = 0, amin = 0, imax = 0, first_off = SIZE_MAX;
+    int32_t sum = 0;
+    for (size_t k = 0; k < br * bc; k++) { /* row-major over the tile; strict: the first wins */
+      float v = scan_tile(x, rows, cols, p * br + k / bc, k % bc);
+      float bmax = scan_tile(x, rows, cols, p * br + amax / bc, amax % bc);
+      float bmin = scan_tile(x, rows, cols, p * br + amin / bc, amin % bc);
+      int32_t bi = (int32_t)scan_tile(x, rows, cols, p * br + imax / bc, imax % bc);
+      if (v > bmax) amax = k;
+      if (v < bmin) amin = k;
+      if ((int32_t)v > bi) imax = k;
+      if (!(v > 0.0f) && first_off == SIZE_MAX) first_off = k;
+      sum += (int32_t)v;
+    }
+    int32_t *o = out + 8 * p;
+    o[0] = o[4] = o[6] = (int32_t)amax;
+    o[1] = o[7] = (int32_t)amin;
+    o[2] = (int32_t)imax;
+    o[3] = first_off == SIZE_MAX ? 0 : (int32_t)first_off; /* every lane true: argmin of all 1s is 0 */
+    o[5] = sum;
+  }
+}
+
+static int ascending_f32(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static int ascending_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t bc) {
+  size_t plane = rows * bc;
+  for (size_t r = 0; r < rows; r++) {
+    float *up = outf + r * bc, *down = outf + plane + r * bc;
+    int32_t *halves = outi + r * bc, *mask = outi + plane + r * bc;
+    for (size_t c = 0; c < bc; c++) {
+      float v = scan_tile(x, rows, cols, r, c);
+      up[c] = v;
+      halves[c] = (int32_t)(v * 4.0f);
+      mask[c] = v > 0.0f;
+    }
+    qsort(up, bc, sizeof *up, ascending_f32);
+    for (size_t c = 0; c < bc; c++)
+      down[c] = up[bc - 1 - c];
+    qsort(halves, bc / 2, sizeof *halves, ascending_i32);
+    qsort(halves + bc / 2, bc / 2, sizeof *halves, ascending_i32);
+    qsort(mask, bc, sizeof *mask, ascending_i32);
+  }
+}
+
+void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b, size_t c) {
+  static const int perms[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {1, 0, 2}, {2, 1, 0}};
+  size_t n = a * b * c, plane = progs * n, dims[3] = {a, b, c};
+  for (size_t p = 0; p < progs; p++) {
+    const float *blk = x + p * n;
+    for (int k = 0; k < 6; k++) {
+      const int *pm = perms[k];
+      size_t od[3] = {dims[pm[0]], dims[pm[1]], dims[pm[2]]};
+      for (size_t i = 0; i < od[0]; i++)
+        for (size_t j = 0; j < od[1]; j++)
+          for (size_t l = 0; l < od[2]; l++) {
+            size_t src[3], o[3] = {i, j, l};
+            for (int q = 0; q < 3; q++)
+              src[pm[q]] = o[q];
+            float v = blk[(src[0] * b + src[1]) * c + src[2]];
+            outf[k * plane + p * n + (i * od[1] + j) * od[2] + l] = v;
+            if (k == 5)
+              outi[p * n + (i * od[1] + j) * od[2] + l] = (int8_t)(int32_t)(v * 4.0f);
+          }
+    }
+    for (size_t i = 0; i < b; i++)
+      for (size_t j = 0; j < a; j++)
+        outf[6 * plane + p * n + i * a + j] = blk[j * b + i];
+  }
+}
+
 void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed) {
   for (size_t i = 0; i < n; i++) {
     uint32_t ctr[4] = {(uint32_t)i, 0u, 0u, 0u}, key[2] = {(uint32_t)seed, 0u}, out[4];

@@ -165,6 +165,23 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
 void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
                         size_t bc);
 
+/* The argmax_all kernel: per program p, over its br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), out[8p ..] = the row-major index of the first maximum of t, of its first minimum, of the
+ * first maximum of (int)t, of the first t <= 0, the first maximum again, the sum of (int)t, and
+ * the first maximum and first minimum again (the kernel's reshaped views). */
+void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br, size_t bc);
+
+/* The sort_rows kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), planes of rows x bc: outf = each row of t ascending, descending; outi = each half-row of
+ * (int)(4 t) ascending on its own, the row of (t > 0) ascending. */
+void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t bc);
+
+/* The trans3d kernel over progs blocks of a x b x c values of x: outf plane k (progs a b c values)
+ * holds each block permuted by the k-th of [0 1 2], [1 2 0], [2 0 1], [0 2 1], [1 0 2], [2 1 0]
+ * (result axis i is the block's axis perm[i]), row-major; plane 6 the block's first a b values
+ * as an [a, b] tile transposed; outi the block's (int8)(4 x) permuted [2 1 0]. */
+void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b, size_t c);
+
 /* The rand_normal kernel: bits[i] = Philox4x32-10's r0 for key (seed, 0) and counter (i, 0, 0, 0),
  * as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for u1 = 1 - rand(seed, i) and
  * u2 = rand(seed ^ 0x6A09E667, i). */

@@ -339,6 +339,46 @@ static void test_rand_normal_reference(void) {
   CHECK(fabs(mean) < 5.0 / 64 && fabs(var - 1) < 5 * sqrt(2.0 / 4096), "mean %g variance %g", mean, var);
 }
 
+/* argmax_all over a 3 x 2 matrix in programs of 2 rows, BC = 2: the tile of the second program is
+ * {0.5, 0.5, 0, 0} (the row past rows is zeros). */
+static void test_argmax_all_reference(void) {
+  const float x[6] = {1, 3, 3, -2, 0.5f, 0.5f};
+  int32_t o[16];
+  kiln_ref_argmax_all(x, o, 3, 2, 2, 2);
+  static const int32_t want[16] = {1, 3, 1, 3, 1, 5, 1, 3, 0, 2, 0, 2, 0, 0, 0, 2};
+  for (int k = 0; k < 16; k++)
+    CHECK(o[k] == want[k], "argmax_all output %d: %d, want %d", k, o[k], want[k]);
+}
+
+/* sort_rows over one row of 3 values with BC = 4 (a zero past cols). */
+static void test_sort_rows_reference(void) {
+  const float x[3] = {2.5f, -1, 0.75f};
+  float f[8];
+  int32_t i[8];
+  kiln_ref_sort_rows(x, f, i, 1, 3, 4);
+  static const float up[4] = {-1, 0, 0.75f, 2.5f}, down[4] = {2.5f, 0.75f, 0, -1};
+  static const int32_t halves[4] = {-4, 10, 0, 3}, mask[4] = {0, 0, 1, 1};
+  for (int k = 0; k < 4; k++)
+    CHECK(f[k] == up[k] && f[4 + k] == down[k] && i[k] == halves[k] && i[4 + k] == mask[k], "sort element %d", k);
+}
+
+/* trans3d of one 1 x 2 x 3 block 0..5: [2, 1, 0] gives the 3 x 2 x 1 block 0 3 1 4 2 5. */
+static void test_trans3d_reference(void) {
+  const float x[6] = {0, 1, 2, 3, 4, 5};
+  float f[7 * 6];
+  int32_t i[6];
+  kiln_ref_trans3d(x, f, i, 1, 1, 2, 3);
+  static const float p120[6] = {0, 1, 2, 3, 4, 5}, p021[6] = {0, 3, 1, 4, 2, 5}, p210[6] = {0, 3, 1, 4, 2, 5};
+  static const float p201[6] = {0, 3, 1, 4, 2, 5}, p102[6] = {0, 1, 2, 3, 4, 5};
+  for (int k = 0; k < 6; k++) {
+    CHECK(f[k] == x[k] && f[6 + k] == p120[k] && f[12 + k] == p201[k] && f[18 + k] == p021[k] &&
+              f[24 + k] == p102[k] && f[30 + k] == p210[k],
+          "trans3d element %d", k);
+    CHECK(i[k] == (int32_t)(4 * p210[k]), "trans3d i8 element %d", k);
+  }
+  CHECK(f[36] == 0 && f[37] == 1, "trans3d 2-D: %g %g", (double)f[36], (double)f[37]);
+}
+
 int main(void) {
   test_bf16();
   test_f16_known_values();
@@ -360,6 +400,9 @@ int main(void) {
   test_scan_flip_reference();
   test_cas_lock_reference();
   test_rand_normal_reference();
+  test_argmax_all_reference();
+  test_sort_rows_reference();
+  test_trans3d_reference();
   if (failures) {
     fprintf(stderr, "reference_test: %d check(s) failed\n", failures);
     return 1;
