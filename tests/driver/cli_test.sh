@@ -88,6 +88,11 @@ contains check-target-caret '^ *\^'
 check check-target-sm80 1 "$kiln" check --target=sm_80 "$tmp/gpu.kiln"
 check check-target-bad 64 "$kiln" check "$tmp/gpu.kiln" --target sm_10
 check check-target-ok 0 "$kiln" check "$kdir/vector_add.kiln" --target sm_90
+# the emu target compiles through its whole pipeline (it emits no PTX of its own), and refuses
+# what the GPU lowering refuses
+check check-target-emu-ok 0 "$kiln" check "$kdir/vector_add.kiln" --target emu
+check check-target-emu 1 "$kiln" check "$tmp/gpu.kiln" --target emu
+contains check-target-emu 'gpu\.kiln:2:16: error: .*powers of two \(got 48\)'
 # device_print runs on the cpu target; the GPU targets refuse it where it is written
 [ -n "$edir" ] && check check-target-print 1 "$kiln" check "$edir/device_print.kiln" --target sm_90
 [ -n "$edir" ] && contains check-target-print 'device_print\.kiln:10:5: error: device_print is not supported on the GPU targets'

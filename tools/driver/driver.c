@@ -516,7 +516,9 @@ KilnDriverStatus kiln_driver_check_target(const char *path, const KilnDefine *de
   KilnCompileOptions o = {.path = path, .diag = diag};
   Job j = {.o = &o, .diag = diag ? diag : stderr};
   st = open_source(&j);
-  bool gpu = targets[target].gpu;
+  /* PTX for a GPU; the emu target emits no PTX of its own: its whole pipeline (the GPU lowering
+   * and the emulator rewrite) ends in lowered MLIR, as the cpu's does */
+  bool ptx = targets[target].gpu && target != KILN_TARGET_EMU;
   for (int i = 0; st != KILN_DRIVER_FAILURE && j.c && i < kiln_kernel_count(j.c); i++) {
     const KilnKernel *k = kiln_kernel_get(j.c, i);
     KilnDefine mine[64];
@@ -530,7 +532,7 @@ KilnDriverStatus kiln_driver_check_target(const char *path, const KilnDefine *de
                              .diag = j.diag};
     KilnBuffer out;
     KilnDriverStatus ks =
-        kiln_driver_compile(&ko, gpu ? KILN_EMIT_PTX : KILN_EMIT_LOWERED_MLIR, &out);
+        kiln_driver_compile(&ko, ptx ? KILN_EMIT_PTX : KILN_EMIT_LOWERED_MLIR, &out);
     kiln_buffer_free(&out);
     if (ks > st) st = ks;
   }
