@@ -101,6 +101,8 @@ typedef struct KilnGpuOwn {
 
 /* Fills *o for a tile of shape[rank] under layout l (rank 0 / NONE: one element). */
 void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGpuOwn *o);
+/* The same for a laid-out tile type (its shape and layout attribute). */
+KilnGpuOwn kiln_gpu_own_of_type(MlirType t);
 /* Local indices (per tensor dim) of list position j. */
 void kiln_gpu_own_local(const KilnGpuOwn *o, int64_t j, int *local);
 /* List position of local indices. */

@@ -447,6 +447,17 @@ int64_t kiln_gpu_own_index(const KilnGpuOwn *o, const int *local) {
   return j;
 }
 
+KilnGpuOwn kiln_gpu_own_of_type(MlirType t) {
+  KilnGpuLayout l = kiln_gpu_layout_of_type(t);
+  int rank = kiln_ir_rank(t);
+  int64_t shape[KILN_GPU_MAX_RANK] = {0};
+  for (int i = 0; i < rank && i < KILN_GPU_MAX_RANK; i++)
+    shape[i] = kiln_ir_dim(t, i);
+  KilnGpuOwn o;
+  kiln_gpu_own(&l, rank, shape, &o);
+  return o;
+}
+
 int64_t kiln_gpu_own_offset(const KilnGpuOwn *o, int d, int i) {
   const KilnGpuDimMap *m = &o->dim[d];
   if (m->size >= m->extent)

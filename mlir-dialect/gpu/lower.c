@@ -59,7 +59,7 @@ static bool lower_constant(Low *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
   MlirType rt = mlirValueGetType(res);
   MlirAttribute v = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("value"));
-  KilnGpuOwn own = low_own_of(rt);
+  KilnGpuOwn own = kiln_gpu_own_of_type(rt);
   Vals *out = low_vals(L, own.count);
   if (!mlirTypeIsARankedTensor(rt)) {
     out->v[0] = low_const(L, rt, v);
@@ -77,7 +77,7 @@ static bool lower_constant(Low *L, MlirOperation op) {
 
 static bool lower_range(Low *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
-  KilnGpuOwn own = low_own_of(mlirValueGetType(res));
+  KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(res));
   int64_t start = kiln_gpu_int_attr(op, "start", 0);
   Vals *out = low_vals(L, own.count);
   MlirValue base = low_coord_base(L, &own, 0);
@@ -94,7 +94,7 @@ static bool lower_range(Low *L, MlirOperation op) {
 
 static bool lower_splat(Low *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
-  KilnGpuOwn own = low_own_of(mlirValueGetType(res));
+  KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(res));
   Vals *in = low_get(L, mlirOperationGetOperand(op, 0));
   Vals *out = low_vals(L, own.count);
   for (int64_t j = 0; j < own.count; j++)
@@ -107,7 +107,7 @@ static bool lower_splat(Low *L, MlirOperation op) {
  * list is re-indexed. */
 static bool lower_reshape(Low *L, MlirOperation op, bool expand) {
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
-  KilnGpuOwn so = low_own_of(mlirValueGetType(src)), ro = low_own_of(mlirValueGetType(res));
+  KilnGpuOwn so = kiln_gpu_own_of_type(mlirValueGetType(src)), ro = kiln_gpu_own_of_type(mlirValueGetType(res));
   Vals *in = low_get(L, src);
   Vals *out = low_vals(L, ro.count);
   int axis = expand ? (int)kiln_gpu_int_attr(op, "axis", 0) : -1;
@@ -238,12 +238,12 @@ static bool lower_if(Low *L, MlirOperation op) {
    * into a probe first?  Simpler: a result's list length and types follow its layout. */
   size_t n = 0;
   for (intptr_t i = 0; i < nres; i++)
-    n += (size_t)low_own_of(mlirValueGetType(mlirOperationGetResult(op, i))).count;
+    n += (size_t)kiln_gpu_own_of_type(mlirValueGetType(mlirOperationGetResult(op, i))).count;
   MlirType *types = low_alloc(L, (n ? n : 1) * sizeof *types);
   size_t k = 0;
   for (intptr_t i = 0; i < nres; i++) {
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, i));
-    int64_t c = low_own_of(t).count;
+    int64_t c = kiln_gpu_own_of_type(t).count;
     for (int64_t j = 0; j < c; j++)
       types[k++] = low_scalar_type(L, t);
   }
@@ -261,7 +261,7 @@ static bool lower_if(Low *L, MlirOperation op) {
   L->b = saved;
   k = 0;
   for (intptr_t i = 0; i < nres; i++) {
-    int64_t c = low_own_of(mlirValueGetType(mlirOperationGetResult(op, i))).count;
+    int64_t c = kiln_gpu_own_of_type(mlirValueGetType(mlirOperationGetResult(op, i))).count;
     Vals *res = low_vals(L, c);
     for (int64_t j = 0; j < c; j++)
       res->v[j] = kiln_ir_if_result(&f, k++);

@@ -177,7 +177,7 @@ static bool a_in_registers(const KilnGpuLayout *sl, const KilnGpuLayout *dl) {
 }
 
 static void a_from_accumulator(Low *L, MlirType st, Vals *X, Vals *out) {
-  KilnGpuOwn so = low_own_of(st);
+  KilnGpuOwn so = kiln_gpu_own_of_type(st);
   int64_t rm = so.dim[0].n / 2, kb = kiln_ir_dim(st, 1) / 16;
   for (int64_t mi = 0; mi < rm; mi++)
     for (int64_t ki = 0; ki < kb; ki++)
@@ -296,7 +296,7 @@ static bool stage_still_there(Low *L, MlirValue src, int64_t *off) {
 static void stage(Low *L, MlirValue src, int64_t off, MlirValue base) {
   MlirType st = mlirValueGetType(src), et = kiln_ir_elem_type(st);
   int64_t cols = kiln_ir_dim(st, 1);
-  KilnGpuOwn so = low_own_of(st);
+  KilnGpuOwn so = kiln_gpu_own_of_type(st);
   Vals *X = low_get(L, src);
   low_barrier(L);
   for (int64_t j = 0; j < so.count; j++) {
@@ -323,7 +323,7 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   }
   KilnGpuLayout sl = kiln_gpu_layout_of_type(st);
   if (a_in_registers(&sl, &dl)) {
-    Vals *out = low_vals(L, low_own_of(rt).count);
+    Vals *out = low_vals(L, kiln_gpu_own_of_type(rt).count);
     a_from_accumulator(L, st, low_get(L, src), out);
     low_set(L, res, out);
     return true;
@@ -341,7 +341,7 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   MlirValue base = low_smem(L, off, off + rows * cols * 2);
   if (!again)
     stage(L, src, off, base);
-  KilnGpuOwn ro = low_own_of(rt);
+  KilnGpuOwn ro = kiln_gpu_own_of_type(rt);
   Vals *out = low_vals(L, ro.count);
   if (bt && dl.op_idx == 0)
     low_dot_fragments_at(L, &dl, base, rows, cols, out);
@@ -385,7 +385,7 @@ bool low_dot_mma(Low *L, MlirOperation op) {
   MlirType vt = mlirVectorTypeGet(1, &two, et);
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
   int64_t rm = M / (16 * cl.wpc[0]), rn = N / (8 * cl.wpc[1]), kb = K / 16;
-  KilnGpuOwn co = low_own_of(ct);
+  KilnGpuOwn co = kiln_gpu_own_of_type(ct);
   Vals *A = low_get(L, a), *B = low_get(L, b), *C = low_get(L, acc);
   if (A->n != rm * kb * 4 || B->n != rn * kb * 2 || C->n != co.count) {
     low_error(L, "GPU lowering: mma operand fragments do not match the tile");

@@ -126,7 +126,7 @@ bool low_epilogue_convert(Low *L, MlirOperation op) {
   int64_t rows = kiln_ir_dim(rt, 0), cols = kiln_ir_dim(rt, 1);
   if ((eb != 2 && eb != 4) || (cols * eb) % 16 != 0)
     return false;
-  KilnGpuOwn so = low_own_of(st), ro = low_own_of(rt);
+  KilnGpuOwn so = kiln_gpu_own_of_type(st), ro = kiln_gpu_own_of_type(rt);
   int64_t pitch = cols + EPI_ROW_PAD_BYTES / eb;
   Vals *X = low_get(L, src);
   Vals *out = low_vals(L, ro.count);

@@ -144,17 +144,6 @@ static MlirValue tid(Low *L) { return low_op1(L, "nvvm.read.ptx.sreg.tid.x", NUL
 MlirValue low_lane(Low *L) { return low_bin(L, "arith.andi", tid(L), low_i32(L, KILN_GPU_WARP - 1)); }
 MlirValue low_warp(Low *L) { return low_bin(L, "arith.shrui", tid(L), low_i32(L, 5)); }
 
-KilnGpuOwn low_own_of(MlirType t) {
-  KilnGpuLayout l = kiln_gpu_layout_of_type(t);
-  int rank = kiln_ir_rank(t);
-  int64_t shape[KILN_GPU_MAX_RANK] = {0};
-  for (int i = 0; i < rank && i < KILN_GPU_MAX_RANK; i++)
-    shape[i] = kiln_ir_dim(t, i);
-  KilnGpuOwn o;
-  kiln_gpu_own(&l, rank, shape, &o);
-  return o;
-}
-
 static MlirValue bits(Low *L, MlirValue id, int shift, int nbits) {
   if (nbits == 0)
     return low_i32(L, 0);

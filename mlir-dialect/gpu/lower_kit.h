@@ -61,7 +61,6 @@ MlirValue low_warp(Low *L);
 MlirValue low_coord(Low *L, const KilnGpuOwn *own, int64_t j, int d);
 /* The part of low_coord that depends on the thread (null when it does not), and the constant. */
 MlirValue low_coord_base(Low *L, const KilnGpuOwn *own, int d);
-KilnGpuOwn low_own_of(MlirType t);
 
 /* The shared-memory arena: a pointer to byte `offset` of it (addrspace 3), growing the arena to
  * at least `bytes`.  Both count from L->smem_base (inside a loop that runs while shared buffers

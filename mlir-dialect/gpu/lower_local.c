@@ -207,7 +207,7 @@ bool low_async_copy(Low *L, MlirOperation op) {
   if (!buffer_of(L, buf, &bf))
     return false;
   int64_t vec = kiln_gpu_int_attr(op, "vec", 1);
-  KilnGpuOwn own = low_own_of(mlirValueGetType(mlirOperationGetOperand(op, 4)));
+  KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(mlirOperationGetOperand(op, 4)));
   if (vec < 1 || vec > 8 || own.rank != 2 || own.count % vec != 0) {
     low_error(L, "GPU lowering: kiln.async_copy needs a 2-D tile and vec of 1 to 8 dividing "
                  "each thread's elements");
@@ -245,7 +245,7 @@ bool low_local_load(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: kiln.local_load yields a dot operand layout");
     return false;
   }
-  Vals *out = low_vals(L, low_own_of(mlirValueGetType(res)).count);
+  Vals *out = low_vals(L, kiln_gpu_own_of_type(mlirValueGetType(res)).count);
   MlirValue base = slot_base(L, buf, &bf, low_get(L, mlirOperationGetOperand(op, 1))->v[0]);
   bool transpose = !mlirAttributeIsNull(
       mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("transpose")));

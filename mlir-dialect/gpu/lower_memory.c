@@ -205,7 +205,7 @@ bool low_load(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: loads of i1 are not supported");
     return false;
   }
-  KilnGpuOwn own = low_own_of(rt);
+  KilnGpuOwn own = kiln_gpu_own_of_type(rt);
   int v = low_vector_width(L, ptrs, &own);
   Vals *out = low_vals(L, own.count);
   int64_t ealign = bits / 8;
@@ -277,7 +277,7 @@ bool low_store(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: stores of i1 are not supported");
     return false;
   }
-  KilnGpuOwn own = low_own_of(mlirValueGetType(ptrs));
+  KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
   int words = v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 2), &own, v) ? pred_words(v, bits) : 0;
@@ -463,7 +463,7 @@ bool low_atomic(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: unknown atomic kind");
     return false;
   }
-  KilnGpuOwn own = low_own_of(mlirValueGetType(ptrs));
+  KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   bool replicated;
   MlirValue owner = atomic_owner(L, &own, &replicated);
   MlirValue zero = mlirTypeIsAFloat(et) ? low_f32(L, 0.0) : low_i32(L, 0);

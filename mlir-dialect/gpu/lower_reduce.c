@@ -108,7 +108,7 @@ bool low_reduce(Low *L, MlirOperation op) {
     return false;
   }
   int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
-  KilnGpuOwn in = low_own_of(st);
+  KilnGpuOwn in = kiln_gpu_own_of_type(st);
   KilnGpuLayout il = kiln_gpu_layout_of_type(st);
   if (il.kind != KILN_GPU_LAYOUT_BLOCKED && il.kind != KILN_GPU_LAYOUT_MMA) {
     low_error(L, "GPU lowering: reduce expects a blocked or mma operand");

@@ -62,7 +62,7 @@ bool low_convert(Low *L, MlirOperation op) {
   int flip = kiln_ir_op_id(op) == KILN_OP_FLIP ? (int)kiln_gpu_int_attr(op, "axis", 0) : -1;
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   MlirType st = mlirValueGetType(src), rt = mlirValueGetType(res);
-  KilnGpuOwn so = low_own_of(st), ro = low_own_of(rt);
+  KilnGpuOwn so = kiln_gpu_own_of_type(st), ro = kiln_gpu_own_of_type(rt);
   MlirType et = kiln_ir_elem_type(rt);
   if (kiln_ir_type_is_ptr(et)) {
     low_error(L, "GPU lowering: converting the layout of a pointer tile is not supported");
@@ -100,7 +100,7 @@ bool low_convert(Low *L, MlirOperation op) {
  * for the short lines of a tile, slow for a 1-D tile of thousands. */
 bool low_scan(Low *L, MlirOperation op) {
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
-  KilnGpuOwn so = low_own_of(mlirValueGetType(src)), ro = low_own_of(mlirValueGetType(res));
+  KilnGpuOwn so = kiln_gpu_own_of_type(mlirValueGetType(src)), ro = kiln_gpu_own_of_type(mlirValueGetType(res));
   MlirType et = kiln_ir_elem_type(mlirValueGetType(res));
   int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
   char kind[8] = "";
@@ -175,7 +175,7 @@ bool low_dot(Low *L, MlirOperation op) {
   int64_t M = kiln_ir_dim(at, 0), K = kiln_ir_dim(at, 1), N = kiln_ir_dim(bt, 1);
   MlirType ae = kiln_ir_elem_type(at), be = kiln_ir_elem_type(bt), ce = kiln_ir_elem_type(ct);
   bool fl = mlirTypeIsAFloat(ce);
-  KilnGpuOwn ao = low_own_of(at), bo = low_own_of(bt), co = low_own_of(ct);
+  KilnGpuOwn ao = kiln_gpu_own_of_type(at), bo = kiln_gpu_own_of_type(bt), co = kiln_gpu_own_of_type(ct);
   Vals *A = low_get(L, a), *B = low_get(L, b), *C = low_get(L, acc);
   int64_t a_bytes = M * K * bytes_of(ae);
   int64_t b_off = (a_bytes + 15) / 16 * 16;

@@ -151,17 +151,6 @@ static MlirOperation dot_operand_user(MlirOperation load, MlirBlock body, MlirOp
   return user;
 }
 
-static KilnGpuOwn own_of(MlirType t) {
-  KilnGpuLayout l = kiln_gpu_layout_of_type(t);
-  int rank = kiln_ir_rank(t);
-  int64_t shape[KILN_GPU_MAX_RANK] = {0};
-  for (int i = 0; i < rank && i < KILN_GPU_MAX_RANK; i++)
-    shape[i] = kiln_ir_dim(t, i);
-  KilnGpuOwn o;
-  kiln_gpu_own(&l, rank, shape, &o);
-  return o;
-}
-
 /* Whether load qualifies; fills *pl and grows p's slice. */
 static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, PipeLoad *pl) {
   MlirOperation view;
@@ -172,7 +161,7 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
   MlirType et = kiln_ir_elem_type(rt);
   if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et)))
     return false;
-  KilnGpuOwn own = own_of(rt);
+  KilnGpuOwn own = kiln_gpu_own_of_type(rt);
   bool trans = own.order[0] == 0;
   int64_t contiguous_extent = kiln_ir_dim(rt, trans ? 0 : 1);
   if (contiguous_extent < 8 || (trans && kiln_ir_dim(rt, 1) < 8))
