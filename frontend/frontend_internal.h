@@ -9,11 +9,10 @@
 #include <stdarg.h>
 
 /* Broken internal invariant: always on, never a user error. */
-#define KILN_ASSERT(cond)                                                               \
-    do {                                                                                \
-        if (!(cond))                                                                    \
-            kiln_assert_fail(__FILE__, __LINE__, __func__, #cond);                      \
-    } while (0)
+#define KILN_ASSERT(cond)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) kiln_assert_fail(__FILE__, __LINE__, __func__, #cond);                            \
+  } while (0)
 _Noreturn void kiln_assert_fail(const char *file, int line, const char *func, const char *cond);
 
 /* ---------------------------------------------------------------- arena */
@@ -29,9 +28,9 @@ typedef struct KilnArenaChunk KilnArenaChunk;
  * and `oom` is set, alloc longjmps there (the compile entry turns it into an error);
  * without `oom` it returns NULL. */
 typedef struct KilnArena {
-    KilnArenaChunk *head;
-    size_t used_bytes; /* total handed out since init/reset, for tests */
-    jmp_buf *oom;
+  KilnArenaChunk *head;
+  size_t used_bytes; /* total handed out since init/reset, for tests */
+  jmp_buf *oom;
 } KilnArena;
 
 void kiln_arena_init(KilnArena *ar);
@@ -46,8 +45,8 @@ char *kiln_arena_vprintf(KilnArena *ar, const char *fmt, va_list ap);
 
 /* A growable array of pointers in an arena (old storage is simply abandoned). */
 typedef struct KilnPtrVec {
-    void **items;
-    int n, cap;
+  void **items;
+  int n, cap;
 } KilnPtrVec;
 void kiln_vec_push(KilnArena *ar, KilnPtrVec *v, void *item);
 
@@ -55,9 +54,9 @@ void kiln_vec_push(KilnArena *ar, KilnPtrVec *v, void *item);
  * so that name lookups stay constant-time in programs with many kernels or declarations. A name
  * is never removed; setting it to -1 makes it absent. Zero-initialize before use. */
 typedef struct KilnNameMap {
-    const char **keys;
-    int *vals;
-    int cap, used;
+  const char **keys;
+  int *vals;
+  int cap, used;
 } KilnNameMap;
 int kiln_names_get(const KilnNameMap *m, const char *name); /* -1 when absent */
 void kiln_names_set(KilnArena *ar, KilnNameMap *m, const char *name, int value);
@@ -65,28 +64,28 @@ void kiln_names_set(KilnArena *ar, KilnNameMap *m, const char *name, int value);
 /* ---------------------------------------------------------------- compilation */
 
 struct KilnCompilation {
-    KilnArena ar;      /* source, AST, parse diagnostics: lives as long as the compilation */
-    KilnArena scratch; /* sema results of the latest sema call */
-    char *path;
-    char *text;
-    size_t len;
+  KilnArena ar;      /* source, AST, parse diagnostics: lives as long as the compilation */
+  KilnArena scratch; /* sema results of the latest sema call */
+  char *path;
+  char *text;
+  size_t len;
 
-    KilnDiag *diags; /* malloc'ed vector; message texts live in ar or scratch */
-    size_t ndiags, diag_cap;
-    size_t nerrors;        /* including dropped ones */
-    size_t nparse_diags;   /* diagnostics from parsing, kept across sema calls */
-    size_t nparse_errors;
-    bool in_sema;          /* new diagnostics' text goes to scratch */
+  KilnDiag *diags; /* malloc'ed vector; message texts live in ar or scratch */
+  size_t ndiags, diag_cap;
+  size_t nerrors;      /* including dropped ones */
+  size_t nparse_diags; /* diagnostics from parsing, kept across sema calls */
+  size_t nparse_errors;
+  bool in_sema; /* new diagnostics' text goes to scratch */
 
-    KilnPtrVec kernels; /* KilnKernel* */
-    KilnNameMap kernel_index; /* name -> index in kernels of its first definition */
-    KilnPtrVec tunes;   /* KilnTune* */
-    KilnPtrVec funcs;   /* KilnFunc* */
-    KilnNameMap func_index; /* name -> index in funcs of its first definition */
-    bool parsed;
-    bool parse_ok;
-    bool too_deep;      /* nesting limit hit: stop lexing, suppress follow-up syntax errors */
-    jmp_buf *oom;
+  KilnPtrVec kernels;       /* KilnKernel* */
+  KilnNameMap kernel_index; /* name -> index in kernels of its first definition */
+  KilnPtrVec tunes;         /* KilnTune* */
+  KilnPtrVec funcs;         /* KilnFunc* */
+  KilnNameMap func_index;   /* name -> index in funcs of its first definition */
+  bool parsed;
+  bool parse_ok;
+  bool too_deep; /* nesting limit hit: stop lexing, suppress follow-up syntax errors */
+  jmp_buf *oom;
 };
 
 /* Adds an error/warning with a printf-style message.  Never fails: past KILN_MAX_ERRORS the
@@ -106,18 +105,18 @@ KilnSpan kiln_span_join(KilnSpan a, KilnSpan b);
 
 /* State the reentrant lexer and parser share (flex's yyextra and bison's parse-param). */
 typedef struct KilnParseState {
-    KilnCompilation *c;
-    int line, col;   /* position of the next character */
-    int nesting;     /* open ( [ { */
-    KilnSpan comment_start;
-    void *scanner;
+  KilnCompilation *c;
+  int line, col; /* position of the next character */
+  int nesting;   /* open ( [ { */
+  KilnSpan comment_start;
+  void *scanner;
 } KilnParseState;
 
 KilnExpr *kiln_ast_expr(KilnParseState *ps, KilnExprKind kind, KilnSpan span);
 KilnExpr *kiln_ast_unary(KilnParseState *ps, KilnUnOp op, KilnExpr *e, KilnSpan span);
 KilnExpr *kiln_ast_binary(KilnParseState *ps, KilnBinOp op, KilnExpr *l, KilnExpr *r);
-KilnExpr *kiln_ast_call(KilnParseState *ps, const char *name, KilnSpan name_span,
-                        KilnPtrVec *args, KilnSpan span);
+KilnExpr *kiln_ast_call(KilnParseState *ps, const char *name, KilnSpan name_span, KilnPtrVec *args,
+                        KilnSpan span);
 KilnStmt *kiln_ast_stmt(KilnParseState *ps, KilnStmtKind kind, KilnSpan span);
 KilnBlock *kiln_ast_block(KilnParseState *ps, KilnPtrVec *stmts, KilnSpan span);
 KilnType *kiln_ast_type(KilnParseState *ps, KilnTypeKind kind, KilnScalarKind s);
@@ -143,7 +142,7 @@ bool kiln_parse_run(KilnCompilation *c);
 
 /* ---------------------------------------------------------------- types (types.c) */
 
-const KilnType *kiln_type_scalar(KilnScalarKind k);   /* static singletons */
+const KilnType *kiln_type_scalar(KilnScalarKind k); /* static singletons */
 const KilnType *kiln_type_void(void);
 KilnType *kiln_type_new(KilnArena *ar, const KilnType *proto);
 /* Formats a shape as "[64,32]". */
@@ -154,8 +153,8 @@ char *kiln_shape_str(const int64_t *dims, int rank, char *buf, size_t cap);
 /* Evaluates an integer constant expression of a tune block (literals, names from bindings,
  * arithmetic, comparisons, logic).  On failure stores a message in *err (arena-allocated) and
  * the offending span in *err_span and returns false. */
-bool kiln_tune_eval(KilnArena *ar, const KilnExpr *e, const KilnBinding *b, int nb,
-                    int64_t *out, const char **err, KilnSpan *err_span);
+bool kiln_tune_eval(KilnArena *ar, const KilnExpr *e, const KilnBinding *b, int nb, int64_t *out,
+                    const char **err, KilnSpan *err_span);
 /* Checks a tune block against its kernel (sema side of kiln_sema_check_all). */
 void kiln_tune_check(KilnCompilation *c, KilnTune *t);
 

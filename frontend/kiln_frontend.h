@@ -39,7 +39,7 @@ extern "C" {
 /* A source range, 1-based, inclusive of its last character (end_col is the column of the
  * last character, so a one-character token has col == end_col). */
 typedef struct KilnSpan {
-    int line, col, end_line, end_col;
+  int line, col, end_line, end_col;
 } KilnSpan;
 
 /* ---------------------------------------------------------------- types */
@@ -48,30 +48,30 @@ typedef struct KilnSpan {
  * or `T in [f16, bf16]`, is the kind's number) and kiln_scalar_is_float: kiln_base.h. */
 
 typedef enum KilnTypeKind {
-    KILN_TYPE_VOID,   /* result of store(), of calls used only for effect */
-    KILN_TYPE_SCALAR, /* `scalar` */
-    KILN_TYPE_PTR,    /* pointer to `scalar` (pointees are always scalars) */
-    KILN_TYPE_TILE,   /* tile of `scalar` (or of pointers to `scalar` when elem_is_ptr) */
-    KILN_TYPE_SHAPE,  /* a list literal used as a shape argument: rank + dims */
-    KILN_TYPE_DTYPE,  /* a type name used as an argument (zeros(shape, f32)): `scalar` */
-    KILN_TYPE_TUPLE,  /* the values of a call of a function that returns several (`return a, b;`),
+  KILN_TYPE_VOID,   /* result of store(), of calls used only for effect */
+  KILN_TYPE_SCALAR, /* `scalar` */
+  KILN_TYPE_PTR,    /* pointer to `scalar` (pointees are always scalars) */
+  KILN_TYPE_TILE,   /* tile of `scalar` (or of pointers to `scalar` when elem_is_ptr) */
+  KILN_TYPE_SHAPE,  /* a list literal used as a shape argument: rank + dims */
+  KILN_TYPE_DTYPE,  /* a type name used as an argument (zeros(shape, f32)): `scalar` */
+  KILN_TYPE_TUPLE,  /* the values of a call of a function that returns several (`return a, b;`),
                          which only an unpacking statement takes: `rank` = how many */
-    KILN_TYPE_STRING, /* a string literal, which only static_assert's message takes */
-    KILN_TYPE_COUNT
+  KILN_TYPE_STRING, /* a string literal, which only static_assert's message takes */
+  KILN_TYPE_COUNT
 } KilnTypeKind;
 
 #define KILN_MAX_RANK 4
 
 /* A resolved type.  Types are immutable once made; compare with kiln_type_equal(). */
 typedef struct KilnType {
-    KilnTypeKind kind;
-    KilnScalarKind scalar; /* SCALAR/DTYPE: the scalar; PTR: pointee; TILE: element or pointee */
-    bool elem_is_ptr;      /* TILE only: elements are pointers to `scalar` */
-    int rank;              /* TILE and SHAPE: number of dims (1..KILN_MAX_RANK) */
-    int64_t dims[KILN_MAX_RANK];
-    /* Written types only (annotations, casts): the name of a type parameter standing for the
+  KilnTypeKind kind;
+  KilnScalarKind scalar; /* SCALAR/DTYPE: the scalar; PTR: pointee; TILE: element or pointee */
+  bool elem_is_ptr;      /* TILE only: elements are pointers to `scalar` */
+  int rank;              /* TILE and SHAPE: number of dims (1..KILN_MAX_RANK) */
+  int64_t dims[KILN_MAX_RANK];
+  /* Written types only (annotations, casts): the name of a type parameter standing for the
      * scalar (`q: *T`, `x as T`), resolved by sema from T's binding; NULL otherwise. */
-    const char *param;
+  const char *param;
 } KilnType;
 
 /* Bit width of a scalar kind (i1 -> 1, bf16 -> 16). */
@@ -86,11 +86,11 @@ char *kiln_type_str(const KilnType *t, char *buf, size_t cap);
 
 /* One id per builtin function, from builtins.def (the X-macro that also feeds the docs). */
 typedef enum KilnBuiltin {
-    KILN_BUILTIN_NONE = 0,
+  KILN_BUILTIN_NONE = 0,
 #define KILN_BUILTIN(id, name, min_args, max_args, sig, doc) KILN_BUILTIN_##id,
 #include "builtins.def"
 #undef KILN_BUILTIN
-    KILN_BUILTIN_COUNT
+  KILN_BUILTIN_COUNT
 } KilnBuiltin;
 
 /* The builtin's source name ("load"), signature and doc strings; NULL for bad ids. */
@@ -105,56 +105,69 @@ typedef struct KilnStmt KilnStmt;
 typedef struct KilnDecl KilnDecl;
 
 typedef enum KilnDeclKind {
-    KILN_DECL_PARAM,       /* non-const kernel parameter; `index` = position among non-const params */
-    KILN_DECL_CONST_PARAM, /* `const NAME: i32`; bound per configuration, `value` holds it */
-    KILN_DECL_LET,
-    KILN_DECL_VAR,
-    KILN_DECL_LOOP_VAR,    /* the induction variable of a `for` */
-    KILN_DECL_COUNT
+  KILN_DECL_PARAM,       /* non-const kernel parameter; `index` = position among non-const params */
+  KILN_DECL_CONST_PARAM, /* `const NAME: i32`; bound per configuration, `value` holds it */
+  KILN_DECL_LET,
+  KILN_DECL_VAR,
+  KILN_DECL_LOOP_VAR, /* the induction variable of a `for` */
+  KILN_DECL_COUNT
 } KilnDeclKind;
 
 /* A named entity.  Every identifier use (KILN_EXPR_NAME, assignment target) points at one. */
 struct KilnDecl {
-    KilnDeclKind kind;
-    const char *name;
-    KilnSpan span;           /* the name at its declaration */
-    const KilnType *type;    /* after sema */
-    bool is_const;           /* compile-time constant (const params; lets of constant exprs) */
-    int64_t value;           /* when is_const and integer-typed */
-    int index;               /* PARAM: position among non-const params; CONST_PARAM: among consts */
-    int param_pos;           /* PARAM / CONST_PARAM: position in the source parameter list */
-    int id;                  /* unique per kernel, dense from 0: index for mlirgen's value maps */
-    bool is_type_param;      /* CONST_PARAM declared `const T: type`: `type` is the bound scalar */
-    bool has_annot;          /* LET/VAR/params: a `: TYPE` was written */
-    KilnType annot;          /* the written type when has_annot */
+  KilnDeclKind kind;
+  const char *name;
+  KilnSpan span;        /* the name at its declaration */
+  const KilnType *type; /* after sema */
+  bool is_const;        /* compile-time constant (const params; lets of constant exprs) */
+  int64_t value;        /* when is_const and integer-typed */
+  int index;            /* PARAM: position among non-const params; CONST_PARAM: among consts */
+  int param_pos;        /* PARAM / CONST_PARAM: position in the source parameter list */
+  int id;               /* unique per kernel, dense from 0: index for mlirgen's value maps */
+  bool is_type_param;   /* CONST_PARAM declared `const T: type`: `type` is the bound scalar */
+  bool has_annot;       /* LET/VAR/params: a `: TYPE` was written */
+  KilnType annot;       /* the written type when has_annot */
 };
 
 typedef enum KilnExprKind {
-    KILN_EXPR_INT,    /* ival; weak i32 unless context gives another int type (see `type`) */
-    KILN_EXPR_FLOAT,  /* fval; weak f32 likewise */
-    KILN_EXPR_BOOL,   /* ival 0/1, type i1 */
-    KILN_EXPR_NAME,   /* name -> decl */
-    KILN_EXPR_UNARY,  /* unop, lhs */
-    KILN_EXPR_BINARY, /* binop, lhs, rhs, operand_type */
-    KILN_EXPR_CALL,   /* name, builtin, args[nargs], operand_type */
-    KILN_EXPR_INDEX,  /* lhs, index[nindex] (each ':' or None) */
-    KILN_EXPR_CAST,   /* lhs, cast_to (a scalar; tiles cast element-wise) */
-    KILN_EXPR_LIST,   /* args[nargs]: a list literal (shapes) */
-    KILN_EXPR_TYPE,   /* a scalar type name as a value: cast_to */
-    KILN_EXPR_STRING, /* a string literal: name holds its text (static_assert's message) */
-    KILN_EXPR_COUNT
+  KILN_EXPR_INT,    /* ival; weak i32 unless context gives another int type (see `type`) */
+  KILN_EXPR_FLOAT,  /* fval; weak f32 likewise */
+  KILN_EXPR_BOOL,   /* ival 0/1, type i1 */
+  KILN_EXPR_NAME,   /* name -> decl */
+  KILN_EXPR_UNARY,  /* unop, lhs */
+  KILN_EXPR_BINARY, /* binop, lhs, rhs, operand_type */
+  KILN_EXPR_CALL,   /* name, builtin, args[nargs], operand_type */
+  KILN_EXPR_INDEX,  /* lhs, index[nindex] (each ':' or None) */
+  KILN_EXPR_CAST,   /* lhs, cast_to (a scalar; tiles cast element-wise) */
+  KILN_EXPR_LIST,   /* args[nargs]: a list literal (shapes) */
+  KILN_EXPR_TYPE,   /* a scalar type name as a value: cast_to */
+  KILN_EXPR_STRING, /* a string literal: name holds its text (static_assert's message) */
+  KILN_EXPR_COUNT
 } KilnExprKind;
 
 typedef enum KilnUnOp { KILN_UN_NEG, KILN_UN_NOT, KILN_UN_BITNOT, KILN_UN_COUNT } KilnUnOp;
 
 typedef enum KilnBinOp {
-    KILN_BIN_ADD, KILN_BIN_SUB, KILN_BIN_MUL, KILN_BIN_DIV, KILN_BIN_MOD,
-    KILN_BIN_SHL, KILN_BIN_SHR,
-    KILN_BIN_LT, KILN_BIN_LE, KILN_BIN_GT, KILN_BIN_GE, KILN_BIN_EQ, KILN_BIN_NE,
-    KILN_BIN_BITAND, KILN_BIN_BITOR, KILN_BIN_BITXOR,
-    KILN_BIN_AND, KILN_BIN_OR,
-    KILN_BIN_POW, /* x ** n: n is a compile-time integer (sema), lowered to multiplications */
-    KILN_BIN_COUNT
+  KILN_BIN_ADD,
+  KILN_BIN_SUB,
+  KILN_BIN_MUL,
+  KILN_BIN_DIV,
+  KILN_BIN_MOD,
+  KILN_BIN_SHL,
+  KILN_BIN_SHR,
+  KILN_BIN_LT,
+  KILN_BIN_LE,
+  KILN_BIN_GT,
+  KILN_BIN_GE,
+  KILN_BIN_EQ,
+  KILN_BIN_NE,
+  KILN_BIN_BITAND,
+  KILN_BIN_BITOR,
+  KILN_BIN_BITXOR,
+  KILN_BIN_AND,
+  KILN_BIN_OR,
+  KILN_BIN_POW, /* x ** n: n is a compile-time integer (sema), lowered to multiplications */
+  KILN_BIN_COUNT
 } KilnBinOp;
 
 typedef enum KilnIndexKind { KILN_INDEX_SLICE, KILN_INDEX_NONE } KilnIndexKind;
@@ -186,35 +199,35 @@ typedef enum KilnIndexKind { KILN_INDEX_SLICE, KILN_INDEX_NONE } KilnIndexKind;
  * A node's own `type` may differ from the `operand_type` its parent wants only in element type
  * and/or shape: the parent converts (cast) and broadcasts (splat / expand) it. */
 struct KilnExpr {
-    KilnExprKind kind;
-    KilnSpan span;
-    const KilnType *type;          /* sema */
-    const KilnType *operand_type;  /* sema, see above */
-    bool is_const;                 /* sema */
-    int64_t ival;
-    double fval;
-    const char *name;
-    KilnDecl *decl;                /* sema, NAME only */
-    KilnBuiltin builtin;           /* CALL only; NONE for unknown names (an error) */
-    KilnUnOp unop;
-    KilnBinOp binop;
-    KilnExpr *lhs, *rhs;
-    KilnExpr **args;
-    int nargs;
-    KilnIndexKind *index;
-    int nindex;
-    const KilnType *cast_to;
-    const char *kw;                /* an argument written `kw = value` (a keyword argument) */
-    KilnSpan kw_span;
-    struct KilnBlock *inlined;     /* sema, CALL of a function: its parameters as `let`s bound to
+  KilnExprKind kind;
+  KilnSpan span;
+  const KilnType *type;         /* sema */
+  const KilnType *operand_type; /* sema, see above */
+  bool is_const;                /* sema */
+  int64_t ival;
+  double fval;
+  const char *name;
+  KilnDecl *decl;      /* sema, NAME only */
+  KilnBuiltin builtin; /* CALL only; NONE for unknown names (an error) */
+  KilnUnOp unop;
+  KilnBinOp binop;
+  KilnExpr *lhs, *rhs;
+  KilnExpr **args;
+  int nargs;
+  KilnIndexKind *index;
+  int nindex;
+  const KilnType *cast_to;
+  const char *kw; /* an argument written `kw = value` (a keyword argument) */
+  KilnSpan kw_span;
+  struct KilnBlock *inlined; /* sema, CALL of a function: its parameters as `let`s bound to
                                       the arguments, then its body, checked for this call */
-    KilnExpr *result;              /* sema, CALL of a function: the returned value (NULL: none); for
+  KilnExpr *result;          /* sema, CALL of a function: the returned value (NULL: none); for
                                       a function that returns several, a LIST marked `tuple` whose
                                       args are the values (the call's type is then TUPLE) */
-    bool tuple;                    /* LIST only: the values of `return a, b;`, not a shape */
-    bool weak;                     /* sema: an untyped constant (literal, const param) that took
+  bool tuple;                /* LIST only: the values of `return a, b;`, not a shape */
+  bool weak;                 /* sema: an untyped constant (literal, const param) that took
                                       its type from the other operand, like Triton's constexprs */
-    int depth;                     /* internal: nesting depth, bounded by the parser */
+  int depth;                 /* internal: nesting depth, bounded by the parser */
 };
 
 /* Whether a call of a builtin with an optional axis (sum, max, min, argmax, argmin, sort) has
@@ -224,28 +237,28 @@ struct KilnExpr {
 bool kiln_call_has_axis(const KilnExpr *e);
 
 typedef enum KilnStmtKind {
-    KILN_STMT_LET,    /* decl, init */
-    KILN_STMT_VAR,    /* decl, init */
-    KILN_STMT_ASSIGN, /* target (decl of the var; name_span its use), value */
-    KILN_STMT_EXPR,   /* value */
-    KILN_STMT_FOR,    /* decl (loop var, i32), lo, hi, step (NULL = 1), body, carried[ncarried];
+  KILN_STMT_LET,      /* decl, init */
+  KILN_STMT_VAR,      /* decl, init */
+  KILN_STMT_ASSIGN,   /* target (decl of the var; name_span its use), value */
+  KILN_STMT_EXPR,     /* value */
+  KILN_STMT_FOR,      /* decl (loop var, i32), lo, hi, step (NULL = 1), body, carried[ncarried];
                          a `while` is parsed into one (exits.c) */
-    KILN_STMT_IF,     /* cond, body (then), else_body (NULL if absent), carried[ncarried] */
-    KILN_STMT_RETURN, /* value: the returned expression (functions only), else NULL; `return a, b;`
+  KILN_STMT_IF,       /* cond, body (then), else_body (NULL if absent), carried[ncarried] */
+  KILN_STMT_RETURN,   /* value: the returned expression (functions only), else NULL; `return a, b;`
                          returns a LIST marked `tuple` */
-    KILN_STMT_UNPACK, /* `let a, b = f(...);` (bind LET), `var a, b = ...` (VAR), `a, b = ...`
+  KILN_STMT_UNPACK,   /* `let a, b = f(...);` (bind LET), `var a, b = ...` (VAR), `a, b = ...`
                          (VAR, assign): names[nnames] (NAME nodes), value (a call of a function
                          returning that many values); sema fills decls[nnames], the declared
                          names or, for an assignment, the vars assigned */
-    KILN_STMT_BREAK,    /* parsed only: the parser's exit lowering (exits.c) turns break, continue */
-    KILN_STMT_CONTINUE, /* and every return but a final one into flags, so sema never sees them */
-    KILN_STMT_COUNT
+  KILN_STMT_BREAK,    /* parsed only: the parser's exit lowering (exits.c) turns break, continue */
+  KILN_STMT_CONTINUE, /* and every return but a final one into flags, so sema never sees them */
+  KILN_STMT_COUNT
 } KilnStmtKind;
 
 typedef struct KilnBlock {
-    KilnStmt **stmts;
-    int nstmts;
-    KilnSpan span;
+  KilnStmt **stmts;
+  int nstmts;
+  KilnSpan span;
 } KilnBlock;
 
 /* A statement.  LET/VAR: decl->type may differ from init->type in element type only when the
@@ -254,114 +267,114 @@ typedef struct KilnBlock {
  * the `var`s declared outside the statement that are assigned anywhere inside it: loop-carried
  * values for scf.for and results for scf.if.  An `else if` is an else_body holding one IF. */
 struct KilnStmt {
-    KilnStmtKind kind;
-    KilnSpan span;
-    KilnDecl *decl;
-    KilnExpr *init;
-    KilnDecl *target;
-    KilnSpan name_span;
-    KilnExpr *value;
-    KilnExpr *lo, *hi, *step;
-    KilnExpr *cond;
-    KilnBlock *body;
-    KilnBlock *else_body;
-    KilnDecl **carried;
-    int ncarried;
-    bool guard; /* IF made by the exit lowering: runs the rest of a block after a statement that
+  KilnStmtKind kind;
+  KilnSpan span;
+  KilnDecl *decl;
+  KilnExpr *init;
+  KilnDecl *target;
+  KilnSpan name_span;
+  KilnExpr *value;
+  KilnExpr *lo, *hi, *step;
+  KilnExpr *cond;
+  KilnBlock *body;
+  KilnBlock *else_body;
+  KilnDecl **carried;
+  int ncarried;
+  bool guard; /* IF made by the exit lowering: runs the rest of a block after a statement that
                    may break, continue or return; its body continues that block's scope */
-    /* FOR only.  `exit_name`: the loop's break flag (a `var` declared just before it, exits.c),
+  /* FOR only.  `exit_name`: the loop's break flag (a `var` declared just before it, exits.c),
      * set by every break and by every return inside the loop; NULL when nothing leaves the loop
      * early.  Sema resolves it into `exit_flag` and puts it first in `carried`, and mlirgen marks
      * the scf.for so that the loop stops as soon as the flag is set (kiln-exit-loops).
      * `unbounded`: the loop a `while` became, whose range only counts: it ends through its flag. */
-    const char *exit_name;
-    KilnDecl *exit_flag;
-    bool unbounded;
-    /* IF only: the test of a `while` (exits.c), for messages that name the loop */
-    bool while_test;
-    /* UNPACK only (see KILN_STMT_UNPACK) */
-    KilnExpr **names;
-    int nnames;
-    KilnDeclKind bind;
-    bool assign;
-    KilnDecl **decls;
-    int depth; /* internal */
+  const char *exit_name;
+  KilnDecl *exit_flag;
+  bool unbounded;
+  /* IF only: the test of a `while` (exits.c), for messages that name the loop */
+  bool while_test;
+  /* UNPACK only (see KILN_STMT_UNPACK) */
+  KilnExpr **names;
+  int nnames;
+  KilnDeclKind bind;
+  bool assign;
+  KilnDecl **decls;
+  int depth; /* internal */
 };
 
 /* A function: `def NAME(a, b: f32, c = 1.0) { ... return e; }`.  Parameters are untyped unless
  * annotated; each call is checked on its own (sema inlines a copy of the body with the
  * parameters bound as `let`s), so one function serves tiles and scalars of any type. */
 typedef struct KilnFuncParam {
-    const char *name;
-    KilnSpan span;
-    bool has_annot;
-    KilnType annot;
-    KilnExpr *def; /* default value, or NULL */
+  const char *name;
+  KilnSpan span;
+  bool has_annot;
+  KilnType annot;
+  KilnExpr *def; /* default value, or NULL */
 } KilnFuncParam;
 
 typedef struct KilnFunc {
-    const char *name;
-    KilnSpan span;
-    KilnFuncParam *params;
-    int nparams;
-    KilnBlock *body;
-    KilnExpr *result; /* the value of its final `return e;`, or NULL (no value); `return a, b;`
+  const char *name;
+  KilnSpan span;
+  KilnFuncParam *params;
+  int nparams;
+  KilnBlock *body;
+  KilnExpr *result; /* the value of its final `return e;`, or NULL (no value); `return a, b;`
                          makes a LIST marked `tuple` */
 } KilnFunc;
 
 typedef struct KilnKernel {
-    const char *name;
-    KilnSpan span;       /* the kernel's name */
-    KilnDecl **params;   /* in source order, const ones included */
-    int nparams;
-    KilnBlock *body;
-    int ndecls;          /* after sema: decl ids are 0..ndecls-1 */
-    struct KilnTune *tune; /* the kernel's tune block, or NULL */
-    int num_warps;       /* from the bindings given to sema ("num_warps"), default 4 */
-    int num_stages;      /* likewise ("num_stages"), default 2 */
-    int min_blocks;      /* likewise ("min_blocks"): blocks per SM promised to ptxas
+  const char *name;
+  KilnSpan span;     /* the kernel's name */
+  KilnDecl **params; /* in source order, const ones included */
+  int nparams;
+  KilnBlock *body;
+  int ndecls;            /* after sema: decl ids are 0..ndecls-1 */
+  struct KilnTune *tune; /* the kernel's tune block, or NULL */
+  int num_warps;         /* from the bindings given to sema ("num_warps"), default 4 */
+  int num_stages;        /* likewise ("num_stages"), default 2 */
+  int min_blocks;        /* likewise ("min_blocks"): blocks per SM promised to ptxas
                             (.minnctapersm, which caps registers); 0 when not bound */
 } KilnKernel;
 
 /* ---------------------------------------------------------------- tune blocks */
 
 typedef struct KilnTuneParam {
-    const char *name;      /* a const param, or "num_warps" / "num_stages" */
-    KilnSpan span;
-    int64_t *values;
-    int nvalues;
+  const char *name; /* a const param, or "num_warps" / "num_stages" */
+  KilnSpan span;
+  int64_t *values;
+  int nvalues;
 } KilnTuneParam;
 
 typedef struct KilnTuneAssign {
-    const char *name;
-    KilnSpan span;
-    int64_t value;
+  const char *name;
+  KilnSpan span;
+  int64_t value;
 } KilnTuneAssign;
 
 typedef struct KilnTunePreset {
-    const char *name;
-    KilnSpan span;
-    /* `preset NAME for DEVICE { ... }`: a candidate of the default mode on that device kind
+  const char *name;
+  KilnSpan span;
+  /* `preset NAME for DEVICE { ... }`: a candidate of the default mode on that device kind
      * only ("cpu", "emu", "cuda"), never an untuned library's default; NULL: every device */
-    const char *device;
-    KilnSpan device_span;
-    KilnTuneAssign *assigns;
-    int nassigns;
+  const char *device;
+  KilnSpan device_span;
+  KilnTuneAssign *assigns;
+  int nassigns;
 } KilnTunePreset;
 
 typedef struct KilnTune {
-    const char *kernel_name;
-    KilnSpan span;          /* the kernel name after `tune` */
-    const char **keys;      /* `key` parameters (non-const params) */
-    KilnSpan *key_spans;
-    int nkeys;
-    KilnTuneParam *params;  /* in source order; num_warps / num_stages included if written */
-    int nparams;
-    KilnExpr **wheres;      /* `where` conditions (all must hold) */
-    int nwheres;
-    KilnTunePreset *presets;
-    int npresets;
-    KilnKernel *kernel;     /* the kernel it tunes, after parse (NULL if unknown: an error) */
+  const char *kernel_name;
+  KilnSpan span;     /* the kernel name after `tune` */
+  const char **keys; /* `key` parameters (non-const params) */
+  KilnSpan *key_spans;
+  int nkeys;
+  KilnTuneParam *params; /* in source order; num_warps / num_stages included if written */
+  int nparams;
+  KilnExpr **wheres; /* `where` conditions (all must hold) */
+  int nwheres;
+  KilnTunePreset *presets;
+  int npresets;
+  KilnKernel *kernel; /* the kernel it tunes, after parse (NULL if unknown: an error) */
 } KilnTune;
 
 /* KilnBinding (a name -> integer binding for a const parameter, or num_warps / num_stages):
@@ -372,9 +385,9 @@ typedef struct KilnTune {
 typedef enum KilnSeverity { KILN_SEV_ERROR, KILN_SEV_WARNING, KILN_SEV_NOTE } KilnSeverity;
 
 typedef struct KilnDiag {
-    KilnSeverity severity;
-    KilnSpan span;
-    const char *message; /* without the "file:line:col: error: " prefix */
+  KilnSeverity severity;
+  KilnSpan span;
+  const char *message; /* without the "file:line:col: error: " prefix */
 } KilnDiag;
 
 /* At most this many errors are kept per compilation; later ones are counted but dropped. */
