@@ -30,16 +30,11 @@ void kiln_ir_builder_insert(KilnIRBuilder *b, MlirOperation op) {
 }
 
 MlirOperation kiln_ir_create(KilnIRBuilder *b, const KilnOpSpec *s) {
-  MlirOperationState st =
-      mlirOperationStateGet(mlirStringRefCreateFromCString(s->name), s->loc);
-  if (s->n_operands)
-    mlirOperationStateAddOperands(&st, (intptr_t)s->n_operands, s->operands);
-  if (s->n_results)
-    mlirOperationStateAddResults(&st, (intptr_t)s->n_results, s->results);
-  if (s->n_attrs)
-    mlirOperationStateAddAttributes(&st, (intptr_t)s->n_attrs, s->attrs);
-  if (s->n_regions)
-    mlirOperationStateAddOwnedRegions(&st, (intptr_t)s->n_regions, s->regions);
+  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString(s->name), s->loc);
+  if (s->n_operands) mlirOperationStateAddOperands(&st, (intptr_t)s->n_operands, s->operands);
+  if (s->n_results) mlirOperationStateAddResults(&st, (intptr_t)s->n_results, s->results);
+  if (s->n_attrs) mlirOperationStateAddAttributes(&st, (intptr_t)s->n_attrs, s->attrs);
+  if (s->n_regions) mlirOperationStateAddOwnedRegions(&st, (intptr_t)s->n_regions, s->regions);
   if (s->n_successors)
     mlirOperationStateAddSuccessors(&st, (intptr_t)s->n_successors, s->successors);
   MlirOperation op = mlirOperationCreate(&st);
@@ -49,8 +44,7 @@ MlirOperation kiln_ir_create(KilnIRBuilder *b, const KilnOpSpec *s) {
 }
 
 MlirNamedAttribute kiln_ir_named(MlirContext ctx, const char *name, MlirAttribute a) {
-  return mlirNamedAttributeGet(
-      mlirIdentifierGet(ctx, mlirStringRefCreateFromCString(name)), a);
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString(name)), a);
 }
 
 MlirAttribute kiln_ir_attr_i32(MlirContext ctx, int32_t v) {
@@ -59,16 +53,14 @@ MlirAttribute kiln_ir_attr_i32(MlirContext ctx, int32_t v) {
 
 bool kiln_ir_get_int_attr(MlirOperation op, const char *name, int64_t *out) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(name));
-  if (mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a))
-    return false;
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a)) return false;
   *out = mlirIntegerAttrGetValueInt(a);
   return true;
 }
 
 bool kiln_ir_get_str_attr(MlirOperation op, const char *name, char *buf, size_t cap) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(name));
-  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a) || cap == 0)
-    return false;
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a) || cap == 0) return false;
   MlirStringRef s = mlirStringAttrGetValue(a);
   size_t n = s.length < cap - 1 ? s.length : cap - 1;
   memcpy(buf, s.data, n);
@@ -102,8 +94,14 @@ static MlirValue one_result(KilnIRBuilder *b, const KilnOpSpec *s) {
 static MlirValue build_simple(KilnIRBuilder *b, MlirLocation loc, const char *name,
                               const MlirValue *ops, size_t n, MlirType result,
                               const MlirNamedAttribute *attrs, size_t n_attrs) {
-  KilnOpSpec s = {.name = name, .loc = loc, .operands = ops, .n_operands = n,
-                  .results = &result, .n_results = 1, .attrs = attrs, .n_attrs = n_attrs};
+  KilnOpSpec s = {.name = name,
+                  .loc = loc,
+                  .operands = ops,
+                  .n_operands = n,
+                  .results = &result,
+                  .n_results = 1,
+                  .attrs = attrs,
+                  .n_attrs = n_attrs};
   return one_result(b, &s);
 }
 
@@ -124,8 +122,7 @@ MlirValue kiln_ir_build_num_programs(KilnIRBuilder *b, MlirLocation loc, int axi
 
 MlirValue kiln_ir_build_range(KilnIRBuilder *b, MlirLocation loc, int32_t start, int32_t end) {
   int64_t n = (int64_t)end - start;
-  if (n < 1)
-    n = 1; /* keeps the type valid; the verifier reports end <= start */
+  if (n < 1) n = 1; /* keeps the type valid; the verifier reports end <= start */
   MlirType t = kiln_ir_type_tensor(mlirIntegerTypeGet(b->ctx, 32), &n, 1);
   MlirNamedAttribute a[2] = {kiln_ir_named(b->ctx, "start", kiln_ir_attr_i32(b->ctx, start)),
                              kiln_ir_named(b->ctx, "end", kiln_ir_attr_i32(b->ctx, end))};
@@ -142,18 +139,15 @@ MlirValue kiln_ir_build_broadcast(KilnIRBuilder *b, MlirLocation loc, MlirValue 
   return build_simple(b, loc, KILN_OP_NAME_BROADCAST, &tile, 1, result_type, NULL, 0);
 }
 
-MlirValue kiln_ir_build_expand_dims(KilnIRBuilder *b, MlirLocation loc, MlirValue tile,
-                                    int axis) {
+MlirValue kiln_ir_build_expand_dims(KilnIRBuilder *b, MlirLocation loc, MlirValue tile, int axis) {
   MlirType t = mlirValueGetType(tile);
   int rank = kiln_ir_rank(t);
   KILN_ASSERT(rank < 15);
   int64_t shape[16];
   int r = 0;
   for (int i = 0; i <= rank; i++) {
-    if (i == axis)
-      shape[r++] = 1;
-    if (i < rank)
-      shape[r++] = kiln_ir_dim(t, i);
+    if (i == axis) shape[r++] = 1;
+    if (i < rank) shape[r++] = kiln_ir_dim(t, i);
   }
   if (axis < 0 || axis > rank)
     shape[r++] = 1; /* bad axis: still a valid type, the verifier reports the axis */
@@ -167,8 +161,7 @@ MlirValue kiln_ir_build_trans(KilnIRBuilder *b, MlirLocation loc, MlirValue tile
   int rank = kiln_ir_rank(t);
   int64_t shape[16];
   KILN_ASSERT(rank >= 1 && rank <= 16);
-  for (int i = 0; i < rank; i++)
-    shape[i] = kiln_ir_dim(t, rank - 1 - i);
+  for (int i = 0; i < rank; i++) shape[i] = kiln_ir_dim(t, rank - 1 - i);
   MlirType rt = kiln_ir_type_tensor(kiln_ir_elem_type(t), shape, rank);
   return build_simple(b, loc, KILN_OP_NAME_TRANS, &tile, 1, rt, NULL, 0);
 }
@@ -204,15 +197,22 @@ MlirValue kiln_ir_build_atomic_rmw(KilnIRBuilder *b, MlirLocation loc, KilnRmwKi
   return build_simple(b, loc, KILN_OP_NAME_ATOMIC_RMW, ops, 3, mlirValueGetType(values), &a, 1);
 }
 
-MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs, MlirValue cmp,
-                                   MlirValue values, MlirValue mask) {
+MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs,
+                                   MlirValue cmp, MlirValue values, MlirValue mask) {
   MlirValue ops[4] = {ptrs, cmp, values, mask};
   return build_simple(b, loc, KILN_OP_NAME_ATOMIC_CAS, ops, 4, mlirValueGetType(values), NULL, 0);
 }
 
-MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text, MlirValue x) {
-  MlirNamedAttribute a = kiln_ir_named(b->ctx, "text", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(text)));
-  KilnOpSpec s = {.name = KILN_OP_NAME_PRINT, .loc = loc, .operands = &x, .n_operands = 1, .attrs = &a, .n_attrs = 1};
+MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text,
+                                  MlirValue x) {
+  MlirNamedAttribute a = kiln_ir_named(
+      b->ctx, "text", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(text)));
+  KilnOpSpec s = {.name = KILN_OP_NAME_PRINT,
+                  .loc = loc,
+                  .operands = &x,
+                  .n_operands = 1,
+                  .attrs = &a,
+                  .n_attrs = 1};
   return kiln_ir_create(b, &s);
 }
 
@@ -225,9 +225,11 @@ MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, in
   return build_simple(b, loc, KILN_OP_NAME_FLIP, &x, 1, mlirValueGetType(x), &a, 1);
 }
 
-MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis, MlirValue x) {
+MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis,
+                             MlirValue x) {
   MlirNamedAttribute a[2] = {
-      kiln_ir_named(b->ctx, "kind", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(kind))),
+      kiln_ir_named(b->ctx, "kind",
+                    mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(kind))),
       kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis))};
   return build_simple(b, loc, KILN_OP_NAME_SCAN, &x, 1, mlirValueGetType(x), a, 2);
 }
@@ -250,16 +252,14 @@ MlirValue kiln_ir_build_reduce(KilnIRBuilder *b, MlirLocation loc, KilnReduceKin
     int64_t shape[16];
     int r = 0;
     for (int i = 0; i < rank && r < 16; i++)
-      if (i != axis)
-        shape[r++] = kiln_ir_dim(t, i);
-    if (r == rank)
-      r--; /* bad axis: the verifier reports it */
+      if (i != axis) shape[r++] = kiln_ir_dim(t, i);
+    if (r == rank) r--; /* bad axis: the verifier reports it */
     rt = kiln_ir_type_tensor(elem, shape, r);
   }
   MlirNamedAttribute at[2] = {
-      kiln_ir_named(b->ctx, "kind",
-                    mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(
-                                                  kiln_reduce_kind_name(kind)))),
+      kiln_ir_named(
+          b->ctx, "kind",
+          mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(kiln_reduce_kind_name(kind)))),
       kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis))};
   return build_simple(b, loc, KILN_OP_NAME_REDUCE, &tile, 1, rt, at, 2);
 }
@@ -271,7 +271,8 @@ MlirValue kiln_ir_build_rand(KilnIRBuilder *b, MlirLocation loc, MlirValue seed,
   return build_simple(b, loc, KILN_OP_NAME_RAND, ops, 2, rt, NULL, 0);
 }
 
-MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue seed, MlirValue offsets) {
+MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue seed,
+                                MlirValue offsets) {
   MlirValue ops[2] = {seed, offsets};
   MlirType rt = kiln_ir_type_like(mlirValueGetType(offsets), mlirIntegerTypeGet(b->ctx, 32));
   return build_simple(b, loc, KILN_OP_NAME_RAND, ops, 2, rt, NULL, 0);
@@ -282,8 +283,7 @@ MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue se
 static MlirValue build_constant(KilnIRBuilder *b, MlirLocation loc, MlirType type,
                                 MlirAttribute scalar) {
   MlirAttribute value = scalar;
-  if (mlirTypeIsARankedTensor(type))
-    value = mlirDenseElementsAttrSplatGet(type, scalar);
+  if (mlirTypeIsARankedTensor(type)) value = mlirDenseElementsAttrSplatGet(type, scalar);
   MlirNamedAttribute a = kiln_ir_named(b->ctx, "value", value);
   return build_simple(b, loc, "arith.constant", NULL, 0, type, &a, 1);
 }
@@ -294,16 +294,14 @@ MlirValue kiln_ir_build_const_int(KilnIRBuilder *b, MlirLocation loc, MlirType t
     unsigned w = mlirIntegerTypeGetWidth(elem);
     if (w < 64) { /* keep the value representable in w bits, sign-extended */
       uint64_t mask = (UINT64_C(1) << w) - 1, u = (uint64_t)v & mask;
-      if (u >> (w - 1))
-        u |= ~mask;
+      if (u >> (w - 1)) u |= ~mask;
       v = (int64_t)u;
     }
   }
   return build_constant(b, loc, type, mlirIntegerAttrGet(elem, v));
 }
 
-MlirValue kiln_ir_build_const_float(KilnIRBuilder *b, MlirLocation loc, MlirType type,
-                                    double v) {
+MlirValue kiln_ir_build_const_float(KilnIRBuilder *b, MlirLocation loc, MlirType type, double v) {
   MlirType elem = kiln_ir_elem_type(type);
   return build_constant(b, loc, type, mlirFloatAttrDoubleGet(b->ctx, elem, v));
 }
@@ -320,38 +318,34 @@ MlirValue kiln_ir_build_elementwise(KilnIRBuilder *b, MlirLocation loc, const ch
 
 static int pred_index(const char *const *names, int n, const char *pred) {
   for (int i = 0; i < n; i++)
-    if (strcmp(names[i], pred) == 0)
-      return i;
+    if (strcmp(names[i], pred) == 0) return i;
   return -1;
 }
 
 static MlirValue build_cmp(KilnIRBuilder *b, MlirLocation loc, const char *name, int pred,
                            MlirValue lhs, MlirValue rhs) {
   MlirValue ops[2] = {lhs, rhs};
-  MlirNamedAttribute a = kiln_ir_named(
-      b->ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), pred));
+  MlirNamedAttribute a =
+      kiln_ir_named(b->ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), pred));
   MlirType rt = kiln_ir_type_like(mlirValueGetType(lhs), mlirIntegerTypeGet(b->ctx, 1));
   return build_simple(b, loc, name, ops, 2, rt, &a, 1);
 }
 
 MlirValue kiln_ir_build_cmpi(KilnIRBuilder *b, MlirLocation loc, const char *pred, MlirValue lhs,
                              MlirValue rhs) {
-  static const char *const names[] = {"eq", "ne", "slt", "sle", "sgt",
+  static const char *const names[] = {"eq",  "ne",  "slt", "sle", "sgt",
                                       "sge", "ult", "ule", "ugt", "uge"};
   int p = pred_index(names, 10, pred);
-  if (p < 0)
-    return (MlirValue){NULL};
+  if (p < 0) return (MlirValue){NULL};
   return build_cmp(b, loc, "arith.cmpi", p, lhs, rhs);
 }
 
 MlirValue kiln_ir_build_cmpf(KilnIRBuilder *b, MlirLocation loc, const char *pred, MlirValue lhs,
                              MlirValue rhs) {
-  static const char *const names[] = {"false", "oeq", "ogt", "oge", "olt", "ole",
-                                      "one",   "ord", "ueq", "ugt", "uge", "ult",
-                                      "ule",   "une", "uno", "true"};
+  static const char *const names[] = {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+                                      "ueq",   "ugt", "uge", "ult", "ule", "une", "uno", "true"};
   int p = pred_index(names, 16, pred);
-  if (p < 0)
-    return (MlirValue){NULL};
+  if (p < 0) return (MlirValue){NULL};
   return build_cmp(b, loc, "arith.cmpf", p, lhs, rhs);
 }
 
@@ -380,8 +374,7 @@ static void *xcalloc(size_t n, size_t size) {
 static MlirRegion region_with_block(size_t n, const MlirType *types, MlirLocation loc,
                                     MlirBlock *out) {
   MlirLocation *locs = xcalloc(n, sizeof *locs);
-  for (size_t i = 0; i < n; i++)
-    locs[i] = loc;
+  for (size_t i = 0; i < n; i++) locs[i] = loc;
   MlirRegion r = mlirRegionCreate();
   *out = mlirBlockCreate((intptr_t)n, types, locs);
   mlirRegionAppendOwnedBlock(r, *out);
@@ -401,8 +394,14 @@ KilnIRFor kiln_ir_build_for(KilnIRBuilder *b, MlirLocation loc, MlirValue lo, Ml
   }
   KilnIRFor f = {.n_iter = n};
   MlirRegion r = region_with_block(n + 1, arg_types, loc, &f.body);
-  KilnOpSpec s = {.name = "scf.for", .loc = loc, .operands = ops, .n_operands = n + 3,
-                  .results = arg_types + 1, .n_results = n, .regions = &r, .n_regions = 1};
+  KilnOpSpec s = {.name = "scf.for",
+                  .loc = loc,
+                  .operands = ops,
+                  .n_operands = n + 3,
+                  .results = arg_types + 1,
+                  .n_results = n,
+                  .regions = &r,
+                  .n_regions = 1};
   f.op = kiln_ir_create(b, &s);
   f.iv = mlirBlockGetArgument(f.body, 0);
   free(ops);
@@ -431,8 +430,14 @@ KilnIRIf kiln_ir_build_if(KilnIRBuilder *b, MlirLocation loc, MlirValue cond,
   KilnIRIf f;
   MlirRegion r[2] = {region_with_block(0, NULL, loc, &f.then_block),
                      region_with_block(0, NULL, loc, &f.else_block)};
-  KilnOpSpec s = {.name = "scf.if", .loc = loc, .operands = &cond, .n_operands = 1,
-                  .results = result_types, .n_results = n, .regions = r, .n_regions = 2};
+  KilnOpSpec s = {.name = "scf.if",
+                  .loc = loc,
+                  .operands = &cond,
+                  .n_operands = 1,
+                  .results = result_types,
+                  .n_results = n,
+                  .regions = r,
+                  .n_regions = 2};
   f.op = kiln_ir_create(b, &s);
   return f;
 }
@@ -454,8 +459,8 @@ KilnIRFunc kiln_ir_build_kernel(KilnIRBuilder *b, MlirLocation loc, const char *
       kiln_ir_named(b->ctx, "kiln.kernel", mlirUnitAttrGet(b->ctx)),
       kiln_ir_named(b->ctx, "kiln.num_warps", kiln_ir_attr_i32(b->ctx, num_warps)),
       kiln_ir_named(b->ctx, "kiln.num_stages", kiln_ir_attr_i32(b->ctx, num_stages))};
-  KilnOpSpec s = {.name = "func.func", .loc = loc, .attrs = a, .n_attrs = 5, .regions = &r,
-                  .n_regions = 1};
+  KilnOpSpec s = {
+      .name = "func.func", .loc = loc, .attrs = a, .n_attrs = 5, .regions = &r, .n_regions = 1};
   f.op = kiln_ir_create(b, &s);
   return f;
 }

@@ -22,20 +22,18 @@ static const char *const op_names[KILN_OP_COUNT] = {
 #undef KILN_OP
 };
 
-static const char dialect_irdl[] =
-    "irdl.dialect @kiln {\n"
-    "irdl.type @ptr {\n%elem = irdl.any\nirdl.parameters(%elem)\n}\n"
+static const char dialect_irdl[] = "irdl.dialect @kiln {\n"
+                                   "irdl.type @ptr {\n%elem = irdl.any\nirdl.parameters(%elem)\n}\n"
 #define KILN_OP(ID, name, irdl) "irdl.operation @" name " {\n" irdl "}\n"
 #include "ops.def"
 #undef KILN_OP
-    "}\n";
+                                   "}\n";
 
 const char *kiln_mlir_dialect_irdl(void) { return dialect_irdl; }
 
 KilnOpId kiln_ir_op_id(MlirOperation op) {
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-  if (n.length < 5 || memcmp(n.data, "kiln.", 5) != 0)
-    return KILN_OP_NONE;
+  if (n.length < 5 || memcmp(n.data, "kiln.", 5) != 0) return KILN_OP_NONE;
   for (int i = 0; i < KILN_OP_COUNT; i++)
     if (strlen(op_names[i]) == n.length && memcmp(op_names[i], n.data, n.length) == 0)
       return (KilnOpId)i;
@@ -131,8 +129,7 @@ static MlirLogicalResult collect_diag(MlirDiagnostic diag, void *user) {
 
 static bool load_kiln_dialect(MlirContext ctx) {
   MlirModule irdl = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(dialect_irdl));
-  if (mlirModuleIsNull(irdl))
-    return false;
+  if (mlirModuleIsNull(irdl)) return false;
   bool ok = mlirLogicalResultIsSuccess(mlirLoadIRDLDialects(irdl));
   mlirModuleDestroy(irdl);
   return ok;
@@ -146,8 +143,7 @@ static void register_passes_once(void) {
 
 KilnMlirContext *kiln_mlir_context_create(void) {
   KilnMlirContext *k = calloc(1, sizeof *k);
-  if (!k)
-    return NULL;
+  if (!k) return NULL;
   pthread_once(&passes_once, register_passes_once);
   MlirDialectRegistry reg = mlirDialectRegistryCreate();
   mlirRegisterAllDialects(reg);
@@ -165,8 +161,7 @@ KilnMlirContext *kiln_mlir_context_create(void) {
 }
 
 void kiln_mlir_context_destroy(KilnMlirContext *k) {
-  if (!k)
-    return;
+  if (!k) return;
   kiln_types_forget_context(k->ctx);
   mlirContextDetachDiagnosticHandler(k->ctx, k->handler);
   mlirContextDestroy(k->ctx);
@@ -185,8 +180,7 @@ const KilnMlirDiag *kiln_mlir_diag_get(const KilnMlirContext *k, size_t i) {
 
 size_t kiln_mlir_diag_error_count(const KilnMlirContext *k) {
   size_t n = 0;
-  for (size_t i = 0; i < k->n_diags; i++)
-    n += k->diags[i].severity == KILN_MLIR_SEV_ERROR;
+  for (size_t i = 0; i < k->n_diags; i++) n += k->diags[i].severity == KILN_MLIR_SEV_ERROR;
   return n;
 }
 

@@ -89,8 +89,7 @@ static LLVMTargetMachineRef host_machine(MlirModule m, int opt_level, const char
       LLVMDisposeMessage(host_cpu);
       LLVMDisposeMessage(features);
     }
-    if (!tm)
-      kiln_ir_error(module_loc(m), "cannot create an LLVM target machine for %s", triple);
+    if (!tm) kiln_ir_error(module_loc(m), "cannot create an LLVM target machine for %s", triple);
   }
   LLVMDisposeMessage(triple);
   return tm;
@@ -109,8 +108,7 @@ static KilnMlirStatus optimize(MlirModule m, LLVMModuleRef mod, LLVMTargetMachin
     kiln_ir_error(module_loc(m), "host conversion builtins: %s", err);
     return KILN_MLIR_ERR_LLVM;
   }
-  if (opt_level <= 0)
-    return KILN_MLIR_OK;
+  if (opt_level <= 0) return KILN_MLIR_OK;
   char pipeline[32];
   snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level > 3 ? 3 : opt_level);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
@@ -137,8 +135,7 @@ void kiln_mlir_add_offset_tables(MlirModule m, LLVMModuleRef mod, unsigned addrs
   LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(mod));
   for (intptr_t k = 0; k < mlirDictionaryAttrGetNumElements(all); k++) {
     MlirNamedAttribute e = mlirDictionaryAttrGetElement(all, k);
-    if (!mlirAttributeIsADenseI32Array(e.attribute))
-      continue;
+    if (!mlirAttributeIsADenseI32Array(e.attribute)) continue;
     intptr_t n = mlirDenseArrayGetNumElements(e.attribute);
     LLVMValueRef *words = malloc((size_t)(n + 2) * sizeof *words);
     KILN_ASSERT(words != NULL);
@@ -164,12 +161,10 @@ KilnMlirStatus kiln_mlir_emit_host_object(MlirModule m, int opt_level, const cha
   *out = NULL;
   *len = 0;
   LLVMTargetMachineRef tm = host_machine(m, opt_level, cpu);
-  if (!tm)
-    return KILN_MLIR_ERR_LLVM;
+  if (!tm) return KILN_MLIR_ERR_LLVM;
   LLVMContextRef llctx = LLVMContextCreate();
   LLVMModuleRef mod = translate(m, llctx);
-  if (mod)
-    kiln_mlir_add_offset_tables(m, mod, 0);
+  if (mod) kiln_mlir_add_offset_tables(m, mod, 0);
   KilnMlirStatus st = mod ? optimize(m, mod, tm, opt_level) : KILN_MLIR_ERR_LLVM;
   if (st == KILN_MLIR_OK) {
     kiln_host_float16_fixup(mod);
@@ -191,8 +186,7 @@ KilnMlirStatus kiln_mlir_emit_host_object(MlirModule m, int opt_level, const cha
       LLVMDisposeMemoryBuffer(buf);
     }
   }
-  if (mod)
-    LLVMDisposeModule(mod);
+  if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(llctx);
   LLVMDisposeTargetMachine(tm);
   return st;

@@ -50,8 +50,7 @@ void kiln_ir_mark_exit_loop(MlirOperation loop, bool unbounded) {
 }
 
 static MlirWalkResult collect_marked(MlirOperation op, void *user) {
-  if (kiln_ir_op_is(op, "scf.for") && has_attr(op, EXIT_FLAG_ATTR))
-    kiln_op_list_push(user, op);
+  if (kiln_ir_op_is(op, "scf.for") && has_attr(op, EXIT_FLAG_ATTR)) kiln_op_list_push(user, op);
   return MlirWalkResultAdvance;
 }
 
@@ -60,8 +59,7 @@ static MlirRegion build_test(MlirContext ctx, MlirLocation loc, MlirOperation lo
                              const MlirType *types, intptr_t n) {
   MlirLocation *locs = malloc(sizeof *locs * (size_t)n);
   KILN_ASSERT(locs);
-  for (intptr_t i = 0; i < n; i++)
-    locs[i] = loc;
+  for (intptr_t i = 0; i < n; i++) locs[i] = loc;
   MlirBlock test = mlirBlockCreate(n, types, locs);
   free(locs);
   MlirRegion r = mlirRegionCreate();
@@ -80,9 +78,9 @@ static MlirRegion build_test(MlirContext ctx, MlirLocation loc, MlirOperation lo
   MlirValue *cond = malloc(sizeof *cond * (size_t)(n + 1));
   KILN_ASSERT(cond);
   cond[0] = go;
-  for (intptr_t i = 0; i < n; i++)
-    cond[i + 1] = mlirBlockGetArgument(test, i);
-  KilnOpSpec s = {.name = "scf.condition", .loc = loc, .operands = cond, .n_operands = (size_t)n + 1};
+  for (intptr_t i = 0; i < n; i++) cond[i + 1] = mlirBlockGetArgument(test, i);
+  KilnOpSpec s = {
+      .name = "scf.condition", .loc = loc, .operands = cond, .n_operands = (size_t)n + 1};
   kiln_ir_create(&b, &s);
   free(cond);
   return r;
@@ -101,8 +99,7 @@ static void yield_next_iv(MlirContext ctx, MlirBlock body, MlirValue step) {
   MlirValue *vals = malloc(sizeof *vals * (size_t)(n + 1));
   KILN_ASSERT(vals);
   vals[0] = kiln_ir_build_elementwise(&b, loc, "arith.addi", ops, 2, mlirValueGetType(iv));
-  for (intptr_t i = 0; i < n; i++)
-    vals[i + 1] = mlirOperationGetOperand(old, i);
+  for (intptr_t i = 0; i < n; i++) vals[i + 1] = mlirOperationGetOperand(old, i);
   kiln_ir_build_yield(&b, loc, vals, (size_t)n + 1);
   free(vals);
   mlirOperationDestroy(old);
@@ -137,11 +134,18 @@ static bool convert_loop(MlirOperation loop) {
   KilnIRBuilder b;
   kiln_ir_builder_init(&b, ctx, mlirOperationGetBlock(loop));
   kiln_ir_builder_set_before(&b, loop);
-  KilnOpSpec s = {.name = "scf.while", .loc = loc, .operands = inits, .n_operands = (size_t)n,
-                  .results = types, .n_results = (size_t)n, .regions = regions, .n_regions = 2};
+  KilnOpSpec s = {.name = "scf.while",
+                  .loc = loc,
+                  .operands = inits,
+                  .n_operands = (size_t)n,
+                  .results = types,
+                  .n_results = (size_t)n,
+                  .regions = regions,
+                  .n_regions = 2};
   MlirOperation w = kiln_ir_create(&b, &s);
   for (intptr_t i = 0; i < nres; i++)
-    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(loop, i), mlirOperationGetResult(w, i + 1));
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(loop, i),
+                                  mlirOperationGetResult(w, i + 1));
   mlirOperationDestroy(loop);
   free(types);
   free(inits);
@@ -153,8 +157,7 @@ MlirLogicalResult kiln_exit_loops_module(MlirOperation module, void *opts) {
   KilnOpList loops = {0};
   mlirOperationWalk(module, collect_marked, &loops, MlirWalkPostOrder);
   bool ok = true;
-  for (size_t i = 0; i < loops.n; i++)
-    ok = convert_loop(loops.ops[i]) && ok;
+  for (size_t i = 0; i < loops.n; i++) ok = convert_loop(loops.ops[i]) && ok;
   kiln_op_list_free(&loops);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }

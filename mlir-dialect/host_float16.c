@@ -305,7 +305,8 @@ static LLVMValueRef round_to_bf16(LLVMBuilderRef b, LLVMValueRef f) {
   LLVMValueRef mag = LLVMBuildAnd(b, x, splat(i32, 0x7fffffff), "");
   LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, mag, splat(i32, 0x7f800000), "");
   LLVMValueRef top = LLVMBuildLShr(b, x, splat(i32, 16), "");
-  LLVMValueRef bias = LLVMBuildAdd(b, LLVMBuildAnd(b, top, splat(i32, 1), ""), splat(i32, 0x7fff), "");
+  LLVMValueRef bias =
+      LLVMBuildAdd(b, LLVMBuildAnd(b, top, splat(i32, 1), ""), splat(i32, 0x7fff), "");
   LLVMValueRef rounded = LLVMBuildLShr(b, LLVMBuildAdd(b, x, bias, ""), splat(i32, 16), "");
   LLVMValueRef quiet = LLVMBuildOr(b, top, splat(i32, 64), "");
   LLVMValueRef r = LLVMBuildSelect(b, nan, quiet, rounded, "");
@@ -328,18 +329,18 @@ static bool is_scalable(LLVMTypeRef t) { return LLVMGetTypeKind(t) == LLVMScalab
 static bool rebuilt_on_mirrors(LLVMValueRef in) {
   bool fixed = !is_scalable(LLVMTypeOf(in)); /* splat() builds fixed-width constants only */
   switch (LLVMGetInstructionOpcode(in)) {
-  case LLVMLoad:
-    return !LLVMGetVolatile(in) && LLVMGetOrdering(in) == LLVMAtomicOrderingNotAtomic;
-  case LLVMPHI: case LLVMSelect: case LLVMBitCast: case LLVMInsertElement:
-  case LLVMExtractElement:
-    return true;
-  case LLVMShuffleVector: case LLVMFNeg:
-    return fixed;
+  case LLVMLoad: return !LLVMGetVolatile(in) && LLVMGetOrdering(in) == LLVMAtomicOrderingNotAtomic;
+  case LLVMPHI:
+  case LLVMSelect:
+  case LLVMBitCast:
+  case LLVMInsertElement:
+  case LLVMExtractElement: return true;
+  case LLVMShuffleVector:
+  case LLVMFNeg: return fixed;
   case LLVMFPTrunc:
     return fixed && elem_kind(LLVMTypeOf(in)) == LLVMBFloatTypeKind &&
            elem_kind(LLVMTypeOf(LLVMGetOperand(in, 0))) == LLVMFloatTypeKind;
-  default:
-    return false;
+  default: return false;
   }
 }
 
@@ -392,8 +393,7 @@ static LLVMValueRef rebuild(Legalize *L, LLVMValueRef in, LLVMTypeRef it) {
     return ld;
   }
   case LLVMSelect: return LLVMBuildSelect(b, ops[0], ops[1], ops[2], "");
-  case LLVMBitCast:
-    return LLVMTypeOf(ops[0]) == it ? ops[0] : LLVMBuildBitCast(b, ops[0], it, "");
+  case LLVMBitCast: return LLVMTypeOf(ops[0]) == it ? ops[0] : LLVMBuildBitCast(b, ops[0], it, "");
   case LLVMInsertElement: return LLVMBuildInsertElement(b, ops[0], ops[1], ops[2], "");
   case LLVMExtractElement: return LLVMBuildExtractElement(b, ops[0], ops[1], "");
   case LLVMShuffleVector: return LLVMBuildShuffleVector(b, ops[0], ops[1], shuffle_mask(in), "");

@@ -32,10 +32,10 @@ extern "C" {
 
 typedef enum KilnMlirStatus {
   KILN_MLIR_OK = 0,
-  KILN_MLIR_ERR_INVALID,  /* bad arguments or options (unknown stage, unsupported target) */
-  KILN_MLIR_ERR_VERIFY,   /* the IR failed our verifier or MLIR's; diagnostics say where */
-  KILN_MLIR_ERR_PASS,     /* a lowering pass failed */
-  KILN_MLIR_ERR_LLVM,     /* translation or code generation failed */
+  KILN_MLIR_ERR_INVALID, /* bad arguments or options (unknown stage, unsupported target) */
+  KILN_MLIR_ERR_VERIFY,  /* the IR failed our verifier or MLIR's; diagnostics say where */
+  KILN_MLIR_ERR_PASS,    /* a lowering pass failed */
+  KILN_MLIR_ERR_LLVM,    /* translation or code generation failed */
   KILN_MLIR_ERR_NOMEM,
   KILN_MLIR_STATUS_COUNT
 } KilnMlirStatus;
@@ -102,12 +102,20 @@ typedef enum KilnOpId {
 KilnOpId kiln_ir_op_id(MlirOperation op);
 
 typedef enum KilnReduceKind {
-  KILN_REDUCE_SUM, KILN_REDUCE_MAX, KILN_REDUCE_MIN, KILN_REDUCE_ARGMAX, KILN_REDUCE_ARGMIN,
+  KILN_REDUCE_SUM,
+  KILN_REDUCE_MAX,
+  KILN_REDUCE_MIN,
+  KILN_REDUCE_ARGMAX,
+  KILN_REDUCE_ARGMIN,
   KILN_REDUCE_COUNT
 } KilnReduceKind;
 
 typedef enum KilnRmwKind {
-  KILN_RMW_ADD, KILN_RMW_MAX, KILN_RMW_MIN, KILN_RMW_XCHG, KILN_RMW_COUNT
+  KILN_RMW_ADD,
+  KILN_RMW_MAX,
+  KILN_RMW_MIN,
+  KILN_RMW_XCHG,
+  KILN_RMW_COUNT
 } KilnRmwKind;
 
 /* Attribute spellings: "sum" "max" ... and "add" "max" "min" "xchg". */
@@ -195,17 +203,19 @@ MlirValue kiln_ir_build_atomic_rmw(KilnIRBuilder *b, MlirLocation loc, KilnRmwKi
                                    MlirValue ptrs, MlirValue values, MlirValue mask);
 /* Per element atomic compare-and-swap (acq_rel where it succeeds): *ptr = values where *ptr ==
  * cmp and mask; returns the old values (values' type; 0 where masked off). */
-MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs, MlirValue cmp,
-                                   MlirValue values, MlirValue mask);
+MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue ptrs,
+                                   MlirValue cmp, MlirValue values, MlirValue mask);
 /* x's elements in row-major order, laid out in `result`'s shape (as many elements, same type). */
 MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result);
 /* device_print: prints `text` and x (a scalar or every element of a tile) with the program id;
  * the op has no result and is never removed as dead. */
-MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text, MlirValue x);
+MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text,
+                                  MlirValue x);
 /* x reversed along `axis` (same type). */
 MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis);
 /* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis. */
-MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis, MlirValue x);
+MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis,
+                             MlirValue x);
 /* acc + a x b; result has acc's type. */
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc);
@@ -214,11 +224,11 @@ MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, Mli
 MlirValue kiln_ir_build_reduce(KilnIRBuilder *b, MlirLocation loc, KilnReduceKind kind, int axis,
                                MlirValue tile);
 /* Philox uniform [0,1) f32 tile shaped like offsets (i32 tile); seed: i32 scalar. */
-MlirValue kiln_ir_build_rand(KilnIRBuilder *b, MlirLocation loc, MlirValue seed,
-                             MlirValue offsets);
+MlirValue kiln_ir_build_rand(KilnIRBuilder *b, MlirLocation loc, MlirValue seed, MlirValue offsets);
 /* kiln.rand with an i32 result: the Philox word r0 itself (randint), where an f32 result is
  * (r0 >> 8) * 2^-24. */
-MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue seed, MlirValue offsets);
+MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue seed,
+                                MlirValue offsets);
 
 /* ---------------------------------------------------------------- upstream helpers */
 
@@ -288,8 +298,7 @@ typedef struct KilnIRFunc {
   MlirBlock entry;
 } KilnIRFunc;
 KilnIRFunc kiln_ir_build_kernel(KilnIRBuilder *b, MlirLocation loc, const char *name,
-                                const MlirType *arg_types, size_t n, int num_warps,
-                                int num_stages);
+                                const MlirType *arg_types, size_t n, int num_warps, int num_stages);
 MlirValue kiln_ir_func_arg(const KilnIRFunc *f, size_t i);
 MlirOperation kiln_ir_build_return(KilnIRBuilder *b, MlirLocation loc);
 
@@ -337,7 +346,7 @@ typedef struct KilnStageList {
 
 #define KILN_PIPELINE_MAX_PARTS 4
 typedef struct KilnPipeline {
-  const char *name;                                   /* for messages: "cpu", "gpu", "emu" */
+  const char *name;                                    /* for messages: "cpu", "gpu", "emu" */
   const KilnStageList *parts[KILN_PIPELINE_MAX_PARTS]; /* in order; unused ones NULL */
 } KilnPipeline;
 

@@ -16,10 +16,9 @@
 #include <string.h>
 
 /* Broken internal invariants: always on, never compiled out. */
-#define KILN_ASSERT(cond)                                                                  \
-  do {                                                                                     \
-    if (!(cond))                                                                           \
-      kiln_mlir_assert_fail(__FILE__, __LINE__, __func__, #cond);                          \
+#define KILN_ASSERT(cond)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) kiln_mlir_assert_fail(__FILE__, __LINE__, __func__, #cond);                       \
   } while (0)
 _Noreturn void kiln_mlir_assert_fail(const char *file, int line, const char *func,
                                      const char *cond);
@@ -133,9 +132,8 @@ KilnOpList kiln_ir_kernels(MlirOperation module, const char *func_op, const char
 MlirOperation kiln_ir_make(KilnIRBuilder *b, MlirLocation loc, const char *name,
                            const MlirValue *ops, size_t n, const MlirType *res, size_t nres,
                            const MlirNamedAttribute *attrs, size_t nattrs);
-MlirValue kiln_ir_make1(KilnIRBuilder *b, MlirLocation loc, const char *name,
-                        const MlirValue *ops, size_t n, MlirType res,
-                        const MlirNamedAttribute *attrs, size_t nattrs);
+MlirValue kiln_ir_make1(KilnIRBuilder *b, MlirLocation loc, const char *name, const MlirValue *ops,
+                        size_t n, MlirType res, const MlirNamedAttribute *attrs, size_t nattrs);
 
 /* Bits of one element of t (a scalar type, or a tile's element type): iN is N, f16/bf16 16, f32
  * 32, f64 64, and a pointer (!kiln.ptr<T> or !llvm.ptr) 64, whatever it points to: what a

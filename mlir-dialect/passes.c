@@ -40,8 +40,7 @@ static MlirLogicalResult pass_initialize(MlirContext ctx, void *user) {
 static void *pass_clone(void *user) { return data_copy(user); }
 static void pass_run(MlirOperation op, MlirExternalPass pass, void *user) {
   PassData *d = user;
-  if (mlirLogicalResultIsFailure(d->run(op, d->opts)))
-    mlirExternalPassSignalFailure(pass);
+  if (mlirLogicalResultIsFailure(d->run(op, d->opts))) mlirExternalPassSignalFailure(pass);
 }
 
 MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const char *desc,
@@ -49,11 +48,10 @@ MlirPass kiln_pass_make(MlirTypeID id, const char *name, const char *arg, const 
   PassData tmpl = {run, (void *)opts, opts_size};
   MlirExternalPassCallbacks cb = {pass_construct, pass_destruct, pass_initialize, pass_clone,
                                   pass_run};
-  return mlirCreateExternalPass(id, mlirStringRefCreateFromCString(name),
-                                mlirStringRefCreateFromCString(arg),
-                                mlirStringRefCreateFromCString(desc),
-                                mlirStringRefCreateFromCString("builtin.module"), 0, NULL, cb,
-                                data_copy(&tmpl));
+  return mlirCreateExternalPass(
+      id, mlirStringRefCreateFromCString(name), mlirStringRefCreateFromCString(arg),
+      mlirStringRefCreateFromCString(desc), mlirStringRefCreateFromCString("builtin.module"), 0,
+      NULL, cb, data_copy(&tmpl));
 }
 
 /* MLIR wants each pass's TypeID from a distinct 8-byte-aligned address. */
@@ -78,8 +76,7 @@ MlirPass kiln_pass_create_dce(void) {
 /* ---------------------------------------------------------------- op collection */
 
 static MlirWalkResult collect_kiln(MlirOperation op, void *user) {
-  if (kiln_ir_op_id(op) != KILN_OP_NONE)
-    kiln_op_list_push(user, op);
+  if (kiln_ir_op_id(op) != KILN_OP_NONE) kiln_op_list_push(user, op);
   return MlirWalkResultAdvance;
 }
 
@@ -94,10 +91,8 @@ static void shape_str(MlirType t, char *buf, size_t cap) {
   size_t o = 0;
   o += (size_t)snprintf(buf + o, cap - o, "[");
   for (int i = 0; i < kiln_ir_rank(t) && o < cap; i++)
-    o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? "," : "",
-                          (long long)kiln_ir_dim(t, i));
-  if (o < cap)
-    snprintf(buf + o, cap - o, "]");
+    o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? "," : "", (long long)kiln_ir_dim(t, i));
+  if (o < cap) snprintf(buf + o, cap - o, "]");
 }
 
 static bool same_shape(MlirType a, MlirType b) {
@@ -105,8 +100,7 @@ static bool same_shape(MlirType a, MlirType b) {
   if (r != kiln_ir_rank(b) || mlirTypeIsARankedTensor(a) != mlirTypeIsARankedTensor(b))
     return false;
   for (int i = 0; i < r; i++)
-    if (kiln_ir_dim(a, i) != kiln_ir_dim(b, i))
-      return false;
+    if (kiln_ir_dim(a, i) != kiln_ir_dim(b, i)) return false;
   return true;
 }
 
@@ -115,9 +109,7 @@ static bool is_i1(MlirType t) {
   return mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 1;
 }
 
-static bool is_i32(MlirType t) {
-  return mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32;
-}
+static bool is_i32(MlirType t) { return mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32; }
 
 typedef struct VCtx {
   MlirOperation op;
@@ -147,8 +139,7 @@ static MlirType result_type(MlirOperation op) {
 /* The two shapes must agree; `a_name`/`b_name` name them for the message. */
 static void check_same_shape(VCtx *v, MlirType a, const char *a_name, MlirType b,
                              const char *b_name) {
-  if (same_shape(a, b))
-    return;
+  if (same_shape(a, b)) return;
   char sa[64], sb[64];
   shape_str(a, sa, sizeof sa);
   shape_str(b, sb, sizeof sb);
@@ -158,14 +149,12 @@ static void check_same_shape(VCtx *v, MlirType a, const char *a_name, MlirType b
 /* ptrs must be a pointer or tile of pointers; returns the pointee (null type on error). */
 static MlirType check_ptrs(VCtx *v, MlirType pt) {
   MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(pt));
-  if (mlirTypeIsNull(elem))
-    verr(v, "expects a pointer or a tile of pointers");
+  if (mlirTypeIsNull(elem)) verr(v, "expects a pointer or a tile of pointers");
   return elem;
 }
 
 static void check_elem(VCtx *v, MlirType pointee, MlirType value_type, const char *value_name) {
-  if (mlirTypeIsNull(pointee) || mlirTypeEqual(pointee, kiln_ir_elem_type(value_type)))
-    return;
+  if (mlirTypeIsNull(pointee) || mlirTypeEqual(pointee, kiln_ir_elem_type(value_type))) return;
   KilnStr a = kiln_print_type(pointee), b = kiln_print_type(kiln_ir_elem_type(value_type));
   verr(v, "%s element type %s does not match the pointer's element type %s", value_name, b.data,
        a.data);
@@ -188,8 +177,7 @@ static void verify_memory(VCtx *v, KilnOpId id) {
   if (id == KILN_OP_LOAD) {
     MlirType mt = operand_type(op, 1), ot = operand_type(op, 2), rt = result_type(op);
     check_same_shape(v, pt, "pointer", mt, "mask");
-    if (!is_i1(mt))
-      verr(v, "mask must be a boolean (i1) tile");
+    if (!is_i1(mt)) verr(v, "mask must be a boolean (i1) tile");
     check_same_shape(v, pt, "pointer", ot, "other");
     check_same_shape(v, pt, "pointer", rt, "result");
     check_elem(v, pointee, rt, "loaded value");
@@ -200,19 +188,16 @@ static void verify_memory(VCtx *v, KilnOpId id) {
     check_same_shape(v, pt, "pointer", ct, "compare value");
     check_same_shape(v, pt, "pointer", vt, "value");
     check_same_shape(v, pt, "pointer", mt, "mask");
-    if (!is_i1(mt))
-      verr(v, "mask must be a boolean (i1) tile");
+    if (!is_i1(mt)) verr(v, "mask must be a boolean (i1) tile");
     check_elem(v, pointee, ct, "compare value");
     check_elem(v, pointee, vt, "stored value");
-    if (!mlirTypeEqual(vt, result_type(op)))
-      verr(v, "result type must equal the value type");
+    if (!mlirTypeEqual(vt, result_type(op))) verr(v, "result type must equal the value type");
     return;
   }
   MlirType vt = operand_type(op, 1), mt = operand_type(op, 2);
   check_same_shape(v, pt, "pointer", vt, "value");
   check_same_shape(v, pt, "pointer", mt, "mask");
-  if (!is_i1(mt))
-    verr(v, "mask must be a boolean (i1) tile");
+  if (!is_i1(mt)) verr(v, "mask must be a boolean (i1) tile");
   check_elem(v, pointee, vt, "stored value");
   if (id == KILN_OP_ATOMIC_RMW && !mlirTypeEqual(vt, result_type(op)))
     verr(v, "result type must equal the value type");
@@ -240,8 +225,7 @@ static void verify_dot(VCtx *v) {
   if (kiln_ir_type_is_float(a) != kiln_ir_type_is_float(c) ||
       kiln_ir_type_is_float(b) != kiln_ir_type_is_float(c))
     verr(v, "operands and accumulator must all be floating point or all integer");
-  if (!mlirTypeEqual(c, result_type(v->op)))
-    verr(v, "result type must equal the accumulator type");
+  if (!mlirTypeEqual(c, result_type(v->op))) verr(v, "result type must equal the accumulator type");
 }
 
 static void verify_reduce(VCtx *v) {
@@ -249,8 +233,7 @@ static void verify_reduce(VCtx *v) {
   int64_t axis;
   char kind[16] = "";
   kiln_ir_get_str_attr(v->op, "kind", kind, sizeof kind);
-  if (!get_axis(v, &axis))
-    return;
+  if (!get_axis(v, &axis)) return;
   int rank = kiln_ir_rank(t);
   if (axis < 0 || axis >= rank) {
     verr(v, "axis %lld is out of range for a %d-D tile", (long long)axis, rank);
@@ -266,16 +249,13 @@ static void verify_reduce(VCtx *v) {
   if (!mlirTypeEqual(kiln_ir_elem_type(rt), want_elem))
     verr(v, "result element type must be %s", arg ? "i32" : "the input's element type");
   if (rank == 1) {
-    if (mlirTypeIsARankedTensor(rt))
-      verr(v, "reducing a 1-D tile yields a scalar");
+    if (mlirTypeIsARankedTensor(rt)) verr(v, "reducing a 1-D tile yields a scalar");
     return;
   }
   bool ok = kiln_ir_rank(rt) == rank - 1;
   for (int i = 0, r = 0; ok && i < rank; i++)
-    if (i != axis)
-      ok = kiln_ir_dim(rt, r++) == kiln_ir_dim(t, i);
-  if (!ok)
-    verr(v, "result shape does not match the input with axis %lld removed", (long long)axis);
+    if (i != axis) ok = kiln_ir_dim(rt, r++) == kiln_ir_dim(t, i);
+  if (!ok) verr(v, "result shape does not match the input with axis %lld removed", (long long)axis);
 }
 
 static void verify_shape_ops(VCtx *v, KilnOpId id) {
@@ -300,36 +280,30 @@ static void verify_shape_ops(VCtx *v, KilnOpId id) {
     bool ok = kiln_ir_rank(rt) == rank;
     for (int i = 0; ok && i < rank; i++)
       ok = kiln_ir_dim(t, i) == 1 || kiln_ir_dim(t, i) == kiln_ir_dim(rt, i);
-    if (!ok)
-      verr(v, "shape %s cannot be broadcast to %s", sa, sb);
+    if (!ok) verr(v, "shape %s cannot be broadcast to %s", sa, sb);
   } else if (id == KILN_OP_EXPAND_DIMS) {
     int64_t axis;
-    if (!get_axis(v, &axis))
-      return;
+    if (!get_axis(v, &axis)) return;
     if (axis < 0 || axis > rank) {
       verr(v, "axis %lld is out of range for a %d-D tile", (long long)axis, rank);
       return;
     }
     bool ok = kiln_ir_rank(rt) == rank + 1 && kiln_ir_dim(rt, (int)axis) == 1;
     for (int i = 0, r = 0; ok && i < rank; i++, r++) {
-      if (r == axis)
-        r++;
+      if (r == axis) r++;
       ok = kiln_ir_dim(rt, r) == kiln_ir_dim(t, i);
     }
     if (!ok)
-      verr(v, "result shape must be the operand's with a 1 inserted at axis %lld",
-           (long long)axis);
+      verr(v, "result shape must be the operand's with a 1 inserted at axis %lld", (long long)axis);
   } else if (id == KILN_OP_RESHAPE) {
     if (kiln_ir_type_numel(t) != kiln_ir_type_numel(rt))
       verr(v, "result must have as many elements as the operand");
   } else if (id == KILN_OP_FLIP || id == KILN_OP_SCAN) {
     int64_t axis;
-    if (!get_axis(v, &axis))
-      return;
+    if (!get_axis(v, &axis)) return;
     if (axis < 0 || axis >= rank)
       verr(v, "axis %lld is out of range for a %d-D tile", (long long)axis, rank);
-    if (!same_shape(t, rt))
-      verr(v, "result shape must be the operand's");
+    if (!same_shape(t, rt)) verr(v, "result shape must be the operand's");
   } else if (id == KILN_OP_TRANS) {
     if (rank != 2 || kiln_ir_rank(rt) != 2)
       verr(v, "expects a 2-D tile");
@@ -366,9 +340,7 @@ static void verify_op(VCtx *v, KilnOpId id) {
   case KILN_OP_TRANS:
   case KILN_OP_FLIP:
   case KILN_OP_SCAN:
-  case KILN_OP_RESHAPE:
-    verify_shape_ops(v, id);
-    break;
+  case KILN_OP_RESHAPE: verify_shape_ops(v, id); break;
   case KILN_OP_ADDPTR: {
     MlirType pt = operand_type(op, 0), ot = operand_type(op, 1);
     check_ptrs(v, pt);
@@ -377,28 +349,19 @@ static void verify_op(VCtx *v, KilnOpId id) {
         (mlirIntegerTypeGetWidth(oe) != 32 && mlirIntegerTypeGetWidth(oe) != 64))
       verr(v, "offsets must be i32 or i64");
     check_same_shape(v, pt, "pointer", ot, "offset");
-    if (!mlirTypeEqual(pt, result_type(op)))
-      verr(v, "result type must equal the pointer type");
+    if (!mlirTypeEqual(pt, result_type(op))) verr(v, "result type must equal the pointer type");
     break;
   }
   case KILN_OP_LOAD:
   case KILN_OP_STORE:
   case KILN_OP_ATOMIC_RMW:
-  case KILN_OP_ATOMIC_CAS:
-    verify_memory(v, id);
-    break;
-  case KILN_OP_DOT:
-    verify_dot(v);
-    break;
-  case KILN_OP_REDUCE:
-    verify_reduce(v);
-    break;
+  case KILN_OP_ATOMIC_CAS: verify_memory(v, id); break;
+  case KILN_OP_DOT: verify_dot(v); break;
+  case KILN_OP_REDUCE: verify_reduce(v); break;
   case KILN_OP_RAND: {
     MlirType st = operand_type(op, 0), ot = operand_type(op, 1), rt = result_type(op);
-    if (!is_i32(st))
-      verr(v, "seed must be an i32 scalar");
-    if (!is_i32(kiln_ir_elem_type(ot)))
-      verr(v, "offsets must be an i32 tile");
+    if (!is_i32(st)) verr(v, "seed must be an i32 scalar");
+    if (!is_i32(kiln_ir_elem_type(ot))) verr(v, "offsets must be an i32 tile");
     check_same_shape(v, ot, "offset", rt, "result");
     if (!mlirTypeIsAF32(kiln_ir_elem_type(rt)) && !is_i32(kiln_ir_elem_type(rt)))
       verr(v, "result must be an f32 tile (uniform) or an i32 tile (the raw word)");
@@ -406,27 +369,33 @@ static void verify_op(VCtx *v, KilnOpId id) {
   }
   case KILN_OP_PRINT: {
     MlirType t = operand_type(op, 0);
-    if (kiln_ir_type_is_ptr(kiln_ir_elem_type(t)))
-      verr(v, "prints numbers, not pointers");
+    if (kiln_ir_type_is_ptr(kiln_ir_elem_type(t))) verr(v, "prints numbers, not pointers");
     break;
   }
-  default:
-    break;
+  default: break;
   }
 }
 
 static const char *user_name(KilnOpId id) {
-  static const char *const names[KILN_OP_COUNT] = {
-      [KILN_OP_PROGRAM_ID] = "program_id", [KILN_OP_NUM_PROGRAMS] = "num_programs",
-      [KILN_OP_RANGE] = "arange",          [KILN_OP_SPLAT] = "splat",
-      [KILN_OP_BROADCAST] = "broadcast",   [KILN_OP_EXPAND_DIMS] = "expand_dims",
-      [KILN_OP_TRANS] = "trans",           [KILN_OP_ADDPTR] = "pointer arithmetic",
-      [KILN_OP_LOAD] = "load",             [KILN_OP_STORE] = "store",
-      [KILN_OP_ATOMIC_RMW] = "atomic",     [KILN_OP_ATOMIC_CAS] = "atomic_cas",
-      [KILN_OP_DOT] = "dot",
-      [KILN_OP_REDUCE] = "reduction",      [KILN_OP_FLIP] = "flip",
-      [KILN_OP_SCAN] = "scan",      [KILN_OP_RESHAPE] = "reshape",      [KILN_OP_RAND] = "rand",
-      [KILN_OP_PRINT] = "device_print"};
+  static const char *const names[KILN_OP_COUNT] = {[KILN_OP_PROGRAM_ID] = "program_id",
+                                                   [KILN_OP_NUM_PROGRAMS] = "num_programs",
+                                                   [KILN_OP_RANGE] = "arange",
+                                                   [KILN_OP_SPLAT] = "splat",
+                                                   [KILN_OP_BROADCAST] = "broadcast",
+                                                   [KILN_OP_EXPAND_DIMS] = "expand_dims",
+                                                   [KILN_OP_TRANS] = "trans",
+                                                   [KILN_OP_ADDPTR] = "pointer arithmetic",
+                                                   [KILN_OP_LOAD] = "load",
+                                                   [KILN_OP_STORE] = "store",
+                                                   [KILN_OP_ATOMIC_RMW] = "atomic",
+                                                   [KILN_OP_ATOMIC_CAS] = "atomic_cas",
+                                                   [KILN_OP_DOT] = "dot",
+                                                   [KILN_OP_REDUCE] = "reduction",
+                                                   [KILN_OP_FLIP] = "flip",
+                                                   [KILN_OP_SCAN] = "scan",
+                                                   [KILN_OP_RESHAPE] = "reshape",
+                                                   [KILN_OP_RAND] = "rand",
+                                                   [KILN_OP_PRINT] = "device_print"};
   return names[id];
 }
 
@@ -443,21 +412,20 @@ MlirLogicalResult kiln_verify_module(MlirOperation module, void *opts) {
   }
   kiln_op_list_free(&l);
   /* IRDL's constraints and upstream verifiers are the safety net behind ours. */
-  if (ok && !mlirOperationVerify(module))
-    ok = false;
+  if (ok && !mlirOperationVerify(module)) ok = false;
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }
 
 /* ---------------------------------------------------------------- DCE */
 
 static bool has_side_effect(KilnOpId id) {
-  return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS || id == KILN_OP_PRINT;
+  return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS ||
+         id == KILN_OP_PRINT;
 }
 
 static bool unused(MlirOperation op) {
   for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
-    if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, i))))
-      return false;
+    if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, i)))) return false;
   return true;
 }
 

@@ -41,15 +41,13 @@ const KilnStageList kiln_stages_front = {front_stages, sizeof front_stages / siz
 
 size_t kiln_pipeline_stage_count(const KilnPipeline *p) {
   size_t n = 0;
-  for (int i = 0; i < KILN_PIPELINE_MAX_PARTS && p->parts[i]; i++)
-    n += p->parts[i]->count;
+  for (int i = 0; i < KILN_PIPELINE_MAX_PARTS && p->parts[i]; i++) n += p->parts[i]->count;
   return n;
 }
 
 static const KilnStage *stage_at(const KilnPipeline *p, size_t i) {
   for (int k = 0; k < KILN_PIPELINE_MAX_PARTS && p->parts[k]; k++) {
-    if (i < p->parts[k]->count)
-      return &p->parts[k]->stages[i];
+    if (i < p->parts[k]->count) return &p->parts[k]->stages[i];
     i -= p->parts[k]->count;
   }
   return NULL;
@@ -62,8 +60,7 @@ const char *kiln_pipeline_stage_name(const KilnPipeline *p, size_t i) {
 
 const KilnStage *kiln_pipeline_find(const KilnPipeline *p, const char *name) {
   for (size_t i = 0; name && stage_at(p, i); i++)
-    if (strcmp(stage_at(p, i)->name, name) == 0)
-      return stage_at(p, i);
+    if (strcmp(stage_at(p, i)->name, name) == 0) return stage_at(p, i);
   return NULL;
 }
 
@@ -102,13 +99,12 @@ static KilnMlirStatus run_string(MlirModule m, const char *pipeline, bool verify
     kiln_str_appendf(&text, "builtin.module(%s)", pipeline);
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   KilnStr err = {0};
-  MlirLogicalResult ok = mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm),
-                                               mlirStringRefCreate(text.data, text.len),
-                                               pipeline_error, &err);
+  MlirLogicalResult ok =
+      mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm),
+                            mlirStringRefCreate(text.data, text.len), pipeline_error, &err);
   kiln_str_free(&text);
   if (mlirLogicalResultIsFailure(ok)) {
-    kiln_ir_error(module_loc(m), "bad pass pipeline '%s': %s", pipeline,
-                  err.data ? err.data : "");
+    kiln_ir_error(module_loc(m), "bad pass pipeline '%s': %s", pipeline, err.data ? err.data : "");
     kiln_str_free(&err);
     mlirPassManagerDestroy(pm);
     return KILN_MLIR_ERR_INVALID;
@@ -124,14 +120,12 @@ KilnMlirStatus kiln_pipeline_run_string(MlirModule m, const char *pipeline) {
 /* An upstream stage verifies only when asked (`verify`); ours always do. */
 static KilnMlirStatus run_one(MlirModule m, const KilnStage *s, const KilnStageOptions *o,
                               bool verify) {
-  if (!s->create)
-    return run_string(m, s->upstream, verify);
+  if (!s->create) return run_string(m, s->upstream, verify);
   KilnStageOptions none = {0};
   MlirPassManager pm = mlirPassManagerCreate(mlirModuleGetContext(m));
   mlirPassManagerAddOwnedPass(pm, s->create(o ? o : &none));
   KilnMlirStatus st = run_pm(m, pm, true);
-  if (st != KILN_MLIR_OK && s->failure != KILN_MLIR_OK)
-    st = s->failure;
+  if (st != KILN_MLIR_OK && s->failure != KILN_MLIR_OK) st = s->failure;
   return st;
 }
 
@@ -157,8 +151,7 @@ static void dump(MlirModule m, const char *stage, FILE *f) {
 
 /* A dump or stop stage must be one of p's ("all" dumps after each). */
 static bool stage_option_ok(MlirModule m, const KilnPipeline *p, const char *name, bool all_ok) {
-  if (!name || (all_ok && strcmp(name, "all") == 0) || kiln_pipeline_find(p, name))
-    return true;
+  if (!name || (all_ok && strcmp(name, "all") == 0) || kiln_pipeline_find(p, name)) return true;
   unknown_stage(m, p, name);
   return false;
 }
@@ -166,8 +159,7 @@ static bool stage_option_ok(MlirModule m, const KilnPipeline *p, const char *nam
 KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipeline *p,
                                  const KilnPipelineOptions *opts) {
   KilnPipelineOptions none = {0};
-  if (!opts)
-    opts = &none;
+  if (!opts) opts = &none;
   if (!stage_option_ok(m, p, opts->dump_after, true) ||
       !stage_option_ok(m, p, opts->stop_after, false) ||
       !stage_option_ok(m, p, opts->start_after, false))
@@ -184,14 +176,10 @@ KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipeline *p,
     bool dumped = dump_all || (opts->dump_after && strcmp(opts->dump_after, s->name) == 0);
     bool last = !stage_at(p, i + 1) || (opts->stop_after && strcmp(opts->stop_after, s->name) == 0);
     KilnMlirStatus st = run_one(m, s, &opts->stage, dumped || last);
-    if (st != KILN_MLIR_OK)
-      return st;
-    if (opts->step_done.done)
-      opts->step_done.done(opts->step_done.user, s->name);
-    if (dumped)
-      dump(m, s->name, out);
-    if (opts->stop_after && strcmp(opts->stop_after, s->name) == 0)
-      break;
+    if (st != KILN_MLIR_OK) return st;
+    if (opts->step_done.done) opts->step_done.done(opts->step_done.user, s->name);
+    if (dumped) dump(m, s->name, out);
+    if (opts->stop_after && strcmp(opts->stop_after, s->name) == 0) break;
   }
   return KILN_MLIR_OK;
 }

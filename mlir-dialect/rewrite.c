@@ -25,13 +25,10 @@ static size_t slot_of(const void *key, size_t cap) {
 }
 
 void *kiln_ptr_map_get(const KilnPtrMap *m, const void *key) {
-  if (m->cap == 0)
-    return NULL;
+  if (m->cap == 0) return NULL;
   for (size_t i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-    if (m->keys[i] == key)
-      return m->vals[i];
-    if (m->keys[i] == NULL)
-      return NULL;
+    if (m->keys[i] == key) return m->vals[i];
+    if (m->keys[i] == NULL) return NULL;
   }
 }
 
@@ -43,16 +40,14 @@ static void ptr_map_grow(KilnPtrMap *m) {
   g.vals = calloc(g.cap, sizeof *g.vals);
   KILN_ASSERT(g.keys && g.vals);
   for (size_t i = 0; i < m->cap; i++)
-    if (m->keys[i])
-      kiln_ptr_map_put(&g, m->keys[i], m->vals[i]);
+    if (m->keys[i]) kiln_ptr_map_put(&g, m->keys[i], m->vals[i]);
   kiln_ptr_map_free(m);
   *m = g;
 }
 
 void kiln_ptr_map_put(KilnPtrMap *m, const void *key, void *val) {
   KILN_ASSERT(key != NULL);
-  if ((m->n + 1) * 2 > m->cap)
-    ptr_map_grow(m);
+  if ((m->n + 1) * 2 > m->cap) ptr_map_grow(m);
   for (size_t i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
     if (m->keys[i] == key) {
       m->vals[i] = val;
@@ -105,14 +100,19 @@ KilnOpList kiln_ir_kernels(MlirOperation module, const char *func_op, const char
 MlirOperation kiln_ir_make(KilnIRBuilder *b, MlirLocation loc, const char *name,
                            const MlirValue *ops, size_t n, const MlirType *res, size_t nres,
                            const MlirNamedAttribute *attrs, size_t nattrs) {
-  KilnOpSpec s = {.name = name, .loc = loc, .operands = ops, .n_operands = n,
-                  .results = res, .n_results = nres, .attrs = attrs, .n_attrs = nattrs};
+  KilnOpSpec s = {.name = name,
+                  .loc = loc,
+                  .operands = ops,
+                  .n_operands = n,
+                  .results = res,
+                  .n_results = nres,
+                  .attrs = attrs,
+                  .n_attrs = nattrs};
   return kiln_ir_create(b, &s);
 }
 
-MlirValue kiln_ir_make1(KilnIRBuilder *b, MlirLocation loc, const char *name,
-                        const MlirValue *ops, size_t n, MlirType res,
-                        const MlirNamedAttribute *attrs, size_t nattrs) {
+MlirValue kiln_ir_make1(KilnIRBuilder *b, MlirLocation loc, const char *name, const MlirValue *ops,
+                        size_t n, MlirType res, const MlirNamedAttribute *attrs, size_t nattrs) {
   return mlirOperationGetResult(kiln_ir_make(b, loc, name, ops, n, &res, 1, attrs, nattrs), 0);
 }
 
@@ -120,16 +120,11 @@ MlirValue kiln_ir_make1(KilnIRBuilder *b, MlirLocation loc, const char *name,
 
 int kiln_ir_elem_bits(MlirType t) {
   MlirType e = kiln_ir_elem_type(t);
-  if (!mlirTypeIsNull(kiln_ir_ptr_elem(e)) || mlirTypeIsALLVMPointerType(e))
-    return 64;
-  if (mlirTypeIsAInteger(e))
-    return (int)mlirIntegerTypeGetWidth(e);
-  if (mlirTypeIsAF16(e) || mlirTypeIsABF16(e))
-    return 16;
-  if (mlirTypeIsAF32(e))
-    return 32;
-  if (mlirTypeIsAF64(e))
-    return 64;
+  if (!mlirTypeIsNull(kiln_ir_ptr_elem(e)) || mlirTypeIsALLVMPointerType(e)) return 64;
+  if (mlirTypeIsAInteger(e)) return (int)mlirIntegerTypeGetWidth(e);
+  if (mlirTypeIsAF16(e) || mlirTypeIsABF16(e)) return 16;
+  if (mlirTypeIsAF32(e)) return 32;
+  if (mlirTypeIsAF64(e)) return 64;
   return 0;
 }
 

@@ -42,17 +42,14 @@ static bool lowered_here(MlirOperation op) {
 static bool in_cfg_after_lowering(MlirOperation op) {
   for (MlirOperation p = mlirOperationGetParentOperation(op); !mlirOperationIsNull(p);
        p = mlirOperationGetParentOperation(p)) {
-    if (kiln_ir_op_is(p, "func.func") || kiln_ir_op_is(p, "llvm.func"))
-      return true;
-    if (!lowered_here(p))
-      return false;
+    if (kiln_ir_op_is(p, "func.func") || kiln_ir_op_is(p, "llvm.func")) return true;
+    if (!lowered_here(p)) return false;
   }
   return false;
 }
 
 static MlirWalkResult collect(MlirOperation op, void *user) {
-  if (lowered_here(op) && in_cfg_after_lowering(op))
-    kiln_op_list_push(user, op);
+  if (lowered_here(op) && in_cfg_after_lowering(op)) kiln_op_list_push(user, op);
   return MlirWalkResultAdvance;
 }
 
@@ -61,8 +58,7 @@ static MlirBlock split_after(MlirOperation op, intptr_t n, const MlirType *types
   MlirLocation loc = mlirOperationGetLocation(op);
   MlirLocation *locs = malloc(sizeof *locs * (size_t)(n ? n : 1));
   KILN_ASSERT(locs);
-  for (intptr_t i = 0; i < n; i++)
-    locs[i] = loc;
+  for (intptr_t i = 0; i < n; i++) locs[i] = loc;
   MlirBlock rest = mlirBlockCreate(n, types, locs);
   free(locs);
   MlirBlock block = mlirOperationGetBlock(op);
@@ -87,15 +83,18 @@ static void inline_region_before(MlirRegion from, MlirBlock before) {
 
 static MlirBlock last_block(MlirRegion r) {
   MlirBlock last = mlirRegionGetFirstBlock(r);
-  for (MlirBlock b = last; !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
-    last = b;
+  for (MlirBlock b = last; !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) last = b;
   return last;
 }
 
 static MlirOperation build_br(KilnIRBuilder *b, MlirLocation loc, MlirBlock dest,
                               const MlirValue *args, size_t n) {
-  KilnOpSpec s = {.name = "cf.br", .loc = loc, .operands = args, .n_operands = n,
-                  .successors = &dest, .n_successors = 1};
+  KilnOpSpec s = {.name = "cf.br",
+                  .loc = loc,
+                  .operands = args,
+                  .n_operands = n,
+                  .successors = &dest,
+                  .n_successors = 1};
   return kiln_ir_create(b, &s);
 }
 
@@ -106,8 +105,14 @@ static void build_cond_br(KilnIRBuilder *b, MlirLocation loc, MlirValue cond, Ml
   MlirNamedAttribute seg =
       kiln_ir_named(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 3, segments));
   MlirBlock dests[2] = {yes, no};
-  KilnOpSpec s = {.name = "cf.cond_br", .loc = loc, .operands = &cond, .n_operands = 1,
-                  .attrs = &seg, .n_attrs = 1, .successors = dests, .n_successors = 2};
+  KilnOpSpec s = {.name = "cf.cond_br",
+                  .loc = loc,
+                  .operands = &cond,
+                  .n_operands = 1,
+                  .attrs = &seg,
+                  .n_attrs = 1,
+                  .successors = dests,
+                  .n_successors = 2};
   kiln_ir_create(b, &s);
 }
 
@@ -120,10 +125,8 @@ static MlirOperation yield_to_br(MlirContext ctx, MlirLocation loc, MlirBlock bl
   size_t n = (size_t)mlirOperationGetNumOperands(y);
   MlirValue *args = malloc(sizeof *args * (nfirst + n + 1));
   KILN_ASSERT(args);
-  for (size_t i = 0; i < nfirst; i++)
-    args[i] = first[i];
-  for (size_t i = 0; i < n; i++)
-    args[nfirst + i] = mlirOperationGetOperand(y, (intptr_t)i);
+  for (size_t i = 0; i < nfirst; i++) args[i] = first[i];
+  for (size_t i = 0; i < n; i++) args[nfirst + i] = mlirOperationGetOperand(y, (intptr_t)i);
   KilnIRBuilder b;
   kiln_ir_builder_init(&b, ctx, block);
   kiln_ir_builder_set_before(&b, y);
@@ -148,8 +151,7 @@ static void copy_loop_attrs(MlirOperation loop, MlirOperation latch) {
 static MlirType *result_types(MlirOperation op, intptr_t n) {
   MlirType *types = malloc(sizeof *types * (size_t)(n ? n : 1));
   KILN_ASSERT(types);
-  for (intptr_t i = 0; i < n; i++)
-    types[i] = mlirValueGetType(mlirOperationGetResult(op, i));
+  for (intptr_t i = 0; i < n; i++) types[i] = mlirValueGetType(mlirOperationGetResult(op, i));
   return types;
 }
 
@@ -192,7 +194,8 @@ static void lower_for(MlirOperation op) {
   /* the entry block keeps the arguments and becomes the test; its operations go to a new one */
   MlirBlock body = mlirBlockCreate(0, NULL, NULL);
   mlirRegionInsertOwnedBlockAfter(body_r, cond, body);
-  for (MlirOperation o = mlirBlockGetFirstOperation(cond), next; !mlirOperationIsNull(o); o = next) {
+  for (MlirOperation o = mlirBlockGetFirstOperation(cond), next; !mlirOperationIsNull(o);
+       o = next) {
     next = mlirOperationGetNextInBlock(o);
     mlirOperationRemoveFromParent(o);
     mlirBlockAppendOwnedOperation(body, o);
@@ -203,7 +206,8 @@ static void lower_for(MlirOperation op) {
   kiln_ir_builder_init(&b, ctx, last);
   kiln_ir_builder_set_before(&b, mlirBlockGetTerminator(last));
   MlirValue ops[2] = {iv, step};
-  MlirValue next_iv = kiln_ir_build_elementwise(&b, loc, "arith.addi", ops, 2, mlirValueGetType(iv));
+  MlirValue next_iv =
+      kiln_ir_build_elementwise(&b, loc, "arith.addi", ops, 2, mlirValueGetType(iv));
   copy_loop_attrs(op, yield_to_br(ctx, loc, last, cond, &next_iv, 1));
   inline_region_before(body_r, end);
 
@@ -212,8 +216,7 @@ static void lower_for(MlirOperation op) {
   MlirValue *init = malloc(sizeof *init * (size_t)(nops - 2));
   KILN_ASSERT(init);
   init[0] = lo;
-  for (intptr_t i = 3; i < nops; i++)
-    init[i - 2] = mlirOperationGetOperand(op, i);
+  for (intptr_t i = 3; i < nops; i++) init[i - 2] = mlirOperationGetOperand(op, i);
   kiln_ir_builder_init(&b, ctx, mlirOperationGetBlock(op));
   kiln_ir_builder_set_before(&b, op);
   build_br(&b, loc, cond, init, (size_t)(nops - 2));

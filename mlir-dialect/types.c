@@ -31,8 +31,7 @@ void kiln_types_forget_context(MlirContext ctx) {
   pthread_mutex_lock(&ptr_lock);
   size_t j = 0;
   for (size_t i = 0; i < n_ptr; i++)
-    if (ptr_table[i].ctx != ctx.ptr)
-      ptr_table[j++] = ptr_table[i];
+    if (ptr_table[i].ctx != ctx.ptr) ptr_table[j++] = ptr_table[i];
   n_ptr = j;
   if (n_ptr == 0) {
     free(ptr_table);
@@ -78,18 +77,16 @@ static bool lookup_ptr(MlirType t, MlirType *elem) {
 
 MlirType kiln_ir_ptr_elem(MlirType t) {
   MlirType elem = {NULL};
-  if (mlirTypeIsNull(t) || lookup_ptr(t, &elem))
-    return elem;
+  if (mlirTypeIsNull(t) || lookup_ptr(t, &elem)) return elem;
   MlirStringRef ns = mlirDialectGetNamespace(mlirTypeGetDialect(t));
-  if (ns.length != 4 || memcmp(ns.data, "kiln", 4) != 0)
-    return elem;
+  if (ns.length != 4 || memcmp(ns.data, "kiln", 4) != 0) return elem;
   KilnStr s = kiln_print_type(t);
   static const char prefix[] = "!kiln.ptr<";
   if (s.len > sizeof prefix && memcmp(s.data, prefix, sizeof prefix - 1) == 0 &&
       s.data[s.len - 1] == '>') {
     MlirContext ctx = mlirTypeGetContext(t);
-    elem = mlirTypeParseGet(
-        ctx, mlirStringRefCreate(s.data + sizeof prefix - 1, s.len - sizeof prefix));
+    elem = mlirTypeParseGet(ctx,
+                            mlirStringRefCreate(s.data + sizeof prefix - 1, s.len - sizeof prefix));
     if (!mlirTypeIsNull(elem)) {
       pthread_mutex_lock(&ptr_lock);
       table_add(ctx, elem, t);
@@ -108,13 +105,11 @@ MlirType kiln_ir_type_tensor(MlirType elem, const int64_t *shape, int rank) {
 }
 
 MlirType kiln_ir_type_like(MlirType shaped, MlirType elem) {
-  if (!mlirTypeIsARankedTensor(shaped))
-    return elem;
+  if (!mlirTypeIsARankedTensor(shaped)) return elem;
   int rank = kiln_ir_rank(shaped);
   int64_t shape[16];
   KILN_ASSERT(rank <= 16);
-  for (int i = 0; i < rank; i++)
-    shape[i] = kiln_ir_dim(shaped, i);
+  for (int i = 0; i < rank; i++) shape[i] = kiln_ir_dim(shaped, i);
   return kiln_ir_type_tensor(elem, shape, rank);
 }
 
@@ -126,8 +121,7 @@ bool kiln_ir_type_is_tile(MlirType t) { return mlirTypeIsARankedTensor(t); }
 
 int64_t kiln_ir_type_numel(MlirType t) {
   int64_t n = 1;
-  for (int i = 0; i < kiln_ir_rank(t); i++)
-    n *= kiln_ir_dim(t, i);
+  for (int i = 0; i < kiln_ir_rank(t); i++) n *= kiln_ir_dim(t, i);
   return n;
 }
 

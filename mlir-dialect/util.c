@@ -14,8 +14,7 @@ _Noreturn void kiln_mlir_assert_fail(const char *file, int line, const char *fun
 void kiln_str_append(KilnStr *s, const char *p, size_t n) {
   if (s->len + n + 1 > s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 64;
-    while (cap < s->len + n + 1)
-      cap *= 2;
+    while (cap < s->len + n + 1) cap *= 2;
     char *d = realloc(s->data, cap);
     KILN_ASSERT(d != NULL);
     s->data = d;
@@ -54,16 +53,14 @@ void kiln_str_callback(MlirStringRef ref, void *user) {
 KilnStr kiln_print_type(MlirType t) {
   KilnStr s = {0};
   mlirTypePrint(t, kiln_str_callback, &s);
-  if (!s.data)
-    kiln_str_append(&s, "", 0);
+  if (!s.data) kiln_str_append(&s, "", 0);
   return s;
 }
 
 KilnStr kiln_print_loc(MlirLocation l) {
   KilnStr s = {0};
   mlirLocationPrint(l, kiln_str_callback, &s);
-  if (!s.data)
-    kiln_str_append(&s, "", 0);
+  if (!s.data) kiln_str_append(&s, "", 0);
   return s;
 }
 
@@ -77,8 +74,7 @@ void kiln_ir_error(MlirLocation loc, const char *fmt, ...) {
 }
 
 int kiln_ir_rank(MlirType t) {
-  if (!mlirTypeIsARankedTensor(t) && !mlirTypeIsAMemRef(t))
-    return 0;
+  if (!mlirTypeIsARankedTensor(t) && !mlirTypeIsAMemRef(t)) return 0;
   return (int)mlirShapedTypeGetRank(t);
 }
 

@@ -32,18 +32,17 @@ static bool widens_through(MlirOperation op) {
 /* t (an integer scalar or tile) with i64 elements. */
 static MlirType as_i64(MlirContext ctx, MlirType t) {
   MlirType i64 = mlirIntegerTypeGet(ctx, 64);
-  if (!mlirTypeIsARankedTensor(t))
-    return i64;
+  if (!mlirTypeIsARankedTensor(t)) return i64;
   intptr_t rank = mlirShapedTypeGetRank(t);
   int64_t shape[16];
   KILN_ASSERT(rank <= 16);
-  for (intptr_t d = 0; d < rank; d++)
-    shape[d] = mlirShapedTypeGetDimSize(t, d);
+  for (intptr_t d = 0; d < rank; d++) shape[d] = mlirShapedTypeGetDimSize(t, d);
   return mlirRankedTensorTypeGet(rank, shape, i64, mlirRankedTensorTypeGetEncoding(t));
 }
 
 typedef struct Widen {
-  KilnIRBuilder b; /* before the kiln.addptr being rewritten: every value of its offset dominates it */
+  KilnIRBuilder
+      b; /* before the kiln.addptr being rewritten: every value of its offset dominates it */
   MlirLocation loc;
   KilnPtrMap done; /* old value -> its i64 copy, for this addptr only (a DAG is widened once) */
 } Widen;
@@ -52,11 +51,9 @@ typedef struct Widen {
 static MlirValue widen(Widen *w, MlirValue v) {
   MlirType t = mlirValueGetType(v), et = kiln_ir_elem_type(t);
   MlirContext ctx = mlirTypeGetContext(t);
-  if (!mlirTypeIsAInteger(et) || mlirIntegerTypeGetWidth(et) >= 64)
-    return v;
+  if (!mlirTypeIsAInteger(et) || mlirIntegerTypeGetWidth(et) >= 64) return v;
   void *seen = kiln_ptr_map_get(&w->done, v.ptr);
-  if (seen)
-    return (MlirValue){seen};
+  if (seen) return (MlirValue){seen};
   MlirType wt = as_i64(ctx, t);
   MlirValue out;
   MlirOperation def = mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
@@ -65,8 +62,7 @@ static MlirValue widen(Widen *w, MlirValue v) {
     MlirValue ops[2];
     MlirNamedAttribute attrs[8];
     KILN_ASSERT(n <= 2 && na <= 8);
-    for (intptr_t i = 0; i < n; i++)
-      ops[i] = widen(w, mlirOperationGetOperand(def, i));
+    for (intptr_t i = 0; i < n; i++) ops[i] = widen(w, mlirOperationGetOperand(def, i));
     for (intptr_t i = 0; i < na; i++)
       attrs[i] = mlirOperationGetAttribute(def, i); /* overflow flags, axes, user hints */
     char name[64];
@@ -81,8 +77,7 @@ static MlirValue widen(Widen *w, MlirValue v) {
 }
 
 static MlirWalkResult collect_addptr(MlirOperation op, void *user) {
-  if (kiln_ir_op_is(op, KILN_OP_NAME_ADDPTR))
-    kiln_op_list_push(user, op);
+  if (kiln_ir_op_is(op, KILN_OP_NAME_ADDPTR)) kiln_op_list_push(user, op);
   return MlirWalkResultAdvance;
 }
 
@@ -92,8 +87,7 @@ static void widen_addptr(MlirContext ctx, MlirOperation addptr) {
   kiln_ir_builder_set_before(&w.b, addptr);
   MlirValue off = mlirOperationGetOperand(addptr, 1);
   MlirValue wide = widen(&w, off);
-  if (wide.ptr != off.ptr)
-    mlirOperationSetOperand(addptr, 1, wide);
+  if (wide.ptr != off.ptr) mlirOperationSetOperand(addptr, 1, wide);
   kiln_ptr_map_free(&w.done);
 }
 
@@ -112,8 +106,8 @@ static MlirAttribute arg_elem_bytes(MlirOperation module) {
       MlirType pointee = kiln_ir_ptr_elem(mlirValueGetType(mlirBlockGetArgument(body, i)));
       bytes[i] = mlirTypeIsNull(pointee) ? 0 : (int32_t)kiln_ir_elem_bytes(pointee);
     }
-    MlirAttribute sym = mlirOperationGetAttributeByName(ks.ops[k],
-                                                        mlirStringRefCreateFromCString("sym_name"));
+    MlirAttribute sym =
+        mlirOperationGetAttributeByName(ks.ops[k], mlirStringRefCreateFromCString("sym_name"));
     entries[k] = mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringAttrGetValue(sym)),
                                        mlirDenseI32ArrayGet(ctx, n, bytes));
     free(bytes);
@@ -132,12 +126,10 @@ MlirLogicalResult kiln_widen_offsets_module(MlirOperation module, void *opts) {
                                   kiln_ir_attr_i32(ctx, bits));
   mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("kiln.arg_elem_bytes"),
                                   arg_elem_bytes(module));
-  if (bits == 32)
-    return mlirLogicalResultSuccess();
+  if (bits == 32) return mlirLogicalResultSuccess();
   KilnOpList adds = {0};
   mlirOperationWalk(module, collect_addptr, &adds, MlirWalkPreOrder);
-  for (size_t i = 0; i < adds.n; i++)
-    widen_addptr(ctx, adds.ops[i]);
+  for (size_t i = 0; i < adds.n; i++) widen_addptr(ctx, adds.ops[i]);
   kiln_op_list_free(&adds);
   return mlirLogicalResultSuccess();
 }

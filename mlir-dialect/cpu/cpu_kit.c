@@ -41,13 +41,12 @@ void kiln_cpu_set_buf(Cpu *c, MlirValue old, MlirValue buf) { map_put(c, old)->b
 
 MlirType kiln_cpu_scalar_type(MlirType t) {
   MlirType e = kiln_ir_elem_type(t);
-  if (kiln_ir_type_is_ptr(e))
-    return mlirIntegerTypeGet(mlirTypeGetContext(t), 64);
+  if (kiln_ir_type_is_ptr(e)) return mlirIntegerTypeGet(mlirTypeGetContext(t), 64);
   return e;
 }
 
-MlirValue kiln_cpu_op_attrs(Cpu *c, const char *name, const MlirValue *ops, size_t n,
-                            MlirType rt, const MlirNamedAttribute *attrs, size_t n_attrs) {
+MlirValue kiln_cpu_op_attrs(Cpu *c, const char *name, const MlirValue *ops, size_t n, MlirType rt,
+                            const MlirNamedAttribute *attrs, size_t n_attrs) {
   size_t nres = mlirTypeIsNull(rt) ? 0 : 1;
   MlirOperation op = kiln_ir_make(&c->b, c->loc, name, ops, n, &rt, nres, attrs, n_attrs);
   return nres ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
@@ -66,8 +65,7 @@ MlirValue kiln_cpu_int_const(Cpu *c, MlirType t, int64_t v) {
 static MlirType memref_type(MlirType tile) {
   int rank = kiln_ir_rank(tile);
   int64_t shape[16];
-  for (int i = 0; i < rank; i++)
-    shape[i] = kiln_ir_dim(tile, i);
+  for (int i = 0; i < rank; i++) shape[i] = kiln_ir_dim(tile, i);
   return mlirMemRefTypeContiguousGet(kiln_cpu_scalar_type(tile), rank, shape,
                                      mlirAttributeGetNull());
 }
@@ -78,19 +76,21 @@ MlirValue kiln_cpu_alloc(Cpu *c, MlirType tile) {
   int32_t seg[2] = {0, 0};
   MlirNamedAttribute a[2] = {
       kiln_ir_named(c->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(c->ctx, 2, seg)),
-      kiln_ir_named(c->ctx, "alignment",
-                    mlirIntegerAttrGet(mlirIntegerTypeGet(c->ctx, 64), 64))};
+      kiln_ir_named(c->ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(c->ctx, 64), 64))};
   MlirType mt = memref_type(tile);
-  KilnOpSpec s = {.name = "memref.alloca", .loc = c->loc, .results = &mt, .n_results = 1,
-                  .attrs = a, .n_attrs = 2};
+  KilnOpSpec s = {.name = "memref.alloca",
+                  .loc = c->loc,
+                  .results = &mt,
+                  .n_results = 1,
+                  .attrs = a,
+                  .n_attrs = 2};
   return mlirOperationGetResult(kiln_ir_create(&at, &s), 0);
 }
 
 MlirValue kiln_cpu_load_elem(Cpu *c, MlirValue buf, const MlirValue *idx, int rank) {
   MlirValue ops[17];
   ops[0] = buf;
-  for (int i = 0; i < rank; i++)
-    ops[1 + i] = idx[i];
+  for (int i = 0; i < rank; i++) ops[1 + i] = idx[i];
   return kiln_cpu_op(c, "memref.load", ops, (size_t)rank + 1,
                      mlirShapedTypeGetElementType(mlirValueGetType(buf)));
 }
@@ -99,14 +99,12 @@ void kiln_cpu_store_elem(Cpu *c, MlirValue buf, MlirValue v, const MlirValue *id
   MlirValue ops[18];
   ops[0] = v;
   ops[1] = buf;
-  for (int i = 0; i < rank; i++)
-    ops[2 + i] = idx[i];
+  for (int i = 0; i < rank; i++) ops[2 + i] = idx[i];
   kiln_cpu_op(c, "memref.store", ops, (size_t)rank + 2, (MlirType){NULL});
 }
 
 MlirValue kiln_cpu_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
-  if (!mlirValueIsNull(v->scalar))
-    return v->scalar;
+  if (!mlirValueIsNull(v->scalar)) return v->scalar;
   return kiln_cpu_load_elem(c, v->buf, idx, kiln_ir_rank(mlirValueGetType(v->buf)));
 }
 
@@ -126,16 +124,15 @@ static void no_full_unroll(MlirOperation loop) {
   mlirOperationSetAttributeByName(loop, mlirStringRefCreateFromCString("loop_annotation"), a);
 }
 
-static void nest_rec(Cpu *c, const int64_t *shape, int rank, int d, MlirValue *idx,
-                     CpuNestFn fn, void *user) {
+static void nest_rec(Cpu *c, const int64_t *shape, int rank, int d, MlirValue *idx, CpuNestFn fn,
+                     void *user) {
   if (d == rank) {
     fn(c, idx, user);
     return;
   }
   KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, shape[d]),
                                   kiln_cpu_cidx(c, 1), NULL, 0);
-  if (d < rank - 1)
-    no_full_unroll(f.op);
+  if (d < rank - 1) no_full_unroll(f.op);
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.body);
   idx[d] = f.iv;
@@ -152,8 +149,7 @@ void kiln_cpu_nest(Cpu *c, const int64_t *shape, int rank, CpuNestFn fn, void *u
 
 void kiln_cpu_shape(MlirType t, int64_t *shape, int *rank) {
   *rank = kiln_ir_rank(t);
-  for (int i = 0; i < *rank; i++)
-    shape[i] = kiln_ir_dim(t, i);
+  for (int i = 0; i < *rank; i++) shape[i] = kiln_ir_dim(t, i);
 }
 
 typedef struct FillCtx {
@@ -169,8 +165,7 @@ static void fill_body(Cpu *c, const MlirValue *idx, void *user) {
 
 /* Copies a lowered tile (scalar/splat or buffer) into dst. */
 void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst) {
-  if (!mlirValueIsNull(src->buf) && src->buf.ptr == dst.ptr)
-    return;
+  if (!mlirValueIsNull(src->buf) && src->buf.ptr == dst.ptr) return;
   MlirType t = mlirValueGetType(dst);
   int64_t shape[16];
   int rank;
@@ -180,8 +175,7 @@ void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst) {
 }
 
 MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v, MlirType tile) {
-  if (!mlirValueIsNull(v->buf))
-    return v->buf;
+  if (!mlirValueIsNull(v->buf)) return v->buf;
   MlirValue buf = kiln_cpu_alloc(c, tile);
   kiln_cpu_copy(c, v, buf);
   v->buf = buf;
@@ -207,8 +201,7 @@ static void map_body(Cpu *c, const MlirValue *idx, void *user) {
   for (intptr_t i = 0; i < n; i++)
     elems[i] = kiln_cpu_elem(c, kiln_cpu_get(c, mlirOperationGetOperand(m->op, i)), idx);
   MlirValue r = m->fn(c, elems, m->user);
-  if (!mlirValueIsNull(m->dst))
-    kiln_cpu_store_elem(c, m->dst, r, idx, m->rank);
+  if (!mlirValueIsNull(m->dst)) kiln_cpu_store_elem(c, m->dst, r, idx, m->rank);
 }
 
 void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok) {
@@ -219,16 +212,15 @@ void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool spl
   bool has_result = mlirOperationGetNumResults(op) > 0;
   MlirValue res = has_result ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
   /* the shape comes from the result, or from the first operand for ops without one */
-  MlirType shape_t = has_result ? mlirValueGetType(res)
-                                : mlirValueGetType(mlirOperationGetOperand(op, 0));
+  MlirType shape_t =
+      has_result ? mlirValueGetType(res) : mlirValueGetType(mlirOperationGetOperand(op, 0));
   if (!kiln_ir_type_is_tile(shape_t) || (all_scalar && splat_ok)) {
     MlirValue elems[8];
     KILN_ASSERT(n <= 8);
     for (intptr_t i = 0; i < n; i++)
       elems[i] = kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar;
     MlirValue r = fn(c, elems, user);
-    if (has_result)
-      kiln_cpu_set_scalar(c, res, r);
+    if (has_result) kiln_cpu_set_scalar(c, res, r);
     return;
   }
   MapCtx m = {op, fn, user, {NULL}, kiln_ir_rank(shape_t)};
@@ -241,4 +233,3 @@ void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool spl
   kiln_cpu_shape(shape_t, shape, &rank);
   kiln_cpu_nest(c, shape, rank, map_body, &m);
 }
-

@@ -16,12 +16,12 @@ typedef struct CpuVal {
 
 typedef struct Cpu {
   MlirContext ctx;
-  KilnIRBuilder b;          /* where lowered code goes now */
-  MlirOperation alloca_at;  /* allocas are inserted before this op of the entry block */
+  KilnIRBuilder b;         /* where lowered code goes now */
+  MlirOperation alloca_at; /* allocas are inserted before this op of the entry block */
   MlirBlock entry;
-  KilnPtrMap map;           /* old value ptr -> CpuVal* (each allocated alone: stays valid) */
+  KilnPtrMap map; /* old value ptr -> CpuVal* (each allocated alone: stays valid) */
   MlirValue pid[3], nprog[3];
-  MlirLocation loc;         /* location of the op being lowered */
+  MlirLocation loc; /* location of the op being lowered */
   bool failed;
 } Cpu;
 
@@ -31,13 +31,13 @@ typedef MlirValue (*CpuScalarFn)(Cpu *c, const MlirValue *elems, void *user);
 CpuVal *kiln_cpu_get(Cpu *c, MlirValue old);
 void kiln_cpu_set_scalar(Cpu *c, MlirValue old, MlirValue v);
 void kiln_cpu_set_buf(Cpu *c, MlirValue old, MlirValue buf);
-void kiln_cpu_map_free(Cpu *c); /* the map and every CpuVal in it */
-MlirType kiln_cpu_scalar_type(MlirType t);        /* ptr -> i64, tile -> lowered element type */
+void kiln_cpu_map_free(Cpu *c);            /* the map and every CpuVal in it */
+MlirType kiln_cpu_scalar_type(MlirType t); /* ptr -> i64, tile -> lowered element type */
 MlirValue kiln_cpu_alloc(Cpu *c, MlirType tile_type);
 MlirValue kiln_cpu_cidx(Cpu *c, int64_t v);
 MlirValue kiln_cpu_op(Cpu *c, const char *name, const MlirValue *ops, size_t n, MlirType rt);
-MlirValue kiln_cpu_op_attrs(Cpu *c, const char *name, const MlirValue *ops, size_t n,
-                            MlirType rt, const MlirNamedAttribute *attrs, size_t n_attrs);
+MlirValue kiln_cpu_op_attrs(Cpu *c, const char *name, const MlirValue *ops, size_t n, MlirType rt,
+                            const MlirNamedAttribute *attrs, size_t n_attrs);
 MlirValue kiln_cpu_elem(Cpu *c, CpuVal *v, const MlirValue *idx);
 /* Copies a lowered tile (scalar/splat or buffer) into the buffer dst. */
 void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst);

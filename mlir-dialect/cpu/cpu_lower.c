@@ -22,8 +22,7 @@
 
 static bool name_is(const char *name, const char *const *list) {
   for (; *list; list++)
-    if (strcmp(name, *list) == 0)
-      return true;
+    if (strcmp(name, *list) == 0) return true;
   return false;
 }
 
@@ -64,21 +63,24 @@ static MlirOperation clone_scalar(Cpu *c, MlirOperation op, const MlirValue *ops
   KILN_ASSERT(nres <= 8 && nattr <= 16);
   for (intptr_t i = 0; i < nres; i++)
     rts[i] = kiln_cpu_scalar_type(mlirValueGetType(mlirOperationGetResult(op, i)));
-  for (intptr_t i = 0; i < nattr; i++)
-    attrs[i] = mlirOperationGetAttribute(op, i);
-  static const char *const divs[] = {"arith.divsi", "arith.divui", "arith.remsi",
-                                     "arith.remui", "arith.ceildivsi", "arith.ceildivui",
-                                     "arith.floordivsi", NULL};
+  for (intptr_t i = 0; i < nattr; i++) attrs[i] = mlirOperationGetAttribute(op, i);
+  static const char *const divs[] = {
+      "arith.divsi",     "arith.divui",     "arith.remsi",      "arith.remui",
+      "arith.ceildivsi", "arith.ceildivui", "arith.floordivsi", NULL};
   if (name_is(name, divs) && nres == 1 && mlirTypeIsAInteger(rts[0])) {
     out[0] = safe_div(c, name, ops, rts[0], attrs, (size_t)nattr);
     return (MlirOperation){NULL};
   }
-  KilnOpSpec s = {.name = name, .loc = c->loc, .operands = ops, .n_operands = n,
-                  .results = rts, .n_results = (size_t)nres, .attrs = attrs,
+  KilnOpSpec s = {.name = name,
+                  .loc = c->loc,
+                  .operands = ops,
+                  .n_operands = n,
+                  .results = rts,
+                  .n_results = (size_t)nres,
+                  .attrs = attrs,
                   .n_attrs = (size_t)nattr};
   MlirOperation nop = kiln_ir_create(&c->b, &s);
-  for (intptr_t i = 0; i < nres; i++)
-    out[i] = mlirOperationGetResult(nop, i);
+  for (intptr_t i = 0; i < nres; i++) out[i] = mlirOperationGetResult(nop, i);
   return nop;
 }
 
@@ -116,13 +118,11 @@ static void lower_constant(Cpu *c, MlirOperation op) {
     for (int d = rank - 1, rem = 0; d >= 0; d--) {
       (void)rem;
       int64_t stride = 1;
-      for (int e = d + 1; e < rank; e++)
-        stride *= kiln_ir_dim(t, e);
+      for (int e = d + 1; e < rank; e++) stride *= kiln_ir_dim(t, e);
       pos[d] = (uint64_t)((i / stride) % kiln_ir_dim(t, d));
       idx[d] = kiln_cpu_cidx(c, (int64_t)pos[d]);
     }
-    MlirNamedAttribute a =
-        kiln_ir_named(c->ctx, "value", mlirElementsAttrGetValue(v, rank, pos));
+    MlirNamedAttribute a = kiln_ir_named(c->ctx, "value", mlirElementsAttrGetValue(v, rank, pos));
     MlirValue e = kiln_cpu_op_attrs(c, "arith.constant", NULL, 0, et, &a, 1);
     kiln_cpu_store_elem(c, buf, e, idx, rank);
   }
@@ -147,8 +147,7 @@ static void lower_yield(Cpu *c, MlirOperation yield, const MlirValue *bufs, size
   /* first, move sources that are another slot's buffer out of the way */
   for (size_t i = 0; i < n; i++) {
     src_tmp[i] = (MlirValue){NULL};
-    if (mlirValueIsNull(bufs[i]))
-      continue;
+    if (mlirValueIsNull(bufs[i])) continue;
     CpuVal *v = kiln_cpu_get(c, mlirOperationGetOperand(yield, (intptr_t)i));
     for (size_t j = 0; j < n && !mlirValueIsNull(v->buf); j++)
       if (j != i && bufs[j].ptr == v->buf.ptr) {
@@ -225,8 +224,7 @@ static void lower_if(Cpu *c, MlirOperation op) {
   for (size_t i = 0; i < n; i++) {
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, (intptr_t)i));
     bufs[i] = kiln_ir_type_is_tile(t) ? kiln_cpu_alloc(c, t) : (MlirValue){NULL};
-    if (mlirValueIsNull(bufs[i]))
-      rts[ns++] = kiln_cpu_scalar_type(t);
+    if (mlirValueIsNull(bufs[i])) rts[ns++] = kiln_cpu_scalar_type(t);
   }
   MlirLocation loc = c->loc;
   MlirValue cond = kiln_cpu_get(c, mlirOperationGetOperand(op, 0))->scalar;
@@ -258,11 +256,9 @@ static void lower_if(Cpu *c, MlirOperation op) {
 
 static bool has_tile(MlirOperation op) {
   for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
-    if (kiln_ir_type_is_tile(mlirValueGetType(mlirOperationGetResult(op, i))))
-      return true;
+    if (kiln_ir_type_is_tile(mlirValueGetType(mlirOperationGetResult(op, i)))) return true;
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++)
-    if (kiln_ir_type_is_tile(mlirValueGetType(mlirOperationGetOperand(op, i))))
-      return true;
+    if (kiln_ir_type_is_tile(mlirValueGetType(mlirOperationGetOperand(op, i)))) return true;
   return false;
 }
 
@@ -270,8 +266,7 @@ static void lower_op(Cpu *c, MlirOperation op) {
   c->loc = mlirOperationGetLocation(op);
   KilnOpId id = kiln_ir_op_id(op);
   if (id != KILN_OP_NONE) {
-    if (!kiln_cpu_lower_kiln_op(c, op, id))
-      c->failed = true;
+    if (!kiln_cpu_lower_kiln_op(c, op, id)) c->failed = true;
     return;
   }
   char name[64];
@@ -311,8 +306,7 @@ static void lower_op(Cpu *c, MlirOperation op) {
 static void lower_block(Cpu *c, MlirBlock old) {
   for (MlirOperation op = mlirBlockGetFirstOperation(old); !mlirOperationIsNull(op) && !c->failed;
        op = mlirOperationGetNextInBlock(op)) {
-    if (kiln_ir_op_is(op, "scf.yield"))
-      break;
+    if (kiln_ir_op_is(op, "scf.yield")) break;
     lower_op(c, op);
   }
 }
@@ -331,7 +325,8 @@ static MlirValue gep_load(Cpu *c, MlirValue base, int32_t i, MlirType rt) {
 
 static bool lower_kernel(MlirOperation fn, MlirBlock module_body) {
   MlirContext ctx = mlirOperationGetContext(fn);
-  MlirAttribute sym = mlirOperationGetAttributeByName(fn, mlirStringRefCreateFromCString("sym_name"));
+  MlirAttribute sym =
+      mlirOperationGetAttributeByName(fn, mlirStringRefCreateFromCString("sym_name"));
   MlirStringRef name = mlirStringAttrGetValue(sym);
   KilnStr new_name = {0};
   kiln_str_appendf(&new_name, "kiln_cpu_%.*s", (int)name.length, name.data);
@@ -366,11 +361,10 @@ static bool lower_kernel(MlirOperation fn, MlirBlock module_body) {
       c.failed = true;
       break;
     }
-    kiln_cpu_set_scalar(&c, a, gep_load(&c, kiln_ir_func_arg(&nf, 0), (int32_t)i,
-                                        kiln_cpu_scalar_type(t)));
+    kiln_cpu_set_scalar(
+        &c, a, gep_load(&c, kiln_ir_func_arg(&nf, 0), (int32_t)i, kiln_cpu_scalar_type(t)));
   }
-  if (!c.failed)
-    lower_block(&c, old_entry);
+  if (!c.failed) lower_block(&c, old_entry);
   kiln_cpu_map_free(&c);
   if (c.failed) {
     mlirOperationDestroy(nf.op);
@@ -385,8 +379,7 @@ MlirLogicalResult kiln_cpu_lower_module(MlirOperation module, void *opts) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   KilnOpList kernels = kiln_ir_kernels(module, "func.func", "kiln.kernel");
   bool ok = true;
-  for (size_t i = 0; i < kernels.n; i++)
-    ok &= lower_kernel(kernels.ops[i], body);
+  for (size_t i = 0; i < kernels.n; i++) ok &= lower_kernel(kernels.ops[i], body);
   kiln_op_list_free(&kernels);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }

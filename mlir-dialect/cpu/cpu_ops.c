@@ -64,14 +64,14 @@ static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
   } else if (k->id == KILN_OP_EXPAND_DIMS) {
     int64_t axis = attr_int(k->op, "axis");
     for (int i = 0, r = 0; i < srank + 1; i++)
-      if (i != axis)
-        sidx[r++] = idx[i];
+      if (i != axis) sidx[r++] = idx[i];
   } else if (k->id == KILN_OP_RESHAPE) {
     /* the row-major position of idx in the result, as an index into the source's dims */
     MlirType rt = mlirValueGetType(result_of(k->op));
     MlirValue lin = kiln_cpu_cidx(c, 0);
     for (int i = 0; i < k->rank; i++)
-      lin = bin(c, "arith.addi", bin(c, "arith.muli", lin, kiln_cpu_cidx(c, kiln_ir_dim(rt, i))), idx[i]);
+      lin = bin(c, "arith.addi", bin(c, "arith.muli", lin, kiln_cpu_cidx(c, kiln_ir_dim(rt, i))),
+                idx[i]);
     for (int i = srank - 1; i >= 0; i--) {
       MlirValue d = kiln_cpu_cidx(c, kiln_ir_dim(st, i));
       sidx[i] = bin(c, "arith.remui", lin, d);
@@ -79,13 +79,11 @@ static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
     }
   } else if (k->id == KILN_OP_FLIP) {
     int axis = (int)attr_int(k->op, "axis");
-    for (int i = 0; i < srank; i++)
-      sidx[i] = idx[i];
+    for (int i = 0; i < srank; i++) sidx[i] = idx[i];
     MlirValue last = kiln_cpu_cidx(c, kiln_ir_dim(st, axis) - 1);
     sidx[axis] = bin(c, "arith.subi", last, idx[axis]);
   } else {
-    for (int i = 0; i < srank; i++)
-      sidx[i] = idx[srank - 1 - i];
+    for (int i = 0; i < srank; i++) sidx[i] = idx[srank - 1 - i];
   }
   kiln_cpu_store_elem(c, k->dst, kiln_cpu_elem(c, k->src, sidx), idx, k->rank);
 }
@@ -200,13 +198,14 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
       kiln_ir_named(c->ctx, "failure_ordering", mlirIntegerAttrGet(i64, 2 /* monotonic */))};
   MlirValue res = kiln_cpu_op_attrs(c, "llvm.cmpxchg", ops, 3, rt, a, 2);
   int64_t zero_pos = 0;
-  MlirNamedAttribute pos = kiln_ir_named(c->ctx, "position", mlirDenseI64ArrayGet(c->ctx, 1, &zero_pos));
+  MlirNamedAttribute pos =
+      kiln_ir_named(c->ctx, "position", mlirDenseI64ArrayGet(c->ctx, 1, &zero_pos));
   MlirValue old = kiln_cpu_op_attrs(c, "llvm.extractvalue", &res, 1, bits, &pos, 1);
-  if (fl)
-    old = kiln_ir_build_cast(&c->b, c->loc, "arith.bitcast", old, m->elem);
+  if (fl) old = kiln_ir_build_cast(&c->b, c->loc, "arith.bitcast", old, m->elem);
   kiln_ir_build_yield(&c->b, c->loc, &old, 1);
   kiln_ir_builder_set_end(&c->b, f.else_block);
-  MlirValue zero = fl ? kiln_ir_build_const_float(&c->b, c->loc, m->elem, 0) : kiln_cpu_int_const(c, m->elem, 0);
+  MlirValue zero =
+      fl ? kiln_ir_build_const_float(&c->b, c->loc, m->elem, 0) : kiln_cpu_int_const(c, m->elem, 0);
   kiln_ir_build_yield(&c->b, c->loc, &zero, 1);
   c->b = saved;
   return kiln_ir_if_result(&f, 0);
@@ -243,10 +242,8 @@ typedef struct DotCtx {
 
 static MlirValue widen(Cpu *c, MlirValue v, MlirType to) {
   MlirType from = mlirValueGetType(v);
-  if (mlirTypeEqual(from, to))
-    return v;
-  if (mlirTypeIsAFloat(to))
-    return kiln_ir_build_cast(&c->b, c->loc, "arith.extf", v, to);
+  if (mlirTypeEqual(from, to)) return v;
+  if (mlirTypeIsAFloat(to)) return kiln_ir_build_cast(&c->b, c->loc, "arith.extf", v, to);
   return kiln_ir_build_cast(&c->b, c->loc, "arith.extsi", v, to);
 }
 
@@ -270,8 +267,11 @@ static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
 
 static void lower_dot(Cpu *c, MlirOperation op) {
   MlirType at = mlirValueGetType(operand(op, 0)), rt = mlirValueGetType(result_of(op));
-  DotCtx d = {kiln_cpu_get(c, operand(op, 0)), kiln_cpu_get(c, operand(op, 1)), {NULL},
-              kiln_ir_dim(at, 1), kiln_ir_elem_type(rt)};
+  DotCtx d = {kiln_cpu_get(c, operand(op, 0)),
+              kiln_cpu_get(c, operand(op, 1)),
+              {NULL},
+              kiln_ir_dim(at, 1),
+              kiln_ir_elem_type(rt)};
   /* the result starts as a copy of acc (acc itself may still be read later), then each
    * element accumulates its K products in registers */
   d.dst = kiln_cpu_alloc(c, rt);
@@ -305,8 +305,7 @@ static MlirValue reduce_line(Cpu *c, RedCtx *r, const MlirValue *out_idx) {
   inits[0] = is_sum ? (fl ? kiln_ir_build_const_float(&c->b, c->loc, r->elem, 0)
                           : kiln_cpu_int_const(c, r->elem, 0))
                     : kiln_cpu_elem(c, r->src, idx);
-  if (arg)
-    inits[ninit++] = kiln_cpu_int_const(c, i32_t(c), 0);
+  if (arg) inits[ninit++] = kiln_cpu_int_const(c, i32_t(c), 0);
   KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, is_sum ? 0 : 1),
                                   kiln_cpu_cidx(c, r->n), kiln_cpu_cidx(c, 1), inits, ninit);
   KilnIRBuilder saved = c->b;
@@ -342,8 +341,9 @@ static bool lower_reduce(Cpu *c, MlirOperation op) {
   MlirType t = mlirValueGetType(operand(op, 0));
   char kind[16] = "";
   kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
-  RedCtx r = {kiln_cpu_get(c, operand(op, 0)), {NULL}, (int)attr_int(op, "axis"),
-              kiln_ir_rank(t), 0, kind, kiln_cpu_scalar_type(t), {NULL}};
+  RedCtx r = {
+      kiln_cpu_get(c, operand(op, 0)), {NULL}, (int)attr_int(op, "axis"), kiln_ir_rank(t), 0, kind,
+      kiln_cpu_scalar_type(t),         {NULL}};
   r.n = kiln_ir_dim(t, r.axis);
   MlirValue res = result_of(op);
   if (r.rank == 1) {
@@ -385,9 +385,9 @@ static void scan_body(Cpu *c, const MlirValue *line, void *user) {
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.body);
   MlirValue idx[16];
-  for (int i = 0; i < s->rank; i++)
-    idx[i] = i == s->axis ? f.iv : line[i];
-  const char *op = s->is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
+  for (int i = 0; i < s->rank; i++) idx[i] = i == s->axis ? f.iv : line[i];
+  const char *op =
+      s->is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
   MlirValue acc = bin(c, op, kiln_ir_for_iter_arg(&f, 0), kiln_cpu_elem(c, s->src, idx));
   kiln_cpu_store_elem(c, s->dst, acc, idx, s->rank);
   kiln_ir_build_yield(&c->b, c->loc, &acc, 1);
@@ -398,8 +398,13 @@ static bool lower_scan(Cpu *c, MlirOperation op) {
   MlirType t = mlirValueGetType(operand(op, 0));
   char kind[16] = "";
   kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
-  ScanCtx s = {kiln_cpu_get(c, operand(op, 0)), {NULL}, (int)attr_int(op, "axis"), kiln_ir_rank(t), 0,
-               strcmp(kind, "sum") == 0, kiln_cpu_scalar_type(t)};
+  ScanCtx s = {kiln_cpu_get(c, operand(op, 0)),
+               {NULL},
+               (int)attr_int(op, "axis"),
+               kiln_ir_rank(t),
+               0,
+               strcmp(kind, "sum") == 0,
+               kiln_cpu_scalar_type(t)};
   s.n = kiln_ir_dim(t, s.axis);
   s.dst = kiln_cpu_alloc(c, t);
   kiln_cpu_set_buf(c, result_of(op), s.dst);
@@ -426,8 +431,12 @@ static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
   for (int round = 0; round < 10; round++) {
     MlirType two[2] = {i32, i32};
     MlirValue o0[2] = {m0, x[0]}, o1[2] = {m1, x[2]};
-    KilnOpSpec s0 = {.name = "arith.mului_extended", .loc = c->loc, .operands = o0,
-                     .n_operands = 2, .results = two, .n_results = 2};
+    KilnOpSpec s0 = {.name = "arith.mului_extended",
+                     .loc = c->loc,
+                     .operands = o0,
+                     .n_operands = 2,
+                     .results = two,
+                     .n_results = 2};
     KilnOpSpec s1 = s0;
     s1.operands = o1;
     MlirOperation p0 = kiln_ir_create(&c->b, &s0), p1 = kiln_ir_create(&c->b, &s1);
@@ -439,8 +448,7 @@ static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
     k0 = bin(c, "arith.addi", k0, w0);
     k1 = bin(c, "arith.addi", k1, w1);
   }
-  if (raw)
-    return x[0];
+  if (raw) return x[0];
   MlirValue top = bin(c, "arith.shrui", x[0], kiln_cpu_int_const(c, i32, 8));
   MlirType f32 = mlirF32TypeGet(c->ctx);
   MlirValue f = kiln_ir_build_cast(&c->b, c->loc, "arith.uitofp", top, f32);
@@ -456,10 +464,10 @@ static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
  * which tells every f32 apart (9 significant digits round-trip). */
 
 typedef struct PrintCtx {
-  MlirValue fmt;   /* !llvm.ptr to the format */
+  MlirValue fmt; /* !llvm.ptr to the format */
   CpuVal *x;
-  MlirType elem;   /* x's element type */
-  MlirType fnty;   /* i32 (ptr, ...) */
+  MlirType elem; /* x's element type */
+  MlirType fnty; /* i32 (ptr, ...) */
 } PrintCtx;
 
 static MlirOperation module_of(MlirOperation op) {
@@ -483,21 +491,27 @@ static void print_symbols(Cpu *c, MlirOperation module, MlirType fnty, char *nam
   MlirSymbolTable st = mlirSymbolTableCreate(module);
   for (int n = 0;; n++) {
     snprintf(name, cap, "kiln_print_fmt_%d", n);
-    if (mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString(name))))
-      break;
+    if (mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString(name)))) break;
   }
-  bool have_printf = !mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString("printf")));
+  bool have_printf =
+      !mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString("printf")));
   mlirSymbolTableDestroy(st);
-  if (have_printf)
-    return;
+  if (have_printf) return;
   MlirNamedAttribute attrs[3] = {
-      kiln_ir_named(c->ctx, "sym_name", mlirStringAttrGet(c->ctx, mlirStringRefCreateFromCString("printf"))),
+      kiln_ir_named(c->ctx, "sym_name",
+                    mlirStringAttrGet(c->ctx, mlirStringRefCreateFromCString("printf"))),
       kiln_ir_named(c->ctx, "function_type", mlirTypeAttrGet(fnty)),
-      kiln_ir_named(c->ctx, "linkage",
-                    mlirAttributeParseGet(c->ctx, mlirStringRefCreateFromCString("#llvm.linkage<external>"))),
+      kiln_ir_named(
+          c->ctx, "linkage",
+          mlirAttributeParseGet(c->ctx, mlirStringRefCreateFromCString("#llvm.linkage<external>"))),
   };
   MlirRegion body = mlirRegionCreate();
-  KilnOpSpec s = {.name = "llvm.func", .loc = c->loc, .attrs = attrs, .n_attrs = 3, .regions = &body, .n_regions = 1};
+  KilnOpSpec s = {.name = "llvm.func",
+                  .loc = c->loc,
+                  .attrs = attrs,
+                  .n_attrs = 3,
+                  .regions = &body,
+                  .n_regions = 1};
   module_top(c, module, &s);
 }
 
@@ -505,18 +519,15 @@ static void print_symbols(Cpu *c, MlirOperation module, MlirType fnty, char *nam
 static char *print_format(const char *text, size_t len, int rank, MlirType elem) {
   size_t cap = 2 * len + 64 + 4 * (size_t)rank;
   char *f = malloc(cap), *o = f;
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   o += sprintf(o, "pid (%%d, %%d, %%d) ");
   if (rank > 0) {
     o += sprintf(o, "idx (");
-    for (int i = 0; i < rank; i++)
-      o += sprintf(o, i ? ", %%d" : "%%d");
+    for (int i = 0; i < rank; i++) o += sprintf(o, i ? ", %%d" : "%%d");
     o += sprintf(o, ") ");
   }
   for (size_t i = 0; i < len; i++) {
-    if (text[i] == '%')
-      *o++ = '%';
+    if (text[i] == '%') *o++ = '%';
     *o++ = text[i];
   }
   bool wide = mlirTypeIsAInteger(elem) && mlirIntegerTypeGetWidth(elem) == 64;
@@ -528,8 +539,7 @@ static MlirValue print_value(Cpu *c, MlirValue v, MlirType elem) {
   if (mlirTypeIsAFloat(elem))
     return kiln_ir_build_cast(&c->b, c->loc, "arith.extf", v, mlirF64TypeGet(c->ctx));
   unsigned w = mlirIntegerTypeGetWidth(elem);
-  if (w >= 32)
-    return v;
+  if (w >= 32) return v;
   return kiln_ir_build_cast(&c->b, c->loc, w == 1 ? "arith.extui" : "arith.extsi", v, i32_t(c));
 }
 
@@ -538,15 +548,15 @@ static void print_body(Cpu *c, const MlirValue *idx, void *user) {
   MlirValue args[24];
   size_t n = 0;
   args[n++] = p->fmt;
-  for (int i = 0; i < 3; i++)
-    args[n++] = c->pid[i];
+  for (int i = 0; i < 3; i++) args[n++] = c->pid[i];
   int rank = kiln_ir_rank(mlirValueGetType(p->x->old));
   for (int i = 0; idx && i < rank; i++)
     args[n++] = kiln_ir_build_cast(&c->b, c->loc, "arith.index_cast", idx[i], i32_t(c));
   MlirValue v = idx ? kiln_cpu_elem(c, p->x, idx) : p->x->scalar;
   args[n++] = print_value(c, v, p->elem);
   MlirNamedAttribute a[2] = {
-      kiln_ir_named(c->ctx, "callee", mlirFlatSymbolRefAttrGet(c->ctx, mlirStringRefCreateFromCString("printf"))),
+      kiln_ir_named(c->ctx, "callee",
+                    mlirFlatSymbolRefAttrGet(c->ctx, mlirStringRefCreateFromCString("printf"))),
       kiln_ir_named(c->ctx, "var_callee_type", mlirTypeAttrGet(p->fnty))};
   MlirType i32 = i32_t(c);
   kiln_ir_make(&c->b, c->loc, "llvm.call", args, n, &i32, 1, a, 2);
@@ -555,7 +565,8 @@ static void print_body(Cpu *c, const MlirValue *idx, void *user) {
 static bool lower_print(Cpu *c, MlirOperation op) {
   MlirValue x = operand(op, 0);
   MlirType t = mlirValueGetType(x);
-  MlirStringRef text = mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("text")));
+  MlirStringRef text = mlirStringAttrGetValue(
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("text")));
   int64_t shape[16];
   int rank;
   kiln_cpu_shape(t, shape, &rank);
@@ -572,21 +583,31 @@ static bool lower_print(Cpu *c, MlirOperation op) {
   }
   size_t flen = strlen(fmt) + 1; /* with its NUL */
   MlirNamedAttribute g[5] = {
-      kiln_ir_named(c->ctx, "sym_name", mlirStringAttrGet(c->ctx, mlirStringRefCreateFromCString(name))),
-      kiln_ir_named(c->ctx, "global_type",
-                    mlirTypeAttrGet(mlirLLVMArrayTypeGet(mlirIntegerTypeGet(c->ctx, 8), (unsigned)flen))),
-      kiln_ir_named(c->ctx, "linkage",
-                    mlirAttributeParseGet(c->ctx, mlirStringRefCreateFromCString("#llvm.linkage<internal>"))),
+      kiln_ir_named(c->ctx, "sym_name",
+                    mlirStringAttrGet(c->ctx, mlirStringRefCreateFromCString(name))),
+      kiln_ir_named(
+          c->ctx, "global_type",
+          mlirTypeAttrGet(mlirLLVMArrayTypeGet(mlirIntegerTypeGet(c->ctx, 8), (unsigned)flen))),
+      kiln_ir_named(
+          c->ctx, "linkage",
+          mlirAttributeParseGet(c->ctx, mlirStringRefCreateFromCString("#llvm.linkage<internal>"))),
       kiln_ir_named(c->ctx, "constant", mlirUnitAttrGet(c->ctx)),
       kiln_ir_named(c->ctx, "value", mlirStringAttrGet(c->ctx, mlirStringRefCreate(fmt, flen))),
   };
   free(fmt);
   MlirRegion init = mlirRegionCreate();
-  KilnOpSpec gs = {.name = "llvm.mlir.global", .loc = c->loc, .attrs = g, .n_attrs = 5, .regions = &init, .n_regions = 1};
+  KilnOpSpec gs = {.name = "llvm.mlir.global",
+                   .loc = c->loc,
+                   .attrs = g,
+                   .n_attrs = 5,
+                   .regions = &init,
+                   .n_regions = 1};
   module_top(c, module, &gs);
-  MlirNamedAttribute ga = kiln_ir_named(c->ctx, "global_name",
-                                        mlirFlatSymbolRefAttrGet(c->ctx, mlirStringRefCreateFromCString(name)));
-  p.fmt = mlirOperationGetResult(kiln_ir_make(&c->b, c->loc, "llvm.mlir.addressof", NULL, 0, &ptr, 1, &ga, 1), 0);
+  MlirNamedAttribute ga =
+      kiln_ir_named(c->ctx, "global_name",
+                    mlirFlatSymbolRefAttrGet(c->ctx, mlirStringRefCreateFromCString(name)));
+  p.fmt = mlirOperationGetResult(
+      kiln_ir_make(&c->b, c->loc, "llvm.mlir.addressof", NULL, 0, &ptr, 1, &ga, 1), 0);
   if (rank == 0)
     print_body(c, NULL, &p);
   else
@@ -613,35 +634,26 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_EXPAND_DIMS:
   case KILN_OP_TRANS:
   case KILN_OP_FLIP:
-  case KILN_OP_RESHAPE:
-    lower_copy_like(c, op, id);
-    return true;
-  case KILN_OP_SCAN:
-    return lower_scan(c, op);
+  case KILN_OP_RESHAPE: lower_copy_like(c, op, id); return true;
+  case KILN_OP_SCAN: return lower_scan(c, op);
   case KILN_OP_ADDPTR: {
-    int64_t size = kiln_ir_elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
+    int64_t size =
+        kiln_ir_elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
     kiln_cpu_map(c, op, addptr_fn, &size, true);
     return true;
   }
   case KILN_OP_LOAD:
   case KILN_OP_STORE:
   case KILN_OP_ATOMIC_RMW:
-  case KILN_OP_ATOMIC_CAS:
-    return lower_memory(c, op, id);
-  case KILN_OP_DOT:
-    lower_dot(c, op);
-    return true;
-  case KILN_OP_REDUCE:
-    return lower_reduce(c, op);
+  case KILN_OP_ATOMIC_CAS: return lower_memory(c, op, id);
+  case KILN_OP_DOT: lower_dot(c, op); return true;
+  case KILN_OP_REDUCE: return lower_reduce(c, op);
   case KILN_OP_RAND: {
     bool raw = !mlirTypeIsAFloat(kiln_ir_elem_type(mlirValueGetType(result_of(op))));
     kiln_cpu_map(c, op, rand_fn, &raw, true);
     return true;
   }
-  case KILN_OP_PRINT:
-    return lower_print(c, op);
-  default:
-    kiln_ir_error(c->loc, "the CPU backend cannot lower this kiln op");
-    return false;
+  case KILN_OP_PRINT: return lower_print(c, op);
+  default: kiln_ir_error(c->loc, "the CPU backend cannot lower this kiln op"); return false;
   }
 }

@@ -27,10 +27,8 @@ struct KilnGpuAxisMap {
 };
 
 static int64_t gcd64(int64_t a, int64_t b) {
-  if (a < 0)
-    a = -a;
-  if (b < 0)
-    b = -b;
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
   while (b) {
     int64_t t = a % b;
     a = b;
@@ -40,8 +38,7 @@ static int64_t gcd64(int64_t a, int64_t b) {
 }
 
 static int64_t pow2_factor(int64_t v) {
-  if (v == 0)
-    return DIV_MAX;
+  if (v == 0) return DIV_MAX;
   int64_t p = 1;
   while ((v & 1) == 0 && p < DIV_MAX) {
     v >>= 1;
@@ -57,8 +54,7 @@ static Info unknown(MlirType t) {
   Info i;
   memset(&i, 0, sizeof i);
   i.a.rank = kiln_ir_rank(t);
-  for (int d = 0; d < i.a.rank; d++)
-    i.a.contig[d] = i.a.divis[d] = i.a.constancy[d] = 1;
+  for (int d = 0; d < i.a.rank; d++) i.a.contig[d] = i.a.divis[d] = i.a.constancy[d] = 1;
   return i;
 }
 
@@ -87,8 +83,7 @@ static Info get(const KilnGpuAxisMap *m, MlirValue v) {
 /* The divisibility every element of the value has (runs longer than 1 hold odd offsets). */
 static int64_t overall_divis(const Info *i) {
   int64_t d = DIV_MAX;
-  for (int k = 0; k < i->a.rank; k++)
-    d = i->a.contig[k] > 1 ? 1 : min64(d, i->a.divis[k]);
+  for (int k = 0; k < i->a.rank; k++) d = i->a.contig[k] > 1 ? 1 : min64(d, i->a.divis[k]);
   return i->a.rank ? d : i->a.divis[0];
 }
 
@@ -97,8 +92,7 @@ static int64_t scalar_divis(const Info *i) { return i->a.rank ? overall_divis(i)
 
 static Info from_scalar(MlirType t, int64_t div) {
   Info i = unknown(t);
-  if (i.a.rank == 0)
-    i.a.divis[0] = div;
+  if (i.a.rank == 0) i.a.divis[0] = div;
   for (int d = 0; d < i.a.rank; d++) {
     i.a.divis[d] = div;
     i.a.constancy[d] = kiln_ir_dim(t, d);
@@ -187,7 +181,8 @@ static void cmp_rule(Info *r, MlirOperation op, const Info *x, const Info *y) {
 }
 
 static void analyze_region(KilnGpuAxisMap *m, MlirRegion r) {
-  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
+  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b);
+       b = mlirBlockGetNextInRegion(b))
     for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
          o = mlirOperationGetNextInBlock(o))
       analyze_op(m, o);
@@ -206,13 +201,11 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
   }
   for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
     analyze_region(m, mlirOperationGetRegion(op, r));
-  if (nres != 1)
-    return;
+  if (nres != 1) return;
   MlirValue res = mlirOperationGetResult(op, 0);
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
-  if (!mlirTypeIsAInteger(et) && !kiln_ir_type_is_ptr(et))
-    return;
+  if (!mlirTypeIsAInteger(et) && !kiln_ir_type_is_ptr(et)) return;
   Info r = unknown(rt);
   KilnOpId id = kiln_ir_op_id(op);
   intptr_t nops = mlirOperationGetNumOperands(op);
@@ -301,8 +294,7 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
       r.a.constancy[d] = gcd64(x.a.rank ? x.a.constancy[d] : kiln_ir_dim(rt, d),
                                y.a.rank ? y.a.constancy[d] : kiln_ir_dim(rt, d));
   } else if (kiln_ir_op_is(op, "arith.divsi") || kiln_ir_op_is(op, "arith.divui")) {
-    for (int d = 0; d < r.a.rank; d++)
-      r.a.constancy[d] = x.a.constancy[d];
+    for (int d = 0; d < r.a.rank; d++) r.a.constancy[d] = x.a.constancy[d];
   }
   apply_hints(op, &r);
   put(m, res, &r);
@@ -320,8 +312,7 @@ static void apply_hint_values(Info *r, int64_t multiple, int64_t contig) {
   if (multiple > 0) {
     int64_t p = pow2_factor(multiple);
     int n = r->a.rank ? r->a.rank : 1;
-    for (int d = 0; d < n; d++)
-      r->a.divis[d] = max64(r->a.divis[d], p);
+    for (int d = 0; d < n; d++) r->a.divis[d] = max64(r->a.divis[d], p);
   }
   if (contig > 0 && r->a.rank > 0) {
     int d = r->a.rank - 1;
@@ -338,15 +329,20 @@ static void apply_hints(MlirOperation op, Info *r) {
 
 /* Hints on kernel parameters live in the func's arg_attrs (one dictionary per argument). */
 static void apply_arg_hints(MlirOperation func, intptr_t i, Info *in) {
-  MlirAttribute all = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
-  if (mlirAttributeIsNull(all) || !mlirAttributeIsAArray(all) || i >= mlirArrayAttrGetNumElements(all))
+  MlirAttribute all =
+      mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
+  if (mlirAttributeIsNull(all) || !mlirAttributeIsAArray(all) ||
+      i >= mlirArrayAttrGetNumElements(all))
     return;
   MlirAttribute d = mlirArrayAttrGetElement(all, i);
-  if (!mlirAttributeIsADictionary(d))
-    return;
-  int64_t c1 = hint_of(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kiln.contiguous")));
-  int64_t c2 = hint_of(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kiln.max_contiguous")));
-  apply_hint_values(in, hint_of(mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kiln.multiple_of"))),
+  if (!mlirAttributeIsADictionary(d)) return;
+  int64_t c1 = hint_of(
+      mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kiln.contiguous")));
+  int64_t c2 = hint_of(
+      mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kiln.max_contiguous")));
+  apply_hint_values(in,
+                    hint_of(mlirDictionaryAttrGetElementByName(
+                        d, mlirStringRefCreateFromCString("kiln.multiple_of"))),
                     c1 > c2 ? c1 : c2);
 }
 
@@ -368,10 +364,8 @@ KilnGpuAxisMap *kiln_gpu_axis_analyze(MlirOperation func) {
 }
 
 void kiln_gpu_axis_free(KilnGpuAxisMap *m) {
-  if (!m)
-    return;
-  for (size_t i = 0; i < m->n; i++)
-    free(m->all[i]);
+  if (!m) return;
+  for (size_t i = 0; i < m->n; i++) free(m->all[i]);
   free(m->all);
   kiln_ptr_map_free(&m->map);
   free(m);
@@ -381,31 +375,25 @@ KilnGpuAxisInfo kiln_gpu_axis_get(const KilnGpuAxisMap *m, MlirValue v) { return
 
 int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem_bits) {
   Info i = get(m, ptrs);
-  if (i.a.rank == 0 || elem_bits <= 0)
-    return 1;
+  if (i.a.rank == 0 || elem_bits <= 0) return 1;
   int64_t eb = elem_bits >= 8 ? elem_bits / 8 : 1;
   int64_t v = min64(i.a.contig[dim], i.a.divis[dim] / eb);
   v = min64(v, 16 / eb);
   int64_t p = 1;
-  while (p * 2 <= v)
-    p *= 2;
+  while (p * 2 <= v) p *= 2;
   return (int)p;
 }
 
 int kiln_gpu_access_vec(const KilnGpuAxisMap *m, MlirValue ptrs, const KilnGpuOwn *own) {
   MlirType t = mlirValueGetType(ptrs);
-  if (!mlirTypeIsARankedTensor(t) || own->rank == 0)
-    return 1;
+  if (!mlirTypeIsARankedTensor(t) || own->rank == 0) return 1;
   int d = own->order[0];
   MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(t));
   int bits = kiln_ir_elem_bits(elem);
-  if (bits < 8)
-    return 1;
+  if (bits < 8) return 1;
   int v = kiln_gpu_axis_vec(m, ptrs, d, bits);
   int run = own->dim[d].spt < own->dim[d].n ? own->dim[d].spt : own->dim[d].n;
-  while (v > run)
-    v /= 2;
-  while (v > 1 && (own->dim[d].n % v) != 0)
-    v /= 2;
+  while (v > run) v /= 2;
+  while (v > 1 && (own->dim[d].n % v) != 0) v /= 2;
   return v;
 }

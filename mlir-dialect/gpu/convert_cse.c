@@ -67,7 +67,8 @@ static size_t cse_block(Seen *s, MlirBlock b) {
     if (is_convert(op)) {
       MlirOperation same = find_same(s, op);
       if (!mlirOperationIsNull(same)) {
-        mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0), mlirOperationGetResult(same, 0));
+        mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0),
+                                      mlirOperationGetResult(same, 0));
         mlirOperationDestroy(op);
         removed++;
       } else {

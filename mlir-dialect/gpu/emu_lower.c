@@ -50,7 +50,7 @@ typedef struct Emu {
   MlirOperation module;
   MlirBlock mbody;
   MlirType i1, i32, f32, ptr, voidt;
-  KilnPtrMap declared; /* intrinsic name (interned string) -> non-NULL */
+  KilnPtrMap declared;    /* intrinsic name (interned string) -> non-NULL */
   KilnPtrMap shared_base; /* llvm.func op ptr -> MlirValue ptr of its kiln_emu_shared_base() */
   bool failed;
 } Emu;
@@ -79,10 +79,8 @@ static KilnStr type_text(MlirType t) { return kiln_print_type(t); }
 static KilnStr attr_text(MlirOperation op, const char *name) {
   KilnStr s = {0};
   MlirAttribute a = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(name));
-  if (!mlirAttributeIsNull(a))
-    mlirAttributePrint(a, kiln_str_callback, &s);
-  if (!s.data)
-    kiln_str_append(&s, "", 0);
+  if (!mlirAttributeIsNull(a)) mlirAttributePrint(a, kiln_str_callback, &s);
+  if (!s.data) kiln_str_append(&s, "", 0);
   return s;
 }
 
@@ -90,12 +88,12 @@ static KilnStr attr_text(MlirOperation op, const char *name) {
 static void declare(Emu *E, const char *name, MlirType ret, const MlirType *args, size_t n) {
   MlirIdentifier id = mlirIdentifierGet(E->ctx, mlirStringRefCreateFromCString(name));
   const void *key = mlirIdentifierStr(id).data; /* interned: one pointer per name */
-  if (kiln_ptr_map_get(&E->declared, key))
-    return;
+  if (kiln_ptr_map_get(&E->declared, key)) return;
   kiln_ptr_map_put(&E->declared, key, (void *)1);
   MlirType fty = mlirLLVMFunctionTypeGet(ret, (intptr_t)n, args, false);
   MlirNamedAttribute attrs[3] = {
-      kiln_ir_named(E->ctx, "sym_name", mlirStringAttrGet(E->ctx, mlirStringRefCreateFromCString(name))),
+      kiln_ir_named(E->ctx, "sym_name",
+                    mlirStringAttrGet(E->ctx, mlirStringRefCreateFromCString(name))),
       kiln_ir_named(E->ctx, "function_type", mlirTypeAttrGet(fty)),
       kiln_ir_named(E->ctx, "linkage", kiln_gpu_parse_attr(E->ctx, "#llvm.linkage<external>")),
   };
@@ -103,8 +101,12 @@ static void declare(Emu *E, const char *name, MlirType ret, const MlirType *args
   KilnIRBuilder mb;
   kiln_ir_builder_init(&mb, E->ctx, E->mbody);
   kiln_ir_builder_set_before(&mb, mlirBlockGetFirstOperation(E->mbody));
-  KilnOpSpec s = {.name = "llvm.func", .loc = mlirOperationGetLocation(E->module),
-                  .attrs = attrs, .n_attrs = 3, .regions = &body, .n_regions = 1};
+  KilnOpSpec s = {.name = "llvm.func",
+                  .loc = mlirOperationGetLocation(E->module),
+                  .attrs = attrs,
+                  .n_attrs = 3,
+                  .regions = &body,
+                  .n_regions = 1};
   kiln_ir_create(&mb, &s);
 }
 
@@ -184,18 +186,17 @@ static MlirValue build_struct(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirTy
 
 /* v as an i32 register (i32 as is; f32 and 2 x 16-bit vectors bitcast). */
 static MlirValue as_b32(Emu *E, KilnIRBuilder *b, MlirLocation loc, MlirValue v) {
-  if (mlirTypeEqual(mlirValueGetType(v), E->i32))
-    return v;
+  if (mlirTypeEqual(mlirValueGetType(v), E->i32)) return v;
   return kiln_ir_make1(b, loc, "llvm.bitcast", &v, 1, E->i32, NULL, 0);
 }
 
 static bool is_b32(Emu *E, MlirType t) {
-  if (mlirTypeEqual(t, E->i32) || mlirTypeEqual(t, E->f32))
-    return true;
+  if (mlirTypeEqual(t, E->i32) || mlirTypeEqual(t, E->f32)) return true;
   if (mlirShapedTypeHasRank(t) && mlirTypeIsAVector(t) && mlirShapedTypeGetRank(t) == 1 &&
       mlirShapedTypeGetDimSize(t, 0) == 2) {
     MlirType e = mlirShapedTypeGetElementType(t);
-    return mlirTypeIsAF16(e) || mlirTypeIsABF16(e) || (mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 16);
+    return mlirTypeIsAF16(e) || mlirTypeIsABF16(e) ||
+           (mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 16);
   }
   return false;
 }
@@ -204,8 +205,7 @@ static bool is_b32(Emu *E, MlirType t) {
 static void word_after(const char *text, const char *prefix, char *buf, size_t cap) {
   buf[0] = '\0';
   const char *p = text ? strstr(text, prefix) : NULL;
-  if (!p)
-    return;
+  if (!p) return;
   p += strlen(prefix);
   size_t n = 0;
   while (p[n] && p[n] != '>' && p[n] != ' ' && p[n] != ',' && n + 1 < cap) {
@@ -217,22 +217,20 @@ static void word_after(const char *text, const char *prefix, char *buf, size_t c
 
 static int index_of(const char *w, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
-    if (strcmp(w, names[i]) == 0)
-      return i;
+    if (strcmp(w, names[i]) == 0) return i;
   return -1;
 }
 
 /* ---------------------------------------------------------------- one op each */
 
 static void replace_results(MlirOperation op, const MlirValue *with, int n) {
-  for (int i = 0; i < n; i++)
-    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, i), with[i]);
+  for (int i = 0; i < n; i++) mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, i), with[i]);
 }
 
 static void lower_sreg(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *name) {
-  static const char *const known[] = {
-      "tid.x",    "tid.y",    "tid.z",    "ntid.x", "ntid.y", "ntid.z",   "ctaid.x", "ctaid.y",
-      "ctaid.z",  "nctaid.x", "nctaid.y", "nctaid.z", "laneid", "warpid", "warpsize"};
+  static const char *const known[] = {"tid.x",    "tid.y",    "tid.z",   "ntid.x",  "ntid.y",
+                                      "ntid.z",   "ctaid.x",  "ctaid.y", "ctaid.z", "nctaid.x",
+                                      "nctaid.y", "nctaid.z", "laneid",  "warpid",  "warpsize"};
   const char *reg = name + strlen("nvvm.read.ptx.sreg.");
   if (index_of(reg, known, (int)(sizeof known / sizeof known[0])) < 0) {
     emu_error(E, op, "emu lowering: no emulator intrinsic for '%s'", name);
@@ -241,8 +239,7 @@ static void lower_sreg(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *n
   char fn[128];
   snprintf(fn, sizeof fn, "kiln_emu_%s", reg);
   for (char *p = fn; *p; p++)
-    if (*p == '.')
-      *p = '_';
+    if (*p == '.') *p = '_';
   MlirValue r = call(E, b, mlirOperationGetLocation(op), fn, E->i32, NULL, 0);
   replace_results(op, &r, 1);
 }
@@ -255,7 +252,8 @@ static void lower_barrier(Emu *E, KilnIRBuilder *b, MlirOperation op) {
     return;
   }
   /* nvvm.barrier id = %a number_of_threads = %b: both optional; operandSegmentSizes tells which. */
-  MlirAttribute seg = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("operandSegmentSizes"));
+  MlirAttribute seg =
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("operandSegmentSizes"));
   int has_id = 1, has_n = 1;
   if (!mlirAttributeIsNull(seg)) {
     has_id = mlirDenseI32ArrayGetElement(seg, 0);
@@ -279,16 +277,17 @@ static void lower_shfl(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirValue val = mlirOperationGetOperand(op, 1);
   MlirType vt = mlirValueGetType(val);
   if (mode < 0 || !is_b32(E, vt)) {
-    emu_error(E, op, "emu lowering: unsupported nvvm.shfl.sync (kind '%s' or a value not 32 bits)", w);
+    emu_error(E, op, "emu lowering: unsupported nvvm.shfl.sync (kind '%s' or a value not 32 bits)",
+              w);
     return;
   }
-  bool with_pred = !mlirAttributeIsNull(
-      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("return_value_and_is_valid")));
+  bool with_pred = !mlirAttributeIsNull(mlirOperationGetAttributeByName(
+      op, mlirStringRefCreateFromCString("return_value_and_is_valid")));
   MlirValue pred = with_pred ? entry_alloca(E, op, E->i32, 1)
                              : kiln_ir_make1(b, loc, "llvm.mlir.zero", NULL, 0, E->ptr, NULL, 0);
   bool f = mlirTypeEqual(vt, E->f32);
   MlirValue a = f ? val : as_b32(E, b, loc, val);
-  MlirValue o[6] = {cst_i32(E, b, loc, mode), mlirOperationGetOperand(op, 0), a,
+  MlirValue o[6] = {cst_i32(E, b, loc, mode),       mlirOperationGetOperand(op, 0), a,
                     mlirOperationGetOperand(op, 2), mlirOperationGetOperand(op, 3), pred};
   MlirValue r = call(E, b, loc, f ? "kiln_emu_shfl_sync_f32" : "kiln_emu_shfl_sync_i32",
                      f ? E->f32 : E->i32, o, 6);
@@ -298,7 +297,8 @@ static void lower_shfl(Emu *E, KilnIRBuilder *b, MlirOperation op) {
     MlirValue p = load(b, loc, pred, E->i32);
     MlirValue zero = cst_i32(E, b, loc, 0);
     MlirValue cmp[2] = {p, zero};
-    MlirNamedAttribute pa = kiln_ir_named(E->ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 1));
+    MlirNamedAttribute pa =
+        kiln_ir_named(E->ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 1));
     MlirValue valid = kiln_ir_make1(b, loc, "llvm.icmp", cmp, 2, E->i1, &pa, 1); /* ne */
     MlirValue fields[2] = {r, valid};
     r = build_struct(E, b, loc, mlirValueGetType(mlirOperationGetResult(op, 0)), fields, 2);
@@ -337,7 +337,8 @@ static void lower_redux(Emu *E, KilnIRBuilder *b, MlirOperation op) {
 static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt);
 
 static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
-  MlirAttribute seg = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("operandSegmentSizes"));
+  MlirAttribute seg =
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("operandSegmentSizes"));
   KilnStr shape = attr_text(op, "shape"), ta = attr_text(op, "multiplicandAPtxType");
   int na = mlirAttributeIsNull(seg) ? 0 : mlirDenseI32ArrayGetElement(seg, 0);
   int nb = mlirAttributeIsNull(seg) ? 0 : mlirDenseI32ArrayGetElement(seg, 1);
@@ -346,7 +347,8 @@ static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   bool k16 = strstr(shape.data, "m = 16, n = 8, k = 16") != NULL;
   bool k8 = strstr(shape.data, "m = 16, n = 8, k = 8") != NULL;
   const char *fn = NULL;
-  if (na == 4 && nb == 2 && nc == 4 && mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, 6)), E->f32)) {
+  if (na == 4 && nb == 2 && nc == 4 &&
+      mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, 6)), E->f32)) {
     MlirType a0 = mlirValueGetType(mlirOperationGetOperand(op, 0));
     bool bf16 = strstr(ta.data, "bf16") != NULL ||
                 (mlirTypeIsAVector(a0) && mlirTypeIsABF16(mlirShapedTypeGetElementType(a0)));
@@ -356,8 +358,9 @@ static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
       fn = "kiln_emu_mma_m16n8k8_f32_tf32";
   }
   if (!fn) {
-    emu_error(E, op, "emu lowering: unsupported nvvm.mma.sync (shape %s, A type %s): the emulator "
-                     "has m16n8k16 f16/bf16 and m16n8k8 tf32 with f32 accumulators",
+    emu_error(E, op,
+              "emu lowering: unsupported nvvm.mma.sync (shape %s, A type %s): the emulator "
+              "has m16n8k16 f16/bf16 and m16n8k8 tf32 with f32 accumulators",
               shape.data, ta.len ? ta.data : "unspecified");
     kiln_str_free(&shape);
     kiln_str_free(&ta);
@@ -383,8 +386,7 @@ static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char
     }
     o[1 + i] = as_b32(E, b, loc, v);
   }
-  for (int i = 0; i < 4; i++)
-    o[7 + i] = mlirOperationGetOperand(op, 6 + i);
+  for (int i = 0; i < 4; i++) o[7 + i] = mlirOperationGetOperand(op, 6 + i);
   call(E, b, loc, fn, E->voidt, o, 11);
   MlirValue f[4];
   for (int i = 0; i < 4; i++)
@@ -441,14 +443,12 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
   char rt[64] = "i32", vt[32] = "i32";
   if (words > 1) {
     snprintf(rt, sizeof rt, "!llvm.struct<(i32");
-    for (int w = 1; w < words; w++)
-      snprintf(rt + strlen(rt), sizeof rt - strlen(rt), ", i32");
+    for (int w = 1; w < words; w++) snprintf(rt + strlen(rt), sizeof rt - strlen(rt), ", i32");
     snprintf(rt + strlen(rt), sizeof rt - strlen(rt), ")>");
     snprintf(vt, sizeof vt, "vector<%dxi32>", words);
   }
   kiln_str_appendf(t, "llvm.func internal @%s(%%p: !llvm.ptr, %%c: i1", name);
-  for (int w = 0; w < words; w++)
-    kiln_str_appendf(t, ", %%o%d: i32", w);
+  for (int w = 0; w < words; w++) kiln_str_appendf(t, ", %%o%d: i32", w);
   kiln_str_appendf(t, ")%s%s {\n  llvm.cond_br %%c, ^bb1, ^bb2\n^bb1:\n", store ? "" : " -> ",
                    store ? "" : rt);
   if (store) {
@@ -457,8 +457,7 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
       kiln_str_appendf(t, "  %%v = llvm.mlir.undef : %s\n", vt);
       for (int w = 0; w < words; w++) {
         char prev[16] = "%v";
-        if (w)
-          snprintf(prev, sizeof prev, "%%v%d", w - 1);
+        if (w) snprintf(prev, sizeof prev, "%%v%d", w - 1);
         kiln_str_appendf(t,
                          "  %%i%d = llvm.mlir.constant(%d : i32) : i32\n"
                          "  %%v%d = llvm.insertelement %%o%d, %s[%%i%d : i32] : %s\n",
@@ -471,8 +470,8 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
     kiln_str_appendf(t, "  llvm.return\n^bb2:\n  llvm.return\n}\n");
     return;
   }
-  kiln_str_appendf(t, "  %%v = llvm.load %%p {alignment = %d : i64} : !llvm.ptr -> %s\n",
-                   4 * words, vt);
+  kiln_str_appendf(t, "  %%v = llvm.load %%p {alignment = %d : i64} : !llvm.ptr -> %s\n", 4 * words,
+                   vt);
   if (words == 1) {
     kiln_str_appendf(t, "  llvm.return %%v : i32\n^bb2:\n  llvm.return %%o0 : i32\n}\n");
     return;
@@ -480,8 +479,7 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
   kiln_str_appendf(t, "  %%s = llvm.mlir.undef : %s\n", rt);
   for (int w = 0; w < words; w++) {
     char prev[16] = "%s";
-    if (w)
-      snprintf(prev, sizeof prev, "%%s%d", w - 1);
+    if (w) snprintf(prev, sizeof prev, "%%s%d", w - 1);
     kiln_str_appendf(t,
                      "  %%i%d = llvm.mlir.constant(%d : i32) : i32\n"
                      "  %%e%d = llvm.extractelement %%v[%%i%d : i32] : %s\n"
@@ -492,8 +490,7 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
                    rt, rt);
   for (int w = 0; w < words; w++) {
     char prev[16] = "%u";
-    if (w)
-      snprintf(prev, sizeof prev, "%%u%d", w - 1);
+    if (w) snprintf(prev, sizeof prev, "%%u%d", w - 1);
     kiln_str_appendf(t, "  %%u%d = llvm.insertvalue %%o%d, %s[%d] : %s\n", w, w, prev, w, rt);
   }
   kiln_str_appendf(t, "  llvm.return %%u%d : %s\n}\n", words - 1, rt);
@@ -503,8 +500,7 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
 static void define_pred_helper(Emu *E, const char *name, bool store, int words) {
   MlirIdentifier id = mlirIdentifierGet(E->ctx, mlirStringRefCreateFromCString(name));
   const void *key = mlirIdentifierStr(id).data;
-  if (kiln_ptr_map_get(&E->declared, key))
-    return;
+  if (kiln_ptr_map_get(&E->declared, key)) return;
   kiln_ptr_map_put(&E->declared, key, (void *)1);
   KilnStr t = {0};
   pred_helper_text(&t, name, store, words);
@@ -534,18 +530,15 @@ static bool lower_pred_access(Emu *E, KilnIRBuilder *b, MlirOperation op, const 
     for (int store = 0; store < 2; store++) {
       char want[256], cons[64];
       kiln_gpu_pred_access_ptx(store, words, want, sizeof want, cons, sizeof cons);
-      if (strcmp(text, want) != 0 || mlirOperationGetNumOperands(op) != 2 + words)
-        continue;
+      if (strcmp(text, want) != 0 || mlirOperationGetNumOperands(op) != 2 + words) continue;
       char name[64];
       snprintf(name, sizeof name, "kiln_emu_pred_%s_b32x%d", store ? "st" : "ld", words);
       define_pred_helper(E, name, store, words);
       MlirValue ops[6];
-      for (int i = 0; i < 2 + words; i++)
-        ops[i] = mlirOperationGetOperand(op, i);
+      for (int i = 0; i < 2 + words; i++) ops[i] = mlirOperationGetOperand(op, i);
       MlirType rt = store ? E->voidt : mlirValueGetType(mlirOperationGetResult(op, 0));
       MlirValue r = call(E, b, mlirOperationGetLocation(op), name, rt, ops, (size_t)(2 + words));
-      if (!store)
-        replace_results(op, &r, 1);
+      if (!store) replace_results(op, &r, 1);
       return true;
     }
   }
@@ -559,24 +552,24 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   char text[256] = "";
   kiln_ir_get_str_attr(op, "asm_string", text, sizeof text);
-  if (lower_pred_access(E, b, op, text))
-    return;
+  if (lower_pred_access(E, b, op, text)) return;
   if (strcmp(text, KILN_GPU_FENCE_PTX) == 0) { /* atomic_cas's fence: the host's own */
-    MlirNamedAttribute a = kiln_ir_named(E->ctx, "ordering", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 6));
+    MlirNamedAttribute a =
+        kiln_ir_named(E->ctx, "ordering", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 6));
     KilnOpSpec s = {.name = "llvm.fence", .loc = loc, .attrs = &a, .n_attrs = 1};
     kiln_ir_create(b, &s);
     return;
   }
   if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
-    emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16", mlirValueGetType(mlirOperationGetResult(op, 0)));
+    emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16",
+                  mlirValueGetType(mlirOperationGetResult(op, 0)));
     return;
   }
   int which = -1; /* lower_math.c writes "INSN $0, $1;" */
   for (int i = 0; i < KILN_GPU_APPROX_COUNT; i++) {
     size_t len = strlen(kiln_gpu_approx_ptx[i]);
-    if (strncmp(text, kiln_gpu_approx_ptx[i], len) == 0 && text[len] == ' ')
-      which = i;
+    if (strncmp(text, kiln_gpu_approx_ptx[i], len) == 0 && text[len] == ' ') which = i;
   }
   if (which < 0 || mlirOperationGetNumOperands(op) != 1 || mlirOperationGetNumResults(op) != 1 ||
       !mlirTypeEqual(mlirValueGetType(mlirOperationGetResult(op, 0)), E->f32)) {
@@ -592,8 +585,7 @@ static MlirValue shared_base_of(Emu *E, MlirOperation op) {
   MlirOperation func = parent_func(op);
   KILN_ASSERT(!mlirOperationIsNull(func));
   MlirValue *have = kiln_ptr_map_get(&E->shared_base, func.ptr);
-  if (have)
-    return *have;
+  if (have) return *have;
   MlirBlock entry = entry_block(func);
   KilnIRBuilder b;
   kiln_ir_builder_init(&b, E->ctx, entry);
@@ -606,11 +598,10 @@ static MlirValue shared_base_of(Emu *E, MlirOperation op) {
 }
 
 static bool is_smem_addressof(MlirOperation op) {
-  if (!kiln_ir_op_is(op, "llvm.mlir.addressof"))
-    return false;
-  MlirAttribute n = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("global_name"));
-  if (mlirAttributeIsNull(n))
-    return false;
+  if (!kiln_ir_op_is(op, "llvm.mlir.addressof")) return false;
+  MlirAttribute n =
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("global_name"));
+  if (mlirAttributeIsNull(n)) return false;
   MlirStringRef s = mlirFlatSymbolRefAttrGetValue(n);
   return s.length == 9 && memcmp(s.data, "kiln_smem", 9) == 0;
 }
@@ -619,8 +610,7 @@ static bool is_smem_addressof(MlirOperation op) {
 
 /* Address space of a global (1) or shared (3) pointer type; -1 for anything else. */
 static int gpu_space(MlirType t) {
-  if (!mlirTypeIsALLVMPointerType(t))
-    return -1;
+  if (!mlirTypeIsALLVMPointerType(t)) return -1;
   unsigned as = mlirLLVMPointerTypeGetAddressSpace(t);
   return as == 1 || as == 3 ? (int)as : -1;
 }
@@ -657,11 +647,12 @@ static bool is_checked_access(MlirOperation op) {
 static int64_t value_bytes(MlirType t) {
   if (mlirTypeIsAVector(t)) {
     int64_t e = value_bytes(mlirShapedTypeGetElementType(t));
-    return mlirShapedTypeHasRank(t) && mlirShapedTypeGetRank(t) == 1 ? e * mlirShapedTypeGetDimSize(t, 0) : 0;
+    return mlirShapedTypeHasRank(t) && mlirShapedTypeGetRank(t) == 1
+               ? e * mlirShapedTypeGetDimSize(t, 0)
+               : 0;
   }
   return kiln_ir_elem_bytes(t);
 }
-
 
 /* kiln_emu_{global,shared}_access(p, bytes, align, kind) before a load, store or atomic of
  * address space 1 or 3: the emulator's memcheck, racecheck and initcheck act there. The
@@ -683,8 +674,7 @@ static void lower_access(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   int64_t align = kiln_gpu_int_attr(op, "alignment", 0);
   if (align <= 0) {
     align = bytes <= 16 && (bytes & (bytes - 1)) == 0 ? bytes : 1;
-    if (mlirTypeIsAVector(vt) && align == 1)
-      align = value_bytes(mlirShapedTypeGetElementType(vt));
+    if (mlirTypeIsAVector(vt) && align == 1) align = value_bytes(mlirShapedTypeGetElementType(vt));
   }
   MlirLocation loc = mlirOperationGetLocation(op);
   /* a global access also says its element size, for memcheck's index limit (kiln_emu.h) */
@@ -698,7 +688,8 @@ static void lower_access(Emu *E, KilnIRBuilder *b, MlirOperation op) {
      * with another thread's, since replicated layouts store the same value from several lanes */
     KilnIRBuilder after;
     kiln_ir_builder_init(&after, E->ctx, mlirOperationGetBlock(op));
-    kiln_ir_builder_set_before(&after, mlirOperationGetNextInBlock(op)); /* a store never ends a block */
+    kiln_ir_builder_set_before(&after,
+                               mlirOperationGetNextInBlock(op)); /* a store never ends a block */
     o[3] = cst_i32(E, &after, loc, 3);
     call(E, &after, loc, "kiln_emu_shared_access", E->voidt, o, 4);
   }
@@ -778,8 +769,8 @@ static MlirWalkResult retype(MlirOperation op, void *u) {
     mlirValueSetType(v, host_type(E, mlirValueGetType(v)));
   }
   for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
-    for (MlirBlock blk = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(blk);
-         blk = mlirBlockGetNextInRegion(blk))
+    for (MlirBlock blk = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
+         !mlirBlockIsNull(blk); blk = mlirBlockGetNextInRegion(blk))
       for (intptr_t i = 0; i < mlirBlockGetNumArguments(blk); i++) {
         MlirValue v = mlirBlockGetArgument(blk, i);
         mlirBlockArgumentSetType(v, host_type(E, mlirValueGetType(v)));
@@ -796,12 +787,12 @@ static MlirOperation u32_table(Emu *E, const char *what, MlirStringRef name, con
   KilnStr t = {0};
   kiln_str_appendf(&t, "llvm.mlir.global external constant @kiln_emu_%s_%.*s(dense<[", what,
                    (int)name.length, name.data);
-  for (intptr_t i = 0; i < n; i++)
-    kiln_str_appendf(&t, "%s%u", i ? ", " : "", v[i]);
-  if (n == 0)
-    kiln_str_appendf(&t, "0");
-  kiln_str_appendf(&t, "]> : tensor<%ldxi32>) {addr_space = 0 : i32, alignment = 4 : i64} : "
-                   "!llvm.array<%ld x i32>", (long)(n ? n : 1), (long)(n ? n : 1));
+  for (intptr_t i = 0; i < n; i++) kiln_str_appendf(&t, "%s%u", i ? ", " : "", v[i]);
+  if (n == 0) kiln_str_appendf(&t, "0");
+  kiln_str_appendf(&t,
+                   "]> : tensor<%ldxi32>) {addr_space = 0 : i32, alignment = 4 : i64} : "
+                   "!llvm.array<%ld x i32>",
+                   (long)(n ? n : 1), (long)(n ? n : 1));
   MlirOperation g = kiln_gpu_parse_op(E->ctx, t.data);
   kiln_str_free(&t);
   KILN_ASSERT(!mlirOperationIsNull(g));
@@ -834,8 +825,7 @@ static MlirOperation elems_table(Emu *E, MlirStringRef name, intptr_t nargs) {
                            : (MlirAttribute){NULL};
   if (!mlirAttributeIsNull(mine) && mlirAttributeIsADenseI32Array(mine) &&
       mlirDenseArrayGetNumElements(mine) == nargs)
-    for (intptr_t i = 0; i < nargs; i++)
-      bytes[i] = (uint32_t)mlirDenseI32ArrayGetElement(mine, i);
+    for (intptr_t i = 0; i < nargs; i++) bytes[i] = (uint32_t)mlirDenseI32ArrayGetElement(mine, i);
   MlirOperation g = u32_table(E, "elems", name, bytes, nargs);
   free(bytes);
   return g;
@@ -843,9 +833,11 @@ static MlirOperation elems_table(Emu *E, MlirStringRef name, intptr_t nargs) {
 
 /* The entry wrapper and the metadata of one kernel, after retyping. */
 static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes, int64_t dyn_smem_bytes) {
-  MlirAttribute sym = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("sym_name"));
+  MlirAttribute sym =
+      mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("sym_name"));
   MlirStringRef name = mlirStringAttrGetValue(sym);
-  MlirAttribute ntid = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("nvvm.maxntid"));
+  MlirAttribute ntid =
+      mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("nvvm.maxntid"));
   int block = mlirAttributeIsNull(ntid) ? 128 : mlirDenseI32ArrayGetElement(ntid, 0);
   MlirBlock entry = entry_block(f);
   intptr_t nargs = mlirBlockGetNumArguments(entry);
@@ -854,8 +846,7 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes, int64_t dyn
    * and the metadata are the module's interface. */
   MlirType *types = malloc((size_t)(nargs ? nargs : 1) * sizeof *types);
   KILN_ASSERT(types != NULL);
-  for (intptr_t i = 0; i < nargs; i++)
-    types[i] = mlirValueGetType(mlirBlockGetArgument(entry, i));
+  for (intptr_t i = 0; i < nargs; i++) types[i] = mlirValueGetType(mlirBlockGetArgument(entry, i));
   mlirOperationSetAttributeByName(
       f, mlirStringRefCreateFromCString("function_type"),
       mlirTypeAttrGet(mlirLLVMFunctionTypeGet(E->voidt, nargs, types, false)));
@@ -872,11 +863,12 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes, int64_t dyn
                    name.data);
   for (intptr_t i = 0; i < nargs; i++) {
     KilnStr ty = type_text(types[i]);
-    kiln_str_appendf(&t,
-                     "  %%p%ld = llvm.getelementptr %%args[%ld] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
-                     "  %%q%ld = llvm.load %%p%ld : !llvm.ptr -> !llvm.ptr\n"
-                     "  %%v%ld = llvm.load %%q%ld : !llvm.ptr -> %s\n",
-                     (long)i, (long)i, (long)i, (long)i, (long)i, (long)i, ty.data);
+    kiln_str_appendf(
+        &t,
+        "  %%p%ld = llvm.getelementptr %%args[%ld] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
+        "  %%q%ld = llvm.load %%p%ld : !llvm.ptr -> !llvm.ptr\n"
+        "  %%v%ld = llvm.load %%q%ld : !llvm.ptr -> %s\n",
+        (long)i, (long)i, (long)i, (long)i, (long)i, (long)i, ty.data);
     kiln_str_free(&ty);
   }
   kiln_str_appendf(&t, "  llvm.return\n}");
@@ -890,19 +882,24 @@ static void wrap_kernel(Emu *E, MlirOperation f, int64_t smem_bytes, int64_t dyn
   KILN_ASSERT(vals != NULL);
   MlirOperation o = mlirBlockGetFirstOperation(wb);
   for (intptr_t i = 0; i < 3 * nargs; i++, o = mlirOperationGetNextInBlock(o))
-    if (i % 3 == 2)
-      vals[i / 3] = mlirOperationGetResult(o, 0);
+    if (i % 3 == 2) vals[i / 3] = mlirOperationGetResult(o, 0);
   KilnIRBuilder b;
   kiln_ir_builder_init(&b, E->ctx, wb);
   kiln_ir_builder_set_before(&b, o); /* the llvm.return */
-  MlirNamedAttribute callee = kiln_ir_named(E->ctx, "callee", mlirFlatSymbolRefAttrGet(E->ctx, name));
-  kiln_ir_make(&b, mlirOperationGetLocation(f), "llvm.call", vals, (size_t)nargs, NULL, 0, &callee, 1);
+  MlirNamedAttribute callee =
+      kiln_ir_named(E->ctx, "callee", mlirFlatSymbolRefAttrGet(E->ctx, name));
+  kiln_ir_make(&b, mlirOperationGetLocation(f), "llvm.call", vals, (size_t)nargs, NULL, 0, &callee,
+               1);
   free(vals);
   mlirBlockInsertOwnedOperationAfter(E->mbody, f, w);
 
   uint32_t meta[KILN_GPU_EMU_META_WORDS] = {
-      KILN_GPU_EMU_META_VERSION, (uint32_t)block, (uint32_t)smem_bytes, (uint32_t)nargs,
-      (uint32_t)dyn_smem_bytes, (uint32_t)kiln_gpu_int_attr(E->module, "kiln.index_bits", 0),
+      KILN_GPU_EMU_META_VERSION,
+      (uint32_t)block,
+      (uint32_t)smem_bytes,
+      (uint32_t)nargs,
+      (uint32_t)dyn_smem_bytes,
+      (uint32_t)kiln_gpu_int_attr(E->module, "kiln.index_bits", 0),
       (uint32_t)kiln_gpu_int_attr(E->module, "kiln.gpu.registers", 0)};
   MlirOperation g = u32_table(E, "meta", name, meta, KILN_GPU_EMU_META_WORDS);
   mlirBlockInsertOwnedOperationAfter(E->mbody, w, g);
@@ -934,16 +931,14 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
     lower_access(&E, &b, c.access.ops[i]);
   }
   for (size_t i = 0; i < c.replace.n; i++)
-    if (lower_one(&E, c.replace.ops[i]))
-      mlirOperationDestroy(c.replace.ops[i]);
+    if (lower_one(&E, c.replace.ops[i])) mlirOperationDestroy(c.replace.ops[i]);
   kiln_op_list_free(&c.access);
   kiln_op_list_free(&c.replace);
   for (size_t i = 0; i < E.shared_base.cap; i++) /* an open-addressing table: every slot */
     free(E.shared_base.vals[i]);
   kiln_ptr_map_free(&E.shared_base);
   kiln_ptr_map_free(&E.declared);
-  if (E.failed)
-    return mlirLogicalResultFailure();
+  if (E.failed) return mlirLogicalResultFailure();
 
   mlirOperationWalk(module, retype, &E, MlirWalkPreOrder);
 
@@ -966,8 +961,7 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
     o = next;
   }
   KilnOpList kernels = kiln_ir_kernels(module, "llvm.func", "nvvm.kernel");
-  for (size_t i = 0; i < kernels.n; i++)
-    wrap_kernel(&E, kernels.ops[i], smem, dyn_smem);
+  for (size_t i = 0; i < kernels.n; i++) wrap_kernel(&E, kernels.ops[i], smem, dyn_smem);
   kiln_op_list_free(&kernels);
   return mlirLogicalResultSuccess();
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define KILN_GPU_MAX_RANK 4
-#define KILN_GPU_WARP 32
+#define KILN_GPU_WARP     32
 /* The most elements of one tile a thread may hold on the GPU targets (sm_80, sm_90, emu). A
  * thread has at most 255 32-bit registers, so beyond a few hundred elements a tile lives in
  * local memory anyway, and the fully unrolled per-thread code grows with the count: a 2^16
@@ -77,11 +77,11 @@ KilnGpuLayout kiln_gpu_layout_dot_op(const KilnGpuLayout *mma, int op_idx, int k
  * i along dim d is (base_d(thread) + off) where off is a constant; base_d depends only on the lane
  * and warp ids (see KilnGpuDimMap). */
 typedef struct KilnGpuDimMap {
-  int n;          /* elements per thread along the dim */
-  int spt;        /* contiguous run length inside one repetition */
-  int64_t extent; /* spt*tpw*wpc: elements covered by the CTA per repetition */
-  int64_t size;   /* tile size along the dim */
-  bool base_used; /* false when the coordinate does not depend on the thread */
+  int n;                     /* elements per thread along the dim */
+  int spt;                   /* contiguous run length inside one repetition */
+  int64_t extent;            /* spt*tpw*wpc: elements covered by the CTA per repetition */
+  int64_t size;              /* tile size along the dim */
+  bool base_used;            /* false when the coordinate does not depend on the thread */
   int lane_shift, lane_bits; /* lane id bits that select the chunk along this dim */
   int warp_shift, warp_bits; /* warp id bits likewise */
   int tpw, wpc;
@@ -92,11 +92,11 @@ typedef struct KilnGpuDimMap {
 } KilnGpuDimMap;
 
 typedef struct KilnGpuOwn {
-  int rank;                         /* the tensor's rank (parent rank - 1 for slices) */
+  int rank; /* the tensor's rank (parent rank - 1 for slices) */
   int64_t shape[KILN_GPU_MAX_RANK];
   KilnGpuDimMap dim[KILN_GPU_MAX_RANK];
-  int order[KILN_GPU_MAX_RANK];     /* fastest first, in tensor dims */
-  int64_t count;                    /* elements per thread */
+  int order[KILN_GPU_MAX_RANK]; /* fastest first, in tensor dims */
+  int64_t count;                /* elements per thread */
 } KilnGpuOwn;
 
 /* Fills *o for a tile of shape[rank] under layout l (rank 0 / NONE: one element). */

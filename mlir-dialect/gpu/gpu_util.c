@@ -6,8 +6,8 @@
 #include "gpu_internal.h"
 
 const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT] = {
-    [KILN_GPU_APPROX_EX2] = "ex2.approx.ftz.f32",   [KILN_GPU_APPROX_LG2] = "lg2.approx.ftz.f32",
-    [KILN_GPU_APPROX_SIN] = "sin.approx.ftz.f32",   [KILN_GPU_APPROX_COS] = "cos.approx.ftz.f32",
+    [KILN_GPU_APPROX_EX2] = "ex2.approx.ftz.f32",     [KILN_GPU_APPROX_LG2] = "lg2.approx.ftz.f32",
+    [KILN_GPU_APPROX_SIN] = "sin.approx.ftz.f32",     [KILN_GPU_APPROX_COS] = "cos.approx.ftz.f32",
     [KILN_GPU_APPROX_RSQRT] = "rsqrt.approx.ftz.f32", [KILN_GPU_APPROX_TANH] = "tanh.approx.f32",
     [KILN_GPU_APPROX_RCP] = "rcp.approx.ftz.f32",
 };
@@ -19,15 +19,13 @@ void kiln_gpu_pred_access_ptx(bool store, int words, char *text, size_t text_cap
   int first = store ? 2 : 0; /* a load's results come first, a store's words last */
   for (int w = 0; w < words; w++)
     snprintf(regs + strlen(regs), sizeof regs - strlen(regs), "%s$%d", w ? ", " : "", first + w);
-  if (words > 1)
-    snprintf(shape, sizeof shape, ".v%d", words);
+  if (words > 1) snprintf(shape, sizeof shape, ".v%d", words);
   size_t n = 0;
   if (store) {
     snprintf(text, text_cap, "@$1 st.global%s.b32 [$0], %s%s%s;", shape, words > 1 ? "{" : "", regs,
              words > 1 ? "}" : "");
     n += (size_t)snprintf(cons, cons_cap, "l,b");
-    for (int w = 0; w < words; w++)
-      n += (size_t)snprintf(cons + n, cons_cap - n, ",r");
+    for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, ",r");
     return;
   }
   /* the masked-off value first: a predicated-off load leaves its registers as they were */
@@ -36,11 +34,9 @@ void kiln_gpu_pred_access_ptx(bool store, int words, char *text, size_t text_cap
   snprintf(text + n, text_cap - n, "@$%d ld.global%s.b32 %s%s%s, [$%d];", words + 1, shape,
            words > 1 ? "{" : "", regs, words > 1 ? "}" : "", words);
   n = 0;
-  for (int w = 0; w < words; w++)
-    n += (size_t)snprintf(cons + n, cons_cap - n, "=r,");
+  for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, "=r,");
   n += (size_t)snprintf(cons + n, cons_cap - n, "l,b");
-  for (int w = 0; w < words; w++)
-    n += (size_t)snprintf(cons + n, cons_cap - n, ",r");
+  for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, ",r");
 }
 
 MlirOperation kiln_gpu_parse_op(MlirContext ctx, const char *text) {

@@ -62,8 +62,8 @@ extern const KilnPipeline kiln_gpu_pipeline_emu;
  * program may have more than kiln_gpu_smem_limit(arch): 227 KiB on sm_90 (and emu), 163 KiB on
  * sm_80 (the CUDA programming guide's per-block opt-in maxima). */
 #define KILN_GPU_STATIC_SMEM_LIMIT (48 * 1024)
-#define KILN_GPU_SMEM_LIMIT_SM90 (227 * 1024)
-#define KILN_GPU_SMEM_LIMIT_SM80 (163 * 1024)
+#define KILN_GPU_SMEM_LIMIT_SM90   (227 * 1024)
+#define KILN_GPU_SMEM_LIMIT_SM80   (163 * 1024)
 int kiln_gpu_smem_limit(const char *arch);
 /* The alignment the GPU lowering assumes of every pointer argument (axis_info.c): vector loads
  * and stores of up to 16 bytes are emitted on that promise, so a launch must keep it. */
@@ -96,8 +96,7 @@ typedef struct KilnGpuPtxasInfo {
  * free()), also on failure.  KILN_MLIR_ERR_INVALID for bad arguments,
  * KILN_MLIR_ERR_LLVM when ptxas could not run or rejected the PTX. */
 KilnMlirStatus kiln_gpu_ptxas(const char *ptxas_path, const char *ptx, const char *arch,
-                              void **cubin, size_t *cubin_len, KilnGpuPtxasInfo *info,
-                              char **log);
+                              void **cubin, size_t *cubin_len, KilnGpuPtxasInfo *info, char **log);
 
 #ifdef __cplusplus
 }

@@ -58,10 +58,8 @@ static MlirAttribute mma_attr(MlirContext ctx, const KilnGpuLayout *l) {
 }
 
 MlirAttribute kiln_gpu_layout_attr(MlirContext ctx, const KilnGpuLayout *l) {
-  if (l->kind == KILN_GPU_LAYOUT_BLOCKED)
-    return blocked_attr(ctx, l);
-  if (l->kind == KILN_GPU_LAYOUT_MMA)
-    return mma_attr(ctx, l);
+  if (l->kind == KILN_GPU_LAYOUT_BLOCKED) return blocked_attr(ctx, l);
+  if (l->kind == KILN_GPU_LAYOUT_MMA) return mma_attr(ctx, l);
   if (l->kind == KILN_GPU_LAYOUT_DOT_OP) {
     MlirNamedAttribute e[4] = {
         named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("dot_op"))),
@@ -75,7 +73,8 @@ MlirAttribute kiln_gpu_layout_attr(MlirContext ctx, const KilnGpuLayout *l) {
   MlirNamedAttribute e[3] = {
       named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("slice"))),
       named(ctx, "dim", kiln_ir_attr_i32(ctx, l->slice_dim)),
-      named(ctx, "parent", l->parent == KILN_GPU_LAYOUT_MMA ? mma_attr(ctx, l) : blocked_attr(ctx, l)),
+      named(ctx, "parent",
+            l->parent == KILN_GPU_LAYOUT_MMA ? mma_attr(ctx, l) : blocked_attr(ctx, l)),
   };
   return mlirDictionaryAttrGet(ctx, 3, e);
 }
@@ -85,14 +84,12 @@ static bool get_array(MlirAttribute dict, const char *name, int *out, int rank) 
   if (mlirAttributeIsNull(a) || !mlirAttributeIsADenseI32Array(a) ||
       mlirDenseArrayGetNumElements(a) != rank)
     return false;
-  for (int i = 0; i < rank; i++)
-    out[i] = mlirDenseI32ArrayGetElement(a, i);
+  for (int i = 0; i < rank; i++) out[i] = mlirDenseI32ArrayGetElement(a, i);
   return true;
 }
 
 static bool str_is(MlirAttribute a, const char *s) {
-  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a))
-    return false;
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a)) return false;
   MlirStringRef r = mlirStringAttrGetValue(a);
   return r.length == strlen(s) && memcmp(r.data, s, r.length) == 0;
 }
@@ -103,11 +100,9 @@ static bool parse_blocked(MlirAttribute d, KilnGpuLayout *l) {
               "blocked"))
     return false;
   MlirAttribute o = mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("order"));
-  if (mlirAttributeIsNull(o) || !mlirAttributeIsADenseI32Array(o))
-    return false;
+  if (mlirAttributeIsNull(o) || !mlirAttributeIsADenseI32Array(o)) return false;
   int rank = (int)mlirDenseArrayGetNumElements(o);
-  if (rank < 1 || rank > KILN_GPU_MAX_RANK)
-    return false;
+  if (rank < 1 || rank > KILN_GPU_MAX_RANK) return false;
   l->rank = rank;
   l->kind = KILN_GPU_LAYOUT_BLOCKED;
   return get_array(d, "sizePerThread", l->spt, rank) &&
@@ -122,7 +117,7 @@ static MlirAttribute elem(MlirAttribute d, const char *name) {
 static int int_elem(MlirAttribute d, const char *name, int dflt) {
   MlirAttribute a = elem(d, name);
   return mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a) ? dflt
-                                                                : (int)mlirIntegerAttrGetValueInt(a);
+                                                               : (int)mlirIntegerAttrGetValueInt(a);
 }
 
 static bool parse_mma(MlirAttribute d, KilnGpuLayout *l) {
@@ -133,8 +128,7 @@ static bool parse_mma(MlirAttribute d, KilnGpuLayout *l) {
   memset(&m, 0, sizeof m);
   m.kind = KILN_GPU_LAYOUT_MMA;
   m.rank = 2;
-  if (!get_array(d, "warpsPerCTA", m.wpc, 2) || m.wpc[0] < 1 || m.wpc[1] < 1)
-    return false;
+  if (!get_array(d, "warpsPerCTA", m.wpc, 2) || m.wpc[0] < 1 || m.wpc[1] < 1) return false;
   m.order[0] = 1;
   m.order[1] = 0;
   *l = m;
@@ -164,14 +158,11 @@ KilnGpuLayout kiln_gpu_layout_dot_op(const KilnGpuLayout *mma, int op_idx, int k
 
 bool kiln_gpu_layout_parse(MlirAttribute attr, KilnGpuLayout *l) {
   memset(l, 0, sizeof *l);
-  if (mlirAttributeIsNull(attr) || !mlirAttributeIsADictionary(attr))
-    return false;
+  if (mlirAttributeIsNull(attr) || !mlirAttributeIsADictionary(attr)) return false;
   MlirAttribute kind =
       mlirDictionaryAttrGetElementByName(attr, mlirStringRefCreateFromCString("kind"));
-  if (str_is(kind, "blocked"))
-    return parse_blocked(attr, l) || (memset(l, 0, sizeof *l), false);
-  if (str_is(kind, "mma"))
-    return parse_mma(attr, l) || (memset(l, 0, sizeof *l), false);
+  if (str_is(kind, "blocked")) return parse_blocked(attr, l) || (memset(l, 0, sizeof *l), false);
+  if (str_is(kind, "mma")) return parse_mma(attr, l) || (memset(l, 0, sizeof *l), false);
   if (str_is(kind, "dot_op")) {
     int op_idx = int_elem(attr, "opIdx", -1), k_width = int_elem(attr, "kWidth", 0);
     if (!parse_mma(elem(attr, "parent"), l) || (op_idx != 0 && op_idx != 1) || k_width < 1) {
@@ -204,16 +195,13 @@ bool kiln_gpu_layout_parse(MlirAttribute attr, KilnGpuLayout *l) {
 KilnGpuLayout kiln_gpu_layout_of_type(MlirType t) {
   KilnGpuLayout l;
   memset(&l, 0, sizeof l);
-  if (mlirTypeIsARankedTensor(t))
-    kiln_gpu_layout_parse(mlirRankedTensorTypeGetEncoding(t), &l);
+  if (mlirTypeIsARankedTensor(t)) kiln_gpu_layout_parse(mlirRankedTensorTypeGetEncoding(t), &l);
   return l;
 }
 
 bool kiln_gpu_layout_equal(const KilnGpuLayout *a, const KilnGpuLayout *b) {
-  if (a->kind != b->kind || a->parent != b->parent)
-    return false;
-  if (a->kind == KILN_GPU_LAYOUT_NONE)
-    return true;
+  if (a->kind != b->kind || a->parent != b->parent) return false;
+  if (a->kind == KILN_GPU_LAYOUT_NONE) return true;
   if (a->rank != b->rank || (a->kind == KILN_GPU_LAYOUT_SLICE && a->slice_dim != b->slice_dim))
     return false;
   if (a->kind == KILN_GPU_LAYOUT_DOT_OP && (a->op_idx != b->op_idx || a->k_width != b->k_width))
@@ -226,13 +214,11 @@ bool kiln_gpu_layout_equal(const KilnGpuLayout *a, const KilnGpuLayout *b) {
 }
 
 MlirType kiln_gpu_type_with_layout(MlirType t, const KilnGpuLayout *l) {
-  if (!mlirTypeIsARankedTensor(t))
-    return t;
+  if (!mlirTypeIsARankedTensor(t)) return t;
   int rank = kiln_ir_rank(t);
   int64_t shape[KILN_GPU_MAX_RANK];
   KILN_ASSERT(rank <= KILN_GPU_MAX_RANK);
-  for (int i = 0; i < rank; i++)
-    shape[i] = kiln_ir_dim(t, i);
+  for (int i = 0; i < rank; i++) shape[i] = kiln_ir_dim(t, i);
   MlirAttribute enc = l->kind == KILN_GPU_LAYOUT_NONE
                           ? mlirAttributeGetNull()
                           : kiln_gpu_layout_attr(mlirTypeGetContext(t), l);
@@ -251,10 +237,8 @@ KilnGpuLayout kiln_gpu_layout_blocked(int rank, const int64_t *shape, int num_wa
     l.spt[i] = l.tpw[i] = l.wpc[i] = 1;
   }
   int o0 = l.order[0];
-  if (vec < 1)
-    vec = 1;
-  while (vec > 1 && vec > shape[o0])
-    vec /= 2;
+  if (vec < 1) vec = 1;
+  while (vec > 1 && vec > shape[o0]) vec /= 2;
   l.spt[o0] = vec;
   /* Lanes first along the fastest dims, as far as the tile reaches; leftovers on the slowest
    * dim (they then hold copies, which is harmless for elementwise code). */
@@ -302,11 +286,9 @@ KilnGpuLayout kiln_gpu_layout_slice_parent(const KilnGpuLayout *slice) {
 }
 
 bool kiln_gpu_mma_fits(const KilnGpuLayout *l, int rank, const int64_t *shape) {
-  if (l->kind != KILN_GPU_LAYOUT_MMA || rank != 2)
-    return false;
+  if (l->kind != KILN_GPU_LAYOUT_MMA || rank != 2) return false;
   for (int d = 0; d < 2; d++)
-    if (shape[d] != 1 && shape[d] < (int64_t)(d == 0 ? 16 : 8) * l->wpc[d])
-      return false;
+    if (shape[d] != 1 && shape[d] < (int64_t)(d == 0 ? 16 : 8) * l->wpc[d]) return false;
   return true;
 }
 
@@ -374,8 +356,7 @@ void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGp
   memset(o, 0, sizeof *o);
   o->rank = rank;
   o->count = 1;
-  if (l->kind == KILN_GPU_LAYOUT_NONE || rank == 0)
-    return;
+  if (l->kind == KILN_GPU_LAYOUT_NONE || rank == 0) return;
   if (l->kind == KILN_GPU_LAYOUT_MMA) {
     KILN_ASSERT(rank == 2);
     for (int d = 0; d < 2; d++) {
@@ -404,8 +385,7 @@ void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGp
   bool mma_parent = l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_MMA;
   int k = 0;
   for (int p = 0; p < l->rank; p++) {
-    if (l->kind == KILN_GPU_LAYOUT_SLICE && p == l->slice_dim)
-      continue;
+    if (l->kind == KILN_GPU_LAYOUT_SLICE && p == l->slice_dim) continue;
     KILN_ASSERT(k < rank);
     o->shape[k] = shape[k];
     if (mma_parent)
@@ -419,15 +399,12 @@ void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGp
   for (int i = 0; i < l->rank; i++) {
     int p = l->order[i];
     if (l->kind == KILN_GPU_LAYOUT_SLICE) {
-      if (p == l->slice_dim)
-        continue;
-      if (p > l->slice_dim)
-        p--;
+      if (p == l->slice_dim) continue;
+      if (p > l->slice_dim) p--;
     }
     o->order[n++] = p;
   }
-  for (int d = 0; d < rank; d++)
-    o->count *= o->dim[d].n;
+  for (int d = 0; d < rank; d++) o->count *= o->dim[d].n;
 }
 
 void kiln_gpu_own_local(const KilnGpuOwn *o, int64_t j, int *local) {
@@ -451,8 +428,7 @@ KilnGpuOwn kiln_gpu_own_of_type(MlirType t) {
   KilnGpuLayout l = kiln_gpu_layout_of_type(t);
   int rank = kiln_ir_rank(t);
   int64_t shape[KILN_GPU_MAX_RANK] = {0};
-  for (int i = 0; i < rank && i < KILN_GPU_MAX_RANK; i++)
-    shape[i] = kiln_ir_dim(t, i);
+  for (int i = 0; i < rank && i < KILN_GPU_MAX_RANK; i++) shape[i] = kiln_ir_dim(t, i);
   KilnGpuOwn o;
   kiln_gpu_own(&l, rank, shape, &o);
   return o;

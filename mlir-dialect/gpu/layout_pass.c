@@ -74,8 +74,7 @@ static int64_t shape_of(MlirValue v, int64_t *shape) {
   MlirType t = mlirValueGetType(v);
   int r = kiln_ir_rank(t);
   int64_t n = 1;
-  for (int i = 0; i < r; i++)
-    n *= (shape[i] = kiln_ir_dim(t, i));
+  for (int i = 0; i < r; i++) n *= (shape[i] = kiln_ir_dim(t, i));
   return n;
 }
 
@@ -88,16 +87,14 @@ static KilnGpuLayout default_layout(LCtx *c, MlirValue v) {
 /* The coalesced layout for a memory op through pointer tile `ptrs`; false when nothing is
  * contiguous (a gather: the op then follows its neighbours). */
 static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
-  if (!is_tile(ptrs))
-    return false;
+  if (!is_tile(ptrs)) return false;
   MlirType t = mlirValueGetType(ptrs);
   int rank = kiln_ir_rank(t);
   int64_t shape[KILN_GPU_MAX_RANK];
   int64_t numel = shape_of(ptrs, shape);
   KilnGpuAxisInfo ai = kiln_gpu_axis_get(c->axis, ptrs);
   int order[KILN_GPU_MAX_RANK];
-  for (int i = 0; i < rank; i++)
-    order[i] = rank - 1 - i;
+  for (int i = 0; i < rank; i++) order[i] = rank - 1 - i;
   /* Stable sort by contiguity, most contiguous first; ties keep row-major. */
   for (int i = 1; i < rank; i++)
     for (int j = i; j > 0 && ai.contig[order[j]] > ai.contig[order[j - 1]]; j--) {
@@ -105,16 +102,13 @@ static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
       order[j] = order[j - 1];
       order[j - 1] = tmp;
     }
-  if (ai.contig[order[0]] <= 1)
-    return false;
+  if (ai.contig[order[0]] <= 1) return false;
   int vec = kiln_gpu_axis_vec(c->axis, ptrs, order[0],
                               kiln_ir_elem_bits(kiln_ir_ptr_elem(kiln_ir_elem_type(t))));
   /* No wider than what keeps every thread busy with distinct elements. */
   int64_t per_thread = numel / ((int64_t)KILN_GPU_WARP * c->num_warps);
-  if (per_thread < 1)
-    per_thread = 1;
-  while (vec > per_thread)
-    vec /= 2;
+  if (per_thread < 1) per_thread = 1;
+  while (vec > per_thread) vec /= 2;
   *out = kiln_gpu_layout_blocked(rank, shape, c->num_warps, vec, order);
   return true;
 }
@@ -122,14 +116,14 @@ static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
 /* Whether two anchored pointer tiles have the same shape and blocked dim order. */
 static bool same_shape_and_order(MlirValue pa, const KilnGpuLayout *a, MlirValue pb,
                                  const KilnGpuLayout *b) {
-  if (a->kind != KILN_GPU_LAYOUT_BLOCKED || b->kind != KILN_GPU_LAYOUT_BLOCKED || a->rank != b->rank)
+  if (a->kind != KILN_GPU_LAYOUT_BLOCKED || b->kind != KILN_GPU_LAYOUT_BLOCKED ||
+      a->rank != b->rank)
     return false;
   int64_t sa[KILN_GPU_MAX_RANK], sb[KILN_GPU_MAX_RANK];
   shape_of(pa, sa);
   shape_of(pb, sb);
   for (int d = 0; d < a->rank; d++)
-    if (sa[d] != sb[d] || a->order[d] != b->order[d])
-      return false;
+    if (sa[d] != sb[d] || a->order[d] != b->order[d]) return false;
   return true;
 }
 
@@ -143,8 +137,7 @@ static bool same_shape_and_order(MlirValue pa, const KilnGpuLayout *a, MlirValue
 static void unify_anchors(LCtx *c) {
   for (size_t i = 0; i < c->n_ops; i++) {
     KilnGpuLayout *a = kiln_ptr_map_get(&c->anchor, c->ops[i].ptr);
-    if (!a || a->kind != KILN_GPU_LAYOUT_BLOCKED)
-      continue;
+    if (!a || a->kind != KILN_GPU_LAYOUT_BLOCKED) continue;
     MlirValue pa = mlirOperationGetOperand(c->ops[i], 0);
     int d = a->order[0], widest = a->spt[d];
     for (size_t j = 0; j < c->n_ops; j++) {
@@ -171,16 +164,14 @@ static bool is_elementwise(MlirOperation op) {
 /* Whether v reaches, through element-wise ops (and the yields of an scf.if), a reduction along
  * rows (axis 1) or the A operand of a dot: then a warp should own whole rows of v. */
 static bool feeds_row_use(MlirValue v, int depth) {
-  if (depth > 12)
-    return false;
-  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+  if (depth > 12) return false;
+  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u)) {
     MlirOperation user = mlirOpOperandGetOwner(u);
     intptr_t at = mlirOpOperandGetOperandNumber(u);
     KilnOpId id = kiln_ir_op_id(user);
-    if (id == KILN_OP_REDUCE && kiln_gpu_int_attr(user, "axis", 0) == 1)
-      return true;
-    if (id == KILN_OP_DOT && at == 0)
-      return true;
+    if (id == KILN_OP_REDUCE && kiln_gpu_int_attr(user, "axis", 0) == 1) return true;
+    if (id == KILN_OP_DOT && at == 0) return true;
     if (is_elementwise(user) && feeds_row_use(mlirOperationGetResult(user, 0), depth + 1))
       return true;
     if (kiln_ir_op_is(user, "scf.yield")) {
@@ -195,23 +186,19 @@ static bool feeds_row_use(MlirValue v, int depth) {
 
 /* Whether v is computed, through element-wise ops (and scf.if results), from a dot's result. */
 static bool from_dot(MlirValue v, int depth) {
-  if (depth > 12 || mlirValueIsABlockArgument(v))
-    return false;
+  if (depth > 12 || mlirValueIsABlockArgument(v)) return false;
   MlirOperation p = mlirOpResultGetOwner(v);
-  if (kiln_ir_op_id(p) == KILN_OP_DOT)
-    return true;
+  if (kiln_ir_op_id(p) == KILN_OP_DOT) return true;
   if (is_elementwise(p)) {
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(p); i++)
-      if (from_dot(mlirOperationGetOperand(p, i), depth + 1))
-        return true;
+      if (from_dot(mlirOperationGetOperand(p, i), depth + 1)) return true;
     return false;
   }
   if (kiln_ir_op_is(p, "scf.if")) {
     intptr_t n = mlirOpResultGetResultNumber(v);
     for (intptr_t r = 0; r < mlirOperationGetNumRegions(p); r++) {
       MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(p, r));
-      if (mlirBlockIsNull(b))
-        continue;
+      if (mlirBlockIsNull(b)) continue;
       MlirOperation y = mlirBlockGetTerminator(b);
       if (n < mlirOperationGetNumOperands(y) && from_dot(mlirOperationGetOperand(y, n), depth + 1))
         return true;
@@ -237,15 +224,13 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   MlirType at = mlirValueGetType(mlirOperationGetOperand(dot, 0));
   MlirType bt = mlirValueGetType(mlirOperationGetOperand(dot, 1));
   MlirType ct = mlirValueGetType(mlirOperationGetResult(dot, 0));
-  if (kiln_ir_rank(at) != 2 || kiln_ir_rank(bt) != 2 || kiln_ir_rank(ct) != 2)
-    return false;
+  if (kiln_ir_rank(at) != 2 || kiln_ir_rank(bt) != 2 || kiln_ir_rank(ct) != 2) return false;
   MlirType ae = kiln_ir_elem_type(at), be = kiln_ir_elem_type(bt), ce = kiln_ir_elem_type(ct);
-  bool f16 = mlirTypeIsAF16(ae) && mlirTypeIsAF16(be), bf16 = mlirTypeIsABF16(ae) && mlirTypeIsABF16(be);
-  if (!(f16 || bf16) || !mlirTypeIsAF32(ce))
-    return false;
+  bool f16 = mlirTypeIsAF16(ae) && mlirTypeIsAF16(be),
+       bf16 = mlirTypeIsABF16(ae) && mlirTypeIsABF16(be);
+  if (!(f16 || bf16) || !mlirTypeIsAF32(ce)) return false;
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
-  if (M < 16 || N < 8 || K < 16 || M % 16 || N % 8 || K % 16)
-    return false;
+  if (M < 16 || N < 8 || K < 16 || M % 16 || N % 8 || K % 16) return false;
   if (M >= 16 * (int64_t)c->num_warps && wants_rows_only(dot)) {
     *out = kiln_gpu_layout_mma(c->num_warps, 1);
     return true;
@@ -269,8 +254,7 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
 /* The layout op requires of its operand #i, if any. */
 static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *out) {
   MlirValue v = mlirOperationGetOperand(op, i);
-  if (!is_tile(v))
-    return false;
+  if (!is_tile(v)) return false;
   KilnOpId id = kiln_ir_op_id(op);
   const KilnGpuLayout *anc = kiln_ptr_map_get(&c->anchor, op.ptr);
   if (anc) {
@@ -278,8 +262,7 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
     return true;
   }
   const KilnGpuLayout *r = NULL;
-  if (mlirOperationGetNumResults(op) == 1)
-    r = defined(c, mlirOperationGetResult(op, 0));
+  if (mlirOperationGetNumResults(op) == 1) r = defined(c, mlirOperationGetResult(op, 0));
   switch (id) {
   case KILN_OP_STORE: {
     /* A store without an anchor follows its value, unless that is an mma fragment (the
@@ -287,8 +270,7 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
      * the value, already narrowed when the kernel casts before storing. */
     MlirValue val = mlirOperationGetOperand(op, 1);
     const KilnGpuLayout *vl = defined(c, val);
-    if (!vl)
-      return false;
+    if (!vl) return false;
     *out = vl->kind == KILN_GPU_LAYOUT_MMA ? default_layout(c, val) : *vl;
     return true;
   }
@@ -301,23 +283,19 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
       *out = default_layout(c, v);
       return true;
     }
-    if (!r || r->kind != KILN_GPU_LAYOUT_SLICE || r->slice_dim != axis)
-      return false;
+    if (!r || r->kind != KILN_GPU_LAYOUT_SLICE || r->slice_dim != axis) return false;
     *out = kiln_gpu_layout_slice_parent(r);
     return true;
   }
   case KILN_OP_EXPAND_DIMS:
-    if (!r || (r->kind != KILN_GPU_LAYOUT_BLOCKED && r->kind != KILN_GPU_LAYOUT_MMA))
-      return false;
+    if (!r || (r->kind != KILN_GPU_LAYOUT_BLOCKED && r->kind != KILN_GPU_LAYOUT_MMA)) return false;
     *out = kiln_gpu_layout_slice(r, (int)kiln_gpu_int_attr(op, "axis", 0));
     return true;
   case KILN_OP_DOT:
-    if (!r)
-      return false;
+    if (!r) return false;
     if (i != 2) {
       /* The FMA path reads a and b through shared memory in any layout; mma wants fragments. */
-      if (r->kind != KILN_GPU_LAYOUT_MMA)
-        return false;
+      if (r->kind != KILN_GPU_LAYOUT_MMA) return false;
       *out = kiln_gpu_layout_dot_op(r, (int)i, 2);
       return true;
     }
@@ -327,25 +305,20 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
   case KILN_OP_TRANS:
   case KILN_OP_FLIP: /* through shared memory: any layout in, any out */
   case KILN_OP_RESHAPE:
-  case KILN_OP_SCAN:
-    return false;
-  default:
-    break;
+  case KILN_OP_SCAN: return false;
+  default: break;
   }
   if (kiln_ir_op_is(op, "scf.yield")) {
     MlirOperation parent = mlirOperationGetParentOperation(op);
-    if (i >= mlirOperationGetNumResults(parent))
-      return false;
+    if (i >= mlirOperationGetNumResults(parent)) return false;
     r = defined(c, mlirOperationGetResult(parent, i));
   } else if (kiln_ir_op_is(op, "scf.for")) {
-    if (i < 3)
-      return false;
+    if (i < 3) return false;
     r = defined(c, mlirOperationGetResult(op, i - 3));
   } else if (kiln_ir_op_is(op, "scf.if") || kiln_ir_op_is(op, "func.return")) {
     return false;
   }
-  if (!r)
-    return false;
+  if (!r) return false;
   *out = *r;
   return true;
 }
@@ -378,13 +351,11 @@ static bool is_mma_family(const KilnGpuLayout *l) {
 }
 
 static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
-  if (!is_tile(v) || defined(c, v) || l->kind == KILN_GPU_LAYOUT_DOT_OP)
-    return;
+  if (!is_tile(v) || defined(c, v) || l->kind == KILN_GPU_LAYOUT_DOT_OP) return;
   if (l->kind == KILN_GPU_LAYOUT_MMA) {
     int64_t shape[KILN_GPU_MAX_RANK];
     shape_of(v, shape);
-    if (!kiln_gpu_mma_fits(l, kiln_ir_rank(mlirValueGetType(v)), shape))
-      return;
+    if (!kiln_gpu_mma_fits(l, kiln_ir_rank(mlirValueGetType(v)), shape)) return;
   }
   if (is_mma_family(l) && !mlirValueIsABlockArgument(v) && !takes_mma(mlirOpResultGetOwner(v)))
     return;
@@ -400,12 +371,10 @@ static void try_define(LCtx *c, MlirValue v, const KilnGpuLayout *l) {
   }
   MlirOperation p = mlirOpResultGetOwner(v);
   KilnOpId id = kiln_ir_op_id(p);
-  if (id == KILN_OP_LOAD && kiln_ptr_map_get(&c->anchor, p.ptr))
-    return;
+  if (id == KILN_OP_LOAD && kiln_ptr_map_get(&c->anchor, p.ptr)) return;
   if (id == KILN_OP_REDUCE) {
     int axis = (int)kiln_gpu_int_attr(p, "axis", 0);
-    if (l->kind != KILN_GPU_LAYOUT_SLICE || l->slice_dim != axis)
-      return;
+    if (l->kind != KILN_GPU_LAYOUT_SLICE || l->slice_dim != axis) return;
   }
   if (id == KILN_OP_EXPAND_DIMS && l->kind != KILN_GPU_LAYOUT_BLOCKED &&
       l->kind != KILN_GPU_LAYOUT_MMA)
@@ -426,17 +395,15 @@ static void define_mma_chain(LCtx *c, MlirOperation dot, const KilnGpuLayout *l)
   define(c, mlirOperationGetResult(dot, 0), l);
   MlirValue acc = mlirOperationGetOperand(dot, 2);
   try_define(c, acc, l);
-  if (!mlirValueIsABlockArgument(acc))
-    return;
+  if (!mlirValueIsABlockArgument(acc)) return;
   MlirOperation loop = mlirBlockGetParentOperation(mlirBlockArgumentGetOwner(acc));
   intptr_t n = mlirBlockArgumentGetArgNumber(acc);
-  if (!kiln_ir_op_is(loop, "scf.for") || n < 1)
-    return;
+  if (!kiln_ir_op_is(loop, "scf.for") || n < 1) return;
   MlirValue r = mlirOperationGetResult(loop, n - 1);
-  for (MlirOpOperand u = mlirValueGetFirstUse(r); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+  for (MlirOpOperand u = mlirValueGetFirstUse(r); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u)) {
     MlirOperation user = mlirOpOperandGetOwner(u);
-    if (kiln_ir_op_is(user, "arith.truncf"))
-      try_define(c, mlirOperationGetResult(user, 0), l);
+    if (kiln_ir_op_is(user, "arith.truncf")) try_define(c, mlirOperationGetResult(user, 0), l);
   }
 }
 
@@ -445,8 +412,7 @@ static void backward(LCtx *c) {
     MlirOperation op = c->ops[k];
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
       KilnGpuLayout l;
-      if (requirement(c, op, i, &l))
-        try_define(c, mlirOperationGetOperand(op, i), &l);
+      if (requirement(c, op, i, &l)) try_define(c, mlirOperationGetOperand(op, i), &l);
     }
   }
 }
@@ -455,8 +421,7 @@ static void backward(LCtx *c) {
  * seeding round only an mma layout or a slice of one. */
 static const KilnGpuLayout *fwd_src(LCtx *c, MlirValue v) {
   const KilnGpuLayout *l = defined(c, v);
-  if (l && c->mma_only && !is_mma_family(l))
-    return NULL;
+  if (l && c->mma_only && !is_mma_family(l)) return NULL;
   return l;
 }
 
@@ -467,21 +432,18 @@ static const KilnGpuLayout *fwd_src(LCtx *c, MlirValue v) {
 static void forward_yield(LCtx *c, MlirOperation yield) {
   MlirOperation loop = mlirOperationGetParentOperation(yield);
   if (kiln_ir_op_is(loop, "scf.if")) {
-    for (intptr_t i = 0; i < mlirOperationGetNumOperands(yield) &&
-                         i < mlirOperationGetNumResults(loop); i++) {
+    for (intptr_t i = 0;
+         i < mlirOperationGetNumOperands(yield) && i < mlirOperationGetNumResults(loop); i++) {
       const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(yield, i));
-      if (l)
-        try_define(c, mlirOperationGetResult(loop, i), l);
+      if (l) try_define(c, mlirOperationGetResult(loop, i), l);
     }
     return;
   }
-  if (!kiln_ir_op_is(loop, "scf.for"))
-    return;
+  if (!kiln_ir_op_is(loop, "scf.for")) return;
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(yield); i++) {
     const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(yield, i));
-    if (l)
-      try_define(c, mlirBlockGetArgument(body, i + 1), l);
+    if (l) try_define(c, mlirBlockGetArgument(body, i + 1), l);
   }
 }
 
@@ -492,22 +454,18 @@ static void forward(LCtx *c) {
       forward_yield(c, op);
       continue;
     }
-    if (mlirOperationGetNumResults(op) < 1)
-      continue;
+    if (mlirOperationGetNumResults(op) < 1) continue;
     KilnOpId id = kiln_ir_op_id(op);
     if (kiln_ir_op_is(op, "scf.for")) {
       for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
         const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(op, i + 3));
-        if (l)
-          try_define(c, mlirOperationGetResult(op, i), l);
+        if (l) try_define(c, mlirOperationGetResult(op, i), l);
       }
       continue;
     }
-    if (mlirOperationGetNumResults(op) != 1)
-      continue;
+    if (mlirOperationGetNumResults(op) != 1) continue;
     MlirValue res = mlirOperationGetResult(op, 0);
-    if (!is_tile(res) || defined(c, res))
-      continue;
+    if (!is_tile(res) || defined(c, res)) continue;
     if (id == KILN_OP_REDUCE) {
       MlirValue x = mlirOperationGetOperand(op, 0);
       const KilnGpuLayout *l = defined(c, x);
@@ -530,13 +488,11 @@ static void forward(LCtx *c) {
     }
     if (id == KILN_OP_DOT) {
       const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(op, 2));
-      if (l)
-        try_define(c, res, l);
+      if (l) try_define(c, res, l);
       continue;
     }
     if (id == KILN_OP_TRANS || id == KILN_OP_FLIP || id == KILN_OP_SCAN || id == KILN_OP_RESHAPE ||
-        id == KILN_OP_CONVERT_LAYOUT ||
-        kiln_ir_op_is(op, "scf.if"))
+        id == KILN_OP_CONVERT_LAYOUT || kiln_ir_op_is(op, "scf.if"))
       continue;
     int rank = kiln_ir_rank(mlirValueGetType(res));
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
@@ -560,8 +516,7 @@ static bool define_one_default(LCtx *c) {
         KilnGpuLayout l;
         KilnOpId id = kiln_ir_op_id(op);
         if (id == KILN_OP_LOAD || id == KILN_OP_STORE) {
-          if (!memory_anchor(c, mlirOperationGetOperand(op, 0), &l))
-            l = default_layout(c, v);
+          if (!memory_anchor(c, mlirOperationGetOperand(op, 0), &l)) l = default_layout(c, v);
         } else if (id == KILN_OP_REDUCE) {
           /* Only reached when the operand is a slice: reduce through a blocked copy. */
           l = default_layout(c, v);
@@ -596,11 +551,9 @@ static void propagate(LCtx *c) {
       backward(c);
       forward(c);
     } while (c->changed);
-    if (!define_one_default(c))
-      return;
+    if (!define_one_default(c)) return;
   }
-  while (define_one_default(c))
-    ;
+  while (define_one_default(c));
 }
 
 /* ---------------------------------------------------------------- materialization */
@@ -623,8 +576,7 @@ static void retype_constant(MlirOperation op) {
   MlirValue r = mlirOperationGetResult(op, 0);
   MlirType t = mlirValueGetType(r);
   MlirAttribute v = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("value"));
-  if (!mlirAttributeIsADenseElements(v))
-    return;
+  if (!mlirAttributeIsADenseElements(v)) return;
   MlirAttribute nv = mlirDenseElementsAttrIsSplat(v)
                          ? mlirDenseElementsAttrSplatGet(t, mlirDenseElementsAttrGetSplatValue(v))
                          : mlirDenseElementsAttrReshapeGet(v, t);
@@ -637,8 +589,7 @@ static void set_types(LCtx *c) {
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
       MlirValue v = mlirOperationGetResult(op, i);
       const KilnGpuLayout *l = defined(c, v);
-      if (l)
-        mlirValueSetType(v, kiln_gpu_type_with_layout(mlirValueGetType(v), l));
+      if (l) mlirValueSetType(v, kiln_gpu_type_with_layout(mlirValueGetType(v), l));
     }
     if (kiln_ir_op_is(op, "arith.constant") && mlirOperationGetNumResults(op) == 1 &&
         is_tile(mlirOperationGetResult(op, 0)))
@@ -649,8 +600,7 @@ static void set_types(LCtx *c) {
         for (intptr_t a = 0; a < mlirBlockGetNumArguments(b); a++) {
           MlirValue v = mlirBlockGetArgument(b, a);
           const KilnGpuLayout *l = defined(c, v);
-          if (l)
-            mlirValueSetType(v, kiln_gpu_type_with_layout(mlirValueGetType(v), l));
+          if (l) mlirValueSetType(v, kiln_gpu_type_with_layout(mlirValueGetType(v), l));
         }
     }
   }
@@ -659,8 +609,7 @@ static void set_types(LCtx *c) {
 /* Whether op is an ancestor of (or is) the operation x. */
 static bool encloses(MlirOperation op, MlirOperation x) {
   for (; !mlirOperationIsNull(x); x = mlirOperationGetParentOperation(x))
-    if (mlirOperationEqual(x, op))
-      return true;
+    if (mlirOperationEqual(x, op)) return true;
   return false;
 }
 
@@ -684,8 +633,7 @@ static MlirOperation hoist_point(MlirOperation user, MlirValue v) {
  * fragments stay live through the loop; a B operand of warps split along rows is the whole
  * tile in every warp (K^T of 64x64 f16: 64 registers), cheaper to stage again each iteration. */
 static bool fragments_fit(MlirValue v, const KilnGpuLayout *want) {
-  if (want->kind != KILN_GPU_LAYOUT_DOT_OP)
-    return true;
+  if (want->kind != KILN_GPU_LAYOUT_DOT_OP) return true;
   int64_t shape[KILN_GPU_MAX_RANK];
   shape_of(v, shape);
   KilnGpuOwn o;
@@ -698,12 +646,10 @@ static void insert_converts(LCtx *c) {
     MlirOperation op = c->ops[k];
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
       KilnGpuLayout want;
-      if (!requirement(c, op, i, &want))
-        continue;
+      if (!requirement(c, op, i, &want)) continue;
       MlirValue v = mlirOperationGetOperand(op, i);
       KilnGpuLayout have = kiln_gpu_layout_of_type(mlirValueGetType(v));
-      if (kiln_gpu_layout_equal(&have, &want))
-        continue;
+      if (kiln_gpu_layout_equal(&have, &want)) continue;
       MlirOperation at = fragments_fit(v, &want) ? hoist_point(op, v) : op;
       mlirOperationSetOperand(op, i, build_convert(c, at, v, &want));
     }
@@ -744,10 +690,8 @@ static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before
   MlirValue none = {NULL};
   MlirType t = mlirValueGetType(v);
   KilnGpuLayout have = kiln_gpu_layout_of_type(t);
-  if (kiln_gpu_layout_equal(&have, l))
-    return v;
-  if (depth > 8 || mlirValueIsABlockArgument(v) || l->kind == KILN_GPU_LAYOUT_DOT_OP)
-    return none;
+  if (kiln_gpu_layout_equal(&have, l)) return v;
+  if (depth > 8 || mlirValueIsABlockArgument(v) || l->kind == KILN_GPU_LAYOUT_DOT_OP) return none;
   MlirOperation p = mlirOpResultGetOwner(v);
   KilnOpId id = kiln_ir_op_id(p);
   /* A tile is rebuilt in an mma layout only where the layout covers it (whole 16x8 blocks, or
@@ -755,15 +699,13 @@ static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before
   if (l->kind == KILN_GPU_LAYOUT_MMA) {
     int64_t shape[KILN_GPU_MAX_RANK];
     shape_of(v, shape);
-    if (!kiln_gpu_mma_fits(l, kiln_ir_rank(t), shape))
-      return none;
+    if (!kiln_gpu_mma_fits(l, kiln_ir_rank(t), shape)) return none;
   }
   if (id == KILN_OP_CONVERT_LAYOUT)
     return remat(mlirOperationGetOperand(p, 0), l, before, depth + 1);
   bool arith = false;
   MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(p));
-  if (name.length > 6 && memcmp(name.data, "arith.", 6) == 0)
-    arith = true;
+  if (name.length > 6 && memcmp(name.data, "arith.", 6) == 0) arith = true;
   if (!(id == KILN_OP_SPLAT || id == KILN_OP_RANGE || id == KILN_OP_ADDPTR ||
         id == KILN_OP_BROADCAST || id == KILN_OP_EXPAND_DIMS || arith ||
         (id == KILN_OP_LOAD && reloadable(l, kiln_ir_rank(t)))) ||
@@ -771,30 +713,25 @@ static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before
     return none;
   KilnGpuLayout ol = *l;
   if (id == KILN_OP_EXPAND_DIMS) {
-    if (l->kind != KILN_GPU_LAYOUT_BLOCKED && l->kind != KILN_GPU_LAYOUT_MMA)
-      return none;
+    if (l->kind != KILN_GPU_LAYOUT_BLOCKED && l->kind != KILN_GPU_LAYOUT_MMA) return none;
     ol = kiln_gpu_layout_slice(l, (int)kiln_gpu_int_attr(p, "axis", 0));
   }
   intptr_t n = mlirOperationGetNumOperands(p);
   MlirValue ops[8];
-  if (n > 8)
-    return none;
+  if (n > 8) return none;
   for (intptr_t i = 0; i < n; i++) {
     ops[i] = mlirOperationGetOperand(p, i);
     if (mlirTypeIsARankedTensor(mlirValueGetType(ops[i]))) {
       ops[i] = remat(ops[i], &ol, before, depth + 1);
-      if (mlirValueIsNull(ops[i]))
-        return none;
+      if (mlirValueIsNull(ops[i])) return none;
     }
   }
   MlirOperation copy = mlirOperationClone(p);
   mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(before), before, copy);
-  for (intptr_t i = 0; i < n; i++)
-    mlirOperationSetOperand(copy, i, ops[i]);
+  for (intptr_t i = 0; i < n; i++) mlirOperationSetOperand(copy, i, ops[i]);
   MlirValue r = mlirOperationGetResult(copy, 0);
   mlirValueSetType(r, kiln_gpu_type_with_layout(t, l));
-  if (kiln_ir_op_is(copy, "arith.constant"))
-    retype_constant(copy);
+  if (kiln_ir_op_is(copy, "arith.constant")) retype_constant(copy);
   return r;
 }
 
@@ -828,13 +765,13 @@ static void cleanup_converts(MlirOperation func) {
       continue;
     }
     MlirValue cr = remat(src, &want, cv, 0);
-    if (mlirValueIsNull(cr))
-      continue;
+    if (mlirValueIsNull(cr)) continue;
     mlirValueReplaceAllUsesOfWith(res, cr);
     mlirOperationDestroy(cv);
     /* A load issued again in the wanted layout leaves the original unused: it goes (other dead
      * loads stay, as the source wrote them). */
-    if (!mlirValueIsABlockArgument(src) && kiln_ir_op_id(mlirOpResultGetOwner(src)) == KILN_OP_LOAD &&
+    if (!mlirValueIsABlockArgument(src) &&
+        kiln_ir_op_id(mlirOpResultGetOwner(src)) == KILN_OP_LOAD &&
         mlirOpOperandIsNull(mlirValueGetFirstUse(src)))
       mlirOperationDestroy(mlirOpResultGetOwner(src));
   }
@@ -865,11 +802,9 @@ static void hoist_invariant_trans(MlirOperation func) {
   collect(&tmp, func);
   for (size_t k = 0; k < tmp.n_ops; k++) {
     MlirOperation op = tmp.ops[k];
-    if (kiln_ir_op_id(op) != KILN_OP_TRANS)
-      continue;
+    if (kiln_ir_op_id(op) != KILN_OP_TRANS) continue;
     MlirOperation at = hoist_point(op, mlirOperationGetOperand(op, 0));
-    if (!mlirOperationEqual(at, op))
-      mlirOperationMoveBefore(op, at);
+    if (!mlirOperationEqual(at, op)) mlirOperationMoveBefore(op, at);
   }
   free(tmp.ops);
 }
@@ -880,8 +815,8 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
   c.ctx = mlirOperationGetContext(func);
   c.num_warps = num_warps > 0 ? num_warps : (int)kiln_gpu_int_attr(func, "kiln.num_warps", 4);
   if (c.num_warps < 1 || c.num_warps > 32 || (c.num_warps & (c.num_warps - 1))) {
-    kiln_ir_error(mlirOperationGetLocation(func), "num_warps must be a power of two in 1..32 (got %d)",
-                  c.num_warps);
+    kiln_ir_error(mlirOperationGetLocation(func),
+                  "num_warps must be a power of two in 1..32 (got %d)", c.num_warps);
     return false;
   }
   hoist_invariant_trans(func);
@@ -919,12 +854,13 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
       }
       int64_t threads = (int64_t)KILN_GPU_WARP * c.num_warps;
       if (ok && numel / threads > KILN_GPU_MAX_ELEMS_PER_THREAD) {
-        kiln_ir_error(mlirOperationGetLocation(c.ops[k]),
-                      "a tile of %lld elements gives each of the %lld threads (num_warps = %d) %lld "
-                      "elements; the GPU targets allow at most %d (a thread has 255 registers): "
-                      "use a smaller block or more warps",
-                      (long long)numel, (long long)threads, c.num_warps,
-                      (long long)(numel / threads), KILN_GPU_MAX_ELEMS_PER_THREAD);
+        kiln_ir_error(
+            mlirOperationGetLocation(c.ops[k]),
+            "a tile of %lld elements gives each of the %lld threads (num_warps = %d) %lld "
+            "elements; the GPU targets allow at most %d (a thread has 255 registers): "
+            "use a smaller block or more warps",
+            (long long)numel, (long long)threads, c.num_warps, (long long)(numel / threads),
+            KILN_GPU_MAX_ELEMS_PER_THREAD);
         ok = false;
       }
     }
@@ -943,24 +879,20 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
       KilnOpId id = kiln_ir_op_id(op);
       KilnGpuLayout l;
       const KilnGpuLayout *a = id == KILN_OP_LOAD ? kiln_ptr_map_get(&c.anchor, op.ptr) : NULL;
-      if (a)
-        define(&c, mlirOperationGetResult(op, 0), a);
-      if (id == KILN_OP_DOT && mma_for_dot(&c, op, &l))
-        define_mma_chain(&c, op, &l);
+      if (a) define(&c, mlirOperationGetResult(op, 0), a);
+      if (id == KILN_OP_DOT && mma_for_dot(&c, op, &l)) define_mma_chain(&c, op, &l);
     }
     propagate(&c);
     set_types(&c);
     insert_converts(&c);
   }
   kiln_gpu_axis_free(c.axis);
-  for (size_t i = 0; i < c.n_owned; i++)
-    free(c.owned[i]);
+  for (size_t i = 0; i < c.n_owned; i++) free(c.owned[i]);
   free(c.owned);
   free(c.ops);
   kiln_ptr_map_free(&c.defined);
   kiln_ptr_map_free(&c.anchor);
-  if (ok)
-    cleanup_converts(func);
+  if (ok) cleanup_converts(func);
   return ok;
 }
 
@@ -968,8 +900,7 @@ MlirLogicalResult kiln_gpu_layouts_module(MlirOperation module, void *opts) {
   int num_warps = opts ? *(const int *)opts : 0;
   KilnOpList kernels = kiln_ir_kernels(module, "func.func", "kiln.kernel");
   bool ok = true;
-  for (size_t i = 0; i < kernels.n; i++)
-    ok = layout_kernel(kernels.ops[i], num_warps) && ok;
+  for (size_t i = 0; i < kernels.n; i++) ok = layout_kernel(kernels.ops[i], num_warps) && ok;
   kiln_op_list_free(&kernels);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }

@@ -37,8 +37,7 @@ static bool lower_elementwise(Low *L, MlirOperation op) {
   Vals *ins[8];
   for (intptr_t i = 0; i < nops; i++) {
     ins[i] = low_get(L, mlirOperationGetOperand(op, i));
-    if (ins[i]->n > n)
-      n = ins[i]->n;
+    if (ins[i]->n > n) n = ins[i]->n;
   }
   Vals *out = low_vals(L, n);
   MlirType st = low_scalar_type(L, rt);
@@ -64,9 +63,9 @@ static bool lower_constant(Low *L, MlirOperation op) {
   if (!mlirTypeIsARankedTensor(rt)) {
     out->v[0] = low_const(L, rt, v);
   } else if (mlirAttributeIsADenseElements(v) && mlirDenseElementsAttrIsSplat(v)) {
-    MlirValue c = low_const(L, mlirShapedTypeGetElementType(rt), mlirDenseElementsAttrGetSplatValue(v));
-    for (int64_t j = 0; j < own.count; j++)
-      out->v[j] = c;
+    MlirValue c =
+        low_const(L, mlirShapedTypeGetElementType(rt), mlirDenseElementsAttrGetSplatValue(v));
+    for (int64_t j = 0; j < own.count; j++) out->v[j] = c;
   } else {
     low_error(L, "GPU lowering: only splat tile constants are supported");
     return false;
@@ -85,8 +84,9 @@ static bool lower_range(Low *L, MlirOperation op) {
     int local[KILN_GPU_MAX_RANK];
     kiln_gpu_own_local(&own, j, local);
     int64_t off = start + kiln_gpu_own_offset(&own, 0, local[0]);
-    out->v[j] = mlirValueIsNull(base) ? low_i32(L, off)
-                                      : (off ? low_bin(L, "arith.addi", base, low_i32(L, off)) : base);
+    out->v[j] = mlirValueIsNull(base)
+                    ? low_i32(L, off)
+                    : (off ? low_bin(L, "arith.addi", base, low_i32(L, off)) : base);
   }
   low_set(L, res, out);
   return true;
@@ -97,8 +97,7 @@ static bool lower_splat(Low *L, MlirOperation op) {
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(res));
   Vals *in = low_get(L, mlirOperationGetOperand(op, 0));
   Vals *out = low_vals(L, own.count);
-  for (int64_t j = 0; j < own.count; j++)
-    out->v[j] = in->v[0];
+  for (int64_t j = 0; j < own.count; j++) out->v[j] = in->v[0];
   low_set(L, res, out);
   return true;
 }
@@ -107,7 +106,8 @@ static bool lower_splat(Low *L, MlirOperation op) {
  * list is re-indexed. */
 static bool lower_reshape(Low *L, MlirOperation op, bool expand) {
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
-  KilnGpuOwn so = kiln_gpu_own_of_type(mlirValueGetType(src)), ro = kiln_gpu_own_of_type(mlirValueGetType(res));
+  KilnGpuOwn so = kiln_gpu_own_of_type(mlirValueGetType(src)),
+             ro = kiln_gpu_own_of_type(mlirValueGetType(res));
   Vals *in = low_get(L, src);
   Vals *out = low_vals(L, ro.count);
   int axis = expand ? (int)kiln_gpu_int_attr(op, "axis", 0) : -1;
@@ -116,11 +116,9 @@ static bool lower_reshape(Low *L, MlirOperation op, bool expand) {
     kiln_gpu_own_local(&ro, j, local);
     int k = 0;
     for (int d = 0; d < ro.rank; d++) {
-      if (d == axis)
-        continue;
+      if (d == axis) continue;
       sl[k] = so.shape[k] == 1 && ro.shape[d] != 1 ? 0 : local[d];
-      if (sl[k] >= so.dim[k].n)
-        sl[k] = 0;
+      if (sl[k] >= so.dim[k].n) sl[k] = 0;
       k++;
     }
     out->v[j] = in->v[so.rank ? kiln_gpu_own_index(&so, sl) : 0];
@@ -146,7 +144,8 @@ static bool lower_sreg(Low *L, MlirOperation op, const char *what) {
   static const char axes[] = "xyz";
   int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
   char name[64];
-  snprintf(name, sizeof name, "nvvm.read.ptx.sreg.%s.%c", what, axes[axis < 0 || axis > 2 ? 0 : axis]);
+  snprintf(name, sizeof name, "nvvm.read.ptx.sreg.%s.%c", what,
+           axes[axis < 0 || axis > 2 ? 0 : axis]);
   Vals *out = low_vals(L, 1);
   out->v[0] = low_op1(L, name, NULL, 0, L->i32);
   low_set(L, mlirOperationGetResult(op, 0), out);
@@ -163,8 +162,7 @@ static size_t flatten(Low *L, MlirOperation op, intptr_t first, MlirValue **out)
   size_t k = 0;
   for (intptr_t i = first; i < mlirOperationGetNumOperands(op); i++) {
     Vals *v = low_get(L, mlirOperationGetOperand(op, i));
-    for (int64_t j = 0; j < v->n; j++)
-      (*out)[k++] = v->v[j];
+    for (int64_t j = 0; j < v->n; j++) (*out)[k++] = v->v[j];
   }
   return n;
 }
@@ -172,8 +170,8 @@ static size_t flatten(Low *L, MlirOperation op, intptr_t first, MlirValue **out)
 /* scf.for with n iter args.  The shared builder keeps small fixed arrays; a lowered loop carries
  * every scalar of its tiles (an mma accumulator of a 128x128 tile over 4 warps is 128 floats),
  * so this one sizes them from the lowering's memory. */
-static KilnIRFor build_for(Low *L, MlirValue lo, MlirValue hi, MlirValue step, const MlirValue *inits,
-                           size_t n) {
+static KilnIRFor build_for(Low *L, MlirValue lo, MlirValue hi, MlirValue step,
+                           const MlirValue *inits, size_t n) {
   MlirValue *ops = low_alloc(L, (n + 3) * sizeof *ops);
   MlirType *types = low_alloc(L, (n + 1) * sizeof *types);
   MlirLocation *locs = low_alloc(L, (n + 1) * sizeof *locs);
@@ -189,8 +187,14 @@ static KilnIRFor build_for(Low *L, MlirValue lo, MlirValue hi, MlirValue step, c
   MlirRegion r = mlirRegionCreate();
   f.body = mlirBlockCreate((intptr_t)n + 1, types, locs);
   mlirRegionAppendOwnedBlock(r, f.body);
-  KilnOpSpec s = {.name = "scf.for", .loc = L->loc, .operands = ops, .n_operands = n + 3,
-                  .results = types + 1, .n_results = n, .regions = &r, .n_regions = 1};
+  KilnOpSpec s = {.name = "scf.for",
+                  .loc = L->loc,
+                  .operands = ops,
+                  .n_operands = n + 3,
+                  .results = types + 1,
+                  .n_results = n,
+                  .regions = &r,
+                  .n_regions = 1};
   f.op = kiln_ir_create(&L->b, &s);
   f.iv = mlirBlockGetArgument(f.body, 0);
   return f;
@@ -244,8 +248,7 @@ static bool lower_if(Low *L, MlirOperation op) {
   for (intptr_t i = 0; i < nres; i++) {
     MlirType t = mlirValueGetType(mlirOperationGetResult(op, i));
     int64_t c = kiln_gpu_own_of_type(t).count;
-    for (int64_t j = 0; j < c; j++)
-      types[k++] = low_scalar_type(L, t);
+    for (int64_t j = 0; j < c; j++) types[k++] = low_scalar_type(L, t);
   }
   KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, cond, types, n);
   KilnIRBuilder saved = L->b;
@@ -263,8 +266,7 @@ static bool lower_if(Low *L, MlirOperation op) {
   for (intptr_t i = 0; i < nres; i++) {
     int64_t c = kiln_gpu_own_of_type(mlirValueGetType(mlirOperationGetResult(op, i))).count;
     Vals *res = low_vals(L, c);
-    for (int64_t j = 0; j < c; j++)
-      res->v[j] = kiln_ir_if_result(&f, k++);
+    for (int64_t j = 0; j < c; j++) res->v[j] = kiln_ir_if_result(&f, k++);
     low_set(L, mlirOperationGetResult(op, i), res);
   }
   return !L->failed;
@@ -284,8 +286,7 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_SCAN: return low_scan(L, op);
   case KILN_OP_TRANS:
     /* Folded into the dot operand convert that reads it (lower_dot.c). */
-    if (low_trans_feeds_operand(mlirOperationGetResult(op, 0)))
-      return true;
+    if (low_trans_feeds_operand(mlirOperationGetResult(op, 0))) return true;
     return low_convert(L, op);
   case KILN_OP_CONVERT_LAYOUT:
     if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
@@ -313,12 +314,9 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_ATOMIC_CAS: return low_atomic(L, op);
   default: break;
   }
-  if (kiln_ir_op_is(op, "arith.constant"))
-    return lower_constant(L, op);
-  if (kiln_ir_op_is(op, "scf.for"))
-    return lower_for(L, op);
-  if (kiln_ir_op_is(op, "scf.if"))
-    return lower_if(L, op);
+  if (kiln_ir_op_is(op, "arith.constant")) return lower_constant(L, op);
+  if (kiln_ir_op_is(op, "scf.for")) return lower_for(L, op);
+  if (kiln_ir_op_is(op, "scf.if")) return lower_if(L, op);
   if (kiln_ir_op_is(op, "scf.yield")) {
     MlirValue *vals;
     size_t n = flatten(L, op, 0, &vals);
@@ -330,10 +328,8 @@ bool low_lower_op(Low *L, MlirOperation op) {
     return true;
   }
   MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
-  if (name.length > 5 && memcmp(name.data, "math.", 5) == 0)
-    return low_math(L, op);
-  if (name.length > 6 && memcmp(name.data, "arith.", 6) == 0)
-    return lower_elementwise(L, op);
+  if (name.length > 5 && memcmp(name.data, "math.", 5) == 0) return low_math(L, op);
+  if (name.length > 6 && memcmp(name.data, "arith.", 6) == 0) return lower_elementwise(L, op);
   low_error(L, "GPU lowering: unsupported op '%.*s'", (int)name.length, name.data);
   return false;
 }
@@ -371,24 +367,23 @@ static void declare_arena(MlirOperation module, Low *L) {
   for (MlirOperation o = mlirBlockGetFirstOperation(mbody); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o))
     if (kiln_ir_op_is(o, "llvm.mlir.global")) {
-      MlirAttribute nm = mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("sym_name"));
+      MlirAttribute nm =
+          mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("sym_name"));
       MlirStringRef s = mlirStringAttrGetValue(nm);
-      if (s.length == 9 && memcmp(s.data, "kiln_smem", 9) == 0)
-        prev = o;
+      if (s.length == 9 && memcmp(s.data, "kiln_smem", 9) == 0) prev = o;
     }
   /* The C API cannot read an array type's size back: the arena's size rides along on the
    * module as kiln.gpu.smem_bytes. */
-  int64_t have = mlirOperationIsNull(prev) ? 0 : kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
-  if (bytes <= have)
-    return;
+  int64_t have =
+      mlirOperationIsNull(prev) ? 0 : kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
+  if (bytes <= have) return;
   bool dynamic = bytes > KILN_GPU_STATIC_SMEM_LIMIT;
   mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("kiln.gpu.smem_bytes"),
                                   mlirIntegerAttrGet(L->i64, bytes));
   if (dynamic)
     mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("kiln.gpu.smem_dynamic"),
                                     mlirUnitAttrGet(L->ctx));
-  if (!mlirOperationIsNull(prev))
-    mlirOperationDestroy(prev);
+  if (!mlirOperationIsNull(prev)) mlirOperationDestroy(prev);
   if (dynamic) /* an external array of unknown size: PTX's `.extern .shared .b8 kiln_smem[]` */
     snprintf(text, sizeof text,
              "llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} "
@@ -403,7 +398,6 @@ static void declare_arena(MlirOperation module, Low *L) {
   KILN_ASSERT(!mlirOperationIsNull(g));
   mlirBlockInsertOwnedOperationBefore(mbody, mlirBlockGetFirstOperation(mbody), g);
 }
-
 
 static bool lower_kernel(MlirOperation module, MlirOperation func) {
   Low L;
@@ -430,7 +424,8 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
     locs[i] = L.loc;
   }
   MlirType fty = mlirLLVMFunctionTypeGet(mlirLLVMVoidTypeGet(L.ctx), nargs, types, false);
-  MlirAttribute sym = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("sym_name"));
+  MlirAttribute sym =
+      mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("sym_name"));
   int32_t maxntid[3] = {32 * L.num_warps, 1, 1};
   int min_blocks = (int)kiln_gpu_int_attr(func, "kiln.min_blocks", 0);
   MlirNamedAttribute attrs[6] = {
@@ -450,8 +445,12 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   KilnIRBuilder mb;
   kiln_ir_builder_init(&mb, L.ctx, mlirOperationGetBlock(func));
   kiln_ir_builder_set_before(&mb, func);
-  KilnOpSpec spec = {.name = "llvm.func", .loc = L.loc, .attrs = attrs, .n_attrs = nattrs,
-                     .regions = &region, .n_regions = 1};
+  KilnOpSpec spec = {.name = "llvm.func",
+                     .loc = L.loc,
+                     .attrs = attrs,
+                     .n_attrs = nattrs,
+                     .regions = &region,
+                     .n_regions = 1};
   MlirOperation nf = kiln_ir_create(&mb, &spec);
   for (intptr_t i = 0; i < nargs; i++) {
     Vals *v = low_vals(&L, 1);
@@ -462,13 +461,13 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   lower_block(&L, old_entry);
   if (!L.failed && L.smem_bytes > L.smem_limit) {
     L.loc = mlirOperationGetLocation(func);
-    low_error(&L, "limit: shared memory: the kernel needs %lld bytes, more than the %lld a "
-                  "program may have on this target (fewer num_stages or smaller tiles)",
+    low_error(&L,
+              "limit: shared memory: the kernel needs %lld bytes, more than the %lld a "
+              "program may have on this target (fewer num_stages or smaller tiles)",
               (long long)L.smem_bytes, (long long)L.smem_limit);
   }
   bool ok = !L.failed;
-  if (ok && L.smem_bytes > 0)
-    declare_arena(module, &L);
+  if (ok && L.smem_bytes > 0) declare_arena(module, &L);
   if (ok) {
     MlirAttribute contract = kiln_gpu_parse_attr(L.ctx, "#arith.fastmath<contract>");
     mlirOperationWalk(nf, allow_contraction, &contract, MlirWalkPreOrder);
@@ -478,8 +477,7 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   else
     mlirOperationDestroy(nf);
   kiln_gpu_axis_free(L.axis);
-  for (size_t i = 0; i < L.n_allocs; i++)
-    free(L.allocs[i]);
+  for (size_t i = 0; i < L.n_allocs; i++) free(L.allocs[i]);
   free(L.allocs);
   kiln_ptr_map_free(&L.vals);
   return ok;
@@ -489,8 +487,7 @@ MlirLogicalResult kiln_gpu_to_llvm_module(MlirOperation module, void *opts) {
   (void)opts;
   KilnOpList kernels = kiln_ir_kernels(module, "func.func", "kiln.kernel");
   bool ok = true;
-  for (size_t i = 0; i < kernels.n; i++)
-    ok = lower_kernel(module, kernels.ops[i]) && ok;
+  for (size_t i = 0; i < kernels.n; i++) ok = lower_kernel(module, kernels.ops[i]) && ok;
   kiln_op_list_free(&kernels);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }

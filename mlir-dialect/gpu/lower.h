@@ -47,7 +47,7 @@ bool low_reduce(Low *L, MlirOperation op);
 bool low_convert(Low *L, MlirOperation op); /* convert_layout, trans and flip */
 bool low_scan(Low *L, MlirOperation op);    /* cumsum / cumprod through shared memory */
 bool low_dot(Low *L, MlirOperation op);
-bool low_math(Low *L, MlirOperation op);    /* math.* */
+bool low_math(Low *L, MlirOperation op); /* math.* */
 bool low_rand(Low *L, MlirOperation op);
 /* Tensor cores (lower_dot.c): a convert to a dot_op layout (shared staging + ldmatrix), and a
  * dot with an mma result (mma.sync). */
@@ -67,8 +67,7 @@ void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64
 /* Element offset of (row, col) in a swizzled shared tile of 16-bit elements with `cols` columns. */
 MlirValue low_swizzle(Low *L, MlirValue row, MlirValue col, int64_t cols);
 /* The dot_op fragments (registers) of a staged, swizzled rows x cols tile at base, into out. */
-void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
-                       int64_t cols, Vals *out);
-
+void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows, int64_t cols,
+                       Vals *out);
 
 #endif

@@ -33,8 +33,7 @@ MlirValue low_swizzle(Low *L, MlirValue row, MlirValue col, int64_t cols) {
   int64_t per_phase = chunks >= 8 ? 1 : 8 / chunks;
   int64_t max_phase = chunks < 8 ? chunks : 8;
   MlirValue lin = low_bin(L, "arith.muli", row, low_i32(L, cols));
-  if (chunks < 1)
-    return low_bin(L, "arith.addi", lin, col);
+  if (chunks < 1) return low_bin(L, "arith.addi", lin, col);
   MlirValue phase = low_bin(L, "arith.divui", row, low_i32(L, per_phase));
   phase = low_bin(L, "arith.remui", phase, low_i32(L, max_phase));
   MlirValue chunk = low_bin(L, "arith.shrui", col, low_i32(L, 3));
@@ -63,13 +62,13 @@ static MlirType struct_of(Low *L, MlirType t, int n) {
 static void ldmatrix(Low *L, MlirValue p, int num, bool trans, MlirValue *out) {
   MlirNamedAttribute a[2] = {
       kiln_ir_named(L->ctx, "num", kiln_ir_attr_i32(L->ctx, num)),
-      kiln_ir_named(L->ctx, "layout", kiln_gpu_parse_attr(L->ctx, trans ? "#nvvm.mma_layout<col>"
-                                                                          : "#nvvm.mma_layout<row>")),
+      kiln_ir_named(
+          L->ctx, "layout",
+          kiln_gpu_parse_attr(L->ctx, trans ? "#nvvm.mma_layout<col>" : "#nvvm.mma_layout<row>")),
   };
   MlirType rt = num == 1 ? L->i32 : struct_of(L, L->i32, num);
   MlirValue r = mlirOperationGetResult(low_op(L, "nvvm.ldmatrix", &p, 1, &rt, 1, a, 2), 0);
-  for (int i = 0; i < num; i++)
-    out[i] = num == 1 ? r : struct_get(L, r, i);
+  for (int i = 0; i < num; i++) out[i] = num == 1 ? r : struct_get(L, r, i);
 }
 
 /* The warp's row (d = 0) or column (d = 1) index in the mma layout's warp grid. */
@@ -88,11 +87,9 @@ static void load_b_fragments(Low *L, MlirValue p, bool x4, bool trans, int64_t n
 static MlirValue warp_index(Low *L, const KilnGpuLayout *l, int d) {
   int wm = l->wpc[0], wn = l->wpc[1];
   MlirValue w = low_warp(L);
-  if (d == 0)
-    return low_bin(L, "arith.andi", w, low_i32(L, wm - 1));
+  if (d == 0) return low_bin(L, "arith.andi", w, low_i32(L, wm - 1));
   int shift = 0;
-  while ((1 << shift) < wm)
-    shift++;
+  while ((1 << shift) < wm) shift++;
   return low_bin(L, "arith.andi", low_bin(L, "arith.shrui", w, low_i32(L, shift)),
                  low_i32(L, wn - 1));
 }
@@ -115,12 +112,13 @@ static int64_t operand_offset(MlirOperation cvt, int op_idx, int64_t *a_bytes) {
 }
 
 /* Reads the fragments of a staged, swizzled operand tile at `base` (rows x cols) into out. */
-void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
-                       int64_t cols, Vals *out) {
+void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows, int64_t cols,
+                       Vals *out) {
   MlirType f16 = mlirF16TypeGet(L->ctx);
   MlirValue lane = low_lane(L);
   MlirValue r8 = low_bin(L, "arith.andi", lane, low_i32(L, 7));
-  MlirValue half = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
+  MlirValue half =
+      low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
   MlirValue quad = low_bin(L, "arith.shrui", lane, low_i32(L, 4));
   /* Row of the block this lane addresses, inside the block: (l & 7) + 8 ((l >> 3) & 1). */
   MlirValue in_row = low_bin(L, "arith.addi", r8, low_bin(L, "arith.shli", half, low_i32(L, 3)));
@@ -161,8 +159,10 @@ void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t 
  * and ldmatrix pack a pair). */
 static MlirValue pack_pair(Low *L, MlirValue lo, MlirValue hi) {
   MlirType i16 = mlirIntegerTypeGet(L->ctx, 16);
-  MlirValue l16 = low_op1(L, "arith.bitcast", &lo, 1, i16), h16 = low_op1(L, "arith.bitcast", &hi, 1, i16);
-  MlirValue l32 = low_op1(L, "arith.extui", &l16, 1, L->i32), h32 = low_op1(L, "arith.extui", &h16, 1, L->i32);
+  MlirValue l16 = low_op1(L, "arith.bitcast", &lo, 1, i16),
+            h16 = low_op1(L, "arith.bitcast", &hi, 1, i16);
+  MlirValue l32 = low_op1(L, "arith.extui", &l16, 1, L->i32),
+            h32 = low_op1(L, "arith.extui", &h16, 1, L->i32);
   return low_bin(L, "arith.ori", l32, low_bin(L, "arith.shli", h32, low_i32(L, 16)));
 }
 
@@ -172,8 +172,8 @@ static MlirValue pack_pair(Low *L, MlirValue lo, MlirValue hi) {
  * k block ki: a0 = (c0, c1) of block 2 ki (row g, columns 2t, 2t + 1), a1 = (c2, c3) of it (row
  * g + 8), a2, a3 the same of block 2 ki + 1 (columns 8 + 2t, 8 + 2t + 1). */
 static bool a_in_registers(const KilnGpuLayout *sl, const KilnGpuLayout *dl) {
-  return sl->kind == KILN_GPU_LAYOUT_MMA && dl->op_idx == 0 && sl->wpc[1] == 1 &&
-         dl->wpc[1] == 1 && sl->wpc[0] == dl->wpc[0];
+  return sl->kind == KILN_GPU_LAYOUT_MMA && dl->op_idx == 0 && sl->wpc[1] == 1 && dl->wpc[1] == 1 &&
+         sl->wpc[0] == dl->wpc[0];
 }
 
 static void a_from_accumulator(Low *L, MlirType st, Vals *X, Vals *out) {
@@ -193,12 +193,10 @@ bool low_trans_feeds_operand(MlirValue v) {
   if (mlirValueIsABlockArgument(v) || kiln_ir_op_id(mlirOpResultGetOwner(v)) != KILN_OP_TRANS)
     return false;
   MlirOpOperand u = mlirValueGetFirstUse(v);
-  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)))
-    return false;
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return false;
   MlirOperation user = mlirOpOperandGetOwner(u);
   /* the user may have no result (a store of the transposed tile): ask for its kind first */
-  if (kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT)
-    return false;
+  if (kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT) return false;
   KilnGpuLayout l = kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0)));
   MlirType et = kiln_ir_elem_type(mlirValueGetType(v));
   return l.kind == KILN_GPU_LAYOUT_DOT_OP && (mlirTypeIsAF16(et) || mlirTypeIsABF16(et));
@@ -211,13 +209,15 @@ void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64
   int64_t rm = cols / (16 * wm), kb = rows / 16;
   MlirValue lane = low_lane(L);
   MlirValue r8 = low_bin(L, "arith.andi", lane, low_i32(L, 7));
-  MlirValue half = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
+  MlirValue half =
+      low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
   MlirValue quad = low_bin(L, "arith.shrui", lane, low_i32(L, 4));
   /* Matrix i = l >> 3 is register a_i: x rows (k) 8 (i >> 1) + (l & 7), columns (m) 8 (i & 1)
    * of the block; .trans hands lane (g, t) x[k0 + 2t .. +1][m0 + g] = A[m0 + g][k0 + 2t .. +1]. */
   MlirValue krow = low_bin(L, "arith.addi", r8, low_bin(L, "arith.shli", quad, low_i32(L, 3)));
-  MlirValue mcol = low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, 0), low_i32(L, 16)),
-                           low_bin(L, "arith.shli", half, low_i32(L, 3)));
+  MlirValue mcol =
+      low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, 0), low_i32(L, 16)),
+              low_bin(L, "arith.shli", half, low_i32(L, 3)));
   for (int64_t mi = 0; mi < rm; mi++) {
     MlirValue col = low_bin(L, "arith.addi", mcol, low_i32(L, 16 * wm * mi));
     for (int64_t ki = 0; ki < kb; ki++) {
@@ -235,15 +235,17 @@ void low_dot_fragments_bt(Low *L, const KilnGpuLayout *dl, MlirValue base, int64
   int64_t rn = rows / (8 * wn), kb = cols / 16;
   MlirValue lane = low_lane(L);
   MlirValue r8 = low_bin(L, "arith.andi", lane, low_i32(L, 7));
-  MlirValue khalf = low_bin(L, "arith.shli",
-                            low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)),
-                                    low_i32(L, 1)),
-                            low_i32(L, 3));
+  MlirValue khalf = low_bin(
+      L, "arith.shli",
+      low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1)),
+      low_i32(L, 3));
   MlirValue quad = low_bin(L, "arith.shrui", lane, low_i32(L, 4));
   /* Row (n) this lane addresses: its column block's first row + (l & 7); x4: lanes 16..31 the
    * next column block (8 WN rows further). */
-  MlirValue wrow = low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, 1), low_i32(L, 8)), r8);
-  MlirValue wrow4 = low_bin(L, "arith.addi", wrow, low_bin(L, "arith.muli", quad, low_i32(L, 8 * wn)));
+  MlirValue wrow =
+      low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, 1), low_i32(L, 8)), r8);
+  MlirValue wrow4 =
+      low_bin(L, "arith.addi", wrow, low_bin(L, "arith.muli", quad, low_i32(L, 8 * wn)));
   for (int64_t ki = 0; ki < kb; ki++) {
     MlirValue col = low_bin(L, "arith.addi", khalf, low_i32(L, 16 * ki));
     for (int64_t ni = 0; ni < rn; ni += 2) {
@@ -266,8 +268,7 @@ typedef struct StageMemo {
 } StageMemo;
 
 static MlirWalkResult find_barrier(MlirOperation op, void *found) {
-  if (!kiln_ir_op_is(op, "nvvm.barrier0"))
-    return MlirWalkResultAdvance;
+  if (!kiln_ir_op_is(op, "nvvm.barrier0")) return MlirWalkResultAdvance;
   *(bool *)found = true;
   return MlirWalkResultInterrupt;
 }
@@ -286,8 +287,7 @@ static bool stage_still_there(Low *L, MlirValue src, int64_t *off) {
     return false;
   for (MlirOperation o = mlirOperationGetNextInBlock(m->barrier); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o))
-    if (has_barrier(o))
-      return false;
+    if (has_barrier(o)) return false;
   *off = m->off;
   return true;
 }
@@ -305,8 +305,7 @@ static void stage(Low *L, MlirValue src, int64_t off, MlirValue base) {
     low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
   }
   StageMemo *m = L->dot_stage;
-  if (!m)
-    L->dot_stage = m = low_alloc(L, sizeof *m);
+  if (!m) L->dot_stage = m = low_alloc(L, sizeof *m);
   m->src = src.ptr;
   m->off = off;
   m->barrier = low_op(L, "nvvm.barrier0", NULL, 0, NULL, 0, NULL, 0);
@@ -339,8 +338,7 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   int64_t off = operand_offset(op, dl.op_idx, &a_bytes);
   bool again = stage_still_there(L, src, &off);
   MlirValue base = low_smem(L, off, off + rows * cols * 2);
-  if (!again)
-    stage(L, src, off, base);
+  if (!again) stage(L, src, off, base);
   KilnGpuOwn ro = kiln_gpu_own_of_type(rt);
   Vals *out = low_vals(L, ro.count);
   if (bt && dl.op_idx == 0)
@@ -357,13 +355,14 @@ bool low_dot_operand(Low *L, MlirOperation op) {
  * and 4 f32 accumulators; the result is a struct of 4 f32. */
 static MlirValue mma_bf16_asm(Low *L, const MlirValue *ops, MlirType rt) {
   MlirNamedAttribute a[2] = {
-      kiln_ir_named(L->ctx, "asm_string",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(
-                                                  KILN_GPU_MMA_BF16_PTX " {$0,$1,$2,$3}, {$4,$5,$6,$7}, "
-                                                  "{$8,$9}, {$10,$11,$12,$13};"))),
+      kiln_ir_named(
+          L->ctx, "asm_string",
+          mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_MMA_BF16_PTX
+                                                                   " {$0,$1,$2,$3}, {$4,$5,$6,$7}, "
+                                                                   "{$8,$9}, {$10,$11,$12,$13};"))),
       kiln_ir_named(L->ctx, "constraints",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(
-                                                  "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"))),
+                    mlirStringAttrGet(
+                        L->ctx, mlirStringRefCreateFromCString("=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"))),
   };
   return mlirOperationGetResult(low_op(L, "llvm.inline_asm", ops, 10, &rt, 1, a, 2), 0);
 }
@@ -374,8 +373,8 @@ bool low_dot_mma(Low *L, MlirOperation op) {
   MlirType at = mlirValueGetType(a), bt = mlirValueGetType(b), ct = mlirValueGetType(res);
   KilnGpuLayout al = kiln_gpu_layout_of_type(at), bl = kiln_gpu_layout_of_type(bt);
   KilnGpuLayout cl = kiln_gpu_layout_of_type(ct);
-  if (al.kind != KILN_GPU_LAYOUT_DOT_OP || bl.kind != KILN_GPU_LAYOUT_DOT_OP ||
-      al.op_idx != 0 || bl.op_idx != 1) {
+  if (al.kind != KILN_GPU_LAYOUT_DOT_OP || bl.kind != KILN_GPU_LAYOUT_DOT_OP || al.op_idx != 0 ||
+      bl.op_idx != 1) {
     low_error(L, "GPU lowering: an mma dot needs dot_op operands");
     return false;
   }
@@ -392,11 +391,11 @@ bool low_dot_mma(Low *L, MlirOperation op) {
     return false;
   }
   Vals *out = low_vals(L, co.count);
-  for (int64_t j = 0; j < co.count; j++)
-    out->v[j] = C->v[j];
+  for (int64_t j = 0; j < co.count; j++) out->v[j] = C->v[j];
   /* Fragments as the registers mma.sync takes: vector<2 x f16> for f16; for bf16 the NVVM op
    * takes the raw 32-bit registers (two bf16 each), as ldmatrix produced them. */
-  MlirValue *av = low_alloc(L, (size_t)A->n * sizeof *av), *bv = low_alloc(L, (size_t)B->n * sizeof *bv);
+  MlirValue *av = low_alloc(L, (size_t)A->n * sizeof *av),
+            *bv = low_alloc(L, (size_t)B->n * sizeof *bv);
   for (int64_t i = 0; i < A->n; i++)
     av[i] = bf16 ? A->v[i] : low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
   for (int64_t i = 0; i < B->n; i++)
@@ -409,7 +408,8 @@ bool low_dot_mma(Low *L, MlirOperation op) {
       kiln_ir_named(L->ctx, "multiplicandAPtxType", kiln_gpu_parse_attr(L->ctx, ty)),
       kiln_ir_named(L->ctx, "multiplicandBPtxType", kiln_gpu_parse_attr(L->ctx, ty)),
       kiln_ir_named(L->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(L->ctx, 3, seg)),
-      kiln_ir_named(L->ctx, "shape", kiln_gpu_parse_attr(L->ctx, "#nvvm.shape<m = 16, n = 8, k = 16>")),
+      kiln_ir_named(L->ctx, "shape",
+                    kiln_gpu_parse_attr(L->ctx, "#nvvm.shape<m = 16, n = 8, k = 16>")),
   };
   MlirType rt = struct_of(L, L->f32, 4);
   for (int64_t ki = 0; ki < kb; ki++)
@@ -421,16 +421,13 @@ bool low_dot_mma(Low *L, MlirOperation op) {
           pos[c] = kiln_gpu_own_index(&co, local);
         }
         MlirValue ops[10];
-        for (int r = 0; r < 4; r++)
-          ops[r] = av[(mi * kb + ki) * 4 + r];
-        for (int r = 0; r < 2; r++)
-          ops[4 + r] = bv[(ni * kb + ki) * 2 + r];
-        for (int c = 0; c < 4; c++)
-          ops[6 + c] = out->v[pos[c]];
-        MlirValue d = bf16 ? mma_bf16_asm(L, ops, rt)
-                           : mlirOperationGetResult(low_op(L, "nvvm.mma.sync", ops, 10, &rt, 1, attrs, 6), 0);
-        for (int c = 0; c < 4; c++)
-          out->v[pos[c]] = struct_getf(L, d, c);
+        for (int r = 0; r < 4; r++) ops[r] = av[(mi * kb + ki) * 4 + r];
+        for (int r = 0; r < 2; r++) ops[4 + r] = bv[(ni * kb + ki) * 2 + r];
+        for (int c = 0; c < 4; c++) ops[6 + c] = out->v[pos[c]];
+        MlirValue d =
+            bf16 ? mma_bf16_asm(L, ops, rt)
+                 : mlirOperationGetResult(low_op(L, "nvvm.mma.sync", ops, 10, &rt, 1, attrs, 6), 0);
+        for (int c = 0; c < 4; c++) out->v[pos[c]] = struct_getf(L, d, c);
       }
   low_set(L, res, out);
   return true;

@@ -28,8 +28,7 @@ static int run_vector(const KilnGpuOwn *own, int d, int elem_bytes) {
     bool fits = m->spt % v == 0 && (m->n <= 1 || m->elem_stride == 1) && m->extent % v == 0 &&
                 (m->lane_bits == 0 || m->lane_mul % v == 0) &&
                 (m->warp_bits == 0 || m->warp_mul % v == 0) && m->size % v == 0;
-    if (fits)
-      return v;
+    if (fits) return v;
   }
   return 1;
 }
@@ -50,8 +49,7 @@ static void each_run(Low *L, const KilnGpuOwn *own, int v, RunVisit *visit, void
   for (int64_t j = 0; j < own->count; j++) {
     int local[KILN_GPU_MAX_RANK];
     kiln_gpu_own_local(own, j, local);
-    if (local[1] % v != 0)
-      continue; /* not the first element of a run */
+    if (local[1] % v != 0) continue; /* not the first element of a run */
     int64_t pos[16];
     for (int e = 0; e < v; e++) {
       int l[KILN_GPU_MAX_RANK] = {local[0], local[1] + e};
@@ -76,7 +74,8 @@ static MlirValue run_address(Low *L, const Scratch *s, int64_t first) {
 /* A run's access is aligned to its whole size (what a GPU vector access requires). */
 static MlirNamedAttribute alignment(Low *L, const Scratch *s, int v) {
   int64_t bytes = (int64_t)v * kiln_ir_elem_bits(s->et) / 8;
-  return kiln_ir_named(L->ctx, "alignment", mlirIntegerAttrGet(mlirIntegerTypeGet(L->ctx, 64), bytes));
+  return kiln_ir_named(L->ctx, "alignment",
+                       mlirIntegerAttrGet(mlirIntegerTypeGet(L->ctx, 64), bytes));
 }
 
 static void store_run(Low *L, const int64_t *pos, int v, void *ctx) {
@@ -124,8 +123,7 @@ bool low_epilogue_convert(Low *L, MlirOperation op) {
     return false;
   int eb = kiln_ir_elem_bits(et) / 8;
   int64_t rows = kiln_ir_dim(rt, 0), cols = kiln_ir_dim(rt, 1);
-  if ((eb != 2 && eb != 4) || (cols * eb) % 16 != 0)
-    return false;
+  if ((eb != 2 && eb != 4) || (cols * eb) % 16 != 0) return false;
   KilnGpuOwn so = kiln_gpu_own_of_type(st), ro = kiln_gpu_own_of_type(rt);
   int64_t pitch = cols + EPI_ROW_PAD_BYTES / eb;
   Vals *X = low_get(L, src);

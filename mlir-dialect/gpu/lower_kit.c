@@ -39,8 +39,7 @@ void low_error(Low *L, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  if (!L->failed)
-    mlirEmitError(L->loc, buf);
+  if (!L->failed) mlirEmitError(L->loc, buf);
   L->failed = true;
 }
 
@@ -56,8 +55,7 @@ Vals *low_get(Low *L, MlirValue old) {
 
 MlirType low_scalar_type(Low *L, MlirType t) {
   MlirType e = kiln_ir_elem_type(t);
-  if (kiln_ir_type_is_ptr(e))
-    return L->ptr1;
+  if (kiln_ir_type_is_ptr(e)) return L->ptr1;
   return e;
 }
 
@@ -89,11 +87,9 @@ MlirValue low_f32(Low *L, double v) {
 }
 
 bool low_is_true(MlirValue v) {
-  if (!mlirValueIsAOpResult(v))
-    return false;
+  if (!mlirValueIsAOpResult(v)) return false;
   MlirOperation p = mlirOpResultGetOwner(v);
-  if (!kiln_ir_op_is(p, "arith.constant"))
-    return false;
+  if (!kiln_ir_op_is(p, "arith.constant")) return false;
   MlirAttribute a = mlirOperationGetAttributeByName(p, mlirStringRefCreateFromCString("value"));
   return mlirAttributeIsAInteger(a) && mlirIntegerAttrGetValueInt(a) != 0 &&
          mlirTypeIsAInteger(mlirValueGetType(v)) &&
@@ -101,10 +97,10 @@ bool low_is_true(MlirValue v) {
 }
 
 MlirValue low_cmpi(Low *L, const char *pred, MlirValue a, MlirValue b) {
-  static const char *const preds[] = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"};
+  static const char *const preds[] = {"eq",  "ne",  "slt", "sle", "sgt",
+                                      "sge", "ult", "ule", "ugt", "uge"};
   int p = 0;
-  while (p < 10 && strcmp(preds[p], pred) != 0)
-    p++;
+  while (p < 10 && strcmp(preds[p], pred) != 0) p++;
   KILN_ASSERT(p < 10);
   MlirValue o[2] = {a, b};
   MlirNamedAttribute at = kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, p));
@@ -114,7 +110,8 @@ MlirValue low_cmpi(Low *L, const char *pred, MlirValue a, MlirValue b) {
 MlirValue low_asm(Low *L, const char *text, const char *constraints, const MlirValue *ops, size_t n,
                   MlirType rt) {
   MlirNamedAttribute a[2] = {
-      kiln_ir_named(L->ctx, "asm_string", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
+      kiln_ir_named(L->ctx, "asm_string",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
       kiln_ir_named(L->ctx, "constraints",
                     mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(constraints))),
   };
@@ -141,26 +138,25 @@ MlirValue low_barrier(Low *L) {
 
 static MlirValue tid(Low *L) { return low_op1(L, "nvvm.read.ptx.sreg.tid.x", NULL, 0, L->i32); }
 
-MlirValue low_lane(Low *L) { return low_bin(L, "arith.andi", tid(L), low_i32(L, KILN_GPU_WARP - 1)); }
+MlirValue low_lane(Low *L) {
+  return low_bin(L, "arith.andi", tid(L), low_i32(L, KILN_GPU_WARP - 1));
+}
 MlirValue low_warp(Low *L) { return low_bin(L, "arith.shrui", tid(L), low_i32(L, 5)); }
 
 static MlirValue bits(Low *L, MlirValue id, int shift, int nbits) {
-  if (nbits == 0)
-    return low_i32(L, 0);
+  if (nbits == 0) return low_i32(L, 0);
   MlirValue v = shift ? low_bin(L, "arith.shrui", id, low_i32(L, shift)) : id;
   return low_bin(L, "arith.andi", v, low_i32(L, (1 << nbits) - 1));
 }
 
 MlirValue low_coord_base(Low *L, const KilnGpuOwn *own, int d) {
   const KilnGpuDimMap *m = &own->dim[d];
-  if (!m->base_used)
-    return (MlirValue){NULL};
+  if (!m->base_used) return (MlirValue){NULL};
   MlirValue lane = bits(L, low_lane(L), m->lane_shift, m->lane_bits);
   MlirValue warp = bits(L, low_warp(L), m->warp_shift, m->warp_bits);
   MlirValue base = low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp, low_i32(L, m->warp_mul)),
                            low_bin(L, "arith.muli", lane, low_i32(L, m->lane_mul)));
-  if (m->size < m->extent)
-    base = low_bin(L, "arith.andi", base, low_i32(L, m->size - 1));
+  if (m->size < m->extent) base = low_bin(L, "arith.andi", base, low_i32(L, m->size - 1));
   return base;
 }
 
@@ -169,8 +165,7 @@ MlirValue low_coord(Low *L, const KilnGpuOwn *own, int64_t j, int d) {
   kiln_gpu_own_local(own, j, local);
   int64_t off = kiln_gpu_own_offset(own, d, local[d]);
   MlirValue base = low_coord_base(L, own, d);
-  if (mlirValueIsNull(base))
-    return low_i32(L, off);
+  if (mlirValueIsNull(base)) return low_i32(L, off);
   return off ? low_bin(L, "arith.addi", base, low_i32(L, off)) : base;
 }
 
@@ -181,13 +176,12 @@ MlirValue low_smem(Low *L, int64_t offset, int64_t bytes) {
 }
 
 MlirValue low_smem_at(Low *L, int64_t offset, int64_t bytes) {
-  if (bytes > L->smem_bytes)
-    L->smem_bytes = bytes;
-  MlirNamedAttribute a = kiln_ir_named(
-      L->ctx, "global_name",
-      mlirFlatSymbolRefAttrGet(L->ctx, mlirStringRefCreateFromCString("kiln_smem")));
-  MlirValue base = mlirOperationGetResult(low_op(L, "llvm.mlir.addressof", NULL, 0, &L->ptr3, 1, &a, 1), 0);
-  if (offset == 0)
-    return base;
+  if (bytes > L->smem_bytes) L->smem_bytes = bytes;
+  MlirNamedAttribute a =
+      kiln_ir_named(L->ctx, "global_name",
+                    mlirFlatSymbolRefAttrGet(L->ctx, mlirStringRefCreateFromCString("kiln_smem")));
+  MlirValue base =
+      mlirOperationGetResult(low_op(L, "llvm.mlir.addressof", NULL, 0, &L->ptr3, 1, &a, 1), 0);
+  if (offset == 0) return base;
   return low_gep(L, base, low_i32(L, offset), L->i8);
 }

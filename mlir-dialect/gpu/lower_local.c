@@ -34,7 +34,9 @@ static void cp_async(Low *L, MlirValue dst, MlirValue src, int bytes) {
   low_op(L, "nvvm.cp.async.shared.global", o, 2, NULL, 0, a, 2);
 }
 
-static void commit_group(Low *L) { low_op(L, "nvvm.cp.async.commit.group", NULL, 0, NULL, 0, NULL, 0); }
+static void commit_group(Low *L) {
+  low_op(L, "nvvm.cp.async.commit.group", NULL, 0, NULL, 0, NULL, 0);
+}
 
 static void wait_group(Low *L, int n) {
   MlirNamedAttribute a = kiln_ir_named(L->ctx, "n", kiln_ir_attr_i32(L->ctx, n));
@@ -42,12 +44,11 @@ static void wait_group(Low *L, int n) {
 }
 
 /* One vector of the tile: cp.async when its whole mask holds, else element by element. */
-static void copy_vector(Low *L, const KilnGpuBuffer *bf, int vec, MlirValue dst, const Vals *P, const Vals *M,
-                        const Vals *O, int64_t j) {
+static void copy_vector(Low *L, const KilnGpuBuffer *bf, int vec, MlirValue dst, const Vals *P,
+                        const Vals *M, const Vals *O, int64_t j) {
   int v = vec;
   MlirValue m[8];
-  for (int e = 0; e < v; e++)
-    m[e] = M->v[M->n == 1 ? 0 : j + e];
+  for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];
   MlirValue all = low_all_true(L, m, v);
   if (mlirValueIsNull(all)) {
     cp_async(L, dst, P->v[j], v * 2);
@@ -81,8 +82,9 @@ static MlirValue stage_index(Low *L, const KilnGpuBuffer *bf, MlirValue row, Mli
 static void pipe_ldmatrix(Low *L, MlirValue ptr, int num, bool trans, MlirValue *out) {
   MlirNamedAttribute a[2] = {
       kiln_ir_named(L->ctx, "num", kiln_ir_attr_i32(L->ctx, num)),
-      kiln_ir_named(L->ctx, "layout", kiln_gpu_parse_attr(L->ctx, trans ? "#nvvm.mma_layout<col>"
-                                                                          : "#nvvm.mma_layout<row>")),
+      kiln_ir_named(
+          L->ctx, "layout",
+          kiln_gpu_parse_attr(L->ctx, trans ? "#nvvm.mma_layout<col>" : "#nvvm.mma_layout<row>")),
   };
   MlirType f[4] = {L->i32, L->i32, L->i32, L->i32};
   MlirType rt = mlirLLVMStructTypeLiteralGet(L->ctx, num, f, false);
@@ -96,8 +98,7 @@ static void pipe_ldmatrix(Low *L, MlirValue ptr, int num, bool trans, MlirValue 
 /* The warp's row (d = 0) or column (d = 1) index in the mma layout's warp grid (w % WM, w / WM). */
 static MlirValue pipe_warp_index(Low *L, const KilnGpuLayout *l, int d) {
   MlirValue w = low_warp(L);
-  if (d == 0)
-    return low_bin(L, "arith.remui", w, low_i32(L, l->wpc[0]));
+  if (d == 0) return low_bin(L, "arith.remui", w, low_i32(L, l->wpc[0]));
   return low_bin(L, "arith.remui", low_bin(L, "arith.divui", w, low_i32(L, l->wpc[0])),
                  low_i32(L, l->wpc[1]));
 }
@@ -107,14 +108,15 @@ static MlirValue pipe_warp_index(Low *L, const KilnGpuLayout *l, int d) {
  * of the block, so the four 8x8 matrices are (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15),
  * (m 8-15, k 8-15): transposed, each gives a0, a1, a2, a3 of the PTX ISA's m16n8k16 A fragment
  * (register r = A[g + 8 (r & 1)][2t + 8 (r >> 1) .. +1]). */
-static void fragments_a_trans(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t m,
-                              int64_t k, Vals *out) {
+static void fragments_a_trans(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t m, int64_t k,
+                              Vals *out) {
   MlirType f16 = mlirF16TypeGet(L->ctx);
   MlirValue lane = low_lane(L);
-  MlirValue krow = low_bin(L, "arith.addi", low_bin(L, "arith.andi", lane, low_i32(L, 7)),
-                           low_bin(L, "arith.shli", low_bin(L, "arith.shrui", lane, low_i32(L, 4)),
-                                   low_i32(L, 3)));
-  MlirValue mcol = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
+  MlirValue krow = low_bin(
+      L, "arith.addi", low_bin(L, "arith.andi", lane, low_i32(L, 7)),
+      low_bin(L, "arith.shli", low_bin(L, "arith.shrui", lane, low_i32(L, 4)), low_i32(L, 3)));
+  MlirValue mcol =
+      low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
   mcol = low_bin(L, "arith.addi", low_bin(L, "arith.shli", mcol, low_i32(L, 3)),
                  low_bin(L, "arith.muli", pipe_warp_index(L, dl, 0), low_i32(L, 16)));
   int wm = dl->wpc[0];
@@ -134,19 +136,20 @@ static void fragments_a_trans(Low *L, const KilnGpuLayout *dl, MlirValue base, i
  * l addresses n row (l & 7) of block (l >> 4) (8 WN columns further) at k column
  * 8 ((l >> 3) & 1); the matrices are b0, b1 of the first block and b0, b1 of the second.  A lone
  * last block takes .x2 (lanes 0-15). */
-static void fragments_b_trans(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t k,
-                              int64_t n, Vals *out) {
+static void fragments_b_trans(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t k, int64_t n,
+                              Vals *out) {
   MlirType f16 = mlirF16TypeGet(L->ctx);
   MlirValue lane = low_lane(L);
   int wn = dl->wpc[1];
   int64_t rn = n / (8 * wn), kb = k / 16;
   MlirValue nrow = low_bin(L, "arith.addi", low_bin(L, "arith.andi", lane, low_i32(L, 7)),
                            low_bin(L, "arith.muli", pipe_warp_index(L, dl, 1), low_i32(L, 8)));
-  MlirValue next = low_bin(L, "arith.muli", low_bin(L, "arith.shrui", lane, low_i32(L, 4)),
-                           low_i32(L, 8 * wn));
-  MlirValue kcol = low_bin(L, "arith.shli",
-                           low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1)),
-                           low_i32(L, 3));
+  MlirValue next =
+      low_bin(L, "arith.muli", low_bin(L, "arith.shrui", lane, low_i32(L, 4)), low_i32(L, 8 * wn));
+  MlirValue kcol = low_bin(
+      L, "arith.shli",
+      low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1)),
+      low_i32(L, 3));
   for (int64_t ki = 0; ki < kb; ki++)
     for (int64_t ni = 0; ni < rn; ni += 2) {
       bool x4 = ni + 1 < rn;
@@ -165,8 +168,7 @@ static void fragments_b_trans(Low *L, const KilnGpuLayout *dl, MlirValue base, i
 
 /* The buffer operand's type, decoded; false after an error. */
 static bool buffer_of(Low *L, MlirValue buf, KilnGpuBuffer *bf) {
-  if (kiln_gpu_buffer_parse(mlirValueGetType(buf), bf))
-    return true;
+  if (kiln_gpu_buffer_parse(mlirValueGetType(buf), bf)) return true;
   low_error(L, "GPU lowering: not a shared buffer (memref<stages x rows x cols> with a shared "
                "encoding)");
   return false;
@@ -185,8 +187,7 @@ static MlirValue slot_base(Low *L, MlirValue buf, const KilnGpuBuffer *bf, MlirV
 bool low_local_alloc(Low *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0);
   KilnGpuBuffer bf;
-  if (!buffer_of(L, res, &bf))
-    return false;
+  if (!buffer_of(L, res, &bf)) return false;
   int64_t off;
   if (!kiln_ir_get_int_attr(op, "offset", &off)) {
     low_error(L, "GPU lowering: kiln.local_alloc has no offset (kiln-gpu-smem-alloc places "
@@ -204,8 +205,7 @@ bool low_local_alloc(Low *L, MlirOperation op) {
 bool low_async_copy(Low *L, MlirOperation op) {
   MlirValue buf = mlirOperationGetOperand(op, 0);
   KilnGpuBuffer bf;
-  if (!buffer_of(L, buf, &bf))
-    return false;
+  if (!buffer_of(L, buf, &bf)) return false;
   int64_t vec = kiln_gpu_int_attr(op, "vec", 1);
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(mlirOperationGetOperand(op, 4)));
   if (vec < 1 || vec > 8 || own.rank != 2 || own.count % vec != 0) {
@@ -238,8 +238,7 @@ bool low_async_wait(Low *L, MlirOperation op) {
 bool low_local_load(Low *L, MlirOperation op) {
   MlirValue buf = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   KilnGpuBuffer bf;
-  if (!buffer_of(L, buf, &bf))
-    return false;
+  if (!buffer_of(L, buf, &bf)) return false;
   KilnGpuLayout dl = kiln_gpu_layout_of_type(mlirValueGetType(res));
   if (dl.kind != KILN_GPU_LAYOUT_DOT_OP) {
     low_error(L, "GPU lowering: kiln.local_load yields a dot operand layout");

@@ -18,7 +18,9 @@ static MlirValue asm1(Low *L, KilnGpuApprox insn, MlirValue x) {
   return low_asm(L, text, "=f,f", &x, 1, L->f32);
 }
 
-static MlirValue mulc(Low *L, MlirValue x, double c) { return low_bin(L, "arith.mulf", x, low_f32(L, c)); }
+static MlirValue mulc(Low *L, MlirValue x, double c) {
+  return low_bin(L, "arith.mulf", x, low_f32(L, c));
+}
 
 static MlirValue erf_poly(Low *L, MlirValue x) {
   MlirValue ax = low_op1(L, "math.absf", &x, 1, L->f32);
@@ -30,7 +32,8 @@ static MlirValue erf_poly(Low *L, MlirValue x) {
     p = low_bin(L, "arith.addf", low_bin(L, "arith.mulf", p, t), low_f32(L, a[i]));
   p = low_bin(L, "arith.mulf", p, t);
   /* exp(-x^2) = 2^(-x^2 * log2(e)) */
-  MlirValue e = asm1(L, KILN_GPU_APPROX_EX2, mulc(L, low_bin(L, "arith.mulf", ax, ax), -1.4426950408889634));
+  MlirValue e =
+      asm1(L, KILN_GPU_APPROX_EX2, mulc(L, low_bin(L, "arith.mulf", ax, ax), -1.4426950408889634));
   MlirValue y = low_bin(L, "arith.subf", one, low_bin(L, "arith.mulf", p, e));
   MlirValue o[2] = {y, x};
   return low_op1(L, "math.copysign", o, 2, L->f32);
@@ -41,22 +44,15 @@ static MlirValue math_f32(Low *L, const char *name, MlirValue *x, int n, bool *o
   *ok = true;
   if (strcmp(name, "math.exp") == 0)
     return asm1(L, KILN_GPU_APPROX_EX2, mulc(L, x[0], 1.4426950408889634));
-  if (strcmp(name, "math.exp2") == 0)
-    return asm1(L, KILN_GPU_APPROX_EX2, x[0]);
+  if (strcmp(name, "math.exp2") == 0) return asm1(L, KILN_GPU_APPROX_EX2, x[0]);
   if (strcmp(name, "math.log") == 0)
     return mulc(L, asm1(L, KILN_GPU_APPROX_LG2, x[0]), 0.6931471805599453);
-  if (strcmp(name, "math.log2") == 0)
-    return asm1(L, KILN_GPU_APPROX_LG2, x[0]);
-  if (strcmp(name, "math.rsqrt") == 0)
-    return asm1(L, KILN_GPU_APPROX_RSQRT, x[0]);
-  if (strcmp(name, "math.tanh") == 0)
-    return asm1(L, KILN_GPU_APPROX_TANH, x[0]);
-  if (strcmp(name, "math.sin") == 0)
-    return asm1(L, KILN_GPU_APPROX_SIN, x[0]);
-  if (strcmp(name, "math.cos") == 0)
-    return asm1(L, KILN_GPU_APPROX_COS, x[0]);
-  if (strcmp(name, "math.erf") == 0)
-    return erf_poly(L, x[0]);
+  if (strcmp(name, "math.log2") == 0) return asm1(L, KILN_GPU_APPROX_LG2, x[0]);
+  if (strcmp(name, "math.rsqrt") == 0) return asm1(L, KILN_GPU_APPROX_RSQRT, x[0]);
+  if (strcmp(name, "math.tanh") == 0) return asm1(L, KILN_GPU_APPROX_TANH, x[0]);
+  if (strcmp(name, "math.sin") == 0) return asm1(L, KILN_GPU_APPROX_SIN, x[0]);
+  if (strcmp(name, "math.cos") == 0) return asm1(L, KILN_GPU_APPROX_COS, x[0]);
+  if (strcmp(name, "math.erf") == 0) return erf_poly(L, x[0]);
   if (strcmp(name, "math.sqrt") == 0 || strcmp(name, "math.floor") == 0 ||
       strcmp(name, "math.ceil") == 0 || strcmp(name, "math.absf") == 0 ||
       strcmp(name, "math.fma") == 0 || strcmp(name, "math.copysign") == 0)
@@ -80,16 +76,14 @@ bool low_math(Low *L, MlirOperation op) {
   int64_t n = 1;
   for (intptr_t i = 0; i < nops; i++) {
     in[i] = low_get(L, mlirOperationGetOperand(op, i));
-    if (in[i]->n > n)
-      n = in[i]->n;
+    if (in[i]->n > n) n = in[i]->n;
   }
   Vals *out = low_vals(L, n);
   if (mlirTypeIsAInteger(et)) {
     /* math.absi and friends: nothing target specific. */
     for (int64_t j = 0; j < n; j++) {
       MlirValue x[3];
-      for (intptr_t i = 0; i < nops; i++)
-        x[i] = in[i]->v[in[i]->n == 1 ? 0 : j];
+      for (intptr_t i = 0; i < nops; i++) x[i] = in[i]->v[in[i]->n == 1 ? 0 : j];
       out->v[j] = low_op1(L, name, x, (size_t)nops, et);
     }
     low_set(L, res, out);
@@ -100,8 +94,7 @@ bool low_math(Low *L, MlirOperation op) {
     MlirValue x[3];
     for (intptr_t i = 0; i < nops; i++) {
       x[i] = in[i]->v[in[i]->n == 1 ? 0 : j];
-      if (narrow)
-        x[i] = low_op1(L, "arith.extf", &x[i], 1, L->f32);
+      if (narrow) x[i] = low_op1(L, "arith.extf", &x[i], 1, L->f32);
     }
     bool ok;
     MlirValue r = math_f32(L, name, x, (int)nops, &ok);

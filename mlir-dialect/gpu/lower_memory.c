@@ -29,8 +29,7 @@ static MlirType chunk_type(Low *L, int v, int bits, int *nwords, int *wbits) {
   *nwords = n;
   *wbits = w;
   MlirType wt = mlirIntegerTypeGet(L->ctx, (unsigned)w);
-  if (n == 1)
-    return wt;
+  if (n == 1) return wt;
   int64_t shape = n;
   return mlirVectorTypeGet(1, &shape, wt);
 }
@@ -83,8 +82,7 @@ static void store_vector(Low *L, MlirValue p, MlirType et, int v, int bits, cons
  * their length, and a vector starts at a multiple of v). */
 static bool mask_uniform(Low *L, MlirValue mask, const KilnGpuOwn *own, int v) {
   MlirType t = mlirValueGetType(mask);
-  if (!mlirTypeIsARankedTensor(t))
-    return true;
+  if (!mlirTypeIsARankedTensor(t)) return true;
   KilnGpuAxisInfo a = kiln_gpu_axis_get(L->axis, mask);
   int d = own->order[0];
   return a.rank == own->rank && a.constancy[d] >= v;
@@ -132,8 +130,10 @@ static MlirOperation pred_asm(Low *L, bool store, int words, const MlirValue *op
   char text[256], cons[64];
   kiln_gpu_pred_access_ptx(store, words, text, sizeof text, cons, sizeof cons);
   MlirNamedAttribute a[3] = {
-      kiln_ir_named(L->ctx, "asm_string", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
-      kiln_ir_named(L->ctx, "constraints", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(cons))),
+      kiln_ir_named(L->ctx, "asm_string",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
+      kiln_ir_named(L->ctx, "constraints",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(cons))),
       kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx)),
   };
   return low_op(L, "llvm.inline_asm", ops, n, res, nres, a, 3);
@@ -149,7 +149,8 @@ static void load_vector_pred(Low *L, MlirValue p, MlirValue pred, const MlirValu
   to_words(L, other, et, v, words, ops + 2);
   MlirType i32s[4] = {L->i32, L->i32, L->i32, L->i32};
   MlirType rt = words == 1 ? L->i32 : mlirLLVMStructTypeLiteralGet(L->ctx, words, i32s, false);
-  MlirValue r = mlirOperationGetResult(pred_asm(L, false, words, ops, (size_t)(2 + words), &rt, 1), 0);
+  MlirValue r =
+      mlirOperationGetResult(pred_asm(L, false, words, ops, (size_t)(2 + words), &rt, 1), 0);
   MlirValue w[4] = {r};
   for (int64_t k = 0; words > 1 && k < words; k++) {
     MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &k));
@@ -171,8 +172,7 @@ static void store_vector_pred(Low *L, MlirValue p, MlirValue pred, const MlirVal
 MlirValue low_all_true(Low *L, const MlirValue *m, int v) {
   MlirValue acc = {NULL};
   for (int e = 0; e < v; e++) {
-    if (low_is_true(m[e]))
-      continue;
+    if (low_is_true(m[e])) continue;
     acc = mlirValueIsNull(acc) ? m[e] : low_bin(L, "arith.andi", acc, m[e]);
   }
   return acc;
@@ -181,8 +181,7 @@ MlirValue low_all_true(Low *L, const MlirValue *m, int v) {
 /* One element under its own mask: the loaded value, or `other`. */
 MlirValue low_load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
                           int64_t align) {
-  if (low_is_true(m))
-    return load_scalar(L, p, et, align);
+  if (low_is_true(m)) return load_scalar(L, p, et, align);
   KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, m, &et, 1);
   KilnIRBuilder saved = L->b;
   kiln_ir_builder_set_end(&L->b, f.then_block);
@@ -209,13 +208,14 @@ bool low_load(Low *L, MlirOperation op) {
   int v = low_vector_width(L, ptrs, &own);
   Vals *out = low_vals(L, own.count);
   int64_t ealign = bits / 8;
-  int words = v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 1), &own, v) ? pred_words(v, bits) : 0;
+  int words =
+      v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 1), &own, v) ? pred_words(v, bits) : 0;
   for (int64_t j = 0; j < own.count; j += v) {
     MlirValue m[16];
-    for (int e = 0; e < v; e++)
-      m[e] = M->v[M->n == 1 ? 0 : j + e];
+    for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];
     if (v == 1) {
-      out->v[j] = low_load_masked(L, P->v[P->n == 1 ? 0 : j], m[0], O->v[O->n == 1 ? 0 : j], et, ealign);
+      out->v[j] =
+          low_load_masked(L, P->v[P->n == 1 ? 0 : j], m[0], O->v[O->n == 1 ? 0 : j], et, ealign);
       continue;
     }
     MlirValue all = low_all_true(L, m, v);
@@ -225,14 +225,12 @@ bool low_load(Low *L, MlirOperation op) {
     }
     if (words) {
       MlirValue other[16];
-      for (int e = 0; e < v; e++)
-        other[e] = O->v[O->n == 1 ? 0 : j + e];
+      for (int e = 0; e < v; e++) other[e] = O->v[O->n == 1 ? 0 : j + e];
       load_vector_pred(L, P->v[j], m[0], other, et, v, words, &out->v[j]);
       continue;
     }
     MlirType types[16];
-    for (int e = 0; e < v; e++)
-      types[e] = et;
+    for (int e = 0; e < v; e++) types[e] = et;
     KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, all, types, (size_t)v);
     KilnIRBuilder saved = L->b;
     MlirValue got[16];
@@ -244,8 +242,7 @@ bool low_load(Low *L, MlirOperation op) {
       got[e] = low_load_masked(L, P->v[j + e], m[e], O->v[O->n == 1 ? 0 : j + e], et, ealign);
     kiln_ir_build_yield(&L->b, L->loc, got, (size_t)v);
     L->b = saved;
-    for (int e = 0; e < v; e++)
-      out->v[j + e] = kiln_ir_if_result(&f, (intptr_t)e);
+    for (int e = 0; e < v; e++) out->v[j + e] = kiln_ir_if_result(&f, (intptr_t)e);
   }
   low_set(L, res, out);
   return true;
@@ -280,11 +277,11 @@ bool low_store(Low *L, MlirOperation op) {
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
-  int words = v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 2), &own, v) ? pred_words(v, bits) : 0;
+  int words =
+      v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 2), &own, v) ? pred_words(v, bits) : 0;
   for (int64_t j = 0; j < own.count; j += v) {
     MlirValue m[16];
-    for (int e = 0; e < v; e++)
-      m[e] = M->v[M->n == 1 ? 0 : j + e];
+    for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];
     if (v == 1) {
       store_masked(L, P->v[P->n == 1 ? 0 : j], V->v[V->n == 1 ? 0 : j], m[0], ealign);
       continue;
@@ -304,8 +301,7 @@ bool low_store(Low *L, MlirOperation op) {
     store_vector(L, P->v[j], et, v, bits, &V->v[j]);
     kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
     kiln_ir_builder_set_end(&L->b, f.else_block);
-    for (int e = 0; e < v; e++)
-      store_masked(L, P->v[j + e], V->v[j + e], m[e], ealign);
+    for (int e = 0; e < v; e++) store_masked(L, P->v[j + e], V->v[j + e], m[e], ealign);
     kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
     L->b = saved;
   }
@@ -330,21 +326,21 @@ static MlirValue atomic_owner(Low *L, const KilnGpuOwn *own, bool *replicated) {
   *replicated = false;
   for (int d = 0; d < own->rank; d++) {
     const KilnGpuDimMap *m = &own->dim[d];
-    if (!m->base_used)
-      continue;
+    if (!m->base_used) continue;
     lane_used |= ((1u << m->lane_bits) - 1u) << m->lane_shift;
     warp_used |= ((1u << m->warp_bits) - 1u) << m->warp_shift;
     if (m->size < m->extent) {
       /* raw chunk start = warp_field * warp_mul + lane_field * lane_mul; copies wrap past size */
       *replicated = true;
-      MlirValue lf = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", low_lane(L),
-                                                       low_i32(L, m->lane_shift)),
+      MlirValue lf = low_bin(L, "arith.andi",
+                             low_bin(L, "arith.shrui", low_lane(L), low_i32(L, m->lane_shift)),
                              low_i32(L, (1 << m->lane_bits) - 1));
-      MlirValue wf = low_bin(L, "arith.andi", low_bin(L, "arith.shrui", low_warp(L),
-                                                       low_i32(L, m->warp_shift)),
+      MlirValue wf = low_bin(L, "arith.andi",
+                             low_bin(L, "arith.shrui", low_warp(L), low_i32(L, m->warp_shift)),
                              low_i32(L, (1 << m->warp_bits) - 1));
-      MlirValue raw = low_bin(L, "arith.addi", low_bin(L, "arith.muli", wf, low_i32(L, m->warp_mul)),
-                              low_bin(L, "arith.muli", lf, low_i32(L, m->lane_mul)));
+      MlirValue raw =
+          low_bin(L, "arith.addi", low_bin(L, "arith.muli", wf, low_i32(L, m->warp_mul)),
+                  low_bin(L, "arith.muli", lf, low_i32(L, m->lane_mul)));
       MlirValue c = low_cmpi(L, "ult", raw, low_i32(L, m->size));
       pred = mlirValueIsNull(pred) ? c : low_bin(L, "arith.andi", pred, c);
     }
@@ -372,7 +368,8 @@ static MlirValue linear_index(Low *L, const KilnGpuOwn *own, int64_t j) {
   int64_t stride = 1;
   for (int d = own->rank - 1; d >= 0; d--) {
     MlirValue c = low_coord(L, own, j, d);
-    idx = low_bin(L, "arith.addi", idx, stride == 1 ? c : low_bin(L, "arith.muli", c, low_i32(L, stride)));
+    idx = low_bin(L, "arith.addi", idx,
+                  stride == 1 ? c : low_bin(L, "arith.muli", c, low_i32(L, stride)));
     stride *= own->shape[d];
   }
   return idx;
@@ -383,8 +380,7 @@ static MlirValue linear_index(Low *L, const KilnGpuOwn *own, int64_t j) {
  * element's row-major index, and every holder reads it back.  Masked-off elements publish 0. */
 static void broadcast_old(Low *L, const KilnGpuOwn *own, MlirValue owner, MlirType et, Vals *out) {
   int64_t elems = 1;
-  for (int d = 0; d < own->rank; d++)
-    elems *= own->shape[d];
+  for (int d = 0; d < own->rank; d++) elems *= own->shape[d];
   low_barrier(L); /* warps may still be reading the arena for an earlier op */
   MlirValue base = low_smem(L, 0, elems * 4);
   KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, owner, NULL, 0);
@@ -428,8 +424,10 @@ static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirV
   MlirValue o[3] = {p, cmp, v};
   MlirValue r = mlirOperationGetResult(low_op(L, "llvm.cmpxchg", o, 3, &rt, 1, a, 2), 0);
   int64_t zero = 0;
-  MlirNamedAttribute pos = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &zero));
-  MlirValue old = mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &bits, 1, &pos, 1), 0);
+  MlirNamedAttribute pos =
+      kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &zero));
+  MlirValue old =
+      mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &bits, 1, &pos, 1), 0);
   return fl ? low_op1(L, "llvm.bitcast", &old, 1, et) : old;
 }
 
@@ -438,8 +436,10 @@ static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirV
  * first is seen by whoever acquires next) and one after (acquire). */
 static void acq_rel_fence(Low *L) {
   MlirNamedAttribute a[3] = {
-      kiln_ir_named(L->ctx, "asm_string", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_FENCE_PTX))),
-      kiln_ir_named(L->ctx, "constraints", mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(""))),
+      kiln_ir_named(L->ctx, "asm_string",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_FENCE_PTX))),
+      kiln_ir_named(L->ctx, "constraints",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(""))),
       kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx))};
   low_op(L, "llvm.inline_asm", NULL, 0, NULL, 0, a, 3);
 }
@@ -450,8 +450,7 @@ bool low_atomic(Low *L, MlirOperation op) {
   Vals *P = low_get(L, ptrs), *C = cas ? low_get(L, mlirOperationGetOperand(op, 1)) : NULL;
   Vals *V = low_get(L, mlirOperationGetOperand(op, cas ? 2 : 1));
   Vals *M = low_get(L, mlirOperationGetOperand(op, cas ? 3 : 2));
-  if (L->failed)
-    return false;
+  if (L->failed) return false;
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
   if (kiln_ir_elem_bits(et) != 32) {
@@ -476,8 +475,7 @@ bool low_atomic(Low *L, MlirOperation op) {
   Vals *out = low_vals(L, own.count);
   for (int64_t j = 0; j < own.count; j++) {
     MlirValue m = M->v[M->n == 1 ? 0 : j];
-    if (!mlirValueIsNull(owner))
-      m = low_is_true(m) ? owner : low_bin(L, "arith.andi", m, owner);
+    if (!mlirValueIsNull(owner)) m = low_is_true(m) ? owner : low_bin(L, "arith.andi", m, owner);
     MlirValue p = P->v[P->n == 1 ? 0 : j], v = V->v[V->n == 1 ? 0 : j];
     MlirValue cmp = cas ? C->v[C->n == 1 ? 0 : j] : (MlirValue){NULL};
     if (low_is_true(m)) {
@@ -494,8 +492,7 @@ bool low_atomic(Low *L, MlirOperation op) {
     L->b = saved;
     out->v[j] = kiln_ir_if_result(&f, 0);
   }
-  if (cas)
-    acq_rel_fence(L);
+  if (cas) acq_rel_fence(L);
   if (replicated && !mlirOpOperandIsNull(mlirValueGetFirstUse(res)))
     broadcast_old(L, &own, owner, et, out);
   low_set(L, res, out);

@@ -24,8 +24,7 @@ typedef struct Red {
 
 static bool kind_of(MlirOperation op, KilnReduceKind *k) {
   char buf[16];
-  if (!kiln_ir_get_str_attr(op, "kind", buf, sizeof buf))
-    return false;
+  if (!kiln_ir_get_str_attr(op, "kind", buf, sizeof buf)) return false;
   for (int i = 0; i < KILN_REDUCE_COUNT; i++)
     if (strcmp(buf, kiln_reduce_kind_name((KilnReduceKind)i)) == 0) {
       *k = (KilnReduceKind)i;
@@ -48,9 +47,12 @@ static MlirValue combine(Low *L, const Red *r, MlirValue a, MlirValue ai, MlirVa
   MlirValue better, equal;
   if (r->is_float) {
     MlirValue o[2] = {b, a};
-    MlirNamedAttribute p = kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, mx ? 2 : 4));
-    better = mlirOperationGetResult(low_op(L, "arith.cmpf", o, 2, &L->i1, 1, &p, 1), 0); /* ogt/olt */
-    MlirNamedAttribute q = kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, 1)); /* oeq */
+    MlirNamedAttribute p =
+        kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, mx ? 2 : 4));
+    better =
+        mlirOperationGetResult(low_op(L, "arith.cmpf", o, 2, &L->i1, 1, &p, 1), 0); /* ogt/olt */
+    MlirNamedAttribute q =
+        kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, 1)); /* oeq */
     equal = mlirOperationGetResult(low_op(L, "arith.cmpf", o, 2, &L->i1, 1, &q, 1), 0);
   } else {
     better = low_cmpi(L, mx ? "sgt" : "slt", b, a);
@@ -81,14 +83,13 @@ static MlirValue shuffle(Low *L, MlirValue v, int offset) {
   MlirValue x = v;
   bool is_f = mlirTypeIsAFloat(t);
   int bits = kiln_ir_elem_bits(t);
-  if (bits < 32)
-    x = low_op1(L, is_f ? "arith.extf" : "arith.extsi", &v, 1, is_f ? L->f32 : L->i32);
+  if (bits < 32) x = low_op1(L, is_f ? "arith.extf" : "arith.extsi", &v, 1, is_f ? L->f32 : L->i32);
   MlirType xt = mlirValueGetType(x);
   MlirValue o[4] = {low_i32(L, -1), x, low_i32(L, offset), low_i32(L, 0x1f)};
-  MlirNamedAttribute k = kiln_ir_named(L->ctx, "kind", kiln_gpu_parse_attr(L->ctx, "#nvvm<shfl_kind bfly>"));
+  MlirNamedAttribute k =
+      kiln_ir_named(L->ctx, "kind", kiln_gpu_parse_attr(L->ctx, "#nvvm<shfl_kind bfly>"));
   MlirValue r = mlirOperationGetResult(low_op(L, "nvvm.shfl.sync", o, 4, &xt, 1, &k, 1), 0);
-  if (bits < 32)
-    r = low_op1(L, is_f ? "arith.truncf" : "arith.trunci", &r, 1, t);
+  if (bits < 32) r = low_op1(L, is_f ? "arith.truncf" : "arith.trunci", &r, 1, t);
   return r;
 }
 
@@ -120,8 +121,7 @@ bool low_reduce(Low *L, MlirOperation op) {
   int orank = in.rank - 1;
   int64_t oshape[KILN_GPU_MAX_RANK];
   for (int d = 0, k = 0; d < in.rank; d++)
-    if (d != axis)
-      oshape[k++] = in.shape[d];
+    if (d != axis) oshape[k++] = in.shape[d];
   KilnGpuOwn out;
   if (orank > 0)
     kiln_gpu_own(&sl, orank, oshape, &out);
@@ -135,17 +135,14 @@ bool low_reduce(Low *L, MlirOperation op) {
   /* 1. inside the thread */
   for (int64_t jo = 0; jo < out.count; jo++) {
     int ol[KILN_GPU_MAX_RANK] = {0}, il_[KILN_GPU_MAX_RANK];
-    if (orank > 0)
-      kiln_gpu_own_local(&out, jo, ol);
-    for (int d = 0, k = 0; d < in.rank; d++)
-      il_[d] = d == axis ? 0 : ol[k++];
+    if (orank > 0) kiln_gpu_own_local(&out, jo, ol);
+    for (int d = 0, k = 0; d < in.rank; d++) il_[d] = d == axis ? 0 : ol[k++];
     MlirValue acc = {NULL}, acci = {NULL};
     for (int i = 0; i < am->n; i++) {
       il_[axis] = i;
       int64_t j = kiln_gpu_own_index(&in, il_);
       MlirValue x = X->v[j], xi = {NULL};
-      if (arg)
-        xi = low_coord(L, &in, j, axis);
+      if (arg) xi = low_coord(L, &in, j, axis);
       fold(L, &r, &acc, &acci, x, xi);
     }
     R->v[jo] = acc;
@@ -154,18 +151,15 @@ bool low_reduce(Low *L, MlirOperation op) {
 
   /* 2. across lanes: only lane bits whose lanes hold different elements of the axis */
   int64_t chunks = am->size / am->spt; /* distinct runs along the axis */
-  if (chunks < 1)
-    chunks = 1;
+  if (chunks < 1) chunks = 1;
   int chunk_bits = kiln_gpu_ilog2(chunks);
   int lane_useful = am->lane_bits < chunk_bits ? am->lane_bits : chunk_bits;
-  if (am->size < am->spt)
-    lane_useful = 0;
+  if (am->size < am->spt) lane_useful = 0;
   for (int bit = 0; bit < lane_useful; bit++) {
     int offset = 1 << (am->lane_shift + bit);
     for (int64_t jo = 0; jo < out.count; jo++) {
       MlirValue o = shuffle(L, R->v[jo], offset), oi = {NULL}, ni = {NULL};
-      if (arg)
-        oi = shuffle(L, RI->v[jo], offset);
+      if (arg) oi = shuffle(L, RI->v[jo], offset);
       R->v[jo] = combine(L, &r, R->v[jo], RI->v[jo], o, oi, &ni);
       RI->v[jo] = ni;
     }
@@ -180,14 +174,14 @@ bool low_reduce(Low *L, MlirOperation op) {
   if (warp_useful > 0) {
     int W = 1 << warp_useful;
     int64_t numel_out = 1;
-    for (int d = 0; d < orank; d++)
-      numel_out *= oshape[d];
+    for (int d = 0; d < orank; d++) numel_out *= oshape[d];
     int64_t slot = 4; /* every partial travels as a 32-bit word */
     int64_t bytes = numel_out * W * slot * (arg ? 2 : 1);
-    MlirValue warp_a = low_bin(L, "arith.andi",
-                               am->warp_shift ? low_bin(L, "arith.shrui", low_warp(L), low_i32(L, am->warp_shift))
-                                              : low_warp(L),
-                               low_i32(L, W - 1));
+    MlirValue warp_a =
+        low_bin(L, "arith.andi",
+                am->warp_shift ? low_bin(L, "arith.shrui", low_warp(L), low_i32(L, am->warp_shift))
+                               : low_warp(L),
+                low_i32(L, W - 1));
     MlirType word = r.is_float ? L->f32 : L->i32;
     low_barrier(L);
     MlirValue base = low_smem(L, 0, bytes);

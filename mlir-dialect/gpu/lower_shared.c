@@ -32,8 +32,7 @@ static MlirValue linear(Low *L, const KilnGpuOwn *own, int64_t j, const int64_t 
   for (int d = 0; d < own->rank; d++) {
     int sd = perm ? perm[d] : d;
     MlirValue c = low_coord(L, own, j, sd);
-    if (sd == flip)
-      c = low_bin(L, "arith.subi", low_i32(L, tshape[d] - 1), c);
+    if (sd == flip) c = low_bin(L, "arith.subi", low_i32(L, tshape[d] - 1), c);
     li = low_bin(L, "arith.muli", li, low_i32(L, tshape[d]));
     li = low_bin(L, "arith.addi", li, c);
   }
@@ -42,8 +41,7 @@ static MlirValue linear(Low *L, const KilnGpuOwn *own, int64_t j, const int64_t 
 
 static void smem_store(Low *L, MlirValue base, MlirValue idx, MlirValue v, MlirType et) {
   MlirType mt = mem_type(L, et);
-  if (!mlirTypeEqual(mt, et))
-    v = low_op1(L, "arith.extui", &v, 1, mt);
+  if (!mlirTypeEqual(mt, et)) v = low_op1(L, "arith.extui", &v, 1, mt);
   MlirValue o[2] = {v, low_gep(L, base, idx, mt)};
   low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
 }
@@ -52,8 +50,7 @@ static MlirValue smem_load(Low *L, MlirValue base, MlirValue idx, MlirType et) {
   MlirType mt = mem_type(L, et);
   MlirValue p = low_gep(L, base, idx, mt);
   MlirValue v = low_op1(L, "llvm.load", &p, 1, mt);
-  if (!mlirTypeEqual(mt, et))
-    v = low_op1(L, "arith.trunci", &v, 1, et);
+  if (!mlirTypeEqual(mt, et)) v = low_op1(L, "arith.trunci", &v, 1, et);
   return v;
 }
 
@@ -76,14 +73,14 @@ bool low_convert(Low *L, MlirOperation op) {
   Vals *X = low_get(L, src);
   int64_t numel = kiln_ir_type_numel(rt);
   int64_t rshape[KILN_GPU_MAX_RANK];
-  for (int d = 0; d < ro.rank; d++)
-    rshape[d] = ro.shape[d];
+  for (int d = 0; d < ro.rank; d++) rshape[d] = ro.shape[d];
   static const int swap[2] = {1, 0};
   low_barrier(L);
   MlirValue base = low_smem(L, 0, numel * bytes_of(et));
   /* reshape: stored by the source's shape, read by the result's (one row-major order) */
   for (int64_t j = 0; j < so.count; j++)
-    smem_store(L, base, linear(L, &so, j, reshape ? so.shape : rshape, trans ? swap : NULL, flip), X->v[j], et);
+    smem_store(L, base, linear(L, &so, j, reshape ? so.shape : rshape, trans ? swap : NULL, flip),
+               X->v[j], et);
   low_barrier(L);
   Vals *out = low_vals(L, ro.count);
   for (int64_t j = 0; j < ro.count; j++)
@@ -100,19 +97,20 @@ bool low_convert(Low *L, MlirOperation op) {
  * for the short lines of a tile, slow for a 1-D tile of thousands. */
 bool low_scan(Low *L, MlirOperation op) {
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
-  KilnGpuOwn so = kiln_gpu_own_of_type(mlirValueGetType(src)), ro = kiln_gpu_own_of_type(mlirValueGetType(res));
+  KilnGpuOwn so = kiln_gpu_own_of_type(mlirValueGetType(src)),
+             ro = kiln_gpu_own_of_type(mlirValueGetType(res));
   MlirType et = kiln_ir_elem_type(mlirValueGetType(res));
   int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
   char kind[8] = "";
   kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
   bool fl = mlirTypeIsAFloat(et), is_sum = strcmp(kind, "sum") == 0;
-  const char *combine = is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
+  const char *combine =
+      is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
   int64_t shape[KILN_GPU_MAX_RANK], numel = 1, inner = 1;
   for (int d = 0; d < so.rank; d++) {
     shape[d] = so.shape[d];
     numel *= shape[d];
-    if (d > axis)
-      inner *= shape[d];
+    if (d > axis) inner *= shape[d];
   }
   int64_t n = shape[axis], nlines = numel / n, nthreads = (int64_t)KILN_GPU_WARP * L->num_warps;
   Vals *X = low_get(L, src);
@@ -125,20 +123,25 @@ bool low_scan(Low *L, MlirOperation op) {
                           low_bin(L, "arith.muli", low_warp(L), low_i32(L, KILN_GPU_WARP)));
   for (int64_t first = 0; first < nlines; first += nthreads) {
     MlirValue line = low_bin(L, "arith.addi", tid, low_i32(L, first));
-    KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, low_cmpi(L, "ult", line, low_i32(L, nlines)), NULL, 0);
+    KilnIRIf f =
+        kiln_ir_build_if(&L->b, L->loc, low_cmpi(L, "ult", line, low_i32(L, nlines)), NULL, 0);
     KilnIRBuilder saved = L->b;
     kiln_ir_builder_set_end(&L->b, f.then_block);
     /* line l starts at (l / inner) * n * inner + l % inner; its elements are inner apart */
-    MlirValue start = low_bin(L, "arith.addi",
-                              low_bin(L, "arith.muli", low_bin(L, "arith.divui", line, low_i32(L, inner)),
-                                      low_i32(L, n * inner)),
-                              low_bin(L, "arith.remui", line, low_i32(L, inner)));
+    MlirValue start =
+        low_bin(L, "arith.addi",
+                low_bin(L, "arith.muli", low_bin(L, "arith.divui", line, low_i32(L, inner)),
+                        low_i32(L, n * inner)),
+                low_bin(L, "arith.remui", line, low_i32(L, inner)));
     MlirValue init = smem_load(L, base, start, et);
-    KilnIRFor loop = kiln_ir_build_for(&L->b, L->loc, low_i32(L, 1), low_i32(L, n), low_i32(L, 1), &init, 1);
+    KilnIRFor loop =
+        kiln_ir_build_for(&L->b, L->loc, low_i32(L, 1), low_i32(L, n), low_i32(L, 1), &init, 1);
     KilnIRBuilder outer = L->b;
     kiln_ir_builder_set_end(&L->b, loop.body);
-    MlirValue idx = low_bin(L, "arith.addi", start, low_bin(L, "arith.muli", loop.iv, low_i32(L, inner)));
-    MlirValue acc = low_bin(L, combine, kiln_ir_for_iter_arg(&loop, 0), smem_load(L, base, idx, et));
+    MlirValue idx =
+        low_bin(L, "arith.addi", start, low_bin(L, "arith.muli", loop.iv, low_i32(L, inner)));
+    MlirValue acc =
+        low_bin(L, combine, kiln_ir_for_iter_arg(&loop, 0), smem_load(L, base, idx, et));
     smem_store(L, base, idx, acc, et);
     kiln_ir_build_yield(&L->b, L->loc, &acc, 1);
     L->b = outer;
@@ -157,8 +160,7 @@ bool low_scan(Low *L, MlirOperation op) {
 
 static MlirValue widen(Low *L, MlirValue v, MlirType to) {
   MlirType t = mlirValueGetType(v);
-  if (mlirTypeEqual(t, to))
-    return v;
+  if (mlirTypeEqual(t, to)) return v;
   bool fi = mlirTypeIsAFloat(t), fo = mlirTypeIsAFloat(to);
   const char *name = fi && fo ? "arith.extf" : (!fi && fo ? "arith.sitofp" : "arith.extsi");
   return low_op1(L, name, &v, 1, to);
@@ -175,7 +177,8 @@ bool low_dot(Low *L, MlirOperation op) {
   int64_t M = kiln_ir_dim(at, 0), K = kiln_ir_dim(at, 1), N = kiln_ir_dim(bt, 1);
   MlirType ae = kiln_ir_elem_type(at), be = kiln_ir_elem_type(bt), ce = kiln_ir_elem_type(ct);
   bool fl = mlirTypeIsAFloat(ce);
-  KilnGpuOwn ao = kiln_gpu_own_of_type(at), bo = kiln_gpu_own_of_type(bt), co = kiln_gpu_own_of_type(ct);
+  KilnGpuOwn ao = kiln_gpu_own_of_type(at), bo = kiln_gpu_own_of_type(bt),
+             co = kiln_gpu_own_of_type(ct);
   Vals *A = low_get(L, a), *B = low_get(L, b), *C = low_get(L, acc);
   int64_t a_bytes = M * K * bytes_of(ae);
   int64_t b_off = (a_bytes + 15) / 16 * 16;
@@ -191,7 +194,8 @@ bool low_dot(Low *L, MlirOperation op) {
   low_barrier(L);
   /* The rows and columns this thread's accumulator elements sit in. */
   int nr = co.dim[0].n, nc = co.dim[1].n;
-  MlirValue *row = low_alloc(L, (size_t)nr * sizeof *row), *col = low_alloc(L, (size_t)nc * sizeof *col);
+  MlirValue *row = low_alloc(L, (size_t)nr * sizeof *row),
+            *col = low_alloc(L, (size_t)nc * sizeof *col);
   MlirValue rb = low_coord_base(L, &co, 0), cb = low_coord_base(L, &co, 1);
   for (int i = 0; i < nr; i++) {
     MlirValue off = low_i32(L, kiln_gpu_own_offset(&co, 0, i));
@@ -203,14 +207,16 @@ bool low_dot(Low *L, MlirOperation op) {
     col[i] = mlirValueIsNull(cb) ? off : low_bin(L, "arith.addi", cb, off);
   }
   Vals *out = low_vals(L, co.count);
-  for (int64_t j = 0; j < co.count; j++)
-    out->v[j] = C->v[j];
-  MlirValue *av = low_alloc(L, (size_t)nr * sizeof *av), *bv = low_alloc(L, (size_t)nc * sizeof *bv);
+  for (int64_t j = 0; j < co.count; j++) out->v[j] = C->v[j];
+  MlirValue *av = low_alloc(L, (size_t)nr * sizeof *av),
+            *bv = low_alloc(L, (size_t)nc * sizeof *bv);
   for (int64_t k = 0; k < K; k++) {
     for (int i = 0; i < nr; i++)
-      av[i] = widen(L, smem_load(L, abase, low_bin(L, "arith.addi", row[i], low_i32(L, k)), ae), ce);
+      av[i] =
+          widen(L, smem_load(L, abase, low_bin(L, "arith.addi", row[i], low_i32(L, k)), ae), ce);
     for (int i = 0; i < nc; i++)
-      bv[i] = widen(L, smem_load(L, bbase, low_bin(L, "arith.addi", col[i], low_i32(L, k * N)), be), ce);
+      bv[i] = widen(L, smem_load(L, bbase, low_bin(L, "arith.addi", col[i], low_i32(L, k * N)), be),
+                    ce);
     for (int64_t j = 0; j < co.count; j++) {
       int local[KILN_GPU_MAX_RANK];
       kiln_gpu_own_local(&co, j, local);

@@ -13,7 +13,8 @@
  * code a GPU would run; listing it as one more part keeps that visible. */
 #include "gpu_internal.h"
 
-static _Alignas(8) char layouts_id, convert_cse_id, pipeline_id, smem_alloc_id, to_llvm_id, to_emu_id;
+static _Alignas(8) char layouts_id, convert_cse_id, pipeline_id, smem_alloc_id,
+    to_llvm_id, to_emu_id;
 
 /* An i32 attribute on every kernel, for the lowering (which has no options of its own):
  * kiln.num_stages as the caller asked (kiln_mlirgen writes the kernel's own; a pipelined K loop
@@ -33,26 +34,24 @@ int kiln_gpu_smem_limit(const char *arch) {
 
 static MlirLogicalResult layouts_body(MlirOperation module, void *opts) {
   const KilnStageOptions *o = opts;
-  if (o->num_stages > 0)
-    record_on_kernels(module, "kiln.num_stages", o->num_stages);
-  if (o->smem_limit > 0)
-    record_on_kernels(module, "kiln.smem_limit", o->smem_limit);
+  if (o->num_stages > 0) record_on_kernels(module, "kiln.num_stages", o->num_stages);
+  if (o->smem_limit > 0) record_on_kernels(module, "kiln.smem_limit", o->smem_limit);
   int num_warps = o->num_warps;
   return kiln_gpu_layouts_module(module, &num_warps);
 }
 
 static MlirPass create_layouts(const KilnStageOptions *o) {
   return kiln_pass_make(mlirTypeIDCreate(&layouts_id), "KilnGpuLayouts", "kiln-gpu-layouts",
-                            "assign blocked/slice layouts to kiln tiles for the GPU",
-                            layouts_body, o, sizeof *o);
+                        "assign blocked/slice layouts to kiln tiles for the GPU", layouts_body, o,
+                        sizeof *o);
 }
 
 static MlirPass create_convert_cse(const KilnStageOptions *o) {
   (void)o;
   return kiln_pass_make(mlirTypeIDCreate(&convert_cse_id), "KilnGpuConvertCse",
-                            "kiln-gpu-convert-cse",
-                            "merge identical convert_layouts (one per value and layout)",
-                            kiln_gpu_convert_cse_module, NULL, 0);
+                        "kiln-gpu-convert-cse",
+                        "merge identical convert_layouts (one per value and layout)",
+                        kiln_gpu_convert_cse_module, NULL, 0);
 }
 
 static MlirPass create_pipeline(const KilnStageOptions *o) {
@@ -65,24 +64,24 @@ static MlirPass create_pipeline(const KilnStageOptions *o) {
 
 static MlirPass create_smem_alloc(const KilnStageOptions *o) {
   (void)o;
-  return kiln_pass_make(mlirTypeIDCreate(&smem_alloc_id), "KilnGpuSmemAlloc", "kiln-gpu-smem-alloc",
-                        "give shared buffers byte offsets (with liveness) within the target's limit",
-                        kiln_gpu_smem_alloc_module, NULL, 0);
+  return kiln_pass_make(
+      mlirTypeIDCreate(&smem_alloc_id), "KilnGpuSmemAlloc", "kiln-gpu-smem-alloc",
+      "give shared buffers byte offsets (with liveness) within the target's limit",
+      kiln_gpu_smem_alloc_module, NULL, 0);
 }
 
 static MlirPass create_to_llvm(const KilnStageOptions *o) {
   (void)o;
-  return kiln_pass_make(mlirTypeIDCreate(&to_llvm_id), "KilnGpuToLLVM",
-                            "convert-kiln-gpu-to-llvm",
-                            "lower laid-out kiln kernels to SIMT llvm + nvvm functions",
-                            kiln_gpu_to_llvm_module, NULL, 0);
+  return kiln_pass_make(mlirTypeIDCreate(&to_llvm_id), "KilnGpuToLLVM", "convert-kiln-gpu-to-llvm",
+                        "lower laid-out kiln kernels to SIMT llvm + nvvm functions",
+                        kiln_gpu_to_llvm_module, NULL, 0);
 }
 
 static MlirPass create_to_emu(const KilnStageOptions *o) {
   (void)o;
   return kiln_pass_make(mlirTypeIDCreate(&to_emu_id), "KilnGpuToEmu", "kiln-gpu-to-emu",
-                            "replace nvvm ops and GPU address spaces by GPU emulator calls",
-                            kiln_gpu_to_emu_module, NULL, 0);
+                        "replace nvvm ops and GPU address spaces by GPU emulator calls",
+                        kiln_gpu_to_emu_module, NULL, 0);
 }
 
 static MlirPass create_exit_loops(const KilnStageOptions *o) {

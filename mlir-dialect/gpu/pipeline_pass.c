@@ -44,8 +44,8 @@
 typedef struct PipeLoad {
   MlirOperation load, cvt;
   MlirOperation view; /* a kiln.trans between the load and the convert, or null */
-  bool trans; /* contiguous along dim 0: staged transposed */
-  int vec;    /* elements per cp.async */
+  bool trans;         /* contiguous along dim 0: staged transposed */
+  int vec;            /* elements per cp.async */
   MlirValue buf;
 } PipeLoad;
 
@@ -67,14 +67,12 @@ static bool in_block(MlirOperation op, MlirBlock b) {
 
 static bool slice_has(const Plan *p, MlirOperation op) {
   for (int i = 0; i < p->nslice; i++)
-    if (mlirOperationEqual(p->slice[i], op))
-      return true;
+    if (mlirOperationEqual(p->slice[i], op)) return true;
   return false;
 }
 
 static bool pure_slice_op(MlirOperation op) {
-  if (mlirOperationGetNumRegions(op) != 0 || mlirOperationGetNumResults(op) != 1)
-    return false;
+  if (mlirOperationGetNumRegions(op) != 0 || mlirOperationGetNumResults(op) != 1) return false;
   switch (kiln_ir_op_id(op)) {
   case KILN_OP_SPLAT:
   case KILN_OP_BROADCAST:
@@ -90,38 +88,32 @@ static bool pure_slice_op(MlirOperation op) {
 /* Adds the body ops v depends on to p's slice (unordered for now); false when v depends on
  * something a future iteration cannot recompute. */
 static bool collect_slice(Plan *p, MlirValue v, int depth) {
-  if (depth > 64)
-    return false;
+  if (depth > 64) return false;
   if (mlirValueIsABlockArgument(v)) {
     if (!mlirBlockEqual(mlirBlockArgumentGetOwner(v), p->body))
-      return true; /* from outside the loop */
+      return true;                                /* from outside the loop */
     return mlirBlockArgumentGetArgNumber(v) == 0; /* the iv; iter args are not known ahead */
   }
   MlirOperation def = mlirOpResultGetOwner(v);
   if (!in_block(def, p->body))
     return true; /* defined outside the loop, or nested in the body (not visible here) */
-  if (slice_has(p, def))
-    return true;
-  if (!pure_slice_op(def) || p->nslice == PIPE_MAX_SLICE)
-    return false;
+  if (slice_has(p, def)) return true;
+  if (!pure_slice_op(def) || p->nslice == PIPE_MAX_SLICE) return false;
   p->slice[p->nslice++] = def;
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(def); i++)
-    if (!collect_slice(p, mlirOperationGetOperand(def, i), depth + 1))
-      return false;
+    if (!collect_slice(p, mlirOperationGetOperand(def, i), depth + 1)) return false;
   return true;
 }
 
 static bool writes_memory(MlirOperation op) {
   KilnOpId id = kiln_ir_op_id(op);
-  if (id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS)
-    return true;
+  if (id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS) return true;
   for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
     for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
          b = mlirBlockGetNextInRegion(b))
       for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
            o = mlirOperationGetNextInBlock(o))
-        if (writes_memory(o))
-          return true;
+        if (writes_memory(o)) return true;
   return false;
 }
 
@@ -155,12 +147,10 @@ static MlirOperation dot_operand_user(MlirOperation load, MlirBlock body, MlirOp
 static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, PipeLoad *pl) {
   MlirOperation view;
   MlirOperation cvt = dot_operand_user(load, p->body, &view);
-  if (mlirOperationIsNull(cvt))
-    return false;
+  if (mlirOperationIsNull(cvt)) return false;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(load, 0));
   MlirType et = kiln_ir_elem_type(rt);
-  if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et)))
-    return false;
+  if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et))) return false;
   KilnGpuOwn own = kiln_gpu_own_of_type(rt);
   bool trans = own.order[0] == 0;
   int64_t contiguous_extent = kiln_ir_dim(rt, trans ? 0 : 1);
@@ -169,8 +159,7 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
   if (trans && !mlirOperationIsNull(view))
     return false; /* the transpose of a column-major tile: not yet */
   int vec = kiln_gpu_access_vec(axis, mlirOperationGetOperand(load, 0), &own);
-  if (vec < 2 || vec > 8)
-    return false;
+  if (vec < 2 || vec > 8) return false;
   int keep = p->nslice;
   for (intptr_t i = 0; i < 3; i++)
     if (!collect_slice(p, mlirOperationGetOperand(load, i), 0)) {
@@ -187,16 +176,14 @@ static void order_slice(Plan *p) {
   int n = 0;
   for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o))
-    if (slice_has(p, o))
-      sorted[n++] = o;
+    if (slice_has(p, o)) sorted[n++] = o;
   memcpy(p->slice, sorted, (size_t)n * sizeof *sorted);
   p->nslice = n;
 }
 
 static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages, Plan *p) {
   memset(p, 0, sizeof *p);
-  if (stages < 2 || writes_memory(loop))
-    return false;
+  if (stages < 2 || writes_memory(loop)) return false;
   p->loop = loop;
   p->body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
   p->stages = stages;
@@ -206,11 +193,9 @@ static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages
   for (MlirOperation o = mlirBlockGetFirstOperation(p->body);
        !mlirOperationIsNull(o) && p->n < PIPE_MAX_LOADS; o = mlirOperationGetNextInBlock(o)) {
     PipeLoad pl;
-    if (kiln_ir_op_id(o) == KILN_OP_LOAD && plan_load(axis, p, o, &pl))
-      p->loads[p->n++] = pl;
+    if (kiln_ir_op_id(o) == KILN_OP_LOAD && plan_load(axis, p, o, &pl)) p->loads[p->n++] = pl;
   }
-  if (p->n == 0)
-    return false;
+  if (p->n == 0) return false;
   order_slice(p);
   return true;
 }
@@ -300,15 +285,13 @@ static MlirOperation first_convert(const Plan *p) {
   for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o))
     for (int i = 0; i < p->n; i++)
-      if (mlirOperationEqual(o, p->loads[i].cvt))
-        return o;
+      if (mlirOperationEqual(o, p->loads[i].cvt)) return o;
   return (MlirOperation){NULL};
 }
 
 static bool unused(MlirOperation op) {
   for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
-    if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, i))))
-      return false;
+    if (!mlirOpOperandIsNull(mlirValueGetFirstUse(mlirOperationGetResult(op, i)))) return false;
   return true;
 }
 
@@ -339,13 +322,11 @@ static void body(Rw *w, Plan *p) {
                                  ops, 2, mlirValueGetType(res), &tr, view ? 1 : 0);
     mlirValueReplaceAllUsesOfWith(res, ll);
     mlirOperationDestroy(pl->cvt);
-    if (view)
-      mlirOperationDestroy(pl->view);
+    if (view) mlirOperationDestroy(pl->view);
     mlirOperationDestroy(pl->load);
   }
   for (int i = p->nslice - 1; i >= 0; i--)
-    if (unused(p->slice[i]))
-      mlirOperationDestroy(p->slice[i]);
+    if (unused(p->slice[i])) mlirOperationDestroy(p->slice[i]);
 }
 
 static void epilogue(Rw *w, const Plan *p) {
@@ -369,8 +350,7 @@ static void rewrite(MlirContext ctx, Plan *p) {
 /* ---------------------------------------------------------------- the pass */
 
 static MlirWalkResult collect_loops(MlirOperation op, void *u) {
-  if (kiln_ir_op_is(op, "scf.for"))
-    kiln_op_list_push(u, op);
+  if (kiln_ir_op_is(op, "scf.for")) kiln_op_list_push(u, op);
   return MlirWalkResultAdvance;
 }
 
@@ -384,8 +364,7 @@ static void pipeline_kernel(MlirOperation func) {
   Plan *p = malloc(sizeof *p);
   KILN_ASSERT(p);
   for (size_t i = 0; i < loops.n; i++)
-    if (plan_loop(axis, loops.ops[i], stages, p))
-      rewrite(mlirOperationGetContext(func), p);
+    if (plan_loop(axis, loops.ops[i], stages, p)) rewrite(mlirOperationGetContext(func), p);
   free(p);
   kiln_op_list_free(&loops);
   kiln_gpu_axis_free(axis);
@@ -394,8 +373,7 @@ static void pipeline_kernel(MlirOperation func) {
 MlirLogicalResult kiln_gpu_pipeline_module(MlirOperation module, void *opts) {
   (void)opts;
   KilnOpList kernels = kiln_ir_kernels(module, "func.func", "kiln.kernel");
-  for (size_t i = 0; i < kernels.n; i++)
-    pipeline_kernel(kernels.ops[i]);
+  for (size_t i = 0; i < kernels.n; i++) pipeline_kernel(kernels.ops[i]);
   kiln_op_list_free(&kernels);
   return mlirLogicalResultSuccess();
 }

@@ -51,8 +51,8 @@ static void add_dynamic_smem_sizes(MlirModule m, LLVMModuleRef mod, LLVMContextR
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(mop, 0));
   for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o)) {
-    if (!kiln_ir_op_is(o, "llvm.func") ||
-        mlirAttributeIsNull(mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("nvvm.kernel"))))
+    if (!kiln_ir_op_is(o, "llvm.func") || mlirAttributeIsNull(mlirOperationGetAttributeByName(
+                                              o, mlirStringRefCreateFromCString("nvvm.kernel"))))
       continue;
     char name[300];
     MlirStringRef s = mlirStringAttrGetValue(
@@ -67,10 +67,9 @@ static void add_dynamic_smem_sizes(MlirModule m, LLVMModuleRef mod, LLVMContextR
 }
 
 static KilnMlirStatus fail(MlirModule m, const char *what, char *msg) {
-  kiln_ir_error(mlirOperationGetLocation(mlirModuleGetOperation(m)), "PTX generation: %s%s%s",
-                what, msg ? ": " : "", msg ? msg : "");
-  if (msg)
-    LLVMDisposeMessage(msg);
+  kiln_ir_error(mlirOperationGetLocation(mlirModuleGetOperation(m)), "PTX generation: %s%s%s", what,
+                msg ? ": " : "", msg ? msg : "");
+  if (msg) LLVMDisposeMessage(msg);
   return KILN_MLIR_ERR_LLVM;
 }
 
@@ -79,20 +78,17 @@ static KilnMlirStatus fail(MlirModule m, const char *what, char *msg) {
  * slower). */
 static LLVMModuleRef reread(LLVMModuleRef mod) {
   LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
-  if (!bc)
-    return mod;
+  if (!bc) return mod;
   LLVMModuleRef fresh = NULL;
   bool ok = !LLVMParseBitcodeInContext2(LLVMGetModuleContext(mod), bc, &fresh);
   LLVMDisposeMemoryBuffer(bc); /* a fully read module keeps nothing of its buffer */
-  if (!ok)
-    return mod;
+  if (!ok) return mod;
   LLVMDisposeModule(mod);
   return fresh;
 }
 
 static void step_done(const KilnStepHook *hook, const char *step) {
-  if (hook && hook->done)
-    hook->done(hook->user, step);
+  if (hook && hook->done) hook->done(hook->user, step);
 }
 
 KilnMlirStatus kiln_gpu_emit_ptx(MlirModule m, const char *arch, char **ptx, size_t *len) {
@@ -121,9 +117,9 @@ KilnMlirStatus kiln_gpu_emit_ptx_steps(MlirModule m, const char *arch, const Kil
    * twice over the IR where EarlyCSE runs once, 30 ms of attn_bwd_dkdv's 180, and on every BERT
    * kernel the PTX has the same loops, registers and spills, and as many or fewer instructions
    * (O3 has already done the IR's value numbering). */
-  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, arch, "+ptx80",
-                                                    LLVMCodeGenLevelDefault, LLVMRelocDefault,
-                                                    LLVMCodeModelDefault);
+  LLVMTargetMachineRef tm =
+      LLVMCreateTargetMachine(target, triple, arch, "+ptx80", LLVMCodeGenLevelDefault,
+                              LLVMRelocDefault, LLVMCodeModelDefault);
   KilnMlirStatus st = KILN_MLIR_OK;
   LLVMSetTarget(mod, triple);
   add_dynamic_smem_sizes(m, mod, lctx);

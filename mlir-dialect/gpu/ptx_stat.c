@@ -42,14 +42,11 @@ typedef struct Body {
 } Body;
 
 static bool grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap)
-    return true;
+  if (need <= *cap) return true;
   int ncap = *cap ? *cap * 2 : 64;
-  while (ncap < need)
-    ncap *= 2;
+  while (ncap < need) ncap *= 2;
   void *q = realloc(*p, (size_t)ncap * elem);
-  if (!q)
-    return false;
+  if (!q) return false;
   *p = q;
   *cap = ncap;
   return true;
@@ -60,25 +57,20 @@ static bool starts(const char *s, const char *prefix) {
 }
 
 static char *trim(char *s) {
-  while (isspace((unsigned char)*s))
-    s++;
+  while (isspace((unsigned char)*s)) s++;
   size_t n = strlen(s);
-  while (n > 0 && isspace((unsigned char)s[n - 1]))
-    s[--n] = '\0';
+  while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
   return s;
 }
 
 /* Bytes of a `.shared ... .bN name[count]` declaration; -1 for an extern (unsized) array. */
 static int shared_decl_bytes(const char *s) {
   const char *b = strstr(s, " .b");
-  if (!b)
-    b = strstr(s, " .u");
+  if (!b) b = strstr(s, " .u");
   int bits = b ? atoi(b + 3) : 8;
   const char *lb = strchr(s, '[');
-  if (!lb)
-    return (bits > 0 ? bits : 8) / 8;
-  if (lb[1] == ']')
-    return -1;
+  if (!lb) return (bits > 0 ? bits : 8) / 8;
+  if (lb[1] == ']') return -1;
   long count = strtol(lb + 1, NULL, 10);
   return (int)(count * ((bits > 0 ? bits : 8) / 8));
 }
@@ -87,8 +79,7 @@ static int shared_decl_bytes(const char *s) {
 
 /* Bits of a PTX type suffix: b16 → 16, f16x2 → 32, bf16 → 16, pred → 1; 0 if not a type. */
 static int type_bits(const char *t) {
-  if (starts(t, "bf16"))
-    return strcmp(t, "bf16x2") == 0 ? 32 : 16;
+  if (starts(t, "bf16")) return strcmp(t, "bf16x2") == 0 ? 32 : 16;
   if (strchr("bsuf", t[0]) && isdigit((unsigned char)t[1])) {
     int bits = atoi(t + 1);
     return strstr(t, "x2") ? bits * 2 : bits;
@@ -141,11 +132,9 @@ static void classify(const char *text, KilnPtxMix *m) {
     m->stmatrix++;
   else if (starts(op, "cp.async.wait_group")) {
     int g = atoi(text + n);
-    if (g > m->wait_group_max)
-      m->wait_group_max = g;
+    if (g > m->wait_group_max) m->wait_group_max = g;
   } else if (starts(op, "cp.async.wait_all")) {
-    if (m->wait_group_max < 0)
-      m->wait_group_max = 0;
+    if (m->wait_group_max < 0) m->wait_group_max = 0;
   } else if (starts(op, "cp.async.") && strstr(op, ".shared") && strstr(op, "global")) {
     m->cp_async++;
     m->ld_global[width_bucket(cp_async_bits(text))]++;
@@ -184,26 +173,23 @@ static void mix_init(KilnPtxMix *m) {
 
 typedef struct Cfg {
   int nblocks;
-  int *start;      /* first instruction of each block; start[nblocks] = ninsts */
-  int *block_of;   /* block of each instruction */
-  int (*succ)[2];  /* up to two successors, -1 for none */
+  int *start;         /* first instruction of each block; start[nblocks] = ninsts */
+  int *block_of;      /* block of each instruction */
+  int (*succ)[2];     /* up to two successors, -1 for none */
   unsigned char *dom; /* nblocks x nblocks: dom[b * n + d] when d dominates b */
 } Cfg;
 
 static const Label *find_label(const Body *b, const char *name) {
   for (int i = 0; i < b->nlabels; i++)
-    if (strcmp(b->labels[i].name, name) == 0)
-      return &b->labels[i];
+    if (strcmp(b->labels[i].name, name) == 0) return &b->labels[i];
   return NULL;
 }
 
 /* The label a `bra` names (its last operand), or NULL for another instruction. */
 static const char *branch_target(const char *text, char *buf, size_t cap) {
-  if (!starts(text, "bra"))
-    return NULL;
+  if (!starts(text, "bra")) return NULL;
   const char *t = text + strcspn(text, " \t");
-  while (isspace((unsigned char)*t))
-    t++;
+  while (isspace((unsigned char)*t)) t++;
   snprintf(buf, cap, "%.*s", (int)strcspn(t, " \t,;"), t);
   return buf;
 }
@@ -230,17 +216,14 @@ static bool cfg_blocks(const Body *b, Cfg *g) {
     return false;
   }
   leader[0] = 1;
-  for (int i = 0; i < b->nlabels; i++)
-    leader[b->labels[i].inst] = 1;
+  for (int i = 0; i < b->nlabels; i++) leader[b->labels[i].inst] = 1;
   for (int i = 0; i < n; i++) {
     const char *t = b->insts[i].text;
-    if (starts(t, "bra") || starts(t, "ret") || starts(t, "exit"))
-      leader[i + 1] = 1;
+    if (starts(t, "bra") || starts(t, "ret") || starts(t, "exit")) leader[i + 1] = 1;
   }
   g->nblocks = 0;
   for (int i = 0; i < n; i++) {
-    if (leader[i])
-      g->start[g->nblocks++] = i;
+    if (leader[i]) g->start[g->nblocks++] = i;
     g->block_of[i] = g->nblocks - 1;
   }
   g->start[g->nblocks] = n;
@@ -250,8 +233,7 @@ static bool cfg_blocks(const Body *b, Cfg *g) {
 
 static bool cfg_edges(const Body *b, Cfg *g) {
   g->succ = malloc(((size_t)g->nblocks + 1) * sizeof *g->succ);
-  if (!g->succ)
-    return false;
+  if (!g->succ) return false;
   for (int k = 0; k < g->nblocks; k++) {
     const Inst *last = &b->insts[g->start[k + 1] - 1];
     char name[64];
@@ -278,23 +260,19 @@ static bool cfg_dominators(Cfg *g) {
     changed = false;
     for (int k = 0; k < n; k++)
       for (int e = 0; e < 2 && reach[k]; e++)
-        if (g->succ[k][e] >= 0 && !reach[g->succ[k][e]])
-          reach[g->succ[k][e]] = 1, changed = true;
+        if (g->succ[k][e] >= 0 && !reach[g->succ[k][e]]) reach[g->succ[k][e]] = 1, changed = true;
   }
-  for (int k = 0; k < n; k++)
-    memset(g->dom + (size_t)k * n, k == 0 ? 0 : 1, (size_t)n);
+  for (int k = 0; k < n; k++) memset(g->dom + (size_t)k * n, k == 0 ? 0 : 1, (size_t)n);
   g->dom[0] = 1;
   for (bool changed = true; changed;) {
     changed = false;
     for (int k = 1; k < n; k++) {
-      if (!reach[k])
-        continue;
+      if (!reach[k]) continue;
       memset(row, 1, (size_t)n);
       for (int p = 0; p < n; p++)
         for (int e = 0; e < 2; e++)
           if (reach[p] && g->succ[p][e] == k)
-            for (int d = 0; d < n; d++)
-              row[d] &= g->dom[(size_t)p * n + d];
+            for (int d = 0; d < n; d++) row[d] &= g->dom[(size_t)p * n + d];
       row[k] = 1;
       if (memcmp(row, g->dom + (size_t)k * n, (size_t)n) != 0) {
         memcpy(g->dom + (size_t)k * n, row, (size_t)n);
@@ -303,8 +281,7 @@ static bool cfg_dominators(Cfg *g) {
     }
   }
   for (int k = 0; k < n; k++)
-    if (!reach[k])
-      memset(g->dom + (size_t)k * n, 0, (size_t)n);
+    if (!reach[k]) memset(g->dom + (size_t)k * n, 0, (size_t)n);
   free(reach);
   free(row);
   return true;
@@ -314,21 +291,18 @@ static bool cfg_dominators(Cfg *g) {
 static void natural_loop(const Cfg *g, int h, int from, unsigned char *in, int *stack) {
   int top = 0;
   in[h] = 1;
-  if (!in[from])
-    in[from] = 1, stack[top++] = from;
+  if (!in[from]) in[from] = 1, stack[top++] = from;
   while (top > 0) {
     int x = stack[--top];
     for (int p = 0; p < g->nblocks; p++)
       for (int e = 0; e < 2; e++)
-        if (g->succ[p][e] == x && !in[p])
-          in[p] = 1, stack[top++] = p;
+        if (g->succ[p][e] == x && !in[p]) in[p] = 1, stack[top++] = p;
   }
 }
 
 static int label_line_of(const Body *b, int inst) {
   for (int i = 0; i < b->nlabels; i++)
-    if (b->labels[i].inst == inst)
-      return b->labels[i].line;
+    if (b->labels[i].inst == inst) return b->labels[i].line;
   return b->insts[inst].line;
 }
 
@@ -349,8 +323,7 @@ static bool loops_from_cfg(const Body *b, const Cfg *g, KilnPtxKernel *k) {
           natural_loop(g, h, u, sets + (size_t)nloops * n, stack);
           any = true;
         }
-    if (any)
-      header[nloops++] = h;
+    if (any) header[nloops++] = h;
   }
   k->loops = nloops ? calloc((size_t)nloops, sizeof *k->loops) : NULL;
   bool ok = !nloops || k->loops;
@@ -370,8 +343,7 @@ static bool loops_from_cfg(const Body *b, const Cfg *g, KilnPtxKernel *k) {
     for (int blk = 0; blk < n; blk++)
       for (int i = g->start[blk]; in[blk] && i < g->start[blk + 1]; i++) {
         classify(b->insts[i].text, &L->mix);
-        if (b->insts[i].line > L->last_line)
-          L->last_line = b->insts[i].line;
+        if (b->insts[i].line > L->last_line) L->last_line = b->insts[i].line;
       }
   }
   free(header), free(stack), free(sets);
@@ -379,11 +351,9 @@ static bool loops_from_cfg(const Body *b, const Cfg *g, KilnPtxKernel *k) {
 }
 
 static bool find_loops(const Body *b, KilnPtxKernel *k) {
-  if (b->ninsts == 0)
-    return true;
+  if (b->ninsts == 0) return true;
   Cfg g = {0};
-  bool ok = cfg_blocks(b, &g) && cfg_edges(b, &g) && cfg_dominators(&g) &&
-            loops_from_cfg(b, &g, k);
+  bool ok = cfg_blocks(b, &g) && cfg_edges(b, &g) && cfg_dominators(&g) && loops_from_cfg(b, &g, k);
   cfg_free(&g);
   return ok;
 }
@@ -399,11 +369,11 @@ typedef struct Reader {
   KilnPtxStat *out;
   DsmemSize dsmem[64]; /* kiln_dsmem_NAME constants, matched to kernels at the end */
   int ndsmem;
-  int module_smem;   /* module-scope .shared bytes, counted in every kernel */
+  int module_smem; /* module-scope .shared bytes, counted in every kernel */
   bool module_dyn;
-  KilnPtxKernel *k;  /* the kernel being read, NULL outside one */
-  bool in_func;      /* a .func body (device function): skipped */
-  bool pending;      /* .entry/.func seen, its `{` not yet */
+  KilnPtxKernel *k; /* the kernel being read, NULL outside one */
+  bool in_func;     /* a .func body (device function): skipped */
+  bool pending;     /* .entry/.func seen, its `{` not yet */
   int depth;
   Body body;
   bool oom;
@@ -411,8 +381,7 @@ typedef struct Reader {
 
 static void start_kernel(Reader *r, const char *s) {
   const char *name = strstr(s, ".entry") + 6;
-  while (isspace((unsigned char)*name))
-    name++;
+  while (isspace((unsigned char)*name)) name++;
   KilnPtxStat *o = r->out;
   KilnPtxKernel *nk = realloc(o->kernels, (size_t)(o->nkernels + 1) * sizeof *nk);
   if (!nk) {
@@ -438,8 +407,7 @@ static void directive(Reader *r, const char *s) {
     r->in_func = r->pending = true;
   } else if (starts(s, ".maxntid") && r->k) {
     int x = 1, y = 1, z = 1;
-    if (sscanf(s + 8, " %d , %d , %d", &x, &y, &z) >= 1)
-      r->k->threads = x * y * z;
+    if (sscanf(s + 8, " %d , %d , %d", &x, &y, &z) >= 1) r->k->threads = x * y * z;
   } else if (starts(s, ".minnctapersm") && r->k) {
     int n = 0;
     if (sscanf(s + 13, " %d", &n) == 1) r->k->min_blocks = n;
@@ -460,10 +428,8 @@ static void directive(Reader *r, const char *s) {
 
 static void end_kernel(Reader *r) {
   if (r->k) {
-    for (int i = 0; i < r->body.ninsts; i++)
-      classify(r->body.insts[i].text, &r->k->mix);
-    if (!find_loops(&r->body, r->k))
-      r->oom = true;
+    for (int i = 0; i < r->body.ninsts; i++) classify(r->body.insts[i].text, &r->k->mix);
+    if (!find_loops(&r->body, r->k)) r->oom = true;
   }
   r->k = NULL;
   r->in_func = false;
@@ -480,16 +446,13 @@ static void statement(Reader *r, char *s, int line) {
     }
     s = trim(s + 1);
   }
-  if (!*s)
-    return;
+  if (!*s) return;
   size_t n = strlen(s);
   if (s[0] == '.' || r->depth == 0 || (!r->k && !r->in_func)) {
-    if (s[0] == '.')
-      directive(r, s);
+    if (s[0] == '.') directive(r, s);
     return;
   }
-  if (r->in_func)
-    return;
+  if (r->in_func) return;
   Body *b = &r->body;
   if (s[n - 1] == ':' && !strpbrk(s, " \t")) {
     if (!grow((void **)&b->labels, &b->lcap, b->nlabels + 1, sizeof *b->labels)) {
@@ -518,8 +481,7 @@ static void statement(Reader *r, char *s, int line) {
 /* Cuts a line at `;` (the last piece may hold a label or a brace) after dropping a comment. */
 static void read_line(Reader *r, char *line, int lineno) {
   char *c = strstr(line, "//");
-  if (c)
-    *c = '\0';
+  if (c) *c = '\0';
   char *piece = line;
   for (char *semi; (semi = strchr(piece, ';')); piece = semi + 1) {
     *semi = '\0';
@@ -537,8 +499,7 @@ bool kiln_ptx_stat_parse(const char *ptx, KilnPtxStat *out, char *err, size_t er
   Reader r = {.out = out};
   size_t len = strlen(ptx);
   char *copy = malloc(len + 1); /* the reader cuts lines in place */
-  if (copy)
-    memcpy(copy, ptx, len + 1);
+  if (copy) memcpy(copy, ptx, len + 1);
   if (!copy) {
     snprintf(err, errlen, "out of memory");
     return false;
@@ -546,8 +507,7 @@ bool kiln_ptx_stat_parse(const char *ptx, KilnPtxStat *out, char *err, size_t er
   int lineno = 1;
   for (char *line = copy, *nl; line && !r.oom; line = nl ? nl + 1 : NULL, lineno++) {
     nl = strchr(line, '\n');
-    if (nl)
-      *nl = '\0';
+    if (nl) *nl = '\0';
     read_line(&r, line, lineno);
   }
   if (r.k && !r.oom) /* a body cut short: report what was read */
@@ -568,10 +528,8 @@ bool kiln_ptx_stat_parse(const char *ptx, KilnPtxStat *out, char *err, size_t er
 }
 
 void kiln_ptx_stat_free(KilnPtxStat *s) {
-  if (!s)
-    return;
-  for (int i = 0; i < s->nkernels; i++)
-    free(s->kernels[i].loops);
+  if (!s) return;
+  for (int i = 0; i < s->nkernels; i++) free(s->kernels[i].loops);
   free(s->kernels);
   memset(s, 0, sizeof *s);
 }
@@ -581,21 +539,17 @@ void kiln_ptx_stat_free(KilnPtxStat *s) {
 /* The integer just before `word` in line ("12 bytes smem" → 12), or -1. */
 static int number_before(const char *line, const char *word) {
   const char *w = strstr(line, word);
-  if (!w || w == line)
-    return -1;
+  if (!w || w == line) return -1;
   const char *p = w;
-  while (p > line && p[-1] == ' ')
-    p--;
+  while (p > line && p[-1] == ' ') p--;
   const char *end = p;
-  while (p > line && isdigit((unsigned char)p[-1]))
-    p--;
+  while (p > line && isdigit((unsigned char)p[-1])) p--;
   return p < end ? atoi(p) : -1;
 }
 
 static KilnPtxKernel *kernel_named(KilnPtxStat *s, const char *line, const char *after) {
   const char *p = strstr(line, after);
-  if (!p)
-    return NULL;
+  if (!p) return NULL;
   p += strlen(after);
   size_t n = strcspn(p, "' \t\r");
   for (int i = 0; i < s->nkernels; i++)
@@ -612,23 +566,16 @@ void kiln_ptx_stat_add_ptxas(KilnPtxStat *s, const char *log) {
     char buf[512];
     snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
     KilnPtxKernel *named = kernel_named(s, buf, "Compiling entry function '");
-    if (!named)
-      named = kernel_named(s, buf, "Function properties for ");
-    if (named)
-      k = named;
+    if (!named) named = kernel_named(s, buf, "Function properties for ");
+    if (named) k = named;
     if (k) {
       int v;
       k->has_ptxas = true;
-      if ((v = number_before(buf, " registers")) >= 0)
-        k->registers = v;
-      if ((v = number_before(buf, " bytes smem")) >= 0)
-        k->smem_static = v;
-      if ((v = number_before(buf, " bytes stack frame")) >= 0)
-        k->stack_bytes = v;
-      if ((v = number_before(buf, " bytes spill stores")) >= 0)
-        k->spill_stores = v;
-      if ((v = number_before(buf, " bytes spill loads")) >= 0)
-        k->spill_loads = v;
+      if ((v = number_before(buf, " registers")) >= 0) k->registers = v;
+      if ((v = number_before(buf, " bytes smem")) >= 0) k->smem_static = v;
+      if ((v = number_before(buf, " bytes stack frame")) >= 0) k->stack_bytes = v;
+      if ((v = number_before(buf, " bytes spill stores")) >= 0) k->spill_stores = v;
+      if ((v = number_before(buf, " bytes spill loads")) >= 0) k->spill_loads = v;
     }
     line = nl ? nl + 1 : NULL;
   }
@@ -645,15 +592,13 @@ static const KilnPtxDevice devices[] = {
 
 const KilnPtxDevice *kiln_ptx_device_find(const char *arch) {
   for (size_t i = 0; arch && i < sizeof devices / sizeof devices[0]; i++)
-    if (strcmp(devices[i].arch, arch) == 0)
-      return &devices[i];
+    if (strcmp(devices[i].arch, arch) == 0) return &devices[i];
   return NULL;
 }
 
 KilnPtxOccupancy kiln_ptx_occupancy(const KilnPtxKernel *k, const KilnPtxDevice *d, int dyn_smem) {
   KilnPtxOccupancy o = {0, 0, 0.0, "threads unknown"};
-  if (!k || !d || k->threads <= 0)
-    return o;
+  if (!k || !d || k->threads <= 0) return o;
   int warps = (k->threads + 31) / 32;
   int blocks = d->max_blocks_per_sm;
   o.limit = "blocks";
@@ -671,8 +616,7 @@ KilnPtxOccupancy kiln_ptx_occupancy(const KilnPtxKernel *k, const KilnPtxDevice 
       o.limit = "registers";
     }
   }
-  if (dyn_smem < k->smem_dynamic_bytes)
-    dyn_smem = k->smem_dynamic_bytes;
+  if (dyn_smem < k->smem_dynamic_bytes) dyn_smem = k->smem_dynamic_bytes;
   int smem = (k->has_ptxas ? k->smem_static : k->smem_static_ptx) + dyn_smem;
   if (smem > d->smem_per_block_max) {
     blocks = 0;
@@ -703,12 +647,10 @@ KilnPtxRoofline kiln_ptx_roofline(const KilnPtxDevice *d, double flops, double b
 
 /* ---- the report ---- */
 
-static const char *const width_names[KILN_PTX_WIDTH_COUNT] = {"8", "16", "32", "64", "128",
-                                                              "other"};
+static const char *const width_names[KILN_PTX_WIDTH_COUNT] = {"8",  "16",  "32",
+                                                              "64", "128", "other"};
 
-static double mma_share(const KilnPtxMix *m) {
-  return m->insts ? (double)m->mma / m->insts : 0.0;
-}
+static double mma_share(const KilnPtxMix *m) { return m->insts ? (double)m->mma / m->insts : 0.0; }
 
 static void json_widths(const int *w, FILE *f) {
   fputc('{', f);
@@ -718,13 +660,13 @@ static void json_widths(const int *w, FILE *f) {
 }
 
 static void json_mix(const KilnPtxMix *m, FILE *f) {
-  fprintf(f, "\"insts\": %d, \"bar_sync\": %d, \"ld_shared\": %d, \"st_shared\": %d, "
-             "\"ldmatrix\": %d, \"stmatrix\": %d, \"cp_async\": %d, \"wait_group_max\": %d, "
-             "\"mma\": %d, \"mma_share\": %.4f, \"fma\": %d, \"div_full\": %d, \"shfl\": %d, "
-             "\"atom\": %d, \"ld_global_bits\": ",
-          m->insts, m->bar_sync, m->ld_shared, m->st_shared, m->ldmatrix, m->stmatrix,
-          m->cp_async, m->wait_group_max, m->mma, mma_share(m), m->fma, m->div_full, m->shfl,
-          m->atom);
+  fprintf(f,
+          "\"insts\": %d, \"bar_sync\": %d, \"ld_shared\": %d, \"st_shared\": %d, "
+          "\"ldmatrix\": %d, \"stmatrix\": %d, \"cp_async\": %d, \"wait_group_max\": %d, "
+          "\"mma\": %d, \"mma_share\": %.4f, \"fma\": %d, \"div_full\": %d, \"shfl\": %d, "
+          "\"atom\": %d, \"ld_global_bits\": ",
+          m->insts, m->bar_sync, m->ld_shared, m->st_shared, m->ldmatrix, m->stmatrix, m->cp_async,
+          m->wait_group_max, m->mma, mma_share(m), m->fma, m->div_full, m->shfl, m->atom);
   json_widths(m->ld_global, f);
   fputs(", \"st_global_bits\": ", f);
   json_widths(m->st_global, f);
@@ -734,8 +676,9 @@ static void json_kernel(const KilnPtxKernel *k, const KilnPtxReportOptions *o, F
   fprintf(f, "    {\"name\": \"%s\", \"threads\": %d, \"min_blocks\": %d, ", k->name, k->threads,
           k->min_blocks);
   if (k->has_ptxas)
-    fprintf(f, "\"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, "
-               "\"stack_bytes\": %d, \"smem_static\": %d, ",
+    fprintf(f,
+            "\"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, "
+            "\"stack_bytes\": %d, \"smem_static\": %d, ",
             k->registers, k->spill_stores, k->spill_loads, k->stack_bytes, k->smem_static);
   else
     fprintf(f, "\"smem_static\": %d, ", k->smem_static_ptx);
@@ -743,15 +686,17 @@ static void json_kernel(const KilnPtxKernel *k, const KilnPtxReportOptions *o, F
           o->dyn_smem > k->smem_dynamic_bytes ? o->dyn_smem : k->smem_dynamic_bytes);
   if (o->device) {
     KilnPtxOccupancy oc = kiln_ptx_occupancy(k, o->device, o->dyn_smem);
-    fprintf(f, "     \"occupancy\": {\"blocks_per_sm\": %d, \"warps_per_sm\": %d, "
-               "\"occupancy\": %.3f, \"limit\": \"%s\"},\n",
+    fprintf(f,
+            "     \"occupancy\": {\"blocks_per_sm\": %d, \"warps_per_sm\": %d, "
+            "\"occupancy\": %.3f, \"limit\": \"%s\"},\n",
             oc.blocks_per_sm, oc.warps_per_sm, oc.occupancy, oc.limit);
   }
   if (o->device && (o->flops > 0 || o->bytes > 0)) {
     KilnPtxRoofline r = kiln_ptx_roofline(o->device, o->flops, o->bytes, o->tensor);
-    fprintf(f, "     \"roofline\": {\"flops\": %.6g, \"bytes\": %.6g, \"tensor\": %s, "
-               "\"intensity\": %.3f, \"compute_us\": %.3f, \"memory_us\": %.3f, "
-               "\"bound_us\": %.3f, \"bound\": \"%s\"},\n",
+    fprintf(f,
+            "     \"roofline\": {\"flops\": %.6g, \"bytes\": %.6g, \"tensor\": %s, "
+            "\"intensity\": %.3f, \"compute_us\": %.3f, \"memory_us\": %.3f, "
+            "\"bound_us\": %.3f, \"bound\": \"%s\"},\n",
             o->flops, o->bytes, o->tensor ? "true" : "false", r.intensity, r.compute_us,
             r.memory_us, r.bound_us, r.bound);
   }
@@ -760,8 +705,9 @@ static void json_kernel(const KilnPtxKernel *k, const KilnPtxReportOptions *o, F
   fputs("},\n     \"loops\": [", f);
   for (int i = 0; i < k->nloops; i++) {
     const KilnPtxLoop *L = &k->loops[i];
-    fprintf(f, "%s\n       {\"first_line\": %d, \"last_line\": %d, \"depth\": %d, "
-               "\"inner\": %s, ",
+    fprintf(f,
+            "%s\n       {\"first_line\": %d, \"last_line\": %d, \"depth\": %d, "
+            "\"inner\": %s, ",
             i ? "," : "", L->first_line, L->last_line, L->depth, L->inner ? "true" : "false");
     json_mix(&L->mix, f);
     fputc('}', f);
@@ -777,18 +723,15 @@ static void text_widths(const char *what, const int *w, FILE *f) {
       fprintf(f, " %sb:%d", width_names[i], w[i]);
       any = true;
     }
-  if (!any)
-    fputs(" -", f);
+  if (!any) fputs(" -", f);
 }
 
 static void text_mix(const KilnPtxMix *m, FILE *f) {
   fprintf(f, "insts %d, bar.sync %d, shared ld/st %d/%d, ldmatrix %d, stmatrix %d, cp.async %d",
-          m->insts, m->bar_sync, m->ld_shared, m->st_shared, m->ldmatrix, m->stmatrix,
-          m->cp_async);
-  if (m->wait_group_max >= 0)
-    fprintf(f, " (wait_group max %d)", m->wait_group_max);
-  fprintf(f, ", mma %d (%.1f%%), fma %d, div %d, shfl %d, atom %d\n       global",
-          m->mma, 100.0 * mma_share(m), m->fma, m->div_full, m->shfl, m->atom);
+          m->insts, m->bar_sync, m->ld_shared, m->st_shared, m->ldmatrix, m->stmatrix, m->cp_async);
+  if (m->wait_group_max >= 0) fprintf(f, " (wait_group max %d)", m->wait_group_max);
+  fprintf(f, ", mma %d (%.1f%%), fma %d, div %d, shfl %d, atom %d\n       global", m->mma,
+          100.0 * mma_share(m), m->fma, m->div_full, m->shfl, m->atom);
   text_widths("loads", m->ld_global, f);
   fputc(';', f);
   text_widths("stores", m->st_global, f);
@@ -816,8 +759,9 @@ static void text_kernel(const KilnPtxKernel *k, const KilnPtxReportOptions *o, F
   }
   if (o->device && (o->flops > 0 || o->bytes > 0)) {
     KilnPtxRoofline r = kiln_ptx_roofline(o->device, o->flops, o->bytes, o->tensor);
-    fprintf(f, "  roofline: %.4g flops, %.4g bytes (%.2f flop/byte): compute %.2f us, "
-               "memory %.2f us, %s-bound at %.2f us\n",
+    fprintf(f,
+            "  roofline: %.4g flops, %.4g bytes (%.2f flop/byte): compute %.2f us, "
+            "memory %.2f us, %s-bound at %.2f us\n",
             o->flops, o->bytes, r.intensity, r.compute_us, r.memory_us, r.bound, r.bound_us);
   }
   fputs("  total: ", f);
@@ -841,6 +785,5 @@ void kiln_ptx_stat_print(const KilnPtxStat *s, const KilnPtxReportOptions *o, FI
     fputs("]}\n", f);
     return;
   }
-  for (int i = 0; i < s->nkernels; i++)
-    text_kernel(&s->kernels[i], o, f);
+  for (int i = 0; i < s->nkernels; i++) text_kernel(&s->kernels[i], o, f);
 }

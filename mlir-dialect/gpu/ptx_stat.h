@@ -20,15 +20,22 @@ extern "C" {
 #endif
 
 /* Global access widths, in bits: 8, 16, 32, 64, 128 (anything else counts in OTHER). */
-enum { KILN_PTX_WIDTH_8, KILN_PTX_WIDTH_16, KILN_PTX_WIDTH_32, KILN_PTX_WIDTH_64,
-       KILN_PTX_WIDTH_128, KILN_PTX_WIDTH_OTHER, KILN_PTX_WIDTH_COUNT };
+enum {
+  KILN_PTX_WIDTH_8,
+  KILN_PTX_WIDTH_16,
+  KILN_PTX_WIDTH_32,
+  KILN_PTX_WIDTH_64,
+  KILN_PTX_WIDTH_128,
+  KILN_PTX_WIDTH_OTHER,
+  KILN_PTX_WIDTH_COUNT
+};
 
 /* The instruction mix of a region (a kernel, or one loop's body), static counts. */
 typedef struct KilnPtxMix {
-  int insts;          /* instructions (labels, directives and braces excluded) */
-  int bar_sync;       /* bar.sync / barrier.sync */
-  int ld_shared;      /* ld.shared (ldmatrix counted apart) */
-  int st_shared;      /* st.shared (stmatrix counted apart) */
+  int insts;     /* instructions (labels, directives and braces excluded) */
+  int bar_sync;  /* bar.sync / barrier.sync */
+  int ld_shared; /* ld.shared (ldmatrix counted apart) */
+  int st_shared; /* st.shared (stmatrix counted apart) */
   int ldmatrix, stmatrix;
   int cp_async;       /* cp.async copies (also in ld_global by their width) */
   int wait_group_max; /* the largest N of cp.async.wait_group N; -1 if none */
@@ -52,10 +59,10 @@ typedef struct KilnPtxLoop {
 
 typedef struct KilnPtxKernel {
   char name[128];
-  int threads;        /* .maxntid x*y*z; 0 if the PTX does not say */
-  int min_blocks;     /* .minnctapersm (the config's min_blocks); 0 if the PTX does not say */
-  int smem_static_ptx; /* bytes of .shared arrays with a size (module and function scope) */
-  bool smem_dynamic;   /* an `.extern .shared` array: the launch passes the size */
+  int threads;            /* .maxntid x*y*z; 0 if the PTX does not say */
+  int min_blocks;         /* .minnctapersm (the config's min_blocks); 0 if the PTX does not say */
+  int smem_static_ptx;    /* bytes of .shared arrays with a size (module and function scope) */
+  bool smem_dynamic;      /* an `.extern .shared` array: the launch passes the size */
   int smem_dynamic_bytes; /* that size when the PTX records it (`.const .u32 kiln_dsmem_NAME`) */
   KilnPtxMix mix;
   KilnPtxLoop *loops;
@@ -88,9 +95,9 @@ typedef struct KilnPtxDevice {
   int regs_per_sm, max_regs_per_thread, reg_alloc_unit; /* unit: registers per warp */
   int max_warps_per_sm, max_blocks_per_sm;
   int smem_per_sm, smem_per_block_max, smem_reserved_per_block; /* bytes */
-  double tensor_tflops;  /* dense f16/bf16 with f32 accumulation */
-  double fp32_tflops;    /* non-tensor FMA throughput */
-  double hbm_gbps;       /* HBM bandwidth, GB/s */
+  double tensor_tflops; /* dense f16/bf16 with f32 accumulation */
+  double fp32_tflops;   /* non-tensor FMA throughput */
+  double hbm_gbps;      /* HBM bandwidth, GB/s */
 } KilnPtxDevice;
 
 const KilnPtxDevice *kiln_ptx_device_find(const char *arch);
@@ -109,9 +116,9 @@ KilnPtxOccupancy kiln_ptx_occupancy(const KilnPtxKernel *k, const KilnPtxDevice 
 /* The roofline bound of one call doing `flops` floating-point operations (tensor ops when
  * `tensor`) and moving `bytes` to and from HBM: the time at peak, which side bounds it. */
 typedef struct KilnPtxRoofline {
-  double intensity;   /* flops per byte */
+  double intensity; /* flops per byte */
   double compute_us, memory_us, bound_us;
-  const char *bound;  /* "compute" or "memory" */
+  const char *bound; /* "compute" or "memory" */
 } KilnPtxRoofline;
 
 KilnPtxRoofline kiln_ptx_roofline(const KilnPtxDevice *d, double flops, double bytes, bool tensor);

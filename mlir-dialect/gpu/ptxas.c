@@ -21,8 +21,7 @@ extern char **environ;
 
 static bool spit(const char *path, const char *data) {
   FILE *f = fopen(path, "wb");
-  if (!f)
-    return false;
+  if (!f) return false;
   size_t n = strlen(data);
   bool ok = fwrite(data, 1, n, f) == n;
   return (fclose(f) == 0) && ok;
@@ -31,16 +30,12 @@ static bool spit(const char *path, const char *data) {
 /* The integer just before `word` in line (e.g. "12 bytes smem"), or -1. */
 static int number_before(const char *line, const char *word) {
   const char *w = strstr(line, word);
-  if (!w || w == line)
-    return -1;
+  if (!w || w == line) return -1;
   const char *p = w - 1;
-  while (p > line && *p == ' ')
-    p--;
+  while (p > line && *p == ' ') p--;
   const char *end = p + 1;
-  while (p > line && p[-1] >= '0' && p[-1] <= '9')
-    p--;
-  if (!(*p >= '0' && *p <= '9'))
-    return -1;
+  while (p > line && p[-1] >= '0' && p[-1] <= '9') p--;
+  if (!(*p >= '0' && *p <= '9')) return -1;
   return (int)strtol(p, (char **)&end, 10);
 }
 
@@ -51,49 +46,37 @@ static void parse_report(const char *log, KilnGpuPtxasInfo *info) {
     const char *nl = strchr(line, '\n');
     size_t n = nl ? (size_t)(nl - line) : strlen(line);
     char buf[512];
-    if (n >= sizeof buf)
-      n = sizeof buf - 1;
+    if (n >= sizeof buf) n = sizeof buf - 1;
     memcpy(buf, line, n);
     buf[n] = '\0';
-    if (strstr(buf, "Compiling entry function"))
-      info->entries++;
+    if (strstr(buf, "Compiling entry function")) info->entries++;
     int v;
-    if ((v = number_before(buf, " registers")) > info->registers)
-      info->registers = v;
-    if ((v = number_before(buf, " bytes smem")) > 0)
-      info->shared_bytes += v;
-    if ((v = number_before(buf, " bytes stack frame")) > info->stack_bytes)
-      info->stack_bytes = v;
-    if ((v = number_before(buf, " bytes spill stores")) > 0)
-      info->spill_stores += v;
-    if ((v = number_before(buf, " bytes spill loads")) > 0)
-      info->spill_loads += v;
+    if ((v = number_before(buf, " registers")) > info->registers) info->registers = v;
+    if ((v = number_before(buf, " bytes smem")) > 0) info->shared_bytes += v;
+    if ((v = number_before(buf, " bytes stack frame")) > info->stack_bytes) info->stack_bytes = v;
+    if ((v = number_before(buf, " bytes spill stores")) > 0) info->spill_stores += v;
+    if ((v = number_before(buf, " bytes spill loads")) > 0) info->spill_loads += v;
     line = nl ? nl + 1 : NULL;
   }
 }
 
 KilnMlirStatus kiln_gpu_ptxas(const char *ptxas_path, const char *ptx, const char *arch,
-                              void **cubin, size_t *cubin_len, KilnGpuPtxasInfo *info,
-                              char **log) {
-  if (log)
-    *log = NULL;
-  if (cubin)
-    *cubin = NULL;
+                              void **cubin, size_t *cubin_len, KilnGpuPtxasInfo *info, char **log) {
+  if (log) *log = NULL;
+  if (cubin) *cubin = NULL;
   if (!ptx || !arch || strncmp(arch, "sm_", 3) != 0 || strlen(arch) > 16)
     return KILN_MLIR_ERR_INVALID;
   const char *tmp = getenv("TMPDIR");
   char dir[512];
   snprintf(dir, sizeof dir, "%s/kiln-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(dir))
-    return KILN_MLIR_ERR_LLVM;
+  if (!mkdtemp(dir)) return KILN_MLIR_ERR_LLVM;
   char in[600], out[600], logp[600], archarg[32];
   snprintf(in, sizeof in, "%s/k.ptx", dir);
   snprintf(out, sizeof out, "%s/k.cubin", dir);
   snprintf(logp, sizeof logp, "%s/ptxas.log", dir);
   snprintf(archarg, sizeof archarg, "-arch=%s", arch);
   KilnMlirStatus st = KILN_MLIR_ERR_LLVM;
-  if (!spit(in, ptx))
-    goto cleanup;
+  if (!spit(in, ptx)) goto cleanup;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -104,17 +87,14 @@ KilnMlirStatus kiln_gpu_ptxas(const char *ptxas_path, const char *ptx, const cha
   int rc = ptxas_path ? posix_spawn(&pid, prog, &fa, NULL, argv, environ)
                       : posix_spawnp(&pid, prog, &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0)
-    goto cleanup;
+  if (rc != 0) goto cleanup;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR);
   /* What ptxas wrote is read back within named bounds: KILN_PTXAS may name any program, and a
    * runaway one must not cost unbounded memory. Past a bound the log says so. */
   char *text = kiln_file_read_max(logp, NULL, KILN_MAX_TOOL_LOG_BYTES);
   bool log_too_large = !text && errno == EFBIG;
-  if (text && info)
-    parse_report(text, info);
+  if (text && info) parse_report(text, info);
   if (log_too_large) {
     text = strdup("the output of ptxas is larger than KILN_MAX_TOOL_LOG_BYTES (16 MiB); refused");
   }
@@ -122,14 +102,14 @@ KilnMlirStatus kiln_gpu_ptxas(const char *ptxas_path, const char *ptx, const cha
     *log = text;
   else
     free(text);
-  if (log_too_large || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    goto cleanup;
+  if (log_too_large || !WIFEXITED(status) || WEXITSTATUS(status) != 0) goto cleanup;
   if (cubin) {
     *cubin = kiln_file_read_max(out, cubin_len, KILN_MAX_MODULE_BYTES);
     if (!*cubin) {
       if (errno == EFBIG && log) {
         free(*log);
-        *log = strdup("the cubin ptxas wrote is larger than KILN_MAX_MODULE_BYTES (256 MiB); refused");
+        *log =
+            strdup("the cubin ptxas wrote is larger than KILN_MAX_MODULE_BYTES (256 MiB); refused");
       }
       goto cleanup;
     }

@@ -43,23 +43,21 @@ MlirAttribute kiln_gpu_shared_attr(MlirContext ctx, const KilnGpuShared *s) {
 static int dict_i32(MlirAttribute d, const char *name, int dflt) {
   MlirAttribute a = mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString(name));
   return !mlirAttributeIsNull(a) && mlirAttributeIsAInteger(a) ? (int)mlirIntegerAttrGetValueInt(a)
-                                                                : dflt;
+                                                               : dflt;
 }
 
 bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b) {
   memset(b, 0, sizeof *b);
-  if (!mlirTypeIsAMemRef(t) || mlirShapedTypeGetRank(t) != 3)
-    return false;
+  if (!mlirTypeIsAMemRef(t) || mlirShapedTypeGetRank(t) != 3) return false;
   MlirAttribute d = mlirMemRefTypeGetMemorySpace(t);
-  if (mlirAttributeIsNull(d) || !mlirAttributeIsADictionary(d))
-    return false;
-  MlirAttribute kind = mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kind"));
-  if (mlirAttributeIsNull(kind) || !mlirAttributeIsAString(kind))
-    return false;
+  if (mlirAttributeIsNull(d) || !mlirAttributeIsADictionary(d)) return false;
+  MlirAttribute kind =
+      mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("kind"));
+  if (mlirAttributeIsNull(kind) || !mlirAttributeIsAString(kind)) return false;
   MlirStringRef k = mlirStringAttrGetValue(kind);
-  if (k.length != 6 || memcmp(k.data, "shared", 6) != 0)
-    return false;
-  MlirAttribute order = mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("order"));
+  if (k.length != 6 || memcmp(k.data, "shared", 6) != 0) return false;
+  MlirAttribute order =
+      mlirDictionaryAttrGetElementByName(d, mlirStringRefCreateFromCString("order"));
   if (mlirAttributeIsNull(order) || !mlirAttributeIsADenseI32Array(order) ||
       mlirDenseArrayGetNumElements(order) != 2)
     return false;

@@ -39,8 +39,8 @@ typedef struct Span {
  * s `stride` = the ring's stage bytes further, so that one slot index times one stride addresses
  * the slot of every buffer (one multiply an iteration for all of a loop's loads). */
 typedef struct Buf {
-  MlirOperation op;   /* the ring's first local_alloc */
-  size_t nops;        /* its local_allocs: allocs[first .. first + nops) */
+  MlirOperation op; /* the ring's first local_alloc */
+  size_t nops;      /* its local_allocs: allocs[first .. first + nops) */
   size_t first;
   int64_t stages, stage_bytes;
   int64_t start, end; /* live range, pre-order indices */
@@ -63,10 +63,8 @@ static size_t number(Numbering *nb, MlirOperation op) {
   size_t me = nb->n++;
   nb->spans[me].first = (int64_t)me;
   kiln_ptr_map_put(&nb->index, op.ptr, (void *)(uintptr_t)(me + 1));
-  if (kiln_ir_op_id(op) == KILN_OP_LOCAL_ALLOC)
-    kiln_op_list_push(&nb->allocs, op);
-  if (kiln_ir_op_is(op, "scf.for"))
-    kiln_op_list_push(&nb->loops, op);
+  if (kiln_ir_op_id(op) == KILN_OP_LOCAL_ALLOC) kiln_op_list_push(&nb->allocs, op);
+  if (kiln_ir_op_is(op, "scf.for")) kiln_op_list_push(&nb->loops, op);
   for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
     for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
          b = mlirBlockGetNextInRegion(b))
@@ -87,19 +85,16 @@ static Span span_of(const Numbering *nb, MlirOperation op) {
  * that holds a use. */
 static void live_range(const Numbering *nb, Buf *b, MlirOperation alloc) {
   MlirBlock home = mlirOperationGetBlock(alloc);
-  if (b->end < span_of(nb, alloc).first)
-    b->end = span_of(nb, alloc).first;
+  if (b->end < span_of(nb, alloc).first) b->end = span_of(nb, alloc).first;
   MlirValue v = mlirOperationGetResult(alloc, 0);
   for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
        u = mlirOpOperandGetNextUse(u)) {
     MlirOperation o = mlirOpOperandGetOwner(u);
     while (!mlirOperationIsNull(o) && !mlirBlockEqual(mlirOperationGetBlock(o), home))
       o = mlirOperationGetParentOperation(o);
-    if (mlirOperationIsNull(o))
-      continue;
+    if (mlirOperationIsNull(o)) continue;
     int64_t last = span_of(nb, o).last;
-    if (last > b->end)
-      b->end = last;
+    if (last > b->end) b->end = last;
   }
 }
 
@@ -116,14 +111,13 @@ static void place(Buf *bufs, size_t i) {
   int64_t best = -1;
   for (size_t c = 0; c <= i; c++) {
     int64_t at = c == i ? 0 : (bufs[c].off + bufs[c].size + 127) / 128 * 128;
-    if (c < i && !live_together(&bufs[c], b))
-      continue;
+    if (c < i && !live_together(&bufs[c], b)) continue;
     bool fits = true;
     for (size_t j = 0; j < i && fits; j++)
-      if (live_together(&bufs[j], b) && overlap(at, at + b->size, bufs[j].off, bufs[j].off + bufs[j].size))
+      if (live_together(&bufs[j], b) &&
+          overlap(at, at + b->size, bufs[j].off, bufs[j].off + bufs[j].size))
         fits = false;
-    if (fits && (best < 0 || at < best))
-      best = at;
+    if (fits && (best < 0 || at < best)) best = at;
   }
   b->off = best;
 }
@@ -132,8 +126,7 @@ static bool check_rings(const Buf *bufs, size_t n, int64_t limit) {
   bool ok = true;
   for (size_t i = 0; i < n; i++) {
     const Buf *b = &bufs[i];
-    if (b->off + b->size <= limit)
-      continue;
+    if (b->off + b->size <= limit) continue;
     kiln_ir_error(mlirOperationGetLocation(b->op),
                   "limit: shared memory: the %lld-stage pipeline of this loop needs %lld x %lld "
                   "= %lld bytes, more than the %lld a program may have on this target (fewer "
@@ -176,8 +169,11 @@ static bool make_units(const Numbering *nb, Buf *bufs, size_t *nbufs) {
     bool joins = n > 0 && t.stages == prev_stages &&
                  mlirOperationEqual(mlirOperationGetNextInBlock(nb->allocs.ops[i - 1]), op);
     if (!joins)
-      bufs[n++] = (Buf){.op = op, .first = i, .stages = t.stages,
-                        .start = span_of(nb, op).first, .end = span_of(nb, op).first};
+      bufs[n++] = (Buf){.op = op,
+                        .first = i,
+                        .stages = t.stages,
+                        .start = span_of(nb, op).first,
+                        .end = span_of(nb, op).first};
     Buf *b = &bufs[n - 1];
     b->nops++;
     b->stage_bytes += t.slot_bytes;
@@ -215,14 +211,12 @@ static bool alloc_kernel(MlirOperation func) {
   int64_t peak = 0;
   for (size_t i = 0; i < n && ok; i++) {
     place(bufs, i);
-    if (bufs[i].off + bufs[i].size > peak)
-      peak = bufs[i].off + bufs[i].size;
+    if (bufs[i].off + bufs[i].size > peak) peak = bufs[i].off + bufs[i].size;
   }
   if (ok)
     ok = check_rings(bufs, n, kiln_gpu_int_attr(func, "kiln.smem_limit", KILN_GPU_SMEM_LIMIT_SM90));
   if (ok) {
-    for (size_t i = 0; i < n; i++)
-      mark_ring(ctx, &nb, &bufs[i]);
+    for (size_t i = 0; i < n; i++) mark_ring(ctx, &nb, &bufs[i]);
     place_arena(&nb, bufs, n, ctx);
     if (n > 0)
       mlirOperationSetAttributeByName(func, mlirStringRefCreateFromCString("kiln.smem_buffers"),
@@ -240,8 +234,7 @@ MlirLogicalResult kiln_gpu_smem_alloc_module(MlirOperation module, void *opts) {
   (void)opts;
   KilnOpList kernels = kiln_ir_kernels(module, "func.func", "kiln.kernel");
   bool ok = true;
-  for (size_t i = 0; i < kernels.n; i++)
-    ok = alloc_kernel(kernels.ops[i]) && ok;
+  for (size_t i = 0; i < kernels.n; i++) ok = alloc_kernel(kernels.ops[i]) && ok;
   kiln_op_list_free(&kernels);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }

@@ -33,8 +33,8 @@ bool kiln_mlirgen_kernel(KilnCompilation *c, const KilnKernel *k, KilnMlirContex
  * multiple_of(name, value) makes in the source, recorded on the argument for the GPU's axis
  * analysis.  False, with the reason in err[0..cap), when k has no runtime integer parameter of
  * that name or the value makes no sense. */
-bool kiln_mlirgen_specialize(MlirModule module, const KilnKernel *k, const char *name, int64_t value,
-                             bool multiple_of, char *err, size_t cap);
+bool kiln_mlirgen_specialize(MlirModule module, const KilnKernel *k, const char *name,
+                             int64_t value, bool multiple_of, char *err, size_t cap);
 
 /* The MLIR type of a frontend type (scalars, !kiln.ptr<T>, tiles as tensors); a null type for
  * VOID/SHAPE/DTYPE. */

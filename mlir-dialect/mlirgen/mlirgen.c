@@ -209,7 +209,8 @@ static MlirValue gen_as(Gen *g, const KilnExpr *e, const KilnType *to) {
     if (e->kind == KILN_EXPR_FLOAT) return const_of(g, loc, to, e->fval, 0, true);
     /* a negated literal is one constant too (so -128 is an i8 constant, never 128 negated);
      * not for i1, where a conversion is a truth test (-2 is true) and not a truncation */
-    bool neg_lit = e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG && to->scalar != KILN_SCALAR_I1;
+    bool neg_lit =
+        e->kind == KILN_EXPR_UNARY && e->unop == KILN_UN_NEG && to->scalar != KILN_SCALAR_I1;
     if (neg_lit && e->lhs->kind == KILN_EXPR_INT)
       return const_of(g, loc, to, 0.0, -e->lhs->ival, false);
     if (neg_lit && e->lhs->kind == KILN_EXPR_FLOAT)
@@ -228,8 +229,7 @@ static MlirValue gen_name(Gen *g, const KilnExpr *e) {
   }
   switch (d->kind) {
   case KILN_DECL_PARAM: return g->args[d->index];
-  case KILN_DECL_CONST_PARAM:
-    return const_of(g, loc_of(g, e->span), d->type, 0.0, d->value, false);
+  case KILN_DECL_CONST_PARAM: return const_of(g, loc_of(g, e->span), d->type, 0.0, d->value, false);
   default:
     if (d->id < 0 || d->id >= g->nvals || mlirValueIsNull(g->vals[d->id])) {
       gen_error(g, e->span, "name used before it has a value");
@@ -263,8 +263,10 @@ static const char *arith_name(KilnBinOp op, bool fl) {
   case KILN_BIN_MOD: return fl ? "arith.remf" : "arith.remsi";
   case KILN_BIN_SHL: return fl ? NULL : "arith.shli";
   case KILN_BIN_SHR: return fl ? NULL : "arith.shrsi";
-  case KILN_BIN_BITAND: case KILN_BIN_AND: return fl ? NULL : "arith.andi";
-  case KILN_BIN_BITOR: case KILN_BIN_OR: return fl ? NULL : "arith.ori";
+  case KILN_BIN_BITAND:
+  case KILN_BIN_AND: return fl ? NULL : "arith.andi";
+  case KILN_BIN_BITOR:
+  case KILN_BIN_OR: return fl ? NULL : "arith.ori";
   case KILN_BIN_BITXOR: return fl ? NULL : "arith.xori";
   default: return NULL;
   }
@@ -337,7 +339,8 @@ static MlirValue gen_binary(Gen *g, const KilnExpr *e) {
   bool fl = is_float_kind(ot->scalar);
   const char *pred = cmp_pred(e->binop, fl, ot->scalar == KILN_SCALAR_I1);
   if (pred)
-    return fl ? kiln_ir_build_cmpf(&g->b, loc, pred, l, r) : kiln_ir_build_cmpi(&g->b, loc, pred, l, r);
+    return fl ? kiln_ir_build_cmpf(&g->b, loc, pred, l, r)
+              : kiln_ir_build_cmpi(&g->b, loc, pred, l, r);
   const char *name = arith_name(e->binop, fl);
   if (!name) {
     gen_error(g, e->span, "operator not defined on floating-point values");
@@ -355,7 +358,8 @@ static MlirValue gen_unary(Gen *g, const KilnExpr *e) {
   MlirType t = kiln_mlirgen_type(g->ctx, ot);
   switch (e->unop) {
   case KILN_UN_NEG:
-    if (is_float_kind(ot->scalar)) return kiln_ir_build_elementwise(&g->b, loc, "arith.negf", &v, 1, t);
+    if (is_float_kind(ot->scalar))
+      return kiln_ir_build_elementwise(&g->b, loc, "arith.negf", &v, 1, t);
     {
       MlirValue ops[2] = {kiln_ir_build_const_int(&g->b, loc, t, 0), v};
       return kiln_ir_build_elementwise(&g->b, loc, "arith.subi", ops, 2, t);
@@ -365,9 +369,7 @@ static MlirValue gen_unary(Gen *g, const KilnExpr *e) {
     MlirValue ops[2] = {v, kiln_ir_build_const_int(&g->b, loc, t, -1)};
     return kiln_ir_build_elementwise(&g->b, loc, "arith.xori", ops, 2, t);
   }
-  default:
-    gen_error(g, e->span, "unknown unary operator");
-    return (MlirValue){NULL};
+  default: gen_error(g, e->span, "unknown unary operator"); return (MlirValue){NULL};
   }
 }
 
@@ -406,10 +408,12 @@ static MlirValue gen_math1(Gen *g, const KilnExpr *e, const char *fname, const c
    * GPU has half-precision versions of most of them, and this is the accuracy users expect. */
   bool widen = (ot->scalar == KILN_SCALAR_F16 || ot->scalar == KILN_SCALAR_BF16) &&
                strcmp(fname, "math.absf") != 0;
-  if (!widen) return kiln_ir_build_elementwise(&g->b, loc, name, &x, 1, kiln_mlirgen_type(g->ctx, ot));
+  if (!widen)
+    return kiln_ir_build_elementwise(&g->b, loc, name, &x, 1, kiln_mlirgen_type(g->ctx, ot));
   KilnType wide = with_scalar(ot, KILN_SCALAR_F32);
   MlirValue xw = cast_elem(g, loc, x, ot->scalar, KILN_SCALAR_F32, ot);
-  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, name, &xw, 1, kiln_mlirgen_type(g->ctx, &wide));
+  MlirValue r =
+      kiln_ir_build_elementwise(&g->b, loc, name, &xw, 1, kiln_mlirgen_type(g->ctx, &wide));
   return cast_elem(g, loc, r, KILN_SCALAR_F32, ot->scalar, ot);
 }
 
@@ -440,8 +444,8 @@ static MlirValue gen_minmax(Gen *g, const KilnExpr *e, bool is_max) {
   /* i1 is 0 or 1 (unsigned): maximum is "or", minimum "and" */
   bool u = ot->scalar == KILN_SCALAR_I1;
   const char *name = is_float_kind(ot->scalar) ? (is_max ? "arith.maximumf" : "arith.minimumf")
-                     : u ? (is_max ? "arith.maxui" : "arith.minui")
-                         : (is_max ? "arith.maxsi" : "arith.minsi");
+                     : u                       ? (is_max ? "arith.maxui" : "arith.minui")
+                                               : (is_max ? "arith.maxsi" : "arith.minsi");
   return kiln_ir_build_elementwise(&g->b, loc, name, ops, 2, kiln_mlirgen_type(g->ctx, ot));
 }
 
@@ -468,8 +472,8 @@ static MlirValue gen_load(Gen *g, const KilnExpr *e) {
   const KilnType *vt = e->operand_type ? e->operand_type : e->type;
   MlirValue p = mem_ptr(g, e, vt);
   MlirValue m = mem_mask(g, e, 1, vt);
-  MlirValue other = e->nargs > 2 ? gen_as(g, e->args[2], vt)
-                                 : const_of(g, loc_of(g, e->span), vt, 0.0, 0, false);
+  MlirValue other =
+      e->nargs > 2 ? gen_as(g, e->args[2], vt) : const_of(g, loc_of(g, e->span), vt, 0.0, 0, false);
   if (g->failed) return p;
   MlirValue v = kiln_ir_build_load(&g->b, loc_of(g, e->span), p, m, other);
   return convert(g, loc_of(g, e->span), v, vt, e->type, e->span);
@@ -509,8 +513,8 @@ static MlirValue gen_dot(Gen *g, const KilnExpr *e) {
   MlirLocation loc = loc_of(g, e->span);
   MlirValue a = gen_expr(g, e->args[0]);
   MlirValue bm = gen_expr(g, e->args[1]);
-  MlirValue acc = e->nargs > 2 ? gen_as(g, e->args[2], e->type)
-                               : const_of(g, loc, e->type, 0.0, 0, false);
+  MlirValue acc =
+      e->nargs > 2 ? gen_as(g, e->args[2], e->type) : const_of(g, loc, e->type, 0.0, 0, false);
   if (g->failed) return a;
   return kiln_ir_build_dot(&g->b, loc, a, bm, acc);
 }
@@ -543,7 +547,8 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
     /* every element (sum/max/min without an axis): the innermost axis first, as a row
      * reduction would, down to a scalar; a sum of sums, a max of maxes */
     r = x;
-    for (int axis = in->rank - 1; axis >= 0; axis--) r = kiln_ir_build_reduce(&g->b, loc, kind, axis, r);
+    for (int axis = in->rank - 1; axis >= 0; axis--)
+      r = kiln_ir_build_reduce(&g->b, loc, kind, axis, r);
   }
   KilnScalarKind rs = arg ? KILN_SCALAR_I32 : ot->scalar;
   if (!e->ival) return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
@@ -577,7 +582,8 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
  * result is a permutation of x (ties, and NaN, which compares false, stay put).  A step costs a
  * reshape, a flip or two (on the GPU each a trip through shared memory), two compares and two
  * selects; the lower-entry mask is made once per j. */
-static MlirValue sort_view(Gen *g, MlirLocation loc, MlirValue v, MlirType elem, int64_t a, int64_t j) {
+static MlirValue sort_view(Gen *g, MlirLocation loc, MlirValue v, MlirType elem, int64_t a,
+                           int64_t j) {
   int64_t view[3] = {a, 2, j};
   MlirType vt = kiln_ir_type_tensor(elem, view, 3);
   return mlirTypeEqual(mlirValueGetType(v), vt) ? v : kiln_ir_build_reshape(&g->b, loc, v, vt);
@@ -587,8 +593,9 @@ static MlirValue sort_view(Gen *g, MlirLocation loc, MlirValue v, MlirType elem,
 static MlirValue sort_lower(Gen *g, MlirLocation loc, int64_t a, int64_t j) {
   MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
   int64_t two = 2, view[3] = {a, 2, j};
-  MlirValue lower = kiln_ir_build_cmpi(&g->b, loc, "eq", kiln_ir_build_range(&g->b, loc, 0, 2),
-                                       kiln_ir_build_const_int(&g->b, loc, kiln_ir_type_tensor(i32, &two, 1), 0));
+  MlirValue lower =
+      kiln_ir_build_cmpi(&g->b, loc, "eq", kiln_ir_build_range(&g->b, loc, 0, 2),
+                         kiln_ir_build_const_int(&g->b, loc, kiln_ir_type_tensor(i32, &two, 1), 0));
   lower = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, lower, 0), 2);
   if (a == 1 && j == 1) return lower;
   return kiln_ir_build_broadcast(&g->b, loc, lower, kiln_ir_type_tensor(i1, view, 3));
@@ -614,8 +621,10 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
       if (mlirValueIsNull(lower[lj])) lower[lj] = sort_lower(g, loc, a, j);
       MlirValue p = kiln_ir_build_flip(&g->b, loc, v, 1);
       if (j == k / 2 && j > 1) p = kiln_ir_build_flip(&g->b, loc, p, 2);
-      MlirValue lt = fl ? kiln_ir_build_cmpf(&g->b, loc, "olt", p, v) : kiln_ir_build_cmpi(&g->b, loc, u ? "ult" : "slt", p, v);
-      MlirValue gt = fl ? kiln_ir_build_cmpf(&g->b, loc, "ogt", p, v) : kiln_ir_build_cmpi(&g->b, loc, u ? "ugt" : "sgt", p, v);
+      MlirValue lt = fl ? kiln_ir_build_cmpf(&g->b, loc, "olt", p, v)
+                        : kiln_ir_build_cmpi(&g->b, loc, u ? "ult" : "slt", p, v);
+      MlirValue gt = fl ? kiln_ir_build_cmpf(&g->b, loc, "ogt", p, v)
+                        : kiln_ir_build_cmpi(&g->b, loc, u ? "ugt" : "sgt", p, v);
       MlirValue take = kiln_ir_build_select(&g->b, loc, lower[lj], down ? gt : lt, down ? lt : gt);
       v = kiln_ir_build_select(&g->b, loc, take, p, v);
     }
@@ -634,7 +643,8 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
  * and is refused there, with its location. */
 static MlirValue trans_rotate(Gen *g, MlirLocation loc, MlirValue x, bool left) {
   MlirType t = mlirValueGetType(x), elem = kiln_ir_elem_type(t);
-  int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1), c = mlirShapedTypeGetDimSize(t, 2);
+  int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1),
+          c = mlirShapedTypeGetDimSize(t, 2);
   int64_t flat[2] = {left ? a : a * b, left ? b * c : c};
   int64_t out[3] = {left ? b : c, left ? c : a, left ? a : b};
   MlirValue v = kiln_ir_build_reshape(&g->b, loc, x, kiln_ir_type_tensor(elem, flat, 2));
@@ -645,7 +655,8 @@ static MlirValue trans_rotate(Gen *g, MlirLocation loc, MlirValue x, bool left) 
 static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKind k) {
   MlirType t = mlirValueGetType(x), elem = kiln_ir_elem_type(t);
   MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
-  int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1), c = mlirShapedTypeGetDimSize(t, 2);
+  int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1),
+          c = mlirShapedTypeGetDimSize(t, 2);
   int64_t d3[3] = {a, b, c}, d4[4] = {a, b, c, b}, m4[4] = {1, b, 1, b}, out[3] = {a, c, b};
   bool narrow = kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32, fl = is_float_kind(k);
   MlirType we = narrow ? i32 : elem;
@@ -656,10 +667,12 @@ static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKin
   MlirValue xb = kiln_ir_build_expand_dims(&g->b, loc, x, 3);
   if (b > 1) xb = kiln_ir_build_broadcast(&g->b, loc, xb, t4);
   MlirValue r = kiln_ir_build_range(&g->b, loc, 0, (int32_t)b);
-  MlirValue rj = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc,
-                                           kiln_ir_build_expand_dims(&g->b, loc, r, 0), 2), 3);
-  MlirValue ri = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc,
-                                           kiln_ir_build_expand_dims(&g->b, loc, r, 0), 0), 0);
+  MlirValue rj = kiln_ir_build_expand_dims(
+      &g->b, loc,
+      kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, r, 0), 2), 3);
+  MlirValue ri = kiln_ir_build_expand_dims(
+      &g->b, loc,
+      kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, r, 0), 0), 0);
   MlirType mt = kiln_ir_type_tensor(i32, m4, 4);
   if (b > 1) {
     rj = kiln_ir_build_broadcast(&g->b, loc, rj, mt);
@@ -670,8 +683,10 @@ static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKin
   int bits = narrow ? 32 : kiln_scalar_bits(k);
   MlirValue low = fl ? kiln_ir_build_const_float(&g->b, loc, t4, -INFINITY)
                      : kiln_ir_build_const_int(&g->b, loc, t4, bits == 64 ? INT64_MIN : INT32_MIN);
-  MlirValue v = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, 1, kiln_ir_build_select(&g->b, loc, eq, xb, low));
-  if (narrow) v = kiln_ir_build_cast(&g->b, loc, "arith.trunci", v, kiln_ir_type_tensor(elem, out, 3));
+  MlirValue v = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, 1,
+                                     kiln_ir_build_select(&g->b, loc, eq, xb, low));
+  if (narrow)
+    v = kiln_ir_build_cast(&g->b, loc, "arith.trunci", v, kiln_ir_type_tensor(elem, out, 3));
   return v;
 }
 
@@ -682,10 +697,10 @@ static MlirValue gen_trans(Gen *g, const KilnExpr *e) {
   int p0 = (int)(e->ival / 100), p1 = (int)(e->ival / 10 % 10); /* sema's digits; p2 follows */
   if (e->args[0]->type->rank == 2) return p0 == 0 ? x : kiln_ir_build_trans(&g->b, loc, x);
   KilnScalarKind k = e->args[0]->type->scalar;
-  if (p0 == 0 && p1 == 1) return x;                               /* 0 1 2 */
-  if (p0 == 1 && p1 == 2) return trans_rotate(g, loc, x, true);   /* 1 2 0 */
-  if (p0 == 2 && p1 == 0) return trans_rotate(g, loc, x, false);  /* 2 0 1 */
-  MlirValue s = trans_swap(g, loc, x, k);                         /* 0 2 1 */
+  if (p0 == 0 && p1 == 1) return x;                              /* 0 1 2 */
+  if (p0 == 1 && p1 == 2) return trans_rotate(g, loc, x, true);  /* 1 2 0 */
+  if (p0 == 2 && p1 == 0) return trans_rotate(g, loc, x, false); /* 2 0 1 */
+  MlirValue s = trans_swap(g, loc, x, k);                        /* 0 2 1 */
   if (p0 == 0) return s;
   return trans_rotate(g, loc, s, p0 == 2); /* 1 0 2: swap, then 2 0 1; 2 1 0: swap, then 1 2 0 */
 }
@@ -706,7 +721,8 @@ static MlirValue gen_full(Gen *g, const KilnExpr *e, bool zeros) {
   const KilnExpr *v = e->args[1];
   KilnType st = with_scalar(e->type, e->type->scalar);
   st.kind = KILN_TYPE_SCALAR;
-  if (v->kind == KILN_EXPR_INT || v->kind == KILN_EXPR_BOOL) return const_of(g, loc, e->type, 0.0, v->ival, false);
+  if (v->kind == KILN_EXPR_INT || v->kind == KILN_EXPR_BOOL)
+    return const_of(g, loc, e->type, 0.0, v->ival, false);
   if (v->kind == KILN_EXPR_FLOAT) return const_of(g, loc, e->type, v->fval, 0, true);
   MlirValue s = gen_as(g, v, &st);
   if (g->failed) return s;
@@ -729,7 +745,8 @@ static MlirValue gen_fma(Gen *g, const KilnExpr *e) {
   }
   KilnType ct = with_scalar(ot, KILN_SCALAR_F32);
   for (int i = 0; i < 3; i++) x[i] = cast_elem(g, loc, x[i], ot->scalar, KILN_SCALAR_F32, ot);
-  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, "math.fma", x, 3, kiln_mlirgen_type(g->ctx, &ct));
+  MlirValue r =
+      kiln_ir_build_elementwise(&g->b, loc, "math.fma", x, 3, kiln_mlirgen_type(g->ctx, &ct));
   return cast_elem(g, loc, r, KILN_SCALAR_F32, ot->scalar, ot);
 }
 
@@ -764,7 +781,8 @@ static MlirValue gen_like(Gen *g, const KilnExpr *e) {
   if (g->failed) return x;
   if (e->builtin == KILN_BUILTIN_ZEROS_LIKE) return const_of(g, loc, e->type, 0.0, 0, false);
   const KilnExpr *v = e->args[1];
-  if (v->kind == KILN_EXPR_INT || v->kind == KILN_EXPR_BOOL) return const_of(g, loc, e->type, 0.0, v->ival, false);
+  if (v->kind == KILN_EXPR_INT || v->kind == KILN_EXPR_BOOL)
+    return const_of(g, loc, e->type, 0.0, v->ival, false);
   if (v->kind == KILN_EXPR_FLOAT) return const_of(g, loc, e->type, v->fval, 0, true);
   MlirValue s = gen_as(g, v, e->operand_type);
   if (g->failed || !is_tile(e->type)) return s;
@@ -822,7 +840,8 @@ static MlirValue gen_rand_more(Gen *g, const KilnExpr *e) {
   MlirType t = kiln_mlirgen_type(g->ctx, e->type), i32 = mlirIntegerTypeGet(g->ctx, 32);
   MlirValue k[2] = {seed, kiln_ir_build_const_int(&g->b, loc, i32, 0x6A09E667)};
   MlirValue seed2 = kiln_ir_build_elementwise(&g->b, loc, "arith.xori", k, 2, i32);
-  MlirValue one_minus[2] = {const_of(g, loc, e->type, 1.0, 0, true), kiln_ir_build_rand(&g->b, loc, seed, offs)};
+  MlirValue one_minus[2] = {const_of(g, loc, e->type, 1.0, 0, true),
+                            kiln_ir_build_rand(&g->b, loc, seed, offs)};
   MlirValue u1 = kiln_ir_build_elementwise(&g->b, loc, "arith.subf", one_minus, 2, t);
   MlirValue u2 = kiln_ir_build_rand(&g->b, loc, seed2, offs);
   MlirValue lg = kiln_ir_build_elementwise(&g->b, loc, "math.log", &u1, 1, t);
@@ -856,7 +875,8 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   if (e->inlined) return gen_inlined(g, e);
   switch (e->builtin) {
   case KILN_BUILTIN_PROGRAM_ID: return kiln_ir_build_program_id(&g->b, loc, (int)e->args[0]->ival);
-  case KILN_BUILTIN_NUM_PROGRAMS: return kiln_ir_build_num_programs(&g->b, loc, (int)e->args[0]->ival);
+  case KILN_BUILTIN_NUM_PROGRAMS:
+    return kiln_ir_build_num_programs(&g->b, loc, (int)e->args[0]->ival);
   case KILN_BUILTIN_ARANGE:
     return kiln_ir_build_range(&g->b, loc, (int32_t)e->args[0]->ival, (int32_t)e->args[1]->ival);
   case KILN_BUILTIN_ZEROS: return gen_full(g, e, true);
@@ -908,7 +928,8 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     /* narrow integers widened to i32 first (operand_type), as for sum */
     MlirValue x = gen_as(g, e->args[0], e->operand_type);
     if (g->failed) return x;
-    return kiln_ir_build_scan(&g->b, loc, e->builtin == KILN_BUILTIN_CUMSUM ? "sum" : "prod", (int)e->ival, x);
+    return kiln_ir_build_scan(&g->b, loc, e->builtin == KILN_BUILTIN_CUMSUM ? "sum" : "prod",
+                              (int)e->ival, x);
   }
   case KILN_BUILTIN_ARGMAX: return gen_reduce(g, e, KILN_REDUCE_ARGMAX);
   case KILN_BUILTIN_ARGMIN: return gen_reduce(g, e, KILN_REDUCE_ARGMIN);
@@ -943,9 +964,7 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_MULTIPLE_OF: return gen_hint(g, e, "kiln.multiple_of");
   case KILN_BUILTIN_CONTIGUOUS: return gen_hint(g, e, "kiln.contiguous");
   case KILN_BUILTIN_MAX_CONTIGUOUS: return gen_hint(g, e, "kiln.max_contiguous");
-  default:
-    gen_error(g, e->span, "builtin has no lowering");
-    return (MlirValue){NULL};
+  default: gen_error(g, e->span, "builtin has no lowering"); return (MlirValue){NULL};
   }
 }
 
@@ -989,19 +1008,22 @@ static MlirValue i32_op(Gen *g, MlirLocation loc, const char *name, MlirValue a,
  * and 0 for step == 0 (dsl/reference.md: a zero step runs no iteration).  span and |step| are
  * unsigned, so every i32 lo, hi and step is exact; a count above 2^31 - 1 wraps (the same limit
  * as every trip count).  For a constant step the selects fold away. */
-static MlirValue counted_trips(Gen *g, MlirLocation loc, MlirValue lo, MlirValue hi, MlirValue step) {
+static MlirValue counted_trips(Gen *g, MlirLocation loc, MlirValue lo, MlirValue hi,
+                               MlirValue step) {
   MlirType i32t = mlirIntegerTypeGet(g->ctx, 32);
   MlirValue zero = kiln_ir_build_const_int(&g->b, loc, i32t, 0);
   MlirValue one = kiln_ir_build_const_int(&g->b, loc, i32t, 1);
   MlirValue up = kiln_ir_build_cmpi(&g->b, loc, "sgt", step, zero);
   MlirValue span = kiln_ir_build_select(&g->b, loc, up, i32_op(g, loc, "arith.subi", hi, lo),
                                         i32_op(g, loc, "arith.subi", lo, hi));
-  MlirValue any = kiln_ir_build_select(&g->b, loc, up, kiln_ir_build_cmpi(&g->b, loc, "slt", lo, hi),
-                                       kiln_ir_build_cmpi(&g->b, loc, "sgt", lo, hi));
+  MlirValue any =
+      kiln_ir_build_select(&g->b, loc, up, kiln_ir_build_cmpi(&g->b, loc, "slt", lo, hi),
+                           kiln_ir_build_cmpi(&g->b, loc, "sgt", lo, hi));
   MlirValue nonzero = kiln_ir_build_cmpi(&g->b, loc, "ne", step, zero);
   MlirValue ops[2] = {any, nonzero};
   any = kiln_ir_build_elementwise(&g->b, loc, "arith.andi", ops, 2, mlirIntegerTypeGet(g->ctx, 1));
-  MlirValue mag = kiln_ir_build_select(&g->b, loc, up, step, i32_op(g, loc, "arith.subi", zero, step));
+  MlirValue mag =
+      kiln_ir_build_select(&g->b, loc, up, step, i32_op(g, loc, "arith.subi", zero, step));
   mag = kiln_ir_build_select(&g->b, loc, nonzero, mag, one); /* no division by zero */
   MlirValue q = i32_op(g, loc, "arith.divui", i32_op(g, loc, "arith.subi", span, one), mag);
   MlirValue trips = i32_op(g, loc, "arith.addi", q, one);
@@ -1024,7 +1046,8 @@ static void gen_for(Gen *g, const KilnStmt *s) {
   MlirValue lo = gen_as(g, s->lo, &i32);
   MlirValue hi = gen_as(g, s->hi, &i32);
   bool counted = step_is_counted(s);
-  MlirValue given = s->step ? gen_as(g, s->step, &i32) : kiln_ir_build_const_int(&g->b, loc, i32t, 1);
+  MlirValue given =
+      s->step ? gen_as(g, s->step, &i32) : kiln_ir_build_const_int(&g->b, loc, i32t, 1);
   MlirValue step = given;
   if (g->failed) return;
   MlirValue start = lo;
@@ -1035,7 +1058,10 @@ static void gen_for(Gen *g, const KilnStmt *s) {
   }
   size_t n = (size_t)s->ncarried;
   MlirValue *inits = calloc(n ? n : 1, sizeof *inits);
-  if (!inits) { gen_error(g, s->span, "out of memory"); return; }
+  if (!inits) {
+    gen_error(g, s->span, "out of memory");
+    return;
+  }
   for (size_t i = 0; i < n; i++) inits[i] = current(g, s->carried[i]);
   KilnIRFor f = kiln_ir_build_for(&g->b, loc, lo, hi, step, inits, n);
   /* sema put the break flag first in `carried`: the loop ends when it is set (exit_loops.c) */
@@ -1044,7 +1070,8 @@ static void gen_for(Gen *g, const KilnStmt *s) {
   kiln_ir_builder_set_end(&g->b, f.body);
   g->vals[s->decl->id] = f.iv;
   if (counted)
-    g->vals[s->decl->id] = i32_op(g, loc, "arith.addi", start, i32_op(g, loc, "arith.muli", f.iv, given));
+    g->vals[s->decl->id] =
+        i32_op(g, loc, "arith.addi", start, i32_op(g, loc, "arith.muli", f.iv, given));
   for (size_t i = 0; i < n; i++) g->vals[s->carried[i]->id] = kiln_ir_for_iter_arg(&f, i);
   gen_block(g, s->body);
   for (size_t i = 0; i < n; i++) inits[i] = current(g, s->carried[i]);
@@ -1065,7 +1092,9 @@ static void gen_if(Gen *g, const KilnStmt *s) {
   MlirValue *outs = calloc(n ? n : 1, sizeof *outs);
   if (!types || !before || !outs) {
     gen_error(g, s->span, "out of memory");
-    free(types); free(before); free(outs);
+    free(types);
+    free(before);
+    free(outs);
     return;
   }
   for (size_t i = 0; i < n; i++) {
@@ -1085,7 +1114,9 @@ static void gen_if(Gen *g, const KilnStmt *s) {
   }
   g->b = outer;
   for (size_t i = 0; i < n; i++) g->vals[s->carried[i]->id] = kiln_ir_if_result(&f, i);
-  free(types); free(before); free(outs);
+  free(types);
+  free(before);
+  free(outs);
 }
 
 /* `let a, b = f(...);` (or var, or an assignment): the call's body, then each returned value
@@ -1099,7 +1130,10 @@ static void gen_unpack(Gen *g, const KilnStmt *s) {
   }
   gen_block(g, call->inlined);
   MlirValue *vals = calloc((size_t)s->nnames, sizeof *vals);
-  if (!vals) { gen_error(g, s->span, "out of memory"); return; }
+  if (!vals) {
+    gen_error(g, s->span, "out of memory");
+    return;
+  }
   for (int i = 0; i < s->nnames && !g->failed; i++)
     vals[i] = gen_as(g, call->result->args[i], s->decls[i]->type);
   for (int i = 0; i < s->nnames && !g->failed; i++) g->vals[s->decls[i]->id] = vals[i];
@@ -1137,7 +1171,9 @@ bool kiln_mlirgen_kernel(KilnCompilation *c, const KilnKernel *k, KilnMlirContex
   g.nvals = k->ndecls;
   g.vals = calloc((size_t)(k->ndecls > 0 ? k->ndecls : 1), sizeof *g.vals);
   if (!arg_types || !g.args || !g.vals) {
-    free(arg_types); free(g.args); free(g.vals);
+    free(arg_types);
+    free(g.args);
+    free(g.vals);
     kiln_diag_add(c, KILN_SEV_ERROR, k->span, "out of memory");
     return false;
   }
@@ -1145,17 +1181,19 @@ bool kiln_mlirgen_kernel(KilnCompilation *c, const KilnKernel *k, KilnMlirContex
     const KilnDecl *d = k->params[i];
     if (d->kind != KILN_DECL_PARAM) continue;
     arg_types[d->index] = kiln_mlirgen_type(g.ctx, d->type);
-    if (mlirTypeIsNull(arg_types[d->index])) gen_error(&g, d->span, "parameter type has no IR type");
+    if (mlirTypeIsNull(arg_types[d->index]))
+      gen_error(&g, d->span, "parameter type has no IR type");
   }
   if (!g.failed) {
     KilnIRBuilder mb;
     kiln_ir_builder_init(&mb, g.ctx, kiln_ir_module_body(module));
-    KilnIRFunc f = kiln_ir_build_kernel(&mb, loc_of(&g, k->span), k->name, arg_types,
-                                        (size_t)nargs, k->num_warps, k->num_stages);
+    KilnIRFunc f = kiln_ir_build_kernel(&mb, loc_of(&g, k->span), k->name, arg_types, (size_t)nargs,
+                                        k->num_warps, k->num_stages);
     /* min_blocks only when the config sets it: without it ptxas chooses the registers alone */
     if (k->min_blocks > 0)
-      mlirOperationSetAttributeByName(f.op, mlirStringRefCreateFromCString("kiln.min_blocks"),
-                                      mlirIntegerAttrGet(mlirIntegerTypeGet(g.ctx, 32), k->min_blocks));
+      mlirOperationSetAttributeByName(
+          f.op, mlirStringRefCreateFromCString("kiln.min_blocks"),
+          mlirIntegerAttrGet(mlirIntegerTypeGet(g.ctx, 32), k->min_blocks));
     for (int i = 0; i < nargs; i++) g.args[i] = kiln_ir_func_arg(&f, (size_t)i);
     kiln_ir_builder_init(&g.b, g.ctx, f.entry);
     gen_block(&g, k->body);

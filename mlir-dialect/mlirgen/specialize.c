@@ -18,7 +18,8 @@ static MlirOperation find_func(MlirModule module, const char *name) {
   MlirBlock body = mlirModuleGetBody(module);
   for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o)) {
-    MlirAttribute sym = mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("sym_name"));
+    MlirAttribute sym =
+        mlirOperationGetAttributeByName(o, mlirStringRefCreateFromCString("sym_name"));
     if (!mlirAttributeIsNull(sym) && mlirAttributeIsAString(sym) &&
         mlirStringRefEqual(mlirStringAttrGetValue(sym), mlirStringRefCreateFromCString(name)))
       return o;
@@ -27,12 +28,11 @@ static MlirOperation find_func(MlirModule module, const char *name) {
 }
 
 /* The kernel's argument for runtime parameter `name`, or a null value with err filled. */
-static MlirValue param_arg(MlirModule module, const KilnKernel *k, const char *name, MlirOperation *func,
-                           char *err, size_t cap) {
+static MlirValue param_arg(MlirModule module, const KilnKernel *k, const char *name,
+                           MlirOperation *func, char *err, size_t cap) {
   const KilnDecl *d = NULL;
   for (int p = 0; p < k->nparams && !d; p++)
-    if (strcmp(k->params[p]->name, name) == 0)
-      d = k->params[p];
+    if (strcmp(k->params[p]->name, name) == 0) d = k->params[p];
   *func = find_func(module, k->name);
   if (!d || d->kind != KILN_DECL_PARAM || mlirOperationIsNull(*func)) {
     snprintf(err, cap, "kernel '%s' has no runtime parameter of that name%s", k->name,
@@ -49,12 +49,11 @@ static MlirValue param_arg(MlirModule module, const KilnKernel *k, const char *n
   return arg;
 }
 
-bool kiln_mlirgen_specialize(MlirModule module, const KilnKernel *k, const char *name, int64_t value,
-                             bool multiple_of, char *err, size_t cap) {
+bool kiln_mlirgen_specialize(MlirModule module, const KilnKernel *k, const char *name,
+                             int64_t value, bool multiple_of, char *err, size_t cap) {
   MlirOperation func;
   MlirValue arg = param_arg(module, k, name, &func, err, cap);
-  if (mlirValueIsNull(arg))
-    return false;
+  if (mlirValueIsNull(arg)) return false;
   MlirContext ctx = mlirOperationGetContext(func);
   if (multiple_of) {
     if (value < 1 || value > (1 << 30)) {
@@ -70,7 +69,8 @@ bool kiln_mlirgen_specialize(MlirModule module, const KilnKernel *k, const char 
   KilnIRBuilder b;
   kiln_ir_builder_init(&b, ctx, entry);
   kiln_ir_builder_set_before(&b, mlirBlockGetFirstOperation(entry));
-  MlirValue c = kiln_ir_build_const_int(&b, mlirOperationGetLocation(func), mlirValueGetType(arg), value);
+  MlirValue c =
+      kiln_ir_build_const_int(&b, mlirOperationGetLocation(func), mlirValueGetType(arg), value);
   mlirValueReplaceAllUsesOfWith(arg, c);
   return true;
 }
