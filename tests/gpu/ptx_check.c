@@ -43,8 +43,7 @@ static int usage(void) {
 /* NAME=VALUE (an integer, or a scalar type name for a type parameter) into list[*n]. */
 static bool add_binding(const char *s, KilnDefine *list, size_t *n) {
   const char *eq = strchr(s, '=');
-  if (!eq || eq == s || *n >= MAX_LIST)
-    return false;
+  if (!eq || eq == s || *n >= MAX_LIST) return false;
   KilnScalarKind sk;
   int64_t v;
   if (kiln_scalar_from_name(eq + 1, &sk)) {
@@ -52,26 +51,22 @@ static bool add_binding(const char *s, KilnDefine *list, size_t *n) {
   } else {
     char *end;
     v = strtoll(eq + 1, &end, 0);
-    if (end == eq + 1 || *end)
-      return false;
+    if (end == eq + 1 || *end) return false;
   }
   char *name = strndup(s, (size_t)(eq - s));
-  if (!name)
-    return false;
+  if (!name) return false;
   list[(*n)++] = (KilnDefine){name, v};
   return true;
 }
 
 static bool add_text(const char *s, const char **list, size_t *n) {
-  if (*n >= MAX_LIST)
-    return false;
+  if (*n >= MAX_LIST) return false;
   list[(*n)++] = s;
   return true;
 }
 
 static bool parse_args(int argc, char **argv, Args *a) {
-  if (argc < 3)
-    return false;
+  if (argc < 3) return false;
   a->file = argv[1];
   a->kernel = argv[2];
   for (int i = 3; i < argc; i++) {
@@ -95,21 +90,16 @@ static bool parse_args(int argc, char **argv, Args *a) {
       ok = add_binding(s, a->defines, &a->ndefines);
     else
       return false;
-    if (!ok)
-      return false;
-    if (s[0] == '-')
-      i++;
+    if (!ok) return false;
+    if (s[0] == '-') i++;
   }
   return a->arch && a->ptxas;
 }
 
 static void free_args(Args *a) {
-  for (size_t i = 0; i < a->ndefines; i++)
-    free((char *)a->defines[i].name);
-  for (size_t i = 0; i < a->nspecialize; i++)
-    free((char *)a->specialize[i].name);
-  for (size_t i = 0; i < a->nmultiple_of; i++)
-    free((char *)a->multiple_of[i].name);
+  for (size_t i = 0; i < a->ndefines; i++) free((char *)a->defines[i].name);
+  for (size_t i = 0; i < a->nspecialize; i++) free((char *)a->specialize[i].name);
+  for (size_t i = 0; i < a->nmultiple_of; i++) free((char *)a->multiple_of[i].name);
 }
 
 /* Every --expect in the PTX, no --expect-not; false (said on stderr) otherwise. */
@@ -165,10 +155,15 @@ static int run(const Args *a) {
     fprintf(stderr, "ptx_check: no ptxas, skipping\n");
     return 77;
   }
-  KilnCompileOptions o = {.path = a->file, .kernel = a->kernel, .target = target,
-                          .defines = a->defines, .num_defines = a->ndefines,
-                          .specialize = a->specialize, .num_specialize = a->nspecialize,
-                          .multiple_of = a->multiple_of, .num_multiple_of = a->nmultiple_of};
+  KilnCompileOptions o = {.path = a->file,
+                          .kernel = a->kernel,
+                          .target = target,
+                          .defines = a->defines,
+                          .num_defines = a->ndefines,
+                          .specialize = a->specialize,
+                          .num_specialize = a->nspecialize,
+                          .multiple_of = a->multiple_of,
+                          .num_multiple_of = a->nmultiple_of};
   KilnBuffer ptx;
   if (kiln_driver_compile(&o, KILN_EMIT_PTX, &ptx) != KILN_DRIVER_OK) {
     fprintf(stderr, "FAIL: %s %s: compilation failed\n", a->kernel, a->arch);

@@ -33,7 +33,8 @@ static const char *const nest_ptx =
     "$L__BB0_2:\n"
     "\tst.shared.v4.b32 [%r5], {%r1, %r2, %r3, %r4};\n"
     "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r6];\n"
-    "\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};\n"
+    "\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, "
+    "%r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};\n"
     "\tcp.async.cg.shared.global [%r7], [%rd2], 16;\n"
     "\tcp.async.wait_group 2;\n"
     "\t@%p1 bra $L__BB0_2;\n"
@@ -84,15 +85,15 @@ static void test_nest(void) {
   for (int i = 0; i < k->nloops; i++) {
     const KilnPtxLoop *L = &k->loops[i];
     if (L->first_line == 14) {
-      CHECK(L->last_line == 27 && L->depth == 1 && !L->inner, "outer %d-%d depth %d",
-            L->first_line, L->last_line, L->depth);
-      CHECK(L->mix.insts == 12 && L->mix.bar_sync == 1 && L->mix.ld_shared == 1,
-            "outer insts %d", L->mix.insts);
+      CHECK(L->last_line == 27 && L->depth == 1 && !L->inner, "outer %d-%d depth %d", L->first_line,
+            L->last_line, L->depth);
+      CHECK(L->mix.insts == 12 && L->mix.bar_sync == 1 && L->mix.ld_shared == 1, "outer insts %d",
+            L->mix.insts);
     } else {
       CHECK(L->first_line == 17 && L->last_line == 23 && L->depth == 2 && L->inner,
             "inner %d-%d depth %d", L->first_line, L->last_line, L->depth);
-      CHECK(L->mix.insts == 6 && L->mix.mma == 1 && L->mix.bar_sync == 0 &&
-                L->mix.st_shared == 1 && L->mix.wait_group_max == 2,
+      CHECK(L->mix.insts == 6 && L->mix.mma == 1 && L->mix.bar_sync == 0 && L->mix.st_shared == 1 &&
+                L->mix.wait_group_max == 2,
             "inner insts %d", L->mix.insts);
     }
   }
@@ -183,19 +184,18 @@ static void test_two_kernels_and_occupancy(void) {
 
 /* LLVM places a loop's cold block (a masked tail load) after the function's exit and jumps back
  * into the loop: the loop is blocks A (line 4), B (6-7) and D (10-11), not lines 3-7. */
-static const char *const cold_ptx =
-    ".visible .entry c()\n"
-    "{\n"
-    "$L__BB0_1:\n"
-    "\t@%p1 bra $L__BB0_3;\n"
-    "$L__BB0_2:\n"
-    "\tld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd1];\n"
-    "\t@%p2 bra $L__BB0_1;\n"
-    "\tret;\n"
-    "$L__BB0_3:\n"
-    "\tld.global.b16 %rs1, [%rd2];\n"
-    "\tbra.uni $L__BB0_2;\n"
-    "}\n";
+static const char *const cold_ptx = ".visible .entry c()\n"
+                                    "{\n"
+                                    "$L__BB0_1:\n"
+                                    "\t@%p1 bra $L__BB0_3;\n"
+                                    "$L__BB0_2:\n"
+                                    "\tld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd1];\n"
+                                    "\t@%p2 bra $L__BB0_1;\n"
+                                    "\tret;\n"
+                                    "$L__BB0_3:\n"
+                                    "\tld.global.b16 %rs1, [%rd2];\n"
+                                    "\tbra.uni $L__BB0_2;\n"
+                                    "}\n";
 
 static void test_out_of_line_block(void) {
   KilnPtxStat s;
@@ -233,7 +233,6 @@ int main(void) {
   test_two_kernels_and_occupancy();
   test_out_of_line_block();
   test_bad_input();
-  if (failures == 0)
-    puts("ptx_stat: all checks passed");
+  if (failures == 0) puts("ptx_stat: all checks passed");
   return failures ? 1 : 0;
 }

@@ -97,12 +97,12 @@ static void bundle_name(char *buf, size_t cap, const char *kernel, const KilnDef
   for (size_t i = 0; i < ndefs && len > 0 && (size_t)len < cap; i++)
     len += snprintf(buf + len, cap - (size_t)len, "-%s=%" PRId64, defs[i].name, defs[i].value);
   for (size_t i = 0; i < g_spec.neq && len > 0 && (size_t)len < cap; i++)
-    len += snprintf(buf + len, cap - (size_t)len, "-s.%s=%" PRId64, g_spec.eq[i].name, g_spec.eq[i].value);
+    len += snprintf(buf + len, cap - (size_t)len, "-s.%s=%" PRId64, g_spec.eq[i].name,
+                    g_spec.eq[i].value);
   for (size_t i = 0; i < g_spec.nmult && len > 0 && (size_t)len < cap; i++)
     len += snprintf(buf + len, cap - (size_t)len, "-m.%s=%" PRId64, g_spec.mult[i].name,
                     g_spec.mult[i].value);
-  if (len > 0 && (size_t)len < cap)
-    snprintf(buf + len, cap - (size_t)len, "-w%d", g_num_warps);
+  if (len > 0 && (size_t)len < cap) snprintf(buf + len, cap - (size_t)len, "-w%d", g_num_warps);
 }
 
 /* Starts a configuration of `kernel` with `defs` bound on dev and loads the kernel (compiled
@@ -131,9 +131,10 @@ static void run_begin(KilnTestRun *run, KilnRtDevice *dev, const char *kernel,
   snprintf(path, sizeof path, "%s/%s.kiln",
            kiln_test_source_dir(dir, sizeof dir, KILN_EXAMPLES_DIR, "dsl/examples"), kernel);
   if (access(path, R_OK) != 0)
-    snprintf(path, sizeof path, "%s/%s.kiln",
-             kiln_test_source_dir(dir, sizeof dir, KILN_NUMERIC_KERNEL_DIR, "tests/numeric/kernels"),
-             kernel);
+    snprintf(
+        path, sizeof path, "%s/%s.kiln",
+        kiln_test_source_dir(dir, sizeof dir, KILN_NUMERIC_KERNEL_DIR, "tests/numeric/kernels"),
+        kernel);
   bundle_name(name, sizeof name, kernel, defs, ndefs);
   kiln_test_kernel(run, path, kernel, defs, ndefs, name);
 }
@@ -143,8 +144,7 @@ static const void *recorded(const KilnTestRun *run, const char *what, size_t byt
   char key[256];
   snprintf(key, sizeof key, "%s|%s", run->key, what);
   for (Recording *r = g_records; r; r = r->next)
-    if (strcmp(r->key, key) == 0)
-      return r->bytes == bytes ? r->data : NULL;
+    if (strcmp(r->key, key) == 0) return r->bytes == bytes ? r->data : NULL;
   return NULL;
 }
 
@@ -171,13 +171,11 @@ static void records_free(void) {
 
 /* Compares got with ref by kiln_ref_max_error and prints the result; with --vs-cpu also with
  * the cpu's output, at the same tolerance. */
-static void check_close(KilnTestRun *run, const char *what, const float *got, const float *ref, size_t n,
-                        double floor, double tol) {
-  if (!run->ok)
-    return;
+static void check_close(KilnTestRun *run, const char *what, const float *got, const float *ref,
+                        size_t n, double floor, double tol) {
+  if (!run->ok) return;
   kiln_test_check_close(run, what, "ref", got, ref, n, floor, tol);
-  if (g_recording)
-    record(run, what, got, n * sizeof *got);
+  if (g_recording) record(run, what, got, n * sizeof *got);
   if (g_compare && run->ok) {
     const float *cpu = recorded(run, what, n * sizeof *got);
     if (!cpu)
@@ -187,13 +185,11 @@ static void check_close(KilnTestRun *run, const char *what, const float *got, co
   }
 }
 
-static void check_equal_i32(KilnTestRun *run, const char *what, const int32_t *got, const int32_t *ref,
-                            size_t n) {
-  if (!run->ok)
-    return;
+static void check_equal_i32(KilnTestRun *run, const char *what, const int32_t *got,
+                            const int32_t *ref, size_t n) {
+  if (!run->ok) return;
   kiln_test_check_equal_i32(run, what, "ref", got, ref, n);
-  if (g_recording)
-    record(run, what, got, n * sizeof *got);
+  if (g_recording) record(run, what, got, n * sizeof *got);
   if (g_compare && run->ok) {
     const int32_t *cpu = recorded(run, what, n * sizeof *got);
     if (!cpu)
@@ -207,8 +203,7 @@ static void check_equal_i32(KilnTestRun *run, const char *what, const int32_t *g
 
 static uint16_t *random_f16(KilnRefRng *rng, size_t n, float lo, float hi) {
   uint16_t *p = kiln_test_alloc(n, sizeof *p);
-  for (size_t i = 0; i < n; i++)
-    p[i] = kiln_ref_f32_to_f16(kiln_ref_rng_uniform(rng, lo, hi));
+  for (size_t i = 0; i < n; i++) p[i] = kiln_ref_f32_to_f16(kiln_ref_rng_uniform(rng, lo, hi));
   return p;
 }
 
@@ -216,23 +211,20 @@ static uint16_t *random_f16(KilnRefRng *rng, size_t n, float lo, float hi) {
  * so that a kernel reading past its load mask gets a visibly wrong maximum, sum or mean. */
 static void poison_row_gaps(float *x, size_t rows, size_t cols, size_t stride) {
   for (size_t r = 0; r < rows; r++)
-    for (size_t c = cols; c < stride; c++)
-      x[r * stride + c] = 1000.0f;
+    for (size_t c = cols; c < stride; c++) x[r * stride + c] = 1000.0f;
 }
 
 /* The rows x cols result out of a strided f32 buffer, densely. */
 static float *gather_f32(const float *buf, size_t rows, size_t cols, size_t stride) {
   float *p = kiln_test_alloc(rows * cols, sizeof *p);
-  for (size_t r = 0; r < rows; r++)
-    memcpy(p + r * cols, buf + r * stride, cols * sizeof *p);
+  for (size_t r = 0; r < rows; r++) memcpy(p + r * cols, buf + r * stride, cols * sizeof *p);
   return p;
 }
 
 static float *gather_f16(const uint16_t *buf, size_t rows, size_t cols, size_t stride) {
   float *p = kiln_test_alloc(rows * cols, sizeof *p);
   for (size_t r = 0; r < rows; r++)
-    for (size_t c = 0; c < cols; c++)
-      p[r * cols + c] = kiln_ref_f16_to_f32(buf[r * stride + c]);
+    for (size_t c = 0; c < cols; c++) p[r * cols + c] = kiln_ref_f16_to_f32(buf[r * stride + c]);
   return p;
 }
 
@@ -253,7 +245,8 @@ static bool test_vector_add(KilnRtDevice *dev) {
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 100 + ci);
-    float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f), *y = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
+    float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f),
+          *y = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
     float *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
     void *dx = kiln_test_input(&run, x, n * sizeof *x);
     void *dy = kiln_test_input(&run, y, n * sizeof *y);
@@ -317,7 +310,9 @@ static bool test_bias_gelu(KilnRtDevice *dev) {
 static bool test_softmax_rows(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, x_stride, y_stride, block;
-  } cfgs[] = {{77, 768, 768, 770, 1024}, {5, 1000, 1003, 1000, 1024}, {16, 64, 64, 64, 64},
+  } cfgs[] = {{77, 768, 768, 770, 1024},
+              {5, 1000, 1003, 1000, 1024},
+              {16, 64, 64, 64, 64},
               {3, 1, 1, 2, 128}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
@@ -377,8 +372,7 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
     char shape[64];
     snprintf(shape, sizeof shape, "%zux%zu strides %zu,%zu%s", rows, cols, xs, ys,
              cfgs[ci].mult8 ? " multiples of 8" : "");
-    if (cfgs[ci].mult8)
-      g_spec = (Spec){NULL, mult8, 0, COUNT(mult8)};
+    if (cfgs[ci].mult8) g_spec = (Spec){NULL, mult8, 0, COUNT(mult8)};
     KilnTestRun run;
     run_begin(&run, dev, "layernorm_fwd", defs, COUNT(defs), shape);
     g_spec = (Spec){0};
@@ -389,8 +383,7 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
     float *x = kiln_test_random_f32(&rng, rows * xs, -2.0f, 2.0f);
     for (size_t r = 0; r < rows; r++) {
       float off = kiln_ref_rng_uniform(&rng, -1.0f, 1.0f);
-      for (size_t c = 0; c < xs; c++)
-        x[r * xs + c] += off;
+      for (size_t c = 0; c < xs; c++) x[r * xs + c] += off;
     }
     /* Row 1 with a variance of eps / 2 and row 2 constant (0.625: its sums are exact in f32, so
      * x - mean is exactly 0): there eps is half or all of what rstd depends on. */
@@ -400,10 +393,13 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
         kiln_ref_layernorm_fill_row(x + r * xs, cols, kind, &rng, eps, 1, 0.625f);
     }
     poison_row_gaps(x, rows, cols, xs);
-    float *gamma = kiln_test_random_f32(&rng, cols, 0.5f, 1.5f), *beta = kiln_test_random_f32(&rng, cols, -1.0f, 1.0f);
-    float *y = kiln_test_alloc(total, sizeof *y), *mean = kiln_test_alloc(stats_total, sizeof *mean);
+    float *gamma = kiln_test_random_f32(&rng, cols, 0.5f, 1.5f),
+          *beta = kiln_test_random_f32(&rng, cols, -1.0f, 1.0f);
+    float *y = kiln_test_alloc(total, sizeof *y),
+          *mean = kiln_test_alloc(stats_total, sizeof *mean);
     float *rstd = kiln_test_alloc(stats_total, sizeof *rstd);
-    float *ref_y = kiln_test_alloc(rows * cols, sizeof *ref_y), *ref_mean = kiln_test_alloc(rows, sizeof *ref_mean);
+    float *ref_y = kiln_test_alloc(rows * cols, sizeof *ref_y),
+          *ref_mean = kiln_test_alloc(rows, sizeof *ref_mean);
     float *ref_rstd = kiln_test_alloc(rows, sizeof *ref_rstd);
     void *dx = kiln_test_input(&run, x, rows * xs * sizeof *x);
     void *dg = kiln_test_input(&run, gamma, cols * sizeof *gamma);
@@ -428,8 +424,7 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
     check_close(&run, "mean", mean, ref_mean, rows, 1.0, 1e-5);
     check_close(&run, "rstd", rstd, ref_rstd, rows, 1e-30, 1e-5);
     double *var = kiln_test_alloc(rows, sizeof *var);
-    for (size_t r = 0; r < rows; r++)
-      var[r] = kiln_ref_variance(x + r * xs, cols);
+    for (size_t r = 0; r < rows; r++) var[r] = kiln_ref_variance(x + r * xs, cols);
     kiln_test_check_eps(&run, rstd, var, rows, eps);
     all_ok &= kiln_test_end(&run);
     free(x), free(gamma), free(beta), free(y), free(mean), free(rstd), free(var);
@@ -456,19 +451,26 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     int stages;
     int min_blocks; /* 0: not set; else the .minnctapersm ptxas gets (the emulator ignores it) */
   } cfgs[] = {
-      {100, 72, 88, 32, 32, 32, false, false, false, 0, 0}, {64, 64, 64, 32, 32, 32, false, false, false, 0, 0},
-      {33, 65, 17, 16, 64, 16, true, true, false, 0, 0},    {128, 96, 256, 64, 32, 64, false, true, false, 0, 0},
+      {100, 72, 88, 32, 32, 32, false, false, false, 0, 0},
+      {64, 64, 64, 32, 32, 32, false, false, false, 0, 0},
+      {33, 65, 17, 16, 64, 16, true, true, false, 0, 0},
+      {128, 96, 256, 64, 32, 64, false, true, false, 0, 0},
       {1, 1, 1, 16, 16, 16, false, false, false, 0, 0},
-      {100, 72, 88, 32, 32, 32, false, false, true, 3, 0},  {128, 96, 256, 64, 32, 64, false, false, true, 4, 0},
-      {64, 64, 16, 32, 32, 32, false, false, true, 3, 0},   {64, 48, 200, 32, 16, 16, false, false, true, 2, 0},
-      {96, 80, 200, 64, 64, 64, false, false, true, 4, 0},  {64, 64, 64, 64, 64, 64, false, false, true, 4, 0},
+      {100, 72, 88, 32, 32, 32, false, false, true, 3, 0},
+      {128, 96, 256, 64, 32, 64, false, false, true, 4, 0},
+      {64, 64, 16, 32, 32, 32, false, false, true, 3, 0},
+      {64, 48, 200, 32, 16, 16, false, false, true, 2, 0},
+      {96, 80, 200, 64, 64, 64, false, false, true, 4, 0},
+      {64, 64, 64, 64, 64, 64, false, false, true, 4, 0},
       {96, 80, 200, 64, 64, 64, false, false, true, 3, 2},
       /* Column-major unit-stride operands are staged transposed (k-major B: y = x W^T of a
        * linear layer; m-major A: dW = X^T dY) and read with ldmatrix (.trans for A): B alone,
        * A alone, both with tails in every dim, and a 64x8 tile whose lone B column block
        * takes ldmatrix .x2. */
-      {96, 80, 200, 64, 64, 32, false, true, true, 3, 2}, {128, 96, 72, 64, 32, 32, true, false, true, 4, 0},
-      {72, 64, 40, 32, 64, 16, true, true, true, 2, 0},     {64, 24, 48, 64, 8, 16, false, true, true, 3, 0},
+      {96, 80, 200, 64, 64, 32, false, true, true, 3, 2},
+      {128, 96, 72, 64, 32, 32, true, false, true, 4, 0},
+      {72, 64, 40, 32, 64, 16, true, true, true, 2, 0},
+      {64, 24, 48, 64, 8, 16, false, true, true, 3, 0},
   };
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
@@ -487,10 +489,11 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
              cfgs[ci].unit ? " unit-stride" : "");
     /* The unit stride of each operand is the one along its contiguous dim; the other stride is
      * a multiple of 8 elements (16 bytes) in every unit configuration. */
-    KilnDefine unit_eq[] = {{cfgs[ci].a_colmajor ? "sam" : "sak", 1}, {cfgs[ci].b_colmajor ? "sbk" : "sbn", 1}};
-    KilnDefine unit_mult[] = {{cfgs[ci].a_colmajor ? "sak" : "sam", 8}, {cfgs[ci].b_colmajor ? "sbn" : "sbk", 8}};
-    if (cfgs[ci].unit)
-      g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), COUNT(unit_mult)};
+    KilnDefine unit_eq[] = {{cfgs[ci].a_colmajor ? "sam" : "sak", 1},
+                            {cfgs[ci].b_colmajor ? "sbk" : "sbn", 1}};
+    KilnDefine unit_mult[] = {{cfgs[ci].a_colmajor ? "sak" : "sam", 8},
+                              {cfgs[ci].b_colmajor ? "sbn" : "sbk", 8}};
+    if (cfgs[ci].unit) g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), COUNT(unit_mult)};
     KilnTestRun run;
     run_begin(&run, dev, "matmul_f16", defs, ndefs, shape);
     g_spec = (Spec){0};
@@ -506,8 +509,10 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
     int32_t sam32 = (int32_t)sam, sak32 = (int32_t)sak, sbk32 = (int32_t)sbk, sbn32 = (int32_t)sbn;
     int32_t scm32 = (int32_t)scm, scn32 = (int32_t)scn;
-    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sak32, &sbk32, &sbn32, &scm32, &scn32};
-    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm), kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    void *args[] = {&da,    &db,    &dc,    &m32,   &n32,   &k32,
+                    &sam32, &sak32, &sbk32, &sbn32, &scm32, &scn32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
     kiln_test_fetch(&run, c, dc, total * sizeof *c);
 
     kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
@@ -528,8 +533,11 @@ static bool test_argmax_rows(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, block_r, block_c;
     bool ties;
-  } cfgs[] = {{77, 768, 4, 1024, false}, {10, 33, 8, 64, true}, {5, 1, 2, 128, false},
-              {64, 256, 1, 256, true},   {13, 1000, 2, 1024, false}};
+  } cfgs[] = {{77, 768, 4, 1024, false},
+              {10, 33, 8, 64, true},
+              {5, 1, 2, 128, false},
+              {64, 256, 1, 256, true},
+              {13, 1000, 2, 1024, false}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, stride = cols + 3;
@@ -544,8 +552,7 @@ static bool test_argmax_rows(KilnRtDevice *dev) {
     kiln_ref_rng_init(&rng, 600 + ci);
     float *x = kiln_test_random_f32(&rng, rows * stride, -100.0f, 100.0f);
     if (cfgs[ci].ties)
-      for (size_t i = 0; i < rows * stride; i++)
-        x[i] = floorf((x[i] + 100.0f) / 25.0f);
+      for (size_t i = 0; i < rows * stride; i++) x[i] = floorf((x[i] + 100.0f) / 25.0f);
     poison_row_gaps(x, rows, cols, stride);
     int32_t *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(rows, sizeof *ref);
     void *dx = kiln_test_input(&run, x, rows * stride * sizeof *x);
@@ -589,7 +596,8 @@ static bool test_flash_attention(KilnRtDevice *dev) {
     uint16_t *q = random_f16(&rng, n, -2.0f, 2.0f), *k = random_f16(&rng, n, -1.0f, 1.0f);
     uint16_t *v = random_f16(&rng, n, -1.0f, 1.0f), *o = kiln_test_alloc(total, sizeof *o);
     float *ref = kiln_test_alloc(n, sizeof *ref);
-    void *dq = kiln_test_input(&run, q, n * sizeof *q), *dk = kiln_test_input(&run, k, n * sizeof *k);
+    void *dq = kiln_test_input(&run, q, n * sizeof *q),
+         *dk = kiln_test_input(&run, k, n * sizeof *k);
     void *dv = kiln_test_input(&run, v, n * sizeof *v);
     void *dout = kiln_test_output(&run, total * sizeof *o);
     int32_t s32 = cfgs[ci].S;
@@ -617,14 +625,16 @@ static bool test_matmul_grouped(KilnRtDevice *dev) {
    * fails the comparison or the sentinels. */
   static const struct {
     int32_t M, N, K, bm, bn, bk, group;
-  } cfgs[] = {{200, 136, 72, 32, 32, 32, 4}, {64, 256, 64, 32, 64, 32, 8},
-              {30, 20, 10, 32, 32, 16, 8}, {160, 96, 48, 16, 32, 16, 3}};
+  } cfgs[] = {{200, 136, 72, 32, 32, 32, 4},
+              {64, 256, 64, 32, 64, 32, 8},
+              {30, 20, 10, 32, 32, 16, 8},
+              {160, 96, 48, 16, 32, 16, 3}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
     size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk},
-                         {"GROUP_M", cfgs[ci].group}};
+    KilnDefine defs[] = {
+        {"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}, {"GROUP_M", cfgs[ci].group}};
     char shape[64];
     snprintf(shape, sizeof shape, "%zux%zux%zu", M, N, K);
     KilnTestRun run;
@@ -641,7 +651,8 @@ static bool test_matmul_grouped(KilnRtDevice *dev) {
     int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K, one = 1;
     int32_t scm32 = (int32_t)scm;
     void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &k32, &one, &n32, &one, &scm32, &one};
-    size_t programs = kiln_test_cdiv(M, (size_t)cfgs[ci].bm) * kiln_test_cdiv(N, (size_t)cfgs[ci].bn);
+    size_t programs =
+        kiln_test_cdiv(M, (size_t)cfgs[ci].bm) * kiln_test_cdiv(N, (size_t)cfgs[ci].bn);
     kiln_test_launch(&run, run.fn, programs, 1, args);
     kiln_test_fetch(&run, c, dc, total * sizeof *c);
 
@@ -677,7 +688,8 @@ static bool test_transpose(KilnRtDevice *dev) {
     kiln_ref_rng_init(&rng, 690 + ci);
     float *x = kiln_test_random_f32(&rng, rows * xs, -10.0f, 10.0f);
     poison_row_gaps(x, rows, cols, xs);
-    float *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(cols * os, sizeof *ref);
+    float *out = kiln_test_alloc(total, sizeof *out),
+          *ref = kiln_test_alloc(cols * os, sizeof *ref);
     void *dx = kiln_test_input(&run, x, rows * xs * sizeof *x);
     void *dout = kiln_test_output(&run, total * sizeof *out);
     int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols, xs32 = (int32_t)xs, os32 = (int32_t)os;
@@ -703,7 +715,9 @@ static bool test_dropout_rand(KilnRtDevice *dev) {
     int32_t n, block;
     float p;
     int32_t seed;
-  } cfgs[] = {{1000, 256, 0.3f, 1234}, {5000, 1024, 0.5f, -7}, {4096, 512, 0.1f, 0},
+  } cfgs[] = {{1000, 256, 0.3f, 1234},
+              {5000, 1024, 0.5f, -7},
+              {4096, 512, 0.1f, 0},
               {77, 2048, 0.9f, 2147483647}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
@@ -769,7 +783,8 @@ static bool test_atomic_accum(KilnRtDevice *dev) {
     }
     float zf[16] = {0};
     int32_t zi[1] = {-1};
-    void *dx = kiln_test_input(&run, x, n * sizeof *x), *dbin = kiln_test_input(&run, bin, n * sizeof *bin);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x),
+         *dbin = kiln_test_input(&run, bin, n * sizeof *bin);
     void *dslots = kiln_test_input(&run, slots, n * sizeof *slots);
     void *dprev = kiln_test_output(&run, npad * sizeof(float));
     void *dhist = kiln_test_input(&run, zf, 8 * sizeof(float));
@@ -781,7 +796,8 @@ static bool test_atomic_accum(KilnRtDevice *dev) {
     void *args[] = {&dx,     &dbin,  &dslots, &dprev, &dhist, &dtotal,
                     &dcount, &dpeak, &dsmall, &n32,   &npad32};
     kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
-    float *prev = kiln_test_alloc(npad, sizeof *prev), *slots_got = kiln_test_alloc(n, sizeof *slots_got);
+    float *prev = kiln_test_alloc(npad, sizeof *prev),
+          *slots_got = kiln_test_alloc(n, sizeof *slots_got);
     float hist[8], total, small[16];
     int32_t count, peak;
     kiln_test_fetch(&run, prev, dprev, npad * sizeof *prev);
@@ -827,8 +843,8 @@ static bool is_nan16(uint16_t h, uint16_t exp_mask) {
 /* Conversions to a 16-bit type: every result the reference's bits, except that where the
  * reference gives a NaN any NaN will do (hardware makes NaNs canonical or quiet in its own way);
  * mismatches are counted and the first one reported. */
-static void check_bits16(KilnTestRun *run, const char *what, const uint16_t *got, const uint32_t *in,
-                         uint16_t (*ref)(float), uint16_t exp_mask, size_t n) {
+static void check_bits16(KilnTestRun *run, const char *what, const uint16_t *got,
+                         const uint32_t *in, uint16_t (*ref)(float), uint16_t exp_mask, size_t n) {
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) {
     float f;
@@ -837,9 +853,10 @@ static void check_bits16(KilnTestRun *run, const char *what, const uint16_t *got
     bool same = got[i] == want || (is_nan16(want, exp_mask) && is_nan16(got[i], exp_mask));
     if (!same && bad++ == 0)
       kiln_test_fail(run, "%s: f32 0x%08" PRIx32 " gave 0x%04x, the reference 0x%04x", what, in[i],
-               got[i], want);
+                     got[i], want);
   }
-  if (bad > 1) kiln_test_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
+  if (bad > 1)
+    kiln_test_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
 }
 
 static void check_bits32(KilnTestRun *run, const char *what, const float *got, const uint16_t *in,
@@ -850,9 +867,10 @@ static void check_bits32(KilnTestRun *run, const char *what, const float *got, c
     bool same = memcmp(&got[i], &want, sizeof want) == 0 || (isnan(want) && isnan(got[i]));
     if (!same && bad++ == 0)
       kiln_test_fail(run, "%s: 0x%04x gave %a, the reference %a", what, in[i], (double)got[i],
-               (double)want);
+                     (double)want);
   }
-  if (bad > 1) kiln_test_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
+  if (bad > 1)
+    kiln_test_fail(run, "%s: %zu of %zu results differ from the reference", what, bad, n);
 }
 
 /* Every f32 high half with low halves that hit each rounding case of both 16-bit types (exact,
@@ -860,8 +878,8 @@ static void check_bits32(KilnTestRun *run, const char *what, const float *got, c
  * ones) and one random low half: normals, subnormals, overflow to inf, inf and NaNs of every
  * payload, with both signs. Every 16-bit pattern is widened. Bit for bit but for NaN payloads. */
 static bool test_float_convert(KilnRtDevice *dev) {
-  static const uint32_t lows[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x3000,
-                                  0x7fff, 0x8000, 0x8001, 0xffff};
+  static const uint32_t lows[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001,
+                                  0x3000, 0x7fff, 0x8000, 0x8001, 0xffff};
   static const int32_t blocks[] = {1024, 256};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(blocks); ci++) {
@@ -886,8 +904,10 @@ static bool test_float_convert(KilnRtDevice *dev) {
     void *dx = kiln_test_input(&run, x, n * sizeof *x);
     void *dhin = kiln_test_input(&run, in16, n * sizeof *in16);
     void *dbin = kiln_test_input(&run, in16, n * sizeof *in16);
-    void *dh = kiln_test_output(&run, total * sizeof *h), *db = kiln_test_output(&run, total * sizeof *b);
-    void *dhx = kiln_test_output(&run, total * sizeof *hx), *dbx = kiln_test_output(&run, total * sizeof *bx);
+    void *dh = kiln_test_output(&run, total * sizeof *h),
+         *db = kiln_test_output(&run, total * sizeof *b);
+    void *dhx = kiln_test_output(&run, total * sizeof *hx),
+         *dbx = kiln_test_output(&run, total * sizeof *bx);
     int32_t n32 = (int32_t)n;
     void *args[] = {&dx, &dh, &db, &dhin, &dbin, &dhx, &dbx, &n32};
     kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)blocks[ci]), 1, args);
@@ -950,13 +970,15 @@ static bool test_small_int_sum(KilnRtDevice *dev) {
       case FLAGS_ALL: flags[i] = 1; break;
       default: flags[i] = 0; break;
       }
-      bytes[i] = (int8_t)(cfgs[ci].bytes == FILL_RANDOM ? (int)((r >> 16) & 0xFF) - 128
-                                                        : cfgs[ci].bytes);
+      bytes[i] =
+          (int8_t)(cfgs[ci].bytes == FILL_RANDOM ? (int)((r >> 16) & 0xFF) - 128 : cfgs[ci].bytes);
       shorts[i] = (int16_t)(cfgs[ci].shorts == FILL_RANDOM ? (int)((r >> 24) & 0xFFFF) - 32768
-                                                          : cfgs[ci].shorts);
+                                                           : cfgs[ci].shorts);
     }
-    int32_t *counts = kiln_test_alloc(ctotal, sizeof *counts), *bits = kiln_test_alloc(btotal, sizeof *bits);
-    int32_t *rcounts = kiln_test_alloc(ncounts, sizeof *rcounts), *rbits = kiln_test_alloc(n, sizeof *rbits);
+    int32_t *counts = kiln_test_alloc(ctotal, sizeof *counts),
+            *bits = kiln_test_alloc(btotal, sizeof *bits);
+    int32_t *rcounts = kiln_test_alloc(ncounts, sizeof *rcounts),
+            *rbits = kiln_test_alloc(n, sizeof *rbits);
     void *dflags = kiln_test_input(&run, flags, n), *dbytes = kiln_test_input(&run, bytes, n);
     void *dshorts = kiln_test_input(&run, shorts, n * sizeof *shorts);
     void *dcounts = kiln_test_output(&run, ctotal * sizeof *counts);
@@ -1002,8 +1024,10 @@ static bool test_accum_loop(KilnRtDevice *dev) {
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 1100 + ci);
     float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
-    float *sums = kiln_test_alloc(ftotal, sizeof *sums), *rsums = kiln_test_alloc(nf, sizeof *rsums);
-    int32_t *hashes = kiln_test_alloc(itotal, sizeof *hashes), *rhashes = kiln_test_alloc(ni, sizeof *rhashes);
+    float *sums = kiln_test_alloc(ftotal, sizeof *sums),
+          *rsums = kiln_test_alloc(nf, sizeof *rsums);
+    int32_t *hashes = kiln_test_alloc(itotal, sizeof *hashes),
+            *rhashes = kiln_test_alloc(ni, sizeof *rhashes);
     void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
     void *dsums = kiln_test_output(&run, ftotal * sizeof *sums);
     void *dhashes = kiln_test_output(&run, itotal * sizeof *hashes);
@@ -1037,14 +1061,14 @@ typedef void (*RowsRef)(const float *x, const float *y, float *rf, int32_t *ri, 
 
 typedef struct {
   const char *kernel;
-  int32_t block;        /* the BLOCK define; 0: the kernel has none */
+  int32_t block; /* the BLOCK define; 0: the kernel has none */
   int32_t rows, cols;
-  size_t nf, ni;        /* f32 and i32 outputs per row */
-  float lo, hi;         /* the inputs' range */
-  bool two_inputs;      /* x and y (else x only) */
-  bool has_limit;       /* a trailing f32 `limit` argument */
+  size_t nf, ni;   /* f32 and i32 outputs per row */
+  float lo, hi;    /* the inputs' range */
+  bool two_inputs; /* x and y (else x only) */
+  bool has_limit;  /* a trailing f32 `limit` argument */
   float limit;
-  bool block_of_rows;   /* a program per BLOCK rows (else a program per row) */
+  bool block_of_rows;      /* a program per BLOCK rows (else a program per row) */
   uint32_t extra_programs; /* programs past the last row's, which must write nothing */
   uint64_t seed;
   RowsRef ref;
@@ -1077,14 +1101,12 @@ static bool run_rows_case(KilnRtDevice *dev, const RowsCase *c) {
   void *args[7];
   size_t na = 0;
   args[na++] = &dx;
-  if (y)
-    args[na++] = &dy;
+  if (y) args[na++] = &dy;
   args[na++] = &df;
   args[na++] = &di;
   args[na++] = &r32;
   args[na++] = &c32;
-  if (c->has_limit)
-    args[na++] = &limit;
+  if (c->has_limit) args[na++] = &limit;
   uint32_t programs = c->block_of_rows ? kiln_test_cdiv(rows, (size_t)c->block) : (uint32_t)rows;
   kiln_test_launch(&run, run.fn, programs + c->extra_programs, 1, args);
   kiln_test_fetch(&run, outf, df, ftotal * sizeof *outf);
@@ -1114,8 +1136,7 @@ static bool run_rows_shapes(KilnRtDevice *dev, RowsCase base, const RowsShape *s
   for (size_t i = 0; i < n; i++) {
     RowsCase c = base;
     c.rows = shapes[i].rows, c.cols = shapes[i].cols, c.limit = shapes[i].limit;
-    if (shapes[i].block)
-      c.block = shapes[i].block;
+    if (shapes[i].block) c.block = shapes[i].block;
     c.seed = base.seed + i;
     all_ok &= run_rows_case(dev, &c);
   }
@@ -1136,8 +1157,14 @@ static void ref_pow_countdown(const float *x, const float *y, float *rf, int32_t
 
 static bool test_pow_countdown(KilnRtDevice *dev) {
   static const RowsShape shapes[] = {{300, 37, 0, 128}, {1, 1, 0, 32}, {200, 8, 0, 32}};
-  RowsCase c = {.kernel = "pow_countdown", .nf = 4, .ni = 4, .lo = -4.0f, .hi = 4.0f,
-                .block_of_rows = true, .seed = 1200, .ref = ref_pow_countdown};
+  RowsCase c = {.kernel = "pow_countdown",
+                .nf = 4,
+                .ni = 4,
+                .lo = -4.0f,
+                .hi = 4.0f,
+                .block_of_rows = true,
+                .seed = 1200,
+                .ref = ref_pow_countdown};
   return run_rows_shapes(dev, c, shapes, COUNT(shapes));
 }
 
@@ -1164,10 +1191,18 @@ static bool test_builtins_basic(KilnRtDevice *dev) {
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     g_builtins_block = (size_t)cfgs[ci].block;
-    RowsCase c = {.kernel = "builtins_basic", .block = cfgs[ci].block, .rows = cfgs[ci].rows,
-                  .cols = cfgs[ci].cols, .nf = 9, .ni = 6, .lo = -4.0f, .hi = 4.0f, .two_inputs = true,
+    RowsCase c = {.kernel = "builtins_basic",
+                  .block = cfgs[ci].block,
+                  .rows = cfgs[ci].rows,
+                  .cols = cfgs[ci].cols,
+                  .nf = 9,
+                  .ni = 6,
+                  .lo = -4.0f,
+                  .hi = 4.0f,
+                  .two_inputs = true,
                   .block_of_rows = true,
-                  .seed = 2000 + ci, .ref = ref_builtins_basic};
+                  .seed = 2000 + ci,
+                  .ref = ref_builtins_basic};
     all_ok &= run_rows_case(dev, &c);
   }
   return all_ok;
@@ -1192,7 +1227,8 @@ static bool test_cas_lock(KilnRtDevice *dev) {
   } cfgs[] = {{300, 100, 128}, {1, 1, 128}, {64, 32, 128}, {1000, 7, 128}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, block = (size_t)cfgs[ci].block;
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols,
+           block = (size_t)cfgs[ci].block;
     size_t n = rows * cols, nolds = rows * block;
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
     char shape[64];
@@ -1203,15 +1239,16 @@ static bool test_cas_lock(KilnRtDevice *dev) {
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 2100 + ci);
     int32_t *x = kiln_test_alloc(n, sizeof *x);
-    for (size_t i = 0; i < n; i++)
-      x[i] = (int32_t)(kiln_ref_rng_next(&rng) % 2001) - 1000;
+    for (size_t i = 0; i < n; i++) x[i] = (int32_t)(kiln_ref_rng_next(&rng) % 2001) - 1000;
     int32_t zeros[3] = {0, 0, 0}; /* owners, lock, ticket */
     int32_t *sums = kiln_test_alloc(cols + TAIL_ELEMS, sizeof *sums);
     int32_t *olds = kiln_test_alloc(nolds + TAIL_ELEMS, sizeof *olds);
     int32_t *tickets = kiln_test_alloc(rows + TAIL_ELEMS, sizeof *tickets);
     int32_t *cells = kiln_test_alloc(n, sizeof *cells), counters[3];
-    int32_t *rsums = kiln_test_alloc(cols, sizeof *rsums), *rolds = kiln_test_alloc(nolds, sizeof *rolds);
-    int32_t *rcells = kiln_test_alloc(n, sizeof *rcells), *rtickets = kiln_test_alloc(rows, sizeof *rtickets);
+    int32_t *rsums = kiln_test_alloc(cols, sizeof *rsums),
+            *rolds = kiln_test_alloc(nolds, sizeof *rolds);
+    int32_t *rcells = kiln_test_alloc(n, sizeof *rcells),
+            *rtickets = kiln_test_alloc(rows, sizeof *rtickets);
     memcpy(rcells, x, n * sizeof *x);
     void *dx = kiln_test_input(&run, x, n * sizeof *x);
     void *dcells = kiln_test_input(&run, x, n * sizeof *x);
@@ -1232,15 +1269,15 @@ static bool test_cas_lock(KilnRtDevice *dev) {
     kiln_test_fetch(&run, counters + 1, dlock, sizeof counters[0]);
     kiln_test_fetch(&run, counters + 2, dticket, sizeof counters[0]);
 
-    kiln_test_check_untouched(&run, "sums", sums, sizeof *sums, cols + TAIL_ELEMS, 1, cols, cols + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "sums", sums, sizeof *sums, cols + TAIL_ELEMS, 1, cols,
+                              cols + TAIL_ELEMS);
     kiln_test_check_untouched(&run, "olds", olds, sizeof *olds, nolds + TAIL_ELEMS, 1, nolds,
                               nolds + TAIL_ELEMS);
     kiln_test_check_untouched(&run, "tickets", tickets, sizeof *tickets, rows + TAIL_ELEMS, 1, rows,
                               rows + TAIL_ELEMS);
     kiln_ref_cas_lock(x, rsums, rolds, rcells, rows, cols, block);
     int32_t rcounters[3] = {(int32_t)rows, 0, (int32_t)rows};
-    for (size_t r = 0; r < rows; r++)
-      rtickets[r] = (int32_t)r;
+    for (size_t r = 0; r < rows; r++) rtickets[r] = (int32_t)r;
     qsort(tickets, rows, sizeof *tickets, cmp_i32);
     check_equal_i32(&run, "sums", sums, rsums, cols);
     check_equal_i32(&run, "olds", olds, rolds, nolds);
@@ -1248,8 +1285,8 @@ static bool test_cas_lock(KilnRtDevice *dev) {
     check_equal_i32(&run, "owners, lock, ticket", counters, rcounters, 3);
     check_equal_i32(&run, "tickets (sorted)", tickets, rtickets, rows);
     all_ok &= kiln_test_end(&run);
-    free(x), free(sums), free(olds), free(tickets), free(cells), free(rsums), free(rolds), free(rcells),
-        free(rtickets);
+    free(x), free(sums), free(olds), free(tickets), free(cells), free(rsums), free(rolds),
+        free(rcells), free(rtickets);
   }
   return all_ok;
 }
@@ -1276,8 +1313,10 @@ static bool test_scan_flip(KilnRtDevice *dev) {
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 2200 + ci);
     float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
-    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
-    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
+          *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
+            *ri = kiln_test_alloc(ni, sizeof *ri);
     void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
     void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
     void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
@@ -1287,8 +1326,10 @@ static bool test_scan_flip(KilnRtDevice *dev) {
     kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
     kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
 
-    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
+                              nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
+                              ni + TAIL_ELEMS);
     kiln_ref_scan_flip(x, rf, ri, rows, cols, (size_t)cfgs[ci].br, bc);
     check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
     check_equal_i32(&run, "outi", outi, ri, ni);
@@ -1320,8 +1361,7 @@ static bool test_argmax_all(KilnRtDevice *dev) {
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 2400 + ci);
     float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
-    for (size_t i = 0; i < rows * cols; i++)
-      x[i] = floorf(x[i] * 2.0f) * 0.5f;
+    for (size_t i = 0; i < rows * cols; i++) x[i] = floorf(x[i] * 2.0f) * 0.5f;
     int32_t *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
     void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
     void *dout = kiln_test_output(&run, total * sizeof *out);
@@ -1360,8 +1400,10 @@ static bool test_sort_rows(KilnRtDevice *dev) {
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 2500 + ci);
     float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
-    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
-    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
+          *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
+            *ri = kiln_test_alloc(ni, sizeof *ri);
     void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
     void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
     void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
@@ -1371,8 +1413,10 @@ static bool test_sort_rows(KilnRtDevice *dev) {
     kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
     kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
 
-    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
+                              nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
+                              ni + TAIL_ELEMS);
     kiln_ref_sort_rows(x, rf, ri, rows, cols, bc);
     check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
     check_equal_i32(&run, "outi", outi, ri, ni);
@@ -1393,7 +1437,8 @@ static bool test_trans3d(KilnRtDevice *dev) {
   } cfgs[] = {{3, 2, 4, 8}, {2, 4, 8, 4}, {1, 8, 2, 16}, {2, 1, 4, 2}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    size_t progs = (size_t)cfgs[ci].progs, a = (size_t)cfgs[ci].a, b = (size_t)cfgs[ci].b, c = (size_t)cfgs[ci].c;
+    size_t progs = (size_t)cfgs[ci].progs, a = (size_t)cfgs[ci].a, b = (size_t)cfgs[ci].b,
+           c = (size_t)cfgs[ci].c;
     size_t n = a * b * c, plane = progs * n, nf = 7 * plane, ni = plane;
     KilnDefine defs[] = {{"A", cfgs[ci].a}, {"B", cfgs[ci].b}, {"C", cfgs[ci].c}};
     char shape[64];
@@ -1404,8 +1449,10 @@ static bool test_trans3d(KilnRtDevice *dev) {
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 2700 + ci);
     float *x = kiln_test_random_f32(&rng, plane, -20.0f, 20.0f);
-    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf), *rf = kiln_test_alloc(nf, sizeof *rf);
-    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi), *ri = kiln_test_alloc(ni, sizeof *ri);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
+          *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
+            *ri = kiln_test_alloc(ni, sizeof *ri);
     void *dx = kiln_test_input(&run, x, plane * sizeof *x);
     void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
     void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
@@ -1414,13 +1461,16 @@ static bool test_trans3d(KilnRtDevice *dev) {
     kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
     kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
 
-    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
+                              ni + TAIL_ELEMS);
     kiln_ref_trans3d(x, rf, ri, progs, a, b, c);
     check_close(&run, "outf", outf, rf, 6 * plane, 1.0, 0.0);
-    float *got2 = kiln_test_alloc(progs * a * b, sizeof *got2), *ref2 = kiln_test_alloc(progs * a * b, sizeof *ref2);
+    float *got2 = kiln_test_alloc(progs * a * b, sizeof *got2),
+          *ref2 = kiln_test_alloc(progs * a * b, sizeof *ref2);
     for (size_t p = 0; p < progs; p++) /* plane 6: the a * b transposed values of each block */
       for (size_t i = 0; i < a * b; i++)
-        got2[p * a * b + i] = outf[6 * plane + p * n + i], ref2[p * a * b + i] = rf[6 * plane + p * n + i];
+        got2[p * a * b + i] = outf[6 * plane + p * n + i],
+                         ref2[p * a * b + i] = rf[6 * plane + p * n + i];
     check_close(&run, "outf 2-D", got2, ref2, progs * a * b, 1.0, 0.0);
     free(got2), free(ref2);
     check_equal_i32(&run, "outi", outi, ri, ni);
@@ -1449,14 +1499,14 @@ static bool test_cas_f32(KilnRtDevice *dev) {
     run_begin(&run, dev, "cas_f32", defs, COUNT(defs), shape);
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 2800 + ci);
-    float *cells = kiln_test_random_f32(&rng, n, -100.0f, 100.0f), *x = kiln_test_random_f32(&rng, n, -100.0f, 100.0f);
-    for (size_t i = 0; i < n; i++)
-      cells[i] = i % 8 == 0 ? NAN : i % 8 == 2 ? -0.0f : cells[i];
+    float *cells = kiln_test_random_f32(&rng, n, -100.0f, 100.0f),
+          *x = kiln_test_random_f32(&rng, n, -100.0f, 100.0f);
+    for (size_t i = 0; i < n; i++) cells[i] = i % 8 == 0 ? NAN : i % 8 == 2 ? -0.0f : cells[i];
     float *rc = kiln_test_alloc(n, sizeof *rc), *gc = kiln_test_alloc(total, sizeof *gc);
     float *olds = kiln_test_alloc(total, sizeof *olds);
-    for (size_t i = 0; i < n; i++)
-      rc[i] = i % 2 == 0 && i % 8 != 2 ? x[i] : cells[i];
-    void *dc = kiln_test_input(&run, cells, n * sizeof *cells), *dx = kiln_test_input(&run, x, n * sizeof *x);
+    for (size_t i = 0; i < n; i++) rc[i] = i % 2 == 0 && i % 8 != 2 ? x[i] : cells[i];
+    void *dc = kiln_test_input(&run, cells, n * sizeof *cells),
+         *dx = kiln_test_input(&run, x, n * sizeof *x);
     void *dold = kiln_test_output(&run, total * sizeof *olds);
     int32_t n32 = cfgs[ci].n;
     void *args[] = {&dc, &dx, &dold, &n32};
@@ -1468,9 +1518,9 @@ static bool test_cas_f32(KilnRtDevice *dev) {
     for (size_t i = 0; i < n; i++)
       bad += memcmp(&gc[i], &rc[i], 4) != 0 || memcmp(&olds[i], &cells[i], 4) != 0;
     if (run.ok && !run.d.emit) { /* nothing ran when the kernel is only written to a bundle */
-      printf("       cas_f32 %s: %zu of %zu cells or old values differ in their bits\n", shape, bad, n);
-      if (bad)
-        kiln_test_fail(&run, "atomic_cas on f32 cells: %zu lanes differ", bad);
+      printf("       cas_f32 %s: %zu of %zu cells or old values differ in their bits\n", shape, bad,
+             n);
+      if (bad) kiln_test_fail(&run, "atomic_cas on f32 cells: %zu lanes differ", bad);
     }
     all_ok &= kiln_test_end(&run);
     free(cells), free(x), free(rc), free(gc), free(olds);
@@ -1504,7 +1554,8 @@ static bool test_cas_i64(KilnRtDevice *dev) {
       x[i] = (int64_t)kiln_ref_rng_next(&rng);
       rc[i] = i % 2 == 0 ? x[i] : cells[i];
     }
-    void *dc = kiln_test_input(&run, cells, n * sizeof *cells), *dx = kiln_test_input(&run, x, n * sizeof *x);
+    void *dc = kiln_test_input(&run, cells, n * sizeof *cells),
+         *dx = kiln_test_input(&run, x, n * sizeof *x);
     void *dold = kiln_test_output(&run, total * sizeof *olds);
     int32_t n32 = (int32_t)n;
     void *args[] = {&dc, &dx, &dold, &n32};
@@ -1513,12 +1564,10 @@ static bool test_cas_i64(KilnRtDevice *dev) {
     kiln_test_fetch(&run, olds, dold, total * sizeof *olds);
     kiln_test_check_untouched(&run, "olds", olds, sizeof *olds, total, 1, n, total);
     size_t bad = 0;
-    for (size_t i = 0; i < n; i++)
-      bad += gc[i] != rc[i] || olds[i] != cells[i];
+    for (size_t i = 0; i < n; i++) bad += gc[i] != rc[i] || olds[i] != cells[i];
     if (run.ok && !run.d.emit) {
       printf("       cas_i64 %s: %zu of %zu cells or old values differ\n", shape, bad, n);
-      if (bad)
-        kiln_test_fail(&run, "atomic_cas on i64 cells: %zu lanes differ", bad);
+      if (bad) kiln_test_fail(&run, "atomic_cas on i64 cells: %zu lanes differ", bad);
     }
     all_ok &= kiln_test_end(&run);
     free(cells), free(x), free(rc), free(gc), free(olds);
@@ -1558,14 +1607,16 @@ static char *expected_prints(const float *x, size_t n, size_t b) {
   for (size_t p = 0; p < progs; p++) {
     for (size_t i = 0; i < b; i++) {
       float v = p * b + i < n ? x[p * b + i] : 0.0f;
-      len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu) v: %.9g\n", p, i, (double)v);
-      len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu) pos: %d\n", p, i, v > 0.0f);
+      len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu) v: %.9g\n", p, i,
+                              (double)v);
+      len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu) pos: %d\n", p, i,
+                              v > 0.0f);
     }
     len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) n%%: %zu\n", p, n);
     for (size_t i = 0; i < 2; i++)
       for (size_t j = 0; j < 2; j++)
-        len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu, %zu) ij: %zu\n", p, i, j,
-                                10 * i + j + 100 * p);
+        len += (size_t)snprintf(t + len, cap - len, "pid (%zu, 0, 0) idx (%zu, %zu) ij: %zu\n", p,
+                                i, j, 10 * i + j + 100 * p);
   }
   return t;
 }
@@ -1591,8 +1642,7 @@ static bool test_device_print(KilnRtDevice *dev) {
     kiln_ref_rng_init(&rng, 2600 + ci);
     float *x = kiln_test_random_f32(&rng, n, -4.0f, 4.0f);
     float *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
-    for (size_t i = 0; i < n; i++)
-      ref[i] = 2.0f * x[i];
+    for (size_t i = 0; i < n; i++) ref[i] = 2.0f * x[i];
     void *dx = kiln_test_input(&run, x, n * sizeof *x);
     void *dout = kiln_test_output(&run, total * sizeof *out);
     int32_t n32 = (int32_t)n;
@@ -1636,9 +1686,9 @@ static bool test_device_print(KilnRtDevice *dev) {
           printf("       first difference: printed '%s', expected '%s'\n", gl[i], wl[i]);
       }
     if (run.ok && !run.d.emit) {
-      printf("       device_print %s: %zu lines printed, %zu expected, %zu differ\n", shape, ng, nw, bad);
-      if (!f || bad)
-        kiln_test_fail(&run, "device_print printed other lines than expected");
+      printf("       device_print %s: %zu lines printed, %zu expected, %zu differ\n", shape, ng, nw,
+             bad);
+      if (!f || bad) kiln_test_fail(&run, "device_print printed other lines than expected");
     }
     all_ok &= kiln_test_end(&run);
     free(gl), free(wl), free(got), free(want), free(x), free(out), free(ref);
@@ -1666,8 +1716,10 @@ static bool test_rand_normal(KilnRtDevice *dev) {
     snprintf(shape, sizeof shape, "n=%zu seed=%d", n, (int)cfgs[ci].seed);
     KilnTestRun run;
     run_begin(&run, dev, "rand_normal", defs, COUNT(defs), shape);
-    int32_t *bits = kiln_test_alloc(total, sizeof *bits), *rbits = kiln_test_alloc(n, sizeof *rbits);
-    float *normal = kiln_test_alloc(total, sizeof *normal), *rnormal = kiln_test_alloc(n, sizeof *rnormal);
+    int32_t *bits = kiln_test_alloc(total, sizeof *bits),
+            *rbits = kiln_test_alloc(n, sizeof *rbits);
+    float *normal = kiln_test_alloc(total, sizeof *normal),
+          *rnormal = kiln_test_alloc(n, sizeof *rnormal);
     void *dbits = kiln_test_output(&run, total * sizeof *bits);
     void *dnormal = kiln_test_output(&run, total * sizeof *normal);
     int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed;
@@ -1683,11 +1735,9 @@ static bool test_rand_normal(KilnRtDevice *dev) {
     check_close(&run, "normal", normal, rnormal, n, 1.0, 5e-4);
     if (run.ok && n >= 1000) {
       double mean = 0.0, var = 0.0;
-      for (size_t i = 0; i < n; i++)
-        mean += normal[i];
+      for (size_t i = 0; i < n; i++) mean += normal[i];
       mean /= (double)n;
-      for (size_t i = 0; i < n; i++)
-        var += (normal[i] - mean) * (normal[i] - mean);
+      for (size_t i = 0; i < n; i++) var += (normal[i] - mean) * (normal[i] - mean);
       var /= (double)n;
       if (fabs(mean) > 5.0 / sqrt((double)n) || fabs(var - 1.0) > 5.0 * sqrt(2.0 / (double)n))
         kiln_test_fail(&run, "normal: mean %g, variance %g of %zu draws", mean, var, n);
@@ -1719,8 +1769,15 @@ static void ref_early_exit(const float *x, const float *y, float *rf, int32_t *r
 }
 
 static bool test_early_exit(KilnRtDevice *dev) {
-  RowsCase c = {.kernel = "early_exit", .nf = 2, .ni = 4, .lo = -4.0f, .hi = 3.6f,
-                .has_limit = true, .extra_programs = 3, .seed = 1300, .ref = ref_early_exit};
+  RowsCase c = {.kernel = "early_exit",
+                .nf = 2,
+                .ni = 4,
+                .lo = -4.0f,
+                .hi = 3.6f,
+                .has_limit = true,
+                .extra_programs = 3,
+                .seed = 1300,
+                .ref = ref_early_exit};
   return run_rows_shapes(dev, c, LIMIT_SHAPES, COUNT(LIMIT_SHAPES));
 }
 
@@ -1736,8 +1793,15 @@ static void ref_inline_fns(const float *x, const float *y, float *rf, int32_t *r
 }
 
 static bool test_inline_fns(KilnRtDevice *dev) {
-  RowsCase c = {.kernel = "inline_fns", .block = 64, .nf = 4, .ni = 4, .lo = -2.0f, .hi = 2.0f,
-                .two_inputs = true, .seed = 1400, .ref = ref_inline_fns};
+  RowsCase c = {.kernel = "inline_fns",
+                .block = 64,
+                .nf = 4,
+                .ni = 4,
+                .lo = -2.0f,
+                .hi = 2.0f,
+                .two_inputs = true,
+                .seed = 1400,
+                .ref = ref_inline_fns};
   return run_rows_shapes(dev, c, BLOCK_SHAPES, COUNT(BLOCK_SHAPES));
 }
 
@@ -1756,8 +1820,14 @@ static void ref_while_loops(const float *x, const float *y, float *rf, int32_t *
 }
 
 static bool test_while_loops(KilnRtDevice *dev) {
-  RowsCase c = {.kernel = "while_loops", .nf = 2, .ni = 5, .lo = -4.0f, .hi = 3.6f,
-                .has_limit = true, .seed = 1500, .ref = ref_while_loops};
+  RowsCase c = {.kernel = "while_loops",
+                .nf = 2,
+                .ni = 5,
+                .lo = -4.0f,
+                .hi = 3.6f,
+                .has_limit = true,
+                .seed = 1500,
+                .ref = ref_while_loops};
   return run_rows_shapes(dev, c, LIMIT_SHAPES, COUNT(LIMIT_SHAPES));
 }
 
@@ -1768,11 +1838,20 @@ static bool test_while_loops(KilnRtDevice *dev) {
  * ones the ends of i32, where a trip count computed in signed i32 would overflow. */
 static bool test_range_steps(KilnRtDevice *dev) {
   static const int32_t fixed[][3] = {
-      {0, 10, 3},          {10, 0, -3},        {5, 5, 1},           {5, 5, -1},
-      {0, 10, 0},          {10, 0, 0},         {0, 10, -1},         {10, 0, 1},
-      {INT32_MIN, INT32_MAX, INT32_MAX},       {INT32_MAX, INT32_MIN, INT32_MIN},
-      {INT32_MAX - 10, INT32_MIN + 10, -INT32_MAX},                 {-3, 3, INT32_MAX},
-      {INT32_MAX - 2, INT32_MAX, 1},           {INT32_MIN + 2, INT32_MIN, -1},
+      {0, 10, 3},
+      {10, 0, -3},
+      {5, 5, 1},
+      {5, 5, -1},
+      {0, 10, 0},
+      {10, 0, 0},
+      {0, 10, -1},
+      {10, 0, 1},
+      {INT32_MIN, INT32_MAX, INT32_MAX},
+      {INT32_MAX, INT32_MIN, INT32_MIN},
+      {INT32_MAX - 10, INT32_MIN + 10, -INT32_MAX},
+      {-3, 3, INT32_MAX},
+      {INT32_MAX - 2, INT32_MAX, 1},
+      {INT32_MIN + 2, INT32_MIN, -1},
   };
   enum { NRANDOM = 200 };
   size_t n = COUNT(fixed) + NRANDOM, no = 6 * n, total = no + TAIL_ELEMS;
@@ -1814,8 +1893,14 @@ static void ref_multi_return(const float *x, const float *y, float *rf, int32_t 
 }
 
 static bool test_multi_return(KilnRtDevice *dev) {
-  RowsCase c = {.kernel = "multi_return", .block = 64, .nf = 4, .ni = 3, .lo = -2.0f, .hi = 2.0f,
-                .seed = 1700, .ref = ref_multi_return};
+  RowsCase c = {.kernel = "multi_return",
+                .block = 64,
+                .nf = 4,
+                .ni = 3,
+                .lo = -2.0f,
+                .hi = 2.0f,
+                .seed = 1700,
+                .ref = ref_multi_return};
   return run_rows_shapes(dev, c, BLOCK_SHAPES, COUNT(BLOCK_SHAPES));
 }
 
@@ -1825,10 +1910,14 @@ static const struct {
   const char *name;
   bool (*run)(KilnRtDevice *dev);
 } TESTS[] = {
-    {"vector_add", test_vector_add},       {"bias_gelu", test_bias_gelu},
-    {"softmax_rows", test_softmax_rows},   {"layernorm_fwd", test_layernorm_fwd},
-    {"matmul_f16", test_matmul_f16},       {"argmax_rows", test_argmax_rows},
-    {"dropout_rand", test_dropout_rand},   {"atomic_accum", test_atomic_accum},
+    {"vector_add", test_vector_add},
+    {"bias_gelu", test_bias_gelu},
+    {"softmax_rows", test_softmax_rows},
+    {"layernorm_fwd", test_layernorm_fwd},
+    {"matmul_f16", test_matmul_f16},
+    {"argmax_rows", test_argmax_rows},
+    {"dropout_rand", test_dropout_rand},
+    {"atomic_accum", test_atomic_accum},
     {"flash_attention", test_flash_attention},
     {"matmul_grouped", test_matmul_grouped},
     {"transpose", test_transpose},
@@ -1855,8 +1944,7 @@ static const struct {
 
 static int find_test(const char *name) {
   for (size_t i = 0; i < COUNT(TESTS); i++)
-    if (strcmp(TESTS[i].name, name) == 0)
-      return (int)i;
+    if (strcmp(TESTS[i].name, name) == 0) return (int)i;
   return -1;
 }
 
@@ -1875,8 +1963,8 @@ static int run_selected(const char *spec, KilnTarget target, const int *warps, i
   KilnRtDevice *dev = NULL;
   KilnRtStatus st = kiln_rt_device_create(spec, &dev);
   if (st != KILN_RT_OK) {
-    fprintf(stderr, "kiln_rt_device_create(\"%s\") failed: %s: %s\n", spec,
-            kiln_rt_status_name(st), kiln_rt_last_error());
+    fprintf(stderr, "kiln_rt_device_create(\"%s\") failed: %s: %s\n", spec, kiln_rt_status_name(st),
+            kiln_rt_last_error());
     return 1;
   }
   int failed = 0;
@@ -1884,8 +1972,7 @@ static int run_selected(const char *spec, KilnTarget target, const int *warps, i
   for (int w = 0; w < nwarps; w++) {
     g_num_warps = warps[w];
     for (size_t i = 0; i < COUNT(TESTS); i++) {
-      if (!selected[i])
-        continue;
+      if (!selected[i]) continue;
       printf("%s on %s, num_warps %d\n", TESTS[i].name, spec, g_num_warps);
       if (!TESTS[i].run(dev)) {
         failed++;
@@ -1903,8 +1990,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (strcmp(argv[1], "--list") == 0) {
-    for (size_t i = 0; i < COUNT(TESTS); i++)
-      printf("%s\n", TESTS[i].name);
+    for (size_t i = 0; i < COUNT(TESTS); i++) printf("%s\n", TESTS[i].name);
     return 0;
   }
   bool selected[COUNT(TESTS)] = {false}, any = false, vs_cpu = false;
@@ -1959,8 +2045,7 @@ int main(int argc, char **argv) {
       continue;
     }
     if (strcmp(argv[a], "all") == 0) {
-      for (size_t i = 0; i < COUNT(TESTS); i++)
-        selected[i] = true;
+      for (size_t i = 0; i < COUNT(TESTS); i++) selected[i] = true;
       any = true;
       continue;
     }

@@ -21,9 +21,7 @@ float kiln_ref_round_bf16(float f) { return kiln_ref_bf16_to_f32(kiln_ref_f32_to
 
 /* ---- Philox4x32-10 ----------------------------------------------------------------------- */
 
-enum {
-  PHILOX_ROUNDS = 10
-};
+enum { PHILOX_ROUNDS = 10 };
 static const uint32_t PHILOX_M0 = 0xD2511F53u, PHILOX_M1 = 0xCD9E8D57u;
 static const uint32_t PHILOX_W0 = 0x9E3779B9u, PHILOX_W1 = 0xBB67AE85u;
 
@@ -97,56 +95,49 @@ double kiln_ref_max_error(const float *got, const float *ref, size_t n, double f
       at = i;
     }
   }
-  if (worst)
-    *worst = at;
+  if (worst) *worst = at;
   return max_err;
 }
 
 /* ---- kernel references ------------------------------------------------------------------- */
 
 void kiln_ref_vector_add(const float *x, const float *y, float *out, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    out[i] = x[i] + y[i];
+  for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
 }
 
-void kiln_ref_bias_gelu(const uint16_t *x, const uint16_t *bias, float *y, size_t n,
-                        size_t cols) {
+void kiln_ref_bias_gelu(const uint16_t *x, const uint16_t *bias, float *y, size_t n, size_t cols) {
   for (size_t i = 0; i < n; i++) {
     float v = kiln_ref_f16_to_f32(x[i]) + kiln_ref_f16_to_f32(bias[i % cols]);
     y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
   }
 }
 
-void kiln_ref_softmax_rows(const float *x, size_t x_stride, float *y, size_t y_stride,
-                           size_t rows, size_t cols) {
+void kiln_ref_softmax_rows(const float *x, size_t x_stride, float *y, size_t y_stride, size_t rows,
+                           size_t cols) {
   for (size_t r = 0; r < rows; r++) {
     const float *xr = x + r * x_stride;
     float *yr = y + r * y_stride;
     float m = -INFINITY;
-    for (size_t c = 0; c < cols; c++)
-      m = fmaxf(m, xr[c]);
+    for (size_t c = 0; c < cols; c++) m = fmaxf(m, xr[c]);
     double s = 0.0;
     for (size_t c = 0; c < cols; c++) {
       yr[c] = expf(xr[c] - m);
       s += yr[c];
     }
-    for (size_t c = 0; c < cols; c++)
-      yr[c] = (float)(yr[c] / s);
+    for (size_t c = 0; c < cols; c++) yr[c] = (float)(yr[c] / s);
   }
 }
 
-void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
-                            const float *beta, float *y, size_t y_stride, float *mean,
-                            float *rstd, size_t rows, size_t cols, float eps) {
+void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma, const float *beta,
+                            float *y, size_t y_stride, float *mean, float *rstd, size_t rows,
+                            size_t cols, float eps) {
   for (size_t r = 0; r < rows; r++) {
     const float *xr = x + r * x_stride;
     double s = 0.0;
-    for (size_t c = 0; c < cols; c++)
-      s += xr[c];
+    for (size_t c = 0; c < cols; c++) s += xr[c];
     double mu = s / (double)cols;
     double ss = 0.0;
-    for (size_t c = 0; c < cols; c++)
-      ss += (xr[c] - mu) * (xr[c] - mu);
+    for (size_t c = 0; c < cols; c++) ss += (xr[c] - mu) * (xr[c] - mu);
     double rs = 1.0 / sqrt(ss / (double)cols + (double)eps);
     for (size_t c = 0; c < cols; c++)
       y[r * y_stride + c] = (float)((xr[c] - mu) * rs * gamma[c] + beta[c]);
@@ -156,8 +147,7 @@ void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
 }
 
 KilnRefLnRow kiln_ref_layernorm_row_kind(size_t row, size_t rows) {
-  if (row == 1)
-    return KILN_REF_LN_ROW_TINY;
+  if (row == 1) return KILN_REF_LN_ROW_TINY;
   return row == 2 && rows >= 3 ? KILN_REF_LN_ROW_CONSTANT : KILN_REF_LN_ROW_NORMAL;
 }
 
@@ -171,11 +161,9 @@ void kiln_ref_layernorm_fill_row(float *x, size_t cols, KilnRefLnRow kind, KilnR
 
 double kiln_ref_variance(const float *x, size_t cols) {
   double mu = 0.0, var = 0.0;
-  for (size_t c = 0; c < cols; c++)
-    mu += x[c];
+  for (size_t c = 0; c < cols; c++) mu += x[c];
   mu /= (double)cols;
-  for (size_t c = 0; c < cols; c++)
-    var += ((double)x[c] - mu) * ((double)x[c] - mu);
+  for (size_t c = 0; c < cols; c++) var += ((double)x[c] - mu) * ((double)x[c] - mu);
   return var / (double)cols;
 }
 
@@ -185,7 +173,8 @@ void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16
     for (size_t j = 0; j < N; j++) {
       float acc = 0.0f;
       for (size_t k = 0; k < K; k++)
-        acc += kiln_ref_f16_to_f32(a[i * sam + k * sak]) * kiln_ref_f16_to_f32(b[k * sbk + j * sbn]);
+        acc +=
+            kiln_ref_f16_to_f32(a[i * sam + k * sak]) * kiln_ref_f16_to_f32(b[k * sbk + j * sbn]);
       c[i * N + j] = acc;
     }
 }
@@ -226,8 +215,8 @@ void kiln_ref_flash_attention(const uint16_t *q, const uint16_t *k, const uint16
   free(w);
 }
 
-void kiln_ref_transpose(const float *x, size_t x_stride, float *out, size_t out_stride,
-                        size_t rows, size_t cols) {
+void kiln_ref_transpose(const float *x, size_t x_stride, float *out, size_t out_stride, size_t rows,
+                        size_t cols) {
   for (size_t r = 0; r < rows; r++)
     for (size_t c = 0; c < cols; c++) out[c * out_stride + r] = x[r * x_stride + c];
 }
@@ -248,8 +237,7 @@ void kiln_ref_small_int_sum(const int8_t *flags, const int8_t *bytes, const int1
     for (size_t i = lo; i < hi; i++) {
       if (flags[i]) {
         set++;
-        if (first < 0)
-          first = (int64_t)(i - lo);
+        if (first < 0) first = (int64_t)(i - lo);
       }
       sb += bytes[i];
       sh += shorts[i];
@@ -304,8 +292,7 @@ void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t r
   for (size_t r = 0; r < rows; r++) {
     const float *row = x + r * cols;
     float horner = 0.0f;
-    for (size_t c = cols; c-- > 0;)
-      horner = horner * 0.5f + row[c];
+    for (size_t c = cols; c-- > 0;) horner = horner * 0.5f + row[c];
     int32_t every3 = 0;
     for (int64_t c = (int64_t)cols - 1; c > -1; c -= 3)
       every3 += (int32_t)c * 100 + (row[c] > 0.0f);
@@ -343,25 +330,20 @@ void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t row
         returned = true;
         continue;
       }
-      if (v < 0.0f)
-        continue;
+      if (v < 0.0f) continue;
       visited++;
       s += v;
-      for (int j = 0; j < 16; j++)
-        t[j] += v * (float)j;
+      for (int j = 0; j < 16; j++) t[j] += v * (float)j;
       if (s > limit) {
         stop = (int32_t)c;
         break;
       }
     }
-    if (returned)
-      continue;
+    if (returned) continue;
     int32_t pairs = 0;
-    for (int a = 0; a < 4; a++)
-      pairs += (int32_t)((size_t)(a + 1) < cols ? (size_t)(a + 1) : cols);
+    for (int a = 0; a < 4; a++) pairs += (int32_t)((size_t)(a + 1) < cols ? (size_t)(a + 1) : cols);
     double ts = 0.0;
-    for (int j = 0; j < 16; j++)
-      ts += t[j];
+    for (int j = 0; j < 16; j++) ts += t[j];
     o[0] = s;
     o[1] = (float)ts;
     n[0] = visited;
@@ -372,8 +354,7 @@ void kiln_ref_early_exit(const float *x, float *out, int32_t *counts, size_t row
 
 static int32_t collatz_steps(int32_t n) {
   int32_t steps = 0;
-  for (; n != 1; steps++)
-    n = n % 2 == 0 ? n / 2 : 3 * n + 1;
+  for (; n != 1; steps++) n = n % 2 == 0 ? n / 2 : 3 * n + 1;
   return steps;
 }
 
@@ -385,15 +366,12 @@ void kiln_ref_while_loops(const float *x, float *out, int32_t *counts, size_t ro
     float s = 0.0f, t[16] = {0};
     while (c < cols && s <= limit) {
       float v = row[c++];
-      if (v < 0.0f)
-        continue;
+      if (v < 0.0f) continue;
       s += v;
-      for (int j = 0; j < 16; j++)
-        t[j] += v * (float)j;
+      for (int j = 0; j < 16; j++) t[j] += v * (float)j;
     }
     double ts = 0.0;
-    for (int j = 0; j < 16; j++)
-      ts += t[j];
+    for (int j = 0; j < 16; j++) ts += t[j];
     int32_t found = -1, searched = 0;
     for (size_t b = 0; b < cols; b++) {
       searched++;
@@ -419,13 +397,11 @@ void kiln_ref_range_steps(const int32_t *params, int32_t *out, size_t n) {
     int32_t trips = 0, first = -999, last = -999, lanes = 0;
     uint32_t total = 0; /* i32 addition wraps: unsigned here, where wrapping is defined */
     for (int64_t i = lo; step != 0 && (step > 0 ? i < hi : i > hi); i += step) {
-      if (trips == 0)
-        first = (int32_t)i;
+      if (trips == 0) first = (int32_t)i;
       last = (int32_t)i;
       trips++;
       total += (uint32_t)i;
-      for (int64_t l = 0; l < 8; l++)
-        lanes += (int32_t)((l + i) & 7);
+      for (int64_t l = 0; l < 8; l++) lanes += (int32_t)((l + i) & 7);
     }
     int32_t *o = out + 6 * p;
     o[0] = trips;
@@ -462,13 +438,9 @@ void kiln_ref_multi_return(const float *x, float *outf, int32_t *outi, size_t ro
   }
 }
 
-static float ref_clamp(float v, float lo, float hi) {
-  return fminf(fmaxf(v, lo), hi);
-}
+static float ref_clamp(float v, float lo, float hi) { return fminf(fmaxf(v, lo), hi); }
 
-static float ref_poly(float v) {
-  return 2.0f * (v * (v * v)) + ref_clamp(v, -1.0f, 1.0f);
-}
+static float ref_poly(float v) { return 2.0f * (v * (v * v)) + ref_clamp(v, -1.0f, 1.0f); }
 
 void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
                          size_t cols) {
@@ -480,8 +452,7 @@ void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *o
       acc += px[c] * py[c];
       top = fmaxf(top, ref_poly(px[c]));
       positive += px[c] > 0.0f;
-      if (at < 0 && px[c] > 1.5f)
-        at = (int32_t)c;
+      if (at < 0 && px[c] > 1.5f) at = (int32_t)c;
     }
     /* lanes past cols load 0, and poly(0) = 0 takes part in the maximum */
     outf[4 * r] = acc;
@@ -501,8 +472,8 @@ static float builtins_tile(const float *x, size_t rows, size_t cols, size_t r, s
   return r < rows && c < cols ? x[r * cols + c] : 0.0f;
 }
 
-void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
-                             size_t cols, size_t block) {
+void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi,
+                             size_t rows, size_t cols, size_t block) {
   for (size_t r = 0; r < rows; r++) {
     size_t p = r / block, first = p * block;
     float a = x[r * cols], b = x[r * cols + 1], c = y[r * cols];
@@ -518,8 +489,7 @@ void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_
         positive += v > 0.0f;
       }
     }
-    for (size_t j = 0; j < 4; j++)
-      rowsum += a * builtins_tile(x, rows, cols, r, j);
+    for (size_t j = 0; j < 4; j++) rowsum += a * builtins_tile(x, rows, cols, r, j);
     float rowmax = builtins_tile(x, rows, cols, r, 0), centered = 0.0f;
     int32_t arg = 0;
     for (size_t j = 1; j < 4; j++)
@@ -527,8 +497,7 @@ void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_
         rowmax = builtins_tile(x, rows, cols, r, j);
         arg = (int32_t)j;
       }
-    for (size_t j = 0; j < 4; j++)
-      centered += builtins_tile(x, rows, cols, r, j) - rowmax;
+    for (size_t j = 0; j < 4; j++) centered += builtins_tile(x, rows, cols, r, j) - rowmax;
     float ab = a * b;
     float *o = outf + 9 * r;
     o[0] = fmaf(a, b, c);
@@ -554,15 +523,13 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
                        size_t cols, size_t block) {
   for (size_t c = 0; c < cols; c++) {
     int64_t s = 0;
-    for (size_t r = 0; r < rows; r++)
-      s += x[r * cols + c];
+    for (size_t r = 0; r < rows; r++) s += x[r * cols + c];
     sums[c] = (int32_t)s;
   }
   for (size_t r = 0; r < rows; r++)
     for (size_t c = 0; c < block; c++) {
       olds[r * block + c] = c < cols ? x[r * cols + c] : 0;
-      if (c < cols)
-        cells[r * cols + c] = c % 2 == 0 ? (int32_t)(c * 7) : x[r * cols + c];
+      if (c < cols) cells[r * cols + c] = c % 2 == 0 ? (int32_t)(c * 7) : x[r * cols + c];
     }
 }
 
@@ -570,8 +537,8 @@ static float scan_tile(const float *x, size_t rows, size_t cols, size_t r, size_
   return r < rows && c < cols ? x[r * cols + c] : 0.0f;
 }
 
-void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
-                        size_t bc) {
+void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
+                        size_t br, size_t bc) {
   size_t plane = rows * bc;
   for (size_t r = 0; r < rows; r++) {
     size_t first = r / br * br;
@@ -585,9 +552,9 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
       n += v > 0.0f;
       q *= (uint32_t)(v > 0.0f) + 1u;
       float down = 0.0f;
-      for (size_t i = first; i <= r; i++)
-        down += scan_tile(x, rows, cols, i, c);
-      int32_t up = 0; /* row r of the flipped column sums: the sum down to row first + (first + br - 1 - r) */
+      for (size_t i = first; i <= r; i++) down += scan_tile(x, rows, cols, i, c);
+      int32_t up =
+          0; /* row r of the flipped column sums: the sum down to row first + (first + br - 1 - r) */
       for (size_t i = first; i <= first + (first + br - 1 - r); i++)
         up += (int32_t)(scan_tile(x, rows, cols, i, c) * 16.0f);
       size_t at = r * bc + c;
@@ -600,12 +567,14 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
       outi[2 * plane + at] = up;
       /* reshape: pairs of row-major neighbours (c even, c + 1), and the tile reversed whole */
       outf[4 * plane + at] = c % 2 ? scan_tile(x, rows, cols, r, c - 1) + v : v;
-      outi[3 * plane + at] = (int32_t)(scan_tile(x, rows, cols, first + (first + br - 1 - r), bc - 1 - c) * 16.0f);
+      outi[3 * plane + at] =
+          (int32_t)(scan_tile(x, rows, cols, first + (first + br - 1 - r), bc - 1 - c) * 16.0f);
     }
   }
 }
 
-void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br, size_t bc) {
+void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br,
+                         size_t bc) {
   for (size_t p = 0; p * br < rows; p++) {
     size_t amax = 0, amin = 0, imax = 0, first_off = SIZE_MAX;
     int32_t sum = 0;
@@ -624,7 +593,8 @@ void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols,
     o[0] = o[4] = o[6] = (int32_t)amax;
     o[1] = o[7] = (int32_t)amin;
     o[2] = (int32_t)imax;
-    o[3] = first_off == SIZE_MAX ? 0 : (int32_t)first_off; /* every lane true: argmin of all 1s is 0 */
+    o[3] =
+        first_off == SIZE_MAX ? 0 : (int32_t)first_off; /* every lane true: argmin of all 1s is 0 */
     o[5] = sum;
   }
 }
@@ -639,7 +609,8 @@ static int ascending_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t bc) {
+void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
+                        size_t bc) {
   size_t plane = rows * bc;
   for (size_t r = 0; r < rows; r++) {
     float *up = outf + r * bc, *down = outf + plane + r * bc;
@@ -651,15 +622,15 @@ void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows,
       mask[c] = v > 0.0f;
     }
     qsort(up, bc, sizeof *up, ascending_f32);
-    for (size_t c = 0; c < bc; c++)
-      down[c] = up[bc - 1 - c];
+    for (size_t c = 0; c < bc; c++) down[c] = up[bc - 1 - c];
     qsort(halves, bc / 2, sizeof *halves, ascending_i32);
     qsort(halves + bc / 2, bc / 2, sizeof *halves, ascending_i32);
     qsort(mask, bc, sizeof *mask, ascending_i32);
   }
 }
 
-void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b, size_t c) {
+void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b,
+                      size_t c) {
   static const int perms[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {1, 0, 2}, {2, 1, 0}};
   size_t n = a * b * c, plane = progs * n, dims[3] = {a, b, c};
   for (size_t p = 0; p < progs; p++) {
@@ -671,17 +642,14 @@ void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, 
         for (size_t j = 0; j < od[1]; j++)
           for (size_t l = 0; l < od[2]; l++) {
             size_t src[3], o[3] = {i, j, l};
-            for (int q = 0; q < 3; q++)
-              src[pm[q]] = o[q];
+            for (int q = 0; q < 3; q++) src[pm[q]] = o[q];
             float v = blk[(src[0] * b + src[1]) * c + src[2]];
             outf[k * plane + p * n + (i * od[1] + j) * od[2] + l] = v;
-            if (k == 5)
-              outi[p * n + (i * od[1] + j) * od[2] + l] = (int8_t)(int32_t)(v * 4.0f);
+            if (k == 5) outi[p * n + (i * od[1] + j) * od[2] + l] = (int8_t)(int32_t)(v * 4.0f);
           }
     }
     for (size_t i = 0; i < b; i++)
-      for (size_t j = 0; j < a; j++)
-        outf[6 * plane + p * n + i * a + j] = blk[j * b + i];
+      for (size_t j = 0; j < a; j++) outf[6 * plane + p * n + i * a + j] = blk[j * b + i];
   }
 }
 

@@ -70,21 +70,25 @@ void kiln_ref_bias_gelu(const uint16_t *x, const uint16_t *bias, float *y, size_
 
 /* Row softmax of a rows x cols f32 matrix with row strides (in elements); exponentials in f32
  * (expf) after subtracting the row maximum, sums in double. */
-void kiln_ref_softmax_rows(const float *x, size_t x_stride, float *y, size_t y_stride,
-                           size_t rows, size_t cols);
+void kiln_ref_softmax_rows(const float *x, size_t x_stride, float *y, size_t y_stride, size_t rows,
+                           size_t cols);
 
 /* LayerNorm forward per row: mean, rstd = 1/sqrt(var + eps) (biased variance), y = (x - mean)
  * * rstd * gamma + beta. Computed in double, two passes, stored as f32. */
-void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
-                            const float *beta, float *y, size_t y_stride, float *mean,
-                            float *rstd, size_t rows, size_t cols, float eps);
+void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma, const float *beta,
+                            float *y, size_t y_stride, float *mean, float *rstd, size_t rows,
+                            size_t cols, float eps);
 
 /* The rows of every LayerNorm test (numeric layernorm_fwd, the BERT layernorm family) that make
  * the eps term visible: with a variance near 1, eps = 1e-5 moves rstd by 5e-6 relative, under
  * any f32 tolerance, so a wrong eps would pass. Row 1 has a variance of about eps / 2 (doubling
  * eps changes rstd by 23%), row 2 (of three or more) a variance of exactly 0 (rstd = 1/sqrt(eps)).
  * Every other row is KILN_REF_LN_ROW_NORMAL. */
-typedef enum KilnRefLnRow { KILN_REF_LN_ROW_NORMAL, KILN_REF_LN_ROW_TINY, KILN_REF_LN_ROW_CONSTANT } KilnRefLnRow;
+typedef enum KilnRefLnRow {
+  KILN_REF_LN_ROW_NORMAL,
+  KILN_REF_LN_ROW_TINY,
+  KILN_REF_LN_ROW_CONSTANT
+} KilnRefLnRow;
 KilnRefLnRow kiln_ref_layernorm_row_kind(size_t row, size_t rows);
 /* Fills x[0..cols) for a TINY or CONSTANT row (NORMAL rows are the test's own): TINY values are
  * uniform in [-a, a) plus an offset in [-a, a), a = sqrt(3 eps / (2 parts)), so the sum of
@@ -111,8 +115,8 @@ void kiln_ref_flash_attention(const uint16_t *q, const uint16_t *k, const uint16
                               size_t bh, size_t S, size_t D, float scale);
 
 /* out[c * out_stride + r] = x[r * x_stride + c] for r < rows, c < cols. */
-void kiln_ref_transpose(const float *x, size_t x_stride, float *out, size_t out_stride,
-                        size_t rows, size_t cols);
+void kiln_ref_transpose(const float *x, size_t x_stride, float *out, size_t out_stride, size_t rows,
+                        size_t cols);
 
 /* r[i] = rand(seed, i); y[i] = r[i] > p ? x[i] / (1 - p) : 0, in f32. */
 void kiln_ref_dropout(const float *x, float *r, float *y, size_t n, float p, int32_t seed);
@@ -145,8 +149,8 @@ void kiln_ref_pow_countdown(const float *x, float *outf, int32_t *outi, size_t r
  * max(block, 64), the index of the row's first largest column; outf[9r + 8] = the sum of the
  * row's four columns less their maximum, in order.  a, b = the row's first two values, c = y's
  * first.  Integer sums in 64 bits. */
-void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
-                             size_t cols, size_t block);
+void kiln_ref_builtins_basic(const float *x, const float *y, float *outf, int32_t *outi,
+                             size_t rows, size_t cols, size_t block);
 
 /* The cas_lock kernel over rows x cols i32 values x with BLOCK >= cols: sums[c] = the column
  * sums (64-bit, no wrap at these sizes); olds[r * block + c] = x[r][c] for c < cols, else 0;
@@ -162,25 +166,28 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
  * (t > 0) + 1 (wrapping in 32 bits), the running sum of (int)(16 t) down the program's rows read
  * bottom up; outf's fifth plane: t plus its left neighbour in the odd columns; outi's fourth:
  * (int)(16 t) of the program's tile reversed in both dims. */
-void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t br,
-                        size_t bc);
+void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
+                        size_t br, size_t bc);
 
 /* The argmax_all kernel: per program p, over its br x bc tile t of x (rows x cols; 0 past rows and
  * cols), out[8p ..] = the row-major index of the first maximum of t, of its first minimum, of the
  * first maximum of (int)t, of the first t <= 0, the first maximum again, the sum of (int)t, and
  * the first maximum and first minimum again (the kernel's reshaped views). */
-void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br, size_t bc);
+void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br,
+                         size_t bc);
 
 /* The sort_rows kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
  * cols), planes of rows x bc: outf = each row of t ascending, descending; outi = each half-row of
  * (int)(4 t) ascending on its own, the row of (t > 0) ascending. */
-void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols, size_t bc);
+void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
+                        size_t bc);
 
 /* The trans3d kernel over progs blocks of a x b x c values of x: outf plane k (progs a b c values)
  * holds each block permuted by the k-th of [0 1 2], [1 2 0], [2 0 1], [0 2 1], [1 0 2], [2 1 0]
  * (result axis i is the block's axis perm[i]), row-major; plane 6 the block's first a b values
  * as an [a, b] tile transposed; outi the block's (int8)(4 x) permuted [2 1 0]. */
-void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b, size_t c);
+void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b,
+                      size_t c);
 
 /* The rand_normal kernel: bits[i] = Philox4x32-10's r0 for key (seed, 0) and counter (i, 0, 0, 0),
  * as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for u1 = 1 - rand(seed, i) and

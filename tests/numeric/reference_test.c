@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static float float_of(uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);
@@ -22,18 +21,30 @@ static void test_f16_known_values(void) {
     float f;
     uint16_t h;
   } cases[] = {
-      {0.0f, 0x0000},         {-0.0f, 0x8000},        {1.0f, 0x3c00},
-      {-2.0f, 0xc000},        {0.5f, 0x3800},         {65504.0f, 0x7bff}, /* largest finite */
-      {65519.0f, 0x7bff},     {65520.0f, 0x7c00}, /* the tie above 65504 goes to even = inf */
-      {1e6f, 0x7c00},         {-1e6f, 0xfc00},        {0x1p-14f, 0x0400}, /* smallest normal */
-      {0x1p-24f, 0x0001},     /* smallest subnormal */
-      {0x1p-25f, 0x0000},     /* tie between 0 and 2^-24: even is 0 */
-      {0x1.8p-25f, 0x0001},   {0x1.8p-24f, 0x0002}, /* 1.5 units: tie, goes to even 2 */
-      {0x1.4p-24f, 0x0001},   {0.1f, 0x2e66},         {3.14159265f, 0x4248},
+      {0.0f, 0x0000},
+      {-0.0f, 0x8000},
+      {1.0f, 0x3c00},
+      {-2.0f, 0xc000},
+      {0.5f, 0x3800},
+      {65504.0f, 0x7bff}, /* largest finite */
+      {65519.0f, 0x7bff},
+      {65520.0f, 0x7c00}, /* the tie above 65504 goes to even = inf */
+      {1e6f, 0x7c00},
+      {-1e6f, 0xfc00},
+      {0x1p-14f, 0x0400}, /* smallest normal */
+      {0x1p-24f, 0x0001}, /* smallest subnormal */
+      {0x1p-25f, 0x0000}, /* tie between 0 and 2^-24: even is 0 */
+      {0x1.8p-25f, 0x0001},
+      {0x1.8p-24f, 0x0002}, /* 1.5 units: tie, goes to even 2 */
+      {0x1.4p-24f, 0x0001},
+      {0.1f, 0x2e66},
+      {3.14159265f, 0x4248},
       {1.0f + 0x1p-11f, 0x3c00}, /* tie at 1: stays on even 1.0 */
       {1.0f + 0x1.8p-11f, 0x3c01},
       {1.0f + 3 * 0x1p-11f, 0x3c02}, /* tie between 0x3c01 and 0x3c02: even is 0x3c02 */
-      {INFINITY, 0x7c00},     {-INFINITY, 0xfc00},    {1e-30f, 0x0000},
+      {INFINITY, 0x7c00},
+      {-INFINITY, 0xfc00},
+      {1e-30f, 0x0000},
       {-1e-45f, 0x8000}, /* an f32 subnormal */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -55,13 +66,11 @@ static void test_f16_exhaustive_roundtrip(void) {
     uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
     double sign = (h & 0x8000u) ? -1.0 : 1.0;
     if (e == 0x1fu) {
-      if (m == 0u ? !(isinf(f) && (signbit(f) != 0) == (sign < 0)) : !isnan(f))
-        bad++;
+      if (m == 0u ? !(isinf(f) && (signbit(f) != 0) == (sign < 0)) : !isnan(f)) bad++;
       continue;
     }
     double expect = e == 0u ? sign * ldexp(m, -24) : sign * ldexp(1024 + m, (int)e - 25);
-    if ((double)f != expect || kiln_ref_f32_to_f16(f) != h)
-      bad++;
+    if ((double)f != expect || kiln_ref_f32_to_f16(f) != h) bad++;
   }
   CHECK(bad == 0, "%d f16 values did not round-trip", bad);
 }
@@ -79,10 +88,8 @@ static void test_f16_ties(void) {
     uint16_t even = (h & 1u) ? (uint16_t)(h + 1) : (uint16_t)h;
     uint16_t below = kiln_ref_f32_to_f16(nextafterf(mid, 0.0f));
     uint16_t above = kiln_ref_f32_to_f16(nextafterf(mid, INFINITY));
-    if (kiln_ref_f32_to_f16(mid) != even || below != h || above != h + 1)
-      bad++;
-    if (kiln_ref_f32_to_f16(-mid) != (uint16_t)(0x8000u | even))
-      bad++;
+    if (kiln_ref_f32_to_f16(mid) != even || below != h || above != h + 1) bad++;
+    if (kiln_ref_f32_to_f16(-mid) != (uint16_t)(0x8000u | even)) bad++;
   }
   CHECK(bad == 0, "%d rounding ties or near-ties went the wrong way", bad);
 }
@@ -96,13 +103,11 @@ static void test_f16_against_compiler(void) {
   int bad = 0;
   for (int i = 0; i < 2000000; i++) {
     float f = float_of((uint32_t)kiln_ref_rng_next(&rng));
-    if (isnan(f))
-      continue;
+    if (isnan(f)) continue;
     _Float16 c = (_Float16)f;
     uint16_t ch;
     memcpy(&ch, &c, sizeof ch);
-    if (kiln_ref_f32_to_f16(f) != ch)
-      bad++;
+    if (kiln_ref_f32_to_f16(f) != ch) bad++;
   }
   CHECK(bad == 0, "%d conversions differ from the compiler's _Float16", bad);
 }
@@ -133,7 +138,8 @@ static void test_philox_known_answers(void) {
 
 static void test_rand_mapping(void) {
   /* rand(0, 0) comes from the first word of the all-zero vector: 0x6627e8d5 >> 8 = 0x6627e8. */
-  CHECK(kiln_ref_rand(0, 0) == (float)0x6627e8 * 0x1p-24f, "rand(0,0) = %a", (double)kiln_ref_rand(0, 0));
+  CHECK(kiln_ref_rand(0, 0) == (float)0x6627e8 * 0x1p-24f, "rand(0,0) = %a",
+        (double)kiln_ref_rand(0, 0));
   /* Seed -1 is key word 0xffffffff: same bits as the second vector's key word 0. */
   uint32_t ctr[4] = {7, 0, 0, 0}, key[2] = {0xffffffffu, 0}, out[4];
   kiln_ref_philox4x32_10(ctr, key, out);
@@ -172,7 +178,8 @@ static void test_gelu_reference(void) {
   kiln_ref_bias_gelu(x, bias, y, 4, 2);
   const double expect[4] = {0.841344746, -0.158655254, 0.0, 1.954499736};
   for (int i = 0; i < 4; i++) /* f32 erf: a few ulps */
-    CHECK(fabs(y[i] - expect[i]) <= 1e-6 * fmax(1.0, fabs(expect[i])), "gelu %d: %.9g", i, (double)y[i]);
+    CHECK(fabs(y[i] - expect[i]) <= 1e-6 * fmax(1.0, fabs(expect[i])), "gelu %d: %.9g", i,
+          (double)y[i]);
 }
 
 static void test_softmax_reference(void) {
@@ -181,7 +188,8 @@ static void test_softmax_reference(void) {
   float x[6] = {0.0f, 0.69314718f, 99.0f, -1000.0f, -1000.0f, 99.0f};
   float y[4];
   kiln_ref_softmax_rows(x, 3, y, 2, 2, 2);
-  CHECK(fabsf(y[0] - 1.0f / 3) < 1e-6f && fabsf(y[1] - 2.0f / 3) < 1e-6f, "%g %g", (double)y[0], (double)y[1]);
+  CHECK(fabsf(y[0] - 1.0f / 3) < 1e-6f && fabsf(y[1] - 2.0f / 3) < 1e-6f, "%g %g", (double)y[0],
+        (double)y[1]);
   CHECK(y[2] == 0.5f && y[3] == 0.5f, "%g %g", (double)y[2], (double)y[3]);
 }
 
@@ -190,7 +198,8 @@ static void test_layernorm_reference(void) {
   kiln_ref_layernorm_fwd(x, 4, g, b, y, 4, &mean, &rstd, 1, 4, 0.0f);
   double rs = 1.0 / sqrt(1.25); /* var of 1..4 is 1.25 */
   CHECK(mean == 2.5f && fabs(rstd - rs) < 1e-7, "mean %g rstd %g", (double)mean, (double)rstd);
-  CHECK(fabs(y[0] + 1.5 * rs) < 1e-6 && fabs(y[2] - 1.0 * rs) < 1e-6 && fabs(y[3] - (10 + 1.5 * rs)) < 1e-5,
+  CHECK(fabs(y[0] + 1.5 * rs) < 1e-6 && fabs(y[2] - 1.0 * rs) < 1e-6 &&
+            fabs(y[3] - (10 + 1.5 * rs)) < 1e-5,
         "%g %g %g", (double)y[0], (double)y[2], (double)y[3]);
 }
 
@@ -204,8 +213,8 @@ static void test_matmul_reference(void) {
   }
   float c[4];
   kiln_ref_matmul_f16(a, 2, 1, bt, 1, 2, c, 2, 2, 2);
-  CHECK(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50, "%g %g %g %g", (double)c[0], (double)c[1],
-        (double)c[2], (double)c[3]);
+  CHECK(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50, "%g %g %g %g", (double)c[0],
+        (double)c[1], (double)c[2], (double)c[3]);
 }
 
 static void test_argmax_reference(void) {
@@ -221,18 +230,14 @@ static void test_small_int_sum_reference(void) {
   int16_t shorts[6] = {32767, 32767, 32767, -32768, 5, -6};
   int32_t c[16], bits[6];
   kiln_ref_small_int_sum(flags, bytes, shorts, c, bits, 6, 4);
-  static const int32_t want[16] = {2, 127, 65533, 4, 1, 0, 1, 127,
-                                   2, -256, -1, 2, 1, 1, 0, -128};
-  for (int i = 0; i < 16; i++)
-    CHECK(c[i] == want[i], "counts[%d] = %d, want %d", i, c[i], want[i]);
-  for (int i = 0; i < 6; i++)
-    CHECK(bits[i] == (flags[i] ? 7 : 0), "bits[%d] = %d", i, bits[i]);
+  static const int32_t want[16] = {2, 127, 65533, 4, 1, 0, 1, 127, 2, -256, -1, 2, 1, 1, 0, -128};
+  for (int i = 0; i < 16; i++) CHECK(c[i] == want[i], "counts[%d] = %d, want %d", i, c[i], want[i]);
+  for (int i = 0; i < 6; i++) CHECK(bits[i] == (flags[i] ? 7 : 0), "bits[%d] = %d", i, bits[i]);
 }
 
 static void test_dropout_reference(void) {
   float x[64], r[64], y[64];
-  for (int i = 0; i < 64; i++)
-    x[i] = (float)i;
+  for (int i = 0; i < 64; i++) x[i] = (float)i;
   kiln_ref_dropout(x, r, y, 64, 0.25f, 42);
   int kept = 0;
   for (int i = 0; i < 64; i++) {
@@ -266,15 +271,15 @@ static void test_bf16(void) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uint16_t h = kiln_ref_f32_to_bf16(float_of(cases[i].f));
-    CHECK(h == cases[i].h, "f32_to_bf16(0x%08x) = 0x%04x, expected 0x%04x", cases[i].f, h, cases[i].h);
+    CHECK(h == cases[i].h, "f32_to_bf16(0x%08x) = 0x%04x, expected 0x%04x", cases[i].f, h,
+          cases[i].h);
   }
   CHECK(isnan(kiln_ref_bf16_to_f32(kiln_ref_f32_to_bf16(NAN))), "NaN must stay NaN");
   CHECK(isnan(kiln_ref_round_bf16(float_of(0x7f800001u))), "a signalling NaN must not become inf");
   int bad = 0;
   for (uint32_t h = 0; h < 0x10000u; h++) {
     float f = kiln_ref_bf16_to_f32((uint16_t)h);
-    if (!isnan(f) && kiln_ref_f32_to_bf16(f) != h)
-      bad++;
+    if (!isnan(f) && kiln_ref_f32_to_bf16(f) != h) bad++;
   }
   CHECK(bad == 0, "%d bf16 values changed through f32", bad);
 }
@@ -297,8 +302,8 @@ static void test_scan_flip_reference(void) {
     CHECK(f[k] == sums[k] && f[12 + k] == flip[k] && f[36 + k] == down[k], "f32 element %d", k);
     CHECK(i[k] == count[k] && i[12 + k] == pow2[k] && i[24 + k] == up[k], "i32 element %d", k);
   }
-  CHECK(f[24] == 1.125f && f[25] == 1.125f * 1.25f && f[26] == f[25], "cumprod %g %g", (double)f[24],
-        (double)f[25]);
+  CHECK(f[24] == 1.125f && f[25] == 1.125f * 1.25f && f[26] == f[25], "cumprod %g %g",
+        (double)f[24], (double)f[25]);
   static const float pairs[12] = {1, 3, 0, 0, -3, 1, 0, 0, 0.5f, 8.5f, 0, 0};
   static const int32_t reversed[12] = {0, 0, 64, -48, 0, 0, 32, 16, 0, 0, 0, 0};
   for (int k = 0; k < 12; k++)
@@ -311,13 +316,12 @@ static void test_cas_lock_reference(void) {
   int32_t sums[3], olds[8], cells[6];
   memcpy(cells, x, sizeof x);
   kiln_ref_cas_lock(x, sums, olds, cells, 2, 3, 4);
-  CHECK(sums[0] == 11 && sums[1] == 18 && sums[2] == -27, "sums %d %d %d", sums[0], sums[1], sums[2]);
+  CHECK(sums[0] == 11 && sums[1] == 18 && sums[2] == -27, "sums %d %d %d", sums[0], sums[1],
+        sums[2]);
   static const int32_t want_olds[8] = {1, -2, 3, 0, 10, 20, -30, 0};
   static const int32_t want_cells[6] = {0, -2, 14, 0, 20, 14};
-  for (int k = 0; k < 8; k++)
-    CHECK(olds[k] == want_olds[k], "olds[%d] = %d", k, olds[k]);
-  for (int k = 0; k < 6; k++)
-    CHECK(cells[k] == want_cells[k], "cells[%d] = %d", k, cells[k]);
+  for (int k = 0; k < 8; k++) CHECK(olds[k] == want_olds[k], "olds[%d] = %d", k, olds[k]);
+  for (int k = 0; k < 6; k++) CHECK(cells[k] == want_cells[k], "cells[%d] = %d", k, cells[k]);
 }
 
 /* randint is the Philox word itself; the normal numbers of 4096 draws have mean ~0, variance ~1. */
@@ -328,15 +332,15 @@ static void test_rand_normal_reference(void) {
   uint32_t ctr[4] = {7, 0, 0, 0}, key[2] = {99, 0}, out[4];
   kiln_ref_philox4x32_10(ctr, key, out);
   CHECK((uint32_t)bits[7] == out[0], "bits[7]");
-  CHECK((float)(((uint32_t)bits[7]) >> 8) * 0x1p-24f == kiln_ref_rand(99, 7), "rand is randint's top 24 bits");
+  CHECK((float)(((uint32_t)bits[7]) >> 8) * 0x1p-24f == kiln_ref_rand(99, 7),
+        "rand is randint's top 24 bits");
   double mean = 0, var = 0;
-  for (int k = 0; k < 4096; k++)
-    mean += normal[k];
+  for (int k = 0; k < 4096; k++) mean += normal[k];
   mean /= 4096;
-  for (int k = 0; k < 4096; k++)
-    var += (normal[k] - mean) * (normal[k] - mean);
+  for (int k = 0; k < 4096; k++) var += (normal[k] - mean) * (normal[k] - mean);
   var /= 4096;
-  CHECK(fabs(mean) < 5.0 / 64 && fabs(var - 1) < 5 * sqrt(2.0 / 4096), "mean %g variance %g", mean, var);
+  CHECK(fabs(mean) < 5.0 / 64 && fabs(var - 1) < 5 * sqrt(2.0 / 4096), "mean %g variance %g", mean,
+        var);
 }
 
 /* argmax_all over a 3 x 2 matrix in programs of 2 rows, BC = 2: the tile of the second program is
@@ -359,7 +363,8 @@ static void test_sort_rows_reference(void) {
   static const float up[4] = {-1, 0, 0.75f, 2.5f}, down[4] = {2.5f, 0.75f, 0, -1};
   static const int32_t halves[4] = {-4, 10, 0, 3}, mask[4] = {0, 0, 1, 1};
   for (int k = 0; k < 4; k++)
-    CHECK(f[k] == up[k] && f[4 + k] == down[k] && i[k] == halves[k] && i[4 + k] == mask[k], "sort element %d", k);
+    CHECK(f[k] == up[k] && f[4 + k] == down[k] && i[k] == halves[k] && i[4 + k] == mask[k],
+          "sort element %d", k);
 }
 
 /* trans3d of one 1 x 2 x 3 block 0..5: [2, 1, 0] gives the 3 x 2 x 1 block 0 3 1 4 2 5. */
@@ -368,7 +373,8 @@ static void test_trans3d_reference(void) {
   float f[7 * 6];
   int32_t i[6];
   kiln_ref_trans3d(x, f, i, 1, 1, 2, 3);
-  static const float p120[6] = {0, 1, 2, 3, 4, 5}, p021[6] = {0, 3, 1, 4, 2, 5}, p210[6] = {0, 3, 1, 4, 2, 5};
+  static const float p120[6] = {0, 1, 2, 3, 4, 5}, p021[6] = {0, 3, 1, 4, 2, 5},
+                     p210[6] = {0, 3, 1, 4, 2, 5};
   static const float p201[6] = {0, 3, 1, 4, 2, 5}, p102[6] = {0, 1, 2, 3, 4, 5};
   for (int k = 0; k < 6; k++) {
     CHECK(f[k] == x[k] && f[6 + k] == p120[k] && f[12 + k] == p201[k] && f[18 + k] == p021[k] &&
