@@ -255,6 +255,28 @@ static void print_times(const CompileArgs *ca, const KilnTimes *t, const char *t
     kiln_times_print(t, title, stderr);
 }
 
+/* The driver's options from the parsed command line (kiln compile and kiln stat); the step
+ * times go to *times when --time-passes was given. */
+static KilnCompileOptions compile_options(const CompileArgs *ca, KilnTarget target,
+                                          KilnTimes *times) {
+  return (KilnCompileOptions){.path = ca->file,
+                              .kernel = ca->kernel,
+                              .defines = ca->defines,
+                              .num_defines = ca->ndefines,
+                              .specialize = ca->specialize,
+                              .num_specialize = ca->nspecialize,
+                              .multiple_of = ca->multiple_of,
+                              .num_multiple_of = ca->nmultiple_of,
+                              .target = target,
+                              .cpu = ca->cpu,
+                              .num_warps = ca->num_warps,
+                              .num_stages = ca->num_stages,
+                              .index_bits = ca->index_bits,
+                              .dump_after = ca->dump_after,
+                              .times = ca->time_passes ? times : NULL,
+                              .diag = stderr};
+}
+
 static int run_compile(CompileArgs *ca) {
   KilnTarget target = kiln_target_from_name(ca->target ? ca->target : "cpu");
   if (target == KILN_TARGET_COUNT)
@@ -264,23 +286,8 @@ static int run_compile(CompileArgs *ca) {
     return usage_error(
         "compile", "unknown --emit '%s' (ast, mlir, lowered-mlir, llvm, obj, gpu-mlir, ptx, cubin)",
         ca->emit);
-  KilnCompileOptions o = {.path = ca->file,
-                          .kernel = ca->kernel,
-                          .defines = ca->defines,
-                          .num_defines = ca->ndefines,
-                          .specialize = ca->specialize,
-                          .num_specialize = ca->nspecialize,
-                          .multiple_of = ca->multiple_of,
-                          .num_multiple_of = ca->nmultiple_of,
-                          .target = target,
-                          .cpu = ca->cpu,
-                          .num_warps = ca->num_warps,
-                          .num_stages = ca->num_stages,
-                          .index_bits = ca->index_bits,
-                          .dump_after = ca->dump_after,
-                          .diag = stderr};
   KilnTimes times = {0};
-  if (ca->time_passes) o.times = &times;
+  KilnCompileOptions o = compile_options(ca, target, &times);
   char default_out[PATH_MAX];
   const char *path = ca->out;
   if (!path && (emit == KILN_EMIT_OBJ || emit == KILN_EMIT_CUBIN)) {
@@ -390,21 +397,8 @@ static int stat_ptx(CompileArgs *ca, KilnTarget target, char **ptx) {
     return 0;
   }
   if (!ca->kernel) return usage_error("stat", "%s", "--kernel NAME is required for a .kiln file");
-  KilnCompileOptions o = {.path = ca->file,
-                          .kernel = ca->kernel,
-                          .defines = ca->defines,
-                          .num_defines = ca->ndefines,
-                          .specialize = ca->specialize,
-                          .num_specialize = ca->nspecialize,
-                          .multiple_of = ca->multiple_of,
-                          .num_multiple_of = ca->nmultiple_of,
-                          .target = target,
-                          .num_warps = ca->num_warps,
-                          .num_stages = ca->num_stages,
-                          .index_bits = ca->index_bits,
-                          .diag = stderr};
   KilnTimes times = {0};
-  if (ca->time_passes) o.times = &times;
+  KilnCompileOptions o = compile_options(ca, target, &times);
   KilnBuffer out = {0};
   KilnDriverStatus st = kiln_driver_compile(&o, KILN_EMIT_PTX, &out);
   print_times(ca, &times, kiln_target_name(target), "ptx");
