@@ -35,6 +35,8 @@
 
 #include <kiln/kilnrt.h>
 
+#include "check.h"
+
 #include <dlfcn.h>
 
 #include <stdbool.h>
@@ -43,18 +45,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                     \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fputc('\n', stderr);                                                                         \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
 
 enum { BLOCK = 32 };
 
@@ -333,10 +323,5 @@ int main(void) {
   run_device("cpu", KILN_TARGET_CPU);
   run_device("cuda", KILN_TARGET_SM90);
   test_recorded_registers();
-  if (failures) {
-    fprintf(stderr, "test_emu_offsets: %d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("test_emu_offsets: ok\n");
-  return 0;
+  return kiln_check_result("test_emu_offsets");
 }

@@ -13,23 +13,13 @@
  *   - the table and the JSONL records say so, sorted by time; the events are freed with it.
  * On a machine with a real GPU (no fake counters) it skips (exit 77). */
 #include "bert_profile.h"
+#include "check.h"
 
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fails;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fails++;                                                                                     \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
-  } while (0)
 
 /* The fake driver's counters, or NULL where libcuda is a real one. */
 static int *fake_counter(const char *name) {
@@ -137,6 +127,5 @@ int main(void) {
   kiln_bert_profile_destroy(pf);
   CHECK(*events == 0, "%d events left after destroy", *events);
   kiln_rt_device_destroy(dev);
-  printf(fails ? "%d failed\n" : "all passed\n", fails);
-  return fails ? 1 : 0;
+  return kiln_check_result("test_profile_cuda");
 }
