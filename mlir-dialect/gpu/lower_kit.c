@@ -3,7 +3,7 @@
  * insertion point, constants, inline PTX, thread ids and the coordinates a layout gives them,
  * and the shared-memory arena.  The dispatcher (lower.c) and every op family (lower_*.c) build
  * with it; it calls neither, so the lowering's files depend one way. */
-#include "lower.h"
+#include "lower_kit.h"
 
 #include "mlir-c/Dialect/LLVM.h"
 
