@@ -12,6 +12,7 @@
 #include "bert_sched.h"
 #include "bert_tok.h"
 #include "bert_vocab.h"
+#include "kiln_base.h"
 #ifdef KILN_BERT_HAVE_TRAIN
 #include "bert_eval.h"
 #include "bert_train.h"
@@ -425,10 +426,8 @@ static int read_real(const Opt *opt, const char *v) {
   return 0;
 }
 
-/* A byte count as kiln_bert_parse_bytes reads it (512M, 2G, ...). */
-static int read_bytes(const Opt *opt, const char *v) {
-  return kiln_bert_parse_bytes(v, opt->to.size);
-}
+/* A byte count as kiln_parse_bytes reads it (512M, 2G, ...). */
+static int read_bytes(const Opt *opt, const char *v) { return kiln_parse_bytes(v, opt->to.size); }
 
 static int read_padding(const Opt *opt, const char *v) {
   if (!strcmp(v, "fixed"))

@@ -75,7 +75,7 @@ KilnBertStatus kiln_bert_model_plan_bytes(const KilnBertConfig *cfg, KilnBertPre
                                           int max_batch, int max_seq, size_t *bytes);
 /* Checks, before anything is allocated, that the plan fits the memory of `device` ("cpu",
  * "emu", "cuda[:N]"): limit bytes when limit is not 0 (--max-device-bytes), else
- * KILN_DEVICE_MEMORY (a byte count as kiln_bert_parse_bytes reads it), else on cuda the GPU's
+ * KILN_DEVICE_MEMORY (a byte count as kiln_parse_bytes of kiln_base.h reads it), else on cuda the GPU's
  * free memory (the device is opened and closed to read it; DEVICE when it cannot be opened),
  * else the host's physical memory, where the cpu and emu devices keep their buffers. OUT_OF_MEMORY with a message saying how much the plan
  * needs (and how much of it is parameter state) and how much is available, and where that
@@ -84,9 +84,6 @@ KilnBertStatus kiln_bert_model_plan_bytes(const KilnBertConfig *cfg, KilnBertPre
 KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertPrecision prec,
                                             int max_batch, int max_seq, const char *device,
                                             size_t limit, size_t *needed);
-/* "123", "512M", "2GiB", "64K" (powers of 1024) -> *out and 0; anything else, 0 or an overflow
- * -1. */
-int kiln_bert_parse_bytes(const char *s, size_t *out);
 
 /* The parameter layout the model's flat buffers follow. */
 const KilnBertParams *kiln_bert_model_params(const KilnBertModel *m);

@@ -44,6 +44,7 @@
 #include "bert_model.h"
 #include "bert_internal.h"
 #include "bert_model_ops.h"
+#include "kiln_base.h"
 
 #include <errno.h>
 #include <math.h>
@@ -617,39 +618,6 @@ KilnBertStatus kiln_bert_model_plan_bytes(const KilnBertConfig *cfg, KilnBertPre
   return KILN_BERT_OK;
 }
 
-int kiln_bert_parse_bytes(const char *s, size_t *out) {
-  static const char *const units[] = {"", "K", "M", "G", "T"};
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = s ? strtoull(s, &end, 10) : 0;
-  if (!s || errno || end == s || s[0] == '-' || s[0] == '+' || v == 0) return -1;
-  for (int u = 0; u < 5; u++) {
-    size_t n = strlen(units[u]);
-    if (strncmp(end, units[u], n) || (end[n] && (!u || strcmp(end + n, "iB")))) continue;
-    unsigned long long mul = 1ull << (10 * u);
-    if (v > (unsigned long long)SIZE_MAX / mul) return -1;
-    *out = (size_t)(v * mul);
-    return 0;
-  }
-  return -1;
-}
-
-/* "1.5 GiB", "96.0 MiB", "512 bytes" into buf. */
-static const char *human_bytes(size_t bytes, char *buf, size_t cap) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double v = (double)bytes;
-  int u = -1;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    u++;
-  }
-  if (u < 0)
-    snprintf(buf, cap, "%zu bytes", bytes);
-  else
-    snprintf(buf, cap, "%.1f %s", v, units[u]);
-  return buf;
-}
-
 /* The free memory of a cuda device, read by opening it (cuMemGetInfo counts what other
  * processes hold too); the device is closed again, since the check runs before the run opens
  * its own. */
@@ -679,7 +647,7 @@ static KilnBertStatus device_memory(const char *device, size_t limit, size_t *by
   }
   const char *env = getenv("KILN_DEVICE_MEMORY");
   if (env && *env) {
-    if (kiln_bert_parse_bytes(env, bytes))
+    if (kiln_parse_bytes(env, bytes))
       return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                             "KILN_DEVICE_MEMORY=%s: expected a positive number of bytes, "
                             "optionally with K, M, G or T (KiB, MiB, ...)",
@@ -691,13 +659,11 @@ static KilnBertStatus device_memory(const char *device, size_t limit, size_t *by
     *source = "free on the GPU (cuMemGetInfo)";
     return cuda_free_memory(device, bytes);
   }
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) { /* unknown: no limit but the allocator's */
-    *bytes = SIZE_MAX;
+  *bytes = kiln_host_memory_bytes();
+  if (*bytes == SIZE_MAX) { /* unknown: no limit but the allocator's */
     *source = "unknown";
     return KILN_BERT_OK;
   }
-  *bytes = (size_t)pages * (size_t)page;
   *source = device && !strcmp(device, "emu") ? "the host's memory, which the emu device uses"
                                              : "the host's memory, which the cpu device uses";
   return KILN_BERT_OK;
@@ -723,9 +689,9 @@ KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertP
                         "(%s of it the parameters, gradients and AdamW moments, the rest "
                         "activations), but %s (%zu bytes) is available (%s): use a smaller "
                         "--batch or --seq-len",
-                        max_batch, max_seq, names[prec], human_bytes(need, a, sizeof a), need,
-                        device ? device : "the", human_bytes(state, b, sizeof b),
-                        human_bytes(have, c, sizeof c), have, source);
+                        max_batch, max_seq, names[prec], kiln_bytes_text(need, a, sizeof a), need,
+                        device ? device : "the", kiln_bytes_text(state, b, sizeof b),
+                        kiln_bytes_text(have, c, sizeof c), have, source);
 }
 
 KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,
