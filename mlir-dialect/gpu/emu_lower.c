@@ -6,7 +6,8 @@
  * every nvvm op, the llvm.inline_asm of PTX math approximations (lower_math.c), llvm.intr.trap
  * and the `llvm.mlir.addressof @kiln_smem` that names the static shared arena.  Each is then
  * replaced in place:
- *   - special registers, barriers, shfl/vote/redux, mma.sync, ldmatrix, cp.async and its groups
+ *   - special registers, barriers, shfl/vote/redux, mma.sync, ldmatrix, cp.async (also its
+ *     src-size form, a call of the llvm.nvvm.cp.async.*.s intrinsic) and its groups
  *     become llvm.call of the matching kiln_emu_* intrinsic (declared once per module); results
  *     returned through memory (mma, ldmatrix, shfl's predicate) go through an alloca made at the
  *     function's entry, so a loop does not grow the fiber's stack;
@@ -430,6 +431,35 @@ static void lower_cp_async(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   call(E, b, loc, "kiln_emu_cp_async", E->voidt, o, 5);
 }
 
+/* The src-size form of cp.async as the SIMT lowering writes it (lower_local.c): a call of
+ * llvm.nvvm.cp.async.{ca,cg}.shared.global.{4,8,16}.s (dst, src, src_size). */
+static bool is_cp_async_intrinsic(MlirOperation op) {
+  if (!kiln_ir_op_is(op, "llvm.call_intrinsic")) return false;
+  MlirAttribute a = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("intrin"));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a)) return false;
+  MlirStringRef n = mlirStringAttrGetValue(a);
+  return n.length > 18 && memcmp(n.data, "llvm.nvvm.cp.async", 18) == 0;
+}
+
+static void lower_cp_async_intrinsic(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirStringRef n = mlirStringAttrGetValue(
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("intrin")));
+  char name[96];
+  snprintf(name, sizeof name, "%.*s", (int)n.length, n.data);
+  int size = 0;
+  char kind[3] = "";
+  if (sscanf(name, "llvm.nvvm.cp.async.%2[a-z].shared.global.%d.s", kind, &size) != 2 ||
+      strcmp(name + strlen(name) - 2, ".s") != 0 || mlirOperationGetNumOperands(op) != 3) {
+    emu_error(E, op, "emu lowering: no emulator intrinsic for '%s'", name);
+    return;
+  }
+  MlirValue o[5] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1),
+                    cst_i32(E, b, loc, size), mlirOperationGetOperand(op, 2),
+                    cst_i32(E, b, loc, strcmp(kind, "cg") == 0)};
+  call(E, b, loc, "kiln_emu_cp_async", E->voidt, o, 5);
+}
+
 /* ---------------------------------------------------------------- predicated vector accesses
  *
  * lower_memory.c's `@p ld.global.v4.b32` / `@p st.global.v4.b32` (kiln_gpu_pred_access_ptx)
@@ -722,6 +752,8 @@ static bool lower_one(Emu *E, MlirOperation op) {
     lower_ldmatrix(E, &b, op);
   } else if (strcmp(name, "nvvm.cp.async.shared.global") == 0) {
     lower_cp_async(E, &b, op);
+  } else if (is_cp_async_intrinsic(op)) {
+    lower_cp_async_intrinsic(E, &b, op);
   } else if (strcmp(name, "nvvm.cp.async.commit.group") == 0) {
     call(E, &b, loc, "kiln_emu_cp_async_commit_group", E->voidt, NULL, 0);
   } else if (strcmp(name, "nvvm.cp.async.wait.group") == 0) {
@@ -755,7 +787,7 @@ static MlirWalkResult collect(MlirOperation op, void *u) {
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
   if ((n.length > 5 && memcmp(n.data, "nvvm.", 5) == 0) || kiln_ir_op_is(op, "llvm.inline_asm") ||
       kiln_ir_op_is(op, "llvm.intr.trap") || kiln_ir_op_is(op, "llvm.addrspacecast") ||
-      is_smem_addressof(op))
+      is_smem_addressof(op) || is_cp_async_intrinsic(op))
     kiln_op_list_push(&c->replace, op);
   else if (is_checked_access(op))
     kiln_op_list_push(&c->access, op);

@@ -18,6 +18,9 @@
  * loaded value, or `other`). */
 int low_vector_width(Low *L, MlirValue ptrs, const KilnGpuOwn *own);
 MlirValue low_all_true(Low *L, const MlirValue *m, int v);
+/* Whether the mask operand (a kiln value) is provably one value over every vector of v elements
+ * along own's fastest dim (a scalar, or constant in aligned runs of at least v). */
+bool low_mask_uniform(Low *L, MlirValue mask, const KilnGpuOwn *own, int v);
 MlirValue low_load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
                           int64_t align);
 

@@ -7,6 +7,7 @@
 
 #include "mlir-c/Dialect/LLVM.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -94,6 +95,19 @@ bool low_is_true(MlirValue v) {
   return mlirAttributeIsAInteger(a) && mlirIntegerAttrGetValueInt(a) != 0 &&
          mlirTypeIsAInteger(mlirValueGetType(v)) &&
          mlirIntegerTypeGetWidth(mlirValueGetType(v)) == 1;
+}
+
+bool low_is_zero(MlirValue v) {
+  if (!mlirValueIsAOpResult(v)) return false;
+  MlirOperation p = mlirOpResultGetOwner(v);
+  if (!kiln_ir_op_is(p, "arith.constant") && !kiln_ir_op_is(p, "llvm.mlir.constant")) return false;
+  MlirAttribute a = mlirOperationGetAttributeByName(p, mlirStringRefCreateFromCString("value"));
+  if (mlirAttributeIsAInteger(a)) return mlirIntegerAttrGetValueInt(a) == 0;
+  if (mlirAttributeIsAFloat(a)) {
+    double d = mlirFloatAttrGetValueDouble(a);
+    return d == 0 && !signbit(d);
+  }
+  return false;
 }
 
 MlirValue low_cmpi(Low *L, const char *pred, MlirValue a, MlirValue b) {

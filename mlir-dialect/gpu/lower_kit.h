@@ -47,6 +47,7 @@ MlirValue low_i32(Low *L, int64_t v);
 MlirValue low_f32(Low *L, double v);
 MlirValue low_const(Low *L, MlirType t, MlirAttribute value);
 bool low_is_true(MlirValue v); /* an arith.constant true */
+bool low_is_zero(MlirValue v); /* a constant integer 0 or float +0 (all bits clear) */
 MlirValue low_cmpi(Low *L, const char *pred, MlirValue a, MlirValue b);
 /* Inline PTX with one result of type rt: constraints like "=f,f". */
 MlirValue low_asm(Low *L, const char *text, const char *constraints, const MlirValue *ops, size_t n,

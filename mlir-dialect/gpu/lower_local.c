@@ -9,8 +9,11 @@
  * of lower_dot.c (a vector never crosses a 16-byte chunk); a buffer whose encoding has order
  * [0, 1] holds the tile transposed (S[col][row]).
  *   async_copy:  one cp.async per vector of `vec` elements when the vector's whole mask holds
- *                (.cg for 16 bytes, .ca below); otherwise (tile edges) each element is loaded
- *                under its own mask, yielding `other`, and stored to shared memory
+ *                (.cg for 16 bytes, .ca below); where the axis analysis proves the mask one
+ *                value over each vector (`k < K` with K % 8 promised) and `other` is zero, one
+ *                cp.async whose src-size is 0 under a false mask (it zero-fills: no branch and
+ *                no per-element masks in the loop); otherwise (tile edges) each element is
+ *                loaded under its own mask, yielding `other`, and stored to shared memory
  *   async_commit, async_wait {pending = N}: cp.async.commit_group, cp.async.wait_group N
  *   barrier:     bar.sync 0
  *   local_load:  the dot_op fragments with ldmatrix: a row-major staging as a convert's
@@ -21,6 +24,8 @@
 
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Dialect/LLVM.h"
+
+#include <stdio.h>
 
 static void cp_async(Low *L, MlirValue dst, MlirValue src, int bytes) {
   MlirValue o[2] = {dst, src};
@@ -34,6 +39,23 @@ static void cp_async(Low *L, MlirValue dst, MlirValue src, int bytes) {
   low_op(L, "nvvm.cp.async.shared.global", o, 2, NULL, 0, a, 2);
 }
 
+/* cp.async of `bytes` that reads src_size of them (bytes or 0) and zero-fills the rest: the
+ * LLVM intrinsic of the src-size form, since nvvm.cp.async.shared.global's cpSize operand is
+ * dropped by MLIR 19's translation (it expects convert-nvvm-to-llvm's inline PTX). The emu
+ * rewrite (emu_lower.c) knows the intrinsic by name. */
+static void cp_async_fill(Low *L, MlirValue dst, MlirValue src, int bytes, MlirValue src_size) {
+  char name[64];
+  snprintf(name, sizeof name, "llvm.nvvm.cp.async.%s.shared.global.%d.s", bytes == 16 ? "cg" : "ca",
+           bytes);
+  MlirValue o[3] = {dst, src, src_size};
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(L->ctx, "intrin",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(name))),
+      kiln_ir_named(L->ctx, "fastmathFlags", kiln_gpu_parse_attr(L->ctx, "#llvm.fastmath<none>")),
+  };
+  low_op(L, "llvm.call_intrinsic", o, 3, NULL, 0, a, 2);
+}
+
 static void commit_group(Low *L) {
   low_op(L, "nvvm.cp.async.commit.group", NULL, 0, NULL, 0, NULL, 0);
 }
@@ -43,15 +65,29 @@ static void wait_group(Low *L, int n) {
   low_op(L, "nvvm.cp.async.wait.group", NULL, 0, NULL, 0, &a, 1);
 }
 
-/* One vector of the tile: cp.async when its whole mask holds, else element by element. */
+/* Whether every element of the vector at j yields +0 where masked off. */
+static bool other_is_zero(const Vals *O, int64_t j, int v) {
+  for (int e = 0; e < v; e++)
+    if (!low_is_zero(O->v[O->n == 1 ? 0 : j + e])) return false;
+  return true;
+}
+
+/* One vector of the tile: cp.async when its whole mask holds; a zero-filling cp.async under the
+ * first element's mask when the mask is one value over the vector (`uniform`) and masked-off
+ * elements are zeros; else element by element. */
 static void copy_vector(Low *L, const KilnGpuBuffer *bf, int vec, MlirValue dst, const Vals *P,
-                        const Vals *M, const Vals *O, int64_t j) {
-  int v = vec;
+                        const Vals *M, const Vals *O, int64_t j, bool uniform) {
+  int v = vec, bytes = vec * kiln_ir_elem_bits(bf->elem) / 8;
   MlirValue m[8];
   for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];
   MlirValue all = low_all_true(L, m, v);
   if (mlirValueIsNull(all)) {
-    cp_async(L, dst, P->v[j], v * 2);
+    cp_async(L, dst, P->v[j], bytes);
+    return;
+  }
+  if (uniform && other_is_zero(O, j, v)) {
+    MlirValue o[3] = {m[0], low_i32(L, bytes), low_i32(L, 0)};
+    cp_async_fill(L, dst, P->v[j], bytes, low_op1(L, "llvm.select", o, 3, L->i32));
     return;
   }
   KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, all, NULL, 0);
@@ -217,9 +253,10 @@ bool low_async_copy(Low *L, MlirOperation op) {
   Vals *P = low_get(L, mlirOperationGetOperand(op, 2));
   Vals *M = low_get(L, mlirOperationGetOperand(op, 3));
   Vals *O = low_get(L, mlirOperationGetOperand(op, 4));
+  bool uniform = vec > 1 && low_mask_uniform(L, mlirOperationGetOperand(op, 3), &own, (int)vec);
   for (int64_t j = 0; j < own.count; j += vec) {
     MlirValue idx = stage_index(L, &bf, low_coord(L, &own, j, 0), low_coord(L, &own, j, 1));
-    copy_vector(L, &bf, (int)vec, low_gep(L, base, idx, bf.elem), P, M, O, j);
+    copy_vector(L, &bf, (int)vec, low_gep(L, base, idx, bf.elem), P, M, O, j, uniform);
   }
   return !L->failed;
 }

@@ -80,7 +80,7 @@ static void store_vector(Low *L, MlirValue p, MlirType et, int v, int bits, cons
 /* Whether the mask operand is provably one value over every vector of v elements along the
  * layout's fastest dim: a scalar, or constant in runs of at least v (runs start at multiples of
  * their length, and a vector starts at a multiple of v). */
-static bool mask_uniform(Low *L, MlirValue mask, const KilnGpuOwn *own, int v) {
+bool low_mask_uniform(Low *L, MlirValue mask, const KilnGpuOwn *own, int v) {
   MlirType t = mlirValueGetType(mask);
   if (!mlirTypeIsARankedTensor(t)) return true;
   KilnGpuAxisInfo a = kiln_gpu_axis_get(L->axis, mask);
@@ -208,8 +208,9 @@ bool low_load(Low *L, MlirOperation op) {
   int v = low_vector_width(L, ptrs, &own);
   Vals *out = low_vals(L, own.count);
   int64_t ealign = bits / 8;
-  int words =
-      v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 1), &own, v) ? pred_words(v, bits) : 0;
+  int words = v > 1 && low_mask_uniform(L, mlirOperationGetOperand(op, 1), &own, v)
+                  ? pred_words(v, bits)
+                  : 0;
   for (int64_t j = 0; j < own.count; j += v) {
     MlirValue m[16];
     for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];
@@ -277,8 +278,9 @@ bool low_store(Low *L, MlirOperation op) {
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
-  int words =
-      v > 1 && mask_uniform(L, mlirOperationGetOperand(op, 2), &own, v) ? pred_words(v, bits) : 0;
+  int words = v > 1 && low_mask_uniform(L, mlirOperationGetOperand(op, 2), &own, v)
+                  ? pred_words(v, bits)
+                  : 0;
   for (int64_t j = 0; j < own.count; j += v) {
     MlirValue m[16];
     for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];

@@ -3,8 +3,10 @@
 # (f16, EPI=0, no cache) with the three layouts the BERT libraries declare (forward, dX = dY W,
 # dW = dY^T X; runtime/bert/CMakeLists.txt) notes the default config and the promises of each
 # copy. This test compiles the dX and dW copies at that config for sm_90, as a cuda library
-# would, and requires cp.async, 128-bit global loads and stores, and 0 spill bytes: the
-# trainer's backward calls ran the generic copy (16-bit loads, no cp.async) before the layouts.
+# would, and requires cp.async, only 128-bit global loads and stores, no shared store in the K
+# loop (the copies promise M, N and K multiples of 16, so a vector past a tail is a zero-filling
+# cp.async, not element-by-element loads), and 0 spill bytes: the trainer's backward calls ran
+# the generic copy (16-bit loads, no cp.async) before the layouts.
 # It also requires the generic copy to be compiled with min_blocks = 1 and not to spill (at the
 # preset's min_blocks = 2 ptxas spilled it: 264/260 bytes at 128 registers).
 # Skipped (exit 77) without ptxas. Usage: layout_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
@@ -68,7 +70,13 @@ ld = {w: n for w, n in t["ld_global_bits"].items() if n}
 st = {w: n for w, n in t["st_global_bits"].items() if n}
 print(f"    {sys.argv[2]} ({sys.argv[3]}): cp.async {t['cp_async']}, loads {ld}, stores {st}, "
       f"{k['registers']} registers, spills {k['spill_stores']}/{k['spill_loads']}")
-ok = (t["cp_async"] > 0 and ld.get("128", 0) > 0 and set(st) == {"128"}
+inner = [l for l in k["loops"] if l["inner"]]
+print(f"    inner loop: st.shared {[l['st_shared'] for l in inner]}, "
+      f"cp.async {[l['cp_async'] for l in inner]}, insts {[l['insts'] for l in inner]}")
+# every global load 128 bits (the copies included): with M, N and K promised, a vector past a
+# tail is a zero-filling cp.async, never element-by-element loads through registers
+ok = (t["cp_async"] > 0 and set(ld) == {"128"} and set(st) == {"128"}
+      and len(inner) == 1 and inner[0]["st_shared"] == 0
       and k["spill_stores"] == 0 and k["spill_loads"] == 0)
 sys.exit(0 if ok else 1)
 PY

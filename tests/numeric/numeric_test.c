@@ -444,33 +444,42 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
    * default): those cover the pipeline's prologue, steady state, K tails (vectors half inside
    * the mask), fewer iterations than stages, a 4-stage ring of exactly 48 KiB (the largest
    * static arena) and 4-stage rings of 64 KiB in dynamic shared memory (the arena is
-   * `.extern`, its size passed by the device at launch), with tails in M, N and K. */
+   * `.extern`, its size passed by the device at launch), with tails in M, N and K.  `sizes`
+   * configurations also promise M, N and K multiples of 8: the copies' masks are then one value
+   * per 16-byte vector, and a vector past a tail is a zero-filling cp.async (src-size 0) instead
+   * of element-by-element loads; their tails are whole vectors, so the zeros must land. */
   static const struct {
     int32_t M, N, K, bm, bn, bk;
     bool a_colmajor, b_colmajor, unit;
     int stages;
     int min_blocks; /* 0: not set; else the .minnctapersm ptxas gets (the emulator ignores it) */
+    bool sizes;
   } cfgs[] = {
-      {100, 72, 88, 32, 32, 32, false, false, false, 0, 0},
-      {64, 64, 64, 32, 32, 32, false, false, false, 0, 0},
-      {33, 65, 17, 16, 64, 16, true, true, false, 0, 0},
-      {128, 96, 256, 64, 32, 64, false, true, false, 0, 0},
-      {1, 1, 1, 16, 16, 16, false, false, false, 0, 0},
-      {100, 72, 88, 32, 32, 32, false, false, true, 3, 0},
-      {128, 96, 256, 64, 32, 64, false, false, true, 4, 0},
-      {64, 64, 16, 32, 32, 32, false, false, true, 3, 0},
-      {64, 48, 200, 32, 16, 16, false, false, true, 2, 0},
-      {96, 80, 200, 64, 64, 64, false, false, true, 4, 0},
-      {64, 64, 64, 64, 64, 64, false, false, true, 4, 0},
-      {96, 80, 200, 64, 64, 64, false, false, true, 3, 2},
+      {100, 72, 88, 32, 32, 32, false, false, false, 0, 0, false},
+      {64, 64, 64, 32, 32, 32, false, false, false, 0, 0, false},
+      {33, 65, 17, 16, 64, 16, true, true, false, 0, 0, false},
+      {128, 96, 256, 64, 32, 64, false, true, false, 0, 0, false},
+      {1, 1, 1, 16, 16, 16, false, false, false, 0, 0, false},
+      {100, 72, 88, 32, 32, 32, false, false, true, 3, 0, false},
+      {128, 96, 256, 64, 32, 64, false, false, true, 4, 0, false},
+      {64, 64, 16, 32, 32, 32, false, false, true, 3, 0, false},
+      {64, 48, 200, 32, 16, 16, false, false, true, 2, 0, false},
+      {96, 80, 200, 64, 64, 64, false, false, true, 4, 0, false},
+      {64, 64, 64, 64, 64, 64, false, false, true, 4, 0, false},
+      {96, 80, 200, 64, 64, 64, false, false, true, 3, 2, false},
       /* Column-major unit-stride operands are staged transposed (k-major B: y = x W^T of a
        * linear layer; m-major A: dW = X^T dY) and read with ldmatrix (.trans for A): B alone,
        * A alone, both with tails in every dim, and a 64x8 tile whose lone B column block
        * takes ldmatrix .x2. */
-      {96, 80, 200, 64, 64, 32, false, true, true, 3, 2},
-      {128, 96, 72, 64, 32, 32, true, false, true, 4, 0},
-      {72, 64, 40, 32, 64, 16, true, true, true, 2, 0},
-      {64, 24, 48, 64, 8, 16, false, true, true, 3, 0},
+      {96, 80, 200, 64, 64, 32, false, true, true, 3, 2, false},
+      {128, 96, 72, 64, 32, 32, true, false, true, 4, 0, false},
+      {72, 64, 40, 32, 64, 16, true, true, true, 2, 0, false},
+      {64, 24, 48, 64, 8, 16, false, true, true, 3, 0, false},
+      /* sizes promised: tails of whole vectors in K (88 = 2 x 32 + 24), N and M, row-major and
+       * both operands column-major (staged transposed); K shorter than the ring */
+      {104, 72, 88, 32, 32, 32, false, false, true, 3, 0, true},
+      {72, 64, 40, 32, 64, 16, true, true, true, 2, 0, true},
+      {96, 40, 24, 64, 32, 32, false, true, true, 4, 0, true},
   };
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
@@ -484,16 +493,20 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     if (cfgs[ci].stages) defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
     if (cfgs[ci].min_blocks) defs[ndefs++] = (KilnDefine){"min_blocks", cfgs[ci].min_blocks};
     char shape[96];
-    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s", M, N, K,
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s%s", M, N, K,
              cfgs[ci].a_colmajor ? "col" : "row", cfgs[ci].b_colmajor ? "col" : "row",
-             cfgs[ci].unit ? " unit-stride" : "");
+             cfgs[ci].unit ? " unit-stride" : "", cfgs[ci].sizes ? " sizes%8" : "");
     /* The unit stride of each operand is the one along its contiguous dim; the other stride is
      * a multiple of 8 elements (16 bytes) in every unit configuration. */
     KilnDefine unit_eq[] = {{cfgs[ci].a_colmajor ? "sam" : "sak", 1},
                             {cfgs[ci].b_colmajor ? "sbk" : "sbn", 1}};
     KilnDefine unit_mult[] = {{cfgs[ci].a_colmajor ? "sak" : "sam", 8},
-                              {cfgs[ci].b_colmajor ? "sbn" : "sbk", 8}};
-    if (cfgs[ci].unit) g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), COUNT(unit_mult)};
+                              {cfgs[ci].b_colmajor ? "sbn" : "sbk", 8},
+                              {"M", 8},
+                              {"N", 8},
+                              {"K", 8}};
+    size_t nmult = cfgs[ci].sizes ? COUNT(unit_mult) : 2;
+    if (cfgs[ci].unit) g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), nmult};
     KilnTestRun run;
     run_begin(&run, dev, "matmul_f16", defs, ndefs, shape);
     g_spec = (Spec){0};
