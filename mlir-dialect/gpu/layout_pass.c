@@ -808,20 +808,6 @@ static void hoist_invariant_trans(MlirOperation func) {
   }
   free(tmp.ops);
 }
-/* Whether op has an f64 (or f64 tile, or pointer to f64) operand or result. */
-static bool type_has_f64(MlirType t) {
-  MlirType e = kiln_ir_elem_type(t);
-  if (kiln_ir_type_is_ptr(e)) e = kiln_ir_ptr_elem(e);
-  return !mlirTypeIsNull(e) && mlirTypeIsAF64(e);
-}
-
-static bool op_has_f64(MlirOperation op) {
-  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
-    if (type_has_f64(mlirValueGetType(mlirOperationGetResult(op, i)))) return true;
-  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++)
-    if (type_has_f64(mlirValueGetType(mlirOperationGetOperand(op, i)))) return true;
-  return false;
-}
 
 static bool layout_kernel(MlirOperation func, int num_warps) {
   LCtx c;
@@ -846,15 +832,6 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
     if (kiln_ir_op_id(c.ops[k]) == KILN_OP_PRINT) {
       kiln_ir_error(mlirOperationGetLocation(c.ops[k]),
                     "device_print is not supported on the GPU targets (sm_80, sm_90, emu) yet; "
-                    "it runs on the cpu target");
-      ok = false;
-    }
-  /* f64 has no GPU lowering yet (math approximations, shuffles and vector accesses are
-   * written for 32-bit lanes): refused at the first op that makes or takes one. */
-  for (size_t k = 0; k < c.n_ops && ok; k++)
-    if (op_has_f64(c.ops[k])) {
-      kiln_ir_error(mlirOperationGetLocation(c.ops[k]),
-                    "f64 is not supported on the GPU targets (sm_80, sm_90, emu) yet; "
                     "it runs on the cpu target");
       ok = false;
     }

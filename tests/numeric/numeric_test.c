@@ -1814,6 +1814,94 @@ static bool test_f64_ops(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* What f64_basic.kiln computes, in C doubles: the [rows, bc] planes with the columns past cols
+ * holding what the kernel makes of its masked-off values (a = 0, b = 1, u = 0). */
+static void ref_f64_basic(const double *x, const double *y, const uint32_t *u, size_t rows,
+                          size_t cols, double s, size_t bc, double *out, int64_t *oi, float *of) {
+  size_t plane = rows * bc;
+  for (size_t r = 0; r < rows; r++) {
+    double run = 0.0;
+    for (size_t c = 0; c < bc; c++) {
+      size_t at = r * bc + c, fc = bc - 1 - c;
+      double a = c < cols ? x[r * cols + c] : 0.0, b = c < cols ? y[r * cols + c] : 1.0;
+      double af = fc < cols ? x[r * cols + fc] : 0.0;
+      uint32_t w = c < cols ? u[r * cols + c] : 0;
+      run += a;
+      out[at] = a * b + s / b;
+      out[plane + at] = sqrt(fabs(a)) + floor(a * 3.0) - ceil(b * 0.5);
+      out[2 * plane + at] = fma(a, b, s) - (a > b ? a : b) * (a < s ? a : s);
+      out[3 * plane + at] = a > b ? a - b : (double)(float)b;
+      out[4 * plane + at] = (double)w * 0.25 + (double)r - (double)c;
+      out[5 * plane + at] = af;
+      out[6 * plane + at] = run;
+      oi[at] = (int64_t)(a * 1.0e12);
+      oi[plane + at] = (a < b) + 2 * (a == 0.0) + 4 * (b != 1.0);
+      of[at] = (float)(a + b);
+    }
+  }
+}
+
+/* f64 where the GPU lowering runs it (cpu and emu). The conversions, compares, flips and
+ * selects are exact: bit for bit. The arithmetic is a few correctly rounded double operations,
+ * but the GPU lowering contracts a * b + c into one fma (one rounding fewer), which moves the
+ * result by at most half an ulp of the product (|a b| < 16: 2^-49 = 1.8e-15) and half an ulp of
+ * the result; the cumsum adds its row in order on every target, as C does (exact, measured 0).
+ * So 4e-15 of 1 + |ref| (the emulator's worst measured: 6.7e-16), and any f32 step
+ * (2^-24 = 6e-8) fails it by 7 orders of magnitude. */
+static bool test_f64_basic(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 16, 64}, {1, 1, 4, 32}, {37, 32, 4, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t plane = rows * bc, nd = 7 * plane, ni = 2 * plane, nf = plane;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "f64_basic", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3300 + ci);
+    size_t n = rows * cols;
+    double *x = kiln_test_alloc(n, sizeof *x), *y = kiln_test_alloc(n, sizeof *y);
+    uint32_t *u = kiln_test_alloc(n, sizeof *u);
+    for (size_t i = 0; i < n; i++) {
+      x[i] = i % 17 == 0 ? 0.0 : ((double)(kiln_ref_rng_next(&rng) >> 11) * 0x1p-53 - 0.5) * 8.0;
+      y[i] = ((double)(kiln_ref_rng_next(&rng) >> 11) * 0x1p-53 - 0.5) * 8.0;
+      u[i] = (uint32_t)kiln_ref_rng_next(&rng);
+    }
+    double s = 1.0 / 3.0;
+    double *gd = kiln_test_alloc(nd + TAIL_ELEMS, 8), *rd = kiln_test_alloc(nd, 8);
+    int64_t *gi = kiln_test_alloc(ni + TAIL_ELEMS, 8), *ri = kiln_test_alloc(ni, 8);
+    float *gf = kiln_test_alloc(nf + TAIL_ELEMS, 4), *rf = kiln_test_alloc(nf, 4);
+    void *dx = kiln_test_input(&run, x, n * 8), *dy = kiln_test_input(&run, y, n * 8),
+         *du = kiln_test_input(&run, u, n * 4);
+    void *dd = kiln_test_output(&run, (nd + TAIL_ELEMS) * 8),
+         *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * 8),
+         *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * 4);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dy, &du, &dd, &di, &df, &r32, &c32, &s};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
+    kiln_test_fetch(&run, gd, dd, (nd + TAIL_ELEMS) * 8);
+    kiln_test_fetch(&run, gi, di, (ni + TAIL_ELEMS) * 8);
+    kiln_test_fetch(&run, gf, df, (nf + TAIL_ELEMS) * 4);
+    kiln_test_check_untouched(&run, "out", gd, 8, nd + TAIL_ELEMS, 1, nd, nd + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "oi", gi, 8, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "of", gf, 4, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
+    ref_f64_basic(x, y, u, rows, cols, s, bc, rd, ri, rf);
+    check_f64(&run, "out (arithmetic)", gd, rd, 3 * plane, 4e-15);
+    check_bytes(&run, "out (select, conversions, flip)", gd + 3 * plane, rd + 3 * plane, 3 * plane,
+                8);
+    check_f64(&run, "out (cumsum)", gd + 6 * plane, rd + 6 * plane, plane, 4e-15);
+    check_bytes(&run, "oi", gi, ri, ni, 8);
+    check_bytes(&run, "of", gf, rf, nf, 4);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(u), free(gd), free(rd), free(gi), free(ri), free(gf), free(rf);
+  }
+  return all_ok;
+}
+
 /* ---- device_print --------------------------------------------------------------------------- */
 
 static int compare_lines(const void *a, const void *b) {
@@ -2176,6 +2264,7 @@ static const struct {
     {"cas_i64", test_cas_i64},
     {"unsigned_ops", test_unsigned_ops},
     {"f64_ops", test_f64_ops},
+    {"f64_basic", test_f64_basic},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},
