@@ -1619,6 +1619,7 @@ static void ref_unsigned_ops(const uint32_t *a, const uint32_t *b, const uint8_t
   }
   for (size_t p = 0; p < np; p++) {
     uint32_t mx = 0, mn = UINT32_MAX, sum = 0, run = 0;
+    uint64_t mx64 = 0, mn64 = UINT64_MAX;
     int32_t amx = 0, amn = 0;
     uint32_t *sorted = o32 + 6 * n + 3 * np + p * bs;
     for (size_t j = 0; j < bs; j++) {
@@ -1627,6 +1628,8 @@ static void ref_unsigned_ops(const uint32_t *a, const uint32_t *b, const uint8_t
       if (x > mx) mx = x, amx = (int32_t)j;
       if (xm < mn) mn = xm, amn = (int32_t)j;
       sum += i < n ? c[i] : 0;
+      if (i < n && d[i] > mx64) mx64 = d[i];
+      if (i < n && d[i] < mn64) mn64 = d[i];
       run += i < n ? c[i] : 0;
       if (i < n) o32[5 * n + i] = run;
       sorted[j] = x;
@@ -1635,6 +1638,8 @@ static void ref_unsigned_ops(const uint32_t *a, const uint32_t *b, const uint8_t
     o32[6 * n + 3 * p] = mx;
     o32[6 * n + 3 * p + 1] = mn;
     o32[6 * n + 3 * p + 2] = sum;
+    o64[2 * n + 2 * p] = mx64;
+    o64[2 * n + 2 * p + 1] = mn64;
     oi[2 * n + 2 * p] = amx;
     oi[2 * n + 2 * p + 1] = amn;
   }
@@ -1649,7 +1654,8 @@ static bool test_unsigned_ops(KilnRtDevice *dev) {
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t n = (size_t)cfgs[ci].n, bs = (size_t)cfgs[ci].b, np = (n + bs - 1) / bs;
-    size_t n32 = 6 * n + 3 * np + np * bs, n8 = n, n64 = 2 * n, ni = 2 * n + 2 * np, nf = n;
+    size_t n32 = 6 * n + 3 * np + np * bs, n8 = n, n64 = 2 * n + 2 * np, ni = 2 * n + 2 * np;
+    size_t nf = n;
     KilnDefine defs[] = {{"B", cfgs[ci].b}};
     char shape[64];
     snprintf(shape, sizeof shape, "n=%zu", n);
@@ -1817,10 +1823,14 @@ static bool test_f64_ops(KilnRtDevice *dev) {
 /* What f64_basic.kiln computes, in C doubles: the [rows, bc] planes with the columns past cols
  * holding what the kernel makes of its masked-off values (a = 0, b = 1, u = 0). */
 static void ref_f64_basic(const double *x, const double *y, const uint32_t *u, size_t rows,
-                          size_t cols, double s, size_t bc, double *out, int64_t *oi, float *of) {
+                          size_t cols, double s, size_t br, size_t bc, double *out, int64_t *oi,
+                          float *of) {
   size_t plane = rows * bc;
+  double *red = out + 7 * plane;
+  for (size_t p = 0; p < (rows + br - 1) / br; p++) red[3 * rows + p] = 0.0;
   for (size_t r = 0; r < rows; r++) {
-    double run = 0.0;
+    double run = 0.0, mx = -INFINITY, mn = INFINITY;
+    size_t amn = 0;
     for (size_t c = 0; c < bc; c++) {
       size_t at = r * bc + c, fc = bc - 1 - c;
       double a = c < cols ? x[r * cols + c] : 0.0, b = c < cols ? y[r * cols + c] : 1.0;
@@ -1837,7 +1847,13 @@ static void ref_f64_basic(const double *x, const double *y, const uint32_t *u, s
       oi[at] = (int64_t)(a * 1.0e12);
       oi[plane + at] = (a < b) + 2 * (a == 0.0) + 4 * (b != 1.0);
       of[at] = (float)(a + b);
+      if (a > mx) mx = a;
+      if (b < mn) mn = b, amn = c;
     }
+    red[3 * r] = run;
+    red[3 * r + 1] = mx;
+    red[3 * r + 2] = (double)amn;
+    red[3 * rows + r / br] += run;
   }
 }
 
@@ -1855,7 +1871,8 @@ static bool test_f64_basic(KilnRtDevice *dev) {
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
-    size_t plane = rows * bc, nd = 7 * plane, ni = 2 * plane, nf = plane;
+    size_t br = (size_t)cfgs[ci].br, np = (rows + br - 1) / br;
+    size_t plane = rows * bc, nd = 7 * plane + 3 * rows + np, ni = 2 * plane, nf = plane;
     KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
     char shape[64];
     snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
@@ -1889,11 +1906,18 @@ static bool test_f64_basic(KilnRtDevice *dev) {
     kiln_test_check_untouched(&run, "out", gd, 8, nd + TAIL_ELEMS, 1, nd, nd + TAIL_ELEMS);
     kiln_test_check_untouched(&run, "oi", gi, 8, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
     kiln_test_check_untouched(&run, "of", gf, 4, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
-    ref_f64_basic(x, y, u, rows, cols, s, bc, rd, ri, rf);
+    ref_f64_basic(x, y, u, rows, cols, s, br, bc, rd, ri, rf);
     check_f64(&run, "out (arithmetic)", gd, rd, 3 * plane, 4e-15);
     check_bytes(&run, "out (select, conversions, flip)", gd + 3 * plane, rd + 3 * plane, 3 * plane,
                 8);
     check_f64(&run, "out (cumsum)", gd + 6 * plane, rd + 6 * plane, plane, 4e-15);
+    /* sums in another order (a tree over lanes and warps): n - 1 additions each within
+     * 2^-53 of a partial sum at most n * 4, so n^2 * 4 * 2^-53 of 1 + |ref|: 2e-12 for a row
+     * of 64, 5e-10 for a program's 1024 elements (max and argmin are exact: any error there
+     * is at least 1 / 64) */
+    check_f64(&run, "out (row reductions)", gd + 7 * plane, rd + 7 * plane, 3 * rows, 2e-12);
+    check_f64(&run, "out (program sums)", gd + 7 * plane + 3 * rows, rd + 7 * plane + 3 * rows, np,
+              5e-10);
     check_bytes(&run, "oi", gi, ri, ni, 8);
     check_bytes(&run, "of", gf, rf, nf, 4);
     all_ok &= kiln_test_end(&run);
