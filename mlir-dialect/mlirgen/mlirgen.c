@@ -548,9 +548,10 @@ static MlirValue flip_sign_bit(Gen *g, MlirLocation loc, MlirValue x, const Kiln
   return kiln_ir_build_elementwise(&g->b, loc, "arith.xori", ops, 2, mt);
 }
 
-/* A reduction of an i1/i8/i16 tile runs in i32 (operand_type, see check_reduce): the input is
- * widened first (extui for i1, extsi otherwise) and a max/min result narrowed back, so the
- * kiln.reduce op and every lowering of it see only i32 and wider. */
+/* A reduction of an i1/i8/i16 tile runs in i32, of a u8/u16 tile in u32 (operand_type, see
+ * check_reduce): the input is widened first (extui for i1 and unsigned kinds, extsi otherwise)
+ * and a max/min result narrowed back, so the kiln.reduce op and every lowering of it see only
+ * 32 bits and wider. */
 static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   MlirLocation loc = loc_of(g, e->span);
   const KilnType *in = e->args[0]->type, *ot = e->operand_type ? e->operand_type : in;
