@@ -35,6 +35,11 @@ static const char *c_type(const TuneParam *q) {
   case KILN_SCALAR_I64: return q->is_ptr ? "int64_t *" : "int64_t ";
   case KILN_SCALAR_I32: return q->is_ptr ? "int32_t *" : "int32_t ";
   case KILN_SCALAR_I16: return q->is_ptr ? "int16_t *" : "int16_t ";
+  case KILN_SCALAR_F64: return q->is_ptr ? "double *" : "double ";
+  case KILN_SCALAR_U64: return q->is_ptr ? "uint64_t *" : "uint64_t ";
+  case KILN_SCALAR_U32: return q->is_ptr ? "uint32_t *" : "uint32_t ";
+  case KILN_SCALAR_U16: return q->is_ptr ? "uint16_t *" : "uint16_t ";
+  case KILN_SCALAR_U8: return q->is_ptr ? "uint8_t *" : "uint8_t ";
   default: return q->is_ptr ? "int8_t *" : "int8_t ";
   }
 }

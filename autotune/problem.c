@@ -279,10 +279,14 @@ int64_t kiln_tune_bucket(int64_t v) {
 
 size_t tune_scalar_bytes(KilnScalarKind k) {
   switch (k) {
-  case KILN_SCALAR_I64: return 8;
+  case KILN_SCALAR_I64:
+  case KILN_SCALAR_U64:
+  case KILN_SCALAR_F64: return 8;
   case KILN_SCALAR_I32:
+  case KILN_SCALAR_U32:
   case KILN_SCALAR_F32: return 4;
   case KILN_SCALAR_I16:
+  case KILN_SCALAR_U16:
   case KILN_SCALAR_F16:
   case KILN_SCALAR_BF16: return 2;
   default: return 1;
@@ -304,6 +308,11 @@ static void store_value(void *buf, size_t i, KilnScalarKind k, double v) {
   case KILN_SCALAR_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
   case KILN_SCALAR_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
   case KILN_SCALAR_I16: ((int16_t *)buf)[i] = (int16_t)v; break;
+  case KILN_SCALAR_F64: ((double *)buf)[i] = v; break;
+  case KILN_SCALAR_U64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
+  case KILN_SCALAR_U32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
+  case KILN_SCALAR_U16: ((uint16_t *)buf)[i] = (uint16_t)(int64_t)v; break;
+  case KILN_SCALAR_U8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
   default:
     ((int8_t *)buf)[i] = (int8_t)(k == KILN_SCALAR_I1 ? ((int64_t)v & 1) : (int64_t)v);
     break;

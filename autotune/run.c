@@ -72,12 +72,16 @@ static void set_scalar(unsigned char *slot, const TuneParam *q, int64_t iv, doub
     memcpy(slot, &f, 4);
     break;
   }
-  case KILN_SCALAR_I64: memcpy(slot, &iv, 8); break;
+  case KILN_SCALAR_F64: memcpy(slot, &fv, 8); break;
+  case KILN_SCALAR_I64:
+  case KILN_SCALAR_U64: memcpy(slot, &iv, 8); break;
+  case KILN_SCALAR_U32:
   case KILN_SCALAR_I32: {
     int32_t v = (int32_t)iv;
     memcpy(slot, &v, 4);
     break;
   }
+  case KILN_SCALAR_U16:
   case KILN_SCALAR_I16: {
     int16_t v = (int16_t)iv;
     memcpy(slot, &v, 2);
@@ -269,6 +273,27 @@ static double element(const unsigned char *buf, size_t i, KilnScalarKind k) {
     memcpy(&v, buf + 2 * i, 2);
     return v;
   }
+  case KILN_SCALAR_F64: {
+    double v;
+    memcpy(&v, buf + 8 * i, 8);
+    return v;
+  }
+  case KILN_SCALAR_U64: {
+    uint64_t v;
+    memcpy(&v, buf + 8 * i, 8);
+    return (double)v;
+  }
+  case KILN_SCALAR_U32: {
+    uint32_t v;
+    memcpy(&v, buf + 4 * i, 4);
+    return v;
+  }
+  case KILN_SCALAR_U16: {
+    uint16_t v;
+    memcpy(&v, buf + 2 * i, 2);
+    return v;
+  }
+  case KILN_SCALAR_U8: return buf[i];
   default: return (int8_t)buf[i];
   }
 }

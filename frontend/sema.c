@@ -184,8 +184,33 @@ static bool int_fits(int64_t v, KilnScalarKind k) {
   case KILN_SCALAR_I8: return v >= INT8_MIN && v <= INT8_MAX;
   case KILN_SCALAR_I16: return v >= INT16_MIN && v <= INT16_MAX;
   case KILN_SCALAR_I32: return v >= INT32_MIN && v <= INT32_MAX;
+  case KILN_SCALAR_U8: return v >= 0 && v <= UINT8_MAX;
+  case KILN_SCALAR_U16: return v >= 0 && v <= UINT16_MAX;
+  case KILN_SCALAR_U32: return v >= 0 && v <= UINT32_MAX;
+  case KILN_SCALAR_U64: return v >= 0; /* constants stop at 2^63 - 1 (they are int64_t) */
   default: return true;
   }
+}
+
+/* Signed and unsigned integers do not meet implicitly (u32 + i32 has no common type that holds
+ * both ranges, and C's answer, unsigned, turns -1 into 4294967295): both operands non-weak
+ * integers (i1 aside: it is 0 or 1 in either) of different signedness is an error asking for a
+ * cast.  A weak constant adopts the other side's type as usual (and must fit it). */
+static bool sign_mix(Sema *S, KilnSpan span, const char *what, KilnScalarKind a, bool weak_a,
+                     KilnScalarKind b, bool weak_b) {
+  if (weak_a || weak_b || !kiln_scalar_is_int(a) || !kiln_scalar_is_int(b) || a == KILN_SCALAR_I1 ||
+      b == KILN_SCALAR_I1 || kiln_scalar_is_unsigned(a) == kiln_scalar_is_unsigned(b))
+    return false;
+  ERR(S, span, "%s mixes signed and unsigned integers (%s and %s): convert one with 'as'", what,
+      kiln_scalar_name(a), kiln_scalar_name(b));
+  return true;
+}
+
+/* The integer type that sums and scans of k run in: i32 for i1/i8/i16, u32 for u8/u16 (both
+ * widened first, so a sum of 1024 ones is 1024), k itself otherwise. */
+static KilnScalarKind accumulate_kind(KilnScalarKind k) {
+  if (!kiln_scalar_is_int(k) || kiln_scalar_bits(k) >= 32) return k;
+  return kiln_scalar_is_unsigned(k) ? KILN_SCALAR_U32 : KILN_SCALAR_I32;
 }
 
 /* Gives a weak literal (or a negated one) the type it was converted to, so mlirgen emits the
@@ -421,10 +446,18 @@ static const KilnType *check_binary(Sema *S, KilnExpr *e) {
       return NULL;
     }
     if (!broadcast_types(S, e->span, lt, rt, &rank, dims)) return NULL;
-    e->operand_type = with_shape(S, it->scalar, false, rank, dims);
+    /* an unsigned offset is zero-extended to a signed type that holds it (u8/u16 to i32, u32
+     * to i64; u64 reinterpreted as i64), since pointer offsets are signed in the IR */
+    KilnScalarKind ok_kind = it->scalar;
+    if (kiln_scalar_is_unsigned(ok_kind))
+      ok_kind = kiln_scalar_bits(ok_kind) < 32 ? KILN_SCALAR_I32 : KILN_SCALAR_I64;
+    e->operand_type = with_shape(S, ok_kind, false, rank, dims);
     return with_shape(S, pt->scalar, true, rank, dims);
   }
   if (!broadcast_types(S, e->span, lt, rt, &rank, dims)) return NULL;
+  char what[64];
+  snprintf(what, sizeof what, "operator '%s'", op);
+  if (sign_mix(S, e->span, what, lt->scalar, e->lhs->weak, rt->scalar, e->rhs->weak)) return NULL;
   KilnScalarKind s = common_elem(lt->scalar, e->lhs->weak, rt->scalar, e->rhs->weak);
   switch (e->binop) {
   case KILN_BIN_AND:
@@ -497,9 +530,17 @@ static const KilnType *check_unary(Sema *S, KilnExpr *e) {
       ERR(S, e->span, "operator '~' needs an integer operand, got %s", tstr(S, t));
       return NULL;
     }
-    if (x->is_const) {
+    if (x->is_const && t->scalar == KILN_SCALAR_I1) {
       e->is_const = true;
-      e->ival = t->scalar == KILN_SCALAR_I1 ? !x->ival : ~x->ival;
+      e->ival = !x->ival;
+    } else if (x->is_const && kiln_scalar_is_unsigned(t->scalar) && t->scalar != KILN_SCALAR_U64) {
+      /* the complement within the type's bits (~0 as u8 is 255); a u64 complement is folded
+       * only by the backend, since constants stop at 2^63 - 1 */
+      e->is_const = true;
+      e->ival = ~x->ival & (int64_t)((UINT64_C(1) << kiln_scalar_bits(t->scalar)) - 1);
+    } else if (x->is_const && !kiln_scalar_is_unsigned(t->scalar)) {
+      e->is_const = true;
+      e->ival = ~x->ival;
     }
     break;
   case KILN_UN_COUNT: KILN_ASSERT(!"bad unop");
@@ -686,6 +727,13 @@ static const KilnType *check_memory(Sema *S, KilnExpr *e) {
   int64_t dims[KILN_MAX_RANK];
   if (!broadcast_args(S, e, 0, e->nargs, &rank, dims)) return NULL;
   KilnScalarKind s = a[0]->type->scalar;
+  /* the IR's atomic max/min compare signed integers; an unsigned cell would order wrongly */
+  if ((e->builtin == KILN_BUILTIN_ATOMIC_MAX || e->builtin == KILN_BUILTIN_ATOMIC_MIN) &&
+      kiln_scalar_is_unsigned(s)) {
+    ERR(S, e->span, "%s on unsigned integers (%s) is not supported yet", e->name,
+        kiln_scalar_name(s));
+    return NULL;
+  }
   if (e->nargs > val_i) retype_literal(S, a[val_i], s);
   e->operand_type = with_shape(S, s, false, rank, dims);
   return e->builtin == KILN_BUILTIN_STORE ? kiln_type_void() : e->operand_type;
@@ -733,6 +781,10 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e) {
       ERR(S, e->args[i]->span, "dot operands must be 2-D tiles, got %s", tstr(S, t));
       return NULL;
     }
+  }
+  if (a->scalar == KILN_SCALAR_F64 && b->scalar == KILN_SCALAR_F64) {
+    ERR(S, e->span, "dot of f64 tiles is not supported yet: cast them to f32");
+    return NULL;
   }
   if (a->scalar != b->scalar || !kiln_scalar_is_float(a->scalar)) {
     ERR(S, e->span,
@@ -813,11 +865,11 @@ static const KilnType *check_reduce(Sema *S, KilnExpr *e) {
   int rank = 0;
   for (int i = 0; i < t->rank && (axis >= 0 || keep); i++)
     if (i != axis || keep) dims[rank++] = i == axis || axis < 0 ? 1 : t->dims[i];
-  bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
-  e->operand_type = narrow ? like_shape(S, KILN_SCALAR_I32, false, t) : NULL;
-  bool to_i32 = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN ||
-                (e->builtin == KILN_BUILTIN_SUM && narrow);
-  return with_shape(S, to_i32 ? KILN_SCALAR_I32 : t->scalar, false, rank, dims);
+  KilnScalarKind acc = accumulate_kind(t->scalar);
+  e->operand_type = acc != t->scalar ? like_shape(S, acc, false, t) : NULL;
+  bool arg = e->builtin == KILN_BUILTIN_ARGMAX || e->builtin == KILN_BUILTIN_ARGMIN;
+  KilnScalarKind rk = arg ? KILN_SCALAR_I32 : e->builtin == KILN_BUILTIN_SUM ? acc : t->scalar;
+  return with_shape(S, rk, false, rank, dims);
 }
 
 static const KilnType *elementwise(Sema *S, KilnExpr *e, int from, bool float_only, bool int_only);
@@ -856,6 +908,7 @@ static const KilnType *elementwise(Sema *S, KilnExpr *e, int from, bool float_on
     char what[64];
     snprintf(what, sizeof what, "%s argument %d", e->name, i + 1);
     if (!need_numeric(S, what, a)) return NULL;
+    if (!first && sign_mix(S, e->span, e->name, s, weak, a->type->scalar, a->weak)) return NULL;
     s = first ? a->type->scalar : common_elem(s, weak, a->type->scalar, a->weak);
     weak = first ? a->weak : weak && a->weak;
     first = false;
@@ -1031,8 +1084,7 @@ static const KilnType *check_axis_op(Sema *S, KilnExpr *e) {
   }
   e->ival = axis;
   if (e->builtin == KILN_BUILTIN_FLIP) return t;
-  bool narrow = kiln_scalar_is_int(t->scalar) && kiln_scalar_bits(t->scalar) < 32;
-  e->operand_type = like_shape(S, narrow ? KILN_SCALAR_I32 : t->scalar, false, t);
+  e->operand_type = like_shape(S, accumulate_kind(t->scalar), false, t);
   return e->operand_type;
 }
 

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static const int scalar_bits[KILN_SCALAR_COUNT] = {1, 8, 16, 32, 64, 16, 16, 32};
+static const int scalar_bits[KILN_SCALAR_COUNT] = {1, 8, 16, 32, 64, 16, 16, 32, 64, 8, 16, 32, 64};
 
 static const KilnType scalar_types[KILN_SCALAR_COUNT] = {
     {KILN_TYPE_SCALAR, KILN_SCALAR_I1, false, 0, {0}, NULL},
@@ -15,6 +15,11 @@ static const KilnType scalar_types[KILN_SCALAR_COUNT] = {
     {KILN_TYPE_SCALAR, KILN_SCALAR_F16, false, 0, {0}, NULL},
     {KILN_TYPE_SCALAR, KILN_SCALAR_BF16, false, 0, {0}, NULL},
     {KILN_TYPE_SCALAR, KILN_SCALAR_F32, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_F64, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_U8, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_U16, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_U32, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_U64, false, 0, {0}, NULL},
 };
 static const KilnType void_type = {KILN_TYPE_VOID, KILN_SCALAR_I1, false, 0, {0}, NULL};
 
@@ -22,7 +27,9 @@ int kiln_scalar_bits(KilnScalarKind k) {
   return (unsigned)k < KILN_SCALAR_COUNT ? scalar_bits[k] : 0;
 }
 
-bool kiln_scalar_is_int(KilnScalarKind k) { return k <= KILN_SCALAR_I64; }
+bool kiln_scalar_is_int(KilnScalarKind k) {
+  return k <= KILN_SCALAR_I64 || kiln_scalar_is_unsigned(k);
+}
 
 const KilnType *kiln_type_scalar(KilnScalarKind k) {
   KILN_ASSERT((unsigned)k < KILN_SCALAR_COUNT);

@@ -61,6 +61,31 @@ static MlirValue math_f32(Low *L, const char *name, MlirValue *x, int n, bool *o
   return x[0];
 }
 
+/* f64: the ops PTX has in f64 and rounds exactly (sqrt.rn, cvt.rmi/rpi for floor/ceil, abs,
+ * fma.rn, copysign) stay math ops, which NVPTX selects (and the emulator runs as host
+ * intrinsics); the transcendentals have no f64 form here (their approximations are f32 only,
+ * and there is no libdevice), so they are refused where they are written. */
+static bool low_math_f64(Low *L, const char *name, MlirValue res, Vals **in, intptr_t nops,
+                         int64_t n, MlirType et) {
+  if (strcmp(name, "math.sqrt") != 0 && strcmp(name, "math.floor") != 0 &&
+      strcmp(name, "math.ceil") != 0 && strcmp(name, "math.absf") != 0 &&
+      strcmp(name, "math.fma") != 0 && strcmp(name, "math.copysign") != 0) {
+    low_error(L,
+              "GPU lowering: %s of f64 is not supported on the GPU targets yet (sqrt, floor, "
+              "ceil, abs and fma are; every f64 math function runs on the cpu target)",
+              name + 5);
+    return false;
+  }
+  Vals *out = low_vals(L, n);
+  for (int64_t j = 0; j < n; j++) {
+    MlirValue x[3];
+    for (intptr_t i = 0; i < nops; i++) x[i] = in[i]->v[in[i]->n == 1 ? 0 : j];
+    out->v[j] = low_op1(L, name, x, (size_t)nops, et);
+  }
+  low_set(L, res, out);
+  return true;
+}
+
 bool low_math(Low *L, MlirOperation op) {
   char name[64];
   kiln_ir_op_name(op, name, sizeof name);
@@ -89,6 +114,7 @@ bool low_math(Low *L, MlirOperation op) {
     low_set(L, res, out);
     return true;
   }
+  if (mlirTypeIsAF64(et)) return low_math_f64(L, name, res, in, nops, n, et);
   bool narrow = !mlirTypeIsAF32(et);
   for (int64_t j = 0; j < n; j++) {
     MlirValue x[3];

@@ -77,12 +77,35 @@ static void fold(Low *L, const Red *r, MlirValue *acc, MlirValue *acci, MlirValu
   *acci = ni;
 }
 
-/* shfl.sync.bfly of a 32-bit-or-smaller scalar (f16/bf16 travel as f32, i8/i16 as i32). */
+static MlirValue shuffle(Low *L, MlirValue v, int offset);
+
+/* A 64-bit scalar (i64, f64) shuffled as its two 32-bit words (shfl.sync moves 32 bits). */
+static MlirValue shuffle64(Low *L, MlirValue v, int offset) {
+  MlirType t = mlirValueGetType(v);
+  bool is_f = mlirTypeIsAFloat(t);
+  MlirValue x = is_f ? low_op1(L, "arith.bitcast", &v, 1, L->i64) : v;
+  MlirValue hi64 =
+      low_bin(L, "arith.shrui", x, low_const(L, L->i64, mlirIntegerAttrGet(L->i64, 32)));
+  MlirValue lo = low_op1(L, "arith.trunci", &x, 1, L->i32);
+  MlirValue hi = low_op1(L, "arith.trunci", &hi64, 1, L->i32);
+  lo = shuffle(L, lo, offset);
+  hi = shuffle(L, hi, offset);
+  MlirValue lo64 = low_op1(L, "arith.extui", &lo, 1, L->i64);
+  hi64 = low_op1(L, "arith.extui", &hi, 1, L->i64);
+  MlirValue r =
+      low_bin(L, "arith.ori", lo64,
+              low_bin(L, "arith.shli", hi64, low_const(L, L->i64, mlirIntegerAttrGet(L->i64, 32))));
+  return is_f ? low_op1(L, "arith.bitcast", &r, 1, t) : r;
+}
+
+/* shfl.sync.bfly of a scalar: 8- and 16-bit values travel as 32 bits (f16/bf16 as f32, i8/i16
+ * as i32), 64-bit ones as two 32-bit words. */
 static MlirValue shuffle(Low *L, MlirValue v, int offset) {
   MlirType t = mlirValueGetType(v);
   MlirValue x = v;
   bool is_f = mlirTypeIsAFloat(t);
   int bits = kiln_ir_elem_bits(t);
+  if (bits == 64) return shuffle64(L, v, offset);
   if (bits < 32) x = low_op1(L, is_f ? "arith.extf" : "arith.extsi", &v, 1, is_f ? L->f32 : L->i32);
   MlirType xt = mlirValueGetType(x);
   MlirValue o[4] = {low_i32(L, -1), x, low_i32(L, offset), low_i32(L, 0x1f)};
@@ -104,10 +127,6 @@ bool low_reduce(Low *L, MlirOperation op) {
   r.et = kiln_ir_elem_type(st);
   r.is_float = mlirTypeIsAFloat(r.et);
   bool arg = r.kind == KILN_REDUCE_ARGMAX || r.kind == KILN_REDUCE_ARGMIN;
-  if (kiln_ir_elem_bits(r.et) > 32) {
-    low_error(L, "GPU lowering: reductions of 64-bit values are not supported");
-    return false;
-  }
   int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
   KilnGpuOwn in = kiln_gpu_own_of_type(st);
   KilnGpuLayout il = kiln_gpu_layout_of_type(st);
@@ -175,14 +194,15 @@ bool low_reduce(Low *L, MlirOperation op) {
     int W = 1 << warp_useful;
     int64_t numel_out = 1;
     for (int d = 0; d < orank; d++) numel_out *= oshape[d];
-    int64_t slot = 4; /* every partial travels as a 32-bit word */
+    bool wide = kiln_ir_elem_bits(r.et) == 64;
+    int64_t slot = wide ? 8 : 4; /* partials travel as 32-bit words, 64-bit ones as themselves */
     int64_t bytes = numel_out * W * slot * (arg ? 2 : 1);
     MlirValue warp_a =
         low_bin(L, "arith.andi",
                 am->warp_shift ? low_bin(L, "arith.shrui", low_warp(L), low_i32(L, am->warp_shift))
                                : low_warp(L),
                 low_i32(L, W - 1));
-    MlirType word = r.is_float ? L->f32 : L->i32;
+    MlirType word = wide ? r.et : r.is_float ? L->f32 : L->i32;
     low_barrier(L);
     MlirValue base = low_smem(L, 0, bytes);
     MlirValue ibase = arg ? low_smem(L, numel_out * W * slot, bytes) : base;

@@ -60,6 +60,13 @@ static MlirType scalar_type(MlirContext ctx, KilnScalarKind k) {
   case KILN_SCALAR_F16: return mlirF16TypeGet(ctx);
   case KILN_SCALAR_BF16: return mlirBF16TypeGet(ctx);
   case KILN_SCALAR_F32: return mlirF32TypeGet(ctx);
+  case KILN_SCALAR_F64: return mlirF64TypeGet(ctx);
+  /* unsigned kinds are the signless integers of their width: the ops chosen for them
+   * (divui, shrui, cmpi ult, extui, uitofp, ...) carry the signedness */
+  case KILN_SCALAR_U8: return mlirIntegerTypeGet(ctx, 8);
+  case KILN_SCALAR_U16: return mlirIntegerTypeGet(ctx, 16);
+  case KILN_SCALAR_U32: return mlirIntegerTypeGet(ctx, 32);
+  case KILN_SCALAR_U64: return mlirIntegerTypeGet(ctx, 64);
   default: return (MlirType){NULL};
   }
 }
@@ -94,6 +101,11 @@ static KilnType with_scalar(const KilnType *shape_of, KilnScalarKind k) {
 
 static bool is_float_kind(KilnScalarKind k) { return kiln_scalar_is_float(k); }
 
+/* Integers compared, divided, shifted and widened as unsigned: u8..u64, and i1 (0 or 1). */
+static bool is_unsigned_kind(KilnScalarKind k) {
+  return k == KILN_SCALAR_I1 || kiln_scalar_is_unsigned(k);
+}
+
 /* ------------------------------------------------------------------ conversions */
 
 /* An element-type cast of v (scalar or tile) from kind `from` to kind `to`, same shape. */
@@ -123,15 +135,19 @@ static MlirValue cast_elem(Gen *g, MlirLocation loc, MlirValue v, KilnScalarKind
     return kiln_ir_build_cast(&g->b, loc, fb < tb ? "arith.extf" : "arith.truncf", v, rt);
   }
   if (!ff && !tf) {
+    /* widening extends by the source's signedness (C's rule: the value, modulo 2^bits); the
+     * same width (i32 and u32) is the same bits */
+    if (fb == tb) return v;
     if (fb < tb)
-      return kiln_ir_build_cast(&g->b, loc, from == KILN_SCALAR_I1 ? "arith.extui" : "arith.extsi",
+      return kiln_ir_build_cast(&g->b, loc, is_unsigned_kind(from) ? "arith.extui" : "arith.extsi",
                                 v, rt);
     return kiln_ir_build_cast(&g->b, loc, "arith.trunci", v, rt);
   }
   if (!ff && tf)
-    return kiln_ir_build_cast(&g->b, loc, from == KILN_SCALAR_I1 ? "arith.uitofp" : "arith.sitofp",
+    return kiln_ir_build_cast(&g->b, loc, is_unsigned_kind(from) ? "arith.uitofp" : "arith.sitofp",
                               v, rt);
-  return kiln_ir_build_cast(&g->b, loc, "arith.fptosi", v, rt);
+  return kiln_ir_build_cast(&g->b, loc,
+                            kiln_scalar_is_unsigned(to) ? "arith.fptoui" : "arith.fptosi", v, rt);
 }
 
 /* Reshapes v (of type `from`, same element as `to`) to the shape of `to`: splat a scalar,
@@ -239,30 +255,31 @@ static MlirValue gen_name(Gen *g, const KilnExpr *e) {
   }
 }
 
-/* The comparison predicate of op on floats (ordered), integers (signed) or i1 (unsigned: a
- * boolean is 0 or 1, so false < true; in signed i1, true is -1 and would sort first). */
-static const char *cmp_pred(KilnBinOp op, bool fl, bool is_i1) {
+/* The comparison predicate of op on floats (ordered), signed integers, or unsigned ones (u8..u64
+ * and i1: a boolean is 0 or 1, so false < true; in signed i1, true is -1 and would sort first). */
+static const char *cmp_pred(KilnBinOp op, bool fl, bool u) {
   switch (op) {
-  case KILN_BIN_LT: return fl ? "olt" : is_i1 ? "ult" : "slt";
-  case KILN_BIN_LE: return fl ? "ole" : is_i1 ? "ule" : "sle";
-  case KILN_BIN_GT: return fl ? "ogt" : is_i1 ? "ugt" : "sgt";
-  case KILN_BIN_GE: return fl ? "oge" : is_i1 ? "uge" : "sge";
+  case KILN_BIN_LT: return fl ? "olt" : u ? "ult" : "slt";
+  case KILN_BIN_LE: return fl ? "ole" : u ? "ule" : "sle";
+  case KILN_BIN_GT: return fl ? "ogt" : u ? "ugt" : "sgt";
+  case KILN_BIN_GE: return fl ? "oge" : u ? "uge" : "sge";
   case KILN_BIN_EQ: return fl ? "oeq" : "eq";
   case KILN_BIN_NE: return fl ? "une" : "ne";
   default: return NULL;
   }
 }
 
-/* The arith op name for an arithmetic/bitwise binary operator. */
-static const char *arith_name(KilnBinOp op, bool fl) {
+/* The arith op name for an arithmetic/bitwise binary operator; u: unsigned division, remainder
+ * and right shift (logical). */
+static const char *arith_name(KilnBinOp op, bool fl, bool u) {
   switch (op) {
   case KILN_BIN_ADD: return fl ? "arith.addf" : "arith.addi";
   case KILN_BIN_SUB: return fl ? "arith.subf" : "arith.subi";
   case KILN_BIN_MUL: return fl ? "arith.mulf" : "arith.muli";
-  case KILN_BIN_DIV: return fl ? "arith.divf" : "arith.divsi";
-  case KILN_BIN_MOD: return fl ? "arith.remf" : "arith.remsi";
+  case KILN_BIN_DIV: return fl ? "arith.divf" : u ? "arith.divui" : "arith.divsi";
+  case KILN_BIN_MOD: return fl ? "arith.remf" : u ? "arith.remui" : "arith.remsi";
   case KILN_BIN_SHL: return fl ? NULL : "arith.shli";
-  case KILN_BIN_SHR: return fl ? NULL : "arith.shrsi";
+  case KILN_BIN_SHR: return fl ? NULL : u ? "arith.shrui" : "arith.shrsi";
   case KILN_BIN_BITAND:
   case KILN_BIN_AND: return fl ? NULL : "arith.andi";
   case KILN_BIN_BITOR:
@@ -337,11 +354,12 @@ static MlirValue gen_binary(Gen *g, const KilnExpr *e) {
   MlirValue r = gen_as(g, e->rhs, ot);
   if (g->failed) return l;
   bool fl = is_float_kind(ot->scalar);
-  const char *pred = cmp_pred(e->binop, fl, ot->scalar == KILN_SCALAR_I1);
+  bool u = is_unsigned_kind(ot->scalar);
+  const char *pred = cmp_pred(e->binop, fl, u);
   if (pred)
     return fl ? kiln_ir_build_cmpf(&g->b, loc, pred, l, r)
               : kiln_ir_build_cmpi(&g->b, loc, pred, l, r);
-  const char *name = arith_name(e->binop, fl);
+  const char *name = arith_name(e->binop, fl, u);
   if (!name) {
     gen_error(g, e->span, "operator not defined on floating-point values");
     return (MlirValue){NULL};
@@ -404,6 +422,8 @@ static MlirValue gen_math1(Gen *g, const KilnExpr *e, const char *fname, const c
     gen_error(g, e->span, "function not defined on integers");
     return x;
   }
+  if (kiln_scalar_is_unsigned(ot->scalar) && strcmp(iname, "math.absi") == 0)
+    return x; /* abs of an unsigned value is itself */
   /* Transcendentals on f16/bf16 are computed in f32 and rounded once: neither libm nor the
    * GPU has half-precision versions of most of them, and this is the accuracy users expect. */
   bool widen = (ot->scalar == KILN_SCALAR_F16 || ot->scalar == KILN_SCALAR_BF16) &&
@@ -441,8 +461,8 @@ static MlirValue gen_minmax(Gen *g, const KilnExpr *e, bool is_max) {
   const KilnType *ot = e->operand_type ? e->operand_type : e->type;
   MlirValue ops[2] = {arg_as(g, e, 0, ot), arg_as(g, e, 1, ot)};
   if (g->failed) return ops[0];
-  /* i1 is 0 or 1 (unsigned): maximum is "or", minimum "and" */
-  bool u = ot->scalar == KILN_SCALAR_I1;
+  /* unsigned order for u8..u64 and i1 (0 or 1: maximum is "or", minimum "and") */
+  bool u = is_unsigned_kind(ot->scalar);
   const char *name = is_float_kind(ot->scalar) ? (is_max ? "arith.maximumf" : "arith.minimumf")
                      : u                       ? (is_max ? "arith.maxui" : "arith.minui")
                                                : (is_max ? "arith.maxsi" : "arith.minsi");
@@ -519,9 +539,19 @@ static MlirValue gen_dot(Gen *g, const KilnExpr *e) {
   return kiln_ir_build_dot(&g->b, loc, a, bm, acc);
 }
 
-/* A reduction of an i1/i8/i16 tile runs in i32 (operand_type, see check_reduce): the input is
- * widened first (extui for i1, extsi otherwise) and a max/min result narrowed back, so the
- * kiln.reduce op and every lowering of it see only i32 and wider. */
+/* x ^ the sign bit of t's integer width (t gives x's shape and element kind). */
+static MlirValue flip_sign_bit(Gen *g, MlirLocation loc, MlirValue x, const KilnType *t) {
+  MlirType mt = kiln_mlirgen_type(g->ctx, t);
+  int bits = kiln_scalar_bits(t->scalar);
+  MlirValue ops[2] = {x, kiln_ir_build_const_int(
+                             &g->b, loc, mt, bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1)))};
+  return kiln_ir_build_elementwise(&g->b, loc, "arith.xori", ops, 2, mt);
+}
+
+/* A reduction of an i1/i8/i16 tile runs in i32, of a u8/u16 tile in u32 (operand_type, see
+ * check_reduce): the input is widened first (extui for i1 and unsigned kinds, extsi otherwise)
+ * and a max/min result narrowed back, so the kiln.reduce op and every lowering of it see only
+ * 32 bits and wider. */
 static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   MlirLocation loc = loc_of(g, e->span);
   const KilnType *in = e->args[0]->type, *ot = e->operand_type ? e->operand_type : in;
@@ -529,6 +559,11 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   if (g->failed) return x;
   MlirValue r;
   bool arg = kind == KILN_REDUCE_ARGMAX || kind == KILN_REDUCE_ARGMIN;
+  /* kiln.reduce orders integers as signed; flipping the sign bit maps the unsigned order onto
+   * the signed one (0 to the lowest, 2^n - 1 to the highest), and the same flip undoes it */
+  bool flip = kind != KILN_REDUCE_SUM && kiln_scalar_is_unsigned(ot->scalar) &&
+              kiln_scalar_bits(ot->scalar) >= 32;
+  if (flip) x = flip_sign_bit(g, loc, x, ot);
   if (kiln_call_has_axis(e)) {
     r = kiln_ir_build_reduce(&g->b, loc, kind, (int)e->args[1]->ival, x);
   } else if (arg) {
@@ -551,6 +586,20 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
       r = kiln_ir_build_reduce(&g->b, loc, kind, axis, r);
   }
   KilnScalarKind rs = arg ? KILN_SCALAR_I32 : ot->scalar;
+  if (flip && !arg) {
+    KilnType rt = *e->type;
+    rt.scalar = ot->scalar;
+    if (e->ival) { /* keep_dims: r has the reduced shape (scalar or rank - 1) */
+      int axis = kiln_call_has_axis(e) ? (int)e->args[1]->ival : -1;
+      if (axis < 0)
+        rt.kind = KILN_TYPE_SCALAR;
+      else {
+        for (int i = axis; i + 1 < rt.rank; i++) rt.dims[i] = rt.dims[i + 1];
+        if (--rt.rank == 0) rt.kind = KILN_TYPE_SCALAR;
+      }
+    }
+    r = flip_sign_bit(g, loc, r, &rt);
+  }
   if (!e->ival) return cast_elem(g, loc, r, rs, e->type->scalar, e->type);
   if (!kiln_call_has_axis(e)) { /* keep_dims of every axis: the scalar splatted to [1, ...] */
     KilnType sc = with_scalar(e->type, e->type->scalar);
@@ -610,7 +659,7 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
   for (int i = 0; i < t->rank; i++) total *= t->dims[i];
   if (n == 1) return x;
   MlirType tt = mlirValueGetType(x), elem = kiln_ir_elem_type(tt);
-  bool fl = is_float_kind(t->scalar), u = t->scalar == KILN_SCALAR_I1, down = e->ival != 0;
+  bool fl = is_float_kind(t->scalar), u = is_unsigned_kind(t->scalar), down = e->ival != 0;
   MlirValue lower[64] = {{NULL}}; /* by log2(j) */
   MlirValue v = x;
   for (int64_t k = 2; k <= n; k *= 2) {
@@ -743,11 +792,12 @@ static MlirValue gen_fma(Gen *g, const KilnExpr *e) {
     MlirValue s[2] = {m, x[2]};
     return kiln_ir_build_elementwise(&g->b, loc, "arith.addi", s, 2, t);
   }
-  KilnType ct = with_scalar(ot, KILN_SCALAR_F32);
-  for (int i = 0; i < 3; i++) x[i] = cast_elem(g, loc, x[i], ot->scalar, KILN_SCALAR_F32, ot);
+  KilnScalarKind ck = ot->scalar == KILN_SCALAR_F64 ? KILN_SCALAR_F64 : KILN_SCALAR_F32;
+  KilnType ct = with_scalar(ot, ck);
+  for (int i = 0; i < 3; i++) x[i] = cast_elem(g, loc, x[i], ot->scalar, ck, ot);
   MlirValue r =
       kiln_ir_build_elementwise(&g->b, loc, "math.fma", x, 3, kiln_mlirgen_type(g->ctx, &ct));
-  return cast_elem(g, loc, r, KILN_SCALAR_F32, ot->scalar, ot);
+  return cast_elem(g, loc, r, ck, ot->scalar, ot);
 }
 
 /* pow(x, y) = exp2(y * log2(x)) in f32 (f16/bf16 widened and the result rounded once), with
@@ -759,10 +809,12 @@ static MlirValue gen_powf(Gen *g, const KilnExpr *e) {
   const KilnType *ot = e->operand_type ? e->operand_type : e->type;
   MlirValue x = arg_as(g, e, 0, ot), y = arg_as(g, e, 1, ot);
   if (g->failed) return x;
-  KilnType ct = with_scalar(ot, KILN_SCALAR_F32);
+  /* f64 stays f64 (the CPU's log2/exp2 of doubles) */
+  KilnScalarKind ck = ot->scalar == KILN_SCALAR_F64 ? KILN_SCALAR_F64 : KILN_SCALAR_F32;
+  KilnType ct = with_scalar(ot, ck);
   MlirType t = kiln_mlirgen_type(g->ctx, &ct);
-  x = cast_elem(g, loc, x, ot->scalar, KILN_SCALAR_F32, ot);
-  y = cast_elem(g, loc, y, ot->scalar, KILN_SCALAR_F32, ot);
+  x = cast_elem(g, loc, x, ot->scalar, ck, ot);
+  y = cast_elem(g, loc, y, ot->scalar, ck, ot);
   MlirValue lx = kiln_ir_build_elementwise(&g->b, loc, "math.log2", &x, 1, t);
   MlirValue p[2] = {y, lx};
   MlirValue ylx = kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", p, 2, t);
@@ -770,7 +822,7 @@ static MlirValue gen_powf(Gen *g, const KilnExpr *e) {
   MlirValue zero = const_of(g, loc, &ct, 0.0, 0, true), one = const_of(g, loc, &ct, 1.0, 0, true);
   MlirValue y0 = kiln_ir_build_cmpf(&g->b, loc, "oeq", y, zero);
   r = kiln_ir_build_select(&g->b, loc, y0, one, r);
-  return cast_elem(g, loc, r, KILN_SCALAR_F32, ot->scalar, ot);
+  return cast_elem(g, loc, r, ck, ot->scalar, ot);
 }
 
 /* zeros_like(x) / full_like(x, v): x is generated for what it may do (a load or an atomic
@@ -801,7 +853,8 @@ static MlirValue gen_cdiv(Gen *g, const KilnExpr *e) {
   MlirValue s2[2] = {sum, kiln_ir_build_const_int(&g->b, loc, t, 1)};
   MlirValue num = kiln_ir_build_elementwise(&g->b, loc, "arith.subi", s2, 2, t);
   MlirValue s3[2] = {num, bv};
-  return kiln_ir_build_elementwise(&g->b, loc, "arith.divsi", s3, 2, t);
+  return kiln_ir_build_elementwise(
+      &g->b, loc, kiln_scalar_is_unsigned(ot->scalar) ? "arith.divui" : "arith.divsi", s3, 2, t);
 }
 
 /* multiple_of / contiguous / max_contiguous: the value itself, with the promise recorded for the

@@ -49,14 +49,23 @@ typedef enum KilnScalarKind {
   KILN_SCALAR_F16,
   KILN_SCALAR_BF16,
   KILN_SCALAR_F32,
+  /* appended after f32 so that the numbers 0..7 of the kinds above, which caches, bindings and
+   * reports hold, keep their meaning */
+  KILN_SCALAR_F64,
+  KILN_SCALAR_U8,
+  KILN_SCALAR_U16,
+  KILN_SCALAR_U32,
+  KILN_SCALAR_U64,
   KILN_SCALAR_COUNT
 } KilnScalarKind;
 
-/* The language's spelling: "i1" ... "f32"; "?" out of range. */
+/* The language's spelling: "i1" ... "f32", "f64", "u8" ... "u64"; "?" out of range. */
 const char *kiln_scalar_name(KilnScalarKind k);
 /* false when `name` is no scalar kind's spelling. */
 bool kiln_scalar_from_name(const char *name, KilnScalarKind *out);
 bool kiln_scalar_is_float(KilnScalarKind k);
+/* u8, u16, u32, u64 (not i1, which conversions also zero-extend). */
+bool kiln_scalar_is_unsigned(KilnScalarKind k);
 
 /* ---------------------------------------------------------------- tune configurations
  * Shared by the frontend (which enumerates a tune block's space), the driver and the tuner,

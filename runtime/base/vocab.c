@@ -7,7 +7,7 @@
 static const char *const target_names[KILN_TARGET_COUNT] = {"cpu", "emu", "sm_80", "sm_90"};
 
 static const char *const scalar_names[KILN_SCALAR_COUNT] = {
-    "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32",
+    "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "u8", "u16", "u32", "u64",
 };
 
 const char *kiln_target_name(KilnTarget t) {
@@ -34,5 +34,10 @@ bool kiln_scalar_from_name(const char *name, KilnScalarKind *out) {
 }
 
 bool kiln_scalar_is_float(KilnScalarKind k) {
-  return k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16 || k == KILN_SCALAR_F32;
+  return k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16 || k == KILN_SCALAR_F32 ||
+         k == KILN_SCALAR_F64;
+}
+
+bool kiln_scalar_is_unsigned(KilnScalarKind k) {
+  return k >= KILN_SCALAR_U8 && k <= KILN_SCALAR_U64;
 }

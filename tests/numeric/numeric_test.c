@@ -1588,6 +1588,357 @@ static bool test_cas_i64(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- unsigned_ops, f64_ops ---------------------------------------------------------------- */
+
+/* Counts the elements of got that differ from ref (n of `elem` bytes each) and fails the run
+ * naming the first; exact, since every unsigned result is an exact integer. */
+static void check_bytes(KilnTestRun *run, const char *what, const void *got, const void *ref,
+                        size_t n, size_t elem) {
+  if (!run->ok || run->d.emit) return;
+  size_t bad = 0, first = n;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp((const char *)got + i * elem, (const char *)ref + i * elem, elem) != 0) {
+      if (!bad) first = i;
+      bad++;
+    }
+  printf("       %s: %zu of %zu differ\n", what, bad, n);
+  if (bad)
+    kiln_test_fail(run, "%s: %zu of %zu elements differ (first at %zu)", what, bad, n, first);
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* What unsigned_ops.kiln computes, in C's unsigned arithmetic (the kernel's comment says what). */
+static void ref_unsigned_ops(const uint32_t *a, const uint32_t *b, const uint8_t *c,
+                             const uint64_t *d, size_t n, uint32_t s, size_t bs, uint32_t *o32,
+                             uint8_t *o8, uint64_t *o64, int32_t *oi, float *of) {
+  size_t np = (n + bs - 1) / bs;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = a[i], y = b[i];
+    o32[i] = x / y;
+    o32[n + i] = x % y;
+    o32[2 * n + i] = x >> 7;
+    o32[3 * n + i] = (x > y ? x : y) - (x < y ? x : y);
+    o32[4 * n + i] = (uint32_t)c[i] * 16777216u + s;
+    oi[i] = (x < y) + 2 * (x >= 2147483648u) + 4 * (x / 2 > y / 2);
+    oi[n + i] = (int32_t)c[i] - (int32_t)(int8_t)c[i];
+    of[i] = (float)x + (float)c[i];
+    o8[i] = (uint8_t)((uint8_t)x / 3 + c[i] % 7);
+    o64[i] = d[i] / 1000003u + (d[i] >> 40);
+    o64[n + i] = (uint64_t)(int64_t)(int32_t)x ^ (uint64_t)x;
+  }
+  for (size_t p = 0; p < np; p++) {
+    uint32_t mx = 0, mn = UINT32_MAX, sum = 0, run = 0;
+    uint64_t mx64 = 0, mn64 = UINT64_MAX;
+    int32_t amx = 0, amn = 0;
+    uint32_t *sorted = o32 + 6 * n + 3 * np + p * bs;
+    for (size_t j = 0; j < bs; j++) {
+      size_t i = p * bs + j;
+      uint32_t x = i < n ? a[i] : 0, xm = i < n ? a[i] : UINT32_MAX;
+      if (x > mx) mx = x, amx = (int32_t)j;
+      if (xm < mn) mn = xm, amn = (int32_t)j;
+      sum += i < n ? c[i] : 0;
+      if (i < n && d[i] > mx64) mx64 = d[i];
+      if (i < n && d[i] < mn64) mn64 = d[i];
+      run += i < n ? c[i] : 0;
+      if (i < n) o32[5 * n + i] = run;
+      sorted[j] = x;
+    }
+    qsort(sorted, bs, sizeof *sorted, cmp_u32);
+    o32[6 * n + 3 * p] = mx;
+    o32[6 * n + 3 * p + 1] = mn;
+    o32[6 * n + 3 * p + 2] = sum;
+    o64[2 * n + 2 * p] = mx64;
+    o64[2 * n + 2 * p + 1] = mn64;
+    oi[2 * n + 2 * p] = amx;
+    oi[2 * n + 2 * p + 1] = amn;
+  }
+}
+
+/* Unsigned integers: every result is an exact integer (the f32 sums of an integer below 2^32
+ * and one below 256 round once, as C's do), so all must equal the reference bit for bit. */
+static bool test_unsigned_ops(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, b;
+  } cfgs[] = {{1000, 128}, {1, 32}, {97, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, bs = (size_t)cfgs[ci].b, np = (n + bs - 1) / bs;
+    size_t n32 = 6 * n + 3 * np + np * bs, n8 = n, n64 = 2 * n + 2 * np, ni = 2 * n + 2 * np;
+    size_t nf = n;
+    KilnDefine defs[] = {{"B", cfgs[ci].b}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "unsigned_ops", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3100 + ci);
+    uint32_t *a = kiln_test_alloc(n, sizeof *a), *b = kiln_test_alloc(n, sizeof *b);
+    uint8_t *c = kiln_test_alloc(n, sizeof *c);
+    uint64_t *d = kiln_test_alloc(n, sizeof *d);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t r = kiln_ref_rng_next(&rng);
+      a[i] = (uint32_t)r;
+      b[i] = ((uint32_t)(r >> 32) >> (r % 31)) | 1u; /* nonzero, of every magnitude */
+      if (i % 5 == 0) b[i] |= 0x80000000u;           /* and above 2^31 */
+      c[i] = (uint8_t)(r >> 20);
+      d[i] = kiln_ref_rng_next(&rng);
+    }
+    uint32_t s = 0xC0000001u;
+    uint32_t *g32 = kiln_test_alloc(n32 + TAIL_ELEMS, 4), *r32 = kiln_test_alloc(n32, 4);
+    uint8_t *g8 = kiln_test_alloc(n8 + TAIL_ELEMS, 1), *r8 = kiln_test_alloc(n8, 1);
+    uint64_t *g64 = kiln_test_alloc(n64 + TAIL_ELEMS, 8), *r64 = kiln_test_alloc(n64, 8);
+    int32_t *gi = kiln_test_alloc(ni + TAIL_ELEMS, 4), *ri = kiln_test_alloc(ni, 4);
+    float *gf = kiln_test_alloc(nf + TAIL_ELEMS, 4), *rf = kiln_test_alloc(nf, 4);
+    void *da = kiln_test_input(&run, a, n * 4), *db = kiln_test_input(&run, b, n * 4),
+         *dc = kiln_test_input(&run, c, n), *dd = kiln_test_input(&run, d, n * 8);
+    void *d32 = kiln_test_output(&run, (n32 + TAIL_ELEMS) * 4),
+         *d8 = kiln_test_output(&run, n8 + TAIL_ELEMS),
+         *d64 = kiln_test_output(&run, (n64 + TAIL_ELEMS) * 8),
+         *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * 4),
+         *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * 4);
+    int32_t nn = (int32_t)n;
+    void *args[] = {&da, &db, &dc, &dd, &d32, &d8, &d64, &di, &df, &nn, &s};
+    kiln_test_launch(&run, run.fn, (uint32_t)np, 1, args);
+    kiln_test_fetch(&run, g32, d32, (n32 + TAIL_ELEMS) * 4);
+    kiln_test_fetch(&run, g8, d8, n8 + TAIL_ELEMS);
+    kiln_test_fetch(&run, g64, d64, (n64 + TAIL_ELEMS) * 8);
+    kiln_test_fetch(&run, gi, di, (ni + TAIL_ELEMS) * 4);
+    kiln_test_fetch(&run, gf, df, (nf + TAIL_ELEMS) * 4);
+    kiln_test_check_untouched(&run, "o32", g32, 4, n32 + TAIL_ELEMS, 1, n32, n32 + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "o8", g8, 1, n8 + TAIL_ELEMS, 1, n8, n8 + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "o64", g64, 8, n64 + TAIL_ELEMS, 1, n64, n64 + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "oi", gi, 4, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    ref_unsigned_ops(a, b, c, d, n, s, bs, r32, r8, r64, ri, rf);
+    check_bytes(&run, "o32", g32, r32, n32, 4);
+    check_bytes(&run, "o8", g8, r8, n8, 1);
+    check_bytes(&run, "o64", g64, r64, n64, 8);
+    check_bytes(&run, "oi", gi, ri, ni, 4);
+    check_bytes(&run, "of", gf, rf, nf, 4);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(d), free(g32), free(r32), free(g8), free(r8), free(g64);
+    free(r64), free(gi), free(ri), free(gf), free(rf);
+  }
+  return all_ok;
+}
+
+/* |got - ref| <= rel (1 + |ref|) for n doubles, or fails the run naming the worst element. */
+static void check_f64(KilnTestRun *run, const char *what, const double *got, const double *ref,
+                      size_t n, double rel) {
+  if (!run->ok || run->d.emit) return;
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs(got[i] - ref[i]) / (1.0 + fabs(ref[i]));
+    if (!(e <= worst)) worst = e, at = i; /* a NaN is the worst */
+  }
+  printf("       %s: max error %.3g (at %zu), tolerance %.3g\n", what, worst, at, rel);
+  if (!(worst <= rel))
+    kiln_test_fail(run, "%s[%zu] = %.17g, reference %.17g", what, at, got[at], ref[at]);
+}
+
+/* What f64_ops.kiln computes, in C doubles (libm's exp, log, tanh, sin, cos, pow, fma). */
+static void ref_f64_ops(const double *x, const double *y, size_t n, double s, size_t bs,
+                        double *out, int64_t *oi, float *of, double *acc) {
+  size_t np = (n + bs - 1) / bs;
+  for (size_t i = 0; i < n; i++) {
+    double a = x[i], b = y[i];
+    out[i] = a * b + s;
+    out[n + i] = a / b;
+    out[2 * n + i] = sqrt(fabs(a)) + floor(a * 3.0);
+    out[3 * n + i] = exp(a) - log(fabs(b) + 1.0);
+    out[4 * n + i] = tanh(a) + sin(b) * cos(a);
+    out[5 * n + i] = pow(fabs(a), 1.5) + fma(a, b, s);
+    out[6 * n + i] = (double)(float)a - a;
+    oi[i] = (int64_t)(a * 1.0e9) + (a < b);
+    of[i] = (float)a;
+  }
+  *acc = 0.0;
+  for (size_t p = 0; p < np; p++) {
+    double sum = 0.0, mx = -1.0e300, mn = 1.0e300;
+    size_t amn = 0;
+    for (size_t j = 0; j < bs; j++) {
+      size_t i = p * bs + j;
+      if (i >= n) continue;
+      sum += x[i];
+      out[7 * n + i] = sum;
+      if (x[i] > mx) mx = x[i];
+      if (y[i] < mn) mn = y[i], amn = j;
+    }
+    out[8 * n + 3 * p] = sum;
+    out[8 * n + 3 * p + 1] = mx;
+    out[8 * n + 3 * p + 2] = (double)amn;
+    *acc += sum;
+  }
+}
+
+/* f64 on the cpu target. Each result is a few rounded double operations (libm's, for the math
+ * builtins: the CPU calls the same functions), within a few ulps (2^-52 = 2.2e-16) of the
+ * reference relative to 1 + |ref|: 1e-13 leaves room for another libm and for sums in another
+ * order (at most 128 terms of |x| <= 4: 128 * 4 * 2^-52 = 1.1e-13 of the largest partial sum;
+ * the atomic total over 1000 terms: 1e-12), and any f32 step (2^-24 = 6e-8) fails it by
+ * 5 orders of magnitude. The f32 rounding (a as f32) and the i64 conversion are exact. */
+static bool test_f64_ops(KilnRtDevice *dev) {
+  if (g_target != KILN_TARGET_CPU) {
+    printf("  skip f64_ops: the cpu target only\n");
+    return true;
+  }
+  static const struct {
+    int32_t n, b;
+  } cfgs[] = {{1000, 128}, {1, 32}, {97, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, bs = (size_t)cfgs[ci].b, np = (n + bs - 1) / bs;
+    size_t nd = 8 * n + 3 * np;
+    KilnDefine defs[] = {{"B", cfgs[ci].b}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "f64_ops", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3200 + ci);
+    double *x = kiln_test_alloc(n, sizeof *x), *y = kiln_test_alloc(n, sizeof *y);
+    for (size_t i = 0; i < n; i++) { /* 53-bit values in [-4, 4): every bit of a double used */
+      x[i] = ((double)(kiln_ref_rng_next(&rng) >> 11) * 0x1p-53 - 0.5) * 8.0;
+      y[i] = ((double)(kiln_ref_rng_next(&rng) >> 11) * 0x1p-53 - 0.5) * 8.0;
+    }
+    double s = 0.1, racc, gacc = 0.0;
+    double *gd = kiln_test_alloc(nd + TAIL_ELEMS, 8), *rd = kiln_test_alloc(nd, 8);
+    int64_t *gi = kiln_test_alloc(n + TAIL_ELEMS, 8), *ri = kiln_test_alloc(n, 8);
+    float *gf = kiln_test_alloc(n + TAIL_ELEMS, 4), *rf = kiln_test_alloc(n, 4);
+    void *dx = kiln_test_input(&run, x, n * 8), *dy = kiln_test_input(&run, y, n * 8);
+    void *dd = kiln_test_output(&run, (nd + TAIL_ELEMS) * 8),
+         *di = kiln_test_output(&run, (n + TAIL_ELEMS) * 8),
+         *df = kiln_test_output(&run, (n + TAIL_ELEMS) * 4), *da = kiln_test_input(&run, &gacc, 8);
+    int32_t nn = (int32_t)n;
+    void *args[] = {&dx, &dy, &dd, &di, &df, &da, &nn, &s};
+    kiln_test_launch(&run, run.fn, (uint32_t)np, 1, args);
+    kiln_test_fetch(&run, gd, dd, (nd + TAIL_ELEMS) * 8);
+    kiln_test_fetch(&run, gi, di, (n + TAIL_ELEMS) * 8);
+    kiln_test_fetch(&run, gf, df, (n + TAIL_ELEMS) * 4);
+    kiln_test_fetch(&run, &gacc, da, 8);
+    kiln_test_check_untouched(&run, "out", gd, 8, nd + TAIL_ELEMS, 1, nd, nd + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "oi", gi, 8, n + TAIL_ELEMS, 1, n, n + TAIL_ELEMS);
+    ref_f64_ops(x, y, n, s, bs, rd, ri, rf, &racc);
+    check_f64(&run, "out", gd, rd, nd, 1e-13);
+    check_f64(&run, "acc", &gacc, &racc, 1, 1e-12);
+    check_bytes(&run, "oi", gi, ri, n, 8);
+    check_bytes(&run, "of", gf, rf, n, 4);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(gd), free(rd), free(gi), free(ri), free(gf), free(rf);
+  }
+  return all_ok;
+}
+
+/* What f64_basic.kiln computes, in C doubles: the [rows, bc] planes with the columns past cols
+ * holding what the kernel makes of its masked-off values (a = 0, b = 1, u = 0). */
+static void ref_f64_basic(const double *x, const double *y, const uint32_t *u, size_t rows,
+                          size_t cols, double s, size_t br, size_t bc, double *out, int64_t *oi,
+                          float *of) {
+  size_t plane = rows * bc;
+  double *red = out + 7 * plane;
+  for (size_t p = 0; p < (rows + br - 1) / br; p++) red[3 * rows + p] = 0.0;
+  for (size_t r = 0; r < rows; r++) {
+    double run = 0.0, mx = -INFINITY, mn = INFINITY;
+    size_t amn = 0;
+    for (size_t c = 0; c < bc; c++) {
+      size_t at = r * bc + c, fc = bc - 1 - c;
+      double a = c < cols ? x[r * cols + c] : 0.0, b = c < cols ? y[r * cols + c] : 1.0;
+      double af = fc < cols ? x[r * cols + fc] : 0.0;
+      uint32_t w = c < cols ? u[r * cols + c] : 0;
+      run += a;
+      out[at] = a * b + s / b;
+      out[plane + at] = sqrt(fabs(a)) + floor(a * 3.0) - ceil(b * 0.5);
+      out[2 * plane + at] = fma(a, b, s) - (a > b ? a : b) * (a < s ? a : s);
+      out[3 * plane + at] = a > b ? a - b : (double)(float)b;
+      out[4 * plane + at] = (double)w * 0.25 + (double)r - (double)c;
+      out[5 * plane + at] = af;
+      out[6 * plane + at] = run;
+      oi[at] = (int64_t)(a * 1.0e12);
+      oi[plane + at] = (a < b) + 2 * (a == 0.0) + 4 * (b != 1.0);
+      of[at] = (float)(a + b);
+      if (a > mx) mx = a;
+      if (b < mn) mn = b, amn = c;
+    }
+    red[3 * r] = run;
+    red[3 * r + 1] = mx;
+    red[3 * r + 2] = (double)amn;
+    red[3 * rows + r / br] += run;
+  }
+}
+
+/* f64 where the GPU lowering runs it (cpu and emu). The conversions, compares, flips and
+ * selects are exact: bit for bit. The arithmetic is a few correctly rounded double operations,
+ * but the GPU lowering contracts a * b + c into one fma (one rounding fewer), which moves the
+ * result by at most half an ulp of the product (|a b| < 16: 2^-49 = 1.8e-15) and half an ulp of
+ * the result; the cumsum adds its row in order on every target, as C does (exact, measured 0).
+ * So 4e-15 of 1 + |ref| (the emulator's worst measured: 6.7e-16), and any f32 step
+ * (2^-24 = 6e-8) fails it by 7 orders of magnitude. */
+static bool test_f64_basic(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 16, 64}, {1, 1, 4, 32}, {37, 32, 4, 32}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t br = (size_t)cfgs[ci].br, np = (rows + br - 1) / br;
+    size_t plane = rows * bc, nd = 7 * plane + 3 * rows + np, ni = 2 * plane, nf = plane;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "f64_basic", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3300 + ci);
+    size_t n = rows * cols;
+    double *x = kiln_test_alloc(n, sizeof *x), *y = kiln_test_alloc(n, sizeof *y);
+    uint32_t *u = kiln_test_alloc(n, sizeof *u);
+    for (size_t i = 0; i < n; i++) {
+      x[i] = i % 17 == 0 ? 0.0 : ((double)(kiln_ref_rng_next(&rng) >> 11) * 0x1p-53 - 0.5) * 8.0;
+      y[i] = ((double)(kiln_ref_rng_next(&rng) >> 11) * 0x1p-53 - 0.5) * 8.0;
+      u[i] = (uint32_t)kiln_ref_rng_next(&rng);
+    }
+    double s = 1.0 / 3.0;
+    double *gd = kiln_test_alloc(nd + TAIL_ELEMS, 8), *rd = kiln_test_alloc(nd, 8);
+    int64_t *gi = kiln_test_alloc(ni + TAIL_ELEMS, 8), *ri = kiln_test_alloc(ni, 8);
+    float *gf = kiln_test_alloc(nf + TAIL_ELEMS, 4), *rf = kiln_test_alloc(nf, 4);
+    void *dx = kiln_test_input(&run, x, n * 8), *dy = kiln_test_input(&run, y, n * 8),
+         *du = kiln_test_input(&run, u, n * 4);
+    void *dd = kiln_test_output(&run, (nd + TAIL_ELEMS) * 8),
+         *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * 8),
+         *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * 4);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &dy, &du, &dd, &di, &df, &r32, &c32, &s};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
+    kiln_test_fetch(&run, gd, dd, (nd + TAIL_ELEMS) * 8);
+    kiln_test_fetch(&run, gi, di, (ni + TAIL_ELEMS) * 8);
+    kiln_test_fetch(&run, gf, df, (nf + TAIL_ELEMS) * 4);
+    kiln_test_check_untouched(&run, "out", gd, 8, nd + TAIL_ELEMS, 1, nd, nd + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "oi", gi, 8, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "of", gf, 4, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
+    ref_f64_basic(x, y, u, rows, cols, s, br, bc, rd, ri, rf);
+    check_f64(&run, "out (arithmetic)", gd, rd, 3 * plane, 4e-15);
+    check_bytes(&run, "out (select, conversions, flip)", gd + 3 * plane, rd + 3 * plane, 3 * plane,
+                8);
+    check_f64(&run, "out (cumsum)", gd + 6 * plane, rd + 6 * plane, plane, 4e-15);
+    /* sums in another order (a tree over lanes and warps): n - 1 additions each within
+     * 2^-53 of a partial sum at most n * 4, so n^2 * 4 * 2^-53 of 1 + |ref|: 2e-12 for a row
+     * of 64, 5e-10 for a program's 1024 elements (max and argmin are exact: any error there
+     * is at least 1 / 64) */
+    check_f64(&run, "out (row reductions)", gd + 7 * plane, rd + 7 * plane, 3 * rows, 2e-12);
+    check_f64(&run, "out (program sums)", gd + 7 * plane + 3 * rows, rd + 7 * plane + 3 * rows, np,
+              5e-10);
+    check_bytes(&run, "oi", gi, ri, ni, 8);
+    check_bytes(&run, "of", gf, rf, nf, 4);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(u), free(gd), free(rd), free(gi), free(ri), free(gf), free(rf);
+  }
+  return all_ok;
+}
+
 /* ---- device_print --------------------------------------------------------------------------- */
 
 static int compare_lines(const void *a, const void *b) {
@@ -1948,6 +2299,9 @@ static const struct {
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},
     {"cas_i64", test_cas_i64},
+    {"unsigned_ops", test_unsigned_ops},
+    {"f64_ops", test_f64_ops},
+    {"f64_basic", test_f64_basic},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},

@@ -66,8 +66,15 @@ static void test_names(void) {
           "scalar %d", k);
   }
   KilnScalarKind unused;
-  CHECK(!kiln_scalar_from_name("f64", &unused), "f64 is no kind");
+  CHECK(!kiln_scalar_from_name("f128", &unused), "f128 is no kind");
+  CHECK(!kiln_scalar_from_name("u1", &unused), "u1 is no kind");
   CHECK(kiln_scalar_is_float(KILN_SCALAR_BF16) && !kiln_scalar_is_float(KILN_SCALAR_I1), "floats");
+  CHECK(kiln_scalar_is_float(KILN_SCALAR_F64) && !kiln_scalar_is_float(KILN_SCALAR_U64), "f64");
+  /* the kinds appended after f32 keep the numbers 0..7 of the first eight (caches hold them) */
+  CHECK(KILN_SCALAR_F32 == 7 && KILN_SCALAR_F64 == 8 && KILN_SCALAR_U64 == 12, "kind numbers");
+  CHECK(kiln_scalar_is_unsigned(KILN_SCALAR_U8) && kiln_scalar_is_unsigned(KILN_SCALAR_U64) &&
+            !kiln_scalar_is_unsigned(KILN_SCALAR_I1) && !kiln_scalar_is_unsigned(KILN_SCALAR_I64),
+        "unsigned kinds");
 }
 
 static void test_read(void) {
