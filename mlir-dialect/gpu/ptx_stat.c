@@ -375,6 +375,9 @@ typedef struct Reader {
   bool in_func;     /* a .func body (device function): skipped */
   bool pending;     /* .entry/.func seen, its `{` not yet */
   int depth;
+  /* an instruction whose `;` is on a later line (mma.sync writes its operand lists one per
+   * line): the lines up to the `;` are its operands, not instructions nor block braces */
+  bool open_inst;
   Body body;
   bool oom;
 } Reader;
@@ -435,8 +438,13 @@ static void end_kernel(Reader *r) {
   r->in_func = false;
 }
 
-static void statement(Reader *r, char *s, int line) {
+/* One statement piece of a line; `ends` says whether a `;` closed it. */
+static void statement(Reader *r, char *s, int line, bool ends) {
   s = trim(s);
+  if (r->open_inst) { /* operands of the instruction before */
+    if (ends) r->open_inst = false;
+    return;
+  }
   while (*s == '{' || *s == '}') {
     if (*s == '{') {
       r->depth++;
@@ -476,6 +484,7 @@ static void statement(Reader *r, char *s, int line) {
   in->line = line;
   in->predicated = predicated;
   snprintf(in->text, sizeof in->text, "%s", s);
+  r->open_inst = !ends;
 }
 
 /* Cuts a line at `;` (the last piece may hold a label or a brace) after dropping a comment. */
@@ -485,9 +494,9 @@ static void read_line(Reader *r, char *line, int lineno) {
   char *piece = line;
   for (char *semi; (semi = strchr(piece, ';')); piece = semi + 1) {
     *semi = '\0';
-    statement(r, piece, lineno);
+    statement(r, piece, lineno, true);
   }
-  statement(r, piece, lineno);
+  statement(r, piece, lineno, false);
 }
 
 bool kiln_ptx_stat_parse(const char *ptx, KilnPtxStat *out, char *err, size_t errlen) {

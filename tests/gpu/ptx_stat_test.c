@@ -228,11 +228,49 @@ static void test_bad_input(void) {
   kiln_ptx_stat_free(&s);
 }
 
+/* mma.sync as LLVM prints it: the opcode on one line, each operand list on a line of its own
+ * up to the `;`. One instruction, whose braces are operands, not blocks: a second kernel after
+ * it must still be found (the braces used to be counted as blocks and the lines as
+ * instructions, 5 per mma). */
+static const char *const multiline_ptx = ".visible .entry m()\n"
+                                         "{\n"
+                                         "$L__BB0_1:\n"
+                                         "\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32\n"
+                                         "\t\t{%f1, %f2, %f3, %f4},\n"
+                                         "\t\t{%r1, %r2, %r3, %r4},\n"
+                                         "\t\t{%r5, %r6},\n"
+                                         "\t\t{%f1, %f2, %f3, %f4};\n"
+                                         "\tadd.s32 %r7, %r7, 1;\n"
+                                         "\t@%p1 bra $L__BB0_1;\n"
+                                         "\tret;\n"
+                                         "}\n"
+                                         ".visible .entry n()\n"
+                                         "{\n"
+                                         "\tret;\n"
+                                         "}\n";
+
+static void test_multiline_instruction(void) {
+  KilnPtxStat s;
+  char err[128];
+  CHECK(kiln_ptx_stat_parse(multiline_ptx, &s, err, sizeof err), "%s", err);
+  CHECK(s.nkernels == 2, "%d kernels", s.nkernels);
+  if (s.nkernels >= 1) {
+    const KilnPtxKernel *k = &s.kernels[0];
+    CHECK(k->mix.insts == 4 && k->mix.mma == 1, "insts %d mma %d", k->mix.insts, k->mix.mma);
+    CHECK(k->nloops == 1 && k->loops[0].mix.insts == 3, "loops %d", k->nloops);
+  }
+  if (s.nkernels == 2)
+    CHECK(strcmp(s.kernels[1].name, "n") == 0 && s.kernels[1].mix.insts == 1, "second '%s' %d",
+          s.kernels[1].name, s.kernels[1].mix.insts);
+  kiln_ptx_stat_free(&s);
+}
+
 int main(void) {
   test_nest();
   test_two_kernels_and_occupancy();
   test_out_of_line_block();
   test_bad_input();
+  test_multiline_instruction();
   if (failures == 0) puts("ptx_stat: all checks passed");
   return failures ? 1 : 0;
 }
