@@ -118,24 +118,53 @@ static void mulhilo(Low *L, uint32_t m, MlirValue x, MlirValue *hi, MlirValue *l
   *hi = mlirOperationGetResult(op, 1);
 }
 
+/* One Philox round on the counter c with key k, then the Weyl bump of the key. */
+static void philox_round(Low *L, MlirValue c[4], MlirValue k[2]) {
+  MlirValue hi0, lo0, hi1, lo1;
+  mulhilo(L, 0xD2511F53u, c[0], &hi0, &lo0);
+  mulhilo(L, 0xCD9E8D57u, c[2], &hi1, &lo1);
+  MlirValue n0 = low_bin(L, "arith.xori", low_bin(L, "arith.xori", hi1, c[1]), k[0]);
+  MlirValue n2 = low_bin(L, "arith.xori", low_bin(L, "arith.xori", hi0, c[3]), k[1]);
+  c[0] = n0, c[1] = lo1, c[2] = n2, c[3] = lo0;
+  k[0] = low_bin(L, "arith.addi", k[0], low_i32(L, (int32_t)0x9E3779B9u));
+  k[1] = low_bin(L, "arith.addi", k[1], low_i32(L, (int32_t)0xBB67AE85u));
+}
+
+/* Key (seed, 0) and counter (ctr, 0, 0, 0) after `rounds` rounds. */
+static void philox_start(Low *L, MlirValue seed, MlirValue ctr, int rounds, MlirValue c[4],
+                         MlirValue k[2]) {
+  c[0] = ctr, c[1] = c[2] = c[3] = low_i32(L, 0);
+  k[0] = seed, k[1] = low_i32(L, 0);
+  for (int round = 0; round < rounds; round++) philox_round(L, c, k);
+}
+
 /* The four words of the Philox4x32-10 block with key (seed, 0) and counter (ctr, 0, 0, 0). */
 static void philox_block(Low *L, MlirValue seed, MlirValue ctr, MlirValue out[4]) {
-  MlirValue c0 = ctr, c1 = low_i32(L, 0), c2 = low_i32(L, 0), c3 = low_i32(L, 0);
-  MlirValue k0 = seed, k1 = low_i32(L, 0);
-  for (int round = 0; round < 10; round++) {
-    MlirValue hi0, lo0, hi1, lo1;
-    mulhilo(L, 0xD2511F53u, c0, &hi0, &lo0);
-    mulhilo(L, 0xCD9E8D57u, c2, &hi1, &lo1);
-    MlirValue n0 = low_bin(L, "arith.xori", low_bin(L, "arith.xori", hi1, c1), k0);
-    MlirValue n2 = low_bin(L, "arith.xori", low_bin(L, "arith.xori", hi0, c3), k1);
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-    k0 = low_bin(L, "arith.addi", k0, low_i32(L, (int32_t)0x9E3779B9u));
-    k1 = low_bin(L, "arith.addi", k1, low_i32(L, (int32_t)0xBB67AE85u));
-  }
-  out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+  MlirValue k[2];
+  philox_start(L, seed, ctr, 10, out, k);
+}
+
+static MlirValue select_i32(Low *L, MlirValue c, MlirValue a, MlirValue b) {
+  MlirValue o[3] = {c, a, b};
+  return low_op1(L, "arith.select", o, 3, L->i32);
+}
+
+/* Words 2 hi and 2 hi + 1 of the block (hi an i1: the first or the second half).  Each of the
+ * last round's two products makes one half, so only the selected one is computed: its factor,
+ * constant and the word and key it is xored with are chosen before it. */
+static void philox_half(Low *L, MlirValue seed, MlirValue ctr, MlirValue hi, MlirValue out[2]) {
+  MlirValue c[4], k[2];
+  philox_start(L, seed, ctr, 9, c, k);
+  MlirValue x = select_i32(L, hi, c[0], c[2]);
+  MlirValue m =
+      select_i32(L, hi, low_i32(L, (int32_t)0xD2511F53u), low_i32(L, (int32_t)0xCD9E8D57u));
+  MlirValue y = select_i32(L, hi, c[3], c[1]), key = select_i32(L, hi, k[1], k[0]);
+  MlirValue o[2] = {m, x};
+  MlirType rt[2] = {L->i32, L->i32};
+  MlirOperation op = low_op(L, "arith.mului_extended", o, 2, rt, 2, NULL, 0);
+  MlirValue lo = mlirOperationGetResult(op, 0), h = mlirOperationGetResult(op, 1);
+  out[0] = low_bin(L, "arith.xori", low_bin(L, "arith.xori", h, y), key);
+  out[1] = lo;
 }
 
 /* The counter of offset o: its bits shifted right by 2, logically. */
@@ -147,11 +176,6 @@ static MlirValue counter_of(Low *L, MlirValue o) {
 static MlirValue bit_of(Low *L, MlirValue x, int b) {
   MlirValue s = b ? low_bin(L, "arith.shrui", x, low_i32(L, b)) : x;
   return low_op1(L, "arith.trunci", &s, 1, L->i1);
-}
-
-static MlirValue select_i32(Low *L, MlirValue c, MlirValue a, MlirValue b) {
-  MlirValue o[3] = {c, a, b};
-  return low_op1(L, "arith.select", o, 3, L->i32);
 }
 
 /* c[k] for k = x & 3, two levels of selects on x's low bits. */
@@ -232,15 +256,18 @@ static void rand_words(Low *L, MlirValue seed, MlirValue offs, const Vals *O, Ml
       rand_run_unaligned(L, seed, o0, r.v, &out[j]);
       continue;
     }
-    philox_block(L, seed, counter_of(L, o0), blk);
-    if (r.v == 4) { /* o0 % 4 == 0: the block's words in order */
-      for (int e = 0; e < 4; e++) out[j + e] = blk[e];
-    } else if (r.v == 2) { /* o0 even: bit 1 picks the half */
-      MlirValue hi = bit_of(L, o0, 1);
-      for (int e = 0; e < 2; e++) out[j + e] = select_i32(L, hi, blk[2 + e], blk[e]);
-    } else {
-      out[j] = pick4(L, o0, blk);
+    if (r.v == 2) { /* o0 even: bit 1 picks the half */
+      philox_half(L, seed, counter_of(L, o0), bit_of(L, o0, 1), &out[j]);
+      continue;
     }
+    if (r.v == 1) { /* one word: bit 1 picks the half, bit 0 the word in it */
+      MlirValue half[2];
+      philox_half(L, seed, counter_of(L, o0), bit_of(L, o0, 1), half);
+      out[j] = select_i32(L, bit_of(L, o0, 0), half[1], half[0]);
+      continue;
+    }
+    philox_block(L, seed, counter_of(L, o0), blk); /* o0 % 4 == 0: the words in order */
+    for (int e = 0; e < 4; e++) out[j + e] = blk[e];
   }
 }
 
