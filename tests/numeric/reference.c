@@ -658,11 +658,12 @@ void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, 
   }
 }
 
-void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed) {
+void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed, int32_t first) {
   for (size_t i = 0; i < n; i++) {
-    bits[i] = (int32_t)kiln_ref_rand_bits(seed, (int32_t)i);
-    double u1 = 1.0 - (double)kiln_ref_rand(seed, (int32_t)i);
-    double u2 = (double)kiln_ref_rand((int32_t)((uint32_t)seed ^ 0x6A09E667u), (int32_t)i);
+    int32_t o = (int32_t)((uint32_t)first + (uint32_t)i);
+    bits[i] = (int32_t)kiln_ref_rand_bits(seed, o);
+    double u1 = 1.0 - (double)kiln_ref_rand(seed, o);
+    double u2 = (double)kiln_ref_rand((int32_t)((uint32_t)seed ^ 0x6A09E667u), o);
     normal[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
   }
 }

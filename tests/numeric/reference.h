@@ -192,9 +192,10 @@ void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows,
 void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b,
                       size_t c);
 
-/* The rand_normal kernel: bits[i] = randint(seed, i) (kiln_ref_rand_bits) as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for u1 = 1 - rand(seed, i) and
- * u2 = rand(seed ^ 0x6A09E667, i). */
-void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed);
+/* The rand_normal kernel at offsets o_i = first + i (wrapping in i32): bits[i] = randint(seed,
+ * o_i) (kiln_ref_rand_bits) as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for
+ * u1 = 1 - rand(seed, o_i) and u2 = rand(seed ^ 0x6A09E667, o_i). */
+void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed, int32_t first);
 
 /* The early_exit kernel per row: out[2r..2r+1] and counts[4r..4r+3] start at -1; a row with a
  * value above 3.5 records its column in counts[4r + 2] and stops there; other rows get the sum

@@ -339,7 +339,7 @@ static void test_cas_lock_reference(void) {
 static void test_rand_normal_reference(void) {
   int32_t bits[4096];
   float normal[4096];
-  kiln_ref_rand_normal(bits, normal, 4096, 99);
+  kiln_ref_rand_normal(bits, normal, 4096, 99, 0);
   uint32_t ctr[4] = {1, 0, 0, 0}, key[2] = {99, 0}, out[4];
   kiln_ref_philox4x32_10(ctr, key, out);
   CHECK((uint32_t)bits[7] == out[3], "bits[7] is word 3 of counter 1");
