@@ -40,7 +40,9 @@ typedef struct Masks {
 static double mask_factor(void *user, KilnBertDropSite site, int layer, size_t i) {
   Masks *mk = user;
   KilnBertPhilox ph = kiln_bert_dropout_stream(SEED, STEP, layer, site, ROWS, COLS, mk->cfg);
-  bool keep = kiln_ref_rand(ph.seed, (int32_t)((uint32_t)ph.offset + (uint32_t)i)) > (float)DROP;
+  size_t ctr = i; /* the probabilities' rows take COLS rounded up to a multiple of 4 counters */
+  if (site == KILN_BERT_DROP_ATTN_PROBS) ctr = i / COLS * ((COLS + 3) / 4 * 4) + i % COLS;
+  bool keep = kiln_ref_rand(ph.seed, (int32_t)((uint32_t)ph.offset + (uint32_t)ctr)) > (float)DROP;
   mk->total++;
   mk->dropped += !keep;
   return keep ? 1.0 / (1.0 - (double)(float)DROP) : 0.0;
