@@ -544,6 +544,9 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
       /* dropout on P (the cpu cases' first and second shapes, smaller) */
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true, 0.1f, 42, 7},
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false, 0.5f, -3, 1000},
+      /* dropout on the tensor cores' layout: each thread's column pairs share a Philox block
+       * (S = 77 pads each row of counters to 80, offset 6 is taken as 4) */
+      {1, 1, 77, 64, 64, 64, {70, 0}, KILN_SCALAR_F16, true, false, 0.1f, 9, 6},
   };
   bool on_emu = kiln_bert_on_emu(dev);
   const AttnCfg *cfgs = on_emu ? emu : cpu;
