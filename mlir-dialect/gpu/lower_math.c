@@ -118,6 +118,8 @@ static void mulhilo(Low *L, uint32_t m, MlirValue x, MlirValue *hi, MlirValue *l
   *hi = mlirOperationGetResult(op, 1);
 }
 
+enum { PHILOX_ROUNDS = 10 };
+
 /* One Philox round on the counter c with key k, then the Weyl bump of the key. */
 static void philox_round(Low *L, MlirValue c[4], MlirValue k[2]) {
   MlirValue hi0, lo0, hi1, lo1;
@@ -141,7 +143,7 @@ static void philox_start(Low *L, MlirValue seed, MlirValue ctr, int rounds, Mlir
 /* The four words of the Philox4x32-10 block with key (seed, 0) and counter (ctr, 0, 0, 0). */
 static void philox_block(Low *L, MlirValue seed, MlirValue ctr, MlirValue out[4]) {
   MlirValue k[2];
-  philox_start(L, seed, ctr, 10, out, k);
+  philox_start(L, seed, ctr, PHILOX_ROUNDS, out, k);
 }
 
 static MlirValue select_i32(Low *L, MlirValue c, MlirValue a, MlirValue b) {
@@ -154,7 +156,7 @@ static MlirValue select_i32(Low *L, MlirValue c, MlirValue a, MlirValue b) {
  * constant and the word and key it is xored with are chosen before it. */
 static void philox_half(Low *L, MlirValue seed, MlirValue ctr, MlirValue hi, MlirValue out[2]) {
   MlirValue c[4], k[2];
-  philox_start(L, seed, ctr, 9, c, k);
+  philox_start(L, seed, ctr, PHILOX_ROUNDS - 1, c, k);
   MlirValue x = select_i32(L, hi, c[0], c[2]);
   MlirValue m =
       select_i32(L, hi, low_i32(L, (int32_t)0xD2511F53u), low_i32(L, (int32_t)0xCD9E8D57u));
