@@ -418,12 +418,39 @@ static bool lower_scan(Cpu *c, MlirOperation op) {
 
 /* ---------------------------------------------------------------- rand */
 
-/* Philox4x32-10 with key (seed, 0) and counter (offset, 0, 0, 0); r0 -> [0, 1). */
+/* arith.select of a, b by the i1 c. */
+static MlirValue select_i32(Cpu *c, MlirValue cond, MlirValue a, MlirValue b) {
+  MlirValue o[3] = {cond, a, b};
+  MlirType t = i32_t(c);
+  KilnOpSpec s = {.name = "arith.select",
+                  .loc = c->loc,
+                  .operands = o,
+                  .n_operands = 3,
+                  .results = &t,
+                  .n_results = 1};
+  return mlirOperationGetResult(kiln_ir_create(&c->b, &s), 0);
+}
+
+/* Word (o & 3) of the block x[4]: two levels of selects on o's two low bits. */
+static MlirValue pick_word(Cpu *c, MlirValue o, const MlirValue *x) {
+  MlirType i1 = mlirIntegerTypeGet(c->ctx, 1);
+  MlirValue b0 = kiln_ir_build_cast(&c->b, c->loc, "arith.trunci", o, i1);
+  MlirValue o1 = bin(c, "arith.shrui", o, kiln_cpu_int_const(c, i32_t(c), 1));
+  MlirValue b1 = kiln_ir_build_cast(&c->b, c->loc, "arith.trunci", o1, i1);
+  MlirValue lo = select_i32(c, b0, x[1], x[0]), hi = select_i32(c, b0, x[3], x[2]);
+  return select_i32(c, b1, hi, lo);
+}
+
+/* rand / randint of one offset o (docs/internals.md): word (o & 3) of the Philox4x32-10 block
+ * with key (seed, 0) and counter (o >> 2 logical, 0, 0, 0); rand maps it to [0, 1).  The CPU
+ * computes one block per element: the GPU lowering shares blocks between a thread's
+ * consecutive offsets, with the same numbers. */
 static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
-  bool raw = *(const bool *)user; /* an i32 result: the word r0 itself (randint) */
+  bool raw = *(const bool *)user; /* an i32 result: the word itself (randint) */
   MlirType i32 = i32_t(c);
   MlirValue k0 = e[0], k1 = kiln_cpu_int_const(c, i32, 0);
-  MlirValue x[4] = {e[1], k1, k1, k1};
+  MlirValue ctr = bin(c, "arith.shrui", e[1], kiln_cpu_int_const(c, i32, 2));
+  MlirValue x[4] = {ctr, k1, k1, k1};
   MlirValue m0 = kiln_cpu_int_const(c, i32, (int64_t)0xD2511F53u);
   MlirValue m1 = kiln_cpu_int_const(c, i32, (int64_t)0xCD9E8D57u);
   MlirValue w0 = kiln_cpu_int_const(c, i32, (int64_t)0x9E3779B9u);
@@ -448,8 +475,9 @@ static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
     k0 = bin(c, "arith.addi", k0, w0);
     k1 = bin(c, "arith.addi", k1, w1);
   }
-  if (raw) return x[0];
-  MlirValue top = bin(c, "arith.shrui", x[0], kiln_cpu_int_const(c, i32, 8));
+  MlirValue word = pick_word(c, e[1], x);
+  if (raw) return word;
+  MlirValue top = bin(c, "arith.shrui", word, kiln_cpu_int_const(c, i32, 8));
   MlirType f32 = mlirF32TypeGet(c->ctx);
   MlirValue f = kiln_ir_build_cast(&c->b, c->loc, "arith.uitofp", top, f32);
   return bin(c, "arith.mulf", f, kiln_ir_build_const_float(&c->b, c->loc, f32, 0x1p-24));

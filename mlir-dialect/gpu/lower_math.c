@@ -144,42 +144,176 @@ static void mulhilo(Low *L, uint32_t m, MlirValue x, MlirValue *hi, MlirValue *l
   *hi = mlirOperationGetResult(op, 1);
 }
 
-/* Philox4x32-10 with key (seed, 0) and counter (offset, 0, 0, 0); the first output word. */
-static MlirValue philox(Low *L, MlirValue seed, MlirValue off) {
-  MlirValue c0 = off, c1 = low_i32(L, 0), c2 = low_i32(L, 0), c3 = low_i32(L, 0);
-  MlirValue k0 = seed, k1 = low_i32(L, 0);
-  for (int round = 0; round < 10; round++) {
-    MlirValue hi0, lo0, hi1, lo1;
-    mulhilo(L, 0xD2511F53u, c0, &hi0, &lo0);
-    mulhilo(L, 0xCD9E8D57u, c2, &hi1, &lo1);
-    MlirValue n0 = low_bin(L, "arith.xori", low_bin(L, "arith.xori", hi1, c1), k0);
-    MlirValue n2 = low_bin(L, "arith.xori", low_bin(L, "arith.xori", hi0, c3), k1);
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-    k0 = low_bin(L, "arith.addi", k0, low_i32(L, (int32_t)0x9E3779B9u));
-    k1 = low_bin(L, "arith.addi", k1, low_i32(L, (int32_t)0xBB67AE85u));
-  }
-  return c0;
+enum { PHILOX_ROUNDS = 10 };
+
+/* One Philox round on the counter c with key k, then the Weyl bump of the key. */
+static void philox_round(Low *L, MlirValue c[4], MlirValue k[2]) {
+  MlirValue hi0, lo0, hi1, lo1;
+  mulhilo(L, 0xD2511F53u, c[0], &hi0, &lo0);
+  mulhilo(L, 0xCD9E8D57u, c[2], &hi1, &lo1);
+  MlirValue n0 = low_bin(L, "arith.xori", low_bin(L, "arith.xori", hi1, c[1]), k[0]);
+  MlirValue n2 = low_bin(L, "arith.xori", low_bin(L, "arith.xori", hi0, c[3]), k[1]);
+  c[0] = n0, c[1] = lo1, c[2] = n2, c[3] = lo0;
+  k[0] = low_bin(L, "arith.addi", k[0], low_i32(L, (int32_t)0x9E3779B9u));
+  k[1] = low_bin(L, "arith.addi", k[1], low_i32(L, (int32_t)0xBB67AE85u));
 }
 
-bool low_rand(Low *L, MlirOperation op) {
-  MlirValue res = mlirOperationGetResult(op, 0);
-  Vals *S = low_get(L, mlirOperationGetOperand(op, 0));
-  Vals *O = low_get(L, mlirOperationGetOperand(op, 1));
-  Vals *out = low_vals(L, O->n);
-  bool raw = !mlirTypeIsAFloat(kiln_ir_elem_type(mlirValueGetType(res))); /* randint: r0 itself */
-  for (int64_t j = 0; j < O->n; j++) {
-    MlirValue r = philox(L, S->v[0], O->v[j]);
-    if (raw) {
-      out->v[j] = r;
+/* Key (seed, 0) and counter (ctr, 0, 0, 0) after `rounds` rounds. */
+static void philox_start(Low *L, MlirValue seed, MlirValue ctr, int rounds, MlirValue c[4],
+                         MlirValue k[2]) {
+  c[0] = ctr, c[1] = c[2] = c[3] = low_i32(L, 0);
+  k[0] = seed, k[1] = low_i32(L, 0);
+  for (int round = 0; round < rounds; round++) philox_round(L, c, k);
+}
+
+/* The four words of the Philox4x32-10 block with key (seed, 0) and counter (ctr, 0, 0, 0). */
+static void philox_block(Low *L, MlirValue seed, MlirValue ctr, MlirValue out[4]) {
+  MlirValue k[2];
+  philox_start(L, seed, ctr, PHILOX_ROUNDS, out, k);
+}
+
+static MlirValue select_i32(Low *L, MlirValue c, MlirValue a, MlirValue b) {
+  MlirValue o[3] = {c, a, b};
+  return low_op1(L, "arith.select", o, 3, L->i32);
+}
+
+/* Words 2 hi and 2 hi + 1 of the block (hi an i1: the first or the second half).  Each of the
+ * last round's two products makes one half, so only the selected one is computed: its factor,
+ * constant and the word and key it is xored with are chosen before it. */
+static void philox_half(Low *L, MlirValue seed, MlirValue ctr, MlirValue hi, MlirValue out[2]) {
+  MlirValue c[4], k[2];
+  philox_start(L, seed, ctr, PHILOX_ROUNDS - 1, c, k);
+  MlirValue x = select_i32(L, hi, c[0], c[2]);
+  MlirValue m =
+      select_i32(L, hi, low_i32(L, (int32_t)0xD2511F53u), low_i32(L, (int32_t)0xCD9E8D57u));
+  MlirValue y = select_i32(L, hi, c[3], c[1]), key = select_i32(L, hi, k[1], k[0]);
+  MlirValue o[2] = {m, x};
+  MlirType rt[2] = {L->i32, L->i32};
+  MlirOperation op = low_op(L, "arith.mului_extended", o, 2, rt, 2, NULL, 0);
+  MlirValue lo = mlirOperationGetResult(op, 0), h = mlirOperationGetResult(op, 1);
+  out[0] = low_bin(L, "arith.xori", low_bin(L, "arith.xori", h, y), key);
+  out[1] = lo;
+}
+
+/* The counter of offset o: its bits shifted right by 2, logically. */
+static MlirValue counter_of(Low *L, MlirValue o) {
+  return low_bin(L, "arith.shrui", o, low_i32(L, 2));
+}
+
+/* Bit b of the i32 x as an i1. */
+static MlirValue bit_of(Low *L, MlirValue x, int b) {
+  MlirValue s = b ? low_bin(L, "arith.shrui", x, low_i32(L, b)) : x;
+  return low_op1(L, "arith.trunci", &s, 1, L->i1);
+}
+
+/* c[k] for k = x & 3, two levels of selects on x's low bits. */
+static MlirValue pick4(Low *L, MlirValue x, const MlirValue c[4]) {
+  MlirValue b0 = bit_of(L, x, 0);
+  MlirValue lo = select_i32(L, b0, c[1], c[0]), hi = select_i32(L, b0, c[3], c[2]);
+  return select_i32(L, bit_of(L, x, 1), hi, lo);
+}
+
+/* How a thread's offsets share Philox blocks: runs of `v` consecutive offsets (1, 2 or 4) at
+ * consecutive list positions, starting at a multiple of `align` (4: the run is one block's
+ * words in order; 2: the first or second half of one block; 1: anywhere, so the run may cross
+ * into the next block). */
+typedef struct RandRuns {
+  int v, align;
+} RandRuns;
+
+/* Runs along the fastest dim of the offsets' layout, from the axis analysis: a run is v <= 4
+ * elements the thread holds next to each other (the layout's contiguous elements along that dim,
+ * spt, at stride 1), whose offsets are proven consecutive (contiguity) and start at a multiple of
+ * the divisibility.  The chunks a thread holds start at multiples of spt in the tile, and the
+ * analysis' runs at multiples of their length, so a chunk of v starts aligned as its run does. */
+static RandRuns rand_runs(Low *L, MlirValue offs, int64_t n_vals) {
+  RandRuns r = {1, 1};
+  MlirType t = mlirValueGetType(offs);
+  if (!mlirTypeIsARankedTensor(t)) return r;
+  KilnGpuOwn own = kiln_gpu_own_of_type(t);
+  if (own.rank == 0 || own.count != n_vals) return r;
+  int d = own.order[0];
+  const KilnGpuDimMap *m = &own.dim[d];
+  if (m->elem_stride != 1 && m->n > 1) return r;
+  KilnGpuAxisInfo ai = kiln_gpu_axis_get(L->axis, offs);
+  int64_t run = m->spt < m->n ? m->spt : m->n;
+  int64_t v = ai.contig[d] < run ? ai.contig[d] : run;
+  if (v > 4) v = 4;
+  int p = 1;
+  while (p * 2 <= v && m->n % (p * 2) == 0) p *= 2;
+  r.v = p;
+  if (p == 1) return r;
+  r.align = ai.divis[d] >= 4 ? 4 : ai.divis[d] >= 2 ? 2 : 1;
+  if (r.align == 2) r.v = 2; /* a run of 4 from an even offset may cross: two halves instead */
+  if (r.align > r.v) r.align = r.v;
+  return r;
+}
+
+/* The words of v consecutive offsets from o0 whose alignment is not known: the block of o0, and
+ * the next one only when the run crosses into it (a branch that no thread takes when the
+ * offsets are in fact aligned).  Element e is word (o0 & 3) + e of the pair of blocks. */
+static void rand_run_unaligned(Low *L, MlirValue seed, MlirValue o0, int v, MlirValue *out) {
+  MlirValue ctr = counter_of(L, o0);
+  MlirValue a[4], w[8];
+  philox_block(L, seed, ctr, a);
+  MlirValue k = low_bin(L, "arith.andi", o0, low_i32(L, 3));
+  MlirValue cross = low_cmpi(L, "sgt", k, low_i32(L, 4 - v));
+  MlirType types[4] = {L->i32, L->i32, L->i32, L->i32};
+  KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, cross, types, 4);
+  KilnIRBuilder saved = L->b;
+  kiln_ir_builder_set_end(&L->b, f.then_block);
+  MlirValue b[4];
+  /* counters are 30 bits: offset -1's block (0x3FFFFFFF) is followed by offset 0's (0) */
+  MlirValue next = low_bin(L, "arith.andi", low_bin(L, "arith.addi", ctr, low_i32(L, 1)),
+                           low_i32(L, 0x3FFFFFFF));
+  philox_block(L, seed, next, b);
+  kiln_ir_build_yield(&L->b, L->loc, b, 4);
+  kiln_ir_builder_set_end(&L->b, f.else_block);
+  kiln_ir_build_yield(&L->b, L->loc, a, 4);
+  L->b = saved;
+  for (int i = 0; i < 4; i++) w[i] = a[i], w[4 + i] = kiln_ir_if_result(&f, (size_t)i);
+  for (int e = 0; e < v; e++) out[e] = pick4(L, k, &w[e]);
+}
+
+/* The Philox words of the thread's offsets O, one block per run that shares one. */
+static void rand_words(Low *L, MlirValue seed, MlirValue offs, const Vals *O, MlirValue *out) {
+  RandRuns r = rand_runs(L, offs, O->n);
+  for (int64_t j = 0; j < O->n; j += r.v) {
+    MlirValue o0 = O->v[j], blk[4];
+    if (r.v > 1 && r.align == 1) {
+      rand_run_unaligned(L, seed, o0, r.v, &out[j]);
       continue;
     }
-    MlirValue top = low_bin(L, "arith.shrui", r, low_i32(L, 8));
-    MlirValue f = low_op1(L, "arith.uitofp", &top, 1, L->f32);
-    out->v[j] = mulc(L, f, 5.9604644775390625e-08); /* 2^-24 */
+    if (r.v == 2) { /* o0 even: bit 1 picks the half */
+      philox_half(L, seed, counter_of(L, o0), bit_of(L, o0, 1), &out[j]);
+      continue;
+    }
+    if (r.v == 1) { /* one word: bit 1 picks the half, bit 0 the word in it */
+      MlirValue half[2];
+      philox_half(L, seed, counter_of(L, o0), bit_of(L, o0, 1), half);
+      out[j] = select_i32(L, bit_of(L, o0, 0), half[1], half[0]);
+      continue;
+    }
+    philox_block(L, seed, counter_of(L, o0), blk); /* o0 % 4 == 0: the words in order */
+    for (int e = 0; e < 4; e++) out[j + e] = blk[e];
   }
+}
+
+/* rand / randint (docs/internals.md): word (o & 3) of the Philox4x32-10 block with key
+ * (seed, 0) and counter (o >> 2, 0, 0, 0); rand maps it to [0, 1). */
+bool low_rand(Low *L, MlirOperation op) {
+  MlirValue res = mlirOperationGetResult(op, 0), offs = mlirOperationGetOperand(op, 1);
+  Vals *S = low_get(L, mlirOperationGetOperand(op, 0));
+  Vals *O = low_get(L, offs);
+  Vals *out = low_vals(L, O->n);
+  bool raw = !mlirTypeIsAFloat(kiln_ir_elem_type(mlirValueGetType(res))); /* randint */
+  rand_words(L, S->v[0], offs, O, out->v);
+  if (!raw)
+    for (int64_t j = 0; j < O->n; j++) {
+      MlirValue top = low_bin(L, "arith.shrui", out->v[j], low_i32(L, 8));
+      MlirValue f = low_op1(L, "arith.uitofp", &top, 1, L->f32);
+      out->v[j] = mulc(L, f, 5.9604644775390625e-08); /* 2^-24 */
+    }
   low_set(L, res, out);
   return true;
 }

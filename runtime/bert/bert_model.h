@@ -156,7 +156,10 @@ typedef enum KilnBertDropSite {
 
 /* A Philox stream: element i of a site's tensor (row-major in the shapes above) is kept when
  * rand(seed, offset + i) > p (Kiln's rand; tests/numeric's kiln_ref_rand in C), and then
- * scaled by 1 / (1 - p). */
+ * scaled by 1 / (1 - p).  The attention probabilities' rows are padded to a multiple of 4
+ * counters: element (r, h, i, j) draws at offset + ((r heads + h) cols + i) cols4 + j, cols4 =
+ * cols rounded up to a multiple of 4 (kernels-bert/attention.kiln).  Every site's offset is a
+ * multiple of 4 (hidden sizes are). */
 typedef struct KilnBertPhilox {
   int32_t seed, offset;
 } KilnBertPhilox;

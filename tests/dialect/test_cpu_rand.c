@@ -1,17 +1,18 @@
-/* kiln.rand against a C Philox4x32-10 reference (docs/internals.md): bit-exact. */
+/* kiln.rand against a C Philox4x32-10 reference (docs/internals.md): bit-exact.  rand(seed, o)
+ * is word (o & 3) of the block at counter o >> 2, so the 200 offsets cover every word. */
 #include "harness.h"
 
 #include <stdlib.h>
 
 static float philox_ref(uint32_t seed, uint32_t offset) {
-  uint32_t c0 = offset, c1 = 0, c2 = 0, c3 = 0, k0 = seed, k1 = 0;
+  uint32_t c[4] = {offset >> 2, 0, 0, 0}, k0 = seed, k1 = 0;
   for (int r = 0; r < 10; r++) {
-    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-    c1 = (uint32_t)p1, c3 = (uint32_t)p0, c0 = n0, c2 = n2;
+    uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+    c[1] = (uint32_t)p1, c[3] = (uint32_t)p0, c[0] = n0, c[2] = n2;
     k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
   }
-  return (float)(c0 >> 8) * 0x1p-24f;
+  return (float)(c[offset & 3] >> 8) * 0x1p-24f;
 }
 
 enum { N = 200, BLOCK = 64 };

@@ -1,7 +1,8 @@
 /* test_model_dropout.c — kilnbert_model's dropout (contract section 4) on the cpu device against
  * the double-precision reference (model_ref.c) given the same masks: the model of test_model.c
- * (2 layers, hidden 32, 2 heads of 16, FFN 64, a batch of 2 x 16 tokens, one row padded) at
- * dropout 0.1 on all five sites, one training step's loss and every gradient.
+ * (2 layers, hidden 32, 2 heads of 16, FFN 64, a batch of 2 x 14 tokens, one row padded) at
+ * dropout 0.1 on all five sites, one training step's loss and every gradient. 14 tokens, not a
+ * multiple of 4: the probabilities' rows of counters are padded to 16 (kiln_bert_dropout_stream).
  *
  * The reference knows nothing of kernels: it multiplies element i of each site's tensor by the
  * factor this test computes from the site's Philox stream (kiln_bert_dropout_stream, the
@@ -26,7 +27,7 @@
 #include <string.h>
 
 #define ROWS 2
-#define COLS 16
+#define COLS 14
 #define DROP 0.1
 #define SEED 20261203u
 #define STEP 5
@@ -40,7 +41,9 @@ typedef struct Masks {
 static double mask_factor(void *user, KilnBertDropSite site, int layer, size_t i) {
   Masks *mk = user;
   KilnBertPhilox ph = kiln_bert_dropout_stream(SEED, STEP, layer, site, ROWS, COLS, mk->cfg);
-  bool keep = kiln_ref_rand(ph.seed, (int32_t)((uint32_t)ph.offset + (uint32_t)i)) > (float)DROP;
+  size_t ctr = i; /* the probabilities' rows take COLS rounded up to a multiple of 4 counters */
+  if (site == KILN_BERT_DROP_ATTN_PROBS) ctr = i / COLS * ((COLS + 3) / 4 * 4) + i % COLS;
+  bool keep = kiln_ref_rand(ph.seed, (int32_t)((uint32_t)ph.offset + (uint32_t)ctr)) > (float)DROP;
   mk->total++;
   mk->dropped += !keep;
   return keep ? 1.0 / (1.0 - (double)(float)DROP) : 0.0;

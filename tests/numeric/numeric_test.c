@@ -2069,15 +2069,20 @@ static bool test_device_print(KilnRtDevice *dev) {
  * math.  The moments of the
  * whole draw say it is normal: |mean| < 5 / sqrt(n) and |variance - 1| < 5 sqrt(2 / n). */
 static bool test_rand_normal(KilnRtDevice *dev) {
+  /* offsets start * align + i: aligned runs of 4 (align 4) and 2 (align 2, from a negative
+   * start), unproven ones that do and do not cross a block boundary, across 0 and across 2^31 */
   static const struct {
-    int32_t n, block, seed;
-  } cfgs[] = {{65536, 1024, 12345}, {1000, 128, -7}, {1, 128, 0}};
+    int32_t n, block, seed, align, start;
+  } cfgs[] = {{65536, 1024, 12345, 4, 0},     {1000, 128, -7, 1, 3}, {1, 128, 0, 1, 0},
+              {1000, 256, 99, 1, -6},         {1000, 256, 5, 2, -3}, {1000, 1024, 77, 4, 5},
+              {1000, 1024, 1, 1, 2147483000}, {999, 256, 3, 1, 0}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t n = (size_t)cfgs[ci].n, total = n + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
-    char shape[64];
-    snprintf(shape, sizeof shape, "n=%zu seed=%d", n, (int)cfgs[ci].seed);
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}, {"ALIGN", cfgs[ci].align}};
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%zu seed=%d start=%d", n, (int)cfgs[ci].seed,
+             (int)cfgs[ci].start);
     KilnTestRun run;
     run_begin(&run, dev, "rand_normal", defs, COUNT(defs), shape);
     int32_t *bits = kiln_test_alloc(total, sizeof *bits),
@@ -2086,15 +2091,16 @@ static bool test_rand_normal(KilnRtDevice *dev) {
           *rnormal = kiln_test_alloc(n, sizeof *rnormal);
     void *dbits = kiln_test_output(&run, total * sizeof *bits);
     void *dnormal = kiln_test_output(&run, total * sizeof *normal);
-    int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed;
-    void *args[] = {&dbits, &dnormal, &n32, &seed};
+    int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed, start = cfgs[ci].start;
+    void *args[] = {&dbits, &dnormal, &n32, &seed, &start};
     kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
     kiln_test_fetch(&run, bits, dbits, total * sizeof *bits);
     kiln_test_fetch(&run, normal, dnormal, total * sizeof *normal);
 
     kiln_test_check_untouched(&run, "bits", bits, sizeof *bits, total, 1, n, total);
     kiln_test_check_untouched(&run, "normal", normal, sizeof *normal, total, 1, n, total);
-    kiln_ref_rand_normal(rbits, rnormal, n, cfgs[ci].seed);
+    int32_t first = (int32_t)((uint32_t)cfgs[ci].start * (uint32_t)cfgs[ci].align);
+    kiln_ref_rand_normal(rbits, rnormal, n, cfgs[ci].seed, first);
     check_equal_i32(&run, "bits", bits, rbits, n);
     check_close(&run, "normal", normal, rnormal, n, 1.0, 5e-4);
     if (run.ok && n >= 1000) {

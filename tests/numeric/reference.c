@@ -51,12 +51,17 @@ void kiln_ref_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32
   memcpy(out, c, sizeof c);
 }
 
-float kiln_ref_rand(int32_t seed, int32_t offset) {
-  uint32_t ctr[4] = {(uint32_t)offset, 0u, 0u, 0u};
+uint32_t kiln_ref_rand_bits(int32_t seed, int32_t offset) {
+  uint32_t o = (uint32_t)offset;
+  uint32_t ctr[4] = {o >> 2, 0u, 0u, 0u};
   uint32_t key[2] = {(uint32_t)seed, 0u};
   uint32_t out[4];
   kiln_ref_philox4x32_10(ctr, key, out);
-  return (float)(out[0] >> 8) * 0x1p-24f;
+  return out[o & 3u];
+}
+
+float kiln_ref_rand(int32_t seed, int32_t offset) {
+  return (float)(kiln_ref_rand_bits(seed, offset) >> 8) * 0x1p-24f;
 }
 
 /* ---- test data --------------------------------------------------------------------------- */
@@ -653,13 +658,12 @@ void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, 
   }
 }
 
-void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed) {
+void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed, int32_t first) {
   for (size_t i = 0; i < n; i++) {
-    uint32_t ctr[4] = {(uint32_t)i, 0u, 0u, 0u}, key[2] = {(uint32_t)seed, 0u}, out[4];
-    kiln_ref_philox4x32_10(ctr, key, out);
-    bits[i] = (int32_t)out[0];
-    double u1 = 1.0 - (double)kiln_ref_rand(seed, (int32_t)i);
-    double u2 = (double)kiln_ref_rand((int32_t)((uint32_t)seed ^ 0x6A09E667u), (int32_t)i);
+    int32_t o = (int32_t)((uint32_t)first + (uint32_t)i);
+    bits[i] = (int32_t)kiln_ref_rand_bits(seed, o);
+    double u1 = 1.0 - (double)kiln_ref_rand(seed, o);
+    double u2 = (double)kiln_ref_rand((int32_t)((uint32_t)seed ^ 0x6A09E667u), o);
     normal[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
   }
 }

@@ -31,9 +31,12 @@ float kiln_ref_round_bf16(float f);
 /* The Philox4x32 block function with 10 rounds (Salmon et al., SC'11; Random123's philox4x32-10):
  * out = philox(ctr, key). */
 void kiln_ref_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
-/* Kiln's rand(seed, offset) (docs/internals.md): key = (seed, 0), counter = (offset, 0, 0, 0),
- * first output word r0 mapped to (float)(r0 >> 8) * 2^-24, a uniform in [0, 1). The i32 seed and
- * offset are taken by their bit patterns. */
+/* Kiln's randint(seed, offset) (docs/internals.md): word (offset & 3) of the Philox4x32-10 block
+ * with key (seed, 0) and counter (offset >> 2, 0, 0, 0), the i32 seed and offset taken by their
+ * bit patterns (the shift logical: offset -1 is word 3 of counter 0x3FFFFFFF). Four consecutive
+ * offsets from a multiple of 4 are the four words of one block. */
+uint32_t kiln_ref_rand_bits(int32_t seed, int32_t offset);
+/* Kiln's rand(seed, offset): that word w mapped to (float)(w >> 8) * 2^-24, in [0, 1). */
 float kiln_ref_rand(int32_t seed, int32_t offset);
 
 /* ---- test data --------------------------------------------------------------------------- */
@@ -189,10 +192,10 @@ void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows,
 void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b,
                       size_t c);
 
-/* The rand_normal kernel: bits[i] = Philox4x32-10's r0 for key (seed, 0) and counter (i, 0, 0, 0),
- * as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for u1 = 1 - rand(seed, i) and
- * u2 = rand(seed ^ 0x6A09E667, i). */
-void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed);
+/* The rand_normal kernel at offsets o_i = first + i (wrapping in i32): bits[i] = randint(seed,
+ * o_i) (kiln_ref_rand_bits) as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for
+ * u1 = 1 - rand(seed, o_i) and u2 = rand(seed ^ 0x6A09E667, o_i). */
+void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed, int32_t first);
 
 /* The early_exit kernel per row: out[2r..2r+1] and counts[4r..4r+3] start at -1; a row with a
  * value above 3.5 records its column in counts[4r + 2] and stops there; other rows get the sum

@@ -140,10 +140,21 @@ static void test_rand_mapping(void) {
   /* rand(0, 0) comes from the first word of the all-zero vector: 0x6627e8d5 >> 8 = 0x6627e8. */
   CHECK(kiln_ref_rand(0, 0) == (float)0x6627e8 * 0x1p-24f, "rand(0,0) = %a",
         (double)kiln_ref_rand(0, 0));
-  /* Seed -1 is key word 0xffffffff: same bits as the second vector's key word 0. */
-  uint32_t ctr[4] = {7, 0, 0, 0}, key[2] = {0xffffffffu, 0}, out[4];
+  /* Offsets 0..3 are the four words of that block, in order. */
+  static const uint32_t zero_block[4] = {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u};
+  for (int32_t w = 0; w < 4; w++)
+    CHECK(kiln_ref_rand_bits(0, w) == zero_block[w], "randint(0, %d) = %08x", w,
+          kiln_ref_rand_bits(0, w));
+  /* Seed -1 is key word 0xffffffff; offset 7 is word 3 of counter 1. */
+  uint32_t ctr[4] = {1, 0, 0, 0}, key[2] = {0xffffffffu, 0}, out[4];
   kiln_ref_philox4x32_10(ctr, key, out);
-  CHECK(kiln_ref_rand(-1, 7) == (float)(out[0] >> 8) * 0x1p-24f, "seed bits not used as key");
+  CHECK(kiln_ref_rand(-1, 7) == (float)(out[3] >> 8) * 0x1p-24f, "seed bits not used as key");
+  /* A negative offset is its bit pattern shifted logically: -1 is word 3 and -4 word 0 of counter
+   * 0x3FFFFFFF (no offset of 0..2^31-1 reaches that counter). */
+  uint32_t top[4], top_ctr[4] = {0x3FFFFFFFu, 0, 0, 0}, key5[2] = {5, 0};
+  kiln_ref_philox4x32_10(top_ctr, key5, top);
+  CHECK(kiln_ref_rand_bits(5, -1) == top[3] && kiln_ref_rand_bits(5, -4) == top[0],
+        "negative offsets: %08x %08x", kiln_ref_rand_bits(5, -1), kiln_ref_rand_bits(5, -4));
   /* Uniform in [0, 1): over many offsets the mean is near 1/2 (stddev of the mean 0.0009). */
   double s = 0.0;
   int out_of_range = 0;
@@ -328,10 +339,10 @@ static void test_cas_lock_reference(void) {
 static void test_rand_normal_reference(void) {
   int32_t bits[4096];
   float normal[4096];
-  kiln_ref_rand_normal(bits, normal, 4096, 99);
-  uint32_t ctr[4] = {7, 0, 0, 0}, key[2] = {99, 0}, out[4];
+  kiln_ref_rand_normal(bits, normal, 4096, 99, 0);
+  uint32_t ctr[4] = {1, 0, 0, 0}, key[2] = {99, 0}, out[4];
   kiln_ref_philox4x32_10(ctr, key, out);
-  CHECK((uint32_t)bits[7] == out[0], "bits[7]");
+  CHECK((uint32_t)bits[7] == out[3], "bits[7] is word 3 of counter 1");
   CHECK((float)(((uint32_t)bits[7]) >> 8) * 0x1p-24f == kiln_ref_rand(99, 7),
         "rand is randint's top 24 bits");
   double mean = 0, var = 0;
