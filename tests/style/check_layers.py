@@ -157,7 +157,8 @@ def symbols(obj):
 def call_loops(objs):
     owner, uses = {}, {}
     for o in objs:
-        name = os.path.basename(o)
+        # the library's folder and the file: pipeline.c.o is in three libraries
+        name = "/".join(os.path.normpath(o).split(os.sep)[-2:])
         d, u = symbols(o)
         for s in d:
             owner[s] = name
