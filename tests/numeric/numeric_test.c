@@ -721,6 +721,108 @@ static bool test_transpose(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- matmul_i8, dot_i8_forms ----------------------------------------------------------------- */
+
+/* n i8 values: uniform over [-128, 127], or (extreme) -128 and 127 only, where the products
+ * reach 2^14 and a lowering that zero-extends or wraps an operand to 8 bits errs by thousands. */
+static int8_t *random_i8(KilnRefRng *rng, size_t n, bool extreme) {
+  int8_t *p = kiln_test_alloc(n, 1);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = kiln_ref_rng_next(rng) >> 24;
+    p[i] = extreme ? (r & 1 ? 127 : -128) : (int8_t)((int)(r & 0xFF) - 128);
+  }
+  return p;
+}
+
+/* i8 x i8 summed in i32: exact, so every result must equal the reference bit for bit. Ragged M,
+ * N and K; K = 200 of extremes reaches |sum| = 200 * 2^14 = 3.3e6. */
+static bool test_matmul_i8(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    bool extreme;
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, false},
+              {100, 70, 200, 32, 64, 64, true},
+              {33, 17, 5, 32, 32, 32, false},
+              {128, 96, 96, 64, 32, 32, false}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t sam = K + 3, sbk = N + 5, scm = N + 8, total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K, cfgs[ci].extreme ? " extremes" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_i8", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 720 + ci);
+    int8_t *a = random_i8(&rng, M * sam, cfgs[ci].extreme);
+    int8_t *b = random_i8(&rng, K * sbk, cfgs[ci].extreme);
+    int32_t *c = kiln_test_alloc(total, sizeof *c), *ref = kiln_test_alloc(M * N, sizeof *ref);
+    void *da = kiln_test_input(&run, a, M * sam), *db = kiln_test_input(&run, b, K * sbk);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sbk32 = (int32_t)sbk, scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sbk32, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    int32_t *got = kiln_test_alloc(M * N, sizeof *got);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    kiln_ref_matmul_i8(a, sam, 1, b, sbk, 1, ref, M, N, K);
+    check_equal_i32(&run, "c", got, ref, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(ref), free(got);
+  }
+  return all_ok;
+}
+
+/* The three forms of dot_i8_forms on one block (K <= BK = 32): dot(a, b); dot(a, b, init) with
+ * init[i][j] = 1000 i + j; and dot(b^T, a^T) = (a b)^T. Exact. */
+static bool test_dot_i8_forms(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K;
+    bool extreme;
+  } cfgs[] = {{32, 32, 32, false}, {20, 9, 29, true}, {1, 32, 1, false}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t n = 3 * M * N, total = n + TAIL_ELEMS;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K, cfgs[ci].extreme ? " extremes" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "dot_i8_forms", NULL, 0, shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 740 + ci);
+    int8_t *a = random_i8(&rng, M * K, cfgs[ci].extreme);
+    int8_t *bt = random_i8(&rng, N * K, cfgs[ci].extreme); /* B^T: N rows of K */
+    int32_t *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
+    void *da = kiln_test_input(&run, a, M * K), *db = kiln_test_input(&run, bt, N * K);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    void *args[] = {&da, &db, &dout, &m32, &n32, &k32};
+    kiln_test_launch(&run, run.fn, 1, 1, args);
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
+
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
+    kiln_ref_matmul_i8(a, K, 1, bt, 1, K, ref, M, N, K); /* b[k][j] = bt[j][k] */
+    for (size_t i = 0; i < M; i++)
+      for (size_t j = 0; j < N; j++) {
+        ref[M * N + i * N + j] = ref[i * N + j] + (int32_t)(1000 * i + j);
+        ref[2 * M * N + j * M + i] = ref[i * N + j];
+      }
+    check_equal_i32(&run, "dot(a, b)", out, ref, M * N);
+    check_equal_i32(&run, "dot(a, b, init)", out + M * N, ref + M * N, M * N);
+    check_equal_i32(&run, "dot(b^T, a^T)", out + 2 * M * N, ref + 2 * M * N, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(bt), free(out), free(ref);
+  }
+  return all_ok;
+}
+
 /* ---- dropout_rand ------------------------------------------------------------------------- */
 
 static bool test_dropout_rand(KilnRtDevice *dev) {
@@ -2287,6 +2389,8 @@ static const struct {
     {"transpose", test_transpose},
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
+    {"matmul_i8", test_matmul_i8},
+    {"dot_i8_forms", test_dot_i8_forms},
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},
     {"builtins_basic", test_builtins_basic},

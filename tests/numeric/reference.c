@@ -179,6 +179,16 @@ void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16
     }
 }
 
+void kiln_ref_matmul_i8(const int8_t *a, size_t sam, size_t sak, const int8_t *b, size_t sbk,
+                        size_t sbn, int32_t *c, size_t M, size_t N, size_t K) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      int64_t acc = 0;
+      for (size_t k = 0; k < K; k++) acc += (int64_t)a[i * sam + k * sak] * b[k * sbk + j * sbn];
+      c[i * N + j] = (int32_t)acc;
+    }
+}
+
 void kiln_ref_argmax_rows(const float *x, size_t stride, int32_t *out, size_t rows, size_t cols) {
   for (size_t r = 0; r < rows; r++) {
     size_t best = 0;
