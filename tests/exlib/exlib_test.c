@@ -89,6 +89,12 @@ static float *dense_f32(const float *buf, size_t rows, size_t cols, size_t strid
   return p;
 }
 
+static int32_t *dense_i32(const int32_t *buf, size_t rows, size_t cols, size_t stride) {
+  int32_t *p = buf ? malloc(rows * cols * sizeof *p) : NULL;
+  for (size_t r = 0; p && r < rows; r++) memcpy(p + r * cols, buf + r * stride, cols * sizeof *p);
+  return p;
+}
+
 static float *dense_f16(const uint16_t *buf, size_t rows, size_t cols, size_t stride) {
   float *p = buf ? malloc(rows * cols * sizeof *p) : NULL;
   for (size_t r = 0; p && r < rows; r++)
@@ -565,6 +571,40 @@ static void test_transpose(void) {
   }
 }
 
+static void test_matmul_i8(void) {
+  static const struct {
+    int32_t M, N, K, pad;
+    int tier;
+  } cases[] = {{128, 128, 64, 16, 16}, {96, 80, 200, 8, 8}, {50, 40, 33, 5, 0}};
+  for (size_t ci = 0; ci < COUNT(cases); ci++) {
+    size_t M = (size_t)cases[ci].M, N = (size_t)cases[ci].N, K = (size_t)cases[ci].K;
+    int32_t sam = cases[ci].K, sbk = cases[ci].N, scm = cases[ci].N + cases[ci].pad;
+    Verdict v = {.kernel = "matmul_i8"};
+    snprintf(v.shape, sizeof v.shape, "%zux%zux%zu, C rows %d apart", M, N, K, scm);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 720 + ci);
+    int8_t *a = malloc(M * K), *b = malloc(K * N);
+    for (size_t i = 0; a && i < M * K; i++) a[i] = (int8_t)(kiln_ref_rng_next(&rng) >> 56);
+    for (size_t i = 0; b && i < K * N; i++) b[i] = (int8_t)(kiln_ref_rng_next(&rng) >> 56);
+    int32_t *ref = malloc(M * N * sizeof *ref);
+    int8_t *da = to_device(a, M * K), *db = to_device(b, K * N);
+    int32_t *dc = output(M * (size_t)scm * 4);
+    KilnRtStatus st = EX(_matmul_i8)(g_lib, da, db, dc, cases[ci].M, cases[ci].N, cases[ci].K, sam,
+                                     sbk, scm, NULL, NULL, NULL);
+    check_call(&v, st,
+               EX(_matmul_i8_pick)(cases[ci].M, cases[ci].N, cases[ci].K, sam, sbk, scm).signature,
+               cases[ci].tier);
+    int32_t *out = fetch(dc, M * (size_t)scm * 4);
+    int32_t *got = dense_i32(out, M, N, (size_t)scm);
+    kiln_ref_matmul_i8(a, (size_t)sam, 1, b, (size_t)sbk, 1, ref, M, N, K);
+    check_equal_i32(&v, "c", got, ref, M * N); /* integer products and sums: exact */
+    check_gaps(&v, "c", out, 4, M, N, (size_t)scm);
+    verdict_end(&v);
+    kiln_rt_free(g_dev, da), kiln_rt_free(g_dev, db), kiln_rt_free(g_dev, dc);
+    free(a), free(b), free(ref), free(out), free(got);
+  }
+}
+
 /* ---- main -------------------------------------------------------------------------------- */
 
 static const struct {
@@ -576,6 +616,7 @@ static const struct {
     {"matmul_f16", test_matmul_f16},         {"argmax_rows", test_argmax_rows},
     {"dropout_rand", test_dropout_rand},     {"flash_attention", test_flash_attention},
     {"matmul_grouped", test_matmul_grouped}, {"transpose", test_transpose},
+    {"matmul_i8", test_matmul_i8},
 };
 
 static int run_named(const char *name) {
