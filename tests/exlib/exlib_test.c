@@ -210,6 +210,12 @@ static void layernorm_grid(const EX(_layernorm_fwd_config) * cfg, void *user, ui
   grid_rows(*(const uint32_t *)user, grid);
 }
 
+static void layernorm_bwd_grid(const EX(_layernorm_bwd_config) * cfg, void *user,
+                               uint32_t grid[3]) {
+  (void)cfg;
+  grid_rows(*(const uint32_t *)user, grid);
+}
+
 typedef struct AttnGrid {
   uint32_t S, bh;
 } AttnGrid;
@@ -605,6 +611,76 @@ static void test_matmul_i8(void) {
   }
 }
 
+/* Per-element bounds (kiln_ref_layernorm_bwd's, for sums over rows in any order): whether
+ * |got - ref| <= bound everywhere. */
+static void check_bound(Verdict *v, const char *what, const float *got, const float *ref,
+                        const float *bound, size_t n) {
+  if (!got || !ref || !bound) return verdict_fail(v, "out of memory or a failed copy");
+  for (size_t i = 0; i < n; i++)
+    if (!(fabsf(got[i] - ref[i]) <= bound[i])) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "%s[%zu] = %.9g, want %.9g within %.3g", what, i, (double)got[i],
+               (double)ref[i], (double)bound[i]);
+      return verdict_fail(v, msg);
+    }
+}
+
+/* layernorm_bwd from the forward reference's mean and rstd; dgamma and dbeta start at zero
+ * (the kernel adds into them). Tolerances as numeric.*.layernorm_bwd: dx 1e-5 (floor 1), the
+ * parameter gradients within their per-element bounds. */
+static void test_layernorm_bwd(void) {
+  static const RowCase cases[] = {{32, 1024, 1024, 1024, 16},
+                                  {5, 1000, 1000, 1000, 8},
+                                  {4, 100, 101, 101, 0},
+                                  {2, 2000, 2000, 2000, -1}};
+  for (size_t ci = 0; ci < COUNT(cases); ci++) {
+    const RowCase *c = &cases[ci];
+    size_t rows = (size_t)c->rows, cols = (size_t)c->cols, st = (size_t)c->xs, n = rows * st;
+    Verdict v = {.kernel = "layernorm_bwd"};
+    snprintf(v.shape, sizeof v.shape, "%zux%zu stride %zu", rows, cols, st);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 450 + ci);
+    float *x = row_input(&rng, rows, cols, st, -2, 2), *dy = row_input(&rng, rows, cols, st, -1, 1);
+    float *gamma = random_f32(&rng, cols, 0.5f, 1.5f), *beta = calloc(cols, 4);
+    float *y = malloc(n * 4), *mean = malloc(rows * 4), *rstd = malloc(rows * 4);
+    float *ref_dx = calloc(n, 4), *ref_g = malloc(cols * 4), *ref_b = malloc(cols * 4);
+    float *bound_g = malloc(cols * 4), *bound_b = malloc(cols * 4), *zeros = calloc(cols, 4);
+    if (x && dy && gamma && beta && y && mean && rstd)
+      kiln_ref_layernorm_fwd(x, st, gamma, beta, y, st, mean, rstd, rows, cols, 1e-5f);
+    float *dx_in = to_device(x, n * 4), *ddy = to_device(dy, n * 4),
+          *dg = to_device(gamma, cols * 4);
+    float *dmean = to_device(mean, rows * 4), *drstd = to_device(rstd, rows * 4);
+    float *ddx = output(n * 4), *ddg = to_device(zeros, cols * 4),
+          *ddb = to_device(zeros, cols * 4);
+    uint32_t nrows = (uint32_t)rows;
+    KilnRtStatus status = EX(_layernorm_bwd)(g_lib, dx_in, ddy, dg, dmean, drstd, ddx, ddg, ddb,
+                                             c->cols, c->xs, layernorm_bwd_grid, &nrows, NULL);
+    EX(_layernorm_bwd_config) cfg = EX(_layernorm_bwd_pick)(c->cols, c->xs);
+    float *dx = fetch(ddx, n * 4), *dgam = fetch(ddg, cols * 4), *dbet = fetch(ddb, cols * 4);
+    if (c->tier < 0) {
+      check_refused(&v, status, cfg.num_warps);
+      check_gaps(&v, "dx", dx, 4, rows, 0, st);
+    } else {
+      check_call(&v, status, cfg.signature, c->tier);
+      kiln_ref_layernorm_bwd(x, dy, st, gamma, mean, rstd, ref_dx, ref_g, ref_b, bound_g, bound_b,
+                             rows, cols);
+      float *got = dense_f32(dx, rows, cols, st), *want = dense_f32(ref_dx, rows, cols, st);
+      check_close(&v, "dx", got, want, rows * cols, 1.0, 1e-5);
+      check_bound(&v, "dgamma", dgam, ref_g, bound_g, cols);
+      check_bound(&v, "dbeta", dbet, ref_b, bound_b, cols);
+      check_gaps(&v, "dx", dx, 4, rows, cols, st);
+      free(got), free(want);
+    }
+    verdict_end(&v);
+    kiln_rt_free(g_dev, dx_in), kiln_rt_free(g_dev, ddy), kiln_rt_free(g_dev, dg);
+    kiln_rt_free(g_dev, dmean), kiln_rt_free(g_dev, drstd), kiln_rt_free(g_dev, ddx);
+    kiln_rt_free(g_dev, ddg), kiln_rt_free(g_dev, ddb);
+    free(x), free(dy), free(gamma), free(beta), free(y), free(mean), free(rstd), free(ref_dx);
+    free(ref_g), free(ref_b), free(bound_g), free(bound_b), free(zeros), free(dx), free(dgam);
+    free(dbet);
+  }
+}
+
 /* ---- main -------------------------------------------------------------------------------- */
 
 static const struct {
@@ -616,7 +692,7 @@ static const struct {
     {"matmul_f16", test_matmul_f16},         {"argmax_rows", test_argmax_rows},
     {"dropout_rand", test_dropout_rand},     {"flash_attention", test_flash_attention},
     {"matmul_grouped", test_matmul_grouped}, {"transpose", test_transpose},
-    {"matmul_i8", test_matmul_i8},
+    {"matmul_i8", test_matmul_i8},           {"layernorm_bwd", test_layernorm_bwd},
 };
 
 static int run_named(const char *name) {

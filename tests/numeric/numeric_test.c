@@ -433,6 +433,80 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- layernorm_bwd ------------------------------------------------------------------------ */
+
+/* dx against the double reference at layernorm_fwd's 1e-5 (floor 1): each row's two sums are
+ * f32 over at most 1000 terms of |xhat g| <= ~3, whose mean errs by < 2e-7, amplified by rstd
+ * ~ 0.9 (these rows' variance is about 4/3; the tiny-variance rows of the forward's test would
+ * make rstd ~300 and are left to the forward). dgamma and dbeta are sums over the rows by atomic
+ * adds in any order: each element within its own bound, (rows + 4) 2^-24 times the sum of its
+ * terms' magnitudes (kiln_ref_layernorm_bwd). The gradient buffers start at 0 and their tails
+ * must keep the sentinel. */
+static bool test_layernorm_bwd(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, stride, block;
+  } cfgs[] = {{77, 768, 770, 1024}, {4, 100, 101, 128}, {8, 256, 256, 256}, {2, 1000, 1000, 1024}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t st = (size_t)cfgs[ci].stride, n = rows * st;
+    size_t total = n + TAIL_ELEMS, gtotal = cols + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zu stride %zu", rows, cols, st);
+    KilnTestRun run;
+    run_begin(&run, dev, "layernorm_bwd", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 450 + ci);
+    float *x = kiln_test_random_f32(&rng, n, -2.0f, 2.0f);
+    float *dy = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
+    poison_row_gaps(x, rows, cols, st);
+    poison_row_gaps(dy, rows, cols, st);
+    float *gamma = kiln_test_random_f32(&rng, cols, 0.5f, 1.5f);
+    float *beta = kiln_test_alloc(cols, sizeof *beta), *y = kiln_test_alloc(n, sizeof *y);
+    float *mean = kiln_test_alloc(rows, sizeof *mean), *rstd = kiln_test_alloc(rows, sizeof *rstd);
+    kiln_ref_layernorm_fwd(x, st, gamma, beta, y, st, mean, rstd, rows, cols, 1e-5f);
+    float *zeroed = kiln_test_alloc(gtotal, sizeof *zeroed);
+    memset(zeroed, KILN_TEST_SENTINEL, gtotal * sizeof *zeroed);
+    memset(zeroed, 0, cols * sizeof *zeroed);
+    void *dxin = kiln_test_input(&run, x, n * sizeof *x);
+    void *ddy = kiln_test_input(&run, dy, n * sizeof *dy);
+    void *dg = kiln_test_input(&run, gamma, cols * sizeof *gamma);
+    void *dmean = kiln_test_input(&run, mean, rows * sizeof *mean);
+    void *drstd = kiln_test_input(&run, rstd, rows * sizeof *rstd);
+    void *ddx = kiln_test_output(&run, total * sizeof(float));
+    void *ddg = kiln_test_input(&run, zeroed, gtotal * sizeof *zeroed);
+    void *ddb = kiln_test_input(&run, zeroed, gtotal * sizeof *zeroed);
+    int32_t cols32 = cfgs[ci].cols, st32 = cfgs[ci].stride;
+    void *args[] = {&dxin, &ddy, &dg, &dmean, &drstd, &ddx, &ddg, &ddb, &cols32, &st32};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    float *dx = kiln_test_alloc(total, sizeof *dx), *dgam = kiln_test_alloc(gtotal, sizeof *dgam);
+    float *dbet = kiln_test_alloc(gtotal, sizeof *dbet);
+    kiln_test_fetch(&run, dx, ddx, total * sizeof *dx);
+    kiln_test_fetch(&run, dgam, ddg, gtotal * sizeof *dgam);
+    kiln_test_fetch(&run, dbet, ddb, gtotal * sizeof *dbet);
+
+    kiln_test_check_untouched(&run, "dx", dx, sizeof *dx, total, rows, cols, st);
+    kiln_test_check_untouched(&run, "dgamma", dgam, sizeof *dgam, gtotal, 1, cols, gtotal);
+    kiln_test_check_untouched(&run, "dbeta", dbet, sizeof *dbet, gtotal, 1, cols, gtotal);
+    float *ref_dx = kiln_test_alloc(n, sizeof *ref_dx), *ref_g = kiln_test_alloc(cols, 4);
+    float *ref_b = kiln_test_alloc(cols, 4), *bound_g = kiln_test_alloc(cols, 4);
+    float *bound_b = kiln_test_alloc(cols, 4);
+    kiln_ref_layernorm_bwd(x, dy, st, gamma, mean, rstd, ref_dx, ref_g, ref_b, bound_g, bound_b,
+                           rows, cols);
+    float *got = gather_f32(dx, rows, cols, st), *want = gather_f32(ref_dx, rows, cols, st);
+    check_close(&run, "dx", got, want, rows * cols, 1.0, 1e-5);
+    if (run.ok) kiln_test_check_bound(&run, "dgamma", dgam, ref_g, bound_g, cols);
+    if (run.ok) kiln_test_check_bound(&run, "dbeta", dbet, ref_b, bound_b, cols);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(dy), free(gamma), free(beta), free(y), free(mean), free(rstd), free(zeroed);
+    free(dx), free(dgam), free(dbet), free(ref_dx), free(ref_g), free(ref_b), free(bound_g);
+    free(bound_b), free(got), free(want);
+  }
+  return all_ok;
+}
+
 /* ---- matmul_f16 --------------------------------------------------------------------------- */
 
 static bool test_matmul_f16(KilnRtDevice *dev) {
@@ -2390,6 +2464,7 @@ static const struct {
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
     {"matmul_i8", test_matmul_i8},
+    {"layernorm_bwd", test_layernorm_bwd},
     {"dot_i8_forms", test_dot_i8_forms},
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},

@@ -146,6 +146,36 @@ void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
   }
 }
 
+void kiln_ref_layernorm_bwd(const float *x, const float *dy, size_t stride, const float *gamma,
+                            const float *mean, const float *rstd, float *dx, float *dgamma,
+                            float *dbeta, float *dgamma_bound, float *dbeta_bound, size_t rows,
+                            size_t cols) {
+  double *sg = calloc(cols, sizeof *sg), *sb = calloc(cols, sizeof *sb);
+  double *ag = calloc(cols, sizeof *ag), *ab = calloc(cols, sizeof *ab);
+  for (size_t r = 0; sg && sb && ag && ab && r < rows; r++) {
+    const float *xr = x + r * stride, *dr = dy + r * stride;
+    double c1 = 0.0, c2 = 0.0;
+    for (size_t c = 0; c < cols; c++) {
+      double xhat = ((double)xr[c] - mean[r]) * rstd[r], g = (double)gamma[c] * dr[c];
+      c1 += xhat * g, c2 += g;
+    }
+    c1 /= (double)cols, c2 /= (double)cols;
+    for (size_t c = 0; c < cols; c++) {
+      double xhat = ((double)xr[c] - mean[r]) * rstd[r], g = (double)gamma[c] * dr[c];
+      dx[r * stride + c] = (float)(rstd[r] * (g - xhat * c1 - c2));
+      sg[c] += dr[c] * xhat, sb[c] += dr[c];
+      ag[c] += fabs(dr[c] * xhat), ab[c] += fabs(dr[c]);
+    }
+  }
+  for (size_t c = 0; sg && sb && ag && ab && c < cols; c++) {
+    dgamma[c] = (float)sg[c], dbeta[c] = (float)sb[c];
+    double k = ((double)rows + 4.0) * 0x1p-24;
+    if (dgamma_bound) dgamma_bound[c] = (float)(k * ag[c]);
+    if (dbeta_bound) dbeta_bound[c] = (float)(k * ab[c]);
+  }
+  free(sg), free(sb), free(ag), free(ab);
+}
+
 KilnRefLnRow kiln_ref_layernorm_row_kind(size_t row, size_t rows) {
   if (row == 1) return KILN_REF_LN_ROW_TINY;
   return row == 2 && rows >= 3 ? KILN_REF_LN_ROW_CONSTANT : KILN_REF_LN_ROW_NORMAL;

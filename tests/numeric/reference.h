@@ -79,6 +79,17 @@ void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
                             float *y, size_t y_stride, float *mean, float *rstd, size_t rows,
                             size_t cols, float eps);
 
+/* LayerNorm backward per row from the forward's mean and rstd (as f32, what the kernel reads):
+ * xhat = (x - mean) rstd, g = gamma dy, dx = rstd (g - xhat mean(xhat g) - mean(g)), in double;
+ * dgamma = sum over rows of dy xhat, dbeta = sum of dy. x and dy (and dx) have rows `stride`
+ * apart. *_bound (if not NULL) receive the error an f32 sum of those rows in any order may
+ * have: (rows + 4) 2^-24 sum over rows |term| (each addition rounds once, relative to at most
+ * the sum of the magnitudes; the 4 covers the f32 term itself). */
+void kiln_ref_layernorm_bwd(const float *x, const float *dy, size_t stride, const float *gamma,
+                            const float *mean, const float *rstd, float *dx, float *dgamma,
+                            float *dbeta, float *dgamma_bound, float *dbeta_bound, size_t rows,
+                            size_t cols);
+
 /* The rows of every LayerNorm test (numeric layernorm_fwd, the BERT layernorm family) that make
  * the eps term visible: with a variance near 1, eps = 1e-5 moves rstd by 5e-6 relative, under
  * any f32 tolerance, so a wrong eps would pass. Row 1 has a variance of about eps / 2 (doubling
