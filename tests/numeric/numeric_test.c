@@ -897,6 +897,52 @@ static bool test_dot_i8_forms(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- small_dots --------------------------------------------------------------------------- */
+
+/* Each dot is one program's whole problem (a grid of 1), at 1 and 4 warps on emu. The f16 dot's
+ * products are exact in f32 and its 16 additions, in whatever order the lowering takes, each
+ * round once relative to at most sum |a_ik b_kj| <= 16: 16 * 16 * 2^-24 < 2e-5 absolute, the
+ * tolerance with floor 1; the f32 dot's two products and one addition round at most 3 times,
+ * 3 * 2^-24 * sum |terms| <= 2e-6 of values in [-1, 1): 1e-6 relative, floor 1, leaves that to
+ * the rounding; the i8 dot is exact. */
+static bool test_small_dots(KilnRtDevice *dev) {
+  KilnTestRun run;
+  run_begin(&run, dev, "small_dots", NULL, 0, "16x16x16 f16, 4x8x2 f32, 16x8x4 i8");
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, 760);
+  uint16_t *a = random_f16(&rng, 256, -1.0f, 1.0f), *b = random_f16(&rng, 256, -1.0f, 1.0f);
+  float *x = kiln_test_random_f32(&rng, 8, -1.0f, 1.0f), *y = kiln_test_random_f32(&rng, 16, -1, 1);
+  int8_t *p = random_i8(&rng, 64, false), *q = random_i8(&rng, 32, true);
+  size_t t1 = 256 + TAIL_ELEMS, t2 = 32 + TAIL_ELEMS, t3 = 128 + TAIL_ELEMS;
+  void *da = kiln_test_input(&run, a, 512), *db = kiln_test_input(&run, b, 512);
+  void *dx = kiln_test_input(&run, x, 32), *dy = kiln_test_input(&run, y, 64);
+  void *dp = kiln_test_input(&run, p, 64), *dq = kiln_test_input(&run, q, 32);
+  void *d1 = kiln_test_output(&run, t1 * 4), *d2 = kiln_test_output(&run, t2 * 4);
+  void *d3 = kiln_test_output(&run, t3 * 4);
+  void *args[] = {&da, &db, &dx, &dy, &dp, &dq, &d1, &d2, &d3};
+  kiln_test_launch(&run, run.fn, 1, 1, args);
+  float *o1 = kiln_test_alloc(t1, 4), *o2 = kiln_test_alloc(t2, 4);
+  int32_t *o3 = kiln_test_alloc(t3, 4);
+  kiln_test_fetch(&run, o1, d1, t1 * 4);
+  kiln_test_fetch(&run, o2, d2, t2 * 4);
+  kiln_test_fetch(&run, o3, d3, t3 * 4);
+  kiln_test_check_untouched(&run, "o1", o1, 4, t1, 1, 256, t1);
+  kiln_test_check_untouched(&run, "o2", o2, 4, t2, 1, 32, t2);
+  kiln_test_check_untouched(&run, "o3", o3, 4, t3, 1, 128, t3);
+  float *r1 = kiln_test_alloc(256, 4), *r2 = kiln_test_alloc(32, 4);
+  int32_t *r3 = kiln_test_alloc(128, 4);
+  kiln_ref_matmul_f16(a, 16, 1, b, 16, 1, r1, 16, 16, 16);
+  kiln_ref_matmul_f32(x, y, r2, 4, 8, 2);
+  kiln_ref_matmul_i8(p, 4, 1, q, 8, 1, r3, 16, 8, 4);
+  check_close(&run, "f16 16x16x16", o1, r1, 256, 1.0, 2e-5);
+  check_close(&run, "f32 4x8x2", o2, r2, 32, 1.0, 1e-6);
+  check_equal_i32(&run, "i8 16x8x4", o3, r3, 128);
+  bool ok = kiln_test_end(&run);
+  free(a), free(b), free(x), free(y), free(p), free(q), free(o1), free(o2), free(o3);
+  free(r1), free(r2), free(r3);
+  return ok;
+}
+
 /* ---- dropout_rand ------------------------------------------------------------------------- */
 
 static bool test_dropout_rand(KilnRtDevice *dev) {
@@ -2465,6 +2511,7 @@ static const struct {
     {"small_int_sum", test_small_int_sum},
     {"matmul_i8", test_matmul_i8},
     {"layernorm_bwd", test_layernorm_bwd},
+    {"small_dots", test_small_dots},
     {"dot_i8_forms", test_dot_i8_forms},
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},

@@ -209,6 +209,15 @@ void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16
     }
 }
 
+void kiln_ref_matmul_f32(const float *a, const float *b, float *c, size_t M, size_t N, size_t K) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      double acc = 0.0;
+      for (size_t k = 0; k < K; k++) acc += (double)a[i * K + k] * b[k * N + j];
+      c[i * N + j] = (float)acc;
+    }
+}
+
 void kiln_ref_matmul_i8(const int8_t *a, size_t sam, size_t sak, const int8_t *b, size_t sbk,
                         size_t sbn, int32_t *c, size_t M, size_t N, size_t K) {
   for (size_t i = 0; i < M; i++)

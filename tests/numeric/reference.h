@@ -116,6 +116,9 @@ double kiln_ref_variance(const float *x, size_t cols);
 void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16_t *b, size_t sbk,
                          size_t sbn, float *c, size_t M, size_t N, size_t K);
 
+/* C = A B with f32 inputs (dense row-major), products and sums in double, stored as f32. */
+void kiln_ref_matmul_f32(const float *a, const float *b, float *c, size_t M, size_t N, size_t K);
+
 /* C = A B with i8 inputs (any strides in elements), products and sums exact in 64 bits and
  * stored as i32 (c: M x N, dense row-major); the callers keep K * 128 * 128 below 2^31, so the
  * kernels' i32 sums cannot wrap and must equal this bit for bit. */
