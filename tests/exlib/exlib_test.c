@@ -19,6 +19,7 @@
  *
  * Usage: exlib_test [KERNEL...]   (default: every kernel). Exit 0 when every check passed. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -715,6 +716,39 @@ static void test_layernorm_bwd(void) {
   }
 }
 
+/* int_semantics: small values (the signs of / and %, shifts of negatives) and values over all
+ * of i32 (wrapping); b never 0, and never -1 against -2^31. Exact. */
+static void test_int_semantics(void) {
+  static const struct {
+    int32_t n;
+    int tier;
+  } cases[] = {{4096, 16}, {1000, 8}, {77, 0}};
+  for (size_t ci = 0; ci < COUNT(cases); ci++) {
+    size_t n = (size_t)cases[ci].n;
+    Verdict v = {.kernel = "int_semantics"};
+    snprintf(v.shape, sizeof v.shape, "n=%zu", n);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 780 + ci);
+    int32_t *x = malloc(n * 4), *y = malloc(n * 4), *ref = malloc(6 * n * 4);
+    for (size_t i = 0; x && y && i < n; i++) {
+      uint64_t r = kiln_ref_rng_next(&rng);
+      int small = i % 2 == 0;
+      x[i] = small ? (int32_t)(r % 81) - 40 : (int32_t)(uint32_t)r;
+      int32_t b = small ? (int32_t)((r >> 32) % 19) - 9 : (int32_t)(r >> 32);
+      y[i] = b == 0 || (b == -1 && x[i] == INT32_MIN) ? 3 : b;
+    }
+    int32_t *dx = to_device(x, n * 4), *dy = to_device(y, n * 4), *dout = output(6 * n * 4);
+    KilnRtStatus st = EX(_int_semantics)(g_lib, dx, dy, dout, cases[ci].n, NULL, NULL, NULL);
+    check_call(&v, st, EX(_int_semantics_pick)(cases[ci].n).signature, cases[ci].tier);
+    int32_t *out = fetch(dout, 6 * n * 4);
+    kiln_ref_int_semantics(x, y, ref, n);
+    check_equal_i32(&v, "out", out, ref, 6 * n);
+    verdict_end(&v);
+    kiln_rt_free(g_dev, dx), kiln_rt_free(g_dev, dy), kiln_rt_free(g_dev, dout);
+    free(x), free(y), free(ref), free(out);
+  }
+}
+
 /* ---- main -------------------------------------------------------------------------------- */
 
 static const struct {
@@ -727,6 +761,7 @@ static const struct {
     {"dropout_rand", test_dropout_rand},     {"flash_attention", test_flash_attention},
     {"matmul_grouped", test_matmul_grouped}, {"transpose", test_transpose},
     {"matmul_i8", test_matmul_i8},           {"layernorm_bwd", test_layernorm_bwd},
+    {"int_semantics", test_int_semantics},
 };
 
 static int run_named(const char *name) {

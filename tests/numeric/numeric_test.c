@@ -897,6 +897,51 @@ static bool test_dot_i8_forms(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- int_semantics -------------------------------------------------------------------------- */
+
+/* Exact: every plane is integer arithmetic. Half the values are small (|a| <= 40, b in -9..9,
+ * not 0: the signs of / and %, shifts of negatives), half span i32 (wrapping products, the low
+ * byte, cdiv's wrapping sum near 2^31); a = -2^31 never meets b = -1. */
+static bool test_int_semantics(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {4096, 1024}, {77, 1024}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, total = 6 * n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[32];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "int_semantics", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 780 + ci);
+    int32_t *x = kiln_test_alloc(n, 4), *y = kiln_test_alloc(n, 4);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t r = kiln_ref_rng_next(&rng);
+      bool small = i % 2 == 0;
+      x[i] = small ? (int32_t)(r % 81) - 40 : (int32_t)(uint32_t)r;
+      int32_t b = small ? (int32_t)((r >> 32) % 19) - 9 : (int32_t)(r >> 32);
+      y[i] = b == 0 || (b == -1 && x[i] == INT32_MIN) ? 3 : b;
+    }
+    int32_t *out = kiln_test_alloc(total, 4), *ref = kiln_test_alloc(6 * n, 4);
+    void *dx = kiln_test_input(&run, x, n * 4), *dy = kiln_test_input(&run, y, n * 4);
+    void *dout = kiln_test_output(&run, total * 4);
+    int32_t n32 = cfgs[ci].n;
+    void *args[] = {&dx, &dy, &dout, &n32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, out, dout, total * 4);
+    kiln_test_check_untouched(&run, "out", out, 4, total, 1, 6 * n, total);
+    kiln_ref_int_semantics(x, y, ref, n);
+    static const char *const planes[] = {"a / b",     "a % b",   "a >> 3",
+                                         "a * 65537", "a as i8", "cdiv(a, 7)"};
+    for (size_t p = 0; p < 6; p++) check_equal_i32(&run, planes[p], out + p * n, ref + p * n, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(out), free(ref);
+  }
+  return all_ok;
+}
+
 /* ---- small_dots --------------------------------------------------------------------------- */
 
 /* Each dot is one program's whole problem (a grid of 1), at 1 and 4 warps on emu. The f16 dot's
@@ -2512,6 +2557,7 @@ static const struct {
     {"matmul_i8", test_matmul_i8},
     {"layernorm_bwd", test_layernorm_bwd},
     {"small_dots", test_small_dots},
+    {"int_semantics", test_int_semantics},
     {"dot_i8_forms", test_dot_i8_forms},
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},

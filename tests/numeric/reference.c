@@ -209,6 +209,25 @@ void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16
     }
 }
 
+/* Two's complement wrapping without signed overflow in C: through uint32_t, back by value. */
+static int32_t wrap_i32(uint32_t u) {
+  return u <= INT32_MAX ? (int32_t)u : -(int32_t)(UINT32_MAX - u) - 1;
+}
+
+void kiln_ref_int_semantics(const int32_t *x, const int32_t *y, int32_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int32_t a = x[i], b = y[i];
+    out[i] = a / b;
+    out[n + i] = a % b;
+    /* >> of a negative value is implementation-defined in C: floor(a / 8) is the arithmetic shift */
+    out[2 * n + i] = a >= 0 ? a / 8 : -(int32_t)((-(int64_t)a + 7) / 8);
+    out[3 * n + i] = wrap_i32((uint32_t)a * 65537u);
+    int32_t low = (int32_t)((uint32_t)a & 0xFFu); /* the low byte, read as signed */
+    out[4 * n + i] = low >= 128 ? low - 256 : low;
+    out[5 * n + i] = wrap_i32((uint32_t)a + 6u) / 7;
+  }
+}
+
 void kiln_ref_matmul_f32(const float *a, const float *b, float *c, size_t M, size_t N, size_t K) {
   for (size_t i = 0; i < M; i++)
     for (size_t j = 0; j < N; j++) {

@@ -116,6 +116,11 @@ double kiln_ref_variance(const float *x, size_t cols);
 void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16_t *b, size_t sbk,
                          size_t sbn, float *c, size_t M, size_t N, size_t K);
 
+/* The int_semantics kernel's six planes of n values each (out[p * n + i]) for a = x[i], b = y[i]:
+ * a / b and a % b as C's (truncating; b != 0 and not INT32_MIN / -1), a >> 3 arithmetic, a * 65537
+ * and cdiv(a, 7) = (a + 6) / 7 with the product and the sum wrapping in 32 bits, (int8_t)a. */
+void kiln_ref_int_semantics(const int32_t *x, const int32_t *y, int32_t *out, size_t n);
+
 /* C = A B with f32 inputs (dense row-major), products and sums in double, stored as f32. */
 void kiln_ref_matmul_f32(const float *a, const float *b, float *c, size_t M, size_t N, size_t K);
 
