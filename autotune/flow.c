@@ -592,7 +592,7 @@ static int emit_library(Run *R) {
   KilnCache all = {0};
   for (size_t i = 0; i < R->cache.count; i++) kiln_cache_put(&all, &R->cache.records[i]);
   for (size_t i = 0; i < R->fresh.count; i++) kiln_cache_put(&all, &R->fresh.records[i]);
-  int rc = 0;
+  int rc = kiln_libgen_check_grids(R->libk, R->nlibk, stderr);
   for (int ki = 0; ki < R->nlibk && rc == 0; ki++) rc = lib_variants(R, ki, &all);
   LibGpuArchs gpu = tune_plan_lib_archs(&R->o->gpu);
   bool cuda = !strncmp(R->tg.spec, "cuda", 4);

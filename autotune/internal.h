@@ -295,6 +295,11 @@ void libgen_c_string(FILE *f, const char *text);
  * promises first. 0 or an exit code. */
 int kiln_libgen_emit(const char *dir, const char *name, KilnTarget target, const char *cpu,
                      int index_bits, const LibGpuArchs *gpu, LibKernel *k, int nk, FILE *err);
+/* Each kernel's grid rule parses and names only its integer parameters, consts, num_warps and
+ * num_stages (what a call has when the library computes the grid): 0, else 1 with the axis and
+ * the name on err (2: out of memory). Run before any default config is chosen, whose pruning
+ * would otherwise fail on a rule that names a helper of the spec, with no word of why. */
+int kiln_libgen_check_grids(const LibKernel *k, int nk, FILE *err);
 
 /* ---------------------------------------------------------------- space.c: identities */
 

@@ -900,10 +900,7 @@ static int save(FILE *mem, char **buf, const char *dir, const char *L, const cha
   return 0;
 }
 
-int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const char *cpu,
-                     int index_bits, const LibGpuArchs *gpu, LibKernel *ks, int nk, FILE *err) {
-  int checked = libgen_check_names(L, ks, nk, err);
-  if (checked) return checked;
+int kiln_libgen_check_grids(const LibKernel *ks, int nk, FILE *err) {
   TuneExpr *grid = malloc(sizeof *grid);
   if (!grid) return 2;
   for (int i = 0; i < nk; i++)
@@ -913,6 +910,14 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
         return 1;
       }
   free(grid);
+  return 0;
+}
+
+int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const char *cpu,
+                     int index_bits, const LibGpuArchs *gpu, LibKernel *ks, int nk, FILE *err) {
+  int checked = libgen_check_names(L, ks, nk, err);
+  if (checked == 0) checked = kiln_libgen_check_grids(ks, nk, err);
+  if (checked) return checked;
   if (gpu && gpu->narchs < 1) {
     fprintf(err, "kiln: error: a cuda library needs at least one arch\n");
     return 64;

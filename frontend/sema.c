@@ -772,7 +772,16 @@ static const KilnType *check_cas(Sema *S, KilnExpr *e) {
   return e->operand_type;
 }
 
-/* dot(a: [M,K], b: [K,N], acc?: [M,N]) */
+/* The element type of dot(a, b)'s result for operands of element type `op`: f32 for the float
+ * types, i32 for i8 (integer products summed exactly, as Triton's int8 dot); KILN_SCALAR_I1
+ * (no dot) for any other type. */
+static KilnScalarKind dot_result_scalar(KilnScalarKind op) {
+  if (kiln_scalar_is_float(op)) return KILN_SCALAR_F32;
+  return op == KILN_SCALAR_I8 ? KILN_SCALAR_I32 : KILN_SCALAR_I1;
+}
+
+/* dot(a: [M,K], b: [K,N], acc?: [M,N]): f16/bf16/f32 operands accumulate in a float tile (f32
+ * without acc), i8 operands in an i32 tile (i32 without acc). */
 static const KilnType *check_dot(Sema *S, KilnExpr *e) {
   const KilnType *a = e->args[0]->type, *b = e->args[1]->type;
   for (int i = 0; i < 2; i++) {
@@ -786,9 +795,11 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e) {
     ERR(S, e->span, "dot of f64 tiles is not supported yet: cast them to f32");
     return NULL;
   }
-  if (a->scalar != b->scalar || !kiln_scalar_is_float(a->scalar)) {
+  KilnScalarKind rk = dot_result_scalar(a->scalar);
+  if (a->scalar != b->scalar || rk == KILN_SCALAR_I1) {
     ERR(S, e->span,
-        "dot operands must have the same element type (f16, bf16 or f32), got %s and %s",
+        "dot operands must have the same element type (f16, bf16 or f32; or i8, accumulated "
+        "in i32), got %s and %s",
         kiln_scalar_name(a->scalar), kiln_scalar_name(b->scalar));
     return NULL;
   }
@@ -799,13 +810,15 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e) {
   }
   int64_t mn[2] = {a->dims[0], b->dims[1]};
   if (!check_tile_elems(S, e->span, 2, mn)) return NULL;
-  const KilnType *res = with_shape(S, KILN_SCALAR_F32, false, 2, mn);
+  const KilnType *res = with_shape(S, rk, false, 2, mn);
   if (e->nargs == 3) {
     const KilnType *acc = e->args[2]->type;
+    bool int_dot = rk == KILN_SCALAR_I32;
+    bool acc_ok = int_dot ? acc->scalar == KILN_SCALAR_I32 : kiln_scalar_is_float(acc->scalar);
     if (acc->kind != KILN_TYPE_TILE || acc->elem_is_ptr || acc->rank != 2 ||
-        acc->dims[0] != mn[0] || acc->dims[1] != mn[1] || !kiln_scalar_is_float(acc->scalar)) {
-      ERR(S, e->args[2]->span, "dot accumulator must be a %s tile of floats, got %s",
-          shstr(S, mn, 2), tstr(S, acc));
+        acc->dims[0] != mn[0] || acc->dims[1] != mn[1] || !acc_ok) {
+      ERR(S, e->args[2]->span, "dot accumulator must be a %s tile of %s, got %s", shstr(S, mn, 2),
+          int_dot ? "i32 (the operands are i8)" : "floats", tstr(S, acc));
       return NULL;
     }
     res = acc;

@@ -433,6 +433,80 @@ static bool test_layernorm_fwd(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- layernorm_bwd ------------------------------------------------------------------------ */
+
+/* dx against the double reference at layernorm_fwd's 1e-5 (floor 1): each row's two sums are
+ * f32 over at most 1000 terms of |xhat g| <= ~3, whose mean errs by < 2e-7, amplified by rstd
+ * ~ 0.9 (these rows' variance is about 4/3; the tiny-variance rows of the forward's test would
+ * make rstd ~300 and are left to the forward). dgamma and dbeta are sums over the rows by atomic
+ * adds in any order: each element within its own bound, (rows + 4) 2^-24 times the sum of its
+ * terms' magnitudes (kiln_ref_layernorm_bwd). The gradient buffers start at 0 and their tails
+ * must keep the sentinel. */
+static bool test_layernorm_bwd(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, stride, block;
+  } cfgs[] = {{77, 768, 770, 1024}, {4, 100, 101, 128}, {8, 256, 256, 256}, {2, 1000, 1000, 1024}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols;
+    size_t st = (size_t)cfgs[ci].stride, n = rows * st;
+    size_t total = n + TAIL_ELEMS, gtotal = cols + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zu stride %zu", rows, cols, st);
+    KilnTestRun run;
+    run_begin(&run, dev, "layernorm_bwd", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 450 + ci);
+    float *x = kiln_test_random_f32(&rng, n, -2.0f, 2.0f);
+    float *dy = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
+    poison_row_gaps(x, rows, cols, st);
+    poison_row_gaps(dy, rows, cols, st);
+    float *gamma = kiln_test_random_f32(&rng, cols, 0.5f, 1.5f);
+    float *beta = kiln_test_alloc(cols, sizeof *beta), *y = kiln_test_alloc(n, sizeof *y);
+    float *mean = kiln_test_alloc(rows, sizeof *mean), *rstd = kiln_test_alloc(rows, sizeof *rstd);
+    kiln_ref_layernorm_fwd(x, st, gamma, beta, y, st, mean, rstd, rows, cols, 1e-5f);
+    float *zeroed = kiln_test_alloc(gtotal, sizeof *zeroed);
+    memset(zeroed, KILN_TEST_SENTINEL, gtotal * sizeof *zeroed);
+    memset(zeroed, 0, cols * sizeof *zeroed);
+    void *dxin = kiln_test_input(&run, x, n * sizeof *x);
+    void *ddy = kiln_test_input(&run, dy, n * sizeof *dy);
+    void *dg = kiln_test_input(&run, gamma, cols * sizeof *gamma);
+    void *dmean = kiln_test_input(&run, mean, rows * sizeof *mean);
+    void *drstd = kiln_test_input(&run, rstd, rows * sizeof *rstd);
+    void *ddx = kiln_test_output(&run, total * sizeof(float));
+    void *ddg = kiln_test_input(&run, zeroed, gtotal * sizeof *zeroed);
+    void *ddb = kiln_test_input(&run, zeroed, gtotal * sizeof *zeroed);
+    int32_t cols32 = cfgs[ci].cols, st32 = cfgs[ci].stride;
+    void *args[] = {&dxin, &ddy, &dg, &dmean, &drstd, &ddx, &ddg, &ddb, &cols32, &st32};
+    kiln_test_launch(&run, run.fn, (uint32_t)rows, 1, args);
+    float *dx = kiln_test_alloc(total, sizeof *dx), *dgam = kiln_test_alloc(gtotal, sizeof *dgam);
+    float *dbet = kiln_test_alloc(gtotal, sizeof *dbet);
+    kiln_test_fetch(&run, dx, ddx, total * sizeof *dx);
+    kiln_test_fetch(&run, dgam, ddg, gtotal * sizeof *dgam);
+    kiln_test_fetch(&run, dbet, ddb, gtotal * sizeof *dbet);
+
+    kiln_test_check_untouched(&run, "dx", dx, sizeof *dx, total, rows, cols, st);
+    kiln_test_check_untouched(&run, "dgamma", dgam, sizeof *dgam, gtotal, 1, cols, gtotal);
+    kiln_test_check_untouched(&run, "dbeta", dbet, sizeof *dbet, gtotal, 1, cols, gtotal);
+    float *ref_dx = kiln_test_alloc(n, sizeof *ref_dx), *ref_g = kiln_test_alloc(cols, 4);
+    float *ref_b = kiln_test_alloc(cols, 4), *bound_g = kiln_test_alloc(cols, 4);
+    float *bound_b = kiln_test_alloc(cols, 4);
+    kiln_ref_layernorm_bwd(x, dy, st, gamma, mean, rstd, ref_dx, ref_g, ref_b, bound_g, bound_b,
+                           rows, cols);
+    float *got = gather_f32(dx, rows, cols, st), *want = gather_f32(ref_dx, rows, cols, st);
+    check_close(&run, "dx", got, want, rows * cols, 1.0, 1e-5);
+    if (run.ok) kiln_test_check_bound(&run, "dgamma", dgam, ref_g, bound_g, cols);
+    if (run.ok) kiln_test_check_bound(&run, "dbeta", dbet, ref_b, bound_b, cols);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(dy), free(gamma), free(beta), free(y), free(mean), free(rstd), free(zeroed);
+    free(dx), free(dgam), free(dbet), free(ref_dx), free(ref_g), free(ref_b), free(bound_g);
+    free(bound_b), free(got), free(want);
+  }
+  return all_ok;
+}
+
 /* ---- matmul_f16 --------------------------------------------------------------------------- */
 
 static bool test_matmul_f16(KilnRtDevice *dev) {
@@ -719,6 +793,199 @@ static bool test_transpose(KilnRtDevice *dev) {
     free(x), free(out), free(ref), free(got), free(want);
   }
   return all_ok;
+}
+
+/* ---- matmul_i8, dot_i8_forms ----------------------------------------------------------------- */
+
+/* n i8 values: uniform over [-128, 127], or (extreme) -128 and 127 only, where the products
+ * reach 2^14 and a lowering that zero-extends or wraps an operand to 8 bits errs by thousands. */
+static int8_t *random_i8(KilnRefRng *rng, size_t n, bool extreme) {
+  int8_t *p = kiln_test_alloc(n, 1);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = kiln_ref_rng_next(rng) >> 24;
+    p[i] = extreme ? (r & 1 ? 127 : -128) : (int8_t)((int)(r & 0xFF) - 128);
+  }
+  return p;
+}
+
+/* i8 x i8 summed in i32: exact, so every result must equal the reference bit for bit. Ragged M,
+ * N and K; K = 200 of extremes reaches |sum| = 200 * 2^14 = 3.3e6. */
+static bool test_matmul_i8(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    bool extreme;
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, false},
+              {100, 70, 200, 32, 64, 64, true},
+              {33, 17, 5, 32, 32, 32, false},
+              {128, 96, 96, 64, 32, 32, false}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t sam = K + 3, sbk = N + 5, scm = N + 8, total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K, cfgs[ci].extreme ? " extremes" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_i8", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 720 + ci);
+    int8_t *a = random_i8(&rng, M * sam, cfgs[ci].extreme);
+    int8_t *b = random_i8(&rng, K * sbk, cfgs[ci].extreme);
+    int32_t *c = kiln_test_alloc(total, sizeof *c), *ref = kiln_test_alloc(M * N, sizeof *ref);
+    void *da = kiln_test_input(&run, a, M * sam), *db = kiln_test_input(&run, b, K * sbk);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sbk32 = (int32_t)sbk, scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sbk32, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    int32_t *got = kiln_test_alloc(M * N, sizeof *got);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    kiln_ref_matmul_i8(a, sam, 1, b, sbk, 1, ref, M, N, K);
+    check_equal_i32(&run, "c", got, ref, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(ref), free(got);
+  }
+  return all_ok;
+}
+
+/* The three forms of dot_i8_forms on one block (K <= BK = 32): dot(a, b); dot(a, b, init) with
+ * init[i][j] = 1000 i + j; and dot(b^T, a^T) = (a b)^T. Exact. */
+static bool test_dot_i8_forms(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K;
+    bool extreme;
+  } cfgs[] = {{32, 32, 32, false}, {20, 9, 29, true}, {1, 32, 1, false}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t n = 3 * M * N, total = n + TAIL_ELEMS;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K, cfgs[ci].extreme ? " extremes" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "dot_i8_forms", NULL, 0, shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 740 + ci);
+    int8_t *a = random_i8(&rng, M * K, cfgs[ci].extreme);
+    int8_t *bt = random_i8(&rng, N * K, cfgs[ci].extreme); /* B^T: N rows of K */
+    int32_t *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(n, sizeof *ref);
+    void *da = kiln_test_input(&run, a, M * K), *db = kiln_test_input(&run, bt, N * K);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    void *args[] = {&da, &db, &dout, &m32, &n32, &k32};
+    kiln_test_launch(&run, run.fn, 1, 1, args);
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
+
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, 1, n, total);
+    kiln_ref_matmul_i8(a, K, 1, bt, 1, K, ref, M, N, K); /* b[k][j] = bt[j][k] */
+    for (size_t i = 0; i < M; i++)
+      for (size_t j = 0; j < N; j++) {
+        ref[M * N + i * N + j] = ref[i * N + j] + (int32_t)(1000 * i + j);
+        ref[2 * M * N + j * M + i] = ref[i * N + j];
+      }
+    check_equal_i32(&run, "dot(a, b)", out, ref, M * N);
+    check_equal_i32(&run, "dot(a, b, init)", out + M * N, ref + M * N, M * N);
+    check_equal_i32(&run, "dot(b^T, a^T)", out + 2 * M * N, ref + 2 * M * N, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(bt), free(out), free(ref);
+  }
+  return all_ok;
+}
+
+/* ---- int_semantics -------------------------------------------------------------------------- */
+
+/* Exact: every plane is integer arithmetic. Half the values are small (|a| <= 40, b in -9..9,
+ * not 0: the signs of / and %, shifts of negatives), half span i32 (wrapping products, the low
+ * byte, cdiv's wrapping sum near 2^31); a = -2^31 never meets b = -1. */
+static bool test_int_semantics(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {4096, 1024}, {77, 1024}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, total = 6 * n + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[32];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "int_semantics", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 780 + ci);
+    int32_t *x = kiln_test_alloc(n, 4), *y = kiln_test_alloc(n, 4);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t r = kiln_ref_rng_next(&rng);
+      bool small = i % 2 == 0;
+      x[i] = small ? (int32_t)(r % 81) - 40 : (int32_t)(uint32_t)r;
+      int32_t b = small ? (int32_t)((r >> 32) % 19) - 9 : (int32_t)(r >> 32);
+      y[i] = b == 0 || (b == -1 && x[i] == INT32_MIN) ? 3 : b;
+    }
+    int32_t *out = kiln_test_alloc(total, 4), *ref = kiln_test_alloc(6 * n, 4);
+    void *dx = kiln_test_input(&run, x, n * 4), *dy = kiln_test_input(&run, y, n * 4);
+    void *dout = kiln_test_output(&run, total * 4);
+    int32_t n32 = cfgs[ci].n;
+    void *args[] = {&dx, &dy, &dout, &n32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
+    kiln_test_fetch(&run, out, dout, total * 4);
+    kiln_test_check_untouched(&run, "out", out, 4, total, 1, 6 * n, total);
+    kiln_ref_int_semantics(x, y, ref, n);
+    static const char *const planes[] = {"a / b",     "a % b",   "a >> 3",
+                                         "a * 65537", "a as i8", "cdiv(a, 7)"};
+    for (size_t p = 0; p < 6; p++) check_equal_i32(&run, planes[p], out + p * n, ref + p * n, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(out), free(ref);
+  }
+  return all_ok;
+}
+
+/* ---- small_dots --------------------------------------------------------------------------- */
+
+/* Each dot is one program's whole problem (a grid of 1), at 1 and 4 warps on emu. The f16 dot's
+ * products are exact in f32 and its 16 additions, in whatever order the lowering takes, each
+ * round once relative to at most sum |a_ik b_kj| <= 16: 16 * 16 * 2^-24 < 2e-5 absolute, the
+ * tolerance with floor 1; the f32 dot's two products and one addition round at most 3 times,
+ * 3 * 2^-24 * sum |terms| <= 2e-6 of values in [-1, 1): 1e-6 relative, floor 1, leaves that to
+ * the rounding; the i8 dot is exact. */
+static bool test_small_dots(KilnRtDevice *dev) {
+  KilnTestRun run;
+  run_begin(&run, dev, "small_dots", NULL, 0, "16x16x16 f16, 4x8x2 f32, 16x8x4 i8");
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, 760);
+  uint16_t *a = random_f16(&rng, 256, -1.0f, 1.0f), *b = random_f16(&rng, 256, -1.0f, 1.0f);
+  float *x = kiln_test_random_f32(&rng, 8, -1.0f, 1.0f), *y = kiln_test_random_f32(&rng, 16, -1, 1);
+  int8_t *p = random_i8(&rng, 64, false), *q = random_i8(&rng, 32, true);
+  size_t t1 = 256 + TAIL_ELEMS, t2 = 32 + TAIL_ELEMS, t3 = 128 + TAIL_ELEMS;
+  void *da = kiln_test_input(&run, a, 512), *db = kiln_test_input(&run, b, 512);
+  void *dx = kiln_test_input(&run, x, 32), *dy = kiln_test_input(&run, y, 64);
+  void *dp = kiln_test_input(&run, p, 64), *dq = kiln_test_input(&run, q, 32);
+  void *d1 = kiln_test_output(&run, t1 * 4), *d2 = kiln_test_output(&run, t2 * 4);
+  void *d3 = kiln_test_output(&run, t3 * 4);
+  void *args[] = {&da, &db, &dx, &dy, &dp, &dq, &d1, &d2, &d3};
+  kiln_test_launch(&run, run.fn, 1, 1, args);
+  float *o1 = kiln_test_alloc(t1, 4), *o2 = kiln_test_alloc(t2, 4);
+  int32_t *o3 = kiln_test_alloc(t3, 4);
+  kiln_test_fetch(&run, o1, d1, t1 * 4);
+  kiln_test_fetch(&run, o2, d2, t2 * 4);
+  kiln_test_fetch(&run, o3, d3, t3 * 4);
+  kiln_test_check_untouched(&run, "o1", o1, 4, t1, 1, 256, t1);
+  kiln_test_check_untouched(&run, "o2", o2, 4, t2, 1, 32, t2);
+  kiln_test_check_untouched(&run, "o3", o3, 4, t3, 1, 128, t3);
+  float *r1 = kiln_test_alloc(256, 4), *r2 = kiln_test_alloc(32, 4);
+  int32_t *r3 = kiln_test_alloc(128, 4);
+  kiln_ref_matmul_f16(a, 16, 1, b, 16, 1, r1, 16, 16, 16);
+  kiln_ref_matmul_f32(x, y, r2, 4, 8, 2);
+  kiln_ref_matmul_i8(p, 4, 1, q, 8, 1, r3, 16, 8, 4);
+  check_close(&run, "f16 16x16x16", o1, r1, 256, 1.0, 2e-5);
+  check_close(&run, "f32 4x8x2", o2, r2, 32, 1.0, 1e-6);
+  check_equal_i32(&run, "i8 16x8x4", o3, r3, 128);
+  bool ok = kiln_test_end(&run);
+  free(a), free(b), free(x), free(y), free(p), free(q), free(o1), free(o2), free(o3);
+  free(r1), free(r2), free(r3);
+  return ok;
 }
 
 /* ---- dropout_rand ------------------------------------------------------------------------- */
@@ -2293,6 +2560,11 @@ static const struct {
     {"transpose", test_transpose},
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
+    {"matmul_i8", test_matmul_i8},
+    {"layernorm_bwd", test_layernorm_bwd},
+    {"small_dots", test_small_dots},
+    {"int_semantics", test_int_semantics},
+    {"dot_i8_forms", test_dot_i8_forms},
     {"accum_loop", test_accum_loop},
     {"pow_countdown", test_pow_countdown},
     {"builtins_basic", test_builtins_basic},

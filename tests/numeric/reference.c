@@ -151,6 +151,36 @@ void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
   }
 }
 
+void kiln_ref_layernorm_bwd(const float *x, const float *dy, size_t stride, const float *gamma,
+                            const float *mean, const float *rstd, float *dx, float *dgamma,
+                            float *dbeta, float *dgamma_bound, float *dbeta_bound, size_t rows,
+                            size_t cols) {
+  double *sg = calloc(cols, sizeof *sg), *sb = calloc(cols, sizeof *sb);
+  double *ag = calloc(cols, sizeof *ag), *ab = calloc(cols, sizeof *ab);
+  for (size_t r = 0; sg && sb && ag && ab && r < rows; r++) {
+    const float *xr = x + r * stride, *dr = dy + r * stride;
+    double c1 = 0.0, c2 = 0.0;
+    for (size_t c = 0; c < cols; c++) {
+      double xhat = ((double)xr[c] - mean[r]) * rstd[r], g = (double)gamma[c] * dr[c];
+      c1 += xhat * g, c2 += g;
+    }
+    c1 /= (double)cols, c2 /= (double)cols;
+    for (size_t c = 0; c < cols; c++) {
+      double xhat = ((double)xr[c] - mean[r]) * rstd[r], g = (double)gamma[c] * dr[c];
+      dx[r * stride + c] = (float)(rstd[r] * (g - xhat * c1 - c2));
+      sg[c] += dr[c] * xhat, sb[c] += dr[c];
+      ag[c] += fabs(dr[c] * xhat), ab[c] += fabs(dr[c]);
+    }
+  }
+  for (size_t c = 0; sg && sb && ag && ab && c < cols; c++) {
+    dgamma[c] = (float)sg[c], dbeta[c] = (float)sb[c];
+    double k = ((double)rows + 4.0) * 0x1p-24;
+    if (dgamma_bound) dgamma_bound[c] = (float)(k * ag[c]);
+    if (dbeta_bound) dbeta_bound[c] = (float)(k * ab[c]);
+  }
+  free(sg), free(sb), free(ag), free(ab);
+}
+
 KilnRefLnRow kiln_ref_layernorm_row_kind(size_t row, size_t rows) {
   if (row == 1) return KILN_REF_LN_ROW_TINY;
   return row == 2 && rows >= 3 ? KILN_REF_LN_ROW_CONSTANT : KILN_REF_LN_ROW_NORMAL;
@@ -181,6 +211,44 @@ void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16
         acc +=
             kiln_ref_f16_to_f32(a[i * sam + k * sak]) * kiln_ref_f16_to_f32(b[k * sbk + j * sbn]);
       c[i * N + j] = acc;
+    }
+}
+
+/* Two's complement wrapping without signed overflow in C: through uint32_t, back by value. */
+static int32_t wrap_i32(uint32_t u) {
+  return u <= INT32_MAX ? (int32_t)u : -(int32_t)(UINT32_MAX - u) - 1;
+}
+
+void kiln_ref_int_semantics(const int32_t *x, const int32_t *y, int32_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int32_t a = x[i], b = y[i];
+    out[i] = a / b;
+    out[n + i] = a % b;
+    /* >> of a negative value is implementation-defined in C: floor(a / 8) is the arithmetic shift */
+    out[2 * n + i] = a >= 0 ? a / 8 : -(int32_t)((-(int64_t)a + 7) / 8);
+    out[3 * n + i] = wrap_i32((uint32_t)a * 65537u);
+    int32_t low = (int32_t)((uint32_t)a & 0xFFu); /* the low byte, read as signed */
+    out[4 * n + i] = low >= 128 ? low - 256 : low;
+    out[5 * n + i] = wrap_i32((uint32_t)a + 6u) / 7;
+  }
+}
+
+void kiln_ref_matmul_f32(const float *a, const float *b, float *c, size_t M, size_t N, size_t K) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      double acc = 0.0;
+      for (size_t k = 0; k < K; k++) acc += (double)a[i * K + k] * b[k * N + j];
+      c[i * N + j] = (float)acc;
+    }
+}
+
+void kiln_ref_matmul_i8(const int8_t *a, size_t sam, size_t sak, const int8_t *b, size_t sbk,
+                        size_t sbn, int32_t *c, size_t M, size_t N, size_t K) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      int64_t acc = 0;
+      for (size_t k = 0; k < K; k++) acc += (int64_t)a[i * sam + k * sak] * b[k * sbk + j * sbn];
+      c[i * N + j] = (int32_t)acc;
     }
 }
 

@@ -82,6 +82,17 @@ void kiln_ref_layernorm_fwd(const float *x, size_t x_stride, const float *gamma,
                             float *y, size_t y_stride, float *mean, float *rstd, size_t rows,
                             size_t cols, float eps);
 
+/* LayerNorm backward per row from the forward's mean and rstd (as f32, what the kernel reads):
+ * xhat = (x - mean) rstd, g = gamma dy, dx = rstd (g - xhat mean(xhat g) - mean(g)), in double;
+ * dgamma = sum over rows of dy xhat, dbeta = sum of dy. x and dy (and dx) have rows `stride`
+ * apart. *_bound (if not NULL) receive the error an f32 sum of those rows in any order may
+ * have: (rows + 4) 2^-24 sum over rows |term| (each addition rounds once, relative to at most
+ * the sum of the magnitudes; the 4 covers the f32 term itself). */
+void kiln_ref_layernorm_bwd(const float *x, const float *dy, size_t stride, const float *gamma,
+                            const float *mean, const float *rstd, float *dx, float *dgamma,
+                            float *dbeta, float *dgamma_bound, float *dbeta_bound, size_t rows,
+                            size_t cols);
+
 /* The rows of every LayerNorm test (numeric layernorm_fwd, the BERT layernorm family) that make
  * the eps term visible: with a variance near 1, eps = 1e-5 moves rstd by 5e-6 relative, under
  * any f32 tolerance, so a wrong eps would pass. Row 1 has a variance of about eps / 2 (doubling
@@ -107,6 +118,20 @@ double kiln_ref_variance(const float *x, size_t cols);
  * order; the f32 result is written to c (M x N, dense row-major), not rounded to f16. */
 void kiln_ref_matmul_f16(const uint16_t *a, size_t sam, size_t sak, const uint16_t *b, size_t sbk,
                          size_t sbn, float *c, size_t M, size_t N, size_t K);
+
+/* The int_semantics kernel's six planes of n values each (out[p * n + i]) for a = x[i], b = y[i]:
+ * a / b and a % b as C's (truncating; b != 0 and not INT32_MIN / -1), a >> 3 arithmetic, a * 65537
+ * and cdiv(a, 7) = (a + 6) / 7 with the product and the sum wrapping in 32 bits, (int8_t)a. */
+void kiln_ref_int_semantics(const int32_t *x, const int32_t *y, int32_t *out, size_t n);
+
+/* C = A B with f32 inputs (dense row-major), products and sums in double, stored as f32. */
+void kiln_ref_matmul_f32(const float *a, const float *b, float *c, size_t M, size_t N, size_t K);
+
+/* C = A B with i8 inputs (any strides in elements), products and sums exact in 64 bits and
+ * stored as i32 (c: M x N, dense row-major); the callers keep K * 128 * 128 below 2^31, so the
+ * kernels' i32 sums cannot wrap and must equal this bit for bit. */
+void kiln_ref_matmul_i8(const int8_t *a, size_t sam, size_t sak, const int8_t *b, size_t sbk,
+                        size_t sbn, int32_t *c, size_t M, size_t N, size_t K);
 
 /* Index of the largest element of each row, the first one on ties (NaN-free inputs). */
 void kiln_ref_argmax_rows(const float *x, size_t stride, int32_t *out, size_t rows, size_t cols);
