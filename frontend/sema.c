@@ -1122,6 +1122,82 @@ static const KilnType *check_sort(Sema *S, KilnExpr *e) {
   return t;
 }
 
+static const KilnType *check_func_call(Sema *S, KilnExpr *e, const KilnFunc *f);
+
+/* scan / reduce (x, axis, combine): combine names a def of two parameters, which is inlined
+ * (check_func_call) on a call of its own, combine(x, x), made here and kept in e->result: its
+ * body is checked with two tiles of x's type, and mlirgen emits that body once per step of its
+ * network with the step's tiles bound to the parameters (so a tile of x's shape is all it ever
+ * sees).  Its result must be x's type.  The axis is kept in e->ival; its length must be a power
+ * of two (the network halves it). */
+static KilnExpr *combine_call(Sema *S, KilnExpr *e, const KilnFunc *f) {
+  KilnExpr *c = kiln_arena_alloc(S->ar, sizeof *c);
+  memset(c, 0, sizeof *c);
+  c->kind = KILN_EXPR_CALL;
+  c->span = e->args[2]->span;
+  c->name = f->name;
+  c->nargs = 2;
+  c->args = kiln_arena_alloc(S->ar, sizeof *c->args * 2);
+  for (int i = 0; i < 2; i++) c->args[i] = kiln_ast_clone_expr(S->ar, e->args[0]);
+  return c;
+}
+
+static const KilnType *check_combine_op(Sema *S, KilnExpr *e) {
+  const KilnType *t = e->args[0]->type;
+  if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
+    ERR(S, e->args[0]->span, "%s expects a tile of numbers, got %s", e->name, tstr(S, t));
+    return NULL;
+  }
+  int64_t axis = 0;
+  char what[64];
+  snprintf(what, sizeof what, "%s axis", e->name);
+  if (!const_arg(S, e, 1, what, &axis)) return NULL;
+  if (axis < 0 || axis >= t->rank) {
+    ERR(S, e->args[1]->span, "%s axis %" PRId64 " is out of range for a rank-%d tile", e->name,
+        axis, t->rank);
+    return NULL;
+  }
+  int64_t n = t->dims[axis];
+  if (n & (n - 1)) {
+    ERR(S, e->args[0]->span, "%s needs a power-of-two length along its axis, got %" PRId64, e->name,
+        n);
+    return NULL;
+  }
+  KilnExpr *fn = e->args[2];
+  const KilnFunc *f = fn->kind == KILN_EXPR_NAME ? kiln_func_find(S->c, fn->name) : NULL;
+  if (!f) {
+    ERR(S, fn->span, "%s combine must name a function (a def of two parameters)%s", e->name,
+        fn->kind == KILN_EXPR_NAME && find_builtin(fn->name) ? ", not a builtin" : "");
+    return NULL;
+  }
+  if (f->nparams != 2) {
+    ERR(S, fn->span, "%s combine '%s' must take 2 parameters, takes %d", e->name, f->name,
+        f->nparams);
+    return NULL;
+  }
+  if (!f->result || f->result->tuple) {
+    ERR(S, fn->span, "%s combine '%s' must return one value (x's type %s)", e->name, f->name,
+        tstr(S, t));
+    return NULL;
+  }
+  KilnExpr *call = combine_call(S, e, f);
+  const KilnType *r = check_func_call(S, call, f);
+  if (!r) return NULL;
+  if (!kiln_type_equal(r, t)) {
+    ERR(S, fn->span, "%s combine '%s' must return x's type %s, returns %s", e->name, f->name,
+        tstr(S, t), tstr(S, r));
+    return NULL;
+  }
+  e->result = call;
+  e->ival = axis;
+  if (e->builtin == KILN_BUILTIN_SCAN) return t;
+  int64_t dims[KILN_MAX_RANK];
+  int rank = 0;
+  for (int i = 0; i < t->rank; i++)
+    if (i != axis) dims[rank++] = t->dims[i];
+  return with_shape(S, t->scalar, false, rank, dims);
+}
+
 /* reshape(x, [shape]): a tile (numbers) and a shape of as many elements; row-major order is kept. */
 static const KilnType *check_reshape(Sema *S, KilnExpr *e) {
   const KilnType *t = e->args[0]->type, *sh = e->args[1]->type;
@@ -1325,6 +1401,8 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e) {
   case KILN_BUILTIN_FLIP:
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: return check_axis_op(S, e);
+  case KILN_BUILTIN_SCAN:
+  case KILN_BUILTIN_REDUCE: return check_combine_op(S, e);
   case KILN_BUILTIN_ABS: return elementwise(S, e, 0, false, false);
   case KILN_BUILTIN_EXP:
   case KILN_BUILTIN_EXP2:
@@ -1647,6 +1725,8 @@ static const KilnType *check_call(Sema *S, KilnExpr *e) {
   bool ok = true;
   for (int i = 0; i < e->nargs; i++) {
     KilnExpr *a = e->args[i];
+    if ((e->builtin == KILN_BUILTIN_SCAN || e->builtin == KILN_BUILTIN_REDUCE) && i == 2)
+      continue; /* a function's name, not a value: check_combine_op resolves it */
     if (e->builtin == KILN_BUILTIN_TRANS && i == 1 && a->kind == KILN_EXPR_LIST) {
       ok &= check_perm_list(S, a);
       continue;

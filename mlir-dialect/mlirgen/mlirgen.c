@@ -206,6 +206,7 @@ static MlirValue convert(Gen *g, MlirLocation loc, MlirValue v, const KilnType *
 /* ------------------------------------------------------------------ expressions */
 
 static MlirValue gen_expr(Gen *g, const KilnExpr *e);
+static void gen_stmt(Gen *g, const KilnStmt *s);
 
 static MlirValue const_of(Gen *g, MlirLocation loc, const KilnType *t, double fv, int64_t iv,
                           bool is_float_value) {
@@ -681,6 +682,98 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
   return kiln_ir_build_reshape(&g->b, loc, v, tt);
 }
 
+/* scan / reduce (x, axis, combine) with a user's combine, built from existing ops as sort is, so
+ * that every target runs the same network.  Along an axis of length n (a power of two), step
+ * j = 1, 2, .., n/2 pairs each aligned j-block with its neighbour in the 2j-block, whose
+ * elements are partners: a [A, 2, j, B] view (A = the lines times n / 2j, B = the elements
+ * after the axis) flipped along its second axis.  Two tiles of x's shape are kept: v, the
+ * inclusive scan within each element's j-block, and t, the combined total of that block (on
+ * every element of it); both start as x.  A step makes, with p the partner's t:
+ *   upper half:  v = combine(p, v)      (the lower block's total before it)
+ *   every half:  t = combine(lower's t, upper's t)  (the 2j-block's total, in order)
+ * so the combine only ever sees an earlier value on its left: associativity is all it needs,
+ * not commutativity.  After the last step v is the scan and t the line's total on every
+ * element; reduce takes t, one element per line (a max along the axis over equal values,
+ * exact in every type).  Each step costs a reshape and a flip (on the GPU a trip through shared
+ * memory), selects and the combine's inlined body once (reduce) or twice (scan) on whole tiles;
+ * the combine also runs on elements whose result is discarded. */
+static MlirValue combine_partner(Gen *g, MlirLocation loc, MlirValue t, int axis, int64_t j) {
+  MlirType tt = mlirValueGetType(t), elem = kiln_ir_elem_type(tt);
+  int rank = (int)mlirShapedTypeGetRank(tt);
+  int64_t pre = 1, post = 1, n = mlirShapedTypeGetDimSize(tt, axis);
+  for (int i = 0; i < axis; i++) pre *= mlirShapedTypeGetDimSize(tt, i);
+  for (int i = axis + 1; i < rank; i++) post *= mlirShapedTypeGetDimSize(tt, i);
+  int64_t view[4] = {pre * (n / (2 * j)), 2, j, post};
+  MlirValue v =
+      kiln_ir_build_reshape(&g->b, loc, t, kiln_ir_type_tensor(elem, view, post > 1 ? 4 : 3));
+  v = kiln_ir_build_flip(&g->b, loc, v, 1);
+  return kiln_ir_build_reshape(&g->b, loc, v, tt);
+}
+
+/* The i1 tile of x's shape that is true where the index along the axis has bit j clear (the
+ * lower j-block of each 2j-block). */
+static MlirValue combine_lower(Gen *g, MlirLocation loc, MlirType tt, int axis, int64_t j) {
+  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
+  int rank = (int)mlirShapedTypeGetRank(tt);
+  int64_t n = mlirShapedTypeGetDimSize(tt, axis), shape[KILN_MAX_RANK];
+  MlirType rt = kiln_ir_type_tensor(i32, &n, 1);
+  MlirValue and_ops[2] = {kiln_ir_build_range(&g->b, loc, 0, (int32_t)n),
+                          kiln_ir_build_const_int(&g->b, loc, rt, j)};
+  MlirValue bit = kiln_ir_build_elementwise(&g->b, loc, "arith.andi", and_ops, 2, rt);
+  MlirValue m =
+      kiln_ir_build_cmpi(&g->b, loc, "eq", bit, kiln_ir_build_const_int(&g->b, loc, rt, 0));
+  for (int i = 0; i < axis; i++) m = kiln_ir_build_expand_dims(&g->b, loc, m, 0);
+  for (int i = axis + 1; i < rank; i++) m = kiln_ir_build_expand_dims(&g->b, loc, m, i);
+  bool full = true;
+  for (int i = 0; i < rank; i++) {
+    shape[i] = mlirShapedTypeGetDimSize(tt, i);
+    full &= i == axis || shape[i] == 1;
+  }
+  return full ? m : kiln_ir_build_broadcast(&g->b, loc, m, kiln_ir_type_tensor(i1, shape, rank));
+}
+
+/* One inlined combine(a, b): sema checked the body (call->inlined) once for tiles of x's type;
+ * its first two statements bind the parameters, which take a and b here instead of their
+ * (never emitted) argument expressions. */
+static MlirValue combine_apply(Gen *g, const KilnExpr *call, MlirValue a, MlirValue b) {
+  const KilnBlock *blk = call->inlined;
+  g->vals[blk->stmts[0]->decl->id] = a;
+  g->vals[blk->stmts[1]->decl->id] = b;
+  for (int i = 2; i < blk->nstmts && !g->failed; i++) gen_stmt(g, blk->stmts[i]);
+  return g->failed ? a : gen_expr(g, call->result);
+}
+
+static MlirValue gen_combine_op(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *xt = e->args[0]->type;
+  const KilnExpr *call = e->result;
+  int axis = (int)e->ival;
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return x;
+  bool scan = e->builtin == KILN_BUILTIN_SCAN;
+  MlirType tt = mlirValueGetType(x);
+  int64_t n = xt->dims[axis];
+  MlirValue v = x, t = x;
+  for (int64_t j = 1; j < n && !g->failed; j *= 2) {
+    MlirValue lower = combine_lower(g, loc, tt, axis, j);
+    MlirValue p = combine_partner(g, loc, t, axis, j);
+    if (scan) v = kiln_ir_build_select(&g->b, loc, lower, v, combine_apply(g, call, p, v));
+    if (g->failed || (scan && 2 * j == n)) break; /* the last total is not needed */
+    MlirValue first = kiln_ir_build_select(&g->b, loc, lower, t, p);
+    MlirValue second = kiln_ir_build_select(&g->b, loc, lower, p, t);
+    t = combine_apply(g, call, first, second);
+  }
+  if (g->failed || scan) return v;
+  /* every element of a line holds its total: a max of equal values takes one exactly; narrow
+   * integers and 16-bit floats go through i32 / f32, as reductions do */
+  KilnScalarKind k = xt->scalar, wide = k;
+  if (kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32) wide = KILN_SCALAR_I32;
+  if (k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16) wide = KILN_SCALAR_F32;
+  t = cast_elem(g, loc, t, k, wide, xt);
+  MlirValue r = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, axis, t);
+  return cast_elem(g, loc, r, wide, k, e->type);
+}
+
 /* trans(x, perm) of a 3-D tile [a, b, c] from existing ops.  The two rotations are a 2-D
  * transpose of a flat view: [a, b*c] transposed is [b*c, a], laid out as [b, c, a] (perm 1 2 0);
  * [a*b, c] transposed is [c, a*b], laid out as [c, a, b] (perm 2 0 1).  The odd permutations
@@ -976,6 +1069,8 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     return g->failed ? x : kiln_ir_build_flip(&g->b, loc, x, (int)e->ival);
   }
   case KILN_BUILTIN_SORT: return gen_sort(g, e);
+  case KILN_BUILTIN_SCAN:
+  case KILN_BUILTIN_REDUCE: return gen_combine_op(g, e);
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: {
     /* narrow integers widened to i32 first (operand_type), as for sum */
