@@ -733,12 +733,17 @@ static MlirValue combine_lower(Gen *g, MlirLocation loc, MlirType tt, int axis, 
 }
 
 /* One inlined combine(a, b): sema checked the body (call->inlined) once for tiles of x's type;
- * its first two statements bind the parameters, which take a and b here instead of their
- * (never emitted) argument expressions. */
+ * its first two statements bind the parameters, which take a and b here (converted, as the
+ * `let`s would, to a parameter's written type) instead of their never emitted argument
+ * expressions. */
 static MlirValue combine_apply(Gen *g, const KilnExpr *call, MlirValue a, MlirValue b) {
   const KilnBlock *blk = call->inlined;
-  g->vals[blk->stmts[0]->decl->id] = a;
-  g->vals[blk->stmts[1]->decl->id] = b;
+  MlirValue ab[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    const KilnStmt *bind = blk->stmts[i];
+    g->vals[bind->decl->id] =
+        convert(g, loc_of(g, bind->span), ab[i], bind->init->type, bind->decl->type, bind->span);
+  }
   for (int i = 2; i < blk->nstmts && !g->failed; i++) gen_stmt(g, blk->stmts[i]);
   return g->failed ? a : gen_expr(g, call->result);
 }
