@@ -732,51 +732,95 @@ static MlirValue combine_lower(Gen *g, MlirLocation loc, MlirType tt, int axis, 
   return full ? m : kiln_ir_build_broadcast(&g->b, loc, m, kiln_ir_type_tensor(i1, shape, rank));
 }
 
-/* One inlined combine(a, b): sema checked the body (call->inlined) once for tiles of x's type;
- * its first two statements bind the parameters, which take a and b here (converted, as the
- * `let`s would, to a parameter's written type) instead of their never emitted argument
- * expressions. */
-static MlirValue combine_apply(Gen *g, const KilnExpr *call, MlirValue a, MlirValue b) {
+/* One inlined combine(a.., b..) of k values each: sema checked the body (call->inlined) once for
+ * tiles of x's types; its first 2k statements bind the parameters, which take a and b here
+ * (converted, as the `let`s would, to a parameter's written type) instead of their never emitted
+ * argument expressions.  The k results go to out. */
+static void combine_apply(Gen *g, const KilnExpr *call, int k, const MlirValue *a,
+                          const MlirValue *b, MlirValue *out) {
   const KilnBlock *blk = call->inlined;
-  MlirValue ab[2] = {a, b};
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 2 * k; i++) {
     const KilnStmt *bind = blk->stmts[i];
-    g->vals[bind->decl->id] =
-        convert(g, loc_of(g, bind->span), ab[i], bind->init->type, bind->decl->type, bind->span);
+    g->vals[bind->decl->id] = convert(g, loc_of(g, bind->span), i < k ? a[i] : b[i - k],
+                                      bind->init->type, bind->decl->type, bind->span);
   }
-  for (int i = 2; i < blk->nstmts && !g->failed; i++) gen_stmt(g, blk->stmts[i]);
-  return g->failed ? a : gen_expr(g, call->result);
+  for (int i = 2 * k; i < blk->nstmts && !g->failed; i++) gen_stmt(g, blk->stmts[i]);
+  for (int i = 0; i < k && !g->failed; i++)
+    out[i] = gen_expr(g, k == 1 ? call->result : call->result->args[i]);
 }
 
-static MlirValue gen_combine_op(Gen *g, const KilnExpr *e) {
+/* select(c, a, b) of k values. */
+static void combine_select(Gen *g, MlirLocation loc, MlirValue c, int k, const MlirValue *a,
+                           const MlirValue *b, MlirValue *out) {
+  for (int i = 0; i < k; i++) out[i] = kiln_ir_build_select(&g->b, loc, c, a[i], b[i]);
+}
+
+#define MAX_COMBINE_VALUES 8
+
+/* The network over the k tiles of e's x (sema: e->args[0], or the list in it), whose results
+ * go to out: the scans, or the lines' totals for reduce (still of x's shape). */
+static bool combine_network(Gen *g, const KilnExpr *e, int k, KilnExpr **xs, MlirValue *out) {
   MlirLocation loc = loc_of(g, e->span);
-  const KilnType *xt = e->args[0]->type;
-  const KilnExpr *call = e->result;
+  const KilnExpr *call = e->lhs;
   int axis = (int)e->ival;
-  MlirValue x = gen_expr(g, e->args[0]);
-  if (g->failed) return x;
   bool scan = e->builtin == KILN_BUILTIN_SCAN;
-  MlirType tt = mlirValueGetType(x);
-  int64_t n = xt->dims[axis];
-  MlirValue v = x, t = x;
+  MlirValue v[MAX_COMBINE_VALUES], t[MAX_COMBINE_VALUES], p[MAX_COMBINE_VALUES],
+      c[MAX_COMBINE_VALUES], first[MAX_COMBINE_VALUES], second[MAX_COMBINE_VALUES];
+  for (int i = 0; i < k && !g->failed; i++) v[i] = t[i] = gen_expr(g, xs[i]);
+  if (g->failed) return false;
+  MlirType tt = mlirValueGetType(v[0]);
+  int64_t n = xs[0]->type->dims[axis];
   for (int64_t j = 1; j < n && !g->failed; j *= 2) {
     MlirValue lower = combine_lower(g, loc, tt, axis, j);
-    MlirValue p = combine_partner(g, loc, t, axis, j);
-    if (scan) v = kiln_ir_build_select(&g->b, loc, lower, v, combine_apply(g, call, p, v));
+    for (int i = 0; i < k; i++) p[i] = combine_partner(g, loc, t[i], axis, j);
+    if (scan) {
+      combine_apply(g, call, k, p, v, c);
+      if (g->failed) break;
+      combine_select(g, loc, lower, k, v, c, v);
+    }
     if (g->failed || (scan && 2 * j == n)) break; /* the last total is not needed */
-    MlirValue first = kiln_ir_build_select(&g->b, loc, lower, t, p);
-    MlirValue second = kiln_ir_build_select(&g->b, loc, lower, p, t);
-    t = combine_apply(g, call, first, second);
+    combine_select(g, loc, lower, k, t, p, first);
+    combine_select(g, loc, lower, k, p, t, second);
+    combine_apply(g, call, k, first, second, t);
   }
-  if (g->failed || scan) return v;
-  /* every element of a line holds its total: a max of equal values takes one exactly; narrow
-   * integers and 16-bit floats go through i32 / f32, as reductions do */
+  for (int i = 0; i < k; i++) out[i] = scan ? v[i] : t[i];
+  return !g->failed;
+}
+
+/* Each line's total, held by every element of it: a max of equal values takes one exactly;
+ * narrow integers and 16-bit floats go through i32 / f32, as reductions do. */
+static MlirValue combine_total(Gen *g, MlirLocation loc, MlirValue t, int axis, const KilnType *xt,
+                               const KilnType *rt) {
   KilnScalarKind k = xt->scalar, wide = k;
   if (kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32) wide = KILN_SCALAR_I32;
   if (k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16) wide = KILN_SCALAR_F32;
   t = cast_elem(g, loc, t, k, wide, xt);
   MlirValue r = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, axis, t);
-  return cast_elem(g, loc, r, wide, k, e->type);
+  return cast_elem(g, loc, r, wide, k, rt);
+}
+
+/* scan / reduce of k tiles: the k results in out (their types: e->type for one, else the
+ * tuple's values, e->result). */
+static bool gen_combine_values(Gen *g, const KilnExpr *e, MlirValue *out) {
+  KilnExpr *x = e->args[0];
+  int k = x->kind == KILN_EXPR_LIST ? x->nargs : 1;
+  KilnExpr **xs = x->kind == KILN_EXPR_LIST ? x->args : e->args;
+  if (k > MAX_COMBINE_VALUES) {
+    gen_error(g, e->span, "too many tiles");
+    return false;
+  }
+  if (!combine_network(g, e, k, xs, out)) return false;
+  if (e->builtin == KILN_BUILTIN_SCAN) return true;
+  for (int i = 0; i < k && !g->failed; i++)
+    out[i] = combine_total(g, loc_of(g, e->span), out[i], (int)e->ival, xs[i]->type,
+                           k == 1 ? e->type : e->result->args[i]->type);
+  return !g->failed;
+}
+
+static MlirValue gen_combine_op(Gen *g, const KilnExpr *e) {
+  MlirValue out[MAX_COMBINE_VALUES] = {{NULL}};
+  gen_combine_values(g, e, out);
+  return out[0]; /* several values: a call as a statement, whose values are dropped */
 }
 
 /* trans(x, perm) of a 3-D tile [a, b, c] from existing ops.  The two rotations are a 2-D
@@ -1275,8 +1319,24 @@ static void gen_if(Gen *g, const KilnStmt *s) {
 /* `let a, b = f(...);` (or var, or an assignment): the call's body, then each returned value
  * converted to its name's type.  All values are made before any name is rebound, so that
  * `a, b = swap(a, b)` reads the old a and b (the values are the callee's names anyway). */
+/* `let m, i = reduce([v, idx], axis, f);`: the values of a scan or reduce of several tiles. */
+static void gen_unpack_combine(Gen *g, const KilnStmt *s) {
+  const KilnExpr *call = s->value;
+  MlirValue out[MAX_COMBINE_VALUES] = {{NULL}};
+  if (!gen_combine_values(g, call, out)) return;
+  for (int i = 0; i < s->nnames && !g->failed; i++) {
+    const KilnExpr *v = call->result->args[i];
+    out[i] = convert(g, loc_of(g, s->span), out[i], v->type, s->decls[i]->type, s->span);
+  }
+  for (int i = 0; i < s->nnames && !g->failed; i++) g->vals[s->decls[i]->id] = out[i];
+}
+
 static void gen_unpack(Gen *g, const KilnStmt *s) {
   const KilnExpr *call = s->value;
+  if (s->decls && (call->builtin == KILN_BUILTIN_SCAN || call->builtin == KILN_BUILTIN_REDUCE)) {
+    gen_unpack_combine(g, s);
+    return;
+  }
   if (!s->decls || !call->inlined || !call->result || !call->result->tuple) {
     gen_error(g, s->span, "unpacking of a value that is not a function's values");
     return;

@@ -1356,7 +1356,8 @@ static bool test_scan_flip(KilnRtDevice *dev) {
 
 /* scan and reduce with a combine function (issue 15): the network's order is not the
  * reference's, so only results every order gives exactly are compared for equality (maxima,
- * sums of sixteenths, the forward fill, wrapping integer sums); the f32 row sum is checked
+ * sums of sixteenths, the forward fill, wrapping integer sums and products, the composition of
+ * integer maps, the first max's column); the f32 row sum is checked
  * against the bound of a tree of log2(bc) levels of additions (the reference's bound array).
  * Tiles of 1 and 2 columns, a single row and rows and columns past the matrix's edge. */
 static bool test_scan_combine(KilnRtDevice *dev) {
@@ -1366,7 +1367,7 @@ static bool test_scan_combine(KilnRtDevice *dev) {
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
-    size_t plane = rows * bc, nf = 3 * plane, ni = 2 * plane, nr = 2 * rows;
+    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, nr = 3 * rows;
     KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
     char shape[64];
     snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);

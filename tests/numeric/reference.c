@@ -590,10 +590,15 @@ void kiln_ref_scan_combine(const float *x, float *outf, int32_t *outi, float *ou
     double sum = 0.0, abs_sum = 0.0;
     uint32_t wsum = 0;
     uint8_t bsum = 0;
+    uint32_t factor = 1, offset = 0;
+    int32_t top_col = 0;
     for (size_t c = 0; c < bc; c++) {
       float v = scan_tile(x, rows, cols, r, c);
       int32_t z = (int32_t)(v * 4.0f) / 3;
+      if (c == 0 || v > mx) top_col = (int32_t)c;
       mx = fmaxf(mx, v);
+      factor *= (uint32_t)z;
+      offset = (uint32_t)z * offset + (uint32_t)(int32_t)(v * 16.0f);
       qs += floorf(v * 16.0f) * 0.0625f;
       fill = fill_last(fill, z);
       sum += v;
@@ -613,13 +618,16 @@ void kiln_ref_scan_combine(const float *x, float *outf, int32_t *outi, float *ou
       outf[2 * plane + at] = down;
       outi[at] = fill;
       outi[plane + at] = down_fill;
+      outi[2 * plane + at] = (int32_t)offset;
+      outi[3 * plane + at] = (int32_t)factor;
     }
-    outr[2 * r] = (float)sum;
-    bound[2 * r] = (float)(gamma * abs_sum + u * fabs(sum)) + FLT_MIN;
-    outr[2 * r + 1] = mx;
-    bound[2 * r + 1] = FLT_MIN;
-    outri[2 * r] = (int32_t)wsum;
-    outri[2 * r + 1] = (int8_t)bsum;
+    outr[3 * r] = (float)sum;
+    bound[3 * r] = (float)(gamma * abs_sum + u * fabs(sum)) + FLT_MIN;
+    outr[3 * r + 1] = outr[3 * r + 2] = mx;
+    bound[3 * r + 1] = bound[3 * r + 2] = FLT_MIN;
+    outri[3 * r] = (int32_t)wsum;
+    outri[3 * r + 1] = (int8_t)bsum;
+    outri[3 * r + 2] = top_col;
   }
 }
 
