@@ -1817,6 +1817,10 @@ static const KilnType *check_call(Sema *S, KilnExpr *e) {
     if ((e->builtin == KILN_BUILTIN_SCAN || e->builtin == KILN_BUILTIN_REDUCE) && i == 0 &&
         a->kind == KILN_EXPR_LIST) { /* several tiles, each a value */
       for (int j = 0; j < a->nargs; j++) ok = value(S, a->args[j]) && ok;
+      KilnType *tt = kiln_arena_alloc(S->ar, sizeof *tt); /* typed, as every checked node is */
+      tt->kind = KILN_TYPE_TUPLE;
+      tt->rank = a->nargs;
+      a->type = tt;
       continue;
     }
     if (e->builtin == KILN_BUILTIN_TRANS && i == 1 && a->kind == KILN_EXPR_LIST) {
