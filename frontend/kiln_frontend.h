@@ -224,8 +224,10 @@ struct KilnExpr {
   KilnExpr *result;          /* sema, CALL of a function: the returned value (NULL: none); for
                                       a function that returns several, a LIST marked `tuple` whose
                                       args are the values (the call's type is then TUPLE);
-                                      for scan/reduce, the combine's call, inlined for two
-                                      tiles of x's type (mlirgen binds their values itself) */
+                                      for a scan/reduce of k > 1 tiles, a `tuple` LIST of
+                                      placeholders of its k result types (its combine's call,
+                                      inlined for tiles of x's types, is in `lhs`; mlirgen
+                                      binds the parameters' values itself) */
   bool tuple;                /* LIST only: the values of `return a, b;`, not a shape */
   bool weak;                 /* sema: an untyped constant (literal, const param) that took
                                       its type from the other operand, like Triton's constexprs */
