@@ -223,7 +223,11 @@ struct KilnExpr {
                                       the arguments, then its body, checked for this call */
   KilnExpr *result;          /* sema, CALL of a function: the returned value (NULL: none); for
                                       a function that returns several, a LIST marked `tuple` whose
-                                      args are the values (the call's type is then TUPLE) */
+                                      args are the values (the call's type is then TUPLE);
+                                      for a scan/reduce of k > 1 tiles, a `tuple` LIST of
+                                      placeholders of its k result types (its combine's call,
+                                      inlined for tiles of x's types, is in `lhs`; mlirgen
+                                      binds the parameters' values itself) */
   bool tuple;                /* LIST only: the values of `return a, b;`, not a shape */
   bool weak;                 /* sema: an untyped constant (literal, const param) that took
                                       its type from the other operand, like Triton's constexprs */

@@ -1135,6 +1135,169 @@ static const KilnType *check_sort(Sema *S, KilnExpr *e) {
   return t;
 }
 
+static const KilnType *check_func_call(Sema *S, KilnExpr *e, const KilnFunc *f);
+
+/* scan / reduce (x, axis, combine): combine names a def, which is inlined (check_func_call) on a
+ * call of its own, combine(x, x), made here and kept in e->lhs: its body is checked with two
+ * tiles of x's type, and mlirgen emits that body once per step of its network with the step's
+ * tiles bound to the parameters (so a tile of x's shape is all it ever sees).  Its result must
+ * be x's type.  x may be a list of k tiles of one shape, `[v, i]` (Triton's tuples): the combine
+ * then takes 2k parameters (the earlier values, then the later ones) and returns k values, and
+ * the call is unpacked (`let m, j = reduce([v, i], 1, f);`): its type is a tuple whose values
+ * are in e->result, as a function's are.  The axis is kept in e->ival; its length must be a
+ * power of two (the network halves it). */
+#define MAX_COMBINE_VALUES 8
+
+static int combine_inputs(KilnExpr *e, KilnExpr ***xs) {
+  KilnExpr *x = e->args[0];
+  if (x->kind != KILN_EXPR_LIST) {
+    *xs = e->args;
+    return 1;
+  }
+  *xs = x->args;
+  return x->nargs;
+}
+
+static KilnExpr *combine_call(Sema *S, KilnExpr *e, const KilnFunc *f, KilnExpr **xs, int k) {
+  KilnExpr *c = kiln_arena_alloc(S->ar, sizeof *c);
+  memset(c, 0, sizeof *c);
+  c->kind = KILN_EXPR_CALL;
+  c->span = e->args[2]->span;
+  c->name = f->name;
+  c->nargs = 2 * k;
+  c->args = kiln_arena_alloc(S->ar, sizeof *c->args * (size_t)(2 * k));
+  for (int i = 0; i < 2 * k; i++) c->args[i] = kiln_ast_clone_expr(S->ar, xs[i % k]);
+  return c;
+}
+
+/* The inputs: k tiles of numbers of one shape, whose axis is in range and of a power-of-two
+ * length. */
+static bool check_combine_inputs(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int64_t *axis) {
+  if (k < 1 || k > MAX_COMBINE_VALUES) {
+    ERR(S, e->args[0]->span, "%s takes 1 to %d tiles, got %d", e->name, MAX_COMBINE_VALUES, k);
+    return false;
+  }
+  const KilnType *t = xs[0]->type;
+  for (int i = 0; i < k; i++) {
+    const KilnType *ti = xs[i]->type;
+    if (ti->kind != KILN_TYPE_TILE || ti->elem_is_ptr) {
+      ERR(S, xs[i]->span, "%s expects a tile of numbers, got %s", e->name, tstr(S, ti));
+      return false;
+    }
+    if (ti->rank != t->rank || memcmp(ti->dims, t->dims, sizeof(int64_t) * (size_t)t->rank)) {
+      ERR(S, xs[i]->span, "%s needs tiles of one shape, got %s and %s", e->name, tstr(S, t),
+          tstr(S, ti));
+      return false;
+    }
+  }
+  char what[64];
+  snprintf(what, sizeof what, "%s axis", e->name);
+  if (!const_arg(S, e, 1, what, axis)) return false;
+  if (*axis < 0 || *axis >= t->rank) {
+    ERR(S, e->args[1]->span, "%s axis %" PRId64 " is out of range for a rank-%d tile", e->name,
+        *axis, t->rank);
+    return false;
+  }
+  int64_t n = t->dims[*axis];
+  if (n & (n - 1)) {
+    ERR(S, e->args[0]->span, "%s needs a power-of-two length along its axis, got %" PRId64, e->name,
+        n);
+    return false;
+  }
+  return true;
+}
+
+/* The combine's function: a def of 2k parameters returning k values. */
+static const KilnFunc *combine_func(Sema *S, KilnExpr *e, KilnExpr **xs, int k) {
+  KilnExpr *fn = e->args[2];
+  const KilnFunc *f = fn->kind == KILN_EXPR_NAME ? kiln_func_find(S->c, fn->name) : NULL;
+  if (!f) {
+    ERR(S, fn->span, "%s combine must name a function (a def of %d parameters)%s", e->name, 2 * k,
+        fn->kind == KILN_EXPR_NAME && find_builtin(fn->name) ? ", not a builtin" : "");
+    return NULL;
+  }
+  if (f->nparams != 2 * k) {
+    ERR(S, fn->span, "%s combine '%s' must take %d parameters, takes %d", e->name, f->name, 2 * k,
+        f->nparams);
+    return NULL;
+  }
+  int got = !f->result ? 0 : f->result->tuple ? f->result->nargs : 1;
+  if (k == 1 && got != 1) {
+    ERR(S, fn->span, "%s combine '%s' must return one value (x's type %s)", e->name, f->name,
+        tstr(S, xs[0]->type));
+    return NULL;
+  }
+  if (got != k) {
+    ERR(S, fn->span, "%s combine '%s' must return %d values, one per tile, returns %d", e->name,
+        f->name, k, got);
+    return NULL;
+  }
+  return f;
+}
+
+/* x's type (or a tuple value's) without the axis, for reduce. */
+static const KilnType *without_axis(Sema *S, const KilnType *t, int64_t axis) {
+  int64_t dims[KILN_MAX_RANK];
+  int rank = 0;
+  for (int i = 0; i < t->rank; i++)
+    if (i != axis) dims[rank++] = t->dims[i];
+  return with_shape(S, t->scalar, false, rank, dims);
+}
+
+/* e->result for k values: a tuple LIST of placeholders of the result types (unpacking reads
+ * their types; mlirgen gives the values). */
+static const KilnType *combine_tuple(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int64_t axis) {
+  KilnExpr *list = kiln_arena_alloc(S->ar, sizeof *list);
+  memset(list, 0, sizeof *list);
+  list->kind = KILN_EXPR_LIST;
+  list->span = e->span;
+  list->tuple = true;
+  list->nargs = k;
+  list->args = kiln_arena_alloc(S->ar, sizeof *list->args * (size_t)k);
+  for (int i = 0; i < k; i++) {
+    KilnExpr *v = kiln_arena_alloc(S->ar, sizeof *v);
+    memset(v, 0, sizeof *v);
+    v->kind = KILN_EXPR_INT;
+    v->span = e->span;
+    v->type = e->builtin == KILN_BUILTIN_SCAN ? xs[i]->type : without_axis(S, xs[i]->type, axis);
+    list->args[i] = v;
+  }
+  e->result = list;
+  KilnType *t = kiln_arena_alloc(S->ar, sizeof *t);
+  t->kind = KILN_TYPE_TUPLE;
+  t->rank = k;
+  list->type = t;
+  return t;
+}
+
+static const KilnType *check_combine_op(Sema *S, KilnExpr *e) {
+  KilnExpr **xs;
+  int k = combine_inputs(e, &xs);
+  int64_t axis = 0;
+  if (!check_combine_inputs(S, e, xs, k, &axis)) return NULL;
+  const KilnFunc *f = combine_func(S, e, xs, k);
+  if (!f) return NULL;
+  KilnExpr *call = combine_call(S, e, f, xs, k);
+  const KilnType *r = check_func_call(S, call, f);
+  if (!r) return NULL;
+  for (int i = 0; i < k; i++) {
+    const KilnType *ri = k == 1 ? r : call->result->args[i]->type, *ti = xs[i]->type;
+    if (kiln_type_equal(ri, ti)) continue;
+    if (k == 1)
+      ERR(S, e->args[2]->span, "%s combine '%s' must return x's type %s, returns %s", e->name,
+          f->name, tstr(S, ti), tstr(S, ri));
+    else
+      ERR(S, e->args[2]->span,
+          "%s combine '%s' must return tile %d's type %s as value %d, returns %s", e->name, f->name,
+          i, tstr(S, ti), i, tstr(S, ri));
+    return NULL;
+  }
+  e->lhs = call;
+  e->ival = axis;
+  if (k > 1) return combine_tuple(S, e, xs, k, axis);
+  return e->builtin == KILN_BUILTIN_SCAN ? xs[0]->type : without_axis(S, xs[0]->type, axis);
+}
+
 /* reshape(x, [shape]): a tile (numbers) and a shape of as many elements; row-major order is kept. */
 static const KilnType *check_reshape(Sema *S, KilnExpr *e) {
   const KilnType *t = e->args[0]->type, *sh = e->args[1]->type;
@@ -1338,6 +1501,8 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e) {
   case KILN_BUILTIN_FLIP:
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: return check_axis_op(S, e);
+  case KILN_BUILTIN_SCAN:
+  case KILN_BUILTIN_REDUCE: return check_combine_op(S, e);
   case KILN_BUILTIN_ABS: return elementwise(S, e, 0, false, false);
   case KILN_BUILTIN_EXP:
   case KILN_BUILTIN_EXP2:
@@ -1660,6 +1825,17 @@ static const KilnType *check_call(Sema *S, KilnExpr *e) {
   bool ok = true;
   for (int i = 0; i < e->nargs; i++) {
     KilnExpr *a = e->args[i];
+    if ((e->builtin == KILN_BUILTIN_SCAN || e->builtin == KILN_BUILTIN_REDUCE) && i == 2)
+      continue; /* a function's name, not a value: check_combine_op resolves it */
+    if ((e->builtin == KILN_BUILTIN_SCAN || e->builtin == KILN_BUILTIN_REDUCE) && i == 0 &&
+        a->kind == KILN_EXPR_LIST) { /* several tiles, each a value */
+      for (int j = 0; j < a->nargs; j++) ok = value(S, a->args[j]) && ok;
+      KilnType *tt = kiln_arena_alloc(S->ar, sizeof *tt); /* typed, as every checked node is */
+      tt->kind = KILN_TYPE_TUPLE;
+      tt->rank = a->nargs;
+      a->type = tt;
+      continue;
+    }
     if (e->builtin == KILN_BUILTIN_TRANS && i == 1 && a->kind == KILN_EXPR_LIST) {
       ok &= check_perm_list(S, a);
       continue;

@@ -206,6 +206,7 @@ static MlirValue convert(Gen *g, MlirLocation loc, MlirValue v, const KilnType *
 /* ------------------------------------------------------------------ expressions */
 
 static MlirValue gen_expr(Gen *g, const KilnExpr *e);
+static void gen_stmt(Gen *g, const KilnStmt *s);
 
 static MlirValue const_of(Gen *g, MlirLocation loc, const KilnType *t, double fv, int64_t iv,
                           bool is_float_value) {
@@ -681,6 +682,147 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
   return kiln_ir_build_reshape(&g->b, loc, v, tt);
 }
 
+/* scan / reduce (x, axis, combine) with a user's combine, built from existing ops as sort is, so
+ * that every target runs the same network.  Along an axis of length n (a power of two), step
+ * j = 1, 2, .., n/2 pairs each aligned j-block with its neighbour in the 2j-block, whose
+ * elements are partners: a [A, 2, j, B] view (A = the lines times n / 2j, B = the elements
+ * after the axis) flipped along its second axis.  Two tiles of x's shape are kept: v, the
+ * inclusive scan within each element's j-block, and t, the combined total of that block (on
+ * every element of it); both start as x.  A step makes, with p the partner's t:
+ *   upper half:  v = combine(p, v)      (the lower block's total before it)
+ *   every half:  t = combine(lower's t, upper's t)  (the 2j-block's total, in order)
+ * so the combine only ever sees an earlier value on its left: associativity is all it needs,
+ * not commutativity.  After the last step v is the scan and t the line's total on every
+ * element; reduce takes t, one element per line (a max along the axis over equal values,
+ * exact in every type).  Each step costs a reshape and a flip (on the GPU a trip through shared
+ * memory), selects and the combine's inlined body once (reduce) or twice (scan) on whole tiles;
+ * the combine also runs on elements whose result is discarded. */
+static MlirValue combine_partner(Gen *g, MlirLocation loc, MlirValue t, int axis, int64_t j) {
+  MlirType tt = mlirValueGetType(t), elem = kiln_ir_elem_type(tt);
+  int rank = (int)mlirShapedTypeGetRank(tt);
+  int64_t pre = 1, post = 1, n = mlirShapedTypeGetDimSize(tt, axis);
+  for (int i = 0; i < axis; i++) pre *= mlirShapedTypeGetDimSize(tt, i);
+  for (int i = axis + 1; i < rank; i++) post *= mlirShapedTypeGetDimSize(tt, i);
+  int64_t view[4] = {pre * (n / (2 * j)), 2, j, post};
+  MlirValue v =
+      kiln_ir_build_reshape(&g->b, loc, t, kiln_ir_type_tensor(elem, view, post > 1 ? 4 : 3));
+  v = kiln_ir_build_flip(&g->b, loc, v, 1);
+  return kiln_ir_build_reshape(&g->b, loc, v, tt);
+}
+
+/* The i1 tile of x's shape that is true where the index along the axis has bit j clear (the
+ * lower j-block of each 2j-block). */
+static MlirValue combine_lower(Gen *g, MlirLocation loc, MlirType tt, int axis, int64_t j) {
+  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
+  int rank = (int)mlirShapedTypeGetRank(tt);
+  int64_t n = mlirShapedTypeGetDimSize(tt, axis), shape[KILN_MAX_RANK];
+  MlirType rt = kiln_ir_type_tensor(i32, &n, 1);
+  MlirValue and_ops[2] = {kiln_ir_build_range(&g->b, loc, 0, (int32_t)n),
+                          kiln_ir_build_const_int(&g->b, loc, rt, j)};
+  MlirValue bit = kiln_ir_build_elementwise(&g->b, loc, "arith.andi", and_ops, 2, rt);
+  MlirValue m =
+      kiln_ir_build_cmpi(&g->b, loc, "eq", bit, kiln_ir_build_const_int(&g->b, loc, rt, 0));
+  for (int i = 0; i < axis; i++) m = kiln_ir_build_expand_dims(&g->b, loc, m, 0);
+  for (int i = axis + 1; i < rank; i++) m = kiln_ir_build_expand_dims(&g->b, loc, m, i);
+  bool full = true;
+  for (int i = 0; i < rank; i++) {
+    shape[i] = mlirShapedTypeGetDimSize(tt, i);
+    full &= i == axis || shape[i] == 1;
+  }
+  return full ? m : kiln_ir_build_broadcast(&g->b, loc, m, kiln_ir_type_tensor(i1, shape, rank));
+}
+
+/* One inlined combine(a.., b..) of k values each: sema checked the body (call->inlined) once for
+ * tiles of x's types; its first 2k statements bind the parameters, which take a and b here
+ * (converted, as the `let`s would, to a parameter's written type) instead of their never emitted
+ * argument expressions.  The k results go to out. */
+static void combine_apply(Gen *g, const KilnExpr *call, int k, const MlirValue *a,
+                          const MlirValue *b, MlirValue *out) {
+  const KilnBlock *blk = call->inlined;
+  for (int i = 0; i < 2 * k; i++) {
+    const KilnStmt *bind = blk->stmts[i];
+    g->vals[bind->decl->id] = convert(g, loc_of(g, bind->span), i < k ? a[i] : b[i - k],
+                                      bind->init->type, bind->decl->type, bind->span);
+  }
+  for (int i = 2 * k; i < blk->nstmts && !g->failed; i++) gen_stmt(g, blk->stmts[i]);
+  for (int i = 0; i < k && !g->failed; i++)
+    out[i] = gen_expr(g, k == 1 ? call->result : call->result->args[i]);
+}
+
+/* select(c, a, b) of k values. */
+static void combine_select(Gen *g, MlirLocation loc, MlirValue c, int k, const MlirValue *a,
+                           const MlirValue *b, MlirValue *out) {
+  for (int i = 0; i < k; i++) out[i] = kiln_ir_build_select(&g->b, loc, c, a[i], b[i]);
+}
+
+#define MAX_COMBINE_VALUES 8
+
+/* The network over the k tiles of e's x (sema: e->args[0], or the list in it), whose results
+ * go to out: the scans, or the lines' totals for reduce (still of x's shape). */
+static bool combine_network(Gen *g, const KilnExpr *e, int k, KilnExpr **xs, MlirValue *out) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnExpr *call = e->lhs;
+  int axis = (int)e->ival;
+  bool scan = e->builtin == KILN_BUILTIN_SCAN;
+  MlirValue v[MAX_COMBINE_VALUES], t[MAX_COMBINE_VALUES], p[MAX_COMBINE_VALUES],
+      c[MAX_COMBINE_VALUES], first[MAX_COMBINE_VALUES], second[MAX_COMBINE_VALUES];
+  for (int i = 0; i < k && !g->failed; i++) v[i] = t[i] = gen_expr(g, xs[i]);
+  if (g->failed) return false;
+  MlirType tt = mlirValueGetType(v[0]);
+  int64_t n = xs[0]->type->dims[axis];
+  for (int64_t j = 1; j < n && !g->failed; j *= 2) {
+    MlirValue lower = combine_lower(g, loc, tt, axis, j);
+    for (int i = 0; i < k; i++) p[i] = combine_partner(g, loc, t[i], axis, j);
+    if (scan) {
+      combine_apply(g, call, k, p, v, c);
+      if (g->failed) break;
+      combine_select(g, loc, lower, k, v, c, v);
+    }
+    if (g->failed || (scan && 2 * j == n)) break; /* the last total is not needed */
+    combine_select(g, loc, lower, k, t, p, first);
+    combine_select(g, loc, lower, k, p, t, second);
+    combine_apply(g, call, k, first, second, t);
+  }
+  for (int i = 0; i < k; i++) out[i] = scan ? v[i] : t[i];
+  return !g->failed;
+}
+
+/* Each line's total, held by every element of it: a max of equal values takes one exactly;
+ * narrow integers and 16-bit floats go through i32 / f32, as reductions do. */
+static MlirValue combine_total(Gen *g, MlirLocation loc, MlirValue t, int axis, const KilnType *xt,
+                               const KilnType *rt) {
+  KilnScalarKind k = xt->scalar, wide = k;
+  if (kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32) wide = KILN_SCALAR_I32;
+  if (k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16) wide = KILN_SCALAR_F32;
+  t = cast_elem(g, loc, t, k, wide, xt);
+  MlirValue r = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, axis, t);
+  return cast_elem(g, loc, r, wide, k, rt);
+}
+
+/* scan / reduce of k tiles: the k results in out (their types: e->type for one, else the
+ * tuple's values, e->result). */
+static bool gen_combine_values(Gen *g, const KilnExpr *e, MlirValue *out) {
+  KilnExpr *x = e->args[0];
+  int k = x->kind == KILN_EXPR_LIST ? x->nargs : 1;
+  KilnExpr **xs = x->kind == KILN_EXPR_LIST ? x->args : e->args;
+  if (k > MAX_COMBINE_VALUES) {
+    gen_error(g, e->span, "too many tiles");
+    return false;
+  }
+  if (!combine_network(g, e, k, xs, out)) return false;
+  if (e->builtin == KILN_BUILTIN_SCAN) return true;
+  for (int i = 0; i < k && !g->failed; i++)
+    out[i] = combine_total(g, loc_of(g, e->span), out[i], (int)e->ival, xs[i]->type,
+                           k == 1 ? e->type : e->result->args[i]->type);
+  return !g->failed;
+}
+
+static MlirValue gen_combine_op(Gen *g, const KilnExpr *e) {
+  MlirValue out[MAX_COMBINE_VALUES] = {{NULL}};
+  gen_combine_values(g, e, out);
+  return out[0]; /* several values: a call as a statement, whose values are dropped */
+}
+
 /* trans(x, perm) of a 3-D tile [a, b, c] from existing ops.  The two rotations are a 2-D
  * transpose of a flat view: [a, b*c] transposed is [b*c, a], laid out as [b, c, a] (perm 1 2 0);
  * [a*b, c] transposed is [c, a*b], laid out as [c, a, b] (perm 2 0 1).  The odd permutations
@@ -976,6 +1118,8 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     return g->failed ? x : kiln_ir_build_flip(&g->b, loc, x, (int)e->ival);
   }
   case KILN_BUILTIN_SORT: return gen_sort(g, e);
+  case KILN_BUILTIN_SCAN:
+  case KILN_BUILTIN_REDUCE: return gen_combine_op(g, e);
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: {
     /* narrow integers widened to i32 first (operand_type), as for sum */
@@ -1175,8 +1319,24 @@ static void gen_if(Gen *g, const KilnStmt *s) {
 /* `let a, b = f(...);` (or var, or an assignment): the call's body, then each returned value
  * converted to its name's type.  All values are made before any name is rebound, so that
  * `a, b = swap(a, b)` reads the old a and b (the values are the callee's names anyway). */
+/* `let m, i = reduce([v, idx], axis, f);`: the values of a scan or reduce of several tiles. */
+static void gen_unpack_combine(Gen *g, const KilnStmt *s) {
+  const KilnExpr *call = s->value;
+  MlirValue out[MAX_COMBINE_VALUES] = {{NULL}};
+  if (!gen_combine_values(g, call, out)) return;
+  for (int i = 0; i < s->nnames && !g->failed; i++) {
+    const KilnExpr *v = call->result->args[i];
+    out[i] = convert(g, loc_of(g, s->span), out[i], v->type, s->decls[i]->type, s->span);
+  }
+  for (int i = 0; i < s->nnames && !g->failed; i++) g->vals[s->decls[i]->id] = out[i];
+}
+
 static void gen_unpack(Gen *g, const KilnStmt *s) {
   const KilnExpr *call = s->value;
+  if (s->decls && (call->builtin == KILN_BUILTIN_SCAN || call->builtin == KILN_BUILTIN_REDUCE)) {
+    gen_unpack_combine(g, s);
+    return;
+  }
   if (!s->decls || !call->inlined || !call->result || !call->result->tuple) {
     gen_error(g, s->span, "unpacking of a value that is not a function's values");
     return;

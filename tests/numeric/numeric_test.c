@@ -1619,6 +1619,72 @@ static bool test_scan_flip(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- scan_combine -------------------------------------------------------------------------- */
+
+/* scan and reduce with a combine function (issue 15): the network's order is not the
+ * reference's, so only results every order gives exactly are compared for equality (maxima,
+ * sums of sixteenths, the forward fill, wrapping integer sums and products, the composition of
+ * integer maps, the first max's column); the f32 row sum is checked
+ * against the bound of a tree of log2(bc) levels of additions (the reference's bound array).
+ * Tiles of 1 and 2 columns, a single row and rows and columns past the matrix's edge. */
+static bool test_scan_combine(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 4, 64}, {1, 1, 1, 1}, {37, 2, 4, 2}, {64, 32, 16, 32}, {9, 7, 2, 8}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, nr = 3 * rows;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "scan_combine", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 2900 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
+          *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
+            *ri = kiln_test_alloc(ni, sizeof *ri);
+    float *outr = kiln_test_alloc(nr + TAIL_ELEMS, sizeof *outr),
+          *rr = kiln_test_alloc(nr, sizeof *rr), *bound = kiln_test_alloc(nr, sizeof *bound);
+    int32_t *outri = kiln_test_alloc(nr + TAIL_ELEMS, sizeof *outri),
+            *rri = kiln_test_alloc(nr, sizeof *rri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    void *dr = kiln_test_output(&run, (nr + TAIL_ELEMS) * sizeof *outr);
+    void *dri = kiln_test_output(&run, (nr + TAIL_ELEMS) * sizeof *outri);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &dr, &dri, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+    kiln_test_fetch(&run, outr, dr, (nr + TAIL_ELEMS) * sizeof *outr);
+    kiln_test_fetch(&run, outri, dri, (nr + TAIL_ELEMS) * sizeof *outri);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
+                              nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
+                              ni + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outr", outr, sizeof *outr, nr + TAIL_ELEMS, 1, nr,
+                              nr + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outri", outri, sizeof *outri, nr + TAIL_ELEMS, 1, nr,
+                              nr + TAIL_ELEMS);
+    kiln_ref_scan_combine(x, rf, ri, rr, bound, rri, rows, cols, (size_t)cfgs[ci].br, bc);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    kiln_test_check_bound(&run, "outr", outr, rr, bound, nr);
+    check_equal_i32(&run, "outri", outri, rri, nr);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri), free(outr), free(rr), free(bound);
+    free(outri), free(rri);
+  }
+  return all_ok;
+}
+
 /* ---- argmax_all ---------------------------------------------------------------------------- */
 
 /* argmax/argmin over every axis and keep_dims without an axis (issue 15): indices are exact, so
@@ -2570,6 +2636,7 @@ static const struct {
     {"builtins_basic", test_builtins_basic},
     {"cas_lock", test_cas_lock},
     {"scan_flip", test_scan_flip},
+    {"scan_combine", test_scan_combine},
     {"rand_normal", test_rand_normal},
     {"argmax_all", test_argmax_all},
     {"sort_rows", test_sort_rows},

@@ -3,6 +3,7 @@
 
 #include "kiln_base.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -643,6 +644,63 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
       outi[3 * plane + at] =
           (int32_t)(scan_tile(x, rows, cols, first + (first + br - 1 - r), bc - 1 - c) * 16.0f);
     }
+  }
+}
+
+/* The last nonzero of a sequence so far: the forward fill the kernel's combine makes. */
+static int32_t fill_last(int32_t acc, int32_t v) { return v != 0 ? v : acc; }
+
+void kiln_ref_scan_combine(const float *x, float *outf, int32_t *outi, float *outr, float *bound,
+                           int32_t *outri, size_t rows, size_t cols, size_t br, size_t bc) {
+  size_t plane = rows * bc;
+  int levels = 0;
+  while (((size_t)1 << levels) < bc) levels++;
+  double u = ldexp(1.0, -24), gamma = levels * u / (1.0 - levels * u);
+  for (size_t r = 0; r < rows; r++) {
+    size_t first = r / br * br;
+    float mx = -INFINITY, qs = 0.0f;
+    int32_t fill = 0;
+    double sum = 0.0, abs_sum = 0.0;
+    uint32_t wsum = 0;
+    uint8_t bsum = 0;
+    uint32_t factor = 1, offset = 0;
+    int32_t top_col = 0;
+    for (size_t c = 0; c < bc; c++) {
+      float v = scan_tile(x, rows, cols, r, c);
+      int32_t z = (int32_t)(v * 4.0f) / 3;
+      if (c == 0 || v > mx) top_col = (int32_t)c;
+      mx = fmaxf(mx, v);
+      factor *= (uint32_t)z;
+      offset = (uint32_t)z * offset + (uint32_t)(int32_t)(v * 16.0f);
+      qs += floorf(v * 16.0f) * 0.0625f;
+      fill = fill_last(fill, z);
+      sum += v;
+      abs_sum += fabs(v);
+      wsum += (uint32_t)(int32_t)(v * 268435456.0f);
+      bsum = (uint8_t)(bsum + (uint8_t)z);
+      float down = -INFINITY;
+      int32_t down_fill = 0;
+      for (size_t i = first; i <= r; i++) {
+        float w = scan_tile(x, rows, cols, i, c);
+        down = fmaxf(down, w);
+        down_fill = fill_last(down_fill, (int32_t)(w * 4.0f) / 3);
+      }
+      size_t at = r * bc + c;
+      outf[at] = mx;
+      outf[plane + at] = qs;
+      outf[2 * plane + at] = down;
+      outi[at] = fill;
+      outi[plane + at] = down_fill;
+      outi[2 * plane + at] = (int32_t)offset;
+      outi[3 * plane + at] = (int32_t)factor;
+    }
+    outr[3 * r] = (float)sum;
+    bound[3 * r] = (float)(gamma * abs_sum + u * fabs(sum)) + FLT_MIN;
+    outr[3 * r + 1] = outr[3 * r + 2] = mx;
+    bound[3 * r + 1] = bound[3 * r + 2] = FLT_MIN;
+    outri[3 * r] = (int32_t)wsum;
+    outri[3 * r + 1] = (int8_t)bsum;
+    outri[3 * r + 2] = top_col;
   }
 }
 

@@ -197,6 +197,19 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
 void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
                         size_t br, size_t bc);
 
+/* The scan_combine kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), with q = floor(16 t) / 16 and z = (int)(4 t) / 3: planes of rows x bc: outf = the
+ * running max of t along the row, the running sum of q along the row, the running max of t down
+ * the program's rows; outi = the last nonzero z so far (0 before the first) along the row and
+ * down the program's rows, then y = z y + (int)(16 t) from y = 0 along the row and the running
+ * product of z (both wrapping).  Per row r: outr[3r] = the sum of the row's t (rounded once,
+ * from a double sum) with bound[3r] its error bound for a tree of log2(bc) levels of f32
+ * additions, outr[3r + 1] and outr[3r + 2] = the row's max (bound FLT_MIN: exact); outri[3r] =
+ * the wrapping i32 sum of (int)(t * 2^28), outri[3r + 1] = the wrapping i8 sum of z,
+ * sign-extended, outri[3r + 2] = the column of the row's first max. */
+void kiln_ref_scan_combine(const float *x, float *outf, int32_t *outi, float *outr, float *bound,
+                           int32_t *outri, size_t rows, size_t cols, size_t br, size_t bc);
+
 /* The argmax_all kernel: per program p, over its br x bc tile t of x (rows x cols; 0 past rows and
  * cols), out[8p ..] = the row-major index of the first maximum of t, of its first minimum, of the
  * first maximum of (int)t, of the first t <= 0, the first maximum again, the sum of (int)t, and
