@@ -225,8 +225,8 @@ MlirValue kiln_ir_build_reduce(KilnIRBuilder *b, MlirLocation loc, KilnReduceKin
                                MlirValue tile);
 /* Philox uniform [0,1) f32 tile shaped like offsets (i32 tile); seed: i32 scalar. */
 MlirValue kiln_ir_build_rand(KilnIRBuilder *b, MlirLocation loc, MlirValue seed, MlirValue offsets);
-/* kiln.rand with an i32 result: the Philox word r0 itself (randint), where an f32 result is
- * (r0 >> 8) * 2^-24. */
+/* kiln.rand with an i32 result: the Philox word w itself (randint: word o & 3 of the block at
+ * counter o >> 2), where an f32 result is (w >> 8) * 2^-24. */
 MlirValue kiln_ir_build_randint(KilnIRBuilder *b, MlirLocation loc, MlirValue seed,
                                 MlirValue offsets);
 
