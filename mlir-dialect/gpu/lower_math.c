@@ -39,6 +39,16 @@ static MlirValue erf_poly(Low *L, MlirValue x) {
   return low_op1(L, "math.copysign", o, 2, L->f32);
 }
 
+/* The math ops PTX rounds exactly in every float type (sqrt.rn, cvt.rmi/rpi, abs, fma.rn,
+ * copysign): NVPTX selects them as they are. */
+static bool exact_math(const char *name) {
+  static const char *const exact[] = {"math.sqrt", "math.floor", "math.ceil",
+                                      "math.absf", "math.fma",   "math.copysign"};
+  for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+    if (strcmp(name, exact[i]) == 0) return true;
+  return false;
+}
+
 /* One scalar of a math op, in f32. */
 static MlirValue math_f32(Low *L, const char *name, MlirValue *x, int n, bool *ok) {
   *ok = true;
@@ -53,29 +63,15 @@ static MlirValue math_f32(Low *L, const char *name, MlirValue *x, int n, bool *o
   if (strcmp(name, "math.sin") == 0) return asm1(L, KILN_GPU_APPROX_SIN, x[0]);
   if (strcmp(name, "math.cos") == 0) return asm1(L, KILN_GPU_APPROX_COS, x[0]);
   if (strcmp(name, "math.erf") == 0) return erf_poly(L, x[0]);
-  if (strcmp(name, "math.sqrt") == 0 || strcmp(name, "math.floor") == 0 ||
-      strcmp(name, "math.ceil") == 0 || strcmp(name, "math.absf") == 0 ||
-      strcmp(name, "math.fma") == 0 || strcmp(name, "math.copysign") == 0)
-    return low_op1(L, name, x, (size_t)n, L->f32);
+  if (exact_math(name)) return low_op1(L, name, x, (size_t)n, L->f32);
   *ok = false;
   return x[0];
 }
 
-/* f64: the ops PTX has in f64 and rounds exactly (sqrt.rn, cvt.rmi/rpi for floor/ceil, abs,
- * fma.rn, copysign) stay math ops, which NVPTX selects (and the emulator runs as host
- * intrinsics); the transcendentals have no f64 form here (their approximations are f32 only,
- * and there is no libdevice), so they are refused where they are written. */
-static bool low_math_f64(Low *L, const char *name, MlirValue res, Vals **in, intptr_t nops,
-                         int64_t n, MlirType et) {
-  if (strcmp(name, "math.sqrt") != 0 && strcmp(name, "math.floor") != 0 &&
-      strcmp(name, "math.ceil") != 0 && strcmp(name, "math.absf") != 0 &&
-      strcmp(name, "math.fma") != 0 && strcmp(name, "math.copysign") != 0) {
-    low_error(L,
-              "GPU lowering: %s of f64 is not supported on the GPU targets yet (sqrt, floor, "
-              "ceil, abs and fma are; every f64 math function runs on the cpu target)",
-              name + 5);
-    return false;
-  }
+/* The op as it is, element by element (math ops NVPTX selects, and the emulator runs, as they
+ * are: integer ones and the exact f64 ones). */
+static bool low_math_direct(Low *L, const char *name, MlirValue res, Vals **in, intptr_t nops,
+                            int64_t n, MlirType et) {
   Vals *out = low_vals(L, n);
   for (int64_t j = 0; j < n; j++) {
     MlirValue x[3];
@@ -84,6 +80,22 @@ static bool low_math_f64(Low *L, const char *name, MlirValue res, Vals **in, int
   }
   low_set(L, res, out);
   return true;
+}
+
+/* f64: the ops PTX has in f64 and rounds exactly (sqrt.rn, cvt.rmi/rpi for floor/ceil, abs,
+ * fma.rn, copysign) stay math ops, which NVPTX selects (and the emulator runs as host
+ * intrinsics); the transcendentals have no f64 form here (their approximations are f32 only,
+ * and there is no libdevice), so they are refused where they are written. */
+static bool low_math_f64(Low *L, const char *name, MlirValue res, Vals **in, intptr_t nops,
+                         int64_t n, MlirType et) {
+  if (!exact_math(name)) {
+    low_error(L,
+              "GPU lowering: %s of f64 is not supported on the GPU targets yet (sqrt, floor, "
+              "ceil, abs and fma are; every f64 math function runs on the cpu target)",
+              name + 5);
+    return false;
+  }
+  return low_math_direct(L, name, res, in, nops, n, et);
 }
 
 bool low_math(Low *L, MlirOperation op) {
@@ -103,18 +115,10 @@ bool low_math(Low *L, MlirOperation op) {
     in[i] = low_get(L, mlirOperationGetOperand(op, i));
     if (in[i]->n > n) n = in[i]->n;
   }
-  Vals *out = low_vals(L, n);
-  if (mlirTypeIsAInteger(et)) {
-    /* math.absi and friends: nothing target specific. */
-    for (int64_t j = 0; j < n; j++) {
-      MlirValue x[3];
-      for (intptr_t i = 0; i < nops; i++) x[i] = in[i]->v[in[i]->n == 1 ? 0 : j];
-      out->v[j] = low_op1(L, name, x, (size_t)nops, et);
-    }
-    low_set(L, res, out);
-    return true;
-  }
+  /* math.absi and friends: nothing target specific. */
+  if (mlirTypeIsAInteger(et)) return low_math_direct(L, name, res, in, nops, n, et);
   if (mlirTypeIsAF64(et)) return low_math_f64(L, name, res, in, nops, n, et);
+  Vals *out = low_vals(L, n);
   bool narrow = !mlirTypeIsAF32(et);
   for (int64_t j = 0; j < n; j++) {
     MlirValue x[3];
