@@ -725,6 +725,16 @@ static void lower_access(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   }
 }
 
+/* A call of PTX's vprintf (device_print, lower_print.c): kiln_emu_vprintf takes the same format
+ * and argument buffer (runtime/emu/print.c). */
+static bool is_vprintf_call(MlirOperation op) {
+  if (!kiln_ir_op_is(op, "llvm.call")) return false;
+  MlirAttribute c = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("callee"));
+  if (mlirAttributeIsNull(c) || !mlirAttributeIsAFlatSymbolRef(c)) return false;
+  MlirStringRef s = mlirFlatSymbolRefAttrGetValue(c);
+  return s.length == 7 && memcmp(s.data, "vprintf", 7) == 0;
+}
+
 /* Replaces one collected op; returns whether the op is to be erased. */
 static bool lower_one(Emu *E, MlirOperation op) {
   char name[96];
@@ -763,6 +773,10 @@ static bool lower_one(Emu *E, MlirOperation op) {
     call(E, &b, loc, "kiln_emu_trap", E->voidt, NULL, 0);
   } else if (strcmp(name, "llvm.inline_asm") == 0) {
     lower_asm(E, &b, op);
+  } else if (is_vprintf_call(op)) {
+    MlirValue o[2] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1)};
+    MlirValue r = call(E, &b, loc, "kiln_emu_vprintf", E->i32, o, 2);
+    replace_results(op, &r, 1);
   } else if (strcmp(name, "llvm.addrspacecast") == 0) {
     /* Every address space is the host's: the cast is the identity. */
     MlirValue v = mlirOperationGetOperand(op, 0);
@@ -787,7 +801,7 @@ static MlirWalkResult collect(MlirOperation op, void *u) {
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
   if ((n.length > 5 && memcmp(n.data, "nvvm.", 5) == 0) || kiln_ir_op_is(op, "llvm.inline_asm") ||
       kiln_ir_op_is(op, "llvm.intr.trap") || kiln_ir_op_is(op, "llvm.addrspacecast") ||
-      is_smem_addressof(op) || is_cp_async_intrinsic(op))
+      is_smem_addressof(op) || is_cp_async_intrinsic(op) || is_vprintf_call(op))
     kiln_op_list_push(&c->replace, op);
   else if (is_checked_access(op))
     kiln_op_list_push(&c->access, op);
@@ -989,6 +1003,10 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
         *(dynamic ? &dyn_smem : &smem) = kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
         mlirOperationDestroy(o);
       }
+    } else if (kiln_ir_op_is(o, "llvm.func")) {
+      char fname[16] = ""; /* PTX's vprintf: every call now calls kiln_emu_vprintf */
+      kiln_ir_get_str_attr(o, "sym_name", fname, sizeof fname);
+      if (strcmp(fname, "vprintf") == 0) mlirOperationDestroy(o);
     }
     o = next;
   }

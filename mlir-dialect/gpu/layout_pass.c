@@ -826,15 +826,6 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
        o = mlirOperationGetNextInBlock(o))
     collect(&c, o);
   bool ok = true;
-  /* device_print has no GPU lowering yet (it would be a vprintf per owned element, and on the
-   * emulator a call of the host's printf): refused where it is written. */
-  for (size_t k = 0; k < c.n_ops; k++)
-    if (kiln_ir_op_id(c.ops[k]) == KILN_OP_PRINT) {
-      kiln_ir_error(mlirOperationGetLocation(c.ops[k]),
-                    "device_print is not supported on the GPU targets (sm_80, sm_90, emu) yet; "
-                    "it runs on the cpu target");
-      ok = false;
-    }
   /* Shapes must be powers of two (lanes and warps split them evenly), and no tile may give a
    * thread more than KILN_GPU_MAX_ELEMS_PER_THREAD elements. */
   for (size_t k = 0; k < c.n_ops && ok; k++)

@@ -46,6 +46,11 @@ bool low_load(Low *L, MlirOperation op);
 bool low_store(Low *L, MlirOperation op);
 /* atomic_rmw: relaxed llvm.atomicrmw per owned element, each replicated element updated once. */
 bool low_atomic(Low *L, MlirOperation op);
+/* The predicate that picks one holder of each element of `own` (null when no element has
+ * several holders); *replicated tells whether some element has (lower_memory.c). */
+MlirValue low_owner(Low *L, const KilnGpuOwn *own, bool *replicated);
+/* device_print: one vprintf per element the running thread owns (lower_print.c). */
+bool low_print(Low *L, MlirOperation op);
 bool low_reduce(Low *L, MlirOperation op);
 bool low_convert(Low *L, MlirOperation op); /* convert_layout, trans and flip */
 bool low_scan(Low *L, MlirOperation op);    /* cumsum / cumprod through shared memory */

@@ -322,7 +322,7 @@ bool low_store(Low *L, MlirOperation op) {
 
 /* The owner predicate of `own` (null when every thread owns its elements alone); *replicated
  * tells whether some element has several holders. */
-static MlirValue atomic_owner(Low *L, const KilnGpuOwn *own, bool *replicated) {
+MlirValue low_owner(Low *L, const KilnGpuOwn *own, bool *replicated) {
   uint32_t lane_used = 0, warp_used = 0;
   MlirValue pred = {NULL};
   *replicated = false;
@@ -466,7 +466,7 @@ bool low_atomic(Low *L, MlirOperation op) {
   }
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   bool replicated;
-  MlirValue owner = atomic_owner(L, &own, &replicated);
+  MlirValue owner = low_owner(L, &own, &replicated);
   MlirValue zero = mlirTypeIsAFloat(et) ? low_f32(L, 0.0) : low_i32(L, 0);
   if (cas) {
     /* every thread's earlier writes happen before the owners' CAS (a lock released by thread 0

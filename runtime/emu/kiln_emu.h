@@ -216,6 +216,11 @@ KILN_EMU_API void kiln_emu_membar(uint32_t level);
 KILN_EMU_API void kiln_emu_trap(void);
 /* exit: the thread ends here, as if the entry returned. Does not return. */
 KILN_EMU_API void kiln_emu_exit(void);
+/* vprintf (CUDA's device printf, what device_print calls): fmt a printf format, args the
+ * arguments packed one after another at their natural alignment (int 4 bytes, long long and
+ * double 8; floats promoted to double).  Writes the formatted text to stdout with one call, so
+ * threads' lines do not interleave; returns the characters written (print.c). */
+KILN_EMU_API int kiln_emu_vprintf(const char *fmt, const void *args);
 
 /* ---- warp collectives ---------------------------------------------------------------------- */
 /* Every lane of `mask` must call the same collective with the same mask; the caller must be in
