@@ -127,16 +127,16 @@ def check_includes(src, files, core):
     for f in files:
         if folder_of(f) != "autotune" or os.path.basename(f) not in core:
             continue
-        seen, todo = set(), list(graph[f])
-        while todo:
-            h = todo.pop()
+        seen, queue = set(), list(graph[f])
+        while queue:
+            h = queue.pop()
             if h in seen:
                 continue
             seen.add(h)
             if folder_of(h) in COMPILER:
                 bad.append(f"{f}: reaches the compiler header {h} (kiln_tune_core builds "
                            "without LLVM)")
-            todo += graph.get(h, [])
+            queue += graph.get(h, [])
     return bad
 
 
