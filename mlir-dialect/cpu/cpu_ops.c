@@ -184,9 +184,9 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
   KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[3], &m->elem, 1);
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.then_block);
-  /* an f32 cell is compared and swapped by its bits (cmpxchg takes integers) */
-  bool fl = mlirTypeIsAF32(m->elem);
-  MlirType bits = fl ? i32_t(c) : m->elem;
+  /* a float cell is compared and swapped by its bits (cmpxchg takes integers) */
+  bool fl = mlirTypeIsAFloat(m->elem);
+  MlirType bits = fl ? mlirIntegerTypeGet(c->ctx, (unsigned)kiln_ir_elem_bits(m->elem)) : m->elem;
   MlirValue ops[3] = {to_ptr(c, e[0]), e[1], e[2]};
   if (fl)
     for (int i = 1; i < 3; i++)

@@ -381,27 +381,29 @@ static MlirValue linear_index(Low *L, const KilnGpuOwn *own, int64_t j) {
  * atomic (the other holders got 0), so the owners publish theirs in shared memory, at the
  * element's row-major index, and every holder reads it back.  Masked-off elements publish 0. */
 static void broadcast_old(Low *L, const KilnGpuOwn *own, MlirValue owner, MlirType et, Vals *out) {
-  int64_t elems = 1;
+  int64_t elems = 1, bytes = kiln_ir_elem_bytes(et);
   for (int d = 0; d < own->rank; d++) elems *= own->shape[d];
   low_barrier(L); /* warps may still be reading the arena for an earlier op */
-  MlirValue base = low_smem(L, 0, elems * 4);
+  MlirValue base = low_smem(L, 0, elems * bytes);
   KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, owner, NULL, 0);
   KilnIRBuilder saved = L->b;
   kiln_ir_builder_set_end(&L->b, f.then_block);
   for (int64_t j = 0; j < own->count; j++)
-    store_scalar(L, out->v[j], low_gep(L, base, linear_index(L, own, j), et), 4);
+    store_scalar(L, out->v[j], low_gep(L, base, linear_index(L, own, j), et), bytes);
   kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
   kiln_ir_builder_set_end(&L->b, f.else_block);
   kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
   L->b = saved;
   low_barrier(L);
   for (int64_t j = 0; j < own->count; j++)
-    out->v[j] = load_scalar(L, low_gep(L, base, linear_index(L, own, j), et), et, 4);
+    out->v[j] = load_scalar(L, low_gep(L, base, linear_index(L, own, j), et), et, bytes);
 }
 
 /* One element's atomic: llvm.atomicrmw (relaxed) for kiln.atomic_rmw, llvm.cmpxchg for
  * kiln.atomic_cas (acq_rel where it succeeds, monotonic where it fails: atom.acq_rel.gpu.cas
- * on sm_70 and later), whose old value is the first of its {old, success} pair. */
+ * on sm_70 and later), whose old value is the first of its {old, success} pair.  32 and 64 bits
+ * alike: NVPTX selects atom.global.{add,min,max}.{s,u}{32,64}, add.f{32,64} (sm_60 and later),
+ * exch.b{32,64} and cas.b{32,64}; a float max/min is a CAS loop on the bits. */
 static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirValue v, MlirType et,
                              int64_t bin_op) {
   if (!cas) {
@@ -411,9 +413,9 @@ static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirV
     MlirValue o[2] = {p, v};
     return mlirOperationGetResult(low_op(L, "llvm.atomicrmw", o, 2, &et, 1, a, 2), 0);
   }
-  /* an f32 cell is compared and swapped by its bits (cmpxchg takes integers) */
-  bool fl = mlirTypeIsAF32(et);
-  MlirType bits = fl ? mlirIntegerTypeGet(L->ctx, 32) : et;
+  /* a float cell is compared and swapped by its bits (cmpxchg takes integers) */
+  bool fl = mlirTypeIsAFloat(et);
+  MlirType bits = fl ? mlirIntegerTypeGet(L->ctx, (unsigned)kiln_ir_elem_bits(et)) : et;
   if (fl) {
     cmp = low_op1(L, "llvm.bitcast", &cmp, 1, bits);
     v = low_op1(L, "llvm.bitcast", &v, 1, bits);
@@ -455,8 +457,9 @@ bool low_atomic(Low *L, MlirOperation op) {
   if (L->failed) return false;
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
-  if (kiln_ir_elem_bits(et) != 32) {
-    low_error(L, "GPU lowering: atomics need 32-bit elements");
+  int bits = kiln_ir_elem_bits(et);
+  if (bits != 32 && bits != 64) {
+    low_error(L, "GPU lowering: atomics need 32- or 64-bit elements");
     return false;
   }
   int64_t bin_op = 0;
@@ -467,7 +470,9 @@ bool low_atomic(Low *L, MlirOperation op) {
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   bool replicated;
   MlirValue owner = low_owner(L, &own, &replicated);
-  MlirValue zero = mlirTypeIsAFloat(et) ? low_f32(L, 0.0) : low_i32(L, 0);
+  MlirValue zero = low_const(L, et,
+                             mlirTypeIsAFloat(et) ? mlirFloatAttrDoubleGet(L->ctx, et, 0.0)
+                                                  : mlirIntegerAttrGet(et, 0));
   if (cas) {
     /* every thread's earlier writes happen before the owners' CAS (a lock released by thread 0
      * releases what the whole program stored under it) */

@@ -308,8 +308,10 @@ KILN_EMU_API void kiln_emu_cp_async_wait_all(void);
 
 /* ---- atomics (relaxed, real atomics: blocks run in parallel) ------------------------------- */
 /* Each returns the old value. The global forms take any host pointer; the _shared forms first
- * check the address against the arena (KILN_EMU_ERROR_MEMORY) and its 4-byte alignment.
- * X(name, type): one line per operation; cas takes (p, compare, value). */
+ * check the address against the arena (KILN_EMU_ERROR_MEMORY) and its alignment to the word's
+ * size (4 or 8 bytes), and show racecheck an atomic access of that size.
+ * X(name, type): one line per operation; cas takes (p, compare, value). The 64-bit ones are
+ * PTX's atom.{add,min,max}.{s64,u64}, add.f64, exch.b64, {and,or,xor}.b64 and cas.b64. */
 #define KILN_EMU_ATOMIC_OPS(X)                                                                     \
   X(add_i32, int32_t)                                                                              \
   X(add_u32, uint32_t)                                                                             \
@@ -324,7 +326,21 @@ KILN_EMU_API void kiln_emu_cp_async_wait_all(void);
   X(or_b32, uint32_t)                                                                              \
   X(xor_b32, uint32_t)                                                                             \
   X(exch_b32, uint32_t)                                                                            \
-  X(exch_f32, float)
+  X(exch_f32, float)                                                                               \
+  X(add_i64, int64_t)                                                                              \
+  X(add_u64, uint64_t)                                                                             \
+  X(add_f64, double)                                                                               \
+  X(max_i64, int64_t)                                                                              \
+  X(min_i64, int64_t)                                                                              \
+  X(max_u64, uint64_t)                                                                             \
+  X(min_u64, uint64_t)                                                                             \
+  X(max_f64, double)                                                                               \
+  X(min_f64, double)                                                                               \
+  X(and_b64, uint64_t)                                                                             \
+  X(or_b64, uint64_t)                                                                              \
+  X(xor_b64, uint64_t)                                                                             \
+  X(exch_b64, uint64_t)                                                                            \
+  X(exch_f64, double)
 
 #define KILN_EMU_DECLARE_ATOMIC(name, type)                                                        \
   KILN_EMU_API type kiln_emu_atom_##name(type *p, type v);                                         \
@@ -334,7 +350,8 @@ KILN_EMU_ATOMIC_OPS(KILN_EMU_DECLARE_ATOMIC)
 
 KILN_EMU_API uint32_t kiln_emu_atom_cas_b32(uint32_t *p, uint32_t cmp, uint32_t v);
 KILN_EMU_API uint32_t kiln_emu_atom_shared_cas_b32(uint32_t *p, uint32_t cmp, uint32_t v);
-KILN_EMU_API uint64_t kiln_emu_atom_add_u64(uint64_t *p, uint64_t v);
+KILN_EMU_API uint64_t kiln_emu_atom_cas_b64(uint64_t *p, uint64_t cmp, uint64_t v);
+KILN_EMU_API uint64_t kiln_emu_atom_shared_cas_b64(uint64_t *p, uint64_t cmp, uint64_t v);
 
 #ifdef __cplusplus
 }

@@ -83,7 +83,7 @@ check check-target-cpu 0 "$kiln" check "$tmp/gpu.kiln" --target cpu
 check check-target-gpu 1 "$kiln" check "$tmp/gpu.kiln" --target sm_90
 contains check-target-tile 'gpu\.kiln:2:16: error: .*powers of two \(got 48\)'
 contains check-target-i1 'gpu\.kiln:7:5: error: .*stores of i1'
-contains check-target-atomic 'gpu\.kiln:11:5: error: .*atomics need 32-bit'
+contains check-target-atomic 'gpu\.kiln:11:5: error: .*atomics need 32- or 64-bit elements'
 contains check-target-caret '^ *\^'
 check check-target-sm80 1 "$kiln" check --target=sm_80 "$tmp/gpu.kiln"
 check check-target-bad 64 "$kiln" check "$tmp/gpu.kiln" --target sm_10
@@ -99,9 +99,11 @@ contains check-target-emu 'gpu\.kiln:2:16: error: .*powers of two \(got 48\)'
 [ -n "$edir" ] && check check-target-print-ptx 0 "$kiln" compile "$edir/device_print.kiln" --kernel device_print --target sm_80 --emit ptx -o "$tmp/p.ptx"
 [ -n "$edir" ] && cp "$tmp/p.ptx" "$tmp/out" && contains check-target-print-ptx '^\.extern \.func .*vprintf'
 [ -n "$edir" ] && check check-target-print-emu 0 "$kiln" compile "$edir/device_print.kiln" --kernel device_print --target emu --emit obj -o "$tmp/p.o"
-# atomic_cas on i64 cells runs on the cpu target; the GPU targets' atomics take 32 bits
-[ -n "$edir" ] && check check-target-cas64 1 "$kiln" check "$edir/cas_i64.kiln" --target sm_90
-[ -n "$edir" ] && contains check-target-cas64 'cas_i64\.kiln:11:24: error: GPU lowering: atomics need 32-bit elements'
+# 64-bit atomics (atomic_cas on i64 cells, add/max/min/xchg on i64, u64, f64) and unsigned
+# max/min run on every target
+[ -n "$edir" ] && check check-target-cas64 0 "$kiln" check "$edir/cas_i64.kiln" --target sm_90
+[ -n "$edir" ] && check check-target-atomic64 0 "$kiln" check "$edir/atomic64.kiln" --target sm_80
+[ -n "$edir" ] && check check-target-atomic64-emu 0 "$kiln" check "$edir/atomic64.kiln" --target emu
 # f64 math functions beyond sqrt, floor, ceil, abs and fma run on the cpu target only; the GPU
 # targets (emu included) refuse them where written
 [ -n "$edir" ] && check check-target-f64 1 "$kiln" check "$edir/f64_ops.kiln" --target sm_90

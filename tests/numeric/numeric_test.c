@@ -1874,13 +1874,9 @@ static bool test_cas_f32(KilnRtDevice *dev) {
   return all_ok;
 }
 
-/* atomic_cas on i64 cells, cpu target only: odd lanes compare with the cell + 2^32, which a 32-bit
- * compare would take for a match. */
+/* atomic_cas on i64 cells (every target: atom.cas.b64 on the GPU): odd lanes compare with the
+ * cell + 2^32, which a 32-bit compare would take for a match. */
 static bool test_cas_i64(KilnRtDevice *dev) {
-  if (g_target != KILN_TARGET_CPU) {
-    printf("  skip cas_i64: the cpu target only\n");
-    return true;
-  }
   static const size_t sizes[] = {1000, 1};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(sizes); ci++) {
@@ -1942,6 +1938,174 @@ static void check_bytes(KilnTestRun *run, const char *what, const void *got, con
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
+}
+
+/* ---- atomic64 ----------------------------------------------------------------------------- */
+
+/* The reference of atomic64.kiln's bins, exchanges, tile and total (its comment says what);
+ * integers in C's unsigned arithmetic (the i64 sums wrap as the kernel's), fsum in index order
+ * with fabs_sum[k] = the sum of |f| over bin k, for the rounding bound. */
+typedef struct Atomic64Ref {
+  int64_t hi[41];
+  uint64_t hu[17];
+  uint32_t h32[16];
+  double hf[16], fabs_sum[8];
+  size_t count[8];
+} Atomic64Ref;
+
+static void ref_atomic64(const int64_t *x, const uint64_t *u, const double *f, const int32_t *bin,
+                         size_t n, size_t grid, Atomic64Ref *r) {
+  memset(r, 0, sizeof *r);
+  for (int k = 0; k < 8; k++) {
+    r->hi[8 + k] = INT64_MIN, r->hi[16 + k] = INT64_MAX;
+    r->hu[8 + k] = UINT64_MAX, r->h32[8 + k] = UINT32_MAX;
+    r->hf[8 + k] = -INFINITY;
+  }
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    int k = bin[i];
+    uint32_t lo = (uint32_t)u[i];
+    r->hi[k] = (int64_t)((uint64_t)r->hi[k] + (uint64_t)x[i]);
+    r->hi[8 + k] = x[i] > r->hi[8 + k] ? x[i] : r->hi[8 + k];
+    r->hi[16 + k] = x[i] < r->hi[16 + k] ? x[i] : r->hi[16 + k];
+    r->hu[k] = u[i] > r->hu[k] ? u[i] : r->hu[k];
+    r->hu[8 + k] = u[i] < r->hu[8 + k] ? u[i] : r->hu[8 + k];
+    r->h32[k] = lo > r->h32[k] ? lo : r->h32[k];
+    r->h32[8 + k] = lo < r->h32[8 + k] ? lo : r->h32[8 + k];
+    r->hf[k] += f[i];
+    r->hf[8 + k] = f[i] > r->hf[8 + k] ? f[i] : r->hf[8 + k];
+    r->fabs_sum[k] += fabs(f[i]);
+    r->count[k]++;
+    total += (uint64_t)x[i];
+  }
+  for (int j = 0; j < 16; j++)
+    r->hi[24 + j] = (int64_t)((grid * (size_t)j + grid * (grid - 1) / 2) << 32);
+  r->hi[40] = (int64_t)total;
+  r->hu[16] = ((uint64_t)1 << 40) + grid;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The f64 sums: k terms added in any order differ from the exact sum by at most
+ * (k - 1) * 2^-53 * sum|f| (each addition rounds once, to a partial sum bounded by sum|f|),
+ * and so does the reference's, so the two are within twice that; an add done in f32 (2^-24)
+ * or one term lost misses it by far. */
+static void check_fsum(KilnTestRun *run, const double *got, const Atomic64Ref *r) {
+  if (!run->ok || run->d.emit) return;
+  double worst = 0;
+  for (int k = 0; k < 8; k++) {
+    double k1 = r->count[k] > 1 ? (double)(r->count[k] - 1) : 0.0;
+    double tol = 2.0 * k1 * 0x1p-53 * r->fabs_sum[k], err = fabs(got[k] - r->hf[k]);
+    if (tol > 0) worst = fmax(worst, err / tol);
+    if (!(err <= tol)) {
+      kiln_test_fail(run, "fsum[%d] = %.17g, reference %.17g, bound %.3g", k, got[k], r->hf[k],
+                     tol);
+      return;
+    }
+  }
+  printf("       fsum: worst error %.3f of its bound\n", worst);
+}
+
+static bool test_atomic64(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {5000, 128}, {1, 128}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block;
+    size_t grid = kiln_test_cdiv(n, block), npad = grid * block;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "atomic64", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3100 + ci);
+    int64_t *x = kiln_test_alloc(n, sizeof *x), *slots = kiln_test_alloc(n, sizeof *slots);
+    uint64_t *u = kiln_test_alloc(n, sizeof *u);
+    double *f = kiln_test_alloc(n, sizeof *f), *fslots = kiln_test_alloc(n, sizeof *fslots);
+    int32_t *bin = kiln_test_alloc(n, sizeof *bin);
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (int64_t)kiln_ref_rng_next(&rng);
+      u[i] = kiln_ref_rng_next(&rng);
+      f[i] = (double)(int64_t)kiln_ref_rng_next(&rng) * 0x1p-63; /* 53 random bits, both signs */
+      slots[i] = (int64_t)kiln_ref_rng_next(&rng);
+      fslots[i] = (double)(int64_t)kiln_ref_rng_next(&rng) * 0x1p-40;
+      bin[i] = (int32_t)(kiln_ref_rng_next(&rng) % 8);
+    }
+    Atomic64Ref r;
+    ref_atomic64(x, u, f, bin, n, grid, &r);
+    /* the cells start at each operation's identity (the counter at 2^40) */
+    Atomic64Ref init;
+    ref_atomic64(x, u, f, bin, 0, 0, &init);
+    init.hu[16] = (uint64_t)1 << 40;
+    void *dx = kiln_test_input(&run, x, n * sizeof *x),
+         *du = kiln_test_input(&run, u, n * sizeof *u);
+    void *df = kiln_test_input(&run, f, n * sizeof *f);
+    void *dbin = kiln_test_input(&run, bin, n * sizeof *bin);
+    void *dhi = kiln_test_input(&run, init.hi, sizeof init.hi);
+    void *dhu = kiln_test_input(&run, init.hu, sizeof init.hu);
+    void *dh32 = kiln_test_input(&run, init.h32, sizeof init.h32);
+    void *dhf = kiln_test_input(&run, init.hf, sizeof init.hf);
+    void *dslots = kiln_test_input(&run, slots, n * sizeof *slots);
+    void *dfslots = kiln_test_input(&run, fslots, n * sizeof *fslots);
+    void *dprev = kiln_test_output(&run, (npad + TAIL_ELEMS) * sizeof(int64_t));
+    void *dfprev = kiln_test_output(&run, (npad + TAIL_ELEMS) * sizeof(double));
+    void *dtickets = kiln_test_output(&run, (grid + TAIL_ELEMS) * sizeof(uint64_t));
+    int32_t n32 = cfgs[ci].n, npad32 = (int32_t)npad;
+    void *args[] = {&dx,     &du,    &df,      &dbin,   &dhi,      &dhu, &dh32,  &dhf,
+                    &dslots, &dprev, &dfslots, &dfprev, &dtickets, &n32, &npad32};
+    kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
+
+    Atomic64Ref got;
+    int64_t *prev = kiln_test_alloc(npad + TAIL_ELEMS, sizeof *prev),
+            *rprev = kiln_test_alloc(npad, sizeof *rprev),
+            *slots_got = kiln_test_alloc(n, sizeof *slots_got);
+    double *fprev = kiln_test_alloc(npad + TAIL_ELEMS, sizeof *fprev),
+           *rfprev = kiln_test_alloc(npad, sizeof *rfprev),
+           *fslots_got = kiln_test_alloc(n, sizeof *fslots_got);
+    uint64_t *tickets = kiln_test_alloc(grid + TAIL_ELEMS, sizeof *tickets),
+             *rtickets = kiln_test_alloc(grid, sizeof *rtickets);
+    kiln_test_fetch(&run, got.hi, dhi, sizeof got.hi);
+    kiln_test_fetch(&run, got.hu, dhu, sizeof got.hu);
+    kiln_test_fetch(&run, got.h32, dh32, sizeof got.h32);
+    kiln_test_fetch(&run, got.hf, dhf, sizeof got.hf);
+    kiln_test_fetch(&run, prev, dprev, (npad + TAIL_ELEMS) * sizeof *prev);
+    kiln_test_fetch(&run, fprev, dfprev, (npad + TAIL_ELEMS) * sizeof *fprev);
+    kiln_test_fetch(&run, slots_got, dslots, n * sizeof *slots_got);
+    kiln_test_fetch(&run, fslots_got, dfslots, n * sizeof *fslots_got);
+    kiln_test_fetch(&run, tickets, dtickets, (grid + TAIL_ELEMS) * sizeof *tickets);
+    kiln_test_check_untouched(&run, "prev", prev, sizeof *prev, npad + TAIL_ELEMS, 1, npad,
+                              npad + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "fprev", fprev, sizeof *fprev, npad + TAIL_ELEMS, 1, npad,
+                              npad + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "tickets", tickets, sizeof *tickets, grid + TAIL_ELEMS, 1, grid,
+                              grid + TAIL_ELEMS);
+    for (size_t i = 0; i < npad; i++) {
+      rprev[i] = i < n ? slots[i] : 0;
+      rfprev[i] = i < n ? fslots[i] : 0.0;
+    }
+    for (size_t p = 0; p < grid; p++) rtickets[p] = ((uint64_t)1 << 40) + p;
+    qsort(tickets, grid, sizeof *tickets, cmp_u64);
+    check_bytes(&run, "i64 add/max/min, tile, total", got.hi, r.hi, 41, sizeof *r.hi);
+    check_bytes(&run, "u64 max/min, counter", got.hu, r.hu, 17, sizeof *r.hu);
+    check_bytes(&run, "u32 max/min", got.h32, r.h32, 16, sizeof *r.h32);
+    check_bytes(&run, "f64 max", got.hf + 8, r.hf + 8, 8, sizeof *r.hf);
+    check_fsum(&run, got.hf, &r);
+    check_bytes(&run, "i64 xchg old", prev, rprev, npad, sizeof *prev);
+    check_bytes(&run, "f64 xchg old", fprev, rfprev, npad, sizeof *fprev);
+    check_bytes(&run, "i64 slots", slots_got, x, n, sizeof *x);
+    check_bytes(&run, "f64 slots", fslots_got, f, n, sizeof *f);
+    check_bytes(&run, "tickets (sorted)", tickets, rtickets, grid, sizeof *tickets);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(slots), free(u), free(f), free(fslots), free(bin), free(prev), free(rprev),
+        free(slots_got), free(fprev), free(rfprev), free(fslots_got), free(tickets), free(rtickets);
+  }
+  return all_ok;
 }
 
 /* What unsigned_ops.kiln computes, in C's unsigned arithmetic (the kernel's comment says what). */
@@ -2641,6 +2805,7 @@ static const struct {
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},
     {"cas_i64", test_cas_i64},
+    {"atomic64", test_atomic64},
     {"unsigned_ops", test_unsigned_ops},
     {"f64_ops", test_f64_ops},
     {"f64_basic", test_f64_basic},
