@@ -2055,10 +2055,11 @@ static bool test_atomic64(KilnRtDevice *dev) {
     void *dfslots = kiln_test_input(&run, fslots, n * sizeof *fslots);
     void *dprev = kiln_test_output(&run, (npad + TAIL_ELEMS) * sizeof(int64_t));
     void *dfprev = kiln_test_output(&run, (npad + TAIL_ELEMS) * sizeof(double));
+    void *dfcas = kiln_test_output(&run, (npad + TAIL_ELEMS) * sizeof(double));
     void *dtickets = kiln_test_output(&run, (grid + TAIL_ELEMS) * sizeof(uint64_t));
     int32_t n32 = cfgs[ci].n, npad32 = (int32_t)npad;
-    void *args[] = {&dx,     &du,    &df,      &dbin,   &dhi,      &dhu, &dh32,  &dhf,
-                    &dslots, &dprev, &dfslots, &dfprev, &dtickets, &n32, &npad32};
+    void *args[] = {&dx,     &du,    &df,      &dbin,   &dhi,   &dhu,      &dh32, &dhf,
+                    &dslots, &dprev, &dfslots, &dfprev, &dfcas, &dtickets, &n32,  &npad32};
     kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
 
     Atomic64Ref got;
@@ -2067,7 +2068,10 @@ static bool test_atomic64(KilnRtDevice *dev) {
             *slots_got = kiln_test_alloc(n, sizeof *slots_got);
     double *fprev = kiln_test_alloc(npad + TAIL_ELEMS, sizeof *fprev),
            *rfprev = kiln_test_alloc(npad, sizeof *rfprev),
-           *fslots_got = kiln_test_alloc(n, sizeof *fslots_got);
+           *fslots_got = kiln_test_alloc(n, sizeof *fslots_got),
+           *fcas = kiln_test_alloc(npad + TAIL_ELEMS, sizeof *fcas),
+           *rfcas = kiln_test_alloc(npad, sizeof *rfcas),
+           *rfslots = kiln_test_alloc(n, sizeof *rfslots);
     uint64_t *tickets = kiln_test_alloc(grid + TAIL_ELEMS, sizeof *tickets),
              *rtickets = kiln_test_alloc(grid, sizeof *rtickets);
     kiln_test_fetch(&run, got.hi, dhi, sizeof got.hi);
@@ -2076,6 +2080,7 @@ static bool test_atomic64(KilnRtDevice *dev) {
     kiln_test_fetch(&run, got.hf, dhf, sizeof got.hf);
     kiln_test_fetch(&run, prev, dprev, (npad + TAIL_ELEMS) * sizeof *prev);
     kiln_test_fetch(&run, fprev, dfprev, (npad + TAIL_ELEMS) * sizeof *fprev);
+    kiln_test_fetch(&run, fcas, dfcas, (npad + TAIL_ELEMS) * sizeof *fcas);
     kiln_test_fetch(&run, slots_got, dslots, n * sizeof *slots_got);
     kiln_test_fetch(&run, fslots_got, dfslots, n * sizeof *fslots_got);
     kiln_test_fetch(&run, tickets, dtickets, (grid + TAIL_ELEMS) * sizeof *tickets);
@@ -2083,12 +2088,17 @@ static bool test_atomic64(KilnRtDevice *dev) {
                               npad + TAIL_ELEMS);
     kiln_test_check_untouched(&run, "fprev", fprev, sizeof *fprev, npad + TAIL_ELEMS, 1, npad,
                               npad + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "fcas", fcas, sizeof *fcas, npad + TAIL_ELEMS, 1, npad,
+                              npad + TAIL_ELEMS);
     kiln_test_check_untouched(&run, "tickets", tickets, sizeof *tickets, grid + TAIL_ELEMS, 1, grid,
                               grid + TAIL_ELEMS);
     for (size_t i = 0; i < npad; i++) {
       rprev[i] = i < n ? slots[i] : 0;
       rfprev[i] = i < n ? fslots[i] : 0.0;
+      rfcas[i] = i < n ? f[i] : 0.0; /* the CAS's old values: the exchanged f */
     }
+    /* the CAS after the exchange: even cells compared with their own bits (swapped to -f) */
+    for (size_t i = 0; i < n; i++) rfslots[i] = i % 2 == 0 ? -f[i] : f[i];
     for (size_t p = 0; p < grid; p++) rtickets[p] = ((uint64_t)1 << 40) + p;
     qsort(tickets, grid, sizeof *tickets, cmp_u64);
     check_bytes(&run, "i64 add/max/min, tile, total", got.hi, r.hi, 41, sizeof *r.hi);
@@ -2099,11 +2109,13 @@ static bool test_atomic64(KilnRtDevice *dev) {
     check_bytes(&run, "i64 xchg old", prev, rprev, npad, sizeof *prev);
     check_bytes(&run, "f64 xchg old", fprev, rfprev, npad, sizeof *fprev);
     check_bytes(&run, "i64 slots", slots_got, x, n, sizeof *x);
-    check_bytes(&run, "f64 slots", fslots_got, f, n, sizeof *f);
+    check_bytes(&run, "f64 cas old", fcas, rfcas, npad, sizeof *fcas);
+    check_bytes(&run, "f64 slots after cas", fslots_got, rfslots, n, sizeof *rfslots);
     check_bytes(&run, "tickets (sorted)", tickets, rtickets, grid, sizeof *tickets);
     all_ok &= kiln_test_end(&run);
     free(x), free(slots), free(u), free(f), free(fslots), free(bin), free(prev), free(rprev),
-        free(slots_got), free(fprev), free(rfprev), free(fslots_got), free(tickets), free(rtickets);
+        free(slots_got), free(fprev), free(rfprev), free(fslots_got), free(fcas), free(rfcas),
+        free(rfslots), free(tickets), free(rtickets);
   }
   return all_ok;
 }
