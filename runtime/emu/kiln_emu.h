@@ -285,6 +285,13 @@ KILN_EMU_API void kiln_emu_mma_m16n8k8_f32_tf32(float *d, uint32_t a0, uint32_t 
                                                 uint32_t a3, uint32_t b0, uint32_t b1, float c0,
                                                 float c1, float c2, float c3);
 
+/* mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32: d = A(16x32) B(32x8) + C in i32, wrapping
+ * modulo 2^32 (no .satfinite). a0..a3 and b0, b1 hold four signed bytes each (the low byte is
+ * the lowest k); c0..c3 and d[0..3] are in C's layout. Exact. */
+KILN_EMU_API void kiln_emu_mma_m16n8k32_s32_s8(int32_t *d, uint32_t a0, uint32_t a1, uint32_t a2,
+                                               uint32_t a3, uint32_t b0, uint32_t b1, int32_t c0,
+                                               int32_t c1, int32_t c2, int32_t c3);
+
 /* ldmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16: num in {1, 2, 4}. Lanes 8i..8i+7 pass the
  * shared addresses of rows 0..7 of matrix i (16 bytes each, 16-byte aligned); other lanes'
  * addresses are ignored. d[0..num-1] receives one .b32 (two b16) per matrix. */
