@@ -305,7 +305,7 @@ static bool stage_still_there(Low *L, MlirValue src, bool transposed, int64_t *o
 /* Byte offset of i8 element (row, k) in a swizzled tile of kcols bytes a row seen as 16-bit
  * pairs: pair k / 2 of the b16 view, byte k & 1 of it (the low byte is the lower k, as mma.sync
  * packs four k into a register). */
-static MlirValue swizzle_i8(Low *L, MlirValue row, MlirValue k, int64_t kcols) {
+MlirValue low_swizzle_i8(Low *L, MlirValue row, MlirValue k, int64_t kcols) {
   MlirValue pair = low_swizzle(L, row, low_bin(L, "arith.shrui", k, low_i32(L, 1)), kcols / 2);
   return low_bin(L, "arith.addi", low_bin(L, "arith.shli", pair, low_i32(L, 1)),
                  low_bin(L, "arith.andi", k, low_i32(L, 1)));
@@ -327,7 +327,7 @@ static void stage(Low *L, MlirValue src, int64_t off, MlirValue base, bool trans
       r = c;
       c = t;
     }
-    MlirValue idx = bytes ? swizzle_i8(L, r, c, cols) : low_swizzle(L, r, c, cols);
+    MlirValue idx = bytes ? low_swizzle_i8(L, r, c, cols) : low_swizzle(L, r, c, cols);
     MlirValue o[2] = {X->v[j], low_gep(L, base, idx, et)};
     low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
   }
@@ -337,6 +337,43 @@ static void stage(Low *L, MlirValue src, int64_t off, MlirValue base, bool trans
   m->off = off;
   m->transposed = transposed;
   m->barrier = low_op(L, "nvvm.barrier0", NULL, 0, NULL, 0, NULL, 0);
+}
+
+/* Four bytes (k .. k + 3 at index x) of a tile staged with rows k, as one register: byte j in
+ * bits 8j .. 8j + 7 (the lowest k lowest, as mma.sync takes them). */
+static MlirValue gather4(Low *L, MlirValue base, MlirValue k, MlirValue x, int64_t xext) {
+  MlirValue acc = low_i32(L, 0);
+  for (int j = 0; j < 4; j++) {
+    MlirValue kj = low_bin(L, "arith.addi", k, low_i32(L, j));
+    MlirValue p = low_gep(L, base, low_swizzle_i8(L, kj, x, xext), L->i8);
+    MlirValue b = low_op1(L, "llvm.load", &p, 1, L->i8);
+    MlirValue w = low_op1(L, "arith.extui", &b, 1, L->i32);
+    acc = low_bin(L, "arith.ori", acc, j ? low_bin(L, "arith.shli", w, low_i32(L, 8 * j)) : w);
+  }
+  return acc;
+}
+
+void low_dot_fragments_i8_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
+                                 int64_t xext, Vals *out) {
+  bool b = dl->op_idx == 1;
+  int w = b ? dl->wpc[1] : dl->wpc[0];
+  int64_t blk = b ? 8 : 16, reps = xext / (blk * w), kb = kext / 32;
+  MlirValue lane = low_lane(L);
+  MlirValue g = low_bin(L, "arith.shrui", lane, low_i32(L, 2));
+  MlirValue t4 =
+      low_bin(L, "arith.shli", low_bin(L, "arith.andi", lane, low_i32(L, 3)), low_i32(L, 2));
+  MlirValue x0 =
+      low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, b), low_i32(L, blk)), g);
+  int nregs = b ? 2 : 4;
+  for (int64_t i = 0; i < reps; i++)
+    for (int64_t ki = 0; ki < kb; ki++)
+      for (int r = 0; r < nregs; r++) {
+        /* A: row g + 8 (r & 1), k 4t + 16 (r >> 1); B: column g, k 4t + 16 r */
+        int64_t xoff = blk * w * i + (b ? 0 : 8 * (r & 1)), koff = 32 * ki + 16 * (b ? r : r >> 1);
+        MlirValue x = low_bin(L, "arith.addi", x0, low_i32(L, xoff));
+        MlirValue k = low_bin(L, "arith.addi", t4, low_i32(L, koff));
+        out->v[(i * kb + ki) * nregs + r] = gather4(L, base, k, x, xext);
+      }
 }
 
 /* An i8 operand: staged with k contiguous (A as it is, B transposed to rows n) and read by the

@@ -809,24 +809,35 @@ static int8_t *random_i8(KilnRefRng *rng, size_t n, bool extreme) {
 }
 
 /* i8 x i8 summed in i32: exact, so every result must equal the reference bit for bit. Ragged M,
- * N and K; K = 200 of extremes reaches |sum| = 200 * 2^14 = 3.3e6. */
+ * N and K; K = 200 of extremes reaches |sum| = 200 * 2^14 = 3.3e6. On the GPU targets K tiles
+ * of 32 and 64 run on mma.sync m16n8k32 (BK = 16 on the FMA path); with num_stages and strides
+ * promised multiples of 16 the operands are pipelined through cp.async (A read by ldmatrix, the
+ * row-major B by byte gathers), tails in M, N and K. */
 static bool test_matmul_i8(KilnRtDevice *dev) {
   static const struct {
     int32_t M, N, K, bm, bn, bk;
     bool extreme;
-  } cfgs[] = {{64, 64, 64, 32, 32, 32, false},
-              {100, 70, 200, 32, 64, 64, true},
-              {33, 17, 5, 32, 32, 32, false},
-              {128, 96, 96, 64, 32, 32, false}};
+    int stages; /* 0: not set; else num_stages and the strides promised multiples of 16 */
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, false, 0},  {100, 70, 200, 32, 64, 64, true, 0},
+              {33, 17, 5, 32, 32, 32, false, 0},   {128, 96, 96, 64, 32, 32, false, 0},
+              {64, 48, 40, 32, 16, 16, false, 0},  {100, 70, 200, 32, 64, 64, true, 3},
+              {128, 96, 96, 64, 32, 32, false, 2}, {72, 40, 136, 32, 32, 32, false, 4}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
     size_t sam = K + 3, sbk = N + 5, scm = N + 8, total = M * scm + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    if (cfgs[ci].stages) sam = (K + 15) / 16 * 16 + 16, sbk = (N + 15) / 16 * 16 + 16;
+    KilnDefine defs[4] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    size_t ndefs = 3;
+    if (cfgs[ci].stages) defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
+    static const KilnDefine mult16[] = {{"sam", 16}, {"sbk", 16}};
+    if (cfgs[ci].stages) g_spec = (Spec){NULL, mult16, 0, COUNT(mult16)};
     char shape[64];
-    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K, cfgs[ci].extreme ? " extremes" : "");
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s%s", M, N, K, cfgs[ci].extreme ? " extremes" : "",
+             cfgs[ci].stages ? " pipelined" : "");
     KilnTestRun run;
-    run_begin(&run, dev, "matmul_i8", defs, COUNT(defs), shape);
+    run_begin(&run, dev, "matmul_i8", defs, ndefs, shape);
+    g_spec = (Spec){0};
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 720 + ci);
