@@ -864,6 +864,71 @@ static bool test_matmul_i8(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* matmul_i8_strided: column-major operands (a unit stride along m or n), specialized on it as a
+ * library's layout would be, with the other stride promised a multiple of 16 bytes: pipelined
+ * (a column-major A staged transposed and read by byte loads, a column-major B staged
+ * transposed and read by ldmatrix) and not (generic strides), tails in every dim. */
+static bool test_matmul_i8_strided(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    bool a_col, b_col;
+    int stages; /* 0: generic strides, no pipelining */
+  } cfgs[] = {{100, 70, 200, 32, 64, 64, true, false, 3},
+              {72, 40, 136, 32, 32, 32, false, true, 2},
+              {96, 80, 120, 64, 32, 32, true, true, 4},
+              {64, 64, 96, 32, 32, 64, true, true, 0},
+              {33, 17, 45, 32, 32, 32, false, true, 0}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t mp = (M + 15) / 16 * 16 + 16, np = (N + 15) / 16 * 16 + 16, kp = (K + 15) / 16 * 16 + 16;
+    size_t sam = cfgs[ci].a_col ? 1 : kp, sak = cfgs[ci].a_col ? mp : 1;
+    size_t sbk = cfgs[ci].b_col ? 1 : np, sbn = cfgs[ci].b_col ? kp : 1;
+    size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
+    size_t asize = cfgs[ci].a_col ? K * mp : M * kp, bsize = cfgs[ci].b_col ? N * kp : K * np;
+    KilnDefine defs[4] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    size_t ndefs = 3;
+    KilnDefine unit_eq[] = {{cfgs[ci].a_col ? "sam" : "sak", 1},
+                            {cfgs[ci].b_col ? "sbk" : "sbn", 1}};
+    KilnDefine mult[] = {{cfgs[ci].a_col ? "sak" : "sam", 16},
+                         {cfgs[ci].b_col ? "sbn" : "sbk", 16}};
+    if (cfgs[ci].stages) {
+      defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
+      g_spec = (Spec){unit_eq, mult, COUNT(unit_eq), COUNT(mult)};
+    }
+    char shape[80];
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s", M, N, K,
+             cfgs[ci].a_col ? "col" : "row", cfgs[ci].b_col ? "col" : "row",
+             cfgs[ci].stages ? " pipelined" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_i8_strided", defs, ndefs, shape);
+    g_spec = (Spec){0};
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 740 + ci);
+    int8_t *a = random_i8(&rng, asize, ci == 0), *b = random_i8(&rng, bsize, ci == 0);
+    int32_t *c = kiln_test_alloc(total, sizeof *c), *ref = kiln_test_alloc(M * N, sizeof *ref);
+    void *da = kiln_test_input(&run, a, asize), *db = kiln_test_input(&run, b, bsize);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sak32 = (int32_t)sak, sbk32 = (int32_t)sbk, sbn32 = (int32_t)sbn;
+    int32_t scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sak32, &sbk32, &sbn32, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    int32_t *got = kiln_test_alloc(M * N, sizeof *got);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    kiln_ref_matmul_i8(a, sam, sak, b, sbk, sbn, ref, M, N, K);
+    check_equal_i32(&run, "c", got, ref, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(ref), free(got);
+  }
+  return all_ok;
+}
+
 /* The three forms of dot_i8_forms on one block (K <= BK = 32): dot(a, b); dot(a, b, init) with
  * init[i][j] = 1000 i + j; and dot(b^T, a^T) = (a b)^T. Exact. */
 static bool test_dot_i8_forms(KilnRtDevice *dev) {
@@ -2811,6 +2876,7 @@ static const struct {
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
     {"matmul_i8", test_matmul_i8},
+    {"matmul_i8_strided", test_matmul_i8_strided},
     {"layernorm_bwd", test_layernorm_bwd},
     {"small_dots", test_small_dots},
     {"int_semantics", test_int_semantics},
