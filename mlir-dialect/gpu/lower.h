@@ -61,7 +61,8 @@ bool low_rand(Low *L, MlirOperation op);
  * dot with an mma result (mma.sync). */
 bool low_dot_operand(Low *L, MlirOperation op);
 bool low_dot_mma(Low *L, MlirOperation op);
-/* Whether v is a kiln.trans of an f16/bf16 tile whose one use converts it to a dot operand:
+/* Whether v is a kiln.trans of an f16/bf16 tile (of an i8 tile: to the B operand only) whose one
+ * use converts it to a dot operand:
  * then the trans itself emits nothing, and the convert stages trans's operand as it is and
  * reads B = x^T with ldmatrix without .trans, A = x^T with ldmatrix .trans (one trip through
  * shared memory, not two). */

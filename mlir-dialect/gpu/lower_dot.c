@@ -208,7 +208,10 @@ bool low_trans_feeds_operand(MlirValue v) {
   if (kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT) return false;
   KilnGpuLayout l = kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0)));
   MlirType et = kiln_ir_elem_type(mlirValueGetType(v));
-  return l.kind == KILN_GPU_LAYOUT_DOT_OP && (mlirTypeIsAF16(et) || mlirTypeIsABF16(et));
+  /* i8: only B = x^T, whose x (rows n, k contiguous) is already the staging i8 B wants; A = x^T
+   * would need a byte transpose */
+  return l.kind == KILN_GPU_LAYOUT_DOT_OP &&
+         (mlirTypeIsAF16(et) || mlirTypeIsABF16(et) || (is_i8(et) && l.op_idx == 1));
 }
 
 void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
@@ -378,16 +381,16 @@ void low_dot_fragments_i8_gather(Low *L, const KilnGpuLayout *dl, MlirValue base
 
 /* An i8 operand: staged with k contiguous (A as it is, B transposed to rows n) and read by the
  * f16 path's ldmatrix on the b16 view, K / 2 pairs a row (A: the plain A read; B: the read of a
- * B^T tile). */
+ * B^T tile).  With `folded`, src is x of B = x^T (rows n, k contiguous): staged as it is. */
 static void i8_operand(Low *L, MlirOperation op, const KilnGpuLayout *dl, MlirValue src,
-                       Vals *out) {
+                       bool folded, Vals *out) {
   MlirType st = mlirValueGetType(src);
-  bool b = dl->op_idx == 1;
-  int64_t rows = kiln_ir_dim(st, b ? 1 : 0), kcols = kiln_ir_dim(st, b ? 0 : 1), a_bytes;
-  int64_t off = operand_offset(op, dl->op_idx, &a_bytes);
-  bool again = stage_still_there(L, src, b, &off);
+  bool b = dl->op_idx == 1, transposed = b && !folded;
+  int64_t rows = kiln_ir_dim(st, transposed ? 1 : 0), kcols = kiln_ir_dim(st, transposed ? 0 : 1);
+  int64_t a_bytes, off = operand_offset(op, dl->op_idx, &a_bytes);
+  bool again = stage_still_there(L, src, transposed, &off);
   MlirValue base = low_smem(L, off, off + rows * kcols);
-  if (!again) stage(L, src, off, base, b);
+  if (!again) stage(L, src, off, base, transposed);
   if (b)
     low_dot_fragments_bt(L, dl, base, rows, kcols / 2, out);
   else
@@ -405,7 +408,9 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   }
   if (is_i8(et)) {
     Vals *out = low_vals(L, kiln_gpu_own_of_type(rt).count);
-    i8_operand(L, op, &dl, src, out);
+    bool folded = low_trans_feeds_operand(src);
+    if (folded) src = mlirOperationGetOperand(mlirOpResultGetOwner(src), 0);
+    i8_operand(L, op, &dl, src, folded, out);
     low_set(L, res, out);
     return true;
   }
