@@ -818,18 +818,21 @@ static bool test_matmul_i8(KilnRtDevice *dev) {
     int32_t M, N, K, bm, bn, bk;
     bool extreme;
     int stages; /* 0: not set; else num_stages and the strides promised multiples of 16 */
-  } cfgs[] = {{64, 64, 64, 32, 32, 32, false, 0},  {100, 70, 200, 32, 64, 64, true, 0},
-              {33, 17, 5, 32, 32, 32, false, 0},   {128, 96, 96, 64, 32, 32, false, 0},
-              {64, 48, 40, 32, 16, 16, false, 0},  {100, 70, 200, 32, 64, 64, true, 3},
-              {128, 96, 96, 64, 32, 32, false, 2}, {72, 40, 136, 32, 32, 32, false, 4}};
+    int warps;  /* 0: the tune block's 4 */
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, false, 0, 0},   {100, 70, 200, 32, 64, 64, true, 0, 0},
+              {33, 17, 5, 32, 32, 32, false, 0, 0},    {128, 96, 96, 64, 32, 32, false, 0, 0},
+              {64, 48, 40, 32, 16, 16, false, 0, 0},   {100, 70, 200, 32, 64, 64, true, 3, 0},
+              {128, 96, 96, 64, 32, 32, false, 2, 0},  {72, 40, 136, 32, 32, 32, false, 4, 0},
+              {130, 70, 100, 64, 64, 64, false, 0, 8}, {130, 70, 100, 128, 64, 32, true, 3, 8}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
     size_t sam = K + 3, sbk = N + 5, scm = N + 8, total = M * scm + TAIL_ELEMS;
     if (cfgs[ci].stages) sam = (K + 15) / 16 * 16 + 16, sbk = (N + 15) / 16 * 16 + 16;
-    KilnDefine defs[4] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    KilnDefine defs[5] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
     size_t ndefs = 3;
     if (cfgs[ci].stages) defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
+    if (cfgs[ci].warps) defs[ndefs++] = (KilnDefine){"num_warps", cfgs[ci].warps};
     static const KilnDefine mult16[] = {{"sam", 16}, {"sbk", 16}};
     if (cfgs[ci].stages) g_spec = (Spec){NULL, mult16, 0, COUNT(mult16)};
     char shape[64];
