@@ -727,31 +727,35 @@ static const KilnType *check_memory(Sema *S, KilnExpr *e) {
   int64_t dims[KILN_MAX_RANK];
   if (!broadcast_args(S, e, 0, e->nargs, &rank, dims)) return NULL;
   KilnScalarKind s = a[0]->type->scalar;
+  bool atomic = !is_load && e->builtin != KILN_BUILTIN_STORE;
+  if (atomic && s == KILN_SCALAR_I1) { /* a bool is a byte in memory, not a cell to update */
+    ERR(S, a[0]->span, "%s needs a pointer to integers or floats (not i1), got %s", e->name,
+        tstr(S, a[0]->type));
+    return NULL;
+  }
   if (e->nargs > val_i) retype_literal(S, a[val_i], s);
   e->operand_type = with_shape(S, s, false, rank, dims);
   return e->builtin == KILN_BUILTIN_STORE ? kiln_type_void() : e->operand_type;
 }
 
-/* atomic_cas(ptr, cmp, value, mask?): 32- or 64-bit integer or float elements (a lock, a counter,
- * a float cell compared by its bits), which every target compares and swaps in one instruction;
- * cmp and value are converted to the element type and broadcast with the pointer and the mask.
- * operand_type is the element type of the broadcast shape. */
-static bool cas_elem_ok(KilnScalarKind k) {
-  return k == KILN_SCALAR_I32 || k == KILN_SCALAR_I64 || k == KILN_SCALAR_U32 ||
-         k == KILN_SCALAR_U64 || k == KILN_SCALAR_F32 || k == KILN_SCALAR_F64;
-}
+/* atomic_cas(ptr, cmp, value, mask?): integer or float elements of 8 to 64 bits (a lock, a
+ * counter, a float cell compared by its bits; the GPU targets swap an 8- or 16-bit cell with a
+ * CAS of the 32-bit word that holds it), not i1; cmp and value are converted to the element type
+ * and broadcast with the pointer and the mask.  operand_type is the element type of the
+ * broadcast shape. */
+static bool cas_elem_ok(KilnScalarKind k) { return k != KILN_SCALAR_I1 && k < KILN_SCALAR_COUNT; }
 
 static const KilnType *check_cas(Sema *S, KilnExpr *e) {
   KilnExpr **a = e->args;
   if (!need_ptr(S, e, a[0])) return NULL;
   KilnScalarKind k = a[0]->type->scalar;
   if (!cas_elem_ok(k)) {
-    ERR(S, a[0]->span, "atomic_cas needs a pointer to i32, i64, u32, u64, f32 or f64, got %s",
+    ERR(S, a[0]->span, "atomic_cas needs a pointer to integers or floats (not i1), got %s",
         tstr(S, a[0]->type));
     return NULL;
   }
   /* a float cell compares bits (the lowerings bitcast to integers): cmp and value convert to it */
-  bool fl = k == KILN_SCALAR_F32 || k == KILN_SCALAR_F64;
+  bool fl = kiln_scalar_is_float(k);
   for (int i = 1; i < 3; i++) {
     const KilnType *t = a[i]->type;
     if (!is_numeric(t) || t->scalar == KILN_SCALAR_I1 || (!fl && !kiln_scalar_is_int(t->scalar))) {

@@ -8,7 +8,7 @@
  * ld.global.v4.b32` (inline PTX: LLVM splits a branch-guarded vector access into narrower pieces);
  * masked-off lanes touch no memory and a load yields `other`.  Otherwise a vector access runs only
  * when the whole vector's mask is true, and each element is loaded or stored alone under its own
- * mask (the tail of a tile). */
+ * mask (the tail of a tile).  An i1 tile moves as bytes, 0 or 1, as on the cpu target. */
 #include "lower.h"
 
 #include "mlir-c/Dialect/LLVM.h"
@@ -193,17 +193,35 @@ MlirValue low_load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, Mli
   return kiln_ir_if_result(&f, 0);
 }
 
+/* i1 tiles live in memory as one byte per element, as on the cpu target: a store writes the
+ * bool zero-extended (0 or 1), a load reads the byte and tests it (`!= 0`, the cast to i1), so
+ * any nonzero byte written elsewhere reads as true.  The accesses themselves are byte accesses,
+ * vectorized as i8's are. */
+static Vals *bools_as_bytes(Low *L, const Vals *b) {
+  Vals *out = low_vals(L, b->n);
+  for (int64_t j = 0; j < b->n; j++) out->v[j] = low_op1(L, "arith.extui", &b->v[j], 1, L->i8);
+  return out;
+}
+
+static Vals *bytes_as_bools(Low *L, const Vals *bytes) {
+  Vals *out = low_vals(L, bytes->n);
+  MlirValue zero = low_const(L, L->i8, mlirIntegerAttrGet(L->i8, 0));
+  for (int64_t j = 0; j < bytes->n; j++) out->v[j] = low_cmpi(L, "ne", bytes->v[j], zero);
+  return out;
+}
+
 bool low_load(Low *L, MlirOperation op) {
   MlirValue ptrs = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   Vals *P = low_get(L, ptrs), *M = low_get(L, mlirOperationGetOperand(op, 1));
   Vals *O = low_get(L, mlirOperationGetOperand(op, 2));
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
-  int bits = kiln_ir_elem_bits(et);
-  if (bits < 8) {
-    low_error(L, "GPU lowering: loads of i1 are not supported");
-    return false;
+  bool bools = kiln_ir_elem_bits(et) == 1;
+  if (bools) { /* bytes in memory: `other` as a byte, the bytes tested after */
+    O = bools_as_bytes(L, O);
+    et = L->i8;
   }
+  int bits = kiln_ir_elem_bits(et);
   KilnGpuOwn own = kiln_gpu_own_of_type(rt);
   int v = low_vector_width(L, ptrs, &own);
   Vals *out = low_vals(L, own.count);
@@ -245,7 +263,7 @@ bool low_load(Low *L, MlirOperation op) {
     L->b = saved;
     for (int e = 0; e < v; e++) out->v[j + e] = kiln_ir_if_result(&f, (intptr_t)e);
   }
-  low_set(L, res, out);
+  low_set(L, res, bools ? bytes_as_bools(L, out) : out);
   return true;
 }
 
@@ -270,11 +288,11 @@ bool low_store(Low *L, MlirOperation op) {
   Vals *M = low_get(L, mlirOperationGetOperand(op, 2));
   MlirType vt = mlirValueGetType(mlirOperationGetOperand(op, 1));
   MlirType et = kiln_ir_elem_type(vt);
-  int bits = kiln_ir_elem_bits(et);
-  if (bits < 8) {
-    low_error(L, "GPU lowering: stores of i1 are not supported");
-    return false;
+  if (kiln_ir_elem_bits(et) == 1) { /* bytes in memory */
+    V = bools_as_bytes(L, V);
+    et = L->i8;
   }
+  int bits = kiln_ir_elem_bits(et);
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
@@ -312,7 +330,8 @@ bool low_store(Low *L, MlirOperation op) {
 
 /* ---------------------------------------------------------------- atomics
  *
- * kiln.atomic_rmw: one relaxed llvm.atomicrmw (NVPTX: atom.global.*) per element the thread owns,
+ * kiln.atomic_rmw: one relaxed llvm.atomicrmw (NVPTX: atom.global.*, or a CAS loop on the word
+ * for a narrow cell: atomic_elem) per element the thread owns,
  * under the element's mask.  A layout may give several threads the same element (a slice's removed
  * dim, a dim without thread bits, a tile smaller than the CTA's extent, a scalar): only one of them
  * may update memory, or the element is counted several times.  The owner is the thread whose lane
@@ -401,9 +420,14 @@ static void broadcast_old(Low *L, const KilnGpuOwn *own, MlirValue owner, MlirTy
 
 /* One element's atomic: llvm.atomicrmw (relaxed) for kiln.atomic_rmw, llvm.cmpxchg for
  * kiln.atomic_cas (acq_rel where it succeeds, monotonic where it fails: atom.acq_rel.gpu.cas
- * on sm_70 and later), whose old value is the first of its {old, success} pair.  32 and 64 bits
- * alike: NVPTX selects atom.global.{add,min,max}.{s,u}{32,64}, add.f{32,64} (sm_60 and later),
- * exch.b{32,64} and cas.b{32,64}; a float max/min is a CAS loop on the bits. */
+ * on sm_70 and later), whose old value is the first of its {old, success} pair.  Every width
+ * alike: for 32 and 64 bits NVPTX selects atom.global.{add,min,max}.{s,u}{32,64},
+ * add.f{32,64} (sm_60 and later), exch.b{32,64} and cas.b{32,64}, and a float max/min is a CAS
+ * loop on the bits.  8- and 16-bit cells: f16 add is atom.global.add.noftz.f16 (sm_70 and
+ * later), bf16 add atom.global.add.noftz.bf16 on sm_90; everything else (bf16 add on sm_80
+ * included) is LLVM's expansion of a narrow atomic, a loop of atom.global.cas.b32 on the
+ * aligned word that holds the cell, which computes the new cell and keeps the word's other
+ * bytes as they were found (a neighbour updated meanwhile makes the CAS fail and retry). */
 static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirValue v, MlirType et,
                              int64_t bin_op) {
   if (!cas) {
@@ -458,8 +482,8 @@ bool low_atomic(Low *L, MlirOperation op) {
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
   int bits = kiln_ir_elem_bits(et);
-  if (bits != 32 && bits != 64) {
-    low_error(L, "GPU lowering: atomics need 32- or 64-bit elements");
+  if (bits < 8) {
+    low_error(L, "GPU lowering: atomics on i1 are not supported");
     return false;
   }
   int64_t bin_op = 0;

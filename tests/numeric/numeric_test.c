@@ -2199,6 +2199,271 @@ static bool test_atomic64(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- atomic16 ----------------------------------------------------------------------------- */
+
+enum { A16_BINS = 64, A16_TICKET0 = 65530 };
+
+/* The reference of atomic16.kiln's bins (its comment says what): integers in C's wrapping
+ * arithmetic, f16/bf16 as bits; the signed sums of the values as each type holds them in double
+ * (exact: multiples of 2^-10 far from 2^53), with the sums of their |x| and the count per bin,
+ * for the rounding bound. */
+typedef struct Atomic16Ref {
+  uint16_t hf[3 * A16_BINS], hb[3 * A16_BINS];
+  int16_t hi[3 * A16_BINS];
+  uint16_t hu[2 * A16_BINS + 1];
+  int8_t h8[A16_BINS];
+  uint8_t hu8[A16_BINS];
+  double xsum[2][A16_BINS], xabs[2][A16_BINS], qsum[A16_BINS]; /* [0] f16, [1] bf16 */
+  size_t count[A16_BINS];
+} Atomic16Ref;
+
+static void ref_atomic16_init(Atomic16Ref *r) {
+  memset(r, 0, sizeof *r);
+  for (int k = 0; k < A16_BINS; k++) {
+    r->hf[2 * A16_BINS + k] = 0xfc00; /* f16 -inf: max's identity */
+    r->hb[2 * A16_BINS + k] = 0x7f80; /* bf16 +inf: min's identity */
+    r->hi[A16_BINS + k] = INT16_MIN, r->hi[2 * A16_BINS + k] = INT16_MAX;
+    r->hu[A16_BINS + k] = UINT16_MAX;
+  }
+  r->hu[2 * A16_BINS] = A16_TICKET0;
+}
+
+static void ref_atomic16(const float *x, const float *q, const int32_t *xi, const int32_t *bin,
+                         size_t n, size_t grid, Atomic16Ref *r) {
+  ref_atomic16_init(r);
+  for (size_t i = 0; i < n; i++) {
+    int k = bin[i];
+    int16_t s = (int16_t)xi[i];
+    uint16_t u = (uint16_t)xi[i];
+    float hx = kiln_ref_round_f16(x[i]), bx = kiln_ref_round_bf16(x[i]);
+    r->xsum[0][k] += hx, r->xabs[0][k] += fabs(hx), r->xsum[1][k] += bx, r->xabs[1][k] += fabs(bx);
+    r->qsum[k] += q[i], r->count[k]++;
+    uint16_t *fmax = &r->hf[2 * A16_BINS + k], *bmin = &r->hb[2 * A16_BINS + k];
+    if (hx > kiln_ref_f16_to_f32(*fmax)) *fmax = kiln_ref_f32_to_f16(hx);
+    if (bx < kiln_ref_bf16_to_f32(*bmin)) *bmin = kiln_ref_f32_to_bf16(bx);
+    r->hi[k] = (int16_t)(uint16_t)((uint16_t)r->hi[k] + u);
+    r->hi[A16_BINS + k] = s > r->hi[A16_BINS + k] ? s : r->hi[A16_BINS + k];
+    r->hi[2 * A16_BINS + k] = s < r->hi[2 * A16_BINS + k] ? s : r->hi[2 * A16_BINS + k];
+    r->hu[k] = u > r->hu[k] ? u : r->hu[k];
+    r->hu[A16_BINS + k] = u < r->hu[A16_BINS + k] ? u : r->hu[A16_BINS + k];
+    r->h8[k] = (int8_t)(uint8_t)((uint8_t)r->h8[k] + (uint8_t)xi[i]);
+    r->hu8[k] = (uint8_t)xi[i] > r->hu8[k] ? (uint8_t)xi[i] : r->hu8[k];
+  }
+  for (int k = 0; k < A16_BINS; k++) { /* the quarters' sums are exact in both types */
+    r->hf[A16_BINS + k] = kiln_ref_f32_to_f16((float)r->qsum[k]);
+    r->hb[A16_BINS + k] = kiln_ref_f32_to_bf16((float)r->qsum[k]);
+  }
+  r->hu[2 * A16_BINS] = (uint16_t)(A16_TICKET0 + grid);
+}
+
+/* The signed sums: c terms added one at a time, in any order, each add rounded once to the
+ * cell's type (unit roundoff u: 2^-11 for f16, 2^-9 for bf16; every GPU and CPU path rounds the
+ * exact sum once: the f32 add that some take first is exact for two multiples of 2^-10 below
+ * 2^13), are within gamma(c - 1) * sum|x| of the exact sum, gamma(k) = k u / (1 - k
+ * u) (recursive summation's bound; the first add, to the cell's 0, is exact). With about 16
+ * terms a bin (n = 1000) the f16 bound is ~0.12 and a lost term (|x| ~1) misses it; the
+ * quarters, summed exactly, catch any lost or doubled update at every size. */
+static void check_sum16(KilnTestRun *run, const char *what, const uint16_t *got, bool bf,
+                        const Atomic16Ref *r) {
+  if (!run->ok || run->d.emit) return;
+  double u = bf ? 0x1p-9 : 0x1p-11, worst = 0;
+  for (int k = 0; k < A16_BINS; k++) {
+    double c1 = r->count[k] > 1 ? (double)(r->count[k] - 1) : 0.0;
+    double tol = c1 * u / (1 - c1 * u) * r->xabs[bf][k];
+    double g = bf ? kiln_ref_bf16_to_f32(got[k]) : kiln_ref_f16_to_f32(got[k]);
+    double err = fabs(g - r->xsum[bf][k]);
+    if (tol > 0) worst = fmax(worst, err / tol);
+    if (!(err <= tol)) {
+      kiln_test_fail(run, "%s[%d] = %.9g, exact %.9g, bound %.3g (%zu terms)", what, k, g,
+                     r->xsum[bf][k], tol, r->count[k]);
+      return;
+    }
+  }
+  printf("       %s: worst error %.3f of its bound\n", what, worst);
+}
+
+static int cmp_u16(const void *a, const void *b) {
+  uint16_t x = *(const uint16_t *)a, y = *(const uint16_t *)b;
+  return (x > y) - (x < y);
+}
+
+static bool test_atomic16(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {3000, 128}, {1, 128}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block;
+    size_t grid = kiln_test_cdiv(n, block), npad = grid * block;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "atomic16", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3600 + ci);
+    float *x = kiln_test_alloc(n, sizeof *x), *q = kiln_test_alloc(n, sizeof *q);
+    int32_t *xi = kiln_test_alloc(n, sizeof *xi), *bin = kiln_test_alloc(n, sizeof *bin);
+    int16_t *slots = kiln_test_alloc(n, sizeof *slots);
+    uint16_t *fslots = kiln_test_alloc(n, sizeof *fslots),
+             *bslots = kiln_test_alloc(n, sizeof *bslots);
+    for (size_t i = 0; i < n; i++) {
+      /* x: multiples of 2^-10 in (-2, 2), exact in f16, rounded to 8 bits in bf16 */
+      x[i] = (float)((int)(kiln_ref_rng_next(&rng) % 4095) - 2047) * 0x1p-10f;
+      q[i] = (float)(kiln_ref_rng_next(&rng) % 5) * 0.25f;
+      xi[i] = (int32_t)(uint32_t)kiln_ref_rng_next(&rng); /* every bit pattern */
+      bin[i] = (int32_t)(kiln_ref_rng_next(&rng) % A16_BINS);
+      slots[i] = (int16_t)kiln_ref_rng_next(&rng);
+      fslots[i] = kiln_ref_f32_to_f16((float)((int)(kiln_ref_rng_next(&rng) % 2001) - 1000));
+      bslots[i] =
+          kiln_ref_f32_to_bf16((float)((int)(kiln_ref_rng_next(&rng) % 511) - 255) * 0x1p-7f);
+    }
+    Atomic16Ref r, init;
+    ref_atomic16(x, q, xi, bin, n, grid, &r);
+    ref_atomic16_init(&init);
+    for (int k = 0; k < A16_BINS; k++) /* bf16 holds a quarter's sum exactly below 64 */
+      if (r.qsum[k] >= 64) kiln_test_fail(&run, "inputs: quarters' sum %g is not exact", r.qsum[k]);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x), *dq = kiln_test_input(&run, q, n * 4);
+    void *dxi = kiln_test_input(&run, xi, n * sizeof *xi);
+    void *dbin = kiln_test_input(&run, bin, n * sizeof *bin);
+    void *dhf = kiln_test_input(&run, init.hf, sizeof init.hf);
+    void *dhb = kiln_test_input(&run, init.hb, sizeof init.hb);
+    void *dhi = kiln_test_input(&run, init.hi, sizeof init.hi);
+    void *dhu = kiln_test_input(&run, init.hu, sizeof init.hu);
+    void *dh8 = kiln_test_input(&run, init.h8, sizeof init.h8);
+    void *dhu8 = kiln_test_input(&run, init.hu8, sizeof init.hu8);
+    void *dslots = kiln_test_input(&run, slots, n * sizeof *slots);
+    void *dfslots = kiln_test_input(&run, fslots, n * sizeof *fslots);
+    void *dbslots = kiln_test_input(&run, bslots, n * sizeof *bslots);
+    size_t out_n = npad + TAIL_ELEMS;
+    void *dprev = kiln_test_output(&run, out_n * 2), *dcprev = kiln_test_output(&run, out_n * 2);
+    void *dfprev = kiln_test_output(&run, out_n * 2), *dfcas = kiln_test_output(&run, out_n * 2);
+    void *dbcas = kiln_test_output(&run, out_n * 2);
+    void *dtickets = kiln_test_output(&run, (grid + TAIL_ELEMS) * 2);
+    int32_t n32 = cfgs[ci].n, npad32 = (int32_t)npad;
+    void *args[] = {&dx,     &dq,    &dxi,     &dbin,   &dhf,      &dhb,    &dhi,
+                    &dhu,    &dh8,   &dhu8,    &dslots, &dprev,    &dcprev, &dfslots,
+                    &dfprev, &dfcas, &dbslots, &dbcas,  &dtickets, &n32,    &npad32};
+    kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
+
+    Atomic16Ref got;
+    memset(&got, 0, sizeof got);
+    kiln_test_fetch(&run, got.hf, dhf, sizeof got.hf);
+    kiln_test_fetch(&run, got.hb, dhb, sizeof got.hb);
+    kiln_test_fetch(&run, got.hi, dhi, sizeof got.hi);
+    kiln_test_fetch(&run, got.hu, dhu, sizeof got.hu);
+    kiln_test_fetch(&run, got.h8, dh8, sizeof got.h8);
+    kiln_test_fetch(&run, got.hu8, dhu8, sizeof got.hu8);
+    /* outputs and their references: 16-bit cells each */
+    enum { PREV, CPREV, FPREV, FCAS, BCAS, SLOTS, FSLOTS, BSLOTS, NOUT };
+    static const char *const names[NOUT] = {
+        "i16 xchg old", "i16 cas old",         "f16 xchg old",        "f16 cas old",
+        "bf16 cas old", "i16 slots after cas", "f16 slots after cas", "bf16 slots after cas"};
+    void *dev_of[NOUT] = {dprev, dcprev, dfprev, dfcas, dbcas, dslots, dfslots, dbslots};
+    uint16_t *out[NOUT], *ref[NOUT];
+    for (int o = 0; o < NOUT; o++) {
+      size_t cells = o < SLOTS ? out_n : n;
+      out[o] = kiln_test_alloc(cells, 2);
+      ref[o] = kiln_test_alloc(cells, 2);
+      kiln_test_fetch(&run, out[o], dev_of[o], cells * 2);
+      if (o < SLOTS) kiln_test_check_untouched(&run, names[o], out[o], 2, out_n, 1, npad, out_n);
+    }
+    for (size_t i = 0; i < n; i++) {
+      uint16_t s16 = (uint16_t)xi[i], f16 = kiln_ref_f32_to_f16(x[i]);
+      bool even = i % 2 == 0;
+      ref[PREV][i] = (uint16_t)slots[i];
+      ref[CPREV][i] = s16; /* the CAS after the exchange finds what the exchange wrote */
+      ref[FPREV][i] = fslots[i];
+      ref[FCAS][i] = f16;
+      ref[BCAS][i] = bslots[i];
+      ref[SLOTS][i] = even ? (uint16_t)~s16 : s16;
+      ref[FSLOTS][i] = even ? kiln_ref_f32_to_f16(-x[i]) : f16;
+      ref[BSLOTS][i] =
+          even ? kiln_ref_f32_to_bf16(2.0f * kiln_ref_bf16_to_f32(bslots[i])) : bslots[i];
+    } /* masked-off elements (n <= i < npad) return 0: the buffers were zeroed */
+    uint16_t *tickets = kiln_test_alloc(grid + TAIL_ELEMS, 2), *rtickets = kiln_test_alloc(grid, 2);
+    kiln_test_fetch(&run, tickets, dtickets, (grid + TAIL_ELEMS) * 2);
+    kiln_test_check_untouched(&run, "tickets", tickets, 2, grid + TAIL_ELEMS, 1, grid,
+                              grid + TAIL_ELEMS);
+    for (size_t p = 0; p < grid; p++) rtickets[p] = (uint16_t)(A16_TICKET0 + p);
+    qsort(tickets, grid, 2, cmp_u16);
+    qsort(rtickets, grid, 2, cmp_u16);
+    check_sum16(&run, "f16 add", got.hf, false, &r);
+    check_sum16(&run, "bf16 add", got.hb, true, &r);
+    check_bytes(&run, "f16 add of quarters, max", got.hf + A16_BINS, r.hf + A16_BINS, 2 * A16_BINS,
+                2);
+    check_bytes(&run, "bf16 add of quarters, min", got.hb + A16_BINS, r.hb + A16_BINS, 2 * A16_BINS,
+                2);
+    check_bytes(&run, "i16 add/max/min", got.hi, r.hi, 3 * A16_BINS, 2);
+    check_bytes(&run, "u16 max/min, counter", got.hu, r.hu, 2 * A16_BINS + 1, 2);
+    check_bytes(&run, "i8 add", got.h8, r.h8, A16_BINS, 1);
+    check_bytes(&run, "u8 max", got.hu8, r.hu8, A16_BINS, 1);
+    for (int o = 0; o < NOUT; o++)
+      check_bytes(&run, names[o], out[o], ref[o], o < SLOTS ? npad : n, 2);
+    check_bytes(&run, "tickets (sorted)", tickets, rtickets, grid, 2);
+    all_ok &= kiln_test_end(&run);
+    for (int o = 0; o < NOUT; o++) free(out[o]), free(ref[o]);
+    free(x), free(q), free(xi), free(bin), free(slots), free(fslots), free(bslots), free(tickets),
+        free(rtickets);
+  }
+  return all_ok;
+}
+
+/* ---- bool_store --------------------------------------------------------------------------- */
+
+/* i1 in memory: bytes in, bytes out (bool_store.kiln's comment says what). The flags are drawn
+ * from 0, 1, 2, 0x80 and 0xff: every nonzero one must read as true on every target. */
+static bool test_bool_store(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{4096, 1024}, {1000, 1024}, {777, 64}, {1, 64}};
+  static const uint8_t flag_bytes[] = {0, 1, 2, 0x80, 0xff};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block;
+    size_t grid = kiln_test_cdiv(n, block), out_n = grid * block + TAIL_ELEMS;
+    int32_t n32 = cfgs[ci].n, half = n32 / 2;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "bool_store", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3700 + ci);
+    float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
+    uint8_t *flags = kiln_test_alloc(n, 1), *rout = kiln_test_alloc(n, 1),
+            *rboth = kiln_test_alloc(n, 1);
+    int32_t *rint = kiln_test_alloc(n, sizeof *rint);
+    for (size_t i = 0; i < n; i++) {
+      flags[i] = flag_bytes[kiln_ref_rng_next(&rng) % COUNT(flag_bytes)];
+      bool f = flags[i] != 0;
+      rout[i] = (uint8_t)((x[i] > 0.0f) != f);
+      rboth[i] = (uint8_t)((int32_t)i < half ? f : 1);
+      rint[i] = f;
+    }
+    void *dx = kiln_test_input(&run, x, n * sizeof *x), *dflags = kiln_test_input(&run, flags, n);
+    void *dout = kiln_test_output(&run, out_n), *dboth = kiln_test_output(&run, out_n);
+    void *dint = kiln_test_output(&run, out_n * sizeof(int32_t));
+    void *args[] = {&dx, &dflags, &dout, &dboth, &dint, &n32, &half};
+    kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
+    uint8_t *out = kiln_test_alloc(out_n, 1), *both = kiln_test_alloc(out_n, 1);
+    int32_t *as_int = kiln_test_alloc(out_n, sizeof *as_int);
+    kiln_test_fetch(&run, out, dout, out_n);
+    kiln_test_fetch(&run, both, dboth, out_n);
+    kiln_test_fetch(&run, as_int, dint, out_n * sizeof *as_int);
+    kiln_test_check_untouched(&run, "out", out, 1, out_n, 1, n, out_n);
+    kiln_test_check_untouched(&run, "both", both, 1, out_n, 1, n, out_n);
+    kiln_test_check_untouched(&run, "as_int", as_int, sizeof *as_int, out_n, 1, n, out_n);
+    check_bytes(&run, "(x > 0) != flag, as bytes", out, rout, n, 1);
+    check_bytes(&run, "flag, other true past half", both, rboth, n, 1);
+    kiln_test_check_equal_i32(&run, "flag as i32", "ref", as_int, rint, n);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(flags), free(rout), free(rboth), free(rint), free(out), free(both), free(as_int);
+  }
+  return all_ok;
+}
+
 /* What unsigned_ops.kiln computes, in C's unsigned arithmetic (the kernel's comment says what). */
 static void ref_unsigned_ops(const uint32_t *a, const uint32_t *b, const uint8_t *c,
                              const uint64_t *d, size_t n, uint32_t s, size_t bs, uint32_t *o32,
@@ -2898,6 +3163,8 @@ static const struct {
     {"cas_f32", test_cas_f32},
     {"cas_i64", test_cas_i64},
     {"atomic64", test_atomic64},
+    {"atomic16", test_atomic16},
+    {"bool_store", test_bool_store},
     {"unsigned_ops", test_unsigned_ops},
     {"f64_ops", test_f64_ops},
     {"f64_basic", test_f64_basic},
