@@ -2432,23 +2432,31 @@ static bool test_bool_store(KilnRtDevice *dev) {
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 3700 + ci);
     float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
-    uint8_t *flags = kiln_test_alloc(n, 1), *rout = kiln_test_alloc(n, 1),
-            *rboth = kiln_test_alloc(n, 1);
+    size_t npad = grid * block; /* flags covers whole blocks: prog's loads read them all */
+    uint8_t *flags = kiln_test_alloc(npad, 1), *rout = kiln_test_alloc(n, 1),
+            *rboth = kiln_test_alloc(n, 1), *rprog = kiln_test_alloc(n, 1);
     int32_t *rint = kiln_test_alloc(n, sizeof *rint);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < npad; i++)
       flags[i] = flag_bytes[kiln_ref_rng_next(&rng) % COUNT(flag_bytes)];
+    for (size_t i = 0; i < n; i++) {
       bool f = flags[i] != 0;
       rout[i] = (uint8_t)((x[i] > 0.0f) != f);
       rboth[i] = (uint8_t)((int32_t)i < half ? f : 1);
       rint[i] = f;
+      rprog[i] = (uint8_t)((i / block) % 2 == 0 ? f : 1);
     }
-    void *dx = kiln_test_input(&run, x, n * sizeof *x), *dflags = kiln_test_input(&run, flags, n);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x),
+         *dflags = kiln_test_input(&run, flags, npad);
     void *dout = kiln_test_output(&run, out_n), *dboth = kiln_test_output(&run, out_n);
-    void *dint = kiln_test_output(&run, out_n * sizeof(int32_t));
-    void *args[] = {&dx, &dflags, &dout, &dboth, &dint, &n32, &half};
+    void *dint = kiln_test_output(&run, out_n * sizeof(int32_t)),
+         *dprog = kiln_test_output(&run, out_n);
+    void *args[] = {&dx, &dflags, &dout, &dboth, &dint, &dprog, &n32, &half};
     kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
     uint8_t *out = kiln_test_alloc(out_n, 1), *both = kiln_test_alloc(out_n, 1);
     int32_t *as_int = kiln_test_alloc(out_n, sizeof *as_int);
+    uint8_t *prog = kiln_test_alloc(out_n, 1);
+    kiln_test_fetch(&run, prog, dprog, out_n);
+    kiln_test_check_untouched(&run, "prog", prog, 1, out_n, 1, n, out_n);
     kiln_test_fetch(&run, out, dout, out_n);
     kiln_test_fetch(&run, both, dboth, out_n);
     kiln_test_fetch(&run, as_int, dint, out_n * sizeof *as_int);
@@ -2458,8 +2466,10 @@ static bool test_bool_store(KilnRtDevice *dev) {
     check_bytes(&run, "(x > 0) != flag, as bytes", out, rout, n, 1);
     check_bytes(&run, "flag, other true past half", both, rboth, n, 1);
     kiln_test_check_equal_i32(&run, "flag as i32", "ref", as_int, rint, n);
+    check_bytes(&run, "flag in even programs, other true in odd ones", prog, rprog, n, 1);
     all_ok &= kiln_test_end(&run);
-    free(x), free(flags), free(rout), free(rboth), free(rint), free(out), free(both), free(as_int);
+    free(x), free(flags), free(rout), free(rboth), free(rint), free(out), free(both), free(as_int),
+        free(rprog), free(prog);
   }
   return all_ok;
 }
