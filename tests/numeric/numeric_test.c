@@ -2802,6 +2802,106 @@ static bool test_f64_basic(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- matmul_f64 ----------------------------------------------------------------------------- */
+
+/* What matmul_f64.kiln computes, c = c0 + a b (strided rows, dense M x N results), in long
+ * double, and for each element the bound its f64 evaluation must meet: any order of K products
+ * added to c0 in doubles, each product and each sum rounded once (the cpu target's multiply and
+ * add) or a product and its sum rounded together (the GPU targets' fma), stays within
+ * (K + 1) 2^-53 (|c0| + sum |a_k b_k|) of the exact value, to first order (Higham, recursive
+ * summation; K 2^-53 is far below 1 here, so the second-order term is below 2^-53 of the
+ * first); the long double reference itself is within K 2^-64 of that sum. */
+static void ref_matmul_f64(const double *a, size_t sam, const double *b, size_t sbk,
+                           const double *c0, size_t scm, size_t M, size_t N, size_t K, double *ref,
+                           double *bound) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      long double sum = c0[i * scm + j], mag = fabsl(sum);
+      for (size_t k = 0; k < K; k++) {
+        long double p = (long double)a[i * sam + k] * b[k * sbk + j];
+        sum += p;
+        mag += fabsl(p);
+      }
+      ref[i * N + j] = (double)sum;
+      bound[i * N + j] =
+          (double)(mag * ((long double)(K + 1) * 0x1p-53L + (long double)K * 0x1p-64L));
+    }
+}
+
+/* |got - ref| <= bound + half an ulp of ref (the reference's own rounding to double) for each of
+ * n doubles, or fails the run naming the worst element (by its share of the bound). */
+static void check_f64_bounded(KilnTestRun *run, const char *what, const double *got,
+                              const double *ref, const double *bound, size_t n) {
+  if (!run->ok || run->d.emit) return;
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    double allowed = bound[i] + fabs(ref[i]) * 0x1p-53;
+    double share = fabs(got[i] - ref[i]) / (allowed > 0 ? allowed : 0x1p-1074);
+    if (!(share <= worst)) worst = share, at = i; /* a NaN is the worst */
+  }
+  printf("       %s: worst error %.3g of its bound (at %zu)\n", what, worst, at);
+  if (!(worst <= 1.0))
+    kiln_test_fail(run, "%s[%zu] = %.17g, reference %.17g, bound %.3g", what, at, got[at], ref[at],
+                   bound[at]);
+}
+
+/* n doubles uniform over [-1, 1) (53 random bits each), every 13th an exact small integer, so
+ * that sums cancel and products of exact values appear. */
+static double *random_f64(KilnRefRng *rng, size_t n) {
+  double *p = kiln_test_alloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++)
+    p[i] = i % 13 == 5 ? (double)((int)(kiln_ref_rng_next(rng) >> 60) - 8)
+                       : (double)(kiln_ref_rng_next(rng) >> 11) * 0x1p-52 - 1.0;
+  return p;
+}
+
+/* f64 dot on every target: ragged M, N and K (masked tails in each), an accumulator loaded from
+ * c0, K up to 200. Each element within the bound ref_matmul_f64 derives from K and 2^-53 (the
+ * measured worst is printed as its share); one f32 rounding anywhere (2^-24) is 2^29 times
+ * bigger than the f64 steps the bound allows, so a lowering that computed in f32 fails by far. */
+static bool test_matmul_f64(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+  } cfgs[] = {{64, 64, 64, 16, 16, 16},
+              {33, 17, 5, 16, 16, 8},
+              {100, 70, 200, 32, 32, 16},
+              {1, 1, 1, 16, 16, 8},
+              {40, 48, 37, 32, 16, 8}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t sam = K + 3, sbk = N + 5, scm = N + 8, total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu", M, N, K);
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_f64", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 5100 + ci);
+    double *a = random_f64(&rng, M * sam), *b = random_f64(&rng, K * sbk);
+    double *c0 = random_f64(&rng, M * scm), *c = kiln_test_alloc(total, sizeof *c);
+    double *ref = kiln_test_alloc(M * N, sizeof *ref), *bound = kiln_test_alloc(M * N, 8);
+    void *da = kiln_test_input(&run, a, M * sam * 8), *db = kiln_test_input(&run, b, K * sbk * 8);
+    void *dc0 = kiln_test_input(&run, c0, M * scm * 8);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sbk32 = (int32_t)sbk, scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc0, &dc, &m32, &n32, &k32, &sam32, &sbk32, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    double *got = kiln_test_alloc(M * N, sizeof *got);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    ref_matmul_f64(a, sam, b, sbk, c0, scm, M, N, K, ref, bound);
+    check_f64_bounded(&run, "c", got, ref, bound, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c0), free(c), free(ref), free(bound), free(got);
+  }
+  return all_ok;
+}
+
 /* ---- device_print --------------------------------------------------------------------------- */
 
 static int compare_lines(const void *a, const void *b) {
@@ -3178,6 +3278,7 @@ static const struct {
     {"unsigned_ops", test_unsigned_ops},
     {"f64_ops", test_f64_ops},
     {"f64_basic", test_f64_basic},
+    {"matmul_f64", test_matmul_f64},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},
