@@ -177,6 +177,11 @@ static inline int kiln_gpu_ilog2(int64_t v) {
  * with this text (lower_dot.c writes it, emu_lower.c recognizes it). */
 #define KILN_GPU_MMA_BF16_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 
+/* stmatrix (sm_90) has no NVVM intrinsic in LLVM 19, so the epilogue's is inline PTX starting
+ * with this text, then the count (1, 2 or 4) and ".shared.b16 [$0], {$1, ...};" (lower_epilogue.c
+ * writes it, emu_lower.c recognizes it). */
+#define KILN_GPU_STMATRIX_PTX "stmatrix.sync.aligned.m8n8.x"
+
 /* LLVM 19's NVPTX backend selects no llvm.fence and MLIR 19 has no nvvm.membar, so the fence
  * around atomic_cas is inline PTX (lower_memory.c writes it; emu_lower.c makes it a host fence). */
 #define KILN_GPU_FENCE_PTX "fence.acq_rel.gpu;"
