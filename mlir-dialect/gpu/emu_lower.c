@@ -577,6 +577,25 @@ static bool lower_pred_access(Emu *E, KilnIRBuilder *b, MlirOperation op, const 
   return false;
 }
 
+/* The epilogue's stmatrix (KILN_GPU_STMATRIX_PTX, operands: the row address, then one b32 per
+ * matrix) as kiln_emu_stmatrix(num, addr, r0, r1, r2, r3), the registers past num zero. */
+static bool lower_stmatrix(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *text) {
+  size_t len = strlen(KILN_GPU_STMATRIX_PTX);
+  if (strncmp(text, KILN_GPU_STMATRIX_PTX, len) != 0) return false;
+  int num = text[len] - '0';
+  MlirLocation loc = mlirOperationGetLocation(op);
+  if ((num != 1 && num != 2 && num != 4) || mlirOperationGetNumOperands(op) != 1 + num) {
+    emu_error(E, op, "emu lowering: unsupported inline PTX '%s'", text);
+    return true;
+  }
+  MlirValue o[6] = {cst_i32(E, b, loc, num), mlirOperationGetOperand(op, 0)};
+  for (int i = 0; i < 4; i++)
+    o[2 + i] =
+        i < num ? as_b32(E, b, loc, mlirOperationGetOperand(op, 1 + i)) : cst_i32(E, b, loc, 0);
+  call(E, b, loc, "kiln_emu_stmatrix", E->voidt, o, 6);
+  return true;
+}
+
 /* The PTX approximations of lower_math.c, as kiln_emu_approx_f32(op, x): host math, or the
  * GPU's worst case under the emulator's pessimistic math mode. op is the instruction's index in
  * kiln_gpu_approx_ptx, whose order is KilnEmuApprox's (runtime/emu/kiln_emu.h). */
@@ -604,6 +623,7 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
                   mlirValueGetType(mlirOperationGetResult(op, 0)), E->i32);
     return;
   }
+  if (lower_stmatrix(E, b, op, text)) return;
   int which = -1; /* lower_math.c writes "INSN $0, $1;" */
   for (int i = 0; i < KILN_GPU_APPROX_COUNT; i++) {
     size_t len = strlen(kiln_gpu_approx_ptx[i]);

@@ -183,6 +183,11 @@ static inline int kiln_gpu_ilog2(int64_t v) {
  * form for the two targets and the emulator, which recognizes this text. */
 #define KILN_GPU_MMA_S8_PTX "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
 
+/* stmatrix (sm_90) has no NVVM intrinsic in LLVM 19, so the epilogue's is inline PTX starting
+ * with this text, then the count (1, 2 or 4) and ".shared.b16 [$0], {$1, ...};" (lower_epilogue.c
+ * writes it, emu_lower.c recognizes it). */
+#define KILN_GPU_STMATRIX_PTX "stmatrix.sync.aligned.m8n8.x"
+
 /* LLVM 19's NVPTX backend selects no llvm.fence and MLIR 19 has no nvvm.membar, so the fence
  * around atomic_cas is inline PTX (lower_memory.c writes it; emu_lower.c makes it a host fence). */
 #define KILN_GPU_FENCE_PTX "fence.acq_rel.gpu;"

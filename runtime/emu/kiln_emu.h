@@ -298,6 +298,13 @@ KILN_EMU_API void kiln_emu_mma_m16n8k32_s32_s8(int32_t *d, uint32_t a0, uint32_t
 KILN_EMU_API void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans,
                                     const void *row_addr);
 
+/* stmatrix.sync.aligned.m8n8.x{num}.shared.b16 (sm_90): num in {1, 2, 4}; ldmatrix's inverse.
+ * Lanes 8i..8i+7 pass the shared addresses of rows 0..7 of matrix i (16 bytes each, 16-byte
+ * aligned; other lanes' addresses are ignored), and r[i] of lane l holds elements (l/4, 2(l%4))
+ * and (l/4, 2(l%4) + 1) of matrix i (the low half first); r[num..3] are ignored. */
+KILN_EMU_API void kiln_emu_stmatrix(uint32_t num, void *row_addr, uint32_t r0, uint32_t r1,
+                                    uint32_t r2, uint32_t r3);
+
 /* ---- asynchronous copies ------------------------------------------------------------------- */
 
 /* cp.async.{ca,cg}.shared.global [dst], [src], cp_size, src_size: cp_size in {4, 8, 16} (16 only

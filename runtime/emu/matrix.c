@@ -1,4 +1,4 @@
-/* matrix.c — mma.sync and ldmatrix: warp-wide rendezvous that gather every lane's fragment
+/* matrix.c — mma.sync, ldmatrix and stmatrix: warp-wide rendezvous that gather every lane's fragment
  * registers into whole matrices, compute, and scatter the results back by the PTX ISA layouts.
  *
  * With groupID g = laneid >> 2 and threadID_in_group t = laneid % 4 (docs/emulator.md has the
@@ -194,4 +194,38 @@ void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans, const void *ro
   kiln_emu_collective(w, f, EMU_COLL_LDMATRIX, num | (trans ? 8u : 0u), 0xffffffffu,
                       ldmatrix_compute);
   for (uint32_t m = 0; m < num; m++) d[m] = f->coll.out[m];
+}
+
+/* ---- stmatrix ------------------------------------------------------------------------------ */
+
+/* sub = num. Matrix m's row r goes to lane 8m + r's address; its 16 bytes are the registers m of
+ * lanes 4r .. 4r + 3 (two b16 each, the low half first). The row is written by the lane that
+ * gave its address, as far as racecheck and initcheck are told. */
+static void stmatrix_compute(EmuFiber *warp, uint32_t mask, uint32_t num) {
+  (void)mask;
+  EmuWorker *w = kiln_emu_worker();
+  for (uint32_t m = 0; m < num; m++) {
+    for (uint32_t r = 0; r < 8; r++) {
+      EmuFiber *owner = &warp[8 * m + r];
+      unsigned char *row = (unsigned char *)(uintptr_t)owner->coll.addr;
+      kiln_emu_check_shadow(w, owner, row, 16, KILN_EMU_ACCESS_STORE, "stmatrix row");
+      for (uint32_t t = 0; t < 4; t++) memcpy(row + 4 * t, &warp[4 * r + t].coll.in[m], 4);
+      kiln_emu_check_shadow(w, owner, row, 16, KILN_EMU_ACCESS_STORED, "stmatrix row");
+    }
+  }
+}
+
+void kiln_emu_stmatrix(uint32_t num, void *row_addr, uint32_t r0, uint32_t r1, uint32_t r2,
+                       uint32_t r3) {
+  EmuFiber *f = kiln_emu_current();
+  if (!f) return;
+  EmuWorker *w = kiln_emu_worker();
+  if (num != 1 && num != 2 && num != 4)
+    kiln_emu_fail(w, f, KILN_EMU_ERROR_INVALID_OP, "stmatrix: .x%u is not .x1, .x2 or .x4", num);
+  if (f->tid % KILN_EMU_WARP_SIZE < 8 * num)
+    kiln_emu_check_shared_range(w, f, row_addr, 16, 16, "stmatrix row address");
+  const uint32_t in[4] = {r0, r1, r2, r3};
+  memcpy(f->coll.in, in, sizeof in);
+  f->coll.addr = row_addr;
+  kiln_emu_collective(w, f, EMU_COLL_STMATRIX, num, 0xffffffffu, stmatrix_compute);
 }
