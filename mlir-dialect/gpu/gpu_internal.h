@@ -134,13 +134,14 @@ bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b);
 /* ---------------------------------------------------------------- axis analysis
  * Per tile of integers or pointers, per dim: contiguity (runs of +1, in elements), divisibility
  * (largest power of two dividing the first element of each run; bytes for pointers), constancy
- * (runs of equal values).  Values unknown to the analysis get contiguity 1, divisibility 1,
- * constancy 1. */
+ * (runs of equal values), and quad (runs of equal `value >> 2`: rand's Philox counter, so one
+ * block serves such a run).  Values unknown to the analysis get 1 everywhere. */
 typedef struct KilnGpuAxisInfo {
   int rank;
   int64_t contig[KILN_GPU_MAX_RANK];
   int64_t divis[KILN_GPU_MAX_RANK];
   int64_t constancy[KILN_GPU_MAX_RANK];
+  int64_t quad[KILN_GPU_MAX_RANK];
 } KilnGpuAxisInfo;
 
 typedef struct KilnGpuAxisMap KilnGpuAxisMap;
