@@ -140,12 +140,26 @@ bool low_math(Low *L, MlirOperation op) {
 
 /* ---------------------------------------------------------------- rand */
 
+/* The high word of the 64-bit product of two u32, as NVVM's mul.hi intrinsic.  The emu rewrite
+ * (emu_lower.c) knows it by name. */
+static MlirValue mul_hi(Low *L, MlirValue a, MlirValue b) {
+  MlirValue o[2] = {a, b};
+  MlirNamedAttribute at[2] = {
+      kiln_ir_named(L->ctx, "intrin",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_MULHI))),
+      kiln_ir_named(L->ctx, "fastmathFlags", kiln_gpu_parse_attr(L->ctx, "#llvm.fastmath<none>")),
+  };
+  return mlirOperationGetResult(low_op(L, "llvm.call_intrinsic", o, 2, &L->i32, 1, at, 2), 0);
+}
+
+/* m * x as (high, low) words.  Two plain 32-bit products, not a 64-bit one split in two
+ * (arith.mului_extended: zext, mul, lshr, trunc): the same two PTX instructions, and O3's
+ * InstCombine, which spent half its time on the 64-bit form's 16 Philox blocks, sees a third of
+ * the operations. */
 static void mulhilo(Low *L, uint32_t m, MlirValue x, MlirValue *hi, MlirValue *lo) {
-  MlirValue o[2] = {low_i32(L, (int32_t)m), x};
-  MlirType rt[2] = {L->i32, L->i32};
-  MlirOperation op = low_op(L, "arith.mului_extended", o, 2, rt, 2, NULL, 0);
-  *lo = mlirOperationGetResult(op, 0);
-  *hi = mlirOperationGetResult(op, 1);
+  MlirValue c = low_i32(L, (int32_t)m);
+  *lo = low_bin(L, "arith.muli", c, x);
+  *hi = mul_hi(L, c, x);
 }
 
 enum { PHILOX_ROUNDS = 10 };
@@ -191,10 +205,7 @@ static void philox_half(Low *L, MlirValue seed, MlirValue ctr, MlirValue hi, Mli
   MlirValue m =
       select_i32(L, hi, low_i32(L, (int32_t)0xD2511F53u), low_i32(L, (int32_t)0xCD9E8D57u));
   MlirValue y = select_i32(L, hi, c[3], c[1]), key = select_i32(L, hi, k[1], k[0]);
-  MlirValue o[2] = {m, x};
-  MlirType rt[2] = {L->i32, L->i32};
-  MlirOperation op = low_op(L, "arith.mului_extended", o, 2, rt, 2, NULL, 0);
-  MlirValue lo = mlirOperationGetResult(op, 0), h = mlirOperationGetResult(op, 1);
+  MlirValue lo = low_bin(L, "arith.muli", m, x), h = mul_hi(L, m, x);
   out[0] = low_bin(L, "arith.xori", low_bin(L, "arith.xori", h, y), key);
   out[1] = lo;
 }
