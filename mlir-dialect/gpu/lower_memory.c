@@ -8,9 +8,11 @@
  * ld.global.v4.b32` (inline PTX: LLVM splits a branch-guarded vector access into narrower pieces);
  * masked-off lanes touch no memory and a load yields `other`.  Otherwise a vector access runs only
  * when the whole vector's mask is true, and each element is loaded or stored alone under its own
- * mask (the tail of a tile).  An access of one element a time (v = 1: nothing proven aligned) of
- * 16 or 32 bits under a mask is one predicated instruction too, `@p ld.global.b16`: as a branch
- * each was three blocks and a phi for LLVM (attn_bwd_dkdv without promises: 225 of them). */
+ * mask (the tail of a tile).  An access of one 16-bit element a time (v = 1: nothing proven
+ * aligned) under a mask is one predicated instruction too, `@p ld.global.b16`: as a branch each
+ * was three blocks and a phi for LLVM (attn_bwd_dkdv without promises: 225 of them).  32-bit
+ * elements keep the branch: as inline PTX, which LLVM does not move, the f32 attention's loads
+ * (FMA dots) spilled 16 bytes on sm_90, and what they cost LLVM did not show in the time. */
 #include "lower.h"
 
 #include "mlir-c/Dialect/LLVM.h"
@@ -176,12 +178,13 @@ static MlirValue same_bits(Low *L, MlirValue x, MlirType to) {
   return low_op1(L, "llvm.bitcast", &x, 1, to);
 }
 
-/* The integer type of one predicated word for an element of `bits`; null where there is none. */
+/* The integer type of a lone predicated element of `bits` (16: i16); null where it keeps its
+ * branch. */
 static MlirType pred_scalar_type(Low *L, int bits) {
-  return bits == 32 ? L->i32 : bits == 16 ? mlirIntegerTypeGet(L->ctx, 16) : (MlirType){NULL};
+  return bits == 16 ? mlirIntegerTypeGet(L->ctx, 16) : (MlirType){NULL};
 }
 
-/* One element under mask m as one predicated instruction (16 or 32 bits: `ws` its word type). */
+/* One element under mask m as one predicated instruction (`ws` its word type). */
 static MlirValue load_scalar_pred(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
                                   MlirType ws) {
   MlirValue ops[3] = {p, m, same_bits(L, other, ws)};
