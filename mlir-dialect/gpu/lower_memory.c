@@ -10,7 +10,7 @@
  * when the whole vector's mask is true, and each element is loaded or stored alone under its own
  * mask (the tail of a tile).  An access of one 16-bit element a time (v = 1: nothing proven
  * aligned) under a mask is one predicated instruction too, `@p ld.global.b16`: as a branch each
- * was three blocks and a phi for LLVM (attn_bwd_dkdv without promises: 225 of them).  32-bit
+ * was three blocks and a phi for LLVM (attn_bwd_dkdv 64x64 without promises: 192 a thread).  32-bit
  * elements keep the branch: as inline PTX, which LLVM does not move, the f32 attention's loads
  * (FMA dots) spilled 16 bytes on sm_90, and what they cost LLVM did not show in the time. */
 #include "lower.h"
