@@ -51,8 +51,8 @@ static void range_body(Cpu *c, const MlirValue *idx, void *user) {
   kiln_cpu_store_elem(c, k->dst, v, idx, 1);
 }
 
-/* broadcast / expand_dims / trans / flip: the result element at idx reads the source at a mapped
- * index. */
+/* broadcast / expand_dims / trans / flip / resize: the result element at idx reads the source at
+ * a mapped index (resize: idx clamped into the source's shape). */
 static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
   CopyCtx *k = user;
   MlirType st = mlirValueGetType(k->src->old);
@@ -76,6 +76,11 @@ static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
       MlirValue d = kiln_cpu_cidx(c, kiln_ir_dim(st, i));
       sidx[i] = bin(c, "arith.remui", lin, d);
       lin = bin(c, "arith.divui", lin, d);
+    }
+  } else if (k->id == KILN_OP_RESIZE) {
+    for (int i = 0; i < srank; i++) {
+      MlirValue last = kiln_cpu_cidx(c, kiln_ir_dim(st, i) - 1);
+      sidx[i] = bin(c, "arith.minui", idx[i], last);
     }
   } else if (k->id == KILN_OP_FLIP) {
     int axis = (int)attr_int(k->op, "axis");
@@ -578,6 +583,7 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_EXPAND_DIMS:
   case KILN_OP_TRANS:
   case KILN_OP_FLIP:
+  case KILN_OP_RESIZE:
   case KILN_OP_RESHAPE: lower_copy_like(c, op, id); return true;
   case KILN_OP_SCAN: return lower_scan(c, op);
   case KILN_OP_ADDPTR: {
