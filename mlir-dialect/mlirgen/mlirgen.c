@@ -619,11 +619,12 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   return kiln_ir_build_expand_dims(&g->b, loc, r, axis);
 }
 
-/* Networks along an axis of any length (sort, scan/reduce with a combine) run over the next
- * power of two, N: the tile is extended along the axis by kiln.resize (its last element
- * repeated), the extra lanes are kept out of every result that is used, and the result is cut
- * back to the axis's length.  Only the cpu target has such tiles (the GPU targets need
- * power-of-two tiles); a power-of-two axis gets no extra op. */
+/* Networks along an axis of any length (sort, scan/reduce with a combine) run the steps of the
+ * next power of two, N, through kiln.resize, which extends a tile along the axis (its last
+ * element repeated) and cuts it back: sort extends the whole tile and keeps the extra lanes out
+ * of every result that is used; scan/reduce extend only each step's partner exchange.  Only the
+ * cpu target has such tiles (the GPU targets need power-of-two tiles); a power-of-two axis gets
+ * no extra op. */
 static int64_t next_pow2(int64_t n) {
   int64_t p = 1;
   while (p < n) p *= 2;
@@ -809,23 +810,27 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
  * memory), selects and the combine's inlined body once (reduce) or twice (scan) on whole tiles;
  * the combine also runs on elements whose result is discarded.
  *
- * An axis of a length n that is not a power of two (the cpu target) runs over N, the next power
- * of two, with the lanes from n on (copies of the last element) kept out of every used result:
- * a valid lane's lower block is all valid, so the scans are right as they are, and a 2j-block
- * whose upper half starts at n or later keeps its lower half's total (the combined lanes are
- * discarded), so t is, on every block, the total of its valid lanes; then everything is cut back
- * to n.  No identity is needed. */
+ * An axis of a length n that is not a power of two (the cpu target) runs the steps of N, the
+ * next power of two, on tiles of x's shape (the combine's body is typed for it): only the
+ * partner exchange goes through N, the tile extended by kiln.resize (its last element repeated),
+ * viewed, flipped and cut back.  A lane whose partner lies past n reads the line's last element
+ * instead, which is in the same j-block when that block starts before n (t is one value over a
+ * block), so every 2j-block whose upper half starts before n combines its two halves' totals
+ * exactly, and one whose upper half starts at n or later keeps its lower half's total (a mask);
+ * the scans only ever read a lower block, always within the line.  No identity is needed. */
 static MlirValue combine_partner(Gen *g, MlirLocation loc, MlirValue t, int axis, int64_t j) {
   MlirType tt = mlirValueGetType(t), elem = kiln_ir_elem_type(tt);
   int rank = (int)mlirShapedTypeGetRank(tt);
-  int64_t pre = 1, post = 1, n = mlirShapedTypeGetDimSize(tt, axis);
+  int64_t pre = 1, post = 1, n = mlirShapedTypeGetDimSize(tt, axis), np2 = next_pow2(n);
   for (int i = 0; i < axis; i++) pre *= mlirShapedTypeGetDimSize(tt, i);
   for (int i = axis + 1; i < rank; i++) post *= mlirShapedTypeGetDimSize(tt, i);
-  int64_t view[4] = {pre * (n / (2 * j)), 2, j, post};
+  int64_t view[4] = {pre * (np2 / (2 * j)), 2, j, post};
+  MlirValue padded = resize_axis(g, loc, t, axis, np2);
   MlirValue v =
-      kiln_ir_build_reshape(&g->b, loc, t, kiln_ir_type_tensor(elem, view, post > 1 ? 4 : 3));
+      kiln_ir_build_reshape(&g->b, loc, padded, kiln_ir_type_tensor(elem, view, post > 1 ? 4 : 3));
   v = kiln_ir_build_flip(&g->b, loc, v, 1);
-  return kiln_ir_build_reshape(&g->b, loc, v, tt);
+  v = kiln_ir_build_reshape(&g->b, loc, v, mlirValueGetType(padded));
+  return resize_axis(g, loc, v, axis, n);
 }
 
 /* One inlined combine(a.., b..) of k values each: sema checked the body (call->inlined) once for
@@ -863,8 +868,7 @@ static bool combine_network(Gen *g, const KilnExpr *e, int k, KilnExpr **xs, Mli
   MlirValue v[MAX_COMBINE_VALUES], t[MAX_COMBINE_VALUES], p[MAX_COMBINE_VALUES],
       c[MAX_COMBINE_VALUES], first[MAX_COMBINE_VALUES], second[MAX_COMBINE_VALUES];
   int64_t n = xs[0]->type->dims[axis], np2 = next_pow2(n);
-  for (int i = 0; i < k && !g->failed; i++)
-    v[i] = t[i] = resize_axis(g, loc, gen_expr(g, xs[i]), axis, np2);
+  for (int i = 0; i < k && !g->failed; i++) v[i] = t[i] = gen_expr(g, xs[i]);
   if (g->failed) return false;
   MlirType tt = mlirValueGetType(v[0]);
   for (int64_t j = 1; j < np2 && !g->failed; j *= 2) {
@@ -884,7 +888,7 @@ static bool combine_network(Gen *g, const KilnExpr *e, int k, KilnExpr **xs, Mli
       combine_select(g, loc, upper_in, k, t, first, t);
     }
   }
-  for (int i = 0; i < k; i++) out[i] = resize_axis(g, loc, scan ? v[i] : t[i], axis, n);
+  for (int i = 0; i < k; i++) out[i] = scan ? v[i] : t[i];
   return !g->failed;
 }
 
