@@ -698,11 +698,12 @@ static MlirValue axis_mask(Gen *g, MlirLocation loc, MlirType tt, int axis, int6
  * flip or two (on the GPU each a trip through shared memory), two compares and two selects; the
  * lower-entry mask is made once per j.
  *
- * An axis of a length n that is not a power of two (the cpu target) is extended to N, and an i1
- * tile `pad` marking the extra lanes moves with the values: a pad lane goes after every element
- * (whatever the order and the values, NaN included) and two pad lanes never swap, so the pad
- * lanes, a 0-1 sequence through the network, end as its last N - n lanes, and the first n lanes
- * are x sorted, cut back out. */
+ * An axis of a length n that is not a power of two (the cpu target) is extended to N, and a pair
+ * with a lane past n (an i1 tile `pad` marks them) never swaps, whatever the values (NaN
+ * included): the extra lanes stay where they are.  That is the network over x padded with
+ * elements that go after every other (+inf ascending): in a pair of the network the upper lane
+ * is the later one, so an extra lane is only ever paired with an earlier lane, which keeps the
+ * one that goes first, its own.  The first n lanes are x sorted, cut back out. */
 typedef struct SortNet {
   int64_t pre, n, post; /* elements before the axis, its (padded) length, after it */
   MlirType elem;
@@ -724,8 +725,9 @@ static MlirValue sort_lower(Gen *g, MlirLocation loc, const SortNet *s, int64_t 
   return axis_mask(g, loc, vt, 1, -1, 0, "eq", 0);
 }
 
-/* One compare-and-swap step over the view v (and its pad flags *pad when padded). */
-static MlirValue sort_step(Gen *g, MlirLocation loc, const SortNet *s, MlirValue v, MlirValue *pad,
+/* One compare-and-swap step over the view v; pad (padded only): the view's i1 tile of the lanes
+ * past the axis's length. */
+static MlirValue sort_step(Gen *g, MlirLocation loc, const SortNet *s, MlirValue v, MlirValue pad,
                            MlirValue lower, bool reverse) {
   MlirValue p = kiln_ir_build_flip(&g->b, loc, v, 1);
   if (reverse) p = kiln_ir_build_flip(&g->b, loc, p, 2);
@@ -733,22 +735,16 @@ static MlirValue sort_step(Gen *g, MlirLocation loc, const SortNet *s, MlirValue
                        : kiln_ir_build_cmpi(&g->b, loc, s->u ? "ult" : "slt", p, v);
   MlirValue gt = s->fl ? kiln_ir_build_cmpf(&g->b, loc, "ogt", p, v)
                        : kiln_ir_build_cmpi(&g->b, loc, s->u ? "ugt" : "sgt", p, v);
-  MlirValue p_first = s->down ? gt : lt, v_first = s->down ? lt : gt;
-  if (s->padded) { /* a pad lane goes after every element; two pad lanes stay put */
-    MlirValue pp = kiln_ir_build_flip(&g->b, loc, *pad, 1);
+  MlirValue take = kiln_ir_build_select(&g->b, loc, lower, s->down ? gt : lt, s->down ? lt : gt);
+  if (s->padded) { /* a pair with a lane past the axis's end never swaps */
+    MlirValue pp = kiln_ir_build_flip(&g->b, loc, pad, 1);
     if (reverse) pp = kiln_ir_build_flip(&g->b, loc, pp, 2);
-    MlirType bt = mlirValueGetType(*pad);
-    MlirValue yes = kiln_ir_build_const_int(&g->b, loc, bt, 1),
-              no = kiln_ir_build_const_int(&g->b, loc, bt, 0);
-    p_first = kiln_ir_build_select(&g->b, loc, pp, no,
-                                   kiln_ir_build_select(&g->b, loc, *pad, yes, p_first));
-    v_first = kiln_ir_build_select(&g->b, loc, *pad, no,
-                                   kiln_ir_build_select(&g->b, loc, pp, yes, v_first));
-    MlirValue take = kiln_ir_build_select(&g->b, loc, lower, p_first, v_first);
-    *pad = kiln_ir_build_select(&g->b, loc, take, pp, *pad);
-    return kiln_ir_build_select(&g->b, loc, take, p, v);
+    MlirValue either[2] = {pad, pp};
+    MlirValue dead =
+        kiln_ir_build_elementwise(&g->b, loc, "arith.ori", either, 2, mlirValueGetType(pad));
+    take = kiln_ir_build_select(
+        &g->b, loc, dead, kiln_ir_build_const_int(&g->b, loc, mlirValueGetType(pad), 0), take);
   }
-  MlirValue take = kiln_ir_build_select(&g->b, loc, lower, p_first, v_first);
   return kiln_ir_build_select(&g->b, loc, take, p, v);
 }
 
@@ -787,7 +783,7 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
       v = sort_view(g, loc, &s, v, s.elem, j);
       if (s.padded) pad = sort_view(g, loc, &s, pad, i1, j);
       if (mlirValueIsNull(lower[lj])) lower[lj] = sort_lower(g, loc, &s, j);
-      v = sort_step(g, loc, &s, v, &pad, lower[lj], j == k / 2 && j > 1);
+      v = sort_step(g, loc, &s, v, pad, lower[lj], j == k / 2 && j > 1);
     }
   }
   v = kiln_ir_build_reshape(&g->b, loc, v, pt);
