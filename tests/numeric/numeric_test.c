@@ -1796,6 +1796,66 @@ static bool test_sort_rows(KilnRtDevice *dev) {
 /* sort along other axes than the last (issue 15): axis 0 of the program's tile, both ways, and
  * the middle axis of a [BR, BC / Q, Q] view; exact, as sort_rows.  Powers of two on every
  * target; on the cpu target also 5, 3, 15 and 7 rows or middle lengths. */
+/* A total order of f32 bit patterns: by value, ties (0 and -0) and NaNs (last) by their bits;
+ * sorting two lines with it compares them as multisets. */
+static int total_order_f32(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  uint32_t xb, yb;
+  memcpy(&xb, &x, sizeof xb);
+  memcpy(&yb, &y, sizeof yb);
+  if (isnan(x) != isnan(y)) return isnan(x) ? 1 : -1;
+  if (!isnan(x) && x != y) return x < y ? -1 : 1;
+  return (xb > yb) - (xb < yb);
+}
+
+/* Whether the n values at got[first + i * step] are the values at want[...] in some order. */
+static bool same_values(const float *got, const float *want, size_t first, size_t step, size_t n) {
+  float a[64], b[64];
+  if (n > 64) return false;
+  for (size_t i = 0; i < n; i++) a[i] = got[first + i * step], b[i] = want[first + i * step];
+  qsort(a, n, sizeof *a, total_order_f32);
+  qsort(b, n, sizeof *b, total_order_f32);
+  return memcmp(a, b, n * sizeof *a) == 0;
+}
+
+/* sort of lengths that are not powers of two with NaNs among the values (cpu only): NaN compares
+ * false, so its place is not specified, but each line must still be a permutation of x's (the
+ * extra lanes never take a value's place).  9 x 30 with NaN at every fifth element, BR = 3 (each
+ * program's rows inside the matrix), Q = 2: lines of 3 (columns) and 15 (the middle axis). */
+static bool sort_axes_nan(KilnRtDevice *dev) {
+  enum { ROWS = 9, COLS = 30, BR = 3, Q = 2, MID = COLS / Q };
+  size_t plane = ROWS * COLS, nf = 3 * plane, ni = plane;
+  KilnDefine defs[] = {{"BR", BR}, {"BC", COLS}, {"Q", Q}};
+  KilnTestRun run;
+  run_begin(&run, dev, "sort_axes", defs, COUNT(defs), "rows=9 cols=30 NaN");
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, 3200);
+  float *x = kiln_test_random_f32(&rng, plane, -4.0f, 4.0f);
+  for (size_t i = 0; i < plane; i += 5) x[i] = NAN;
+  float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf);
+  int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi);
+  void *dx = kiln_test_input(&run, x, plane * sizeof *x);
+  void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+  void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+  int32_t r32 = ROWS, c32 = COLS;
+  void *args[] = {&dx, &df, &di, &r32, &c32};
+  kiln_test_launch(&run, run.fn, ROWS / BR, 1, args);
+  kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+  kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
+                            nf + TAIL_ELEMS);
+  size_t bad = 0;
+  for (size_t p = 0; p < ROWS / BR; p++) /* the columns of each program's tile, both ways */
+    for (size_t c = 0; c < COLS; c++)
+      for (size_t k = 0; k < 2; k++)
+        bad += !same_values(outf + k * plane, x, p * BR * COLS + c, COLS, BR);
+  for (size_t r = 0; r < ROWS; r++) /* the middle axis */
+    for (size_t j = 0; j < Q; j++) bad += !same_values(outf + 2 * plane, x, r * COLS + j, Q, MID);
+  if (bad) kiln_test_fail(&run, "%zu lines are not a permutation of x's", bad);
+  bool ok = kiln_test_end(&run);
+  free(x), free(outf), free(outi);
+  return ok;
+}
+
 static bool test_sort_axes(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, br, bc, q;
@@ -1840,6 +1900,7 @@ static bool test_sort_axes(KilnRtDevice *dev) {
     all_ok &= kiln_test_end(&run);
     free(x), free(outf), free(rf), free(outi), free(ri);
   }
+  if (g_target == KILN_TARGET_CPU) all_ok &= sort_axes_nan(dev);
   return all_ok;
 }
 
