@@ -757,14 +757,13 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
   int64_t n = t->dims[axis];
   if (n == 1) return x;
   MlirType tt = mlirValueGetType(x);
-  SortNet s = {1,
-               next_pow2(n),
-               1,
-               kiln_ir_elem_type(tt),
-               is_float_kind(t->scalar),
-               is_unsigned_kind(t->scalar),
-               e->ival != 0,
-               false};
+  SortNet s = {.pre = 1,
+               .n = next_pow2(n),
+               .post = 1,
+               .elem = kiln_ir_elem_type(tt),
+               .fl = is_float_kind(t->scalar),
+               .u = is_unsigned_kind(t->scalar),
+               .down = e->ival != 0};
   for (int i = 0; i < axis; i++) s.pre *= t->dims[i];
   for (int i = axis + 1; i < t->rank; i++) s.post *= t->dims[i];
   s.padded = s.n != n;
