@@ -115,10 +115,12 @@ typedef enum KilnRmwKind {
   KILN_RMW_MAX,
   KILN_RMW_MIN,
   KILN_RMW_XCHG,
+  KILN_RMW_UMAX, /* max/min of unsigned integers (u32, u64): the IR's integers are signless */
+  KILN_RMW_UMIN,
   KILN_RMW_COUNT
 } KilnRmwKind;
 
-/* Attribute spellings: "sum" "max" ... and "add" "max" "min" "xchg". */
+/* Attribute spellings: "sum" "max" ... and "add" "max" "min" "xchg" "umax" "umin". */
 const char *kiln_reduce_kind_name(KilnReduceKind k);
 const char *kiln_rmw_kind_name(KilnRmwKind k);
 

@@ -335,7 +335,8 @@ static void lower_redux(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   replace_results(op, &r, 1);
 }
 
-static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt);
+static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt,
+                          MlirType acc);
 
 static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirAttribute seg =
@@ -369,14 +370,16 @@ static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   }
   kiln_str_free(&shape);
   kiln_str_free(&ta);
-  emit_mma_call(E, b, op, fn, rt);
+  emit_mma_call(E, b, op, fn, rt, E->f32);
 }
 
-/* A call to the emulator's mma `fn` for op (nvvm.mma.sync, or the inline PTX of a bf16 one):
- * operands 0..5 the A and B registers, 6..9 the f32 accumulators; one struct of 4 f32. */
-static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt) {
+/* A call to the emulator's mma `fn` for op (nvvm.mma.sync, or the inline PTX of a bf16 or s8
+ * one): operands 0..5 the A and B registers, 6..9 the accumulators of type acc (f32, or i32 for
+ * s8); one struct of 4 acc. */
+static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt,
+                          MlirType acc) {
   MlirLocation loc = mlirOperationGetLocation(op);
-  MlirValue d = entry_alloca(E, op, E->f32, 4);
+  MlirValue d = entry_alloca(E, op, acc, 4);
   MlirValue o[11];
   o[0] = d;
   for (int i = 0; i < 6; i++) {
@@ -390,8 +393,7 @@ static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char
   for (int i = 0; i < 4; i++) o[7 + i] = mlirOperationGetOperand(op, 6 + i);
   call(E, b, loc, fn, E->voidt, o, 11);
   MlirValue f[4];
-  for (int i = 0; i < 4; i++)
-    f[i] = load(b, loc, i ? gep_const(E, b, loc, d, i, E->f32) : d, E->f32);
+  for (int i = 0; i < 4; i++) f[i] = load(b, loc, i ? gep_const(E, b, loc, d, i, acc) : d, acc);
   MlirValue r = build_struct(E, b, loc, rt, f, 4);
   replace_results(op, &r, 1);
 }
@@ -593,7 +595,13 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
     emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16",
-                  mlirValueGetType(mlirOperationGetResult(op, 0)));
+                  mlirValueGetType(mlirOperationGetResult(op, 0)), E->f32);
+    return;
+  }
+  if (strncmp(text, KILN_GPU_MMA_S8_PTX, strlen(KILN_GPU_MMA_S8_PTX)) == 0 &&
+      mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
+    emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k32_s32_s8",
+                  mlirValueGetType(mlirOperationGetResult(op, 0)), E->i32);
     return;
   }
   int which = -1; /* lower_math.c writes "INSN $0, $1;" */

@@ -13,9 +13,8 @@
  * scf.for body whose only user is a convert_layout to a dot_op layout in the same block (the
  * tile goes to shared memory anyway), or whose only user is a kiln.trans whose only user is
  * such a convert (K of S = Q K^T: the tile is staged as it is and local_load {transpose} reads
- * the operand as its transpose, as the operand staging of lower_dot.c does), of f16/bf16, 2-D,
- * whose vector width is 2, 4 or 8
- * elements (cp.async's 4, 8, 16 bytes).  A tile contiguous along its last dim is staged as it
+ * the operand as its transpose, as the operand staging of lower_dot.c does), of f16/bf16 or i8
+ * (no trans view), 2-D, whose vector width is 4, 8 or 16 bytes (cp.async's sizes).  A tile contiguous along its last dim is staged as it
  * is; one contiguous along dim 0 (a column-major operand) is staged transposed (the buffer's
  * encoding has order [0, 1]), so its copies stay 16-byte vectors.  Its pointer, mask and
  * `other` must be computable for a future iteration: their definitions inside the body form a
@@ -150,16 +149,18 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
   if (mlirOperationIsNull(cvt)) return false;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(load, 0));
   MlirType et = kiln_ir_elem_type(rt);
-  if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et))) return false;
+  bool i8 = mlirTypeIsAInteger(et) && mlirIntegerTypeGetWidth(et) == 8;
+  if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et) || i8)) return false;
+  int chunk = i8 ? 16 : 8; /* elements in 16 bytes */
   KilnGpuOwn own = kiln_gpu_own_of_type(rt);
   bool trans = own.order[0] == 0;
   int64_t contiguous_extent = kiln_ir_dim(rt, trans ? 0 : 1);
-  if (contiguous_extent < 8 || (trans && kiln_ir_dim(rt, 1) < 8))
+  if (contiguous_extent < chunk || (trans && kiln_ir_dim(rt, 1) < chunk))
     return false; /* a staged row must hold whole 16-byte chunks (the swizzle's unit) */
-  if (trans && !mlirOperationIsNull(view))
-    return false; /* the transpose of a column-major tile: not yet */
+  if ((trans || i8) && !mlirOperationIsNull(view))
+    return false; /* the transpose of a column-major or i8 tile: not yet */
   int vec = kiln_gpu_access_vec(axis, mlirOperationGetOperand(load, 0), &own);
-  if (vec < 2 || vec > 8) return false;
+  if (vec < chunk / 4 || vec > chunk) return false; /* cp.async of 4, 8 or 16 bytes */
   int keep = p->nslice;
   for (intptr_t i = 0; i < 3; i++)
     if (!collect_slice(p, mlirOperationGetOperand(load, i), 0)) {

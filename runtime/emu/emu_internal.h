@@ -38,6 +38,7 @@ typedef struct EmuCollective {
   uint32_t mask;
   uint32_t in[6];   /* shfl: a, b, c; vote: pred; redux: value; mma: a0..a3, b0, b1 */
   float fin[4];     /* mma: c0..c3 */
+  int32_t iin[4];   /* integer mma: c0..c3 */
   const void *addr; /* ldmatrix: this lane's row address */
   uint32_t out[4];  /* results (f32 results stored as their bits) */
   uint32_t pred;    /* shfl: the in-range predicate */

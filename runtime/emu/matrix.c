@@ -8,14 +8,16 @@
  *                      B (16x8):  element i of 4: row 2t + (i & 1) + 8 * (i >= 2), col g
  *   m16n8k8 tf32       A (16x8):  register i of 4: row g + 8 * (i & 1), col t + 4 * (i >> 1)
  *                      B (8x8):   register i of 2: row t + 4 * i, col g
- *   C / D (16x8 f32)   element i of 4: row g + 8 * (i >> 1), col 2t + (i & 1)
+ *   m16n8k32 s8        A (16x32): byte j of register r: row g + 8 * (r & 1), col 4t + j + 16 * (r >> 1)
+ *                      B (32x8):  byte j of register r: row 4t + j + 16 * r, col g
+ *   C / D (16x8 f32 or s32)  element i of 4: row g + 8 * (i >> 1), col 2t + (i & 1)
  */
 #include "emu_internal.h"
 #include "kiln_base.h"
 
 #include <string.h>
 
-enum { MMA_F16, MMA_BF16, MMA_TF32 };
+enum { MMA_F16, MMA_BF16, MMA_TF32, MMA_S8 };
 
 static float half_value(uint32_t variant, uint32_t reg, uint32_t half) {
   uint16_t h = (uint16_t)(reg >> (16 * half));
@@ -105,6 +107,47 @@ void kiln_emu_mma_m16n8k8_f32_tf32(float *d, uint32_t a0, uint32_t a1, uint32_t 
                                    uint32_t b0, uint32_t b1, float c0, float c1, float c2,
                                    float c3) {
   mma(MMA_TF32, d, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3);
+}
+
+/* The s8 shape: gather A (16x32) and B (32x8) as signed bytes, the i32 accumulators, add in
+ * uint32_t (wrapping modulo 2^32 as the PTX .s32 accumulation without .satfinite does; each
+ * product of two bytes fits in 16 bits), scatter D. */
+static void mma_s8_compute(EmuFiber *warp, uint32_t mask, uint32_t variant) {
+  (void)mask;
+  (void)variant;
+  int32_t a[16][32], b[32][8];
+  uint32_t c[16][8];
+  for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++) {
+    uint32_t g = lane >> 2, t = lane & 3;
+    const uint32_t *in = warp[lane].coll.in;
+    for (uint32_t r = 0; r < 4; r++)
+      for (uint32_t j = 0; j < 4; j++)
+        a[g + 8 * (r & 1)][4 * t + j + 16 * (r >> 1)] = (int8_t)(uint8_t)(in[r] >> (8 * j));
+    for (uint32_t r = 0; r < 2; r++)
+      for (uint32_t j = 0; j < 4; j++)
+        b[4 * t + j + 16 * r][g] = (int8_t)(uint8_t)(in[4 + r] >> (8 * j));
+    for (uint32_t i = 0; i < 4; i++)
+      c[g + 8 * (i >> 1)][2 * t + (i & 1)] = (uint32_t)warp[lane].coll.iin[i];
+  }
+  for (uint32_t m = 0; m < 16; m++)
+    for (uint32_t n = 0; n < 8; n++)
+      for (uint32_t kk = 0; kk < 32; kk++) c[m][n] += (uint32_t)(a[m][kk] * b[kk][n]);
+  for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++)
+    for (uint32_t i = 0; i < 4; i++)
+      warp[lane].coll.out[i] = c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)];
+}
+
+void kiln_emu_mma_m16n8k32_s32_s8(int32_t *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                  uint32_t b0, uint32_t b1, int32_t c0, int32_t c1, int32_t c2,
+                                  int32_t c3) {
+  EmuFiber *f = kiln_emu_current();
+  if (!f) return;
+  const uint32_t in[6] = {a0, a1, a2, a3, b0, b1};
+  const int32_t iin[4] = {c0, c1, c2, c3};
+  memcpy(f->coll.in, in, sizeof in);
+  memcpy(f->coll.iin, iin, sizeof iin);
+  kiln_emu_collective(kiln_emu_worker(), f, EMU_COLL_MMA, MMA_S8, 0xffffffffu, mma_s8_compute);
+  for (int i = 0; i < 4; i++) d[i] = (int32_t)f->coll.out[i];
 }
 
 /* ---- ldmatrix ------------------------------------------------------------------------------ */

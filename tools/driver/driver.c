@@ -96,7 +96,7 @@ static void print_module(const void *m, FILE *f) {
 }
 
 /* Errors at a place in the source, from the passes: how a lowering says that the program asks
- * for what the target cannot do (a tile of 48, an i1 store, a 16-bit atomic), which is the
+ * for what the target cannot do (a tile of 48, a non-splat tile constant), which is the
  * user's to change, where an internal failure has no place to point at. */
 static size_t located_errors(KilnMlirContext *kctx) {
   size_t n = 0;
