@@ -153,7 +153,8 @@ static bool check_assembly(const Args *a, const char *ptx) {
 }
 
 /* The default preset's config for the pins in a->defines, read from kernel's tune block into
- * *out (pins in place of the preset's values); false with a message when there is none. */
+ * *out (pins in place of the preset's values); false when none applies (the default is then
+ * the first point of the space, which the driver binds by itself). */
 static bool default_config(const Args *a, KilnCompilation *c, KilnTuneConfig *out) {
   KilnKernel *k = kiln_kernel_find(c, a->kernel);
   const KilnTune *t = k ? k->tune : NULL;
@@ -168,7 +169,7 @@ static bool default_config(const Args *a, KilnCompilation *c, KilnTuneConfig *ou
       return true;
     }
   }
-  fprintf(stderr, "FAIL: %s: no preset for every device applies to these pins\n", a->kernel);
+  printf("%s: no preset for every device applies: the first point of the space\n", a->kernel);
   return false;
 }
 
@@ -177,8 +178,9 @@ static bool bind_default(Args *a) {
   size_t len;
   char *text = kiln_file_read(a->file, &len);
   KilnCompilation *c = text ? kiln_frontend_create(a->file, text, len) : NULL;
-  KilnTuneConfig cfg;
-  bool ok = c && kiln_frontend_parse(c) && default_config(a, c, &cfg);
+  bool ok = c && kiln_frontend_parse(c);
+  KilnTuneConfig cfg = {.nbindings = 0};
+  if (ok && !default_config(a, c, &cfg)) cfg.nbindings = 0;
   for (int b = 0; ok && b < cfg.nbindings; b++) {
     bool given = false;
     for (size_t d = 0; d < a->ndefines && !given; d++)
@@ -191,7 +193,7 @@ static bool bind_default(Args *a) {
     else
       free(name);
   }
-  if (!text) fprintf(stderr, "FAIL: cannot read %s\n", a->file);
+  if (!ok) fprintf(stderr, "FAIL: cannot read or parse %s\n", a->file);
   kiln_frontend_destroy(c);
   free(text);
   return ok;
