@@ -363,6 +363,7 @@ bool tune_plan_default_config(const KilnTune *t, TunePlanCheck *check, void *ctx
     if (t->presets[i].device) continue; /* a device's own candidate, not every device's default */
     memset(out, 0, sizeof *out);
     if (!kiln_tune_preset_get(t, t->presets[i].name, &out->cfg)) continue;
+    if (!kiln_tune_preset_applies(t, i, &out->cfg)) continue; /* `where T != f32`, T pinned f32 */
     check(out, ctx);
     if (out->state != ST_PRUNED) return true;
   }

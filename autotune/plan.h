@@ -126,7 +126,8 @@ TunePlanFallback tune_plan_fallback(const LibKernel *lk, bool require_tuned);
 /* Checks one config (fills c->state and c->config; ST_PRUNED when it cannot run here). */
 typedef void TunePlanCheck(TuneCand *c, void *ctx);
 /* A kernel's default config, the one `--mode default` times first: its first preset for every
- * device (no `for DEVICE`) that check keeps, else the first kept config of its cross product.
+ * device (no `for DEVICE`) whose `where` holds for its own config (t with its pins) and that
+ * check keeps, else the first kept config of its cross product.
  * False when all are pruned. */
 bool tune_plan_default_config(const KilnTune *t, TunePlanCheck *check, void *ctx, TuneCand *out);
 

@@ -313,7 +313,7 @@ static bool value_listed(const KilnTune *t, const char *name, int64_t v, int64_t
 bool tune_config_listed(const KilnTune *t, const char *config, KilnTuneConfig *cfg) {
   char s[256];
   for (int i = 0; i < t->npresets; i++)
-    if (kiln_tune_preset_get(t, t->presets[i].name, cfg)) {
+    if (kiln_tune_preset_get(t, t->presets[i].name, cfg) && kiln_tune_preset_applies(t, i, cfg)) {
       tune_config_string(cfg, s, sizeof s);
       if (!strcmp(s, config)) return true;
     }

@@ -62,16 +62,25 @@ static bool preset_on_device(const KilnTunePreset *pr, const char *spec) {
   return !strncmp(spec, pr->device, n) && (spec[n] == '\0' || spec[n] == ':');
 }
 
+/* Whether preset i is a candidate of this run: on its device and, with a `where`, for the
+ * pinned values (`where T != f32` leaves an f32 run). A preset that cannot be built is one, so
+ * that the report says so. */
+static bool preset_is_candidate(const KilnTune *t, int i, const char *spec) {
+  if (!preset_on_device(&t->presets[i], spec)) return false;
+  KilnTuneConfig cfg;
+  return !kiln_tune_preset_get(t, t->presets[i].name, &cfg) || kiln_tune_preset_applies(t, i, &cfg);
+}
+
 /* The candidates of this run, copied out of the space (or from presets). */
 int tune_select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out) {
   const KilnTune *t = j->t;
   int n = 0, cap = nspace + t->npresets + 1, presets = 0;
   TuneCand *c = calloc((size_t)cap, sizeof *c);
   if (!c) return -1;
-  for (int i = 0; i < t->npresets; i++) presets += preset_on_device(&t->presets[i], j->tg->spec);
+  for (int i = 0; i < t->npresets; i++) presets += preset_is_candidate(t, i, j->tg->spec);
   if (!j->max_mode && presets > 0) {
     for (int i = 0; i < t->npresets; i++) {
-      if (!preset_on_device(&t->presets[i], j->tg->spec)) continue;
+      if (!preset_is_candidate(t, i, j->tg->spec)) continue;
       TuneCand *x = &c[n++];
       x->order = nspace + i;
       snprintf(x->preset, sizeof x->preset, "%s", t->presets[i].name);

@@ -362,6 +362,10 @@ typedef struct KilnTunePreset {
      * only ("cpu", "emu", "cuda"), never an untuned library's default; NULL: every device */
   const char *device;
   KilnSpan device_span;
+  /* `preset NAME ... where COND { ... }`: the preset is a candidate, and can be the default,
+     * only for configurations where COND (over the block's parameters, pinned values included)
+     * is non-zero: `where T != f32` keeps a tensor-core tile off the f32 FMA path. NULL: always */
+  KilnExpr *cond;
   KilnTuneAssign *assigns;
   int nassigns;
 } KilnTunePreset;
@@ -474,6 +478,10 @@ int64_t kiln_meta_param_max(const char *name);
 /* Fills *out from preset `name`, parameters it does not set taking their first listed value.
  * Returns false if there is no such preset. */
 bool kiln_tune_preset_get(const KilnTune *t, const char *name, KilnTuneConfig *out);
+/* Whether preset number i applies to cfg (normally its own config, from kiln_tune_preset_get
+ * on the block with its pins): true without a `where`, else the condition's value over cfg.
+ * An evaluation error (division by zero) makes it false. */
+bool kiln_tune_preset_applies(const KilnTune *t, int i, const KilnTuneConfig *cfg);
 /* True when every `where` of the block holds for cfg.  Evaluation errors (division by zero, an
  * unbound name) make it false and, when c is non-NULL, add a diagnostic.  Conditions on the
  * call (a `where` naming a `key` parameter) are not checked here: see kiln_tune_where_ok_call. */

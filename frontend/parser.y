@@ -114,11 +114,11 @@ static bool tune_const(KilnParseState *ps, KilnExpr *e, int64_t *out)
     return true;
 }
 
-/* A `preset NAME [for DEVICE] { items }` tune item (kw: the word that should be "preset"), or
- * NULL after a diagnostic. */
+/* A `preset NAME [for DEVICE] [where COND] { items }` tune item (kw: the word that should be
+ * "preset"), or NULL after a diagnostic. COND's names are checked with the block (sema). */
 static TuneItem *tune_preset(KilnParseState *ps, const char *kw, KilnSpan kw_span, const char *name,
                              KilnSpan name_span, const char *device, KilnSpan device_span,
-                             KilnPtrVec items)
+                             KilnExpr *cond, KilnPtrVec items)
 {
     if (strcmp(kw, "preset") != 0) {
         kiln_diag_error(ps->c, kw_span,
@@ -138,6 +138,7 @@ static TuneItem *tune_preset(KilnParseState *ps, const char *kw, KilnSpan kw_spa
     t->preset.span = name_span;
     t->preset.device = device;
     t->preset.device_span = device_span;
+    t->preset.cond = cond;
     t->preset.assigns = kiln_arena_alloc(&ps->c->ar, sizeof(KilnTuneAssign) * (size_t)(items.n + 1));
     for (int i = 0; i < items.n; i++) {
         TuneItem *a = items.items[i];
@@ -664,7 +665,7 @@ tune_items
     ;
 
 /* tune_item = IDENT "in" "[" values "]" ";" | "key" names ";" | "where" expr ";"
- *           | "preset" IDENT ["for" IDENT] "{" {IDENT "=" value ";"} "}"
+ *           | "preset" IDENT ["for" IDENT] ["where" expr] "{" {IDENT "=" value ";"} "}"
  * `key` and `preset` are not reserved words: they only mean something here. */
 tune_item
     : IDENT IN '[' args ']' ';'
@@ -702,11 +703,19 @@ tune_item
         }
     | IDENT IDENT '{' preset_items '}'
         {
-            $$ = tune_preset(ps, $1, SPAN(@1), $2, SPAN(@2), NULL, SPAN(@2), $4);
+            $$ = tune_preset(ps, $1, SPAN(@1), $2, SPAN(@2), NULL, SPAN(@2), NULL, $4);
         }
     | IDENT IDENT FOR IDENT '{' preset_items '}'
         {
-            $$ = tune_preset(ps, $1, SPAN(@1), $2, SPAN(@2), $4, SPAN(@4), $6);
+            $$ = tune_preset(ps, $1, SPAN(@1), $2, SPAN(@2), $4, SPAN(@4), NULL, $6);
+        }
+    | IDENT IDENT WHERE expr '{' preset_items '}'
+        {
+            $$ = tune_preset(ps, $1, SPAN(@1), $2, SPAN(@2), NULL, SPAN(@2), $4, $6);
+        }
+    | IDENT IDENT FOR IDENT WHERE expr '{' preset_items '}'
+        {
+            $$ = tune_preset(ps, $1, SPAN(@1), $2, SPAN(@2), $4, SPAN(@4), $6, $8);
         }
     | error ';'         { $$ = NULL; yyerrok; }
     ;

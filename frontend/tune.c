@@ -189,6 +189,20 @@ bool kiln_tune_preset_get(const KilnTune *t, const char *name, KilnTuneConfig *o
   return true;
 }
 
+bool kiln_tune_preset_applies(const KilnTune *t, int i, const KilnTuneConfig *cfg) {
+  KILN_ASSERT(i >= 0 && i < t->npresets);
+  const KilnExpr *cond = t->presets[i].cond;
+  if (!cond) return true;
+  KilnArena ar;
+  kiln_arena_init(&ar);
+  int64_t v = 0;
+  const char *err;
+  KilnSpan sp;
+  bool ok = kiln_tune_eval(&ar, cond, cfg->bindings, cfg->nbindings, &v, &err, &sp) && v != 0;
+  kiln_arena_free(&ar);
+  return ok;
+}
+
 static bool names_key(const KilnTune *t, const KilnExpr *e) {
   if (!e) return false;
   if (e->kind == KILN_EXPR_NAME)
@@ -262,6 +276,53 @@ static void check_call_where(KilnCompilation *c, const KilnTune *t, const KilnEx
   }
 }
 
+/* A preset's condition chooses between configurations of the block, so it may name what a
+ * configuration binds: the block's parameters (a pinned type included), num_warps, num_stages
+ * and min_blocks. A key has a value per call, not per configuration, and anything else none. */
+static void check_preset_cond(KilnCompilation *c, const KilnTune *t, const KilnTunePreset *pr,
+                              const KilnExpr *e) {
+  if (!e) return;
+  if (e->kind != KILN_EXPR_NAME) {
+    check_preset_cond(c, t, pr, e->lhs);
+    check_preset_cond(c, t, pr, e->rhs);
+    return;
+  }
+  bool known = is_meta(e->name);
+  for (int i = 0; i < t->nparams && !known; i++) known = strcmp(t->params[i].name, e->name) == 0;
+  for (int i = 0; i < t->nkeys && !known; i++)
+    if (strcmp(t->keys[i], e->name) == 0) {
+      kiln_diag_error(c, e->span,
+                      "the condition of preset '%s' names key '%s': a preset is chosen per "
+                      "configuration, not per call (write a `where` clause of the block)",
+                      pr->name, e->name);
+      return;
+    }
+  if (!known)
+    kiln_diag_error(c, e->span,
+                    "the condition of preset '%s' names '%s', which is not a parameter of this "
+                    "tune block",
+                    pr->name, e->name);
+}
+
+/* The names of preset i's condition, then its value on the preset's own configuration: an
+ * error there (a division by zero, min_blocks that nothing binds) is reported at its place. */
+static void check_preset_where(KilnCompilation *c, const KilnTune *t, int i) {
+  const KilnTunePreset *pr = &t->presets[i];
+  if (!pr->cond) return;
+  size_t before = kiln_diag_count_errors(c);
+  check_preset_cond(c, t, pr, pr->cond);
+  KilnTuneConfig cfg;
+  if (kiln_diag_count_errors(c) != before || !kiln_tune_preset_get(t, pr->name, &cfg)) return;
+  KilnArena ar;
+  kiln_arena_init(&ar);
+  int64_t v;
+  const char *err;
+  KilnSpan sp;
+  if (!kiln_tune_eval(&ar, pr->cond, cfg.bindings, cfg.nbindings, &v, &err, &sp))
+    kiln_diag_add(c, KILN_SEV_ERROR, sp, err);
+  kiln_arena_free(&ar);
+}
+
 /* ---------------------------------------------------------------- checking */
 
 static const KilnDecl *find_param(const KilnKernel *k, const char *name) {
@@ -318,6 +379,7 @@ void kiln_tune_check(KilnCompilation *c, KilnTune *t) {
     for (int j = 0; j < i; j++)
       if (strcmp(t->presets[j].name, pr->name) == 0)
         kiln_diag_error(c, pr->span, "preset '%s' is defined twice", pr->name);
+    check_preset_where(c, t, i);
   }
   /* `where` may only use the tuned names and the keys: evaluating the clauses without keys on
      * the first point finds the rest; those with keys are checked by their form. */

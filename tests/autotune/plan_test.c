@@ -362,6 +362,73 @@ static void test_default_config(const KilnTune *t) {
   CHECK(!tune_plan_default_config(t, prune_blocks, none, &c), "all pruned: none");
 }
 
+/* Presets with a condition on the pinned element type (dsl/reference.md, "Tune blocks"): the
+ * default is the first preset for every device whose `where` holds for the pins, so an f32 pin
+ * takes `fma` where f16 takes `tensor`; a preset for cuda is never the default, and when the
+ * f32 preset is pruned the default is the first kept config, not the f16 one. Conditions
+ * ignored (the old rule) would give `tensor` to every pin. */
+static const char typed_src[] =
+    "kernel g(x: *T, n: i32, const T: type, const BLOCK: i32) {\n"
+    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    store(x + offs, (load(x + offs, offs < n, 0.0) * 2.0) as T, offs < n);\n"
+    "}\n"
+    "tune g {\n"
+    "    T in [f16];\n"
+    "    BLOCK in [64, 256, 1024];\n"
+    "    num_warps in [1, 4];\n"
+    "    preset gpu for cuda where T == f32 { BLOCK = 64; num_warps = 4; }\n"
+    "    preset tensor where T != f32 { BLOCK = 1024; num_warps = 4; }\n"
+    "    preset fma where T == f32 && num_warps == 1 { BLOCK = 256; num_warps = 1; }\n"
+    "}\n";
+
+/* prune_blocks over the binding named BLOCK (T comes first in typed_src). */
+static void prune_block_named(TuneCand *c, void *ctx) {
+  const int64_t *range = ctx;
+  int64_t b = -1;
+  for (int i = 0; i < c->cfg.nbindings; i++)
+    if (!strcmp(c->cfg.bindings[i].name, "BLOCK")) b = c->cfg.bindings[i].value;
+  c->state = b < range[0] || b > range[1] ? ST_PRUNED : ST_PENDING;
+  tune_config_string(&c->cfg, c->config, sizeof c->config);
+}
+
+/* The default config of t with T pinned to type (NULL: no pin), through check's range. */
+static bool pinned_default(const KilnTune *t, const char *type, int64_t *range, TuneCand *out) {
+  TunePins pins = {.n = 0};
+  char arg[32], err[256];
+  snprintf(arg, sizeof arg, "T=%s", type ? type : "");
+  if (type && tune_pins_add(&pins, arg, err, sizeof err) < 0) return false;
+  TunePinned *pt = tune_pins_apply(&pins, t, err, sizeof err);
+  if (!pt) return false;
+  bool ok = tune_plan_default_config(&pt->tune, prune_block_named, range, out);
+  tune_pinned_free(pt);
+  return ok;
+}
+
+static void test_default_by_pin(void) {
+  KilnCompilation *c = compile(typed_src);
+  if (!c) return;
+  const KilnTune *t = kiln_tune_get(c, 0);
+  TuneCand d;
+  int64_t any[2] = {0, 1 << 20}, no_256[2] = {512, 1 << 20};
+  CHECK(pinned_default(t, NULL, any, &d) &&
+            !strcmp(d.config, "T=5,BLOCK=1024,num_warps=4,num_stages=2"),
+        "T as listed (f16): the tensor preset, got %s", d.config);
+  CHECK(pinned_default(t, "bf16", any, &d) &&
+            !strcmp(d.config, "T=6,BLOCK=1024,num_warps=4,num_stages=2"),
+        "T=bf16: the tensor preset, got %s", d.config);
+  CHECK(pinned_default(t, "f32", any, &d) &&
+            !strcmp(d.config, "T=7,BLOCK=256,num_warps=1,num_stages=2"),
+        "T=f32: the fma preset (tensor's condition fails, gpu is for cuda), got %s", d.config);
+  CHECK(pinned_default(t, "f32", no_256, &d) &&
+            !strcmp(d.config, "T=7,BLOCK=1024,num_warps=1,num_stages=2"),
+        "T=f32 with fma pruned: the first kept config, not tensor's 4 warps, got %s", d.config);
+  KilnTuneConfig cfg;
+  CHECK(kiln_tune_preset_get(t, "fma", &cfg) && !kiln_tune_preset_applies(t, 2, &cfg) &&
+            kiln_tune_preset_get(t, "tensor", &cfg) && kiln_tune_preset_applies(t, 1, &cfg),
+        "unpinned (T=f16): tensor applies, fma does not");
+  kiln_frontend_destroy(c);
+}
+
 int main(void) {
   test_winner();
   test_limits();
@@ -376,6 +443,7 @@ int main(void) {
     test_default_config(t);
     kiln_frontend_destroy(c);
   }
+  test_default_by_pin();
   test_recorded_gpu();
   test_fallback();
   test_generic_copies();

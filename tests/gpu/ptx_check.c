@@ -2,13 +2,16 @@
  *
  *   ptx_check FILE.kiln KERNEL [NAME=VALUE...] --arch sm_80|sm_90 --ptxas PATH
  *             [--specialize NAME=VALUE]... [--multiple-of NAME=N]...
- *             [--expect TEXT]... [--expect-not TEXT]...
+ *             [--expect TEXT]... [--expect-not TEXT]... [--default]
  *
  * The kernel goes through kiln_driver_compile (the pipeline `kiln compile --target ARCH --emit
  * ptx` runs, verify and kiln-dce included), with NAME=VALUE as its -D bindings (a type
  * parameter takes a scalar name: T=bf16; unbound consts take the first point of the kernel's
  * tune block).  The PTX must contain each --expect TEXT and no --expect-not TEXT; ptxas -v must
- * assemble it, report a kernel and 0 bytes of spill stores and loads.
+ * assemble it, report a kernel and 0 bytes of spill stores and loads.  --default binds the
+ * other consts from the kernel's default: the first preset for every device (no `for`) whose
+ * `where` holds with NAME=VALUE in place of its values, as an untuned library picks it
+ * (docs/tuning.md), so that the test follows the tune block.
  *
  * Exit status: 0 ok, 1 a check or the compilation failed, 2 bad usage, 77 skipped (no ptxas:
  * checked first, so a machine without the CUDA toolkit spends no time compiling). */
@@ -30,13 +33,14 @@ typedef struct Args {
   size_t ndefines, nspecialize, nmultiple_of;
   const char *expect[MAX_LIST], *expect_not[MAX_LIST];
   size_t nexpect, nexpect_not;
-  int max_spill; /* bytes of spill stores/loads tolerated (0 unless --max-spill) */
+  int max_spill;    /* bytes of spill stores/loads tolerated (0 unless --max-spill) */
+  bool use_default; /* --default: the other consts from the default preset for the pins */
 } Args;
 
 static int usage(void) {
   fprintf(stderr, "usage: ptx_check FILE.kiln KERNEL [NAME=V...] --arch A --ptxas P "
                   "[--specialize N=V]... [--multiple-of N=V]... [--expect T]... "
-                  "[--expect-not T]...\n");
+                  "[--expect-not T]... [--default]\n");
   return 2;
 }
 
@@ -78,7 +82,10 @@ static bool parse_args(int argc, char **argv, Args *a) {
       ok = (a->ptxas = v) != NULL;
     else if (strcmp(s, "--max-spill") == 0 && v)
       ok = (a->max_spill = atoi(v)) >= 0;
-    else if (strcmp(s, "--expect") == 0 && v)
+    else if (strcmp(s, "--default") == 0) {
+      a->use_default = true;
+      continue;
+    } else if (strcmp(s, "--expect") == 0 && v)
       ok = add_text(v, a->expect, &a->nexpect);
     else if (strcmp(s, "--expect-not") == 0 && v)
       ok = add_text(v, a->expect_not, &a->nexpect_not);
@@ -145,7 +152,54 @@ static bool check_assembly(const Args *a, const char *ptx) {
   return ok;
 }
 
-static int run(const Args *a) {
+/* The default preset's config for the pins in a->defines, read from kernel's tune block into
+ * *out (pins in place of the preset's values); false when none applies (the default is then
+ * the first point of the space, which the driver binds by itself). */
+static bool default_config(const Args *a, KilnCompilation *c, KilnTuneConfig *out) {
+  KilnKernel *k = kiln_kernel_find(c, a->kernel);
+  const KilnTune *t = k ? k->tune : NULL;
+  for (int i = 0; t && i < t->npresets; i++) {
+    if (t->presets[i].device || !kiln_tune_preset_get(t, t->presets[i].name, out)) continue;
+    for (int b = 0; b < out->nbindings; b++)
+      for (size_t d = 0; d < a->ndefines; d++)
+        if (!strcmp(out->bindings[b].name, a->defines[d].name))
+          out->bindings[b].value = a->defines[d].value;
+    if (kiln_tune_preset_applies(t, i, out)) {
+      printf("%s: default preset %s\n", a->kernel, t->presets[i].name);
+      return true;
+    }
+  }
+  printf("%s: no preset for every device applies: the first point of the space\n", a->kernel);
+  return false;
+}
+
+/* --default: appends the default preset's bindings that no NAME=VALUE gives to a->defines. */
+static bool bind_default(Args *a) {
+  size_t len;
+  char *text = kiln_file_read(a->file, &len);
+  KilnCompilation *c = text ? kiln_frontend_create(a->file, text, len) : NULL;
+  bool ok = c && kiln_frontend_parse(c);
+  KilnTuneConfig cfg = {.nbindings = 0};
+  if (ok && !default_config(a, c, &cfg)) cfg.nbindings = 0;
+  for (int b = 0; ok && b < cfg.nbindings; b++) {
+    bool given = false;
+    for (size_t d = 0; d < a->ndefines && !given; d++)
+      given = !strcmp(cfg.bindings[b].name, a->defines[d].name);
+    if (given) continue;
+    char *name = strdup(cfg.bindings[b].name);
+    ok = name && a->ndefines < MAX_LIST;
+    if (ok)
+      a->defines[a->ndefines++] = (KilnDefine){name, cfg.bindings[b].value};
+    else
+      free(name);
+  }
+  if (!ok) fprintf(stderr, "FAIL: cannot read or parse %s\n", a->file);
+  kiln_frontend_destroy(c);
+  free(text);
+  return ok;
+}
+
+static int run(Args *a) {
   KilnTarget target = kiln_target_from_name(a->arch);
   if (target != KILN_TARGET_SM80 && target != KILN_TARGET_SM90) {
     fprintf(stderr, "ptx_check: --arch wants sm_80 or sm_90, got '%s'\n", a->arch);
@@ -155,6 +209,7 @@ static int run(const Args *a) {
     fprintf(stderr, "ptx_check: no ptxas, skipping\n");
     return 77;
   }
+  if (a->use_default && !bind_default(a)) return 1;
   KilnCompileOptions o = {.path = a->file,
                           .kernel = a->kernel,
                           .target = target,
