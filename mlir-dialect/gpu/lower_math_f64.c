@@ -99,7 +99,9 @@ static MlirValue cf(Low *L, double v) {
   return low_const(L, f64_type(L), mlirFloatAttrDoubleGet(L->ctx, f64_type(L), v));
 }
 
-static MlirValue ci(Low *L, int64_t v) { return low_const(L, L->i64, mlirIntegerAttrGet(L->i64, v)); }
+static MlirValue ci(Low *L, int64_t v) {
+  return low_const(L, L->i64, mlirIntegerAttrGet(L->i64, v));
+}
 
 static MlirValue f_add(Low *L, MlirValue a, MlirValue b) { return low_bin(L, "arith.addf", a, b); }
 static MlirValue f_sub(Low *L, MlirValue a, MlirValue b) { return low_bin(L, "arith.subf", a, b); }
@@ -124,9 +126,8 @@ static MlirValue f_copysign(Low *L, MlirValue mag, MlirValue sign) {
 
 /* arith.cmpf with one of the ordered predicates (false for a NaN operand) or "uno". */
 static MlirValue f_cmp(Low *L, const char *pred, MlirValue a, MlirValue b) {
-  static const char *const preds[] = {"false", "oeq", "ogt", "oge", "olt", "ole",
-                                      "one",   "ord", "ueq", "ugt", "uge", "ult",
-                                      "ule",   "une", "uno", "true"};
+  static const char *const preds[] = {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+                                      "ueq",   "ugt", "uge", "ult", "ule", "une", "uno", "true"};
   int p = 0;
   while (p < 16 && strcmp(preds[p], pred) != 0) p++;
   KILN_ASSERT(p < 16);
@@ -144,7 +145,9 @@ static MlirValue bits(Low *L, MlirValue a) { return low_op1(L, "arith.bitcast", 
 static MlirValue from_bits(Low *L, MlirValue i) {
   return low_op1(L, "arith.bitcast", &i, 1, f64_type(L));
 }
-static MlirValue itof(Low *L, MlirValue i) { return low_op1(L, "arith.sitofp", &i, 1, f64_type(L)); }
+static MlirValue itof(Low *L, MlirValue i) {
+  return low_op1(L, "arith.sitofp", &i, 1, f64_type(L));
+}
 
 static MlirValue iadd(Low *L, MlirValue a, MlirValue b) { return low_bin(L, "arith.addi", a, b); }
 static MlirValue isub(Low *L, MlirValue a, MlirValue b) { return low_bin(L, "arith.subi", a, b); }
@@ -152,7 +155,9 @@ static MlirValue iand(Low *L, MlirValue a, MlirValue b) { return low_bin(L, "ari
 static MlirValue ior(Low *L, MlirValue a, MlirValue b) { return low_bin(L, "arith.ori", a, b); }
 static MlirValue ishl(Low *L, MlirValue a, int s) { return low_bin(L, "arith.shli", a, ci(L, s)); }
 static MlirValue ishr(Low *L, MlirValue a, int s) { return low_bin(L, "arith.shrsi", a, ci(L, s)); }
-static MlirValue ishru(Low *L, MlirValue a, int s) { return low_bin(L, "arith.shrui", a, ci(L, s)); }
+static MlirValue ishru(Low *L, MlirValue a, int s) {
+  return low_bin(L, "arith.shrui", a, ci(L, s));
+}
 
 /* ---------------------------------------------------------------- the functions */
 
@@ -189,17 +194,33 @@ static MlirValue expm1_tail(Low *L, MlirValue r) {
   return f_mul(L, f_mul(L, r, r), p);
 }
 
-#define LOG2E 0x1.71547652b82fep+0
-#define LN2 0x1.62e42fefa39efp-1
+#define LOG2E  0x1.71547652b82fep+0
+#define LN2    0x1.62e42fefa39efp-1
 #define LN2_HI LN2
 #define LN2_LO 0x1.abc9e3b39803fp-56 /* ln 2 - LN2_HI */
 
-/* The reduction of exp: x = k ln2 + r, |r| <= 0.35 (x within [-746, 710] or NaN). */
-static MlirValue exp_reduce(Low *L, MlirValue x, MlirValue *k) {
+/* The reduction of exp: x = k ln2 + r + *rlo, |r| <= 0.35, |*rlo| < 2^-44 (x within
+ * [-746, 710] or NaN): r = x - k LN2_HI is exact, *rlo = -k LN2_LO. */
+static MlirValue exp_reduce(Low *L, MlirValue x, MlirValue *k, MlirValue *rlo) {
   MlirValue kd = round_shift(L, f_mul(L, x, cf(L, LOG2E)), k);
   MlirValue nk = f_sub(L, cf(L, -0.0), kd);
-  MlirValue r = f_fma(L, nk, cf(L, LN2_HI), x);
-  return f_fma(L, nk, cf(L, LN2_LO), r);
+  *rlo = f_mul(L, nk, cf(L, LN2_LO));
+  return f_fma(L, nk, cf(L, LN2_HI), x);
+}
+
+/* e^(r + rlo) - 1 = r + lo with lo = q + rlo e^r, e^r = 1 + r + q (|rlo| < 2^-44: its square
+ * is far below the last bit). */
+static MlirValue expm1_lo(Low *L, MlirValue r, MlirValue rlo) {
+  MlirValue q = expm1_tail(L, r);
+  return f_add(L, q, f_fma(L, rlo, f_add(L, r, q), rlo));
+}
+
+/* e^(r + rlo) = 1 + r + lo with 1 + r split exactly (Fast2Sum: |r| < 1), so that the one big
+ * rounding is the last. */
+static MlirValue exp_core(Low *L, MlirValue r, MlirValue rlo) {
+  MlirValue s = f_add(L, cf(L, 1.0), r);
+  MlirValue err = f_add(L, f_sub(L, cf(L, 1.0), s), r);
+  return f_add(L, s, f_add(L, err, expm1_lo(L, r, rlo)));
 }
 
 /* x kept within [lo, hi] (a NaN stays NaN: both compares are false for it). */
@@ -209,24 +230,25 @@ static MlirValue clamp(Low *L, MlirValue x, double lo, double hi) {
 }
 
 static MlirValue exp_f64(Low *L, MlirValue x) {
-  MlirValue k, r = exp_reduce(L, clamp(L, x, -746.0, 710.0), &k);
-  MlirValue y = f_add(L, cf(L, 1.0), f_add(L, r, expm1_tail(L, r)));
-  return scale2(L, y, k);
+  MlirValue k, rlo, r = exp_reduce(L, clamp(L, x, -746.0, 710.0), &k, &rlo);
+  return scale2(L, exp_core(L, r, rlo), k);
 }
 
+/* f = x - k exactly, then r + rlo = f ln2 (the product split exactly by an fma). */
 static MlirValue exp2_f64(Low *L, MlirValue x) {
   MlirValue xc = clamp(L, x, -1080.0, 1030.0), k;
   MlirValue f = f_sub(L, xc, round_shift(L, xc, &k));
-  MlirValue r = f_mul(L, f, cf(L, LN2));
-  MlirValue y = f_add(L, cf(L, 1.0), f_add(L, r, expm1_tail(L, r)));
-  return scale2(L, y, k);
+  MlirValue r = prod(L, f, cf(L, LN2_HI));
+  MlirValue rlo = f_fma(L, f, cf(L, LN2_HI), f_sub(L, cf(L, -0.0), r));
+  rlo = f_fma(L, f, cf(L, LN2_LO), rlo);
+  return scale2(L, exp_core(L, r, rlo), k);
 }
 
-/* e^y - 1 for y in [0, 50]: 2^k (r + q) + (2^k - 1). */
+/* e^y - 1 for y in [0, 50]: 2^k (r + lo) + (2^k - 1), one rounding in the fma for k = 0. */
 static MlirValue expm1_pos(Low *L, MlirValue y) {
-  MlirValue k, r = exp_reduce(L, y, &k);
+  MlirValue k, rlo, r = exp_reduce(L, y, &k, &rlo);
   MlirValue p = pow2(L, k);
-  return f_fma(L, p, f_add(L, r, expm1_tail(L, r)), f_sub(L, p, cf(L, 1.0)));
+  return f_fma(L, p, f_add(L, r, expm1_lo(L, r, rlo)), f_sub(L, p, cf(L, 1.0)));
 }
 
 static MlirValue tanh_f64(Low *L, MlirValue x) {
@@ -246,8 +268,8 @@ static void log_reduce(Low *L, MlirValue x, MlirValue *e, MlirValue *f, MlirValu
   MlirValue b = bits(L, xs);
   MlirValue ei = isub(L, iand(L, ishru(L, b, 52), ci(L, 0x7ff)), ci(L, 1023));
   ei = isub(L, ei, sel(L, sub, ci(L, 54), ci(L, 0)));
-  MlirValue m = from_bits(L, ior(L, iand(L, b, ci(L, 0x000FFFFFFFFFFFFF)),
-                                 ci(L, 0x3FF0000000000000)));
+  MlirValue m =
+      from_bits(L, ior(L, iand(L, b, ci(L, 0x000FFFFFFFFFFFFF)), ci(L, 0x3FF0000000000000)));
   MlirValue big = f_cmp(L, "ogt", m, cf(L, 0x1.6a09e667f3bcdp+0)); /* sqrt(2) */
   m = sel(L, big, f_mul(L, m, cf(L, 0.5)), m);
   ei = sel(L, big, iadd(L, ei, ci(L, 1)), ei);
@@ -324,12 +346,12 @@ static MlirValue erf_taylor(Low *L, MlirValue x) {
 
 /* e^(-k^2/4), k = 1..13 (the trapezoidal weights of erfc with h = 1/2). */
 static const double erfc_weight[13] = {
-    0x1.8ebef9eac820bp-1, 0x1.78b56362cef38p-2,  0x1.afb718e8457f7p-4,  0x1.2c155b8213cf4p-6,
+    0x1.8ebef9eac820bp-1,  0x1.78b56362cef38p-2,  0x1.afb718e8457f7p-4,  0x1.2c155b8213cf4p-6,
     0x1.fa0e9586aebc7p-10, 0x1.02cf22526545ap-13, 0x1.411fb0da07713p-18, 0x1.e355bbaee85cbp-24,
     0x1.b93de1e27ca3bp-30, 0x1.e8a37a45fc32ep-37, 0x1.4835bd010a41bp-44, 0x1.0b6c3afdde064p-52,
     0x1.0851945bd91fcp-61};
 
-#define INV_PI 0x1.45f306dc9c883p-2
+#define INV_PI  0x1.45f306dc9c883p-2
 #define FOUR_PI 0x1.921fb54442d18p+3
 
 /* erfc(a) for a in [0.75, 6] (outside it: a finite value or NaN, replaced by the caller). */
@@ -358,10 +380,10 @@ static MlirValue erf_f64(Low *L, MlirValue x) {
 }
 
 #define TWO_OVER_PI 0x1.45f306dc9c883p-1
-#define PIO2_1 0x1.921fb54442d18p+0 /* pi/2 = PIO2_1 + PIO2_2 + PIO2_3 + 5.6e-50 */
-#define PIO2_2 0x1.1a62633145c07p-54
-#define PIO2_3 -0x1.f1976b7ed8fbcp-110
-#define TRIG_LIMIT 0x1p32
+#define PIO2_1      0x1.921fb54442d18p+0 /* pi/2 = PIO2_1 + PIO2_2 + PIO2_3 + 5.6e-50 */
+#define PIO2_2      0x1.1a62633145c07p-54
+#define PIO2_3      -0x1.f1976b7ed8fbcp-110
+#define TRIG_LIMIT  0x1p32
 
 /* x = k pi/2 + r + rl (|r| <= pi/4 + 2^-40, |rl| <= ulp(r) / 2) for |x| < 2^32; *k the
  * quadrant's integer. */

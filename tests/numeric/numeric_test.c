@@ -2174,9 +2174,9 @@ enum { F64_MATH_FNS = 11 };
 static const struct {
   const char *name;
   double ulps;
-} F64_MATH[F64_MATH_FNS] = {{"exp", 1},  {"exp2", 1}, {"log", 2},  {"log2", 2},
-                            {"rsqrt", 1.5}, {"tanh", 3}, {"erf", 4}, {"sin", 2},
-                            {"cos", 2},  {"pow", 2},  {"sigmoid", 3}};
+} F64_MATH[F64_MATH_FNS] = {{"exp", 1},   {"exp2", 1}, {"log", 2},    {"log2", 2},
+                            {"rsqrt", 2}, {"tanh", 3}, {"erf", 4},    {"sin", 2},
+                            {"cos", 2},   {"pow", 2},  {"sigmoid", 3}};
 
 /* Beyond this |x| the GPU targets' sin and cos are NaN (no Payne-Hanek reduction yet). */
 #define F64_TRIG_LIMIT 0x1p32
@@ -2216,13 +2216,46 @@ static double ulp_error(double got, long double ref) {
 /* One input of f64_math: kind i % 8 picks a family (every magnitude; exp's range; moderate;
  * small; tiny; next to multiples of pi/2 up to 2^31 of them; up to 2^32; special values). */
 static double f64_math_input(KilnRefRng *rng, size_t i) {
-  static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 0x1p-1074, -0x1p-1074,
-                                   0x1p-1022, 0x1.fffffffffffffp+1023, 1.0, -1.0, 0.75, -0.75,
-                                   6.0, 5.99, 22.0, 709.78, 709.79, -745.13, -745.2, -708.5,
-                                   1024.0, 1023.99, -1074.0, -1075.5, 0x1p32, -0x1p32,
-                                   0x1.fffffffffffffp31, 0.5, 0x1p-27, 0x1p-28, 1.4142135623730951,
-                                   0.7071067811865476, 3.141592653589793, 1.5707963267948966,
-                                   2.0, 0.25, 1e-300, 1e300, 0x1p-1030};
+  static const double special[] = {0.0,
+                                   -0.0,
+                                   INFINITY,
+                                   -INFINITY,
+                                   NAN,
+                                   0x1p-1074,
+                                   -0x1p-1074,
+                                   0x1p-1022,
+                                   0x1.fffffffffffffp+1023,
+                                   1.0,
+                                   -1.0,
+                                   0.75,
+                                   -0.75,
+                                   6.0,
+                                   5.99,
+                                   22.0,
+                                   709.78,
+                                   709.79,
+                                   -745.13,
+                                   -745.2,
+                                   -708.5,
+                                   1024.0,
+                                   1023.99,
+                                   -1074.0,
+                                   -1075.5,
+                                   0x1p32,
+                                   -0x1p32,
+                                   0x1.fffffffffffffp31,
+                                   0.5,
+                                   0x1p-27,
+                                   0x1p-28,
+                                   1.4142135623730951,
+                                   0.7071067811865476,
+                                   3.141592653589793,
+                                   1.5707963267948966,
+                                   2.0,
+                                   0.25,
+                                   1e-300,
+                                   1e300,
+                                   0x1p-1030};
   uint64_t r = kiln_ref_rng_next(rng);
   double u = (double)(r >> 11) * 0x1p-53, sgn = (r & 1) ? -1.0 : 1.0; /* u in [0, 1) */
   switch (i % 8) {
@@ -2250,7 +2283,7 @@ static double f64_math_input(KilnRefRng *rng, size_t i) {
 static bool test_f64_math(KilnRtDevice *dev) {
   static const struct {
     int32_t n, b;
-  } cfgs[] = {{40000, 128}, {97, 32}};
+  } cfgs[] = {{200000, 128}, {97, 32}};
   bool all_ok = true, gpu = g_target != KILN_TARGET_CPU;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t n = (size_t)cfgs[ci].n, bs = (size_t)cfgs[ci].b, np = (n + bs - 1) / bs;
