@@ -168,6 +168,23 @@ static MlirValue ishru(Low *L, MlirValue a, int s) {
   return low_bin(L, "arith.shrui", a, ci(L, s));
 }
 
+static MlirValue ishlv(Low *L, MlirValue a, MlirValue s) { return low_bin(L, "arith.shli", a, s); }
+static MlirValue ishruv(Low *L, MlirValue a, MlirValue s) {
+  return low_bin(L, "arith.shrui", a, s);
+}
+static MlirValue utof(Low *L, MlirValue i) {
+  return low_op1(L, "arith.uitofp", &i, 1, f64_type(L));
+}
+
+/* The 128-bit product a b of two i64 read unsigned: *lo and *hi words. */
+static void mul_wide(Low *L, MlirValue a, MlirValue b, MlirValue *lo, MlirValue *hi) {
+  MlirValue o[2] = {a, b};
+  MlirType rt[2] = {L->i64, L->i64};
+  MlirOperation op = low_op(L, "arith.mului_extended", o, 2, rt, 2, NULL, 0);
+  *lo = mlirOperationGetResult(op, 0);
+  *hi = mlirOperationGetResult(op, 1);
+}
+
 /* ---------------------------------------------------------------- the functions */
 
 /* x rounded to an integer (nearest) by adding and removing 1.5 * 2^52, for |x| < 2^51; the
@@ -407,6 +424,62 @@ static MlirValue trig_reduce(Low *L, MlirValue x, MlirValue *k, MlirValue *rl) {
   return two_sum(L, s, c, rl);
 }
 
+/* The bits of 2/pi after the binary point, 64 a word, most significant first (1216 bits), from
+ * floor(2/pi 2^1216) in 500-digit arithmetic. */
+static const uint64_t two_over_pi_bits[19] = {
+    0xA2F9836E4E441529ULL, 0xFC2757D1F534DDC0ULL, 0xDB6295993C439041ULL, 0xFE5163ABDEBBC561ULL,
+    0xB7246E3A424DD2E0ULL, 0x06492EEA09D1921CULL, 0xFE1DEB1CB129A73EULL, 0xE88235F52EBB4484ULL,
+    0xE99C7026B45F7E41ULL, 0x3991D639835339F4ULL, 0x9C845F8BBDF9283BULL, 0x1FF897FFDE05980FULL,
+    0xEF2F118B5A0A6D1FULL, 0x6D367ECF27CB09B7ULL, 0x4F463F669E5FEA2DULL, 0x7527BAC7EBE5F17BULL,
+    0x3D0739F78A5292EAULL, 0x6BFB5FB11F8D5D08ULL, 0x56033046FC7B6BABULL};
+
+/* Word q + d (q an i64 in [0, 16]) of the stream of 64 zero bits followed by 2/pi's bits: a
+ * chain of selects (no table in memory). */
+static MlirValue two_over_pi_word(Low *L, MlirValue q, int d) {
+  MlirValue w = ci(L, 0);
+  for (int j = d; j <= 16 + d; j++)
+    if (j >= 1)
+      w = sel(L, low_cmpi(L, "eq", q, ci(L, j - d)), ci(L, (int64_t)two_over_pi_bits[j - 1]), w);
+  return w;
+}
+
+/* Payne-Hanek for a = |x| >= 2^32 (finite; anything else gives some finite value): a = M 2^E
+ * with M the 53-bit significand, and a 2/pi mod 4 = M W 2^-190 mod 4 where W is the 192 bits of
+ * 2/pi from bit E - 1 on (the earlier bits make multiples of 4; the later ones add below
+ * 2^55 2^-192).  Of the 245-bit product, bits 190-191 are the quadrant and bits 64-189 the
+ * fraction (the dropped bits 0-63 are below 2^-126): read as a signed fraction in [-1/2, 1/2)
+ * (rounding the quadrant to nearest), turned into a double-double and multiplied by pi/2. */
+static MlirValue trig_reduce_big(Low *L, MlirValue a, MlirValue *n, MlirValue *rl) {
+  MlirValue b = bits(L, a);
+  MlirValue m = ior(L, iand(L, b, ci(L, 0x000FFFFFFFFFFFFF)), ci(L, (int64_t)1 << 52));
+  MlirValue s = isub(L, ishru(L, b, 52), ci(L, 1013)); /* the window's first stream bit */
+  MlirValue q = ishru(L, s, 6), o = iand(L, s, ci(L, 63)), t[4], w[3];
+  for (int d = 0; d < 4; d++) t[d] = two_over_pi_word(L, q, d);
+  for (int d = 0; d < 3; d++) /* t[d] t[d+1] from bit o (two shifts: o may be 0) */
+    w[d] = ior(L, ishlv(L, t[d], o), ishruv(L, ishru(L, t[d + 1], 1), isub(L, ci(L, 63), o)));
+  MlirValue lo1, hi1, lo2, hi2;
+  mul_wide(L, m, w[2], &lo2, &hi2);
+  mul_wide(L, m, w[1], &lo1, &hi1);
+  MlirValue bw = iadd(L, hi2, lo1); /* product bits 64-127 */
+  MlirValue carry =
+      low_op1(L, "arith.extui", (MlirValue[]){low_cmpi(L, "ult", bw, hi2)}, 1, L->i64);
+  MlirValue aw = iadd(L, iadd(L, hi1, low_bin(L, "arith.muli", m, w[0])), carry); /* 128-191 */
+  MlirValue fh = ior(L, ishl(L, aw, 2), ishru(L, bw, 62)), fl = ishl(L, bw, 2);
+  *n = iadd(L, ishru(L, aw, 62), ishru(L, fh, 63));
+  /* the fraction fh 2^-64 (signed) + fl 2^-128 from four exact pieces of 32 bits */
+  MlirValue h = f_mul(L, itof(L, ishr(L, fh, 32)), cf(L, 0x1p-32));
+  MlirValue mid = f_mul(L, utof(L, iand(L, fh, ci(L, 0xFFFFFFFF))), cf(L, 0x1p-64));
+  MlirValue l1 = f_mul(L, utof(L, ishru(L, fl, 32)), cf(L, 0x1p-96));
+  MlirValue l2 = f_mul(L, utof(L, iand(L, fl, ci(L, 0xFFFFFFFF))), cf(L, 0x1p-128));
+  MlirValue e, f = two_sum(L, h, mid, &e), flo;
+  f = two_sum(L, f, f_add(L, e, f_add(L, l1, l2)), &flo);
+  /* (f + flo) (P1 + P2) */
+  MlirValue r = prod(L, f, cf(L, PIO2_1));
+  MlirValue err = f_fma(L, f, cf(L, PIO2_1), f_sub(L, cf(L, -0.0), r));
+  err = f_add(L, err, f_fma(L, f, cf(L, PIO2_2), f_mul(L, flo, cf(L, PIO2_1))));
+  return two_sum(L, r, err, rl);
+}
+
 /* sin(r + rl) for |r| <= pi/4 + 2^-40: r + (r z S(z) + rl (1 - z/2)). */
 static MlirValue sin_poly(Low *L, MlirValue r, MlirValue rl, MlirValue z) {
   double fact = 17.0 * 16 * 15 * 14 * 13 * 12 * 11 * 10 * 9 * 8 * 7 * 6 * 5 * 4 * 3 * 2;
@@ -437,6 +510,24 @@ static MlirValue cos_poly(Low *L, MlirValue r, MlirValue rl, MlirValue z) {
 /* sin (cosine = false) or cos of x: quadrant n = k mod 4 picks +-sin r or +-cos r. */
 static MlirValue sincos_f64(Low *L, MlirValue x, bool cosine) {
   MlirValue k, rl, r = trig_reduce(L, x, &k, &rl);
+  MlirValue a = f_abs(L, x);
+  /* |x| >= 2^32 (and inf, NaN): Payne-Hanek on |x| in a branch that threads seldom take, the
+   * result mirrored for x < 0 (sin(-x) = -sin x: r and the quadrant negated) */
+  MlirType types[3] = {f64_type(L), f64_type(L), L->i64};
+  KilnIRIf big = kiln_ir_build_if(&L->b, L->loc, f_cmp(L, "oge", a, cf(L, TRIG_LIMIT)), types, 3);
+  KilnIRBuilder saved = L->b;
+  kiln_ir_builder_set_end(&L->b, big.then_block);
+  MlirValue nb, rlb, rb = trig_reduce_big(L, a, &nb, &rlb);
+  MlirValue xneg = f_cmp(L, "olt", x, cf(L, 0.0));
+  MlirValue yb[3] = {sel(L, xneg, f_sub(L, cf(L, -0.0), rb), rb),
+                     sel(L, xneg, f_sub(L, cf(L, -0.0), rlb), rlb),
+                     sel(L, xneg, isub(L, ci(L, 0), nb), nb)};
+  kiln_ir_build_yield(&L->b, L->loc, yb, 3);
+  kiln_ir_builder_set_end(&L->b, big.else_block);
+  MlirValue ys[3] = {r, rl, k};
+  kiln_ir_build_yield(&L->b, L->loc, ys, 3);
+  L->b = saved;
+  r = kiln_ir_if_result(&big, 0), rl = kiln_ir_if_result(&big, 1), k = kiln_ir_if_result(&big, 2);
   MlirValue z = f_mul(L, r, r);
   MlirValue s = sin_poly(L, r, rl, z), c = cos_poly(L, r, rl, z);
   MlirValue n = iand(L, cosine ? iadd(L, k, ci(L, 1)) : k, ci(L, 3)); /* cos x = sin(x + pi/2) */
@@ -444,10 +535,9 @@ static MlirValue sincos_f64(Low *L, MlirValue x, bool cosine) {
   MlirValue y = sel(L, odd, c, s);
   MlirValue neg = low_cmpi(L, "uge", n, ci(L, 2));
   y = sel(L, neg, f_sub(L, cf(L, -0.0), y), y);
-  MlirValue a = f_abs(L, x);
   MlirValue tiny = f_cmp(L, "olt", a, cf(L, 0x1p-27));
   y = sel(L, tiny, cosine ? cf(L, 1.0) : x, y);
-  return sel(L, f_cmp(L, "olt", a, cf(L, TRIG_LIMIT)), y, cf(L, NAN)); /* NaN: not below */
+  return sel(L, f_cmp(L, "olt", a, cf(L, INFINITY)), y, cf(L, NAN)); /* inf and NaN */
 }
 
 /* ---------------------------------------------------------------- dispatch */
