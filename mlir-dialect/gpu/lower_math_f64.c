@@ -4,8 +4,9 @@
  * Why.  There is no libdevice here (no CUDA toolkit at build time) and PTX's approximate
  * instructions are f32 only, so each function is written out per scalar from add, sub, mul,
  * fma.rn, div.rn, sqrt.rn, compares, selects and integer operations on the 64 bits.  No
- * table, no branch: every element runs the same straight code (a GPU's threads stay converged),
- * and special inputs are patched in by selects at the end.
+ * table in memory, one branch (sin/cos of |x| >= 2^32): every element runs the same straight
+ * code (a GPU's threads stay converged), and special inputs are patched in by selects at the
+ * end.
  *
  * Contraction.  The lowering marks every mulf/addf/subf `contract` (lower.c), so a product
  * feeding a sum may become one fma.  Every step below is accurate either way; where an exact
@@ -72,20 +73,27 @@
  *   are under 2 ulp of erf = 1 - erfc >= 0.71 (ulp 2^-53), and the subtraction rounds once.
  *   |x| >= 6: +-1 (erfc(6) = 2.2e-17 < 2^-54).  Bound 4 ulp (measured 1.88).
  *
- *   sin(x), cos(x).  k = nearest integer to x 2/pi, r = x - k pi/2 in double-double with
- *   pi/2 = P1 + P2 + P3 (159 bits): x - k P1 is exact (one fma: both are multiples of the ulp of
- *   the smaller, the difference below 1), k P2 is split exactly (fma), subtracted by a TwoSum,
+ *   sin(x), cos(x).  |x| < 2^32: k = nearest integer to x 2/pi, r = x - k pi/2 in double-double
+ *   with pi/2 = P1 + P2 + P3 (159 bits): x - k P1 is exact (one fma: both are multiples of the ulp
+ *   of the smaller, the difference below 1), k P2 is split exactly (fma), subtracted by a TwoSum,
  *   and k P3 (below 2^-77) is added to the low part.  The error of r is below 2^-126 for
  *   |k| < 2^31, while no double is closer than about 2^-61 to a nonzero multiple of pi/2 (the
- *   worst case of the whole double range, a known result of the argument reduction literature),
- *   so r is good to 2^-64 relative; the test reduces the doubles nearest k pi/2 for k to 2^31.
- *   This is the documented bound: |x| < 2^32 (4.29e9); beyond it, and for +-inf and NaN, the
- *   result is NaN (not yet a Payne-Hanek reduction).  |r| <= pi/4 (a little more when x 2/pi
- *   rounded k the other way): sin r = r + r^3 S(z) to r^17/17! (truncation r^19/19! = 1e-19 r),
- *   cos r = 1 - z/2 + z^2 C(z) to r^18/18!, with 1 - z/2 split exactly (w = 1 - z/2 rounded,
- *   (1 - w) - z/2 its error) and the low part of r added through the derivative.  Each is its
- *   leading term plus a correction at most 0.3 of it: under 1 ulp besides the final rounding.
- *   |x| < 2^-27: sin = x, cos = 1.  Bound 2 ulp (measured 0.78 sin, 0.76 cos).
+ *   worst case of the whole double range, x = 6381956970095103 2^797, a known result of the
+ *   argument reduction literature; the test has it), so r is good to 2^-64 relative.
+ *   |x| >= 2^32: Payne-Hanek on 64-bit integers, in a branch: |x| = M 2^E (M the 53-bit integer
+ *   significand), and x 2/pi mod 4 only needs the 192 bits of 2/pi from bit E - 1 on (the bits
+ *   before make multiples of 4, those after add less than 2^(55-192)); they are picked from 19
+ *   words of 2/pi's bits by selects on the word index and two shifts, multiplied by M in three
+ *   64x64 -> 128-bit products, and of the product's bits 190-191 are the quadrant and bits
+ *   64-189 the fraction (the dropped bits 0-63 weigh less than 2^-126).  The fraction, read as
+ *   signed (rounding the quadrant to nearest), becomes a double-double from four exact 32-bit
+ *   pieces and is multiplied by P1 + P2: r is again good to 2^-64 relative.  inf and NaN give
+ *   NaN.  |r| <= pi/4 (a little more when x 2/pi rounded k the other way): sin r = r + r^3 S(z)
+ *   to r^17/17! (truncation r^19/19! = 1e-19 r), cos r = 1 - z/2 + z^2 C(z) to r^18/18!, with
+ *   1 - z/2 split exactly (w = 1 - z/2 rounded, (1 - w) - z/2 its error) and the low part of r
+ *   added through the derivative.  Each is its leading term plus a correction at most 0.3 of it:
+ *   under 1 ulp besides the final rounding.  |x| < 2^-27: sin = x, cos = 1.  Bound 2 ulp
+ *   (measured 0.78 sin, 0.78 cos, arguments up to 2^64 and of every magnitude).
  *
  *   pow(x, y) is exp2(y log2(x)) (mlirgen writes it so for every target): the rounding of the
  *   product and log2's error, relative 2u together, move the result by ln2 |y log2 x| 2u, so the
@@ -409,7 +417,7 @@ static MlirValue erf_f64(Low *L, MlirValue x) {
 #define PIO2_1      0x1.921fb54442d18p+0 /* pi/2 = PIO2_1 + PIO2_2 + PIO2_3 + 5.6e-50 */
 #define PIO2_2      0x1.1a62633145c07p-54
 #define PIO2_3      -0x1.f1976b7ed8fbcp-110
-#define TRIG_LIMIT  0x1p32
+#define TRIG_LIMIT  0x1p32 /* Cody-Waite below it, Payne-Hanek from it on */
 
 /* x = k pi/2 + r + rl (|r| <= pi/4 + 2^-40, |rl| <= ulp(r) / 2) for |x| < 2^32; *k the
  * quadrant's integer. */
