@@ -727,11 +727,10 @@ static const KilnType *check_memory(Sema *S, KilnExpr *e) {
   int64_t dims[KILN_MAX_RANK];
   if (!broadcast_args(S, e, 0, e->nargs, &rank, dims)) return NULL;
   KilnScalarKind s = a[0]->type->scalar;
-  /* the IR's atomic max/min compare signed integers; an unsigned cell would order wrongly */
-  if ((e->builtin == KILN_BUILTIN_ATOMIC_MAX || e->builtin == KILN_BUILTIN_ATOMIC_MIN) &&
-      kiln_scalar_is_unsigned(s)) {
-    ERR(S, e->span, "%s on unsigned integers (%s) is not supported yet", e->name,
-        kiln_scalar_name(s));
+  bool atomic = !is_load && e->builtin != KILN_BUILTIN_STORE;
+  if (atomic && s == KILN_SCALAR_I1) { /* a bool is a byte in memory, not a cell to update */
+    ERR(S, a[0]->span, "%s needs a pointer to integers or floats (not i1), got %s", e->name,
+        tstr(S, a[0]->type));
     return NULL;
   }
   if (e->nargs > val_i) retype_literal(S, a[val_i], s);
@@ -739,21 +738,24 @@ static const KilnType *check_memory(Sema *S, KilnExpr *e) {
   return e->builtin == KILN_BUILTIN_STORE ? kiln_type_void() : e->operand_type;
 }
 
-/* atomic_cas(ptr, cmp, value, mask?): i32, i64 or f32 elements (a lock, a counter, a float cell
- * compared by its bits; the GPU targets' lowering takes 32 bits, so i64 is the cpu target's);
- * cmp and value are converted to the element type and broadcast with the pointer and the mask.
- * operand_type is the element type of the broadcast shape. */
+/* atomic_cas(ptr, cmp, value, mask?): integer or float elements of 8 to 64 bits (a lock, a
+ * counter, a float cell compared by its bits; the GPU targets swap an 8- or 16-bit cell with a
+ * CAS of the 32-bit word that holds it), not i1; cmp and value are converted to the element type
+ * and broadcast with the pointer and the mask.  operand_type is the element type of the
+ * broadcast shape. */
+static bool cas_elem_ok(KilnScalarKind k) { return k != KILN_SCALAR_I1 && k < KILN_SCALAR_COUNT; }
+
 static const KilnType *check_cas(Sema *S, KilnExpr *e) {
   KilnExpr **a = e->args;
   if (!need_ptr(S, e, a[0])) return NULL;
   KilnScalarKind k = a[0]->type->scalar;
-  if (k != KILN_SCALAR_I32 && k != KILN_SCALAR_I64 && k != KILN_SCALAR_F32) {
-    ERR(S, a[0]->span, "atomic_cas needs a pointer to i32, i64 or f32, got %s",
+  if (!cas_elem_ok(k)) {
+    ERR(S, a[0]->span, "atomic_cas needs a pointer to integers or floats (not i1), got %s",
         tstr(S, a[0]->type));
     return NULL;
   }
-  /* an f32 cell compares bits (the lowerings bitcast to i32): cmp and value convert to f32 */
-  bool fl = k == KILN_SCALAR_F32;
+  /* a float cell compares bits (the lowerings bitcast to integers): cmp and value convert to it */
+  bool fl = kiln_scalar_is_float(k);
   for (int i = 1; i < 3; i++) {
     const KilnType *t = a[i]->type;
     if (!is_numeric(t) || t->scalar == KILN_SCALAR_I1 || (!fl && !kiln_scalar_is_int(t->scalar))) {
@@ -772,16 +774,30 @@ static const KilnType *check_cas(Sema *S, KilnExpr *e) {
   return e->operand_type;
 }
 
-/* The element type of dot(a, b)'s result for operands of element type `op`: f32 for the float
- * types, i32 for i8 (integer products summed exactly, as Triton's int8 dot); KILN_SCALAR_I1
- * (no dot) for any other type. */
+/* The element type of dot(a, b)'s result for operands of element type `op`: f32 for the 16- and
+ * 32-bit float types, f64 for f64 (summed in doubles on every target), i32 for i8 (integer
+ * products summed exactly, as Triton's int8 dot); KILN_SCALAR_I1 (no dot) for any other type. */
 static KilnScalarKind dot_result_scalar(KilnScalarKind op) {
+  if (op == KILN_SCALAR_F64) return KILN_SCALAR_F64;
   if (kiln_scalar_is_float(op)) return KILN_SCALAR_F32;
   return op == KILN_SCALAR_I8 ? KILN_SCALAR_I32 : KILN_SCALAR_I1;
 }
 
+/* Whether acc may accumulate a dot whose operands give result kind rk: i8 dots need i32, f64
+ * dots f64 (a narrower accumulator would drop what the doubles computed), the others any float. */
+static bool dot_acc_ok(KilnScalarKind rk, KilnScalarKind acc) {
+  if (rk == KILN_SCALAR_I32 || rk == KILN_SCALAR_F64) return acc == rk;
+  return kiln_scalar_is_float(acc);
+}
+
+static const char *dot_acc_want(KilnScalarKind rk) {
+  if (rk == KILN_SCALAR_I32) return "i32 (the operands are i8)";
+  return rk == KILN_SCALAR_F64 ? "f64 (the operands are f64)" : "floats";
+}
+
 /* dot(a: [M,K], b: [K,N], acc?: [M,N]): f16/bf16/f32 operands accumulate in a float tile (f32
- * without acc), i8 operands in an i32 tile (i32 without acc). */
+ * without acc), f64 operands in an f64 tile, i8 operands in an i32 tile (i32 without acc).  f64
+ * is never mixed with another operand type: the other operand is named and must be converted. */
 static const KilnType *check_dot(Sema *S, KilnExpr *e) {
   const KilnType *a = e->args[0]->type, *b = e->args[1]->type;
   for (int i = 0; i < 2; i++) {
@@ -791,8 +807,12 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e) {
       return NULL;
     }
   }
-  if (a->scalar == KILN_SCALAR_F64 && b->scalar == KILN_SCALAR_F64) {
-    ERR(S, e->span, "dot of f64 tiles is not supported yet: cast them to f32");
+  if ((a->scalar == KILN_SCALAR_F64) != (b->scalar == KILN_SCALAR_F64)) {
+    int other = a->scalar == KILN_SCALAR_F64 ? 1 : 0;
+    ERR(S, e->args[other]->span,
+        "dot does not mix f64 with %s operands: convert one of them with `as` (f64 with f64 "
+        "accumulates in f64)",
+        kiln_scalar_name(e->args[other]->type->scalar));
     return NULL;
   }
   KilnScalarKind rk = dot_result_scalar(a->scalar);
@@ -813,12 +833,10 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e) {
   const KilnType *res = with_shape(S, rk, false, 2, mn);
   if (e->nargs == 3) {
     const KilnType *acc = e->args[2]->type;
-    bool int_dot = rk == KILN_SCALAR_I32;
-    bool acc_ok = int_dot ? acc->scalar == KILN_SCALAR_I32 : kiln_scalar_is_float(acc->scalar);
     if (acc->kind != KILN_TYPE_TILE || acc->elem_is_ptr || acc->rank != 2 ||
-        acc->dims[0] != mn[0] || acc->dims[1] != mn[1] || !acc_ok) {
+        acc->dims[0] != mn[0] || acc->dims[1] != mn[1] || !dot_acc_ok(rk, acc->scalar)) {
       ERR(S, e->args[2]->span, "dot accumulator must be a %s tile of %s, got %s", shstr(S, mn, 2),
-          int_dot ? "i32 (the operands are i8)" : "floats", tstr(S, acc));
+          dot_acc_want(rk), tstr(S, acc));
       return NULL;
     }
     res = acc;

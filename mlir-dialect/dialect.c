@@ -42,7 +42,7 @@ KilnOpId kiln_ir_op_id(MlirOperation op) {
 
 static const char *const reduce_names[KILN_REDUCE_COUNT] = {"sum", "max", "min", "argmax",
                                                             "argmin"};
-static const char *const rmw_names[KILN_RMW_COUNT] = {"add", "max", "min", "xchg"};
+static const char *const rmw_names[KILN_RMW_COUNT] = {"add", "max", "min", "xchg", "umax", "umin"};
 
 const char *kiln_reduce_kind_name(KilnReduceKind k) {
   KILN_ASSERT(k >= 0 && k < KILN_REDUCE_COUNT);

@@ -115,10 +115,12 @@ typedef enum KilnRmwKind {
   KILN_RMW_MAX,
   KILN_RMW_MIN,
   KILN_RMW_XCHG,
+  KILN_RMW_UMAX, /* max/min of unsigned integers (u32, u64): the IR's integers are signless */
+  KILN_RMW_UMIN,
   KILN_RMW_COUNT
 } KilnRmwKind;
 
-/* Attribute spellings: "sum" "max" ... and "add" "max" "min" "xchg". */
+/* Attribute spellings: "sum" "max" ... and "add" "max" "min" "xchg" "umax" "umin". */
 const char *kiln_reduce_kind_name(KilnReduceKind k);
 const char *kiln_rmw_kind_name(KilnRmwKind k);
 
@@ -323,6 +325,9 @@ typedef struct KilnStageOptions {
   /* > 0: bytes of shared memory (static + dynamic) a program may have on the target
    * (kiln_gpu_smem_limit); the GPU lowering budgets and checks against it. 0: sm_90's. */
   int smem_limit;
+  /* > 0: the GPU architecture whose instructions the lowering may use (kiln_gpu_sm: 80 for
+   * sm_80; 90 for sm_90 and emu, whose emulator has sm_90's stmatrix). 0: sm_90. */
+  int sm;
   /* 64: offsets that feed a pointer are computed in i64 (widen-offsets), for buffers of 2^31
    * elements or more; 0 or 32: i32, and the module promises fewer (kiln.index_bits). */
   int index_bits;

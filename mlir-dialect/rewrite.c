@@ -144,6 +144,10 @@ bool kiln_ir_atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out) {
     *out = f ? KILN_LLVM_ATOMIC_FMIN : KILN_LLVM_ATOMIC_MIN;
   else if (strcmp(kind, "xchg") == 0)
     *out = KILN_LLVM_ATOMIC_XCHG;
+  else if (strcmp(kind, "umax") == 0 && !f)
+    *out = KILN_LLVM_ATOMIC_UMAX;
+  else if (strcmp(kind, "umin") == 0 && !f)
+    *out = KILN_LLVM_ATOMIC_UMIN;
   else
     return false;
   return true;

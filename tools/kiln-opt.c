@@ -82,6 +82,7 @@ static bool parse_options(int argc, char **argv, Options *o, KilnTimes *times) {
                 v);
         return false;
       }
+      o->stage.sm = o->target == KILN_TARGET_SM80 ? 80 : 0; /* 0: sm_90's instructions */
     } else if (starts(a, "--dump-after=", &v))
       o->dump_after = v;
     else if (starts(a, "--stop-after=", &v))

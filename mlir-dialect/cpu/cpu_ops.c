@@ -127,13 +127,24 @@ typedef struct MemCtx {
   int64_t bin_op;
 } MemCtx;
 
+/* An i1 lives in memory as a byte, 0 or 1 (the GPU targets agree: gpu/lower_memory.c): a store
+ * writes the bool zero-extended, a load tests the byte (`!= 0`), so any nonzero byte is true. */
+static bool is_bool(MlirType t) { return mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 1; }
+
 static MlirValue load_fn(Cpu *c, const MlirValue *e, void *user) {
   MemCtx *m = user;
   KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[1], &m->elem, 1);
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.then_block);
   MlirValue p = to_ptr(c, e[0]);
-  MlirValue v = kiln_cpu_op(c, "llvm.load", &p, 1, m->elem);
+  MlirValue v;
+  if (is_bool(m->elem)) {
+    MlirType i8 = mlirIntegerTypeGet(c->ctx, 8);
+    MlirValue byte = kiln_cpu_op(c, "llvm.load", &p, 1, i8);
+    v = kiln_ir_build_cmpi(&c->b, c->loc, "ne", byte, kiln_cpu_int_const(c, i8, 0));
+  } else {
+    v = kiln_cpu_op(c, "llvm.load", &p, 1, m->elem);
+  }
   kiln_ir_build_yield(&c->b, c->loc, &v, 1);
   kiln_ir_builder_set_end(&c->b, f.else_block);
   kiln_ir_build_yield(&c->b, c->loc, &e[2], 1);
@@ -147,6 +158,8 @@ static MlirValue store_fn(Cpu *c, const MlirValue *e, void *user) {
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.then_block);
   MlirValue ops[2] = {e[1], to_ptr(c, e[0])};
+  if (is_bool(mlirValueGetType(e[1])))
+    ops[0] = kiln_ir_build_cast(&c->b, c->loc, "arith.extui", e[1], mlirIntegerTypeGet(c->ctx, 8));
   kiln_cpu_op(c, "llvm.store", ops, 2, (MlirType){NULL});
   kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
   kiln_ir_builder_set_end(&c->b, f.else_block);
@@ -184,9 +197,9 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
   KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, e[3], &m->elem, 1);
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.then_block);
-  /* an f32 cell is compared and swapped by its bits (cmpxchg takes integers) */
-  bool fl = mlirTypeIsAF32(m->elem);
-  MlirType bits = fl ? i32_t(c) : m->elem;
+  /* a float cell is compared and swapped by its bits (cmpxchg takes integers) */
+  bool fl = mlirTypeIsAFloat(m->elem);
+  MlirType bits = fl ? mlirIntegerTypeGet(c->ctx, (unsigned)kiln_ir_elem_bits(m->elem)) : m->elem;
   MlirValue ops[3] = {to_ptr(c, e[0]), e[1], e[2]};
   if (fl)
     for (int i = 1; i < 3; i++)

@@ -390,7 +390,8 @@ int kiln_gpu_access_vec(const KilnGpuAxisMap *m, MlirValue ptrs, const KilnGpuOw
   int d = own->order[0];
   MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(t));
   int bits = kiln_ir_elem_bits(elem);
-  if (bits < 8) return 1;
+  if (bits <= 0) return 1;
+  if (bits < 8) bits = 8; /* i1 moves as bytes (lower_memory.c) */
   int v = kiln_gpu_axis_vec(m, ptrs, d, bits);
   int run = own->dim[d].spt < own->dim[d].n ? own->dim[d].spt : own->dim[d].n;
   while (v > run) v /= 2;

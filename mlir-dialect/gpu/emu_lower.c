@@ -335,7 +335,8 @@ static void lower_redux(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   replace_results(op, &r, 1);
 }
 
-static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt);
+static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt,
+                          MlirType acc);
 
 static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirAttribute seg =
@@ -369,14 +370,16 @@ static void lower_mma(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   }
   kiln_str_free(&shape);
   kiln_str_free(&ta);
-  emit_mma_call(E, b, op, fn, rt);
+  emit_mma_call(E, b, op, fn, rt, E->f32);
 }
 
-/* A call to the emulator's mma `fn` for op (nvvm.mma.sync, or the inline PTX of a bf16 one):
- * operands 0..5 the A and B registers, 6..9 the f32 accumulators; one struct of 4 f32. */
-static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt) {
+/* A call to the emulator's mma `fn` for op (nvvm.mma.sync, or the inline PTX of a bf16 or s8
+ * one): operands 0..5 the A and B registers, 6..9 the accumulators of type acc (f32, or i32 for
+ * s8); one struct of 4 acc. */
+static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *fn, MlirType rt,
+                          MlirType acc) {
   MlirLocation loc = mlirOperationGetLocation(op);
-  MlirValue d = entry_alloca(E, op, E->f32, 4);
+  MlirValue d = entry_alloca(E, op, acc, 4);
   MlirValue o[11];
   o[0] = d;
   for (int i = 0; i < 6; i++) {
@@ -390,8 +393,7 @@ static void emit_mma_call(Emu *E, KilnIRBuilder *b, MlirOperation op, const char
   for (int i = 0; i < 4; i++) o[7 + i] = mlirOperationGetOperand(op, 6 + i);
   call(E, b, loc, fn, E->voidt, o, 11);
   MlirValue f[4];
-  for (int i = 0; i < 4; i++)
-    f[i] = load(b, loc, i ? gep_const(E, b, loc, d, i, E->f32) : d, E->f32);
+  for (int i = 0; i < 4; i++) f[i] = load(b, loc, i ? gep_const(E, b, loc, d, i, acc) : d, acc);
   MlirValue r = build_struct(E, b, loc, rt, f, 4);
   replace_results(op, &r, 1);
 }
@@ -575,6 +577,25 @@ static bool lower_pred_access(Emu *E, KilnIRBuilder *b, MlirOperation op, const 
   return false;
 }
 
+/* The epilogue's stmatrix (KILN_GPU_STMATRIX_PTX, operands: the row address, then one b32 per
+ * matrix) as kiln_emu_stmatrix(num, addr, r0, r1, r2, r3), the registers past num zero. */
+static bool lower_stmatrix(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *text) {
+  size_t len = strlen(KILN_GPU_STMATRIX_PTX);
+  if (strncmp(text, KILN_GPU_STMATRIX_PTX, len) != 0) return false;
+  int num = text[len] - '0';
+  MlirLocation loc = mlirOperationGetLocation(op);
+  if ((num != 1 && num != 2 && num != 4) || mlirOperationGetNumOperands(op) != 1 + num) {
+    emu_error(E, op, "emu lowering: unsupported inline PTX '%s'", text);
+    return true;
+  }
+  MlirValue o[6] = {cst_i32(E, b, loc, num), mlirOperationGetOperand(op, 0)};
+  for (int i = 0; i < 4; i++)
+    o[2 + i] =
+        i < num ? as_b32(E, b, loc, mlirOperationGetOperand(op, 1 + i)) : cst_i32(E, b, loc, 0);
+  call(E, b, loc, "kiln_emu_stmatrix", E->voidt, o, 6);
+  return true;
+}
+
 /* The PTX approximations of lower_math.c, as kiln_emu_approx_f32(op, x): host math, or the
  * GPU's worst case under the emulator's pessimistic math mode. op is the instruction's index in
  * kiln_gpu_approx_ptx, whose order is KilnEmuApprox's (runtime/emu/kiln_emu.h). */
@@ -593,9 +614,16 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   if (strncmp(text, KILN_GPU_MMA_BF16_PTX, strlen(KILN_GPU_MMA_BF16_PTX)) == 0 &&
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
     emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k16_f32_bf16",
-                  mlirValueGetType(mlirOperationGetResult(op, 0)));
+                  mlirValueGetType(mlirOperationGetResult(op, 0)), E->f32);
     return;
   }
+  if (strncmp(text, KILN_GPU_MMA_S8_PTX, strlen(KILN_GPU_MMA_S8_PTX)) == 0 &&
+      mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
+    emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k32_s32_s8",
+                  mlirValueGetType(mlirOperationGetResult(op, 0)), E->i32);
+    return;
+  }
+  if (lower_stmatrix(E, b, op, text)) return;
   int which = -1; /* lower_math.c writes "INSN $0, $1;" */
   for (int i = 0; i < KILN_GPU_APPROX_COUNT; i++) {
     size_t len = strlen(kiln_gpu_approx_ptx[i]);

@@ -44,7 +44,7 @@ typedef struct KilnGpuLayout {
   int order[KILN_GPU_MAX_RANK]; /* dims, fastest varying first */
   int slice_dim;
   int op_idx;  /* DOT_OP: 0 (A) or 1 (B) */
-  int k_width; /* DOT_OP: consecutive k elements per 32-bit register (2 for f16/bf16) */
+  int k_width; /* DOT_OP: consecutive k elements per 32-bit register (2 for f16/bf16, 4 for i8) */
 } KilnGpuLayout;
 
 /* Encodes a layout as the DictionaryAttr used for tensor encodings. */
@@ -70,6 +70,8 @@ bool kiln_gpu_mma_fits(const KilnGpuLayout *l, int rank, const int64_t *shape);
 /* mma (version 2, instrShape 16x8) with wm x wn warps, and its dot operands. */
 KilnGpuLayout kiln_gpu_layout_mma(int wm, int wn);
 KilnGpuLayout kiln_gpu_layout_dot_op(const KilnGpuLayout *mma, int op_idx, int k_width);
+/* The dot_op kWidth of an mma operand's element type: 4 for i8, 2 for f16/bf16. */
+int kiln_gpu_dot_k_width(MlirType elem);
 
 /* ---- what a thread owns.  A tile of shape S (rank r, r == the layout's tensor rank) under a
  * layout gives each thread n_d elements along each dim d; the thread keeps their product in one
@@ -176,6 +178,15 @@ static inline int kiln_gpu_ilog2(int64_t v) {
 /* MLIR 19's nvvm.mma.sync verifier rejects bf16 m16n8k16, so that mma is inline PTX starting
  * with this text (lower_dot.c writes it, emu_lower.c recognizes it). */
 #define KILN_GPU_MMA_BF16_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+
+/* The integer mma (i8 dot, i32 accumulators, wrapping: no .satfinite) is inline PTX too: one
+ * form for the two targets and the emulator, which recognizes this text. */
+#define KILN_GPU_MMA_S8_PTX "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
+
+/* stmatrix (sm_90) has no NVVM intrinsic in LLVM 19, so the epilogue's is inline PTX starting
+ * with this text, then the count (1, 2 or 4) and ".shared.b16 [$0], {$1, ...};" (lower_epilogue.c
+ * writes it, emu_lower.c recognizes it). */
+#define KILN_GPU_STMATRIX_PTX "stmatrix.sync.aligned.m8n8.x"
 
 /* LLVM 19's NVPTX backend selects no llvm.fence and MLIR 19 has no nvvm.membar, so the fence
  * around atomic_cas is inline PTX (lower_memory.c writes it; emu_lower.c makes it a host fence). */

@@ -65,6 +65,9 @@ extern const KilnPipeline kiln_gpu_pipeline_emu;
 #define KILN_GPU_SMEM_LIMIT_SM90   (227 * 1024)
 #define KILN_GPU_SMEM_LIMIT_SM80   (163 * 1024)
 int kiln_gpu_smem_limit(const char *arch);
+/* The architecture the lowering targets for arch (KilnStageOptions.sm): 80 for "sm_80", 90
+ * otherwise (sm_90, and emu, which runs sm_90's code: stmatrix in the GEMM epilogue). */
+int kiln_gpu_sm(const char *arch);
 /* The alignment the GPU lowering assumes of every pointer argument (axis_info.c): vector loads
  * and stores of up to 16 bytes are emitted on that promise, so a launch must keep it. */
 #define KILN_GPU_EMU_POINTER_ALIGN 16

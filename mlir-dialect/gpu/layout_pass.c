@@ -217,7 +217,7 @@ static bool wants_rows_only(MlirOperation dot) {
 }
 
 /* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
- * (the same), an f32 accumulator, and a tile the warps can split into whole 16x8 blocks (warps
+ * (the same) with an f32 accumulator or both i8 with an i32 one (K a multiple of 32), and a tile the warps can split into whole 16x8 blocks (warps
  * go to whichever of the rows / columns per warp is larger, so warp tiles stay near square and
  * each warp's ldmatrix loads are reused across more mma instructions). */
 static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
@@ -228,9 +228,13 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   MlirType ae = kiln_ir_elem_type(at), be = kiln_ir_elem_type(bt), ce = kiln_ir_elem_type(ct);
   bool f16 = mlirTypeIsAF16(ae) && mlirTypeIsAF16(be),
        bf16 = mlirTypeIsABF16(ae) && mlirTypeIsABF16(be);
-  if (!(f16 || bf16) || !mlirTypeIsAF32(ce)) return false;
+  bool i8 = mlirTypeIsAInteger(ae) && mlirIntegerTypeGetWidth(ae) == 8 && mlirTypeEqual(ae, be) &&
+            mlirTypeIsAInteger(ce) && mlirIntegerTypeGetWidth(ce) == 32;
+  if (!(((f16 || bf16) && mlirTypeIsAF32(ce)) || i8)) return false;
+  /* k blocks of 16 (m16n8k16) for the 16-bit types, of 32 (m16n8k32) for i8 */
+  int64_t kblk = i8 ? 32 : 16;
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
-  if (M < 16 || N < 8 || K < 16 || M % 16 || N % 8 || K % 16) return false;
+  if (M < 16 || N < 8 || K < kblk || M % 16 || N % 8 || K % kblk) return false;
   if (M >= 16 * (int64_t)c->num_warps && wants_rows_only(dot)) {
     *out = kiln_gpu_layout_mma(c->num_warps, 1);
     return true;
@@ -296,7 +300,9 @@ static bool requirement(LCtx *c, MlirOperation op, intptr_t i, KilnGpuLayout *ou
     if (i != 2) {
       /* The FMA path reads a and b through shared memory in any layout; mma wants fragments. */
       if (r->kind != KILN_GPU_LAYOUT_MMA) return false;
-      *out = kiln_gpu_layout_dot_op(r, (int)i, 2);
+      *out = kiln_gpu_layout_dot_op(r, (int)i,
+                                    kiln_gpu_dot_k_width(kiln_ir_elem_type(
+                                        mlirValueGetType(mlirOperationGetOperand(op, 0)))));
       return true;
     }
     *out = *r;

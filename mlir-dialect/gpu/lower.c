@@ -414,6 +414,7 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   L.ptr3 = mlirLLVMPointerTypeGet(L.ctx, 3);
   L.num_warps = (int)kiln_gpu_int_attr(func, "kiln.num_warps", 4);
   L.smem_limit = kiln_gpu_int_attr(func, "kiln.smem_limit", KILN_GPU_SMEM_LIMIT_SM90);
+  L.sm = (int)kiln_gpu_int_attr(func, "kiln.sm", 90);
   L.axis = kiln_gpu_axis_analyze(func);
 
   MlirBlock old_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));

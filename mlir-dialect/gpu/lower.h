@@ -64,7 +64,8 @@ bool low_rand(Low *L, MlirOperation op);
  * dot with an mma result (mma.sync). */
 bool low_dot_operand(Low *L, MlirOperation op);
 bool low_dot_mma(Low *L, MlirOperation op);
-/* Whether v is a kiln.trans of an f16/bf16 tile whose one use converts it to a dot operand:
+/* Whether v is a kiln.trans of an f16/bf16 tile (of an i8 tile: to the B operand only) whose one
+ * use converts it to a dot operand:
  * then the trans itself emits nothing, and the convert stages trans's operand as it is and
  * reads B = x^T with ldmatrix without .trans, A = x^T with ldmatrix .trans (one trip through
  * shared memory, not two). */
@@ -77,6 +78,14 @@ void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64
                           int64_t cols, Vals *out);
 /* Element offset of (row, col) in a swizzled shared tile of 16-bit elements with `cols` columns. */
 MlirValue low_swizzle(Low *L, MlirValue row, MlirValue col, int64_t cols);
+/* Byte offset of i8 element (row, k) in a swizzled tile of kcols bytes a row: the 16-bit
+ * swizzle of its pair k / 2 (kcols / 2 columns), byte k & 1 of the pair. */
+MlirValue low_swizzle_i8(Low *L, MlirValue row, MlirValue k, int64_t kcols);
+/* The fragments of an i8 operand from a swizzled byte tile staged with rows k (kext of them) and
+ * the operand's m (A) or n (B) contiguous (xext bytes a row): ldmatrix cannot transpose bytes, so
+ * each register is four byte loads (the pipelined B of a row-major K x N weight). */
+void low_dot_fragments_i8_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
+                                 int64_t xext, Vals *out);
 /* The dot_op fragments (registers) of a staged, swizzled rows x cols tile at base, into out. */
 void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows, int64_t cols,
                        Vals *out);

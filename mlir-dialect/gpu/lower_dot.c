@@ -20,7 +20,17 @@
  * The dot itself is then one mma.sync per (mi, ni, ki) on the accumulator's four floats per
  * 16x8 block (c0..c3 = rows g, g, g + 8, g + 8, columns 2t, 2t + 1, 2t, 2t + 1; see layout.c).
  * Warp w has row index w % WM and column index w / WM; its blocks repeat every 16 WM rows and
- * 8 WN columns. */
+ * 8 WN columns.
+ *
+ * i8 (mma.sync.m16n8k32.row.col.s32.s8.s8.s32, i32 accumulators, wrapping).  Its fragments are
+ * the f16 ones in bytes: A register r holds A[g + 8 (r & 1)][4t + 16 (r >> 1) .. +3], B register
+ * r holds B[4t + 16 r .. +3][g] (four k in one register, kWidth 4), C/D as above.  Seen as 16-bit
+ * pairs of bytes, a 16 x 32 A block with k contiguous is the 16 x 16 b16 block of the f16 path,
+ * and B with k contiguous (n rows of 32 bytes) is the f16 B^T read without .trans: the same
+ * ldmatrix reads give the s8 fragments.  ldmatrix moves 16-bit elements only, so it cannot
+ * transpose bytes: both operands are staged with k contiguous, A as it is (rows m) and B
+ * transposed (rows n), each thread storing its bytes one by one at 2 swz(row, k / 2) + (k & 1)
+ * with the swizzle of the b16 view (K / 2 columns).  The shapes need K a multiple of 32. */
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
@@ -43,14 +53,13 @@ MlirValue low_swizzle(Low *L, MlirValue row, MlirValue col, int64_t cols) {
   return low_bin(L, "arith.addi", lin, off);
 }
 
-static MlirValue struct_get(Low *L, MlirValue s, int64_t i) {
+static MlirValue struct_get_as(Low *L, MlirValue s, int64_t i, MlirType t) {
   MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
-  return mlirOperationGetResult(low_op(L, "llvm.extractvalue", &s, 1, &L->i32, 1, &a, 1), 0);
+  return mlirOperationGetResult(low_op(L, "llvm.extractvalue", &s, 1, &t, 1, &a, 1), 0);
 }
 
-static MlirValue struct_getf(Low *L, MlirValue s, int64_t i) {
-  MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
-  return mlirOperationGetResult(low_op(L, "llvm.extractvalue", &s, 1, &L->f32, 1, &a, 1), 0);
+static bool is_i8(MlirType et) {
+  return mlirTypeIsAInteger(et) && mlirIntegerTypeGetWidth(et) == 8;
 }
 
 static MlirType struct_of(Low *L, MlirType t, int n) {
@@ -68,7 +77,7 @@ static void ldmatrix(Low *L, MlirValue p, int num, bool trans, MlirValue *out) {
   };
   MlirType rt = num == 1 ? L->i32 : struct_of(L, L->i32, num);
   MlirValue r = mlirOperationGetResult(low_op(L, "nvvm.ldmatrix", &p, 1, &rt, 1, a, 2), 0);
-  for (int i = 0; i < num; i++) out[i] = num == 1 ? r : struct_get(L, r, i);
+  for (int i = 0; i < num; i++) out[i] = num == 1 ? r : struct_get_as(L, r, i, L->i32);
 }
 
 /* The warp's row (d = 0) or column (d = 1) index in the mma layout's warp grid. */
@@ -104,7 +113,7 @@ static int64_t operand_offset(MlirOperation cvt, int op_idx, int64_t *a_bytes) {
     MlirOperation user = mlirOpOperandGetOwner(u);
     if (kiln_ir_op_id(user) == KILN_OP_DOT) {
       MlirType at = mlirValueGetType(mlirOperationGetOperand(user, 0));
-      *a_bytes = kiln_ir_dim(at, 0) * kiln_ir_dim(at, 1) * 2;
+      *a_bytes = kiln_ir_dim(at, 0) * kiln_ir_dim(at, 1) * (is_i8(kiln_ir_elem_type(at)) ? 1 : 2);
       break;
     }
   }
@@ -172,8 +181,8 @@ static MlirValue pack_pair(Low *L, MlirValue lo, MlirValue hi) {
  * k block ki: a0 = (c0, c1) of block 2 ki (row g, columns 2t, 2t + 1), a1 = (c2, c3) of it (row
  * g + 8), a2, a3 the same of block 2 ki + 1 (columns 8 + 2t, 8 + 2t + 1). */
 static bool a_in_registers(const KilnGpuLayout *sl, const KilnGpuLayout *dl) {
-  return sl->kind == KILN_GPU_LAYOUT_MMA && dl->op_idx == 0 && sl->wpc[1] == 1 && dl->wpc[1] == 1 &&
-         sl->wpc[0] == dl->wpc[0];
+  return sl->kind == KILN_GPU_LAYOUT_MMA && dl->op_idx == 0 && dl->k_width == 2 &&
+         sl->wpc[1] == 1 && dl->wpc[1] == 1 && sl->wpc[0] == dl->wpc[0];
 }
 
 static void a_from_accumulator(Low *L, MlirType st, Vals *X, Vals *out) {
@@ -199,7 +208,10 @@ bool low_trans_feeds_operand(MlirValue v) {
   if (kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT) return false;
   KilnGpuLayout l = kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0)));
   MlirType et = kiln_ir_elem_type(mlirValueGetType(v));
-  return l.kind == KILN_GPU_LAYOUT_DOT_OP && (mlirTypeIsAF16(et) || mlirTypeIsABF16(et));
+  /* i8: only B = x^T, whose x (rows n, k contiguous) is already the staging i8 B wants; A = x^T
+   * would need a byte transpose */
+  return l.kind == KILN_GPU_LAYOUT_DOT_OP &&
+         (mlirTypeIsAF16(et) || mlirTypeIsABF16(et) || (is_i8(et) && l.op_idx == 1));
 }
 
 void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
@@ -264,6 +276,7 @@ void low_dot_fragments_bt(Low *L, const KilnGpuLayout *dl, MlirValue base, int64
 typedef struct StageMemo {
   const void *src;
   int64_t off;
+  bool transposed; /* an i8 B staged with k contiguous (rows n) */
   MlirOperation barrier;
 } StageMemo;
 
@@ -280,9 +293,9 @@ static bool has_barrier(MlirOperation op) {
   return found;
 }
 
-static bool stage_still_there(Low *L, MlirValue src, int64_t *off) {
+static bool stage_still_there(Low *L, MlirValue src, bool transposed, int64_t *off) {
   StageMemo *m = L->dot_stage;
-  if (!m || m->src != src.ptr || !mlirOperationIsNull(L->b.before) ||
+  if (!m || m->src != src.ptr || m->transposed != transposed || !mlirOperationIsNull(L->b.before) ||
       !mlirBlockEqual(mlirOperationGetBlock(m->barrier), L->b.block))
     return false;
   for (MlirOperation o = mlirOperationGetNextInBlock(m->barrier); !mlirOperationIsNull(o);
@@ -292,15 +305,32 @@ static bool stage_still_there(Low *L, MlirValue src, int64_t *off) {
   return true;
 }
 
-/* Stores the tile src (its owned elements) into the swizzled tile at base, between barriers. */
-static void stage(Low *L, MlirValue src, int64_t off, MlirValue base) {
+/* Byte offset of i8 element (row, k) in a swizzled tile of kcols bytes a row seen as 16-bit
+ * pairs: pair k / 2 of the b16 view, byte k & 1 of it (the low byte is the lower k, as mma.sync
+ * packs four k into a register). */
+MlirValue low_swizzle_i8(Low *L, MlirValue row, MlirValue k, int64_t kcols) {
+  MlirValue pair = low_swizzle(L, row, low_bin(L, "arith.shrui", k, low_i32(L, 1)), kcols / 2);
+  return low_bin(L, "arith.addi", low_bin(L, "arith.shli", pair, low_i32(L, 1)),
+                 low_bin(L, "arith.andi", k, low_i32(L, 1)));
+}
+
+/* Stores the tile src (its owned elements) into the swizzled tile at base, between barriers;
+ * with `transposed` (an i8 B), element (r, c) goes to row c, byte column r. */
+static void stage(Low *L, MlirValue src, int64_t off, MlirValue base, bool transposed) {
   MlirType st = mlirValueGetType(src), et = kiln_ir_elem_type(st);
-  int64_t cols = kiln_ir_dim(st, 1);
+  int64_t cols = kiln_ir_dim(st, transposed ? 0 : 1);
+  bool bytes = is_i8(et);
   KilnGpuOwn so = kiln_gpu_own_of_type(st);
   Vals *X = low_get(L, src);
   low_barrier(L);
   for (int64_t j = 0; j < so.count; j++) {
-    MlirValue idx = low_swizzle(L, low_coord(L, &so, j, 0), low_coord(L, &so, j, 1), cols);
+    MlirValue r = low_coord(L, &so, j, 0), c = low_coord(L, &so, j, 1);
+    if (transposed) {
+      MlirValue t = r;
+      r = c;
+      c = t;
+    }
+    MlirValue idx = bytes ? low_swizzle_i8(L, r, c, cols) : low_swizzle(L, r, c, cols);
     MlirValue o[2] = {X->v[j], low_gep(L, base, idx, et)};
     low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
   }
@@ -308,7 +338,63 @@ static void stage(Low *L, MlirValue src, int64_t off, MlirValue base) {
   if (!m) L->dot_stage = m = low_alloc(L, sizeof *m);
   m->src = src.ptr;
   m->off = off;
+  m->transposed = transposed;
   m->barrier = low_op(L, "nvvm.barrier0", NULL, 0, NULL, 0, NULL, 0);
+}
+
+/* Four bytes (k .. k + 3 at index x) of a tile staged with rows k, as one register: byte j in
+ * bits 8j .. 8j + 7 (the lowest k lowest, as mma.sync takes them). */
+static MlirValue gather4(Low *L, MlirValue base, MlirValue k, MlirValue x, int64_t xext) {
+  MlirValue acc = low_i32(L, 0);
+  for (int j = 0; j < 4; j++) {
+    MlirValue kj = low_bin(L, "arith.addi", k, low_i32(L, j));
+    MlirValue p = low_gep(L, base, low_swizzle_i8(L, kj, x, xext), L->i8);
+    MlirValue b = low_op1(L, "llvm.load", &p, 1, L->i8);
+    MlirValue w = low_op1(L, "arith.extui", &b, 1, L->i32);
+    acc = low_bin(L, "arith.ori", acc, j ? low_bin(L, "arith.shli", w, low_i32(L, 8 * j)) : w);
+  }
+  return acc;
+}
+
+void low_dot_fragments_i8_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
+                                 int64_t xext, Vals *out) {
+  bool b = dl->op_idx == 1;
+  int w = b ? dl->wpc[1] : dl->wpc[0];
+  int64_t blk = b ? 8 : 16, reps = xext / (blk * w), kb = kext / 32;
+  MlirValue lane = low_lane(L);
+  MlirValue g = low_bin(L, "arith.shrui", lane, low_i32(L, 2));
+  MlirValue t4 =
+      low_bin(L, "arith.shli", low_bin(L, "arith.andi", lane, low_i32(L, 3)), low_i32(L, 2));
+  MlirValue x0 =
+      low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, b), low_i32(L, blk)), g);
+  int nregs = b ? 2 : 4;
+  for (int64_t i = 0; i < reps; i++)
+    for (int64_t ki = 0; ki < kb; ki++)
+      for (int r = 0; r < nregs; r++) {
+        /* A: row g + 8 (r & 1), k 4t + 16 (r >> 1); B: column g, k 4t + 16 r */
+        int64_t xoff = blk * w * i + (b ? 0 : 8 * (r & 1)), koff = 32 * ki + 16 * (b ? r : r >> 1);
+        MlirValue x = low_bin(L, "arith.addi", x0, low_i32(L, xoff));
+        MlirValue k = low_bin(L, "arith.addi", t4, low_i32(L, koff));
+        out->v[(i * kb + ki) * nregs + r] = gather4(L, base, k, x, xext);
+      }
+}
+
+/* An i8 operand: staged with k contiguous (A as it is, B transposed to rows n) and read by the
+ * f16 path's ldmatrix on the b16 view, K / 2 pairs a row (A: the plain A read; B: the read of a
+ * B^T tile).  With `folded`, src is x of B = x^T (rows n, k contiguous): staged as it is. */
+static void i8_operand(Low *L, MlirOperation op, const KilnGpuLayout *dl, MlirValue src,
+                       bool folded, Vals *out) {
+  MlirType st = mlirValueGetType(src);
+  bool b = dl->op_idx == 1, transposed = b && !folded;
+  int64_t rows = kiln_ir_dim(st, transposed ? 1 : 0), kcols = kiln_ir_dim(st, transposed ? 0 : 1);
+  int64_t a_bytes, off = operand_offset(op, dl->op_idx, &a_bytes);
+  bool again = stage_still_there(L, src, transposed, &off);
+  MlirValue base = low_smem(L, off, off + rows * kcols);
+  if (!again) stage(L, src, off, base, transposed);
+  if (b)
+    low_dot_fragments_bt(L, dl, base, rows, kcols / 2, out);
+  else
+    low_dot_fragments(L, dl, base, rows, kcols / 2, out);
 }
 
 bool low_dot_operand(Low *L, MlirOperation op) {
@@ -316,9 +402,17 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   MlirType st = mlirValueGetType(src), rt = mlirValueGetType(res);
   KilnGpuLayout dl = kiln_gpu_layout_of_type(rt);
   MlirType et = kiln_ir_elem_type(st);
-  if (kiln_ir_rank(st) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et))) {
-    low_error(L, "GPU lowering: dot operands for mma must be 2-D f16/bf16 tiles");
+  if (kiln_ir_rank(st) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et) || is_i8(et))) {
+    low_error(L, "GPU lowering: dot operands for mma must be 2-D f16/bf16/i8 tiles");
     return false;
+  }
+  if (is_i8(et)) {
+    Vals *out = low_vals(L, kiln_gpu_own_of_type(rt).count);
+    bool folded = low_trans_feeds_operand(src);
+    if (folded) src = mlirOperationGetOperand(mlirOpResultGetOwner(src), 0);
+    i8_operand(L, op, &dl, src, folded, out);
+    low_set(L, res, out);
+    return true;
   }
   KilnGpuLayout sl = kiln_gpu_layout_of_type(st);
   if (a_in_registers(&sl, &dl)) {
@@ -336,9 +430,9 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   }
   int64_t rows = kiln_ir_dim(st, 0), cols = kiln_ir_dim(st, 1), a_bytes;
   int64_t off = operand_offset(op, dl.op_idx, &a_bytes);
-  bool again = stage_still_there(L, src, &off);
+  bool again = stage_still_there(L, src, false, &off);
   MlirValue base = low_smem(L, off, off + rows * cols * 2);
-  if (!again) stage(L, src, off, base);
+  if (!again) stage(L, src, off, base, false);
   KilnGpuOwn ro = kiln_gpu_own_of_type(rt);
   Vals *out = low_vals(L, ro.count);
   if (bt && dl.op_idx == 0)
@@ -367,6 +461,22 @@ static MlirValue mma_bf16_asm(Low *L, const MlirValue *ops, MlirType rt) {
   return mlirOperationGetResult(low_op(L, "llvm.inline_asm", ops, 10, &rt, 1, a, 2), 0);
 }
 
+/* s8 m16n8k32 as inline PTX (KILN_GPU_MMA_S8_PTX): 4 A and 2 B registers and 4 i32
+ * accumulators; the result is a struct of 4 i32. */
+static MlirValue mma_s8_asm(Low *L, const MlirValue *ops, MlirType rt) {
+  MlirNamedAttribute a[2] = {
+      kiln_ir_named(
+          L->ctx, "asm_string",
+          mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_MMA_S8_PTX
+                                                                   " {$0,$1,$2,$3}, {$4,$5,$6,$7}, "
+                                                                   "{$8,$9}, {$10,$11,$12,$13};"))),
+      kiln_ir_named(L->ctx, "constraints",
+                    mlirStringAttrGet(
+                        L->ctx, mlirStringRefCreateFromCString("=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"))),
+  };
+  return mlirOperationGetResult(low_op(L, "llvm.inline_asm", ops, 10, &rt, 1, a, 2), 0);
+}
+
 bool low_dot_mma(Low *L, MlirOperation op) {
   MlirValue a = mlirOperationGetOperand(op, 0), b = mlirOperationGetOperand(op, 1);
   MlirValue acc = mlirOperationGetOperand(op, 2), res = mlirOperationGetResult(op, 0);
@@ -378,12 +488,12 @@ bool low_dot_mma(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: an mma dot needs dot_op operands");
     return false;
   }
-  bool bf16 = mlirTypeIsABF16(kiln_ir_elem_type(at));
+  bool bf16 = mlirTypeIsABF16(kiln_ir_elem_type(at)), s8 = is_i8(kiln_ir_elem_type(at));
   MlirType et = bf16 ? mlirBF16TypeGet(L->ctx) : mlirF16TypeGet(L->ctx);
   int64_t two = 2;
   MlirType vt = mlirVectorTypeGet(1, &two, et);
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
-  int64_t rm = M / (16 * cl.wpc[0]), rn = N / (8 * cl.wpc[1]), kb = K / 16;
+  int64_t rm = M / (16 * cl.wpc[0]), rn = N / (8 * cl.wpc[1]), kb = K / (s8 ? 32 : 16);
   KilnGpuOwn co = kiln_gpu_own_of_type(ct);
   Vals *A = low_get(L, a), *B = low_get(L, b), *C = low_get(L, acc);
   if (A->n != rm * kb * 4 || B->n != rn * kb * 2 || C->n != co.count) {
@@ -396,10 +506,11 @@ bool low_dot_mma(Low *L, MlirOperation op) {
    * takes the raw 32-bit registers (two bf16 each), as ldmatrix produced them. */
   MlirValue *av = low_alloc(L, (size_t)A->n * sizeof *av),
             *bv = low_alloc(L, (size_t)B->n * sizeof *bv);
+  bool raw = bf16 || s8;
   for (int64_t i = 0; i < A->n; i++)
-    av[i] = bf16 ? A->v[i] : low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
+    av[i] = raw ? A->v[i] : low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
   for (int64_t i = 0; i < B->n; i++)
-    bv[i] = bf16 ? B->v[i] : low_op1(L, "llvm.bitcast", &B->v[i], 1, vt);
+    bv[i] = raw ? B->v[i] : low_op1(L, "llvm.bitcast", &B->v[i], 1, vt);
   const char *ty = bf16 ? "#nvvm.mma_type<bf16>" : "#nvvm.mma_type<f16>";
   int32_t seg[3] = {4, 2, 4};
   MlirNamedAttribute attrs[6] = {
@@ -411,7 +522,8 @@ bool low_dot_mma(Low *L, MlirOperation op) {
       kiln_ir_named(L->ctx, "shape",
                     kiln_gpu_parse_attr(L->ctx, "#nvvm.shape<m = 16, n = 8, k = 16>")),
   };
-  MlirType rt = struct_of(L, L->f32, 4);
+  MlirType acc_t = s8 ? L->i32 : L->f32;
+  MlirType rt = struct_of(L, acc_t, 4);
   for (int64_t ki = 0; ki < kb; ki++)
     for (int64_t mi = 0; mi < rm; mi++)
       for (int64_t ni = 0; ni < rn; ni++) {
@@ -425,9 +537,11 @@ bool low_dot_mma(Low *L, MlirOperation op) {
         for (int r = 0; r < 2; r++) ops[4 + r] = bv[(ni * kb + ki) * 2 + r];
         for (int c = 0; c < 4; c++) ops[6 + c] = out->v[pos[c]];
         MlirValue d =
-            bf16 ? mma_bf16_asm(L, ops, rt)
-                 : mlirOperationGetResult(low_op(L, "nvvm.mma.sync", ops, 10, &rt, 1, attrs, 6), 0);
-        for (int c = 0; c < 4; c++) out->v[pos[c]] = struct_getf(L, d, c);
+            s8 ? mma_s8_asm(L, ops, rt)
+            : bf16
+                ? mma_bf16_asm(L, ops, rt)
+                : mlirOperationGetResult(low_op(L, "nvvm.mma.sync", ops, 10, &rt, 1, attrs, 6), 0);
+        for (int c = 0; c < 4; c++) out->v[pos[c]] = struct_get_as(L, d, c, acc_t);
       }
   low_set(L, res, out);
   return true;

@@ -14,10 +14,21 @@
  * A run is a vector only when the layout guarantees it for every thread: the run lies inside one
  * sizePerThread chunk of consecutive elements, and the chunk's start (lane and warp multipliers,
  * offsets) is a multiple of the vector length.  Converts this does not cover (other layouts,
- * rows not a multiple of 16 bytes, other element sizes) take the generic path. */
+ * rows not a multiple of 16 bytes, other element sizes) take the generic path.
+ *
+ * On sm_90 a 16-bit accumulator goes to the scratch by stmatrix instead (one instruction per
+ * four 8x8 blocks, where the vector path needs one 32-bit st.shared per block): the pair
+ * (c0, c1) a thread holds of a 16x8 mma block is exactly its register of an m8n8 matrix, rows g
+ * and g + 8 of the block are two matrices, and the next 16x8 block of the same warp along N two
+ * more.  Lane l gives the address of row l % 8 of matrix l / 8, so only the address depends on
+ * the lane; every row is 16 bytes at a 16-byte aligned place (the padded pitch keeps them so,
+ * and the 8 rows of a matrix land 4 banks apart: no conflict). */
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #define EPI_ROW_PAD_BYTES 16
 
@@ -113,6 +124,92 @@ static void load_run(Low *L, const int64_t *pos, int v, void *ctx) {
   }
 }
 
+/* ---------------------------------------------------------------- stmatrix (sm_90) */
+
+/* The warp's share of dim d's coordinate (the lane's is left out). */
+static MlirValue warp_part(Low *L, const KilnGpuDimMap *m) {
+  if (m->warp_bits == 0) return low_i32(L, 0);
+  MlirValue w = low_warp(L);
+  if (m->warp_shift) w = low_bin(L, "arith.shrui", w, low_i32(L, m->warp_shift));
+  w = low_bin(L, "arith.andi", w, low_i32(L, (1 << m->warp_bits) - 1));
+  return low_bin(L, "arith.muli", w, low_i32(L, m->warp_mul));
+}
+
+/* The element offset, in the padded scratch, of the row this lane addresses for a group's
+ * matrix l / 8 (matrix 2q + h: rows g + 8h of column block q), less the group's constant. */
+static MlirValue lane_row_offset(Low *L, const KilnGpuOwn *own, int64_t pitch) {
+  MlirValue lane = low_lane(L);
+  MlirValue r = low_bin(L, "arith.andi", lane, low_i32(L, 7));
+  MlirValue h =
+      low_bin(L, "arith.andi", low_bin(L, "arith.shrui", lane, low_i32(L, 3)), low_i32(L, 1));
+  MlirValue q = low_bin(L, "arith.shrui", lane, low_i32(L, 4));
+  MlirValue row = low_bin(L, "arith.addi", warp_part(L, &own->dim[0]),
+                          low_bin(L, "arith.addi", r, low_bin(L, "arith.shli", h, low_i32(L, 3))));
+  MlirValue col = low_bin(L, "arith.addi", warp_part(L, &own->dim[1]),
+                          low_bin(L, "arith.muli", q, low_i32(L, own->dim[1].extent)));
+  return low_bin(L, "arith.addi", low_bin(L, "arith.muli", row, low_i32(L, pitch)), col);
+}
+
+/* The b32 register of the pair at local (row i, column 2 run) of X: the low half first. */
+static MlirValue pair_register(Low *L, const KilnGpuOwn *own, Vals *X, int i, int run,
+                               MlirType et) {
+  MlirType vt = vector_of(2, et);
+  MlirValue x = low_op1(L, "llvm.mlir.undef", NULL, 0, vt);
+  for (int e = 0; e < 2; e++) {
+    int local[KILN_GPU_MAX_RANK] = {i, 2 * run + e};
+    MlirValue o[3] = {x, X->v[kiln_gpu_own_index(own, local)], low_i32(L, e)};
+    x = low_op1(L, "llvm.insertelement", o, 3, vt);
+  }
+  return low_op1(L, "llvm.bitcast", &x, 1, L->i32);
+}
+
+static void stmatrix(Low *L, MlirValue addr, const MlirValue *regs, int num) {
+  char text[128], cons[32] = "l";
+  snprintf(text, sizeof text, "%s%d.shared.b16 [$0], {", KILN_GPU_STMATRIX_PTX, num);
+  for (int i = 0; i < num; i++) {
+    snprintf(text + strlen(text), sizeof text - strlen(text), "%s$%d", i ? ", " : "", i + 1);
+    strcat(cons, ",r");
+  }
+  strcat(text, "};");
+  strcat(cons, ",~{memory}");
+  MlirValue ops[5] = {addr};
+  for (int i = 0; i < num; i++) ops[1 + i] = regs[i];
+  MlirNamedAttribute a[3] = {
+      kiln_ir_named(L->ctx, "asm_string",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
+      kiln_ir_named(L->ctx, "constraints",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(cons))),
+      kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx)),
+  };
+  low_op(L, "llvm.inline_asm", ops, (size_t)(1 + num), NULL, 0, a, 3);
+}
+
+/* The accumulator's stores to the scratch as stmatrix: per pair of rows (g, g + 8) of a 16-row
+ * block and pair of the warp's 16x8 blocks along N, one .x4 (an odd last block: one .x2). */
+static void store_stmatrix(Low *L, const KilnGpuOwn *own, Vals *X, MlirValue base, int64_t pitch,
+                           MlirType et) {
+  MlirValue lane_off = lane_row_offset(L, own, pitch);
+  int runs = own->dim[1].n / 2;
+  for (int i = 0; i < own->dim[0].n; i += 2) {
+    for (int run = 0; run < runs; run += 2) {
+      int num = run + 1 < runs ? 4 : 2;
+      MlirValue regs[4];
+      for (int m = 0; m < num; m++)
+        regs[m] = pair_register(L, own, X, i + (m & 1), run + m / 2, et);
+      int64_t at = kiln_gpu_own_offset(own, 0, i) * pitch + kiln_gpu_own_offset(own, 1, 2 * run);
+      MlirValue idx = low_bin(L, "arith.addi", lane_off, low_i32(L, at));
+      stmatrix(L, low_gep(L, base, idx, et), regs, num);
+    }
+  }
+}
+
+/* Whether the source may go by stmatrix: sm_90, 16-bit elements, an mma tile of more than one
+ * element along each dim (the layout maps then hold: pairs of columns, rows g and g + 8). */
+static bool stmatrix_fits(const Low *L, const KilnGpuOwn *so, int eb) {
+  return L->sm >= 90 && eb == 2 && so->dim[0].base_used && so->dim[1].base_used &&
+         so->dim[0].n % 2 == 0;
+}
+
 bool low_epilogue_convert(Low *L, MlirOperation op) {
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   MlirType st = mlirValueGetType(src), rt = mlirValueGetType(res);
@@ -131,7 +228,10 @@ bool low_epilogue_convert(Low *L, MlirOperation op) {
   low_barrier(L);
   MlirValue base = low_smem(L, 0, rows * pitch * eb);
   Scratch s = {base, &so, pitch, et, X};
-  each_run(L, &so, run_vector(&so, 1, eb), store_run, &s);
+  if (stmatrix_fits(L, &so, eb))
+    store_stmatrix(L, &so, X, base, pitch, et);
+  else
+    each_run(L, &so, run_vector(&so, 1, eb), store_run, &s);
   low_barrier(L);
   s.own = &ro;
   s.vals = out;

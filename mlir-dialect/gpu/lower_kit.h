@@ -22,6 +22,7 @@ typedef struct Low {
   int64_t smem_bytes; /* the most any op needs at once */
   int64_t smem_base;  /* where the arena starts: kiln.arena_offset of the enclosing loop */
   int64_t smem_limit; /* kiln.smem_limit: the most shared memory a program may have */
+  int sm;             /* kiln.sm: the architecture (80, 90) whose instructions it may use */
   void *dot_stage;    /* lower_dot.c: the last dot operand tile staged, for reuse (or NULL) */
   KilnGpuAxisMap *axis;
   bool failed;

@@ -19,7 +19,11 @@
  *   local_load:  the dot_op fragments with ldmatrix: a row-major staging as a convert's
  *                staging is read (low_dot_fragments); a transposed one with the other form
  *                (.x4.trans for A, plain .x4 / .x2 for B); with `transpose` (the operand is
- *                trans(x) and x was staged as it is) as lower_dot.c reads a folded trans. */
+ *                trans(x) and x was staged as it is) as lower_dot.c reads a folded trans; an i8
+ *                tile with k contiguous in the staging (A as it is, B transposed) by the same
+ *                ldmatrix reads on its b16 view, one with m or n contiguous (B row-major in n,
+ *                A column-major) by four byte loads a register (ldmatrix cannot transpose
+ *                bytes). */
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
@@ -78,7 +82,7 @@ static bool other_is_zero(const Vals *O, int64_t j, int v) {
 static void copy_vector(Low *L, const KilnGpuBuffer *bf, int vec, MlirValue dst, const Vals *P,
                         const Vals *M, const Vals *O, int64_t j, bool uniform) {
   int v = vec, bytes = vec * kiln_ir_elem_bits(bf->elem) / 8;
-  MlirValue m[8];
+  MlirValue m[16];
   for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];
   MlirValue all = low_all_true(L, m, v);
   if (mlirValueIsNull(all)) {
@@ -93,11 +97,12 @@ static void copy_vector(Low *L, const KilnGpuBuffer *bf, int vec, MlirValue dst,
   KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, all, NULL, 0);
   KilnIRBuilder saved = L->b;
   kiln_ir_builder_set_end(&L->b, f.then_block);
-  cp_async(L, dst, P->v[j], v * 2);
+  cp_async(L, dst, P->v[j], bytes);
   kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
   kiln_ir_builder_set_end(&L->b, f.else_block);
   for (int e = 0; e < v; e++) {
-    MlirValue x = low_load_masked(L, P->v[j + e], m[e], O->v[O->n == 1 ? 0 : j + e], bf->elem, 2);
+    MlirValue x = low_load_masked(L, P->v[j + e], m[e], O->v[O->n == 1 ? 0 : j + e], bf->elem,
+                                  kiln_ir_elem_bytes(bf->elem));
     MlirValue o[2] = {x, e ? low_gep(L, dst, low_i32(L, e), bf->elem) : dst};
     low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
   }
@@ -111,6 +116,9 @@ static void copy_vector(Low *L, const KilnGpuBuffer *bf, int vec, MlirValue dst,
  * transposed, so that every vector of the copy is one row segment of the staged tile and the
  * 16-byte cp.async never scatters. */
 static MlirValue stage_index(Low *L, const KilnGpuBuffer *bf, MlirValue row, MlirValue col) {
+  if (kiln_ir_elem_bits(bf->elem) == 8) /* i8: the byte swizzle of lower_dot.c's i8 staging */
+    return bf->enc.trans ? low_swizzle_i8(L, col, row, bf->rows)
+                         : low_swizzle_i8(L, row, col, bf->cols);
   return bf->enc.trans ? low_swizzle(L, col, row, bf->rows) : low_swizzle(L, row, col, bf->cols);
 }
 
@@ -244,9 +252,9 @@ bool low_async_copy(Low *L, MlirOperation op) {
   if (!buffer_of(L, buf, &bf)) return false;
   int64_t vec = kiln_gpu_int_attr(op, "vec", 1);
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(mlirOperationGetOperand(op, 4)));
-  if (vec < 1 || vec > 8 || own.rank != 2 || own.count % vec != 0) {
-    low_error(L, "GPU lowering: kiln.async_copy needs a 2-D tile and vec of 1 to 8 dividing "
-                 "each thread's elements");
+  if (vec < 1 || vec * kiln_ir_elem_bytes(bf.elem) > 16 || own.rank != 2 || own.count % vec != 0) {
+    low_error(L, "GPU lowering: kiln.async_copy needs a 2-D tile and vec of 1 to 16 bytes "
+                 "dividing each thread's elements");
     return false;
   }
   MlirValue base = slot_base(L, buf, &bf, low_get(L, mlirOperationGetOperand(op, 1))->v[0]);
@@ -288,6 +296,24 @@ bool low_local_load(Low *L, MlirOperation op) {
   if (transpose && bf.enc.trans) {
     low_error(L, "GPU lowering: kiln.local_load {transpose} of a transposed staging");
     return false;
+  }
+  if (kiln_ir_elem_bits(bf.elem) == 8) {
+    if (transpose) {
+      low_error(L, "GPU lowering: kiln.local_load {transpose} of an i8 staging (not yet)");
+      return false;
+    }
+    /* k contiguous (A as it is, B staged transposed): the b16 view's ldmatrix reads; m or n
+     * contiguous (B as it is, A staged transposed): byte gathers */
+    bool k_rows = dl.op_idx == 0 ? bf.enc.trans : !bf.enc.trans;
+    if (!k_rows && dl.op_idx == 0)
+      low_dot_fragments(L, &dl, base, bf.rows, bf.cols / 2, out);
+    else if (!k_rows)
+      low_dot_fragments_bt(L, &dl, base, bf.cols, bf.rows / 2, out);
+    else
+      low_dot_fragments_i8_gather(L, &dl, base, dl.op_idx == 0 ? bf.cols : bf.rows,
+                                  dl.op_idx == 0 ? bf.rows : bf.cols, out);
+    low_set(L, res, out);
+    return true;
   }
   if (transpose && dl.op_idx == 0)
     low_dot_fragments_at(L, &dl, base, bf.rows, bf.cols, out);

@@ -8,7 +8,7 @@
  * ld.global.v4.b32` (inline PTX: LLVM splits a branch-guarded vector access into narrower pieces);
  * masked-off lanes touch no memory and a load yields `other`.  Otherwise a vector access runs only
  * when the whole vector's mask is true, and each element is loaded or stored alone under its own
- * mask (the tail of a tile). */
+ * mask (the tail of a tile).  An i1 tile moves as bytes, 0 or 1, as on the cpu target. */
 #include "lower.h"
 
 #include "mlir-c/Dialect/LLVM.h"
@@ -193,17 +193,35 @@ MlirValue low_load_masked(Low *L, MlirValue p, MlirValue m, MlirValue other, Mli
   return kiln_ir_if_result(&f, 0);
 }
 
+/* i1 tiles live in memory as one byte per element, as on the cpu target: a store writes the
+ * bool zero-extended (0 or 1), a load reads the byte and tests it (`!= 0`, the cast to i1), so
+ * any nonzero byte written elsewhere reads as true.  The accesses themselves are byte accesses,
+ * vectorized as i8's are. */
+static Vals *bools_as_bytes(Low *L, const Vals *b) {
+  Vals *out = low_vals(L, b->n);
+  for (int64_t j = 0; j < b->n; j++) out->v[j] = low_op1(L, "arith.extui", &b->v[j], 1, L->i8);
+  return out;
+}
+
+static Vals *bytes_as_bools(Low *L, const Vals *bytes) {
+  Vals *out = low_vals(L, bytes->n);
+  MlirValue zero = low_const(L, L->i8, mlirIntegerAttrGet(L->i8, 0));
+  for (int64_t j = 0; j < bytes->n; j++) out->v[j] = low_cmpi(L, "ne", bytes->v[j], zero);
+  return out;
+}
+
 bool low_load(Low *L, MlirOperation op) {
   MlirValue ptrs = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   Vals *P = low_get(L, ptrs), *M = low_get(L, mlirOperationGetOperand(op, 1));
   Vals *O = low_get(L, mlirOperationGetOperand(op, 2));
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
-  int bits = kiln_ir_elem_bits(et);
-  if (bits < 8) {
-    low_error(L, "GPU lowering: loads of i1 are not supported");
-    return false;
+  bool bools = kiln_ir_elem_bits(et) == 1;
+  if (bools) { /* bytes in memory: `other` as a byte, the bytes tested after */
+    O = bools_as_bytes(L, O);
+    et = L->i8;
   }
+  int bits = kiln_ir_elem_bits(et);
   KilnGpuOwn own = kiln_gpu_own_of_type(rt);
   int v = low_vector_width(L, ptrs, &own);
   Vals *out = low_vals(L, own.count);
@@ -245,7 +263,7 @@ bool low_load(Low *L, MlirOperation op) {
     L->b = saved;
     for (int e = 0; e < v; e++) out->v[j + e] = kiln_ir_if_result(&f, (intptr_t)e);
   }
-  low_set(L, res, out);
+  low_set(L, res, bools ? bytes_as_bools(L, out) : out);
   return true;
 }
 
@@ -270,11 +288,11 @@ bool low_store(Low *L, MlirOperation op) {
   Vals *M = low_get(L, mlirOperationGetOperand(op, 2));
   MlirType vt = mlirValueGetType(mlirOperationGetOperand(op, 1));
   MlirType et = kiln_ir_elem_type(vt);
-  int bits = kiln_ir_elem_bits(et);
-  if (bits < 8) {
-    low_error(L, "GPU lowering: stores of i1 are not supported");
-    return false;
+  if (kiln_ir_elem_bits(et) == 1) { /* bytes in memory */
+    V = bools_as_bytes(L, V);
+    et = L->i8;
   }
+  int bits = kiln_ir_elem_bits(et);
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
@@ -312,7 +330,8 @@ bool low_store(Low *L, MlirOperation op) {
 
 /* ---------------------------------------------------------------- atomics
  *
- * kiln.atomic_rmw: one relaxed llvm.atomicrmw (NVPTX: atom.global.*) per element the thread owns,
+ * kiln.atomic_rmw: one relaxed llvm.atomicrmw (NVPTX: atom.global.*, or a CAS loop on the word
+ * for a narrow cell: atomic_elem) per element the thread owns,
  * under the element's mask.  A layout may give several threads the same element (a slice's removed
  * dim, a dim without thread bits, a tile smaller than the CTA's extent, a scalar): only one of them
  * may update memory, or the element is counted several times.  The owner is the thread whose lane
@@ -381,27 +400,34 @@ static MlirValue linear_index(Low *L, const KilnGpuOwn *own, int64_t j) {
  * atomic (the other holders got 0), so the owners publish theirs in shared memory, at the
  * element's row-major index, and every holder reads it back.  Masked-off elements publish 0. */
 static void broadcast_old(Low *L, const KilnGpuOwn *own, MlirValue owner, MlirType et, Vals *out) {
-  int64_t elems = 1;
+  int64_t elems = 1, bytes = kiln_ir_elem_bytes(et);
   for (int d = 0; d < own->rank; d++) elems *= own->shape[d];
   low_barrier(L); /* warps may still be reading the arena for an earlier op */
-  MlirValue base = low_smem(L, 0, elems * 4);
+  MlirValue base = low_smem(L, 0, elems * bytes);
   KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, owner, NULL, 0);
   KilnIRBuilder saved = L->b;
   kiln_ir_builder_set_end(&L->b, f.then_block);
   for (int64_t j = 0; j < own->count; j++)
-    store_scalar(L, out->v[j], low_gep(L, base, linear_index(L, own, j), et), 4);
+    store_scalar(L, out->v[j], low_gep(L, base, linear_index(L, own, j), et), bytes);
   kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
   kiln_ir_builder_set_end(&L->b, f.else_block);
   kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
   L->b = saved;
   low_barrier(L);
   for (int64_t j = 0; j < own->count; j++)
-    out->v[j] = load_scalar(L, low_gep(L, base, linear_index(L, own, j), et), et, 4);
+    out->v[j] = load_scalar(L, low_gep(L, base, linear_index(L, own, j), et), et, bytes);
 }
 
 /* One element's atomic: llvm.atomicrmw (relaxed) for kiln.atomic_rmw, llvm.cmpxchg for
  * kiln.atomic_cas (acq_rel where it succeeds, monotonic where it fails: atom.acq_rel.gpu.cas
- * on sm_70 and later), whose old value is the first of its {old, success} pair. */
+ * on sm_70 and later), whose old value is the first of its {old, success} pair.  Every width
+ * alike: for 32 and 64 bits NVPTX selects atom.global.{add,min,max}.{s,u}{32,64},
+ * add.f{32,64} (sm_60 and later), exch.b{32,64} and cas.b{32,64}, and a float max/min is a CAS
+ * loop on the bits.  8- and 16-bit cells: f16 add is atom.global.add.noftz.f16 (sm_70 and
+ * later), bf16 add atom.global.add.noftz.bf16 on sm_90; everything else (bf16 add on sm_80
+ * included) is LLVM's expansion of a narrow atomic, a loop of atom.global.cas.b32 on the
+ * aligned word that holds the cell, which computes the new cell and keeps the word's other
+ * bytes as they were found (a neighbour updated meanwhile makes the CAS fail and retry). */
 static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirValue v, MlirType et,
                              int64_t bin_op) {
   if (!cas) {
@@ -411,9 +437,9 @@ static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirV
     MlirValue o[2] = {p, v};
     return mlirOperationGetResult(low_op(L, "llvm.atomicrmw", o, 2, &et, 1, a, 2), 0);
   }
-  /* an f32 cell is compared and swapped by its bits (cmpxchg takes integers) */
-  bool fl = mlirTypeIsAF32(et);
-  MlirType bits = fl ? mlirIntegerTypeGet(L->ctx, 32) : et;
+  /* a float cell is compared and swapped by its bits (cmpxchg takes integers) */
+  bool fl = mlirTypeIsAFloat(et);
+  MlirType bits = fl ? mlirIntegerTypeGet(L->ctx, (unsigned)kiln_ir_elem_bits(et)) : et;
   if (fl) {
     cmp = low_op1(L, "llvm.bitcast", &cmp, 1, bits);
     v = low_op1(L, "llvm.bitcast", &v, 1, bits);
@@ -455,8 +481,9 @@ bool low_atomic(Low *L, MlirOperation op) {
   if (L->failed) return false;
   MlirType rt = mlirValueGetType(res);
   MlirType et = kiln_ir_elem_type(rt);
-  if (kiln_ir_elem_bits(et) != 32) {
-    low_error(L, "GPU lowering: atomics need 32-bit elements");
+  int bits = kiln_ir_elem_bits(et);
+  if (bits < 8) {
+    low_error(L, "GPU lowering: atomics on i1 are not supported");
     return false;
   }
   int64_t bin_op = 0;
@@ -467,7 +494,9 @@ bool low_atomic(Low *L, MlirOperation op) {
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   bool replicated;
   MlirValue owner = low_owner(L, &own, &replicated);
-  MlirValue zero = mlirTypeIsAFloat(et) ? low_f32(L, 0.0) : low_i32(L, 0);
+  MlirValue zero = low_const(L, et,
+                             mlirTypeIsAFloat(et) ? mlirFloatAttrDoubleGet(L->ctx, et, 0.0)
+                                                  : mlirIntegerAttrGet(et, 0));
   if (cas) {
     /* every thread's earlier writes happen before the owners' CAS (a lock released by thread 0
      * releases what the whole program stored under it) */

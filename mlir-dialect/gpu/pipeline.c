@@ -18,7 +18,8 @@ static _Alignas(8) char layouts_id, convert_cse_id, pipeline_id, smem_alloc_id,
 
 /* An i32 attribute on every kernel, for the lowering (which has no options of its own):
  * kiln.num_stages as the caller asked (kiln_mlirgen writes the kernel's own; a pipelined K loop
- * needs the promises of docs/gpu-lowering.md) and kiln.smem_limit, the target's shared memory. */
+ * needs the promises of docs/gpu-lowering.md), kiln.smem_limit, the target's shared memory, and
+ * kiln.sm, its architecture. */
 static void record_on_kernels(MlirOperation module, const char *attr, int value) {
   MlirContext ctx = mlirOperationGetContext(module);
   KilnOpList ks = kiln_ir_kernels(module, "func.func", "kiln.kernel");
@@ -28,6 +29,8 @@ static void record_on_kernels(MlirOperation module, const char *attr, int value)
   kiln_op_list_free(&ks);
 }
 
+int kiln_gpu_sm(const char *arch) { return arch && strcmp(arch, "sm_80") == 0 ? 80 : 90; }
+
 int kiln_gpu_smem_limit(const char *arch) {
   return arch && strcmp(arch, "sm_80") == 0 ? KILN_GPU_SMEM_LIMIT_SM80 : KILN_GPU_SMEM_LIMIT_SM90;
 }
@@ -36,6 +39,7 @@ static MlirLogicalResult layouts_body(MlirOperation module, void *opts) {
   const KilnStageOptions *o = opts;
   if (o->num_stages > 0) record_on_kernels(module, "kiln.num_stages", o->num_stages);
   if (o->smem_limit > 0) record_on_kernels(module, "kiln.smem_limit", o->smem_limit);
+  if (o->sm > 0) record_on_kernels(module, "kiln.sm", o->sm);
   int num_warps = o->num_warps;
   return kiln_gpu_layouts_module(module, &num_warps);
 }

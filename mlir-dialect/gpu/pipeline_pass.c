@@ -13,9 +13,8 @@
  * scf.for body whose only user is a convert_layout to a dot_op layout in the same block (the
  * tile goes to shared memory anyway), or whose only user is a kiln.trans whose only user is
  * such a convert (K of S = Q K^T: the tile is staged as it is and local_load {transpose} reads
- * the operand as its transpose, as the operand staging of lower_dot.c does), of f16/bf16, 2-D,
- * whose vector width is 2, 4 or 8
- * elements (cp.async's 4, 8, 16 bytes).  A tile contiguous along its last dim is staged as it
+ * the operand as its transpose, as the operand staging of lower_dot.c does), of f16/bf16 or i8
+ * (no trans view), 2-D, whose vector width is 4, 8 or 16 bytes (cp.async's sizes).  A tile contiguous along its last dim is staged as it
  * is; one contiguous along dim 0 (a column-major operand) is staged transposed (the buffer's
  * encoding has order [0, 1]), so its copies stay 16-byte vectors.  Its pointer, mask and
  * `other` must be computable for a future iteration: their definitions inside the body form a
@@ -28,12 +27,17 @@
  *   before:  one local_alloc per load (S slots), a barrier (warps may still read the arena for
  *            an op before the loop), then for s < D: if iteration s exists (lb + s step < ub),
  *            copy its tiles into slot s; commit a group
- *   body i:  b(i) computed at the top; at the first pipelined convert: async_wait {pending =
- *            D - 1} (iteration i's group is complete), barrier (every thread is past iteration
- *            i - 1, so slot b(i + D) = b(i - 1) is free), the copies of iteration i + D into
- *            that slot if it exists, commit (an empty group otherwise: the counting stays
- *            uniform); each pipelined convert becomes local_load of slot b(i)
- *   after:   async_wait {pending = 0} and a barrier before the arena is used again. */
+ *   body i:  at the first pipelined convert: async_wait {pending = D - 1} (iteration i's group
+ *            is complete), barrier (every thread is past iteration i - 1, so slot
+ *            b(i + D) = b(i - 1) is free), the copies of iteration i + D into that slot if it
+ *            exists, commit (an empty group otherwise: the counting stays uniform); each
+ *            pipelined convert becomes local_load of slot b(i)
+ *   after:   async_wait {pending = 0} and a barrier before the arena is used again.
+ * The slots are two counters the loop carries (two more iter_args): the read slot b(i), from 0,
+ * stepped by one and wrapped to 0 with a select at S; and the write slot b(i + D) = b(i - 1),
+ * from D, which is the previous iteration's read slot, so it is carried as is.  Computing b(i)
+ * from the induction variable instead costs a division by the step and a remainder by S (a
+ * multiply-high and four more instructions) every iteration. */
 #include "gpu_internal.h"
 
 #include <string.h>
@@ -150,16 +154,18 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
   if (mlirOperationIsNull(cvt)) return false;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(load, 0));
   MlirType et = kiln_ir_elem_type(rt);
-  if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et))) return false;
+  bool i8 = mlirTypeIsAInteger(et) && mlirIntegerTypeGetWidth(et) == 8;
+  if (kiln_ir_rank(rt) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et) || i8)) return false;
+  int chunk = i8 ? 16 : 8; /* elements in 16 bytes */
   KilnGpuOwn own = kiln_gpu_own_of_type(rt);
   bool trans = own.order[0] == 0;
   int64_t contiguous_extent = kiln_ir_dim(rt, trans ? 0 : 1);
-  if (contiguous_extent < 8 || (trans && kiln_ir_dim(rt, 1) < 8))
+  if (contiguous_extent < chunk || (trans && kiln_ir_dim(rt, 1) < chunk))
     return false; /* a staged row must hold whole 16-byte chunks (the swizzle's unit) */
-  if (trans && !mlirOperationIsNull(view))
-    return false; /* the transpose of a column-major tile: not yet */
+  if ((trans || i8) && !mlirOperationIsNull(view))
+    return false; /* the transpose of a column-major or i8 tile: not yet */
   int vec = kiln_gpu_access_vec(axis, mlirOperationGetOperand(load, 0), &own);
-  if (vec < 2 || vec > 8) return false;
+  if (vec < chunk / 4 || vec > chunk) return false; /* cp.async of 4, 8 or 16 bytes */
   int keep = p->nslice;
   for (intptr_t i = 0; i < 3; i++)
     if (!collect_slice(p, mlirOperationGetOperand(load, i), 0)) {
@@ -208,6 +214,7 @@ typedef struct Rw {
   MlirType i32;
   KilnIRBuilder b;
   MlirValue lo, hi, st, iv; /* the loop's bounds and induction variable */
+  MlirValue rd, wr;         /* the carried slots: b(i) read, b(i + D) written */
 } Rw;
 
 static MlirValue cst(Rw *w, int64_t v) { return kiln_ir_build_const_int(&w->b, w->loc, w->i32, v); }
@@ -300,15 +307,12 @@ static bool unused(MlirOperation op) {
  * they used are erased. */
 static void body(Rw *w, Plan *p) {
   int d = p->stages - 1;
-  kiln_ir_builder_set_before(&w->b, mlirBlockGetFirstOperation(p->body));
-  MlirValue it = bin(w, "arith.divsi", bin(w, "arith.subi", w->iv, w->lo), w->st);
-  MlirValue cur = bin(w, "arith.remsi", it, cst(w, p->stages));
+  MlirValue cur = w->rd;
   kiln_ir_builder_set_before(&w->b, first_convert(p));
   async_wait(w, d - 1);
   bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);
   MlirValue ahead = bin(w, "arith.addi", w->iv, bin(w, "arith.muli", w->st, cst(w, d)));
-  MlirValue slot = bin(w, "arith.remsi", bin(w, "arith.addi", cur, cst(w, d)), cst(w, p->stages));
-  prefetch(w, p, ahead, slot);
+  prefetch(w, p, ahead, w->wr);
   bare_op(w, KILN_OP_NAME_ASYNC_COMMIT, NULL, 0);
   for (int i = 0; i < p->n; i++) {
     PipeLoad *pl = &p->loads[i];
@@ -335,6 +339,63 @@ static void epilogue(Rw *w, const Plan *p) {
   bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);
 }
 
+/* The loop rebuilt with the two slot counters as its last iter_args (inits 0 and D; the
+ * yield passes b(i + 1) = b(i) + 1 wrapped at S, and b(i) as the next write slot): the old
+ * body's ops move over, its arguments and the loop's results are replaced, its attributes
+ * copied.  p->loop, p->body and w->iv then name the new loop's. */
+static void carry_slots(Rw *w, Plan *p) {
+  MlirOperation old = p->loop;
+  intptr_t nops = mlirOperationGetNumOperands(old), niter = nops - 3;
+  MlirValue *inits = calloc((size_t)niter + 2, sizeof *inits);
+  KILN_ASSERT(inits);
+  for (intptr_t i = 0; i < niter; i++) inits[i] = mlirOperationGetOperand(old, 3 + i);
+  kiln_ir_builder_set_before(&w->b, old);
+  inits[niter] = cst(w, 0);
+  inits[niter + 1] = cst(w, p->stages - 1);
+  KilnIRFor f = kiln_ir_build_for(&w->b, w->loc, w->lo, w->hi, w->st, inits, (size_t)niter + 2);
+  free(inits);
+  /* the old body's ops, yield included, moved in front of a placeholder yield */
+  KilnIRBuilder in = w->b;
+  kiln_ir_builder_set_end(&in, f.body);
+  MlirOperation hold = kiln_ir_build_yield(&in, w->loc, NULL, 0);
+  for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);) {
+    MlirOperation next = mlirOperationGetNextInBlock(o);
+    mlirOperationMoveBefore(o, hold);
+    o = next;
+  }
+  mlirOperationDestroy(hold);
+  mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(p->body, 0), f.iv);
+  for (intptr_t i = 0; i < niter; i++) {
+    mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(p->body, 1 + i),
+                                  kiln_ir_for_iter_arg(&f, (size_t)i));
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(old, i),
+                                  kiln_ir_for_result(&f, (size_t)i));
+  }
+  for (intptr_t i = 0; i < mlirOperationGetNumAttributes(old); i++) {
+    MlirNamedAttribute a = mlirOperationGetAttribute(old, i);
+    mlirOperationSetAttributeByName(f.op, mlirIdentifierStr(a.name), a.attribute);
+  }
+  mlirOperationDestroy(old);
+  p->loop = f.op;
+  p->body = f.body;
+  w->iv = f.iv;
+  w->rd = kiln_ir_for_iter_arg(&f, (size_t)niter);
+  w->wr = kiln_ir_for_iter_arg(&f, (size_t)niter + 1);
+  /* the yield: the old values, then b(i + 1) and b(i) */
+  MlirOperation yield = mlirBlockGetTerminator(f.body);
+  kiln_ir_builder_set_before(&w->b, yield);
+  MlirValue inc = bin(w, "arith.addi", w->rd, cst(w, 1));
+  MlirValue wrap = kiln_ir_build_cmpi(&w->b, w->loc, "eq", inc, cst(w, p->stages));
+  MlirValue next = kiln_ir_build_select(&w->b, w->loc, wrap, cst(w, 0), inc);
+  MlirValue *vals = calloc((size_t)niter + 2, sizeof *vals);
+  KILN_ASSERT(vals);
+  for (intptr_t i = 0; i < niter; i++) vals[i] = mlirOperationGetOperand(yield, i);
+  vals[niter] = next;
+  vals[niter + 1] = w->rd;
+  mlirOperationSetOperands(yield, niter + 2, vals);
+  free(vals);
+}
+
 static void rewrite(MlirContext ctx, Plan *p) {
   Rw w = {.ctx = ctx, .loc = mlirOperationGetLocation(p->loop), .i32 = mlirIntegerTypeGet(ctx, 32)};
   kiln_ir_builder_init(&w.b, ctx, mlirOperationGetBlock(p->loop));
@@ -343,6 +404,7 @@ static void rewrite(MlirContext ctx, Plan *p) {
   w.st = mlirOperationGetOperand(p->loop, 2);
   w.iv = mlirBlockGetArgument(p->body, 0);
   prologue(&w, p);
+  carry_slots(&w, p);
   body(&w, p);
   epilogue(&w, p);
 }

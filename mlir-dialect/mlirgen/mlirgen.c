@@ -515,11 +515,14 @@ static MlirValue gen_store_like(Gen *g, const KilnExpr *e, int rmw_kind) {
     kiln_ir_build_store(&g->b, loc, p, v, m);
     return (MlirValue){NULL};
   }
+  /* the IR's integers are signless: an unsigned cell's max/min are kinds of their own */
+  if (kiln_scalar_is_unsigned(vt->scalar) && (rmw_kind == KILN_RMW_MAX || rmw_kind == KILN_RMW_MIN))
+    rmw_kind = rmw_kind == KILN_RMW_MAX ? KILN_RMW_UMAX : KILN_RMW_UMIN;
   return kiln_ir_build_atomic_rmw(&g->b, loc, (KilnRmwKind)rmw_kind, p, v, m);
 }
 
 /* atomic_cas(ptr, cmp, value, mask?): the pointer broadcast to operand_type's shape, cmp and
- * value converted to it (i32), the mask as for the other atomics. */
+ * value converted to its element type, the mask as for the other atomics. */
 static MlirValue gen_cas(Gen *g, const KilnExpr *e) {
   const KilnType *vt = e->operand_type;
   MlirValue p = mem_ptr(g, e, vt);

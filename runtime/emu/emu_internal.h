@@ -27,6 +27,7 @@ typedef enum EmuCollKind {
   EMU_COLL_WARP_SYNC,
   EMU_COLL_MMA,
   EMU_COLL_LDMATRIX,
+  EMU_COLL_STMATRIX,
   EMU_COLL_COUNT
 } EmuCollKind;
 
@@ -36,9 +37,11 @@ typedef struct EmuCollective {
   EmuCollKind kind;
   uint32_t sub; /* mode / op / variant: lanes only meet when kind, sub and mask agree */
   uint32_t mask;
-  uint32_t in[6];   /* shfl: a, b, c; vote: pred; redux: value; mma: a0..a3, b0, b1 */
+  uint32_t in[6];   /* shfl: a, b, c; vote: pred; redux: value; mma: a0..a3, b0, b1;
+                       stmatrix: r0..r3 */
   float fin[4];     /* mma: c0..c3 */
-  const void *addr; /* ldmatrix: this lane's row address */
+  int32_t iin[4];   /* integer mma: c0..c3 */
+  const void *addr; /* ldmatrix, stmatrix: this lane's row address */
   uint32_t out[4];  /* results (f32 results stored as their bits) */
   uint32_t pred;    /* shfl: the in-range predicate */
 } EmuCollective;

@@ -285,11 +285,25 @@ KILN_EMU_API void kiln_emu_mma_m16n8k8_f32_tf32(float *d, uint32_t a0, uint32_t 
                                                 uint32_t a3, uint32_t b0, uint32_t b1, float c0,
                                                 float c1, float c2, float c3);
 
+/* mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32: d = A(16x32) B(32x8) + C in i32, wrapping
+ * modulo 2^32 (no .satfinite). a0..a3 and b0, b1 hold four signed bytes each (the low byte is
+ * the lowest k); c0..c3 and d[0..3] are in C's layout. Exact. */
+KILN_EMU_API void kiln_emu_mma_m16n8k32_s32_s8(int32_t *d, uint32_t a0, uint32_t a1, uint32_t a2,
+                                               uint32_t a3, uint32_t b0, uint32_t b1, int32_t c0,
+                                               int32_t c1, int32_t c2, int32_t c3);
+
 /* ldmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16: num in {1, 2, 4}. Lanes 8i..8i+7 pass the
  * shared addresses of rows 0..7 of matrix i (16 bytes each, 16-byte aligned); other lanes'
  * addresses are ignored. d[0..num-1] receives one .b32 (two b16) per matrix. */
 KILN_EMU_API void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans,
                                     const void *row_addr);
+
+/* stmatrix.sync.aligned.m8n8.x{num}.shared.b16 (sm_90): num in {1, 2, 4}; ldmatrix's inverse.
+ * Lanes 8i..8i+7 pass the shared addresses of rows 0..7 of matrix i (16 bytes each, 16-byte
+ * aligned; other lanes' addresses are ignored), and r[i] of lane l holds elements (l/4, 2(l%4))
+ * and (l/4, 2(l%4) + 1) of matrix i (the low half first); r[num..3] are ignored. */
+KILN_EMU_API void kiln_emu_stmatrix(uint32_t num, void *row_addr, uint32_t r0, uint32_t r1,
+                                    uint32_t r2, uint32_t r3);
 
 /* ---- asynchronous copies ------------------------------------------------------------------- */
 
@@ -308,8 +322,10 @@ KILN_EMU_API void kiln_emu_cp_async_wait_all(void);
 
 /* ---- atomics (relaxed, real atomics: blocks run in parallel) ------------------------------- */
 /* Each returns the old value. The global forms take any host pointer; the _shared forms first
- * check the address against the arena (KILN_EMU_ERROR_MEMORY) and its 4-byte alignment.
- * X(name, type): one line per operation; cas takes (p, compare, value). */
+ * check the address against the arena (KILN_EMU_ERROR_MEMORY) and its alignment to the word's
+ * size (4 or 8 bytes), and show racecheck an atomic access of that size.
+ * X(name, type): one line per operation; cas takes (p, compare, value). The 64-bit ones are
+ * PTX's atom.{add,min,max}.{s64,u64}, add.f64, exch.b64, {and,or,xor}.b64 and cas.b64. */
 #define KILN_EMU_ATOMIC_OPS(X)                                                                     \
   X(add_i32, int32_t)                                                                              \
   X(add_u32, uint32_t)                                                                             \
@@ -324,7 +340,21 @@ KILN_EMU_API void kiln_emu_cp_async_wait_all(void);
   X(or_b32, uint32_t)                                                                              \
   X(xor_b32, uint32_t)                                                                             \
   X(exch_b32, uint32_t)                                                                            \
-  X(exch_f32, float)
+  X(exch_f32, float)                                                                               \
+  X(add_i64, int64_t)                                                                              \
+  X(add_u64, uint64_t)                                                                             \
+  X(add_f64, double)                                                                               \
+  X(max_i64, int64_t)                                                                              \
+  X(min_i64, int64_t)                                                                              \
+  X(max_u64, uint64_t)                                                                             \
+  X(min_u64, uint64_t)                                                                             \
+  X(max_f64, double)                                                                               \
+  X(min_f64, double)                                                                               \
+  X(and_b64, uint64_t)                                                                             \
+  X(or_b64, uint64_t)                                                                              \
+  X(xor_b64, uint64_t)                                                                             \
+  X(exch_b64, uint64_t)                                                                            \
+  X(exch_f64, double)
 
 #define KILN_EMU_DECLARE_ATOMIC(name, type)                                                        \
   KILN_EMU_API type kiln_emu_atom_##name(type *p, type v);                                         \
@@ -334,7 +364,8 @@ KILN_EMU_ATOMIC_OPS(KILN_EMU_DECLARE_ATOMIC)
 
 KILN_EMU_API uint32_t kiln_emu_atom_cas_b32(uint32_t *p, uint32_t cmp, uint32_t v);
 KILN_EMU_API uint32_t kiln_emu_atom_shared_cas_b32(uint32_t *p, uint32_t cmp, uint32_t v);
-KILN_EMU_API uint64_t kiln_emu_atom_add_u64(uint64_t *p, uint64_t v);
+KILN_EMU_API uint64_t kiln_emu_atom_cas_b64(uint64_t *p, uint64_t cmp, uint64_t v);
+KILN_EMU_API uint64_t kiln_emu_atom_shared_cas_b64(uint64_t *p, uint64_t cmp, uint64_t v);
 
 #ifdef __cplusplus
 }

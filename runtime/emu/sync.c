@@ -12,9 +12,13 @@
 
 const char *kiln_emu_coll_name(EmuCollKind kind) {
   static const char *const names[EMU_COLL_COUNT] = {
-      [EMU_COLL_SHFL] = "shfl.sync",       [EMU_COLL_VOTE] = "vote.sync",
-      [EMU_COLL_REDUX] = "redux.sync",     [EMU_COLL_WARP_SYNC] = "bar.warp.sync",
-      [EMU_COLL_MMA] = "mma.sync.aligned", [EMU_COLL_LDMATRIX] = "ldmatrix.sync.aligned",
+      [EMU_COLL_SHFL] = "shfl.sync",
+      [EMU_COLL_VOTE] = "vote.sync",
+      [EMU_COLL_REDUX] = "redux.sync",
+      [EMU_COLL_WARP_SYNC] = "bar.warp.sync",
+      [EMU_COLL_MMA] = "mma.sync.aligned",
+      [EMU_COLL_LDMATRIX] = "ldmatrix.sync.aligned",
+      [EMU_COLL_STMATRIX] = "stmatrix.sync.aligned",
   };
   return (unsigned)kind < EMU_COLL_COUNT ? names[kind] : "?";
 }

@@ -118,12 +118,13 @@ static void check_gemm(KilnBertRun *run, const char *what, const float *c, const
   free(ref), free(e);
 }
 
-/* Every epilogue on one shape; inputs rounded to t. */
-static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t K, int bm,
-                          int bn, int bk, KilnScalarKind t, int epi_lo, int epi_hi, uint64_t seed) {
+/* Every epilogue on one shape, the programs in the order GROUP_M = group; inputs rounded to t. */
+static bool run_grouped(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t K, int bm, int bn,
+                        int bk, int group, KilnScalarKind t, int epi_lo, int epi_hi,
+                        uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d", kiln_bert_type_name(t),
-                  M, N, K, bm, bn, bk, epi_lo, epi_hi);
+  kiln_bert_begin(&run, dev, "%s %dx%dx%d tiles %dx%dx%d, epilogues %d-%d, GROUP_M %d",
+                  kiln_bert_type_name(t), M, N, K, bm, bn, bk, epi_lo, epi_hi, group);
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
@@ -135,8 +136,9 @@ static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32
    * (gemm_f32_error). */
   double tol = 1e-5;
   for (int epi = epi_lo; epi <= epi_hi && run.ok; epi++) {
-    KilnDefine defs[] = {{"T", t}, {"BM", bm}, {"BN", bn}, {"BK", bk}, {"EPI", epi}};
-    KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 5);
+    KilnDefine defs[] = {{"T", t},   {"BM", bm},   {"BN", bn},
+                         {"BK", bk}, {"EPI", epi}, {"GROUP_M", group}};
+    KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 6);
     Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
     float *c = run_gemm(&run, fn, &g, t, bm, bn);
     char what[32];
@@ -146,6 +148,12 @@ static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32
   }
   free(a), free(b), free(bias), free(res);
   return kiln_bert_end(&run);
+}
+
+/* The same in the plain program order (GROUP_M = 1). */
+static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t K, int bm,
+                          int bn, int bk, KilnScalarKind t, int epi_lo, int epi_hi, uint64_t seed) {
+  return run_grouped(dev, M, N, K, bm, bn, bk, 1, t, epi_lo, epi_hi, seed);
 }
 
 /* L = sum w * (X W + b), in double, from a forward product. */
@@ -238,6 +246,9 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
   ok &= run_epilogues(dev, 45, 72, 56, 16, 32, 16, KILN_SCALAR_BF16, 1, 2, 7005); /* ragged M, K */
   ok &= run_epilogues(dev, 1, 1, 1, 16, 16, 16, KILN_SCALAR_F32, 3, 3, 7002);     /* degenerate */
   ok &= run_backward(dev, 74, 96, 37, 7100);
+  /* The grouped program order: 5 block rows in groups of 3 (the last group has 2), 7 block
+   * columns; a program mapped to the wrong tile leaves sentinels or wrong values. */
+  ok &= run_grouped(dev, 77, 100, 40, 16, 16, 16, 3, KILN_SCALAR_F32, 1, 1, 7007);
   /* On emu also tiles the tuner picks on a GPU (each layout is its own lowering there; the cpu
    * target computes every tile the same way). */
   if (kiln_bert_on_emu(dev)) {
@@ -246,6 +257,8 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
     ok &= run_epilogues(dev, 50, 130, 64, 32, 128, 64, KILN_SCALAR_F32, 0, 0, 7004); /* ragged N */
     ok &= run_epilogues(dev, 40, 64, 48, 32, 64, 16, KILN_SCALAR_BF16, 3, 3,
                         7006); /* bf16 mma, residual */
+    /* GROUP_M = 8 of the cuda presets on tensor cores: 3 block rows, fewer than a group */
+    ok &= run_grouped(dev, 150, 96, 64, 64, 32, 32, 8, KILN_SCALAR_F16, 0, 0, 7008);
   }
   return ok;
 }

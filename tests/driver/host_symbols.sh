@@ -5,7 +5,7 @@
 # each conversion the CPU cannot do), may leave undefined only C library and libm functions
 # that every glibc has, and the emulator's kiln_emu_* (from libkilnrt). A compiler-runtime
 # symbol such as __truncsfbf2 (not in Debian 12's libgcc) fails the test. A kernel file whose first
-# line is `// cpu target only` (device_print, 64-bit atomics, f64: the GPU targets refuse them) is
+# line is `// cpu target only` (f64 math beyond what PTX has exactly: the GPU targets refuse it) is
 # compiled for cpu only; printf is allowed (device_print).
 # Usage: host_symbols.sh KILN NM KERNEL_DIR...
 set -euo pipefail

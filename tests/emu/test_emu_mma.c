@@ -1,7 +1,9 @@
 /* mma.sync: 32 lanes load their fragments from row-major A and B by the ISA's layout formulas,
  * run mma, and store D by the accumulator layout; D must match a plain matmul. The same check
  * run on a permuted A layout must fail, so the comparison can tell layouts apart. Also an
- * ldmatrix-fed mma (x4 for A, x2.trans for B) as generated code does it. */
+ * ldmatrix-fed mma (x4 for A, x2.trans for B) as generated code does it, and the s8 m16n8k32
+ * mma (exact, wrapping i32) against a plain C loop, by the ISA's formulas and through ldmatrix
+ * of k-contiguous byte tiles as the GPU lowering stages them. */
 #include "emu_test.h"
 
 #include <math.h>
@@ -175,7 +177,95 @@ static void run_staged(void) {
   free(S);
 }
 
+/* ---- s8 m16n8k32: i32 accumulation, wrapping ------------------------------------------------ */
+
+typedef struct ProblemS8 {
+  int permute;  /* load A's bytes in reverse order inside each register: must give wrong sums */
+  int ldmatrix; /* fragments through ldmatrix from k-contiguous shared tiles (as generated) */
+  int8_t a[16][32], b[32][8];
+  int32_t c[16][8], d[16][8];
+} ProblemS8;
+
+static uint32_t pack4(const int8_t *p, int step, int reverse) {
+  uint32_t v = 0;
+  for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)p[(reverse ? 3 - j : j) * step] << (8 * j);
+  return v;
+}
+
+static void mma_s8_kernel(void **args) {
+  ProblemS8 *P = *(ProblemS8 **)args[0];
+  uint32_t lane = kiln_emu_laneid(), g = lane >> 2, t = lane & 3;
+  uint32_t a[4], b[2];
+  if (P->ldmatrix) {
+    /* A as it is (16 rows of 32 bytes = 16 b16), B transposed (8 rows n of 32 bytes k): the b16
+     * views read as the f16 A and B^T are the s8 fragments */
+    uint16_t *sa = kiln_emu_shared_base(), *sb = sa + 16 * 16;
+    int8_t *ba = (int8_t *)sa, *bb = (int8_t *)sb;
+    for (uint32_t i = lane; i < 16 * 32; i += 32) ba[i] = P->a[i / 32][i % 32];
+    for (uint32_t i = lane; i < 8 * 32; i += 32) bb[i] = P->b[i % 32][i / 32];
+    kiln_emu_bar_warp_sync(0xffffffffu);
+    uint32_t m = lane / 8, r = lane % 8;
+    kiln_emu_ldmatrix(a, 4, 0, sa + (r + 8 * (m & 1)) * 16 + 8 * (m >> 1));
+    kiln_emu_ldmatrix(b, 2, 0, sb + r * 16 + 8 * (m & 1));
+  } else {
+    for (uint32_t r = 0; r < 4; r++) /* row g + 8 (r & 1), cols 4t .. 4t + 3 (+16 for r >= 2) */
+      a[r] = pack4(&P->a[g + 8 * (r & 1)][4 * t + 16 * (r >> 1)], 1, P->permute);
+    for (uint32_t r = 0; r < 2; r++) /* rows 4t .. 4t + 3 (+16 for register 1), col g */
+      b[r] = pack4(&P->b[4 * t + 16 * r][g], 8, 0);
+  }
+  int32_t c[4], d[4];
+  for (uint32_t i = 0; i < 4; i++) c[i] = P->c[g + 8 * (i >> 1)][2 * t + (i & 1)];
+  kiln_emu_mma_m16n8k32_s32_s8(d, a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3]);
+  for (uint32_t i = 0; i < 4; i++) P->d[g + 8 * (i >> 1)][2 * t + (i & 1)] = d[i];
+}
+
+/* Elements of D that differ from the plain loop (sums in uint32_t: wrapping modulo 2^32). */
+static int run_s8(int permute, int ldmatrix, uint32_t seed) {
+  ProblemS8 *P = calloc(1, sizeof *P);
+  P->permute = permute;
+  P->ldmatrix = ldmatrix;
+  for (int i = 0; i < 16; i++)
+    for (int k = 0; k < 32; k++) P->a[i][k] = (int8_t)(emu_rand(&seed) & 0xff);
+  for (int k = 0; k < 32; k++)
+    for (int j = 0; j < 8; j++) P->b[k][j] = (int8_t)(emu_rand(&seed) & 0xff);
+  P->a[0][0] = P->b[0][0] = -128; /* the extreme product, 2^14 */
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 8; j++) P->c[i][j] = (int32_t)(emu_rand(&seed) % 2001) - 1000;
+  /* accumulators at the ends of the i32 range: row 0 must wrap past INT32_MAX, row 8 below
+   * INT32_MIN (no saturation without .satfinite) */
+  for (int j = 0; j < 8; j++) {
+    P->c[0][j] = INT32_MAX - 100;
+    P->c[8][j] = INT32_MIN + 100;
+  }
+  for (int k = 0; k < 32; k++) {
+    P->a[0][k] = 100;
+    P->a[8][k] = -100;
+    P->b[k][0] = 100;
+  }
+  void *args[] = {&P};
+  KilnEmuLaunch cfg = emu_cfg(1, 1, 1, 32, 16 * 32 + 8 * 32, 1);
+  CHECK_LAUNCH(KILN_EMU_OK, mma_s8_kernel, &cfg, args);
+  int bad = 0;
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 8; j++) {
+      uint32_t ref = (uint32_t)P->c[i][j];
+      for (int k = 0; k < 32; k++) ref += (uint32_t)((int32_t)P->a[i][k] * P->b[k][j]);
+      bad += (int32_t)ref != P->d[i][j];
+    }
+  /* the wrapped corners: C + 32 * 100 * 100 past either end of the range */
+  CHECK(P->d[0][0] == (int32_t)((uint32_t)INT32_MAX - 100 + 320000u));
+  CHECK(P->d[8][0] == (int32_t)((uint32_t)INT32_MIN + 100 - 320000u));
+  free(P);
+  return bad;
+}
+
 int main(void) {
+  for (uint32_t seed = 1; seed <= 3; seed++) {
+    CHECK(run_s8(0, 0, seed) == 0);
+    CHECK(run_s8(0, 1, seed) == 0);
+    /* the teeth: bytes of a register in the wrong k order change most sums */
+    CHECK(run_s8(1, 0, seed) > 64);
+  }
   for (uint32_t seed = 1; seed <= 3; seed++) {
     double e16 = run(KIND_F16, 0, seed), ebf = run(KIND_BF16, 0, seed),
            e32 = run(KIND_TF32, 0, seed);

@@ -8,7 +8,8 @@
 # cp.async, not element-by-element loads), and 0 spill bytes: the trainer's backward calls ran
 # the generic copy (16-bit loads, no cp.async) before the layouts.
 # It also requires the generic copy to be compiled with min_blocks = 1 and not to spill (at the
-# preset's min_blocks = 2 ptxas spilled it: 264/260 bytes at 128 registers).
+# preset's min_blocks = 2 ptxas spilled it: 264/260 bytes at 128 registers), and the forward
+# copy's K loop to have no division or remainder (below).
 # Skipped (exit 77) without ptxas. Usage: layout_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
 source "$(dirname "$0")/stat_prelude.sh"
 
@@ -107,5 +108,46 @@ PY
 else
   echo "FAIL generic: no min_blocks = 1 note, or kiln stat failed"; fails=$((fails + 1))
 fi
+# The forward copy at the static report's config (bench/bert-sm90-configs.sh: 128x128x32, 8
+# warps, 3 stages, min_blocks 2, the FFN-up call's promises): the pipelined K loop carries its
+# ring slots as counters, so it has no division or remainder (the slot as (iv - lb) / step mod 3
+# was a mul.hi and 5 more instructions: 115 in the loop, 111 without them); its epilogue stores
+# the f16 accumulator by stmatrix (32 st.shared.b32 before, 8 stmatrix.x4).
+fwd=(-D T=f16 -D EPI=0 -D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blocks=2
+     --multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-of sam=16
+     --specialize sak=1 --specialize sbk=1 --multiple-of sbn=16 --multiple-of scm=16
+     --specialize scn=1)
+if "$kiln" stat "$kdir/gemm.kiln" --kernel gemm "${fwd[@]}" --target sm_90 --json \
+      -o "$tmp/fwd.json" >"$tmp/err" 2>&1 &&
+    "$kiln" compile "$kdir/gemm.kiln" --kernel gemm "${fwd[@]}" --target sm_90 --emit ptx \
+      -o "$tmp/fwd.ptx" >"$tmp/err" 2>&1; then
+  if python3 - "$tmp/fwd.json" "$tmp/fwd.ptx" <<'PY'; then
+import json, re, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+lines = open(sys.argv[2]).read().split("\n")
+inner = [l for l in k["loops"] if l["inner"]]
+ok = len(inner) == 1
+if ok:
+    body = lines[inner[0]["first_line"] - 1:inner[0]["last_line"]]
+    slow = [t.strip() for t in body if re.search(r"\b(rem|div|mul\.hi)\.", t)]
+    t = k["total"]
+    print(f"    fwd: inner loop {inner[0]['insts']} instructions, rem/div/mul.hi {slow}; "
+          f"epilogue: st.shared {t['st_shared']}, stmatrix {t['stmatrix']}; "
+          f"{k['registers']} registers")
+    # the f16 accumulator to the epilogue's scratch by stmatrix (sm_90): 8 .x4 for the 32
+    # 32-bit st.shared a thread had, none of those left
+    ok = (not slow and inner[0]["insts"] <= 111 and t["stmatrix"] == 8 and t["st_shared"] == 0
+          and k["spill_stores"] == 0)
+sys.exit(0 if ok else 1)
+PY
+    echo "ok   fwd loop"
+  else
+    echo "FAIL fwd loop"; fails=$((fails + 1))
+  fi
+else
+  echo "FAIL fwd: kiln stat or compile failed"; sed 's/^/    /' "$tmp/err" | head -20
+  fails=$((fails + 1))
+fi
+
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all layout checks passed"

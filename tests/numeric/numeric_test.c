@@ -809,24 +809,38 @@ static int8_t *random_i8(KilnRefRng *rng, size_t n, bool extreme) {
 }
 
 /* i8 x i8 summed in i32: exact, so every result must equal the reference bit for bit. Ragged M,
- * N and K; K = 200 of extremes reaches |sum| = 200 * 2^14 = 3.3e6. */
+ * N and K; K = 200 of extremes reaches |sum| = 200 * 2^14 = 3.3e6. On the GPU targets K tiles
+ * of 32 and 64 run on mma.sync m16n8k32 (BK = 16 on the FMA path); with num_stages and strides
+ * promised multiples of 16 the operands are pipelined through cp.async (A read by ldmatrix, the
+ * row-major B by byte gathers), tails in M, N and K. */
 static bool test_matmul_i8(KilnRtDevice *dev) {
   static const struct {
     int32_t M, N, K, bm, bn, bk;
     bool extreme;
-  } cfgs[] = {{64, 64, 64, 32, 32, 32, false},
-              {100, 70, 200, 32, 64, 64, true},
-              {33, 17, 5, 32, 32, 32, false},
-              {128, 96, 96, 64, 32, 32, false}};
+    int stages; /* 0: not set; else num_stages and the strides promised multiples of 16 */
+    int warps;  /* 0: the tune block's 4 */
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, false, 0, 0},   {100, 70, 200, 32, 64, 64, true, 0, 0},
+              {33, 17, 5, 32, 32, 32, false, 0, 0},    {128, 96, 96, 64, 32, 32, false, 0, 0},
+              {64, 48, 40, 32, 16, 16, false, 0, 0},   {100, 70, 200, 32, 64, 64, true, 3, 0},
+              {128, 96, 96, 64, 32, 32, false, 2, 0},  {72, 40, 136, 32, 32, 32, false, 4, 0},
+              {130, 70, 100, 64, 64, 64, false, 0, 8}, {130, 70, 100, 128, 64, 32, true, 3, 8}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
     size_t sam = K + 3, sbk = N + 5, scm = N + 8, total = M * scm + TAIL_ELEMS;
-    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    if (cfgs[ci].stages) sam = (K + 15) / 16 * 16 + 16, sbk = (N + 15) / 16 * 16 + 16;
+    KilnDefine defs[5] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    size_t ndefs = 3;
+    if (cfgs[ci].stages) defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
+    if (cfgs[ci].warps) defs[ndefs++] = (KilnDefine){"num_warps", cfgs[ci].warps};
+    static const KilnDefine mult16[] = {{"sam", 16}, {"sbk", 16}};
+    if (cfgs[ci].stages) g_spec = (Spec){NULL, mult16, 0, COUNT(mult16)};
     char shape[64];
-    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K, cfgs[ci].extreme ? " extremes" : "");
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s%s", M, N, K, cfgs[ci].extreme ? " extremes" : "",
+             cfgs[ci].stages ? " pipelined" : "");
     KilnTestRun run;
-    run_begin(&run, dev, "matmul_i8", defs, COUNT(defs), shape);
+    run_begin(&run, dev, "matmul_i8", defs, ndefs, shape);
+    g_spec = (Spec){0};
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 720 + ci);
@@ -846,6 +860,71 @@ static bool test_matmul_i8(KilnRtDevice *dev) {
     int32_t *got = kiln_test_alloc(M * N, sizeof *got);
     for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
     kiln_ref_matmul_i8(a, sam, 1, b, sbk, 1, ref, M, N, K);
+    check_equal_i32(&run, "c", got, ref, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(ref), free(got);
+  }
+  return all_ok;
+}
+
+/* matmul_i8_strided: column-major operands (a unit stride along m or n), specialized on it as a
+ * library's layout would be, with the other stride promised a multiple of 16 bytes: pipelined
+ * (a column-major A staged transposed and read by byte loads, a column-major B staged
+ * transposed and read by ldmatrix) and not (generic strides), tails in every dim. */
+static bool test_matmul_i8_strided(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    bool a_col, b_col;
+    int stages; /* 0: generic strides, no pipelining */
+  } cfgs[] = {{100, 70, 200, 32, 64, 64, true, false, 3},
+              {72, 40, 136, 32, 32, 32, false, true, 2},
+              {96, 80, 120, 64, 32, 32, true, true, 4},
+              {64, 64, 96, 32, 32, 64, true, true, 0},
+              {33, 17, 45, 32, 32, 32, false, true, 0}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t mp = (M + 15) / 16 * 16 + 16, np = (N + 15) / 16 * 16 + 16, kp = (K + 15) / 16 * 16 + 16;
+    size_t sam = cfgs[ci].a_col ? 1 : kp, sak = cfgs[ci].a_col ? mp : 1;
+    size_t sbk = cfgs[ci].b_col ? 1 : np, sbn = cfgs[ci].b_col ? kp : 1;
+    size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
+    size_t asize = cfgs[ci].a_col ? K * mp : M * kp, bsize = cfgs[ci].b_col ? N * kp : K * np;
+    KilnDefine defs[4] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    size_t ndefs = 3;
+    KilnDefine unit_eq[] = {{cfgs[ci].a_col ? "sam" : "sak", 1},
+                            {cfgs[ci].b_col ? "sbk" : "sbn", 1}};
+    KilnDefine mult[] = {{cfgs[ci].a_col ? "sak" : "sam", 16},
+                         {cfgs[ci].b_col ? "sbn" : "sbk", 16}};
+    if (cfgs[ci].stages) {
+      defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
+      g_spec = (Spec){unit_eq, mult, COUNT(unit_eq), COUNT(mult)};
+    }
+    char shape[80];
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s", M, N, K,
+             cfgs[ci].a_col ? "col" : "row", cfgs[ci].b_col ? "col" : "row",
+             cfgs[ci].stages ? " pipelined" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_i8_strided", defs, ndefs, shape);
+    g_spec = (Spec){0};
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 740 + ci);
+    int8_t *a = random_i8(&rng, asize, ci == 0), *b = random_i8(&rng, bsize, ci == 0);
+    int32_t *c = kiln_test_alloc(total, sizeof *c), *ref = kiln_test_alloc(M * N, sizeof *ref);
+    void *da = kiln_test_input(&run, a, asize), *db = kiln_test_input(&run, b, bsize);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sak32 = (int32_t)sak, sbk32 = (int32_t)sbk, sbn32 = (int32_t)sbn;
+    int32_t scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sak32, &sbk32, &sbn32, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    int32_t *got = kiln_test_alloc(M * N, sizeof *got);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    kiln_ref_matmul_i8(a, sam, sak, b, sbk, sbn, ref, M, N, K);
     check_equal_i32(&run, "c", got, ref, M * N);
     all_ok &= kiln_test_end(&run);
     free(a), free(b), free(c), free(ref), free(got);
@@ -1874,13 +1953,9 @@ static bool test_cas_f32(KilnRtDevice *dev) {
   return all_ok;
 }
 
-/* atomic_cas on i64 cells, cpu target only: odd lanes compare with the cell + 2^32, which a 32-bit
- * compare would take for a match. */
+/* atomic_cas on i64 cells (every target: atom.cas.b64 on the GPU): odd lanes compare with the
+ * cell + 2^32, which a 32-bit compare would take for a match. */
 static bool test_cas_i64(KilnRtDevice *dev) {
-  if (g_target != KILN_TARGET_CPU) {
-    printf("  skip cas_i64: the cpu target only\n");
-    return true;
-  }
   static const size_t sizes[] = {1000, 1};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(sizes); ci++) {
@@ -1942,6 +2017,461 @@ static void check_bytes(KilnTestRun *run, const char *what, const void *got, con
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
+}
+
+/* ---- atomic64 ----------------------------------------------------------------------------- */
+
+/* The reference of atomic64.kiln's bins, exchanges, tile and total (its comment says what);
+ * integers in C's unsigned arithmetic (the i64 sums wrap as the kernel's), fsum in index order
+ * with fabs_sum[k] = the sum of |f| over bin k, for the rounding bound. */
+typedef struct Atomic64Ref {
+  int64_t hi[41];
+  uint64_t hu[17];
+  uint32_t h32[16];
+  double hf[16], fabs_sum[8];
+  size_t count[8];
+} Atomic64Ref;
+
+static void ref_atomic64(const int64_t *x, const uint64_t *u, const double *f, const int32_t *bin,
+                         size_t n, size_t grid, Atomic64Ref *r) {
+  memset(r, 0, sizeof *r);
+  for (int k = 0; k < 8; k++) {
+    r->hi[8 + k] = INT64_MIN, r->hi[16 + k] = INT64_MAX;
+    r->hu[8 + k] = UINT64_MAX, r->h32[8 + k] = UINT32_MAX;
+    r->hf[8 + k] = -INFINITY;
+  }
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    int k = bin[i];
+    uint32_t lo = (uint32_t)u[i];
+    r->hi[k] = (int64_t)((uint64_t)r->hi[k] + (uint64_t)x[i]);
+    r->hi[8 + k] = x[i] > r->hi[8 + k] ? x[i] : r->hi[8 + k];
+    r->hi[16 + k] = x[i] < r->hi[16 + k] ? x[i] : r->hi[16 + k];
+    r->hu[k] = u[i] > r->hu[k] ? u[i] : r->hu[k];
+    r->hu[8 + k] = u[i] < r->hu[8 + k] ? u[i] : r->hu[8 + k];
+    r->h32[k] = lo > r->h32[k] ? lo : r->h32[k];
+    r->h32[8 + k] = lo < r->h32[8 + k] ? lo : r->h32[8 + k];
+    r->hf[k] += f[i];
+    r->hf[8 + k] = f[i] > r->hf[8 + k] ? f[i] : r->hf[8 + k];
+    r->fabs_sum[k] += fabs(f[i]);
+    r->count[k]++;
+    total += (uint64_t)x[i];
+  }
+  for (int j = 0; j < 16; j++)
+    r->hi[24 + j] = (int64_t)((grid * (size_t)j + grid * (grid - 1) / 2) << 32);
+  r->hi[40] = (int64_t)total;
+  r->hu[16] = ((uint64_t)1 << 40) + grid;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The f64 sums: k terms added in any order differ from the exact sum by at most
+ * (k - 1) * 2^-53 * sum|f| (each addition rounds once, to a partial sum bounded by sum|f|),
+ * and so does the reference's, so the two are within twice that; an add done in f32 (2^-24)
+ * or one term lost misses it by far. */
+static void check_fsum(KilnTestRun *run, const double *got, const Atomic64Ref *r) {
+  if (!run->ok || run->d.emit) return;
+  double worst = 0;
+  for (int k = 0; k < 8; k++) {
+    double k1 = r->count[k] > 1 ? (double)(r->count[k] - 1) : 0.0;
+    double tol = 2.0 * k1 * 0x1p-53 * r->fabs_sum[k], err = fabs(got[k] - r->hf[k]);
+    if (tol > 0) worst = fmax(worst, err / tol);
+    if (!(err <= tol)) {
+      kiln_test_fail(run, "fsum[%d] = %.17g, reference %.17g, bound %.3g", k, got[k], r->hf[k],
+                     tol);
+      return;
+    }
+  }
+  printf("       fsum: worst error %.3f of its bound\n", worst);
+}
+
+static bool test_atomic64(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {5000, 128}, {1, 128}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block;
+    size_t grid = kiln_test_cdiv(n, block), npad = grid * block;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "atomic64", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3100 + ci);
+    int64_t *x = kiln_test_alloc(n, sizeof *x), *slots = kiln_test_alloc(n, sizeof *slots);
+    uint64_t *u = kiln_test_alloc(n, sizeof *u);
+    double *f = kiln_test_alloc(n, sizeof *f), *fslots = kiln_test_alloc(n, sizeof *fslots);
+    int32_t *bin = kiln_test_alloc(n, sizeof *bin);
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (int64_t)kiln_ref_rng_next(&rng);
+      u[i] = kiln_ref_rng_next(&rng);
+      f[i] = (double)(int64_t)kiln_ref_rng_next(&rng) * 0x1p-63; /* 53 random bits, both signs */
+      slots[i] = (int64_t)kiln_ref_rng_next(&rng);
+      fslots[i] = (double)(int64_t)kiln_ref_rng_next(&rng) * 0x1p-40;
+      bin[i] = (int32_t)(kiln_ref_rng_next(&rng) % 8);
+    }
+    Atomic64Ref r;
+    ref_atomic64(x, u, f, bin, n, grid, &r);
+    /* the cells start at each operation's identity (the counter at 2^40) */
+    Atomic64Ref init;
+    ref_atomic64(x, u, f, bin, 0, 0, &init);
+    init.hu[16] = (uint64_t)1 << 40;
+    void *dx = kiln_test_input(&run, x, n * sizeof *x),
+         *du = kiln_test_input(&run, u, n * sizeof *u);
+    void *df = kiln_test_input(&run, f, n * sizeof *f);
+    void *dbin = kiln_test_input(&run, bin, n * sizeof *bin);
+    void *dhi = kiln_test_input(&run, init.hi, sizeof init.hi);
+    void *dhu = kiln_test_input(&run, init.hu, sizeof init.hu);
+    void *dh32 = kiln_test_input(&run, init.h32, sizeof init.h32);
+    void *dhf = kiln_test_input(&run, init.hf, sizeof init.hf);
+    void *dslots = kiln_test_input(&run, slots, n * sizeof *slots);
+    void *dfslots = kiln_test_input(&run, fslots, n * sizeof *fslots);
+    void *dprev = kiln_test_output(&run, (npad + TAIL_ELEMS) * sizeof(int64_t));
+    void *dfprev = kiln_test_output(&run, (npad + TAIL_ELEMS) * sizeof(double));
+    void *dfcas = kiln_test_output(&run, (npad + TAIL_ELEMS) * sizeof(double));
+    void *dtickets = kiln_test_output(&run, (grid + TAIL_ELEMS) * sizeof(uint64_t));
+    int32_t n32 = cfgs[ci].n, npad32 = (int32_t)npad;
+    void *args[] = {&dx,     &du,    &df,      &dbin,   &dhi,   &dhu,      &dh32, &dhf,
+                    &dslots, &dprev, &dfslots, &dfprev, &dfcas, &dtickets, &n32,  &npad32};
+    kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
+
+    Atomic64Ref got;
+    int64_t *prev = kiln_test_alloc(npad + TAIL_ELEMS, sizeof *prev),
+            *rprev = kiln_test_alloc(npad, sizeof *rprev),
+            *slots_got = kiln_test_alloc(n, sizeof *slots_got);
+    double *fprev = kiln_test_alloc(npad + TAIL_ELEMS, sizeof *fprev),
+           *rfprev = kiln_test_alloc(npad, sizeof *rfprev),
+           *fslots_got = kiln_test_alloc(n, sizeof *fslots_got),
+           *fcas = kiln_test_alloc(npad + TAIL_ELEMS, sizeof *fcas),
+           *rfcas = kiln_test_alloc(npad, sizeof *rfcas),
+           *rfslots = kiln_test_alloc(n, sizeof *rfslots);
+    uint64_t *tickets = kiln_test_alloc(grid + TAIL_ELEMS, sizeof *tickets),
+             *rtickets = kiln_test_alloc(grid, sizeof *rtickets);
+    kiln_test_fetch(&run, got.hi, dhi, sizeof got.hi);
+    kiln_test_fetch(&run, got.hu, dhu, sizeof got.hu);
+    kiln_test_fetch(&run, got.h32, dh32, sizeof got.h32);
+    kiln_test_fetch(&run, got.hf, dhf, sizeof got.hf);
+    kiln_test_fetch(&run, prev, dprev, (npad + TAIL_ELEMS) * sizeof *prev);
+    kiln_test_fetch(&run, fprev, dfprev, (npad + TAIL_ELEMS) * sizeof *fprev);
+    kiln_test_fetch(&run, fcas, dfcas, (npad + TAIL_ELEMS) * sizeof *fcas);
+    kiln_test_fetch(&run, slots_got, dslots, n * sizeof *slots_got);
+    kiln_test_fetch(&run, fslots_got, dfslots, n * sizeof *fslots_got);
+    kiln_test_fetch(&run, tickets, dtickets, (grid + TAIL_ELEMS) * sizeof *tickets);
+    kiln_test_check_untouched(&run, "prev", prev, sizeof *prev, npad + TAIL_ELEMS, 1, npad,
+                              npad + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "fprev", fprev, sizeof *fprev, npad + TAIL_ELEMS, 1, npad,
+                              npad + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "fcas", fcas, sizeof *fcas, npad + TAIL_ELEMS, 1, npad,
+                              npad + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "tickets", tickets, sizeof *tickets, grid + TAIL_ELEMS, 1, grid,
+                              grid + TAIL_ELEMS);
+    for (size_t i = 0; i < npad; i++) {
+      rprev[i] = i < n ? slots[i] : 0;
+      rfprev[i] = i < n ? fslots[i] : 0.0;
+      rfcas[i] = i < n ? f[i] : 0.0; /* the CAS's old values: the exchanged f */
+    }
+    /* the CAS after the exchange: even cells compared with their own bits (swapped to -f) */
+    for (size_t i = 0; i < n; i++) rfslots[i] = i % 2 == 0 ? -f[i] : f[i];
+    for (size_t p = 0; p < grid; p++) rtickets[p] = ((uint64_t)1 << 40) + p;
+    qsort(tickets, grid, sizeof *tickets, cmp_u64);
+    check_bytes(&run, "i64 add/max/min, tile, total", got.hi, r.hi, 41, sizeof *r.hi);
+    check_bytes(&run, "u64 max/min, counter", got.hu, r.hu, 17, sizeof *r.hu);
+    check_bytes(&run, "u32 max/min", got.h32, r.h32, 16, sizeof *r.h32);
+    check_bytes(&run, "f64 max", got.hf + 8, r.hf + 8, 8, sizeof *r.hf);
+    check_fsum(&run, got.hf, &r);
+    check_bytes(&run, "i64 xchg old", prev, rprev, npad, sizeof *prev);
+    check_bytes(&run, "f64 xchg old", fprev, rfprev, npad, sizeof *fprev);
+    check_bytes(&run, "i64 slots", slots_got, x, n, sizeof *x);
+    check_bytes(&run, "f64 cas old", fcas, rfcas, npad, sizeof *fcas);
+    check_bytes(&run, "f64 slots after cas", fslots_got, rfslots, n, sizeof *rfslots);
+    check_bytes(&run, "tickets (sorted)", tickets, rtickets, grid, sizeof *tickets);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(slots), free(u), free(f), free(fslots), free(bin), free(prev), free(rprev),
+        free(slots_got), free(fprev), free(rfprev), free(fslots_got), free(fcas), free(rfcas),
+        free(rfslots), free(tickets), free(rtickets);
+  }
+  return all_ok;
+}
+
+/* ---- atomic16 ----------------------------------------------------------------------------- */
+
+enum { A16_BINS = 64, A16_TICKET0 = 65530 };
+
+/* The reference of atomic16.kiln's bins (its comment says what): integers in C's wrapping
+ * arithmetic, f16/bf16 as bits; the signed sums of the values as each type holds them in double
+ * (exact: multiples of 2^-10 far from 2^53), with the sums of their |x| and the count per bin,
+ * for the rounding bound. */
+typedef struct Atomic16Ref {
+  uint16_t hf[3 * A16_BINS], hb[3 * A16_BINS];
+  int16_t hi[3 * A16_BINS];
+  uint16_t hu[2 * A16_BINS + 1];
+  int8_t h8[A16_BINS];
+  uint8_t hu8[A16_BINS];
+  double xsum[2][A16_BINS], xabs[2][A16_BINS], qsum[A16_BINS]; /* [0] f16, [1] bf16 */
+  size_t count[A16_BINS];
+} Atomic16Ref;
+
+static void ref_atomic16_init(Atomic16Ref *r) {
+  memset(r, 0, sizeof *r);
+  for (int k = 0; k < A16_BINS; k++) {
+    r->hf[2 * A16_BINS + k] = 0xfc00; /* f16 -inf: max's identity */
+    r->hb[2 * A16_BINS + k] = 0x7f80; /* bf16 +inf: min's identity */
+    r->hi[A16_BINS + k] = INT16_MIN, r->hi[2 * A16_BINS + k] = INT16_MAX;
+    r->hu[A16_BINS + k] = UINT16_MAX;
+  }
+  r->hu[2 * A16_BINS] = A16_TICKET0;
+}
+
+static void ref_atomic16(const float *x, const float *q, const int32_t *xi, const int32_t *bin,
+                         size_t n, size_t grid, Atomic16Ref *r) {
+  ref_atomic16_init(r);
+  for (size_t i = 0; i < n; i++) {
+    int k = bin[i];
+    int16_t s = (int16_t)xi[i];
+    uint16_t u = (uint16_t)xi[i];
+    float hx = kiln_ref_round_f16(x[i]), bx = kiln_ref_round_bf16(x[i]);
+    r->xsum[0][k] += hx, r->xabs[0][k] += fabs(hx), r->xsum[1][k] += bx, r->xabs[1][k] += fabs(bx);
+    r->qsum[k] += q[i], r->count[k]++;
+    uint16_t *fmax = &r->hf[2 * A16_BINS + k], *bmin = &r->hb[2 * A16_BINS + k];
+    if (hx > kiln_ref_f16_to_f32(*fmax)) *fmax = kiln_ref_f32_to_f16(hx);
+    if (bx < kiln_ref_bf16_to_f32(*bmin)) *bmin = kiln_ref_f32_to_bf16(bx);
+    r->hi[k] = (int16_t)(uint16_t)((uint16_t)r->hi[k] + u);
+    r->hi[A16_BINS + k] = s > r->hi[A16_BINS + k] ? s : r->hi[A16_BINS + k];
+    r->hi[2 * A16_BINS + k] = s < r->hi[2 * A16_BINS + k] ? s : r->hi[2 * A16_BINS + k];
+    r->hu[k] = u > r->hu[k] ? u : r->hu[k];
+    r->hu[A16_BINS + k] = u < r->hu[A16_BINS + k] ? u : r->hu[A16_BINS + k];
+    r->h8[k] = (int8_t)(uint8_t)((uint8_t)r->h8[k] + (uint8_t)xi[i]);
+    r->hu8[k] = (uint8_t)xi[i] > r->hu8[k] ? (uint8_t)xi[i] : r->hu8[k];
+  }
+  for (int k = 0; k < A16_BINS; k++) { /* the quarters' sums are exact in both types */
+    r->hf[A16_BINS + k] = kiln_ref_f32_to_f16((float)r->qsum[k]);
+    r->hb[A16_BINS + k] = kiln_ref_f32_to_bf16((float)r->qsum[k]);
+  }
+  r->hu[2 * A16_BINS] = (uint16_t)(A16_TICKET0 + grid);
+}
+
+/* The signed sums: c terms added one at a time, in any order, each add rounded once to the
+ * cell's type (unit roundoff u: 2^-11 for f16, 2^-9 for bf16; every GPU and CPU path rounds the
+ * exact sum once: the f32 add that some take first is exact for two multiples of 2^-10 below
+ * 2^13), are within gamma(c - 1) * sum|x| of the exact sum, gamma(k) = k u / (1 - k
+ * u) (recursive summation's bound; the first add, to the cell's 0, is exact). With about 16
+ * terms a bin (n = 1000) the f16 bound is ~0.12 and a lost term (|x| ~1) misses it; the
+ * quarters, summed exactly, catch any lost or doubled update at every size. */
+static void check_sum16(KilnTestRun *run, const char *what, const uint16_t *got, bool bf,
+                        const Atomic16Ref *r) {
+  if (!run->ok || run->d.emit) return;
+  double u = bf ? 0x1p-9 : 0x1p-11, worst = 0;
+  for (int k = 0; k < A16_BINS; k++) {
+    double c1 = r->count[k] > 1 ? (double)(r->count[k] - 1) : 0.0;
+    double tol = c1 * u / (1 - c1 * u) * r->xabs[bf][k];
+    double g = bf ? kiln_ref_bf16_to_f32(got[k]) : kiln_ref_f16_to_f32(got[k]);
+    double err = fabs(g - r->xsum[bf][k]);
+    if (tol > 0) worst = fmax(worst, err / tol);
+    if (!(err <= tol)) {
+      kiln_test_fail(run, "%s[%d] = %.9g, exact %.9g, bound %.3g (%zu terms)", what, k, g,
+                     r->xsum[bf][k], tol, r->count[k]);
+      return;
+    }
+  }
+  printf("       %s: worst error %.3f of its bound\n", what, worst);
+}
+
+static int cmp_u16(const void *a, const void *b) {
+  uint16_t x = *(const uint16_t *)a, y = *(const uint16_t *)b;
+  return (x > y) - (x < y);
+}
+
+static bool test_atomic16(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{1000, 256}, {3000, 128}, {1, 128}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block;
+    size_t grid = kiln_test_cdiv(n, block), npad = grid * block;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "atomic16", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3600 + ci);
+    float *x = kiln_test_alloc(n, sizeof *x), *q = kiln_test_alloc(n, sizeof *q);
+    int32_t *xi = kiln_test_alloc(n, sizeof *xi), *bin = kiln_test_alloc(n, sizeof *bin);
+    int16_t *slots = kiln_test_alloc(n, sizeof *slots);
+    uint16_t *fslots = kiln_test_alloc(n, sizeof *fslots),
+             *bslots = kiln_test_alloc(n, sizeof *bslots);
+    for (size_t i = 0; i < n; i++) {
+      /* x: multiples of 2^-10 in (-2, 2), exact in f16, rounded to 8 bits in bf16 */
+      x[i] = (float)((int)(kiln_ref_rng_next(&rng) % 4095) - 2047) * 0x1p-10f;
+      q[i] = (float)(kiln_ref_rng_next(&rng) % 5) * 0.25f;
+      xi[i] = (int32_t)(uint32_t)kiln_ref_rng_next(&rng); /* every bit pattern */
+      bin[i] = (int32_t)(kiln_ref_rng_next(&rng) % A16_BINS);
+      slots[i] = (int16_t)kiln_ref_rng_next(&rng);
+      fslots[i] = kiln_ref_f32_to_f16((float)((int)(kiln_ref_rng_next(&rng) % 2001) - 1000));
+      bslots[i] =
+          kiln_ref_f32_to_bf16((float)((int)(kiln_ref_rng_next(&rng) % 511) - 255) * 0x1p-7f);
+    }
+    Atomic16Ref r, init;
+    ref_atomic16(x, q, xi, bin, n, grid, &r);
+    ref_atomic16_init(&init);
+    for (int k = 0; k < A16_BINS; k++) /* bf16 holds a quarter's sum exactly below 64 */
+      if (r.qsum[k] >= 64) kiln_test_fail(&run, "inputs: quarters' sum %g is not exact", r.qsum[k]);
+    void *dx = kiln_test_input(&run, x, n * sizeof *x), *dq = kiln_test_input(&run, q, n * 4);
+    void *dxi = kiln_test_input(&run, xi, n * sizeof *xi);
+    void *dbin = kiln_test_input(&run, bin, n * sizeof *bin);
+    void *dhf = kiln_test_input(&run, init.hf, sizeof init.hf);
+    void *dhb = kiln_test_input(&run, init.hb, sizeof init.hb);
+    void *dhi = kiln_test_input(&run, init.hi, sizeof init.hi);
+    void *dhu = kiln_test_input(&run, init.hu, sizeof init.hu);
+    void *dh8 = kiln_test_input(&run, init.h8, sizeof init.h8);
+    void *dhu8 = kiln_test_input(&run, init.hu8, sizeof init.hu8);
+    void *dslots = kiln_test_input(&run, slots, n * sizeof *slots);
+    void *dfslots = kiln_test_input(&run, fslots, n * sizeof *fslots);
+    void *dbslots = kiln_test_input(&run, bslots, n * sizeof *bslots);
+    size_t out_n = npad + TAIL_ELEMS;
+    void *dprev = kiln_test_output(&run, out_n * 2), *dcprev = kiln_test_output(&run, out_n * 2);
+    void *dfprev = kiln_test_output(&run, out_n * 2), *dfcas = kiln_test_output(&run, out_n * 2);
+    void *dbcas = kiln_test_output(&run, out_n * 2);
+    void *dtickets = kiln_test_output(&run, (grid + TAIL_ELEMS) * 2);
+    int32_t n32 = cfgs[ci].n, npad32 = (int32_t)npad;
+    void *args[] = {&dx,     &dq,    &dxi,     &dbin,   &dhf,      &dhb,    &dhi,
+                    &dhu,    &dh8,   &dhu8,    &dslots, &dprev,    &dcprev, &dfslots,
+                    &dfprev, &dfcas, &dbslots, &dbcas,  &dtickets, &n32,    &npad32};
+    kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
+
+    Atomic16Ref got;
+    memset(&got, 0, sizeof got);
+    kiln_test_fetch(&run, got.hf, dhf, sizeof got.hf);
+    kiln_test_fetch(&run, got.hb, dhb, sizeof got.hb);
+    kiln_test_fetch(&run, got.hi, dhi, sizeof got.hi);
+    kiln_test_fetch(&run, got.hu, dhu, sizeof got.hu);
+    kiln_test_fetch(&run, got.h8, dh8, sizeof got.h8);
+    kiln_test_fetch(&run, got.hu8, dhu8, sizeof got.hu8);
+    /* outputs and their references: 16-bit cells each */
+    enum { PREV, CPREV, FPREV, FCAS, BCAS, SLOTS, FSLOTS, BSLOTS, NOUT };
+    static const char *const names[NOUT] = {
+        "i16 xchg old", "i16 cas old",         "f16 xchg old",        "f16 cas old",
+        "bf16 cas old", "i16 slots after cas", "f16 slots after cas", "bf16 slots after cas"};
+    void *dev_of[NOUT] = {dprev, dcprev, dfprev, dfcas, dbcas, dslots, dfslots, dbslots};
+    uint16_t *out[NOUT], *ref[NOUT];
+    for (int o = 0; o < NOUT; o++) {
+      size_t cells = o < SLOTS ? out_n : n;
+      out[o] = kiln_test_alloc(cells, 2);
+      ref[o] = kiln_test_alloc(cells, 2);
+      kiln_test_fetch(&run, out[o], dev_of[o], cells * 2);
+      if (o < SLOTS) kiln_test_check_untouched(&run, names[o], out[o], 2, out_n, 1, npad, out_n);
+    }
+    for (size_t i = 0; i < n; i++) {
+      uint16_t s16 = (uint16_t)xi[i], f16 = kiln_ref_f32_to_f16(x[i]);
+      bool even = i % 2 == 0;
+      ref[PREV][i] = (uint16_t)slots[i];
+      ref[CPREV][i] = s16; /* the CAS after the exchange finds what the exchange wrote */
+      ref[FPREV][i] = fslots[i];
+      ref[FCAS][i] = f16;
+      ref[BCAS][i] = bslots[i];
+      ref[SLOTS][i] = even ? (uint16_t)~s16 : s16;
+      ref[FSLOTS][i] = even ? kiln_ref_f32_to_f16(-x[i]) : f16;
+      ref[BSLOTS][i] =
+          even ? kiln_ref_f32_to_bf16(2.0f * kiln_ref_bf16_to_f32(bslots[i])) : bslots[i];
+    } /* masked-off elements (n <= i < npad) return 0: the buffers were zeroed */
+    uint16_t *tickets = kiln_test_alloc(grid + TAIL_ELEMS, 2), *rtickets = kiln_test_alloc(grid, 2);
+    kiln_test_fetch(&run, tickets, dtickets, (grid + TAIL_ELEMS) * 2);
+    kiln_test_check_untouched(&run, "tickets", tickets, 2, grid + TAIL_ELEMS, 1, grid,
+                              grid + TAIL_ELEMS);
+    for (size_t p = 0; p < grid; p++) rtickets[p] = (uint16_t)(A16_TICKET0 + p);
+    qsort(tickets, grid, 2, cmp_u16);
+    qsort(rtickets, grid, 2, cmp_u16);
+    check_sum16(&run, "f16 add", got.hf, false, &r);
+    check_sum16(&run, "bf16 add", got.hb, true, &r);
+    check_bytes(&run, "f16 add of quarters, max", got.hf + A16_BINS, r.hf + A16_BINS, 2 * A16_BINS,
+                2);
+    check_bytes(&run, "bf16 add of quarters, min", got.hb + A16_BINS, r.hb + A16_BINS, 2 * A16_BINS,
+                2);
+    check_bytes(&run, "i16 add/max/min", got.hi, r.hi, 3 * A16_BINS, 2);
+    check_bytes(&run, "u16 max/min, counter", got.hu, r.hu, 2 * A16_BINS + 1, 2);
+    check_bytes(&run, "i8 add", got.h8, r.h8, A16_BINS, 1);
+    check_bytes(&run, "u8 max", got.hu8, r.hu8, A16_BINS, 1);
+    for (int o = 0; o < NOUT; o++)
+      check_bytes(&run, names[o], out[o], ref[o], o < SLOTS ? npad : n, 2);
+    check_bytes(&run, "tickets (sorted)", tickets, rtickets, grid, 2);
+    all_ok &= kiln_test_end(&run);
+    for (int o = 0; o < NOUT; o++) free(out[o]), free(ref[o]);
+    free(x), free(q), free(xi), free(bin), free(slots), free(fslots), free(bslots), free(tickets),
+        free(rtickets);
+  }
+  return all_ok;
+}
+
+/* ---- bool_store --------------------------------------------------------------------------- */
+
+/* i1 in memory: bytes in, bytes out (bool_store.kiln's comment says what). The flags are drawn
+ * from 0, 1, 2, 0x80 and 0xff: every nonzero one must read as true on every target. */
+static bool test_bool_store(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, block;
+  } cfgs[] = {{4096, 1024}, {1000, 1024}, {777, 64}, {1, 64}};
+  static const uint8_t flag_bytes[] = {0, 1, 2, 0x80, 0xff};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, block = (size_t)cfgs[ci].block;
+    size_t grid = kiln_test_cdiv(n, block), out_n = grid * block + TAIL_ELEMS;
+    int32_t n32 = cfgs[ci].n, half = n32 / 2;
+    KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "bool_store", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3700 + ci);
+    float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
+    size_t npad = grid * block; /* flags covers whole blocks: prog's loads read them all */
+    uint8_t *flags = kiln_test_alloc(npad, 1), *rout = kiln_test_alloc(n, 1),
+            *rboth = kiln_test_alloc(n, 1), *rprog = kiln_test_alloc(n, 1);
+    int32_t *rint = kiln_test_alloc(n, sizeof *rint);
+    for (size_t i = 0; i < npad; i++)
+      flags[i] = flag_bytes[kiln_ref_rng_next(&rng) % COUNT(flag_bytes)];
+    for (size_t i = 0; i < n; i++) {
+      bool f = flags[i] != 0;
+      rout[i] = (uint8_t)((x[i] > 0.0f) != f);
+      rboth[i] = (uint8_t)((int32_t)i < half ? f : 1);
+      rint[i] = f;
+      rprog[i] = (uint8_t)((i / block) % 2 == 0 ? f : 1);
+    }
+    void *dx = kiln_test_input(&run, x, n * sizeof *x),
+         *dflags = kiln_test_input(&run, flags, npad);
+    void *dout = kiln_test_output(&run, out_n), *dboth = kiln_test_output(&run, out_n);
+    void *dint = kiln_test_output(&run, out_n * sizeof(int32_t)),
+         *dprog = kiln_test_output(&run, out_n);
+    void *args[] = {&dx, &dflags, &dout, &dboth, &dint, &dprog, &n32, &half};
+    kiln_test_launch(&run, run.fn, (uint32_t)grid, 1, args);
+    uint8_t *out = kiln_test_alloc(out_n, 1), *both = kiln_test_alloc(out_n, 1);
+    int32_t *as_int = kiln_test_alloc(out_n, sizeof *as_int);
+    uint8_t *prog = kiln_test_alloc(out_n, 1);
+    kiln_test_fetch(&run, prog, dprog, out_n);
+    kiln_test_check_untouched(&run, "prog", prog, 1, out_n, 1, n, out_n);
+    kiln_test_fetch(&run, out, dout, out_n);
+    kiln_test_fetch(&run, both, dboth, out_n);
+    kiln_test_fetch(&run, as_int, dint, out_n * sizeof *as_int);
+    kiln_test_check_untouched(&run, "out", out, 1, out_n, 1, n, out_n);
+    kiln_test_check_untouched(&run, "both", both, 1, out_n, 1, n, out_n);
+    kiln_test_check_untouched(&run, "as_int", as_int, sizeof *as_int, out_n, 1, n, out_n);
+    check_bytes(&run, "(x > 0) != flag, as bytes", out, rout, n, 1);
+    check_bytes(&run, "flag, other true past half", both, rboth, n, 1);
+    kiln_test_check_equal_i32(&run, "flag as i32", "ref", as_int, rint, n);
+    check_bytes(&run, "flag in even programs, other true in odd ones", prog, rprog, n, 1);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(flags), free(rout), free(rboth), free(rint), free(out), free(both), free(as_int),
+        free(rprog), free(prog);
+  }
+  return all_ok;
 }
 
 /* What unsigned_ops.kiln computes, in C's unsigned arithmetic (the kernel's comment says what). */
@@ -2108,17 +2638,13 @@ static void ref_f64_ops(const double *x, const double *y, size_t n, double s, si
   }
 }
 
-/* f64 on the cpu target. Each result is a few rounded double operations (libm's, for the math
- * builtins: the CPU calls the same functions), within a few ulps (2^-52 = 2.2e-16) of the
+/* f64 on every target. Each result is a few rounded double operations (for the math builtins
+ * libm's on the cpu target, the GPU targets' own within 1 to 4 ulp: f64_math), within a few ulps (2^-52 = 2.2e-16) of the
  * reference relative to 1 + |ref|: 1e-13 leaves room for another libm and for sums in another
  * order (at most 128 terms of |x| <= 4: 128 * 4 * 2^-52 = 1.1e-13 of the largest partial sum;
  * the atomic total over 1000 terms: 1e-12), and any f32 step (2^-24 = 6e-8) fails it by
  * 5 orders of magnitude. The f32 rounding (a as f32) and the i64 conversion are exact. */
 static bool test_f64_ops(KilnRtDevice *dev) {
-  if (g_target != KILN_TARGET_CPU) {
-    printf("  skip f64_ops: the cpu target only\n");
-    return true;
-  }
   static const struct {
     int32_t n, b;
   } cfgs[] = {{1000, 128}, {1, 32}, {97, 32}};
@@ -2440,6 +2966,106 @@ static bool test_f64_basic(KilnRtDevice *dev) {
     check_bytes(&run, "of", gf, rf, nf, 4);
     all_ok &= kiln_test_end(&run);
     free(x), free(y), free(u), free(gd), free(rd), free(gi), free(ri), free(gf), free(rf);
+  }
+  return all_ok;
+}
+
+/* ---- matmul_f64 ----------------------------------------------------------------------------- */
+
+/* What matmul_f64.kiln computes, c = c0 + a b (strided rows, dense M x N results), in long
+ * double, and for each element the bound its f64 evaluation must meet: any order of K products
+ * added to c0 in doubles, each product and each sum rounded once (the cpu target's multiply and
+ * add) or a product and its sum rounded together (the GPU targets' fma), stays within
+ * (K + 1) 2^-53 (|c0| + sum |a_k b_k|) of the exact value, to first order (Higham, recursive
+ * summation; K 2^-53 is far below 1 here, so the second-order term is below 2^-53 of the
+ * first); the long double reference itself is within K 2^-64 of that sum. */
+static void ref_matmul_f64(const double *a, size_t sam, const double *b, size_t sbk,
+                           const double *c0, size_t scm, size_t M, size_t N, size_t K, double *ref,
+                           double *bound) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      long double sum = c0[i * scm + j], mag = fabsl(sum);
+      for (size_t k = 0; k < K; k++) {
+        long double p = (long double)a[i * sam + k] * b[k * sbk + j];
+        sum += p;
+        mag += fabsl(p);
+      }
+      ref[i * N + j] = (double)sum;
+      bound[i * N + j] =
+          (double)(mag * ((long double)(K + 1) * 0x1p-53L + (long double)K * 0x1p-64L));
+    }
+}
+
+/* |got - ref| <= bound + half an ulp of ref (the reference's own rounding to double) for each of
+ * n doubles, or fails the run naming the worst element (by its share of the bound). */
+static void check_f64_bounded(KilnTestRun *run, const char *what, const double *got,
+                              const double *ref, const double *bound, size_t n) {
+  if (!run->ok || run->d.emit) return;
+  double worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    double allowed = bound[i] + fabs(ref[i]) * 0x1p-53;
+    double share = fabs(got[i] - ref[i]) / (allowed > 0 ? allowed : 0x1p-1074);
+    if (!(share <= worst)) worst = share, at = i; /* a NaN is the worst */
+  }
+  printf("       %s: worst error %.3g of its bound (at %zu)\n", what, worst, at);
+  if (!(worst <= 1.0))
+    kiln_test_fail(run, "%s[%zu] = %.17g, reference %.17g, bound %.3g", what, at, got[at], ref[at],
+                   bound[at]);
+}
+
+/* n doubles uniform over [-1, 1) (53 random bits each), every 13th an exact small integer, so
+ * that sums cancel and products of exact values appear. */
+static double *random_f64(KilnRefRng *rng, size_t n) {
+  double *p = kiln_test_alloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++)
+    p[i] = i % 13 == 5 ? (double)((int)(kiln_ref_rng_next(rng) >> 60) - 8)
+                       : (double)(kiln_ref_rng_next(rng) >> 11) * 0x1p-52 - 1.0;
+  return p;
+}
+
+/* f64 dot on every target: ragged M, N and K (masked tails in each), an accumulator loaded from
+ * c0, K up to 200. Each element within the bound ref_matmul_f64 derives from K and 2^-53 (the
+ * measured worst is printed as its share); one f32 rounding anywhere (2^-24) is 2^29 times
+ * bigger than the f64 steps the bound allows, so a lowering that computed in f32 fails by far. */
+static bool test_matmul_f64(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+  } cfgs[] = {{64, 64, 64, 16, 16, 16},
+              {33, 17, 5, 16, 16, 8},
+              {100, 70, 200, 32, 32, 16},
+              {1, 1, 1, 16, 16, 8},
+              {40, 48, 37, 32, 16, 8}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t sam = K + 3, sbk = N + 5, scm = N + 8, total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu", M, N, K);
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_f64", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 5100 + ci);
+    double *a = random_f64(&rng, M * sam), *b = random_f64(&rng, K * sbk);
+    double *c0 = random_f64(&rng, M * scm), *c = kiln_test_alloc(total, sizeof *c);
+    double *ref = kiln_test_alloc(M * N, sizeof *ref), *bound = kiln_test_alloc(M * N, 8);
+    void *da = kiln_test_input(&run, a, M * sam * 8), *db = kiln_test_input(&run, b, K * sbk * 8);
+    void *dc0 = kiln_test_input(&run, c0, M * scm * 8);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sbk32 = (int32_t)sbk, scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc0, &dc, &m32, &n32, &k32, &sam32, &sbk32, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    double *got = kiln_test_alloc(M * N, sizeof *got);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    ref_matmul_f64(a, sam, b, sbk, c0, scm, M, N, K, ref, bound);
+    check_f64_bounded(&run, "c", got, ref, bound, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c0), free(c), free(ref), free(bound), free(got);
   }
   return all_ok;
 }
@@ -2796,6 +3422,7 @@ static const struct {
     {"float_convert", test_float_convert},
     {"small_int_sum", test_small_int_sum},
     {"matmul_i8", test_matmul_i8},
+    {"matmul_i8_strided", test_matmul_i8_strided},
     {"layernorm_bwd", test_layernorm_bwd},
     {"small_dots", test_small_dots},
     {"int_semantics", test_int_semantics},
@@ -2813,10 +3440,14 @@ static const struct {
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},
     {"cas_i64", test_cas_i64},
+    {"atomic64", test_atomic64},
+    {"atomic16", test_atomic16},
+    {"bool_store", test_bool_store},
     {"unsigned_ops", test_unsigned_ops},
     {"f64_ops", test_f64_ops},
     {"f64_math", test_f64_math},
     {"f64_basic", test_f64_basic},
+    {"matmul_f64", test_matmul_f64},
     {"early_exit", test_early_exit},
     {"inline_fns", test_inline_fns},
     {"while_loops", test_while_loops},

@@ -29,7 +29,7 @@ static const char *const emit_names[KILN_EMIT_COUNT] = {"ast", "mlir",     "lowe
                                                         "obj", "gpu-mlir", "ptx",          "cubin"};
 
 /* The targets: the pipeline that lowers a kiln module for each, and what comes out of it.
- * emu is the sm_80 lowering plus the emulator rewrite, run on the host. */
+ * emu is the sm_90 lowering plus the emulator rewrite, run on the host. */
 typedef struct TargetInfo {
   const KilnPipeline *pipeline;
   bool gpu;         /* laid out for a GPU: --emit gpu-mlir */
@@ -96,7 +96,7 @@ static void print_module(const void *m, FILE *f) {
 }
 
 /* Errors at a place in the source, from the passes: how a lowering says that the program asks
- * for what the target cannot do (a tile of 48, an i1 store, a 16-bit atomic), which is the
+ * for what the target cannot do (a tile of 48, a non-splat tile constant), which is the
  * user's to change, where an internal failure has no place to point at. */
 static size_t located_errors(KilnMlirContext *kctx) {
   size_t n = 0;
@@ -349,9 +349,9 @@ static const char *last_stage(KilnEmit emit) {
   return NULL;
 }
 
-/* The emu target runs the sm_80 code on the host, where nothing limits its registers; a GPU
+/* The emu target runs the sm_90 code on the host, where nothing limits its registers; a GPU
  * refuses a block whose threads x registers overflow the register file.  Where ptxas is
- * present, the module as sm_80 would assemble it (the GPU back's output, before the emu rewrite)
+ * present, the module as sm_90 would assemble it (the GPU back's output, before the emu rewrite)
  * goes through ptxas once, and the registers per thread it reports are recorded as
  * kiln.gpu.registers, which the emu metadata carries to the launch check (kiln_rt_launch).
  * Without ptxas, or when it fails, nothing is recorded: the count stays unknown (0). */
@@ -359,12 +359,12 @@ static void record_emu_registers(MlirModule m) {
   MlirOperation copy = mlirOperationClone(mlirModuleGetOperation(m));
   char *ptx = NULL;
   size_t len = 0;
-  KilnMlirStatus st = kiln_gpu_emit_ptx(mlirModuleFromOperation(copy), "sm_80", &ptx, &len);
+  KilnMlirStatus st = kiln_gpu_emit_ptx(mlirModuleFromOperation(copy), "sm_90", &ptx, &len);
   mlirOperationDestroy(copy);
   if (st != KILN_MLIR_OK) return;
   KilnGpuPtxasInfo info;
   memset(&info, 0, sizeof info);
-  st = kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, "sm_80", NULL, NULL, &info, NULL);
+  st = kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, "sm_90", NULL, NULL, &info, NULL);
   free(ptx);
   if (st != KILN_MLIR_OK || info.registers <= 0) return;
   MlirOperation mod = mlirModuleGetOperation(m);
@@ -417,6 +417,7 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
       .stage = {.num_warps = o->num_warps,
                 .num_stages = o->num_stages,
                 .smem_limit = kiln_gpu_smem_limit(kiln_target_name(o->target)),
+                .sm = kiln_gpu_sm(kiln_target_name(o->target)),
                 .index_bits = o->index_bits},
       .dump_after = o->dump_after,
       .dump_file = j->diag,

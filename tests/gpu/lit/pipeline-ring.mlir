@@ -3,9 +3,11 @@
 // (3 stages, 4 warps, unit-stride rows: 16-byte vectors): each load becomes a ring of 3 shared
 // buffers (kiln.local_alloc; row-major staging, the swizzle in the encoding), a barrier, the
 // copies of iterations 0 and 1 into slots 0 and 1 under `iv < ub` with a commit each; in the
-// body the slot b(i) = ((iv - lb) / step) mod 3 at the top, then wait {pending = 1}, barrier,
-// the copy of iteration i + 2 into slot (b(i) + 2) mod 3, commit, and the loads and their
-// converts replaced by local_load of slot b(i); after the loop wait {pending = 0} and a barrier.
+// body the slots are two counters the loop carries (no division or remainder): the read slot
+// b(i) from 0, stepped and wrapped at 3 with a select, and the write slot from 2, the previous
+// read slot; wait {pending = 1}, barrier, the copy of iteration i + 2 into the write slot,
+// commit, and the loads and their converts replaced by local_load of slot b(i); after the loop
+// wait {pending = 0} and a barrier.
 // kiln-gpu-smem-alloc interleaves the ring (A at 0, B at 4096, 8192 bytes a stage) and puts the
 // arena inside the loop after it (kiln.arena_offset); in @two_loops the rings of two loops one
 // after the other are never live together, so both start at byte 0.
@@ -24,20 +26,26 @@
 // CHECK-NEXT: "kiln.async_copy"(%[[B]], %[[S1]],
 // CHECK: "kiln.async_commit"
 // CHECK-NOT: "kiln.async_copy"
-// CHECK: scf.for
-// CHECK: %[[IT:.*]] = arith.divsi
-// CHECK: %[[CUR:.*]] = arith.remsi %[[IT]]
+// CHECK: %[[Z:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[TWO:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %{{.*}}:3 = scf.for %{{.*}} = {{.*}} iter_args(%{{.*}} = %{{.*}}, %[[CUR:.*]] = %[[Z]], %[[WR:.*]] = %[[TWO]]) -> (tensor<64x64xf32, {{.*}}>, i32, i32) : i32 {
+// CHECK-NOT: arith.divsi
+// CHECK-NOT: arith.remsi
 // CHECK-NOT: "kiln.load"
 // CHECK: "kiln.async_wait"() {pending = 1 : i32}
 // CHECK-NEXT: "kiln.barrier"
 // CHECK: scf.if
-// CHECK: "kiln.async_copy"(%[[A]], %[[NEXT:[^,]*]],
-// CHECK-NEXT: "kiln.async_copy"(%[[B]], %[[NEXT]],
+// CHECK: "kiln.async_copy"(%[[A]], %[[WR]],
+// CHECK-NEXT: "kiln.async_copy"(%[[B]], %[[WR]],
 // CHECK: "kiln.async_commit"
 // CHECK-NEXT: "kiln.local_load"(%[[A]], %[[CUR]]) {{.*}} -> tensor<64x32xf16, {kWidth = 2 : i32, kind = "dot_op", opIdx = 0
 // CHECK-NEXT: "kiln.local_load"(%[[B]], %[[CUR]]) {{.*}} -> tensor<32x64xf16, {kWidth = 2 : i32, kind = "dot_op", opIdx = 1
-// CHECK-NEXT: "kiln.dot"
-// CHECK: } {kiln.arena_offset = 24576 : i32}
+// CHECK-NEXT: %[[D:.*]] = "kiln.dot"
+// CHECK: %[[INC:.*]] = arith.addi %[[CUR]], %{{.*}} : i32
+// CHECK: %[[WRAP:.*]] = arith.cmpi eq, %[[INC]], %{{.*}} : i32
+// CHECK: %[[NEXT:.*]] = arith.select %[[WRAP]], %{{.*}}, %[[INC]] : i32
+// CHECK-NEXT: scf.yield %[[D]], %[[NEXT]], %[[CUR]] :
+// CHECK-NEXT: } {kiln.arena_offset = 24576 : i32}
 // CHECK-NEXT: "kiln.async_wait"() {pending = 0 : i32}
 // CHECK-NEXT: "kiln.barrier"
 // CHECK-NOT: "kiln.convert_layout"{{.*}}dot_op
