@@ -390,11 +390,13 @@ static void report_notes(const Run *R, const LibKernel *lk, const KilnCache *all
                          const TunePlanNotes *n) {
   for (int i = 0; i < n->nskips; i++) {
     const KilnCacheRecord *r = &all->records[n->skips[i].record];
+    char text[256];
+    tune_config_text(r->config, lk->tune ? lk->tune->kernel : NULL, text, sizeof text);
     if (n->skips[i].why == TUNE_PLAN_SKIP_UNLISTED)
       fprintf(stderr,
               "kiln %s: note: ignoring the record of '%s' for %s at key '%s': the tune "
               "block does not list that config (a value it lacks, or a where it fails)\n",
-              R->cmd, lk->name, r->config, r->key);
+              R->cmd, lk->name, text, r->key);
     else
       fprintf(stderr,
               "kiln %s: warning: ignoring the records of '%s' for key '%s': a signature "
@@ -514,16 +516,18 @@ static int add_default_variant(Run *R, int ki) {
   v->untuned = true;
   if (lk->nvariants == 1 && !R->o->no_specialize) add_default_specialized(R, lk, k);
   generic_min_blocks_one(R, lk, &lk->variants[gi]);
+  char text[256];
+  tune_config_text(c.config, ctx.t->kernel, text, sizeof text);
   if (lk->nvariants > 1 && !lk->variants[0].untuned)
     fprintf(stderr,
             "kiln %s: note: '%s' has only specialized timings; calls that break their "
             "promises use its default config %s, unspecialized (untuned)\n",
-            R->cmd, lk->name, c.config);
+            R->cmd, lk->name, text);
   else
     fprintf(stderr,
             "kiln %s: warning: no timing of '%s' for this device in the cache; the library "
             "uses its default config %s (untuned)\n",
-            R->cmd, lk->name, c.config);
+            R->cmd, lk->name, text);
   return 0;
 }
 

@@ -84,7 +84,12 @@ bool tune_gpu_usage_fits(const KilnGpuUsage *u, int num_warps, char *why, size_t
 /* Checks one config the same way; fills state/detail/grid/resources. */
 void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
                       const TuneProblem *p, const TuneDeviceLimits *lim);
+/* "BLOCK=256,num_warps=4": a config's identity in caches and records (a type parameter's value
+ * as its scalar kind's number). */
 void tune_config_string(const KilnTuneConfig *cfg, char *buf, size_t cap);
+/* A config string (tune_config_string's, a record's) for people (notes, a library's messages):
+ * the value of a type parameter of kernel k (k may be NULL) by its type's name, "T=f16". */
+void tune_config_text(const char *config, const KilnKernel *k, char *buf, size_t cap);
 /* FNV hash (hex) of the tune block's canonical text: its keys, its parameters with their value
  * lists, its `where` clauses (whitespace dropped) and its presets, in source order; comments and
  * layout do not change it. Part of every record's identity: records of an edited block are

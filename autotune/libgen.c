@@ -408,9 +408,10 @@ static void variant_about(FILE *f, const LibKernel *k, const LibVariant *var) {
   if (m) {
     for (int j = 0; j < k->nkeys; j++)
       fprintf(m, "%s=%lld, ", k->keys[j], (long long)var->keyvals[j]);
-    char cfg[256];
+    char cfg[256], text[256];
     tune_config_string(&var->cfg, cfg, sizeof cfg);
-    fprintf(m, "%s%s%s%s", cfg, var->sig.n ? ", promises " : "", var->sig.text,
+    tune_config_text(cfg, k->tune ? k->tune->kernel : NULL, text, sizeof text);
+    fprintf(m, "%s%s%s%s", text, var->sig.n ? ", promises " : "", var->sig.text,
             var->untuned        ? ", untuned"
             : var->generic_copy ? ", generic copy"
                                 : "");

@@ -24,6 +24,42 @@ void tune_config_string(const KilnTuneConfig *cfg, char *buf, size_t cap) {
   }
 }
 
+/* Whether `name` is a type parameter (`const T: type`) of kernel k. */
+static bool is_type_param(const KilnKernel *k, const char *name) {
+  for (int i = 0; k && i < k->nparams; i++)
+    if (k->params[i]->kind == KILN_DECL_CONST_PARAM && k->params[i]->is_type_param &&
+        !strcmp(k->params[i]->name, name))
+      return true;
+  return false;
+}
+
+void tune_config_text(const char *config, const KilnKernel *k, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (const char *p = config; *p && used < cap;) {
+    size_t len = strcspn(p, ","), name = strcspn(p, "=");
+    char key[64];
+    long long v = -1;
+    int w;
+    if (name + 1 < len && name < sizeof key) { /* NAME=NUMBER, the number the whole value */
+      memcpy(key, p, name);
+      key[name] = '\0';
+      char *end;
+      v = strtoll(p + name + 1, &end, 10);
+      if (end != p + len) v = -1;
+    }
+    if (v >= 0 && v < KILN_SCALAR_COUNT && is_type_param(k, key))
+      w = snprintf(buf + used, cap - used, "%s%s=%s", p == config ? "" : ",", key,
+                   kiln_scalar_name((KilnScalarKind)v));
+    else
+      w = snprintf(buf + used, cap - used, "%s%.*s", p == config ? "" : ",", (int)len, p);
+    if (w < 0) break;
+    used += (size_t)w;
+    p += len;
+    if (*p == ',') p++;
+  }
+}
+
 void tune_span_text(const char *src, KilnSpan sp, char *buf, size_t cap) {
   const char *p = src;
   for (int l = 1; l < sp.line && *p; p++)

@@ -1119,9 +1119,10 @@ static const KilnType *check_axis_op(Sema *S, KilnExpr *e) {
   return e->operand_type;
 }
 
-/* sort(x, axis?, descending?): a tile of numbers sorted along its last axis (Triton sorts along
- * the last one only), whose length must be a power of two (a bitonic network, mlirgen).  The
- * descending flag is kept in e->ival. */
+/* sort(x, axis?, descending?): a tile of numbers sorted along an axis (the last when absent, as
+ * Triton's), of any length (a bitonic network over the next power of two, mlirgen; the GPU
+ * targets refuse tiles that are not powers of two themselves).  The descending flag is kept in
+ * e->ival; mlirgen reads the axis from the call, as reductions do. */
 static const KilnType *check_sort(Sema *S, KilnExpr *e) {
   const KilnType *t = e->args[0]->type;
   if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
@@ -1130,15 +1131,9 @@ static const KilnType *check_sort(Sema *S, KilnExpr *e) {
   }
   int64_t axis = t->rank - 1;
   if (kiln_call_has_axis(e) && !const_arg(S, e, 1, "sort axis", &axis)) return NULL;
-  if (axis != t->rank - 1) {
-    ERR(S, e->args[1]->span,
-        "sort sorts along the last axis only (%d for a rank-%d tile), got %" PRId64, t->rank - 1,
-        t->rank, axis);
-    return NULL;
-  }
-  int64_t n = t->dims[t->rank - 1];
-  if (n & (n - 1)) {
-    ERR(S, e->args[0]->span, "sort needs a power-of-two length along its axis, got %" PRId64, n);
+  if (axis < 0 || axis >= t->rank) {
+    ERR(S, e->args[1]->span, "sort axis %" PRId64 " is out of range for a rank-%d tile", axis,
+        t->rank);
     return NULL;
   }
   e->ival = 0;
@@ -1162,8 +1157,8 @@ static const KilnType *check_func_call(Sema *S, KilnExpr *e, const KilnFunc *f);
  * be x's type.  x may be a list of k tiles of one shape, `[v, i]` (Triton's tuples): the combine
  * then takes 2k parameters (the earlier values, then the later ones) and returns k values, and
  * the call is unpacked (`let m, j = reduce([v, i], 1, f);`): its type is a tuple whose values
- * are in e->result, as a function's are.  The axis is kept in e->ival; its length must be a
- * power of two (the network halves it). */
+ * are in e->result, as a function's are.  The axis is kept in e->ival; it may have any length
+ * (mlirgen runs the network over the next power of two). */
 #define MAX_COMBINE_VALUES 8
 
 static int combine_inputs(KilnExpr *e, KilnExpr ***xs) {
@@ -1188,8 +1183,7 @@ static KilnExpr *combine_call(Sema *S, KilnExpr *e, const KilnFunc *f, KilnExpr 
   return c;
 }
 
-/* The inputs: k tiles of numbers of one shape, whose axis is in range and of a power-of-two
- * length. */
+/* The inputs: k tiles of numbers of one shape, whose axis is in range. */
 static bool check_combine_inputs(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int64_t *axis) {
   if (k < 1 || k > MAX_COMBINE_VALUES) {
     ERR(S, e->args[0]->span, "%s takes 1 to %d tiles, got %d", e->name, MAX_COMBINE_VALUES, k);
@@ -1214,12 +1208,6 @@ static bool check_combine_inputs(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int
   if (*axis < 0 || *axis >= t->rank) {
     ERR(S, e->args[1]->span, "%s axis %" PRId64 " is out of range for a rank-%d tile", e->name,
         *axis, t->rank);
-    return false;
-  }
-  int64_t n = t->dims[*axis];
-  if (n & (n - 1)) {
-    ERR(S, e->args[0]->span, "%s needs a power-of-two length along its axis, got %" PRId64, e->name,
-        n);
     return false;
   }
   return true;

@@ -220,6 +220,10 @@ MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x,
   return build_simple(b, loc, KILN_OP_NAME_RESHAPE, &x, 1, result, NULL, 0);
 }
 
+MlirValue kiln_ir_build_resize(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result) {
+  return build_simple(b, loc, KILN_OP_NAME_RESIZE, &x, 1, result, NULL, 0);
+}
+
 MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis) {
   MlirNamedAttribute a = kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis));
   return build_simple(b, loc, KILN_OP_NAME_FLIP, &x, 1, mlirValueGetType(x), &a, 1);

@@ -213,6 +213,9 @@ MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x,
  * the op has no result and is never removed as dead. */
 MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text,
                                   MlirValue x);
+/* x cut or extended to `result`'s shape (same rank and element type): element idx is x's at idx
+ * clamped into x's shape, so an extended axis repeats its last element.  The cpu target only. */
+MlirValue kiln_ir_build_resize(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result);
 /* x reversed along `axis` (same type). */
 MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis);
 /* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis. */

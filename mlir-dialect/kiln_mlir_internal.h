@@ -158,6 +158,20 @@ enum {
  * with none. */
 bool kiln_ir_atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out);
 
+/* device_print's pieces, one copy for the cpu and GPU lowerings.  kiln_ir_print_format: the
+ * printf format of a print of a rank-`rank` tile (0: a scalar) of `elem` with `text`
+ * ("pid (X, Y, Z) idx (I, J) TEXT: VALUE\n", a '%' of the text doubled); malloc'd, the caller
+ * frees it; NULL when out of memory. */
+char *kiln_ir_print_format(MlirStringRef text, int rank, MlirType elem);
+/* `llvm.func @name` of type fnty, external, at the top of module unless a symbol of that name
+ * exists. */
+void kiln_ir_declare_external_func(MlirOperation module, MlirLocation loc, const char *name,
+                                   MlirType fnty);
+/* text (with its NUL) as a fresh internal constant global "prefix_N" at the top of module; its
+ * address (an llvm.mlir.addressof built at b). */
+MlirValue kiln_ir_module_string(KilnIRBuilder *b, MlirLocation loc, MlirOperation module,
+                                const char *prefix, const char *text);
+
 /* host_float16.c: defines, in a host module, the float conversions LLVM's code generator may
  * call a runtime library for (weak, hidden). false with a message in err on failure. */
 bool kiln_host_builtins_link(LLVMModuleRef mod, char *err, size_t cap);

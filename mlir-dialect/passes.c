@@ -304,6 +304,8 @@ static void verify_shape_ops(VCtx *v, KilnOpId id) {
     if (axis < 0 || axis >= rank)
       verr(v, "axis %lld is out of range for a %d-D tile", (long long)axis, rank);
     if (!same_shape(t, rt)) verr(v, "result shape must be the operand's");
+  } else if (id == KILN_OP_RESIZE) {
+    if (kiln_ir_rank(rt) != rank) verr(v, "result must have the operand's rank");
   } else if (id == KILN_OP_TRANS) {
     if (rank != 2 || kiln_ir_rank(rt) != 2)
       verr(v, "expects a 2-D tile");
@@ -340,6 +342,7 @@ static void verify_op(VCtx *v, KilnOpId id) {
   case KILN_OP_TRANS:
   case KILN_OP_FLIP:
   case KILN_OP_SCAN:
+  case KILN_OP_RESIZE:
   case KILN_OP_RESHAPE: verify_shape_ops(v, id); break;
   case KILN_OP_ADDPTR: {
     MlirType pt = operand_type(op, 0), ot = operand_type(op, 1);
@@ -394,6 +397,7 @@ static const char *user_name(KilnOpId id) {
                                                    [KILN_OP_FLIP] = "flip",
                                                    [KILN_OP_SCAN] = "scan",
                                                    [KILN_OP_RESHAPE] = "reshape",
+                                                   [KILN_OP_RESIZE] = "resize",
                                                    [KILN_OP_RAND] = "rand",
                                                    [KILN_OP_PRINT] = "device_print"};
   return names[id];

@@ -11,11 +11,15 @@
  *   - op creation at a builder from operands, result types and attributes;
  *   - the size of an element (one rule for pointers: an address is 64 bits, whatever it points
  *     to; what a pointer points to is kiln_ir_ptr_elem's question, asked by the caller);
- *   - the numbers MLIR's LLVM dialect stores for atomicrmw's operation.
+ *   - the numbers MLIR's LLVM dialect stores for atomicrmw's operation;
+ *   - device_print's pieces of the module: the printf format (so that every target prints the
+ *     same lines), its constant string global, and the external printf-like function it calls.
  * The pass wrapper they all use is kiln_pass_make (passes.c). */
 #include "kiln_mlir_internal.h"
 
 #include "mlir-c/Dialect/LLVM.h"
+
+#include <stdio.h>
 
 /* ---------------------------------------------------------------- pointer map */
 
@@ -151,4 +155,94 @@ bool kiln_ir_atomic_bin_op(MlirOperation op, MlirType elem, int64_t *out) {
   else
     return false;
   return true;
+}
+
+/* ---------------------------------------------------------------- device_print's module pieces */
+
+char *kiln_ir_print_format(MlirStringRef text, int rank, MlirType elem) {
+  size_t cap = 2 * text.length + 64 + 4 * (size_t)rank;
+  char *f = malloc(cap), *o = f;
+  if (!f) return NULL;
+  o += sprintf(o, "pid (%%d, %%d, %%d) ");
+  if (rank > 0) {
+    o += sprintf(o, "idx (");
+    for (int i = 0; i < rank; i++) o += sprintf(o, i ? ", %%d" : "%%d");
+    o += sprintf(o, ") ");
+  }
+  for (size_t i = 0; i < text.length; i++) {
+    if (text.data[i] == '%') *o++ = '%';
+    *o++ = text.data[i];
+  }
+  bool wide = mlirTypeIsAInteger(elem) && mlirIntegerTypeGetWidth(elem) == 64;
+  sprintf(o, ": %s\n", mlirTypeIsAFloat(elem) ? "%.9g" : wide ? "%lld" : "%d");
+  return f;
+}
+
+static bool module_has_symbol(MlirOperation module, const char *name) {
+  MlirSymbolTable st = mlirSymbolTableCreate(module);
+  bool have = !mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString(name)));
+  mlirSymbolTableDestroy(st);
+  return have;
+}
+
+/* Creates `spec` at the top of the module's body (symbols before the functions that use them). */
+static void at_module_top(MlirOperation module, const KilnOpSpec *spec) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  KilnIRBuilder mb;
+  kiln_ir_builder_init(&mb, mlirOperationGetContext(module), body);
+  kiln_ir_builder_set_before(&mb, mlirBlockGetFirstOperation(body));
+  kiln_ir_create(&mb, spec);
+}
+
+static MlirAttribute linkage(MlirContext ctx, const char *which) {
+  char text[64];
+  snprintf(text, sizeof text, "#llvm.linkage<%s>", which);
+  return mlirAttributeParseGet(ctx, mlirStringRefCreateFromCString(text));
+}
+
+void kiln_ir_declare_external_func(MlirOperation module, MlirLocation loc, const char *name,
+                                   MlirType fnty) {
+  if (module_has_symbol(module, name)) return;
+  MlirContext ctx = mlirOperationGetContext(module);
+  MlirNamedAttribute a[3] = {
+      kiln_ir_named(ctx, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(name))),
+      kiln_ir_named(ctx, "function_type", mlirTypeAttrGet(fnty)),
+      kiln_ir_named(ctx, "linkage", linkage(ctx, "external")),
+  };
+  MlirRegion body = mlirRegionCreate();
+  KilnOpSpec s = {
+      .name = "llvm.func", .loc = loc, .attrs = a, .n_attrs = 3, .regions = &body, .n_regions = 1};
+  at_module_top(module, &s);
+}
+
+MlirValue kiln_ir_module_string(KilnIRBuilder *b, MlirLocation loc, MlirOperation module,
+                                const char *prefix, const char *text) {
+  MlirContext ctx = mlirOperationGetContext(module);
+  char name[96];
+  for (int n = 0;; n++) {
+    snprintf(name, sizeof name, "%s_%d", prefix, n);
+    if (!module_has_symbol(module, name)) break;
+  }
+  size_t len = strlen(text) + 1; /* with its NUL */
+  MlirNamedAttribute g[5] = {
+      kiln_ir_named(ctx, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(name))),
+      kiln_ir_named(
+          ctx, "global_type",
+          mlirTypeAttrGet(mlirLLVMArrayTypeGet(mlirIntegerTypeGet(ctx, 8), (unsigned)len))),
+      kiln_ir_named(ctx, "linkage", linkage(ctx, "internal")),
+      kiln_ir_named(ctx, "constant", mlirUnitAttrGet(ctx)),
+      kiln_ir_named(ctx, "value", mlirStringAttrGet(ctx, mlirStringRefCreate(text, len))),
+  };
+  MlirRegion init = mlirRegionCreate();
+  KilnOpSpec s = {.name = "llvm.mlir.global",
+                  .loc = loc,
+                  .attrs = g,
+                  .n_attrs = 5,
+                  .regions = &init,
+                  .n_regions = 1};
+  at_module_top(module, &s);
+  MlirNamedAttribute ga = kiln_ir_named(
+      ctx, "global_name", mlirFlatSymbolRefAttrGet(ctx, mlirStringRefCreateFromCString(name)));
+  MlirType ptr = mlirLLVMPointerTypeGet(ctx, 0);
+  return kiln_ir_make1(b, loc, "llvm.mlir.addressof", NULL, 0, ptr, &ga, 1);
 }

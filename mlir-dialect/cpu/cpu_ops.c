@@ -51,8 +51,8 @@ static void range_body(Cpu *c, const MlirValue *idx, void *user) {
   kiln_cpu_store_elem(c, k->dst, v, idx, 1);
 }
 
-/* broadcast / expand_dims / trans / flip: the result element at idx reads the source at a mapped
- * index. */
+/* broadcast / expand_dims / trans / flip / resize: the result element at idx reads the source at
+ * a mapped index (resize: idx clamped into the source's shape). */
 static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
   CopyCtx *k = user;
   MlirType st = mlirValueGetType(k->src->old);
@@ -76,6 +76,11 @@ static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
       MlirValue d = kiln_cpu_cidx(c, kiln_ir_dim(st, i));
       sidx[i] = bin(c, "arith.remui", lin, d);
       lin = bin(c, "arith.divui", lin, d);
+    }
+  } else if (k->id == KILN_OP_RESIZE) {
+    for (int i = 0; i < srank; i++) {
+      MlirValue last = kiln_cpu_cidx(c, kiln_ir_dim(st, i) - 1);
+      sidx[i] = bin(c, "arith.minui", idx[i], last);
     }
   } else if (k->id == KILN_OP_FLIP) {
     int axis = (int)attr_int(k->op, "axis");
@@ -518,64 +523,6 @@ static MlirOperation module_of(MlirOperation op) {
   return p;
 }
 
-/* Inserts `op_spec` at the top of the module's body. */
-static void module_top(Cpu *c, MlirOperation module, KilnOpSpec *spec) {
-  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-  KilnIRBuilder mb;
-  kiln_ir_builder_init(&mb, c->ctx, body);
-  kiln_ir_builder_set_before(&mb, mlirBlockGetFirstOperation(body));
-  kiln_ir_create(&mb, spec);
-}
-
-/* A fresh name "kiln_print_fmt_N" for the format string, and printf declared when missing. */
-static void print_symbols(Cpu *c, MlirOperation module, MlirType fnty, char *name, size_t cap) {
-  MlirSymbolTable st = mlirSymbolTableCreate(module);
-  for (int n = 0;; n++) {
-    snprintf(name, cap, "kiln_print_fmt_%d", n);
-    if (mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString(name)))) break;
-  }
-  bool have_printf =
-      !mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString("printf")));
-  mlirSymbolTableDestroy(st);
-  if (have_printf) return;
-  MlirNamedAttribute attrs[3] = {
-      kiln_ir_named(c->ctx, "sym_name",
-                    mlirStringAttrGet(c->ctx, mlirStringRefCreateFromCString("printf"))),
-      kiln_ir_named(c->ctx, "function_type", mlirTypeAttrGet(fnty)),
-      kiln_ir_named(
-          c->ctx, "linkage",
-          mlirAttributeParseGet(c->ctx, mlirStringRefCreateFromCString("#llvm.linkage<external>"))),
-  };
-  MlirRegion body = mlirRegionCreate();
-  KilnOpSpec s = {.name = "llvm.func",
-                  .loc = c->loc,
-                  .attrs = attrs,
-                  .n_attrs = 3,
-                  .regions = &body,
-                  .n_regions = 1};
-  module_top(c, module, &s);
-}
-
-/* The printf format of a print of a rank-`rank` tile (0: a scalar) of `elem` with `text`. */
-static char *print_format(const char *text, size_t len, int rank, MlirType elem) {
-  size_t cap = 2 * len + 64 + 4 * (size_t)rank;
-  char *f = malloc(cap), *o = f;
-  if (!f) return NULL;
-  o += sprintf(o, "pid (%%d, %%d, %%d) ");
-  if (rank > 0) {
-    o += sprintf(o, "idx (");
-    for (int i = 0; i < rank; i++) o += sprintf(o, i ? ", %%d" : "%%d");
-    o += sprintf(o, ") ");
-  }
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] == '%') *o++ = '%';
-    *o++ = text[i];
-  }
-  bool wide = mlirTypeIsAInteger(elem) && mlirIntegerTypeGetWidth(elem) == 64;
-  sprintf(o, ": %s\n", mlirTypeIsAFloat(elem) ? "%.9g" : wide ? "%lld" : "%d");
-  return f;
-}
-
 static MlirValue print_value(Cpu *c, MlirValue v, MlirType elem) {
   if (mlirTypeIsAFloat(elem))
     return kiln_ir_build_cast(&c->b, c->loc, "arith.extf", v, mlirF64TypeGet(c->ctx));
@@ -615,40 +562,14 @@ static bool lower_print(Cpu *c, MlirOperation op) {
   MlirType ptr = llvm_ptr(c);
   p.fnty = mlirLLVMFunctionTypeGet(i32_t(c), 1, &ptr, true);
   MlirOperation module = module_of(op);
-  char name[64];
-  print_symbols(c, module, p.fnty, name, sizeof name);
-  char *fmt = print_format(text.data, text.length, rank, p.elem);
+  kiln_ir_declare_external_func(module, c->loc, "printf", p.fnty);
+  char *fmt = kiln_ir_print_format(text, rank, p.elem);
   if (!fmt) {
     kiln_ir_error(c->loc, "out of memory");
     return false;
   }
-  size_t flen = strlen(fmt) + 1; /* with its NUL */
-  MlirNamedAttribute g[5] = {
-      kiln_ir_named(c->ctx, "sym_name",
-                    mlirStringAttrGet(c->ctx, mlirStringRefCreateFromCString(name))),
-      kiln_ir_named(
-          c->ctx, "global_type",
-          mlirTypeAttrGet(mlirLLVMArrayTypeGet(mlirIntegerTypeGet(c->ctx, 8), (unsigned)flen))),
-      kiln_ir_named(
-          c->ctx, "linkage",
-          mlirAttributeParseGet(c->ctx, mlirStringRefCreateFromCString("#llvm.linkage<internal>"))),
-      kiln_ir_named(c->ctx, "constant", mlirUnitAttrGet(c->ctx)),
-      kiln_ir_named(c->ctx, "value", mlirStringAttrGet(c->ctx, mlirStringRefCreate(fmt, flen))),
-  };
+  p.fmt = kiln_ir_module_string(&c->b, c->loc, module, "kiln_print_fmt", fmt);
   free(fmt);
-  MlirRegion init = mlirRegionCreate();
-  KilnOpSpec gs = {.name = "llvm.mlir.global",
-                   .loc = c->loc,
-                   .attrs = g,
-                   .n_attrs = 5,
-                   .regions = &init,
-                   .n_regions = 1};
-  module_top(c, module, &gs);
-  MlirNamedAttribute ga =
-      kiln_ir_named(c->ctx, "global_name",
-                    mlirFlatSymbolRefAttrGet(c->ctx, mlirStringRefCreateFromCString(name)));
-  p.fmt = mlirOperationGetResult(
-      kiln_ir_make(&c->b, c->loc, "llvm.mlir.addressof", NULL, 0, &ptr, 1, &ga, 1), 0);
   if (rank == 0)
     print_body(c, NULL, &p);
   else
@@ -675,6 +596,7 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_EXPAND_DIMS:
   case KILN_OP_TRANS:
   case KILN_OP_FLIP:
+  case KILN_OP_RESIZE:
   case KILN_OP_RESHAPE: lower_copy_like(c, op, id); return true;
   case KILN_OP_SCAN: return lower_scan(c, op);
   case KILN_OP_ADDPTR: {

@@ -7,6 +7,13 @@
  *   divis[d]     a power of two dividing the first element of every run along d (pointers: in
  *                bytes)
  *   constancy[d] length of runs of equal values along d
+ *   quad[d]      length of runs along d over which value >> 2 is one value: rand(seed, o) is a
+ *                word of the Philox block at counter o >> 2, so such a run needs one block
+ *                (the attention kernels' 2x2 squares of (query, key) per block:
+ *                o = 4 ctr + w, w in [0, 3], ctr equal over a pair of rows or of columns)
+ * Besides, `hi` bounds small non-negative values (every element in [0, hi]: `x & 3`, and
+ * sums and products of such), which is what makes `4 ctr + w` stay in ctr's block.
+ * All runs start at multiples of their length in the tile.
  * Kernel pointer arguments are 16-byte aligned (the runtime's allocations are); integer
  * arguments have unknown divisibility.  Everything not understood is "unknown" (1, 1, 1), which
  * only costs speed, never correctness. */
@@ -18,7 +25,10 @@ typedef struct Info {
   KilnGpuAxisInfo a;
   bool known_const; /* a scalar or splat integer constant with value `value` */
   int64_t value;
+  int64_t hi; /* every element is in [0, hi]; -1: not known */
 } Info;
+
+#define HI_MAX ((int64_t)1 << 30)
 
 struct KilnGpuAxisMap {
   KilnPtrMap map;
@@ -54,7 +64,9 @@ static Info unknown(MlirType t) {
   Info i;
   memset(&i, 0, sizeof i);
   i.a.rank = kiln_ir_rank(t);
-  for (int d = 0; d < i.a.rank; d++) i.a.contig[d] = i.a.divis[d] = i.a.constancy[d] = 1;
+  for (int d = 0; d < i.a.rank; d++)
+    i.a.contig[d] = i.a.divis[d] = i.a.constancy[d] = i.a.quad[d] = 1;
+  i.hi = -1;
   return i;
 }
 
@@ -152,6 +164,75 @@ static Info mul_rule(MlirType rt, const Info *x, const Info *y) {
   return r;
 }
 
+/* Bounds of a + b and a * b from the operands' bounds; -1 when one is unknown or the result
+ * could pass HI_MAX. */
+static int64_t hi_add(int64_t a, int64_t b) {
+  return a < 0 || b < 0 || a + b > HI_MAX ? -1 : a + b;
+}
+static int64_t hi_mul(int64_t a, int64_t b) {
+  return a < 0 || b < 0 || (b && a > HI_MAX / b) ? -1 : a * b;
+}
+
+/* x's counter runs along d (n the dim's size): a scalar's and a value in [0, 3]'s (whose
+ * value >> 2 is 0) are the whole dim. */
+static int64_t quad_of(const Info *x, int d, int64_t n) {
+  return !x->a.rank || (x->hi >= 0 && x->hi <= 3) ? n : x->a.quad[d];
+}
+
+/* Counter runs of x + y: where x is a multiple of 4 at every element, (x + y) >> 2 is
+ * (x >> 2) + (y >> 2) (mod 2^30), one value where both are; the same with x and y swapped.
+ * `4 ctr + w` with w in [0, 3] so has ctr's runs of equal values. */
+static void quad_add(Info *r, MlirType rt, const Info *x, const Info *y) {
+  for (int d = 0; d < r->a.rank; d++) {
+    int64_t n = kiln_ir_dim(rt, d);
+    int64_t xk = x->a.rank ? x->a.constancy[d] : n, yk = y->a.rank ? y->a.constancy[d] : n;
+    if (scalar_divis(x) >= 4) r->a.quad[d] = max64(r->a.quad[d], gcd64(xk, quad_of(y, d, n)));
+    if (scalar_divis(y) >= 4) r->a.quad[d] = max64(r->a.quad[d], gcd64(yk, quad_of(x, d, n)));
+  }
+}
+
+/* x >> s (arithmetic or logical) for a known s: x's runs from multiples of 2^s become runs of
+ * equal values (floor division keeps them together; for the logical shift 2^32 is a multiple
+ * of 2^s), and an element that is its own run keeps its divisibility beyond 2^s. */
+static void shr_rule(Info *r, const Info *x, const Info *y) {
+  if (!y->known_const || y->value < 0 || y->value > 30) return;
+  int64_t p = (int64_t)1 << y->value;
+  r->hi = x->hi >= 0 ? x->hi >> y->value : -1;
+  if (r->a.rank == 0) {
+    r->a.divis[0] = max64(1, x->a.divis[0] / p);
+    r->known_const = x->known_const && x->value >= 0;
+    r->value = x->value >= 0 ? x->value >> y->value : 0;
+    return;
+  }
+  for (int d = 0; d < r->a.rank; d++) {
+    r->a.constancy[d] = max64(x->a.constancy[d], gcd64(gcd64(x->a.contig[d], x->a.divis[d]), p));
+    r->a.divis[d] = x->a.contig[d] == 1 ? max64(1, x->a.divis[d] / p) : 1;
+  }
+}
+
+/* x & c for a known c >= 0: every element in [0, c]; for c = 2^s - 1, x's runs from multiples
+ * of g (a power of two <= 2^s) stay runs of g (the low bits count up from a multiple of g). */
+static void and_rule(Info *r, const Info *x, const Info *y) {
+  const Info *c = y->known_const ? y : x->known_const ? x : NULL;
+  const Info *v = c == y ? x : y;
+  if (!c || c->value < 0) return;
+  r->hi = c->value <= HI_MAX ? c->value : -1;
+  if (c->value > HI_MAX || (c->value & (c->value + 1)) != 0 || !v->a.rank) return;
+  for (int d = 0; d < r->a.rank; d++) {
+    int64_t g = gcd64(gcd64(v->a.contig[d], v->a.divis[d]), c->value + 1);
+    if (g > 1) r->a.contig[d] = r->a.divis[d] = g;
+  }
+}
+
+/* What every rule's result has besides: equal values share a counter, and a contiguous run
+ * from a multiple of g <= 4 is one block's words. */
+static void finish_quad(Info *r) {
+  for (int d = 0; d < r->a.rank; d++) {
+    int64_t g = r->a.contig[d] > 1 ? gcd64(gcd64(r->a.contig[d], r->a.divis[d]), 4) : 1;
+    r->a.quad[d] = max64(r->a.quad[d], max64(r->a.constancy[d], g));
+  }
+}
+
 static void analyze_op(KilnGpuAxisMap *m, MlirOperation op);
 static void apply_hints(MlirOperation op, Info *r);
 
@@ -219,6 +300,7 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
     r = from_scalar(rt, scalar_divis(&x));
     r.known_const = x.known_const;
     r.value = x.value;
+    r.hi = x.hi;
   } else if (id == KILN_OP_EXPAND_DIMS) {
     int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
     int k = 0;
@@ -232,10 +314,12 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
       r.a.contig[d] = x.a.contig[k];
       r.a.divis[d] = x.a.divis[k];
       r.a.constancy[d] = x.a.constancy[k];
+      r.a.quad[d] = x.a.quad[k];
       k++;
     }
     r.known_const = x.known_const;
     r.value = x.value;
+    r.hi = x.hi;
   } else if (id == KILN_OP_BROADCAST || id == KILN_OP_CONVERT_LAYOUT) {
     MlirType xt = mlirValueGetType(mlirOperationGetOperand(op, 0));
     for (int d = 0; d < r.a.rank; d++) {
@@ -243,9 +327,11 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
       r.a.contig[d] = stretched ? 1 : x.a.contig[d];
       r.a.divis[d] = stretched ? overall_divis(&x) : x.a.divis[d];
       r.a.constancy[d] = stretched ? kiln_ir_dim(rt, d) : x.a.constancy[d];
+      r.a.quad[d] = stretched ? kiln_ir_dim(rt, d) : x.a.quad[d];
     }
     r.known_const = x.known_const;
     r.value = x.value;
+    r.hi = x.hi;
   } else if (id == KILN_OP_ADDPTR) {
     r = add_rule(rt, &x, &y, false, kiln_ir_elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(rt))));
     r.known_const = false;
@@ -266,14 +352,20 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
       Info c = from_scalar(rt, pow2_factor(r.value));
       c.known_const = true;
       c.value = r.value;
+      c.hi = r.value >= 0 && r.value <= HI_MAX ? r.value : -1;
       r = c;
     }
   } else if (kiln_ir_op_is(op, "arith.addi")) {
     r = add_rule(rt, &x, &y, false, 1);
+    r.hi = hi_add(x.hi, y.hi);
+    quad_add(&r, rt, &x, &y);
   } else if (kiln_ir_op_is(op, "arith.subi")) {
     r = add_rule(rt, &x, &y, true, 1);
   } else if (kiln_ir_op_is(op, "arith.muli")) {
     r = mul_rule(rt, &x, &y);
+    r.hi = hi_mul(x.hi, y.hi);
+  } else if (kiln_ir_op_is(op, "arith.shrsi") || kiln_ir_op_is(op, "arith.shrui")) {
+    shr_rule(&r, &x, &y);
   } else if (kiln_ir_op_is(op, "arith.remsi") || kiln_ir_op_is(op, "arith.remui")) {
     for (int d = 0; d < r.a.rank; d++) {
       int64_t yd = y.a.rank ? overall_divis(&y) : y.a.divis[0];
@@ -293,10 +385,12 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
     for (int d = 0; d < r.a.rank; d++)
       r.a.constancy[d] = gcd64(x.a.rank ? x.a.constancy[d] : kiln_ir_dim(rt, d),
                                y.a.rank ? y.a.constancy[d] : kiln_ir_dim(rt, d));
+    if (kiln_ir_op_is(op, "arith.andi")) and_rule(&r, &x, &y);
   } else if (kiln_ir_op_is(op, "arith.divsi") || kiln_ir_op_is(op, "arith.divui")) {
     for (int d = 0; d < r.a.rank; d++) r.a.constancy[d] = x.a.constancy[d];
   }
   apply_hints(op, &r);
+  finish_quad(&r);
   put(m, res, &r);
 }
 

@@ -443,6 +443,32 @@ static bool is_cp_async_intrinsic(MlirOperation op) {
   return n.length > 18 && memcmp(n.data, "llvm.nvvm.cp.async", 18) == 0;
 }
 
+/* lower_math.c's mul.hi.u32 (KILN_GPU_MULHI), the high word of a 64-bit product: computed in
+ * place as that product (zext, mul, lshr, trunc). */
+static bool is_mulhi_intrinsic(MlirOperation op) {
+  if (!kiln_ir_op_is(op, "llvm.call_intrinsic")) return false;
+  MlirAttribute a = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("intrin"));
+  return !mlirAttributeIsNull(a) && mlirAttributeIsAString(a) &&
+         mlirStringRefEqual(mlirStringAttrGetValue(a),
+                            mlirStringRefCreateFromCString(KILN_GPU_MULHI));
+}
+
+static void lower_mulhi(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirType i64 = mlirIntegerTypeGet(E->ctx, 64);
+  MlirValue w[2];
+  for (int i = 0; i < 2; i++) {
+    MlirValue x = mlirOperationGetOperand(op, i);
+    w[i] = kiln_ir_make1(b, loc, "llvm.zext", &x, 1, i64, NULL, 0);
+  }
+  MlirValue p = kiln_ir_make1(b, loc, "llvm.mul", w, 2, i64, NULL, 0);
+  MlirNamedAttribute a = kiln_ir_named(E->ctx, "value", mlirIntegerAttrGet(i64, 32));
+  MlirValue s[2] = {p, kiln_ir_make1(b, loc, "llvm.mlir.constant", NULL, 0, i64, &a, 1)};
+  MlirValue hi = kiln_ir_make1(b, loc, "llvm.lshr", s, 2, i64, NULL, 0);
+  MlirValue r = kiln_ir_make1(b, loc, "llvm.trunc", &hi, 1, E->i32, NULL, 0);
+  replace_results(op, &r, 1);
+}
+
 static void lower_cp_async_intrinsic(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   MlirStringRef n = mlirStringAttrGetValue(
@@ -464,15 +490,20 @@ static void lower_cp_async_intrinsic(Emu *E, KilnIRBuilder *b, MlirOperation op)
 
 /* ---------------------------------------------------------------- predicated vector accesses
  *
- * lower_memory.c's `@p ld.global.v4.b32` / `@p st.global.v4.b32` (kiln_gpu_pred_access_ptx)
- * become calls of a small function of this module, defined once per shape: it branches on the
+ * lower_memory.c's `@p ld.global.v4.b32` / `@p st.global.v4.b32` (kiln_gpu_pred_access_ptx;
+ * also `@p ld.global.b16`, a lone 16-bit element) become calls of a small function of this module, defined once per shape: it branches on the
  * predicate, and only where it holds checks the access (kiln_emu_global_access with the whole
  * vector's bytes and alignment, as the GPU instruction needs) and moves the words; a masked-off
  * load returns its `other` words and touches no memory, as on the GPU. */
 
-/* The helper's text: (p, pred, words...) -> the words loaded (i32 or a struct), or nothing. */
-static void pred_helper_text(KilnStr *t, const char *name, bool store, int words) {
-  char rt[64] = "i32", vt[32] = "i32";
+/* The helper's text: (p, pred, words...) -> the words loaded (i32, i16 or a struct), or
+ * nothing. */
+static void pred_helper_text(KilnStr *t, const char *name, bool store, int words, int word_bits) {
+  const char *wt = word_bits == 16 ? "i16" : "i32";
+  int wbytes = word_bits / 8;
+  char rt[64], vt[32];
+  snprintf(rt, sizeof rt, "%s", wt);
+  snprintf(vt, sizeof vt, "%s", wt);
   if (words > 1) {
     snprintf(rt, sizeof rt, "!llvm.struct<(i32");
     for (int w = 1; w < words; w++) snprintf(rt + strlen(rt), sizeof rt - strlen(rt), ", i32");
@@ -480,7 +511,7 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
     snprintf(vt, sizeof vt, "vector<%dxi32>", words);
   }
   kiln_str_appendf(t, "llvm.func internal @%s(%%p: !llvm.ptr, %%c: i1", name);
-  for (int w = 0; w < words; w++) kiln_str_appendf(t, ", %%o%d: i32", w);
+  for (int w = 0; w < words; w++) kiln_str_appendf(t, ", %%o%d: %s", w, wt);
   kiln_str_appendf(t, ")%s%s {\n  llvm.cond_br %%c, ^bb1, ^bb2\n^bb1:\n", store ? "" : " -> ",
                    store ? "" : rt);
   if (store) {
@@ -498,14 +529,14 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
       snprintf(last, sizeof last, "%%v%d", words - 1);
     }
     kiln_str_appendf(t, "  llvm.store %s, %%p {alignment = %d : i64} : %s, !llvm.ptr\n", last,
-                     4 * words, vt);
+                     wbytes * words, vt);
     kiln_str_appendf(t, "  llvm.return\n^bb2:\n  llvm.return\n}\n");
     return;
   }
-  kiln_str_appendf(t, "  %%v = llvm.load %%p {alignment = %d : i64} : !llvm.ptr -> %s\n", 4 * words,
-                   vt);
+  kiln_str_appendf(t, "  %%v = llvm.load %%p {alignment = %d : i64} : !llvm.ptr -> %s\n",
+                   wbytes * words, vt);
   if (words == 1) {
-    kiln_str_appendf(t, "  llvm.return %%v : i32\n^bb2:\n  llvm.return %%o0 : i32\n}\n");
+    kiln_str_appendf(t, "  llvm.return %%v : %s\n^bb2:\n  llvm.return %%o0 : %s\n}\n", wt, wt);
     return;
   }
   kiln_str_appendf(t, "  %%s = llvm.mlir.undef : %s\n", rt);
@@ -529,13 +560,13 @@ static void pred_helper_text(KilnStr *t, const char *name, bool store, int words
 }
 
 /* Defines the helper once per module (E->declared keeps its name too). */
-static void define_pred_helper(Emu *E, const char *name, bool store, int words) {
+static void define_pred_helper(Emu *E, const char *name, bool store, int words, int word_bits) {
   MlirIdentifier id = mlirIdentifierGet(E->ctx, mlirStringRefCreateFromCString(name));
   const void *key = mlirIdentifierStr(id).data;
   if (kiln_ptr_map_get(&E->declared, key)) return;
   kiln_ptr_map_put(&E->declared, key, (void *)1);
   KilnStr t = {0};
-  pred_helper_text(&t, name, store, words);
+  pred_helper_text(&t, name, store, words, word_bits);
   MlirOperation f = kiln_gpu_parse_op(E->ctx, t.data);
   kiln_str_free(&t);
   KILN_ASSERT(!mlirOperationIsNull(f));
@@ -550,22 +581,25 @@ static void define_pred_helper(Emu *E, const char *name, bool store, int words) 
   kiln_ir_builder_init(&b, E->ctx, bb1);
   kiln_ir_builder_set_before(&b, acc);
   MlirLocation loc = mlirOperationGetLocation(f);
-  uint32_t kind = (store ? 1u : 0u) | 4u << EMU_ACCESS_ELEM_SHIFT;
-  MlirValue o[4] = {mlirBlockGetArgument(entry_block(f), 0), cst_i32(E, &b, loc, 4 * words),
-                    cst_i32(E, &b, loc, 4 * words), cst_i32(E, &b, loc, kind)};
+  int wbytes = word_bits / 8;
+  uint32_t kind = (store ? 1u : 0u) | (uint32_t)wbytes << EMU_ACCESS_ELEM_SHIFT;
+  MlirValue o[4] = {mlirBlockGetArgument(entry_block(f), 0), cst_i32(E, &b, loc, wbytes * words),
+                    cst_i32(E, &b, loc, wbytes * words), cst_i32(E, &b, loc, kind)};
   call(E, &b, loc, "kiln_emu_global_access", E->voidt, o, 4);
 }
 
-/* A predicated access of lower_memory.c (words 1, 2, 4; load or store): false when text is none. */
+/* A predicated access of lower_memory.c (b32 words 1, 2, 4, or one b16; load or store): false
+ * when text is none. */
 static bool lower_pred_access(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *text) {
-  for (int words = 1; words <= 4; words *= 2) {
+  for (int shape = 0; shape < 4; shape++) {
+    int words = shape < 3 ? 1 << shape : 1, bits = shape < 3 ? 32 : 16;
     for (int store = 0; store < 2; store++) {
       char want[256], cons[64];
-      kiln_gpu_pred_access_ptx(store, words, want, sizeof want, cons, sizeof cons);
+      kiln_gpu_pred_access_ptx(store, words, bits, want, sizeof want, cons, sizeof cons);
       if (strcmp(text, want) != 0 || mlirOperationGetNumOperands(op) != 2 + words) continue;
       char name[64];
-      snprintf(name, sizeof name, "kiln_emu_pred_%s_b32x%d", store ? "st" : "ld", words);
-      define_pred_helper(E, name, store, words);
+      snprintf(name, sizeof name, "kiln_emu_pred_%s_b%dx%d", store ? "st" : "ld", bits, words);
+      define_pred_helper(E, name, store, words, bits);
       MlirValue ops[6];
       for (int i = 0; i < 2 + words; i++) ops[i] = mlirOperationGetOperand(op, i);
       MlirType rt = store ? E->voidt : mlirValueGetType(mlirOperationGetResult(op, 0));
@@ -792,6 +826,8 @@ static bool lower_one(Emu *E, MlirOperation op) {
     lower_cp_async(E, &b, op);
   } else if (is_cp_async_intrinsic(op)) {
     lower_cp_async_intrinsic(E, &b, op);
+  } else if (is_mulhi_intrinsic(op)) {
+    lower_mulhi(E, &b, op);
   } else if (strcmp(name, "nvvm.cp.async.commit.group") == 0) {
     call(E, &b, loc, "kiln_emu_cp_async_commit_group", E->voidt, NULL, 0);
   } else if (strcmp(name, "nvvm.cp.async.wait.group") == 0) {
@@ -829,7 +865,8 @@ static MlirWalkResult collect(MlirOperation op, void *u) {
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
   if ((n.length > 5 && memcmp(n.data, "nvvm.", 5) == 0) || kiln_ir_op_is(op, "llvm.inline_asm") ||
       kiln_ir_op_is(op, "llvm.intr.trap") || kiln_ir_op_is(op, "llvm.addrspacecast") ||
-      is_smem_addressof(op) || is_cp_async_intrinsic(op) || is_vprintf_call(op))
+      is_smem_addressof(op) || is_cp_async_intrinsic(op) || is_mulhi_intrinsic(op) ||
+      is_vprintf_call(op))
     kiln_op_list_push(&c->replace, op);
   else if (is_checked_access(op))
     kiln_op_list_push(&c->access, op);

@@ -136,13 +136,14 @@ bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b);
 /* ---------------------------------------------------------------- axis analysis
  * Per tile of integers or pointers, per dim: contiguity (runs of +1, in elements), divisibility
  * (largest power of two dividing the first element of each run; bytes for pointers), constancy
- * (runs of equal values).  Values unknown to the analysis get contiguity 1, divisibility 1,
- * constancy 1. */
+ * (runs of equal values), and quad (runs of equal `value >> 2`: rand's Philox counter, so one
+ * block serves such a run).  Values unknown to the analysis get 1 everywhere. */
 typedef struct KilnGpuAxisInfo {
   int rank;
   int64_t contig[KILN_GPU_MAX_RANK];
   int64_t divis[KILN_GPU_MAX_RANK];
   int64_t constancy[KILN_GPU_MAX_RANK];
+  int64_t quad[KILN_GPU_MAX_RANK];
 } KilnGpuAxisInfo;
 
 typedef struct KilnGpuAxisMap KilnGpuAxisMap;
@@ -192,14 +193,19 @@ static inline int kiln_gpu_ilog2(int64_t v) {
  * around atomic_cas is inline PTX (lower_memory.c writes it; emu_lower.c makes it a host fence). */
 #define KILN_GPU_FENCE_PTX "fence.acq_rel.gpu;"
 
-/* A global access of 1, 2 or 4 b32 words under one predicate, as inline PTX: LLVM turns an access
- * guarded by a branch into several narrower ones (and a branch), while one predicated
- * `@p ld.global.v4.b32` is what the hardware runs.  lower_memory.c writes it, emu_lower.c
- * recognizes the same text.  Load operands: $0..$(words-1) the results, then the address, the
- * predicate (i1, constraint "b") and the words a masked-off load yields; store operands: the
- * address, the predicate, the words.  Writes the asm text and its constraints. */
-void kiln_gpu_pred_access_ptx(bool store, int words, char *text, size_t text_cap, char *cons,
-                              size_t cons_cap);
+/* The LLVM intrinsic of PTX's mul.hi.u32 (lower_math.c's Philox; emu_lower.c computes it). */
+#define KILN_GPU_MULHI "llvm.nvvm.mulhi.ui"
+
+/* A global access of 1, 2 or 4 words of word_bits (32: b32 words; 16: one b16 word) under one
+ * predicate, as inline PTX: LLVM turns an access guarded by a branch into several narrower ones
+ * (and a branch), while one predicated `@p ld.global.v4.b32` is what the hardware runs; a lone
+ * masked element likewise costs LLVM a branch and two blocks, and the hardware one predicated
+ * instruction.  lower_memory.c writes it, emu_lower.c recognizes the same text.  Load operands:
+ * $0..$(words-1) the results, then the address, the predicate (i1, constraint "b") and the
+ * words a masked-off load yields; store operands: the address, the predicate, the words.  Writes
+ * the asm text and its constraints. */
+void kiln_gpu_pred_access_ptx(bool store, int words, int word_bits, char *text, size_t text_cap,
+                              char *cons, size_t cons_cap);
 
 /* The PTX approximate instructions of the SIMT math lowering (lower_math.c), all f32, in the
  * order of the emulator's KilnEmuApprox (runtime/emu/kiln_emu.h): the emu rewrite (emu_lower.c)

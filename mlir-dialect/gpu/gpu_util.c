@@ -12,9 +12,11 @@ const char *const kiln_gpu_approx_ptx[KILN_GPU_APPROX_COUNT] = {
     [KILN_GPU_APPROX_RCP] = "rcp.approx.ftz.f32",
 };
 
-void kiln_gpu_pred_access_ptx(bool store, int words, char *text, size_t text_cap, char *cons,
-                              size_t cons_cap) {
+void kiln_gpu_pred_access_ptx(bool store, int words, int word_bits, char *text, size_t text_cap,
+                              char *cons, size_t cons_cap) {
   KILN_ASSERT(words == 1 || words == 2 || words == 4);
+  KILN_ASSERT(word_bits == 32 || (word_bits == 16 && words == 1));
+  const char *b = word_bits == 16 ? "b16" : "b32", *r = word_bits == 16 ? "h" : "r";
   char regs[64] = "", shape[16] = "";
   int first = store ? 2 : 0; /* a load's results come first, a store's words last */
   for (int w = 0; w < words; w++)
@@ -22,21 +24,21 @@ void kiln_gpu_pred_access_ptx(bool store, int words, char *text, size_t text_cap
   if (words > 1) snprintf(shape, sizeof shape, ".v%d", words);
   size_t n = 0;
   if (store) {
-    snprintf(text, text_cap, "@$1 st.global%s.b32 [$0], %s%s%s;", shape, words > 1 ? "{" : "", regs,
-             words > 1 ? "}" : "");
+    snprintf(text, text_cap, "@$1 st.global%s.%s [$0], %s%s%s;", shape, b, words > 1 ? "{" : "",
+             regs, words > 1 ? "}" : "");
     n += (size_t)snprintf(cons, cons_cap, "l,b");
-    for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, ",r");
+    for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, ",%s", r);
     return;
   }
   /* the masked-off value first: a predicated-off load leaves its registers as they were */
   for (int w = 0; w < words; w++)
-    n += (size_t)snprintf(text + n, text_cap - n, "mov.b32 $%d, $%d; ", w, words + 2 + w);
-  snprintf(text + n, text_cap - n, "@$%d ld.global%s.b32 %s%s%s, [$%d];", words + 1, shape,
+    n += (size_t)snprintf(text + n, text_cap - n, "mov.%s $%d, $%d; ", b, w, words + 2 + w);
+  snprintf(text + n, text_cap - n, "@$%d ld.global%s.%s %s%s%s, [$%d];", words + 1, shape, b,
            words > 1 ? "{" : "", regs, words > 1 ? "}" : "", words);
   n = 0;
-  for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, "=r,");
+  for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, "=%s,", r);
   n += (size_t)snprintf(cons + n, cons_cap - n, "l,b");
-  for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, ",r");
+  for (int w = 0; w < words; w++) n += (size_t)snprintf(cons + n, cons_cap - n, ",%s", r);
 }
 
 MlirOperation kiln_gpu_parse_op(MlirContext ctx, const char *text) {

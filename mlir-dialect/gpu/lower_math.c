@@ -147,12 +147,26 @@ bool low_math(Low *L, MlirOperation op) {
 
 /* ---------------------------------------------------------------- rand */
 
+/* The high word of the 64-bit product of two u32, as NVVM's mul.hi intrinsic.  The emu rewrite
+ * (emu_lower.c) knows it by name. */
+static MlirValue mul_hi(Low *L, MlirValue a, MlirValue b) {
+  MlirValue o[2] = {a, b};
+  MlirNamedAttribute at[2] = {
+      kiln_ir_named(L->ctx, "intrin",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_MULHI))),
+      kiln_ir_named(L->ctx, "fastmathFlags", kiln_gpu_parse_attr(L->ctx, "#llvm.fastmath<none>")),
+  };
+  return mlirOperationGetResult(low_op(L, "llvm.call_intrinsic", o, 2, &L->i32, 1, at, 2), 0);
+}
+
+/* m * x as (high, low) words.  Two plain 32-bit products, not a 64-bit one split in two
+ * (arith.mului_extended: zext, mul, lshr, trunc): the same two PTX instructions, and O3's
+ * InstCombine, which spent half its time on the 64-bit form's 16 Philox blocks, sees a third of
+ * the operations. */
 static void mulhilo(Low *L, uint32_t m, MlirValue x, MlirValue *hi, MlirValue *lo) {
-  MlirValue o[2] = {low_i32(L, (int32_t)m), x};
-  MlirType rt[2] = {L->i32, L->i32};
-  MlirOperation op = low_op(L, "arith.mului_extended", o, 2, rt, 2, NULL, 0);
-  *lo = mlirOperationGetResult(op, 0);
-  *hi = mlirOperationGetResult(op, 1);
+  MlirValue c = low_i32(L, (int32_t)m);
+  *lo = low_bin(L, "arith.muli", c, x);
+  *hi = mul_hi(L, c, x);
 }
 
 enum { PHILOX_ROUNDS = 10 };
@@ -198,10 +212,7 @@ static void philox_half(Low *L, MlirValue seed, MlirValue ctr, MlirValue hi, Mli
   MlirValue m =
       select_i32(L, hi, low_i32(L, (int32_t)0xD2511F53u), low_i32(L, (int32_t)0xCD9E8D57u));
   MlirValue y = select_i32(L, hi, c[3], c[1]), key = select_i32(L, hi, k[1], k[0]);
-  MlirValue o[2] = {m, x};
-  MlirType rt[2] = {L->i32, L->i32};
-  MlirOperation op = low_op(L, "arith.mului_extended", o, 2, rt, 2, NULL, 0);
-  MlirValue lo = mlirOperationGetResult(op, 0), h = mlirOperationGetResult(op, 1);
+  MlirValue lo = low_bin(L, "arith.muli", m, x), h = mul_hi(L, m, x);
   out[0] = low_bin(L, "arith.xori", low_bin(L, "arith.xori", h, y), key);
   out[1] = lo;
 }
@@ -224,13 +235,22 @@ static MlirValue pick4(Low *L, MlirValue x, const MlirValue c[4]) {
   return select_i32(L, bit_of(L, x, 1), hi, lo);
 }
 
-/* How a thread's offsets share Philox blocks: runs of `v` consecutive offsets (1, 2 or 4) at
- * consecutive list positions, starting at a multiple of `align` (4: the run is one block's
- * words in order; 2: the first or second half of one block; 1: anywhere, so the run may cross
- * into the next block). */
+/* How a thread's offsets share Philox blocks: runs of `v` offsets (1, 2 or 4) at consecutive
+ * list positions.  Consecutive offsets starting at a multiple of `align` (4: the run is one
+ * block's words in order; 2: the first or second half of one block; 1: anywhere, so the run
+ * may cross into the next block); or, `one_block`, offsets in any order with one counter
+ * o >> 2 (each element picks its word by its own low bits). */
 typedef struct RandRuns {
   int v, align;
+  bool one_block;
 } RandRuns;
+
+/* The largest power of two <= min(limit, 4) dividing n. */
+static int run_length(int64_t limit, int64_t n) {
+  int p = 1;
+  while (p * 2 <= limit && p * 2 <= 4 && n % (p * 2) == 0) p *= 2;
+  return p;
+}
 
 /* Runs along the fastest dim of the offsets' layout, from the axis analysis: a run is v <= 4
  * elements the thread holds next to each other (the layout's contiguous elements along that dim,
@@ -238,7 +258,7 @@ typedef struct RandRuns {
  * the divisibility.  The chunks a thread holds start at multiples of spt in the tile, and the
  * analysis' runs at multiples of their length, so a chunk of v starts aligned as its run does. */
 static RandRuns rand_runs(Low *L, MlirValue offs, int64_t n_vals) {
-  RandRuns r = {1, 1};
+  RandRuns r = {1, 1, false};
   MlirType t = mlirValueGetType(offs);
   if (!mlirTypeIsARankedTensor(t)) return r;
   KilnGpuOwn own = kiln_gpu_own_of_type(t);
@@ -248,15 +268,19 @@ static RandRuns rand_runs(Low *L, MlirValue offs, int64_t n_vals) {
   if (m->elem_stride != 1 && m->n > 1) return r;
   KilnGpuAxisInfo ai = kiln_gpu_axis_get(L->axis, offs);
   int64_t run = m->spt < m->n ? m->spt : m->n;
-  int64_t v = ai.contig[d] < run ? ai.contig[d] : run;
-  if (v > 4) v = 4;
-  int p = 1;
-  while (p * 2 <= v && m->n % (p * 2) == 0) p *= 2;
+  int p = run_length(ai.contig[d] < run ? ai.contig[d] : run, m->n);
+  /* Runs of one counter that are not consecutive offsets (pairs of rows of counters in the
+   * attention's transposed tiles): one block for the run, better than a crossing run. */
+  int q = run_length(ai.quad[d] < run ? ai.quad[d] : run, m->n);
   r.v = p;
-  if (p == 1) return r;
+  if (p == 1 && q == 1) return r;
   r.align = ai.divis[d] >= 4 ? 4 : ai.divis[d] >= 2 ? 2 : 1;
-  if (r.align == 2) r.v = 2; /* a run of 4 from an even offset may cross: two halves instead */
-  if (r.align > r.v) r.align = r.v;
+  if (p > 1 && r.align > 1) {
+    if (r.align == 2) r.v = 2; /* a run of 4 from an even offset may cross: two halves */
+    if (r.align > r.v) r.align = r.v;
+    return r;
+  }
+  if (q > 1) return (RandRuns){q, 1, true};
   return r;
 }
 
@@ -291,6 +315,11 @@ static void rand_words(Low *L, MlirValue seed, MlirValue offs, const Vals *O, Ml
   RandRuns r = rand_runs(L, offs, O->n);
   for (int64_t j = 0; j < O->n; j += r.v) {
     MlirValue o0 = O->v[j], blk[4];
+    if (r.one_block) { /* one counter: each element's word by its own offset */
+      philox_block(L, seed, counter_of(L, o0), blk);
+      for (int e = 0; e < r.v; e++) out[j + e] = pick4(L, O->v[j + e], blk);
+      continue;
+    }
     if (r.v > 1 && r.align == 1) {
       rand_run_unaligned(L, seed, o0, r.v, &out[j]);
       continue;

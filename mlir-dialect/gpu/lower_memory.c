@@ -8,7 +8,12 @@
  * ld.global.v4.b32` (inline PTX: LLVM splits a branch-guarded vector access into narrower pieces);
  * masked-off lanes touch no memory and a load yields `other`.  Otherwise a vector access runs only
  * when the whole vector's mask is true, and each element is loaded or stored alone under its own
- * mask (the tail of a tile).  An i1 tile moves as bytes, 0 or 1, as on the cpu target. */
+ * mask (the tail of a tile).  An access of one 16-bit element a time (v = 1: nothing proven
+ * aligned) under a mask is one predicated instruction too, `@p ld.global.b16`: as a branch each
+ * was three blocks and a phi for LLVM (attn_bwd_dkdv 64x64 without promises: 192 a thread).  32-bit
+ * elements keep the branch: as inline PTX, which LLVM does not move, the f32 attention's loads
+ * (FMA dots) spilled 16 bytes on sm_90, and what they cost LLVM did not show in the time.  An i1 tile moves
+ * as bytes, 0 or 1, as on the cpu target. */
 #include "lower.h"
 
 #include "mlir-c/Dialect/LLVM.h"
@@ -125,10 +130,10 @@ static void from_words(Low *L, const MlirValue *words_in, int words, MlirType et
 }
 
 /* llvm.inline_asm with side effects (a load must not move across stores, nor be dropped). */
-static MlirOperation pred_asm(Low *L, bool store, int words, const MlirValue *ops, size_t n,
-                              const MlirType *res, size_t nres) {
+static MlirOperation pred_asm(Low *L, bool store, int words, int word_bits, const MlirValue *ops,
+                              size_t n, const MlirType *res, size_t nres) {
   char text[256], cons[64];
-  kiln_gpu_pred_access_ptx(store, words, text, sizeof text, cons, sizeof cons);
+  kiln_gpu_pred_access_ptx(store, words, word_bits, text, sizeof text, cons, sizeof cons);
   MlirNamedAttribute a[3] = {
       kiln_ir_named(L->ctx, "asm_string",
                     mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
@@ -150,7 +155,7 @@ static void load_vector_pred(Low *L, MlirValue p, MlirValue pred, const MlirValu
   MlirType i32s[4] = {L->i32, L->i32, L->i32, L->i32};
   MlirType rt = words == 1 ? L->i32 : mlirLLVMStructTypeLiteralGet(L->ctx, words, i32s, false);
   MlirValue r =
-      mlirOperationGetResult(pred_asm(L, false, words, ops, (size_t)(2 + words), &rt, 1), 0);
+      mlirOperationGetResult(pred_asm(L, false, words, 32, ops, (size_t)(2 + words), &rt, 1), 0);
   MlirValue w[4] = {r};
   for (int64_t k = 0; words > 1 && k < words; k++) {
     MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &k));
@@ -165,7 +170,32 @@ static void store_vector_pred(Low *L, MlirValue p, MlirValue pred, const MlirVal
   ops[0] = p;
   ops[1] = pred;
   to_words(L, vals, et, v, words, ops + 2);
-  pred_asm(L, true, words, ops, (size_t)(2 + words), NULL, 0);
+  pred_asm(L, true, words, 32, ops, (size_t)(2 + words), NULL, 0);
+}
+
+/* x (of a 16- or 32-bit type) as the integer of its bits, or back (`to` the wanted type). */
+static MlirValue same_bits(Low *L, MlirValue x, MlirType to) {
+  if (mlirTypeEqual(mlirValueGetType(x), to)) return x;
+  return low_op1(L, "llvm.bitcast", &x, 1, to);
+}
+
+/* The integer type of a lone predicated element of `bits` (16: i16); null where it keeps its
+ * branch. */
+static MlirType pred_scalar_type(Low *L, int bits) {
+  return bits == 16 ? mlirIntegerTypeGet(L->ctx, 16) : (MlirType){NULL};
+}
+
+/* One element under mask m as one predicated instruction (`ws` its word type). */
+static MlirValue load_scalar_pred(Low *L, MlirValue p, MlirValue m, MlirValue other, MlirType et,
+                                  MlirType ws) {
+  MlirValue ops[3] = {p, m, same_bits(L, other, ws)};
+  int wb = (int)mlirIntegerTypeGetWidth(ws);
+  return same_bits(L, mlirOperationGetResult(pred_asm(L, false, 1, wb, ops, 3, &ws, 1), 0), et);
+}
+
+static void store_scalar_pred(Low *L, MlirValue p, MlirValue m, MlirValue val, MlirType ws) {
+  MlirValue ops[3] = {p, m, same_bits(L, val, ws)};
+  pred_asm(L, true, 1, (int)mlirIntegerTypeGetWidth(ws), ops, 3, NULL, 0);
 }
 
 /* and of the masks of one vector; null when all are constant true. */
@@ -226,6 +256,7 @@ bool low_load(Low *L, MlirOperation op) {
   int v = low_vector_width(L, ptrs, &own);
   Vals *out = low_vals(L, own.count);
   int64_t ealign = bits / 8;
+  MlirType ws = pred_scalar_type(L, bits);
   int words = v > 1 && low_mask_uniform(L, mlirOperationGetOperand(op, 1), &own, v)
                   ? pred_words(v, bits)
                   : 0;
@@ -233,8 +264,10 @@ bool low_load(Low *L, MlirOperation op) {
     MlirValue m[16];
     for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];
     if (v == 1) {
-      out->v[j] =
-          low_load_masked(L, P->v[P->n == 1 ? 0 : j], m[0], O->v[O->n == 1 ? 0 : j], et, ealign);
+      MlirValue p = P->v[P->n == 1 ? 0 : j], other = O->v[O->n == 1 ? 0 : j];
+      out->v[j] = !low_is_true(m[0]) && !mlirTypeIsNull(ws)
+                      ? load_scalar_pred(L, p, m[0], other, et, ws)
+                      : low_load_masked(L, p, m[0], other, et, ealign);
       continue;
     }
     MlirValue all = low_all_true(L, m, v);
@@ -296,6 +329,7 @@ bool low_store(Low *L, MlirOperation op) {
   KilnGpuOwn own = kiln_gpu_own_of_type(mlirValueGetType(ptrs));
   int v = low_vector_width(L, ptrs, &own);
   int64_t ealign = bits / 8;
+  MlirType ws = pred_scalar_type(L, bits);
   int words = v > 1 && low_mask_uniform(L, mlirOperationGetOperand(op, 2), &own, v)
                   ? pred_words(v, bits)
                   : 0;
@@ -303,7 +337,11 @@ bool low_store(Low *L, MlirOperation op) {
     MlirValue m[16];
     for (int e = 0; e < v; e++) m[e] = M->v[M->n == 1 ? 0 : j + e];
     if (v == 1) {
-      store_masked(L, P->v[P->n == 1 ? 0 : j], V->v[V->n == 1 ? 0 : j], m[0], ealign);
+      MlirValue p = P->v[P->n == 1 ? 0 : j], val = V->v[V->n == 1 ? 0 : j];
+      if (!low_is_true(m[0]) && !mlirTypeIsNull(ws))
+        store_scalar_pred(L, p, m[0], val, ws);
+      else
+        store_masked(L, p, val, m[0], ealign);
       continue;
     }
     MlirValue all = low_all_true(L, m, v);

@@ -2,8 +2,8 @@
  *
  * How.  PTX's printf is the system call `vprintf(fmt, args)` (ptxas and the driver know it; a
  * call of an external `vprintf` becomes `.extern .func vprintf`).  fmt is a constant string of
- * the module, the cpu target's format (mlir-dialect/cpu/cpu_ops.c): "pid (X, Y, Z) idx (I, J)
- * TEXT: VALUE\n", no idx for a scalar.  args is a buffer on the thread's stack, allocated once at
+ * the module, the format every target prints (kiln_ir_print_format, rewrite.c):
+ * "pid (X, Y, Z) idx (I, J) TEXT: VALUE\n", no idx for a scalar.  args is a buffer on the thread's stack, allocated once at
  * the function's entry, holding the arguments as CUDA's printf ABI packs them: each at its
  * natural alignment, the program ids and indices as int, the value as int (i1 zero-extended,
  * i8/i16 sign-extended), long long (i64) or double (floats widened, printed with %.9g).
@@ -20,103 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The printf format of a rank-`rank` tile (0: a scalar) of `elem`: the cpu target's, so the
- * targets print the same lines ('%' of the text doubled). */
-static char *print_format(MlirStringRef text, int rank, MlirType elem) {
-  size_t cap = 2 * text.length + 64 + 4 * (size_t)rank;
-  char *f = malloc(cap), *o = f;
-  if (!f) return NULL;
-  o += sprintf(o, "pid (%%d, %%d, %%d) ");
-  if (rank > 0) {
-    o += sprintf(o, "idx (");
-    for (int i = 0; i < rank; i++) o += sprintf(o, i ? ", %%d" : "%%d");
-    o += sprintf(o, ") ");
-  }
-  for (size_t i = 0; i < text.length; i++) {
-    if (text.data[i] == '%') *o++ = '%';
-    *o++ = text.data[i];
-  }
-  bool wide = mlirTypeIsAInteger(elem) && mlirIntegerTypeGetWidth(elem) == 64;
-  sprintf(o, ": %s\n", mlirTypeIsAFloat(elem) ? "%.9g" : wide ? "%lld" : "%d");
-  return f;
-}
-
-static MlirBlock module_body(MlirOperation module) {
-  return mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-}
-
 static MlirOperation enclosing(MlirBlock b, const char *name) {
   MlirOperation p = mlirBlockGetParentOperation(b);
   while (!mlirOperationIsNull(p) && !kiln_ir_op_is(p, name)) p = mlirOperationGetParentOperation(p);
   return p;
-}
-
-static bool has_symbol(MlirOperation module, const char *name) {
-  MlirSymbolTable st = mlirSymbolTableCreate(module);
-  bool have = !mlirOperationIsNull(mlirSymbolTableLookup(st, mlirStringRefCreateFromCString(name)));
-  mlirSymbolTableDestroy(st);
-  return have;
-}
-
-/* Inserts a new op of `spec` at the top of the module. */
-static void at_module_top(Low *L, MlirOperation module, KilnOpSpec *spec) {
-  KilnIRBuilder mb;
-  kiln_ir_builder_init(&mb, L->ctx, module_body(module));
-  kiln_ir_builder_set_before(&mb, mlirBlockGetFirstOperation(module_body(module)));
-  kiln_ir_create(&mb, spec);
-}
-
-/* `llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32`, external, once per module. */
-static void declare_vprintf(Low *L, MlirOperation module) {
-  if (has_symbol(module, "vprintf")) return;
-  MlirType ptr = mlirLLVMPointerTypeGet(L->ctx, 0), args[2] = {ptr, ptr};
-  MlirNamedAttribute a[3] = {
-      kiln_ir_named(L->ctx, "sym_name",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString("vprintf"))),
-      kiln_ir_named(L->ctx, "function_type",
-                    mlirTypeAttrGet(mlirLLVMFunctionTypeGet(L->i32, 2, args, false))),
-      kiln_ir_named(L->ctx, "linkage", kiln_gpu_parse_attr(L->ctx, "#llvm.linkage<external>")),
-  };
-  MlirRegion body = mlirRegionCreate();
-  KilnOpSpec s = {.name = "llvm.func",
-                  .loc = L->loc,
-                  .attrs = a,
-                  .n_attrs = 3,
-                  .regions = &body,
-                  .n_regions = 1};
-  at_module_top(L, module, &s);
-}
-
-/* The format as a fresh internal constant "kiln_print_fmt_N" of the module; its address. */
-static MlirValue format_global(Low *L, MlirOperation module, const char *fmt) {
-  char name[64];
-  for (int n = 0;; n++) {
-    snprintf(name, sizeof name, "kiln_print_fmt_%d", n);
-    if (!has_symbol(module, name)) break;
-  }
-  size_t len = strlen(fmt) + 1; /* with its NUL */
-  MlirNamedAttribute g[5] = {
-      kiln_ir_named(L->ctx, "sym_name",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(name))),
-      kiln_ir_named(L->ctx, "global_type",
-                    mlirTypeAttrGet(mlirLLVMArrayTypeGet(L->i8, (unsigned)len))),
-      kiln_ir_named(L->ctx, "linkage", kiln_gpu_parse_attr(L->ctx, "#llvm.linkage<internal>")),
-      kiln_ir_named(L->ctx, "constant", mlirUnitAttrGet(L->ctx)),
-      kiln_ir_named(L->ctx, "value", mlirStringAttrGet(L->ctx, mlirStringRefCreate(fmt, len))),
-  };
-  MlirRegion init = mlirRegionCreate();
-  KilnOpSpec s = {.name = "llvm.mlir.global",
-                  .loc = L->loc,
-                  .attrs = g,
-                  .n_attrs = 5,
-                  .regions = &init,
-                  .n_regions = 1};
-  at_module_top(L, module, &s);
-  MlirNamedAttribute ga =
-      kiln_ir_named(L->ctx, "global_name",
-                    mlirFlatSymbolRefAttrGet(L->ctx, mlirStringRefCreateFromCString(name)));
-  MlirType ptr = mlirLLVMPointerTypeGet(L->ctx, 0);
-  return mlirOperationGetResult(low_op(L, "llvm.mlir.addressof", NULL, 0, &ptr, 1, &ga, 1), 0);
 }
 
 /* `bytes` bytes, 8-aligned, on the stack of the function being built, allocated at its entry
@@ -191,13 +98,16 @@ bool low_print(Low *L, MlirOperation op) {
   MlirOperation module = enclosing(L->b.block, "builtin.module");
   MlirStringRef text = mlirStringAttrGetValue(
       mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("text")));
-  char *fmt = print_format(text, rank, elem);
+  char *fmt = kiln_ir_print_format(text, rank, elem);
   if (!fmt) {
     low_error(L, "out of memory");
     return false;
   }
-  declare_vprintf(L, module);
-  MlirValue f = format_global(L, module, fmt);
+  /* `llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32`, the one PTX knows */
+  MlirType ptr = mlirLLVMPointerTypeGet(L->ctx, 0), vargs[2] = {ptr, ptr};
+  kiln_ir_declare_external_func(module, L->loc, "vprintf",
+                                mlirLLVMFunctionTypeGet(L->i32, 2, vargs, false));
+  MlirValue f = kiln_ir_module_string(&L->b, L->loc, module, "kiln_print_fmt", fmt);
   free(fmt);
   MlirValue buf = entry_buffer(L, 8 * (4 + KILN_GPU_MAX_RANK));
   static const char *const ctaid[3] = {"nvvm.read.ptx.sreg.ctaid.x", "nvvm.read.ptx.sreg.ctaid.y",

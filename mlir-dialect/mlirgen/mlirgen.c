@@ -622,36 +622,133 @@ static MlirValue gen_reduce(Gen *g, const KilnExpr *e, KilnReduceKind kind) {
   return kiln_ir_build_expand_dims(&g->b, loc, r, axis);
 }
 
-/* sort(x, axis, descending): a bitonic sorting network along the last axis (length n, a power
- * of two), built from existing ops so that every target sorts the same way.  The network is the
- * form whose comparators all point the same way: merge phase k (2, 4, .., n) first compares
- * element i of each k-block with element k - 1 - i, then, for j = k/4 .. 1, i with i ^ j.  The
- * tile is viewed as [a, 2, j] (a = elements / 2j: the rows' pairs of j-runs one after the other,
- * row-major), where the two entries of the middle axis are partners: flipping that axis gives
- * every element its partner (the first step of a phase also flips the last axis, which reverses
- * the k-block).  The lower entry (middle index 0) keeps the smaller of the pair (the larger for
- * a descending sort): it takes its partner when partner < self, the upper one when partner >
- * self, one strict comparison seen from both sides, so a pair always swaps or stays whole and the
- * result is a permutation of x (ties, and NaN, which compares false, stay put).  A step costs a
- * reshape, a flip or two (on the GPU each a trip through shared memory), two compares and two
- * selects; the lower-entry mask is made once per j. */
-static MlirValue sort_view(Gen *g, MlirLocation loc, MlirValue v, MlirType elem, int64_t a,
+/* Networks along an axis of any length (sort, scan/reduce with a combine) run the steps of the
+ * next power of two, N, through kiln.resize, which extends a tile along the axis (its last
+ * element repeated) and cuts it back: sort extends the whole tile and keeps the extra lanes out
+ * of every result that is used; scan/reduce extend only each step's partner exchange.  Only the
+ * cpu target has such tiles (the GPU targets need power-of-two tiles); a power-of-two axis gets
+ * no extra op. */
+static int64_t next_pow2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/* v's tile type with its axis `axis` of length len. */
+static MlirType with_axis_len(MlirType tt, int axis, int64_t len) {
+  int64_t shape[KILN_MAX_RANK];
+  int rank = (int)mlirShapedTypeGetRank(tt);
+  for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(tt, i);
+  shape[axis] = len;
+  return kiln_ir_type_tensor(kiln_ir_elem_type(tt), shape, rank);
+}
+
+/* v resized along axis to len (v itself when it has that length). */
+static MlirValue resize_axis(Gen *g, MlirLocation loc, MlirValue v, int axis, int64_t len) {
+  MlirType tt = mlirValueGetType(v);
+  if (mlirShapedTypeGetDimSize(tt, axis) == len) return v;
+  return kiln_ir_build_resize(&g->b, loc, v, with_axis_len(tt, axis, len));
+}
+
+/* The 1-D i1 mask m over the axis (of tt's length along it) spread to tt's shape. */
+static MlirValue spread_axis_mask(Gen *g, MlirLocation loc, MlirValue m, MlirType tt, int axis) {
+  MlirType i1 = mlirIntegerTypeGet(g->ctx, 1);
+  int rank = (int)mlirShapedTypeGetRank(tt);
+  int64_t shape[KILN_MAX_RANK];
+  for (int i = 0; i < axis; i++) m = kiln_ir_build_expand_dims(&g->b, loc, m, 0);
+  for (int i = axis + 1; i < rank; i++) m = kiln_ir_build_expand_dims(&g->b, loc, m, i);
+  bool full = true;
+  for (int i = 0; i < rank; i++) {
+    shape[i] = mlirShapedTypeGetDimSize(tt, i);
+    full &= i == axis || shape[i] == 1;
+  }
+  return full ? m : kiln_ir_build_broadcast(&g->b, loc, m, kiln_ir_type_tensor(i1, shape, rank));
+}
+
+/* The i1 tile of tt's shape that is true where the index along the axis, r, has
+ * pred((r & and_mask) + add, than) ("eq", "slt", "sge"). */
+static MlirValue axis_mask(Gen *g, MlirLocation loc, MlirType tt, int axis, int64_t and_mask,
+                           int64_t add, const char *pred, int64_t than) {
+  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32);
+  int64_t n = mlirShapedTypeGetDimSize(tt, axis);
+  MlirType rt = kiln_ir_type_tensor(i32, &n, 1);
+  MlirValue r = kiln_ir_build_range(&g->b, loc, 0, (int32_t)n);
+  if (and_mask != -1) {
+    MlirValue ops[2] = {r, kiln_ir_build_const_int(&g->b, loc, rt, and_mask)};
+    r = kiln_ir_build_elementwise(&g->b, loc, "arith.andi", ops, 2, rt);
+  }
+  if (add != 0) {
+    MlirValue ops[2] = {r, kiln_ir_build_const_int(&g->b, loc, rt, add)};
+    r = kiln_ir_build_elementwise(&g->b, loc, "arith.addi", ops, 2, rt);
+  }
+  MlirValue m =
+      kiln_ir_build_cmpi(&g->b, loc, pred, r, kiln_ir_build_const_int(&g->b, loc, rt, than));
+  return spread_axis_mask(g, loc, m, tt, axis);
+}
+
+/* sort(x, axis, descending): a bitonic sorting network along the axis (any axis), built from
+ * existing ops so that every target sorts the same way.  The network is the form whose
+ * comparators all point the same way: merge phase k (2, 4, .., N) first compares element i of
+ * each k-block with element k - 1 - i, then, for j = k/4 .. 1, i with i ^ j.  The tile is viewed
+ * as [a, 2, j, post] (post: the elements after the axis, left out when 1; a: the rest, the lines'
+ * pairs of j-runs one after the other, row-major), where the two entries of the second axis are
+ * partners: flipping that axis gives every element its partner (the first step of a phase also
+ * flips the j axis, which reverses the k-block).  The lower entry (index 0 of the second axis)
+ * keeps the one that goes first of the pair (the smaller, or the larger for a descending sort):
+ * it takes its partner when the partner goes before it, the upper one when it goes after, one
+ * strict comparison seen from both sides, so a pair always swaps or stays whole and the result is
+ * a permutation of x (ties, and NaN, which compares false, stay put).  A step costs a reshape, a
+ * flip or two (on the GPU each a trip through shared memory), two compares and two selects; the
+ * lower-entry mask is made once per j.
+ *
+ * An axis of a length n that is not a power of two (the cpu target) is extended to N, and a pair
+ * with a lane past n (an i1 tile `pad` marks them) never swaps, whatever the values (NaN
+ * included): the extra lanes stay where they are.  That is the network over x padded with
+ * elements that go after every other (+inf ascending): in a pair of the network the upper lane
+ * is the later one, so an extra lane is only ever paired with an earlier lane, which keeps the
+ * one that goes first, its own.  The first n lanes are x sorted, cut back out. */
+typedef struct SortNet {
+  int64_t pre, n, post; /* elements before the axis, its (padded) length, after it */
+  MlirType elem;
+  bool fl, u, down, padded;
+} SortNet;
+
+static MlirValue sort_view(Gen *g, MlirLocation loc, const SortNet *s, MlirValue v, MlirType elem,
                            int64_t j) {
-  int64_t view[3] = {a, 2, j};
-  MlirType vt = kiln_ir_type_tensor(elem, view, 3);
+  int64_t view[4] = {s->pre * (s->n / (2 * j)), 2, j, s->post};
+  MlirType vt = kiln_ir_type_tensor(elem, view, s->post > 1 ? 4 : 3);
   return mlirTypeEqual(mlirValueGetType(v), vt) ? v : kiln_ir_build_reshape(&g->b, loc, v, vt);
 }
 
-/* The [a, 2, j] i1 tile that is true at middle index 0. */
-static MlirValue sort_lower(Gen *g, MlirLocation loc, int64_t a, int64_t j) {
-  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
-  int64_t two = 2, view[3] = {a, 2, j};
-  MlirValue lower =
-      kiln_ir_build_cmpi(&g->b, loc, "eq", kiln_ir_build_range(&g->b, loc, 0, 2),
-                         kiln_ir_build_const_int(&g->b, loc, kiln_ir_type_tensor(i32, &two, 1), 0));
-  lower = kiln_ir_build_expand_dims(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, lower, 0), 2);
-  if (a == 1 && j == 1) return lower;
-  return kiln_ir_build_broadcast(&g->b, loc, lower, kiln_ir_type_tensor(i1, view, 3));
+/* The view's i1 tile that is true at index 0 of its second axis. */
+static MlirValue sort_lower(Gen *g, MlirLocation loc, const SortNet *s, int64_t j) {
+  MlirType i1 = mlirIntegerTypeGet(g->ctx, 1);
+  int64_t view[4] = {s->pre * (s->n / (2 * j)), 2, j, s->post};
+  MlirType vt = kiln_ir_type_tensor(i1, view, s->post > 1 ? 4 : 3);
+  return axis_mask(g, loc, vt, 1, -1, 0, "eq", 0);
+}
+
+/* One compare-and-swap step over the view v; pad (padded only): the view's i1 tile of the lanes
+ * past the axis's length. */
+static MlirValue sort_step(Gen *g, MlirLocation loc, const SortNet *s, MlirValue v, MlirValue pad,
+                           MlirValue lower, bool reverse) {
+  MlirValue p = kiln_ir_build_flip(&g->b, loc, v, 1);
+  if (reverse) p = kiln_ir_build_flip(&g->b, loc, p, 2);
+  MlirValue lt = s->fl ? kiln_ir_build_cmpf(&g->b, loc, "olt", p, v)
+                       : kiln_ir_build_cmpi(&g->b, loc, s->u ? "ult" : "slt", p, v);
+  MlirValue gt = s->fl ? kiln_ir_build_cmpf(&g->b, loc, "ogt", p, v)
+                       : kiln_ir_build_cmpi(&g->b, loc, s->u ? "ugt" : "sgt", p, v);
+  MlirValue take = kiln_ir_build_select(&g->b, loc, lower, s->down ? gt : lt, s->down ? lt : gt);
+  if (s->padded) { /* a pair with a lane past the axis's end never swaps */
+    MlirValue pp = kiln_ir_build_flip(&g->b, loc, pad, 1);
+    if (reverse) pp = kiln_ir_build_flip(&g->b, loc, pp, 2);
+    MlirValue either[2] = {pad, pp};
+    MlirValue dead =
+        kiln_ir_build_elementwise(&g->b, loc, "arith.ori", either, 2, mlirValueGetType(pad));
+    take = kiln_ir_build_select(
+        &g->b, loc, dead, kiln_ir_build_const_int(&g->b, loc, mlirValueGetType(pad), 0), take);
+  }
+  return kiln_ir_build_select(&g->b, loc, take, p, v);
 }
 
 static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
@@ -659,30 +756,40 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
   const KilnType *t = e->args[0]->type;
   MlirValue x = gen_expr(g, e->args[0]);
   if (g->failed) return x;
-  int64_t n = t->dims[t->rank - 1], total = 1;
-  for (int i = 0; i < t->rank; i++) total *= t->dims[i];
+  int axis = kiln_call_has_axis(e) ? (int)e->args[1]->ival : t->rank - 1;
+  int64_t n = t->dims[axis];
   if (n == 1) return x;
-  MlirType tt = mlirValueGetType(x), elem = kiln_ir_elem_type(tt);
-  bool fl = is_float_kind(t->scalar), u = is_unsigned_kind(t->scalar), down = e->ival != 0;
+  MlirType tt = mlirValueGetType(x);
+  SortNet s = {.pre = 1,
+               .n = next_pow2(n),
+               .post = 1,
+               .elem = kiln_ir_elem_type(tt),
+               .fl = is_float_kind(t->scalar),
+               .u = is_unsigned_kind(t->scalar),
+               .down = e->ival != 0};
+  for (int i = 0; i < axis; i++) s.pre *= t->dims[i];
+  for (int i = axis + 1; i < t->rank; i++) s.post *= t->dims[i];
+  s.padded = s.n != n;
+  MlirValue v = resize_axis(g, loc, x, axis, s.n), pad = {NULL};
+  MlirType pt = mlirValueGetType(v), i1 = mlirIntegerTypeGet(g->ctx, 1);
+  if (s.padded) {
+    int rank = (int)mlirShapedTypeGetRank(pt);
+    int64_t shape[KILN_MAX_RANK];
+    for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(pt, i);
+    pad = axis_mask(g, loc, kiln_ir_type_tensor(i1, shape, rank), axis, -1, 0, "sge", n);
+  }
   MlirValue lower[64] = {{NULL}}; /* by log2(j) */
-  MlirValue v = x;
-  for (int64_t k = 2; k <= n; k *= 2) {
+  for (int64_t k = 2; k <= s.n; k *= 2) {
     for (int64_t j = k / 2; j >= 1; j /= 2) {
-      int64_t a = total / (2 * j);
       int lj = __builtin_ctzll((unsigned long long)j);
-      v = sort_view(g, loc, v, elem, a, j);
-      if (mlirValueIsNull(lower[lj])) lower[lj] = sort_lower(g, loc, a, j);
-      MlirValue p = kiln_ir_build_flip(&g->b, loc, v, 1);
-      if (j == k / 2 && j > 1) p = kiln_ir_build_flip(&g->b, loc, p, 2);
-      MlirValue lt = fl ? kiln_ir_build_cmpf(&g->b, loc, "olt", p, v)
-                        : kiln_ir_build_cmpi(&g->b, loc, u ? "ult" : "slt", p, v);
-      MlirValue gt = fl ? kiln_ir_build_cmpf(&g->b, loc, "ogt", p, v)
-                        : kiln_ir_build_cmpi(&g->b, loc, u ? "ugt" : "sgt", p, v);
-      MlirValue take = kiln_ir_build_select(&g->b, loc, lower[lj], down ? gt : lt, down ? lt : gt);
-      v = kiln_ir_build_select(&g->b, loc, take, p, v);
+      v = sort_view(g, loc, &s, v, s.elem, j);
+      if (s.padded) pad = sort_view(g, loc, &s, pad, i1, j);
+      if (mlirValueIsNull(lower[lj])) lower[lj] = sort_lower(g, loc, &s, j);
+      v = sort_step(g, loc, &s, v, pad, lower[lj], j == k / 2 && j > 1);
     }
   }
-  return kiln_ir_build_reshape(&g->b, loc, v, tt);
+  v = kiln_ir_build_reshape(&g->b, loc, v, pt);
+  return resize_axis(g, loc, v, axis, n);
 }
 
 /* scan / reduce (x, axis, combine) with a user's combine, built from existing ops as sort is, so
@@ -699,40 +806,29 @@ static MlirValue gen_sort(Gen *g, const KilnExpr *e) {
  * element; reduce takes t, one element per line (a max along the axis over equal values,
  * exact in every type).  Each step costs a reshape and a flip (on the GPU a trip through shared
  * memory), selects and the combine's inlined body once (reduce) or twice (scan) on whole tiles;
- * the combine also runs on elements whose result is discarded. */
+ * the combine also runs on elements whose result is discarded.
+ *
+ * An axis of a length n that is not a power of two (the cpu target) runs the steps of N, the
+ * next power of two, on tiles of x's shape (the combine's body is typed for it): only the
+ * partner exchange goes through N, the tile extended by kiln.resize (its last element repeated),
+ * viewed, flipped and cut back.  A lane whose partner lies past n reads the line's last element
+ * instead, which is in the same j-block when that block starts before n (t is one value over a
+ * block), so every 2j-block whose upper half starts before n combines its two halves' totals
+ * exactly, and one whose upper half starts at n or later keeps its lower half's total (a mask);
+ * the scans only ever read a lower block, always within the line.  No identity is needed. */
 static MlirValue combine_partner(Gen *g, MlirLocation loc, MlirValue t, int axis, int64_t j) {
   MlirType tt = mlirValueGetType(t), elem = kiln_ir_elem_type(tt);
   int rank = (int)mlirShapedTypeGetRank(tt);
-  int64_t pre = 1, post = 1, n = mlirShapedTypeGetDimSize(tt, axis);
+  int64_t pre = 1, post = 1, n = mlirShapedTypeGetDimSize(tt, axis), np2 = next_pow2(n);
   for (int i = 0; i < axis; i++) pre *= mlirShapedTypeGetDimSize(tt, i);
   for (int i = axis + 1; i < rank; i++) post *= mlirShapedTypeGetDimSize(tt, i);
-  int64_t view[4] = {pre * (n / (2 * j)), 2, j, post};
+  int64_t view[4] = {pre * (np2 / (2 * j)), 2, j, post};
+  MlirValue padded = resize_axis(g, loc, t, axis, np2);
   MlirValue v =
-      kiln_ir_build_reshape(&g->b, loc, t, kiln_ir_type_tensor(elem, view, post > 1 ? 4 : 3));
+      kiln_ir_build_reshape(&g->b, loc, padded, kiln_ir_type_tensor(elem, view, post > 1 ? 4 : 3));
   v = kiln_ir_build_flip(&g->b, loc, v, 1);
-  return kiln_ir_build_reshape(&g->b, loc, v, tt);
-}
-
-/* The i1 tile of x's shape that is true where the index along the axis has bit j clear (the
- * lower j-block of each 2j-block). */
-static MlirValue combine_lower(Gen *g, MlirLocation loc, MlirType tt, int axis, int64_t j) {
-  MlirType i32 = mlirIntegerTypeGet(g->ctx, 32), i1 = mlirIntegerTypeGet(g->ctx, 1);
-  int rank = (int)mlirShapedTypeGetRank(tt);
-  int64_t n = mlirShapedTypeGetDimSize(tt, axis), shape[KILN_MAX_RANK];
-  MlirType rt = kiln_ir_type_tensor(i32, &n, 1);
-  MlirValue and_ops[2] = {kiln_ir_build_range(&g->b, loc, 0, (int32_t)n),
-                          kiln_ir_build_const_int(&g->b, loc, rt, j)};
-  MlirValue bit = kiln_ir_build_elementwise(&g->b, loc, "arith.andi", and_ops, 2, rt);
-  MlirValue m =
-      kiln_ir_build_cmpi(&g->b, loc, "eq", bit, kiln_ir_build_const_int(&g->b, loc, rt, 0));
-  for (int i = 0; i < axis; i++) m = kiln_ir_build_expand_dims(&g->b, loc, m, 0);
-  for (int i = axis + 1; i < rank; i++) m = kiln_ir_build_expand_dims(&g->b, loc, m, i);
-  bool full = true;
-  for (int i = 0; i < rank; i++) {
-    shape[i] = mlirShapedTypeGetDimSize(tt, i);
-    full &= i == axis || shape[i] == 1;
-  }
-  return full ? m : kiln_ir_build_broadcast(&g->b, loc, m, kiln_ir_type_tensor(i1, shape, rank));
+  v = kiln_ir_build_reshape(&g->b, loc, v, mlirValueGetType(padded));
+  return resize_axis(g, loc, v, axis, n);
 }
 
 /* One inlined combine(a.., b..) of k values each: sema checked the body (call->inlined) once for
@@ -769,22 +865,26 @@ static bool combine_network(Gen *g, const KilnExpr *e, int k, KilnExpr **xs, Mli
   bool scan = e->builtin == KILN_BUILTIN_SCAN;
   MlirValue v[MAX_COMBINE_VALUES], t[MAX_COMBINE_VALUES], p[MAX_COMBINE_VALUES],
       c[MAX_COMBINE_VALUES], first[MAX_COMBINE_VALUES], second[MAX_COMBINE_VALUES];
+  int64_t n = xs[0]->type->dims[axis], np2 = next_pow2(n);
   for (int i = 0; i < k && !g->failed; i++) v[i] = t[i] = gen_expr(g, xs[i]);
   if (g->failed) return false;
   MlirType tt = mlirValueGetType(v[0]);
-  int64_t n = xs[0]->type->dims[axis];
-  for (int64_t j = 1; j < n && !g->failed; j *= 2) {
-    MlirValue lower = combine_lower(g, loc, tt, axis, j);
+  for (int64_t j = 1; j < np2 && !g->failed; j *= 2) {
+    MlirValue lower = axis_mask(g, loc, tt, axis, j, 0, "eq", 0);
     for (int i = 0; i < k; i++) p[i] = combine_partner(g, loc, t[i], axis, j);
     if (scan) {
       combine_apply(g, call, k, p, v, c);
       if (g->failed) break;
       combine_select(g, loc, lower, k, v, c, v);
     }
-    if (g->failed || (scan && 2 * j == n)) break; /* the last total is not needed */
+    if (g->failed || (scan && 2 * j == np2)) break; /* the last total is not needed */
     combine_select(g, loc, lower, k, t, p, first);
     combine_select(g, loc, lower, k, p, t, second);
     combine_apply(g, call, k, first, second, t);
+    if (np2 != n && !g->failed) { /* a 2j-block whose upper half is past n keeps the lower's */
+      MlirValue upper_in = axis_mask(g, loc, tt, axis, -2 * j, j, "slt", n);
+      combine_select(g, loc, upper_in, k, t, first, t);
+    }
   }
   for (int i = 0; i < k; i++) out[i] = scan ? v[i] : t[i];
   return !g->failed;

@@ -156,10 +156,10 @@ typedef enum KilnBertDropSite {
 
 /* A Philox stream: element i of a site's tensor (row-major in the shapes above) is kept when
  * rand(seed, offset + i) > p (Kiln's rand; tests/numeric's kiln_ref_rand in C), and then
- * scaled by 1 / (1 - p).  The attention probabilities' rows are padded to a multiple of 4
- * counters: element (r, h, i, j) draws at offset + ((r heads + h) cols + i) cols4 + j, cols4 =
- * cols rounded up to a multiple of 4 (kernels-bert/attention.kiln).  Every site's offset is a
- * multiple of 4 (hidden sizes are). */
+ * scaled by 1 / (1 - p).  The attention probabilities take a Philox block per 2x2 square of
+ * (query, key): element (r, h, i, j) draws at offset + 4 ((bh c2 + i / 2) c2 + j / 2) +
+ * 2 (i & 1) + (j & 1), bh = r heads + h, c2 = (cols + 1) / 2 (kernels-bert/attention.kiln).
+ * Every site's offset is a multiple of 4 (hidden sizes are). */
 typedef struct KilnBertPhilox {
   int32_t seed, offset;
 } KilnBertPhilox;

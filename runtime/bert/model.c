@@ -813,12 +813,12 @@ static uint64_t mix64(uint64_t z) {
 }
 
 /* The counters one encoder layer's sites take from its key: the attention probabilities
- * [rows, heads, cols, cols], each row of cols padded to a multiple of 4 counters (the attention
- * kernels' rows start at multiples of 4, so a thread's two columns share a Philox block:
+ * [rows, heads, cols, cols], each head's in 2x2 squares of (query, key) per Philox block, cols
+ * rounded up to even (so that a thread's two keys, or in dK/dV two queries, share a block:
  * kernels-bert/attention.kiln), then the two [rows x cols, hidden] outputs. */
 static int64_t layer_counters(int rows, int cols, const KilnBertConfig *cfg) {
-  int64_t cols4 = ((int64_t)cols + 3) / 4 * 4;
-  int64_t probs = (int64_t)rows * cfg->num_attention_heads * cols * cols4;
+  int64_t cols2 = ((int64_t)cols + 1) / 2 * 2;
+  int64_t probs = (int64_t)rows * cfg->num_attention_heads * cols2 * cols2;
   return probs + 2 * (int64_t)rows * cols * cfg->hidden_size;
 }
 

@@ -59,13 +59,16 @@ check dq_64x64_w4 attn_bwd_dq 64 64 4 \
   "lp['bar_sync'] <= 5;k['spill_stores'] == 0;k['spill_loads'] == 0"
 check dkdv_32x64_w4 attn_bwd_dkdv 32 64 4 \
   "lp['bar_sync'] <= 6;lp['ld_shared'] == 0;k['spill_stores'] == 0;k['spill_loads'] == 0"
-# Dropout (DROPOUT = 1) on the mma layout: each thread holds pairs of consecutive columns of S,
-# whose Philox offsets the kernel aligns (rows of counters padded to multiples of 4), so one
-# Philox block serves each pair (docs/gpu-lowering.md, "Random numbers"). Count the PTX
-# multiplies by Philox's constant M0 = 0xD2511F53 (-766435501 as s32): at 64x64 on 4 warps a
-# thread holds 32 elements of S per KV block, 16 pairs, ~8 such multiplies per block (LLVM folds
-# the first round's), 129 in all; one block per element is 257. The kernel's only rand is in
-# the KV loop. And no spills with dropout on, at 64x64/4 and 128x64/8.
+# Dropout (DROPOUT = 1) on the mma layout: each thread holds pairs of consecutive columns of S
+# (two keys of a query; in dK/dV, on S^T, two queries of a key), and the kernels' counters put
+# each 2x2 square of (query, key) in one Philox block, so one block serves each pair
+# (docs/gpu-lowering.md, "Random numbers"). Count the PTX multiplies by Philox's constant
+# M0 = 0xD2511F53 (-766435501 as s32): at 64x64 on 4 warps a thread holds 32 elements of S per
+# KV block, 16 pairs, ~8 such multiplies per block (LLVM folds the first round's), 129 in all;
+# one block per element is 257. dK/dV at 32x64: 16 elements, 8 pairs, 73 (one block per
+# element: 129). The kernel's only rand is in the KV loop. And no spills with dropout on, at
+# 64x64/4 and 128x64/8 (forward) and 32x64/4 (dK/dV, whose loop is at most 1500 instructions:
+# 2005 with one block per element).
 philox_muls() { # KERNEL BM BN WARPS: M0 multiplies in its sm_90 PTX with dropout, or -1
   if ! "$kiln" compile "$kdir/attention.kiln" --kernel "$1" -D T=f16 -D D=64 -D DROPOUT=1 \
       -D BM="$2" -D BN="$3" -D num_warps="$4" "${promises[@]}" --target sm_90 --emit ptx \
@@ -74,10 +77,11 @@ philox_muls() { # KERNEL BM BN WARPS: M0 multiplies in its sm_90 PTX with dropou
   fi
   grep -cE 'mul\.[a-z0-9.]+[[:space:]].*(3528531795|-766435501)' "$tmp/drop.ptx"
 }
-for k in attn_fwd attn_bwd_dq; do
-  n=$(philox_muls "$k" 64 64 4)
-  if [ "$n" -lt 0 ] || [ "$n" -gt 160 ]; then
-    echo "FAIL ${k}_dropout_philox: $n Philox multiplies (at most 160: one block per column pair)"
+for v in "attn_fwd 64 64 160" "attn_bwd_dq 64 64 160" "attn_bwd_dkdv 32 64 90"; do
+  read -r k bm bn most <<<"$v"
+  n=$(philox_muls "$k" "$bm" "$bn" 4)
+  if [ "$n" -lt 0 ] || [ "$n" -gt "$most" ]; then
+    echo "FAIL ${k}_dropout_philox: $n Philox multiplies (at most $most: one block per pair)"
     fails=$((fails + 1))
   else
     echo "ok   ${k}_dropout_philox: $n Philox multiplies"
@@ -86,5 +90,7 @@ done
 drop=1
 check fwd_dropout_64x64_w4 attn_fwd 64 64 4 "k['spill_stores'] == 0;k['spill_loads'] == 0"
 check fwd_dropout_128x64_w8 attn_fwd 128 64 8 "k['spill_stores'] == 0;k['spill_loads'] == 0"
+check dkdv_dropout_32x64_w4 attn_bwd_dkdv 32 64 4 \
+  "lp['insts'] <= 1500;k['spill_stores'] == 0;k['spill_loads'] == 0"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all attention structure checks passed"

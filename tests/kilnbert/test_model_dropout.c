@@ -1,8 +1,10 @@
 /* test_model_dropout.c — kilnbert_model's dropout (contract section 4) on the cpu device against
  * the double-precision reference (model_ref.c) given the same masks: the model of test_model.c
  * (2 layers, hidden 32, 2 heads of 16, FFN 64, a batch of 2 x 14 tokens, one row padded) at
- * dropout 0.1 on all five sites, one training step's loss and every gradient. 14 tokens, not a
- * multiple of 4: the probabilities' rows of counters are padded to 16 (kiln_bert_dropout_stream).
+ * dropout 0.1 on all five sites, one training step's loss and every gradient. The
+ * probabilities' counters come in 2x2 squares of (query, key), 7 x 7 squares per head
+ * (kiln_bert_dropout_stream; tests/bert's attention cases take odd lengths, whose last
+ * squares are half outside).
  *
  * The reference knows nothing of kernels: it multiplies element i of each site's tensor by the
  * factor this test computes from the site's Philox stream (kiln_bert_dropout_stream, the
@@ -41,8 +43,11 @@ typedef struct Masks {
 static double mask_factor(void *user, KilnBertDropSite site, int layer, size_t i) {
   Masks *mk = user;
   KilnBertPhilox ph = kiln_bert_dropout_stream(SEED, STEP, layer, site, ROWS, COLS, mk->cfg);
-  size_t ctr = i; /* the probabilities' rows take COLS rounded up to a multiple of 4 counters */
-  if (site == KILN_BERT_DROP_ATTN_PROBS) ctr = i / COLS * ((COLS + 3) / 4 * 4) + i % COLS;
+  size_t ctr = i; /* the probabilities: element (bh, q, k) of [bh, COLS, COLS] in its square */
+  if (site == KILN_BERT_DROP_ATTN_PROBS) {
+    size_t s2 = (COLS + 1) / 2, k = i % COLS, q = i / COLS % COLS, bh = i / COLS / COLS;
+    ctr = 4 * ((bh * s2 + q / 2) * s2 + k / 2) + 2 * (q & 1) + (k & 1);
+  }
   bool keep = kiln_ref_rand(ph.seed, (int32_t)((uint32_t)ph.offset + (uint32_t)ctr)) > (float)DROP;
   mk->total++;
   mk->dropped += !keep;

@@ -228,6 +228,13 @@ static float *gather_f16(const uint16_t *buf, size_t rows, size_t cols, size_t s
   return p;
 }
 
+/* Whether a configuration whose tiles have these dimensions runs on the device under test: the
+ * GPU targets need every tile dimension to be a power of two, the cpu target takes any (the
+ * configurations past that are the cpu's own). */
+static bool tiles_run_here(int64_t a, int64_t b) {
+  bool pow2 = a > 0 && b > 0 && (a & (a - 1)) == 0 && (b & (b - 1)) == 0;
+  return pow2 || g_target == KILN_TARGET_CPU;
+}
 /* ---- vector_add --------------------------------------------------------------------------- */
 
 static bool test_vector_add(KilnRtDevice *dev) {
@@ -1658,9 +1665,14 @@ static bool test_cas_lock(KilnRtDevice *dev) {
 static bool test_scan_flip(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, br, bc;
-  } cfgs[] = {{100, 50, 16, 64}, {1, 1, 4, 32}, {37, 32, 4, 32}, {64, 20, 16, 32}};
+  } cfgs[] = {{100, 50, 16, 64},
+              {1, 1, 4, 32},
+              {37, 32, 4, 32},
+              {64, 20, 16, 32},
+              {23, 50, 5, 50}}; /* the last: cumsum/cumprod along 5 and 50 (cpu) */
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    if (!tiles_run_here(cfgs[ci].br, cfgs[ci].bc)) continue;
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
     size_t plane = rows * bc, nf = 5 * plane, ni = 4 * plane;
     KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
@@ -1705,13 +1717,17 @@ static bool test_scan_flip(KilnRtDevice *dev) {
  * sums of sixteenths, the forward fill, wrapping integer sums and products, the composition of
  * integer maps, the first max's column); the f32 row sum is checked
  * against the bound of a tree of log2(bc) levels of additions (the reference's bound array).
- * Tiles of 1 and 2 columns, a single row and rows and columns past the matrix's edge. */
+ * Tiles of 1 and 2 columns, a single row and rows and columns past the matrix's edge; on the cpu
+ * target also tiles of 50, 7, 13 and 12 columns and 5, 3 and 6 rows (lengths that are not powers
+ * of two: the network runs over the next one with the extra lanes kept out). */
 static bool test_scan_combine(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, br, bc;
-  } cfgs[] = {{100, 50, 4, 64}, {1, 1, 1, 1}, {37, 2, 4, 2}, {64, 32, 16, 32}, {9, 7, 2, 8}};
+  } cfgs[] = {{100, 50, 4, 64}, {1, 1, 1, 1},    {37, 2, 4, 2}, {64, 32, 16, 32},
+              {9, 7, 2, 8},     {23, 50, 5, 50}, {9, 7, 3, 7},  {40, 13, 6, 12}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    if (!tiles_run_here(cfgs[ci].br, cfgs[ci].bc)) continue;
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
     size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, nr = 3 * rows;
     KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
@@ -1807,13 +1823,16 @@ static bool test_argmax_all(KilnRtDevice *dev) {
 /* ---- sort_rows ----------------------------------------------------------------------------- */
 
 /* sort (issue 15): a sort moves values without arithmetic, so every output is exact; the i32
- * rows hold many ties and the mask only 0s and 1s. */
+ * rows hold many ties and the mask only 0s and 1s.  On the cpu target also rows of 50 and 10
+ * (half-rows of 25 and 5): lengths that are not powers of two. */
 static bool test_sort_rows(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, br, bc;
-  } cfgs[] = {{100, 50, 4, 64}, {37, 64, 1, 64}, {3, 200, 1, 256}, {9, 2, 4, 2}};
+  } cfgs[] = {{100, 50, 4, 64}, {37, 64, 1, 64}, {3, 200, 1, 256},
+              {9, 2, 4, 2},     {20, 50, 3, 50}, {7, 9, 2, 10}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    if (!tiles_run_here(cfgs[ci].br, cfgs[ci].bc)) continue;
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
     size_t plane = rows * bc, nf = 2 * plane, ni = 2 * plane;
     KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
@@ -1848,6 +1867,119 @@ static bool test_sort_rows(KilnRtDevice *dev) {
     all_ok &= kiln_test_end(&run);
     free(x), free(outf), free(rf), free(outi), free(ri);
   }
+  return all_ok;
+}
+
+/* ---- sort_axes ----------------------------------------------------------------------------- */
+
+/* sort along other axes than the last (issue 15): axis 0 of the program's tile, both ways, and
+ * the middle axis of a [BR, BC / Q, Q] view; exact, as sort_rows.  Powers of two on every
+ * target; on the cpu target also 5, 3, 15 and 7 rows or middle lengths. */
+/* A total order of f32 bit patterns: by value, ties (0 and -0) and NaNs (last) by their bits;
+ * sorting two lines with it compares them as multisets. */
+static int total_order_f32(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  uint32_t xb, yb;
+  memcpy(&xb, &x, sizeof xb);
+  memcpy(&yb, &y, sizeof yb);
+  if (isnan(x) != isnan(y)) return isnan(x) ? 1 : -1;
+  if (!isnan(x) && x != y) return x < y ? -1 : 1;
+  return (xb > yb) - (xb < yb);
+}
+
+/* Whether the n values at got[first + i * step] are the values at want[...] in some order. */
+static bool same_values(const float *got, const float *want, size_t first, size_t step, size_t n) {
+  float a[64], b[64];
+  if (n > 64) return false;
+  for (size_t i = 0; i < n; i++) a[i] = got[first + i * step], b[i] = want[first + i * step];
+  qsort(a, n, sizeof *a, total_order_f32);
+  qsort(b, n, sizeof *b, total_order_f32);
+  return memcmp(a, b, n * sizeof *a) == 0;
+}
+
+/* sort of lengths that are not powers of two with NaNs among the values (cpu only): NaN compares
+ * false, so its place is not specified, but each line must still be a permutation of x's (the
+ * extra lanes never take a value's place).  9 x 30 with NaN at every fifth element, BR = 3 (each
+ * program's rows inside the matrix), Q = 2: lines of 3 (columns) and 15 (the middle axis). */
+static bool sort_axes_nan(KilnRtDevice *dev) {
+  enum { ROWS = 9, COLS = 30, BR = 3, Q = 2, MID = COLS / Q };
+  size_t plane = ROWS * COLS, nf = 3 * plane, ni = plane;
+  KilnDefine defs[] = {{"BR", BR}, {"BC", COLS}, {"Q", Q}};
+  KilnTestRun run;
+  run_begin(&run, dev, "sort_axes", defs, COUNT(defs), "rows=9 cols=30 NaN");
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, 3200);
+  float *x = kiln_test_random_f32(&rng, plane, -4.0f, 4.0f);
+  for (size_t i = 0; i < plane; i += 5) x[i] = NAN;
+  float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf);
+  int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi);
+  void *dx = kiln_test_input(&run, x, plane * sizeof *x);
+  void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+  void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+  int32_t r32 = ROWS, c32 = COLS;
+  void *args[] = {&dx, &df, &di, &r32, &c32};
+  kiln_test_launch(&run, run.fn, ROWS / BR, 1, args);
+  kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+  kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
+                            nf + TAIL_ELEMS);
+  size_t bad = 0;
+  for (size_t p = 0; p < ROWS / BR; p++) /* the columns of each program's tile, both ways */
+    for (size_t c = 0; c < COLS; c++)
+      for (size_t k = 0; k < 2; k++)
+        bad += !same_values(outf + k * plane, x, p * BR * COLS + c, COLS, BR);
+  for (size_t r = 0; r < ROWS; r++) /* the middle axis */
+    for (size_t j = 0; j < Q; j++) bad += !same_values(outf + 2 * plane, x, r * COLS + j, Q, MID);
+  if (bad) kiln_test_fail(&run, "%zu lines are not a permutation of x's", bad);
+  bool ok = kiln_test_end(&run);
+  free(x), free(outf), free(outi);
+  return ok;
+}
+
+static bool test_sort_axes(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc, q;
+  } cfgs[] = {{100, 50, 4, 64, 4}, {37, 64, 8, 64, 8}, {16, 16, 16, 16, 4}, {9, 2, 4, 2, 2},
+              {23, 12, 5, 12, 4},  {10, 30, 3, 30, 2}, {7, 7, 7, 21, 3}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    if (!tiles_run_here(cfgs[ci].br, cfgs[ci].bc) ||
+        !tiles_run_here(cfgs[ci].bc / cfgs[ci].q, cfgs[ci].q))
+      continue;
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t plane = rows * bc, nf = 3 * plane, ni = plane;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}, {"Q", cfgs[ci].q}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "sort_axes", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3100 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
+          *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
+            *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
+                              nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
+                              ni + TAIL_ELEMS);
+    kiln_ref_sort_axes(x, rf, ri, rows, cols, (size_t)cfgs[ci].br, bc, (size_t)cfgs[ci].q);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri);
+  }
+  if (g_target == KILN_TARGET_CPU) all_ok &= sort_axes_nan(dev);
   return all_ok;
 }
 
@@ -3436,6 +3568,7 @@ static const struct {
     {"rand_normal", test_rand_normal},
     {"argmax_all", test_argmax_all},
     {"sort_rows", test_sort_rows},
+    {"sort_axes", test_sort_axes},
     {"trans3d", test_trans3d},
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},

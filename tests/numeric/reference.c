@@ -760,6 +760,49 @@ void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows,
   }
 }
 
+/* The n values of tile t's line from `first` with stride `step` (0 past rows and cols; tile
+ * elements are r, c over its br x bc) sorted ascending into line. */
+static void sorted_line_f32(const float *x, size_t rows, size_t cols, size_t bc, size_t first,
+                            size_t step, size_t n, size_t row0, float *line) {
+  for (size_t i = 0; i < n; i++) {
+    size_t e = first + i * step;
+    line[i] = scan_tile(x, rows, cols, row0 + e / bc, e % bc);
+  }
+  qsort(line, n, sizeof *line, ascending_f32);
+}
+
+void kiln_ref_sort_axes(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
+                        size_t br, size_t bc, size_t q) {
+  size_t plane = rows * bc, mid = bc / q, n = br > mid ? br : mid;
+  float *line = malloc(n * sizeof *line);
+  int32_t *ints = malloc(n * sizeof *ints);
+  if (!line || !ints) abort();
+  for (size_t row0 = 0; row0 < rows; row0 += br) {
+    for (size_t c = 0; c < bc; c++) { /* axis 0: each column of the program's tile */
+      sorted_line_f32(x, rows, cols, bc, c, bc, br, row0, line);
+      for (size_t i = 0; i < br && row0 + i < rows; i++) {
+        outf[(row0 + i) * bc + c] = line[i];
+        outf[plane + (row0 + i) * bc + c] = line[br - 1 - i];
+      }
+    }
+    for (size_t i = 0; i < br && row0 + i < rows; i++) /* the middle axis of [br, bc / q, q] */
+      for (size_t j = 0; j < q; j++) {
+        sorted_line_f32(x, rows, cols, bc, i * bc + j, q, mid, row0, line);
+        for (size_t m = 0; m < mid; m++) {
+          float v = scan_tile(x, rows, cols, row0 + i, m * q + j);
+          ints[m] = (int32_t)(v * 4.0f);
+        }
+        qsort(ints, mid, sizeof *ints, ascending_i32);
+        for (size_t m = 0; m < mid; m++) {
+          size_t at = (row0 + i) * bc + m * q + j;
+          outf[2 * plane + at] = line[m];
+          outi[at] = ints[mid - 1 - m];
+        }
+      }
+  }
+  free(line), free(ints);
+}
+
 void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b,
                       size_t c) {
   static const int perms[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {1, 0, 2}, {2, 1, 0}};

@@ -223,6 +223,13 @@ void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols,
 void kiln_ref_sort_rows(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
                         size_t bc);
 
+/* The sort_axes kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), planes of rows x bc: outf = each column of t ascending (axis 0, t's rows past `rows`
+ * included in the sort), descending, then each line along the middle axis of t viewed as
+ * [br, bc / q, q] ascending; outi = the same lines of (int)(4 t) descending. */
+void kiln_ref_sort_axes(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
+                        size_t br, size_t bc, size_t q);
+
 /* The trans3d kernel over progs blocks of a x b x c values of x: outf plane k (progs a b c values)
  * holds each block permuted by the k-th of [0 1 2], [1 2 0], [2 0 1], [0 2 1], [1 0 2], [2 1 0]
  * (result axis i is the block's axis perm[i]), row-major; plane 6 the block's first a b values
