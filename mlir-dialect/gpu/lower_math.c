@@ -84,18 +84,25 @@ static bool low_math_direct(Low *L, const char *name, MlirValue res, Vals **in, 
 
 /* f64: the ops PTX has in f64 and rounds exactly (sqrt.rn, cvt.rmi/rpi for floor/ceil, abs,
  * fma.rn, copysign) stay math ops, which NVPTX selects (and the emulator runs as host
- * intrinsics); the transcendentals have no f64 form here (their approximations are f32 only,
- * and there is no libdevice), so they are refused where they are written. */
+ * intrinsics); the transcendentals have no f64 form in PTX (its approximations are f32 only,
+ * and there is no libdevice), so each is written out per element from exact f64 arithmetic
+ * (lower_math_f64.c). */
 static bool low_math_f64(Low *L, const char *name, MlirValue res, Vals **in, intptr_t nops,
                          int64_t n, MlirType et) {
-  if (!exact_math(name)) {
-    low_error(L,
-              "GPU lowering: %s of f64 is not supported on the GPU targets yet (sqrt, floor, "
-              "ceil, abs and fma are; every f64 math function runs on the cpu target)",
-              name + 5);
-    return false;
+  if (exact_math(name)) return low_math_direct(L, name, res, in, nops, n, et);
+  Vals *out = low_vals(L, n);
+  for (int64_t j = 0; j < n; j++) {
+    MlirValue x[3];
+    for (intptr_t i = 0; i < nops; i++) x[i] = in[i]->v[in[i]->n == 1 ? 0 : j];
+    bool ok;
+    out->v[j] = low_math_f64_scalar(L, name, x, &ok);
+    if (!ok) {
+      low_error(L, "GPU lowering: unsupported math op '%s' of f64", name);
+      return false;
+    }
   }
-  return low_math_direct(L, name, res, in, nops, n, et);
+  low_set(L, res, out);
+  return true;
 }
 
 bool low_math(Low *L, MlirOperation op) {

@@ -126,12 +126,13 @@ contains check-target-emu 'gpu\.kiln:2:16: error: .*powers of two \(got 48\)'
 [ -n "$edir" ] && check check-target-cas64 0 "$kiln" check "$edir/cas_i64.kiln" --target sm_90
 [ -n "$edir" ] && check check-target-atomic64 0 "$kiln" check "$edir/atomic64.kiln" --target sm_80
 [ -n "$edir" ] && check check-target-atomic64-emu 0 "$kiln" check "$edir/atomic64.kiln" --target emu
-# f64 math functions beyond sqrt, floor, ceil, abs and fma run on the cpu target only; the GPU
-# targets (emu included) refuse them where written
-[ -n "$edir" ] && check check-target-f64 1 "$kiln" check "$edir/f64_ops.kiln" --target sm_90
-[ -n "$edir" ] && contains check-target-f64 'f64_ops\.kiln:17:28: error: GPU lowering: exp of f64 is not supported on the GPU targets'
-[ -n "$edir" ] && check check-target-f64-emu 1 "$kiln" compile "$edir/f64_ops.kiln" --kernel f64_ops --target emu --emit obj -o "$tmp/f.o"
-[ -n "$edir" ] && contains check-target-f64-emu 'f64_ops\.kiln:17:28: error: GPU lowering: exp of f64 is not supported'
+# f64 math functions run on every target: the GPU targets (emu included) have their own
+# (lower_math_f64.c), free of approximate instructions
+[ -n "$edir" ] && check check-target-f64 0 "$kiln" check "$edir/f64_math.kiln" --target sm_90
+[ -n "$edir" ] && check check-target-f64-ptx 0 "$kiln" compile "$edir/f64_math.kiln" --kernel f64_math --target sm_80 --emit ptx -o "$tmp/f.ptx"
+[ -n "$edir" ] && cp "$tmp/f.ptx" "$tmp/out" && contains check-target-f64-ptx 'div\.rn\.f64'
+[ -n "$edir" ] && check check-target-f64-no-approx 1 grep -q approx "$tmp/f.ptx"
+[ -n "$edir" ] && check check-target-f64-emu 0 "$kiln" compile "$edir/f64_math.kiln" --kernel f64_math --target emu --emit obj -o "$tmp/f.o"
 check compile-target-restriction 1 "$kiln" compile "$tmp/gpu.kiln" --kernel np2 --target sm_90 --emit ptx
 
 check unknown-kernel 1 "$kiln" compile "$kdir/vector_add.kiln" --kernel nope && contains unknown-kernel 'vector_add'

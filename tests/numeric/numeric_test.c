@@ -2770,17 +2770,13 @@ static void ref_f64_ops(const double *x, const double *y, size_t n, double s, si
   }
 }
 
-/* f64 on the cpu target. Each result is a few rounded double operations (libm's, for the math
- * builtins: the CPU calls the same functions), within a few ulps (2^-52 = 2.2e-16) of the
+/* f64 on every target. Each result is a few rounded double operations (for the math builtins
+ * libm's on the cpu target, the GPU targets' own within 1 to 4 ulp: f64_math), within a few ulps (2^-52 = 2.2e-16) of the
  * reference relative to 1 + |ref|: 1e-13 leaves room for another libm and for sums in another
  * order (at most 128 terms of |x| <= 4: 128 * 4 * 2^-52 = 1.1e-13 of the largest partial sum;
  * the atomic total over 1000 terms: 1e-12), and any f32 step (2^-24 = 6e-8) fails it by
  * 5 orders of magnitude. The f32 rounding (a as f32) and the i64 conversion are exact. */
 static bool test_f64_ops(KilnRtDevice *dev) {
-  if (g_target != KILN_TARGET_CPU) {
-    printf("  skip f64_ops: the cpu target only\n");
-    return true;
-  }
   static const struct {
     int32_t n, b;
   } cfgs[] = {{1000, 128}, {1, 32}, {97, 32}};
@@ -2824,6 +2820,178 @@ static bool test_f64_ops(KilnRtDevice *dev) {
     check_bytes(&run, "of", gf, rf, n, 4);
     all_ok &= kiln_test_end(&run);
     free(x), free(y), free(gd), free(rd), free(gi), free(ri), free(gf), free(rf);
+  }
+  return all_ok;
+}
+
+/* ---- f64_math ------------------------------------------------------------------------------ */
+
+/* The functions of f64_math.kiln in its plane order, with their bounds in ulp of the result
+ * (dsl/reference.md; pow adds 1.4 |y log2 x|: the rounding of y log2 x moves exp2's argument). */
+enum { F64_MATH_FNS = 11 };
+static const struct {
+  const char *name;
+  double ulps;
+} F64_MATH[F64_MATH_FNS] = {{"exp", 1},   {"exp2", 1}, {"log", 2},    {"log2", 2},
+                            {"rsqrt", 2}, {"tanh", 3}, {"erf", 4},    {"sin", 2},
+                            {"cos", 2},   {"pow", 2},  {"sigmoid", 3}};
+
+/* Function f of f64_math.kiln at (x, y) in long double (64 bits: the reference is within
+ * 2^-11 ulp of the exact value). */
+static long double ref_f64_math(int f, double x, double y) {
+  long double a = x;
+  switch (f) {
+  case 0: return expl(a);
+  case 1: return exp2l(a);
+  case 2: return logl(a);
+  case 3: return log2l(a);
+  case 4: return 1.0L / sqrtl(a);
+  case 5: return tanhl(a);
+  case 6: return erfl(a);
+  case 7: return sinl(a);
+  case 8: return cosl(a);
+  case 9: /* exp2(y log2 x), with pow(x, 0) = 1 */
+    if (y == 0.0) return 1.0L;
+    return x < 0.0 ? NAN : powl(a, y);
+  default: return 1.0L / (1.0L + expl(-a));
+  }
+}
+
+/* |got - ref| in units of the last place of ref rounded to a double (the subnormals' one below
+ * 2^-1022); 0 when both are the same NaN-ness or infinity, +inf when only one is. */
+static double ulp_error(double got, long double ref) {
+  if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
+  double rd = (double)ref;
+  if (isinf(rd) || isinf(got)) return got == rd ? 0.0 : INFINITY;
+  int e = rd == 0.0 ? -1022 : ilogb(rd);
+  if (e < -1022) e = -1022;
+  return (double)(fabsl((long double)got - ref) / ldexpl(1.0L, e - 52));
+}
+
+/* One input of f64_math: kind i % 8 picks a family (every magnitude; exp's range; moderate;
+ * small; tiny; next to multiples of pi/2 up to 2^31 of them; up to 2^64; special values). */
+static double f64_math_input(KilnRefRng *rng, size_t i) {
+  static const double special[] = {
+      0.0,
+      -0.0,
+      INFINITY,
+      -INFINITY,
+      NAN,
+      0x1p-1074,
+      -0x1p-1074,
+      0x1p-1022,
+      0x1.fffffffffffffp+1023,
+      1.0,
+      -1.0,
+      0.75,
+      -0.75,
+      6.0,
+      5.99,
+      22.0,
+      709.78,
+      709.79,
+      -745.13,
+      -745.2,
+      -708.5,
+      1024.0,
+      1023.99,
+      -1074.0,
+      -1075.5,
+      0x1p32,
+      -0x1p32,
+      0x1.fffffffffffffp31,
+      0.5,
+      0x1p-27,
+      0x1p-28,
+      1.4142135623730951,
+      0.7071067811865476,
+      3.141592653589793,
+      1.5707963267948966,
+      2.0,
+      0.25,
+      1e-300,
+      1e300,
+      0x1p-1030,
+      0x1.6ac5b262ca1ffp+849 /* the double nearest a multiple of pi/2 */};
+  uint64_t r = kiln_ref_rng_next(rng);
+  double u = (double)(r >> 11) * 0x1p-53, sgn = (r & 1) ? -1.0 : 1.0; /* u in [0, 1) */
+  switch (i % 8) {
+  case 0: { /* any finite double: random sign, exponent and fraction */
+    uint64_t bits = kiln_ref_rng_next(rng) & 0x7FEFFFFFFFFFFFFFull;
+    double d;
+    memcpy(&d, &bits, 8);
+    return sgn * d;
+  }
+  case 1: return (u - 0.5) * 1500.0;
+  case 2: return (u - 0.5) * 80.0;
+  case 3: return (u - 0.5) * 8.0;
+  case 4: return sgn * u * ldexp(1.0, -(int)(r >> 58)); /* 2^-63 .. 1 */
+  case 5: { /* the double nearest to k pi/2 for k up to 2^31 */
+    long double k = floorl(ldexpl(1.0L, (int)(r >> 59)) * (1.0L + (long double)u));
+    return sgn * (double)(k * 1.5707963267948966192313216916397514L);
+  }
+  case 6: return sgn * ldexp(1.0 + u, (int)(r >> 58)); /* 1 .. 2^64 */
+  default: return special[(i / 8) % (sizeof special / sizeof *special)];
+  }
+}
+
+/* The f64 math builtins against long double libm over every kind of input, each within its
+ * ulp bound (the cpu target calls the host's libm, the GPU targets their own functions). */
+static bool test_f64_math(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, b;
+  } cfgs[] = {{200000, 128}, {97, 32}};
+  bool all_ok = true, gpu = g_target != KILN_TARGET_CPU;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, bs = (size_t)cfgs[ci].b, np = (n + bs - 1) / bs;
+    size_t nd = F64_MATH_FNS * n;
+    KilnDefine defs[] = {{"B", cfgs[ci].b}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "f64_math", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3300 + ci);
+    double *x = kiln_test_alloc(n, sizeof *x), *y = kiln_test_alloc(n, sizeof *y);
+    for (size_t i = 0; i < n; i++) {
+      x[i] = f64_math_input(&rng, i);
+      uint64_t r = kiln_ref_rng_next(&rng);
+      y[i] = i % 16 == 5 ? (double)(int)(r % 7) - 3.0 : ((double)(r >> 11) * 0x1p-53 - 0.5) * 16.0;
+    }
+    double *got = kiln_test_alloc(nd + TAIL_ELEMS, 8);
+    void *dx = kiln_test_input(&run, x, n * 8), *dy = kiln_test_input(&run, y, n * 8);
+    void *dout = kiln_test_output(&run, (nd + TAIL_ELEMS) * 8);
+    int32_t nn = (int32_t)n;
+    void *args[] = {&dx, &dy, &dout, &nn};
+    kiln_test_launch(&run, run.fn, (uint32_t)np, 1, args);
+    kiln_test_fetch(&run, got, dout, (nd + TAIL_ELEMS) * 8);
+    kiln_test_check_untouched(&run, "out", got, 8, nd + TAIL_ELEMS, 1, nd, nd + TAIL_ELEMS);
+    for (int f = 0; f < F64_MATH_FNS && run.ok && !run.d.emit; f++) {
+      double worst = 0.0, excess = 0.0;
+      size_t at = 0;
+      for (size_t i = 0; i < n; i++) {
+        long double ref = ref_f64_math(f, x[i], y[i]);
+        double e = ulp_error(got[(size_t)f * n + i], ref);
+        double bound = F64_MATH[f].ulps;
+        if (!gpu && (f == 7 || f == 8) && !(fabs(x[i]) < 0x1p32))
+          bound = 8; /* glibc's own reduction: 6.95 ulp at the double nearest a multiple of pi/2 */
+        if (f == 9 && isfinite((double)ref) && x[i] > 0.0) /* pow: 1.4 |y log2 x| more */
+          bound += 1.4 * fabs(y[i] * log2(x[i]));
+        if (f == 10 && got[(size_t)f * n + i] == 0.0 && ref < 0x1p-1022L)
+          e = 0.0; /* sigmoid below -709.78: 1 / (1 + inf), documented */
+        if (!(e <= worst)) worst = e;
+        if (!(e - bound <= excess)) excess = e - bound, at = i; /* a NaN is the worst */
+      }
+      printf("       %s: max error %.3g ulp, bound %.3g%s\n", F64_MATH[f].name, worst,
+             F64_MATH[f].ulps, f == 9 ? " + 1.4 |y log2 x|" : "");
+      if (excess > 0.0)
+        kiln_test_fail(&run,
+                       "%s(%.17g) = %.17g (y %.17g), reference %.20Lg: %.3g ulp over its bound",
+                       F64_MATH[f].name, x[at], got[(size_t)f * n + at], y[at],
+                       ref_f64_math(f, x[at], y[at]), excess);
+    }
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(got);
   }
   return all_ok;
 }
@@ -3410,6 +3578,7 @@ static const struct {
     {"bool_store", test_bool_store},
     {"unsigned_ops", test_unsigned_ops},
     {"f64_ops", test_f64_ops},
+    {"f64_math", test_f64_math},
     {"f64_basic", test_f64_basic},
     {"matmul_f64", test_matmul_f64},
     {"early_exit", test_early_exit},
