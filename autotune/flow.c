@@ -297,6 +297,7 @@ static int prepare_kernel(Run *R, int fi, const KilnTune *t, bool specialize) {
   memset(rep, 0, sizeof *rep);
   tune_block_hash(f->text, t, rep->tune_hash); /* as written: records of every -D share it */
   if (!(t = pinned_tune(R, k, f, t))) return 1;
+  rep->ast = t->kernel;
   if (tune_plan_check_kernel(t, err, sizeof err)) /* the space as pinned: -D can shrink it */
     return fprintf(stderr, "kiln %s: error: %s: %s\n", R->cmd, f->path, err), 1;
   const TuneHarness *h =

@@ -128,6 +128,7 @@ typedef struct TuneKernelReport {
   int ncands;
   int winner; /* index into cands or -1 */
   int timings;
+  const KilnKernel *ast; /* borrowed, may be NULL: names type pins in the table (T=f16) */
 } TuneKernelReport;
 
 typedef struct TuneReport {

@@ -28,9 +28,11 @@ void tune_report_table(const TuneReport *r, FILE *out) {
             count_pruned(k), k->ncands, k->timings);
     fprintf(out, "  %-1s %-44s %-9s %10s %21s %5s %9s  %s\n", "", "config", "status", "median ms",
             "spread (p25..p75) ms", "reps", "build ms", "note");
+    char text[256];
     for (int i = 0; i < k->ncands; i++) {
       const TuneCand *c = &k->cands[i];
-      fprintf(out, "  %-1s %-44s %-9s ", i == k->winner ? "*" : "", c->config,
+      tune_config_text(c->config, k->ast, text, sizeof text);
+      fprintf(out, "  %-1s %-44s %-9s ", i == k->winner ? "*" : "", text,
               tune_state_name(c->state));
       if (c->state == ST_OK)
         fprintf(out, "%10.4f %10.4f..%-10.4f %5d", c->median_ms, c->p25_ms, c->p75_ms, c->reps);
@@ -40,9 +42,13 @@ void tune_report_table(const TuneReport *r, FILE *out) {
               c->preset[0] ? "preset " : "", c->preset[0] ? c->preset : c->detail);
     }
     for (int i = 0; i < k->nspace; i++)
-      if (k->space[i].state == ST_PRUNED)
-        fprintf(out, "  pruned %-44s %s\n", k->space[i].config, k->space[i].detail);
-    fprintf(out, "  winner: %s\n\n", k->winner >= 0 ? k->cands[k->winner].config : "none");
+      if (k->space[i].state == ST_PRUNED) {
+        tune_config_text(k->space[i].config, k->ast, text, sizeof text);
+        fprintf(out, "  pruned %-44s %s\n", text, k->space[i].detail);
+      }
+    tune_config_text(k->winner >= 0 ? k->cands[k->winner].config : "none", k->ast, text,
+                     sizeof text);
+    fprintf(out, "  winner: %s\n\n", text);
   }
 }
 

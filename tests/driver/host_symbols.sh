@@ -11,8 +11,9 @@
 set -euo pipefail
 kiln=$1 nm=$2
 shift 2
-# (f64 kernels call the double versions of the same libm functions, as old as the float ones)
-allowed='^(memcpy|memmove|memset|printf|(exp|exp2|log|log2|erf|tanh|fma|pow|sqrt|fabs|floor|ceil|round|trunc|fmod|sin|cos)f?|kiln_emu_.*)$'
+# (f64 kernels call the double versions of the same libm functions, as old as the float ones;
+# fmaxf/fminf are a 16-bit float atomic max/min's compare on the cpu target)
+allowed='^(memcpy|memmove|memset|printf|(exp|exp2|log|log2|erf|tanh|fma|pow|sqrt|fabs|floor|ceil|round|trunc|fmod|sin|cos|fmax|fmin)f?|kiln_emu_.*)$'
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 compiled=0 bad=0
