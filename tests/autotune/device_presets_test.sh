@@ -90,13 +90,13 @@ default_of() { # PIN... -> the default config kiln lib reports for an untuned li
 }
 mkdir -p "$tmp/tlib"
 got=$(default_of -D T=f32)
-[ "$got" = "T=7,BLOCK=512,num_warps=1,num_stages=2" ] ||
+[ "$got" = "T=f32,BLOCK=512,num_warps=1,num_stages=2" ] ||
   fail "-D T=f32: the default is not 'singles' (BLOCK=512, 1 warp): '$got'"
 got=$(default_of -D T=f16)
-[ "$got" = "T=5,BLOCK=1024,num_warps=2,num_stages=2" ] ||
+[ "$got" = "T=f16,BLOCK=1024,num_warps=2,num_stages=2" ] ||
   fail "-D T=f16: the default is not 'halves' (BLOCK=1024, 2 warps): '$got'"
 got=$(default_of)
-[ "$got" = "T=5,BLOCK=1024,num_warps=2,num_stages=2" ] ||
+[ "$got" = "T=f16,BLOCK=1024,num_warps=2,num_stages=2" ] ||
   fail "T as listed (f16): the default is not 'halves': '$got'"
 for pin in f32 bf16; do
   "$kiln" tune "$tmp/typed.kiln" --kernel scale -D T=$pin --device cpu --mode default \
