@@ -445,36 +445,21 @@ bool low_dot_operand(Low *L, MlirOperation op) {
   return true;
 }
 
+/* The operands of an m16n8 mma as inline PTX: 4 results, 4 A and 2 B registers, 4 accumulators. */
+#define MMA_ASM_OPERANDS " {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
+
 /* bf16 m16n8k16 as inline PTX (see KILN_GPU_MMA_BF16_PTX): ops are 4 A and 2 B registers (i32)
  * and 4 f32 accumulators; the result is a struct of 4 f32. */
 static MlirValue mma_bf16_asm(Low *L, const MlirValue *ops, MlirType rt) {
-  MlirNamedAttribute a[2] = {
-      kiln_ir_named(
-          L->ctx, "asm_string",
-          mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_MMA_BF16_PTX
-                                                                   " {$0,$1,$2,$3}, {$4,$5,$6,$7}, "
-                                                                   "{$8,$9}, {$10,$11,$12,$13};"))),
-      kiln_ir_named(L->ctx, "constraints",
-                    mlirStringAttrGet(
-                        L->ctx, mlirStringRefCreateFromCString("=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"))),
-  };
-  return mlirOperationGetResult(low_op(L, "llvm.inline_asm", ops, 10, &rt, 1, a, 2), 0);
+  return low_asm(L, KILN_GPU_MMA_BF16_PTX MMA_ASM_OPERANDS, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", ops,
+                 10, rt);
 }
 
 /* s8 m16n8k32 as inline PTX (KILN_GPU_MMA_S8_PTX): 4 A and 2 B registers and 4 i32
  * accumulators; the result is a struct of 4 i32. */
 static MlirValue mma_s8_asm(Low *L, const MlirValue *ops, MlirType rt) {
-  MlirNamedAttribute a[2] = {
-      kiln_ir_named(
-          L->ctx, "asm_string",
-          mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_MMA_S8_PTX
-                                                                   " {$0,$1,$2,$3}, {$4,$5,$6,$7}, "
-                                                                   "{$8,$9}, {$10,$11,$12,$13};"))),
-      kiln_ir_named(L->ctx, "constraints",
-                    mlirStringAttrGet(
-                        L->ctx, mlirStringRefCreateFromCString("=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r"))),
-  };
-  return mlirOperationGetResult(low_op(L, "llvm.inline_asm", ops, 10, &rt, 1, a, 2), 0);
+  return low_asm(L, KILN_GPU_MMA_S8_PTX MMA_ASM_OPERANDS, "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r", ops,
+                 10, rt);
 }
 
 bool low_dot_mma(Low *L, MlirOperation op) {
