@@ -174,14 +174,7 @@ static void stmatrix(Low *L, MlirValue addr, const MlirValue *regs, int num) {
   strcat(cons, ",~{memory}");
   MlirValue ops[5] = {addr};
   for (int i = 0; i < num; i++) ops[1 + i] = regs[i];
-  MlirNamedAttribute a[3] = {
-      kiln_ir_named(L->ctx, "asm_string",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
-      kiln_ir_named(L->ctx, "constraints",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(cons))),
-      kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx)),
-  };
-  low_op(L, "llvm.inline_asm", ops, (size_t)(1 + num), NULL, 0, a, 3);
+  low_asm_effects(L, text, cons, ops, (size_t)(1 + num), NULL, 0);
 }
 
 /* The accumulator's stores to the scratch as stmatrix: per pair of rows (g, g + 8) of a 16-row

@@ -132,6 +132,18 @@ MlirValue low_asm(Low *L, const char *text, const char *constraints, const MlirV
   return mlirOperationGetResult(low_op(L, "llvm.inline_asm", ops, n, &rt, 1, a, 2), 0);
 }
 
+MlirOperation low_asm_effects(Low *L, const char *text, const char *constraints,
+                              const MlirValue *ops, size_t n, const MlirType *res, size_t nres) {
+  MlirNamedAttribute a[3] = {
+      kiln_ir_named(L->ctx, "asm_string",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
+      kiln_ir_named(L->ctx, "constraints",
+                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(constraints))),
+      kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx)),
+  };
+  return low_op(L, "llvm.inline_asm", ops, n, res, nres, a, 3);
+}
+
 MlirValue low_gep(Low *L, MlirValue base, MlirValue index, MlirType elem) {
   int32_t dyn = INT32_MIN; /* "this index is an operand" */
   MlirNamedAttribute a[2] = {

@@ -53,6 +53,10 @@ MlirValue low_cmpi(Low *L, const char *pred, MlirValue a, MlirValue b);
 /* Inline PTX with one result of type rt: constraints like "=f,f". */
 MlirValue low_asm(Low *L, const char *text, const char *constraints, const MlirValue *ops, size_t n,
                   MlirType rt);
+/* Inline PTX with side effects (kept in its place among loads, stores and barriers, never
+ * dropped): nres (0 or 1) results of types res. */
+MlirOperation low_asm_effects(Low *L, const char *text, const char *constraints,
+                              const MlirValue *ops, size_t n, const MlirType *res, size_t nres);
 MlirValue low_gep(Low *L, MlirValue base, MlirValue index, MlirType elem);
 MlirValue low_barrier(Low *L);
 

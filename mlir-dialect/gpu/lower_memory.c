@@ -134,14 +134,7 @@ static MlirOperation pred_asm(Low *L, bool store, int words, int word_bits, cons
                               size_t n, const MlirType *res, size_t nres) {
   char text[256], cons[64];
   kiln_gpu_pred_access_ptx(store, words, word_bits, text, sizeof text, cons, sizeof cons);
-  MlirNamedAttribute a[3] = {
-      kiln_ir_named(L->ctx, "asm_string",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(text))),
-      kiln_ir_named(L->ctx, "constraints",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(cons))),
-      kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx)),
-  };
-  return low_op(L, "llvm.inline_asm", ops, n, res, nres, a, 3);
+  return low_asm_effects(L, text, cons, ops, n, res, nres);
 }
 
 /* One predicated vector load: `words` b32 registers start as `other` and are overwritten only
@@ -500,15 +493,7 @@ static MlirValue atomic_elem(Low *L, bool cas, MlirValue p, MlirValue cmp, MlirV
 /* An acq_rel fence at GPU scope: NVPTX takes the ordering of a cmpxchg for relaxed (a plain
  * atom.cas), so atomic_cas brings its own fences, one before (release: what this program wrote
  * first is seen by whoever acquires next) and one after (acquire). */
-static void acq_rel_fence(Low *L) {
-  MlirNamedAttribute a[3] = {
-      kiln_ir_named(L->ctx, "asm_string",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(KILN_GPU_FENCE_PTX))),
-      kiln_ir_named(L->ctx, "constraints",
-                    mlirStringAttrGet(L->ctx, mlirStringRefCreateFromCString(""))),
-      kiln_ir_named(L->ctx, "has_side_effects", mlirUnitAttrGet(L->ctx))};
-  low_op(L, "llvm.inline_asm", NULL, 0, NULL, 0, a, 3);
-}
+static void acq_rel_fence(Low *L) { low_asm_effects(L, KILN_GPU_FENCE_PTX, "", NULL, 0, NULL, 0); }
 
 bool low_atomic(Low *L, MlirOperation op) {
   bool cas = kiln_ir_op_id(op) == KILN_OP_ATOMIC_CAS;
