@@ -63,6 +63,7 @@ static MlirValue math_f32(Low *L, const char *name, MlirValue *x, int n, bool *o
   if (strcmp(name, "math.sin") == 0) return asm1(L, KILN_GPU_APPROX_SIN, x[0]);
   if (strcmp(name, "math.cos") == 0) return asm1(L, KILN_GPU_APPROX_COS, x[0]);
   if (strcmp(name, "math.erf") == 0) return erf_poly(L, x[0]);
+  if (strcmp(name, "math.powf") == 0) return low_pow_f32(L, x[0], x[1]);
   if (exact_math(name)) return low_op1(L, name, x, (size_t)n, L->f32);
   *ok = false;
   return x[0];

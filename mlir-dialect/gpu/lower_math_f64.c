@@ -142,18 +142,6 @@ static MlirValue f_copysign(Low *L, MlirValue mag, MlirValue sign) {
   return low_op1(L, "math.copysign", o, 2, f64_type(L));
 }
 
-/* arith.cmpf with one of the ordered predicates (false for a NaN operand) or "uno". */
-static MlirValue f_cmp(Low *L, const char *pred, MlirValue a, MlirValue b) {
-  static const char *const preds[] = {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
-                                      "ueq",   "ugt", "uge", "ult", "ule", "une", "uno", "true"};
-  int p = 0;
-  while (p < 16 && strcmp(preds[p], pred) != 0) p++;
-  KILN_ASSERT(p < 16);
-  MlirValue o[2] = {a, b};
-  MlirNamedAttribute at = kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, p));
-  return mlirOperationGetResult(low_op(L, "arith.cmpf", o, 2, &L->i1, 1, &at, 1), 0);
-}
-
 static MlirValue sel(Low *L, MlirValue c, MlirValue a, MlirValue b) {
   MlirValue o[3] = {c, a, b};
   return low_op1(L, "arith.select", o, 3, mlirValueGetType(a));
@@ -260,8 +248,8 @@ static MlirValue exp_core(Low *L, MlirValue r, MlirValue rlo) {
 
 /* x kept within [lo, hi] (a NaN stays NaN: both compares are false for it). */
 static MlirValue clamp(Low *L, MlirValue x, double lo, double hi) {
-  x = sel(L, f_cmp(L, "ogt", x, cf(L, hi)), cf(L, hi), x);
-  return sel(L, f_cmp(L, "olt", x, cf(L, lo)), cf(L, lo), x);
+  x = sel(L, low_cmpf(L, "ogt", x, cf(L, hi)), cf(L, hi), x);
+  return sel(L, low_cmpf(L, "olt", x, cf(L, lo)), cf(L, lo), x);
 }
 
 static MlirValue exp_f64(Low *L, MlirValue x) {
@@ -290,26 +278,32 @@ static MlirValue tanh_f64(Low *L, MlirValue x) {
   MlirValue a = f_abs(L, x);
   MlirValue t = expm1_pos(L, clamp(L, f_add(L, a, a), 0.0, 50.0));
   MlirValue th = f_div(L, t, f_add(L, t, cf(L, 2.0)));
-  th = sel(L, f_cmp(L, "ogt", a, cf(L, 22.0)), cf(L, 1.0), th);
-  th = sel(L, f_cmp(L, "olt", a, cf(L, 0x1p-28)), a, th);
+  th = sel(L, low_cmpf(L, "ogt", a, cf(L, 22.0)), cf(L, 1.0), th);
+  th = sel(L, low_cmpf(L, "olt", a, cf(L, 0x1p-28)), a, th);
   return f_copysign(L, th, x);
 }
 
-/* log(m) = f + c for the x = 2^e m of log and log2 (e an f64 integer), m in [sqrt(1/2),
- * sqrt(2)): f = m - 1 exactly and c = -s (f - R(s^2)), s = f / (2 + f). */
-static void log_reduce(Low *L, MlirValue x, MlirValue *e, MlirValue *f, MlirValue *c) {
-  MlirValue sub = f_cmp(L, "olt", x, cf(L, 0x1p-1022));
+/* x = 2^e m with m in [sqrt(1/2), sqrt(2)): *e (an f64 integer) and f = m - 1, exact
+ * (subnormals scaled by 2^54 first). */
+static void log_split(Low *L, MlirValue x, MlirValue *e, MlirValue *f) {
+  MlirValue sub = low_cmpf(L, "olt", x, cf(L, 0x1p-1022));
   MlirValue xs = sel(L, sub, f_mul(L, x, cf(L, 0x1p54)), x);
   MlirValue b = bits(L, xs);
   MlirValue ei = isub(L, iand(L, ishru(L, b, 52), ci(L, 0x7ff)), ci(L, 1023));
   ei = isub(L, ei, sel(L, sub, ci(L, 54), ci(L, 0)));
   MlirValue m =
       from_bits(L, ior(L, iand(L, b, ci(L, 0x000FFFFFFFFFFFFF)), ci(L, 0x3FF0000000000000)));
-  MlirValue big = f_cmp(L, "ogt", m, cf(L, 0x1.6a09e667f3bcdp+0)); /* sqrt(2) */
+  MlirValue big = low_cmpf(L, "ogt", m, cf(L, 0x1.6a09e667f3bcdp+0)); /* sqrt(2) */
   m = sel(L, big, f_mul(L, m, cf(L, 0.5)), m);
   ei = sel(L, big, iadd(L, ei, ci(L, 1)), ei);
   *e = itof(L, ei);
   *f = f_sub(L, m, cf(L, 1.0));
+}
+
+/* log(m) = f + c for the x = 2^e m of log and log2 (e an f64 integer), m in [sqrt(1/2),
+ * sqrt(2)): f = m - 1 exactly and c = -s (f - R(s^2)), s = f / (2 + f). */
+static void log_reduce(Low *L, MlirValue x, MlirValue *e, MlirValue *f, MlirValue *c) {
+  log_split(L, x, e, f);
   MlirValue s = f_div(L, *f, f_add(L, cf(L, 2.0), *f));
   MlirValue z = f_mul(L, s, s);
   MlirValue R = cf(L, 2.0 / 21.0);
@@ -320,10 +314,10 @@ static void log_reduce(Low *L, MlirValue x, MlirValue *e, MlirValue *f, MlirValu
 
 /* The special cases of log and log2: +inf at +inf, NaN below 0, -inf at 0, NaN at NaN. */
 static MlirValue log_special(Low *L, MlirValue x, MlirValue y) {
-  y = sel(L, f_cmp(L, "oeq", x, cf(L, INFINITY)), x, y);
-  y = sel(L, f_cmp(L, "olt", x, cf(L, 0.0)), cf(L, NAN), y);
-  y = sel(L, f_cmp(L, "oeq", x, cf(L, 0.0)), cf(L, -INFINITY), y);
-  return sel(L, f_cmp(L, "uno", x, x), x, y);
+  y = sel(L, low_cmpf(L, "oeq", x, cf(L, INFINITY)), x, y);
+  y = sel(L, low_cmpf(L, "olt", x, cf(L, 0.0)), cf(L, NAN), y);
+  y = sel(L, low_cmpf(L, "oeq", x, cf(L, 0.0)), cf(L, -INFINITY), y);
+  return sel(L, low_cmpf(L, "uno", x, x), x, y);
 }
 
 #define LN2_HI42 0x1.62e42fefa3800p-1 /* ln 2 to 42 bits: e LN2_HI42 is exact */
@@ -409,9 +403,9 @@ static MlirValue erfc_trapezoid(Low *L, MlirValue a) {
 static MlirValue erf_f64(Low *L, MlirValue x) {
   MlirValue a = f_abs(L, x);
   MlirValue y = f_sub(L, cf(L, 1.0), erfc_trapezoid(L, clamp(L, a, 0.75, 6.0)));
-  y = sel(L, f_cmp(L, "oge", a, cf(L, 6.0)), cf(L, 1.0), y);
+  y = sel(L, low_cmpf(L, "oge", a, cf(L, 6.0)), cf(L, 1.0), y);
   y = f_copysign(L, y, x);
-  return sel(L, f_cmp(L, "olt", a, cf(L, 0.75)), erf_taylor(L, x), y);
+  return sel(L, low_cmpf(L, "olt", a, cf(L, 0.75)), erf_taylor(L, x), y);
 }
 
 #define TWO_OVER_PI 0x1.45f306dc9c883p-1
@@ -523,11 +517,12 @@ static MlirValue sincos_f64(Low *L, MlirValue x, bool cosine) {
   /* |x| >= 2^32 (and inf, NaN): Payne-Hanek on |x| in a branch that threads seldom take, the
    * result mirrored for x < 0 (sin(-x) = -sin x: r and the quadrant negated) */
   MlirType types[3] = {f64_type(L), f64_type(L), L->i64};
-  KilnIRIf big = kiln_ir_build_if(&L->b, L->loc, f_cmp(L, "oge", a, cf(L, TRIG_LIMIT)), types, 3);
+  KilnIRIf big =
+      kiln_ir_build_if(&L->b, L->loc, low_cmpf(L, "oge", a, cf(L, TRIG_LIMIT)), types, 3);
   KilnIRBuilder saved = L->b;
   kiln_ir_builder_set_end(&L->b, big.then_block);
   MlirValue nb, rlb, rb = trig_reduce_big(L, a, &nb, &rlb);
-  MlirValue xneg = f_cmp(L, "olt", x, cf(L, 0.0));
+  MlirValue xneg = low_cmpf(L, "olt", x, cf(L, 0.0));
   MlirValue yb[3] = {sel(L, xneg, f_sub(L, cf(L, -0.0), rb), rb),
                      sel(L, xneg, f_sub(L, cf(L, -0.0), rlb), rlb),
                      sel(L, xneg, isub(L, ci(L, 0), nb), nb)};
@@ -544,9 +539,126 @@ static MlirValue sincos_f64(Low *L, MlirValue x, bool cosine) {
   MlirValue y = sel(L, odd, c, s);
   MlirValue neg = low_cmpi(L, "uge", n, ci(L, 2));
   y = sel(L, neg, f_sub(L, cf(L, -0.0), y), y);
-  MlirValue tiny = f_cmp(L, "olt", a, cf(L, 0x1p-27));
+  MlirValue tiny = low_cmpf(L, "olt", a, cf(L, 0x1p-27));
   y = sel(L, tiny, cosine ? cf(L, 1.0) : x, y);
-  return sel(L, f_cmp(L, "olt", a, cf(L, INFINITY)), y, cf(L, NAN)); /* inf and NaN */
+  return sel(L, low_cmpf(L, "olt", a, cf(L, INFINITY)), y, cf(L, NAN)); /* inf and NaN */
+}
+
+/* ---------------------------------------------------------------- pow */
+
+/* Fast2Sum: s + *err = a + b exactly when |a| >= |b| or a = 0. */
+static MlirValue fast_two_sum(Low *L, MlirValue a, MlirValue b, MlirValue *err) {
+  MlirValue s = f_add(L, a, b);
+  *err = f_add(L, f_sub(L, a, s), b);
+  return s;
+}
+
+/* a b = p + *err exactly (p = a b rounded, never fused). */
+static MlirValue two_prod(Low *L, MlirValue a, MlirValue b, MlirValue *err) {
+  MlirValue p = prod(L, a, b);
+  *err = f_fma(L, a, b, f_sub(L, cf(L, -0.0), p));
+  return p;
+}
+
+/* log2(a) as hi + *lo for a finite a > 0 (anything else gives some value, replaced by pow's
+ * selects), relative error below 2^-64: a = 2^e m, f = m - 1 exact, s = f / (2 + f) in
+ * double-double (2 + f split by a Fast2Sum, the quotient's remainder exact by an fma), and
+ * log(m) = 2 atanh(s) = 2s + (2/3) s^3 + s^5 Q(s^2) with 2s, s^3 and (2/3) s^3 in
+ * double-double and only s^5 Q (at most 1.8e-4 of log m, |s| <= 0.1716) in double.  Q runs to
+ * s^26 / 27: the truncation is below 2^-70 of log m.  Then times 1/ln2 = IL_HI + IL_LO and
+ * added to e by a Fast2Sum (|e| >= 1 > |log2 m| or e = 0), and the pair renormalized. */
+static MlirValue log2_dd(Low *L, MlirValue a, MlirValue *lo) {
+  MlirValue e, f, dl, sl, zl, cl, t2l, e1, pl, rem;
+  log_split(L, a, &e, &f);
+  MlirValue dh = fast_two_sum(L, cf(L, 2.0), f, &dl); /* 2 + f = dh + dl */
+  MlirValue sh = f_div(L, f, dh);
+  rem = f_fma(L, f_sub(L, cf(L, -0.0), sh), dh, f); /* f - sh dh, exact */
+  sl = f_div(L, f_sub(L, rem, f_mul(L, sh, dl)), dh);
+  MlirValue zh = two_prod(L, sh, sh, &zl); /* s^2 */
+  zl = f_add(L, zl, f_mul(L, f_add(L, sh, sh), sl));
+  MlirValue ch = two_prod(L, sh, zh, &cl); /* s^3 */
+  cl = f_add(L, cl, f_add(L, f_mul(L, sh, zl), f_mul(L, sl, zh)));
+  double c23 = 2.0 / 3.0, c23lo = fma(-3.0, c23, 2.0) / 3.0; /* 2/3 = c23 + c23lo */
+  MlirValue t2h = two_prod(L, ch, cf(L, c23), &t2l);
+  t2l = f_add(L, t2l, f_add(L, f_mul(L, ch, cf(L, c23lo)), f_mul(L, cl, cf(L, c23))));
+  MlirValue q = cf(L, 2.0 / 27.0);
+  for (int n = 12; n >= 2; n--) q = f_add(L, f_mul(L, q, zh), cf(L, 2.0 / (2 * n + 1)));
+  MlirValue rest = f_mul(L, prod(L, ch, zh), q);
+  MlirValue s2 = f_add(L, sh, sh);
+  MlirValue lh = fast_two_sum(L, s2, t2h, &e1); /* log m = lh + ll */
+  MlirValue ll = f_add(L, e1, f_add(L, f_add(L, sl, sl), f_add(L, t2l, rest)));
+  MlirValue ph = two_prod(L, lh, cf(L, IL_HI), &pl); /* log2 m = ph + pl */
+  pl = f_add(L, pl, f_add(L, f_mul(L, lh, cf(L, IL_LO)), f_mul(L, ll, cf(L, IL_HI))));
+  MlirValue hl, hh = fast_two_sum(L, e, ph, &hl);
+  /* s^5 Q sits in the low parts (up to 1.8e-4 of the sum): renormalized, so that y hh carries
+   * all but the last bits of y log2 a */
+  return fast_two_sum(L, hh, f_add(L, hl, pl), lo);
+}
+
+/* 2^(th + tl), |tl| <= 2^-40 where |th| < 2048: exp2_f64 with tl ln2 added to the low part of
+ * the reduced argument (where |th| >= 2048, or NaN, tl is dropped: the result is 0, inf or NaN
+ * by th alone). */
+static MlirValue exp2_dd(Low *L, MlirValue th, MlirValue tl) {
+  tl = sel(L, low_cmpf(L, "olt", f_abs(L, th), cf(L, 2048.0)), tl, cf(L, 0.0));
+  MlirValue xc = clamp(L, th, -1080.0, 1030.0), k;
+  MlirValue f = f_sub(L, xc, round_shift(L, xc, &k));
+  MlirValue r = prod(L, f, cf(L, LN2_HI));
+  MlirValue rlo = f_fma(L, f, cf(L, LN2_HI), f_sub(L, cf(L, -0.0), r));
+  rlo = f_fma(L, f, cf(L, LN2_LO), rlo);
+  rlo = f_fma(L, tl, cf(L, LN2_HI), rlo);
+  return scale2(L, exp_core(L, r, rlo), k);
+}
+
+static MlirValue band(Low *L, MlirValue a, MlirValue b) { return low_bin(L, "arith.andi", a, b); }
+static MlirValue bor(Low *L, MlirValue a, MlirValue b) { return low_bin(L, "arith.ori", a, b); }
+
+/* C's special cases of pow(x, y) around r = |x|^y (computed for finite |x| > 0):
+ * 0, inf and y = +-inf give 0 or inf by whether |x|^y grows (|x| > 1 and y > 0, or |x| < 1
+ * and y < 0; |x| = 0 counts as below 1, inf as above); x < 0 (-0 and -inf too) with an odd
+ * integer y negates; x < 0 finite with y not an integer is NaN; NaN in, NaN out; and last
+ * pow(+-1, +-inf) = 1, pow(1, y) = 1, pow(x, +-0) = 1, even for a NaN. */
+static MlirValue pow_special(Low *L, MlirValue x, MlirValue y, MlirValue r) {
+  MlirValue a = f_abs(L, x), ya = f_abs(L, y), inf = cf(L, INFINITY);
+  MlirValue fl = low_op1(L, "math.floor", &y, 1, f64_type(L));
+  MlirValue is_int = low_cmpf(L, "oeq", fl, y); /* inf too; NaN not */
+  MlirValue half = f_mul(L, y, cf(L, 0.5));
+  MlirValue hfl = low_op1(L, "math.floor", &half, 1, f64_type(L));
+  MlirValue odd = band(L, is_int, low_cmpf(L, "one", hfl, half)); /* |y| >= 2^53: even */
+  MlirValue edge = bor(L, bor(L, low_cmpf(L, "oeq", a, cf(L, 0.0)), low_cmpf(L, "oeq", a, inf)),
+                       low_cmpf(L, "oeq", ya, inf));
+  MlirValue grows =
+      low_cmpi(L, "eq", low_cmpf(L, "ogt", a, cf(L, 1.0)), low_cmpf(L, "ogt", y, cf(L, 0.0)));
+  r = sel(L, edge, sel(L, grows, inf, cf(L, 0.0)), r);
+  MlirValue neg = low_cmpi(L, "slt", bits(L, x), ci(L, 0)); /* the sign bit */
+  r = sel(L, band(L, neg, odd), f_sub(L, cf(L, -0.0), r), r);
+  MlirValue neg_finite = band(L, low_cmpf(L, "olt", x, cf(L, 0.0)), low_cmpf(L, "olt", a, inf));
+  r = sel(L, band(L, neg_finite, low_cmpf(L, "une", fl, y)), cf(L, NAN), r); /* y not an integer */
+  r = sel(L, low_cmpf(L, "uno", x, y), cf(L, NAN), r);
+  r = sel(L, band(L, low_cmpf(L, "oeq", a, cf(L, 1.0)), low_cmpf(L, "oeq", ya, inf)), cf(L, 1.0),
+          r);
+  r = sel(L, low_cmpf(L, "oeq", x, cf(L, 1.0)), cf(L, 1.0), r);
+  return sel(L, low_cmpf(L, "oeq", y, cf(L, 0.0)), cf(L, 1.0), r);
+}
+
+/* pow(x, y) = 2^(y log2 |x|) with y log2 |x| a double-double: th + tl = y (hh + hl) with
+ * y hh split exactly by an fma, then exp2 of the pair, and C's special cases. */
+static MlirValue pow_f64(Low *L, MlirValue x, MlirValue y) {
+  MlirValue hl, hh = log2_dd(L, f_abs(L, x), &hl), tl;
+  MlirValue th = two_prod(L, y, hh, &tl);
+  tl = f_add(L, tl, f_mul(L, y, hl));
+  return pow_special(L, x, y, exp2_dd(L, th, tl));
+}
+
+/* f32 pow in f64: y log2 |x| of the widened inputs (log2 within 2 ulp, the product one
+ * rounding: at most 5 2^-53 |y log2 x|, with |y log2 x| <= 150 where an f32 result is finite
+ * and nonzero), exp2 and the special cases in f64, and one rounding to f32: the f64 value is
+ * within 2^-43 relative of x^y, so the f32 result is within 0.5 + 2^-19 ulp. */
+MlirValue low_pow_f32(Low *L, MlirValue x, MlirValue y) {
+  MlirValue xd = low_op1(L, "arith.extf", &x, 1, f64_type(L));
+  MlirValue yd = low_op1(L, "arith.extf", &y, 1, f64_type(L));
+  MlirValue t = f_mul(L, yd, log2_f64(L, f_abs(L, xd)));
+  MlirValue r = pow_special(L, xd, yd, exp2_f64(L, t));
+  return low_op1(L, "arith.truncf", &r, 1, L->f32);
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -562,6 +674,7 @@ MlirValue low_math_f64_scalar(Low *L, const char *name, MlirValue *x, bool *ok) 
   if (strcmp(name, "math.erf") == 0) return erf_f64(L, x[0]);
   if (strcmp(name, "math.sin") == 0) return sincos_f64(L, x[0], false);
   if (strcmp(name, "math.cos") == 0) return sincos_f64(L, x[0], true);
+  if (strcmp(name, "math.powf") == 0) return pow_f64(L, x[0], x[1]);
   *ok = false;
   return x[0];
 }
