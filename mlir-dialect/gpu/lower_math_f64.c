@@ -586,8 +586,9 @@ static MlirValue dd_mul_const(Low *L, MlirValue h, MlirValue l, double c, double
  * double-double and only s^7 Q (at most 3.7e-6 of log m, |s| <= 0.1716) in double.  Q runs to
  * s^26 / 27: the truncation is below 2^-70 of log m.  The terms are summed largest first by
  * Fast2Sums into one double and their errors, times 1/ln2 = IL_HI + IL_LO, added to e by a
- * Fast2Sum (|e| >= 1 > |log2 m| or e = 0), and the pair renormalized.  (With s^5 in the double
- * part the error was 2^-62: 0.7 ulp of pow at y log2 x = 1021.) */
+ * Fast2Sum (|e| >= 1 > |log2 m| or e = 0), and the pair renormalized.  Measured against a
+ * 113-bit log2 over 3 million inputs around 1, over [0.7, 1.5) and 2^-100..2^100: 2^-67.2 (with
+ * s^5 in the double part it was 2^-61.9: 1.1 ulp of pow at y log2 x = 1021). */
 static MlirValue log2_dd(Low *L, MlirValue a, MlirValue *lo) {
   MlirValue e, f, dl, sl, zl, cl, fl, t2l, t5l, e1, e2, e3, pl, rem;
   log_split(L, a, &e, &f);
