@@ -389,7 +389,7 @@ static bool fold_pow(int64_t b, int64_t n, KilnScalarKind s, int64_t *out) {
 /* pow = expr "**" expr.  The exponent is a compile-time integer constant: the power becomes
  * ceil(log2 n) to 2 log2 n multiplications in the base's type (mlirgen), and a negative exponent
  * the reciprocal of that, so only a float base may have one.  A non-constant exponent would need
- * the pow() builtin, exp2(y * log2(x)) for x >= 0. */
+ * the pow() builtin (C's pow: a negative x takes an integer y). */
 static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const KilnType *rt) {
   KilnExpr *x = e->lhs, *n = e->rhs;
   if (!is_numeric(lt) || lt->scalar == KILN_SCALAR_I1) {
@@ -400,7 +400,7 @@ static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const
       rt->scalar == KILN_SCALAR_I1) {
     ERR(S, n->span,
         "the exponent of '**' must be a compile-time integer constant "
-        "(for a run-time exponent write pow(x, y), x >= 0)");
+        "(for a run-time exponent write pow(x, y))");
     return NULL;
   }
   if (n->ival < 0 && !kiln_scalar_is_float(lt->scalar)) {

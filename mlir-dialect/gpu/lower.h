@@ -57,8 +57,10 @@ bool low_scan(Low *L, MlirOperation op);    /* cumsum / cumprod through shared m
 bool low_dot(Low *L, MlirOperation op);
 bool low_math(Low *L, MlirOperation op); /* math.* */
 /* One f64 element of a math op that PTX has no f64 instruction for (exp, exp2, log, log2,
- * rsqrt, tanh, erf, sin, cos; lower_math_f64.c); *ok false for any other op. */
+ * rsqrt, tanh, erf, sin, cos, powf; lower_math_f64.c); *ok false for any other op. */
 MlirValue low_math_f64_scalar(Low *L, const char *name, MlirValue *x, bool *ok);
+/* pow of two f32 scalars, computed in f64 and rounded once (lower_math_f64.c). */
+MlirValue low_pow_f32(Low *L, MlirValue x, MlirValue y);
 bool low_rand(Low *L, MlirOperation op);
 /* Tensor cores (lower_dot.c): a convert to a dot_op layout (shared staging + ldmatrix), and a
  * dot with an mma result (mma.sync). */
