@@ -47,6 +47,8 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Dialect/LLVM.h"
 
+#include <string.h>
+
 /* Element offset of (row, col) in a swizzled shared tile with `cols` columns of 16-bit
  * elements; row and col are i32 values, the result an i32 value. */
 MlirValue low_swizzle(Low *L, MlirValue row, MlirValue col, int64_t cols) {
@@ -541,6 +543,12 @@ static MlirValue cvt_tf32(Low *L, MlirValue bits) {
   return low_asm(L, KILN_GPU_CVT_TF32_PTX " $0, $1;", "=r,r", &bits, 1, L->i32);
 }
 
+/* v[i], rounded to tf32 the first time it is asked for (done[i] records it). */
+static MlirValue rounded(Low *L, MlirValue *v, bool *done, int64_t i) {
+  if (!done[i]) v[i] = cvt_tf32(L, v[i]), done[i] = true;
+  return v[i];
+}
+
 bool low_dot_mma(Low *L, MlirOperation op) {
   MlirValue a = mlirOperationGetOperand(op, 0), b = mlirOperationGetOperand(op, 1);
   MlirValue acc = mlirOperationGetOperand(op, 2), res = mlirOperationGetResult(op, 0);
@@ -571,16 +579,16 @@ bool low_dot_mma(Low *L, MlirOperation op) {
    * takes the raw 32-bit registers (two bf16 each), as ldmatrix produced them. */
   MlirValue *av = low_alloc(L, (size_t)A->n * sizeof *av),
             *bv = low_alloc(L, (size_t)B->n * sizeof *bv);
-  bool raw = bf16 || s8;
-  /* tf32: each f32 register rounded once, before its first use */
+  bool raw = bf16 || s8 || tf32;
   for (int64_t i = 0; i < A->n; i++)
-    av[i] = tf32  ? cvt_tf32(L, A->v[i])
-            : raw ? A->v[i]
-                  : low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
+    av[i] = raw ? A->v[i] : low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
   for (int64_t i = 0; i < B->n; i++)
-    bv[i] = tf32  ? cvt_tf32(L, B->v[i])
-            : raw ? B->v[i]
-                  : low_op1(L, "llvm.bitcast", &B->v[i], 1, vt);
+    bv[i] = raw ? B->v[i] : low_op1(L, "llvm.bitcast", &B->v[i], 1, vt);
+  /* tf32: each f32 register rounded once, just before the first mma that reads it (so the
+   * rounded copies live no longer than the k block that uses them) */
+  bool *a_rounded = low_alloc(L, (size_t)A->n), *b_rounded = low_alloc(L, (size_t)B->n);
+  memset(a_rounded, !tf32, (size_t)A->n);
+  memset(b_rounded, !tf32, (size_t)B->n);
   const char *ty = bf16 ? "#nvvm.mma_type<bf16>" : "#nvvm.mma_type<f16>";
   int32_t seg[3] = {4, 2, 4};
   MlirNamedAttribute attrs[6] = {
@@ -603,8 +611,9 @@ bool low_dot_mma(Low *L, MlirOperation op) {
           pos[c] = kiln_gpu_own_index(&co, local);
         }
         MlirValue ops[10];
-        for (int r = 0; r < 4; r++) ops[r] = av[(mi * kb + ki) * 4 + r];
-        for (int r = 0; r < 2; r++) ops[4 + r] = bv[(ni * kb + ki) * 2 + r];
+        for (int r = 0; r < 4; r++) ops[r] = rounded(L, av, a_rounded, (mi * kb + ki) * 4 + r);
+        for (int r = 0; r < 2; r++)
+          ops[4 + r] = rounded(L, bv, b_rounded, (ni * kb + ki) * 2 + r);
         for (int c = 0; c < 4; c++) ops[6 + c] = out->v[pos[c]];
         MlirValue d =
             s8     ? mma_s8_asm(L, ops, rt)
