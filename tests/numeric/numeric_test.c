@@ -3348,6 +3348,73 @@ static bool test_matmul_tf32(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* matmul_tf32_trans: C = X^T B + A Y^T, both dots with tf32 = true and one operand of each a
+ * trans of a loaded tile (x rows k feeding A, y rows n feeding B), against the rounded inputs'
+ * double sum within (2K + 1) 2^-24 sum |a'b'| + 2^-24 |c| (the bound of matmul_tf32 over the 2K
+ * products of both dots).  Unpipelined (the dot's convert: trans(y) staged as y is) and
+ * pipelined with the row strides promised (trans(x) read by 32-bit loads, trans(y) by
+ * ldmatrix), 4 and 8 warps, ragged tails. */
+static bool test_matmul_tf32_trans(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    int stages, warps;
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, 1, 4},
+              {100, 70, 136, 32, 32, 32, 3, 4},
+              {130, 72, 100, 64, 64, 32, 2, 8},
+              {33, 17, 45, 32, 32, 16, 1, 4}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t mp = (M + 15) / 16 * 16 + 16, np = (N + 15) / 16 * 16 + 16, kp = (K + 15) / 16 * 16 + 16;
+    size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[5] = {{"BM", cfgs[ci].bm},
+                          {"BN", cfgs[ci].bn},
+                          {"BK", cfgs[ci].bk},
+                          {"num_stages", cfgs[ci].stages},
+                          {"num_warps", cfgs[ci].warps}};
+    static const KilnDefine mult[] = {{"sx", 16}, {"sb", 16}, {"sa", 16}, {"sy", 16}};
+    if (cfgs[ci].stages > 1) g_spec = (Spec){NULL, mult, 0, COUNT(mult)};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K,
+             cfgs[ci].stages > 1 ? " pipelined" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_tf32_trans", defs, COUNT(defs), shape);
+    g_spec = (Spec){0};
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 7800 + ci);
+    float *x = random_f32_full(&rng, K * mp), *b = random_f32_full(&rng, K * np);
+    float *a = random_f32_full(&rng, M * kp), *y = random_f32_full(&rng, N * kp);
+    float *c = kiln_test_alloc(total, sizeof *c), *got = kiln_test_alloc(M * N, sizeof *got);
+    float *r1 = kiln_test_alloc(M * N, 4), *b1 = kiln_test_alloc(M * N, 4);
+    float *r2 = kiln_test_alloc(M * N, 4), *b2 = kiln_test_alloc(M * N, 4);
+    void *dx = kiln_test_input(&run, x, K * mp * 4), *db = kiln_test_input(&run, b, K * np * 4);
+    void *da = kiln_test_input(&run, a, M * kp * 4), *dy = kiln_test_input(&run, y, N * kp * 4);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sx = (int32_t)mp, sb = (int32_t)np, sa = (int32_t)kp, sy = (int32_t)kp;
+    int32_t scm32 = (int32_t)scm;
+    void *args[] = {&dx, &db, &da, &dy, &dc, &m32, &n32, &k32, &sx, &sb, &sa, &sy, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    /* X^T B: a[i][k] = x[k][i] (strides 1, mp); A Y^T: b[k][j] = y[j][k] (strides 1, kp) */
+    ref_matmul_tf32(x, 1, mp, b, np, 1, M, N, K, true, r1, b1);
+    ref_matmul_tf32(a, kp, 1, y, 1, kp, M, N, K, true, r2, b2);
+    for (size_t i = 0; i < M * N; i++) {
+      double sum = (double)r1[i] + r2[i];
+      r1[i] = (float)sum;
+      b1[i] = (float)((double)b1[i] + b2[i] + fabs(sum) * 0x1p-24); /* K + 1 twice: >= 2K + 1 */
+    }
+    kiln_test_check_bound(&run, "c", got, r1, b1, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(b), free(a), free(y), free(c), free(got), free(r1), free(b1), free(r2), free(b2);
+  }
+  return all_ok;
+}
+
 /* ---- device_print --------------------------------------------------------------------------- */
 
 static int compare_lines(const void *a, const void *b) {
@@ -3702,6 +3769,7 @@ static const struct {
     {"matmul_i8", test_matmul_i8},
     {"matmul_i8_strided", test_matmul_i8_strided},
     {"matmul_tf32", test_matmul_tf32},
+    {"matmul_tf32_trans", test_matmul_tf32_trans},
     {"layernorm_bwd", test_layernorm_bwd},
     {"small_dots", test_small_dots},
     {"int_semantics", test_int_semantics},
