@@ -612,8 +612,7 @@ bool low_dot_mma(Low *L, MlirOperation op) {
         }
         MlirValue ops[10];
         for (int r = 0; r < 4; r++) ops[r] = rounded(L, av, a_rounded, (mi * kb + ki) * 4 + r);
-        for (int r = 0; r < 2; r++)
-          ops[4 + r] = rounded(L, bv, b_rounded, (ni * kb + ki) * 2 + r);
+        for (int r = 0; r < 2; r++) ops[4 + r] = rounded(L, bv, b_rounded, (ni * kb + ki) * 2 + r);
         for (int c = 0; c < 4; c++) ops[6 + c] = out->v[pos[c]];
         MlirValue d =
             s8     ? mma_s8_asm(L, ops, rt)
