@@ -218,9 +218,9 @@ static bool wants_rows_only(MlirOperation dot) {
 
 /* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
  * (the same) with an f32 accumulator, both i8 with an i32 one (K a multiple of 32) or f32 ones
- * with the tf32 flag (K a multiple of 8), and a tile the warps can split into whole 16x8 blocks (warps
- * go to whichever of the rows / columns per warp is larger, so warp tiles stay near square and
- * each warp's ldmatrix loads are reused across more mma instructions). */
+ * with the tf32 flag (K a multiple of 8), and a tile the warps can split into whole 16x8 blocks
+ * (warps go to whichever of the rows / columns per warp is larger, so warp tiles stay near
+ * square and each warp's ldmatrix loads are reused across more mma instructions). */
 static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   MlirType at = mlirValueGetType(mlirOperationGetOperand(dot, 0));
   MlirType bt = mlirValueGetType(mlirOperationGetOperand(dot, 1));
