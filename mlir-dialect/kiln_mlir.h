@@ -377,9 +377,6 @@ typedef struct KilnPipelineOptions {
   const char *dump_after; /* NULL, a stage name, or "all": print the IR after it */
   FILE *dump_file;        /* where dumps go; NULL = stderr */
   const char *stop_after; /* NULL, or a stage name: run no stage after it */
-  /* NULL, or a stage name: run only the stages after it (the second half of a run split where
-   * the caller looks at the module, as the driver does for emu's registers) */
-  const char *start_after;
   KilnStepHook step_done; /* told each stage's name after it ran (before its dump) */
 } KilnPipelineOptions;
 
