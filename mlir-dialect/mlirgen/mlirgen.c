@@ -540,7 +540,13 @@ static MlirValue gen_dot(Gen *g, const KilnExpr *e) {
   MlirValue acc =
       e->nargs > 2 ? gen_as(g, e->args[2], e->type) : const_of(g, loc, e->type, 0.0, 0, false);
   if (g->failed) return a;
-  return kiln_ir_build_dot(&g->b, loc, a, bm, acc);
+  MlirValue r = kiln_ir_build_dot(&g->b, loc, a, bm, acc);
+  /* tf32 (sema: e->ival): a unit attribute the CPU and GPU lowerings read */
+  if (e->nargs > 3 && e->ival)
+    mlirOperationSetAttributeByName(mlirOpResultGetOwner(r),
+                                    mlirStringRefCreateFromCString(KILN_IR_DOT_TF32_ATTR),
+                                    mlirUnitAttrGet(g->ctx));
+  return r;
 }
 
 /* x ^ the sign bit of t's integer width (t gives x's shape and element kind). */

@@ -3292,6 +3292,219 @@ static bool test_matmul_f64(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- matmul_tf32 ----------------------------------------------------------------------------- */
+
+/* x rounded to TF32 as cvt.rna.tf32.f32 does, written from its definition: the nearest value
+ * with 10 mantissa bits, ties away from zero (NaN and infinities kept).  Independent of the
+ * bit trick the lowerings use: the kept part is x truncated toward zero to 10 bits, the dropped
+ * part decides whether one unit of the last kept place is added to the magnitude. */
+static float round_tf32_ref(float x) {
+  if (!isfinite(x) || x == 0.0f) return x;
+  int e;
+  frexpf(fabsf(x), &e);                       /* |x| in [2^(e-1), 2^e) */
+  float ulp = ldexpf(1.0f, e - 11);           /* a 10-bit mantissa's last place */
+  if (e - 1 < -126) ulp = ldexpf(1.0f, -136); /* subnormals: the same place as 2^-126's */
+  float mag = fabsf(x), kept = floorf(mag / ulp) * ulp;
+  float r = mag - kept >= ulp / 2 ? kept + ulp : kept;
+  return copysignf(r, x);
+}
+
+/* n f32 values: uniform over [-1, 1) with all 24 bits random, and every 7th one a tie for TF32
+ * (1 + j 2^-10 + 2^-11 times a power of two, signed), where rounding to nearest even and ties away
+ * differ for odd j. */
+static float *random_f32_full(KilnRefRng *rng, size_t n) {
+  float *p = kiln_test_alloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = kiln_ref_rng_next(rng);
+    if (i % 7 == 3) {
+      float tie = 1.0f + (float)((r >> 20) & 1023) * 0x1p-10f + 0x1p-11f;
+      p[i] = ldexpf(r & 1 ? -tie : tie, (int)((r >> 40) & 3) - 2);
+    } else {
+      p[i] = (float)(r >> 40) * 0x1p-23f - 1.0f;
+    }
+  }
+  return p;
+}
+
+/* ref[i][j] = sum_k A'[i][k] B'[k][j] in double with A' = round_tf32_ref(A) when tf32 (else A),
+ * and the bound every f32 summation order meets: K 2^-24 sum_k |A'B'| (the products are exact in
+ * f32 for TF32 inputs; an IEEE f32 product adds 2^-24 |AB| each, within the same K 2^-24 for K
+ * >= 2) plus the f32 rounding of the result itself. */
+static void ref_matmul_tf32(const float *a, size_t sam, size_t sak, const float *b, size_t sbk,
+                            size_t sbn, size_t M, size_t N, size_t K, bool tf32, float *ref,
+                            float *bound) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      double sum = 0, mag = 0;
+      for (size_t k = 0; k < K; k++) {
+        float x = a[i * sam + k * sak], y = b[k * sbk + j * sbn];
+        if (tf32) x = round_tf32_ref(x), y = round_tf32_ref(y);
+        sum += (double)x * y;
+        mag += fabs((double)x * y);
+      }
+      ref[i * N + j] = (float)sum;
+      bound[i * N + j] = (float)((double)(K + 1) * 0x1p-24 * mag + fabs(sum) * 0x1p-24);
+    }
+}
+
+/* matmul_tf32: an f32 dot with tf32 = true against a reference that rounds the inputs to TF32
+ * the same way, every element within the bound every f32 summation order meets (the cpu and emu
+ * targets both sum in k order; a GPU's tensor cores need not).  Ragged M,
+ * N and K; the GPU targets' mma path on 4 and 8 warps (BERT's 128x128x32 on 8), pipelined and
+ * not, both orientations of each operand (k contiguous: ldmatrix; m or n contiguous: 32-bit
+ * loads), and a tile too small for mma.sync (BM = 8: the FMA path on rounded operands).  The same
+ * inputs with TF32 = 0 must give the IEEE product, and the TF32 results must be off the IEEE
+ * reference by many bounds: the inputs' low mantissa bits matter, so the flag is not a no-op. */
+static bool test_matmul_tf32(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    bool a_col, b_col, promise;
+    int stages, warps, tf32;
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, false, false, false, 1, 4, 1},
+              {100, 70, 200, 32, 64, 32, false, false, true, 3, 4, 1},
+              {72, 40, 136, 32, 32, 32, true, true, true, 2, 4, 1},
+              {96, 80, 120, 64, 32, 32, false, true, true, 1, 4, 1},
+              {130, 70, 100, 64, 64, 32, false, false, false, 2, 8, 1},
+              {130, 140, 100, 128, 128, 32, false, false, true, 3, 8, 1},
+              {33, 17, 45, 32, 32, 32, true, false, false, 1, 4, 1},
+              {33, 17, 45, 8, 16, 16, false, false, false, 1, 4, 1},
+              {64, 64, 64, 32, 32, 32, false, false, true, 2, 4, 0}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t mp = (M + 15) / 16 * 16 + 16, np = (N + 15) / 16 * 16 + 16, kp = (K + 15) / 16 * 16 + 16;
+    size_t sam = cfgs[ci].a_col ? 1 : kp, sak = cfgs[ci].a_col ? mp : 1;
+    size_t sbk = cfgs[ci].b_col ? 1 : np, sbn = cfgs[ci].b_col ? kp : 1;
+    size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
+    size_t asize = cfgs[ci].a_col ? K * mp : M * kp, bsize = cfgs[ci].b_col ? N * kp : K * np;
+    KilnDefine defs[6] = {{"BM", cfgs[ci].bm},
+                          {"BN", cfgs[ci].bn},
+                          {"BK", cfgs[ci].bk},
+                          {"TF32", cfgs[ci].tf32},
+                          {"num_stages", cfgs[ci].stages},
+                          {"num_warps", cfgs[ci].warps}};
+    KilnDefine unit_eq[] = {{cfgs[ci].a_col ? "sam" : "sak", 1},
+                            {cfgs[ci].b_col ? "sbk" : "sbn", 1}};
+    KilnDefine mult[] = {{cfgs[ci].a_col ? "sak" : "sam", 16},
+                         {cfgs[ci].b_col ? "sbn" : "sbk", 16}};
+    if (cfgs[ci].promise) g_spec = (Spec){unit_eq, mult, COUNT(unit_eq), COUNT(mult)};
+    char shape[96];
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s%s", M, N, K,
+             cfgs[ci].a_col ? "col" : "row", cfgs[ci].b_col ? "col" : "row",
+             cfgs[ci].promise ? " promised" : "", cfgs[ci].tf32 ? "" : " IEEE");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_tf32", defs, COUNT(defs), shape);
+    g_spec = (Spec){0};
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 7700 + ci);
+    float *a = random_f32_full(&rng, asize), *b = random_f32_full(&rng, bsize);
+    float *c = kiln_test_alloc(total, sizeof *c);
+    float *ref = kiln_test_alloc(M * N, sizeof *ref), *bound = kiln_test_alloc(M * N, 4);
+    float *ieee = kiln_test_alloc(M * N, sizeof *ieee), *ibound = kiln_test_alloc(M * N, 4);
+    void *da = kiln_test_input(&run, a, asize * 4), *db = kiln_test_input(&run, b, bsize * 4);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sak32 = (int32_t)sak, sbk32 = (int32_t)sbk, sbn32 = (int32_t)sbn;
+    int32_t scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sak32, &sbk32, &sbn32, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    float *got = kiln_test_alloc(M * N, sizeof *got);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    ref_matmul_tf32(a, sam, sak, b, sbk, sbn, M, N, K, true, ref, bound);
+    ref_matmul_tf32(a, sam, sak, b, sbk, sbn, M, N, K, false, ieee, ibound);
+    kiln_test_check_bound(&run, "c", got, cfgs[ci].tf32 ? ref : ieee,
+                          cfgs[ci].tf32 ? bound : ibound, M * N);
+    /* the other reference must be far: the worst distance in bounds, and the result off it */
+    const float *other = cfgs[ci].tf32 ? ieee : ref, *obound = cfgs[ci].tf32 ? ibound : bound;
+    double far = 0;
+    for (size_t i = 0; i < M * N; i++) {
+      double d = fabs((double)got[i] - other[i]) / obound[i];
+      if (d > far) far = d;
+    }
+    printf("       c: %.3g bounds off the %s reference\n", far, cfgs[ci].tf32 ? "IEEE" : "TF32");
+    if (run.ok && !run.d.emit && !(far > 10))
+      kiln_test_fail(&run,
+                     "c is within %.3g bounds of the %s reference: the inputs' low bits did "
+                     "not matter",
+                     far, cfgs[ci].tf32 ? "IEEE" : "TF32");
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(ref), free(bound), free(ieee), free(ibound), free(got);
+  }
+  return all_ok;
+}
+
+/* matmul_tf32_trans: C = X^T B + A Y^T, both dots with tf32 = true and one operand of each a
+ * trans of a loaded tile (x rows k feeding A, y rows n feeding B), against the rounded inputs'
+ * double sum within (2K + 1) 2^-24 sum |a'b'| + 2^-24 |c| (the bound of matmul_tf32 over the 2K
+ * products of both dots).  Unpipelined (the dot's convert: trans(y) staged as y is) and
+ * pipelined with the row strides promised (trans(x) read by 32-bit loads, trans(y) by
+ * ldmatrix), 4 and 8 warps, ragged tails. */
+static bool test_matmul_tf32_trans(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    int stages, warps;
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, 1, 4},
+              {100, 70, 136, 32, 32, 32, 3, 4},
+              {130, 72, 100, 64, 64, 32, 2, 8},
+              {33, 17, 45, 32, 32, 16, 1, 4}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t mp = (M + 15) / 16 * 16 + 16, np = (N + 15) / 16 * 16 + 16, kp = (K + 15) / 16 * 16 + 16;
+    size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[5] = {{"BM", cfgs[ci].bm},
+                          {"BN", cfgs[ci].bn},
+                          {"BK", cfgs[ci].bk},
+                          {"num_stages", cfgs[ci].stages},
+                          {"num_warps", cfgs[ci].warps}};
+    static const KilnDefine mult[] = {{"sx", 16}, {"sb", 16}, {"sa", 16}, {"sy", 16}};
+    if (cfgs[ci].stages > 1) g_spec = (Spec){NULL, mult, 0, COUNT(mult)};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K,
+             cfgs[ci].stages > 1 ? " pipelined" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_tf32_trans", defs, COUNT(defs), shape);
+    g_spec = (Spec){0};
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 7800 + ci);
+    float *x = random_f32_full(&rng, K * mp), *b = random_f32_full(&rng, K * np);
+    float *a = random_f32_full(&rng, M * kp), *y = random_f32_full(&rng, N * kp);
+    float *c = kiln_test_alloc(total, sizeof *c), *got = kiln_test_alloc(M * N, sizeof *got);
+    float *r1 = kiln_test_alloc(M * N, 4), *b1 = kiln_test_alloc(M * N, 4);
+    float *r2 = kiln_test_alloc(M * N, 4), *b2 = kiln_test_alloc(M * N, 4);
+    void *dx = kiln_test_input(&run, x, K * mp * 4), *db = kiln_test_input(&run, b, K * np * 4);
+    void *da = kiln_test_input(&run, a, M * kp * 4), *dy = kiln_test_input(&run, y, N * kp * 4);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sx = (int32_t)mp, sb = (int32_t)np, sa = (int32_t)kp, sy = (int32_t)kp;
+    int32_t scm32 = (int32_t)scm;
+    void *args[] = {&dx, &db, &da, &dy, &dc, &m32, &n32, &k32, &sx, &sb, &sa, &sy, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    /* X^T B: a[i][k] = x[k][i] (strides 1, mp); A Y^T: b[k][j] = y[j][k] (strides 1, kp) */
+    ref_matmul_tf32(x, 1, mp, b, np, 1, M, N, K, true, r1, b1);
+    ref_matmul_tf32(a, kp, 1, y, 1, kp, M, N, K, true, r2, b2);
+    for (size_t i = 0; i < M * N; i++) {
+      double sum = (double)r1[i] + r2[i];
+      r1[i] = (float)sum;
+      b1[i] = (float)((double)b1[i] + b2[i] + fabs(sum) * 0x1p-24); /* K + 1 twice: >= 2K + 1 */
+    }
+    kiln_test_check_bound(&run, "c", got, r1, b1, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(b), free(a), free(y), free(c), free(got), free(r1), free(b1), free(r2), free(b2);
+  }
+  return all_ok;
+}
+
 /* ---- device_print --------------------------------------------------------------------------- */
 
 static int compare_lines(const void *a, const void *b) {
@@ -3645,6 +3858,8 @@ static const struct {
     {"small_int_sum", test_small_int_sum},
     {"matmul_i8", test_matmul_i8},
     {"matmul_i8_strided", test_matmul_i8_strided},
+    {"matmul_tf32", test_matmul_tf32},
+    {"matmul_tf32_trans", test_matmul_tf32_trans},
     {"layernorm_bwd", test_layernorm_bwd},
     {"small_dots", test_small_dots},
     {"int_semantics", test_int_semantics},
