@@ -5,8 +5,8 @@
 #
 # Every BERT kernel at the configuration an untuned library runs it with (bench/bert-sm90-configs.sh),
 # then the largest attention variants (64x64 tiles, 4 warps, dropout on: the most code per
-# variant), then host objects of the same (emu, whose compile also assembles the sm_80 code once
-# for its register count when ptxas is present, and cpu, where attn_fwd at BN=16 was an outlier).
+# variant), then host objects of the same (emu, and cpu, where attn_fwd at BN=16 was an
+# outlier).
 # Each compile runs REPEAT times (default 3) in a fresh process and the fastest is kept:
 #   cpu ms      the process's user + system time (ptxas included where it runs), the number to
 #               compare; a kiln without --time-passes (an older build) is measured the same way
