@@ -536,7 +536,16 @@ static void forward(LCtx *c) {
       if (l) try_define(c, res, l);
       continue;
     }
-    if (id == KILN_OP_TRANS || id == KILN_OP_FLIP || id == KILN_OP_SCAN || id == KILN_OP_RESHAPE ||
+    if (id == KILN_OP_SCAN) {
+      /* cumsum/cumprod scan in a blocked operand's own layout (lower_scan.c): the result keeps
+       * it, so no convert comes before or after. */
+      const KilnGpuLayout *l = fwd_src(c, mlirOperationGetOperand(op, 0));
+      if (l && (l->kind == KILN_GPU_LAYOUT_BLOCKED ||
+                (l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_BLOCKED)))
+        try_define(c, res, l);
+      continue;
+    }
+    if (id == KILN_OP_TRANS || id == KILN_OP_FLIP || id == KILN_OP_RESHAPE ||
         id == KILN_OP_CONVERT_LAYOUT || kiln_ir_op_is(op, "scf.if"))
       continue;
     int rank = kiln_ir_rank(mlirValueGetType(res));

@@ -5,8 +5,8 @@
  * insertion point in the new llvm.func (lower_kit.h, the toolkit every file builds with).  One
  * file per op family: lower.c (dispatcher, control flow, elementwise and shape ops),
  * lower_memory.c (global loads/stores/atomics), lower_reduce.c (reductions), lower_shared.c
- * (everything through shared memory: convert_layout, trans, dot), lower_math.c (math functions
- * and rand). */
+ * (everything through shared memory: convert_layout, trans, dot), lower_scan.c (cumsum and
+ * cumprod), lower_math.c (math functions and rand). */
 #ifndef KILN_GPU_LOWER_H
 #define KILN_GPU_LOWER_H
 
@@ -52,8 +52,16 @@ MlirValue low_owner(Low *L, const KilnGpuOwn *own, bool *replicated);
 /* device_print: one vprintf per element the running thread owns (lower_print.c). */
 bool low_print(Low *L, MlirOperation op);
 bool low_reduce(Low *L, MlirOperation op);
+/* shfl.sync of a scalar over the whole warp (lower_reduce.c): kind "bfly", "up", "down" or "idx",
+ * b the lane operand (offset or source lane), c the clamp operand (0x1f for bfly/down/idx, 0 for
+ * up).  8- and 16-bit values travel as 32 bits (f16/bf16 as f32, i8/i16 as i32), 64-bit ones as
+ * two 32-bit words. */
+MlirValue low_shuffle(Low *L, MlirValue v, const char *kind, MlirValue b, int c);
+/* The tile X, whose elements this thread holds as `from` says, held as `to` says (the same shape):
+ * through the shared arena, row-major, between barriers (lower_shared.c). */
+Vals *low_relayout(Low *L, Vals *X, const KilnGpuOwn *from, const KilnGpuOwn *to, MlirType et);
 bool low_convert(Low *L, MlirOperation op); /* convert_layout, trans and flip */
-bool low_scan(Low *L, MlirOperation op);    /* cumsum / cumprod through shared memory */
+bool low_scan(Low *L, MlirOperation op);    /* cumsum / cumprod: shuffles (lower_scan.c) */
 bool low_dot(Low *L, MlirOperation op);
 bool low_math(Low *L, MlirOperation op); /* math.* */
 /* One f64 element of a math op that PTX has no f64 instruction for (exp, exp2, log, log2,

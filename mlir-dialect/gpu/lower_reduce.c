@@ -71,10 +71,8 @@ static void fold(Low *L, const Red *r, MlirValue *acc, MlirValue *acci, MlirValu
   *acci = ni;
 }
 
-static MlirValue shuffle(Low *L, MlirValue v, int offset);
-
 /* A 64-bit scalar (i64, f64) shuffled as its two 32-bit words (shfl.sync moves 32 bits). */
-static MlirValue shuffle64(Low *L, MlirValue v, int offset) {
+static MlirValue shuffle64(Low *L, MlirValue v, const char *kind, MlirValue b, int c) {
   MlirType t = mlirValueGetType(v);
   bool is_f = mlirTypeIsAFloat(t);
   MlirValue x = is_f ? low_op1(L, "arith.bitcast", &v, 1, L->i64) : v;
@@ -82,8 +80,8 @@ static MlirValue shuffle64(Low *L, MlirValue v, int offset) {
       low_bin(L, "arith.shrui", x, low_const(L, L->i64, mlirIntegerAttrGet(L->i64, 32)));
   MlirValue lo = low_op1(L, "arith.trunci", &x, 1, L->i32);
   MlirValue hi = low_op1(L, "arith.trunci", &hi64, 1, L->i32);
-  lo = shuffle(L, lo, offset);
-  hi = shuffle(L, hi, offset);
+  lo = low_shuffle(L, lo, kind, b, c);
+  hi = low_shuffle(L, hi, kind, b, c);
   MlirValue lo64 = low_op1(L, "arith.extui", &lo, 1, L->i64);
   hi64 = low_op1(L, "arith.extui", &hi, 1, L->i64);
   MlirValue r =
@@ -92,22 +90,26 @@ static MlirValue shuffle64(Low *L, MlirValue v, int offset) {
   return is_f ? low_op1(L, "arith.bitcast", &r, 1, t) : r;
 }
 
-/* shfl.sync.bfly of a scalar: 8- and 16-bit values travel as 32 bits (f16/bf16 as f32, i8/i16
- * as i32), 64-bit ones as two 32-bit words. */
-static MlirValue shuffle(Low *L, MlirValue v, int offset) {
+MlirValue low_shuffle(Low *L, MlirValue v, const char *kind, MlirValue b, int c) {
   MlirType t = mlirValueGetType(v);
   MlirValue x = v;
   bool is_f = mlirTypeIsAFloat(t);
   int bits = kiln_ir_elem_bits(t);
-  if (bits == 64) return shuffle64(L, v, offset);
+  if (bits == 64) return shuffle64(L, v, kind, b, c);
   if (bits < 32) x = low_op1(L, is_f ? "arith.extf" : "arith.extsi", &v, 1, is_f ? L->f32 : L->i32);
   MlirType xt = mlirValueGetType(x);
-  MlirValue o[4] = {low_i32(L, -1), x, low_i32(L, offset), low_i32(L, 0x1f)};
-  MlirNamedAttribute k =
-      kiln_ir_named(L->ctx, "kind", kiln_gpu_parse_attr(L->ctx, "#nvvm<shfl_kind bfly>"));
+  MlirValue o[4] = {low_i32(L, -1), x, b, low_i32(L, c)};
+  char text[40];
+  snprintf(text, sizeof text, "#nvvm<shfl_kind %s>", kind);
+  MlirNamedAttribute k = kiln_ir_named(L->ctx, "kind", kiln_gpu_parse_attr(L->ctx, text));
   MlirValue r = mlirOperationGetResult(low_op(L, "nvvm.shfl.sync", o, 4, &xt, 1, &k, 1), 0);
   if (bits < 32) r = low_op1(L, is_f ? "arith.truncf" : "arith.trunci", &r, 1, t);
   return r;
+}
+
+/* shfl.sync.bfly by a constant lane offset (the reduction's butterfly step). */
+static MlirValue shuffle(Low *L, MlirValue v, int offset) {
+  return low_shuffle(L, v, "bfly", low_i32(L, offset), 0x1f);
 }
 
 bool low_reduce(Low *L, MlirOperation op) {

@@ -7,8 +7,8 @@
  * arena, so readers of the previous use are done before it is overwritten.  Elements narrower
  * than a byte (i1) travel as i8.
  *
- * scan (cumsum / cumprod): the same trip with a serial pass per line along the axis in between
- * (low_scan below).
+ * low_relayout is the same trip for a tile in hand (the scan's operands and results that are
+ * not in the layout it runs in, lower_scan.c).
  *
  * dot (FMA path, any layouts): a and b are staged in the arena row-major; each thread then
  * computes its own accumulator elements, acc[m][n] += a[m][k] * b[k][n] for k = 0..K-1, reading
@@ -89,73 +89,18 @@ bool low_convert(Low *L, MlirOperation op) {
   return true;
 }
 
-/* kiln.scan (cumsum / cumprod): the tile goes through the arena row-major as for a convert; then
- * each thread scans whole lines along the axis in place, one element after another in a loop
- * (lines dealt to threads round-robin), a barrier, and every thread reads its elements back.  The
- * order along the axis is the CPU backend's, so the rounding is the same.  Not yet Triton's scan
- * (in-thread, then warp shuffles, then across warps): a line is one thread's serial loop, fine
- * for the short lines of a tile, slow for a 1-D tile of thousands. */
-bool low_scan(Low *L, MlirOperation op) {
-  MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
-  KilnGpuOwn so = kiln_gpu_own_of_type(mlirValueGetType(src)),
-             ro = kiln_gpu_own_of_type(mlirValueGetType(res));
-  MlirType et = kiln_ir_elem_type(mlirValueGetType(res));
-  int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
-  char kind[8] = "";
-  kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
-  bool fl = mlirTypeIsAFloat(et), is_sum = strcmp(kind, "sum") == 0;
-  const char *combine =
-      is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
-  int64_t shape[KILN_GPU_MAX_RANK], numel = 1, inner = 1;
-  for (int d = 0; d < so.rank; d++) {
-    shape[d] = so.shape[d];
-    numel *= shape[d];
-    if (d > axis) inner *= shape[d];
-  }
-  int64_t n = shape[axis], nlines = numel / n, nthreads = (int64_t)KILN_GPU_WARP * L->num_warps;
-  Vals *X = low_get(L, src);
+Vals *low_relayout(Low *L, Vals *X, const KilnGpuOwn *from, const KilnGpuOwn *to, MlirType et) {
+  int64_t numel = 1;
+  for (int d = 0; d < to->rank; d++) numel *= to->shape[d];
   low_barrier(L);
   MlirValue base = low_smem(L, 0, numel * bytes_of(et));
-  for (int64_t j = 0; j < so.count; j++)
-    smem_store(L, base, linear(L, &so, j, shape, NULL, -1), X->v[j], et);
+  for (int64_t j = 0; j < from->count; j++)
+    smem_store(L, base, linear(L, from, j, to->shape, NULL, -1), X->v[j], et);
   low_barrier(L);
-  MlirValue tid = low_bin(L, "arith.addi", low_lane(L),
-                          low_bin(L, "arith.muli", low_warp(L), low_i32(L, KILN_GPU_WARP)));
-  for (int64_t first = 0; first < nlines; first += nthreads) {
-    MlirValue line = low_bin(L, "arith.addi", tid, low_i32(L, first));
-    KilnIRIf f =
-        kiln_ir_build_if(&L->b, L->loc, low_cmpi(L, "ult", line, low_i32(L, nlines)), NULL, 0);
-    KilnIRBuilder saved = L->b;
-    kiln_ir_builder_set_end(&L->b, f.then_block);
-    /* line l starts at (l / inner) * n * inner + l % inner; its elements are inner apart */
-    MlirValue start =
-        low_bin(L, "arith.addi",
-                low_bin(L, "arith.muli", low_bin(L, "arith.divui", line, low_i32(L, inner)),
-                        low_i32(L, n * inner)),
-                low_bin(L, "arith.remui", line, low_i32(L, inner)));
-    MlirValue init = smem_load(L, base, start, et);
-    KilnIRFor loop =
-        kiln_ir_build_for(&L->b, L->loc, low_i32(L, 1), low_i32(L, n), low_i32(L, 1), &init, 1);
-    KilnIRBuilder outer = L->b;
-    kiln_ir_builder_set_end(&L->b, loop.body);
-    MlirValue idx =
-        low_bin(L, "arith.addi", start, low_bin(L, "arith.muli", loop.iv, low_i32(L, inner)));
-    MlirValue acc =
-        low_bin(L, combine, kiln_ir_for_iter_arg(&loop, 0), smem_load(L, base, idx, et));
-    smem_store(L, base, idx, acc, et);
-    kiln_ir_build_yield(&L->b, L->loc, &acc, 1);
-    L->b = outer;
-    kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
-    kiln_ir_builder_set_end(&L->b, f.else_block);
-    kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
-    L->b = saved;
-  }
-  low_barrier(L);
-  Vals *out = low_vals(L, ro.count);
-  for (int64_t j = 0; j < ro.count; j++)
-    out->v[j] = smem_load(L, base, linear(L, &ro, j, shape, NULL, -1), et);
-  low_set(L, res, out);
-  return true;
+  Vals *out = low_vals(L, to->count);
+  for (int64_t j = 0; j < to->count; j++)
+    out->v[j] = smem_load(L, base, linear(L, to, j, to->shape, NULL, -1), et);
+  return out;
 }
 
 static MlirValue widen(Low *L, MlirValue v, MlirType to) {

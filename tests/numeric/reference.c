@@ -647,6 +647,33 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
   }
 }
 
+static double gamma_f32(size_t i) {
+  double iu = (double)i * ldexp(1.0, -24);
+  return iu / (1.0 - iu);
+}
+
+void kiln_ref_scan_flip_bound(const float *x, float *bound, size_t rows, size_t cols, size_t br,
+                              size_t bc) {
+  size_t plane = rows * bc;
+  for (size_t r = 0; r < rows; r++) {
+    size_t first = r / br * br;
+    double s = 0.0, p = 1.0;
+    for (size_t c = 0; c < bc; c++) {
+      double v = scan_tile(x, rows, cols, r, c);
+      s += fabs(v);
+      p *= v * 0.125 + 1.0;
+      double down = 0.0;
+      for (size_t i = first; i <= r; i++) down += fabs(scan_tile(x, rows, cols, i, c));
+      size_t at = r * bc + c;
+      bound[at] = (float)(2.0 * gamma_f32(c) * s);
+      bound[plane + at] = 0.0f;
+      bound[2 * plane + at] = (float)(2.0 * gamma_f32(c) * fabs(p) * (1.0 + 1e-6));
+      bound[3 * plane + at] = (float)(2.0 * gamma_f32(r - first) * down);
+      bound[4 * plane + at] = 0.0f;
+    }
+  }
+}
+
 /* The last nonzero of a sequence so far: the forward fill the kernel's combine makes. */
 static int32_t fill_last(int32_t acc, int32_t v) { return v != 0 ? v : acc; }
 

@@ -196,6 +196,13 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
  * (int)(16 t) of the program's tile reversed in both dims. */
 void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
                         size_t br, size_t bc);
+/* How far scan_flip's f32 outputs (outf's five planes) may lie from kiln_ref_scan_flip's: a
+ * running sum or product of i + 1 terms rounds i times in any grouping (a tree of depth <= i),
+ * so each order is within gamma_i = i u / (1 - i u) (u = 2^-24) of the exact value times the
+ * sum of the terms' magnitudes (sums) or the exact product's magnitude (products); two orders
+ * within twice that of each other.  The flips and the pair sums (one addition) have bound 0. */
+void kiln_ref_scan_flip_bound(const float *x, float *bound, size_t rows, size_t cols, size_t br,
+                              size_t bc);
 
 /* The scan_combine kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
  * cols), with q = floor(16 t) / 16 and z = (int)(4 t) / 3: planes of rows x bc: outf = the
