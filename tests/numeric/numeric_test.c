@@ -1751,6 +1751,158 @@ static bool test_scan_flip(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- scan_axes, scan_line ------------------------------------------------------------------ */
+
+/* The element types scan_axes and scan_line are compiled for (the T parameter's numbers). */
+typedef enum ScanType { SCAN_I32, SCAN_I64, SCAN_F16, SCAN_BF16, SCAN_F32, SCAN_F64 } ScanType;
+static const struct {
+  const char *name;
+  int64_t number; /* the type parameter's value (dsl/reference.md) */
+  size_t bytes;
+} scan_types[] = {{"i32", 3, 4},  {"i64", 4, 8}, {"f16", 5, 2},
+                  {"bf16", 6, 2}, {"f32", 7, 4}, {"f64", 8, 8}};
+
+static void scan_put(ScanType t, void *buf, size_t i, double v, int64_t iv) {
+  switch (t) {
+  case SCAN_I32: ((int32_t *)buf)[i] = (int32_t)iv; break;
+  case SCAN_I64: ((int64_t *)buf)[i] = iv; break;
+  case SCAN_F16: ((uint16_t *)buf)[i] = kiln_ref_f32_to_f16((float)v); break;
+  case SCAN_BF16: ((uint16_t *)buf)[i] = kiln_ref_f32_to_bf16((float)v); break;
+  case SCAN_F32: ((float *)buf)[i] = (float)v; break;
+  case SCAN_F64: ((double *)buf)[i] = v; break;
+  }
+}
+
+static double scan_get(ScanType t, const void *buf, size_t i) {
+  switch (t) {
+  case SCAN_I32: return ((const int32_t *)buf)[i];
+  case SCAN_I64: return (double)((const int64_t *)buf)[i];
+  case SCAN_F16: return kiln_ref_f16_to_f32(((const uint16_t *)buf)[i]);
+  case SCAN_BF16: return kiln_ref_bf16_to_f32(((const uint16_t *)buf)[i]);
+  case SCAN_F32: return ((const float *)buf)[i];
+  case SCAN_F64: return ((const double *)buf)[i];
+  }
+  return NAN;
+}
+
+/* One configuration of scan_axes ([br, bc] tiles of a rows x cols matrix, scanned along axis)
+ * or, with br 0, of scan_line (bc elements a program, a vector of cols).  Inputs: x in quarters
+ * of [-4, 4] (f16/bf16: -1, 0 or 1; integers: [-1000, 1000]) for the sums, y in
+ * {-1, 1, 1, 2, 0.5, 1} (f16/bf16: {-1, 1}; integers: {-1, 1, 2, 3}, wrapping) for the products.
+ * Every grouping of these is exact: sums of quarters stay far below 2^24 (f32), the f16/bf16
+ * sums of +-1 are integers that stay below 256 in magnitude over every run of a line (a random
+ * walk of 1024 steps), products are powers of two within range, integers wrap alike in every
+ * order.  So the cpu target's in-order scan and the GPU targets' tree (in the thread, lanes,
+ * warps, repetitions) must both equal the exact reference, element for element. */
+static bool scan_axes_run(KilnRtDevice *dev, ScanType t, int32_t rows, int32_t cols, int32_t br,
+                          int32_t bc, int axis) {
+  bool line = br == 0;
+  size_t n = line ? (size_t)cols : (size_t)rows * (size_t)cols, eb = scan_types[t].bytes;
+  KilnDefine defs2[] = {{"T", scan_types[t].number}, {"BR", br}, {"BC", bc}, {"AXIS", axis}};
+  KilnDefine defs1[] = {{"T", scan_types[t].number}, {"BN", bc}};
+  char shape[96];
+  snprintf(shape, sizeof shape, "T=%s rows=%d cols=%d", scan_types[t].name, line ? 1 : rows, cols);
+  KilnTestRun run;
+  if (line)
+    run_begin(&run, dev, "scan_line", defs1, COUNT(defs1), shape);
+  else
+    run_begin(&run, dev, "scan_axes", defs2, COUNT(defs2), shape);
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, 4100 + (uint64_t)t * 97 + (uint64_t)bc * 3 + (uint64_t)axis);
+  double *x = kiln_test_alloc(n, sizeof *x), *y = kiln_test_alloc(n, sizeof *y);
+  int64_t *xi = kiln_test_alloc(n, sizeof *xi), *yi = kiln_test_alloc(n, sizeof *yi);
+  static const double factors[6] = {-1.0, 1.0, 1.0, 2.0, 0.5, 1.0};
+  static const int64_t ifactors[4] = {-1, 1, 2, 3};
+  bool half = t == SCAN_F16 || t == SCAN_BF16;
+  void *hx = kiln_test_alloc(n, eb), *hy = kiln_test_alloc(n, eb);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = kiln_ref_rng_next(&rng);
+    x[i] = half ? (double)((int64_t)(r % 3) - 1) : (double)((int64_t)(r % 33) - 16) * 0.25;
+    y[i] = half ? factors[(r >> 8) % 2] : factors[(r >> 8) % 6];
+    xi[i] = (int64_t)((r >> 16) % 2001) - 1000;
+    yi[i] = ifactors[(r >> 40) % 4];
+    bool is_int = t == SCAN_I32 || t == SCAN_I64;
+    scan_put(t, hx, i, x[i], xi[i]);
+    scan_put(t, hy, i, y[i], yi[i]);
+    if (is_int) x[i] = (double)xi[i], y[i] = (double)yi[i];
+  }
+  double *sum = kiln_test_alloc(n, sizeof *sum), *prod = kiln_test_alloc(n, sizeof *prod);
+  int64_t *isum = kiln_test_alloc(n, sizeof *isum), *iprod = kiln_test_alloc(n, sizeof *iprod);
+  int bits = t == SCAN_I32 ? 32 : 64;
+  if (line) {
+    for (size_t s = 0; s < n; s += (size_t)bc)
+      kiln_ref_scan_line(x, y, xi, yi, s, 1, n - s < (size_t)bc ? n - s : (size_t)bc, bits, sum,
+                         prod, isum, iprod);
+  } else if (axis == 1) {
+    for (size_t r = 0; r < (size_t)rows; r++)
+      kiln_ref_scan_line(x, y, xi, yi, r * (size_t)cols, 1, (size_t)cols, bits, sum, prod, isum,
+                         iprod);
+  } else {
+    for (size_t r0 = 0; r0 < (size_t)rows; r0 += (size_t)br)
+      for (size_t c = 0; c < (size_t)cols; c++) {
+        size_t len = (size_t)rows - r0 < (size_t)br ? (size_t)rows - r0 : (size_t)br;
+        kiln_ref_scan_line(x, y, xi, yi, r0 * (size_t)cols + c, (size_t)cols, len, bits, sum, prod,
+                           isum, iprod);
+      }
+  }
+  void *out = kiln_test_alloc(2 * n + TAIL_ELEMS, eb);
+  void *dx = kiln_test_input(&run, hx, n * eb), *dy = kiln_test_input(&run, hy, n * eb);
+  void *dout = kiln_test_output(&run, (2 * n + TAIL_ELEMS) * eb);
+  int32_t r32 = rows, c32 = cols;
+  void *args2[] = {&dx, &dy, &dout, &r32, &c32};
+  void *args1[] = {&dx, &dy, &dout, &c32};
+  size_t grid = line ? kiln_test_cdiv(n, (size_t)bc) : kiln_test_cdiv((size_t)rows, (size_t)br);
+  kiln_test_launch(&run, run.fn, grid, 1, line ? args1 : args2);
+  kiln_test_fetch(&run, out, dout, (2 * n + TAIL_ELEMS) * eb);
+  kiln_test_check_untouched(&run, "out", out, eb, 2 * n + TAIL_ELEMS, 1, 2 * n, 2 * n + TAIL_ELEMS);
+  if (run.ok && !run.d.emit) {
+    size_t bad = 0, worst = 0;
+    for (size_t i = 0; i < 2 * n; i++) {
+      bool is_prod = i >= n;
+      size_t k = is_prod ? i - n : i;
+      double got = scan_get(t, out, i);
+      if (t == SCAN_I32 || t == SCAN_I64) {
+        int64_t g = t == SCAN_I32 ? ((const int32_t *)out)[i] : ((const int64_t *)out)[i];
+        if (g != (is_prod ? iprod[k] : isum[k])) bad++, worst = i;
+      } else if (!(got == (is_prod ? prod[k] : sum[k]))) {
+        bad++, worst = i;
+      }
+    }
+    printf("       %s: out vs ref  %zu of %zu differ\n", run.label, bad, 2 * n);
+    if (bad)
+      kiln_test_fail(&run, "%zu of %zu scan results wrong, e.g. [%zu] got %.9g", bad, 2 * n, worst,
+                     scan_get(t, out, worst));
+  }
+  bool ok = kiln_test_end(&run);
+  free(x), free(y), free(xi), free(yi), free(hx), free(hy), free(sum), free(prod);
+  free(isum), free(iprod), free(out);
+  return ok;
+}
+
+/* cumsum and cumprod along either axis of 2-D tiles and along 1-D tiles, lengths 32 to 1024
+ * along the axis (on the GPU targets: runs in the thread, lanes, warps and repetitions), every
+ * element type in the longest shapes, f32 and i32 in all. */
+static bool test_scan_axes(KilnRtDevice *dev) {
+  static const struct {
+    int32_t br, bc, axis;
+    bool all_types;
+  } cfgs[] = {{64, 128, 0, true}, {64, 128, 1, true},  {1, 1024, 1, true}, {0, 1024, 0, true},
+              {1, 32, 1, false},  {16, 256, 1, false}, {32, 32, 0, false}, {1024, 1, 0, false},
+              {256, 4, 0, false}, {0, 32, 0, false},   {0, 128, 0, false}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++)
+    for (int t = 0; t <= SCAN_F64; t++) {
+      if (!cfgs[ci].all_types && t != SCAN_F32 && t != SCAN_I32) continue;
+      int32_t br = cfgs[ci].br, bc = cfgs[ci].bc;
+      /* partial tiles: a row or column short of the tile, a program past the last */
+      int32_t rows = br ? 2 * br + 1 : 1, cols = br ? (bc > 1 ? bc - 3 : 1) : 3 * bc - 5;
+      if (cfgs[ci].axis == 0 && br) rows = 2 * br - 3, cols = bc;
+      if (rows < 1) rows = 1;
+      all_ok &= scan_axes_run(dev, (ScanType)t, rows, cols, br, bc, cfgs[ci].axis);
+    }
+  return all_ok;
+}
+
 /* ---- scan_combine -------------------------------------------------------------------------- */
 
 /* scan and reduce with a combine function (issue 15): the network's order is not the
@@ -3912,6 +4064,7 @@ static const struct {
     {"cas_lock", test_cas_lock},
     {"scan_flip", test_scan_flip},
     {"scan_combine", test_scan_combine},
+    {"scan_axes", test_scan_axes},
     {"rand_normal", test_rand_normal},
     {"argmax_all", test_argmax_all},
     {"sort_rows", test_sort_rows},

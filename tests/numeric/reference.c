@@ -647,6 +647,30 @@ void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows,
   }
 }
 
+static int64_t wrap_bits(uint64_t v, int bits) {
+  if (bits >= 64) return (int64_t)v;
+  uint64_t m = ((uint64_t)1 << bits) - 1, sign = (uint64_t)1 << (bits - 1);
+  v &= m;
+  return (int64_t)(v & sign ? v | ~m : v);
+}
+
+void kiln_ref_scan_line(const double *x, const double *y, const int64_t *xi, const int64_t *yi,
+                        size_t start, size_t stride, size_t len, int bits, double *sum,
+                        double *prod, int64_t *isum, int64_t *iprod) {
+  double s = 0.0, p = 1.0;
+  uint64_t is = 0, ip = 1;
+  for (size_t k = 0; k < len; k++) {
+    size_t i = start + k * stride;
+    s += x[i];
+    p *= y[i];
+    is += (uint64_t)xi[i];
+    ip *= (uint64_t)yi[i];
+    sum[i] = s, prod[i] = p;
+    isum[i] = wrap_bits(is, bits);
+    iprod[i] = wrap_bits(ip, bits);
+  }
+}
+
 static double gamma_f32(size_t i) {
   double iu = (double)i * ldexp(1.0, -24);
   return iu / (1.0 - iu);

@@ -196,6 +196,15 @@ void kiln_ref_cas_lock(const int32_t *x, int32_t *sums, int32_t *olds, int32_t *
  * (int)(16 t) of the program's tile reversed in both dims. */
 void kiln_ref_scan_flip(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols,
                         size_t br, size_t bc);
+/* The scan_axes and scan_line kernels' scans, exactly: over each line of length n inside a
+ * program's tile (lines of `line` elements `stride` apart starting at each start[k], k < nlines),
+ * sum[i] = x's running sum and prod[i] = y's running product in doubles (exact for the tests'
+ * quarters and powers of two), and the same in integers of `bits` bits (wrapping, in C's unsigned arithmetic, sign-extended):
+ * isum, iprod from xi, yi.  Elements past the matrix (a partial tile) are not lines' members. */
+void kiln_ref_scan_line(const double *x, const double *y, const int64_t *xi, const int64_t *yi,
+                        size_t start, size_t stride, size_t len, int bits, double *sum,
+                        double *prod, int64_t *isum, int64_t *iprod);
+
 /* How far scan_flip's f32 outputs (outf's five planes) may lie from kiln_ref_scan_flip's: a
  * running sum or product of i + 1 terms rounds i times in any grouping (a tree of depth <= i),
  * so each order is within gamma_i = i u / (1 - i u) (u = 2^-24) of the exact value times the
