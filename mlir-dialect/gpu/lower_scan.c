@@ -22,7 +22,9 @@
  * for "nothing before".  Float sums and products are regrouped, no longer in order along the
  * axis: a tree of depth at most spt + log2(lanes) + warps + reps + 3 (docs/gpu-lowering.md).
  * Operands in other layouts (mma, slices of mma) go to a blocked layout through shared memory
- * first, and a result whose layout is not the one the scan ran in goes the same way back. */
+ * first, as do those whose axis lies along warps and repetitions only (interleaved below: then
+ * to whole lines a thread), and a result whose layout is not the one the scan ran in goes the
+ * same way back. */
 #include "lower.h"
 
 #include <inttypes.h>
@@ -88,6 +90,31 @@ static bool scans_in(const KilnGpuLayout *l, const KilnGpuOwn *o, int axis) {
                  (l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_BLOCKED);
   int64_t n = o->shape[axis];
   return blocked && n > 0 && (n & (n - 1)) == 0;
+}
+
+/* Whether the axis lies along warps and repetitions only (no lane holds another part of a run):
+ * then every run is one element of a thread and every run's total would cross the warps, about
+ * the whole tile through shared memory plus the warps' prefixes per rep.  With a line for at
+ * least every other thread (the rest hold copies), a trip through shared memory to whole lines
+ * in each thread (whole_lines), a serial scan in registers and the trip back cost less
+ * (docs/gpu-lowering.md, "Scans"). */
+static bool interleaved(const KilnGpuOwn *o, int axis, int num_warps) {
+  Axis a = axis_of(&o->dim[axis]);
+  int64_t lines = 1;
+  for (int d = 0; d < o->rank; d++)
+    if (d != axis) lines *= o->shape[d];
+  return a.lane_bits == 0 && a.warp_bits > 0 && a.reps > 1 &&
+         2 * lines >= (int64_t)KILN_GPU_WARP * num_warps;
+}
+
+/* A blocked layout that gives each thread whole lines along the axis (the lanes and warps over
+ * the other dims, the fastest first). */
+static KilnGpuLayout whole_lines(const KilnGpuOwn *o, int axis, int num_warps) {
+  int order[KILN_GPU_MAX_RANK], k = 0;
+  order[k++] = axis;
+  for (int d = o->rank - 1; d >= 0; d--)
+    if (d != axis) order[k++] = d;
+  return kiln_gpu_layout_blocked(o->rank, o->shape, num_warps, (int)o->shape[axis], order);
 }
 
 /* Row-major index of the line that list position j lies on (its coordinates but the axis'). */
@@ -265,6 +292,13 @@ bool low_scan(Low *L, MlirOperation op) {
              : kiln_gpu_layout_blocked(so.rank, so.shape, L->num_warps, 1, NULL);
     kiln_gpu_own(&wl, so.rank, so.shape, &wo);
     X = low_relayout(L, X, &so, &wo, s.et);
+  }
+  if (interleaved(&wo, axis, L->num_warps)) {
+    KilnGpuLayout tl = whole_lines(&wo, axis, L->num_warps);
+    KilnGpuOwn to;
+    kiln_gpu_own(&tl, wo.rank, wo.shape, &to);
+    X = low_relayout(L, X, &wo, &to, s.et);
+    wl = tl, wo = to;
   }
   Vals *out = scan_vals(L, &s, X, &wo, axis);
   if (!kiln_gpu_layout_equal(&wl, &rl)) out = low_relayout(L, out, &wo, &ro, s.et);

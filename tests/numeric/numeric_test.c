@@ -1886,16 +1886,16 @@ static bool test_scan_axes(KilnRtDevice *dev) {
   static const struct {
     int32_t br, bc, axis;
     bool all_types;
-  } cfgs[] = {{64, 128, 0, true}, {64, 128, 1, true},  {1, 1024, 1, true}, {0, 1024, 0, true},
+  } cfgs[] = {{64, 128, 0, true}, {32, 128, 1, true},  {0, 1024, 0, true}, {1, 1024, 1, false},
               {1, 32, 1, false},  {16, 256, 1, false}, {32, 32, 0, false}, {1024, 1, 0, false},
-              {256, 4, 0, false}, {0, 32, 0, false},   {0, 128, 0, false}};
+              {256, 4, 0, false}, {0, 32, 0, false}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++)
     for (int t = 0; t <= SCAN_F64; t++) {
-      if (!cfgs[ci].all_types && t != SCAN_F32 && t != SCAN_I32) continue;
+      if (!cfgs[ci].all_types && t != SCAN_F32 && !(t == SCAN_I32 && ci % 2)) continue;
       int32_t br = cfgs[ci].br, bc = cfgs[ci].bc;
       /* partial tiles: a row or column short of the tile, a program past the last */
-      int32_t rows = br ? 2 * br + 1 : 1, cols = br ? (bc > 1 ? bc - 3 : 1) : 3 * bc - 5;
+      int32_t rows = br ? br + 1 : 1, cols = br ? (bc > 1 ? bc - 3 : 1) : 2 * bc - 5;
       if (cfgs[ci].axis == 0 && br) rows = 2 * br - 3, cols = bc;
       if (rows < 1) rows = 1;
       all_ok &= scan_axes_run(dev, (ScanType)t, rows, cols, br, bc, cfgs[ci].axis);
