@@ -1903,6 +1903,57 @@ static bool test_scan_axes(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* cumsum of a dot's result (mma layout on the GPU targets) along both axes and of a row sum (a
+ * slice layout), B = 64: a and b hold integers in [-2, 2] as f16, so the products, their sums
+ * (|c| <= 256) and the running sums (<= 2^14) are exact in f32 in every order: equal to the
+ * double-precision reference. */
+static bool test_scan_layouts(KilnRtDevice *dev) {
+  enum { B = 64 };
+  size_t nn = (size_t)B * B, nout = 2 * nn + B;
+  KilnDefine defs[] = {{"B", B}};
+  KilnTestRun run;
+  run_begin(&run, dev, "scan_layouts", defs, COUNT(defs), "64x64");
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, 4700);
+  uint16_t *a = kiln_test_alloc(nn, sizeof *a), *b = kiln_test_alloc(nn, sizeof *b);
+  double *av = kiln_test_alloc(nn, sizeof *av), *bv = kiln_test_alloc(nn, sizeof *bv);
+  for (size_t i = 0; i < nn; i++) {
+    uint64_t r = kiln_ref_rng_next(&rng);
+    av[i] = (double)((int)(r % 5) - 2), bv[i] = (double)((int)((r >> 8) % 5) - 2);
+    a[i] = kiln_ref_f32_to_f16((float)av[i]), b[i] = kiln_ref_f32_to_f16((float)bv[i]);
+  }
+  double *c = kiln_test_alloc(nn, sizeof *c);
+  float *want = kiln_test_alloc(nout, sizeof *want), *got = kiln_test_alloc(nout + TAIL_ELEMS, 4);
+  for (size_t i = 0; i < B; i++)
+    for (size_t j = 0; j < B; j++) {
+      double acc = 0.0;
+      for (size_t k = 0; k < B; k++) acc += av[i * B + k] * bv[k * B + j];
+      c[i * B + j] = acc;
+    }
+  double down[B] = {0}, rows = 0.0;
+  for (size_t i = 0; i < B; i++) {
+    double along = 0.0, rsum = 0.0;
+    for (size_t j = 0; j < B; j++) {
+      along += c[i * B + j], down[j] += c[i * B + j], rsum += av[i * B + j];
+      want[i * B + j] = (float)along;
+      want[nn + i * B + j] = (float)down[j];
+    }
+    rows += rsum;
+    want[2 * nn + i] = (float)rows;
+  }
+  void *da = kiln_test_input(&run, a, nn * 2), *db = kiln_test_input(&run, b, nn * 2);
+  void *dout = kiln_test_output(&run, (nout + TAIL_ELEMS) * 4);
+  int32_t n32 = B;
+  void *args[] = {&da, &db, &dout, &n32};
+  kiln_test_launch(&run, run.fn, 1, 1, args);
+  kiln_test_fetch(&run, got, dout, (nout + TAIL_ELEMS) * 4);
+  kiln_test_check_untouched(&run, "out", got, 4, nout + TAIL_ELEMS, 1, nout, nout + TAIL_ELEMS);
+  check_close(&run, "out", got, want, nout, 1.0, 0.0);
+  bool ok = kiln_test_end(&run);
+  free(a), free(b), free(av), free(bv), free(c), free(want), free(got);
+  return ok;
+}
+
 /* ---- scan_combine -------------------------------------------------------------------------- */
 
 /* scan and reduce with a combine function (issue 15): the network's order is not the
@@ -4065,6 +4116,7 @@ static const struct {
     {"scan_flip", test_scan_flip},
     {"scan_combine", test_scan_combine},
     {"scan_axes", test_scan_axes},
+    {"scan_layouts", test_scan_layouts},
     {"rand_normal", test_rand_normal},
     {"argmax_all", test_argmax_all},
     {"sort_rows", test_sort_rows},
