@@ -1075,7 +1075,8 @@ static KilnBertStatus backward_launches(KilnBertModel *m) {
   TRY(linear_dx(m, m->dpre, H, wt(m, m->wp), NULL, m->dx, cols * H, rows, H, H));
   for (int l = m->L - 1; l >= 0; l--) TRY(encoder_layer_bwd(m, l));
   /* embeddings: LayerNorm, then the three tables, each element one program's sum in a fixed
-   * order (no atomics); the word table is zeroed, its rows of the batch's ids are written */
+   * order (no atomics). The kernels write the word table's rows of the batch's ids and the
+   * position table's first cols rows: both are zeroed first; the type table is written whole. */
   void *demb;
   TRY(drop_bwd(m, m->dx, m->dx, n * H, -1, KILN_BERT_DROP_EMBEDDINGS, &demb));
   TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
@@ -1083,7 +1084,6 @@ static KilnBertStatus backward_launches(KilnBertModel *m) {
   RT(fill(m, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float)), "model: memset");
   RT(fill(m, g + m->pos, 0, (size_t)c->max_position_embeddings * H * sizeof(float)),
      "model: memset");
-  RT(fill(m, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float)), "model: memset");
   RT(m->ops->emb_bwd_word(&m->libs, m->ids, m->word_order, m->word_starts, m->da, g + m->word, n,
                           H),
      "embedding_bwd_word");
