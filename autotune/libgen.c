@@ -212,7 +212,8 @@ static void write_header(FILE *f, const char *L, const LibKernel *ks, int nk, in
       " * pointer, a negative integer that sizes a buffer and a buffer whose size rule (its count\n"
       " * in the tuning arguments, over the call's integers) is below 1. Compiled with\n"
       " * -DKILN_LIB_CHECKED, the .c also refuses a pointer in no live allocation of the\n"
-      " * library's device, or whose allocation has no room for its size rule from it on. */\n");
+      " * library's device, or whose allocation (or part of one, kiln_rt_mem_set_parts) has no\n"
+      " * room for its size rule from it on. */\n");
   fprintf(f, "#ifndef KILN_LIB_%s_H\n#define KILN_LIB_%s_H\n\n", L, L);
   fprintf(f, "#include <stdint.h>\n\n#include <kiln/kilnrt.h>\n\n#ifdef __cplusplus\nextern \"C\" "
              "{\n#endif\n\n");
@@ -638,9 +639,11 @@ static void c_string_of_expr(FILE *f, const TuneExpr *e) {
 /* KILN_LIB_CHECKED: the pointer lies in a live allocation of the library's device (the runtime's
  * allocator registers each allocation's size) with room for the extent the call touches from
  * it on: kiln_n elements, the buffer's size rule evaluated over this call's integers (its
- * sizes and strides: `x: f32[(rows - 1) * ld + cols]` for padded rows). The refusal names the
- * buffer, the bytes the call needs and the bytes registered from the pointer to the end of
- * its allocation. */
+ * sizes and strides: `x: f32[(rows - 1) * ld + cols]` for padded rows). Room is counted to the
+ * end of the pointer's part where the allocation was carved into tensors
+ * (kiln_rt_mem_set_parts: one arena of many tensors, as the BERT trainer's, is judged tensor
+ * by tensor), else to the end of the allocation. The refusal names the buffer, the bytes the
+ * call needs and the bytes registered from the pointer to that end. */
 static void source_checked_room(FILE *f, const char *L, const LibKernel *k, int i,
                                 const TuneExpr *e) {
   const TuneParam *q = &k->params[i];
@@ -650,14 +653,14 @@ static void source_checked_room(FILE *f, const char *L, const LibKernel *k, int 
       "#ifdef KILN_LIB_CHECKED\n"
       "    if (p%d) { /* NULL only where the spec allows it ('?'): nothing to check */\n"
       "      void *kiln_base;\n      size_t kiln_have;\n"
-      "      if (kiln_rt_mem_find(lib->dev, p%d, &kiln_base, &kiln_have) != KILN_RT_OK)\n"
+      "      if (kiln_rt_mem_find_part(lib->dev, p%d, &kiln_base, &kiln_have) != KILN_RT_OK)\n"
       "        return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: pointer %s = %%p "
       "is in no allocation of the library's device (KILN_LIB_CHECKED)\", (void *)p%d);\n"
       "      kiln_have -= (size_t)((const char *)p%d - (const char *)kiln_base);\n"
       "      if ((uint64_t)kiln_n > kiln_have / %zu)\n"
       "        return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: buffer %s needs "
       "%%llu bytes (%%s = %%lld elements of %zu bytes) but %%zu bytes are registered from %s "
-      "to the end of its allocation (KILN_LIB_CHECKED)\",\n"
+      "to the end of its allocation or part (KILN_LIB_CHECKED)\",\n"
       "                                 (uint64_t)kiln_n > UINT64_MAX / %zu ? (unsigned long "
       "long)UINT64_MAX "
       ": (unsigned long long)kiln_n * %zuu, ",

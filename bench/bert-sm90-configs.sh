@@ -4,6 +4,7 @@
 # One list for the benchmarks that walk every BERT kernel (static-report.sh, compile-time.sh).
 #
 # That configuration is the tune block's first preset (the gemm's tensor_cores, min_blocks = 2;
+# the attention kernels' FA2 tiles with dropout on;
 # the memory-bound kernels' 1024 elements over 4 warps), else its first point, T=f16 where the
 # kernel has an element type, compiled with the promises the library's most specialized copy has
 # for the call (docs/library.md: integer arguments equal to 1 compiled in, multiples of 16
@@ -26,6 +27,15 @@ gemm_fwd="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blo
 --multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-of sam=16 --specialize sak=1 \
 --specialize sbk=1 --multiple-of sbn=16 --multiple-of scm=16 --specialize scn=1"
 wide="-D BLOCK=1024 -D num_warps=4"
+# the attention kernels' %16 copy: S, the strides and the dropout offset multiples of 16 (the
+# fused QKV layout of BERT-large), dropout on as the trainer runs it, at the FA2 tiles of their
+# first presets
+attn="-D DROPOUT=1 --multiple-of S=16 --multiple-of sb=16 --multiple-of sh=16 --multiple-of ss=16 \
+--multiple-of osb=16 --multiple-of osh=16 --multiple-of oss=16 --multiple-of offset=16"
+attn_fwd="$attn -D BM=64 -D BN=64 -D num_warps=4 -D num_stages=2"
+attn_dkdv="$attn -D BM=32 -D BN=64 -D num_warps=4"
+attn_dq="$attn -D BM=64 -D BN=32 -D num_warps=4"
+attn_delta="--multiple-of S=16 --multiple-of osb=16 --multiple-of osh=16 --multiple-of oss=16"
 
 # name | file | defines | flops | bytes | tensor(1/0) | shape note | config and promises
 kernels=(
@@ -54,8 +64,8 @@ kernels=(
   "grad_sumsq_reduce|adamw.kiln||1024|$((4 * 1024 + 4))|0|parts=1024|"
   "clip_grads|adamw.kiln||$PARAMS|$((8 * PARAMS))|0|n=$PARAMS|"
   "check_overflow|adamw.kiln|T=f32|$PARAMS|$((4 * PARAMS))|0|n=$PARAMS (the f32 gradient buffer)|"
-  "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|"
-  "attn_bwd_delta|attention.kiln|T=f16 D=$HD|$((2 * BHSD))|$((2 * 2 * BHSD + 4 * B * HEADS * S))|0|B=$B H=$HEADS S=$S D=$HD|"
-  "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|"
-  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|"
+  "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_fwd"
+  "attn_bwd_delta|attention.kiln|T=f16 D=$HD|$((2 * BHSD))|$((2 * 2 * BHSD + 4 * B * HEADS * S))|0|B=$B H=$HEADS S=$S D=$HD|$attn_delta"
+  "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dkdv"
+  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dq"
 )

@@ -389,7 +389,7 @@ static bool fold_pow(int64_t b, int64_t n, KilnScalarKind s, int64_t *out) {
 /* pow = expr "**" expr.  The exponent is a compile-time integer constant: the power becomes
  * ceil(log2 n) to 2 log2 n multiplications in the base's type (mlirgen), and a negative exponent
  * the reciprocal of that, so only a float base may have one.  A non-constant exponent would need
- * the pow() builtin, exp2(y * log2(x)) for x >= 0. */
+ * the pow() builtin (C's pow: a negative x takes an integer y). */
 static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const KilnType *rt) {
   KilnExpr *x = e->lhs, *n = e->rhs;
   if (!is_numeric(lt) || lt->scalar == KILN_SCALAR_I1) {
@@ -400,7 +400,7 @@ static const KilnType *check_pow(Sema *S, KilnExpr *e, const KilnType *lt, const
       rt->scalar == KILN_SCALAR_I1) {
     ERR(S, n->span,
         "the exponent of '**' must be a compile-time integer constant "
-        "(for a run-time exponent write pow(x, y), x >= 0)");
+        "(for a run-time exponent write pow(x, y))");
     return NULL;
   }
   if (n->ival < 0 && !kiln_scalar_is_float(lt->scalar)) {
@@ -795,6 +795,26 @@ static const char *dot_acc_want(KilnScalarKind rk) {
   return rk == KILN_SCALAR_F64 ? "f64 (the operands are f64)" : "floats";
 }
 
+/* dot's fourth argument, tf32: a constant flag (true or false), true only with f32 operands (it
+ * says how to round f32 inputs; the 16-bit types are already exact on tensor cores, f64 and i8
+ * have other instructions).  The flag is kept in e->ival for mlirgen. */
+static bool check_dot_tf32(Sema *S, KilnExpr *e, KilnScalarKind op) {
+  KilnExpr *f = e->args[3];
+  if (!f->is_const || f->type->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(f->type->scalar)) {
+    ERR(S, f->span, "dot's tf32 flag must be a constant (true or false), got %s", tstr(S, f->type));
+    return false;
+  }
+  if (f->ival != 0 && op != KILN_SCALAR_F32) {
+    ERR(S, f->span,
+        "dot's tf32 flag rounds f32 operands to TF32: it needs f32 operands, got %s (give "
+        "tf32 = false or convert the operands with `as f32`)",
+        kiln_scalar_name(op));
+    return false;
+  }
+  e->ival = f->ival != 0;
+  return true;
+}
+
 /* dot(a: [M,K], b: [K,N], acc?: [M,N]): f16/bf16/f32 operands accumulate in a float tile (f32
  * without acc), f64 operands in an f64 tile, i8 operands in an i32 tile (i32 without acc).  f64
  * is never mixed with another operand type: the other operand is named and must be converted. */
@@ -841,6 +861,7 @@ static const KilnType *check_dot(Sema *S, KilnExpr *e) {
     }
     res = acc;
   }
+  if (e->nargs == 4 && !check_dot_tf32(S, e, a->scalar)) return NULL;
   e->operand_type = res;
   return res;
 }

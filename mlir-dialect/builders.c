@@ -244,6 +244,11 @@ MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, Mli
   return build_simple(b, loc, KILN_OP_NAME_DOT, ops, 3, mlirValueGetType(acc), NULL, 0);
 }
 
+bool kiln_ir_dot_is_tf32(MlirOperation dot) {
+  return !mlirAttributeIsNull(
+      mlirOperationGetAttributeByName(dot, mlirStringRefCreateFromCString(KILN_IR_DOT_TF32_ATTR)));
+}
+
 MlirValue kiln_ir_build_reduce(KilnIRBuilder *b, MlirLocation loc, KilnReduceKind kind, int axis,
                                MlirValue tile) {
   MlirType t = mlirValueGetType(tile);

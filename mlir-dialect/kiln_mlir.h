@@ -221,7 +221,11 @@ MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, in
 /* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis. */
 MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis,
                              MlirValue x);
-/* acc + a x b; result has acc's type. */
+/* acc + a x b; result has acc's type.  A dot of f32 tiles that carries the unit attribute
+ * KILN_IR_DOT_TF32_ATTR rounds a and b to TF32 first (cvt.rna.tf32.f32: ties away from zero) and
+ * may run on tensor cores; without it, an f32 dot is exact IEEE products and sums. */
+#define KILN_IR_DOT_TF32_ATTR "kiln.tf32"
+bool kiln_ir_dot_is_tf32(MlirOperation dot);
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc);
 /* Reduces `tile` along `axis`: the result drops that dim (a scalar for rank 1); element type is
@@ -373,9 +377,6 @@ typedef struct KilnPipelineOptions {
   const char *dump_after; /* NULL, a stage name, or "all": print the IR after it */
   FILE *dump_file;        /* where dumps go; NULL = stderr */
   const char *stop_after; /* NULL, or a stage name: run no stage after it */
-  /* NULL, or a stage name: run only the stages after it (the second half of a run split where
-   * the caller looks at the module, as the driver does for emu's registers) */
-  const char *start_after;
   KilnStepHook step_done; /* told each stage's name after it ran (before its dump) */
 } KilnPipelineOptions;
 

@@ -226,6 +226,9 @@ static void verify_dot(VCtx *v) {
       kiln_ir_type_is_float(b) != kiln_ir_type_is_float(c))
     verr(v, "operands and accumulator must all be floating point or all integer");
   if (!mlirTypeEqual(c, result_type(v->op))) verr(v, "result type must equal the accumulator type");
+  if (kiln_ir_dot_is_tf32(v->op) &&
+      !(mlirTypeIsAF32(kiln_ir_elem_type(a)) && mlirTypeIsAF32(kiln_ir_elem_type(b))))
+    verr(v, "tf32 rounds f32 operands: a and b must be f32 tiles");
 }
 
 static void verify_reduce(VCtx *v) {

@@ -161,18 +161,12 @@ KilnMlirStatus kiln_pipeline_run(MlirModule m, const KilnPipeline *p,
   KilnPipelineOptions none = {0};
   if (!opts) opts = &none;
   if (!stage_option_ok(m, p, opts->dump_after, true) ||
-      !stage_option_ok(m, p, opts->stop_after, false) ||
-      !stage_option_ok(m, p, opts->start_after, false))
+      !stage_option_ok(m, p, opts->stop_after, false))
     return KILN_MLIR_ERR_INVALID;
   bool dump_all = opts->dump_after && strcmp(opts->dump_after, "all") == 0;
   FILE *out = opts->dump_file ? opts->dump_file : stderr;
-  bool started = !opts->start_after;
   for (size_t i = 0; stage_at(p, i); i++) {
     const KilnStage *s = stage_at(p, i);
-    if (!started) {
-      started = strcmp(opts->start_after, s->name) == 0;
-      continue;
-    }
     bool dumped = dump_all || (opts->dump_after && strcmp(opts->dump_after, s->name) == 0);
     bool last = !stage_at(p, i + 1) || (opts->stop_after && strcmp(opts->stop_after, s->name) == 0);
     KilnMlirStatus st = run_one(m, s, &opts->stage, dumped || last);

@@ -118,6 +118,14 @@ KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, siz
   return KILN_RT_OK;
 }
 
+KilnRtStatus kiln_rt_mem_find_part(KilnRtDevice *dev, const void *p, void **start, size_t *bytes) {
+  if (!dev || !start || !bytes)
+    return BAD("kiln_rt_mem_find_part: device, start and bytes must not be NULL");
+  if (kiln_rt_cache_find_part(dev->cache, p, start, bytes) != KILN_RT_OK)
+    return BAD("kiln_rt_mem_find_part: %p is in no live allocation of this device", p);
+  return KILN_RT_OK;
+}
+
 KilnRtStatus kiln_rt_mem_set_parts(KilnRtDevice *dev, void *base, const size_t *ends, size_t n) {
   if (!dev || !base) return BAD("kiln_rt_mem_set_parts: device and base must not be NULL");
   if (n > 0 && !ends) return BAD("kiln_rt_mem_set_parts: ends is NULL for %zu parts", n);

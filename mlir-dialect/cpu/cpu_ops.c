@@ -256,7 +256,23 @@ typedef struct DotCtx {
   MlirValue dst;
   int64_t k;
   MlirType acc;
+  bool tf32; /* round a and b to TF32 before the products */
 } DotCtx;
+
+/* x rounded to TF32 as the GPU's cvt.rna.tf32.f32 does: to the nearest value with a 10-bit
+ * mantissa, ties away from zero (add half of the last kept bit to the magnitude's bits, then
+ * clear the 13 low bits; a carry into the exponent is the correct next binade, and the largest
+ * finite values round to infinity as rna does).  A NaN stays a NaN (the add could carry its
+ * bits into the sign): it is kept as it is. */
+static MlirValue round_tf32(Cpu *c, MlirValue x) {
+  MlirType i32 = i32_t(c);
+  MlirValue bits = kiln_ir_build_cast(&c->b, c->loc, "arith.bitcast", x, i32);
+  MlirValue up = bin(c, "arith.addi", bits, kiln_cpu_int_const(c, i32, 0x1000));
+  MlirValue r = bin(c, "arith.andi", up, kiln_cpu_int_const(c, i32, (int64_t)(int32_t)0xffffe000u));
+  MlirValue rf = kiln_ir_build_cast(&c->b, c->loc, "arith.bitcast", r, mlirValueGetType(x));
+  MlirValue nan = kiln_ir_build_cmpf(&c->b, c->loc, "uno", x, x);
+  return kiln_ir_build_select(&c->b, c->loc, nan, x, rf);
+}
 
 static MlirValue widen(Cpu *c, MlirValue v, MlirType to) {
   MlirType from = mlirValueGetType(v);
@@ -273,8 +289,13 @@ static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.body);
   MlirValue ai[2] = {idx[0], f.iv}, bi[2] = {f.iv, idx[1]};
-  MlirValue x = widen(c, kiln_cpu_elem(c, d->a, ai), d->acc);
-  MlirValue y = widen(c, kiln_cpu_elem(c, d->b, bi), d->acc);
+  MlirValue xa = kiln_cpu_elem(c, d->a, ai), yb = kiln_cpu_elem(c, d->b, bi);
+  if (d->tf32) {
+    xa = round_tf32(c, xa);
+    yb = round_tf32(c, yb);
+  }
+  MlirValue x = widen(c, xa, d->acc);
+  MlirValue y = widen(c, yb, d->acc);
   bool fl = mlirTypeIsAFloat(d->acc);
   MlirValue p = bin(c, fl ? "arith.mulf" : "arith.muli", x, y);
   MlirValue s = bin(c, fl ? "arith.addf" : "arith.addi", kiln_ir_for_iter_arg(&f, 0), p);
@@ -285,11 +306,9 @@ static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
 
 static void lower_dot(Cpu *c, MlirOperation op) {
   MlirType at = mlirValueGetType(operand(op, 0)), rt = mlirValueGetType(result_of(op));
-  DotCtx d = {kiln_cpu_get(c, operand(op, 0)),
-              kiln_cpu_get(c, operand(op, 1)),
-              {NULL},
-              kiln_ir_dim(at, 1),
-              kiln_ir_elem_type(rt)};
+  DotCtx d = {
+      kiln_cpu_get(c, operand(op, 0)), kiln_cpu_get(c, operand(op, 1)), {NULL}, kiln_ir_dim(at, 1),
+      kiln_ir_elem_type(rt),           kiln_ir_dot_is_tf32(op)};
   /* the result starts as a copy of acc (acc itself may still be read later), then each
    * element accumulates its K products in registers */
   d.dst = kiln_cpu_alloc(c, rt);

@@ -469,6 +469,29 @@ static void lower_mulhi(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   replace_results(op, &r, 1);
 }
 
+/* cvt.rna.tf32.f32 (KILN_GPU_CVT_TF32_PTX) on the bits of an f32, computed in place as the cpu
+ * target rounds: add half of the last kept bit (0x1000) to the bits and clear the 13 low ones
+ * (to nearest, ties away from zero; a carry moves to the next binade, the largest finite values
+ * to infinity); a NaN is kept as it is (its bits plus 0x1000 could carry into the sign). */
+static void lower_cvt_tf32(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirValue x = mlirOperationGetOperand(op, 0);
+  MlirValue up[2] = {x, cst_i32(E, b, loc, 0x1000)};
+  MlirValue sum = kiln_ir_make1(b, loc, "llvm.add", up, 2, E->i32, NULL, 0);
+  MlirValue keep[2] = {sum, cst_i32(E, b, loc, (int32_t)0xffffe000u)};
+  MlirValue r = kiln_ir_make1(b, loc, "llvm.and", keep, 2, E->i32, NULL, 0);
+  /* NaN: the magnitude's bits above those of infinity (0x7f800000), as unsigned */
+  MlirValue mag[2] = {x, cst_i32(E, b, loc, 0x7fffffff)};
+  MlirValue m = kiln_ir_make1(b, loc, "llvm.and", mag, 2, E->i32, NULL, 0);
+  MlirNamedAttribute pred =
+      kiln_ir_named(E->ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(E->ctx, 64), 8));
+  MlirValue cmp[2] = {m, cst_i32(E, b, loc, 0x7f800000)};
+  MlirValue nan = kiln_ir_make1(b, loc, "llvm.icmp", cmp, 2, E->i1, &pred, 1);
+  MlirValue sel[3] = {nan, x, r};
+  MlirValue out = kiln_ir_make1(b, loc, "llvm.select", sel, 3, E->i32, NULL, 0);
+  replace_results(op, &out, 1);
+}
+
 static void lower_cp_async_intrinsic(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   MlirStringRef n = mlirStringAttrGetValue(
@@ -655,6 +678,18 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
       mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
     emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k32_s32_s8",
                   mlirValueGetType(mlirOperationGetResult(op, 0)), E->i32);
+    return;
+  }
+  if (strncmp(text, KILN_GPU_MMA_TF32_PTX, strlen(KILN_GPU_MMA_TF32_PTX)) == 0 &&
+      mlirOperationGetNumOperands(op) == 10 && mlirOperationGetNumResults(op) == 1) {
+    emit_mma_call(E, b, op, "kiln_emu_mma_m16n8k8_f32_tf32",
+                  mlirValueGetType(mlirOperationGetResult(op, 0)), E->f32);
+    return;
+  }
+  if (strncmp(text, KILN_GPU_CVT_TF32_PTX " ", strlen(KILN_GPU_CVT_TF32_PTX) + 1) == 0 &&
+      mlirOperationGetNumOperands(op) == 1 && mlirOperationGetNumResults(op) == 1 &&
+      mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, 0)), E->i32)) {
+    lower_cvt_tf32(E, b, op);
     return;
   }
   if (lower_stmatrix(E, b, op, text)) return;

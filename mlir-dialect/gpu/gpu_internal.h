@@ -44,7 +44,8 @@ typedef struct KilnGpuLayout {
   int order[KILN_GPU_MAX_RANK]; /* dims, fastest varying first */
   int slice_dim;
   int op_idx;  /* DOT_OP: 0 (A) or 1 (B) */
-  int k_width; /* DOT_OP: consecutive k elements per 32-bit register (2 for f16/bf16, 4 for i8) */
+  int k_width; /* DOT_OP: consecutive k elements per 32-bit register (2 for f16/bf16, 4 for i8,
+                * 1 for tf32) */
 } KilnGpuLayout;
 
 /* Encodes a layout as the DictionaryAttr used for tensor encodings. */
@@ -70,7 +71,8 @@ bool kiln_gpu_mma_fits(const KilnGpuLayout *l, int rank, const int64_t *shape);
 /* mma (version 2, instrShape 16x8) with wm x wn warps, and its dot operands. */
 KilnGpuLayout kiln_gpu_layout_mma(int wm, int wn);
 KilnGpuLayout kiln_gpu_layout_dot_op(const KilnGpuLayout *mma, int op_idx, int k_width);
-/* The dot_op kWidth of an mma operand's element type: 4 for i8, 2 for f16/bf16. */
+/* The dot_op kWidth of an mma operand's element type: 4 for i8, 2 for f16/bf16, 1 for f32 (a
+ * tf32 dot). */
 int kiln_gpu_dot_k_width(MlirType elem);
 
 /* ---- what a thread owns.  A tile of shape S (rank r, r == the layout's tensor rank) under a
@@ -183,6 +185,12 @@ static inline int kiln_gpu_ilog2(int64_t v) {
 /* The integer mma (i8 dot, i32 accumulators, wrapping: no .satfinite) is inline PTX too: one
  * form for the two targets and the emulator, which recognizes this text. */
 #define KILN_GPU_MMA_S8_PTX "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
+
+/* The TF32 mma (an f32 dot with the tf32 flag; one tf32 a register, k blocks of 8) is inline PTX
+ * as the others, and so is the rounding of its operands, cvt.rna.tf32.f32 (ties away from zero;
+ * emu_lower.c computes both on the host). */
+#define KILN_GPU_MMA_TF32_PTX "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+#define KILN_GPU_CVT_TF32_PTX "cvt.rna.tf32.f32"
 
 /* stmatrix (sm_90) has no NVVM intrinsic in LLVM 19, so the epilogue's is inline PTX starting
  * with this text, then the count (1, 2 or 4) and ".shared.b16 [$0], {$1, ...};" (lower_epilogue.c

@@ -52,7 +52,7 @@ extern const KilnPipeline kiln_gpu_pipeline_emu;
  * arena); the runtime adds them to what a launch asks for.  Version 1 modules have 4 words.
  * Version 3 adds the offset bits (kiln.index_bits: a kernel with 32-bit offsets refuses pointer
  * arguments that reach 2^31 elements) and the registers per thread (the module attribute
- * kiln.gpu.registers, from ptxas, where the compile ran it), and kiln_emu_elems_NAME. */
+ * kiln.gpu.registers; 0 unknown, as the driver leaves it), and kiln_emu_elems_NAME. */
 #define KILN_GPU_EMU_META_WORDS 7
 
 /* Shared memory.  A kernel's arena up to KILN_GPU_STATIC_SMEM_LIMIT is a static `.shared`

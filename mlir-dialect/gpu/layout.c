@@ -23,7 +23,7 @@
  * A dim of size 1 is allowed (every thread holds the one row or column).  A slice may have an
  * mma parent: {kind = "slice", dim = D, parent = {kind = "mma", ...}}, the mma's rows (D = 1) or
  * columns (D = 0) with the same per-thread map, so a row statistic lines up with the fragments.
- * Dot operand: {kind = "dot_op", opIdx = 0|1 : i32, kWidth = 2|4 : i32, parent = {mma}}: the A
+ * Dot operand: {kind = "dot_op", opIdx = 0|1 : i32, kWidth = 1|2|4 : i32, parent = {mma}}: the A
  * (opIdx 0) or B (opIdx 1) fragments of the same warps.  Its values are register lists the mma
  * lowering builds and consumes (lower_dot.c); nothing else reads them element by element, so
  * kiln_gpu_own only counts them. */
@@ -157,6 +157,7 @@ KilnGpuLayout kiln_gpu_layout_dot_op(const KilnGpuLayout *mma, int op_idx, int k
 }
 
 int kiln_gpu_dot_k_width(MlirType elem) {
+  if (mlirTypeIsAF32(elem)) return 1;
   return mlirTypeIsAInteger(elem) && mlirIntegerTypeGetWidth(elem) == 8 ? 4 : 2;
 }
 
@@ -374,7 +375,8 @@ void kiln_gpu_own(const KilnGpuLayout *l, int rank, const int64_t *shape, KilnGp
   }
   if (l->kind == KILN_GPU_LAYOUT_DOT_OP) {
     /* Only counted: 32-bit registers, 4 per 16 x 8kWidth A block, 2 per 8kWidth x 8 B block of
-     * the warp (k blocks of 16 for f16/bf16, kWidth 2; of 32 for i8, kWidth 4). */
+     * the warp (k blocks of 16 for f16/bf16, kWidth 2; of 32 for i8, kWidth 4; of 8 for tf32,
+     * kWidth 1). */
     KILN_ASSERT(rank == 2);
     for (int d = 0; d < 2; d++) {
       o->shape[d] = shape[d];

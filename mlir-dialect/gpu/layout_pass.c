@@ -217,9 +217,10 @@ static bool wants_rows_only(MlirOperation dot) {
 }
 
 /* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
- * (the same) with an f32 accumulator or both i8 with an i32 one (K a multiple of 32), and a tile the warps can split into whole 16x8 blocks (warps
- * go to whichever of the rows / columns per warp is larger, so warp tiles stay near square and
- * each warp's ldmatrix loads are reused across more mma instructions). */
+ * (the same) with an f32 accumulator, both i8 with an i32 one (K a multiple of 32) or f32 ones
+ * with the tf32 flag (K a multiple of 8), and a tile the warps can split into whole 16x8 blocks
+ * (warps go to whichever of the rows / columns per warp is larger, so warp tiles stay near
+ * square and each warp's ldmatrix loads are reused across more mma instructions). */
 static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   MlirType at = mlirValueGetType(mlirOperationGetOperand(dot, 0));
   MlirType bt = mlirValueGetType(mlirOperationGetOperand(dot, 1));
@@ -230,9 +231,13 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
        bf16 = mlirTypeIsABF16(ae) && mlirTypeIsABF16(be);
   bool i8 = mlirTypeIsAInteger(ae) && mlirIntegerTypeGetWidth(ae) == 8 && mlirTypeEqual(ae, be) &&
             mlirTypeIsAInteger(ce) && mlirIntegerTypeGetWidth(ce) == 32;
-  if (!(((f16 || bf16) && mlirTypeIsAF32(ce)) || i8)) return false;
-  /* k blocks of 16 (m16n8k16) for the 16-bit types, of 32 (m16n8k32) for i8 */
-  int64_t kblk = i8 ? 32 : 16;
+  /* f32 only when the dot asks for tf32: without it an f32 dot keeps IEEE products (FMA path) */
+  bool tf32 =
+      mlirTypeIsAF32(ae) && mlirTypeIsAF32(be) && mlirTypeIsAF32(ce) && kiln_ir_dot_is_tf32(dot);
+  if (!(((f16 || bf16) && mlirTypeIsAF32(ce)) || i8 || tf32)) return false;
+  /* k blocks of 16 (m16n8k16) for the 16-bit types, of 32 (m16n8k32) for i8, of 8 (m16n8k8)
+   * for tf32 */
+  int64_t kblk = i8 ? 32 : tf32 ? 8 : 16;
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
   if (M < 16 || N < 8 || K < kblk || M % 16 || N % 8 || K % kblk) return false;
   if (M >= 16 * (int64_t)c->num_warps && wants_rows_only(dot)) {
@@ -251,6 +256,40 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   }
   *out = kiln_gpu_layout_mma(wm, wn);
   return true;
+}
+
+/* A tf32 dot that stays on the FMA path (its tile does not fit mma.sync) still rounds its
+ * operands: the rounding of cvt.rna.tf32.f32 (ties away from zero; NaN kept) as elementwise ops
+ * on the tile, so every target computes the same products.  The flag then goes, and the FMA
+ * path sees a plain f32 dot of rounded tiles. */
+static MlirValue round_tf32_tile(KilnIRBuilder *b, MlirLocation loc, MlirValue x) {
+  MlirType t = mlirValueGetType(x);
+  int64_t shape[2] = {kiln_ir_dim(t, 0), kiln_ir_dim(t, 1)};
+  MlirContext ctx = mlirTypeGetContext(t);
+  MlirType it =
+      mlirRankedTensorTypeGet(2, shape, mlirIntegerTypeGet(ctx, 32), mlirAttributeGetNull());
+  MlirValue bits = kiln_ir_build_cast(b, loc, "arith.bitcast", x, it);
+  MlirValue half[2] = {bits, kiln_ir_build_const_int(b, loc, it, 0x1000)};
+  MlirValue up = kiln_ir_build_elementwise(b, loc, "arith.addi", half, 2, it);
+  MlirValue keep[2] = {up, kiln_ir_build_const_int(b, loc, it, (int32_t)0xffffe000u)};
+  MlirValue r = kiln_ir_build_elementwise(b, loc, "arith.andi", keep, 2, it);
+  MlirValue rf = kiln_ir_build_cast(b, loc, "arith.bitcast", r, t);
+  return kiln_ir_build_select(b, loc, kiln_ir_build_cmpf(b, loc, "uno", x, x), x, rf);
+}
+
+static MlirWalkResult round_fma_tf32_dot(MlirOperation op, void *user) {
+  LCtx *c = user;
+  KilnGpuLayout l;
+  if (kiln_ir_op_id(op) != KILN_OP_DOT || !kiln_ir_dot_is_tf32(op) || mma_for_dot(c, op, &l))
+    return MlirWalkResultAdvance;
+  KilnIRBuilder b;
+  kiln_ir_builder_init(&b, c->ctx, mlirOperationGetBlock(op));
+  kiln_ir_builder_set_before(&b, op);
+  for (intptr_t i = 0; i < 2; i++)
+    mlirOperationSetOperand(
+        op, i, round_tf32_tile(&b, mlirOperationGetLocation(op), mlirOperationGetOperand(op, i)));
+  mlirOperationRemoveAttributeByName(op, mlirStringRefCreateFromCString(KILN_IR_DOT_TF32_ATTR));
+  return MlirWalkResultAdvance;
 }
 
 /* ---------------------------------------------------------------- requirements */
@@ -826,6 +865,7 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
     return false;
   }
   hoist_invariant_trans(func);
+  mlirOperationWalk(func, round_fma_tf32_dot, &c, MlirWalkPreOrder);
   c.axis = kiln_gpu_axis_analyze(func);
   MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   for (MlirOperation o = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(o);

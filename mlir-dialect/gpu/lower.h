@@ -57,8 +57,10 @@ bool low_scan(Low *L, MlirOperation op);    /* cumsum / cumprod through shared m
 bool low_dot(Low *L, MlirOperation op);
 bool low_math(Low *L, MlirOperation op); /* math.* */
 /* One f64 element of a math op that PTX has no f64 instruction for (exp, exp2, log, log2,
- * rsqrt, tanh, erf, sin, cos; lower_math_f64.c); *ok false for any other op. */
+ * rsqrt, tanh, erf, sin, cos, powf; lower_math_f64.c); *ok false for any other op. */
 MlirValue low_math_f64_scalar(Low *L, const char *name, MlirValue *x, bool *ok);
+/* pow of two f32 scalars, computed in f64 and rounded once (lower_math_f64.c). */
+MlirValue low_pow_f32(Low *L, MlirValue x, MlirValue y);
 bool low_rand(Low *L, MlirOperation op);
 /* Tensor cores (lower_dot.c): a convert to a dot_op layout (shared staging + ldmatrix), and a
  * dot with an mma result (mma.sync). */
@@ -86,6 +88,14 @@ MlirValue low_swizzle_i8(Low *L, MlirValue row, MlirValue k, int64_t kcols);
  * each register is four byte loads (the pipelined B of a row-major K x N weight). */
 void low_dot_fragments_i8_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
                                  int64_t xext, Vals *out);
+/* f32 element offset of (row, col) in a swizzled tile of `cols` f32 columns: the 16-bit swizzle
+ * of its b16 view (2 cols halves a row), halved (a tf32 operand's staging). */
+MlirValue low_swizzle_f32(Low *L, MlirValue row, MlirValue col, int64_t cols);
+/* The fragments of a tf32 operand (f32 bits, not yet rounded) from a swizzled f32 tile staged with
+ * rows k (kext of them) and the operand's m (A) or n (B) contiguous (xext f32 a row): one 32-bit
+ * load a register (ldmatrix would hand out halves of the wrong f32s). */
+void low_dot_fragments_tf32_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
+                                   int64_t xext, Vals *out);
 /* The dot_op fragments (registers) of a staged, swizzled rows x cols tile at base, into out. */
 void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows, int64_t cols,
                        Vals *out);

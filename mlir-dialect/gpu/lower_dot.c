@@ -30,11 +30,24 @@
  * ldmatrix reads give the s8 fragments.  ldmatrix moves 16-bit elements only, so it cannot
  * transpose bytes: both operands are staged with k contiguous, A as it is (rows m) and B
  * transposed (rows n), each thread storing its bytes one by one at 2 swz(row, k / 2) + (k & 1)
- * with the swizzle of the b16 view (K / 2 columns).  The shapes need K a multiple of 32. */
+ * with the swizzle of the b16 view (K / 2 columns).  The shapes need K a multiple of 32.
+ *
+ * tf32 (an f32 dot with the tf32 flag: mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32, one tf32 in
+ * each 32-bit register).  A register r holds A[g + 8 (r & 1)][t + 4 (r >> 1)], B register r
+ * holds B[t + 4 r][g].  Seen as 16-bit halves, a 16 x 8 f32 A block with k contiguous is the
+ * 16 x 16 b16 block of the f16 path: ldmatrix hands lane l of each 8 x 8 b16 matrix row l / 4,
+ * b16 columns 2 (l % 4) .. +1, which is f32 column l % 4, so the four matrices of the .x4 read
+ * are a0..a3; likewise B with k contiguous (n rows) read as the f16 B^T gives b0, b1.  So both
+ * operands are staged with k contiguous, A as it is and B transposed (as i8), each f32 at the
+ * b16 view's swizzled place (low_swizzle_f32), and the registers ldmatrix yields are rounded
+ * by cvt.rna.tf32.f32 before the mma (the tensor core would truncate: round to nearest, ties
+ * away, is what the cpu target computes too).  The shapes need K a multiple of 8. */
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Dialect/LLVM.h"
+
+#include <string.h>
 
 /* Element offset of (row, col) in a swizzled shared tile with `cols` columns of 16-bit
  * elements; row and col are i32 values, the result an i32 value. */
@@ -60,6 +73,14 @@ static MlirValue struct_get_as(Low *L, MlirValue s, int64_t i, MlirType t) {
 
 static bool is_i8(MlirType et) {
   return mlirTypeIsAInteger(et) && mlirIntegerTypeGetWidth(et) == 8;
+}
+
+/* f32 element offset of (row, col) in a swizzled tile of `cols` f32 columns: the b16 view's
+ * swizzle (2 cols halves a row) of its first half, halved.  A 16-byte chunk holds 4 f32 and
+ * never splits one. */
+MlirValue low_swizzle_f32(Low *L, MlirValue row, MlirValue col, int64_t cols) {
+  MlirValue half = low_swizzle(L, row, low_bin(L, "arith.shli", col, low_i32(L, 1)), 2 * cols);
+  return low_bin(L, "arith.shrui", half, low_i32(L, 1));
 }
 
 static MlirType struct_of(Low *L, MlirType t, int n) {
@@ -113,7 +134,8 @@ static int64_t operand_offset(MlirOperation cvt, int op_idx, int64_t *a_bytes) {
     MlirOperation user = mlirOpOperandGetOwner(u);
     if (kiln_ir_op_id(user) == KILN_OP_DOT) {
       MlirType at = mlirValueGetType(mlirOperationGetOperand(user, 0));
-      *a_bytes = kiln_ir_dim(at, 0) * kiln_ir_dim(at, 1) * (is_i8(kiln_ir_elem_type(at)) ? 1 : 2);
+      *a_bytes =
+          kiln_ir_dim(at, 0) * kiln_ir_dim(at, 1) * kiln_ir_elem_bytes(kiln_ir_elem_type(at));
       break;
     }
   }
@@ -208,10 +230,10 @@ bool low_trans_feeds_operand(MlirValue v) {
   if (kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT) return false;
   KilnGpuLayout l = kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0)));
   MlirType et = kiln_ir_elem_type(mlirValueGetType(v));
-  /* i8: only B = x^T, whose x (rows n, k contiguous) is already the staging i8 B wants; A = x^T
-   * would need a byte transpose */
-  return l.kind == KILN_GPU_LAYOUT_DOT_OP &&
-         (mlirTypeIsAF16(et) || mlirTypeIsABF16(et) || (is_i8(et) && l.op_idx == 1));
+  /* i8 and tf32: only B = x^T, whose x (rows n, k contiguous) is already the staging they want
+   * for B; A = x^T would need a transpose (bytes: ldmatrix cannot; f32: not yet) */
+  return l.kind == KILN_GPU_LAYOUT_DOT_OP && (mlirTypeIsAF16(et) || mlirTypeIsABF16(et) ||
+                                              ((is_i8(et) || mlirTypeIsAF32(et)) && l.op_idx == 1));
 }
 
 void low_dot_fragments_at(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t rows,
@@ -276,7 +298,7 @@ void low_dot_fragments_bt(Low *L, const KilnGpuLayout *dl, MlirValue base, int64
 typedef struct StageMemo {
   const void *src;
   int64_t off;
-  bool transposed; /* an i8 B staged with k contiguous (rows n) */
+  bool transposed; /* an i8 or tf32 B staged with k contiguous (rows n) */
   MlirOperation barrier;
 } StageMemo;
 
@@ -315,7 +337,7 @@ MlirValue low_swizzle_i8(Low *L, MlirValue row, MlirValue k, int64_t kcols) {
 }
 
 /* Stores the tile src (its owned elements) into the swizzled tile at base, between barriers;
- * with `transposed` (an i8 B), element (r, c) goes to row c, byte column r. */
+ * with `transposed` (an i8 or tf32 B), element (r, c) goes to row c, column r. */
 static void stage(Low *L, MlirValue src, int64_t off, MlirValue base, bool transposed) {
   MlirType st = mlirValueGetType(src), et = kiln_ir_elem_type(st);
   int64_t cols = kiln_ir_dim(st, transposed ? 0 : 1);
@@ -330,7 +352,9 @@ static void stage(Low *L, MlirValue src, int64_t off, MlirValue base, bool trans
       r = c;
       c = t;
     }
-    MlirValue idx = bytes ? low_swizzle_i8(L, r, c, cols) : low_swizzle(L, r, c, cols);
+    MlirValue idx = bytes                ? low_swizzle_i8(L, r, c, cols)
+                    : mlirTypeIsAF32(et) ? low_swizzle_f32(L, r, c, cols)
+                                         : low_swizzle(L, r, c, cols);
     MlirValue o[2] = {X->v[j], low_gep(L, base, idx, et)};
     low_op(L, "llvm.store", o, 2, NULL, 0, NULL, 0);
   }
@@ -397,20 +421,65 @@ static void i8_operand(Low *L, MlirOperation op, const KilnGpuLayout *dl, MlirVa
     low_dot_fragments(L, dl, base, rows, kcols / 2, out);
 }
 
+void low_dot_fragments_tf32_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
+                                   int64_t xext, Vals *out) {
+  bool b = dl->op_idx == 1;
+  int w = b ? dl->wpc[1] : dl->wpc[0];
+  int64_t blk = b ? 8 : 16, reps = xext / (blk * w), kb = kext / 8;
+  MlirValue lane = low_lane(L);
+  MlirValue g = low_bin(L, "arith.shrui", lane, low_i32(L, 2));
+  MlirValue t = low_bin(L, "arith.andi", lane, low_i32(L, 3));
+  MlirValue x0 =
+      low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, b), low_i32(L, blk)), g);
+  int nregs = b ? 2 : 4;
+  for (int64_t i = 0; i < reps; i++)
+    for (int64_t ki = 0; ki < kb; ki++)
+      for (int r = 0; r < nregs; r++) {
+        /* A: row g + 8 (r & 1), k t + 4 (r >> 1); B: column g, k t + 4 r */
+        int64_t xoff = blk * w * i + (b ? 0 : 8 * (r & 1)), koff = 8 * ki + 4 * (b ? r : r >> 1);
+        MlirValue x = low_bin(L, "arith.addi", x0, low_i32(L, xoff));
+        MlirValue k = low_bin(L, "arith.addi", t, low_i32(L, koff));
+        MlirValue p = low_gep(L, base, low_swizzle_f32(L, k, x, xext), L->i32);
+        out->v[(i * kb + ki) * nregs + r] = low_op1(L, "llvm.load", &p, 1, L->i32);
+      }
+}
+
+/* A tf32 operand: staged with k contiguous (A as it is, B transposed to rows n; with `folded`,
+ * src is x of B = x^T, already rows n) and read by the f16 path's ldmatrix on the b16 view, 2 K
+ * halves a row.  The registers hold the f32 bits; low_dot_mma rounds them. */
+static void tf32_operand(Low *L, MlirOperation op, const KilnGpuLayout *dl, MlirValue src,
+                         bool folded, Vals *out) {
+  MlirType st = mlirValueGetType(src);
+  bool b = dl->op_idx == 1, transposed = b && !folded;
+  int64_t rows = kiln_ir_dim(st, transposed ? 1 : 0), kcols = kiln_ir_dim(st, transposed ? 0 : 1);
+  int64_t a_bytes, off = operand_offset(op, dl->op_idx, &a_bytes);
+  bool again = stage_still_there(L, src, transposed, &off);
+  MlirValue base = low_smem(L, off, off + rows * kcols * 4);
+  if (!again) stage(L, src, off, base, transposed);
+  if (b)
+    low_dot_fragments_bt(L, dl, base, rows, 2 * kcols, out);
+  else
+    low_dot_fragments(L, dl, base, rows, 2 * kcols, out);
+}
+
 bool low_dot_operand(Low *L, MlirOperation op) {
   MlirValue src = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   MlirType st = mlirValueGetType(src), rt = mlirValueGetType(res);
   KilnGpuLayout dl = kiln_gpu_layout_of_type(rt);
   MlirType et = kiln_ir_elem_type(st);
-  if (kiln_ir_rank(st) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et) || is_i8(et))) {
-    low_error(L, "GPU lowering: dot operands for mma must be 2-D f16/bf16/i8 tiles");
+  bool tf32 = mlirTypeIsAF32(et);
+  if (kiln_ir_rank(st) != 2 || !(mlirTypeIsAF16(et) || mlirTypeIsABF16(et) || is_i8(et) || tf32)) {
+    low_error(L, "GPU lowering: dot operands for mma must be 2-D f16/bf16/i8/f32 (tf32) tiles");
     return false;
   }
-  if (is_i8(et)) {
+  if (is_i8(et) || tf32) {
     Vals *out = low_vals(L, kiln_gpu_own_of_type(rt).count);
     bool folded = low_trans_feeds_operand(src);
     if (folded) src = mlirOperationGetOperand(mlirOpResultGetOwner(src), 0);
-    i8_operand(L, op, &dl, src, folded, out);
+    if (tf32)
+      tf32_operand(L, op, &dl, src, folded, out);
+    else
+      i8_operand(L, op, &dl, src, folded, out);
     low_set(L, res, out);
     return true;
   }
@@ -462,6 +531,24 @@ static MlirValue mma_s8_asm(Low *L, const MlirValue *ops, MlirType rt) {
                  10, rt);
 }
 
+/* tf32 m16n8k8 as inline PTX (KILN_GPU_MMA_TF32_PTX): 4 A and 2 B registers (one tf32 each)
+ * and 4 f32 accumulators; the result is a struct of 4 f32. */
+static MlirValue mma_tf32_asm(Low *L, const MlirValue *ops, MlirType rt) {
+  return low_asm(L, KILN_GPU_MMA_TF32_PTX MMA_ASM_OPERANDS, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", ops,
+                 10, rt);
+}
+
+/* An f32 register (as its bits) rounded to tf32 by cvt.rna.tf32.f32: the 13 low bits zero. */
+static MlirValue cvt_tf32(Low *L, MlirValue bits) {
+  return low_asm(L, KILN_GPU_CVT_TF32_PTX " $0, $1;", "=r,r", &bits, 1, L->i32);
+}
+
+/* v[i], rounded to tf32 the first time it is asked for (done[i] records it). */
+static MlirValue rounded(Low *L, MlirValue *v, bool *done, int64_t i) {
+  if (!done[i]) v[i] = cvt_tf32(L, v[i]), done[i] = true;
+  return v[i];
+}
+
 bool low_dot_mma(Low *L, MlirOperation op) {
   MlirValue a = mlirOperationGetOperand(op, 0), b = mlirOperationGetOperand(op, 1);
   MlirValue acc = mlirOperationGetOperand(op, 2), res = mlirOperationGetResult(op, 0);
@@ -474,11 +561,12 @@ bool low_dot_mma(Low *L, MlirOperation op) {
     return false;
   }
   bool bf16 = mlirTypeIsABF16(kiln_ir_elem_type(at)), s8 = is_i8(kiln_ir_elem_type(at));
+  bool tf32 = mlirTypeIsAF32(kiln_ir_elem_type(at));
   MlirType et = bf16 ? mlirBF16TypeGet(L->ctx) : mlirF16TypeGet(L->ctx);
   int64_t two = 2;
   MlirType vt = mlirVectorTypeGet(1, &two, et);
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
-  int64_t rm = M / (16 * cl.wpc[0]), rn = N / (8 * cl.wpc[1]), kb = K / (s8 ? 32 : 16);
+  int64_t rm = M / (16 * cl.wpc[0]), rn = N / (8 * cl.wpc[1]), kb = K / (s8 ? 32 : tf32 ? 8 : 16);
   KilnGpuOwn co = kiln_gpu_own_of_type(ct);
   Vals *A = low_get(L, a), *B = low_get(L, b), *C = low_get(L, acc);
   if (A->n != rm * kb * 4 || B->n != rn * kb * 2 || C->n != co.count) {
@@ -491,11 +579,16 @@ bool low_dot_mma(Low *L, MlirOperation op) {
    * takes the raw 32-bit registers (two bf16 each), as ldmatrix produced them. */
   MlirValue *av = low_alloc(L, (size_t)A->n * sizeof *av),
             *bv = low_alloc(L, (size_t)B->n * sizeof *bv);
-  bool raw = bf16 || s8;
+  bool raw = bf16 || s8 || tf32;
   for (int64_t i = 0; i < A->n; i++)
     av[i] = raw ? A->v[i] : low_op1(L, "llvm.bitcast", &A->v[i], 1, vt);
   for (int64_t i = 0; i < B->n; i++)
     bv[i] = raw ? B->v[i] : low_op1(L, "llvm.bitcast", &B->v[i], 1, vt);
+  /* tf32: each f32 register rounded once, just before the first mma that reads it (so the
+   * rounded copies live no longer than the k block that uses them) */
+  bool *a_rounded = low_alloc(L, (size_t)A->n), *b_rounded = low_alloc(L, (size_t)B->n);
+  memset(a_rounded, !tf32, (size_t)A->n);
+  memset(b_rounded, !tf32, (size_t)B->n);
   const char *ty = bf16 ? "#nvvm.mma_type<bf16>" : "#nvvm.mma_type<f16>";
   int32_t seg[3] = {4, 2, 4};
   MlirNamedAttribute attrs[6] = {
@@ -518,11 +611,12 @@ bool low_dot_mma(Low *L, MlirOperation op) {
           pos[c] = kiln_gpu_own_index(&co, local);
         }
         MlirValue ops[10];
-        for (int r = 0; r < 4; r++) ops[r] = av[(mi * kb + ki) * 4 + r];
-        for (int r = 0; r < 2; r++) ops[4 + r] = bv[(ni * kb + ki) * 2 + r];
+        for (int r = 0; r < 4; r++) ops[r] = rounded(L, av, a_rounded, (mi * kb + ki) * 4 + r);
+        for (int r = 0; r < 2; r++) ops[4 + r] = rounded(L, bv, b_rounded, (ni * kb + ki) * 2 + r);
         for (int c = 0; c < 4; c++) ops[6 + c] = out->v[pos[c]];
         MlirValue d =
-            s8 ? mma_s8_asm(L, ops, rt)
+            s8     ? mma_s8_asm(L, ops, rt)
+            : tf32 ? mma_tf32_asm(L, ops, rt)
             : bf16
                 ? mma_bf16_asm(L, ops, rt)
                 : mlirOperationGetResult(low_op(L, "nvvm.mma.sync", ops, 10, &rt, 1, attrs, 6), 0);

@@ -121,6 +121,17 @@ MlirValue low_cmpi(Low *L, const char *pred, MlirValue a, MlirValue b) {
   return mlirOperationGetResult(low_op(L, "arith.cmpi", o, 2, &L->i1, 1, &at, 1), 0);
 }
 
+MlirValue low_cmpf(Low *L, const char *pred, MlirValue a, MlirValue b) {
+  static const char *const preds[] = {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+                                      "ueq",   "ugt", "uge", "ult", "ule", "une", "uno", "true"};
+  int p = 0;
+  while (p < 16 && strcmp(preds[p], pred) != 0) p++;
+  KILN_ASSERT(p < 16);
+  MlirValue o[2] = {a, b};
+  MlirNamedAttribute at = kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, p));
+  return mlirOperationGetResult(low_op(L, "arith.cmpf", o, 2, &L->i1, 1, &at, 1), 0);
+}
+
 MlirValue low_asm(Low *L, const char *text, const char *constraints, const MlirValue *ops, size_t n,
                   MlirType rt) {
   MlirNamedAttribute a[2] = {

@@ -50,6 +50,9 @@ MlirValue low_const(Low *L, MlirType t, MlirAttribute value);
 bool low_is_true(MlirValue v); /* an arith.constant true */
 bool low_is_zero(MlirValue v); /* a constant integer 0 or float +0 (all bits clear) */
 MlirValue low_cmpi(Low *L, const char *pred, MlirValue a, MlirValue b);
+/* arith.cmpf with a predicate by name: the ordered ones ("oeq", "olt", ...: false for a NaN
+ * operand), the unordered ones ("uno", "une", ...: true for it), "false", "true". */
+MlirValue low_cmpf(Low *L, const char *pred, MlirValue a, MlirValue b);
 /* Inline PTX with one result of type rt: constraints like "=f,f". */
 MlirValue low_asm(Low *L, const char *text, const char *constraints, const MlirValue *ops, size_t n,
                   MlirType rt);

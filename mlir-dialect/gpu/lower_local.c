@@ -23,7 +23,8 @@
  *                tile with k contiguous in the staging (A as it is, B transposed) by the same
  *                ldmatrix reads on its b16 view, one with m or n contiguous (B row-major in n,
  *                A column-major) by four byte loads a register (ldmatrix cannot transpose
- *                bytes). */
+ *                bytes); a tf32 (f32) tile the same way on its b16 view where k is contiguous,
+ *                by one 32-bit load a register where it is not. */
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
@@ -119,6 +120,9 @@ static MlirValue stage_index(Low *L, const KilnGpuBuffer *bf, MlirValue row, Mli
   if (kiln_ir_elem_bits(bf->elem) == 8) /* i8: the byte swizzle of lower_dot.c's i8 staging */
     return bf->enc.trans ? low_swizzle_i8(L, col, row, bf->rows)
                          : low_swizzle_i8(L, row, col, bf->cols);
+  if (kiln_ir_elem_bits(bf->elem) == 32) /* tf32: the b16 view's swizzle, as lower_dot.c's */
+    return bf->enc.trans ? low_swizzle_f32(L, col, row, bf->rows)
+                         : low_swizzle_f32(L, row, col, bf->cols);
   return bf->enc.trans ? low_swizzle(L, col, row, bf->rows) : low_swizzle(L, row, col, bf->cols);
 }
 
@@ -280,6 +284,23 @@ bool low_async_wait(Low *L, MlirOperation op) {
   return true;
 }
 
+/* A tf32 operand's fragments (f32 bits; low_dot_mma rounds them).  The staging's rows are k
+ * when A is staged transposed or read with `transpose` (A = x^T, x rows k), or B is staged as it
+ * is (rows k): 32-bit gathers; otherwise k is contiguous (A as it is; B transposed, or B = x^T
+ * with x rows n): the ldmatrix reads of the b16 view, 2 cols halves a row. */
+static void tf32_fragments(Low *L, const KilnGpuLayout *dl, const KilnGpuBuffer *bf, bool transpose,
+                           MlirValue base, Vals *out) {
+  /* the staging as it lies in memory: prow rows of pcol f32 */
+  int64_t prow = bf->enc.trans ? bf->cols : bf->rows, pcol = bf->enc.trans ? bf->rows : bf->cols;
+  bool k_contiguous = dl->op_idx == 0 ? !bf->enc.trans && !transpose : bf->enc.trans || transpose;
+  if (k_contiguous && dl->op_idx == 0)
+    low_dot_fragments(L, dl, base, prow, 2 * pcol, out);
+  else if (k_contiguous)
+    low_dot_fragments_bt(L, dl, base, prow, 2 * pcol, out);
+  else
+    low_dot_fragments_tf32_gather(L, dl, base, prow, pcol, out);
+}
+
 bool low_local_load(Low *L, MlirOperation op) {
   MlirValue buf = mlirOperationGetOperand(op, 0), res = mlirOperationGetResult(op, 0);
   KilnGpuBuffer bf;
@@ -312,6 +333,11 @@ bool low_local_load(Low *L, MlirOperation op) {
     else
       low_dot_fragments_i8_gather(L, &dl, base, dl.op_idx == 0 ? bf.cols : bf.rows,
                                   dl.op_idx == 0 ? bf.rows : bf.cols, out);
+    low_set(L, res, out);
+    return true;
+  }
+  if (kiln_ir_elem_bits(bf.elem) == 32) {
+    tf32_fragments(L, &dl, &bf, transpose, base, out);
     low_set(L, res, out);
     return true;
   }

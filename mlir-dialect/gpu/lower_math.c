@@ -7,7 +7,9 @@
  * is a polynomial (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7) in t = 1 / (1 + p |x|), t taken
  * with rcp.approx (1 ulp, where IEEE division is a multi-instruction sequence): t's relative
  * error 2^-23 moves erf by at most 3.45 * 2^-23 = 4.1e-7 (|d(t p(t))/dt| t e^(-x^2) peaks at
- * 3.45, at x = 0), so erf errs by less than 5.6e-7 besides the f32 rounding of the arithmetic.  sqrt, floor, ceil, abs, fma and
+ * 3.45, at x = 0), so erf errs by less than 5.6e-7 besides the f32 rounding of the arithmetic.
+ * pow is computed in f64 (lower_math_f64.c, low_pow_f32) and rounded once: ex2.approx of
+ * y lg2.approx(x) would err by 2^-22 |y log2 x| relative.  sqrt, floor, ceil, abs, fma and
  * copysign stay math ops: the upstream math-to-llvm pass turns them into intrinsics NVPTX
  * selects. */
 #include "lower.h"
@@ -63,6 +65,7 @@ static MlirValue math_f32(Low *L, const char *name, MlirValue *x, int n, bool *o
   if (strcmp(name, "math.sin") == 0) return asm1(L, KILN_GPU_APPROX_SIN, x[0]);
   if (strcmp(name, "math.cos") == 0) return asm1(L, KILN_GPU_APPROX_COS, x[0]);
   if (strcmp(name, "math.erf") == 0) return erf_poly(L, x[0]);
+  if (strcmp(name, "math.powf") == 0) return low_pow_f32(L, x[0], x[1]);
   if (exact_math(name)) return low_op1(L, name, x, (size_t)n, L->f32);
   *ok = false;
   return x[0];

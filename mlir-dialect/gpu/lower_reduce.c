@@ -46,14 +46,8 @@ static MlirValue combine(Low *L, const Red *r, MlirValue a, MlirValue ai, MlirVa
   bool mx = r->kind == KILN_REDUCE_ARGMAX;
   MlirValue better, equal;
   if (r->is_float) {
-    MlirValue o[2] = {b, a};
-    MlirNamedAttribute p =
-        kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, mx ? 2 : 4));
-    better =
-        mlirOperationGetResult(low_op(L, "arith.cmpf", o, 2, &L->i1, 1, &p, 1), 0); /* ogt/olt */
-    MlirNamedAttribute q =
-        kiln_ir_named(L->ctx, "predicate", mlirIntegerAttrGet(L->i64, 1)); /* oeq */
-    equal = mlirOperationGetResult(low_op(L, "arith.cmpf", o, 2, &L->i1, 1, &q, 1), 0);
+    better = low_cmpf(L, mx ? "ogt" : "olt", b, a);
+    equal = low_cmpf(L, "oeq", b, a);
   } else {
     better = low_cmpi(L, mx ? "sgt" : "slt", b, a);
     equal = low_cmpi(L, "eq", b, a);

@@ -540,7 +540,13 @@ static MlirValue gen_dot(Gen *g, const KilnExpr *e) {
   MlirValue acc =
       e->nargs > 2 ? gen_as(g, e->args[2], e->type) : const_of(g, loc, e->type, 0.0, 0, false);
   if (g->failed) return a;
-  return kiln_ir_build_dot(&g->b, loc, a, bm, acc);
+  MlirValue r = kiln_ir_build_dot(&g->b, loc, a, bm, acc);
+  /* tf32 (sema: e->ival): a unit attribute the CPU and GPU lowerings read */
+  if (e->nargs > 3 && e->ival)
+    mlirOperationSetAttributeByName(mlirOpResultGetOwner(r),
+                                    mlirStringRefCreateFromCString(KILN_IR_DOT_TF32_ATTR),
+                                    mlirUnitAttrGet(g->ctx));
+  return r;
 }
 
 /* x ^ the sign bit of t's integer width (t gives x's shape and element kind). */
@@ -1045,28 +1051,20 @@ static MlirValue gen_fma(Gen *g, const KilnExpr *e) {
   return cast_elem(g, loc, r, ck, ot->scalar, ot);
 }
 
-/* pow(x, y) = exp2(y * log2(x)) in f32 (f16/bf16 widened and the result rounded once), with
- * pow(x, 0) = 1 for every x (where 0 * log2(0) would be NaN).  For x > 0 it is x^y; x = 0 gives
- * 0 for y > 0 and +inf for y < 0, as C's pow; x < 0 gives NaN (log2 of a negative number),
- * where C's pow has a value for an integer y: that case is `x ** n` with a constant n. */
+/* pow(x, y) as one math.powf in f32 (f16/bf16 widened and the result rounded once) or f64, with
+ * C's special cases (pow(x, 0) = 1 for every x, x < 0 with an integer y signed by its parity, x < 0
+ * with any other finite y NaN): the cpu target calls libm's pow/powf, the GPU targets their own
+ * (lower_math_f64.c: double-double y log2 x in f64, f32 through f64). */
 static MlirValue gen_powf(Gen *g, const KilnExpr *e) {
   MlirLocation loc = loc_of(g, e->span);
   const KilnType *ot = e->operand_type ? e->operand_type : e->type;
-  MlirValue x = arg_as(g, e, 0, ot), y = arg_as(g, e, 1, ot);
-  if (g->failed) return x;
-  /* f64 stays f64 (the CPU's log2/exp2 of doubles) */
+  MlirValue x[2] = {arg_as(g, e, 0, ot), arg_as(g, e, 1, ot)};
+  if (g->failed) return x[0];
   KilnScalarKind ck = ot->scalar == KILN_SCALAR_F64 ? KILN_SCALAR_F64 : KILN_SCALAR_F32;
   KilnType ct = with_scalar(ot, ck);
-  MlirType t = kiln_mlirgen_type(g->ctx, &ct);
-  x = cast_elem(g, loc, x, ot->scalar, ck, ot);
-  y = cast_elem(g, loc, y, ot->scalar, ck, ot);
-  MlirValue lx = kiln_ir_build_elementwise(&g->b, loc, "math.log2", &x, 1, t);
-  MlirValue p[2] = {y, lx};
-  MlirValue ylx = kiln_ir_build_elementwise(&g->b, loc, "arith.mulf", p, 2, t);
-  MlirValue r = kiln_ir_build_elementwise(&g->b, loc, "math.exp2", &ylx, 1, t);
-  MlirValue zero = const_of(g, loc, &ct, 0.0, 0, true), one = const_of(g, loc, &ct, 1.0, 0, true);
-  MlirValue y0 = kiln_ir_build_cmpf(&g->b, loc, "oeq", y, zero);
-  r = kiln_ir_build_select(&g->b, loc, y0, one, r);
+  for (int i = 0; i < 2; i++) x[i] = cast_elem(g, loc, x[i], ot->scalar, ck, ot);
+  MlirValue r =
+      kiln_ir_build_elementwise(&g->b, loc, "math.powf", x, 2, kiln_mlirgen_type(g->ctx, &ct));
   return cast_elem(g, loc, r, ck, ot->scalar, ot);
 }
 

@@ -92,6 +92,35 @@ static void checked(argslib *lib, float *x, float *y, float *out) {
         x + N - 8, y + N - 8, out + N - 8, 8);
 }
 
+/* KILN_LIB_CHECKED in an allocation carved into tensors (kiln_rt_mem_set_parts, as the BERT
+ * trainer's arena): room is counted to the end of the pointer's part. One allocation of 2N
+ * floats in two parts of N: a call of N + 8 on the first part would reach 8 floats into the
+ * second and is refused, though the allocation holds them; each part alone runs. */
+static void checked_parts(KilnRtDevice *dev, argslib *lib) {
+  float *arena = NULL;
+  size_t ends[2] = {N * sizeof(float), 2 * N * sizeof(float)};
+  if (kiln_rt_malloc(dev, 2 * N * sizeof(float), (void **)&arena) ||
+      kiln_rt_mem_set_parts(dev, arena, ends, 2)) {
+    CHECK(0, "parts setup: %s", kiln_rt_last_error());
+    return;
+  }
+  float *x = arena, *out = arena + N;
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)(i % 7) * 0.25f;
+    out[i] = -1.0f;
+  }
+  refused("x past the end of its part",
+          argslib_scale_add(lib, x, x, out, 2.5f, N + 8, NULL, NULL, NULL),
+          "buffer x needs 288 bytes (n = 72 elements of 4 bytes) but 256 bytes are registered "
+          "from x to the end of its allocation or part",
+          out);
+  float y[N];
+  for (int i = 0; i < N; i++) y[i] = x[i];
+  sound("checked, each part a buffer", argslib_scale_add(lib, x, x, out, 2.5f, N, NULL, NULL, NULL),
+        x, y, out, N);
+  kiln_rt_free(dev, arena);
+}
+
 /* stridelib (copy_rows, checked): the extent a call touches is (rows - 1) * ld + cols elements,
  * from its strides. 4 rows of 50 in rows of 64 (x) and 56 (y): x needs 242 floats, y 218. */
 enum {
@@ -175,6 +204,7 @@ int main(void) {
   }
   plain_checks(plain, other, x, y, out);
   checked(chk, x, y, out);
+  checked_parts(dev, chk);
   checked_strides(dev);
   kiln_rt_free(dev, x);
   kiln_rt_free(dev, y);

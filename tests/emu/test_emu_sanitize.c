@@ -13,7 +13,7 @@
  *     process with SIGSEGV before: an aligned vmovaps on the host);
  *   - grid y or z above 65535 is refused;
  *   - emu_big_smem: 50000 bytes of static shared memory, over a GPU's 48 KiB, is refused;
- *   - emu_regs: the registers per thread ptxas reported (module attribute kiln.gpu.registers,
+ *   - emu_regs: the registers per thread a module records (module attribute kiln.gpu.registers,
  *     carried by the emu metadata): 1024 threads x 128 registers overflow the 65536-register
  *     file, 256 per thread are over 255; 32 x 255 launch and copy right.
  *
@@ -65,7 +65,7 @@ static const char *const VEC_IR =
     "}\n";
 
 /* emu_vec's body at THREADS threads per block, in a module that records REGS registers per
- * thread as the driver does from ptxas (printf template: threads, registers). */
+ * thread (as hand-written IR can; the driver records 0) (printf template: threads, registers). */
 static const char *const REGS_IR_FMT =
     "module attributes {kiln.gpu.registers = %u : i32} {\n"
     "  llvm.func @emu_regs(%%in: !llvm.ptr<1>, %%out: !llvm.ptr<1>) attributes {nvvm.kernel, "

@@ -2827,17 +2827,19 @@ static bool test_f64_ops(KilnRtDevice *dev) {
 /* ---- f64_math ------------------------------------------------------------------------------ */
 
 /* The functions of f64_math.kiln in its plane order, with their bounds in ulp of the result
- * (dsl/reference.md; pow adds 1.4 |y log2 x|: the rounding of y log2 x moves exp2's argument). */
-enum { F64_MATH_FNS = 11 };
+ * (dsl/reference.md; the last, pow in f32, in ulp of the f32 result: libm's powf on the cpu
+ * target is within 1, the GPU targets' within 0.51). */
+enum { F64_MATH_FNS = 12, F64_MATH_POW = 9, F64_MATH_POWF = 11 };
 static const struct {
   const char *name;
   double ulps;
-} F64_MATH[F64_MATH_FNS] = {{"exp", 1},   {"exp2", 1}, {"log", 2},    {"log2", 2},
-                            {"rsqrt", 2}, {"tanh", 3}, {"erf", 4},    {"sin", 2},
-                            {"cos", 2},   {"pow", 2},  {"sigmoid", 3}};
+} F64_MATH[F64_MATH_FNS] = {{"exp", 1},   {"exp2", 1}, {"log", 2},     {"log2", 2},
+                            {"rsqrt", 2}, {"tanh", 3}, {"erf", 4},     {"sin", 2},
+                            {"cos", 2},   {"pow", 2},  {"sigmoid", 3}, {"pow_f32", 1}};
 
 /* Function f of f64_math.kiln at (x, y) in long double (64 bits: the reference is within
- * 2^-11 ulp of the exact value). */
+ * 2^-11 ulp of the exact value); pow's x is the z input, pow_f32's inputs are already rounded to
+ * f32.  powl has C's special cases (pow(x, 0) = 1, x < 0 with an integer y, ...), as pow has. */
 static long double ref_f64_math(int f, double x, double y) {
   long double a = x;
   switch (f) {
@@ -2850,9 +2852,8 @@ static long double ref_f64_math(int f, double x, double y) {
   case 6: return erfl(a);
   case 7: return sinl(a);
   case 8: return cosl(a);
-  case 9: /* exp2(y log2 x), with pow(x, 0) = 1 */
-    if (y == 0.0) return 1.0L;
-    return x < 0.0 ? NAN : powl(a, y);
+  case 9:
+  case 11: return powl(a, y);
   default: return 1.0L / (1.0L + expl(-a));
   }
 }
@@ -2863,9 +2864,84 @@ static double ulp_error(double got, long double ref) {
   if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
   double rd = (double)ref;
   if (isinf(rd) || isinf(got)) return got == rd ? 0.0 : INFINITY;
+  if (rd == 0.0 && got == 0.0 && !signbit(rd) != !signbit(got)) return INFINITY; /* pow's -0 */
   int e = rd == 0.0 ? -1022 : ilogb(rd);
   if (e < -1022) e = -1022;
   return (double)(fabsl((long double)got - ref) / ldexpl(1.0L, e - 52));
+}
+
+/* The same for an f32 result (got holds an f32 value): ulps of ref rounded to f32 (the
+ * subnormals' one below 2^-126). */
+static double ulp_error_f32(double got, long double ref) {
+  if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
+  float rf = (float)ref;
+  if (isinf(rf) || isinf(got)) return got == rf ? 0.0 : INFINITY;
+  if (rf == 0.0f && got == 0.0 && !signbit(rf) != !signbit(got)) return INFINITY;
+  int e = rf == 0.0f ? -126 : ilogbf(rf);
+  if (e < -126) e = -126;
+  return (double)(fabsl((long double)got - ref) / ldexpl(1.0L, e - 23));
+}
+
+/* pow's base (z) for input i: kind i % 8 (every finite double; 1 +- 2^-k u; (0, 4); (-4, 0);
+ * subnormal; 1..2^64; negative integers; special values). */
+static double pow_base_input(KilnRefRng *rng, size_t i) {
+  static const double special[] = {0.0,
+                                   -0.0,
+                                   INFINITY,
+                                   -INFINITY,
+                                   NAN,
+                                   1.0,
+                                   -1.0,
+                                   2.0,
+                                   -2.0,
+                                   0.5,
+                                   -0.5,
+                                   0x1p-1074,
+                                   -0x1p-1074,
+                                   0x1p-1022,
+                                   0x1.fffffffffffffp+1023,
+                                   -0x1.fffffffffffffp+1023,
+                                   10.0};
+  uint64_t r = kiln_ref_rng_next(rng);
+  double u = (double)(r >> 11) * 0x1p-53, sgn = (r & 1) ? -1.0 : 1.0;
+  switch (i % 8) {
+  case 0: {
+    uint64_t bits = kiln_ref_rng_next(rng) & 0x7FEFFFFFFFFFFFFFull;
+    double d;
+    memcpy(&d, &bits, 8);
+    return sgn * d;
+  }
+  case 1: return 1.0 + (u - 0.5) * ldexp(1.0, -1 - (int)(r % 52)); /* near 1 */
+  case 2: return u * 4.0;
+  case 3: return -u * 4.0;
+  case 4: return sgn * u * 0x1p-1022;
+  case 5: return ldexp(1.0 + u, (int)(r >> 58));
+  case 6: return -(double)(1 + r % 1000);
+  default: return special[(i / 8) % (sizeof special / sizeof *special)];
+  }
+}
+
+/* pow's exponent for base z at input i: kind (i / 8) % 8 (y log2 |z| spread over
+ * [-1100, 1100], over the edges of overflow and underflow, and over f32's [-160, 140]; random
+ * integers; small integers; [-8, 8); special values; big integers, odd and even). */
+static double pow_exponent_input(KilnRefRng *rng, size_t i, double z) {
+  static const double special[] = {0.0,    -0.0,       INFINITY, -INFINITY, NAN,       0.5,
+                                   -0.5,   1.0,        -1.0,     2.0,       3.0,       -3.0,
+                                   0x1p53, 0x1p53 - 1, 1e300,    -1e300,    0x1p-1074, 1023.5};
+  uint64_t r = kiln_ref_rng_next(rng);
+  double u = (double)(r >> 11) * 0x1p-53, lz = log2(fabs(z)), t;
+  bool spread = isfinite(lz) && lz != 0.0;
+  switch ((i / 8) % 8) {
+  case 0: t = (u - 0.5) * 2200.0; break;
+  case 1: t = (r & 1) ? 1020.0 + 5.0 * u : -1078.0 + 58.0 * u; break;
+  case 2: t = -160.0 + 300.0 * u; break;
+  case 3: return (double)(int64_t)(r % 2001) - 1000.0;
+  case 4: return (double)(int)(r % 7) - 3.0;
+  case 5: return (u - 0.5) * 16.0;
+  case 6: return special[(i / 64) % (sizeof special / sizeof *special)];
+  default: return (double)((int64_t)(r >> 11) | 1) * ((r & 2) ? 1.0 : 2.0); /* beyond 2^53 too */
+  }
+  return spread ? t / lz : (u - 0.5) * 16.0;
 }
 
 /* One input of f64_math: kind i % 8 picks a family (every magnitude; exp's range; moderate;
@@ -2935,6 +3011,14 @@ static double f64_math_input(KilnRefRng *rng, size_t i) {
   }
 }
 
+/* The inputs of function f at element i: pow's are (z, y), pow_f32's the same rounded to f32
+ * (as the kernel's `as f32`), the others' x (and y). */
+static void f64_math_args(int f, const double *x, const double *y, const double *z, size_t i,
+                          double *a, double *b) {
+  *a = f == F64_MATH_POW ? z[i] : x[i], *b = y[i];
+  if (f == F64_MATH_POWF) *a = (float)z[i], *b = (float)y[i];
+}
+
 /* The f64 math builtins against long double libm over every kind of input, each within its
  * ulp bound (the cpu target calls the host's libm, the GPU targets their own functions). */
 static bool test_f64_math(KilnRtDevice *dev) {
@@ -2952,46 +3036,52 @@ static bool test_f64_math(KilnRtDevice *dev) {
     run_begin(&run, dev, "f64_math", defs, COUNT(defs), shape);
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 3300 + ci);
-    double *x = kiln_test_alloc(n, sizeof *x), *y = kiln_test_alloc(n, sizeof *y);
+    double *x = kiln_test_alloc(n, sizeof *x), *y = kiln_test_alloc(n, sizeof *y),
+           *z = kiln_test_alloc(n, sizeof *z);
+    for (size_t i = 0; i < n; i++) x[i] = f64_math_input(&rng, i);
+    kiln_ref_rng_init(&rng, 3400 + ci); /* pow's inputs from a stream of their own */
     for (size_t i = 0; i < n; i++) {
-      x[i] = f64_math_input(&rng, i);
-      uint64_t r = kiln_ref_rng_next(&rng);
-      y[i] = i % 16 == 5 ? (double)(int)(r % 7) - 3.0 : ((double)(r >> 11) * 0x1p-53 - 0.5) * 16.0;
+      z[i] = pow_base_input(&rng, i);
+      y[i] = pow_exponent_input(&rng, i, z[i]);
     }
     double *got = kiln_test_alloc(nd + TAIL_ELEMS, 8);
     void *dx = kiln_test_input(&run, x, n * 8), *dy = kiln_test_input(&run, y, n * 8);
+    void *dz = kiln_test_input(&run, z, n * 8);
     void *dout = kiln_test_output(&run, (nd + TAIL_ELEMS) * 8);
     int32_t nn = (int32_t)n;
-    void *args[] = {&dx, &dy, &dout, &nn};
+    void *args[] = {&dx, &dy, &dz, &dout, &nn};
     kiln_test_launch(&run, run.fn, (uint32_t)np, 1, args);
     kiln_test_fetch(&run, got, dout, (nd + TAIL_ELEMS) * 8);
     kiln_test_check_untouched(&run, "out", got, 8, nd + TAIL_ELEMS, 1, nd, nd + TAIL_ELEMS);
     for (int f = 0; f < F64_MATH_FNS && run.ok && !run.d.emit; f++) {
       double worst = 0.0, excess = 0.0;
       size_t at = 0;
+      double bound = F64_MATH[f].ulps;
+      if (gpu && f == F64_MATH_POWF) bound = 0.51; /* computed in f64, rounded once */
       for (size_t i = 0; i < n; i++) {
-        long double ref = ref_f64_math(f, x[i], y[i]);
-        double e = ulp_error(got[(size_t)f * n + i], ref);
-        double bound = F64_MATH[f].ulps;
+        double a, b;
+        f64_math_args(f, x, y, z, i, &a, &b);
+        long double ref = ref_f64_math(f, a, b);
+        double g = got[(size_t)f * n + i];
+        double e = f == F64_MATH_POWF ? ulp_error_f32(g, ref) : ulp_error(g, ref), bi = bound;
         if (!gpu && (f == 7 || f == 8) && !(fabs(x[i]) < 0x1p32))
-          bound = 8; /* glibc's own reduction: 6.95 ulp at the double nearest a multiple of pi/2 */
-        if (f == 9 && isfinite((double)ref) && x[i] > 0.0) /* pow: 1.4 |y log2 x| more */
-          bound += 1.4 * fabs(y[i] * log2(x[i]));
-        if (f == 10 && got[(size_t)f * n + i] == 0.0 && ref < 0x1p-1022L)
+          bi = 8; /* glibc's own reduction: 6.95 ulp at the double nearest a multiple of pi/2 */
+        if (f == 10 && g == 0.0 && ref < 0x1p-1022L)
           e = 0.0; /* sigmoid below -709.78: 1 / (1 + inf), documented */
         if (!(e <= worst)) worst = e;
-        if (!(e - bound <= excess)) excess = e - bound, at = i; /* a NaN is the worst */
+        if (!(e - bi <= excess)) excess = e - bi, at = i; /* a NaN is the worst */
       }
-      printf("       %s: max error %.3g ulp, bound %.3g%s\n", F64_MATH[f].name, worst,
-             F64_MATH[f].ulps, f == 9 ? " + 1.4 |y log2 x|" : "");
-      if (excess > 0.0)
-        kiln_test_fail(&run,
-                       "%s(%.17g) = %.17g (y %.17g), reference %.20Lg: %.3g ulp over its bound",
-                       F64_MATH[f].name, x[at], got[(size_t)f * n + at], y[at],
-                       ref_f64_math(f, x[at], y[at]), excess);
+      printf("       %s: max error %.3g ulp, bound %.3g\n", F64_MATH[f].name, worst, bound);
+      if (excess > 0.0) {
+        double a, b;
+        f64_math_args(f, x, y, z, at, &a, &b);
+        kiln_test_fail(
+            &run, "%s(%.17g) = %.17g (y %.17g), reference %.20Lg: %.3g ulp over its bound",
+            F64_MATH[f].name, a, got[(size_t)f * n + at], b, ref_f64_math(f, a, b), excess);
+      }
     }
     all_ok &= kiln_test_end(&run);
-    free(x), free(y), free(got);
+    free(x), free(y), free(z), free(got);
   }
   return all_ok;
 }
@@ -3198,6 +3288,219 @@ static bool test_matmul_f64(KilnRtDevice *dev) {
     check_f64_bounded(&run, "c", got, ref, bound, M * N);
     all_ok &= kiln_test_end(&run);
     free(a), free(b), free(c0), free(c), free(ref), free(bound), free(got);
+  }
+  return all_ok;
+}
+
+/* ---- matmul_tf32 ----------------------------------------------------------------------------- */
+
+/* x rounded to TF32 as cvt.rna.tf32.f32 does, written from its definition: the nearest value
+ * with 10 mantissa bits, ties away from zero (NaN and infinities kept).  Independent of the
+ * bit trick the lowerings use: the kept part is x truncated toward zero to 10 bits, the dropped
+ * part decides whether one unit of the last kept place is added to the magnitude. */
+static float round_tf32_ref(float x) {
+  if (!isfinite(x) || x == 0.0f) return x;
+  int e;
+  frexpf(fabsf(x), &e);                       /* |x| in [2^(e-1), 2^e) */
+  float ulp = ldexpf(1.0f, e - 11);           /* a 10-bit mantissa's last place */
+  if (e - 1 < -126) ulp = ldexpf(1.0f, -136); /* subnormals: the same place as 2^-126's */
+  float mag = fabsf(x), kept = floorf(mag / ulp) * ulp;
+  float r = mag - kept >= ulp / 2 ? kept + ulp : kept;
+  return copysignf(r, x);
+}
+
+/* n f32 values: uniform over [-1, 1) with all 24 bits random, and every 7th one a tie for TF32
+ * (1 + j 2^-10 + 2^-11 times a power of two, signed), where rounding to nearest even and ties away
+ * differ for odd j. */
+static float *random_f32_full(KilnRefRng *rng, size_t n) {
+  float *p = kiln_test_alloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = kiln_ref_rng_next(rng);
+    if (i % 7 == 3) {
+      float tie = 1.0f + (float)((r >> 20) & 1023) * 0x1p-10f + 0x1p-11f;
+      p[i] = ldexpf(r & 1 ? -tie : tie, (int)((r >> 40) & 3) - 2);
+    } else {
+      p[i] = (float)(r >> 40) * 0x1p-23f - 1.0f;
+    }
+  }
+  return p;
+}
+
+/* ref[i][j] = sum_k A'[i][k] B'[k][j] in double with A' = round_tf32_ref(A) when tf32 (else A),
+ * and the bound every f32 summation order meets: K 2^-24 sum_k |A'B'| (the products are exact in
+ * f32 for TF32 inputs; an IEEE f32 product adds 2^-24 |AB| each, within the same K 2^-24 for K
+ * >= 2) plus the f32 rounding of the result itself. */
+static void ref_matmul_tf32(const float *a, size_t sam, size_t sak, const float *b, size_t sbk,
+                            size_t sbn, size_t M, size_t N, size_t K, bool tf32, float *ref,
+                            float *bound) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      double sum = 0, mag = 0;
+      for (size_t k = 0; k < K; k++) {
+        float x = a[i * sam + k * sak], y = b[k * sbk + j * sbn];
+        if (tf32) x = round_tf32_ref(x), y = round_tf32_ref(y);
+        sum += (double)x * y;
+        mag += fabs((double)x * y);
+      }
+      ref[i * N + j] = (float)sum;
+      bound[i * N + j] = (float)((double)(K + 1) * 0x1p-24 * mag + fabs(sum) * 0x1p-24);
+    }
+}
+
+/* matmul_tf32: an f32 dot with tf32 = true against a reference that rounds the inputs to TF32
+ * the same way, every element within the bound every f32 summation order meets (the cpu and emu
+ * targets both sum in k order; a GPU's tensor cores need not).  Ragged M,
+ * N and K; the GPU targets' mma path on 4 and 8 warps (BERT's 128x128x32 on 8), pipelined and
+ * not, both orientations of each operand (k contiguous: ldmatrix; m or n contiguous: 32-bit
+ * loads), and a tile too small for mma.sync (BM = 8: the FMA path on rounded operands).  The same
+ * inputs with TF32 = 0 must give the IEEE product, and the TF32 results must be off the IEEE
+ * reference by many bounds: the inputs' low mantissa bits matter, so the flag is not a no-op. */
+static bool test_matmul_tf32(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    bool a_col, b_col, promise;
+    int stages, warps, tf32;
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, false, false, false, 1, 4, 1},
+              {100, 70, 200, 32, 64, 32, false, false, true, 3, 4, 1},
+              {72, 40, 136, 32, 32, 32, true, true, true, 2, 4, 1},
+              {96, 80, 120, 64, 32, 32, false, true, true, 1, 4, 1},
+              {130, 70, 100, 64, 64, 32, false, false, false, 2, 8, 1},
+              {130, 140, 100, 128, 128, 32, false, false, true, 3, 8, 1},
+              {33, 17, 45, 32, 32, 32, true, false, false, 1, 4, 1},
+              {33, 17, 45, 8, 16, 16, false, false, false, 1, 4, 1},
+              {64, 64, 64, 32, 32, 32, false, false, true, 2, 4, 0}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t mp = (M + 15) / 16 * 16 + 16, np = (N + 15) / 16 * 16 + 16, kp = (K + 15) / 16 * 16 + 16;
+    size_t sam = cfgs[ci].a_col ? 1 : kp, sak = cfgs[ci].a_col ? mp : 1;
+    size_t sbk = cfgs[ci].b_col ? 1 : np, sbn = cfgs[ci].b_col ? kp : 1;
+    size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
+    size_t asize = cfgs[ci].a_col ? K * mp : M * kp, bsize = cfgs[ci].b_col ? N * kp : K * np;
+    KilnDefine defs[6] = {{"BM", cfgs[ci].bm},
+                          {"BN", cfgs[ci].bn},
+                          {"BK", cfgs[ci].bk},
+                          {"TF32", cfgs[ci].tf32},
+                          {"num_stages", cfgs[ci].stages},
+                          {"num_warps", cfgs[ci].warps}};
+    KilnDefine unit_eq[] = {{cfgs[ci].a_col ? "sam" : "sak", 1},
+                            {cfgs[ci].b_col ? "sbk" : "sbn", 1}};
+    KilnDefine mult[] = {{cfgs[ci].a_col ? "sak" : "sam", 16},
+                         {cfgs[ci].b_col ? "sbn" : "sbk", 16}};
+    if (cfgs[ci].promise) g_spec = (Spec){unit_eq, mult, COUNT(unit_eq), COUNT(mult)};
+    char shape[96];
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s%s", M, N, K,
+             cfgs[ci].a_col ? "col" : "row", cfgs[ci].b_col ? "col" : "row",
+             cfgs[ci].promise ? " promised" : "", cfgs[ci].tf32 ? "" : " IEEE");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_tf32", defs, COUNT(defs), shape);
+    g_spec = (Spec){0};
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 7700 + ci);
+    float *a = random_f32_full(&rng, asize), *b = random_f32_full(&rng, bsize);
+    float *c = kiln_test_alloc(total, sizeof *c);
+    float *ref = kiln_test_alloc(M * N, sizeof *ref), *bound = kiln_test_alloc(M * N, 4);
+    float *ieee = kiln_test_alloc(M * N, sizeof *ieee), *ibound = kiln_test_alloc(M * N, 4);
+    void *da = kiln_test_input(&run, a, asize * 4), *db = kiln_test_input(&run, b, bsize * 4);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sam32 = (int32_t)sam, sak32 = (int32_t)sak, sbk32 = (int32_t)sbk, sbn32 = (int32_t)sbn;
+    int32_t scm32 = (int32_t)scm;
+    void *args[] = {&da, &db, &dc, &m32, &n32, &k32, &sam32, &sak32, &sbk32, &sbn32, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    float *got = kiln_test_alloc(M * N, sizeof *got);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    ref_matmul_tf32(a, sam, sak, b, sbk, sbn, M, N, K, true, ref, bound);
+    ref_matmul_tf32(a, sam, sak, b, sbk, sbn, M, N, K, false, ieee, ibound);
+    kiln_test_check_bound(&run, "c", got, cfgs[ci].tf32 ? ref : ieee,
+                          cfgs[ci].tf32 ? bound : ibound, M * N);
+    /* the other reference must be far: the worst distance in bounds, and the result off it */
+    const float *other = cfgs[ci].tf32 ? ieee : ref, *obound = cfgs[ci].tf32 ? ibound : bound;
+    double far = 0;
+    for (size_t i = 0; i < M * N; i++) {
+      double d = fabs((double)got[i] - other[i]) / obound[i];
+      if (d > far) far = d;
+    }
+    printf("       c: %.3g bounds off the %s reference\n", far, cfgs[ci].tf32 ? "IEEE" : "TF32");
+    if (run.ok && !run.d.emit && !(far > 10))
+      kiln_test_fail(&run,
+                     "c is within %.3g bounds of the %s reference: the inputs' low bits did "
+                     "not matter",
+                     far, cfgs[ci].tf32 ? "IEEE" : "TF32");
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(ref), free(bound), free(ieee), free(ibound), free(got);
+  }
+  return all_ok;
+}
+
+/* matmul_tf32_trans: C = X^T B + A Y^T, both dots with tf32 = true and one operand of each a
+ * trans of a loaded tile (x rows k feeding A, y rows n feeding B), against the rounded inputs'
+ * double sum within (2K + 1) 2^-24 sum |a'b'| + 2^-24 |c| (the bound of matmul_tf32 over the 2K
+ * products of both dots).  Unpipelined (the dot's convert: trans(y) staged as y is) and
+ * pipelined with the row strides promised (trans(x) read by 32-bit loads, trans(y) by
+ * ldmatrix), 4 and 8 warps, ragged tails. */
+static bool test_matmul_tf32_trans(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk;
+    int stages, warps;
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, 1, 4},
+              {100, 70, 136, 32, 32, 32, 3, 4},
+              {130, 72, 100, 64, 64, 32, 2, 8},
+              {33, 17, 45, 32, 32, 16, 1, 4}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t mp = (M + 15) / 16 * 16 + 16, np = (N + 15) / 16 * 16 + 16, kp = (K + 15) / 16 * 16 + 16;
+    size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
+    KilnDefine defs[5] = {{"BM", cfgs[ci].bm},
+                          {"BN", cfgs[ci].bn},
+                          {"BK", cfgs[ci].bk},
+                          {"num_stages", cfgs[ci].stages},
+                          {"num_warps", cfgs[ci].warps}};
+    static const KilnDefine mult[] = {{"sx", 16}, {"sb", 16}, {"sa", 16}, {"sy", 16}};
+    if (cfgs[ci].stages > 1) g_spec = (Spec){NULL, mult, 0, COUNT(mult)};
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zux%zux%zu%s", M, N, K,
+             cfgs[ci].stages > 1 ? " pipelined" : "");
+    KilnTestRun run;
+    run_begin(&run, dev, "matmul_tf32_trans", defs, COUNT(defs), shape);
+    g_spec = (Spec){0};
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 7800 + ci);
+    float *x = random_f32_full(&rng, K * mp), *b = random_f32_full(&rng, K * np);
+    float *a = random_f32_full(&rng, M * kp), *y = random_f32_full(&rng, N * kp);
+    float *c = kiln_test_alloc(total, sizeof *c), *got = kiln_test_alloc(M * N, sizeof *got);
+    float *r1 = kiln_test_alloc(M * N, 4), *b1 = kiln_test_alloc(M * N, 4);
+    float *r2 = kiln_test_alloc(M * N, 4), *b2 = kiln_test_alloc(M * N, 4);
+    void *dx = kiln_test_input(&run, x, K * mp * 4), *db = kiln_test_input(&run, b, K * np * 4);
+    void *da = kiln_test_input(&run, a, M * kp * 4), *dy = kiln_test_input(&run, y, N * kp * 4);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t m32 = cfgs[ci].M, n32 = cfgs[ci].N, k32 = cfgs[ci].K;
+    int32_t sx = (int32_t)mp, sb = (int32_t)np, sa = (int32_t)kp, sy = (int32_t)kp;
+    int32_t scm32 = (int32_t)scm;
+    void *args[] = {&dx, &db, &da, &dy, &dc, &m32, &n32, &k32, &sx, &sb, &sa, &sy, &scm32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
+    for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
+    /* X^T B: a[i][k] = x[k][i] (strides 1, mp); A Y^T: b[k][j] = y[j][k] (strides 1, kp) */
+    ref_matmul_tf32(x, 1, mp, b, np, 1, M, N, K, true, r1, b1);
+    ref_matmul_tf32(a, kp, 1, y, 1, kp, M, N, K, true, r2, b2);
+    for (size_t i = 0; i < M * N; i++) {
+      double sum = (double)r1[i] + r2[i];
+      r1[i] = (float)sum;
+      b1[i] = (float)((double)b1[i] + b2[i] + fabs(sum) * 0x1p-24); /* K + 1 twice: >= 2K + 1 */
+    }
+    kiln_test_check_bound(&run, "c", got, r1, b1, M * N);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(b), free(a), free(y), free(c), free(got), free(r1), free(b1), free(r2), free(b2);
   }
   return all_ok;
 }
@@ -3555,6 +3858,8 @@ static const struct {
     {"small_int_sum", test_small_int_sum},
     {"matmul_i8", test_matmul_i8},
     {"matmul_i8_strided", test_matmul_i8_strided},
+    {"matmul_tf32", test_matmul_tf32},
+    {"matmul_tf32_trans", test_matmul_tf32_trans},
     {"layernorm_bwd", test_layernorm_bwd},
     {"small_dots", test_small_dots},
     {"int_semantics", test_int_semantics},

@@ -349,51 +349,6 @@ static const char *last_stage(KilnEmit emit) {
   return NULL;
 }
 
-/* The emu target runs the sm_90 code on the host, where nothing limits its registers; a GPU
- * refuses a block whose threads x registers overflow the register file.  Where ptxas is
- * present, the module as sm_90 would assemble it (the GPU back's output, before the emu rewrite)
- * goes through ptxas once, and the registers per thread it reports are recorded as
- * kiln.gpu.registers, which the emu metadata carries to the launch check (kiln_rt_launch).
- * Without ptxas, or when it fails, nothing is recorded: the count stays unknown (0). */
-static void record_emu_registers(MlirModule m) {
-  MlirOperation copy = mlirOperationClone(mlirModuleGetOperation(m));
-  char *ptx = NULL;
-  size_t len = 0;
-  KilnMlirStatus st = kiln_gpu_emit_ptx(mlirModuleFromOperation(copy), "sm_90", &ptx, &len);
-  mlirOperationDestroy(copy);
-  if (st != KILN_MLIR_OK) return;
-  KilnGpuPtxasInfo info;
-  memset(&info, 0, sizeof info);
-  st = kiln_gpu_ptxas(kiln_driver_ptxas_path(), ptx, "sm_90", NULL, NULL, &info, NULL);
-  free(ptx);
-  if (st != KILN_MLIR_OK || info.registers <= 0) return;
-  MlirOperation mod = mlirModuleGetOperation(m);
-  mlirOperationSetAttributeByName(
-      mod, mlirStringRefCreateFromCString("kiln.gpu.registers"),
-      mlirIntegerAttrGet(mlirIntegerTypeGet(mlirOperationGetContext(mod), 32), info.registers));
-}
-
-/* The emu pipeline in two runs, so that record_emu_registers sees the module between the GPU
- * back and the emu rewrite; every stage still runs once, with the same options.  The first
- * half's diagnostics are kept (folded into the compilation); the register run's own are dropped:
- * ptxas is an extra, and its absence or failure must not fail an emu compile. */
-static KilnMlirStatus run_emu_pipeline(Job *j, const KilnPipelineOptions *po) {
-  const KilnPipeline *p = targets[KILN_TARGET_EMU].pipeline;
-  if (po->stop_after) /* an early stop (mlir, gpu-mlir) never reaches the rewrite */
-    return kiln_pipeline_run(j->module, p, po);
-  KilnPipelineOptions half = *po;
-  half.stop_after = kiln_pipeline_stage_name(p, kiln_pipeline_stage_count(p) - 2);
-  KilnMlirStatus st = kiln_pipeline_run(j->module, p, &half);
-  if (st != KILN_MLIR_OK) return st;
-  if (fold_mlir_diags(j->kctx, j->c, j->diag) > 0) return KILN_MLIR_ERR_PASS;
-  record_emu_registers(j->module);
-  kiln_times_mark(j->times, "emu-registers");
-  kiln_mlir_diag_clear(j->kctx);
-  half.start_after = half.stop_after;
-  half.stop_after = NULL;
-  return kiln_pipeline_run(j->module, p, &half);
-}
-
 /* The kiln module through the target's pipeline (as far as `emit` needs), then the output. */
 static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBuffer *out) {
   const KilnCompileOptions *o = j->o;
@@ -423,9 +378,7 @@ static KilnDriverStatus lower(Job *j, const KilnKernel *k, KilnEmit emit, KilnBu
       .dump_file = j->diag,
       .stop_after = last_stage(emit),
       .step_done = {j->times ? kiln_times_hook : NULL, j->times}};
-  KilnMlirStatus st = o->target == KILN_TARGET_EMU
-                          ? run_emu_pipeline(j, &po)
-                          : kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
+  KilnMlirStatus st = kiln_pipeline_run(j->module, targets[o->target].pipeline, &po);
   size_t located = located_errors(j->kctx);
   size_t errs = fold_mlir_diags(j->kctx, j->c, j->diag);
   if (st != KILN_MLIR_OK || errs > 0) {

@@ -137,6 +137,13 @@ KilnRtStatus kiln_rt_mem_find(KilnRtDevice *dev, const void *p, void **base, siz
  * ends are not ascending within it. */
 KilnRtStatus kiln_rt_mem_set_parts(KilnRtDevice *dev, void *base, const size_t *ends, size_t n);
 
+/* The part (kiln_rt_mem_set_parts) of dev's live allocation that holds address p: its start in
+ * *start and its bytes in *bytes; the whole allocation (as kiln_rt_mem_find) where none was
+ * set. A generated library's checked mode bounds each pointer by it, so that a buffer of an
+ * arena carved into tensors is judged by its own tensor, not by the rest of the arena behind
+ * it. INVALID_ARGUMENT naming p when no live allocation of dev holds it. */
+KilnRtStatus kiln_rt_mem_find_part(KilnRtDevice *dev, const void *p, void **start, size_t *bytes);
+
 /* Copies and sets. stream NULL = default stream, complete on return. With a stream they are
  * queued in stream order (on cpu they still run at once, which is a valid ordering). On a stream
  * being captured they are recorded into the graph instead (pointers, not contents). */
