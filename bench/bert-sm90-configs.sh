@@ -14,7 +14,7 @@
 #   335M parameters (the optimizer kernels), a 2-class head (xent).
 #
 # FLOPs and bytes are the minimum a call must do (each operand read once from HBM, each output
-# written once; atomics counted as a read and a write).
+# written once; an atomic counted as a read and a write).
 # shellcheck disable=SC2034 # the variables are the sourcing script's
 
 B=8; S=512; HID=1024; HEADS=16; HD=64; FFN=4096; NTOK=$((B * S)); PARAMS=335000000
@@ -45,7 +45,9 @@ kernels=(
   "layernorm_bwd|layernorm.kiln|T=f16|$((12 * NTOK * HID))|$((6 * NTOK * HID + 8 * NTOK + 8 * 64 * HID))|0|rows=$NTOK cols=$HID, 64 partial rows|$wide --multiple-of rows=16 --multiple-of cols=16"
   "layernorm_bwd_reduce|layernorm.kiln||$((2 * 64 * HID))|$((2 * 4 * 64 * HID + 8 * HID))|0|parts=64 cols=$HID|"
   "embedding_fwd|embedding.kiln|T=f16|$((2 * NTOK * HID))|$((8 * NTOK * HID + 8 * NTOK))|0|ntok=$NTOK hidden=$HID|"
-  "embedding_bwd|embedding.kiln|T=f16|$((3 * NTOK * HID))|$((2 * NTOK * HID + 24 * NTOK * HID + 8 * NTOK))|0|ntok=$NTOK hidden=$HID (3 f32 atomics per element)|"
+  "embedding_bwd_word|embedding.kiln|T=f16|$((NTOK * HID))|$((2 * NTOK * HID + 4 * NTOK * HID + 16 * NTOK))|0|ntok=$NTOK hidden=$HID (at most a row per token)|"
+  "embedding_bwd_pos|embedding.kiln|T=f16|$((NTOK * HID))|$((2 * NTOK * HID + 4 * S * HID))|0|batch=$B seq=$S hidden=$HID|"
+  "embedding_bwd_type|embedding.kiln|T=f16|$((2 * NTOK * HID))|$((2 * 2 * NTOK * HID + 8 * NTOK + 4 * 64 * 2 * HID))|0|ntok=$NTOK hidden=$HID ntypes=2, 64 partial rows|"
   "xent_fwd|xent.kiln|T=f16|$((8 * B * 2))|$((2 * B * 2 + 12 * B))|0|rows=$B classes=2|"
   "xent_bwd|xent.kiln|T=f16|$((8 * B * 2))|$((4 * B * 2 + 12 * B))|0|rows=$B classes=2|"
   "bias_gelu_fwd|gelu.kiln|T=f16|$((20 * NTOK * FFN))|$((4 * NTOK * FFN + 2 * FFN))|0|rows=$NTOK cols=$FFN|-D BLOCK_R=1 -D BLOCK_C=1024 -D num_warps=4 --multiple-of rows=16 --multiple-of cols=16"
@@ -58,7 +60,8 @@ kernels=(
   "dropout_bwd|dropout.kiln|T=f16|$((20 * NTOK * HID))|$((4 * NTOK * HID))|0|n=$((NTOK * HID))|$wide --multiple-of n=16"
   "dropout_add_fwd|dropout.kiln|T=f16|$((21 * NTOK * HID))|$((6 * NTOK * HID))|0|n=$((NTOK * HID))|$wide --multiple-of n=16"
   "adamw_step|adamw.kiln|WRITE_F16=1 TW=f16|$((15 * PARAMS))|$((30 * PARAMS))|0|n=$PARAMS, f16 copy written|$wide --multiple-of n=16"
-  "grad_sumsq|adamw.kiln||$((2 * PARAMS))|$((4 * PARAMS))|0|n=$PARAMS|"
+  "grad_sumsq|adamw.kiln||$((2 * PARAMS))|$((4 * PARAMS + 4 * 1024))|0|n=$PARAMS, 1024 partial sums|"
+  "grad_sumsq_reduce|adamw.kiln||1024|$((4 * 1024 + 4))|0|parts=1024|"
   "clip_grads|adamw.kiln||$PARAMS|$((8 * PARAMS))|0|n=$PARAMS|"
   "check_overflow|adamw.kiln|T=f32|$PARAMS|$((4 * PARAMS))|0|n=$PARAMS (the f32 gradient buffer)|"
   "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_fwd"

@@ -70,8 +70,16 @@ typedef struct KilnBertOps {
   KilnRtStatus (*sum_rows)(const KilnBertLibs *l, float *part, float *out, int parts, int cols);
   KilnRtStatus (*emb_fwd)(const KilnBertLibs *l, int32_t *ids, int32_t *types, void *word,
                           void *pos, void *ttype, void *out, int ntok, int seq, int hidden);
-  KilnRtStatus (*emb_bwd)(const KilnBertLibs *l, int32_t *ids, int32_t *types, void *dout,
-                          float *dword, float *dpos, float *dtype, int ntok, int seq, int hidden);
+  /* the embedding backward, one kernel per table and no atomics (bits independent of the
+   * scheduling): dword's rows of the ids present, from the batch's tokens grouped by id (order,
+   * starts: embedding.kiln); dpos's first seq rows; dtype's partial sums, parts x ntypes rows
+   * for sum_rows */
+  KilnRtStatus (*emb_bwd_word)(const KilnBertLibs *l, int32_t *ids, int32_t *order, int32_t *starts,
+                               void *dout, float *dword, int ntok, int hidden);
+  KilnRtStatus (*emb_bwd_pos)(const KilnBertLibs *l, void *dout, float *dpos, int batch, int seq,
+                              int hidden);
+  KilnRtStatus (*emb_bwd_type)(const KilnBertLibs *l, int32_t *types, void *dout, float *part,
+                               int ntok, int hidden, int ntypes, int parts);
   KilnRtStatus (*xent_fwd)(const KilnBertLibs *l, void *x, int32_t *labels, float *loss, float *lse,
                            int classes, int rows);
   KilnRtStatus (*xent_bwd)(const KilnBertLibs *l, void *x, int32_t *labels, float *lse,
@@ -98,7 +106,9 @@ typedef struct KilnBertOps {
   KilnRtStatus (*from_f32)(const KilnBertLibs *l, float *x, void *y, int n);
 
   /* the optimizer, on f32 buffers whatever T is (adamw.kiln) */
-  KilnRtStatus (*grad_sumsq)(const KilnBertLibs *l, float *grad, float *sumsq, int n);
+  /* the squared norm in two stages: parts partial sums, then their sum into sumsq[0] */
+  KilnRtStatus (*grad_sumsq)(const KilnBertLibs *l, float *grad, float *part, int n, int parts);
+  KilnRtStatus (*grad_sumsq_reduce)(const KilnBertLibs *l, float *part, float *sumsq, int parts);
   KilnRtStatus (*clip_grads)(const KilnBertLibs *l, float *grad, float *sumsq, int n,
                              float max_norm, float inv_scale);
   /* found_inf[0] = 1 when grad holds an inf or NaN (left as it is otherwise) */

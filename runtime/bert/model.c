@@ -56,6 +56,9 @@
 
 /* Programs of the first stage of the LayerNorm weight-gradient reduction (at most). */
 #define LN_PARTS 64
+/* Programs of the gradient norm's first stage (grad_sumsq): a fixed count, so that the norm's
+ * order of additions depends on the parameter count and the library's BLOCK only. */
+#define SUMSQ_PARTS 1024
 
 /* Offsets (in floats) of one encoder layer's parameters, valid in the parameter, gradient and
  * moment buffers alike. */
@@ -128,6 +131,12 @@ struct KilnBertModel {
   void *dlogits, *dpooled, *dpre;
   void *dx, *da, *db, *dh, *du, *dctx, *dqkv;
   float *delta, *part_g, *part_b, *sumsq;
+  float *part_t;     /* [LN_PARTS, types, H] the token-type gradient's partial sums */
+  float *sumsq_part; /* [SUMSQ_PARTS] the gradient norm's partial sums */
+  /* the batch's tokens grouped by id for the word gradient (group_tokens_by_id): on the
+   * device, sized for the largest batch, and their host staging (+ a count per vocabulary id) */
+  int32_t *word_order, *word_starts;
+  int32_t *host_order, *host_starts, *host_count;
   /* the last forward's batch shape, and host staging of its small arrays */
   int rows, cols;
   float *host_dloss;
@@ -440,6 +449,8 @@ static size_t plan_parts(KilnBertModel *m, char *base, size_t *ends, size_t *nen
   }
   TAKE(m->ids, n, int32_t);
   TAKE(m->types, n, int32_t);
+  TAKE(m->word_order, n, int32_t);
+  TAKE(m->word_starts, n + 1, int32_t);
   TAKE(m->labels, B, int32_t);
   TAKE(m->kv_len, B, int32_t);
   TAKE(m->found_inf, 1, int32_t);
@@ -487,6 +498,8 @@ static size_t plan_parts(KilnBertModel *m, char *base, size_t *ends, size_t *nen
   TAKE(m->part_g, LN_PARTS * H, float);
   TAKE(m->part_b, LN_PARTS * H, float);
   TAKE(m->sumsq, 1, float);
+  TAKE(m->part_t, (size_t)LN_PARTS * (size_t)m->cfg.type_vocab_size * H, float);
+  TAKE(m->sumsq_part, SUMSQ_PARTS, float);
 #undef TAKE_T
 #undef TAKE
 #undef TAKE_BYTES
@@ -588,7 +601,12 @@ static KilnBertStatus model_shape(KilnRtDevice *dev, const KilnBertConfig *cfg,
   m->act = calloc((size_t)m->L + 1, sizeof *m->act);
   m->x = calloc((size_t)m->L + 1, sizeof *m->x);
   m->host_dloss = calloc((size_t)max_batch, sizeof *m->host_dloss);
-  if (!m->layer || !m->act || !m->x || !m->host_dloss || plan_runs(m)) {
+  size_t ntok = (size_t)max_batch * (size_t)max_seq;
+  m->host_order = calloc(ntok, sizeof *m->host_order);
+  m->host_starts = calloc(ntok + 1, sizeof *m->host_starts);
+  m->host_count = calloc((size_t)cfg->vocab_size + 1, sizeof *m->host_count);
+  if (!m->layer || !m->act || !m->x || !m->host_dloss || !m->host_order || !m->host_starts ||
+      !m->host_count || plan_runs(m)) {
     kiln_bert_model_destroy(m);
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "model: out of memory");
   }
@@ -763,6 +781,9 @@ void kiln_bert_model_destroy(KilnBertModel *m) {
   free(m->x);
   free(m->runs);
   free(m->host_dloss);
+  free(m->host_order);
+  free(m->host_starts);
+  free(m->host_count);
   free(m);
 }
 
@@ -889,6 +910,25 @@ static void *classifier_input(KilnBertModel *m) {
   return m->drop_p > 0 ? m->pooled_drop : m->pooled;
 }
 
+/* The word embeddings' gradient without atomics (embedding_bwd_word): the n tokens grouped by
+ * id with a stable counting sort, so that each id's tokens are summed in token order whatever
+ * the device. order[] gets the token indices, id by id in increasing id; starts[u] is where the
+ * u-th distinct id's tokens begin, and starts[u .. n] = n past the last one (empty groups, so
+ * the kernel's grid of n programs is the same for every batch of this shape: a replayed step
+ * reads the new groups from the same buffers). count has vocab + 1 entries. */
+static void group_tokens_by_id(const int32_t *ids, int n, int vocab, int32_t *count, int32_t *order,
+                               int32_t *starts) {
+  memset(count, 0, ((size_t)vocab + 1) * sizeof *count);
+  for (int t = 0; t < n; t++) count[ids[t] + 1]++;
+  int u = 0;
+  for (int v = 0; v < vocab; v++) {
+    if (count[v + 1]) starts[u++] = count[v];
+    count[v + 1] += count[v]; /* count[v]: the first slot of id v */
+  }
+  for (; u <= n; u++) starts[u] = n;
+  for (int t = 0; t < n; t++) order[count[ids[t]]++] = t;
+}
+
 /* Checks a batch against the plan and copies it in: the forward's first part. */
 static KilnBertStatus forward_inputs(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
                                      const int32_t *labels, int rows, int cols) {
@@ -901,10 +941,19 @@ static KilnBertStatus forward_inputs(KilnBertModel *m, const int32_t *ids, const
       return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                             "model: row %d has length %d or label %d out of range", r, lens[r],
                             labels[r]);
+  int n = rows * cols;
+  for (int t = 0; t < n; t++)
+    if (ids[t] < 0 || ids[t] >= m->cfg.vocab_size)
+      return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                            "model: token %d has id %d, outside the vocabulary of %d", t, ids[t],
+                            m->cfg.vocab_size);
   m->rows = rows;
   m->cols = cols;
-  int n = rows * cols;
   RT(copy_in(m, m->ids, ids, (size_t)n * sizeof *ids), "model: ids");
+  group_tokens_by_id(ids, n, m->cfg.vocab_size, m->host_count, m->host_order, m->host_starts);
+  RT(copy_in(m, m->word_order, m->host_order, (size_t)n * sizeof(int32_t)), "model: token order");
+  RT(copy_in(m, m->word_starts, m->host_starts, ((size_t)n + 1) * sizeof(int32_t)),
+     "model: token groups");
   RT(copy_in(m, m->kv_len, lens, (size_t)rows * sizeof *lens), "model: lengths");
   RT(copy_in(m, m->labels, labels, (size_t)rows * sizeof *labels), "model: labels");
   return KILN_BERT_OK;
@@ -1025,7 +1074,9 @@ static KilnBertStatus backward_launches(KilnBertModel *m) {
   RT(fill(m, m->dx, 0, (size_t)n * H * m->es), "model: memset");
   TRY(linear_dx(m, m->dpre, H, wt(m, m->wp), NULL, m->dx, cols * H, rows, H, H));
   for (int l = m->L - 1; l >= 0; l--) TRY(encoder_layer_bwd(m, l));
-  /* embeddings: LayerNorm, then the three tables (zeroed: scattered into with atomics) */
+  /* embeddings: LayerNorm, then the three tables, each element one program's sum in a fixed
+   * order (no atomics). The kernels write the word table's rows of the batch's ids and the
+   * position table's first cols rows: both are zeroed first; the type table is written whole. */
   void *demb;
   TRY(drop_bwd(m, m->dx, m->dx, n * H, -1, KILN_BERT_DROP_EMBEDDINGS, &demb));
   TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
@@ -1033,10 +1084,15 @@ static KilnBertStatus backward_launches(KilnBertModel *m) {
   RT(fill(m, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float)), "model: memset");
   RT(fill(m, g + m->pos, 0, (size_t)c->max_position_embeddings * H * sizeof(float)),
      "model: memset");
-  RT(fill(m, g + m->ttype, 0, (size_t)c->type_vocab_size * H * sizeof(float)), "model: memset");
-  RT(m->ops->emb_bwd(&m->libs, m->ids, m->types, m->da, g + m->word, g + m->pos, g + m->ttype, n,
-                     cols, H),
-     "embedding_bwd");
+  RT(m->ops->emb_bwd_word(&m->libs, m->ids, m->word_order, m->word_starts, m->da, g + m->word, n,
+                          H),
+     "embedding_bwd_word");
+  RT(m->ops->emb_bwd_pos(&m->libs, m->da, g + m->pos, rows, cols, H), "embedding_bwd_pos");
+  int parts = n < LN_PARTS ? n : LN_PARTS, ntypes = c->type_vocab_size;
+  RT(m->ops->emb_bwd_type(&m->libs, m->types, m->da, m->part_t, n, H, ntypes, parts),
+     "embedding_bwd_type");
+  RT(m->ops->sum_rows(&m->libs, m->part_t, g + m->ttype, parts, ntypes * H),
+     "layernorm_bwd_reduce");
   return KILN_BERT_OK;
 }
 
@@ -1184,8 +1240,9 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
   TRY(check_overflow(m, &found));
   /* the gradients carry the loss scale until AdamW (and the clip's norm) take it off */
   float inv_scale = 1.0f / m->scaler.scale;
-  RT(fill(m, m->sumsq, 0, sizeof(float)), "model: memset");
-  RT(m->ops->grad_sumsq(&m->libs, m->grads, m->sumsq, P), "grad_sumsq");
+  RT(m->ops->grad_sumsq(&m->libs, m->grads, m->sumsq_part, P, SUMSQ_PARTS), "grad_sumsq");
+  RT(m->ops->grad_sumsq_reduce(&m->libs, m->sumsq_part, m->sumsq, SUMSQ_PARTS),
+     "grad_sumsq_reduce");
   float sumsq = 0;
   RT(copy_out(m, &sumsq, m->sumsq, sizeof sumsq), "model: grad norm");
   if (grad_norm) *grad_norm = sqrt((double)sumsq) * (double)inv_scale;

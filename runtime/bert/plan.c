@@ -250,21 +250,55 @@ static KilnRtStatus tap_emb_fwd(const KilnBertLibs *l, int32_t *ids, int32_t *ty
   FORWARD(l, st, emb_fwd, ids, types, word, pos, ttype, out, ntok, seq, hidden);
 }
 
-static KilnRtStatus tap_emb_bwd(const KilnBertLibs *l, int32_t *ids, int32_t *types, void *dout,
-                                float *dword, float *dpos, float *dtype, int ntok, int seq,
-                                int hidden) {
+/* The embedding backward's three kernels: each reads its part of dout once and writes its
+ * table's rows (the word table's, at most one per token) once, with no atomics. */
+static KilnRtStatus tap_emb_bwd_word(const KilnBertLibs *l, int32_t *ids, int32_t *order,
+                                     int32_t *starts, void *dout, float *dword, int ntok,
+                                     int hidden) {
   KilnBertPlan *p = PLAN(l);
-  cost(p, 0, esize(p) * ntok * hidden + 3 * 8.0 * ntok * hidden + 8.0 * ntok);
+  cost(p, 0, esize(p) * ntok * hidden + 4.0 * ntok * hidden + 16.0 * ntok);
   char pins[64];
   char sh[48];
-  KilnRtStatus st = put(p, "embedding.kiln", pins_t(p, pins, sizeof pins, NULL), "embedding_bwd",
-                        dims(sh, sizeof sh, "ntok=%d hidden=%d", ntok, hidden),
-                        "kernel=embedding_bwd; ntok=%d; seq=%d; hidden=%d; ids: i32[ntok]=0; "
-                        "types: i32[ntok]=0; dout: %s[ntok*hidden]; dword: f32[hidden]; "
-                        "dpos: f32[seq*hidden]; dtype: f32[hidden]; "
-                        "grid=cdiv(ntok, BLOCK_T), cdiv(hidden, BLOCK_H)",
-                        ntok, seq, hidden, p->T);
-  FORWARD(l, st, emb_bwd, ids, types, dout, dword, dpos, dtype, ntok, seq, hidden);
+  KilnRtStatus st =
+      put(p, "embedding.kiln", pins_t(p, pins, sizeof pins, NULL), "embedding_bwd_word",
+          dims(sh, sizeof sh, "ntok=%d hidden=%d", ntok, hidden),
+          "kernel=embedding_bwd_word; ntok=%d; hidden=%d; ids: i32[ntok]=0; "
+          "order: i32[ntok]=0; starts: i32[ntok+1]=0; dout: %s[ntok*hidden]; "
+          "dword: f32[hidden]; grid=ntok, cdiv(hidden, BLOCK_H)",
+          ntok, hidden, p->T);
+  FORWARD(l, st, emb_bwd_word, ids, order, starts, dout, dword, ntok, hidden);
+}
+
+static KilnRtStatus tap_emb_bwd_pos(const KilnBertLibs *l, void *dout, float *dpos, int batch,
+                                    int seq, int hidden) {
+  KilnBertPlan *p = PLAN(l);
+  cost(p, 0, esize(p) * batch * seq * hidden + 4.0 * seq * hidden);
+  char pins[64];
+  char sh[48];
+  KilnRtStatus st =
+      put(p, "embedding.kiln", pins_t(p, pins, sizeof pins, NULL), "embedding_bwd_pos",
+          dims(sh, sizeof sh, "batch=%d seq=%d hidden=%d", batch, seq, hidden),
+          "kernel=embedding_bwd_pos; batch=%d; seq=%d; hidden=%d; "
+          "dout: %s[batch*seq*hidden]; dpos: f32[seq*hidden]; "
+          "grid=cdiv(seq, BLOCK_P), cdiv(hidden, BLOCK_H)",
+          batch, seq, hidden, p->T);
+  FORWARD(l, st, emb_bwd_pos, dout, dpos, batch, seq, hidden);
+}
+
+static KilnRtStatus tap_emb_bwd_type(const KilnBertLibs *l, int32_t *types, void *dout, float *part,
+                                     int ntok, int hidden, int ntypes, int parts) {
+  KilnBertPlan *p = PLAN(l);
+  cost(p, 0, (esize(p) * hidden + 4.0) * ntok * ntypes + 4.0 * parts * ntypes * hidden);
+  char pins[64];
+  char sh[64];
+  KilnRtStatus st =
+      put(p, "embedding.kiln", pins_t(p, pins, sizeof pins, NULL), "embedding_bwd_type",
+          dims(sh, sizeof sh, "ntok=%d hidden=%d ntypes=%d", ntok, hidden, ntypes),
+          "kernel=embedding_bwd_type; ntok=%d; hidden=%d; ntypes=%d; parts=%d; "
+          "types: i32[ntok]=0; dout: %s[ntok*hidden]; "
+          "part: f32[parts*ntypes*hidden]; grid=parts, cdiv(hidden, BLOCK_H)",
+          ntok, hidden, ntypes, parts, p->T);
+  FORWARD(l, st, emb_bwd_type, types, dout, part, ntok, hidden, ntypes, parts);
 }
 
 static KilnRtStatus tap_xent_fwd(const KilnBertLibs *l, void *x, int32_t *labels, float *loss,
@@ -493,22 +527,36 @@ static KilnRtStatus tap_from_f32(const KilnBertLibs *l, float *x, void *y, int n
 /* The optimizer's pins, kernel by kernel (a pin goes only to a kernel that has that const
  * parameter, or `kiln tune --kernel` refuses it): adamw_step writes half weights of type T in
  * fp16 and bf16 (CMakeLists.txt's kb_adamw_T; the fp32 library is built with TW=f16 and writes
- * nothing); check_overflow reads the f32 gradients; grad_sumsq and clip_grads have none. */
+ * nothing); check_overflow reads the f32 gradients; grad_sumsq, grad_sumsq_reduce and clip_grads have none. */
 static const char *adamw_pins(const KilnBertPlan *p, char *buf, size_t cap) {
   int half = p->prec != KILN_BERT_FP32;
   snprintf(buf, cap, "WRITE_F16=%d TW=%s", half, half ? p->T : "f16");
   return buf;
 }
 
-static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *sumsq, int n) {
+static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *part, int n,
+                                   int parts) {
   KilnBertPlan *p = PLAN(l);
-  cost(p, 0, 4.0 * n);
+  cost(p, 0, 4.0 * n + 4.0 * parts);
   char sh[48];
   KilnRtStatus st = put(p, "adamw.kiln", "", "grad_sumsq", dims(sh, sizeof sh, "n=%d", n),
-                        "kernel=grad_sumsq; n=%d; grad: f32[n]; sumsq: f32[1]=0; "
-                        "grid=cdiv(n, BLOCK)",
-                        n);
-  FORWARD(l, st, grad_sumsq, grad, sumsq, n);
+                        "kernel=grad_sumsq; n=%d; parts=%d; grad: f32[n]; part: f32[parts]; "
+                        "grid=parts",
+                        n, parts);
+  FORWARD(l, st, grad_sumsq, grad, part, n, parts);
+}
+
+static KilnRtStatus tap_grad_sumsq_reduce(const KilnBertLibs *l, float *part, float *sumsq,
+                                          int parts) {
+  KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 4.0 * parts + 4.0);
+  char sh[48];
+  KilnRtStatus st =
+      put(p, "adamw.kiln", "", "grad_sumsq_reduce", dims(sh, sizeof sh, "parts=%d", parts),
+          "kernel=grad_sumsq_reduce; parts=%d; part: f32[parts]; sumsq: f32[1]; "
+          "grid=1",
+          parts);
+  FORWARD(l, st, grad_sumsq_reduce, part, sumsq, parts);
 }
 
 static KilnRtStatus tap_clip_grads(const KilnBertLibs *l, float *grad, float *sumsq, int n,
@@ -571,7 +619,9 @@ static KilnBertOps tap_table(const KilnBertOps *like) {
       .ln_bwd = tap_ln_bwd,
       .sum_rows = tap_sum_rows,
       .emb_fwd = tap_emb_fwd,
-      .emb_bwd = tap_emb_bwd,
+      .emb_bwd_word = tap_emb_bwd_word,
+      .emb_bwd_pos = tap_emb_bwd_pos,
+      .emb_bwd_type = tap_emb_bwd_type,
       .xent_fwd = tap_xent_fwd,
       .xent_bwd = tap_xent_bwd,
       .gelu_fwd = tap_gelu_fwd,
@@ -587,6 +637,7 @@ static KilnBertOps tap_table(const KilnBertOps *like) {
       .to_f32 = like->half_weights ? tap_to_f32 : NULL,
       .from_f32 = like->half_weights ? tap_from_f32 : NULL,
       .grad_sumsq = tap_grad_sumsq,
+      .grad_sumsq_reduce = tap_grad_sumsq_reduce,
       .clip_grads = tap_clip_grads,
       .check_overflow = tap_check_overflow,
       .adamw_step = tap_adamw_step,

@@ -87,15 +87,21 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
   return kiln_bert_end(&run);
 }
 
-/* Global norm by atomics, then clipping in place, for a max_norm below and above the norm, of
+/* Global norm in two stages (grad_sumsq's `parts` partial sums, grad_sumsq_reduce's sum of them,
+ * no atomics), then clipping in place, for a max_norm below and above the norm, of
  * gradients that carry a loss scale (a power of two; clip_grads measures the unscaled norm). */
-static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float max_norm_frac,
-                     float scale, uint64_t seed) {
+enum { NORM_REDUCE_BLOCK = 256 };
+
+static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, int32_t parts,
+                     float max_norm_frac, float scale, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "grad norm + clip n=%d BLOCK %d max_norm %.1f x norm, scale %g", n_,
-                  block, (double)max_norm_frac, (double)scale);
+  kiln_bert_begin(&run, dev,
+                  "grad norm + clip n=%d BLOCK %d parts %d max_norm %.1f x norm, scale %g", n_,
+                  block, parts, (double)max_norm_frac, (double)scale);
   KilnDefine defs[] = {{"BLOCK", block}};
+  KilnDefine rdefs[] = {{"BLOCK", NORM_REDUCE_BLOCK}};
   KilnRtFunction *ss = kiln_bert_kernel(&run, "adamw", "grad_sumsq", defs, 1);
+  KilnRtFunction *ssr = kiln_bert_kernel(&run, "adamw", "grad_sumsq_reduce", rdefs, 1);
   KilnRtFunction *clip = kiln_bert_kernel(&run, "adamw", "clip_grads", defs, 1);
   size_t n = (size_t)n_, total = n + KILN_BERT_TAIL;
   KilnRefRng rng;
@@ -105,10 +111,13 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, float
   memset(g + n, KILN_BERT_SENTINEL, KILN_BERT_TAIL * 4);
   float zero = 0.0f;
   void *dg = kiln_bert_input(&run, g, total * 4), *dss = kiln_bert_input(&run, &zero, 4);
+  void *dpart = kiln_bert_output(&run, (size_t)parts * 4);
   int32_t n32 = n_;
-  void *sargs[] = {&dg, &dss, &n32};
+  void *sargs[] = {&dg, &dpart, &n32, &parts};
+  void *rargs[] = {&dpart, &dss, &parts};
   uint32_t grid = kiln_bert_cdiv(n, (size_t)block);
-  kiln_bert_launch(&run, ss, grid, 1, sargs);
+  kiln_bert_launch(&run, ss, (uint32_t)parts, 1, sargs);
+  kiln_bert_launch(&run, ssr, 1, 1, rargs);
   float got_ss = 0.0f;
   kiln_bert_fetch(&run, &got_ss, dss, 4);
   double ref_ss = 0.0;
@@ -192,12 +201,14 @@ bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) ok &= run_adamw(dev, &cfgs[i], 6000 + i);
-  ok &= run_norm(dev, 10007, 1024, 0.5f, 1.0f, 6100);
-  ok &= run_norm(dev, 777, 512, 2.0f, 1.0f, 6101);
-  ok &= run_norm(dev, 4099, 1024, 0.5f, 65536.0f, 6102); /* fp16's starting loss scale */
-  ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);           /* 1.0: all finite */
-  ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201);        /* -inf at the last element */
-  ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202);        /* NaN */
+  /* parts: fewer than the blocks (each part strides over several), more than the blocks and
+   * than the reduce's block (empty parts; the reduce loops), and odd */
+  ok &= run_norm(dev, 10007, 1024, 3, 0.5f, 1.0f, 6100);
+  ok &= run_norm(dev, 777, 512, 1024, 2.0f, 1.0f, 6101);
+  ok &= run_norm(dev, 4099, 1024, 7, 0.5f, 65536.0f, 6102); /* fp16's starting loss scale */
+  ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);              /* 1.0: all finite */
+  ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201);           /* -inf at the last element */
+  ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202);           /* NaN */
   ok &= run_overflow_f32(dev, 1.0f, 3, 0, 6210);
   ok &= run_overflow_f32(dev, -INFINITY, 4999, 1, 6211);
   ok &= run_overflow_f32(dev, NAN, 2500, 1, 6212);

@@ -1,5 +1,7 @@
-/* test_embedding.c — word + position + token-type embeddings, forward and atomic backward
- * (kernels-bert/embedding.kiln), with f32, f16 and bf16 tables (the kernels' T). docs/kernels/embedding.md gives the tolerances' reasons. */
+/* test_embedding.c — word + position + token-type embeddings, forward and the backward's three
+ * kernels without atomics (kernels-bert/embedding.kiln; the token types' parts added by
+ * layernorm.kiln's layernorm_bwd_reduce, as the model does), with f32, f16 and bf16 tables (the
+ * kernels' T). docs/kernels/embedding.md gives the tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
 
@@ -20,7 +22,22 @@ static float *input_t(KilnBertRun *run, KilnRefRng *rng, size_t n, KilnScalarKin
   return x;
 }
 
-enum { NTYPES = 2, FD_PER_TABLE = 6 };
+enum { NTYPES = 2, FD_PER_TABLE = 6, TYPE_PARTS = 5, REDUCE_BLOCK = 64 };
+
+/* The tokens grouped by id for embedding_bwd_word: order[] the token indices by increasing id,
+ * token order within an id; starts[u] where the u-th distinct id's tokens begin, n past the
+ * last one. A plain selection by id (the model's counting sort gives the same arrays). */
+static void group_by_id(const int32_t *ids, size_t n, int32_t vocab, int32_t *order,
+                        int32_t *starts) {
+  size_t at = 0, u = 0;
+  for (int32_t v = 0; v < vocab; v++) {
+    size_t first = at;
+    for (size_t t = 0; t < n; t++)
+      if (ids[t] == v) order[at++] = (int32_t)t;
+    if (at > first) starts[u++] = (int32_t)first;
+  }
+  for (; u <= n; u++) starts[u] = (int32_t)n;
+}
 
 /* A device buffer whose first n floats are 0 (an accumulator) and whose tail is sentinel. */
 static void *zeroed_output(KilnBertRun *run, size_t n) {
@@ -46,8 +63,13 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
                   kiln_bert_type_name(c->t), c->batch, c->seq, c->hidden, c->vocab, c->block_t,
                   c->block_h);
   KilnDefine defs[] = {{"T", c->t}, {"BLOCK_T", c->block_t}, {"BLOCK_H", c->block_h}};
+  KilnDefine pdefs[] = {{"T", c->t}, {"BLOCK_P", c->block_t}, {"BLOCK_H", c->block_h}};
+  KilnDefine rdefs[] = {{"BLOCK", REDUCE_BLOCK}};
   KilnRtFunction *fwd = kiln_bert_kernel(&run, "embedding", "embedding_fwd", defs, 3);
-  KilnRtFunction *bwd = kiln_bert_kernel(&run, "embedding", "embedding_bwd", defs, 3);
+  KilnRtFunction *bwd_word = kiln_bert_kernel(&run, "embedding", "embedding_bwd_word", defs, 3);
+  KilnRtFunction *bwd_pos = kiln_bert_kernel(&run, "embedding", "embedding_bwd_pos", pdefs, 3);
+  KilnRtFunction *bwd_type = kiln_bert_kernel(&run, "embedding", "embedding_bwd_type", defs, 3);
+  KilnRtFunction *reduce = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd_reduce", rdefs, 1);
   size_t esz = kiln_bert_elem_size(c->t);
   size_t ntok = (size_t)c->batch * (size_t)c->seq, H = (size_t)c->hidden, n = ntok * H;
   size_t sizes[3] = {(size_t)c->vocab * H, (size_t)c->seq * H, NTYPES * H};
@@ -62,15 +84,27 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   for (int k = 0; k < 3; k++) tab[k] = input_t(&run, &rng, sizes[k], c->t, &dtab[k]);
   void *dids = kiln_bert_input(&run, ids, ntok * 4),
        *dtypes = kiln_bert_input(&run, types, ntok * 4);
+  int32_t *order = kiln_bert_alloc(ntok, 4), *starts = kiln_bert_alloc(ntok + 1, 4);
+  group_by_id(ids, ntok, c->vocab, order, starts);
+  void *dorder = kiln_bert_input(&run, order, ntok * 4),
+       *dstarts = kiln_bert_input(&run, starts, (ntok + 1) * 4);
+  void *dpart = kiln_bert_output(&run, (size_t)TYPE_PARTS * NTYPES * H * 4);
   for (int k = 0; k < 3; k++) dgrad[k] = zeroed_output(&run, sizes[k]);
   void *dout = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * esz);
   int32_t ntok32 = (int32_t)ntok, seq = c->seq, hidden = c->hidden;
   uint32_t gx = kiln_bert_cdiv(ntok, (size_t)c->block_t),
            gy = kiln_bert_cdiv(H, (size_t)c->block_h);
   void *fargs[] = {&dids, &dtypes, &dtab[0], &dtab[1], &dtab[2], &dout, &ntok32, &seq, &hidden};
-  void *bargs[] = {&dids, &dtypes, &dw, &dgrad[0], &dgrad[1], &dgrad[2], &ntok32, &seq, &hidden};
+  int32_t batch = c->batch, ntypes = NTYPES, parts = TYPE_PARTS, tcols = NTYPES * c->hidden;
+  void *wargs[] = {&dids, &dorder, &dstarts, &dw, &dgrad[0], &ntok32, &hidden};
+  void *pargs[] = {&dw, &dgrad[1], &batch, &seq, &hidden};
+  void *targs[] = {&dtypes, &dw, &dpart, &ntok32, &hidden, &ntypes, &parts};
+  void *rargs[] = {&dpart, &dgrad[2], &parts, &tcols};
   kiln_bert_launch(&run, fwd, gx, gy, fargs);
-  kiln_bert_launch(&run, bwd, gx, gy, bargs);
+  kiln_bert_launch(&run, bwd_word, (uint32_t)ntok, gy, wargs);
+  kiln_bert_launch(&run, bwd_pos, kiln_bert_cdiv((size_t)seq, (size_t)c->block_t), gy, pargs);
+  kiln_bert_launch(&run, bwd_type, TYPE_PARTS, gy, targs);
+  kiln_bert_launch(&run, reduce, kiln_bert_cdiv((size_t)tcols, REDUCE_BLOCK), 1, rargs);
   float *out = kiln_bert_fetch_t(&run, "out", dout, n, c->t), *ref = kiln_bert_alloc(n, 4);
   double *gref[3];
   for (int k = 0; k < 3; k++) gref[k] = kiln_bert_alloc(sizes[k], sizeof(double));
@@ -139,7 +173,7 @@ static bool run_cfg(const KilnBertDevice *dev, const EmbCfg *c, uint64_t seed) {
   if (c->t == KILN_SCALAR_F32)
     kiln_bert_check_close(&run, "grad vs fd", an, fd, 3 * FD_PER_TABLE, 1.0, 1e-3);
   for (int k = 0; k < 3; k++) free(tab[k]), free(gref[k]), free(grad[k]);
-  free(ids), free(types), free(w), free(out), free(ref);
+  free(ids), free(types), free(order), free(starts), free(w), free(out), free(ref);
   return kiln_bert_end(&run);
 }
 

@@ -4,7 +4,7 @@ whose graphs record launches and replay them in order: the path cuda takes, with
 compare. Reviews of two lengths under dynamic padding, in batches of 4 with a partial last
 batch, give several batch shapes (4 or 2 rows x 64 or 128 tokens; three with the batches
 grouped by length) that come back epoch after epoch.
-  - one cpu thread (KILN_CPU_THREADS=1, so that the atomics add in one order): the losses and
+  - one cpu thread (KILN_CPU_THREADS=1; any count gives the same bits): the losses and
     gradient norms of a run with --graphs equal those of --no-graphs bit for bit, in fp32 and
     fp16 (whose loss scale reaches the replay through a device buffer), with dropout 0 and
     0.1 (whose per-step random streams are kernel arguments: each step recaptures);

@@ -116,6 +116,18 @@ int main(void) {
   CHECK(kiln_bert_model_forward(t.m, ids, lens, labels, ROWS + 1, COLS, &loss, NULL) ==
             KILN_BERT_ERROR_INVALID_ARGUMENT,
         "an oversized batch was accepted");
+  /* so is a token id outside the vocabulary (the word gradient groups the tokens by id) */
+  int32_t keep = ids[3];
+  ids[3] = 1 << 20;
+  CHECK(kiln_bert_model_forward(t.m, ids, lens, labels, ROWS, COLS, &loss, NULL) ==
+                KILN_BERT_ERROR_INVALID_ARGUMENT &&
+            strstr(kiln_bert_last_error(), "outside the vocabulary"),
+        "an id outside the vocabulary was accepted: %s", kiln_bert_last_error());
+  ids[3] = -1;
+  CHECK(kiln_bert_model_forward(t.m, ids, lens, labels, ROWS, COLS, &loss, NULL) ==
+            KILN_BERT_ERROR_INVALID_ARGUMENT,
+        "a negative id was accepted");
+  ids[3] = keep;
 
   kb_test_model_close(&t);
   free(gtol);
