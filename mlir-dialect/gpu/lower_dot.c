@@ -380,27 +380,45 @@ static MlirValue gather4(Low *L, MlirValue base, MlirValue k, MlirValue x, int64
   return acc;
 }
 
-void low_dot_fragments_i8_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
-                                 int64_t xext, Vals *out) {
+/* The one register (k .. k + per - 1 at index x, per = 4 bytes or 1 f32) of an operand staged with
+ * rows k, read from shared memory: four byte loads packed, or one 32-bit load. */
+static MlirValue gather_reg(Low *L, MlirValue base, MlirValue k, MlirValue x, int64_t xext,
+                            bool bytes) {
+  if (bytes) return gather4(L, base, k, x, xext);
+  MlirValue p = low_gep(L, base, low_swizzle_f32(L, k, x, xext), L->i32);
+  return low_op1(L, "llvm.load", &p, 1, L->i32);
+}
+
+/* The walk both gathers share: an mma.sync fragment whose register r of k block ki holds k
+ * elements per consecutive ones (4 bytes of s8 in m16n8k32, 1 f32 of tf32 in m16n8k8; a k block
+ * is 8 registers' worth along k): A rows g + 8 (r & 1), k per (t + 4 (r >> 1)); B column g,
+ * k per (t + 4 r); lane = 4 g + t. */
+static void gather_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
+                             int64_t xext, int per, Vals *out) {
   bool b = dl->op_idx == 1;
   int w = b ? dl->wpc[1] : dl->wpc[0];
-  int64_t blk = b ? 8 : 16, reps = xext / (blk * w), kb = kext / 32;
+  int64_t blk = b ? 8 : 16, reps = xext / (blk * w), kblk = 8 * per, kb = kext / kblk;
   MlirValue lane = low_lane(L);
   MlirValue g = low_bin(L, "arith.shrui", lane, low_i32(L, 2));
-  MlirValue t4 =
-      low_bin(L, "arith.shli", low_bin(L, "arith.andi", lane, low_i32(L, 3)), low_i32(L, 2));
+  MlirValue t =
+      low_bin(L, "arith.muli", low_bin(L, "arith.andi", lane, low_i32(L, 3)), low_i32(L, per));
   MlirValue x0 =
       low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, b), low_i32(L, blk)), g);
   int nregs = b ? 2 : 4;
   for (int64_t i = 0; i < reps; i++)
     for (int64_t ki = 0; ki < kb; ki++)
       for (int r = 0; r < nregs; r++) {
-        /* A: row g + 8 (r & 1), k 4t + 16 (r >> 1); B: column g, k 4t + 16 r */
-        int64_t xoff = blk * w * i + (b ? 0 : 8 * (r & 1)), koff = 32 * ki + 16 * (b ? r : r >> 1);
+        int64_t xoff = blk * w * i + (b ? 0 : 8 * (r & 1));
+        int64_t koff = kblk * ki + 4 * per * (b ? r : r >> 1);
         MlirValue x = low_bin(L, "arith.addi", x0, low_i32(L, xoff));
-        MlirValue k = low_bin(L, "arith.addi", t4, low_i32(L, koff));
-        out->v[(i * kb + ki) * nregs + r] = gather4(L, base, k, x, xext);
+        MlirValue k = low_bin(L, "arith.addi", t, low_i32(L, koff));
+        out->v[(i * kb + ki) * nregs + r] = gather_reg(L, base, k, x, xext, per == 4);
       }
+}
+
+void low_dot_fragments_i8_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
+                                 int64_t xext, Vals *out) {
+  gather_fragments(L, dl, base, kext, xext, 4, out);
 }
 
 /* An i8 operand: staged with k contiguous (A as it is, B transposed to rows n) and read by the
@@ -423,25 +441,7 @@ static void i8_operand(Low *L, MlirOperation op, const KilnGpuLayout *dl, MlirVa
 
 void low_dot_fragments_tf32_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
                                    int64_t xext, Vals *out) {
-  bool b = dl->op_idx == 1;
-  int w = b ? dl->wpc[1] : dl->wpc[0];
-  int64_t blk = b ? 8 : 16, reps = xext / (blk * w), kb = kext / 8;
-  MlirValue lane = low_lane(L);
-  MlirValue g = low_bin(L, "arith.shrui", lane, low_i32(L, 2));
-  MlirValue t = low_bin(L, "arith.andi", lane, low_i32(L, 3));
-  MlirValue x0 =
-      low_bin(L, "arith.addi", low_bin(L, "arith.muli", warp_index(L, dl, b), low_i32(L, blk)), g);
-  int nregs = b ? 2 : 4;
-  for (int64_t i = 0; i < reps; i++)
-    for (int64_t ki = 0; ki < kb; ki++)
-      for (int r = 0; r < nregs; r++) {
-        /* A: row g + 8 (r & 1), k t + 4 (r >> 1); B: column g, k t + 4 r */
-        int64_t xoff = blk * w * i + (b ? 0 : 8 * (r & 1)), koff = 8 * ki + 4 * (b ? r : r >> 1);
-        MlirValue x = low_bin(L, "arith.addi", x0, low_i32(L, xoff));
-        MlirValue k = low_bin(L, "arith.addi", t, low_i32(L, koff));
-        MlirValue p = low_gep(L, base, low_swizzle_f32(L, k, x, xext), L->i32);
-        out->v[(i * kb + ki) * nregs + r] = low_op1(L, "llvm.load", &p, 1, L->i32);
-      }
+  gather_fragments(L, dl, base, kext, xext, 1, out);
 }
 
 /* A tf32 operand: staged with k contiguous (A as it is, B transposed to rows n; with `folded`,
