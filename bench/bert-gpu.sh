@@ -10,8 +10,14 @@
 #   1. Kiln fp16 train + end-of-run eval, --batch 24 (BERT-large, seq 512 on cuda);
 #   2. Kiln fp32, --batch 16;
 #   3. Kiln fp16 with --padding dynamic (batches padded to their longest sample's 64-bucket);
-#   4. PyTorch eager fp32 and fp16 (autocast + GradScaler), then torch.compile default,
-#      reduce-overhead and max-autotune (fp16), each where it finishes inside its limit.
+#   4. PyTorch eager fp32 and fp16 (autocast + GradScaler);
+#   5. fp32 with TF32 tensor cores: Kiln fp32 --tf32 (its gemms' operands rounded to TF32) and
+#      PyTorch eager fp32 with torch.backends.cuda.matmul.allow_tf32 (bert_gpu.py --tf32; on
+#      the cpu that flag does nothing, so that row is skipped there); precision "fp32+tf32".
+#      These two are the first parts skipped when time is short: each runs only if
+#      TF32_KEEP (120) seconds are still left after its own limit, for torch.compile default;
+#   6. torch.compile default, reduce-overhead and max-autotune (fp16), each where it finishes
+#      inside its limit.
 # The data (bench/bert_gpu.py data): IMDB-like reviews of realistic lengths over a synthetic
 # 30522-token vocabulary, read by both sides in kiln-bert's --no-shuffle order. PyTorch is
 # optional and benchmark-only (Debian 12: `apt-get install python3-torch` gives 1.13, eager
@@ -44,7 +50,7 @@ while [ $# -gt 0 ]; do
     --part-limit) part_cap=$2 ;;
     --out) out=$2 ;;
     --name) name=$2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "bert-gpu.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
   esac
   [ $# -ge 2 ] || { echo "bert-gpu.sh: $1 needs a value" >&2; exit 64; }
@@ -79,9 +85,10 @@ mkdir -p "$out"
 
 # The seconds a part may take: its own limit, the --part-limit cap, and what is left of the
 # whole script's limit, less 20 s: the 5 s a killed part may take to end and 15 s for the
-# report (Python's start-up alone takes seconds on a loaded machine).
+# report (Python's start-up alone takes seconds on a loaded machine), less KEEP (default 0)
+# seconds kept for the parts after it.
 part_limit() {
-  local own=$1 left=$((deadline - $(date +%s) - 20))
+  local own=$1 left=$((deadline - $(date +%s) - 20 - ${2:-0}))
   [ "$part_cap" -gt 0 ] && [ "$part_cap" -lt "$own" ] && own=$part_cap
   [ "$left" -lt "$own" ] && own=$left
   echo "$own"
@@ -103,16 +110,19 @@ run_part() {
 echo "== data: $((b16 * steps)) training and $((2 * b16)) test reviews ==" >&2
 python3 bench/bert_gpu.py data "$work/data" --train $((b16 * steps)) --test $((2 * b16)) || exit 2
 
-# kiln PRECISION BATCH PADDING OWN_LIMIT
+# kiln PRECISION BATCH PADDING OWN_LIMIT [KEEP]: PRECISION fp32, fp16, bf16, or fp32+tf32
+# (--precision fp32 --tf32)
 kiln() {
   local prec=$1 batch=$2 pad=$3 t
-  t=$(part_limit "$4")
+  t=$(part_limit "$4" "${5:-0}")
   if [ "$t" -lt 10 ]; then note kiln "$pad" "$prec" "$batch" "$pad" skipped "short of time"; return; fi
   echo "== Kiln $prec, batch $batch, $pad padding (limit ${t}s) ==" >&2
   local log=$work/kiln-$prec-$pad.jsonl
+  local pflags=(--precision "$prec")
+  [ "$prec" = fp32+tf32 ] && pflags=(--precision fp32 --tf32)
   # what whole-step replay did (on by default on cuda) goes into the row
   KILN_BERT_GRAPH_STATS=1 run_part "$t" "$work/kiln-$prec-$pad.out" "$kb" train --model "$model" \
-    --data "$work/data/imdb" --vocab "$work/data/vocab.txt" --device "$device" --precision "$prec" \
+    --data "$work/data/imdb" --vocab "$work/data/vocab.txt" --device "$device" "${pflags[@]}" \
     --batch "$batch" --seq-len "$seq" --padding "$pad" --steps "$steps" --no-shuffle --log "$log"
   local rc=$?
   tail -3 "$work/kiln-$prec-$pad.out" >&2
@@ -156,19 +166,23 @@ kiln_profile() {
   grep '"profile": true' "$log" >"$profile"
 }
 
+# the fp32+tf32 parts keep this much for torch.compile default after them (see the top)
+TF32_KEEP=120
 kiln_profile 60
 kiln fp16 "$b16" fixed 90
 kiln fp32 "$b32" fixed 90
 kiln fp16 "$b16" dynamic 60
 
-# torch MODE PRECISION BATCH OWN_LIMIT
+# torch MODE PRECISION BATCH OWN_LIMIT [KEEP]: PRECISION fp32, fp16 or fp32+tf32 (--tf32)
 torch_part() {
   local mode=$1 prec=$2 batch=$3 t
-  t=$(part_limit "$4")
+  t=$(part_limit "$4" "${5:-0}")
   if [ "$t" -lt 10 ]; then note pytorch "$mode" "$prec" "$batch" fixed skipped "short of time"; return; fi
   echo "== PyTorch $mode $prec, batch $batch (limit ${t}s) ==" >&2
+  local pflags=(--precision "$prec")
+  [ "$prec" = fp32+tf32 ] && pflags=(--precision fp32 --tf32)
   run_part "$t" "$work/torch-$mode-$prec.out" "$torch_py" bench/bert_gpu.py run --data "$work/data" \
-    --model "$model" --precision "$prec" --batch "$batch" --seq-len "$seq" --steps "$steps" \
+    --model "$model" "${pflags[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" \
     --mode "$mode" --device "$torch_dev" --json "$parts"
   local rc=$?
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note pytorch "$mode" "$prec" "$batch" fixed timeout "over ${t}s"
@@ -179,13 +193,25 @@ torch_part() {
   fi
 }
 
+torch_ok=1
 if ! "$torch_py" -c 'import torch' 2>/dev/null; then
   note pytorch all all 0 fixed skipped "PyTorch is not installed"
+  torch_ok=0
 elif [ "$torch_dev" = cuda ] && ! "$torch_py" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())'; then
   note pytorch all all 0 fixed skipped "PyTorch sees no GPU"
-else
+  torch_ok=0
+fi
+if [ $torch_ok = 1 ]; then
   torch_part eager fp32 "$b32" 60
   torch_part eager fp16 "$b16" 60
+fi
+kiln fp32+tf32 "$b32" fixed 90 "$TF32_KEEP"
+if [ $torch_ok = 1 ]; then
+  if [ "$torch_dev" = cuda ]; then
+    torch_part eager fp32+tf32 "$b32" 60 "$TF32_KEEP"
+  else
+    note pytorch eager fp32+tf32 "$b32" fixed skipped "allow_tf32 does nothing on the cpu"
+  fi
   for mode in default reduce-overhead max-autotune; do
     torch_part "$mode" fp16 "$b16" 120
   done

@@ -16,7 +16,9 @@ the PyTorch runs, and the report.
       first batch x steps reviews in kiln-bert's --no-shuffle order, padded to --seq-len, then
       evaluates the test reviews; fp16 is autocast with a GradScaler, as the reference benchmark
       (on the cpu autocast takes bfloat16, the one half type CPU autocast has; the record says);
-      --mode other than eager wraps the model in torch.compile(mode=...). Appends one JSON
+      --mode other than eager wraps the model in torch.compile(mode=...); --tf32 (fp32 only)
+      sets torch.backends.cuda.matmul.allow_tf32 (and cudnn's), the record's precision then
+      "fp32+tf32" (off by default since PyTorch 1.12; no effect on the cpu). Appends one JSON
       record with the benchmark's metrics (first_iter_time, avg_iter_time, iter_per_sec,
       samples_per_sec, total_time, peak_device_bytes, eval_time, final loss) to FILE.
   bert_gpu.py report --parts FILE --out BASE [--title TEXT] [--profile FILE]
@@ -153,6 +155,9 @@ def run(a):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
                              {"params": rest, "weight_decay": 0.0}], lr=2e-5)
     fp16 = a.precision == "fp16"
+    # fp32 matrix products on TF32 tensor cores, PyTorch's switch for what kiln-bert --tf32 does
+    torch.backends.cuda.matmul.allow_tf32 = bool(a.tf32)
+    torch.backends.cudnn.allow_tf32 = bool(a.tf32)
     scaler = torch.cuda.amp.GradScaler(enabled=fp16 and dev.type == "cuda")
     fwd = model
     if a.mode != "eager":
@@ -210,7 +215,7 @@ def run(a):
         import resource
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     rec = {"system": "pytorch", "status": "ok", "torch": torch.__version__, "mode": a.mode,
-           "precision": a.precision, "model": a.model, "batch": a.batch, "seq_len": a.seq_len,
+           "precision": "fp32+tf32" if a.tf32 else a.precision, "model": a.model, "batch": a.batch, "seq_len": a.seq_len,
            "steps": a.steps, "first_iter_time": times[0], "avg_iter_time": avg,
            "iter_per_sec": 1 / avg, "samples_per_sec": a.batch * a.steps / total,
            "total_time": total, "peak_device_bytes": peak, "eval_time": eval_time,
@@ -274,7 +279,7 @@ def report(a):
     rows = [r for r in rows if r.get("status") == "ok"
             or (r.get("system"), r.get("mode"), r.get("precision")) not in done]
     ratio = {}
-    for prec in ("fp32", "fp16"):
+    for prec in ("fp32", "fp32+tf32", "fp16"):
         kiln = [r for r in rows if r.get("system") == "kiln" and r.get("precision") == prec
                 and r.get("status") == "ok" and r.get("padding") == "fixed"]
         torch_rows = [r for r in rows if r.get("system") == "pytorch" and r.get("precision") == prec
@@ -335,6 +340,8 @@ def main():
     r.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--json", required=True)
+    r.add_argument("--tf32", action="store_true",
+                   help="fp32 with torch.backends.cuda.matmul.allow_tf32 (TF32 tensor cores)")
     p = sub.add_parser("report")
     p.add_argument("--parts", required=True)
     p.add_argument("--out", required=True)
@@ -351,6 +358,9 @@ def main():
     else:
         if a.steps < 1 or a.batch < 1 or not 2 <= a.seq_len <= 512:
             sys.exit("bert_gpu.py run: --steps, --batch >= 1 and --seq-len in [2, 512]")
+        if a.tf32 and a.precision != "fp32":
+            sys.exit("bert_gpu.py run: --tf32 is for --precision fp32 (fp16 autocast is on "
+                     "tensor cores already)")
         run(a)
 
 

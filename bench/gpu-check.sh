@@ -14,7 +14,8 @@
 #      the precompiled candidates (bundle/tune): tuning time, winners and their speed; then the
 #      BERT trainer's own calls at BERT-large (bundle/bert-tune, default mode) into a cache;
 #   5. BERT fine-tuning end to end, Kiln against PyTorch (bench/bert-gpu.sh), with at least
-#      KILN_GPU_BERT_SECONDS (default 200) kept for it whatever the steps before took;
+#      KILN_GPU_BERT_SECONDS (default 200) kept for it whatever the steps before took (its
+#      fp32+tf32 rows are the first parts it skips when that time is short);
 #   6. times PyTorch and a Triton matmul on the same shapes (bench/gpu/torch_ref.py), if present.
 # Every step runs under the smaller of its own limit and what is left of the whole (less what
 # is kept for step 5); a step left under 10 s is skipped and says so. KILN_GPU_CHECK_DRY_RUN=1

@@ -120,6 +120,9 @@ static const char *const usage_train =
     "  --clip X             clip the global gradient norm to X (0: no clipping)\n"
     "  --dropout X          hidden, attention and classifier dropout (default: the config's)\n"
     "  --precision fp32|fp16|bf16   fp16: fp32 master weights and dynamic loss scaling\n"
+    "  --tf32               with fp32: the matrix products (gemm) round their operands to\n"
+    "                       TF32 (10-bit mantissas) and run on tensor cores on a GPU, like\n"
+    "                       torch.backends.cuda.matmul.allow_tf32; attention stays IEEE f32\n"
     "  --no-shuffle         keep the data order (neg then pos, file names in byte order)\n"
     "  --seed N             shuffling and dropout\n"
     "  --device cpu|emu|cuda[:N]\n"
@@ -156,7 +159,7 @@ static const char *const usage_eval =
     "and prints eval_loss (mean cross-entropy over all samples), accuracy and the benchmark\n"
     "metrics as a table.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32, --device " BUILT_DEVICES ".\n"
+    "Implemented so far: --precision fp32 (--tf32), --device " BUILT_DEVICES ".\n"
 #else
     "NOT IMPLEMENTED in this build: evaluation needs the kernel libraries, which are\n"
     "generated with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared\n"
@@ -170,7 +173,7 @@ static const char *const usage_eval =
     "                       .tsv / .jsonl file\n"
     "  --max-samples N      the first N samples\n"
     "  --vocab FILE         the vocabulary (default: DIR/vocab.txt)\n"
-    "  --seq-len L, --padding fixed|dynamic, --batch B, --precision fp32|fp16|bf16,\n"
+    "  --seq-len L, --padding fixed|dynamic, --batch B, --precision fp32|fp16|bf16, --tf32,\n"
     "  --device cpu|emu|cuda[:N], --max-device-bytes N   as for train\n"
     "  --dump-logits FILE   one line per sample: its logits, space-separated, 9 significant\n"
     "                       digits (written atomically)\n"
@@ -198,6 +201,7 @@ static const char *const usage_tune =
     "                       (or -DKILN_TUNE_CACHE=FILE) builds the libraries from it\n"
     "  --model NAME|DIR     tiny (default), mini, base, large, or a directory with config.json\n"
     "  --precision fp32|fp16|bf16\n"
+    "  --tf32               with fp32: the calls of the TF32 gemm libraries (pins TF32=1)\n"
     "  --batch B            samples per step (default 8)\n"
     "  --seq-len L          tokens per sample (default 128)\n"
     "  --padding fixed|dynamic  dynamic: every length bucket up to L (32, 64, multiples of 128)\n"
@@ -460,7 +464,8 @@ static int read_schedule(const Opt *opt, const char *v) {
 #define RUN_OPTIONS(o)                                                                             \
   OPT_TEXT("--data", &(o).data), OPT_TEXT("--model", &(o).model), OPT_TEXT("--vocab", &(o).vocab), \
       OPT_TEXT("--device", &(o).device), OPT_TEXT("--precision", &(o).precision),                  \
-      OPT_TEXT("--log", &(o).log), OPT_BYTES("--max-device-bytes", &(o).max_device_bytes),         \
+      OPT_FLAG("--tf32", &(o).tf32, 1), OPT_TEXT("--log", &(o).log),                               \
+      OPT_BYTES("--max-device-bytes", &(o).max_device_bytes),                                      \
       OPT_PADDING("--padding", &(o).padding), OPT_SIZE("--max-samples", &(o).max_samples, 1),      \
       OPT_SIZE("--seq-len", &(o).seq_len, 2), OPT_SIZE("--batch", &(o).batch, 1)
 
@@ -538,7 +543,7 @@ static int cmd_tune(int argc, char **argv) {
       OPT_TEXT("--arch", &o.arch),           OPT_PADDING("--padding", &o.padding),
       OPT_SIZE("--batch", &o.batch, 1),      OPT_SIZE("--seq-len", &o.seq_len, 2),
       OPT_REAL("--budget", &o.budget),       OPT_FLAG("--json", &o.json, 1),
-      OPT_FLAG("--list", &o.list_only, 1),
+      OPT_FLAG("--list", &o.list_only, 1),   OPT_FLAG("--tf32", &o.tf32, 1),
   };
   int done = parse_options(opts, OPT_COUNT(opts), usage_tune, argc, argv);
   if (done >= 0) return done;

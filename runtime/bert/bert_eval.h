@@ -23,6 +23,7 @@ typedef struct KilnBertEvalOptions {
   const char *vocab;       /* --vocab; NULL: DIR/vocab.txt */
   const char *device;      /* "cpu" */
   const char *precision;   /* "fp32" */
+  int tf32;                /* --tf32: the gemms on TF32 tensor cores */
   const char *log;         /* --log FILE (the summary record) or NULL */
   const char *dump_logits; /* --dump-logits FILE or NULL */
   size_t max_samples;      /* 0: all */

@@ -50,10 +50,22 @@ typedef enum KilnBertPrecision {
   KILN_BERT_FP32,
   KILN_BERT_FP16,
   KILN_BERT_BF16,
+  /* fp32 whose gemm calls round A and B to TF32 (10-bit mantissas) and run on tensor cores on
+   * a GPU (`--precision fp32 --tf32`); everything else, attention included, is fp32's */
+  KILN_BERT_FP32_TF32,
 } KilnBertPrecision;
 
 /* "fp32", "fp16", "bf16" -> *out and 0; anything else -1. */
 int kiln_bert_precision_parse(const char *name, KilnBertPrecision *out);
+/* --precision NAME with --tf32 (tf32 != 0) -> *out: fp32 + tf32 is KILN_BERT_FP32_TF32; tf32
+ * with fp16 or bf16 is INVALID_ARGUMENT (their gemms are on tensor cores already, in their own
+ * 16-bit types), as is an unknown name; `what` prefixes the message ("tune"). */
+KilnBertStatus kiln_bert_precision_resolve(const char *what, const char *name, int tf32,
+                                           KilnBertPrecision *out);
+/* 1 for fp16 and bf16 (2-byte activations, half weights), 0 for fp32 with or without TF32. */
+int kiln_bert_precision_half(KilnBertPrecision prec);
+/* "fp32", "fp16", "bf16", "fp32+tf32" */
+const char *kiln_bert_precision_name(KilnBertPrecision prec);
 
 /* Plans and allocates everything on dev for batches of up to max_batch rows of up to max_seq
  * tokens: parameters (uninitialized until kiln_bert_model_set_params), gradients, moments

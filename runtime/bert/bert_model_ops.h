@@ -120,6 +120,8 @@ typedef struct KilnBertOps {
 } KilnBertOps;
 
 extern const KilnBertOps kiln_bert_ops_f32, kiln_bert_ops_f16, kiln_bert_ops_bf16;
+/* fp32 with the gemm libraries built with -D TF32=1 (KILN_BERT_FP32_TF32); name "f32" */
+extern const KilnBertOps kiln_bert_ops_tf32;
 
 /* Taps: a table that sees every launch of the model (bert_plan.h records them), its state in
  * KilnBertLibs.tap. Every entry that launches is one kernel launch. The model and its table are the one place launches are issued, so what a tap

@@ -25,6 +25,7 @@ typedef struct KilnBertTrainOptions {
   const char *vocab;  /* --vocab; NULL: MODEL/vocab.txt */
   const char *device; /* "cpu", or "emu" where the build has it */
   const char *precision;   /* "fp32", "fp16", "bf16" */
+  int tf32;                /* --tf32 (fp32 only): the gemms on TF32 tensor cores */
   const char *log;         /* --log FILE or NULL */
   const char *save;        /* --save DIR or NULL: model, optimizer state and position (bert_ckpt) */
   const char *resume;      /* --resume DIR or NULL: continue the run saved there (its model,

@@ -18,6 +18,7 @@
 typedef struct KilnBertTuneOptions {
   const char *model;       /* a preset (tiny, mini, base, large) or a directory with config.json */
   const char *precision;   /* fp32, fp16, bf16 */
+  int tf32;                /* --tf32 (fp32 only): the calls of the TF32 gemm libraries */
   const char *device;      /* cpu, emu, cuda or cuda:N */
   const char *mode;        /* default or max-autotune (kiln tune --mode) */
   const char *cache;       /* the tuning cache to extend; required */

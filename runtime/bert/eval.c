@@ -162,13 +162,22 @@ static void eval_free(EvalRun *r) {
 #define KILN_BERT_EVAL_DEVICE "cpu"
 #endif
 
+/* fp32, or fp32 with TF32 gemms (--tf32); check_eval_options refuses the rest */
+static KilnBertPrecision eval_precision(const KilnBertEvalOptions *o) {
+  return o->tf32 ? KILN_BERT_FP32_TF32 : KILN_BERT_FP32;
+}
+
 static KilnBertStatus check_eval_options(const KilnBertEvalOptions *o) {
   if (!o->model || !o->data)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "eval needs --model DIR and --data PATH");
-  if (strcmp(o->precision, "fp32"))
+  KilnBertPrecision prec;
+  KilnBertStatus st = kiln_bert_precision_resolve("eval", o->precision, o->tf32, &prec);
+  if (st != KILN_BERT_OK) return st;
+  if (prec != KILN_BERT_FP32 && prec != KILN_BERT_FP32_TF32)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--precision %s: only fp32 is implemented yet", o->precision);
+                          "--precision %s: only fp32 (with or without --tf32) is implemented yet",
+                          o->precision);
   if (!kiln_bert_device_is(o->device, KILN_BERT_EVAL_DEVICE))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: not a device this build's kernel libraries are for "
@@ -228,8 +237,8 @@ static KilnBertStatus load_inputs(EvalRun *r, const KilnBertEvalOptions *o) {
 }
 
 /* --profile: the tap on the model's launches, timing them (bert_profile.h). */
-static KilnBertStatus attach_profile(EvalRun *r) {
-  if (!(r->launches = kiln_bert_plan_create(KILN_BERT_FP32)))
+static KilnBertStatus attach_profile(EvalRun *r, const KilnBertEvalOptions *o) {
+  if (!(r->launches = kiln_bert_plan_create(eval_precision(o))))
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
   KilnBertStatus st =
       kiln_bert_profile_create(r->dev, kiln_bert_model_stream(r->model), &r->profile);
@@ -281,14 +290,15 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
   size_t rows = o->batch < r.enc.n ? o->batch : r.enc.n; /* no larger plan than the data needs */
   /* a batch that cannot fit fails before the device is set up or a file is written */
   if (st == KILN_BERT_OK)
-    st = kiln_bert_model_check_memory(&r.cfg, KILN_BERT_FP32, (int)rows, (int)o->seq_len, o->device,
-                                      o->max_device_bytes, NULL);
+    st = kiln_bert_model_check_memory(&r.cfg, eval_precision(o), (int)rows, (int)o->seq_len,
+                                      o->device, o->max_device_bytes, NULL);
   if (st == KILN_BERT_OK && kiln_rt_device_create(o->device, &r.dev) != KILN_RT_OK)
     st = kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", o->device, kiln_rt_last_error());
   if (st == KILN_BERT_OK)
-    st = kiln_bert_model_create(r.dev, &r.cfg, (int)rows, (int)o->seq_len, &r.model);
+    st = kiln_bert_model_create_precision(r.dev, &r.cfg, eval_precision(o), (int)rows,
+                                          (int)o->seq_len, &r.model);
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(r.model, r.flat);
-  if (st == KILN_BERT_OK && o->profile) st = attach_profile(&r);
+  if (st == KILN_BERT_OK && o->profile) st = attach_profile(&r, o);
   KilnBertAtomicFile dump = {0};
   int dumping = 0;
   if (st == KILN_BERT_OK && o->dump_logits &&
@@ -311,10 +321,10 @@ KilnBertStatus kiln_bert_eval(const KilnBertEvalOptions *o, KilnBertMetrics *out
   if (st == KILN_BERT_OK && o->table) {
     char title[512];
     snprintf(title, sizeof title,
-             "kiln-bert eval: model %s, %s on %s, %zu samples in %zu "
+             "kiln-bert eval: model %s, %s%s on %s, %zu samples in %zu "
              "batches of %zu x %s%zu tokens",
-             o->model, o->precision, o->device, mt.eval_samples, mt.steps, rows,
-             o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
+             o->model, o->precision, o->tf32 ? "+tf32" : "", o->device, mt.eval_samples, mt.steps,
+             rows, o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
     kiln_bert_metrics_table(&mt, title, o->table);
     write_profile(&r, o->table, NULL);
   }

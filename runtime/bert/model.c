@@ -538,11 +538,41 @@ int kiln_bert_precision_parse(const char *name, KilnBertPrecision *out) {
   return -1;
 }
 
+KilnBertStatus kiln_bert_precision_resolve(const char *what, const char *name, int tf32,
+                                           KilnBertPrecision *out) {
+  if (kiln_bert_precision_parse(name, out) != 0)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "%s: --precision %s: expected fp32, fp16 or bf16", what,
+                          name ? name : "(none)");
+  if (!tf32) return KILN_BERT_OK;
+  if (*out != KILN_BERT_FP32)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "%s: --tf32 is for --precision fp32 (TF32 tensor cores for the f32 "
+                          "gemms); %s gemms already run on tensor cores in %s",
+                          what, name, name);
+  *out = KILN_BERT_FP32_TF32;
+  return KILN_BERT_OK;
+}
+
+int kiln_bert_precision_half(KilnBertPrecision prec) {
+  return prec == KILN_BERT_FP16 || prec == KILN_BERT_BF16;
+}
+
+const char *kiln_bert_precision_name(KilnBertPrecision prec) {
+  switch (prec) {
+  case KILN_BERT_FP16: return "fp16";
+  case KILN_BERT_BF16: return "bf16";
+  case KILN_BERT_FP32_TF32: return "fp32+tf32";
+  default: return "fp32";
+  }
+}
+
 /* The table of a precision (the emu copy's are over the emu libraries). */
 static const KilnBertOps *precision_ops(KilnBertPrecision prec) {
   switch (prec) {
   case KILN_BERT_FP16: return &kiln_bert_ops_f16;
   case KILN_BERT_BF16: return &kiln_bert_ops_bf16;
+  case KILN_BERT_FP32_TF32: return &kiln_bert_ops_tf32;
   default: return &kiln_bert_ops_f32;
   }
 }
@@ -559,7 +589,8 @@ static KilnBertStatus model_shape(KilnRtDevice *dev, const KilnBertConfig *cfg,
                                   KilnBertPrecision prec, int max_batch, int max_seq,
                                   KilnBertModel **out) {
   *out = NULL;
-  if (prec != KILN_BERT_FP32 && prec != KILN_BERT_FP16 && prec != KILN_BERT_BF16)
+  if (prec != KILN_BERT_FP32 && prec != KILN_BERT_FP16 && prec != KILN_BERT_BF16 &&
+      prec != KILN_BERT_FP32_TF32)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: unknown precision %d",
                           (int)prec);
   if (!cfg || max_batch < 1 || max_seq < 2 || max_seq > cfg->max_position_embeddings)
@@ -700,16 +731,16 @@ KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertP
   TRY(kiln_bert_params_layout(cfg, &lay));
   size_t state = 4 * lay.total * sizeof(float); /* parameters, gradients, two moments */
   kiln_bert_params_free(&lay);
-  static const char *const names[] = {"fp32", "fp16", "bf16"};
   char a[32], b[32], c[32];
   return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY,
                         "a batch of %d x %d tokens in %s needs %s (%zu bytes) of %s device memory "
                         "(%s of it the parameters, gradients and AdamW moments, the rest "
                         "activations), but %s (%zu bytes) is available (%s): use a smaller "
                         "--batch or --seq-len",
-                        max_batch, max_seq, names[prec], kiln_bytes_text(need, a, sizeof a), need,
-                        device ? device : "the", kiln_bytes_text(state, b, sizeof b),
-                        kiln_bytes_text(have, c, sizeof c), have, source);
+                        max_batch, max_seq, kiln_bert_precision_name(prec),
+                        kiln_bytes_text(need, a, sizeof a), need, device ? device : "the",
+                        kiln_bytes_text(state, b, sizeof b), kiln_bytes_text(have, c, sizeof c),
+                        have, source);
 }
 
 KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,

@@ -47,7 +47,7 @@ __attribute__((format(printf, 3, 4))) static const char *dims(char *buf, size_t 
 }
 
 /* The element size of T. */
-static double esize(const KilnBertPlan *p) { return p->prec == KILN_BERT_FP32 ? 4.0 : 2.0; }
+static double esize(const KilnBertPlan *p) { return kiln_bert_precision_half(p->prec) ? 2.0 : 4.0; }
 
 /* The work of the launch about to be put(): its floating-point operations (only the matrix
  * products of gemm and attention count; 0 for the memory-bound kernels) and the bytes it must
@@ -153,7 +153,8 @@ static KilnRtStatus tap_gemm(const KilnBertLibs *l, int epi, void *a, void *b, v
            ((double)M * K + (double)K * N + (double)M * N * (epi == 3 ? 2 : 1) + (epi ? N : 0)));
   char pins[64];
   char epis[16];
-  snprintf(epis, sizeof epis, "EPI=%d", epi);
+  /* the TF32 table's gemm libraries are built with -D TF32=1: the pin names them */
+  snprintf(epis, sizeof epis, "EPI=%d%s", epi, p->prec == KILN_BERT_FP32_TF32 ? " TF32=1" : "");
   const char *T = p->T;
   long long nc = reach(M, N, ldc, 1);
   char sh[48];
@@ -173,7 +174,7 @@ static KilnRtStatus tap_colsum(const KilnBertLibs *l, void *x, float *out, int r
   KilnBertPlan *p = PLAN(l);
   cost(p, 0, esize(p) * rows * cols + 4.0 * cols);
   char pins[64];
-  /* colsum_f32 has no EPI: it is in every gemm library, the same kernel */
+  /* colsum_f32 has no EPI or TF32: it is in every gemm library, the same kernel */
   char sh[48];
   KilnRtStatus st = put(p, "gemm.kiln", pins_t(p, pins, sizeof pins, NULL), "colsum_f32",
                         dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
@@ -529,7 +530,7 @@ static KilnRtStatus tap_from_f32(const KilnBertLibs *l, float *x, void *y, int n
  * fp16 and bf16 (CMakeLists.txt's kb_adamw_T; the fp32 library is built with TW=f16 and writes
  * nothing); check_overflow reads the f32 gradients; grad_sumsq, grad_sumsq_reduce and clip_grads have none. */
 static const char *adamw_pins(const KilnBertPlan *p, char *buf, size_t cap) {
-  int half = p->prec != KILN_BERT_FP32;
+  int half = kiln_bert_precision_half(p->prec);
   snprintf(buf, cap, "WRITE_F16=%d TW=%s", half, half ? p->T : "f16");
   return buf;
 }
@@ -588,9 +589,9 @@ static KilnRtStatus tap_adamw_step(const KilnBertLibs *l, float *p_, float *grad
                                    float beta1, float beta2, float eps, float weight_decay,
                                    int step, float inv_scale) {
   KilnBertPlan *p = PLAN(l);
-  cost(p, 0, (28.0 + (p->prec == KILN_BERT_FP32 ? 0 : esize(p))) * n);
+  cost(p, 0, (28.0 + (kiln_bert_precision_half(p->prec) ? esize(p) : 0)) * n);
   char pins[64];
-  int half = p->prec != KILN_BERT_FP32;
+  int half = kiln_bert_precision_half(p->prec);
   /* the values of lr and the rest do not change the work; n and the half weights do */
   char sh[48];
   KilnRtStatus st = put(p, "adamw.kiln", adamw_pins(p, pins, sizeof pins), "adamw_step",
@@ -645,16 +646,20 @@ static KilnBertOps tap_table(const KilnBertOps *like) {
 }
 
 static const KilnBertOps *precision_table(KilnBertPrecision prec) {
-  return prec == KILN_BERT_FP16   ? &kiln_bert_ops_f16
-         : prec == KILN_BERT_BF16 ? &kiln_bert_ops_bf16
-                                  : &kiln_bert_ops_f32;
+  return prec == KILN_BERT_FP16        ? &kiln_bert_ops_f16
+         : prec == KILN_BERT_BF16      ? &kiln_bert_ops_bf16
+         : prec == KILN_BERT_FP32_TF32 ? &kiln_bert_ops_tf32
+                                       : &kiln_bert_ops_f32;
 }
 
 /* One tap table per precision, filled on first use (they only differ in the size fields). */
 static const KilnBertOps *tap_for(KilnBertPrecision prec) {
-  static KilnBertOps taps[3];
-  static int made[3];
-  int i = prec == KILN_BERT_FP16 ? 1 : prec == KILN_BERT_BF16 ? 2 : 0;
+  static KilnBertOps taps[4];
+  static int made[4];
+  int i = prec == KILN_BERT_FP16        ? 1
+          : prec == KILN_BERT_BF16      ? 2
+          : prec == KILN_BERT_FP32_TF32 ? 3
+                                        : 0;
   if (!made[i]) {
     taps[i] = tap_table(precision_table(prec));
     made[i] = 1;

@@ -273,9 +273,8 @@ static double dropout_p(const KilnBertTrainOptions *o, const KilnBertConfig *cfg
 
 static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBertConfig *cfg,
                                     KilnBertPrecision *prec) {
-  if (kiln_bert_precision_parse(o->precision, prec) != 0)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--precision %s: expected fp32, fp16 or bf16", o->precision);
+  KilnBertStatus pst = kiln_bert_precision_resolve("train", o->precision, o->tf32, prec);
+  if (pst != KILN_BERT_OK) return pst;
   if (!strncmp(o->device, "cuda", 4) && !kiln_bert_device_is(o->device, "cuda"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: expected cpu, emu, cuda or cuda:N", o->device);
@@ -374,9 +373,9 @@ static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
 static void summary_table(const KilnBertTrainOptions *o, const KilnBertMetrics *mt, double loss) {
   char title[512];
   snprintf(title, sizeof title,
-           "kiln-bert train: model %s, %s on %s, %zu steps of %zu x %s%zu "
+           "kiln-bert train: model %s, %s%s on %s, %zu steps of %zu x %s%zu "
            "tokens",
-           model_source(o), o->precision, o->device, mt->steps, o->batch,
+           model_source(o), o->precision, o->tf32 ? "+tf32" : "", o->device, mt->steps, o->batch,
            o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
   kiln_bert_metrics_table(mt, title, o->table);
   fprintf(o->table, "%-18s %14.6f\n", "last loss", loss);

@@ -92,15 +92,8 @@ static KilnBertStatus check_options(const KilnBertTuneOptions *o, KilnBertPrecis
   if (!o->list_only && !o->bundle_dir && (!o->cache || !*o->cache))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "tune: --cache FILE is required (the winners go there)");
-  if (!strcmp(o->precision, "fp32"))
-    *prec = KILN_BERT_FP32;
-  else if (!strcmp(o->precision, "fp16"))
-    *prec = KILN_BERT_FP16;
-  else if (!strcmp(o->precision, "bf16"))
-    *prec = KILN_BERT_BF16;
-  else
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "tune: --precision '%s': expected fp32, fp16 or bf16", o->precision);
+  KilnBertStatus pst = kiln_bert_precision_resolve("tune", o->precision, o->tf32, prec);
+  if (pst != KILN_BERT_OK) return pst;
   if (strcmp(o->mode, "default") && strcmp(o->mode, "max-autotune"))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "tune: --mode '%s': expected default or max-autotune", o->mode);
@@ -357,6 +350,7 @@ static int print_json(const KilnBertTuneOptions *o, const KilnBertCall *calls,
   cJSON *root = cJSON_CreateObject(), *ks = cJSON_AddArrayToObject(root, "kernels");
   cJSON_AddStringToObject(root, "model", o->model);
   cJSON_AddStringToObject(root, "precision", o->precision);
+  cJSON_AddBoolToObject(root, "tf32", o->tf32 != 0);
   cJSON_AddNumberToObject(root, "batch", (double)o->batch);
   cJSON_AddNumberToObject(root, "seq_len", (double)o->seq_len);
   cJSON_AddStringToObject(root, "padding",

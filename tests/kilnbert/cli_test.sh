@@ -86,13 +86,13 @@ check version 0 "$kb" --version && contains version "$tmp/out" '^kiln-bert [0-9]
 check help-tokenize 0 "$kb" tokenize --help && contains help-tokenize "$tmp/out" '--seq-len'
 check help-train 0 "$kb" train --help
 for opt in --data --max-samples --model --vocab --seq-len --padding --batch --epochs --steps \
-    --lr --schedule --warmup --weight-decay --clip --dropout --precision --no-shuffle --seed \
+    --lr --schedule --warmup --weight-decay --clip --dropout --precision --tf32 --no-shuffle --seed \
     --log --save --save-every --resume --stop-after --eval-data --eval-max-samples \
     --max-device-bytes; do
   contains "help-train $opt" "$tmp/out" "$opt"
 done
 check help-eval 0 "$kb" help eval
-for opt in --model --data --max-samples --dump-logits --seq-len --max-device-bytes; do
+for opt in --model --data --max-samples --dump-logits --seq-len --max-device-bytes --tf32; do
   contains "help-eval $opt" "$tmp/out" "$opt"
 done
 # train exists where the kernel libraries were built (its help says what is implemented); a

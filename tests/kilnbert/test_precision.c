@@ -1,10 +1,14 @@
-/* test_precision.c — kilnbert_model in fp16 and bf16 against fp32 on the cpu device (contract
- * section 5), on the tiny BERT of test_model.c (2 layers, hidden 32, 2 heads of 16, FFN 64,
+/* test_precision.c — kilnbert_model in fp16, bf16 and fp32 with TF32 gemms against fp32 on the
+ * cpu device (contract section 5), on the tiny BERT of test_model.c (2 layers, hidden 32, 2 heads of 16, FFN 64,
  * vocabulary 64) with 3 batches of 4 rows of 16 tokens taken in turn, dropout 0 but in 3:
  *
  * 1. The same seed, data and optimizer for 20 steps in each precision: the fp16 and bf16 losses
  *    and gradient norms stay within the tolerances below of fp32's, no fp16 step overflows at
- *    the starting loss scale 2^16 (the log's scale stays 65536), and no step allocates.
+ *    the starting loss scale 2^16 (the log's scale stays 65536), and no step allocates. TF32
+ *    (KILN_BERT_FP32_TF32: the gemms' operands rounded to 10-bit mantissas) within fp16's
+ *    tolerances, u = 2^-11 being its rounding too but of the gemm operands only
+ *    (docs/trainer.md, "TF32"), and not bit for bit fp32's (its gemm libraries were called);
+ *    in the checked build its gemm calls are held to their size rules like the others.
  * 2. An overflow in the real model: with the scale forced to 2^100 the fp16 backward's
  *    gradients are inf, the step is skipped (kiln_bert_model_skipped), the scale halves, and
  *    the parameters are bit for bit what they were; with the scale set back to 2^16, the next
@@ -268,10 +272,16 @@ int main(void) {
   run_steps(dev, &cfg, d, KILN_BERT_FP32, l32, n32);
   run_steps(dev, &cfg, d, KILN_BERT_FP16, l16, n16);
   run_steps(dev, &cfg, d, KILN_BERT_BF16, lbf, nbf);
+  float ltf[STEPS] = {0};
+  double ntf[STEPS] = {0};
+  run_steps(dev, &cfg, d, KILN_BERT_FP32_TF32, ltf, ntf);
   CHECK(l32[STEPS - 1] < l32[0] - 0.05, "fp32 did not learn: loss %.6f -> %.6f", (double)l32[0],
         (double)l32[STEPS - 1]);
   compare("fp16", l32, n32, l16, n16, 0x1p-11);
   compare("bf16", l32, n32, lbf, nbf, 0x1p-8);
+  compare("tf32", l32, n32, ltf, ntf, 0x1p-11);
+  CHECK(memcmp(l32, ltf, sizeof l32) || memcmp(n32, ntf, sizeof n32),
+        "tf32: every loss and norm is fp32's bit for bit (the TF32 gemms were not called)");
   overflow_skips(dev, &cfg, d);
   fp16_dropout(dev, &cfg, d);
   free(d);
