@@ -941,23 +941,32 @@ static void *classifier_input(KilnBertModel *m) {
   return m->drop_p > 0 ? m->pooled_drop : m->pooled;
 }
 
-/* The word embeddings' gradient without atomics (embedding_bwd_word): the n tokens grouped by
- * id with a stable counting sort, so that each id's tokens are summed in token order whatever
- * the device. order[] gets the token indices, id by id in increasing id; starts[u] is where the
- * u-th distinct id's tokens begin, and starts[u .. n] = n past the last one (empty groups, so
- * the kernel's grid of n programs is the same for every batch of this shape: a replayed step
- * reads the new groups from the same buffers). count has vocab + 1 entries. */
-static void group_tokens_by_id(const int32_t *ids, int n, int vocab, int32_t *count, int32_t *order,
-                               int32_t *starts) {
+/* The word embeddings' gradient without atomics (embedding_bwd_word): the real tokens of the
+ * rows x cols batch (position < its row's length) grouped by id with a stable counting sort, so
+ * that each id's tokens are summed in token order whatever the device. order[] gets the token
+ * indices, id by id in increasing id, then 0 for the unused slots (an index the kernel's empty
+ * programs may read); starts[u] is where the u-th distinct id's tokens begin, and starts[u ..
+ * n] = the real token count past the last one (empty groups, so the kernel's grid of n programs
+ * is the same for every batch of this shape: a replayed step reads the new groups from the same
+ * buffers). Padded positions are left out: their output gradient is exactly 0 (no key past a
+ * row's length gets weight, and only position 0 reaches the loss), so the [PAD] row gets no
+ * gradient, as HF's padding_idx gives it, and a batch of short rows does not make one program
+ * sum every padded token's zeros. count has vocab + 1 entries. */
+static void group_tokens_by_id(const int32_t *ids, const int32_t *lens, int rows, int cols,
+                               int vocab, int32_t *count, int32_t *order, int32_t *starts) {
+  int n = rows * cols, real = 0;
   memset(count, 0, ((size_t)vocab + 1) * sizeof *count);
-  for (int t = 0; t < n; t++) count[ids[t] + 1]++;
+  for (int t = 0; t < n; t++)
+    if (t % cols < lens[t / cols]) count[ids[t] + 1]++, real++;
   int u = 0;
   for (int v = 0; v < vocab; v++) {
     if (count[v + 1]) starts[u++] = count[v];
     count[v + 1] += count[v]; /* count[v]: the first slot of id v */
   }
-  for (; u <= n; u++) starts[u] = n;
-  for (int t = 0; t < n; t++) order[count[ids[t]]++] = t;
+  for (; u <= n; u++) starts[u] = real;
+  for (int t = 0; t < n; t++)
+    if (t % cols < lens[t / cols]) order[count[ids[t]]++] = t;
+  for (int t = real; t < n; t++) order[t] = 0;
 }
 
 /* Checks a batch against the plan and copies it in: the forward's first part. */
@@ -981,7 +990,8 @@ static KilnBertStatus forward_inputs(KilnBertModel *m, const int32_t *ids, const
   m->rows = rows;
   m->cols = cols;
   RT(copy_in(m, m->ids, ids, (size_t)n * sizeof *ids), "model: ids");
-  group_tokens_by_id(ids, n, m->cfg.vocab_size, m->host_count, m->host_order, m->host_starts);
+  group_tokens_by_id(ids, lens, rows, cols, m->cfg.vocab_size, m->host_count, m->host_order,
+                     m->host_starts);
   RT(copy_in(m, m->word_order, m->host_order, (size_t)n * sizeof(int32_t)), "model: token order");
   RT(copy_in(m, m->word_starts, m->host_starts, ((size_t)n + 1) * sizeof(int32_t)),
      "model: token groups");
