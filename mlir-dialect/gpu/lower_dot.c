@@ -421,45 +421,29 @@ void low_dot_fragments_i8_gather(Low *L, const KilnGpuLayout *dl, MlirValue base
   gather_fragments(L, dl, base, kext, xext, 4, out);
 }
 
-/* An i8 operand: staged with k contiguous (A as it is, B transposed to rows n) and read by the
- * f16 path's ldmatrix on the b16 view, K / 2 pairs a row (A: the plain A read; B: the read of a
- * B^T tile).  With `folded`, src is x of B = x^T (rows n, k contiguous): staged as it is. */
-static void i8_operand(Low *L, MlirOperation op, const KilnGpuLayout *dl, MlirValue src,
-                       bool folded, Vals *out) {
-  MlirType st = mlirValueGetType(src);
-  bool b = dl->op_idx == 1, transposed = b && !folded;
-  int64_t rows = kiln_ir_dim(st, transposed ? 1 : 0), kcols = kiln_ir_dim(st, transposed ? 0 : 1);
-  int64_t a_bytes, off = operand_offset(op, dl->op_idx, &a_bytes);
-  bool again = stage_still_there(L, src, transposed, &off);
-  MlirValue base = low_smem(L, off, off + rows * kcols);
-  if (!again) stage(L, src, off, base, transposed);
-  if (b)
-    low_dot_fragments_bt(L, dl, base, rows, kcols / 2, out);
-  else
-    low_dot_fragments(L, dl, base, rows, kcols / 2, out);
-}
-
 void low_dot_fragments_tf32_gather(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t kext,
                                    int64_t xext, Vals *out) {
   gather_fragments(L, dl, base, kext, xext, 1, out);
 }
 
-/* A tf32 operand: staged with k contiguous (A as it is, B transposed to rows n; with `folded`,
- * src is x of B = x^T, already rows n) and read by the f16 path's ldmatrix on the b16 view, 2 K
- * halves a row.  The registers hold the f32 bits; low_dot_mma rounds them. */
-static void tf32_operand(Low *L, MlirOperation op, const KilnGpuLayout *dl, MlirValue src,
-                         bool folded, Vals *out) {
+/* An i8 or tf32 operand (elem_bytes 1 or 4): staged with k contiguous (A as it is, B transposed
+ * to rows n; with `folded`, src is x of B = x^T, already rows n) and read by the f16 path's
+ * ldmatrix on the b16 view, K * elem_bytes / 2 halves a row (A: the plain A read; B: the read of
+ * a B^T tile). The registers hold the bytes, or the f32 bits that low_dot_mma rounds to tf32. */
+static void staged_operand(Low *L, MlirOperation op, const KilnGpuLayout *dl, MlirValue src,
+                           bool folded, int64_t elem_bytes, Vals *out) {
   MlirType st = mlirValueGetType(src);
   bool b = dl->op_idx == 1, transposed = b && !folded;
   int64_t rows = kiln_ir_dim(st, transposed ? 1 : 0), kcols = kiln_ir_dim(st, transposed ? 0 : 1);
   int64_t a_bytes, off = operand_offset(op, dl->op_idx, &a_bytes);
   bool again = stage_still_there(L, src, transposed, &off);
-  MlirValue base = low_smem(L, off, off + rows * kcols * 4);
+  MlirValue base = low_smem(L, off, off + rows * kcols * elem_bytes);
   if (!again) stage(L, src, off, base, transposed);
+  int64_t halves = kcols * elem_bytes / 2;
   if (b)
-    low_dot_fragments_bt(L, dl, base, rows, 2 * kcols, out);
+    low_dot_fragments_bt(L, dl, base, rows, halves, out);
   else
-    low_dot_fragments(L, dl, base, rows, 2 * kcols, out);
+    low_dot_fragments(L, dl, base, rows, halves, out);
 }
 
 bool low_dot_operand(Low *L, MlirOperation op) {
@@ -476,10 +460,7 @@ bool low_dot_operand(Low *L, MlirOperation op) {
     Vals *out = low_vals(L, kiln_gpu_own_of_type(rt).count);
     bool folded = low_trans_feeds_operand(src);
     if (folded) src = mlirOperationGetOperand(mlirOpResultGetOwner(src), 0);
-    if (tf32)
-      tf32_operand(L, op, &dl, src, folded, out);
-    else
-      i8_operand(L, op, &dl, src, folded, out);
+    staged_operand(L, op, &dl, src, folded, tf32 ? 4 : 1, out);
     low_set(L, res, out);
     return true;
   }
