@@ -120,6 +120,8 @@ int64_t kiln_gpu_own_offset(const KilnGpuOwn *o, int d, int i);
 typedef struct KilnGpuShared {
   int vec, per_phase, max_phase; /* 16-byte chunk c of staged row r at c ^ ((r / pp) % mp) */
   bool trans;                    /* order [0, 1]: staged S[col][row] */
+  bool wgmma; /* read by wgmma descriptors: staged rows wider than 128 bytes are cut into
+               * panels of 128-byte rows (low_swizzle_panel), slots 1024-byte aligned */
 } KilnGpuShared;
 typedef struct KilnGpuBuffer {
   KilnGpuShared enc;
@@ -129,9 +131,12 @@ typedef struct KilnGpuBuffer {
 } KilnGpuBuffer;
 /* The swizzle of a rows x cols tile of 16-bit elements staged as it is or transposed. */
 KilnGpuShared kiln_gpu_shared_swizzled(int64_t rows, int64_t cols, bool trans);
+/* The alignment wgmma needs of a buffer's slots: a 128-byte swizzle repeats every 8 rows of 128
+ * bytes, and the hardware swizzles absolute shared addresses. */
+#define KILN_GPU_WGMMA_ALIGN 1024
 MlirAttribute kiln_gpu_shared_attr(MlirContext ctx, const KilnGpuShared *s);
 MlirType kiln_gpu_buffer_type(MlirContext ctx, int64_t stages, int64_t rows, int64_t cols,
-                              MlirType elem, bool trans);
+                              MlirType elem, bool trans, bool wgmma);
 /* Decodes a buffer type; false when t is not one. */
 bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b);
 
@@ -196,6 +201,11 @@ static inline int kiln_gpu_ilog2(int64_t v) {
  * with this text, then the count (1, 2 or 4) and ".shared.b16 [$0], {$1, ...};" (lower_epilogue.c
  * writes it, emu_lower.c recognizes it). */
 #define KILN_GPU_STMATRIX_PTX "stmatrix.sync.aligned.m8n8.x"
+
+/* The unit attribute the layout pass puts on a dot it gives wgmma's accumulator layout (the
+ * config asks for wgmma and the tile fits); the pipeliner drops it when it cannot stage both
+ * operands for descriptors, and the dot then runs on mma.sync. */
+#define KILN_GPU_WGMMA_DOT_ATTR "kiln.wgmma_dot"
 
 /* LLVM 19's NVPTX backend selects no llvm.fence and MLIR 19 has no nvvm.membar, so the fence
  * around atomic_cas is inline PTX (lower_memory.c writes it; emu_lower.c makes it a host fence). */

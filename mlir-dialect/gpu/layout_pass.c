@@ -49,6 +49,7 @@ typedef struct LCtx {
   size_t n_ops, cap_ops;
   bool changed;
   bool mma_only; /* the seeding round: forward propagation of mma layouts only */
+  bool wgmma;    /* the config asks for warpgroup MMA (kiln.wgmma) and the target is sm_90 */
 } LCtx;
 
 static KilnGpuLayout *keep(LCtx *c, const KilnGpuLayout *l) {
@@ -216,6 +217,16 @@ static bool wants_rows_only(MlirOperation dot) {
          from_dot(mlirOperationGetOperand(dot, 0), 0);
 }
 
+/* Whether an f16/bf16 dot of M x N x K fits sm_90's wgmma (docs/gpu-lowering.md, "wgmma"):
+ * whole warpgroups, each m64 instruction on 64 rows of one warpgroup (M a multiple of 16 x
+ * num_warps), one instruction as wide as the tile (N a multiple of 64 up to 256, so an n-major
+ * B stages in whole 128-byte swizzle panels), K in k16 steps within one 128-byte row of a
+ * k-major operand (16, 32 or 64).  Others stay on mma.sync. */
+static bool wgmma_fits(const LCtx *c, int64_t M, int64_t N, int64_t K) {
+  return c->num_warps % 4 == 0 && M % (16 * c->num_warps) == 0 && N % 64 == 0 && N <= 256 &&
+         (K == 16 || K == 32 || K == 64);
+}
+
 /* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
  * (the same) with an f32 accumulator, both i8 with an i32 one (K a multiple of 32) or f32 ones
  * with the tf32 flag (K a multiple of 8), and a tile the warps can split into whole 16x8 blocks
@@ -242,6 +253,14 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   if (M < 16 || N < 8 || K < kblk || M % 16 || N % 8 || K % kblk) return false;
   if (M >= 16 * (int64_t)c->num_warps && wants_rows_only(dot)) {
     *out = kiln_gpu_layout_mma(c->num_warps, 1);
+    return true;
+  }
+  if (c->wgmma && (f16 || bf16) && wgmma_fits(c, M, N, K)) {
+    /* wgmma's accumulator is the mma layout with every warp on its own 16 rows: warp w of
+     * warpgroup g holds rows 64 g + 16 (w % 4) of each m64 instruction, all N columns */
+    *out = kiln_gpu_layout_mma(c->num_warps, 1);
+    mlirOperationSetAttributeByName(dot, mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR),
+                                    mlirUnitAttrGet(c->ctx));
     return true;
   }
   int wm = 1, wn = 1;
@@ -873,6 +892,8 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
                   "num_warps must be a power of two in 1..32 (got %d)", c.num_warps);
     return false;
   }
+  c.wgmma = kiln_gpu_int_attr(func, "kiln.wgmma", 0) == 1 &&
+            kiln_gpu_int_attr(func, "kiln.sm", 90) >= 90;
   hoist_invariant_trans(func);
   mlirOperationWalk(func, round_fma_tf32_dot, &c, MlirWalkPreOrder);
   c.axis = kiln_gpu_axis_analyze(func);

@@ -306,7 +306,7 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_DOT:
     if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
         KILN_GPU_LAYOUT_MMA)
-      return low_dot_mma(L, op);
+      return low_dot_is_wgmma(L, op) ? low_dot_wgmma(L, op) : low_dot_mma(L, op);
     return low_dot(L, op);
   case KILN_OP_REDUCE: return low_reduce(L, op);
   case KILN_OP_RAND: return low_rand(L, op);

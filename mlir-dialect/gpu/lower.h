@@ -74,6 +74,13 @@ bool low_rand(Low *L, MlirOperation op);
  * dot with an mma result (mma.sync). */
 bool low_dot_operand(Low *L, MlirOperation op);
 bool low_dot_mma(Low *L, MlirOperation op);
+/* sm_90's warpgroup MMA (lower_wgmma.c): whether dot op reads both operands from wgmma
+ * buffers (KilnGpuShared.wgmma) and so runs on wgmma.mma_async, and its lowering. */
+bool low_dot_is_wgmma(Low *L, MlirOperation op);
+bool low_dot_wgmma(Low *L, MlirOperation op);
+/* Element offset of (row, col) in a wgmma buffer's staging of rows x cols 16-bit elements: the
+ * swizzle of low_swizzle within panels of 64 columns (128-byte rows), panel after panel. */
+MlirValue low_swizzle_panel(Low *L, MlirValue row, MlirValue col, int64_t rows, int64_t cols);
 /* Whether v is a kiln.trans of an f16/bf16 tile (of an i8 tile: to the B operand only) whose one
  * use converts it to a dot operand:
  * then the trans itself emits nothing, and the convert stages trans's operand as it is and

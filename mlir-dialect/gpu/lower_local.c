@@ -123,6 +123,9 @@ static MlirValue stage_index(Low *L, const KilnGpuBuffer *bf, MlirValue row, Mli
   if (kiln_ir_elem_bits(bf->elem) == 32) /* tf32: the b16 view's swizzle, as lower_dot.c's */
     return bf->enc.trans ? low_swizzle_f32(L, col, row, bf->rows)
                          : low_swizzle_f32(L, row, col, bf->cols);
+  if (bf->enc.wgmma) /* 128-byte panels (lower_wgmma.c) */
+    return bf->enc.trans ? low_swizzle_panel(L, col, row, bf->cols, bf->rows)
+                         : low_swizzle_panel(L, row, col, bf->rows, bf->cols);
   return bf->enc.trans ? low_swizzle(L, col, row, bf->rows) : low_swizzle(L, row, col, bf->cols);
 }
 
@@ -281,6 +284,8 @@ bool low_async_commit(Low *L, MlirOperation op) {
 
 bool low_async_wait(Low *L, MlirOperation op) {
   wait_group(L, (int)kiln_gpu_int_attr(op, "pending", 0));
+  /* this thread's copies are done; wgmma reads them through the async proxy */
+  if (L->wgmma_bufs) low_asm_effects(L, KILN_GPU_FENCE_PROXY_ASYNC_PTX, "", NULL, 0, NULL, 0);
   return true;
 }
 
@@ -310,8 +315,14 @@ bool low_local_load(Low *L, MlirOperation op) {
     low_error(L, "GPU lowering: kiln.local_load yields a dot operand layout");
     return false;
   }
-  Vals *out = low_vals(L, kiln_gpu_own_of_type(mlirValueGetType(res)).count);
   MlirValue base = slot_base(L, buf, &bf, low_get(L, mlirOperationGetOperand(op, 1))->v[0]);
+  if (bf.enc.wgmma) { /* the dot reads it by descriptors from its first byte (lower_wgmma.c) */
+    Vals *p = low_vals(L, 1);
+    p->v[0] = base;
+    low_set(L, res, p);
+    return true;
+  }
+  Vals *out = low_vals(L, kiln_gpu_own_of_type(mlirValueGetType(res)).count);
   bool transpose = !mlirAttributeIsNull(
       mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("transpose")));
   if (transpose && bf.enc.trans) {

@@ -51,6 +51,7 @@ typedef struct PipeLoad {
   MlirOperation view; /* a kiln.trans between the load and the convert, or null */
   bool trans;         /* contiguous along dim 0: staged transposed */
   int vec;            /* elements per cp.async */
+  bool wgmma;         /* its dot reads it by wgmma descriptors (KilnGpuShared.wgmma) */
   MlirValue buf;
 } PipeLoad;
 
@@ -196,6 +197,33 @@ static void order_slice(Plan *p) {
   p->nslice = n;
 }
 
+/* The planned load whose operand convert yields v, or -1. */
+static int load_feeding(const Plan *p, MlirValue v) {
+  for (int i = 0; i < p->n; i++)
+    if (mlirValueEqual(mlirOperationGetResult(p->loads[i].cvt, 0), v) &&
+        mlirOperationIsNull(p->loads[i].view))
+      return i;
+  return -1;
+}
+
+/* A dot the layout pass gave wgmma's layout reads its operands by descriptors, so both must be
+ * staged here (in wgmma's panels); when either is not, the dot stays on mma.sync. */
+static void plan_wgmma(Plan *p) {
+  MlirStringRef attr = mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR);
+  for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o)) {
+    if (kiln_ir_op_id(o) != KILN_OP_DOT || mlirAttributeIsNull(mlirOperationGetAttributeByName(o, attr)))
+      continue;
+    int a = load_feeding(p, mlirOperationGetOperand(o, 0));
+    int b = load_feeding(p, mlirOperationGetOperand(o, 1));
+    if (a < 0 || b < 0) {
+      mlirOperationRemoveAttributeByName(o, attr);
+      continue;
+    }
+    p->loads[a].wgmma = p->loads[b].wgmma = true;
+  }
+}
+
 static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages, Plan *p) {
   memset(p, 0, sizeof *p);
   if (stages < 2 || writes_memory(loop)) return false;
@@ -212,6 +240,7 @@ static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages
   }
   if (p->n == 0) return false;
   order_slice(p);
+  plan_wgmma(p);
   return true;
 }
 
@@ -286,7 +315,7 @@ static void prologue(Rw *w, Plan *p) {
     PipeLoad *pl = &p->loads[i];
     MlirType rt = mlirValueGetType(mlirOperationGetResult(pl->load, 0));
     MlirType bt = kiln_gpu_buffer_type(w->ctx, p->stages, kiln_ir_dim(rt, 0), kiln_ir_dim(rt, 1),
-                                       kiln_ir_elem_type(rt), pl->trans);
+                                       kiln_ir_elem_type(rt), pl->trans, pl->wgmma);
     pl->buf = kiln_ir_make1(&w->b, w->loc, KILN_OP_NAME_LOCAL_ALLOC, NULL, 0, bt, NULL, 0);
   }
   bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);

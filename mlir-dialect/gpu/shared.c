@@ -30,14 +30,15 @@ KilnGpuShared kiln_gpu_shared_swizzled(int64_t rows, int64_t cols, bool trans) {
 
 MlirAttribute kiln_gpu_shared_attr(MlirContext ctx, const KilnGpuShared *s) {
   int32_t order[2] = {s->trans ? 0 : 1, s->trans ? 1 : 0};
-  MlirNamedAttribute e[5] = {
+  MlirNamedAttribute e[6] = {
       kiln_ir_named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("shared"))),
       kiln_ir_named(ctx, "vec", kiln_ir_attr_i32(ctx, s->vec)),
       kiln_ir_named(ctx, "perPhase", kiln_ir_attr_i32(ctx, s->per_phase)),
       kiln_ir_named(ctx, "maxPhase", kiln_ir_attr_i32(ctx, s->max_phase)),
       kiln_ir_named(ctx, "order", mlirDenseI32ArrayGet(ctx, 2, order)),
+      kiln_ir_named(ctx, "wgmma", kiln_ir_attr_i32(ctx, 1)),
   };
-  return mlirDictionaryAttrGet(ctx, 5, e);
+  return mlirDictionaryAttrGet(ctx, s->wgmma ? 6 : 5, e);
 }
 
 static int dict_i32(MlirAttribute d, const char *name, int dflt) {
@@ -65,18 +66,21 @@ bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b) {
   b->enc.vec = dict_i32(d, "vec", 8);
   b->enc.per_phase = dict_i32(d, "perPhase", 1);
   b->enc.max_phase = dict_i32(d, "maxPhase", 1);
+  b->enc.wgmma = dict_i32(d, "wgmma", 0) == 1;
   b->stages = mlirShapedTypeGetDimSize(t, 0);
   b->rows = mlirShapedTypeGetDimSize(t, 1);
   b->cols = mlirShapedTypeGetDimSize(t, 2);
   b->elem = mlirShapedTypeGetElementType(t);
   int64_t bytes = b->rows * b->cols * kiln_ir_elem_bytes(b->elem);
-  b->slot_bytes = (bytes + 127) / 128 * 128;
+  int64_t align = b->enc.wgmma ? KILN_GPU_WGMMA_ALIGN : 128;
+  b->slot_bytes = (bytes + align - 1) / align * align;
   return b->stages > 0 && b->rows > 0 && b->cols > 0;
 }
 
 MlirType kiln_gpu_buffer_type(MlirContext ctx, int64_t stages, int64_t rows, int64_t cols,
-                              MlirType elem, bool trans) {
+                              MlirType elem, bool trans, bool wgmma) {
   int64_t shape[3] = {stages, rows, cols};
   KilnGpuShared s = kiln_gpu_shared_swizzled(rows, cols, trans);
+  s.wgmma = wgmma;
   return mlirMemRefTypeContiguousGet(elem, 3, shape, kiln_gpu_shared_attr(ctx, &s));
 }

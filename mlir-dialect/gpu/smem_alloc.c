@@ -8,7 +8,7 @@
  * gets the index range of its subtree, and a use counts as the whole subtree of its ancestor in
  * the allocation's block.  The unit of placement is a ring (the buffers one loop allocates
  * together, interleaved stage by stage: see Buf); offsets are first fit in allocation order,
- * 128-byte aligned.
+ * 128-byte aligned (1024 for a ring that wgmma reads: its swizzle works on absolute addresses).
  *
  * The rest of the lowering's shared memory, the scratch arena of convert_layout, trans, flip,
  * reshape, scan, cross-warp reductions, the FMA dot, atomics' old values, operand staging and
@@ -43,6 +43,7 @@ typedef struct Buf {
   size_t nops;      /* its local_allocs: allocs[first .. first + nops) */
   size_t first;
   int64_t stages, stage_bytes;
+  int64_t align;      /* 128, or KILN_GPU_WGMMA_ALIGN when a buffer of the ring is read by wgmma */
   int64_t start, end; /* live range, pre-order indices */
   int64_t size, off;
 } Buf;
@@ -104,13 +105,13 @@ static bool live_together(const Buf *a, const Buf *b) {
   return a->start <= b->end && b->start <= a->end;
 }
 
-/* First fit: the lowest 128-aligned offset, among 0 and the ends of the buffers placed so far
- * that are live with it, where it overlaps none of them. */
+/* First fit: the lowest offset aligned to the ring's alignment, among 0 and the ends of the
+ * buffers placed so far that are live with it, where it overlaps none of them. */
 static void place(Buf *bufs, size_t i) {
   Buf *b = &bufs[i];
   int64_t best = -1;
   for (size_t c = 0; c <= i; c++) {
-    int64_t at = c == i ? 0 : (bufs[c].off + bufs[c].size + 127) / 128 * 128;
+    int64_t at = c == i ? 0 : (bufs[c].off + bufs[c].size + b->align - 1) / b->align * b->align;
     if (c < i && !live_together(&bufs[c], b)) continue;
     bool fits = true;
     for (size_t j = 0; j < i && fits; j++)
@@ -153,6 +154,14 @@ static void place_arena(const Numbering *nb, const Buf *bufs, size_t n, MlirCont
   }
 }
 
+/* The bytes local_alloc j takes in one stage of ring b: its slot, rounded up to the ring's
+ * alignment, so that every slot of every buffer of a ring read by wgmma starts 1024-aligned. */
+static int64_t slot_step(const Numbering *nb, const Buf *b, size_t j) {
+  KilnGpuBuffer t;
+  kiln_gpu_buffer_parse(mlirValueGetType(mlirOperationGetResult(nb->allocs.ops[j], 0)), &t);
+  return (t.slot_bytes + b->align - 1) / b->align * b->align;
+}
+
 /* Groups the kernel's local_allocs into rings (see Buf); false after an error. */
 static bool make_units(const Numbering *nb, Buf *bufs, size_t *nbufs) {
   size_t n = 0;
@@ -176,10 +185,15 @@ static bool make_units(const Numbering *nb, Buf *bufs, size_t *nbufs) {
                         .end = span_of(nb, op).first};
     Buf *b = &bufs[n - 1];
     b->nops++;
-    b->stage_bytes += t.slot_bytes;
-    b->size = b->stages * b->stage_bytes;
+    if (t.enc.wgmma) b->align = KILN_GPU_WGMMA_ALIGN;
     live_range(nb, b, op);
     prev_stages = t.stages;
+  }
+  for (size_t k = 0; k < n; k++) {
+    Buf *b = &bufs[k];
+    if (b->align < 128) b->align = 128;
+    for (size_t j = b->first; j < b->first + b->nops; j++) b->stage_bytes += slot_step(nb, b, j);
+    b->size = b->stages * b->stage_bytes;
   }
   *nbufs = n;
   return true;
@@ -190,13 +204,11 @@ static void mark_ring(MlirContext ctx, const Numbering *nb, const Buf *b) {
   int64_t at = b->off;
   for (size_t k = b->first; k < b->first + b->nops; k++) {
     MlirOperation op = nb->allocs.ops[k];
-    KilnGpuBuffer t;
-    kiln_gpu_buffer_parse(mlirValueGetType(mlirOperationGetResult(op, 0)), &t);
     mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString("offset"),
                                     kiln_ir_attr_i32(ctx, (int32_t)at));
     mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString("stride"),
                                     kiln_ir_attr_i32(ctx, (int32_t)b->stage_bytes));
-    at += t.slot_bytes;
+    at += slot_step(nb, b, k);
   }
 }
 

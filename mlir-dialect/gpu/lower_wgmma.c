@@ -1,0 +1,216 @@
+/* lower_wgmma.c - a dot on sm_90's warpgroup MMA: wgmma.mma_async reading both operands from
+ * the pipeliner's shared ring through matrix descriptors (docs/gpu-lowering.md, "wgmma").
+ *
+ * How this works.  The layout pass gives a dot that the config asks wgmma for (kiln.wgmma) and
+ * whose tile fits (layout_pass.c, wgmma_fits) the mma layout with every warp on its own 16 rows
+ * (wpc [num_warps, 1]); that is wgmma's accumulator layout: warp w of warpgroup g holds rows
+ * 64 g + 16 (w % 4) of each m64 instruction, register 4 j + c of n8 block j at row g8 + 8 (c / 2),
+ * column 8 j + 2 t + (c % 2) (g8 = lane / 4, t = lane % 4), as mma.sync's c0..c3.  The
+ * pipeliner stages both operands in wgmma buffers (KilnGpuShared.wgmma): the swizzle of
+ * lower_dot.c, which for staged rows of 32, 64 and 128 bytes is exactly the 32-, 64- and
+ * 128-byte swizzle modes of the descriptors (16-byte chunk c of row r at c ^ (address bits 7..9)
+ * on addresses aligned to 1024); rows wider than 128 bytes (an m- or n-major operand of 128 or
+ * 256 elements) are cut into panels of 64 elements, each a whole 128-byte swizzled tile.  So:
+ *   - k-major operand (A staged as it is: rows m; B staged transposed: rows n), staged rows of
+ *     K = 16, 32 or 64 elements: the descriptor's rows are 8-row groups SBO = 8 x row bytes
+ *     apart, the k16 step kk starts 32 kk bytes into the row (the hardware swizzles the address
+ *     it forms), LBO unused;
+ *   - m- or n-major operand (A staged transposed: rows k; B as it is: rows k), panels of 64
+ *     elements: 128-byte swizzle, SBO = 1024 (8 k rows), LBO = one panel (K x 128 bytes) to the
+ *     next 64 columns, the k16 step kk 2048 bytes further, imm-trans 1.
+ * local_load of a wgmma buffer yields one value, the slot's first byte; the dot then runs
+ *   wgmma.fence (the accumulator tied through it), for each k16 step and each m64 row block of
+ *   the warpgroup one wgmma.mma_async m64nNk16 (N the tile's columns) on that block's registers,
+ *   wgmma.commit_group and wgmma.wait_group 0 (the accumulator tied through it, so nothing reads
+ *   a register before the wait).
+ * The copies' cp.async writes are generic-proxy writes that wgmma reads through the async
+ * proxy: each thread fences (fence.proxy.async.shared::cta) after its cp.async.wait_group and
+ * before the barrier that publishes the slot (lower_local.c, low_async_wait). */
+#include "lower.h"
+
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/LLVM.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Elements of a wgmma panel: one 128-byte row of 16-bit elements. */
+#define PANEL 64
+
+MlirValue low_swizzle_panel(Low *L, MlirValue row, MlirValue col, int64_t rows, int64_t cols) {
+  if (cols <= PANEL) return low_swizzle(L, row, col, cols);
+  MlirValue panel = low_bin(L, "arith.shrui", col, low_i32(L, 6));
+  MlirValue in = low_bin(L, "arith.andi", col, low_i32(L, PANEL - 1));
+  MlirValue at = low_bin(L, "arith.muli", panel, low_i32(L, rows * PANEL));
+  return low_bin(L, "arith.addi", at, low_swizzle(L, row, in, PANEL));
+}
+
+/* The operand a wgmma dot reads: its buffer (as staged) and the slot's first byte. */
+typedef struct Operand {
+  KilnGpuBuffer bf;
+  MlirValue base;
+} Operand;
+
+static bool operand_of(Low *L, MlirValue v, Operand *o) {
+  if (mlirValueIsABlockArgument(v)) return false;
+  MlirOperation def = mlirOpResultGetOwner(v);
+  if (kiln_ir_op_id(def) != KILN_OP_LOCAL_LOAD) return false;
+  if (!kiln_gpu_buffer_parse(mlirValueGetType(mlirOperationGetOperand(def, 0)), &o->bf) ||
+      !o->bf.enc.wgmma)
+    return false;
+  Vals *b = low_get(L, v);
+  if (b->n != 1) return false;
+  o->base = b->v[0];
+  return true;
+}
+
+bool low_dot_is_wgmma(Low *L, MlirOperation op) {
+  if (mlirAttributeIsNull(mlirOperationGetAttributeByName(
+          op, mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR))))
+    return false;
+  Operand a, b;
+  return operand_of(L, mlirOperationGetOperand(op, 0), &a) &&
+         operand_of(L, mlirOperationGetOperand(op, 1), &b);
+}
+
+/* The shared address of ptr as the descriptor's 14-bit start field wants it: bits 4..17. */
+static MlirValue start_field(Low *L, MlirValue ptr) {
+  MlirValue addr = low_op1(L, "llvm.ptrtoint", &ptr, 1, L->i32);
+  addr = low_bin(L, "arith.shrui", addr, low_i32(L, 4));
+  return low_bin(L, "arith.andi", addr, low_i32(L, 0x3FFF));
+}
+
+/* A descriptor: start (an i32 value, already the field), lbo and sbo in bytes, swizzle mode. */
+static MlirValue descriptor(Low *L, MlirValue start, int64_t lbo, int64_t sbo, int mode) {
+  MlirValue lo = low_bin(L, "arith.ori", start, low_i32(L, (lbo >> 4) << 16));
+  uint64_t hi = (uint64_t)(sbo >> 4) | (uint64_t)mode << 30;
+  MlirValue lo64 = low_op1(L, "arith.extui", &lo, 1, L->i64);
+  MlirAttribute hv = mlirIntegerAttrGet(L->i64, (int64_t)(hi << 32));
+  return low_bin(L, "arith.ori", lo64, low_const(L, L->i64, hv));
+}
+
+/* The descriptor mode of a k-major staging with rows of `bytes`: 32 -> 3, 64 -> 2, 128 -> 1. */
+static int kmajor_mode(int64_t bytes) { return bytes == 32 ? 3 : bytes == 64 ? 2 : 1; }
+
+/* Operand x's descriptor for the m64 (A) or whole-width (B) block whose first row (A: m) or
+ * column is x0 (a value, or null for 0) at k16 step kk.  kmajor: rows of the staging are m or
+ * n (K elements a row); otherwise rows are k and panels hold 64 m or n each. */
+static MlirValue operand_desc(Low *L, const Operand *o, bool kmajor, int64_t k, MlirValue x0,
+                              int64_t kk) {
+  MlirValue at;
+  int64_t lbo, sbo;
+  int mode;
+  if (kmajor) {
+    int64_t row = k * 2;
+    at = low_i32(L, 32 * kk);
+    if (!mlirValueIsNull(x0))
+      at = low_bin(L, "arith.addi", at, low_bin(L, "arith.muli", x0, low_i32(L, row)));
+    lbo = 16, sbo = 8 * row, mode = kmajor_mode(row);
+  } else {
+    at = low_i32(L, 2048 * kk);
+    if (!mlirValueIsNull(x0)) /* x0 is a multiple of 64: its panel */
+      at = low_bin(L, "arith.addi", at,
+                   low_bin(L, "arith.muli", low_bin(L, "arith.shrui", x0, low_i32(L, 6)),
+                           low_i32(L, k * 128)));
+    lbo = k * 128, sbo = 1024, mode = 1;
+  }
+  return descriptor(L, start_field(L, low_gep(L, o->base, at, L->i8)), lbo, sbo, mode);
+}
+
+static MlirType struct_of_f32(Low *L, int64_t n) {
+  MlirType *f = low_alloc(L, (size_t)n * sizeof *f);
+  for (int64_t i = 0; i < n; i++) f[i] = L->f32;
+  return mlirLLVMStructTypeLiteralGet(L->ctx, n, f, false);
+}
+
+/* Constraints for n f32 registers tied through an asm ("=f" x n, then "0" .. "n-1"), and
+ * `extra` more (",l,l" for the descriptors, or ""). */
+static char *tied_constraints(Low *L, int64_t n, const char *extra) {
+  size_t cap = (size_t)n * 10 + strlen(extra) + 1, at = 0;
+  char *s = low_alloc(L, cap);
+  for (int64_t i = 0; i < n; i++) at += (size_t)snprintf(s + at, cap - at, "%s=f", i ? "," : "");
+  for (int64_t i = 0; i < n; i++) at += (size_t)snprintf(s + at, cap - at, ",%lld", (long long)i);
+  snprintf(s + at, cap - at, "%s", extra);
+  return s;
+}
+
+/* The registers v[idx[0..n)] through the side-effect asm `text` with every one tied: they
+ * come back as its results (wgmma.fence, wgmma.wait_group). */
+static void tie_through(Low *L, const char *text, MlirValue *v, const int64_t *idx, int64_t n) {
+  MlirValue *ops = low_alloc(L, (size_t)n * sizeof *ops);
+  for (int64_t i = 0; i < n; i++) ops[i] = v[idx[i]];
+  MlirType st = struct_of_f32(L, n);
+  MlirValue r = mlirOperationGetResult(
+      low_asm_effects(L, text, tied_constraints(L, n, ""), ops, (size_t)n, &st, 1), 0);
+  for (int64_t i = 0; i < n; i++) {
+    MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
+    v[idx[i]] = mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &L->f32, 1, &a, 1), 0);
+  }
+}
+
+bool low_dot_wgmma(Low *L, MlirOperation op) {
+  MlirValue res = mlirOperationGetResult(op, 0), acc = mlirOperationGetOperand(op, 2);
+  MlirType at = mlirValueGetType(mlirOperationGetOperand(op, 0)), ct = mlirValueGetType(res);
+  KilnGpuLayout cl = kiln_gpu_layout_of_type(ct);
+  Operand A, B;
+  if (!operand_of(L, mlirOperationGetOperand(op, 0), &A) ||
+      !operand_of(L, mlirOperationGetOperand(op, 1), &B)) {
+    low_error(L, "GPU lowering: a wgmma dot needs both operands from wgmma buffers");
+    return false;
+  }
+  bool bf16 = mlirTypeIsABF16(kiln_ir_elem_type(at));
+  int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
+  int64_t reps = M / (16 * cl.wpc[0]), nb = N / 8;
+  KilnGpuOwn co = kiln_gpu_own_of_type(ct);
+  Vals *C = low_get(L, acc);
+  if (cl.wpc[1] != 1 || C->n != co.count || co.count != reps * nb * 4) {
+    low_error(L, "GPU lowering: a wgmma dot's accumulator is not wgmma's layout");
+    return false;
+  }
+  Vals *out = low_vals(L, co.count);
+  for (int64_t j = 0; j < co.count; j++) out->v[j] = C->v[j];
+  /* idx[r][4 j + c]: the list position of register 4 j + c of m64 block r */
+  int64_t *idx = low_alloc(L, (size_t)co.count * sizeof *idx);
+  for (int64_t r = 0; r < reps; r++)
+    for (int64_t j = 0; j < nb; j++)
+      for (int c = 0; c < 4; c++) {
+        int local[2] = {(int)(2 * r + (c >> 1)), (int)(2 * j + (c & 1))};
+        idx[(r * nb + j) * 4 + c] = kiln_gpu_own_index(&co, local);
+      }
+  L->wgmma = true;
+  /* A k-major when staged as it is (rows m), B k-major when staged transposed (rows n) */
+  bool a_k = !A.bf.enc.trans, b_k = B.bf.enc.trans;
+  char text[2048];
+  if (kiln_gpu_wgmma_ptx(text, sizeof text, (int)N, bf16, !a_k, !b_k) < 0) {
+    low_error(L, "GPU lowering: wgmma m64n%lldk16 does not fit its text", (long long)N);
+    return false;
+  }
+  MlirValue g64 = low_bin(L, "arith.muli", low_bin(L, "arith.shrui", low_warp(L), low_i32(L, 2)),
+                          low_i32(L, 64));
+  tie_through(L, KILN_GPU_WGMMA_FENCE_PTX, out->v, idx, co.count);
+  int64_t R = N / 2;
+  MlirType st = struct_of_f32(L, R);
+  const char *cons = tied_constraints(L, R, ",l,l");
+  MlirValue *ops = low_alloc(L, (size_t)(R + 2) * sizeof *ops);
+  for (int64_t kk = 0; kk < K / 16; kk++) {
+    MlirValue db = operand_desc(L, &B, b_k, K, (MlirValue){NULL}, kk);
+    for (int64_t r = 0; r < reps; r++) {
+      MlirValue m0 = low_bin(L, "arith.addi", g64, low_i32(L, 16 * cl.wpc[0] * r));
+      const int64_t *ri = idx + r * nb * 4;
+      for (int64_t i = 0; i < R; i++) ops[i] = out->v[ri[i]];
+      ops[R] = operand_desc(L, &A, a_k, K, m0, kk);
+      ops[R + 1] = db;
+      MlirValue d =
+          mlirOperationGetResult(low_asm_effects(L, text, cons, ops, (size_t)R + 2, &st, 1), 0);
+      for (int64_t i = 0; i < R; i++) {
+        MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
+        out->v[ri[i]] =
+            mlirOperationGetResult(low_op(L, "llvm.extractvalue", &d, 1, &L->f32, 1, &a, 1), 0);
+      }
+    }
+  }
+  low_asm_effects(L, KILN_GPU_WGMMA_COMMIT_PTX, "", NULL, 0, NULL, 0);
+  tie_through(L, KILN_GPU_WGMMA_WAIT0_PTX, out->v, idx, co.count);
+  low_set(L, res, out);
+  return true;
+}
