@@ -104,6 +104,7 @@ __attribute__((used)) static void (*const keep_intrinsics[])(void) = {
     KEEP(kiln_emu_mma_m16n8k32_s32_s8),
     KEEP(kiln_emu_ldmatrix),
     KEEP(kiln_emu_stmatrix),
+    KEEP(kiln_emu_wgmma),
     KEEP(kiln_emu_cp_async),
     KEEP(kiln_emu_cp_async_commit_group),
     KEEP(kiln_emu_cp_async_wait_group),

@@ -207,6 +207,39 @@ static inline int kiln_gpu_ilog2(int64_t v) {
  * operands for descriptors, and the dot then runs on mma.sync. */
 #define KILN_GPU_WGMMA_DOT_ATTR "kiln.wgmma_dot"
 
+/* ---------------------------------------------------------------- wgmma (wgmma.c)
+ * sm_90's warpgroup MMA as inline PTX: the lowering writes these texts, emu_lower.c recognizes
+ * them (kiln_gpu_wgmma_parse for the MMA), so the two agree by construction.  All are
+ * llvm.inline_asm ops with has_side_effects. */
+
+/* The MMA m64n<n>k16, f32 accumulators, A and B from shared-memory descriptors (bf16: .bf16
+ * operands, else .f16; trans_a / trans_b the immediate transposes, 0 = K-major, 1 = MN-major):
+ * R = n / 2 results "=f" tied to the R accumulator operands "0".."R-1", then the descriptors
+ * "l,l"; the result is an LLVM struct of R f32.  n a multiple of 8 in 8..256.  Writes the text
+ * into buf; returns its length, or -1 when it does not fit in cap or an argument is out of
+ * range. */
+int kiln_gpu_wgmma_ptx(char *buf, size_t cap, int n, bool bf16, int trans_a, int trans_b);
+/* Whether text is exactly what kiln_gpu_wgmma_ptx writes for some arguments; if so they go to
+ * the out-parameters (untouched otherwise). */
+bool kiln_gpu_wgmma_parse(const char *text, int *n, bool *bf16, int *trans_a, int *trans_b);
+/* The constraints of `regs` tied f32 registers ("=f" x regs, then "0".."regs-1"), followed by
+ * the two descriptors ",l,l" when `descriptors` (the MMA; without them: the fence and the wait).
+ * Returns the length, or -1 when it does not fit. */
+int kiln_gpu_wgmma_constraints(char *buf, size_t cap, int regs, bool descriptors);
+/* Orders the accumulator's register writes before the next MMA reads them: R tied f32 operands
+ * and a struct of R f32 as the result, as the wait. */
+#define KILN_GPU_WGMMA_FENCE_PTX "wgmma.fence.sync.aligned;"
+/* Closes the group of the MMAs issued since the last commit: no operands, no results. */
+#define KILN_GPU_WGMMA_COMMIT_PTX "wgmma.commit_group.sync.aligned;"
+/* Waits until at most K groups are pending: this prefix, then K and ";".  R tied f32 operands,
+ * the result (a struct of R f32) is the accumulator after the wait. */
+#define KILN_GPU_WGMMA_WAIT_PTX "wgmma.wait_group.sync.aligned "
+/* Whether text is the wait with some K (0..63), into *k. */
+bool kiln_gpu_wgmma_wait_parse(const char *text, int *k);
+/* Makes the generic proxy's shared-memory writes (st.shared, cp.async) visible to the async
+ * proxy that wgmma reads through: no operands, no results. */
+#define KILN_GPU_FENCE_PROXY_ASYNC_PTX "fence.proxy.async.shared::cta;"
+
 /* LLVM 19's NVPTX backend selects no llvm.fence and MLIR 19 has no nvvm.membar, so the fence
  * around atomic_cas is inline PTX (lower_memory.c writes it; emu_lower.c makes it a host fence). */
 #define KILN_GPU_FENCE_PTX "fence.acq_rel.gpu;"

@@ -123,14 +123,11 @@ static MlirType struct_of_f32(Low *L, int64_t n) {
   return mlirLLVMStructTypeLiteralGet(L->ctx, n, f, false);
 }
 
-/* Constraints for n f32 registers tied through an asm ("=f" x n, then "0" .. "n-1"), and
- * `extra` more (",l,l" for the descriptors, or ""). */
-static char *tied_constraints(Low *L, int64_t n, const char *extra) {
-  size_t cap = (size_t)n * 10 + strlen(extra) + 1, at = 0;
+/* The constraints of n tied f32 registers, with the two descriptors when `descriptors`. */
+static char *tied_constraints(Low *L, int64_t n, bool descriptors) {
+  size_t cap = (size_t)n * 10 + 8;
   char *s = low_alloc(L, cap);
-  for (int64_t i = 0; i < n; i++) at += (size_t)snprintf(s + at, cap - at, "%s=f", i ? "," : "");
-  for (int64_t i = 0; i < n; i++) at += (size_t)snprintf(s + at, cap - at, ",%lld", (long long)i);
-  snprintf(s + at, cap - at, "%s", extra);
+  KILN_ASSERT(kiln_gpu_wgmma_constraints(s, cap, (int)n, descriptors) >= 0);
   return s;
 }
 
@@ -141,7 +138,7 @@ static void tie_through(Low *L, const char *text, MlirValue *v, const int64_t *i
   for (int64_t i = 0; i < n; i++) ops[i] = v[idx[i]];
   MlirType st = struct_of_f32(L, n);
   MlirValue r = mlirOperationGetResult(
-      low_asm_effects(L, text, tied_constraints(L, n, ""), ops, (size_t)n, &st, 1), 0);
+      low_asm_effects(L, text, tied_constraints(L, n, false), ops, (size_t)n, &st, 1), 0);
   for (int64_t i = 0; i < n; i++) {
     MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
     v[idx[i]] = mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &L->f32, 1, &a, 1), 0);
@@ -190,7 +187,7 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
   tie_through(L, KILN_GPU_WGMMA_FENCE_PTX, out->v, idx, co.count);
   int64_t R = N / 2;
   MlirType st = struct_of_f32(L, R);
-  const char *cons = tied_constraints(L, R, ",l,l");
+  const char *cons = tied_constraints(L, R, true);
   MlirValue *ops = low_alloc(L, (size_t)(R + 2) * sizeof *ops);
   for (int64_t kk = 0; kk < K / 16; kk++) {
     MlirValue db = operand_desc(L, &B, b_k, K, (MlirValue){NULL}, kk);
@@ -210,7 +207,7 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
     }
   }
   low_asm_effects(L, KILN_GPU_WGMMA_COMMIT_PTX, "", NULL, 0, NULL, 0);
-  tie_through(L, KILN_GPU_WGMMA_WAIT0_PTX, out->v, idx, co.count);
+  tie_through(L, KILN_GPU_WGMMA_WAIT_PTX "0;", out->v, idx, co.count);
   low_set(L, res, out);
   return true;
 }

@@ -14,6 +14,10 @@
 
 #define EMU_NUM_BARRIERS 16
 #define EMU_MSG_BYTES    2048
+/* The shared arena's alignment, 2^18 (above the 227 KiB limit): the low 18 bits of a host
+ * pointer into the arena are its offset, as the 18-bit start address of a wgmma descriptor, which
+ * the lowering takes from a shared pointer's low bits, needs (wgmma.c). */
+#define EMU_SHARED_ALIGN ((size_t)1 << 18)
 /* The group a cp.async belongs to before its commit_group. */
 #define EMU_GROUP_OPEN UINT32_MAX
 
@@ -106,7 +110,7 @@ typedef struct EmuWorker {
   EmuFiber *fibers;      /* nthreads */
   unsigned char *stacks; /* one mapping holding every fiber stack and its guard page */
   size_t stacks_bytes;
-  unsigned char *shared; /* the arena, cfg.shared_bytes (at least 16 bytes allocated) */
+  unsigned char *shared; /* the arena, cfg.shared_bytes, EMU_SHARED_ALIGN-aligned */
   uint32_t live;         /* fibers not exited */
   EmuBarrier bars[EMU_NUM_BARRIERS];
   EmuFiber *cur; /* the fiber running now, NULL in the scheduler */

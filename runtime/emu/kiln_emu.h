@@ -147,7 +147,7 @@ KILN_EMU_API uint32_t kiln_emu_warpsize(void);
 
 /* ---- shared memory ------------------------------------------------------------------------- */
 
-/* The calling block's shared arena: KilnEmuLaunch.shared_bytes bytes, 16-byte aligned, filled
+/* The calling block's shared arena: KilnEmuLaunch.shared_bytes bytes, 2^18-byte aligned, filled
  * with 0xff bytes (a NaN pattern) when the block starts. Address space 3 is base + offset. */
 KILN_EMU_API void *kiln_emu_shared_base(void);
 KILN_EMU_API uint32_t kiln_emu_shared_bytes(void);
@@ -304,6 +304,18 @@ KILN_EMU_API void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans,
  * and (l/4, 2(l%4) + 1) of matrix i (the low half first); r[num..3] are ignored. */
 KILN_EMU_API void kiln_emu_stmatrix(uint32_t num, void *row_addr, uint32_t r0, uint32_t r1,
                                     uint32_t r2, uint32_t r3);
+
+/* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16} (sm_90), A and B in shared
+ * memory: for the calling thread only, acc[0 .. n/2 - 1] += its fragment of A(64x16) B(16xn),
+ * products exact, sums in f32 in k order. n a multiple of 8 in 8..256; bf16 selects the operand
+ * type; trans_a / trans_b the immediate transposes (0 K-major, 1 MN-major); desc_a / desc_b the
+ * 64-bit matrix descriptors, whose start address is an offset in the block's arena (the arena is
+ * 2^18-byte aligned, so the low 18 bits of a pointer into it are that offset). The block must be
+ * whole warpgroups of 128 threads; each computes the 64 rows of its own descriptors. Layouts,
+ * descriptor fields and swizzles in docs/emulator.md ("wgmma"); an element outside the arena
+ * fails with MEMORY, a nonzero base_offset or a bad argument with INVALID_OP. */
+KILN_EMU_API void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_a,
+                                 uint32_t trans_b, uint64_t desc_a, uint64_t desc_b);
 
 /* ---- asynchronous copies ------------------------------------------------------------------- */
 

@@ -297,6 +297,12 @@ static void worker_free(EmuWorker *w) {
   free(w->shared);
 }
 
+/* The arena's allocation: at least 16 bytes, a whole number of EMU_SHARED_ALIGN (aligned_alloc
+ * wants a multiple of the alignment). */
+static size_t shared_arena_bytes(uint32_t shared_bytes) {
+  return ((size_t)shared_bytes + 16 + EMU_SHARED_ALIGN - 1) / EMU_SHARED_ALIGN * EMU_SHARED_ALIGN;
+}
+
 /* Stacks come from one mapping with a PROT_NONE page under each, so an overflow faults at once
  * instead of corrupting the neighbouring fiber. */
 static KilnEmuStatus worker_init(EmuWorker *w, EmuLaunchState *L) {
@@ -311,7 +317,7 @@ static KilnEmuStatus worker_init(EmuWorker *w, EmuLaunchState *L) {
   stack = (stack + page - 1) / page * page;
   size_t stride = stack + page;
   w->fibers = calloc(w->nthreads, sizeof *w->fibers);
-  w->shared = aligned_alloc(16, ((size_t)L->cfg.shared_bytes + 15) / 16 * 16 + 16);
+  w->shared = aligned_alloc(EMU_SHARED_ALIGN, shared_arena_bytes(L->cfg.shared_bytes));
   void *map = mmap(NULL, stride * w->nthreads, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (map != MAP_FAILED) {

@@ -1,0 +1,103 @@
+/* wgmma.c - the inline PTX of sm_90's warpgroup MMA (wgmma.mma_async), written and read here.
+ *
+ * LLVM 19's NVPTX back end has no wgmma intrinsic the dialect reaches, so the dot of f16/bf16
+ * tiles on sm_90 is inline PTX.  The lowering writes the text with kiln_gpu_wgmma_ptx and the
+ * emu rewrite (emu_lower.c) recognizes it with kiln_gpu_wgmma_parse; both live in this one file
+ * so that what is emitted is exactly what is recognized.  The parser reads the four parameters
+ * out of the text, writes the text again from them and compares, so anything the writer would
+ * not have produced (another operand numbering, a scale, a missing brace) is refused.
+ *
+ * The MMA is m64nNk16 with f32 accumulators, A and B both from shared-memory descriptors:
+ *   {\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n
+ *    wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<T>.<T> {$0, ..., $<R-1>}, $<2R>, $<2R+1>,
+ *    p, 1, 1, <TA>, <TB>;\n}
+ * with R = N / 2 accumulator registers tied to operands R..2R-1 (constraints "=f" x R, "0".."R-1",
+ * "l,l"), the scale-d predicate p always true (D = A B + D), scales of A and B 1, and TA / TB the
+ * immediate transposes (0: K-major, 1: MN-major).  The emulator's semantics of the instruction
+ * are in docs/emulator.md ("wgmma"). */
+#include "gpu_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The text up to N, and the separator from N to the element type. */
+#define WGMMA_HEAD    "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n"
+#define WGMMA_LONGEST 2048 /* the n = 256 text is about 760 characters */
+
+static bool wgmma_args_ok(int n, int trans_a, int trans_b) {
+  return n >= 8 && n <= 256 && n % 8 == 0 && (trans_a == 0 || trans_a == 1) &&
+         (trans_b == 0 || trans_b == 1);
+}
+
+/* snprintf onto the end of buf (*len so far); false once it no longer fits. */
+static bool put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+  if (*len >= cap) return false;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(buf + *len, cap - *len, fmt, ap);
+  va_end(ap);
+  if (k < 0 || (size_t)k >= cap - *len) {
+    *len = cap;
+    return false;
+  }
+  *len += (size_t)k;
+  return true;
+}
+
+int kiln_gpu_wgmma_ptx(char *buf, size_t cap, int n, bool bf16, int trans_a, int trans_b) {
+  if (!buf || cap == 0 || !wgmma_args_ok(n, trans_a, trans_b)) return -1;
+  const char *t = bf16 ? "bf16" : "f16";
+  int regs = n / 2;
+  size_t len = 0;
+  bool ok = put(buf, cap, &len, WGMMA_HEAD "%dk16.f32.%s.%s {", n, t, t);
+  for (int i = 0; ok && i < regs; i++) ok = put(buf, cap, &len, "%s$%d", i ? ", " : "", i);
+  if (ok)
+    ok = put(buf, cap, &len, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", 2 * regs, 2 * regs + 1, trans_a,
+             trans_b);
+  return ok ? (int)len : -1;
+}
+
+bool kiln_gpu_wgmma_parse(const char *text, int *n, bool *bf16, int *trans_a, int *trans_b) {
+  size_t head = strlen(WGMMA_HEAD);
+  if (!text || strncmp(text, WGMMA_HEAD, head) != 0) return false;
+  int pn = 0, used = 0;
+  if (sscanf(text + head, "%dk16.f32.%n", &pn, &used) != 1 || used == 0) return false;
+  bool pbf16 = strncmp(text + head + used, "bf16", 4) == 0;
+  /* the transposes: the two numbers after the last "p, 1, 1, " */
+  const char *tail = NULL;
+  for (const char *s = strstr(text, "p, 1, 1, "); s; s = strstr(s + 1, "p, 1, 1, ")) tail = s;
+  int ta = -1, tb = -1;
+  if (!tail || sscanf(tail, "p, 1, 1, %d, %d;", &ta, &tb) != 2) return false;
+  char again[WGMMA_LONGEST];
+  if (kiln_gpu_wgmma_ptx(again, sizeof again, pn, pbf16, ta, tb) < 0 || strcmp(again, text) != 0)
+    return false;
+  *n = pn;
+  *bf16 = pbf16;
+  *trans_a = ta;
+  *trans_b = tb;
+  return true;
+}
+
+int kiln_gpu_wgmma_constraints(char *buf, size_t cap, int regs, bool descriptors) {
+  if (!buf || cap == 0 || regs < 0) return -1;
+  size_t len = 0;
+  bool ok = put(buf, cap, &len, "%s", "");
+  for (int i = 0; ok && i < regs; i++) ok = put(buf, cap, &len, "%s=f", i ? "," : "");
+  for (int i = 0; ok && i < regs; i++) ok = put(buf, cap, &len, ",%d", i);
+  if (ok && descriptors) ok = put(buf, cap, &len, "%s", regs ? ",l,l" : "l,l");
+  return ok ? (int)len : -1;
+}
+
+bool kiln_gpu_wgmma_wait_parse(const char *text, int *k) {
+  size_t head = strlen(KILN_GPU_WGMMA_WAIT_PTX);
+  if (!text || strncmp(text, KILN_GPU_WGMMA_WAIT_PTX, head) != 0) return false;
+  int pk = -1, used = 0;
+  if (sscanf(text + head, "%d;%n", &pk, &used) != 1 || used == 0 || text[head + used] != '\0' ||
+      pk < 0 || pk > 63 || text[head] < '0' || text[head] > '9')
+    return false;
+  *k = pk;
+  return true;
+}
