@@ -206,6 +206,8 @@ static inline int kiln_gpu_ilog2(int64_t v) {
  * config asks for wgmma and the tile fits); the pipeliner drops it when it cannot stage both
  * operands for descriptors, and the dot then runs on mma.sync. */
 #define KILN_GPU_WGMMA_DOT_ATTR "kiln.wgmma_dot"
+/* On the module once a dot of it lowers to wgmma (an i32 1): its PTX targets sm_90a. */
+#define KILN_GPU_WGMMA_MODULE_ATTR "kiln.gpu.wgmma"
 
 /* ---------------------------------------------------------------- wgmma (wgmma.c)
  * sm_90's warpgroup MMA as inline PTX: the lowering writes these texts, emu_lower.c recognizes

@@ -357,6 +357,15 @@ static MlirWalkResult allow_contraction(MlirOperation op, void *u) {
   return MlirWalkResultAdvance;
 }
 
+/* Sets *(bool *)u when op allocates a buffer that wgmma reads. */
+static MlirWalkResult find_wgmma_buffer(MlirOperation op, void *u) {
+  KilnGpuBuffer bf;
+  if (kiln_ir_op_id(op) == KILN_OP_LOCAL_ALLOC &&
+      kiln_gpu_buffer_parse(mlirValueGetType(mlirOperationGetResult(op, 0)), &bf) && bf.enc.wgmma)
+    *(bool *)u = true;
+  return MlirWalkResultAdvance;
+}
+
 /* The module's one shared arena `kiln_smem`, sized for the largest user of any kernel: a static
  * array up to 48 KiB, else an `.extern .shared` array (dynamic shared memory) whose size the
  * module records as kiln.gpu.smem_bytes with kiln.gpu.smem_dynamic (kiln_gpu.h). */
@@ -377,7 +386,16 @@ static void declare_arena(MlirOperation module, Low *L) {
    * module as kiln.gpu.smem_bytes. */
   int64_t have =
       mlirOperationIsNull(prev) ? 0 : kiln_gpu_int_attr(module, "kiln.gpu.smem_bytes", 0);
-  if (bytes <= have) return;
+  /* wgmma's swizzle works on absolute shared addresses: its rings are placed 1024-aligned
+   * within the arena, so the arena itself must be */
+  bool had_wgmma = kiln_gpu_int_attr(module, KILN_GPU_WGMMA_MODULE_ATTR, 0) == 1;
+  if (L->wgmma)
+    mlirOperationSetAttributeByName(module,
+                                    mlirStringRefCreateFromCString(KILN_GPU_WGMMA_MODULE_ATTR),
+                                    kiln_ir_attr_i32(L->ctx, 1));
+  if (bytes <= have && (had_wgmma || !L->wgmma)) return;
+  if (bytes < have) bytes = have;
+  int align = had_wgmma || L->wgmma ? KILN_GPU_WGMMA_ALIGN : 16;
   bool dynamic = bytes > KILN_GPU_STATIC_SMEM_LIMIT;
   mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("kiln.gpu.smem_bytes"),
                                   mlirIntegerAttrGet(L->i64, bytes));
@@ -387,14 +405,15 @@ static void declare_arena(MlirOperation module, Low *L) {
   if (!mlirOperationIsNull(prev)) mlirOperationDestroy(prev);
   if (dynamic) /* an external array of unknown size: PTX's `.extern .shared .b8 kiln_smem[]` */
     snprintf(text, sizeof text,
-             "llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} "
-             ": !llvm.array<0 x i8>");
+             "llvm.mlir.global external @kiln_smem() {addr_space = 3 : i32, alignment = %d : i64} "
+             ": !llvm.array<0 x i8>",
+             align);
   else
     snprintf(text, sizeof text,
-             "llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} "
+             "llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = %d : i64} "
              ": !llvm.array<%lld x i8> {\n %%0 = llvm.mlir.undef : !llvm.array<%lld x i8>\n"
              " llvm.return %%0 : !llvm.array<%lld x i8>\n}",
-             (long long)bytes, (long long)bytes, (long long)bytes);
+             align, (long long)bytes, (long long)bytes, (long long)bytes);
   MlirOperation g = kiln_gpu_parse_op(L->ctx, text);
   KILN_ASSERT(!mlirOperationIsNull(g));
   mlirBlockInsertOwnedOperationBefore(mbody, mlirBlockGetFirstOperation(mbody), g);
@@ -460,6 +479,7 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
     low_set(&L, mlirBlockGetArgument(old_entry, i), v);
   }
   kiln_ir_builder_init(&L.b, L.ctx, entry);
+  mlirOperationWalk(func, find_wgmma_buffer, &L.wgmma_bufs, MlirWalkPreOrder);
   lower_block(&L, old_entry);
   if (!L.failed && L.smem_bytes > L.smem_limit) {
     L.loc = mlirOperationGetLocation(func);

@@ -117,8 +117,14 @@ KilnMlirStatus kiln_gpu_emit_ptx_steps(MlirModule m, const char *arch, const Kil
    * twice over the IR where EarlyCSE runs once, 30 ms of attn_bwd_dkdv's 180, and on every BERT
    * kernel the PTX has the same loops, registers and spills, and as many or fewer instructions
    * (O3 has already done the IR's value numbering). */
+  /* A module with wgmma (lower_wgmma.c marks it) needs sm_90's arch-specific features: the
+   * PTX target sm_90a, which runs on sm_90 devices only. */
+  const char *cpu = strcmp(arch, "sm_90") == 0 &&
+                            kiln_gpu_int_attr(mlirModuleGetOperation(m), KILN_GPU_WGMMA_MODULE_ATTR, 0)
+                        ? "sm_90a"
+                        : arch;
   LLVMTargetMachineRef tm =
-      LLVMCreateTargetMachine(target, triple, arch, "+ptx80", LLVMCodeGenLevelDefault,
+      LLVMCreateTargetMachine(target, triple, cpu, "+ptx80", LLVMCodeGenLevelDefault,
                               LLVMRelocDefault, LLVMCodeModelDefault);
   KilnMlirStatus st = KILN_MLIR_OK;
   LLVMSetTarget(mod, triple);

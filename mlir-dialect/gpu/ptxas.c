@@ -74,7 +74,9 @@ KilnMlirStatus kiln_gpu_ptxas(const char *ptxas_path, const char *ptx, const cha
   snprintf(in, sizeof in, "%s/k.ptx", dir);
   snprintf(out, sizeof out, "%s/k.cubin", dir);
   snprintf(logp, sizeof logp, "%s/ptxas.log", dir);
-  snprintf(archarg, sizeof archarg, "-arch=%s", arch);
+  /* PTX for sm_90a (wgmma) assembles only as such; its cubin runs on sm_90 devices */
+  bool arch_a = strcmp(arch, "sm_90") == 0 && strstr(ptx, "\n.target sm_90a") != NULL;
+  snprintf(archarg, sizeof archarg, "-arch=%s%s", arch, arch_a ? "a" : "");
   KilnMlirStatus st = KILN_MLIR_ERR_LLVM;
   if (!spit(in, ptx)) goto cleanup;
   posix_spawn_file_actions_t fa;

@@ -572,6 +572,8 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     int stages;
     int min_blocks; /* 0: not set; else the .minnctapersm ptxas gets (the emulator ignores it) */
     bool sizes;
+    int warps;  /* 0: the tune block's 4 */
+    bool wgmma; /* the config asks for wgmma (sm_90 and emu; the cpu target ignores it) */
   } cfgs[] = {
       {100, 72, 88, 32, 32, 32, false, false, false, 0, 0, false},
       {64, 64, 64, 32, 32, 32, false, false, false, 0, 0, false},
@@ -598,6 +600,15 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
       {104, 72, 88, 32, 32, 32, false, false, true, 3, 0, true},
       {72, 64, 40, 32, 64, 16, true, true, true, 2, 0, true},
       {96, 40, 24, 64, 32, 32, false, true, true, 4, 0, true},
+      /* wgmma (docs/gpu-lowering.md, "wgmma"): each operand k-major (A row-major, B
+       * column-major: staged transposed) or m/n-major (128-byte panels), K steps in the 32-,
+       * 64- and 128-byte swizzles (BK 16, 32, 64), one and two warpgroups, two m64 blocks a
+       * warpgroup (BM 128 on 4 warps), 256 columns in one instruction, tails in M, N and K */
+      {128, 128, 96, 64, 128, 32, false, false, true, 3, 0, false, 4, true},
+      {150, 200, 200, 64, 64, 64, false, true, true, 4, 0, false, 4, true},
+      {128, 256, 48, 64, 256, 16, true, false, true, 2, 0, false, 4, true},
+      {256, 128, 100, 128, 128, 32, true, true, true, 3, 0, false, 8, true},
+      {200, 136, 72, 128, 64, 64, false, false, true, 3, 0, true, 4, true},
   };
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
@@ -606,14 +617,17 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     size_t sbk = cfgs[ci].b_colmajor ? 1 : N, sbn = cfgs[ci].b_colmajor ? K : 1;
     size_t scm = N + 8, scn = 1; /* 8 sentinel columns between rows of C */
     size_t total = M * scm + TAIL_ELEMS;
-    KilnDefine defs[5] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    KilnDefine defs[7] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
     size_t ndefs = 3;
     if (cfgs[ci].stages) defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
     if (cfgs[ci].min_blocks) defs[ndefs++] = (KilnDefine){"min_blocks", cfgs[ci].min_blocks};
-    char shape[96];
-    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s%s", M, N, K,
+    if (cfgs[ci].warps) defs[ndefs++] = (KilnDefine){"num_warps", cfgs[ci].warps};
+    if (cfgs[ci].wgmma) defs[ndefs++] = (KilnDefine){"wgmma", 1};
+    char shape[112];
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s%s%s", M, N, K,
              cfgs[ci].a_colmajor ? "col" : "row", cfgs[ci].b_colmajor ? "col" : "row",
-             cfgs[ci].unit ? " unit-stride" : "", cfgs[ci].sizes ? " sizes%8" : "");
+             cfgs[ci].unit ? " unit-stride" : "", cfgs[ci].sizes ? " sizes%8" : "",
+             cfgs[ci].wgmma ? " wgmma" : "");
     /* The unit stride of each operand is the one along its contiguous dim; the other stride is
      * a multiple of 8 elements (16 bytes) in every unit configuration. */
     KilnDefine unit_eq[] = {{cfgs[ci].a_colmajor ? "sam" : "sak", 1},
