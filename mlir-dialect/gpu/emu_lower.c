@@ -11,6 +11,9 @@
  *     become llvm.call of the matching kiln_emu_* intrinsic (declared once per module); results
  *     returned through memory (mma, ldmatrix, shfl's predicate) go through an alloca made at the
  *     function's entry, so a loop does not grow the fiber's stack;
+ *   - sm_90's wgmma (inline PTX, gpu/wgmma.c) becomes kiln_emu_wgmma(acc, n, bf16, trans_a,
+ *     trans_b, desc_a, desc_b) with the accumulators through an entry alloca; its fences, commit
+ *     and wait pass their registers through or vanish (the emulated MMA completes at once);
  *   - PTX approximations become kiln_emu_approx_f32(op, x): host math by default (the emulator
  *     checks the lowering's logic), or the documented worst case in the pessimistic math mode;
  *   - @kiln_smem becomes the result of kiln_emu_shared_base(), called once at the entry of each
@@ -653,13 +656,109 @@ static bool lower_stmatrix(Emu *E, KilnIRBuilder *b, MlirOperation op, const cha
   return true;
 }
 
+/* ---------------------------------------------------------------- wgmma (gpu/wgmma.c)
+ *
+ * The MMA runs at once on the emulator (kiln_emu_wgmma: each thread its own fragment), so the
+ * accumulator it returns is final: the fence and the wait pass their registers through, the
+ * commit and the async-proxy fence are nothing. */
+
+/* The struct of op's operands as its result (the fence and the wait); nothing without results. */
+static void pass_through(Emu *E, KilnIRBuilder *b, MlirOperation op) {
+  if (mlirOperationGetNumResults(op) == 0) return;
+  intptr_t n = mlirOperationGetNumOperands(op);
+  MlirValue *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+  KILN_ASSERT(v != NULL);
+  for (intptr_t i = 0; i < n; i++) v[i] = mlirOperationGetOperand(op, i);
+  MlirValue r = build_struct(E, b, mlirOperationGetLocation(op),
+                             mlirValueGetType(mlirOperationGetResult(op, 0)), v, (int)n);
+  free(v);
+  replace_results(op, &r, 1);
+}
+
+/* Whether op passes `regs` f32 operands and returns them as one struct (or neither). */
+static bool tied_f32(Emu *E, MlirOperation op, intptr_t regs) {
+  if (mlirOperationGetNumOperands(op) < regs) return false;
+  for (intptr_t i = 0; i < regs; i++)
+    if (!mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, i)), E->f32)) return false;
+  if (regs == 0) return mlirOperationGetNumResults(op) == 0;
+  if (mlirOperationGetNumResults(op) != 1) return false;
+  MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
+  return mlirTypeIsALLVMStructType(rt) && mlirLLVMStructTypeGetNumElementTypes(rt) == regs;
+}
+
+/* The MMA: R = n / 2 accumulators through an alloca, kiln_emu_wgmma(acc, n, bf16, trans_a,
+ * trans_b, desc_a, desc_b), R loads into the result struct. */
+static void lower_wgmma_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, bool bf16,
+                            int trans_a, int trans_b) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  int regs = n / 2;
+  MlirType i64 = mlirIntegerTypeGet(E->ctx, 64);
+  bool shape = mlirOperationGetNumOperands(op) == regs + 2 && tied_f32(E, op, regs);
+  for (int i = 0; shape && i < 2; i++)
+    shape = mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, regs + i)), i64);
+  if (!shape) {
+    emu_error(E, op,
+              "emu lowering: wgmma m64n%dk16 needs %d f32 accumulators and two i64 descriptors "
+              "as operands and a struct of %d f32 as its result",
+              n, regs, regs);
+    return;
+  }
+  MlirValue acc = entry_alloca(E, op, E->f32, regs);
+  MlirValue *slot = malloc((size_t)regs * sizeof *slot);
+  KILN_ASSERT(slot != NULL);
+  for (int i = 0; i < regs; i++) {
+    slot[i] = i ? gep_const(E, b, loc, acc, i, E->f32) : acc;
+    MlirValue st[2] = {mlirOperationGetOperand(op, i), slot[i]};
+    kiln_ir_make(b, loc, "llvm.store", st, 2, NULL, 0, NULL, 0);
+  }
+  MlirValue o[7] = {acc,
+                    cst_i32(E, b, loc, n),
+                    cst_i32(E, b, loc, bf16),
+                    cst_i32(E, b, loc, trans_a),
+                    cst_i32(E, b, loc, trans_b),
+                    mlirOperationGetOperand(op, regs),
+                    mlirOperationGetOperand(op, regs + 1)};
+  call(E, b, loc, "kiln_emu_wgmma", E->voidt, o, 7);
+  for (int i = 0; i < regs; i++) slot[i] = load(b, loc, slot[i], E->f32);
+  MlirValue r =
+      build_struct(E, b, loc, mlirValueGetType(mlirOperationGetResult(op, 0)), slot, regs);
+  free(slot);
+  replace_results(op, &r, 1);
+}
+
+/* The five wgmma texts; false when text is none of them and names no wgmma (any other wgmma
+ * text fails the pass, naming it). */
+static bool lower_wgmma(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *text) {
+  int n = 0, ta = 0, tb = 0, k = 0;
+  bool bf16 = false;
+  intptr_t nops = mlirOperationGetNumOperands(op);
+  if (kiln_gpu_wgmma_parse(text, &n, &bf16, &ta, &tb)) {
+    lower_wgmma_mma(E, b, op, n, bf16, ta, tb);
+  } else if (strcmp(text, KILN_GPU_WGMMA_FENCE_PTX) == 0 || kiln_gpu_wgmma_wait_parse(text, &k)) {
+    if (tied_f32(E, op, nops))
+      pass_through(E, b, op);
+    else
+      emu_error(E, op, "emu lowering: '%s' needs f32 operands returned as one struct", text);
+  } else if (strcmp(text, KILN_GPU_WGMMA_COMMIT_PTX) == 0 ||
+             strcmp(text, KILN_GPU_FENCE_PROXY_ASYNC_PTX) == 0) {
+    if (nops != 0 || mlirOperationGetNumResults(op) != 0)
+      emu_error(E, op, "emu lowering: '%s' takes no operands and has no results", text);
+  } else if (strstr(text, "wgmma") != NULL || strstr(text, "fence.proxy") != NULL) {
+    emu_error(E, op, "emu lowering: unsupported wgmma inline PTX '%s'", text);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 /* The PTX approximations of lower_math.c, as kiln_emu_approx_f32(op, x): host math, or the
  * GPU's worst case under the emulator's pessimistic math mode. op is the instruction's index in
  * kiln_gpu_approx_ptx, whose order is KilnEmuApprox's (runtime/emu/kiln_emu.h). */
 static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
-  char text[256] = "";
+  char text[2048] = ""; /* the longest, wgmma m64n256k16, is about 760 characters */
   kiln_ir_get_str_attr(op, "asm_string", text, sizeof text);
+  if (lower_wgmma(E, b, op, text)) return;
   if (lower_pred_access(E, b, op, text)) return;
   if (strcmp(text, KILN_GPU_FENCE_PTX) == 0) { /* atomic_cas's fence: the host's own */
     MlirNamedAttribute a =

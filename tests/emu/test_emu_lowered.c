@@ -8,12 +8,15 @@
  *   - emu_ok: shared memory exchange across warps and a butterfly shuffle, values checked;
  *   - emu_diverge: half a warp at bar.sync, the other half at a warp shuffle: the launch must
  *     fail with KILN_RT_ERROR_LAUNCH and the emulator's deadlock report, not hang;
- *   - emu_trap: one thread traps: KILN_RT_ERROR_LAUNCH naming the trap.
+ *   - emu_trap: one thread traps: KILN_RT_ERROR_LAUNCH naming the trap;
+ *   - emu_wgmma: sm_90's wgmma as the lowering writes it (gpu/wgmma.c's texts), descriptors
+ *     built from the low bits of the shared arena's address (ptrtoint), D against a matmul.
  * Kiln source cannot express per-thread divergence (control flow is uniform per program), which
  * is why these kernels are written below the language.
  */
 #include "../common/check.h"
 #include "emu_ir_load.h"
+#include "kiln_base.h"
 #include "kiln_gpu.h"
 #include "kiln_mlir.h"
 
@@ -22,6 +25,7 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +110,112 @@ static const char *const TRAP_IR =
     "  }\n"
     "}\n";
 
+/* 128 threads, one warpgroup: the 640 words of `in` (A, 64x16 f16, K-major core matrices with
+ * LBO 128 and SBO 256 at byte 0; B, 16x8, the same at byte 2048) go to shared memory; after the
+ * barrier and the async-proxy fence each thread runs m64n8k16 on accumulators 1.0 with
+ * descriptors whose start is the low 18 bits of the arena's address, and stores its four
+ * results to out[4 t + i]. */
+static const char *const WGMMA_IR =
+    "module attributes {kiln.gpu.smem_bytes = 2560 : i64} {\n"
+    "  llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : "
+    "!llvm.array<2560 x i8> {\n"
+    "    %0 = llvm.mlir.undef : !llvm.array<2560 x i8>\n"
+    "    llvm.return %0 : !llvm.array<2560 x i8>\n"
+    "  }\n"
+    "  llvm.func @emu_wgmma(%in: !llvm.ptr<1>, %out: !llvm.ptr<1>) attributes {nvvm.kernel, "
+    "nvvm.maxntid = array<i32: 128, 1, 1>} {\n"
+    "    %c0 = llvm.mlir.constant(0 : i32) : i32\n"
+    "    %c128 = llvm.mlir.constant(128 : i32) : i32\n"
+    "    %c256 = llvm.mlir.constant(256 : i32) : i32\n"
+    "    %c384 = llvm.mlir.constant(384 : i32) : i32\n"
+    "    %c512 = llvm.mlir.constant(512 : i32) : i32\n"
+    "    %c4 = llvm.mlir.constant(4 : i32) : i32\n"
+    "    %c0x = llvm.mlir.constant(0 : i32) : i32\n"
+    "    %c1x = llvm.mlir.constant(1 : i32) : i32\n"
+    "    %c2x = llvm.mlir.constant(2 : i32) : i32\n"
+    "    %c3x = llvm.mlir.constant(3 : i32) : i32\n"
+    "    %one = llvm.mlir.constant(1.0 : f32) : f32\n"
+    "    %low = llvm.mlir.constant(262143 : i64) : i64\n"
+    "    %sh4 = llvm.mlir.constant(4 : i64) : i64\n"
+    "    %b2048 = llvm.mlir.constant(2048 : i64) : i64\n"
+    "    %fields = llvm.mlir.constant(68720001024 : i64) : i64\n"
+    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+    "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
+    "    %i0 = llvm.add %t, %c0 : i32\n"
+    "    %g0 = llvm.getelementptr %in[%i0] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %v0 = llvm.load %g0 : !llvm.ptr<1> -> i32\n"
+    "    %s0 = llvm.getelementptr %smem[%i0] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
+    "    llvm.store %v0, %s0 : i32, !llvm.ptr<3>\n"
+    "    %i1 = llvm.add %t, %c128 : i32\n"
+    "    %g1 = llvm.getelementptr %in[%i1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %v1 = llvm.load %g1 : !llvm.ptr<1> -> i32\n"
+    "    %s1 = llvm.getelementptr %smem[%i1] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
+    "    llvm.store %v1, %s1 : i32, !llvm.ptr<3>\n"
+    "    %i2 = llvm.add %t, %c256 : i32\n"
+    "    %g2 = llvm.getelementptr %in[%i2] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %v2 = llvm.load %g2 : !llvm.ptr<1> -> i32\n"
+    "    %s2 = llvm.getelementptr %smem[%i2] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
+    "    llvm.store %v2, %s2 : i32, !llvm.ptr<3>\n"
+    "    %i3 = llvm.add %t, %c384 : i32\n"
+    "    %g3 = llvm.getelementptr %in[%i3] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %v3 = llvm.load %g3 : !llvm.ptr<1> -> i32\n"
+    "    %s3 = llvm.getelementptr %smem[%i3] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
+    "    llvm.store %v3, %s3 : i32, !llvm.ptr<3>\n"
+    "    %i4 = llvm.add %t, %c512 : i32\n"
+    "    %g4 = llvm.getelementptr %in[%i4] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %v4 = llvm.load %g4 : !llvm.ptr<1> -> i32\n"
+    "    %s4 = llvm.getelementptr %smem[%i4] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
+    "    llvm.store %v4, %s4 : i32, !llvm.ptr<3>\n"
+    "    nvvm.barrier0\n"
+    "    llvm.inline_asm has_side_effects \"fence.proxy.async.shared::cta;\", \"\" : () -> ()\n"
+    "    %sp = llvm.ptrtoint %smem : !llvm.ptr<3> to i64\n"
+    "    %la = llvm.and %sp, %low : i64\n"
+    "    %sa = llvm.lshr %la, %sh4 : i64\n"
+    "    %da = llvm.or %sa, %fields : i64\n"
+    "    %spb = llvm.add %sp, %b2048 : i64\n"
+    "    %lb = llvm.and %spb, %low : i64\n"
+    "    %sb = llvm.lshr %lb, %sh4 : i64\n"
+    "    %db = llvm.or %sb, %fields : i64\n"
+    "    %f = llvm.inline_asm has_side_effects \"wgmma.fence.sync.aligned;\", "
+    "\"=f,=f,=f,=f,0,1,2,3\" %one, %one, %one, %one : (f32, f32, f32, f32) -> !llvm.struct<(f32, "
+    "f32, f32, f32)>\n"
+    "    %f0 = llvm.extractvalue %f[0] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %f1 = llvm.extractvalue %f[1] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %f2 = llvm.extractvalue %f[2] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %f3 = llvm.extractvalue %f[3] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %m = llvm.inline_asm has_side_effects \"{\\0A.reg .pred p;\\0Asetp.eq.u32 p, 1, "
+    "1;\\0Awgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, $8, $9, p, 1, 1, "
+    "0, 0;\\0A}\", \"=f,=f,=f,=f,0,1,2,3,l,l\" %f0, %f1, %f2, %f3, %da, %db : (f32, f32, f32, "
+    "f32, i64, i64) -> !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    llvm.inline_asm has_side_effects \"wgmma.commit_group.sync.aligned;\", \"\" : () -> ()\n"
+    "    %m0 = llvm.extractvalue %m[0] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %m1 = llvm.extractvalue %m[1] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %m2 = llvm.extractvalue %m[2] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %m3 = llvm.extractvalue %m[3] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %w = llvm.inline_asm has_side_effects \"wgmma.wait_group.sync.aligned 0;\", "
+    "\"=f,=f,=f,=f,0,1,2,3\" %m0, %m1, %m2, %m3 : (f32, f32, f32, f32) -> !llvm.struct<(f32, f32, "
+    "f32, f32)>\n"
+    "    %base = llvm.mul %t, %c4 : i32\n"
+    "    %w0 = llvm.extractvalue %w[0] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %j0 = llvm.add %base, %c0x : i32\n"
+    "    %o0 = llvm.getelementptr %out[%j0] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %w0, %o0 : f32, !llvm.ptr<1>\n"
+    "    %w1 = llvm.extractvalue %w[1] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %j1 = llvm.add %base, %c1x : i32\n"
+    "    %o1 = llvm.getelementptr %out[%j1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %w1, %o1 : f32, !llvm.ptr<1>\n"
+    "    %w2 = llvm.extractvalue %w[2] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %j2 = llvm.add %base, %c2x : i32\n"
+    "    %o2 = llvm.getelementptr %out[%j2] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %w2, %o2 : f32, !llvm.ptr<1>\n"
+    "    %w3 = llvm.extractvalue %w[3] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %j3 = llvm.add %base, %c3x : i32\n"
+    "    %o3 = llvm.getelementptr %out[%j3] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %w3, %o3 : f32, !llvm.ptr<1>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "}\n";
+
 static KilnRtStatus launch(KilnRtModule *mod, const char *name, uint32_t grid, uint32_t block,
                            void *out) {
   KilnRtFunction *fn = NULL;
@@ -114,6 +224,63 @@ static KilnRtStatus launch(KilnRtModule *mod, const char *name, uint32_t grid, u
   KilnRtLaunchConfig cfg = {.grid = {grid, 1, 1}, .block_threads = block};
   void *args[] = {&out};
   return kiln_rt_launch(fn, &cfg, args, NULL);
+}
+
+/* Byte offset of element (x, k) in WGMMA_IR's layout: K-major 8x8 core matrices, LBO 128 (the
+ * k halves), SBO 256 (the groups of 8 rows or columns). */
+static uint32_t core_offset(uint32_t x, uint32_t k) {
+  return (x / 8) * 256 + (k / 8) * 128 + (x % 8) * 16 + (k % 8) * 2;
+}
+
+/* emu_wgmma: A and B placed on the host, D = 1 + A B checked per thread's fragment (register i
+ * of thread t: row 16 (t / 32) + (t % 32) / 4 + 8 (i / 2), column 2 (t % 4) + i % 2) within
+ * 1e-5 of |1| + sum |A B| (f32 sums of 17 terms err by at most 17 * 2^-24 of that). */
+static void run_wgmma(KilnRtDevice *dev) {
+  uint16_t *in = NULL;
+  float *out = NULL;
+  CHECK(kiln_rt_malloc(dev, 2560, (void **)&in) == KILN_RT_OK, "malloc");
+  CHECK(kiln_rt_malloc(dev, 512 * sizeof *out, (void **)&out) == KILN_RT_OK, "malloc");
+  KilnRtModule *mod = in && out ? emu_ir_load(dev, WGMMA_IR, "emu_wgmma") : NULL;
+  if (!mod) return;
+  float a[64][16], b[16][8];
+  uint32_t seed = 7;
+  memset(in, 0, 2560);
+  for (uint32_t x = 0; x < 64; x++)
+    for (uint32_t k = 0; k < 16; k++) {
+      seed = seed * 1664525u + 1013904223u;
+      uint16_t h = kiln_f32_to_f16((float)((seed >> 8) % 2001) / 1000.0f - 1.0f);
+      a[x][k] = kiln_f16_to_f32(h);
+      in[core_offset(x, k) / 2] = h;
+      if (x < 8) {
+        seed = seed * 1664525u + 1013904223u;
+        h = kiln_f32_to_f16((float)((seed >> 8) % 2001) / 1000.0f - 1.0f);
+        b[k][x] = kiln_f16_to_f32(h);
+        in[(2048 + core_offset(x, k)) / 2] = h;
+      }
+    }
+  KilnRtFunction *fn = NULL;
+  KilnRtStatus st = kiln_rt_module_get_function(mod, "emu_wgmma", &fn);
+  if (st == KILN_RT_OK) {
+    KilnRtLaunchConfig cfg = {.grid = {1, 1, 1}, .block_threads = 128};
+    void *args[] = {&in, &out};
+    st = kiln_rt_launch(fn, &cfg, args, NULL);
+  }
+  CHECK(st == KILN_RT_OK, "emu_wgmma launch: %s", kiln_rt_last_error());
+  int bad = 0;
+  for (uint32_t t = 0; st == KILN_RT_OK && t < 128; t++)
+    for (uint32_t i = 0; i < 4; i++) {
+      uint32_t row = 16 * (t / 32) + (t % 32) / 4 + 8 * (i / 2), col = 2 * (t % 4) + i % 2;
+      double ref = 1, mag = 1;
+      for (uint32_t k = 0; k < 16; k++) {
+        ref += (double)a[row][k] * b[k][col];
+        mag += fabs((double)a[row][k] * b[k][col]);
+      }
+      bad += !(fabs(out[4 * t + i] - ref) <= 1e-5 * mag);
+    }
+  CHECK(bad == 0, "emu_wgmma: %d of 512 results wrong", bad);
+  kiln_rt_module_destroy(mod);
+  kiln_rt_free(dev, in);
+  kiln_rt_free(dev, out);
 }
 
 int main(void) {
@@ -162,6 +329,8 @@ int main(void) {
     printf("emu_trap: %s\n", kiln_rt_last_error());
     kiln_rt_module_destroy(mod);
   }
+
+  run_wgmma(dev);
 
   kiln_rt_free(dev, out);
   kiln_rt_device_destroy(dev);

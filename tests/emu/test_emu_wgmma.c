@@ -1,0 +1,364 @@
+/* wgmma.mma_async m64nNk16 on the emulator: random f16 / bf16 A (64x16) and B (16xn) are placed
+ * in shared memory by a C rendering of the PTX ISA's canonical layouts (K-major and MN-major;
+ * interleaved core matrices and the 32-, 64- and 128-byte swizzles), the kernel builds the
+ * descriptors from its shared pointers and calls kiln_emu_wgmma on nonzero accumulators, and D
+ * must equal a double-precision matmul + C.  Also: two warpgroups with their own descriptors;
+ * the K-major 64-byte-swizzled rows the GPU lowering stages (BK = 32, one k16 step per start
+ * address); a copy swizzled one way read with another mode must give wrong numbers (the layout
+ * matters); and the errors (out-of-bounds descriptor, base_offset, bad n, a block that is not
+ * whole warpgroups, unwritten shared memory under initcheck). */
+#include "emu_test.h"
+
+#include <math.h>
+
+enum { MODE_INTERLEAVE = 0, MODE_128 = 1, MODE_64 = 2, MODE_32 = 3 };
+#define MAX_N      256
+#define MAX_GROUPS 2
+#define ARENA      (96 * 1024)
+
+/* One operand as placed: its element bits by (x, k), its layout and the descriptor fields. */
+typedef struct Operand {
+  uint32_t trans, mode, base, lbo, sbo; /* bytes */
+  uint32_t extent;                      /* x extent: 64 rows of A, or n columns of B */
+} Operand;
+
+typedef struct Problem {
+  uint32_t n, bf16, groups, threads;
+  Operand a[MAX_GROUPS], b[MAX_GROUPS];
+  uint16_t av[MAX_GROUPS][64][16];    /* A(m, k) bits */
+  uint16_t bv[MAX_GROUPS][16][MAX_N]; /* B(k, n) bits */
+  float c[MAX_GROUPS][64][MAX_N], d[MAX_GROUPS][64][MAX_N];
+  uint32_t shared_bytes;
+  unsigned char image[ARENA]; /* the arena as the kernel copies it in */
+} Problem;
+
+static uint32_t width_of(uint32_t mode) {
+  static const uint32_t w[4] = {0, 128, 64, 32};
+  return w[mode];
+}
+
+/* The swizzle of a byte address: in each 128-byte row of 8 chunks of 16 bytes, chunk c of row r
+ * moves to c ^ (r % (W / 16)), the pattern repeating every W / 16 rows (8 W bytes). */
+static uint32_t swizzle(uint32_t addr, uint32_t width) {
+  if (!width) return addr;
+  uint32_t chunk = (addr / 16) % 8, row = addr / 128;
+  return addr - 16 * chunk + 16 * (chunk ^ (row % (width / 16)));
+}
+
+/* Byte address of element (x, k) in the canonical layout of o (PTX ISA, "Shared Memory Matrix
+ * Layout"): K-major rows of x hold k contiguously (core matrices of 8 x by 16 bytes of k, or one
+ * W-byte swizzled row per x); MN-major rows of k hold x contiguously. */
+static uint32_t place_addr(const Operand *o, uint32_t x, uint32_t k) {
+  uint32_t W = width_of(o->mode), a;
+  if (!o->trans && !W) /* 8x8 core matrices: x groups SBO apart, k halves LBO apart */
+    a = o->base + (x / 8) * o->sbo + (k / 8) * o->lbo + (x % 8) * 16 + (k % 8) * 2;
+  else if (!o->trans) /* 8 rows of W bytes per atom, atoms SBO apart */
+    a = o->base + (x / 8) * o->sbo + (x % 8) * W + k * 2;
+  else if (!W) /* core matrices of 8 k rows by 8 x: x groups SBO apart, k halves LBO apart */
+    a = o->base + (x / 8) * o->sbo + (k / 8) * o->lbo + (k % 8) * 16 + (x % 8) * 2;
+  else /* k rows of W bytes (W / 2 x each); k octets SBO apart, x blocks of W / 2 LBO apart */
+    a = o->base + (x / (W / 2)) * o->lbo + (k / 8) * o->sbo + (k % 8) * W + (x % (W / 2)) * 2;
+  return swizzle(a, W);
+}
+
+/* LBO and SBO for a layout packed from o->base: `alt` picks the other order of the blocks of the
+ * interleaved layouts (so that LBO and SBO both matter); returns the bytes used. */
+static uint32_t choose_strides(Operand *o, int alt) {
+  uint32_t W = width_of(o->mode), groups = (o->extent + 7) / 8;
+  if (!W) { /* two core matrices along k per x group, or all x groups of one k half first */
+    o->lbo = alt ? groups * 128 : 128;
+    o->sbo = alt ? 128 : 256;
+    return groups * 256;
+  }
+  if (!o->trans) { /* atoms of 8 rows one after the other; LBO unused */
+    o->lbo = 16;
+    o->sbo = 8 * W;
+    return groups * 8 * W;
+  }
+  uint32_t blocks = (o->extent + W / 2 - 1) / (W / 2); /* x blocks, each two k octets */
+  o->sbo = 8 * W;
+  o->lbo = 16 * W;
+  return blocks * 16 * W;
+}
+
+static uint64_t descriptor(uint32_t start, const Operand *o) {
+  return (uint64_t)((start >> 4) & 0x3fff) | (uint64_t)((o->lbo >> 4) & 0x3fff) << 16 |
+         (uint64_t)((o->sbo >> 4) & 0x3fff) << 32 | (uint64_t)o->mode << 62;
+}
+
+static float value(const Problem *P, uint16_t h) {
+  return P->bf16 ? kiln_emu_bf16_to_f32(h) : kiln_emu_f16_to_f32(h);
+}
+
+/* A shared store as lowered code makes it: bracketed by the checkers' calls, so that initcheck
+ * and racecheck see the bytes the MMA reads as written before the barrier. */
+static void store_shared(void *dst, const void *src, uint32_t bytes) {
+  kiln_emu_shared_access(dst, bytes, bytes, KILN_EMU_ACCESS_STORE);
+  memcpy(dst, src, bytes);
+  kiln_emu_shared_access(dst, bytes, bytes, KILN_EMU_ACCESS_STORED);
+}
+
+/* Each thread copies its share of the image in, the block meets, then each thread runs the MMA
+ * on its fragment of C (register 4j + i: row 16w + g + 8 (i / 2), column 8j + 2q + (i % 2)) with
+ * its warpgroup's descriptors, whose start is the low 18 bits of a shared pointer. */
+static void wgmma_kernel(void **args) {
+  Problem *P = *(Problem **)args[0];
+  unsigned char *smem = kiln_emu_shared_base();
+  uint32_t tid = kiln_emu_tid_x(), nt = P->threads;
+  for (uint32_t i = tid; i < P->shared_bytes / 4; i += nt)
+    store_shared(smem + 4 * i, P->image + 4 * i, 4);
+  kiln_emu_barrier0();
+  uint32_t grp = tid / 128, tw = tid % 128, w = tw / 32, l = tw % 32, g = l / 4, q = l % 4;
+  float acc[MAX_N / 2];
+  for (uint32_t r = 0; r < P->n / 2; r++)
+    acc[r] = P->c[grp][16 * w + g + 8 * (r % 4 / 2)][8 * (r / 4) + 2 * q + r % 2];
+  const Operand *a = &P->a[grp], *b = &P->b[grp];
+  uint64_t da = descriptor((uint32_t)((uintptr_t)(smem + a->base) & 0x3ffff), a);
+  uint64_t db = descriptor((uint32_t)((uintptr_t)(smem + b->base) & 0x3ffff), b);
+  kiln_emu_wgmma(acc, P->n, P->bf16, a->trans, b->trans, da, db);
+  for (uint32_t r = 0; r < P->n / 2; r++)
+    P->d[grp][16 * w + g + 8 * (r % 4 / 2)][8 * (r / 4) + 2 * q + r % 2] = acc[r];
+}
+
+static float rnd(uint32_t *s) { return (float)(emu_rand(s) % 20001) / 10000.0f - 1.0f; }
+
+static uint16_t narrow(const Problem *P, float v) {
+  return P->bf16 ? kiln_emu_f32_to_bf16(v) : kiln_emu_f32_to_f16(v);
+}
+
+/* Random A, B and C for every warpgroup; operands placed one after the other, 1024-aligned. */
+static void fill(Problem *P, uint32_t seed, int alt) {
+  uint32_t at = 0;
+  for (uint32_t grp = 0; grp < P->groups; grp++) {
+    for (uint32_t m = 0; m < 64; m++)
+      for (uint32_t k = 0; k < 16; k++) P->av[grp][m][k] = narrow(P, rnd(&seed));
+    for (uint32_t k = 0; k < 16; k++)
+      for (uint32_t j = 0; j < P->n; j++) P->bv[grp][k][j] = narrow(P, rnd(&seed));
+    for (uint32_t m = 0; m < 64; m++)
+      for (uint32_t j = 0; j < P->n; j++) P->c[grp][m][j] = rnd(&seed);
+    Operand *ops[2] = {&P->a[grp], &P->b[grp]};
+    for (int o = 0; o < 2; o++) {
+      ops[o]->extent = o ? P->n : 64;
+      ops[o]->base = at;
+      at += (choose_strides(ops[o], alt) + 1023) / 1024 * 1024;
+    }
+    for (uint32_t m = 0; m < 64; m++)
+      for (uint32_t k = 0; k < 16; k++)
+        memcpy(P->image + place_addr(&P->a[grp], m, k), &P->av[grp][m][k], 2);
+    for (uint32_t k = 0; k < 16; k++)
+      for (uint32_t j = 0; j < P->n; j++)
+        memcpy(P->image + place_addr(&P->b[grp], j, k), &P->bv[grp][k][j], 2);
+  }
+  P->shared_bytes = at;
+}
+
+/* Elements of D off the double-precision A B + C by more than 1e-5 of their magnitude
+ * |C| + sum |A B|: the products are exact in f32 and the 16 additions onto C each round by at
+ * most 2^-24 of a partial sum, so f32 stays within 17 * 2^-24 = 1.0e-6 of that magnitude (a
+ * tenth of the tolerance), while a wrong element or a lost product moves D by a sizable part
+ * of it (the values are in [-1, 1]). */
+static int mismatches(const Problem *P) {
+  int bad = 0;
+  for (uint32_t grp = 0; grp < P->groups; grp++)
+    for (uint32_t m = 0; m < 64; m++)
+      for (uint32_t j = 0; j < P->n; j++) {
+        double ref = P->c[grp][m][j], mag = fabs(ref);
+        for (uint32_t k = 0; k < 16; k++) {
+          double p = (double)value(P, P->av[grp][m][k]) * value(P, P->bv[grp][k][j]);
+          ref += p;
+          mag += fabs(p);
+        }
+        bad += !(fabs(P->d[grp][m][j] - ref) <= 1e-5 * mag);
+      }
+  return bad;
+}
+
+static Problem *problem(uint32_t n, uint32_t bf16, uint32_t groups) {
+  Problem *P = calloc(1, sizeof *P);
+  P->n = n;
+  P->bf16 = bf16;
+  P->groups = groups;
+  P->threads = 128 * groups;
+  return P;
+}
+
+static KilnEmuStatus launch(Problem *P, uint32_t checks) {
+  void *args[] = {&P};
+  KilnEmuLaunch cfg = emu_cfg(1, 1, 1, P->threads, P->shared_bytes, 1);
+  cfg.checks = checks;
+  return kiln_emu_launch(wgmma_kernel, &cfg, args);
+}
+
+/* Places and runs one case; returns the mismatching elements (-1 when the launch failed).
+ * `read_mode` >= 0 reads A and B with that mode instead of the one they were placed with. */
+static int run_case(uint32_t n, uint32_t bf16, uint32_t groups, const uint32_t trans[2],
+                    const uint32_t mode[2], int alt, uint32_t seed, int read_mode) {
+  Problem *P = problem(n, bf16, groups);
+  for (uint32_t grp = 0; grp < groups; grp++) {
+    P->a[grp] = (Operand){.trans = trans[0], .mode = mode[0]};
+    P->b[grp] = (Operand){.trans = trans[1], .mode = mode[1]};
+  }
+  fill(P, seed, alt);
+  for (uint32_t grp = 0; read_mode >= 0 && grp < groups; grp++)
+    P->a[grp].mode = P->b[grp].mode = (uint32_t)read_mode;
+  if (read_mode >= 0) P->shared_bytes = ARENA; /* another layout may reach further */
+  KilnEmuStatus st = launch(P, KILN_EMU_CHECK_ALL);
+  CHECK(st == KILN_EMU_OK, "n %u bf16 %u trans %u%u modes %u%u: %s", n, bf16, trans[0], trans[1],
+        mode[0], mode[1], kiln_emu_last_error());
+  int bad = st == KILN_EMU_OK ? mismatches(P) : -1;
+  free(P);
+  return bad;
+}
+
+/* Every n, type, pair of transposes and pair of modes on one warpgroup; the interleaved layouts
+ * in both orders of their blocks. */
+static void all_layouts(void) {
+  static const uint32_t ns[4] = {8, 64, 128, 256};
+  uint32_t seed = 1, cases = 0;
+  for (int ni = 0; ni < 4; ni++)
+    for (uint32_t bf16 = 0; bf16 < 2; bf16++)
+      for (uint32_t t = 0; t < 4; t++)
+        for (uint32_t m = 0; m < 16; m++)
+          for (int alt = 0; alt < 2; alt++) {
+            uint32_t trans[2] = {t & 1, t >> 1}, mode[2] = {m & 3, m >> 2};
+            if (alt && mode[0] && mode[1]) continue; /* alt only changes interleaved layouts */
+            int bad = run_case(ns[ni], bf16, 1, trans, mode, alt, seed++, -1);
+            CHECK(bad == 0, "n %u %s trans_a %u trans_b %u mode_a %u mode_b %u alt %d: %d wrong",
+                  ns[ni], bf16 ? "bf16" : "f16", trans[0], trans[1], mode[0], mode[1], alt, bad);
+            cases++;
+          }
+  printf("wgmma: %u layouts on one warpgroup match the matmul\n", cases);
+}
+
+/* Two warpgroups, each its own A, B, C and descriptors (its 64 rows). */
+static void two_warpgroups(void) {
+  uint32_t seed = 1000;
+  for (uint32_t t = 0; t < 4; t++)
+    for (uint32_t m = 0; m < 4; m++) {
+      uint32_t trans[2] = {t & 1, t >> 1}, mode[2] = {m, 3 - m};
+      int bad = run_case(t % 2 ? 64 : 128, t / 2, 2, trans, mode, 0, seed++, -1);
+      CHECK(bad == 0, "two warpgroups trans %u%u modes %u%u: %d wrong", trans[0], trans[1], mode[0],
+            mode[1], bad);
+    }
+}
+
+/* The teeth: a copy swizzled one way read with another mode gives wrong numbers. */
+static void wrong_swizzle(void) {
+  uint32_t trans[2] = {0, 1}, mode[2] = {MODE_128, MODE_128};
+  for (int read = 0; read < 4; read++) {
+    if (read == MODE_128) continue;
+    int bad = run_case(64, 0, 1, trans, mode, 0, 77, read);
+    CHECK(bad > 64 * 64 / 2, "placed 128-byte swizzled, read as mode %d: only %d wrong", read, bad);
+  }
+  uint32_t inter[2] = {MODE_INTERLEAVE, MODE_INTERLEAVE};
+  CHECK(run_case(64, 1, 1, trans, inter, 1, 78, MODE_32) > 64 * 64 / 2);
+}
+
+/* ---- the lowering's staging: K-major, 64-byte rows of BK = 32 f16, chunk c of row r at
+ * c ^ ((r / 2) % 4); the k16 step kk starts 32 kk bytes into the rows. ---------------------- */
+
+typedef struct Staged {
+  uint32_t n, kk;
+  uint16_t a[64][32], b[64][32]; /* A(m, k) and B^T(n, k), k < 32 */
+  float d[64][64];
+} Staged;
+
+static uint32_t row_sw64(uint32_t r, uint32_t c) {
+  return r * 64 + ((c / 8) ^ ((r / 2) % 4)) * 16 + (c % 8) * 2;
+}
+
+static void staged_kernel(void **args) {
+  Staged *S = *(Staged **)args[0];
+  unsigned char *smem = kiln_emu_shared_base(); /* A at 0, B at 4096: both 512-byte aligned */
+  uint32_t tid = kiln_emu_tid_x();
+  for (uint32_t i = tid; i < 64 * 32; i += 128) {
+    store_shared(smem + row_sw64(i / 32, i % 32), &S->a[i / 32][i % 32], 2);
+    store_shared(smem + 4096 + row_sw64(i / 32, i % 32), &S->b[i / 32][i % 32], 2);
+  }
+  kiln_emu_barrier0();
+  uint32_t w = tid / 32, l = tid % 32, g = l / 4, q = l % 4;
+  /* mode 2 (64-byte swizzle), SBO 512 (8 rows of 64 bytes), LBO 1 (unused) */
+  uint64_t fields = (uint64_t)1 << 16 | (uint64_t)(512 >> 4) << 32 | (uint64_t)MODE_64 << 62;
+  uint64_t da = fields | (((uintptr_t)smem + 32 * S->kk) & 0x3ffff) >> 4;
+  uint64_t db = fields | (((uintptr_t)smem + 4096 + 32 * S->kk) & 0x3ffff) >> 4;
+  float acc[32] = {0};
+  kiln_emu_wgmma(acc, S->n, 0, 0, 0, da, db);
+  for (uint32_t r = 0; r < S->n / 2; r++)
+    S->d[16 * w + g + 8 * (r % 4 / 2)][8 * (r / 4) + 2 * q + r % 2] = acc[r];
+}
+
+static void lowering_rows(void) {
+  Staged *S = calloc(1, sizeof *S);
+  uint32_t seed = 4242;
+  for (uint32_t r = 0; r < 64; r++)
+    for (uint32_t c = 0; c < 32; c++) {
+      S->a[r][c] = kiln_emu_f32_to_f16(rnd(&seed));
+      S->b[r][c] = kiln_emu_f32_to_f16(rnd(&seed));
+    }
+  S->n = 64;
+  for (S->kk = 0; S->kk < 2; S->kk++) {
+    void *args[] = {&S};
+    KilnEmuLaunch cfg = emu_cfg(1, 1, 1, 128, 8192, 1);
+    cfg.checks = KILN_EMU_CHECK_ALL;
+    CHECK_LAUNCH(KILN_EMU_OK, staged_kernel, &cfg, args);
+    int bad = 0;
+    for (uint32_t m = 0; m < 64; m++)
+      for (uint32_t j = 0; j < 64; j++) {
+        double ref = 0, mag = 0;
+        for (uint32_t k = 16 * S->kk; k < 16 * S->kk + 16; k++) {
+          double p = (double)kiln_emu_f16_to_f32(S->a[m][k]) * kiln_emu_f16_to_f32(S->b[j][k]);
+          ref += p;
+          mag += fabs(p);
+        }
+        bad += !(fabs(S->d[m][j] - ref) <= 1e-5 * mag);
+      }
+    CHECK(bad == 0, "SW64 rows of the lowering, k step %u: %d wrong", S->kk, bad);
+  }
+  free(S);
+}
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+typedef struct Bad {
+  uint32_t n;
+  uint64_t da, db;
+} Bad;
+
+static void bad_kernel(void **args) {
+  Bad *B = *(Bad **)args[0];
+  float acc[128] = {0};
+  kiln_emu_wgmma(acc, B->n, 0, 0, 0, B->da, B->db);
+}
+
+static void expect_error(uint32_t threads, uint32_t shared, uint32_t checks, Bad B,
+                         KilnEmuStatus want, const char *needle) {
+  Bad *p = &B;
+  void *args[] = {&p};
+  KilnEmuLaunch cfg = emu_cfg(1, 1, 1, threads, shared, 1);
+  cfg.checks = checks;
+  CHECK_LAUNCH(want, bad_kernel, &cfg, args);
+  CHECK(strstr(kiln_emu_last_error(), needle) != NULL, "message '%s' lacks '%s'",
+        kiln_emu_last_error(), needle);
+}
+
+static void errors(void) {
+  /* K-major interleaved, SBO 256: rows up to 63 reach 7 * 256 + 128 + ... past a 1024 arena */
+  uint64_t ok = (uint64_t)(128 >> 4) << 16 | (uint64_t)(256 >> 4) << 32;
+  expect_error(128, 1024, 0, (Bad){8, ok, ok}, KILN_EMU_ERROR_MEMORY, "outside the 1024-byte");
+  expect_error(128, 4096, 0, (Bad){8, ok | (uint64_t)3 << 49, ok}, KILN_EMU_ERROR_INVALID_OP,
+               "base_offset 3");
+  expect_error(128, 4096, 0, (Bad){12, ok, ok}, KILN_EMU_ERROR_INVALID_OP, "n = 12");
+  expect_error(64, 4096, 0, (Bad){8, ok, ok}, KILN_EMU_ERROR_INVALID_OP, "warpgroups");
+  /* nothing written: initcheck names the operand */
+  expect_error(128, 4096, KILN_EMU_CHECK_INIT, (Bad){8, ok, ok}, KILN_EMU_ERROR_UNINIT,
+               "wgmma A element");
+}
+
+int main(void) {
+  all_layouts();
+  two_warpgroups();
+  wrong_swizzle();
+  lowering_rows();
+  errors();
+  return kiln_check_result("emu.wgmma");
+}

@@ -1,0 +1,173 @@
+/* wgmma_ptx_test.c - the wgmma inline PTX of mlir-dialect/gpu/wgmma.c: written and parsed back
+ * for every n, operand type and pair of transposes; the exact text of one case; refusals (bad
+ * arguments, a buffer too small, texts the writer would not produce); the constraints and the
+ * wait.  With a ptxas path as argument (`--ptxas PATH`), the MMA at n = 8, 128 and 256 is
+ * assembled for sm_90a inside a small hand-written kernel, with the fences, the commit and the
+ * wait around it; exit 77 (a skip) when that ptxas does not exist. */
+#include "../common/check.h"
+#include "gpu_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void round_trips(void) {
+  char buf[2048];
+  int cases = 0;
+  for (int n = 8; n <= 256; n += 8)
+    for (int bf16 = 0; bf16 < 2; bf16++)
+      for (int t = 0; t < 4; t++) {
+        int len = kiln_gpu_wgmma_ptx(buf, sizeof buf, n, bf16, t & 1, t >> 1);
+        CHECK(len > 0 && (size_t)len == strlen(buf), "n %d: length %d", n, len);
+        int pn = -1, ta = -1, tb = -1;
+        bool pbf = !bf16;
+        CHECK(kiln_gpu_wgmma_parse(buf, &pn, &pbf, &ta, &tb), "n %d: not parsed back", n);
+        CHECK(pn == n && pbf == (bool)bf16 && ta == (t & 1) && tb == (t >> 1),
+              "n %d bf16 %d t %d: parsed as n %d bf16 %d ta %d tb %d", n, bf16, t, pn, pbf, ta, tb);
+        cases++;
+      }
+  CHECK(cases == 32 * 8);
+}
+
+static void exact_text(void) {
+  char buf[512];
+  kiln_gpu_wgmma_ptx(buf, sizeof buf, 16, true, 0, 1);
+  const char *want = "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
+                     "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+                     "{$0, $1, $2, $3, $4, $5, $6, $7}, $16, $17, p, 1, 1, 0, 1;\n}";
+  CHECK(strcmp(buf, want) == 0, "got:\n%s", buf);
+  char cons[128];
+  kiln_gpu_wgmma_constraints(cons, sizeof cons, 4, true);
+  CHECK(strcmp(cons, "=f,=f,=f,=f,0,1,2,3,l,l") == 0, "got %s", cons);
+  kiln_gpu_wgmma_constraints(cons, sizeof cons, 4, false);
+  CHECK(strcmp(cons, "=f,=f,=f,=f,0,1,2,3") == 0, "got %s", cons);
+  CHECK(kiln_gpu_wgmma_constraints(cons, 10, 4, true) == -1);
+}
+
+static void refusals(void) {
+  char buf[2048];
+  static const int bad_n[] = {0, 4, 12, 260, 264, -8};
+  for (size_t i = 0; i < sizeof bad_n / sizeof bad_n[0]; i++)
+    CHECK(kiln_gpu_wgmma_ptx(buf, sizeof buf, bad_n[i], false, 0, 0) == -1, "n %d", bad_n[i]);
+  CHECK(kiln_gpu_wgmma_ptx(buf, sizeof buf, 64, false, 2, 0) == -1);
+  CHECK(kiln_gpu_wgmma_ptx(buf, sizeof buf, 64, false, 0, -1) == -1);
+  int len = kiln_gpu_wgmma_ptx(buf, sizeof buf, 256, false, 1, 1);
+  CHECK(len > 700 && len < 1000, "n 256: %d characters", len);
+  char small[1024];
+  for (int cap = 1; cap <= len; cap += 37) /* every cap short of the text refuses */
+    CHECK(kiln_gpu_wgmma_ptx(small, (size_t)cap, 256, false, 1, 1) == -1, "cap %d", cap);
+  CHECK(kiln_gpu_wgmma_ptx(small, (size_t)len, 256, false, 1, 1) == -1);
+  CHECK(kiln_gpu_wgmma_ptx(small, (size_t)len + 1, 256, false, 1, 1) == len);
+
+  /* texts the writer would not produce */
+  kiln_gpu_wgmma_ptx(buf, sizeof buf, 8, false, 0, 0);
+  int n = 0, ta = 0, tb = 0;
+  bool bf16 = false;
+  static const char *const from[] = {
+      "m64n8k16", "{$0, $1, $2, $3}", "$8, $9", "f16.f16", "1, 1, 0, 0", "\n}", "setp"};
+  static const char *const to[] = {"m64n16k16", "{$0, $1, $2}", "$9, $8", "f16.bf16", "1, 1, 0, 2",
+                                   "}",         "set"};
+  for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+    char changed[2048];
+    const char *at = strstr(buf, from[i]);
+    CHECK(at != NULL, "'%s' not in the text", from[i]);
+    if (!at) continue;
+    snprintf(changed, sizeof changed, "%.*s%s%s", (int)(at - buf), buf, to[i],
+             at + strlen(from[i]));
+    CHECK(!kiln_gpu_wgmma_parse(changed, &n, &bf16, &ta, &tb), "accepted:\n%s", changed);
+  }
+  char longer[2064];
+  snprintf(longer, sizeof longer, "%s ", buf);
+  CHECK(!kiln_gpu_wgmma_parse(longer, &n, &bf16, &ta, &tb));
+  CHECK(!kiln_gpu_wgmma_parse("", &n, &bf16, &ta, &tb));
+  CHECK(!kiln_gpu_wgmma_parse(NULL, &n, &bf16, &ta, &tb));
+}
+
+static void waits(void) {
+  int k = -1;
+  CHECK(kiln_gpu_wgmma_wait_parse(KILN_GPU_WGMMA_WAIT_PTX "0;", &k) && k == 0);
+  CHECK(kiln_gpu_wgmma_wait_parse(KILN_GPU_WGMMA_WAIT_PTX "1;", &k) && k == 1);
+  static const char *const bad[] = {KILN_GPU_WGMMA_WAIT_PTX ";",   KILN_GPU_WGMMA_WAIT_PTX "1",
+                                    KILN_GPU_WGMMA_WAIT_PTX "1; ", KILN_GPU_WGMMA_WAIT_PTX "-1;",
+                                    KILN_GPU_WGMMA_WAIT_PTX " 1;", "wgmma.wait_group 0;"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    k = -7;
+    CHECK(!kiln_gpu_wgmma_wait_parse(bad[i], &k) && k == -7, "accepted '%s'", bad[i]);
+  }
+}
+
+/* The MMA's text with $i made registers: %f<i> for the accumulators, %rd0 and %rd1 for the
+ * descriptors (the tied inputs are the same registers, as LLVM assigns them). */
+static void substitute(const char *text, int regs, char *out, size_t cap) {
+  size_t o = 0;
+  for (const char *p = text; *p && o + 16 < cap; p++) {
+    if (*p != '$') {
+      out[o++] = *p;
+      continue;
+    }
+    int i = (int)strtol(p + 1, (char **)&p, 10);
+    p--;
+    o += (size_t)(i < regs ? snprintf(out + o, cap - o, "%%f%d", i)
+                           : snprintf(out + o, cap - o, "%%rd%d", i - 2 * regs));
+  }
+  out[o] = '\0';
+}
+
+/* A kernel around one MMA: descriptors from a parameter, accumulators zero, the results stored. */
+static char *kernel_ptx(int n, bool bf16, int ta, int tb) {
+  int regs = n / 2;
+  char text[2048], body[4096];
+  KILN_ASSERT(kiln_gpu_wgmma_ptx(text, sizeof text, n, bf16, ta, tb) > 0);
+  substitute(text, regs, body, sizeof body);
+  size_t cap = 16384 + (size_t)regs * 64;
+  char *ptx = malloc(cap);
+  KILN_ASSERT(ptx != NULL);
+  int len = snprintf(ptx, cap,
+                     ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                     ".visible .entry k(.param .u64 out, .param .u64 desc)\n{\n"
+                     ".reg .f32 %%f<%d>;\n.reg .b64 %%rd<4>;\n"
+                     "ld.param.u64 %%rd0, [desc];\nadd.s64 %%rd1, %%rd0, 64;\n"
+                     "ld.param.u64 %%rd2, [out];\ncvta.to.global.u64 %%rd2, %%rd2;\n",
+                     regs);
+  for (int i = 0; i < regs; i++)
+    len += snprintf(ptx + len, cap - (size_t)len, "mov.f32 %%f%d, 0f00000000;\n", i);
+  len += snprintf(ptx + len, cap - (size_t)len, "%s\n%s\n%s\n%s\n%s0;\n",
+                  KILN_GPU_FENCE_PROXY_ASYNC_PTX, KILN_GPU_WGMMA_FENCE_PTX, body,
+                  KILN_GPU_WGMMA_COMMIT_PTX, KILN_GPU_WGMMA_WAIT_PTX);
+  for (int i = 0; i < regs; i++)
+    len += snprintf(ptx + len, cap - (size_t)len, "st.global.f32 [%%rd2+%d], %%f%d;\n", 4 * i, i);
+  snprintf(ptx + len, cap - (size_t)len, "ret;\n}\n");
+  return ptx;
+}
+
+static void assemble(const char *ptxas) {
+  static const int ns[3] = {8, 128, 256};
+  for (int i = 0; i < 3; i++) {
+    char *ptx = kernel_ptx(ns[i], i == 1, i == 2, i != 0);
+    char *log = NULL;
+    KilnGpuPtxasInfo info;
+    KilnMlirStatus st = kiln_gpu_ptxas(ptxas, ptx, "sm_90a", NULL, NULL, &info, &log);
+    CHECK(st == KILN_MLIR_OK, "n %d does not assemble:\n%s\n%s", ns[i], log ? log : "", ptx);
+    if (st == KILN_MLIR_OK)
+      printf("n %d: assembled for sm_90a, %d registers\n", ns[i], info.registers);
+    free(log);
+    free(ptx);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--ptxas") == 0) {
+    if (access(argv[2], X_OK) != 0) {
+      printf("no ptxas at '%s': skipped\n", argv[2]);
+      return 77;
+    }
+    assemble(argv[2]);
+    return kiln_check_result("gpu.wgmma_ptxas");
+  }
+  round_trips();
+  exact_text();
+  refusals();
+  waits();
+  return kiln_check_result("gpu.wgmma_text");
+}
