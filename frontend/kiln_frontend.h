@@ -430,10 +430,11 @@ KilnTune *kiln_tune_get(const KilnCompilation *c, int i);
 
 /* Type-checks kernel `kernel_name` with its const params bound from bindings (entries named
  * num_warps / num_stages / min_blocks / wgmma set the kernel's fields of those names; unknown
- * names are an error).  On success stores the typed kernel in *out (owned by c; valid until the next sema call) and
- * returns true.  On failure returns false with errors in the diagnostics list.  Each call first
- * drops the diagnostics of the previous sema call (parse diagnostics stay) and resets the
- * scratch arena, so it may be called once per tuning configuration. */
+ * names are an error).  On success stores the typed kernel in *out (owned by c; valid until
+ * the next sema call) and returns true.  On failure returns false with errors in the
+ * diagnostics list.  Each call first drops the diagnostics of the previous sema call (parse
+ * diagnostics stay) and resets the scratch arena, so it may be called once per tuning
+ * configuration. */
 bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name,
                             const KilnBinding *bindings, size_t nbindings, KilnKernel **out);
 
@@ -442,8 +443,8 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name,
  * an error naming it.  Returns true when there were no errors. */
 bool kiln_sema_check_all(KilnCompilation *c);
 /* The same with values given on the command line (`kiln check -D NAME=VALUE`): each kernel that
- * has a const parameter NAME (or any kernel, for a meta name such as num_warps) takes the value over its
- * tune block's; a NAME no kernel has is an error. */
+ * has a const parameter NAME (or any kernel, for a meta name such as num_warps) takes the value
+ * over its tune block's; a NAME no kernel has is an error. */
 bool kiln_sema_check_all_bound(KilnCompilation *c, const KilnBinding *defines, size_t ndefines);
 
 size_t kiln_diag_count(const KilnCompilation *c);

@@ -269,7 +269,8 @@ static void check_call_where(KilnCompilation *c, const KilnTune *t, const KilnEx
 
 /* A preset's condition chooses between configurations of the block, so it may name what a
  * configuration binds: the block's parameters (a pinned type included) and the meta names
- * (num_warps, num_stages, min_blocks, wgmma). A key has a value per call, not per configuration, and anything else none. */
+ * (num_warps, num_stages, min_blocks, wgmma). A key has a value per call, not per
+ * configuration, and anything else none. */
 static void check_preset_cond(KilnCompilation *c, const KilnTune *t, const KilnTunePreset *pr,
                               const KilnExpr *e) {
   if (!e) return;
