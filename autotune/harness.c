@@ -200,7 +200,7 @@ static bool is_const_of(const KilnKernel *k, const char *name) {
   for (int i = 0; i < k->nparams; i++)
     if (k->params[i]->kind == KILN_DECL_CONST_PARAM && !strcmp(k->params[i]->name, name))
       return true;
-  return !strcmp(name, "num_warps") || !strcmp(name, "num_stages") || !strcmp(name, "min_blocks");
+  return kiln_meta_param_is(name);
 }
 
 /* Scalar entry a: a float parameter's number, or an integer expression over the entries written

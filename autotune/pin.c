@@ -57,16 +57,14 @@ static const KilnDecl *const_param(const KilnKernel *k, const char *name) {
   return NULL;
 }
 
-static bool is_launch_param(const char *name) {
-  return !strcmp(name, "num_warps") || !strcmp(name, "num_stages") || !strcmp(name, "min_blocks");
-}
-
 /* Whether pin q applies to kernel k; an error when it names the kernel's parameter with the
  * wrong kind of value (a type for an integer const, or the reverse). */
 static int pin_applies(const TunePin *q, const KilnKernel *k, char *err, size_t cap) {
-  if (is_launch_param(q->name)) {
-    if (q->is_type || q->value < 1) {
-      snprintf(err, cap, "-D %s expects a positive integer", q->name);
+  if (kiln_meta_param_is(q->name)) {
+    int64_t lo = kiln_meta_param_min(q->name), hi = kiln_meta_param_max(q->name);
+    if (q->is_type || q->value < lo || q->value > hi) {
+      snprintf(err, cap, "-D %s expects an integer in %lld..%lld", q->name, (long long)lo,
+               (long long)hi);
       return -1;
     }
     return 1;
@@ -84,7 +82,8 @@ static int pin_applies(const TunePin *q, const KilnKernel *k, char *err, size_t 
 
 static bool pinned_name(const TunePins *p, const KilnKernel *k, const char *name) {
   for (int i = 0; i < p->n; i++)
-    if (!strcmp(p->pins[i].name, name) && (is_launch_param(name) || const_param(k, name) != NULL))
+    if (!strcmp(p->pins[i].name, name) &&
+        (kiln_meta_param_is(name) || const_param(k, name) != NULL))
       return true;
   return false;
 }

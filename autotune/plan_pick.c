@@ -16,9 +16,7 @@ double tune_plan_resources(const KilnTuneConfig *cfg) {
   double r = cfg->num_warps;
   for (int i = 0; i < cfg->nbindings; i++) {
     const char *n = cfg->bindings[i].name;
-    if (strcmp(n, "num_warps") && strcmp(n, "num_stages") && strcmp(n, "min_blocks") &&
-        cfg->bindings[i].value > 0)
-      r *= (double)cfg->bindings[i].value;
+    if (!kiln_meta_param_is(n) && cfg->bindings[i].value > 0) r *= (double)cfg->bindings[i].value;
   }
   return r;
 }

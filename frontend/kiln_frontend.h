@@ -338,12 +338,14 @@ typedef struct KilnKernel {
   int num_stages;        /* likewise ("num_stages"), default 2 */
   int min_blocks;        /* likewise ("min_blocks"): blocks per SM promised to ptxas
                             (.minnctapersm, which caps registers); 0 when not bound */
+  int wgmma;             /* likewise ("wgmma"): 1 asks the sm_90 lowering for warpgroup MMA
+                            (the func's kiln.wgmma); 0, the default, keeps mma.sync */
 } KilnKernel;
 
 /* ---------------------------------------------------------------- tune blocks */
 
 typedef struct KilnTuneParam {
-  const char *name; /* a const param, or "num_warps" / "num_stages" */
+  const char *name; /* a const param, or a meta name ("num_warps", "wgmma"...) */
   KilnSpan span;
   int64_t *values;
   int nvalues;
@@ -427,12 +429,12 @@ int kiln_tune_count(const KilnCompilation *c);
 KilnTune *kiln_tune_get(const KilnCompilation *c, int i);
 
 /* Type-checks kernel `kernel_name` with its const params bound from bindings (entries named
- * num_warps / num_stages / min_blocks set the kernel's fields of those names; unknown names are
- * an error).  On
- * success stores the typed kernel in *out (owned by c; valid until the next sema call) and
- * returns true.  On failure returns false with errors in the diagnostics list.  Each call first
- * drops the diagnostics of the previous sema call (parse diagnostics stay) and resets the
- * scratch arena, so it may be called once per tuning configuration. */
+ * num_warps / num_stages / min_blocks / wgmma set the kernel's fields of those names; unknown
+ * names are an error).  On success stores the typed kernel in *out (owned by c; valid until
+ * the next sema call) and returns true.  On failure returns false with errors in the
+ * diagnostics list.  Each call first drops the diagnostics of the previous sema call (parse
+ * diagnostics stay) and resets the scratch arena, so it may be called once per tuning
+ * configuration. */
 bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name,
                             const KilnBinding *bindings, size_t nbindings, KilnKernel **out);
 
@@ -441,8 +443,8 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name,
  * an error naming it.  Returns true when there were no errors. */
 bool kiln_sema_check_all(KilnCompilation *c);
 /* The same with values given on the command line (`kiln check -D NAME=VALUE`): each kernel that
- * has a const parameter NAME (or any kernel, for num_warps / num_stages) takes the value over its
- * tune block's; a NAME no kernel has is an error. */
+ * has a const parameter NAME (or any kernel, for a meta name such as num_warps) takes the value
+ * over its tune block's; a NAME no kernel has is an error. */
 bool kiln_sema_check_all_bound(KilnCompilation *c, const KilnBinding *defines, size_t ndefines);
 
 size_t kiln_diag_count(const KilnCompilation *c);
@@ -472,9 +474,9 @@ size_t kiln_tune_config_count(const KilnTune *t);
  * Returns false if i is out of range or the block has more than 30 parameters. */
 bool kiln_tune_config_get(const KilnTune *t, size_t i, KilnTuneConfig *out);
 
-/* The largest value the reserved tune name `name` (num_warps, num_stages, min_blocks) may take;
- * the smallest is 1. */
-int64_t kiln_meta_param_max(const char *name);
+/* The reserved tune names (num_warps, num_stages, min_blocks, wgmma) and their ranges:
+ * kiln_meta_param_is, kiln_meta_param_min and kiln_meta_param_max, in kiln_base.h (the tuner's
+ * runner, which has no frontend, needs them too). */
 /* Fills *out from preset `name`, parameters it does not set taking their first listed value.
  * Returns false if there is no such preset. */
 bool kiln_tune_preset_get(const KilnTune *t, const char *name, KilnTuneConfig *out);

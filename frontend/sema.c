@@ -2207,11 +2207,6 @@ static void check_block(Sema *S, KilnBlock *b, bool top) {
 
 /* ---------------------------------------------------------------- kernels */
 
-static bool is_meta(const char *name) {
-  return strcmp(name, "num_warps") == 0 || strcmp(name, "num_stages") == 0 ||
-         strcmp(name, "min_blocks") == 0;
-}
-
 /* Binds params: types from annotations, const values from the bindings. */
 /* The last binding of a name wins, like repeated -D options. */
 static const KilnBinding *last_binding(const KilnBinding *b, size_t nb, const char *name) {
@@ -2245,6 +2240,20 @@ static void bind_type_param(Sema *S, KilnDecl *p, const KilnBinding *b, size_t n
   p->type = t;
 }
 
+/* The kernel's field of meta name `name` (kiln_meta_param_is) takes value. */
+static void set_meta(KilnKernel *k, const char *name, int value) {
+  if (strcmp(name, "num_warps") == 0)
+    k->num_warps = value;
+  else if (strcmp(name, "num_stages") == 0)
+    k->num_stages = value;
+  else if (strcmp(name, "min_blocks") == 0)
+    k->min_blocks = value;
+  else if (strcmp(name, "wgmma") == 0)
+    k->wgmma = value;
+  else
+    KILN_ASSERT(!"a meta name without a kernel field");
+}
+
 static void bind_params(Sema *S, const KilnBinding *b, size_t nb) {
   KilnKernel *k = S->k;
   int nplain = 0, nconst = 0;
@@ -2253,19 +2262,14 @@ static void bind_params(Sema *S, const KilnBinding *b, size_t nb) {
       ERR(S, k->span, "binding %zu has no name", i);
       continue;
     }
-    if (is_meta(b[i].name)) {
-      int64_t hi = kiln_meta_param_max(b[i].name);
-      if (b[i].value < 1 || b[i].value > hi) {
-        ERR(S, k->span, "%s = %" PRId64 " is out of range (1..%" PRId64 ")", b[i].name, b[i].value,
-            hi);
+    if (kiln_meta_param_is(b[i].name)) {
+      int64_t lo = kiln_meta_param_min(b[i].name), hi = kiln_meta_param_max(b[i].name);
+      if (b[i].value < lo || b[i].value > hi) {
+        ERR(S, k->span, "%s = %" PRId64 " is out of range (%" PRId64 "..%" PRId64 ")", b[i].name,
+            b[i].value, lo, hi);
         continue;
       }
-      if (strcmp(b[i].name, "num_warps") == 0)
-        k->num_warps = (int)b[i].value;
-      else if (strcmp(b[i].name, "num_stages") == 0)
-        k->num_stages = (int)b[i].value;
-      else
-        k->min_blocks = (int)b[i].value;
+      set_meta(k, b[i].name, (int)b[i].value);
       continue;
     }
     int j = 0;
@@ -2330,6 +2334,7 @@ static void check_kernel(KilnCompilation *c, KilnKernel *k, const KilnBinding *b
   k->num_warps = 4;
   k->num_stages = 2;
   k->min_blocks = 0;
+  k->wgmma = 0;
   bind_params(&S, b, nb);
   check_block(&S, k->body, true);
   k->ndecls = S.next_id;
@@ -2391,7 +2396,7 @@ bool kiln_sema_check_kernel(KilnCompilation *c, const char *kernel_name,
 
 /* Whether kernel k has a const parameter (or a meta parameter) that binding name sets. */
 static bool binds_kernel(const KilnKernel *k, const char *name) {
-  if (is_meta(name)) return true;
+  if (kiln_meta_param_is(name)) return true;
   for (int j = 0; j < k->nparams; j++)
     if (k->params[j]->kind == KILN_DECL_CONST_PARAM && strcmp(k->params[j]->name, name) == 0)
       return true;

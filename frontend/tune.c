@@ -119,15 +119,6 @@ bool kiln_tune_eval(KilnArena *ar, const KilnExpr *e, const KilnBinding *b, int 
 
 /* ---------------------------------------------------------------- configurations */
 
-static bool is_meta(const char *name) {
-  return strcmp(name, "num_warps") == 0 || strcmp(name, "num_stages") == 0 ||
-         strcmp(name, "min_blocks") == 0;
-}
-
-/* min_blocks asks ptxas for that many resident blocks per SM, and an SM holds at most 32
- * (compute capabilities 8.0 and 9.0); num_warps and num_stages stay within 64. */
-int64_t kiln_meta_param_max(const char *name) { return strcmp(name, "min_blocks") == 0 ? 32 : 64; }
-
 size_t kiln_tune_config_count(const KilnTune *t) {
   size_t n = 1;
   for (int i = 0; i < t->nparams; i++) {
@@ -258,7 +249,7 @@ static void check_call_where(KilnCompilation *c, const KilnTune *t, const KilnEx
   case KILN_EXPR_BOOL:
   case KILN_EXPR_TYPE: return;
   case KILN_EXPR_NAME: {
-    bool known = is_meta(e->name);
+    bool known = kiln_meta_param_is(e->name);
     for (int i = 0; i < t->nparams && !known; i++) known = strcmp(t->params[i].name, e->name) == 0;
     for (int i = 0; i < t->nkeys && !known; i++) known = strcmp(t->keys[i], e->name) == 0;
     if (!known) kiln_diag_error(c, e->span, "'%s' has no value in this tune block", e->name);
@@ -277,8 +268,9 @@ static void check_call_where(KilnCompilation *c, const KilnTune *t, const KilnEx
 }
 
 /* A preset's condition chooses between configurations of the block, so it may name what a
- * configuration binds: the block's parameters (a pinned type included), num_warps, num_stages
- * and min_blocks. A key has a value per call, not per configuration, and anything else none. */
+ * configuration binds: the block's parameters (a pinned type included) and the meta names
+ * (num_warps, num_stages, min_blocks, wgmma). A key has a value per call, not per
+ * configuration, and anything else none. */
 static void check_preset_cond(KilnCompilation *c, const KilnTune *t, const KilnTunePreset *pr,
                               const KilnExpr *e) {
   if (!e) return;
@@ -287,7 +279,7 @@ static void check_preset_cond(KilnCompilation *c, const KilnTune *t, const KilnT
     check_preset_cond(c, t, pr, e->rhs);
     return;
   }
-  bool known = is_meta(e->name);
+  bool known = kiln_meta_param_is(e->name);
   for (int i = 0; i < t->nparams && !known; i++) known = strcmp(t->params[i].name, e->name) == 0;
   for (int i = 0; i < t->nkeys && !known; i++)
     if (strcmp(t->keys[i], e->name) == 0) {
@@ -345,7 +337,7 @@ void kiln_tune_check(KilnCompilation *c, KilnTune *t) {
   for (int i = 0; i < t->nparams; i++) {
     const KilnTuneParam *tp = &t->params[i];
     const KilnDecl *p = find_param(k, tp->name);
-    if (!is_meta(tp->name) && (!p || p->kind != KILN_DECL_CONST_PARAM))
+    if (!kiln_meta_param_is(tp->name) && (!p || p->kind != KILN_DECL_CONST_PARAM))
       kiln_diag_error(c, tp->span, "'%s' is not a const parameter of kernel '%s'", tp->name,
                       k->name);
     for (int j = 0; j < i; j++)
@@ -353,9 +345,12 @@ void kiln_tune_check(KilnCompilation *c, KilnTune *t) {
         kiln_diag_error(c, tp->span, "'%s' is listed twice in the tune block", tp->name);
     for (int v = 0; v < tp->nvalues; v++) {
       int64_t x = tp->values[v];
-      if (is_meta(tp->name) ? (x < 1 || x > kiln_meta_param_max(tp->name))
-                            : (x < INT32_MIN || x > INT32_MAX)) {
-        kiln_diag_error(c, tp->span, "value %lld of '%s' is out of range", (long long)x, tp->name);
+      bool meta = kiln_meta_param_is(tp->name);
+      int64_t lo = meta ? kiln_meta_param_min(tp->name) : INT32_MIN;
+      int64_t hi = meta ? kiln_meta_param_max(tp->name) : INT32_MAX;
+      if (x < lo || x > hi) {
+        kiln_diag_error(c, tp->span, "value %lld of '%s' is out of range (%lld..%lld)",
+                        (long long)x, tp->name, (long long)lo, (long long)hi);
         break;
       }
     }
@@ -372,7 +367,7 @@ void kiln_tune_check(KilnCompilation *c, KilnTune *t) {
     const KilnTunePreset *pr = &t->presets[i];
     for (int a = 0; a < pr->nassigns; a++) {
       const KilnDecl *p = find_param(k, pr->assigns[a].name);
-      if (!is_meta(pr->assigns[a].name) && (!p || p->kind != KILN_DECL_CONST_PARAM))
+      if (!kiln_meta_param_is(pr->assigns[a].name) && (!p || p->kind != KILN_DECL_CONST_PARAM))
         kiln_diag_error(c, pr->assigns[a].span, "'%s' is not a const parameter of kernel '%s'",
                         pr->assigns[a].name, k->name);
     }

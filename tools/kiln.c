@@ -50,8 +50,8 @@ static const char *const usage_compile =
     "  -k, --kernel NAME            the kernel to compile (required)\n"
     "  -D NAME=VALUE                bind a const parameter (repeatable); also num_warps,\n"
     "                               num_stages, min_blocks (GPU blocks per SM promised to\n"
-    "                               ptxas: .minnctapersm); a type parameter takes a type\n"
-    "                               (-D T=bf16)\n"
+    "                               ptxas: .minnctapersm), wgmma (1: warpgroup MMA on\n"
+    "                               sm_90); a type parameter takes a type (-D T=bf16)\n"
     "  --specialize NAME=VALUE      compile the runtime integer parameter NAME as the constant\n"
     "                               VALUE (repeatable; the caller must pass that value); a\n"
     "                               unit stride lets loads vectorize and use cp.async\n"
@@ -89,8 +89,8 @@ static const char *const usage_check =
     "                               place in the source\n"
     "  -D NAME=VALUE                bind a const parameter (repeatable) in every kernel that\n"
     "                               has one, over its tune block's value; also num_warps,\n"
-    "                               num_stages, min_blocks; a type parameter takes a type\n"
-    "                               (-D T=bf16);\n"
+    "                               num_stages, min_blocks, wgmma; a type parameter takes a\n"
+    "                               type (-D T=bf16);\n"
     "                               a NAME no kernel has is an error\n"
     "  -h, --help                   show this help\n";
 

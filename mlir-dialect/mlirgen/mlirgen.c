@@ -1508,6 +1508,10 @@ bool kiln_mlirgen_kernel(KilnCompilation *c, const KilnKernel *k, KilnMlirContex
       mlirOperationSetAttributeByName(
           f.op, mlirStringRefCreateFromCString("kiln.min_blocks"),
           mlirIntegerAttrGet(mlirIntegerTypeGet(g.ctx, 32), k->min_blocks));
+    /* wgmma only when the config asks for it: the sm_90 lowering reads it, other targets never */
+    if (k->wgmma == 1)
+      mlirOperationSetAttributeByName(f.op, mlirStringRefCreateFromCString("kiln.wgmma"),
+                                      mlirIntegerAttrGet(mlirIntegerTypeGet(g.ctx, 32), 1));
     for (int i = 0; i < nargs; i++) g.args[i] = kiln_ir_func_arg(&f, (size_t)i);
     kiln_ir_builder_init(&g.b, g.ctx, f.entry);
     gen_block(&g, k->body);

@@ -71,7 +71,17 @@ bool kiln_scalar_is_unsigned(KilnScalarKind k);
  * Shared by the frontend (which enumerates a tune block's space), the driver and the tuner,
  * whose runtime-only runner (no frontend) reads, times and ranks configs too. */
 
-/* A name -> integer binding for a const parameter (or num_warps / num_stages). */
+/* The reserved ("meta") tune names, which every kernel takes besides its const parameters:
+ * num_warps, num_stages, min_blocks and wgmma. A tune block, a preset and -D may bind them; the
+ * one list of them is here, so the frontend, the driver and the tuner (the runner included,
+ * which has no frontend) recognize the same names. */
+bool kiln_meta_param_is(const char *name);
+/* The smallest and largest value meta name `name` may take: 1..64 for num_warps and num_stages,
+ * 1..32 for min_blocks, 0..1 for wgmma. */
+int64_t kiln_meta_param_min(const char *name);
+int64_t kiln_meta_param_max(const char *name);
+
+/* A name -> integer binding for a const parameter (or a meta name: num_warps, num_stages...). */
 typedef struct KilnBinding {
   const char *name;
   int64_t value;

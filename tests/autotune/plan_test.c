@@ -64,6 +64,16 @@ static void test_winner(void) {
                         .num_stages = 3};
   CHECK(tune_plan_resources(&cfg) == 1024.0, "resources of BLOCK=256 x 4 warps: got %g",
         tune_plan_resources(&cfg));
+  /* the other meta names are switches and promises, not sizes: min_blocks = 2 and wgmma = 1
+     leave the count as it was */
+  cfg.bindings[3] = (KilnBinding){"min_blocks", 2};
+  cfg.bindings[4] = (KilnBinding){"wgmma", 1};
+  cfg.bindings[5] = (KilnBinding){"BK", 2};
+  cfg.nbindings = 6;
+  CHECK(tune_plan_resources(&cfg) == 2048.0,
+        "BLOCK=256 x BK=2 x 4 warps, min_blocks and wgmma "
+        "not counted: got %g",
+        tune_plan_resources(&cfg));
 }
 
 /* The named limits: a name of 64 characters and a space of 10^6 configs are refused. */

@@ -67,6 +67,19 @@ static void test_sketch(void) {
   CHECK(kiln_sema_check_kernel(c, "bias_gelu_fwd", b1, 2, &k));
   dump_diags(c);
   CHECK(k && k->num_warps == 8 && k->num_stages == 2);
+  CHECK(k->min_blocks == 0 && k->wgmma == 0); /* not bound: their defaults */
+  /* the meta names set the kernel's fields; a later sema call starts from the defaults again */
+  KilnBinding bm[] = {{"BLOCK", 1024}, {"min_blocks", 2}, {"wgmma", 1}, {"num_stages", 3}};
+  CHECK(kiln_sema_check_kernel(c, "bias_gelu_fwd", bm, 4, &k));
+  CHECK(k && k->wgmma == 1 && k->min_blocks == 2 && k->num_stages == 3 && k->num_warps == 4);
+  KilnBinding b0[] = {{"BLOCK", 1024}, {"wgmma", 0}};
+  CHECK(kiln_sema_check_kernel(c, "bias_gelu_fwd", b0, 2, &k));
+  CHECK(k && k->wgmma == 0 && k->min_blocks == 0 && k->num_stages == 2);
+  CHECK(kiln_meta_param_is("wgmma") && kiln_meta_param_is("min_blocks") &&
+        !kiln_meta_param_is("BLOCK") && !kiln_meta_param_is(NULL));
+  CHECK(kiln_meta_param_min("wgmma") == 0 && kiln_meta_param_max("wgmma") == 1);
+  CHECK(kiln_meta_param_min("min_blocks") == 1 && kiln_meta_param_max("min_blocks") == 32);
+  CHECK(kiln_sema_check_kernel(c, "bias_gelu_fwd", b1, 2, &k));
   CHECK(strcmp(decl_type(k->body, "offs"), "tile<1024xi32>") == 0);
   CHECK(strcmp(decl_type(k->body, "mask"), "tile<1024xi1>") == 0);
   CHECK(strcmp(decl_type(k->body, "v"), "tile<1024xf32>") == 0);

@@ -447,14 +447,13 @@ KilnDriverStatus kiln_driver_compile(const KilnCompileOptions *o, KilnEmit emit,
   return st;
 }
 
-/* The defines that kernel k takes: its const parameters', and num_warps, num_stages,
- * min_blocks (any kernel's). At most cap of them into out. */
+/* The defines that kernel k takes: its const parameters', and the meta names (num_warps,
+ * num_stages, min_blocks, wgmma: any kernel's). At most cap of them into out. */
 static size_t defines_of(const KilnKernel *k, const KilnDefine *defines, size_t n, KilnDefine *out,
                          size_t cap) {
   size_t m = 0;
   for (size_t i = 0; i < n && m < cap; i++) {
-    bool takes = !strcmp(defines[i].name, "num_warps") || !strcmp(defines[i].name, "num_stages") ||
-                 !strcmp(defines[i].name, "min_blocks");
+    bool takes = kiln_meta_param_is(defines[i].name);
     for (int p = 0; p < k->nparams && !takes; p++)
       takes = k->params[p]->kind == KILN_DECL_CONST_PARAM &&
               !strcmp(k->params[p]->name, defines[i].name);
