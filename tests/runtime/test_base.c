@@ -77,6 +77,23 @@ static void test_names(void) {
         "unsigned kinds");
 }
 
+/* The reserved tune names and their ranges: the frontend, the driver and the tuner's runner read
+ * this one table. */
+static void test_meta_names(void) {
+  static const struct {
+    const char *name;
+    int64_t lo, hi;
+  } want[] = {{"num_warps", 1, 64}, {"num_stages", 1, 64}, {"min_blocks", 1, 32}, {"wgmma", 0, 1}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    CHECK(kiln_meta_param_is(want[i].name) && kiln_meta_param_min(want[i].name) == want[i].lo &&
+              kiln_meta_param_max(want[i].name) == want[i].hi,
+          "meta name %s: %lld..%lld", want[i].name, (long long)kiln_meta_param_min(want[i].name),
+          (long long)kiln_meta_param_max(want[i].name));
+  CHECK(!kiln_meta_param_is("BLOCK") && !kiln_meta_param_is("WGMMA") && !kiln_meta_param_is("") &&
+            !kiln_meta_param_is(NULL),
+        "not meta names");
+}
+
 static void test_read(void) {
   /* 200,000 bytes with NULs inside: past the reader's first 64 KiB block, so it must grow. */
   size_t n = 200000;
@@ -304,6 +321,7 @@ int main(void) {
     return 1;
   }
   test_names();
+  test_meta_names();
   test_read();
   test_read_max();
   test_bytes();
