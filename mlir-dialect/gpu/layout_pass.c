@@ -892,8 +892,8 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
                   "num_warps must be a power of two in 1..32 (got %d)", c.num_warps);
     return false;
   }
-  c.wgmma = kiln_gpu_int_attr(func, "kiln.wgmma", 0) == 1 &&
-            kiln_gpu_int_attr(func, "kiln.sm", 90) >= 90;
+  c.wgmma =
+      kiln_gpu_int_attr(func, "kiln.wgmma", 0) == 1 && kiln_gpu_int_attr(func, "kiln.sm", 90) >= 90;
   hoist_invariant_trans(func);
   mlirOperationWalk(func, round_fma_tf32_dot, &c, MlirWalkPreOrder);
   c.axis = kiln_gpu_axis_analyze(func);

@@ -200,7 +200,8 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
       MlirValue d =
           mlirOperationGetResult(low_asm_effects(L, text, cons, ops, (size_t)R + 2, &st, 1), 0);
       for (int64_t i = 0; i < R; i++) {
-        MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
+        MlirNamedAttribute a =
+            kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
         out->v[ri[i]] =
             mlirOperationGetResult(low_op(L, "llvm.extractvalue", &d, 1, &L->f32, 1, &a, 1), 0);
       }

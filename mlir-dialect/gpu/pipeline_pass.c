@@ -212,7 +212,8 @@ static void plan_wgmma(Plan *p) {
   MlirStringRef attr = mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR);
   for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o)) {
-    if (kiln_ir_op_id(o) != KILN_OP_DOT || mlirAttributeIsNull(mlirOperationGetAttributeByName(o, attr)))
+    if (kiln_ir_op_id(o) != KILN_OP_DOT ||
+        mlirAttributeIsNull(mlirOperationGetAttributeByName(o, attr)))
       continue;
     int a = load_feeding(p, mlirOperationGetOperand(o, 0));
     int b = load_feeding(p, mlirOperationGetOperand(o, 1));

@@ -119,8 +119,8 @@ KilnMlirStatus kiln_gpu_emit_ptx_steps(MlirModule m, const char *arch, const Kil
    * (O3 has already done the IR's value numbering). */
   /* A module with wgmma (lower_wgmma.c marks it) needs sm_90's arch-specific features: the
    * PTX target sm_90a, which runs on sm_90 devices only. */
-  const char *cpu = strcmp(arch, "sm_90") == 0 &&
-                            kiln_gpu_int_attr(mlirModuleGetOperation(m), KILN_GPU_WGMMA_MODULE_ATTR, 0)
+  const char *cpu = strcmp(arch, "sm_90") == 0 && kiln_gpu_int_attr(mlirModuleGetOperation(m),
+                                                                    KILN_GPU_WGMMA_MODULE_ATTR, 0)
                         ? "sm_90a"
                         : arch;
   LLVMTargetMachineRef tm =

@@ -156,6 +156,47 @@ static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32
   return run_grouped(dev, M, N, K, bm, bn, bk, 1, t, epi_lo, epi_hi, seed);
 }
 
+/* The three layouts of a linear layer's products, as the trainer's library copies promise them
+ * (unit strides compiled in, the other row stride a multiple of 8 elements): the forward
+ * y = x W^T (B = W read k-major), dX = dY W (B n-major) and dW = X^T dY (A m-major). */
+enum { LAYOUT_FWD, LAYOUT_DX, LAYOUT_DW };
+
+/* wgmma (docs/gpu-lowering.md, "wgmma on sm_90"): the gemm with wgmma = 1 in one layout, its
+ * operands pipelined so that the dot reads them through descriptors on sm_90 and emu; the
+ * result against the reference within the same per-element bound as mma.sync's. */
+static bool run_wgmma(const KilnBertDevice *dev, int layout, KilnScalarKind t, int32_t M, int32_t N,
+                      int32_t K, int bm, int bn, int bk, int warps, int epi, uint64_t seed) {
+  static const char *const names[] = {"forward (B k-major)", "dX (B n-major)", "dW (A m-major)"};
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "%s wgmma %s %dx%dx%d tiles %dx%dx%d on %d warps, epilogue %d",
+                  kiln_bert_type_name(t), names[layout], M, N, K, bm, bn, bk, warps, epi);
+  KilnDefine unit[2] = {{layout == LAYOUT_DW ? "sam" : "sak", 1},
+                        {layout == LAYOUT_FWD ? "sbk" : "sbn", 1}};
+  KilnDefine mult[2] = {{layout == LAYOUT_DW ? "sak" : "sam", 8},
+                        {layout == LAYOUT_FWD ? "sbn" : "sbk", 8}};
+  KilnCompileOptions promises = {
+      .specialize = unit, .num_specialize = 2, .multiple_of = mult, .num_multiple_of = 2};
+  run.d.extra = &promises;
+  run.d.num_warps = warps; /* the harness compiles and launches at the device's warps */
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  size_t sM = (size_t)M, sN = (size_t)N, sK = (size_t)K;
+  float *a = kiln_bert_random_t(&rng, sM * sK, -1.0f, 1.0f, t),
+        *b = kiln_bert_random_t(&rng, sK * sN, -1.0f, 1.0f, t);
+  float *bias = kiln_bert_random_t(&rng, sN, -1.0f, 1.0f, t),
+        *res = kiln_bert_random_t(&rng, sM * sN, -1.0f, 1.0f, t);
+  Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
+  if (layout == LAYOUT_FWD) g.sbk = 1, g.sbn = K;
+  if (layout == LAYOUT_DW) g.sam = 1, g.sak = M;
+  KilnDefine defs[] = {{"T", t},     {"BM", bm},   {"BN", bn},       {"BK", bk},
+                       {"EPI", epi}, {"wgmma", 1}, {"num_stages", 3}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 7);
+  float *c = run_gemm(&run, fn, &g, t, bm, bn);
+  if (run.ok) check_gemm(&run, "c", c, &g, t, 1e-5);
+  free(c), free(a), free(b), free(bias), free(res);
+  return kiln_bert_end(&run);
+}
+
 /* L = sum w * (X W + b), in double, from a forward product. */
 static double loss(const float *y, const float *w, size_t n) {
   double l = 0.0;
@@ -259,6 +300,13 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
                         7006); /* bf16 mma, residual */
     /* GROUP_M = 8 of the cuda presets on tensor cores: 3 block rows, fewer than a group */
     ok &= run_grouped(dev, 150, 96, 64, 64, 32, 32, 8, KILN_SCALAR_F16, 0, 0, 7008);
+    /* wgmma in each layout, both 16-bit types, every epilogue: ragged M, N and K, BK 16 to
+     * 64, one and two warpgroups, two m64 blocks a warpgroup (128 rows on 4 warps) */
+    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F16, 100, 192, 64, 64, 128, 32, 4, 1, 7010);
+    ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_BF16, 96, 136, 48, 64, 64, 16, 4, 2, 7011);
+    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_F16, 128, 120, 72, 128, 128, 64, 8, 3, 7012);
+    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_BF16, 130, 256, 40, 128, 256, 32, 4, 0, 7013);
+    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 72, 64, 96, 64, 64, 32, 4, 1, 7014);
   }
   return ok;
 }

@@ -572,7 +572,7 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     int stages;
     int min_blocks; /* 0: not set; else the .minnctapersm ptxas gets (the emulator ignores it) */
     bool sizes;
-    int warps;  /* 0: the tune block's 4 */
+    int warps;  /* 0: the run's (--warps); else these warps whatever --warps says */
     bool wgmma; /* the config asks for wgmma (sm_90 and emu; the cpu target ignores it) */
   } cfgs[] = {
       {100, 72, 88, 32, 32, 32, false, false, false, 0, 0, false, 0, false},
@@ -609,6 +609,9 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
       {128, 256, 48, 64, 256, 16, true, false, true, 2, 0, false, 4, true},
       {256, 128, 104, 128, 128, 32, true, true, true, 3, 0, false, 8, true},
       {200, 136, 72, 128, 64, 64, false, false, true, 3, 0, true, 4, true},
+      /* wgmma asked for where the operands are not pipelined (generic strides): mma.sync with
+       * wgmma's warps-along-rows layout */
+      {100, 130, 72, 64, 64, 32, false, false, false, 0, 0, false, 4, true},
   };
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
@@ -621,7 +624,6 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     size_t ndefs = 3;
     if (cfgs[ci].stages) defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
     if (cfgs[ci].min_blocks) defs[ndefs++] = (KilnDefine){"min_blocks", cfgs[ci].min_blocks};
-    if (cfgs[ci].warps) defs[ndefs++] = (KilnDefine){"num_warps", cfgs[ci].warps};
     if (cfgs[ci].wgmma) defs[ndefs++] = (KilnDefine){"wgmma", 1};
     char shape[112];
     snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s%s%s", M, N, K,
@@ -640,7 +642,10 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
     size_t nmult = cfgs[ci].sizes ? COUNT(unit_mult) : 2;
     if (cfgs[ci].unit) g_spec = (Spec){unit_eq, unit_mult, COUNT(unit_eq), nmult};
     KilnTestRun run;
+    int keep_warps = g_num_warps;
+    if (cfgs[ci].warps) g_num_warps = cfgs[ci].warps; /* wgmma: whole warpgroups */
     run_begin(&run, dev, "matmul_f16", defs, ndefs, shape);
+    g_num_warps = keep_warps;
     g_spec = (Spec){0};
 
     KilnRefRng rng;
