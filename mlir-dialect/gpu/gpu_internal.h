@@ -206,6 +206,10 @@ static inline int kiln_gpu_ilog2(int64_t v) {
  * config asks for wgmma and the tile fits); the pipeliner drops it when it cannot stage both
  * operands for descriptors, and the dot then runs on mma.sync. */
 #define KILN_GPU_WGMMA_DOT_ATTR "kiln.wgmma_dot"
+/* The unit attribute the pipeliner puts on a wgmma dot whose loop keeps one wgmma group in
+ * flight (num_stages >= 4 and the accumulator only carried to the next iteration): the dot
+ * waits with wgmma.wait_group 1, and a kiln.wgmma_wait {pending = 0} after the loop. */
+#define KILN_GPU_WGMMA_PENDING_ATTR "kiln.wgmma_pending"
 /* On the module once a dot of it lowers to wgmma (an i32 1): its PTX targets sm_90a. */
 #define KILN_GPU_WGMMA_MODULE_ATTR "kiln.gpu.wgmma"
 

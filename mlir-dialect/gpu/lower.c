@@ -302,6 +302,7 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_ASYNC_WAIT: return low_async_wait(L, op);
   case KILN_OP_BARRIER: low_barrier(L); return true;
   case KILN_OP_LOCAL_LOAD: return low_local_load(L, op);
+  case KILN_OP_WGMMA_WAIT: return low_wgmma_wait(L, op);
   case KILN_OP_STORE: return low_store(L, op);
   case KILN_OP_DOT:
     if (kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==

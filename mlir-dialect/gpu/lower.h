@@ -78,6 +78,8 @@ bool low_dot_mma(Low *L, MlirOperation op);
  * buffers (KilnGpuShared.wgmma) and so runs on wgmma.mma_async, and its lowering. */
 bool low_dot_is_wgmma(Low *L, MlirOperation op);
 bool low_dot_wgmma(Low *L, MlirOperation op);
+/* kiln.wgmma_wait: the accumulator tied through wgmma.wait_group `pending`. */
+bool low_wgmma_wait(Low *L, MlirOperation op);
 /* Element offset of (row, col) in a wgmma buffer's staging of rows x cols 16-bit elements: the
  * swizzle of low_swizzle within panels of 64 columns (128-byte rows), panel after panel. */
 MlirValue low_swizzle_panel(Low *L, MlirValue row, MlirValue col, int64_t rows, int64_t cols);

@@ -208,7 +208,27 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
     }
   }
   low_asm_effects(L, KILN_GPU_WGMMA_COMMIT_PTX, "", NULL, 0, NULL, 0);
-  tie_through(L, KILN_GPU_WGMMA_WAIT_PTX "0;", out->v, idx, co.count);
+  bool in_flight = !mlirAttributeIsNull(mlirOperationGetAttributeByName(
+      op, mlirStringRefCreateFromCString(KILN_GPU_WGMMA_PENDING_ATTR)));
+  tie_through(L, in_flight ? KILN_GPU_WGMMA_WAIT_PTX "1;" : KILN_GPU_WGMMA_WAIT_PTX "0;", out->v,
+              idx, co.count);
   low_set(L, res, out);
+  return true;
+}
+
+bool low_wgmma_wait(Low *L, MlirOperation op) {
+  MlirValue x = mlirOperationGetOperand(op, 0);
+  Vals *in = low_get(L, x);
+  int64_t pending = kiln_gpu_int_attr(op, "pending", 0);
+  if (pending < 0 || pending > 1) {
+    low_error(L, "GPU lowering: kiln.wgmma_wait with pending %lld (0 or 1)", (long long)pending);
+    return false;
+  }
+  Vals *out = low_vals(L, in->n);
+  int64_t *idx = low_alloc(L, (size_t)in->n * sizeof *idx);
+  for (int64_t i = 0; i < in->n; i++) out->v[i] = in->v[i], idx[i] = i;
+  tie_through(L, pending ? KILN_GPU_WGMMA_WAIT_PTX "1;" : KILN_GPU_WGMMA_WAIT_PTX "0;", out->v, idx,
+              in->n);
+  low_set(L, mlirOperationGetResult(op, 0), out);
   return true;
 }

@@ -59,6 +59,8 @@ typedef struct Plan {
   MlirOperation loop;
   MlirBlock body;
   int stages;
+  int dist; /* D: copies run D iterations ahead (S - 1; S - 2 with a wgmma group in flight) */
+  MlirOperation async_dot; /* a wgmma dot that leaves its last group in flight, or null */
   PipeLoad loads[PIPE_MAX_LOADS];
   int n;
   MlirOperation slice[PIPE_MAX_SLICE]; /* body ops to clone for a future iteration, in order */
@@ -206,6 +208,14 @@ static int load_feeding(const Plan *p, MlirValue v) {
   return -1;
 }
 
+/* Whether the dot's only use is the loop's yield (the accumulator carried to the next
+ * iteration): then nothing in the body reads it, and its last group may stay in flight. */
+static bool yielded_only(MlirOperation dot, MlirBlock body) {
+  MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(dot, 0));
+  return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)) &&
+         mlirOperationEqual(mlirOpOperandGetOwner(u), mlirBlockGetTerminator(body));
+}
+
 /* A dot the layout pass gave wgmma's layout reads its operands by descriptors, so both must be
  * staged here (in wgmma's panels); when either is not, the dot stays on mma.sync. */
 static void plan_wgmma(Plan *p) {
@@ -222,6 +232,17 @@ static void plan_wgmma(Plan *p) {
       continue;
     }
     p->loads[a].wgmma = p->loads[b].wgmma = true;
+    if (p->stages >= 4 && mlirOperationIsNull(p->async_dot) && yielded_only(o, p->body))
+      p->async_dot = o;
+  }
+  /* One wgmma group in flight across iterations: the copies of iteration i + D go to the slot
+   * that iteration i - 2 read (its group is retired by iteration i - 1's wait_group 1), so the
+   * ring has one stage more than the copies run ahead. */
+  if (!mlirOperationIsNull(p->async_dot)) {
+    p->dist = p->stages - 2;
+    mlirOperationSetAttributeByName(p->async_dot,
+                                    mlirStringRefCreateFromCString(KILN_GPU_WGMMA_PENDING_ATTR),
+                                    mlirUnitAttrGet(mlirOperationGetContext(p->async_dot)));
   }
 }
 
@@ -231,6 +252,7 @@ static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages
   p->loop = loop;
   p->body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
   p->stages = stages;
+  p->dist = stages - 1;
   MlirType ivt = mlirValueGetType(mlirBlockGetArgument(p->body, 0));
   if (!mlirTypeIsAInteger(ivt) || mlirIntegerTypeGetWidth(ivt) != 32)
     return false; /* the schedule's arithmetic is in i32 */
@@ -320,7 +342,7 @@ static void prologue(Rw *w, Plan *p) {
     pl->buf = kiln_ir_make1(&w->b, w->loc, KILN_OP_NAME_LOCAL_ALLOC, NULL, 0, bt, NULL, 0);
   }
   bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);
-  for (int s = 0; s < p->stages - 1; s++) {
+  for (int s = 0; s < p->dist; s++) {
     MlirValue iv = s ? bin(w, "arith.addi", w->lo, bin(w, "arith.muli", w->st, cst(w, s))) : w->lo;
     prefetch(w, p, iv, cst(w, s));
     bare_op(w, KILN_OP_NAME_ASYNC_COMMIT, NULL, 0);
@@ -345,7 +367,7 @@ static bool unused(MlirOperation op) {
  * first pipelined convert, each convert read from slot b(i); the loads and the slice ops only
  * they used are erased. */
 static void body(Rw *w, Plan *p) {
-  int d = p->stages - 1;
+  int d = p->dist;
   MlirValue cur = w->rd;
   kiln_ir_builder_set_before(&w->b, first_convert(p));
   async_wait(w, d - 1);
@@ -372,8 +394,25 @@ static void body(Rw *w, Plan *p) {
     if (unused(p->slice[i])) mlirOperationDestroy(p->slice[i]);
 }
 
+/* After the loop, the in-flight wgmma group's accumulator: the loop's result that carries the
+ * dot, through kiln.wgmma_wait {pending = 0} for every later use. */
+static void retire_async_dot(Rw *w, const Plan *p) {
+  MlirOperation yield = mlirBlockGetTerminator(p->body);
+  MlirValue acc = mlirOperationGetResult(p->async_dot, 0);
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(yield); i++) {
+    if (!mlirValueEqual(mlirOperationGetOperand(yield, i), acc)) continue;
+    MlirValue r = mlirOperationGetResult(p->loop, i);
+    MlirNamedAttribute a = kiln_ir_named(w->ctx, "pending", kiln_ir_attr_i32(w->ctx, 0));
+    MlirValue waited =
+        kiln_ir_make1(&w->b, w->loc, KILN_OP_NAME_WGMMA_WAIT, &r, 1, mlirValueGetType(r), &a, 1);
+    mlirValueReplaceAllUsesOfWith(r, waited);
+    mlirOperationSetOperand(mlirOpResultGetOwner(waited), 0, r);
+  }
+}
+
 static void epilogue(Rw *w, const Plan *p) {
   kiln_ir_builder_set_before(&w->b, mlirOperationGetNextInBlock(p->loop));
+  if (!mlirOperationIsNull(p->async_dot)) retire_async_dot(w, p);
   async_wait(w, 0);
   bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);
 }
@@ -390,7 +429,7 @@ static void carry_slots(Rw *w, Plan *p) {
   for (intptr_t i = 0; i < niter; i++) inits[i] = mlirOperationGetOperand(old, 3 + i);
   kiln_ir_builder_set_before(&w->b, old);
   inits[niter] = cst(w, 0);
-  inits[niter + 1] = cst(w, p->stages - 1);
+  inits[niter + 1] = cst(w, p->dist);
   KilnIRFor f = kiln_ir_build_for(&w->b, w->loc, w->lo, w->hi, w->st, inits, (size_t)niter + 2);
   free(inits);
   /* the old body's ops, yield included, moved in front of a placeholder yield */
@@ -430,7 +469,12 @@ static void carry_slots(Rw *w, Plan *p) {
   KILN_ASSERT(vals);
   for (intptr_t i = 0; i < niter; i++) vals[i] = mlirOperationGetOperand(yield, i);
   vals[niter] = next;
-  vals[niter + 1] = w->rd;
+  vals[niter + 1] = w->rd;        /* b(i + D + 1) = b(i) when D = S - 1 */
+  if (p->dist != p->stages - 1) { /* else the write slot steps as the read slot does */
+    MlirValue winc = bin(w, "arith.addi", w->wr, cst(w, 1));
+    MlirValue wwrap = kiln_ir_build_cmpi(&w->b, w->loc, "eq", winc, cst(w, p->stages));
+    vals[niter + 1] = kiln_ir_build_select(&w->b, w->loc, wwrap, cst(w, 0), winc);
+  }
   mlirOperationSetOperands(yield, niter + 2, vals);
   free(vals);
 }

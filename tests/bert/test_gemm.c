@@ -165,11 +165,13 @@ enum { LAYOUT_FWD, LAYOUT_DX, LAYOUT_DW };
  * operands pipelined so that the dot reads them through descriptors on sm_90 and emu; the
  * result against the reference within the same per-element bound as mma.sync's. */
 static bool run_wgmma(const KilnBertDevice *dev, int layout, KilnScalarKind t, int32_t M, int32_t N,
-                      int32_t K, int bm, int bn, int bk, int warps, int epi, uint64_t seed) {
+                      int32_t K, int bm, int bn, int bk, int warps, int stages, int epi,
+                      uint64_t seed) {
   static const char *const names[] = {"forward (B k-major)", "dX (B n-major)", "dW (A m-major)"};
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s wgmma %s %dx%dx%d tiles %dx%dx%d on %d warps, epilogue %d",
-                  kiln_bert_type_name(t), names[layout], M, N, K, bm, bn, bk, warps, epi);
+  kiln_bert_begin(&run, dev,
+                  "%s wgmma %s %dx%dx%d tiles %dx%dx%d on %d warps, %d stages, epilogue %d",
+                  kiln_bert_type_name(t), names[layout], M, N, K, bm, bn, bk, warps, stages, epi);
   KilnDefine unit[2] = {{layout == LAYOUT_DW ? "sam" : "sak", 1},
                         {layout == LAYOUT_FWD ? "sbk" : "sbn", 1}};
   KilnDefine mult[2] = {{layout == LAYOUT_DW ? "sak" : "sam", 8},
@@ -302,11 +304,17 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
     ok &= run_grouped(dev, 150, 96, 64, 64, 32, 32, 8, KILN_SCALAR_F16, 0, 0, 7008);
     /* wgmma in each layout, both 16-bit types, every epilogue: ragged M, N and K, BK 16 to
      * 64, one and two warpgroups, two m64 blocks a warpgroup (128 rows on 4 warps) */
-    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F16, 100, 192, 64, 64, 128, 32, 4, 1, 7010);
-    ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_BF16, 96, 136, 48, 64, 64, 16, 4, 2, 7011);
-    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_F16, 128, 120, 72, 128, 128, 64, 8, 3, 7012);
-    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_BF16, 130, 256, 40, 128, 256, 32, 4, 0, 7013);
-    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 72, 64, 96, 64, 64, 32, 4, 1, 7014);
+    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F16, 100, 192, 64, 64, 128, 32, 4, 3, 1, 7010);
+    ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_BF16, 96, 136, 48, 64, 64, 16, 4, 3, 2, 7011);
+    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_F16, 128, 120, 72, 128, 128, 64, 8, 3, 3, 7012);
+    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_BF16, 130, 256, 40, 128, 256, 32, 4, 3, 0, 7013);
+    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 72, 64, 96, 64, 64, 32, 4, 3, 1, 7014);
+    /* 4 stages: one wgmma group left in flight across K steps (wait_group 1, the copies two
+     * iterations ahead), the last retired after the loop; K of 1, 2, 3 and 9 steps */
+    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F16, 70, 128, 288, 64, 128, 32, 4, 4, 1, 7015);
+    ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_F16, 64, 64, 16, 64, 64, 16, 4, 4, 0, 7016);
+    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 136, 104, 64, 128, 128, 32, 8, 4, 3, 7017);
+    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_BF16, 64, 64, 96, 64, 64, 32, 4, 5, 2, 7018);
   }
   return ok;
 }
