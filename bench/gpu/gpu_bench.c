@@ -441,6 +441,8 @@ int main(int argc, char **argv) {
   failures +=
       bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_128x128x32_pipelined", 128, 128, 8) != 0;
   failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_64x64x32_pipelined", 64, 64, 4) != 0;
+  failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_128x128x32_wgmma", 128, 128, 8) != 0;
+  failures += bench_matmul(&b, 4096, 4096, 4096, "matmul_f16_128x128x64_wgmma4", 128, 128, 8) != 0;
   if (b.json) {
     fprintf(b.json, "\n  ],\n  \"failures\": %d\n}\n", failures);
     fclose(b.json);

@@ -40,6 +40,12 @@ compile matmul_f16_64x64x32 matmul_f16.kiln matmul_f16 4 BM=64 BN=64 BK=32
 extra=(--specialize sak=1 --specialize sbn=1 --multiple-of sam=8 --multiple-of sbk=8 --num-stages 3)
 compile matmul_f16_128x128x32_pipelined matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=32
 compile matmul_f16_64x64x32_pipelined matmul_f16.kiln matmul_f16 4 BM=64 BN=64 BK=32
+# The pipelined 128x128 tile on sm_90's wgmma (docs/gpu-lowering.md, "wgmma on sm_90"; sm_80
+# runs it on mma.sync): 3 stages (each K step waits for its own MMA group), and BK 64 on a
+# 4-stage ring (one group kept in flight across K steps).
+compile matmul_f16_128x128x32_wgmma matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=32 wgmma=1
+extra=(--specialize sak=1 --specialize sbn=1 --multiple-of sam=8 --multiple-of sbk=8 --num-stages 4)
+compile matmul_f16_128x128x64_wgmma4 matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=64 wgmma=1
 extra=()
 # Every numeric test configuration, for the numeric checks on the GPU (bench/gpu-check.sh). The
 # harness writes an image once and keeps one that exists, so the folder starts empty.
