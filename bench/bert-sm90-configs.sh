@@ -8,7 +8,9 @@
 # the memory-bound kernels' 1024 elements over 4 warps), else its first point, T=f16 where the
 # kernel has an element type, compiled with the promises the library's most specialized copy has
 # for the call (docs/library.md: integer arguments equal to 1 compiled in, multiples of 16
-# promised; the last column of each entry).
+# promised; the last column of each entry). The gemm comes a second time on sm_90's wgmma, at the
+# configs of its `for cuda` presets wgmma_tc and wgmma_deep (what a GPU's default-mode tuning
+# also times), in the three layouts of a linear layer's products.
 #
 #   BERT-large: batch 8 x 512 tokens (NTOK = 4096), hidden 1024, 16 heads of 64, FFN 4096,
 #   335M parameters (the optimizer kernels), a 2-class head (xent).
@@ -26,6 +28,14 @@ SQ=$((B * HEADS * S * S * HD))        # one S x S x D product over all heads
 gemm_fwd="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blocks=2 \
 --multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-of sam=16 --specialize sak=1 \
 --specialize sbk=1 --multiple-of sbn=16 --multiple-of scm=16 --specialize scn=1"
+# the gemm on sm_90's wgmma (the `for cuda` presets wgmma_tc and wgmma_deep) in the three layouts
+# of a linear layer's products: y = x W^T (B k-major), dX = dY W (B n-major), dW = X^T dY (A m-major)
+gemm_sizes="--multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-of scm=16 --specialize scn=1"
+gemm_wg="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blocks=2 -D GROUP_M=8 -D wgmma=1 $gemm_sizes"
+gemm_wg_deep="-D BM=128 -D BN=128 -D BK=64 -D num_warps=8 -D num_stages=4 -D GROUP_M=8 -D wgmma=1 $gemm_sizes"
+gemm_fwd_layout="--multiple-of sam=16 --specialize sak=1 --specialize sbk=1 --multiple-of sbn=16"
+gemm_dx_layout="--multiple-of sam=16 --specialize sak=1 --multiple-of sbk=16 --specialize sbn=1"
+gemm_dw_layout="--specialize sam=1 --multiple-of sak=16 --multiple-of sbk=16 --specialize sbn=1"
 wide="-D BLOCK=1024 -D num_warps=4"
 # the attention kernels' %16 copy: S, the strides and the dropout offset multiples of 16 (the
 # fused QKV layout of BERT-large), dropout on as the trainer runs it, at the FA2 tiles of their
@@ -40,6 +50,10 @@ attn_delta="--multiple-of S=16 --multiple-of osb=16 --multiple-of osh=16 --multi
 # name | file | defines | flops | bytes | tensor(1/0) | shape note | config and promises
 kernels=(
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up: M=$NTOK N=$FFN K=$HID|$gemm_fwd"
+  "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up on wgmma (the cuda preset wgmma_tc)|$gemm_wg $gemm_fwd_layout"
+  "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * HID * FFN))|$((2 * (NTOK * FFN + HID * FFN + NTOK * HID)))|1|FFN down dX on wgmma (wgmma_tc): M=$NTOK N=$FFN K=$HID, B n-major|$gemm_wg $gemm_dx_layout"
+  "gemm|gemm.kiln|T=f16 EPI=0|$((2 * HID * FFN * NTOK))|$((2 * (NTOK * HID + NTOK * FFN + HID * FFN)))|1|FFN up dW on wgmma (wgmma_tc): M=$HID N=$FFN K=$NTOK, A m-major|$gemm_wg $gemm_dw_layout"
+  "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up on wgmma, BK 64, 4 stages, a group in flight (wgmma_deep)|$gemm_wg_deep $gemm_fwd_layout"
   "colsum_f32|gemm.kiln|T=f16|$((NTOK * FFN))|$((2 * NTOK * FFN + 4 * FFN))|0|rows=$NTOK cols=$FFN|"
   "layernorm_fwd|layernorm.kiln|T=f16|$((10 * NTOK * HID))|$((8 * NTOK * HID + 8 * NTOK))|0|rows=$NTOK cols=$HID (x+res in, s and y out)|$wide --multiple-of cols=16"
   "layernorm_bwd|layernorm.kiln|T=f16|$((12 * NTOK * HID))|$((6 * NTOK * HID + 8 * NTOK + 8 * 64 * HID))|0|rows=$NTOK cols=$HID, 64 partial rows|$wide --multiple-of rows=16 --multiple-of cols=16"
