@@ -138,9 +138,14 @@ static void classify(const char *text, KilnPtxMix *m) {
   } else if (starts(op, "cp.async.") && strstr(op, ".shared") && strstr(op, "global")) {
     m->cp_async++;
     m->ld_global[width_bucket(cp_async_bits(text))]++;
-  } else if (starts(op, "mma.") || starts(op, "wgmma.mma_async"))
+  } else if (starts(op, "mma."))
     m->mma++;
-  else if (starts(op, "fma."))
+  else if (starts(op, "wgmma.mma_async")) {
+    /* m64nNk16: each of the warpgroup's 4 warps does the work of N / 8 m16n8k16 */
+    const char *shape = strstr(op, ".m64n");
+    m->wgmma++;
+    m->wgmma_k16 += shape ? atoi(shape + 5) / 8 : 0;
+  } else if (starts(op, "fma."))
     m->fma++;
   else if ((starts(op, "div.rn.f") || starts(op, "div.full.f")))
     m->div_full++;
@@ -672,10 +677,11 @@ static void json_mix(const KilnPtxMix *m, FILE *f) {
   fprintf(f,
           "\"insts\": %d, \"bar_sync\": %d, \"ld_shared\": %d, \"st_shared\": %d, "
           "\"ldmatrix\": %d, \"stmatrix\": %d, \"cp_async\": %d, \"wait_group_max\": %d, "
-          "\"mma\": %d, \"mma_share\": %.4f, \"fma\": %d, \"div_full\": %d, \"shfl\": %d, "
-          "\"atom\": %d, \"ld_global_bits\": ",
+          "\"mma\": %d, \"mma_share\": %.4f, \"wgmma\": %d, \"wgmma_k16\": %d, \"fma\": %d, "
+          "\"div_full\": %d, \"shfl\": %d, \"atom\": %d, \"ld_global_bits\": ",
           m->insts, m->bar_sync, m->ld_shared, m->st_shared, m->ldmatrix, m->stmatrix, m->cp_async,
-          m->wait_group_max, m->mma, mma_share(m), m->fma, m->div_full, m->shfl, m->atom);
+          m->wait_group_max, m->mma, mma_share(m), m->wgmma, m->wgmma_k16, m->fma, m->div_full,
+          m->shfl, m->atom);
   json_widths(m->ld_global, f);
   fputs(", \"st_global_bits\": ", f);
   json_widths(m->st_global, f);
@@ -739,8 +745,10 @@ static void text_mix(const KilnPtxMix *m, FILE *f) {
   fprintf(f, "insts %d, bar.sync %d, shared ld/st %d/%d, ldmatrix %d, stmatrix %d, cp.async %d",
           m->insts, m->bar_sync, m->ld_shared, m->st_shared, m->ldmatrix, m->stmatrix, m->cp_async);
   if (m->wait_group_max >= 0) fprintf(f, " (wait_group max %d)", m->wait_group_max);
-  fprintf(f, ", mma %d (%.1f%%), fma %d, div %d, shfl %d, atom %d\n       global", m->mma,
-          100.0 * mma_share(m), m->fma, m->div_full, m->shfl, m->atom);
+  fprintf(f, ", mma %d (%.1f%%)", m->mma, 100.0 * mma_share(m));
+  if (m->wgmma) fprintf(f, ", wgmma %d (%d m16n8k16 a warp)", m->wgmma, m->wgmma_k16);
+  fprintf(f, ", fma %d, div %d, shfl %d, atom %d\n       global", m->fma, m->div_full, m->shfl,
+          m->atom);
   text_widths("loads", m->ld_global, f);
   fputc(';', f);
   text_widths("stores", m->st_global, f);

@@ -82,6 +82,18 @@ check pipe-s4 0 "$kiln" stat "$kdir/matmul_f16.kiln" "${mm[@]}" -D BM=128 -D BN=
   --num-stages 4 --json -o "$tmp/s4.json" && pipe_check pipe-s4 "$tmp/s4.json" 4 2 65536 0
 check pipe-s3 0 "$kiln" stat "$kdir/matmul_f16.kiln" "${mm[@]}" -D BM=128 -D BN=128 -D BK=32 \
   --num-stages 3 --json -o "$tmp/s3.json" && pipe_check pipe-s3 "$tmp/s3.json" 3 1 0 49152
+# The same tile on sm_90's wgmma (-D wgmma=1): the inner loop issues 2 wgmma m64n128k16 (each
+# warp's share: 16 m16n8k16 each) and no mma.sync or ldmatrix; at 4 stages one group stays in
+# flight (wgmma.wait_group 1 in the loop; the copies run 2 iterations ahead: wait_group 1).
+check wgmma-s4 0 "$kiln" stat "$kdir/matmul_f16.kiln" "${mm[@]}" -D BM=128 -D BN=128 -D BK=32 \
+  --num-stages 4 -D wgmma=1 --target sm_90 --json -o "$tmp/wg.json" &&
+  python3 - "$tmp/wg.json" <<'PY' || { echo "FAIL wgmma-s4: content"; fails=$((fails + 1)); }
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+L = [l for l in k["loops"] if l["inner"]][0]
+assert L["wgmma"] == 2 and L["wgmma_k16"] == 32 and L["mma"] == 0 and L["ldmatrix"] == 0, L
+assert L["wait_group_max"] == 1 and L["bar_sync"] == 1, L
+PY
 check ring-too-big 1 "$kiln" stat "$kdir/matmul_f16.kiln" "${mm[@]}" -D BM=256 -D BN=256 -D BK=64 \
   --num-stages 4 && contains ring-too-big 'limit: shared memory: the 4-stage pipeline .* 262144 bytes, more than the 232448' "$tmp/err"
 check ring-sm80 1 "$kiln" stat "$kdir/matmul_f16.kiln" "${mm[@]}" -D BM=128 -D BN=256 -D BK=64 \
