@@ -316,6 +316,13 @@ KILN_EMU_API void kiln_emu_stmatrix(uint32_t num, void *row_addr, uint32_t r0, u
  * fails with MEMORY, a nonzero base_offset or a bad argument with INVALID_OP. */
 KILN_EMU_API void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_a,
                                  uint32_t trans_b, uint64_t desc_a, uint64_t desc_b);
+/* wgmma.commit_group: closes the calling thread's group of wgmmas issued since the last one.
+ * The MMA's result is final at issue, but under racecheck its reads of A and B stay pending until
+ * a wait retires its group: a write to those bytes by any thread before then is a race. */
+KILN_EMU_API void kiln_emu_wgmma_commit(void);
+/* wgmma.wait_group n: retires the reads of every committed group but the n most recent ones
+ * (wgmmas not committed yet stay pending). The accumulators need nothing: they are final. */
+KILN_EMU_API void kiln_emu_wgmma_wait(uint32_t n);
 
 /* ---- asynchronous copies ------------------------------------------------------------------- */
 

@@ -4,8 +4,10 @@
  * How it works. No rendezvous: each thread reads from the arena the rows of A and the columns of
  * B its own accumulator fragment needs and updates only its own n / 2 registers (the program
  * has a barrier before the MMA, and the arena is not written while the warpgroup computes).
- * The instruction is asynchronous on the GPU; here it completes at once, so its fence, commit
- * and wait are nothing (the emu rewrite drops them). With tw = tid % 128, w = tw / 32, lane l,
+ * The instruction is asynchronous on the GPU; here the MMA completes at once, so its fence is
+ * nothing and its accumulators are final at issue, but under racecheck the chunks it read stay
+ * pending until the wgmma.wait_group that retires its group (wgmma_async.c), and a write to them
+ * before then is a race. With tw = tid % 128, w = tw / 32, lane l,
  * g = l / 4, q = l % 4, register 4j + i (j < n / 8, i < 4) is D(16w + g + 8 (i / 2),
  * 8j + 2q + (i % 2)), accumulated in f32 in k order (0..15) as mma.sync is (matrix.c).
  *
@@ -75,6 +77,7 @@ static float read_element(EmuWorker *w, EmuFiber *f, const WgmmaDesc *d, char wh
                   which, which == 'A' ? "m" : "n", x, k, off, w->cfg.shared_bytes,
                   (unsigned long long)d->raw);
   const unsigned char *p = w->shared + off;
+  kiln_emu_wgmma_read_note(w, f, off, which == 'B');
   kiln_emu_check_shadow(w, f, p, 2, KILN_EMU_ACCESS_LOAD,
                         which == 'A' ? "wgmma A element" : "wgmma B element");
   uint16_t h;
@@ -103,6 +106,7 @@ void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_a, uin
   EmuWorker *w = kiln_emu_worker();
   check_call(w, f, n, bf16, trans_a, trans_b);
   WgmmaDesc da = decode(w, f, desc_a, 'A'), db = decode(w, f, desc_b, 'B');
+  kiln_emu_wgmma_reads_begin(w, f, 32 + 4 * n); /* the elements it reads: chunks at most */
   uint32_t tw = f->tid % WGMMA_THREADS, warp = tw / KILN_EMU_WARP_SIZE;
   uint32_t lane = tw % KILN_EMU_WARP_SIZE, g = lane / 4, q = lane % 4;
   float a[2][16], b[2][16]; /* this thread's two rows of A; one n8 block's two columns of B */

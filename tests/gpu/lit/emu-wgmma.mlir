@@ -2,7 +2,8 @@
 // RUN: sed -e 's/n8k16.f32.bf16.bf16/n8k16.f32.bf16.f16/' %s | %not %kiln-opt - --target=emu --pass=kiln-gpu-to-emu 2>&1 | FileCheck %s --check-prefix=BAD
 // The emu rewrite of sm_90's wgmma (the inline PTX of mlir-dialect/gpu/wgmma.c): the MMA
 // becomes kiln_emu_wgmma with its accumulators through an entry alloca, the fence and the wait
-// pass their registers through, the commit and the async-proxy fence vanish.  A wgmma text the
+// pass their registers through, the commit and the wait become kiln_emu_wgmma_commit and
+// kiln_emu_wgmma_wait(K) (racecheck's pending reads), the async-proxy fence vanishes.  A wgmma text the
 // writer would not produce (mixed operand types) is an error naming it.
 
 // CHECK: llvm.func @kiln_emu_wgmma(!llvm.ptr, i32, i32, i32, i32, i64, i64)
@@ -21,7 +22,10 @@
 // CHECK: llvm.load %[[S1]] : !llvm.ptr -> f32
 // CHECK: %[[D:.*]] = llvm.insertvalue %{{.*}}, %{{.*}}[3] : !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NOT: llvm.inline_asm
+// CHECK: llvm.call @kiln_emu_wgmma_commit() : () -> ()
 // CHECK: %[[X:.*]] = llvm.extractvalue %[[D]][0]
+// CHECK: %[[K:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @kiln_emu_wgmma_wait(%[[K]]) : (i32) -> ()
 // CHECK: llvm.insertvalue %[[X]], %{{.*}}[0]
 // CHECK: %[[W:.*]] = llvm.insertvalue %{{.*}}, %{{.*}}[3]
 // CHECK: %[[Y:.*]] = llvm.extractvalue %[[W]][0]
