@@ -190,8 +190,13 @@ static bool run_wgmma(const KilnBertDevice *dev, int layout, KilnScalarKind t, i
   Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
   if (layout == LAYOUT_FWD) g.sbk = 1, g.sbn = K;
   if (layout == LAYOUT_DW) g.sam = 1, g.sak = M;
-  KilnDefine defs[] = {{"T", t},     {"BM", bm},   {"BN", bn},       {"BK", bk},
-                       {"EPI", epi}, {"wgmma", 1}, {"num_stages", 3}};
+  KilnDefine defs[] = {{"T", t},
+                       {"BM", bm},
+                       {"BN", bn},
+                       {"BK", bk},
+                       {"EPI", epi},
+                       {"wgmma", 1},
+                       {"num_stages", stages}};
   KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 7);
   float *c = run_gemm(&run, fn, &g, t, bm, bn);
   if (run.ok) check_gemm(&run, "c", c, &g, t, 1e-5);
@@ -313,7 +318,7 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
      * iterations ahead), the last retired after the loop; K of 1, 2, 3 and 9 steps */
     ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F16, 70, 128, 288, 64, 128, 32, 4, 4, 1, 7015);
     ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_F16, 64, 64, 16, 64, 64, 16, 4, 4, 0, 7016);
-    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 136, 104, 64, 128, 128, 32, 8, 4, 3, 7017);
+    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 136, 104, 256, 128, 128, 32, 8, 4, 3, 7017);
     ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_BF16, 64, 64, 96, 64, 64, 32, 4, 5, 2, 7018);
   }
   return ok;
