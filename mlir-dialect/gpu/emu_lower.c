@@ -497,6 +497,26 @@ static void lower_cvt_tf32(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   replace_results(op, &out, 1);
 }
 
+/* cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 d, hi, lo (KILN_GPU_CVT_F16X2_PTX): each f32 rounded
+ * to nearest even as the host's fptrunc does, lo in bits 0..15 of d, hi in 16..31. */
+static void lower_cvt_x2(Emu *E, KilnIRBuilder *b, MlirOperation op, bool bf16) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirType ht = bf16 ? mlirBF16TypeGet(E->ctx) : mlirF16TypeGet(E->ctx);
+  MlirType i16 = mlirIntegerTypeGet(E->ctx, 16);
+  MlirValue half[2];
+  for (int i = 0; i < 2; i++) {
+    MlirValue x = mlirOperationGetOperand(op, i);
+    MlirValue h = kiln_ir_make1(b, loc, "llvm.fptrunc", &x, 1, ht, NULL, 0);
+    MlirValue bits = kiln_ir_make1(b, loc, "llvm.bitcast", &h, 1, i16, NULL, 0);
+    half[i] = kiln_ir_make1(b, loc, "llvm.zext", &bits, 1, E->i32, NULL, 0);
+  }
+  MlirValue up[2] = {half[0], cst_i32(E, b, loc, 16)};
+  MlirValue hi = kiln_ir_make1(b, loc, "llvm.shl", up, 2, E->i32, NULL, 0);
+  MlirValue both[2] = {hi, half[1]};
+  MlirValue out = kiln_ir_make1(b, loc, "llvm.or", both, 2, E->i32, NULL, 0);
+  replace_results(op, &out, 1);
+}
+
 static void lower_cp_async_intrinsic(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   MlirStringRef n = mlirStringAttrGetValue(
@@ -800,6 +820,14 @@ static void lower_asm(Emu *E, KilnIRBuilder *b, MlirOperation op) {
       mlirOperationGetNumOperands(op) == 1 && mlirOperationGetNumResults(op) == 1 &&
       mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, 0)), E->i32)) {
     lower_cvt_tf32(E, b, op);
+    return;
+  }
+  bool bf16x2 =
+      strncmp(text, KILN_GPU_CVT_BF16X2_PTX " ", strlen(KILN_GPU_CVT_BF16X2_PTX) + 1) == 0;
+  if ((bf16x2 ||
+       strncmp(text, KILN_GPU_CVT_F16X2_PTX " ", strlen(KILN_GPU_CVT_F16X2_PTX) + 1) == 0) &&
+      mlirOperationGetNumOperands(op) == 2 && mlirOperationGetNumResults(op) == 1) {
+    lower_cvt_x2(E, b, op, bf16x2);
     return;
   }
   if (lower_stmatrix(E, b, op, text)) return;

@@ -196,6 +196,11 @@ static inline int kiln_gpu_ilog2(int64_t v) {
  * emu_lower.c computes both on the host). */
 #define KILN_GPU_MMA_TF32_PTX "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 #define KILN_GPU_CVT_TF32_PTX "cvt.rna.tf32.f32"
+/* Two f32 rounded to f16 (bf16) and packed in one 32-bit register, the first operand in the
+ * upper half: one instruction for a pair of P or dS where two cvt and a mov would be (sm_80+;
+ * lower_dot.c's A operands from accumulators; emu_lower.c rounds on the host the same way). */
+#define KILN_GPU_CVT_F16X2_PTX  "cvt.rn.f16x2.f32"
+#define KILN_GPU_CVT_BF16X2_PTX "cvt.rn.bf16x2.f32"
 
 /* stmatrix (sm_90) has no NVVM intrinsic in LLVM 19, so the epilogue's is inline PTX starting
  * with this text, then the count (1, 2 or 4) and ".shared.b16 [$0], {$1, ...};" (lower_epilogue.c

@@ -317,6 +317,7 @@ bool low_lower_op(Low *L, MlirOperation op) {
   default: break;
   }
   if (kiln_ir_op_is(op, "arith.constant")) return lower_constant(L, op);
+  if (kiln_ir_op_is(op, "arith.cmpf") && low_rand_compare(L, op)) return true;
   if (kiln_ir_op_is(op, "scf.for")) return lower_for(L, op);
   if (kiln_ir_op_is(op, "scf.if")) return lower_if(L, op);
   if (kiln_ir_op_is(op, "scf.yield")) {

@@ -70,6 +70,9 @@ MlirValue low_math_f64_scalar(Low *L, const char *name, MlirValue *x, bool *ok);
 /* pow of two f32 scalars, computed in f64 and rounded once (lower_math_f64.c). */
 MlirValue low_pow_f32(Low *L, MlirValue x, MlirValue y);
 bool low_rand(Low *L, MlirOperation op);
+/* arith.cmpf of a rand tile against one f32 in every element, as integer compares of the
+ * Philox words (exact); false, emitting nothing, for any other compare. */
+bool low_rand_compare(Low *L, MlirOperation cmp);
 /* Tensor cores (lower_dot.c): a convert to a dot_op layout (shared staging + ldmatrix), and a
  * dot with an mma result (mma.sync). */
 bool low_dot_operand(Low *L, MlirOperation op);

@@ -186,9 +186,29 @@ void low_dot_fragments(Low *L, const KilnGpuLayout *dl, MlirValue base, int64_t 
   }
 }
 
+/* The f32 that v (an f16 or bf16 scalar) was rounded from by arith.truncf, or a null value. */
+static MlirValue rounded_from_f32(MlirValue v) {
+  if (!mlirValueIsAOpResult(v)) return (MlirValue){NULL};
+  MlirOperation def = mlirOpResultGetOwner(v);
+  if (!kiln_ir_op_is(def, "arith.truncf")) return (MlirValue){NULL};
+  MlirValue x = mlirOperationGetOperand(def, 0);
+  return mlirTypeIsAF32(mlirValueGetType(x)) ? x : (MlirValue){NULL};
+}
+
 /* Two 16-bit values as one 32-bit register, lo in bits 0..15 (the lower column: how mma.sync
- * and ldmatrix pack a pair). */
+ * and ldmatrix pack a pair).  Two f32 rounded to f16 (bf16), as P and dS are, take one
+ * cvt.rn.f16x2.f32 (bf16x2) from the f32 values instead of two cvt and a mov; as inline PTX,
+ * which also keeps LLVM from moving a select that feeds the rounding (dropout's
+ * where(keep, p, 0)) past it into integer selects on the halves. */
 static MlirValue pack_pair(Low *L, MlirValue lo, MlirValue hi) {
+  MlirValue flo = rounded_from_f32(lo), fhi = rounded_from_f32(hi);
+  MlirType et = mlirValueGetType(lo);
+  if (flo.ptr && fhi.ptr && (mlirTypeIsAF16(et) || mlirTypeIsABF16(et))) {
+    MlirValue o[2] = {fhi, flo};
+    const char *text = mlirTypeIsAF16(et) ? KILN_GPU_CVT_F16X2_PTX " $0, $1, $2;"
+                                          : KILN_GPU_CVT_BF16X2_PTX " $0, $1, $2;";
+    return low_asm(L, text, "=r,f,f", o, 2, L->i32);
+  }
   MlirType i16 = mlirIntegerTypeGet(L->ctx, 16);
   MlirValue l16 = low_op1(L, "arith.bitcast", &lo, 1, i16),
             h16 = low_op1(L, "arith.bitcast", &hi, 1, i16);

@@ -360,3 +360,82 @@ bool low_rand(Low *L, MlirOperation op) {
   low_set(L, res, out);
   return true;
 }
+
+/* ---------------------------------------------------------------- rand compared to a scalar */
+
+/* The top 24 bits u = word >> 8 of a lowered rand element (rand = u 2^-24, low_rand's
+ * mulf(uitofp(shrui(word, 8)), 2^-24)), or a null value when v is not that. */
+static MlirValue rand_top_bits(MlirValue v) {
+  MlirValue none = {NULL};
+  const char *chain[3] = {"arith.mulf", "arith.uitofp", "arith.shrui"};
+  for (int i = 0; i < 3; i++) {
+    if (!mlirValueIsAOpResult(v)) return none;
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (!kiln_ir_op_is(def, chain[i])) return none;
+    if (i == 2) return v;
+    v = mlirOperationGetOperand(def, 0);
+  }
+  return none;
+}
+
+/* The value every element of X has, or a null value when they differ (a scalar or a splat). */
+static MlirValue uniform_of(const Vals *X) {
+  for (int64_t j = 1; j < X->n; j++)
+    if (!mlirValueEqual(X->v[j], X->v[0])) return (MlirValue){NULL};
+  return X->v[0];
+}
+
+/* select(c, a, b) of f32 scalars. */
+static MlirValue select_f32(Low *L, MlirValue c, MlirValue a, MlirValue b) {
+  MlirValue o[3] = {c, a, b};
+  return low_op1(L, "arith.select", o, 3, L->f32);
+}
+
+/* `rand(seed, o) PRED p` with p the same f32 in every element (dropout's keep mask) as one
+ * integer compare per element instead of four instructions (shift, convert, scale, compare):
+ * rand is u 2^-24 with u = word >> 8 an integer in [0, 2^24), both exact in f32, so with
+ * T = p 2^24 (exact: a power-of-two scale) r > p iff u >= floor(T) + 1, r >= p iff
+ * u >= ceil(T), r < p iff u < ceil(T), r <= p iff u < floor(T) + 1.  The bound c is computed once
+ * from p, clamped to [0, 2^24] (then every u compares as it should: c = 0 is always >=, 2^24
+ * never), and a NaN p gives c = 2^24 for the ordered `>`/`>=` (never true) and the unordered
+ * `<`/`<=` (always true: u < 2^24), 0 for the others.  So the result is exactly the f32
+ * compare's.  Returns false (emitting nothing) when the op is not such a compare. */
+bool low_rand_compare(Low *L, MlirOperation cmp) {
+  /* cmpf predicates (arith): 2 ogt, 3 oge, 4 olt, 5 ole, 9 ugt, 10 uge, 11 ult, 12 ule */
+  int64_t pred = kiln_gpu_int_attr(cmp, "predicate", -1);
+  bool swap = false;
+  MlirValue a = mlirOperationGetOperand(cmp, 0), b = mlirOperationGetOperand(cmp, 1);
+  if (!mlirValueIsAOpResult(a) || kiln_ir_op_id(mlirOpResultGetOwner(a)) != KILN_OP_RAND) {
+    if (!mlirValueIsAOpResult(b) || kiln_ir_op_id(mlirOpResultGetOwner(b)) != KILN_OP_RAND)
+      return false;
+    swap = true; /* p PRED r is r PRED' p */
+  }
+  static const int swapped[13] = {
+      [2] = 4, [3] = 5, [4] = 2, [5] = 3, [9] = 11, [10] = 12, [11] = 9, [12] = 10};
+  if (pred < 0 || pred > 12 || !swapped[pred]) return false;
+  if (swap) pred = swapped[pred];
+  Vals *R = low_get(L, swap ? b : a), *P = low_get(L, swap ? a : b);
+  MlirValue p = uniform_of(P);
+  if (!p.ptr || !mlirTypeIsAF32(mlirValueGetType(p))) return false;
+  MlirValue *u = low_alloc(L, (size_t)R->n * sizeof *u);
+  for (int64_t j = 0; j < R->n; j++)
+    if (!(u[j] = rand_top_bits(R->v[j])).ptr) return false;
+  bool greater = pred == 2 || pred == 3 || pred == 9 || pred == 10;
+  bool floor_plus_one = pred == 2 || pred == 5 || pred == 9 || pred == 12; /* strict > or <= */
+  bool ordered = pred <= 5;
+  MlirValue t = mulc(L, p, 16777216.0);
+  MlirValue c = floor_plus_one ? low_bin(L, "arith.addf", low_op1(L, "math.floor", &t, 1, L->f32),
+                                         low_f32(L, 1.0))
+                               : low_op1(L, "math.ceil", &t, 1, L->f32);
+  MlirValue zero = low_f32(L, 0.0), top = low_f32(L, 16777216.0);
+  c = select_f32(L, low_cmpf(L, "olt", c, zero), zero, c);
+  c = select_f32(L, low_cmpf(L, "ogt", c, top), top, c);
+  /* NaN p: the compare is `ordered` false or unordered true */
+  MlirValue nan_bound = greater == ordered ? top : zero;
+  c = select_f32(L, low_cmpf(L, "uno", p, p), nan_bound, c);
+  MlirValue ci = low_op1(L, "arith.fptoui", &c, 1, L->i32);
+  Vals *out = low_vals(L, R->n);
+  for (int64_t j = 0; j < R->n; j++) out->v[j] = low_cmpi(L, greater ? "uge" : "ult", u[j], ci);
+  low_set(L, mlirOperationGetResult(cmp, 0), out);
+  return true;
+}

@@ -1132,34 +1132,44 @@ static bool test_small_dots(KilnRtDevice *dev) {
 
 /* ---- dropout_rand ------------------------------------------------------------------------- */
 
+/* The GPU lowering compares rand with p as integers (the word's top 24 bits against a bound
+ * from p, docs/gpu-lowering.md "Random numbers"), so the configurations also put p where an
+ * off-by-one bound shows: exactly at one element's number (`at`: p = that element's r, which
+ * must not be kept, while the next representable r above it is), at 0 (r = 0 not kept), below
+ * 0 (all kept), at 1 - 2^-24 and 1 (none) and NaN (none). */
 static bool test_dropout_rand(KilnRtDevice *dev) {
   static const struct {
     int32_t n, block;
     float p;
-    int32_t seed;
-  } cfgs[] = {{1000, 256, 0.3f, 1234},
-              {5000, 1024, 0.5f, -7},
-              {4096, 512, 0.1f, 0},
-              {77, 2048, 0.9f, 2147483647}};
+    int32_t seed, at; /* at >= 0: p is the reference's r[at] */
+  } cfgs[] = {
+      {1000, 256, 0.3f, 1234, -1},      {5000, 1024, 0.5f, -7, -1}, {4096, 512, 0.1f, 0, -1},
+      {77, 2048, 0.9f, 2147483647, -1}, {3000, 512, 0.0f, 99, 17},  {3000, 1024, 0.0f, 99, 2048},
+      {3000, 256, 0.0f, 5, -1},         {3000, 256, -0.25f, 5, -1}, {3000, 256, 0.99999994f, 5, -1},
+      {3000, 256, 1.0f, 5, -1},         {3000, 256, NAN, 5, -1}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t n = (size_t)cfgs[ci].n, total = n + TAIL_ELEMS;
     KilnDefine defs[] = {{"BLOCK", cfgs[ci].block}};
-    char shape[96];
-    snprintf(shape, sizeof shape, "n=%zu p=%g seed=%" PRId32, n, (double)cfgs[ci].p, cfgs[ci].seed);
-    KilnTestRun run;
-    run_begin(&run, dev, "dropout_rand", defs, COUNT(defs), shape);
-
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 700 + ci);
     float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
     float *r = kiln_test_alloc(total, sizeof *r), *y = kiln_test_alloc(total, sizeof *y);
     float *ref_r = kiln_test_alloc(n, sizeof *ref_r), *ref_y = kiln_test_alloc(n, sizeof *ref_y);
+    int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed;
+    float p = cfgs[ci].p;
+    if (cfgs[ci].at >= 0) { /* p on an element's number: the boundary itself */
+      kiln_ref_dropout(x, ref_r, ref_y, n, p, seed);
+      p = ref_r[cfgs[ci].at];
+    }
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%zu p=%.9g seed=%" PRId32, n, (double)p, cfgs[ci].seed);
+    KilnTestRun run;
+    run_begin(&run, dev, "dropout_rand", defs, COUNT(defs), shape);
+
     void *dx = kiln_test_input(&run, x, n * sizeof *x);
     void *dr = kiln_test_output(&run, total * sizeof *r);
     void *dy = kiln_test_output(&run, total * sizeof *y);
-    int32_t n32 = cfgs[ci].n, seed = cfgs[ci].seed;
-    float p = cfgs[ci].p;
     void *args[] = {&dx, &dr, &dy, &n32, &p, &seed};
     kiln_test_launch(&run, run.fn, kiln_test_cdiv(n, (size_t)cfgs[ci].block), 1, args);
     kiln_test_fetch(&run, r, dr, total * sizeof *r);
