@@ -6,7 +6,10 @@
  * the K-major 64-byte-swizzled rows the GPU lowering stages (BK = 32, one k16 step per start
  * address); a copy swizzled one way read with another mode must give wrong numbers (the layout
  * matters); and the errors (out-of-bounds descriptor, base_offset, bad n, a block that is not
- * whole warpgroups, unwritten shared memory under initcheck). */
+ * whole warpgroups, unwritten shared memory under initcheck).  The RS form (kiln_emu_wgmma_rs, A
+ * from registers built by mma.sync's A fragment formulas) against the same matmul for every n,
+ * type, transpose and mode of B on one and two warpgroups; two lanes trading their A registers
+ * must give wrong rows; its errors, and a warp whose lanes disagree on n reported as a hang. */
 #include "emu_test.h"
 
 #include <math.h>
@@ -415,6 +418,14 @@ static void bad_rs_kernel(void **args) {
   kiln_emu_wgmma_rs(acc, B->n, 0, 0, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, B->db);
 }
 
+/* As bad_rs_kernel, but lane 0 of every warp asks for n + 8: its warp never meets. */
+static void split_rs_kernel(void **args) {
+  Bad *B = *(Bad **)args[0];
+  float acc[128] = {0};
+  uint32_t n = B->n + (kiln_emu_tid_x() % 32 == 0 ? 8 : 0);
+  kiln_emu_wgmma_rs(acc, n, 0, 0, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, B->db);
+}
+
 static void expect_error_in(KilnEmuKernelFn kernel, uint32_t threads, uint32_t shared,
                             uint32_t checks, Bad B, KilnEmuStatus want, const char *needle) {
   Bad *p = &B;
@@ -453,6 +464,8 @@ static void errors(void) {
                   "warpgroups");
   expect_error_in(bad_rs_kernel, 128, 4096, KILN_EMU_CHECK_INIT, (Bad){8, 0, ok},
                   KILN_EMU_ERROR_UNINIT, "wgmma B element");
+  expect_error_in(split_rs_kernel, 128, 4096, 0, (Bad){8, 0, ok}, KILN_EMU_ERROR_DEADLOCK,
+                  "wgmma.mma_async.sync.aligned (A from registers)");
 }
 
 int main(void) {
