@@ -106,6 +106,8 @@ __attribute__((used)) static void (*const keep_intrinsics[])(void) = {
     KEEP(kiln_emu_stmatrix),
     KEEP(kiln_emu_wgmma),
     KEEP(kiln_emu_wgmma_rs),
+    KEEP(kiln_emu_wgmma_commit),
+    KEEP(kiln_emu_wgmma_wait),
     KEEP(kiln_emu_cp_async),
     KEEP(kiln_emu_cp_async_commit_group),
     KEEP(kiln_emu_cp_async_wait_group),

@@ -13,8 +13,10 @@
  *     function's entry, so a loop does not grow the fiber's stack;
  *   - sm_90's wgmma (inline PTX, gpu/wgmma.c) becomes kiln_emu_wgmma(acc, n, bf16, trans_a,
  *     trans_b, desc_a, desc_b), or kiln_emu_wgmma_rs(acc, n, bf16, trans_b, a0..a3, desc_b) when
- *     A comes from registers, with the accumulators through an entry alloca; its fences, commit
- *     and wait pass their registers through or vanish (the emulated MMA completes at once);
+ *     A comes from registers, with the accumulators through an entry alloca; its fences pass
+ *     their registers through or vanish (the emulated MMA completes at once), its commit and
+ *     wait become kiln_emu_wgmma_commit() and kiln_emu_wgmma_wait(n) (racecheck keeps the MMA's
+ *     shared-memory reads pending until then), the wait passing its registers through;
  *   - PTX approximations become kiln_emu_approx_f32(op, x): host math by default (the emulator
  *     checks the lowering's logic), or the documented worst case in the pessimistic math mode;
  *   - @kiln_smem becomes the result of kiln_emu_shared_base(), called once at the entry of each
@@ -661,7 +663,9 @@ static bool lower_stmatrix(Emu *E, KilnIRBuilder *b, MlirOperation op, const cha
  *
  * The MMA runs at once on the emulator (kiln_emu_wgmma: each thread its own fragment), so the
  * accumulator it returns is final: the fence and the wait pass their registers through, the
- * commit and the async-proxy fence are nothing. */
+ * async-proxy fence is nothing. The commit and the wait are calls all the same
+ * (kiln_emu_wgmma_commit, kiln_emu_wgmma_wait(n)): racecheck holds the MMA's reads of shared
+ * memory pending until the wait that retires them, as the GPU may read that late. */
 
 /* The struct of op's operands as its result (the fence and the wait); nothing without results. */
 static void pass_through(Emu *E, KilnIRBuilder *b, MlirOperation op) {
@@ -791,14 +795,21 @@ static bool lower_wgmma(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *
   } else if (kiln_gpu_wgmma_rs_parse(text, &n, &bf16, &tb)) {
     lower_wgmma_rs_mma(E, b, op, n, bf16, tb);
   } else if (strcmp(text, KILN_GPU_WGMMA_FENCE_PTX) == 0 || kiln_gpu_wgmma_wait_parse(text, &k)) {
-    if (tied_f32(E, op, nops))
-      pass_through(E, b, op);
-    else
+    if (!tied_f32(E, op, nops)) {
       emu_error(E, op, "emu lowering: '%s' needs f32 operands returned as one struct", text);
+      return true;
+    }
+    if (strcmp(text, KILN_GPU_WGMMA_FENCE_PTX) != 0) {
+      MlirValue n = cst_i32(E, b, mlirOperationGetLocation(op), k);
+      call(E, b, mlirOperationGetLocation(op), "kiln_emu_wgmma_wait", E->voidt, &n, 1);
+    }
+    pass_through(E, b, op);
   } else if (strcmp(text, KILN_GPU_WGMMA_COMMIT_PTX) == 0 ||
              strcmp(text, KILN_GPU_FENCE_PROXY_ASYNC_PTX) == 0) {
     if (nops != 0 || mlirOperationGetNumResults(op) != 0)
       emu_error(E, op, "emu lowering: '%s' takes no operands and has no results", text);
+    else if (strcmp(text, KILN_GPU_WGMMA_COMMIT_PTX) == 0)
+      call(E, b, mlirOperationGetLocation(op), "kiln_emu_wgmma_commit", E->voidt, NULL, 0);
   } else if (strstr(text, "wgmma") != NULL || strstr(text, "fence.proxy") != NULL) {
     emu_error(E, op, "emu lowering: unsupported wgmma inline PTX '%s'", text);
   } else {

@@ -15,7 +15,9 @@
  *   a store meeting another thread's store of a different value (checked after the store, when
  *   the new value is in memory: replicated layouts have several lanes store the same value,
  *   which a GPU does without harm). Whatever order the fibers ran in, the same pairs meet, so
- *   one schedule finds what any schedule of the same interval would.
+ *   one schedule finds what any schedule of the same interval would. A store or an atomic to
+ *   bytes that an issued wgmma of any thread may still be reading (its group not retired by a
+ *   wgmma.wait_group) is a race too, across barriers (wgmma_async.c).
  * - initcheck: per arena byte, the block that last wrote it; a read of a byte no thread of this
  *   block wrote is reported (the arena also holds 0xff bytes, so the values show it too).
  *
@@ -329,6 +331,8 @@ void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t byte
                            const char *what) {
   if (!w->shadow) return;
   bool racecheck = (w->cfg.checks & KILN_EMU_CHECK_RACE) != 0;
+  if (racecheck && (op == KILN_EMU_ACCESS_STORE || op == KILN_EMU_ACCESS_ATOMIC))
+    kiln_emu_wgmma_check_write(w, f, p, bytes, what); /* bytes a wgmma may still be reading */
   const unsigned char *bp = p;
   uint32_t start = (uint32_t)(bp - w->shared);
   for (uint32_t i = 0; i < bytes; i++) {

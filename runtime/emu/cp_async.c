@@ -53,6 +53,8 @@ void kiln_emu_cp_async(void *dst_shared, const void *src_global, uint32_t cp_siz
     kiln_emu_fail(w, f, KILN_EMU_ERROR_MEMORY, "cp.async: source %p is not %u-byte aligned",
                   src_global, cp_size);
   if (src_size > 0) kiln_emu_check_global(w, f, src_global, src_size, cp_size, "cp.async source");
+  /* the bytes may land any time from now to the wait: a pending wgmma read of them races */
+  kiln_emu_wgmma_check_write(w, f, dst_shared, cp_size, "cp.async destination (at issue)");
   if (f->ncopies == f->cap_copies) {
     size_t cap = f->cap_copies ? 2 * f->cap_copies : 16;
     EmuCopy *grown = realloc(f->copies, cap * sizeof *grown);

@@ -59,6 +59,16 @@ typedef struct EmuCopy {
   uint32_t group;
 } EmuCopy;
 
+/* One wgmma whose shared-memory reads are still pending (wgmma_async.c): issued and not yet
+ * retired by a wgmma.wait_group of its thread. Its 16-byte chunks of the arena are
+ * EmuFiber.wg_chunks[begin, end), each with EMU_WG_CHUNK_B set when it was read for B. */
+typedef struct EmuWgRead {
+  uint32_t seq;   /* the thread's wgmma count at issue, from 1 (named in a report) */
+  uint32_t group; /* its wgmma commit group; EMU_GROUP_OPEN before wgmma.commit_group */
+  uint32_t begin, end;
+} EmuWgRead;
+#define EMU_WG_CHUNK_B 0x80000000u
+
 typedef struct EmuFiber {
   ucontext_t uc;
   unsigned char *stack; /* usable stack (above the guard page) */
@@ -73,6 +83,13 @@ typedef struct EmuFiber {
   EmuCopy *copies; /* queued cp.async, in issue order; owned, reused across blocks */
   size_t ncopies, cap_copies;
   uint32_t next_group; /* groups committed so far */
+  /* racecheck: wgmma reads not retired, in issue order (so retiring takes a prefix) */
+  EmuWgRead *wg_reads;
+  size_t n_wg_reads, cap_wg_reads;
+  uint32_t *wg_chunks; /* chunk index | EMU_WG_CHUNK_B */
+  size_t n_wg_chunks, cap_wg_chunks;
+  uint32_t wg_issued;     /* wgmmas issued by the thread in this block */
+  uint32_t wg_next_group; /* wgmma groups committed so far */
 } EmuFiber;
 
 typedef struct EmuBarrier {
@@ -123,6 +140,12 @@ typedef struct EmuWorker {
   EmuShadow *shadow;  /* racecheck / initcheck: one per byte of the arena, else NULL */
   uint32_t epoch;     /* barriers completed and blocks started on this worker, from 1 */
   uint32_t block_gen; /* blocks started on this worker, from 1 */
+  /* racecheck of wgmma's asynchronous reads: per 16-byte chunk of the arena, how many issued
+   * wgmmas of the block's threads read it and are not retired (NULL without racecheck) */
+  uint32_t *wg_pending;
+  uint32_t *wg_stamp;        /* per chunk, the last wg_stamp_gen that counted it (one per wgmma) */
+  uint32_t wg_stamp_gen;     /* one per wgmma issued, from 1 */
+  uint64_t wg_pending_total; /* the sum of wg_pending: 0 lets every write skip the check */
   uint32_t
       warp_epoch[KILN_EMU_MAX_BLOCK_THREADS / KILN_EMU_WARP_SIZE]; /* bar.warp.syncs per warp */
   const EmuRange *ranges; /* memcheck: the launch's snapshot of the allocation table, sorted */
@@ -174,6 +197,23 @@ void kiln_emu_check_global(EmuWorker *w, EmuFiber *f, const void *p, size_t byte
  * neither check is on). `what` names the access in a report. */
 void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes, KilnEmuAccess op,
                            const char *what);
+
+/* ---- wgmma's asynchronous reads (wgmma_async.c; each a no-op without racecheck) ---- */
+
+/* Allocates the per-chunk counters when the launch has racecheck; false when out of memory. */
+bool kiln_emu_wgmma_reads_init(EmuWorker *w);
+/* A new block: every pending read of the last one is forgotten. */
+void kiln_emu_wgmma_reads_reset(EmuWorker *w);
+/* Opens the record of a wgmma the fiber issues now, which reads at most max_chunks chunks. */
+void kiln_emu_wgmma_reads_begin(EmuWorker *w, EmuFiber *f, uint32_t max_chunks);
+/* The open record reads the element at arena offset `off` (2 bytes) as operand A or B. */
+void kiln_emu_wgmma_read_note(EmuWorker *w, EmuFiber *f, uint32_t off, bool b_operand);
+/* The thread ends: its pending reads are dropped (not an error). */
+void kiln_emu_wgmma_reads_drop(EmuWorker *w, EmuFiber *f);
+/* A write to arena bytes [p, p + bytes) by fiber f: a race when any thread's wgmma read of them
+ * is pending. `what` names the write in the report. */
+void kiln_emu_wgmma_check_write(EmuWorker *w, EmuFiber *f, const void *p, size_t bytes,
+                                const char *what);
 
 /* Performs the fiber's queued copies except those of the `keep_recent` most recently committed
  * groups and the uncommitted ones; `all` performs every queued copy (at thread exit). */

@@ -325,6 +325,13 @@ KILN_EMU_API void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t
 KILN_EMU_API void kiln_emu_wgmma_rs(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_b,
                                     uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                     uint64_t desc_b);
+/* wgmma.commit_group: closes the calling thread's group of wgmmas issued since the last one.
+ * The MMA's result is final at issue, but under racecheck its reads of A and B stay pending until
+ * a wait retires its group: a write to those bytes by any thread before then is a race. */
+KILN_EMU_API void kiln_emu_wgmma_commit(void);
+/* wgmma.wait_group n: retires the reads of every committed group but the n most recent ones
+ * (wgmmas not committed yet stay pending). The accumulators need nothing: they are final. */
+KILN_EMU_API void kiln_emu_wgmma_wait(uint32_t n);
 
 /* ---- asynchronous copies ------------------------------------------------------------------- */
 

@@ -117,6 +117,7 @@ void kiln_emu_block(EmuWorker *w, EmuFiber *f, EmuWait why) {
 }
 
 _Noreturn void kiln_emu_fiber_exit(EmuWorker *w, EmuFiber *f) {
+  kiln_emu_wgmma_reads_drop(w, f); /* a wgmma never waited for: nothing more to check */
   kiln_emu_copies_flush(f, true, 0);
   f->state = EMU_EXITED;
   w->live--;
@@ -213,6 +214,8 @@ static void start_fiber(EmuWorker *w, EmuFiber *f) {
   memset(&f->coll, 0, sizeof f->coll);
   f->ncopies = 0;
   f->next_group = 0;
+  f->n_wg_reads = f->n_wg_chunks = 0;
+  f->wg_issued = f->wg_next_group = 0;
 #ifdef EMU_ASAN
   /* A fiber dropped mid-call (trap, failure) leaves its frames' redzones poisoned. */
   __asan_unpoison_memory_region(f->stack, f->stack_bytes);
@@ -253,6 +256,7 @@ static void reset_checks(EmuWorker *w, uint64_t index) {
   w->epoch++;
   w->block_gen++;
   memset(w->warp_epoch, 0, sizeof w->warp_epoch);
+  kiln_emu_wgmma_reads_reset(w); /* a failed block may have left reads pending */
   w->rng = w->cfg.seed ^ (index * 0xd1b54a32d192ed03u); /* per block: the same on any OS thread */
 }
 
@@ -288,10 +292,16 @@ static void run_block(EmuWorker *w, uint64_t index) {
 
 static void worker_free(EmuWorker *w) {
   if (w->fibers) {
-    for (uint32_t i = 0; i < w->nthreads; i++) free(w->fibers[i].copies);
+    for (uint32_t i = 0; i < w->nthreads; i++) {
+      free(w->fibers[i].copies);
+      free(w->fibers[i].wg_reads);
+      free(w->fibers[i].wg_chunks);
+    }
   }
   free(w->fibers);
   free(w->shadow);
+  free(w->wg_pending);
+  free(w->wg_stamp);
   free(w->order);
   if (w->stacks) munmap(w->stacks, w->stacks_bytes);
   free(w->shared);
@@ -331,7 +341,7 @@ static KilnEmuStatus worker_init(EmuWorker *w, EmuLaunchState *L) {
   if (L->cfg.seed) w->order = malloc(w->nthreads * sizeof *w->order);
   if (!w->fibers || !w->shared || !w->stacks ||
       (!w->shadow && (L->cfg.checks & (KILN_EMU_CHECK_RACE | KILN_EMU_CHECK_INIT))) ||
-      (!w->order && L->cfg.seed))
+      (!w->order && L->cfg.seed) || !kiln_emu_wgmma_reads_init(w))
     return KILN_EMU_ERROR_OUT_OF_MEMORY;
   for (uint32_t i = 0; i < w->nthreads; i++) {
     EmuFiber *f = &w->fibers[i];

@@ -4,8 +4,10 @@
  * How it works. No rendezvous: each thread reads from the arena the rows of A and the columns of
  * B its own accumulator fragment needs and updates only its own n / 2 registers (the program
  * has a barrier before the MMA, and the arena is not written while the warpgroup computes).
- * The instruction is asynchronous on the GPU; here it completes at once, so its fence, commit
- * and wait are nothing (the emu rewrite drops them). With tw = tid % 128, w = tw / 32, lane l,
+ * The instruction is asynchronous on the GPU; here the MMA completes at once, so its fence is
+ * nothing and its accumulators are final at issue, but under racecheck the chunks it read stay
+ * pending until the wgmma.wait_group that retires its group (wgmma_async.c), and a write to them
+ * before then is a race. With tw = tid % 128, w = tw / 32, lane l,
  * g = l / 4, q = l % 4, register 4j + i (j < n / 8, i < 4) is D(16w + g + 8 (i / 2),
  * 8j + 2q + (i % 2)), accumulated in f32 in k order (0..15) as mma.sync is (matrix.c).
  *
@@ -75,6 +77,7 @@ static float read_element(EmuWorker *w, EmuFiber *f, const WgmmaDesc *d, char wh
                   which, which == 'A' ? "m" : "n", x, k, off, w->cfg.shared_bytes,
                   (unsigned long long)d->raw);
   const unsigned char *p = w->shared + off;
+  kiln_emu_wgmma_read_note(w, f, off, which == 'B');
   kiln_emu_check_shadow(w, f, p, 2, KILN_EMU_ACCESS_LOAD,
                         which == 'A' ? "wgmma A element" : "wgmma B element");
   uint16_t h;
@@ -103,6 +106,7 @@ void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_a, uin
   EmuWorker *w = kiln_emu_worker();
   check_call(w, f, n, bf16, trans_a, trans_b);
   WgmmaDesc da = decode(w, f, desc_a, 'A'), db = decode(w, f, desc_b, 'B');
+  kiln_emu_wgmma_reads_begin(w, f, 32 + 4 * n); /* the elements it reads: chunks at most */
   uint32_t tw = f->tid % WGMMA_THREADS, warp = tw / KILN_EMU_WARP_SIZE;
   uint32_t lane = tw % KILN_EMU_WARP_SIZE, g = lane / 4, q = lane % 4;
   float a[2][16], b[2][16]; /* this thread's two rows of A; one n8 block's two columns of B */
@@ -130,7 +134,8 @@ void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_a, uin
  * first column).  A thread's accumulators need its rows g and g + 8 for all 16 k, which the four
  * lanes of its quad hold between them: so the warp meets (a collective, as mma.sync does) and
  * each lane receives its quad's 16 registers; then, as in the SS form, each thread reads B
- * through its descriptor and updates only its own registers. */
+ * through its descriptor (those reads pending for racecheck until their wait) and updates only
+ * its own registers. */
 
 /* Every lane receives the registers of the four lanes of its quad, lane by lane. */
 static void rs_gather_quads(EmuFiber *warp, uint32_t mask, uint32_t sub) {
@@ -181,7 +186,9 @@ void kiln_emu_wgmma_rs(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_b, 
   kiln_emu_collective(w, f, EMU_COLL_WGMMA_RS, n << 2 | bf16 << 1 | trans_b, 0xffffffffu,
                       rs_gather_quads);
   f->coll.quad = NULL;
-  float a[2][16]; /* this thread's rows g and g + 8 of its warp's 16 */
+  /* after the rendezvous: nothing may switch fibers between the record's opening and its reads */
+  kiln_emu_wgmma_reads_begin(w, f, 4 * n); /* B's elements: chunks at most */
+  float a[2][16];                          /* this thread's rows g and g + 8 of its warp's 16 */
   for (uint32_t h = 0; h < 2; h++)
     for (uint32_t k = 0; k < 16; k++) a[h][k] = rs_element(quad, bf16, h, k);
   rs_multiply(w, f, &db, n, bf16, trans_b, a, acc);

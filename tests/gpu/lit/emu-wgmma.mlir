@@ -4,7 +4,8 @@
 // RUN: sed -e 's/%a3: i32/%a3: i64/; s/%a3, %db : (f32, f32, f32, f32, i32, i32, i32, i32/%a3, %db : (f32, f32, f32, f32, i32, i32, i32, i64/' %s | %not %kiln-opt - --target=emu --pass=kiln-gpu-to-emu 2>&1 | FileCheck %s --check-prefix=BAD-RS-TYPE
 // The emu rewrite of sm_90's wgmma (the inline PTX of mlir-dialect/gpu/wgmma.c): the MMA
 // becomes kiln_emu_wgmma with its accumulators through an entry alloca, the fence and the wait
-// pass their registers through, the commit and the async-proxy fence vanish.  A wgmma text the
+// pass their registers through, the commit and the wait become kiln_emu_wgmma_commit and
+// kiln_emu_wgmma_wait(K) (racecheck's pending reads), the async-proxy fence vanishes.  A wgmma text the
 // writer would not produce (mixed operand types) is an error naming it.  The RS form (A from
 // four i32 registers, B from its descriptor) becomes kiln_emu_wgmma_rs the same way; an
 // immediate transpose of A in it, or an A register that is not i32, is an error.
@@ -26,7 +27,10 @@
 // CHECK: llvm.load %[[S1]] : !llvm.ptr -> f32
 // CHECK: %[[D:.*]] = llvm.insertvalue %{{.*}}, %{{.*}}[3] : !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NOT: llvm.inline_asm
+// CHECK: llvm.call @kiln_emu_wgmma_commit() : () -> ()
 // CHECK: %[[X:.*]] = llvm.extractvalue %[[D]][0]
+// CHECK: %[[K:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @kiln_emu_wgmma_wait(%[[K]]) : (i32) -> ()
 // CHECK: llvm.insertvalue %[[X]], %{{.*}}[0]
 // CHECK: %[[W:.*]] = llvm.insertvalue %{{.*}}, %{{.*}}[3]
 // CHECK: %[[Y:.*]] = llvm.extractvalue %[[W]][0]
