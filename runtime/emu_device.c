@@ -105,6 +105,7 @@ __attribute__((used)) static void (*const keep_intrinsics[])(void) = {
     KEEP(kiln_emu_ldmatrix),
     KEEP(kiln_emu_stmatrix),
     KEEP(kiln_emu_wgmma),
+    KEEP(kiln_emu_wgmma_rs),
     KEEP(kiln_emu_wgmma_commit),
     KEEP(kiln_emu_wgmma_wait),
     KEEP(kiln_emu_cp_async),

@@ -12,7 +12,8 @@
  *     returned through memory (mma, ldmatrix, shfl's predicate) go through an alloca made at the
  *     function's entry, so a loop does not grow the fiber's stack;
  *   - sm_90's wgmma (inline PTX, gpu/wgmma.c) becomes kiln_emu_wgmma(acc, n, bf16, trans_a,
- *     trans_b, desc_a, desc_b) with the accumulators through an entry alloca; its fences pass
+ *     trans_b, desc_a, desc_b), or kiln_emu_wgmma_rs(acc, n, bf16, trans_b, a0..a3, desc_b) when
+ *     A comes from registers, with the accumulators through an entry alloca; its fences pass
  *     their registers through or vanish (the emulated MMA completes at once), its commit and
  *     wait become kiln_emu_wgmma_commit() and kiln_emu_wgmma_wait(n) (racecheck keeps the MMA's
  *     shared-memory reads pending until then), the wait passing its registers through;
@@ -750,7 +751,60 @@ static void lower_wgmma_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, b
   replace_results(op, &r, 1);
 }
 
-/* The five wgmma texts; false when text is none of them and names no wgmma (any other wgmma
+/* The accumulators of a wgmma op (its first regs operands) stored into a new entry alloca of
+ * regs f32; the slots' pointers into slot[0 .. regs-1]; returns the alloca. */
+static MlirValue stage_accumulators(Emu *E, KilnIRBuilder *b, MlirOperation op, int regs,
+                                    MlirValue *slot) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirValue acc = entry_alloca(E, op, E->f32, regs);
+  for (int i = 0; i < regs; i++) {
+    slot[i] = i ? gep_const(E, b, loc, acc, i, E->f32) : acc;
+    MlirValue st[2] = {mlirOperationGetOperand(op, i), slot[i]};
+    kiln_ir_make(b, loc, "llvm.store", st, 2, NULL, 0, NULL, 0);
+  }
+  return acc;
+}
+
+/* The slots loaded back into op's result struct, which replaces op's result. */
+static void return_accumulators(Emu *E, KilnIRBuilder *b, MlirOperation op, int regs,
+                                MlirValue *slot) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  for (int i = 0; i < regs; i++) slot[i] = load(b, loc, slot[i], E->f32);
+  MlirValue r =
+      build_struct(E, b, loc, mlirValueGetType(mlirOperationGetResult(op, 0)), slot, regs);
+  replace_results(op, &r, 1);
+}
+
+/* The RS form: R accumulators through an alloca as above, then kiln_emu_wgmma_rs(acc, n, bf16,
+ * trans_b, a0, a1, a2, a3, desc_b) with the four i32 A registers and B's i64 descriptor. */
+static void lower_wgmma_rs_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, bool bf16,
+                               int trans_b) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  int regs = n / 2;
+  MlirType i32 = mlirIntegerTypeGet(E->ctx, 32), i64 = mlirIntegerTypeGet(E->ctx, 64);
+  bool shape = mlirOperationGetNumOperands(op) == regs + 5 && tied_f32(E, op, regs);
+  for (int i = 0; shape && i < 5; i++)
+    shape =
+        mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, regs + i)), i < 4 ? i32 : i64);
+  if (!shape) {
+    emu_error(E, op,
+              "emu lowering: wgmma m64n%dk16 with A from registers needs %d f32 accumulators, "
+              "four i32 A registers and an i64 descriptor as operands and a struct of %d f32 as "
+              "its result",
+              n, regs, regs);
+    return;
+  }
+  MlirValue *slot = malloc((size_t)regs * sizeof *slot);
+  KILN_ASSERT(slot != NULL);
+  MlirValue o[9] = {stage_accumulators(E, b, op, regs, slot), cst_i32(E, b, loc, n),
+                    cst_i32(E, b, loc, bf16), cst_i32(E, b, loc, trans_b)};
+  for (int i = 0; i < 5; i++) o[4 + i] = mlirOperationGetOperand(op, regs + i);
+  call(E, b, loc, "kiln_emu_wgmma_rs", E->voidt, o, 9);
+  return_accumulators(E, b, op, regs, slot);
+  free(slot);
+}
+
+/* The six wgmma texts (the MMA in its SS and RS forms); false when text is none of them and names no wgmma (any other wgmma
  * text fails the pass, naming it). */
 static bool lower_wgmma(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *text) {
   int n = 0, ta = 0, tb = 0, k = 0;
@@ -758,6 +812,8 @@ static bool lower_wgmma(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *
   intptr_t nops = mlirOperationGetNumOperands(op);
   if (kiln_gpu_wgmma_parse(text, &n, &bf16, &ta, &tb)) {
     lower_wgmma_mma(E, b, op, n, bf16, ta, tb);
+  } else if (kiln_gpu_wgmma_rs_parse(text, &n, &bf16, &tb)) {
+    lower_wgmma_rs_mma(E, b, op, n, bf16, tb);
   } else if (strcmp(text, KILN_GPU_WGMMA_FENCE_PTX) == 0 || kiln_gpu_wgmma_wait_parse(text, &k)) {
     if (!tied_f32(E, op, nops)) {
       emu_error(E, op, "emu lowering: '%s' needs f32 operands returned as one struct", text);

@@ -237,6 +237,18 @@ bool kiln_gpu_wgmma_parse(const char *text, int *n, bool *bf16, int *trans_a, in
  * the two descriptors ",l,l" when `descriptors` (the MMA; without them: the fence and the wait).
  * Returns the length, or -1 when it does not fit. */
 int kiln_gpu_wgmma_constraints(char *buf, size_t cap, int regs, bool descriptors);
+/* The RS form of the MMA: A (64 x 16, always K-major) from four 32-bit registers per thread,
+ * each two 16-bit elements in mma.sync's m16n8k16 A fragment of its warp's 16 rows; B from its
+ * descriptor, trans_b its immediate transpose.  Operands: R tied accumulators, then the A
+ * registers $2R..$2R+3 ("r") and B's descriptor $2R+4 ("l").  Returns the length, or -1 as
+ * kiln_gpu_wgmma_ptx. */
+int kiln_gpu_wgmma_rs_ptx(char *buf, size_t cap, int n, bool bf16, int trans_b);
+/* Whether text is exactly what kiln_gpu_wgmma_rs_ptx writes for some arguments; if so they go to
+ * the out-parameters (untouched otherwise). */
+bool kiln_gpu_wgmma_rs_parse(const char *text, int *n, bool *bf16, int *trans_b);
+/* The RS form's constraints: "=f" x regs, "0".."regs-1", then "r,r,r,r,l".  Returns the length,
+ * or -1 when it does not fit. */
+int kiln_gpu_wgmma_rs_constraints(char *buf, size_t cap, int regs);
 /* Orders the accumulator's register writes before the next MMA reads them: R tied f32 operands
  * and a struct of R f32 as the result, as the wait. */
 #define KILN_GPU_WGMMA_FENCE_PTX "wgmma.fence.sync.aligned;"

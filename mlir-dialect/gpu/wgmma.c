@@ -14,7 +14,13 @@
  * with R = N / 2 accumulator registers tied to operands R..2R-1 (constraints "=f" x R, "0".."R-1",
  * "l,l"), the scale-d predicate p always true (D = A B + D), scales of A and B 1, and TA / TB the
  * immediate transposes (0: K-major, 1: MN-major).  The emulator's semantics of the instruction
- * are in docs/emulator.md ("wgmma"). */
+ * are in docs/emulator.md ("wgmma").
+ *
+ * The RS form (A from registers, B from a descriptor) has its own writer and parser:
+ *   ... {$0, ..., $<R-1>}, {$<2R>, $<2R+1>, $<2R+2>, $<2R+3>}, $<2R+4>, p, 1, 1, <TB>;\n}
+ * with four 32-bit A registers "r" (two 16-bit elements each, the m16n8k16 A fragment of the
+ * warp's 16 rows) and B's descriptor "l"; A in registers is always K-major, so the text has no
+ * imm-trans-a. */
 #include "gpu_internal.h"
 
 #include <stdarg.h>
@@ -60,6 +66,45 @@ int kiln_gpu_wgmma_ptx(char *buf, size_t cap, int n, bool bf16, int trans_a, int
   return ok ? (int)len : -1;
 }
 
+/* The accumulator list of the MMA text, "{$0, ..., $<regs-1>}". */
+static bool put_accumulators(char *buf, size_t cap, size_t *len, int regs) {
+  bool ok = put(buf, cap, len, "{");
+  for (int i = 0; ok && i < regs; i++) ok = put(buf, cap, len, "%s$%d", i ? ", " : "", i);
+  return ok && put(buf, cap, len, "}");
+}
+
+int kiln_gpu_wgmma_rs_ptx(char *buf, size_t cap, int n, bool bf16, int trans_b) {
+  if (!buf || cap == 0 || !wgmma_args_ok(n, 0, trans_b)) return -1;
+  const char *t = bf16 ? "bf16" : "f16";
+  int regs = n / 2, a = 2 * regs;
+  size_t len = 0;
+  bool ok = put(buf, cap, &len, WGMMA_HEAD "%dk16.f32.%s.%s ", n, t, t) &&
+            put_accumulators(buf, cap, &len, regs) &&
+            put(buf, cap, &len, ", {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", a, a + 1, a + 2,
+                a + 3, a + 4, trans_b);
+  return ok ? (int)len : -1;
+}
+
+bool kiln_gpu_wgmma_rs_parse(const char *text, int *n, bool *bf16, int *trans_b) {
+  size_t head = strlen(WGMMA_HEAD);
+  if (!text || strncmp(text, WGMMA_HEAD, head) != 0) return false;
+  int pn = 0, used = 0;
+  if (sscanf(text + head, "%dk16.f32.%n", &pn, &used) != 1 || used == 0) return false;
+  bool pbf16 = strncmp(text + head + used, "bf16", 4) == 0;
+  /* the transpose of B: the number after the last "p, 1, 1, " */
+  const char *tail = NULL;
+  for (const char *s = strstr(text, "p, 1, 1, "); s; s = strstr(s + 1, "p, 1, 1, ")) tail = s;
+  int tb = -1;
+  if (!tail || sscanf(tail, "p, 1, 1, %d", &tb) != 1) return false;
+  char again[WGMMA_LONGEST];
+  if (kiln_gpu_wgmma_rs_ptx(again, sizeof again, pn, pbf16, tb) < 0 || strcmp(again, text) != 0)
+    return false;
+  *n = pn;
+  *bf16 = pbf16;
+  *trans_b = tb;
+  return true;
+}
+
 bool kiln_gpu_wgmma_parse(const char *text, int *n, bool *bf16, int *trans_a, int *trans_b) {
   size_t head = strlen(WGMMA_HEAD);
   if (!text || strncmp(text, WGMMA_HEAD, head) != 0) return false;
@@ -89,6 +134,13 @@ int kiln_gpu_wgmma_constraints(char *buf, size_t cap, int regs, bool descriptors
   for (int i = 0; ok && i < regs; i++) ok = put(buf, cap, &len, ",%d", i);
   if (ok && descriptors) ok = put(buf, cap, &len, "%s", regs ? ",l,l" : "l,l");
   return ok ? (int)len : -1;
+}
+
+int kiln_gpu_wgmma_rs_constraints(char *buf, size_t cap, int regs) {
+  int len = kiln_gpu_wgmma_constraints(buf, cap, regs, false);
+  if (len < 0) return -1;
+  size_t at = (size_t)len;
+  return put(buf, cap, &at, "%sr,r,r,r,l", regs ? "," : "") ? (int)at : -1;
 }
 
 bool kiln_gpu_wgmma_wait_parse(const char *text, int *k) {

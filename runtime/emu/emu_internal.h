@@ -32,6 +32,7 @@ typedef enum EmuCollKind {
   EMU_COLL_MMA,
   EMU_COLL_LDMATRIX,
   EMU_COLL_STMATRIX,
+  EMU_COLL_WGMMA_RS, /* wgmma with A from registers: the quads trade their A registers */
   EMU_COLL_COUNT
 } EmuCollKind;
 
@@ -42,11 +43,12 @@ typedef struct EmuCollective {
   uint32_t sub; /* mode / op / variant: lanes only meet when kind, sub and mask agree */
   uint32_t mask;
   uint32_t in[6];   /* shfl: a, b, c; vote: pred; redux: value; mma: a0..a3, b0, b1;
-                       stmatrix: r0..r3 */
+                       stmatrix: r0..r3; wgmma RS: a0..a3 */
   float fin[4];     /* mma: c0..c3 */
   int32_t iin[4];   /* integer mma: c0..c3 */
   const void *addr; /* ldmatrix, stmatrix: this lane's row address */
   uint32_t out[4];  /* results (f32 results stored as their bits) */
+  uint32_t *quad;   /* wgmma RS: receives the a0..a3 of the lane's quad, lane by lane (16) */
   uint32_t pred;    /* shfl: the in-range predicate */
 } EmuCollective;
 

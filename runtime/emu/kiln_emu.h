@@ -316,6 +316,15 @@ KILN_EMU_API void kiln_emu_stmatrix(uint32_t num, void *row_addr, uint32_t r0, u
  * fails with MEMORY, a nonzero base_offset or a bad argument with INVALID_OP. */
 KILN_EMU_API void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_a,
                                  uint32_t trans_b, uint64_t desc_a, uint64_t desc_b);
+/* The RS form: wgmma.mma_async with A from registers and B in shared memory.  a0..a3 are the
+ * thread's four .b32 registers of A (two f16 / bf16 each, the low half the lower column) in
+ * mma.sync's m16n8k16 A layout over its warp's rows 16w .. 16w + 15 of the warpgroup's 64
+ * (docs/emulator.md, "wgmma"); A in registers is K-major, so there is no trans_a.  B, desc_b,
+ * trans_b, n, bf16 and acc as kiln_emu_wgmma.  A warp collective (every lane of the warp, none
+ * exited, with the same n, bf16 and trans_b): each lane's rows are spread over its quad. */
+KILN_EMU_API void kiln_emu_wgmma_rs(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_b,
+                                    uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                    uint64_t desc_b);
 /* wgmma.commit_group: closes the calling thread's group of wgmmas issued since the last one.
  * The MMA's result is final at issue, but under racecheck its reads of A and B stay pending until
  * a wait retires its group: a write to those bytes by any thread before then is a race. */

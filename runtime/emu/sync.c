@@ -19,6 +19,7 @@ const char *kiln_emu_coll_name(EmuCollKind kind) {
       [EMU_COLL_MMA] = "mma.sync.aligned",
       [EMU_COLL_LDMATRIX] = "ldmatrix.sync.aligned",
       [EMU_COLL_STMATRIX] = "stmatrix.sync.aligned",
+      [EMU_COLL_WGMMA_RS] = "wgmma.mma_async.sync.aligned (A from registers)",
   };
   return (unsigned)kind < EMU_COLL_COUNT ? names[kind] : "?";
 }

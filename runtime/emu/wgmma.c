@@ -125,3 +125,71 @@ void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_a, uin
     }
   }
 }
+
+/* ---- the RS form: A from registers ---------------------------------------------------------
+ *
+ * A (64 x 16, K-major) comes in registers: warp w of the warpgroup holds rows 16w .. 16w + 15 in
+ * mma.sync's m16n8k16 A fragment (matrix.c): lane q of a quad holds, in registers 0..3, columns
+ * 2q, 2q + 1 of rows g and g + 8, then columns 2q + 8, 2q + 9 of the same rows (the low half the
+ * first column).  A thread's accumulators need its rows g and g + 8 for all 16 k, which the four
+ * lanes of its quad hold between them: so the warp meets (a collective, as mma.sync does) and
+ * each lane receives its quad's 16 registers; then, as in the SS form, each thread reads B
+ * through its descriptor (those reads pending for racecheck until their wait) and updates only
+ * its own registers. */
+
+/* Every lane receives the registers of the four lanes of its quad, lane by lane. */
+static void rs_gather_quads(EmuFiber *warp, uint32_t mask, uint32_t sub) {
+  (void)mask;
+  (void)sub;
+  for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++)
+    for (uint32_t q = 0; q < 4; q++)
+      memcpy(warp[lane].coll.quad + 4 * q, warp[lane / 4 * 4 + q].coll.in, 4 * sizeof(uint32_t));
+}
+
+/* Element (row g + 8h of the warp's 16, column k) of A out of the quad's registers. */
+static float rs_element(const uint32_t quad[16], uint32_t bf16, uint32_t h, uint32_t k) {
+  uint32_t reg = quad[4 * ((k % 8) / 2) + 2 * (k / 8) + h];
+  uint16_t bits = (uint16_t)(reg >> (16 * (k % 2)));
+  return bf16 ? kiln_emu_bf16_to_f32(bits) : kiln_emu_f16_to_f32(bits);
+}
+
+/* acc += the thread's two rows a of A times B (n columns through db), in f32 in k order. */
+static void rs_multiply(EmuWorker *w, EmuFiber *f, const WgmmaDesc *db, uint32_t n, uint32_t bf16,
+                        uint32_t trans_b, const float a[2][16], float *acc) {
+  uint32_t q = f->tid % KILN_EMU_WARP_SIZE % 4;
+  float b[2][16]; /* one n8 block's two columns of B */
+  for (uint32_t j = 0; j < n / 8; j++) {
+    for (uint32_t c = 0; c < 2; c++)
+      for (uint32_t k = 0; k < 16; k++)
+        b[c][k] = read_element(w, f, db, 'B', trans_b, bf16, 8 * j + 2 * q + c, k);
+    for (uint32_t i = 0; i < 4; i++) {
+      float sum = acc[4 * j + i];
+      for (uint32_t k = 0; k < 16; k++)
+        sum += a[i / 2][k] * b[i % 2][k]; /* products of 16-bit floats are exact in f32 */
+      acc[4 * j + i] = sum;
+    }
+  }
+}
+
+void kiln_emu_wgmma_rs(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_b, uint32_t a0,
+                       uint32_t a1, uint32_t a2, uint32_t a3, uint64_t desc_b) {
+  EmuFiber *f = kiln_emu_current();
+  if (!f) return;
+  EmuWorker *w = kiln_emu_worker();
+  check_call(w, f, n, bf16, 0, trans_b);
+  WgmmaDesc db = decode(w, f, desc_b, 'B');
+  uint32_t quad[16];
+  const uint32_t in[4] = {a0, a1, a2, a3};
+  memcpy(f->coll.in, in, sizeof in);
+  f->coll.quad = quad;
+  /* lanes that disagree on the shape or the types never meet: the launch reports the hang */
+  kiln_emu_collective(w, f, EMU_COLL_WGMMA_RS, n << 2 | bf16 << 1 | trans_b, 0xffffffffu,
+                      rs_gather_quads);
+  f->coll.quad = NULL;
+  /* after the rendezvous: nothing may switch fibers between the record's opening and its reads */
+  kiln_emu_wgmma_reads_begin(w, f, 4 * n); /* B's elements: chunks at most */
+  float a[2][16];                          /* this thread's rows g and g + 8 of its warp's 16 */
+  for (uint32_t h = 0; h < 2; h++)
+    for (uint32_t k = 0; k < 16; k++) a[h][k] = rs_element(quad, bf16, h, k);
+  rs_multiply(w, f, &db, n, bf16, trans_b, a, acc);
+}

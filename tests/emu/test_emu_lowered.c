@@ -10,7 +10,8 @@
  *     fail with KILN_RT_ERROR_LAUNCH and the emulator's deadlock report, not hang;
  *   - emu_trap: one thread traps: KILN_RT_ERROR_LAUNCH naming the trap;
  *   - emu_wgmma: sm_90's wgmma as the lowering writes it (gpu/wgmma.c's texts), descriptors
- *     built from the low bits of the shared arena's address (ptrtoint), D against a matmul.
+ *     built from the low bits of the shared arena's address (ptrtoint), D against a matmul;
+ *   - emu_wgmma_rs: its RS form, A from four registers per thread in mma.sync's A fragment.
  * Kiln source cannot express per-thread divergence (control flow is uniform per program), which
  * is why these kernels are written below the language.
  */
@@ -216,6 +217,75 @@ static const char *const WGMMA_IR =
     "  }\n"
     "}\n";
 
+/* emu_wgmma_rs: the RS form (A from registers). Thread t copies in[t] (B, 512 bytes of K-major
+ * core matrices) into the arena, meets the block, loads its four A registers from
+ * in[128 + 4t .. 128 + 4t + 3] and runs m64n8k16 on accumulators 1.0 with B's descriptor,
+ * storing its four results to out[4 t + i]. */
+static const char *const WGMMA_RS_IR =
+    "module attributes {kiln.gpu.smem_bytes = 512 : i64} {\n"
+    "  llvm.mlir.global internal @kiln_smem() {addr_space = 3 : i32, alignment = 16 : i64} : "
+    "!llvm.array<512 x i8> {\n"
+    "    %0 = llvm.mlir.undef : !llvm.array<512 x i8>\n"
+    "    llvm.return %0 : !llvm.array<512 x i8>\n"
+    "  }\n"
+    "  llvm.func @emu_wgmma_rs(%in: !llvm.ptr<1>, %out: !llvm.ptr<1>) attributes {nvvm.kernel, "
+    "nvvm.maxntid = array<i32: 128, 1, 1>} {\n"
+    "    %c1 = llvm.mlir.constant(1 : i32) : i32\n"
+    "    %c4 = llvm.mlir.constant(4 : i32) : i32\n"
+    "    %c128 = llvm.mlir.constant(128 : i32) : i32\n"
+    "    %one = llvm.mlir.constant(1.0 : f32) : f32\n"
+    "    %low = llvm.mlir.constant(262143 : i64) : i64\n"
+    "    %sh4 = llvm.mlir.constant(4 : i64) : i64\n"
+    "    %fields = llvm.mlir.constant(68720001024 : i64) : i64\n"
+    "    %t = nvvm.read.ptx.sreg.tid.x : i32\n"
+    "    %smem = llvm.mlir.addressof @kiln_smem : !llvm.ptr<3>\n"
+    "    %g = llvm.getelementptr %in[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %v = llvm.load %g : !llvm.ptr<1> -> i32\n"
+    "    %s = llvm.getelementptr %smem[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32\n"
+    "    llvm.store %v, %s : i32, !llvm.ptr<3>\n"
+    "    nvvm.barrier0\n"
+    "    llvm.inline_asm has_side_effects \"fence.proxy.async.shared::cta;\", \"\" : () -> ()\n"
+    "    %sp = llvm.ptrtoint %smem : !llvm.ptr<3> to i64\n"
+    "    %lb = llvm.and %sp, %low : i64\n"
+    "    %sb = llvm.lshr %lb, %sh4 : i64\n"
+    "    %db = llvm.or %sb, %fields : i64\n"
+    "    %base = llvm.mul %t, %c4 : i32\n"
+    "    %r0 = llvm.add %base, %c128 : i32\n"
+    "    %r1 = llvm.add %r0, %c1 : i32\n"
+    "    %r2 = llvm.add %r1, %c1 : i32\n"
+    "    %r3 = llvm.add %r2, %c1 : i32\n"
+    "    %p0 = llvm.getelementptr %in[%r0] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %a0 = llvm.load %p0 : !llvm.ptr<1> -> i32\n"
+    "    %p1 = llvm.getelementptr %in[%r1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %a1 = llvm.load %p1 : !llvm.ptr<1> -> i32\n"
+    "    %p2 = llvm.getelementptr %in[%r2] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %a2 = llvm.load %p2 : !llvm.ptr<1> -> i32\n"
+    "    %p3 = llvm.getelementptr %in[%r3] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+    "    %a3 = llvm.load %p3 : !llvm.ptr<1> -> i32\n"
+    "    %m = llvm.inline_asm has_side_effects \"{\\0A.reg .pred p;\\0Asetp.eq.u32 p, 1, "
+    "1;\\0Awgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, {$8, $9, $10, "
+    "$11}, $12, p, 1, 1, 0;\\0A}\", \"=f,=f,=f,=f,0,1,2,3,r,r,r,r,l\" %one, %one, %one, %one, "
+    "%a0, %a1, %a2, %a3, %db : (f32, f32, f32, f32, i32, i32, i32, i32, i64) -> "
+    "!llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %m0 = llvm.extractvalue %m[0] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %o0 = llvm.getelementptr %out[%base] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %m0, %o0 : f32, !llvm.ptr<1>\n"
+    "    %m1 = llvm.extractvalue %m[1] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %j1 = llvm.add %base, %c1 : i32\n"
+    "    %o1 = llvm.getelementptr %out[%j1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %m1, %o1 : f32, !llvm.ptr<1>\n"
+    "    %m2 = llvm.extractvalue %m[2] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %j2 = llvm.add %j1, %c1 : i32\n"
+    "    %o2 = llvm.getelementptr %out[%j2] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %m2, %o2 : f32, !llvm.ptr<1>\n"
+    "    %m3 = llvm.extractvalue %m[3] : !llvm.struct<(f32, f32, f32, f32)>\n"
+    "    %j3 = llvm.add %j2, %c1 : i32\n"
+    "    %o3 = llvm.getelementptr %out[%j3] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+    "    llvm.store %m3, %o3 : f32, !llvm.ptr<1>\n"
+    "    llvm.return\n"
+    "  }\n"
+    "}\n";
+
 static KilnRtStatus launch(KilnRtModule *mod, const char *name, uint32_t grid, uint32_t block,
                            void *out) {
   KilnRtFunction *fn = NULL;
@@ -283,6 +353,64 @@ static void run_wgmma(KilnRtDevice *dev) {
   kiln_rt_free(dev, out);
 }
 
+/* A random f16 in [-1, 1] from an LCG step, and its value. */
+static uint16_t random_f16(uint32_t *seed, float *value) {
+  *seed = *seed * 1664525u + 1013904223u;
+  uint16_t h = kiln_f32_to_f16((float)((*seed >> 8) % 2001) / 1000.0f - 1.0f);
+  *value = kiln_f16_to_f32(h);
+  return h;
+}
+
+/* emu_wgmma_rs: B placed as in emu_wgmma, A's registers from mma.sync's A fragment (register i
+ * of thread t, lane l, warp w: A(16w + l / 4 + 8 (i % 2), 2 (l % 4) + 8 (i / 2)) and the next
+ * column in the high half); D = 1 + A B checked as in run_wgmma. */
+static void run_wgmma_rs(KilnRtDevice *dev) {
+  uint32_t *in = NULL;
+  float *out = NULL;
+  CHECK(kiln_rt_malloc(dev, 2560, (void **)&in) == KILN_RT_OK, "malloc");
+  CHECK(kiln_rt_malloc(dev, 512 * sizeof *out, (void **)&out) == KILN_RT_OK, "malloc");
+  KilnRtModule *mod = in && out ? emu_ir_load(dev, WGMMA_RS_IR, "emu_wgmma_rs") : NULL;
+  if (!mod) return;
+  float a[64][16], b[16][8];
+  uint16_t abits[64][16];
+  uint32_t seed = 11;
+  memset(in, 0, 2560);
+  uint16_t *bhalves = (uint16_t *)in;
+  for (uint32_t k = 0; k < 16; k++)
+    for (uint32_t x = 0; x < 8; x++) bhalves[core_offset(x, k) / 2] = random_f16(&seed, &b[k][x]);
+  for (uint32_t m = 0; m < 64; m++)
+    for (uint32_t k = 0; k < 16; k++) abits[m][k] = random_f16(&seed, &a[m][k]);
+  for (uint32_t t = 0; t < 128; t++)
+    for (uint32_t i = 0; i < 4; i++) {
+      uint32_t l = t % 32, row = 16 * (t / 32) + l / 4 + 8 * (i % 2),
+               col = 2 * (l % 4) + 8 * (i / 2);
+      in[128 + 4 * t + i] = abits[row][col] | (uint32_t)abits[row][col + 1] << 16;
+    }
+  KilnRtFunction *fn = NULL;
+  KilnRtStatus st = kiln_rt_module_get_function(mod, "emu_wgmma_rs", &fn);
+  if (st == KILN_RT_OK) {
+    KilnRtLaunchConfig cfg = {.grid = {1, 1, 1}, .block_threads = 128};
+    void *args[] = {&in, &out};
+    st = kiln_rt_launch(fn, &cfg, args, NULL);
+  }
+  CHECK(st == KILN_RT_OK, "emu_wgmma_rs launch: %s", kiln_rt_last_error());
+  int bad = 0;
+  for (uint32_t t = 0; st == KILN_RT_OK && t < 128; t++)
+    for (uint32_t i = 0; i < 4; i++) {
+      uint32_t row = 16 * (t / 32) + (t % 32) / 4 + 8 * (i / 2), col = 2 * (t % 4) + i % 2;
+      double ref = 1, mag = 1;
+      for (uint32_t k = 0; k < 16; k++) {
+        ref += (double)a[row][k] * b[k][col];
+        mag += fabs((double)a[row][k] * b[k][col]);
+      }
+      bad += !(fabs(out[4 * t + i] - ref) <= 1e-5 * mag);
+    }
+  CHECK(bad == 0, "emu_wgmma_rs: %d of 512 results wrong", bad);
+  kiln_rt_module_destroy(mod);
+  kiln_rt_free(dev, in);
+  kiln_rt_free(dev, out);
+}
+
 int main(void) {
   KilnRtDevice *dev = NULL;
   if (kiln_rt_device_create("emu", &dev) != KILN_RT_OK) {
@@ -331,6 +459,7 @@ int main(void) {
   }
 
   run_wgmma(dev);
+  run_wgmma_rs(dev);
 
   kiln_rt_free(dev, out);
   kiln_rt_device_destroy(dev);

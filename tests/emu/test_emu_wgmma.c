@@ -6,7 +6,10 @@
  * the K-major 64-byte-swizzled rows the GPU lowering stages (BK = 32, one k16 step per start
  * address); a copy swizzled one way read with another mode must give wrong numbers (the layout
  * matters); and the errors (out-of-bounds descriptor, base_offset, bad n, a block that is not
- * whole warpgroups, unwritten shared memory under initcheck). */
+ * whole warpgroups, unwritten shared memory under initcheck).  The RS form (kiln_emu_wgmma_rs, A
+ * from registers built by mma.sync's A fragment formulas) against the same matmul for every n,
+ * type, transpose and mode of B on one and two warpgroups; two lanes trading their A registers
+ * must give wrong rows; its errors, and a warp whose lanes disagree on n reported as a hang. */
 #include "emu_test.h"
 
 #include <math.h>
@@ -317,6 +320,84 @@ static void lowering_rows(void) {
   free(S);
 }
 
+/* ---- the RS form: A from registers --------------------------------------------------------
+ * Register i of lane l (g = l / 4, q = l % 4) of warp w holds A(16w + g + 8 (i % 2), 2q + 8 (i / 2))
+ * in its low half and the next column in its high half (mma.sync's m16n8k16 A fragment); B is
+ * placed in shared memory as for the SS form. */
+
+static uint32_t rs_register(const uint16_t av[64][16], uint32_t w, uint32_t lane, uint32_t i) {
+  uint32_t row = 16 * w + lane / 4 + 8 * (i % 2), col = 2 * (lane % 4) + 8 * (i / 2);
+  return av[row][col] | (uint32_t)av[row][col + 1] << 16;
+}
+
+/* As wgmma_kernel, with A in registers; when *swap, lanes 5 and 6 of every warp trade theirs. */
+static void rs_kernel(void **args) {
+  Problem *P = *(Problem **)args[0];
+  int swap = *(int *)args[1];
+  unsigned char *smem = kiln_emu_shared_base();
+  uint32_t tid = kiln_emu_tid_x(), nt = P->threads;
+  for (uint32_t i = tid; i < P->shared_bytes / 4; i += nt)
+    store_shared(smem + 4 * i, P->image + 4 * i, 4);
+  kiln_emu_barrier0();
+  uint32_t grp = tid / 128, tw = tid % 128, w = tw / 32, l = tw % 32, g = l / 4, q = l % 4;
+  uint32_t from = swap && (l == 5 || l == 6) ? 11 - l : l, r[4];
+  for (uint32_t i = 0; i < 4; i++) r[i] = rs_register(P->av[grp], w, from, i);
+  float acc[MAX_N / 2];
+  for (uint32_t k = 0; k < P->n / 2; k++)
+    acc[k] = P->c[grp][16 * w + g + 8 * (k % 4 / 2)][8 * (k / 4) + 2 * q + k % 2];
+  const Operand *b = &P->b[grp];
+  uint64_t db = descriptor((uint32_t)((uintptr_t)(smem + b->base) & 0x3ffff), b);
+  kiln_emu_wgmma_rs(acc, P->n, P->bf16, b->trans, r[0], r[1], r[2], r[3], db);
+  for (uint32_t k = 0; k < P->n / 2; k++)
+    P->d[grp][16 * w + g + 8 * (k % 4 / 2)][8 * (k / 4) + 2 * q + k % 2] = acc[k];
+}
+
+/* One RS case (B with trans_b and mode, A's shared copy unused); the mismatching elements, or
+ * -1 when the launch failed. */
+static int run_rs_case(uint32_t n, uint32_t bf16, uint32_t groups, uint32_t trans_b, uint32_t mode,
+                       int alt, uint32_t seed, int swap) {
+  Problem *P = problem(n, bf16, groups);
+  for (uint32_t grp = 0; grp < groups; grp++) {
+    P->a[grp] = (Operand){.trans = 0, .mode = MODE_INTERLEAVE};
+    P->b[grp] = (Operand){.trans = trans_b, .mode = mode};
+  }
+  fill(P, seed, alt);
+  void *args[] = {&P, &swap};
+  KilnEmuLaunch cfg = emu_cfg(1, 1, 1, P->threads, P->shared_bytes, 1);
+  cfg.checks = KILN_EMU_CHECK_ALL;
+  KilnEmuStatus st = kiln_emu_launch(rs_kernel, &cfg, args);
+  CHECK(st == KILN_EMU_OK, "RS n %u bf16 %u trans_b %u mode %u: %s", n, bf16, trans_b, mode,
+        kiln_emu_last_error());
+  int bad = st == KILN_EMU_OK ? mismatches(P) : -1;
+  free(P);
+  return bad;
+}
+
+/* Every n, type, transpose and mode of B on one and on two warpgroups; then the teeth: lanes 5
+ * and 6 trading their A registers put rows g = 1 and 9 of every warp wrong. */
+static void rs_layouts(void) {
+  static const uint32_t ns[4] = {8, 64, 128, 256};
+  uint32_t seed = 5000, cases = 0;
+  for (int ni = 0; ni < 4; ni++)
+    for (uint32_t bf16 = 0; bf16 < 2; bf16++)
+      for (uint32_t tb = 0; tb < 2; tb++)
+        for (uint32_t mode = 0; mode < 4; mode++)
+          for (int alt = 0; alt < 2; alt++)
+            for (uint32_t groups = 1; groups <= 2; groups++) {
+              if (alt && mode) continue; /* alt only changes the interleaved layout */
+              int bad = run_rs_case(ns[ni], bf16, groups, tb, mode, alt, seed++, 0);
+              CHECK(bad == 0, "RS n %u %s trans_b %u mode %u alt %d groups %u: %d wrong", ns[ni],
+                    bf16 ? "bf16" : "f16", tb, mode, alt, groups, bad);
+              cases++;
+            }
+  printf("wgmma RS: %u layouts of B on one and two warpgroups match the matmul\n", cases);
+  for (uint32_t bf16 = 0; bf16 < 2; bf16++) {
+    int bad = run_rs_case(64, bf16, 1, 1, MODE_128, 0, 99 + bf16, 1);
+    CHECK(bad > 8 * 64 / 2, "A registers of lanes 5 and 6 swapped (%s): only %d wrong",
+          bf16 ? "bf16" : "f16", bad);
+  }
+}
+
 /* ---- errors -------------------------------------------------------------------------------- */
 
 typedef struct Bad {
@@ -330,15 +411,35 @@ static void bad_kernel(void **args) {
   kiln_emu_wgmma(acc, B->n, 0, 0, 0, B->da, B->db);
 }
 
-static void expect_error(uint32_t threads, uint32_t shared, uint32_t checks, Bad B,
-                         KilnEmuStatus want, const char *needle) {
+/* The RS form with B's descriptor db (da unused) and A registers of ones. */
+static void bad_rs_kernel(void **args) {
+  Bad *B = *(Bad **)args[0];
+  float acc[128] = {0};
+  kiln_emu_wgmma_rs(acc, B->n, 0, 0, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, B->db);
+}
+
+/* As bad_rs_kernel, but lane 0 of every warp asks for n + 8: its warp never meets. */
+static void split_rs_kernel(void **args) {
+  Bad *B = *(Bad **)args[0];
+  float acc[128] = {0};
+  uint32_t n = B->n + (kiln_emu_tid_x() % 32 == 0 ? 8 : 0);
+  kiln_emu_wgmma_rs(acc, n, 0, 0, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, B->db);
+}
+
+static void expect_error_in(KilnEmuKernelFn kernel, uint32_t threads, uint32_t shared,
+                            uint32_t checks, Bad B, KilnEmuStatus want, const char *needle) {
   Bad *p = &B;
   void *args[] = {&p};
   KilnEmuLaunch cfg = emu_cfg(1, 1, 1, threads, shared, 1);
   cfg.checks = checks;
-  CHECK_LAUNCH(want, bad_kernel, &cfg, args);
+  CHECK_LAUNCH(want, kernel, &cfg, args);
   CHECK(strstr(kiln_emu_last_error(), needle) != NULL, "message '%s' lacks '%s'",
         kiln_emu_last_error(), needle);
+}
+
+static void expect_error(uint32_t threads, uint32_t shared, uint32_t checks, Bad B,
+                         KilnEmuStatus want, const char *needle) {
+  expect_error_in(bad_kernel, threads, shared, checks, B, want, needle);
 }
 
 static void errors(void) {
@@ -352,6 +453,19 @@ static void errors(void) {
   /* nothing written: initcheck names the operand */
   expect_error(128, 4096, KILN_EMU_CHECK_INIT, (Bad){8, ok, ok}, KILN_EMU_ERROR_UNINIT,
                "wgmma A element");
+  /* the RS form: B's descriptor, n and the block checked as in the SS form */
+  expect_error_in(bad_rs_kernel, 128, 1024, 0, (Bad){64, 0, ok}, KILN_EMU_ERROR_MEMORY,
+                  "wgmma: B element"); /* columns 32.. start 4 SBO = 1024 bytes in */
+  expect_error_in(bad_rs_kernel, 128, 4096, 0, (Bad){8, 0, ok | (uint64_t)1 << 50},
+                  KILN_EMU_ERROR_INVALID_OP, "descriptor of B");
+  expect_error_in(bad_rs_kernel, 128, 4096, 0, (Bad){264, 0, ok}, KILN_EMU_ERROR_INVALID_OP,
+                  "n = 264");
+  expect_error_in(bad_rs_kernel, 96, 4096, 0, (Bad){8, 0, ok}, KILN_EMU_ERROR_INVALID_OP,
+                  "warpgroups");
+  expect_error_in(bad_rs_kernel, 128, 4096, KILN_EMU_CHECK_INIT, (Bad){8, 0, ok},
+                  KILN_EMU_ERROR_UNINIT, "wgmma B element");
+  expect_error_in(split_rs_kernel, 128, 4096, 0, (Bad){8, 0, ok}, KILN_EMU_ERROR_DEADLOCK,
+                  "wgmma.mma_async.sync.aligned (A from registers)");
 }
 
 int main(void) {
@@ -359,6 +473,7 @@ int main(void) {
   two_warpgroups();
   wrong_swizzle();
   lowering_rows();
+  rs_layouts();
   errors();
   return kiln_check_result("emu.wgmma");
 }

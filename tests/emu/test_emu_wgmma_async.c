@@ -8,8 +8,9 @@
  * checked), before the wait (race, naming both threads and the wgmma), wait_group 1 with two
  * groups in flight (the older buffer free, the newer pending), a wgmma never committed (wait 0
  * leaves it pending), cp.async landing into and issued into a pending buffer, a shared atomic,
- * a thread that exits without waiting (no error, and the next block starts clean), and racecheck
- * off (no error). */
+ * a thread that exits without waiting (no error, and the next block starts clean), racecheck
+ * off (no error), and the RS form (A from registers): its B pending as the SS form's, its numbers
+ * after the wait, and no pending read of the shared A it does not use. */
 #include "emu_test.h"
 
 enum { THREADS = 128, ARENA = 8192, BUF_BYTES = 4096, B_AT = 2048 };
@@ -25,7 +26,10 @@ typedef enum Scenario {
   CP_ASYNC_ISSUE,      /* a copy issued into a pending B: race at issue */
   CP_ASYNC_AFTER_WAIT, /* a copy issued and landing after the wait: fine */
   ATOMIC_BEFORE_WAIT,  /* a shared atomic on a pending A: race */
-  EXIT_WITHOUT_WAIT    /* never waits: dropped at exit, no error (two blocks) */
+  EXIT_WITHOUT_WAIT,   /* never waits: dropped at exit, no error (two blocks) */
+  RS_WAIT_THEN_WRITE,  /* the RS form (A from registers): commit, wait 0, write B: fine */
+  RS_WRITE_B,          /* the RS form: write its B before the wait: race */
+  RS_WRITE_A_BUFFER    /* the RS form: write the (unread) A buffer before the wait: fine */
 } Scenario;
 
 typedef struct Run {
@@ -50,6 +54,12 @@ static uint64_t descriptor(const unsigned char *at) {
 static void mma(unsigned char *smem, uint32_t buf, float acc[4]) {
   unsigned char *base = smem + buf * BUF_BYTES;
   kiln_emu_wgmma(acc, 8, 0, 0, 0, descriptor(base), descriptor(base + B_AT));
+}
+
+/* The RS form on buffer `buf`: A from registers (every element 1.0), B at B_AT. */
+static void mma_rs(unsigned char *smem, uint32_t buf, float acc[4]) {
+  uint32_t one = F16_ONE | F16_ONE << 16;
+  kiln_emu_wgmma_rs(acc, 8, 0, 0, one, one, one, one, descriptor(smem + buf * BUF_BYTES + B_AT));
 }
 
 /* Thread `who` overwrites 4 bytes at offset `off` of the arena after a barrier. */
@@ -124,6 +134,15 @@ static void async_kernel(void **args) {
     mma(smem, 0, acc);
     kiln_emu_wgmma_commit();
     break;
+  case RS_WAIT_THEN_WRITE:
+  case RS_WRITE_B:
+  case RS_WRITE_A_BUFFER:
+    mma_rs(smem, 0, acc);
+    kiln_emu_wgmma_commit();
+    if (R->scenario == RS_WAIT_THEN_WRITE) kiln_emu_wgmma_wait(0);
+    write_after_barrier(smem, tid, 5, R->scenario == RS_WRITE_A_BUFFER ? 64 : B_AT + 16);
+    kiln_emu_wgmma_wait(0);
+    break;
   }
   memcpy(R->acc[tid], acc, sizeof acc);
   kiln_emu_barrier0(); /* no thread exits (dropping its reads) before the writer wrote */
@@ -156,8 +175,8 @@ static void expect_race(Scenario s, const char *const *needles) {
 }
 
 /* (1): no error, and the MMA's numbers are those of the bytes at issue (16 products of 1.0). */
-static void wait_then_write(void) {
-  Run *R = run(WAIT_THEN_WRITE, 1, KILN_EMU_CHECK_ALL, KILN_EMU_OK, NULL);
+static void wait_then_write(Scenario s) {
+  Run *R = run(s, 1, KILN_EMU_CHECK_ALL, KILN_EMU_OK, NULL);
   int bad = 0;
   for (int t = 0; t < THREADS; t++)
     for (int i = 0; i < 4; i++) bad += R->acc[t][i] != 16.0f;
@@ -166,7 +185,7 @@ static void wait_then_write(void) {
 }
 
 int main(void) {
-  wait_then_write();
+  wait_then_write(WAIT_THEN_WRITE);
   /* in thread order, threads 0-4 pass their wait before thread 5 writes: the first reader of
    * column 1 (lanes 4i) still pending is thread 8 */
   expect_race(WRITE_BEFORE_WAIT,
@@ -193,5 +212,13 @@ int main(void) {
   expect_ok(EXIT_WITHOUT_WAIT, 2, KILN_EMU_CHECK_ALL);
   /* racecheck off: the same write before the wait passes (initcheck and memcheck on) */
   expect_ok(WRITE_BEFORE_WAIT, 1, KILN_EMU_CHECK_MEM | KILN_EMU_CHECK_INIT);
+  /* the RS form: its B reads are pending as the SS form's; A comes from registers, so a write
+   * to the buffer an SS wgmma would have read A from is no race */
+  wait_then_write(RS_WAIT_THEN_WRITE);
+  expect_race(RS_WRITE_B,
+              (const char *const[]){"thread 5 (warp 0 lane 5): racecheck: write during a pending "
+                                    "wgmma read: shared store at shared offset 2064",
+                                    "reads as the B operand of its wgmma #1", NULL});
+  expect_ok(RS_WRITE_A_BUFFER, 1, KILN_EMU_CHECK_ALL);
   return kiln_check_result("emu.wgmma_async");
 }
