@@ -703,8 +703,11 @@ static void pass_through(Emu *E, KilnIRBuilder *b, MlirOperation op) {
 /* Whether op passes `regs` f32 operands and returns them as one struct (or neither). */
 static bool tied_f32(Emu *E, MlirOperation op, intptr_t regs) {
   if (mlirOperationGetNumOperands(op) < regs) return false;
-  for (intptr_t i = 0; i < regs; i++)
-    if (!mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, i)), E->f32)) return false;
+  for (intptr_t i = 0; i < regs; i++) {
+    /* f32 accumulators; the fence before an RS wgmma also ties A's 32-bit registers */
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+    if (!mlirTypeEqual(t, E->f32) && !mlirTypeEqual(t, E->i32)) return false;
+  }
   if (regs == 0) return mlirOperationGetNumResults(op) == 0;
   if (mlirOperationGetNumResults(op) != 1) return false;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(op, 0));
@@ -816,7 +819,7 @@ static bool lower_wgmma(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *
     lower_wgmma_rs_mma(E, b, op, n, bf16, tb);
   } else if (strcmp(text, KILN_GPU_WGMMA_FENCE_PTX) == 0 || kiln_gpu_wgmma_wait_parse(text, &k)) {
     if (!tied_f32(E, op, nops)) {
-      emu_error(E, op, "emu lowering: '%s' needs f32 operands returned as one struct", text);
+      emu_error(E, op, "emu lowering: '%s' needs 32-bit operands returned as one struct", text);
       return true;
     }
     if (strcmp(text, KILN_GPU_WGMMA_FENCE_PTX) != 0) {

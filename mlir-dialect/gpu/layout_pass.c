@@ -251,16 +251,17 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   int64_t kblk = i8 ? 32 : tf32 ? 8 : 16;
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
   if (M < 16 || N < 8 || K < kblk || M % 16 || N % 8 || K % kblk) return false;
-  if (M >= 16 * (int64_t)c->num_warps && wants_rows_only(dot)) {
-    *out = kiln_gpu_layout_mma(c->num_warps, 1);
-    return true;
-  }
   if (c->wgmma && (f16 || bf16) && wgmma_fits(c, M, N, K)) {
     /* wgmma's accumulator is the mma layout with every warp on its own 16 rows: warp w of
-     * warpgroup g holds rows 64 g + 16 (w % 4) of each m64 instruction, all N columns */
+     * warpgroup g holds rows 64 g + 16 (w % 4) of each m64 instruction, all N columns (the
+     * layout flash attention's rows-only rule gives too) */
     *out = kiln_gpu_layout_mma(c->num_warps, 1);
     mlirOperationSetAttributeByName(dot, mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR),
                                     mlirUnitAttrGet(c->ctx));
+    return true;
+  }
+  if (M >= 16 * (int64_t)c->num_warps && wants_rows_only(dot)) {
+    *out = kiln_gpu_layout_mma(c->num_warps, 1);
     return true;
   }
   int wm = 1, wn = 1;

@@ -45,10 +45,13 @@ MlirValue low_swizzle_panel(Low *L, MlirValue row, MlirValue col, int64_t rows, 
   return low_bin(L, "arith.addi", at, low_swizzle(L, row, in, PANEL));
 }
 
-/* The operand a wgmma dot reads: its buffer (as staged) and the slot's first byte. */
+/* The operand a wgmma dot reads from shared memory: its buffer (as staged), the slot's first
+ * byte, and whether the dot reads the staged tile's transpose (local_load {transpose}: K^T of
+ * S = Q K^T, K staged as it is). */
 typedef struct Operand {
   KilnGpuBuffer bf;
   MlirValue base;
+  bool view;
 } Operand;
 
 static bool operand_of(Low *L, MlirValue v, Operand *o) {
@@ -61,7 +64,16 @@ static bool operand_of(Low *L, MlirValue v, Operand *o) {
   Vals *b = low_get(L, v);
   if (b->n != 1) return false;
   o->base = b->v[0];
+  o->view = !mlirAttributeIsNull(
+      mlirOperationGetAttributeByName(def, mlirStringRefCreateFromCString("transpose")));
   return true;
+}
+
+/* A in registers (wgmma's RS form): the dot_op fragments of the accumulator's layout, four
+ * 32-bit registers per m64 block row of a warp and k16 step, as mma.sync's A. */
+static bool a_in_registers(Low *L, MlirValue a, int64_t reps, int64_t kb) {
+  KilnGpuLayout al = kiln_gpu_layout_of_type(mlirValueGetType(a));
+  return al.kind == KILN_GPU_LAYOUT_DOT_OP && al.op_idx == 0 && low_get(L, a)->n == reps * kb * 4;
 }
 
 bool low_dot_is_wgmma(Low *L, MlirOperation op) {
@@ -69,8 +81,14 @@ bool low_dot_is_wgmma(Low *L, MlirOperation op) {
           op, mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR))))
     return false;
   Operand a, b;
-  return operand_of(L, mlirOperationGetOperand(op, 0), &a) &&
-         operand_of(L, mlirOperationGetOperand(op, 1), &b);
+  if (!operand_of(L, mlirOperationGetOperand(op, 1), &b)) return false;
+  if (operand_of(L, mlirOperationGetOperand(op, 0), &a)) return true;
+  MlirType ct = mlirValueGetType(mlirOperationGetResult(op, 0));
+  KilnGpuLayout cl = kiln_gpu_layout_of_type(ct);
+  int64_t K = kiln_ir_dim(mlirValueGetType(mlirOperationGetOperand(op, 0)), 1);
+  return cl.kind == KILN_GPU_LAYOUT_MMA && cl.wpc[1] == 1 &&
+         a_in_registers(L, mlirOperationGetOperand(op, 0), kiln_ir_dim(ct, 0) / (16 * cl.wpc[0]),
+                        K / 16);
 }
 
 /* The shared address of ptr as the descriptor's 14-bit start field wants it: bits 4..17. */
@@ -123,83 +141,130 @@ static MlirType struct_of_f32(Low *L, int64_t n) {
   return mlirLLVMStructTypeLiteralGet(L->ctx, n, f, false);
 }
 
-/* The constraints of n tied f32 registers, with the two descriptors when `descriptors`. */
-static char *tied_constraints(Low *L, int64_t n, bool descriptors) {
-  size_t cap = (size_t)n * 10 + 8;
-  char *s = low_alloc(L, cap);
-  KILN_ASSERT(kiln_gpu_wgmma_constraints(s, cap, (int)n, descriptors) >= 0);
-  return s;
-}
-
 /* The registers v[idx[0..n)] through the side-effect asm `text` with every one tied: they
- * come back as its results (wgmma.fence, wgmma.wait_group). */
+ * come back as its results (wgmma.fence, wgmma.wait_group).  f32 registers ("=f") and, for
+ * the fence before an RS wgmma, A's 32-bit ones ("=r"). */
 static void tie_through(Low *L, const char *text, MlirValue *v, const int64_t *idx, int64_t n) {
   MlirValue *ops = low_alloc(L, (size_t)n * sizeof *ops);
-  for (int64_t i = 0; i < n; i++) ops[i] = v[idx[i]];
-  MlirType st = struct_of_f32(L, n);
-  MlirValue r = mlirOperationGetResult(
-      low_asm_effects(L, text, tied_constraints(L, n, false), ops, (size_t)n, &st, 1), 0);
+  MlirType *types = low_alloc(L, (size_t)n * sizeof *types);
+  size_t cap = (size_t)n * 10 + 8, at = 0;
+  char *cons = low_alloc(L, cap);
+  for (int64_t i = 0; i < n; i++) {
+    ops[i] = v[idx[i]];
+    types[i] = mlirValueGetType(ops[i]);
+    at += (size_t)snprintf(cons + at, cap - at, "%s=%s", i ? "," : "",
+                           mlirTypeIsAF32(types[i]) ? "f" : "r");
+  }
+  for (int64_t i = 0; i < n; i++)
+    at += (size_t)snprintf(cons + at, cap - at, ",%lld", (long long)i);
+  MlirType st = mlirLLVMStructTypeLiteralGet(L->ctx, n, types, false);
+  MlirValue r = mlirOperationGetResult(low_asm_effects(L, text, cons, ops, (size_t)n, &st, 1), 0);
   for (int64_t i = 0; i < n; i++) {
     MlirNamedAttribute a = kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
-    v[idx[i]] = mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &L->f32, 1, &a, 1), 0);
+    v[idx[i]] =
+        mlirOperationGetResult(low_op(L, "llvm.extractvalue", &r, 1, &types[i], 1, &a, 1), 0);
   }
+}
+
+/* The 32-bit register of A fragment value x (an i32 already, or two 16-bit floats). */
+static MlirValue as_b32(Low *L, MlirValue x) {
+  MlirType t = mlirValueGetType(x);
+  if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32) return x;
+  return low_op1(L, "llvm.bitcast", &x, 1, L->i32);
+}
+
+/* The registers one m64 block's wgmma takes beside its accumulators: A's descriptor (SS) or
+ * A's four fragment registers (RS), then B's descriptor. */
+typedef struct Mma {
+  bool rs;
+  const char *text, *cons;
+  int64_t R, nextra;
+  MlirType st;
+} Mma;
+
+static bool mma_text(Low *L, Mma *m, int64_t N, bool bf16, bool a_k, bool b_k) {
+  char *text = low_alloc(L, 2048);
+  size_t cap = (size_t)m->R * 10 + 16;
+  char *cons = low_alloc(L, cap);
+  int ok = m->rs ? kiln_gpu_wgmma_rs_ptx(text, 2048, (int)N, bf16, !b_k)
+                 : kiln_gpu_wgmma_ptx(text, 2048, (int)N, bf16, !a_k, !b_k);
+  int okc = m->rs ? kiln_gpu_wgmma_rs_constraints(cons, cap, (int)m->R)
+                  : kiln_gpu_wgmma_constraints(cons, cap, (int)m->R, true);
+  if (ok < 0 || okc < 0) {
+    low_error(L, "GPU lowering: wgmma m64n%lldk16 does not fit its text", (long long)N);
+    return false;
+  }
+  m->text = text, m->cons = cons;
+  m->nextra = m->rs ? 5 : 2;
+  m->st = struct_of_f32(L, m->R);
+  return true;
 }
 
 bool low_dot_wgmma(Low *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0), acc = mlirOperationGetOperand(op, 2);
   MlirType at = mlirValueGetType(mlirOperationGetOperand(op, 0)), ct = mlirValueGetType(res);
   KilnGpuLayout cl = kiln_gpu_layout_of_type(ct);
-  Operand A, B;
-  if (!operand_of(L, mlirOperationGetOperand(op, 0), &A) ||
-      !operand_of(L, mlirOperationGetOperand(op, 1), &B)) {
-    low_error(L, "GPU lowering: a wgmma dot needs both operands from wgmma buffers");
-    return false;
-  }
   bool bf16 = mlirTypeIsABF16(kiln_ir_elem_type(at));
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
-  int64_t reps = M / (16 * cl.wpc[0]), nb = N / 8;
+  int64_t reps = M / (16 * cl.wpc[0]), nb = N / 8, kb = K / 16;
+  Operand A = {0}, B;
+  Mma m = {.R = N / 2};
+  if (!operand_of(L, mlirOperationGetOperand(op, 1), &B)) {
+    low_error(L, "GPU lowering: a wgmma dot needs B from a wgmma buffer");
+    return false;
+  }
+  m.rs = !operand_of(L, mlirOperationGetOperand(op, 0), &A);
+  Vals *Areg = m.rs ? low_get(L, mlirOperationGetOperand(op, 0)) : NULL;
+  if (m.rs && !a_in_registers(L, mlirOperationGetOperand(op, 0), reps, kb)) {
+    low_error(L, "GPU lowering: a wgmma dot's A is neither a wgmma buffer nor fragments");
+    return false;
+  }
   KilnGpuOwn co = kiln_gpu_own_of_type(ct);
   Vals *C = low_get(L, acc);
   if (cl.wpc[1] != 1 || C->n != co.count || co.count != reps * nb * 4) {
     low_error(L, "GPU lowering: a wgmma dot's accumulator is not wgmma's layout");
     return false;
   }
-  Vals *out = low_vals(L, co.count);
+  /* A k-major when staged as it is (rows m); B k-major when its staged rows are n: staged
+   * transposed, or staged as it is and read through a transpose (K^T) */
+  bool a_k = !A.bf.enc.trans, b_k = B.bf.enc.trans != B.view;
+  if (!mma_text(L, &m, N, bf16, a_k, b_k)) return false;
+  L->wgmma = true;
+  /* the accumulator, then in the RS form A's registers: v[idx[i]] */
+  int64_t na = m.rs ? Areg->n : 0, nv = co.count + na;
+  Vals *out = low_vals(L, nv);
+  int64_t *idx = low_alloc(L, (size_t)nv * sizeof *idx);
   for (int64_t j = 0; j < co.count; j++) out->v[j] = C->v[j];
-  /* idx[r][4 j + c]: the list position of register 4 j + c of m64 block r */
-  int64_t *idx = low_alloc(L, (size_t)co.count * sizeof *idx);
+  for (int64_t j = 0; j < na; j++) out->v[co.count + j] = as_b32(L, Areg->v[j]);
+  /* idx[(r nb + j) 4 + c]: the list position of register 4 j + c of m64 block r */
   for (int64_t r = 0; r < reps; r++)
     for (int64_t j = 0; j < nb; j++)
       for (int c = 0; c < 4; c++) {
         int local[2] = {(int)(2 * r + (c >> 1)), (int)(2 * j + (c & 1))};
         idx[(r * nb + j) * 4 + c] = kiln_gpu_own_index(&co, local);
       }
-  L->wgmma = true;
-  /* A k-major when staged as it is (rows m), B k-major when staged transposed (rows n) */
-  bool a_k = !A.bf.enc.trans, b_k = B.bf.enc.trans;
-  char text[2048];
-  if (kiln_gpu_wgmma_ptx(text, sizeof text, (int)N, bf16, !a_k, !b_k) < 0) {
-    low_error(L, "GPU lowering: wgmma m64n%lldk16 does not fit its text", (long long)N);
-    return false;
-  }
+  for (int64_t j = 0; j < na; j++) idx[co.count + j] = co.count + j;
   MlirValue g64 = low_bin(L, "arith.muli", low_bin(L, "arith.shrui", low_warp(L), low_i32(L, 2)),
                           low_i32(L, 64));
-  tie_through(L, KILN_GPU_WGMMA_FENCE_PTX, out->v, idx, co.count);
-  int64_t R = N / 2;
-  MlirType st = struct_of_f32(L, R);
-  const char *cons = tied_constraints(L, R, true);
-  MlirValue *ops = low_alloc(L, (size_t)(R + 2) * sizeof *ops);
-  for (int64_t kk = 0; kk < K / 16; kk++) {
+  /* the fence orders every register write the MMAs read before them: the accumulator's, and in
+   * the RS form A's (so that nothing computing A sinks below it) */
+  tie_through(L, KILN_GPU_WGMMA_FENCE_PTX, out->v, idx, nv);
+  MlirValue *ops = low_alloc(L, (size_t)(m.R + m.nextra) * sizeof *ops);
+  for (int64_t kk = 0; kk < kb; kk++) {
     MlirValue db = operand_desc(L, &B, b_k, K, (MlirValue){NULL}, kk);
     for (int64_t r = 0; r < reps; r++) {
-      MlirValue m0 = low_bin(L, "arith.addi", g64, low_i32(L, 16 * cl.wpc[0] * r));
       const int64_t *ri = idx + r * nb * 4;
-      for (int64_t i = 0; i < R; i++) ops[i] = out->v[ri[i]];
-      ops[R] = operand_desc(L, &A, a_k, K, m0, kk);
-      ops[R + 1] = db;
-      MlirValue d =
-          mlirOperationGetResult(low_asm_effects(L, text, cons, ops, (size_t)R + 2, &st, 1), 0);
-      for (int64_t i = 0; i < R; i++) {
+      for (int64_t i = 0; i < m.R; i++) ops[i] = out->v[ri[i]];
+      if (m.rs) {
+        for (int q = 0; q < 4; q++) ops[m.R + q] = out->v[co.count + (r * kb + kk) * 4 + q];
+      } else {
+        MlirValue m0 = low_bin(L, "arith.addi", g64, low_i32(L, 16 * cl.wpc[0] * r));
+        ops[m.R] = operand_desc(L, &A, a_k, K, m0, kk);
+      }
+      ops[m.R + m.nextra - 1] = db;
+      MlirValue d = mlirOperationGetResult(
+          low_asm_effects(L, m.text, m.cons, ops, (size_t)(m.R + m.nextra), &m.st, 1), 0);
+      for (int64_t i = 0; i < m.R; i++) {
         MlirNamedAttribute a =
             kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));
         out->v[ri[i]] =
@@ -212,7 +277,9 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
       op, mlirStringRefCreateFromCString(KILN_GPU_WGMMA_PENDING_ATTR)));
   tie_through(L, in_flight ? KILN_GPU_WGMMA_WAIT_PTX "1;" : KILN_GPU_WGMMA_WAIT_PTX "0;", out->v,
               idx, co.count);
-  low_set(L, res, out);
+  Vals *result = low_vals(L, co.count);
+  for (int64_t j = 0; j < co.count; j++) result->v[j] = out->v[j];
+  low_set(L, res, result);
   return true;
 }
 

@@ -199,11 +199,12 @@ static void order_slice(Plan *p) {
   p->nslice = n;
 }
 
-/* The planned load whose operand convert yields v, or -1. */
-static int load_feeding(const Plan *p, MlirValue v) {
+/* The planned load whose operand convert yields v, or -1; with a kiln.trans view between them
+ * only when `view_ok`. */
+static int load_feeding(const Plan *p, MlirValue v, bool view_ok) {
   for (int i = 0; i < p->n; i++)
     if (mlirValueEqual(mlirOperationGetResult(p->loads[i].cvt, 0), v) &&
-        mlirOperationIsNull(p->loads[i].view))
+        (view_ok || mlirOperationIsNull(p->loads[i].view)))
       return i;
   return -1;
 }
@@ -216,8 +217,12 @@ static bool yielded_only(MlirOperation dot, MlirBlock body) {
          mlirOperationEqual(mlirOpOperandGetOwner(u), mlirBlockGetTerminator(body));
 }
 
-/* A dot the layout pass gave wgmma's layout reads its operands by descriptors, so both must be
- * staged here (in wgmma's panels); when either is not, the dot stays on mma.sync. */
+/* A dot the layout pass gave wgmma's layout reads B by a descriptor, so B must be staged here
+ * (in wgmma's panels; behind a kiln.trans view too: K^T of attention's S = Q K^T); A is read by
+ * a descriptor too when it is staged here without a view, else from the registers its
+ * fragments are in (wgmma's RS form: Q hoisted, P from the previous dot).  Without a staged B
+ * the dot stays on mma.sync.  Only a dot with both operands in shared memory may leave its
+ * group in flight: A's registers would have to outlive the iteration. */
 static void plan_wgmma(Plan *p) {
   MlirStringRef attr = mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR);
   for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
@@ -225,13 +230,15 @@ static void plan_wgmma(Plan *p) {
     if (kiln_ir_op_id(o) != KILN_OP_DOT ||
         mlirAttributeIsNull(mlirOperationGetAttributeByName(o, attr)))
       continue;
-    int a = load_feeding(p, mlirOperationGetOperand(o, 0));
-    int b = load_feeding(p, mlirOperationGetOperand(o, 1));
-    if (a < 0 || b < 0) {
+    int a = load_feeding(p, mlirOperationGetOperand(o, 0), false);
+    int b = load_feeding(p, mlirOperationGetOperand(o, 1), true);
+    if (b < 0) {
       mlirOperationRemoveAttributeByName(o, attr);
       continue;
     }
-    p->loads[a].wgmma = p->loads[b].wgmma = true;
+    p->loads[b].wgmma = true;
+    if (a < 0) continue; /* A from registers */
+    p->loads[a].wgmma = true;
     if (p->stages >= 4 && mlirOperationIsNull(p->async_dot) && yielded_only(o, p->body))
       p->async_dot = o;
   }

@@ -264,6 +264,25 @@ static void check_fd(KilnBertRun *run, AttnDev *a, const AttnCfg *c, const Layou
   free(o);
 }
 
+/* The wgmma runs (sm_90 and emu; docs/gpu-lowering.md, "wgmma on sm_90"): the kernels
+ * compiled with wgmma = 1 and the promises that let their K and V loads be pipelined (the row
+ * strides multiples of 16), so that S = Q K^T and O += P V read K and V through descriptors
+ * and Q and P from registers (the RS form); NULL for every other run. */
+static const KilnCompileOptions *g_wgmma;
+
+/* The kernel of one run: defs, with wgmma = 1 on the wgmma runs. */
+static KilnRtFunction *attn_kernel(KilnBertRun *run, const char *kernel, const KilnDefine *defs,
+                                   size_t n) {
+  KilnDefine all[8];
+  for (size_t i = 0; i < n; i++) all[i] = defs[i];
+  run->d.extra = NULL;
+  if (g_wgmma && strcmp(kernel, "attn_bwd_delta") != 0) { /* delta has no dot */
+    all[n++] = (KilnDefine){"wgmma", 1};
+    run->d.extra = g_wgmma;
+  }
+  return kiln_bert_kernel(run, "attention", kernel, all, n);
+}
+
 /* f32 results: 1e-5 relative, floor 1 (f32 sums of at most S + D terms, no rounding to a
  * narrower type). f16 / bf16 results: each element within the bound ref_head derives for it
  * (docs/kernels/attention.md). */
@@ -294,9 +313,9 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
   KilnDefine defs[] = {
       {"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}, {"DROPOUT", c->drop > 0.0f}};
   KilnDefine ddefs[] = {{"T", c->t}, {"BM", c->bm}, {"D", c->D}};
-  KilnRtFunction *fdelta = kiln_bert_kernel(run, "attention", "attn_bwd_delta", ddefs, 3);
-  KilnRtFunction *fdkdv = kiln_bert_kernel(run, "attention", "attn_bwd_dkdv", defs, 5);
-  KilnRtFunction *fdq = kiln_bert_kernel(run, "attention", "attn_bwd_dq", defs, 5);
+  KilnRtFunction *fdelta = attn_kernel(run, "attn_bwd_delta", ddefs, 3);
+  KilnRtFunction *fdkdv = attn_kernel(run, "attn_bwd_dkdv", defs, 5);
+  KilnRtFunction *fdq = attn_kernel(run, "attn_bwd_dq", defs, 5);
   size_t esz = kiln_bert_elem_size(c->t);
   void *ddo = kiln_bert_input_t(run, dout, l->n_o, c->t);
   void *ddelta = kiln_bert_output(run, (l->n_rows + KILN_BERT_TAIL) * 4);
@@ -327,15 +346,15 @@ static void run_bwd(KilnBertRun *run, const KilnBertDevice *dev, AttnDev *a, con
 
 static bool run_cfg(const KilnBertDevice *dev, const AttnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s dropout %g",
+  kiln_bert_begin(&run, dev, "%s B%d H%d S%d D%d kv_len %d,%d tiles %dx%d%s dropout %g%s",
                   kiln_bert_type_name(c->t), c->B, c->H, c->S, c->D, c->kv_len[0],
                   c->B > 1 ? c->kv_len[1] : c->kv_len[0], c->bm, c->bn, c->bwd ? " fwd+bwd" : "",
-                  (double)c->drop);
+                  (double)c->drop, g_wgmma ? " wgmma" : "");
   Layout l = layout_of(c);
   KilnDefine defs[] = {
       {"T", c->t}, {"BM", c->bm}, {"BN", c->bn}, {"D", c->D}, {"DROPOUT", c->drop > 0.0f}};
   AttnDev a = {0};
-  a.fwd = kiln_bert_kernel(&run, "attention", "attn_fwd", defs, 5);
+  a.fwd = attn_kernel(&run, "attn_fwd", defs, 5);
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   /* Q in [-2, 2): scores up to ~|q||k| scale, probabilities spread over a few decades. */
@@ -555,5 +574,18 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
   size_t n = on_emu ? KILN_BERT_COUNT(emu) : KILN_BERT_COUNT(cpu);
   bool ok = true;
   for (size_t i = 0; i < n; i++) ok &= run_cfg(dev, &cfgs[i], 8000 + i);
+  if (on_emu) {
+    /* wgmma at the FA2 tile (64x64 on 4 warps), forward and backward, f16 and bf16, with and
+     * without dropout: S a multiple of 16 (the promise), padded keys in both sequences */
+    static const KilnDefine mult[] = {{"S", 16}, {"sb", 16}, {"sh", 16}, {"ss", 16}};
+    static const KilnCompileOptions promises = {.multiple_of = mult, .num_multiple_of = 4};
+    static const AttnCfg wg[] = {
+        {2, 1, 128, 64, 64, 64, {100, 128}, KILN_SCALAR_F16, true, false, 0, 0, 0},
+        {1, 2, 96, 64, 64, 64, {70, 0}, KILN_SCALAR_BF16, true, false, 0.1f, 5, 8},
+    };
+    g_wgmma = &promises;
+    for (size_t i = 0; i < KILN_BERT_COUNT(wg); i++) ok &= run_cfg(dev, &wg[i], 8100 + i);
+    g_wgmma = NULL;
+  }
   return ok;
 }
