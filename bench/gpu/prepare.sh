@@ -6,6 +6,9 @@
 # a bundle that travels to the GPU machine, which has no LLVM/MLIR: there a runtime-only build
 # compiles kiln-bert against bert-libs (-DKILN_BERT_LIBS). Usage: bench/gpu/prepare.sh
 # [BUILD_DIR] [BUNDLE_DIR]. The bundle is ignored by git: name it when carrying the tree.
+# KILN_GPU_TUNE_CACHE=FILE (a cache an earlier bench/gpu-check.sh wrote, results/gpu-bert-tune-
+# <stamp>-cache.json): the cuda libraries once more from its winners, bert-libs-tuned.tar.gz,
+# for the GPU check's tuned kiln-bert.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -97,6 +100,29 @@ tar czf "$bundle/bert-libs.tar.gz.tmp" -C "$libs_tmp" cpu cuda
 mv "$bundle/bert-libs.tar.gz.tmp" "$bundle/bert-libs.tar.gz"
 echo "prepared the trainer's kernel libraries ($(ls "$libs_tmp/cuda" | grep -c '\.c$') for cpu and cuda: $(du -sh "$libs_tmp" | cut -f1), $(du -h "$bundle/bert-libs.tar.gz" | cut -f1) packed)" >&2
 rm -rf "$libs_tmp"
+# The same cuda libraries from a GPU's tune cache (KILN_GPU_TUNE_CACHE), `kiln lib --cache`
+# through the build's target kilnbert_cuda_libs_tuned: bert-libs-tuned.tar.gz holds, in cuda/,
+# only the libraries the cache changed (the fp16 set's, for a cache of the fp16 calls; some 2-5
+# MB packed against 9 MB for the whole cuda set: the bundle's 48 MiB), which bench/gpu-check.sh
+# unpacks over bert-libs for a second kiln-bert. Without the variable an old
+# bert-libs-tuned.tar.gz is removed: it would pair with other untuned libraries.
+rm -f "$bundle/bert-libs-tuned.tar.gz"
+tuned_cache=${KILN_GPU_TUNE_CACHE:-}
+cmake "$build" -DKILN_BERT_CUDA_TUNED_CACHE="${tuned_cache:+$(cd "$(dirname "$tuned_cache")" && pwd)/$(basename "$tuned_cache")}" >/dev/null
+if [ -n "$tuned_cache" ]; then
+  [ -f "$tuned_cache" ] || { echo "prepare: KILN_GPU_TUNE_CACHE=$tuned_cache: no such file" >&2; exit 64; }
+  cmake --build "$build" --target kilnbert_cuda_libs_tuned >/dev/null
+  libs_tmp=$(mktemp -d)
+  mkdir -p "$libs_tmp/cuda"
+  for c in "$build"/runtime/bert/kernels-cuda-tuned/kb_*.c; do
+    n=$(basename "$c" .c)
+    cmp -s "$c" "$build/runtime/bert/kernels-cuda/$n.c" || cp "$c" "${c%.c}.h" "$libs_tmp/cuda/"
+  done
+  tar czf "$bundle/bert-libs-tuned.tar.gz.tmp" -C "$libs_tmp" cuda
+  mv "$bundle/bert-libs-tuned.tar.gz.tmp" "$bundle/bert-libs-tuned.tar.gz"
+  echo "prepared the trainer's cuda libraries tuned from $tuned_cache ($(ls "$libs_tmp/cuda" | grep -c '\.c$') changed by it, $(du -h "$bundle/bert-libs-tuned.tar.gz" | cut -f1) packed; what stayed untuned: $build/runtime/bert/kernels-cuda-tuned/NAME.lib.txt)" >&2
+  rm -rf "$libs_tmp"
+fi
 # cJSON, which kiln-bert reads its config and logs with, for a GPU machine without libcjson-dev:
 # the header and the shared library as the build machine has them (-DKILN_CJSON_DIR there).
 rm -rf "$bundle/cjson"
