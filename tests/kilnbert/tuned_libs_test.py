@@ -11,9 +11,10 @@ colsum_f32, the kernels of the kb_gemm<EPI>_f32 libraries), with the libraries' 
 arguments (kernel-libs.jsonl of the build), and checks:
 
   - every gemm call is bundled and the runner finds a winner for each;
-  - each tuned library holds tuned variants, where the untuned one holds none, and each
-    runner winner is the tuned variant of its record key (the key's buckets, the config and
-    the promises in the variant's description);
+  - each tuned library holds tuned variants, where the untuned one holds none, and the
+    runner's winner of each record key (the fastest, where calls of one key bucket were timed
+    apart) is the tuned variant of that key (its buckets, config and promises in the variant's
+    description);
   - a KILN_RUNTIME_ONLY kiln-bert built against this build's libraries with the tuned gemm
     libraries in place of the untuned ones trains 3 steps whose losses equal the untuned
     kiln-bert's within the fp32 tolerance of tests/kilnbert/train_emu_test.py (1e-5 relative:
@@ -62,7 +63,12 @@ def bundle_and_time(tmp):
     check(len(kernels) == len(dirs) and all(k.get("winner") for k in kernels),
           f"a winner for each of the {len(dirs)} gemm calls: {[k.get('winner') for k in kernels]}")
     print(f"{len(dirs)} gemm calls bundled and timed")
-    return cache, [(k["key"], k["winner"]) for k in kernels if k.get("winner")]
+    # calls of one key bucket are records of one key: a library takes the fastest of them
+    best = {}
+    for k in kernels:
+        if k.get("winner") and (k["key"] not in best or k["winner_median_ms"] < best[k["key"]][0]):
+            best[k["key"]] = (k["winner_median_ms"], k["winner"])
+    return cache, [(key, w) for key, (_, w) in best.items()]
 
 
 def make_lib(entry, cache, out):
@@ -121,7 +127,8 @@ for name in GEMM_LIBS:
           f"{name}: tuned variants from the cache ({tuned_rows}), none without it")
 missing = [d for d in (description(k, w) for k, w in winners)
            if not any(d in t for t in texts.values())]
-check(not missing, f"each runner winner is the tuned variant of its key: missing {missing[:3]}")
+check(winners and not missing,
+      f"each key's runner winner is its tuned variant: missing {missing[:3]} of {len(winners)}")
 
 out = os.path.join(work, "build")
 conf = ["cmake", "-S", src, "-B", out, "-G", generator, f"-DCMAKE_C_COMPILER={cc}",
