@@ -138,7 +138,7 @@ tuned=()
 if [ "$dry" = 1 ] || { [ -f "$bundle/bert-libs-tuned.tar.gz" ] && [ ${#libs[@]} -gt 0 ]; }; then
   tlibs=("${libs[@]}")
   if [ "$dry" != 1 ]; then
-    rm -rf "$tbuild/bert-libs" && mkdir -p "$tbuild/bert-libs" &&
+    rm -rf "$tbuild/bert-libs" "$tbuild/tools/kiln-bert" && mkdir -p "$tbuild/bert-libs" &&
       tar xzf "$bundle/bert-libs.tar.gz" -C "$tbuild/bert-libs" &&
       tar xzf "$bundle/bert-libs-tuned.tar.gz" -C "$tbuild/bert-libs" || status=1
     tlibs[0]=-DKILN_BERT_LIBS="$(cd "$tbuild/bert-libs" && pwd)"
