@@ -13,7 +13,7 @@
 #   4. tunes vector_add, softmax_rows and matmul_f16 in both modes with kiln-tune-runner from
 #      the precompiled candidates (bundle/tune): tuning time, winners and their speed; then the
 #      BERT trainer's own calls at BERT-large (bundle/bert-tune, default mode) into a cache;
-#   4b. the tuned kiln-bert, when the bundle carries bert-libs-tuned.tar.gz (the cuda libraries
+#   4b. the tuned kiln-bert, when the bundle carries bert-libs-tuned.tar.xz (the cuda libraries
 #      that `kiln lib --cache` made on the build machine from an earlier GPU run's cache of
 #      step 4: prepare.sh with KILN_GPU_TUNE_CACHE): a second runtime-only build in its own
 #      folder (KILN_GPU_BUILD-tuned), only the kiln-bert target, against them (configure 30 s,
@@ -132,15 +132,23 @@ if [ "$dry" = 1 ] || [ -f "$bundle/bert-tune/calls.txt" ]; then
 fi
 
 # 4b. the tuned kiln-bert: the untuned libraries with the tuned cuda set over them (the tuned
-# tarball holds cuda/ only), configured and built in a folder of its own, kiln-bert only
+# tarball holds the changed cuda/ libraries only), configured and built in a folder of its own,
+# kiln-bert only. unpack_xz TARBALL DIR: tar's xz, else Python's (a machine without xz-utils)
+unpack_xz() {
+  if command -v xz >/dev/null; then
+    tar xJf "$1" -C "$2"
+  else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
+  fi
+}
 tbuild=$build-tuned
 tuned=()
-if [ "$dry" = 1 ] || { [ -f "$bundle/bert-libs-tuned.tar.gz" ] && [ ${#libs[@]} -gt 0 ]; }; then
+if [ "$dry" = 1 ] || { [ -f "$bundle/bert-libs-tuned.tar.xz" ] && [ ${#libs[@]} -gt 0 ]; }; then
   tlibs=("${libs[@]}")
   if [ "$dry" != 1 ]; then
     rm -rf "$tbuild/bert-libs" "$tbuild/tools/kiln-bert" && mkdir -p "$tbuild/bert-libs" &&
       tar xzf "$bundle/bert-libs.tar.gz" -C "$tbuild/bert-libs" &&
-      tar xzf "$bundle/bert-libs-tuned.tar.gz" -C "$tbuild/bert-libs" || status=1
+      unpack_xz "$bundle/bert-libs-tuned.tar.xz" "$tbuild/bert-libs" || status=1
     tlibs[0]=-DKILN_BERT_LIBS="$(cd "$tbuild/bert-libs" && pwd)"
   fi
   step "tuned trainer libraries: configure $tbuild" 30 "$bert_keep" cmake -S . -B "$tbuild" \
@@ -151,7 +159,7 @@ if [ "$dry" = 1 ] || { [ -f "$bundle/bert-libs-tuned.tar.gz" ] && [ ${#libs[@]} 
   [ "$dry" = 1 ] || [ -x "$tbuild/tools/kiln-bert" ] && tuned=(--kiln-bert-tuned "$tbuild/tools/kiln-bert")
   [ ${#tuned[@]} -gt 0 ] || echo "no tuned kiln-bert in $tbuild: step 5 has no tuned row" >&2
 else
-  echo "no tuned trainer libraries ($bundle/bert-libs-tuned.tar.gz): no tuned row; prepare.sh with KILN_GPU_TUNE_CACHE carries them" >&2
+  echo "no tuned trainer libraries ($bundle/bert-libs-tuned.tar.xz): no tuned row; prepare.sh with KILN_GPU_TUNE_CACHE carries them" >&2
 fi
 
 if [ "$dry" = 1 ] || { [ -x "$build/tools/kiln-bert" ] && [ ${#libs[@]} -gt 0 ]; }; then

@@ -7,7 +7,7 @@
 # compiles kiln-bert against bert-libs (-DKILN_BERT_LIBS). Usage: bench/gpu/prepare.sh
 # [BUILD_DIR] [BUNDLE_DIR]. The bundle is ignored by git: name it when carrying the tree.
 # KILN_GPU_TUNE_CACHE=FILE (a cache an earlier bench/gpu-check.sh wrote, results/gpu-bert-tune-
-# <stamp>-cache.json): the cuda libraries once more from its winners, bert-libs-tuned.tar.gz,
+# <stamp>-cache.json): the cuda libraries once more from its winners, bert-libs-tuned.tar.xz,
 # for the GPU check's tuned kiln-bert.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -101,12 +101,13 @@ mv "$bundle/bert-libs.tar.gz.tmp" "$bundle/bert-libs.tar.gz"
 echo "prepared the trainer's kernel libraries ($(ls "$libs_tmp/cuda" | grep -c '\.c$') for cpu and cuda: $(du -sh "$libs_tmp" | cut -f1), $(du -h "$bundle/bert-libs.tar.gz" | cut -f1) packed)" >&2
 rm -rf "$libs_tmp"
 # The same cuda libraries from a GPU's tune cache (KILN_GPU_TUNE_CACHE), `kiln lib --cache`
-# through the build's target kilnbert_cuda_libs_tuned: bert-libs-tuned.tar.gz holds, in cuda/,
-# only the libraries the cache changed (the fp16 set's, for a cache of the fp16 calls; some 2-5
-# MB packed against 9 MB for the whole cuda set: the bundle's 48 MiB), which bench/gpu-check.sh
-# unpacks over bert-libs for a second kiln-bert. Without the variable an old
-# bert-libs-tuned.tar.gz is removed: it would pair with other untuned libraries.
-rm -f "$bundle/bert-libs-tuned.tar.gz"
+# through the build's target kilnbert_cuda_libs_tuned: bert-libs-tuned.tar.xz holds, in cuda/,
+# only the libraries the cache changed (the fp16 set's, for a cache of the fp16 calls), packed
+# with xz, which takes the decimal bytes of the images to about a third of gzip's size (all of
+# bert-libs: 3.8 MB against 13 MB), so that it fits the bundle's 48 MiB; bench/gpu-check.sh
+# unpacks it over bert-libs for a second kiln-bert. Without the variable an old
+# bert-libs-tuned.tar.xz is removed: it would pair with other untuned libraries.
+rm -f "$bundle/bert-libs-tuned.tar.xz"
 tuned_cache=${KILN_GPU_TUNE_CACHE:-}
 cmake "$build" -DKILN_BERT_CUDA_TUNED_CACHE="${tuned_cache:+$(cd "$(dirname "$tuned_cache")" && pwd)/$(basename "$tuned_cache")}" >/dev/null
 if [ -n "$tuned_cache" ]; then
@@ -118,9 +119,9 @@ if [ -n "$tuned_cache" ]; then
     n=$(basename "$c" .c)
     cmp -s "$c" "$build/runtime/bert/kernels-cuda/$n.c" || cp "$c" "${c%.c}.h" "$libs_tmp/cuda/"
   done
-  tar czf "$bundle/bert-libs-tuned.tar.gz.tmp" -C "$libs_tmp" cuda
-  mv "$bundle/bert-libs-tuned.tar.gz.tmp" "$bundle/bert-libs-tuned.tar.gz"
-  echo "prepared the trainer's cuda libraries tuned from $tuned_cache ($(ls "$libs_tmp/cuda" | grep -c '\.c$') changed by it, $(du -h "$bundle/bert-libs-tuned.tar.gz" | cut -f1) packed; what stayed untuned: $build/runtime/bert/kernels-cuda-tuned/NAME.lib.txt)" >&2
+  tar cJf "$bundle/bert-libs-tuned.tar.xz.tmp" -C "$libs_tmp" cuda
+  mv "$bundle/bert-libs-tuned.tar.xz.tmp" "$bundle/bert-libs-tuned.tar.xz"
+  echo "prepared the trainer's cuda libraries tuned from $tuned_cache ($(ls "$libs_tmp/cuda" | grep -c '\.c$') changed by it, $(du -h "$bundle/bert-libs-tuned.tar.xz" | cut -f1) packed; what stayed untuned: $build/runtime/bert/kernels-cuda-tuned/NAME.lib.txt)" >&2
   rm -rf "$libs_tmp"
 fi
 # cJSON, which kiln-bert reads its config and logs with, for a GPU machine without libcjson-dev:
