@@ -70,19 +70,28 @@ step() {
   timeout --kill-after=5 "$t" "$@"
 }
 
+# unpack_xz TARBALL DIR: tar's xz, else Python's (a machine without xz-utils)
+unpack_xz() {
+  if command -v xz >/dev/null; then
+    tar xJf "$1" -C "$2"
+  else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
+  fi
+}
+
 echo "== build (runtime only) ==" >&2
 # the trainer's kernel libraries (cpu and cuda), packed by prepare.sh, unpacked into the build
 libs=()
-if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.gz" ]; then
+if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.xz" ]; then
   mkdir -p "$build/bert-libs"
-  tar xzf "$bundle/bert-libs.tar.gz" -C "$build/bert-libs" &&
+  unpack_xz "$bundle/bert-libs.tar.xz" "$build/bert-libs" &&
     libs=(-DKILN_BERT_LIBS="$(cd "$build/bert-libs" && pwd)")
 fi
 # cJSON from the bundle where this machine has no libcjson-dev (kiln-bert needs it)
 if [ ${#libs[@]} -gt 0 ] && ! pkg-config --exists libcjson 2>/dev/null && [ -d "$bundle/cjson" ]; then
   libs+=(-DKILN_CJSON_DIR="$(cd "$bundle/cjson" && pwd)")
 fi
-[ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs.tar.gz): no kiln-bert; run bench/gpu/prepare.sh" >&2
+[ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs.tar.xz): no kiln-bert; run bench/gpu/prepare.sh" >&2
 # KILN_GPU_NO_WERROR=1: a newer gcc's new warnings must not stop the only run there is
 werror=ON
 [ "${KILN_GPU_NO_WERROR:-0}" = 1 ] && werror=OFF
@@ -133,21 +142,14 @@ fi
 
 # 4b. the tuned kiln-bert: the untuned libraries with the tuned cuda set over them (the tuned
 # tarball holds the changed cuda/ libraries only), configured and built in a folder of its own,
-# kiln-bert only. unpack_xz TARBALL DIR: tar's xz, else Python's (a machine without xz-utils)
-unpack_xz() {
-  if command -v xz >/dev/null; then
-    tar xJf "$1" -C "$2"
-  else
-    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
-  fi
-}
+# kiln-bert only
 tbuild=$build-tuned
 tuned=()
 if [ "$dry" = 1 ] || { [ -f "$bundle/bert-libs-tuned.tar.xz" ] && [ ${#libs[@]} -gt 0 ]; }; then
   tlibs=("${libs[@]}")
   if [ "$dry" != 1 ]; then
     rm -rf "$tbuild/bert-libs" "$tbuild/tools/kiln-bert" && mkdir -p "$tbuild/bert-libs" &&
-      tar xzf "$bundle/bert-libs.tar.gz" -C "$tbuild/bert-libs" &&
+      cp -R "$build/bert-libs/." "$tbuild/bert-libs/" &&
       unpack_xz "$bundle/bert-libs-tuned.tar.xz" "$tbuild/bert-libs" || status=1
     tlibs[0]=-DKILN_BERT_LIBS="$(cd "$tbuild/bert-libs" && pwd)"
   fi
