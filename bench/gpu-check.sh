@@ -55,11 +55,15 @@ limit() {
   echo "$own"
 }
 # step NAME OWN KEEP CMD...: runs CMD under limit OWN KEEP, or skips it when under 10 s are left
+# (skipped=1 then, else 0)
+skipped=0
 step() {
   local name=$1 t; t=$(limit "$2" "$3"); shift 3
+  skipped=0
   if [ "$t" -lt 10 ]; then
     echo "== $name: skipped, short of time ($(($(date +%s) - start)) s gone) ==" >&2
     status=1
+    skipped=1
     return 0
   fi
   echo "== $name (limit ${t}s, $(($(date +%s) - start)) s gone) ==" >&2
@@ -158,7 +162,10 @@ if [ "$dry" = 1 ] || { [ -f "$bundle/bert-libs-tuned.tar.xz" ] && [ ${#libs[@]} 
     >/dev/null || status=1
   step "tuned trainer libraries: build kiln-bert against them" 150 "$bert_keep" \
     cmake --build "$tbuild" -j "$(nproc)" --target kiln-bert || status=1
-  [ "$dry" = 1 ] || [ -x "$tbuild/tools/kiln-bert" ] && tuned=(--kiln-bert-tuned "$tbuild/tools/kiln-bert")
+  # (a dry run has a tuned kiln-bert where its build was not skipped)
+  if { [ "$dry" = 1 ] && [ $skipped = 0 ]; } || { [ "$dry" != 1 ] && [ -x "$tbuild/tools/kiln-bert" ]; }; then
+    tuned=(--kiln-bert-tuned "$tbuild/tools/kiln-bert")
+  fi
   [ ${#tuned[@]} -gt 0 ] || echo "no tuned kiln-bert in $tbuild: step 5 has no tuned row" >&2
 else
   echo "no tuned trainer libraries ($bundle/bert-libs-tuned.tar.xz): no tuned row; prepare.sh with KILN_GPU_TUNE_CACHE carries them" >&2
