@@ -7,7 +7,9 @@
 # limit leaves under 10 s for is skipped and recorded so):
 #   0. Kiln fp16, --batch 24, 3 steps with --profile: where a step's time goes, kernel call by
 #      kernel call (the report's "Where Kiln's step goes", the 15 calls that take the most);
-#   1. Kiln fp16 train + end-of-run eval, --batch 24 (BERT-large, seq 512 on cuda);
+#   1. Kiln fp16 train + end-of-run eval, --batch 24 (BERT-large, seq 512 on cuda); with
+#      --kiln-bert-tuned EXE, then the same with EXE, a kiln-bert built against the kernel
+#      libraries tuned for this device (bench/gpu-check.sh): the row "kiln-bert (tuned)";
 #   2. Kiln fp32, --batch 16;
 #   3. Kiln fp16 with --padding dynamic (batches padded to their longest sample's 64-bucket);
 #   4. PyTorch eager fp32 and fp16 (autocast + GradScaler);
@@ -25,7 +27,8 @@
 # names it where another python3 comes first on PATH); without it the Kiln rows stand alone.
 # Writes OUT/bert-gpu-NAME.json and .md (NAME: the GPU's name, or the device), see bert_gpu.py.
 #
-# usage: bench/bert-gpu.sh [--device cuda|cpu|emu] [--kiln-bert EXE] [--model M] [--seq-len L]
+# usage: bench/bert-gpu.sh [--device cuda|cpu|emu] [--kiln-bert EXE] [--kiln-bert-tuned EXE]
+#          [--model M] [--seq-len L]
 #          [--steps N] [--batch-fp16 B] [--batch-fp32 B] [--limit S] [--out DIR] [--name NAME]
 #          [--part-limit S]
 # Defaults: on cuda large, 512, 10 steps, 24 / 16, a limit of 300 s; on cpu and emu tiny, 128,
@@ -34,13 +37,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-device=cuda kb=${KILN_BERT:-build/tools/kiln-bert} model= seq= steps= b16= b32= limit=300
+device=cuda kb=${KILN_BERT:-build/tools/kiln-bert} kbt= model= seq= steps= b16= b32= limit=300
 out=bench/results name= part_cap=0 torch_py=${KILN_TORCH_PYTHON:-python3}
 command="KILN_TORCH_PYTHON=$torch_py bash bench/bert-gpu.sh $*"
 while [ $# -gt 0 ]; do
   case $1 in
     --device) device=$2 ;;
     --kiln-bert) kb=$2 ;;
+    --kiln-bert-tuned) kbt=$2 ;;
     --model) model=$2 ;;
     --seq-len) seq=$2 ;;
     --steps) steps=$2 ;;
@@ -50,7 +54,7 @@ while [ $# -gt 0 ]; do
     --part-limit) part_cap=$2 ;;
     --out) out=$2 ;;
     --name) name=$2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "bert-gpu.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
   esac
   [ $# -ge 2 ] || { echo "bert-gpu.sh: $1 needs a value" >&2; exit 64; }
@@ -67,6 +71,7 @@ for v in "$seq" "$steps" "$b16" "$b32" "$limit" "$part_cap"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "bert-gpu.sh: '$v' is not a number" >&2; exit 64; }
 done
 [ -x "$kb" ] || { echo "bert-gpu.sh: no kiln-bert at $kb (build it, or --kiln-bert EXE)" >&2; exit 2; }
+[ -z "$kbt" ] || [ -x "$kbt" ] || { echo "bert-gpu.sh: --kiln-bert-tuned: no kiln-bert at $kbt" >&2; exit 2; }
 if [ -z "$name" ]; then
   name=$device
   if [ "$torch_dev" = cuda ] && command -v nvidia-smi >/dev/null; then
@@ -110,35 +115,36 @@ run_part() {
 echo "== data: $((b16 * steps)) training and $((2 * b16)) test reviews ==" >&2
 python3 bench/bert_gpu.py data "$work/data" --train $((b16 * steps)) --test $((2 * b16)) || exit 2
 
-# kiln PRECISION BATCH PADDING OWN_LIMIT [KEEP]: PRECISION fp32, fp16, bf16, or fp32+tf32
-# (--precision fp32 --tf32)
+# kiln PRECISION BATCH PADDING OWN_LIMIT [KEEP [EXE LABEL]]: PRECISION fp32, fp16, bf16, or
+# fp32+tf32 (--precision fp32 --tf32); EXE (default --kiln-bert's) runs it, LABEL names its row's
+# mode ("kiln-bert (LABEL)"; default the padding)
 kiln() {
-  local prec=$1 batch=$2 pad=$3 t
+  local prec=$1 batch=$2 pad=$3 t exe=${6:-$kb} label=${7:-$3}
   t=$(part_limit "$4" "${5:-0}")
-  if [ "$t" -lt 10 ]; then note kiln "$pad" "$prec" "$batch" "$pad" skipped "short of time"; return; fi
-  echo "== Kiln $prec, batch $batch, $pad padding (limit ${t}s) ==" >&2
-  local log=$work/kiln-$prec-$pad.jsonl
+  if [ "$t" -lt 10 ]; then note kiln "$label" "$prec" "$batch" "$pad" skipped "short of time"; return; fi
+  echo "== Kiln $prec, batch $batch, $pad padding, kiln-bert ($label) (limit ${t}s) ==" >&2
+  local log=$work/kiln-$prec-$label.jsonl olog=$work/kiln-$prec-$label.out
   local pflags=(--precision "$prec")
   [ "$prec" = fp32+tf32 ] && pflags=(--precision fp32 --tf32)
   # what whole-step replay did (on by default on cuda) goes into the row
-  KILN_BERT_GRAPH_STATS=1 run_part "$t" "$work/kiln-$prec-$pad.out" "$kb" train --model "$model" \
+  KILN_BERT_GRAPH_STATS=1 run_part "$t" "$olog" "$exe" train --model "$model" \
     --data "$work/data/imdb" --vocab "$work/data/vocab.txt" --device "$device" "${pflags[@]}" \
     --batch "$batch" --seq-len "$seq" --padding "$pad" --steps "$steps" --no-shuffle --log "$log"
   local rc=$?
-  tail -3 "$work/kiln-$prec-$pad.out" >&2
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note kiln "$pad" "$prec" "$batch" "$pad" timeout "over ${t}s"; return; fi
+  tail -3 "$olog" >&2
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note kiln "$label" "$prec" "$batch" "$pad" timeout "over ${t}s"; return; fi
   if [ $rc -ne 0 ]; then
-    note kiln "$pad" "$prec" "$batch" "$pad" failed "exit $rc: $(tail -1 "$work/kiln-$prec-$pad.out" | tr -d '"\\' | cut -c1-200)"
+    note kiln "$label" "$prec" "$batch" "$pad" failed "exit $rc: $(tail -1 "$olog" | tr -d '"\\' | cut -c1-200)"
     return
   fi
-  python3 - "$log" "$prec" "$batch" "$pad" "$model" "$seq" "$work/kiln-$prec-$pad.out" >>"$parts" <<'EOF'
+  python3 - "$log" "$prec" "$batch" "$pad" "$model" "$seq" "$olog" "$label" >>"$parts" <<'EOF'
 import json, sys
-log, prec, batch, pad, model, seq, out = sys.argv[1:]
+log, prec, batch, pad, model, seq, out, label = sys.argv[1:]
 recs = [json.loads(x) for x in open(log)]
 s = next(r for r in recs if r.get("summary"))
 loss = [r["loss"] for r in recs if "step" in r][-1]
 graphs = next((x.strip() for x in open(out, errors="replace") if x.startswith("graphs: ")), "")
-print(json.dumps(dict(s, system="kiln", status="ok", mode=f"kiln-bert ({pad})", precision=prec,
+print(json.dumps(dict(s, system="kiln", status="ok", mode=f"kiln-bert ({label})", precision=prec,
                       batch=int(batch), padding=pad, model=model, seq_len=int(seq), loss=loss,
                       graphs=graphs)))
 EOF
@@ -170,6 +176,7 @@ kiln_profile() {
 TF32_KEEP=120
 kiln_profile 60
 kiln fp16 "$b16" fixed 90
+[ -n "$kbt" ] && kiln fp16 "$b16" fixed 90 0 "$kbt" tuned
 kiln fp32 "$b32" fixed 90
 kiln fp16 "$b16" dynamic 60
 

@@ -279,14 +279,17 @@ def report(a):
     rows = [r for r in rows if r.get("status") == "ok"
             or (r.get("system"), r.get("mode"), r.get("precision")) not in done]
     ratio = {}
-    for prec in ("fp32", "fp32+tf32", "fp16"):
+    # the kiln-bert built against libraries tuned on this device (bert-gpu.sh --kiln-bert-tuned)
+    # gets a ratio of its own, "fp16 (tuned)", beside the untuned build's
+    for prec, tuned in (("fp32", False), ("fp32+tf32", False), ("fp16", False), ("fp16", True)):
         kiln = [r for r in rows if r.get("system") == "kiln" and r.get("precision") == prec
-                and r.get("status") == "ok" and r.get("padding") == "fixed"]
+                and r.get("status") == "ok" and r.get("padding") == "fixed"
+                and (r.get("mode") == "kiln-bert (tuned)") == tuned]
         torch_rows = [r for r in rows if r.get("system") == "pytorch" and r.get("precision") == prec
                       and r.get("status") == "ok"]
         if kiln and torch_rows:
             best = max(torch_rows, key=lambda r: r["samples_per_sec"])
-            ratio[prec] = {"kiln_samples_per_sec": kiln[0]["samples_per_sec"],
+            ratio[prec + (" (tuned)" if tuned else "")] = {"kiln_samples_per_sec": kiln[0]["samples_per_sec"],
                            "best_pytorch": best["mode"],
                            "best_pytorch_samples_per_sec": best["samples_per_sec"],
                            "ratio": kiln[0]["samples_per_sec"] / best["samples_per_sec"]}

@@ -13,6 +13,12 @@
 #   4. tunes vector_add, softmax_rows and matmul_f16 in both modes with kiln-tune-runner from
 #      the precompiled candidates (bundle/tune): tuning time, winners and their speed; then the
 #      BERT trainer's own calls at BERT-large (bundle/bert-tune, default mode) into a cache;
+#   4b. the tuned kiln-bert, when the bundle carries bert-libs-tuned.tar.xz (the cuda libraries
+#      that `kiln lib --cache` made on the build machine from an earlier GPU run's cache of
+#      step 4: prepare.sh with KILN_GPU_TUNE_CACHE): a second runtime-only build in its own
+#      folder (KILN_GPU_BUILD-tuned), only the kiln-bert target, against them (configure 30 s,
+#      build 150 s); step 5 then gives it its own row. Making these libraries here, from this
+#      run's cache, without the compiler, is not yet done (docs/trainer.md, "tune");
 #   5. BERT fine-tuning end to end, Kiln against PyTorch (bench/bert-gpu.sh), with at least
 #      KILN_GPU_BERT_SECONDS (default 200) kept for it whatever the steps before took (its
 #      fp32+tf32 rows are the first parts it skips when that time is short);
@@ -22,7 +28,9 @@
 # proves the limits anywhere: nothing is built or run, every step sleeps until its limit ends
 # it (the worst case), and the script must still end within KILN_GPU_CHECK_LIMIT.
 # Results: bench/results/gpu-check-<date>.json (+ -torch.json), gpu-tune-<date>-<mode>.json
-# (summary) and gpu-tune-<date>-<mode>-cache.json (the records, for `kiln lib --device cuda`).
+# (summary) and gpu-tune-<date>-<mode>-cache.json (the records, for `kiln lib --device cuda`);
+# gpu-bert-tune-<date>-cache.json, the trainer's calls (for KILN_GPU_TUNE_CACHE of prepare.sh,
+# step 4b's libraries on the next visit).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${KILN_GPU_BUILD:-build-gpu-check}
@@ -47,11 +55,15 @@ limit() {
   echo "$own"
 }
 # step NAME OWN KEEP CMD...: runs CMD under limit OWN KEEP, or skips it when under 10 s are left
+# (skipped=1 then, else 0)
+skipped=0
 step() {
   local name=$1 t; t=$(limit "$2" "$3"); shift 3
+  skipped=0
   if [ "$t" -lt 10 ]; then
     echo "== $name: skipped, short of time ($(($(date +%s) - start)) s gone) ==" >&2
     status=1
+    skipped=1
     return 0
   fi
   echo "== $name (limit ${t}s, $(($(date +%s) - start)) s gone) ==" >&2
@@ -62,19 +74,28 @@ step() {
   timeout --kill-after=5 "$t" "$@"
 }
 
+# unpack_xz TARBALL DIR: tar's xz, else Python's (a machine without xz-utils)
+unpack_xz() {
+  if command -v xz >/dev/null; then
+    tar xJf "$1" -C "$2"
+  else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
+  fi
+}
+
 echo "== build (runtime only) ==" >&2
 # the trainer's kernel libraries (cpu and cuda), packed by prepare.sh, unpacked into the build
 libs=()
-if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.gz" ]; then
+if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.xz" ]; then
   mkdir -p "$build/bert-libs"
-  tar xzf "$bundle/bert-libs.tar.gz" -C "$build/bert-libs" &&
+  unpack_xz "$bundle/bert-libs.tar.xz" "$build/bert-libs" &&
     libs=(-DKILN_BERT_LIBS="$(cd "$build/bert-libs" && pwd)")
 fi
 # cJSON from the bundle where this machine has no libcjson-dev (kiln-bert needs it)
 if [ ${#libs[@]} -gt 0 ] && ! pkg-config --exists libcjson 2>/dev/null && [ -d "$bundle/cjson" ]; then
   libs+=(-DKILN_CJSON_DIR="$(cd "$bundle/cjson" && pwd)")
 fi
-[ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs.tar.gz): no kiln-bert; run bench/gpu/prepare.sh" >&2
+[ ${#libs[@]} -eq 0 ] && echo "no trainer libraries ($bundle/bert-libs.tar.xz): no kiln-bert; run bench/gpu/prepare.sh" >&2
 # KILN_GPU_NO_WERROR=1: a newer gcc's new warnings must not stop the only run there is
 werror=ON
 [ "${KILN_GPU_NO_WERROR:-0}" = 1 ] && werror=OFF
@@ -123,15 +144,44 @@ if [ "$dry" = 1 ] || [ -f "$bundle/bert-tune/calls.txt" ]; then
     --cache "$res/gpu-bert-tune-$stamp-cache.json" --json "$res/gpu-bert-tune-$stamp.json" || status=1
 fi
 
+# 4b. the tuned kiln-bert: the untuned libraries with the tuned cuda set over them (the tuned
+# tarball holds the changed cuda/ libraries only), configured and built in a folder of its own,
+# kiln-bert only
+tbuild=$build-tuned
+tuned=()
+if [ "$dry" = 1 ] || { [ -f "$bundle/bert-libs-tuned.tar.xz" ] && [ ${#libs[@]} -gt 0 ]; }; then
+  tlibs=("${libs[@]}")
+  if [ "$dry" != 1 ]; then
+    rm -rf "$tbuild/bert-libs" "$tbuild/tools/kiln-bert" && mkdir -p "$tbuild/bert-libs" &&
+      cp -R "$build/bert-libs/." "$tbuild/bert-libs/" &&
+      unpack_xz "$bundle/bert-libs-tuned.tar.xz" "$tbuild/bert-libs" || status=1
+    tlibs[0]=-DKILN_BERT_LIBS="$(cd "$tbuild/bert-libs" && pwd)"
+  fi
+  step "tuned trainer libraries: configure $tbuild" 30 "$bert_keep" cmake -S . -B "$tbuild" \
+    -DKILN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release "${tlibs[@]}" -DKILN_WERROR=$werror \
+    >/dev/null || status=1
+  step "tuned trainer libraries: build kiln-bert against them" 150 "$bert_keep" \
+    cmake --build "$tbuild" -j "$(nproc)" --target kiln-bert || status=1
+  # (a dry run has a tuned kiln-bert where its build was not skipped)
+  if { [ "$dry" = 1 ] && [ $skipped = 0 ]; } || { [ "$dry" != 1 ] && [ -x "$tbuild/tools/kiln-bert" ]; }; then
+    tuned=(--kiln-bert-tuned "$tbuild/tools/kiln-bert")
+  fi
+  [ ${#tuned[@]} -gt 0 ] || echo "no tuned kiln-bert in $tbuild: step 5 has no tuned row" >&2
+else
+  echo "no tuned trainer libraries ($bundle/bert-libs-tuned.tar.xz): no tuned row; prepare.sh with KILN_GPU_TUNE_CACHE carries them" >&2
+fi
+
 if [ "$dry" = 1 ] || { [ -x "$build/tools/kiln-bert" ] && [ ${#libs[@]} -gt 0 ]; }; then
   # all that is left, less 40 s for the last step when more than the kept time is left;
-  # bert-gpu.sh shares it out among its parts
+  # bert-gpu.sh shares it out among its parts (the tuned row, when there is one, comes right
+  # after the untuned fp16 row with a limit of its own)
   left=$(limit 100000 0)
   keep=0
   [ "$left" -ge $((bert_keep + 40)) ] && keep=40
   t=$((left - keep))
-  step "BERT end to end, Kiln and PyTorch" "$t" "$keep" \
-    bash bench/bert-gpu.sh --device cuda --kiln-bert "$build/tools/kiln-bert" --limit $((t - 5)) || status=1
+  step "BERT end to end, Kiln${tuned:+ (untuned and tuned)} and PyTorch" "$t" "$keep" \
+    bash bench/bert-gpu.sh --device cuda --kiln-bert "$build/tools/kiln-bert" "${tuned[@]}" \
+    --limit $((t - 5)) || status=1
 else
   echo "no kiln-bert in $build: no end-to-end BERT numbers" >&2
   status=1
