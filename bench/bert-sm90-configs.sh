@@ -10,7 +10,7 @@
 # for the call (docs/library.md: integer arguments equal to 1 compiled in, multiples of 16
 # promised; the last column of each entry). The gemm comes a second time on sm_90's wgmma, at the
 # configs of its `for cuda` presets wgmma_tc and wgmma_deep (what a GPU's default-mode tuning
-# also times), in the three layouts of a linear layer's products.
+# also times), in the three layouts of a linear layer's products, and attn_fwd at fa2_wgmma.
 #
 #   BERT-large: batch 8 x 512 tokens (NTOK = 4096), hidden 1024, 16 heads of 64, FFN 4096,
 #   335M parameters (the optimizer kernels), a 2-class head (xent).
@@ -79,6 +79,7 @@ kernels=(
   "clip_grads|adamw.kiln||$PARAMS|$((8 * PARAMS))|0|n=$PARAMS|"
   "check_overflow|adamw.kiln|T=f32|$PARAMS|$((4 * PARAMS))|0|n=$PARAMS (the f32 gradient buffer)|"
   "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_fwd"
+  "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset fa2_wgmma)|$attn_fwd -D wgmma=1"
   "attn_bwd_delta|attention.kiln|T=f16 D=$HD|$((2 * BHSD))|$((2 * 2 * BHSD + 4 * B * HEADS * S))|0|B=$B H=$HEADS S=$S D=$HD|$attn_delta"
   "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dkdv"
   "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dq"
