@@ -85,17 +85,24 @@ int kiln_gpu_wgmma_rs_ptx(char *buf, size_t cap, int n, bool bf16, int trans_b) 
   return ok ? (int)len : -1;
 }
 
-bool kiln_gpu_wgmma_rs_parse(const char *text, int *n, bool *bf16, int *trans_b) {
+/* What both forms' texts start and end with: N and the element type after the head, and the
+ * last "p, 1, 1, " (the immediates follow it); false when text has neither. */
+static bool parse_frame(const char *text, int *n, bool *bf16, const char **tail) {
   size_t head = strlen(WGMMA_HEAD);
   if (!text || strncmp(text, WGMMA_HEAD, head) != 0) return false;
-  int pn = 0, used = 0;
-  if (sscanf(text + head, "%dk16.f32.%n", &pn, &used) != 1 || used == 0) return false;
-  bool pbf16 = strncmp(text + head + used, "bf16", 4) == 0;
-  /* the transpose of B: the number after the last "p, 1, 1, " */
-  const char *tail = NULL;
-  for (const char *s = strstr(text, "p, 1, 1, "); s; s = strstr(s + 1, "p, 1, 1, ")) tail = s;
-  int tb = -1;
-  if (!tail || sscanf(tail, "p, 1, 1, %d", &tb) != 1) return false;
+  int used = 0;
+  if (sscanf(text + head, "%dk16.f32.%n", n, &used) != 1 || used == 0) return false;
+  *bf16 = strncmp(text + head + used, "bf16", 4) == 0;
+  *tail = NULL;
+  for (const char *s = strstr(text, "p, 1, 1, "); s; s = strstr(s + 1, "p, 1, 1, ")) *tail = s;
+  return *tail != NULL;
+}
+
+bool kiln_gpu_wgmma_rs_parse(const char *text, int *n, bool *bf16, int *trans_b) {
+  int pn = 0, tb = -1;
+  bool pbf16 = false;
+  const char *tail;
+  if (!parse_frame(text, &pn, &pbf16, &tail) || sscanf(tail, "p, 1, 1, %d", &tb) != 1) return false;
   char again[WGMMA_LONGEST];
   if (kiln_gpu_wgmma_rs_ptx(again, sizeof again, pn, pbf16, tb) < 0 || strcmp(again, text) != 0)
     return false;
@@ -106,16 +113,11 @@ bool kiln_gpu_wgmma_rs_parse(const char *text, int *n, bool *bf16, int *trans_b)
 }
 
 bool kiln_gpu_wgmma_parse(const char *text, int *n, bool *bf16, int *trans_a, int *trans_b) {
-  size_t head = strlen(WGMMA_HEAD);
-  if (!text || strncmp(text, WGMMA_HEAD, head) != 0) return false;
-  int pn = 0, used = 0;
-  if (sscanf(text + head, "%dk16.f32.%n", &pn, &used) != 1 || used == 0) return false;
-  bool pbf16 = strncmp(text + head + used, "bf16", 4) == 0;
-  /* the transposes: the two numbers after the last "p, 1, 1, " */
-  const char *tail = NULL;
-  for (const char *s = strstr(text, "p, 1, 1, "); s; s = strstr(s + 1, "p, 1, 1, ")) tail = s;
-  int ta = -1, tb = -1;
-  if (!tail || sscanf(tail, "p, 1, 1, %d, %d;", &ta, &tb) != 2) return false;
+  int pn = 0, ta = -1, tb = -1;
+  bool pbf16 = false;
+  const char *tail;
+  if (!parse_frame(text, &pn, &pbf16, &tail) || sscanf(tail, "p, 1, 1, %d, %d;", &ta, &tb) != 2)
+    return false;
   char again[WGMMA_LONGEST];
   if (kiln_gpu_wgmma_ptx(again, sizeof again, pn, pbf16, ta, tb) < 0 || strcmp(again, text) != 0)
     return false;

@@ -302,6 +302,36 @@ static uint32_t core_offset(uint32_t x, uint32_t k) {
   return (x / 8) * 256 + (k / 8) * 128 + (x % 8) * 16 + (k % 8) * 2;
 }
 
+/* Launches kernel `name` of mod (128 threads, args in and out) and checks D = 1 + A B, D in
+ * the accumulator fragment (thread t's register i at row 16 (t / 32) + (t % 32) / 4 + 8 (i / 2),
+ * column 2 (t % 4) + i % 2), within 1e-5 of the sum of |products|; then frees everything. */
+static void launch_and_check(KilnRtDevice *dev, KilnRtModule *mod, const char *name, void *in,
+                             float *out, float a[64][16], float b[16][8]) {
+  KilnRtFunction *fn = NULL;
+  KilnRtStatus st = kiln_rt_module_get_function(mod, name, &fn);
+  if (st == KILN_RT_OK) {
+    KilnRtLaunchConfig cfg = {.grid = {1, 1, 1}, .block_threads = 128};
+    void *args[] = {&in, &out};
+    st = kiln_rt_launch(fn, &cfg, args, NULL);
+  }
+  CHECK(st == KILN_RT_OK, "%s launch: %s", name, kiln_rt_last_error());
+  int bad = 0;
+  for (uint32_t t = 0; st == KILN_RT_OK && t < 128; t++)
+    for (uint32_t i = 0; i < 4; i++) {
+      uint32_t row = 16 * (t / 32) + (t % 32) / 4 + 8 * (i / 2), col = 2 * (t % 4) + i % 2;
+      double ref = 1, mag = 1;
+      for (uint32_t k = 0; k < 16; k++) {
+        ref += (double)a[row][k] * b[k][col];
+        mag += fabs((double)a[row][k] * b[k][col]);
+      }
+      bad += !(fabs(out[4 * t + i] - ref) <= 1e-5 * mag);
+    }
+  CHECK(bad == 0, "%s: %d of 512 results wrong", name, bad);
+  kiln_rt_module_destroy(mod);
+  kiln_rt_free(dev, in);
+  kiln_rt_free(dev, out);
+}
+
 /* emu_wgmma: A and B placed on the host, D = 1 + A B checked per thread's fragment (register i
  * of thread t: row 16 (t / 32) + (t % 32) / 4 + 8 (i / 2), column 2 (t % 4) + i % 2) within
  * 1e-5 of |1| + sum |A B| (f32 sums of 17 terms err by at most 17 * 2^-24 of that). */
@@ -328,29 +358,7 @@ static void run_wgmma(KilnRtDevice *dev) {
         in[(2048 + core_offset(x, k)) / 2] = h;
       }
     }
-  KilnRtFunction *fn = NULL;
-  KilnRtStatus st = kiln_rt_module_get_function(mod, "emu_wgmma", &fn);
-  if (st == KILN_RT_OK) {
-    KilnRtLaunchConfig cfg = {.grid = {1, 1, 1}, .block_threads = 128};
-    void *args[] = {&in, &out};
-    st = kiln_rt_launch(fn, &cfg, args, NULL);
-  }
-  CHECK(st == KILN_RT_OK, "emu_wgmma launch: %s", kiln_rt_last_error());
-  int bad = 0;
-  for (uint32_t t = 0; st == KILN_RT_OK && t < 128; t++)
-    for (uint32_t i = 0; i < 4; i++) {
-      uint32_t row = 16 * (t / 32) + (t % 32) / 4 + 8 * (i / 2), col = 2 * (t % 4) + i % 2;
-      double ref = 1, mag = 1;
-      for (uint32_t k = 0; k < 16; k++) {
-        ref += (double)a[row][k] * b[k][col];
-        mag += fabs((double)a[row][k] * b[k][col]);
-      }
-      bad += !(fabs(out[4 * t + i] - ref) <= 1e-5 * mag);
-    }
-  CHECK(bad == 0, "emu_wgmma: %d of 512 results wrong", bad);
-  kiln_rt_module_destroy(mod);
-  kiln_rt_free(dev, in);
-  kiln_rt_free(dev, out);
+  launch_and_check(dev, mod, "emu_wgmma", in, out, a, b);
 }
 
 /* A random f16 in [-1, 1] from an LCG step, and its value. */
@@ -386,29 +394,7 @@ static void run_wgmma_rs(KilnRtDevice *dev) {
                col = 2 * (l % 4) + 8 * (i / 2);
       in[128 + 4 * t + i] = abits[row][col] | (uint32_t)abits[row][col + 1] << 16;
     }
-  KilnRtFunction *fn = NULL;
-  KilnRtStatus st = kiln_rt_module_get_function(mod, "emu_wgmma_rs", &fn);
-  if (st == KILN_RT_OK) {
-    KilnRtLaunchConfig cfg = {.grid = {1, 1, 1}, .block_threads = 128};
-    void *args[] = {&in, &out};
-    st = kiln_rt_launch(fn, &cfg, args, NULL);
-  }
-  CHECK(st == KILN_RT_OK, "emu_wgmma_rs launch: %s", kiln_rt_last_error());
-  int bad = 0;
-  for (uint32_t t = 0; st == KILN_RT_OK && t < 128; t++)
-    for (uint32_t i = 0; i < 4; i++) {
-      uint32_t row = 16 * (t / 32) + (t % 32) / 4 + 8 * (i / 2), col = 2 * (t % 4) + i % 2;
-      double ref = 1, mag = 1;
-      for (uint32_t k = 0; k < 16; k++) {
-        ref += (double)a[row][k] * b[k][col];
-        mag += fabs((double)a[row][k] * b[k][col]);
-      }
-      bad += !(fabs(out[4 * t + i] - ref) <= 1e-5 * mag);
-    }
-  CHECK(bad == 0, "emu_wgmma_rs: %d of 512 results wrong", bad);
-  kiln_rt_module_destroy(mod);
-  kiln_rt_free(dev, in);
-  kiln_rt_free(dev, out);
+  launch_and_check(dev, mod, "emu_wgmma_rs", in, out, a, b);
 }
 
 int main(void) {
