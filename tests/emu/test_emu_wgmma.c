@@ -185,6 +185,23 @@ static Problem *problem(uint32_t n, uint32_t bf16, uint32_t groups) {
   return P;
 }
 
+/* A problem of n columns on `groups` warpgroups with A and B placed as a and b say (every
+ * group alike), filled from seed. */
+static Problem *placed(uint32_t n, uint32_t bf16, uint32_t groups, Operand a, Operand b, int alt,
+                       uint32_t seed) {
+  Problem *P = problem(n, bf16, groups);
+  for (uint32_t grp = 0; grp < groups; grp++) P->a[grp] = a, P->b[grp] = b;
+  fill(P, seed, alt);
+  return P;
+}
+
+/* The mismatching elements of a launch with status st (-1 when it failed); frees P. */
+static int mismatches_freed(Problem *P, KilnEmuStatus st) {
+  int bad = st == KILN_EMU_OK ? mismatches(P) : -1;
+  free(P);
+  return bad;
+}
+
 static KilnEmuStatus launch(Problem *P, uint32_t checks) {
   void *args[] = {&P};
   KilnEmuLaunch cfg = emu_cfg(1, 1, 1, P->threads, P->shared_bytes, 1);
@@ -196,21 +213,15 @@ static KilnEmuStatus launch(Problem *P, uint32_t checks) {
  * `read_mode` >= 0 reads A and B with that mode instead of the one they were placed with. */
 static int run_case(uint32_t n, uint32_t bf16, uint32_t groups, const uint32_t trans[2],
                     const uint32_t mode[2], int alt, uint32_t seed, int read_mode) {
-  Problem *P = problem(n, bf16, groups);
-  for (uint32_t grp = 0; grp < groups; grp++) {
-    P->a[grp] = (Operand){.trans = trans[0], .mode = mode[0]};
-    P->b[grp] = (Operand){.trans = trans[1], .mode = mode[1]};
-  }
-  fill(P, seed, alt);
+  Problem *P = placed(n, bf16, groups, (Operand){.trans = trans[0], .mode = mode[0]},
+                      (Operand){.trans = trans[1], .mode = mode[1]}, alt, seed);
   for (uint32_t grp = 0; read_mode >= 0 && grp < groups; grp++)
     P->a[grp].mode = P->b[grp].mode = (uint32_t)read_mode;
   if (read_mode >= 0) P->shared_bytes = ARENA; /* another layout may reach further */
   KilnEmuStatus st = launch(P, KILN_EMU_CHECK_ALL);
   CHECK(st == KILN_EMU_OK, "n %u bf16 %u trans %u%u modes %u%u: %s", n, bf16, trans[0], trans[1],
         mode[0], mode[1], kiln_emu_last_error());
-  int bad = st == KILN_EMU_OK ? mismatches(P) : -1;
-  free(P);
-  return bad;
+  return mismatches_freed(P, st);
 }
 
 /* Every n, type, pair of transposes and pair of modes on one warpgroup; the interleaved layouts
@@ -356,21 +367,15 @@ static void rs_kernel(void **args) {
  * -1 when the launch failed. */
 static int run_rs_case(uint32_t n, uint32_t bf16, uint32_t groups, uint32_t trans_b, uint32_t mode,
                        int alt, uint32_t seed, int swap) {
-  Problem *P = problem(n, bf16, groups);
-  for (uint32_t grp = 0; grp < groups; grp++) {
-    P->a[grp] = (Operand){.trans = 0, .mode = MODE_INTERLEAVE};
-    P->b[grp] = (Operand){.trans = trans_b, .mode = mode};
-  }
-  fill(P, seed, alt);
+  Problem *P = placed(n, bf16, groups, (Operand){.trans = 0, .mode = MODE_INTERLEAVE},
+                      (Operand){.trans = trans_b, .mode = mode}, alt, seed);
   void *args[] = {&P, &swap};
   KilnEmuLaunch cfg = emu_cfg(1, 1, 1, P->threads, P->shared_bytes, 1);
   cfg.checks = KILN_EMU_CHECK_ALL;
   KilnEmuStatus st = kiln_emu_launch(rs_kernel, &cfg, args);
   CHECK(st == KILN_EMU_OK, "RS n %u bf16 %u trans_b %u mode %u: %s", n, bf16, trans_b, mode,
         kiln_emu_last_error());
-  int bad = st == KILN_EMU_OK ? mismatches(P) : -1;
-  free(P);
-  return bad;
+  return mismatches_freed(P, st);
 }
 
 /* Every n, type, transpose and mode of B on one and on two warpgroups; then the teeth: lanes 5
