@@ -7,7 +7,10 @@
 # build time by running `kiln tune --emit-lib` on them (TUNE_ARGS are passed on as they are,
 # semicolons included, e.g. --mode default --device cpu --args "n=4096; x: f32[n]; ..."), with
 # the `kiln` of this tree or of the installed package (Kiln::kiln) unless KILN names another;
-# otherwise DIR must already hold the files. In this tree and after find_package(Kiln) alike.
+# otherwise DIR must already hold the files. When DIR also holds NAME.tuned.h (rows that
+# `kiln-tune-runner --tuned-libs DIR` added on a device's machine), the library is compiled with
+# them (-DKILN_GEN_TUNED); configure again after it appears. In this tree and after
+# find_package(Kiln) alike.
 function(kiln_add_kernel_library NAME DIR)
   # PARSE_ARGV keeps the semicolons of an --args spec inside its argument.
   cmake_parse_arguments(PARSE_ARGV 2 KL "SHARED_RUNTIME" "KILN" "SOURCES;TUNE_ARGS")
@@ -42,6 +45,11 @@ function(kiln_add_kernel_library NAME DIR)
   set_source_files_properties(${DIR}/${NAME}.c ${DIR}/${NAME}.h PROPERTIES GENERATED TRUE)
   add_library(${NAME} STATIC ${DIR}/${NAME}.c)
   target_include_directories(${NAME} PUBLIC ${DIR})
+  # rows timed on a device by kiln-tune-runner --tuned-libs DIR (NAME.tuned.h beside NAME.c),
+  # found when the project is configured
+  if(EXISTS ${DIR}/${NAME}.tuned.h)
+    target_compile_definitions(${NAME} PRIVATE KILN_GEN_TUNED)
+  endif()
   if(KL_SHARED_RUNTIME)
     target_link_libraries(${NAME} PUBLIC Kiln::kilnrt_shared)
   else()

@@ -22,6 +22,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+void tune_sig_defines(const TuneSig *s, KilnDefine *spec, size_t *nspec, KilnDefine *mult,
+                      size_t *nmult) {
+  *nspec = *nmult = 0;
+  for (int k = 0; k < s->n; k++) {
+    if (s->e[k].multiple)
+      mult[(*nmult)++] = (KilnDefine){s->e[k].name, s->e[k].mod};
+    else
+      spec[(*nspec)++] = (KilnDefine){s->e[k].name, 1};
+  }
+}
+
 typedef struct BuildSlot {
   int done; /* 1 built, 2 failed */
   double ms;

@@ -21,13 +21,15 @@
 static const char *const runner_usage =
     "usage: kiln-tune-runner BUNDLE... --device cpu|emu|cuda[:N] [--mode default|max-autotune]\n"
     "                        [--cache PATH] [--json PATH] [--kernel NAME] [--reps N]\n"
-    "                        [--timeout SECONDS] [--budget SECONDS]\n"
+    "                        [--timeout SECONDS] [--budget SECONDS] [--tuned-libs DIR]\n"
     "(--timeout: the limit of one run of a kernel; default cuda 10, cpu 30, emu 300)\n"
     "\n"
     "Times the candidates of bundles made by `kiln tune --emit-bundle` (docs/tuning.md) on a\n"
     "device, one after the other under one --budget, writes all their records to a new cache\n"
     "file (an existing PATH is refused: this program cannot merge caches) and a summary as\n"
-    "JSON.\n";
+    "JSON. --tuned-libs DIR adds the winners to the kernel libraries `kiln lib` made in DIR\n"
+    "for this device (NAME.plan beside NAME.c): NAME.tuned.h, which NAME.c compiled with\n"
+    "-DKILN_GEN_TUNED includes, with the winners' images from the bundles.\n";
 
 typedef struct BundleKernel {
   char name[64], hash[20], tune_hash[20];
@@ -194,7 +196,7 @@ static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) 
 typedef struct RunnerOpts {
   const char *bundles[RUNNER_MAX_BUNDLES];
   int nbundles;
-  const char *device, *cache, *json, *kernel;
+  const char *device, *cache, *json, *kernel, *tuned_libs;
   bool max_mode;
   int reps;
   double timeout, budget;
@@ -271,7 +273,21 @@ static int device_fits(const Bundle *b, const TuneTarget *tg) {
 
 /* Times bundle b into out and appends its kernels to the summary sum (*nrun kernels so far: the
  * first bundle writes the summary's head). */
-static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, int *nrun, KilnCache *out) {
+/* What --tuned-libs needs of a run: every candidate timed, the device that timed them. */
+typedef struct RunnerKept {
+  TuneTunedCands cands;
+  KilnRtDeviceKind kind;
+  char device[256];
+} RunnerKept;
+
+static KilnRtDeviceKind device_kind(KilnTarget t) {
+  return t == KILN_TARGET_CPU   ? KILN_RT_DEVICE_CPU
+         : t == KILN_TARGET_EMU ? KILN_RT_DEVICE_EMU
+                                : KILN_RT_DEVICE_CUDA;
+}
+
+static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, int *nrun, KilnCache *out,
+                      RunnerKept *kept) {
   TuneTarget tg = {0};
   char err[256];
   snprintf(tg.spec, sizeof tg.spec, "%s", o->device);
@@ -312,7 +328,12 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, int *nrun, Kiln
                                 tg.device_id, &r) &&
           kiln_cache_put(out, &r))
         return 2;
+      if (o->tuned_libs && tune_tuned_cands_add(&kept->cands, k->name, k->hash, k->tune_hash,
+                                                k->p.key, tg.cpu, &k->cands[c]))
+        return 2;
     }
+    kept->kind = device_kind(tg.target);
+    snprintf(kept->device, sizeof kept->device, "%s", tg.device_id);
     printf("%-16s %-3d candidates, %d ok, winner %s (%.4f ms median), %.1f s\n", k->name, k->ncands,
            state_count(k, ST_OK), win >= 0 ? k->cands[win].config : "none",
            win >= 0 ? k->cands[win].median_ms : 0.0, tune_now() - t0);
@@ -353,6 +374,8 @@ static int parse_args(int argc, char **argv, RunnerOpts *o) {
       o->json = v;
     else if (!strcmp(a, "--kernel"))
       o->kernel = v;
+    else if (!strcmp(a, "--tuned-libs"))
+      o->tuned_libs = v;
     else if (!strcmp(a, "--mode") && (!strcmp(v, "default") || !strcmp(v, "max-autotune")))
       o->max_mode = !strcmp(v, "max-autotune");
     else if (!strcmp(a, "--reps") && (o->reps = (int)strtol(v, &end, 10)) >= 1 && o->reps <= 64 &&
@@ -385,6 +408,11 @@ int tune_bundle_run_command(int argc, char **argv) {
                    "caches where kiln is built: kiln tune --cache reads and extends one)\n",
                    o.cache),
            2;
+  /* a folder that cannot take the libraries' rows is refused before any timing */
+  if (o.tuned_libs && access(o.tuned_libs, W_OK | X_OK) != 0)
+    return fprintf(stderr, "kiln-tune-runner: error: --tuned-libs '%s': %s\n", o.tuned_libs,
+                   strerror(errno)),
+           2;
   double start = tune_now();
   if (o.budget > 0) o.deadline = start + o.budget;
   KilnCache out = {0};
@@ -392,6 +420,7 @@ int tune_bundle_run_command(int argc, char **argv) {
   size_t slen = 0;
   FILE *sum = open_memstream(&sbuf, &slen);
   int nrun = 0;
+  RunnerKept kept = {0};
   rc = sum ? 0 : 2;
   for (int i = 0; rc == 0 && i < o.nbundles; i++) {
     if (o.deadline > 0 && tune_now() > o.deadline) {
@@ -401,7 +430,7 @@ int tune_bundle_run_command(int argc, char **argv) {
     }
     Bundle b = {0};
     rc = bundle_read(&b, o.bundles[i], o.max_mode ? 'm' : 'd', o.kernel) ? 1 : 0;
-    if (rc == 0) rc = run_bundle(&o, &b, sum, &nrun, &out);
+    if (rc == 0) rc = run_bundle(&o, &b, sum, &nrun, &out, &kept);
     bundle_free(&b);
   }
   if (sum && rc == 0) {
@@ -418,6 +447,10 @@ int tune_bundle_run_command(int argc, char **argv) {
     fprintf(stderr, "kiln-tune-runner: error: cannot write '%s': %s\n", o.json, strerror(errno));
     rc = 2;
   }
+  /* after the cache and the summary: a library that cannot be written loses no timing */
+  if (rc == 0 && o.tuned_libs && nrun)
+    rc = tune_tuned_libs_write(o.tuned_libs, &out, &kept.cands, kept.kind, kept.device, stderr);
+  tune_tuned_cands_free(&kept.cands);
   free(sbuf);
   kiln_cache_free(&out);
   return rc;

@@ -598,6 +598,12 @@ static int emit_library(Run *R) {
   for (size_t i = 0; i < R->cache.count; i++) kiln_cache_put(&all, &R->cache.records[i]);
   for (size_t i = 0; i < R->fresh.count; i++) kiln_cache_put(&all, &R->fresh.records[i]);
   int rc = kiln_libgen_check_grids(R->libk, R->nlibk, stderr);
+  for (int ki = 0; ki < R->nlibk; ki++) {
+    LibKernel *lk = &R->libk[ki];
+    snprintf(lk->source_hash, sizeof lk->source_hash, "%s", R->rep.kernels[ki].source_hash);
+    snprintf(lk->tune_hash, sizeof lk->tune_hash, "%s", R->rep.kernels[ki].tune_hash);
+    lk->pins = &R->o->pins;
+  }
   for (int ki = 0; ki < R->nlibk && rc == 0; ki++) rc = lib_variants(R, ki, &all);
   LibGpuArchs gpu = tune_plan_lib_archs(&R->o->gpu);
   bool cuda = !strncmp(R->tg.spec, "cuda", 4);

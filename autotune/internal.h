@@ -38,36 +38,12 @@ int tune_problem_init(TuneProblem *p, const TuneHarness *h, const KilnKernel *k,
 int tune_problem_init_scalars(TuneProblem *p, const TuneHarness *h, const KilnKernel *k, char *err,
                               size_t cap);
 
-/* ---------------------------------------------------------------- sig.c */
+/* ---------------------------------------------------------------- build.c: a signature's
+ * promises as the driver's options */
 
-/* The signature of a call with integer arguments ival (Triton's rule: an integer parameter
- * equal to 1 is specialized to 1, one divisible by 16 promised to be). Promises whose text would
- * not fit in `room` characters are left out (fewer promises are always correct). */
-void tune_sig_compute(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
-                      TuneSig *s);
-/* The same with divisibility by `mod` (8 or 16) promised instead of 16: the second tier of an
- * untuned library (flow.c), "cols%8", which keeps 16-byte vectors of 2-byte elements for rows
- * whose length is a multiple of 8 but not of 16. */
-void tune_sig_compute_mod(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
-                          int mod, TuneSig *s);
-/* The promises of one further layout of a library (a second --args of a kernel): per integer
- * argument the strongest it keeps, =1, else %16, else %8, in one signature. */
-void tune_sig_compute_layout(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
-                             TuneSig *s);
-/* Reads a signature's text back against the kernel's parameters. false (s empty) when an item
- * is malformed or names no integer parameter: a record that cannot be checked is not used. */
-bool tune_sig_parse(const char *text, const TuneParam *params, int nparams, TuneSig *s);
-/* Whether a call with these argument values keeps every promise of s (the generated library
- * makes the same check in C). */
-bool tune_sig_holds(const TuneSig *s, const int64_t *ival);
 /* The driver's option lists for s (arrays of TUNE_MAX_PARAMS; names point into s). */
 void tune_sig_defines(const TuneSig *s, KilnDefine *spec, size_t *nspec, KilnDefine *mult,
                       size_t *nmult);
-/* The signature part of a record key ("" for a generic record). */
-const char *tune_sig_of_key(const char *key);
-/* Computes p->sig from p's argument values and sets p->record_key. Without it a problem is
- * generic (record_key == key). */
-void tune_problem_specialize(TuneProblem *p);
 
 /* ---------------------------------------------------------------- space.c */
 
@@ -254,6 +230,10 @@ typedef struct LibKernel {
   int nkeys;
   TuneHarness h;        /* for the default grid rule */
   const KilnTune *tune; /* its tune block (pins applied): the conditions on the call */
+  /* what a record of it carries (the cache's identity) and the run's -D pins: the library's
+   * plan (NAME.plan) repeats them so that kiln-tune-runner matches records to it */
+  char source_hash[20], tune_hash[20];
+  const TunePins *pins;
   LibVariant *variants;
   int nvariants;
 } LibKernel;
@@ -276,11 +256,15 @@ void libgen_print_where(FILE *f, const KilnExpr *e, bool top);
 /* static int kiln_gen_fits<ki>(int v, <the dispatch parameters>, const char **why): variant v's
  * conditions on the call, the text of the first that fails in *why; params prints those
  * parameters (decl: with their types). */
-void libgen_emit_fits(FILE *f, const LibKernel *k, int ki,
+void libgen_emit_fits(FILE *f, const char *L, const LibKernel *k, int ki,
                       void (*params)(FILE *, const LibKernel *, bool));
+/* Whether every condition on the call reads only parameters and the config struct's fields
+ * (consts, num_warps, num_stages): then rows added to the library later (NAME.tuned.h) are
+ * checked as its own are; otherwise such rows never run. */
+bool libgen_conditions_read_rows(const LibKernel *k);
 
-/* libgen_names.c: names and user text in a generated library (how collisions are ruled out). */
-bool libgen_is_ident(const char *s);
+/* libgen_names.c: names and user text in a generated library (how collisions are ruled out;
+ * libgen_is_ident and libgen_c_string, which kiln-tune-runner uses too, are in util.c). */
 /* Whether name may appear as itself in the header of library L (L NULL: as a library name). */
 bool libgen_name_is_safe(const char *L, const char *name);
 /* The name the header shows for a parameter or const: name, or kiln_<name> when not safe. */
@@ -290,8 +274,6 @@ void libgen_c_name(const char *L, const char *name, char *out, size_t cap);
 int libgen_check_names(const char *L, const LibKernel *ks, int nk, FILE *err);
 /* Writes text as the inside of a C comment that it cannot end (escaped). */
 void libgen_comment(FILE *f, const char *text);
-/* Writes text as a C string literal (quotes included; escaped). */
-void libgen_c_string(FILE *f, const char *text);
 
 /* Writes DIR/<name>.h and DIR/<name>.c (atomically) for the kernels: host shared objects for
  * `target` built for the CPU target `cpu` (linked here, so that programs using the library need

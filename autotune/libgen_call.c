@@ -90,7 +90,60 @@ void libgen_print_where(FILE *f, const KilnExpr *e, bool top) {
   }
 }
 
-static void emit_expr(FILE *f, const LibKernel *k, const KilnTuneConfig *cfg, const KilnExpr *e) {
+/* The position of a const of k, or -1. */
+static int const_index(const LibKernel *k, const char *name) {
+  for (int i = 0; i < k->nconsts; i++)
+    if (!strcmp(k->consts[i], name)) return i;
+  return -1;
+}
+
+static bool is_row_field(const char *name) {
+  return !strcmp(name, "num_warps") || !strcmp(name, "num_stages");
+}
+
+/* Whether every name of e is a parameter or a field of the config struct (a const, num_warps,
+ * num_stages): then a row's config alone decides e, and rows added later can be checked. */
+static bool expr_reads_rows(const LibKernel *k, const KilnExpr *e) {
+  switch (e->kind) {
+  case KILN_EXPR_NAME:
+    return param_index(k, e->name) >= 0 || const_index(k, e->name) >= 0 || is_row_field(e->name);
+  case KILN_EXPR_UNARY: return expr_reads_rows(k, e->lhs);
+  case KILN_EXPR_BINARY: return expr_reads_rows(k, e->lhs) && expr_reads_rows(k, e->rhs);
+  default: return true;
+  }
+}
+
+bool libgen_conditions_read_rows(const LibKernel *k) {
+  for (int i = 0; k->tune && i < k->tune->nwheres; i++)
+    if (kiln_tune_where_is_call(k->tune, i) && !expr_reads_rows(k, k->tune->wheres[i]))
+      return false;
+  return true;
+}
+
+/* A name of a condition as C: a parameter p<i>; a const or num_warps/num_stages from cfg (a
+ * variant's literal) or, with cfg NULL, from the row's config `c` (L: the library, for the
+ * field's name). */
+static void emit_name(FILE *f, const char *L, const LibKernel *k, const KilnTuneConfig *cfg,
+                      const char *name) {
+  int i = param_index(k, name);
+  if (i >= 0) {
+    fprintf(f, "(int64_t)p%d", i);
+    return;
+  }
+  if (cfg) {
+    fprintf(f, "INT64_C(%lld)", (long long)binding(cfg, name));
+    return;
+  }
+  char field[80];
+  if (is_row_field(name))
+    snprintf(field, sizeof field, "%s", name);
+  else
+    libgen_c_name(L, name, field, sizeof field);
+  fprintf(f, "(int64_t)c->%s", field);
+}
+
+static void emit_expr(FILE *f, const char *L, const LibKernel *k, const KilnTuneConfig *cfg,
+                      const KilnExpr *e) {
   static const char *const checked[] = {
       [KILN_BIN_ADD] = "ADD", [KILN_BIN_SUB] = "SUB", [KILN_BIN_MUL] = "MUL",
       [KILN_BIN_DIV] = "DIV", [KILN_BIN_MOD] = "MOD", [KILN_BIN_SHL] = "SHL",
@@ -99,20 +152,13 @@ static void emit_expr(FILE *f, const LibKernel *k, const KilnTuneConfig *cfg, co
   case KILN_EXPR_INT:
   case KILN_EXPR_BOOL: fprintf(f, "INT64_C(%lld)", (long long)e->ival); return;
   case KILN_EXPR_TYPE: fprintf(f, "INT64_C(%d)", (int)e->cast_to->scalar); return;
-  case KILN_EXPR_NAME: {
-    int i = param_index(k, e->name);
-    if (i >= 0)
-      fprintf(f, "(int64_t)p%d", i);
-    else
-      fprintf(f, "INT64_C(%lld)", (long long)binding(cfg, e->name));
-    return;
-  }
+  case KILN_EXPR_NAME: emit_name(f, L, k, cfg, e->name); return;
   case KILN_EXPR_UNARY:
     if (e->unop == KILN_UN_NEG)
       fprintf(f, "kiln_gen_ck(KILN_GEN_CK_SUB, 0, ");
     else
       fputs(e->unop == KILN_UN_NOT ? "(int64_t)!(" : "~(", f);
-    emit_expr(f, k, cfg, e->lhs);
+    emit_expr(f, L, k, cfg, e->lhs);
     fputs(e->unop == KILN_UN_NEG ? ", bad)" : ")", f);
     return;
   case KILN_EXPR_BINARY: {
@@ -123,14 +169,14 @@ static void emit_expr(FILE *f, const LibKernel *k, const KilnTuneConfig *cfg, co
       fprintf(f, "kiln_gen_ck(KILN_GEN_CK_%s, ", checked[op]);
     else
       fputs(is_logic ? "(int64_t)(((" : "(int64_t)(", f);
-    emit_expr(f, k, cfg, e->lhs);
+    emit_expr(f, L, k, cfg, e->lhs);
     if (is_checked)
       fputs(", ", f);
     else if (is_logic)
       fprintf(f, ") != 0) %s ((", e->binop == KILN_BIN_AND ? "&" : "|");
     else
       fprintf(f, " %s ", bin_text[op]);
-    emit_expr(f, k, cfg, e->rhs);
+    emit_expr(f, L, k, cfg, e->rhs);
     fputs(is_checked ? ", bad)" : is_logic ? ") != 0))" : ")", f);
     return;
   }
@@ -138,9 +184,31 @@ static void emit_expr(FILE *f, const LibKernel *k, const KilnTuneConfig *cfg, co
   }
 }
 
-void libgen_emit_fits(FILE *f, const LibKernel *k, int ki,
-                      void (*params)(FILE *, const LibKernel *, bool)) {
+/* The checks of every condition on the call, cfg's values (NULL: the row's config c). */
+static void emit_conditions(FILE *f, const char *L, const LibKernel *k, const KilnTuneConfig *cfg) {
   const KilnTune *t = k->tune;
+  const char *in = cfg ? "" : "  "; /* a row's conditions sit in a block of their own */
+  for (int i = 0; i < t->nwheres; i++) {
+    if (!kiln_tune_where_is_call(t, i)) continue;
+    fprintf(f, "%s    ck = 0;\n%s    if (!(", in, in);
+    emit_expr(f, L, k, cfg, t->wheres[i]);
+    fprintf(f, " != 0) || ck) {\n%s      *why = ", in);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m) {
+      fputs("where ", m);
+      libgen_print_where(m, t->wheres[i], true);
+      fclose(m);
+    }
+    libgen_c_string(f, text ? text : "where ...");
+    free(text);
+    fprintf(f, ";\n%s      return 0;\n%s    }\n", in, in);
+  }
+}
+
+void libgen_emit_fits(FILE *f, const char *L, const LibKernel *k, int ki,
+                      void (*params)(FILE *, const LibKernel *, bool)) {
   fprintf(f,
           "/* Whether variant v may run this call: the tune block's conditions on the call; the\n"
           " * first that fails in *why. */\n"
@@ -154,24 +222,18 @@ void libgen_emit_fits(FILE *f, const LibKernel *k, int ki,
   fprintf(f, "  switch (v) {\n");
   for (int v = 0; v < k->nvariants; v++) {
     fprintf(f, "  case %d:\n", v);
-    for (int i = 0; i < t->nwheres; i++) {
-      if (!kiln_tune_where_is_call(t, i)) continue;
-      fputs("    ck = 0;\n    if (!(", f);
-      emit_expr(f, k, &k->variants[v].cfg, t->wheres[i]);
-      fputs(" != 0) || ck) {\n      *why = ", f);
-      char *text = NULL;
-      size_t len = 0;
-      FILE *m = open_memstream(&text, &len);
-      if (m) {
-        fputs("where ", m);
-        libgen_print_where(m, t->wheres[i], true);
-        fclose(m);
-      }
-      libgen_c_string(f, text ? text : "where ...");
-      free(text);
-      fputs(";\n      return 0;\n    }\n", f);
-    }
+    emit_conditions(f, L, k, &k->variants[v].cfg);
     fprintf(f, "    return 1;\n");
   }
-  fprintf(f, "  default:\n    return 0;\n  }\n}\n\n");
+  /* rows added later (NAME.tuned.h): the same conditions over the row's own config */
+  fprintf(f, "  default:\n");
+  if (libgen_conditions_read_rows(k)) {
+    fprintf(f, "    if (v >= %d + KILN_GEN_TUNED_N%d) return 0;\n", k->nvariants, ki);
+    fprintf(f, "    {\n      const %s_%s_config *c = &kiln_gen_table%d[v].cfg;\n", L, k->name, ki);
+    emit_conditions(f, L, k, NULL);
+    fprintf(f, "      (void)c;\n    }\n    return 1;\n");
+  } else {
+    fprintf(f, "    return 0; /* a condition names what a row's config does not hold */\n");
+  }
+  fprintf(f, "  }\n}\n\n");
 }

@@ -28,13 +28,6 @@
 #include <string.h>
 #include <strings.h>
 
-bool libgen_is_ident(const char *s) {
-  if (!*s || isdigit((unsigned char)*s)) return false;
-  for (; *s; s++)
-    if (!isalnum((unsigned char)*s) && *s != '_') return false;
-  return true;
-}
-
 static bool in_list(const char *name, const char *const *list) {
   for (; *list; list++)
     if (!strcmp(name, *list)) return true;
@@ -172,17 +165,4 @@ void libgen_comment(FILE *f, const char *text) {
     prev = c;
   }
   if (prev == '*' || prev == '/') fputc(' ', f); /* the comment's own end follows */
-}
-
-void libgen_c_string(FILE *f, const char *text) {
-  fputc('"', f);
-  for (const unsigned char *s = (const unsigned char *)text; *s; s++) {
-    if (*s == '"' || *s == '\\' || *s == '?')
-      fprintf(f, "\\%c", *s);
-    else if (*s < 0x20 || *s > 0x7e)
-      fprintf(f, "\\%03o", *s);
-    else
-      fputc(*s, f);
-  }
-  fputc('"', f);
 }

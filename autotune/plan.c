@@ -111,14 +111,7 @@ bool tune_plan_parse_config(const KilnTune *t, const char *s, KilnTuneConfig *cf
 }
 
 void tune_plan_key_values(const LibKernel *lk, const char *record_key, int64_t *vals) {
-  char key[256];
-  snprintf(key, sizeof key, "%.*s", (int)strcspn(record_key, "|"), record_key);
-  for (int k = 0; k < lk->nkeys; k++) {
-    const char *p = strstr(key, lk->keys[k]);
-    size_t n = strlen(lk->keys[k]);
-    while (p && !(p[n] == '=' && (p == key || p[-1] == ','))) p = strstr(p + 1, lk->keys[k]);
-    vals[k] = p ? strtoll(p + n + 1, NULL, 10) : 0;
-  }
+  for (int k = 0; k < lk->nkeys; k++) vals[k] = tune_key_value(record_key, lk->keys[k]);
 }
 
 void tune_plan_notes_free(TunePlanNotes *n) {

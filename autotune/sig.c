@@ -14,8 +14,9 @@
  * The signature is written as text, "sak=1,sbn=1,M%16" (parameter order; "" promises nothing),
  * appended to the cache record's key after a '|' so that records of one signature are never
  * taken for another's; the library generator parses it back and checks it on every call. */
-#include "internal.h"
+#include "tune_core.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static bool is_int_param(const TuneParam *q) {
@@ -107,15 +108,22 @@ bool tune_sig_holds(const TuneSig *s, const int64_t *ival) {
   return true;
 }
 
-void tune_sig_defines(const TuneSig *s, KilnDefine *spec, size_t *nspec, KilnDefine *mult,
-                      size_t *nmult) {
-  *nspec = *nmult = 0;
-  for (int k = 0; k < s->n; k++) {
-    if (s->e[k].multiple)
-      mult[(*nmult)++] = (KilnDefine){s->e[k].name, s->e[k].mod};
-    else
-      spec[(*nspec)++] = (KilnDefine){s->e[k].name, 1};
-  }
+/* How much a signature promises: its number of promises, and among as many, %16 over %8. */
+static int sig_strength(const TuneSig *s) {
+  int strength = 0;
+  for (int e = 0; e < s->n; e++) strength += s->e[e].mod == 8 ? 1 : 2;
+  return strength;
+}
+
+bool tune_sig_before(const TuneSig *a, const TuneSig *b) {
+  return a->n > b->n || (a->n == b->n && sig_strength(a) > sig_strength(b));
+}
+
+int64_t tune_key_value(const char *record_key, const char *name) {
+  size_t n = strlen(name), len = strcspn(record_key, "|");
+  for (const char *p = record_key; (p = strstr(p, name)) != NULL && p < record_key + len; p++)
+    if (p[n] == '=' && (p == record_key || p[-1] == ',')) return strtoll(p + n + 1, NULL, 10);
+  return 0;
 }
 
 const char *tune_sig_of_key(const char *key) {

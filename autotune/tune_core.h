@@ -14,6 +14,8 @@
 #include "kiln_autotune.h"
 #include "kiln_base.h"
 
+#include <kiln/kilnrt.h>
+
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -300,5 +302,80 @@ void tune_json_number(FILE *f, double v);
 /* ---------------------------------------------------------------- util.c */
 
 uint64_t tune_fnv1a(const void *data, size_t n);
+
+/* ---------------------------------------------------------------- sig.c */
+
+/* The signature of a call with integer arguments ival (Triton's rule: an integer parameter
+ * equal to 1 is specialized to 1, one divisible by 16 promised to be). Promises whose text would
+ * not fit in `room` characters are left out (fewer promises are always correct). */
+void tune_sig_compute(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                      TuneSig *s);
+/* The same with divisibility by `mod` (8 or 16) promised instead of 16: the second tier of an
+ * untuned library (flow.c), "cols%8", which keeps 16-byte vectors of 2-byte elements for rows
+ * whose length is a multiple of 8 but not of 16. */
+void tune_sig_compute_mod(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                          int mod, TuneSig *s);
+/* The promises of one further layout of a library (a second --args of a kernel): per integer
+ * argument the strongest it keeps, =1, else %16, else %8, in one signature. */
+void tune_sig_compute_layout(const TuneParam *params, const int64_t *ival, int nparams, size_t room,
+                             TuneSig *s);
+/* Reads a signature's text back against the kernel's parameters. false (s empty) when an item
+ * is malformed or names no integer parameter: a record that cannot be checked is not used. */
+bool tune_sig_parse(const char *text, const TuneParam *params, int nparams, TuneSig *s);
+/* Whether a call with these argument values keeps every promise of s (the generated library
+ * makes the same check in C). */
+bool tune_sig_holds(const TuneSig *s, const int64_t *ival);
+/* The signature part of a record key ("" for a generic record). */
+const char *tune_sig_of_key(const char *key);
+/* Computes p->sig from p's argument values and sets p->record_key. Without it a problem is
+ * generic (record_key == key). */
+void tune_problem_specialize(TuneProblem *p);
+/* Whether variant signature a goes before b in a library's table (more promises first; of as
+ * many, more %16 over %8): on equal distance the call that keeps them runs the most
+ * specialized code. */
+bool tune_sig_before(const TuneSig *a, const TuneSig *b);
+/* The bucket of key `name` in a record key ("M=4096,N=1024|sak=1"), 0 when it has none. */
+int64_t tune_key_value(const char *record_key, const char *name);
+
+/* ---------------------------------------------------------------- bundle_lib.c: rows for
+ * libraries made elsewhere (kiln-tune-runner --tuned-libs) */
+
+/* A candidate a runner timed, as much of it as a library row needs once its bundle is gone. */
+typedef struct TuneTunedCand {
+  char kernel[64], hash[20], tune_hash[20];
+  char key[256];    /* the record key it was timed at (buckets|promises) */
+  char config[256]; /* as in its record */
+  char module[512]; /* its bundle module, DIR/v<order> */
+  char cpu[32];     /* the bundle's CPU target (host images) */
+  int order;        /* the tie-break's: place in the space, resources */
+  double resources;
+} TuneTunedCand;
+
+typedef struct TuneTunedCands {
+  TuneTunedCand *c;
+  size_t n, cap;
+} TuneTunedCands;
+
+/* Keeps candidate c of a bundle kernel (its identity, record key and the bundle's CPU target).
+ * 0, or -1 on memory failure. */
+int tune_tuned_cands_add(TuneTunedCands *all, const char *kernel, const char *hash,
+                         const char *tune_hash, const char *key, const char *cpu,
+                         const TuneCand *c);
+void tune_tuned_cands_free(TuneTunedCands *all);
+/* For every library of dir whose plan (NAME.plan, written by `kiln lib`) is for this device
+ * kind: per kernel and record key the winner among `records` (this run's, timed as `cands`),
+ * written as NAME.tuned.h rows beside NAME.c, their images read from the bundle; a library with
+ * no winner is left as it is. `device` (the device identity) goes into the rows' descriptions.
+ * 0, 1 (a plan or bundle that cannot be read) or 2 (memory, a file not written); messages and
+ * a line per library on log. */
+int tune_tuned_libs_write(const char *dir, const KilnCache *records, const TuneTunedCands *cands,
+                          KilnRtDeviceKind kind, const char *device, FILE *log);
+
+/* ---------------------------------------------------------------- util.c: generated C text */
+
+/* Whether s is a C identifier ([A-Za-z_][A-Za-z0-9_]*). */
+bool libgen_is_ident(const char *s);
+/* Writes text as a C string literal (quotes included; escaped). */
+void libgen_c_string(FILE *f, const char *text);
 
 #endif /* KILN_AUTOTUNE_TUNE_CORE_H */

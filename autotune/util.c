@@ -2,6 +2,7 @@
  * kiln_base.h). */
 #include "tune_core.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <limits.h>
@@ -44,4 +45,26 @@ void tune_report_read_error(FILE *err, const char *who, const char *what, const 
   char msg[PATH_MAX + 256];
   fprintf(err, "%s: error: %s\n", who,
           kiln_file_read_error(msg, sizeof msg, what, path, limit_name, limit));
+}
+
+/* The generated library's text rules (libgen_names.c says why), here because kiln-tune-runner
+ * writes rows of generated libraries too (bundle_lib.c). */
+bool libgen_is_ident(const char *s) {
+  if (!*s || isdigit((unsigned char)*s)) return false;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_') return false;
+  return true;
+}
+
+void libgen_c_string(FILE *f, const char *text) {
+  fputc('"', f);
+  for (const unsigned char *s = (const unsigned char *)text; *s; s++) {
+    if (*s == '"' || *s == '\\' || *s == '?')
+      fprintf(f, "\\%c", *s);
+    else if (*s < 0x20 || *s > 0x7e)
+      fprintf(f, "\\%03o", *s);
+    else
+      fputc(*s, f);
+  }
+  fputc('"', f);
 }

@@ -12,13 +12,12 @@
 #      then runs every numeric test kernel (precompiled) against its C reference;
 #   4. tunes vector_add, softmax_rows and matmul_f16 in both modes with kiln-tune-runner from
 #      the precompiled candidates (bundle/tune): tuning time, winners and their speed; then the
-#      BERT trainer's own calls at BERT-large (bundle/bert-tune, default mode) into a cache;
-#   4b. the tuned kiln-bert, when the bundle carries bert-libs-tuned.tar.xz (the cuda libraries
-#      that `kiln lib --cache` made on the build machine from an earlier GPU run's cache of
-#      step 4: prepare.sh with KILN_GPU_TUNE_CACHE): a second runtime-only build in its own
-#      folder (KILN_GPU_BUILD-tuned), only the kiln-bert target, against them (configure 30 s,
-#      build 150 s); step 5 then gives it its own row. Making these libraries here, from this
-#      run's cache, without the compiler, is not yet done (docs/trainer.md, "tune");
+#      BERT trainer's own calls at BERT-large (bundle/bert-tune, default mode) into a cache and,
+#      with --tuned-libs, into the cuda libraries of step 1 (NAME.tuned.h beside NAME.c: rows
+#      for the winners, their cubins from the bundle; no compiler needed);
+#   4b. the tuned kiln-bert: the untuned one kept aside (KILN_GPU_BUILD/kiln-bert-untuned), the
+#      same build configured again compiles the libraries that got rows and links kiln-bert
+#      once more; step 5 then gives it its own row;
 #   5. BERT fine-tuning end to end, Kiln against PyTorch (bench/bert-gpu.sh), with at least
 #      KILN_GPU_BERT_SECONDS (default 200) kept for it whatever the steps before took (its
 #      fp32+tf32 rows are the first parts it skips when that time is short);
@@ -29,8 +28,8 @@
 # it (the worst case), and the script must still end within KILN_GPU_CHECK_LIMIT.
 # Results: bench/results/gpu-check-<date>.json (+ -torch.json), gpu-tune-<date>-<mode>.json
 # (summary) and gpu-tune-<date>-<mode>-cache.json (the records, for `kiln lib --device cuda`);
-# gpu-bert-tune-<date>-cache.json, the trainer's calls (for KILN_GPU_TUNE_CACHE of prepare.sh,
-# step 4b's libraries on the next visit).
+# gpu-bert-tune-<date>-cache.json, the trainer's calls (for `kiln lib --cache` on the build
+# machine, libraries with a cubin per arch and PTX).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${KILN_GPU_BUILD:-build-gpu-check}
@@ -135,43 +134,50 @@ else
 fi
 
 # the trainer's own calls at BERT-large (prepare.sh: one bundle per call), all in one runner
-# under one budget into one cache: `kiln lib --cache` on the build machine makes tuned libraries
+# under one budget into one cache, and their winners into the cuda libraries (--tuned-libs)
+tuned_rows=()
+[ -d "$build/bert-libs/cuda" ] && tuned_rows=(--tuned-libs "$build/bert-libs/cuda")
+tuned_ok=0
 if [ "$dry" = 1 ] || [ -f "$bundle/bert-tune/calls.txt" ]; then
   tb=${KILN_GPU_BERT_TUNE_SECONDS:-60}
   mapfile -t tdirs < <(awk -v d="$bundle/bert-tune" '!/^#/ && NF {print d "/" $1}' "$bundle/bert-tune/calls.txt" 2>/dev/null)
   step "tuning the trainer's calls, budget ${tb}s" $((tb + 15)) "$bert_keep" "$build/autotune/kiln-tune-runner" \
-    "${tdirs[@]}" --device cuda --mode default --budget "$tb" \
-    --cache "$res/gpu-bert-tune-$stamp-cache.json" --json "$res/gpu-bert-tune-$stamp.json" || status=1
+    "${tdirs[@]}" --device cuda --mode default --budget "$tb" "${tuned_rows[@]}" \
+    --cache "$res/gpu-bert-tune-$stamp-cache.json" --json "$res/gpu-bert-tune-$stamp.json" &&
+    [ $skipped = 0 ] && tuned_ok=1 || status=1
 fi
 
-# 4b. the tuned kiln-bert: the untuned libraries with the tuned cuda set over them (the tuned
-# tarball holds the changed cuda/ libraries only), configured and built in a folder of its own,
-# kiln-bert only
-tbuild=$build-tuned
+# 4b. the tuned kiln-bert: the cuda libraries that got rows (NAME.tuned.h) compiled again in the
+# same build (configured again, it defines KILN_GEN_TUNED for them), kiln-bert linked once more;
+# the untuned kiln-bert is kept aside for its own row
+kb_untuned=$build/tools/kiln-bert
 tuned=()
-if [ "$dry" = 1 ] || { [ -f "$bundle/bert-libs-tuned.tar.xz" ] && [ ${#libs[@]} -gt 0 ]; }; then
-  tlibs=("${libs[@]}")
+if [ "$dry" = 1 ] || { [ $tuned_ok = 1 ] && ls "$build"/bert-libs/cuda/*.tuned.h >/dev/null 2>&1; }; then
+  kb_untuned=$build/kiln-bert-untuned
   if [ "$dry" != 1 ]; then
-    rm -rf "$tbuild/bert-libs" "$tbuild/tools/kiln-bert" && mkdir -p "$tbuild/bert-libs" &&
-      cp -R "$build/bert-libs/." "$tbuild/bert-libs/" &&
-      unpack_xz "$bundle/bert-libs-tuned.tar.xz" "$tbuild/bert-libs" || status=1
-    tlibs[0]=-DKILN_BERT_LIBS="$(cd "$tbuild/bert-libs" && pwd)"
+    cp "$build/tools/kiln-bert" "$kb_untuned" || kb_untuned=
+    cmake "$build" >/dev/null || kb_untuned=
   fi
-  step "tuned trainer libraries: configure $tbuild" 30 "$bert_keep" cmake -S . -B "$tbuild" \
-    -DKILN_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release "${tlibs[@]}" -DKILN_WERROR=$werror \
-    >/dev/null || status=1
-  step "tuned trainer libraries: build kiln-bert against them" 150 "$bert_keep" \
-    cmake --build "$tbuild" -j "$(nproc)" --target kiln-bert || status=1
-  # (a dry run has a tuned kiln-bert where its build was not skipped)
-  if { [ "$dry" = 1 ] && [ $skipped = 0 ]; } || { [ "$dry" != 1 ] && [ -x "$tbuild/tools/kiln-bert" ]; }; then
-    tuned=(--kiln-bert-tuned "$tbuild/tools/kiln-bert")
+  if [ -z "$kb_untuned" ]; then
+    status=1
+    kb_untuned=$build/tools/kiln-bert
+  else
+    step "tuned trainer libraries: build kiln-bert with them" 150 "$bert_keep" \
+      cmake --build "$build" -j "$(nproc)" --target kiln-bert
+    rc=$?
+    if [ $skipped = 0 ] && { [ "$dry" = 1 ] || [ $rc = 0 ]; }; then
+      tuned=(--kiln-bert-tuned "$build/tools/kiln-bert")
+    else
+      status=1 # a build cut short may have left either binary: the untuned copy only
+      [ "$dry" = 1 ] || cp "$kb_untuned" "$build/tools/kiln-bert"
+    fi
   fi
-  [ ${#tuned[@]} -gt 0 ] || echo "no tuned kiln-bert in $tbuild: step 5 has no tuned row" >&2
+  [ ${#tuned[@]} -gt 0 ] || echo "no tuned kiln-bert: step 5 has no tuned row" >&2
 else
-  echo "no tuned trainer libraries ($bundle/bert-libs-tuned.tar.xz): no tuned row; prepare.sh with KILN_GPU_TUNE_CACHE carries them" >&2
+  echo "no tuned trainer libraries (no rows from step 4): no tuned row" >&2
 fi
 
-if [ "$dry" = 1 ] || { [ -x "$build/tools/kiln-bert" ] && [ ${#libs[@]} -gt 0 ]; }; then
+if [ "$dry" = 1 ] || { [ -x "$kb_untuned" ] && [ ${#libs[@]} -gt 0 ]; }; then
   # all that is left, less 40 s for the last step when more than the kept time is left;
   # bert-gpu.sh shares it out among its parts (the tuned row, when there is one, comes right
   # after the untuned fp16 row with a limit of its own)
@@ -180,7 +186,7 @@ if [ "$dry" = 1 ] || { [ -x "$build/tools/kiln-bert" ] && [ ${#libs[@]} -gt 0 ];
   [ "$left" -ge $((bert_keep + 40)) ] && keep=40
   t=$((left - keep))
   step "BERT end to end, Kiln${tuned:+ (untuned and tuned)} and PyTorch" "$t" "$keep" \
-    bash bench/bert-gpu.sh --device cuda --kiln-bert "$build/tools/kiln-bert" "${tuned[@]}" \
+    bash bench/bert-gpu.sh --device cuda --kiln-bert "$kb_untuned" "${tuned[@]}" \
     --limit $((t - 5)) || status=1
 else
   echo "no kiln-bert in $build: no end-to-end BERT numbers" >&2

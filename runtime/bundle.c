@@ -74,11 +74,10 @@ static bool parse_image(const char *file, const char *name, KilnRtDeviceKind kin
   return false;
 }
 
-/* The images of `name` for this device, read whole into images[] (their data and the file
- * names in files[] to be freed by the caller); *n gets the count. The message lists every file
- * of the module when none suits the device. */
-static KilnRtStatus gather(const char *dir, const char *name, KilnRtDeviceKind kind,
-                           KilnRtImage *images, char **files, size_t *n) {
+/* The message lists every file of the module when none suits the device. */
+KilnRtStatus kiln_rt_bundle_read_images(const char *dir, const char *name, KilnRtDeviceKind kind,
+                                        KilnRtImage *images, char **files, size_t *n) {
+  *n = 0;
   DIR *d = opendir(dir);
   if (!d)
     return kiln_rt_fail(KILN_RT_ERROR_NOT_FOUND, "bundle '%s': cannot read the folder: %s", dir,
@@ -141,7 +140,7 @@ KilnRtStatus kiln_rt_bundle_load(KilnRtDevice *dev, const char *dir, const char 
   KilnRtImage images[KILN_RT_BUNDLE_MAX_IMAGES];
   char *files[KILN_RT_BUNDLE_MAX_IMAGES];
   size_t n = 0;
-  st = gather(dir, name, info.kind, images, files, &n);
+  st = kiln_rt_bundle_read_images(dir, name, info.kind, images, files, &n);
   int chosen = -1;
   if (st == KILN_RT_OK) {
     st = kiln_rt_module_load_best(dev, images, n, &chosen, out);
@@ -152,9 +151,15 @@ KilnRtStatus kiln_rt_bundle_load(KilnRtDevice *dev, const char *dir, const char 
                         dir, name, n, files[0] ? files[0] : "?", why);
     }
   }
+  kiln_rt_bundle_images_free(images, files, n);
+  return st;
+}
+
+void kiln_rt_bundle_images_free(KilnRtImage *images, char **files, size_t n) {
   for (size_t i = 0; i < n; i++) {
     free((void *)images[i].data);
+    images[i].data = NULL;
     free(files[i]);
+    files[i] = NULL;
   }
-  return st;
 }

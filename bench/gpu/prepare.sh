@@ -6,9 +6,6 @@
 # a bundle that travels to the GPU machine, which has no LLVM/MLIR: there a runtime-only build
 # compiles kiln-bert against bert-libs (-DKILN_BERT_LIBS). Usage: bench/gpu/prepare.sh
 # [BUILD_DIR] [BUNDLE_DIR]. The bundle is ignored by git: name it when carrying the tree.
-# KILN_GPU_TUNE_CACHE=FILE (a cache an earlier bench/gpu-check.sh wrote, results/gpu-bert-tune-
-# <stamp>-cache.json): the cuda libraries once more from its winners, bert-libs-tuned.tar.xz,
-# for the GPU check's tuned kiln-bert.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -78,8 +75,8 @@ rm -rf "$bundle/tune"
 echo "prepared the tuning bundle ($(grep -c '^cand ' "$bundle/tune/manifest.txt") candidates)" >&2
 # The trainer's calls at BERT-large, seq 512, batch 24, fp16 (bench/bert-gpu.sh's first part):
 # every call's default-mode candidates for sm_90, one bundle per call (bundle/bert-tune/cNNN,
-# listed in calls.txt), which bench/gpu-check.sh times with kiln-tune-runner into a cache that
-# comes back for `kiln lib --cache` (-DKILN_TUNE_CACHE) here.
+# listed in calls.txt), which bench/gpu-check.sh times with kiln-tune-runner into a cache and,
+# with --tuned-libs, into the cuda libraries there.
 rm -rf "$bundle/bert-tune"
 cmake --build "$build" --target kiln-bert >/dev/null
 "$build/tools/kiln-bert" tune --model large --precision fp16 --batch 24 --seq-len 512 \
@@ -90,41 +87,21 @@ echo "prepared the trainer's tuning bundle ($(grep -vc '^#' "$bundle/bert-tune/c
 # needed), from the build's tune cache when it was configured with -DKILN_TUNE_CACHE, else
 # from the kernels' default configs. Their C sources spell the images out as decimal bytes
 # (28 MB for cpu, 71 MB for cuda), so they travel as bert-libs.tar.xz (3.8 MB; gzip made 13 MB
-# of them, which with the tuned set below would not fit the bundle's 48 MiB); bench/gpu-check.sh
+# of them, which with the rest would not fit the bundle's 48 MiB); bench/gpu-check.sh
 # unpacks it and builds kiln-bert against it (-DKILN_BERT_LIBS), the cpu copy and the cuda one.
+# Each library's NAME.plan comes along: there kiln-tune-runner --tuned-libs adds the winners of
+# the trainer's calls to the cuda set (NAME.tuned.h), and kiln-bert is built again with them.
 cmake --build "$build" --target kilnbert_cuda_libs kilnbert_model >/dev/null
 libs_tmp=$(mktemp -d)
 mkdir -p "$libs_tmp/cpu" "$libs_tmp/cuda"
-cp "$build"/runtime/bert/kernels/kb_*.[ch] "$libs_tmp/cpu/"
-cp "$build"/runtime/bert/kernels-cuda/kb_*.[ch] "$libs_tmp/cuda/"
+cp "$build"/runtime/bert/kernels/kb_*.[ch] "$build"/runtime/bert/kernels/kb_*.plan "$libs_tmp/cpu/"
+cp "$build"/runtime/bert/kernels-cuda/kb_*.[ch] "$build"/runtime/bert/kernels-cuda/kb_*.plan "$libs_tmp/cuda/"
 rm -f "$bundle/bert-libs.tar.gz" # the gzip packing before xz
 tar cJf "$bundle/bert-libs.tar.xz.tmp" -C "$libs_tmp" cpu cuda
 mv "$bundle/bert-libs.tar.xz.tmp" "$bundle/bert-libs.tar.xz"
 echo "prepared the trainer's kernel libraries ($(ls "$libs_tmp/cuda" | grep -c '\.c$') for cpu and cuda: $(du -sh "$libs_tmp" | cut -f1), $(du -h "$bundle/bert-libs.tar.xz" | cut -f1) packed)" >&2
 rm -rf "$libs_tmp"
-# The same cuda libraries from a GPU's tune cache (KILN_GPU_TUNE_CACHE), `kiln lib --cache`
-# through the build's target kilnbert_cuda_libs_tuned: bert-libs-tuned.tar.xz holds, in cuda/,
-# only the libraries the cache changed (the fp16 set's, for a cache of the fp16 calls), packed
-# with xz as bert-libs is; bench/gpu-check.sh
-# unpacks it over bert-libs for a second kiln-bert. Without the variable an old
-# bert-libs-tuned.tar.xz is removed: it would pair with other untuned libraries.
-rm -f "$bundle/bert-libs-tuned.tar.xz"
-tuned_cache=${KILN_GPU_TUNE_CACHE:-}
-cmake "$build" -DKILN_BERT_CUDA_TUNED_CACHE="${tuned_cache:+$(cd "$(dirname "$tuned_cache")" && pwd)/$(basename "$tuned_cache")}" >/dev/null
-if [ -n "$tuned_cache" ]; then
-  [ -f "$tuned_cache" ] || { echo "prepare: KILN_GPU_TUNE_CACHE=$tuned_cache: no such file" >&2; exit 64; }
-  cmake --build "$build" --target kilnbert_cuda_libs_tuned >/dev/null
-  libs_tmp=$(mktemp -d)
-  mkdir -p "$libs_tmp/cuda"
-  for c in "$build"/runtime/bert/kernels-cuda-tuned/kb_*.c; do
-    n=$(basename "$c" .c)
-    cmp -s "$c" "$build/runtime/bert/kernels-cuda/$n.c" || cp "$c" "${c%.c}.h" "$libs_tmp/cuda/"
-  done
-  tar cJf "$bundle/bert-libs-tuned.tar.xz.tmp" -C "$libs_tmp" cuda
-  mv "$bundle/bert-libs-tuned.tar.xz.tmp" "$bundle/bert-libs-tuned.tar.xz"
-  echo "prepared the trainer's cuda libraries tuned from $tuned_cache ($(ls "$libs_tmp/cuda" | grep -c '\.c$') changed by it, $(du -h "$bundle/bert-libs-tuned.tar.xz" | cut -f1) packed; what stayed untuned: $build/runtime/bert/kernels-cuda-tuned/NAME.lib.txt)" >&2
-  rm -rf "$libs_tmp"
-fi
+rm -f "$bundle/bert-libs-tuned.tar.xz" # the two-visit packing before --tuned-libs
 # cJSON, which kiln-bert reads its config and logs with, for a GPU machine without libcjson-dev:
 # the header and the shared library as the build machine has them (-DKILN_CJSON_DIR there).
 rm -rf "$bundle/cjson"

@@ -6,6 +6,11 @@
  * odd sizes): the specialized code has sak = 1 compiled in and would read the wrong elements.
  * Every call is compared with a C reference.
  *
+ * Built with SPEC_ROW_BM/SPEC_ROW_BN, the library is an untuned one to which kiln-tune-runner
+ * --tuned-libs added one row (NAME.tuned.h: the winner of a bundle pinned to that tile): the
+ * calls that keep its promises must run that row, the others the library's own generic
+ * variant.
+ *
  * Tolerance: inputs are multiples of 1/8 in [-1, 1], exact in f16, and their products and sums
  * are exact in f32 for these sizes; only the f16 rounding of the output remains, at most 2^-11
  * relative, so |got - ref| <= 1e-3 * max(1, |ref|). */
@@ -89,6 +94,12 @@ static void run_case(SPEC_LIB *lib, KilnRtDevice *dev, const Case *cs) {
            cfg.signature[0] ? "specialized" : "generic", cfg.signature);
     bad = 1;
   }
+#ifdef SPEC_ROW_BM
+  if ((cfg.BM == SPEC_ROW_BM && cfg.BN == SPEC_ROW_BN) != cs->want_specialized) {
+    printf("FAIL %s: the added row %s\n", cs->what, cs->want_specialized ? "did not run" : "ran");
+    bad = 1;
+  }
+#endif
   printf("%s %s: BM=%lld BN=%lld BK=%lld num_warps=%d signature '%s'\n", bad ? "FAIL" : "ok",
          cs->what, (long long)cfg.BM, (long long)cfg.BN, (long long)cfg.BK, cfg.num_warps,
          cfg.signature);

@@ -1,30 +1,35 @@
 #!/usr/bin/env python3
 """The trainer's gemm libraries tuned on another machine's device, and a kiln-bert built on them.
 
-The GPU check's tuned row (bench/gpu-check.sh, docs/trainer.md "tune") in two visits: here
-`kiln-bert tune --emit-bundle` compiles every call's candidates; on the device's machine
-kiln-tune-runner times them into a cache; back here `kiln lib --cache` makes the libraries from
-that cache (bench/gpu/prepare.sh with KILN_GPU_TUNE_CACHE, the target kilnbert_cuda_libs_tuned);
-on the device's machine again a runtime-only build of kiln-bert against them trains. This test
-runs that flow on the cpu device with the tiny model in fp32 for the gemm's calls (gemm and
-colsum_f32, the kernels of the kb_gemm<EPI>_f32 libraries), with the libraries' own `kiln lib`
-arguments (kernel-libs.jsonl of the build), and checks:
+The GPU check's tuned row (bench/gpu-check.sh, docs/trainer.md "tune"): here
+`kiln-bert tune --emit-bundle` compiles every call's candidates; on the device's machine, which
+has no compiler, kiln-tune-runner times them into a cache and, with --tuned-libs, adds the
+winners to the libraries made here (NAME.tuned.h beside NAME.c, from NAME.plan), and a
+runtime-only build of kiln-bert against them trains. The cache also serves `kiln lib --cache`
+here (libraries with a winner compiled again). This test runs both on the cpu device with the
+tiny model in fp32 for the gemm's calls (gemm and colsum_f32, the kernels of the
+kb_gemm<EPI>_f32 libraries), with the libraries' own `kiln lib` arguments (kernel-libs.jsonl of
+the build), and checks:
 
   - every gemm call is bundled and the runner finds a winner for each;
-  - each tuned library holds tuned variants, where the untuned one holds none, and the
-    runner's winner of each record key (the fastest, where calls of one key bucket were timed
-    apart) is the tuned variant of that key (its buckets, config and promises in the variant's
-    description);
-  - a KILN_RUNTIME_ONLY kiln-bert built against this build's libraries with the tuned gemm
-    libraries in place of the untuned ones trains 3 steps whose losses equal the untuned
-    kiln-bert's within the fp32 tolerance of tests/kilnbert/train_emu_test.py (1e-5 relative:
-    other tiles sum in other orders) and whose gradient norms within 1e-4.
+  - `kiln lib --cache` gives each gemm library tuned variants, where the untuned one holds
+    none, and the runner's winner of each record key (the fastest, where calls of one key
+    bucket were timed apart) is the tuned variant of that key (its buckets, config and
+    promises in the variant's description);
+  - --tuned-libs wrote NAME.tuned.h for the gemm libraries only, and its rows are `kiln lib`'s
+    tuned variants, kernel by kernel (keys, promises, config: the same winners from the same
+    records);
+  - a KILN_RUNTIME_ONLY kiln-bert built against this build's libraries with those rows holds
+    their images and trains 3 steps whose losses equal the untuned kiln-bert's within the fp32
+    tolerance of tests/kilnbert/train_emu_test.py (1e-5 relative: other tiles sum in other
+    orders) and whose gradient norms within 1e-4.
 Minutes: the runtime-only build compiles the libraries' C sources once more.
 Usage: tuned_libs_test.py KILN_BERT VOCAB KILN KILN_TUNE_RUNNER SOURCE_DIR BUILD_DIR WORK_DIR
        GENERATOR C_COMPILER"""
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,8 +48,9 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def bundle_and_time(tmp):
-    """The gemm calls bundled and timed: (cache path, the runner's winners as config strings)."""
+def bundle_and_time(tmp, libs):
+    """The gemm calls bundled and timed, their winners added to the libraries in libs: (cache
+    path, the runner's winners as config strings)."""
     bundle = os.path.join(tmp, "bundle")
     r = run([kb, "tune", *SHAPE, "--mode", "default", "--emit-bundle", bundle, "--json"])
     rep = json.loads(r.stdout)["kernels"] if r.stdout.strip() else []
@@ -57,7 +63,7 @@ def bundle_and_time(tmp):
     dirs = [os.path.join(bundle, c[0]) for c in calls if c[1] == "gemm.kiln"]
     cache, summary = os.path.join(tmp, "cache.json"), os.path.join(tmp, "summary.json")
     r = run([runner, *dirs, "--device", "cpu", "--mode", "default", "--reps", "2", "--cache",
-             cache, "--json", summary])
+             cache, "--json", summary, "--tuned-libs", libs])
     check(r.returncode == 0, f"runner exit {r.returncode}: {r.stderr[-2000:]}")
     kernels = json.load(open(summary))["kernels"] if os.path.exists(summary) else []
     check(len(kernels) == len(dirs) and all(k.get("winner") for k in kernels),
@@ -95,6 +101,31 @@ def description(key, winner):
             (", promises " + promises if promises else "") + '"}, /* tuned median')
 
 
+ROW = re.compile(r"\{\{([^}]*)\}, \d+, (0x[0-9a-f]+)ULL, (0x[0-9a-f]+)ULL, (0x[0-9a-f]+)ULL, "
+                 r"0, \{([^}]*)\}")
+
+
+def kiln_lib_rows(text):
+    """{kernel index: sorted (keys, masks, config)} of a library's tuned variants (not the
+    untuned ones, not the generic copies of a winner)."""
+    rows = {}
+    for m in re.finditer(r"kiln_gen_table(\d+)\[[^]]*\] = \{\n(.*?)\n  KILN_GEN_TUNED_ROWS",
+                         text, re.S):
+        body = [x for x in re.split(r"\n(?=  \{\{)", m.group(2)) if "/* tuned median" in x]
+        rows[int(m.group(1))] = sorted(ROW.search(x).groups() for x in body if ROW.search(x))
+    return {k: v for k, v in rows.items() if v}
+
+
+def tuned_h_rows(text):
+    """The same of a NAME.tuned.h's rows."""
+    rows = {}
+    for m in re.finditer(r"#define KILN_GEN_TUNED_ROWS(\d+) \\\n(.*?)\n\n", text + "\n\n", re.S):
+        got = sorted(r.groups() for r in ROW.finditer(m.group(2)))
+        if got:
+            rows[int(m.group(1))] = got
+    return rows
+
+
 def train(exe, data, log):
     """(losses, gradient norms) of 3 steps on one worker thread; empty on failure."""
     r = run([exe, "train", "--model", "tiny", "--data", data, "--vocab", vocab, "--steps", "3",
@@ -107,20 +138,21 @@ def train(exe, data, log):
 
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-cache, winners = bundle_and_time(work)
+# the libraries folder the runner adds rows to: this build's cpu libraries and their plans
+libs = os.path.join(work, "bert-libs")
+os.makedirs(os.path.join(libs, "cpu"))
+for f in glob.glob(os.path.join(build, "runtime", "bert", "kernels", "kb_*.[ch]")) + \
+        glob.glob(os.path.join(build, "runtime", "bert", "kernels", "kb_*.plan")):
+    shutil.copy(f, os.path.join(libs, "cpu"))
+cache, winners = bundle_and_time(work, os.path.join(libs, "cpu"))
 entries = {e["name"]: e for e in map(json.loads, open(os.path.join(build, "runtime", "bert",
                                                                       "kernel-libs.jsonl")))}
 check(all(n in entries for n in GEMM_LIBS), f"kernel-libs.jsonl lists {GEMM_LIBS}")
 
-# the libraries folder: this build's cpu libraries, the gemm ones made again from the cache
-libs = os.path.join(work, "bert-libs")
-os.makedirs(os.path.join(libs, "cpu"))
-for f in glob.glob(os.path.join(build, "runtime", "bert", "kernels", "kb_*.[ch]")):
-    shutil.copy(f, os.path.join(libs, "cpu"))
 texts = {}
 for name in GEMM_LIBS:
     untuned = make_lib(entries[name], None, os.path.join(work, "untuned"))
-    texts[name] = make_lib(entries[name], cache, os.path.join(libs, "cpu"))
+    texts[name] = make_lib(entries[name], cache, os.path.join(work, "kiln-lib"))
     tuned_rows = texts[name].count("/* tuned median")
     print(f"{name}: {tuned_rows} tuned variants")
     check(tuned_rows > 0 and "/* tuned median" not in untuned,
@@ -129,6 +161,18 @@ missing = [d for d in (description(k, w) for k, w in winners)
            if not any(d in t for t in texts.values())]
 check(winners and not missing,
       f"each key's runner winner is its tuned variant: missing {missing[:3]} of {len(winners)}")
+
+# the rows --tuned-libs added: the gemm libraries only, each kiln lib's tuned variants
+with_rows = sorted(os.path.basename(f)[:-len(".tuned.h")]
+                   for f in glob.glob(os.path.join(libs, "cpu", "*.tuned.h")))
+check(with_rows == sorted(GEMM_LIBS), f"NAME.tuned.h for the gemm libraries only: {with_rows}")
+for name in GEMM_LIBS:
+    path = os.path.join(libs, "cpu", name + ".tuned.h")
+    got = tuned_h_rows(open(path).read()) if os.path.exists(path) else {}
+    want = kiln_lib_rows(texts[name])
+    print(f"{name}: rows {sum(map(len, got.values()))} in NAME.tuned.h, "
+          f"{sum(map(len, want.values()))} tuned variants from kiln lib")
+    check(got and got == want, f"{name}: NAME.tuned.h rows {got} against kiln lib's {want}")
 
 out = os.path.join(work, "build")
 conf = ["cmake", "-S", src, "-B", out, "-G", generator, f"-DCMAKE_C_COMPILER={cc}",
@@ -140,6 +184,14 @@ for cmd in (conf, ["cmake", "--build", out, "--target", "kiln-bert"]):
     if r.returncode != 0:
         print(r.stdout[-4000:], r.stderr[-4000:])
         sys.exit(f"FAIL {' '.join(cmd[:3])}: exit {r.returncode}")
+# the rows' images are in the binary (kiln_gen_timg<i>: NAME.tuned.h's arrays, compiled in)
+nm = run(["nm", os.path.join(out, "tools", "kiln-bert")])
+images = len(re.findall(r" kiln_gen_timg\d+$", nm.stdout, re.M)) if nm.returncode == 0 else -1
+want_images = sum(open(os.path.join(libs, "cpu", n + ".tuned.h")).read().count("static const "
+                  "unsigned char kiln_gen_timg") for n in with_rows)
+print(f"kiln-bert holds {images} tuned images (NAME.tuned.h: {want_images})")
+check(nm.returncode != 0 or (images == want_images and images > 0),
+      f"the tuned images compiled in: {images} of {want_images}")
 
 data = os.path.join(work, "imdb")
 kbtest.write_reviews(data, 6)

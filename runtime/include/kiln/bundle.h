@@ -46,6 +46,15 @@ int kiln_rt_bundle_image_name(char *buf, size_t cap, const char *name, const cha
 KilnRtStatus kiln_rt_bundle_load(KilnRtDevice *dev, const char *dir, const char *name,
                                  KilnRtModule **out);
 
+/* The images of module `name` in `dir` that a device of `kind` may load, read whole and not
+ * loaded: images[0..*n) with their file names in files[] (arrays of KILN_RT_BUNDLE_MAX_IMAGES),
+ * for a program that embeds them (kiln-tune-runner --tuned-libs). Errors as kiln_rt_bundle_load's
+ * before it loads; on an error *n images may still be held. Free them with
+ * kiln_rt_bundle_images_free. */
+KilnRtStatus kiln_rt_bundle_read_images(const char *dir, const char *name, KilnRtDeviceKind kind,
+                                        KilnRtImage *images, char **files, size_t *n);
+void kiln_rt_bundle_images_free(KilnRtImage *images, char **files, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
