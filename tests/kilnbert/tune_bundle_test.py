@@ -8,10 +8,18 @@ into a new cache. Checked: calls.txt lists each call of `tune --list` once (file
 launches, pins); the runner times the first bundles and writes one cache; kiln-bert tune on that
 cache finds those calls' winners there (from_cache, the runner's winner) instead of timing them
 again; the runner refuses to replace an existing cache (exit 2, the file unchanged); bad
---emit-bundle options exit 64.
-Usage: tune_bundle_test.py KILN_BERT KILN_TUNE_RUNNER"""
+--emit-bundle options exit 64. With DEVICE (cpu or emu) and LIBS (the build's trainer libraries
+for that device, with their NAME.plan), the runner also adds its winners to a copy of LIBS
+(--tuned-libs, docs/library.md "Tuned on the device"): each timed call's winner is a row of some
+NAME.tuned.h, every row is a winner, and each library with rows compiles with them
+(-DKILN_GEN_TUNED, the C compiler CC). A kernel in several libraries (colsum_f32 in every gemm
+library) gets a row in each whose pins its winner keeps.
+Usage: tune_bundle_test.py KILN_BERT KILN_TUNE_RUNNER [DEVICE LIBS INCLUDE_DIR CC]"""
+import glob
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,9 +27,11 @@ import tempfile
 import kbtest
 
 kb, runner = sys.argv[1], sys.argv[2]
+device, libs_dir, include, cc = (sys.argv[3:7] + [None] * 4)[:4] if len(sys.argv) > 3 else \
+    ("cpu", None, None, None)
 check = kbtest.Checks()
 SHAPE = ["--model", "tiny", "--precision", "fp32", "--batch", "2", "--seq-len", "16",
-         "--device", "cpu"]
+         "--device", device]
 FIRST = 6  # bundles timed by the runner: a few of each kind, seconds on cpu
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -51,16 +61,46 @@ with tempfile.TemporaryDirectory() as tmp:
     cache = os.path.join(tmp, "cache.json")
     summary = os.path.join(tmp, "summary.json")
     dirs = [os.path.join(bundle, x[0]) for x in lines[:FIRST]]
-    r = subprocess.run([runner, *dirs, "--device", "cpu", "--mode", "default", "--reps", "2",
-                        "--cache", cache, "--json", summary], capture_output=True, text=True)
+    rows_dir = os.path.join(tmp, "libs")
+    rows = []
+    if libs_dir:
+        os.makedirs(rows_dir)
+        for f in glob.glob(os.path.join(libs_dir, "kb_*.[ch]")) + \
+                glob.glob(os.path.join(libs_dir, "kb_*.plan")):
+            shutil.copy(f, rows_dir)
+        rows = ["--tuned-libs", rows_dir]
+    r = subprocess.run([runner, *dirs, "--device", device, "--mode", "default", "--reps", "2",
+                        "--cache", cache, "--json", summary, *rows], capture_output=True, text=True)
     check(r.returncode == 0, f"runner exit {r.returncode}: {r.stderr[-2000:]}")
     s = json.load(open(summary)) if os.path.exists(summary) else {"kernels": []}
     check(s.get("bundles") == len(dirs) and len(s["kernels"]) == len(dirs)
           and all(k["winner"] for k in s["kernels"]),
           f"the summary has a winner for each of {len(dirs)} bundles: {s.get('bundles')}, "
           f"{[k.get('winner') for k in s['kernels']]}")
+    if libs_dir:
+        tuned = {os.path.basename(f): open(f).read()
+                 for f in glob.glob(os.path.join(rows_dir, "*.tuned.h"))}
+        abouts = [m.group(1) for t in tuned.values()
+                  for m in re.finditer(r'^   "([^"]*)"\}, /\* tuned median', t, re.M)]
+        winners = {(k["key"], k["winner"]) for k in s["kernels"] if k.get("winner")}
+        print(f"{len(tuned)} libraries got {len(abouts)} rows for {len(winners)} winners")
+        for key, w in winners:
+            buckets = key.partition("|")[0]
+            check(any(a.startswith(buckets + (", " if buckets else "") + w + ",")
+                      for a in abouts), f"the winner {w} at {key} is a row")
+        starts = [(k.partition("|")[0] + ", " if k.partition("|")[0] else "") + w + ","
+                  for k, w in winners]
+        strays = [a for a in abouts if not any(a.startswith(x) for x in starts)]
+        check(tuned and not strays, f"every row is a winner: {strays[:3]}")
+        for name in tuned:
+            lib = os.path.join(rows_dir, name[:-len(".tuned.h")] + ".c")
+            r = subprocess.run([cc, "-std=c17", "-fsyntax-only", "-Wall", "-Werror",
+                                "-DKILN_GEN_TUNED", "-I", rows_dir, "-I", include, lib],
+                               capture_output=True, text=True)
+            check(r.returncode == 0, f"{lib} with its rows: {r.stderr[-1500:]}")
+
     before = open(cache).read() if os.path.exists(cache) else ""
-    r = subprocess.run([runner, dirs[0], "--device", "cpu", "--cache", cache],
+    r = subprocess.run([runner, dirs[0], "--device", device, "--cache", cache],
                        capture_output=True, text=True)
     check(r.returncode == 2 and "exists" in r.stderr and open(cache).read() == before,
           f"an existing cache is refused and kept (exit {r.returncode}: {r.stderr[:200]!r})")
