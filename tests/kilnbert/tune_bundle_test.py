@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import kbtest
 
@@ -30,6 +31,13 @@ kb, runner = sys.argv[1], sys.argv[2]
 device, libs_dir, include, cc = (sys.argv[3:7] + [None] * 4)[:4] if len(sys.argv) > 3 else \
     ("cpu", None, None, None)
 check = kbtest.Checks()
+START = time.time()
+
+
+def phase(what):
+    print(f"{time.time() - START:7.1f} s  {what}", flush=True)
+
+
 SHAPE = ["--model", "tiny", "--precision", "fp32", "--batch", "2", "--seq-len", "16",
          "--device", device]
 FIRST = 6  # bundles timed by the runner: a few of each kind, seconds on cpu
@@ -40,6 +48,7 @@ with tempfile.TemporaryDirectory() as tmp:
     listed = json.loads(r.stdout)["kernels"] if r.returncode == 0 else []
 
     bundle = os.path.join(tmp, "bundle")
+    phase("--emit-bundle")
     r = subprocess.run([kb, "tune", *SHAPE, "--mode", "default", "--emit-bundle", bundle, "--json"],
                        capture_output=True, text=True)
     check(r.returncode == 0, f"--emit-bundle exit {r.returncode}: {r.stderr[-2000:]}")
@@ -61,6 +70,7 @@ with tempfile.TemporaryDirectory() as tmp:
     cache = os.path.join(tmp, "cache.json")
     summary = os.path.join(tmp, "summary.json")
     dirs = [os.path.join(bundle, x[0]) for x in lines[:FIRST]]
+    phase(f"the runner over {len(dirs)} bundles")
     rows_dir = os.path.join(tmp, "libs")
     rows = []
     if libs_dir:
@@ -92,6 +102,7 @@ with tempfile.TemporaryDirectory() as tmp:
                   for k, w in winners]
         strays = [a for a in abouts if not any(a.startswith(x) for x in starts)]
         check(tuned and not strays, f"every row is a winner: {strays[:3]}")
+        phase("the libraries with rows compiled")
         for name in tuned:
             lib = os.path.join(rows_dir, name[:-len(".tuned.h")] + ".c")
             r = subprocess.run([cc, "-std=c17", "-fsyntax-only", "-Wall", "-Werror",
@@ -105,6 +116,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "exists" in r.stderr and open(cache).read() == before,
           f"an existing cache is refused and kept (exit {r.returncode}: {r.stderr[:200]!r})")
 
+    phase("kiln-bert tune on the runner's cache")
     # back on the compiler's machine: kiln-bert tune takes the runner's winners from the cache
     r = subprocess.run([kb, "tune", *SHAPE, "--cache", cache, "--json", "--budget", "30"],
                        capture_output=True, text=True)
@@ -122,4 +134,5 @@ with tempfile.TemporaryDirectory() as tmp:
         check(r.returncode in (64, 1) and words in r.stderr,
               f"{args}: exit {r.returncode}, {r.stderr[:200]!r}")
 
+phase("done")
 sys.exit(1 if check.fails else 0)
