@@ -313,9 +313,90 @@ static void rand_run_unaligned(Low *L, MlirValue seed, MlirValue o0, int v, Mlir
   for (int e = 0; e < v; e++) out[e] = pick4(L, k, &w[e]);
 }
 
-/* The Philox words of the thread's offsets O, one block per run that shares one. */
+/* The bits a thread's coordinate along m's dim can have from its lane and warp: a field of
+ * `bits` bits times `mul`, a power of two; -1 when that is not so. */
+static int64_t base_bits(const KilnGpuDimMap *m) {
+  if (!m->base_used) return 0;
+  int64_t all = 0;
+  int64_t mul[2] = {m->lane_mul, m->warp_mul}, bits[2] = {m->lane_bits, m->warp_bits};
+  for (int k = 0; k < 2; k++) {
+    if (!bits[k]) continue;
+    if (mul[k] <= 0 || (mul[k] & (mul[k] - 1))) return -1;
+    int64_t field = (((int64_t)1 << bits[k]) - 1) * mul[k];
+    if (all & field) return -1;
+    all |= field;
+  }
+  return all;
+}
+
+/* Which of the thread's elements share a Philox counter, from the analysis' ctr_bits: group[j]
+ * is the first list position with element j's counter.  Elements at local indices whose
+ * coordinates differ only in ctr_bits along every dim have one counter; the coordinates are the
+ * thread's base (lane and warp bits) plus a constant per element, so where the two use disjoint
+ * bits the difference is the constants' xor.  Returns the number of groups (n_vals when nothing
+ * is proven: each element its own). */
+static int64_t rand_groups(Low *L, MlirValue offs, int64_t n_vals, int64_t *group) {
+  for (int64_t j = 0; j < n_vals; j++) group[j] = j;
+  MlirType t = mlirValueGetType(offs);
+  if (!mlirTypeIsARankedTensor(t)) return n_vals;
+  KilnGpuOwn own = kiln_gpu_own_of_type(t);
+  if (own.rank == 0 || own.count != n_vals) return n_vals;
+  KilnGpuAxisInfo ai = kiln_gpu_axis_get(L->axis, offs);
+  int64_t base[KILN_GPU_MAX_RANK];
+  for (int d = 0; d < own.rank; d++) {
+    const KilnGpuDimMap *m = &own.dim[d];
+    bool pow2 = m->size > 0 && (m->size & (m->size - 1)) == 0;
+    base[d] = base_bits(m);
+    if (m->n > 1 && (!pow2 || m->size < m->extent || base[d] < 0)) return n_vals;
+  }
+  int64_t n_groups = 0;
+  for (int64_t j = 0; j < n_vals; j++) {
+    int lj[KILN_GPU_MAX_RANK];
+    kiln_gpu_own_local(&own, j, lj);
+    for (int64_t k = 0; k < j && group[j] == j; k++) {
+      if (group[k] != k) continue;
+      int lk[KILN_GPU_MAX_RANK];
+      kiln_gpu_own_local(&own, k, lk);
+      bool same = true;
+      for (int d = 0; d < own.rank && same; d++) {
+        int64_t a = kiln_gpu_own_offset(&own, d, lj[d]), b = kiln_gpu_own_offset(&own, d, lk[d]);
+        same = ((a | b) & base[d]) == 0 && ((a ^ b) & ~ai.ctr_bits[d]) == 0;
+      }
+      if (same) group[j] = k;
+    }
+    if (group[j] == j) n_groups++;
+  }
+  return n_groups;
+}
+
+/* The Philox words of the thread's offsets O, one block per group of one counter: each element
+ * picks its own word. */
+static void rand_grouped(Low *L, MlirValue seed, const Vals *O, const int64_t *group,
+                         MlirValue *out) {
+  MlirValue(*blk)[4] = malloc((size_t)O->n * sizeof *blk);
+  KILN_ASSERT(blk != NULL);
+  for (int64_t j = 0; j < O->n; j++) {
+    if (group[j] == j) philox_block(L, seed, counter_of(L, O->v[j]), blk[j]);
+    out[j] = pick4(L, O->v[j], blk[group[j]]);
+  }
+  free(blk);
+}
+
+/* The Philox words of the thread's offsets O, one block per run that shares one, or per group
+ * of elements with one counter where that takes fewer blocks. */
 static void rand_words(Low *L, MlirValue seed, MlirValue offs, const Vals *O, MlirValue *out) {
   RandRuns r = rand_runs(L, offs, O->n);
+  int64_t *group = malloc((size_t)(O->n ? O->n : 1) * sizeof *group);
+  KILN_ASSERT(group != NULL);
+  int64_t n_groups = rand_groups(L, offs, O->n, group);
+  /* A run takes one block (half of one costs 9.5 of its 10 rounds; an unaligned run one or
+   * two), so groups win when there are fewer of them than runs. */
+  if (n_groups < O->n / r.v) {
+    rand_grouped(L, seed, O, group, out);
+    free(group);
+    return;
+  }
+  free(group);
   for (int64_t j = 0; j < O->n; j += r.v) {
     MlirValue o0 = O->v[j], blk[4];
     if (r.one_block) { /* one counter: each element's word by its own offset */
