@@ -20,6 +20,8 @@
  *                bits below k); `x & c` adds the bits c clears where x counts up with the
  *                index; `4 ctr + w`, w in [0, 3], has ctr's bits as counter bits.  Tile sizes
  *                are powers of two, so flipping an index bit below the size stays in the tile.
+ *   pair_bits[d] likewise for value >> 1 (words 2 h and 2 h + 1, one half of the block: `2 x + w`,
+ *                w in [0, 1], has x's bits), which lets a group take half a block.
  * Besides, `hi` bounds small non-negative values (every element in [0, hi]: `x & 3`, and
  * sums and products of such), which is what makes `4 ctr + w` stay in ctr's block.
  * All runs start at multiples of their length in the tile.
@@ -75,7 +77,7 @@ static Info unknown(MlirType t) {
   i.a.rank = kiln_ir_rank(t);
   for (int d = 0; d < i.a.rank; d++)
     i.a.contig[d] = i.a.divis[d] = i.a.constancy[d] = i.a.quad[d] = 1;
-  /* same_bits and ctr_bits: 0 (memset) */
+  /* same_bits, ctr_bits and pair_bits: 0 (memset) */
   i.hi = -1;
   return i;
 }
@@ -196,6 +198,9 @@ static int64_t same_of(const Info *x, int d) { return x->a.rank ? x->a.same_bits
 static int64_t ctr_of(const Info *x, int d) {
   return !x->a.rank || (x->hi >= 0 && x->hi <= 3) ? ALL_BITS : x->a.ctr_bits[d];
 }
+static int64_t pair_of(const Info *x, int d) {
+  return !x->a.rank || (x->hi >= 0 && x->hi <= 1) ? ALL_BITS : x->a.pair_bits[d];
+}
 
 /* Counter runs of x + y: where x is a multiple of 4 at every element, (x + y) >> 2 is
  * (x >> 2) + (y >> 2) (mod 2^30), one value where both are; the same with x and y swapped.
@@ -208,6 +213,8 @@ static void quad_add(Info *r, MlirType rt, const Info *x, const Info *y) {
     if (scalar_divis(y) >= 4) r->a.quad[d] = max64(r->a.quad[d], gcd64(yk, quad_of(x, d, n)));
     if (scalar_divis(x) >= 4) r->a.ctr_bits[d] |= same_of(x, d) & ctr_of(y, d);
     if (scalar_divis(y) >= 4) r->a.ctr_bits[d] |= same_of(y, d) & ctr_of(x, d);
+    if (scalar_divis(x) >= 2) r->a.pair_bits[d] |= same_of(x, d) & pair_of(y, d);
+    if (scalar_divis(y) >= 2) r->a.pair_bits[d] |= same_of(y, d) & pair_of(x, d);
   }
 }
 
@@ -278,7 +285,8 @@ static void finish_bits(Info *r, MlirOperation op, const KilnGpuAxisMap *m) {
       r->a.same_bits[d] |= all;
     }
     r->a.same_bits[d] |= run_bits(r->a.constancy[d]);
-    r->a.ctr_bits[d] |= r->a.same_bits[d] | run_bits(r->a.quad[d]);
+    r->a.pair_bits[d] |= r->a.same_bits[d];
+    r->a.ctr_bits[d] |= r->a.pair_bits[d] | run_bits(r->a.quad[d]);
   }
 }
 
@@ -375,6 +383,7 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
       r.a.quad[d] = x.a.quad[k];
       r.a.same_bits[d] = x.a.same_bits[k];
       r.a.ctr_bits[d] = x.a.ctr_bits[k];
+      r.a.pair_bits[d] = x.a.pair_bits[k];
       k++;
     }
     r.known_const = x.known_const;
@@ -390,6 +399,7 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
       r.a.quad[d] = stretched ? kiln_ir_dim(rt, d) : x.a.quad[d];
       r.a.same_bits[d] = stretched ? ALL_BITS : x.a.same_bits[d];
       r.a.ctr_bits[d] = stretched ? ALL_BITS : x.a.ctr_bits[d];
+      r.a.pair_bits[d] = stretched ? ALL_BITS : x.a.pair_bits[d];
     }
     r.known_const = x.known_const;
     r.value = x.value;

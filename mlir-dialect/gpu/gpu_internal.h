@@ -157,6 +157,7 @@ typedef struct KilnGpuAxisInfo {
   int64_t quad[KILN_GPU_MAX_RANK];
   int64_t same_bits[KILN_GPU_MAX_RANK];
   int64_t ctr_bits[KILN_GPU_MAX_RANK];
+  int64_t pair_bits[KILN_GPU_MAX_RANK]; /* likewise for value >> 1: one half of the block */
 } KilnGpuAxisInfo;
 
 typedef struct KilnGpuAxisMap KilnGpuAxisMap;

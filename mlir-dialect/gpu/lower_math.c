@@ -329,55 +329,75 @@ static int64_t base_bits(const KilnGpuDimMap *m) {
   return all;
 }
 
-/* Which of the thread's elements share a Philox counter, from the analysis' ctr_bits: group[j]
- * is the first list position with element j's counter.  Elements at local indices whose
- * coordinates differ only in ctr_bits along every dim have one counter; the coordinates are the
- * thread's base (lane and warp bits) plus a constant per element, so where the two use disjoint
- * bits the difference is the constants' xor.  Returns the number of groups (n_vals when nothing
- * is proven: each element its own). */
-static int64_t rand_groups(Low *L, MlirValue offs, int64_t n_vals, int64_t *group) {
-  for (int64_t j = 0; j < n_vals; j++) group[j] = j;
+/* Whether the coordinates of the thread's elements at local indices la and lb differ only in
+ * `bits` (per dim): the coordinates are the thread's base (lane and warp bits, base[d]) plus a
+ * constant per element, so where the two use disjoint bits the difference is the constants' xor. */
+static bool differ_within(const KilnGpuOwn *own, const int64_t *base, const int *la, const int *lb,
+                          const int64_t *bits) {
+  for (int d = 0; d < own->rank; d++) {
+    int64_t a = kiln_gpu_own_offset(own, d, la[d]), b = kiln_gpu_own_offset(own, d, lb[d]);
+    if (((a | b) & base[d]) != 0 || ((a ^ b) & ~bits[d]) != 0) return false;
+  }
+  return true;
+}
+
+/* The thread's elements grouped by Philox counter: leader[j] is the first list position with
+ * element j's counter (elements whose coordinates differ only in the analysis' ctr_bits), and
+ * half[k] of a leader k whether its group is within one half of the block (pair_bits). */
+typedef struct RandGroups {
+  int64_t *leader;
+  bool *half;
+  int64_t n; /* groups; the element count when nothing is proven (each element its own) */
+} RandGroups;
+
+static RandGroups rand_groups(Low *L, MlirValue offs, int64_t n_vals) {
+  size_t cap = (size_t)(n_vals ? n_vals : 1);
+  RandGroups g = {malloc(cap * sizeof *g.leader), malloc(cap * sizeof *g.half), n_vals};
+  KILN_ASSERT(g.leader != NULL && g.half != NULL);
+  for (int64_t j = 0; j < n_vals; j++) g.leader[j] = j, g.half[j] = true;
   MlirType t = mlirValueGetType(offs);
-  if (!mlirTypeIsARankedTensor(t)) return n_vals;
+  if (!mlirTypeIsARankedTensor(t)) return g;
   KilnGpuOwn own = kiln_gpu_own_of_type(t);
-  if (own.rank == 0 || own.count != n_vals) return n_vals;
+  if (own.rank == 0 || own.count != n_vals) return g;
   KilnGpuAxisInfo ai = kiln_gpu_axis_get(L->axis, offs);
   int64_t base[KILN_GPU_MAX_RANK];
   for (int d = 0; d < own.rank; d++) {
     const KilnGpuDimMap *m = &own.dim[d];
     bool pow2 = m->size > 0 && (m->size & (m->size - 1)) == 0;
     base[d] = base_bits(m);
-    if (m->n > 1 && (!pow2 || m->size < m->extent || base[d] < 0)) return n_vals;
+    if (m->n > 1 && (!pow2 || m->size < m->extent || base[d] < 0)) return g;
   }
-  int64_t n_groups = 0;
+  g.n = 0;
   for (int64_t j = 0; j < n_vals; j++) {
     int lj[KILN_GPU_MAX_RANK];
     kiln_gpu_own_local(&own, j, lj);
-    for (int64_t k = 0; k < j && group[j] == j; k++) {
-      if (group[k] != k) continue;
+    for (int64_t k = 0; k < j && g.leader[j] == j; k++) {
+      if (g.leader[k] != k) continue;
       int lk[KILN_GPU_MAX_RANK];
       kiln_gpu_own_local(&own, k, lk);
-      bool same = true;
-      for (int d = 0; d < own.rank && same; d++) {
-        int64_t a = kiln_gpu_own_offset(&own, d, lj[d]), b = kiln_gpu_own_offset(&own, d, lk[d]);
-        same = ((a | b) & base[d]) == 0 && ((a ^ b) & ~ai.ctr_bits[d]) == 0;
-      }
-      if (same) group[j] = k;
+      if (!differ_within(&own, base, lj, lk, ai.ctr_bits)) continue;
+      g.leader[j] = k;
+      g.half[k] = g.half[k] && differ_within(&own, base, lj, lk, ai.pair_bits);
     }
-    if (group[j] == j) n_groups++;
+    if (g.leader[j] == j) g.n++;
   }
-  return n_groups;
+  return g;
 }
 
-/* The Philox words of the thread's offsets O, one block per group of one counter: each element
- * picks its own word. */
-static void rand_grouped(Low *L, MlirValue seed, const Vals *O, const int64_t *group,
+/* The Philox words of the thread's offsets O, one block per group of one counter (half a block
+ * for a group within one half): each element picks its own word by its offset's low bits. */
+static void rand_grouped(Low *L, MlirValue seed, const Vals *O, const RandGroups *g,
                          MlirValue *out) {
   MlirValue(*blk)[4] = malloc((size_t)O->n * sizeof *blk);
   KILN_ASSERT(blk != NULL);
   for (int64_t j = 0; j < O->n; j++) {
-    if (group[j] == j) philox_block(L, seed, counter_of(L, O->v[j]), blk[j]);
-    out[j] = pick4(L, O->v[j], blk[group[j]]);
+    int64_t k = g->leader[j];
+    if (k == j && g->half[j])
+      philox_half(L, seed, counter_of(L, O->v[j]), bit_of(L, O->v[j], 1), blk[j]);
+    else if (k == j)
+      philox_block(L, seed, counter_of(L, O->v[j]), blk[j]);
+    out[j] = g->half[k] ? select_i32(L, bit_of(L, O->v[j], 0), blk[k][1], blk[k][0])
+                        : pick4(L, O->v[j], blk[k]);
   }
   free(blk);
 }
@@ -386,17 +406,14 @@ static void rand_grouped(Low *L, MlirValue seed, const Vals *O, const int64_t *g
  * of elements with one counter where that takes fewer blocks. */
 static void rand_words(Low *L, MlirValue seed, MlirValue offs, const Vals *O, MlirValue *out) {
   RandRuns r = rand_runs(L, offs, O->n);
-  int64_t *group = malloc((size_t)(O->n ? O->n : 1) * sizeof *group);
-  KILN_ASSERT(group != NULL);
-  int64_t n_groups = rand_groups(L, offs, O->n, group);
+  RandGroups g = rand_groups(L, offs, O->n);
   /* A run takes one block (half of one costs 9.5 of its 10 rounds; an unaligned run one or
    * two), so groups win when there are fewer of them than runs. */
-  if (n_groups < O->n / r.v) {
-    rand_grouped(L, seed, O, group, out);
-    free(group);
-    return;
-  }
-  free(group);
+  bool grouped = g.n < O->n / r.v;
+  if (grouped) rand_grouped(L, seed, O, &g, out);
+  free(g.leader);
+  free(g.half);
+  if (grouped) return;
   for (int64_t j = 0; j < O->n; j += r.v) {
     MlirValue o0 = O->v[j], blk[4];
     if (r.one_block) { /* one counter: each element's word by its own offset */
