@@ -65,13 +65,14 @@ check dkdv_32x64_w4 attn_bwd_dkdv 32 64 4 \
 # element), so one block serves 4 elements of a thread: its two rows' column pairs forward and
 # in dQ, its key's two column pairs of queries 8 apart in dK/dV (docs/gpu-lowering.md, "Random
 # numbers"). Count the PTX multiplies by Philox's constant M0 = 0xD2511F53 (-766435501 as s32):
-# at 64x64 on 4 warps a thread holds 32 elements of S per KV block, 8 groups of 4, ~9 such
-# multiplies per block, 73 in all; one block per pair (2 elements) is 129. dK/dV at 32x64: 16
-# elements, 4 groups, 37 (one block per pair: 73). The kernel's only rand is in the KV loop.
-# And no spills with dropout on, at 64x64/4 and 128x64/8 (forward, whose loop at 64x64/4 is at
-# most 1300 instructions: 1744 with a block per pair, 1904 with the keep mask in f32, P scaled
-# per element and the softmax in base e) and 32x64/4 (dK/dV, whose loop is at most 800
-# instructions: 1063 with a block per pair, 2005 with one block per element).
+# at 64x64 on 4 warps a thread holds 32 elements of S per KV block, 8 groups of 4 (each within
+# one half of its block forward and in dQ: 8 such multiplies, 65 in all; one block per pair of
+# 2 elements is 129). dK/dV at 32x64: 16 elements, 4 groups of whole blocks, 37 (one block per
+# pair: 73). The kernel's only rand is in the KV loop. And no spills with dropout on, at
+# 64x64/4 and 128x64/8 (forward, whose loop at 64x64/4 is at most 1300 instructions: 1176, 1744
+# with a block per pair, 1904 with the keep mask in f32, P scaled per element and the softmax in
+# base e) and 32x64/4 (dK/dV, whose loop is at most 800 instructions: 758, 1063 with a block per
+# pair, 2005 with one block per element).
 philox_muls() { # KERNEL BM BN WARPS: M0 multiplies in its sm_90 PTX with dropout, or -1
   if ! "$kiln" compile "$kdir/attention.kiln" --kernel "$1" -D T=f16 -D D=64 -D DROPOUT=1 \
       -D BM="$2" -D BN="$3" -D num_warps="$4" "${promises[@]}" --target sm_90 --emit ptx \
