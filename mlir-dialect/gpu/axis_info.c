@@ -9,19 +9,19 @@
  *   constancy[d] length of runs of equal values along d
  *   quad[d]      length of runs along d over which value >> 2 is one value: rand(seed, o) is a
  *                word of the Philox block at counter o >> 2, so such a run needs one block
- *                (the attention kernels' 2x2 squares of (query, key) per block:
- *                o = 4 ctr + w, w in [0, 3], ctr equal over a pair of rows or of columns)
+ *                (o = 4 ctr + w, w in [0, 3], ctr equal over a pair of rows or of columns)
  *   same_bits[d] the bits of the index along d that can be flipped without changing the value
  *   ctr_bits[d]  likewise for the counter value >> 2 (logical).  Unlike runs these see elements
- *                apart: the attention's keep mask takes its counter from `i & -10` (among
- *                others), one block for rows i and i + 8, which a thread of an mma tile holds
- *                together.  Every element-wise op keeps the bits all its operands have; runs
- *                give their low bits (a run of 2^k from a multiple of 2^k holds all flips of
- *                bits below k); `x & c` adds the bits c clears where x counts up with the
- *                index; `4 ctr + w`, w in [0, 3], has ctr's bits as counter bits.  Tile sizes
- *                are powers of two, so flipping an index bit below the size stays in the tile.
- *   pair_bits[d] likewise for value >> 1 (words 2 h and 2 h + 1, one half of the block: `2 x + w`,
- *                w in [0, 1], has x's bits), which lets a group take half a block.
+ *                apart: the attention's keep mask takes its counter from `i >> 4`,
+ *                `i & 6` and `j >> 1`, one block for rows i and i + 8, which a thread of an
+ *                mma tile holds together.  Every element-wise op keeps the bits all its
+ *                operands have; runs give their low bits (a run of 2^k from a multiple of 2^k
+ *                holds all flips of bits below k); `x & c` adds the bits c clears where x
+ *                counts up with the index; `4 ctr + w`, w in [0, 3], has ctr's bits as
+ *                counter bits.  Tile sizes are powers of two, so flipping an index bit below
+ *                the size stays in the tile.
+ *   pair_bits[d] likewise for value >> 1 (words 2 h and 2 h + 1, one half of the block:
+ *                `2 x + w`, w in [0, 1], has x's bits), which lets a group take half a block.
  * Besides, `hi` bounds small non-negative values (every element in [0, hi]: `x & 3`, and
  * sums and products of such), which is what makes `4 ctr + w` stay in ctr's block.
  * All runs start at multiples of their length in the tile.
@@ -253,7 +253,7 @@ static void and_rule(Info *r, const Info *x, const Info *y) {
 
 /* x & c for a known c: where x counts up with the index from multiples of g (a power of two),
  * index bit k < log2 g is value bit k, so flipping it leaves x & c unchanged when c clears it
- * (`i & -10` is one value over i, i ^ 1, i ^ 8 and i ^ 9). */
+ * (`i & 6` is one value over i, i ^ 1, i ^ 8 and i ^ 9 where i counts up from multiples of 16). */
 static void and_bits_rule(Info *r, const Info *x, const Info *y) {
   const Info *c = y->known_const ? y : x->known_const ? x : NULL;
   const Info *v = c == y ? x : y;
