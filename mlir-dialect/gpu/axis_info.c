@@ -9,8 +9,19 @@
  *   constancy[d] length of runs of equal values along d
  *   quad[d]      length of runs along d over which value >> 2 is one value: rand(seed, o) is a
  *                word of the Philox block at counter o >> 2, so such a run needs one block
- *                (the attention kernels' 2x2 squares of (query, key) per block:
- *                o = 4 ctr + w, w in [0, 3], ctr equal over a pair of rows or of columns)
+ *                (o = 4 ctr + w, w in [0, 3], ctr equal over a pair of rows or of columns)
+ *   same_bits[d] the bits of the index along d that can be flipped without changing the value
+ *   ctr_bits[d]  likewise for the counter value >> 2 (logical).  Unlike runs these see elements
+ *                apart: the attention's keep mask takes its counter from `i >> 4`,
+ *                `i & 6` and `j >> 1`, one block for rows i and i + 8, which a thread of an
+ *                mma tile holds together.  Every element-wise op keeps the bits all its
+ *                operands have; runs give their low bits (a run of 2^k from a multiple of 2^k
+ *                holds all flips of bits below k); `x & c` adds the bits c clears where x
+ *                counts up with the index; `4 ctr + w`, w in [0, 3], has ctr's bits as
+ *                counter bits.  Tile sizes are powers of two, so flipping an index bit below
+ *                the size stays in the tile.
+ *   pair_bits[d] likewise for value >> 1 (words 2 h and 2 h + 1, one half of the block:
+ *                `2 x + w`, w in [0, 1], has x's bits), which lets a group take half a block.
  * Besides, `hi` bounds small non-negative values (every element in [0, hi]: `x & 3`, and
  * sums and products of such), which is what makes `4 ctr + w` stay in ctr's block.
  * All runs start at multiples of their length in the tile.
@@ -66,6 +77,7 @@ static Info unknown(MlirType t) {
   i.a.rank = kiln_ir_rank(t);
   for (int d = 0; d < i.a.rank; d++)
     i.a.contig[d] = i.a.divis[d] = i.a.constancy[d] = i.a.quad[d] = 1;
+  /* same_bits, ctr_bits and pair_bits: 0 (memset) */
   i.hi = -1;
   return i;
 }
@@ -179,6 +191,17 @@ static int64_t quad_of(const Info *x, int d, int64_t n) {
   return !x->a.rank || (x->hi >= 0 && x->hi <= 3) ? n : x->a.quad[d];
 }
 
+/* The index bits along d that leave x (a scalar: every bit) or its counter x >> 2 (a value in
+ * [0, 3]: every bit, the counter being 0) unchanged. */
+#define ALL_BITS INT64_MAX
+static int64_t same_of(const Info *x, int d) { return x->a.rank ? x->a.same_bits[d] : ALL_BITS; }
+static int64_t ctr_of(const Info *x, int d) {
+  return !x->a.rank || (x->hi >= 0 && x->hi <= 3) ? ALL_BITS : x->a.ctr_bits[d];
+}
+static int64_t pair_of(const Info *x, int d) {
+  return !x->a.rank || (x->hi >= 0 && x->hi <= 1) ? ALL_BITS : x->a.pair_bits[d];
+}
+
 /* Counter runs of x + y: where x is a multiple of 4 at every element, (x + y) >> 2 is
  * (x >> 2) + (y >> 2) (mod 2^30), one value where both are; the same with x and y swapped.
  * `4 ctr + w` with w in [0, 3] so has ctr's runs of equal values. */
@@ -188,6 +211,10 @@ static void quad_add(Info *r, MlirType rt, const Info *x, const Info *y) {
     int64_t xk = x->a.rank ? x->a.constancy[d] : n, yk = y->a.rank ? y->a.constancy[d] : n;
     if (scalar_divis(x) >= 4) r->a.quad[d] = max64(r->a.quad[d], gcd64(xk, quad_of(y, d, n)));
     if (scalar_divis(y) >= 4) r->a.quad[d] = max64(r->a.quad[d], gcd64(yk, quad_of(x, d, n)));
+    if (scalar_divis(x) >= 4) r->a.ctr_bits[d] |= same_of(x, d) & ctr_of(y, d);
+    if (scalar_divis(y) >= 4) r->a.ctr_bits[d] |= same_of(y, d) & ctr_of(x, d);
+    if (scalar_divis(x) >= 2) r->a.pair_bits[d] |= same_of(x, d) & pair_of(y, d);
+    if (scalar_divis(y) >= 2) r->a.pair_bits[d] |= same_of(y, d) & pair_of(x, d);
   }
 }
 
@@ -221,6 +248,45 @@ static void and_rule(Info *r, const Info *x, const Info *y) {
   for (int d = 0; d < r->a.rank; d++) {
     int64_t g = gcd64(gcd64(v->a.contig[d], v->a.divis[d]), c->value + 1);
     if (g > 1) r->a.contig[d] = r->a.divis[d] = g;
+  }
+}
+
+/* x & c for a known c: where x counts up with the index from multiples of g (a power of two),
+ * index bit k < log2 g is value bit k, so flipping it leaves x & c unchanged when c clears it
+ * (`i & 6` is one value over i, i ^ 1, i ^ 8 and i ^ 9 where i counts up from multiples of 16). */
+static void and_bits_rule(Info *r, const Info *x, const Info *y) {
+  const Info *c = y->known_const ? y : x->known_const ? x : NULL;
+  const Info *v = c == y ? x : y;
+  if (!c || !v->a.rank) return;
+  for (int d = 0; d < r->a.rank; d++) {
+    int64_t g = gcd64(v->a.contig[d], v->a.divis[d]);
+    if (g > 1) r->a.same_bits[d] |= (g - 1) & ~c->value;
+  }
+}
+
+/* The bits a run of n elements from a multiple of n holds: those below its largest power-of-two
+ * factor. */
+static int64_t run_bits(int64_t n) { return n >= 1 ? pow2_factor(n) - 1 : 0; }
+
+/* What every rule's result has besides: an element-wise op (every arith op: its operands and
+ * result have one shape) is unchanged by flips that change none of its operands; runs of equal
+ * values and of equal counters hold their low bits; equal values share a counter. */
+static void finish_bits(Info *r, MlirOperation op, const KilnGpuAxisMap *m) {
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  bool elementwise = name.length > 6 && strncmp(name.data, "arith.", 6) == 0 &&
+                     !kiln_ir_op_is(op, "arith.constant");
+  for (int d = 0; d < r->a.rank; d++) {
+    if (elementwise) {
+      int64_t all = ALL_BITS;
+      for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
+        Info o = get(m, mlirOperationGetOperand(op, i));
+        all &= o.a.rank == r->a.rank ? o.a.same_bits[d] : o.a.rank == 0 ? ALL_BITS : 0;
+      }
+      r->a.same_bits[d] |= all;
+    }
+    r->a.same_bits[d] |= run_bits(r->a.constancy[d]);
+    r->a.pair_bits[d] |= r->a.same_bits[d];
+    r->a.ctr_bits[d] |= r->a.pair_bits[d] | run_bits(r->a.quad[d]);
   }
 }
 
@@ -315,6 +381,9 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
       r.a.divis[d] = x.a.divis[k];
       r.a.constancy[d] = x.a.constancy[k];
       r.a.quad[d] = x.a.quad[k];
+      r.a.same_bits[d] = x.a.same_bits[k];
+      r.a.ctr_bits[d] = x.a.ctr_bits[k];
+      r.a.pair_bits[d] = x.a.pair_bits[k];
       k++;
     }
     r.known_const = x.known_const;
@@ -328,6 +397,9 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
       r.a.divis[d] = stretched ? overall_divis(&x) : x.a.divis[d];
       r.a.constancy[d] = stretched ? kiln_ir_dim(rt, d) : x.a.constancy[d];
       r.a.quad[d] = stretched ? kiln_ir_dim(rt, d) : x.a.quad[d];
+      r.a.same_bits[d] = stretched ? ALL_BITS : x.a.same_bits[d];
+      r.a.ctr_bits[d] = stretched ? ALL_BITS : x.a.ctr_bits[d];
+      r.a.pair_bits[d] = stretched ? ALL_BITS : x.a.pair_bits[d];
     }
     r.known_const = x.known_const;
     r.value = x.value;
@@ -385,12 +457,16 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
     for (int d = 0; d < r.a.rank; d++)
       r.a.constancy[d] = gcd64(x.a.rank ? x.a.constancy[d] : kiln_ir_dim(rt, d),
                                y.a.rank ? y.a.constancy[d] : kiln_ir_dim(rt, d));
-    if (kiln_ir_op_is(op, "arith.andi")) and_rule(&r, &x, &y);
+    if (kiln_ir_op_is(op, "arith.andi")) {
+      and_rule(&r, &x, &y);
+      and_bits_rule(&r, &x, &y);
+    }
   } else if (kiln_ir_op_is(op, "arith.divsi") || kiln_ir_op_is(op, "arith.divui")) {
     for (int d = 0; d < r.a.rank; d++) r.a.constancy[d] = x.a.constancy[d];
   }
   apply_hints(op, &r);
   finish_quad(&r);
+  finish_bits(&r, op, m);
   put(m, res, &r);
 }
 

@@ -144,13 +144,20 @@ bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b);
  * Per tile of integers or pointers, per dim: contiguity (runs of +1, in elements), divisibility
  * (largest power of two dividing the first element of each run; bytes for pointers), constancy
  * (runs of equal values), and quad (runs of equal `value >> 2`: rand's Philox counter, so one
- * block serves such a run).  Values unknown to the analysis get 1 everywhere. */
+ * block serves such a run).  Values unknown to the analysis get 1 everywhere.  Besides runs,
+ * same_bits and ctr_bits say which bits of an element's index along a dim can be flipped
+ * without changing the value, or its counter `value >> 2` (logical): elements a thread holds
+ * at indices differing only in ctr_bits (rows r and r + 8 of an mma tile, say) share a Philox
+ * block though they are no run.  Unknown: 0. */
 typedef struct KilnGpuAxisInfo {
   int rank;
   int64_t contig[KILN_GPU_MAX_RANK];
   int64_t divis[KILN_GPU_MAX_RANK];
   int64_t constancy[KILN_GPU_MAX_RANK];
   int64_t quad[KILN_GPU_MAX_RANK];
+  int64_t same_bits[KILN_GPU_MAX_RANK];
+  int64_t ctr_bits[KILN_GPU_MAX_RANK];
+  int64_t pair_bits[KILN_GPU_MAX_RANK]; /* likewise for value >> 1: one half of the block */
 } KilnGpuAxisInfo;
 
 typedef struct KilnGpuAxisMap KilnGpuAxisMap;

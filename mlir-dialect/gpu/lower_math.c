@@ -313,9 +313,107 @@ static void rand_run_unaligned(Low *L, MlirValue seed, MlirValue o0, int v, Mlir
   for (int e = 0; e < v; e++) out[e] = pick4(L, k, &w[e]);
 }
 
-/* The Philox words of the thread's offsets O, one block per run that shares one. */
+/* The bits a thread's coordinate along m's dim can have from its lane and warp: a field of
+ * `bits` bits times `mul`, a power of two; -1 when that is not so. */
+static int64_t base_bits(const KilnGpuDimMap *m) {
+  if (!m->base_used) return 0;
+  int64_t all = 0;
+  int64_t mul[2] = {m->lane_mul, m->warp_mul}, bits[2] = {m->lane_bits, m->warp_bits};
+  for (int k = 0; k < 2; k++) {
+    if (!bits[k]) continue;
+    if (mul[k] <= 0 || (mul[k] & (mul[k] - 1))) return -1;
+    int64_t field = (((int64_t)1 << bits[k]) - 1) * mul[k];
+    if (all & field) return -1;
+    all |= field;
+  }
+  return all;
+}
+
+/* Whether the coordinates of the thread's elements at local indices la and lb differ only in
+ * `bits` (per dim): the coordinates are the thread's base (lane and warp bits, base[d]) plus a
+ * constant per element, so where the two use disjoint bits the difference is the constants' xor. */
+static bool differ_within(const KilnGpuOwn *own, const int64_t *base, const int *la, const int *lb,
+                          const int64_t *bits) {
+  for (int d = 0; d < own->rank; d++) {
+    int64_t a = kiln_gpu_own_offset(own, d, la[d]), b = kiln_gpu_own_offset(own, d, lb[d]);
+    if (((a | b) & base[d]) != 0 || ((a ^ b) & ~bits[d]) != 0) return false;
+  }
+  return true;
+}
+
+/* The thread's elements grouped by Philox counter: leader[j] is the first list position with
+ * element j's counter (elements whose coordinates differ only in the analysis' ctr_bits), and
+ * half[k] of a leader k whether its group is within one half of the block (pair_bits). */
+typedef struct RandGroups {
+  int64_t *leader;
+  bool *half;
+  int64_t n; /* groups; the element count when nothing is proven (each element its own) */
+} RandGroups;
+
+static RandGroups rand_groups(Low *L, MlirValue offs, int64_t n_vals) {
+  size_t cap = (size_t)(n_vals ? n_vals : 1);
+  RandGroups g = {malloc(cap * sizeof *g.leader), malloc(cap * sizeof *g.half), n_vals};
+  KILN_ASSERT(g.leader != NULL && g.half != NULL);
+  for (int64_t j = 0; j < n_vals; j++) g.leader[j] = j, g.half[j] = true;
+  MlirType t = mlirValueGetType(offs);
+  if (!mlirTypeIsARankedTensor(t)) return g;
+  KilnGpuOwn own = kiln_gpu_own_of_type(t);
+  if (own.rank == 0 || own.count != n_vals) return g;
+  KilnGpuAxisInfo ai = kiln_gpu_axis_get(L->axis, offs);
+  int64_t base[KILN_GPU_MAX_RANK];
+  for (int d = 0; d < own.rank; d++) {
+    const KilnGpuDimMap *m = &own.dim[d];
+    bool pow2 = m->size > 0 && (m->size & (m->size - 1)) == 0;
+    base[d] = base_bits(m);
+    if (m->n > 1 && (!pow2 || m->size < m->extent || base[d] < 0)) return g;
+  }
+  g.n = 0;
+  for (int64_t j = 0; j < n_vals; j++) {
+    int lj[KILN_GPU_MAX_RANK];
+    kiln_gpu_own_local(&own, j, lj);
+    for (int64_t k = 0; k < j && g.leader[j] == j; k++) {
+      if (g.leader[k] != k) continue;
+      int lk[KILN_GPU_MAX_RANK];
+      kiln_gpu_own_local(&own, k, lk);
+      if (!differ_within(&own, base, lj, lk, ai.ctr_bits)) continue;
+      g.leader[j] = k;
+      g.half[k] = g.half[k] && differ_within(&own, base, lj, lk, ai.pair_bits);
+    }
+    if (g.leader[j] == j) g.n++;
+  }
+  return g;
+}
+
+/* The Philox words of the thread's offsets O, one block per group of one counter (half a block
+ * for a group within one half): each element picks its own word by its offset's low bits. */
+static void rand_grouped(Low *L, MlirValue seed, const Vals *O, const RandGroups *g,
+                         MlirValue *out) {
+  MlirValue(*blk)[4] = malloc((size_t)O->n * sizeof *blk);
+  KILN_ASSERT(blk != NULL);
+  for (int64_t j = 0; j < O->n; j++) {
+    int64_t k = g->leader[j];
+    if (k == j && g->half[j])
+      philox_half(L, seed, counter_of(L, O->v[j]), bit_of(L, O->v[j], 1), blk[j]);
+    else if (k == j)
+      philox_block(L, seed, counter_of(L, O->v[j]), blk[j]);
+    out[j] = g->half[k] ? select_i32(L, bit_of(L, O->v[j], 0), blk[k][1], blk[k][0])
+                        : pick4(L, O->v[j], blk[k]);
+  }
+  free(blk);
+}
+
+/* The Philox words of the thread's offsets O, one block per run that shares one, or per group
+ * of elements with one counter where that takes fewer blocks. */
 static void rand_words(Low *L, MlirValue seed, MlirValue offs, const Vals *O, MlirValue *out) {
   RandRuns r = rand_runs(L, offs, O->n);
+  RandGroups g = rand_groups(L, offs, O->n);
+  /* A run takes one block (half of one costs 9.5 of its 10 rounds; an unaligned run one or
+   * two), so groups win when there are fewer of them than runs. */
+  bool grouped = g.n < O->n / r.v;
+  if (grouped) rand_grouped(L, seed, O, &g, out);
+  free(g.leader);
+  free(g.half);
+  if (grouped) return;
   for (int64_t j = 0; j < O->n; j += r.v) {
     MlirValue o0 = O->v[j], blk[4];
     if (r.one_block) { /* one counter: each element's word by its own offset */

@@ -864,13 +864,14 @@ static uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/* The counters one encoder layer's sites take from its key: the attention probabilities
- * [rows, heads, cols, cols], each head's in 2x2 squares of (query, key) per Philox block, cols
- * rounded up to even (so that a thread's two keys, or in dK/dV two queries, share a block:
- * kernels-bert/attention.kiln), then the two [rows x cols, hidden] outputs. */
+/* The counters (Philox words) one encoder layer's sites take from its key: the attention
+ * probabilities [rows, heads, cols, cols], 8 per block of 4 words (queries i, i + 1, i + 8,
+ * i + 9 by keys j, j + 1, so that each thread of the tensor-core layouts finds 4 of its
+ * elements in one block: kernels-bert/attention.kiln), the queries rounded up to a multiple of
+ * 16 and the keys to even, then the two [rows x cols, hidden] outputs. */
 static int64_t layer_counters(int rows, int cols, const KilnBertConfig *cfg) {
-  int64_t cols2 = ((int64_t)cols + 1) / 2 * 2;
-  int64_t probs = (int64_t)rows * cfg->num_attention_heads * cols2 * cols2;
+  int64_t queries = ((int64_t)cols + 15) / 16 * 16, keys = ((int64_t)cols + 1) / 2 * 2;
+  int64_t probs = (int64_t)rows * cfg->num_attention_heads * queries * keys / 2;
   return probs + 2 * (int64_t)rows * cols * cfg->hidden_size;
 }
 

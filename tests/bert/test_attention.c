@@ -1,7 +1,7 @@
 /* test_attention.c — flash attention (kernels-bert/attention.kiln, generic over the element type
  * T) in f32, f16 and bf16: the forward with a key-padding mask and saved log-sum-exp, and the
  * backward (delta; dK and dV; dQ), with and without dropout on the probabilities (the reference
- * draws the same Philox keep mask with kiln_ref_rand). docs/kernels/attention.md gives the
+ * draws the same Philox keep mask with kiln_ref_attn_keep). docs/kernels/attention.md gives the
  * tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
@@ -48,16 +48,13 @@ static size_t oi(const Layout *l, size_t b, size_t h, size_t s, size_t d) {
   return b * (size_t)l->osb + h * (size_t)l->osh + s * (size_t)l->oss + d;
 }
 
-/* Whether the kernels keep P[i, j] of head (b, h): the same Philox draw as the kernels' offset
- * 4 ((offset >> 2) + ((b H + h) S2 + i / 2) S2 + j / 2) + 2 (i & 1) + (j & 1), S2 = (S + 1) / 2:
- * each block of 4 counters is a 2x2 square of (query, key) (i32 arithmetic, wrapping as the
- * kernel's does). */
+/* Whether the kernels keep P[i, j] of head (b, h): the C mirror of their keep_mask, 8 elements
+ * (queries i, i + 1, i + 8, i + 9 by keys j, j + 1) per Philox block, 16 bits each
+ * (kiln_ref_attn_keep). */
 static bool ref_keep(const AttnCfg *c, const Layout *l, size_t b, size_t h, size_t i, size_t j) {
   if (c->drop <= 0.0f) return true;
-  uint32_t s2 = ((uint32_t)l->S + 1u) / 2u, bh = (uint32_t)(b * l->H + h);
-  uint32_t ctr = ((uint32_t)c->offset >> 2) + (bh * s2 + (uint32_t)i / 2u) * s2 + (uint32_t)j / 2u;
-  uint32_t o = ctr * 4u + 2u * ((uint32_t)i & 1u) + ((uint32_t)j & 1u);
-  return kiln_ref_rand(c->seed, (int32_t)o) > c->drop;
+  return kiln_ref_attn_keep(c->seed, c->offset, (uint32_t)(b * l->H + h), (uint32_t)l->S,
+                            (uint32_t)i, (uint32_t)j, c->drop);
 }
 
 /* What the f16/bf16 kernels' error can be at each output element, the bound the reference
@@ -564,9 +561,10 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
       /* dropout on P (the cpu cases' first and second shapes, smaller) */
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true, 0.1f, 42, 7},
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false, 0.5f, -3, 1000},
-      /* dropout on the tensor cores' layout: each thread's column pairs (two keys forward and
-       * in dQ, two queries in dK/dV) share a Philox block (S = 77: 39 squares of 2x2 counters
-       * a row, the last half outside; offset 6 is taken as 4) */
+      /* dropout on the tensor cores' layout: each thread's rows r and r + 8 and column pairs
+       * (queries and keys forward and in dQ, keys and queries in dK/dV) share Philox blocks
+       * (S = 77: 5 groups of 16 queries, the last with 3 inside, by 39 pairs of keys, the last
+       * half outside; offset 6 is taken as 4) */
       {1, 1, 77, 64, 64, 64, {70, 0}, KILN_SCALAR_F16, true, false, 0.1f, 9, 6},
   };
   bool on_emu = kiln_bert_on_emu(dev);

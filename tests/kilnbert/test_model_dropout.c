@@ -2,14 +2,15 @@
  * the double-precision reference (model_ref.c) given the same masks: the model of test_model.c
  * (2 layers, hidden 32, 2 heads of 16, FFN 64, a batch of 2 x 14 tokens, one row padded) at
  * dropout 0.1 on all five sites, one training step's loss and every gradient. The
- * probabilities' counters come in 2x2 squares of (query, key), 7 x 7 squares per head
- * (kiln_bert_dropout_stream; tests/bert's attention cases take odd lengths, whose last
- * squares are half outside).
+ * probabilities draw 8 keep decisions per Philox block, 16 bits each (kiln_ref_attn_keep:
+ * queries i, i + 1, i + 8, i + 9 by keys j, j + 1), the 14 queries of a head rounded up to 16
+ * (kiln_bert_dropout_stream; tests/bert's attention cases take odd lengths, whose last keys'
+ * blocks are half outside).
  *
  * The reference knows nothing of kernels: it multiplies element i of each site's tensor by the
  * factor this test computes from the site's Philox stream (kiln_bert_dropout_stream, the
  * model's public rule for which counters a site uses) with the C Philox of tests/numeric
- * (kiln_ref_rand). So a kernel that draws another mask, drops at the wrong place, or forgets to
+ * (kiln_ref_rand, kiln_ref_attn_keep). So a kernel that draws another mask, drops at the wrong place, or forgets to
  * regenerate its mask in the backward fails the comparison. Tolerances as in test_model.c (the
  * same f32 chains; dropout adds one rounded multiplication per site): 2e-5 relative for the
  * loss, 1e-4 of each gradient tensor's largest magnitude plus 1e-6 of the global norm.
@@ -43,15 +44,33 @@ typedef struct Masks {
 static double mask_factor(void *user, KilnBertDropSite site, int layer, size_t i) {
   Masks *mk = user;
   KilnBertPhilox ph = kiln_bert_dropout_stream(SEED, STEP, layer, site, ROWS, COLS, mk->cfg);
-  size_t ctr = i; /* the probabilities: element (bh, q, k) of [bh, COLS, COLS] in its square */
-  if (site == KILN_BERT_DROP_ATTN_PROBS) {
-    size_t s2 = (COLS + 1) / 2, k = i % COLS, q = i / COLS % COLS, bh = i / COLS / COLS;
-    ctr = 4 * ((bh * s2 + q / 2) * s2 + k / 2) + 2 * (q & 1) + (k & 1);
+  bool keep;
+  if (site == KILN_BERT_DROP_ATTN_PROBS) { /* element (bh, q, k) of [bh, COLS, COLS] */
+    uint32_t k = (uint32_t)(i % COLS), q = (uint32_t)(i / COLS % COLS),
+             bh = (uint32_t)(i / COLS / COLS);
+    keep = kiln_ref_attn_keep(ph.seed, ph.offset, bh, COLS, q, k, (float)DROP);
+  } else {
+    keep = kiln_ref_rand(ph.seed, (int32_t)((uint32_t)ph.offset + (uint32_t)i)) > (float)DROP;
   }
-  bool keep = kiln_ref_rand(ph.seed, (int32_t)((uint32_t)ph.offset + (uint32_t)ctr)) > (float)DROP;
   mk->total++;
   mk->dropped += !keep;
   return keep ? 1.0 / (1.0 - (double)(float)DROP) : 0.0;
+}
+
+/* Draws every element of every site's mask once (the counts of mk start over). */
+static void count_masks(Masks *mk) {
+  const KilnBertConfig *c = mk->cfg;
+  size_t hidden = (size_t)ROWS * COLS * c->hidden_size;
+  size_t probs = (size_t)ROWS * c->num_attention_heads * COLS * COLS;
+  mk->dropped = mk->total = 0;
+  for (size_t i = 0; i < hidden; i++) mask_factor(mk, KILN_BERT_DROP_EMBEDDINGS, -1, i);
+  for (size_t i = 0; i < (size_t)ROWS * c->hidden_size; i++)
+    mask_factor(mk, KILN_BERT_DROP_POOLER, -1, i);
+  for (int l = 0; l < c->num_hidden_layers; l++) {
+    for (size_t i = 0; i < probs; i++) mask_factor(mk, KILN_BERT_DROP_ATTN_PROBS, l, i);
+    for (size_t i = 0; i < hidden; i++) mask_factor(mk, KILN_BERT_DROP_ATTN_OUT, l, i);
+    for (size_t i = 0; i < hidden; i++) mask_factor(mk, KILN_BERT_DROP_FFN_OUT, l, i);
+  }
 }
 
 /* Loss and gradients of one forward + backward of the model. */
@@ -83,10 +102,13 @@ int main(void) {
   printf("dropout %.2g: loss %.9g, reference %.9g; the reference dropped %zu of %zu draws\n", DROP,
          loss, ref, mk.dropped, mk.total);
   CHECK(fabs(loss - ref) <= 2e-5 * fmax(1, fabs(ref)), "loss %.9g vs %.9g", loss, ref);
-  /* binomial: the masks drop about p of the elements (4 sigma), so the case tests dropout */
+  /* binomial: the masks drop about p of the elements (4 sigma over each site's elements once:
+   * the reference asks for some more than once), so the case tests dropout */
+  count_masks(&mk);
   double frac = (double)mk.dropped / (double)mk.total;
+  printf("the masks drop %zu of their %zu elements\n", mk.dropped, mk.total);
   CHECK(fabs(frac - DROP) <= 4 * sqrt(DROP * (1 - DROP) / (double)mk.total),
-        "dropped fraction %.4f", frac);
+        "dropped fraction %.4f of %zu", frac, mk.total);
   printf("gradients: worst error / tolerance of a tensor %.3g\n",
          kb_test_check_grads(t.lay, t.got, t.gd, NULL));
 

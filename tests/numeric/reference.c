@@ -65,6 +65,18 @@ float kiln_ref_rand(int32_t seed, int32_t offset) {
   return (float)(kiln_ref_rand_bits(seed, offset) >> 8) * 0x1p-24f;
 }
 
+int32_t kiln_ref_attn_drop_threshold(float p) { return (int32_t)(p * 65536.0f + 0.5f); }
+
+bool kiln_ref_attn_keep(int32_t seed, int32_t offset, uint32_t bh, uint32_t S, uint32_t i,
+                        uint32_t j, float p) {
+  uint32_t s2 = (S + 1u) >> 1, qblocks = ((S + 15u) >> 4) << 2;
+  uint32_t qb = ((i >> 4) << 2) + ((i & 6u) >> 1);
+  uint32_t ctr = ((uint32_t)offset >> 2) + (bh * qblocks + qb) * s2 + (j >> 1);
+  uint32_t word = kiln_ref_rand_bits(seed, (int32_t)(ctr * 4u + 2u * (i & 1u) + (j & 1u)));
+  uint32_t half = (i & 8u) ? word >> 16 : word & 0xFFFFu;
+  return (int32_t)half >= kiln_ref_attn_drop_threshold(p);
+}
+
 /* ---- test data --------------------------------------------------------------------------- */
 
 void kiln_ref_rng_init(KilnRefRng *rng, uint64_t seed) { rng->state = seed; }

@@ -8,6 +8,7 @@
 #ifndef KILN_NUMERIC_REFERENCE_H
 #define KILN_NUMERIC_REFERENCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,18 @@ void kiln_ref_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32
 uint32_t kiln_ref_rand_bits(int32_t seed, int32_t offset);
 /* Kiln's rand(seed, offset): that word w mapped to (float)(w >> 8) * 2^-24, in [0, 1). */
 float kiln_ref_rand(int32_t seed, int32_t offset);
+/* The attention dropout's 16-bit threshold of p (kernels-bert/attention.kiln, drop_threshold):
+ * round(65536 p), halves up, computed in f32 as the kernels do; an element is kept with
+ * probability 1 - t / 65536. */
+int32_t kiln_ref_attn_drop_threshold(float p);
+/* Whether the attention kernels keep P[i, j] (query i, key j) of program row bh (b H + h) for
+ * sequence length S, dropout p, Philox (seed, offset): half (i >> 3) & 1 (the low 16 bits, or
+ * the high) of word 2 (i & 1) + (j & 1) of the block at counter (offset >> 2) + (bh QB + qb) S2 +
+ * j / 2, qb = 4 (i >> 4) + ((i >> 1) & 3), QB = 4 ceil(S / 16), S2 = ceil(S / 2), compared with
+ * the threshold: the 8 elements of a block are queries {i, i + 1, i + 8, i + 9} (i = 16 k + 2 a,
+ * a < 4) by keys {j, j + 1} (j even). In u32 arithmetic, wrapping as the kernels' i32 does. */
+bool kiln_ref_attn_keep(int32_t seed, int32_t offset, uint32_t bh, uint32_t S, uint32_t i,
+                        uint32_t j, float p);
 
 /* ---- test data --------------------------------------------------------------------------- */
 
