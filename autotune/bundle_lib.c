@@ -144,28 +144,18 @@ static int plan_line(Plan *p, const char *l) {
   return !strcmp(l, "end") ? 0 : -1;
 }
 
+static int plan_line_of(void *ctx, char *line) { return plan_line(ctx, line); }
+
 /* Reads path into p. 0, or -1 with the message on log. */
 static int plan_read(const char *path, Plan *p, FILE *log) {
-  size_t len = 0;
-  char *text = kiln_file_read_max(path, &len, PLAN_MAX_BYTES);
-  if (!text) {
-    tune_report_read_error(log, "kiln-tune-runner", "library plan", path, "PLAN_MAX_BYTES",
-                           PLAN_MAX_BYTES);
-    return -1;
-  }
   memset(p, 0, sizeof *p);
-  p->id = tune_fnv1a(text, len); /* over the bytes `kiln lib` hashed */
-  int rc = strncmp(text, "kiln-lib-plan 1\n", 16) ? -1 : 0, line = 1;
-  for (char *save = NULL, *l = strtok_r(text + 16, "\n", &save); l && rc == 0;
-       l = strtok_r(NULL, "\n", &save)) {
-    line++;
-    rc = plan_line(p, l);
+  /* the id: the hash of the bytes `kiln lib` hashed */
+  int rc = tune_read_versioned_lines(path, PLAN_MAX_BYTES, "PLAN_MAX_BYTES", "library plan",
+                                     "kiln-lib-plan 1", plan_line_of, p, &p->id, log);
+  if (rc == 0 && (!p->library[0] || !p->device[0])) {
+    fprintf(log, "kiln-tune-runner: error: %s: no library or device line\n", path);
+    rc = -1;
   }
-  if (rc == 0 && (!p->library[0] || !p->device[0])) rc = -1;
-  if (rc)
-    fprintf(log, "kiln-tune-runner: error: %s:%d: not a library plan line (kiln-lib-plan 1)\n",
-            path, line);
-  free(text);
   return rc;
 }
 

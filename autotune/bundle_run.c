@@ -158,35 +158,26 @@ static int parse_line(Bundle *b, const char *line, char mode, const char *dir, c
   return !strcmp(line, "end") ? 0 : -1;
 }
 
+/* What parse_line needs besides the bundle: the mode, the folder, the one kernel wanted. */
+typedef struct ManifestRead {
+  Bundle *b;
+  char mode;
+  const char *dir, *only;
+} ManifestRead;
+
+static int manifest_line(void *ctx, char *line) {
+  ManifestRead *m = ctx;
+  return parse_line(m->b, line, m->mode, m->dir, m->only);
+}
+
 /* Reads DIR/manifest.txt; the candidates of `mode` ('d' or 'm') only. 0, or -1 (reported). */
 static int bundle_read(Bundle *b, const char *dir, char mode, const char *only) {
   char path[4200];
   snprintf(path, sizeof path, "%s/manifest.txt", dir);
-  size_t len = 0;
-  char *text = kiln_file_read_max(path, &len, TUNE_MAX_MANIFEST_BYTES);
-  if (!text) {
-    tune_report_read_error(stderr, "kiln-tune-runner", "manifest", path, "TUNE_MAX_MANIFEST_BYTES",
-                           TUNE_MAX_MANIFEST_BYTES);
-    return -1;
-  }
-  if (!strncmp(text, "kiln-tune-bundle ", 17) && strncmp(text, "kiln-tune-bundle 3\n", 19)) {
-    fprintf(stderr,
-            "kiln-tune-runner: error: %s: '%.*s' is another version's bundle; this runner "
-            "reads kiln-tune-bundle 3 (rebuild the bundle with this version's kiln)\n",
-            path, (int)strcspn(text, "\n"), text);
-    free(text);
-    return -1;
-  }
-  int rc = strncmp(text, "kiln-tune-bundle 3\n", 19) ? -1 : 0, line_no = 1;
-  for (char *save = NULL, *l = strtok_r(text + 19, "\n", &save); l && rc == 0;
-       l = strtok_r(NULL, "\n", &save)) {
-    line_no++;
-    rc = parse_line(b, l, mode, dir, only);
-  }
-  if (rc)
-    fprintf(stderr, "kiln-tune-runner: error: %s:%d: not a bundle manifest line\n", path, line_no);
-  free(text);
-  return rc;
+  ManifestRead m = {b, mode, dir, only};
+  return tune_read_versioned_lines(path, TUNE_MAX_MANIFEST_BYTES, "TUNE_MAX_MANIFEST_BYTES",
+                                   "bundle manifest", "kiln-tune-bundle 3", manifest_line, &m, NULL,
+                                   stderr);
 }
 
 /* ---------------------------------------------------------------- the run */

@@ -38,6 +38,17 @@
 void tune_report_read_error(FILE *err, const char *who, const char *what, const char *path,
                             const char *limit_name, size_t limit);
 
+/* A line-based text file of kiln-tune-runner's (a bundle's manifest, a library's plan): the file
+ * at most `max` bytes (`limit_name` names the limit), its first line `version` ("kiln-tune-bundle
+ * 3"), each later line given to line(ctx, text) until one returns nonzero. *hash (when not
+ * NULL) gets the FNV-1a hash of the whole file. 0, or -1 with the message on log: the file
+ * unreadable or too large, another version of the format (the first word matches, the rest
+ * not), another first line, or "PATH:N: not a WHAT line". */
+int tune_read_versioned_lines(const char *path, size_t max, const char *limit_name,
+                              const char *what, const char *version,
+                              int (*line)(void *ctx, char *text), void *ctx, uint64_t *hash,
+                              FILE *log);
+
 /* ---------------------------------------------------------------- problem.c: calls and inputs */
 
 typedef enum TuneFill { FILL_RAND, FILL_CONST, FILL_IOTA } TuneFill;

@@ -68,3 +68,37 @@ void libgen_c_string(FILE *f, const char *text) {
   }
   fputc('"', f);
 }
+
+int tune_read_versioned_lines(const char *path, size_t max, const char *limit_name,
+                              const char *what, const char *version,
+                              int (*line)(void *ctx, char *text), void *ctx, uint64_t *hash,
+                              FILE *log) {
+  size_t len = 0;
+  char *text = kiln_file_read_max(path, &len, max);
+  if (!text) {
+    tune_report_read_error(log, "kiln-tune-runner", what, path, limit_name, max);
+    return -1;
+  }
+  if (hash) *hash = tune_fnv1a(text, len);
+  size_t vlen = strlen(version), word = strcspn(version, " ");
+  int rc = 0, line_no = 1;
+  if (strncmp(text, version, vlen) || text[vlen] != '\n') {
+    if (!strncmp(text, version, word + 1)) /* the same format, another version */
+      fprintf(log,
+              "kiln-tune-runner: error: %s: '%.*s' is another version's %s; this runner "
+              "reads %s\n",
+              path, (int)strcspn(text, "\n"), text, what, version);
+    else
+      fprintf(log, "kiln-tune-runner: error: %s: not a %s (%s)\n", path, what, version);
+    free(text);
+    return -1;
+  }
+  for (char *save = NULL, *l = strtok_r(text + vlen + 1, "\n", &save); l && rc == 0;
+       l = strtok_r(NULL, "\n", &save)) {
+    line_no++;
+    rc = line(ctx, l);
+  }
+  if (rc) fprintf(log, "kiln-tune-runner: error: %s:%d: not a %s line\n", path, line_no, what);
+  free(text);
+  return rc ? -1 : 0;
+}
