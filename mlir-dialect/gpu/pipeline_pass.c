@@ -28,7 +28,10 @@
  * a trans view and B of another as it is; K in dQ) is staged once: one ring, one async_copy an
  * iteration, and each of its converts becomes a local_load of the same slot ({transpose} for a
  * view).  Every reader takes its fragments with ldmatrix from the one staged layout, which suits
- * both forms (the forward's K and V are read so from rings of that layout).  Such a ring is
+ * both forms (the forward's K and V are read so from rings of that layout).  The one wait and
+ * barrier before the body's first pipelined convert cover every later read of slot b(i), and
+ * the allocator (smem_alloc.c) keeps a buffer live to the end of the loop that holds its uses,
+ * however many they are.  Such a ring is
  * never read by wgmma descriptors: its buffer encoding (1024-aligned slots, 64-column panels)
  * would have to suit a descriptor reader and an ldmatrix reader at once, so a wgmma dot whose B
  * is a load with several users goes back to mma.sync, and one whose A is reads A from the
