@@ -9,12 +9,12 @@
  * lowers a loop.  Runs after kiln-gpu-convert-cse (it needs the layouts: the dot_op converts
  * and the vector widths of the blocked loads), before convert-kiln-gpu-to-llvm.
  *
- * What qualifies (the same rules as before the pass existed).  A kiln.load directly in an
- * scf.for body whose only user is a convert_layout to a dot_op layout in the same block (the
- * tile goes to shared memory anyway), or whose only user is a kiln.trans whose only user is
- * such a convert (K of S = Q K^T: the tile is staged as it is and local_load {transpose} reads
- * the operand as its transpose, as the operand staging of lower_dot.c does), of f16/bf16, f32 (a
- * tf32 dot) or i8 (no trans view), 2-D, whose vector width is 4, 8 or 16 bytes (cp.async's sizes;
+ * What qualifies.  A kiln.load directly in an scf.for body whose every user (at most
+ * PIPE_MAX_USES) is, in the same block, a convert_layout to a dot_op layout (the tile goes to
+ * shared memory anyway) or a kiln.trans whose only user is such a convert (K of S = Q K^T: the
+ * tile is staged as it is and local_load {transpose} reads the operand as its transpose, as the
+ * operand staging of lower_dot.c does), of f16/bf16, f32 (a tf32 dot) or i8 (no trans view),
+ * 2-D, whose vector width is 4, 8 or 16 bytes (cp.async's sizes;
  * 8 or 16 for f32).  A tile contiguous along its last dim is staged as it
  * is; one contiguous along dim 0 (a column-major operand) is staged transposed (the buffer's
  * encoding has order [0, 1]), so its copies stay 16-byte vectors.  Its pointer, mask and
@@ -23,6 +23,19 @@
  * variable and values from outside the loop; the slice is cloned with the induction variable
  * replaced.  Loops that store or update memory are left alone (a prefetch could read what an
  * earlier iteration has yet to write).  At most 4 loads a loop; the induction variable is i32.
+ *
+ * A load with several such users (the FA2 backward's Q and dO in dK/dV, each B of a dot through
+ * a trans view and B of another as it is; K in dQ) is staged once: one ring, one async_copy an
+ * iteration, and each of its converts becomes a local_load of the same slot ({transpose} for a
+ * view).  Every reader takes its fragments with ldmatrix from the one staged layout, which suits
+ * both forms (the forward's K and V are read so from rings of that layout).  The one wait and
+ * barrier before the body's first pipelined convert cover every later read of slot b(i), and
+ * the allocator (smem_alloc.c) keeps a buffer live to the end of the loop that holds its uses,
+ * however many they are.  Such a ring is
+ * never read by wgmma descriptors: its buffer encoding (1024-aligned slots, 64-column panels)
+ * would have to suit a descriptor reader and an ldmatrix reader at once, so a wgmma dot whose B
+ * is a load with several users goes back to mma.sync, and one whose A is reads A from the
+ * registers local_load fills (the RS form), as without the ring.
  *
  * The schedule, with S = kiln.num_stages, D = S - 1 and slot b(i) = i mod S for iteration i:
  *   before:  one local_alloc per load (S slots), a barrier (warps may still read the arena for
@@ -44,14 +57,22 @@
 #include <string.h>
 
 #define PIPE_MAX_LOADS 4
+#define PIPE_MAX_USES  3 /* operand converts of one staged load */
 #define PIPE_MAX_SLICE 256
 
-typedef struct PipeLoad {
-  MlirOperation load, cvt;
+/* One operand convert of a staged load: it becomes a local_load of the ring. */
+typedef struct PipeUse {
+  MlirOperation cvt;
   MlirOperation view; /* a kiln.trans between the load and the convert, or null */
-  bool trans;         /* contiguous along dim 0: staged transposed */
-  int vec;            /* elements per cp.async */
-  bool wgmma;         /* its dot reads it by wgmma descriptors (KilnGpuShared.wgmma) */
+} PipeUse;
+
+typedef struct PipeLoad {
+  MlirOperation load;
+  PipeUse uses[PIPE_MAX_USES];
+  int nuse;
+  bool trans; /* contiguous along dim 0: staged transposed */
+  int vec;    /* elements per cp.async */
+  bool wgmma; /* its dot reads it by wgmma descriptors (KilnGpuShared.wgmma) */
   MlirValue buf;
 } PipeLoad;
 
@@ -134,28 +155,48 @@ static MlirOperation only_user(MlirValue v, MlirBlock body) {
   return mlirOpOperandGetOwner(u);
 }
 
-/* The convert to a dot_op layout that is the load's only user, or null.  With `view`, also
- * one behind a kiln.trans that is the load's only user and whose only user it is (K in
- * S = Q K^T): *view gets the trans. */
-static MlirOperation dot_operand_user(MlirOperation load, MlirBlock body, MlirOperation *view) {
-  *view = (MlirOperation){NULL};
-  MlirOperation user = only_user(mlirOperationGetResult(load, 0), body);
-  if (!mlirOperationIsNull(user) && kiln_ir_op_id(user) == KILN_OP_TRANS) {
-    *view = user;
-    user = only_user(mlirOperationGetResult(user, 0), body);
+static bool is_dot_operand_convert(MlirOperation op) {
+  return !mlirOperationIsNull(op) && kiln_ir_op_id(op) == KILN_OP_CONVERT_LAYOUT &&
+         kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(op, 0))).kind ==
+             KILN_GPU_LAYOUT_DOT_OP;
+}
+
+/* Whether `user` of a load, in `body`, is a convert to a dot_op layout or a kiln.trans whose
+ * only user is one (K in S = Q K^T); fills *u. */
+static bool dot_operand_use(MlirOperation user, MlirBlock body, PipeUse *u) {
+  *u = (PipeUse){.cvt = user};
+  if (!in_block(user, body)) return false;
+  if (kiln_ir_op_id(user) == KILN_OP_TRANS) {
+    u->view = user;
+    u->cvt = only_user(mlirOperationGetResult(user, 0), body);
   }
-  if (mlirOperationIsNull(user) || kiln_ir_op_id(user) != KILN_OP_CONVERT_LAYOUT ||
-      kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0))).kind !=
-          KILN_GPU_LAYOUT_DOT_OP)
-    return (MlirOperation){NULL};
-  return user;
+  return is_dot_operand_convert(u->cvt);
+}
+
+/* Whether every user of the load is an operand convert (dot_operand_use), at most
+ * PIPE_MAX_USES of them; fills pl's uses. */
+static bool dot_operand_uses(MlirOperation load, MlirBlock body, PipeLoad *pl) {
+  pl->nuse = 0;
+  for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(load, 0));
+       !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    if (pl->nuse == PIPE_MAX_USES ||
+        !dot_operand_use(mlirOpOperandGetOwner(u), body, &pl->uses[pl->nuse]))
+      return false;
+    pl->nuse++;
+  }
+  return pl->nuse > 0;
+}
+
+static bool has_view(const PipeLoad *pl) {
+  for (int i = 0; i < pl->nuse; i++)
+    if (!mlirOperationIsNull(pl->uses[i].view)) return true;
+  return false;
 }
 
 /* Whether load qualifies; fills *pl and grows p's slice. */
 static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, PipeLoad *pl) {
-  MlirOperation view;
-  MlirOperation cvt = dot_operand_user(load, p->body, &view);
-  if (mlirOperationIsNull(cvt)) return false;
+  *pl = (PipeLoad){.load = load};
+  if (!dot_operand_uses(load, p->body, pl)) return false;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(load, 0));
   MlirType et = kiln_ir_elem_type(rt);
   bool i8 = mlirTypeIsAInteger(et) && mlirIntegerTypeGetWidth(et) == 8;
@@ -169,7 +210,7 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
   int64_t contiguous_extent = kiln_ir_dim(rt, trans ? 0 : 1);
   if (contiguous_extent < chunk || (trans && kiln_ir_dim(rt, 1) < chunk))
     return false; /* a staged row must hold whole 16-byte chunks (the swizzle's unit) */
-  if ((trans || i8) && !mlirOperationIsNull(view))
+  if ((trans || i8) && has_view(pl))
     return false; /* the transpose of a column-major or i8 tile: not yet */
   int vec = kiln_gpu_access_vec(axis, mlirOperationGetOperand(load, 0), &own);
   if (vec < chunk / 4 || vec > chunk) return false; /* cp.async of 4, 8 or 16 bytes */
@@ -184,7 +225,8 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
       p->nslice = keep;
       return false;
     }
-  *pl = (PipeLoad){.load = load, .cvt = cvt, .view = view, .trans = trans, .vec = vec};
+  pl->trans = trans;
+  pl->vec = vec;
   return true;
 }
 
@@ -199,13 +241,16 @@ static void order_slice(Plan *p) {
   p->nslice = n;
 }
 
-/* The planned load whose operand convert yields v, or -1; with a kiln.trans view between them
- * only when `view_ok`. */
+/* The planned load of one use whose operand convert yields v, or -1; with a kiln.trans view
+ * between them only when `view_ok`.  A load with several uses is not one a wgmma descriptor
+ * may read (the header comment). */
 static int load_feeding(const Plan *p, MlirValue v, bool view_ok) {
-  for (int i = 0; i < p->n; i++)
-    if (mlirValueEqual(mlirOperationGetResult(p->loads[i].cvt, 0), v) &&
-        (view_ok || mlirOperationIsNull(p->loads[i].view)))
+  for (int i = 0; i < p->n; i++) {
+    const PipeLoad *pl = &p->loads[i];
+    if (pl->nuse == 1 && mlirValueEqual(mlirOperationGetResult(pl->uses[0].cvt, 0), v) &&
+        (view_ok || mlirOperationIsNull(pl->uses[0].view)))
       return i;
+  }
   return -1;
 }
 
@@ -360,7 +405,8 @@ static MlirOperation first_convert(const Plan *p) {
   for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o))
     for (int i = 0; i < p->n; i++)
-      if (mlirOperationEqual(o, p->loads[i].cvt)) return o;
+      for (int u = 0; u < p->loads[i].nuse; u++)
+        if (mlirOperationEqual(o, p->loads[i].uses[u].cvt)) return o;
   return (MlirOperation){NULL};
 }
 
@@ -370,9 +416,25 @@ static bool unused(MlirOperation op) {
   return true;
 }
 
+/* One operand convert of a staged tile replaced by a local_load of slot `slot` (behind a
+ * kiln.trans, {transpose}: the operand is the staged tile's transpose); the view goes too. */
+static void read_ring(Rw *w, MlirValue buf, MlirValue slot, const PipeUse *u) {
+  MlirValue res = mlirOperationGetResult(u->cvt, 0);
+  kiln_ir_builder_set_before(&w->b, u->cvt);
+  MlirValue ops[2] = {buf, slot};
+  MlirNamedAttribute tr = kiln_ir_named(w->ctx, "transpose", mlirUnitAttrGet(w->ctx));
+  bool view = !mlirOperationIsNull(u->view);
+  MlirValue ll = kiln_ir_make1(&w->b, mlirOperationGetLocation(u->cvt), KILN_OP_NAME_LOCAL_LOAD,
+                               ops, 2, mlirValueGetType(res), &tr, view ? 1 : 0);
+  mlirValueReplaceAllUsesOfWith(res, ll);
+  mlirOperationDestroy(u->cvt);
+  if (view) mlirOperationDestroy(u->view);
+}
+
 /* The body: slot b(i) at the top, the wait / barrier / copies of i + D / commit before the
- * first pipelined convert, each convert read from slot b(i); the loads and the slice ops only
- * they used are erased. */
+ * first pipelined convert in the body's order (once for every ring: a later convert of the same
+ * buffer reads the slot that wait made ready), each convert read from slot b(i); the loads and
+ * the slice ops only they used are erased. */
 static void body(Rw *w, Plan *p) {
   int d = p->dist;
   MlirValue cur = w->rd;
@@ -384,17 +446,7 @@ static void body(Rw *w, Plan *p) {
   bare_op(w, KILN_OP_NAME_ASYNC_COMMIT, NULL, 0);
   for (int i = 0; i < p->n; i++) {
     PipeLoad *pl = &p->loads[i];
-    MlirValue res = mlirOperationGetResult(pl->cvt, 0);
-    kiln_ir_builder_set_before(&w->b, pl->cvt);
-    MlirValue ops[2] = {pl->buf, cur};
-    /* Behind a kiln.trans the operand is the staged tile's transpose. */
-    MlirNamedAttribute tr = kiln_ir_named(w->ctx, "transpose", mlirUnitAttrGet(w->ctx));
-    bool view = !mlirOperationIsNull(pl->view);
-    MlirValue ll = kiln_ir_make1(&w->b, mlirOperationGetLocation(pl->cvt), KILN_OP_NAME_LOCAL_LOAD,
-                                 ops, 2, mlirValueGetType(res), &tr, view ? 1 : 0);
-    mlirValueReplaceAllUsesOfWith(res, ll);
-    mlirOperationDestroy(pl->cvt);
-    if (view) mlirOperationDestroy(pl->view);
+    for (int u = 0; u < pl->nuse; u++) read_ring(w, pl->buf, cur, &pl->uses[u]);
     mlirOperationDestroy(pl->load);
   }
   for (int i = p->nslice - 1; i >= 0; i--)
