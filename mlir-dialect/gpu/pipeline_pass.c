@@ -27,15 +27,19 @@
  * A load with several such users (the FA2 backward's Q and dO in dK/dV, each B of a dot through
  * a trans view and B of another as it is; K in dQ) is staged once: one ring, one async_copy an
  * iteration, and each of its converts becomes a local_load of the same slot ({transpose} for a
- * view).  Every reader takes its fragments with ldmatrix from the one staged layout, which suits
- * both forms (the forward's K and V are read so from rings of that layout).  The one wait and
- * barrier before the body's first pipelined convert cover every later read of slot b(i), and
- * the allocator (smem_alloc.c) keeps a buffer live to the end of the loop that holds its uses,
- * however many they are.  Such a ring is
- * never read by wgmma descriptors: its buffer encoding (1024-aligned slots, 64-column panels)
- * would have to suit a descriptor reader and an ldmatrix reader at once, so a wgmma dot whose B
- * is a load with several users goes back to mma.sync, and one whose A is reads A from the
- * registers local_load fills (the RS form), as without the ring.
+ * view).  The one wait and barrier before the body's first pipelined convert cover every later
+ * read of slot b(i), and the allocator (smem_alloc.c) keeps a buffer live to the end of the loop
+ * that holds its uses, however many they are.  The ring has one encoding, so its readers are
+ * all of one kind (all or nothing, decided per ring before anything is marked):
+ *   - every use is B of a dot the layout pass gave wgmma's layout (f16/bf16): the ring is a
+ *     wgmma buffer (1024-aligned slots, 64-column panels) and each dot builds its descriptor
+ *     for its own view of the one staged tile: through the trans view the staged rows are B's
+ *     n rows (k-major, as the forward's K), as it is they are B's k rows (n-major, as the
+ *     forward's V).  The FA2 backward's dots all read their staged loads as B (their A is
+ *     hoisted or the previous dot's result), so its shared rings are of this kind;
+ *   - otherwise every reader takes its fragments with ldmatrix from the one staged layout,
+ *     which suits both forms; a wgmma dot whose B is such a ring goes back to mma.sync, and one
+ *     whose A is reads A from the registers local_load fills (the RS form).
  *
  * The schedule, with S = kiln.num_stages, D = S - 1 and slot b(i) = i mod S for iteration i:
  *   before:  one local_alloc per load (S slots), a barrier (warps may still read the arena for
@@ -241,17 +245,47 @@ static void order_slice(Plan *p) {
   p->nslice = n;
 }
 
-/* The planned load of one use whose operand convert yields v, or -1; with a kiln.trans view
- * between them only when `view_ok`.  A load with several uses is not one a wgmma descriptor
- * may read (the header comment). */
-static int load_feeding(const Plan *p, MlirValue v, bool view_ok) {
+/* The planned load one of whose operand converts yields v, or -1; with a kiln.trans view between
+ * them only when `view_ok`, and only a load of one use when `single` (a descriptor reads A only
+ * from a ring of its own; the header comment). */
+static int load_feeding(const Plan *p, MlirValue v, bool view_ok, bool single) {
   for (int i = 0; i < p->n; i++) {
     const PipeLoad *pl = &p->loads[i];
-    if (pl->nuse == 1 && mlirValueEqual(mlirOperationGetResult(pl->uses[0].cvt, 0), v) &&
-        (view_ok || mlirOperationIsNull(pl->uses[0].view)))
-      return i;
+    if (single && pl->nuse != 1) continue;
+    for (int u = 0; u < pl->nuse; u++)
+      if (mlirValueEqual(mlirOperationGetResult(pl->uses[u].cvt, 0), v) &&
+          (view_ok || mlirOperationIsNull(pl->uses[u].view)))
+        return i;
   }
   return -1;
+}
+
+static bool marked_wgmma(MlirOperation dot) {
+  return !mlirAttributeIsNull(mlirOperationGetAttributeByName(
+      dot, mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR)));
+}
+
+/* Whether the only user of an operand convert's result is a dot the layout pass marked for
+ * wgmma, reading it as B. */
+static bool wgmma_b_use(MlirOperation cvt) {
+  MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(cvt, 0));
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return false;
+  MlirOperation dot = mlirOpOperandGetOwner(u);
+  return kiln_ir_op_id(dot) == KILN_OP_DOT && mlirOpOperandGetOperandNumber(u) == 1 &&
+         marked_wgmma(dot);
+}
+
+/* Whether every reader of pl's ring would be a wgmma descriptor: each of its uses is B of a
+ * wgmma dot (of f16/bf16), so one encoding suits them all.  A ring read once is its one dot's
+ * question; a shared ring with any other reader (an ldmatrix one: A, or a dot on mma.sync) is
+ * read by ldmatrix only, all of its readers together. */
+static bool descriptors_only(const PipeLoad *pl) {
+  if (pl->nuse == 1) return true;
+  MlirType et = kiln_ir_elem_type(mlirValueGetType(mlirOperationGetResult(pl->load, 0)));
+  if (!mlirTypeIsAF16(et) && !mlirTypeIsABF16(et)) return false;
+  for (int u = 0; u < pl->nuse; u++)
+    if (!wgmma_b_use(pl->uses[u].cvt)) return false;
+  return true;
 }
 
 /* Whether the dot's only use is the loop's yield (the accumulator carried to the next
@@ -263,21 +297,23 @@ static bool yielded_only(MlirOperation dot, MlirBlock body) {
 }
 
 /* A dot the layout pass gave wgmma's layout reads B by a descriptor, so B must be staged here
- * (in wgmma's panels; behind a kiln.trans view too: K^T of attention's S = Q K^T); A is read by
- * a descriptor too when it is staged here without a view, else from the registers its
- * fragments are in (wgmma's RS form: Q hoisted, P from the previous dot).  Without a staged B
- * the dot stays on mma.sync.  Only a dot with both operands in shared memory may leave its
+ * (in wgmma's panels; behind a kiln.trans view too: K^T of attention's S = Q K^T), in a ring
+ * that only descriptors read (descriptors_only: a ring shared by several dots is staged for
+ * wgmma when each of them reads it as B; the backward's Q and dO, and K); A is read by a
+ * descriptor too when it is staged here in a ring of its own without a view, else from the
+ * registers its fragments are in (wgmma's RS form: Q hoisted, P from the previous dot).
+ * Otherwise the dot stays on mma.sync.  The decision for a shared ring needs no fixed point:
+ * a dot loses its mark here only when its own B does not qualify, and B is one ring, so no
+ * ring's other readers change.  Only a dot with both operands in shared memory may leave its
  * group in flight: A's registers would have to outlive the iteration. */
 static void plan_wgmma(Plan *p) {
   MlirStringRef attr = mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR);
   for (MlirOperation o = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o)) {
-    if (kiln_ir_op_id(o) != KILN_OP_DOT ||
-        mlirAttributeIsNull(mlirOperationGetAttributeByName(o, attr)))
-      continue;
-    int a = load_feeding(p, mlirOperationGetOperand(o, 0), false);
-    int b = load_feeding(p, mlirOperationGetOperand(o, 1), true);
-    if (b < 0) {
+    if (kiln_ir_op_id(o) != KILN_OP_DOT || !marked_wgmma(o)) continue;
+    int a = load_feeding(p, mlirOperationGetOperand(o, 0), false, true);
+    int b = load_feeding(p, mlirOperationGetOperand(o, 1), true, false);
+    if (b < 0 || !descriptors_only(&p->loads[b])) {
       mlirOperationRemoveAttributeByName(o, attr);
       continue;
     }
