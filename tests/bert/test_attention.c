@@ -11,7 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { GAP_ROWS = 16, GAP_COLS = 4, NFD = 6 };
+enum { GAP_ROWS = 16, GAP_COLS = 4, GAP_COLS_WGMMA = 16, NFD = 6 };
+
+/* The wgmma runs (sm_90 and emu; docs/gpu-lowering.md, "wgmma on sm_90"): the kernels
+ * compiled with wgmma = 1 and the promises that let their operand loads be pipelined (the row
+ * strides multiples of 16, O's and dO's too: their gap is GAP_COLS_WGMMA columns), so that the
+ * forward's S = Q K^T and O += P V read K and V through descriptors and Q and P from registers
+ * (the RS form), and the backward's dots read Q, dO, K and V so, each of Q and dO (dK/dV) and K
+ * (dQ) from one ring that two dots read, through a trans view and as it is; NULL for every
+ * other run. */
+static const KilnCompileOptions *g_wgmma;
 
 typedef struct AttnCfg {
   int32_t B, H, S, D, bm, bn;
@@ -23,8 +32,8 @@ typedef struct AttnCfg {
 } AttnCfg;
 
 /* Shapes and strides of one configuration: Q, K, V and their gradients dense [B, S, H, D];
- * O and dO [B, H, S + GAP_ROWS, D + GAP_COLS], so a store past S rows or D columns lands in a
- * sentinel gap; lse and delta dense [B, H, S]. */
+ * O and dO [B, H, S + GAP_ROWS, D + GAP_COLS] (GAP_COLS_WGMMA on the wgmma runs), so a store
+ * past S rows or D columns lands in a sentinel gap; lse and delta dense [B, H, S]. */
 typedef struct Layout {
   size_t B, H, S, D, n_qkv, n_o, n_rows;
   int32_t sb, sh, ss, osb, osh, oss;
@@ -34,7 +43,8 @@ static Layout layout_of(const AttnCfg *c) {
   Layout l;
   l.B = (size_t)c->B, l.H = (size_t)c->H, l.S = (size_t)c->S, l.D = (size_t)c->D;
   l.n_qkv = l.B * l.S * l.H * l.D;
-  l.oss = c->D + GAP_COLS, l.osh = (c->S + GAP_ROWS) * l.oss, l.osb = c->H * l.osh;
+  l.oss = c->D + (g_wgmma ? GAP_COLS_WGMMA : GAP_COLS);
+  l.osh = (c->S + GAP_ROWS) * l.oss, l.osb = c->H * l.osh;
   l.n_o = l.B * (size_t)l.osb;
   l.ss = c->H * c->D, l.sh = c->D, l.sb = c->S * l.ss;
   l.n_rows = l.B * l.H * l.S;
@@ -260,12 +270,6 @@ static void check_fd(KilnBertRun *run, AttnDev *a, const AttnCfg *c, const Layou
   kiln_bert_check_close(run, "grads vs fd", an, fd, (size_t)(3 * nfd), 1e-1, 2e-3);
   free(o);
 }
-
-/* The wgmma runs (sm_90 and emu; docs/gpu-lowering.md, "wgmma on sm_90"): the kernels
- * compiled with wgmma = 1 and the promises that let their K and V loads be pipelined (the row
- * strides multiples of 16), so that S = Q K^T and O += P V read K and V through descriptors
- * and Q and P from registers (the RS form); NULL for every other run. */
-static const KilnCompileOptions *g_wgmma;
 
 /* The kernel of one run: defs, with wgmma = 1 on the wgmma runs. */
 static KilnRtFunction *attn_kernel(KilnBertRun *run, const char *kernel, const KilnDefine *defs,
@@ -573,13 +577,16 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
   bool ok = true;
   for (size_t i = 0; i < n; i++) ok &= run_cfg(dev, &cfgs[i], 8000 + i);
   if (on_emu) {
-    /* wgmma at the FA2 tile (64x64 on 4 warps), forward and backward, f16 and bf16, with and
-     * without dropout: S a multiple of 16 (the promise), padded keys in both sequences */
-    static const KilnDefine mult[] = {{"S", 16}, {"sb", 16}, {"sh", 16}, {"ss", 16}};
-    static const KilnCompileOptions promises = {.multiple_of = mult, .num_multiple_of = 4};
+    /* wgmma at the FA2 tile (64x64 on 4 warps: the presets fa2_wgmma and bwd_wgmma), forward
+     * and backward, f16 and bf16, with and without dropout: S a multiple of 16 (the promise),
+     * padded keys, last blocks of 32 and 16 rows (S = 96, 80) */
+    static const KilnDefine mult[] = {{"S", 16},   {"sb", 16},  {"sh", 16}, {"ss", 16},
+                                      {"osb", 16}, {"osh", 16}, {"oss", 16}};
+    static const KilnCompileOptions promises = {.multiple_of = mult, .num_multiple_of = 7};
     static const AttnCfg wg[] = {
         {2, 1, 128, 64, 64, 64, {100, 128}, KILN_SCALAR_F16, true, false, 0, 0, 0},
         {1, 2, 96, 64, 64, 64, {70, 0}, KILN_SCALAR_BF16, true, false, 0.1f, 5, 8},
+        {2, 2, 80, 64, 64, 64, {80, 33}, KILN_SCALAR_F16, true, false, 0.2f, 11, 16},
     };
     g_wgmma = &promises;
     for (size_t i = 0; i < KILN_BERT_COUNT(wg); i++) ok &= run_cfg(dev, &wg[i], 8100 + i);

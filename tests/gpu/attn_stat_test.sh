@@ -15,6 +15,10 @@
 #   attn_bwd_dkdv BM=32 x BN=64, 4 warps: per iteration 1 bar.sync (Q and dO, each read by two
 #     dots, staged once each in the ring: >= 4 cp.async, no st.shared), no ld.shared (P^T and
 #     dS^T are A operands in registers, lse and delta are loaded in the fragments' layout),
+#     0 spill bytes;
+#   on wgmma (-D wgmma = 1, the presets bwd_wgmma), dK/dV and dQ 64x64 on 4 warps, with dropout
+#     and without: every dot of the loop a wgmma (16 in dK/dV, 12 in dQ; no mma.sync), no
+#     ldmatrix (B read by descriptors from rings two dots share, A in registers), 1 bar.sync,
 #     0 spill bytes.
 # Skipped (exit 77) without ptxas, which the register and spill counts need.
 # Usage: attn_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
@@ -22,13 +26,15 @@ source "$(dirname "$0")/stat_prelude.sh"
 promises=(--multiple-of sb=8 --multiple-of sh=8 --multiple-of ss=8 --multiple-of osb=8
           --multiple-of osh=8 --multiple-of oss=8)
 
-drop=0 # DROPOUT of the kernels `check` reads
+drop=0   # DROPOUT of the kernels `check` reads
+extra=() # more compile options of the kernels `check` reads
 # check NAME KERNEL BM BN WARPS PYTHON_CONDITIONS: stat as JSON, then each condition (a Python
 # expression over k = the kernel's report and lp = its inner loop's) must hold.
 check() {
   local name=$1 kernel=$2 bm=$3 bn=$4 nw=$5 conds=$6
   if ! "$kiln" stat "$kdir/attention.kiln" --kernel "$kernel" -D T=f16 -D D=64 -D DROPOUT="$drop" \
-      -D BM="$bm" -D BN="$bn" -D num_warps="$nw" "${promises[@]}" --json -o "$tmp/$name.json" \
+      -D BM="$bm" -D BN="$bn" -D num_warps="$nw" "${promises[@]}" ${extra[@]+"${extra[@]}"} \
+      --json -o "$tmp/$name.json" \
       >"$tmp/err" 2>&1; then
     echo "FAIL $name: kiln stat failed"; sed 's/^/    /' "$tmp/err" | head -20
     fails=$((fails + 1)); return
@@ -121,5 +127,13 @@ check dkdv_dropout_32x64_w4 attn_bwd_dkdv 32 64 4 \
 # the dQ tile a cuda library runs untuned (kernels-bert/attention.kiln: 64x64 spills with dropout)
 check dq_dropout_64x32_w4 attn_bwd_dq 64 32 4 \
   "lp['bar_sync'] <= 1;lp['cp_async'] >= 4;lp['st_shared'] == 0;k['spill_stores'] == 0;k['spill_loads'] == 0"
+# The backward on wgmma (the presets bwd_wgmma), with dropout and without.
+extra=(-D wgmma=1)
+wg="lp['mma'] == 0;lp['ldmatrix'] == 0;lp['bar_sync'] == 1;lp['st_shared'] == 0;k['spill_stores'] == 0;k['spill_loads'] == 0"
+for drop in 0 1; do
+  check "dkdv_wgmma_drop${drop}_64x64_w4" attn_bwd_dkdv 64 64 4 "lp['wgmma'] == 16;$wg"
+  check "dq_wgmma_drop${drop}_64x64_w4" attn_bwd_dq 64 64 4 "lp['wgmma'] == 12;$wg"
+done
+extra=()
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all attention structure checks passed"
