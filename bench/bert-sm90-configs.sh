@@ -10,7 +10,8 @@
 # for the call (docs/library.md: integer arguments equal to 1 compiled in, multiples of 16
 # promised; the last column of each entry). The gemm comes a second time on sm_90's wgmma, at the
 # configs of its `for cuda` presets wgmma_tc and wgmma_deep (what a GPU's default-mode tuning
-# also times), in the three layouts of a linear layer's products, and attn_fwd at fa2_wgmma.
+# also times), in the three layouts of a linear layer's products, attn_fwd at fa2_wgmma, and
+# attn_bwd_dkdv and attn_bwd_dq at their bwd_wgmma.
 #
 #   BERT-large: batch 8 x 512 tokens (NTOK = 4096), hidden 1024, 16 heads of 64, FFN 4096,
 #   335M parameters (the optimizer kernels), a 2-class head (xent).
@@ -45,6 +46,7 @@ attn="-D DROPOUT=1 --multiple-of S=16 --multiple-of sb=16 --multiple-of sh=16 --
 attn_fwd="$attn -D BM=64 -D BN=64 -D num_warps=4 -D num_stages=2"
 attn_dkdv="$attn -D BM=32 -D BN=64 -D num_warps=4"
 attn_dq="$attn -D BM=64 -D BN=32 -D num_warps=4"
+attn_bwd_wg="$attn -D BM=64 -D BN=64 -D num_warps=4 -D wgmma=1" # both bwd_wgmma presets
 attn_delta="--multiple-of S=16 --multiple-of osb=16 --multiple-of osh=16 --multiple-of oss=16"
 
 # name | file | defines | flops | bytes | tensor(1/0) | shape note | config and promises
@@ -82,5 +84,7 @@ kernels=(
   "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset fa2_wgmma)|$attn_fwd -D wgmma=1"
   "attn_bwd_delta|attention.kiln|T=f16 D=$HD|$((2 * BHSD))|$((2 * 2 * BHSD + 4 * B * HEADS * S))|0|B=$B H=$HEADS S=$S D=$HD|$attn_delta"
   "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dkdv"
+  "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset bwd_wgmma)|$attn_bwd_wg"
   "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dq"
+  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset bwd_wgmma)|$attn_bwd_wg"
 )
