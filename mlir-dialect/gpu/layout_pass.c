@@ -217,14 +217,22 @@ static bool wants_rows_only(MlirOperation dot) {
          from_dot(mlirOperationGetOperand(dot, 0), 0);
 }
 
+/* Whether the dot's B is the transpose (kiln.trans) of a tile: the pipeliner stages the tile as
+ * it is, so a descriptor reads B k-major (rows n of K elements: K^T of S = Q K^T). */
+static bool b_through_view(MlirOperation dot) {
+  MlirValue b = mlirOperationGetOperand(dot, 1);
+  return !mlirValueIsABlockArgument(b) && kiln_ir_op_id(mlirOpResultGetOwner(b)) == KILN_OP_TRANS;
+}
+
 /* Whether an f16/bf16 dot of M x N x K fits sm_90's wgmma (docs/gpu-lowering.md, "wgmma"):
  * whole warpgroups, each m64 instruction on 64 rows of one warpgroup (M a multiple of 16 x
- * num_warps), one instruction as wide as the tile (N a multiple of 64 up to 256, so an n-major
- * B stages in whole 128-byte swizzle panels), K in k16 steps within one 128-byte row of a
- * k-major operand (16, 32 or 64).  Others stay on mma.sync. */
-static bool wgmma_fits(const LCtx *c, int64_t M, int64_t N, int64_t K) {
-  return c->num_warps % 4 == 0 && M % (16 * c->num_warps) == 0 && N % 64 == 0 && N <= 256 &&
-         (K == 16 || K == 32 || K == 64);
+ * num_warps), one instruction as wide as the tile (up to 256: N a multiple of 64, so an n-major
+ * B stages in whole 128-byte swizzle panels; of 8 for a k-major B read through a view, whose
+ * staged rows are its n rows, 8 to a descriptor's row group), K in k16 steps within one
+ * 128-byte row of a k-major operand (16, 32 or 64).  Others stay on mma.sync. */
+static bool wgmma_fits(const LCtx *c, int64_t M, int64_t N, int64_t K, bool b_kmajor) {
+  return c->num_warps % 4 == 0 && M % (16 * c->num_warps) == 0 && N % (b_kmajor ? 8 : 64) == 0 &&
+         N <= 256 && (K == 16 || K == 32 || K == 64);
 }
 
 /* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
@@ -251,7 +259,7 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   int64_t kblk = i8 ? 32 : tf32 ? 8 : 16;
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
   if (M < 16 || N < 8 || K < kblk || M % 16 || N % 8 || K % kblk) return false;
-  if (c->wgmma && (f16 || bf16) && wgmma_fits(c, M, N, K)) {
+  if (c->wgmma && (f16 || bf16) && wgmma_fits(c, M, N, K, b_through_view(dot))) {
     /* wgmma's accumulator is the mma layout with every warp on its own 16 rows: warp w of
      * warpgroup g holds rows 64 g + 16 (w % 4) of each m64 instruction, all N columns (the
      * layout flash attention's rows-only rule gives too) */

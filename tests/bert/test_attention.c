@@ -579,7 +579,9 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
   if (on_emu) {
     /* wgmma at the FA2 tile (64x64 on 4 warps: the presets fa2_wgmma and bwd_wgmma), forward
      * and backward, f16 and bf16, with and without dropout: S a multiple of 16 (the promise),
-     * padded keys, last blocks of 32 and 16 rows (S = 96, 80) */
+     * padded keys, last blocks of 32 and 16 rows (S = 96, 80); and the narrow tiles of 32
+     * queries (dK/dV on wgmma, its P^T and dP^T m64n32) and of 32 keys (the forward and dQ on
+     * wgmma, S and dP m64n32; bwd_wgmma_narrow) */
     static const KilnDefine mult[] = {{"S", 16},   {"sb", 16},  {"sh", 16}, {"ss", 16},
                                       {"osb", 16}, {"osh", 16}, {"oss", 16}};
     static const KilnCompileOptions promises = {.multiple_of = mult, .num_multiple_of = 7};
@@ -587,6 +589,8 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
         {2, 1, 128, 64, 64, 64, {100, 128}, KILN_SCALAR_F16, true, false, 0, 0, 0},
         {1, 2, 96, 64, 64, 64, {70, 0}, KILN_SCALAR_BF16, true, false, 0.1f, 5, 8},
         {2, 2, 80, 64, 64, 64, {80, 33}, KILN_SCALAR_F16, true, false, 0.2f, 11, 16},
+        {2, 1, 96, 64, 32, 64, {96, 41}, KILN_SCALAR_F16, true, false, 0.1f, 3, 0},
+        {1, 2, 80, 64, 64, 32, {57, 0}, KILN_SCALAR_BF16, true, false, 0, 0, 0},
     };
     g_wgmma = &promises;
     for (size_t i = 0; i < KILN_BERT_COUNT(wg); i++) ok &= run_cfg(dev, &wg[i], 8100 + i);

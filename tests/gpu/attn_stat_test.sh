@@ -16,10 +16,10 @@
 #     dots, staged once each in the ring: >= 4 cp.async, no st.shared), no ld.shared (P^T and
 #     dS^T are A operands in registers, lse and delta are loaded in the fragments' layout),
 #     0 spill bytes;
-#   on wgmma (-D wgmma = 1, the presets bwd_wgmma), dK/dV and dQ 64x64 on 4 warps, with dropout
-#     and without: every dot of the loop a wgmma (16 in dK/dV, 12 in dQ; no mma.sync), no
-#     ldmatrix (B read by descriptors from rings two dots share, A in registers), 1 bar.sync,
-#     0 spill bytes.
+#   on wgmma (-D wgmma = 1, the presets bwd_wgmma and bwd_wgmma_narrow), dK/dV 64x64 and 32x64
+#     and dQ 64x64 and 64x32 on 4 warps, with dropout and without: every dot of the loop a
+#     wgmma (16 and 12 in dK/dV, 12 and 10 in dQ; no mma.sync), no ldmatrix (B read by
+#     descriptors from rings two dots share, A in registers), 1 bar.sync, 0 spill bytes.
 # Skipped (exit 77) without ptxas, which the register and spill counts need.
 # Usage: attn_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
 source "$(dirname "$0")/stat_prelude.sh"
@@ -127,12 +127,14 @@ check dkdv_dropout_32x64_w4 attn_bwd_dkdv 32 64 4 \
 # the dQ tile a cuda library runs untuned (kernels-bert/attention.kiln: 64x64 spills with dropout)
 check dq_dropout_64x32_w4 attn_bwd_dq 64 32 4 \
   "lp['bar_sync'] <= 1;lp['cp_async'] >= 4;lp['st_shared'] == 0;k['spill_stores'] == 0;k['spill_loads'] == 0"
-# The backward on wgmma (the presets bwd_wgmma), with dropout and without.
+# The backward on wgmma (the presets bwd_wgmma and bwd_wgmma_narrow), with dropout and without.
 extra=(-D wgmma=1)
 wg="lp['mma'] == 0;lp['ldmatrix'] == 0;lp['bar_sync'] == 1;lp['st_shared'] == 0;k['spill_stores'] == 0;k['spill_loads'] == 0"
 for drop in 0 1; do
   check "dkdv_wgmma_drop${drop}_64x64_w4" attn_bwd_dkdv 64 64 4 "lp['wgmma'] == 16;$wg"
   check "dq_wgmma_drop${drop}_64x64_w4" attn_bwd_dq 64 64 4 "lp['wgmma'] == 12;$wg"
+  check "dkdv_wgmma_drop${drop}_32x64_w4" attn_bwd_dkdv 32 64 4 "lp['wgmma'] == 12;$wg"
+  check "dq_wgmma_drop${drop}_64x32_w4" attn_bwd_dq 64 32 4 "lp['wgmma'] == 10;$wg"
 done
 extra=()
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
