@@ -11,7 +11,7 @@
 # promised; the last column of each entry). The gemm comes a second time on sm_90's wgmma, at the
 # configs of its `for cuda` presets wgmma_tc and wgmma_deep (what a GPU's default-mode tuning
 # also times), in the three layouts of a linear layer's products, attn_fwd at fa2_wgmma, and
-# attn_bwd_dkdv and attn_bwd_dq at their bwd_wgmma.
+# attn_bwd_dkdv and attn_bwd_dq at their bwd_wgmma and bwd_wgmma_narrow.
 #
 #   BERT-large: batch 8 x 512 tokens (NTOK = 4096), hidden 1024, 16 heads of 64, FFN 4096,
 #   335M parameters (the optimizer kernels), a 2-class head (xent).
@@ -47,6 +47,8 @@ attn_fwd="$attn -D BM=64 -D BN=64 -D num_warps=4 -D num_stages=2"
 attn_dkdv="$attn -D BM=32 -D BN=64 -D num_warps=4"
 attn_dq="$attn -D BM=64 -D BN=32 -D num_warps=4"
 attn_bwd_wg="$attn -D BM=64 -D BN=64 -D num_warps=4 -D wgmma=1" # both bwd_wgmma presets
+attn_dkdv_wg_narrow="$attn -D BM=32 -D BN=64 -D num_warps=4 -D wgmma=1" # bwd_wgmma_narrow
+attn_dq_wg_narrow="$attn -D BM=64 -D BN=32 -D num_warps=4 -D wgmma=1"   # bwd_wgmma_narrow
 attn_delta="--multiple-of S=16 --multiple-of osb=16 --multiple-of osh=16 --multiple-of oss=16"
 
 # name | file | defines | flops | bytes | tensor(1/0) | shape note | config and promises
@@ -85,6 +87,8 @@ kernels=(
   "attn_bwd_delta|attention.kiln|T=f16 D=$HD|$((2 * BHSD))|$((2 * 2 * BHSD + 4 * B * HEADS * S))|0|B=$B H=$HEADS S=$S D=$HD|$attn_delta"
   "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dkdv"
   "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset bwd_wgmma)|$attn_bwd_wg"
+  "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma, 32 queries (the cuda preset bwd_wgmma_narrow)|$attn_dkdv_wg_narrow"
   "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dq"
   "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset bwd_wgmma)|$attn_bwd_wg"
+  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma, 32 keys (the cuda preset bwd_wgmma_narrow)|$attn_dq_wg_narrow"
 )
