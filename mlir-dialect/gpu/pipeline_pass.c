@@ -277,7 +277,9 @@ static void plan_wgmma(Plan *p) {
       continue;
     int a = load_feeding(p, mlirOperationGetOperand(o, 0), false);
     int b = load_feeding(p, mlirOperationGetOperand(o, 1), true);
-    if (b < 0) {
+    /* tf32: no RS form, A is staged too or the dot stays on mma.sync */
+    bool f32 = mlirTypeIsAF32(kiln_ir_elem_type(mlirValueGetType(mlirOperationGetOperand(o, 0))));
+    if (b < 0 || (f32 && a < 0)) {
       mlirOperationRemoveAttributeByName(o, attr);
       continue;
     }
