@@ -90,6 +90,18 @@ if [ "$dry" != 1 ] && [ -f "$bundle/bert-libs.tar.xz" ]; then
   unpack_xz "$bundle/bert-libs.tar.xz" "$build/bert-libs" &&
     libs=(-DKILN_BERT_LIBS="$(cd "$build/bert-libs" && pwd)")
 fi
+# the numeric and BERT test kernels (prepare.sh packs them: as files they are over the bundle's
+# size limit), unpacked into the build
+tests=$build/bundle-tests
+if [ "$dry" != 1 ]; then
+  rm -rf "$tests" && mkdir -p "$tests"
+  if [ -f "$bundle/tests.tar.xz" ]; then
+    unpack_xz "$bundle/tests.tar.xz" "$tests" || status=1
+  else
+    echo "no test kernels ($bundle/tests.tar.xz): run bench/gpu/prepare.sh" >&2
+    status=1
+  fi
+fi
 # cJSON from the bundle where this machine has no libcjson-dev (kiln-bert needs it)
 if [ ${#libs[@]} -gt 0 ] && ! pkg-config --exists libcjson 2>/dev/null && [ -d "$bundle/cjson" ]; then
   libs+=(-DKILN_CJSON_DIR="$(cd "$bundle/cjson" && pwd)")
@@ -107,13 +119,13 @@ step "build" 200 "$bert_keep" cmake --build "$build" -j "$(nproc)" || [ "$dry" =
 step "runtime tests on this machine" 60 "$bert_keep" \
   ctest --test-dir "$build" --output-on-failure -R '^runtime\.|^kilnbert\.(cli|tokenizer)' || status=1
 
-step "BERT kernel tests on the GPU" 90 "$bert_keep" "$build/tests/bert/kiln_bert_test" --device cuda --bundle "$bundle/bert" all \
+step "BERT kernel tests on the GPU" 90 "$bert_keep" "$build/tests/bert/kiln_bert_test" --device cuda --bundle "$tests/bert" all \
   | tee "$res/gpu-check-$stamp-bert.txt" | grep -E 'FAIL|^[a-z]+$' || status=1
 
 step "Kiln kernels vs copy and cuBLAS" 90 "$bert_keep" "$build/bench/gpu/gpu-bench" --bundle "$bundle" \
   --json "$res/gpu-check-$stamp.json" || status=1
 
-step "numeric tests of every kernel on the GPU" 90 "$bert_keep" "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$bundle/numeric" \
+step "numeric tests of every kernel on the GPU" 90 "$bert_keep" "$build/tests/numeric/kiln_numeric_test" --device cuda --bundle "$tests/numeric" \
   --warps 4,8 all | tee "$res/gpu-check-$stamp-numeric.txt" | grep -E 'FAIL|^[a-z_]+ on' || status=1
 
 echo "== tuning on the GPU: both modes, from the precompiled candidates ==" >&2

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Build-machine half of the GPU check: compiles the benchmark kernels to cubin (through ptxas)
-# and PTX for sm_80 and sm_90, the kernels of the numeric and BERT kernel tests, and every tuning candidate of the test kernels for sm_90
-# (bundle/tune, `kiln tune --emit-bundle`), and the BERT trainer's kernel libraries for cpu and
+# and PTX for sm_80 and sm_90, the kernels of the numeric and BERT kernel tests (packed in
+# bundle/tests.tar.xz), every tuning candidate of the test kernels for sm_90 (bundle/tune,
+# `kiln tune --emit-bundle`) and of the trainer's calls (bundle/bert-tune), and the BERT trainer's kernel libraries for cpu and
 # cuda (bundle/bert-libs, the C sources `kiln lib` generates with their images embedded), into
 # a bundle that travels to the GPU machine, which has no LLVM/MLIR: there a runtime-only build
 # compiles kiln-bert against bert-libs (-DKILN_BERT_LIBS). Usage: bench/gpu/prepare.sh
-# [BUILD_DIR] [BUNDLE_DIR]. The bundle is ignored by git: name it when carrying the tree.
+# [BUILD_DIR] [BUNDLE_DIR]. The bundle is ignored by git: name it when carrying the tree. It
+# must stay within 48 MiB (the carry to the GPU machine is 64 MiB with the tree): over that,
+# this script says so and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -47,22 +50,24 @@ compile matmul_f16_128x128x32_wgmma matmul_f16.kiln matmul_f16 8 BM=128 BN=128 B
 extra=(--specialize sak=1 --specialize sbn=1 --multiple-of sam=8 --multiple-of sbk=8 --num-stages 4)
 compile matmul_f16_128x128x64_wgmma4 matmul_f16.kiln matmul_f16 8 BM=128 BN=128 BK=64 wgmma=1
 extra=()
-# Every numeric test configuration, for the numeric checks on the GPU (bench/gpu-check.sh). The
-# harness writes an image once and keeps one that exists, so the folder starts empty.
-rm -rf "$bundle/numeric"
-mkdir -p "$bundle/numeric"
+# Every numeric test configuration, for the numeric checks on the GPU (bench/gpu-check.sh), and
+# every kernel the BERT kernel tests ask for (their emulator shapes and tiles), compiled without
+# running anything, for kiln_bert_test --device cuda --bundle there. The harnesses write an image
+# once and keep one that exists, so they start from empty folders. Their 1,400 images (PTX and
+# cubin for sm_80 and sm_90) are 47 MB as files, more than the bundle's limit with the rest, and
+# 4 MB as tests.tar.xz, which bench/gpu-check.sh unpacks into its build.
+rm -rf "$bundle/numeric" "$bundle/bert" # loose folders of the packing before tests.tar.xz
+tests_tmp=$(mktemp -d)
+mkdir -p "$tests_tmp/numeric" "$tests_tmp/bert"
 for arch in sm_80 sm_90; do
-  "$build/tests/numeric/kiln_numeric_test" --emit-bundle "$bundle/numeric" --arch "$arch" \
+  "$build/tests/numeric/kiln_numeric_test" --emit-bundle "$tests_tmp/numeric" --arch "$arch" \
     --warps 4,8 all >/dev/null
+  "$build/tests/bert/kiln_bert_test" --emit-bundle "$tests_tmp/bert" --arch "$arch" all >/dev/null
 done
-echo "prepared the numeric test kernels" >&2
-# Every kernel the BERT kernel tests ask for (their emulator shapes and tiles), compiled without
-# running anything, for kiln_bert_test --device cuda --bundle on the GPU machine.
-rm -rf "$bundle/bert"
-for arch in sm_80 sm_90; do
-  "$build/tests/bert/kiln_bert_test" --emit-bundle "$bundle/bert" --arch "$arch" all >/dev/null
-done
-echo "prepared the BERT kernels ($(ls "$bundle/bert" | wc -l) images)" >&2
+tar cJf "$bundle/tests.tar.xz.tmp" -C "$tests_tmp" numeric bert
+mv "$bundle/tests.tar.xz.tmp" "$bundle/tests.tar.xz"
+echo "prepared the numeric and BERT test kernels ($(ls "$tests_tmp/numeric" | wc -l) and $(ls "$tests_tmp/bert" | wc -l) images, $(du -h "$bundle/tests.tar.xz" | cut -f1) packed)" >&2
+rm -rf "$tests_tmp"
 # The tuning bundle: every candidate of both modes (default, max-autotune) of three test kernels
 # compiled for sm_90 (the GPU machine is an H200), with the manifest kiln-tune-runner reads there
 # (bench/gpu-check.sh). softmax_rows needs BLOCK >= cols (its tune block says so), so cols is the smallest BLOCK.
@@ -111,4 +116,11 @@ cjson_lib=$(pkg-config --variable=libdir libcjson)
 cp "$cjson_inc/cjson/cJSON.h" "$bundle/cjson/include/cjson/"
 cp -L "$cjson_lib/libcjson.so.1" "$bundle/cjson/lib/"
 echo "prepared cJSON for a machine without libcjson-dev" >&2
-du -sh "$bundle" >&2
+# The limit the bundle is held to (the carry to the GPU machine): the files' own bytes.
+size=$(du -sb "$bundle" | cut -f1)
+limit=$((48 * 1024 * 1024))
+echo "bundle: $((size / 1048576)) MiB of $((limit / 1048576)) MiB" >&2
+if [ "$size" -gt "$limit" ]; then
+  echo "prepare: the bundle ($size bytes) is over its limit of $limit bytes" >&2
+  exit 1
+fi

@@ -11,10 +11,11 @@
  *     become llvm.call of the matching kiln_emu_* intrinsic (declared once per module); results
  *     returned through memory (mma, ldmatrix, shfl's predicate) go through an alloca made at the
  *     function's entry, so a loop does not grow the fiber's stack;
- *   - sm_90's wgmma (inline PTX, gpu/wgmma.c) becomes kiln_emu_wgmma(acc, n, bf16, trans_a,
- *     trans_b, desc_a, desc_b), or kiln_emu_wgmma_rs(acc, n, bf16, trans_b, a0..a3, desc_b) when
- *     A comes from registers, with the accumulators through an entry alloca; its fences pass
- *     their registers through or vanish (the emulated MMA completes at once), its commit and
+ *   - sm_90's wgmma (inline PTX, gpu/wgmma.c) becomes kiln_emu_wgmma(acc, n, type, trans_a,
+ *     trans_b, desc_a, desc_b) (type 0 f16, 1 bf16, 2 tf32: KilnEmuWgmmaType), or
+ *     kiln_emu_wgmma_rs(acc, n, bf16, trans_b, a0..a3, desc_b) when A comes from registers,
+ *     with the accumulators through an entry alloca; its fences pass their registers through
+ *     or vanish (the emulated MMA completes at once), its commit and
  *     wait become kiln_emu_wgmma_commit() and kiln_emu_wgmma_wait(n) (racecheck keeps the MMA's
  *     shared-memory reads pending until then), the wait passing its registers through;
  *   - PTX approximations become kiln_emu_approx_f32(op, x): host math by default (the emulator
@@ -714,9 +715,12 @@ static bool tied_f32(Emu *E, MlirOperation op, intptr_t regs) {
   return mlirTypeIsALLVMStructType(rt) && mlirLLVMStructTypeGetNumElementTypes(rt) == regs;
 }
 
-/* The MMA: R = n / 2 accumulators through an alloca, kiln_emu_wgmma(acc, n, bf16, trans_a,
+/* kiln_emu_wgmma's operand types (runtime/emu/kiln_emu.h, KilnEmuWgmmaType). */
+enum { EMU_WGMMA_F16, EMU_WGMMA_BF16, EMU_WGMMA_TF32 };
+
+/* The MMA: R = n / 2 accumulators through an alloca, kiln_emu_wgmma(acc, n, type, trans_a,
  * trans_b, desc_a, desc_b), R loads into the result struct. */
-static void lower_wgmma_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, bool bf16,
+static void lower_wgmma_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, int type,
                             int trans_a, int trans_b) {
   MlirLocation loc = mlirOperationGetLocation(op);
   int regs = n / 2;
@@ -726,9 +730,9 @@ static void lower_wgmma_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, b
     shape = mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, regs + i)), i64);
   if (!shape) {
     emu_error(E, op,
-              "emu lowering: wgmma m64n%dk16 needs %d f32 accumulators and two i64 descriptors "
+              "emu lowering: wgmma m64n%dk%d needs %d f32 accumulators and two i64 descriptors "
               "as operands and a struct of %d f32 as its result",
-              n, regs, regs);
+              n, type == EMU_WGMMA_TF32 ? 8 : 16, regs, regs);
     return;
   }
   MlirValue acc = entry_alloca(E, op, E->f32, regs);
@@ -741,7 +745,7 @@ static void lower_wgmma_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, b
   }
   MlirValue o[7] = {acc,
                     cst_i32(E, b, loc, n),
-                    cst_i32(E, b, loc, bf16),
+                    cst_i32(E, b, loc, type),
                     cst_i32(E, b, loc, trans_a),
                     cst_i32(E, b, loc, trans_b),
                     mlirOperationGetOperand(op, regs),
@@ -807,14 +811,16 @@ static void lower_wgmma_rs_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n
   free(slot);
 }
 
-/* The six wgmma texts (the MMA in its SS and RS forms); false when text is none of them and names no wgmma (any other wgmma
- * text fails the pass, naming it). */
+/* The seven wgmma texts (the MMA in its SS, RS and tf32 forms); false when text is none of
+ * them and names no wgmma (any other wgmma text fails the pass, naming it). */
 static bool lower_wgmma(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *text) {
   int n = 0, ta = 0, tb = 0, k = 0;
   bool bf16 = false;
   intptr_t nops = mlirOperationGetNumOperands(op);
   if (kiln_gpu_wgmma_parse(text, &n, &bf16, &ta, &tb)) {
-    lower_wgmma_mma(E, b, op, n, bf16, ta, tb);
+    lower_wgmma_mma(E, b, op, n, bf16 ? EMU_WGMMA_BF16 : EMU_WGMMA_F16, ta, tb);
+  } else if (kiln_gpu_wgmma_tf32_parse(text, &n)) {
+    lower_wgmma_mma(E, b, op, n, EMU_WGMMA_TF32, 0, 0);
   } else if (kiln_gpu_wgmma_rs_parse(text, &n, &bf16, &tb)) {
     lower_wgmma_rs_mma(E, b, op, n, bf16, tb);
   } else if (strcmp(text, KILN_GPU_WGMMA_FENCE_PTX) == 0 || kiln_gpu_wgmma_wait_parse(text, &k)) {

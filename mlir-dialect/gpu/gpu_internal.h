@@ -253,6 +253,13 @@ int kiln_gpu_wgmma_rs_ptx(char *buf, size_t cap, int n, bool bf16, int trans_b);
 /* Whether text is exactly what kiln_gpu_wgmma_rs_ptx writes for some arguments; if so they go to
  * the out-parameters (untouched otherwise). */
 bool kiln_gpu_wgmma_rs_parse(const char *text, int *n, bool *bf16, int *trans_b);
+/* The tf32 MMA m64n<n>k8 (f32 operands read as tf32, f32 accumulators), A and B from
+ * shared-memory descriptors, both K-major (tf32 has no immediate transposes): the operands and
+ * constraints of kiln_gpu_wgmma_ptx.  Returns the length, or -1 as kiln_gpu_wgmma_ptx. */
+int kiln_gpu_wgmma_tf32_ptx(char *buf, size_t cap, int n);
+/* Whether text is exactly what kiln_gpu_wgmma_tf32_ptx writes for some n; if so it goes to *n
+ * (untouched otherwise). */
+bool kiln_gpu_wgmma_tf32_parse(const char *text, int *n);
 /* The RS form's constraints: "=f" x regs, "0".."regs-1", then "r,r,r,r,l".  Returns the length,
  * or -1 when it does not fit. */
 int kiln_gpu_wgmma_rs_constraints(char *buf, size_t cap, int regs);

@@ -224,15 +224,44 @@ static bool b_through_view(MlirOperation dot) {
   return !mlirValueIsABlockArgument(b) && kiln_ir_op_id(mlirOpResultGetOwner(b)) == KILN_OP_TRANS;
 }
 
-/* Whether an f16/bf16 dot of M x N x K fits sm_90's wgmma (docs/gpu-lowering.md, "wgmma"):
- * whole warpgroups, each m64 instruction on 64 rows of one warpgroup (M a multiple of 16 x
+/* Whether a dot of M x N x K fits sm_90's wgmma (docs/gpu-lowering.md, "wgmma"): whole
+ * warpgroups, each m64 instruction on 64 rows of one warpgroup (M a multiple of 16 x
  * num_warps), one instruction as wide as the tile (up to 256: N a multiple of 64, so an n-major
- * B stages in whole 128-byte swizzle panels; of 8 for a k-major B read through a view, whose
- * staged rows are its n rows, 8 to a descriptor's row group), K in k16 steps within one
- * 128-byte row of a k-major operand (16, 32 or 64).  Others stay on mma.sync. */
-static bool wgmma_fits(const LCtx *c, int64_t M, int64_t N, int64_t K, bool b_kmajor) {
-  return c->num_warps % 4 == 0 && M % (16 * c->num_warps) == 0 && N % (b_kmajor ? 8 : 64) == 0 &&
-         N <= 256 && (K == 16 || K == 32 || K == 64);
+ * B stages in whole 128-byte swizzle panels; of 8 for an f16/bf16 B read k-major through a
+ * view, whose staged rows are its n rows, 8 to a descriptor's row group), K in whole steps
+ * within one 128-byte row of a k-major operand: 16, 32 or 64 of f16/bf16 (k16 steps), 8, 16 or
+ * 32 of tf32 (k8 steps).  Others stay on mma.sync. */
+static bool wgmma_fits(const LCtx *c, int64_t M, int64_t N, int64_t K, bool tf32, bool b_view) {
+  int64_t k_row = tf32 ? 32 : 64; /* elements of a 128-byte row */
+  int64_t n_step = b_view && !tf32 ? 8 : 64;
+  return c->num_warps % 4 == 0 && M % (16 * c->num_warps) == 0 && N % n_step == 0 && N <= 256 &&
+         (K == k_row / 4 || K == k_row / 2 || K == k_row);
+}
+
+/* The dim along which the load that v is reads memory contiguously (its anchor's order[0]),
+ * through one kiln.trans view (which swaps it); -1 when v is neither. */
+static int loaded_contiguous_dim(const LCtx *c, MlirValue v) {
+  if (mlirValueIsABlockArgument(v)) return -1;
+  MlirOperation def = mlirOpResultGetOwner(v);
+  bool view = kiln_ir_op_id(def) == KILN_OP_TRANS;
+  if (view) {
+    MlirValue x = mlirOperationGetOperand(def, 0);
+    if (mlirValueIsABlockArgument(x)) return -1;
+    def = mlirOpResultGetOwner(x);
+  }
+  if (kiln_ir_op_id(def) != KILN_OP_LOAD) return -1;
+  const KilnGpuLayout *a = kiln_ptr_map_get(&c->anchor, def.ptr);
+  if (!a || a->kind != KILN_GPU_LAYOUT_BLOCKED || a->rank != 2) return -1;
+  return view ? 1 - a->order[0] : a->order[0];
+}
+
+/* A tf32 wgmma reads both operands K-major (the PTX ISA has no transpose for tf32): A a load
+ * contiguous along k (dim 1: x of y = x W^T), B one contiguous along k (dim 0: W^T read with
+ * sbk = 1, or the transpose of a load with rows n).  The m- or n-major operands of dX and dW
+ * stay on mma.sync, whose fragments are gathered by 32-bit loads. */
+static bool tf32_k_major(const LCtx *c, MlirOperation dot) {
+  return loaded_contiguous_dim(c, mlirOperationGetOperand(dot, 0)) == 1 &&
+         loaded_contiguous_dim(c, mlirOperationGetOperand(dot, 1)) == 0;
 }
 
 /* The mma layout for a dot's result, when the dot can run on tensor cores: a and b f16 or bf16
@@ -259,7 +288,8 @@ static bool mma_for_dot(LCtx *c, MlirOperation dot, KilnGpuLayout *out) {
   int64_t kblk = i8 ? 32 : tf32 ? 8 : 16;
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
   if (M < 16 || N < 8 || K < kblk || M % 16 || N % 8 || K % kblk) return false;
-  if (c->wgmma && (f16 || bf16) && wgmma_fits(c, M, N, K, b_through_view(dot))) {
+  if (c->wgmma && (f16 || bf16 || (tf32 && tf32_k_major(c, dot))) &&
+      wgmma_fits(c, M, N, K, tf32, b_through_view(dot))) {
     /* wgmma's accumulator is the mma layout with every warp on its own 16 rows: warp w of
      * warpgroup g holds rows 64 g + 16 (w % 4) of each m64 instruction, all N columns (the
      * layout flash attention's rows-only rule gives too) */

@@ -23,6 +23,15 @@
  *   the warpgroup one wgmma.mma_async m64nNk16 (N the tile's columns) on that block's registers,
  *   wgmma.commit_group and wgmma.wait_group 0 (the accumulator tied through it, so nothing reads
  *   a register before the wait).
+ * tf32 (an f32 dot with the tf32 flag): wgmma.mma_async m64nNk8 .tf32, both operands K-major
+ * in shared memory (the PTX ISA has no transpose for tf32, and no A from registers here: the
+ * layout pass marks only a dot whose A and B loads are contiguous along k, the pipeliner drops
+ * the mark unless it stages both, and any other tf32 dot stays on mma.sync).  The f32 staging
+ * is lower_dot.c's b16-view swizzle, which on rows of 32, 64 and 128 bytes (K = 8, 16, 32) is
+ * again the descriptors' 32-, 64- and 128-byte swizzle; a k8 step is 32 bytes of the row, as a
+ * k16 step of f16.  The tensor core reads the f32 bits as tf32: it ignores the 13 low mantissa
+ * bits (truncation), where mma.sync's path rounds each register with cvt.rna first, so the two
+ * paths may differ by an ulp of tf32 per operand (the emulator truncates as the hardware does).
  * The copies' cp.async writes are generic-proxy writes that wgmma reads through the async
  * proxy: each thread fences (fence.proxy.async.shared::cta) after its cp.async.wait_group and
  * before the barrier that publishes the slot (lower_local.c, low_async_wait). */
@@ -76,6 +85,12 @@ static bool a_in_registers(Low *L, MlirValue a, int64_t reps, int64_t kb) {
   return al.kind == KILN_GPU_LAYOUT_DOT_OP && al.op_idx == 0 && low_get(L, a)->n == reps * kb * 4;
 }
 
+/* Whether the dot's operands are f32 (a tf32 dot: the layout pass takes no other f32 dot to
+ * tensor cores). */
+static bool is_tf32(MlirOperation op) {
+  return mlirTypeIsAF32(kiln_ir_elem_type(mlirValueGetType(mlirOperationGetOperand(op, 0))));
+}
+
 bool low_dot_is_wgmma(Low *L, MlirOperation op) {
   if (mlirAttributeIsNull(mlirOperationGetAttributeByName(
           op, mlirStringRefCreateFromCString(KILN_GPU_WGMMA_DOT_ATTR))))
@@ -83,6 +98,7 @@ bool low_dot_is_wgmma(Low *L, MlirOperation op) {
   Operand a, b;
   if (!operand_of(L, mlirOperationGetOperand(op, 1), &b)) return false;
   if (operand_of(L, mlirOperationGetOperand(op, 0), &a)) return true;
+  if (is_tf32(op)) return false; /* tf32: no RS form */
   MlirType ct = mlirValueGetType(mlirOperationGetResult(op, 0));
   KilnGpuLayout cl = kiln_gpu_layout_of_type(ct);
   int64_t K = kiln_ir_dim(mlirValueGetType(mlirOperationGetOperand(op, 0)), 1);
@@ -111,15 +127,16 @@ static MlirValue descriptor(Low *L, MlirValue start, int64_t lbo, int64_t sbo, i
 static int kmajor_mode(int64_t bytes) { return bytes == 32 ? 3 : bytes == 64 ? 2 : 1; }
 
 /* Operand x's descriptor for the m64 (A) or whole-width (B) block whose first row (A: m) or
- * column is x0 (a value, or null for 0) at k16 step kk.  kmajor: rows of the staging are m or
- * n (K elements a row); otherwise rows are k and panels hold 64 m or n each. */
+ * column is x0 (a value, or null for 0) at k step kk (k16, or k8 for tf32).  kmajor: rows of
+ * the staging are m or n (K elements a row); otherwise rows are k and panels hold 64 m or n
+ * each. */
 static MlirValue operand_desc(Low *L, const Operand *o, bool kmajor, int64_t k, MlirValue x0,
                               int64_t kk) {
   MlirValue at;
   int64_t lbo, sbo;
   int mode;
-  if (kmajor) {
-    int64_t row = k * 2;
+  if (kmajor) { /* a step kk is 32 bytes: k16 of 16-bit elements, k8 of tf32 */
+    int64_t row = k * kiln_ir_elem_bytes(o->bf.elem);
     at = low_i32(L, 32 * kk);
     if (!mlirValueIsNull(x0))
       at = low_bin(L, "arith.addi", at, low_bin(L, "arith.muli", x0, low_i32(L, row)));
@@ -182,16 +199,18 @@ typedef struct Mma {
   MlirType st;
 } Mma;
 
-static bool mma_text(Low *L, Mma *m, int64_t N, bool bf16, bool a_k, bool b_k) {
+static bool mma_text(Low *L, Mma *m, int64_t N, MlirType elem, bool a_k, bool b_k) {
   char *text = low_alloc(L, 2048);
   size_t cap = (size_t)m->R * 10 + 16;
   char *cons = low_alloc(L, cap);
-  int ok = m->rs ? kiln_gpu_wgmma_rs_ptx(text, 2048, (int)N, bf16, !b_k)
-                 : kiln_gpu_wgmma_ptx(text, 2048, (int)N, bf16, !a_k, !b_k);
+  bool bf16 = mlirTypeIsABF16(elem);
+  int ok = mlirTypeIsAF32(elem) ? kiln_gpu_wgmma_tf32_ptx(text, 2048, (int)N)
+           : m->rs              ? kiln_gpu_wgmma_rs_ptx(text, 2048, (int)N, bf16, !b_k)
+                                : kiln_gpu_wgmma_ptx(text, 2048, (int)N, bf16, !a_k, !b_k);
   int okc = m->rs ? kiln_gpu_wgmma_rs_constraints(cons, cap, (int)m->R)
                   : kiln_gpu_wgmma_constraints(cons, cap, (int)m->R, true);
   if (ok < 0 || okc < 0) {
-    low_error(L, "GPU lowering: wgmma m64n%lldk16 does not fit its text", (long long)N);
+    low_error(L, "GPU lowering: wgmma m64n%lld does not fit its text", (long long)N);
     return false;
   }
   m->text = text, m->cons = cons;
@@ -204,9 +223,10 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
   MlirValue res = mlirOperationGetResult(op, 0), acc = mlirOperationGetOperand(op, 2);
   MlirType at = mlirValueGetType(mlirOperationGetOperand(op, 0)), ct = mlirValueGetType(res);
   KilnGpuLayout cl = kiln_gpu_layout_of_type(ct);
-  bool bf16 = mlirTypeIsABF16(kiln_ir_elem_type(at));
+  MlirType elem = kiln_ir_elem_type(at);
+  bool tf32 = mlirTypeIsAF32(elem);
   int64_t M = kiln_ir_dim(ct, 0), N = kiln_ir_dim(ct, 1), K = kiln_ir_dim(at, 1);
-  int64_t reps = M / (16 * cl.wpc[0]), nb = N / 8, kb = K / 16;
+  int64_t reps = M / (16 * cl.wpc[0]), nb = N / 8, kb = K / (tf32 ? 8 : 16);
   Operand A = {0}, B;
   Mma m = {.R = N / 2};
   if (!operand_of(L, mlirOperationGetOperand(op, 1), &B)) {
@@ -228,7 +248,11 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
   /* A k-major when staged as it is (rows m); B k-major when its staged rows are n: staged
    * transposed, or staged as it is and read through a transpose (K^T) */
   bool a_k = !A.bf.enc.trans, b_k = B.bf.enc.trans != B.view;
-  if (!mma_text(L, &m, N, bf16, a_k, b_k)) return false;
+  if (tf32 && (m.rs || !a_k || !b_k)) {
+    low_error(L, "GPU lowering: a tf32 wgmma dot needs A and B K-major in wgmma buffers");
+    return false;
+  }
+  if (!mma_text(L, &m, N, elem, a_k, b_k)) return false;
   L->wgmma = true;
   /* the accumulator, then in the RS form A's registers: v[idx[i]] */
   int64_t na = m.rs ? Areg->n : 0, nv = co.count + na;

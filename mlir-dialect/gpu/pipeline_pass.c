@@ -313,7 +313,9 @@ static void plan_wgmma(Plan *p) {
     if (kiln_ir_op_id(o) != KILN_OP_DOT || !marked_wgmma(o)) continue;
     int a = load_feeding(p, mlirOperationGetOperand(o, 0), false, true);
     int b = load_feeding(p, mlirOperationGetOperand(o, 1), true, false);
-    if (b < 0 || !descriptors_only(&p->loads[b])) {
+    /* tf32: no RS form, A is staged too or the dot stays on mma.sync */
+    bool f32 = mlirTypeIsAF32(kiln_ir_elem_type(mlirValueGetType(mlirOperationGetOperand(o, 0))));
+    if (b < 0 || !descriptors_only(&p->loads[b]) || (f32 && a < 0)) {
       mlirOperationRemoveAttributeByName(o, attr);
       continue;
     }

@@ -141,10 +141,12 @@ static void classify(const char *text, KilnPtxMix *m) {
   } else if (starts(op, "mma."))
     m->mma++;
   else if (starts(op, "wgmma.mma_async")) {
-    /* m64nNk16: each of the warpgroup's 4 warps does the work of N / 8 m16n8k16 */
+    /* m64nNkK: each of the warpgroup's 4 warps does the work of N / 8 x K / 16 m16n8k16 (N / 8
+     * for k16, N / 16 for tf32's k8) */
     const char *shape = strstr(op, ".m64n");
+    const char *k = shape ? strchr(shape + 5, 'k') : NULL;
     m->wgmma++;
-    m->wgmma_k16 += shape ? atoi(shape + 5) / 8 : 0;
+    m->wgmma_k16 += k ? atoi(shape + 5) / 8 * atoi(k + 1) / 16 : 0;
   } else if (starts(op, "fma."))
     m->fma++;
   else if ((starts(op, "div.rn.f") || starts(op, "div.full.f")))

@@ -41,7 +41,7 @@ typedef struct KilnPtxMix {
   int wait_group_max; /* the largest N of cp.async.wait_group N; -1 if none */
   int mma;            /* mma.sync */
   int wgmma;          /* wgmma.mma_async (sm_90: a warpgroup's m64nNk16, asynchronous) */
-  int wgmma_k16;      /* their work in m16n8k16 steps per warp: N / 8 each */
+  int wgmma_k16;      /* their work in m16n8k16 steps per warp: N / 8 x K / 16 each */
   int fma;            /* fma.* (floating-point multiply-add) */
   int div_full;       /* div.rn / div.full on floats (IEEE or full-range division) */
   int shfl;           /* shfl.sync */

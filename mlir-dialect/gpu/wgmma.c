@@ -20,7 +20,12 @@
  *   ... {$0, ..., $<R-1>}, {$<2R>, $<2R+1>, $<2R+2>, $<2R+3>}, $<2R+4>, p, 1, 1, <TB>;\n}
  * with four 32-bit A registers "r" (two 16-bit elements each, the m16n8k16 A fragment of the
  * warp's 16 rows) and B's descriptor "l"; A in registers is always K-major, so the text has no
- * imm-trans-a. */
+ * imm-trans-a.
+ *
+ * The tf32 form (an f32 dot with the tf32 flag) is m64nNk8, A and B from descriptors, and has
+ * no immediate transposes at all: the PTX ISA takes tf32 operands K-major only.
+ *   ... m64n<N>k8.f32.tf32.tf32 {$0, ..., $<R-1>}, $<2R>, $<2R+1>, p, 1, 1;\n}
+ * with the SS form's constraints. */
 #include "gpu_internal.h"
 
 #include <stdarg.h>
@@ -83,6 +88,28 @@ int kiln_gpu_wgmma_rs_ptx(char *buf, size_t cap, int n, bool bf16, int trans_b) 
             put(buf, cap, &len, ", {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", a, a + 1, a + 2,
                 a + 3, a + 4, trans_b);
   return ok ? (int)len : -1;
+}
+
+int kiln_gpu_wgmma_tf32_ptx(char *buf, size_t cap, int n) {
+  if (!buf || cap == 0 || !wgmma_args_ok(n, 0, 0)) return -1;
+  int regs = n / 2;
+  size_t len = 0;
+  bool ok = put(buf, cap, &len, WGMMA_HEAD "%dk8.f32.tf32.tf32 ", n) &&
+            put_accumulators(buf, cap, &len, regs) &&
+            put(buf, cap, &len, ", $%d, $%d, p, 1, 1;\n}", 2 * regs, 2 * regs + 1);
+  return ok ? (int)len : -1;
+}
+
+bool kiln_gpu_wgmma_tf32_parse(const char *text, int *n) {
+  size_t head = strlen(WGMMA_HEAD);
+  int pn = 0;
+  if (!text || strncmp(text, WGMMA_HEAD, head) != 0 || sscanf(text + head, "%dk8.", &pn) != 1)
+    return false;
+  char again[WGMMA_LONGEST];
+  if (kiln_gpu_wgmma_tf32_ptx(again, sizeof again, pn) < 0 || strcmp(again, text) != 0)
+    return false;
+  *n = pn;
+  return true;
 }
 
 /* What both forms' texts start and end with: N and the element type after the head, and the

@@ -200,6 +200,11 @@ void kiln_emu_check_shadow(EmuWorker *w, EmuFiber *f, const void *p, size_t byte
 
 /* ---- wgmma's asynchronous reads (wgmma_async.c; each a no-op without racecheck) ---- */
 
+/* A tensor core's reading of a 32-bit register (or shared word) as tf32: the sign, the exponent
+ * and the 10 high mantissa bits; the 13 low bits are ignored (truncation).  mma.sync's m16n8k8
+ * and wgmma's k8 .tf32 (matrix.c, wgmma.c). */
+float kiln_emu_tf32_value(uint32_t bits);
+
 /* Allocates the per-chunk counters when the launch has racecheck; false when out of memory. */
 bool kiln_emu_wgmma_reads_init(EmuWorker *w);
 /* A new block: every pending read of the last one is forgotten. */

@@ -305,23 +305,32 @@ KILN_EMU_API void kiln_emu_ldmatrix(uint32_t *d, uint32_t num, uint32_t trans,
 KILN_EMU_API void kiln_emu_stmatrix(uint32_t num, void *row_addr, uint32_t r0, uint32_t r1,
                                     uint32_t r2, uint32_t r3);
 
-/* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16} (sm_90), A and B in shared
- * memory: for the calling thread only, acc[0 .. n/2 - 1] += its fragment of A(64x16) B(16xn),
- * products exact, sums in f32 in k order. n a multiple of 8 in 8..256; bf16 selects the operand
- * type; trans_a / trans_b the immediate transposes (0 K-major, 1 MN-major); desc_a / desc_b the
+/* kiln_emu_wgmma's operand types. */
+typedef enum KilnEmuWgmmaType {
+  KILN_EMU_WGMMA_F16 = 0,
+  KILN_EMU_WGMMA_BF16 = 1,
+  KILN_EMU_WGMMA_TF32 = 2, /* m64n{n}k8: 4-byte words, their 13 low mantissa bits ignored */
+} KilnEmuWgmmaType;
+
+/* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16} and m64n{n}k8.f32.tf32.tf32
+ * (sm_90), A and B in shared memory: for the calling thread only, acc[0 .. n/2 - 1] += its
+ * fragment of A(64xK) B(Kxn), K 16 (8 for tf32), products exact, sums in f32 in k order. n a
+ * multiple of 8 in 8..256; type a KilnEmuWgmmaType; trans_a / trans_b the immediate transposes
+ * (0 K-major, 1 MN-major; tf32 is K-major only); desc_a / desc_b the
  * 64-bit matrix descriptors, whose start address is an offset in the block's arena (the arena is
  * 2^18-byte aligned, so the low 18 bits of a pointer into it are that offset). The block must be
  * whole warpgroups of 128 threads; each computes the 64 rows of its own descriptors. Layouts,
  * descriptor fields and swizzles in docs/emulator.md ("wgmma"); an element outside the arena
  * fails with MEMORY, a nonzero base_offset or a bad argument with INVALID_OP. */
-KILN_EMU_API void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_a,
+KILN_EMU_API void kiln_emu_wgmma(float *acc, uint32_t n, uint32_t type, uint32_t trans_a,
                                  uint32_t trans_b, uint64_t desc_a, uint64_t desc_b);
 /* The RS form: wgmma.mma_async with A from registers and B in shared memory.  a0..a3 are the
  * thread's four .b32 registers of A (two f16 / bf16 each, the low half the lower column) in
  * mma.sync's m16n8k16 A layout over its warp's rows 16w .. 16w + 15 of the warpgroup's 64
  * (docs/emulator.md, "wgmma"); A in registers is K-major, so there is no trans_a.  B, desc_b,
- * trans_b, n, bf16 and acc as kiln_emu_wgmma.  A warp collective (every lane of the warp, none
- * exited, with the same n, bf16 and trans_b): each lane's rows are spread over its quad. */
+ * trans_b, n and acc as kiln_emu_wgmma, bf16 its type (0 f16, 1 bf16: no RS form for tf32).  A
+ * warp collective (every lane of the warp, none exited, with the same n, bf16 and trans_b): each
+ * lane's rows are spread over its quad. */
 KILN_EMU_API void kiln_emu_wgmma_rs(float *acc, uint32_t n, uint32_t bf16, uint32_t trans_b,
                                     uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                     uint64_t desc_b);

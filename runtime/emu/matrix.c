@@ -40,15 +40,15 @@ static void gather_k16(const EmuFiber *warp, uint32_t variant, float a[16][16], 
   }
 }
 
-/* tf32 keeps the sign, the exponent and the 10 high mantissa bits of the register. */
-static float tf32_value(uint32_t reg) { return kiln_f32_from_bits(reg & 0xffffe000u); }
+float kiln_emu_tf32_value(uint32_t reg) { return kiln_f32_from_bits(reg & 0xffffe000u); }
 
 static void gather_tf32(const EmuFiber *warp, float a[16][16], float b[16][8]) {
   for (uint32_t lane = 0; lane < KILN_EMU_WARP_SIZE; lane++) {
     uint32_t g = lane >> 2, t = lane & 3;
     const uint32_t *in = warp[lane].coll.in;
-    for (uint32_t i = 0; i < 4; i++) a[g + 8 * (i & 1)][t + 4 * (i >> 1)] = tf32_value(in[i]);
-    for (uint32_t i = 0; i < 2; i++) b[t + 4 * i][g] = tf32_value(in[4 + i]);
+    for (uint32_t i = 0; i < 4; i++)
+      a[g + 8 * (i & 1)][t + 4 * (i >> 1)] = kiln_emu_tf32_value(in[i]);
+    for (uint32_t i = 0; i < 2; i++) b[t + 4 * i][g] = kiln_emu_tf32_value(in[4 + i]);
   }
 }
 

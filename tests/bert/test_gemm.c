@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { PAD = 5 }; /* sentinel columns after each row of C */
 
@@ -161,17 +162,34 @@ static bool run_epilogues(const KilnBertDevice *dev, int32_t M, int32_t N, int32
  * y = x W^T (B = W read k-major), dX = dY W (B n-major) and dW = X^T dY (A m-major). */
 enum { LAYOUT_FWD, LAYOUT_DX, LAYOUT_DW };
 
+/* v[0..n) truncated to TF32 (the 13 low mantissa bits cleared): values that mma.sync's
+ * rounding and wgmma's truncation both take as they are. */
+static void make_tf32_exact(float *v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u;
+    memcpy(&u, &v[i], 4);
+    u &= 0xffffe000u;
+    memcpy(&v[i], &u, 4);
+  }
+}
+
 /* wgmma (docs/gpu-lowering.md, "wgmma on sm_90"): the gemm with wgmma = 1 in one layout, its
  * operands pipelined so that the dot reads them through descriptors on sm_90 and emu; the
- * result against the reference within the same per-element bound as mma.sync's. */
+ * result against the reference within the same per-element bound as mma.sync's.  tf32: f32
+ * with TF32 = 1 on inputs exact in TF32 (whichever way a path takes them, the products are
+ * the reference's, exact in f32: the accumulation's error alone, as the f32 runs), where the
+ * forward layout runs wgmma .tf32 and dX and dW, whose m- or n-major operand wgmma .tf32
+ * cannot read, stay on mma.sync. */
 static bool run_wgmma(const KilnBertDevice *dev, int layout, KilnScalarKind t, int32_t M, int32_t N,
                       int32_t K, int bm, int bn, int bk, int warps, int stages, int epi,
                       uint64_t seed) {
   static const char *const names[] = {"forward (B k-major)", "dX (B n-major)", "dW (A m-major)"};
+  bool tf32 = t == KILN_SCALAR_F32;
   KilnBertRun run;
   kiln_bert_begin(&run, dev,
                   "%s wgmma %s %dx%dx%d tiles %dx%dx%d on %d warps, %d stages, epilogue %d",
-                  kiln_bert_type_name(t), names[layout], M, N, K, bm, bn, bk, warps, stages, epi);
+                  tf32 ? "tf32" : kiln_bert_type_name(t), names[layout], M, N, K, bm, bn, bk, warps,
+                  stages, epi);
   KilnDefine unit[2] = {{layout == LAYOUT_DW ? "sam" : "sak", 1},
                         {layout == LAYOUT_FWD ? "sbk" : "sbn", 1}};
   KilnDefine mult[2] = {{layout == LAYOUT_DW ? "sak" : "sam", 8},
@@ -187,6 +205,7 @@ static bool run_wgmma(const KilnBertDevice *dev, int layout, KilnScalarKind t, i
         *b = kiln_bert_random_t(&rng, sK * sN, -1.0f, 1.0f, t);
   float *bias = kiln_bert_random_t(&rng, sN, -1.0f, 1.0f, t),
         *res = kiln_bert_random_t(&rng, sM * sN, -1.0f, 1.0f, t);
+  if (tf32) make_tf32_exact(a, sM * sK), make_tf32_exact(b, sK * sN);
   Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
   if (layout == LAYOUT_FWD) g.sbk = 1, g.sbn = K;
   if (layout == LAYOUT_DW) g.sam = 1, g.sak = M;
@@ -196,8 +215,9 @@ static bool run_wgmma(const KilnBertDevice *dev, int layout, KilnScalarKind t, i
                        {"BK", bk},
                        {"EPI", epi},
                        {"wgmma", 1},
-                       {"num_stages", stages}};
-  KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 7);
+                       {"num_stages", stages},
+                       {"TF32", 1}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, tf32 ? 8 : 7);
   float *c = run_gemm(&run, fn, &g, t, bm, bn);
   if (run.ok) check_gemm(&run, "c", c, &g, t, 1e-5);
   free(c), free(a), free(b), free(bias), free(res);
@@ -320,6 +340,13 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
     ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_F16, 64, 64, 16, 64, 64, 16, 4, 4, 0, 7016);
     ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 136, 104, 256, 128, 128, 32, 8, 4, 3, 7017);
     ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_BF16, 64, 64, 96, 64, 64, 32, 4, 5, 2, 7018);
+    /* tf32 (f32 with TF32 = 1): the forward on wgmma .tf32 at the wgmma_tf32 preset's tile
+     * (128x128x32 on 8 warps; 128-byte rows of f32) and at BK 16 with a group in flight; dX
+     * and dW on mma.sync with wgmma asked for */
+    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F32, 150, 192, 96, 128, 128, 32, 8, 3, 1, 7019);
+    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F32, 70, 128, 136, 64, 128, 16, 4, 4, 2, 7020);
+    ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_F32, 96, 136, 48, 64, 64, 32, 4, 3, 0, 7021);
+    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_F32, 72, 64, 96, 64, 64, 32, 4, 3, 3, 7022);
   }
   return ok;
 }

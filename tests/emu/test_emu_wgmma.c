@@ -9,7 +9,10 @@
  * whole warpgroups, unwritten shared memory under initcheck).  The RS form (kiln_emu_wgmma_rs, A
  * from registers built by mma.sync's A fragment formulas) against the same matmul for every n,
  * type, transpose and mode of B on one and two warpgroups; two lanes trading their A registers
- * must give wrong rows; its errors, and a warp whose lanes disagree on n reported as a hang. */
+ * must give wrong rows; its errors, and a warp whose lanes disagree on n reported as a hang.
+ * tf32 (m64nNk8, f32 words read truncated to tf32) K-major in every mode, the lowering's k8
+ * steps, against the matmul of the truncated values (and off that of the f32 ones); its errors
+ * (a transpose, the RS form). */
 #include "emu_test.h"
 
 #include <math.h>
@@ -331,6 +334,111 @@ static void lowering_rows(void) {
   free(S);
 }
 
+/* ---- tf32 (m64nNk8): 4-byte words, K-major only ------------------------------------------
+ * A (64 x BK) and B^T (n x BK) in rows of BK f32, W = 4 BK bytes: the 128-, 64- and 32-byte
+ * swizzles for BK = 32, 16, 8 (the lowering's staging: lower_dot.c's b16-view swizzle on those
+ * rows), the k8 step kk starting 32 kk bytes into the rows; and the interleaved layout (BK = 8:
+ * two core matrices of 16 bytes along k, LBO = 128 apart, x groups SBO = 256 apart).  The values
+ * are full f32: the MMA must read them truncated to tf32 (13 low mantissa bits ignored), so D
+ * matches the matmul of the truncated values and not that of the f32 ones. */
+
+typedef struct Tf32 {
+  uint32_t n, bk, kk, mode, b_at;
+  float a[64][32], b[MAX_N][32]; /* A(m, k) and B^T(n, k) */
+  float c[64][MAX_N], d[64][MAX_N];
+} Tf32;
+
+/* Byte address of word (x, k) of an operand based at `base` (Tf32's layouts). */
+static uint32_t tf32_addr(const Tf32 *T, uint32_t base, uint32_t x, uint32_t k) {
+  uint32_t W = width_of(T->mode), kb = 4 * k;
+  if (!W) return base + (x / 8) * 256 + (kb / 16) * 128 + (x % 8) * 16 + kb % 16;
+  return swizzle(base + (x / 8) * 8 * W + (x % 8) * W + kb, W);
+}
+
+static void tf32_kernel(void **args) {
+  Tf32 *T = *(Tf32 **)args[0];
+  unsigned char *smem = kiln_emu_shared_base();
+  uint32_t tid = kiln_emu_tid_x(), w = tid / 32, l = tid % 32, g = l / 4, q = l % 4;
+  for (uint32_t i = tid; i < 64 * T->bk; i += 128)
+    store_shared(smem + tf32_addr(T, 0, i / T->bk, i % T->bk), &T->a[i / T->bk][i % T->bk], 4);
+  for (uint32_t i = tid; i < T->n * T->bk; i += 128)
+    store_shared(smem + tf32_addr(T, T->b_at, i / T->bk, i % T->bk), &T->b[i / T->bk][i % T->bk],
+                 4);
+  kiln_emu_barrier0();
+  uint32_t W = width_of(T->mode);
+  uint64_t fields = (uint64_t)((W ? 16 : 128) >> 4) << 16 |
+                    (uint64_t)((W ? 8 * W : 256) >> 4) << 32 | (uint64_t)T->mode << 62;
+  uint64_t da = fields | (((uintptr_t)smem + 32 * T->kk) & 0x3ffff) >> 4;
+  uint64_t db = fields | (((uintptr_t)smem + T->b_at + 32 * T->kk) & 0x3ffff) >> 4;
+  float acc[MAX_N / 2];
+  for (uint32_t r = 0; r < T->n / 2; r++)
+    acc[r] = T->c[16 * w + g + 8 * (r % 4 / 2)][8 * (r / 4) + 2 * q + r % 2];
+  kiln_emu_wgmma(acc, T->n, KILN_EMU_WGMMA_TF32, 0, 0, da, db);
+  for (uint32_t r = 0; r < T->n / 2; r++)
+    T->d[16 * w + g + 8 * (r % 4 / 2)][8 * (r / 4) + 2 * q + r % 2] = acc[r];
+}
+
+/* x as the tensor core reads it: the 13 low mantissa bits dropped. */
+static double tf32_of(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  u &= 0xffffe000u;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
+/* Elements of D off C + A B over the k8 step (with A and B truncated to tf32 when `truncated`)
+ * by more than 1e-5 of |C| + sum |A B|: products of tf32 are exact in f32 and the 8 additions
+ * round by at most 9 * 2^-24 = 5e-7 of that, while reading the words as f32 (or rounding them)
+ * moves a product by up to 2^-10 of it. */
+static int tf32_mismatches(const Tf32 *T, bool truncated) {
+  int bad = 0;
+  for (uint32_t m = 0; m < 64; m++)
+    for (uint32_t j = 0; j < T->n; j++) {
+      double ref = T->c[m][j], mag = fabs(ref);
+      for (uint32_t k = 8 * T->kk; k < 8 * T->kk + 8; k++) {
+        double p =
+            truncated ? tf32_of(T->a[m][k]) * tf32_of(T->b[j][k]) : (double)T->a[m][k] * T->b[j][k];
+        ref += p;
+        mag += fabs(p);
+      }
+      bad += !(fabs(T->d[m][j] - ref) <= 1e-5 * mag);
+    }
+  return bad;
+}
+
+static void tf32_layouts(void) {
+  static const uint32_t modes[4] = {MODE_128, MODE_64, MODE_32, MODE_INTERLEAVE};
+  static const uint32_t ns[3] = {8, 64, 256};
+  Tf32 *T = calloc(1, sizeof *T);
+  uint32_t seed = 5151, cases = 0;
+  for (int mi = 0; mi < 4; mi++)
+    for (int ni = 0; ni < 3; ni++) {
+      T->mode = modes[mi], T->n = ns[ni];
+      T->bk = T->mode == MODE_INTERLEAVE ? 8 : width_of(T->mode) / 4;
+      T->b_at = (64 * 4 * T->bk + 1023) / 1024 * 1024;
+      for (uint32_t x = 0; x < 64; x++)
+        for (uint32_t k = 0; k < T->bk; k++) T->a[x][k] = rnd(&seed);
+      for (uint32_t x = 0; x < T->n; x++)
+        for (uint32_t k = 0; k < T->bk; k++) T->b[x][k] = rnd(&seed);
+      for (uint32_t m = 0; m < 64; m++)
+        for (uint32_t j = 0; j < T->n; j++) T->c[m][j] = rnd(&seed);
+      for (T->kk = 0; T->kk < T->bk / 8; T->kk++) {
+        void *args[] = {&T};
+        KilnEmuLaunch cfg = emu_cfg(1, 1, 1, 128, T->b_at + T->n * 4 * T->bk, 1);
+        cfg.checks = KILN_EMU_CHECK_ALL;
+        CHECK_LAUNCH(KILN_EMU_OK, tf32_kernel, &cfg, args);
+        int bad = tf32_mismatches(T, true), f32 = tf32_mismatches(T, false);
+        CHECK(bad == 0, "tf32 mode %u n %u k step %u: %d wrong", T->mode, T->n, T->kk, bad);
+        CHECK(f32 > (int)(64 * T->n / 2), "tf32 mode %u n %u k step %u: only %d off the f32 matmul",
+              T->mode, T->n, T->kk, f32);
+        cases++;
+      }
+    }
+  free(T);
+  printf("wgmma: %u tf32 layouts and k steps match the matmul of the truncated values\n", cases);
+}
+
 /* ---- the RS form: A from registers --------------------------------------------------------
  * Register i of lane l (g = l / 4, q = l % 4) of warp w holds A(16w + g + 8 (i % 2), 2q + 8 (i / 2))
  * in its low half and the next column in its high half (mma.sync's m16n8k16 A fragment); B is
@@ -423,6 +531,19 @@ static void bad_rs_kernel(void **args) {
   kiln_emu_wgmma_rs(acc, B->n, 0, 0, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u, B->db);
 }
 
+/* tf32 with A transposed (tf32 is K-major only), and tf32 in the RS form (none). */
+static void bad_tf32_kernel(void **args) {
+  Bad *B = *(Bad **)args[0];
+  float acc[128] = {0};
+  kiln_emu_wgmma(acc, B->n, KILN_EMU_WGMMA_TF32, 1, 0, B->da, B->db);
+}
+
+static void bad_tf32_rs_kernel(void **args) {
+  Bad *B = *(Bad **)args[0];
+  float acc[128] = {0};
+  kiln_emu_wgmma_rs(acc, B->n, KILN_EMU_WGMMA_TF32, 0, 0, 0, 0, 0, B->db);
+}
+
 /* As bad_rs_kernel, but lane 0 of every warp asks for n + 8: its warp never meets. */
 static void split_rs_kernel(void **args) {
   Bad *B = *(Bad **)args[0];
@@ -469,6 +590,10 @@ static void errors(void) {
                   "warpgroups");
   expect_error_in(bad_rs_kernel, 128, 4096, KILN_EMU_CHECK_INIT, (Bad){8, 0, ok},
                   KILN_EMU_ERROR_UNINIT, "wgmma B element");
+  expect_error_in(bad_tf32_kernel, 128, 4096, 0, (Bad){8, ok, ok}, KILN_EMU_ERROR_INVALID_OP,
+                  "K-major only");
+  expect_error_in(bad_tf32_rs_kernel, 128, 4096, 0, (Bad){8, 0, ok}, KILN_EMU_ERROR_INVALID_OP,
+                  "no RS form for tf32");
   expect_error_in(split_rs_kernel, 128, 4096, 0, (Bad){8, 0, ok}, KILN_EMU_ERROR_DEADLOCK,
                   "wgmma.mma_async.sync.aligned (A from registers)");
 }
@@ -478,6 +603,7 @@ int main(void) {
   two_warpgroups();
   wrong_swizzle();
   lowering_rows();
+  tf32_layouts();
   rs_layouts();
   errors();
   return kiln_check_result("emu.wgmma");

@@ -94,6 +94,19 @@ L = [l for l in k["loops"] if l["inner"]][0]
 assert L["wgmma"] == 2 and L["wgmma_k16"] == 32 and L["mma"] == 0 and L["ldmatrix"] == 0, L
 assert L["wait_group_max"] == 1 and L["bar_sync"] == 1, L
 PY
+# tf32 on wgmma: the BERT gemm's wgmma_tf32 tile (f32, TF32=1, 128x128x32 on 8 warps) in the
+# forward layout issues 4 wgmma m64n128k8 a K step, each warp's share 8 m16n8k16 each (N / 16:
+# 32 in all, as the 64 mma.sync m16n8k8 of the tf32_cores tile), no mma.sync or ldmatrix.
+check wgmma-tf32 0 "$kiln" stat "$kdir/../../kernels-bert/gemm.kiln" --kernel gemm -D T=f32 \
+  -D TF32=1 -D EPI=0 -D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D wgmma=1 \
+  --specialize sak=1 --specialize sbk=1 --multiple-of sam=16 --multiple-of sbn=16 \
+  --target sm_90 --json -o "$tmp/tf.json" &&
+  python3 - "$tmp/tf.json" <<'PY' || { echo "FAIL wgmma-tf32: content"; fails=$((fails + 1)); }
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+L = [l for l in k["loops"] if l["inner"]][0]
+assert L["wgmma"] == 4 and L["wgmma_k16"] == 32 and L["mma"] == 0 and L["ldmatrix"] == 0, L
+PY
 check ring-too-big 1 "$kiln" stat "$kdir/matmul_f16.kiln" "${mm[@]}" -D BM=256 -D BN=256 -D BK=64 \
   --num-stages 4 && contains ring-too-big 'limit: shared memory: the 4-stage pipeline .* 262144 bytes, more than the 232448' "$tmp/err"
 check ring-sm80 1 "$kiln" stat "$kdir/matmul_f16.kiln" "${mm[@]}" -D BM=128 -D BN=256 -D BK=64 \

@@ -1,10 +1,11 @@
 /* wgmma_ptx_test.c - the wgmma inline PTX of mlir-dialect/gpu/wgmma.c: written and parsed back
  * for every n, operand type and pair of transposes; the exact text of one case; refusals (bad
  * arguments, a buffer too small, texts the writer would not produce); the constraints and the
- * wait; the same for the RS form (A from registers).  With a ptxas path as argument (`--ptxas
- * PATH`), the MMA at n = 8, 128 and 256 and its RS form at n = 64, 128 and 256 are assembled for
- * sm_90a inside a small hand-written kernel, with the fences, the commit and the wait around it;
- * exit 77 (a skip) when that ptxas does not exist. */
+ * wait; the same for the RS form (A from registers) and the tf32 form (k8, no transposes).  With
+ * a ptxas path as argument (`--ptxas PATH`), the MMA at n = 8, 128 and 256, its RS form at n =
+ * 64, 128 and 256 and its tf32 form at n = 8, 128 and 256 are assembled for sm_90a inside a
+ * small hand-written kernel, with the fences, the commit and the wait around it; exit 77 (a
+ * skip) when that ptxas does not exist. */
 #include "../common/check.h"
 #include "gpu_internal.h"
 
@@ -152,6 +153,46 @@ static void rs_texts(void) {
   CHECK(!kiln_gpu_wgmma_rs_parse(NULL, &n, &bf16, &tb));
 }
 
+/* The tf32 form: every n written and parsed back, its exact text, refusals, and neither of the
+ * other parsers takes it (nor it theirs). */
+static void tf32_texts(void) {
+  char buf[2048];
+  for (int n = 8; n <= 256; n += 8) {
+    int len = kiln_gpu_wgmma_tf32_ptx(buf, sizeof buf, n), pn = -1, ta, tb;
+    bool bf16;
+    CHECK(len > 0 && (size_t)len == strlen(buf), "tf32 n %d: length %d", n, len);
+    CHECK(kiln_gpu_wgmma_tf32_parse(buf, &pn) && pn == n, "tf32 n %d: parsed as %d", n, pn);
+    CHECK(!kiln_gpu_wgmma_parse(buf, &pn, &bf16, &ta, &tb), "SS parser took tf32 n %d", n);
+    CHECK(!kiln_gpu_wgmma_rs_parse(buf, &pn, &bf16, &tb), "RS parser took tf32 n %d", n);
+    kiln_gpu_wgmma_ptx(buf, sizeof buf, n, false, 0, 0);
+    CHECK(!kiln_gpu_wgmma_tf32_parse(buf, &pn), "tf32 parser took f16 n %d", n);
+  }
+  kiln_gpu_wgmma_tf32_ptx(buf, sizeof buf, 16);
+  const char *want = "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
+                     "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 "
+                     "{$0, $1, $2, $3, $4, $5, $6, $7}, $16, $17, p, 1, 1;\n}";
+  CHECK(strcmp(buf, want) == 0, "got:\n%s", buf);
+  static const int bad_n[] = {0, 4, 12, 264, -8};
+  for (size_t i = 0; i < sizeof bad_n / sizeof bad_n[0]; i++)
+    CHECK(kiln_gpu_wgmma_tf32_ptx(buf, sizeof buf, bad_n[i]) == -1, "tf32 n %d", bad_n[i]);
+  int len = kiln_gpu_wgmma_tf32_ptx(buf, sizeof buf, 256);
+  CHECK(kiln_gpu_wgmma_tf32_ptx(buf, (size_t)len, 256) == -1);
+  kiln_gpu_wgmma_tf32_ptx(buf, sizeof buf, 64);
+  char changed[2048];
+  static const char *const from[] = {"k8", "tf32.tf32", "p, 1, 1;", "$64"}, *const to[] = {
+                                                                                "k16", "tf32.f16",
+                                                                                "p, 1, 1, 0, 0;",
+                                                                                "$65"};
+  for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
+    const char *at = strstr(buf, from[i]);
+    KILN_ASSERT(at != NULL);
+    snprintf(changed, sizeof changed, "%.*s%s%s", (int)(at - buf), buf, to[i],
+             at + strlen(from[i]));
+    int n = -1;
+    CHECK(!kiln_gpu_wgmma_tf32_parse(changed, &n) && n == -1, "tf32 accepted:\n%s", changed);
+  }
+}
+
 static void waits(void) {
   int k = -1;
   CHECK(kiln_gpu_wgmma_wait_parse(KILN_GPU_WGMMA_WAIT_PTX "0;", &k) && k == 0);
@@ -188,12 +229,14 @@ static void substitute(const char *text, int regs, bool rs, char *out, size_t ca
 }
 
 /* A kernel around one MMA: descriptors from a parameter, accumulators zero, the results stored;
- * `rs`: the RS form, its A registers 1.0 in every half (ta unused). */
-static char *kernel_ptx(int n, bool bf16, int ta, int tb, bool rs) {
+ * `rs`: the RS form, its A registers 1.0 in every half (ta unused); `tf32`: the tf32 form (bf16,
+ * ta and tb unused). */
+static char *kernel_ptx(int n, bool bf16, int ta, int tb, bool rs, bool tf32) {
   int regs = n / 2;
   char text[2048], body[4096];
-  KILN_ASSERT((rs ? kiln_gpu_wgmma_rs_ptx(text, sizeof text, n, bf16, tb)
-                  : kiln_gpu_wgmma_ptx(text, sizeof text, n, bf16, ta, tb)) > 0);
+  KILN_ASSERT((tf32 ? kiln_gpu_wgmma_tf32_ptx(text, sizeof text, n)
+               : rs ? kiln_gpu_wgmma_rs_ptx(text, sizeof text, n, bf16, tb)
+                    : kiln_gpu_wgmma_ptx(text, sizeof text, n, bf16, ta, tb)) > 0);
   substitute(text, regs, rs, body, sizeof body);
   size_t cap = 16384 + (size_t)regs * 64;
   char *ptx = malloc(cap);
@@ -234,9 +277,11 @@ static void assemble_one(const char *ptxas, const char *what, int n, char *ptx) 
 static void assemble(const char *ptxas) {
   static const int ns[3] = {8, 128, 256}, rs_ns[3] = {64, 128, 256};
   for (int i = 0; i < 3; i++)
-    assemble_one(ptxas, "SS", ns[i], kernel_ptx(ns[i], i == 1, i == 2, i != 0, false));
+    assemble_one(ptxas, "SS", ns[i], kernel_ptx(ns[i], i == 1, i == 2, i != 0, false, false));
   for (int i = 0; i < 3; i++)
-    assemble_one(ptxas, "RS", rs_ns[i], kernel_ptx(rs_ns[i], i == 1, 0, i != 0, true));
+    assemble_one(ptxas, "RS", rs_ns[i], kernel_ptx(rs_ns[i], i == 1, 0, i != 0, true, false));
+  for (int i = 0; i < 3; i++)
+    assemble_one(ptxas, "tf32", ns[i], kernel_ptx(ns[i], false, 0, 0, false, true));
 }
 
 int main(int argc, char **argv) {
@@ -252,6 +297,7 @@ int main(int argc, char **argv) {
   exact_text();
   refusals();
   rs_texts();
+  tf32_texts();
   waits();
   return kiln_check_result("gpu.wgmma_text");
 }

@@ -3600,19 +3600,34 @@ static float *random_f32_full(KilnRefRng *rng, size_t n) {
   return p;
 }
 
-/* ref[i][j] = sum_k A'[i][k] B'[k][j] in double with A' = round_tf32_ref(A) when tf32 (else A),
+/* x as a tensor core reads an f32 word it was not given rounded (sm_90's wgmma .tf32 from
+ * shared memory): toward zero to 10 mantissa bits, the 13 low bits ignored. */
+static float truncate_tf32_ref(float x) {
+  if (!isfinite(x) || x == 0.0f) return x;
+  int e;
+  frexpf(fabsf(x), &e);
+  float ulp = ldexpf(1.0f, e - 1 < -126 ? -136 : e - 11); /* as round_tf32_ref */
+  return copysignf(floorf(fabsf(x) / ulp) * ulp, x);
+}
+
+/* How a matmul_tf32 reference takes its inputs: as they are (IEEE f32), rounded to TF32 as
+ * cvt.rna does (mma.sync's path, the cpu target), or truncated to TF32 (wgmma's). */
+typedef enum { TF32_NONE, TF32_ROUNDED, TF32_TRUNCATED } Tf32Inputs;
+
+/* ref[i][j] = sum_k A'[i][k] B'[k][j] in double with A', B' the inputs taken as `inputs` says,
  * and the bound every f32 summation order meets: K 2^-24 sum_k |A'B'| (the products are exact in
  * f32 for TF32 inputs; an IEEE f32 product adds 2^-24 |AB| each, within the same K 2^-24 for K
  * >= 2) plus the f32 rounding of the result itself. */
 static void ref_matmul_tf32(const float *a, size_t sam, size_t sak, const float *b, size_t sbk,
-                            size_t sbn, size_t M, size_t N, size_t K, bool tf32, float *ref,
+                            size_t sbn, size_t M, size_t N, size_t K, Tf32Inputs inputs, float *ref,
                             float *bound) {
   for (size_t i = 0; i < M; i++)
     for (size_t j = 0; j < N; j++) {
       double sum = 0, mag = 0;
       for (size_t k = 0; k < K; k++) {
         float x = a[i * sam + k * sak], y = b[k * sbk + j * sbn];
-        if (tf32) x = round_tf32_ref(x), y = round_tf32_ref(y);
+        if (inputs == TF32_ROUNDED) x = round_tf32_ref(x), y = round_tf32_ref(y);
+        if (inputs == TF32_TRUNCATED) x = truncate_tf32_ref(x), y = truncate_tf32_ref(y);
         sum += (double)x * y;
         mag += fabs((double)x * y);
       }
@@ -3628,21 +3643,35 @@ static void ref_matmul_tf32(const float *a, size_t sam, size_t sak, const float 
  * not, both orientations of each operand (k contiguous: ldmatrix; m or n contiguous: 32-bit
  * loads), and a tile too small for mma.sync (BM = 8: the FMA path on rounded operands).  The same
  * inputs with TF32 = 0 must give the IEEE product, and the TF32 results must be off the IEEE
- * reference by many bounds: the inputs' low mantissa bits matter, so the flag is not a no-op. */
+ * reference by many bounds: the inputs' low mantissa bits matter, so the flag is not a no-op.
+ * With wgmma = 1 (docs/gpu-lowering.md, "wgmma"), where both operands are K-major and pipelined
+ * (A row-major, B column-major, promised) the GPU targets that lower wgmma (emu, sm_90) run
+ * wgmma .tf32, which truncates the inputs: the reference truncates too, and the rounded one must
+ * be far (the path was taken); BK 32, 16 and 8 (the 128-, 64- and 32-byte swizzles), one and two
+ * warpgroups, 4 stages (a group in flight), tails.  The m- or n-major layouts of dW and dX stay
+ * on mma.sync with wgmma asked for: rounded, as without it; so does the forward layout left
+ * unpipelined (1 stage: no ring for descriptors to read). */
 static bool test_matmul_tf32(KilnRtDevice *dev) {
   static const struct {
     int32_t M, N, K, bm, bn, bk;
     bool a_col, b_col, promise;
     int stages, warps, tf32;
-  } cfgs[] = {{64, 64, 64, 32, 32, 32, false, false, false, 1, 4, 1},
-              {100, 70, 200, 32, 64, 32, false, false, true, 3, 4, 1},
-              {72, 40, 136, 32, 32, 32, true, true, true, 2, 4, 1},
-              {96, 80, 120, 64, 32, 32, false, true, true, 1, 4, 1},
-              {130, 70, 100, 64, 64, 32, false, false, false, 2, 8, 1},
-              {130, 140, 100, 128, 128, 32, false, false, true, 3, 8, 1},
-              {33, 17, 45, 32, 32, 32, true, false, false, 1, 4, 1},
-              {33, 17, 45, 8, 16, 16, false, false, false, 1, 4, 1},
-              {64, 64, 64, 32, 32, 32, false, false, true, 2, 4, 0}};
+    bool wgmma;
+  } cfgs[] = {{64, 64, 64, 32, 32, 32, false, false, false, 1, 4, 1, false},
+              {100, 70, 200, 32, 64, 32, false, false, true, 3, 4, 1, false},
+              {72, 40, 136, 32, 32, 32, true, true, true, 2, 4, 1, false},
+              {96, 80, 120, 64, 32, 32, false, true, true, 1, 4, 1, false},
+              {130, 70, 100, 64, 64, 32, false, false, false, 2, 8, 1, false},
+              {130, 140, 100, 128, 128, 32, false, false, true, 3, 8, 1, false},
+              {33, 17, 45, 32, 32, 32, true, false, false, 1, 4, 1, false},
+              {33, 17, 45, 8, 16, 16, false, false, false, 1, 4, 1, false},
+              {64, 64, 64, 32, 32, 32, false, false, true, 2, 4, 0, false},
+              {150, 136, 200, 128, 128, 32, false, true, true, 3, 8, 1, true},
+              {100, 70, 72, 64, 64, 16, false, true, true, 4, 4, 1, true},
+              {64, 130, 40, 64, 64, 8, false, true, true, 2, 4, 1, true},
+              {72, 64, 40, 64, 64, 32, true, true, true, 3, 4, 1, true},
+              {96, 64, 64, 64, 64, 32, false, false, true, 3, 4, 1, true},
+              {96, 80, 72, 64, 64, 32, false, true, true, 1, 4, 1, true}};
   bool all_ok = true;
   for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
     size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
@@ -3651,23 +3680,35 @@ static bool test_matmul_tf32(KilnRtDevice *dev) {
     size_t sbk = cfgs[ci].b_col ? 1 : np, sbn = cfgs[ci].b_col ? kp : 1;
     size_t scm = N + 8, total = M * scm + TAIL_ELEMS;
     size_t asize = cfgs[ci].a_col ? K * mp : M * kp, bsize = cfgs[ci].b_col ? N * kp : K * np;
-    KilnDefine defs[6] = {{"BM", cfgs[ci].bm},
+    KilnDefine defs[7] = {{"BM", cfgs[ci].bm},
                           {"BN", cfgs[ci].bn},
                           {"BK", cfgs[ci].bk},
                           {"TF32", cfgs[ci].tf32},
                           {"num_stages", cfgs[ci].stages},
-                          {"num_warps", cfgs[ci].warps}};
+                          {"num_warps", cfgs[ci].warps},
+                          {"wgmma", 1}};
+    size_t ndefs = cfgs[ci].wgmma ? 7 : 6;
+    /* wgmma .tf32 runs (and truncates) where the target lowers wgmma and both operands are
+     * K-major and staged (pipelined: 2 stages or more) */
+    bool truncated = cfgs[ci].wgmma && cfgs[ci].promise && !cfgs[ci].a_col && cfgs[ci].b_col &&
+                     cfgs[ci].stages >= 2 &&
+                     (g_target == KILN_TARGET_EMU || g_target == KILN_TARGET_SM90);
+    Tf32Inputs want = !cfgs[ci].tf32 ? TF32_NONE : truncated ? TF32_TRUNCATED : TF32_ROUNDED;
     KilnDefine unit_eq[] = {{cfgs[ci].a_col ? "sam" : "sak", 1},
                             {cfgs[ci].b_col ? "sbk" : "sbn", 1}};
     KilnDefine mult[] = {{cfgs[ci].a_col ? "sak" : "sam", 16},
                          {cfgs[ci].b_col ? "sbn" : "sbk", 16}};
     if (cfgs[ci].promise) g_spec = (Spec){unit_eq, mult, COUNT(unit_eq), COUNT(mult)};
     char shape[96];
-    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s%s", M, N, K,
+    snprintf(shape, sizeof shape, "%zux%zux%zu A %s B %s%s%s%s", M, N, K,
              cfgs[ci].a_col ? "col" : "row", cfgs[ci].b_col ? "col" : "row",
-             cfgs[ci].promise ? " promised" : "", cfgs[ci].tf32 ? "" : " IEEE");
+             cfgs[ci].promise ? " promised" : "", cfgs[ci].tf32 ? "" : " IEEE",
+             cfgs[ci].wgmma ? " wgmma" : "");
     KilnTestRun run;
-    run_begin(&run, dev, "matmul_tf32", defs, COUNT(defs), shape);
+    int keep_warps = g_num_warps;
+    if (cfgs[ci].wgmma) g_num_warps = cfgs[ci].warps; /* whole warpgroups, whatever --warps */
+    run_begin(&run, dev, "matmul_tf32", defs, ndefs, shape);
+    g_num_warps = keep_warps;
     g_spec = (Spec){0};
 
     KilnRefRng rng;
@@ -3689,23 +3730,24 @@ static bool test_matmul_tf32(KilnRtDevice *dev) {
     kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
     float *got = kiln_test_alloc(M * N, sizeof *got);
     for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
-    ref_matmul_tf32(a, sam, sak, b, sbk, sbn, M, N, K, true, ref, bound);
-    ref_matmul_tf32(a, sam, sak, b, sbk, sbn, M, N, K, false, ieee, ibound);
-    kiln_test_check_bound(&run, "c", got, cfgs[ci].tf32 ? ref : ieee,
-                          cfgs[ci].tf32 ? bound : ibound, M * N);
-    /* the other reference must be far: the worst distance in bounds, and the result off it */
-    const float *other = cfgs[ci].tf32 ? ieee : ref, *obound = cfgs[ci].tf32 ? ibound : bound;
+    /* ref: the inputs as this run takes them; ieee: another way (IEEE for TF32 runs, rounded
+     * TF32 for IEEE and truncated runs), which must be far from the result */
+    Tf32Inputs other_way = want == TF32_ROUNDED ? TF32_NONE : TF32_ROUNDED;
+    ref_matmul_tf32(a, sam, sak, b, sbk, sbn, M, N, K, want, ref, bound);
+    ref_matmul_tf32(a, sam, sak, b, sbk, sbn, M, N, K, other_way, ieee, ibound);
+    kiln_test_check_bound(&run, "c", got, ref, bound, M * N);
+    static const char *const way[3] = {"IEEE", "rounded TF32", "truncated TF32"};
     double far = 0;
     for (size_t i = 0; i < M * N; i++) {
-      double d = fabs((double)got[i] - other[i]) / obound[i];
+      double d = fabs((double)got[i] - ieee[i]) / ibound[i];
       if (d > far) far = d;
     }
-    printf("       c: %.3g bounds off the %s reference\n", far, cfgs[ci].tf32 ? "IEEE" : "TF32");
+    printf("       c: %.3g bounds off the %s reference\n", far, way[other_way]);
     if (run.ok && !run.d.emit && !(far > 10))
       kiln_test_fail(&run,
                      "c is within %.3g bounds of the %s reference: the inputs' low bits did "
                      "not matter",
-                     far, cfgs[ci].tf32 ? "IEEE" : "TF32");
+                     far, way[other_way]);
     all_ok &= kiln_test_end(&run);
     free(a), free(b), free(c), free(ref), free(bound), free(ieee), free(ibound), free(got);
   }
@@ -3765,8 +3807,8 @@ static bool test_matmul_tf32_trans(KilnRtDevice *dev) {
     kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, scm);
     for (size_t r = 0; r < M; r++) memcpy(got + r * N, c + r * scm, N * sizeof *got);
     /* X^T B: a[i][k] = x[k][i] (strides 1, mp); A Y^T: b[k][j] = y[j][k] (strides 1, kp) */
-    ref_matmul_tf32(x, 1, mp, b, np, 1, M, N, K, true, r1, b1);
-    ref_matmul_tf32(a, kp, 1, y, 1, kp, M, N, K, true, r2, b2);
+    ref_matmul_tf32(x, 1, mp, b, np, 1, M, N, K, TF32_ROUNDED, r1, b1);
+    ref_matmul_tf32(a, kp, 1, y, 1, kp, M, N, K, TF32_ROUNDED, r2, b2);
     for (size_t i = 0; i < M * N; i++) {
       double sum = (double)r1[i] + r2[i];
       r1[i] = (float)sum;
