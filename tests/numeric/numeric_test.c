@@ -4236,6 +4236,12 @@ static int run_selected(const char *spec, KilnTarget target, const int *warps, i
             kiln_rt_last_error());
     return 1;
   }
+  /* on a GPU, the arch whose modules the bundle gives this device: sm_90's lowering (wgmma,
+   * which some references depend on: TF32 read truncated) from compute capability 9 on */
+  KilnRtDeviceInfo info;
+  if (target == KILN_TARGET_SM90 && kiln_rt_device_info(dev, &info) == KILN_RT_OK &&
+      info.kind == KILN_RT_DEVICE_CUDA && info.cc_major < 9)
+    target = KILN_TARGET_SM80;
   int failed = 0;
   g_target = target;
   for (int w = 0; w < nwarps; w++) {
@@ -4342,7 +4348,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s: --device cuda runs precompiled kernels: give --bundle DIR\n", argv[0]);
       return 2;
     }
-    target = KILN_TARGET_SM90; /* a label only: the bundle holds the arch's modules */
+    target = KILN_TARGET_SM90; /* sm_80 below compute capability 9: run_selected */
   }
   int failed = 0;
   if (vs_cpu) {
