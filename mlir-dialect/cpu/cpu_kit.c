@@ -3,8 +3,9 @@
  * lowering files depend one way: cpu_lower.c -> cpu_ops.c -> cpu_kit.c.
  *
  * A map records what each old SSA value became (CpuVal): scalars and splat tiles stay scalars;
- * every other tile gets a static memref alloca'd in the entry block (so loops do not grow the
- * stack) and is read and written element by element in loop nests. */
+ * other tiles are deferred (see "Deferred tiles" below) or get a static memref alloca'd in the
+ * entry block (so loops do not grow the stack), read and written element by element in loop
+ * nests. */
 #include "cpu_kit.h"
 
 /* ---------------------------------------------------------------- value map */
@@ -103,9 +104,15 @@ void kiln_cpu_store_elem(Cpu *c, MlirValue buf, MlirValue v, const MlirValue *id
   kiln_cpu_op(c, "memref.store", ops, (size_t)rank + 2, (MlirType){NULL});
 }
 
+bool kiln_cpu_is_deferred(const CpuVal *v) {
+  return mlirValueIsNull(v->scalar) && mlirValueIsNull(v->buf);
+}
+
 MlirValue kiln_cpu_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
   if (!mlirValueIsNull(v->scalar)) return v->scalar;
-  return kiln_cpu_load_elem(c, v->buf, idx, kiln_ir_rank(mlirValueGetType(v->buf)));
+  if (!mlirValueIsNull(v->buf))
+    return kiln_cpu_load_elem(c, v->buf, idx, kiln_ir_rank(mlirValueGetType(v->buf)));
+  return v->elem(c, v, idx);
 }
 
 /* ---------------------------------------------------------------- loop nests */
@@ -174,13 +181,78 @@ void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst) {
   kiln_cpu_nest(c, shape, rank, fill_body, &f);
 }
 
-MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v, MlirType tile) {
-  if (!mlirValueIsNull(v->buf)) return v->buf;
-  MlirValue buf = kiln_cpu_alloc(c, tile);
+/* ---------------------------------------------------------------- deferred tiles */
+
+/* Why.  A loop nest per tile op made a bitonic sort of 256 lanes over a thousand sequential loops
+ * in one function, and LLVM's loop passes take time in the square of that number.  So index
+ * remaps (broadcast, expand_dims, reshape, flip, trans, range) and pure elementwise ops lower to
+ * no loop at all: their CpuVal is deferred and computes element idx inside whichever loop nest
+ * consumes it (kiln_cpu_elem), so a chain of them becomes one nest at its consumer.
+ *
+ * When a deferred tile is materialized.  Deferred views only re-compute indices, so they stay
+ * deferred whatever reads them.  A tile that costs arithmetic is materialized where it is
+ * defined when it is read twice or more (re-computing it per read could grow without bound),
+ * when its reader sits in another block (a loop body would re-compute it per iteration), or when
+ * its expression holds more than MAX_DEFERRED_COST ops.  So a tile that is still deferred and
+ * costs arithmetic has exactly one reader, later in its own block, and that reader may
+ * materialize it in place (kiln_cpu_buf: broadcast, resize, which read elements repeatedly).
+ *
+ * Why this keeps the order of memory effects.  A deferred tile reads only scalars and the
+ * kernel's private buffers, never memory (loads and atomics are loop nests, kiln_cpu_map), and
+ * a buffer is written only where its value is defined, except a carried buffer of an scf.for,
+ * which the loop's yield overwrites; a yield therefore reads deferred tiles through a fresh
+ * buffer (kiln_cpu_stored) before it copies anything into the carried ones. */
+enum { MAX_DEFERRED_COST = 24 };
+
+/* Whether old is read by exactly one operand of one op, in old's own block. */
+static bool read_once_in_block(MlirValue old) {
+  MlirOpOperand u = mlirValueGetFirstUse(old);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return false;
+  MlirBlock def = mlirOperationGetBlock(mlirOpResultGetOwner(old));
+  return mlirOperationGetBlock(mlirOpOperandGetOwner(u)).ptr == def.ptr;
+}
+
+static bool is_unused(MlirValue old) { return mlirOpOperandIsNull(mlirValueGetFirstUse(old)); }
+
+/* Copies the lowered tile v into a fresh buffer of its type. */
+static MlirValue copy_to_new_buf(Cpu *c, CpuVal *v) {
+  MlirValue buf = kiln_cpu_alloc(c, mlirValueGetType(v->old));
   kiln_cpu_copy(c, v, buf);
-  v->buf = buf;
-  v->scalar = (MlirValue){NULL};
   return buf;
+}
+
+MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v) {
+  if (!mlirValueIsNull(v->buf)) return v->buf;
+  v->buf = copy_to_new_buf(c, v);
+  v->scalar = (MlirValue){NULL};
+  v->cost = 0;
+  return v->buf;
+}
+
+CpuVal kiln_cpu_stored(Cpu *c, CpuVal *v) {
+  if (!kiln_cpu_is_deferred(v)) return *v;
+  return (CpuVal){.old = v->old, .buf = copy_to_new_buf(c, v)};
+}
+
+static CpuVal *defer_put(Cpu *c, MlirValue old, MlirOperation op, CpuElemFn elem, int cost) {
+  CpuVal *v = map_put(c, old);
+  v->op = op;
+  v->elem = elem;
+  v->cost = cost;
+  return v;
+}
+
+/* Materializes a deferred v now when the file comment says so. */
+static void settle(Cpu *c, CpuVal *v) {
+  bool now = v->cost > MAX_DEFERRED_COST ||
+             (v->cost > 0 && !is_unused(v->old) && !read_once_in_block(v->old));
+  if (now) kiln_cpu_buf(c, v);
+}
+
+CpuVal *kiln_cpu_defer(Cpu *c, MlirValue old, MlirOperation op, CpuElemFn elem, int cost) {
+  CpuVal *v = defer_put(c, old, op, elem, cost);
+  settle(c, v);
+  return v;
 }
 
 /* ---------------------------------------------------------------- per element */
@@ -204,7 +276,9 @@ static void map_body(Cpu *c, const MlirValue *idx, void *user) {
   if (!mlirValueIsNull(m->dst)) kiln_cpu_store_elem(c, m->dst, r, idx, m->rank);
 }
 
-void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok) {
+/* When op's result is not a tile, or every operand is a scalar/splat and splat_ok: runs fn once
+ * on the scalars (and records the result); returns whether it did. */
+static bool map_scalars(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok) {
   bool all_scalar = true;
   intptr_t n = mlirOperationGetNumOperands(op);
   for (intptr_t i = 0; i < n; i++)
@@ -214,15 +288,22 @@ void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool spl
   /* the shape comes from the result, or from the first operand for ops without one */
   MlirType shape_t =
       has_result ? mlirValueGetType(res) : mlirValueGetType(mlirOperationGetOperand(op, 0));
-  if (!kiln_ir_type_is_tile(shape_t) || (all_scalar && splat_ok)) {
-    MlirValue elems[8];
-    KILN_ASSERT(n <= 8);
-    for (intptr_t i = 0; i < n; i++)
-      elems[i] = kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar;
-    MlirValue r = fn(c, elems, user);
-    if (has_result) kiln_cpu_set_scalar(c, res, r);
-    return;
-  }
+  if (kiln_ir_type_is_tile(shape_t) && !(all_scalar && splat_ok)) return false;
+  MlirValue elems[8];
+  KILN_ASSERT(n <= 8);
+  for (intptr_t i = 0; i < n; i++)
+    elems[i] = kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar;
+  MlirValue r = fn(c, elems, user);
+  if (has_result) kiln_cpu_set_scalar(c, res, r);
+  return true;
+}
+
+void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok) {
+  if (map_scalars(c, op, fn, user, splat_ok)) return;
+  bool has_result = mlirOperationGetNumResults(op) > 0;
+  MlirValue res = has_result ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
+  MlirType shape_t =
+      has_result ? mlirValueGetType(res) : mlirValueGetType(mlirOperationGetOperand(op, 0));
   MapCtx m = {op, fn, user, {NULL}, kiln_ir_rank(shape_t)};
   if (has_result) {
     m.dst = kiln_cpu_alloc(c, shape_t);
@@ -232,4 +313,30 @@ void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool spl
   int rank;
   kiln_cpu_shape(shape_t, shape, &rank);
   kiln_cpu_nest(c, shape, rank, map_body, &m);
+}
+
+/* Element idx of a deferred elementwise tile: fn on its operands' elements. */
+static MlirValue map_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
+  MlirValue elems[8];
+  intptr_t n = mlirOperationGetNumOperands(v->op);
+  KILN_ASSERT(n <= 8);
+  for (intptr_t i = 0; i < n; i++)
+    elems[i] = kiln_cpu_elem(c, kiln_cpu_get(c, mlirOperationGetOperand(v->op, i)), idx);
+  return v->fn(c, elems, v->user);
+}
+
+void kiln_cpu_map_pure(Cpu *c, MlirOperation op, CpuScalarFn fn, const void *user,
+                       size_t user_size) {
+  CpuVal tmp;
+  KILN_ASSERT(user_size <= sizeof tmp.user_data && mlirOperationGetNumResults(op) == 1);
+  memcpy(tmp.user_data, user, user_size);
+  if (map_scalars(c, op, fn, tmp.user_data, true)) return;
+  int cost = 1;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++)
+    cost += kiln_cpu_get(c, mlirOperationGetOperand(op, i))->cost;
+  CpuVal *v = defer_put(c, mlirOperationGetResult(op, 0), op, map_elem, cost);
+  v->fn = fn;
+  memcpy(v->user_data, user, user_size);
+  v->user = v->user_data;
+  settle(c, v); /* after fn and user: materializing calls them */
 }

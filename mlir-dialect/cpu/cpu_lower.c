@@ -4,10 +4,12 @@
  * `@kiln_cpu_NAME(!llvm.ptr args, i32 pid_x, pid_y, pid_z, nprog_x, nprog_y, nprog_z)` (the
  * CPU kernel ABI of docs/internals.md) made of scf + memref + arith + math + llvm ops; the old
  * function is then erased.  A map records what each old SSA value became (CpuVal, cpu_kit.c):
- * scalars and splat tiles stay scalars; every other tile gets a static memref alloca'd in the
- * entry block, so loops do not grow the stack.  Pointers are i64 addresses.
+ * scalars and splat tiles stay scalars; other tiles are deferred (computed element by element
+ * inside the loop nest of whatever reads them, so that a chain of elementwise ops and index
+ * remaps becomes one loop nest) or get a static memref alloca'd in the entry block, so loops do
+ * not grow the stack.  Pointers are i64 addresses.
  *
- * Elementwise arith/math ops are lowered generically: a loop nest over the shape reads each
+ * Elementwise arith/math ops are lowered generically: a deferred tile whose element reads each
  * operand's element and re-creates the same op by name on scalars.  Kiln ops are in
  * cpu_ops.c.  scf.for / scf.if carrying tiles give each carried tile one buffer: the init is
  * copied in before the loop, yielded tiles are copied back at the end of the body (through a
@@ -144,11 +146,16 @@ static void *cpu_calloc(size_t n, size_t size) {
 static void lower_yield(Cpu *c, MlirOperation yield, const MlirValue *bufs, size_t n) {
   MlirValue *src_tmp = cpu_calloc(n, sizeof *src_tmp), *scalars = cpu_calloc(n, sizeof *scalars);
   size_t ns = 0;
-  /* first, move sources that are another slot's buffer out of the way */
+  /* first, move sources that are another slot's buffer, or deferred (which may read one), out
+   * of the way */
   for (size_t i = 0; i < n; i++) {
     src_tmp[i] = (MlirValue){NULL};
     if (mlirValueIsNull(bufs[i])) continue;
     CpuVal *v = kiln_cpu_get(c, mlirOperationGetOperand(yield, (intptr_t)i));
+    if (kiln_cpu_is_deferred(v)) {
+      src_tmp[i] = kiln_cpu_stored(c, v).buf;
+      continue;
+    }
     for (size_t j = 0; j < n && !mlirValueIsNull(v->buf); j++)
       if (j != i && bufs[j].ptr == v->buf.ptr) {
         src_tmp[i] = kiln_cpu_alloc(c, mlirValueGetType(v->old));
@@ -288,7 +295,7 @@ static void lower_op(Cpu *c, MlirOperation op) {
       c->failed = true;
       return;
     }
-    kiln_cpu_map(c, op, elementwise_fn, &op, true);
+    kiln_cpu_map_pure(c, op, elementwise_fn, &op, sizeof op);
   } else {
     MlirValue ops[16], out[8];
     intptr_t n = mlirOperationGetNumOperands(op);

@@ -36,40 +36,30 @@ static int64_t attr_int(MlirOperation op, const char *name) {
 
 /* ---------------------------------------------------------------- range and shape ops */
 
-typedef struct CopyCtx {
-  MlirOperation op;
-  KilnOpId id;
-  CpuVal *src;
-  MlirValue dst;
-  int rank;
-} CopyCtx;
-
-static void range_body(Cpu *c, const MlirValue *idx, void *user) {
-  CopyCtx *k = user;
+/* Element idx of a deferred range: start + idx. */
+static MlirValue range_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
   MlirValue i = kiln_ir_build_cast(&c->b, c->loc, "arith.index_cast", idx[0], i32_t(c));
-  MlirValue v = bin(c, "arith.addi", i, kiln_cpu_int_const(c, i32_t(c), attr_int(k->op, "start")));
-  kiln_cpu_store_elem(c, k->dst, v, idx, 1);
+  return bin(c, "arith.addi", i, kiln_cpu_int_const(c, i32_t(c), attr_int(v->op, "start")));
 }
 
-/* broadcast / expand_dims / trans / flip / resize: the result element at idx reads the source at
- * a mapped index (resize: idx clamped into the source's shape). */
-static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
-  CopyCtx *k = user;
-  MlirType st = mlirValueGetType(k->src->old);
+/* broadcast / expand_dims / trans / flip / resize / reshape: the source's index sidx that the
+ * result's element idx reads (resize: idx clamped into the source's shape). */
+static void source_index(Cpu *c, MlirOperation op, const MlirValue *idx, MlirValue *sidx) {
+  KilnOpId id = kiln_ir_op_id(op);
+  MlirType st = mlirValueGetType(operand(op, 0));
   int srank = kiln_ir_rank(st);
-  MlirValue sidx[16];
-  if (k->id == KILN_OP_BROADCAST) {
+  if (id == KILN_OP_BROADCAST) {
     for (int i = 0; i < srank; i++)
       sidx[i] = kiln_ir_dim(st, i) == 1 ? kiln_cpu_cidx(c, 0) : idx[i];
-  } else if (k->id == KILN_OP_EXPAND_DIMS) {
-    int64_t axis = attr_int(k->op, "axis");
+  } else if (id == KILN_OP_EXPAND_DIMS) {
+    int64_t axis = attr_int(op, "axis");
     for (int i = 0, r = 0; i < srank + 1; i++)
       if (i != axis) sidx[r++] = idx[i];
-  } else if (k->id == KILN_OP_RESHAPE) {
+  } else if (id == KILN_OP_RESHAPE) {
     /* the row-major position of idx in the result, as an index into the source's dims */
-    MlirType rt = mlirValueGetType(result_of(k->op));
+    MlirType rt = mlirValueGetType(result_of(op));
     MlirValue lin = kiln_cpu_cidx(c, 0);
-    for (int i = 0; i < k->rank; i++)
+    for (int i = 0; i < kiln_ir_rank(rt); i++)
       lin = bin(c, "arith.addi", bin(c, "arith.muli", lin, kiln_cpu_cidx(c, kiln_ir_dim(rt, i))),
                 idx[i]);
     for (int i = srank - 1; i >= 0; i--) {
@@ -77,39 +67,51 @@ static void reshape_body(Cpu *c, const MlirValue *idx, void *user) {
       sidx[i] = bin(c, "arith.remui", lin, d);
       lin = bin(c, "arith.divui", lin, d);
     }
-  } else if (k->id == KILN_OP_RESIZE) {
+  } else if (id == KILN_OP_RESIZE) {
     for (int i = 0; i < srank; i++) {
       MlirValue last = kiln_cpu_cidx(c, kiln_ir_dim(st, i) - 1);
       sidx[i] = bin(c, "arith.minui", idx[i], last);
     }
-  } else if (k->id == KILN_OP_FLIP) {
-    int axis = (int)attr_int(k->op, "axis");
+  } else if (id == KILN_OP_FLIP) {
+    int axis = (int)attr_int(op, "axis");
     for (int i = 0; i < srank; i++) sidx[i] = idx[i];
     MlirValue last = kiln_cpu_cidx(c, kiln_ir_dim(st, axis) - 1);
     sidx[axis] = bin(c, "arith.subi", last, idx[axis]);
   } else {
     for (int i = 0; i < srank; i++) sidx[i] = idx[srank - 1 - i];
   }
-  kiln_cpu_store_elem(c, k->dst, kiln_cpu_elem(c, k->src, sidx), idx, k->rank);
 }
 
-static void lower_copy_like(Cpu *c, MlirOperation op, KilnOpId id) {
+/* Element idx of a deferred index remap: the source's element at the mapped index. */
+static MlirValue view_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
+  MlirValue sidx[16];
+  source_index(c, v->op, idx, sidx);
+  return kiln_cpu_elem(c, kiln_cpu_get(c, operand(v->op, 0)), sidx);
+}
+
+/* Whether the index remap reads some source elements more than once. */
+static bool repeats_source(MlirOperation op, KilnOpId id) {
+  return (id == KILN_OP_BROADCAST || id == KILN_OP_RESIZE) &&
+         kiln_ir_type_numel(mlirValueGetType(result_of(op))) >
+             kiln_ir_type_numel(mlirValueGetType(operand(op, 0)));
+}
+
+/* range and the index remaps are deferred: no loop until something reads them.  A remap that
+ * repeats elements of a source that costs arithmetic materializes the source first, so that
+ * each of its elements is computed once. */
+static void lower_view(Cpu *c, MlirOperation op, KilnOpId id) {
   MlirValue res = result_of(op);
-  MlirType rt = mlirValueGetType(res);
-  CopyCtx k = {op, id, NULL, {NULL}, kiln_ir_rank(rt)};
-  if (id != KILN_OP_RANGE) {
-    k.src = kiln_cpu_get(c, operand(op, 0));
-    if (!mlirValueIsNull(k.src->scalar)) { /* a splat stays a splat */
-      kiln_cpu_set_scalar(c, res, k.src->scalar);
-      return;
-    }
+  if (id == KILN_OP_RANGE) {
+    kiln_cpu_defer(c, res, op, range_elem, 0);
+    return;
   }
-  k.dst = kiln_cpu_alloc(c, rt);
-  kiln_cpu_set_buf(c, res, k.dst);
-  int64_t shape[16];
-  int rank;
-  kiln_cpu_shape(rt, shape, &rank);
-  kiln_cpu_nest(c, shape, rank, id == KILN_OP_RANGE ? range_body : reshape_body, &k);
+  CpuVal *src = kiln_cpu_get(c, operand(op, 0));
+  if (!mlirValueIsNull(src->scalar)) { /* a splat stays a splat */
+    kiln_cpu_set_scalar(c, res, src->scalar);
+    return;
+  }
+  if (src->cost > 0 && repeats_source(op, id)) kiln_cpu_buf(c, src);
+  kiln_cpu_defer(c, res, op, view_elem, src->cost);
 }
 
 /* ---------------------------------------------------------------- pointers and memory */
@@ -306,9 +308,10 @@ static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
 
 static void lower_dot(Cpu *c, MlirOperation op) {
   MlirType at = mlirValueGetType(operand(op, 0)), rt = mlirValueGetType(result_of(op));
-  DotCtx d = {
-      kiln_cpu_get(c, operand(op, 0)), kiln_cpu_get(c, operand(op, 1)), {NULL}, kiln_ir_dim(at, 1),
-      kiln_ir_elem_type(rt),           kiln_ir_dot_is_tf32(op)};
+  /* dot reads each element of a and b many times: deferred ones are computed into buffers */
+  CpuVal a = kiln_cpu_stored(c, kiln_cpu_get(c, operand(op, 0)));
+  CpuVal b = kiln_cpu_stored(c, kiln_cpu_get(c, operand(op, 1)));
+  DotCtx d = {&a, &b, {NULL}, kiln_ir_dim(at, 1), kiln_ir_elem_type(rt), kiln_ir_dot_is_tf32(op)};
   /* the result starts as a copy of acc (acc itself may still be read later), then each
    * element accumulates its K products in registers */
   d.dst = kiln_cpu_alloc(c, rt);
@@ -616,12 +619,12 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_TRANS:
   case KILN_OP_FLIP:
   case KILN_OP_RESIZE:
-  case KILN_OP_RESHAPE: lower_copy_like(c, op, id); return true;
+  case KILN_OP_RESHAPE: lower_view(c, op, id); return true;
   case KILN_OP_SCAN: return lower_scan(c, op);
   case KILN_OP_ADDPTR: {
     int64_t size =
         kiln_ir_elem_bytes(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
-    kiln_cpu_map(c, op, addptr_fn, &size, true);
+    kiln_cpu_map_pure(c, op, addptr_fn, &size, sizeof size);
     return true;
   }
   case KILN_OP_LOAD:
@@ -632,7 +635,7 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
   case KILN_OP_REDUCE: return lower_reduce(c, op);
   case KILN_OP_RAND: {
     bool raw = !mlirTypeIsAFloat(kiln_ir_elem_type(mlirValueGetType(result_of(op))));
-    kiln_cpu_map(c, op, rand_fn, &raw, true);
+    kiln_cpu_map_pure(c, op, rand_fn, &raw, sizeof raw);
     return true;
   }
   case KILN_OP_PRINT: return lower_print(c, op);
