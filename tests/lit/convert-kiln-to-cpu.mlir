@@ -1,11 +1,12 @@
 // RUN: %kiln-opt %s --pass=convert-kiln-to-cpu | %FileCheck %s
-// A kernel becomes kiln_cpu_<name>(void **args, pid x3, nprog x3); tiles become entry-block
-// allocas, elementwise ops loop nests over scalars, masked loads an scf.if per element.
+// A kernel becomes kiln_cpu_<name>(void **args, pid x3, nprog x3); tiles read more than once
+// become entry-block allocas (the range stays deferred: its elements are computed where read),
+// elementwise ops scalar ops inside loop nests, masked loads an scf.if per element.
 
 // CHECK-LABEL: func.func @kiln_cpu_scale(%arg0: !llvm.ptr
 // CHECK-SAME: i32{{.*}}i32{{.*}}i32{{.*}}i32{{.*}}i32{{.*}}i32
 // CHECK-NOT: kiln.
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<16xi32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<16xi1>
 // CHECK: llvm.getelementptr %arg0[1]
 // CHECK: scf.for
 // CHECK: arith.index_cast
