@@ -197,6 +197,12 @@ void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst) {
  * costs arithmetic has exactly one reader, later in its own block, and that reader may
  * materialize it in place (kiln_cpu_buf: broadcast, resize, which read elements repeatedly).
  *
+ * Where arithmetic is not fused.  LLVM vectorizes a nest of pure arithmetic over buffers, but not
+ * one with an scf.if per element (loads, stores, atomics) or a running value (reductions, scans):
+ * deferred into those, the arithmetic ran one element at a time (the BERT trainer's AdamW step
+ * took twice as long).  So those consumers compute operands that cost arithmetic into buffers
+ * first (kiln_cpu_compute_operands), one fused nest of their own; views still fuse into them.
+ *
  * Why this keeps the order of memory effects.  A deferred tile reads only scalars and the
  * kernel's private buffers, never memory (loads and atomics are loop nests, kiln_cpu_map), and
  * a buffer is written only where its value is defined, except a carried buffer of an scf.for,
@@ -232,6 +238,13 @@ MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v) {
 CpuVal kiln_cpu_stored(Cpu *c, CpuVal *v) {
   if (!kiln_cpu_is_deferred(v)) return *v;
   return (CpuVal){.old = v->old, .buf = copy_to_new_buf(c, v)};
+}
+
+void kiln_cpu_compute_operands(Cpu *c, MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++) {
+    CpuVal *v = kiln_cpu_get(c, mlirOperationGetOperand(op, i));
+    if (kiln_cpu_is_deferred(v) && v->cost > 0) kiln_cpu_buf(c, v);
+  }
 }
 
 static CpuVal *defer_put(Cpu *c, MlirValue old, MlirOperation op, CpuElemFn elem, int cost) {

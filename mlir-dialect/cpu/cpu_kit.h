@@ -61,6 +61,9 @@ MlirValue kiln_cpu_buf(Cpu *c, CpuVal *v);
  * into a fresh buffer (v stays deferred: other consumers, maybe in other blocks, read it too). */
 CpuVal kiln_cpu_stored(Cpu *c, CpuVal *v);
 bool kiln_cpu_is_deferred(const CpuVal *v);
+/* Materializes op's deferred operands that cost arithmetic (kiln_cpu_buf), for consumers whose
+ * loop nests LLVM does not vectorize (cpu_kit.c, "Where arithmetic is not fused"). */
+void kiln_cpu_compute_operands(Cpu *c, MlirOperation op);
 /* Records old as deferred (see CpuVal), then settles it: materialized at once when it costs
  * arithmetic and is read more than once, from another block, or its expression grew too big. */
 CpuVal *kiln_cpu_defer(Cpu *c, MlirValue old, MlirOperation op, CpuElemFn elem, int cost);

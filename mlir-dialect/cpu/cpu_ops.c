@@ -232,6 +232,7 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
 }
 
 static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
+  kiln_cpu_compute_operands(c, op);
   MlirType pt = kiln_ir_elem_type(mlirValueGetType(operand(op, 0)));
   MemCtx m = {kiln_cpu_scalar_type(kiln_ir_ptr_elem(pt)), 0};
   if (id == KILN_OP_LOAD) {
@@ -378,6 +379,7 @@ static void reduce_body(Cpu *c, const MlirValue *idx, void *user) {
 }
 
 static bool lower_reduce(Cpu *c, MlirOperation op) {
+  kiln_cpu_compute_operands(c, op);
   MlirType t = mlirValueGetType(operand(op, 0));
   char kind[16] = "";
   kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
@@ -435,6 +437,7 @@ static void scan_body(Cpu *c, const MlirValue *line, void *user) {
 }
 
 static bool lower_scan(Cpu *c, MlirOperation op) {
+  kiln_cpu_compute_operands(c, op);
   MlirType t = mlirValueGetType(operand(op, 0));
   char kind[16] = "";
   kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
