@@ -143,6 +143,12 @@ def build_model(torch, layers, hidden, heads, ffn, seq_len):
 def run(a):
     import torch
     dev = torch.device("cuda" if a.device == "cuda" else "cpu")
+    threads = None
+    if dev.type == "cpu":
+        # as many threads as Kiln's cpu device runs (KILN_CPU_THREADS, else every online CPU):
+        # a PyTorch built with OpenMP may start with one
+        threads = int(os.environ.get("KILN_CPU_THREADS") or os.cpu_count() or 1)
+        torch.set_num_threads(threads)
     torch.manual_seed(a.seed)
     rows, labels = read_split(a.data, "train", a.seq_len)
     need = a.batch * a.steps
@@ -220,7 +226,8 @@ def run(a):
            "iter_per_sec": 1 / avg, "samples_per_sec": a.batch * a.steps / total,
            "total_time": total, "peak_device_bytes": peak, "eval_time": eval_time,
            "eval_samples": len(erows), "loss": float(loss),
-           "autocast": str(amp_dtype).replace("torch.", "") if fp16 else None}
+           "autocast": str(amp_dtype).replace("torch.", "") if fp16 else None,
+           "cpu_threads": threads}
     with open(a.json, "a") as f:
         f.write(json.dumps(rec) + "\n")
     print(json.dumps(rec))
@@ -270,6 +277,12 @@ def profile_section(path, top=15):
     return lines, {"total": total, "top": calls[:top]}
 
 
+def threads_note(rows):
+    """The threads PyTorch ran on the cpu with (those of Kiln's cpu device), where it says."""
+    n = sorted({r["cpu_threads"] for r in rows if r.get("cpu_threads")})
+    return f" PyTorch on the cpu: {', '.join(map(str, n))} threads, as Kiln's." if n else ""
+
+
 def report(a):
     rows = [json.loads(x) for x in open(a.parts) if x.strip()]
     # a part that wrote its numbers and was then killed on its way out (a compiled model's
@@ -302,7 +315,7 @@ def report(a):
              "peak_device_bytes: Kiln's device allocator's high-water mark; PyTorch's "
              "torch.cuda.max_memory_allocated on a GPU, the process's peak resident memory "
              "on the cpu (the library included, so not comparable there). fp16 on the cpu: "
-             "Kiln stores f16; PyTorch's CPU autocast takes bfloat16.", "",
+             "Kiln stores f16; PyTorch's CPU autocast takes bfloat16." + threads_note(rows), "",
              "| system | mode | precision | batch | padding | status | " + " | ".join(COLUMNS) + " |",
              "|" + " --- |" * (6 + len(COLUMNS))]
     for r in rows:

@@ -257,7 +257,6 @@ static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
 typedef struct DotCtx {
   CpuVal *a, *b;
   MlirValue dst;
-  int64_t k;
   MlirType acc;
   bool tf32; /* round a and b to TF32 before the products */
 } DotCtx;
@@ -284,14 +283,13 @@ static MlirValue widen(Cpu *c, MlirValue v, MlirType to) {
   return kiln_ir_build_cast(&c->b, c->loc, "arith.extsi", v, to);
 }
 
+/* One product of the nest over (i, k, j): dst[i][j] += a[i][k] * b[k][j].  j innermost, so
+ * that the loop LLVM vectorizes reads a row of b and a row of dst (contiguous buffers) where an
+ * inner k loop read b down a column; each dst element still adds its K products in k order,
+ * so the sums are the same bits. */
 static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
   DotCtx *d = user;
-  MlirValue init = kiln_cpu_load_elem(c, d->dst, idx, 2);
-  KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, d->k),
-                                  kiln_cpu_cidx(c, 1), &init, 1);
-  KilnIRBuilder saved = c->b;
-  kiln_ir_builder_set_end(&c->b, f.body);
-  MlirValue ai[2] = {idx[0], f.iv}, bi[2] = {f.iv, idx[1]};
+  MlirValue ij[2] = {idx[0], idx[2]}, ai[2] = {idx[0], idx[1]}, bi[2] = {idx[1], idx[2]};
   MlirValue xa = kiln_cpu_elem(c, d->a, ai), yb = kiln_cpu_elem(c, d->b, bi);
   if (d->tf32) {
     xa = round_tf32(c, xa);
@@ -301,10 +299,8 @@ static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
   MlirValue y = widen(c, yb, d->acc);
   bool fl = mlirTypeIsAFloat(d->acc);
   MlirValue p = bin(c, fl ? "arith.mulf" : "arith.muli", x, y);
-  MlirValue s = bin(c, fl ? "arith.addf" : "arith.addi", kiln_ir_for_iter_arg(&f, 0), p);
-  kiln_ir_build_yield(&c->b, c->loc, &s, 1);
-  c->b = saved;
-  kiln_cpu_store_elem(c, d->dst, kiln_ir_for_result(&f, 0), idx, 2);
+  MlirValue sum = kiln_cpu_load_elem(c, d->dst, ij, 2);
+  kiln_cpu_store_elem(c, d->dst, bin(c, fl ? "arith.addf" : "arith.addi", sum, p), ij, 2);
 }
 
 static void lower_dot(Cpu *c, MlirOperation op) {
@@ -312,14 +308,14 @@ static void lower_dot(Cpu *c, MlirOperation op) {
   /* dot reads each element of a and b many times: deferred ones are computed into buffers */
   CpuVal a = kiln_cpu_stored(c, kiln_cpu_get(c, operand(op, 0)));
   CpuVal b = kiln_cpu_stored(c, kiln_cpu_get(c, operand(op, 1)));
-  DotCtx d = {&a, &b, {NULL}, kiln_ir_dim(at, 1), kiln_ir_elem_type(rt), kiln_ir_dot_is_tf32(op)};
-  /* the result starts as a copy of acc (acc itself may still be read later), then each
-   * element accumulates its K products in registers */
+  DotCtx d = {&a, &b, {NULL}, kiln_ir_elem_type(rt), kiln_ir_dot_is_tf32(op)};
+  /* the result starts as a copy of acc (acc itself may still be read later), then every
+   * product is added into it */
   d.dst = kiln_cpu_alloc(c, rt);
   kiln_cpu_copy(c, kiln_cpu_get(c, operand(op, 2)), d.dst);
   kiln_cpu_set_buf(c, result_of(op), d.dst);
-  int64_t shape[2] = {kiln_ir_dim(rt, 0), kiln_ir_dim(rt, 1)};
-  kiln_cpu_nest(c, shape, 2, dot_body, &d);
+  int64_t shape[3] = {kiln_ir_dim(rt, 0), kiln_ir_dim(at, 1), kiln_ir_dim(rt, 1)};
+  kiln_cpu_nest(c, shape, 3, dot_body, &d);
 }
 
 /* ---------------------------------------------------------------- reduce */
