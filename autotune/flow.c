@@ -502,7 +502,7 @@ static int add_default_variant(Run *R, int ki) {
   const RunKernel *k = &R->ks[ki];
   CheckCtx ctx = {R, &R->files[k->file], &k->pinned->tune, &k->problem};
   TuneCand c;
-  if (!tune_plan_default_config(ctx.t, check_on_target, &ctx, &c))
+  if (!tune_plan_default_config(ctx.t, R->tg.spec, check_on_target, &ctx, &c))
     return fprintf(stderr, "kiln %s: error: every config of '%s' is pruned for this device\n",
                    R->cmd, lk->name),
            1;

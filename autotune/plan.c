@@ -351,9 +351,16 @@ TunePlanFallback tune_plan_fallback(const LibKernel *lk, bool require_tuned) {
   return TUNE_PLAN_FALLBACK_DEFAULT;
 }
 
-bool tune_plan_default_config(const KilnTune *t, TunePlanCheck *check, void *ctx, TuneCand *out) {
+bool tune_preset_on_device(const KilnTunePreset *pr, const char *spec) {
+  if (!pr->device) return true;
+  size_t n = strlen(pr->device);
+  return !strncmp(spec, pr->device, n) && (spec[n] == '\0' || spec[n] == ':');
+}
+
+bool tune_plan_default_config(const KilnTune *t, const char *spec, TunePlanCheck *check, void *ctx,
+                              TuneCand *out) {
   for (int i = 0; i < t->npresets; i++) {
-    if (t->presets[i].device) continue; /* a device's own candidate, not every device's default */
+    if (!tune_preset_on_device(&t->presets[i], spec)) continue;
     memset(out, 0, sizeof *out);
     if (!kiln_tune_preset_get(t, t->presets[i].name, &out->cfg)) continue;
     if (!kiln_tune_preset_applies(t, i, &out->cfg)) continue; /* `where T != f32`, T pinned f32 */

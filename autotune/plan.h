@@ -125,10 +125,17 @@ TunePlanFallback tune_plan_fallback(const LibKernel *lk, bool require_tuned);
 
 /* Checks one config (fills c->state and c->config; ST_PRUNED when it cannot run here). */
 typedef void TunePlanCheck(TuneCand *c, void *ctx);
-/* A kernel's default config, the one `--mode default` times first: its first preset for every
- * device (no `for DEVICE`) whose `where` holds for its own config (t with its pins) and that
- * check keeps, else the first kept config of its cross product.
- * False when all are pruned. */
-bool tune_plan_default_config(const KilnTune *t, TunePlanCheck *check, void *ctx, TuneCand *out);
+/* Whether a preset is a candidate on the device of spec ("cpu", "emu", "cuda:0"): one without
+ * `for DEVICE` everywhere, one with it on that device kind only. */
+bool tune_preset_on_device(const KilnTunePreset *pr, const char *spec);
+
+/* A kernel's default config on the device of spec, the one an untuned library runs: its first
+ * preset in the order written that is on that device (for every device or `for` its kind),
+ * whose `where` holds for its own config (t with its pins) and that check keeps, else the
+ * first kept config of its cross product. So a `for cpu` preset written before the others is
+ * the cpu's default (a row tile that the CPU does not mask away) and one written after them is
+ * only a candidate of `--mode default` there. False when all are pruned. */
+bool tune_plan_default_config(const KilnTune *t, const char *spec, TunePlanCheck *check, void *ctx,
+                              TuneCand *out);
 
 #endif /* KILN_AUTOTUNE_PLAN_H */

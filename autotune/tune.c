@@ -54,19 +54,11 @@ static void apply_cache(const TuneJob *j, TuneCand *c) {
   c->reps = r->reps;
 }
 
-/* Whether a preset is a candidate on the device of spec ("cpu", "emu", "cuda:0"): one without
- * `for DEVICE` everywhere, one with it on that device kind only. */
-static bool preset_on_device(const KilnTunePreset *pr, const char *spec) {
-  if (!pr->device) return true;
-  size_t n = strlen(pr->device);
-  return !strncmp(spec, pr->device, n) && (spec[n] == '\0' || spec[n] == ':');
-}
-
 /* Whether preset i is a candidate of this run: on its device and, with a `where`, for the
  * pinned values (`where T != f32` leaves an f32 run). A preset that cannot be built is one, so
  * that the report says so. */
 static bool preset_is_candidate(const KilnTune *t, int i, const char *spec) {
-  if (!preset_on_device(&t->presets[i], spec)) return false;
+  if (!tune_preset_on_device(&t->presets[i], spec)) return false;
   KilnTuneConfig cfg;
   return !kiln_tune_preset_get(t, t->presets[i].name, &cfg) || kiln_tune_preset_applies(t, i, &cfg);
 }

@@ -10,7 +10,7 @@
 #   1. Kiln fp16 train + end-of-run eval, --batch 24 (BERT-large, seq 512 on cuda); with
 #      --kiln-bert-tuned EXE, then the same with EXE, a kiln-bert built against the kernel
 #      libraries tuned for this device (bench/gpu-check.sh): the row "kiln-bert (tuned)";
-#   2. Kiln fp32, --batch 16;
+#   2. Kiln fp32, --batch 16 (on cpu and emu also with the --kiln-bert-tuned EXE);
 #   3. Kiln fp16 with --padding dynamic (batches padded to their longest sample's 64-bucket);
 #   4. PyTorch eager fp32 and fp16 (autocast + GradScaler);
 #   5. fp32 with TF32 tensor cores: Kiln fp32 --tf32 (its gemms' operands rounded to TF32) and
@@ -178,6 +178,8 @@ kiln_profile 60
 kiln fp16 "$b16" fixed 90
 [ -n "$kbt" ] && kiln fp16 "$b16" fixed 90 0 "$kbt" tuned
 kiln fp32 "$b32" fixed 90
+# fp32 tuned too where time allows it: the cpu's headline precision (a GPU's visit is short)
+[ -n "$kbt" ] && [ "$device" != cuda ] && kiln fp32 "$b32" fixed 90 0 "$kbt" tuned
 kiln fp16 "$b16" dynamic 60
 
 # torch MODE PRECISION BATCH OWN_LIMIT [KEEP]: PRECISION fp32, fp16 or fp32+tf32 (--tf32)

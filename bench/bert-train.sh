@@ -14,14 +14,16 @@
 # Training reads the train/ split alone, so train does not evaluate at its end; the separate
 # eval is the measure. The logs are kept in BUILD_DIR/bert-train/ (train.jsonl, eval.jsonl),
 # the model in BUILD_DIR/bert-train/model.
+# KILN_BERT=EXE runs another kiln-bert (the tuned one scripts/bert-tune.sh builds) and
+# KILN_BERT_TRAIN_OUT=DIR keeps its logs and model apart (default BUILD_DIR/bert-train).
 # Usage: bench/bert-train.sh BUILD_DIR [STEPS] [BATCH] [SEQ_LEN]   (defaults: 40, 8, 128)
 set -euo pipefail
 build=${1:-build}
 steps=${2:-40}
 batch=${3:-8}
 seq=${4:-128}
-out="$build/bert-train"
-kb="$build/tools/kiln-bert"
+out=${KILN_BERT_TRAIN_OUT:-$build/bert-train}
+kb=${KILN_BERT:-$build/tools/kiln-bert}
 vocab=tests/kilnbert/vocab.txt
 
 # one review: 8-14 filler words with 2 of its label's cue words among them (bash's RANDOM,

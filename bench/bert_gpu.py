@@ -294,7 +294,8 @@ def report(a):
     ratio = {}
     # the kiln-bert built against libraries tuned on this device (bert-gpu.sh --kiln-bert-tuned)
     # gets a ratio of its own, "fp16 (tuned)", beside the untuned build's
-    for prec, tuned in (("fp32", False), ("fp32+tf32", False), ("fp16", False), ("fp16", True)):
+    for prec, tuned in (("fp32", False), ("fp32", True), ("fp32+tf32", False), ("fp16", False),
+                        ("fp16", True)):
         kiln = [r for r in rows if r.get("system") == "kiln" and r.get("precision") == prec
                 and r.get("status") == "ok" and r.get("padding") == "fixed"
                 and (r.get("mode") == "kiln-bert (tuned)") == tuned]

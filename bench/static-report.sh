@@ -23,7 +23,7 @@ failed=0
 {
   printf '{"arch": "sm_90", "shapes": "BERT-large: batch %d x %d tokens, hidden %d, %d heads of %d, FFN %d, %d parameters",\n' \
     "$B" "$S" "$HID" "$HEADS" "$HD" "$FFN" "$PARAMS"
-  printf ' "config": "an untuned library'"'"'s: the first preset (else the first point) of each tune block with the promises of its most specialized copy for the call (each entry'"'"'s options), T=f16 where the kernel has an element type",\n'
+  printf ' "config": "an untuned cuda library'"'"'s: the default preset on cuda (else the first point) of each tune block with the promises of its most specialized copy for the call (each entry'"'"'s options), T=f16 where the kernel has an element type",\n'
   printf ' "kernels": ['
   sep=""
   for entry in "${kernels[@]}"; do

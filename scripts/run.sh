@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds Kiln, tunes kernels for the device present
 # (the CPU backend when there is no GPU), generates a kernel library from the winners, times
-# the kernels, and tunes and times the BERT kernels of one BERT-base layer, printing tables.
+# the kernels, tunes and times the BERT kernels of one BERT-base layer, runs a short BERT
+# fine-tuning with the trainer, tunes the trainer's own kernel calls and runs it again on the
+# tuned libraries, printing tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -49,7 +51,32 @@ bash bench/bert-kernels.sh build "$device" "$bert_t"
 
 # A short BERT fine-tuning run through the trainer, an evaluation of the model it saves on a
 # test split (kiln-bert: every operation a Kiln kernel of the libraries generated at build
-# time), and their summary tables. The trainer runs on the cpu device so far (docs/trainer.md);
+# time), and their summary tables. The trainer runs on the cpu device here (docs/trainer.md);
 # KILN_IMDB=DIR runs it on a real aclImdb.
-echo "== BERT fine-tuning: kiln-bert train + eval (tiny model, fp32, cpu) ==" >&2
+echo "== BERT fine-tuning: kiln-bert train + eval (tiny model, fp32, cpu, untuned libraries) ==" >&2
 bash bench/bert-train.sh build
+
+# Whole-model tuning: every kernel call of that run's training and eval steps (batch 8, every
+# dynamic-padding length up to 128) tuned on the cpu, the trainer's libraries made again from
+# the winners and kiln-bert built against them (scripts/bert-tune.sh), then the same run with
+# the tuned trainer and the two side by side. KILN_MAIN_TUNE_BUDGET bounds the tuning (seconds).
+echo "== kiln-bert tune: the trainer's kernel calls, tuned on cpu ==" >&2
+tuned="$out/bert-tuned"
+bash scripts/bert-tune.sh --build build --out "$tuned" --model tiny --precision fp32 --batch 8 \
+  --seq-len 128 --padding dynamic --device cpu --budget "${KILN_MAIN_TUNE_BUDGET:-900}"
+echo "== BERT fine-tuning again with the tuned libraries ==" >&2
+KILN_BERT="$tuned/build/tools/kiln-bert" KILN_BERT_TRAIN_OUT="$out/bert-train-tuned" \
+  bash bench/bert-train.sh build
+python3 - build/bert-train/train.jsonl "$out/bert-train-tuned/train.jsonl" <<'PY'
+import json, sys
+rows = []
+for name, path in zip(("untuned", "tuned"), sys.argv[1:]):
+    with open(path) as f:
+        s = [json.loads(line) for line in f if '"summary"' in line][-1]
+    rows.append((name, s["first_iter_time"], s["avg_iter_time"], s["samples_per_sec"]))
+print("\nkiln-bert train (tiny, fp32, cpu, batch 8, seq <= 128): libraries untuned and tuned")
+print(f"{'libraries':<10} {'first_iter_time':>16} {'avg_iter_time':>14} {'samples_per_sec':>16}")
+for r in rows:
+    print(f"{r[0]:<10} {r[1]:>16.4f} {r[2]:>14.4f} {r[3]:>16.2f}")
+print(f"tuned / untuned samples per second: {rows[1][3] / rows[0][3]:.2f}x")
+PY

@@ -362,21 +362,23 @@ static void test_default_config(const KilnTune *t) {
   TuneCand c;
   int64_t any[2] = {0, 1 << 20}, no_small[2] = {128, 1 << 20}, mid[2] = {128, 512},
           none[2] = {0, 1};
-  CHECK(tune_plan_default_config(t, prune_blocks, any, &c) && c.cfg.bindings[0].value == 64 &&
-            c.cfg.num_warps == 1,
+  CHECK(tune_plan_default_config(t, "cpu", prune_blocks, any, &c) &&
+            c.cfg.bindings[0].value == 64 && c.cfg.num_warps == 1,
         "the first preset, small: got %s", c.config);
-  CHECK(tune_plan_default_config(t, prune_blocks, no_small, &c) && c.cfg.bindings[0].value == 1024,
+  CHECK(tune_plan_default_config(t, "cpu", prune_blocks, no_small, &c) &&
+            c.cfg.bindings[0].value == 1024,
         "small pruned: the next preset, big: got %s", c.config);
-  CHECK(tune_plan_default_config(t, prune_blocks, mid, &c) && c.cfg.bindings[0].value == 256,
+  CHECK(tune_plan_default_config(t, "cpu", prune_blocks, mid, &c) && c.cfg.bindings[0].value == 256,
         "both presets pruned: the first kept config, BLOCK=256: got %s", c.config);
-  CHECK(!tune_plan_default_config(t, prune_blocks, none, &c), "all pruned: none");
+  CHECK(!tune_plan_default_config(t, "cpu", prune_blocks, none, &c), "all pruned: none");
 }
 
 /* Presets with a condition on the pinned element type (dsl/reference.md, "Tune blocks"): the
- * default is the first preset for every device whose `where` holds for the pins, so an f32 pin
- * takes `fma` where f16 takes `tensor`; a preset for cuda is never the default, and when the
- * f32 preset is pruned the default is the first kept config, not the f16 one. Conditions
- * ignored (the old rule) would give `tensor` to every pin. */
+ * default on a device is the first preset on it (for every device or for its kind) whose
+ * `where` holds for the pins, so an f32 pin takes `fma` where f16 takes `tensor`; a preset for
+ * cuda is the default on cuda only, and when the f32 preset is pruned the default is the first
+ * kept config, not the f16 one. Conditions ignored (the old rule) would give `tensor` to every
+ * pin. */
 static const char typed_src[] =
     "kernel g(x: *T, n: i32, const T: type, const BLOCK: i32) {\n"
     "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
@@ -402,14 +404,15 @@ static void prune_block_named(TuneCand *c, void *ctx) {
 }
 
 /* The default config of t with T pinned to type (NULL: no pin), through check's range. */
-static bool pinned_default(const KilnTune *t, const char *type, int64_t *range, TuneCand *out) {
+static bool pinned_default(const KilnTune *t, const char *device, const char *type, int64_t *range,
+                           TuneCand *out) {
   TunePins pins = {.n = 0};
   char arg[32], err[256];
   snprintf(arg, sizeof arg, "T=%s", type ? type : "");
   if (type && tune_pins_add(&pins, arg, err, sizeof err) < 0) return false;
   TunePinned *pt = tune_pins_apply(&pins, t, err, sizeof err);
   if (!pt) return false;
-  bool ok = tune_plan_default_config(&pt->tune, prune_block_named, range, out);
+  bool ok = tune_plan_default_config(&pt->tune, device, prune_block_named, range, out);
   tune_pinned_free(pt);
   return ok;
 }
@@ -420,18 +423,32 @@ static void test_default_by_pin(void) {
   const KilnTune *t = kiln_tune_get(c, 0);
   TuneCand d;
   int64_t any[2] = {0, 1 << 20}, no_256[2] = {512, 1 << 20};
-  CHECK(pinned_default(t, NULL, any, &d) &&
+  CHECK(pinned_default(t, "cpu", NULL, any, &d) &&
             !strcmp(d.config, "T=5,BLOCK=1024,num_warps=4,num_stages=2"),
         "T as listed (f16): the tensor preset, got %s", d.config);
-  CHECK(pinned_default(t, "bf16", any, &d) &&
+  CHECK(pinned_default(t, "cpu", "bf16", any, &d) &&
             !strcmp(d.config, "T=6,BLOCK=1024,num_warps=4,num_stages=2"),
         "T=bf16: the tensor preset, got %s", d.config);
-  CHECK(pinned_default(t, "f32", any, &d) &&
+  CHECK(pinned_default(t, "cpu", "f32", any, &d) &&
             !strcmp(d.config, "T=7,BLOCK=256,num_warps=1,num_stages=2"),
         "T=f32: the fma preset (tensor's condition fails, gpu is for cuda), got %s", d.config);
-  CHECK(pinned_default(t, "f32", no_256, &d) &&
+  CHECK(pinned_default(t, "cpu", "f32", no_256, &d) &&
             !strcmp(d.config, "T=7,BLOCK=1024,num_warps=1,num_stages=2"),
         "T=f32 with fma pruned: the first kept config, not tensor's 4 warps, got %s", d.config);
+  /* On cuda the cuda preset, written first, is the f32 default; f16's is still tensor, since
+   * gpu's condition fails for it, and on cuda:1 as on cuda. */
+  CHECK(pinned_default(t, "cuda:1", "f32", any, &d) &&
+            !strcmp(d.config, "T=7,BLOCK=64,num_warps=4,num_stages=2"),
+        "T=f32 on cuda: the gpu preset, got %s", d.config);
+  CHECK(pinned_default(t, "cuda", NULL, any, &d) &&
+            !strcmp(d.config, "T=5,BLOCK=1024,num_warps=4,num_stages=2"),
+        "T=f16 on cuda: the tensor preset, got %s", d.config);
+  CHECK(pinned_default(t, "emu", "f32", any, &d) &&
+            !strcmp(d.config, "T=7,BLOCK=256,num_warps=1,num_stages=2"),
+        "T=f32 on emu: the fma preset (gpu is for cuda), got %s", d.config);
+  CHECK(pinned_default(t, "cudax", "f32", any, &d) &&
+            !strcmp(d.config, "T=7,BLOCK=256,num_warps=1,num_stages=2"),
+        "a device named cudax is not cuda: the fma preset, got %s", d.config);
   KilnTuneConfig cfg;
   CHECK(kiln_tune_preset_get(t, "fma", &cfg) && !kiln_tune_preset_applies(t, 2, &cfg) &&
             kiln_tune_preset_get(t, "tensor", &cfg) && kiln_tune_preset_applies(t, 1, &cfg),

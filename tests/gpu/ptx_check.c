@@ -9,9 +9,9 @@
  * parameter takes a scalar name: T=bf16; unbound consts take the first point of the kernel's
  * tune block).  The PTX must contain each --expect TEXT and no --expect-not TEXT; ptxas -v must
  * assemble it, report a kernel and 0 bytes of spill stores and loads.  --default binds the
- * other consts from the kernel's default: the first preset for every device (no `for`) whose
- * `where` holds with NAME=VALUE in place of its values, as an untuned library picks it
- * (docs/tuning.md), so that the test follows the tune block.
+ * other consts from the kernel's default on cuda: the first preset, in the order written, for
+ * every device or `for cuda` whose `where` holds with NAME=VALUE in place of its values, as an
+ * untuned cuda library picks it (docs/tuning.md), so that the test follows the tune block.
  *
  * Exit status: 0 ok, 1 a check or the compilation failed, 2 bad usage, 77 skipped (no ptxas:
  * checked first, so a machine without the CUDA toolkit spends no time compiling). */
@@ -159,7 +159,8 @@ static bool default_config(const Args *a, KilnCompilation *c, KilnTuneConfig *ou
   KilnKernel *k = kiln_kernel_find(c, a->kernel);
   const KilnTune *t = k ? k->tune : NULL;
   for (int i = 0; t && i < t->npresets; i++) {
-    if (t->presets[i].device || !kiln_tune_preset_get(t, t->presets[i].name, out)) continue;
+    const char *dev = t->presets[i].device; /* a preset for cpu or emu is not cuda's */
+    if ((dev && strcmp(dev, "cuda")) || !kiln_tune_preset_get(t, t->presets[i].name, out)) continue;
     for (int b = 0; b < out->nbindings; b++)
       for (size_t d = 0; d < a->ndefines; d++)
         if (!strcmp(out->bindings[b].name, a->defines[d].name))
@@ -169,7 +170,7 @@ static bool default_config(const Args *a, KilnCompilation *c, KilnTuneConfig *ou
       return true;
     }
   }
-  printf("%s: no preset for every device applies: the first point of the space\n", a->kernel);
+  printf("%s: no preset on cuda applies: the first point of the space\n", a->kernel);
   return false;
 }
 
