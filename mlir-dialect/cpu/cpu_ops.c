@@ -283,20 +283,48 @@ static MlirValue widen(Cpu *c, MlirValue v, MlirType to) {
   return kiln_ir_build_cast(&c->b, c->loc, "arith.extsi", v, to);
 }
 
+/* One element of a dot operand in the accumulator's type: rounded to TF32 first when asked,
+ * then widened (f16/bf16 -> f32, i8 -> i32). */
+static MlirValue dot_operand_elem(Cpu *c, const DotCtx *d, MlirValue x) {
+  if (d->tf32) x = round_tf32(c, x);
+  return widen(c, x, d->acc);
+}
+
+typedef struct DotConvert {
+  const DotCtx *d;
+  CpuVal *src;
+  MlirValue dst;
+} DotConvert;
+
+static void dot_convert_body(Cpu *c, const MlirValue *idx, void *user) {
+  DotConvert *v = user;
+  kiln_cpu_store_elem(c, v->dst, dot_operand_elem(c, v->d, kiln_cpu_elem(c, v->src, idx)), idx, 2);
+}
+
+/* Operand v (of tile type t) as the nest reads it: as it is where it already has the
+ * accumulator's type, else converted once into a buffer of that type. In the nest each element
+ * of a is read N times and each of b M times, and f16 and bf16 convert in software
+ * (host_float16.c): converting per product made the cpu's f16 gemm 1.5 to 5 times slower than
+ * the f32 one. The conversion is exact (and the TF32 rounding the same per element), so the
+ * sums are the same bits. */
+static CpuVal dot_operand(Cpu *c, const DotCtx *d, CpuVal v, MlirType t) {
+  if (!d->tf32 && mlirTypeEqual(kiln_ir_elem_type(t), d->acc)) return v;
+  CpuVal out = {0};
+  out.buf = kiln_cpu_alloc(c, kiln_ir_type_like(t, d->acc));
+  DotConvert conv = {d, &v, out.buf};
+  int64_t shape[2] = {kiln_ir_dim(t, 0), kiln_ir_dim(t, 1)};
+  kiln_cpu_nest(c, shape, 2, dot_convert_body, &conv);
+  return out;
+}
+
 /* One product of the nest over (i, k, j): dst[i][j] += a[i][k] * b[k][j].  j innermost, so
  * that the loop LLVM vectorizes reads a row of b and a row of dst (contiguous buffers) where an
  * inner k loop read b down a column; each dst element still adds its K products in k order,
- * so the sums are the same bits. */
+ * so the sums are the same bits.  a and b already have the accumulator's type. */
 static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
   DotCtx *d = user;
   MlirValue ij[2] = {idx[0], idx[2]}, ai[2] = {idx[0], idx[1]}, bi[2] = {idx[1], idx[2]};
-  MlirValue xa = kiln_cpu_elem(c, d->a, ai), yb = kiln_cpu_elem(c, d->b, bi);
-  if (d->tf32) {
-    xa = round_tf32(c, xa);
-    yb = round_tf32(c, yb);
-  }
-  MlirValue x = widen(c, xa, d->acc);
-  MlirValue y = widen(c, yb, d->acc);
+  MlirValue x = kiln_cpu_elem(c, d->a, ai), y = kiln_cpu_elem(c, d->b, bi);
   bool fl = mlirTypeIsAFloat(d->acc);
   MlirValue p = bin(c, fl ? "arith.mulf" : "arith.muli", x, y);
   MlirValue sum = kiln_cpu_load_elem(c, d->dst, ij, 2);
@@ -304,11 +332,16 @@ static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
 }
 
 static void lower_dot(Cpu *c, MlirOperation op) {
-  MlirType at = mlirValueGetType(operand(op, 0)), rt = mlirValueGetType(result_of(op));
-  /* dot reads each element of a and b many times: deferred ones are computed into buffers */
-  CpuVal a = kiln_cpu_stored(c, kiln_cpu_get(c, operand(op, 0)));
-  CpuVal b = kiln_cpu_stored(c, kiln_cpu_get(c, operand(op, 1)));
-  DotCtx d = {&a, &b, {NULL}, kiln_ir_elem_type(rt), kiln_ir_dot_is_tf32(op)};
+  MlirType at = mlirValueGetType(operand(op, 0)), bt = mlirValueGetType(operand(op, 1));
+  MlirType rt = mlirValueGetType(result_of(op));
+  DotCtx d = {NULL, NULL, {NULL}, kiln_ir_elem_type(rt), kiln_ir_dot_is_tf32(op)};
+  /* dot reads each element of a and b many times: deferred ones are computed into buffers,
+   * and converted to the accumulator's type there */
+  CpuVal a = dot_operand(c, &d, kiln_cpu_stored(c, kiln_cpu_get(c, operand(op, 0))), at);
+  CpuVal b = dot_operand(c, &d, kiln_cpu_stored(c, kiln_cpu_get(c, operand(op, 1))), bt);
+  d.a = &a;
+  d.b = &b;
+  d.tf32 = false; /* rounded in dot_operand */
   /* the result starts as a copy of acc (acc itself may still be read later), then every
    * product is added into it */
   d.dst = kiln_cpu_alloc(c, rt);
