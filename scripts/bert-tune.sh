@@ -37,7 +37,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 out=${out:-$build/bert-tuned}
-build=$(cd "$build" 2>/dev/null && pwd) || { echo "bert-tune.sh: no build folder $build" >&2; exit 2; }
+if ! build=$(cd "$build" 2>/dev/null && pwd); then
+  echo "bert-tune.sh: no build folder $build" >&2
+  exit 2
+fi
 kb="$build/tools/kiln-bert"
 kiln="$build/tools/kiln"
 jsonl="$build/runtime/bert/kernel-libs.jsonl"
@@ -74,14 +77,16 @@ fi
 t1=$(date +%s)
 
 # Step 2: one `kiln lib` command line a library, run $jobs at a time. The lines are written by
-# Python from the JSON list (shlex-quoted: the specs hold `;` and spaces).
+# Python from the JSON list (shlex-quoted: the specs hold `;` and spaces); one that fails shows
+# the end of its notes, since the folder they are in is removed.
 sets=(cpu)
 [ "$kind" = cpu ] || sets+=("$kind")
 for set in "${sets[@]}"; do
   dir="$out/libs/$set"
   rm -rf "$dir.tmp"
   mkdir -p "$dir.tmp"
-  python3 - "$jsonl" "$kiln" "$src/kernels-bert" "$cache" "$set" "$dir.tmp" >"$out/lib-commands-$set.txt" <<'PY'
+  cmds="$out/lib-commands-$set.txt"
+  python3 - "$jsonl" "$kiln" "$src/kernels-bert" "$cache" "$set" "$dir.tmp" >"$cmds" <<'PY'
 import json, shlex, sys
 jsonl, kiln, kdir, cache, device, outdir = sys.argv[1:]
 with open(jsonl) as f:
@@ -92,11 +97,12 @@ with open(jsonl) as f:
         for spec in e["specs"]:
             cmd += ["--args", spec]
         notes = shlex.quote(f"{outdir}/{e['name']}.lib.txt")
-        print(f"{shlex.join(cmd)} 2> {notes} || {{ echo \"kiln lib {e['name']} failed: \"{notes} >&2; exit 1; }}")
+        failed = f"tail -n 20 {notes} >&2; echo \"kiln lib {e['name']} failed (above)\" >&2; exit 1"
+        print(f"{shlex.join(cmd)} 2> {notes} || {{ {failed}; }}")
 PY
-  n=$(wc -l <"$out/lib-commands-$set.txt")
+  n=$(wc -l <"$cmds")
   echo "== kiln lib: $n trainer libraries for $set from the cache ==" >&2
-  if ! xargs -d '\n' -n 1 -P "$jobs" bash -c <"$out/lib-commands-$set.txt"; then
+  if ! xargs -d '\n' -n 1 -P "$jobs" bash -c <"$cmds"; then
     echo "bert-tune.sh: a library failed (above); the previous $dir is kept" >&2
     rm -rf "$dir.tmp"
     exit 1

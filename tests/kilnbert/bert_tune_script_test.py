@@ -38,16 +38,6 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, cwd=src, **kw)
 
 
-def train(exe, data, log):
-    """(losses, gradient norms) of 3 steps on one worker thread; empty on failure."""
-    r = run([exe, "train", "--model", "tiny", "--data", data, "--vocab", vocab, "--steps", "3",
-             "--batch", "2", "--seq-len", "16", "--dropout", "0", "--no-shuffle", "--log", log],
-            env=dict(os.environ, KILN_CPU_THREADS="1"))
-    check(r.returncode == 0, f"{exe} train: exit {r.returncode}: {r.stderr[-2000:]}")
-    steps = [x for x in map(json.loads, open(log)) if "step" in x] if r.returncode == 0 else []
-    return [x["loss"] for x in steps], [x["grad_norm"] for x in steps]
-
-
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 out = os.path.join(work, "out")
@@ -68,7 +58,8 @@ if r.returncode != 0:
     sys.exit(1)
 
 table = open(os.path.join(out, "tune.txt")).read()
-rows = [line for line in table.splitlines()[1:] if line.strip() and "distinct kernel calls" not in line]
+rows = [line for line in table.splitlines()[1:]
+        if line.strip() and "distinct kernel calls" not in line]
 tuned = [line for line in rows if " tuned " in line]
 print(f"{len(rows)} rows, {len(tuned)} tuned")
 check(rows and len(tuned) == len(rows), f"every call tuned: {len(tuned)} of {len(rows)}")
@@ -89,8 +80,10 @@ exe = os.path.join(out, "build", "tools", "kiln-bert")
 check(os.access(exe, os.X_OK), "the tuned kiln-bert is built")
 data = os.path.join(work, "imdb")
 kbtest.write_reviews(data, 4)
-want_loss, want_norm = train(kb, data, os.path.join(work, "untuned.jsonl"))
-got_loss, got_norm = train(exe, data, os.path.join(work, "tuned.jsonl"))
+want_loss, want_norm = kbtest.train_losses(check, kb, vocab, data,
+                                         os.path.join(work, "untuned.jsonl"), 2)
+got_loss, got_norm = kbtest.train_losses(check, exe, vocab, data, os.path.join(work, "tuned.jsonl"),
+                                         2)
 print(f"losses: untuned {want_loss}, tuned {got_loss}")
 check(len(want_loss) == 3 and len(got_loss) == 3, "both trained 3 steps")
 for a, b in zip(want_loss, got_loss):
@@ -104,7 +97,8 @@ fake = os.path.join(work, "fake-build")
 os.makedirs(os.path.join(fake, "runtime", "bert"))
 os.symlink(os.path.join(build, "tools"), os.path.join(fake, "tools"))
 with open(os.path.join(fake, "runtime", "bert", "kernel-libs.jsonl"), "w") as f:
-    f.write(json.dumps({"name": "kb_broken", "file": "no_such.kiln", "pins": [], "specs": []}) + "\n")
+    broken = {"name": "kb_broken", "file": "no_such.kiln", "pins": [], "specs": []}
+    f.write(json.dumps(broken) + "\n")
 before = sorted(os.listdir(libs))
 r = run(["bash", script, "--build", fake, "--out", out, *SHAPE])
 check(r.returncode == 1 and "kb_broken" in r.stderr,

@@ -1,8 +1,10 @@
 """kbtest.py — what the kiln-bert end-to-end tests share: a check that counts failures instead
-of stopping at the first, and the synthetic aclImdb-layout reviews they train on (two
-sentences of the test vocabulary that differ in words, so a model tells them apart within a few
-steps; each review ends in its index, so no two are the same text)."""
+of stopping at the first, the synthetic aclImdb-layout reviews they train on (two sentences of
+the test vocabulary that differ in words, so a model tells them apart within a few steps; each
+review ends in its index, so no two are the same text), and a short training run's losses."""
+import json
 import os
+import subprocess
 
 POS = "the movie was great ! i love it , great great"
 NEG = "the movie was naive . i want un ##want walk"
@@ -28,3 +30,19 @@ def write_reviews(root, per_label, split="train"):
         for i in range(per_label):
             with open(os.path.join(d, f"{i}_5.txt"), "w") as f:
                 f.write(f"{text} {i}\n")
+
+
+def train_losses(check, exe, vocab, data, log, batch, seq_len=16, steps=3):
+    """(losses, gradient norms) of `steps` steps of the tiny model without dropout or shuffling,
+    on one worker thread (the same sums on every machine); empty, with a failed check, when the
+    run fails."""
+    r = subprocess.run([exe, "train", "--model", "tiny", "--data", data, "--vocab", vocab,
+                        "--steps", str(steps), "--batch", str(batch), "--seq-len", str(seq_len),
+                        "--dropout", "0", "--no-shuffle", "--log", log],
+                       capture_output=True, text=True, env=dict(os.environ, KILN_CPU_THREADS="1"))
+    check(r.returncode == 0, f"{exe} train: exit {r.returncode}: {r.stderr[-2000:]}")
+    if r.returncode != 0:
+        return [], []
+    with open(log) as f:
+        recs = [x for x in map(json.loads, f) if "step" in x]
+    return [x["loss"] for x in recs], [x["grad_norm"] for x in recs]

@@ -128,16 +128,6 @@ def tuned_h_rows(text):
     return rows
 
 
-def train(exe, data, log):
-    """(losses, gradient norms) of 3 steps on one worker thread; empty on failure."""
-    r = run([exe, "train", "--model", "tiny", "--data", data, "--vocab", vocab, "--steps", "3",
-             "--batch", "4", "--seq-len", "16", "--dropout", "0", "--no-shuffle", "--log", log],
-            env=dict(os.environ, KILN_CPU_THREADS="1"))
-    check(r.returncode == 0, f"{exe} train: exit {r.returncode}: {r.stderr[-2000:]}")
-    steps = [x for x in map(json.loads, open(log)) if "step" in x] if r.returncode == 0 else []
-    return [x["loss"] for x in steps], [x["grad_norm"] for x in steps]
-
-
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 # the libraries folder the runner adds rows to: this build's cpu libraries and their plans
@@ -208,9 +198,10 @@ check(nm.returncode != 0 or (images == want_images and images > 0),
 
 data = os.path.join(work, "imdb")
 kbtest.write_reviews(data, 6)
-want_loss, want_norm = train(kb, data, os.path.join(work, "untuned.jsonl"))
-got_loss, got_norm = train(os.path.join(out, "tools", "kiln-bert"), data,
-                           os.path.join(work, "tuned.jsonl"))
+want_loss, want_norm = kbtest.train_losses(check, kb, vocab, data,
+                                         os.path.join(work, "untuned.jsonl"), 4)
+got_loss, got_norm = kbtest.train_losses(check, os.path.join(out, "tools", "kiln-bert"), vocab,
+                                         data, os.path.join(work, "tuned.jsonl"), 4)
 print(f"losses: untuned {want_loss}, tuned {got_loss}")
 check(len(want_loss) == 3 and len(got_loss) == 3, "both trained 3 steps")
 for a, b in zip(want_loss, got_loss):
