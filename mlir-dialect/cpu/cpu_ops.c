@@ -331,6 +331,18 @@ static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
   kiln_cpu_store_elem(c, d->dst, bin(c, fl ? "arith.addf" : "arith.addi", sum, p), ij, 2);
 }
 
+/* Whether op is v's only reader and runs once per definition of v: one use (SSA: nothing else
+ * can read v's buffer after op; a view or an elementwise op of v would be a second use), in the
+ * block that defines v (a dot in a loop over a tile defined before it runs once per iteration,
+ * and each run must start from the same value). */
+static bool only_reader(MlirValue v, MlirOperation op) {
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u))) return false;
+  MlirBlock def = mlirValueIsABlockArgument(v) ? mlirBlockArgumentGetOwner(v)
+                                               : mlirOperationGetBlock(mlirOpResultGetOwner(v));
+  return mlirBlockEqual(def, mlirOperationGetBlock(op));
+}
+
 static void lower_dot(Cpu *c, MlirOperation op) {
   MlirType at = mlirValueGetType(operand(op, 0)), bt = mlirValueGetType(operand(op, 1));
   MlirType rt = mlirValueGetType(result_of(op));
@@ -342,10 +354,16 @@ static void lower_dot(Cpu *c, MlirOperation op) {
   d.a = &a;
   d.b = &b;
   d.tf32 = false; /* rounded in dot_operand */
-  /* the result starts as a copy of acc (acc itself may still be read later), then every
-   * product is added into it */
-  d.dst = kiln_cpu_alloc(c, rt);
-  kiln_cpu_copy(c, kiln_cpu_get(c, operand(op, 2)), d.dst);
+  /* every product is added into the result: acc's own buffer when the dot is acc's only
+   * reader (the K loop's carried accumulator: no copy in, and the yield's copy back is to the
+   * same buffer, so none), else a copy of acc, which may still be read later */
+  CpuVal *acc = kiln_cpu_get(c, operand(op, 2));
+  if (!mlirValueIsNull(acc->buf) && only_reader(operand(op, 2), op)) {
+    d.dst = acc->buf;
+  } else {
+    d.dst = kiln_cpu_alloc(c, rt);
+    kiln_cpu_copy(c, acc, d.dst);
+  }
   kiln_cpu_set_buf(c, result_of(op), d.dst);
   int64_t shape[3] = {kiln_ir_dim(rt, 0), kiln_ir_dim(at, 1), kiln_ir_dim(rt, 1)};
   kiln_cpu_nest(c, shape, 3, dot_body, &d);
