@@ -1,7 +1,8 @@
 """kbtest.py — what the kiln-bert end-to-end tests share: a check that counts failures instead
 of stopping at the first, the synthetic aclImdb-layout reviews they train on (two sentences of
 the test vocabulary that differ in words, so a model tells them apart within a few steps; each
-review ends in its index, so no two are the same text), and a short training run's losses."""
+review ends in its index, so no two are the same text), and a short training run's losses and
+their comparison with another build's."""
 import json
 import os
 import subprocess
@@ -46,3 +47,16 @@ def train_losses(check, exe, vocab, data, log, batch, seq_len=16, steps=3):
     with open(log) as f:
         recs = [x for x in map(json.loads, f) if "step" in x]
     return [x["loss"] for x in recs], [x["grad_norm"] for x in recs]
+
+
+def check_same_training(check, want, got, loss_tol, norm_tol, steps=3):
+    """want and got, (losses, gradient norms) of train_losses, agree step by step: each loss
+    within loss_tol and each norm within norm_tol of want's, relative."""
+    (want_loss, want_norm), (got_loss, got_norm) = want, got
+    print(f"losses: {want_loss}, against {got_loss}")
+    check(len(want_loss) == steps and len(got_loss) == steps, f"both trained {steps} steps")
+    for a, b in zip(want_loss, got_loss):
+        check(abs(a - b) <= loss_tol * abs(a),
+              f"loss {b} against {a} (tolerance {loss_tol} relative)")
+    for a, b in zip(want_norm, got_norm):
+        check(abs(a - b) <= norm_tol * abs(a), f"grad norm {b} against {a} (tolerance {norm_tol})")
