@@ -423,32 +423,34 @@ static void test_default_by_pin(void) {
   const KilnTune *t = kiln_tune_get(c, 0);
   TuneCand d;
   int64_t any[2] = {0, 1 << 20}, no_256[2] = {512, 1 << 20};
-  CHECK(pinned_default(t, "cpu", NULL, any, &d) &&
-            !strcmp(d.config, "T=5,BLOCK=1024,num_warps=4,num_stages=2"),
-        "T as listed (f16): the tensor preset, got %s", d.config);
-  CHECK(pinned_default(t, "cpu", "bf16", any, &d) &&
-            !strcmp(d.config, "T=6,BLOCK=1024,num_warps=4,num_stages=2"),
-        "T=bf16: the tensor preset, got %s", d.config);
-  CHECK(pinned_default(t, "cpu", "f32", any, &d) &&
-            !strcmp(d.config, "T=7,BLOCK=256,num_warps=1,num_stages=2"),
-        "T=f32: the fma preset (tensor's condition fails, gpu is for cuda), got %s", d.config);
-  CHECK(pinned_default(t, "cpu", "f32", no_256, &d) &&
-            !strcmp(d.config, "T=7,BLOCK=1024,num_warps=1,num_stages=2"),
-        "T=f32 with fma pruned: the first kept config, not tensor's 4 warps, got %s", d.config);
   /* On cuda the cuda preset, written first, is the f32 default; f16's is still tensor, since
    * gpu's condition fails for it, and on cuda:1 as on cuda. */
-  CHECK(pinned_default(t, "cuda:1", "f32", any, &d) &&
-            !strcmp(d.config, "T=7,BLOCK=64,num_warps=4,num_stages=2"),
-        "T=f32 on cuda: the gpu preset, got %s", d.config);
-  CHECK(pinned_default(t, "cuda", NULL, any, &d) &&
-            !strcmp(d.config, "T=5,BLOCK=1024,num_warps=4,num_stages=2"),
-        "T=f16 on cuda: the tensor preset, got %s", d.config);
-  CHECK(pinned_default(t, "emu", "f32", any, &d) &&
-            !strcmp(d.config, "T=7,BLOCK=256,num_warps=1,num_stages=2"),
-        "T=f32 on emu: the fma preset (gpu is for cuda), got %s", d.config);
-  CHECK(pinned_default(t, "cudax", "f32", any, &d) &&
-            !strcmp(d.config, "T=7,BLOCK=256,num_warps=1,num_stages=2"),
-        "a device named cudax is not cuda: the fma preset, got %s", d.config);
+  const struct {
+    const char *device, *type;
+    int64_t *range;
+    const char *want, *what;
+  } cases[] = {
+      {"cpu", NULL, any, "T=5,BLOCK=1024,num_warps=4,num_stages=2",
+       "T as listed (f16): the tensor preset"},
+      {"cpu", "bf16", any, "T=6,BLOCK=1024,num_warps=4,num_stages=2", "T=bf16: the tensor preset"},
+      {"cpu", "f32", any, "T=7,BLOCK=256,num_warps=1,num_stages=2",
+       "T=f32: the fma preset (tensor's condition fails, gpu is for cuda)"},
+      {"cpu", "f32", no_256, "T=7,BLOCK=1024,num_warps=1,num_stages=2",
+       "T=f32 with fma pruned: the first kept config, not tensor's 4 warps"},
+      {"cuda:1", "f32", any, "T=7,BLOCK=64,num_warps=4,num_stages=2",
+       "T=f32 on cuda: the gpu preset"},
+      {"cuda", NULL, any, "T=5,BLOCK=1024,num_warps=4,num_stages=2",
+       "T=f16 on cuda: the tensor preset"},
+      {"emu", "f32", any, "T=7,BLOCK=256,num_warps=1,num_stages=2",
+       "T=f32 on emu: the fma preset (gpu is for cuda)"},
+      {"cudax", "f32", any, "T=7,BLOCK=256,num_warps=1,num_stages=2",
+       "a device named cudax is not cuda: the fma preset"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    bool ok = pinned_default(t, cases[i].device, cases[i].type, cases[i].range, &d);
+    CHECK(ok && !strcmp(d.config, cases[i].want), "%s, got %s", cases[i].what,
+          ok ? d.config : "none");
+  }
   KilnTuneConfig cfg;
   CHECK(kiln_tune_preset_get(t, "fma", &cfg) && !kiln_tune_preset_applies(t, 2, &cfg) &&
             kiln_tune_preset_get(t, "tensor", &cfg) && kiln_tune_preset_applies(t, 1, &cfg),
