@@ -6,7 +6,8 @@
  *                                       a parameter named seed when the kernel has one
  *          | 'grid' '=' EXPR (',' EXPR)*  programs per axis; may use consts and num_warps
  *          | NAME '=' EXPR              a scalar parameter (a float literal for float params)
- *          | NAME ':' TYPE? '[' EXPR ']' '?'? ('=' FILL)?   a buffer of EXPR elements; '?':
+ *          | NAME ':' TYPE? '[' EXPR ']' '?'? ('=' FILL)?   a buffer of EXPR elements (EXPR may
+ *                                       name consts and the grid's axes grid0..grid2); '?':
  *                                       a generated library's call may pass NULL for it (a
  *                                       buffer the kernel leaves alone under some consts, as
  *                                       gemm's bias with EPI=0); else NULL is refused
@@ -185,8 +186,8 @@ static const TuneArgSpec *find_arg(const TuneHarness *h, const char *name) {
  * (kernel parameters and helper names such as `M=256`), each evaluated over the ones before it;
  * buffer sizes also see the consts of a config (Env.n grows, then shrinks back). */
 typedef struct Env {
-  const char *names[2 * TUNE_MAX_PARAMS + 34];
-  int64_t vals[2 * TUNE_MAX_PARAMS + 34];
+  const char *names[2 * TUNE_MAX_PARAMS + 37]; /* + 32 config bindings, 2 meta, 3 grid axes */
+  int64_t vals[2 * TUNE_MAX_PARAMS + 37];
   int n;
 } Env;
 
@@ -252,13 +253,32 @@ static int eval_scalars(TuneProblem *p, const KilnKernel *k, Env *env, char *err
   return 0;
 }
 
-/* A buffer's element count: its expression over the scalar entries, and when it names a const
- * (`x: f32[cdiv(n, BLOCK) * BLOCK]`), the largest over the configs of t, so that one set of
- * buffers serves every candidate. */
-static int buffer_count(const TuneArgSpec *a, const KilnTune *t, Env *env, int64_t *count,
-                        char *err, size_t cap) {
+/* The grid's axes as the names grid0, grid1, grid2, each where the spec's grid rule evaluates
+ * over env (the scalar entries, and a config's consts where bound): a size rule may name them
+ * (`x: f32[grid0 * cols]`, a kernel whose rows are its programs). A scalar entry or parameter
+ * of the same name comes first in env and wins. */
+static void bind_grid_axes(const TuneHarness *h, Env *env) {
+  static const char *const axis[3] = {"grid0", "grid1", "grid2"};
+  int n0 = env->n;
+  for (int g = 0; g < h->ngrid && g < 3; g++) {
+    int64_t v;
+    if (!kiln_tune_expr_eval(h->grid[g], env->names, env->vals, n0, &v, NULL, 0)) continue;
+    env->names[env->n] = axis[g];
+    env->vals[env->n++] = v;
+  }
+}
+
+/* A buffer's element count: its expression over the scalar entries and the grid's axes, and
+ * when it names a const or an axis that depends on one (`x: f32[cdiv(n, BLOCK) * BLOCK]`), the
+ * largest over the configs of t, so that one set of buffers serves every candidate. */
+static int buffer_count(const TuneArgSpec *a, const TuneHarness *h, const KilnTune *t, Env *env,
+                        int64_t *count, char *err, size_t cap) {
   char e[200];
-  if (kiln_tune_expr_eval(a->expr, env->names, env->vals, env->n, count, e, sizeof e)) return 0;
+  int base = env->n;
+  bind_grid_axes(h, env);
+  bool direct = kiln_tune_expr_eval(a->expr, env->names, env->vals, env->n, count, e, sizeof e);
+  env->n = base;
+  if (direct) return 0;
   size_t nconf = t ? kiln_tune_config_count(t) : 0;
   bool any = false, failed = false;
   for (size_t c = 0; c < nconf + (size_t)(t ? t->npresets : 0); c++) {
@@ -275,6 +295,7 @@ static int buffer_count(const TuneArgSpec *a, const KilnTune *t, Env *env, int64
     env->vals[env->n++] = cfg.num_warps;
     env->names[env->n] = "num_stages";
     env->vals[env->n++] = cfg.num_stages;
+    bind_grid_axes(h, env);
     int64_t v;
     ok = kiln_tune_expr_eval(a->expr, env->names, env->vals, env->n, &v, e, sizeof e);
     env->n = n0;
@@ -304,7 +325,7 @@ static int init_buffer(TuneProblem *p, int i, const TuneArgSpec *a, const KilnTu
     return -1;
   }
   int64_t count;
-  if (buffer_count(a, t, env, &count, err, cap)) return -1;
+  if (buffer_count(a, p->h, t, env, &count, err, cap)) return -1;
   /* checked before the malloc: overcommit would grant 2^34 elements and the fill take them */
   if (tune_arg_buffer_fits(budget, q->name, count, q->scalar, tune_problem_buffer_bytes(p),
                            &p->bytes[i], err, cap))

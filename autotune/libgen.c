@@ -232,6 +232,16 @@ static void write_header(FILE *f, const char *L, const LibKernel *ks, int nk, in
  * with kernels by index (libgen_names.c), and the handle is `struct NAME`, which no local can
  * hide. */
 
+/* Axis of the grid that `name` stands for in a size rule (grid0, grid1, grid2 below the rule's
+ * axis count, and no parameter of that name), else -1. */
+static int grid_axis_name(const LibKernel *k, const char *name) {
+  if (strncmp(name, "grid", 4) || name[4] < '0' || name[4] > '2' || name[5]) return -1;
+  for (int p = 0; p < k->nparams; p++)
+    if (!strcmp(name, k->params[p].name)) return -1;
+  int a = name[4] - '0';
+  return a < k->h.ngrid ? a : -1;
+}
+
 /* Node i of a grid tree as C over the launch's parameters and the picked config, in the
  * checked arithmetic (bad: an int * in scope). */
 static void grid_node_c(FILE *f, const char *L, const LibKernel *k, const TuneExpr *e, int i) {
@@ -257,7 +267,11 @@ static void grid_node_c(FILE *f, const char *L, const LibKernel *k, const TuneEx
         fprintf(f, "(int64_t)p%d", p);
         return;
       }
-    fputs("INT64_C(0)", f); /* grid_axis refused every other name */
+    if (grid_axis_name(k, x->name) >= 0) { /* a size rule's grid axis, after the grid */
+      fprintf(f, "(int64_t)g[%d]", grid_axis_name(k, x->name));
+      return;
+    }
+    fputs("INT64_C(0)", f); /* grid_axis and size_rule refused every other name */
     return;
   case TX_NEG:
     fputs("kiln_gen_ck(KILN_GEN_CK_SUB, 0, ", f);
@@ -648,16 +662,19 @@ static const TuneArgSpec *harness_spec(const LibKernel *k, int i) {
   return NULL;
 }
 
-/* Pointer i's size rule parsed into e (names: integer parameters only, as the tuner evaluated
- * it); false when it has none. */
-static bool size_rule(const LibKernel *k, int i, TuneExpr *e) {
+/* Pointer i's size rule parsed into e (names: integer parameters, as the tuner evaluated it,
+ * and the grid's axes grid0..grid2); false when it has none. *on_grid: it names an axis, so
+ * it is checked once the call's grid is known (a kernel whose rows are its programs). */
+static bool size_rule(const LibKernel *k, int i, TuneExpr *e, bool *on_grid) {
   const TuneArgSpec *a = harness_spec(k, i);
+  *on_grid = false;
   if (!a || !a->is_buffer || tune_expr_parse(a->expr, e, NULL, 0)) return false;
   for (int n = 0; n < e->count; n++) {
     if (e->n[n].op != TX_NAME) continue;
     bool known = false;
     for (int p = 0; p < k->nparams; p++)
       known |= !strcmp(e->n[n].name, k->params[p].name) && is_dispatch_param(&k->params[p]);
+    if (!known && grid_axis_name(k, e->n[n].name) >= 0) known = *on_grid = true;
     if (!known) return false;
   }
   return true;
@@ -708,6 +725,29 @@ static void source_checked_room(FILE *f, const char *L, const LibKernel *k, int 
   fprintf(f, ", (long long)kiln_n, kiln_have);\n    }\n#endif\n");
 }
 
+/* Each buffer's size rule whose naming the grid is `on_grid`: its count below 1 or past int64
+ * refused, and under KILN_LIB_CHECKED its room (source_checked_room). Rules over the integers
+ * alone are checked first; those that name the grid's axes after the grid is computed (g[]). */
+static void source_size_rules(FILE *f, const char *L, const LibKernel *k, TuneExpr *e,
+                              bool on_grid) {
+  for (int i = 0; i < k->nparams; i++) {
+    bool grid_rule;
+    if (!k->params[i].is_ptr || !size_rule(k, i, e, &grid_rule) || grid_rule != on_grid) continue;
+    fprintf(f, "  {\n    int ck = 0, *bad = &ck;\n    (void)bad;\n    int64_t kiln_n = ");
+    grid_node_c(f, L, k, e, e->root);
+    fprintf(f,
+            ";\n    if (ck || kiln_n < 1)\n"
+            "      return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: buffer %s "
+            "of %%s = %%lld elements (%%s): a buffer needs 1 or more\",\n                          "
+            "     ",
+            L, k->name, k->params[i].name);
+    c_string_of_expr(f, e);
+    fprintf(f, ", (long long)kiln_n, ck ? \"out of range of int64\" : \"its size rule\");\n");
+    source_checked_room(f, L, k, i, e);
+    fprintf(f, "  }\n");
+  }
+}
+
 /* Every call, on every device, refuses what would make the kernel touch memory it was not given:
  * a NULL pointer, a negative integer that sizes a buffer, a buffer whose size rule (its `--args`
  * count, over the call's integers) is below 1 or overflows int64. What cannot be checked
@@ -722,7 +762,8 @@ static void source_argument_checks(FILE *f, const char *L, const LibKernel *k, T
               "  if (!p%d)\n    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, "
               "\"%s_%s: pointer %s is NULL\");\n",
               i, L, k->name, k->params[i].name);
-    if (!size_rule(k, i, e)) continue;
+    bool grid_rule;
+    if (!size_rule(k, i, e, &grid_rule)) continue;
     for (int n = 0; n < e->count; n++)
       for (int p = 0; p < k->nparams; p++)
         extent[p] |= e->n[n].op == TX_NAME && !strcmp(e->n[n].name, k->params[p].name);
@@ -734,21 +775,7 @@ static void source_argument_checks(FILE *f, const char *L, const LibKernel *k, T
           "  if ((int64_t)p%d < 0)\n    return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, "
           "\"%s_%s: %s = %%lld sizes a buffer and must not be negative\", (long long)p%d);\n",
           p, L, k->name, k->params[p].name, p);
-  for (int i = 0; i < k->nparams; i++) {
-    if (!k->params[i].is_ptr || !size_rule(k, i, e)) continue;
-    fprintf(f, "  {\n    int ck = 0, *bad = &ck;\n    (void)bad;\n    int64_t kiln_n = ");
-    grid_node_c(f, L, k, e, e->root);
-    fprintf(f,
-            ";\n    if (ck || kiln_n < 1)\n"
-            "      return kiln_rt_set_error(KILN_RT_ERROR_INVALID_ARGUMENT, \"%s_%s: buffer %s "
-            "of %%s = %%lld elements (%%s): a buffer needs 1 or more\",\n                          "
-            "     ",
-            L, k->name, k->params[i].name);
-    c_string_of_expr(f, e);
-    fprintf(f, ", (long long)kiln_n, ck ? \"out of range of int64\" : \"its size rule\");\n");
-    source_checked_room(f, L, k, i, e);
-    fprintf(f, "  }\n");
-  }
+  source_size_rules(f, L, k, e, false);
 }
 
 static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, TuneExpr *e,
@@ -791,7 +818,9 @@ static void source_launch(FILE *f, const char *L, const LibKernel *k, int ki, Tu
             "    g[%d] = (uint32_t)g%d;\n",
             a, a, a);
   }
-  fprintf(f, "  }\n  static const size_t sizes[] = {");
+  fprintf(f, "  }\n");
+  source_size_rules(f, L, k, e, true);
+  fprintf(f, "  static const size_t sizes[] = {");
   for (int i = 0; i < k->nparams; i++) fprintf(f, "%ssizeof p%d", i ? ", " : "", i);
   fprintf(
       f,

@@ -11,13 +11,17 @@
  * small integers and quarters is exact in f32, tolerance 0). stridelib is copy_rows, whose
  * buffers' size rules are extents in the row strides, also checked: a buffer one element short of
  * (rows - 1) * ld + cols is refused with the bytes needed and registered, though it holds
- * rows * cols; the copies that run are exact (a copy, tolerance 0). */
+ * rows * cols; the copies that run are exact (a copy, tolerance 0). gridlib is rowsum, one
+ * program a row and no row count, whose rules name the grid (x: grid0 * cols, out: grid0), also
+ * checked: buffers of 3 rows run under a callback's grid of 3 and are refused under the spec's
+ * grid of 5 and a callback's 4; sums of small integers and halves are exact (tolerance 0). */
 #include <stdio.h>
 #include <string.h>
 
 #include "argslib.h"
 #include "check.h"
 #include "flowlib.h"
+#include "gridlib.h"
 #include "stridelib.h"
 
 enum { N = 64 };
@@ -189,6 +193,59 @@ static void checked_strides(KilnRtDevice *dev) {
   stridelib_destroy(lib);
 }
 
+/* gridlib (rowsum, checked): the rows are the grid's x, `grid0` in the size rules. */
+enum { GCOLS = 60, GROWS = 3 };
+
+static void rows_at(const gridlib_rowsum_config *cfg, void *user, uint32_t g[3]) {
+  (void)cfg;
+  g[0] = *(const uint32_t *)user;
+  g[1] = g[2] = 1;
+}
+
+static void checked_grid(KilnRtDevice *dev) {
+  gridlib *lib = NULL;
+  float *x = NULL, *out = NULL, *x4 = NULL;
+  if (gridlib_create(dev, &lib) ||
+      kiln_rt_malloc(dev, GROWS * GCOLS * sizeof(float), (void **)&x) ||
+      kiln_rt_malloc(dev, (GROWS + 1) * GCOLS * sizeof(float), (void **)&x4) ||
+      kiln_rt_malloc(dev, GROWS * sizeof(float), (void **)&out)) {
+    CHECK(0, "gridlib setup: %s", kiln_rt_last_error());
+    return;
+  }
+  for (int i = 0; i < GROWS * GCOLS; i++) x[i] = (float)(i % 9) * 0.5f - 2.0f;
+  for (int r = 0; r < GROWS; r++) out[r] = -1.0f;
+  uint32_t rows = GROWS, more = GROWS + 1;
+  KilnRtStatus st = gridlib_rowsum(lib, x, out, GCOLS, rows_at, &rows, NULL);
+  CHECK(st == KILN_RT_OK, "rowsum over 3 rows: %s", kiln_rt_last_error());
+  int wrong = 0;
+  for (int r = 0; r < GROWS && st == KILN_RT_OK; r++) {
+    float want = 0.0f;
+    for (int c = 0; c < GCOLS; c++) want += x[r * GCOLS + c];
+    wrong += out[r] != want;
+  }
+  CHECK(wrong == 0, "rowsum over 3 rows: %d sums differ from the C loop", wrong);
+  if (st == KILN_RT_OK && !wrong) printf("ok ran     rowsum, 3 rows, a grid of 3\n");
+  for (int r = 0; r < GROWS; r++) out[r] = -1.0f;
+  refused("rows of 3 under the spec's grid of 5",
+          gridlib_rowsum(lib, x, out, GCOLS, NULL, NULL, NULL),
+          "buffer x needs 1200 bytes (grid0 * cols = 300 elements of 4 bytes) but 720 bytes are "
+          "registered from x",
+          out);
+  refused("rows of 3 under a grid of 4", gridlib_rowsum(lib, x, out, GCOLS, rows_at, &more, NULL),
+          "buffer x needs 960 bytes (grid0 * cols = 240 elements of 4 bytes) but 720 bytes are "
+          "registered from x",
+          out);
+  refused("x of 4 rows, out of 3, a grid of 4",
+          gridlib_rowsum(lib, x4, out, GCOLS, rows_at, &more, NULL),
+          "buffer out needs 16 bytes (grid0 = 4 elements of 4 bytes) but 12 bytes are registered "
+          "from out",
+          out);
+  kiln_rt_free(dev, x);
+  kiln_rt_free(dev, x4);
+  kiln_rt_free(dev, out);
+  gridlib_destroy(lib);
+}
+
 int main(void) {
   KilnRtDevice *dev = NULL, *other = NULL;
   flowlib *plain = NULL;
@@ -206,6 +263,7 @@ int main(void) {
   checked(chk, x, y, out);
   checked_parts(dev, chk);
   checked_strides(dev);
+  checked_grid(dev);
   kiln_rt_free(dev, x);
   kiln_rt_free(dev, y);
   kiln_rt_free(dev, out);
