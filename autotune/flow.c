@@ -428,13 +428,13 @@ static void check_on_target(TuneCand *c, void *ctx) {
   tune_space_check(c, x->f->c, x->f->text, x->t, x->p, &x->R->tg.limits);
 }
 
-/* Appends a copy of the default config (the generic variant, lk's first) compiled with the
- * promises of sig; false when out of memory (the library stays correct without it). */
-static bool add_promised_copy(const Run *R, LibKernel *lk, const TuneSig *sig) {
+/* Appends a copy of untuned variant `base` compiled with the promises of sig; false when out of
+ * memory (the library stays correct without it). */
+static bool add_promised_copy(const Run *R, LibKernel *lk, int base, const TuneSig *sig) {
   LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
   if (!nv) return false;
   lk->variants = nv;
-  nv[lk->nvariants] = nv[0];
+  nv[lk->nvariants] = nv[base];
   nv[lk->nvariants++].sig = *sig;
   fprintf(stderr,
           "kiln %s: note: '%s' also gets its default config specialized on %s (calls "
@@ -443,11 +443,13 @@ static bool add_promised_copy(const Run *R, LibKernel *lk, const TuneSig *sig) {
   return true;
 }
 
-/* Whether lk already has a copy compiled with exactly the promises of sig (signatures are
- * written in parameter order, so equal promises are equal text). */
-static bool has_copy(const LibKernel *lk, const TuneSig *sig) {
+/* Whether lk already has a copy of base's config compiled with exactly the promises of sig
+ * (signatures are written in parameter order, so equal promises are equal text). */
+static bool has_copy(const LibKernel *lk, int base, const TuneSig *sig) {
   for (int v = 0; v < lk->nvariants; v++)
-    if (!strcmp(lk->variants[v].sig.text, sig->text)) return true;
+    if (!strcmp(lk->variants[v].sig.text, sig->text) &&
+        tune_plan_same_config(&lk->variants[v].cfg, &lk->variants[base].cfg))
+      return true;
   return false;
 }
 
@@ -463,19 +465,20 @@ static bool has_copy(const LibKernel *lk, const TuneSig *sig) {
  * of the kernel (a later --args naming it: a GEMM's dX and dW forms, whose unit strides are
  * not the forward's) adds one copy with the strongest promises its values keep (=1, %16, else
  * %8), once per distinct signature: no %8 tier of its own, which would cost a compile that
- * its calls, all of whose sizes are multiples of 16, never use. */
-static void add_default_specialized(const Run *R, LibKernel *lk, const RunKernel *k) {
+ * its calls, all of whose sizes are multiples of 16, never use. Each config of a chain of
+ * defaults (tune_plan_call_defaults) gets the same copies. */
+static void add_default_specialized(const Run *R, LibKernel *lk, int base, const RunKernel *k) {
   TuneSig sig, sig8;
   const TuneProblem *p = &k->problem;
   tune_sig_compute(p->params, p->ival, p->nparams, sizeof sig.text, &sig);
   tune_sig_compute_mod(p->params, p->ival, p->nparams, sizeof sig8.text, 8, &sig8);
-  if (sig.n > 0 && !add_promised_copy(R, lk, &sig)) return;
+  if (sig.n > 0 && !add_promised_copy(R, lk, base, &sig)) return;
   bool has8 = false;
   for (int e = 0; e < sig8.n; e++) has8 |= sig8.e[e].mod == 8;
-  if (has8 && !add_promised_copy(R, lk, &sig8)) return;
+  if (has8 && !add_promised_copy(R, lk, base, &sig8)) return;
   for (int i = 0; i < k->nlayouts; i++)
-    if (k->layouts[i].n > 0 && !has_copy(lk, &k->layouts[i]) &&
-        !add_promised_copy(R, lk, &k->layouts[i]))
+    if (k->layouts[i].n > 0 && !has_copy(lk, base, &k->layouts[i]) &&
+        !add_promised_copy(R, lk, base, &k->layouts[i]))
       return;
 }
 
@@ -494,9 +497,37 @@ static void generic_min_blocks_one(const Run *R, const LibKernel *lk, LibVariant
     }
 }
 
+static void check_on_target_any_call(TuneCand *c, void *ctx) {
+  const CheckCtx *x = ctx;
+  tune_space_check_any_call(c, x->f->c, x->f->text, x->t, x->p, &x->R->tg.limits);
+}
+
+/* Appends config c as an untuned generic variant of kernel ki for the key of its --args, with
+ * its promised copies when `specialize`; false when out of memory. */
+static bool add_untuned(Run *R, int ki, const TuneCand *c, bool specialize) {
+  LibKernel *lk = &R->libk[ki];
+  const RunKernel *k = &R->ks[ki];
+  LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
+  if (!nv) return false;
+  lk->variants = nv;
+  int gi = lk->nvariants; /* the generic moves when the promised copies grow the array */
+  LibVariant *v = &nv[lk->nvariants++];
+  memset(v, 0, sizeof *v);
+  tune_plan_key_values(lk, k->problem.key, v->keyvals);
+  v->cfg = c->cfg;
+  v->untuned = true;
+  if (specialize) add_default_specialized(R, lk, gi, k);
+  generic_min_blocks_one(R, lk, &lk->variants[gi]);
+  return true;
+}
+
+enum { CALL_DEFAULTS_MAX = 8 }; /* presets of a chain of defaults that a library compiles */
+
 /* The default config as kernel ki's generic variant, for the key of its --args, compiled
  * without promises: the fallback of calls that break the tuned variants' promises, or the
- * whole library's choice when the cache has no timing. */
+ * whole library's choice when the cache has no timing. Then, with no timing at all, the chain
+ * of defaults in front of it (tune_plan_call_defaults): presets for calls that meet their
+ * conditions on the call, tried first in the order written. */
 static int add_default_variant(Run *R, int ki) {
   LibKernel *lk = &R->libk[ki];
   const RunKernel *k = &R->ks[ki];
@@ -506,20 +537,18 @@ static int add_default_variant(Run *R, int ki) {
     return fprintf(stderr, "kiln %s: error: every config of '%s' is pruned for this device\n",
                    R->cmd, lk->name),
            1;
-  LibVariant *nv = realloc(lk->variants, (size_t)(lk->nvariants + 1) * sizeof *nv);
-  if (!nv) return 2;
-  lk->variants = nv;
-  int gi = lk->nvariants; /* v moves when the promised copies grow the array */
-  LibVariant *v = &nv[lk->nvariants++];
-  memset(v, 0, sizeof *v);
-  tune_plan_key_values(lk, k->problem.key, v->keyvals);
-  v->cfg = c.cfg;
-  v->untuned = true;
-  if (lk->nvariants == 1 && !R->o->no_specialize) add_default_specialized(R, lk, k);
-  generic_min_blocks_one(R, lk, &lk->variants[gi]);
+  bool untuned = lk->nvariants == 0, specialize = untuned && !R->o->no_specialize;
+  TuneCand *chain = calloc(CALL_DEFAULTS_MAX, sizeof *chain);
+  if (!chain) return 2;
+  int nchain = untuned ? tune_plan_call_defaults(ctx.t, R->tg.spec, &c, check_on_target_any_call,
+                                                 &ctx, chain, CALL_DEFAULTS_MAX)
+                       : 0;
+  bool ok = true;
+  for (int i = 0; i < nchain && ok; i++) ok = add_untuned(R, ki, &chain[i], specialize);
+  ok = ok && add_untuned(R, ki, &c, specialize);
   char text[256];
   tune_config_text(c.config, ctx.t->kernel, text, sizeof text);
-  if (lk->nvariants > 1 && !lk->variants[0].untuned)
+  if (!untuned)
     fprintf(stderr,
             "kiln %s: note: '%s' has only specialized timings; calls that break their "
             "promises use its default config %s, unspecialized (untuned)\n",
@@ -529,7 +558,16 @@ static int add_default_variant(Run *R, int ki) {
             "kiln %s: warning: no timing of '%s' for this device in the cache; the library "
             "uses its default config %s (untuned)\n",
             R->cmd, lk->name, text);
-  return 0;
+  for (int i = 0; i < nchain; i++) {
+    char first[256];
+    tune_config_text(chain[i].config, ctx.t->kernel, first, sizeof first);
+    fprintf(stderr,
+            "kiln %s: note: '%s': calls that meet its conditions on the call run %s first "
+            "(a preset written before the default: chain of defaults %d of %d)\n",
+            R->cmd, lk->name, first, i + 1, nchain);
+  }
+  free(chain);
+  return ok ? 0 : 2;
 }
 
 /* The device whose timings kernel ki's variants come from: the probed one, else (cuda without

@@ -60,6 +60,11 @@ bool tune_gpu_usage_fits(const KilnGpuUsage *u, int num_warps, char *why, size_t
 /* Checks one config the same way; fills state/detail/grid/resources. */
 void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
                       const TuneProblem *p, const TuneDeviceLimits *lim);
+/* The same without the conditions on the call: whether the config can run here for some call
+ * (an untuned library's chain of defaults, plan.h). */
+void tune_space_check_any_call(TuneCand *cand, KilnCompilation *c, const char *src,
+                               const KilnTune *t, const TuneProblem *p,
+                               const TuneDeviceLimits *lim);
 /* "BLOCK=256,num_warps=4": a config's identity in caches and records (a type parameter's value
  * as its scalar kind's number). */
 void tune_config_string(const KilnTuneConfig *cfg, char *buf, size_t cap);

@@ -304,7 +304,7 @@ static bool same_keys(const LibKernel *lk, const LibVariant *a, const LibVariant
   return true;
 }
 
-static bool same_config(const KilnTuneConfig *a, const KilnTuneConfig *b) {
+bool tune_plan_same_config(const KilnTuneConfig *a, const KilnTuneConfig *b) {
   if (a->num_warps != b->num_warps || a->num_stages != b->num_stages ||
       a->nbindings != b->nbindings)
     return false;
@@ -322,7 +322,8 @@ static bool needs_generic_copy(const LibKernel *lk, int v) {
   if (x->sig.n == 0 || x->untuned) return false;
   for (int u = 0; u < lk->nvariants; u++) {
     const LibVariant *g = &lk->variants[u];
-    if (g->sig.n == 0 && same_keys(lk, g, x) && (!g->generic_copy || same_config(&g->cfg, &x->cfg)))
+    if (g->sig.n == 0 && same_keys(lk, g, x) &&
+        (!g->generic_copy || tune_plan_same_config(&g->cfg, &x->cfg)))
       return false;
   }
   return true;
@@ -375,4 +376,24 @@ bool tune_plan_default_config(const KilnTune *t, const char *spec, TunePlanCheck
     if (out->state != ST_PRUNED) return true;
   }
   return false;
+}
+
+int tune_plan_call_defaults(const KilnTune *t, const char *spec, const TuneCand *def,
+                            TunePlanCheck *check_any_call, void *ctx, TuneCand *out, int cap) {
+  int n = 0;
+  for (int i = 0; i < t->npresets && n < cap; i++) {
+    if (!tune_preset_on_device(&t->presets[i], spec)) continue;
+    TuneCand *c = &out[n];
+    memset(c, 0, sizeof *c);
+    if (!kiln_tune_preset_get(t, t->presets[i].name, &c->cfg)) continue;
+    if (!kiln_tune_preset_applies(t, i, &c->cfg)) continue;
+    if (tune_plan_same_config(&c->cfg, &def->cfg))
+      break; /* the default's own preset: the chain ends */
+    check_any_call(c, ctx);
+    if (c->state == ST_PRUNED) continue;
+    bool seen = false;
+    for (int j = 0; j < n; j++) seen |= tune_plan_same_config(&out[j].cfg, &c->cfg);
+    if (!seen) n++;
+  }
+  return n;
 }

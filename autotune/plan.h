@@ -113,6 +113,8 @@ int tune_plan_recorded_gpu(const KilnCache *cache, const char *kernel, const cha
  * config tuned for nothing, which may fail the call's `where` conditions. Two winners of one
  * config and buckets give one copy. Returns how many were added, or -1 when memory ran out. */
 int tune_plan_generic_copies(LibKernel *lk);
+/* Whether two configs are the same (every binding, num_warps, num_stages). */
+bool tune_plan_same_config(const KilnTuneConfig *a, const KilnTuneConfig *b);
 
 /* Whether a kernel's variants need its default config added, and whether that is allowed. */
 typedef enum TunePlanFallback {
@@ -137,5 +139,15 @@ bool tune_preset_on_device(const KilnTunePreset *pr, const char *spec);
  * only a candidate of `--mode default` there. False when all are pruned. */
 bool tune_plan_default_config(const KilnTune *t, const char *spec, TunePlanCheck *check, void *ctx,
                               TuneCand *out);
+
+/* The chain of defaults in front of def (the default config) of an untuned library: the presets
+ * written before def's on the device of spec whose `where` holds for their own config and that
+ * check_any_call keeps (the check without the conditions on the call): those the spec's call
+ * only skipped for failing a condition on the call (`where BLOCK >= cols`). The library
+ * compiles each, and a call runs the first in this order whose conditions it meets, else the
+ * default: `preset cpu_128 for cpu { BLOCK = 128; }` written before a default of BLOCK = 1024
+ * serves the rows of 128 that it fits. Distinct configs, at most cap; returns the count. */
+int tune_plan_call_defaults(const KilnTune *t, const char *spec, const TuneCand *def,
+                            TunePlanCheck *check_any_call, void *ctx, TuneCand *out, int cap);
 
 #endif /* KILN_AUTOTUNE_PLAN_H */

@@ -81,10 +81,12 @@ static int call_keys(const KilnTune *t, const TuneProblem *p, KilnBinding *out) 
   return n;
 }
 
-static int failing_where(const KilnTune *t, const KilnTuneConfig *cfg, const TuneProblem *p) {
+static int failing_where(const KilnTune *t, const KilnTuneConfig *cfg, const TuneProblem *p,
+                         bool calls) {
   KilnBinding keys[TUNE_MAX_KEYS];
   int nkeys = call_keys(t, p, keys);
   for (int i = 0; i < t->nwheres; i++) {
+    if (!calls && kiln_tune_where_is_call(t, i)) continue;
     KilnTune one = *t;
     one.wheres = &t->wheres[i];
     one.nwheres = 1;
@@ -177,13 +179,15 @@ static bool check_sema(TuneCand *cand, KilnCompilation *c, const KilnTune *t,
   return true;
 }
 
-void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
-                      const TuneProblem *p, const TuneDeviceLimits *lim) {
+/* tune_space_check, with the conditions on the call (`where BLOCK >= cols`) checked when calls
+ * is true and skipped when false. */
+static void space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
+                        const TuneProblem *p, const TuneDeviceLimits *lim, bool calls) {
   cand->state = ST_PENDING;
   cand->detail[0] = '\0';
   tune_config_string(&cand->cfg, cand->config, sizeof cand->config);
   cand->resources = tune_plan_resources(&cand->cfg);
-  int w = failing_where(t, &cand->cfg, p);
+  int w = failing_where(t, &cand->cfg, p, calls);
   if (w >= 0) {
     char text[160], keys[80] = "";
     tune_span_text(src, t->wheres[w]->span, text, sizeof text);
@@ -210,6 +214,17 @@ void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const
   if (!check_sema(cand, c, t, lim)) return;
   char err[200];
   if (tune_problem_grid(p, &cand->cfg, cand->grid, err, sizeof err)) prune(cand, "grid: %s", err);
+}
+
+void tune_space_check(TuneCand *cand, KilnCompilation *c, const char *src, const KilnTune *t,
+                      const TuneProblem *p, const TuneDeviceLimits *lim) {
+  space_check(cand, c, src, t, p, lim, true);
+}
+
+void tune_space_check_any_call(TuneCand *cand, KilnCompilation *c, const char *src,
+                               const KilnTune *t, const TuneProblem *p,
+                               const TuneDeviceLimits *lim) {
+  space_check(cand, c, src, t, p, lim, false);
 }
 
 TuneCand *tune_space_build(KilnCompilation *c, const char *src, const KilnTune *t,

@@ -458,7 +458,60 @@ static void test_default_by_pin(void) {
   kiln_frontend_destroy(c);
 }
 
+/* tune_plan_call_defaults: the presets on the device written before the default's, in order,
+ * distinct, that the call-agnostic check keeps. chain_src's default (wide, 1024) stands for
+ * the one a call of long rows gets; `again` repeats `small`'s config; `gpu` is for cuda only;
+ * `late` comes after the default. */
+static const char chain_src[] =
+    "kernel r(x: *f32, n: i32, const BLOCK: i32) {\n"
+    "    store(x + program_id(0) * n + arange(0, BLOCK), 1.0, arange(0, BLOCK) < n);\n"
+    "}\n"
+    "tune r {\n"
+    "    key n;\n"
+    "    BLOCK in [64, 128, 256, 512, 1024];\n"
+    "    num_warps in [1];\n"
+    "    where BLOCK >= n;\n"
+    "    preset small for cpu { BLOCK = 64; }\n"
+    "    preset gpu for cuda { BLOCK = 128; }\n"
+    "    preset again for cpu { BLOCK = 64; }\n"
+    "    preset mid { BLOCK = 256; }\n"
+    "    preset wide { BLOCK = 1024; }\n"
+    "    preset late for cpu { BLOCK = 512; }\n"
+    "}\n";
+
+/* The BLOCKs of the chain in front of preset `def`'s config on device, with check's range. */
+static int chain_blocks(const KilnTune *t, const char *device, const char *def, int64_t *range,
+                        int64_t *blocks) {
+  TuneCand d, out[8];
+  memset(&d, 0, sizeof d);
+  if (!kiln_tune_preset_get(t, def, &d.cfg)) return -1;
+  int n = tune_plan_call_defaults(t, device, &d, prune_block_named, range, out, 8);
+  for (int i = 0; i < n; i++) blocks[i] = out[i].cfg.bindings[0].value;
+  return n;
+}
+
+static void test_call_defaults(void) {
+  KilnCompilation *c = compile(chain_src);
+  if (!c) return;
+  const KilnTune *t = kiln_tune_get(c, 0);
+  int64_t any[2] = {0, 1 << 20}, no_64[2] = {100, 1 << 20}, b[8];
+  int n = chain_blocks(t, "cpu", "wide", any, b);
+  CHECK(n == 2 && b[0] == 64 && b[1] == 256, "cpu: chain 64, 256 (got %d: %lld ...)", n,
+        n ? (long long)b[0] : -1LL);
+  n = chain_blocks(t, "cuda:0", "wide", any, b);
+  CHECK(n == 2 && b[0] == 128 && b[1] == 256, "cuda: chain 128, 256 (got %d)", n);
+  n = chain_blocks(t, "cpu", "wide", no_64, b);
+  CHECK(n == 1 && b[0] == 256, "cpu with 64 pruned by the device: chain 256 (got %d)", n);
+  n = chain_blocks(t, "cpu", "mid", any, b);
+  CHECK(n == 1 && b[0] == 64, "default mid: chain 64 (got %d)", n);
+  n = chain_blocks(t, "cpu", "gpu", any, b);
+  CHECK(n == 4 && b[0] == 64 && b[1] == 256 && b[2] == 1024 && b[3] == 512,
+        "a default of no cpu preset (gpu's 128): every cpu preset, distinct (got %d)", n);
+  kiln_frontend_destroy(c);
+}
+
 int main(void) {
+  test_call_defaults();
   test_winner();
   test_limits();
   test_harness();
