@@ -223,6 +223,13 @@ static void attn_reference_check(const float *qkv, const float *o, const float *
   CHECK(wrong == 0, "attn_fwd: %d values differ from the reference", wrong);
 }
 
+/* attn_fwd with Q at q, K and V in the fused buffer qkv, the batch at *batch (the grid's y). */
+static KilnRtStatus attn_call(kb_attn_d16_f32 *at, float *q, float *qkv, float *o, float *lse,
+                              int32_t *kv_len, uint32_t *batch) {
+  return kb_attn_d16_f32_attn_fwd(at, q, qkv + H * D, qkv + 2 * H * D, o, lse, kv_len, S, H, SB, D,
+                                  SS, OSB, D, OSS, 0.25f, 0.0f, 12345, 0, attn_grid, batch, NULL);
+}
+
 static void attention_rule(KilnRtDevice *dev, kb_attn_d16_f32 *at) {
   float *qkv = alloc_bytes(dev, B * SB * 4), *q_short = alloc_bytes(dev, (Q_EXT - 1) * 4);
   float *o = alloc_bytes(dev, B * OSB * 4), *lse = alloc_bytes(dev, B * H * S * 4);
@@ -234,11 +241,9 @@ static void attention_rule(KilnRtDevice *dev, kb_attn_d16_f32 *at) {
   fill(qkv, B * SB, 6);
   fill(q_short, Q_EXT - 1, 6);
   for (int b = 0; b < B; b++) kv_len[b] = S;
-  float *k = qkv + H * D, *v = qkv + 2 * H * D;
   uint32_t batch = B, more = B + 1;
   sentinel(o, B * OSB);
-  KilnRtStatus st = kb_attn_d16_f32_attn_fwd(at, qkv, k, v, o, lse, kv_len, S, H, SB, D, SS, OSB, D,
-                                             OSS, 0.25f, 0.0f, 12345, 0, attn_grid, &batch, NULL);
+  KilnRtStatus st = attn_call(at, qkv, qkv, o, lse, kv_len, &batch);
   CHECK(st == KILN_RT_OK, "attn_fwd: %s", kiln_rt_last_error());
   if (st == KILN_RT_OK) {
     attn_reference_check(qkv, o, lse);
@@ -246,15 +251,13 @@ static void attention_rule(KilnRtDevice *dev, kb_attn_d16_f32 *at) {
   }
   sentinel(o, B * OSB);
   refused("attn_fwd, q one element short of 2 sequences",
-          kb_attn_d16_f32_attn_fwd(at, q_short, k, v, o, lse, kv_len, S, H, SB, D, SS, OSB, D, OSS,
-                                   0.25f, 0.0f, 12345, 0, attn_grid, &batch, NULL),
+          attn_call(at, q_short, qkv, o, lse, kv_len, &batch),
           "kb_attn_d16_f32_attn_fwd: buffer q needs 5888 bytes ((cdiv(grid1, H) - 1) * sb + "
           "(S - 1) * ss + (H - 1) * sh + 16 = 1472 elements of 4 bytes) but 5884 bytes are "
           "registered from q",
           o);
   refused("attn_fwd, a grid of 3 sequences over buffers of 2",
-          kb_attn_d16_f32_attn_fwd(at, qkv, k, v, o, lse, kv_len, S, H, SB, D, SS, OSB, D, OSS,
-                                   0.25f, 0.0f, 12345, 0, attn_grid, &more, NULL),
+          attn_call(at, qkv, qkv, o, lse, kv_len, &more),
           "kb_attn_d16_f32_attn_fwd: buffer q needs 8960 bytes ((cdiv(grid1, H) - 1) * sb + "
           "(S - 1) * ss + (H - 1) * sh + 16 = 2240 elements of 4 bytes) but 6144 bytes are "
           "registered from q",
