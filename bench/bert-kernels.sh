@@ -26,7 +26,7 @@ residual + layernorm|layernorm|layernorm_fwd||cols=768; eps=1e-12; x: $T[256*col
 FFN up + bias + GELU|gemm|gemm|-D EPI=2|M=256; N=3072; K=768; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; a: $T[M*K]; b: $T[K*N]; c: $T[M*N]; bias: $T[N]; res: $T[1]; grid=cdiv(M, BM), cdiv(N, BN)
 FFN down + residual|gemm|gemm|-D EPI=3|M=256; N=768; K=3072; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; a: $T[M*K]; b: $T[K*N]; c: $T[M*N]; bias: $T[N]; res: $T[M*N]; grid=cdiv(M, BM), cdiv(N, BN)
 MLM cross-entropy|xent|xent_fwd|--index-bits 64|classes=30522; ignore_index=-100; x: $T[256*classes]; labels: i32[256]; loss: f32[256]; lse_out: f32[256]; grid=256
-AdamW step (1M params)|adamw|adamw_step|-D WRITE_F16=0|n=1048576; lr=1e-4; beta1=0.9; beta2=0.999; eps=1e-8; weight_decay=0.01; step=1; inv_scale=1.0; p: f32[n]; grad: f32[n]; m: f32[n]; v: f32[n]=0; p16: f16[1]; found_inf: i32[1]=0; grid=cdiv(n, BLOCK)
+AdamW step (1M params)|adamw|adamw_step|-D WRITE_F16=0|n=1048576; lr=1e-4; beta1=0.9; beta2=0.999; eps=1e-8; weight_decay=0.01; step=1; inv_scale=1.0; max_norm=1.0; p: f32[n]; grad: f32[n]; m: f32[n]; v: f32[n]=0; p16: f16[1]; sumsq: f32[1]=1; found_inf: i32[1]=0; grid=cdiv(n, BLOCK)
 EOF
 }
 

@@ -80,7 +80,6 @@ kernels=(
   "adamw_step|adamw.kiln|WRITE_F16=1 TW=f16|$((15 * PARAMS))|$((30 * PARAMS))|0|n=$PARAMS, f16 copy written|$wide --multiple-of n=16"
   "grad_sumsq|adamw.kiln||$((2 * PARAMS))|$((4 * PARAMS + 4 * 1024))|0|n=$PARAMS, 1024 partial sums|"
   "grad_sumsq_reduce|adamw.kiln||1024|$((4 * 1024 + 4))|0|parts=1024|"
-  "clip_grads|adamw.kiln||$PARAMS|$((8 * PARAMS))|0|n=$PARAMS|"
   "check_overflow|adamw.kiln|T=f32|$PARAMS|$((4 * PARAMS))|0|n=$PARAMS (the f32 gradient buffer)|"
   "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_fwd"
   "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset fa2_wgmma)|$attn_fwd -D wgmma=1"

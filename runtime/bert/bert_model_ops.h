@@ -109,14 +109,15 @@ typedef struct KilnBertOps {
   /* the squared norm in two stages: parts partial sums, then their sum into sumsq[0] */
   KilnRtStatus (*grad_sumsq)(const KilnBertLibs *l, float *grad, float *part, int n, int parts);
   KilnRtStatus (*grad_sumsq_reduce)(const KilnBertLibs *l, float *part, float *sumsq, int parts);
-  KilnRtStatus (*clip_grads)(const KilnBertLibs *l, float *grad, float *sumsq, int n,
-                             float max_norm, float inv_scale);
   /* found_inf[0] = 1 when grad holds an inf or NaN (left as it is otherwise) */
   KilnRtStatus (*check_overflow)(const KilnBertLibs *l, float *grad, int32_t *found_inf, int n);
-  /* AdamW over n parameters; w (T) gets the new weights when half_weights (else unused) */
+  /* AdamW over n parameters, the gradients clipped by the global norm sqrt(sumsq[0]) when
+   * max_norm > 0 (clip_grads' coefficient, applied as they are read); w (T) gets the new
+   * weights when half_weights (else unused) */
   KilnRtStatus (*adamw_step)(const KilnBertLibs *l, float *p, float *grad, float *m, float *v,
-                             void *w, int32_t *found_inf, int n, float lr, float beta1, float beta2,
-                             float eps, float weight_decay, int step, float inv_scale);
+                             void *w, int32_t *found_inf, float *sumsq, int n, float lr,
+                             float beta1, float beta2, float eps, float weight_decay, int step,
+                             float inv_scale, float max_norm);
 } KilnBertOps;
 
 extern const KilnBertOps kiln_bert_ops_f32, kiln_bert_ops_f16, kiln_bert_ops_bf16;

@@ -1288,18 +1288,17 @@ KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, 
   float sumsq = 0;
   RT(copy_out(m, &sumsq, m->sumsq, sizeof sumsq), "model: grad norm");
   if (grad_norm) *grad_norm = sqrt((double)sumsq) * (double)inv_scale;
-  /* not after an overflow: a NaN norm would turn the gradient buffer's never-written alignment
-   * padding into NaN, and every later overflow check would find it */
-  if (opt->clip > 0 && !found)
-    RT(m->ops->clip_grads(&m->libs, m->grads, m->sumsq, P, (float)opt->clip, inv_scale),
-       "clip_grads");
-  /* with found_inf set on the device, every launch leaves its parameters as they are */
+  /* The clip by global norm happens inside AdamW, as it reads each gradient (the contract's
+   * g <- c g when c < 1, the same bits as a clip pass before it): one pass over the gradient
+   * buffer less, and the buffer stays as the backward (and the all-reduce) left it. With
+   * found_inf set on the device, every launch leaves its parameters as they are. */
+  float max_norm = opt->clip > 0 ? (float)opt->clip : 0.0f;
   for (size_t i = 0; i < m->nruns; i++) {
     const DecayRun *r = &m->runs[i];
     RT(m->ops->adamw_step(&m->libs, m->params + r->off, m->grads + r->off, m->m + r->off,
-                          m->v + r->off, at(m, m->w, r->off), m->found_inf, (int)r->len, (float)lr,
-                          (float)opt->beta1, (float)opt->beta2, (float)opt->eps,
-                          r->decay ? (float)opt->weight_decay : 0.0f, step, inv_scale),
+                          m->v + r->off, at(m, m->w, r->off), m->found_inf, m->sumsq, (int)r->len,
+                          (float)lr, (float)opt->beta1, (float)opt->beta2, (float)opt->eps,
+                          r->decay ? (float)opt->weight_decay : 0.0f, step, inv_scale, max_norm),
        "adamw_step");
   }
   m->skipped = found;

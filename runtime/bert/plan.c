@@ -528,7 +528,7 @@ static KilnRtStatus tap_from_f32(const KilnBertLibs *l, float *x, void *y, int n
 /* The optimizer's pins, kernel by kernel (a pin goes only to a kernel that has that const
  * parameter, or `kiln tune --kernel` refuses it): adamw_step writes half weights of type T in
  * fp16 and bf16 (CMakeLists.txt's kb_adamw_T; the fp32 library is built with TW=f16 and writes
- * nothing); check_overflow reads the f32 gradients; grad_sumsq, grad_sumsq_reduce and clip_grads have none. */
+ * nothing); check_overflow reads the f32 gradients; grad_sumsq and grad_sumsq_reduce have none. */
 static const char *adamw_pins(const KilnBertPlan *p, char *buf, size_t cap) {
   int half = kiln_bert_precision_half(p->prec);
   snprintf(buf, cap, "WRITE_F16=%d TW=%s", half, half ? p->T : "f16");
@@ -560,18 +560,6 @@ static KilnRtStatus tap_grad_sumsq_reduce(const KilnBertLibs *l, float *part, fl
   FORWARD(l, st, grad_sumsq_reduce, part, sumsq, parts);
 }
 
-static KilnRtStatus tap_clip_grads(const KilnBertLibs *l, float *grad, float *sumsq, int n,
-                                   float max_norm, float inv_scale) {
-  KilnBertPlan *p = PLAN(l);
-  cost(p, 0, 8.0 * n);
-  char sh[48];
-  KilnRtStatus st = put(p, "adamw.kiln", "", "clip_grads", dims(sh, sizeof sh, "n=%d", n),
-                        "kernel=clip_grads; n=%d; max_norm=1.0; inv_scale=1.0; grad: f32[n]; "
-                        "sumsq: f32[1]=1; grid=cdiv(n, BLOCK)",
-                        n);
-  FORWARD(l, st, clip_grads, grad, sumsq, n, max_norm, inv_scale);
-}
-
 static KilnRtStatus tap_check_overflow(const KilnBertLibs *l, float *grad, int32_t *found_inf,
                                        int n) {
   KilnBertPlan *p = PLAN(l);
@@ -585,9 +573,9 @@ static KilnRtStatus tap_check_overflow(const KilnBertLibs *l, float *grad, int32
 }
 
 static KilnRtStatus tap_adamw_step(const KilnBertLibs *l, float *p_, float *grad, float *m,
-                                   float *v, void *w, int32_t *found_inf, int n, float lr,
-                                   float beta1, float beta2, float eps, float weight_decay,
-                                   int step, float inv_scale) {
+                                   float *v, void *w, int32_t *found_inf, float *sumsq, int n,
+                                   float lr, float beta1, float beta2, float eps,
+                                   float weight_decay, int step, float inv_scale, float max_norm) {
   KilnBertPlan *p = PLAN(l);
   cost(p, 0, (28.0 + (kiln_bert_precision_half(p->prec) ? esize(p) : 0)) * n);
   char pins[64];
@@ -597,12 +585,12 @@ static KilnRtStatus tap_adamw_step(const KilnBertLibs *l, float *p_, float *grad
   KilnRtStatus st = put(p, "adamw.kiln", adamw_pins(p, pins, sizeof pins), "adamw_step",
                         dims(sh, sizeof sh, "n=%d", n),
                         "kernel=adamw_step; n=%d; lr=1e-4; beta1=0.9; beta2=0.999; eps=1e-8; "
-                        "weight_decay=0.01; step=3; inv_scale=1.0; p: f32[n]; grad: f32[n]; "
-                        "m: f32[n]; v: f32[n]=0; p16: %s[%s]; found_inf: i32[1]=0; "
-                        "grid=cdiv(n, BLOCK)",
+                        "weight_decay=0.01; step=3; inv_scale=1.0; max_norm=1.0; p: f32[n]; "
+                        "grad: f32[n]; m: f32[n]; v: f32[n]=0; p16: %s[%s]; found_inf: i32[1]=0; "
+                        "sumsq: f32[1]=1; grid=cdiv(n, BLOCK)",
                         n, half ? p->T : "f16", half ? "n" : "1");
-  FORWARD(l, st, adamw_step, p_, grad, m, v, w, found_inf, n, lr, beta1, beta2, eps, weight_decay,
-          step, inv_scale);
+  FORWARD(l, st, adamw_step, p_, grad, m, v, w, found_inf, sumsq, n, lr, beta1, beta2, eps,
+          weight_decay, step, inv_scale, max_norm);
 }
 
 /* The tap for one precision: the same table but its name, size and half weights. */
@@ -639,7 +627,6 @@ static KilnBertOps tap_table(const KilnBertOps *like) {
       .from_f32 = like->half_weights ? tap_from_f32 : NULL,
       .grad_sumsq = tap_grad_sumsq,
       .grad_sumsq_reduce = tap_grad_sumsq_reduce,
-      .clip_grads = tap_clip_grads,
       .check_overflow = tap_check_overflow,
       .adamw_step = tap_adamw_step,
   };

@@ -12,16 +12,19 @@ typedef struct AdamCfg {
   int32_t n, block, step, write_f16, found_inf;
   float inv_scale;
   int bf16_copy; /* TW = bf16 (the bf16 trainer's weights) instead of f16 */
+  /* the clip folded in: max_norm as a multiple of the unscaled gradients' norm (0: no clip) */
+  float clip_of_norm;
 } AdamCfg;
 
 static const float LR = 1e-3f, BETA1 = 0.9f, BETA2 = 0.999f, EPS = 1e-8f, WD = 0.01f;
 
-/* One AdamW step in double from the same f32 inputs (bias corrections with pow). */
+/* One AdamW step in double from the same f32 inputs (bias corrections with pow), the gradients
+ * multiplied by the clip coefficient c first. */
 static void ref_adamw(const float *p, const float *g, const float *m, const float *v, float *po,
-                      float *mo, float *vo, size_t n, int step, float inv_scale) {
+                      float *mo, float *vo, size_t n, int step, float inv_scale, double c) {
   double bc1 = 1.0 - pow(BETA1, step), bc2 = 1.0 - pow(BETA2, step);
   for (size_t i = 0; i < n; i++) {
-    double gi = (double)g[i] * inv_scale;
+    double gi = (double)g[i] * c * inv_scale;
     double m1 = BETA1 * (double)m[i] + (1.0 - BETA1) * gi;
     double v1 = BETA2 * (double)v[i] + (1.0 - BETA2) * gi * gi;
     double p1 = (double)p[i] * (1.0 - (double)LR * WD);
@@ -33,8 +36,9 @@ static void ref_adamw(const float *p, const float *g, const float *m, const floa
 static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed) {
   KilnBertRun run;
   KilnScalarKind tw = c->bf16_copy ? KILN_SCALAR_BF16 : KILN_SCALAR_F16;
-  kiln_bert_begin(&run, dev, "adamw n=%d step %d %s copy %d found_inf %d", c->n, c->step,
-                  kiln_bert_type_name(tw), c->write_f16, c->found_inf);
+  kiln_bert_begin(&run, dev, "adamw n=%d step %d %s copy %d found_inf %d clip %g x norm", c->n,
+                  c->step, kiln_bert_type_name(tw), c->write_f16, c->found_inf,
+                  (double)c->clip_of_norm);
   KilnDefine defs[] = {{"BLOCK", c->block}, {"WRITE_F16", c->write_f16}, {"TW", tw}};
   KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "adamw_step", defs, c->bf16_copy ? 3 : 2);
   size_t n = (size_t)c->n, total = n + KILN_BERT_TAIL;
@@ -53,9 +57,18 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
   void *dp16 = kiln_bert_output(&run, total * 2);
   int32_t flag = c->found_inf;
   void *dflag = kiln_bert_input(&run, &flag, 4);
+  /* sumsq of the scaled gradients, as grad_sumsq leaves it; the kernel's coefficient is
+   * min(1, max_norm / (sqrt(sumsq) inv_scale + 1e-6)), here in double */
+  double ss = 0;
+  for (size_t i = 0; i < n; i++) ss += (double)g[i] * g[i];
+  float sumsq = (float)ss, max_norm = c->clip_of_norm * (float)sqrt(ss) * c->inv_scale;
+  double coef = 1.0;
+  if (max_norm > 0) coef = fmin(1.0, max_norm / (sqrt((double)sumsq) * c->inv_scale + 1e-6));
+  void *dss = kiln_bert_input(&run, &sumsq, 4);
   int32_t n32 = c->n, step = c->step;
   float lr = LR, b1 = BETA1, b2 = BETA2, eps = EPS, wd = WD, inv = c->inv_scale;
-  void *args[] = {&dp, &dg, &dm, &dv, &dp16, &dflag, &n32, &lr, &b1, &b2, &eps, &wd, &step, &inv};
+  void *args[] = {&dp, &dg, &dm, &dv,  &dp16, &dflag, &dss, &n32,
+                  &lr, &b1, &b2, &eps, &wd,   &step,  &inv, &max_norm};
   kiln_bert_launch(&run, fn, kiln_bert_cdiv(n, (size_t)c->block), 1, args);
   float *po = kiln_bert_alloc(n, 4), *mo = kiln_bert_alloc(n, 4), *vo = kiln_bert_alloc(n, 4);
   uint16_t *p16 = kiln_bert_alloc(total, 2);
@@ -67,7 +80,7 @@ static bool run_adamw(const KilnBertDevice *dev, const AdamCfg *c, uint64_t seed
   if (c->found_inf) { /* skipped: everything as it was, bit for bit */
     memcpy(rp, p, n * 4), memcpy(rm, m, n * 4), memcpy(rv, v, n * 4);
   } else {
-    ref_adamw(p, g, m, v, rp, rm, rv, n, c->step, c->inv_scale);
+    ref_adamw(p, g, m, v, rp, rm, rv, n, c->step, c->inv_scale, coef);
   }
   double tol = c->found_inf ? 0.0 : 1e-6;
   kiln_bert_check_close(&run, "p", po, rp, n, 1.0, tol);
@@ -193,11 +206,15 @@ static bool run_overflow_f32(const KilnBertDevice *dev, float poison, size_t whe
 
 bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   static const AdamCfg cfgs[] = {
-      {10007, 1024, 1, 1, 0, 1.0f / 1024.0f, 0}, /* first step, f16 copy, loss scale 1024 */
-      {4096, 512, 7, 0, 0, 1.0f, 0},             /* exact blocks, later step */
-      {777, 256, 1000, 1, 0, 0.5f, 0},
-      {777, 256, 3, 1, 1, 1.0f, 0},  /* found_inf set: the step is skipped */
-      {1000, 512, 2, 1, 0, 1.0f, 1}, /* the bf16 copy (TW = bf16) */
+      {10007, 1024, 1, 1, 0, 1.0f / 1024.0f, 0, 0}, /* first step, f16 copy, loss scale 1024 */
+      {4096, 512, 7, 0, 0, 1.0f, 0, 0},             /* exact blocks, later step */
+      {777, 256, 1000, 1, 0, 0.5f, 0, 0},
+      {777, 256, 3, 1, 1, 1.0f, 0, 0.5f}, /* found_inf set: the step is skipped */
+      {1000, 512, 2, 1, 0, 1.0f, 1, 0},   /* the bf16 copy (TW = bf16) */
+      /* the clip folded in: max_norm half the norm (c about 0.5, scaled gradients), and twice
+       * it (c = 1) */
+      {10007, 1024, 5, 1, 0, 1.0f / 65536.0f, 0, 0.5f},
+      {4096, 512, 2, 0, 0, 1.0f, 0, 2.0f},
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) ok &= run_adamw(dev, &cfgs[i], 6000 + i);

@@ -2,12 +2,13 @@
  *
  *   ptx_check FILE.kiln KERNEL [NAME=VALUE...] --arch sm_80|sm_90 --ptxas PATH
  *             [--specialize NAME=VALUE]... [--multiple-of NAME=N]...
- *             [--expect TEXT]... [--expect-not TEXT]... [--default]
+ *             [--expect TEXT]... [--expect-not TEXT]... [--expect-once TEXT]... [--default]
  *
  * The kernel goes through kiln_driver_compile (the pipeline `kiln compile --target ARCH --emit
  * ptx` runs, verify and kiln-dce included), with NAME=VALUE as its -D bindings (a type
  * parameter takes a scalar name: T=bf16; unbound consts take the first point of the kernel's
- * tune block).  The PTX must contain each --expect TEXT and no --expect-not TEXT; ptxas -v must
+ * tune block).  The PTX must contain each --expect TEXT, no --expect-not TEXT and each
+ * --expect-once TEXT exactly once (a scalar access the kernel makes once, as AdamW's norm); ptxas -v must
  * assemble it, report a kernel and 0 bytes of spill stores and loads.  --default binds the
  * other consts from the kernel's default on cuda: the first preset, in the order written, for
  * every device or `for cuda` whose `where` holds with NAME=VALUE in place of its values, as an
@@ -31,8 +32,8 @@ typedef struct Args {
   const char *file, *kernel, *arch, *ptxas;
   KilnDefine defines[MAX_LIST], specialize[MAX_LIST], multiple_of[MAX_LIST];
   size_t ndefines, nspecialize, nmultiple_of;
-  const char *expect[MAX_LIST], *expect_not[MAX_LIST];
-  size_t nexpect, nexpect_not;
+  const char *expect[MAX_LIST], *expect_not[MAX_LIST], *expect_once[MAX_LIST];
+  size_t nexpect, nexpect_not, nexpect_once;
   int max_spill;    /* bytes of spill stores/loads tolerated (0 unless --max-spill) */
   bool use_default; /* --default: the other consts from the default preset for the pins */
 } Args;
@@ -40,7 +41,7 @@ typedef struct Args {
 static int usage(void) {
   fprintf(stderr, "usage: ptx_check FILE.kiln KERNEL [NAME=V...] --arch A --ptxas P "
                   "[--specialize N=V]... [--multiple-of N=V]... [--expect T]... "
-                  "[--expect-not T]... [--default]\n");
+                  "[--expect-not T]... [--expect-once T]... [--default]\n");
   return 2;
 }
 
@@ -89,6 +90,8 @@ static bool parse_args(int argc, char **argv, Args *a) {
       ok = add_text(v, a->expect, &a->nexpect);
     else if (strcmp(s, "--expect-not") == 0 && v)
       ok = add_text(v, a->expect_not, &a->nexpect_not);
+    else if (strcmp(s, "--expect-once") == 0 && v)
+      ok = add_text(v, a->expect_once, &a->nexpect_once);
     else if (strcmp(s, "--specialize") == 0 && v)
       ok = add_binding(v, a->specialize, &a->nspecialize);
     else if (strcmp(s, "--multiple-of") == 0 && v)
@@ -109,7 +112,14 @@ static void free_args(Args *a) {
   for (size_t i = 0; i < a->nmultiple_of; i++) free((char *)a->multiple_of[i].name);
 }
 
-/* Every --expect in the PTX, no --expect-not; false (said on stderr) otherwise. */
+static size_t occurrences(const char *text, const char *what) {
+  size_t n = 0, len = strlen(what);
+  for (const char *p = strstr(text, what); p && len; p = strstr(p + len, what)) n++;
+  return n;
+}
+
+/* Every --expect in the PTX, no --expect-not, each --expect-once once; false (said on stderr)
+ * otherwise. */
 static bool check_texts(const Args *a, const char *ptx) {
   bool ok = true;
   for (size_t i = 0; i < a->nexpect; i++)
@@ -122,6 +132,14 @@ static bool check_texts(const Args *a, const char *ptx) {
       fprintf(stderr, "FAIL: %s %s: PTX contains '%s'\n", a->kernel, a->arch, a->expect_not[i]);
       ok = false;
     }
+  for (size_t i = 0; i < a->nexpect_once; i++) {
+    size_t n = occurrences(ptx, a->expect_once[i]);
+    if (n != 1) {
+      fprintf(stderr, "FAIL: %s %s: PTX contains '%s' %zu times, not once\n", a->kernel, a->arch,
+              a->expect_once[i], n);
+      ok = false;
+    }
+  }
   return ok;
 }
 
