@@ -122,7 +122,15 @@ typedef struct KilnGpuShared {
   bool trans;                    /* order [0, 1]: staged S[col][row] */
   bool wgmma; /* read by wgmma descriptors: staged rows wider than 128 bytes are cut into
                * panels of 128-byte rows (low_swizzle_panel), slots 1024-byte aligned */
+  bool fma;   /* read element by element by the FMA path's dot (lower_shared.c): no swizzle,
+               * the operand's rows (A: m, B: k) staged row-major */
 } KilnGpuShared;
+/* Who reads a ring, which decides its encoding. */
+typedef enum KilnGpuReader {
+  KILN_GPU_READ_LDMATRIX, /* mma.sync fragments: swizzled 16-byte chunks */
+  KILN_GPU_READ_WGMMA,    /* wgmma descriptors: swizzled 128-byte panels */
+  KILN_GPU_READ_FMA,      /* the FMA dot: plain row-major operand rows */
+} KilnGpuReader;
 typedef struct KilnGpuBuffer {
   KilnGpuShared enc;
   int64_t stages, rows, cols;
@@ -136,7 +144,7 @@ KilnGpuShared kiln_gpu_shared_swizzled(int64_t rows, int64_t cols, bool trans);
 #define KILN_GPU_WGMMA_ALIGN 1024
 MlirAttribute kiln_gpu_shared_attr(MlirContext ctx, const KilnGpuShared *s);
 MlirType kiln_gpu_buffer_type(MlirContext ctx, int64_t stages, int64_t rows, int64_t cols,
-                              MlirType elem, bool trans, bool wgmma);
+                              MlirType elem, bool trans, KilnGpuReader reader);
 /* Decodes a buffer type; false when t is not one. */
 bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b);
 

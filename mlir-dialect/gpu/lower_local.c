@@ -10,7 +10,8 @@
  * [0, 1] holds the tile transposed (S[col][row]).
  *   async_copy:  one cp.async per vector of `vec` elements when the vector's whole mask holds
  *                (.cg for 16 bytes, .ca below); where the axis analysis proves the mask one
- *                value over each vector (`k < K` with K % 8 promised) and `other` is zero, one
+ *                value over each vector (`k < K` with K % 8 promised; a vector of one
+ *                element always) and `other` is zero, one
  *                cp.async whose src-size is 0 under a false mask (it zero-fills: no branch and
  *                no per-element masks in the loop); otherwise (tile edges) each element is
  *                loaded under its own mask, yielding `other`, and stored to shared memory
@@ -24,7 +25,9 @@
  *                ldmatrix reads on its b16 view, one with m or n contiguous (B row-major in n,
  *                A column-major) by four byte loads a register (ldmatrix cannot transpose
  *                bytes); a tf32 (f32) tile the same way on its b16 view where k is contiguous,
- *                by one 32-bit load a register where it is not. */
+ *                by one 32-bit load a register where it is not; of a wgmma ring or an
+ *                `fma` one (an FMA dot's operand, unswizzled), the slot's first byte, from
+ *                which the dot reads (lower_wgmma.c, lower_shared.c). */
 #include "lower.h"
 
 #include "mlir-c/BuiltinTypes.h"
@@ -117,6 +120,10 @@ static void copy_vector(Low *L, const KilnGpuBuffer *bf, int vec, MlirValue dst,
  * transposed, so that every vector of the copy is one row segment of the staged tile and the
  * 16-byte cp.async never scatters. */
 static MlirValue stage_index(Low *L, const KilnGpuBuffer *bf, MlirValue row, MlirValue col) {
+  if (bf->enc.fma) /* the FMA dot's operand rows, unswizzled */
+    return bf->enc.trans
+               ? low_bin(L, "arith.addi", low_bin(L, "arith.muli", col, low_i32(L, bf->rows)), row)
+               : low_bin(L, "arith.addi", low_bin(L, "arith.muli", row, low_i32(L, bf->cols)), col);
   if (kiln_ir_elem_bits(bf->elem) == 8) /* i8: the byte swizzle of lower_dot.c's i8 staging */
     return bf->enc.trans ? low_swizzle_i8(L, col, row, bf->rows)
                          : low_swizzle_i8(L, row, col, bf->cols);
@@ -268,7 +275,8 @@ bool low_async_copy(Low *L, MlirOperation op) {
   Vals *P = low_get(L, mlirOperationGetOperand(op, 2));
   Vals *M = low_get(L, mlirOperationGetOperand(op, 3));
   Vals *O = low_get(L, mlirOperationGetOperand(op, 4));
-  bool uniform = vec > 1 && low_mask_uniform(L, mlirOperationGetOperand(op, 3), &own, (int)vec);
+  /* one element's mask is one value over its copy */
+  bool uniform = vec == 1 || low_mask_uniform(L, mlirOperationGetOperand(op, 3), &own, (int)vec);
   for (int64_t j = 0; j < own.count; j += vec) {
     MlirValue idx = stage_index(L, &bf, low_coord(L, &own, j, 0), low_coord(L, &own, j, 1));
     copy_vector(L, &bf, (int)vec, low_gep(L, base, idx, bf.elem), P, M, O, j, uniform);
@@ -311,12 +319,14 @@ bool low_local_load(Low *L, MlirOperation op) {
   KilnGpuBuffer bf;
   if (!buffer_of(L, buf, &bf)) return false;
   KilnGpuLayout dl = kiln_gpu_layout_of_type(mlirValueGetType(res));
-  if (dl.kind != KILN_GPU_LAYOUT_DOT_OP) {
+  if (dl.kind != KILN_GPU_LAYOUT_DOT_OP && !bf.enc.fma) {
     low_error(L, "GPU lowering: kiln.local_load yields a dot operand layout");
     return false;
   }
   MlirValue base = slot_base(L, buf, &bf, low_get(L, mlirOperationGetOperand(op, 1))->v[0]);
-  if (bf.enc.wgmma) { /* the dot reads it by descriptors from its first byte (lower_wgmma.c) */
+  /* the dot reads it from its first byte: by descriptors (lower_wgmma.c), or element by element
+   * on the FMA path (lower_shared.c) */
+  if (bf.enc.wgmma || bf.enc.fma) {
     Vals *p = low_vals(L, 1);
     p->v[0] = base;
     low_set(L, res, p);

@@ -12,8 +12,11 @@
  *
  * dot (FMA path, any layouts): a and b are staged in the arena row-major; each thread then
  * computes its own accumulator elements, acc[m][n] += a[m][k] * b[k][n] for k = 0..K-1, reading
- * the rows and columns it needs from shared memory and widening to the accumulator's type.  Dots
- * that fit the tensor cores take the mma.sync path instead (lower_dot.c). */
+ * the rows and columns it needs from shared memory and widening to the accumulator's type.  An
+ * operand that kiln-gpu-pipeline staged (a loaded tile in a loop: cp.async into a ring of the
+ * `fma` encoding, this very row-major layout) is read from its slot and not staged again; with
+ * both so, the dot has no barrier of its own.  Dots that fit the tensor cores take the mma.sync
+ * path instead (lower_dot.c). */
 #include "lower.h"
 
 static int bytes_of(MlirType et) {
@@ -111,6 +114,20 @@ static MlirValue widen(Low *L, MlirValue v, MlirType to) {
   return low_op1(L, name, &v, 1, to);
 }
 
+/* Whether v is a slot of a ring staged for this path (kiln.local_load of a buffer with the fma
+ * encoding: the operand's rows as the arena would hold them); *base gets the slot's first
+ * byte. */
+static bool from_ring(Low *L, MlirValue v, MlirValue *base) {
+  if (mlirValueIsABlockArgument(v)) return false;
+  MlirOperation def = mlirOpResultGetOwner(v);
+  KilnGpuBuffer bf;
+  if (kiln_ir_op_id(def) != KILN_OP_LOCAL_LOAD ||
+      !kiln_gpu_buffer_parse(mlirValueGetType(mlirOperationGetOperand(def, 0)), &bf) || !bf.enc.fma)
+    return false;
+  *base = low_get(L, v)->v[0];
+  return true;
+}
+
 bool low_dot(Low *L, MlirOperation op) {
   MlirValue a = mlirOperationGetOperand(op, 0), b = mlirOperationGetOperand(op, 1);
   MlirValue acc = mlirOperationGetOperand(op, 2), res = mlirOperationGetResult(op, 0);
@@ -124,19 +141,31 @@ bool low_dot(Low *L, MlirOperation op) {
   bool fl = mlirTypeIsAFloat(ce);
   KilnGpuOwn ao = kiln_gpu_own_of_type(at), bo = kiln_gpu_own_of_type(bt),
              co = kiln_gpu_own_of_type(ct);
-  Vals *A = low_get(L, a), *B = low_get(L, b), *C = low_get(L, acc);
-  int64_t a_bytes = M * K * bytes_of(ae);
-  int64_t b_off = (a_bytes + 15) / 16 * 16;
-  int64_t total = b_off + K * N * bytes_of(be);
-  int64_t ashape[2] = {M, K}, bshape[2] = {K, N};
-  low_barrier(L);
-  MlirValue abase = low_smem(L, 0, total);
-  MlirValue bbase = low_smem(L, b_off, total);
-  for (int64_t j = 0; j < ao.count; j++)
-    smem_store(L, abase, linear(L, &ao, j, ashape, NULL, -1), A->v[j], ae);
-  for (int64_t j = 0; j < bo.count; j++)
-    smem_store(L, bbase, linear(L, &bo, j, bshape, NULL, -1), B->v[j], be);
-  low_barrier(L);
+  Vals *C = low_get(L, acc);
+  /* An operand the pipeliner staged is read from its ring's slot, after the wait and barrier
+   * it put before the dot; the others go through the arena. */
+  MlirValue abase, bbase;
+  bool a_staged = from_ring(L, a, &abase), b_staged = from_ring(L, b, &bbase);
+  if (!a_staged || !b_staged) {
+    int64_t a_bytes = a_staged ? 0 : M * K * bytes_of(ae);
+    int64_t b_off = (a_bytes + 15) / 16 * 16;
+    int64_t total = b_off + (b_staged ? 0 : K * N * bytes_of(be));
+    int64_t ashape[2] = {M, K}, bshape[2] = {K, N};
+    low_barrier(L);
+    if (!a_staged) {
+      Vals *A = low_get(L, a);
+      abase = low_smem(L, 0, total);
+      for (int64_t j = 0; j < ao.count; j++)
+        smem_store(L, abase, linear(L, &ao, j, ashape, NULL, -1), A->v[j], ae);
+    }
+    if (!b_staged) {
+      Vals *B = low_get(L, b);
+      bbase = low_smem(L, b_off, total);
+      for (int64_t j = 0; j < bo.count; j++)
+        smem_store(L, bbase, linear(L, &bo, j, bshape, NULL, -1), B->v[j], be);
+    }
+    low_barrier(L);
+  }
   /* The rows and columns this thread's accumulator elements sit in. */
   int nr = co.dim[0].n, nc = co.dim[1].n;
   MlirValue *row = low_alloc(L, (size_t)nr * sizeof *row),

@@ -24,6 +24,16 @@
  * replaced.  Loops that store or update memory are left alone (a prefetch could read what an
  * earlier iteration has yet to write).  At most 4 loads a loop; the induction variable is i32.
  *
+ * A load whose one use is a or b of a dot on the FMA path (f32 without tf32, f64, small tiles:
+ * its layouts blocked, no convert; directly or through a kiln.trans) is staged too, in a ring
+ * of the `fma` encoding (shared.c): no swizzle, the operand's own rows (the tile as it is, or
+ * transposed behind a view), which the dot reads in place (lower_shared.c) instead of staging
+ * its registers through the arena with two barriers.  Its copies are vectors where the loaded
+ * tile's contiguous dim is the staged row, else one element each (4 or 8 bytes; narrower
+ * elements must be vectors).  Such rings are optional: one that would take the loop's rings
+ * past three quarters of kiln.smem_limit (the rest is the arena's, which the dot's other
+ * operand and the loop's converts use) is not made, and the load stays as it was.
+ *
  * A load with several such users (the FA2 backward's Q and dO in dK/dV, each B of a dot through
  * a trans view and B of another as it is; K in dQ) is staged once: one ring, one async_copy an
  * iteration, and each of its converts becomes a local_load of the same slot ({transpose} for a
@@ -66,8 +76,9 @@
 
 /* One operand convert of a staged load: it becomes a local_load of the ring. */
 typedef struct PipeUse {
-  MlirOperation cvt;
+  MlirOperation cvt;  /* the convert; for an FMA use, the dot itself */
   MlirOperation view; /* a kiln.trans between the load and the convert, or null */
+  int operand;        /* an FMA use: the dot's operand it is (0 or 1); else -1 */
 } PipeUse;
 
 typedef struct PipeLoad {
@@ -77,6 +88,7 @@ typedef struct PipeLoad {
   bool trans; /* contiguous along dim 0: staged transposed */
   int vec;    /* elements per cp.async */
   bool wgmma; /* its dot reads it by wgmma descriptors (KilnGpuShared.wgmma) */
+  bool fma;   /* its one use is an operand of a dot on the FMA path (KilnGpuShared.fma) */
   MlirValue buf;
 } PipeLoad;
 
@@ -88,6 +100,8 @@ typedef struct Plan {
   MlirOperation async_dot; /* a wgmma dot that leaves its last group in flight, or null */
   PipeLoad loads[PIPE_MAX_LOADS];
   int n;
+  int64_t ring_bytes; /* of the loads planned so far, every stage */
+  int64_t fma_limit;  /* the most ring_bytes may reach with an FMA operand's ring */
   MlirOperation slice[PIPE_MAX_SLICE]; /* body ops to clone for a future iteration, in order */
   int nslice;
 } Plan;
@@ -177,6 +191,28 @@ static bool dot_operand_use(MlirOperation user, MlirBlock body, PipeUse *u) {
   return is_dot_operand_convert(u->cvt);
 }
 
+/* Whether the load's only use is a or b of a dot on the FMA path (its result blocked, not
+ * mma), directly or through a kiln.trans whose only user is that dot; fills pl's one use. */
+static bool fma_operand_use(MlirOperation load, MlirBlock body, PipeLoad *pl) {
+  MlirValue v = mlirOperationGetResult(load, 0);
+  MlirOperation user = only_user(v, body), view = {NULL};
+  if (!mlirOperationIsNull(user) && kiln_ir_op_id(user) == KILN_OP_TRANS) {
+    view = user;
+    v = mlirOperationGetResult(view, 0);
+    user = only_user(v, body);
+  }
+  if (mlirOperationIsNull(user) || kiln_ir_op_id(user) != KILN_OP_DOT ||
+      kiln_gpu_layout_of_type(mlirValueGetType(mlirOperationGetResult(user, 0))).kind ==
+          KILN_GPU_LAYOUT_MMA)
+    return false;
+  int operand = (int)mlirOpOperandGetOperandNumber(mlirValueGetFirstUse(v));
+  if (operand > 1) return false; /* the accumulator is not staged */
+  pl->uses[0] = (PipeUse){.cvt = user, .view = view, .operand = operand};
+  pl->nuse = 1;
+  pl->fma = true;
+  return true;
+}
+
 /* Whether every user of the load is an operand convert (dot_operand_use), at most
  * PIPE_MAX_USES of them; fills pl's uses. */
 static bool dot_operand_uses(MlirOperation load, MlirBlock body, PipeLoad *pl) {
@@ -186,7 +222,7 @@ static bool dot_operand_uses(MlirOperation load, MlirBlock body, PipeLoad *pl) {
     if (pl->nuse == PIPE_MAX_USES ||
         !dot_operand_use(mlirOpOperandGetOwner(u), body, &pl->uses[pl->nuse]))
       return false;
-    pl->nuse++;
+    pl->uses[pl->nuse++].operand = -1;
   }
   return pl->nuse > 0;
 }
@@ -197,9 +233,47 @@ static bool has_view(const PipeLoad *pl) {
   return false;
 }
 
+/* The slice of the load's pointer, mask and other added to p's; false (and p's slice as it
+ * was) when a future iteration cannot compute them. */
+static bool slice_load(Plan *p, MlirOperation load) {
+  int keep = p->nslice;
+  for (intptr_t i = 0; i < 3; i++)
+    if (!collect_slice(p, mlirOperationGetOperand(load, i), 0)) {
+      p->nslice = keep;
+      return false;
+    }
+  return true;
+}
+
+/* The bytes of a ring of p's stages for tiles of type t (a slot rounded up to 128 bytes). */
+static int64_t ring_bytes(const Plan *p, MlirType t) {
+  int64_t slot = kiln_ir_type_numel(t) * kiln_ir_elem_bytes(kiln_ir_elem_type(t));
+  return p->stages * ((slot + 127) / 128 * 128);
+}
+
+/* An FMA operand's staging: the operand's own rows, so the tile as it is or (behind a view)
+ * transposed.  Copies are vectors where the loaded tile's contiguous dim is the staged row,
+ * else one element each (4 or 8 bytes: cp.async has nothing smaller), scattered. */
+static bool plan_fma_load(const KilnGpuAxisMap *axis, Plan *p, PipeLoad *pl) {
+  MlirType rt = mlirValueGetType(mlirOperationGetResult(pl->load, 0));
+  int64_t bytes = kiln_ir_elem_bytes(kiln_ir_elem_type(rt));
+  if (kiln_ir_rank(rt) != 2 || kiln_ir_elem_bits(kiln_ir_elem_type(rt)) < 8) return false;
+  KilnGpuOwn own = kiln_gpu_own_of_type(rt);
+  pl->trans = !mlirOperationIsNull(pl->uses[0].view);
+  int staged_row_dim = pl->trans ? 0 : 1;
+  pl->vec = own.order[0] == staged_row_dim
+                ? kiln_gpu_access_vec(axis, mlirOperationGetOperand(pl->load, 0), &own)
+                : 1;
+  int64_t copy = pl->vec * bytes;
+  if (copy != 4 && copy != 8 && copy != 16) return false;
+  if (p->ring_bytes + ring_bytes(p, rt) > p->fma_limit) return false;
+  return slice_load(p, pl->load);
+}
+
 /* Whether load qualifies; fills *pl and grows p's slice. */
 static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, PipeLoad *pl) {
   *pl = (PipeLoad){.load = load};
+  if (fma_operand_use(load, p->body, pl)) return plan_fma_load(axis, p, pl);
   if (!dot_operand_uses(load, p->body, pl)) return false;
   MlirType rt = mlirValueGetType(mlirOperationGetResult(load, 0));
   MlirType et = kiln_ir_elem_type(rt);
@@ -223,12 +297,7 @@ static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, P
    * registers the tile is k-contiguous (ldmatrix) and the loop smaller (the BERT gemm's generic
    * copy at 128x128x32: 439 instructions and 222 registers against 637 and 44 bytes of spills) */
   if (mlirTypeIsAF32(et) && vec < 2) return false;
-  int keep = p->nslice;
-  for (intptr_t i = 0; i < 3; i++)
-    if (!collect_slice(p, mlirOperationGetOperand(load, i), 0)) {
-      p->nslice = keep;
-      return false;
-    }
+  if (!slice_load(p, load)) return false;
   pl->trans = trans;
   pl->vec = vec;
   return true;
@@ -251,7 +320,7 @@ static void order_slice(Plan *p) {
 static int load_feeding(const Plan *p, MlirValue v, bool view_ok, bool single) {
   for (int i = 0; i < p->n; i++) {
     const PipeLoad *pl = &p->loads[i];
-    if (single && pl->nuse != 1) continue;
+    if ((single && pl->nuse != 1) || pl->fma) continue;
     for (int u = 0; u < pl->nuse; u++)
       if (mlirValueEqual(mlirOperationGetResult(pl->uses[u].cvt, 0), v) &&
           (view_ok || mlirOperationIsNull(pl->uses[u].view)))
@@ -336,10 +405,12 @@ static void plan_wgmma(Plan *p) {
   }
 }
 
-static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages, Plan *p) {
+static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages,
+                      int64_t smem_limit, Plan *p) {
   memset(p, 0, sizeof *p);
   if (stages < 2 || writes_memory(loop)) return false;
   p->loop = loop;
+  p->fma_limit = smem_limit / 4 * 3;
   p->body = mlirRegionGetFirstBlock(mlirOperationGetRegion(loop, 0));
   p->stages = stages;
   p->dist = stages - 1;
@@ -349,7 +420,9 @@ static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages
   for (MlirOperation o = mlirBlockGetFirstOperation(p->body);
        !mlirOperationIsNull(o) && p->n < PIPE_MAX_LOADS; o = mlirOperationGetNextInBlock(o)) {
     PipeLoad pl;
-    if (kiln_ir_op_id(o) == KILN_OP_LOAD && plan_load(axis, p, o, &pl)) p->loads[p->n++] = pl;
+    if (kiln_ir_op_id(o) != KILN_OP_LOAD || !plan_load(axis, p, o, &pl)) continue;
+    p->loads[p->n++] = pl;
+    p->ring_bytes += ring_bytes(p, mlirValueGetType(mlirOperationGetResult(o, 0)));
   }
   if (p->n == 0) return false;
   order_slice(p);
@@ -427,8 +500,11 @@ static void prologue(Rw *w, Plan *p) {
   for (int i = 0; i < p->n; i++) {
     PipeLoad *pl = &p->loads[i];
     MlirType rt = mlirValueGetType(mlirOperationGetResult(pl->load, 0));
+    KilnGpuReader reader = pl->fma     ? KILN_GPU_READ_FMA
+                           : pl->wgmma ? KILN_GPU_READ_WGMMA
+                                       : KILN_GPU_READ_LDMATRIX;
     MlirType bt = kiln_gpu_buffer_type(w->ctx, p->stages, kiln_ir_dim(rt, 0), kiln_ir_dim(rt, 1),
-                                       kiln_ir_elem_type(rt), pl->trans, pl->wgmma);
+                                       kiln_ir_elem_type(rt), pl->trans, reader);
     pl->buf = kiln_ir_make1(&w->b, w->loc, KILN_OP_NAME_LOCAL_ALLOC, NULL, 0, bt, NULL, 0);
   }
   bare_op(w, KILN_OP_NAME_BARRIER, NULL, 0);
@@ -457,6 +533,17 @@ static bool unused(MlirOperation op) {
 /* One operand convert of a staged tile replaced by a local_load of slot `slot` (behind a
  * kiln.trans, {transpose}: the operand is the staged tile's transpose); the view goes too. */
 static void read_ring(Rw *w, MlirValue buf, MlirValue slot, const PipeUse *u) {
+  if (u->operand >= 0) { /* an FMA dot's operand: the slot's base, read by the dot */
+    bool view = !mlirOperationIsNull(u->view);
+    MlirValue old = mlirOperationGetOperand(u->cvt, u->operand);
+    kiln_ir_builder_set_before(&w->b, u->cvt);
+    MlirValue ops[2] = {buf, slot};
+    MlirValue ll = kiln_ir_make1(&w->b, mlirOperationGetLocation(u->cvt), KILN_OP_NAME_LOCAL_LOAD,
+                                 ops, 2, mlirValueGetType(old), NULL, 0);
+    mlirOperationSetOperand(u->cvt, u->operand, ll);
+    if (view) mlirOperationDestroy(u->view);
+    return;
+  }
   MlirValue res = mlirOperationGetResult(u->cvt, 0);
   kiln_ir_builder_set_before(&w->b, u->cvt);
   MlirValue ops[2] = {buf, slot};
@@ -598,6 +685,7 @@ static MlirWalkResult collect_loops(MlirOperation op, void *u) {
 
 static void pipeline_kernel(MlirOperation func) {
   int stages = (int)kiln_gpu_int_attr(func, "kiln.num_stages", 2);
+  int64_t smem_limit = kiln_gpu_int_attr(func, "kiln.smem_limit", KILN_GPU_SMEM_LIMIT_SM90);
   KilnGpuAxisMap *axis = kiln_gpu_axis_analyze(func);
   KilnOpList loops = {0};
   /* Post-order: an inner loop is planned before the loop around it, whose plan only looks at
@@ -606,7 +694,8 @@ static void pipeline_kernel(MlirOperation func) {
   Plan *p = malloc(sizeof *p);
   KILN_ASSERT(p);
   for (size_t i = 0; i < loops.n; i++)
-    if (plan_loop(axis, loops.ops[i], stages, p)) rewrite(mlirOperationGetContext(func), p);
+    if (plan_loop(axis, loops.ops[i], stages, smem_limit, p))
+      rewrite(mlirOperationGetContext(func), p);
   free(p);
   kiln_op_list_free(&loops);
   kiln_gpu_axis_free(axis);

@@ -12,6 +12,10 @@
  * S[col][row], so its 16-byte copies stay vectors).  The swizzle is lower_dot.c's: 16-byte chunk
  * c of staged row r lives at chunk c ^ ((r / perPhase) % maxPhase), vec = 8 16-bit elements a
  * chunk, perPhase = max(1, 8 / chunks), maxPhase = min(8, chunks), chunks = staged row / 8.
+ * A ring the FMA path's dot reads (`fma = 1`) has no swizzle (vec, perPhase and maxPhase 1):
+ * its reader loads elements, not chunks, and the staging is the dot operand's own row-major
+ * tile (A's m rows, B's k rows; order [0, 1] when that is the loaded tile's transpose), the
+ * arena layout lower_shared.c stages an FMA operand in.
  * One slot (stage) takes rows * cols * element bytes rounded up to 128 bytes. */
 #include "gpu_internal.h"
 
@@ -30,15 +34,17 @@ KilnGpuShared kiln_gpu_shared_swizzled(int64_t rows, int64_t cols, bool trans) {
 
 MlirAttribute kiln_gpu_shared_attr(MlirContext ctx, const KilnGpuShared *s) {
   int32_t order[2] = {s->trans ? 0 : 1, s->trans ? 1 : 0};
-  MlirNamedAttribute e[6] = {
+  MlirNamedAttribute e[7] = {
       kiln_ir_named(ctx, "kind", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("shared"))),
       kiln_ir_named(ctx, "vec", kiln_ir_attr_i32(ctx, s->vec)),
       kiln_ir_named(ctx, "perPhase", kiln_ir_attr_i32(ctx, s->per_phase)),
       kiln_ir_named(ctx, "maxPhase", kiln_ir_attr_i32(ctx, s->max_phase)),
       kiln_ir_named(ctx, "order", mlirDenseI32ArrayGet(ctx, 2, order)),
       kiln_ir_named(ctx, "wgmma", kiln_ir_attr_i32(ctx, 1)),
+      kiln_ir_named(ctx, "fma", kiln_ir_attr_i32(ctx, 1)),
   };
-  return mlirDictionaryAttrGet(ctx, s->wgmma ? 6 : 5, e);
+  if (s->fma) e[5] = e[6];
+  return mlirDictionaryAttrGet(ctx, s->wgmma || s->fma ? 6 : 5, e);
 }
 
 static int dict_i32(MlirAttribute d, const char *name, int dflt) {
@@ -67,6 +73,7 @@ bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b) {
   b->enc.per_phase = dict_i32(d, "perPhase", 1);
   b->enc.max_phase = dict_i32(d, "maxPhase", 1);
   b->enc.wgmma = dict_i32(d, "wgmma", 0) == 1;
+  b->enc.fma = dict_i32(d, "fma", 0) == 1;
   b->stages = mlirShapedTypeGetDimSize(t, 0);
   b->rows = mlirShapedTypeGetDimSize(t, 1);
   b->cols = mlirShapedTypeGetDimSize(t, 2);
@@ -78,9 +85,10 @@ bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b) {
 }
 
 MlirType kiln_gpu_buffer_type(MlirContext ctx, int64_t stages, int64_t rows, int64_t cols,
-                              MlirType elem, bool trans, bool wgmma) {
+                              MlirType elem, bool trans, KilnGpuReader reader) {
   int64_t shape[3] = {stages, rows, cols};
   KilnGpuShared s = kiln_gpu_shared_swizzled(rows, cols, trans);
-  s.wgmma = wgmma;
+  s.wgmma = reader == KILN_GPU_READ_WGMMA;
+  if (reader == KILN_GPU_READ_FMA) s = (KilnGpuShared){1, 1, 1, .trans = trans, .fma = true};
   return mlirMemRefTypeContiguousGet(elem, 3, shape, kiln_gpu_shared_attr(ctx, &s));
 }

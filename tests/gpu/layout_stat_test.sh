@@ -9,7 +9,8 @@
 # the generic copy (16-bit loads, no cp.async) before the layouts.
 # It also requires the generic copy to be compiled with min_blocks = 1 and not to spill (at the
 # preset's min_blocks = 2 ptxas spilled it: 264/260 bytes at 128 registers), and the forward
-# copy's K loop to have no division or remainder (below).
+# copy's K loop to have no division or remainder (below), and the f32 gemm's copies on the FMA
+# path to read their operands from the cp.async ring (last).
 # Skipped (exit 77) without ptxas. Usage: layout_stat_test.sh KILN KERNELS_BERT_DIR PTXAS
 source "$(dirname "$0")/stat_prelude.sh"
 
@@ -148,6 +149,40 @@ else
   echo "FAIL fwd: kiln stat or compile failed"; sed 's/^/    /' "$tmp/err" | head -20
   fails=$((fails + 1))
 fi
+
+# The f32 gemm on the FMA path at its default (fma_f32: 128x128x32, 8 warps, 2 stages, one block
+# a SM) in the three layouts: A and B copied by cp.async into the pipeliner's fma ring and read
+# there by the dot, so the K loop has one barrier and no shared store (staged through registers
+# it had two barriers and 24-28 shared stores a step), its 2048 FMAs, and no spill.
+f32=(-D T=f32 -D EPI=0 -D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=2 -D min_blocks=1
+     --multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-of scm=16
+     --specialize scn=1)
+for layout in "fwd:--multiple-of sam=16 --specialize sak=1 --specialize sbk=1 --multiple-of sbn=16" \
+              "dx:--multiple-of sam=16 --specialize sak=1 --multiple-of sbk=16 --specialize sbn=1" \
+              "dw:--specialize sam=1 --multiple-of sak=16 --multiple-of sbk=16 --specialize sbn=1"; do
+  name=${layout%%:*}
+  read -r -a promise <<<"${layout#*:}"
+  if "$kiln" stat "$kdir/gemm.kiln" --kernel gemm "${f32[@]}" "${promise[@]}" --target sm_90 \
+        --json -o "$tmp/f32.json" >"$tmp/err" 2>&1 &&
+      python3 - "$tmp/f32.json" "$name" <<'PY'; then
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+inner = [l for l in k["loops"] if l["inner"]]
+ok = len(inner) == 1
+if ok:
+    l = inner[0]
+    print(f"    f32 {sys.argv[2]}: inner loop {l['insts']} instructions, {l['fma']} fma, "
+          f"bar.sync {l['bar_sync']}, st.shared {l['st_shared']}, cp.async {l['cp_async']}; "
+          f"{k['registers']} registers, spills {k['spill_stores']}/{k['spill_loads']}")
+    ok = (l["bar_sync"] == 1 and l["st_shared"] == 0 and l["cp_async"] > 0 and l["fma"] == 2048
+          and k["spill_stores"] == 0 and k["spill_loads"] == 0)
+sys.exit(0 if ok else 1)
+PY
+    echo "ok   f32 $name loop"
+  else
+    echo "FAIL f32 $name loop"; sed 's/^/    /' "$tmp/err" | head -20; fails=$((fails + 1))
+  fi
+done
 
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all layout checks passed"
