@@ -123,7 +123,7 @@ MlirValue kiln_cpu_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
  * nests), which took LLVM's dead-store elimination and code generation 1.1 s where BN=32, whose
  * outer loops stay loops, took 0.3 s; the unrolled rows already give straight-line work.  The
  * mark (an llvm.loop annotation) rides from scf.for to the branch that closes the loop. */
-static void no_full_unroll(MlirOperation loop) {
+void kiln_cpu_no_full_unroll(MlirOperation loop) {
   MlirContext ctx = mlirOperationGetContext(loop);
   MlirAttribute a = mlirAttributeParseGet(
       ctx, mlirStringRefCreateFromCString("#llvm.loop_annotation<unroll = <disable = true>>"));
@@ -139,7 +139,7 @@ static void nest_rec(Cpu *c, const int64_t *shape, int rank, int d, MlirValue *i
   }
   KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, shape[d]),
                                   kiln_cpu_cidx(c, 1), NULL, 0);
-  if (d < rank - 1) no_full_unroll(f.op);
+  if (d < rank - 1) kiln_cpu_no_full_unroll(f.op);
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.body);
   idx[d] = f.iv;

@@ -83,5 +83,7 @@ void kiln_cpu_map_pure(Cpu *c, MlirOperation op, CpuScalarFn fn, const void *use
 /* A loop nest over `shape` with index induction variables passed to fn. */
 typedef void (*CpuNestFn)(Cpu *c, const MlirValue *idx, void *user);
 void kiln_cpu_nest(Cpu *c, const int64_t *shape, int rank, CpuNestFn fn, void *user);
+/* Marks an scf.for that LLVM must not unroll fully (an outer loop of a nest). */
+void kiln_cpu_no_full_unroll(MlirOperation loop);
 
 #endif

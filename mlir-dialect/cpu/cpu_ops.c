@@ -331,6 +331,77 @@ static void dot_body(Cpu *c, const MlirValue *idx, void *user) {
   kiln_cpu_store_elem(c, d->dst, bin(c, fl ? "arith.addf" : "arith.addi", sum, p), ij, 2);
 }
 
+/* The register-blocked form of the nest.  The (i, k, j) nest loads and stores its dst row
+ * segment once per product: LLVM vectorizes j but keeps dst in memory, so each vector of
+ * products costs a load and a store of dst besides the load of b.  Blocked, the result is
+ * taken DOT_BLOCK_ROWS rows by one DOT_BLOCK_BYTES segment at a time: those rows' segments
+ * live in vector registers across the whole k loop (its iter_args), and each k loads one
+ * segment of b and broadcasts one element of a per row.  Each dst element still gets
+ * dst + a[i][k] * b[k][j] for k in order, a product rounded and then a sum rounded, as in the
+ * nest: the same bits.  4 rows of 64 bytes are 8 of AVX2's 16 vector registers (4 of
+ * AVX-512's), with b's segment and a broadcast beside them. */
+#define DOT_BLOCK_ROWS  4
+#define DOT_BLOCK_BYTES 64
+
+static MlirValue add_idx(Cpu *c, MlirValue i, int64_t k) {
+  return k ? kiln_cpu_op(c, "arith.addi", (MlirValue[]){i, kiln_cpu_cidx(c, k)}, 2,
+                         mlirIndexTypeGet(c->ctx))
+           : i;
+}
+
+/* Whether the blocked form fits: an accumulator of 32- or 64-bit elements (f32, f64, i32, i64:
+ * vector arithmetic the host does natively), b in a buffer (its rows are loaded as vectors), and
+ * M and N multiples of the block. */
+static bool dot_blocks(const DotCtx *d, int64_t M, int64_t N) {
+  int bits = kiln_ir_elem_bits(d->acc);
+  if (bits != 32 && bits != 64) return false;
+  int64_t w = DOT_BLOCK_BYTES / (bits / 8);
+  return mlirValueIsNull(d->b->scalar) && !mlirValueIsNull(d->b->buf) && M % DOT_BLOCK_ROWS == 0 &&
+         N % w == 0;
+}
+
+static void dot_blocked(Cpu *c, const DotCtx *d, int64_t M, int64_t K, int64_t N) {
+  int64_t w = DOT_BLOCK_BYTES / (kiln_ir_elem_bits(d->acc) / 8);
+  MlirType vt = mlirVectorTypeGet(1, &w, d->acc);
+  bool fl = mlirTypeIsAFloat(d->acc);
+  KilnIRBuilder saved = c->b;
+  KilnIRFor fi = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, M),
+                                   kiln_cpu_cidx(c, DOT_BLOCK_ROWS), NULL, 0);
+  kiln_cpu_no_full_unroll(fi.op);
+  kiln_ir_builder_set_end(&c->b, fi.body);
+  KilnIRFor fj = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, N),
+                                   kiln_cpu_cidx(c, w), NULL, 0);
+  kiln_cpu_no_full_unroll(fj.op);
+  kiln_ir_builder_set_end(&c->b, fj.body);
+  MlirValue rows[DOT_BLOCK_ROWS], acc[DOT_BLOCK_ROWS];
+  for (int r = 0; r < DOT_BLOCK_ROWS; r++) {
+    rows[r] = add_idx(c, fi.iv, r);
+    acc[r] = kiln_cpu_op(c, "vector.load", (MlirValue[]){d->dst, rows[r], fj.iv}, 3, vt);
+  }
+  KilnIRFor fk = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, K),
+                                   kiln_cpu_cidx(c, 1), acc, DOT_BLOCK_ROWS);
+  KilnIRBuilder outer = c->b;
+  kiln_ir_builder_set_end(&c->b, fk.body);
+  MlirValue bv = kiln_cpu_op(c, "vector.load", (MlirValue[]){d->b->buf, fk.iv, fj.iv}, 3, vt);
+  MlirValue next[DOT_BLOCK_ROWS];
+  for (int r = 0; r < DOT_BLOCK_ROWS; r++) {
+    MlirValue x = kiln_cpu_elem(c, d->a, (MlirValue[]){rows[r], fk.iv});
+    MlirValue xv = kiln_cpu_op(c, "vector.broadcast", &x, 1, vt);
+    MlirValue p = bin(c, fl ? "arith.mulf" : "arith.muli", xv, bv);
+    next[r] = bin(c, fl ? "arith.addf" : "arith.addi", kiln_ir_for_iter_arg(&fk, (size_t)r), p);
+  }
+  kiln_ir_build_yield(&c->b, c->loc, next, DOT_BLOCK_ROWS);
+  c->b = outer;
+  for (int r = 0; r < DOT_BLOCK_ROWS; r++)
+    kiln_cpu_op(c, "vector.store",
+                (MlirValue[]){kiln_ir_for_result(&fk, (size_t)r), d->dst, rows[r], fj.iv}, 4,
+                (MlirType){NULL});
+  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
+  kiln_ir_builder_set_end(&c->b, fi.body);
+  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
+  c->b = saved;
+}
+
 /* Whether op is v's only reader and runs once per definition of v: one use (SSA: nothing else
  * can read v's buffer after op; a view or an elementwise op of v would be a second use), in the
  * block that defines v (a dot in a loop over a tile defined before it runs once per iteration,
@@ -366,7 +437,10 @@ static void lower_dot(Cpu *c, MlirOperation op) {
   }
   kiln_cpu_set_buf(c, result_of(op), d.dst);
   int64_t shape[3] = {kiln_ir_dim(rt, 0), kiln_ir_dim(at, 1), kiln_ir_dim(rt, 1)};
-  kiln_cpu_nest(c, shape, 3, dot_body, &d);
+  if (dot_blocks(&d, shape[0], shape[2]))
+    dot_blocked(c, &d, shape[0], shape[1], shape[2]);
+  else
+    kiln_cpu_nest(c, shape, 3, dot_body, &d);
 }
 
 /* ---------------------------------------------------------------- reduce */

@@ -47,6 +47,8 @@ static const KilnStage cpu_stages[] = {
     {"convert-math-to-llvm", NULL, "convert-math-to-llvm", 0},
     {"convert-math-to-libm", NULL, "convert-math-to-libm", 0},
     {"arith-expand", NULL, "arith-expand{include-bf16=true}", 0},
+    /* the blocked dot's row segments (cpu_ops.c), while memrefs are still memrefs */
+    {"convert-vector-to-llvm", NULL, "convert-vector-to-llvm", 0},
     {"expand-strided-metadata", NULL, "expand-strided-metadata", 0},
     {"finalize-memref-to-llvm", NULL, "finalize-memref-to-llvm", 0},
     {"convert-arith-to-llvm", NULL, "convert-arith-to-llvm", 0},

@@ -79,3 +79,87 @@ func.func @acc_twice(%c: !kiln.ptr<f32>, %u: !kiln.ptr<f32>) attributes {kiln.ke
   "kiln.store"(%up, %acc, %cm) : (tensor<4x2x!kiln.ptr<f32>>, tensor<4x2xf32>, tensor<4x2xi1>) -> ()
   return
 }
+
+// The register-blocked form (@blocked: an 8x32 f32 result, K = 4): per block of 4 rows by one
+// 64-byte segment (16 f32), the 4 row segments are loaded from the accumulator's buffer into
+// vectors, a k loop carries them (4 vector iter_args) and adds, per k, the product of b's
+// segment (one vector load) and a's element broadcast, in the nest's order (mulf, then addf
+// onto the carried sum: the same bits), and they are stored back once.  A result whose rows are
+// not a multiple of 4 (@unblocked: 2x32) keeps the scalar nest.
+
+// CHECK-LABEL: func.func @kiln_cpu_blocked
+// CHECK: scf.for %[[I:[^ ]*]] = %{{.*}} to %{{.*}} step %c4{{[_0-9]*}} {
+// CHECK: scf.for %[[J:[^ ]*]] = %{{.*}} to %{{.*}} step %c16{{[_0-9]*}} {
+// CHECK: vector.load %{{.*}}[%[[I]], %[[J]]] : memref<8x32xf32>, vector<16xf32>
+// CHECK-COUNT-3: vector.load %{{.*}} : memref<8x32xf32>, vector<16xf32>
+// CHECK: scf.for %[[K:[^ ]*]] = {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: vector.load %{{.*}}[%[[K]], %[[J]]] : memref<4x32xf32>, vector<16xf32>
+// CHECK-COUNT-4: vector.broadcast
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>
+// CHECK-COUNT-4: vector.store %{{.*}} : memref<8x32xf32>, vector<16xf32>
+// CHECK: return
+
+// CHECK-LABEL: func.func @kiln_cpu_unblocked
+// CHECK-NOT: vector.
+// CHECK: arith.mulf
+// CHECK-NOT: vector.
+// CHECK: return
+func.func @blocked(%a: !kiln.ptr<f32>, %b: !kiln.ptr<f32>, %c: !kiln.ptr<f32>) attributes {kiln.kernel, kiln.num_stages = 2 : i32, kiln.num_warps = 4 : i32} {
+  %cr = "kiln.range"() {end = 32 : i32, start = 0 : i32} : () -> tensor<32xi32>
+  %cs = "kiln.splat"(%c) : (!kiln.ptr<f32>) -> tensor<8x32x!kiln.ptr<f32>>
+  %ce = "kiln.expand_dims"(%cr) {axis = 0 : i32} : (tensor<32xi32>) -> tensor<1x32xi32>
+  %cb = "kiln.broadcast"(%ce) : (tensor<1x32xi32>) -> tensor<8x32xi32>
+  %cp = "kiln.addptr"(%cs, %cb) : (tensor<8x32x!kiln.ptr<f32>>, tensor<8x32xi32>) -> tensor<8x32x!kiln.ptr<f32>>
+  %cm = arith.constant dense<true> : tensor<8x32xi1>
+  %co = arith.constant dense<0.000000e+00> : tensor<8x32xf32>
+  %acc = "kiln.load"(%cp, %cm, %co) : (tensor<8x32x!kiln.ptr<f32>>, tensor<8x32xi1>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %ar = "kiln.range"() {end = 4 : i32, start = 0 : i32} : () -> tensor<4xi32>
+  %as = "kiln.splat"(%a) : (!kiln.ptr<f32>) -> tensor<8x4x!kiln.ptr<f32>>
+  %ae = "kiln.expand_dims"(%ar) {axis = 0 : i32} : (tensor<4xi32>) -> tensor<1x4xi32>
+  %ab = "kiln.broadcast"(%ae) : (tensor<1x4xi32>) -> tensor<8x4xi32>
+  %ap = "kiln.addptr"(%as, %ab) : (tensor<8x4x!kiln.ptr<f32>>, tensor<8x4xi32>) -> tensor<8x4x!kiln.ptr<f32>>
+  %am = arith.constant dense<true> : tensor<8x4xi1>
+  %ao = arith.constant dense<0.000000e+00> : tensor<8x4xf32>
+  %ta = "kiln.load"(%ap, %am, %ao) : (tensor<8x4x!kiln.ptr<f32>>, tensor<8x4xi1>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  %br = "kiln.range"() {end = 32 : i32, start = 0 : i32} : () -> tensor<32xi32>
+  %bs = "kiln.splat"(%b) : (!kiln.ptr<f32>) -> tensor<4x32x!kiln.ptr<f32>>
+  %be = "kiln.expand_dims"(%br) {axis = 0 : i32} : (tensor<32xi32>) -> tensor<1x32xi32>
+  %bb = "kiln.broadcast"(%be) : (tensor<1x32xi32>) -> tensor<4x32xi32>
+  %bp = "kiln.addptr"(%bs, %bb) : (tensor<4x32x!kiln.ptr<f32>>, tensor<4x32xi32>) -> tensor<4x32x!kiln.ptr<f32>>
+  %bm = arith.constant dense<true> : tensor<4x32xi1>
+  %bo = arith.constant dense<0.000000e+00> : tensor<4x32xf32>
+  %tb = "kiln.load"(%bp, %bm, %bo) : (tensor<4x32x!kiln.ptr<f32>>, tensor<4x32xi1>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %d = "kiln.dot"(%ta, %tb, %acc) : (tensor<8x4xf32>, tensor<4x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  "kiln.store"(%cp, %d, %cm) : (tensor<8x32x!kiln.ptr<f32>>, tensor<8x32xf32>, tensor<8x32xi1>) -> ()
+  return
+}
+
+func.func @unblocked(%a: !kiln.ptr<f32>, %b: !kiln.ptr<f32>, %c: !kiln.ptr<f32>) attributes {kiln.kernel, kiln.num_stages = 2 : i32, kiln.num_warps = 4 : i32} {
+  %cr = "kiln.range"() {end = 32 : i32, start = 0 : i32} : () -> tensor<32xi32>
+  %cs = "kiln.splat"(%c) : (!kiln.ptr<f32>) -> tensor<2x32x!kiln.ptr<f32>>
+  %ce = "kiln.expand_dims"(%cr) {axis = 0 : i32} : (tensor<32xi32>) -> tensor<1x32xi32>
+  %cb = "kiln.broadcast"(%ce) : (tensor<1x32xi32>) -> tensor<2x32xi32>
+  %cp = "kiln.addptr"(%cs, %cb) : (tensor<2x32x!kiln.ptr<f32>>, tensor<2x32xi32>) -> tensor<2x32x!kiln.ptr<f32>>
+  %cm = arith.constant dense<true> : tensor<2x32xi1>
+  %co = arith.constant dense<0.000000e+00> : tensor<2x32xf32>
+  %acc = "kiln.load"(%cp, %cm, %co) : (tensor<2x32x!kiln.ptr<f32>>, tensor<2x32xi1>, tensor<2x32xf32>) -> tensor<2x32xf32>
+  %ar = "kiln.range"() {end = 4 : i32, start = 0 : i32} : () -> tensor<4xi32>
+  %as = "kiln.splat"(%a) : (!kiln.ptr<f32>) -> tensor<2x4x!kiln.ptr<f32>>
+  %ae = "kiln.expand_dims"(%ar) {axis = 0 : i32} : (tensor<4xi32>) -> tensor<1x4xi32>
+  %ab = "kiln.broadcast"(%ae) : (tensor<1x4xi32>) -> tensor<2x4xi32>
+  %ap = "kiln.addptr"(%as, %ab) : (tensor<2x4x!kiln.ptr<f32>>, tensor<2x4xi32>) -> tensor<2x4x!kiln.ptr<f32>>
+  %am = arith.constant dense<true> : tensor<2x4xi1>
+  %ao = arith.constant dense<0.000000e+00> : tensor<2x4xf32>
+  %ta = "kiln.load"(%ap, %am, %ao) : (tensor<2x4x!kiln.ptr<f32>>, tensor<2x4xi1>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %br = "kiln.range"() {end = 32 : i32, start = 0 : i32} : () -> tensor<32xi32>
+  %bs = "kiln.splat"(%b) : (!kiln.ptr<f32>) -> tensor<4x32x!kiln.ptr<f32>>
+  %be = "kiln.expand_dims"(%br) {axis = 0 : i32} : (tensor<32xi32>) -> tensor<1x32xi32>
+  %bb = "kiln.broadcast"(%be) : (tensor<1x32xi32>) -> tensor<4x32xi32>
+  %bp = "kiln.addptr"(%bs, %bb) : (tensor<4x32x!kiln.ptr<f32>>, tensor<4x32xi32>) -> tensor<4x32x!kiln.ptr<f32>>
+  %bm = arith.constant dense<true> : tensor<4x32xi1>
+  %bo = arith.constant dense<0.000000e+00> : tensor<4x32xf32>
+  %tb = "kiln.load"(%bp, %bm, %bo) : (tensor<4x32x!kiln.ptr<f32>>, tensor<4x32xi1>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %d = "kiln.dot"(%ta, %tb, %acc) : (tensor<2x4xf32>, tensor<4x32xf32>, tensor<2x32xf32>) -> tensor<2x32xf32>
+  "kiln.store"(%cp, %d, %cm) : (tensor<2x32x!kiln.ptr<f32>>, tensor<2x32xf32>, tensor<2x32xi1>) -> ()
+  return
+}
