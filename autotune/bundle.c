@@ -12,6 +12,9 @@
  * manifest.txt, one record per line, fields separated by single spaces (none contains one):
  *   kiln-tune-bundle 3                             (2: FILE was the image file itself)
  *   target TARGET                                  cpu | emu | sm_80 | sm_90
+ *   compiler ID                                    the compiler that built the images
+ *                                                  (kiln_tune_compiler_id): the runner's
+ *                                                  records name it, not the runner's own build
  *   cpu CPU                                        cpu/emu: the CPU target of the host objects
  *   index_bits 64                                  when compiled with --index-bits 64 (else 32)
  *   kernel NAME
@@ -43,7 +46,8 @@ int tune_bundle_begin(TuneBundle *b, const char *dir, KilnTarget target, const c
   }
   b->mf = open_memstream(&b->buf, &b->len);
   if (!b->mf) return 2;
-  fprintf(b->mf, "kiln-tune-bundle 3\ntarget %s\n", kiln_target_name(target));
+  fprintf(b->mf, "kiln-tune-bundle 3\ntarget %s\ncompiler %s\n", kiln_target_name(target),
+          kiln_tune_compiler_id());
   if (target == KILN_TARGET_CPU || target == KILN_TARGET_EMU) fprintf(b->mf, "cpu %s\n", cpu);
   if (index_bits == 64) fprintf(b->mf, "index_bits 64\n"); /* absent: 32 */
   return 0;

@@ -41,8 +41,9 @@ typedef struct BundleKernel {
 
 typedef struct Bundle {
   char target[16];
-  char cpu[32];   /* cpu/emu bundles: the CPU target of the objects (the device identity's) */
-  int index_bits; /* the variants' offsets: 32 (no line) or 64, part of the device identity */
+  char compiler[32]; /* the compiler that built the images; "" (an older bundle): this build */
+  char cpu[32];      /* cpu/emu bundles: the CPU target of the objects (the device identity's) */
+  int index_bits;    /* the variants' offsets: 32 (no line) or 64, part of the device identity */
   BundleKernel *k;
   int nk;
 } Bundle;
@@ -134,6 +135,8 @@ static int parse_line(Bundle *b, const char *line, char mode, const char *dir, c
   }
   if (!strncmp(line, "target ", 7)) return sscanf(line, "target %15s", b->target) == 1 ? 0 : -1;
   if (!strncmp(line, "cpu ", 4)) return sscanf(line, "cpu %31s", b->cpu) == 1 ? 0 : -1;
+  if (!strncmp(line, "compiler ", 9))
+    return sscanf(line, "compiler %31s", b->compiler) == 1 ? 0 : -1;
   if (!strncmp(line, "index_bits ", 11))
     return sscanf(line, "index_bits %d", &b->index_bits) == 1 &&
                    (b->index_bits == 32 || b->index_bits == 64)
@@ -316,7 +319,8 @@ static int run_bundle(const RunnerOpts *o, Bundle *b, FILE *sum, int *nrun, Kiln
     for (int c = 0; c < k->ncands; c++) {
       KilnCacheRecord r;
       if (tune_record_from_cand(&k->cands[c], k->name, k->hash, k->tune_hash, k->p.key,
-                                tg.device_id, &r) &&
+                                tg.device_id,
+                                b->compiler[0] ? b->compiler : kiln_tune_compiler_id(), &r) &&
           kiln_cache_put(out, &r))
         return 2;
       if (o->tuned_libs && tune_tuned_cands_add(&kept->cands, k->name, k->hash, k->tune_hash,

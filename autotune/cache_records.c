@@ -113,7 +113,7 @@ void kiln_cache_free(KilnCache *c) {
 
 bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *hash,
                            const char *tune_hash, const char *key, const char *device,
-                           KilnCacheRecord *r) {
+                           const char *compiler, KilnCacheRecord *r) {
   static const KilnCacheStatus map[ST_COUNT] = {[ST_OK] = KILN_CACHE_OK,
                                                 [ST_CRASH] = KILN_CACHE_CRASH,
                                                 [ST_HANG] = KILN_CACHE_HANG,
@@ -131,7 +131,7 @@ bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *ha
   snprintf(r->config, sizeof r->config, "%s", c->config);
   snprintf(r->key, sizeof r->key, "%s", key);
   snprintf(r->device, sizeof r->device, "%s", device);
-  snprintf(r->kiln_version, sizeof r->kiln_version, "%s", KILN_VERSION_STRING);
+  snprintf(r->kiln_version, sizeof r->kiln_version, "%s", compiler);
   r->status = map[c->state];
   r->median_ms = c->median_ms;
   r->p25_ms = c->p25_ms;

@@ -404,6 +404,11 @@ static void report_notes(const Run *R, const LibKernel *lk, const KilnCache *all
               "that names no integer parameter\n",
               R->cmd, lk->name, r->key);
   }
+  if (n->other_compiler)
+    fprintf(stderr,
+            "kiln %s: note: %d timing(s) of '%s' were made with another build of Kiln (not "
+            "%s), whose code may differ; not used (tune again to time this build's)\n",
+            R->cmd, n->other_compiler, lk->name, kiln_tune_compiler_id());
   if (n->stale)
     fprintf(stderr,
             "kiln %s: note: %d timing(s) of '%s' were made with another version of its "

@@ -58,17 +58,23 @@ typedef enum KilnCacheStatus {
   KILN_CACHE_STATUS_COUNT
 } KilnCacheStatus;
 
+/* The identity of this build's compiler, which a record's kiln_version names: the version and
+ * a hash of the sources that decide a variant's code and how it is timed ("0.1.0+<16 hex>",
+ * cmake/KilnCompilerId.cmake). Records of another build are neither reused nor shipped. */
+const char *kiln_tune_compiler_id(void);
+
 /* One measured (or failed) configuration. Identity: kernel, source_hash, tune_hash, config,
- * key, device, kiln version. */
+ * key, device, compiler (kiln_version). */
 typedef struct KilnCacheRecord {
   char kernel[64];
-  char source_hash[20]; /* FNV-1a 64 of the kernel's text (tune block excluded), hex */
-  char tune_hash[20];   /* FNV-1a 64 of the tune block's canonical text, hex: an edited block
+  char source_hash[20];  /* FNV-1a 64 of the kernel's text (tune block excluded), hex */
+  char tune_hash[20];    /* FNV-1a 64 of the tune block's canonical text, hex: an edited block
                             never reuses the winners of the old one ("" in a version 1 cache) */
-  char config[256];     /* "BLOCK=256,num_warps=4,num_stages=2" */
-  char key[256];        /* key buckets: "n=1048576" ("" when the block has no key) */
-  char device[256];     /* "cpu:<model>:threads=N", "cuda:<name>:sm_90:sms=132:drv=12040" */
-  char kiln_version[32];
+  char config[256];      /* "BLOCK=256,num_warps=4,num_stages=2" */
+  char key[256];         /* key buckets: "n=1048576" ("" when the block has no key) */
+  char device[256];      /* "cpu:<model>:threads=N", "cuda:<name>:sm_90:sms=132:drv=12040" */
+  char kiln_version[32]; /* the compiler that built the variant: version+source hash, e.g.
+                            "0.1.0+3f0c9a1d2b4e5f60" (kiln_tune_compiler_id) */
   KilnCacheStatus status;
   double median_ms, p25_ms, p75_ms, min_ms;
   int reps;

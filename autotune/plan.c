@@ -127,11 +127,11 @@ static int note_skip(TunePlanNotes *notes, TunePlanSkipWhy why, size_t record) {
   return 0;
 }
 
-/* A record of this kernel text, device and compiler that a library may consider at all. */
+/* A record of this kernel text and device that a library may consider at all (its compiler
+ * and tune block are checked by the caller, which notes the others). */
 static bool record_matches(const TunePlanQuery *q, const char *kernel, const KilnCacheRecord *r) {
   return r->status == KILN_CACHE_OK && !strcmp(r->kernel, kernel) &&
          !strcmp(r->source_hash, q->source_hash) && !strcmp(r->device, q->device) &&
-         !strcmp(r->kiln_version, KILN_VERSION_STRING) &&
          !(q->without_sig && *tune_sig_of_key(r->key));
 }
 
@@ -232,14 +232,18 @@ static long key_runs(const KeyedRec *sorted, size_t n, KeyRun **out) {
   return (long)nruns;
 }
 
-/* The records of lk's kernel timed with this tune block, with a note of those timed with
- * another (stale) or none (format 1). */
+/* The records of lk's kernel timed with this compiler and tune block, with a note of those
+ * timed with another compiler, another block (stale) or none (format 1). */
 static size_t usable_records(const TunePlanQuery *q, const KilnCache *cache, const LibKernel *lk,
                              KeyedRec *out, TunePlanNotes *notes) {
   size_t n = 0;
   for (size_t i = 0; i < cache->count; i++) {
     const KilnCacheRecord *r = &cache->records[i];
     if (!record_matches(q, lk->name, r)) continue;
+    if (strcmp(r->kiln_version, kiln_tune_compiler_id())) { /* another build timed other code */
+      notes->other_compiler++;
+      continue;
+    }
     if (strcmp(r->tune_hash, q->tune_hash)) { /* timed with another block: never used */
       if (*r->tune_hash)
         notes->stale++;
@@ -284,7 +288,7 @@ int tune_plan_recorded_gpu(const KilnCache *cache, const char *kernel, const cha
   for (size_t i = 0; i < cache->count; i++) {
     const KilnCacheRecord *r = &cache->records[i];
     if (r->status != KILN_CACHE_OK || strcmp(r->kernel, kernel) ||
-        strcmp(r->source_hash, source_hash) || strcmp(r->kiln_version, KILN_VERSION_STRING) ||
+        strcmp(r->source_hash, source_hash) || strcmp(r->kiln_version, kiln_tune_compiler_id()) ||
         strncmp(r->device, "cuda:", 5) || (tuned_on && !strstr(r->device, tuned_on)) ||
         !strcmp(r->device, dev) ||
         (strstr(r->device, TUNE_INDEX_BITS_64_ID) != NULL) != (index_bits == 64))

@@ -84,6 +84,7 @@ typedef struct TunePlanSkip {
 
 /* What the choice of variants left out and why, for the flow to report. */
 typedef struct TunePlanNotes {
+  int other_compiler;  /* records of code another build of Kiln compiled */
   int stale;           /* records of another version of the tune block */
   int unhashed;        /* records of a format-1 cache (no tune block hash) */
   TunePlanSkip *skips; /* owned; in cache order */

@@ -112,6 +112,7 @@ char *tune_report_json(const TuneReport *r) {
     return NULL;
   }
   cJSON_AddStringToObject(root, "kiln_version", KILN_VERSION_STRING);
+  cJSON_AddStringToObject(root, "compiler", kiln_tune_compiler_id());
   cJSON_AddStringToObject(root, "mode", r->mode);
   cJSON_AddStringToObject(root, "device", r->device);
   cJSON_AddNumberToObject(root, "timings", r->timings);

@@ -25,7 +25,7 @@ static void record_identity(const TuneJob *j, const TuneCand *c, KilnCacheRecord
   snprintf(r->config, sizeof r->config, "%s", c->config);
   snprintf(r->key, sizeof r->key, "%s", j->p->record_key);
   snprintf(r->device, sizeof r->device, "%s", j->tg->device_id);
-  snprintf(r->kiln_version, sizeof r->kiln_version, "%s", KILN_VERSION_STRING);
+  snprintf(r->kiln_version, sizeof r->kiln_version, "%s", kiln_tune_compiler_id());
 }
 
 static void apply_cache(const TuneJob *j, TuneCand *c) {
@@ -111,7 +111,7 @@ int tune_select_cands(TuneJob *j, TuneCand *space, int nspace, TuneCand **out) {
 static void add_record(TuneJob *j, const TuneCand *c) {
   KilnCacheRecord r;
   if (tune_record_from_cand(c, j->t->kernel_name, j->rep->source_hash, j->rep->tune_hash,
-                            j->p->record_key, j->tg->device_id, &r))
+                            j->p->record_key, j->tg->device_id, kiln_tune_compiler_id(), &r))
     kiln_cache_put(j->fresh, &r);
 }
 

@@ -299,10 +299,11 @@ int tune_bundle_run_command(int argc, char **argv);
 /* ---------------------------------------------------------------- cache_records.c */
 
 /* The record a candidate's outcome leaves: false for what is not cached (builds and runtime
- * errors, results read from the cache). */
+ * errors, results read from the cache). compiler: the identity of the compiler that built the
+ * candidate (kiln_tune_compiler_id(), or a bundle's). */
 bool tune_record_from_cand(const TuneCand *c, const char *kernel, const char *hash,
                            const char *tune_hash, const char *key, const char *device,
-                           KilnCacheRecord *r);
+                           const char *compiler, KilnCacheRecord *r);
 /* The cache file's text (malloc'ed; NULL when memory runs out). */
 char *tune_cache_to_text(const KilnCache *c);
 /* Writes c to path atomically, replacing the file (no lock, no merge). 0 or -1 (reported). */

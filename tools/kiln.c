@@ -546,7 +546,7 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) return cmd_help(0, NULL);
   if (!strcmp(cmd, "--version")) {
-    printf("kiln %s\n", KILN_VERSION_STRING);
+    printf("kiln %s (compiler %s)\n", KILN_VERSION_STRING, kiln_tune_compiler_id());
     return 0;
   }
   if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);

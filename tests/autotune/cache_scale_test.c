@@ -33,7 +33,7 @@ static KilnCacheRecord record(size_t i, int round) {
            i / 10 % 10);
   snprintf(r.key, sizeof r.key, "n=%zu", (i / 100 % 10) * 1024);
   snprintf(r.device, sizeof r.device, "cpu:test:threads=2");
-  snprintf(r.kiln_version, sizeof r.kiln_version, "%s", KILN_VERSION_STRING);
+  snprintf(r.kiln_version, sizeof r.kiln_version, "%s", kiln_tune_compiler_id());
   r.status = KILN_CACHE_OK;
   r.median_ms = (double)i + round / 8.0;
   r.p25_ms = r.p75_ms = r.min_ms = r.median_ms;

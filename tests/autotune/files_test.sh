@@ -5,6 +5,9 @@
 #   records        records naming configs the tune block does not list are never shipped
 #   edited_block   records of an edited tune block (a new `where`) are not used; a change of
 #                  layout or comments keeps them
+#   other_compiler records made by another build of Kiln (another compiler identity) are neither
+#                  shipped nor reused, not even as poison; tuning again times this build's code
+#                  and leaves the other build's records in place
 #   bad_medians    infinite, negative medians and spreads are ignored on load, never written back
 #   reader         `kiln lib` never moves, locks or writes a cache: a corrupt one is its error,
 #                  a newer format is refused (by `kiln tune` too) and left where it is
@@ -94,6 +97,33 @@ case_edited_block() {
   run lib-edited 0 "$kiln" lib "$tmp/k.kiln" --cache "$tmp/c.json" -o "$tmp/lib2" --args "$args" || return
   grep -q '{1024LL' "$tmp/lib2/kernels.c" && fail "the edited block's library has BLOCK=1024"
   says lib-edited 'another version of its tune block'
+}
+
+case_other_compiler() {
+  run version 0 "$kiln" --version || return
+  local id; id=$(sed -nE 's/^kiln [0-9.]+ \(compiler ([0-9]+\.[0-9]+\.[0-9]+\+[0-9a-f]{16})\)$/\1/p' "$tmp/version.out")
+  [ -n "$id" ] || { fail "kiln --version names no compiler identity: $(cat "$tmp/version.out")"; return; }
+  run tune 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --args "$args" || return
+  local n; n=$(grep -c '"kernel": "scale_add"' "$tmp/c.json")
+  [ "$n" -gt 1 ] || { fail "want several records, got $n"; return; }
+  [ "$(grep -c "\"kiln_version\": \"$id\"" "$tmp/c.json")" -eq "$n" ] || fail "records do not name $id"
+  # another build's records: BLOCK=1024 the clear winner, BLOCK=256 with one warp a crash
+  local other=0.1.0+0000000000000000
+  sed -i -E -e "s/\"kiln_version\": \"[^\"]*\"/\"kiln_version\": \"$other\"/" \
+    -e '/BLOCK=1024,num_warps=4/s/"(median|p25|p75|min)_ms": [^,]*/"\1_ms": 0.000001/g' \
+    -e '/BLOCK=256,num_warps=1,/s/"status": "ok"/"status": "crash"/' "$tmp/c.json"
+  grep -q '"status": "crash"' "$tmp/c.json" || fail "no BLOCK=256 one-warp record to make a crash"
+  local ok; ok=$(grep -c '"status": "ok"' "$tmp/c.json")
+  run lib-other 0 "$kiln" lib "$src" --cache "$tmp/c.json" -o "$tmp/lib1" --args "$args" || return
+  says lib-other "$ok timing\\(s\\) of 'scale_add' were made with another build of Kiln"
+  [ -z "$(shipped "$tmp/lib1/kernels.c")" ] || fail "another build's winner was shipped: $(shipped "$tmp/lib1/kernels.c")"
+  run retune 0 "$kiln" tune "$src" --reps 1 --cache "$tmp/c.json" --args "$args" || return
+  [ "$(grep -c "\"kiln_version\": \"$id\"" "$tmp/c.json")" -eq "$n" ] || fail "this build's configs were not all timed again"
+  [ "$(grep -c "\"kiln_version\": \"$other\"" "$tmp/c.json")" -eq "$n" ] || fail "the other build's records were not kept"
+  grep "\"kiln_version\": \"$id\"" "$tmp/c.json" | grep -q '"status": "crash"' && fail "another build's crash poisoned a config"
+  run lib-again 0 "$kiln" lib "$src" --cache "$tmp/c.json" -o "$tmp/lib2" --args "$args" || return
+  [ -n "$(shipped "$tmp/lib2/kernels.c")" ] || fail "this build's timings shipped nothing"
+  grep -q 'another build of Kiln' "$tmp/lib-again.out" || fail "no note of the other build's records"
 }
 
 case_bad_medians() {
@@ -250,6 +280,7 @@ outputs) case_outputs ;;
 output_dirs) case_output_dirs ;;
 records) case_records ;;
 edited_block) case_edited_block ;;
+other_compiler) case_other_compiler ;;
 bad_medians) case_bad_medians ;;
 reader) case_reader ;;
 symlink) case_symlink ;;

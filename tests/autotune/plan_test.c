@@ -207,7 +207,7 @@ static KilnCacheRecord rec(const char *kernel, const char *tune_hash, const char
   snprintf(r.config, sizeof r.config, "BLOCK=%d,num_warps=4,num_stages=2", block);
   snprintf(r.key, sizeof r.key, "%s", key);
   snprintf(r.device, sizeof r.device, "%s", device);
-  snprintf(r.kiln_version, sizeof r.kiln_version, "%s", KILN_VERSION_STRING);
+  snprintf(r.kiln_version, sizeof r.kiln_version, "%s", kiln_tune_compiler_id());
   r.status = KILN_CACHE_OK;
   r.median_ms = median;
   r.p25_ms = r.p75_ms = median;

@@ -102,7 +102,7 @@ static void check_planner(Fixed *f, const KilnCache *c) {
     memcpy(r.source_hash, f->source_hash, sizeof r.source_hash);
     memcpy(r.tune_hash, f->tune_hash, sizeof r.tune_hash);
     snprintf(r.device, sizeof r.device, FUZZ_DEVICE);
-    snprintf(r.kiln_version, sizeof r.kiln_version, KILN_VERSION_STRING);
+    snprintf(r.kiln_version, sizeof r.kiln_version, "%s", kiln_tune_compiler_id());
     if (kiln_cache_put(&mine, &r)) break;
   }
   TunePins pins = {0};
