@@ -63,12 +63,20 @@ MlirValue kiln_cpu_int_const(Cpu *c, MlirType t, int64_t v) {
   return kiln_ir_build_const_int(&c->b, c->loc, t, v);
 }
 
+static bool is_i1(MlirType t) { return mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 1; }
+
+/* A tile's buffer.  Bools are kept as bytes, 0 or 1: a buffer of i1 is bytes in memory but a
+ * vector of i1 is bits, so LLVM could neither store a vector compare's lanes at once (it
+ * extracted each) nor read a mask back as a vector (loads and stores of contiguous rows,
+ * cpu_ops.c); bytes are one vector store and one vector load compared with zero.  Element
+ * accesses convert (kiln_cpu_store_elem, kiln_cpu_elem). */
 static MlirType memref_type(MlirType tile) {
   int rank = kiln_ir_rank(tile);
   int64_t shape[16];
   for (int i = 0; i < rank; i++) shape[i] = kiln_ir_dim(tile, i);
-  return mlirMemRefTypeContiguousGet(kiln_cpu_scalar_type(tile), rank, shape,
-                                     mlirAttributeGetNull());
+  MlirType elem = kiln_cpu_scalar_type(tile);
+  if (is_i1(elem)) elem = mlirIntegerTypeGet(mlirTypeGetContext(tile), 8);
+  return mlirMemRefTypeContiguousGet(elem, rank, shape, mlirAttributeGetNull());
 }
 
 MlirValue kiln_cpu_alloc(Cpu *c, MlirType tile) {
@@ -98,6 +106,8 @@ MlirValue kiln_cpu_load_elem(Cpu *c, MlirValue buf, const MlirValue *idx, int ra
 
 void kiln_cpu_store_elem(Cpu *c, MlirValue buf, MlirValue v, const MlirValue *idx, int rank) {
   MlirValue ops[18];
+  if (is_i1(mlirValueGetType(v))) /* a bool's buffer holds bytes (memref_type) */
+    v = kiln_ir_build_cast(&c->b, c->loc, "arith.extui", v, mlirIntegerTypeGet(c->ctx, 8));
   ops[0] = v;
   ops[1] = buf;
   for (int i = 0; i < rank; i++) ops[2 + i] = idx[i];
@@ -110,8 +120,12 @@ bool kiln_cpu_is_deferred(const CpuVal *v) {
 
 MlirValue kiln_cpu_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
   if (!mlirValueIsNull(v->scalar)) return v->scalar;
-  if (!mlirValueIsNull(v->buf))
-    return kiln_cpu_load_elem(c, v->buf, idx, kiln_ir_rank(mlirValueGetType(v->buf)));
+  if (!mlirValueIsNull(v->buf)) {
+    MlirValue e = kiln_cpu_load_elem(c, v->buf, idx, kiln_ir_rank(mlirValueGetType(v->buf)));
+    if (!mlirValueIsNull(v->old) && is_i1(kiln_ir_elem_type(mlirValueGetType(v->old))))
+      e = kiln_ir_build_cmpi(&c->b, c->loc, "ne", e, kiln_cpu_int_const(c, mlirValueGetType(e), 0));
+    return e;
+  }
   return v->elem(c, v, idx);
 }
 
@@ -219,6 +233,8 @@ void kiln_cpu_copy(Cpu *c, CpuVal *src, MlirValue dst) {
  * deferred into those, the arithmetic ran one element at a time (the BERT trainer's AdamW step
  * took twice as long).  So those consumers compute operands that cost arithmetic into buffers
  * first (kiln_cpu_compute_operands), one fused nest of their own; views still fuse into them.
+ * Loads and stores of contiguous rows (cpu_ops.c) read their operands from buffers as vectors,
+ * and compute a deferred pointer tile only at each vector's first element.
  *
  * Why this keeps the order of memory effects.  A deferred tile reads only scalars and the
  * kernel's private buffers, never memory (loads and atomics are loop nests, kiln_cpu_map), and

@@ -8,6 +8,7 @@
  * current best (a NaN at index 0 stays the answer only if no later element compares). */
 #include "cpu_lower.h"
 
+#include "gpu_internal.h"
 #include "mlir-c/Dialect/LLVM.h"
 
 #include <stdio.h>
@@ -231,7 +232,158 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
   return kiln_ir_if_result(&f, 0);
 }
 
+/* ------------------------------------------------ loads and stores of contiguous rows
+ * A load or store whose pointer tile the contiguity analysis (gpu/axis_info.c) proves to be runs
+ * of consecutive elements along its last dim moves VEC_LANES (or fewer) elements at a time with
+ * one masked vector access: llvm.intr.masked.load / masked.store at the address of the chunk's
+ * first element, lanes off where the mask is false (they neither touch memory nor fault).  The
+ * element-by-element nest (an scf.if per element around an access through an integer address)
+ * is what LLVM cannot vectorize: it cannot see those addresses as consecutive.  Only the
+ * chunk's first address is computed.  A tile mask is read from its buffer (bools are bytes
+ * there, cpu_kit.c) as a vector of bytes compared with zero: built lane by lane, a vector of i1
+ * cost AVX-512 hosts a chain of mask-register shifts per lane (layernorm became slower than
+ * element by element).  `other` and a store's value are scalars (broadcast) or buffers read
+ * as vectors.  Loads and stores of bools (bytes in memory, i1 in registers) keep the element
+ * path. */
+enum { VEC_LANES = 16 };
+
+/* The lanes of one access of op (load or store) along its last dim, or 1 for the element path. */
+static int64_t access_lanes(Cpu *c, MlirOperation op, MlirType elem) {
+  MlirType pt = mlirValueGetType(operand(op, 0));
+  if (!c->axis || !kiln_ir_type_is_tile(pt) || is_bool(elem)) return 1;
+  int bits = kiln_ir_elem_bits(elem);
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return 1;
+  int rank = kiln_ir_rank(pt);
+  int64_t n = kiln_ir_dim(pt, rank - 1);
+  KilnGpuAxisInfo a = kiln_gpu_axis_get(c->axis, operand(op, 0));
+  int64_t lanes = a.rank == rank ? a.contig[rank - 1] : 1;
+  if (lanes > VEC_LANES) lanes = VEC_LANES;
+  if (lanes > n) lanes = n;
+  int64_t p = 1; /* runs start at multiples of their length, and tile dims are powers of two */
+  while (p * 2 <= lanes && n % (p * 2) == 0) p *= 2;
+  return p;
+}
+
+/* The vector at idx .. idx + lanes - 1 along the last dim (rank dims) of a buffer. */
+static MlirValue vec_load(Cpu *c, MlirValue buf, const MlirValue *idx, int rank, MlirType vt) {
+  MlirValue ops[17];
+  ops[0] = buf;
+  for (int d = 0; d < rank; d++) ops[1 + d] = idx[d];
+  return kiln_cpu_op(c, "vector.load", ops, (size_t)rank + 1, vt);
+}
+
+/* The same of a lowered tile that is a scalar (a broadcast) or a buffer. */
+static MlirValue lanes_of(Cpu *c, const CpuVal *v, const MlirValue *idx, int rank, MlirType vt) {
+  if (!mlirValueIsNull(v->scalar)) return kiln_cpu_op(c, "vector.broadcast", &v->scalar, 1, vt);
+  KILN_ASSERT(!mlirValueIsNull(v->buf));
+  return vec_load(c, v->buf, idx, rank, vt);
+}
+
+typedef struct VecAccess {
+  MlirOperation op;
+  KilnOpId id;
+  MlirType elem, vt, mt; /* the element, its vector of `lanes`, the mask's vector of i1 */
+  int64_t lanes;
+  MlirValue dst; /* a load's result buffer */
+  CpuVal mask;   /* the mask: a scalar, or a buffer (of bytes) */
+  CpuVal val;    /* `other` or the stored value: a scalar or a buffer */
+} VecAccess;
+
+/* An operand as a scalar or a buffer: one that costs arithmetic is materialized in place (its
+ * only reader is op), a view (cost 0, maybe read by others too) is copied. */
+static CpuVal stored_operand(Cpu *c, MlirValue old) {
+  CpuVal *v = kiln_cpu_get(c, old);
+  if (kiln_cpu_is_deferred(v) && v->cost > 0) kiln_cpu_buf(c, v);
+  return kiln_cpu_stored(c, v);
+}
+
+static void vec_access(Cpu *c, const VecAccess *a, MlirValue *idx, int rank) {
+  bool load = a->id == KILN_OP_LOAD;
+  CpuVal *ptrs = kiln_cpu_get(c, operand(a->op, 0));
+  MlirValue p = to_ptr(c, kiln_cpu_elem(c, ptrs, idx));
+  MlirValue m;
+  if (!mlirValueIsNull(a->mask.scalar)) {
+    m = lanes_of(c, &a->mask, idx, rank, a->mt);
+  } else {
+    MlirType bt = mlirVectorTypeGet(1, &a->lanes, mlirIntegerTypeGet(c->ctx, 8));
+    MlirValue bytes = vec_load(c, a->mask.buf, idx, rank, bt);
+    MlirValue zero = kiln_cpu_int_const(c, mlirIntegerTypeGet(c->ctx, 8), 0);
+    zero = kiln_cpu_op(c, "vector.broadcast", &zero, 1, bt);
+    MlirNamedAttribute ne =
+        kiln_ir_named(c->ctx, "predicate", mlirIntegerAttrGet(i64_t(c), 1 /* ne */));
+    m = kiln_cpu_op_attrs(c, "arith.cmpi", (MlirValue[]){bytes, zero}, 2, a->mt, &ne, 1);
+  }
+  MlirValue v = lanes_of(c, &a->val, idx, rank, a->vt);
+  int32_t bytes = kiln_ir_elem_bits(a->elem) / 8;
+  MlirNamedAttribute al = kiln_ir_named(c->ctx, "alignment", mlirIntegerAttrGet(i32_t(c), bytes));
+  MlirValue ops[17];
+  if (load) {
+    MlirValue r =
+        kiln_cpu_op_attrs(c, "llvm.intr.masked.load", (MlirValue[]){p, m, v}, 3, a->vt, &al, 1);
+    ops[0] = r;
+    ops[1] = a->dst;
+    for (int d = 0; d < rank; d++) ops[2 + d] = idx[d];
+    kiln_cpu_op(c, "vector.store", ops, (size_t)rank + 2, (MlirType){NULL});
+  } else {
+    kiln_cpu_op_attrs(c, "llvm.intr.masked.store", (MlirValue[]){v, p, m}, 3, (MlirType){NULL}, &al,
+                      1);
+  }
+}
+
+static void vec_nest(Cpu *c, const VecAccess *a, const int64_t *shape, int rank, int d,
+                     MlirValue *idx) {
+  if (d == rank) {
+    vec_access(c, a, idx, rank);
+    return;
+  }
+  int64_t step = d == rank - 1 ? a->lanes : 1;
+  KilnIRFor f = kiln_ir_build_for(&c->b, c->loc, kiln_cpu_cidx(c, 0), kiln_cpu_cidx(c, shape[d]),
+                                  kiln_cpu_cidx(c, step), NULL, 0);
+  kiln_cpu_no_full_unroll(f.op);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.body);
+  idx[d] = f.iv;
+  vec_nest(c, a, shape, rank, d + 1, idx);
+  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
+  c->b = saved;
+}
+
+/* A load or store by vectors of `lanes` along the last dim (see above). */
+static void lower_vec_access(Cpu *c, MlirOperation op, KilnOpId id, MlirType elem, int64_t lanes) {
+  MlirType pt = mlirValueGetType(operand(op, 0));
+  VecAccess a = {.op = op,
+                 .id = id,
+                 .elem = elem,
+                 .vt = mlirVectorTypeGet(1, &lanes, elem),
+                 .mt = mlirVectorTypeGet(1, &lanes, mlirIntegerTypeGet(c->ctx, 1)),
+                 .lanes = lanes};
+  /* a deferred pointer tile is computed at each chunk's first element only; the mask, `other`
+   * and a store's value that are not scalars get buffers (a vectorizable nest of their own, or
+   * a view's copy) read as vectors */
+  int64_t shape[16];
+  int rank;
+  kiln_cpu_shape(pt, shape, &rank);
+  bool load = id == KILN_OP_LOAD;
+  a.val = stored_operand(c, operand(op, load ? 2 : 1));
+  a.mask = stored_operand(c, operand(op, load ? 1 : 2));
+  if (load) {
+    a.dst = kiln_cpu_alloc(c, mlirValueGetType(result_of(op)));
+    kiln_cpu_set_buf(c, result_of(op), a.dst);
+  }
+  MlirValue idx[16] = {{NULL}};
+  vec_nest(c, &a, shape, rank, 0, idx);
+}
+
 static bool lower_memory(Cpu *c, MlirOperation op, KilnOpId id) {
+  if (id == KILN_OP_LOAD || id == KILN_OP_STORE) {
+    MlirType et =
+        kiln_cpu_scalar_type(kiln_ir_ptr_elem(kiln_ir_elem_type(mlirValueGetType(operand(op, 0)))));
+    int64_t lanes = access_lanes(c, op, et);
+    if (lanes > 1) {
+      lower_vec_access(c, op, id, et, lanes);
+      return true;
+    }
+  }
   kiln_cpu_compute_operands(c, op);
   MlirType pt = kiln_ir_elem_type(mlirValueGetType(operand(op, 0)));
   MemCtx m = {kiln_cpu_scalar_type(kiln_ir_ptr_elem(pt)), 0};

@@ -88,7 +88,7 @@ func.func @acc_twice(%c: !kiln.ptr<f32>, %u: !kiln.ptr<f32>) attributes {kiln.ke
 // not a multiple of 4 (@unblocked: 2x32) keeps the scalar nest.
 
 // CHECK-LABEL: func.func @kiln_cpu_blocked
-// CHECK: scf.for %[[I:[^ ]*]] = %{{.*}} to %{{.*}} step %c4{{[_0-9]*}} {
+// CHECK: scf.for %[[I:[^ ]*]] = %{{.*}} to %c8{{[_0-9]*}} step %c4{{[_0-9]*}} {
 // CHECK: scf.for %[[J:[^ ]*]] = %{{.*}} to %{{.*}} step %c16{{[_0-9]*}} {
 // CHECK: vector.load %{{.*}}[%[[I]], %[[J]]] : memref<8x32xf32>, vector<16xf32>
 // CHECK-COUNT-3: vector.load %{{.*}} : memref<8x32xf32>, vector<16xf32>
@@ -100,9 +100,9 @@ func.func @acc_twice(%c: !kiln.ptr<f32>, %u: !kiln.ptr<f32>) attributes {kiln.ke
 // CHECK: return
 
 // CHECK-LABEL: func.func @kiln_cpu_unblocked
-// CHECK-NOT: vector.
-// CHECK: arith.mulf
-// CHECK-NOT: vector.
+// CHECK-NOT: iter_args
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK-NOT: iter_args
 // CHECK: return
 func.func @blocked(%a: !kiln.ptr<f32>, %b: !kiln.ptr<f32>, %c: !kiln.ptr<f32>) attributes {kiln.kernel, kiln.num_stages = 2 : i32, kiln.num_warps = 4 : i32} {
   %cr = "kiln.range"() {end = 32 : i32, start = 0 : i32} : () -> tensor<32xi32>

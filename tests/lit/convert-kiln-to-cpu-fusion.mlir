@@ -2,11 +2,11 @@
 // Index remaps and pure elementwise ops are deferred into the loop nest that reads them: after
 // a load, flip -> cmpf -> select is one loop nest (the flip's index arithmetic, the compare and
 // the select in one body), computed into a buffer that the store's nest reads (arithmetic is not
-// fused into a nest with an scf.if per element, which LLVM does not vectorize).  A tile that
-// costs arithmetic and is read twice (%twice) is computed once, by a nest of its own.
+// fused into a nest of loads or stores: they read their operands from buffers as vectors).  A
+// tile that costs arithmetic and is read twice (%twice) is computed once, by a nest of its own.
 
 // CHECK-LABEL: func.func @kiln_cpu_chain
-// CHECK: llvm.load {{.*}} -> f32
+// CHECK: llvm.intr.masked.load
 // CHECK: arith.subi {{.*}} : index
 // CHECK-NOT: scf.for
 // CHECK: arith.cmpf olt
@@ -16,7 +16,7 @@
 // CHECK: memref.store
 // CHECK: scf.for
 // CHECK-NOT: scf.for
-// CHECK: llvm.store
+// CHECK: llvm.intr.masked.store
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @chain(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>) attributes {kiln.kernel, kiln.num_warps = 4 : i32, kiln.num_stages = 2 : i32} {
@@ -36,7 +36,7 @@ func.func @chain(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>) attributes {kiln.kernel
 }
 
 // CHECK-LABEL: func.func @kiln_cpu_twice
-// CHECK: llvm.load {{.*}} -> f32
+// CHECK: llvm.intr.masked.load
 // CHECK: scf.for
 // CHECK: math.exp
 // CHECK: memref.store
@@ -47,7 +47,7 @@ func.func @chain(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>) attributes {kiln.kernel
 // CHECK: memref.store
 // CHECK: scf.for
 // CHECK-NOT: math.exp
-// CHECK: llvm.store
+// CHECK: llvm.intr.masked.store
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @twice(%x: !kiln.ptr<f32>) attributes {kiln.kernel, kiln.num_warps = 4 : i32, kiln.num_stages = 2 : i32} {

@@ -1,20 +1,40 @@
 // RUN: %kiln-opt %s --pass=convert-kiln-to-cpu | %FileCheck %s
 // A kernel becomes kiln_cpu_<name>(void **args, pid x3, nprog x3); tiles read more than once
 // become entry-block allocas (the range stays deferred: its elements are computed where read),
-// elementwise ops scalar ops inside loop nests, masked loads an scf.if per element.
+// elementwise ops scalar ops inside loop nests.  A load or store through contiguous pointers
+// (@scale: x + range) moves 16 elements at a time: a masked vector access at the address of the
+// chunk's first element, its mask read as bytes from the mask's buffer (bools are bytes there)
+// and compared with zero.  Through other pointers (@strided: x + 2 range) each element is an
+// scf.if around a scalar access.
 
 // CHECK-LABEL: func.func @kiln_cpu_scale(%arg0: !llvm.ptr
 // CHECK-SAME: i32{{.*}}i32{{.*}}i32{{.*}}i32{{.*}}i32{{.*}}i32
 // CHECK-NOT: kiln.
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<16xi1>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<16xi8>
 // CHECK: llvm.getelementptr %arg0[1]
 // CHECK: scf.for
-// CHECK: arith.index_cast
+// CHECK: arith.cmpi slt
+// CHECK: arith.extui {{.*}} : i1 to i8
+// CHECK: memref.store
+// CHECK: scf.for %[[J:[^ ]*]] = %{{.*}} to %c16{{[_0-9]*}} step %c16
+// CHECK: llvm.inttoptr
+// CHECK: vector.load %{{.*}}[%[[J]]] : memref<16xi8>, vector<16xi8>
+// CHECK: arith.cmpi ne, {{.*}} : vector<16xi8>
+// CHECK: llvm.intr.masked.load {{.*}} {alignment = 4 : i32} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
+// CHECK: vector.store
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: llvm.intr.masked.store {{.*}} : vector<16xf32>, vector<16xi1> into !llvm.ptr
+// CHECK-NOT: scf.if
+// CHECK: return
+
+// CHECK-LABEL: func.func @kiln_cpu_strided
+// CHECK-NOT: masked
 // CHECK: scf.if
 // CHECK: llvm.inttoptr
 // CHECK: llvm.load {{.*}} -> f32
-// CHECK: arith.mulf {{.*}} : f32
+// CHECK: scf.if
 // CHECK: llvm.store
+// CHECK-NOT: masked
 // CHECK-NOT: func.func @scale
 func.func @scale(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel, kiln.num_warps = 4 : i32, kiln.num_stages = 2 : i32} {
   %r = "kiln.range"() {start = 0 : i32, end = 16 : i32} : () -> tensor<16xi32>
@@ -27,5 +47,19 @@ func.func @scale(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel, kiln.num_
   %two = arith.constant dense<2.0> : tensor<16xf32>
   %s = arith.mulf %v, %two : tensor<16xf32>
   "kiln.store"(%pa, %s, %m) : (tensor<16x!kiln.ptr<f32>>, tensor<16xf32>, tensor<16xi1>) -> ()
+  return
+}
+
+func.func @strided(%x: !kiln.ptr<f32>, %n: i32) attributes {kiln.kernel, kiln.num_warps = 4 : i32, kiln.num_stages = 2 : i32} {
+  %r = "kiln.range"() {start = 0 : i32, end = 16 : i32} : () -> tensor<16xi32>
+  %two_i = arith.constant dense<2> : tensor<16xi32>
+  %r2 = arith.muli %r, %two_i : tensor<16xi32>
+  %ns = "kiln.splat"(%n) : (i32) -> tensor<16xi32>
+  %m = arith.cmpi slt, %r2, %ns : tensor<16xi32>
+  %ps = "kiln.splat"(%x) : (!kiln.ptr<f32>) -> tensor<16x!kiln.ptr<f32>>
+  %pa = "kiln.addptr"(%ps, %r2) : (tensor<16x!kiln.ptr<f32>>, tensor<16xi32>) -> tensor<16x!kiln.ptr<f32>>
+  %z = arith.constant dense<0.0> : tensor<16xf32>
+  %v = "kiln.load"(%pa, %m, %z) : (tensor<16x!kiln.ptr<f32>>, tensor<16xi1>, tensor<16xf32>) -> tensor<16xf32>
+  "kiln.store"(%pa, %v, %m) : (tensor<16x!kiln.ptr<f32>>, tensor<16xf32>, tensor<16xi1>) -> ()
   return
 }
