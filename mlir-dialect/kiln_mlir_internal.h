@@ -181,4 +181,41 @@ bool kiln_host_builtins_link(LLVMModuleRef mod, char *err, size_t cap);
  * generation, on a module that kiln_host_builtins_link completed). */
 void kiln_host_float16_fixup(LLVMModuleRef mod);
 
+#define KILN_AXIS_MAX_RANK 4
+
+/* ---------------------------------------------------------------- axis analysis (axis_info.c)
+ * What the GPU back's vector accesses, cp.async copies and Philox sharing, and the cpu back's
+ * vector loads and stores, are decided by.  Tiles of rank above KILN_AXIS_MAX_RANK (the
+ * language's limit) are not analysed: kiln_axis_analyze returns NULL for a function that has
+ * one, and every caller takes a NULL map as "nothing known".
+ * Per tile of integers or pointers, per dim: contiguity (runs of +1, in elements), divisibility
+ * (largest power of two dividing the first element of each run; bytes for pointers), constancy
+ * (runs of equal values), and quad (runs of equal `value >> 2`: rand's Philox counter, so one
+ * block serves such a run).  Values unknown to the analysis get 1 everywhere.  Besides runs,
+ * same_bits and ctr_bits say which bits of an element's index along a dim can be flipped
+ * without changing the value, or its counter `value >> 2` (logical): elements a thread holds
+ * at indices differing only in ctr_bits (rows r and r + 8 of an mma tile, say) share a Philox
+ * block though they are no run.  Unknown: 0. */
+typedef struct KilnAxisInfo {
+  int rank;
+  int64_t contig[KILN_AXIS_MAX_RANK];
+  int64_t divis[KILN_AXIS_MAX_RANK];
+  int64_t constancy[KILN_AXIS_MAX_RANK];
+  int64_t quad[KILN_AXIS_MAX_RANK];
+  int64_t same_bits[KILN_AXIS_MAX_RANK];
+  int64_t ctr_bits[KILN_AXIS_MAX_RANK];
+  int64_t pair_bits[KILN_AXIS_MAX_RANK]; /* likewise for value >> 1: one half of the block */
+} KilnAxisInfo;
+
+typedef struct KilnAxisMap KilnAxisMap;
+/* Analyses every value of func (a func.func) in program order (NULL: a tile of rank above
+ * KILN_AXIS_MAX_RANK).  Free with ..._free. */
+KilnAxisMap *kiln_axis_analyze(MlirOperation func);
+void kiln_axis_free(KilnAxisMap *m);
+/* The info of v (the unknown info when v was not analysed). */
+KilnAxisInfo kiln_axis_get(const KilnAxisMap *m, MlirValue v);
+/* The widest vector (elements) an access through pointer tile `ptrs` may use along `dim`, for
+ * elements of elem_bits, capped at 128 bits. */
+int kiln_axis_vec(const KilnAxisMap *m, MlirValue ptrs, int dim, int elem_bits);
+
 #endif

@@ -6,7 +6,6 @@
 #include "kiln_mlir_internal.h"
 
 typedef struct Cpu Cpu;
-struct KilnGpuAxisMap; /* the contiguity analysis (gpu/axis_info.c), shared with the GPU back */
 typedef struct CpuVal CpuVal;
 
 /* Per element of an elementwise op: fn gets the operands' elements, returns the result element. */
@@ -37,8 +36,8 @@ struct Cpu {
   MlirBlock entry;
   KilnPtrMap map; /* old value ptr -> CpuVal* (each allocated alone: stays valid) */
   MlirValue pid[3], nprog[3];
-  MlirLocation loc;            /* location of the op being lowered */
-  struct KilnGpuAxisMap *axis; /* of the kernel being lowered: which loads and stores vectorize */
+  MlirLocation loc;  /* location of the op being lowered */
+  KilnAxisMap *axis; /* of the kernel being lowered (axis_info.c): which accesses vectorize */
   bool failed;
 };
 

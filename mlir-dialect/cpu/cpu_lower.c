@@ -20,8 +20,6 @@
  * x == (x / y) * y + x % y still holds), and INT_MIN / -1 wraps to INT_MIN with remainder 0. */
 #include "cpu_lower.h"
 
-#include "gpu_internal.h"
-
 /* ---------------------------------------------------------------- scalar ops */
 
 static bool name_is(const char *name, const char *const *list) {
@@ -373,9 +371,9 @@ static bool lower_kernel(MlirOperation fn, MlirBlock module_body) {
     kiln_cpu_set_scalar(
         &c, a, gep_load(&c, kiln_ir_func_arg(&nf, 0), (int32_t)i, kiln_cpu_scalar_type(t)));
   }
-  c.axis = kiln_gpu_axis_analyze(fn);
+  c.axis = kiln_axis_analyze(fn);
   if (!c.failed) lower_block(&c, old_entry);
-  kiln_gpu_axis_free(c.axis);
+  kiln_axis_free(c.axis);
   kiln_cpu_map_free(&c);
   if (c.failed) {
     mlirOperationDestroy(nf.op);

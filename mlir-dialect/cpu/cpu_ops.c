@@ -8,7 +8,6 @@
  * current best (a NaN at index 0 stays the answer only if no later element compares). */
 #include "cpu_lower.h"
 
-#include "gpu_internal.h"
 #include "mlir-c/Dialect/LLVM.h"
 
 #include <stdio.h>
@@ -233,7 +232,7 @@ static MlirValue cas_fn(Cpu *c, const MlirValue *e, void *user) {
 }
 
 /* ------------------------------------------------ loads and stores of contiguous rows
- * A load or store whose pointer tile the contiguity analysis (gpu/axis_info.c) proves to be runs
+ * A load or store whose pointer tile the contiguity analysis (axis_info.c) proves to be runs
  * of consecutive elements along its last dim moves VEC_LANES (or fewer) elements at a time with
  * one masked vector access: llvm.intr.masked.load / masked.store at the address of the chunk's
  * first element, lanes off where the mask is false (they neither touch memory nor fault).  The
@@ -255,7 +254,7 @@ static int64_t access_lanes(Cpu *c, MlirOperation op, MlirType elem) {
   if (bits != 8 && bits != 16 && bits != 32 && bits != 64) return 1;
   int rank = kiln_ir_rank(pt);
   int64_t n = kiln_ir_dim(pt, rank - 1);
-  KilnGpuAxisInfo a = kiln_gpu_axis_get(c->axis, operand(op, 0));
+  KilnAxisInfo a = kiln_axis_get(c->axis, operand(op, 0));
   int64_t lanes = a.rank == rank ? a.contig[rank - 1] : 1;
   if (lanes > VEC_LANES) lanes = VEC_LANES;
   if (lanes > n) lanes = n;

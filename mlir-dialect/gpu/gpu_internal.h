@@ -148,39 +148,10 @@ MlirType kiln_gpu_buffer_type(MlirContext ctx, int64_t stages, int64_t rows, int
 /* Decodes a buffer type; false when t is not one. */
 bool kiln_gpu_buffer_parse(MlirType t, KilnGpuBuffer *b);
 
-/* ---------------------------------------------------------------- axis analysis
- * Per tile of integers or pointers, per dim: contiguity (runs of +1, in elements), divisibility
- * (largest power of two dividing the first element of each run; bytes for pointers), constancy
- * (runs of equal values), and quad (runs of equal `value >> 2`: rand's Philox counter, so one
- * block serves such a run).  Values unknown to the analysis get 1 everywhere.  Besides runs,
- * same_bits and ctr_bits say which bits of an element's index along a dim can be flipped
- * without changing the value, or its counter `value >> 2` (logical): elements a thread holds
- * at indices differing only in ctr_bits (rows r and r + 8 of an mma tile, say) share a Philox
- * block though they are no run.  Unknown: 0. */
-typedef struct KilnGpuAxisInfo {
-  int rank;
-  int64_t contig[KILN_GPU_MAX_RANK];
-  int64_t divis[KILN_GPU_MAX_RANK];
-  int64_t constancy[KILN_GPU_MAX_RANK];
-  int64_t quad[KILN_GPU_MAX_RANK];
-  int64_t same_bits[KILN_GPU_MAX_RANK];
-  int64_t ctr_bits[KILN_GPU_MAX_RANK];
-  int64_t pair_bits[KILN_GPU_MAX_RANK]; /* likewise for value >> 1: one half of the block */
-} KilnGpuAxisInfo;
-
-typedef struct KilnGpuAxisMap KilnGpuAxisMap;
-/* Analyses every value of func (a func.func) in program order.  Free with ..._free. */
-KilnGpuAxisMap *kiln_gpu_axis_analyze(MlirOperation func);
-void kiln_gpu_axis_free(KilnGpuAxisMap *m);
-/* The info of v (the unknown info when v was not analysed). */
-KilnGpuAxisInfo kiln_gpu_axis_get(const KilnGpuAxisMap *m, MlirValue v);
-/* The widest vector (elements) an access through pointer tile `ptrs` may use along `dim`, for
- * elements of elem_bits, capped at 128 bits. */
-int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem_bits);
 /* Elements per vector access through pointer tile `ptrs` whose elements a thread holds as `own`
  * says: what the analysis proves, what the layout keeps contiguous in one thread, <= 128 bits
  * (the SIMT lowering's loads and stores, and the pipeliner's copies). */
-int kiln_gpu_access_vec(const KilnGpuAxisMap *m, MlirValue ptrs, const KilnGpuOwn *own);
+int kiln_gpu_access_vec(const KilnAxisMap *m, MlirValue ptrs, const KilnGpuOwn *own);
 
 /* ---------------------------------------------------------------- helpers */
 

@@ -62,3 +62,20 @@ int64_t kiln_gpu_int_attr(MlirOperation op, const char *name, int64_t dflt) {
   int64_t v;
   return kiln_ir_get_int_attr(op, name, &v) ? v : dflt;
 }
+
+/* Elements per vector access of a thread (gpu_internal.h): the analysis, capped by the run the
+ * layout gives the thread along its fastest dim. */
+int kiln_gpu_access_vec(const KilnAxisMap *m, MlirValue ptrs, const KilnGpuOwn *own) {
+  MlirType t = mlirValueGetType(ptrs);
+  if (!mlirTypeIsARankedTensor(t) || own->rank == 0) return 1;
+  int d = own->order[0];
+  MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(t));
+  int bits = kiln_ir_elem_bits(elem);
+  if (bits <= 0) return 1;
+  if (bits < 8) bits = 8; /* i1 moves as bytes (lower_memory.c) */
+  int v = kiln_axis_vec(m, ptrs, d, bits);
+  int run = own->dim[d].spt < own->dim[d].n ? own->dim[d].spt : own->dim[d].n;
+  while (v > run) v /= 2;
+  while (v > 1 && (own->dim[d].n % v) != 0) v /= 2;
+  return v;
+}

@@ -40,7 +40,7 @@
 typedef struct LCtx {
   MlirContext ctx;
   int num_warps;
-  KilnGpuAxisMap *axis;
+  KilnAxisMap *axis;
   KilnPtrMap defined; /* value ptr -> KilnGpuLayout* */
   KilnPtrMap anchor;  /* op ptr -> KilnGpuLayout* (strong memory anchors) */
   KilnGpuLayout **owned;
@@ -93,7 +93,7 @@ static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
   int rank = kiln_ir_rank(t);
   int64_t shape[KILN_GPU_MAX_RANK];
   int64_t numel = shape_of(ptrs, shape);
-  KilnGpuAxisInfo ai = kiln_gpu_axis_get(c->axis, ptrs);
+  KilnAxisInfo ai = kiln_axis_get(c->axis, ptrs);
   int order[KILN_GPU_MAX_RANK];
   for (int i = 0; i < rank; i++) order[i] = rank - 1 - i;
   /* Stable sort by contiguity, most contiguous first; ties keep row-major. */
@@ -104,8 +104,8 @@ static bool memory_anchor(LCtx *c, MlirValue ptrs, KilnGpuLayout *out) {
       order[j - 1] = tmp;
     }
   if (ai.contig[order[0]] <= 1) return false;
-  int vec = kiln_gpu_axis_vec(c->axis, ptrs, order[0],
-                              kiln_ir_elem_bits(kiln_ir_ptr_elem(kiln_ir_elem_type(t))));
+  int vec = kiln_axis_vec(c->axis, ptrs, order[0],
+                          kiln_ir_elem_bits(kiln_ir_ptr_elem(kiln_ir_elem_type(t))));
   /* No wider than what keeps every thread busy with distinct elements. */
   int64_t per_thread = numel / ((int64_t)KILN_GPU_WARP * c->num_warps);
   if (per_thread < 1) per_thread = 1;
@@ -935,7 +935,7 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
       kiln_gpu_int_attr(func, "kiln.wgmma", 0) == 1 && kiln_gpu_int_attr(func, "kiln.sm", 90) >= 90;
   hoist_invariant_trans(func);
   mlirOperationWalk(func, round_fma_tf32_dot, &c, MlirWalkPreOrder);
-  c.axis = kiln_gpu_axis_analyze(func);
+  c.axis = kiln_axis_analyze(func);
   MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   for (MlirOperation o = mlirBlockGetFirstOperation(entry); !mlirOperationIsNull(o);
        o = mlirOperationGetNextInBlock(o))
@@ -992,7 +992,7 @@ static bool layout_kernel(MlirOperation func, int num_warps) {
     set_types(&c);
     insert_converts(&c);
   }
-  kiln_gpu_axis_free(c.axis);
+  kiln_axis_free(c.axis);
   for (size_t i = 0; i < c.n_owned; i++) free(c.owned[i]);
   free(c.owned);
   free(c.ops);

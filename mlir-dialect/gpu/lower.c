@@ -436,7 +436,7 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
   L.num_warps = (int)kiln_gpu_int_attr(func, "kiln.num_warps", 4);
   L.smem_limit = kiln_gpu_int_attr(func, "kiln.smem_limit", KILN_GPU_SMEM_LIMIT_SM90);
   L.sm = (int)kiln_gpu_int_attr(func, "kiln.sm", 90);
-  L.axis = kiln_gpu_axis_analyze(func);
+  L.axis = kiln_axis_analyze(func);
 
   MlirBlock old_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   intptr_t nargs = mlirBlockGetNumArguments(old_entry);
@@ -500,7 +500,7 @@ static bool lower_kernel(MlirOperation module, MlirOperation func) {
     mlirOperationDestroy(func);
   else
     mlirOperationDestroy(nf);
-  kiln_gpu_axis_free(L.axis);
+  kiln_axis_free(L.axis);
   for (size_t i = 0; i < L.n_allocs; i++) free(L.allocs[i]);
   free(L.allocs);
   kiln_ptr_map_free(&L.vals);

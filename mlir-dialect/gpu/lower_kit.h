@@ -26,7 +26,7 @@ typedef struct Low {
   void *dot_stage;    /* lower_dot.c: the last dot operand tile staged, for reuse (or NULL) */
   bool wgmma_bufs;    /* the kernel stages operands for wgmma (its cp.async waits fence) */
   bool wgmma;         /* a dot ran on wgmma: the arena is 1024-aligned, the PTX targets sm_90a */
-  KilnGpuAxisMap *axis;
+  KilnAxisMap *axis;
   bool failed;
   MlirType i1, i8, i32, i64, f32, ptr1, ptr3;
 } Low;

@@ -269,7 +269,7 @@ static RandRuns rand_runs(Low *L, MlirValue offs, int64_t n_vals) {
   int d = own.order[0];
   const KilnGpuDimMap *m = &own.dim[d];
   if (m->elem_stride != 1 && m->n > 1) return r;
-  KilnGpuAxisInfo ai = kiln_gpu_axis_get(L->axis, offs);
+  KilnAxisInfo ai = kiln_axis_get(L->axis, offs);
   int64_t run = m->spt < m->n ? m->spt : m->n;
   int p = run_length(ai.contig[d] < run ? ai.contig[d] : run, m->n);
   /* Runs of one counter that are not consecutive offsets (pairs of rows of counters in the
@@ -359,7 +359,7 @@ static RandGroups rand_groups(Low *L, MlirValue offs, int64_t n_vals) {
   if (!mlirTypeIsARankedTensor(t)) return g;
   KilnGpuOwn own = kiln_gpu_own_of_type(t);
   if (own.rank == 0 || own.count != n_vals) return g;
-  KilnGpuAxisInfo ai = kiln_gpu_axis_get(L->axis, offs);
+  KilnAxisInfo ai = kiln_axis_get(L->axis, offs);
   int64_t base[KILN_GPU_MAX_RANK];
   for (int d = 0; d < own.rank; d++) {
     const KilnGpuDimMap *m = &own.dim[d];

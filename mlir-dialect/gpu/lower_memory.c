@@ -88,7 +88,7 @@ static void store_vector(Low *L, MlirValue p, MlirType et, int v, int bits, cons
 bool low_mask_uniform(Low *L, MlirValue mask, const KilnGpuOwn *own, int v) {
   MlirType t = mlirValueGetType(mask);
   if (!mlirTypeIsARankedTensor(t)) return true;
-  KilnGpuAxisInfo a = kiln_gpu_axis_get(L->axis, mask);
+  KilnAxisInfo a = kiln_axis_get(L->axis, mask);
   int d = own->order[0];
   return a.rank == own->rank && a.constancy[d] >= v;
 }

@@ -254,7 +254,7 @@ static int64_t ring_bytes(const Plan *p, MlirType t) {
 /* An FMA operand's staging: the operand's own rows, so the tile as it is or (behind a view)
  * transposed.  Copies are vectors where the loaded tile's contiguous dim is the staged row,
  * else one element each (4 or 8 bytes: cp.async has nothing smaller), scattered. */
-static bool plan_fma_load(const KilnGpuAxisMap *axis, Plan *p, PipeLoad *pl) {
+static bool plan_fma_load(const KilnAxisMap *axis, Plan *p, PipeLoad *pl) {
   MlirType rt = mlirValueGetType(mlirOperationGetResult(pl->load, 0));
   int64_t bytes = kiln_ir_elem_bytes(kiln_ir_elem_type(rt));
   if (kiln_ir_rank(rt) != 2 || kiln_ir_elem_bits(kiln_ir_elem_type(rt)) < 8) return false;
@@ -271,7 +271,7 @@ static bool plan_fma_load(const KilnGpuAxisMap *axis, Plan *p, PipeLoad *pl) {
 }
 
 /* Whether load qualifies; fills *pl and grows p's slice. */
-static bool plan_load(const KilnGpuAxisMap *axis, Plan *p, MlirOperation load, PipeLoad *pl) {
+static bool plan_load(const KilnAxisMap *axis, Plan *p, MlirOperation load, PipeLoad *pl) {
   *pl = (PipeLoad){.load = load};
   if (fma_operand_use(load, p->body, pl)) return plan_fma_load(axis, p, pl);
   if (!dot_operand_uses(load, p->body, pl)) return false;
@@ -405,8 +405,8 @@ static void plan_wgmma(Plan *p) {
   }
 }
 
-static bool plan_loop(const KilnGpuAxisMap *axis, MlirOperation loop, int stages,
-                      int64_t smem_limit, Plan *p) {
+static bool plan_loop(const KilnAxisMap *axis, MlirOperation loop, int stages, int64_t smem_limit,
+                      Plan *p) {
   memset(p, 0, sizeof *p);
   if (stages < 2 || writes_memory(loop)) return false;
   p->loop = loop;
@@ -686,7 +686,7 @@ static MlirWalkResult collect_loops(MlirOperation op, void *u) {
 static void pipeline_kernel(MlirOperation func) {
   int stages = (int)kiln_gpu_int_attr(func, "kiln.num_stages", 2);
   int64_t smem_limit = kiln_gpu_int_attr(func, "kiln.smem_limit", KILN_GPU_SMEM_LIMIT_SM90);
-  KilnGpuAxisMap *axis = kiln_gpu_axis_analyze(func);
+  KilnAxisMap *axis = kiln_axis_analyze(func);
   KilnOpList loops = {0};
   /* Post-order: an inner loop is planned before the loop around it, whose plan only looks at
    * ops directly in its own body. */
@@ -698,7 +698,7 @@ static void pipeline_kernel(MlirOperation func) {
       rewrite(mlirOperationGetContext(func), p);
   free(p);
   kiln_op_list_free(&loops);
-  kiln_gpu_axis_free(axis);
+  kiln_axis_free(axis);
 }
 
 MlirLogicalResult kiln_gpu_pipeline_module(MlirOperation module, void *opts) {

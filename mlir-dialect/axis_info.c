@@ -28,12 +28,21 @@
  * Kernel pointer arguments are 16-byte aligned (the runtime's allocations are); integer
  * arguments have unknown divisibility.  Everything not understood is "unknown" (1, 1, 1), which
  * only costs speed, never correctness. */
-#include "gpu_internal.h"
+#include "kiln_mlir_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #define DIV_MAX ((int64_t)1 << 30)
 
+/* An integer attribute of op, or dflt. */
+static int64_t int_attr(MlirOperation op, const char *name, int64_t dflt) {
+  int64_t v;
+  return kiln_ir_get_int_attr(op, name, &v) ? v : dflt;
+}
+
 typedef struct Info {
-  KilnGpuAxisInfo a;
+  KilnAxisInfo a;
   bool known_const; /* a scalar or splat integer constant with value `value` */
   int64_t value;
   int64_t hi; /* every element is in [0, hi]; -1: not known */
@@ -41,7 +50,7 @@ typedef struct Info {
 
 #define HI_MAX ((int64_t)1 << 30)
 
-struct KilnGpuAxisMap {
+struct KilnAxisMap {
   KilnPtrMap map;
   Info **all;
   size_t n, cap;
@@ -75,6 +84,10 @@ static Info unknown(MlirType t) {
   Info i;
   memset(&i, 0, sizeof i);
   i.a.rank = kiln_ir_rank(t);
+  if (i.a.rank > KILN_AXIS_MAX_RANK) { /* not analysed: like a scalar nothing is known of */
+    i.a.rank = 0;
+    i.a.divis[0] = 1;
+  }
   for (int d = 0; d < i.a.rank; d++)
     i.a.contig[d] = i.a.divis[d] = i.a.constancy[d] = i.a.quad[d] = 1;
   /* same_bits, ctr_bits and pair_bits: 0 (memset) */
@@ -82,11 +95,9 @@ static Info unknown(MlirType t) {
   return i;
 }
 
-static Info *lookup(const KilnGpuAxisMap *m, MlirValue v) {
-  return kiln_ptr_map_get(&m->map, v.ptr);
-}
+static Info *lookup(const KilnAxisMap *m, MlirValue v) { return kiln_ptr_map_get(&m->map, v.ptr); }
 
-static void put(KilnGpuAxisMap *m, MlirValue v, const Info *in) {
+static void put(KilnAxisMap *m, MlirValue v, const Info *in) {
   Info *p = malloc(sizeof *p);
   KILN_ASSERT(p != NULL);
   *p = *in;
@@ -99,8 +110,8 @@ static void put(KilnGpuAxisMap *m, MlirValue v, const Info *in) {
   kiln_ptr_map_put(&m->map, v.ptr, p);
 }
 
-static Info get(const KilnGpuAxisMap *m, MlirValue v) {
-  Info *p = lookup(m, v);
+static Info get(const KilnAxisMap *m, MlirValue v) {
+  Info *p = m ? lookup(m, v) : NULL;
   return p ? *p : unknown(mlirValueGetType(v));
 }
 
@@ -271,7 +282,7 @@ static int64_t run_bits(int64_t n) { return n >= 1 ? pow2_factor(n) - 1 : 0; }
 /* What every rule's result has besides: an element-wise op (every arith op: its operands and
  * result have one shape) is unchanged by flips that change none of its operands; runs of equal
  * values and of equal counters hold their low bits; equal values share a counter. */
-static void finish_bits(Info *r, MlirOperation op, const KilnGpuAxisMap *m) {
+static void finish_bits(Info *r, MlirOperation op, const KilnAxisMap *m) {
   MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
   bool elementwise = name.length > 6 && strncmp(name.data, "arith.", 6) == 0 &&
                      !kiln_ir_op_is(op, "arith.constant");
@@ -299,7 +310,7 @@ static void finish_quad(Info *r) {
   }
 }
 
-static void analyze_op(KilnGpuAxisMap *m, MlirOperation op);
+static void analyze_op(KilnAxisMap *m, MlirOperation op);
 static void apply_hints(MlirOperation op, Info *r);
 
 /* Constancy of a comparison (what makes a mask one predicate per vector).  Equal operands give
@@ -308,7 +319,7 @@ static void apply_hints(MlirOperation op, Info *r);
  * k s .. k s + s - 1, all below y or none (Triton's rule for masks like `c < cols`).  `x >= y`
  * is its negation; `y > x` and `y <= x` the same with the operands swapped. */
 static void cmp_rule(Info *r, MlirOperation op, const Info *x, const Info *y) {
-  int64_t pred = kiln_gpu_int_attr(op, "predicate", -1);
+  int64_t pred = int_attr(op, "predicate", -1);
   /* arith.cmpi predicates: slt 2, sle 3, sgt 4, sge 5, ult 6, ule 7, ugt 8, uge 9 */
   bool x_runs = pred == 2 || pred == 5 || pred == 6 || pred == 9;
   bool y_runs = pred == 3 || pred == 4 || pred == 7 || pred == 8;
@@ -327,7 +338,7 @@ static void cmp_rule(Info *r, MlirOperation op, const Info *x, const Info *y) {
   }
 }
 
-static void analyze_region(KilnGpuAxisMap *m, MlirRegion r) {
+static void analyze_region(KilnAxisMap *m, MlirRegion r) {
   for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b);
        b = mlirBlockGetNextInRegion(b))
     for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
@@ -335,7 +346,7 @@ static void analyze_region(KilnGpuAxisMap *m, MlirRegion r) {
       analyze_op(m, o);
 }
 
-static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
+static void analyze_op(KilnAxisMap *m, MlirOperation op) {
   intptr_t nres = mlirOperationGetNumResults(op);
   if (kiln_ir_op_is(op, "scf.for")) {
     /* The induction variable: lo + i*step, so divisible by gcd(lo, step). */
@@ -359,7 +370,7 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
   Info x = nops > 0 ? get(m, mlirOperationGetOperand(op, 0)) : unknown(rt);
   Info y = nops > 1 ? get(m, mlirOperationGetOperand(op, 1)) : unknown(rt);
   if (id == KILN_OP_RANGE) {
-    int64_t start = kiln_gpu_int_attr(op, "start", 0);
+    int64_t start = int_attr(op, "start", 0);
     r.a.contig[0] = kiln_ir_dim(rt, 0);
     r.a.divis[0] = pow2_factor(start);
   } else if (id == KILN_OP_SPLAT) {
@@ -368,7 +379,7 @@ static void analyze_op(KilnGpuAxisMap *m, MlirOperation op) {
     r.value = x.value;
     r.hi = x.hi;
   } else if (id == KILN_OP_EXPAND_DIMS) {
-    int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
+    int axis = (int)int_attr(op, "axis", 0);
     int k = 0;
     for (int d = 0; d < r.a.rank; d++) {
       if (d == axis) {
@@ -491,9 +502,9 @@ static void apply_hint_values(Info *r, int64_t multiple, int64_t contig) {
 }
 
 static void apply_hints(MlirOperation op, Info *r) {
-  int64_t mult = kiln_gpu_int_attr(op, "kiln.multiple_of", 0);
-  int64_t contig = kiln_gpu_int_attr(op, "kiln.contiguous", 0);
-  int64_t maxc = kiln_gpu_int_attr(op, "kiln.max_contiguous", 0);
+  int64_t mult = int_attr(op, "kiln.multiple_of", 0);
+  int64_t contig = int_attr(op, "kiln.contiguous", 0);
+  int64_t maxc = int_attr(op, "kiln.max_contiguous", 0);
   apply_hint_values(r, mult, contig > maxc ? contig : maxc);
 }
 
@@ -516,8 +527,20 @@ static void apply_arg_hints(MlirOperation func, intptr_t i, Info *in) {
                     c1 > c2 ? c1 : c2);
 }
 
-KilnGpuAxisMap *kiln_gpu_axis_analyze(MlirOperation func) {
-  KilnGpuAxisMap *m = calloc(1, sizeof *m);
+static MlirWalkResult find_high_rank(MlirOperation op, void *user) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
+    if (kiln_ir_rank(mlirValueGetType(mlirOperationGetResult(op, i))) > KILN_AXIS_MAX_RANK) {
+      *(bool *)user = true;
+      return MlirWalkResultInterrupt;
+    }
+  return MlirWalkResultAdvance;
+}
+
+KilnAxisMap *kiln_axis_analyze(MlirOperation func) {
+  bool high = false; /* the rules keep KILN_AXIS_MAX_RANK dims a value */
+  mlirOperationWalk(func, find_high_rank, &high, MlirWalkPreOrder);
+  if (high) return NULL;
+  KilnAxisMap *m = calloc(1, sizeof *m);
   KILN_ASSERT(m != NULL);
   MlirRegion body = mlirOperationGetRegion(func, 0);
   MlirBlock entry = mlirRegionGetFirstBlock(body);
@@ -533,7 +556,7 @@ KilnGpuAxisMap *kiln_gpu_axis_analyze(MlirOperation func) {
   return m;
 }
 
-void kiln_gpu_axis_free(KilnGpuAxisMap *m) {
+void kiln_axis_free(KilnAxisMap *m) {
   if (!m) return;
   for (size_t i = 0; i < m->n; i++) free(m->all[i]);
   free(m->all);
@@ -541,9 +564,9 @@ void kiln_gpu_axis_free(KilnGpuAxisMap *m) {
   free(m);
 }
 
-KilnGpuAxisInfo kiln_gpu_axis_get(const KilnGpuAxisMap *m, MlirValue v) { return get(m, v).a; }
+KilnAxisInfo kiln_axis_get(const KilnAxisMap *m, MlirValue v) { return get(m, v).a; }
 
-int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem_bits) {
+int kiln_axis_vec(const KilnAxisMap *m, MlirValue ptrs, int dim, int elem_bits) {
   Info i = get(m, ptrs);
   if (i.a.rank == 0 || elem_bits <= 0) return 1;
   int64_t eb = elem_bits >= 8 ? elem_bits / 8 : 1;
@@ -552,19 +575,4 @@ int kiln_gpu_axis_vec(const KilnGpuAxisMap *m, MlirValue ptrs, int dim, int elem
   int64_t p = 1;
   while (p * 2 <= v) p *= 2;
   return (int)p;
-}
-
-int kiln_gpu_access_vec(const KilnGpuAxisMap *m, MlirValue ptrs, const KilnGpuOwn *own) {
-  MlirType t = mlirValueGetType(ptrs);
-  if (!mlirTypeIsARankedTensor(t) || own->rank == 0) return 1;
-  int d = own->order[0];
-  MlirType elem = kiln_ir_ptr_elem(kiln_ir_elem_type(t));
-  int bits = kiln_ir_elem_bits(elem);
-  if (bits <= 0) return 1;
-  if (bits < 8) bits = 8; /* i1 moves as bytes (lower_memory.c) */
-  int v = kiln_gpu_axis_vec(m, ptrs, d, bits);
-  int run = own->dim[d].spt < own->dim[d].n ? own->dim[d].spt : own->dim[d].n;
-  while (v > run) v /= 2;
-  while (v > 1 && (own->dim[d].n % v) != 0) v /= 2;
-  return v;
 }
