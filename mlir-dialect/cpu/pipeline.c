@@ -3,7 +3,8 @@
  *
  *   cpu: front, canonicalize, cse, convert-kiln-to-cpu (cpu_lower.c), kiln-exit-loops (loops
  *        with a break become scf.while), cpu-canonicalize, kiln-scf-to-cf (ifs and loops to
- *        branches), then one stage per upstream pass down to the llvm dialect
+ *        branches), kiln-cpu-math (exp, exp2, erf, tanh as arithmetic: cpu_math.c), then one
+ *        stage per upstream pass down to the llvm dialect
  *
  * One stage per upstream pass, so that `--dump-after` can show the IR between any two of them. */
 #include "cpu_lower.h"
@@ -32,6 +33,11 @@ static MlirPass create_scf_to_cf(const KilnStageOptions *o) {
   return kiln_pass_create_scf_to_cf();
 }
 
+static MlirPass create_cpu_math(const KilnStageOptions *o) {
+  (void)o;
+  return kiln_pass_create_cpu_math();
+}
+
 static const KilnStage cpu_stages[] = {
     {"canonicalize", NULL, "canonicalize", 0},
     {"cse", NULL, "cse", 0},
@@ -43,7 +49,9 @@ static const KilnStage cpu_stages[] = {
      * rest (scf.while) upstream's */
     {"kiln-scf-to-cf", create_scf_to_cf, NULL, 0},
     {"convert-scf-to-cf", NULL, "convert-scf-to-cf", 0},
-    /* math-to-llvm first (intrinsics), then libm calls for what has no intrinsic (erf, tanh) */
+    /* exp, exp2, erf and tanh of f32 as arithmetic the loop vectorizer widens (a libm call in
+     * a nest keeps it scalar); then math-to-llvm (intrinsics), then libm calls for the rest */
+    {"kiln-cpu-math", create_cpu_math, NULL, 0},
     {"convert-math-to-llvm", NULL, "convert-math-to-llvm", 0},
     {"convert-math-to-libm", NULL, "convert-math-to-libm", 0},
     {"arith-expand", NULL, "arith-expand{include-bf16=true}", 0},

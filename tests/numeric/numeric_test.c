@@ -3466,6 +3466,127 @@ static bool test_f64_basic(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- f32_math ------------------------------------------------------------------------------ */
+
+/* The f32 functions of f32_math.kiln in its plane order.  The cpu target computes exp, exp2,
+ * erf and tanh as arithmetic (mlir-dialect/cpu/cpu_math.c) within `ulps` of the result (sigmoid
+ * is 1 / (1 + exp(-x)), two roundings more).  The GPU targets use PTX's approximate
+ * instructions, within their documented bounds (runtime/emu/approx.c): the error allowed there
+ * is rel |ref| + rel_x |x| |ref| + abs.  exp(x) is ex2.approx (2^-22 relative) of x log2 e rounded
+ * to f32, whose relative error (2^-24, and 2^-25 from log2 e in f32) moves the result by up to
+ * |x| 1.5 2^-24 relative; results below
+ * 2^-126 flush to zero; tanh.approx errs by 2^-10.987; erf is a polynomial within 1.5e-7 whose
+ * rcp.approx and ex2.approx add up to 4.1e-7 and 2.4e-7 (mlir-dialect/gpu/lower_math.c).  Each
+ * bound has room for the roundings of the arithmetic around the instructions. */
+enum { F32_MATH_FNS = 5 };
+static const struct {
+  const char *name;
+  double ulps, rel, rel_x, abs;
+} F32_MATH[F32_MATH_FNS] = {
+    {"exp", 1, 0x1p-22 + 0x1p-22, 0x1p-23, 0x1p-126},
+    {"exp2", 1.5, 0x1p-22 + 0x1p-22, 0, 0x1p-126},
+    {"erf", 2.5, 0x1p-22, 0, 9e-7},
+    {"tanh", 1.5, 0x1.03p-11 + 0x1p-21, 0, 0x1p-126},
+    {"sigmoid", 2.5, 0x1p-21 + 0x1p-22, 0x1p-23, 0x1p-126},
+};
+
+static long double ref_f32_math(int f, float x) {
+  long double a = x;
+  switch (f) {
+  case 0: return expl(a);
+  case 1: return exp2l(a);
+  case 2: return erfl(a);
+  case 3: return tanhl(a);
+  default: return 1.0L / (1.0L + expl(-a));
+  }
+}
+
+/* One input: kind i % 6 picks a family (exp's whole range; moderate; around erf's and tanh's
+ * branch points; small and tiny of every exponent; up to 2^8; special values and the edges of
+ * overflow, underflow and the branches). */
+static float f32_math_input(KilnRefRng *rng, size_t i) {
+  static const float special[] = {
+      0.0f,          -0.0f,     INFINITY, -INFINITY, NAN,     88.72283f, 88.72284f, 88.8f,
+      -87.33654f,    -87.34f,   -103.97f, -104.0f,   -150.0f, 128.0f,    127.99f,   -126.0f,
+      -149.0f,       1.0f,      -1.0f,    0.625f,    -0.625f, 0.62499f,  3.92f,     4.0f,
+      9.01f,         1e-30f,    1e-45f,   0x1p-126f, 0.5f,    2.5f,      -149.5f,   129.0f,
+      -0.99999994f, 1.0000001f, 15.9f,    -88.0f};
+  uint64_t r = kiln_ref_rng_next(rng);
+  double u = (double)(r >> 11) * 0x1p-53, sgn = (r & 1) ? -1.0 : 1.0; /* u in [0, 1) */
+  switch (i % 6) {
+  case 0: return (float)(-110.0 + 210.0 * u);
+  case 1: return (float)((u - 0.5) * 20.0);
+  case 2: return (float)((u - 0.5) * 3.0);
+  case 3: return (float)(sgn * ldexp(1.0 + u, -(int)((r >> 58) % 64) - (int)((r >> 52) & 63)));
+  case 4: return (float)(sgn * ldexp(1.0 + u, (int)(r >> 61)));
+  default: return special[(i / 6) % (sizeof special / sizeof *special)];
+  }
+}
+
+/* The GPU targets' error at x against their bound, as a fraction of it (<= 1 passes). */
+static double gpu_error_f32(int f, float x, float got, long double ref) {
+  if (isnan(ref) || isnan(got)) return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
+  float rf = (float)ref;
+  if (isinf(rf) || isinf(got)) return got == rf ? 0.0 : INFINITY;
+  long double allowed = (long double)F32_MATH[f].rel * fabsl(ref) +
+                        (long double)F32_MATH[f].rel_x * fabs(x) * fabsl(ref) + F32_MATH[f].abs;
+  return (double)(fabsl((long double)got - ref) / allowed);
+}
+
+/* The f32 math builtins against long double libm over every kind of input: on the cpu target
+ * within their ulp bounds, on the GPU targets within the instructions' documented errors. */
+static bool test_f32_math(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, b;
+  } cfgs[] = {{300000, 128}, {97, 32}};
+  bool all_ok = true, gpu = g_target != KILN_TARGET_CPU;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, bs = (size_t)cfgs[ci].b, np = (n + bs - 1) / bs;
+    size_t nd = F32_MATH_FNS * n;
+    KilnDefine defs[] = {{"B", cfgs[ci].b}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "f32_math", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3500 + ci);
+    float *x = kiln_test_alloc(n, sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = f32_math_input(&rng, i);
+    float *got = kiln_test_alloc(nd + TAIL_ELEMS, 4);
+    void *dx = kiln_test_input(&run, x, n * 4);
+    void *dout = kiln_test_output(&run, (nd + TAIL_ELEMS) * 4);
+    int32_t nn = (int32_t)n;
+    void *args[] = {&dx, &dout, &nn};
+    kiln_test_launch(&run, run.fn, (uint32_t)np, 1, args);
+    kiln_test_fetch(&run, got, dout, (nd + TAIL_ELEMS) * 4);
+    kiln_test_check_untouched(&run, "out", got, 4, nd + TAIL_ELEMS, 1, nd, nd + TAIL_ELEMS);
+    for (int f = 0; f < F32_MATH_FNS && run.ok && !run.d.emit; f++) {
+      double worst = 0.0;
+      size_t at = 0;
+      for (size_t i = 0; i < n; i++) {
+        long double ref = ref_f32_math(f, x[i]);
+        float g = got[(size_t)f * n + i];
+        double e = gpu ? gpu_error_f32(f, x[i], g, ref) : ulp_error_f32(g, ref) / F32_MATH[f].ulps;
+        if (f == 4 && g == 0.0f && ref < 0x1p-126L)
+          e = 0.0; /* sigmoid below -88.72: 1 / (1 + inf), as in f64 (dsl/reference.md) */
+        if (!(e <= worst)) worst = e, at = i; /* a NaN is the worst */
+      }
+      if (gpu)
+        printf("       %s: max error %.3g of the bound\n", F32_MATH[f].name, worst);
+      else
+        printf("       %s: max error %.3g ulp, bound %.3g\n", F32_MATH[f].name,
+               worst * F32_MATH[f].ulps, F32_MATH[f].ulps);
+      if (!(worst <= 1.0))
+        kiln_test_fail(&run, "%s(%.9g) = %.9g, reference %.12Lg: %.3g times its bound",
+                       F32_MATH[f].name, x[at], got[(size_t)f * n + at],
+                       ref_f32_math(f, x[at]), worst);
+    }
+    all_ok &= kiln_test_end(&run);
+    free(x), free(got);
+  }
+  return all_ok;
+}
+
 /* ---- matmul_f64 ----------------------------------------------------------------------------- */
 
 /* What matmul_f64.kiln computes, c = c0 + a b (strided rows, dense M x N results), in long
@@ -4202,6 +4323,7 @@ static const struct {
     {"unsigned_ops", test_unsigned_ops},
     {"f64_ops", test_f64_ops},
     {"f64_math", test_f64_math},
+    {"f32_math", test_f32_math},
     {"f64_basic", test_f64_basic},
     {"matmul_f64", test_matmul_f64},
     {"early_exit", test_early_exit},
