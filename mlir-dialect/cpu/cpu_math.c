@@ -41,12 +41,8 @@ typedef struct Mx {
  * ops does not depend on the C compiler's order of evaluating arguments: the same kernel gives
  * the same IR from every build of Kiln. */
 
-static MlirValue cf(Mx *m, double v) {
-  return kiln_ir_build_const_float(&m->b, m->loc, m->f32, v);
-}
-static MlirValue ci(Mx *m, int64_t v) {
-  return kiln_ir_build_const_int(&m->b, m->loc, m->i32, v);
-}
+static MlirValue cf(Mx *m, double v) { return kiln_ir_build_const_float(&m->b, m->loc, m->f32, v); }
+static MlirValue ci(Mx *m, int64_t v) { return kiln_ir_build_const_int(&m->b, m->loc, m->i32, v); }
 static MlirValue op2(Mx *m, const char *name, MlirValue a, MlirValue b) {
   MlirValue ops[2] = {a, b};
   return kiln_ir_build_elementwise(&m->b, m->loc, name, ops, 2, mlirValueGetType(a));
@@ -98,7 +94,7 @@ static MlirValue horner(Mx *m, MlirValue s, const float *c, int n) {
 
 /* 1.5 * 2^23: v + it rounds v (|v| < 2^22) to an integer n, whose two's complement is then the
  * low bits of the sum's bit pattern less the constant's. */
-#define ROUND_MAGIC 12582912.0
+#define ROUND_MAGIC      12582912.0
 #define ROUND_MAGIC_BITS 0x4B400000
 
 /* v rounded to the nearest integer, as f32 (*nf) and i32 (returned); |v| < 2^22. */
@@ -149,9 +145,9 @@ static MlirValue exp2_f32(Mx *m, MlirValue x) {
 
 static MlirValue erf_f32(Mx *m, MlirValue x) {
   /* erf(x) / x on [0, 1] in u = (x^2 - 1/2) 2 */
-  static const float small[8] = {9.654687643e-01f, -1.405360848e-01f, 1.985249855e-02f,
-                                 -2.285485622e-03f, 2.175119880e-04f, -1.753691504e-05f,
-                                 1.231639544e-06f, -7.552378634e-08f};
+  static const float small[8] = {9.654687643e-01f,  -1.405360848e-01f, 1.985249855e-02f,
+                                 -2.285485622e-03f, 2.175119880e-04f,  -1.753691504e-05f,
+                                 1.231639544e-06f,  -7.552378634e-08f};
   /* erfc(a) e^(a^2) on [1, 4] in s = (a - 5/2) 2/3 */
   static const float big[11] = {2.108063698e-01f,  -1.115213931e-01f, 5.611062795e-02f,
                                 -2.699793689e-02f, 1.248669997e-02f,  -5.611233413e-03f,

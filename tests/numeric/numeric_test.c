@@ -3505,12 +3505,12 @@ static long double ref_f32_math(int f, float x) {
  * branch points; small and tiny of every exponent; up to 2^8; special values and the edges of
  * overflow, underflow and the branches). */
 static float f32_math_input(KilnRefRng *rng, size_t i) {
-  static const float special[] = {
-      0.0f,          -0.0f,     INFINITY, -INFINITY, NAN,     88.72283f, 88.72284f, 88.8f,
-      -87.33654f,    -87.34f,   -103.97f, -104.0f,   -150.0f, 128.0f,    127.99f,   -126.0f,
-      -149.0f,       1.0f,      -1.0f,    0.625f,    -0.625f, 0.62499f,  3.92f,     4.0f,
-      9.01f,         1e-30f,    1e-45f,   0x1p-126f, 0.5f,    2.5f,      -149.5f,   129.0f,
-      -0.99999994f, 1.0000001f, 15.9f,    -88.0f};
+  static const float special[] = {0.0f,      -0.0f,  INFINITY,     -INFINITY,  NAN,      88.72283f,
+                                  88.72284f, 88.8f,  -87.33654f,   -87.34f,    -103.97f, -104.0f,
+                                  -150.0f,   128.0f, 127.99f,      -126.0f,    -149.0f,  1.0f,
+                                  -1.0f,     0.625f, -0.625f,      0.62499f,   3.92f,    4.0f,
+                                  9.01f,     1e-30f, 1e-45f,       0x1p-126f,  0.5f,     2.5f,
+                                  -149.5f,   129.0f, -0.99999994f, 1.0000001f, 15.9f,    -88.0f};
   uint64_t r = kiln_ref_rng_next(rng);
   double u = (double)(r >> 11) * 0x1p-53, sgn = (r & 1) ? -1.0 : 1.0; /* u in [0, 1) */
   switch (i % 6) {
@@ -3578,8 +3578,8 @@ static bool test_f32_math(KilnRtDevice *dev) {
                worst * F32_MATH[f].ulps, F32_MATH[f].ulps);
       if (!(worst <= 1.0))
         kiln_test_fail(&run, "%s(%.9g) = %.9g, reference %.12Lg: %.3g times its bound",
-                       F32_MATH[f].name, x[at], got[(size_t)f * n + at],
-                       ref_f32_math(f, x[at]), worst);
+                       F32_MATH[f].name, x[at], got[(size_t)f * n + at], ref_f32_math(f, x[at]),
+                       worst);
     }
     all_ok &= kiln_test_end(&run);
     free(x), free(got);
