@@ -173,23 +173,26 @@ static void make_tf32_exact(float *v, size_t n) {
   }
 }
 
-/* wgmma (docs/gpu-lowering.md, "wgmma on sm_90"): the gemm with wgmma = 1 in one layout, its
+/* The gemm in one layout with its unit strides compiled in, as the trainer's library copies
+ * have them: on the cpu a load along another dim than the last (the forward's B, dW's A) moves
+ * column chunks with one masked load each (mlir-dialect/cpu/cpu_ops.c), on the GPU targets the
+ * operands take vector loads and cp.async.
+ * With `wgmma` (docs/gpu-lowering.md, "wgmma on sm_90"): the gemm with wgmma = 1, its
  * operands pipelined so that the dot reads them through descriptors on sm_90 and emu; the
  * result against the reference within the same per-element bound as mma.sync's.  tf32: f32
  * with TF32 = 1 on inputs exact in TF32 (whichever way a path takes them, the products are
  * the reference's, exact in f32: the accumulation's error alone, as the f32 runs), where the
  * forward layout runs wgmma .tf32 and dX and dW, whose m- or n-major operand wgmma .tf32
  * cannot read, stay on mma.sync. */
-static bool run_wgmma(const KilnBertDevice *dev, int layout, KilnScalarKind t, int32_t M, int32_t N,
-                      int32_t K, int bm, int bn, int bk, int warps, int stages, int epi,
-                      uint64_t seed) {
+static bool run_layout(const KilnBertDevice *dev, int layout, bool wgmma, KilnScalarKind t,
+                       int32_t M, int32_t N, int32_t K, int bm, int bn, int bk, int warps,
+                       int stages, int epi, uint64_t seed) {
   static const char *const names[] = {"forward (B k-major)", "dX (B n-major)", "dW (A m-major)"};
-  bool tf32 = t == KILN_SCALAR_F32;
+  bool tf32 = wgmma && t == KILN_SCALAR_F32;
   KilnBertRun run;
-  kiln_bert_begin(&run, dev,
-                  "%s wgmma %s %dx%dx%d tiles %dx%dx%d on %d warps, %d stages, epilogue %d",
-                  tf32 ? "tf32" : kiln_bert_type_name(t), names[layout], M, N, K, bm, bn, bk, warps,
-                  stages, epi);
+  kiln_bert_begin(&run, dev, "%s %s %s %dx%dx%d tiles %dx%dx%d on %d warps, %d stages, epilogue %d",
+                  tf32 ? "tf32" : kiln_bert_type_name(t), wgmma ? "wgmma" : "layout", names[layout],
+                  M, N, K, bm, bn, bk, warps, stages, epi);
   KilnDefine unit[2] = {{layout == LAYOUT_DW ? "sam" : "sak", 1},
                         {layout == LAYOUT_FWD ? "sbk" : "sbn", 1}};
   KilnDefine mult[2] = {{layout == LAYOUT_DW ? "sak" : "sam", 8},
@@ -209,15 +212,10 @@ static bool run_wgmma(const KilnBertDevice *dev, int layout, KilnScalarKind t, i
   Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
   if (layout == LAYOUT_FWD) g.sbk = 1, g.sbn = K;
   if (layout == LAYOUT_DW) g.sam = 1, g.sak = M;
-  KilnDefine defs[] = {{"T", t},
-                       {"BM", bm},
-                       {"BN", bn},
-                       {"BK", bk},
-                       {"EPI", epi},
-                       {"wgmma", 1},
-                       {"num_stages", stages},
-                       {"TF32", 1}};
-  KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, tf32 ? 8 : 7);
+  KilnDefine defs[] = {{"T", t},         {"BM", bm},    {"BN", bn},
+                       {"BK", bk},       {"EPI", epi},  {"num_stages", stages},
+                       {"wgmma", wgmma}, {"TF32", tf32}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 8);
   float *c = run_gemm(&run, fn, &g, t, bm, bn);
   if (run.ok) check_gemm(&run, "c", c, &g, t, 1e-5);
   free(c), free(a), free(b), free(bias), free(res);
@@ -317,6 +315,13 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
   /* The grouped program order: 5 block rows in groups of 3 (the last group has 2), 7 block
    * columns; a program mapped to the wrong tile leaves sentinels or wrong values. */
   ok &= run_grouped(dev, 77, 100, 40, 16, 16, 16, 3, KILN_SCALAR_F32, 1, 1, 7007);
+  /* The trainer's three layouts with their unit strides promised (the other row strides a
+   * multiple of 8): ragged M, N and K */
+  ok &= run_layout(dev, LAYOUT_FWD, false, KILN_SCALAR_F32, 77, 96, 72, 32, 64, 32, 4, 2, 1, 7030);
+  ok &= run_layout(dev, LAYOUT_DW, false, KILN_SCALAR_F32, 72, 64, 90, 64, 32, 16, 4, 2, 0, 7031);
+  ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_F32, 45, 40, 56, 16, 16, 16, 4, 2, 3, 7032);
+  ok &= run_layout(dev, LAYOUT_FWD, false, KILN_SCALAR_F16, 50, 70, 40, 16, 32, 16, 4, 2, 2, 7033);
+  ok &= run_layout(dev, LAYOUT_DW, false, KILN_SCALAR_BF16, 40, 48, 37, 32, 16, 16, 4, 2, 0, 7034);
   /* On emu also tiles the tuner picks on a GPU (each layout is its own lowering there; the cpu
    * target computes every tile the same way). */
   if (kiln_bert_on_emu(dev)) {
@@ -329,24 +334,33 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
     ok &= run_grouped(dev, 150, 96, 64, 64, 32, 32, 8, KILN_SCALAR_F16, 0, 0, 7008);
     /* wgmma in each layout, both 16-bit types, every epilogue: ragged M, N and K, BK 16 to
      * 64, one and two warpgroups, two m64 blocks a warpgroup (128 rows on 4 warps) */
-    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F16, 100, 192, 64, 64, 128, 32, 4, 3, 1, 7010);
-    ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_BF16, 96, 136, 48, 64, 64, 16, 4, 3, 2, 7011);
-    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_F16, 128, 120, 72, 128, 128, 64, 8, 3, 3, 7012);
-    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_BF16, 130, 256, 40, 128, 256, 32, 4, 3, 0, 7013);
-    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 72, 64, 96, 64, 64, 32, 4, 3, 1, 7014);
+    ok &= run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_F16, 100, 192, 64, 64, 128, 32, 4, 3, 1,
+                     7010);
+    ok &=
+        run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_BF16, 96, 136, 48, 64, 64, 16, 4, 3, 2, 7011);
+    ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_F16, 128, 120, 72, 128, 128, 64, 8, 3, 3,
+                     7012);
+    ok &= run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_BF16, 130, 256, 40, 128, 256, 32, 4, 3, 0,
+                     7013);
+    ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_BF16, 72, 64, 96, 64, 64, 32, 4, 3, 1, 7014);
     /* 4 stages: one wgmma group left in flight across K steps (wait_group 1, the copies two
      * iterations ahead), the last retired after the loop; K of 1, 2, 3 and 9 steps */
-    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F16, 70, 128, 288, 64, 128, 32, 4, 4, 1, 7015);
-    ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_F16, 64, 64, 16, 64, 64, 16, 4, 4, 0, 7016);
-    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_BF16, 136, 104, 256, 128, 128, 32, 8, 4, 3, 7017);
-    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_BF16, 64, 64, 96, 64, 64, 32, 4, 5, 2, 7018);
+    ok &= run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_F16, 70, 128, 288, 64, 128, 32, 4, 4, 1,
+                     7015);
+    ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_F16, 64, 64, 16, 64, 64, 16, 4, 4, 0, 7016);
+    ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_BF16, 136, 104, 256, 128, 128, 32, 8, 4, 3,
+                     7017);
+    ok &=
+        run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_BF16, 64, 64, 96, 64, 64, 32, 4, 5, 2, 7018);
     /* tf32 (f32 with TF32 = 1): the forward on wgmma .tf32 at the wgmma_tf32 preset's tile
      * (128x128x32 on 8 warps; 128-byte rows of f32) and at BK 16 with a group in flight; dX
      * and dW on mma.sync with wgmma asked for */
-    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F32, 150, 192, 96, 128, 128, 32, 8, 3, 1, 7019);
-    ok &= run_wgmma(dev, LAYOUT_FWD, KILN_SCALAR_F32, 70, 128, 136, 64, 128, 16, 4, 4, 2, 7020);
-    ok &= run_wgmma(dev, LAYOUT_DX, KILN_SCALAR_F32, 96, 136, 48, 64, 64, 32, 4, 3, 0, 7021);
-    ok &= run_wgmma(dev, LAYOUT_DW, KILN_SCALAR_F32, 72, 64, 96, 64, 64, 32, 4, 3, 3, 7022);
+    ok &= run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_F32, 150, 192, 96, 128, 128, 32, 8, 3, 1,
+                     7019);
+    ok &= run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_F32, 70, 128, 136, 64, 128, 16, 4, 4, 2,
+                     7020);
+    ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_F32, 96, 136, 48, 64, 64, 32, 4, 3, 0, 7021);
+    ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_F32, 72, 64, 96, 64, 64, 32, 4, 3, 3, 7022);
   }
   return ok;
 }
