@@ -126,6 +126,10 @@ static const char *const usage_train =
     "  --no-shuffle         keep the data order (neg then pos, file names in byte order)\n"
     "  --seed N             shuffling and dropout\n"
     "  --device cpu|emu|cuda[:N]\n"
+    "  --replicas R         data-parallel: R copies of the model, each running 1/R of every\n"
+    "                       batch (--batch stays the whole batch, so the run is the same run),\n"
+    "                       their gradients averaged before each optimizer step; on cuda[:N]\n"
+    "                       one GPU each (N, N+1, ...), on cpu and emu all in the host's memory\n"
     "  --max-device-bytes N the device memory the run may plan (512M, 2G, ...); a batch that\n"
     "                       needs more is refused before anything is allocated (default:\n"
     "                       KILN_DEVICE_MEMORY, else the GPU's free memory on cuda, the\n"
@@ -482,6 +486,7 @@ static int cmd_train(int argc, char **argv) {
       OPT_SIZE("--steps", &o.steps, 1),
       OPT_SIZE("--warmup", &o.warmup, 0),
       OPT_SIZE("--stop-after", &o.stop_after, 1),
+      OPT_SIZE("--replicas", &o.replicas, 1),
       OPT_SIZE("--save-every", &o.save_every, 1),
       OPT_SIZE("--eval-max-samples", &o.eval_max_samples, 1),
       OPT_SEED("--seed", &o.seed),

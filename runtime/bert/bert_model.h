@@ -96,6 +96,12 @@ KilnBertStatus kiln_bert_model_plan_bytes(const KilnBertConfig *cfg, KilnBertPre
 KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertPrecision prec,
                                             int max_batch, int max_seq, const char *device,
                                             size_t limit, size_t *needed);
+/* The same for `copies` models of that shape in one memory (data-parallel replicas on the cpu
+ * or emu device, which all keep their buffers in the host's): copies times the plan. */
+KilnBertStatus kiln_bert_model_check_memory_copies(const KilnBertConfig *cfg,
+                                                   KilnBertPrecision prec, int max_batch,
+                                                   int max_seq, const char *device, size_t limit,
+                                                   int copies, size_t *needed);
 
 /* The parameter layout the model's flat buffers follow. */
 const KilnBertParams *kiln_bert_model_params(const KilnBertModel *m);
@@ -106,6 +112,9 @@ KilnBertStatus kiln_bert_model_get_params(KilnBertModel *m, float *flat);
 /* Copies the gradients of the last backward (params->total floats) to the host; with fp16 they
  * are still multiplied by the loss scale (kiln_bert_model_scaler), as the step unscales them. */
 KilnBertStatus kiln_bert_model_get_grads(KilnBertModel *m, float *flat);
+/* Overwrites the gradient buffer with params->total floats from the host (an all-reduce done
+ * through host memory writes its result back with it; scaled as get_grads reads them). */
+KilnBertStatus kiln_bert_model_set_grads(KilnBertModel *m, const float *flat);
 
 /* Forward over one batch: ids (rows x cols, row-major), the number of real tokens of each row
  * (its [CLS]..[SEP]; the rest is padding the attention ignores) and a label per row. *loss is

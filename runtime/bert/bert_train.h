@@ -41,6 +41,9 @@ typedef struct KilnBertTrainOptions {
                             counts the whole run), e.g. to --save and --resume later; 0: never */
   size_t save_every; /* --save-every N: also write the --save checkpoint after every N-th
                             step, so that a killed run can be resumed; 0: at the end only */
+  size_t replicas;   /* --replicas N: data-parallel copies of the model (bert_replicas.h), each
+                            on its own device (cuda[:K]: cuda:K, cuda:K+1, ...) running 1/N of
+                            every --batch; 1 (or 0): one model */
   KilnBertPadding padding;
   KilnBertSchedule schedule;
   int shuffle;

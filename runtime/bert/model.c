@@ -721,23 +721,39 @@ static KilnBertStatus device_memory(const char *device, size_t limit, size_t *by
 KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertPrecision prec,
                                             int max_batch, int max_seq, const char *device,
                                             size_t limit, size_t *needed) {
-  size_t need = 0, have = 0;
+  return kiln_bert_model_check_memory_copies(cfg, prec, max_batch, max_seq, device, limit, 1,
+                                             needed);
+}
+
+KilnBertStatus kiln_bert_model_check_memory_copies(const KilnBertConfig *cfg,
+                                                   KilnBertPrecision prec, int max_batch,
+                                                   int max_seq, const char *device, size_t limit,
+                                                   int copies, size_t *needed) {
+  size_t one = 0, have = 0;
   const char *source = NULL;
-  TRY(kiln_bert_model_plan_bytes(cfg, prec, max_batch, max_seq, &need));
+  if (copies < 1)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: %d copies", copies);
+  TRY(kiln_bert_model_plan_bytes(cfg, prec, max_batch, max_seq, &one));
   TRY(device_memory(device, limit, &have, &source));
+  if (one > SIZE_MAX / (size_t)copies)
+    return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "model: %d copies of %zu bytes overflow",
+                          copies, one);
+  size_t need = one * (size_t)copies;
   if (needed) *needed = need;
   if (need <= have) return KILN_BERT_OK;
   KilnBertParams lay;
   TRY(kiln_bert_params_layout(cfg, &lay));
-  size_t state = 4 * lay.total * sizeof(float); /* parameters, gradients, two moments */
+  size_t state = 4 * lay.total * sizeof(float) * (size_t)copies; /* parameters, gradients,
+                                                                     two moments */
   kiln_bert_params_free(&lay);
-  char a[32], b[32], c[32];
+  char a[32], b[32], c[32], n[48] = "";
+  if (copies > 1) snprintf(n, sizeof n, "%d copies of ", copies);
   return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY,
-                        "a batch of %d x %d tokens in %s needs %s (%zu bytes) of %s device memory "
-                        "(%s of it the parameters, gradients and AdamW moments, the rest "
+                        "%sa batch of %d x %d tokens in %s needs %s (%zu bytes) of %s device "
+                        "memory (%s of it the parameters, gradients and AdamW moments, the rest "
                         "activations), but %s (%zu bytes) is available (%s): use a smaller "
                         "--batch or --seq-len",
-                        max_batch, max_seq, kiln_bert_precision_name(prec),
+                        n, max_batch, max_seq, kiln_bert_precision_name(prec),
                         kiln_bytes_text(need, a, sizeof a), need, device ? device : "the",
                         kiln_bytes_text(state, b, sizeof b), kiln_bytes_text(have, c, sizeof c),
                         have, source);
@@ -838,6 +854,12 @@ KilnBertStatus kiln_bert_model_get_params(KilnBertModel *m, float *flat) {
 KilnBertStatus kiln_bert_model_get_grads(KilnBertModel *m, float *flat) {
   RT(copy_out(m, flat, m->grads, m->layout.total * sizeof(float)),
      "model: copying the gradients out");
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_set_grads(KilnBertModel *m, const float *flat) {
+  RT(copy_in(m, m->grads, flat, m->layout.total * sizeof(float)),
+     "model: copying the gradients in");
   return KILN_BERT_OK;
 }
 

@@ -23,6 +23,7 @@
 #include "bert_tok.h"
 #include "bert_plan.h"
 #include "bert_profile.h"
+#include "bert_replicas.h"
 #include "bert_vocab.h"
 
 #include <errno.h>
@@ -44,6 +45,7 @@ void kiln_bert_train_defaults(KilnBertTrainOptions *o) {
   o->schedule = KILN_BERT_SCHEDULE_LINEAR;
   o->shuffle = 1;
   o->graphs = -1;
+  o->replicas = 1;
   o->seed = 42;
   o->lr = 5e-5;
   o->weight_decay = 0.01;
@@ -70,6 +72,16 @@ static int is_file(const char *path) {
   return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* One copy of the model in data-parallel training (--replicas; bert_replicas.h): its device,
+ * and the shard of each batch it runs. Replica 0 is the run's model: the evaluation, the
+ * checkpoints, the launch tap and the profile are its. */
+typedef struct Replica {
+  KilnRtDevice *dev;
+  KilnBertModel *model;
+  KilnBertBatch batch;
+  int32_t *lens;
+} Replica;
+
 /* Everything a run holds, released by run_free whatever happened. */
 typedef struct Run {
   KilnBertConfig cfg;
@@ -80,11 +92,12 @@ typedef struct Run {
   KilnBertParams layout;
   float *flat;
   unsigned char *loaded;
-  KilnRtDevice *dev;
-  KilnBertModel *model;
-  KilnBertBatch batch;
+  Replica *rep; /* nrep of them */
+  int nrep;
+  KilnBertReplicas *group; /* the all-reduce, with more than one replica */
+  KilnRtDevice *dev;       /* replica 0's */
+  KilnBertModel *model;    /* replica 0's */
   size_t *order;
-  int32_t *lens;
   FILE *log;
   KilnBertPlan *launches; /* the tap on every launch: KILN_BERT_LAUNCH_LOG, --profile */
   FILE *launch_log;
@@ -92,12 +105,17 @@ typedef struct Run {
 } Run;
 
 static void run_free(Run *r) {
-  kiln_bert_model_destroy(r->model);
+  kiln_bert_replicas_destroy(r->group); /* clears the models' hooks */
+  for (int i = 0; r->rep && i < r->nrep; i++) kiln_bert_model_destroy(r->rep[i].model);
   kiln_bert_plan_destroy(r->launches);   /* after the model: its table forwards through the tap */
   kiln_bert_profile_destroy(r->profile); /* its events before the device */
   if (r->launch_log) fclose(r->launch_log);
-  if (r->dev) kiln_rt_device_destroy(r->dev);
-  kiln_bert_batch_free(&r->batch);
+  for (int i = 0; r->rep && i < r->nrep; i++) {
+    if (r->rep[i].dev) kiln_rt_device_destroy(r->rep[i].dev);
+    kiln_bert_batch_free(&r->rep[i].batch);
+    free(r->rep[i].lens);
+  }
+  free(r->rep);
   kiln_bert_encoded_free(&r->enc);
   kiln_bert_encoded_free(&r->eval_enc);
   kiln_bert_data_free(&r->ds);
@@ -108,7 +126,6 @@ static void run_free(Run *r) {
   free(r->flat);
   free(r->loaded);
   free(r->order);
-  free(r->lens);
   if (r->log) fclose(r->log);
 }
 
@@ -118,12 +135,17 @@ static void run_free(Run *r) {
  * stream would, so it gains nothing there but tests the path. Noted on stderr when
  * KILN_BERT_GRAPH_STATS is set (the tests read it). */
 static KilnBertStatus choose_graphs(Run *r, const KilnBertTrainOptions *o) {
-  if (o->graphs >= 0)
-    return kiln_bert_model_set_graphs(r->model,
-                                      o->graphs ? KILN_BERT_GRAPHS_ON : KILN_BERT_GRAPHS_OFF);
   /* the default is an optimization: a failure to capture falls back to the stream, noted */
-  int on = kiln_rt_device_kind(r->dev) == KILN_RT_DEVICE_CUDA && !r->launches;
-  return on ? kiln_bert_model_set_graphs(r->model, KILN_BERT_GRAPHS_FALLBACK) : KILN_BERT_OK;
+  int mode = o->graphs >= 0 ? (o->graphs ? KILN_BERT_GRAPHS_ON : KILN_BERT_GRAPHS_OFF)
+             : kiln_rt_device_kind(r->dev) == KILN_RT_DEVICE_CUDA && !r->launches
+                 ? KILN_BERT_GRAPHS_FALLBACK
+                 : KILN_BERT_GRAPHS_OFF;
+  if (mode == KILN_BERT_GRAPHS_OFF && o->graphs < 0) return KILN_BERT_OK;
+  for (int i = 0; i < r->nrep; i++) {
+    KilnBertStatus st = kiln_bert_model_set_graphs(r->rep[i].model, mode);
+    if (st != KILN_BERT_OK) return st;
+  }
+  return KILN_BERT_OK;
 }
 
 /* A note when replay fell back to the stream; with KILN_BERT_GRAPH_STATS set, what replay
@@ -301,6 +323,14 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
   if (o->save && is_file(o->save))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--save %s: not a directory (a checkpoint is a directory)", o->save);
+  if (o->replicas > KILN_BERT_MAX_REPLICAS)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "--replicas %zu: at most %d",
+                          o->replicas, KILN_BERT_MAX_REPLICAS);
+  if (o->replicas > o->batch)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--replicas %zu: more replicas than the --batch of %zu samples they "
+                          "share (each runs a shard of every batch)",
+                          o->replicas, o->batch);
   if (!o->data || o->batch < 1 || o->seq_len < 2)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "train needs --data, --batch >= 1 "
                                                             "and --seq-len >= 2");
@@ -335,7 +365,9 @@ static KilnBertStatus load_eval_data(Run *r, const KilnBertTrainOptions *o) {
  * in samples and batches, so both must be the same), and its AdamW moments. */
 static KilnBertStatus resume_state(Run *r, const KilnBertTrainOptions *o, size_t total,
                                    KilnBertTrainState *ts) {
-  KilnBertStatus st = kiln_bert_ckpt_load_moments(o->resume, r->model);
+  KilnBertStatus st = KILN_BERT_OK;
+  for (int i = 0; i < r->nrep && st == KILN_BERT_OK; i++)
+    st = kiln_bert_ckpt_load_moments(o->resume, r->rep[i].model);
   if (st != KILN_BERT_OK) return st;
   if (ts->samples != r->enc.n || ts->batch != o->batch)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -364,6 +396,11 @@ static KilnBertStatus resume_state(Run *r, const KilnBertTrainOptions *o, size_t
 /* --save: the checkpoint after ts->step steps, with where the next step's batch starts. */
 static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
                                       KilnBertTrainState *ts) {
+  /* replica 0 stands for all: they must agree */
+  if (r->group) {
+    KilnBertStatus st = kiln_bert_replicas_check_same(r->group);
+    if (st != KILN_BERT_OK) return st;
+  }
   size_t count;
   kiln_bert_step_slice(ts->samples, ts->batch, ts->step, &ts->epoch, &ts->position, &count);
   return kiln_bert_ckpt_save(o->save, &r->cfg, r->model, ts);
@@ -371,12 +408,13 @@ static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
 
 /* The summary as a table: the metrics, then the last step's loss. */
 static void summary_table(const KilnBertTrainOptions *o, const KilnBertMetrics *mt, double loss) {
-  char title[512];
+  char title[512], copies[48] = "";
+  if (o->replicas > 1) snprintf(copies, sizeof copies, " (%zu replicas)", o->replicas);
   snprintf(title, sizeof title,
-           "kiln-bert train: model %s, %s%s on %s, %zu steps of %zu x %s%zu "
+           "kiln-bert train: model %s, %s%s on %s%s, %zu steps of %zu x %s%zu "
            "tokens",
-           model_source(o), o->precision, o->tf32 ? "+tf32" : "", o->device, mt->steps, o->batch,
-           o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
+           model_source(o), o->precision, o->tf32 ? "+tf32" : "", o->device, copies, mt->steps,
+           o->batch, o->padding == KILN_BERT_PAD_DYNAMIC ? "<= " : "", o->seq_len);
   kiln_bert_metrics_table(mt, title, o->table);
   fprintf(o->table, "%-18s %14.6f\n", "last loss", loss);
   fflush(o->table);
@@ -389,6 +427,135 @@ static void progress(FILE *tty, size_t k, size_t total, double loss) {
           "==============================", width - done, "", k, total, loss);
   if (k == total) fputc('\n', tty);
   fflush(tty);
+}
+
+/* The number of replicas: --replicas, 1 when unset. */
+static int replicas_of(const KilnBertTrainOptions *o) { return o->replicas ? (int)o->replicas : 1; }
+
+/* The device of replica i: --device itself with one replica; with several, cuda[:K] becomes
+ * cuda:K+i (a GPU each), and cpu and emu are a device each over the host's memory. */
+static void replica_device(const char *device, int nrep, int i, char *buf, size_t cap) {
+  if (nrep == 1 || strncmp(device, "cuda", 4) != 0) {
+    snprintf(buf, cap, "%s", device);
+    return;
+  }
+  long first = device[4] == ':' ? strtol(device + 5, NULL, 10) : 0;
+  snprintf(buf, cap, "cuda:%ld", first + i);
+}
+
+/* Replica i's dropout seed: the run's for replica 0 (so one replica draws what a run without
+ * --replicas draws), the run's mixed with i for the others, whose shards draw other masks. */
+static uint64_t replica_seed(uint64_t seed, int i) {
+  return i ? seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)i) : seed;
+}
+
+/* The rows each replica's model is planned for: its share of a full batch, rounded up. */
+static int shard_rows(const KilnBertTrainOptions *o) {
+  size_t n = (size_t)replicas_of(o);
+  return (int)((o->batch + n - 1) / n);
+}
+
+/* Whether the replicas' plans fit, before anything is allocated: each GPU holds one; the cpu
+ * and emu devices all keep theirs in the host's memory. */
+static KilnBertStatus check_replica_memory(const Run *r, const KilnBertTrainOptions *o,
+                                           KilnBertPrecision prec) {
+  int nrep = replicas_of(o);
+  if (strncmp(o->device, "cuda", 4) != 0)
+    return kiln_bert_model_check_memory_copies(&r->cfg, prec, shard_rows(o), (int)o->seq_len,
+                                               o->device, o->max_device_bytes, nrep, NULL);
+  for (int i = 0; i < nrep; i++) {
+    char name[64];
+    replica_device(o->device, nrep, i, name, sizeof name);
+    KilnBertStatus st = kiln_bert_model_check_memory(&r->cfg, prec, shard_rows(o), (int)o->seq_len,
+                                                     name, o->max_device_bytes, NULL);
+    if (st != KILN_BERT_OK) return st;
+  }
+  return KILN_BERT_OK;
+}
+
+/* Every replica's device and model, each model holding the run's initial parameters; with more
+ * than one, the group that all-reduces their gradients. */
+static KilnBertStatus create_replicas(Run *r, const KilnBertTrainOptions *o,
+                                      KilnBertPrecision prec) {
+  int nrep = replicas_of(o), rows = shard_rows(o);
+  KilnBertModel *models[KILN_BERT_MAX_REPLICAS];
+  if (!(r->rep = calloc((size_t)nrep, sizeof *r->rep)))
+    return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
+  r->nrep = nrep;
+  KilnBertStatus st = KILN_BERT_OK;
+  for (int i = 0; i < nrep && st == KILN_BERT_OK; i++) {
+    Replica *p = &r->rep[i];
+    char name[64];
+    replica_device(o->device, nrep, i, name, sizeof name);
+    if (!(p->lens = calloc((size_t)rows, sizeof *p->lens)))
+      return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (kiln_rt_device_create(name, &p->dev) != KILN_RT_OK)
+      return kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", name, kiln_rt_last_error());
+    st = kiln_bert_model_create_precision(p->dev, &r->cfg, prec, rows, (int)o->seq_len, &p->model);
+    if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(p->model, r->flat);
+    models[i] = p->model;
+  }
+  if (st != KILN_BERT_OK) return st;
+  r->dev = r->rep[0].dev;
+  r->model = r->rep[0].model;
+  return nrep > 1 ? kiln_bert_replicas_create(models, nrep, &r->group) : KILN_BERT_OK;
+}
+
+/* Replica i's forward and backward over its shard of the step's `count` samples (from
+ * r->order + first): *rows samples of *tokens tokens with mean loss *loss; nothing when the
+ * shard is empty (an epoch's last batch may have fewer samples than there are replicas). */
+static KilnBertStatus replica_pass(Run *r, const KilnBertTrainOptions *o, int i, size_t first,
+                                   size_t count, uint64_t seed, int64_t step, size_t *rows,
+                                   size_t *tokens, float *loss) {
+  Replica *p = &r->rep[i];
+  size_t off;
+  kiln_bert_replicas_shard(count, r->nrep, i, &off, rows);
+  *tokens = 0;
+  *loss = 0;
+  if (*rows == 0) return KILN_BERT_OK;
+  KilnBertStatus st = kiln_bert_batch_fill(r->tok, &r->enc, r->order + first + off, *rows,
+                                           o->seq_len, o->padding, &p->batch);
+  if (st != KILN_BERT_OK) return st;
+  kiln_bert_batch_lens(&p->batch, p->lens);
+  *tokens = p->batch.rows * p->batch.cols;
+  /* fresh masks each step, a function of (seed, global step): a rerun, and a resumed run,
+   * draw the same ones */
+  st = kiln_bert_model_set_dropout(p->model, dropout_p(o, &r->cfg), replica_seed(seed, i), step);
+  if (st == KILN_BERT_OK)
+    st = kiln_bert_model_train_pass(p->model, p->batch.ids, p->lens, p->batch.labels,
+                                    (int)p->batch.rows, (int)p->batch.cols, loss);
+  return st;
+}
+
+/* One optimizer step of the run: every replica's forward and backward, the all-reduce, and
+ * every replica's AdamW step (which reduces in the first). *loss is the batch's mean loss (the
+ * shards' weighted by their rows), *norm the gradient norm, *tokens the batch's tokens. */
+static KilnBertStatus train_step(Run *r, const KilnBertTrainOptions *o, const KilnBertOptim *opt,
+                                 KilnBertTrainState *ts, size_t first, size_t count, size_t k,
+                                 double lr, float *loss, double *norm, size_t *tokens) {
+  size_t rows[KILN_BERT_MAX_REPLICAS];
+  double sum = 0;
+  *tokens = 0;
+  for (int i = 0; i < r->nrep; i++) {
+    size_t t;
+    float l;
+    KilnBertStatus st =
+        replica_pass(r, o, i, first, count, ts->seed, (int64_t)k + 1, &rows[i], &t, &l);
+    if (st != KILN_BERT_OK) return st;
+    *tokens += t;
+    sum += (double)rows[i] / (double)count * (double)l;
+  }
+  *loss = (float)sum;
+  if (r->group) {
+    KilnBertStatus st = kiln_bert_replicas_begin_step(r->group, rows);
+    if (st != KILN_BERT_OK) return st;
+  }
+  for (int i = 0; i < r->nrep; i++) {
+    KilnBertStatus st =
+        kiln_bert_model_step(r->rep[i].model, opt, lr, (int)ts->adam_step + 1, i ? NULL : norm);
+    if (st != KILN_BERT_OK) return st;
+  }
+  return KILN_BERT_OK;
 }
 
 #if !defined(KILN_BERT_EMU_BUILD) && !defined(KILN_BERT_CUDA_BUILD)
@@ -413,9 +580,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK) st = load_config(&r, o);
   if (st == KILN_BERT_OK) st = check_options(o, &r.cfg, &prec);
   /* a batch that cannot fit fails here, before the weights are read or anything is written */
-  if (st == KILN_BERT_OK)
-    st = kiln_bert_model_check_memory(&r.cfg, prec, (int)o->batch, (int)o->seq_len, o->device,
-                                      o->max_device_bytes, NULL);
+  if (st == KILN_BERT_OK) st = check_replica_memory(&r, o, prec);
   if (st == KILN_BERT_OK) st = load_weights(&r, o);
   char vpath[4096];
   if (st == KILN_BERT_OK) {
@@ -443,22 +608,15 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK && !o->resume) ts.samples = r.enc.n;
   if (st == KILN_BERT_OK) {
     r.order = calloc(r.enc.n, sizeof *r.order);
-    r.lens = calloc(o->batch, sizeof *r.lens);
-    if (!r.order || !r.lens) st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r.order) st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
   }
-  KilnRtStatus rs = KILN_RT_OK;
-  if (st == KILN_BERT_OK && (rs = kiln_rt_device_create(o->device, &r.dev)) != KILN_RT_OK)
-    st = kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", o->device, kiln_rt_last_error());
-  if (st == KILN_BERT_OK)
-    st = kiln_bert_model_create_precision(r.dev, &r.cfg, prec, (int)o->batch, (int)o->seq_len,
-                                          &r.model);
-  if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(r.model, r.flat);
+  if (st == KILN_BERT_OK) st = create_replicas(&r, o, prec);
   size_t total = kiln_bert_total_steps(r.enc.n, o->batch, o->epochs, o->steps);
   if (st == KILN_BERT_OK && o->resume) st = resume_state(&r, o, total, &ts);
   /* the loss scaler goes on from the checkpoint; a fresh run takes the model's start (2^16 in
    * fp16, 1 otherwise) */
   if (st == KILN_BERT_OK && o->resume)
-    *kiln_bert_model_scaler(r.model) = ts.scaler;
+    for (int i = 0; i < r.nrep; i++) *kiln_bert_model_scaler(r.rep[i].model) = ts.scaler;
   else if (st == KILN_BERT_OK)
     ts.scaler = *kiln_bert_model_scaler(r.model);
   if (st == KILN_BERT_OK) st = attach_tap(&r, prec, o->profile);
@@ -487,22 +645,12 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
       kiln_bert_epoch_order(r.enc.n, o->shuffle, ts.seed, epoch, r.order);
       cur_epoch = epoch;
     }
-    st = kiln_bert_batch_fill(r.tok, &r.enc, r.order + first, count, o->seq_len, o->padding,
-                              &r.batch);
-    if (st != KILN_BERT_OK) break;
-    kiln_bert_batch_lens(&r.batch, r.lens);
     float loss = 0;
     double norm = 0, lr = o->lr * kiln_bert_lr_factor(o->schedule, k, o->warmup, total);
     /* the scale this step's backward uses (the step may change it) */
     double scale = kiln_bert_model_scaler(r.model)->scale;
-    /* fresh masks each step, a function of (seed, global step): a rerun, and a resumed run,
-     * draw the same ones */
-    st = kiln_bert_model_set_dropout(r.model, dropout_p(o, &r.cfg), ts.seed, (int64_t)k + 1);
-    if (st == KILN_BERT_OK)
-      st = kiln_bert_model_train_pass(r.model, r.batch.ids, r.lens, r.batch.labels,
-                                      (int)r.batch.rows, (int)r.batch.cols, &loss);
-    if (st == KILN_BERT_OK)
-      st = kiln_bert_model_step(r.model, &opt, lr, (int)ts.adam_step + 1, &norm);
+    size_t tokens = 0;
+    st = train_step(&r, o, &opt, &ts, first, count, k, lr, &loss, &norm, &tokens);
     if (st != KILN_BERT_OK) break;
     /* AdamW's step count: a step skipped for an fp16 overflow does not advance it (contract 5) */
     int skipped = kiln_bert_model_skipped(r.model);
@@ -510,7 +658,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     ts.step = k + 1;
     ts.scaler = *kiln_bert_model_scaler(r.model);
     double step_time = now() - tstart;
-    kiln_bert_metrics_step(&mt, step_time, count, r.batch.rows * r.batch.cols);
+    kiln_bert_metrics_step(&mt, step_time, count, tokens);
     /* the launch times are read after the step's time is taken: the reading is not in it */
     if (r.profile && (st = kiln_bert_profile_step_end(r.profile, step_time)) != KILN_BERT_OK) break;
     last_loss = loss;
@@ -533,11 +681,14 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     }
   }
   mt.total_time = now() - t0 - save_time;
+  /* the copies trained one model: replica 0's evaluation and checkpoint are the run's */
+  if (st == KILN_BERT_OK && r.group) st = kiln_bert_replicas_check_same(r.group);
   if (st == KILN_BERT_OK && r.eval_enc.n > 0) {
     KilnBertMetrics em = {0};
     /* dropout off: the pass turns it off itself */
-    st = kiln_bert_eval_pass(r.model, r.tok, &r.eval_enc, o->batch, o->seq_len, o->padding, NULL,
-                             NULL, &em);
+    /* on replica 0, in batches of the rows it is planned for */
+    st = kiln_bert_eval_pass(r.model, r.tok, &r.eval_enc, (size_t)shard_rows(o), o->seq_len,
+                             o->padding, NULL, NULL, &em);
     mt.has_eval = em.has_eval;
     mt.eval_loss = em.eval_loss;
     mt.accuracy = em.accuracy;

@@ -1,0 +1,196 @@
+/* replicas.c — data-parallel replicas of the model (bert_replicas.h): the shard split, the
+ * all-reduce through host memory in the models' hook, and the check that the copies agree.
+ *
+ * The reduction is a weighted sum in rank order, acc = w_0 g_0, then acc += w_r g_r for each
+ * replica whose shard was not empty, in f32 (the gradient buffer's type). With one replica, or
+ * with shards of equal size, the weights are exact (1, 1/2, 1/4, ...), and a run of one replica
+ * gives exactly the single-device run. Every replica then receives the same sum, and the
+ * optimizer's kernels are functions of their inputs, so the copies take the same step. */
+#include "bert_replicas.h"
+#include "bert_internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Rank {
+  KilnBertReplicas *group;
+  int r;
+} Rank;
+
+struct KilnBertReplicas {
+  KilnBertModel *models[KILN_BERT_MAX_REPLICAS];
+  Rank ranks[KILN_BERT_MAX_REPLICAS];
+  double weight[KILN_BERT_MAX_REPLICAS]; /* this step's rows_r / rows, 0 for an empty shard */
+  int n;
+  int armed;   /* begin_step was called and the round's reduction has not run yet */
+  size_t size; /* floats in each gradient buffer */
+  float *stage, *acc;
+};
+
+void kiln_bert_replicas_shard(size_t count, int n, int r, size_t *first, size_t *rows) {
+  size_t per = count / (size_t)n, extra = count % (size_t)n, ur = (size_t)r;
+  *rows = per + (ur < extra);
+  *first = ur * per + (ur < extra ? ur : extra);
+}
+
+/* acc = sum of w_r g_r over the non-empty shards, then written to every replica. */
+static KilnBertStatus reduce(KilnBertReplicas *g) {
+  float s0 = kiln_bert_model_scaler(g->models[0])->scale;
+  int started = 0;
+  for (int r = 0; r < g->n; r++) {
+    /* fp16's backward multiplies by the loss scale: the shards must share it to be summed */
+    if (kiln_bert_model_scaler(g->models[r])->scale != s0)
+      return kiln_bert_fail(KILN_BERT_ERROR_DEVICE,
+                            "replicas: replica %d's loss scale %g is not replica 0's %g", r,
+                            (double)kiln_bert_model_scaler(g->models[r])->scale, (double)s0);
+    if (g->weight[r] == 0) continue;
+    KilnBertStatus st = kiln_bert_model_get_grads(g->models[r], started ? g->stage : g->acc);
+    if (st != KILN_BERT_OK) return st;
+    float w = (float)g->weight[r];
+    if (!started) {
+      if (w != 1.0f)
+        for (size_t i = 0; i < g->size; i++) g->acc[i] *= w;
+      started = 1;
+    } else {
+      for (size_t i = 0; i < g->size; i++) g->acc[i] += w * g->stage[i];
+    }
+  }
+  for (int r = 0; r < g->n; r++) {
+    KilnBertStatus st = kiln_bert_model_set_grads(g->models[r], g->acc);
+    if (st != KILN_BERT_OK) return st;
+  }
+  return KILN_BERT_OK;
+}
+
+/* The hook of every replica: the round's first call reduces for all, the others find the sum
+ * already in their buffers. */
+static KilnBertStatus replica_hook(void *user, float *grads, size_t n, KilnRtStream *stream) {
+  (void)grads;
+  (void)stream;
+  Rank *rank = user;
+  KilnBertReplicas *g = rank->group;
+  if (n != g->size)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "replicas: replica %d reduces %zu gradients, the group %zu", rank->r, n,
+                          g->size);
+  if (!g->armed) return KILN_BERT_OK; /* reduced earlier in this round */
+  g->armed = 0;
+  return reduce(g);
+}
+
+KilnBertStatus kiln_bert_replicas_create(KilnBertModel *const *models, int n,
+                                         KilnBertReplicas **out) {
+  *out = NULL;
+  if (n < 1 || n > KILN_BERT_MAX_REPLICAS)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "replicas: %d replicas; 1 to %d are supported", n,
+                          KILN_BERT_MAX_REPLICAS);
+  const KilnBertParams *lay0 = kiln_bert_model_params(models[0]);
+  for (int r = 1; r < n; r++) {
+    const KilnBertParams *lay = kiln_bert_model_params(models[r]);
+    if (lay->total != lay0->total || lay->n != lay0->n ||
+        kiln_bert_model_precision(models[r]) != kiln_bert_model_precision(models[0]))
+      return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                            "replicas: replica %d is another model than replica 0 (%zu "
+                            "parameters against %zu, or another precision)",
+                            r, lay->total, lay0->total);
+  }
+  KilnBertReplicas *g = calloc(1, sizeof *g);
+  if (g) {
+    g->size = lay0->total;
+    g->stage = malloc(g->size * sizeof *g->stage);
+    g->acc = malloc(g->size * sizeof *g->acc);
+  }
+  if (!g || !g->stage || !g->acc) {
+    kiln_bert_replicas_destroy(g);
+    return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY,
+                          "replicas: out of memory for the all-reduce's host buffers");
+  }
+  g->n = n;
+  for (int r = 0; r < n; r++) {
+    g->models[r] = models[r];
+    g->ranks[r] = (Rank){g, r};
+    kiln_bert_model_set_allreduce(models[r], replica_hook, &g->ranks[r]);
+  }
+  *out = g;
+  return KILN_BERT_OK;
+}
+
+void kiln_bert_replicas_destroy(KilnBertReplicas *g) {
+  if (!g) return;
+  for (int r = 0; r < g->n; r++) kiln_bert_model_set_allreduce(g->models[r], NULL, NULL);
+  free(g->stage);
+  free(g->acc);
+  free(g);
+}
+
+KilnBertStatus kiln_bert_replicas_begin_step(KilnBertReplicas *g, const size_t *rows) {
+  size_t total = 0;
+  for (int r = 0; r < g->n; r++) total += rows[r];
+  if (total == 0)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "replicas: a step with no samples on any replica");
+  for (int r = 0; r < g->n; r++) g->weight[r] = (double)rows[r] / (double)total;
+  g->armed = 1;
+  return KILN_BERT_OK;
+}
+
+/* The name of the parameter that holds float i of the flat buffer (padding: the last one's). */
+static const char *param_at(const KilnBertParams *lay, size_t i) {
+  const char *name = lay->n ? lay->p[0].name : "?";
+  for (size_t k = 0; k < lay->n && lay->p[k].offset <= i; k++) name = lay->p[k].name;
+  return name;
+}
+
+/* Replica r's parameters against replica 0's, float by float (the first difference named). */
+static KilnBertStatus compare_params(KilnBertReplicas *g, int r) {
+  KilnBertStatus st = kiln_bert_model_get_params(g->models[0], g->acc);
+  if (st == KILN_BERT_OK) st = kiln_bert_model_get_params(g->models[r], g->stage);
+  if (st != KILN_BERT_OK) return st;
+  for (size_t i = 0; i < g->size; i++)
+    if (memcmp(&g->acc[i], &g->stage[i], sizeof(float)) != 0)
+      return kiln_bert_fail(KILN_BERT_ERROR_DEVICE,
+                            "replicas: replica %d's parameters differ from replica 0's at float "
+                            "%zu (%s): %.9g against %.9g; the copies no longer train the same "
+                            "model",
+                            r, i, param_at(kiln_bert_model_params(g->models[0]), i),
+                            (double)g->stage[i], (double)g->acc[i]);
+  return KILN_BERT_OK;
+}
+
+/* FNV-1a over the bits of n floats. */
+static uint64_t hash_floats(const float *x, size_t n) {
+  const unsigned char *b = (const unsigned char *)x;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* A replica's two AdamW moments as one hash (both are read at once, into acc and stage). */
+static KilnBertStatus moments_hash(KilnBertReplicas *g, int r, uint64_t *h) {
+  KilnBertStatus st = kiln_bert_model_get_moments(g->models[r], g->acc, g->stage);
+  if (st == KILN_BERT_OK) *h = hash_floats(g->acc, g->size) ^ (hash_floats(g->stage, g->size) * 31);
+  return st;
+}
+
+KilnBertStatus kiln_bert_replicas_check_same(KilnBertReplicas *g) {
+  for (int r = 1; r < g->n; r++) {
+    if (kiln_bert_model_scaler(g->models[r])->scale != kiln_bert_model_scaler(g->models[0])->scale)
+      return kiln_bert_fail(KILN_BERT_ERROR_DEVICE,
+                            "replicas: replica %d's loss scale is not replica 0's", r);
+    KilnBertStatus st = compare_params(g, r);
+    if (st != KILN_BERT_OK) return st;
+  }
+  uint64_t h0 = 0, h = 0;
+  for (int r = 0; r < g->n; r++) {
+    KilnBertStatus st = moments_hash(g, r, r ? &h : &h0);
+    if (st != KILN_BERT_OK) return st;
+    if (r && h != h0)
+      return kiln_bert_fail(KILN_BERT_ERROR_DEVICE,
+                            "replicas: replica %d's AdamW moments differ from replica 0's; the "
+                            "copies no longer train the same model",
+                            r);
+  }
+  return KILN_BERT_OK;
+}
