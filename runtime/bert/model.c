@@ -752,11 +752,11 @@ KilnBertStatus kiln_bert_model_check_memory_copies(const KilnBertConfig *cfg,
                         "%sa batch of %d x %d tokens in %s needs %s (%zu bytes) of %s device "
                         "memory (%s of it the parameters, gradients and AdamW moments, the rest "
                         "activations), but %s (%zu bytes) is available (%s): use a smaller "
-                        "--batch or --seq-len",
+                        "--batch or --seq-len%s",
                         n, max_batch, max_seq, kiln_bert_precision_name(prec),
                         kiln_bytes_text(need, a, sizeof a), need, device ? device : "the",
                         kiln_bytes_text(state, b, sizeof b), kiln_bytes_text(have, c, sizeof c),
-                        have, source);
+                        have, source, copies > 1 ? ", or fewer --replicas" : "");
 }
 
 KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,

@@ -5,6 +5,7 @@ review ends in its index, so no two are the same text), and a short training run
 their comparison with another build's."""
 import json
 import os
+import struct
 import subprocess
 
 POS = "the movie was great ! i love it , great great"
@@ -31,6 +32,23 @@ def write_reviews(root, per_label, split="train"):
         for i in range(per_label):
             with open(os.path.join(d, f"{i}_5.txt"), "w") as f:
                 f.write(f"{text} {i}\n")
+
+
+def read_safetensors_f32(check, path):
+    """{name: list of floats} of a safetensors file kiln-bert saved (every tensor F32, which
+    check is told)."""
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        check(e["dtype"] == "F32", f"{path}: {name} saved as {e['dtype']}")
+        b, end = e["data_offsets"]
+        raw = data[8 + n + b:8 + n + end]
+        out[name] = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    return out
 
 
 def train_losses(check, exe, vocab, data, log, batch, seq_len=16, steps=3):

@@ -83,21 +83,6 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def read_safetensors_f32(path):
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        check(e["dtype"] == "F32", f"{path}: {name} saved as {e['dtype']}")
-        b, end = e["data_offsets"]
-        raw = data[8 + n + b:8 + n + end]
-        out[name] = list(struct.unpack(f"<{len(raw) // 4}f", raw))
-    return out
-
-
 def checkpoint(rng, dtype, bare, heads):
     """The stored tensors and the f32 values the model must load for each parameter."""
     tensors, want = [], {}
@@ -156,7 +141,7 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{dtype}: no note that {name} was ignored")
         check(r.stderr.count("note:") == len(inited) + 3,
               f"{dtype}: {r.stderr.count('note:')} notes, want {len(inited) + 3}")
-        got = read_safetensors_f32(os.path.join(out, "model.safetensors")) \
+        got = kbtest.read_safetensors_f32(check, os.path.join(out, "model.safetensors")) \
             if r.returncode == 0 else {}
         for name, values in want.items():
             check(got.get(name) == values, f"{dtype}: {name} did not load bit for bit")
@@ -169,7 +154,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(any(w) and max(abs(x) for x in w) < 0.2, f"classifier.weight is not normal(0, 0.02): {w[:4]}")
     check(saved["F16"].get("classifier.weight") == w, "classifier.weight: seed 5 twice differs")
     r = train(os.path.join(tmp, "pre-F32"), os.path.join(tmp, "out-seed6"), seed="6")
-    got = read_safetensors_f32(os.path.join(tmp, "out-seed6", "model.safetensors")) \
+    got = kbtest.read_safetensors_f32(check, os.path.join(tmp, "out-seed6", "model.safetensors")) \
         if r.returncode == 0 else {}
     check(got.get("classifier.weight") not in (None, w), "another seed, the same classifier")
 

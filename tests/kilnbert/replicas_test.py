@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""kiln-bert train --replicas N (data-parallel copies of the model, runtime/bert/bert_replicas.h)
+end to end on synthetic aclImdb-layout folders made here (tiny model, one cpu thread each).
+
+cpu: with dropout 0 and no shuffling, 2 and 3 replicas train the same run as one model: 12
+     samples in batches of 8, so the second step's batch is partial (4 samples: shards of 2 and
+     2, or 2, 1 and 1), in fp32, fp16 and bf16; every step's loss and gradient norm and the
+     saved parameters agree with the single model's within the tolerances below. The replicas'
+     own agreement (parameters, moments and loss scale bit for bit) is checked by kiln-bert
+     itself at every save and at the end, so every run here exiting 0 is that check passing.
+     With dropout a replicated run is reproducible bit for bit; a run saved with 2 replicas and
+     resumed with 1 goes on as the uninterrupted 2-replica run (same tolerances); the memory
+     check counts one plan per replica in the host's memory (refused one byte short of two
+     plans, accepted at exactly two); --replicas beyond --batch and beyond 64 are refused.
+emu: 2 replicas on the emu device against 2 on the cpu.
+
+Tolerances. Sharding changes which rows each gemm and each sum over batch rows (bias and
+LayerNorm gradients, the loss mean) sees, and the all-reduce adds the shards' gradients in f32
+weighted by rows/batch, so the sums are reordered, not changed: fp32's losses within 2e-5
+relative (measured 1.2e-7 after 4 steps) and its gradient norms within 1e-4 (5e-7). fp16 and
+bf16 round activations to 11 and 8 bits, and a reordered f32 sum can round to the other
+neighbour: losses within 4e-3 relative (one bf16 ulp; measured 3.8e-4 in bf16, 7e-5 in fp16),
+norms within 2e-2. The parameters after 4 AdamW steps at lr 1e-3: on average within 1e-8 in
+fp32 (measured 8e-11) and 1e-5 in fp16/bf16 (1.2e-6); each within 2 lr a step (ADAM_BOUND:
+measured up to 4.9e-6 in fp32 and 3.2e-3 in bf16, on parameters whose gradient is noise).
+Usage: replicas_test.py KILN_BERT VOCAB cpu|emu"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import kbtest
+
+kb, vocab, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+check = kbtest.Checks()
+STEPS = 4
+# (loss relative, gradient norm relative, mean parameter difference) per precision
+TOL = {"fp32": (2e-5, 1e-4, 1e-8), "fp16": (4e-3, 2e-2, 1e-5), "bf16": (4e-3, 2e-2, 1e-5)}
+ENV = dict(os.environ, KILN_CPU_THREADS="1")
+# AdamW moves a parameter by about lr a step at most (|m / sqrt(v)| <= 1 when beta1^2 <= beta2),
+# so two runs can differ by 2 lr a step where a gradient is rounding noise (a key bias's
+# gradient is zero in exact arithmetic: softmax ignores a shift along the keys)
+ADAM_BOUND = 2 * 1e-3
+
+
+def train(tmp, name, *args, device="cpu", replicas=1, ok=True):
+    """(losses, norms, step records' text, save folder, the run) of a training run."""
+    log, save = os.path.join(tmp, f"{name}.jsonl"), os.path.join(tmp, name)
+    cmd = [kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
+           "--device", device, "--batch", "8", "--seq-len", "32", "--lr", "1e-3", "--seed", "3",
+           "--replicas", str(replicas), "--log", log, "--save", save] + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+    if ok:
+        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr[-600:]}")
+    text = open(log).read().splitlines() if r.returncode == 0 and os.path.exists(log) else []
+    recs = [x for x in map(json.loads, text) if "step" in x]
+    raw = [line for line in text if line.startswith('{"step"')]
+    return [x["loss"] for x in recs], [x["grad_norm"] for x in recs], raw, save, r
+
+
+def close(a, b, tol):
+    return abs(a - b) <= tol * abs(a)
+
+
+def same_run(what, want, got, prec, steps=STEPS):
+    """got's losses, norms and saved parameters against want's, within prec's tolerances."""
+    loss_tol, norm_tol, param_tol = TOL[prec]
+    (wl, wn, _, wsave, _), (gl, gn, _, gsave, _) = want, got
+    check(len(wl) == steps and len(gl) == steps, f"{what}: {len(gl)} steps, expected {steps}")
+    for k, (a, b) in enumerate(zip(wl, gl)):
+        check(close(a, b, loss_tol), f"{what}: step {k + 1} loss {b} against {a}")
+    for k, (a, b) in enumerate(zip(wn, gn)):
+        check(close(a, b, norm_tol), f"{what}: step {k + 1} grad norm {b} against {a}")
+    wp = kbtest.read_safetensors_f32(check, os.path.join(wsave, "model.safetensors"))
+    gp = kbtest.read_safetensors_f32(check, os.path.join(gsave, "model.safetensors"))
+    check(wp.keys() == gp.keys(), f"{what}: other tensors saved")
+    diffs = [(abs(x - y), name) for name in wp if name in gp for x, y in zip(wp[name], gp[name])]
+    worst, mean = max(diffs), sum(d for d, _ in diffs) / max(1, len(diffs))
+    check(worst[0] <= ADAM_BOUND * steps, f"{what}: parameter {worst[1]} off by {worst[0]}")
+    check(mean <= param_tol, f"{what}: parameters off by {mean} on average")
+    print(f"{what}: losses {gl}, parameters off by {mean:.3g} on average, at most {worst[0]:.3g}")
+
+
+def cpu_cases(tmp):
+    for prec in ("fp32", "fp16", "bf16"):
+        base = ("--precision", prec, "--dropout", "0", "--no-shuffle", "--steps", str(STEPS))
+        one = train(tmp, f"{prec}-r1", *base)
+        for n in (2, 3):
+            same_run(f"{prec}, {n} replicas", one, train(tmp, f"{prec}-r{n}", *base, replicas=n),
+                     prec)
+
+    # dropout: each replica draws its own masks; the run is reproducible bit for bit
+    drop = ("--dropout", "0.1", "--steps", str(STEPS))
+    a, b = train(tmp, "drop-a", *drop, replicas=2), train(tmp, "drop-b", *drop, replicas=2)
+    check(a[2] and a[2] == b[2], "dropout, 2 replicas: a rerun logs other steps")
+
+    # saved with 2 replicas after step 2, resumed with 1: the uninterrupted 2-replica run
+    flags = ("--dropout", "0", "--steps", str(STEPS))
+    whole = train(tmp, "whole", *flags, replicas=2)
+    train(tmp, "part", *flags, "--stop-after", "2", replicas=2)
+    resumed = train(tmp, "resumed", *flags, "--resume", os.path.join(tmp, "part"))
+    check(len(resumed[0]) == STEPS - 2, f"resumed: {len(resumed[0])} steps, expected 2")
+    same_run("resumed with 1 of 2 replicas", (whole[0][2:], whole[1][2:]) + whole[2:], resumed,
+             "fp32", STEPS - 2)
+
+    # the host's memory holds every replica's plan
+    r = train(tmp, "mem", "--steps", "1", "--max-device-bytes", "1K", replicas=2, ok=False)[4]
+    m = re.search(r"2 copies of a batch of 4 x 32 tokens .* \((\d+) bytes\) of cpu", r.stderr)
+    check(r.returncode != 0 and m, f"1K for 2 replicas: exit {r.returncode}: {r.stderr[-400:]}")
+    check("fewer --replicas" in r.stderr, "the refusal does not suggest fewer replicas")
+    if m:
+        need = int(m.group(1))
+        r = train(tmp, "mem-short", "--steps", "1", "--max-device-bytes", str(need - 1),
+                  replicas=2, ok=False)[4]
+        check(r.returncode != 0, f"{need - 1} bytes for plans of {need}: exit 0")
+        train(tmp, "mem-exact", "--steps", "1", "--max-device-bytes", str(need), replicas=2)
+
+    for n, batch, want in ((9, "8", "more replicas than the --batch of 8"),
+                           (65, "80", "--replicas 65: at most 64")):
+        r = subprocess.run([kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"),
+                            "--vocab", vocab, "--batch", batch, "--replicas", str(n)],
+                           capture_output=True, text=True, env=ENV)
+        check(r.returncode != 0 and want in r.stderr,
+              f"--replicas {n} --batch {batch}: exit {r.returncode}: {r.stderr[-300:]}")
+
+
+def emu_cases(tmp):
+    flags = ("--dropout", "0", "--no-shuffle", "--steps", "2", "--batch", "4", "--seq-len", "16")
+    cpu = train(tmp, "cpu-r2", *flags, replicas=2)
+    emu = train(tmp, "emu-r2", *flags, device="emu", replicas=2)
+    same_run("2 replicas on emu against cpu", cpu, emu, "fp32", 2)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    kbtest.write_reviews(os.path.join(tmp, "imdb"), 6)
+    cpu_cases(tmp) if mode == "cpu" else emu_cases(tmp)
+
+print("all passed" if check.fails == 0 else f"{check.fails} failed")
+sys.exit(1 if check.fails else 0)
