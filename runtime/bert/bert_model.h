@@ -132,6 +132,14 @@ KilnBertStatus kiln_bert_model_backward(KilnBertModel *m);
  * form whole-step replay needs, the loss being read back only after both. */
 KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
                                           const int32_t *labels, int rows, int cols, float *loss);
+/* Its two halves, for models on several devices (data-parallel replicas): train_launch queues
+ * the pass on the model's stream (after copying the batch in) and returns; train_loss waits for
+ * it and reads the loss. Between them the host can queue other devices' passes, so that they
+ * run side by side. */
+KilnBertStatus kiln_bert_model_train_launch(KilnBertModel *m, const int32_t *ids,
+                                            const int32_t *lens, const int32_t *labels, int rows,
+                                            int cols);
+KilnBertStatus kiln_bert_model_train_loss(KilnBertModel *m, float *loss);
 
 /* Whole-step replay. With graphs on, kiln_bert_model_train_pass runs the launches of a batch
  * shape (rows x cols, dropout on or off) on the stream the first time it meets it (one-time

@@ -1269,12 +1269,22 @@ static KilnBertStatus run_pass(KilnBertModel *m) {
   return pass_launches(m);
 }
 
-KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
-                                          const int32_t *labels, int rows, int cols, float *loss) {
+KilnBertStatus kiln_bert_model_train_launch(KilnBertModel *m, const int32_t *ids,
+                                            const int32_t *lens, const int32_t *labels, int rows,
+                                            int cols) {
   TRY(forward_inputs(m, ids, lens, labels, rows, cols));
   TRY(backward_seed(m));
-  TRY(run_pass(m));
+  return run_pass(m);
+}
+
+KilnBertStatus kiln_bert_model_train_loss(KilnBertModel *m, float *loss) {
   return forward_outputs(m, loss, NULL);
+}
+
+KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids, const int32_t *lens,
+                                          const int32_t *labels, int rows, int cols, float *loss) {
+  TRY(kiln_bert_model_train_launch(m, ids, lens, labels, rows, cols));
+  return kiln_bert_model_train_loss(m, loss);
 }
 
 /* ---- optimizer ---------------------------------------------------------------------------- */

@@ -502,16 +502,15 @@ static KilnBertStatus create_replicas(Run *r, const KilnBertTrainOptions *o,
 }
 
 /* Replica i's forward and backward over its shard of the step's `count` samples (from
- * r->order + first): *rows samples of *tokens tokens with mean loss *loss; nothing when the
+ * r->order + first), queued on its stream: *rows samples of *tokens tokens; nothing when the
  * shard is empty (an epoch's last batch may have fewer samples than there are replicas). */
-static KilnBertStatus replica_pass(Run *r, const KilnBertTrainOptions *o, int i, size_t first,
-                                   size_t count, uint64_t seed, int64_t step, size_t *rows,
-                                   size_t *tokens, float *loss) {
+static KilnBertStatus replica_launch(Run *r, const KilnBertTrainOptions *o, int i, size_t first,
+                                     size_t count, uint64_t seed, int64_t step, size_t *rows,
+                                     size_t *tokens) {
   Replica *p = &r->rep[i];
   size_t off;
   kiln_bert_replicas_shard(count, r->nrep, i, &off, rows);
   *tokens = 0;
-  *loss = 0;
   if (*rows == 0) return KILN_BERT_OK;
   KilnBertStatus st = kiln_bert_batch_fill(r->tok, &r->enc, r->order + first + off, *rows,
                                            o->seq_len, o->padding, &p->batch);
@@ -522,13 +521,14 @@ static KilnBertStatus replica_pass(Run *r, const KilnBertTrainOptions *o, int i,
    * draw the same ones */
   st = kiln_bert_model_set_dropout(p->model, dropout_p(o, &r->cfg), replica_seed(seed, i), step);
   if (st == KILN_BERT_OK)
-    st = kiln_bert_model_train_pass(p->model, p->batch.ids, p->lens, p->batch.labels,
-                                    (int)p->batch.rows, (int)p->batch.cols, loss);
+    st = kiln_bert_model_train_launch(p->model, p->batch.ids, p->lens, p->batch.labels,
+                                      (int)p->batch.rows, (int)p->batch.cols);
   return st;
 }
 
-/* One optimizer step of the run: every replica's forward and backward, the all-reduce, and
- * every replica's AdamW step (which reduces in the first). *loss is the batch's mean loss (the
+/* One optimizer step of the run: every replica's forward and backward (all queued before any
+ * loss is read, so that replicas on several GPUs run side by side), the all-reduce, and every
+ * replica's AdamW step (which reduces in the first). *loss is the batch's mean loss (the
  * shards' weighted by their rows), *norm the gradient norm, *tokens the batch's tokens. */
 static KilnBertStatus train_step(Run *r, const KilnBertTrainOptions *o, const KilnBertOptim *opt,
                                  KilnBertTrainState *ts, size_t first, size_t count, size_t k,
@@ -538,11 +538,15 @@ static KilnBertStatus train_step(Run *r, const KilnBertTrainOptions *o, const Ki
   *tokens = 0;
   for (int i = 0; i < r->nrep; i++) {
     size_t t;
-    float l;
     KilnBertStatus st =
-        replica_pass(r, o, i, first, count, ts->seed, (int64_t)k + 1, &rows[i], &t, &l);
+        replica_launch(r, o, i, first, count, ts->seed, (int64_t)k + 1, &rows[i], &t);
     if (st != KILN_BERT_OK) return st;
     *tokens += t;
+  }
+  for (int i = 0; i < r->nrep; i++) {
+    float l = 0;
+    KilnBertStatus st = rows[i] ? kiln_bert_model_train_loss(r->rep[i].model, &l) : KILN_BERT_OK;
+    if (st != KILN_BERT_OK) return st;
     sum += (double)rows[i] / (double)count * (double)l;
   }
   *loss = (float)sum;
