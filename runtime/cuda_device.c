@@ -609,7 +609,14 @@ static const KilnRtDeviceOps cuda_ops = {
     .recapture = cuda_recapture,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .comm_create = kiln_rt_cuda_comm_create,
+    .comm_destroy = kiln_rt_cuda_comm_destroy,
+    .comm_allreduce_sum_f32 = kiln_rt_cuda_comm_allreduce_sum_f32,
 };
+
+int kiln_rt_cuda_ordinal(const KilnRtDevice *dev) {
+  return (int)cuda_of((KilnRtDevice *)dev)->device;
+}
 
 KilnRtStatus kiln_rt_cuda_device_init(KilnRtDevice *dev, int ordinal) {
   pthread_once(&cu_once, load_driver);

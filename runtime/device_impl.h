@@ -116,6 +116,13 @@ typedef struct KilnRtDeviceOps {
   KilnRtStatus (*recapture)(KilnRtStream *stream, KilnRtGraph *graph);
   KilnRtStatus (*graph_launch)(KilnRtGraph *graph, KilnRtStream *stream);
   void (*graph_destroy)(KilnRtGraph *graph);
+  /* Collectives of a device kind's own (optional: NULL, or UNSUPPORTED from comm_create, and
+   * comm.c takes its host path): a communicator over devs[0..n) into *impl, its destruction,
+   * and the in-place f32 sum of one buffer per device queued on each device's stream. */
+  KilnRtStatus (*comm_create)(KilnRtDevice *const *devs, int n, void **impl);
+  void (*comm_destroy)(void *impl);
+  KilnRtStatus (*comm_allreduce_sum_f32)(void *impl, float *const *bufs, size_t count,
+                                         KilnRtStream *const *streams);
 } KilnRtDeviceOps;
 
 struct KilnRtDevice {
@@ -184,6 +191,17 @@ KilnRtStatus kiln_rt_check_offsets(const KilnRtFunction *fn, void **args);
 KilnRtStatus kiln_rt_cpu_device_init(KilnRtDevice *dev, int ordinal);
 KilnRtStatus kiln_rt_cuda_device_init(KilnRtDevice *dev, int ordinal);
 KilnRtStatus kiln_rt_emu_device_init(KilnRtDevice *dev, int ordinal);
+
+/* ---- cuda pieces -------------------------------------------------------------------------- */
+
+/* The driver's ordinal of a cuda device (what NCCL names it by). */
+int kiln_rt_cuda_ordinal(const KilnRtDevice *dev);
+/* The cuda device's collectives through NCCL (cuda_nccl.c): UNSUPPORTED where NCCL cannot be
+ * loaded. */
+KilnRtStatus kiln_rt_cuda_comm_create(KilnRtDevice *const *devs, int n, void **impl);
+void kiln_rt_cuda_comm_destroy(void *impl);
+KilnRtStatus kiln_rt_cuda_comm_allreduce_sum_f32(void *impl, float *const *bufs, size_t count,
+                                                 KilnRtStream *const *streams);
 
 /* ---- cpu pieces --------------------------------------------------------------------------- */
 

@@ -210,6 +210,17 @@ KilnBertPhilox kiln_bert_dropout_stream(uint64_t seed, int64_t step, int layer,
  * than the kernels' i32 offsets hold (2^31: far beyond BERT-large at 24 x 512). */
 KilnBertStatus kiln_bert_model_set_dropout(KilnBertModel *m, double p, uint64_t seed, int64_t step);
 
+/* The device's flat gradient buffer (params->total floats; what the all-reduce hook is given),
+ * and a queued zeroing of it (a data-parallel replica that ran no rows this step adds zeros). */
+float *kiln_bert_model_grad_buffer(const KilnBertModel *m);
+KilnBertStatus kiln_bert_model_zero_grads(KilnBertModel *m);
+
+/* The rows the backward divides the summed loss by: 0 (after create) the batch's own rows, so
+ * the gradients are those of its mean loss; in data-parallel training the whole batch's rows,
+ * so that each replica's gradients are its share of the batch's and their sum is the batch's
+ * gradient. The forward's *loss stays its own batch's mean. INVALID_ARGUMENT below 0. */
+KilnBertStatus kiln_bert_model_set_loss_rows(KilnBertModel *m, int rows);
+
 /* Sets (or clears, with NULL) the all-reduce hook. */
 void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, void *user);
 

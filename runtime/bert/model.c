@@ -140,6 +140,7 @@ struct KilnBertModel {
   /* the last forward's batch shape, and host staging of its small arrays */
   int rows, cols;
   float *host_dloss;
+  int mean_rows; /* the rows the backward's mean is over; 0: the batch's (set_loss_rows) */
   KilnBertAllReduceFn allreduce;
   void *allreduce_user;
   /* dropout of the following steps (kiln_bert_model_set_dropout); p 0: none */
@@ -863,6 +864,20 @@ KilnBertStatus kiln_bert_model_set_grads(KilnBertModel *m, const float *flat) {
   return KILN_BERT_OK;
 }
 
+float *kiln_bert_model_grad_buffer(const KilnBertModel *m) { return m->grads; }
+
+KilnBertStatus kiln_bert_model_zero_grads(KilnBertModel *m) {
+  RT(fill(m, m->grads, 0, m->layout.total * sizeof(float)), "model: memset");
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_set_loss_rows(KilnBertModel *m, int rows) {
+  if (rows < 0)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: a mean over %d rows", rows);
+  m->mean_rows = rows;
+  return KILN_BERT_OK;
+}
+
 void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, void *user) {
   m->allreduce = fn;
   m->allreduce_user = user;
@@ -1115,7 +1130,8 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
 
 /* The backward's seed: the gradient of the mean loss, times fp16's loss scale (1 otherwise). */
 static KilnBertStatus backward_seed(KilnBertModel *m) {
-  for (int r = 0; r < m->rows; r++) m->host_dloss[r] = m->scaler.scale / (float)m->rows;
+  float over = (float)(m->mean_rows > 0 ? m->mean_rows : m->rows);
+  for (int r = 0; r < m->rows; r++) m->host_dloss[r] = m->scaler.scale / over;
   RT(copy_in(m, m->dloss, m->host_dloss, (size_t)m->rows * sizeof(float)), "model: dloss");
   return KILN_BERT_OK;
 }

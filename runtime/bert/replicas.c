@@ -1,11 +1,12 @@
 /* replicas.c — data-parallel replicas of the model (bert_replicas.h): the shard split, the
- * all-reduce through host memory in the models' hook, and the check that the copies agree.
+ * all-reduce in the models' hook, and the check that the copies agree.
  *
- * The reduction is a weighted sum in rank order, acc = w_0 g_0, then acc += w_r g_r for each
- * replica whose shard was not empty, in f32 (the gradient buffer's type). With one replica, or
- * with shards of equal size, the weights are exact (1, 1/2, 1/4, ...), and a run of one replica
- * gives exactly the single-device run. Every replica then receives the same sum, and the
- * optimizer's kernels are functions of their inputs, so the copies take the same step. */
+ * Each replica's backward divides its summed loss by the whole batch's rows
+ * (kiln_bert_model_set_loss_rows), so its gradients are its share of the batch's and the
+ * all-reduce is a plain sum (kiln_rt_comm: NCCL on several GPUs, else through host memory in
+ * rank order); a replica whose shard was empty adds zeros. Every replica then holds the same
+ * sum, and the optimizer's kernels are functions of their inputs, so the copies take the same
+ * step. With one replica nothing of this runs: the model divides by its own rows. */
 #include "bert_replicas.h"
 #include "bert_internal.h"
 
@@ -21,11 +22,11 @@ typedef struct Rank {
 struct KilnBertReplicas {
   KilnBertModel *models[KILN_BERT_MAX_REPLICAS];
   Rank ranks[KILN_BERT_MAX_REPLICAS];
-  double weight[KILN_BERT_MAX_REPLICAS]; /* this step's rows_r / rows, 0 for an empty shard */
+  int empty[KILN_BERT_MAX_REPLICAS]; /* this step's shard had no rows: the replica adds zeros */
   int n;
   int armed;   /* begin_step was called and the round's reduction has not run yet */
   size_t size; /* floats in each gradient buffer */
-  float *stage, *acc;
+  KilnRtComm *comm;
 };
 
 void kiln_bert_replicas_shard(size_t count, int n, int r, size_t *first, size_t *rows) {
@@ -34,32 +35,28 @@ void kiln_bert_replicas_shard(size_t count, int n, int r, size_t *first, size_t 
   *first = ur * per + (ur < extra ? ur : extra);
 }
 
-/* acc = sum of w_r g_r over the non-empty shards, then written to every replica. */
+/* The round's sum over the replicas' gradient buffers, into every one of them. */
 static KilnBertStatus reduce(KilnBertReplicas *g) {
+  float *bufs[KILN_BERT_MAX_REPLICAS];
+  KilnRtStream *streams[KILN_BERT_MAX_REPLICAS];
   float s0 = kiln_bert_model_scaler(g->models[0])->scale;
-  int started = 0;
   for (int r = 0; r < g->n; r++) {
     /* fp16's backward multiplies by the loss scale: the shards must share it to be summed */
     if (kiln_bert_model_scaler(g->models[r])->scale != s0)
       return kiln_bert_fail(KILN_BERT_ERROR_DEVICE,
                             "replicas: replica %d's loss scale %g is not replica 0's %g", r,
                             (double)kiln_bert_model_scaler(g->models[r])->scale, (double)s0);
-    if (g->weight[r] == 0) continue;
-    KilnBertStatus st = kiln_bert_model_get_grads(g->models[r], started ? g->stage : g->acc);
-    if (st != KILN_BERT_OK) return st;
-    float w = (float)g->weight[r];
-    if (!started) {
-      if (w != 1.0f)
-        for (size_t i = 0; i < g->size; i++) g->acc[i] *= w;
-      started = 1;
-    } else {
-      for (size_t i = 0; i < g->size; i++) g->acc[i] += w * g->stage[i];
+    if (g->empty[r]) {
+      KilnBertStatus st = kiln_bert_model_zero_grads(g->models[r]);
+      if (st != KILN_BERT_OK) return st;
     }
+    bufs[r] = kiln_bert_model_grad_buffer(g->models[r]);
+    streams[r] = kiln_bert_model_stream(g->models[r]);
   }
-  for (int r = 0; r < g->n; r++) {
-    KilnBertStatus st = kiln_bert_model_set_grads(g->models[r], g->acc);
-    if (st != KILN_BERT_OK) return st;
-  }
+  KilnRtStatus rs = kiln_rt_comm_allreduce_sum_f32(g->comm, bufs, g->size, streams);
+  if (rs != KILN_RT_OK)
+    return kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "replicas: the all-reduce (%s): %s",
+                          kiln_rt_comm_path(g->comm), kiln_rt_last_error());
   return KILN_BERT_OK;
 }
 
@@ -79,8 +76,8 @@ static KilnBertStatus replica_hook(void *user, float *grads, size_t n, KilnRtStr
   return reduce(g);
 }
 
-KilnBertStatus kiln_bert_replicas_create(KilnBertModel *const *models, int n,
-                                         KilnBertReplicas **out) {
+KilnBertStatus kiln_bert_replicas_create(KilnBertModel *const *models, KilnRtDevice *const *devs,
+                                         int n, KilnBertReplicas **out) {
   *out = NULL;
   if (n < 1 || n > KILN_BERT_MAX_REPLICAS)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -97,16 +94,12 @@ KilnBertStatus kiln_bert_replicas_create(KilnBertModel *const *models, int n,
                             r, lay->total, lay0->total);
   }
   KilnBertReplicas *g = calloc(1, sizeof *g);
-  if (g) {
-    g->size = lay0->total;
-    g->stage = malloc(g->size * sizeof *g->stage);
-    g->acc = malloc(g->size * sizeof *g->acc);
+  if (!g) return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "replicas: out of memory");
+  if (kiln_rt_comm_create(devs, n, &g->comm) != KILN_RT_OK) {
+    free(g);
+    return kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "replicas: %s", kiln_rt_last_error());
   }
-  if (!g || !g->stage || !g->acc) {
-    kiln_bert_replicas_destroy(g);
-    return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY,
-                          "replicas: out of memory for the all-reduce's host buffers");
-  }
+  g->size = lay0->total;
   g->n = n;
   for (int r = 0; r < n; r++) {
     g->models[r] = models[r];
@@ -120,18 +113,25 @@ KilnBertStatus kiln_bert_replicas_create(KilnBertModel *const *models, int n,
 void kiln_bert_replicas_destroy(KilnBertReplicas *g) {
   if (!g) return;
   for (int r = 0; r < g->n; r++) kiln_bert_model_set_allreduce(g->models[r], NULL, NULL);
-  free(g->stage);
-  free(g->acc);
+  kiln_rt_comm_destroy(g->comm);
   free(g);
+}
+
+const char *kiln_bert_replicas_path(const KilnBertReplicas *g) {
+  return kiln_rt_comm_path(g->comm);
 }
 
 KilnBertStatus kiln_bert_replicas_begin_step(KilnBertReplicas *g, const size_t *rows) {
   size_t total = 0;
   for (int r = 0; r < g->n; r++) total += rows[r];
-  if (total == 0)
+  if (total == 0 || total > INT32_MAX)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "replicas: a step with no samples on any replica");
-  for (int r = 0; r < g->n; r++) g->weight[r] = (double)rows[r] / (double)total;
+                          "replicas: a step of %zu samples over the replicas", total);
+  for (int r = 0; r < g->n; r++) {
+    KilnBertStatus st = kiln_bert_model_set_loss_rows(g->models[r], (int)total);
+    if (st != KILN_BERT_OK) return st;
+    g->empty[r] = rows[r] == 0;
+  }
   g->armed = 1;
   return KILN_BERT_OK;
 }
@@ -143,19 +143,20 @@ static const char *param_at(const KilnBertParams *lay, size_t i) {
   return name;
 }
 
-/* Replica r's parameters against replica 0's, float by float (the first difference named). */
-static KilnBertStatus compare_params(KilnBertReplicas *g, int r) {
-  KilnBertStatus st = kiln_bert_model_get_params(g->models[0], g->acc);
-  if (st == KILN_BERT_OK) st = kiln_bert_model_get_params(g->models[r], g->stage);
+/* Replica r's parameters against replica 0's, float by float (the first difference named);
+ * a and b hold size floats each. */
+static KilnBertStatus compare_params(KilnBertReplicas *g, int r, float *a, float *b) {
+  KilnBertStatus st = kiln_bert_model_get_params(g->models[0], a);
+  if (st == KILN_BERT_OK) st = kiln_bert_model_get_params(g->models[r], b);
   if (st != KILN_BERT_OK) return st;
   for (size_t i = 0; i < g->size; i++)
-    if (memcmp(&g->acc[i], &g->stage[i], sizeof(float)) != 0)
+    if (memcmp(&a[i], &b[i], sizeof(float)) != 0)
       return kiln_bert_fail(KILN_BERT_ERROR_DEVICE,
                             "replicas: replica %d's parameters differ from replica 0's at float "
                             "%zu (%s): %.9g against %.9g; the copies no longer train the same "
                             "model",
-                            r, i, param_at(kiln_bert_model_params(g->models[0]), i),
-                            (double)g->stage[i], (double)g->acc[i]);
+                            r, i, param_at(kiln_bert_model_params(g->models[0]), i), (double)b[i],
+                            (double)a[i]);
   return KILN_BERT_OK;
 }
 
@@ -167,24 +168,24 @@ static uint64_t hash_floats(const float *x, size_t n) {
   return h;
 }
 
-/* A replica's two AdamW moments as one hash (both are read at once, into acc and stage). */
-static KilnBertStatus moments_hash(KilnBertReplicas *g, int r, uint64_t *h) {
-  KilnBertStatus st = kiln_bert_model_get_moments(g->models[r], g->acc, g->stage);
-  if (st == KILN_BERT_OK) *h = hash_floats(g->acc, g->size) ^ (hash_floats(g->stage, g->size) * 31);
+/* A replica's two AdamW moments as one hash (read at once, into a and b). */
+static KilnBertStatus moments_hash(KilnBertReplicas *g, int r, float *a, float *b, uint64_t *h) {
+  KilnBertStatus st = kiln_bert_model_get_moments(g->models[r], a, b);
+  if (st == KILN_BERT_OK) *h = hash_floats(a, g->size) ^ (hash_floats(b, g->size) * 31);
   return st;
 }
 
-KilnBertStatus kiln_bert_replicas_check_same(KilnBertReplicas *g) {
+static KilnBertStatus check_same(KilnBertReplicas *g, float *a, float *b) {
   for (int r = 1; r < g->n; r++) {
     if (kiln_bert_model_scaler(g->models[r])->scale != kiln_bert_model_scaler(g->models[0])->scale)
       return kiln_bert_fail(KILN_BERT_ERROR_DEVICE,
                             "replicas: replica %d's loss scale is not replica 0's", r);
-    KilnBertStatus st = compare_params(g, r);
+    KilnBertStatus st = compare_params(g, r, a, b);
     if (st != KILN_BERT_OK) return st;
   }
   uint64_t h0 = 0, h = 0;
   for (int r = 0; r < g->n; r++) {
-    KilnBertStatus st = moments_hash(g, r, r ? &h : &h0);
+    KilnBertStatus st = moments_hash(g, r, a, b, r ? &h : &h0);
     if (st != KILN_BERT_OK) return st;
     if (r && h != h0)
       return kiln_bert_fail(KILN_BERT_ERROR_DEVICE,
@@ -193,4 +194,15 @@ KilnBertStatus kiln_bert_replicas_check_same(KilnBertReplicas *g) {
                             r);
   }
   return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_replicas_check_same(KilnBertReplicas *g) {
+  if (g->n == 1) return KILN_BERT_OK;
+  float *a = malloc(g->size * sizeof *a), *b = malloc(g->size * sizeof *b);
+  KilnBertStatus st = a && b ? check_same(g, a, b)
+                             : kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY,
+                                              "replicas: out of memory to compare the replicas");
+  free(a);
+  free(b);
+  return st;
 }

@@ -479,6 +479,7 @@ static KilnBertStatus create_replicas(Run *r, const KilnBertTrainOptions *o,
                                       KilnBertPrecision prec) {
   int nrep = replicas_of(o), rows = shard_rows(o);
   KilnBertModel *models[KILN_BERT_MAX_REPLICAS];
+  KilnRtDevice *devs[KILN_BERT_MAX_REPLICAS];
   if (!(r->rep = calloc((size_t)nrep, sizeof *r->rep)))
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory");
   r->nrep = nrep;
@@ -494,25 +495,34 @@ static KilnBertStatus create_replicas(Run *r, const KilnBertTrainOptions *o,
     st = kiln_bert_model_create_precision(p->dev, &r->cfg, prec, rows, (int)o->seq_len, &p->model);
     if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(p->model, r->flat);
     models[i] = p->model;
+    devs[i] = p->dev;
   }
   if (st != KILN_BERT_OK) return st;
   r->dev = r->rep[0].dev;
   r->model = r->rep[0].model;
-  return nrep > 1 ? kiln_bert_replicas_create(models, nrep, &r->group) : KILN_BERT_OK;
+  if (nrep == 1) return KILN_BERT_OK;
+  st = kiln_bert_replicas_create(models, devs, nrep, &r->group);
+  /* several GPUs without NCCL still train, at two copies of the gradients per step */
+  if (st == KILN_BERT_OK && kiln_rt_device_kind(r->dev) == KILN_RT_DEVICE_CUDA && o->notes &&
+      strcmp(kiln_bert_replicas_path(r->group), "host") == 0)
+    fprintf(o->notes,
+            "kiln-bert: note: --replicas %d: the gradients are all-reduced through host memory "
+            "(NCCL could not be loaded: libnccl.so.2, or the file KILN_NCCL_LIBRARY names)\n",
+            nrep);
+  return st;
 }
 
 /* Replica i's forward and backward over its shard of the step's `count` samples (from
- * r->order + first), queued on its stream: *rows samples of *tokens tokens; nothing when the
+ * r->order + first), queued on its stream: *tokens tokens; nothing when the
  * shard is empty (an epoch's last batch may have fewer samples than there are replicas). */
 static KilnBertStatus replica_launch(Run *r, const KilnBertTrainOptions *o, int i, size_t first,
-                                     size_t count, uint64_t seed, int64_t step, size_t *rows,
-                                     size_t *tokens) {
+                                     size_t count, uint64_t seed, int64_t step, size_t *tokens) {
   Replica *p = &r->rep[i];
-  size_t off;
-  kiln_bert_replicas_shard(count, r->nrep, i, &off, rows);
+  size_t off, rows;
+  kiln_bert_replicas_shard(count, r->nrep, i, &off, &rows);
   *tokens = 0;
-  if (*rows == 0) return KILN_BERT_OK;
-  KilnBertStatus st = kiln_bert_batch_fill(r->tok, &r->enc, r->order + first + off, *rows,
+  if (rows == 0) return KILN_BERT_OK;
+  KilnBertStatus st = kiln_bert_batch_fill(r->tok, &r->enc, r->order + first + off, rows,
                                            o->seq_len, o->padding, &p->batch);
   if (st != KILN_BERT_OK) return st;
   kiln_bert_batch_lens(&p->batch, p->lens);
@@ -533,13 +543,17 @@ static KilnBertStatus replica_launch(Run *r, const KilnBertTrainOptions *o, int 
 static KilnBertStatus train_step(Run *r, const KilnBertTrainOptions *o, const KilnBertOptim *opt,
                                  KilnBertTrainState *ts, size_t first, size_t count, size_t k,
                                  double lr, float *loss, double *norm, size_t *tokens) {
-  size_t rows[KILN_BERT_MAX_REPLICAS];
+  size_t rows[KILN_BERT_MAX_REPLICAS], off;
   double sum = 0;
   *tokens = 0;
+  for (int i = 0; i < r->nrep; i++) kiln_bert_replicas_shard(count, r->nrep, i, &off, &rows[i]);
+  if (r->group) {
+    KilnBertStatus st = kiln_bert_replicas_begin_step(r->group, rows);
+    if (st != KILN_BERT_OK) return st;
+  }
   for (int i = 0; i < r->nrep; i++) {
     size_t t;
-    KilnBertStatus st =
-        replica_launch(r, o, i, first, count, ts->seed, (int64_t)k + 1, &rows[i], &t);
+    KilnBertStatus st = replica_launch(r, o, i, first, count, ts->seed, (int64_t)k + 1, &t);
     if (st != KILN_BERT_OK) return st;
     *tokens += t;
   }
@@ -550,10 +564,6 @@ static KilnBertStatus train_step(Run *r, const KilnBertTrainOptions *o, const Ki
     sum += (double)rows[i] / (double)count * (double)l;
   }
   *loss = (float)sum;
-  if (r->group) {
-    KilnBertStatus st = kiln_bert_replicas_begin_step(r->group, rows);
-    if (st != KILN_BERT_OK) return st;
-  }
   for (int i = 0; i < r->nrep; i++) {
     KilnBertStatus st =
         kiln_bert_model_step(r->rep[i].model, opt, lr, (int)ts->adam_step + 1, i ? NULL : norm);

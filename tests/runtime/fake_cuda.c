@@ -2,7 +2,7 @@
  * resolves. By default cuInit fails the way the real driver does on a host without a GPU: the
  * runtime must report KILN_RT_ERROR_NO_DEVICE with the driver's own words. With
  * KILN_FAKE_CUDA_FREE=BYTES in the environment it instead shows one device ("Fake GPU", sm_90,
- * 132 SMs, twice BYTES in all) whose context opens and whose cuMemGetInfo reports BYTES free:
+ * 132 SMs, twice BYTES in all; KILN_FAKE_CUDA_DEVICES=N shows N alike) whose context opens and whose cuMemGetInfo reports BYTES free:
  * enough for the trainer's memory check (tests/kilnbert/runtime_only_test.sh) to refuse a
  * batch before anything is allocated. With KILN_FAKE_CUDA_MODULES=1 as well, memory and PTX
  * modules work far enough for launch checks to be tested (tests/emu/test_emu_offsets.c):
@@ -48,14 +48,21 @@ int cuGetErrorName(int err, const char **str) {
 
 /* ---- the one fake device (KILN_FAKE_CUDA_FREE set) ---- */
 
+/* KILN_FAKE_CUDA_DEVICES=N shows N such devices (1 by default), for several-GPU paths */
+static int fake_devices(void) {
+  const char *s = getenv("KILN_FAKE_CUDA_DEVICES");
+  int n = s && *s ? atoi(s) : 1;
+  return n > 0 ? n : 1;
+}
+
 int cuDeviceGetCount(int *count) {
-  *count = 1;
+  *count = fake_devices();
   return CUDA_SUCCESS;
 }
 
 int cuDeviceGet(int *dev, int ordinal) {
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *dev = 0;
+  if (ordinal < 0 || ordinal >= fake_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  *dev = ordinal;
   return CUDA_SUCCESS;
 }
 
@@ -245,9 +252,17 @@ int cuCtxSynchronize(void) {
   return CUDA_SUCCESS;
 }
 
+/* The streams made so far, in order (the first 64), for tests that check which stream a
+ * library was handed (tests/runtime/test_rt_comm.c reads them with dlsym). */
+void *fake_cuda_streams[64];
+int fake_cuda_streams_made;
+
 int cuStreamCreate(FakeStream **s, unsigned flags) {
   (void)flags;
-  return fake_modules() && (*s = calloc(1, sizeof **s)) ? CUDA_SUCCESS : NOT_REACHED;
+  if (!fake_modules() || !(*s = calloc(1, sizeof **s))) return NOT_REACHED;
+  if (fake_cuda_streams_made < 64) fake_cuda_streams[fake_cuda_streams_made] = *s;
+  fake_cuda_streams_made++;
+  return CUDA_SUCCESS;
 }
 
 int cuStreamDestroy_v2(FakeStream *s) {

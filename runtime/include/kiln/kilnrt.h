@@ -314,6 +314,27 @@ KilnRtStatus kiln_rt_graph_recapture(KilnRtStream *stream, KilnRtGraph *graph);
 KilnRtStatus kiln_rt_graph_launch(KilnRtGraph *graph, KilnRtStream *stream);
 void kiln_rt_graph_destroy(KilnRtGraph *graph);
 
+/* ---- collectives over several devices ------------------------------------------------------ */
+
+/* A communicator over n devices of one kind (data-parallel training: a copy of the model on
+ * each). On cuda it is NCCL's (libnccl.so.2 opened with dlopen, as the driver is; one process
+ * drives every GPU), where NCCL can be loaded; otherwise, and on cpu and emu, the runtime's own
+ * path through host memory. The devices must outlive it. INVALID_ARGUMENT for n < 1, a NULL or
+ * repeated device, or devices of different kinds. */
+typedef struct KilnRtComm KilnRtComm;
+KilnRtStatus kiln_rt_comm_create(KilnRtDevice *const *devs, int n, KilnRtComm **out);
+/* NULL is a no-op. */
+void kiln_rt_comm_destroy(KilnRtComm *comm);
+/* "nccl" or "host": which path the communicator's collectives take. A static string. */
+const char *kiln_rt_comm_path(const KilnRtComm *comm);
+/* The sum of n device's f32 buffers, in place: afterwards every bufs[r] (`count` floats on
+ * device r) holds sum over r of what they held, the same bits on every device. Ordered after
+ * the work queued on streams[r] (NULL: the default stream) and before what is queued there
+ * next. The host path waits for each stream, adds in rank order (a rerun gives the same bits)
+ * and returns when every buffer is written; NCCL's sum is queued and its order is NCCL's. */
+KilnRtStatus kiln_rt_comm_allreduce_sum_f32(KilnRtComm *comm, float *const *bufs, size_t count,
+                                            KilnRtStream *const *streams);
+
 #ifdef __cplusplus
 }
 #endif
