@@ -100,7 +100,12 @@ void kiln_bert_fail(KilnBertRun *run, const char *fmt, ...) {
 bool kiln_bert_on_emu(const KilnBertDevice *dev) { return dev->target != KILN_TARGET_CPU; }
 
 void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fmt, ...) {
-  KilnTestDevice d = {dev->rt, dev->target, dev->num_warps, NULL, dev->bundle, dev->emit};
+  /* Read when the kernel is compiled, during the run this begins. */
+  static KilnCompileOptions extra;
+  memset(&extra, 0, sizeof extra);
+  extra.cpu = dev->cpu;
+  KilnTestDevice d = {dev->rt, dev->target, dev->num_warps, dev->cpu ? &extra : NULL, dev->bundle,
+                      dev->emit};
   va_list ap;
   va_start(ap, fmt);
   kiln_test_vbegin(run, &d, fmt, ap);

@@ -44,6 +44,7 @@ typedef struct KilnBertDevice {
   int num_warps; /* kernels are compiled for it and launched with 32 * num_warps threads */
   const char *bundle;
   bool emit;
+  const char *cpu; /* --cpu: the CPU target of the cpu device's host code (NULL: native) */
 } KilnBertDevice;
 
 /* One configuration (kernel_run.h). */

@@ -2,7 +2,8 @@
  * libkilnrt and compared with the references of bert_ref.c (docs/kernels/ says what each test
  * checks and why its tolerance is what it is).
  *
- * Usage: kiln_bert_test [--device cpu|emu|cuda] [--warps N] [--bundle DIR] FAMILY... | all | --list
+ * Usage: kiln_bert_test [--device cpu|emu|cuda] [--warps N] [--bundle DIR] [--cpu TARGET]
+ *                       FAMILY... | all | --list
  *        kiln_bert_test --emit-bundle DIR [--arch sm_80|sm_90|emu] [--warps N] FAMILY... | all
  * On emu (the default is cpu) the kernels go through the GPU pipeline (layouts, SIMT lowering,
  * nvvm ops as calls into the emulator) and run with 32 * N threads per program (default 4 warps;
@@ -12,6 +13,8 @@
  * into DIR (for --arch; nothing runs), and `--device cuda --bundle DIR` runs the tests on the
  * GPU from there (bench/gpu/prepare.sh, bench/gpu-check.sh); `--device emu --bundle DIR` does
  * the same on the emulator from host objects (--arch emu), which is how that path is tested.
+ * `--cpu TARGET` (generic, x86-64-v2..v4, native: the default) builds the cpu device's kernels
+ * for that CPU, so that the code a CPU without AVX-512 runs is tested on any machine.
  * Exit status: 0 passed, 1 failed, 2 bad usage.
  */
 #include "tests.h"
@@ -43,7 +46,8 @@ static int find_test(const char *name) {
 
 static int usage(const char *argv0) {
   fprintf(stderr,
-          "usage: %s [--device cpu|emu|cuda] [--warps N] [--bundle DIR] FAMILY... | all | --list\n"
+          "usage: %s [--device cpu|emu|cuda] [--warps N] [--bundle DIR] [--cpu TARGET]\n"
+          "          FAMILY... | all | --list\n"
           "       %s --emit-bundle DIR [--arch sm_80|sm_90|emu] [--warps N] FAMILY... | all\n",
           argv0, argv0);
   return 2;
@@ -66,6 +70,8 @@ static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char 
       dev->emit = true;
     } else if (strcmp(argv[a], "--arch") == 0) {
       arch = argv[a + 1];
+    } else if (strcmp(argv[a], "--cpu") == 0) {
+      dev->cpu = argv[a + 1];
     } else {
       usage(argv[0]);
       return -1;
@@ -97,6 +103,11 @@ static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char 
     fprintf(stderr, "%s: --device cuda runs precompiled kernels: give --bundle DIR\n", argv[0]);
     return -1;
   }
+  if (dev->cpu && (dev->emit || strcmp(*device, "cpu") != 0)) {
+    fprintf(stderr, "%s: --cpu chooses the cpu device's host code: it needs --device cpu\n",
+            argv[0]);
+    return -1;
+  }
   if (dev->bundle && !dev->emit && strcmp(*device, "cpu") == 0) {
     fprintf(stderr, "%s: bundles hold GPU code: --bundle needs --device emu or cuda\n", argv[0]);
     return -1;
@@ -119,7 +130,7 @@ static int parse_options(int argc, char **argv, KilnBertDevice *dev, const char 
 }
 
 int main(int argc, char **argv) {
-  KilnBertDevice dev = {NULL, KILN_TARGET_CPU, 4, NULL, false};
+  KilnBertDevice dev = {NULL, KILN_TARGET_CPU, 4, NULL, false, NULL};
   const char *device = "cpu";
   int first = parse_options(argc, argv, &dev, &device);
   if (first < 0) return 2;
