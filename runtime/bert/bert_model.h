@@ -185,12 +185,13 @@ typedef enum KilnBertDropSite {
 
 /* A Philox stream: element i of a site's tensor (row-major in the shapes above) is kept when
  * rand(seed, offset + i) > p (Kiln's rand; tests/numeric's kiln_ref_rand in C), and then
- * scaled by 1 / (1 - p).  The attention probabilities take 16 bits per element, 8 elements per
- * Philox block: element (r, h, i, j) is kept when half (i >> 3) & 1 (low, high) of the word at
- * offset + 4 ((bh q4 + 4 (i >> 4) + ((i >> 1) & 3)) c2 + j / 2) + 2 (i & 1) + (j & 1) is at
- * least round(65536 p), bh = r heads + h, q4 = 4 ceil(cols / 16), c2 = ceil(cols / 2)
- * (kernels-bert/attention.kiln; tests/numeric's kiln_ref_attn_keep), so with probability
- * 1 - round(65536 p) / 65536, within 2^-17 of 1 - p; kept ones are scaled by 1 / (1 - p) too.
+ * scaled by 1 / (1 - p).  The attention probabilities take a byte per element, 16 elements
+ * per Philox block: element (r, h, i, j) is kept when byte 2 ((i >> 3) & 1) + ((j >> 3) & 1)
+ * (from the low end) of the word at offset + 4 ((bh q4 + q(i)) q4 + q(j)) + 2 (i & 1) + (j & 1)
+ * is at least t = min(round(256 p), 255), q(x) = 4 (x >> 4) + ((x >> 1) & 3), bh = r heads + h,
+ * q4 = 4 ceil(cols / 16) (kernels-bert/attention.kiln; tests/numeric's kiln_ref_attn_keep), so
+ * with probability 1 - t / 256, within 2^-9 of 1 - p below p = 0.998; kept ones are scaled by
+ * 256 / (256 - t), the inverse of that probability.
  * Every site's offset is a multiple of 4 (hidden sizes are). */
 typedef struct KilnBertPhilox {
   int32_t seed, offset;

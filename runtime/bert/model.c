@@ -902,13 +902,13 @@ static uint64_t mix64(uint64_t z) {
 }
 
 /* The counters (Philox words) one encoder layer's sites take from its key: the attention
- * probabilities [rows, heads, cols, cols], 8 per block of 4 words (queries i, i + 1, i + 8,
- * i + 9 by keys j, j + 1, so that each thread of the tensor-core layouts finds 4 of its
- * elements in one block: kernels-bert/attention.kiln), the queries rounded up to a multiple of
- * 16 and the keys to even, then the two [rows x cols, hidden] outputs. */
+ * probabilities [rows, heads, cols, cols], 16 per block of 4 words (queries i, i + 1, i + 8,
+ * i + 9 by keys j, j + 1, j + 8, j + 9, so that each thread of the tensor-core layouts finds 8
+ * of its elements in one block: kernels-bert/attention.kiln), the queries and the keys rounded
+ * up to a multiple of 16, then the two [rows x cols, hidden] outputs. */
 static int64_t layer_counters(int rows, int cols, const KilnBertConfig *cfg) {
-  int64_t queries = ((int64_t)cols + 15) / 16 * 16, keys = ((int64_t)cols + 1) / 2 * 2;
-  int64_t probs = (int64_t)rows * cfg->num_attention_heads * queries * keys / 2;
+  int64_t padded = ((int64_t)cols + 15) / 16 * 16;
+  int64_t probs = (int64_t)rows * cfg->num_attention_heads * padded * padded / 4;
   return probs + 2 * (int64_t)rows * cols * cfg->hidden_size;
 }
 

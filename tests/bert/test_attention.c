@@ -58,8 +58,8 @@ static size_t oi(const Layout *l, size_t b, size_t h, size_t s, size_t d) {
   return b * (size_t)l->osb + h * (size_t)l->osh + s * (size_t)l->oss + d;
 }
 
-/* Whether the kernels keep P[i, j] of head (b, h): the C mirror of their keep_mask, 8 elements
- * (queries i, i + 1, i + 8, i + 9 by keys j, j + 1) per Philox block, 16 bits each
+/* Whether the kernels keep P[i, j] of head (b, h): the C mirror of their keep_mask, 16 elements
+ * (queries i, i + 1, i + 8, i + 9 by keys j, j + 1, j + 8, j + 9) per Philox block, a byte each
  * (kiln_ref_attn_keep). */
 static bool ref_keep(const AttnCfg *c, const Layout *l, size_t b, size_t h, size_t i, size_t j) {
   if (c->drop <= 0.0f) return true;
@@ -82,8 +82,8 @@ typedef struct RefBounds {
 } RefBounds;
 
 /* The reference in double: O, lse, and (when dout is given) dQ, dK, dV, for one (b, h). With
- * dropout, O = Pd V where Pd = P keep / (1 - p), and the gradient reaching P is
- * dPd keep / (1 - p); lse is the undropped softmax's. Each result's bound (em) goes into bd's
+ * dropout, O = Pd V where Pd = P keep c, and the gradient reaching P is dPd keep c, c the
+ * kernels' keep scale (1 / (1 - p) for p on a multiple of 1 / 256); lse is the undropped softmax's. Each result's bound (em) goes into bd's
  * arrays that are not NULL. */
 static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, const float *q,
                      const float *k, const float *v, const float *dout, float *o, float *lse,
@@ -93,7 +93,7 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
   double *p = kiln_bert_alloc(S, sizeof(double)), *dp = kiln_bert_alloc(S, sizeof(double));
   double *dkk = kiln_bert_alloc(S * D, sizeof(double)),
          *dvv = kiln_bert_alloc(S * D, sizeof(double));
-  double *z = kiln_bert_alloc(S, sizeof(double)); /* keep / (1 - p), or 0 */
+  double *z = kiln_bert_alloc(S, sizeof(double)); /* keep c, or 0 */
   /* For the bounds: dP's f32 error per key, the bounds' sums over the terms of dK and dV (per
    * key), of O (per query), and each P term's relative error f. */
   double *dpe = kiln_bert_alloc(S, sizeof(double));
@@ -102,7 +102,7 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
   double *mo = kiln_bert_alloc(D, sizeof(double)), *f = kiln_bert_alloc(S, sizeof(double));
   for (size_t i = 0; i < S; i++) {
     for (size_t j = 0; j < L; j++)
-      z[j] = ref_keep(c, l, b, h, i, j) ? 1.0 / (1.0 - (double)c->drop) : 0.0;
+      z[j] = ref_keep(c, l, b, h, i, j) ? (double)kiln_ref_attn_keep_scale(c->drop) : 0.0;
     double m = -INFINITY, sum = 0.0, sa_max = 0.0;
     for (size_t j = 0; j < L; j++) {
       double s = 0.0, sa = 0.0;
@@ -565,10 +565,10 @@ bool kiln_bert_test_attention(const KilnBertDevice *dev) {
       /* dropout on P (the cpu cases' first and second shapes, smaller) */
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F32, true, true, 0.1f, 42, 7},
       {2, 1, 21, 32, 16, 16, {21, 9}, KILN_SCALAR_F16, true, false, 0.5f, -3, 1000},
-      /* dropout on the tensor cores' layout: each thread's rows r and r + 8 and column pairs
-       * (queries and keys forward and in dQ, keys and queries in dK/dV) share Philox blocks
-       * (S = 77: 5 groups of 16 queries, the last with 3 inside, by 39 pairs of keys, the last
-       * half outside; offset 6 is taken as 4) */
+      /* dropout on the tensor cores' layout: each thread's rows r and r + 8 and column pairs of
+       * n8 tiles 8 apart (queries and keys forward and in dQ, keys and queries in dK/dV) share
+       * Philox blocks (S = 77: 5 groups of 16 queries and of 16 keys, the last with 3 outside;
+       * offset 6 is taken as 4) */
       {1, 1, 77, 64, 64, 64, {70, 0}, KILN_SCALAR_F16, true, false, 0.1f, 9, 6},
   };
   bool on_emu = kiln_bert_on_emu(dev);

@@ -2,10 +2,10 @@
  * the double-precision reference (model_ref.c) given the same masks: the model of test_model.c
  * (2 layers, hidden 32, 2 heads of 16, FFN 64, a batch of 2 x 14 tokens, one row padded) at
  * dropout 0.1 on all five sites, one training step's loss and every gradient. The
- * probabilities draw 8 keep decisions per Philox block, 16 bits each (kiln_ref_attn_keep:
- * queries i, i + 1, i + 8, i + 9 by keys j, j + 1), the 14 queries of a head rounded up to 16
- * (kiln_bert_dropout_stream; tests/bert's attention cases take odd lengths, whose last keys'
- * blocks are half outside).
+ * probabilities draw 16 keep decisions per Philox block, a byte each (kiln_ref_attn_keep:
+ * queries i, i + 1, i + 8, i + 9 by keys j, j + 1, j + 8, j + 9), the 14 queries and keys of a
+ * head rounded up to 16 (kiln_bert_dropout_stream), and scale a kept one by
+ * kiln_ref_attn_keep_scale (256 / 230 at 0.1, where the other sites take 1 / (1 - 0.1)).
  *
  * The reference knows nothing of kernels: it multiplies element i of each site's tensor by the
  * factor this test computes from the site's Philox stream (kiln_bert_dropout_stream, the
@@ -54,7 +54,9 @@ static double mask_factor(void *user, KilnBertDropSite site, int layer, size_t i
   }
   mk->total++;
   mk->dropped += !keep;
-  return keep ? 1.0 / (1.0 - (double)(float)DROP) : 0.0;
+  if (!keep) return 0.0;
+  return site == KILN_BERT_DROP_ATTN_PROBS ? (double)kiln_ref_attn_keep_scale((float)DROP)
+                                           : 1.0 / (1.0 - (double)(float)DROP);
 }
 
 /* Draws every element of every site's mask once (the counts of mk start over). */

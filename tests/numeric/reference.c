@@ -65,16 +65,26 @@ float kiln_ref_rand(int32_t seed, int32_t offset) {
   return (float)(kiln_ref_rand_bits(seed, offset) >> 8) * 0x1p-24f;
 }
 
-int32_t kiln_ref_attn_drop_threshold(float p) { return (int32_t)(p * 65536.0f + 0.5f); }
+int32_t kiln_ref_attn_drop_threshold(float p) {
+  int32_t t = (int32_t)(p * 256.0f + 0.5f);
+  return t < 255 ? t : 255;
+}
+
+float kiln_ref_attn_keep_scale(float p) {
+  return 256.0f / (float)(256 - kiln_ref_attn_drop_threshold(p));
+}
+
+/* The counter row of position x: 4 per 16 positions, x's bits 0 and 3 left to the word and byte. */
+static uint32_t attn_ctr_row(uint32_t x) { return ((x >> 4) << 2) + ((x & 6u) >> 1); }
 
 bool kiln_ref_attn_keep(int32_t seed, int32_t offset, uint32_t bh, uint32_t S, uint32_t i,
                         uint32_t j, float p) {
-  uint32_t s2 = (S + 1u) >> 1, qblocks = ((S + 15u) >> 4) << 2;
-  uint32_t qb = ((i >> 4) << 2) + ((i & 6u) >> 1);
-  uint32_t ctr = ((uint32_t)offset >> 2) + (bh * qblocks + qb) * s2 + (j >> 1);
+  uint32_t qblocks = ((S + 15u) >> 4) << 2;
+  uint32_t ctr =
+      ((uint32_t)offset >> 2) + (bh * qblocks + attn_ctr_row(i)) * qblocks + attn_ctr_row(j);
   uint32_t word = kiln_ref_rand_bits(seed, (int32_t)(ctr * 4u + 2u * (i & 1u) + (j & 1u)));
-  uint32_t half = (i & 8u) ? word >> 16 : word & 0xFFFFu;
-  return (int32_t)half >= kiln_ref_attn_drop_threshold(p);
+  uint32_t byte = (word >> (((i & 8u) << 1) + (j & 8u))) & 0xFFu;
+  return (int32_t)byte >= kiln_ref_attn_drop_threshold(p);
 }
 
 /* ---- test data --------------------------------------------------------------------------- */

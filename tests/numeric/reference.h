@@ -39,16 +39,20 @@ void kiln_ref_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32
 uint32_t kiln_ref_rand_bits(int32_t seed, int32_t offset);
 /* Kiln's rand(seed, offset): that word w mapped to (float)(w >> 8) * 2^-24, in [0, 1). */
 float kiln_ref_rand(int32_t seed, int32_t offset);
-/* The attention dropout's 16-bit threshold of p (kernels-bert/attention.kiln, drop_threshold):
- * round(65536 p), halves up, computed in f32 as the kernels do; an element is kept with
- * probability 1 - t / 65536. */
+/* The attention dropout's 8-bit threshold of p (kernels-bert/attention.kiln, drop_threshold):
+ * round(256 p), halves up, computed in f32 as the kernels do, at most 255; an element is kept
+ * with probability 1 - t / 256. */
 int32_t kiln_ref_attn_drop_threshold(float p);
+/* The factor the attention kernels scale a kept element by (keep_scale): 256 / (256 - t) in f32,
+ * the inverse of the keep probability. */
+float kiln_ref_attn_keep_scale(float p);
 /* Whether the attention kernels keep P[i, j] (query i, key j) of program row bh (b H + h) for
- * sequence length S, dropout p, Philox (seed, offset): half (i >> 3) & 1 (the low 16 bits, or
- * the high) of word 2 (i & 1) + (j & 1) of the block at counter (offset >> 2) + (bh QB + qb) S2 +
- * j / 2, qb = 4 (i >> 4) + ((i >> 1) & 3), QB = 4 ceil(S / 16), S2 = ceil(S / 2), compared with
- * the threshold: the 8 elements of a block are queries {i, i + 1, i + 8, i + 9} (i = 16 k + 2 a,
- * a < 4) by keys {j, j + 1} (j even). In u32 arithmetic, wrapping as the kernels' i32 does. */
+ * sequence length S, dropout p, Philox (seed, offset): byte 2 ((i >> 3) & 1) + ((j >> 3) & 1)
+ * (from the low end) of word 2 (i & 1) + (j & 1) of the block at counter (offset >> 2) +
+ * (bh QB + q(i)) QB + q(j), q(x) = 4 (x >> 4) + ((x >> 1) & 3), QB = 4 ceil(S / 16), compared
+ * with the threshold: the 16 elements of a block are queries {i, i + 1, i + 8, i + 9} by keys
+ * {j, j + 1, j + 8, j + 9} (i = 16 k + 2 a, j = 16 l + 2 c, a, c < 4). In u32 arithmetic,
+ * wrapping as the kernels' i32 does. */
 bool kiln_ref_attn_keep(int32_t seed, int32_t offset, uint32_t bh, uint32_t S, uint32_t i,
                         uint32_t j, float p);
 

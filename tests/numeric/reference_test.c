@@ -168,14 +168,13 @@ static void test_rand_mapping(void) {
   CHECK(fabs(s / 100000 - 0.5) < 0.005, "mean %g", s / 100000);
 }
 
-/* The 16-bit value the attention mask compares for P[i, j], read back from the reference's keep
- * decisions: p = h / 65536 has threshold h exactly, so the element is kept at h and dropped at
- * h + 1 iff its value is h. */
-static bool attn_half_is(int32_t seed, int32_t offset, uint32_t bh, uint32_t S, uint32_t i,
+/* The byte the attention mask compares for P[i, j], read back from the reference's keep
+ * decisions: p = h / 256 has threshold h exactly, so the element is kept at h and dropped at
+ * h + 1 iff its byte is h (255: kept at 255). */
+static bool attn_byte_is(int32_t seed, int32_t offset, uint32_t bh, uint32_t S, uint32_t i,
                          uint32_t j, uint32_t h) {
-  bool at = kiln_ref_attn_keep(seed, offset, bh, S, i, j, (float)h * 0x1p-16f);
-  bool above =
-      h < 65535 && kiln_ref_attn_keep(seed, offset, bh, S, i, j, (float)(h + 1) * 0x1p-16f);
+  bool at = kiln_ref_attn_keep(seed, offset, bh, S, i, j, (float)h * 0x1p-8f);
+  bool above = h < 255 && kiln_ref_attn_keep(seed, offset, bh, S, i, j, (float)(h + 1) * 0x1p-8f);
   return at && !above;
 }
 
@@ -184,63 +183,75 @@ static int cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The attention dropout mask (kernels-bert/attention.kiln): its threshold, which word and half
- * each element takes, that no two elements share one within the counter budget, and the keep
- * rate 1 - t / 65536. */
+/* The counter row of position x in the attention mask: 4 per 16 positions. */
+static uint32_t ctr_row(uint32_t x) { return 4 * (x >> 4) + ((x >> 1) & 3u); }
+
+/* The attention dropout mask (kernels-bert/attention.kiln): its threshold and scale, which word
+ * and byte each element takes, that no two elements share one within the counter budget, and
+ * the keep rate 1 - t / 256. */
 static void test_attn_keep_reference(void) {
-  CHECK(kiln_ref_attn_drop_threshold(0.0f) == 0 && kiln_ref_attn_drop_threshold(0.1f) == 6554 &&
-            kiln_ref_attn_drop_threshold(0.5f) == 32768 &&
-            kiln_ref_attn_drop_threshold(0x1p-17f) == 1,
-        "thresholds %d %d %d %d", kiln_ref_attn_drop_threshold(0.0f),
+  CHECK(kiln_ref_attn_drop_threshold(0.0f) == 0 && kiln_ref_attn_drop_threshold(0.1f) == 26 &&
+            kiln_ref_attn_drop_threshold(0.5f) == 128 &&
+            kiln_ref_attn_drop_threshold(0x1p-9f) == 1 &&
+            kiln_ref_attn_drop_threshold(0.999f) == 255,
+        "thresholds %d %d %d %d %d", kiln_ref_attn_drop_threshold(0.0f),
         kiln_ref_attn_drop_threshold(0.1f), kiln_ref_attn_drop_threshold(0.5f),
-        kiln_ref_attn_drop_threshold(0x1p-17f));
-  /* S = 32: S2 = 16 key pairs, 8 query blocks per head. Block (bh 1, queries 18, 19, 26, 27,
-   * keys 4, 5) is counter (1 * 8 + 4 + 1) * 16 + 2 = 210 past offset 40's counter 10: query
-   * 18 + 8 takes the high halves, query 19 words 2 and 3, key 5 the odd words. */
-  uint32_t ctr[4] = {10 + 210, 0, 0, 0}, key[2] = {77, 0}, w[4];
+        kiln_ref_attn_drop_threshold(0x1p-9f), kiln_ref_attn_drop_threshold(0.999f));
+  CHECK(kiln_ref_attn_keep_scale(0.0f) == 1.0f && kiln_ref_attn_keep_scale(0.5f) == 2.0f &&
+            kiln_ref_attn_keep_scale(0.1f) == 256.0f / 230.0f &&
+            kiln_ref_attn_keep_scale(0.999f) == 256.0f,
+        "keep scales %g %g %g %g", (double)kiln_ref_attn_keep_scale(0.0f),
+        (double)kiln_ref_attn_keep_scale(0.5f), (double)kiln_ref_attn_keep_scale(0.1f),
+        (double)kiln_ref_attn_keep_scale(0.999f));
+  /* S = 32: 8 counter rows of queries and of keys per head. Block (bh 1, queries 18, 19, 26,
+   * 27, keys 4, 5, 12, 13) is counter (1 * 8 + 5) * 8 + 2 = 106 past offset 40's counter 10:
+   * query 19 takes words 2 and 3, key 5 the odd words, query 26 bytes 2 and 3, key 12 the odd
+   * bytes. */
+  uint32_t ctr[4] = {10 + 106, 0, 0, 0}, key[2] = {77, 0}, w[4];
   kiln_ref_philox4x32_10(ctr, key, w);
   static const struct {
-    uint32_t i, j, word, shift;
+    uint32_t i, j, word, byte;
   } elems[] = {{18, 4, 0, 0},  {18, 5, 1, 0},  {19, 4, 2, 0},  {19, 5, 3, 0},
-               {26, 4, 0, 16}, {26, 5, 1, 16}, {27, 4, 2, 16}, {27, 5, 3, 16}};
+               {18, 12, 0, 1}, {19, 13, 3, 1}, {26, 4, 0, 2},  {27, 5, 3, 2},
+               {26, 12, 0, 3}, {26, 13, 1, 3}, {27, 12, 2, 3}, {27, 13, 3, 3}};
   for (size_t e = 0; e < sizeof elems / sizeof elems[0]; e++) {
-    uint32_t h = (w[elems[e].word] >> elems[e].shift) & 0xFFFFu;
-    CHECK(attn_half_is(77, 40, 1, 32, elems[e].i, elems[e].j, h),
-          "P[%u, %u] is not half %u of word %u", elems[e].i, elems[e].j, elems[e].shift / 16,
+    uint32_t h = (w[elems[e].word] >> (8 * elems[e].byte)) & 0xFFu;
+    CHECK(attn_byte_is(77, 40, 1, 32, elems[e].i, elems[e].j, h),
+          "P[%u, %u] is not byte %u of word %u", elems[e].i, elems[e].j, elems[e].byte,
           elems[e].word);
   }
-  /* S = 77 (odd: 5 blocks of 16 queries, 39 key pairs), 3 heads: every element its own
-   * (word, half), all within the 3 * 4 * 20 * 39 words past the offset (runtime/bert's budget). */
+  /* S = 77 (odd: 5 blocks of 16 positions, 20 counter rows), 3 heads: every element its own
+   * (word, byte), all within the 3 * 4 * 20 * 20 words past the offset (runtime/bert's budget). */
   enum { S = 77, BH = 3 };
   static uint64_t slot[BH * S * S];
   size_t n = 0;
   for (uint32_t bh = 0; bh < BH; bh++)
     for (uint32_t i = 0; i < S; i++)
       for (uint32_t j = 0; j < S; j++) {
-        uint32_t qb = 4 * (i >> 4) + ((i >> 1) & 3u);
-        uint64_t word = 4ull * ((bh * 20u + qb) * 39u + j / 2) + 2 * (i & 1u) + (j & 1u);
-        slot[n++] = 2 * word + ((i >> 3) & 1u);
+        uint64_t word =
+            4ull * ((bh * 20u + ctr_row(i)) * 20u + ctr_row(j)) + 2 * (i & 1u) + (j & 1u);
+        slot[n++] = 4 * word + 2 * ((i >> 3) & 1u) + ((j >> 3) & 1u);
       }
   qsort(slot, n, sizeof slot[0], cmp_u64);
   size_t dup = 0;
   for (size_t k = 1; k < n; k++) dup += slot[k] == slot[k - 1];
-  CHECK(dup == 0 && slot[n - 1] < 2ull * BH * 4 * 20 * 39, "%zu shared halves, last %llu", dup,
+  CHECK(dup == 0 && slot[n - 1] < 4ull * BH * 4 * 20 * 20, "%zu shared bytes, last %llu", dup,
         (unsigned long long)slot[n - 1]);
   for (uint32_t i = 0; i < S; i += 5)
     for (uint32_t j = 0; j < S; j += 3) {
-      uint32_t qb = 4 * (i >> 4) + ((i >> 1) & 3u);
-      uint32_t o = 4 * ((2 * 20 + qb) * 39 + j / 2) + 2 * (i & 1u) + (j & 1u);
-      uint32_t h = (kiln_ref_rand_bits(5, (int32_t)o) >> (i & 8u ? 16 : 0)) & 0xFFFFu;
-      CHECK(attn_half_is(5, 0, 2, S, i, j, h), "S = 77: P[%u, %u] of head 2", i, j);
+      uint32_t o = 4 * ((2 * 20 + ctr_row(i)) * 20 + ctr_row(j)) + 2 * (i & 1u) + (j & 1u);
+      uint32_t shift = 16 * ((i >> 3) & 1u) + 8 * ((j >> 3) & 1u);
+      uint32_t h = (kiln_ref_rand_bits(5, (int32_t)o) >> shift) & 0xFFu;
+      CHECK(attn_byte_is(5, 0, 2, S, i, j, h), "S = 77: P[%u, %u] of head 2", i, j);
     }
-  /* The keep rate over 4 heads of 512 x 512 at p = 0.1 is 1 - 6554 / 65536 (p rounded to 16
-   * bits) within 5 binomial standard deviations (3e-4 each over 2^20 draws). */
+  /* The keep rate over 4 heads of 512 x 512 at p = 0.1 is 1 - 26 / 256 (p rounded to 8 bits)
+   * within 5 binomial standard deviations (3e-4 each over 2^20 draws). */
   size_t kept = 0, total = 0;
   for (uint32_t bh = 0; bh < 4; bh++)
     for (uint32_t i = 0; i < 512; i++)
       for (uint32_t j = 0; j < 512; j++, total++)
         kept += kiln_ref_attn_keep(9, 1024, bh, 512, i, j, 0.1f);
-  double q = 1.0 - 6554.0 / 65536.0, rate = (double)kept / (double)total;
+  double q = 1.0 - 26.0 / 256.0, rate = (double)kept / (double)total;
   CHECK(fabs(rate - q) <= 5 * sqrt(q * (1 - q) / (double)total), "keep rate %.6f, expected %.6f",
         rate, q);
 }
