@@ -1,7 +1,11 @@
 /* kiln.rand against a C Philox4x32-10 reference (docs/internals.md): bit-exact.  rand(seed, o)
- * is word (o & 3) of the block at counter o >> 2, so the 200 offsets cover every word. */
+ * is word (o & 3) of the block at counter o >> 2, so the 200 offsets cover every word.  Offsets
+ * pid * 64 + range are runs of 4 from multiples of 4, which the cpu lowering computes as one
+ * block per 4 elements (cpu_ops.c, lower_rand_groups); shifted by an argument the analysis
+ * knows nothing of (3, and 8, aligned in fact), one block per element. */
 #include "harness.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 static float philox_ref(uint32_t seed, uint32_t offset) {
@@ -17,32 +21,45 @@ static float philox_ref(uint32_t seed, uint32_t offset) {
 
 enum { N = 200, BLOCK = 64 };
 
-int main(void) {
+/* Builds rnd(out, seed, n, shift): out[i] = rand(seed, i + shift) for i < n (shift an argument
+ * when `shifted`, else none), and checks it against the reference for three seeds. */
+static int run_case(bool shifted) {
   T t;
   t_init(&t);
   MlirType f32 = t_f32(&t), i32 = t_i32(&t);
-  MlirType args[3] = {t_ptr(&t, f32), i32, i32};
-  t_kernel(&t, "rnd", args, 3);
+  MlirType args[4] = {t_ptr(&t, f32), i32, i32, i32};
+  t_kernel(&t, "rnd", args, shifted ? 4 : 3);
   MlirValue offs = t_offsets(&t, 0, BLOCK);
   MlirValue mask =
       kiln_ir_build_cmpi(&t.b, t.loc, "slt", offs,
                          kiln_ir_build_splat(&t.b, t.loc, t_arg(&t, 2), mlirValueGetType(offs)));
-  MlirValue r = kiln_ir_build_rand(&t.b, t.loc, t_arg(&t, 1), offs);
+  MlirValue o = offs;
+  if (shifted)
+    o = t_op(&t, "arith.addi", offs,
+             kiln_ir_build_splat(&t.b, t.loc, t_arg(&t, 3), mlirValueGetType(offs)));
+  MlirValue r = kiln_ir_build_rand(&t.b, t.loc, t_arg(&t, 1), o);
   kiln_ir_build_store(&t.b, t.loc, t_ptrs(&t, t_arg(&t, 0), offs), r, mask);
   KilnCpuFn fn = t_compile(&t);
   float out[N];
   float *po = out;
   int32_t n_ = N;
-  int32_t seeds[3] = {0, 1234, -7};
-  for (int s = 0; s < 3; s++) {
-    void *argv[3] = {&po, &seeds[s], &n_};
-    t_run(fn, argv, (N + BLOCK - 1) / BLOCK, 1);
-    int bad = 0;
-    for (int i = 0; i < N; i++)
-      bad += out[i] != philox_ref((uint32_t)seeds[s], (uint32_t)i) || out[i] < 0 || out[i] >= 1;
-    T_CHECK(&t, bad == 0, "seed %d: %d values differ from the Philox reference", seeds[s], bad);
-  }
+  int32_t seeds[3] = {0, 1234, -7}, shifts[2] = {3, 8};
+  for (int s = 0; s < 3; s++)
+    for (int k = 0; k < (shifted ? 2 : 1); k++) {
+      int32_t shift = shifted ? shifts[k] : 0;
+      void *argv[4] = {&po, &seeds[s], &n_, &shift};
+      t_run(fn, argv, (N + BLOCK - 1) / BLOCK, 1);
+      int bad = 0;
+      for (int i = 0; i < N; i++) {
+        float want = philox_ref((uint32_t)seeds[s], (uint32_t)(i + shift));
+        bad += out[i] != want || out[i] < 0 || out[i] >= 1;
+      }
+      T_CHECK(&t, bad == 0, "seed %d, shift %d: %d values differ from the Philox reference",
+              seeds[s], shift, bad);
+    }
   int fails = t.failures;
   t_fini(&t);
-  return fails ? 1 : 0;
+  return fails;
 }
+
+int main(void) { return run_case(false) + run_case(true) ? 1 : 0; }
