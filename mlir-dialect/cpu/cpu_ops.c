@@ -873,8 +873,8 @@ static MlirValue rand_fn(Cpu *c, const MlirValue *e, void *user) {
  * the groups (each dim's index with its group bits clear): one block per group, from its first
  * element's offset, and each member's word picked by its own offset's low bits and stored in
  * place, the same numbers as rand_fn's.  Measured on the cpu (2 cores, f32, BERT-mini's
- * shapes): dropout_fwd 0.76-0.93 -> 0.32-0.34 ms a call, the Philox rounds vectorized across
- * groups of 4; the attention kernels with dropout 15% faster with scalar rounds per group of
+ * shapes): dropout_fwd 0.76-0.93 -> 0.30-0.34 ms a call, the Philox rounds vectorized across
+ * groups of 4; the attention kernels with dropout 0-14% faster, with scalar rounds per group of
  * 16.  Two loops instead (blocks into a buffer, then each element's word gathered from it) did
  * not vectorize the attention's rounds either and were slower for dropout. */
 
