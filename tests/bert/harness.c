@@ -104,8 +104,8 @@ void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fm
   static KilnCompileOptions extra;
   memset(&extra, 0, sizeof extra);
   extra.cpu = dev->cpu;
-  KilnTestDevice d = {dev->rt, dev->target, dev->num_warps, dev->cpu ? &extra : NULL, dev->bundle,
-                      dev->emit};
+  KilnTestDevice d = {dev->rt,     dev->target, dev->num_warps, dev->cpu ? &extra : NULL,
+                      dev->bundle, dev->emit};
   va_list ap;
   va_start(ap, fmt);
   kiln_test_vbegin(run, &d, fmt, ap);
