@@ -70,6 +70,7 @@ void tune_tuned_cands_free(TuneTunedCands *all) {
 typedef struct PlanPin {
   char name[64];
   long long value;
+  char type[16]; /* a type parameter's: its name ("f16"); "" for an integer */
 } PlanPin;
 
 typedef struct PlanKernel {
@@ -120,7 +121,7 @@ static int plan_line(Plan *p, const char *l) {
   if (!strncmp(l, "pin ", 4)) {
     if (k->npins == PLAN_MAX_PINS) return -1;
     PlanPin *q = &k->pins[k->npins++];
-    return sscanf(l, "pin %63s %lld", q->name, &q->value) == 2 ? 0 : -1;
+    return sscanf(l, "pin %63s %lld %15s", q->name, &q->value, q->type) >= 2 ? 0 : -1;
   }
   if (sscanf(l, "param %d %63s %63s", &i, a, b) == 3) {
     if (i != k->nparams || i == TUNE_MAX_PARAMS) return -1;
@@ -330,6 +331,37 @@ static int write_images(FILE *arrays, FILE *entries, int first, const TuneTunedC
   return rc ? -1 : (int)n;
 }
 
+/* A config string as the texts show it: a type parameter pinned by name (T=f16, where the
+ * config holds the type's number). */
+static void config_text(const PlanKernel *k, const char *config, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (const char *p = config; *p && used < cap;) {
+    size_t len = strcspn(p, ","), name = strcspn(p, "=");
+    const char *type = NULL;
+    for (int i = 0; i < k->npins && name < len; i++)
+      if (k->pins[i].type[0] && strlen(k->pins[i].name) == name &&
+          !strncmp(k->pins[i].name, p, name))
+        type = k->pins[i].type;
+    int w = type
+                ? snprintf(buf + used, cap - used, "%s%.*s=%s", used ? "," : "", (int)name, p, type)
+                : snprintf(buf + used, cap - used, "%s%.*s", used ? "," : "", (int)len, p);
+    if (w < 0) break;
+    used += (size_t)w;
+    p += len + (p[len] == ',');
+  }
+}
+
+/* What row r's module tells kiln_rt_function_set_about: its config and promises, and where it
+ * was timed (as libgen.c's own modules say "tuned"). */
+static void module_about(FILE *f, const PlanKernel *k, const Row *r, const char *device) {
+  char cfg[512], about[1024];
+  config_text(k, r->cand->config, cfg, sizeof cfg);
+  snprintf(about, sizeof about, "%s%s%s, timed on %s", cfg, r->sig.n ? ", promises " : "",
+           r->sig.text, device);
+  libgen_c_string(f, about);
+}
+
 /* One table row of plan kernel k (macro body text, ending in a continuation). */
 static void write_row(FILE *f, const PlanKernel *k, const Row *r, int module, const char *device) {
   fputs("  {{", f);
@@ -351,8 +383,10 @@ static void write_row(FILE *f, const PlanKernel *k, const Row *r, int module, co
   fputs("}, \\\n   ", f);
   char about[1024];
   size_t len = strcspn(r->rec->key, "|");
+  char cfg[512];
+  config_text(k, r->cand->config, cfg, sizeof cfg);
   snprintf(about, sizeof about, "%.*s%s%s%s%s, timed on %s", (int)len, r->rec->key, len ? ", " : "",
-           r->cand->config, r->sig.n ? ", promises " : "", r->sig.text, device);
+           cfg, r->sig.n ? ", promises " : "", r->sig.text, device);
   libgen_c_string(f, about);
   fprintf(f, "}, /* tuned median %.4f ms, on the device */ \\\n", r->rec->median_ms);
 }
@@ -387,7 +421,9 @@ static int write_tuned(const char *dir, const Plan *p, const KilnCache *records,
         rc = 1;
         break;
       }
-      fprintf(mods, "  {\"%s\", %d, %d}, \\\n", k->name, p->nimg + nimg, got);
+      fprintf(mods, "  {\"%s\", %d, %d, ", k->name, p->nimg + nimg, got);
+      module_about(mods, k, &rw[r], device);
+      fputs("}, \\\n", mods);
       nimg += got;
       write_row(rows, k, &rw[r], p->nmod + nmod++, device);
     }

@@ -350,6 +350,41 @@ static void source_prelude(FILE *f, const char *L, int nmod, const LibKernel *ks
       "  while (l < 62 && ((int64_t)1 << l) < v) l++;\n  return v <= 0 ? 0 : l + 1;\n}\n\n");
 }
 
+/* Variant v's config and promises, and where it comes from ("untuned", "generic copy", tuned
+ * when neither), as text; with its key buckets first when `keys`. What a refused call's message
+ * says of a table row, and (without the keys) what a module tells kiln_rt_function_set_about. */
+static void variant_text(FILE *m, const LibKernel *k, const LibVariant *var, bool keys) {
+  for (int j = 0; keys && j < k->nkeys; j++)
+    fprintf(m, "%s=%lld, ", k->keys[j], (long long)var->keyvals[j]);
+  char cfg[256], text[256];
+  tune_config_string(&var->cfg, cfg, sizeof cfg);
+  tune_config_text(cfg, k->tune ? k->tune->kernel : NULL, text, sizeof text);
+  fprintf(m, "%s%s%s%s", text, var->sig.n ? ", promises " : "", var->sig.text,
+          var->untuned        ? ", untuned"
+          : var->generic_copy ? ", generic copy"
+          : keys              ? ""
+                              : ", tuned");
+}
+
+/* variant_text as a C string literal. */
+static void variant_about(FILE *f, const LibKernel *k, const LibVariant *var, bool keys) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  if (m) {
+    variant_text(m, k, var, keys);
+    fclose(m);
+  }
+  libgen_c_string(f, text ? text : "");
+  free(text);
+}
+
+/* One module: the variant it was compiled from (the first of those that share it), of kernel k. */
+typedef struct LibModule {
+  const LibKernel *k;
+  const LibVariant *var;
+} LibModule;
+
 /* One embedded image: which module (variant) it belongs to, its format and arch. */
 typedef struct LibImage {
   int module;
@@ -370,10 +405,10 @@ static const char *format_name(KilnRtModuleFormat f) {
   }
 }
 
-/* Images of one module are contiguous: modules[m] = {kernel, first image, count}. */
+/* Images of one module are contiguous: modules[m] = {kernel, first image, count, about}. */
 /* Host images carry the CPU target they were built for and its features (names of letters,
  * digits, '.', '-' and ',' only: kiln_rt_host_cpu_target's, printed as they are). */
-static void source_images(FILE *f, const char *L, const char *const *kern, int nmod,
+static void source_images(FILE *f, const char *L, const LibModule *mods, int nmod,
                           const LibImage *im, int nimg, const char *cpu, const char *features) {
   fprintf(f, "static const KilnRtImage kiln_gen_images[%d + KILN_GEN_TUNED_NIMG] = {\n",
           nimg ? nimg : 1);
@@ -387,12 +422,16 @@ static void source_images(FILE *f, const char *L, const char *const *kern, int n
   }
   fprintf(f,
           "  KILN_GEN_TUNED_IMAGES\n};\n\nstatic const struct {\n  const char *kernel;\n"
-          "  int first, count;\n} kiln_gen_modules[%d + KILN_GEN_TUNED_NMOD] = {\n",
+          "  int first, count;\n"
+          "  const char *about; /* the variant's config and promises (kiln_rt_function_about) */\n"
+          "} kiln_gen_modules[%d + KILN_GEN_TUNED_NMOD] = {\n",
           nmod ? nmod : 1);
   for (int m = 0, i = 0; m < nmod; m++) {
     int first = i;
     while (i < nimg && im[i].module == m) i++;
-    fprintf(f, "  {\"%s\", %d, %d},\n", kern[m], first, i - first);
+    fprintf(f, "  {\"%s\", %d, %d, ", mods[m].k->name, first, i - first);
+    variant_about(f, mods[m].k, mods[m].var, false);
+    fprintf(f, "},\n");
   }
   fprintf(f, "  KILN_GEN_TUNED_MODULES\n};\n\n");
   fprintf(f,
@@ -430,6 +469,7 @@ static void source_images(FILE *f, const char *L, const char *const *kern, int n
       "    if (st == KILN_RT_OK)\n"
       "      st = kiln_rt_module_get_function(lib->mods[i], kiln_gen_modules[i].kernel, &got);\n"
       "    if (st == KILN_RT_OK && n) st = kiln_rt_function_set_arg_sizes(got, sizes, n);\n"
+      "    if (st == KILN_RT_OK) st = kiln_rt_function_set_about(got, kiln_gen_modules[i].about);\n"
       "    if (st == KILN_RT_OK) lib->fns[i] = got;\n"
       "  }\n  *fn = lib->fns[i];\n  pthread_mutex_unlock(&lib->mu);\n  return st;\n}\n",
       L);
@@ -442,27 +482,6 @@ static unsigned long long sig_mask(const TuneSig *s, int mod) {
   for (int e = 0; e < s->n; e++)
     if (s->e[e].mod == mod) m |= 1ULL << s->e[e].param;
   return m;
-}
-
-/* What a refused call's message says of variant v: its key buckets, config and promises. */
-static void variant_about(FILE *f, const LibKernel *k, const LibVariant *var) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&text, &len);
-  if (m) {
-    for (int j = 0; j < k->nkeys; j++)
-      fprintf(m, "%s=%lld, ", k->keys[j], (long long)var->keyvals[j]);
-    char cfg[256], text[256];
-    tune_config_string(&var->cfg, cfg, sizeof cfg);
-    tune_config_text(cfg, k->tune ? k->tune->kernel : NULL, text, sizeof text);
-    fprintf(m, "%s%s%s%s", text, var->sig.n ? ", promises " : "", var->sig.text,
-            var->untuned        ? ", untuned"
-            : var->generic_copy ? ", generic copy"
-                                : "");
-    fclose(m);
-  }
-  libgen_c_string(f, text ? text : "");
-  free(text);
 }
 
 static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, const int *module_of) {
@@ -490,7 +509,7 @@ static void source_table(FILE *f, const char *L, const LibKernel *k, int ki, con
     fprintf(f, "%d, %d, ", var->cfg.num_warps, var->cfg.num_stages);
     libgen_c_string(f, var->sig.text);
     fprintf(f, "},\n   ");
-    variant_about(f, k, var);
+    variant_about(f, k, var, true);
     fprintf(f, "}, /* %s median %.4f ms */\n",
             var->untuned        ? "untuned"
             : var->generic_copy ? "generic copy of the winner with"
@@ -962,8 +981,12 @@ static void write_plan(FILE *f, const char *L, const char *device, int nmod, int
     fprintf(f, "kernel %s\nhash %s\ntunehash %s\nvariants %d\nrows %s\n", k->name,
             k->source_hash[0] ? k->source_hash : "-", k->tune_hash[0] ? k->tune_hash : "-",
             k->nvariants, libgen_conditions_read_rows(k) ? "checked" : "never");
-    for (int p = 0; k->pins && p < k->pins->n; p++)
-      fprintf(f, "pin %s %lld\n", k->pins->pins[p].name, (long long)k->pins->pins[p].value);
+    for (int p = 0; k->pins && p < k->pins->n; p++) {
+      const TunePin *q = &k->pins->pins[p];
+      /* a type's name after its number, so that kiln-tune-runner's texts can say T=f16 */
+      fprintf(f, "pin %s %lld%s%s\n", q->name, (long long)q->value, q->is_type ? " " : "",
+              q->is_type ? kiln_scalar_name((KilnScalarKind)q->value) : "");
+    }
     for (int p = 0; p < k->nparams; p++)
       fprintf(f, "param %d %s %s\n", p, k->params[p].name,
               is_promisable(&k->params[p]) ? "int" : "other");
@@ -1026,7 +1049,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
     fprintf(err, "kiln: error: --cpu: %s\n", kiln_rt_last_error());
     rc = 64;
   }
-  const char **kern = NULL;
+  LibModule *mods = NULL;
   int **module_of = calloc((size_t)(nk ? nk : 1), sizeof *module_of);
   int *generic = calloc((size_t)(nk ? nk : 1), sizeof *generic);
   if (!module_of || !generic) rc = 2;
@@ -1050,11 +1073,11 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
       }
       rc = build_module(&B, nmod, &ks[i], &ks[i].variants[v], err);
       if (rc) break;
-      const char **nkern = realloc(kern, (size_t)(nmod + 1) * sizeof *kern);
-      if (!nkern)
+      LibModule *nmods = realloc(mods, (size_t)(nmod + 1) * sizeof *mods);
+      if (!nmods)
         rc = 2;
       else
-        (kern = nkern)[nmod] = ks[i].name;
+        (mods = nmods)[nmod] = (LibModule){&ks[i], &ks[i].variants[v]};
       module_of[i][v] = nmod++;
     }
   }
@@ -1074,7 +1097,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
     libgen_emit_checked_ops(c);
     fflush(B.img);
     fputs(ibuf, c);
-    source_images(c, L, kern, nmod, B.images, B.nimages, B.cpu, B.features);
+    source_images(c, L, mods, nmod, B.images, B.nimages, B.cpu, B.features);
     TuneExpr *e = malloc(sizeof *e);
     if (!e) rc = 2;
     for (int i = 0; i < nk && e; i++) {
@@ -1092,7 +1115,7 @@ int kiln_libgen_emit(const char *dir, const char *L, KilnTarget target, const ch
   for (int i = 0; i < nk && module_of; i++) free(module_of[i]);
   free(module_of);
   free(generic);
-  free(kern);
+  free(mods);
   free(B.images);
   if (h) fclose(h);
   if (c) fclose(c);

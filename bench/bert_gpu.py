@@ -246,6 +246,14 @@ def cell(row, key):
     return f"{v:.4g}"
 
 
+def variant_text(r):
+    """The config a profiled call ran (its library's text for the variant) less what its pins
+    say; '-' where the record has none."""
+    pins = set(r.get("pins", "").split())
+    v = r.get("variant", "")
+    return ",".join(w for w in v.split(",") if w not in pins).replace("|", "/") or "-"
+
+
 def profile_section(path, top=15):
     """The --profile records: (lines of the markdown section, the JSON of it); ([], None) when
     there are none."""
@@ -264,8 +272,8 @@ def profile_section(path, top=15):
              f"step; the other {total['other_ms']:.2f} ms is host work and launch overhead. "
              f"The {min(top, len(calls))} calls that take the most of {len(calls)}:", "",
              "| kernel | pins | shape | launches/step | ms/step | us/launch | share | TFLOP/s "
-             "| GB/s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| GB/s | variant |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in calls[:top]:
         # the matrix products' rate (gemm, attention) and the bytes' rate (each tensor once):
         # against the device's tensor peak and memory bandwidth they say how far each call is
@@ -273,7 +281,7 @@ def profile_section(path, top=15):
         gb = f"{r['gbps']:.0f}" if "gbps" in r else "-"
         lines.append(f"| {r['kernel']} | {r['pins']} | {r['shape']} | {r['launches_per_step']:.4g} "
                      f"| {r['ms_per_step']:.3f} | {r['us_per_launch']:.1f} | "
-                     f"{100 * r['share']:.1f}% | {tf} | {gb} |")
+                     f"{100 * r['share']:.1f}% | {tf} | {gb} | {variant_text(r)} |")
     return lines, {"total": total, "top": calls[:top]}
 
 

@@ -223,6 +223,7 @@ void kiln_rt_module_destroy(KilnRtModule *mod) {
     free(fn->name);
     free(fn->arg_sizes);
     free(fn->arg_elem_bytes);
+    free(fn->about);
     free(fn);
   }
   pthread_mutex_destroy(&mod->lock);
@@ -289,6 +290,33 @@ KilnRtStatus kiln_rt_function_set_arg_sizes(KilnRtFunction *fn, const size_t *si
   return KILN_RT_OK;
 }
 
+KilnRtStatus kiln_rt_function_set_about(KilnRtFunction *fn, const char *about) {
+  if (!fn || !about) return BAD("kiln_rt_function_set_about: function and text must not be NULL");
+  char *copy = strdup(about);
+  if (!copy) return kiln_rt_fail(KILN_RT_ERROR_OUT_OF_MEMORY, "out of host memory for a text");
+  pthread_mutex_lock(&fn->module->lock);
+  free(fn->about);
+  fn->about = copy;
+  pthread_mutex_unlock(&fn->module->lock);
+  return KILN_RT_OK;
+}
+
+const char *kiln_rt_function_name(const KilnRtFunction *fn) { return fn ? fn->name : ""; }
+
+const char *kiln_rt_function_about(const KilnRtFunction *fn) {
+  return fn && fn->about ? fn->about : "";
+}
+
+/* This thread's launches: the last function accepted and how many were (a profile brackets a
+ * library call with two reads of the count to learn which kernel the call ran). */
+static _Thread_local const KilnRtFunction *last_launch;
+static _Thread_local uint64_t launch_count;
+
+const KilnRtFunction *kiln_rt_last_launch(uint64_t *count) {
+  if (count) *count = launch_count;
+  return last_launch;
+}
+
 /* A block takes threads x registers of its SM's register file, and a thread at most 255: a GPU
  * refuses more (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, which names neither number), the emulator
  * would run it. ptxas fits the registers to the kernel's .maxntid, so this fires for a block
@@ -335,7 +363,12 @@ KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, v
   /* Every device: a 32-bit kernel would wrap its offsets past 2^31 elements. */
   st = kiln_rt_check_offsets(fn, args);
   if (st != KILN_RT_OK) return st;
-  return dev->ops->launch(fn, cfg, args, stream);
+  st = dev->ops->launch(fn, cfg, args, stream);
+  if (st == KILN_RT_OK) {
+    last_launch = fn;
+    launch_count++;
+  }
+  return st;
 }
 
 /* ---- streams and events ------------------------------------------------------------------- */

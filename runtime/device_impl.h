@@ -149,6 +149,9 @@ struct KilnRtFunction {
    * element (0 for scalars), num_offset_args of them, owned. */
   uint32_t index_bits, num_offset_args;
   uint32_t *arg_elem_bytes;
+  /* What the caller says the code is (kiln_rt_function_set_about: a generated library's config
+   * and promises), owned; NULL until set. */
+  char *about;
 };
 
 struct KilnRtModule {

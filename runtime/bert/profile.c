@@ -20,6 +20,8 @@
 typedef struct CallSum {
   double ms;          /* summed milliseconds */
   long long launches; /* timed launches */
+  char *variant;      /* what the library says of the kernel the call ran (its config and
+                         promises: kiln_rt_function_about), owned; NULL until known */
 } CallSum;
 
 struct KilnBertProfile {
@@ -28,6 +30,7 @@ struct KilnBertProfile {
   int use_events;       /* cuda: events around launches; else the host clock */
   int timed;            /* inside a timed step */
   double t0;            /* host clock: the start of the launch under way */
+  uint64_t launches0;   /* this thread's kiln_rt_launch count then: did the call launch? */
   CallSum *sum;         /* per call index, over the timed steps */
   size_t ncap;          /* room in sum */
   int ncalls;           /* 1 + the highest call index seen timed */
@@ -62,6 +65,7 @@ void kiln_bert_profile_destroy(KilnBertProfile *pf) {
   for (size_t i = 0; i < pf->nev; i++) kiln_rt_event_destroy(pf->ev[i]);
   free(pf->ev);
   free(pf->pending);
+  for (size_t i = 0; i < pf->ncap; i++) free(pf->sum[i].variant);
   free(pf->sum);
   free(pf);
 }
@@ -91,9 +95,21 @@ static KilnRtStatus have_call(KilnBertProfile *pf, int call) {
   return KILN_RT_OK;
 }
 
+/* The first timed launch of a call names the variant it ran: the kernel this thread launched
+ * last, if the call launched one. */
+static KilnRtStatus note_variant(KilnBertProfile *pf, int call) {
+  uint64_t count = 0;
+  const KilnRtFunction *fn = kiln_rt_last_launch(&count);
+  if (pf->sum[call].variant || !fn || count == pf->launches0) return KILN_RT_OK;
+  if (!(pf->sum[call].variant = strdup(kiln_rt_function_about(fn))))
+    return kiln_rt_set_error(KILN_RT_ERROR_OUT_OF_MEMORY, "profile: out of memory");
+  return KILN_RT_OK;
+}
+
 KilnRtStatus kiln_bert_profile_launch_begin(KilnBertProfile *pf) {
   pf->seen++;
   if (!pf->timed) return KILN_RT_OK;
+  kiln_rt_last_launch(&pf->launches0);
   if (!pf->use_events) {
     pf->t0 = now();
     return KILN_RT_OK;
@@ -106,6 +122,8 @@ KilnRtStatus kiln_bert_profile_launch_end(KilnBertProfile *pf, int call) {
   if (!pf->timed) return KILN_RT_OK;
   double t1 = now();
   KilnRtStatus st = have_call(pf, call);
+  if (st != KILN_RT_OK) return st;
+  st = note_variant(pf, call);
   if (st != KILN_RT_OK) return st;
   if (!pf->use_events) {
     pf->sum[call].ms += 1e3 * (t1 - pf->t0);
@@ -182,16 +200,37 @@ static double per_second(double per_launch, double launches, double ms, double u
   return ms > 0 ? per_launch * launches / (1e-3 * ms) / unit : 0;
 }
 
-static void write_row(FILE *table, FILE *jsonl, const KilnBertCall *c, double launches, double ms,
-                      double share) {
+/* The variant's text for the table: without the config entries its call's pins already say
+ * ("T=f16" of "T=f16,BM=128,..."). */
+static void print_variant(FILE *f, const char *variant, const char *pins) {
+  const char *s = variant;
+  int first = 1;
+  while (*s) {
+    size_t len = strcspn(s, ",");
+    int pinned = 0;
+    for (const char *p = pins; *p && !pinned;) {
+      size_t plen = strcspn(p, " ");
+      pinned = plen == len && plen && !strncmp(p, s, len);
+      p += plen + (p[plen] == ' ');
+    }
+    if (!pinned) fprintf(f, "%s%.*s", first ? "" : ",", (int)len, s);
+    first = first && pinned;
+    s += len + (s[len] == ',');
+  }
+}
+
+static void write_row(FILE *table, FILE *jsonl, const KilnBertCall *c, const char *variant,
+                      double launches, double ms, double share) {
   double us = launches > 0 ? 1e3 * ms / launches : 0;
   double tflops = per_second(c->flops, launches, ms, 1e12);
   double gbps = per_second(c->bytes, launches, ms, 1e9);
   if (table) {
     char tf[16] = "-";
     if (c->flops > 0) snprintf(tf, sizeof tf, "%.2f", tflops);
-    fprintf(table, "%10.3f %6.1f%% %9.4g %10.1f %8s %8.1f  %-22s %-20s %s\n", ms, 100 * share,
+    fprintf(table, "%10.3f %6.1f%% %9.4g %10.1f %8s %8.1f  %-22s %-20s %-26s ", ms, 100 * share,
             launches, us, tf, gbps, c->kernel, c->pins, c->shape);
+    print_variant(table, variant ? variant : "", c->pins);
+    fputc('\n', table);
   }
   if (jsonl) {
     fputs("{\"profile\": true, \"kernel\": ", jsonl);
@@ -202,6 +241,8 @@ static void write_row(FILE *table, FILE *jsonl, const KilnBertCall *c, double la
     json_str(jsonl, c->pins);
     fputs(", \"shape\": ", jsonl);
     json_str(jsonl, c->shape);
+    fputs(", \"variant\": ", jsonl);
+    json_str(jsonl, variant ? variant : "");
     fprintf(jsonl,
             ", \"launches_per_step\": %.9g, \"ms_per_step\": %.9g, \"us_per_launch\": %.9g, "
             "\"share\": %.9g, \"flops_per_launch\": %.9g, \"bytes_per_launch\": %.9g, "
@@ -241,13 +282,13 @@ void kiln_bert_profile_write(const KilnBertProfile *pf, const KilnBertCall *call
     fprintf(table,
             "\nprofile: %d timed step%s (%s), per step, most time first; TFLOP/s of the matrix "
             "products, GB/s of the bytes each call must move at the least\n%10s %7s %9s %10s "
-            "%8s %8s  %-22s %-20s %s\n",
+            "%8s %8s  %-22s %-20s %-26s %s\n",
             pf->steps, pf->steps == 1 ? "" : "s", clock, "ms", "share", "launches", "us/launch",
-            "TFLOP/s", "GB/s", "kernel", "pins", "shape");
+            "TFLOP/s", "GB/s", "kernel", "pins", "shape", "variant (the config it ran)");
   for (int r = 0; r < nrows; r++) {
     double ms = rows[r].sum.ms / steps;
-    write_row(table, jsonl, &calls[rows[r].call], (double)rows[r].sum.launches / steps, ms,
-              kernel_ms > 0 ? ms / kernel_ms : 0);
+    write_row(table, jsonl, &calls[rows[r].call], rows[r].sum.variant,
+              (double)rows[r].sum.launches / steps, ms, kernel_ms > 0 ? ms / kernel_ms : 0);
   }
   free(rows);
   double other = step_ms - kernel_ms;

@@ -12,7 +12,8 @@ clocks' own reading); the step time in the total record is the summary's avg_ite
 are the mean of steps 2..3); the losses of B are A's bit for bit (profiling changes nothing);
 every log line parses; the table is printed after the summary, one row per call; each call's
 work (a gemm's 2MNK flops, attention's products, bytes at least its largest tensor's) and its
-TFLOP/s and GB/s are that work over its time. A 1-step run says that no step was timed.
+TFLOP/s and GB/s are that work over its time; each call names the variant it ran (a config, and
+promises that its integer arguments keep). A 1-step run says that no step was timed.
 eval --profile of the saved model (12 samples in 3 batches of 4; 2 timed): its eval_loss that of
 eval without it; --json's records parse; the calls are forward ones only (attn_fwd once per
 layer a batch, no backward or optimizer kernel); times >= 0 within the batch's time x 1.05.
@@ -110,6 +111,33 @@ for x in rows:
         rate = x[per] * x["launches_per_step"] / secs / unit if secs > 0 else 0
         check(abs(x[key] - rate) <= 1e-6 * max(rate, 1e-12),
               f"{x['kernel']} {x['shape']}: {key} {x[key]}, its work over its time {rate}")
+
+
+def spec_ints(spec):
+    """'kernel=gemm; M=4; sak=1; a: f16[8]' -> {'M': 4, 'sak': 1} (the integer arguments)"""
+    out = {}
+    for part in spec.split(";"):
+        k, _, v = part.strip().partition("=")
+        if v.lstrip("-").isdigit():
+            out[k] = int(v)
+    return out
+
+
+# the variant each call ran, as its library says (kiln_rt_function_about): a config with the
+# warps, and promises the call's integer arguments keep (X=1, X%16)
+for x in rows:
+    v, args = x.get("variant", ""), spec_ints(x["spec"])
+    config, _, rest = v.partition(", promises ")
+    check("num_warps=" in config and all("=" in w for w in config.split(",")[:1]),
+          f"{x['kernel']} {x['shape']}: variant {v!r} names a config")
+    for promise in rest.split(", ")[0].split(",") if rest else []:
+        name, op, val = promise.partition("=") if "=" in promise else promise.partition("%")
+        got = args.get(name)
+        ok = got is not None and (got == int(val) if op == "=" else got % int(val) == 0)
+        check(ok, f"{x['kernel']} {x['shape']}: the variant promises {promise}, the call has "
+                  f"{name}={got}")
+check(any("promises" in x.get("variant", "") for x in rows if x["kernel"] == "gemm"),
+      "the gemm calls run variants with promises (sak=1 ...), not the generic copy")
 check([x["ms_per_step"] for x in rows] == sorted((x["ms_per_step"] for x in rows), reverse=True),
       "rows sorted by time, most first")
 check(len(totals) == 1, "one total record")
@@ -131,6 +159,7 @@ check("profile:" in out and out.index("profile:") > out.index("last loss"),
       "the profile table comes after the summary table")
 table = out[out.find("profile:"):].splitlines()[2:-1] if "profile:" in out else []
 check(len(table) == len(rows), f"{len(table)} table rows for {len(rows)} calls")
+check(all("num_warps=" in line for line in table), "each table row names its variant's config")
 check("host work and launch overhead" in out, "the table ends with kernel time against step time")
 
 one = list(base)

@@ -23,7 +23,8 @@ the build), and checks:
   - a KILN_RUNTIME_ONLY kiln-bert built against this build's libraries with those rows holds
     their images and trains 3 steps whose losses equal the untuned kiln-bert's within the fp32
     tolerance of tests/kilnbert/train_emu_test.py (1e-5 relative: other tiles sum in other
-    orders) and whose gradient norms within 1e-4.
+    orders) and whose gradient norms within 1e-4; its --profile names gemm variants that
+    kiln-tune-runner timed.
 Minutes: the runtime-only build compiles the libraries' C sources once more.
 Usage: tuned_libs_test.py KILN_BERT VOCAB KILN KILN_TUNE_RUNNER SOURCE_DIR BUILD_DIR WORK_DIR
        GENERATOR C_COMPILER"""
@@ -202,6 +203,17 @@ untuned = kbtest.train_losses(check, kb, vocab, data, os.path.join(work, "untune
 tuned = kbtest.train_losses(check, os.path.join(out, "tools", "kiln-bert"), vocab, data,
                             os.path.join(work, "tuned.jsonl"), 4)
 kbtest.check_same_training(check, untuned, tuned, LOSS_TOL, NORM_TOL)
+
+# its profile names the variants each call ran: the gemm calls' ones timed by the runner
+prof_log = os.path.join(work, "tuned-profile.jsonl")
+r = run([os.path.join(out, "tools", "kiln-bert"), "train", "--model", "tiny", "--data", data,
+         "--vocab", vocab, "--steps", "2", "--batch", "4", "--seq-len", "16", "--dropout", "0",
+         "--no-shuffle", "--profile", "--log", prof_log])
+prof = [json.loads(x) for x in open(prof_log)] if r.returncode == 0 else []
+gemm_variants = {x["variant"] for x in prof if x.get("profile") and x.get("kernel") == "gemm"}
+print("the tuned kiln-bert's gemm variants:", sorted(gemm_variants)[:3])
+check(r.returncode == 0 and any(", timed on " in v for v in gemm_variants),
+      "the tuned kiln-bert's profile names a gemm variant timed by kiln-tune-runner")
 
 print("all passed" if not check.fails else f"{check.fails} failed")
 sys.exit(1 if check.fails else 0)

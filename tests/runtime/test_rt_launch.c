@@ -70,10 +70,23 @@ static void test_saxpy_object(KilnRtDevice *dev) {
   CHECK_OK(kiln_rt_module_get_function(mod, "saxpy", &again));
   CHECK(fn && fn == again);
   if (fn) {
+    /* what a library says of the code, and which function this thread launched last */
+    CHECK(strcmp(kiln_rt_function_about(fn), "") == 0);
+    CHECK(strcmp(kiln_rt_function_name(fn), "saxpy") == 0);
+    CHECK_OK(kiln_rt_function_set_about(fn, "BLOCK=64, promises n%16"));
+    CHECK_OK(kiln_rt_function_set_about(fn, "BLOCK=64, tuned"));
+    CHECK(strcmp(kiln_rt_function_about(fn), "BLOCK=64, tuned") == 0);
+    CHECK_STATUS(kiln_rt_function_set_about(fn, NULL), KILN_RT_ERROR_INVALID_ARGUMENT);
+    uint64_t before = 0, after = 0;
+    kiln_rt_last_launch(&before);
     CHECK(run_saxpy(dev, fn, 1000, 1, 2.5f) == 0.0f); /* 16 programs, the last one partial */
-    CHECK(run_saxpy(dev, fn, 64, 1, -1.0f) == 0.0f);  /* exactly one full program */
-    CHECK(run_saxpy(dev, fn, 1, 1, 3.0f) == 0.0f);    /* tail only */
-    CHECK(run_saxpy(dev, fn, 333, 7, 0.5f) == 0.0f);  /* 2-D grid: rows on y */
+    CHECK(kiln_rt_last_launch(&after) == fn && after == before + 1);
+    KilnRtLaunchConfig zero = {{0, 1, 1}, 32, 0};
+    CHECK_STATUS(kiln_rt_launch(fn, &zero, NULL, NULL), KILN_RT_ERROR_INVALID_ARGUMENT);
+    CHECK(kiln_rt_last_launch(&before) == fn && before == after); /* a refused one is not */
+    CHECK(run_saxpy(dev, fn, 64, 1, -1.0f) == 0.0f);              /* exactly one full program */
+    CHECK(run_saxpy(dev, fn, 1, 1, 3.0f) == 0.0f);                /* tail only */
+    CHECK(run_saxpy(dev, fn, 333, 7, 0.5f) == 0.0f);              /* 2-D grid: rows on y */
   }
   CHECK_STATUS(kiln_rt_module_get_function(mod, "no_such_kernel", &fn), KILN_RT_ERROR_NOT_FOUND);
   CHECK_CONTAINS(kiln_rt_last_error(), "no_such_kernel");

@@ -247,6 +247,13 @@ KilnRtStatus kiln_rt_module_get_function(KilnRtModule *mod, const char *kernel_n
  * before a launch is captured into a graph on cpu, which copies argument values at capture time.
  * The sizes are copied; calling it again replaces them. */
 KilnRtStatus kiln_rt_function_set_arg_sizes(KilnRtFunction *fn, const size_t *sizes, size_t n);
+/* Attaches a text saying what the code is (a generated library gives each variant's config and
+ * promises, e.g. "BM=128,BN=128,...,num_warps=8, promises sak=1,K%16, tuned"), copied; calling
+ * it again replaces it. kiln_rt_function_about reads it ("" when none was set) and
+ * kiln_rt_function_name the kernel's name; both live as long as the function. */
+KilnRtStatus kiln_rt_function_set_about(KilnRtFunction *fn, const char *about);
+const char *kiln_rt_function_about(const KilnRtFunction *fn);
+const char *kiln_rt_function_name(const KilnRtFunction *fn);
 
 /* On GPUs (cuda and emu) grid[1] and grid[2] are at most this (grid[0] at most 2^31 - 1). */
 #define KILN_RT_GPU_MAX_GRID_YZ 65535u
@@ -276,6 +283,11 @@ typedef struct KilnRtLaunchConfig {
  * `--index-bits 64` in the message, before anything runs. */
 KilnRtStatus kiln_rt_launch(KilnRtFunction *fn, const KilnRtLaunchConfig *cfg, void **args,
                             KilnRtStream *stream);
+/* The function of this thread's last accepted kiln_rt_launch (NULL before any; valid while its
+ * module is loaded), and in *count (may be NULL) how many launches this thread has made: read
+ * before and after a library call, it tells which kernel variant the call ran, if any (what
+ * `kiln-bert train --profile` names). */
+const KilnRtFunction *kiln_rt_last_launch(uint64_t *count);
 
 /* ---- streams and events ------------------------------------------------------------------- */
 
