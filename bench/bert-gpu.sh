@@ -11,7 +11,10 @@
 #      --kiln-bert-tuned EXE, then the same with EXE, a kiln-bert built against the kernel
 #      libraries tuned for this device (bench/gpu-check.sh): the row "kiln-bert (tuned)";
 #   2. Kiln fp32, --batch 16 (on cpu and emu also with the --kiln-bert-tuned EXE);
-#   3. Kiln fp16 with --padding dynamic (batches padded to their longest sample's 64-bucket);
+#   3. Kiln fp16 with --padding dynamic (batches padded to their longest sample's bucket), in
+#      the data order, then with --group-by-length (shuffled, each run of 50 batches sorted by
+#      length): the steps are one epoch of the data, so every batch is cut from the sorted
+#      reviews, as in most of a long run's epochs;
 #   4. PyTorch eager fp32 and fp16 (autocast + GradScaler);
 #   5. fp32 with TF32 tensor cores: Kiln fp32 --tf32 (its gemms' operands rounded to TF32) and
 #      PyTorch eager fp32 with torch.backends.cuda.matmul.allow_tf32 (bert_gpu.py --tf32; on
@@ -126,10 +129,14 @@ kiln() {
   local log=$work/kiln-$prec-$label.jsonl olog=$work/kiln-$prec-$label.out
   local pflags=(--precision "$prec")
   [ "$prec" = fp32+tf32 ] && pflags=(--precision fp32 --tf32)
+  # grouped: dynamic padding over the shuffled order grouped by length (the data order stays
+  # for the others, as PyTorch reads it)
+  local order=(--padding "$pad" --no-shuffle)
+  [ "$pad" = grouped ] && order=(--padding dynamic --group-by-length)
   # what whole-step replay did (on by default on cuda) goes into the row
   KILN_BERT_GRAPH_STATS=1 run_part "$t" "$olog" "$exe" train --model "$model" \
     --data "$work/data/imdb" --vocab "$work/data/vocab.txt" --device "$device" "${pflags[@]}" \
-    --batch "$batch" --seq-len "$seq" --padding "$pad" --steps "$steps" --no-shuffle --log "$log"
+    --batch "$batch" --seq-len "$seq" "${order[@]}" --steps "$steps" --log "$log"
   local rc=$?
   tail -3 "$olog" >&2
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note kiln "$label" "$prec" "$batch" "$pad" timeout "over ${t}s"; return; fi
@@ -181,6 +188,7 @@ kiln fp32 "$b32" fixed 90
 # fp32 tuned too where time allows it: the cpu's headline precision (a GPU's visit is short)
 [ -n "$kbt" ] && [ "$device" != cuda ] && kiln fp32 "$b32" fixed 90 0 "$kbt" tuned
 kiln fp16 "$b16" dynamic 60
+kiln fp16 "$b16" grouped 60
 
 # torch MODE PRECISION BATCH OWN_LIMIT [KEEP]: PRECISION fp32, fp16 or fp32+tf32 (--tf32)
 torch_part() {

@@ -82,8 +82,7 @@ static const char *const usage_train =
     "\n"
     "Fine-tunes BertForSequenceClassification with AdamW and prints the benchmark metrics.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32|fp16|bf16 and --dropout P in [0, 1) on "
-    "--device " BUILT_DEVICES ".\n"
+    "This build: --precision fp32|fp16|bf16, --dropout P in [0, 1), --device " BUILT_DEVICES ".\n"
 #else
     "NOT IMPLEMENTED in this build: training needs the kernel libraries, which are generated\n"
     "with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared elsewhere\n"
@@ -124,6 +123,9 @@ static const char *const usage_train =
     "                       TF32 (10-bit mantissas) and run on tensor cores on a GPU, like\n"
     "                       torch.backends.cuda.matmul.allow_tf32; attention stays IEEE f32\n"
     "  --no-shuffle         keep the data order (neg then pos, file names in byte order)\n"
+    "  --group-by-length    with --padding dynamic: batches of samples of about one length\n"
+    "                       (each run of 50 batches of the shuffled order sorted by length,\n"
+    "                       its batches in a drawn order), so less of a step is padding\n"
     "  --seed N             shuffling and dropout\n"
     "  --device cpu|emu|cuda[:N]\n"
     "  --replicas R         data-parallel: R copies of the model, each running 1/R of every\n"
@@ -163,7 +165,7 @@ static const char *const usage_eval =
     "and prints eval_loss (mean cross-entropy over all samples), accuracy and the benchmark\n"
     "metrics as a table.\n"
 #ifdef KILN_BERT_HAVE_TRAIN
-    "Implemented so far: --precision fp32 (--tf32), --device " BUILT_DEVICES ".\n"
+    "This build: --precision fp32|fp16|bf16 (--tf32 with fp32), --device " BUILT_DEVICES ".\n"
 #else
     "NOT IMPLEMENTED in this build: evaluation needs the kernel libraries, which are\n"
     "generated with the compiler (a build without KILN_RUNTIME_ONLY has them) or prepared\n"
@@ -498,6 +500,7 @@ static int cmd_train(int argc, char **argv) {
       OPT_REAL("--clip", &o.clip),
       OPT_REAL("--dropout", &o.dropout),
       OPT_FLAG("--no-shuffle", &o.shuffle, 0),
+      OPT_FLAG("--group-by-length", &o.group_by_length, 1),
       OPT_FLAG("--profile", &o.profile, 1),
       OPT_FLAG("--graphs", &o.graphs, 1),
       OPT_FLAG("--no-graphs", &o.graphs, 0),

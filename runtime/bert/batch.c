@@ -92,6 +92,57 @@ void kiln_bert_epoch_order(size_t n, int shuffle, uint64_t seed, size_t epoch, s
   }
 }
 
+/* A sample of a run to sort: its token count and its position in the run. */
+typedef struct LenPos {
+  size_t len, pos;
+} LenPos;
+
+/* Longest first; equal lengths in run order (qsort is not stable: the position decides). */
+static int longest_first(const void *a, const void *b) {
+  const LenPos *x = a, *y = b;
+  if (x->len != y->len) return x->len < y->len ? 1 : -1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+KilnBertStatus kiln_bert_group_by_length(const KilnBertEncoded *enc, size_t batch, uint64_t seed,
+                                         size_t epoch, size_t *order) {
+  size_t n = enc->n, group = KILN_BERT_GROUP_BATCHES * batch;
+  if (n == 0 || batch == 0) return KILN_BERT_OK;
+  LenPos *lp = malloc((group < n ? group : n) * sizeof *lp);
+  size_t *run = malloc((group < n ? group : n) * sizeof *run);
+  if (!lp || !run) {
+    free(lp);
+    free(run);
+    return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory grouping by length");
+  }
+  for (size_t r0 = 0; r0 < n; r0 += group) {
+    size_t m = n - r0 < group ? n - r0 : group;
+    for (size_t i = 0; i < m; i++) {
+      size_t s = order[r0 + i];
+      lp[i] = (LenPos){enc->start[s + 1] - enc->start[s], i};
+      run[i] = s;
+    }
+    qsort(lp, m, sizeof *lp, longest_first);
+    /* the full batches of the run in a drawn order (Fisher-Yates over batch indices; the
+     * draws are unbiased enough for an order: at most 50 batches against 2^64) */
+    size_t full = m / batch, perm[KILN_BERT_GROUP_BATCHES];
+    for (size_t b = 0; b < full; b++) perm[b] = b;
+    uint64_t st = seed ^ (0x9FB21C651E98DF25ull * ((uint64_t)epoch + 1)) ^ (r0 / group + 1);
+    for (size_t b = full; b > 1; b--) {
+      size_t j = (size_t)(splitmix64(&st) % b), t = perm[b - 1];
+      perm[b - 1] = perm[j];
+      perm[j] = t;
+    }
+    for (size_t b = 0; b < full; b++)
+      for (size_t i = 0; i < batch; i++)
+        order[r0 + b * batch + i] = run[lp[perm[b] * batch + i].pos];
+    for (size_t i = full * batch; i < m; i++) order[r0 + i] = run[lp[i].pos];
+  }
+  free(lp);
+  free(run);
+  return KILN_BERT_OK;
+}
+
 size_t kiln_bert_pad_bucket(size_t longest, size_t seq_len) {
   size_t b = longest <= 32 ? 32 : longest <= 64 ? 64 : (longest + 127) / 128 * 128;
   return b < seq_len ? b : seq_len;

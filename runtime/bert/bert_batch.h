@@ -38,6 +38,17 @@ void kiln_bert_step_slice(size_t n, size_t batch, size_t k, size_t *epoch, size_
 /* Writes the order of an epoch into order[0..n): 0..n-1 without shuffle; else a Fisher-Yates
  * shuffle driven by (seed, epoch), the same on every machine. */
 void kiln_bert_epoch_order(size_t n, int shuffle, uint64_t seed, size_t epoch, size_t *order);
+/* Samples to a length group (--group-by-length): KILN_BERT_GROUP_BATCHES batches. */
+#define KILN_BERT_GROUP_BATCHES 50
+/* Groups an epoch's (shuffled) order by length, so that dynamic padding pads each batch to
+ * about its own samples' length: the order is cut into runs of KILN_BERT_GROUP_BATCHES x batch
+ * positions (the last may be shorter); each run is sorted by the samples' token counts in enc,
+ * longest first (equal ones keep their order), and its full batches are put in an order drawn
+ * from (seed, epoch, run), so that any stretch of steps sees long and short batches alike; an
+ * epoch's partial last batch stays last. The batches are those of kiln_bert_step_slice, and
+ * the result is a permutation of the order given. OUT_OF_MEMORY. */
+KilnBertStatus kiln_bert_group_by_length(const KilnBertEncoded *enc, size_t batch, uint64_t seed,
+                                         size_t epoch, size_t *order);
 
 typedef enum KilnBertPadding {
   KILN_BERT_PAD_FIXED,   /* every row has seq_len columns */

@@ -47,9 +47,12 @@ typedef struct KilnBertTrainOptions {
   KilnBertPadding padding;
   KilnBertSchedule schedule;
   int shuffle;
-  int profile; /* --profile: time each launch of steps 2.. per call (bert_profile.h) and
+  int group_by_length; /* --group-by-length: each epoch's shuffled order grouped by length
+                            (kiln_bert_group_by_length), so that dynamic padding pads each
+                            batch to about its samples' own length; needs both */
+  int profile;         /* --profile: time each launch of steps 2.. per call (bert_profile.h) and
                             write the result after the summary (table and log) */
-  int graphs;  /* whole-step replay (kiln_bert_model_set_graphs): 1 on (--graphs), 0
+  int graphs;          /* whole-step replay (kiln_bert_model_set_graphs): 1 on (--graphs), 0
                             off (--no-graphs), -1 (the default) on cuda unless --profile or the
                             launch log taps the launches */
   uint64_t seed;

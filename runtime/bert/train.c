@@ -331,6 +331,11 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
                           "--replicas %zu: more replicas than the --batch of %zu samples they "
                           "share (each runs a shard of every batch)",
                           o->replicas, o->batch);
+  /* grouping reorders what shuffling drew, for dynamic padding to take the gain */
+  if (o->group_by_length && (!o->shuffle || o->padding != KILN_BERT_PAD_DYNAMIC))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--group-by-length needs --padding dynamic and a shuffled order (not "
+                          "--no-shuffle)");
   if (!o->data || o->batch < 1 || o->seq_len < 2)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "train needs --data, --batch >= 1 "
                                                             "and --seq-len >= 2");
@@ -657,6 +662,9 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     kiln_bert_step_slice(r.enc.n, o->batch, k, &epoch, &first, &count);
     if (epoch != cur_epoch) {
       kiln_bert_epoch_order(r.enc.n, o->shuffle, ts.seed, epoch, r.order);
+      if (o->group_by_length && (st = kiln_bert_group_by_length(&r.enc, o->batch, ts.seed, epoch,
+                                                                r.order)) != KILN_BERT_OK)
+        break;
       cur_epoch = epoch;
     }
     float loss = 0;

@@ -1,6 +1,7 @@
 /* test_batch.c — from samples to batches: tokenized once and truncated to the row's room, the
  * step schedule (ceil(N/B) steps an epoch, a partial last batch, --steps wrapping), epoch
- * orders (identity, or a seeded shuffle that is a permutation and repeatable), dynamic padding
+ * orders (identity, or a seeded shuffle that is a permutation and repeatable), grouped by length
+ * (each run of 50 batches sorted by length, cut into batches put in a drawn order), dynamic padding
  * buckets, and the rows, masks and labels of fixed and dynamic batches.
  * Usage: test_batch VOCAB */
 #include "bert_batch.h"
@@ -47,6 +48,85 @@ static void test_orders(void) {
   int perm = 1;
   for (size_t i = 0; i < N; i++) perm &= seen[i] == 1;
   CHECK(perm && moved > N / 2, "a permutation that moves most samples (%d)", moved);
+}
+
+/* The reference for one run of kiln_bert_group_by_length: its samples sorted longest first,
+ * equal lengths in run order (an insertion sort: the test's own, not the code's qsort). */
+static void sorted_run(const size_t *run, size_t m, const size_t *len, size_t *out) {
+  for (size_t i = 0; i < m; i++) {
+    size_t j = i;
+    while (j > 0 && len[out[j - 1]] < len[run[i]]) {
+      out[j] = out[j - 1];
+      j--;
+    }
+    out[j] = run[i];
+  }
+}
+
+/* The tokens a batch order costs under dynamic padding: each batch's bucket x its rows. */
+static size_t padded_tokens(const size_t *order, size_t n, size_t batch, const size_t *len) {
+  size_t total = 0;
+  for (size_t f = 0; f < n; f += batch) {
+    size_t c = n - f < batch ? n - f : batch, longest = 0;
+    for (size_t i = 0; i < c; i++)
+      if (len[order[f + i]] > longest) longest = len[order[f + i]];
+    total += kiln_bert_pad_bucket(longest + 2, 512) * c;
+  }
+  return total;
+}
+
+static void test_group_by_length(void) {
+  /* 1234 samples of lengths 1..500 in batches of 8: runs of 400 (50 batches) and a last run of
+   * 34, four full batches and a partial one of 2 */
+  enum { N = 1234, B = 8, G = KILN_BERT_GROUP_BATCHES * B };
+  static size_t len[N], start[N + 1], shuffled[N], order[N], again[N], other[N], ref[G];
+  uint64_t x = 12345;
+  for (size_t i = 0; i < N; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    len[i] = 1 + (size_t)(x >> 33) % 500;
+    start[i + 1] = start[i] + len[i];
+  }
+  KilnBertEncoded enc = {.start = start, .n = N};
+  kiln_bert_epoch_order(N, 1, 9, 2, shuffled);
+  memcpy(order, shuffled, sizeof order);
+  CHECK(kiln_bert_group_by_length(&enc, B, 9, 2, order) == KILN_BERT_OK, "grouped");
+  int unmoved_runs = 0;
+  for (size_t r0 = 0; r0 < N; r0 += G) {
+    size_t m = N - r0 < G ? N - r0 : G, full = m / B;
+    sorted_run(shuffled + r0, m, len, ref);
+    /* every full batch is one block of B of the sorted run, each block once */
+    int used[KILN_BERT_GROUP_BATCHES] = {0}, blocks_ok = 1, in_order = 1;
+    for (size_t b = 0; b < full; b++) {
+      size_t blk = 0;
+      while (blk < full && ref[blk * B] != order[r0 + b * B]) blk++;
+      blocks_ok &= blk < full && !memcmp(ref + blk * B, order + r0 + b * B, B * sizeof *ref);
+      if (blk < full) used[blk]++;
+      in_order &= blk == b;
+    }
+    for (size_t b = 0; b < full; b++) blocks_ok &= used[b] == 1;
+    CHECK(blocks_ok,
+          "run at %zu: its batches are the blocks of its samples sorted by length, "
+          "each once",
+          r0);
+    /* the partial batch: the run's shortest samples, last */
+    CHECK(!memcmp(ref + full * B, order + r0 + full * B, (m - full * B) * sizeof *ref),
+          "run at %zu: the partial batch is its shortest samples, last", r0);
+    unmoved_runs += in_order && full > 1;
+  }
+  CHECK(unmoved_runs == 0, "the batches of each run in a drawn order, not longest first");
+  memcpy(again, shuffled, sizeof again);
+  kiln_bert_group_by_length(&enc, B, 9, 2, again);
+  CHECK(!memcmp(order, again, sizeof order), "the same seed and epoch, the same order");
+  memcpy(other, shuffled, sizeof other);
+  kiln_bert_group_by_length(&enc, B, 9, 3, other);
+  CHECK(memcmp(order, other, sizeof order), "another epoch, another batch order");
+  size_t plain = padded_tokens(shuffled, N, B, len), grouped = padded_tokens(order, N, B, len);
+  printf("dynamic padding of 1234 samples of 1..500 tokens in batches of 8: %zu tokens shuffled, "
+         "%zu grouped by length\n",
+         plain, grouped);
+  CHECK(grouped < plain * 3 / 4, "grouping saves padding: %zu against %zu", grouped, plain);
+  KilnBertEncoded none = {.start = start, .n = 0};
+  CHECK(kiln_bert_group_by_length(&none, B, 9, 2, order) == KILN_BERT_OK, "no samples");
 }
 
 static void test_buckets(void) {
@@ -112,6 +192,7 @@ int main(int argc, char **argv) {
   }
   test_schedule();
   test_orders();
+  test_group_by_length();
   test_buckets();
   test_batches(argv[1]);
   printf("%s\n", failures ? "FAILED" : "ok");

@@ -6,7 +6,9 @@ after the schedule, grad_norm; the summary record with its six metrics; nothing 
 step and loss), that nothing is drawn on stderr when it is not a terminal, that the loss falls
 (the two classes differ in words, so the model fits them within 20 steps), that --save
 writes config.json and model.safetensors, and that the losses are the same with fixed and
-dynamic padding. Then the same run in fp16 and bf16: every record's scale (65536 for fp16's
+dynamic padding, and that --group-by-length pads an epoch of reviews of varied lengths less
+than the shuffled run (and is refused without dynamic padding or with --no-shuffle). Then the
+same run in fp16 and bf16: every record's scale (65536 for fp16's
 loss scaler, 1 otherwise) and skipped (false: nothing overflows here), losses within 4 unit
 roundoffs of T of fp32's (kilnbert.precision holds the tighter check), and fp16's --save
 writing F32 master weights.
@@ -75,6 +77,41 @@ with tempfile.TemporaryDirectory() as tmp:
     check(len(losses["fixed"]) == 3 and
           all(abs(a - b) <= 1e-5 * max(1, abs(a)) for a, b in zip(losses["fixed"], losses["dynamic"])),
           f"losses depend on the padding: {losses}")
+
+    # --group-by-length: reviews of 11 to 88 words (16, the 4 batches of an epoch, in one
+    # run); grouped, dynamic padding pads each batch to about its own length, so the epoch's
+    # attention launches run shorter rows (the launch log's S) than the same shuffled run's;
+    # without dynamic padding or with --no-shuffle it is a bad command line (64)
+    varied = os.path.join(tmp, "varied")
+    for label, text in (("pos", kbtest.POS), ("neg", kbtest.NEG)):
+        os.makedirs(os.path.join(varied, "train", label))
+        for i in range(8):
+            with open(os.path.join(varied, "train", label, f"{i}_5.txt"), "w") as f:
+                f.write(" ".join([text] * (i + 1)) + "\n")
+    rows = {}
+    for name, extra in (("shuffled", []), ("grouped", ["--group-by-length"])):
+        glog, launches = os.path.join(tmp, f"{name}.jsonl"), os.path.join(tmp, f"{name}.launches")
+        r = subprocess.run([kb, "train", "--model", "tiny", "--data", varied, "--vocab", vocab,
+                            "--steps", "4", "--batch", "4", "--seq-len", "128", "--padding",
+                            "dynamic", "--dropout", "0", "--seed", "5", *extra, "--log", glog],
+                           capture_output=True, text=True,
+                           env=dict(os.environ, KILN_BERT_LAUNCH_LOG=launches))
+        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}")
+        recs = [json.loads(x) for x in open(glog)] if r.returncode == 0 else []
+        check(len([x for x in recs if "step" in x]) == 4 and
+              all(x["loss"] is not None for x in recs if "step" in x), f"{name}: 4 finite losses")
+        rows[name] = [int(part.split("=")[1]) for line in open(launches) if "|attn_fwd|" in line
+                      for part in line.split(";") if part.strip().startswith("S=")] \
+            if r.returncode == 0 else []
+    print("attention rows an epoch, shuffled:", rows["shuffled"], "grouped:", rows["grouped"])
+    check(rows["grouped"] and sum(rows["grouped"]) < sum(rows["shuffled"]),
+          "grouped by length, the epoch's batches are padded less")
+    for bad in (["--padding", "fixed"], ["--padding", "dynamic", "--no-shuffle"]):
+        r = subprocess.run([kb, "train", "--model", "tiny", "--data", varied, "--vocab", vocab,
+                            "--steps", "1", "--group-by-length", *bad], capture_output=True,
+                           text=True)
+        check(r.returncode == 64 and "--group-by-length" in r.stderr,
+              f"--group-by-length {' '.join(bad)}: exit {r.returncode} (64 expected): {r.stderr}")
 
     # fp16 and bf16: the same run; 4 u of T on each loss (f16 u = 2^-11, bf16 2^-8)
     fp32_losses = [x["loss"] for x in steps]
