@@ -92,24 +92,48 @@ void kiln_bert_epoch_order(size_t n, int shuffle, uint64_t seed, size_t epoch, s
   }
 }
 
-/* A sample of a run to sort: its token count and its position in the run. */
+/* A sample to sort: its token count and its position in what is sorted. */
 typedef struct LenPos {
   size_t len, pos;
 } LenPos;
 
-/* Longest first; equal lengths in run order (qsort is not stable: the position decides). */
+/* Longest first; equal lengths in their order (qsort is not stable: the position decides). */
 static int longest_first(const void *a, const void *b) {
   const LenPos *x = a, *y = b;
   if (x->len != y->len) return x->len < y->len ? 1 : -1;
   return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
+/* kiln_bert_sort_by_length with the caller's scratch: lp and tmp hold n each. */
+static void sort_by_length(const KilnBertEncoded *enc, size_t *samples, size_t n, LenPos *lp,
+                           size_t *tmp) {
+  for (size_t i = 0; i < n; i++) {
+    size_t s = samples[i];
+    lp[i] = (LenPos){enc->start[s + 1] - enc->start[s], i};
+    tmp[i] = s;
+  }
+  qsort(lp, n, sizeof *lp, longest_first);
+  for (size_t i = 0; i < n; i++) samples[i] = tmp[lp[i].pos];
+}
+
+KilnBertStatus kiln_bert_sort_by_length(const KilnBertEncoded *enc, size_t *samples, size_t n) {
+  LenPos *lp = malloc((n ? n : 1) * sizeof *lp);
+  size_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
+  int ok = lp && tmp;
+  if (ok) sort_by_length(enc, samples, n, lp, tmp);
+  free(lp);
+  free(tmp);
+  return ok ? KILN_BERT_OK
+            : kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory sorting by length");
+}
+
 KilnBertStatus kiln_bert_group_by_length(const KilnBertEncoded *enc, size_t batch, uint64_t seed,
                                          size_t epoch, size_t *order) {
   size_t n = enc->n, group = KILN_BERT_GROUP_BATCHES * batch;
   if (n == 0 || batch == 0) return KILN_BERT_OK;
-  LenPos *lp = malloc((group < n ? group : n) * sizeof *lp);
-  size_t *run = malloc((group < n ? group : n) * sizeof *run);
+  size_t cap = group < n ? group : n;
+  LenPos *lp = malloc(cap * sizeof *lp);
+  size_t *run = malloc(cap * sizeof *run);
   if (!lp || !run) {
     free(lp);
     free(run);
@@ -117,12 +141,8 @@ KilnBertStatus kiln_bert_group_by_length(const KilnBertEncoded *enc, size_t batc
   }
   for (size_t r0 = 0; r0 < n; r0 += group) {
     size_t m = n - r0 < group ? n - r0 : group;
-    for (size_t i = 0; i < m; i++) {
-      size_t s = order[r0 + i];
-      lp[i] = (LenPos){enc->start[s + 1] - enc->start[s], i};
-      run[i] = s;
-    }
-    qsort(lp, m, sizeof *lp, longest_first);
+    sort_by_length(enc, order + r0, m, lp, run);
+    memcpy(run, order + r0, m * sizeof *run);
     /* the full batches of the run in a drawn order (Fisher-Yates over batch indices; the
      * draws are unbiased enough for an order: at most 50 batches against 2^64) */
     size_t full = m / batch, perm[KILN_BERT_GROUP_BATCHES];
@@ -134,9 +154,7 @@ KilnBertStatus kiln_bert_group_by_length(const KilnBertEncoded *enc, size_t batc
       perm[j] = t;
     }
     for (size_t b = 0; b < full; b++)
-      for (size_t i = 0; i < batch; i++)
-        order[r0 + b * batch + i] = run[lp[perm[b] * batch + i].pos];
-    for (size_t i = full * batch; i < m; i++) order[r0 + i] = run[lp[i].pos];
+      memcpy(order + r0 + b * batch, run + perm[b] * batch, batch * sizeof *run);
   }
   free(lp);
   free(run);

@@ -38,6 +38,9 @@ void kiln_bert_step_slice(size_t n, size_t batch, size_t k, size_t *epoch, size_
 /* Writes the order of an epoch into order[0..n): 0..n-1 without shuffle; else a Fisher-Yates
  * shuffle driven by (seed, epoch), the same on every machine. */
 void kiln_bert_epoch_order(size_t n, int shuffle, uint64_t seed, size_t epoch, size_t *order);
+/* Sorts samples[0..n) (indices of enc) by token count, longest first, equal ones in the
+ * order given. OUT_OF_MEMORY. */
+KilnBertStatus kiln_bert_sort_by_length(const KilnBertEncoded *enc, size_t *samples, size_t n);
 /* Samples to a length group (--group-by-length): KILN_BERT_GROUP_BATCHES batches. */
 #define KILN_BERT_GROUP_BATCHES 50
 /* Groups an epoch's (shuffled) order by length, so that dynamic padding pads each batch to

@@ -1,6 +1,7 @@
 /* bert_eval.h — `kiln-bert eval`: a trained model's forward pass over a data set, without
  * dropout or gradients, in the data order (never shuffled; kiln-bert contract, sections 1 and
- * 2): the mean cross-entropy over all samples (eval_loss), the accuracy (the largest logit, the
+ * 2; under dynamic padding the batches take the samples longest first, so that each is padded
+ * to about its own length, and the logits are still written in data order): the mean cross-entropy over all samples (eval_loss), the accuracy (the largest logit, the
  * first on a tie, is the label's), the benchmark metrics of the pass, and optionally every
  * sample's logits. The pass itself (kiln_bert_eval_pass) is shared with `train`, which
  * evaluates its model at the end when the data has a test split. */

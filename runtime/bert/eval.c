@@ -1,8 +1,9 @@
 /* eval.c — `kiln-bert eval` (bert_eval.h): a model directory's weights, the data set's test
  * split tokenized once, then
  *
- *   batch = the next slice of the data order (bert_batch) -> forward (loss, logits) ->
- *   sum of losses, correct argmaxes, the logits' lines
+ *   batch = the next slice of the pass's order (the data order; by length under dynamic
+ *   padding) -> forward (loss, logits) -> sum of losses, correct argmaxes, the logits kept
+ *   for the dump, which writes them in data order
  *
  * and the summary (bert_metrics). The forward is the training forward with dropout off (the
  * pass turns it off: `train` evaluates the model it trained with dropout), so a sample's logits
@@ -63,6 +64,17 @@ static int model_labels(const KilnBertModel *model) {
   return b ? (int)b->numel : 0;
 }
 
+/* The pass's order: the data order; under dynamic padding the samples by token count,
+ * longest first (equal ones in data order), so that each batch is padded to about its own
+ * samples' length. A sample's logits do not depend on its batch (padding is masked), and the
+ * dump writes them in data order all the same. */
+static KilnBertStatus pass_order(const KilnBertEncoded *enc, KilnBertPadding padding,
+                                 size_t *order) {
+  kiln_bert_epoch_order(enc->n, 0, 0, 0, order); /* never shuffled */
+  return padding == KILN_BERT_PAD_DYNAMIC ? kiln_bert_sort_by_length(enc, order, enc->n)
+                                          : KILN_BERT_OK;
+}
+
 KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer *tok,
                                    const KilnBertEncoded *enc, size_t batch, size_t seq_len,
                                    KilnBertPadding padding, KilnBertAtomicFile *dump,
@@ -76,15 +88,17 @@ KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer
   size_t *order = malloc(enc->n * sizeof *order);
   int32_t *lens = malloc(batch * sizeof *lens);
   float *logits = malloc(batch * (size_t)nl * sizeof *logits);
+  /* every sample's logits, in data order, for the dump after the pass */
+  float *all = dump ? malloc(enc->n * (size_t)nl * sizeof *all) : NULL;
   KilnBertStatus st = KILN_BERT_OK;
-  if (!order || !lens || !logits)
+  if (!order || !lens || !logits || (dump && !all))
     st = kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "eval: out of memory");
   /* evaluation sees the whole network (the trainer sets dropout again before its next step) */
   if (st == KILN_BERT_OK) st = kiln_bert_model_set_dropout(model, 0, 0, 0);
   KilnBertMetrics mt = {0};
   double loss_sum = 0, t0 = now();
   size_t correct = 0;
-  if (st == KILN_BERT_OK) kiln_bert_epoch_order(enc->n, 0, 0, 0, order); /* never shuffled */
+  if (st == KILN_BERT_OK) st = pass_order(enc, padding, order);
   for (size_t first = 0; st == KILN_BERT_OK && first < enc->n; first += batch) {
     /* a profile times the batches after the first, as train's steps */
     if (profile && (st = kiln_bert_profile_step_begin(profile, first > 0)) != KILN_BERT_OK) break;
@@ -104,8 +118,11 @@ KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer
     loss_sum += (double)loss * (double)b.rows;
     for (size_t r = 0; r < b.rows; r++)
       correct += argmax(logits + r * (size_t)nl, nl) == b.labels[r];
-    if (dump) dump_rows(dump, logits, b.rows, nl);
+    for (size_t r = 0; all && r < b.rows; r++)
+      memcpy(all + order[first + r] * (size_t)nl, logits + r * (size_t)nl,
+             (size_t)nl * sizeof *all);
   }
+  if (st == KILN_BERT_OK && dump) dump_rows(dump, all, enc->n, nl);
   if (st == KILN_BERT_OK) {
     mt.total_time = now() - t0;
     mt.has_eval = 1;
@@ -119,6 +136,7 @@ KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer
   free(order);
   free(lens);
   free(logits);
+  free(all);
   return st;
 }
 

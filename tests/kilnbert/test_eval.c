@@ -7,7 +7,8 @@
  *   (model_ref.c) within 2e-5 relative (the tolerance test_model.c derives for the loss of this
  *   model), and so does eval_loss, their mean; accuracy is the share of dumped rows whose
  *   larger logit is the label's, exactly; the summary record in --log carries both;
- * - with dynamic padding the logits are the same within 1e-5 (contract 3.7);
+ * - with dynamic padding the logits are the same within 1e-5 (contract 3.7), and in data order
+ *   although the pass then takes the samples longest first (the texts differ in length);
  * - bad input is refused with a message naming it, and a failed run leaves an existing dump
  *   file as it was: a model directory without model.safetensors, a checkpoint without the
  *   classifier, a data root without a test/ split, more tokens than the model's vocabulary. */
