@@ -15,7 +15,10 @@
 #      the data order, then with --group-by-length (shuffled, each run of 50 batches sorted by
 #      length): the steps are one epoch of the data, so every batch is cut from the sorted
 #      reviews, as in most of a long run's epochs;
-#   4. PyTorch eager fp32 and fp16 (autocast + GradScaler);
+#   4. where PyTorch is present: the ceilings of step 0's calls (bert_gpu.py ceilings, 40 s:
+#      PyTorch's own matrix product at each gemm call's shape, layouts and type, a device copy
+#      for the rest; the report's "of ceiling"), then PyTorch eager fp32 and fp16 (autocast +
+#      GradScaler);
 #   5. fp32 with TF32 tensor cores: Kiln fp32 --tf32 (its gemms' operands rounded to TF32) and
 #      PyTorch eager fp32 with torch.backends.cuda.matmul.allow_tf32 (bert_gpu.py --tf32; on
 #      the cpu that flag does nothing, so that row is skipped there); precision "fp32+tf32".
@@ -218,6 +221,17 @@ elif [ "$torch_dev" = cuda ] && ! "$torch_py" -c 'import torch, sys; sys.exit(no
   note pytorch all all 0 fixed skipped "PyTorch sees no GPU"
   torch_ok=0
 fi
+# the ceilings of the profiled calls (the report's "of ceiling"): PyTorch's own product at each
+# gemm call's shape, a device-to-device copy for the rest
+ceil=$work/ceilings.json
+if [ $torch_ok = 1 ] && [ -s "$profile" ]; then
+  t=$(part_limit 40 0)
+  if [ "$t" -ge 10 ]; then
+    echo "== ceilings of the profiled calls (limit ${t}s) ==" >&2
+    run_part "$t" "$work/ceilings.out" "$torch_py" bench/bert_gpu.py ceilings --profile "$profile" \
+      --device "$torch_dev" --json "$ceil" || tail -3 "$work/ceilings.out" >&2
+  fi
+fi
 if [ $torch_ok = 1 ]; then
   torch_part eager fp32 "$b32" 60
   torch_part eager fp16 "$b16" 60
@@ -234,7 +248,7 @@ if [ $torch_ok = 1 ]; then
   done
 fi
 
-python3 bench/bert_gpu.py report --parts "$parts" --profile "$profile" --out "$out/bert-gpu-$name" \
+python3 bench/bert_gpu.py report --parts "$parts" --profile "$profile" --ceilings "$ceil" --out "$out/bert-gpu-$name" \
   --title "BERT fine-tuning on $name: model $model, seq $seq, $steps steps" \
   --command "$command ($(date -u +%Y-%m-%d), load average $(cut -d' ' -f1 /proc/loadavg) at the end)" >&2 || exit 2
 echo "bert-gpu: wrote $out/bert-gpu-$name.json and .md in $(($(date +%s) - start)) s (limit ${limit}s)" >&2

@@ -28,7 +28,11 @@ the PyTorch runs, and the report.
       benchmark's columns, and the ratio of Kiln's samples per second to the best PyTorch
       row's of the same precision. With --profile (the {"profile": true} records of
       `kiln-bert train --profile --log`), a section "Where Kiln's step goes": the 15 kernel
-      calls that take the most time per step, and the summed kernel time against the step's.
+      calls that take the most time per step, and the summed kernel time against the step's;
+      with --ceilings FILE, each call's rate as a share of what the device reaches at its work.
+  bert_gpu.py ceilings --profile FILE --device cuda|cpu --json OUT
+      times PyTorch's own matrix product (cuBLAS on a GPU) at every profiled gemm call's M, N,
+      K, operand layouts and element type, and a device-to-device copy, for report's ceilings.
 
 Every run is one process, so that bench/bert-gpu.sh can give each mode its own time limit and
 kill a compile that hangs. PyTorch is a benchmark-only dependency (never needed to build or
@@ -254,11 +258,16 @@ def variant_text(r):
     return ",".join(w for w in v.split(",") if w not in pins).replace("|", "/") or "-"
 
 
-def profile_section(path, top=15):
+def profile_section(path, top=15, ceilings_path=None):
     """The --profile records: (lines of the markdown section, the JSON of it); ([], None) when
-    there are none."""
+    there are none. With ceilings' JSON, each call's rate against what the device reaches at
+    its work (PyTorch's product at a gemm's shape, a copy's bandwidth for the others)."""
     if not path or not os.path.exists(path):
         return [], None
+    ceil = None
+    if ceilings_path and os.path.exists(ceilings_path):
+        with open(ceilings_path) as f:
+            ceil = json.load(f)
     recs = [json.loads(x) for x in open(path) if x.strip()]
     calls = sorted((r for r in recs if r.get("profile") and not r.get("total")),
                    key=lambda r: -r["ms_per_step"])
@@ -272,8 +281,12 @@ def profile_section(path, top=15):
              f"step; the other {total['other_ms']:.2f} ms is host work and launch overhead. "
              f"The {min(top, len(calls))} calls that take the most of {len(calls)}:", "",
              "| kernel | pins | shape | launches/step | ms/step | us/launch | share | TFLOP/s "
-             "| GB/s | variant |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| GB/s | of ceiling | variant |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    if ceil:
+        lines[3] += (f" The ceiling: PyTorch {ceil.get('torch', '')}'s own matrix product at a gemm "
+                     f"call's shape, layouts and type (its epilogue aside), else a "
+                     f"device-to-device copy ({ceil['copy_gbps']:.0f} GB/s on {ceil['device']}).")
     for r in calls[:top]:
         # the matrix products' rate (gemm, attention) and the bytes' rate (each tensor once):
         # against the device's tensor peak and memory bandwidth they say how far each call is
@@ -281,8 +294,127 @@ def profile_section(path, top=15):
         gb = f"{r['gbps']:.0f}" if "gbps" in r else "-"
         lines.append(f"| {r['kernel']} | {r['pins']} | {r['shape']} | {r['launches_per_step']:.4g} "
                      f"| {r['ms_per_step']:.3f} | {r['us_per_launch']:.1f} | "
-                     f"{100 * r['share']:.1f}% | {tf} | {gb} | {variant_text(r)} |")
-    return lines, {"total": total, "top": calls[:top]}
+                     f"{100 * r['share']:.1f}% | {tf} | {gb} | {of_ceiling(r, ceil)} | "
+                     f"{variant_text(r)} |")
+    return lines, {"total": total, "top": calls[:top], "ceilings": ceil}
+
+
+def of_ceiling(r, ceil):
+    """'48% of 650 TFLOP/s': a profiled call's rate against its ceiling; '-' without one."""
+    rate, unit = ceiling_of(r, ceil)
+    got = r.get("tflops") if unit == "TFLOP/s" else r.get("gbps")
+    if not rate or got is None:
+        return "-"
+    return f"{100 * got / rate:.0f}% of {rate:.3g} {unit}"
+
+
+def gemm_shape(rec):
+    """A profiled gemm call's (M, N, K, layout of A, layout of B), from its shape text
+    'M=12288 N=1024 K=1024 nt'; None for other calls."""
+    if rec.get("kernel") != "gemm":
+        return None
+    words = rec.get("shape", "").split()
+    dims = dict(w.split("=") for w in words if "=" in w)
+    lay = next((w for w in words if "=" not in w), "nn")
+    try:
+        return int(dims["M"]), int(dims["N"]), int(dims["K"]), lay[0], lay[1]
+    except (KeyError, ValueError, IndexError):
+        return None
+
+
+def ceilings(a):
+    """What the device does at the profiled calls' work, for the report's 'of ceiling' column:
+    PyTorch's own matrix product (cuBLAS on a GPU, its CPU BLAS on the cpu) at each gemm call's
+    M, N, K, operand layouts and element type, and a device-to-device copy's bandwidth for the
+    memory-bound calls. Writes {"device", "copy_gbps", "gemm": [{M, N, K, layout, dtype,
+    tflops}]} to --json."""
+    import torch
+    dev = torch.device("cuda" if a.device == "cuda" else "cpu")
+    if dev.type == "cpu":
+        torch.set_num_threads(int(os.environ.get("KILN_CPU_THREADS") or os.cpu_count() or 1))
+    recs = [json.loads(x) for x in open(a.profile) if x.strip()]
+
+    def timed(fn, reps):
+        """The median seconds of fn over reps runs after two warm-ups."""
+        for _ in range(2):
+            fn()
+        times = []
+        for _ in range(reps):
+            if dev.type == "cuda":
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fn()
+                e.record()
+                e.synchronize()
+                times.append(s.elapsed_time(e) / 1e3)
+            else:
+                t = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t)
+        return sorted(times)[len(times) // 2]
+
+    dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+    gemms, seen = [], set()
+    for r in recs:
+        shape = gemm_shape(r) if r.get("profile") and not r.get("total") else None
+        pins = dict(w.split("=") for w in r.get("pins", "").split() if "=" in w)
+        dt = pins.get("T", "f32")
+        if not shape or dt not in dtypes:
+            continue
+        key = (*shape, dt, pins.get("TF32", "0"))
+        if key in seen:
+            continue
+        seen.add(key)
+        m, n, k, la, lb = shape
+        # the cpu has no f16 product in every PyTorch (1.13: none); its autocast's bfloat16
+        # stands in, as in the PyTorch rows of the table
+        t = torch.bfloat16 if dev.type == "cpu" and dt == "f16" else dtypes[dt]
+        # A is M x K read row-major (n) or as the transpose of a K x M array (t); B likewise
+        x = (torch.randn(m, k, device=dev) if la == "n" else torch.randn(k, m, device=dev).t()).to(t)
+        y = (torch.randn(k, n, device=dev) if lb == "n" else torch.randn(n, k, device=dev).t()).to(t)
+        out = torch.empty(m, n, device=dev, dtype=t)
+        torch.backends.cuda.matmul.allow_tf32 = key[-1] == "1"
+        try:
+            secs = timed(lambda: torch.matmul(x, y, out=out), 10 if dev.type == "cuda" else 3)
+        except RuntimeError as e:  # a type this PyTorch cannot multiply here: no ceiling
+            print(f"ceilings: {m}x{n}x{k} {la}{lb} {dt}: {str(e)[:120]}", file=sys.stderr)
+            continue
+        gemms.append({"M": m, "N": n, "K": k, "layout": la + lb, "dtype": dt, "tf32": key[-1] == "1",
+                      "ran_as": str(t).replace("torch.", ""),
+                      "tflops": 2.0 * m * n * k / secs / 1e12 if secs > 0 else 0})
+        del x, y, out
+    # a copy of 256 MiB (64 MiB on the cpu): read and written once, 2 bytes moved a byte
+    nbytes = (256 if dev.type == "cuda" else 64) << 20
+    src = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+    dst = torch.empty_like(src)
+    secs = timed(lambda: dst.copy_(src), 10 if dev.type == "cuda" else 3)
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    res = {"device": name, "torch": torch.__version__, "copy_gbps": 2 * nbytes / secs / 1e9,
+           "gemm": gemms}
+    with open(a.json + ".tmp", "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(a.json + ".tmp", a.json)
+    print(f"ceilings on {name}: copy {res['copy_gbps']:.0f} GB/s, {len(gemms)} gemm shapes",
+          file=sys.stderr)
+
+
+def ceiling_of(r, ceil):
+    """(the rate the device reaches at call r's work, its unit) from ceilings' JSON: PyTorch's
+    matrix product at a gemm call's shape, the copy's bandwidth for a memory-bound call; (None,
+    '') without one (attention's products)."""
+    if not ceil:
+        return None, ""
+    shape = gemm_shape(r)
+    if shape:
+        pins = dict(w.split("=") for w in r.get("pins", "").split() if "=" in w)
+        for g in ceil.get("gemm", []):
+            if ((g["M"], g["N"], g["K"], g["layout"][0], g["layout"][1]) == shape and
+                    g["dtype"] == pins.get("T", "f32") and g["tf32"] == (pins.get("TF32") == "1")):
+                return g["tflops"], "TFLOP/s"
+        return None, ""
+    if r.get("flops_per_launch"):  # attention's products: no plain product stands for them
+        return None, ""
+    return ceil.get("copy_gbps"), "GB/s"
 
 
 def threads_note(rows):
@@ -315,7 +447,7 @@ def report(a):
                            "best_pytorch": best["mode"],
                            "best_pytorch_samples_per_sec": best["samples_per_sec"],
                            "ratio": kiln[0]["samples_per_sec"] / best["samples_per_sec"]}
-    prof_lines, prof = profile_section(a.profile)
+    prof_lines, prof = profile_section(a.profile, ceilings_path=a.ceilings)
     with open(a.out + ".json.tmp", "w") as f:
         json.dump({"title": a.title, "command": a.command, "rows": rows,
                    "kiln_over_best_pytorch": ratio, "kiln_profile": prof}, f, indent=1)
@@ -373,9 +505,16 @@ def main():
     p.add_argument("--title", default="BERT fine-tuning, Kiln and PyTorch")
     p.add_argument("--command", default="", help="the command that made the numbers")
     p.add_argument("--profile", help="kiln-bert train --profile's {\"profile\": true} records")
+    p.add_argument("--ceilings", help="ceilings' JSON: the device's rates at the calls' work")
+    c = sub.add_parser("ceilings")
+    c.add_argument("--profile", required=True, help="kiln-bert train --profile's records")
+    c.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    c.add_argument("--json", required=True)
     a = ap.parse_args()
     if a.cmd == "report":
         report(a)
+    elif a.cmd == "ceilings":
+        ceilings(a)
     elif a.cmd == "data":
         if a.train < 1 or a.test < 1:
             sys.exit("bert_gpu.py data: --train and --test must be >= 1")
