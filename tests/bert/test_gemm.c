@@ -352,6 +352,12 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
                      7017);
     ok &=
         run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_BF16, 64, 64, 96, 64, 64, 32, 4, 5, 2, 7018);
+    /* the wgmma_deep2 preset's tile (128x128x64 on 8 warps, 3 stages: each K step's group
+     * retired before the next) in the forward and dX layouts; a ragged last K step */
+    ok &= run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_F16, 136, 128, 200, 128, 128, 64, 8, 3, 1,
+                     7023);
+    ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_BF16, 128, 136, 136, 128, 128, 64, 8, 3, 0,
+                     7024);
     /* tf32 (f32 with TF32 = 1): the forward on wgmma .tf32 at the wgmma_tf32 preset's tile
      * (128x128x32 on 8 warps; 128-byte rows of f32) and at BK 16 with a group in flight; dX
      * and dW on mma.sync with wgmma asked for */
