@@ -238,7 +238,7 @@ def run(a):
 
 
 COLUMNS = ("first_iter_time", "avg_iter_time", "iter_per_sec", "samples_per_sec", "total_time",
-           "peak_device_bytes", "eval_time", "loss")
+           "peak_device_bytes", "eval_time", "loss", "padding_share")
 
 
 def cell(row, key):
@@ -247,6 +247,8 @@ def cell(row, key):
         return "-"
     if key == "peak_device_bytes":
         return f"{v / 2**20:.0f} MiB"
+    if key == "padding_share":  # kiln-bert's; PyTorch's rows pad every batch to the length
+        return f"{100 * v:.1f}%"
     return f"{v:.4g}"
 
 

@@ -112,7 +112,9 @@ KilnBertStatus kiln_bert_eval_pass(KilnBertModel *model, const KilnBertTokenizer
                                  logits);
     if (st != KILN_BERT_OK) break;
     double batch_time = now() - ts;
-    kiln_bert_metrics_step(&mt, batch_time, b.rows, b.rows * b.cols);
+    size_t real = 0;
+    for (size_t r = 0; r < b.rows; r++) real += (size_t)lens[r];
+    kiln_bert_metrics_step(&mt, batch_time, b.rows, b.rows * b.cols, real);
     if (profile && (st = kiln_bert_profile_step_end(profile, batch_time)) != KILN_BERT_OK) break;
     /* the batch's mean back to a sum, so that a partial last batch weighs per sample */
     loss_sum += (double)loss * (double)b.rows;

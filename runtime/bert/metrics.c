@@ -5,7 +5,8 @@
 
 #include <math.h>
 
-void kiln_bert_metrics_step(KilnBertMetrics *m, double dt, size_t samples, size_t tokens) {
+void kiln_bert_metrics_step(KilnBertMetrics *m, double dt, size_t samples, size_t tokens,
+                            size_t real) {
   if (m->steps == 0)
     m->first_iter_time = dt;
   else
@@ -13,6 +14,12 @@ void kiln_bert_metrics_step(KilnBertMetrics *m, double dt, size_t samples, size_
   m->steps++;
   m->samples += samples;
   m->tokens += tokens;
+  m->real_tokens += real;
+}
+
+/* The share of the tokens fed that was padding. */
+static double padding_share(const KilnBertMetrics *m) {
+  return m->tokens ? 1.0 - (double)m->real_tokens / (double)m->tokens : 0;
 }
 
 double kiln_bert_metrics_avg_iter(const KilnBertMetrics *m) {
@@ -44,6 +51,7 @@ void kiln_bert_metrics_json(const KilnBertMetrics *m, FILE *f) {
   json_num(f, "iter_per_sec", avg > 0 ? 1 / avg : 0, 1);
   json_num(f, "samples_per_sec", per_sec((double)m->samples, m->total_time), 1);
   json_num(f, "tokens_per_sec", per_sec((double)m->tokens, m->total_time), 1);
+  json_num(f, "padding_share", padding_share(m), 1);
   json_num(f, "total_time", m->total_time, 1);
   fprintf(f, ", \"total_time_hr\": \"%s\", \"peak_device_bytes\": %zu", hr, m->peak_device_bytes);
   json_num(f, "eval_loss", m->eval_loss, m->has_eval);
@@ -64,6 +72,7 @@ void kiln_bert_metrics_table(const KilnBertMetrics *m, const char *title, FILE *
   fprintf(f, "%-18s %14.3f\n", "iter_per_sec", avg > 0 ? 1 / avg : 0);
   fprintf(f, "%-18s %14.2f\n", "samples_per_sec", per_sec((double)m->samples, m->total_time));
   fprintf(f, "%-18s %14.0f\n", "tokens_per_sec", per_sec((double)m->tokens, m->total_time));
+  fprintf(f, "%-18s %13.1f %%\n", "padding_share", 100 * padding_share(m));
   fprintf(f, "%-18s %14.3f s (%s)\n", "total_time", m->total_time, hr);
   fprintf(f, "%-18s %14.1f MiB\n", "peak_device_bytes",
           (double)m->peak_device_bytes / (1024.0 * 1024.0));

@@ -518,20 +518,23 @@ static KilnBertStatus create_replicas(Run *r, const KilnBertTrainOptions *o,
 }
 
 /* Replica i's forward and backward over its shard of the step's `count` samples (from
- * r->order + first), queued on its stream: *tokens tokens; nothing when the
+ * r->order + first), queued on its stream: *tokens tokens, *real of them the samples' own (the
+ * rest padding); nothing when the
  * shard is empty (an epoch's last batch may have fewer samples than there are replicas). */
 static KilnBertStatus replica_launch(Run *r, const KilnBertTrainOptions *o, int i, size_t first,
-                                     size_t count, uint64_t seed, int64_t step, size_t *tokens) {
+                                     size_t count, uint64_t seed, int64_t step, size_t *tokens,
+                                     size_t *real) {
   Replica *p = &r->rep[i];
   size_t off, rows;
   kiln_bert_replicas_shard(count, r->nrep, i, &off, &rows);
-  *tokens = 0;
+  *tokens = *real = 0;
   if (rows == 0) return KILN_BERT_OK;
   KilnBertStatus st = kiln_bert_batch_fill(r->tok, &r->enc, r->order + first + off, rows,
                                            o->seq_len, o->padding, &p->batch);
   if (st != KILN_BERT_OK) return st;
   kiln_bert_batch_lens(&p->batch, p->lens);
   *tokens = p->batch.rows * p->batch.cols;
+  for (size_t j = 0; j < p->batch.rows; j++) *real += (size_t)p->lens[j];
   /* fresh masks each step, a function of (seed, global step): a rerun, and a resumed run,
    * draw the same ones */
   st = kiln_bert_model_set_dropout(p->model, dropout_p(o, &r->cfg), replica_seed(seed, i), step);
@@ -544,23 +547,26 @@ static KilnBertStatus replica_launch(Run *r, const KilnBertTrainOptions *o, int 
 /* One optimizer step of the run: every replica's forward and backward (all queued before any
  * loss is read, so that replicas on several GPUs run side by side), the all-reduce, and every
  * replica's AdamW step (which reduces in the first). *loss is the batch's mean loss (the
- * shards' weighted by their rows), *norm the gradient norm, *tokens the batch's tokens. */
+ * shards' weighted by their rows), *norm the gradient norm, *tokens the batch's tokens and
+ * *real the samples' own among them. */
 static KilnBertStatus train_step(Run *r, const KilnBertTrainOptions *o, const KilnBertOptim *opt,
                                  KilnBertTrainState *ts, size_t first, size_t count, size_t k,
-                                 double lr, float *loss, double *norm, size_t *tokens) {
+                                 double lr, float *loss, double *norm, size_t *tokens,
+                                 size_t *real) {
   size_t rows[KILN_BERT_MAX_REPLICAS], off;
   double sum = 0;
-  *tokens = 0;
+  *tokens = *real = 0;
   for (int i = 0; i < r->nrep; i++) kiln_bert_replicas_shard(count, r->nrep, i, &off, &rows[i]);
   if (r->group) {
     KilnBertStatus st = kiln_bert_replicas_begin_step(r->group, rows);
     if (st != KILN_BERT_OK) return st;
   }
   for (int i = 0; i < r->nrep; i++) {
-    size_t t;
-    KilnBertStatus st = replica_launch(r, o, i, first, count, ts->seed, (int64_t)k + 1, &t);
+    size_t t, re;
+    KilnBertStatus st = replica_launch(r, o, i, first, count, ts->seed, (int64_t)k + 1, &t, &re);
     if (st != KILN_BERT_OK) return st;
     *tokens += t;
+    *real += re;
   }
   for (int i = 0; i < r->nrep; i++) {
     float l = 0;
@@ -671,8 +677,8 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     double norm = 0, lr = o->lr * kiln_bert_lr_factor(o->schedule, k, o->warmup, total);
     /* the scale this step's backward uses (the step may change it) */
     double scale = kiln_bert_model_scaler(r.model)->scale;
-    size_t tokens = 0;
-    st = train_step(&r, o, &opt, &ts, first, count, k, lr, &loss, &norm, &tokens);
+    size_t tokens = 0, real = 0;
+    st = train_step(&r, o, &opt, &ts, first, count, k, lr, &loss, &norm, &tokens, &real);
     if (st != KILN_BERT_OK) break;
     /* AdamW's step count: a step skipped for an fp16 overflow does not advance it (contract 5) */
     int skipped = kiln_bert_model_skipped(r.model);
@@ -680,7 +686,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     ts.step = k + 1;
     ts.scaler = *kiln_bert_model_scaler(r.model);
     double step_time = now() - tstart;
-    kiln_bert_metrics_step(&mt, step_time, count, tokens);
+    kiln_bert_metrics_step(&mt, step_time, count, tokens, real);
     /* the launch times are read after the step's time is taken: the reading is not in it */
     if (r.profile && (st = kiln_bert_profile_step_end(r.profile, step_time)) != KILN_BERT_OK) break;
     last_loss = loss;

@@ -7,7 +7,8 @@ step and loss), that nothing is drawn on stderr when it is not a terminal, that 
 (the two classes differ in words, so the model fits them within 20 steps), that --save
 writes config.json and model.safetensors, and that the losses are the same with fixed and
 dynamic padding, and that --group-by-length pads an epoch of reviews of varied lengths less
-than the shuffled run (and is refused without dynamic padding or with --no-shuffle). Then the
+than the shuffled run, the summary's padding_share being 1 - the samples' own tokens over those
+fed (and is refused without dynamic padding or with --no-shuffle). Then the
 same run in fp16 and bf16: every record's scale (65536 for fp16's
 loss scaler, 1 otherwise) and skipped (false: nothing overflows here), losses within 4 unit
 roundoffs of T of fp32's (kilnbert.precision holds the tighter check), and fp16's --save
@@ -88,7 +89,12 @@ with tempfile.TemporaryDirectory() as tmp:
         for i in range(8):
             with open(os.path.join(varied, "train", label, f"{i}_5.txt"), "w") as f:
                 f.write(" ".join([text] * (i + 1)) + "\n")
-    rows = {}
+    # the samples' own tokens ([CLS] to [SEP], at most 128), one epoch's worth whatever the order
+    texts = "".join(" ".join([t] * (i + 1)) + "\n" for t in (kbtest.POS, kbtest.NEG) for i in range(8))
+    tok = subprocess.run([kb, "tokenize", "--vocab", vocab], input=texts, capture_output=True,
+                         text=True)
+    own = sum(min(len(line.split()), 128) for line in tok.stdout.splitlines())
+    rows, shares = {}, {}
     for name, extra in (("shuffled", []), ("grouped", ["--group-by-length"])):
         glog, launches = os.path.join(tmp, f"{name}.jsonl"), os.path.join(tmp, f"{name}.launches")
         r = subprocess.run([kb, "train", "--model", "tiny", "--data", varied, "--vocab", vocab,
@@ -103,9 +109,17 @@ with tempfile.TemporaryDirectory() as tmp:
         rows[name] = [int(part.split("=")[1]) for line in open(launches) if "|attn_fwd|" in line
                       for part in line.split(";") if part.strip().startswith("S=")] \
             if r.returncode == 0 else []
+        # padding_share: 1 - the samples' own tokens over those fed (4 rows a step, each step's
+        # width the S of its attention launches, 2 layers a step)
+        fed = 4 * sum(rows[name][::2])
+        shares[name] = next((x["padding_share"] for x in recs if x.get("summary")), None)
+        check(tok.returncode == 0 and fed and shares[name] is not None and
+              abs(shares[name] - (1 - own / fed)) < 1e-9,
+              f"{name}: padding_share {shares[name]}, 1 - {own} / {fed} expected")
     print("attention rows an epoch, shuffled:", rows["shuffled"], "grouped:", rows["grouped"])
     check(rows["grouped"] and sum(rows["grouped"]) < sum(rows["shuffled"]),
           "grouped by length, the epoch's batches are padded less")
+    print("padding_share, shuffled:", shares["shuffled"], "grouped:", shares["grouped"])
     for bad in (["--padding", "fixed"], ["--padding", "dynamic", "--no-shuffle"]):
         r = subprocess.run([kb, "train", "--model", "tiny", "--data", varied, "--vocab", vocab,
                             "--steps", "1", "--group-by-length", *bad], capture_output=True,
