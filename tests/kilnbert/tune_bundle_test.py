@@ -90,8 +90,16 @@ with tempfile.TemporaryDirectory() as tmp:
     if libs_dir:
         tuned = {os.path.basename(f): open(f).read()
                  for f in glob.glob(os.path.join(rows_dir, "*.tuned.h"))}
-        abouts = [m.group(1) for t in tuned.values()
+        # a row's text names a pinned type parameter by its type (T=f32), the runner's winner
+        # by the scalar kind's number (T=7): the plans' pin lines ("pin T 7 f32") say which
+        typed = {f"{m.group(1)}={m.group(3)}": f"{m.group(1)}={m.group(2)}"
+                 for f in glob.glob(os.path.join(rows_dir, "*.plan"))
+                 for m in re.finditer(r"^pin (\w+) (\d+) (\w+)$", open(f).read(), re.M)}
+        abouts = [re.sub(r"(?<![\w=])(\w+=\w+)(?![\w=])", lambda w: typed.get(w.group(1), w.group(1)),
+                         m.group(1))
+                  for t in tuned.values()
                   for m in re.finditer(r'^   "([^"]*)"\}, /\* tuned median', t, re.M)]
+        check(typed, "the plans name their type pins")
         winners = {(k["key"], k["winner"]) for k in s["kernels"] if k.get("winner")}
         print(f"{len(tuned)} libraries got {len(abouts)} rows for {len(winners)} winners")
         for key, w in winners:
