@@ -87,6 +87,7 @@ kernels=(
   "grad_sumsq|adamw.kiln||$((2 * PARAMS))|$((4 * PARAMS + 4 * 1024))|0|n=$PARAMS, 1024 partial sums|"
   "grad_sumsq_reduce|adamw.kiln||1024|$((4 * 1024 + 4))|0|parts=1024|"
   "check_overflow|adamw.kiln|T=f32|$PARAMS|$((4 * PARAMS))|0|n=$PARAMS (the f32 gradient buffer)|"
+  "grad_accumulate|adamw.kiln||$PARAMS|$((12 * PARAMS))|0|n=$PARAMS (acc += grad: --accumulate's stash)|--multiple-of n=16"
   "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_fwd"
   "attn_fwd|attention.kiln|T=f16 D=$HD|$((4 * SQ))|$((2 * 4 * BHSD + 4 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset fa2_wgmma)|$attn_fwd -D wgmma=1"
   "attn_bwd_delta|attention.kiln|T=f16 D=$HD|$((2 * BHSD))|$((2 * 2 * BHSD + 4 * B * HEADS * S))|0|B=$B H=$HEADS S=$S D=$HD|$attn_delta"

@@ -132,6 +132,10 @@ static const char *const usage_train =
     "                       batch (--batch stays the whole batch, so the run is the same run),\n"
     "                       their gradients averaged before each optimizer step; on cuda[:N]\n"
     "                       one GPU each (N, N+1, ...), on cpu and emu all in the host's memory\n"
+    "  --accumulate A       gradient accumulation: each replica runs its part of every batch\n"
+    "                       as A micro-batches in turn, their gradients summed before the\n"
+    "                       step (the same step in 1/A of the activation memory, plus one\n"
+    "                       f32 copy of the gradients); tune with --batch B / (R x A)\n"
     "  --max-device-bytes N the device memory the run may plan (512M, 2G, ...); a batch that\n"
     "                       needs more is refused before anything is allocated (default:\n"
     "                       KILN_DEVICE_MEMORY, else the GPU's free memory on cuda, the\n"
@@ -489,6 +493,7 @@ static int cmd_train(int argc, char **argv) {
       OPT_SIZE("--warmup", &o.warmup, 0),
       OPT_SIZE("--stop-after", &o.stop_after, 1),
       OPT_SIZE("--replicas", &o.replicas, 1),
+      OPT_SIZE("--accumulate", &o.accumulate, 1),
       OPT_SIZE("--save-every", &o.save_every, 1),
       OPT_SIZE("--eval-max-samples", &o.eval_max_samples, 1),
       OPT_SEED("--seed", &o.seed),

@@ -97,11 +97,12 @@ KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertP
                                             int max_batch, int max_seq, const char *device,
                                             size_t limit, size_t *needed);
 /* The same for `copies` models of that shape in one memory (data-parallel replicas on the cpu
- * or emu device, which all keep their buffers in the host's): copies times the plan. */
+ * or emu device, which all keep their buffers in the host's), each with a gradient stash when
+ * stash != 0 (kiln_bert_model_set_stash): copies times the plan and the stash. */
 KilnBertStatus kiln_bert_model_check_memory_copies(const KilnBertConfig *cfg,
                                                    KilnBertPrecision prec, int max_batch,
                                                    int max_seq, const char *device, size_t limit,
-                                                   int copies, size_t *needed);
+                                                   int copies, int stash, size_t *needed);
 
 /* The parameter layout the model's flat buffers follow. */
 const KilnBertParams *kiln_bert_model_params(const KilnBertModel *m);
@@ -221,6 +222,24 @@ KilnBertStatus kiln_bert_model_zero_grads(KilnBertModel *m);
  * so that each replica's gradients are its share of the batch's and their sum is the batch's
  * gradient. The forward's *loss stays its own batch's mean. INVALID_ARGUMENT below 0. */
 KilnBertStatus kiln_bert_model_set_loss_rows(KilnBertModel *m, int rows);
+
+/* Gradient accumulation (`kiln-bert train --accumulate N`): a step's batch runs as several
+ * micro-batches, each a forward and backward whose gradients (each the micro-batch's share of
+ * the step's mean: kiln_bert_model_set_loss_rows with the step's rows) are summed before the
+ * optimizer. The backward writes its gradients in place, so the model keeps the sum of the
+ * step's earlier micro-batches in a stash, one more flat f32 buffer (params->total floats, its
+ * own allocation; kiln_bert_model_check_memory_copies counts it with stash = 1).
+ * set_stash allocates it (on != 0) or frees it; INVALID_ARGUMENT for a plan-only model.
+ * stash_grads, after a micro-batch that is not the step's last, copies the gradient buffer
+ * into the stash (first != 0: the step's first micro-batch) or adds it there; add_stash, after
+ * the step's last micro-batch, adds the stash into the gradient buffer, which then holds the
+ * step's sum for the all-reduce hook and the step. Both are queued on the model's stream; each
+ * add is one f32 add an element (grad_accumulate), so N micro-batches sum to
+ * ((g0 + g1) + ...) + g(N-1), the rank-order sum data-parallel replicas make of N shards.
+ * INVALID_ARGUMENT without a stash. */
+KilnBertStatus kiln_bert_model_set_stash(KilnBertModel *m, int on);
+KilnBertStatus kiln_bert_model_stash_grads(KilnBertModel *m, int first);
+KilnBertStatus kiln_bert_model_add_stash(KilnBertModel *m);
 
 /* Sets (or clears, with NULL) the all-reduce hook. */
 void kiln_bert_model_set_allreduce(KilnBertModel *m, KilnBertAllReduceFn fn, void *user);

@@ -109,6 +109,8 @@ typedef struct KilnBertOps {
   /* the squared norm in two stages: parts partial sums, then their sum into sumsq[0] */
   KilnRtStatus (*grad_sumsq)(const KilnBertLibs *l, float *grad, float *part, int n, int parts);
   KilnRtStatus (*grad_sumsq_reduce)(const KilnBertLibs *l, float *part, float *sumsq, int parts);
+  /* acc[i] += grad[i] for i < n (gradient accumulation over micro-batches) */
+  KilnRtStatus (*grad_accumulate)(const KilnBertLibs *l, float *acc, float *grad, int n);
   /* found_inf[0] = 1 when grad holds an inf or NaN (left as it is otherwise) */
   KilnRtStatus (*check_overflow)(const KilnBertLibs *l, float *grad, int32_t *found_inf, int n);
   /* AdamW over n parameters, the gradients clipped by the global norm sqrt(sumsq[0]) when

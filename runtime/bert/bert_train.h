@@ -18,6 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The most micro-batches --accumulate may split a replica's part of a batch into. */
+#define KILN_BERT_MAX_ACCUMULATE 4096
+
 typedef struct KilnBertTrainOptions {
   const char *data;   /* --data: aclImdb root, split directory, .tsv or .jsonl */
   const char *model;  /* --model: a preset (tiny, mini, base, large) or a directory with config.json
@@ -44,6 +47,10 @@ typedef struct KilnBertTrainOptions {
   size_t replicas;   /* --replicas N: data-parallel copies of the model (bert_replicas.h), each
                             on its own device (cuda[:K]: cuda:K, cuda:K+1, ...) running 1/N of
                             every --batch; 1 (or 0): one model */
+  size_t accumulate; /* --accumulate A: each replica runs its part of every --batch as A
+                            micro-batches in turn, their gradients summed before the optimizer
+                            (gradient accumulation: the activations of batch / (replicas x A)
+                            samples); 1 (or 0): one pass */
   KilnBertPadding padding;
   KilnBertSchedule schedule;
   int shuffle;

@@ -117,8 +117,9 @@ struct KilnBertModel {
   /* device buffers: one allocation, carved (see plan()) */
   void *arena;
   float *params, *grads, *m, *v; /* f32: the (master) parameters, gradients, moments */
-  void *w;  /* the weights the kernels read: params (fp32), else their T copy */
-  void *dw; /* T scratch for one linear layer's weight gradient (fp16, bf16) */
+  float *stash; /* the step's earlier micro-batches' gradient sum (set_stash), or NULL */
+  void *w;      /* the weights the kernels read: params (fp32), else their T copy */
+  void *dw;     /* T scratch for one linear layer's weight gradient (fp16, bf16) */
   int32_t *ids, *types, *labels, *kv_len, *found_inf;
   void *zeros; /* zero residual / bias for kernels that take one */
   void *emb_out, *emb_s;
@@ -719,22 +720,33 @@ static KilnBertStatus device_memory(const char *device, size_t limit, size_t *by
   return KILN_BERT_OK;
 }
 
+/* The gradient stash's bytes (kiln_bert_model_set_stash): one f32 per parameter, rounded up
+ * as the allocator does; 0 when the layout cannot be made (plan_bytes has refused it then). */
+static size_t stash_bytes(const KilnBertConfig *cfg) {
+  KilnBertParams lay;
+  if (kiln_bert_params_layout(cfg, &lay) != KILN_BERT_OK) return 0;
+  size_t bytes = lay.total * sizeof(float);
+  kiln_bert_params_free(&lay);
+  return bytes;
+}
+
 KilnBertStatus kiln_bert_model_check_memory(const KilnBertConfig *cfg, KilnBertPrecision prec,
                                             int max_batch, int max_seq, const char *device,
                                             size_t limit, size_t *needed) {
-  return kiln_bert_model_check_memory_copies(cfg, prec, max_batch, max_seq, device, limit, 1,
+  return kiln_bert_model_check_memory_copies(cfg, prec, max_batch, max_seq, device, limit, 1, 0,
                                              needed);
 }
 
 KilnBertStatus kiln_bert_model_check_memory_copies(const KilnBertConfig *cfg,
                                                    KilnBertPrecision prec, int max_batch,
                                                    int max_seq, const char *device, size_t limit,
-                                                   int copies, size_t *needed) {
+                                                   int copies, int stash, size_t *needed) {
   size_t one = 0, have = 0;
   const char *source = NULL;
   if (copies < 1)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: %d copies", copies);
   TRY(kiln_bert_model_plan_bytes(cfg, prec, max_batch, max_seq, &one));
+  if (stash) one += stash_bytes(cfg);
   TRY(device_memory(device, limit, &have, &source));
   if (one > SIZE_MAX / (size_t)copies)
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "model: %d copies of %zu bytes overflow",
@@ -744,20 +756,21 @@ KilnBertStatus kiln_bert_model_check_memory_copies(const KilnBertConfig *cfg,
   if (need <= have) return KILN_BERT_OK;
   KilnBertParams lay;
   TRY(kiln_bert_params_layout(cfg, &lay));
-  size_t state = 4 * lay.total * sizeof(float) * (size_t)copies; /* parameters, gradients,
-                                                                     two moments */
+  /* parameters, gradients, two moments (and the stash) */
+  size_t state = (4 + (stash != 0)) * lay.total * sizeof(float) * (size_t)copies;
   kiln_bert_params_free(&lay);
   char a[32], b[32], c[32], n[48] = "";
   if (copies > 1) snprintf(n, sizeof n, "%d copies of ", copies);
   return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY,
                         "%sa batch of %d x %d tokens in %s needs %s (%zu bytes) of %s device "
-                        "memory (%s of it the parameters, gradients and AdamW moments, the rest "
+                        "memory (%s of it the parameters, gradients%s and AdamW moments, the rest "
                         "activations), but %s (%zu bytes) is available (%s): use a smaller "
                         "--batch or --seq-len%s",
                         n, max_batch, max_seq, kiln_bert_precision_name(prec),
                         kiln_bytes_text(need, a, sizeof a), need, device ? device : "the",
-                        kiln_bytes_text(state, b, sizeof b), kiln_bytes_text(have, c, sizeof c),
-                        have, source, copies > 1 ? ", or fewer --replicas" : "");
+                        kiln_bytes_text(state, b, sizeof b), stash ? ", the gradient stash" : "",
+                        kiln_bytes_text(have, c, sizeof c), have, source,
+                        copies > 1 ? ", or fewer --replicas" : "");
 }
 
 KilnBertStatus kiln_bert_model_create_precision(KilnRtDevice *dev, const KilnBertConfig *cfg,
@@ -822,6 +835,7 @@ void kiln_bert_model_destroy(KilnBertModel *m) {
   for (int i = 0; i < m->ngraphs; i++) kiln_rt_graph_destroy(m->graphs[i].graph);
   kiln_rt_stream_destroy(m->stream); /* waits for the work queued on it */
   if (m->ops && m->dev) m->ops->destroy(&m->libs);
+  if (m->stash) kiln_rt_free(m->dev, m->stash);
   if (m->arena) kiln_rt_free(m->dev, m->arena);
   kiln_bert_params_free(&m->layout);
   free(m->layer);
@@ -868,6 +882,49 @@ float *kiln_bert_model_grad_buffer(const KilnBertModel *m) { return m->grads; }
 
 KilnBertStatus kiln_bert_model_zero_grads(KilnBertModel *m) {
   RT(fill(m, m->grads, 0, m->layout.total * sizeof(float)), "model: memset");
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_set_stash(KilnBertModel *m, int on) {
+  if (!m->dev)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: a plan-only model has no gradient stash");
+  if (!on || m->stash) {
+    if (!on && m->stash) {
+      /* nothing queued may still read it */
+      RT(kiln_rt_stream_synchronize(m->stream), "model: freeing the gradient stash");
+      kiln_rt_free(m->dev, m->stash);
+      m->stash = NULL;
+    }
+    return KILN_BERT_OK;
+  }
+  void *p = NULL;
+  RT(kiln_rt_malloc(m->dev, m->layout.total * sizeof(float), &p),
+     "model: allocating the gradient stash");
+  m->stash = p;
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_stash_grads(KilnBertModel *m, int first) {
+  if (!m->stash)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: no gradient stash (kiln_bert_model_set_stash)");
+  if (first) {
+    RT(kiln_rt_memcpy_dtod(m->dev, m->stash, m->grads, m->layout.total * sizeof(float), m->stream),
+       "model: stashing the gradients");
+    return KILN_BERT_OK;
+  }
+  RT(m->ops->grad_accumulate(&m->libs, m->stash, m->grads, (int)m->layout.total),
+     "grad_accumulate");
+  return KILN_BERT_OK;
+}
+
+KilnBertStatus kiln_bert_model_add_stash(KilnBertModel *m) {
+  if (!m->stash)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: no gradient stash (kiln_bert_model_set_stash)");
+  RT(m->ops->grad_accumulate(&m->libs, m->grads, m->stash, (int)m->layout.total),
+     "grad_accumulate");
   return KILN_BERT_OK;
 }
 

@@ -560,6 +560,17 @@ static KilnRtStatus tap_grad_sumsq_reduce(const KilnBertLibs *l, float *part, fl
   FORWARD(l, st, grad_sumsq_reduce, part, sumsq, parts);
 }
 
+static KilnRtStatus tap_grad_accumulate(const KilnBertLibs *l, float *acc, float *grad, int n) {
+  KilnBertPlan *p = PLAN(l);
+  cost(p, 0, 12.0 * n);
+  char sh[48];
+  KilnRtStatus st = put(p, "adamw.kiln", "", "grad_accumulate", dims(sh, sizeof sh, "n=%d", n),
+                        "kernel=grad_accumulate; n=%d; acc: f32[n]; grad: f32[n]; "
+                        "grid=cdiv(n, BLOCK)",
+                        n);
+  FORWARD(l, st, grad_accumulate, acc, grad, n);
+}
+
 static KilnRtStatus tap_check_overflow(const KilnBertLibs *l, float *grad, int32_t *found_inf,
                                        int n) {
   KilnBertPlan *p = PLAN(l);
@@ -627,6 +638,7 @@ static KilnBertOps tap_table(const KilnBertOps *like) {
       .from_f32 = like->half_weights ? tap_from_f32 : NULL,
       .grad_sumsq = tap_grad_sumsq,
       .grad_sumsq_reduce = tap_grad_sumsq_reduce,
+      .grad_accumulate = tap_grad_accumulate,
       .check_overflow = tap_check_overflow,
       .adamw_step = tap_adamw_step,
   };

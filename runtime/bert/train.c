@@ -46,6 +46,7 @@ void kiln_bert_train_defaults(KilnBertTrainOptions *o) {
   o->shuffle = 1;
   o->graphs = -1;
   o->replicas = 1;
+  o->accumulate = 1;
   o->seed = 42;
   o->lr = 5e-5;
   o->weight_decay = 0.01;
@@ -331,6 +332,15 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
                           "--replicas %zu: more replicas than the --batch of %zu samples they "
                           "share (each runs a shard of every batch)",
                           o->replicas, o->batch);
+  if (o->accumulate > KILN_BERT_MAX_ACCUMULATE)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "--accumulate %zu: at most %d",
+                          o->accumulate, KILN_BERT_MAX_ACCUMULATE);
+  if (o->accumulate > 1 && o->accumulate * (o->replicas ? o->replicas : 1) > o->batch)
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--accumulate %zu: more micro-batches (%zu over %zu replica(s)) than "
+                          "the --batch of %zu samples they share",
+                          o->accumulate, o->accumulate * (o->replicas ? o->replicas : 1),
+                          o->replicas ? o->replicas : 1, o->batch);
   /* grouping reorders what shuffling drew, for dynamic padding to take the gain */
   if (o->group_by_length && (!o->shuffle || o->padding != KILN_BERT_PAD_DYNAMIC))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
@@ -413,8 +423,14 @@ static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
 
 /* The summary as a table: the metrics, then the last step's loss. */
 static void summary_table(const KilnBertTrainOptions *o, const KilnBertMetrics *mt, double loss) {
-  char title[512], copies[48] = "";
-  if (o->replicas > 1) snprintf(copies, sizeof copies, " (%zu replicas)", o->replicas);
+  char title[512], copies[96] = "";
+  if (o->replicas > 1 && o->accumulate > 1)
+    snprintf(copies, sizeof copies, " (%zu replicas, %zu micro-batches each)", o->replicas,
+             o->accumulate);
+  else if (o->replicas > 1)
+    snprintf(copies, sizeof copies, " (%zu replicas)", o->replicas);
+  else if (o->accumulate > 1)
+    snprintf(copies, sizeof copies, " (%zu micro-batches)", o->accumulate);
   snprintf(title, sizeof title,
            "kiln-bert train: model %s, %s%s on %s%s, %zu steps of %zu x %s%zu "
            "tokens",
@@ -448,15 +464,23 @@ static void replica_device(const char *device, int nrep, int i, char *buf, size_
   snprintf(buf, cap, "cuda:%ld", first + i);
 }
 
-/* Replica i's dropout seed: the run's for replica 0 (so one replica draws what a run without
- * --replicas draws), the run's mixed with i for the others, whose shards draw other masks. */
-static uint64_t replica_seed(uint64_t seed, int i) {
-  return i ? seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)i) : seed;
+/* The micro-batches each replica runs a step in: --accumulate, 1 when unset. */
+static int accumulate_of(const KilnBertTrainOptions *o) {
+  return o->accumulate ? (int)o->accumulate : 1;
 }
 
-/* The rows each replica's model is planned for: its share of a full batch, rounded up. */
+/* A step's batch is split into replicas x accumulate shards (kiln_bert_replicas_shard), shard
+ * i A + j being replica i's micro-batch j: with one replica, --accumulate A runs in turn the
+ * shards --replicas A runs side by side. Shard g's dropout seed is the run's for shard 0 (so
+ * one replica without accumulation draws what a plain run draws), the run's mixed with g for
+ * the others, whose samples draw other masks. */
+static uint64_t shard_seed(uint64_t seed, int g) {
+  return g ? seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)g) : seed;
+}
+
+/* The rows each replica's model is planned for: one shard of a full batch, rounded up. */
 static int shard_rows(const KilnBertTrainOptions *o) {
-  size_t n = (size_t)replicas_of(o);
+  size_t n = (size_t)replicas_of(o) * (size_t)accumulate_of(o);
   return (int)((o->batch + n - 1) / n);
 }
 
@@ -464,15 +488,15 @@ static int shard_rows(const KilnBertTrainOptions *o) {
  * and emu devices all keep theirs in the host's memory. */
 static KilnBertStatus check_replica_memory(const Run *r, const KilnBertTrainOptions *o,
                                            KilnBertPrecision prec) {
-  int nrep = replicas_of(o);
+  int nrep = replicas_of(o), stash = accumulate_of(o) > 1;
   if (strncmp(o->device, "cuda", 4) != 0)
     return kiln_bert_model_check_memory_copies(&r->cfg, prec, shard_rows(o), (int)o->seq_len,
-                                               o->device, o->max_device_bytes, nrep, NULL);
+                                               o->device, o->max_device_bytes, nrep, stash, NULL);
   for (int i = 0; i < nrep; i++) {
     char name[64];
     replica_device(o->device, nrep, i, name, sizeof name);
-    KilnBertStatus st = kiln_bert_model_check_memory(&r->cfg, prec, shard_rows(o), (int)o->seq_len,
-                                                     name, o->max_device_bytes, NULL);
+    KilnBertStatus st = kiln_bert_model_check_memory_copies(
+        &r->cfg, prec, shard_rows(o), (int)o->seq_len, name, o->max_device_bytes, 1, stash, NULL);
     if (st != KILN_BERT_OK) return st;
   }
   return KILN_BERT_OK;
@@ -499,6 +523,7 @@ static KilnBertStatus create_replicas(Run *r, const KilnBertTrainOptions *o,
       return kiln_bert_fail(KILN_BERT_ERROR_DEVICE, "device %s: %s", name, kiln_rt_last_error());
     st = kiln_bert_model_create_precision(p->dev, &r->cfg, prec, rows, (int)o->seq_len, &p->model);
     if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(p->model, r->flat);
+    if (st == KILN_BERT_OK && accumulate_of(o) > 1) st = kiln_bert_model_set_stash(p->model, 1);
     models[i] = p->model;
     devs[i] = p->dev;
   }
@@ -517,16 +542,25 @@ static KilnBertStatus create_replicas(Run *r, const KilnBertTrainOptions *o,
   return st;
 }
 
-/* Replica i's forward and backward over its shard of the step's `count` samples (from
- * r->order + first), queued on its stream: *tokens tokens, *real of them the samples' own (the
- * rest padding); nothing when the
- * shard is empty (an epoch's last batch may have fewer samples than there are replicas). */
-static KilnBertStatus replica_launch(Run *r, const KilnBertTrainOptions *o, int i, size_t first,
-                                     size_t count, uint64_t seed, int64_t step, size_t *tokens,
-                                     size_t *real) {
+/* The rows of shard g of a step's `count` samples, and where it starts (from r->order + the
+ * step's first sample). */
+static size_t shard_of(const Run *r, const KilnBertTrainOptions *o, size_t count, int g,
+                       size_t *off) {
+  size_t rows;
+  kiln_bert_replicas_shard(count, r->nrep * accumulate_of(o), g, off, &rows);
+  return rows;
+}
+
+/* Replica i's micro-batch j: the forward and backward over shard i A + j of the step's `count`
+ * samples (from r->order + first), queued on its stream: *tokens tokens, *real of them the
+ * samples' own (the rest padding); nothing when the shard is empty (an epoch's last batch may
+ * have fewer samples than there are shards). */
+static KilnBertStatus micro_launch(Run *r, const KilnBertTrainOptions *o, int i, int j,
+                                   size_t first, size_t count, uint64_t seed, int64_t step,
+                                   size_t *tokens, size_t *real) {
   Replica *p = &r->rep[i];
-  size_t off, rows;
-  kiln_bert_replicas_shard(count, r->nrep, i, &off, &rows);
+  int g = i * accumulate_of(o) + j;
+  size_t off, rows = shard_of(r, o, count, g, &off);
   *tokens = *real = 0;
   if (rows == 0) return KILN_BERT_OK;
   KilnBertStatus st = kiln_bert_batch_fill(r->tok, &r->enc, r->order + first + off, rows,
@@ -534,45 +568,72 @@ static KilnBertStatus replica_launch(Run *r, const KilnBertTrainOptions *o, int 
   if (st != KILN_BERT_OK) return st;
   kiln_bert_batch_lens(&p->batch, p->lens);
   *tokens = p->batch.rows * p->batch.cols;
-  for (size_t j = 0; j < p->batch.rows; j++) *real += (size_t)p->lens[j];
+  for (size_t k = 0; k < p->batch.rows; k++) *real += (size_t)p->lens[k];
   /* fresh masks each step, a function of (seed, global step): a rerun, and a resumed run,
    * draw the same ones */
-  st = kiln_bert_model_set_dropout(p->model, dropout_p(o, &r->cfg), replica_seed(seed, i), step);
+  st = kiln_bert_model_set_dropout(p->model, dropout_p(o, &r->cfg), shard_seed(seed, g), step);
   if (st == KILN_BERT_OK)
     st = kiln_bert_model_train_launch(p->model, p->batch.ids, p->lens, p->batch.labels,
                                       (int)p->batch.rows, (int)p->batch.cols);
   return st;
 }
 
-/* One optimizer step of the run: every replica's forward and backward (all queued before any
- * loss is read, so that replicas on several GPUs run side by side), the all-reduce, and every
- * replica's AdamW step (which reduces in the first). *loss is the batch's mean loss (the
- * shards' weighted by their rows), *norm the gradient norm, *tokens the batch's tokens and
- * *real the samples' own among them. */
+/* After replica i's micro-batch j (which ran rows): its gradients into the stash, or, after
+ * the replica's last non-empty micro-batch, the stash into them. Shards shrink with their
+ * index, so a replica's non-empty micro-batches come first. */
+static KilnBertStatus micro_done(Run *r, const KilnBertTrainOptions *o, int i, int j,
+                                 size_t count) {
+  int A = accumulate_of(o), last = j == A - 1;
+  size_t off;
+  if (!last && shard_of(r, o, count, i * A + j + 1, &off) == 0) last = 1;
+  if (A == 1 || (last && j == 0)) return KILN_BERT_OK; /* one micro-batch: nothing to sum */
+  KilnBertModel *m = r->rep[i].model;
+  return last ? kiln_bert_model_add_stash(m) : kiln_bert_model_stash_grads(m, j == 0);
+}
+
+/* One optimizer step of the run: every replica's micro-batches in turn (each micro-batch's
+ * passes queued on all replicas before any loss is read, so that replicas on several GPUs run
+ * side by side), the sums of their gradients, the all-reduce, and every replica's AdamW step
+ * (which reduces in the first). Every backward takes the mean over the whole step's samples,
+ * so the sum over micro-batches and replicas is the batch's gradient. *loss is the batch's
+ * mean loss (the shards' weighted by their rows), *norm the gradient norm, *tokens the batch's
+ * tokens and *real the samples' own among them. */
 static KilnBertStatus train_step(Run *r, const KilnBertTrainOptions *o, const KilnBertOptim *opt,
                                  KilnBertTrainState *ts, size_t first, size_t count, size_t k,
                                  double lr, float *loss, double *norm, size_t *tokens,
                                  size_t *real) {
   size_t rows[KILN_BERT_MAX_REPLICAS], off;
+  int A = accumulate_of(o);
   double sum = 0;
   *tokens = *real = 0;
-  for (int i = 0; i < r->nrep; i++) kiln_bert_replicas_shard(count, r->nrep, i, &off, &rows[i]);
+  for (int i = 0; i < r->nrep; i++) {
+    rows[i] = 0;
+    for (int j = 0; j < A; j++) rows[i] += shard_of(r, o, count, i * A + j, &off);
+  }
   if (r->group) {
     KilnBertStatus st = kiln_bert_replicas_begin_step(r->group, rows);
     if (st != KILN_BERT_OK) return st;
-  }
-  for (int i = 0; i < r->nrep; i++) {
-    size_t t, re;
-    KilnBertStatus st = replica_launch(r, o, i, first, count, ts->seed, (int64_t)k + 1, &t, &re);
+  } else if (A > 1) {
+    KilnBertStatus st = kiln_bert_model_set_loss_rows(r->model, (int)count);
     if (st != KILN_BERT_OK) return st;
-    *tokens += t;
-    *real += re;
   }
-  for (int i = 0; i < r->nrep; i++) {
-    float l = 0;
-    KilnBertStatus st = rows[i] ? kiln_bert_model_train_loss(r->rep[i].model, &l) : KILN_BERT_OK;
-    if (st != KILN_BERT_OK) return st;
-    sum += (double)rows[i] / (double)count * (double)l;
+  for (int j = 0; j < A; j++) {
+    for (int i = 0; i < r->nrep; i++) {
+      size_t t, re;
+      KilnBertStatus st = micro_launch(r, o, i, j, first, count, ts->seed, (int64_t)k + 1, &t, &re);
+      if (st != KILN_BERT_OK) return st;
+      *tokens += t;
+      *real += re;
+    }
+    for (int i = 0; i < r->nrep; i++) {
+      size_t mrows = shard_of(r, o, count, i * A + j, &off);
+      if (mrows == 0) continue;
+      float l = 0;
+      KilnBertStatus st = kiln_bert_model_train_loss(r->rep[i].model, &l);
+      if (st == KILN_BERT_OK) st = micro_done(r, o, i, j, count);
+      if (st != KILN_BERT_OK) return st;
+      sum += (double)mrows / (double)count * (double)l;
+    }
   }
   *loss = (float)sum;
   for (int i = 0; i < r->nrep; i++) {

@@ -1,5 +1,5 @@
 /* test_adamw.c — fused AdamW over a flat buffer (with its f16 or bf16 copy of the weights),
- * global gradient norm, clipping and the overflow check (kernels-bert/adamw.kiln). docs/kernels/adamw.md gives the tolerances' reasons. */
+ * global gradient norm, clipping, gradient accumulation and the overflow check (kernels-bert/adamw.kiln). docs/kernels/adamw.md gives the tolerances' reasons. */
 #include "harness.h"
 #include "tests.h"
 
@@ -151,6 +151,34 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, int32
   return kiln_bert_end(&run);
 }
 
+/* Gradient accumulation: acc += grad, one f32 add an element, so exactly C's float sum (the
+ * trainer's micro-batches are the same bits as replicas summed in rank order only if it is);
+ * nothing past n is written. Magnitudes from 2^-20 to 2^20, so that most adds round. */
+static bool run_accumulate(const KilnBertDevice *dev, int32_t n_, int32_t block, uint64_t seed) {
+  KilnBertRun run;
+  kiln_bert_begin(&run, dev, "grad_accumulate n=%d BLOCK %d", n_, block);
+  KilnDefine defs[] = {{"BLOCK", block}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "grad_accumulate", defs, 1);
+  size_t n = (size_t)n_, total = n + KILN_BERT_TAIL;
+  KilnRefRng rng;
+  kiln_ref_rng_init(&rng, seed);
+  float *acc = kiln_bert_random_f32(&rng, total, -1.0f, 1.0f);
+  float *g = kiln_bert_random_f32(&rng, total, -1.0f, 1.0f);
+  for (size_t i = 0; i < n; i++) g[i] = ldexpf(g[i], (int)(i % 41) - 20);
+  memset(acc + n, KILN_BERT_SENTINEL, KILN_BERT_TAIL * 4);
+  float *ref = kiln_bert_alloc(n, 4), *out = kiln_bert_alloc(total, 4);
+  for (size_t i = 0; i < n; i++) ref[i] = acc[i] + g[i];
+  void *dacc = kiln_bert_input(&run, acc, total * 4), *dg = kiln_bert_input(&run, g, total * 4);
+  int32_t n32 = n_;
+  void *args[] = {&dacc, &dg, &n32};
+  kiln_bert_launch(&run, fn, kiln_bert_cdiv(n, (size_t)block), 1, args);
+  kiln_bert_fetch(&run, out, dacc, total * 4);
+  kiln_bert_check_untouched(&run, "acc", out, 4, total, 1, n, total);
+  kiln_bert_check_close(&run, "acc + grad", out, ref, n, 1.0, 0.0);
+  free(acc), free(g), free(ref), free(out);
+  return kiln_bert_end(&run);
+}
+
 /* Runs check_overflow (fn) on the n elements at dx and compares its found_inf flag with want. */
 static void check_found_inf(KilnBertRun *run, KilnRtFunction *fn, void *dx, size_t n,
                             int32_t want) {
@@ -223,6 +251,8 @@ bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
   ok &= run_norm(dev, 10007, 1024, 3, 0.5f, 1.0f, 6100);
   ok &= run_norm(dev, 777, 512, 1024, 2.0f, 1.0f, 6101);
   ok &= run_norm(dev, 4099, 1024, 7, 0.5f, 65536.0f, 6102); /* fp16's starting loss scale */
+  ok &= run_accumulate(dev, 10007, 1024, 6300);             /* a ragged last block */
+  ok &= run_accumulate(dev, 4096, 512, 6301);               /* exact blocks */
   ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);              /* 1.0: all finite */
   ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201);           /* -inf at the last element */
   ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202);           /* NaN */

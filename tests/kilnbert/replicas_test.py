@@ -14,6 +14,17 @@ cpu: with dropout 0 and no shuffling, 2 and 3 replicas train the same run as one
      check counts one plan per replica in the host's memory (refused one byte short of two
      plans, accepted at exactly two); --replicas beyond --batch and beyond 64 are refused.
 emu: 2 replicas on the emu device against 2 on the cpu.
+accumulate: --accumulate A (gradient accumulation: each replica's part of a batch as A
+     micro-batches in turn, runtime/bert/bert_model.h's gradient stash) runs shard i A + j of the
+     replicas x A shards as replica i's micro-batch j, with shard g's dropout seed, so with one
+     replica it is the --replicas A run bit for bit (every step record and the saved parameters;
+     the stash sums micro-batches in rank order, as the all-reduce sums replicas), in fp32,
+     fp16 and bf16, with dropout and shuffling: A = 2, 3 and 5 (the partial batch of 4 leaves
+     the fifth micro-batch empty). 2 replicas of 2 micro-batches each train the one-model run
+     within the replicas' tolerances (their sums are associated otherwise). The memory check
+     counts the stash (its bytes named; refused one byte short, accepted at exactly the plan),
+     and A beyond the batch or 4096 is refused.
+accumulate_emu: --accumulate 2 on the emu device against the cpu (grad_accumulate on emu).
 
 Tolerances. Sharding changes which rows each gemm and each sum over batch rows (bias and
 LayerNorm gradients, the loss mean) sees, and the all-reduce adds the shards' gradients (each
@@ -24,7 +35,7 @@ neighbour: losses within 4e-3 relative (one bf16 ulp; measured 3.8e-4 in bf16, 7
 norms within 2e-2. The parameters after 4 AdamW steps at lr 1e-3: on average within 1e-8 in
 fp32 (measured 8e-11) and 1e-5 in fp16/bf16 (1.2e-6); each within 2 lr a step (ADAM_BOUND:
 measured up to 4.9e-6 in fp32 and 3.2e-3 in bf16, on parameters whose gradient is noise).
-Usage: replicas_test.py KILN_BERT VOCAB cpu|emu"""
+Usage: replicas_test.py KILN_BERT VOCAB cpu|emu|accumulate|accumulate_emu"""
 import json
 import os
 import re
@@ -46,12 +57,13 @@ ENV = dict(os.environ, KILN_CPU_THREADS="1")
 ADAM_BOUND = 2 * 1e-3
 
 
-def train(tmp, name, *args, device="cpu", replicas=1, ok=True):
+def train(tmp, name, *args, device="cpu", replicas=1, accumulate=1, ok=True):
     """(losses, norms, step records' text, save folder, the run) of a training run."""
     log, save = os.path.join(tmp, f"{name}.jsonl"), os.path.join(tmp, name)
     cmd = [kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
            "--device", device, "--batch", "8", "--seq-len", "32", "--lr", "1e-3", "--seed", "3",
-           "--replicas", str(replicas), "--log", log, "--save", save] + list(args)
+           "--replicas", str(replicas), "--accumulate", str(accumulate), "--log", log,
+           "--save", save] + list(args)
     r = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     if ok:
         check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr[-600:]}")
@@ -135,9 +147,66 @@ def emu_cases(tmp):
     same_run("2 replicas on emu against cpu", cpu, emu, "fp32", 2)
 
 
+def bit_equal(what, want, got):
+    """got's step records and saved parameters are want's, byte for byte."""
+    (_, _, wraw, wsave, _), (_, _, graw, gsave, _) = want, got
+    check(wraw and wraw == graw, f"{what}: the step records differ")
+    same = open(os.path.join(wsave, "model.safetensors"), "rb").read() == \
+        open(os.path.join(gsave, "model.safetensors"), "rb").read()
+    check(same, f"{what}: the saved parameters differ")
+    print(f"{what}: {len(graw)} steps, the same bits" if wraw == graw and same else "")
+
+
+def accumulate_cases(tmp):
+    # one replica of A micro-batches is --replicas A, bit for bit, with dropout and shuffling
+    for prec in ("fp32", "fp16", "bf16"):
+        base = ("--precision", prec, "--dropout", "0.1", "--steps", str(STEPS))
+        for a in (2, 3, 5) if prec == "fp32" else (2, 3):
+            bit_equal(f"{prec}, --accumulate {a} against --replicas {a}",
+                      train(tmp, f"{prec}-r{a}", *base, replicas=a),
+                      train(tmp, f"{prec}-a{a}", *base, accumulate=a))
+    # 2 replicas of 2 micro-batches: the one-model run within rounding
+    base = ("--dropout", "0", "--no-shuffle", "--steps", str(STEPS))
+    same_run("2 replicas of 2 micro-batches", train(tmp, "one", *base),
+             train(tmp, "r2a2", *base, replicas=2, accumulate=2), "fp32")
+
+    # the memory check counts the stash: --accumulate 2 over batch 8 plans 4 rows and the stash
+    r = train(tmp, "mem", "--steps", "1", "--max-device-bytes", "1K", accumulate=2, ok=False)[4]
+    m = re.search(r"a batch of 4 x 32 tokens .* \((\d+) bytes\) of cpu", r.stderr)
+    check(r.returncode != 0 and m and "the gradient stash" in r.stderr,
+          f"1K for --accumulate 2: exit {r.returncode}: {r.stderr[-400:]}")
+    plain = train(tmp, "mem-plain", "--steps", "1", "--batch", "4", "--max-device-bytes", "1K",
+                  ok=False)[4]
+    p = re.search(r"a batch of 4 x 32 tokens .* \((\d+) bytes\) of cpu", plain.stderr)
+    if m and p:
+        need, stash = int(m.group(1)), int(m.group(1)) - int(p.group(1))
+        # one f32 per parameter of the tiny model (4.4M of them)
+        check(4e6 * 4 < stash < 5e6 * 4, f"the stash counts {stash} bytes")
+        r = train(tmp, "mem-short", "--steps", "1", "--max-device-bytes", str(need - 1),
+                  accumulate=2, ok=False)[4]
+        check(r.returncode != 0, f"{need - 1} bytes for a plan of {need}: exit 0")
+        train(tmp, "mem-exact", "--steps", "1", "--max-device-bytes", str(need), accumulate=2)
+
+    for n, reps, want in ((9, 1, "more micro-batches (9 over 1 replica(s)) than the --batch of 8"),
+                          (5, 2, "more micro-batches (10 over 2 replica(s))"),
+                          (4097, 1, "--accumulate 4097: at most 4096")):
+        r = train(tmp, f"bad-{n}", "--steps", "1", replicas=reps, accumulate=n, ok=False)[4]
+        check(r.returncode != 0 and want in r.stderr,
+              f"--accumulate {n} --replicas {reps}: exit {r.returncode}: {r.stderr[-300:]}")
+
+
+def accumulate_emu_cases(tmp):
+    flags = ("--dropout", "0", "--no-shuffle", "--steps", "2", "--batch", "4", "--seq-len", "16")
+    cpu = train(tmp, "cpu-a2", *flags, accumulate=2)
+    emu = train(tmp, "emu-a2", *flags, device="emu", accumulate=2)
+    same_run("--accumulate 2 on emu against cpu", cpu, emu, "fp32", 2)
+
+
+CASES = {"cpu": cpu_cases, "emu": emu_cases, "accumulate": accumulate_cases,
+         "accumulate_emu": accumulate_emu_cases}
 with tempfile.TemporaryDirectory() as tmp:
     kbtest.write_reviews(os.path.join(tmp, "imdb"), 6)
-    cpu_cases(tmp) if mode == "cpu" else emu_cases(tmp)
+    CASES[mode](tmp)
 
 print("all passed" if check.fails == 0 else f"{check.fails} failed")
 sys.exit(1 if check.fails else 0)
