@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """kiln-bert train --replicas N (data-parallel copies of the model, runtime/bert/bert_replicas.h)
+and --accumulate A (gradient accumulation, the same shards in turn on one model)
 end to end on synthetic aclImdb-layout folders made here (tiny model, one cpu thread each).
 
-cpu: with dropout 0 and no shuffling, 2 and 3 replicas train the same run as one model: 12
+replicas: with dropout 0 and no shuffling, 2 and 3 replicas train the same run as one model: 12
      samples in batches of 8, so the second step's batch is partial (4 samples: shards of 2 and
      2, or 2, 1 and 1; in fp32 also 5 replicas, one of them with nothing to run), in fp32,
      fp16 and bf16; every step's loss and gradient norm and the
@@ -13,7 +14,7 @@ cpu: with dropout 0 and no shuffling, 2 and 3 replicas train the same run as one
      resumed with 1 goes on as the uninterrupted 2-replica run (same tolerances); the memory
      check counts one plan per replica in the host's memory (refused one byte short of two
      plans, accepted at exactly two); --replicas beyond --batch and beyond 64 are refused.
-emu: 2 replicas on the emu device against 2 on the cpu.
+replicas_emu: 2 replicas on the emu device against 2 on the cpu.
 accumulate: --accumulate A (gradient accumulation: each replica's part of a batch as A
      micro-batches in turn, runtime/bert/bert_model.h's gradient stash) runs shard i A + j of the
      replicas x A shards as replica i's micro-batch j, with shard g's dropout seed, so with one
@@ -35,7 +36,7 @@ neighbour: losses within 4e-3 relative (one bf16 ulp; measured 3.8e-4 in bf16, 7
 norms within 2e-2. The parameters after 4 AdamW steps at lr 1e-3: on average within 1e-8 in
 fp32 (measured 8e-11) and 1e-5 in fp16/bf16 (1.2e-6); each within 2 lr a step (ADAM_BOUND:
 measured up to 4.9e-6 in fp32 and 3.2e-3 in bf16, on parameters whose gradient is noise).
-Usage: replicas_test.py KILN_BERT VOCAB cpu|emu|accumulate|accumulate_emu"""
+Usage: replicas_test.py KILN_BERT VOCAB replicas|replicas_emu|accumulate|accumulate_emu"""
 import json
 import os
 import re
@@ -140,11 +141,13 @@ def cpu_cases(tmp):
               f"--replicas {n} --batch {batch}: exit {r.returncode}: {r.stderr[-300:]}")
 
 
-def emu_cases(tmp):
+def emu_cases(tmp, what="2 replicas", **split):
+    """A short run split as `split` says (2 replicas by default) on emu against the cpu."""
+    split = split or {"replicas": 2}
     flags = ("--dropout", "0", "--no-shuffle", "--steps", "2", "--batch", "4", "--seq-len", "16")
-    cpu = train(tmp, "cpu-r2", *flags, replicas=2)
-    emu = train(tmp, "emu-r2", *flags, device="emu", replicas=2)
-    same_run("2 replicas on emu against cpu", cpu, emu, "fp32", 2)
+    cpu = train(tmp, "cpu-split", *flags, **split)
+    emu = train(tmp, "emu-split", *flags, device="emu", **split)
+    same_run(f"{what} on emu against cpu", cpu, emu, "fp32", 2)
 
 
 def bit_equal(what, want, got):
@@ -195,15 +198,8 @@ def accumulate_cases(tmp):
               f"--accumulate {n} --replicas {reps}: exit {r.returncode}: {r.stderr[-300:]}")
 
 
-def accumulate_emu_cases(tmp):
-    flags = ("--dropout", "0", "--no-shuffle", "--steps", "2", "--batch", "4", "--seq-len", "16")
-    cpu = train(tmp, "cpu-a2", *flags, accumulate=2)
-    emu = train(tmp, "emu-a2", *flags, device="emu", accumulate=2)
-    same_run("--accumulate 2 on emu against cpu", cpu, emu, "fp32", 2)
-
-
-CASES = {"cpu": cpu_cases, "emu": emu_cases, "accumulate": accumulate_cases,
-         "accumulate_emu": accumulate_emu_cases}
+CASES = {"replicas": cpu_cases, "replicas_emu": emu_cases, "accumulate": accumulate_cases,
+         "accumulate_emu": lambda tmp: emu_cases(tmp, "--accumulate 2", accumulate=2)}
 with tempfile.TemporaryDirectory() as tmp:
     kbtest.write_reviews(os.path.join(tmp, "imdb"), 6)
     CASES[mode](tmp)
