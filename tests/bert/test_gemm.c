@@ -358,6 +358,12 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
                      7023);
     ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_BF16, 128, 136, 136, 128, 128, 64, 8, 3, 0,
                      7024);
+    /* the wgmma_half preset's tile (64x128x64 on one warpgroup, 4 stages: a group in flight)
+     * in the dW and dX layouts; ragged M, N and K */
+    ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_F16, 136, 200, 264, 64, 128, 64, 4, 4, 0,
+                     7025);
+    ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_BF16, 100, 128, 136, 64, 128, 64, 4, 4, 3,
+                     7026);
     /* tf32 (f32 with TF32 = 1): the forward on wgmma .tf32 at the wgmma_tf32 preset's tile
      * (128x128x32 on 8 warps; 128-byte rows of f32) and at BK 16 with a group in flight; dX
      * and dW on mma.sync with wgmma asked for */
