@@ -30,6 +30,8 @@ typedef struct KilnBertParam {
   size_t offset; /* in floats, from the start of the flat buffer */
   int decay;     /* AdamW weight decay applies: not for biases and LayerNorm parameters */
   KilnBertInit init;
+  size_t ordinal; /* its index in the reference's order: the initializer's stream, so that where
+                     the layout keeps a tensor does not change its initial values */
 } KilnBertParam;
 
 typedef struct KilnBertParams {
@@ -39,7 +41,9 @@ typedef struct KilnBertParams {
 } KilnBertParams;
 
 /* The parameters cfg implies, in the reference's order (embeddings, layers, pooler,
- * classifier). On success *out owns its array (kiln_bert_params_free). */
+ * classifier), except that each layer's query, key and value weights come together, then their
+ * three biases: the flat buffer holds them as one [3 hidden, hidden] matrix and one [3 hidden]
+ * vector, which the model multiplies by as one (the fused QKV projection). On success *out owns its array (kiln_bert_params_free). */
 KilnBertStatus kiln_bert_params_layout(const KilnBertConfig *cfg, KilnBertParams *out);
 void kiln_bert_params_free(KilnBertParams *params);
 /* The parameter called name, or NULL. */

@@ -6,7 +6,8 @@
  * dense [n, width] f32 matrix. Linear layers keep the reference's [out, in] weights and the gemm
  * reads them through strides (y = x W^T: B[k, j] = W[j, k]), as do the backward's transposed
  * products (dX = dY W, dW = dY^T X), so nothing is ever transposed in memory. Q, K and V are
- * three gemms into one [n, 3, heads, D] buffer that the flash attention reads in place; the
+ * one gemm (the layout keeps W_q, W_k, W_v as one [3H, H] matrix and their biases as one [3H]
+ * vector) into one [n, 3, heads, D] buffer that the flash attention reads in place; the
  * padding mask is each row's length (keys past it get no weight). The pooler reads token 0 of
  * every row through the row stride cols x hidden; its backward writes only those rows of the
  * incoming gradient, the rest being zero.
@@ -381,6 +382,12 @@ static void find_params(KilnBertModel *m, int *missing) {
       snprintf(name, sizeof name, "bert.encoder.layer.%d.attention.self.%s.bias", l, qkv[j]);
       y->b[j] = param_off(m, name, missing);
     }
+    /* the fused QKV projection reads W_q, W_k, W_v as one [3H, H] matrix and the biases as
+     * one [3H] vector (the layout puts them so: bert_params.h) */
+    size_t HH = (size_t)m->H * (size_t)m->H, Hs = (size_t)m->H;
+    if (y->w[1] != y->w[0] + HH || y->w[2] != y->w[1] + HH || y->b[1] != y->b[0] + Hs ||
+        y->b[2] != y->b[1] + Hs)
+      *missing = 1;
     y->wo = P("attention.output.dense.weight");
     y->bo = P("attention.output.dense.bias");
     y->g1 = P("attention.output.LayerNorm.weight");
@@ -436,8 +443,9 @@ static size_t plan_parts(KilnBertModel *m, char *base, size_t *ends, size_t *nen
   size_t zn = n * H > F ? n * H : F;
   if (zn < 3 * H) zn = 3 * H;
   int half = m->ops->half_weights;
-  /* the largest linear weight: [F, H], [H, H] or the classifier's [NL, H] */
-  size_t wmax = H * (F > H ? (F > NL ? F : NL) : (H > NL ? H : NL));
+  /* the largest linear weight: [F, H], the fused QKV's [3H, H] or the classifier's [NL, H] */
+  size_t wrows = F > 3 * H ? F : 3 * H;
+  size_t wmax = H * (wrows > NL ? wrows : NL);
   TAKE(m->params, P, float);
   TAKE(m->grads, P, float);
   TAKE(m->m, P, float);
@@ -647,7 +655,9 @@ static KilnBertStatus model_shape(KilnRtDevice *dev, const KilnBertConfig *cfg,
   find_params(m, &missing);
   if (missing) {
     kiln_bert_model_destroy(m);
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: the layout lacks a parameter");
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "model: the layout lacks a parameter, or does not hold a layer's query, "
+                          "key and value consecutively");
   }
   /* LayerNorm's backward walks a row in one BLOCK: some variant must cover the hidden size. */
   if (!m->ops->ln_bwd_covers(max_batch * max_seq, m->H)) {
@@ -1014,9 +1024,8 @@ static KilnBertStatus encoder_layer_fwd(KilnBertModel *m, int l) {
   LayerAct *a = &m->act[l];
   void *x = m->x[l];
   int n = m->rows * m->cols, H = m->H, F = m->F;
-  for (int j = 0; j < 3; j++)
-    TRY(linear_fwd(m, x, H, wt(m, y->w[j]), wt(m, y->b[j]), NULL, at(m, a->qkv, (size_t)j * H),
-                   3 * H, n, H, H));
+  /* Q, K and V in one product: W_qkv [3H, H] and b_qkv [3H] are consecutive in the layout */
+  TRY(linear_fwd(m, x, H, wt(m, y->w[0]), wt(m, y->b[0]), NULL, a->qkv, 3 * H, n, 3 * H, H));
   TRY(attn_fwd(m, a));
   /* attention output dense, then LayerNorm(. + x) */
   TRY(linear_fwd(m, a->ctx, H, wt(m, y->wo), wt(m, y->bo), NULL, m->da, H, n, H, H));
@@ -1173,15 +1182,11 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   TRY(colsum(m, dout, g + y->bo, n, H, H));
   TRY(linear_dx(m, dout, H, wt(m, y->wo), NULL, m->dctx, H, n, H, H));
   TRY(attn_bwd(m, a));
-  for (int j = 0; j < 3; j++) {
-    void *dqkv_j = at(m, m->dqkv, (size_t)j * H);
-    TRY(linear_dw(m, dqkv_j, 3 * H, x, H, y->w[j], n, H, H));
-    TRY(colsum(m, dqkv_j, g + y->b[j], n, H, 3 * H));
-  }
-  /* dx = residual + dQ W_q + dK W_k + dV W_v, accumulated in place */
-  for (int j = 0; j < 3; j++)
-    TRY(linear_dx(m, at(m, m->dqkv, (size_t)j * H), 3 * H, wt(m, y->w[j]), j ? m->dx : m->da, m->dx,
-                  H, n, H, H));
+  /* the fused QKV projection's gradients: dW_qkv [3H, H], db_qkv [3H], and
+   * dx = residual + dQKV W_qkv (one product over K = 3H) */
+  TRY(linear_dw(m, m->dqkv, 3 * H, x, H, y->w[0], n, 3 * H, H));
+  TRY(colsum(m, m->dqkv, g + y->b[0], n, 3 * H, 3 * H));
+  TRY(linear_dx(m, m->dqkv, 3 * H, wt(m, y->w[0]), m->da, m->dx, H, n, 3 * H, H));
   return KILN_BERT_OK;
 }
 

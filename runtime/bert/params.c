@@ -1,5 +1,6 @@
 /* params.c — the parameter layout of BertForSequenceClassification (bert_params.h): built from
- * the config in the reference's order, loaded from safetensors with the name aliases older
+ * the config in the reference's order (but for each layer's query, key and value weights, which
+ * come first and together, then their biases), loaded from safetensors with the name aliases older
  * checkpoints use, initialized with a seeded generator, saved as F32. */
 #include "bert_params.h"
 #include "bert_internal.h"
@@ -42,6 +43,7 @@ static void add(Layout *l, KilnBertInit init, int64_t d0, int64_t d1, const char
   l->ps.total +=
       (p->numel + KILN_BERT_PARAM_ALIGN - 1) / KILN_BERT_PARAM_ALIGN * KILN_BERT_PARAM_ALIGN;
   p->decay = !ends_with(p->name, "bias") && !strstr(p->name, "LayerNorm"); /* contract 5 */
+  p->ordinal = l->ps.n - 1;
   p->init = init;
 }
 
@@ -68,10 +70,17 @@ KilnBertStatus kiln_bert_params_layout(const KilnBertConfig *c, KilnBertParams *
   for (int i = 0; i < c->num_hidden_layers; i++) {
     char p[96], q[128];
     snprintf(p, sizeof p, "bert.encoder.layer.%d", i);
+    /* the three projections' weights, then their biases: one [3h, h] matrix and one [3h]
+     * vector in the flat buffer, so that the model runs Q, K and V as one product */
     static const char *const qkv[3] = {"query", "key", "value"};
-    for (int k = 0; k < 3; k++) {
-      snprintf(q, sizeof q, "%s.attention.self.%s", p, qkv[k]);
-      linear(&l, q, h, h);
+    for (int k = 0; k < 3; k++)
+      add(&l, KILN_BERT_INIT_NORMAL, h, h, "%s.attention.self.%s.weight", p, qkv[k]);
+    for (int k = 0; k < 3; k++)
+      add(&l, KILN_BERT_INIT_ZERO, h, 0, "%s.attention.self.%s.bias", p, qkv[k]);
+    /* the reference's order is query.weight, query.bias, key.weight, ...: their ordinals */
+    for (int k = 0; !l.oom && k < 6; k++) {
+      KilnBertParam *t = &l.ps.p[l.ps.n - 6 + (size_t)k];
+      t->ordinal = l.ps.n - 6 + (size_t)(k < 3 ? 2 * k : 2 * (k - 3) + 1);
     }
     snprintf(q, sizeof q, "%s.attention.output.dense", p);
     linear(&l, q, h, h);
@@ -179,7 +188,7 @@ void kiln_bert_params_init(const KilnBertParams *ps, const KilnBertConfig *cfg, 
     const KilnBertParam *p = &ps->p[i];
     float *x = flat + p->offset;
     /* one stream per parameter: its values do not depend on which others are initialized */
-    uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(i + 1));
+    uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(p->ordinal + 1));
     for (size_t k = 0; k < p->numel; k++) {
       if (p->init == KILN_BERT_INIT_NORMAL) {
         double u1 = uniform(&s), u2 = uniform(&s); /* Box-Muller, one value per pair */
