@@ -104,6 +104,9 @@ static const char *const usage_train =
     "  --eval-data PATH     evaluate on PATH at the end (default: the test/ split of an\n"
     "                       aclImdb --data that has one; none otherwise)\n"
     "  --eval-max-samples N evaluate on the first N samples of that (default: --max-samples)\n"
+    "  --eval-every N       also evaluate after every N-th step before the last (a record\n"
+    "                       {\"eval_step\": k, \"eval_loss\": ...} in --log, a line on a "
+    "terminal)\n"
     "\n"
     "training:\n"
     "  --batch B            samples per step; an epoch's last batch is partial\n"
@@ -495,6 +498,7 @@ static int cmd_train(int argc, char **argv) {
       OPT_SIZE("--replicas", &o.replicas, 1),
       OPT_SIZE("--accumulate", &o.accumulate, 1),
       OPT_SIZE("--save-every", &o.save_every, 1),
+      OPT_SIZE("--eval-every", &o.eval_every, 1),
       OPT_SIZE("--eval-max-samples", &o.eval_max_samples, 1),
       OPT_SEED("--seed", &o.seed),
       OPT_REAL("--lr", &o.lr),

@@ -42,6 +42,8 @@ typedef struct KilnBertTrainOptions {
   size_t seq_len, batch, epochs, steps, warmup;
   size_t stop_after; /* --stop-after N: end after step N of the run (the schedule still
                             counts the whole run), e.g. to --save and --resume later; 0: never */
+  size_t eval_every; /* --eval-every N: also evaluate after every N-th step before the last
+                            (a {"eval_step": k, ...} record in the log); 0: at the end only */
   size_t save_every; /* --save-every N: also write the --save checkpoint after every N-th
                             step, so that a killed run can be resumed; 0: at the end only */
   size_t replicas;   /* --replicas N: data-parallel copies of the model (bert_replicas.h), each

@@ -591,6 +591,31 @@ static KilnBertStatus micro_done(Run *r, const KilnBertTrainOptions *o, int i, i
   return last ? kiln_bert_model_add_stash(m) : kiln_bert_model_stash_grads(m, j == 0);
 }
 
+/* --eval-every: the evaluation after `step` steps, on replica 0 (the copies are equal) in
+ * batches of the rows it is planned for, dropout off (the pass turns it off; the next step sets
+ * it again): a {"eval_step": ...} record in the log (the contract's step records alone carry
+ * "step" and "loss") and a line under the progress bar. */
+static KilnBertStatus periodic_eval(Run *r, const KilnBertTrainOptions *o, size_t step) {
+  KilnBertMetrics em = {0};
+  KilnBertStatus st = kiln_bert_eval_pass(r->model, r->tok, &r->eval_enc, (size_t)shard_rows(o),
+                                          o->seq_len, o->padding, NULL, NULL, &em);
+  if (st != KILN_BERT_OK) return st;
+  if (r->log) {
+    char lbuf[32] = "null";
+    if (isfinite(em.eval_loss)) snprintf(lbuf, sizeof lbuf, "%.9g", em.eval_loss);
+    fprintf(r->log,
+            "{\"eval_step\": %zu, \"eval_loss\": %s, \"accuracy\": %.9g, \"eval_samples\": %zu, "
+            "\"eval_time\": %.6f}\n",
+            step, lbuf, em.accuracy, em.eval_samples, em.total_time);
+  }
+  if (o->progress) {
+    fprintf(o->progress, "\nstep %zu: eval_loss %.6f, accuracy %.2f %% (%zu samples)\n", step,
+            em.eval_loss, 100 * em.accuracy, em.eval_samples);
+    fflush(o->progress);
+  }
+  return KILN_BERT_OK;
+}
+
 /* One optimizer step of the run: every replica's micro-batches in turn (each micro-batch's
  * passes queued on all replicas before any loss is read, so that replicas on several GPUs run
  * side by side), the sums of their gradients, the all-reduce, and every replica's AdamW step
@@ -691,6 +716,11 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK && r.enc.n == 0)
     st = kiln_bert_fail(KILN_BERT_ERROR_FORMAT, "%s: no samples", o->data);
   if (st == KILN_BERT_OK) st = load_eval_data(&r, o);
+  if (st == KILN_BERT_OK && o->eval_every && r.eval_enc.n == 0)
+    st = kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                        "--eval-every %zu: no data to evaluate on (--eval-data PATH, or an "
+                        "aclImdb --data with a test/ split)",
+                        o->eval_every);
   if (st == KILN_BERT_OK && !o->resume) ts.samples = r.enc.n;
   if (st == KILN_BERT_OK) {
     r.order = calloc(r.enc.n, sizeof *r.order);
@@ -717,7 +747,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   KilnBertOptim opt = {o->beta1, o->beta2, o->eps, o->weight_decay, o->clip};
   KilnBertMetrics mt = {0};
   size_t cur_epoch = (size_t)-1;
-  double t0 = now(), last_loss = NAN, save_time = 0;
+  double t0 = now(), last_loss = NAN, save_time = 0, eval_time = 0;
   size_t end = o->stop_after && o->stop_after < total ? o->stop_after : total;
   size_t first_step = ts.step;
   for (size_t k = ts.step; k < end && st == KILN_BERT_OK; k++) {
@@ -768,8 +798,14 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
       st = save_checkpoint(&r, o, &ts);
       save_time += now() - ss;
     }
+    if (st == KILN_BERT_OK && o->eval_every && ts.step % o->eval_every == 0 && ts.step < end) {
+      /* a periodic evaluation (the last one is the summary's); not training time */
+      double es = now();
+      st = periodic_eval(&r, o, ts.step);
+      eval_time += now() - es;
+    }
   }
-  mt.total_time = now() - t0 - save_time;
+  mt.total_time = now() - t0 - save_time - eval_time;
   /* the copies trained one model: replica 0's evaluation and checkpoint are the run's */
   if (st == KILN_BERT_OK && r.group) st = kiln_bert_replicas_check_same(r.group);
   if (st == KILN_BERT_OK && r.eval_enc.n > 0) {
