@@ -486,8 +486,8 @@ static int shard_rows(const KilnBertTrainOptions *o) {
 
 /* Whether the replicas' plans fit, before anything is allocated: each GPU holds one; the cpu
  * and emu devices all keep theirs in the host's memory. */
-static KilnBertStatus check_replica_memory(const Run *r, const KilnBertTrainOptions *o,
-                                           KilnBertPrecision prec) {
+static KilnBertStatus check_plans(const Run *r, const KilnBertTrainOptions *o,
+                                  KilnBertPrecision prec) {
   int nrep = replicas_of(o), stash = accumulate_of(o) > 1;
   if (strncmp(o->device, "cuda", 4) != 0)
     return kiln_bert_model_check_memory_copies(&r->cfg, prec, shard_rows(o), (int)o->seq_len,
@@ -500,6 +500,20 @@ static KilnBertStatus check_replica_memory(const Run *r, const KilnBertTrainOpti
     if (st != KILN_BERT_OK) return st;
   }
   return KILN_BERT_OK;
+}
+
+/* check_plans, and a batch that does not fit told that it can run in micro-batches. */
+static KilnBertStatus check_replica_memory(const Run *r, const KilnBertTrainOptions *o,
+                                           KilnBertPrecision prec) {
+  KilnBertStatus st = check_plans(r, o, prec);
+  if (st == KILN_BERT_ERROR_OUT_OF_MEMORY &&
+      o->batch > (size_t)replicas_of(o) * (size_t)accumulate_of(o)) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", kiln_bert_last_error());
+    st = kiln_bert_fail(st, "%s, or --accumulate %d (each step's batch in micro-batches)", why,
+                        2 * accumulate_of(o));
+  }
+  return st;
 }
 
 /* Every replica's device and model, each model holding the run's initial parameters; with more

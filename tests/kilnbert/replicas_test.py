@@ -23,7 +23,8 @@ accumulate: --accumulate A (gradient accumulation: each replica's part of a batc
      fp16 and bf16, with dropout and shuffling: A = 2, 3 and 5 (the partial batch of 4 leaves
      the fifth micro-batch empty). 2 replicas of 2 micro-batches each train the one-model run
      within the replicas' tolerances (their sums are associated otherwise). The memory check
-     counts the stash (its bytes named; refused one byte short, accepted at exactly the plan),
+     counts the stash (its bytes named; refused one byte short, accepted at exactly the plan;
+     the refusal suggests twice the micro-batches),
      and A beyond the batch or 4096 is refused.
 accumulate_emu: --accumulate 2 on the emu device against the cpu (grad_accumulate on emu).
 
@@ -178,6 +179,8 @@ def accumulate_cases(tmp):
     m = re.search(r"a batch of 4 x 32 tokens .* \((\d+) bytes\) of cpu", r.stderr)
     check(r.returncode != 0 and m and "the gradient stash" in r.stderr,
           f"1K for --accumulate 2: exit {r.returncode}: {r.stderr[-400:]}")
+    check("or --accumulate 4 (each step's batch in micro-batches)" in r.stderr,
+          "the refusal of --accumulate 2 does not suggest more micro-batches")
     plain = train(tmp, "mem-plain", "--steps", "1", "--batch", "4", "--max-device-bytes", "1K",
                   ok=False)[4]
     p = re.search(r"a batch of 4 x 32 tokens .* \((\d+) bytes\) of cpu", plain.stderr)
