@@ -139,7 +139,7 @@ kiln() {
   # what whole-step replay did (on by default on cuda) goes into the row
   KILN_BERT_GRAPH_STATS=1 run_part "$t" "$olog" "$exe" train --model "$model" \
     --data "$work/data/imdb" --vocab "$work/data/vocab.txt" --device "$device" "${pflags[@]}" \
-    --batch "$batch" --seq-len "$seq" "${order[@]}" --steps "$steps" --log "$log"
+    --batch "$batch" --seq-len "$seq" "${order[@]}" "${optim[@]}" --steps "$steps" --log "$log"
   local rc=$?
   tail -3 "$olog" >&2
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note kiln "$label" "$prec" "$batch" "$pad" timeout "over ${t}s"; return; fi
@@ -163,6 +163,10 @@ EOF
 # kiln_profile OWN_LIMIT: 3 steps of fp16 with --profile; its {"profile": true} records go to
 # the report (profile.jsonl), a failure to the parts as a row
 profile=$work/profile.jsonl
+# bert_gpu.py's optimizer: AdamW at a constant 2e-5 (no warmup, no decay), weight decay 0.01,
+# the global norm clipped to 1; kiln-bert's defaults are the HF Trainer's (5e-5, linear decay),
+# so without these the two sides would train different runs and their loss columns differ
+optim=(--lr 2e-5 --schedule constant --weight-decay 0.01 --clip 1)
 kiln_profile() {
   local t
   t=$(part_limit "$1")
@@ -171,7 +175,7 @@ kiln_profile() {
   local log=$work/kiln-profile.jsonl
   run_part "$t" "$work/kiln-profile.out" "$kb" train --model "$model" --data "$work/data/imdb" \
     --vocab "$work/data/vocab.txt" --device "$device" --precision fp16 --batch "$b16" \
-    --seq-len "$seq" --steps 3 --no-shuffle --profile --log "$log"
+    --seq-len "$seq" --steps 3 --no-shuffle "${optim[@]}" --profile --log "$log"
   local rc=$?
   tail -3 "$work/kiln-profile.out" >&2
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note kiln profile fp16 "$b16" fixed timeout "over ${t}s"; return; fi
