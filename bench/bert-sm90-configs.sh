@@ -9,7 +9,7 @@
 # kernel has an element type, compiled with the promises the library's most specialized copy has
 # for the call (docs/library.md: integer arguments equal to 1 compiled in, multiples of 16
 # promised; the last column of each entry). The gemm comes a second time on sm_90's wgmma, at the
-# configs of its `for cuda` presets wgmma_tc, wgmma_deep, wgmma_deep2 and wgmma_half (what a GPU's default-mode tuning
+# configs of its `for cuda` presets wgmma_tc, wgmma_deep, wgmma_deep2, wgmma_half and wgmma_wide (what a GPU's default-mode tuning
 # also times), in the three layouts of a linear layer's products, attn_fwd at fa2_wgmma, and
 # attn_bwd_dkdv and attn_bwd_dq at their bwd_wgmma and bwd_wgmma_narrow; and once in f32 at its
 # default (fma_f32), what BERT fp32 runs.
@@ -36,6 +36,7 @@ gemm_sizes="--multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-
 gemm_wg="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blocks=2 -D GROUP_M=8 -D wgmma=1 $gemm_sizes"
 gemm_wg_deep="-D BM=128 -D BN=128 -D BK=64 -D num_warps=8 -D num_stages=4 -D GROUP_M=8 -D wgmma=1 $gemm_sizes"
 gemm_wg_half="-D BM=64 -D BN=128 -D BK=64 -D num_warps=4 -D num_stages=4 -D min_blocks=2 -D GROUP_M=8 -D wgmma=1 $gemm_sizes"
+gemm_wg_wide="-D BM=128 -D BN=256 -D BK=64 -D num_warps=8 -D num_stages=4 -D GROUP_M=8 -D wgmma=1 $gemm_sizes"
 gemm_wg_deep2="-D BM=128 -D BN=128 -D BK=64 -D num_warps=8 -D num_stages=3 -D min_blocks=2 -D GROUP_M=8 -D wgmma=1 $gemm_sizes"
 # the f32 gemm's default on every device (the preset fma_f32: the FMA path, one block a SM)
 gemm_f32="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=2 -D min_blocks=1 $gemm_sizes"
@@ -65,6 +66,7 @@ kernels=(
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up on wgmma, BK 64, 4 stages, a group in flight (wgmma_deep)|$gemm_wg_deep $gemm_fwd_layout"
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up on wgmma, BK 64, 3 stages, two blocks an SM (wgmma_deep2)|$gemm_wg_deep2 $gemm_fwd_layout"
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * HID * HID * NTOK))|$((2 * (2 * NTOK * HID + HID * HID)))|1|a 1024x1024 dW on one warpgroup's 64x128, BK 64, 4 stages (wgmma_half): M=$HID N=$HID K=$NTOK, A m-major|$gemm_wg_half $gemm_dw_layout"
+  "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up on two warpgroups' 128x256 (m64n256k16), BK 64, 4 stages (wgmma_wide)|$gemm_wg_wide $gemm_fwd_layout"
   "gemm|gemm.kiln|T=f32 EPI=0|$((2 * NTOK * FFN * HID))|$((4 * (NTOK * HID + HID * FFN + NTOK * FFN)))|0|FFN up in f32 on the FMA path (fma_f32; the cp.async ring read in place)|$gemm_f32 $gemm_fwd_layout"
   "colsum_f32|gemm.kiln|T=f16|$((NTOK * FFN))|$((2 * NTOK * FFN + 4 * FFN))|0|rows=$NTOK cols=$FFN|"
   "layernorm_fwd|layernorm.kiln|T=f16|$((10 * NTOK * HID))|$((8 * NTOK * HID + 8 * NTOK))|0|rows=$NTOK cols=$HID (x+res in, s and y out)|$wide --multiple-of cols=16"

@@ -364,6 +364,13 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
                      7025);
     ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_BF16, 100, 128, 136, 64, 128, 64, 4, 4, 3,
                      7026);
+    /* the wgmma_wide preset's tile (128x256x64 on two warpgroups, m64n256k16, 4 stages: a
+     * group in flight) in the forward layout with the GELU epilogue and the dW layout; ragged
+     * M, N and K (a partial block in each direction, a partial last K step) */
+    ok &= run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_F16, 136, 264, 200, 128, 256, 64, 8, 4, 2,
+                     7027);
+    ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_BF16, 136, 264, 136, 128, 256, 64, 8, 4, 1,
+                     7028);
     /* tf32 (f32 with TF32 = 1): the forward on wgmma .tf32 at the wgmma_tf32 preset's tile
      * (128x128x32 on 8 warps; 128-byte rows of f32) and at BK 16 with a group in flight; dX
      * and dW on mma.sync with wgmma asked for */
