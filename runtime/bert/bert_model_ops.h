@@ -106,13 +106,15 @@ typedef struct KilnBertOps {
   KilnRtStatus (*from_f32)(const KilnBertLibs *l, float *x, void *y, int n);
 
   /* the optimizer, on f32 buffers whatever T is (adamw.kiln) */
-  /* the squared norm in two stages: parts partial sums, then their sum into sumsq[0] */
-  KilnRtStatus (*grad_sumsq)(const KilnBertLibs *l, float *grad, float *part, int n, int parts);
+  /* the squared norm in two stages: parts partial sums, then their sum into sumsq[0]; in the
+   * fp16 table the first stage also sets found_inf[0] = 1 when grad holds an inf or NaN (left
+   * as it is otherwise: the loss scaler's overflow check in the same pass), in the others it
+   * leaves found_inf alone */
+  KilnRtStatus (*grad_sumsq)(const KilnBertLibs *l, float *grad, float *part, int32_t *found_inf,
+                             int n, int parts);
   KilnRtStatus (*grad_sumsq_reduce)(const KilnBertLibs *l, float *part, float *sumsq, int parts);
   /* acc[i] += grad[i] for i < n (gradient accumulation over micro-batches) */
   KilnRtStatus (*grad_accumulate)(const KilnBertLibs *l, float *acc, float *grad, int n);
-  /* found_inf[0] = 1 when grad holds an inf or NaN (left as it is otherwise) */
-  KilnRtStatus (*check_overflow)(const KilnBertLibs *l, float *grad, int32_t *found_inf, int n);
   /* AdamW over n parameters, the gradients clipped by the global norm sqrt(sumsq[0]) when
    * max_norm > 0 (clip_grads' coefficient, applied as they are read); w (T) gets the new
    * weights when half_weights (else unused) */

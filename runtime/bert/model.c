@@ -1367,34 +1367,27 @@ KilnBertStatus kiln_bert_model_train_pass(KilnBertModel *m, const int32_t *ids, 
 
 /* ---- optimizer ---------------------------------------------------------------------------- */
 
-/* fp16: found_inf = whether the (all-reduced) gradients hold an inf or NaN, on the device for
- * AdamW and read back for the scaler. Other precisions have no overflow to find: 0, as set when
- * the model was created. */
-static KilnBertStatus check_overflow(KilnBertModel *m, int *found) {
-  *found = 0;
-  if (m->prec != KILN_BERT_FP16) return KILN_BERT_OK;
-  RT(fill(m, m->found_inf, 0, sizeof(int32_t)), "model: memset");
-  RT(m->ops->check_overflow(&m->libs, m->grads, m->found_inf, (int)m->layout.total),
-     "check_overflow");
-  int32_t flag = 0;
-  RT(copy_out(m, &flag, m->found_inf, sizeof flag), "model: found_inf");
-  *found = flag != 0;
-  return KILN_BERT_OK;
-}
-
 KilnBertStatus kiln_bert_model_step(KilnBertModel *m, const KilnBertOptim *opt, double lr, int step,
                                     double *grad_norm) {
   int P = (int)m->layout.total;
   if (step < 1)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "model: AdamW step %d < 1", step);
   if (m->allreduce) TRY(m->allreduce(m->allreduce_user, m->grads, m->layout.total, m->stream));
-  int found = 0;
-  TRY(check_overflow(m, &found));
+  /* fp16: found_inf = whether the (all-reduced) gradients hold an inf or NaN, found in the
+   * norm's pass over them (the fp16 table's grad_sumsq), on the device for AdamW and read back
+   * for the scaler. Other precisions have no overflow to find: their grad_sumsq leaves the
+   * flag at 0, as set when the model was created. */
+  int fp16 = m->prec == KILN_BERT_FP16;
+  if (fp16) RT(fill(m, m->found_inf, 0, sizeof(int32_t)), "model: memset");
   /* the gradients carry the loss scale until AdamW (and the clip's norm) take it off */
   float inv_scale = 1.0f / m->scaler.scale;
-  RT(m->ops->grad_sumsq(&m->libs, m->grads, m->sumsq_part, P, SUMSQ_PARTS), "grad_sumsq");
+  RT(m->ops->grad_sumsq(&m->libs, m->grads, m->sumsq_part, m->found_inf, P, SUMSQ_PARTS),
+     "grad_sumsq");
   RT(m->ops->grad_sumsq_reduce(&m->libs, m->sumsq_part, m->sumsq, SUMSQ_PARTS),
      "grad_sumsq_reduce");
+  int32_t flag = 0;
+  if (fp16) RT(copy_out(m, &flag, m->found_inf, sizeof flag), "model: found_inf");
+  int found = flag != 0;
   float sumsq = 0;
   RT(copy_out(m, &sumsq, m->sumsq, sizeof sumsq), "model: grad norm");
   if (grad_norm) *grad_norm = sqrt((double)sumsq) * (double)inv_scale;

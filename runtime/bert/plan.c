@@ -528,23 +528,25 @@ static KilnRtStatus tap_from_f32(const KilnBertLibs *l, float *x, void *y, int n
 /* The optimizer's pins, kernel by kernel (a pin goes only to a kernel that has that const
  * parameter, or `kiln tune --kernel` refuses it): adamw_step writes half weights of type T in
  * fp16 and bf16 (CMakeLists.txt's kb_adamw_T; the fp32 library is built with TW=f16 and writes
- * nothing); check_overflow reads the f32 gradients; grad_sumsq and grad_sumsq_reduce have none. */
+ * nothing); grad_sumsq checks the gradients for overflow in fp16 (CHECK=1, kb_adamw_f16's pin);
+ * grad_sumsq_reduce has none. */
 static const char *adamw_pins(const KilnBertPlan *p, char *buf, size_t cap) {
   int half = kiln_bert_precision_half(p->prec);
   snprintf(buf, cap, "WRITE_F16=%d TW=%s", half, half ? p->T : "f16");
   return buf;
 }
 
-static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *part, int n,
-                                   int parts) {
+static KilnRtStatus tap_grad_sumsq(const KilnBertLibs *l, float *grad, float *part,
+                                   int32_t *found_inf, int n, int parts) {
   KilnBertPlan *p = PLAN(l);
   cost(p, 0, 4.0 * n + 4.0 * parts);
   char sh[48];
-  KilnRtStatus st = put(p, "adamw.kiln", "", "grad_sumsq", dims(sh, sizeof sh, "n=%d", n),
+  KilnRtStatus st = put(p, "adamw.kiln", p->prec == KILN_BERT_FP16 ? "CHECK=1" : "CHECK=0",
+                        "grad_sumsq", dims(sh, sizeof sh, "n=%d", n),
                         "kernel=grad_sumsq; n=%d; parts=%d; grad: f32[n]; part: f32[parts]; "
-                        "grid=parts",
+                        "found_inf: i32[1]=0; grid=parts",
                         n, parts);
-  FORWARD(l, st, grad_sumsq, grad, part, n, parts);
+  FORWARD(l, st, grad_sumsq, grad, part, found_inf, n, parts);
 }
 
 static KilnRtStatus tap_grad_sumsq_reduce(const KilnBertLibs *l, float *part, float *sumsq,
@@ -569,18 +571,6 @@ static KilnRtStatus tap_grad_accumulate(const KilnBertLibs *l, float *acc, float
                         "grid=cdiv(n, BLOCK)",
                         n);
   FORWARD(l, st, grad_accumulate, acc, grad, n);
-}
-
-static KilnRtStatus tap_check_overflow(const KilnBertLibs *l, float *grad, int32_t *found_inf,
-                                       int n) {
-  KilnBertPlan *p = PLAN(l);
-  cost(p, 0, 4.0 * n);
-  char sh[48];
-  KilnRtStatus st = put(p, "adamw.kiln", "T=f32", "check_overflow", dims(sh, sizeof sh, "n=%d", n),
-                        "kernel=check_overflow; n=%d; x: f32[n]; found_inf: i32[1]=0; "
-                        "grid=cdiv(n, BLOCK)",
-                        n);
-  FORWARD(l, st, check_overflow, grad, found_inf, n);
 }
 
 static KilnRtStatus tap_adamw_step(const KilnBertLibs *l, float *p_, float *grad, float *m,
@@ -639,7 +629,6 @@ static KilnBertOps tap_table(const KilnBertOps *like) {
       .grad_sumsq = tap_grad_sumsq,
       .grad_sumsq_reduce = tap_grad_sumsq_reduce,
       .grad_accumulate = tap_grad_accumulate,
-      .check_overflow = tap_check_overflow,
       .adamw_step = tap_adamw_step,
   };
 }

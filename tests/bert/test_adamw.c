@@ -113,7 +113,8 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, int32
                   block, parts, (double)max_norm_frac, (double)scale);
   KilnDefine defs[] = {{"BLOCK", block}};
   KilnDefine rdefs[] = {{"BLOCK", NORM_REDUCE_BLOCK}};
-  KilnRtFunction *ss = kiln_bert_kernel(&run, "adamw", "grad_sumsq", defs, 1);
+  KilnDefine sdefs[] = {{"BLOCK", block}, {"CHECK", 1}};
+  KilnRtFunction *ss = kiln_bert_kernel(&run, "adamw", "grad_sumsq", sdefs, 2);
   KilnRtFunction *ssr = kiln_bert_kernel(&run, "adamw", "grad_sumsq_reduce", rdefs, 1);
   KilnRtFunction *clip = kiln_bert_kernel(&run, "adamw", "clip_grads", defs, 1);
   size_t n = (size_t)n_, total = n + KILN_BERT_TAIL;
@@ -126,13 +127,17 @@ static bool run_norm(const KilnBertDevice *dev, int32_t n_, int32_t block, int32
   void *dg = kiln_bert_input(&run, g, total * 4), *dss = kiln_bert_input(&run, &zero, 4);
   void *dpart = kiln_bert_output(&run, (size_t)parts * 4);
   int32_t n32 = n_;
-  void *sargs[] = {&dg, &dpart, &n32, &parts};
+  int32_t flag = 0;
+  void *dflag = kiln_bert_input(&run, &flag, 4);
+  void *sargs[] = {&dg, &dpart, &dflag, &n32, &parts};
   void *rargs[] = {&dpart, &dss, &parts};
   uint32_t grid = kiln_bert_cdiv(n, (size_t)block);
   kiln_bert_launch(&run, ss, (uint32_t)parts, 1, sargs);
   kiln_bert_launch(&run, ssr, 1, 1, rargs);
   float got_ss = 0.0f;
   kiln_bert_fetch(&run, &got_ss, dss, 4);
+  kiln_bert_fetch(&run, &flag, dflag, 4);
+  if (run.ok && flag != 0) kiln_bert_fail(&run, "found_inf is %d on finite gradients", flag);
   double ref_ss = 0.0;
   for (size_t i = 0; i < n; i++) ref_ss += (double)g[i] * g[i];
   float want_ss = (float)ref_ss;
@@ -179,55 +184,44 @@ static bool run_accumulate(const KilnBertDevice *dev, int32_t n_, int32_t block,
   return kiln_bert_end(&run);
 }
 
-/* Runs check_overflow (fn) on the n elements at dx and compares its found_inf flag with want. */
-static void check_found_inf(KilnBertRun *run, KilnRtFunction *fn, void *dx, size_t n,
-                            int32_t want) {
-  int32_t flag = 0, n32 = (int32_t)n;
-  void *dflag = kiln_bert_input(run, &flag, 4);
-  void *args[] = {&dx, &dflag, &n32};
-  kiln_bert_launch(run, fn, kiln_bert_cdiv(n, 1024), 1, args);
-  kiln_bert_fetch(run, &flag, dflag, 4);
-  printf("       found_inf  %d (want %d)\n", flag, want);
-  if (run->ok && flag != want) kiln_bert_fail(run, "found_inf is %d, want %d", flag, want);
-}
-
-/* The overflow flag: stays 0 on finite data (including 65504), becomes 1 for one inf or NaN. */
-static bool run_overflow(const KilnBertDevice *dev, uint16_t poison, size_t where, int32_t want,
-                         uint64_t seed) {
+/* The loss scaler's overflow check in the norm's pass (grad_sumsq with CHECK = 1; CHECK = 0 must
+ * leave the flag alone): found_inf stays 0 on finite data, FLT_MAX included (whose square
+ * overflows the sum: finite gradients are not an overflow), and becomes 1 for one inf or NaN;
+ * an inf just past the end must not count. The partial sums are checked against C's where every
+ * element is finite and far from overflow. */
+static bool run_overflow(const KilnBertDevice *dev, int check, float poison, size_t where,
+                         int32_t want, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "overflow check, element %zu = 0x%04x", where, poison);
-  KilnDefine defs[] = {{"BLOCK", 1024}};
-  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow", defs, 1);
+  kiln_bert_begin(&run, dev, "grad_sumsq CHECK=%d, element %zu = %g", check, where, (double)poison);
+  KilnDefine defs[] = {{"BLOCK", 1024}, {"CHECK", check}};
+  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "grad_sumsq", defs, 2);
   size_t n = 5000;
+  int32_t parts = 3, n32 = (int32_t)n, flag = 0;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
-  float *x = kiln_bert_random_f32(&rng, n + KILN_BERT_TAIL, -60000.0f, 60000.0f);
-  uint16_t *h = kiln_bert_to_f16(x, n + KILN_BERT_TAIL);
+  float *x = kiln_bert_random_f32(&rng, n + KILN_BERT_TAIL, -1e15f, 1e15f);
   for (size_t i = n; i < n + KILN_BERT_TAIL; i++)
-    h[i] = 0x7C00; /* inf just past the end: a load ignoring its mask raises the flag */
-  h[17] = 0x7BFF;  /* 65504, the largest finite f16 */
-  h[where] = poison;
-  check_found_inf(&run, fn, kiln_bert_input(&run, h, (n + KILN_BERT_TAIL) * 2), n, want);
-  free(x), free(h);
-  return kiln_bert_end(&run);
-}
-
-/* The same on an f32 buffer (T = f32: the trainer's gradient buffer): FLT_MAX is finite. */
-static bool run_overflow_f32(const KilnBertDevice *dev, float poison, size_t where, int32_t want,
-                             uint64_t seed) {
-  KilnBertRun run;
-  kiln_bert_begin(&run, dev, "overflow check f32, element %zu = %g", where, (double)poison);
-  KilnDefine defs[] = {{"BLOCK", 1024}, {"T", KILN_SCALAR_F32}};
-  KilnRtFunction *fn = kiln_bert_kernel(&run, "adamw", "check_overflow", defs, 2);
-  size_t n = 5000;
-  KilnRefRng rng;
-  kiln_ref_rng_init(&rng, seed);
-  float *x = kiln_bert_random_f32(&rng, n + KILN_BERT_TAIL, -1e30f, 1e30f);
-  for (size_t i = n; i < n + KILN_BERT_TAIL; i++)
-    x[i] = INFINITY;              /* just past the end: a load ignoring its mask raises the flag */
-  x[17] = 3.4028234663852886e38f; /* the largest finite f32 */
+    x[i] = INFINITY; /* just past the end: a load ignoring its mask raises the flag */
   x[where] = poison;
-  check_found_inf(&run, fn, kiln_bert_input(&run, x, (n + KILN_BERT_TAIL) * 4), n, want);
+  void *dx = kiln_bert_input(&run, x, (n + KILN_BERT_TAIL) * 4);
+  void *dpart = kiln_bert_output(&run, (size_t)parts * 4), *dflag = kiln_bert_input(&run, &flag, 4);
+  void *args[] = {&dx, &dpart, &dflag, &n32, &parts};
+  kiln_bert_launch(&run, fn, (uint32_t)parts, 1, args);
+  kiln_bert_fetch(&run, &flag, dflag, 4);
+  printf("       found_inf  %d (want %d)\n", flag, want);
+  if (run.ok && flag != want) kiln_bert_fail(&run, "found_inf is %d, want %d", flag, want);
+  if (isfinite(poison) && fabsf(poison) < 1e15f) {
+    float got[3], ref[3];
+    kiln_bert_fetch(&run, got, dpart, sizeof got);
+    for (int32_t p = 0; p < parts; p++) {
+      double acc = 0;
+      for (size_t o = (size_t)p * 1024; o < n; o += (size_t)parts * 1024)
+        for (size_t i = o; i < o + 1024 && i < n; i++) acc += (double)x[i] * x[i];
+      ref[p] = (float)acc;
+    }
+    /* positive terms: a relative error within the 1024 roundings of a sequential sum */
+    kiln_bert_check_close(&run, "part", got, ref, (size_t)parts, 1e30, 1e-4);
+  }
   free(x);
   return kiln_bert_end(&run);
 }
@@ -250,14 +244,13 @@ bool kiln_bert_test_adamw(const KilnBertDevice *dev) {
    * than the reduce's block (empty parts; the reduce loops), and odd */
   ok &= run_norm(dev, 10007, 1024, 3, 0.5f, 1.0f, 6100);
   ok &= run_norm(dev, 777, 512, 1024, 2.0f, 1.0f, 6101);
-  ok &= run_norm(dev, 4099, 1024, 7, 0.5f, 65536.0f, 6102); /* fp16's starting loss scale */
-  ok &= run_accumulate(dev, 10007, 1024, 6300);             /* a ragged last block */
-  ok &= run_accumulate(dev, 4096, 512, 6301);               /* exact blocks */
-  ok &= run_overflow(dev, 0x3C00, 3, 0, 6200);              /* 1.0: all finite */
-  ok &= run_overflow(dev, 0xFC00, 4999, 1, 6201);           /* -inf at the last element */
-  ok &= run_overflow(dev, 0x7E00, 1500, 1, 6202);           /* NaN */
-  ok &= run_overflow_f32(dev, 1.0f, 3, 0, 6210);
-  ok &= run_overflow_f32(dev, -INFINITY, 4999, 1, 6211);
-  ok &= run_overflow_f32(dev, NAN, 2500, 1, 6212);
+  ok &= run_norm(dev, 4099, 1024, 7, 0.5f, 65536.0f, 6102);        /* fp16's starting loss scale */
+  ok &= run_accumulate(dev, 10007, 1024, 6300);                    /* a ragged last block */
+  ok &= run_accumulate(dev, 4096, 512, 6301);                      /* exact blocks */
+  ok &= run_overflow(dev, 1, 1.0f, 3, 0, 6200);                    /* all finite */
+  ok &= run_overflow(dev, 1, 3.4028234663852886e38f, 17, 0, 6201); /* FLT_MAX: finite */
+  ok &= run_overflow(dev, 1, -INFINITY, 4999, 1, 6202); /* a part's ragged second block */
+  ok &= run_overflow(dev, 1, NAN, 2500, 1, 6203);       /* NaN */
+  ok &= run_overflow(dev, 0, NAN, 2500, 0, 6204);       /* CHECK = 0: left alone */
   return ok;
 }
