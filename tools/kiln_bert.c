@@ -162,6 +162,10 @@ static const char *const usage_train =
     "  --save DIR           write config.json + model.safetensors (F32, HF names), the\n"
     "                       optimizer state and the data position, each file atomically\n"
     "  --save-every N       also write the --save checkpoint every N steps\n"
+    "  --save-best DIR      after each evaluation (--eval-every, the end of the run) whose\n"
+    "                       eval_loss is the lowest so far, write the checkpoint to DIR (as\n"
+    "                       --save does), with that evaluation in its trainer_state.json; with\n"
+    "                       --resume, the evaluation DIR records is the one to beat\n"
     "  --resume DIR         continue the run saved in DIR (its model, moments, step, seed);\n"
     "                       --steps is the whole run's total\n";
 
@@ -488,6 +492,7 @@ static int cmd_train(int argc, char **argv) {
   const Opt opts[] = {
       RUN_OPTIONS(o),
       OPT_TEXT("--save", &o.save),
+      OPT_TEXT("--save-best", &o.save_best),
       OPT_TEXT("--resume", &o.resume),
       OPT_TEXT("--eval-data", &o.eval_data),
       OPT_SCHEDULE("--schedule", &o.schedule),

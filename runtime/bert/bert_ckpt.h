@@ -5,7 +5,7 @@
  * --model` read), optimizer.safetensors (AdamW's moments per parameter, "NAME.exp_avg" and
  * "NAME.exp_avg_sq", F32) and trainer_state.json (the step, the AdamW update count, the loss
  * scaler, the seed and the data position, and the size and FNV-1a checksum of both safetensors
- * files). A save writes all of them into a fresh directory beside DIR and then exchanges the two
+ * files; in a `--save-best` checkpoint also the evaluation that chose it). A save writes all of them into a fresh directory beside DIR and then exchanges the two
  * directories in one rename, so DIR holds either the previous checkpoint or the new one, whole,
  * whatever happens during the save; resuming checks the checksums first, so a damaged file is
  * refused before anything is loaded. */
@@ -20,16 +20,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* An evaluation of a checkpoint's weights: after `step` steps, over `samples` samples. */
+typedef struct KilnBertEvalRecord {
+  int has;         /* 0: none (a --save checkpoint); the rest is then 0 */
+  size_t step;     /* the steps the evaluated weights had taken */
+  double loss;     /* eval_loss: the mean cross-entropy (finite) */
+  double accuracy; /* in [0, 1] */
+  size_t samples;
+} KilnBertEvalRecord;
+
 /* Where a run stands after `step` optimizer steps. */
 typedef struct KilnBertTrainState {
-  size_t step;            /* steps taken (logged), the next one is step + 1 */
-  size_t adam_step;       /* AdamW updates applied: the bias corrections' k (an fp16 step skipped
+  size_t step;             /* steps taken (logged), the next one is step + 1 */
+  size_t adam_step;        /* AdamW updates applied: the bias corrections' k (an fp16 step skipped
                              on overflow counts in step but not here) */
-  KilnBertScaler scaler;  /* the loss scale and its good-step counter (scale 1 in fp32/bf16) */
-  uint64_t seed;          /* the run's seed: epoch shuffles are drawn from (seed, epoch), and
+  KilnBertScaler scaler;   /* the loss scale and its good-step counter (scale 1 in fp32/bf16) */
+  uint64_t seed;           /* the run's seed: epoch shuffles are drawn from (seed, epoch), and
                              per-step random streams from (seed, step) */
-  size_t epoch, position; /* where step + 1's batch starts: epoch, position in its order */
-  size_t samples, batch;  /* the data set's size and the batch the position counts in */
+  size_t epoch, position;  /* where step + 1's batch starts: epoch, position in its order */
+  size_t samples, batch;   /* the data set's size and the batch the position counts in */
+  KilnBertEvalRecord eval; /* the evaluation of these weights, when one was made (--save-best) */
 } KilnBertTrainState;
 
 /* A fresh run: nothing taken, scale 1 (the fp16 loss scaler sets its own start), at the start of

@@ -31,6 +31,9 @@ typedef struct KilnBertTrainOptions {
   int tf32;                /* --tf32 (fp32 only): the gemms on TF32 tensor cores */
   const char *log;         /* --log FILE or NULL */
   const char *save;        /* --save DIR or NULL: model, optimizer state and position (bert_ckpt) */
+  const char *save_best;   /* --save-best DIR or NULL: after each evaluation (--eval-every, the
+                              end of the run) whose eval_loss is the lowest so far, the checkpoint
+                              there, with that evaluation in its trainer_state.json */
   const char *resume;      /* --resume DIR or NULL: continue the run saved there (its model,
                             moments, step and seed; --steps stays the run's total) */
   const char *eval_data;   /* --eval-data PATH or NULL: evaluated at the end (default: --data's

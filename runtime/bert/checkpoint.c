@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,13 @@ static char *state_json(const KilnBertTrainState *ts, const size_t *sizes, const
   for (int i = 0; i < N_CHECKED; i++)
     fprintf(f, "%s\n    \"%s\": {\"bytes\": %zu, \"fnv1a64\": \"%016" PRIx64 "\"}", i ? "," : "",
             checked_files[i], sizes[i], hashes[i]);
-  fputs("\n  }\n}\n", f);
+  fputs("\n  }", f);
+  if (ts->eval.has)
+    fprintf(f,
+            ",\n  \"eval\": {\"step\": %zu, \"eval_loss\": %.9g, \"accuracy\": %.9g, "
+            "\"eval_samples\": %zu}",
+            ts->eval.step, ts->eval.loss, ts->eval.accuracy, ts->eval.samples);
+  fputs("\n}\n", f);
   if (fclose(f) != 0) {
     free(text);
     return NULL;
@@ -359,6 +366,19 @@ static int parse_state(const cJSON *root, KilnBertTrainState *ts, const char **b
   if (get_size(root, "position", &ts->position)) return *bad = "position", -1;
   if (get_size(root, "samples", &ts->samples) || ts->samples == 0) return *bad = "samples", -1;
   if (get_size(root, "batch", &ts->batch) || ts->batch == 0) return *bad = "batch", -1;
+  /* the evaluation of a --save-best checkpoint: optional, checked whole when present */
+  const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "eval");
+  if (!ev) return 0;
+  const cJSON *loss = cJSON_GetObjectItemCaseSensitive(ev, "eval_loss");
+  const cJSON *acc = cJSON_GetObjectItemCaseSensitive(ev, "accuracy");
+  if (!cJSON_IsObject(ev) || get_size(ev, "step", &ts->eval.step) || ts->eval.step > ts->step ||
+      !cJSON_IsNumber(loss) || !isfinite(loss->valuedouble) || loss->valuedouble < 0 ||
+      !cJSON_IsNumber(acc) || !(acc->valuedouble >= 0) || acc->valuedouble > 1 ||
+      get_size(ev, "eval_samples", &ts->eval.samples) || ts->eval.samples == 0)
+    return *bad = "eval", -1;
+  ts->eval.has = 1;
+  ts->eval.loss = loss->valuedouble;
+  ts->eval.accuracy = acc->valuedouble;
   return 0;
 }
 

@@ -73,6 +73,18 @@ static int is_file(const char *path) {
   return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* Whether two paths name one place: the same file or directory where both exist, else the
+ * same text but for trailing slashes. */
+static int same_place(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  size_t na = strlen(a), nb = strlen(b);
+  while (na > 1 && a[na - 1] == '/') na--;
+  while (nb > 1 && b[nb - 1] == '/') nb--;
+  return na == nb && !strncmp(a, b, na);
+}
+
 /* One copy of the model in data-parallel training (--replicas; bert_replicas.h): its device,
  * and the shard of each batch it runs. Replica 0 is the run's model: the evaluation, the
  * checkpoints, the launch tap and the profile are its. */
@@ -103,6 +115,7 @@ typedef struct Run {
   KilnBertPlan *launches; /* the tap on every launch: KILN_BERT_LAUNCH_LOG, --profile */
   FILE *launch_log;
   KilnBertProfile *profile; /* --profile */
+  KilnBertEvalRecord best;  /* --save-best: the evaluation of the checkpoint there */
 } Run;
 
 static void run_free(Run *r) {
@@ -324,6 +337,15 @@ static KilnBertStatus check_options(const KilnBertTrainOptions *o, const KilnBer
   if (o->save && is_file(o->save))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--save %s: not a directory (a checkpoint is a directory)", o->save);
+  if (o->save_best && is_file(o->save_best))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--save-best %s: not a directory (a checkpoint is a directory)",
+                          o->save_best);
+  if (o->save_best && o->save && same_place(o->save, o->save_best))
+    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                          "--save-best %s is --save's directory: each save would replace the "
+                          "other's checkpoint (give them two directories)",
+                          o->save_best);
   if (o->replicas > KILN_BERT_MAX_REPLICAS)
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT, "--replicas %zu: at most %d",
                           o->replicas, KILN_BERT_MAX_REPLICAS);
@@ -408,9 +430,9 @@ static KilnBertStatus resume_state(Run *r, const KilnBertTrainOptions *o, size_t
   return KILN_BERT_OK;
 }
 
-/* --save: the checkpoint after ts->step steps, with where the next step's batch starts. */
-static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
-                                      KilnBertTrainState *ts) {
+/* The checkpoint after ts->step steps into dir (--save, --save-best), with where the next
+ * step's batch starts. */
+static KilnBertStatus save_checkpoint(Run *r, const char *dir, KilnBertTrainState *ts) {
   /* replica 0 stands for all: they must agree */
   if (r->group) {
     KilnBertStatus st = kiln_bert_replicas_check_same(r->group);
@@ -418,7 +440,49 @@ static KilnBertStatus save_checkpoint(Run *r, const KilnBertTrainOptions *o,
   }
   size_t count;
   kiln_bert_step_slice(ts->samples, ts->batch, ts->step, &ts->epoch, &ts->position, &count);
-  return kiln_bert_ckpt_save(o->save, &r->cfg, r->model, ts);
+  return kiln_bert_ckpt_save(dir, &r->cfg, r->model, ts);
+}
+
+/* --save-best: after an evaluation (em) of the model as it stands after ts->step steps, its
+ * checkpoint into the --save-best directory when its eval_loss is below the best so far (the
+ * first evaluation's always; an equal loss keeps the earlier one, as HF's load_best_model_at_end
+ * does; a NaN loss never), with the evaluation in its state. *saved says whether it was. */
+static KilnBertStatus save_best(Run *r, const KilnBertTrainOptions *o, const KilnBertTrainState *ts,
+                                const KilnBertMetrics *em, int *saved) {
+  *saved = 0;
+  if (!o->save_best || !isfinite(em->eval_loss)) return KILN_BERT_OK;
+  if (r->best.has && !(em->eval_loss < r->best.loss)) return KILN_BERT_OK;
+  KilnBertTrainState bs = *ts;
+  bs.eval = (KilnBertEvalRecord){1, ts->step, em->eval_loss, em->accuracy, em->eval_samples};
+  KilnBertStatus st = save_checkpoint(r, o->save_best, &bs);
+  if (st != KILN_BERT_OK) return st;
+  r->best = bs.eval;
+  *saved = 1;
+  if (o->progress) {
+    fprintf(o->progress, "step %zu: the best eval_loss so far, saved to %s\n", ts->step,
+            o->save_best);
+    fflush(o->progress);
+  }
+  return KILN_BERT_OK;
+}
+
+/* --save-best with --resume: the evaluation recorded in the --save-best directory's checkpoint
+ * is the one to beat; a directory without a checkpoint, or with one that records none (a --save
+ * checkpoint), sets no bar. A damaged checkpoint there is refused (IO / FORMAT). */
+static KilnBertStatus load_best(Run *r, const KilnBertTrainOptions *o) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/trainer_state.json", o->save_best);
+  if (!is_file(path)) return KILN_BERT_OK;
+  KilnBertTrainState bs;
+  KilnBertStatus st = kiln_bert_ckpt_read_state(o->save_best, &bs);
+  if (st != KILN_BERT_OK) return st;
+  r->best = bs.eval;
+  if (r->best.has && o->notes)
+    fprintf(o->notes,
+            "kiln-bert train: --save-best %s: its checkpoint (step %zu, eval_loss %.6f) is the "
+            "one to beat\n",
+            o->save_best, r->best.step, r->best.loss);
+  return KILN_BERT_OK;
 }
 
 /* The summary as a table: the metrics, then the last step's loss. */
@@ -609,18 +673,25 @@ static KilnBertStatus micro_done(Run *r, const KilnBertTrainOptions *o, int i, i
  * batches of the rows it is planned for, dropout off (the pass turns it off; the next step sets
  * it again): a {"eval_step": ...} record in the log (the contract's step records alone carry
  * "step" and "loss") and a line under the progress bar. */
-static KilnBertStatus periodic_eval(Run *r, const KilnBertTrainOptions *o, size_t step) {
+static KilnBertStatus periodic_eval(Run *r, const KilnBertTrainOptions *o,
+                                    const KilnBertTrainState *ts) {
+  size_t step = ts->step;
   KilnBertMetrics em = {0};
   KilnBertStatus st = kiln_bert_eval_pass(r->model, r->tok, &r->eval_enc, (size_t)shard_rows(o),
                                           o->seq_len, o->padding, NULL, NULL, &em);
+  int saved = 0;
+  if (st == KILN_BERT_OK) st = save_best(r, o, ts, &em, &saved);
   if (st != KILN_BERT_OK) return st;
   if (r->log) {
     char lbuf[32] = "null";
     if (isfinite(em.eval_loss)) snprintf(lbuf, sizeof lbuf, "%.9g", em.eval_loss);
     fprintf(r->log,
             "{\"eval_step\": %zu, \"eval_loss\": %s, \"accuracy\": %.9g, \"eval_samples\": %zu, "
-            "\"eval_time\": %.6f}\n",
-            step, lbuf, em.accuracy, em.eval_samples, em.total_time);
+            "\"eval_time\": %.6f%s}\n",
+            step, lbuf, em.accuracy, em.eval_samples, em.total_time,
+            !o->save_best ? ""
+            : saved       ? ", \"saved_best\": true"
+                          : ", \"saved_best\": false");
   }
   if (o->progress) {
     fprintf(o->progress, "\nstep %zu: eval_loss %.6f, accuracy %.2f %% (%zu samples)\n", step,
@@ -735,6 +806,11 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
                         "--eval-every %zu: no data to evaluate on (--eval-data PATH, or an "
                         "aclImdb --data with a test/ split)",
                         o->eval_every);
+  if (st == KILN_BERT_OK && o->save_best && r.eval_enc.n == 0)
+    st = kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
+                        "--save-best %s: no data to evaluate on (--eval-data PATH, or an "
+                        "aclImdb --data with a test/ split)",
+                        o->save_best);
   if (st == KILN_BERT_OK && !o->resume) ts.samples = r.enc.n;
   if (st == KILN_BERT_OK) {
     r.order = calloc(r.enc.n, sizeof *r.order);
@@ -743,6 +819,9 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   if (st == KILN_BERT_OK) st = create_replicas(&r, o, prec);
   size_t total = kiln_bert_total_steps(r.enc.n, o->batch, o->epochs, o->steps);
   if (st == KILN_BERT_OK && o->resume) st = resume_state(&r, o, total, &ts);
+  /* the run's own state records no evaluation (a resumed --save-best checkpoint's is its) */
+  ts.eval = (KilnBertEvalRecord){0};
+  if (st == KILN_BERT_OK && o->resume && o->save_best) st = load_best(&r, o);
   /* the loss scaler goes on from the checkpoint; a fresh run takes the model's start (2^16 in
    * fp16, 1 otherwise) */
   if (st == KILN_BERT_OK && o->resume)
@@ -809,13 +888,13 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     if (o->save && o->save_every && ts.step % o->save_every == 0 && ts.step < end) {
       /* a periodic checkpoint (the last one is the final --save); not training time */
       double ss = now();
-      st = save_checkpoint(&r, o, &ts);
+      st = save_checkpoint(&r, o->save, &ts);
       save_time += now() - ss;
     }
     if (st == KILN_BERT_OK && o->eval_every && ts.step % o->eval_every == 0 && ts.step < end) {
       /* a periodic evaluation (the last one is the summary's); not training time */
       double es = now();
-      st = periodic_eval(&r, o, ts.step);
+      st = periodic_eval(&r, o, &ts);
       eval_time += now() - es;
     }
   }
@@ -833,7 +912,12 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
     mt.accuracy = em.accuracy;
     mt.eval_samples = em.eval_samples;
     mt.eval_time = em.total_time;
+    int saved = 0;
+    if (st == KILN_BERT_OK) st = save_best(&r, o, &ts, &em, &saved);
   }
+  if (st == KILN_BERT_OK && r.log && r.best.has)
+    fprintf(r.log, "{\"best_step\": %zu, \"best_eval_loss\": %.9g, \"best_accuracy\": %.9g}\n",
+            r.best.step, r.best.loss, r.best.accuracy);
   KilnRtMemStats ms;
   if (st == KILN_BERT_OK && kiln_rt_mem_stats(r.dev, &ms) == KILN_RT_OK)
     mt.peak_device_bytes = ms.peak_bytes_in_use;
@@ -847,7 +931,7 @@ KilnBertStatus kiln_bert_train(const KilnBertTrainOptions *o) {
   }
   if (st == KILN_BERT_OK && r.log && (fflush(r.log) != 0 || ferror(r.log)))
     st = kiln_bert_fail(KILN_BERT_ERROR_IO, "%s: %s", o->log, strerror(errno));
-  if (st == KILN_BERT_OK && o->save) st = save_checkpoint(&r, o, &ts);
+  if (st == KILN_BERT_OK && o->save) st = save_checkpoint(&r, o->save, &ts);
   report_graphs(&r);
   run_free(&r);
   return st;
