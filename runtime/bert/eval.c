@@ -182,9 +182,14 @@ static void eval_free(EvalRun *r) {
 #define KILN_BERT_EVAL_DEVICE "cpu"
 #endif
 
-/* fp32, or fp32 with TF32 gemms (--tf32); check_eval_options refuses the rest */
+/* --precision (and --tf32) resolved: fp32, fp32 with TF32 gemms, fp16 or bf16 (the f32
+ * weights of the checkpoint rounded once to the half weights the forward reads, as training's
+ * AdamW writes them); check_eval_options refuses anything else first */
 static KilnBertPrecision eval_precision(const KilnBertEvalOptions *o) {
-  return o->tf32 ? KILN_BERT_FP32_TF32 : KILN_BERT_FP32;
+  KilnBertPrecision prec = KILN_BERT_FP32;
+  if (kiln_bert_precision_resolve("eval", o->precision, o->tf32, &prec) != KILN_BERT_OK)
+    return KILN_BERT_FP32;
+  return prec;
 }
 
 static KilnBertStatus check_eval_options(const KilnBertEvalOptions *o) {
@@ -194,10 +199,6 @@ static KilnBertStatus check_eval_options(const KilnBertEvalOptions *o) {
   KilnBertPrecision prec;
   KilnBertStatus st = kiln_bert_precision_resolve("eval", o->precision, o->tf32, &prec);
   if (st != KILN_BERT_OK) return st;
-  if (prec != KILN_BERT_FP32 && prec != KILN_BERT_FP32_TF32)
-    return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
-                          "--precision %s: only fp32 (with or without --tf32) is implemented yet",
-                          o->precision);
   if (!kiln_bert_device_is(o->device, KILN_BERT_EVAL_DEVICE))
     return kiln_bert_fail(KILN_BERT_ERROR_INVALID_ARGUMENT,
                           "--device %s: not a device this build's kernel libraries are for "
