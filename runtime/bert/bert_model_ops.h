@@ -60,7 +60,10 @@ typedef struct KilnBertOps {
   KilnRtStatus (*gemm)(const KilnBertLibs *l, int epi, void *a, void *b, void *c, void *bias,
                        void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn, int ldc);
   /* out[c] (f32) = sum over rows of x[r ld + c] */
-  KilnRtStatus (*colsum)(const KilnBertLibs *l, void *x, float *out, int rows, int cols, int ld);
+  /* out[p * cols + c] = sum of x[r, c] over part p's rows (the BLOCK_R-row blocks p, p + parts,
+   * ...): with parts = 1 the column sums themselves (colsum_f32) */
+  KilnRtStatus (*colsum)(const KilnBertLibs *l, void *x, float *out, int rows, int cols, int ld,
+                         int parts);
   KilnRtStatus (*ln_fwd)(const KilnBertLibs *l, void *x, void *res, void *gamma, void *beta,
                          void *s, void *y, float *mean, float *rstd, int rows, int cols, float eps);
   KilnRtStatus (*ln_bwd)(const KilnBertLibs *l, void *s, void *dy, void *gamma, float *mean,

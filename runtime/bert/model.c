@@ -55,8 +55,17 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Programs of the first stage of the LayerNorm weight-gradient reduction (at most). */
-#define LN_PARTS 64
+/* Programs of the first stage of the LayerNorm weight-gradient reduction (and of the token-type
+ * embedding's): one per row up to 64 rows, 64 up to 1024 rows, then one per 16 rows up to
+ * LN_PARTS. A program walks its rows one after another (each a load, two reductions and a
+ * store), so 64 of them over BERT-large's 12288 rows left half an H200's SMs idle and the rest
+ * 192 rows deep; ln_parts keeps the 64 of every batch up to 1024 rows, whose sums are as they
+ * were. */
+#define LN_PARTS 1024
+/* Parts of a bias gradient's column sums (colsum_f32's second grid axis): one per 128 rows, at
+ * most COLSUM_PARTS, added by layernorm_bwd_reduce into the gradient. */
+#define COLSUM_ROWS  128
+#define COLSUM_PARTS 256
 /* Programs of the gradient norm's first stage (grad_sumsq): a fixed count, so that the norm's
  * order of additions depends on the parameter count and the library's BLOCK only. */
 #define SUMSQ_PARTS 1024
@@ -133,8 +142,9 @@ struct KilnBertModel {
   void *dlogits, *dpooled, *dpre;
   void *dx, *da, *db, *dh, *du, *dctx, *dqkv;
   float *delta, *part_g, *part_b, *sumsq;
-  float *part_t;     /* [LN_PARTS, types, H] the token-type gradient's partial sums */
-  float *sumsq_part; /* [SUMSQ_PARTS] the gradient norm's partial sums */
+  float *part_t;      /* [ln_parts, types, H] the token-type gradient's partial sums */
+  float *colsum_part; /* [colsum parts, the widest bias] a bias gradient's partial sums */
+  float *sumsq_part;  /* [SUMSQ_PARTS] the gradient norm's partial sums */
   /* the batch's tokens grouped by id for the word gradient (group_tokens_by_id): on the
    * device, sized for the largest batch, and their host staging (+ a count per vocabulary id) */
   int32_t *word_order, *word_starts;
@@ -245,8 +255,29 @@ static KilnBertStatus linear_dw(KilnBertModel *m, void *dy, int ldy, void *x, in
 }
 
 /* out[c] (f32) = sum over rows of x[r ld + c] (T): bias gradients. */
+/* The programs of the first stage of a LayerNorm backward's weight reduction over n rows. */
+static int ln_parts(int n) {
+  if (n <= 1024) return n < 64 ? n : 64;
+  int p = (n + 15) / 16;
+  return p < LN_PARTS ? p : LN_PARTS;
+}
+
+static int colsum_parts(int rows) {
+  int p = (rows + COLSUM_ROWS - 1) / COLSUM_ROWS;
+  return p < COLSUM_PARTS ? p : COLSUM_PARTS;
+}
+
+/* out[c] = the sum of x's rows (a bias gradient): in row parts (COLSUM_ROWS rows each, so that
+ * a large batch gives the GPU a program per part and column block), then the parts added by
+ * layernorm_bwd_reduce; a batch of COLSUM_ROWS rows or fewer in one pass. */
 static KilnBertStatus colsum(KilnBertModel *m, void *x, float *out, int rows, int cols, int ld) {
-  RT(m->ops->colsum(&m->libs, x, out, rows, cols, ld), "colsum_f32");
+  int parts = colsum_parts(rows);
+  if (parts <= 1) {
+    RT(m->ops->colsum(&m->libs, x, out, rows, cols, ld, 1), "colsum_f32");
+    return KILN_BERT_OK;
+  }
+  RT(m->ops->colsum(&m->libs, x, m->colsum_part, rows, cols, ld, parts), "colsum_f32");
+  RT(m->ops->sum_rows(&m->libs, m->colsum_part, out, parts, cols), "layernorm_bwd_reduce");
   return KILN_BERT_OK;
 }
 
@@ -261,7 +292,7 @@ static KilnBertStatus layernorm_fwd(KilnBertModel *m, void *x, void *res, size_t
 /* dx = LayerNorm backward of dy at s; gamma's and beta's gradients into the gradient buffer. */
 static KilnBertStatus layernorm_bwd(KilnBertModel *m, void *s, void *dy, size_t g, size_t b,
                                     float *mean, float *rstd, void *dx, int n) {
-  int parts = n < LN_PARTS ? n : LN_PARTS;
+  int parts = ln_parts(n);
   RT(m->ops->ln_bwd(&m->libs, s, dy, wt(m, g), mean, rstd, dx, m->part_g, m->part_b, n, m->H,
                     parts),
      "layernorm_bwd");
@@ -402,14 +433,27 @@ static void find_params(KilnBertModel *m, int *missing) {
 #undef P
 }
 
-/* The AdamW launches: consecutive parameters with the same decay flag, the alignment padding
- * between them included (its gradient is always 0 and its value stays 0). */
+static int by_offset(const void *a, const void *b) {
+  size_t x = (*(const KilnBertParam *const *)a)->offset,
+         y = (*(const KilnBertParam *const *)b)->offset;
+  return x < y ? -1 : x > y;
+}
+
+/* The AdamW launches: parameters adjacent in the flat buffer with the same decay flag, the
+ * alignment padding between them included (its gradient is always 0 and its value stays 0).
+ * The layout puts the decayed ones first (bert_params.h): two launches. */
 static int plan_runs(KilnBertModel *m) {
   const KilnBertParams *pl = &m->layout;
+  const KilnBertParam **order = calloc(pl->n ? pl->n : 1, sizeof *order);
   m->runs = calloc(pl->n ? pl->n : 1, sizeof *m->runs);
-  if (!m->runs) return -1;
+  if (!m->runs || !order) {
+    free(order);
+    return -1;
+  }
+  for (size_t i = 0; i < pl->n; i++) order[i] = &pl->p[i];
+  qsort(order, pl->n, sizeof *order, by_offset);
   for (size_t i = 0; i < pl->n; i++) {
-    const KilnBertParam *p = &pl->p[i];
+    const KilnBertParam *p = order[i];
     DecayRun *last = m->nruns ? &m->runs[m->nruns - 1] : NULL;
     if (last && last->decay == p->decay) {
       last->len = p->offset + p->numel - last->off;
@@ -417,6 +461,7 @@ static int plan_runs(KilnBertModel *m) {
       m->runs[m->nruns++] = (DecayRun){p->offset, p->numel, p->decay};
     }
   }
+  free(order);
   return 0;
 }
 
@@ -505,10 +550,12 @@ static size_t plan_parts(KilnBertModel *m, char *base, size_t *ends, size_t *nen
   TAKE_T(m->dctx, n * H);
   TAKE(m->delta, bhs, float);
   TAKE_T(m->dqkv, n * 3 * H);
-  TAKE(m->part_g, LN_PARTS * H, float);
-  TAKE(m->part_b, LN_PARTS * H, float);
+  TAKE(m->part_g, (size_t)ln_parts((int)n) * H, float);
+  TAKE(m->part_b, (size_t)ln_parts((int)n) * H, float);
+  /* the widest bias gradient: the FFN's F, the fused QKV's 3H or the classifier's NL */
+  TAKE(m->colsum_part, (size_t)colsum_parts((int)n) * (wrows > NL ? wrows : NL), float);
   TAKE(m->sumsq, 1, float);
-  TAKE(m->part_t, (size_t)LN_PARTS * (size_t)m->cfg.type_vocab_size * H, float);
+  TAKE(m->part_t, (size_t)ln_parts((int)n) * (size_t)m->cfg.type_vocab_size * H, float);
   TAKE(m->sumsq_part, SUMSQ_PARTS, float);
 #undef TAKE_T
 #undef TAKE
@@ -1230,7 +1277,7 @@ static KilnBertStatus backward_launches(KilnBertModel *m) {
                           H),
      "embedding_bwd_word");
   RT(m->ops->emb_bwd_pos(&m->libs, m->da, g + m->pos, rows, cols, H), "embedding_bwd_pos");
-  int parts = n < LN_PARTS ? n : LN_PARTS, ntypes = c->type_vocab_size;
+  int parts = ln_parts(n), ntypes = c->type_vocab_size;
   RT(m->ops->emb_bwd_type(&m->libs, m->types, m->da, m->part_t, n, H, ntypes, parts),
      "embedding_bwd_type");
   RT(m->ops->sum_rows(&m->libs, m->part_t, g + m->ttype, parts, ntypes * H),

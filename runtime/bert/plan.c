@@ -170,18 +170,18 @@ static KilnRtStatus tap_gemm(const KilnBertLibs *l, int epi, void *a, void *b, v
 }
 
 static KilnRtStatus tap_colsum(const KilnBertLibs *l, void *x, float *out, int rows, int cols,
-                               int ld) {
+                               int ld, int parts) {
   KilnBertPlan *p = PLAN(l);
-  cost(p, 0, esize(p) * rows * cols + 4.0 * cols);
+  cost(p, 0, esize(p) * rows * cols + 4.0 * parts * cols);
   char pins[64];
   /* colsum_f32 has no EPI or TF32: it is in every gemm library, the same kernel */
   char sh[48];
   KilnRtStatus st = put(p, "gemm.kiln", pins_t(p, pins, sizeof pins, NULL), "colsum_f32",
-                        dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
-                        "kernel=colsum_f32; rows=%d; cols=%d; ld=%d; x: %s[%lld]; out: f32[cols]; "
-                        "grid=cdiv(cols, BLOCK_C)",
-                        rows, cols, ld, p->T, reach(rows, cols, ld, 1));
-  FORWARD(l, st, colsum, x, out, rows, cols, ld);
+                        dims(sh, sizeof sh, "rows=%d cols=%d parts=%d", rows, cols, parts),
+                        "kernel=colsum_f32; rows=%d; cols=%d; ld=%d; parts=%d; x: %s[%lld]; "
+                        "out: f32[parts*cols]; grid=cdiv(cols, BLOCK_C), parts",
+                        rows, cols, ld, parts, p->T, reach(rows, cols, ld, 1));
+  FORWARD(l, st, colsum, x, out, rows, cols, ld, parts);
 }
 
 static KilnRtStatus tap_ln_fwd(const KilnBertLibs *l, void *x, void *res, void *gamma, void *beta,

@@ -84,34 +84,42 @@ static bool run_cast(const KilnBertDevice *dev, KilnScalarKind t, int32_t n_, in
   return kiln_bert_end(&run);
 }
 
-/* out[c] = sum_r x[r ld + c] for T input, read at a row stride of cols + 3 whose gap holds 1000
- * (a load ignoring its mask shows). */
+/* out[p cols + c] = the sum over part p's rows (the 4-row blocks p, p + parts, ...) of
+ * x[r ld + c], for T input read at a row stride of cols + 3 whose gap holds 1000 (a load
+ * ignoring its mask shows); nothing written past parts x cols. A part with no rows (more parts
+ * than row blocks) must write 0. */
 static bool run_colsum(const KilnBertDevice *dev, KilnScalarKind t, int32_t rows, int32_t cols,
-                       uint64_t seed) {
+                       int32_t parts, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "colsum_f32 over %s %dx%d", kiln_bert_type_name(t), rows, cols);
-  KilnDefine defs[] = {{"T", t}, {"BLOCK_R", 4}, {"BLOCK_C", 32}};
+  kiln_bert_begin(&run, dev, "colsum_f32 over %s %dx%d in %d parts", kiln_bert_type_name(t), rows,
+                  cols, parts);
+  enum { BLOCK_R = 4 };
+  KilnDefine defs[] = {{"T", t}, {"BLOCK_R", BLOCK_R}, {"BLOCK_C", 32}};
   KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "colsum_f32", defs, 3);
-  size_t R = (size_t)rows, C = (size_t)cols, ld = C + 3;
+  size_t R = (size_t)rows, C = (size_t)cols, ld = C + 3, n = (size_t)parts * C;
   KilnRefRng rng;
   kiln_ref_rng_init(&rng, seed);
   float *x = kiln_bert_random_t(&rng, R * ld, -1.0f, 1.0f, t);
   for (size_t r = 0; r < R; r++)
     for (size_t c = C; c < ld; c++) x[r * ld + c] = 1000.0f;
   void *dx = kiln_bert_input_t(&run, x, R * ld, t),
-       *dout = kiln_bert_output(&run, (C + KILN_BERT_TAIL) * 4);
+       *dout = kiln_bert_output(&run, (n + KILN_BERT_TAIL) * 4);
   int32_t ld32 = (int32_t)ld;
-  void *args[] = {&dx, &dout, &rows, &cols, &ld32};
-  kiln_bert_launch(&run, fn, kiln_bert_cdiv(C, 32), 1, args);
-  float *out = kiln_bert_alloc(C + KILN_BERT_TAIL, 4), *ref = kiln_bert_alloc(C, 4);
-  kiln_bert_fetch(&run, out, dout, (C + KILN_BERT_TAIL) * 4);
-  kiln_bert_check_untouched(&run, "out", out, 4, C + KILN_BERT_TAIL, 1, C, C + KILN_BERT_TAIL);
-  for (size_t c = 0; c < C; c++) {
-    double s = 0.0;
-    for (size_t r = 0; r < R; r++) s += x[r * ld + c];
-    ref[c] = (float)s;
-  }
-  kiln_bert_check_close(&run, "out", out, ref, C, 1.0, 1e-5);
+  void *args[] = {&dx, &dout, &rows, &cols, &ld32, &parts};
+  kiln_bert_launch(&run, fn, kiln_bert_cdiv(C, 32), (uint32_t)parts, args);
+  float *out = kiln_bert_alloc(n + KILN_BERT_TAIL, 4), *ref = kiln_bert_alloc(n, 4);
+  kiln_bert_fetch(&run, out, dout, (n + KILN_BERT_TAIL) * 4);
+  kiln_bert_check_untouched(&run, "out", out, 4, n + KILN_BERT_TAIL, 1, n, n + KILN_BERT_TAIL);
+  for (size_t p = 0; p < (size_t)parts; p++)
+    for (size_t c = 0; c < C; c++) {
+      double s = 0.0;
+      for (size_t r0 = p * BLOCK_R; r0 < R; r0 += (size_t)parts * BLOCK_R)
+        for (size_t r = r0; r < r0 + BLOCK_R && r < R; r++) s += x[r * ld + c];
+      ref[p * C + c] = (float)s;
+    }
+  /* at most 53 terms of [-1, 1] a sum: each of its 52 f32 additions rounds by at most
+   * 53 x 2^-24, 1.7e-4 in all against the floor 1 (a missed or doubled term is ~0.5) */
+  kiln_bert_check_close(&run, "out", out, ref, n, 1.0, 2e-4);
   free(x), free(out), free(ref);
   return kiln_bert_end(&run);
 }
@@ -122,7 +130,9 @@ bool kiln_bert_test_cast(const KilnBertDevice *dev) {
   for (size_t i = 0; i < KILN_BERT_COUNT(types); i++) {
     ok &= run_cast(dev, types[i], 1000, 256, 7000 + i);  /* ragged last block */
     ok &= run_cast(dev, types[i], 4096, 1024, 7010 + i); /* whole blocks */
-    ok &= run_colsum(dev, types[i], 53, 70, 7020 + i);
+    ok &= run_colsum(dev, types[i], 53, 70, 1, 7020 + i);
+    ok &= run_colsum(dev, types[i], 53, 70, 3, 7022 + i);  /* 5, 5 and 4 row blocks */
+    ok &= run_colsum(dev, types[i], 53, 70, 20, 7024 + i); /* 14 row blocks: 6 empty parts */
   }
   return ok;
 }

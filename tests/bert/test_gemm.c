@@ -265,7 +265,8 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
   void *ddy = kiln_bert_input(&run, dyp, sM * ld * 4),
        *ddb = kiln_bert_output(&run, (sN + KILN_BERT_TAIL) * 4);
   int32_t ld32 = (int32_t)ld;
-  void *cargs[] = {&ddy, &ddb, &M, &N, &ld32};
+  int32_t one_part = 1;
+  void *cargs[] = {&ddy, &ddb, &M, &N, &ld32, &one_part};
   kiln_bert_launch(&run, colsum, kiln_bert_cdiv(sN, 32), 1, cargs);
   kiln_bert_fetch(&run, db, ddb, (sN + KILN_BERT_TAIL) * 4);
   kiln_bert_check_untouched(&run, "db", db, 4, sN + KILN_BERT_TAIL, 1, sN, sN + KILN_BERT_TAIL);

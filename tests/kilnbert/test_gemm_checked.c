@@ -164,7 +164,7 @@ static void colsum_rule(KilnRtDevice *dev, kb_gemm0_f32 *g0) {
   fill(x_short, X_EXT - 1, 5);
   float *x = qkv + 2 * COLS; /* the last block: exactly X_EXT elements to the end */
   sentinel(out, COLS);
-  KilnRtStatus st = kb_gemm0_f32_colsum_f32(g0, x, out, ROWS, COLS, LD, NULL, NULL, NULL);
+  KilnRtStatus st = kb_gemm0_f32_colsum_f32(g0, x, out, ROWS, COLS, LD, 1, NULL, NULL, NULL);
   CHECK(st == KILN_RT_OK, "colsum: %s", kiln_rt_last_error());
   int wrong = 0;
   for (int c = 0; c < COLS && st == KILN_RT_OK; c++) {
@@ -176,7 +176,7 @@ static void colsum_rule(KilnRtDevice *dev, kb_gemm0_f32 *g0) {
   printf("ok ran     colsum over the last of three column blocks\n");
   sentinel(out, COLS);
   refused("colsum, x one element short of its extent",
-          kb_gemm0_f32_colsum_f32(g0, x_short, out, ROWS, COLS, LD, NULL, NULL, NULL),
+          kb_gemm0_f32_colsum_f32(g0, x_short, out, ROWS, COLS, LD, 1, NULL, NULL, NULL),
           "buffer x needs 2720 bytes ((rows - 1) * ld + cols = 680 elements of 4 bytes) but "
           "2716 bytes are registered from x",
           out);
