@@ -43,7 +43,10 @@ typedef struct KilnBertParams {
 /* The parameters cfg implies, in the reference's order (embeddings, layers, pooler,
  * classifier), except that each layer's query, key and value weights come together, then their
  * three biases: the flat buffer holds them as one [3 hidden, hidden] matrix and one [3 hidden]
- * vector, which the model multiplies by as one (the fused QKV projection). On success *out owns its array (kiln_bert_params_free). */
+ * vector, which the model multiplies by as one (the fused QKV projection). In the flat buffer
+ * every decayed parameter comes first (in this order), then the rest, so that AdamW's decay
+ * flag holds over two ranges (offsets do not grow along the list). On success *out owns its
+ * array (kiln_bert_params_free). */
 KilnBertStatus kiln_bert_params_layout(const KilnBertConfig *cfg, KilnBertParams *out);
 void kiln_bert_params_free(KilnBertParams *params);
 /* The parameter called name, or NULL. */

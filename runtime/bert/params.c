@@ -47,6 +47,24 @@ static void add(Layout *l, KilnBertInit init, int64_t d0, int64_t d1, const char
   p->init = init;
 }
 
+/* The offsets: every decayed parameter first, in list order, then the others, each at a
+ * multiple of KILN_BERT_PARAM_ALIGN. AdamW's decay is then one flag over each of two ranges of
+ * the flat buffer, so a step is two launches; in the reference's order biases, LayerNorm
+ * parameters and weights alternate, eight ranges a layer (about 200 launches at BERT-large,
+ * most of a few thousand parameters, each paying a launch). The fused QKV projection's weights
+ * (all decayed) and biases (none) stay consecutive in their own ranges. */
+static void place_by_decay(KilnBertParams *ps) {
+  ps->total = 0;
+  for (int decayed = 1; decayed >= 0; decayed--)
+    for (size_t i = 0; i < ps->n; i++) {
+      KilnBertParam *p = &ps->p[i];
+      if (p->decay != decayed) continue;
+      p->offset = ps->total;
+      ps->total +=
+          (p->numel + KILN_BERT_PARAM_ALIGN - 1) / KILN_BERT_PARAM_ALIGN * KILN_BERT_PARAM_ALIGN;
+    }
+}
+
 /* Linear: weight [out, in] + bias [out]; LayerNorm: weight + bias [h]. */
 static void linear(Layout *l, const char *prefix, int64_t out, int64_t in) {
   add(l, KILN_BERT_INIT_NORMAL, out, in, "%s.weight", prefix);
@@ -99,6 +117,7 @@ KilnBertStatus kiln_bert_params_layout(const KilnBertConfig *c, KilnBertParams *
     free(l.ps.p);
     return kiln_bert_fail(KILN_BERT_ERROR_OUT_OF_MEMORY, "out of memory for the parameter list");
   }
+  place_by_decay(&l.ps);
   *out = l.ps;
   return KILN_BERT_OK;
 }

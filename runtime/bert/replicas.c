@@ -136,10 +136,16 @@ KilnBertStatus kiln_bert_replicas_begin_step(KilnBertReplicas *g, const size_t *
   return KILN_BERT_OK;
 }
 
-/* The name of the parameter that holds float i of the flat buffer (padding: the last one's). */
+/* The name of the parameter that holds float i of the flat buffer (padding: the one before
+ * it's); offsets need not grow along the list (bert_params.h). */
 static const char *param_at(const KilnBertParams *lay, size_t i) {
   const char *name = lay->n ? lay->p[0].name : "?";
-  for (size_t k = 0; k < lay->n && lay->p[k].offset <= i; k++) name = lay->p[k].name;
+  size_t best = 0;
+  for (size_t k = 0; k < lay->n; k++)
+    if (lay->p[k].offset <= i && lay->p[k].offset >= best) {
+      best = lay->p[k].offset;
+      name = lay->p[k].name;
+    }
   return name;
 }
 

@@ -32,12 +32,26 @@ static void test_layout(void) {
   CHECK(p && p->decay && p->offset == 0, "embeddings decayed");
   p = kiln_bert_params_find(&ps, "classifier.bias");
   CHECK(p && !p->decay && p->shape[0] == 2 && p == &ps.p[ps.n - 1], "classifier bias last");
+  /* every decayed parameter before every other (AdamW's two launches), each range in list
+   * order; aligned; no two overlap; all within total */
   int ok = 1;
+  size_t decay_end = 0, first_rest = ps.total;
   for (size_t i = 0; i < ps.n; i++) {
-    ok &= ps.p[i].offset % KILN_BERT_PARAM_ALIGN == 0;
-    if (i) ok &= ps.p[i].offset >= ps.p[i - 1].offset + ps.p[i - 1].numel;
+    const KilnBertParam *q = &ps.p[i];
+    ok &= q->offset % KILN_BERT_PARAM_ALIGN == 0 && q->offset + q->numel <= ps.total;
+    if (q->decay && q->offset + q->numel > decay_end) decay_end = q->offset + q->numel;
+    if (!q->decay && q->offset < first_rest) first_rest = q->offset;
+    for (size_t j = 0; j < i; j++) {
+      const KilnBertParam *r = &ps.p[j];
+      if (r->decay == q->decay)
+        ok &= q->offset >= r->offset + r->numel;
+      else
+        ok &= q->offset + q->numel <= r->offset || r->offset + r->numel <= q->offset;
+    }
   }
-  CHECK(ok && ps.total >= total, "aligned, in order, no overlap");
+  CHECK(ok && ps.total >= total, "aligned, each decay range in list order, no overlap");
+  CHECK(decay_end <= first_rest, "decayed parameters first (%zu floats), then the rest (from %zu)",
+        decay_end, first_rest);
   kiln_bert_params_free(&ps);
 }
 
