@@ -30,15 +30,8 @@ ENV = dict(os.environ, KILN_CPU_THREADS="1")
 
 def train(tmp, name, *args, ok=True):
     """(the log's records, the run) of a training run of the tiny model."""
-    log = os.path.join(tmp, f"{name}.jsonl")
-    cmd = [kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
-           "--batch", "8", "--seq-len", "16", "--steps", "6", "--lr", "1e-3", "--seed", "5",
-           "--dropout", "0.1", "--log", log] + list(args)
-    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
-    if ok:
-        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr[-600:]}")
-    recs = [json.loads(x) for x in open(log)] if r.returncode == 0 and os.path.exists(log) else []
-    return recs, r
+    run_args = ["--steps", "6", "--lr", "1e-3", "--seed", "5", "--dropout", "0.1"]
+    return kbtest.train_logged(check, kb, vocab, tmp, name, run_args + list(args), ok=ok)
 
 
 def eval_checkpoint(tmp, step):

@@ -51,6 +51,21 @@ def read_safetensors_f32(check, path):
     return out
 
 
+def train_logged(check, kb, vocab, tmp, name, args, ok=True):
+    """(the log's records, the run) of `kb train` of the tiny model on tmp/imdb in batches of 8
+    of 16 tokens, on one worker thread, with the run's own args (steps, lr, seed, dropout, ...)
+    and its log at tmp/NAME.jsonl; a failure is a failed check unless ok is False."""
+    log = os.path.join(tmp, f"{name}.jsonl")
+    cmd = [kb, "train", "--model", "tiny", "--data", os.path.join(tmp, "imdb"), "--vocab", vocab,
+           "--batch", "8", "--seq-len", "16", "--log", log] + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       env=dict(os.environ, KILN_CPU_THREADS="1"))
+    if ok:
+        check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr[-600:]}")
+    recs = [json.loads(x) for x in open(log)] if r.returncode == 0 and os.path.exists(log) else []
+    return recs, r
+
+
 def train_losses(check, exe, vocab, data, log, batch, seq_len=16, steps=3):
     """(losses, gradient norms) of `steps` steps of the tiny model without dropout or shuffling,
     on one worker thread (the same sums on every machine); empty, with a failed check, when the
