@@ -183,6 +183,9 @@ bool kiln_bert_test_embedding(const KilnBertDevice *dev) {
       {2, 16, 64, 7, 8, 32, KILN_SCALAR_F32},  /* exact tiles; 7 ids, so every tile repeats ids */
       {3, 37, 96, 50, 4, 64, KILN_SCALAR_F16}, /* f16 tables */
       {2, 16, 64, 7, 8, 32, KILN_SCALAR_BF16}, /* bf16 tables */
+      /* the word gradient's cuda tile (16 tokens by 256 columns): 80 tokens of 9 ids, so each
+       * id's run is a partial tile or one and a bit; 272 columns, a ragged second block */
+      {2, 40, 272, 9, 16, 256, KILN_SCALAR_F16},
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) ok &= run_cfg(dev, &cfgs[i], 5000 + i);
