@@ -73,7 +73,7 @@ kernels=(
   "layernorm_bwd|layernorm.kiln|T=f16|$((12 * NTOK * HID))|$((6 * NTOK * HID + 8 * NTOK + 8 * 256 * HID))|0|rows=$NTOK cols=$HID, 256 partial rows (one a 16 rows)|$wide --multiple-of rows=16 --multiple-of cols=16"
   "layernorm_bwd_reduce|layernorm.kiln||$((2 * 256 * HID))|$((2 * 4 * 256 * HID + 8 * HID))|0|parts=256 cols=$HID|"
   "embedding_fwd|embedding.kiln|T=f16|$((2 * NTOK * HID))|$((8 * NTOK * HID + 8 * NTOK))|0|ntok=$NTOK hidden=$HID|"
-  "embedding_bwd_word|embedding.kiln|T=f16|$((NTOK * HID))|$((2 * NTOK * HID + 4 * NTOK * HID + 16 * NTOK))|0|ntok=$NTOK hidden=$HID (at most a row per token)|"
+  "embedding_bwd_word|embedding.kiln|T=f16|$((NTOK * HID))|$((2 * NTOK * HID + 4 * NTOK * HID + 16 * NTOK))|0|ntok=$NTOK hidden=$HID (at most a row per token; the cuda default ids)|-D BLOCK_T=16 -D BLOCK_H=256 -D num_warps=8 --multiple-of ntok=16 --multiple-of hidden=16"
   "embedding_bwd_pos|embedding.kiln|T=f16|$((NTOK * HID))|$((2 * NTOK * HID + 4 * S * HID))|0|batch=$B seq=$S hidden=$HID|"
   "embedding_bwd_type|embedding.kiln|T=f16|$((2 * NTOK * HID))|$((2 * 2 * NTOK * HID + 8 * NTOK + 4 * 256 * 2 * HID))|0|ntok=$NTOK hidden=$HID ntypes=2, 256 partial rows|"
   "xent_fwd|xent.kiln|T=f16|$((8 * B * 2))|$((2 * B * 2 + 12 * B))|0|rows=$B classes=2|"
