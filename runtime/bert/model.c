@@ -254,7 +254,6 @@ static KilnBertStatus linear_dw(KilnBertModel *m, void *dy, int ldy, void *x, in
   return KILN_BERT_OK;
 }
 
-/* out[c] (f32) = sum over rows of x[r ld + c] (T): bias gradients. */
 /* The programs of the first stage of a LayerNorm backward's weight reduction over n rows. */
 static int ln_parts(int n) {
   if (n <= 1024) return n < 64 ? n : 64;
@@ -262,6 +261,7 @@ static int ln_parts(int n) {
   return p < LN_PARTS ? p : LN_PARTS;
 }
 
+/* The row parts of a bias gradient's column sums over `rows` rows. */
 static int colsum_parts(int rows) {
   int p = (rows + COLSUM_ROWS - 1) / COLSUM_ROWS;
   return p < COLSUM_PARTS ? p : COLSUM_PARTS;
