@@ -343,16 +343,36 @@ static bool differ_within(const KilnGpuOwn *own, const int64_t *base, const int 
 
 /* The thread's elements grouped by Philox counter: leader[j] is the first list position with
  * element j's counter (elements whose coordinates differ only in the analysis' ctr_bits), and
- * half[k] of a leader k whether its group is within one half of the block (pair_bits). */
+ * half[k] of a leader k whether its group is within one half of the block (pair_bits).
+ * partner, when not 0, is a lane bit whose flip moves each of the thread's coordinates by an
+ * index bit in ctr_bits: lanes l and l ^ partner hold groups of the same counters, element for
+ * element (the mma layout's rows g and g + 1, lanes 4 apart, under the attention keep mask's
+ * counters, which ignore bit 0 of the query), so each can compute half of the blocks. */
 typedef struct RandGroups {
   int64_t *leader;
   bool *half;
   int64_t n; /* groups; the element count when nothing is proven (each element its own) */
+  int partner;
 } RandGroups;
+
+/* A lane bit (as a lane mask) that flips only counter bits of the thread's coordinates, or 0:
+ * one lane field bit of a dim whose index bit is in ctr_bits there, with no element's constant
+ * offset using the thread's base bits (so the flip is an xor of that index bit). */
+static int rand_partner_lane(const KilnGpuOwn *own, const int64_t *base, const int64_t *ctr_bits) {
+  for (int d = 0; d < own->rank; d++) {
+    const KilnGpuDimMap *m = &own->dim[d];
+    if (!m->base_used || !m->lane_bits) continue;
+    for (int i = 0; i < own->dim[d].n; i++)
+      if (kiln_gpu_own_offset(own, d, i) & base[d]) return 0;
+    for (int b = 0; b < m->lane_bits; b++)
+      if (ctr_bits[d] & ((int64_t)m->lane_mul << b)) return 1 << (m->lane_shift + b);
+  }
+  return 0;
+}
 
 static RandGroups rand_groups(Low *L, MlirValue offs, int64_t n_vals) {
   size_t cap = (size_t)(n_vals ? n_vals : 1);
-  RandGroups g = {malloc(cap * sizeof *g.leader), malloc(cap * sizeof *g.half), n_vals};
+  RandGroups g = {malloc(cap * sizeof *g.leader), malloc(cap * sizeof *g.half), n_vals, 0};
   KILN_ASSERT(g.leader != NULL && g.half != NULL);
   for (int64_t j = 0; j < n_vals; j++) g.leader[j] = j, g.half[j] = true;
   MlirType t = mlirValueGetType(offs);
@@ -381,7 +401,39 @@ static RandGroups rand_groups(Low *L, MlirValue offs, int64_t n_vals) {
     }
     if (g.leader[j] == j) g.n++;
   }
+  g.partner = rand_partner_lane(&own, base, ai.ctr_bits);
   return g;
+}
+
+/* The blocks of the thread's groups taken two at a time with its partner lane (g->partner):
+ * the lane whose partner bit is 0 computes the first group's whole block, the other lane the
+ * second's (the same counters, element for element), and the two trade all four words with
+ * shfl.bfly (each lane may need the other half: the flipped index bit can pick the word).  One
+ * block and four shuffles where each lane computed two (halves: 9.5 rounds each).  Leaves
+ * done[k] set for the leaders it filled; an odd last group is left to the caller. */
+static void rand_paired(Low *L, MlirValue seed, const Vals *O, const RandGroups *g,
+                        MlirValue (*blk)[4], bool *done) {
+  MlirValue bit = low_bin(L, "arith.andi", low_lane(L), low_i32(L, g->partner));
+  MlirValue h = low_cmpi(L, "ne", bit, low_i32(L, 0));
+  int64_t first = -1;
+  for (int64_t j = 0; j < O->n; j++) {
+    if (g->leader[j] != j) continue;
+    if (first < 0) {
+      first = j;
+      continue;
+    }
+    int64_t a = first, b = j;
+    first = -1;
+    MlirValue ctr = select_i32(L, h, counter_of(L, O->v[b]), counter_of(L, O->v[a]));
+    MlirValue mine[4];
+    philox_block(L, seed, ctr, mine);
+    for (int w = 0; w < 4; w++) {
+      MlirValue other = low_shuffle(L, mine[w], "bfly", low_i32(L, g->partner), 0x1f);
+      blk[a][w] = select_i32(L, h, other, mine[w]);
+      blk[b][w] = select_i32(L, h, mine[w], other);
+    }
+    done[a] = done[b] = true;
+  }
 }
 
 /* The Philox words of the thread's offsets O, one block per group of one counter (half a block
@@ -389,9 +441,15 @@ static RandGroups rand_groups(Low *L, MlirValue offs, int64_t n_vals) {
 static void rand_grouped(Low *L, MlirValue seed, const Vals *O, const RandGroups *g,
                          MlirValue *out) {
   MlirValue(*blk)[4] = malloc((size_t)O->n * sizeof *blk);
-  KILN_ASSERT(blk != NULL);
+  bool *done = calloc((size_t)(O->n ? O->n : 1), 1);
+  KILN_ASSERT(blk != NULL && done != NULL);
+  if (g->partner) rand_paired(L, seed, O, g, blk, done);
   for (int64_t j = 0; j < O->n; j++) {
     int64_t k = g->leader[j];
+    if (done[k]) {
+      out[j] = pick4(L, O->v[j], blk[k]);
+      continue;
+    }
     if (k == j && g->half[j])
       philox_half(L, seed, counter_of(L, O->v[j]), bit_of(L, O->v[j], 1), blk[j]);
     else if (k == j)
@@ -400,6 +458,7 @@ static void rand_grouped(Low *L, MlirValue seed, const Vals *O, const RandGroups
                         : pick4(L, O->v[j], blk[k]);
   }
   free(blk);
+  free(done);
 }
 
 /* The Philox words of the thread's offsets O, one block per run that shares one, or per group
