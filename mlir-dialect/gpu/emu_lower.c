@@ -715,58 +715,22 @@ static bool tied_f32(Emu *E, MlirOperation op, intptr_t regs) {
   return mlirTypeIsALLVMStructType(rt) && mlirLLVMStructTypeGetNumElementTypes(rt) == regs;
 }
 
-/* kiln_emu_wgmma's operand types (runtime/emu/kiln_emu.h, KilnEmuWgmmaType). */
-enum { EMU_WGMMA_F16, EMU_WGMMA_BF16, EMU_WGMMA_TF32 };
-
-/* The MMA: R = n / 2 accumulators through an alloca, kiln_emu_wgmma(acc, n, type, trans_a,
- * trans_b, desc_a, desc_b), R loads into the result struct. */
-static void lower_wgmma_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, int type,
-                            int trans_a, int trans_b) {
-  MlirLocation loc = mlirOperationGetLocation(op);
-  int regs = n / 2;
-  MlirType i64 = mlirIntegerTypeGet(E->ctx, 64);
-  bool shape = mlirOperationGetNumOperands(op) == regs + 2 && tied_f32(E, op, regs);
-  for (int i = 0; shape && i < 2; i++)
-    shape = mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, regs + i)), i64);
-  if (!shape) {
-    emu_error(E, op,
-              "emu lowering: wgmma m64n%dk%d needs %d f32 accumulators and two i64 descriptors "
-              "as operands and a struct of %d f32 as its result",
-              n, type == EMU_WGMMA_TF32 ? 8 : 16, regs, regs);
-    return;
-  }
-  MlirValue acc = entry_alloca(E, op, E->f32, regs);
-  MlirValue *slot = malloc((size_t)regs * sizeof *slot);
-  KILN_ASSERT(slot != NULL);
-  for (int i = 0; i < regs; i++) {
-    slot[i] = i ? gep_const(E, b, loc, acc, i, E->f32) : acc;
-    MlirValue st[2] = {mlirOperationGetOperand(op, i), slot[i]};
-    kiln_ir_make(b, loc, "llvm.store", st, 2, NULL, 0, NULL, 0);
-  }
-  MlirValue o[7] = {acc,
-                    cst_i32(E, b, loc, n),
-                    cst_i32(E, b, loc, type),
-                    cst_i32(E, b, loc, trans_a),
-                    cst_i32(E, b, loc, trans_b),
-                    mlirOperationGetOperand(op, regs),
-                    mlirOperationGetOperand(op, regs + 1)};
-  call(E, b, loc, "kiln_emu_wgmma", E->voidt, o, 7);
-  for (int i = 0; i < regs; i++) slot[i] = load(b, loc, slot[i], E->f32);
-  MlirValue r =
-      build_struct(E, b, loc, mlirValueGetType(mlirOperationGetResult(op, 0)), slot, regs);
-  free(slot);
-  replace_results(op, &r, 1);
-}
-
 /* The accumulators of a wgmma op (its first regs operands) stored into a new entry alloca of
- * regs f32; the slots' pointers into slot[0 .. regs-1]; returns the alloca. */
+ * regs f32; the slots' pointers into slot[0 .. regs-1]; returns the alloca.  zero_d (the MMA's
+ * scale-d false: D = A B) stores zeros instead, the operands being undefined. */
 static MlirValue stage_accumulators(Emu *E, KilnIRBuilder *b, MlirOperation op, int regs,
-                                    MlirValue *slot) {
+                                    MlirValue *slot, bool zero_d) {
   MlirLocation loc = mlirOperationGetLocation(op);
   MlirValue acc = entry_alloca(E, op, E->f32, regs);
+  MlirValue zero = {NULL};
+  if (zero_d) {
+    MlirNamedAttribute a =
+        kiln_ir_named(E->ctx, "value", mlirFloatAttrDoubleGet(E->ctx, E->f32, 0));
+    zero = kiln_ir_make1(b, loc, "llvm.mlir.constant", NULL, 0, E->f32, &a, 1);
+  }
   for (int i = 0; i < regs; i++) {
     slot[i] = i ? gep_const(E, b, loc, acc, i, E->f32) : acc;
-    MlirValue st[2] = {mlirOperationGetOperand(op, i), slot[i]};
+    MlirValue st[2] = {zero_d ? zero : mlirOperationGetOperand(op, i), slot[i]};
     kiln_ir_make(b, loc, "llvm.store", st, 2, NULL, 0, NULL, 0);
   }
   return acc;
@@ -782,10 +746,44 @@ static void return_accumulators(Emu *E, KilnIRBuilder *b, MlirOperation op, int 
   replace_results(op, &r, 1);
 }
 
+/* kiln_emu_wgmma's operand types (runtime/emu/kiln_emu.h, KilnEmuWgmmaType). */
+enum { EMU_WGMMA_F16, EMU_WGMMA_BF16, EMU_WGMMA_TF32 };
+
+/* The MMA: R = n / 2 accumulators through an alloca, kiln_emu_wgmma(acc, n, type, trans_a,
+ * trans_b, desc_a, desc_b), R loads into the result struct. */
+static void lower_wgmma_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, int type,
+                            int trans_a, int trans_b, bool zero_d) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  int regs = n / 2;
+  MlirType i64 = mlirIntegerTypeGet(E->ctx, 64);
+  bool shape = mlirOperationGetNumOperands(op) == regs + 2 && tied_f32(E, op, regs);
+  for (int i = 0; shape && i < 2; i++)
+    shape = mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, regs + i)), i64);
+  if (!shape) {
+    emu_error(E, op,
+              "emu lowering: wgmma m64n%dk%d needs %d f32 accumulators and two i64 descriptors "
+              "as operands and a struct of %d f32 as its result",
+              n, type == EMU_WGMMA_TF32 ? 8 : 16, regs, regs);
+    return;
+  }
+  MlirValue *slot = malloc((size_t)regs * sizeof *slot);
+  KILN_ASSERT(slot != NULL);
+  MlirValue o[7] = {stage_accumulators(E, b, op, regs, slot, zero_d),
+                    cst_i32(E, b, loc, n),
+                    cst_i32(E, b, loc, type),
+                    cst_i32(E, b, loc, trans_a),
+                    cst_i32(E, b, loc, trans_b),
+                    mlirOperationGetOperand(op, regs),
+                    mlirOperationGetOperand(op, regs + 1)};
+  call(E, b, loc, "kiln_emu_wgmma", E->voidt, o, 7);
+  return_accumulators(E, b, op, regs, slot);
+  free(slot);
+}
+
 /* The RS form: R accumulators through an alloca as above, then kiln_emu_wgmma_rs(acc, n, bf16,
  * trans_b, a0, a1, a2, a3, desc_b) with the four i32 A registers and B's i64 descriptor. */
 static void lower_wgmma_rs_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n, bool bf16,
-                               int trans_b) {
+                               int trans_b, bool zero_d) {
   MlirLocation loc = mlirOperationGetLocation(op);
   int regs = n / 2;
   MlirType i32 = mlirIntegerTypeGet(E->ctx, 32), i64 = mlirIntegerTypeGet(E->ctx, 64);
@@ -803,7 +801,7 @@ static void lower_wgmma_rs_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n
   }
   MlirValue *slot = malloc((size_t)regs * sizeof *slot);
   KILN_ASSERT(slot != NULL);
-  MlirValue o[9] = {stage_accumulators(E, b, op, regs, slot), cst_i32(E, b, loc, n),
+  MlirValue o[9] = {stage_accumulators(E, b, op, regs, slot, zero_d), cst_i32(E, b, loc, n),
                     cst_i32(E, b, loc, bf16), cst_i32(E, b, loc, trans_b)};
   for (int i = 0; i < 5; i++) o[4 + i] = mlirOperationGetOperand(op, regs + i);
   call(E, b, loc, "kiln_emu_wgmma_rs", E->voidt, o, 9);
@@ -811,18 +809,22 @@ static void lower_wgmma_rs_mma(Emu *E, KilnIRBuilder *b, MlirOperation op, int n
   free(slot);
 }
 
-/* The seven wgmma texts (the MMA in its SS, RS and tf32 forms); false when text is none of
- * them and names no wgmma (any other wgmma text fails the pass, naming it). */
+/* The seven wgmma texts (the MMA in its SS, RS and tf32 forms, each also with scale-d false);
+ * false when text is none of them and names no wgmma (any other wgmma text fails the pass,
+ * naming it). */
 static bool lower_wgmma(Emu *E, KilnIRBuilder *b, MlirOperation op, const char *text) {
   int n = 0, ta = 0, tb = 0, k = 0;
   bool bf16 = false;
   intptr_t nops = mlirOperationGetNumOperands(op);
-  if (kiln_gpu_wgmma_parse(text, &n, &bf16, &ta, &tb)) {
-    lower_wgmma_mma(E, b, op, n, bf16 ? EMU_WGMMA_BF16 : EMU_WGMMA_F16, ta, tb);
-  } else if (kiln_gpu_wgmma_tf32_parse(text, &n)) {
-    lower_wgmma_mma(E, b, op, n, EMU_WGMMA_TF32, 0, 0);
-  } else if (kiln_gpu_wgmma_rs_parse(text, &n, &bf16, &tb)) {
-    lower_wgmma_rs_mma(E, b, op, n, bf16, tb);
+  char plain[2048]; /* the scale-d-false text as the parsers read it, with scale-d true */
+  bool zero_d = kiln_gpu_wgmma_zero_d(text, plain, sizeof plain);
+  const char *mma = zero_d ? plain : text;
+  if (kiln_gpu_wgmma_parse(mma, &n, &bf16, &ta, &tb)) {
+    lower_wgmma_mma(E, b, op, n, bf16 ? EMU_WGMMA_BF16 : EMU_WGMMA_F16, ta, tb, zero_d);
+  } else if (kiln_gpu_wgmma_tf32_parse(mma, &n)) {
+    lower_wgmma_mma(E, b, op, n, EMU_WGMMA_TF32, 0, 0, zero_d);
+  } else if (kiln_gpu_wgmma_rs_parse(mma, &n, &bf16, &tb)) {
+    lower_wgmma_rs_mma(E, b, op, n, bf16, tb, zero_d);
   } else if (strcmp(text, KILN_GPU_WGMMA_FENCE_PTX) == 0 || kiln_gpu_wgmma_wait_parse(text, &k)) {
     if (!tied_f32(E, op, nops)) {
       emu_error(E, op, "emu lowering: '%s' needs 32-bit operands returned as one struct", text);

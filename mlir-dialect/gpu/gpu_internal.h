@@ -242,6 +242,13 @@ bool kiln_gpu_wgmma_tf32_parse(const char *text, int *n);
 /* The RS form's constraints: "=f" x regs, "0".."regs-1", then "r,r,r,r,l".  Returns the length,
  * or -1 when it does not fit. */
 int kiln_gpu_wgmma_rs_constraints(char *buf, size_t cap, int regs);
+/* Makes an MMA text (any of the three forms, as written above) its scale-d-false variant in
+ * place: D = A B, the accumulator operands not read (they may be undefined).  False, text
+ * unchanged, when text does not start as the MMA texts do. */
+bool kiln_gpu_wgmma_set_zero_d(char *text);
+/* Whether text is an MMA text's scale-d-false variant; if so the text with scale-d true (what
+ * the parsers above read) goes into buf (cap bytes). */
+bool kiln_gpu_wgmma_zero_d(const char *text, char *buf, size_t cap);
 /* Orders the accumulator's register writes before the next MMA reads them: R tied f32 operands
  * and a struct of R f32 as the result, as the wait. */
 #define KILN_GPU_WGMMA_FENCE_PTX "wgmma.fence.sync.aligned;"

@@ -22,7 +22,8 @@
  *   wgmma.fence (the accumulator tied through it), for each k16 step and each m64 row block of
  *   the warpgroup one wgmma.mma_async m64nNk16 (N the tile's columns) on that block's registers,
  *   wgmma.commit_group and wgmma.wait_group 0 (the accumulator tied through it, so nothing reads
- *   a register before the wait).
+ *   a register before the wait).  An accumulator of constant zeros is passed undefined and the
+ *   first k16 step's MMAs have scale-d false (D = A B; wgmma.c), so no register is zeroed.
  * tf32 (an f32 dot with the tf32 flag): wgmma.mma_async m64nNk8 .tf32, both operands K-major
  * in shared memory (the PTX ISA has no transpose for tf32, and no A from registers here: the
  * layout pass marks only a dot whose A and B loads are contiguous along k, the pipeliner drops
@@ -195,6 +196,7 @@ static MlirValue as_b32(Low *L, MlirValue x) {
 typedef struct Mma {
   bool rs;
   const char *text, *cons;
+  const char *text_zero; /* the text with scale-d false: D = A B (a zero accumulator's first) */
   int64_t R, nextra;
   MlirType st;
 } Mma;
@@ -213,7 +215,10 @@ static bool mma_text(Low *L, Mma *m, int64_t N, MlirType elem, bool a_k, bool b_
     low_error(L, "GPU lowering: wgmma m64n%lld does not fit its text", (long long)N);
     return false;
   }
-  m->text = text, m->cons = cons;
+  char *text_zero = low_alloc(L, 2048);
+  memcpy(text_zero, text, (size_t)ok + 1);
+  KILN_ASSERT(kiln_gpu_wgmma_set_zero_d(text_zero));
+  m->text = text, m->cons = cons, m->text_zero = text_zero;
   m->nextra = m->rs ? 5 : 2;
   m->st = struct_of_f32(L, m->R);
   return true;
@@ -258,7 +263,13 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
   int64_t na = m.rs ? Areg->n : 0, nv = co.count + na;
   Vals *out = low_vals(L, nv);
   int64_t *idx = low_alloc(L, (size_t)nv * sizeof *idx);
-  for (int64_t j = 0; j < co.count; j++) out->v[j] = C->v[j];
+  /* An accumulator of zeros (a dot that starts one: S = Q K^T in every KV block) is not
+   * materialized: its registers go in undefined and each m64 block's first MMA has scale-d
+   * false (D = A B), where moving 0 into each register took an instruction. */
+  bool zero = true;
+  for (int64_t j = 0; j < co.count && zero; j++) zero = low_is_zero(C->v[j]);
+  MlirValue undef = zero ? low_op1(L, "llvm.mlir.undef", NULL, 0, L->f32) : (MlirValue){NULL};
+  for (int64_t j = 0; j < co.count; j++) out->v[j] = zero ? undef : C->v[j];
   for (int64_t j = 0; j < na; j++) out->v[co.count + j] = as_b32(L, Areg->v[j]);
   /* idx[(r nb + j) 4 + c]: the list position of register 4 j + c of m64 block r */
   for (int64_t r = 0; r < reps; r++)
@@ -286,8 +297,9 @@ bool low_dot_wgmma(Low *L, MlirOperation op) {
         ops[m.R] = operand_desc(L, &A, a_k, K, m0, kk);
       }
       ops[m.R + m.nextra - 1] = db;
+      const char *text = zero && kk == 0 ? m.text_zero : m.text;
       MlirValue d = mlirOperationGetResult(
-          low_asm_effects(L, m.text, m.cons, ops, (size_t)(m.R + m.nextra), &m.st, 1), 0);
+          low_asm_effects(L, text, m.cons, ops, (size_t)(m.R + m.nextra), &m.st, 1), 0);
       for (int64_t i = 0; i < m.R; i++) {
         MlirNamedAttribute a =
             kiln_ir_named(L->ctx, "position", mlirDenseI64ArrayGet(L->ctx, 1, &i));

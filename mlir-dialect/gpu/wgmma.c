@@ -25,7 +25,12 @@
  * The tf32 form (an f32 dot with the tf32 flag) is m64nNk8, A and B from descriptors, and has
  * no immediate transposes at all: the PTX ISA takes tf32 operands K-major only.
  *   ... m64n<N>k8.f32.tf32.tf32 {$0, ..., $<R-1>}, $<2R>, $<2R+1>, p, 1, 1;\n}
- * with the SS form's constraints. */
+ * with the SS form's constraints.
+ *
+ * Each form has a variant whose scale-d predicate is false (D = A B: the accumulator's registers
+ * are not read), the head's setp written "setp.eq.u32 p, 1, 0;" (kiln_gpu_wgmma_set_zero_d): a
+ * dot whose accumulator starts at zero takes it on its first k step and passes its registers
+ * undefined, where zeroing them took one move each (attention's S and dP, every KV block). */
 #include "gpu_internal.h"
 
 #include <stdarg.h>
@@ -35,6 +40,9 @@
 /* The text up to N, and the separator from N to the element type. */
 #define WGMMA_HEAD    "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\nwgmma.mma_async.sync.aligned.m64n"
 #define WGMMA_LONGEST 2048 /* the n = 256 text is about 760 characters */
+/* The scale-d predicate's setp in the head, and its form that makes p false (D = A B). */
+#define WGMMA_SCALE_D_ON  "setp.eq.u32 p, 1, 1;"
+#define WGMMA_SCALE_D_OFF "setp.eq.u32 p, 1, 0;"
 
 static bool wgmma_args_ok(int n, int trans_a, int trans_b) {
   return n >= 8 && n <= 256 && n % 8 == 0 && (trans_a == 0 || trans_a == 1) &&
@@ -98,6 +106,26 @@ int kiln_gpu_wgmma_tf32_ptx(char *buf, size_t cap, int n) {
             put_accumulators(buf, cap, &len, regs) &&
             put(buf, cap, &len, ", $%d, $%d, p, 1, 1;\n}", 2 * regs, 2 * regs + 1);
   return ok ? (int)len : -1;
+}
+
+/* Where the scale-d setp sits in a text that starts as WGMMA_HEAD does up to it. */
+static size_t scale_d_at(void) { return strstr(WGMMA_HEAD, WGMMA_SCALE_D_ON) - WGMMA_HEAD; }
+
+bool kiln_gpu_wgmma_set_zero_d(char *text) {
+  size_t at = scale_d_at(), n = strlen(WGMMA_SCALE_D_ON);
+  if (!text || strncmp(text, WGMMA_HEAD, strlen(WGMMA_HEAD)) != 0) return false;
+  memcpy(text + at, WGMMA_SCALE_D_OFF, n);
+  return true;
+}
+
+bool kiln_gpu_wgmma_zero_d(const char *text, char *buf, size_t cap) {
+  size_t at = scale_d_at(), n = strlen(WGMMA_SCALE_D_OFF), len = text ? strlen(text) : 0;
+  if (!text || len < at + n || strncmp(text, WGMMA_HEAD, at) != 0 ||
+      strncmp(text + at, WGMMA_SCALE_D_OFF, n) != 0 || len >= cap)
+    return false;
+  memcpy(buf, text, len + 1);
+  memcpy(buf + at, WGMMA_SCALE_D_ON, n);
+  return true;
 }
 
 bool kiln_gpu_wgmma_tf32_parse(const char *text, int *n) {

@@ -4,8 +4,10 @@
  * wait; the same for the RS form (A from registers) and the tf32 form (k8, no transposes).  With
  * a ptxas path as argument (`--ptxas PATH`), the MMA at n = 8, 128 and 256, its RS form at n =
  * 64, 128 and 256 and its tf32 form at n = 8, 128 and 256 are assembled for sm_90a inside a
- * small hand-written kernel, with the fences, the commit and the wait around it; exit 77 (a
- * skip) when that ptxas does not exist. */
+ * small hand-written kernel, with the fences, the commit and the wait around it, and each
+ * form's scale-d-false variant (D = A B) once on accumulators never written; exit 77 (a skip)
+ * when that ptxas does not exist.  Also each form's scale-d-false text, its way back and its
+ * refusals. */
 #include "../common/check.h"
 #include "gpu_internal.h"
 
@@ -193,6 +195,40 @@ static void tf32_texts(void) {
   }
 }
 
+/* The scale-d-false variant of each form: only the head's setp differs, no parser takes it as
+ * it is, kiln_gpu_wgmma_zero_d gives back the text it came from (and refuses the others). */
+static void zero_d_texts(void) {
+  char text[2048], zero[2048], back[2048];
+  for (int form = 0; form < 3; form++)
+    for (int n = 8; n <= 256; n += 8) {
+      int len = form == 0   ? kiln_gpu_wgmma_ptx(text, sizeof text, n, n % 16 == 0, 1, 0)
+                : form == 1 ? kiln_gpu_wgmma_rs_ptx(text, sizeof text, n, false, n % 16 == 0)
+                            : kiln_gpu_wgmma_tf32_ptx(text, sizeof text, n);
+      KILN_ASSERT(len > 0);
+      memcpy(zero, text, (size_t)len + 1);
+      CHECK(kiln_gpu_wgmma_set_zero_d(zero), "form %d n %d: not made scale-d false", form, n);
+      const char *at = strstr(zero, "setp.eq.u32 p, 1, 0;");
+      CHECK(at != NULL && strlen(zero) == (size_t)len &&
+                strncmp(zero, text, (size_t)(at - zero)) == 0 &&
+                strcmp(at + 20, text + (at - zero) + 20) == 0,
+            "form %d n %d: more than the setp changed:\n%s", form, n, zero);
+      int pn, ta, tb;
+      bool bf16;
+      CHECK(!kiln_gpu_wgmma_parse(zero, &pn, &bf16, &ta, &tb) &&
+                !kiln_gpu_wgmma_rs_parse(zero, &pn, &bf16, &tb) &&
+                !kiln_gpu_wgmma_tf32_parse(zero, &pn),
+            "form %d n %d: a parser took the scale-d-false text", form, n);
+      CHECK(kiln_gpu_wgmma_zero_d(zero, back, sizeof back) && strcmp(back, text) == 0,
+            "form %d n %d: not given back", form, n);
+      CHECK(!kiln_gpu_wgmma_zero_d(text, back, sizeof back), "form %d n %d: scale-d true", form, n);
+      CHECK(!kiln_gpu_wgmma_zero_d(zero, back, (size_t)len), "form %d n %d: cap", form, n);
+    }
+  char fence[] = KILN_GPU_WGMMA_FENCE_PTX;
+  CHECK(!kiln_gpu_wgmma_set_zero_d(fence) && strcmp(fence, KILN_GPU_WGMMA_FENCE_PTX) == 0);
+  CHECK(!kiln_gpu_wgmma_set_zero_d(NULL) && !kiln_gpu_wgmma_zero_d(NULL, back, sizeof back));
+  CHECK(!kiln_gpu_wgmma_zero_d("", back, sizeof back));
+}
+
 static void waits(void) {
   int k = -1;
   CHECK(kiln_gpu_wgmma_wait_parse(KILN_GPU_WGMMA_WAIT_PTX "0;", &k) && k == 0);
@@ -230,13 +266,14 @@ static void substitute(const char *text, int regs, bool rs, char *out, size_t ca
 
 /* A kernel around one MMA: descriptors from a parameter, accumulators zero, the results stored;
  * `rs`: the RS form, its A registers 1.0 in every half (ta unused); `tf32`: the tf32 form (bf16,
- * ta and tb unused). */
-static char *kernel_ptx(int n, bool bf16, int ta, int tb, bool rs, bool tf32) {
+ * ta and tb unused); `zero`: the scale-d-false variant, the accumulators never written before. */
+static char *kernel_ptx(int n, bool bf16, int ta, int tb, bool rs, bool tf32, bool zero) {
   int regs = n / 2;
   char text[2048], body[4096];
   KILN_ASSERT((tf32 ? kiln_gpu_wgmma_tf32_ptx(text, sizeof text, n)
                : rs ? kiln_gpu_wgmma_rs_ptx(text, sizeof text, n, bf16, tb)
                     : kiln_gpu_wgmma_ptx(text, sizeof text, n, bf16, ta, tb)) > 0);
+  KILN_ASSERT(!zero || kiln_gpu_wgmma_set_zero_d(text));
   substitute(text, regs, rs, body, sizeof body);
   size_t cap = 16384 + (size_t)regs * 64;
   char *ptx = malloc(cap);
@@ -248,7 +285,7 @@ static char *kernel_ptx(int n, bool bf16, int ta, int tb, bool rs, bool tf32) {
                      "ld.param.u64 %%rd0, [desc];\nadd.s64 %%rd1, %%rd0, 64;\n"
                      "ld.param.u64 %%rd2, [out];\ncvta.to.global.u64 %%rd2, %%rd2;\n",
                      regs);
-  for (int i = 0; i < regs; i++)
+  for (int i = 0; i < regs && !zero; i++)
     len += snprintf(ptx + len, cap - (size_t)len, "mov.f32 %%f%d, 0f00000000;\n", i);
   for (int i = 0; rs && i < 4; i++)
     len += snprintf(ptx + len, cap - (size_t)len, "mov.b32 %%r%d, %s;\n", i,
@@ -277,11 +314,16 @@ static void assemble_one(const char *ptxas, const char *what, int n, char *ptx) 
 static void assemble(const char *ptxas) {
   static const int ns[3] = {8, 128, 256}, rs_ns[3] = {64, 128, 256};
   for (int i = 0; i < 3; i++)
-    assemble_one(ptxas, "SS", ns[i], kernel_ptx(ns[i], i == 1, i == 2, i != 0, false, false));
+    assemble_one(ptxas, "SS", ns[i],
+                 kernel_ptx(ns[i], i == 1, i == 2, i != 0, false, false, false));
   for (int i = 0; i < 3; i++)
-    assemble_one(ptxas, "RS", rs_ns[i], kernel_ptx(rs_ns[i], i == 1, 0, i != 0, true, false));
+    assemble_one(ptxas, "RS", rs_ns[i],
+                 kernel_ptx(rs_ns[i], i == 1, 0, i != 0, true, false, false));
   for (int i = 0; i < 3; i++)
-    assemble_one(ptxas, "tf32", ns[i], kernel_ptx(ns[i], false, 0, 0, false, true));
+    assemble_one(ptxas, "tf32", ns[i], kernel_ptx(ns[i], false, 0, 0, false, true, false));
+  assemble_one(ptxas, "SS scale-d false", 128, kernel_ptx(128, false, 0, 0, false, false, true));
+  assemble_one(ptxas, "RS scale-d false", 64, kernel_ptx(64, true, 0, 1, true, false, true));
+  assemble_one(ptxas, "tf32 scale-d false", 64, kernel_ptx(64, false, 0, 0, false, true, true));
 }
 
 int main(int argc, char **argv) {
@@ -298,6 +340,7 @@ int main(int argc, char **argv) {
   refusals();
   rs_texts();
   tf32_texts();
+  zero_d_texts();
   waits();
   return kiln_check_result("gpu.wgmma_text");
 }
