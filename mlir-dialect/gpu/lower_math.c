@@ -356,16 +356,19 @@ typedef struct RandGroups {
 } RandGroups;
 
 /* A lane bit (as a lane mask) that flips only counter bits of the thread's coordinates, or 0:
- * one lane field bit of a dim whose index bit is in ctr_bits there, with no element's constant
- * offset using the thread's base bits (so the flip is an xor of that index bit). */
+ * one lane field bit of a dim whose index bit is in ctr_bits there and inside the tile, the
+ * dim's lane and warp fields disjoint power-of-two multiples (base[d] >= 0) and no element's
+ * constant offset using the thread's base bits (so the flip is an xor of that index bit). */
 static int rand_partner_lane(const KilnGpuOwn *own, const int64_t *base, const int64_t *ctr_bits) {
   for (int d = 0; d < own->rank; d++) {
     const KilnGpuDimMap *m = &own->dim[d];
-    if (!m->base_used || !m->lane_bits) continue;
+    if (!m->base_used || !m->lane_bits || base[d] < 0) continue;
     for (int i = 0; i < own->dim[d].n; i++)
       if (kiln_gpu_own_offset(own, d, i) & base[d]) return 0;
-    for (int b = 0; b < m->lane_bits; b++)
-      if (ctr_bits[d] & ((int64_t)m->lane_mul << b)) return 1 << (m->lane_shift + b);
+    for (int b = 0; b < m->lane_bits; b++) {
+      int64_t bit = (int64_t)m->lane_mul << b;
+      if (bit < m->size && (ctr_bits[d] & bit)) return 1 << (m->lane_shift + b);
+    }
   }
   return 0;
 }
