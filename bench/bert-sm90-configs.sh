@@ -51,7 +51,7 @@ attn="-D DROPOUT=1 --multiple-of S=16 --multiple-of sb=16 --multiple-of sh=16 --
 --multiple-of osb=16 --multiple-of osh=16 --multiple-of oss=16 --multiple-of offset=16"
 attn_fwd="$attn -D BM=64 -D BN=64 -D num_warps=4 -D num_stages=2"
 attn_dkdv="$attn -D BM=32 -D BN=64 -D num_warps=4"
-attn_dq="$attn -D BM=64 -D BN=32 -D num_warps=4"
+attn_dq="$attn -D BM=64 -D BN=32 -D num_warps=4 -D min_blocks=3"
 attn_bwd_wg="$attn -D BM=64 -D BN=64 -D num_warps=4 -D wgmma=1" # both bwd_wgmma presets
 attn_dkdv_wg_narrow="$attn -D BM=32 -D BN=64 -D num_warps=4 -D wgmma=1" # bwd_wgmma_narrow
 attn_dq_wg_narrow="$attn -D BM=64 -D BN=32 -D num_warps=4 -D wgmma=1"   # bwd_wgmma_narrow
@@ -98,6 +98,6 @@ kernels=(
   "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset bwd_wgmma)|$attn_bwd_wg"
   "attn_bwd_dkdv|attention.kiln|T=f16 D=$HD|$((8 * SQ))|$((2 * 6 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma, 32 queries (the cuda preset bwd_wgmma_narrow)|$attn_dkdv_wg_narrow"
   "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD|$attn_dq"
-  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset bwd_wgmma)|$attn_bwd_wg"
-  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma, 32 keys (the cuda preset bwd_wgmma_narrow)|$attn_dq_wg_narrow"
+  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma (the cuda preset bwd_wgmma)|$attn_bwd_wg -D min_blocks=3"
+  "attn_bwd_dq|attention.kiln|T=f16 D=$HD|$((6 * SQ))|$((2 * 5 * BHSD + 8 * B * HEADS * S))|1|B=$B H=$HEADS S=$S D=$HD on wgmma, 32 keys (the cuda preset bwd_wgmma_narrow)|$attn_dq_wg_narrow -D min_blocks=4"
 )

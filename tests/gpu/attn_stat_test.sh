@@ -141,6 +141,21 @@ for drop in 0 1; do
   check "dkdv_wgmma_drop${drop}_32x64_w4" attn_bwd_dkdv 32 64 4 "lp['wgmma'] == 12;$wg"
   check "dq_wgmma_drop${drop}_64x32_w4" attn_bwd_dq 64 32 4 "lp['wgmma'] == 10;$wg"
 done
+# dQ at its presets' block counts (bwd_wgmma three blocks per SM, bwd_wgmma_narrow four; the
+# mma.sync default fa2 three): within the registers that many blocks of 4 warps leave (168,
+# 128, 168), no spill, with dropout and without.
+for drop in 0 1; do
+  extra=(-D wgmma=1 -D min_blocks=3)
+  check "dq_wgmma_drop${drop}_64x64_w4_3blocks" attn_bwd_dq 64 64 4 \
+    "lp['wgmma'] == 12;k['registers'] <= 168;$wg"
+  extra=(-D wgmma=1 -D min_blocks=4)
+  check "dq_wgmma_drop${drop}_64x32_w4_4blocks" attn_bwd_dq 64 32 4 \
+    "lp['wgmma'] == 10;k['registers'] <= 128;$wg"
+  extra=(-D min_blocks=3)
+  check "dq_drop${drop}_64x32_w4_3blocks" attn_bwd_dq 64 32 4 \
+    "lp['mma'] >= 48;k['registers'] <= 168;k['spill_stores'] == 0;k['spill_loads'] == 0"
+done
+extra=(-D wgmma=1)
 # The forward on wgmma (the preset fa2_wgmma: four blocks per SM promised), with dropout and
 # without: 8 wgmma a KV block and the same shape of loop, within 128 registers without a spill
 # (four blocks of 4 warps fit the register file), and s * scale2 - m contracted into one fma
