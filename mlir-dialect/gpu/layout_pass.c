@@ -783,15 +783,35 @@ static void collect(LCtx *c, MlirOperation op) {
         collect(c, o);
 }
 
-/* Whether a 1-D load may be issued again in layout l instead of converting its result: l is
- * the column slice of an mma layout (a row vector every row of the fragments uses, attention's
- * lse and delta in the dK/dV program), whose elements a thread holds in contiguous pairs (the
- * row slice's pairs are 8 apart, which a vector access would misread).  Each thread then reads
- * its columns (the 8 lanes of a column group read the same addresses, from L1) instead of a
- * trip through shared memory between two barriers. */
-static bool reloadable(const KilnGpuLayout *l, int rank) {
-  return rank == 1 && l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_MMA &&
-         l->slice_dim == 0;
+/* Whether op is inside an scf.for. */
+static bool in_loop(MlirOperation op) {
+  for (MlirOperation p = mlirOperationGetParentOperation(op); !mlirOperationIsNull(p);
+       p = mlirOperationGetParentOperation(p))
+    if (kiln_ir_op_is(p, "scf.for")) return true;
+  return false;
+}
+
+/* Whether a load may be issued again in layout l instead of converting its result:
+ *   - a 1-D load into the column slice of an mma layout (a row vector every row of the
+ *     fragments uses, attention's lse and delta in the dK/dV program), whose elements a thread
+ *     holds in contiguous pairs (the row slice's pairs are 8 apart, which a vector access would
+ *     misread).  Each thread then reads its columns (the 8 lanes of a column group read the
+ *     same addresses, from L1) instead of a trip through shared memory between two barriers.
+ *   - a 2-D tile into an mma layout outside any loop: an epilogue's operand (the GEMM's
+ *     residual, GELU's input), read in the accumulator's fragments.  Each thread loads its
+ *     pairs (32 bits of f16; the 16 bytes four lanes read and the 16 the same lanes read for
+ *     the next 8 columns share a 32-byte sector, so DRAM moves each byte once) and adds them as
+ *     they come.  Converted, the whole blocked tile was staged through shared memory between
+ *     two barriers and then held beside the accumulators: the BERT gemm's residual epilogue in
+ *     the dX layout spilled 8 to 52 bytes in four of its presets (128 registers, or 255 at
+ *     128 x 256); reloaded, none on sm_90, 12 bytes in one on sm_80, and the 128 x 256 tiles
+ *     take 227-247 registers where they took 255.  In a loop the convert stays: a tile read
+ *     again every iteration keeps its coalesced 128-bit loads. */
+static bool reloadable(const KilnGpuLayout *l, int rank, MlirOperation load) {
+  if (rank == 1)
+    return l->kind == KILN_GPU_LAYOUT_SLICE && l->parent == KILN_GPU_LAYOUT_MMA &&
+           l->slice_dim == 0;
+  return rank == 2 && l->kind == KILN_GPU_LAYOUT_MMA && !in_loop(load);
 }
 
 /* A copy of v's computation producing layout l, built before `before`, when that computation is
@@ -820,7 +840,7 @@ static MlirValue remat(MlirValue v, const KilnGpuLayout *l, MlirOperation before
   if (name.length > 6 && memcmp(name.data, "arith.", 6) == 0) arith = true;
   if (!(id == KILN_OP_SPLAT || id == KILN_OP_RANGE || id == KILN_OP_ADDPTR ||
         id == KILN_OP_BROADCAST || id == KILN_OP_EXPAND_DIMS || arith ||
-        (id == KILN_OP_LOAD && reloadable(l, kiln_ir_rank(t)))) ||
+        (id == KILN_OP_LOAD && reloadable(l, kiln_ir_rank(t), p))) ||
       mlirOperationGetNumResults(p) != 1 || mlirOperationGetNumRegions(p) != 0)
     return none;
   KilnGpuLayout ol = *l;
