@@ -40,6 +40,9 @@ gemm_wg_wide="-D BM=128 -D BN=256 -D BK=64 -D num_warps=8 -D num_stages=4 -D GRO
 gemm_wg_deep2="-D BM=128 -D BN=128 -D BK=64 -D num_warps=8 -D num_stages=3 -D min_blocks=2 -D GROUP_M=8 -D wgmma=1 $gemm_sizes"
 # the f32 gemm's default on every device (the preset fma_f32: the FMA path, one block a SM)
 gemm_f32="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=2 -D min_blocks=1 $gemm_sizes"
+# GELU's backward in the dH product's epilogue (EPI 4): its cuda default (the preset gelu_bwd,
+# the tensor-core tile at one block per SM) and wgmma_deep
+gemm_gelu_bwd="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blocks=1 $gemm_sizes"
 gemm_fwd_layout="--multiple-of sam=16 --specialize sak=1 --specialize sbk=1 --multiple-of sbn=16"
 gemm_dx_layout="--multiple-of sam=16 --specialize sak=1 --multiple-of sbk=16 --specialize sbn=1"
 gemm_dw_layout="--specialize sam=1 --multiple-of sak=16 --multiple-of sbk=16 --specialize sbn=1"
@@ -63,6 +66,8 @@ kernels=(
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up on wgmma (the cuda preset wgmma_tc)|$gemm_wg $gemm_fwd_layout"
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * HID * FFN))|$((2 * (NTOK * FFN + HID * FFN + NTOK * HID)))|1|FFN down dX on wgmma (wgmma_tc): M=$NTOK N=$FFN K=$HID, B n-major|$gemm_wg $gemm_dx_layout"
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * HID * FFN * NTOK))|$((2 * (NTOK * HID + NTOK * FFN + HID * FFN)))|1|FFN up dW on wgmma (wgmma_tc): M=$HID N=$FFN K=$NTOK, A m-major|$gemm_wg $gemm_dw_layout"
+  "gemm|gemm.kiln|T=f16 EPI=4|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + 2 * NTOK * FFN + FFN)))|1|dH = dY W2 with GELU's backward in the epilogue (EPI 4, gelu_bwd): M=$NTOK N=$FFN K=$HID, B n-major|$gemm_gelu_bwd $gemm_dx_layout"
+  "gemm|gemm.kiln|T=f16 EPI=4|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + 2 * NTOK * FFN + FFN)))|1|dH = dY W2 with GELU's backward on wgmma (wgmma_deep)|$gemm_wg_deep $gemm_dx_layout"
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up on wgmma, BK 64, 4 stages, a group in flight (wgmma_deep)|$gemm_wg_deep $gemm_fwd_layout"
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * NTOK * FFN * HID))|$((2 * (NTOK * HID + HID * FFN + NTOK * FFN)))|1|FFN up on wgmma, BK 64, 3 stages, two blocks an SM (wgmma_deep2)|$gemm_wg_deep2 $gemm_fwd_layout"
   "gemm|gemm.kiln|T=f16 EPI=0|$((2 * HID * HID * NTOK))|$((2 * (2 * NTOK * HID + HID * HID)))|1|a 1024x1024 dW on one warpgroup's 64x128, BK 64, 4 stages (wgmma_half): M=$HID N=$HID K=$NTOK, A m-major|$gemm_wg_half $gemm_dw_layout"
@@ -79,7 +84,7 @@ kernels=(
   "xent_fwd|xent.kiln|T=f16|$((8 * B * 2))|$((2 * B * 2 + 12 * B))|0|rows=$B classes=2|"
   "xent_bwd|xent.kiln|T=f16|$((8 * B * 2))|$((4 * B * 2 + 12 * B))|0|rows=$B classes=2|"
   "bias_gelu_fwd|gelu.kiln|T=f16|$((20 * NTOK * FFN))|$((4 * NTOK * FFN + 2 * FFN))|0|rows=$NTOK cols=$FFN|-D BLOCK_R=1 -D BLOCK_C=1024 -D num_warps=4 --multiple-of rows=16 --multiple-of cols=16"
-  "bias_gelu_bwd|gelu.kiln|T=f16|$((30 * NTOK * FFN))|$((6 * NTOK * FFN + 2 * FFN))|0|rows=$NTOK cols=$FFN|-D BLOCK_R=1 -D BLOCK_C=1024 -D num_warps=4 --multiple-of rows=16 --multiple-of cols=16"
+  "bias_gelu_bwd|gelu.kiln|T=f16|$((30 * NTOK * FFN))|$((6 * NTOK * FFN + 2 * FFN))|0|rows=$NTOK cols=$FFN (the trainer runs it in the dH gemm's epilogue, EPI 4)|-D BLOCK_R=1 -D BLOCK_C=1024 -D num_warps=4 --multiple-of rows=16 --multiple-of cols=16"
   "tanh_fwd|tanh.kiln|T=f16|$((4 * B * HID))|$((4 * B * HID))|0|n=$((B * HID)) (pooler)|"
   "tanh_bwd|tanh.kiln|T=f16|$((3 * B * HID))|$((6 * B * HID))|0|n=$((B * HID)) (pooler)|"
   "cast_to_f32|cast.kiln|T=f16|$PARAMS|$((6 * PARAMS))|0|n=$PARAMS|"

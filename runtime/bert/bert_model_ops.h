@@ -21,8 +21,8 @@
 
 /* The library instances of one precision (opaque handles of the generated types). */
 typedef struct KilnBertLibs {
-  void *gemm0, *gemm1, *gemm3;     /* gemm.kiln, EPI = 0, 1, 3 (+ colsum_f32) */
-  void *attn16, *attn64;           /* attention.kiln, D = 16, 64 */
+  void *gemm0, *gemm1, *gemm3, *gemm4; /* gemm.kiln, EPI = 0, 1, 3, 4 (+ colsum_f32) */
+  void *attn16, *attn64;               /* attention.kiln, D = 16, 64 */
   void *attn16_drop, *attn64_drop; /* the same with DROPOUT = 1 (dropout on the probabilities) */
   void *drop;                      /* dropout.kiln */
   void *ln, *emb, *xent, *gelu, *tanh;
@@ -56,7 +56,8 @@ typedef struct KilnBertOps {
   /* whether layernorm_bwd has a variant whose block covers `cols` */
   int (*ln_bwd_covers)(int rows, int cols);
 
-  /* c = a b (+ bias, + res) through strides (gemm.kiln); epi 0, 1 or 3 */
+  /* c = a b (+ bias, + res; epi 4: times gelu'(res + bias)) through strides (gemm.kiln); epi 0,
+   * 1, 3 or 4 */
   KilnRtStatus (*gemm)(const KilnBertLibs *l, int epi, void *a, void *b, void *c, void *bias,
                        void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn, int ldc);
   /* out[c] (f32) = sum over rows of x[r ld + c] */
@@ -88,8 +89,6 @@ typedef struct KilnBertOps {
   KilnRtStatus (*xent_bwd)(const KilnBertLibs *l, void *x, int32_t *labels, float *lse,
                            float *dloss, void *dx, int classes, int rows);
   KilnRtStatus (*gelu_fwd)(const KilnBertLibs *l, void *x, void *bias, void *y, int rows, int cols);
-  KilnRtStatus (*gelu_bwd)(const KilnBertLibs *l, void *x, void *bias, void *dy, void *dx, int rows,
-                           int cols);
   KilnRtStatus (*tanh_fwd)(const KilnBertLibs *l, void *x, void *y, int n);
   KilnRtStatus (*tanh_bwd)(const KilnBertLibs *l, void *y, void *dy, void *dx, int n);
   KilnRtStatus (*attn_fwd)(const KilnBertLibs *l, const KilnBertAttn *a);

@@ -140,7 +140,7 @@ struct KilnBertModel {
   float *logits32; /* the logits widened for the host (fp16, bf16) */
   float *loss_rows, *xlse, *loss_sum, *dloss;
   void *dlogits, *dpooled, *dpre;
-  void *dx, *da, *db, *dh, *du, *dctx, *dqkv;
+  void *dx, *da, *db, *du, *dctx, *dqkv;
   float *delta, *part_g, *part_b, *sumsq;
   float *part_t;      /* [ln_parts, types, H] the token-type gradient's partial sums */
   float *colsum_part; /* [colsum parts, the widest bias] a bias gradient's partial sums */
@@ -545,7 +545,6 @@ static size_t plan_parts(KilnBertModel *m, char *base, size_t *ends, size_t *nen
   TAKE_T(m->dx, n * H);
   TAKE_T(m->da, n * H);
   TAKE_T(m->db, n * H);
-  TAKE_T(m->dh, n * F);
   TAKE_T(m->du, n * F);
   TAKE_T(m->dctx, n * H);
   TAKE(m->delta, bhs, float);
@@ -1215,8 +1214,9 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   TRY(drop_bwd(m, m->da, m->db, n * H, l, KILN_BERT_DROP_FFN_OUT, &dffn));
   TRY(linear_dw(m, dffn, H, a->h, F, y->wo2, n, H, F));
   TRY(colsum(m, dffn, g + y->bo2, n, H, H));
-  TRY(linear_dx(m, dffn, H, wt(m, y->wo2), NULL, m->dh, F, n, H, F));
-  RT(m->ops->gelu_bwd(&m->libs, a->u, wt(m, y->bi), m->dh, m->du, n, F), "bias_gelu_bwd");
+  /* du = (dffn W_o2) * gelu'(u + b_i): GELU's backward in the product's epilogue (EPI 4), so
+   * that the gradient of h is never written and read back */
+  TRY(gemm(m, 4, dffn, wt(m, y->wo2), m->du, wt(m, y->bi), a->u, n, F, H, H, 1, F, 1, F));
   TRY(linear_dw(m, m->du, F, a->x1, H, y->wi, n, F, H));
   TRY(colsum(m, m->du, g + y->bi, n, F, F));
   /* db = gradient of x1: through the FFN plus the residual */

@@ -150,7 +150,7 @@ static KilnRtStatus tap_gemm(const KilnBertLibs *l, int epi, void *a, void *b, v
   KilnBertPlan *p = PLAN(l);
   cost(p, 2.0 * M * N * K,
        esize(p) *
-           ((double)M * K + (double)K * N + (double)M * N * (epi == 3 ? 2 : 1) + (epi ? N : 0)));
+           ((double)M * K + (double)K * N + (double)M * N * (epi >= 3 ? 2 : 1) + (epi ? N : 0)));
   char pins[64];
   char epis[16];
   /* the TF32 table's gemm libraries are built with -D TF32=1: the pin names them */
@@ -344,22 +344,6 @@ static KilnRtStatus tap_gelu_fwd(const KilnBertLibs *l, void *x, void *bias, voi
                         "y: %s[rows*cols]; grid=cdiv(rows, BLOCK_R), cdiv(cols, BLOCK_C)",
                         rows, cols, T, T, T);
   FORWARD(l, st, gelu_fwd, x, bias, y, rows, cols);
-}
-
-static KilnRtStatus tap_gelu_bwd(const KilnBertLibs *l, void *x, void *bias, void *dy, void *dx,
-                                 int rows, int cols) {
-  KilnBertPlan *p = PLAN(l);
-  cost(p, 0, esize(p) * (3.0 * rows * cols + cols));
-  char pins[64];
-  const char *T = p->T;
-  char sh[48];
-  KilnRtStatus st = put(p, "gelu.kiln", pins_t(p, pins, sizeof pins, "TANH=0"), "bias_gelu_bwd",
-                        dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
-                        "kernel=bias_gelu_bwd; rows=%d; cols=%d; x: %s[rows*cols]; bias: %s[cols]; "
-                        "dy: %s[rows*cols]; dx: %s[rows*cols]; "
-                        "grid=cdiv(rows, BLOCK_R), cdiv(cols, BLOCK_C)",
-                        rows, cols, T, T, T, T);
-  FORWARD(l, st, gelu_bwd, x, bias, dy, dx, rows, cols);
 }
 
 static KilnRtStatus tap_tanh_fwd(const KilnBertLibs *l, void *x, void *y, int n) {
@@ -615,7 +599,6 @@ static KilnBertOps tap_table(const KilnBertOps *like) {
       .xent_fwd = tap_xent_fwd,
       .xent_bwd = tap_xent_bwd,
       .gelu_fwd = tap_gelu_fwd,
-      .gelu_bwd = tap_gelu_bwd,
       .tanh_fwd = tap_tanh_fwd,
       .tanh_bwd = tap_tanh_bwd,
       .attn_fwd = tap_attn_fwd,

@@ -19,11 +19,23 @@ typedef struct Gemm {
   size_t a_len, b_len;
 } Gemm;
 
-static double ref_elem(const Gemm *g, size_t m, size_t n) {
+/* A B at (m, n), in double. */
+static double ref_product(const Gemm *g, size_t m, size_t n) {
   double acc = 0.0;
   for (size_t k = 0; k < (size_t)g->K; k++)
     acc += (double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] *
            g->b[k * (size_t)g->sbk + n * (size_t)g->sbn];
+  return acc;
+}
+
+/* EPI 4's GELU input at (m, n): res + bias. */
+static double gelu_input(const Gemm *g, size_t m, size_t n) {
+  return (double)g->res[m * (size_t)g->N + n] + g->bias[n];
+}
+
+static double ref_elem(const Gemm *g, size_t m, size_t n) {
+  double acc = ref_product(g, m, n);
+  if (g->epi == 4) return acc * kiln_bert_ref_gelu_grad(gelu_input(g, m, n), 0);
   if (g->epi >= 1) acc += g->bias[n];
   if (g->epi == 2) acc = kiln_bert_ref_gelu(acc, 0);
   if (g->epi == 3) acc += g->res[m * (size_t)g->N + n];
@@ -81,21 +93,25 @@ static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, Kiln
  * core's accumulation may truncate rather than round (an ulp, not half, per addition). The bias
  * and residual additions add 2^-24 of the partial sums each (<= 2 2^-24 (S + |bias| + |res|)).
  * GELU multiplies an input error by |gelu'| <= 1.13 and adds its own f32 error (test_gelu.c:
- * 20 2^-24 of 0.5 |v| and two roundings of y). */
+ * 20 2^-24 of 0.5 |v| and two roundings of y). GELU's backward (EPI 4) multiplies the
+ * product's error by |gelu'(v)| and adds |A B| times the error of the f32 gelu'(v): 10 2^-24
+ * of its own (test_gelu.c) and the rounding of v = res + bias (2^-24 |v|) times |gelu''| <= 0.8,
+ * plus the rounding of the product. */
 static double gemm_f32_error(const Gemm *g, size_t m, size_t n, double c) {
   double s = 0.0;
   for (size_t k = 0; k < (size_t)g->K; k++)
     s += fabs((double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] *
               g->b[k * (size_t)g->sbk + n * (size_t)g->sbn]);
+  if (g->epi == 4) {
+    double v = gelu_input(g, m, n);
+    return fabs(kiln_bert_ref_gelu_grad(v, 0)) * 0x1p-24 * 2.0 * g->K * s +
+           0x1p-24 * (fabs(ref_product(g, m, n)) * (10 + 0.8 * fabs(v)) + fabs(c));
+  }
   double bias = g->epi >= 1 ? fabs((double)g->bias[n]) : 0.0;
   double res = g->epi == 3 ? fabs((double)g->res[m * (size_t)g->N + n]) : 0.0;
   double e = 0x1p-24 * (2.0 * g->K * s + 2 * (s + bias + res));
   if (g->epi == 2) {
-    double v = 0.0; /* the GELU's argument, A B + bias, in double */
-    for (size_t k = 0; k < (size_t)g->K; k++)
-      v += (double)g->a[m * (size_t)g->sam + k * (size_t)g->sak] *
-           g->b[k * (size_t)g->sbk + n * (size_t)g->sbn];
-    v += g->bias[n];
+    double v = ref_product(g, m, n) + g->bias[n]; /* the GELU's argument, in double */
     e = 1.13 * e + 0x1p-24 * (0.5 * fabs(v) * 20 + 2 * fabs(c));
   }
   return e;
@@ -305,13 +321,14 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
 
 bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
   bool ok = true;
-  /* Epilogues: none, bias, bias + GELU, bias + residual. */
-  ok &= run_epilogues(dev, 77, 64, 96, 32, 32, 16, KILN_SCALAR_F32, 0, 3,
+  /* Epilogues: none, bias, bias + GELU, bias + residual, GELU's backward. */
+  ok &= run_epilogues(dev, 77, 64, 96, 32, 32, 16, KILN_SCALAR_F32, 0, 4,
                       7000); /* ragged M, exact N, K */
-  ok &= run_epilogues(dev, 37, 100, 40, 16, 16, 16, KILN_SCALAR_F16, 2, 3,
+  ok &= run_epilogues(dev, 37, 100, 40, 16, 16, 16, KILN_SCALAR_F16, 2, 4,
                       7001); /* ragged on all axes */
   ok &= run_epilogues(dev, 45, 72, 56, 16, 32, 16, KILN_SCALAR_BF16, 1, 2, 7005); /* ragged M, K */
-  ok &= run_epilogues(dev, 1, 1, 1, 16, 16, 16, KILN_SCALAR_F32, 3, 3, 7002);     /* degenerate */
+  ok &= run_epilogues(dev, 45, 72, 56, 16, 32, 16, KILN_SCALAR_BF16, 4, 4, 7009);
+  ok &= run_epilogues(dev, 1, 1, 1, 16, 16, 16, KILN_SCALAR_F32, 3, 3, 7002); /* degenerate */
   ok &= run_backward(dev, 74, 96, 37, 7100);
   /* The grouped program order: 5 block rows in groups of 3 (the last group has 2), 7 block
    * columns; a program mapped to the wrong tile leaves sentinels or wrong values. */
@@ -323,6 +340,9 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
   ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_F32, 45, 40, 56, 16, 16, 16, 4, 2, 3, 7032);
   ok &= run_layout(dev, LAYOUT_FWD, false, KILN_SCALAR_F16, 50, 70, 40, 16, 32, 16, 4, 2, 2, 7033);
   ok &= run_layout(dev, LAYOUT_DW, false, KILN_SCALAR_BF16, 40, 48, 37, 32, 16, 16, 4, 2, 1, 7034);
+  /* GELU's backward in the dX product, as the trainer calls it (dH = dY W2 * gelu'(u + b)) */
+  ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_F16, 45, 72, 40, 16, 32, 16, 4, 2, 4, 7035);
+  ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_F32, 50, 40, 56, 32, 32, 16, 4, 2, 4, 7036);
   /* On emu also tiles the tuner picks on a GPU (each layout is its own lowering there; the cpu
    * target computes every tile the same way). */
   if (kiln_bert_on_emu(dev)) {
@@ -372,6 +392,15 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
                      7027);
     ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_BF16, 136, 264, 136, 128, 256, 64, 8, 4, 1,
                      7028);
+    /* GELU's backward (EPI 4) in the dX layout at the cuda default's tile (the preset gelu_bwd:
+     * 64x128x32 on 4 warps, 4 stages), on mma.sync and on wgmma, both 16-bit types; the
+     * epilogue's operand tile is read in the accumulator's fragments (layout_pass.c) */
+    ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_BF16, 100, 136, 72, 64, 128, 32, 4, 4, 4,
+                     7037);
+    ok &=
+        run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_F16, 72, 136, 96, 64, 128, 32, 4, 4, 4, 7038);
+    ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_BF16, 136, 128, 64, 128, 128, 64, 8, 4, 4,
+                     7039);
     /* tf32 (f32 with TF32 = 1): the forward on wgmma .tf32 at the wgmma_tf32 preset's tile
      * (128x128x32 on 8 warps; 128-byte rows of f32) and at BK 16 with a group in flight; dX
      * and dW on mma.sync with wgmma asked for */
@@ -380,6 +409,7 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
     ok &= run_layout(dev, LAYOUT_FWD, true, KILN_SCALAR_F32, 70, 128, 136, 64, 128, 16, 4, 4, 2,
                      7020);
     ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_F32, 96, 136, 48, 64, 64, 32, 4, 3, 0, 7021);
+    ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_F32, 70, 64, 40, 64, 64, 32, 4, 3, 4, 7040);
     ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_F32, 72, 64, 96, 64, 64, 32, 4, 3, 3, 7022);
   }
   return ok;

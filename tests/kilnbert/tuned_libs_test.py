@@ -42,7 +42,7 @@ kb, vocab, kiln, runner, src, build, work, generator, cc = sys.argv[1:10]
 check = kbtest.Checks()
 SHAPE = ["--model", "tiny", "--precision", "fp32", "--batch", "4", "--seq-len", "16",
          "--device", "cpu"]
-GEMM_LIBS = ("kb_gemm0_f32", "kb_gemm1_f32", "kb_gemm3_f32")
+GEMM_LIBS = ("kb_gemm0_f32", "kb_gemm1_f32", "kb_gemm3_f32", "kb_gemm4_f32")
 LOSS_TOL, NORM_TOL = 1e-5, 1e-4
 
 
