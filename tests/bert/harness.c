@@ -99,6 +99,15 @@ void kiln_bert_fail(KilnBertRun *run, const char *fmt, ...) {
 
 bool kiln_bert_on_emu(const KilnBertDevice *dev) { return dev->target != KILN_TARGET_CPU; }
 
+bool kiln_bert_fits_smem(const KilnBertDevice *dev, size_t bytes) {
+  if (dev->target == KILN_TARGET_CPU) return true;
+  KilnRtDeviceInfo info;
+  if (!dev->emit && dev->rt && kiln_rt_device_kind(dev->rt) == KILN_RT_DEVICE_CUDA &&
+      kiln_rt_device_info(dev->rt, &info) == KILN_RT_OK && info.shared_mem_per_block > 0)
+    return bytes <= info.shared_mem_per_block;
+  return bytes <= (size_t)(dev->target == KILN_TARGET_SM80 ? 163 : 227) * 1024;
+}
+
 void kiln_bert_begin(KilnBertRun *run, const KilnBertDevice *dev, const char *fmt, ...) {
   /* Read when the kernel is compiled, during the run this begins. */
   static KilnCompileOptions extra;

@@ -54,6 +54,11 @@ typedef KilnTestRun KilnBertRun;
  * the shapes and tiles they pick for the emulator (it runs GPU threads as fibers, thousands of
  * times slower than the cpu target), so that a bundle holds what a GPU run asks for. */
 bool kiln_bert_on_emu(const KilnBertDevice *dev);
+/* Whether a program with `bytes` of shared memory runs on dev: the cpu always; a bundle being
+ * emitted for sm_80 up to its 163 KiB, for sm_90 and emu up to 227 KiB; a GPU up to what it
+ * reports (its opt-in maximum per block). A configuration that does not fit is skipped, in
+ * the emitted bundle and on the GPU alike, rather than failing to compile or to load. */
+bool kiln_bert_fits_smem(const KilnBertDevice *dev, size_t bytes);
 /* The name of an element type ("bf16"), without the frontend (a GPU machine's build has none). */
 const char *kiln_bert_type_name(KilnScalarKind t);
 /* Starts a configuration on dev; the printf-style label (prefixed with the target) names it in

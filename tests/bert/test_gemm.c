@@ -205,6 +205,14 @@ static bool run_layout(const KilnBertDevice *dev, int layout, bool wgmma, KilnSc
                        int stages, int epi, uint64_t seed) {
   static const char *const names[] = {"forward (B k-major)", "dX (B n-major)", "dW (A m-major)"};
   bool tf32 = wgmma && t == KILN_SCALAR_F32;
+  /* the cp.async ring of A and B tiles: wgmma_wide's 192 KiB is more than sm_80 has */
+  size_t ring = (size_t)stages * ((size_t)bm * bk + (size_t)bk * bn) * kiln_bert_elem_size(t);
+  if (!kiln_bert_fits_smem(dev, ring)) {
+    printf(
+        "  skip %s %s %dx%dx%d tiles: a %zu-byte ring is more shared memory than the target has\n",
+        names[layout], kiln_bert_type_name(t), bm, bn, bk, ring);
+    return true;
+  }
   KilnBertRun run;
   kiln_bert_begin(&run, dev, "%s %s %s %dx%dx%d tiles %dx%dx%d on %d warps, %d stages, epilogue %d",
                   tf32 ? "tf32" : kiln_bert_type_name(t), wgmma ? "wgmma" : "layout", names[layout],
