@@ -401,9 +401,10 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
     ok &= run_layout(dev, LAYOUT_DW, true, KILN_SCALAR_BF16, 136, 264, 136, 128, 256, 64, 8, 4, 1,
                      7028);
     /* GELU's backward (EPI 4) in the dX layout at the cuda default's tile (the preset gelu_bwd:
-     * 64x128x32 on 4 warps, 4 stages), on mma.sync and on wgmma, both 16-bit types; the
+     * 128x128x32 on 8 warps, 3 stages) on mma.sync, and at the tiles of half (64x128x32 on 4
+     * warps, 4 stages) and wgmma_deep (128x128x64 on 8 warps) on wgmma, both 16-bit types; the
      * epilogue's operand tile is read in the accumulator's fragments (layout_pass.c) */
-    ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_BF16, 100, 136, 72, 64, 128, 32, 4, 4, 4,
+    ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_BF16, 100, 136, 72, 128, 128, 32, 8, 3, 4,
                      7037);
     ok &=
         run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_F16, 72, 136, 96, 64, 128, 32, 4, 4, 4, 7038);
