@@ -26,10 +26,10 @@ BHSD=$((B * HEADS * S * HD))         # elements of one of q, k, v, o
 SQ=$((B * HEADS * S * S * HD))        # one S x S x D product over all heads
 
 # the promises of the gemm's FFN-up call y = x W^T (W read k-major): M, N, K, the row strides
-# multiples of 16, the unit strides compiled in
+# multiples of 16, the unit strides and the one part of K (splits = 1) compiled in
 gemm_fwd="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blocks=2 \
 --multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-of sam=16 --specialize sak=1 \
---specialize sbk=1 --multiple-of sbn=16 --multiple-of scm=16 --specialize scn=1"
+--specialize sbk=1 --multiple-of sbn=16 --multiple-of scm=16 --specialize scn=1 --specialize splits=1"
 # the gemm on sm_90's wgmma (the `for cuda` presets wgmma_tc and wgmma_deep) in the three layouts
 # of a linear layer's products: y = x W^T (B k-major), dX = dY W (B n-major), dW = X^T dY (A m-major)
 gemm_sizes="--multiple-of M=16 --multiple-of N=16 --multiple-of K=16 --multiple-of scm=16 --specialize scn=1"
@@ -43,8 +43,10 @@ gemm_f32="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=2 -D min_blo
 # GELU's backward in the dH product's epilogue (EPI 4): its cuda default (the preset gelu_bwd,
 # the tensor-core tile at one block per SM) and wgmma_deep
 gemm_gelu_bwd="-D BM=128 -D BN=128 -D BK=32 -D num_warps=8 -D num_stages=3 -D min_blocks=1 $gemm_sizes"
-gemm_fwd_layout="--multiple-of sam=16 --specialize sak=1 --specialize sbk=1 --multiple-of sbn=16"
-gemm_dx_layout="--multiple-of sam=16 --specialize sak=1 --multiple-of sbk=16 --specialize sbn=1"
+# the forward and dX copies compile in one part of K (splits = 1); the dW copy takes any (the
+# trainer splits the weight gradients' K: gemm.kiln, model.c linear_dw)
+gemm_fwd_layout="--multiple-of sam=16 --specialize sak=1 --specialize sbk=1 --multiple-of sbn=16 --specialize splits=1"
+gemm_dx_layout="--multiple-of sam=16 --specialize sak=1 --multiple-of sbk=16 --specialize sbn=1 --specialize splits=1"
 gemm_dw_layout="--specialize sam=1 --multiple-of sak=16 --multiple-of sbk=16 --specialize sbn=1"
 wide="-D BLOCK=1024 -D num_warps=4"
 # the attention kernels' %16 copy: S, the strides and the dropout offset multiples of 16 (the

@@ -57,9 +57,10 @@ typedef struct KilnBertOps {
   int (*ln_bwd_covers)(int rows, int cols);
 
   /* c = a b (+ bias, + res; epi 4: times gelu'(res + bias)) through strides (gemm.kiln); epi 0,
-   * 1, 3 or 4 */
+   * 1, 3 or 4; splits > 1 (epi 0): K in that many parts, part z's sum at c + z M ldc */
   KilnRtStatus (*gemm)(const KilnBertLibs *l, int epi, void *a, void *b, void *c, void *bias,
-                       void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn, int ldc);
+                       void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn, int ldc,
+                       int splits);
   /* out[c] (f32) = sum over rows of x[r ld + c] */
   /* out[p * cols + c] = sum of x[r, c] over part p's rows (the BLOCK_R-row blocks p, p + parts,
    * ...): with parts = 1 the column sums themselves (colsum_f32) */

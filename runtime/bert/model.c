@@ -69,6 +69,14 @@
 /* Programs of the gradient norm's first stage (grad_sumsq): a fixed count, so that the norm's
  * order of additions depends on the parameter count and the library's BLOCK only. */
 #define SUMSQ_PARTS 1024
+/* Split K of a weight gradient dW = dY^T X (gemm.kiln's splits): its N x K output is a few tiles
+ * and its K the batch's rows, so that BERT-large's attention output dW (1024 x 1024 over 12288
+ * rows) is 64 tiles of 128 x 128 where an H100 or H200 runs 264 at two a SM. Parts of at least
+ * DW_SPLIT_ROWS rows, at most DW_SPLITS of them, as many as bring the tiles up to
+ * DW_SPLIT_TILES; the same on every device, so that a run's bits do not depend on it. */
+#define DW_SPLIT_TILES 264
+#define DW_SPLIT_ROWS  512
+#define DW_SPLITS      8
 
 /* Offsets (in floats) of one encoder layer's parameters, valid in the parameter, gradient and
  * moment buffers alike. */
@@ -129,7 +137,7 @@ struct KilnBertModel {
   float *params, *grads, *m, *v; /* f32: the (master) parameters, gradients, moments */
   float *stash; /* the step's earlier micro-batches' gradient sum (set_stash), or NULL */
   void *w;      /* the weights the kernels read: params (fp32), else their T copy */
-  void *dw;     /* T scratch for one linear layer's weight gradient (fp16, bf16) */
+  void *dw;     /* T scratch of linear_dw: a weight gradient rounded to T, or its split parts */
   int32_t *ids, *types, *labels, *kv_len, *found_inf;
   void *zeros; /* zero residual / bias for kernels that take one */
   void *emb_out, *emb_s;
@@ -226,7 +234,7 @@ static KilnBertStatus gemm(KilnBertModel *m, int epi, void *a, void *b, void *c,
                            int ldc) {
   if (!bias) bias = m->zeros;
   if (!res) res = m->zeros;
-  RT(m->ops->gemm(&m->libs, epi, a, b, c, bias, res, M, N, K, sam, sak, sbk, sbn, ldc), "gemm");
+  RT(m->ops->gemm(&m->libs, epi, a, b, c, bias, res, M, N, K, sam, sak, sbk, sbn, ldc, 1), "gemm");
   return KILN_BERT_OK;
 }
 
@@ -241,17 +249,6 @@ static KilnBertStatus linear_fwd(KilnBertModel *m, void *x, int ldx, void *w, vo
 static KilnBertStatus linear_dx(KilnBertModel *m, void *dy, int ldy, void *w, void *res, void *dx,
                                 int ldx, int M, int N, int K) {
   return gemm(m, res ? 3 : 0, dy, w, dx, NULL, res, M, K, N, ldy, 1, K, 1, ldx);
-}
-
-/* dW[N, K] = dY[M, N]^T X[M, K] (row strides ldy, ldx), written over the f32 gradient at
- * parameter offset `off`: directly in fp32, else through the T scratch and a widening copy. */
-static KilnBertStatus linear_dw(KilnBertModel *m, void *dy, int ldy, void *x, int ldx, size_t off,
-                                int M, int N, int K) {
-  if (!m->ops->half_weights)
-    return gemm(m, 0, dy, x, m->grads + off, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K);
-  TRY(gemm(m, 0, dy, x, m->dw, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K));
-  RT(m->ops->to_f32(&m->libs, m->dw, m->grads + off, N * K), "cast_to_f32");
-  return KILN_BERT_OK;
 }
 
 /* The programs of the first stage of a LayerNorm backward's weight reduction over n rows. */
@@ -278,6 +275,33 @@ static KilnBertStatus colsum(KilnBertModel *m, void *x, float *out, int rows, in
   }
   RT(m->ops->colsum(&m->libs, x, m->colsum_part, rows, cols, ld, parts), "colsum_f32");
   RT(m->ops->sum_rows(&m->libs, m->colsum_part, out, parts, cols), "layernorm_bwd_reduce");
+  return KILN_BERT_OK;
+}
+
+/* The parts of K = `rows` that dW [N, K] is computed in (DW_SPLIT_TILES). */
+static int dw_splits(size_t rows, size_t N, size_t K) {
+  size_t tiles = ((N + 127) / 128) * ((K + 127) / 128);
+  size_t s = DW_SPLIT_TILES / tiles, most = rows / DW_SPLIT_ROWS;
+  if (s > most) s = most;
+  if (s > DW_SPLITS) s = DW_SPLITS;
+  return s < 1 ? 1 : (int)s;
+}
+
+/* dW[N, K] = dY[M, N]^T X[M, K] (row strides ldy, ldx), written over the f32 gradient at
+ * parameter offset `off`: in fp32 in one part directly; else through the T scratch m->dw, with
+ * a widening copy (one part) or the parts' column sums (split K: colsum_f32 over `splits`
+ * rows of N K columns, f32 whatever T). */
+static KilnBertStatus linear_dw(KilnBertModel *m, void *dy, int ldy, void *x, int ldx, size_t off,
+                                int M, int N, int K) {
+  int splits = dw_splits((size_t)M, (size_t)N, (size_t)K);
+  float *grad = m->grads + off;
+  if (!m->ops->half_weights && splits == 1)
+    return gemm(m, 0, dy, x, grad, NULL, NULL, N, K, M, 1, ldy, ldx, 1, K);
+  RT(m->ops->gemm(&m->libs, 0, dy, x, m->dw, m->zeros, m->zeros, N, K, M, 1, ldy, ldx, 1, K,
+                  splits),
+     "gemm");
+  if (splits > 1) return colsum(m, m->dw, grad, splits, N * K, N * K);
+  RT(m->ops->to_f32(&m->libs, m->dw, grad, N * K), "cast_to_f32");
   return KILN_BERT_OK;
 }
 
@@ -465,6 +489,22 @@ static int plan_runs(KilnBertModel *m) {
   return 0;
 }
 
+/* The elements of linear_dw's scratch at up to n encoder rows: the largest weight gradient
+ * that is split or rounded to T, times its parts (0 when none is). */
+static size_t dw_scratch(const KilnBertModel *m, size_t n) {
+  size_t H = (size_t)m->H, F = (size_t)m->F, B = (size_t)m->max_rows;
+  /* every linear_dw: [rows, N, K] */
+  const size_t shapes[][3] = {{n, 3 * H, H}, {n, H, H}, {n, F, H},
+                              {n, H, F},     {B, H, H}, {B, (size_t)m->NL, H}};
+  size_t most = 0;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    size_t splits = (size_t)dw_splits(shapes[i][0], shapes[i][1], shapes[i][2]);
+    size_t need = splits * shapes[i][1] * shapes[i][2];
+    if ((splits > 1 || m->ops->half_weights) && need > most) most = need;
+  }
+  return most;
+}
+
 /* Carves every device buffer out of one allocation: called twice, first with base NULL to
  * size it (the pointers stay NULL), then with the real base. 64-byte aligned pieces; TAKE_T
  * for buffers of the element type T. The end of each piece goes to ends[] when given (at most
@@ -488,20 +528,20 @@ static size_t plan_parts(KilnBertModel *m, char *base, size_t *ends, size_t *nen
   size_t zn = n * H > F ? n * H : F;
   if (zn < 3 * H) zn = 3 * H;
   int half = m->ops->half_weights;
-  /* the largest linear weight: [F, H], the fused QKV's [3H, H] or the classifier's [NL, H] */
+  /* the widest linear weight: [F, H], the fused QKV's [3H, H] or the classifier's [NL, H] */
   size_t wrows = F > 3 * H ? F : 3 * H;
-  size_t wmax = H * (wrows > NL ? wrows : NL);
   TAKE(m->params, P, float);
   TAKE(m->grads, P, float);
   TAKE(m->m, P, float);
   TAKE(m->v, P, float);
   if (half) {
     TAKE_T(m->w, P);
-    TAKE_T(m->dw, wmax);
     TAKE(m->logits32, B * NL, float);
   } else {
     m->w = m->params;
   }
+  size_t dw_elems = dw_scratch(m, n);
+  if (dw_elems) TAKE_T(m->dw, dw_elems);
   TAKE(m->ids, n, int32_t);
   TAKE(m->types, n, int32_t);
   TAKE(m->word_order, n, int32_t);

@@ -146,27 +146,29 @@ static int tap_ln_bwd_covers(int rows, int cols) {
 
 static KilnRtStatus tap_gemm(const KilnBertLibs *l, int epi, void *a, void *b, void *c, void *bias,
                              void *res, int M, int N, int K, int sam, int sak, int sbk, int sbn,
-                             int ldc) {
+                             int ldc, int splits) {
   KilnBertPlan *p = PLAN(l);
+  /* a split product writes a C per part (the partial sums) */
   cost(p, 2.0 * M * N * K,
-       esize(p) *
-           ((double)M * K + (double)K * N + (double)M * N * (epi >= 3 ? 2 : 1) + (epi ? N : 0)));
+       esize(p) * ((double)M * K + (double)K * N + (double)M * N * (epi >= 3 ? 2 : splits) +
+                   (epi ? N : 0)));
   char pins[64];
   char epis[16];
   /* the TF32 table's gemm libraries are built with -D TF32=1: the pin names them */
   snprintf(epis, sizeof epis, "EPI=%d%s", epi, p->prec == KILN_BERT_FP32_TF32 ? " TF32=1" : "");
   const char *T = p->T;
-  long long nc = reach(M, N, ldc, 1);
+  long long nc = reach(M, N, ldc, 1), nparts = nc + (long long)(splits - 1) * M * ldc;
   char sh[48];
-  KilnRtStatus st = put(p, "gemm.kiln", pins_t(p, pins, sizeof pins, epis), "gemm",
-                        dims(sh, sizeof sh, "M=%d N=%d K=%d %c%c", M, N, K, sak == 1 ? 'n' : 't',
-                             sbn == 1 ? 'n' : 't'),
-                        "kernel=gemm; M=%d; N=%d; K=%d; sam=%d; sak=%d; sbk=%d; sbn=%d; scm=%d; "
-                        "scn=1; a: %s[%lld]; b: %s[%lld]; c: %s[%lld]; bias: %s[N]; "
-                        "res: %s[%lld]; grid=cdiv(M, BM), cdiv(N, BN)",
-                        M, N, K, sam, sak, sbk, sbn, ldc, T, reach(M, K, sam, sak), T,
-                        reach(K, N, sbk, sbn), T, nc, T, T, nc);
-  FORWARD(l, st, gemm, epi, a, b, c, bias, res, M, N, K, sam, sak, sbk, sbn, ldc);
+  KilnRtStatus st =
+      put(p, "gemm.kiln", pins_t(p, pins, sizeof pins, epis), "gemm",
+          dims(sh, sizeof sh, "M=%d N=%d K=%d %c%c%s%.0d", M, N, K, sak == 1 ? 'n' : 't',
+               sbn == 1 ? 'n' : 't', splits > 1 ? " split " : "", splits > 1 ? splits : 0),
+          "kernel=gemm; M=%d; N=%d; K=%d; sam=%d; sak=%d; sbk=%d; sbn=%d; scm=%d; "
+          "scn=1; splits=%d; a: %s[%lld]; b: %s[%lld]; c: %s[%lld]; bias: %s[N]; "
+          "res: %s[%lld]; grid=cdiv(M, BM), cdiv(N, BN), splits",
+          M, N, K, sam, sak, sbk, sbn, ldc, splits, T, reach(M, K, sam, sak), T,
+          reach(K, N, sbk, sbn), T, nparts, T, T, nc);
+  FORWARD(l, st, gemm, epi, a, b, c, bias, res, M, N, K, sam, sak, sbk, sbn, ldc, splits);
 }
 
 static KilnRtStatus tap_colsum(const KilnBertLibs *l, void *x, float *out, int rows, int cols,

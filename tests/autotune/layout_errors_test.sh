@@ -8,7 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 bufs="a: f16[M*K]; b: f16[K*N]; c: f16[M*N]; bias: f16[N]?; res: f16[M*N]?; grid=cdiv(M, BM), cdiv(N, BN)"
-fwd="kernel=gemm; M=128; N=64; K=64; sam=K; sak=1; sbk=1; sbn=K; scm=N; scn=1; $bufs"
+fwd="kernel=gemm; M=128; N=64; K=64; sam=K; sak=1; sbk=1; sbn=K; scm=N; scn=1; splits=1; $bufs"
 # case NAME SPEC2 EXPECTED-TEXT
 case_() {
   local name=$1 spec=$2 want=$3 rc
@@ -22,10 +22,10 @@ case_() {
     fails=$((fails + 1))
   fi
 }
-case_ missing "kernel=gemm; M=128; N=64; K=64; sam=K; sbk=N; sbn=1; scm=N; scn=1; $bufs" \
+case_ missing "kernel=gemm; M=128; N=64; K=64; sam=K; sbk=N; sbn=1; scm=N; scn=1; splits=1; $bufs" \
   "'gemm': its spec 2 (a further layout): --args gives no value for parameter 'sak'"
 # (a scalar entry naming no parameter is a helper name, docs/tuning.md; a buffer is an error)
-case_ unknown "kernel=gemm; M=128; N=64; K=64; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; zz: f16[4]; $bufs" \
+case_ unknown "kernel=gemm; M=128; N=64; K=64; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; splits=1; zz: f16[4]; $bufs" \
   "'gemm': its spec 2 (a further layout): --args gives a buffer 'zz', which is not a parameter"
 [ "$fails" -eq 0 ] || exit 1
 echo "all ok"

@@ -28,11 +28,11 @@
 #include "libcall_util.h"
 
 /* The copies' promises, as `kiln lib` writes them for the specs of CMakeLists.txt (M=128,
- * N=64, K=64): the parameters M, N, K, sam, sak, sbk, sbn, scm, scn in order. */
-#define SIG_FWD  "M%16,N%16,K%16,sam%16,sak=1,sbk=1,sbn%16,scm%16,scn=1"
-#define SIG_FWD8 "M%8,N%8,K%8,sam%8,sak=1,sbk=1,sbn%8,scm%8,scn=1"
-#define SIG_DX   "M%16,N%16,K%16,sam%16,sak=1,sbk%16,sbn=1,scm%16,scn=1"
-#define SIG_DW   "M%16,N%16,K%16,sam=1,sak%16,sbk%16,sbn=1,scm%16,scn=1"
+ * N=64, K=64): the parameters M, N, K, sam, sak, sbk, sbn, scm, scn, splits in order. */
+#define SIG_FWD  "M%16,N%16,K%16,sam%16,sak=1,sbk=1,sbn%16,scm%16,scn=1,splits=1"
+#define SIG_FWD8 "M%8,N%8,K%8,sam%8,sak=1,sbk=1,sbn%8,scm%8,scn=1,splits=1"
+#define SIG_DX   "M%16,N%16,K%16,sam%16,sak=1,sbk%16,sbn=1,scm%16,scn=1,splits=1"
+#define SIG_DW   "M%16,N%16,K%16,sam=1,sak%16,sbk%16,sbn=1,scm%16,scn=1,splits=1"
 
 typedef enum Layout { FWD, DX, DW, AT_BK } Layout;
 
@@ -84,14 +84,15 @@ static int run_case(LAYOUT() * lib, KilnRtDevice *dev, const Case *c) {
   int bad = !da || !db || !dy;
   KilnRtStatus st = bad ? KILN_RT_ERROR_OUT_OF_MEMORY
                         : LAYOUT(_gemm)(lib, da, db, dy, NULL, NULL, c->M, c->N, c->K, s[0], s[1],
-                                        s[2], s[3], c->N, 1, NULL, NULL, NULL);
+                                        s[2], s[3], c->N, 1, 1, NULL, NULL, NULL);
   if (st == KILN_RT_OK) st = kiln_rt_memcpy_dtoh(dev, y, dy, M * N * 2, NULL);
   bad |= st != KILN_RT_OK;
   double worst = 0.0;
   for (size_t i = 0; i < M * N && !bad; i++)
     worst = fmax(worst, fabs(kiln_ref_f16_to_f32(y[i]) - ref[i]) / fmax(1.0, fabs(ref[i])));
   bad |= !(worst <= 2e-3);
-  LAYOUT(_gemm_config) cfg = LAYOUT(_gemm_pick)(c->M, c->N, c->K, s[0], s[1], s[2], s[3], c->N, 1);
+  LAYOUT(_gemm_config)
+  cfg = LAYOUT(_gemm_pick)(c->M, c->N, c->K, s[0], s[1], s[2], s[3], c->N, 1, 1);
   const char *sig = cfg.signature ? cfg.signature : "";
   bad |= strcmp(sig, c->copy) != 0;
   printf("%s %s: %dx%dx%d strides %d,%d,%d,%d ran '%s' (want '%s'), max rel err %.2e (tol "

@@ -50,7 +50,7 @@ static int run_case(gemmspec *lib, KilnRtDevice *dev, const Case *c) {
   int bad = !da || !db || !dbias || !dy;
   KilnRtStatus st = bad ? KILN_RT_ERROR_OUT_OF_MEMORY
                         : gemmspec_gemm(lib, da, db, dy, dbias, dy, c->M, c->N, c->K, sam, sak, sbk,
-                                        sbn, scm, scn, NULL, NULL, NULL);
+                                        sbn, scm, scn, 1, NULL, NULL, NULL);
   if (st == KILN_RT_OK) st = kiln_rt_memcpy_dtoh(dev, y, dy, M * N * 2, NULL);
   bad |= st != KILN_RT_OK;
   double worst = 0.0;
@@ -59,7 +59,7 @@ static int run_case(gemmspec *lib, KilnRtDevice *dev, const Case *c) {
     worst = fmax(worst, err);
   }
   bad |= !(worst <= 2e-3);
-  gemmspec_gemm_config cfg = gemmspec_gemm_pick(c->M, c->N, c->K, sam, sak, sbk, sbn, scm, scn);
+  gemmspec_gemm_config cfg = gemmspec_gemm_pick(c->M, c->N, c->K, sam, sak, sbk, sbn, scm, scn, 1);
   int specialized = cfg.signature && cfg.signature[0];
   bad |= specialized != c->specialized;
   printf("%s %s: %dx%dx%d, %s variant (promises '%s'), max rel err %.2e (tol 2e-3), status %s\n",

@@ -83,6 +83,10 @@ static inline void kiln_bert_launch(KilnBertRun *run, KilnRtFunction *fn, uint32
                                     void **args) {
   kiln_test_launch(run, fn, gx, gy, args);
 }
+static inline void kiln_bert_launch3(KilnBertRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy,
+                                     uint32_t gz, void **args) {
+  kiln_test_launch3(run, fn, gx, gy, gz, args);
+}
 static inline void kiln_bert_fetch(KilnBertRun *run, void *host, const void *d, size_t bytes) {
   kiln_test_fetch(run, host, d, bytes);
 }

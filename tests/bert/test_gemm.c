@@ -17,7 +17,10 @@ typedef struct Gemm {
   const float *a, *b, *bias, *res; /* res: M x N dense (the kernel reads it at C's strides) */
   int32_t M, N, K, sam, sak, sbk, sbn, epi;
   size_t a_len, b_len;
+  int32_t splits; /* K in this many parts, each with a C of its own (0: one) */
 } Gemm;
+
+static int32_t gemm_splits(const Gemm *g) { return g->splits > 1 ? g->splits : 1; }
 
 /* A B at (m, n), in double. */
 static double ref_product(const Gemm *g, size_t m, size_t n) {
@@ -43,10 +46,12 @@ static double ref_elem(const Gemm *g, size_t m, size_t n) {
 }
 
 /* Runs the product on fn (gemm with element type t: inputs converted to t, output read back as
- * f32) and returns C densely, checking its sentinels. */
+ * f32) and returns C densely, checking its sentinels; a split product's parts one after
+ * another (splits x M rows). */
 static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, KilnScalarKind t,
                        int bm, int bn) {
-  size_t M = (size_t)g->M, N = (size_t)g->N, ld = N + PAD, total = M * ld + KILN_BERT_TAIL;
+  size_t S = (size_t)gemm_splits(g);
+  size_t M = (size_t)g->M, N = (size_t)g->N, ld = N + PAD, total = S * M * ld + KILN_BERT_TAIL;
   size_t esz = kiln_bert_elem_size(t);
   float *res_ld = kiln_bert_alloc(M * ld, 4);
   for (size_t m = 0; m < M && g->res; m++)
@@ -61,7 +66,7 @@ static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, Kiln
     dev[i] = kiln_bert_input_t(run, src, len, t);
   }
   void *dc = kiln_bert_output(run, total * esz);
-  int32_t scm = (int32_t)ld, scn = 1;
+  int32_t scm = (int32_t)ld, scn = 1, splits = (int32_t)S;
   void *args[] = {&dev[0],
                   &dev[1],
                   &dc,
@@ -75,13 +80,15 @@ static float *run_gemm(KilnBertRun *run, KilnRtFunction *fn, const Gemm *g, Kiln
                   (void *)&g->sbk,
                   (void *)&g->sbn,
                   &scm,
-                  &scn};
-  kiln_bert_launch(run, fn, kiln_bert_cdiv(M, (size_t)bm), kiln_bert_cdiv(N, (size_t)bn), args);
+                  &scn,
+                  &splits};
+  kiln_bert_launch3(run, fn, kiln_bert_cdiv(M, (size_t)bm), kiln_bert_cdiv(N, (size_t)bn),
+                    (uint32_t)S, args);
   unsigned char *raw = kiln_bert_alloc(total, esz);
   kiln_bert_fetch(run, raw, dc, total * esz);
-  kiln_bert_check_untouched(run, "c", raw, esz, total, M, N, ld);
-  float *c = kiln_bert_alloc(M * N, 4);
-  for (size_t m = 0; m < M; m++)
+  kiln_bert_check_untouched(run, "c", raw, esz, total, S * M, N, ld);
+  float *c = kiln_bert_alloc(S * M * N, 4);
+  for (size_t m = 0; m < S * M; m++)
     for (size_t n = 0; n < N; n++) c[m * N + n] = kiln_bert_elem_get(raw, m * ld + n, t);
   free(raw), free(res_ld);
   return c;
@@ -135,6 +142,25 @@ static void check_gemm(KilnBertRun *run, const char *what, const float *c, const
   free(ref), free(e);
 }
 
+/* Each part of a split product against the product of its own K steps (the kernel's promise:
+ * part z adds the BK-wide steps [z steps, (z + 1) steps) of cdiv(K, BK), steps =
+ * cdiv(cdiv(K, BK), splits); a part past K is zeros), at f32's 1e-5 or the per-element bound;
+ * one part is the whole product. */
+static void check_parts(KilnBertRun *run, const float *c, const Gemm *g, int bk, KilnScalarKind t) {
+  int32_t S = gemm_splits(g), steps = (g->K + bk - 1) / bk;
+  steps = (steps + S - 1) / S;
+  for (int32_t z = 0; z < S && run->ok; z++) {
+    int32_t lo = z * steps * bk, hi = lo + steps * bk < g->K ? lo + steps * bk : g->K;
+    Gemm part = *g;
+    part.K = hi > lo ? hi - lo : 0;
+    if (part.K) part.a += (size_t)lo * (size_t)g->sak, part.b += (size_t)lo * (size_t)g->sbk;
+    char what[32];
+    snprintf(what, sizeof what, "c part %d of %d", z, S);
+    check_gemm(run, S > 1 ? what : "c", c + (size_t)z * (size_t)g->M * (size_t)g->N, &part, t,
+               1e-5);
+  }
+}
+
 /* Every epilogue on one shape, the programs in the order GROUP_M = group; inputs rounded to t. */
 static bool run_grouped(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t K, int bm, int bn,
                         int bk, int group, KilnScalarKind t, int epi_lo, int epi_hi,
@@ -156,7 +182,7 @@ static bool run_grouped(const KilnBertDevice *dev, int32_t M, int32_t N, int32_t
     KilnDefine defs[] = {{"T", t},   {"BM", bm},   {"BN", bn},
                          {"BK", bk}, {"EPI", epi}, {"GROUP_M", group}};
     KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 6);
-    Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
+    Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN, 1};
     float *c = run_gemm(&run, fn, &g, t, bm, bn);
     char what[32];
     snprintf(what, sizeof what, "c epi %d", epi);
@@ -200,9 +226,9 @@ static void make_tf32_exact(float *v, size_t n) {
  * the reference's, exact in f32: the accumulation's error alone, as the f32 runs), where the
  * forward layout runs wgmma .tf32 and dX and dW, whose m- or n-major operand wgmma .tf32
  * cannot read, stay on mma.sync. */
-static bool run_layout(const KilnBertDevice *dev, int layout, bool wgmma, KilnScalarKind t,
-                       int32_t M, int32_t N, int32_t K, int bm, int bn, int bk, int warps,
-                       int stages, int epi, uint64_t seed) {
+static bool run_layout_split(const KilnBertDevice *dev, int layout, bool wgmma, KilnScalarKind t,
+                             int32_t M, int32_t N, int32_t K, int bm, int bn, int bk, int warps,
+                             int stages, int epi, int32_t splits, uint64_t seed) {
   static const char *const names[] = {"forward (B k-major)", "dX (B n-major)", "dW (A m-major)"};
   bool tf32 = wgmma && t == KILN_SCALAR_F32;
   /* the cp.async ring of A and B tiles: wgmma_wide's 192 KiB is more than sm_80 has */
@@ -214,9 +240,10 @@ static bool run_layout(const KilnBertDevice *dev, int layout, bool wgmma, KilnSc
     return true;
   }
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %s %s %dx%dx%d tiles %dx%dx%d on %d warps, %d stages, epilogue %d",
+  kiln_bert_begin(&run, dev,
+                  "%s %s %s %dx%dx%d tiles %dx%dx%d on %d warps, %d stages, epilogue %d, K in %d",
                   tf32 ? "tf32" : kiln_bert_type_name(t), wgmma ? "wgmma" : "layout", names[layout],
-                  M, N, K, bm, bn, bk, warps, stages, epi);
+                  M, N, K, bm, bn, bk, warps, stages, epi, splits);
   KilnDefine unit[2] = {{layout == LAYOUT_DW ? "sam" : "sak", 1},
                         {layout == LAYOUT_FWD ? "sbk" : "sbn", 1}};
   KilnDefine mult[2] = {{layout == LAYOUT_DW ? "sak" : "sam", 8},
@@ -233,7 +260,7 @@ static bool run_layout(const KilnBertDevice *dev, int layout, bool wgmma, KilnSc
   float *bias = kiln_bert_random_t(&rng, sN, -1.0f, 1.0f, t),
         *res = kiln_bert_random_t(&rng, sM * sN, -1.0f, 1.0f, t);
   if (tf32) make_tf32_exact(a, sM * sK), make_tf32_exact(b, sK * sN);
-  Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN};
+  Gemm g = {a, b, bias, res, M, N, K, K, 1, N, 1, epi, sM * sK, sK * sN, splits};
   if (layout == LAYOUT_FWD) g.sbk = 1, g.sbn = K;
   if (layout == LAYOUT_DW) g.sam = 1, g.sak = M;
   KilnDefine defs[] = {{"T", t},         {"BM", bm},    {"BN", bn},
@@ -241,9 +268,15 @@ static bool run_layout(const KilnBertDevice *dev, int layout, bool wgmma, KilnSc
                        {"wgmma", wgmma}, {"TF32", tf32}};
   KilnRtFunction *fn = kiln_bert_kernel(&run, "gemm", "gemm", defs, 8);
   float *c = run_gemm(&run, fn, &g, t, bm, bn);
-  if (run.ok) check_gemm(&run, "c", c, &g, t, 1e-5);
+  if (run.ok) check_parts(&run, c, &g, bk, t);
   free(c), free(a), free(b), free(bias), free(res);
   return kiln_bert_end(&run);
+}
+
+static bool run_layout(const KilnBertDevice *dev, int layout, bool wgmma, KilnScalarKind t,
+                       int32_t M, int32_t N, int32_t K, int bm, int bn, int bk, int warps,
+                       int stages, int epi, uint64_t seed) {
+  return run_layout_split(dev, layout, wgmma, t, M, N, K, bm, bn, bk, warps, stages, epi, 1, seed);
 }
 
 /* L = sum w * (X W + b), in double, from a forward product. */
@@ -274,8 +307,8 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
         *w = kiln_bert_random_f32(&rng, sK * sN, -1.0f, 1.0f);
   float *b = kiln_bert_random_f32(&rng, sN, -1.0f, 1.0f),
         *dy = kiln_bert_random_f32(&rng, sM * sN, -1.0f, 1.0f);
-  Gemm gdx = {dy, w, NULL, NULL, M, K, N, N, 1, 1, N, 0, sM * sN, sK * sN}; /* B = W^T */
-  Gemm gdw = {x, dy, NULL, NULL, K, N, M, 1, K, N, 1, 0, sM * sK, sM * sN}; /* A = X^T */
+  Gemm gdx = {dy, w, NULL, NULL, M, K, N, N, 1, 1, N, 0, sM * sN, sK * sN, 1}; /* B = W^T */
+  Gemm gdw = {x, dy, NULL, NULL, K, N, M, 1, K, N, 1, 0, sM * sK, sM * sN, 1}; /* A = X^T */
   float *dx = run_gemm(&run, plain, &gdx, KILN_SCALAR_F32, T, T),
         *dw = run_gemm(&run, plain, &gdw, KILN_SCALAR_F32, T, T);
   check_gemm(&run, "dX", dx, &gdx, KILN_SCALAR_F32, 1e-5);
@@ -313,7 +346,7 @@ static bool run_backward(const KilnBertDevice *dev, int32_t M, int32_t K, int32_
       double l[2];
       for (int s = 0; s < 2; s++) {
         vals[t][i] = s == 0 ? keep + h : keep - h;
-        Gemm g = {x, w, b, NULL, M, N, K, K, 1, N, 1, 1, sM * sK, sK * sN};
+        Gemm g = {x, w, b, NULL, M, N, K, K, 1, N, 1, 1, sM * sK, sK * sN, 1};
         float *y = run_gemm(&run, fwd, &g, KILN_SCALAR_F32, T, T);
         l[s] = loss(y, dy, sM * sN);
         free(y);
@@ -351,6 +384,14 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
   /* GELU's backward in the dX product, as the trainer calls it (dH = dY W2 * gelu'(u + b)) */
   ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_F16, 45, 72, 40, 16, 32, 16, 4, 2, 4, 7035);
   ok &= run_layout(dev, LAYOUT_DX, false, KILN_SCALAR_F32, 50, 40, 56, 32, 32, 16, 4, 2, 4, 7036);
+  /* Split K (the trainer's weight gradients, EPI 0): ragged parts (K 200 in 13 steps of 16: 5,
+   * 5, 3), a part past K (K 40 in 3 steps, 4 parts: the last is zeros), the forward layout */
+  ok &= run_layout_split(dev, LAYOUT_DW, false, KILN_SCALAR_F32, 72, 64, 200, 32, 32, 16, 4, 2, 0,
+                         3, 7041);
+  ok &= run_layout_split(dev, LAYOUT_DW, false, KILN_SCALAR_F16, 40, 48, 40, 16, 32, 16, 4, 2, 0, 4,
+                         7042);
+  ok &= run_layout_split(dev, LAYOUT_FWD, false, KILN_SCALAR_BF16, 45, 40, 96, 16, 16, 32, 4, 2, 0,
+                         2, 7043);
   /* On emu also tiles the tuner picks on a GPU (each layout is its own lowering there; the cpu
    * target computes every tile the same way). */
   if (kiln_bert_on_emu(dev)) {
@@ -410,6 +451,15 @@ bool kiln_bert_test_gemm(const KilnBertDevice *dev) {
         run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_F16, 72, 136, 96, 64, 128, 32, 4, 4, 4, 7038);
     ok &= run_layout(dev, LAYOUT_DX, true, KILN_SCALAR_BF16, 136, 128, 64, 128, 128, 64, 8, 4, 4,
                      7039);
+    /* Split K at the GPU tiles: the cuda default on mma.sync (128x128x32, 3 stages),
+     * wgmma_deep (128x128x64 on two warpgroups, 4 stages: a group in flight) and wgmma_half
+     * (64x128x64), each part's K loop starting past 0 (the pipeline's prologue at k_lo) */
+    ok &= run_layout_split(dev, LAYOUT_DW, false, KILN_SCALAR_BF16, 136, 128, 300, 128, 128, 32, 8,
+                           3, 0, 3, 7044);
+    ok &= run_layout_split(dev, LAYOUT_DW, true, KILN_SCALAR_F16, 128, 136, 520, 128, 128, 64, 8, 4,
+                           0, 4, 7045);
+    ok &= run_layout_split(dev, LAYOUT_DW, true, KILN_SCALAR_BF16, 72, 128, 264, 64, 128, 64, 4, 4,
+                           0, 2, 7046);
     /* tf32 (f32 with TF32 = 1): the forward on wgmma .tf32 at the wgmma_tf32 preset's tile
      * (128x128x32 on 8 warps; 128-byte rows of f32) and at BK 16 with a group in flight; dX
      * and dW on mma.sync with wgmma asked for */

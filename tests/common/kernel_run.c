@@ -279,12 +279,17 @@ void *kiln_test_output(KilnTestRun *run, size_t bytes) {
 }
 
 void kiln_test_launch(KilnTestRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy, void **args) {
+  kiln_test_launch3(run, fn, gx, gy, 1, args);
+}
+
+void kiln_test_launch3(KilnTestRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy, uint32_t gz,
+                       void **args) {
   if (!run->ok || run->d.emit) return;
   KilnRtLaunchConfig cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.grid[0] = gx;
   cfg.grid[1] = gy;
-  cfg.grid[2] = 1;
+  cfg.grid[2] = gz;
   cfg.block_threads = 32 * (uint32_t)run->d.num_warps;
   KilnRtStatus st = kiln_rt_launch(fn, &cfg, args, NULL);
   if (st != KILN_RT_OK) {

@@ -78,6 +78,9 @@ void *kiln_test_output(KilnTestRun *run, size_t bytes);
 void kiln_test_upload(KilnTestRun *run, void *d, const void *host, size_t bytes);
 /* Runs fn on a gx x gy grid of 32 * num_warps threads each and waits for it. */
 void kiln_test_launch(KilnTestRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy, void **args);
+/* The same over a 3-D grid (gz programs along z). */
+void kiln_test_launch3(KilnTestRun *run, KilnRtFunction *fn, uint32_t gx, uint32_t gy, uint32_t gz,
+                       void **args);
 void kiln_test_fetch(KilnTestRun *run, void *host, const void *d, size_t bytes);
 /* Marks the run failed with a message (nothing in emit mode: no check means anything there). */
 void kiln_test_fail(KilnTestRun *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

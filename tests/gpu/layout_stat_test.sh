@@ -17,9 +17,9 @@ source "$(dirname "$0")/stat_prelude.sh"
 bufs="a: f16[M*K]; b: f16[K*N]; c: f16[M*N]; bias: f16[N]?; res: f16[M*N]?; grid=cdiv(M, BM), cdiv(N, BN)"
 if ! "$kiln" lib "$kdir/gemm.kiln" --kernel gemm --device emu -D T=f16 -D EPI=0 -o "$tmp/lib" \
     --lib-name layouts \
-    --args "kernel=gemm; M=256; N=128; K=128; sam=K; sak=1; sbk=1; sbn=K; scm=N; scn=1; $bufs" \
-    --args "kernel=gemm; M=256; N=128; K=128; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; $bufs" \
-    --args "kernel=gemm; M=256; N=128; K=128; sam=1; sak=M; sbk=N; sbn=1; scm=N; scn=1; $bufs" \
+    --args "kernel=gemm; M=256; N=128; K=128; sam=K; sak=1; sbk=1; sbn=K; scm=N; scn=1; splits=1; $bufs" \
+    --args "kernel=gemm; M=256; N=128; K=128; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; splits=1; $bufs" \
+    --args "kernel=gemm; M=256; N=128; K=128; sam=1; sak=M; sbk=N; sbn=1; scm=N; scn=1; splits=1; $bufs" \
     2>"$tmp/lib.txt"; then
   echo "FAIL: kiln lib failed"; sed 's/^/    /' "$tmp/lib.txt" | head -20
   exit 1

@@ -92,55 +92,62 @@ static void gemm_rules(KilnRtDevice *dev, kb_gemm0_f32 *g0, kb_gemm3_f32 *g3) {
   float *zero = bias; /* EPI 0 reads neither bias nor res: its rule for them is 1 element */
 
   sentinel(c, C_EXT);
-  computed(
-      "dW layout, every buffer its extent",
-      kb_gemm0_f32_gemm(g0, a, b, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, NULL, NULL, NULL),
-      a, b, c, NULL, NULL);
+  computed("dW layout, every buffer its extent",
+           kb_gemm0_f32_gemm(g0, a, b, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, 1, NULL,
+                             NULL, NULL),
+           a, b, c, NULL, NULL);
   sentinel(c, C_EXT);
   refused("a one element short of its extent",
-          kb_gemm0_f32_gemm(g0, a_short, b, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, NULL,
+          kb_gemm0_f32_gemm(g0, a_short, b, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, 1, NULL,
                             NULL, NULL),
           "kb_gemm0_f32_gemm: buffer a needs 5088 bytes ((M - 1) * sam + (K - 1) * sak + 1 = 1272 "
           "elements of 4 bytes) but 5084 bytes are registered from a",
           c);
   refused("b one element short of its extent",
-          kb_gemm0_f32_gemm(g0, a, b_short, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, NULL,
+          kb_gemm0_f32_gemm(g0, a, b_short, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, 1, NULL,
                             NULL, NULL),
           "buffer b needs 3824 bytes ((K - 1) * sbk + (N - 1) * sbn + 1 = 956 elements of 4 "
           "bytes) but 3820 bytes are registered from b",
           c);
   sentinel(c_short, C_EXT - 1);
   refused("c one element short of its extent",
-          kb_gemm0_f32_gemm(g0, a, b, c_short, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, NULL,
+          kb_gemm0_f32_gemm(g0, a, b, c_short, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, 1, NULL,
                             NULL, NULL),
-          "buffer c needs 2196 bytes ((M - 1) * scm + (N - 1) * scn + 1 = 549 elements of 4 "
-          "bytes) but 2192 bytes are registered from c",
+          "buffer c needs 2196 bytes ((splits - 1) * M * scm + (M - 1) * scm + (N - 1) * scn + 1 = "
+          "549 elements of 4 bytes) but 2192 bytes are registered from c",
           c_short);
+  /* K in two parts: a C per part, M * LDC elements apart (model.c linear_dw's scratch) */
+  refused("c one part of a split product",
+          kb_gemm0_f32_gemm(g0, a, b, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, 2, NULL, NULL,
+                            NULL),
+          "buffer c needs 4404 bytes ((splits - 1) * M * scm + (M - 1) * scm + (N - 1) * scn + 1 "
+          "= 1101 elements of 4 bytes) but 2196 bytes are registered from c",
+          c);
   float on_stack[4] = {0};
   refused("a pointer in no allocation",
-          kb_gemm0_f32_gemm(g0, on_stack, b, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, NULL,
-                            NULL, NULL),
+          kb_gemm0_f32_gemm(g0, on_stack, b, c, zero, zero, M, N, K, 1, LDA, LDB, 1, LDC, 1, 1,
+                            NULL, NULL, NULL),
           "kb_gemm0_f32_gemm: pointer a = ", c);
   /* M and sam at INT32_MAX: an extent of about 2^62 elements, refused before any arithmetic
    * on the pointers (and the grid of 2^31 / BM blocks is never computed) */
   refused("an extent near 2^62 elements",
           kb_gemm0_f32_gemm(g0, a, b, c, zero, zero, INT32_MAX, N, 2, INT32_MAX, 1, LDB, 1, LDC, 1,
-                            NULL, NULL, NULL),
+                            1, NULL, NULL, NULL),
           "buffer a needs", c);
 
   /* EPI 3 (+ bias + res, res with c's strides) */
   sentinel(c, C_EXT);
-  computed(
-      "EPI 3, bias and res their extents",
-      kb_gemm3_f32_gemm(g3, a, b, c, bias, res, M, N, K, 1, LDA, LDB, 1, LDC, 1, NULL, NULL, NULL),
-      a, b, c, bias, res);
+  computed("EPI 3, bias and res their extents",
+           kb_gemm3_f32_gemm(g3, a, b, c, bias, res, M, N, K, 1, LDA, LDB, 1, LDC, 1, 1, NULL, NULL,
+                             NULL),
+           a, b, c, bias, res);
   sentinel(c, C_EXT);
   refused("EPI 3, bias one element short",
-          kb_gemm3_f32_gemm(g3, a, b, c, bias_short, res, M, N, K, 1, LDA, LDB, 1, LDC, 1, NULL,
+          kb_gemm3_f32_gemm(g3, a, b, c, bias_short, res, M, N, K, 1, LDA, LDB, 1, LDC, 1, 1, NULL,
                             NULL, NULL),
           "buffer bias needs 80 bytes (N = 20 elements of 4 bytes) but 76 bytes are registered", c);
   refused("EPI 3, res one element short",
-          kb_gemm3_f32_gemm(g3, a, b, c, bias, res_short, M, N, K, 1, LDA, LDB, 1, LDC, 1, NULL,
+          kb_gemm3_f32_gemm(g3, a, b, c, bias, res_short, M, N, K, 1, LDA, LDB, 1, LDC, 1, 1, NULL,
                             NULL, NULL),
           "buffer res needs 2196 bytes ((M - 1) * scm + (N - 1) * scn + 1 = 549 elements of 4 "
           "bytes) but 2192 bytes are registered from res",

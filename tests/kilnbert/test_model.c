@@ -41,9 +41,11 @@ static KilnBertStatus count_calls(void *user, float *grads, size_t n, KilnRtStre
 /* The gradients of a batch of 79 rows of 16 tokens (1264, rows of random lengths) against the
  * reference: past 1024 rows LayerNorm's weight gradients take a partial row per 16 rows (79
  * programs) and the bias gradients' column sums come in parts of 128 rows (10, the last one
- * ragged) added by a second pass, where the 2 x 16 batch above takes one part each. The same
- * tolerances (their fp32 chains are no longer: the sums over rows grow from 32 to 1264 terms,
- * about sqrt(1264) u = 2e-6 relative, under the 1e-4 of a tensor's largest gradient). */
+ * ragged) added by a second pass, and the encoder's weight gradients are products of K in
+ * two parts (model.c dw_splits: about 632 rows each) added by colsum_f32, where the 2 x 16
+ * batch above takes one part each. The same tolerances (their fp32 chains are no longer: the
+ * sums over rows grow from 32 to 1264 terms, about sqrt(1264) u = 2e-6 relative, under the
+ * 1e-4 of a tensor's largest gradient). */
 enum { BIG_ROWS = 79, BIG_COLS = 16 };
 
 static void check_big_batch(void) {
