@@ -48,6 +48,34 @@ static KilnBertStatus count_calls(void *user, float *grads, size_t n, KilnRtStre
  * 1e-4 of a tensor's largest gradient). */
 enum { BIG_ROWS = 79, BIG_COLS = 16 };
 
+/* The same batch in a half precision (unit roundoff u): the gradients, unscaled, against the
+ * double reference within HALF_GRAD_U u of each tensor's largest gradient. Every activation,
+ * weight and weight-gradient part is rounded to T, so a tensor's gradient errs by a few u of
+ * its scale (measured: 2.2 u in fp16, 2.7 u in bf16); a weight gradient missing a part of K,
+ * or a part added twice, is off by about half its size. */
+#define HALF_GRAD_U 16
+static void big_batch_half(const KbTestModel *t, KilnBertPrecision prec, double u,
+                           const int32_t *ids, const int32_t *lens, const int32_t *labels) {
+  KilnBertModel *m = NULL;
+  float loss = 0;
+  KilnBertStatus st =
+      kiln_bert_model_create_precision(t->dev, &t->cfg, prec, BIG_ROWS, BIG_COLS, &m);
+  if (st == KILN_BERT_OK) st = kiln_bert_model_set_params(m, t->flat);
+  if (st == KILN_BERT_OK)
+    st = kiln_bert_model_forward(m, ids, lens, labels, BIG_ROWS, BIG_COLS, &loss, NULL);
+  if (st == KILN_BERT_OK) st = kiln_bert_model_backward(m);
+  if (st == KILN_BERT_OK) st = kiln_bert_model_get_grads(m, t->got);
+  CHECK(st == KILN_BERT_OK, "precision %d, 79 x 16: %s", (int)prec, kiln_bert_last_error());
+  if (st == KILN_BERT_OK) {
+    double scale = kiln_bert_model_scaler(m)->scale;
+    for (size_t i = 0; i < t->lay->total; i++) t->got[i] = (float)(t->got[i] / scale);
+    double worst = kb_test_check_grads_within(t->lay, t->got, t->gd, NULL, HALF_GRAD_U * u);
+    printf("79 x 16 in %s: gradients' worst error / tolerance %.3g (%d u of a tensor's largest)\n",
+           prec == KILN_BERT_FP16 ? "fp16" : "bf16", worst, HALF_GRAD_U);
+  }
+  kiln_bert_model_destroy(m);
+}
+
 static void check_big_batch(void) {
   /* kilnbert.model_parts lowers the launch's index limit below this batch's tensors (80,896
    * floats of FFN activations) on purpose: its point is the small model's parts */
@@ -80,6 +108,8 @@ static void check_big_batch(void) {
   double worst = kb_test_check_grads(t.lay, t.got, t.gd, NULL);
   printf("79 x 16: loss %.9g, reference %.9g; gradients: worst error / tolerance %.3g\n", loss, ref,
          worst);
+  big_batch_half(&t, KILN_BERT_FP16, 0x1p-11, ids, lens, labels);
+  big_batch_half(&t, KILN_BERT_BF16, 0x1p-8, ids, lens, labels);
   kb_test_model_close(&t);
 }
 
