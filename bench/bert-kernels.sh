@@ -22,7 +22,7 @@ qkv projection + bias|gemm|gemm|-D EPI=1|M=256; N=2304; K=768; sam=K; sak=1; sbk
 attention forward|attention|attn_fwd|-D D=64|S=128; H=12; sb=S*H*64; sh=64; ss=H*64; osb=S*H*64; osh=64; oss=H*64; scale=0.125; p_drop=0.1; seed=1; offset=0; q: $T[2*S*H*64]; k: $T[2*S*H*64]; v: $T[2*S*H*64]; o: $T[2*S*H*64]; lse: f32[2*H*S]; kv_len: i32[2]=128; grid=cdiv(S, BM), 2*H
 output projection + residual|gemm|gemm|-D EPI=3|M=256; N=768; K=768; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; splits=1; a: $T[M*K]; b: $T[K*N]; c: $T[M*N]; bias: $T[N]; res: $T[M*N]; grid=cdiv(M, BM), cdiv(N, BN)
 dropout + residual|dropout|dropout_add_fwd||n=256*768; p=0.1; seed=1; offset=0; x: $T[n]; res: $T[n]; y: $T[n]; grid=cdiv(n, BLOCK)
-residual + layernorm|layernorm|layernorm_fwd||cols=768; eps=1e-12; x: $T[256*cols]; res: $T[256*cols]; gamma: $T[cols]; beta: $T[cols]; s_out: $T[256*cols]; y: $T[256*cols]; mean: f32[256]; rstd: f32[256]; grid=256
+dropout + residual + layernorm|layernorm|layernorm_fwd||cols=768; eps=1e-12; p=0.1; seed=12345; offset=0; x: $T[256*cols]; res: $T[256*cols]; gamma: $T[cols]; beta: $T[cols]; s_out: $T[256*cols]; y: $T[256*cols]; mean: f32[256]; rstd: f32[256]; grid=256
 FFN up + bias + GELU|gemm|gemm|-D EPI=2|M=256; N=3072; K=768; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; splits=1; a: $T[M*K]; b: $T[K*N]; c: $T[M*N]; bias: $T[N]; res: $T[1]; grid=cdiv(M, BM), cdiv(N, BN)
 FFN down + residual|gemm|gemm|-D EPI=3|M=256; N=768; K=3072; sam=K; sak=1; sbk=N; sbn=1; scm=N; scn=1; splits=1; a: $T[M*K]; b: $T[K*N]; c: $T[M*N]; bias: $T[N]; res: $T[M*N]; grid=cdiv(M, BM), cdiv(N, BN)
 MLM cross-entropy|xent|xent_fwd|--index-bits 64|classes=30522; ignore_index=-100; x: $T[256*classes]; labels: i32[256]; loss: f32[256]; lse_out: f32[256]; grid=256

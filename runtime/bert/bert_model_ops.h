@@ -66,11 +66,16 @@ typedef struct KilnBertOps {
    * ...): with parts = 1 the column sums themselves (colsum_f32) */
   KilnRtStatus (*colsum)(const KilnBertLibs *l, void *x, float *out, int rows, int cols, int ld,
                          int parts);
+  /* s = dropout(x) + res (p > 0: the stream (seed, offset) over the [rows, cols] x, as
+   * drop_fwd draws it; p = 0: x + res), y = LayerNorm(s) */
   KilnRtStatus (*ln_fwd)(const KilnBertLibs *l, void *x, void *res, void *gamma, void *beta,
-                         void *s, void *y, float *mean, float *rstd, int rows, int cols, float eps);
+                         void *s, void *y, float *mean, float *rstd, int rows, int cols, float eps,
+                         float p, int32_t seed, int32_t offset);
+  /* dx = the gradient of s; with p > 0 also dx_drop = the gradient of the forward's x before
+   * its dropout (drop_bwd of dx; not written at p = 0) */
   KilnRtStatus (*ln_bwd)(const KilnBertLibs *l, void *s, void *dy, void *gamma, float *mean,
-                         float *rstd, void *dx, float *part_g, float *part_b, int rows, int cols,
-                         int parts);
+                         float *rstd, void *dx, void *dx_drop, float *part_g, float *part_b,
+                         int rows, int cols, int parts, float p, int32_t seed, int32_t offset);
   /* out[c] = sum of the f32 rows part[p cols + c], p < parts */
   KilnRtStatus (*sum_rows)(const KilnBertLibs *l, float *part, float *out, int parts, int cols);
   KilnRtStatus (*emb_fwd)(const KilnBertLibs *l, int32_t *ids, int32_t *types, void *word,

@@ -305,23 +305,32 @@ static KilnBertStatus linear_dw(KilnBertModel *m, void *dy, int ldy, void *x, in
   return KILN_BERT_OK;
 }
 
+/* s = x + res, y = LayerNorm(s); with `drop` (a site's stream, dropout on) x is dropped first:
+ * s = dropout(x) + res in one pass, where a dropout launch over x came before. */
 static KilnBertStatus layernorm_fwd(KilnBertModel *m, void *x, void *res, size_t g, size_t b,
-                                    void *s, void *y, float *mean, float *rstd, int n) {
+                                    void *s, void *y, float *mean, float *rstd, int n,
+                                    const KilnBertPhilox *drop) {
   RT(m->ops->ln_fwd(&m->libs, x, res, wt(m, g), wt(m, b), s, y, mean, rstd, n, m->H,
-                    (float)m->cfg.layer_norm_eps),
+                    (float)m->cfg.layer_norm_eps, drop ? m->drop_p : 0.0f, drop ? drop->seed : 0,
+                    drop ? drop->offset : 0),
      "layernorm_fwd");
   return KILN_BERT_OK;
 }
 
-/* dx = LayerNorm backward of dy at s; gamma's and beta's gradients into the gradient buffer. */
+/* dx = LayerNorm backward of dy at s; gamma's and beta's gradients into the gradient buffer.
+ * With `drop` (the forward's stream) also dx_drop = the gradient of the forward's x before its
+ * dropout, in the same pass, returned in *x_grad; without, *x_grad = dx. */
 static KilnBertStatus layernorm_bwd(KilnBertModel *m, void *s, void *dy, size_t g, size_t b,
-                                    float *mean, float *rstd, void *dx, int n) {
+                                    float *mean, float *rstd, void *dx, void *dx_drop, int n,
+                                    const KilnBertPhilox *drop, void **x_grad) {
   int parts = ln_parts(n);
-  RT(m->ops->ln_bwd(&m->libs, s, dy, wt(m, g), mean, rstd, dx, m->part_g, m->part_b, n, m->H,
-                    parts),
+  RT(m->ops->ln_bwd(&m->libs, s, dy, wt(m, g), mean, rstd, dx, drop ? dx_drop : dx, m->part_g,
+                    m->part_b, n, m->H, parts, drop ? m->drop_p : 0.0f, drop ? drop->seed : 0,
+                    drop ? drop->offset : 0),
      "layernorm_bwd");
   RT(m->ops->sum_rows(&m->libs, m->part_g, m->grads + g, parts, m->H), "layernorm_bwd_reduce");
   RT(m->ops->sum_rows(&m->libs, m->part_b, m->grads + b, parts, m->H), "layernorm_bwd_reduce");
+  if (x_grad) *x_grad = drop ? dx_drop : dx;
   return KILN_BERT_OK;
 }
 
@@ -330,6 +339,15 @@ static KilnBertStatus layernorm_bwd(KilnBertModel *m, void *s, void *dy, size_t 
 static KilnBertPhilox drop_stream(const KilnBertModel *m, int layer, KilnBertDropSite site) {
   return kiln_bert_dropout_stream(m->drop_seed, m->drop_step, layer, site, m->rows, m->cols,
                                   &m->cfg);
+}
+
+/* A site's stream in *buf when dropout is on, else NULL (what layernorm_fwd and layernorm_bwd
+ * take for "no dropout"). */
+static const KilnBertPhilox *site_stream(const KilnBertModel *m, int layer, KilnBertDropSite site,
+                                         KilnBertPhilox *buf) {
+  if (m->drop_p <= 0) return NULL;
+  *buf = drop_stream(m, layer, site);
+  return buf;
 }
 
 /* One attention call on layer activations a: Q, K, V at qkv, qkv + H, qkv + 2H with the
@@ -1113,16 +1131,18 @@ static KilnBertStatus encoder_layer_fwd(KilnBertModel *m, int l) {
   /* Q, K and V in one product: W_qkv [3H, H] and b_qkv [3H] are consecutive in the layout */
   TRY(linear_fwd(m, x, H, wt(m, y->w[0]), wt(m, y->b[0]), NULL, a->qkv, 3 * H, n, 3 * H, H));
   TRY(attn_fwd(m, a));
-  /* attention output dense, then LayerNorm(. + x) */
+  /* attention output dense, then LayerNorm(dropout(.) + x) */
+  KilnBertPhilox ph;
   TRY(linear_fwd(m, a->ctx, H, wt(m, y->wo), wt(m, y->bo), NULL, m->da, H, n, H, H));
-  TRY(drop_fwd(m, m->da, m->da, n * H, l, KILN_BERT_DROP_ATTN_OUT));
-  TRY(layernorm_fwd(m, m->da, x, y->g1, y->b1, a->s1, a->x1, a->mean1, a->rstd1, n));
-  /* FFN: u = x1 W_i^T, h = gelu(u + b_i) (u kept for GELU's backward), then LayerNorm(. + x1) */
+  TRY(layernorm_fwd(m, m->da, x, y->g1, y->b1, a->s1, a->x1, a->mean1, a->rstd1, n,
+                    site_stream(m, l, KILN_BERT_DROP_ATTN_OUT, &ph)));
+  /* FFN: u = x1 W_i^T, h = gelu(u + b_i) (u kept for GELU's backward), then
+   * LayerNorm(dropout(.) + x1) */
   TRY(gemm(m, 0, a->x1, wt(m, y->wi), a->u, NULL, NULL, n, F, H, H, 1, 1, H, F));
   RT(m->ops->gelu_fwd(&m->libs, a->u, wt(m, y->bi), a->h, n, F), "bias_gelu_fwd");
   TRY(linear_fwd(m, a->h, F, wt(m, y->wo2), wt(m, y->bo2), NULL, m->da, H, n, H, F));
-  TRY(drop_fwd(m, m->da, m->da, n * H, l, KILN_BERT_DROP_FFN_OUT));
-  TRY(layernorm_fwd(m, m->da, a->x1, y->g2, y->b2, a->s2, m->x[l + 1], a->mean2, a->rstd2, n));
+  TRY(layernorm_fwd(m, m->da, a->x1, y->g2, y->b2, a->s2, m->x[l + 1], a->mean2, a->rstd2, n,
+                    site_stream(m, l, KILN_BERT_DROP_FFN_OUT, &ph)));
   return KILN_BERT_OK;
 }
 
@@ -1198,7 +1218,7 @@ static KilnBertStatus forward_launches(KilnBertModel *m) {
                      m->da, n, cols, H),
      "embedding_fwd");
   TRY(layernorm_fwd(m, m->da, m->zeros, m->eg, m->eb, m->emb_s, m->x[0], m->emb_mean, m->emb_rstd,
-                    n));
+                    n, NULL));
   TRY(drop_fwd(m, m->x[0], m->x[0], n * H, -1, KILN_BERT_DROP_EMBEDDINGS));
   for (int l = 0; l < m->L; l++) TRY(encoder_layer_fwd(m, l));
   /* pooler on token 0 of every row (row stride cols x H), tanh; classifier; cross-entropy */
@@ -1248,10 +1268,12 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   float *g = m->grads;
   void *x = m->x[l];
   int n = m->rows * m->cols, H = m->H, F = m->F;
-  /* second LayerNorm: da = gradient of the FFN output and of x1 (the residual) */
-  TRY(layernorm_bwd(m, a->s2, m->dx, y->g2, y->b2, a->mean2, a->rstd2, m->da, n));
-  void *dffn; /* the FFN output's gradient before its dropout (db is free until x1's gradient) */
-  TRY(drop_bwd(m, m->da, m->db, n * H, l, KILN_BERT_DROP_FFN_OUT, &dffn));
+  KilnBertPhilox ph;
+  /* second LayerNorm: da = gradient of x1 (the residual) and of the FFN output after its
+   * dropout; dffn = the FFN output's before it (in db, free until x1's gradient) */
+  void *dffn = NULL;
+  TRY(layernorm_bwd(m, a->s2, m->dx, y->g2, y->b2, a->mean2, a->rstd2, m->da, m->db, n,
+                    site_stream(m, l, KILN_BERT_DROP_FFN_OUT, &ph), &dffn));
   TRY(linear_dw(m, dffn, H, a->h, F, y->wo2, n, H, F));
   TRY(colsum(m, dffn, g + y->bo2, n, H, H));
   /* du = (dffn W_o2) * gelu'(u + b_i): GELU's backward in the product's epilogue (EPI 4), so
@@ -1261,10 +1283,13 @@ static KilnBertStatus encoder_layer_bwd(KilnBertModel *m, int l) {
   TRY(colsum(m, m->du, g + y->bi, n, F, F));
   /* db = gradient of x1: through the FFN plus the residual */
   TRY(linear_dx(m, m->du, F, wt(m, y->wi), m->da, m->db, H, n, F, H));
-  /* first LayerNorm: da = gradient of the attention output dense and of x */
-  TRY(layernorm_bwd(m, a->s1, m->db, y->g1, y->b1, a->mean1, a->rstd1, m->da, n));
-  void *dout; /* the attention output dense's gradient before its dropout (db is free again) */
-  TRY(drop_bwd(m, m->da, m->db, n * H, l, KILN_BERT_DROP_ATTN_OUT, &dout));
+  /* first LayerNorm: da = gradient of x (the residual) and of the attention output dense after
+   * its dropout; dout = the dense's before it (in dx: the layer output's gradient was read by
+   * the second LayerNorm, and dx is written again only by the last product, after dout's last
+   * reader) */
+  void *dout = NULL;
+  TRY(layernorm_bwd(m, a->s1, m->db, y->g1, y->b1, a->mean1, a->rstd1, m->da, m->dx, n,
+                    site_stream(m, l, KILN_BERT_DROP_ATTN_OUT, &ph), &dout));
   TRY(linear_dw(m, dout, H, a->ctx, H, y->wo, n, H, H));
   TRY(colsum(m, dout, g + y->bo, n, H, H));
   TRY(linear_dx(m, dout, H, wt(m, y->wo), NULL, m->dctx, H, n, H, H));
@@ -1308,7 +1333,8 @@ static KilnBertStatus backward_launches(KilnBertModel *m) {
    * position table's first cols rows: both are zeroed first; the type table is written whole. */
   void *demb;
   TRY(drop_bwd(m, m->dx, m->dx, n * H, -1, KILN_BERT_DROP_EMBEDDINGS, &demb));
-  TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, n));
+  TRY(layernorm_bwd(m, m->emb_s, demb, m->eg, m->eb, m->emb_mean, m->emb_rstd, m->da, NULL, n, NULL,
+                    NULL));
   const KilnBertConfig *c = &m->cfg;
   RT(fill(m, g + m->word, 0, (size_t)c->vocab_size * H * sizeof(float)), "model: memset");
   RT(fill(m, g + m->pos, 0, (size_t)c->max_position_embeddings * H * sizeof(float)),

@@ -188,38 +188,41 @@ static KilnRtStatus tap_colsum(const KilnBertLibs *l, void *x, float *out, int r
 
 static KilnRtStatus tap_ln_fwd(const KilnBertLibs *l, void *x, void *res, void *gamma, void *beta,
                                void *s, void *y, float *mean, float *rstd, int rows, int cols,
-                               float eps) {
+                               float eps, float p_, int32_t seed, int32_t offset) {
   KilnBertPlan *p = PLAN(l);
   cost(p, 0, esize(p) * (4.0 * rows * cols + 2.0 * cols) + 8.0 * rows);
   char pins[64];
   const char *T = p->T;
   char sh[48];
-  KilnRtStatus st =
-      put(p, "layernorm.kiln", pins_t(p, pins, sizeof pins, NULL), "layernorm_fwd",
-          dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
-          "kernel=layernorm_fwd; cols=%d; eps=%g; x: %s[%d*cols]; res: %s[%d*cols]; "
-          "gamma: %s[cols]; beta: %s[cols]; s_out: %s[%d*cols]; y: %s[%d*cols]; "
-          "mean: f32[%d]; rstd: f32[%d]; grid=%d",
-          cols, (double)eps, T, rows, T, rows, T, T, T, rows, T, rows, rows, rows, rows);
-  FORWARD(l, st, ln_fwd, x, res, gamma, beta, s, y, mean, rstd, rows, cols, eps);
+  KilnRtStatus st = put(
+      p, "layernorm.kiln", pins_t(p, pins, sizeof pins, NULL), "layernorm_fwd",
+      dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
+      "kernel=layernorm_fwd; cols=%d; eps=%g; p=%g; seed=12345; offset=0; x: %s[%d*cols]; "
+      "res: %s[%d*cols]; gamma: %s[cols]; beta: %s[cols]; s_out: %s[%d*cols]; "
+      "y: %s[%d*cols]; mean: f32[%d]; rstd: f32[%d]; grid=%d",
+      cols, (double)eps, (double)p_, T, rows, T, rows, T, T, T, rows, T, rows, rows, rows, rows);
+  FORWARD(l, st, ln_fwd, x, res, gamma, beta, s, y, mean, rstd, rows, cols, eps, p_, seed, offset);
 }
 
 static KilnRtStatus tap_ln_bwd(const KilnBertLibs *l, void *s, void *dy, void *gamma, float *mean,
-                               float *rstd, void *dx, float *part_g, float *part_b, int rows,
-                               int cols, int parts) {
+                               float *rstd, void *dx, void *dx_drop, float *part_g, float *part_b,
+                               int rows, int cols, int parts, float p_, int32_t seed,
+                               int32_t offset) {
   KilnBertPlan *p = PLAN(l);
-  cost(p, 0, esize(p) * 3.0 * rows * cols + 8.0 * rows + 8.0 * parts * cols);
+  /* with dropout it writes the gradient before it too */
+  cost(p, 0, esize(p) * (p_ > 0 ? 4.0 : 3.0) * rows * cols + 8.0 * rows + 8.0 * parts * cols);
   char pins[64];
   const char *T = p->T;
   char sh[48];
   KilnRtStatus st = put(p, "layernorm.kiln", pins_t(p, pins, sizeof pins, NULL), "layernorm_bwd",
                         dims(sh, sizeof sh, "rows=%d cols=%d", rows, cols),
-                        "kernel=layernorm_bwd; rows=%d; cols=%d; s: %s[rows*cols]; "
-                        "dy: %s[rows*cols]; gamma: %s[cols]; mean: f32[rows]; rstd: f32[rows]; "
-                        "dx: %s[rows*cols]; dgamma_part: f32[%d*cols]; dbeta_part: f32[%d*cols]; "
-                        "grid=%d",
-                        rows, cols, T, T, T, T, parts, parts, parts);
-  FORWARD(l, st, ln_bwd, s, dy, gamma, mean, rstd, dx, part_g, part_b, rows, cols, parts);
+                        "kernel=layernorm_bwd; rows=%d; cols=%d; p=%g; seed=12345; offset=0; "
+                        "s: %s[rows*cols]; dy: %s[rows*cols]; gamma: %s[cols]; mean: f32[rows]; "
+                        "rstd: f32[rows]; dx: %s[rows*cols]; dx_drop: %s[rows*cols]; "
+                        "dgamma_part: f32[%d*cols]; dbeta_part: f32[%d*cols]; grid=%d",
+                        rows, cols, (double)p_, T, T, T, T, T, parts, parts, parts);
+  FORWARD(l, st, ln_bwd, s, dy, gamma, mean, rstd, dx, dx_drop, part_g, part_b, rows, cols, parts,
+          p_, seed, offset);
 }
 
 static KilnRtStatus tap_sum_rows(const KilnBertLibs *l, float *part, float *out, int parts,

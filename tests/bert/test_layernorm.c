@@ -12,9 +12,19 @@
 
 typedef struct LnCfg {
   int32_t rows, cols, fwd_block, bwd_block, bwd_programs;
-  bool fd;          /* finite differences too (f32 only) */
+  bool fd;          /* finite differences too (f32 only, no dropout) */
   KilnScalarKind t; /* x, res, gamma, beta, s, y, dy, dx */
+  float p;          /* dropout of x (0: none) */
 } LnCfg;
+
+/* The dropout stream of the configurations with p > 0: an offset that is a multiple of 4, as
+ * the trainer's sites are (model.c kiln_bert_dropout_stream), but not of 16. */
+enum { DROP_SEED = 90210, DROP_OFFSET = 12 };
+
+/* Whether element i of x is kept by the kernels' dropout (dropout_fwd's mask over x). */
+static bool ln_keep(const LnCfg *c, size_t i) {
+  return kiln_ref_rand(DROP_SEED, DROP_OFFSET + (int32_t)i) > c->p;
+}
 
 /* n random values in [lo, hi) rounded to t, and their device copy. */
 static float *input_t(KilnBertRun *run, KilnRefRng *rng, size_t n, float lo, float hi,
@@ -117,13 +127,13 @@ static void shape_eps_rows(float *x, float *res, size_t rows, size_t cols, KilnS
 typedef struct LnDev {
   KilnRtFunction *fwd;
   void *x, *res, *gamma, *beta, *s, *y, *mean, *rstd;
-  int32_t rows, cols;
-  float eps;
+  int32_t rows, cols, seed, offset;
+  float eps, p;
 } LnDev;
 
 static void launch_fwd(KilnBertRun *run, LnDev *d) {
-  void *args[] = {&d->x, &d->res,  &d->gamma, &d->beta, &d->s,
-                  &d->y, &d->mean, &d->rstd,  &d->cols, &d->eps};
+  void *args[] = {&d->x,    &d->res,  &d->gamma, &d->beta, &d->s,    &d->y,     &d->mean,
+                  &d->rstd, &d->cols, &d->eps,   &d->p,    &d->seed, &d->offset};
   kiln_bert_launch(run, d->fwd, (uint32_t)d->rows, 1, args);
 }
 
@@ -177,9 +187,9 @@ static void finite_differences(KilnBertRun *run, LnDev *d, float *x, float *gamm
 
 static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs",
+  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs, dropout %g",
                   kiln_bert_type_name(c->t), c->rows, c->cols, c->fwd_block, c->bwd_block,
-                  c->bwd_programs);
+                  c->bwd_programs, (double)c->p);
   KilnDefine fdef[] = {{"T", c->t}, {"BLOCK", c->fwd_block}},
              bdef[] = {{"T", c->t}, {"BLOCK", c->bwd_block}};
   KilnDefine rdef[] = {{"BLOCK", 64}};
@@ -208,7 +218,12 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   float *beta = input_t(&run, &rng, cols, -1.0f, 1.0f, c->t, &d.beta);
   void *ddy;
   float *dy = input_t(&run, &rng, n, -1.0f, 1.0f, c->t, &ddy);
-  d.rows = c->rows, d.cols = c->cols, d.eps = EPS;
+  d.rows = c->rows, d.cols = c->cols, d.eps = EPS, d.p = c->p;
+  d.seed = DROP_SEED, d.offset = DROP_OFFSET;
+  /* the x the normalization sees: x kept and scaled (the f32 product, not rounded to T) or 0 */
+  float scale = 1.0f / (1.0f - c->p);
+  float *xd = kiln_bert_alloc(n, 4);
+  for (size_t i = 0; i < n; i++) xd[i] = c->p <= 0 ? x[i] : ln_keep(c, i) ? x[i] * scale : 0.0f;
   d.s = kiln_bert_output(&run, total * esz), d.y = kiln_bert_output(&run, total * esz);
   d.mean = kiln_bert_output(&run, stotal * 4), d.rstd = kiln_bert_output(&run, stotal * 4);
   launch_fwd(&run, &d);
@@ -221,8 +236,8 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
 
   float *ref_s = kiln_bert_alloc(n, 4), *ref_y = kiln_bert_alloc(n, 4);
   float *ref_mean = kiln_bert_alloc(rows, 4), *ref_rstd = kiln_bert_alloc(rows, 4);
-  for (size_t i = 0; i < n; i++) ref_s[i] = x[i] + res[i];
-  kiln_bert_ref_layernorm_fwd(x, res, gamma, beta, ref_y, ref_mean, ref_rstd, rows, cols, EPS);
+  for (size_t i = 0; i < n; i++) ref_s[i] = xd[i] + res[i];
+  kiln_bert_ref_layernorm_fwd(xd, res, gamma, beta, ref_y, ref_mean, ref_rstd, rows, cols, EPS);
   if (c->t == KILN_SCALAR_F32) {
     kiln_bert_check_close(&run, "s", s, ref_s, n, 1.0, 0.0);
     kiln_bert_check_close(&run, "y", y, ref_y, n, 1.0, 1e-5);
@@ -244,16 +259,27 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
 
   /* Backward from the kernel's own s, mean and rstd; the reference computes its own (in double,
    * from x + res): an error in the forward's statistics shows here too. */
-  void *ddx = kiln_bert_output(&run, total * esz);
+  void *ddx = kiln_bert_output(&run, total * esz), *ddxd = kiln_bert_output(&run, total * esz);
   void *dgp = kiln_bert_output(&run, G * cols * 4), *dbp = kiln_bert_output(&run, G * cols * 4);
   void *ddg = kiln_bert_output(&run, ctotal * 4), *ddb = kiln_bert_output(&run, ctotal * 4);
   int32_t parts = (int32_t)G;
-  void *bargs[] = {&d.s, &ddy, &d.gamma, &d.mean, &d.rstd, &ddx, &dgp, &dbp, &d.rows, &d.cols};
+  void *bargs[] = {&d.s, &ddy, &d.gamma, &d.mean, &d.rstd, &ddx,    &ddxd,
+                   &dgp, &dbp, &d.rows,  &d.cols, &d.p,    &d.seed, &d.offset};
   kiln_bert_launch(&run, bwd, (uint32_t)G, 1, bargs);
   void *rg[] = {&dgp, &ddg, &parts, &d.cols}, *rb[] = {&dbp, &ddb, &parts, &d.cols};
   kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rg);
   kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rb);
   float *dx = kiln_bert_fetch_t(&run, "dx", ddx, n, c->t);
+  /* the gradient of x before its dropout; without dropout the kernel leaves it alone */
+  float *dxd = NULL;
+  if (c->p > 0) {
+    dxd = kiln_bert_fetch_t(&run, "dx_drop", ddxd, n, c->t);
+  } else {
+    unsigned char *raw = kiln_bert_alloc(total, esz);
+    kiln_bert_fetch(&run, raw, ddxd, total * esz);
+    kiln_bert_check_untouched(&run, "dx_drop", raw, esz, total, 0, cols, cols);
+    free(raw);
+  }
   float *dg = kiln_bert_alloc(ctotal, 4), *db = kiln_bert_alloc(ctotal, 4);
   kiln_bert_fetch(&run, dg, ddg, ctotal * 4), kiln_bert_fetch(&run, db, ddb, ctotal * 4);
   kiln_bert_check_untouched(&run, "dgamma", dg, 4, ctotal, 1, cols, ctotal);
@@ -272,16 +298,32 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
     for (size_t i = 0; i < n; i++)
       dx_n[i] = dx[i] / ref_rstd[i / cols], ref_dx_n[i] = ref_dx[i] / ref_rstd[i / cols];
     kiln_bert_check_close(&run, "dx / rstd", dx_n, ref_dx_n, n, 1.0, 1e-5);
+    /* dx_drop: the kernel's f32 dx kept and scaled, or 0, in the same units */
+    for (size_t i = 0; i < n && dxd; i++)
+      dx_n[i] = dxd[i] / ref_rstd[i / cols],
+      ref_dx_n[i] = ln_keep(c, i) ? ref_dx[i] * scale / ref_rstd[i / cols] : 0.0f;
+    if (dxd) kiln_bert_check_close(&run, "dx_drop / rstd", dx_n, ref_dx_n, n, 1.0, 1e-5 * scale);
     free(dx_n), free(ref_dx_n);
   } else {
     double *e = kiln_bert_alloc(n, sizeof *e);
     ln_dx_error(ref_s, s, dy, gamma, ref_dx, rows, cols, e);
     kiln_bert_check_rounded(&run, "dx", dx, ref_dx, e, n, c->t);
+    if (dxd) {
+      /* dx_drop = dx's f32 value times the scale (one more f32 rounding) or 0, then rounded */
+      float *ref_dxd = kiln_bert_alloc(n, 4);
+      for (size_t i = 0; i < n; i++) {
+        bool keep = ln_keep(c, i);
+        ref_dxd[i] = keep ? ref_dx[i] * scale : 0.0f;
+        e[i] = keep ? e[i] * scale + 0x1p-24 * fabs(ref_dxd[i]) : 0.0;
+      }
+      kiln_bert_check_rounded(&run, "dx_drop", dxd, ref_dxd, e, n, c->t);
+      free(ref_dxd);
+    }
     free(e);
   }
   kiln_bert_check_close(&run, "dgamma", dg, ref_dg, cols, 1.0, 1e-5);
   kiln_bert_check_close(&run, "dbeta", db, ref_db, cols, 1.0, 1e-5);
-  if (c->fd && c->t == KILN_SCALAR_F32 && run.ok) {
+  if (c->fd && c->t == KILN_SCALAR_F32 && c->p <= 0 && run.ok) {
     float *fd_dx = kiln_bert_alloc(n, 4), *fd_dg = kiln_bert_alloc(cols, 4);
     size_t step = kiln_bert_on_emu(dev) ? 8 : 1; /* four launches per column */
     finite_differences(&run, &d, x, gamma, dy, step, fd_dx, fd_dg);
@@ -300,7 +342,8 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
     kiln_bert_check_close_columns(&run, "dgamma fd", dg, fd_dg, 1, cols, step, 1.0, 2e-3);
     free(fd_dx), free(fd_dg);
   }
-  free(x), free(res), free(gamma), free(beta), free(dy), free(s), free(y), free(mean), free(rstd);
+  free(x), free(xd), free(dxd), free(res), free(gamma), free(beta), free(dy), free(s), free(y);
+  free(mean), free(rstd);
   free(ref_s), free(ref_y), free(ref_mean), free(ref_rstd), free(dx), free(dg), free(db);
   free(ref_dx), free(ref_dg), free(ref_db);
   return kiln_bert_end(&run);
@@ -308,26 +351,32 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
 
 bool kiln_bert_test_layernorm(const KilnBertDevice *dev) {
   static const LnCfg cpu[] = {
-      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32}, /* three ragged forward chunks; FD */
-      {37, 96, 128, 128, 4, true,
-       KILN_SCALAR_F32}, /* 37 rows over 4 programs: uneven partial sums; FD */
-      {4, 768, 256, 1024, 3, false,
-       KILN_SCALAR_F32},                           /* BERT-base width, three exact forward chunks */
-      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32}, /* degenerate: var 0, xhat 0 */
-      {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16}, /* BERT-large width, f16 activations */
-      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16},    /* ragged chunks, bf16 activations */
+      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32, 0}, /* three ragged forward chunks; FD */
+      {37, 96, 128, 128, 4, true, KILN_SCALAR_F32,
+       0}, /* 37 rows over 4 programs: uneven partial sums; one forward chunk; FD */
+      {4, 768, 256, 1024, 3, false, KILN_SCALAR_F32, 0},  /* BERT-base width, three exact chunks */
+      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32, 0},     /* degenerate: var 0, xhat 0 */
+      {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16, 0}, /* BERT-large width, f16 activations */
+      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16, 0},    /* ragged chunks, bf16 activations */
+      /* x's dropout (the trainer's attention-output and FFN-output sites): one forward chunk,
+       * BERT-large's width in one chunk (the GPU default's), ragged chunks at p 0.5 */
+      {8, 96, 128, 128, 3, false, KILN_SCALAR_F32, 0.1f},
+      {6, 1024, 1024, 1024, 4, false, KILN_SCALAR_F16, 0.1f},
+      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16, 0.5f},
   };
   /* Each finite difference launches the forward over every row; on emu 13 rows instead of 37
    * (still uneven over 4 programs) keep that affordable. */
   static const LnCfg emu[] = {
-      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32}, /* three ragged forward chunks; FD */
-      {13, 96, 128, 128, 4, true,
-       KILN_SCALAR_F32}, /* 13 rows over 4 programs: uneven partial sums; FD */
-      {4, 768, 256, 1024, 3, false,
-       KILN_SCALAR_F32},                           /* BERT-base width, three exact forward chunks */
-      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32}, /* degenerate: var 0, xhat 0 */
-      {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16}, /* BERT-large width, f16 activations */
-      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16},    /* ragged chunks, bf16 activations */
+      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32, 0}, /* three ragged forward chunks; FD */
+      {13, 96, 128, 128, 4, true, KILN_SCALAR_F32,
+       0}, /* 13 rows over 4 programs: uneven partial sums; one forward chunk; FD */
+      {4, 768, 256, 1024, 3, false, KILN_SCALAR_F32, 0},  /* BERT-base width, three exact chunks */
+      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32, 0},     /* degenerate: var 0, xhat 0 */
+      {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16, 0}, /* BERT-large width, f16 activations */
+      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16, 0},    /* ragged chunks, bf16 activations */
+      {8, 96, 128, 128, 3, false, KILN_SCALAR_F32, 0.1f}, /* dropout, as on the cpu */
+      {6, 1024, 1024, 1024, 4, false, KILN_SCALAR_F16, 0.1f},
+      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16, 0.5f},
   };
   bool on_emu = kiln_bert_on_emu(dev);
   const LnCfg *cfgs = on_emu ? emu : cpu;

@@ -109,7 +109,7 @@ static void layernorm_rule(KilnRtDevice *dev, kb_ln_f32 *ln) {
   uint32_t rows = ROWS, more = ROWS + 1;
   sentinel(y, n);
   KilnRtStatus st = kb_ln_f32_layernorm_fwd(ln, x, res, gamma, beta, s, y, mean, rstd, COLS, eps,
-                                            rows_ln, &rows, NULL);
+                                            0.0f, 0, 0, rows_ln, &rows, NULL);
   CHECK(st == KILN_RT_OK, "layernorm_fwd: %s", kiln_rt_last_error());
   if (st == KILN_RT_OK) {
     layernorm_check(x, res, gamma, beta, s, y, mean, rstd, eps);
@@ -117,14 +117,14 @@ static void layernorm_rule(KilnRtDevice *dev, kb_ln_f32 *ln) {
   }
   sentinel(y, n);
   refused("layernorm_fwd, x one element short of 3 rows",
-          kb_ln_f32_layernorm_fwd(ln, x_short, res, gamma, beta, s, y, mean, rstd, COLS, eps,
-                                  rows_ln, &rows, NULL),
+          kb_ln_f32_layernorm_fwd(ln, x_short, res, gamma, beta, s, y, mean, rstd, COLS, eps, 0.0f,
+                                  0, 0, rows_ln, &rows, NULL),
           "kb_ln_f32_layernorm_fwd: buffer x needs 240 bytes (grid0 * cols = 60 elements of 4 "
           "bytes) but 236 bytes are registered from x",
           y);
   refused("layernorm_fwd, a grid of 4 rows over buffers of 3",
-          kb_ln_f32_layernorm_fwd(ln, x, res, gamma, beta, s, y, mean, rstd, COLS, eps, rows_ln,
-                                  &more, NULL),
+          kb_ln_f32_layernorm_fwd(ln, x, res, gamma, beta, s, y, mean, rstd, COLS, eps, 0.0f, 0, 0,
+                                  rows_ln, &more, NULL),
           "kb_ln_f32_layernorm_fwd: buffer x needs 320 bytes (grid0 * cols = 80 elements of 4 "
           "bytes) but 240 bytes are registered from x",
           y);
