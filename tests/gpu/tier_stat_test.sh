@@ -27,8 +27,8 @@ lib gelu.kiln \
   "kernel=bias_gelu_fwd; rows=3; cols=128; x: f16[rows*cols]; bias: f16[cols]; y: f16[rows*cols]; grid=cdiv(rows, BLOCK_R), cdiv(cols, BLOCK_C)" \
   "kernel=bias_gelu_bwd; rows=3; cols=128; x: f16[rows*cols]; bias: f16[cols]; dy: f16[rows*cols]; dx: f16[rows*cols]; grid=cdiv(rows, BLOCK_R), cdiv(cols, BLOCK_C)"
 lib layernorm.kiln \
-  "kernel=layernorm_fwd; cols=128; eps=1e-12; x: f16[256*cols]; res: f16[256*cols]; gamma: f16[cols]; beta: f16[cols]; s_out: f16[256*cols]; y: f16[256*cols]; mean: f32[256]; rstd: f32[256]; grid=256" \
-  "kernel=layernorm_bwd; rows=256; cols=1024; s: f16[rows*cols]; dy: f16[rows*cols]; gamma: f16[cols]; mean: f32[rows]; rstd: f32[rows]; dx: f16[rows*cols]; dgamma_part: f32[64*cols]; dbeta_part: f32[64*cols]; grid=64" \
+  "kernel=layernorm_fwd; cols=128; eps=1e-12; p=0.1; seed=12345; offset=0; x: f16[256*cols]; res: f16[256*cols]; gamma: f16[cols]; beta: f16[cols]; s_out: f16[256*cols]; y: f16[256*cols]; mean: f32[256]; rstd: f32[256]; grid=256" \
+  "kernel=layernorm_bwd; rows=256; cols=1024; p=0.1; seed=12345; offset=0; s: f16[rows*cols]; dy: f16[rows*cols]; gamma: f16[cols]; mean: f32[rows]; rstd: f32[rows]; dx: f16[rows*cols]; dx_drop: f16[rows*cols]; dgamma_part: f32[64*cols]; dbeta_part: f32[64*cols]; grid=64" \
   "kernel=layernorm_bwd_reduce; parts=64; cols=128; part: f32[parts*cols]; out: f32[cols]; grid=cdiv(cols, BLOCK)"
 lib dropout.kiln \
   "kernel=dropout_fwd; n=32768; p=0.1; seed=12345; offset=0; x: f16[n]; y: f16[n]; grid=cdiv(n, BLOCK)" \
