@@ -1,5 +1,6 @@
 /* test_attention.c — flash attention (kernels-bert/attention.kiln, generic over the element type
- * T) in f32, f16 and bf16: the forward with a key-padding mask and saved log-sum-exp, and the
+ * T) in f32, f16 and bf16: the forward with padding (keys past kv_len get no weight, queries
+ * past it O = 0 and lse = 0: the reference's too) and saved log-sum-exp, and the
  * backward (delta; dK and dV; dQ), with and without dropout on the probabilities (the reference
  * draws the same Philox keep mask with kiln_ref_attn_keep). docs/kernels/attention.md gives the
  * tolerances' reasons. */
@@ -101,6 +102,19 @@ static void ref_head(const AttnCfg *c, const Layout *l, size_t b, size_t h, cons
          *mdv = kiln_bert_alloc(S * D, sizeof(double));
   double *mo = kiln_bert_alloc(D, sizeof(double)), *f = kiln_bert_alloc(S, sizeof(double));
   for (size_t i = 0; i < S; i++) {
+    if (i >= L) {
+      /* a padding query attends to nothing: O, lse and dQ are 0 (exactly: the bounds are the
+       * subnormal floor, em->tiny), and it adds nothing to dK and dV */
+      lse[(b * l->H + h) * S + i] = 0.0f;
+      for (size_t d = 0; d < D; d++) {
+        o[oi(l, b, h, i, d)] = 0.0f;
+        if (bd->o) bd->o[oi(l, b, h, i, d)] = (float)em->tiny;
+        if (!dout) continue;
+        dq[qi(l, b, h, i, d)] = 0.0f;
+        if (bd->dq) bd->dq[qi(l, b, h, i, d)] = (float)em->tiny;
+      }
+      continue;
+    }
     for (size_t j = 0; j < L; j++)
       z[j] = ref_keep(c, l, b, h, i, j) ? (double)kiln_ref_attn_keep_scale(c->drop) : 0.0;
     double m = -INFINITY, sum = 0.0, sa_max = 0.0;
