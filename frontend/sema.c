@@ -1119,6 +1119,17 @@ static const KilnType *check_broadcast_to(Sema *S, KilnExpr *e) {
 /* flip(x, axis), cumsum / cumprod(x, axis?): a tile of numbers and a constant axis in range
  * (scans default to 0, as Triton's).  The axis is kept in e->ival.  A scan of i1/i8/i16 runs in
  * i32, as a sum does (operand_type: the input's shape in i32), so it counts rather than wraps. */
+/* A flag argument (reverse, keep_dims) of call e: a constant, true or false; mlirgen reads its
+ * ival. */
+static bool flag_arg(Sema *S, const KilnExpr *e, int i, const char *what) {
+  const KilnExpr *k = e->args[i];
+  if (!k->is_const || k->type->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(k->type->scalar)) {
+    ERR(S, k->span, "%s %s must be a constant (true or false)", e->name, what);
+    return false;
+  }
+  return true;
+}
+
 static const KilnType *check_axis_op(Sema *S, KilnExpr *e) {
   const KilnType *t = e->args[0]->type;
   if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
@@ -1136,6 +1147,7 @@ static const KilnType *check_axis_op(Sema *S, KilnExpr *e) {
   }
   e->ival = axis;
   if (e->builtin == KILN_BUILTIN_FLIP) return t;
+  if (e->nargs > 2 && !flag_arg(S, e, 2, "reverse")) return NULL;
   e->operand_type = like_shape(S, accumulate_kind(t->scalar), false, t);
   return e->operand_type;
 }
@@ -1223,6 +1235,10 @@ static bool check_combine_inputs(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int
       return false;
     }
   }
+  if (e->builtin == KILN_BUILTIN_REDUCE && !kiln_call_has_axis(e)) {
+    *axis = -1; /* every axis (combine given by keyword) */
+    return true;
+  }
   char what[64];
   snprintf(what, sizeof what, "%s axis", e->name);
   if (!const_arg(S, e, 1, what, axis)) return false;
@@ -1262,18 +1278,23 @@ static const KilnFunc *combine_func(Sema *S, KilnExpr *e, KilnExpr **xs, int k) 
   return f;
 }
 
-/* x's type (or a tuple value's) without the axis, for reduce. */
-static const KilnType *without_axis(Sema *S, const KilnType *t, int64_t axis) {
+/* x's type (or a tuple value's) as reduce leaves it: without the axis (axis -1: every axis, a
+ * scalar), or with keep (keep_dims) the reduced axes as 1s. */
+static const KilnType *without_axis(Sema *S, const KilnType *t, int64_t axis, bool keep) {
   int64_t dims[KILN_MAX_RANK];
   int rank = 0;
   for (int i = 0; i < t->rank; i++)
-    if (i != axis) dims[rank++] = t->dims[i];
+    if (keep)
+      dims[rank++] = i == axis || axis < 0 ? 1 : t->dims[i];
+    else if (i != axis && axis >= 0)
+      dims[rank++] = t->dims[i];
   return with_shape(S, t->scalar, false, rank, dims);
 }
 
 /* e->result for k values: a tuple LIST of placeholders of the result types (unpacking reads
  * their types; mlirgen gives the values). */
-static const KilnType *combine_tuple(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int64_t axis) {
+static const KilnType *combine_tuple(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int64_t axis,
+                                     bool keep) {
   KilnExpr *list = kiln_arena_alloc(S->ar, sizeof *list);
   memset(list, 0, sizeof *list);
   list->kind = KILN_EXPR_LIST;
@@ -1286,7 +1307,8 @@ static const KilnType *combine_tuple(Sema *S, KilnExpr *e, KilnExpr **xs, int k,
     memset(v, 0, sizeof *v);
     v->kind = KILN_EXPR_INT;
     v->span = e->span;
-    v->type = e->builtin == KILN_BUILTIN_SCAN ? xs[i]->type : without_axis(S, xs[i]->type, axis);
+    v->type =
+        e->builtin == KILN_BUILTIN_SCAN ? xs[i]->type : without_axis(S, xs[i]->type, axis, keep);
     list->args[i] = v;
   }
   e->result = list;
@@ -1319,10 +1341,17 @@ static const KilnType *check_combine_op(Sema *S, KilnExpr *e) {
           i, tstr(S, ti), i, tstr(S, ri));
     return NULL;
   }
+  /* scan's reverse, reduce's keep_dims: mlirgen reads the flag from args[3] */
+  bool flag = false;
+  if (e->nargs > 3) {
+    if (!flag_arg(S, e, 3, e->builtin == KILN_BUILTIN_SCAN ? "reverse" : "keep_dims")) return NULL;
+    flag = e->args[3]->ival != 0;
+  }
   e->lhs = call;
   e->ival = axis;
-  if (k > 1) return combine_tuple(S, e, xs, k, axis);
-  return e->builtin == KILN_BUILTIN_SCAN ? xs[0]->type : without_axis(S, xs[0]->type, axis);
+  bool keep = e->builtin == KILN_BUILTIN_REDUCE && flag;
+  if (k > 1) return combine_tuple(S, e, xs, k, axis, keep);
+  return e->builtin == KILN_BUILTIN_SCAN ? xs[0]->type : without_axis(S, xs[0]->type, axis, keep);
 }
 
 /* reshape(x, [shape]): a tile (numbers) and a shape of as many elements; row-major order is kept. */
@@ -1782,20 +1811,28 @@ static int builtin_param_names(Sema *S, KilnBuiltin b, const char **names, int c
 
 static bool has_optional_axis(KilnBuiltin b) {
   return b == KILN_BUILTIN_SUM || b == KILN_BUILTIN_MAX || b == KILN_BUILTIN_MIN ||
-         b == KILN_BUILTIN_ARGMAX || b == KILN_BUILTIN_ARGMIN || b == KILN_BUILTIN_SORT;
+         b == KILN_BUILTIN_ARGMAX || b == KILN_BUILTIN_ARGMIN || b == KILN_BUILTIN_SORT ||
+         b == KILN_BUILTIN_REDUCE;
+}
+
+/* The scans whose axis, when absent, is 0 (Triton's default), not "every axis". */
+static bool has_default_axis(KilnBuiltin b) {
+  return b == KILN_BUILTIN_CUMSUM || b == KILN_BUILTIN_CUMPROD;
 }
 
 /* `sum(x, keep_dims = true)` (a reduction over every axis that keeps them all as 1s), `sort(x,
- * descending = true)` (along the last axis).  The one gap the keywords may leave: the missing
- * axis becomes the literal -1, which no source can write (a written -1 is a negation), and which
- * kiln_call_has_axis reads as "no axis". */
+ * descending = true)` (along the last axis), `reduce(x, combine = f)` (every element).  The one
+ * gap the keywords may leave: the missing axis becomes the literal -1, which no source can write
+ * (a written -1 is a negation), and which kiln_call_has_axis reads as "no axis"; for
+ * `cumsum(x, reverse = true)` it becomes axis 0, the default. */
 static void fill_axis(Sema *S, KilnExpr *e, KilnExpr **bound, int given) {
-  if (!has_optional_axis(e->builtin) || given < 3 || bound[1] || !bound[2]) return;
+  bool dflt = has_default_axis(e->builtin);
+  if (!(has_optional_axis(e->builtin) || dflt) || given < 3 || bound[1] || !bound[2]) return;
   KilnExpr *all = kiln_arena_alloc(&S->c->ar, sizeof *all);
   memset(all, 0, sizeof *all);
   all->kind = KILN_EXPR_INT;
   all->span = e->span;
-  all->ival = -1;
+  all->ival = dflt ? 0 : -1;
   bound[1] = all;
 }
 

@@ -862,19 +862,19 @@ static void combine_select(Gen *g, MlirLocation loc, MlirValue c, int k, const M
 
 #define MAX_COMBINE_VALUES 8
 
-/* The network over the k tiles of e's x (sema: e->args[0], or the list in it), whose results
- * go to out: the scans, or the lines' totals for reduce (still of x's shape). */
-static bool combine_network(Gen *g, const KilnExpr *e, int k, KilnExpr **xs, MlirValue *out) {
+/* The network along `axis` over the k tiles v (each of x's shape), whose results go to out:
+ * the scans, or the lines' totals for reduce (still of x's shape, every element of a line
+ * holding its line's). */
+static bool combine_network(Gen *g, const KilnExpr *e, int k, int axis, const MlirValue *v_in,
+                            MlirValue *out) {
   MlirLocation loc = loc_of(g, e->span);
   const KilnExpr *call = e->lhs;
-  int axis = (int)e->ival;
   bool scan = e->builtin == KILN_BUILTIN_SCAN;
   MlirValue v[MAX_COMBINE_VALUES], t[MAX_COMBINE_VALUES], p[MAX_COMBINE_VALUES],
       c[MAX_COMBINE_VALUES], first[MAX_COMBINE_VALUES], second[MAX_COMBINE_VALUES];
-  int64_t n = xs[0]->type->dims[axis], np2 = next_pow2(n);
-  for (int i = 0; i < k && !g->failed; i++) v[i] = t[i] = gen_expr(g, xs[i]);
-  if (g->failed) return false;
+  for (int i = 0; i < k; i++) v[i] = t[i] = v_in[i];
   MlirType tt = mlirValueGetType(v[0]);
+  int64_t n = mlirShapedTypeGetDimSize(tt, axis), np2 = next_pow2(n);
   for (int64_t j = 1; j < np2 && !g->failed; j *= 2) {
     MlirValue lower = axis_mask(g, loc, tt, axis, j, 0, "eq", 0);
     for (int i = 0; i < k; i++) p[i] = combine_partner(g, loc, t[i], axis, j);
@@ -896,20 +896,39 @@ static bool combine_network(Gen *g, const KilnExpr *e, int k, KilnExpr **xs, Mli
   return !g->failed;
 }
 
-/* Each line's total, held by every element of it: a max of equal values takes one exactly;
- * narrow integers and 16-bit floats go through i32 / f32, as reductions do. */
+/* The total t holds (in every element of the lines along `axis`, or of the whole tile when axis
+ * is -1), as reduce's result of type rt: a max of equal values takes one exactly; narrow integers
+ * and 16-bit floats go through i32 / f32, as reductions do.  keep_dims puts the reduced axes
+ * back as 1s. */
 static MlirValue combine_total(Gen *g, MlirLocation loc, MlirValue t, int axis, const KilnType *xt,
-                               const KilnType *rt) {
+                               const KilnType *rt, bool keep, KilnSpan span) {
   KilnScalarKind k = xt->scalar, wide = k;
   if (kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32) wide = KILN_SCALAR_I32;
   if (k == KILN_SCALAR_F16 || k == KILN_SCALAR_BF16) wide = KILN_SCALAR_F32;
   t = cast_elem(g, loc, t, k, wide, xt);
-  MlirValue r = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, axis, t);
-  return cast_elem(g, loc, r, wide, k, rt);
+  KilnType red = with_scalar(xt, k); /* the reduced shape: without the axis, or a scalar */
+  if (axis < 0) {
+    for (int a = xt->rank - 1; a >= 0; a--)
+      t = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, a, t);
+    red.kind = KILN_TYPE_SCALAR;
+    red.rank = 0;
+  } else {
+    t = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, axis, t);
+    for (int i = axis; i + 1 < red.rank; i++) red.dims[i] = red.dims[i + 1];
+    if (--red.rank == 0) red.kind = KILN_TYPE_SCALAR;
+  }
+  t = cast_elem(g, loc, t, wide, k, &red);
+  if (!keep) return t;
+  if (red.kind == KILN_TYPE_SCALAR) return broadcast_to(g, loc, t, &red, rt, span);
+  return kiln_ir_build_expand_dims(&g->b, loc, t, axis);
 }
 
 /* scan / reduce of k tiles: the k results in out (their types: e->type for one, else the
- * tuple's values, e->result). */
+ * tuple's values, e->result).  scan's reverse runs the network on the tiles flipped along the
+ * axis and flips the scans back, as Triton's reverse = True does: element i is
+ * x[n-1] . x[n-2] . ... . x[i], the element nearer the end on the left of each combine.
+ * reduce without an axis runs the network along the last axis, then each earlier one over the
+ * lines' totals: every element in row-major order, as Triton's reduce of the flattened tile. */
 static bool gen_combine_values(Gen *g, const KilnExpr *e, MlirValue *out) {
   KilnExpr *x = e->args[0];
   int k = x->kind == KILN_EXPR_LIST ? x->nargs : 1;
@@ -918,11 +937,29 @@ static bool gen_combine_values(Gen *g, const KilnExpr *e, MlirValue *out) {
     gen_error(g, e->span, "too many tiles");
     return false;
   }
-  if (!combine_network(g, e, k, xs, out)) return false;
-  if (e->builtin == KILN_BUILTIN_SCAN) return true;
+  MlirLocation loc = loc_of(g, e->span);
+  int axis = (int)e->ival;
+  bool flag = e->nargs > 3 && e->args[3]->ival != 0; /* scan: reverse; reduce: keep_dims */
+  MlirValue v[MAX_COMBINE_VALUES];
+  for (int i = 0; i < k && !g->failed; i++) v[i] = gen_expr(g, xs[i]);
+  if (g->failed) return false;
+  if (e->builtin == KILN_BUILTIN_SCAN) {
+    for (int i = 0; i < k && flag; i++) v[i] = kiln_ir_build_flip(&g->b, loc, v[i], axis);
+    if (!combine_network(g, e, k, axis, v, out)) return false;
+    for (int i = 0; i < k && flag; i++) out[i] = kiln_ir_build_flip(&g->b, loc, out[i], axis);
+    return true;
+  }
+  if (axis >= 0) {
+    if (!combine_network(g, e, k, axis, v, out)) return false;
+  } else {
+    for (int a = xs[0]->type->rank - 1; a >= 0; a--) {
+      if (!combine_network(g, e, k, a, v, out)) return false;
+      for (int i = 0; i < k; i++) v[i] = out[i];
+    }
+  }
   for (int i = 0; i < k && !g->failed; i++)
-    out[i] = combine_total(g, loc_of(g, e->span), out[i], (int)e->ival, xs[i]->type,
-                           k == 1 ? e->type : e->result->args[i]->type);
+    out[i] = combine_total(g, loc, out[i], axis, xs[i]->type,
+                           k == 1 ? e->type : e->result->args[i]->type, flag, e->span);
   return !g->failed;
 }
 
@@ -1223,11 +1260,15 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_REDUCE: return gen_combine_op(g, e);
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: {
-    /* narrow integers widened to i32 first (operand_type), as for sum */
+    /* narrow integers widened to i32 first (operand_type), as for sum; reverse: the scan of x
+     * flipped along the axis, flipped back (suffix sums, added from the end) */
     MlirValue x = gen_as(g, e->args[0], e->operand_type);
     if (g->failed) return x;
-    return kiln_ir_build_scan(&g->b, loc, e->builtin == KILN_BUILTIN_CUMSUM ? "sum" : "prod",
-                              (int)e->ival, x);
+    bool reverse = e->nargs > 2 && e->args[2]->ival != 0;
+    if (reverse) x = kiln_ir_build_flip(&g->b, loc, x, (int)e->ival);
+    MlirValue r = kiln_ir_build_scan(&g->b, loc, e->builtin == KILN_BUILTIN_CUMSUM ? "sum" : "prod",
+                                     (int)e->ival, x);
+    return reverse ? kiln_ir_build_flip(&g->b, loc, r, (int)e->ival) : r;
   }
   case KILN_BUILTIN_ARGMAX: return gen_reduce(g, e, KILN_REDUCE_ARGMAX);
   case KILN_BUILTIN_ARGMIN: return gen_reduce(g, e, KILN_REDUCE_ARGMIN);

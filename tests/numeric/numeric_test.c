@@ -2053,6 +2053,82 @@ static bool test_scan_combine(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- scan_reverse -------------------------------------------------------------------------- */
+
+/* Reversed scans (cumsum, cumprod and scan with reverse), reduce with keep_dims and reduce
+ * without an axis: every output is one that any order gives exactly (sums of sixteenths, maxima,
+ * the backward fill, wrapping integer products and maps, the first max's index), so each must
+ * equal the reference's; the backward fill, the maps and the whole tile's last nonzero and first
+ * max are not commutative, so a scan that ran forwards, or a whole-tile reduce that took the
+ * columns before the rows, fails.  The same tiles as scan_combine. */
+static bool test_scan_reverse(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, cols, br, bc;
+  } cfgs[] = {{100, 50, 4, 64}, {1, 1, 1, 1},    {37, 2, 4, 2}, {64, 32, 16, 32},
+              {9, 7, 2, 8},     {23, 50, 5, 50}, {9, 7, 3, 7},  {40, 13, 6, 12}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    if (!tiles_run_here(cfgs[ci].br, cfgs[ci].bc)) continue;
+    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
+    size_t progs = kiln_test_cdiv(rows, (size_t)cfgs[ci].br);
+    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, np = 3 * progs, npi = 2 * progs;
+    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+    KilnTestRun run;
+    run_begin(&run, dev, "scan_reverse", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 3100 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
+          *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
+            *ri = kiln_test_alloc(ni, sizeof *ri);
+    float *outr = kiln_test_alloc(rows + TAIL_ELEMS, sizeof *outr),
+          *rr = kiln_test_alloc(rows, sizeof *rr);
+    float *outp = kiln_test_alloc(np + TAIL_ELEMS, sizeof *outp),
+          *rp = kiln_test_alloc(np, sizeof *rp);
+    int32_t *outpi = kiln_test_alloc(npi + TAIL_ELEMS, sizeof *outpi),
+            *rpi = kiln_test_alloc(npi, sizeof *rpi);
+    void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    void *dr = kiln_test_output(&run, (rows + TAIL_ELEMS) * sizeof *outr);
+    void *dp = kiln_test_output(&run, (np + TAIL_ELEMS) * sizeof *outp);
+    void *dpi = kiln_test_output(&run, (npi + TAIL_ELEMS) * sizeof *outpi);
+    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
+    void *args[] = {&dx, &df, &di, &dr, &dp, &dpi, &r32, &c32};
+    kiln_test_launch(&run, run.fn, progs, 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+    kiln_test_fetch(&run, outr, dr, (rows + TAIL_ELEMS) * sizeof *outr);
+    kiln_test_fetch(&run, outp, dp, (np + TAIL_ELEMS) * sizeof *outp);
+    kiln_test_fetch(&run, outpi, dpi, (npi + TAIL_ELEMS) * sizeof *outpi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
+                              nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
+                              ni + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outr", outr, sizeof *outr, rows + TAIL_ELEMS, 1, rows,
+                              rows + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outp", outp, sizeof *outp, np + TAIL_ELEMS, 1, np,
+                              np + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outpi", outpi, sizeof *outpi, npi + TAIL_ELEMS, 1, npi,
+                              npi + TAIL_ELEMS);
+    kiln_ref_scan_reverse(x, rf, ri, rr, rp, rpi, rows, cols, (size_t)cfgs[ci].br, bc);
+    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", outi, ri, ni);
+    check_close(&run, "outr", outr, rr, rows, 1.0, 0.0);
+    check_close(&run, "outp", outp, rp, np, 1.0, 0.0);
+    check_equal_i32(&run, "outpi", outpi, rpi, npi);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(outf), free(rf), free(outi), free(ri), free(outr), free(rr), free(outp);
+    free(rp), free(outpi), free(rpi);
+  }
+  return all_ok;
+}
+
 /* ---- argmax_all ---------------------------------------------------------------------------- */
 
 /* argmax/argmin over every axis and keep_dims without an axis (issue 15): indices are exact, so
@@ -4307,6 +4383,7 @@ static const struct {
     {"cas_lock", test_cas_lock},
     {"scan_flip", test_scan_flip},
     {"scan_combine", test_scan_combine},
+    {"scan_reverse", test_scan_reverse},
     {"scan_axes", test_scan_axes},
     {"scan_layouts", test_scan_layouts},
     {"rand_normal", test_rand_normal},

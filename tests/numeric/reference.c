@@ -777,6 +777,56 @@ void kiln_ref_scan_combine(const float *x, float *outf, int32_t *outi, float *ou
   }
 }
 
+void kiln_ref_scan_reverse(const float *x, float *outf, int32_t *outi, float *outr, float *outp,
+                           int32_t *outpi, size_t rows, size_t cols, size_t br, size_t bc) {
+  size_t plane = rows * bc;
+  for (size_t r = 0; r < rows; r++) {
+    size_t first = r / br * br;
+    float qs = 0.0f, mx = -INFINITY, row_max = -INFINITY;
+    int32_t fill = 0;
+    uint32_t prod = 1, factor = 1, offset = 0;
+    for (size_t c = bc; c-- > 0;) { /* from the row's end */
+      float v = scan_tile(x, rows, cols, r, c);
+      int32_t z = (int32_t)(v * 4.0f) / 3;
+      qs += floorf(v * 16.0f) * 0.0625f;
+      mx = fmaxf(mx, v);
+      fill = fill_last(fill, z);
+      prod *= (uint32_t)(int32_t)(int8_t)z;
+      factor *= (uint32_t)z;
+      offset = (uint32_t)z * offset + (uint32_t)(int32_t)(v * 16.0f);
+      float up = 0.0f;
+      for (size_t i = first + br; i-- > r;)
+        up += floorf(scan_tile(x, rows, cols, i, c) * 16.0f) * 0.0625f;
+      size_t at = r * bc + c;
+      outf[at] = qs;
+      outf[plane + at] = up;
+      outf[2 * plane + at] = mx;
+      outi[at] = fill;
+      outi[plane + at] = (int32_t)prod;
+      outi[2 * plane + at] = (int32_t)offset;
+      outi[3 * plane + at] = (int32_t)factor;
+      row_max = fmaxf(row_max, v);
+    }
+    outr[r] = row_max;
+  }
+  for (size_t p = 0; p * br < rows; p++) {
+    float qs = 0.0f, mx = -INFINITY, top = 0.0f;
+    int32_t fill = 0, top_at = 0;
+    for (size_t k = 0; k < br * bc; k++) { /* row-major over the tile */
+      float v = scan_tile(x, rows, cols, p * br + k / bc, k % bc);
+      qs += floorf(v * 16.0f) * 0.0625f;
+      mx = fmaxf(mx, v);
+      fill = fill_last(fill, (int32_t)(v * 4.0f) / 3);
+      float h = floorf(v * 2.0f) * 0.5f;
+      if (k == 0 || h > top) top = h, top_at = (int32_t)k;
+    }
+    outp[3 * p] = outp[3 * p + 2] = qs;
+    outp[3 * p + 1] = mx;
+    outpi[2 * p] = fill;
+    outpi[2 * p + 1] = top_at;
+  }
+}
+
 void kiln_ref_argmax_all(const float *x, int32_t *out, size_t rows, size_t cols, size_t br,
                          size_t bc) {
   for (size_t p = 0; p * br < rows; p++) {

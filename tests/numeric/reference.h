@@ -243,6 +243,19 @@ void kiln_ref_scan_flip_bound(const float *x, float *bound, size_t rows, size_t 
 void kiln_ref_scan_combine(const float *x, float *outf, int32_t *outi, float *outr, float *bound,
                            int32_t *outri, size_t rows, size_t cols, size_t br, size_t bc);
 
+/* The scan_reverse kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
+ * cols), with q = floor(16 t) / 16, z = (int)(4 t) / 3: planes of rows x bc: outf = the sums of q
+ * from each element to the row's end, from each row to the program's last row, the max of t from
+ * each element to the row's end; outi = the first nonzero z at or after each element of the row
+ * (0 when none), the product of z (as i8) to the row's end, then y = z y + (int)(16 t) from y = 0
+ * taken from the row's end back to the element, and the product of z (both wrapping).  outr[r] =
+ * row r's max.  Per program p, over its tile in row-major order: outp[3p] = outp[3p + 2] = the
+ * sum of q, outp[3p + 1] = the max of t; outpi[2p] = the last nonzero z (0 when none),
+ * outpi[2p + 1] = the row-major index of the first max of floor(2 t) / 2.  Every value is exact
+ * (sums of sixteenths, maxima, wrapping integers): the kernel's order does not matter. */
+void kiln_ref_scan_reverse(const float *x, float *outf, int32_t *outi, float *outr, float *outp,
+                           int32_t *outpi, size_t rows, size_t cols, size_t br, size_t bc);
+
 /* The argmax_all kernel: per program p, over its br x bc tile t of x (rows x cols; 0 past rows and
  * cols), out[8p ..] = the row-major index of the first maximum of t, of its first minimum, of the
  * first maximum of (int)t, of the first t <= 0, the first maximum again, the sum of (int)t, and
