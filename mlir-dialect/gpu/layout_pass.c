@@ -577,6 +577,13 @@ static void forward(LCtx *c) {
          * fragments: in-thread, then two shfl.bfly (lower_reduce.c). */
         KilnGpuLayout s = kiln_gpu_layout_slice(l, (int)kiln_gpu_int_attr(op, "axis", 0));
         try_define(c, res, &s);
+      } else if (l && l->kind == KILN_GPU_LAYOUT_SLICE && !c->mma_only) {
+        /* A tile reduced again (sum(x) over every axis of a 3-D tile: axis 2, then 1 of that):
+         * a slice has no slice, so the operand goes to a blocked copy (requirement) and the
+         * result is that copy's slice. */
+        KilnGpuLayout b = default_layout(c, x);
+        KilnGpuLayout s = kiln_gpu_layout_slice(&b, (int)kiln_gpu_int_attr(op, "axis", 0));
+        try_define(c, res, &s);
       }
       continue;
     }
@@ -618,6 +625,17 @@ static void forward(LCtx *c) {
   }
 }
 
+/* The layout of a reduce's tile result when nothing propagated one (define_one_default). */
+static KilnGpuLayout reduce_default(LCtx *c, MlirOperation op) {
+  MlirValue x = mlirOperationGetOperand(op, 0);
+  int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
+  const KilnGpuLayout *l = defined(c, x);
+  if (l && (l->kind == KILN_GPU_LAYOUT_BLOCKED || l->kind == KILN_GPU_LAYOUT_MMA))
+    return kiln_gpu_layout_slice(l, axis);
+  KilnGpuLayout b = default_layout(c, x);
+  return kiln_gpu_layout_slice(&b, axis);
+}
+
 /* The first undefined tile (result or iter arg) gets a default layout; false when none is left. */
 static bool define_one_default(LCtx *c) {
   for (size_t k = 0; k < c->n_ops; k++) {
@@ -630,8 +648,14 @@ static bool define_one_default(LCtx *c) {
         if (id == KILN_OP_LOAD || id == KILN_OP_STORE) {
           if (!memory_anchor(c, mlirOperationGetOperand(op, 0), &l)) l = default_layout(c, v);
         } else if (id == KILN_OP_REDUCE) {
-          /* Only reached when the operand is a slice: reduce through a blocked copy. */
-          l = default_layout(c, v);
+          /* The lowering makes a reduce's result the slice of its operand's layout along the
+           * axis (lower_reduce.c), so that is the only default it may take: the slice of the
+           * operand's blocked or mma layout, or, for an operand that is itself a slice (a tile
+           * reduced again) or not yet laid out, of its default blocked copy (requirement then
+           * converts the operand).  Reached after propagation gives up too (the last sweep of
+           * propagate), where a blocked default here made the result's elements the wrong
+           * ones. */
+          l = reduce_default(c, op);
         } else {
           l = default_layout(c, v);
         }

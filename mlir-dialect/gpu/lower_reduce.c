@@ -137,6 +137,16 @@ bool low_reduce(Low *L, MlirOperation op) {
   int64_t oshape[KILN_GPU_MAX_RANK];
   for (int d = 0, k = 0; d < in.rank; d++)
     if (d != axis) oshape[k++] = in.shape[d];
+  if (orank > 0) {
+    /* the values below are listed as the slice owns them: a result typed otherwise would read
+     * other elements than it names (the layout pass gives reduce results only this slice) */
+    KilnGpuLayout rl = kiln_gpu_layout_of_type(mlirValueGetType(res));
+    if (!kiln_gpu_layout_equal(&rl, &sl)) {
+      low_error(L, "GPU lowering: a reduce's result must be laid out as the slice of its "
+                   "operand's layout along the axis");
+      return false;
+    }
+  }
   KilnGpuOwn out;
   if (orank > 0)
     kiln_gpu_own(&sl, orank, oshape, &out);

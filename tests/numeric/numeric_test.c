@@ -2060,7 +2060,11 @@ static bool test_scan_combine(KilnRtDevice *dev) {
  * the backward fill, wrapping integer products and maps, the first max's index), so each must
  * equal the reference's; the backward fill, the maps and the whole tile's last nonzero and first
  * max are not commutative, so a scan that ran forwards, or a whole-tile reduce that took the
- * columns before the rows, fails.  The same tiles as scan_combine. */
+ * columns before the rows, fails.  The whole tile's sums are also taken of q as a [BR, BC, 1]
+ * tile (sum, and reduce with plus): on the GPU targets a reduce of an earlier reduce's slice,
+ * which their layouts could not lower before (a located error), and whose results, in a kernel
+ * this large, once took blocked defaults that read the wrong elements (160 for 125 on emu).  The
+ * same tiles as scan_combine. */
 static bool test_scan_reverse(KilnRtDevice *dev) {
   static const struct {
     int32_t rows, cols, br, bc;
@@ -2071,7 +2075,7 @@ static bool test_scan_reverse(KilnRtDevice *dev) {
     if (!tiles_run_here(cfgs[ci].br, cfgs[ci].bc)) continue;
     size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
     size_t progs = kiln_test_cdiv(rows, (size_t)cfgs[ci].br);
-    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, np = 3 * progs, npi = 2 * progs;
+    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, np = 5 * progs, npi = 2 * progs;
     KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
     char shape[64];
     snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);

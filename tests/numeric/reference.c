@@ -820,8 +820,8 @@ void kiln_ref_scan_reverse(const float *x, float *outf, int32_t *outi, float *ou
       float h = floorf(v * 2.0f) * 0.5f;
       if (k == 0 || h > top) top = h, top_at = (int32_t)k;
     }
-    outp[3 * p] = outp[3 * p + 2] = qs;
-    outp[3 * p + 1] = mx;
+    outp[5 * p] = outp[5 * p + 2] = outp[5 * p + 3] = outp[5 * p + 4] = qs;
+    outp[5 * p + 1] = mx;
     outpi[2 * p] = fill;
     outpi[2 * p + 1] = top_at;
   }

@@ -249,8 +249,9 @@ void kiln_ref_scan_combine(const float *x, float *outf, int32_t *outi, float *ou
  * each element to the row's end; outi = the first nonzero z at or after each element of the row
  * (0 when none), the product of z (as i8) to the row's end, then y = z y + (int)(16 t) from y = 0
  * taken from the row's end back to the element, and the product of z (both wrapping).  outr[r] =
- * row r's max.  Per program p, over its tile in row-major order: outp[3p] = outp[3p + 2] = the
- * sum of q, outp[3p + 1] = the max of t; outpi[2p] = the last nonzero z (0 when none),
+ * row r's max.  Per program p, over its tile in row-major order: outp[5p] = outp[5p + 2] =
+ * outp[5p + 3] = outp[5p + 4] = the sum of q, outp[5p + 1] = the max of t; outpi[2p] = the last
+ * nonzero z (0 when none),
  * outpi[2p + 1] = the row-major index of the first max of floor(2 t) / 2.  Every value is exact
  * (sums of sixteenths, maxima, wrapping integers): the kernel's order does not matter. */
 void kiln_ref_scan_reverse(const float *x, float *outf, int32_t *outi, float *outr, float *outp,
