@@ -230,18 +230,24 @@ MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, in
 }
 
 MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis,
-                             MlirValue x) {
-  MlirNamedAttribute a[2] = {
+                             bool reverse, MlirValue x) {
+  MlirNamedAttribute a[3] = {
       kiln_ir_named(b->ctx, "kind",
                     mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(kind))),
-      kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis))};
-  return build_simple(b, loc, KILN_OP_NAME_SCAN, &x, 1, mlirValueGetType(x), a, 2);
+      kiln_ir_named(b->ctx, "axis", kiln_ir_attr_i32(b->ctx, axis)),
+      kiln_ir_named(b->ctx, KILN_IR_SCAN_REVERSE_ATTR, mlirUnitAttrGet(b->ctx))};
+  return build_simple(b, loc, KILN_OP_NAME_SCAN, &x, 1, mlirValueGetType(x), a, reverse ? 3 : 2);
 }
 
 MlirValue kiln_ir_build_dot(KilnIRBuilder *b, MlirLocation loc, MlirValue a, MlirValue bm,
                             MlirValue acc) {
   MlirValue ops[3] = {a, bm, acc};
   return build_simple(b, loc, KILN_OP_NAME_DOT, ops, 3, mlirValueGetType(acc), NULL, 0);
+}
+
+bool kiln_ir_scan_is_reverse(MlirOperation scan) {
+  return !mlirAttributeIsNull(mlirOperationGetAttributeByName(
+      scan, mlirStringRefCreateFromCString(KILN_IR_SCAN_REVERSE_ATTR)));
 }
 
 bool kiln_ir_dot_is_tf32(MlirOperation dot) {

@@ -218,9 +218,13 @@ MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char
 MlirValue kiln_ir_build_resize(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result);
 /* x reversed along `axis` (same type). */
 MlirValue kiln_ir_build_flip(KilnIRBuilder *b, MlirLocation loc, MlirValue x, int axis);
-/* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis. */
+/* Inclusive prefix "sum" or "prod" of x along `axis`, in x's type, in order along the axis; with
+ * `reverse` (the unit attribute KILN_IR_SCAN_REVERSE_ATTR) from the end of the axis: element i
+ * combines elements n-1 down to i (suffix sums and products). */
+#define KILN_IR_SCAN_REVERSE_ATTR "kiln.reverse"
 MlirValue kiln_ir_build_scan(KilnIRBuilder *b, MlirLocation loc, const char *kind, int axis,
-                             MlirValue x);
+                             bool reverse, MlirValue x);
+bool kiln_ir_scan_is_reverse(MlirOperation scan);
 /* acc + a x b; result has acc's type.  A dot of f32 tiles that carries the unit attribute
  * KILN_IR_DOT_TF32_ATTR rounds a and b to TF32 first (cvt.rna.tf32.f32: ties away from zero) and
  * may run on tensor cores; without it, an f32 dot is exact IEEE products and sums. */

@@ -733,7 +733,8 @@ static bool lower_reduce(Cpu *c, MlirOperation op) {
 /* ---------------------------------------------------------------- scan */
 
 /* kiln.scan: per line along the axis (a loop nest over the other dims), one loop that carries
- * the running sum or product and stores it at every position: the order is the axis's. */
+ * the running sum or product and stores it at every position: the order is the axis's, or the
+ * reverse of it (kiln.reverse: position n - 1 - i at step i). */
 typedef struct ScanCtx {
   CpuVal *src;
   MlirValue dst;
@@ -741,6 +742,7 @@ typedef struct ScanCtx {
   int64_t n;
   bool is_sum;
   MlirType elem;
+  bool reverse;
 } ScanCtx;
 
 static void scan_body(Cpu *c, const MlirValue *line, void *user) {
@@ -755,7 +757,9 @@ static void scan_body(Cpu *c, const MlirValue *line, void *user) {
   KilnIRBuilder saved = c->b;
   kiln_ir_builder_set_end(&c->b, f.body);
   MlirValue idx[16];
-  for (int i = 0; i < s->rank; i++) idx[i] = i == s->axis ? f.iv : line[i];
+  MlirValue at = f.iv;
+  if (s->reverse) at = bin(c, "arith.subi", kiln_cpu_cidx(c, s->n - 1), f.iv);
+  for (int i = 0; i < s->rank; i++) idx[i] = i == s->axis ? at : line[i];
   const char *op =
       s->is_sum ? (fl ? "arith.addf" : "arith.addi") : (fl ? "arith.mulf" : "arith.muli");
   MlirValue acc = bin(c, op, kiln_ir_for_iter_arg(&f, 0), kiln_cpu_elem(c, s->src, idx));
@@ -775,7 +779,8 @@ static bool lower_scan(Cpu *c, MlirOperation op) {
                kiln_ir_rank(t),
                0,
                strcmp(kind, "sum") == 0,
-               kiln_cpu_scalar_type(t)};
+               kiln_cpu_scalar_type(t),
+               kiln_ir_scan_is_reverse(op)};
   s.n = kiln_ir_dim(t, s.axis);
   s.dst = kiln_cpu_alloc(c, t);
   kiln_cpu_set_buf(c, result_of(op), s.dst);

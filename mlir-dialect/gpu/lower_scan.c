@@ -31,6 +31,7 @@
 
 typedef struct Scan {
   bool is_sum, fl;
+  bool rev; /* kiln.reverse: from the end of the axis, every step above mirrored */
   MlirType et;
 } Scan;
 
@@ -117,6 +118,13 @@ static KilnGpuLayout whole_lines(const KilnGpuOwn *o, int axis, int num_warps) {
   return kiln_gpu_layout_blocked(o->rank, o->shape, num_warps, (int)o->shape[axis], order);
 }
 
+/* Whether the lane d positions earlier in the scan's order (d before it forwards, d after it
+ * reversed) exists along the axis: lane >= d, or lane + d <= last. */
+static MlirValue has_lane(Low *L, const Scan *s, MlirValue lane, int d, int last) {
+  return s->rev ? low_cmpi(L, "ule", lane, low_i32(L, last - d))
+                : low_cmpi(L, "uge", lane, low_i32(L, d));
+}
+
 /* Row-major index of the line that list position j lies on (its coordinates but the axis'). */
 static MlirValue line_index(Low *L, const KilnGpuOwn *o, int64_t j, int axis) {
   MlirValue li = low_i32(L, 0);
@@ -157,19 +165,23 @@ static Vals *scan_vals(Low *L, const Scan *s, Vals *X, const KilnGpuOwn *o, int 
     for (int r = 0; r < a.reps; r++) {
       MlirValue acc = {NULL};
       for (int e = 0; e < a.spt; e++) {
-        local[axis] = r * a.spt + e;
+        local[axis] = r * a.spt + (s->rev ? a.spt - 1 - e : e);
         int64_t j = kiln_gpu_own_index(o, local);
         acc = after(L, s, acc, X->v[j]);
         out->v[j] = acc;
       }
+      /* forwards lane k takes lane k - d's value when k >= d (shfl.up); reversed lane k takes
+       * lane k + d's when k + d <= the last lane (shfl.down) */
+      const char *dir = s->rev ? "down" : "up";
+      int clamp = s->rev ? 0x1f : 0;
       MlirValue t = acc, ex = {NULL};
       for (int b = 0; b < a.lane_bits; b++) {
-        MlirValue y = low_shuffle(L, t, "up", low_i32(L, (1 << b) << a.lane_shift), 0);
-        t = pick(L, low_cmpi(L, "uge", lane, low_i32(L, 1 << b)), combine(L, s, y, t), t);
+        MlirValue y = low_shuffle(L, t, dir, low_i32(L, (1 << b) << a.lane_shift), clamp);
+        t = pick(L, has_lane(L, s, lane, 1 << b, last_lane), combine(L, s, y, t), t);
       }
       if (a.lane_bits) {
-        MlirValue y = low_shuffle(L, t, "up", low_i32(L, 1 << a.lane_shift), 0);
-        ex = pick(L, low_cmpi(L, "uge", lane, low_i32(L, 1)), y, identity(L, s));
+        MlirValue y = low_shuffle(L, t, dir, low_i32(L, 1 << a.lane_shift), clamp);
+        ex = pick(L, has_lane(L, s, lane, 1, last_lane), y, identity(L, s));
       }
       total[k * a.reps + r] = t;
       before[k * a.reps + r] = ex;
@@ -185,7 +197,9 @@ static Vals *scan_vals(Low *L, const Scan *s, Vals *X, const KilnGpuOwn *o, int 
     warp = id_bits(L, low_warp(L), a.warp_shift, a.warp_bits);
     low_barrier(L);
     base = low_smem(L, 0, lines_total * a.reps * W * slot);
-    MlirValue cond = a.lane_bits ? low_cmpi(L, "eq", lane, low_i32(L, last_lane)) : (MlirValue){0};
+    /* the line's last lane in the scan's order holds the run's total: the first reversed */
+    MlirValue cond =
+        a.lane_bits ? low_cmpi(L, "eq", lane, low_i32(L, s->rev ? 0 : last_lane)) : (MlirValue){0};
     KilnIRIf f = {0};
     KilnIRBuilder saved = L->b;
     if (!mlirValueIsNull(cond)) {
@@ -220,30 +234,36 @@ static Vals *scan_vals(Low *L, const Scan *s, Vals *X, const KilnGpuOwn *o, int 
       li = low_bin(L, "arith.muli", line_index(L, o, first[k], axis),
                    low_i32(L, (int64_t)a.reps * W));
     MlirValue carry = {NULL};
-    for (int r = 0; r < a.reps; r++) {
+    for (int ri = 0; ri < a.reps; ri++) {
+      int r = s->rev ? a.reps - 1 - ri : ri; /* reps in the scan's order */
       MlirValue prefix = carry, rep_total = {NULL};
-      bool last_rep = r == a.reps - 1;
+      bool last_rep = ri == a.reps - 1;
       if (W > 1) {
-        /* the warps' totals in order after the carry: this warp's prefix is the running
-         * combination where the warp index is reached, the next rep's carry the whole run */
+        /* the warps' totals in order after the carry (reversed: from the last warp): this
+         * warp's prefix is the running combination where the warp index is reached, the next
+         * rep's carry the whole run */
         MlirValue run = carry;
-        for (int w = 0; w < W; w++) {
-          if (w > 0) {
+        for (int wi = 0; wi < W; wi++) {
+          int w = s->rev ? W - 1 - wi : wi;
+          if (wi > 0) {
             MlirValue mine = low_cmpi(L, "eq", warp, low_i32(L, w));
-            prefix = pick(L, mine, run, w == 1 && mlirValueIsNull(carry) ? identity(L, s) : prefix);
+            prefix =
+                pick(L, mine, run, wi == 1 && mlirValueIsNull(carry) ? identity(L, s) : prefix);
           }
-          if (w == W - 1 && last_rep) break; /* no later warp or rep needs the last total */
+          if (wi == W - 1 && last_rep) break; /* no later warp or rep needs the last total */
           MlirValue at = low_bin(L, "arith.addi", li, low_i32(L, (int64_t)r * W + w));
           MlirValue p = low_gep(L, base, at, et);
           run = after(L, s, run, low_op1(L, "llvm.load", &p, 1, et));
         }
         if (!last_rep) carry = run;
       } else if (!last_rep) {
-        /* within the warp: the line's last lane holds the rep's total */
+        /* within the warp: the line's last lane (in the scan's order) holds the rep's total */
         rep_total = total[k * a.reps + r];
         if (a.lane_bits) {
-          MlirValue src =
-              low_bin(L, "arith.ori", low_lane(L), low_i32(L, (int64_t)last_lane << a.lane_shift));
+          MlirValue src = s->rev ? low_bin(L, "arith.andi", low_lane(L),
+                                           low_i32(L, ~((int64_t)last_lane << a.lane_shift)))
+                                 : low_bin(L, "arith.ori", low_lane(L),
+                                           low_i32(L, (int64_t)last_lane << a.lane_shift));
           rep_total = low_shuffle(L, rep_total, "idx", src, 0x1f);
         }
       }
@@ -251,7 +271,7 @@ static Vals *scan_vals(Low *L, const Scan *s, Vals *X, const KilnGpuOwn *o, int 
         prefix = after(L, s, prefix, before[k * a.reps + r]);
       if (!mlirValueIsNull(prefix))
         for (int e = 0; e < a.spt; e++) {
-          local[axis] = r * a.spt + e;
+          local[axis] = r * a.spt + e; /* the prefix comes first in either order */
           int64_t j = kiln_gpu_own_index(o, local);
           out->v[j] = combine(L, s, prefix, out->v[j]);
         }
@@ -269,7 +289,9 @@ bool low_scan(Low *L, MlirOperation op) {
   int axis = (int)kiln_gpu_int_attr(op, "axis", 0);
   char kind[8] = "";
   kiln_ir_get_str_attr(op, "kind", kind, sizeof kind);
-  Scan s = {.is_sum = strcmp(kind, "sum") == 0, .et = kiln_ir_elem_type(rt)};
+  Scan s = {.is_sum = strcmp(kind, "sum") == 0,
+            .rev = kiln_ir_scan_is_reverse(op),
+            .et = kiln_ir_elem_type(rt)};
   s.fl = mlirTypeIsAFloat(s.et);
   if (axis < 0 || axis >= so.rank) {
     low_error(L, "GPU lowering: scan axis %d out of range", axis);

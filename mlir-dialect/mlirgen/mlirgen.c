@@ -1260,15 +1260,13 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_REDUCE: return gen_combine_op(g, e);
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: {
-    /* narrow integers widened to i32 first (operand_type), as for sum; reverse: the scan of x
-     * flipped along the axis, flipped back (suffix sums, added from the end) */
+    /* narrow integers widened to i32 first (operand_type), as for sum; reverse: suffix sums,
+     * added from the end (the scan's own attribute: no flip around it) */
     MlirValue x = gen_as(g, e->args[0], e->operand_type);
     if (g->failed) return x;
     bool reverse = e->nargs > 2 && e->args[2]->ival != 0;
-    if (reverse) x = kiln_ir_build_flip(&g->b, loc, x, (int)e->ival);
-    MlirValue r = kiln_ir_build_scan(&g->b, loc, e->builtin == KILN_BUILTIN_CUMSUM ? "sum" : "prod",
-                                     (int)e->ival, x);
-    return reverse ? kiln_ir_build_flip(&g->b, loc, r, (int)e->ival) : r;
+    return kiln_ir_build_scan(&g->b, loc, e->builtin == KILN_BUILTIN_CUMSUM ? "sum" : "prod",
+                              (int)e->ival, reverse, x);
   }
   case KILN_BUILTIN_ARGMAX: return gen_reduce(g, e, KILN_REDUCE_ARGMAX);
   case KILN_BUILTIN_ARGMIN: return gen_reduce(g, e, KILN_REDUCE_ARGMIN);
