@@ -236,6 +236,33 @@ static void check_equal_i32(KilnTestRun *run, const char *what, const int32_t *g
   }
 }
 
+/* An output of n elements and its TAIL_ELEMS of sentinel past them: the host copy (fetched) and
+ * the device buffer (a kernel argument). */
+typedef struct TestOut {
+  const char *name;
+  void *host, *dev;
+  size_t n, elem;
+} TestOut;
+
+static TestOut test_out(KilnTestRun *run, const char *name, size_t n, size_t elem) {
+  TestOut o = {name, kiln_test_alloc(n + TAIL_ELEMS, elem), NULL, n, elem};
+  o.dev = kiln_test_output(run, (n + TAIL_ELEMS) * elem);
+  return o;
+}
+
+/* Fetches the outputs and checks that nothing past each one's n elements was written. */
+static void test_outs_fetch(KilnTestRun *run, TestOut *o, size_t count) {
+  for (size_t k = 0; k < count; k++) {
+    size_t total = o[k].n + TAIL_ELEMS;
+    kiln_test_fetch(run, o[k].host, o[k].dev, total * o[k].elem);
+    kiln_test_check_untouched(run, o[k].name, o[k].host, o[k].elem, total, 1, o[k].n, total);
+  }
+}
+
+static void test_outs_free(TestOut *o, size_t count) {
+  for (size_t k = 0; k < count; k++) free(o[k].host);
+}
+
 /* ---- data helpers ------------------------------------------------------------------------- */
 
 static uint16_t *random_f16(KilnRefRng *rng, size_t n, float lo, float hi) {
@@ -1983,7 +2010,26 @@ static bool test_scan_layouts(KilnRtDevice *dev) {
   return ok;
 }
 
-/* ---- scan_combine -------------------------------------------------------------------------- */
+/* ---- scan_combine, scan_reverse ------------------------------------------------------------ */
+
+/* The tiles both run (rows x cols / BR x BC, a program per BR rows): tiles of 1 and 2 columns, a
+ * single row and rows and columns past the matrix's edge; the last three on the cpu target only
+ * (lengths that are not powers of two). */
+static const struct {
+  int32_t rows, cols, br, bc;
+} scan_tiles[] = {{100, 50, 4, 64}, {1, 1, 1, 1},    {37, 2, 4, 2}, {64, 32, 16, 32},
+                  {9, 7, 2, 8},     {23, 50, 5, 50}, {9, 7, 3, 7},  {40, 13, 6, 12}};
+
+/* Starts the run of kernel at scan_tiles[ci]; false when the tile does not run on this device. */
+static bool scan_tile_begin(KilnTestRun *run, KilnRtDevice *dev, const char *kernel, size_t ci) {
+  if (!tiles_run_here(scan_tiles[ci].br, scan_tiles[ci].bc)) return false;
+  KilnDefine defs[] = {{"BR", scan_tiles[ci].br}, {"BC", scan_tiles[ci].bc}};
+  char shape[64];
+  snprintf(shape, sizeof shape, "rows=%d cols=%d", (int)scan_tiles[ci].rows,
+           (int)scan_tiles[ci].cols);
+  run_begin(run, dev, kernel, defs, COUNT(defs), shape);
+  return true;
+}
 
 /* scan and reduce with a combine function (issue 15): the network's order is not the
  * reference's, so only results every order gives exactly are compared for equality (maxima,
@@ -1994,61 +2040,36 @@ static bool test_scan_layouts(KilnRtDevice *dev) {
  * target also tiles of 50, 7, 13 and 12 columns and 5, 3 and 6 rows (lengths that are not powers
  * of two: the network runs over the next one with the extra lanes kept out). */
 static bool test_scan_combine(KilnRtDevice *dev) {
-  static const struct {
-    int32_t rows, cols, br, bc;
-  } cfgs[] = {{100, 50, 4, 64}, {1, 1, 1, 1},    {37, 2, 4, 2}, {64, 32, 16, 32},
-              {9, 7, 2, 8},     {23, 50, 5, 50}, {9, 7, 3, 7},  {40, 13, 6, 12}};
   bool all_ok = true;
-  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    if (!tiles_run_here(cfgs[ci].br, cfgs[ci].bc)) continue;
-    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
-    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, nr = 3 * rows;
-    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
-    char shape[64];
-    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+  for (size_t ci = 0; ci < COUNT(scan_tiles); ci++) {
     KilnTestRun run;
-    run_begin(&run, dev, "scan_combine", defs, COUNT(defs), shape);
+    if (!scan_tile_begin(&run, dev, "scan_combine", ci)) continue;
+    size_t rows = (size_t)scan_tiles[ci].rows, cols = (size_t)scan_tiles[ci].cols,
+           bc = (size_t)scan_tiles[ci].bc;
+    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, nr = 3 * rows;
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 2900 + ci);
     float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
-    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
-          *rf = kiln_test_alloc(nf, sizeof *rf);
-    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
-            *ri = kiln_test_alloc(ni, sizeof *ri);
-    float *outr = kiln_test_alloc(nr + TAIL_ELEMS, sizeof *outr),
-          *rr = kiln_test_alloc(nr, sizeof *rr), *bound = kiln_test_alloc(nr, sizeof *bound);
-    int32_t *outri = kiln_test_alloc(nr + TAIL_ELEMS, sizeof *outri),
-            *rri = kiln_test_alloc(nr, sizeof *rri);
+    float *rf = kiln_test_alloc(nf, sizeof *rf), *rr = kiln_test_alloc(nr, sizeof *rr),
+          *bound = kiln_test_alloc(nr, sizeof *bound);
+    int32_t *ri = kiln_test_alloc(ni, sizeof *ri), *rri = kiln_test_alloc(nr, sizeof *rri);
+    TestOut o[] = {
+        test_out(&run, "outf", nf, sizeof(float)), test_out(&run, "outi", ni, sizeof(int32_t)),
+        test_out(&run, "outr", nr, sizeof(float)), test_out(&run, "outri", nr, sizeof(int32_t))};
     void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
-    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
-    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
-    void *dr = kiln_test_output(&run, (nr + TAIL_ELEMS) * sizeof *outr);
-    void *dri = kiln_test_output(&run, (nr + TAIL_ELEMS) * sizeof *outri);
-    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
-    void *args[] = {&dx, &df, &di, &dr, &dri, &r32, &c32};
-    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].br), 1, args);
-    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
-    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
-    kiln_test_fetch(&run, outr, dr, (nr + TAIL_ELEMS) * sizeof *outr);
-    kiln_test_fetch(&run, outri, dri, (nr + TAIL_ELEMS) * sizeof *outri);
-
-    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
-                              nf + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
-                              ni + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outr", outr, sizeof *outr, nr + TAIL_ELEMS, 1, nr,
-                              nr + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outri", outri, sizeof *outri, nr + TAIL_ELEMS, 1, nr,
-                              nr + TAIL_ELEMS);
-    kiln_ref_scan_combine(x, rf, ri, rr, bound, rri, rows, cols, (size_t)cfgs[ci].br, bc);
-    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
-    check_equal_i32(&run, "outi", outi, ri, ni);
-    kiln_test_check_bound(&run, "outr", outr, rr, bound, nr);
-    check_equal_i32(&run, "outri", outri, rri, nr);
+    int32_t r32 = scan_tiles[ci].rows, c32 = scan_tiles[ci].cols;
+    void *args[] = {&dx, &o[0].dev, &o[1].dev, &o[2].dev, &o[3].dev, &r32, &c32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)scan_tiles[ci].br), 1, args);
+    test_outs_fetch(&run, o, COUNT(o));
+    kiln_ref_scan_combine(x, rf, ri, rr, bound, rri, rows, cols, (size_t)scan_tiles[ci].br, bc);
+    check_close(&run, "outf", o[0].host, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", o[1].host, ri, ni);
+    kiln_test_check_bound(&run, "outr", o[2].host, rr, bound, nr);
+    check_equal_i32(&run, "outri", o[3].host, rri, nr);
     all_ok &= kiln_test_end(&run);
-    free(x), free(outf), free(rf), free(outi), free(ri), free(outr), free(rr), free(bound);
-    free(outri), free(rri);
+    free(x), free(rf), free(ri), free(rr), free(bound), free(rri);
+    test_outs_free(o, COUNT(o));
   }
   return all_ok;
 }
@@ -2066,69 +2087,39 @@ static bool test_scan_combine(KilnRtDevice *dev) {
  * this large, once took blocked defaults that read the wrong elements (160 for 125 on emu).  The
  * same tiles as scan_combine. */
 static bool test_scan_reverse(KilnRtDevice *dev) {
-  static const struct {
-    int32_t rows, cols, br, bc;
-  } cfgs[] = {{100, 50, 4, 64}, {1, 1, 1, 1},    {37, 2, 4, 2}, {64, 32, 16, 32},
-              {9, 7, 2, 8},     {23, 50, 5, 50}, {9, 7, 3, 7},  {40, 13, 6, 12}};
   bool all_ok = true;
-  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
-    if (!tiles_run_here(cfgs[ci].br, cfgs[ci].bc)) continue;
-    size_t rows = (size_t)cfgs[ci].rows, cols = (size_t)cfgs[ci].cols, bc = (size_t)cfgs[ci].bc;
-    size_t progs = kiln_test_cdiv(rows, (size_t)cfgs[ci].br);
-    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, np = 5 * progs, npi = 2 * progs;
-    KilnDefine defs[] = {{"BR", cfgs[ci].br}, {"BC", cfgs[ci].bc}};
-    char shape[64];
-    snprintf(shape, sizeof shape, "rows=%zu cols=%zu", rows, cols);
+  for (size_t ci = 0; ci < COUNT(scan_tiles); ci++) {
     KilnTestRun run;
-    run_begin(&run, dev, "scan_reverse", defs, COUNT(defs), shape);
+    if (!scan_tile_begin(&run, dev, "scan_reverse", ci)) continue;
+    size_t rows = (size_t)scan_tiles[ci].rows, cols = (size_t)scan_tiles[ci].cols,
+           bc = (size_t)scan_tiles[ci].bc;
+    size_t progs = kiln_test_cdiv(rows, (size_t)scan_tiles[ci].br);
+    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, np = 5 * progs, npi = 2 * progs;
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 3100 + ci);
     float *x = kiln_test_random_f32(&rng, rows * cols, -4.0f, 4.0f);
-    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
-          *rf = kiln_test_alloc(nf, sizeof *rf);
-    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
-            *ri = kiln_test_alloc(ni, sizeof *ri);
-    float *outr = kiln_test_alloc(rows + TAIL_ELEMS, sizeof *outr),
-          *rr = kiln_test_alloc(rows, sizeof *rr);
-    float *outp = kiln_test_alloc(np + TAIL_ELEMS, sizeof *outp),
+    float *rf = kiln_test_alloc(nf, sizeof *rf), *rr = kiln_test_alloc(rows, sizeof *rr),
           *rp = kiln_test_alloc(np, sizeof *rp);
-    int32_t *outpi = kiln_test_alloc(npi + TAIL_ELEMS, sizeof *outpi),
-            *rpi = kiln_test_alloc(npi, sizeof *rpi);
+    int32_t *ri = kiln_test_alloc(ni, sizeof *ri), *rpi = kiln_test_alloc(npi, sizeof *rpi);
+    TestOut o[] = {
+        test_out(&run, "outf", nf, sizeof(float)), test_out(&run, "outi", ni, sizeof(int32_t)),
+        test_out(&run, "outr", rows, sizeof(float)), test_out(&run, "outp", np, sizeof(float)),
+        test_out(&run, "outpi", npi, sizeof(int32_t))};
     void *dx = kiln_test_input(&run, x, rows * cols * sizeof *x);
-    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
-    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
-    void *dr = kiln_test_output(&run, (rows + TAIL_ELEMS) * sizeof *outr);
-    void *dp = kiln_test_output(&run, (np + TAIL_ELEMS) * sizeof *outp);
-    void *dpi = kiln_test_output(&run, (npi + TAIL_ELEMS) * sizeof *outpi);
-    int32_t r32 = cfgs[ci].rows, c32 = cfgs[ci].cols;
-    void *args[] = {&dx, &df, &di, &dr, &dp, &dpi, &r32, &c32};
+    int32_t r32 = scan_tiles[ci].rows, c32 = scan_tiles[ci].cols;
+    void *args[] = {&dx, &o[0].dev, &o[1].dev, &o[2].dev, &o[3].dev, &o[4].dev, &r32, &c32};
     kiln_test_launch(&run, run.fn, progs, 1, args);
-    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
-    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
-    kiln_test_fetch(&run, outr, dr, (rows + TAIL_ELEMS) * sizeof *outr);
-    kiln_test_fetch(&run, outp, dp, (np + TAIL_ELEMS) * sizeof *outp);
-    kiln_test_fetch(&run, outpi, dpi, (npi + TAIL_ELEMS) * sizeof *outpi);
-
-    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
-                              nf + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
-                              ni + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outr", outr, sizeof *outr, rows + TAIL_ELEMS, 1, rows,
-                              rows + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outp", outp, sizeof *outp, np + TAIL_ELEMS, 1, np,
-                              np + TAIL_ELEMS);
-    kiln_test_check_untouched(&run, "outpi", outpi, sizeof *outpi, npi + TAIL_ELEMS, 1, npi,
-                              npi + TAIL_ELEMS);
-    kiln_ref_scan_reverse(x, rf, ri, rr, rp, rpi, rows, cols, (size_t)cfgs[ci].br, bc);
-    check_close(&run, "outf", outf, rf, nf, 1.0, 0.0);
-    check_equal_i32(&run, "outi", outi, ri, ni);
-    check_close(&run, "outr", outr, rr, rows, 1.0, 0.0);
-    check_close(&run, "outp", outp, rp, np, 1.0, 0.0);
-    check_equal_i32(&run, "outpi", outpi, rpi, npi);
+    test_outs_fetch(&run, o, COUNT(o));
+    kiln_ref_scan_reverse(x, rf, ri, rr, rp, rpi, rows, cols, (size_t)scan_tiles[ci].br, bc);
+    check_close(&run, "outf", o[0].host, rf, nf, 1.0, 0.0);
+    check_equal_i32(&run, "outi", o[1].host, ri, ni);
+    check_close(&run, "outr", o[2].host, rr, rows, 1.0, 0.0);
+    check_close(&run, "outp", o[3].host, rp, np, 1.0, 0.0);
+    check_equal_i32(&run, "outpi", o[4].host, rpi, npi);
     all_ok &= kiln_test_end(&run);
-    free(x), free(outf), free(rf), free(outi), free(ri), free(outr), free(rr), free(outp);
-    free(rp), free(outpi), free(rpi);
+    free(x), free(rf), free(ri), free(rr), free(rp), free(rpi);
+    test_outs_free(o, COUNT(o));
   }
   return all_ok;
 }
