@@ -2094,7 +2094,7 @@ static bool test_scan_reverse(KilnRtDevice *dev) {
     size_t rows = (size_t)scan_tiles[ci].rows, cols = (size_t)scan_tiles[ci].cols,
            bc = (size_t)scan_tiles[ci].bc;
     size_t progs = kiln_test_cdiv(rows, (size_t)scan_tiles[ci].br);
-    size_t plane = rows * bc, nf = 3 * plane, ni = 4 * plane, np = 5 * progs, npi = 2 * progs;
+    size_t plane = rows * bc, nf = 4 * plane, ni = 4 * plane, np = 5 * progs, npi = 2 * progs;
 
     KilnRefRng rng;
     kiln_ref_rng_init(&rng, 3100 + ci);

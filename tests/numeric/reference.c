@@ -794,13 +794,16 @@ void kiln_ref_scan_reverse(const float *x, float *outf, int32_t *outi, float *ou
       prod *= (uint32_t)(int32_t)(int8_t)z;
       factor *= (uint32_t)z;
       offset = (uint32_t)z * offset + (uint32_t)(int32_t)(v * 16.0f);
-      float up = 0.0f;
+      float up = 0.0f, flat = 0.0f;
       for (size_t i = first + br; i-- > r;)
         up += floorf(scan_tile(x, rows, cols, i, c) * 16.0f) * 0.0625f;
+      for (size_t k = br * bc; k-- > (r - first) * bc + c;) /* the tile as one line, from its end */
+        flat += floorf(scan_tile(x, rows, cols, first + k / bc, k % bc) * 16.0f) * 0.0625f;
       size_t at = r * bc + c;
       outf[at] = qs;
       outf[plane + at] = up;
       outf[2 * plane + at] = mx;
+      outf[3 * plane + at] = flat;
       outi[at] = fill;
       outi[plane + at] = (int32_t)prod;
       outi[2 * plane + at] = (int32_t)offset;

@@ -246,7 +246,8 @@ void kiln_ref_scan_combine(const float *x, float *outf, int32_t *outi, float *ou
 /* The scan_reverse kernel: over each program's br x bc tile t of x (rows x cols; 0 past rows and
  * cols), with q = floor(16 t) / 16, z = (int)(4 t) / 3: planes of rows x bc: outf = the sums of q
  * from each element to the row's end, from each row to the program's last row, the max of t from
- * each element to the row's end; outi = the first nonzero z at or after each element of the row
+ * each element to the row's end, the sums of q from each element to the tile's end (the tile as
+ * one row-major line); outi = the first nonzero z at or after each element of the row
  * (0 when none), the product of z (as i8) to the row's end, then y = z y + (int)(16 t) from y = 0
  * taken from the row's end back to the element, and the product of z (both wrapping).  outr[r] =
  * row r's max.  Per program p, over its tile in row-major order: outp[5p] = outp[5p + 2] =
