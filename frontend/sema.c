@@ -1116,9 +1116,6 @@ static const KilnType *check_broadcast_to(Sema *S, KilnExpr *e) {
   return with_shape(S, t->scalar, is_ptrish(t), sh->rank, sh->dims);
 }
 
-/* flip(x, axis), cumsum / cumprod(x, axis?): a tile of numbers and a constant axis in range
- * (scans default to 0, as Triton's).  The axis is kept in e->ival.  A scan of i1/i8/i16 runs in
- * i32, as a sum does (operand_type: the input's shape in i32), so it counts rather than wraps. */
 /* A flag argument (reverse, keep_dims) of call e: a constant, true or false; mlirgen reads its
  * ival. */
 static bool flag_arg(Sema *S, const KilnExpr *e, int i, const char *what) {
@@ -1130,6 +1127,9 @@ static bool flag_arg(Sema *S, const KilnExpr *e, int i, const char *what) {
   return true;
 }
 
+/* flip(x, axis), cumsum / cumprod(x, axis?): a tile of numbers and a constant axis in range
+ * (scans default to 0, as Triton's).  The axis is kept in e->ival.  A scan of i1/i8/i16 runs in
+ * i32, as a sum does (operand_type: the input's shape in i32), so it counts rather than wraps. */
 static const KilnType *check_axis_op(Sema *S, KilnExpr *e) {
   const KilnType *t = e->args[0]->type;
   if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr) {
