@@ -324,13 +324,14 @@ static void map_body(Cpu *c, const MlirValue *idx, void *user) {
 
 /* When op's result is not a tile, or every operand is a scalar/splat and splat_ok: runs fn once
  * on the scalars (and records the result); returns whether it did. */
-static bool map_scalars(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok) {
+static bool map_scalars(Cpu *c, MlirOperation op, int result, CpuScalarFn fn, void *user,
+                        bool splat_ok) {
   bool all_scalar = true;
   intptr_t n = mlirOperationGetNumOperands(op);
   for (intptr_t i = 0; i < n; i++)
     all_scalar &= !mlirValueIsNull(kiln_cpu_get(c, mlirOperationGetOperand(op, i))->scalar);
   bool has_result = mlirOperationGetNumResults(op) > 0;
-  MlirValue res = has_result ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
+  MlirValue res = has_result ? mlirOperationGetResult(op, result) : (MlirValue){NULL};
   /* the shape comes from the result, or from the first operand for ops without one */
   MlirType shape_t =
       has_result ? mlirValueGetType(res) : mlirValueGetType(mlirOperationGetOperand(op, 0));
@@ -345,7 +346,7 @@ static bool map_scalars(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bo
 }
 
 void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok) {
-  if (map_scalars(c, op, fn, user, splat_ok)) return;
+  if (map_scalars(c, op, 0, fn, user, splat_ok)) return;
   bool has_result = mlirOperationGetNumResults(op) > 0;
   MlirValue res = has_result ? mlirOperationGetResult(op, 0) : (MlirValue){NULL};
   MlirType shape_t =
@@ -375,14 +376,20 @@ static MlirValue map_elem(Cpu *c, CpuVal *v, const MlirValue *idx) {
 
 void kiln_cpu_map_pure(Cpu *c, MlirOperation op, CpuScalarFn fn, const void *user,
                        size_t user_size) {
+  KILN_ASSERT(mlirOperationGetNumResults(op) == 1);
+  kiln_cpu_map_pure_result(c, op, 0, fn, user, user_size);
+}
+
+void kiln_cpu_map_pure_result(Cpu *c, MlirOperation op, int result, CpuScalarFn fn,
+                              const void *user, size_t user_size) {
   CpuVal tmp;
-  KILN_ASSERT(user_size <= sizeof tmp.user_data && mlirOperationGetNumResults(op) == 1);
+  KILN_ASSERT(user_size <= sizeof tmp.user_data && result < mlirOperationGetNumResults(op));
   memcpy(tmp.user_data, user, user_size);
-  if (map_scalars(c, op, fn, tmp.user_data, true)) return;
+  if (map_scalars(c, op, result, fn, tmp.user_data, true)) return;
   int cost = 1;
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); i++)
     cost += kiln_cpu_get(c, mlirOperationGetOperand(op, i))->cost;
-  CpuVal *v = defer_put(c, mlirOperationGetResult(op, 0), op, map_elem, cost);
+  CpuVal *v = defer_put(c, mlirOperationGetResult(op, result), op, map_elem, cost);
   v->fn = fn;
   memcpy(v->user_data, user, user_size);
   v->user = v->user_data;

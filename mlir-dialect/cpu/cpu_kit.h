@@ -80,6 +80,10 @@ void kiln_cpu_shape(MlirType t, int64_t *shape, int *rank);
 void kiln_cpu_map(Cpu *c, MlirOperation op, CpuScalarFn fn, void *user, bool splat_ok);
 void kiln_cpu_map_pure(Cpu *c, MlirOperation op, CpuScalarFn fn, const void *user,
                        size_t user_size);
+/* kiln_cpu_map_pure of result `result` of a pure op with several (arith.mulsi_extended's high
+ * word): fn returns that result's element. */
+void kiln_cpu_map_pure_result(Cpu *c, MlirOperation op, int result, CpuScalarFn fn,
+                              const void *user, size_t user_size);
 
 /* A loop nest over `shape` with index induction variables passed to fn. */
 typedef void (*CpuNestFn)(Cpu *c, const MlirValue *idx, void *user);

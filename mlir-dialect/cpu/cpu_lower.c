@@ -86,11 +86,19 @@ static MlirOperation clone_scalar(Cpu *c, MlirOperation op, const MlirValue *ops
   return nop;
 }
 
+/* An element-wise op on tiles, one result of it per map: the op cloned on the elements.  An op
+ * of several results (arith.mulsi_extended, which canonicalize makes of umulhi's widening
+ * product) is cloned once per result that is read; LLVM merges the copies. */
+typedef struct ElemResult {
+  MlirOperation op;
+  int result;
+} ElemResult;
+
 static MlirValue elementwise_fn(Cpu *c, const MlirValue *elems, void *user) {
-  MlirOperation op = *(MlirOperation *)user;
+  const ElemResult *r = user;
   MlirValue out[8];
-  clone_scalar(c, op, elems, (size_t)mlirOperationGetNumOperands(op), out);
-  return out[0];
+  clone_scalar(c, r->op, elems, (size_t)mlirOperationGetNumOperands(r->op), out);
+  return out[r->result];
 }
 
 /* arith.constant: splats stay scalars; other dense tiles are written element by element. */
@@ -290,12 +298,16 @@ static void lower_op(Cpu *c, MlirOperation op) {
     kiln_ir_error(c->loc, "the CPU backend cannot lower '%s'", name);
     c->failed = true;
   } else if (has_tile(op)) {
-    if (mlirOperationGetNumResults(op) != 1) {
+    int n = (int)mlirOperationGetNumResults(op);
+    if (n != 1 && (n == 0 || strncmp(name, "arith.", 6) != 0)) {
       kiln_ir_error(c->loc, "the CPU backend cannot lower '%s' on tiles", name);
       c->failed = true;
       return;
     }
-    kiln_cpu_map_pure(c, op, elementwise_fn, &op, sizeof op);
+    for (int i = 0; i < n; i++) { /* a result never read is never materialized */
+      ElemResult r = {op, i};
+      kiln_cpu_map_pure_result(c, op, i, elementwise_fn, &r, sizeof r);
+    }
   } else {
     MlirValue ops[16], out[8];
     intptr_t n = mlirOperationGetNumOperands(op);
