@@ -951,11 +951,12 @@ static const KilnType *check_scalar_minmax(Sema *S, KilnExpr *e) {
   return t;
 }
 
-/* Elementwise builtins over value args [from, nargs): common element type, broadcast shape. */
-static const KilnType *elementwise(Sema *S, KilnExpr *e, int from, bool float_only, bool int_only) {
+/* Elementwise builtins over value args [from, to): common element type, broadcast shape. */
+static const KilnType *elementwise_args(Sema *S, KilnExpr *e, int from, int to, bool float_only,
+                                        bool int_only) {
   KilnScalarKind s = KILN_SCALAR_I1;
   bool weak = true, first = true;
-  for (int i = from; i < e->nargs; i++) {
+  for (int i = from; i < to; i++) {
     KilnExpr *a = e->args[i];
     char what[64];
     snprintf(what, sizeof what, "%s argument %d", e->name, i + 1);
@@ -979,11 +980,16 @@ static const KilnType *elementwise(Sema *S, KilnExpr *e, int from, bool float_on
   }
   int rank;
   int64_t dims[KILN_MAX_RANK];
-  if (!broadcast_args(S, e, from, e->nargs, &rank, dims)) return NULL;
-  for (int i = from; i < e->nargs; i++) retype_literal(S, e->args[i], s);
+  if (!broadcast_args(S, e, from, to, &rank, dims)) return NULL;
+  for (int i = from; i < to; i++) retype_literal(S, e->args[i], s);
   e->operand_type = with_shape(S, s, false, rank, dims);
   e->weak = weak;
   return e->operand_type;
+}
+
+/* Elementwise builtins over value args [from, nargs). */
+static const KilnType *elementwise(Sema *S, KilnExpr *e, int from, bool float_only, bool int_only) {
+  return elementwise_args(S, e, from, e->nargs, float_only, int_only);
 }
 
 static const KilnType *check_where(Sema *S, KilnExpr *e) {
@@ -1291,10 +1297,9 @@ static const KilnType *without_axis(Sema *S, const KilnType *t, int64_t axis, bo
   return with_shape(S, t->scalar, false, rank, dims);
 }
 
-/* e->result for k values: a tuple LIST of placeholders of the result types (unpacking reads
- * their types; mlirgen gives the values). */
-static const KilnType *combine_tuple(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int64_t axis,
-                                     bool keep) {
+/* e->result for a builtin's k values (scan/reduce of k tiles, split, swizzle2d): a tuple LIST
+ * of placeholders of the result types (unpacking reads their types; mlirgen gives the values). */
+static const KilnType *builtin_tuple(Sema *S, KilnExpr *e, int k, const KilnType **types) {
   KilnExpr *list = kiln_arena_alloc(S->ar, sizeof *list);
   memset(list, 0, sizeof *list);
   list->kind = KILN_EXPR_LIST;
@@ -1307,8 +1312,7 @@ static const KilnType *combine_tuple(Sema *S, KilnExpr *e, KilnExpr **xs, int k,
     memset(v, 0, sizeof *v);
     v->kind = KILN_EXPR_INT;
     v->span = e->span;
-    v->type =
-        e->builtin == KILN_BUILTIN_SCAN ? xs[i]->type : without_axis(S, xs[i]->type, axis, keep);
+    v->type = types[i];
     list->args[i] = v;
   }
   e->result = list;
@@ -1317,6 +1321,15 @@ static const KilnType *combine_tuple(Sema *S, KilnExpr *e, KilnExpr **xs, int k,
   t->rank = k;
   list->type = t;
   return t;
+}
+
+static const KilnType *combine_tuple(Sema *S, KilnExpr *e, KilnExpr **xs, int k, int64_t axis,
+                                     bool keep) {
+  const KilnType *types[MAX_COMBINE_VALUES];
+  for (int i = 0; i < k; i++)
+    types[i] =
+        e->builtin == KILN_BUILTIN_SCAN ? xs[i]->type : without_axis(S, xs[i]->type, axis, keep);
+  return builtin_tuple(S, e, k, types);
 }
 
 static const KilnType *check_combine_op(Sema *S, KilnExpr *e) {
@@ -1352,6 +1365,113 @@ static const KilnType *check_combine_op(Sema *S, KilnExpr *e) {
   bool keep = e->builtin == KILN_BUILTIN_REDUCE && flag;
   if (k > 1) return combine_tuple(S, e, xs, k, axis, keep);
   return e->builtin == KILN_BUILTIN_SCAN ? xs[0]->type : without_axis(S, xs[0]->type, axis, keep);
+}
+
+/* join(a, b) and interleave(a, b): two numbers or tiles of numbers broadcast together in their
+ * common type (operand_type), then a new last axis of 2 (join) or the last axis twice as long
+ * (interleave, of tiles).  mlirgen builds both from a select and, for interleave, a reshape. */
+static const KilnType *check_join(Sema *S, KilnExpr *e) {
+  const KilnType *t = elementwise(S, e, 0, false, false);
+  if (!t) return NULL;
+  bool join = e->builtin == KILN_BUILTIN_JOIN;
+  int rank = rank_of(t);
+  if (!join && rank == 0) {
+    ERR(S, e->span, "interleave needs a tile, got two scalars (join makes a [2] tile of them)");
+    return NULL;
+  }
+  if (join && rank >= KILN_MAX_RANK) {
+    ERR(S, e->span, "join of rank-%d tiles would be rank %d; tiles have at most %d axes", rank,
+        rank + 1, KILN_MAX_RANK);
+    return NULL;
+  }
+  int64_t dims[KILN_MAX_RANK];
+  memcpy(dims, t->dims, sizeof(int64_t) * (size_t)rank);
+  if (join)
+    dims[rank++] = 2;
+  else
+    dims[rank - 1] *= 2;
+  if (!check_tile_elems(S, e->span, rank, dims)) return NULL;
+  e->weak = false;
+  return with_shape(S, t->scalar, false, rank, dims);
+}
+
+/* split(x): a tile of numbers whose last axis has length 2, taken apart into two values without
+ * that axis (scalars of a [2] tile), which the call is unpacked into. */
+static const KilnType *check_split(Sema *S, KilnExpr *e) {
+  const KilnType *t = e->args[0]->type;
+  if (t->kind != KILN_TYPE_TILE || t->elem_is_ptr || t->dims[t->rank - 1] != 2) {
+    ERR(S, e->args[0]->span, "split expects a tile of numbers whose last axis is 2, got %s",
+        tstr(S, t));
+    return NULL;
+  }
+  const KilnType *half = with_shape(S, t->scalar, false, t->rank - 1, t->dims);
+  const KilnType *types[2] = {half, half};
+  return builtin_tuple(S, e, 2, types);
+}
+
+/* cat(a, b, axis?): two tiles of numbers of one shape in their common type (operand_type); the
+ * axis (0 when absent, kept in e->ival) twice as long.  mlirgen joins them along a new axis
+ * before `axis` and reshapes, so the rank is at most KILN_MAX_RANK - 1. */
+static const KilnType *check_cat(Sema *S, KilnExpr *e) {
+  const KilnType *ta = e->args[0]->type, *tb = e->args[1]->type;
+  for (int i = 0; i < 2; i++) {
+    const KilnType *ti = e->args[i]->type;
+    if (ti->kind != KILN_TYPE_TILE || ti->elem_is_ptr) {
+      ERR(S, e->args[i]->span, "cat expects tiles of numbers, got %s", tstr(S, ti));
+      return NULL;
+    }
+  }
+  if (ta->rank != tb->rank || memcmp(ta->dims, tb->dims, sizeof(int64_t) * (size_t)ta->rank)) {
+    ERR(S, e->span, "cat needs tiles of one shape, got %s and %s", tstr(S, ta), tstr(S, tb));
+    return NULL;
+  }
+  if (ta->rank >= KILN_MAX_RANK) {
+    ERR(S, e->span, "cat of rank-%d tiles is not supported (at most rank %d)", ta->rank,
+        KILN_MAX_RANK - 1);
+    return NULL;
+  }
+  int64_t axis = 0;
+  if (e->nargs > 2) {
+    if (!const_arg(S, e, 2, "cat axis", &axis)) return NULL;
+    if (axis < 0 || axis >= ta->rank) {
+      ERR(S, e->args[2]->span, "cat axis %" PRId64 " is out of range for a rank-%d tile", axis,
+          ta->rank);
+      return NULL;
+    }
+  }
+  const KilnType *t = elementwise_args(S, e, 0, 2, false, false);
+  if (!t) return NULL;
+  int64_t dims[KILN_MAX_RANK];
+  memcpy(dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  dims[axis] *= 2;
+  if (!check_tile_elems(S, e->span, t->rank, dims)) return NULL;
+  e->ival = axis;
+  e->weak = false;
+  return with_shape(S, t->scalar, false, t->rank, dims);
+}
+
+/* umulhi(a, b): 32-bit integers (i32 signed, u32 unsigned) in their common type. */
+static const KilnType *check_umulhi(Sema *S, KilnExpr *e) {
+  const KilnType *t = elementwise(S, e, 0, false, true);
+  if (!t) return NULL;
+  if (t->scalar != KILN_SCALAR_I32 && t->scalar != KILN_SCALAR_U32) {
+    ERR(S, e->span, "umulhi needs i32 or u32 arguments, got %s", kiln_scalar_name(t->scalar));
+    return NULL;
+  }
+  return t;
+}
+
+/* swizzle2d(i, j, size_i, size_j, size_g): integers, scalars or tiles, in their common type and
+ * shape; two values of it, which the call is unpacked into. */
+static const KilnType *check_swizzle2d(Sema *S, KilnExpr *e) {
+  const KilnType *t = elementwise(S, e, 0, false, true);
+  if (!t) return NULL;
+  if (t->scalar == KILN_SCALAR_I1) {
+    ERR(S, e->span, "swizzle2d needs integer arguments, got i1");
+    return NULL;
+  }
+  const KilnType *types[2] = {t, t};
+  return builtin_tuple(S, e, 2, types);
 }
 
 /* reshape(x, [shape]): a tile (numbers) and a shape of as many elements; row-major order is kept. */
@@ -1579,6 +1699,20 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e) {
   }
   case KILN_BUILTIN_TRANS: return check_trans(S, e);
   case KILN_BUILTIN_CDIV: return check_cdiv(S, e);
+  case KILN_BUILTIN_JOIN:
+  case KILN_BUILTIN_INTERLEAVE: return check_join(S, e);
+  case KILN_BUILTIN_SPLIT: return check_split(S, e);
+  case KILN_BUILTIN_CAT: return check_cat(S, e);
+  case KILN_BUILTIN_CLAMP: {
+    const KilnType *t = elementwise(S, e, 0, false, false);
+    if (t && t->scalar == KILN_SCALAR_I1) {
+      ERR(S, e->span, "clamp needs integer or float arguments, got i1");
+      return NULL;
+    }
+    return t;
+  }
+  case KILN_BUILTIN_UMULHI: return check_umulhi(S, e);
+  case KILN_BUILTIN_SWIZZLE2D: return check_swizzle2d(S, e);
   case KILN_BUILTIN_RAND:
   case KILN_BUILTIN_RANDINT:
   case KILN_BUILTIN_RANDN: {

@@ -457,17 +457,21 @@ static MlirValue gen_sigmoid(Gen *g, const KilnExpr *e) {
   return cast_elem(g, loc, r, ct.scalar, ot->scalar, ot);
 }
 
+/* The element-wise maximum/minimum's op: NaN-propagating for floats, unsigned order for u8..u64
+ * and i1 (0 or 1: maximum is "or", minimum "and"). */
+static const char *minmax_op(KilnScalarKind k, bool is_max) {
+  return is_float_kind(k)      ? (is_max ? "arith.maximumf" : "arith.minimumf")
+         : is_unsigned_kind(k) ? (is_max ? "arith.maxui" : "arith.minui")
+                               : (is_max ? "arith.maxsi" : "arith.minsi");
+}
+
 static MlirValue gen_minmax(Gen *g, const KilnExpr *e, bool is_max) {
   MlirLocation loc = loc_of(g, e->span);
   const KilnType *ot = e->operand_type ? e->operand_type : e->type;
   MlirValue ops[2] = {arg_as(g, e, 0, ot), arg_as(g, e, 1, ot)};
   if (g->failed) return ops[0];
-  /* unsigned order for u8..u64 and i1 (0 or 1: maximum is "or", minimum "and") */
-  bool u = is_unsigned_kind(ot->scalar);
-  const char *name = is_float_kind(ot->scalar) ? (is_max ? "arith.maximumf" : "arith.minimumf")
-                     : u                       ? (is_max ? "arith.maxui" : "arith.minui")
-                                               : (is_max ? "arith.maxsi" : "arith.minsi");
-  return kiln_ir_build_elementwise(&g->b, loc, name, ops, 2, kiln_mlirgen_type(g->ctx, ot));
+  return kiln_ir_build_elementwise(&g->b, loc, minmax_op(ot->scalar, is_max), ops, 2,
+                                   kiln_mlirgen_type(g->ctx, ot));
 }
 
 /* The mask of a memory builtin: written (as i1 of the pointer's shape) or all true. */
@@ -963,12 +967,6 @@ static bool gen_combine_values(Gen *g, const KilnExpr *e, MlirValue *out) {
   return !g->failed;
 }
 
-static MlirValue gen_combine_op(Gen *g, const KilnExpr *e) {
-  MlirValue out[MAX_COMBINE_VALUES] = {{NULL}};
-  gen_combine_values(g, e, out);
-  return out[0]; /* several values: a call as a statement, whose values are dropped */
-}
-
 /* trans(x, perm) of a 3-D tile [a, b, c] from existing ops.  The two rotations are a 2-D
  * transpose of a flat view: [a, b*c] transposed is [b*c, a], laid out as [b, c, a] (perm 1 2 0);
  * [a*b, c] transposed is [c, a*b], laid out as [c, a, b] (perm 2 0 1).  The odd permutations
@@ -987,6 +985,20 @@ static MlirValue trans_rotate(Gen *g, MlirLocation loc, MlirValue x, bool left) 
   MlirValue v = kiln_ir_build_reshape(&g->b, loc, x, kiln_ir_type_tensor(elem, flat, 2));
   v = kiln_ir_build_trans(&g->b, loc, v);
   return kiln_ir_build_reshape(&g->b, loc, v, kiln_ir_type_tensor(elem, out, 3));
+}
+
+/* The max along axis of x where keep holds and of the lowest value (-inf, the integer minimum)
+ * elsewhere: where keep holds at one position of the axis, that element exactly (the max of one
+ * value and lower ones; NaN stays NaN; kiln.reduce orders integers as signed, so any bits are
+ * kept).  x is a float tile or one of 32 or 64-bit integers (bits): narrower ones are widened by
+ * the caller, as reductions widen them. */
+static MlirValue max_of_kept(Gen *g, MlirLocation loc, MlirValue keep, MlirValue x, int axis,
+                             bool fl, int bits) {
+  MlirType t = mlirValueGetType(x);
+  MlirValue low = fl ? kiln_ir_build_const_float(&g->b, loc, t, -INFINITY)
+                     : kiln_ir_build_const_int(&g->b, loc, t, bits == 64 ? INT64_MIN : INT32_MIN);
+  return kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, axis,
+                              kiln_ir_build_select(&g->b, loc, keep, x, low));
 }
 
 static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKind k) {
@@ -1017,11 +1029,7 @@ static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKin
   }
   MlirValue eq = kiln_ir_build_cmpi(&g->b, loc, "eq", rj, ri);
   if (a > 1 || c > 1) eq = kiln_ir_build_broadcast(&g->b, loc, eq, kiln_ir_type_tensor(i1, d4, 4));
-  int bits = narrow ? 32 : kiln_scalar_bits(k);
-  MlirValue low = fl ? kiln_ir_build_const_float(&g->b, loc, t4, -INFINITY)
-                     : kiln_ir_build_const_int(&g->b, loc, t4, bits == 64 ? INT64_MIN : INT32_MIN);
-  MlirValue v = kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, 1,
-                                     kiln_ir_build_select(&g->b, loc, eq, xb, low));
+  MlirValue v = max_of_kept(g, loc, eq, xb, 1, fl, narrow ? 32 : kiln_scalar_bits(k));
   if (narrow)
     v = kiln_ir_build_cast(&g->b, loc, "arith.trunci", v, kiln_ir_type_tensor(elem, out, 3));
   return v;
@@ -1040,6 +1048,155 @@ static MlirValue gen_trans(Gen *g, const KilnExpr *e) {
   MlirValue s = trans_swap(g, loc, x, k);                        /* 0 2 1 */
   if (p0 == 0) return s;
   return trans_rotate(g, loc, s, p0 == 2); /* 1 0 2: swap, then 2 0 1; 2 1 0: swap, then 1 2 0 */
+}
+
+/* ------------------------------------------------- join, split, interleave, cat */
+
+/* range(0, n) as a tile of rank `rank` whose axis `axis` holds it (the other axes 1s),
+ * stretched to dims. */
+static MlirValue range_along(Gen *g, MlirLocation loc, int64_t n, int axis, int rank,
+                             const int64_t *dims) {
+  MlirValue r = kiln_ir_build_range(&g->b, loc, 0, (int32_t)n);
+  for (int i = 0; i < axis; i++) r = kiln_ir_build_expand_dims(&g->b, loc, r, 0);
+  for (int i = axis + 1; i < rank; i++) r = kiln_ir_build_expand_dims(&g->b, loc, r, i);
+  bool stretch = false;
+  for (int i = 0; i < rank; i++) stretch |= i != axis && dims[i] > 1;
+  if (!stretch) return r;
+  return kiln_ir_build_broadcast(&g->b, loc, r,
+                                 kiln_ir_type_tensor(mlirIntegerTypeGet(g->ctx, 32), dims, rank));
+}
+
+/* a and b (of type t: a scalar, or a tile of rank r) side by side along a new axis `axis` (0..r)
+ * of length 2: [.., 0, ..] is a, [.., 1, ..] is b.  One select between the two stretched along
+ * the new axis, so every target lowers it as it lowers where(); join is the new last axis, cat
+ * and interleave a reshape of it. */
+static MlirValue stack_pair(Gen *g, MlirLocation loc, MlirValue a, MlirValue b, const KilnType *t,
+                            int axis) {
+  int rank = t->kind == KILN_TYPE_TILE ? t->rank : 0;
+  int64_t dims[KILN_MAX_RANK];
+  for (int i = 0, j = 0; i <= rank; i++) dims[i] = i == axis ? 2 : t->dims[j++];
+  MlirType st =
+      kiln_ir_type_tensor(kiln_ir_elem_type(kiln_mlirgen_type(g->ctx, t)), dims, rank + 1);
+  if (rank == 0) {
+    a = kiln_ir_build_splat(&g->b, loc, a, st);
+    b = kiln_ir_build_splat(&g->b, loc, b, st);
+  } else {
+    a = kiln_ir_build_broadcast(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, a, axis), st);
+    b = kiln_ir_build_broadcast(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, b, axis), st);
+  }
+  MlirValue r = range_along(g, loc, 2, axis, rank + 1, dims);
+  MlirValue first = kiln_ir_build_cmpi(&g->b, loc, "eq", r,
+                                       kiln_ir_build_const_int(&g->b, loc, mlirValueGetType(r), 0));
+  return kiln_ir_build_select(&g->b, loc, first, a, b);
+}
+
+/* join(a, b), interleave(a, b), cat(a, b, axis): a and b in their common type and shape
+ * (operand_type), stacked along a new axis (the last for join and interleave, before `axis`
+ * for cat), then reshaped where the result merges it with its neighbour: row-major, element
+ * t * n + i of the merged axis is the stacked pair's [t, i] (cat: a then b) and [i, t] of
+ * [i, 2] (interleave: a0 b0 a1 b1 ...). */
+static MlirValue gen_join(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type;
+  MlirValue a = arg_as(g, e, 0, ot), b = arg_as(g, e, 1, ot);
+  if (g->failed) return a;
+  int rank = ot->kind == KILN_TYPE_TILE ? ot->rank : 0;
+  int axis = e->builtin == KILN_BUILTIN_CAT ? (int)e->ival : rank;
+  MlirValue v = stack_pair(g, loc, a, b, ot, axis);
+  if (e->builtin == KILN_BUILTIN_JOIN) return v;
+  return kiln_ir_build_reshape(&g->b, loc, v, kiln_mlirgen_type(g->ctx, e->type));
+}
+
+/* split(x): its last axis (of 2) taken apart: each half is the max along that axis of x kept at
+ * one position and the lowest value at the other (max_of_kept: exact, any bits).  Integers
+ * narrower than 32 bits go through i32, as reductions do. */
+static bool gen_split_values(Gen *g, const KilnExpr *e, MlirValue *out) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *xt = e->args[0]->type, *ht = e->result->args[0]->type;
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return false;
+  KilnScalarKind k = xt->scalar;
+  bool fl = is_float_kind(k), narrow = !fl && kiln_scalar_bits(k) < 32;
+  KilnScalarKind wk = narrow ? KILN_SCALAR_I32 : k;
+  if (narrow) x = cast_elem(g, loc, x, k, KILN_SCALAR_I32, xt);
+  int axis = xt->rank - 1;
+  MlirValue r = range_along(g, loc, 2, axis, xt->rank, xt->dims);
+  for (int i = 0; i < 2; i++) {
+    MlirValue keep = kiln_ir_build_cmpi(
+        &g->b, loc, "eq", r, kiln_ir_build_const_int(&g->b, loc, mlirValueGetType(r), i));
+    MlirValue v = max_of_kept(g, loc, keep, x, axis, fl, narrow ? 32 : kiln_scalar_bits(k));
+    out[i] = cast_elem(g, loc, v, wk, k, ht);
+  }
+  return !g->failed;
+}
+
+/* clamp(x, lo, hi) = minimum(maximum(x, lo), hi) in the common type (gen_minmax's ops). */
+static MlirValue gen_clamp(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type;
+  MlirType t = kiln_mlirgen_type(g->ctx, ot);
+  MlirValue x = arg_as(g, e, 0, ot), lo = arg_as(g, e, 1, ot), hi = arg_as(g, e, 2, ot);
+  if (g->failed) return x;
+  MlirValue up[2] = {x, lo};
+  MlirValue down[2] = {kiln_ir_build_elementwise(&g->b, loc, minmax_op(ot->scalar, true), up, 2, t),
+                       hi};
+  return kiln_ir_build_elementwise(&g->b, loc, minmax_op(ot->scalar, false), down, 2, t);
+}
+
+/* umulhi(a, b): the operands widened to 64 bits (sign- or zero-extended by their type), one
+ * 64-bit product, its high word (the GPU targets' mul.hi, the cpu's widening multiply). */
+static MlirValue gen_umulhi(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type;
+  KilnScalarKind wk = kiln_scalar_is_unsigned(ot->scalar) ? KILN_SCALAR_U64 : KILN_SCALAR_I64;
+  KilnType wt = with_scalar(ot, wk);
+  MlirType w = kiln_mlirgen_type(g->ctx, &wt);
+  MlirValue a = arg_as(g, e, 0, ot), b = arg_as(g, e, 1, ot);
+  if (g->failed) return a;
+  MlirValue p[2] = {cast_elem(g, loc, a, ot->scalar, wk, ot),
+                    cast_elem(g, loc, b, ot->scalar, wk, ot)};
+  MlirValue sh[2] = {kiln_ir_build_elementwise(&g->b, loc, "arith.muli", p, 2, w),
+                     kiln_ir_build_const_int(&g->b, loc, w, 32)};
+  MlirValue hi = kiln_ir_build_elementwise(&g->b, loc, "arith.shrui", sh, 2, w);
+  return kiln_ir_build_cast(&g->b, loc, "arith.trunci", hi, kiln_mlirgen_type(g->ctx, ot));
+}
+
+/* swizzle2d(i, j, size_i, size_j, size_g): the grouped program order of gemm.kiln's GROUP_M as
+ * a builtin.  With n = i * size_j + j (the row-major index) and per_group = size_g * size_j:
+ * first = (n / per_group) * size_g, rows = min(size_i - first, size_g) (the last group has the
+ * rows that are left), i2 = first + (n % per_group) % rows, j2 = (n % per_group) / rows. */
+static bool gen_swizzle2d_values(Gen *g, const KilnExpr *e, MlirValue *out) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *ot = e->operand_type;
+  MlirType t = kiln_mlirgen_type(g->ctx, ot);
+  MlirValue v[5];
+  for (int i = 0; i < 5 && !g->failed; i++) v[i] = arg_as(g, e, i, ot);
+  if (g->failed) return false;
+  bool u = kiln_scalar_is_unsigned(ot->scalar);
+  const char *div = u ? "arith.divui" : "arith.divsi", *rem = u ? "arith.remui" : "arith.remsi";
+#define SWZ_OP(name, x, y) kiln_ir_build_elementwise(&g->b, loc, name, (MlirValue[2]){x, y}, 2, t)
+  MlirValue n = SWZ_OP("arith.addi", SWZ_OP("arith.muli", v[0], v[3]), v[1]);
+  MlirValue per_group = SWZ_OP("arith.muli", v[4], v[3]);
+  MlirValue first = SWZ_OP("arith.muli", SWZ_OP(div, n, per_group), v[4]);
+  MlirValue rows = SWZ_OP(minmax_op(ot->scalar, false), SWZ_OP("arith.subi", v[2], first), v[4]);
+  MlirValue in_group = SWZ_OP(rem, n, per_group);
+  out[0] = SWZ_OP("arith.addi", first, SWZ_OP(rem, in_group, rows));
+  out[1] = SWZ_OP(div, in_group, rows);
+#undef SWZ_OP
+  return true;
+}
+
+/* The builtins of several values (scan/reduce of a list, split, swizzle2d): out gets them. */
+static bool gen_builtin_values(Gen *g, const KilnExpr *e, MlirValue *out) {
+  if (e->builtin == KILN_BUILTIN_SPLIT) return gen_split_values(g, e, out);
+  if (e->builtin == KILN_BUILTIN_SWIZZLE2D) return gen_swizzle2d_values(g, e, out);
+  return gen_combine_values(g, e, out);
+}
+
+static MlirValue gen_first_value(Gen *g, const KilnExpr *e) {
+  MlirValue out[MAX_COMBINE_VALUES] = {{NULL}};
+  gen_builtin_values(g, e, out);
+  return out[0]; /* a call as a statement, whose values are dropped */
 }
 
 static MlirValue gen_where(Gen *g, const KilnExpr *e) {
@@ -1257,7 +1414,7 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   }
   case KILN_BUILTIN_SORT: return gen_sort(g, e);
   case KILN_BUILTIN_SCAN:
-  case KILN_BUILTIN_REDUCE: return gen_combine_op(g, e);
+  case KILN_BUILTIN_REDUCE: return gen_first_value(g, e);
   case KILN_BUILTIN_CUMSUM:
   case KILN_BUILTIN_CUMPROD: {
     /* narrow integers widened to i32 first (operand_type), as for sum; reverse: suffix sums,
@@ -1289,6 +1446,13 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_SIGMOID: return gen_sigmoid(g, e);
   case KILN_BUILTIN_TRANS: return gen_trans(g, e);
   case KILN_BUILTIN_CDIV: return gen_cdiv(g, e);
+  case KILN_BUILTIN_JOIN:
+  case KILN_BUILTIN_INTERLEAVE:
+  case KILN_BUILTIN_CAT: return gen_join(g, e);
+  case KILN_BUILTIN_SPLIT:
+  case KILN_BUILTIN_SWIZZLE2D: return gen_first_value(g, e);
+  case KILN_BUILTIN_CLAMP: return gen_clamp(g, e);
+  case KILN_BUILTIN_UMULHI: return gen_umulhi(g, e);
   case KILN_BUILTIN_RAND: {
     KilnType st = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};
     MlirValue seed = gen_as(g, e->args[0], &st);
@@ -1459,11 +1623,11 @@ static void gen_if(Gen *g, const KilnStmt *s) {
 /* `let a, b = f(...);` (or var, or an assignment): the call's body, then each returned value
  * converted to its name's type.  All values are made before any name is rebound, so that
  * `a, b = swap(a, b)` reads the old a and b (the values are the callee's names anyway). */
-/* `let m, i = reduce([v, idx], axis, f);`: the values of a scan or reduce of several tiles. */
-static void gen_unpack_combine(Gen *g, const KilnStmt *s) {
+/* `let m, i = reduce([v, idx], axis, f);`, `let a, b = split(x);`: a builtin's values. */
+static void gen_unpack_builtin(Gen *g, const KilnStmt *s) {
   const KilnExpr *call = s->value;
   MlirValue out[MAX_COMBINE_VALUES] = {{NULL}};
-  if (!gen_combine_values(g, call, out)) return;
+  if (!gen_builtin_values(g, call, out)) return;
   for (int i = 0; i < s->nnames && !g->failed; i++) {
     const KilnExpr *v = call->result->args[i];
     out[i] = convert(g, loc_of(g, s->span), out[i], v->type, s->decls[i]->type, s->span);
@@ -1473,8 +1637,10 @@ static void gen_unpack_combine(Gen *g, const KilnStmt *s) {
 
 static void gen_unpack(Gen *g, const KilnStmt *s) {
   const KilnExpr *call = s->value;
-  if (s->decls && (call->builtin == KILN_BUILTIN_SCAN || call->builtin == KILN_BUILTIN_REDUCE)) {
-    gen_unpack_combine(g, s);
+  if (s->decls &&
+      (call->builtin == KILN_BUILTIN_SCAN || call->builtin == KILN_BUILTIN_REDUCE ||
+       call->builtin == KILN_BUILTIN_SPLIT || call->builtin == KILN_BUILTIN_SWIZZLE2D)) {
+    gen_unpack_builtin(g, s);
     return;
   }
   if (!s->decls || !call->inlined || !call->result || !call->result->tuple) {

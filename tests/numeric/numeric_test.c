@@ -2490,6 +2490,119 @@ static void check_bytes(KilnTestRun *run, const char *what, const void *got, con
     kiln_test_fail(run, "%s: %zu of %zu elements differ (first at %zu)", what, bad, n, first);
 }
 
+/* ---- join_split, int_helpers --------------------------------------------------------------- */
+
+/* join, split, interleave and cat: values only move (split through a masked max, which returns
+ * one of its inputs unchanged), so every output is exact, bit for bit.  Plane 5 holds 6 c + 2
+ * written values of each block's 2 r c; they are compared on their own. */
+static bool test_join_split(KilnRtDevice *dev) {
+  static const struct {
+    int32_t progs, r, c;
+  } cfgs[] = {{3, 8, 16}, {2, 4, 32}, {1, 16, 4}, {2, 4, 2}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t progs = (size_t)cfgs[ci].progs, r = (size_t)cfgs[ci].r, c = (size_t)cfgs[ci].c;
+    size_t n2 = 2 * r * c, plane = progs * n2, nf = 8 * plane, ni = 2 * plane;
+    KilnDefine defs[] = {{"R", cfgs[ci].r}, {"C", cfgs[ci].c}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "progs=%zu", progs);
+    KilnTestRun run;
+    run_begin(&run, dev, "join_split", defs, COUNT(defs), shape);
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4100 + ci);
+    float *x = kiln_test_random_f32(&rng, plane, -20.0f, 20.0f);
+    float *y = kiln_test_random_f32(&rng, plane, -20.0f, 20.0f);
+    float *outf = kiln_test_alloc(nf + TAIL_ELEMS, sizeof *outf),
+          *rf = kiln_test_alloc(nf, sizeof *rf);
+    int32_t *outi = kiln_test_alloc(ni + TAIL_ELEMS, sizeof *outi),
+            *ri = kiln_test_alloc(ni, sizeof *ri);
+    void *dx = kiln_test_input(&run, x, plane * sizeof *x);
+    void *dy = kiln_test_input(&run, y, plane * sizeof *y);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * sizeof *outf);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * sizeof *outi);
+    void *args[] = {&dx, &dy, &df, &di};
+    kiln_test_launch(&run, run.fn, (uint32_t)progs, 1, args);
+    kiln_test_fetch(&run, outf, df, (nf + TAIL_ELEMS) * sizeof *outf);
+    kiln_test_fetch(&run, outi, di, (ni + TAIL_ELEMS) * sizeof *outi);
+
+    kiln_test_check_untouched(&run, "outf", outf, sizeof *outf, nf + TAIL_ELEMS, 1, nf,
+                              nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", outi, sizeof *outi, ni + TAIL_ELEMS, 1, ni,
+                              ni + TAIL_ELEMS);
+    kiln_ref_join_split(x, y, rf, ri, progs, r, c);
+    check_bytes(&run, "outf planes 0-4", outf, rf, 5 * plane, sizeof *outf);
+    check_bytes(&run, "outf planes 6-7", outf + 6 * plane, rf + 6 * plane, 2 * plane, sizeof *outf);
+    size_t w = 6 * c + 2;
+    for (size_t p = 0; p < progs; p++) {
+      char what[64];
+      snprintf(what, sizeof what, "outf plane 5, block %zu", p);
+      check_bytes(&run, what, outf + 5 * plane + p * n2, rf + 5 * plane + p * n2, w, sizeof *outf);
+    }
+    check_bytes(&run, "outi", outi, ri, ni, sizeof *outi);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(y), free(outf), free(rf), free(outi), free(ri);
+  }
+  return all_ok;
+}
+
+/* umulhi, clamp and swizzle2d: integer results and clamped floats are exact.  The grids' cells
+ * number below n, at n and above it (the cells past n are not stored). */
+static bool test_int_helpers(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, b, si, sj, sg;
+  } cfgs[] = {{1000, 64, 30, 20, 8}, {77, 64, 7, 11, 3}, {200, 64, 9, 40, 4}, {5, 64, 2, 2, 5}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, bs = (size_t)cfgs[ci].b, np = (n + bs - 1) / bs;
+    size_t ni = 4 * n + 2 * np, nu = 2 * n, nf = 2 * n;
+    KilnDefine defs[] = {{"B", cfgs[ci].b}};
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%zu grid=%dx%d group=%d", n, cfgs[ci].si, cfgs[ci].sj,
+             cfgs[ci].sg);
+    KilnTestRun run;
+    run_begin(&run, dev, "int_helpers", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4200 + ci);
+    int32_t *a = kiln_test_alloc(n, sizeof *a), *b = kiln_test_alloc(n, sizeof *b);
+    for (size_t i = 0; i < n; i++) {
+      uint64_t v = kiln_ref_rng_next(&rng);
+      a[i] = (int32_t)(uint32_t)v; /* every magnitude and sign: shifted right by 0 to 31 */
+      b[i] = (int32_t)((uint32_t)(v >> 32) >> (v % 32));
+      if (i % 3 == 0) b[i] = -b[i];
+    }
+    float *f = kiln_test_random_f32(&rng, n, -4.0f, 4.0f);
+    int32_t *gi = kiln_test_alloc(ni + TAIL_ELEMS, 4), *rfi = kiln_test_alloc(ni, 4);
+    uint32_t *gu = kiln_test_alloc(nu + TAIL_ELEMS, 4), *rfu = kiln_test_alloc(nu, 4);
+    float *gf = kiln_test_alloc(nf + TAIL_ELEMS, 4), *rff = kiln_test_alloc(nf, 4);
+    void *da = kiln_test_input(&run, a, n * 4), *db = kiln_test_input(&run, b, n * 4),
+         *dfl = kiln_test_input(&run, f, n * 4);
+    void *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * 4),
+         *du = kiln_test_output(&run, (nu + TAIL_ELEMS) * 4),
+         *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * 4);
+    int32_t nn = (int32_t)n, si = cfgs[ci].si, sj = cfgs[ci].sj, sg = cfgs[ci].sg;
+    void *args[] = {&da, &db, &dfl, &di, &du, &df, &nn, &si, &sj, &sg};
+    kiln_test_launch(&run, run.fn, (uint32_t)np, 1, args);
+    kiln_test_fetch(&run, gi, di, (ni + TAIL_ELEMS) * 4);
+    kiln_test_fetch(&run, gu, du, (nu + TAIL_ELEMS) * 4);
+    kiln_test_fetch(&run, gf, df, (nf + TAIL_ELEMS) * 4);
+    kiln_test_check_untouched(&run, "outi", gi, 4, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outu", gu, 4, nu + TAIL_ELEMS, 1, nu, nu + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outf", gf, 4, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
+    kiln_ref_int_helpers(a, b, f, n, np, (size_t)si, (size_t)sj, (size_t)sg, rfi, rfu, rff);
+    size_t cells = (size_t)(si * sj) < n ? (size_t)(si * sj) : n;
+    check_bytes(&run, "umulhi i32, clamp i32", gi, rfi, 2 * n, 4);
+    check_bytes(&run, "swizzle2d i", gi + 2 * n, rfi + 2 * n, cells, 4);
+    check_bytes(&run, "swizzle2d j", gi + 3 * n, rfi + 3 * n, cells, 4);
+    check_bytes(&run, "swizzle2d of scalars", gi + 4 * n, rfi + 4 * n, 2 * np, 4);
+    check_bytes(&run, "umulhi u32", gu, rfu, nu, 4);
+    check_bytes(&run, "clamp f32, f16", gf, rff, nf, 4);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(f), free(gi), free(rfi), free(gu), free(rfu), free(gf), free(rff);
+  }
+  return all_ok;
+}
+
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
@@ -4386,6 +4499,8 @@ static const struct {
     {"sort_rows", test_sort_rows},
     {"sort_axes", test_sort_axes},
     {"trans3d", test_trans3d},
+    {"join_split", test_join_split},
+    {"int_helpers", test_int_helpers},
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},
     {"cas_i64", test_cas_i64},

@@ -962,3 +962,93 @@ void kiln_ref_rand_normal(int32_t *bits, float *normal, size_t n, int32_t seed, 
     normal[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
   }
 }
+
+void kiln_ref_join_split(const float *x, const float *y, float *outf, int32_t *outi, size_t progs,
+                         size_t r, size_t c) {
+  size_t n = r * c, plane = progs * 2 * n, half = r / 2;
+  for (size_t p = 0; p < progs; p++) {
+    size_t base = p * 2 * n;
+    const float *a = x + base, *b = y + base;
+    float *o = outf + base;
+    for (size_t i = 0; i < r; i++)
+      for (size_t j = 0; j < c; j++)
+        for (size_t t = 0; t < 2; t++) {
+          float v = t ? b[i * c + j] : a[i * c + j];
+          o[(i * c + j) * 2 + t] = v;                                /* join */
+          o[plane + i * 2 * c + 2 * j + t] = v;                      /* interleave */
+          o[2 * plane + t * n + i * c + j] = v;                      /* cat along 0 */
+          o[3 * plane + i * 2 * c + t * c + j] = v;                  /* cat along 1 */
+          o[4 * plane + t * n + i * c + j] = a[(i * c + j) * 2 + t]; /* split: evens, odds */
+        }
+    float *o5 = o + 5 * plane;
+    for (size_t j = 0; j < c; j++) {
+      o5[j] = a[j], o5[c + j] = b[j];
+      o5[2 * c + 2 * j] = a[j], o5[2 * c + 2 * j + 1] = b[j];
+      o5[4 * c + 2 * j] = a[j], o5[4 * c + 2 * j + 1] = 0.25f;
+    }
+    o5[6 * c] = a[0], o5[6 * c + 1] = b[0];
+    for (size_t i = 0; i < 2; i++)
+      for (size_t k = 0; k < half; k++)
+        for (size_t j = 0; j < c; j++)
+          for (size_t t = 0; t < 2; t++) {
+            float v = (t ? b : a)[(i * half + k) * c + j];
+            o[6 * plane + (i * half + k) * 2 * c + t * c + j] = v;
+            o[7 * plane + (i * r + t * half + k) * c + j] = v;
+          }
+    for (size_t k = 0; k < n; k++) {
+      outi[base + k] = (int8_t)(int)(4.0f * a[k]);
+      outi[base + n + k] = (int8_t)(int)(4.0f * b[k]);
+      outi[plane + base + k] = a[k] > b[k];
+      outi[plane + base + n + k] = (a[k] <= b[k]) * 2;
+    }
+  }
+}
+
+void kiln_ref_swizzle2d(size_t si, size_t sj, size_t sg, int32_t *i2, int32_t *j2) {
+  size_t k = 0;
+  for (size_t first = 0; first < si; first += sg) {
+    size_t rows = si - first < sg ? si - first : sg;
+    for (size_t j = 0; j < sj; j++)
+      for (size_t i = 0; i < rows; i++, k++) i2[k] = (int32_t)(first + i), j2[k] = (int32_t)j;
+  }
+}
+
+/* IEEE maximum and minimum (arith.maximumf/minimumf): NaN if either is, -0 below +0. */
+static float ref_maximum(float a, float b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+
+static float ref_minimum(float a, float b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+void kiln_ref_int_helpers(const int32_t *a, const int32_t *b, const float *f, size_t n,
+                          size_t progs, size_t si, size_t sj, size_t sg, int32_t *outi,
+                          uint32_t *outu, float *outf) {
+  for (size_t k = 0; k < n; k++) {
+    outi[k] = (int32_t)(uint32_t)((uint64_t)((int64_t)a[k] * b[k]) >> 32);
+    outu[k] = (uint32_t)(((uint64_t)(uint32_t)a[k] * (uint32_t)b[k]) >> 32);
+    outu[n + k] = (uint32_t)(((uint64_t)(uint32_t)a[k] * 4000000000u) >> 32);
+    outf[k] = ref_minimum(ref_maximum(f[k], -1.5f), 2.0f);
+    float h = kiln_f16_to_f32(kiln_f32_to_f16(f[k]));
+    float lo = kiln_f16_to_f32(kiln_f32_to_f16(f[k] * 0.5f));
+    outf[n + k] = ref_minimum(ref_maximum(h, lo), 1.0f);
+    int32_t hi = (int32_t)((uint32_t)b[k] + 1000000u);
+    int32_t up = a[k] > b[k] ? a[k] : b[k];
+    outi[n + k] = up < hi ? up : hi;
+  }
+  size_t cells = si * sj < n ? si * sj : n;
+  int32_t *i2 = malloc(si * sj * sizeof *i2), *j2 = malloc(si * sj * sizeof *j2);
+  kiln_ref_swizzle2d(si, sj, sg, i2, j2);
+  for (size_t k = 0; k < cells; k++) outi[2 * n + k] = i2[k], outi[3 * n + k] = j2[k];
+  free(i2), free(j2);
+  int32_t *pi = malloc(progs * 3 * sizeof *pi), *pj = malloc(progs * 3 * sizeof *pj);
+  kiln_ref_swizzle2d(progs, 3, 2, pi, pj);
+  for (size_t p = 0; p < progs; p++)
+    outi[4 * n + 2 * p] = pi[p * 3 + 2], outi[4 * n + 2 * p + 1] = pj[p * 3 + 2];
+  free(pi), free(pj);
+}

@@ -285,6 +285,23 @@ void kiln_ref_sort_axes(const float *x, float *outf, int32_t *outi, size_t rows,
 void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, size_t a, size_t b,
                       size_t c);
 
+/* The join_split kernel over progs blocks (tests/numeric/kernels/join_split.kiln says what each
+ * plane holds): outf 8 planes and outi 2 planes of progs 2 r c values; of plane 5 only the first
+ * 6 c + 2 values of each block are written (the rest of it is left as it was in outf). */
+void kiln_ref_join_split(const float *x, const float *y, float *outf, int32_t *outi, size_t progs,
+                         size_t r, size_t c);
+
+/* The grouped program order of an si x sj grid in groups of sg rows (swizzle2d): cell k of the
+ * row-major order goes to (i2[k], j2[k]), enumerated group by group, column by column, row by row
+ * within a column (the last group has the rows left). */
+void kiln_ref_swizzle2d(size_t si, size_t sj, size_t sg, int32_t *i2, int32_t *j2);
+
+/* The int_helpers kernel over n elements in progs blocks (its file says what each plane holds):
+ * outi 4 n + 2 progs values, outu 2 n, outf 2 n. */
+void kiln_ref_int_helpers(const int32_t *a, const int32_t *b, const float *f, size_t n,
+                          size_t progs, size_t si, size_t sj, size_t sg, int32_t *outi,
+                          uint32_t *outu, float *outf);
+
 /* The rand_normal kernel at offsets o_i = first + i (wrapping in i32): bits[i] = randint(seed,
  * o_i) (kiln_ref_rand_bits) as i32; normal[i] = sqrt(-2 ln u1) cos(2 pi u2) in double for
  * u1 = 1 - rand(seed, o_i) and u2 = rand(seed ^ 0x6A09E667, o_i). */
@@ -317,8 +334,8 @@ void kiln_ref_range_steps(const int32_t *params, int32_t *out, size_t n);
 void kiln_ref_multi_return(const float *x, float *outf, int32_t *outi, size_t rows, size_t cols);
 
 /* The inline_fns kernel per row (cols <= its BLOCK): outf = the row dot product of x and y (f32,
- * in order), max over the row of poly(v) = 2 v^3 + clamp(v, -1, 1) (and 0, the masked lanes),
- * poly(x[0]), clamp(x[0], -1, 0.5); outi = the first column above 1.5 (-1 when none), the count
+ * in order), max over the row of poly(v) = 2 v^3 + bounded(v, -1, 1) (and 0, the masked lanes),
+ * poly(x[0]), bounded(x[0], -1, 0.5); outi = the first column above 1.5 (-1 when none), the count
  * of positive values, r^3 and 3 r + 1. */
 void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
                          size_t cols);
