@@ -1601,6 +1601,22 @@ static const KilnType *check_device_print(Sema *S, KilnExpr *e) {
   return kiln_type_void();
 }
 
+/* device_assert(cond, "msg"?): cond an i1 scalar or tile (a comparison), msg a string literal
+ * (mlirgen puts the call's location before it). */
+static const KilnType *check_device_assert(Sema *S, KilnExpr *e) {
+  const KilnType *c = e->args[0]->type;
+  if (!is_numeric(c) || c->scalar != KILN_SCALAR_I1) {
+    ERR(S, e->args[0]->span,
+        "device_assert condition must be i1 (a comparison, scalar or tile), got %s", tstr(S, c));
+    return NULL;
+  }
+  if (e->nargs > 1 && e->args[1]->kind != KILN_EXPR_STRING) {
+    ERR(S, e->args[1]->span, "device_assert message must be a string literal");
+    return NULL;
+  }
+  return kiln_type_void();
+}
+
 static const KilnType *check_builtin(Sema *S, KilnExpr *e) {
   KilnExpr **a = e->args;
   int64_t v, w;
@@ -1672,6 +1688,7 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e) {
   case KILN_BUILTIN_BROADCAST_TO: return check_broadcast_to(S, e);
   case KILN_BUILTIN_STATIC_ASSERT: return check_static_assert(S, e);
   case KILN_BUILTIN_DEVICE_PRINT: return check_device_print(S, e);
+  case KILN_BUILTIN_DEVICE_ASSERT: return check_device_assert(S, e);
   case KILN_BUILTIN_SORT: return check_sort(S, e);
   case KILN_BUILTIN_RESHAPE: return check_reshape(S, e);
   case KILN_BUILTIN_FLIP:
@@ -2050,7 +2067,8 @@ static const KilnType *check_call(Sema *S, KilnExpr *e) {
     bool dtype_ok =
         (e->builtin == KILN_BUILTIN_ZEROS && i == 1) || (e->builtin == KILN_BUILTIN_FULL && i == 2);
     bool string_ok = (e->builtin == KILN_BUILTIN_STATIC_ASSERT && i == 1) ||
-                     (e->builtin == KILN_BUILTIN_DEVICE_PRINT && i == 0);
+                     (e->builtin == KILN_BUILTIN_DEVICE_PRINT && i == 0) ||
+                     (e->builtin == KILN_BUILTIN_DEVICE_ASSERT && i == 1);
     if ((t->kind == KILN_TYPE_SHAPE && shape_ok) || (t->kind == KILN_TYPE_DTYPE && dtype_ok) ||
         (t->kind == KILN_TYPE_STRING && string_ok))
       continue;

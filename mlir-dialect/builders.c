@@ -216,6 +216,19 @@ MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char
   return kiln_ir_create(b, &s);
 }
 
+MlirOperation kiln_ir_build_assert(KilnIRBuilder *b, MlirLocation loc, const char *text,
+                                   MlirValue cond) {
+  MlirNamedAttribute a = kiln_ir_named(
+      b->ctx, "text", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(text)));
+  KilnOpSpec s = {.name = KILN_OP_NAME_ASSERT,
+                  .loc = loc,
+                  .operands = &cond,
+                  .n_operands = 1,
+                  .attrs = &a,
+                  .n_attrs = 1};
+  return kiln_ir_create(b, &s);
+}
+
 MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result) {
   return build_simple(b, loc, KILN_OP_NAME_RESHAPE, &x, 1, result, NULL, 0);
 }

@@ -213,6 +213,10 @@ MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x,
  * the op has no result and is never removed as dead. */
 MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text,
                                   MlirValue x);
+/* device_assert: where cond (i1, a scalar or every element of a tile) is false the launch fails
+ * with `text` ("FILE:LINE:COL: message"); no result, never removed as dead. */
+MlirOperation kiln_ir_build_assert(KilnIRBuilder *b, MlirLocation loc, const char *text,
+                                   MlirValue cond);
 /* x cut or extended to `result`'s shape (same rank and element type): element idx is x's at idx
  * clamped into x's shape, so an extended axis repeats its last element.  The cpu target only. */
 MlirValue kiln_ir_build_resize(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result);

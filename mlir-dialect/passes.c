@@ -378,6 +378,11 @@ static void verify_op(VCtx *v, KilnOpId id) {
     if (kiln_ir_type_is_ptr(kiln_ir_elem_type(t))) verr(v, "prints numbers, not pointers");
     break;
   }
+  case KILN_OP_ASSERT: {
+    MlirType e = kiln_ir_elem_type(operand_type(op, 0));
+    if (!mlirTypeIsAInteger(e) || mlirIntegerTypeGetWidth(e) != 1) verr(v, "condition must be i1");
+    break;
+  }
   default: break;
   }
 }
@@ -402,7 +407,8 @@ static const char *user_name(KilnOpId id) {
                                                    [KILN_OP_RESHAPE] = "reshape",
                                                    [KILN_OP_RESIZE] = "resize",
                                                    [KILN_OP_RAND] = "rand",
-                                                   [KILN_OP_PRINT] = "device_print"};
+                                                   [KILN_OP_PRINT] = "device_print",
+                                                   [KILN_OP_ASSERT] = "device_assert"};
   return names[id];
 }
 
@@ -427,7 +433,7 @@ MlirLogicalResult kiln_verify_module(MlirOperation module, void *opts) {
 
 static bool has_side_effect(KilnOpId id) {
   return id == KILN_OP_STORE || id == KILN_OP_ATOMIC_RMW || id == KILN_OP_ATOMIC_CAS ||
-         id == KILN_OP_PRINT;
+         id == KILN_OP_PRINT || id == KILN_OP_ASSERT;
 }
 
 static bool unused(MlirOperation op) {

@@ -150,8 +150,7 @@ static KilnRtStatus run_grid(KilnRtDevice *dev, KilnRtCpuKernel kernel, void **a
   KilnRtCpuPool *pool = NULL;
   KilnRtStatus st = get_pool(dev, &pool);
   if (st != KILN_RT_OK) return st;
-  kiln_rt_cpu_pool_run(pool, kernel, args, grid);
-  return KILN_RT_OK;
+  return kiln_rt_cpu_pool_run(pool, kernel, args, grid);
 }
 
 /* ---- the vtable --------------------------------------------------------------------------- */

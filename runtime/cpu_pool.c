@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,29 @@ struct KilnRtCpuPool {
   uint32_t grid[3];
   uint64_t total;
   _Atomic uint64_t next;
+  /* the current job's failed device_asserts: the first one's text, and how many */
+  pthread_mutex_t fail_lock;
+  uint64_t fails;
+  char fail_text[1024];
 };
+
+/* The pool whose job the calling worker runs (kiln_cpu_assert_fail's way back to it). */
+static _Thread_local KilnRtCpuPool *tls_pool;
+
+void kiln_cpu_assert_fail(const char *text, int32_t x, int32_t y, int32_t z, int64_t element) {
+  KilnRtCpuPool *pool = tls_pool;
+  if (!pool) { /* a kernel called outside a pool: say it at least */
+    fprintf(stderr, "device_assert failed at %s (program (%d, %d, %d), element %lld)\n", text, x, y,
+            z, (long long)element);
+    return;
+  }
+  pthread_mutex_lock(&pool->fail_lock);
+  if (pool->fails++ == 0)
+    snprintf(pool->fail_text, sizeof pool->fail_text,
+             "device_assert failed at %s (program (%d, %d, %d), element %lld)", text, x, y, z,
+             (long long)element);
+  pthread_mutex_unlock(&pool->fail_lock);
+}
 
 int kiln_rt_cpu_default_threads(void) {
   const char *env = getenv("KILN_CPU_THREADS");
@@ -101,6 +124,7 @@ static uint64_t wait_for_work(KilnRtCpuPool *pool, uint64_t seen) {
 static void *worker_main(void *arg) {
   KilnRtCpuPool *pool = arg;
   uint64_t seen = 0;
+  tls_pool = pool;
   for (;;) {
     seen = wait_for_work(pool, seen);
     if (atomic_load(&pool->stop)) break;
@@ -130,6 +154,7 @@ static void free_pool(KilnRtCpuPool *pool) {
   pthread_cond_destroy(&pool->work_cv);
   pthread_mutex_destroy(&pool->lock);
   pthread_mutex_destroy(&pool->run_lock);
+  pthread_mutex_destroy(&pool->fail_lock);
   free(pool->threads);
   free(pool);
 }
@@ -144,6 +169,7 @@ KilnRtStatus kiln_rt_cpu_pool_create(int num_threads, KilnRtCpuPool **out) {
   }
   pthread_mutex_init(&pool->run_lock, NULL);
   pthread_mutex_init(&pool->lock, NULL);
+  pthread_mutex_init(&pool->fail_lock, NULL);
   pthread_cond_init(&pool->work_cv, NULL);
   pthread_cond_init(&pool->done_cv, NULL);
   atomic_init(&pool->next, 0);
@@ -179,12 +205,13 @@ void kiln_rt_cpu_pool_destroy(KilnRtCpuPool *pool) {
   free_pool(pool);
 }
 
-void kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **args,
-                          const uint32_t grid[3]) {
+KilnRtStatus kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **args,
+                                  const uint32_t grid[3]) {
   uint64_t total = (uint64_t)grid[0] * grid[1] * grid[2];
-  if (total == 0) return;
+  if (total == 0) return KILN_RT_OK;
   int workers = total < (uint64_t)pool->num_threads ? (int)total : pool->num_threads;
   pthread_mutex_lock(&pool->run_lock);
+  pool->fails = 0; /* the workers are idle: no lock needed */
   pthread_mutex_lock(&pool->lock);
   pool->kernel = kernel;
   pool->args = args;
@@ -204,5 +231,14 @@ void kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **ar
   pthread_mutex_lock(&pool->lock);
   while (atomic_load(&pool->active) > 0) pthread_cond_wait(&pool->done_cv, &pool->lock);
   pthread_mutex_unlock(&pool->lock);
+  pthread_mutex_lock(&pool->fail_lock);
+  uint64_t fails = pool->fails;
+  char text[sizeof pool->fail_text];
+  memcpy(text, pool->fail_text, sizeof text);
+  pthread_mutex_unlock(&pool->fail_lock);
   pthread_mutex_unlock(&pool->run_lock);
+  if (fails == 0) return KILN_RT_OK;
+  if (fails == 1) return kiln_rt_fail(KILN_RT_ERROR_LAUNCH, "%s", text);
+  return kiln_rt_fail(KILN_RT_ERROR_LAUNCH, "%s, and %llu more failed elements", text,
+                      (unsigned long long)(fails - 1));
 }

@@ -220,9 +220,10 @@ typedef struct KilnRtCpuPool KilnRtCpuPool;
 KilnRtStatus kiln_rt_cpu_pool_create(int num_threads, KilnRtCpuPool **out);
 void kiln_rt_cpu_pool_destroy(KilnRtCpuPool *pool);
 /* Runs kernel(args, x, y, z, ...) for every (x, y, z) of the grid, each exactly once, and returns
- * when all have finished. Concurrent calls are serialized. */
-void kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **args,
-                          const uint32_t grid[3]);
+ * when all have finished. Concurrent calls are serialized. KILN_RT_ERROR_LAUNCH when a program's
+ * device_assert failed (kiln_cpu_assert_fail): the first failure and the count in the message. */
+KilnRtStatus kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, void **args,
+                                  const uint32_t grid[3]);
 /* Worker count from $KILN_CPU_THREADS, else the online CPUs. */
 int kiln_rt_cpu_default_threads(void);
 
@@ -231,5 +232,11 @@ KilnRtStatus kiln_rt_cpu_module_open(KilnRtModuleFormat format, const void *imag
                                      void **handle);
 
 #pragma GCC visibility pop
+
+/* The cpu kernels' device_assert hook (mlir-dialect/cpu/cpu_ops.c calls it where an element of
+ * the condition is false; cpu_pool.c): records the failure for the launch the calling worker runs.
+ * Resolved from the program when a kernel module is opened, so exported (emu_exports.list). */
+__attribute__((visibility("default"))) void
+kiln_cpu_assert_fail(const char *text, int32_t x, int32_t y, int32_t z, int64_t element);
 
 #endif /* KILN_RUNTIME_DEVICE_IMPL_H */

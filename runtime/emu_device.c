@@ -92,6 +92,7 @@ __attribute__((used)) static void (*const keep_intrinsics[])(void) = {
     KEEP(kiln_emu_bar_warp_sync),
     KEEP(kiln_emu_membar),
     KEEP(kiln_emu_trap),
+    KEEP(kiln_emu_assertfail),
     KEEP(kiln_emu_exit),
     KEEP(kiln_emu_vprintf),
     KEEP(kiln_emu_shfl_sync_i32),

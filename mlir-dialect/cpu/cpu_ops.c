@@ -1056,6 +1056,75 @@ static bool lower_print(Cpu *c, MlirOperation op) {
   return true;
 }
 
+/* ---------------------------------------------------------------- device_assert */
+
+/* device_assert on the CPU: where an element of c is false, a call of the runtime's hook
+ * kiln_cpu_assert_fail(text, pid x, y, z, element) (runtime/cpu_pool.c), which records the first
+ * failure of the launch (the launch then fails with it) and counts the rest; the program goes
+ * on.  element is the row-major index of the element in c (0 for a scalar). */
+
+typedef struct AssertCtx {
+  MlirValue text; /* !llvm.ptr to "FILE:LINE:COL: message" */
+  CpuVal *c;
+  const int64_t *shape;
+  int rank;
+} AssertCtx;
+
+static void assert_body(Cpu *c, const MlirValue *idx, void *user) {
+  AssertCtx *a = user;
+  MlirValue ok = idx ? kiln_cpu_elem(c, a->c, idx) : a->c->scalar;
+  KilnIRIf f = kiln_ir_build_if(&c->b, c->loc, ok, NULL, 0);
+  KilnIRBuilder saved = c->b;
+  kiln_ir_builder_set_end(&c->b, f.then_block);
+  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
+  kiln_ir_builder_set_end(&c->b, f.else_block);
+  MlirValue lin = kiln_cpu_cidx(c, 0);
+  for (int i = 0; idx && i < a->rank; i++) {
+    MlirValue m[2] = {lin, kiln_cpu_cidx(c, a->shape[i])};
+    MlirValue s[2] = {kiln_cpu_op(c, "arith.muli", m, 2, mlirIndexTypeGet(c->ctx)), idx[i]};
+    lin = kiln_cpu_op(c, "arith.addi", s, 2, mlirIndexTypeGet(c->ctx));
+  }
+  MlirValue args[5] = {
+      a->text, c->pid[0], c->pid[1], c->pid[2],
+      kiln_ir_build_cast(&c->b, c->loc, "arith.index_cast", lin, mlirIntegerTypeGet(c->ctx, 64))};
+  MlirNamedAttribute callee = kiln_ir_named(
+      c->ctx, "callee",
+      mlirFlatSymbolRefAttrGet(c->ctx, mlirStringRefCreateFromCString("kiln_cpu_assert_fail")));
+  kiln_ir_make(&c->b, c->loc, "llvm.call", args, 5, NULL, 0, &callee, 1);
+  kiln_ir_build_yield(&c->b, c->loc, NULL, 0);
+  c->b = saved;
+}
+
+static bool lower_assert(Cpu *c, MlirOperation op) {
+  MlirValue x = operand(op, 0);
+  int64_t shape[16];
+  int rank;
+  kiln_cpu_shape(mlirValueGetType(x), shape, &rank);
+  MlirStringRef text = mlirStringAttrGetValue(
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("text")));
+  MlirOperation module = module_of(op);
+  MlirType ptr = llvm_ptr(c), i32 = i32_t(c), i64 = mlirIntegerTypeGet(c->ctx, 64);
+  MlirType params[5] = {ptr, i32, i32, i32, i64};
+  kiln_ir_declare_external_func(
+      module, c->loc, "kiln_cpu_assert_fail",
+      mlirLLVMFunctionTypeGet(mlirLLVMVoidTypeGet(c->ctx), 5, params, false));
+  char *t = strndup(text.data, text.length);
+  if (!t) {
+    kiln_ir_error(c->loc, "out of memory");
+    return false;
+  }
+  AssertCtx a = {.text = kiln_ir_module_string(&c->b, c->loc, module, "kiln_assert_text", t),
+                 .c = kiln_cpu_get(c, x),
+                 .shape = shape,
+                 .rank = rank};
+  free(t);
+  if (rank == 0)
+    assert_body(c, NULL, &a);
+  else
+    kiln_cpu_nest(c, shape, rank, assert_body, &a);
+  return true;
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
 bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
@@ -1096,6 +1165,7 @@ bool kiln_cpu_lower_kiln_op(Cpu *c, MlirOperation op, KilnOpId id) {
     return true;
   }
   case KILN_OP_PRINT: return lower_print(c, op);
+  case KILN_OP_ASSERT: return lower_assert(c, op);
   default: kiln_ir_error(c->loc, "the CPU backend cannot lower this kiln op"); return false;
   }
 }

@@ -18,6 +18,8 @@
  *     or vanish (the emulated MMA completes at once), its commit and
  *     wait become kiln_emu_wgmma_commit() and kiln_emu_wgmma_wait(n) (racecheck keeps the MMA's
  *     shared-memory reads pending until then), the wait passing its registers through;
+ *   - PTX's system calls vprintf (device_print) and __assertfail (device_assert) become
+ *     kiln_emu_vprintf and kiln_emu_assertfail with the same arguments;
  *   - PTX approximations become kiln_emu_approx_f32(op, x): host math by default (the emulator
  *     checks the lowering's logic), or the documented worst case in the pessimistic math mode;
  *   - @kiln_smem becomes the result of kiln_emu_shared_base(), called once at the entry of each
@@ -1027,15 +1029,19 @@ static void lower_access(Emu *E, KilnIRBuilder *b, MlirOperation op) {
   }
 }
 
-/* A call of PTX's vprintf (device_print, lower_print.c): kiln_emu_vprintf takes the same format
- * and argument buffer (runtime/emu/print.c). */
-static bool is_vprintf_call(MlirOperation op) {
+/* A call of one of PTX's system calls: vprintf (device_print, lower_print.c), which
+ * kiln_emu_vprintf takes with the same format and argument buffer (runtime/emu/print.c), or
+ * __assertfail (device_assert), which kiln_emu_assertfail takes with the same five arguments. */
+static bool is_syscall(MlirOperation op, const char *name) {
   if (!kiln_ir_op_is(op, "llvm.call")) return false;
   MlirAttribute c = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("callee"));
   if (mlirAttributeIsNull(c) || !mlirAttributeIsAFlatSymbolRef(c)) return false;
   MlirStringRef s = mlirFlatSymbolRefAttrGetValue(c);
-  return s.length == 7 && memcmp(s.data, "vprintf", 7) == 0;
+  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
 }
+
+static bool is_vprintf_call(MlirOperation op) { return is_syscall(op, "vprintf"); }
+static bool is_assertfail_call(MlirOperation op) { return is_syscall(op, "__assertfail"); }
 
 /* Replaces one collected op; returns whether the op is to be erased. */
 static bool lower_one(Emu *E, MlirOperation op) {
@@ -1081,6 +1087,10 @@ static bool lower_one(Emu *E, MlirOperation op) {
     MlirValue o[2] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1)};
     MlirValue r = call(E, &b, loc, "kiln_emu_vprintf", E->i32, o, 2);
     replace_results(op, &r, 1);
+  } else if (is_assertfail_call(op)) {
+    MlirValue o[5];
+    for (int i = 0; i < 5; i++) o[i] = mlirOperationGetOperand(op, i);
+    call(E, &b, loc, "kiln_emu_assertfail", E->voidt, o, 5);
   } else if (strcmp(name, "llvm.addrspacecast") == 0) {
     /* Every address space is the host's: the cast is the identity. */
     MlirValue v = mlirOperationGetOperand(op, 0);
@@ -1106,7 +1116,7 @@ static MlirWalkResult collect(MlirOperation op, void *u) {
   if ((n.length > 5 && memcmp(n.data, "nvvm.", 5) == 0) || kiln_ir_op_is(op, "llvm.inline_asm") ||
       kiln_ir_op_is(op, "llvm.intr.trap") || kiln_ir_op_is(op, "llvm.addrspacecast") ||
       is_smem_addressof(op) || is_cp_async_intrinsic(op) || is_mulhi_intrinsic(op) ||
-      is_vprintf_call(op))
+      is_vprintf_call(op) || is_assertfail_call(op))
     kiln_op_list_push(&c->replace, op);
   else if (is_checked_access(op))
     kiln_op_list_push(&c->access, op);
@@ -1309,9 +1319,11 @@ MlirLogicalResult kiln_gpu_to_emu_module(MlirOperation module, void *opts) {
         mlirOperationDestroy(o);
       }
     } else if (kiln_ir_op_is(o, "llvm.func")) {
-      char fname[16] = ""; /* PTX's vprintf: every call now calls kiln_emu_vprintf */
+      /* PTX's system calls: every call now calls the emulator's */
+      char fname[16] = "";
       kiln_ir_get_str_attr(o, "sym_name", fname, sizeof fname);
-      if (strcmp(fname, "vprintf") == 0) mlirOperationDestroy(o);
+      if (strcmp(fname, "vprintf") == 0 || strcmp(fname, "__assertfail") == 0)
+        mlirOperationDestroy(o);
     }
     o = next;
   }

@@ -314,6 +314,7 @@ bool low_lower_op(Low *L, MlirOperation op) {
   case KILN_OP_ATOMIC_RMW:
   case KILN_OP_ATOMIC_CAS: return low_atomic(L, op);
   case KILN_OP_PRINT: return low_print(L, op);
+  case KILN_OP_ASSERT: return low_assert(L, op);
   default: break;
   }
   if (kiln_ir_op_is(op, "arith.constant")) return lower_constant(L, op);

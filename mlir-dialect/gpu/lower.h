@@ -51,6 +51,7 @@ bool low_atomic(Low *L, MlirOperation op);
 MlirValue low_owner(Low *L, const KilnGpuOwn *own, bool *replicated);
 /* device_print: one vprintf per element the running thread owns (lower_print.c). */
 bool low_print(Low *L, MlirOperation op);
+bool low_assert(Low *L, MlirOperation op);
 bool low_reduce(Low *L, MlirOperation op);
 /* shfl.sync of a scalar over the whole warp (lower_reduce.c): kind "bfly", "up", "down" or "idx",
  * b the lane operand (offset or source lane), c the clamp operand (0x1f for bfly/down/idx, 0 for

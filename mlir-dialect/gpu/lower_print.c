@@ -1,4 +1,5 @@
-/* lower_print.c - device_print on the GPU targets: one vprintf per element the thread owns.
+/* lower_print.c - device_print and device_assert on the GPU targets: one vprintf per element
+ * the thread owns; one __assertfail where an element the thread holds is false.
  *
  * How.  PTX's printf is the system call `vprintf(fmt, args)` (ptxas and the driver know it; a
  * call of an external `vprintf` becomes `.extern .func vprintf`).  fmt is a constant string of
@@ -11,7 +12,15 @@
  * Why the owner predicate: a layout may give several threads the same element (a tile smaller
  * than the CTA's extent, a scalar); like atomics (low_owner), only the element's one owner
  * prints it, so each element prints once per program, as on the cpu target.  On the emulator the
- * call becomes kiln_emu_vprintf (emu_lower.c). */
+ * call becomes kiln_emu_vprintf (emu_lower.c).
+ *
+ * device_assert: PTX's other system call, `__assertfail(message, file, line, function,
+ * char_size)`, which CUDA's assert() makes: the driver prints the message with the block and
+ * the thread and the launch fails (the context with it, as for any device-side assertion).
+ * Every thread that holds a false element calls it (no owner predicate: one is enough, and a
+ * copy of the element is as false as the original); message is the op's text, "FILE:LINE:COL:
+ * msg", file "device_assert", line 0, function the kernel's name.  On the emulator the call
+ * becomes kiln_emu_assertfail, which fails the launch with that text. */
 #include "lower.h"
 
 #include "mlir-c/Dialect/LLVM.h"
@@ -130,6 +139,49 @@ bool low_print(Low *L, MlirOperation op) {
     args[n++] = abi_value(L, X->v[X->n == 1 ? 0 : j]);
     emit_vprintf(L, f, buf, args, n);
     if (!mlirValueIsNull(owner)) kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+    L->b = saved;
+  }
+  return true;
+}
+
+bool low_assert(Low *L, MlirOperation op) {
+  MlirValue c = mlirOperationGetOperand(op, 0);
+  Vals *C = low_get(L, c);
+  if (L->failed) return false;
+  MlirOperation module = enclosing(L->b.block, "builtin.module");
+  MlirOperation func = enclosing(L->b.block, "llvm.func");
+  KILN_ASSERT(!mlirOperationIsNull(func));
+  char fname[256] = "kernel";
+  kiln_ir_get_str_attr(func, "sym_name", fname, sizeof fname);
+  MlirStringRef text = mlirStringAttrGetValue(
+      mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("text")));
+  char *msg = strndup(text.data, text.length);
+  if (!msg) {
+    low_error(L, "out of memory");
+    return false;
+  }
+  /* `llvm.func @__assertfail(!llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i64)`, the one PTX knows */
+  MlirType ptr = mlirLLVMPointerTypeGet(L->ctx, 0), params[5] = {ptr, ptr, L->i32, ptr, L->i64};
+  kiln_ir_declare_external_func(
+      module, L->loc, "__assertfail",
+      mlirLLVMFunctionTypeGet(mlirLLVMVoidTypeGet(L->ctx), 5, params, false));
+  MlirValue args[5] = {
+      kiln_ir_module_string(&L->b, L->loc, module, "kiln_assert_text", msg),
+      kiln_ir_module_string(&L->b, L->loc, module, "kiln_assert_file", "device_assert"),
+      low_i32(L, 0), kiln_ir_module_string(&L->b, L->loc, module, "kiln_assert_func", fname),
+      low_const(L, L->i64, mlirIntegerAttrGet(L->i64, 1))};
+  free(msg);
+  MlirNamedAttribute callee = kiln_ir_named(
+      L->ctx, "callee",
+      mlirFlatSymbolRefAttrGet(L->ctx, mlirStringRefCreateFromCString("__assertfail")));
+  for (int64_t j = 0; j < C->n; j++) {
+    KilnIRBuilder saved = L->b;
+    KilnIRIf f = kiln_ir_build_if(&L->b, L->loc, C->v[j], NULL, 0);
+    kiln_ir_builder_set_end(&L->b, f.then_block);
+    kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
+    kiln_ir_builder_set_end(&L->b, f.else_block);
+    low_op(L, "llvm.call", args, 5, NULL, 0, &callee, 1);
+    kiln_ir_build_yield(&L->b, L->loc, NULL, 0);
     L->b = saved;
   }
   return true;

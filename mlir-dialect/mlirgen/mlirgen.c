@@ -1404,6 +1404,21 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
     if (!g->failed) kiln_ir_build_print(&g->b, loc, e->args[0]->name, x);
     return (MlirValue){NULL};
   }
+  case KILN_BUILTIN_DEVICE_ASSERT: {
+    /* the text every target reports: "FILE:LINE:COL: msg" (the call's place) */
+    MlirValue c = gen_expr(g, e->args[0]);
+    const char *msg = e->nargs > 1 ? e->args[1]->name : "device_assert";
+    size_t cap = strlen(g->path) + strlen(msg) + 48;
+    char *text = malloc(cap);
+    if (!text) {
+      gen_error(g, e->span, "out of memory");
+      return (MlirValue){NULL};
+    }
+    snprintf(text, cap, "%s:%d:%d: %s", g->path, e->span.line, e->span.col, msg);
+    if (!g->failed) kiln_ir_build_assert(&g->b, loc, text, c);
+    free(text);
+    return (MlirValue){NULL};
+  }
   case KILN_BUILTIN_RESHAPE: {
     MlirValue x = gen_expr(g, e->args[0]);
     return g->failed ? x : kiln_ir_build_reshape(&g->b, loc, x, kiln_mlirgen_type(g->ctx, e->type));

@@ -39,6 +39,7 @@ typedef enum KilnEmuStatus {
   KILN_EMU_ERROR_SYSTEM,           /* an OS thread or context could not be created */
   KILN_EMU_ERROR_DEADLOCK, /* every live thread of a block waits on something that can't come */
   KILN_EMU_ERROR_TRAP,     /* the kernel executed trap */
+  KILN_EMU_ERROR_ASSERT,   /* a device-side assertion failed (__assertfail: device_assert) */
   KILN_EMU_ERROR_MEMORY, /* an access out of bounds or misaligned (shared, or global under memcheck) */
   KILN_EMU_ERROR_INVALID_OP, /* an intrinsic used against its rules (mask, sizes, exited lanes) */
   KILN_EMU_ERROR_RACE,   /* racecheck: two threads touch a shared word in one barrier interval */
@@ -214,6 +215,11 @@ KILN_EMU_API void kiln_emu_bar_warp_sync(uint32_t mask);
 KILN_EMU_API void kiln_emu_membar(uint32_t level);
 /* trap: fails the launch with KILN_EMU_ERROR_TRAP. Does not return. */
 KILN_EMU_API void kiln_emu_trap(void);
+/* __assertfail (CUDA's device-side assert, what device_assert calls): fails the launch with
+ * KILN_EMU_ERROR_ASSERT, the message (device_assert's "FILE:LINE:COL: msg") and the function
+ * in the error, block and thread named as for every failure. Does not return. */
+KILN_EMU_API void kiln_emu_assertfail(const char *message, const char *file, uint32_t line,
+                                      const char *function, uint64_t char_size);
 /* exit: the thread ends here, as if the entry returned. Does not return. */
 KILN_EMU_API void kiln_emu_exit(void);
 /* vprintf (CUDA's device printf, what device_print calls): fmt a printf format, args the

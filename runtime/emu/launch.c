@@ -65,6 +65,7 @@ const char *kiln_emu_status_name(KilnEmuStatus status) {
       [KILN_EMU_ERROR_SYSTEM] = "KILN_EMU_ERROR_SYSTEM",
       [KILN_EMU_ERROR_DEADLOCK] = "KILN_EMU_ERROR_DEADLOCK",
       [KILN_EMU_ERROR_TRAP] = "KILN_EMU_ERROR_TRAP",
+      [KILN_EMU_ERROR_ASSERT] = "KILN_EMU_ERROR_ASSERT",
       [KILN_EMU_ERROR_MEMORY] = "KILN_EMU_ERROR_MEMORY",
       [KILN_EMU_ERROR_INVALID_OP] = "KILN_EMU_ERROR_INVALID_OP",
       [KILN_EMU_ERROR_RACE] = "KILN_EMU_ERROR_RACE",
@@ -496,6 +497,15 @@ void *kiln_emu_shared_base(void) {
 void kiln_emu_trap(void) {
   EmuWorker *w = tls_worker;
   if (w && w->cur) kiln_emu_fail(w, w->cur, KILN_EMU_ERROR_TRAP, "trap");
+}
+
+void kiln_emu_assertfail(const char *message, const char *file, uint32_t line, const char *function,
+                         uint64_t char_size) {
+  (void)file, (void)line, (void)char_size; /* device_assert's message names its place */
+  EmuWorker *w = tls_worker;
+  if (w && w->cur)
+    kiln_emu_fail(w, w->cur, KILN_EMU_ERROR_ASSERT, "device_assert failed at %s (in %s)", message,
+                  function);
 }
 
 void kiln_emu_exit(void) {

@@ -2603,6 +2603,83 @@ static bool test_int_helpers(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- device_assert ------------------------------------------------------------------------- */
+
+/* A launch that must fail with a device_assert: KILN_RT_ERROR_LAUNCH whose message holds every
+ * string of want (the call's place and message; on the cpu target the program and element). */
+static void launch_expect_assert(KilnTestRun *run, uint32_t gx, void **args,
+                                 const char *const *want, size_t nwant) {
+  if (!run->ok || run->d.emit) return;
+  KilnRtLaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.grid[0] = gx;
+  cfg.grid[1] = cfg.grid[2] = 1;
+  cfg.block_threads = 32 * (uint32_t)run->d.num_warps;
+  KilnRtStatus st = kiln_rt_launch(run->fn, &cfg, args, NULL);
+  if (st == KILN_RT_OK) st = kiln_rt_device_synchronize(run->dev);
+  const char *msg = st == KILN_RT_OK ? "" : kiln_rt_last_error();
+  printf("       launch: %s: %s\n", kiln_rt_status_name(st), msg);
+  if (st != KILN_RT_ERROR_LAUNCH) {
+    kiln_test_fail(run, "expected KILN_RT_ERROR_LAUNCH from a failed device_assert, got %s",
+                   kiln_rt_status_name(st));
+    return;
+  }
+  for (size_t i = 0; i < nwant; i++)
+    if (!strstr(msg, want[i])) kiln_test_fail(run, "the launch's error lacks '%s'", want[i]);
+}
+
+/* device_assert: a launch whose assertions hold runs as any other (out = 2 x, the tail
+ * untouched); one x above the limit fails the launch naming the tile assertion's place and
+ * message (and, on the cpu target, its program and element: one failing element makes the
+ * report deterministic); an odd n fails the scalar assertion in every program.  The failing
+ * launches do not run on a GPU, where a device-side assertion ends the context. */
+static bool test_device_assert(KilnRtDevice *dev) {
+  static const struct {
+    int32_t n, bad; /* bad: the element above the limit, -1 none */
+  } cfgs[] = {{1000, -1}, {1000, 133}, {76, -1}, {7, -1}};
+  bool gpu = g_target != KILN_TARGET_CPU && g_target != KILN_TARGET_EMU;
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t n = (size_t)cfgs[ci].n, bs = 64, np = (n + bs - 1) / bs;
+    bool fails = cfgs[ci].bad >= 0 || n % 2 != 0;
+    if (fails && gpu) continue;
+    KilnDefine defs[] = {{"B", 64}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu bad=%d", n, cfgs[ci].bad);
+    KilnTestRun run;
+    run_begin(&run, dev, "device_assert", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4300 + ci);
+    float *x = kiln_test_random_f32(&rng, n, -1.0f, 1.0f);
+    if (cfgs[ci].bad >= 0) x[cfgs[ci].bad] = 3.0f;
+    float *out = kiln_test_alloc(n + TAIL_ELEMS, sizeof *out), *ref = kiln_test_alloc(n, 4);
+    for (size_t i = 0; i < n; i++) ref[i] = 2.0f * x[i];
+    void *dx = kiln_test_input(&run, x, n * 4), *dout = kiln_test_output(&run, (n + 67) * 4);
+    int32_t nn = (int32_t)n;
+    float limit = 2.0f;
+    void *args[] = {&dx, &dout, &nn, &limit};
+    if (!fails) {
+      kiln_test_launch(&run, run.fn, (uint32_t)np, 1, args);
+      kiln_test_fetch(&run, out, dout, (n + TAIL_ELEMS) * 4);
+      kiln_test_check_untouched(&run, "out", out, 4, n + TAIL_ELEMS, 1, n, n + TAIL_ELEMS);
+      check_bytes(&run, "out", out, ref, n, 4);
+    } else if (cfgs[ci].bad >= 0) {
+      char elem[64];
+      snprintf(elem, sizeof elem, "(program (%d, 0, 0), element %d)", cfgs[ci].bad / 64,
+               cfgs[ci].bad % 64);
+      const char *want[] = {"device_assert failed at ",
+                            "device_assert.kiln:9:5: x within the limit", elem};
+      launch_expect_assert(&run, (uint32_t)np, args, want, g_target == KILN_TARGET_CPU ? 3 : 2);
+    } else {
+      const char *want[] = {"device_assert.kiln:10:5: device_assert"};
+      launch_expect_assert(&run, (uint32_t)np, args, want, 1);
+    }
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(ref);
+  }
+  return all_ok;
+}
+
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
@@ -4501,6 +4578,7 @@ static const struct {
     {"trans3d", test_trans3d},
     {"join_split", test_join_split},
     {"int_helpers", test_int_helpers},
+    {"device_assert", test_device_assert},
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},
     {"cas_i64", test_cas_i64},
