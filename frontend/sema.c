@@ -1450,6 +1450,79 @@ static const KilnType *check_cat(Sema *S, KilnExpr *e) {
   return with_shape(S, t->scalar, false, t->rank, dims);
 }
 
+/* gather(src, index, axis): src a tile of numbers, index an integer tile of src's rank whose
+ * shape is src's but along axis; the result is src's element type in index's shape.  The axis
+ * stays in e->ival.  mlirgen compares each index with every position of src's axis (a tile one
+ * rank higher), so the rank is at most KILN_MAX_RANK - 1. */
+static const KilnType *check_gather(Sema *S, KilnExpr *e) {
+  const KilnType *src = e->args[0]->type, *idx = e->args[1]->type;
+  if (src->kind != KILN_TYPE_TILE || src->elem_is_ptr) {
+    ERR(S, e->args[0]->span, "gather source must be a tile of numbers, got %s", tstr(S, src));
+    return NULL;
+  }
+  if (idx->kind != KILN_TYPE_TILE || idx->elem_is_ptr || !kiln_scalar_is_int(idx->scalar) ||
+      idx->scalar == KILN_SCALAR_I1) {
+    ERR(S, e->args[1]->span, "gather index must be a tile of integers, got %s", tstr(S, idx));
+    return NULL;
+  }
+  if (src->rank >= KILN_MAX_RANK) {
+    ERR(S, e->span, "gather of rank-%d tiles is not supported (at most rank %d)", src->rank,
+        KILN_MAX_RANK - 1);
+    return NULL;
+  }
+  int64_t axis;
+  if (!const_arg(S, e, 2, "gather axis", &axis)) return NULL;
+  if (axis < 0 || axis >= src->rank) {
+    ERR(S, e->args[2]->span, "gather axis %" PRId64 " is out of range for a rank-%d tile", axis,
+        src->rank);
+    return NULL;
+  }
+  bool fits = idx->rank == src->rank;
+  for (int d = 0; fits && d < src->rank; d++) fits = d == axis || idx->dims[d] == src->dims[d];
+  if (!fits) {
+    ERR(S, e->span, "gather index %s must have source %s's shape but along axis %" PRId64,
+        tstr(S, idx), tstr(S, src), axis);
+    return NULL;
+  }
+  int64_t dims[KILN_MAX_RANK + 1];
+  memcpy(dims, idx->dims, sizeof(int64_t) * (size_t)idx->rank);
+  dims[idx->rank] = src->dims[axis];
+  if (!check_tile_elems(S, e->span, idx->rank + 1, dims)) return NULL;
+  e->ival = axis;
+  return with_shape(S, src->scalar, false, idx->rank, idx->dims);
+}
+
+/* histogram(x, num_bins, mask?): x a rank-1 integer tile, num_bins a positive constant, mask
+ * (i1) broadcast to x; an i32 tile of num_bins counts.  num_bins stays in e->ival. */
+static const KilnType *check_histogram(Sema *S, KilnExpr *e) {
+  const KilnType *x = e->args[0]->type;
+  if (x->kind != KILN_TYPE_TILE || x->elem_is_ptr || x->rank != 1 ||
+      !kiln_scalar_is_int(x->scalar) || x->scalar == KILN_SCALAR_I1) {
+    ERR(S, e->args[0]->span, "histogram expects a rank-1 tile of integers, got %s", tstr(S, x));
+    return NULL;
+  }
+  int64_t bins;
+  if (!const_arg(S, e, 1, "histogram num_bins", &bins)) return NULL;
+  if (bins < 1 || bins > MAX_TILE_ELEMS) {
+    ERR(S, e->args[1]->span, "histogram num_bins must be 1 to %" PRId64 ", got %" PRId64,
+        MAX_TILE_ELEMS, bins);
+    return NULL;
+  }
+  int64_t dims[2] = {x->dims[0], bins};
+  if (!check_tile_elems(S, e->span, 2, dims)) return NULL;
+  if (e->nargs > 2) {
+    const KilnType *m = e->args[2]->type;
+    if (!is_numeric(m) || m->scalar != KILN_SCALAR_I1 || rank_of(m) > 1 ||
+        (rank_of(m) == 1 && m->dims[0] != x->dims[0] && m->dims[0] != 1)) {
+      ERR(S, e->args[2]->span, "histogram mask must be i1 of x's shape %s (or one value), got %s",
+          tstr(S, x), tstr(S, m));
+      return NULL;
+    }
+  }
+  e->ival = bins;
+  return with_shape(S, KILN_SCALAR_I32, false, 1, &bins);
+}
+
 /* umulhi(a, b): 32-bit integers (i32 signed, u32 unsigned) in their common type. */
 static const KilnType *check_umulhi(Sema *S, KilnExpr *e) {
   const KilnType *t = elementwise(S, e, 0, false, true);
@@ -1729,6 +1802,8 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e) {
     return t;
   }
   case KILN_BUILTIN_UMULHI: return check_umulhi(S, e);
+  case KILN_BUILTIN_GATHER: return check_gather(S, e);
+  case KILN_BUILTIN_HISTOGRAM: return check_histogram(S, e);
   case KILN_BUILTIN_SWIZZLE2D: return check_swizzle2d(S, e);
   case KILN_BUILTIN_RAND:
   case KILN_BUILTIN_RANDINT:

@@ -987,18 +987,23 @@ static MlirValue trans_rotate(Gen *g, MlirLocation loc, MlirValue x, bool left) 
   return kiln_ir_build_reshape(&g->b, loc, v, kiln_ir_type_tensor(elem, out, 3));
 }
 
-/* The max along axis of x where keep holds and of the lowest value (-inf, the integer minimum)
- * elsewhere: where keep holds at one position of the axis, that element exactly (the max of one
- * value and lower ones; NaN stays NaN; kiln.reduce orders integers as signed, so any bits are
- * kept).  x is a float tile or one of 32 or 64-bit integers (bits): narrower ones are widened by
- * the caller, as reductions widen them. */
+/* The max along axis of x where keep holds and of the lowest value of x's kind k elsewhere:
+ * where keep holds at one position of the axis, that element exactly (the max of one value and
+ * lower ones; NaN stays NaN), where it holds nowhere that lowest value (-inf; a signed integer's
+ * minimum; 0 for unsigned ones and i1).  x is as the caller made it for kiln.reduce, which orders
+ * integers as signed: integers narrower than 32 bits widened to i32 (sign- or zero-extended by
+ * k), u32/u64 with their top bit flipped (flip_sign_bit, which maps 0 to the signed minimum). */
 static MlirValue max_of_kept(Gen *g, MlirLocation loc, MlirValue keep, MlirValue x, int axis,
-                             bool fl, int bits) {
+                             KilnScalarKind k) {
   MlirType t = mlirValueGetType(x);
-  MlirValue low = fl ? kiln_ir_build_const_float(&g->b, loc, t, -INFINITY)
-                     : kiln_ir_build_const_int(&g->b, loc, t, bits == 64 ? INT64_MIN : INT32_MIN);
+  int bits = kiln_scalar_bits(k);
+  int64_t low = bits == 64                           ? INT64_MIN
+                : bits == 32 || !is_unsigned_kind(k) ? -((int64_t)1 << (bits - 1))
+                                                     : 0;
+  MlirValue lv = is_float_kind(k) ? kiln_ir_build_const_float(&g->b, loc, t, -INFINITY)
+                                  : kiln_ir_build_const_int(&g->b, loc, t, low);
   return kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_MAX, axis,
-                              kiln_ir_build_select(&g->b, loc, keep, x, low));
+                              kiln_ir_build_select(&g->b, loc, keep, x, lv));
 }
 
 static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKind k) {
@@ -1007,10 +1012,10 @@ static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKin
   int64_t a = mlirShapedTypeGetDimSize(t, 0), b = mlirShapedTypeGetDimSize(t, 1),
           c = mlirShapedTypeGetDimSize(t, 2);
   int64_t d3[3] = {a, b, c}, d4[4] = {a, b, c, b}, m4[4] = {1, b, 1, b}, out[3] = {a, c, b};
-  bool narrow = kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32, fl = is_float_kind(k);
+  bool narrow = kiln_scalar_is_int(k) && kiln_scalar_bits(k) < 32;
   MlirType we = narrow ? i32 : elem;
-  if (narrow)
-    x = kiln_ir_build_cast(&g->b, loc, k == KILN_SCALAR_I1 ? "arith.extui" : "arith.extsi", x,
+  if (narrow) /* as max_of_kept's lowest value expects: zero-extended where unsigned */
+    x = kiln_ir_build_cast(&g->b, loc, is_unsigned_kind(k) ? "arith.extui" : "arith.extsi", x,
                            kiln_ir_type_tensor(i32, d3, 3));
   MlirType t4 = kiln_ir_type_tensor(we, d4, 4);
   MlirValue xb = kiln_ir_build_expand_dims(&g->b, loc, x, 3);
@@ -1029,7 +1034,7 @@ static MlirValue trans_swap(Gen *g, MlirLocation loc, MlirValue x, KilnScalarKin
   }
   MlirValue eq = kiln_ir_build_cmpi(&g->b, loc, "eq", rj, ri);
   if (a > 1 || c > 1) eq = kiln_ir_build_broadcast(&g->b, loc, eq, kiln_ir_type_tensor(i1, d4, 4));
-  MlirValue v = max_of_kept(g, loc, eq, xb, 1, fl, narrow ? 32 : kiln_scalar_bits(k));
+  MlirValue v = max_of_kept(g, loc, eq, xb, 1, k);
   if (narrow)
     v = kiln_ir_build_cast(&g->b, loc, "arith.trunci", v, kiln_ir_type_tensor(elem, out, 3));
   return v;
@@ -1124,10 +1129,89 @@ static bool gen_split_values(Gen *g, const KilnExpr *e, MlirValue *out) {
   for (int i = 0; i < 2; i++) {
     MlirValue keep = kiln_ir_build_cmpi(
         &g->b, loc, "eq", r, kiln_ir_build_const_int(&g->b, loc, mlirValueGetType(r), i));
-    MlirValue v = max_of_kept(g, loc, keep, x, axis, fl, narrow ? 32 : kiln_scalar_bits(k));
+    MlirValue v = max_of_kept(g, loc, keep, x, axis, k);
     out[i] = cast_elem(g, loc, v, wk, k, ht);
   }
   return !g->failed;
+}
+
+/* ------------------------------------------------- gather, histogram */
+
+/* An integer tile v (of kind k) and a range r (i32) of one shape made comparable: the narrower
+ * of the two widened to the other's width (v sign- or zero-extended by its kind), so an i64
+ * index never aliases by truncation. */
+static void comparable(Gen *g, MlirLocation loc, MlirValue *v, KilnScalarKind k,
+                       const KilnType *shape_of, MlirValue *r) {
+  if (kiln_scalar_bits(k) > 32)
+    *r = kiln_ir_build_cast(
+        &g->b, loc, "arith.extsi", *r,
+        kiln_ir_type_tensor(mlirIntegerTypeGet(g->ctx, 64), shape_of->dims, shape_of->rank));
+  else if (kiln_scalar_bits(k) < 32)
+    *v = cast_elem(g, loc, *v, k, KILN_SCALAR_I32, shape_of);
+}
+
+/* gather(src, index, axis): every index compared with every position of src's axis, in a tile
+ * one rank higher (index's shape with src's axis inserted after `axis`), and src kept where
+ * they match: a max_of_kept along that axis, exact.  An index outside the axis matches nothing
+ * and gives the lowest value.  Costs index's elements times the axis's length. */
+static MlirValue gen_gather(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *st = e->args[0]->type, *it = e->args[1]->type;
+  MlirValue src = gen_expr(g, e->args[0]), idx = gen_expr(g, e->args[1]);
+  if (g->failed) return src;
+  int axis = (int)e->ival, rank = it->rank;
+  KilnType wide = *it; /* index's shape, src's axis after `axis` */
+  wide.rank = rank + 1;
+  for (int d = rank; d > axis + 1; d--) wide.dims[d] = it->dims[d - 1];
+  wide.dims[axis + 1] = st->dims[axis];
+  KilnScalarKind k = st->scalar, ik = it->scalar;
+  bool fl = is_float_kind(k), narrow = !fl && kiln_scalar_bits(k) < 32;
+  bool flip = !fl && !narrow && kiln_scalar_is_unsigned(k);
+  KilnScalarKind wk = narrow ? KILN_SCALAR_I32 : k;
+  if (narrow) src = cast_elem(g, loc, src, k, KILN_SCALAR_I32, st);
+  if (flip) src = flip_sign_bit(g, loc, src, st);
+  KilnType wi = with_scalar(&wide, ik), ws = with_scalar(&wide, wk);
+  idx = kiln_ir_build_broadcast(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, idx, axis + 1),
+                                kiln_mlirgen_type(g->ctx, &wi));
+  src = kiln_ir_build_broadcast(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, src, axis),
+                                kiln_mlirgen_type(g->ctx, &ws));
+  MlirValue r = range_along(g, loc, st->dims[axis], axis + 1, wide.rank, wide.dims);
+  comparable(g, loc, &idx, ik, &wide, &r);
+  MlirValue keep = kiln_ir_build_cmpi(&g->b, loc, "eq", idx, r);
+  MlirValue v = max_of_kept(g, loc, keep, src, axis + 1, k);
+  if (flip) v = flip_sign_bit(g, loc, v, e->type);
+  return cast_elem(g, loc, v, wk, k, e->type);
+}
+
+/* histogram(x, num_bins, mask?): x against every bin in an [n, num_bins] tile, the matches (and
+ * the mask) as 0/1 summed down each bin's column.  Costs n times num_bins. */
+static MlirValue gen_histogram(Gen *g, const KilnExpr *e) {
+  MlirLocation loc = loc_of(g, e->span);
+  const KilnType *xt = e->args[0]->type;
+  MlirValue x = gen_expr(g, e->args[0]);
+  if (g->failed) return x;
+  KilnType wide = with_scalar(xt, xt->scalar);
+  wide.rank = 2;
+  wide.dims[1] = e->ival;
+  x = kiln_ir_build_broadcast(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, x, 1),
+                              kiln_mlirgen_type(g->ctx, &wide));
+  MlirValue r = range_along(g, loc, e->ival, 1, 2, wide.dims);
+  comparable(g, loc, &x, xt->scalar, &wide, &r);
+  MlirValue hit = kiln_ir_build_cmpi(&g->b, loc, "eq", x, r);
+  if (e->nargs > 2) {
+    KilnType mt = with_scalar(xt, KILN_SCALAR_I1);
+    MlirValue m = gen_as(g, e->args[2], &mt);
+    if (g->failed) return m;
+    KilnType mw = with_scalar(&wide, KILN_SCALAR_I1);
+    m = kiln_ir_build_broadcast(&g->b, loc, kiln_ir_build_expand_dims(&g->b, loc, m, 1),
+                                kiln_mlirgen_type(g->ctx, &mw));
+    MlirValue both[2] = {hit, m};
+    hit = kiln_ir_build_elementwise(&g->b, loc, "arith.andi", both, 2, mlirValueGetType(hit));
+  }
+  KilnType counts = with_scalar(&wide, KILN_SCALAR_I32);
+  MlirValue ones =
+      kiln_ir_build_cast(&g->b, loc, "arith.extui", hit, kiln_mlirgen_type(g->ctx, &counts));
+  return kiln_ir_build_reduce(&g->b, loc, KILN_REDUCE_SUM, 0, ones);
 }
 
 /* clamp(x, lo, hi) = minimum(maximum(x, lo), hi) in the common type (gen_minmax's ops). */
@@ -1467,6 +1551,8 @@ static MlirValue gen_call(Gen *g, const KilnExpr *e) {
   case KILN_BUILTIN_SPLIT:
   case KILN_BUILTIN_SWIZZLE2D: return gen_first_value(g, e);
   case KILN_BUILTIN_CLAMP: return gen_clamp(g, e);
+  case KILN_BUILTIN_GATHER: return gen_gather(g, e);
+  case KILN_BUILTIN_HISTOGRAM: return gen_histogram(g, e);
   case KILN_BUILTIN_UMULHI: return gen_umulhi(g, e);
   case KILN_BUILTIN_RAND: {
     KilnType st = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};

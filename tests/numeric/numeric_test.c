@@ -2603,6 +2603,59 @@ static bool test_int_helpers(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- gather_hist ------------------------------------------------------------------------- */
+
+/* gather and histogram: gathered values only move (a masked max keeps one of its inputs), an
+ * index outside its axis gives the lowest value, and the counts are integers: all exact. */
+static bool test_gather_hist(KilnRtDevice *dev) {
+  static const struct {
+    int32_t r, c, bins, nlab, n;
+  } cfgs[] = {{8, 16, 16, 64, 50}, {4, 8, 8, 128, 128}, {2, 32, 32, 32, 1}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t r = (size_t)cfgs[ci].r, c = (size_t)cfgs[ci].c, rc = r * c;
+    size_t bins = (size_t)cfgs[ci].bins, nlab = (size_t)cfgs[ci].nlab;
+    size_t nf = 5 * rc + c, ni = 6 * rc + 2 * bins, nidx = 4 * rc + c + rc;
+    KilnDefine defs[] = {
+        {"R", cfgs[ci].r}, {"C", cfgs[ci].c}, {"BINS", cfgs[ci].bins}, {"N", cfgs[ci].nlab}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%d", cfgs[ci].n);
+    KilnTestRun run;
+    run_begin(&run, dev, "gather_hist", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4400 + ci);
+    float *x = kiln_test_random_f32(&rng, rc, -4.0f, 4.0f);
+    int32_t *idx = kiln_test_alloc(nidx, 4), *lab = kiln_test_alloc(nlab, 4);
+    /* each index from -1 to its axis's length (both ends outside it) */
+    size_t lens[5] = {r, c, c, r / 2, 0}, ends[5] = {2 * rc, 4 * rc, 4 * rc + c, nidx, 0};
+    for (size_t i = 0, part = 0; i < nidx; i++) {
+      while (i >= ends[part]) part++;
+      idx[i] = (int32_t)(kiln_ref_rng_next(&rng) % (lens[part] + 2)) - 1;
+    }
+    for (size_t i = 0; i < nlab; i++) lab[i] = (int32_t)(kiln_ref_rng_next(&rng) % (bins + 4)) - 2;
+    float *gf = kiln_test_alloc(nf + TAIL_ELEMS, 4), *rf = kiln_test_alloc(nf, 4);
+    int32_t *gi = kiln_test_alloc(ni + TAIL_ELEMS, 4), *ri = kiln_test_alloc(ni, 4);
+    void *dx = kiln_test_input(&run, x, rc * 4), *didx = kiln_test_input(&run, idx, nidx * 4),
+         *dlab = kiln_test_input(&run, lab, nlab * 4);
+    void *df = kiln_test_output(&run, (nf + TAIL_ELEMS) * 4),
+         *di = kiln_test_output(&run, (ni + TAIL_ELEMS) * 4);
+    int32_t nn = cfgs[ci].n;
+    void *args[] = {&dx, &didx, &dlab, &df, &di, &nn};
+    kiln_test_launch(&run, run.fn, 1, 1, args);
+    kiln_test_fetch(&run, gf, df, (nf + TAIL_ELEMS) * 4);
+    kiln_test_fetch(&run, gi, di, (ni + TAIL_ELEMS) * 4);
+    kiln_test_check_untouched(&run, "outf", gf, 4, nf + TAIL_ELEMS, 1, nf, nf + TAIL_ELEMS);
+    kiln_test_check_untouched(&run, "outi", gi, 4, ni + TAIL_ELEMS, 1, ni, ni + TAIL_ELEMS);
+    kiln_ref_gather_hist(x, idx, lab, rf, ri, r, c, bins, nlab, (size_t)cfgs[ci].n);
+    check_bytes(&run, "gather f32", gf, rf, nf, 4);
+    check_bytes(&run, "gather i8, u8, u32", gi, ri, 6 * rc, 4);
+    check_bytes(&run, "histograms", gi + 6 * rc, ri + 6 * rc, 2 * bins, 4);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(idx), free(lab), free(gf), free(rf), free(gi), free(ri);
+  }
+  return all_ok;
+}
+
 /* ---- device_assert ------------------------------------------------------------------------- */
 
 /* A launch that must fail with a device_assert: KILN_RT_ERROR_LAUNCH whose message holds every
@@ -4579,6 +4632,7 @@ static const struct {
     {"join_split", test_join_split},
     {"int_helpers", test_int_helpers},
     {"device_assert", test_device_assert},
+    {"gather_hist", test_gather_hist},
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},
     {"cas_i64", test_cas_i64},

@@ -1052,3 +1052,46 @@ void kiln_ref_int_helpers(const int32_t *a, const int32_t *b, const float *f, si
     outi[4 * n + 2 * p] = pi[p * 3 + 2], outi[4 * n + 2 * p + 1] = pj[p * 3 + 2];
   free(pi), free(pj);
 }
+
+/* src[k] for k in [0, len), else the lowest value (gather's rule for an index outside the axis) */
+static float pick_f(const float *src, int64_t k, size_t len, size_t stride) {
+  return k >= 0 && (size_t)k < len ? src[(size_t)k * stride] : -INFINITY;
+}
+
+void kiln_ref_gather_hist(const float *x, const int32_t *idx, const int32_t *lab, float *outf,
+                          int32_t *outi, size_t r, size_t c, size_t bins, size_t n_lab, size_t n) {
+  size_t rc = r * c, h = r / 2;
+  const int32_t *ia = idx, *ib = idx + 2 * rc, *j = idx + 4 * rc, *ic = idx + 4 * rc + c;
+  for (size_t q = 0; q < 2 * r; q++) /* along axis 0: [2r, c] */
+    for (size_t k = 0; k < c; k++) {
+      int32_t i = ia[q * c + k];
+      bool in = i >= 0 && (size_t)i < r;
+      outf[q * c + k] = pick_f(x + k, i, r, c);
+      int32_t iu = (uint8_t)i; /* i as u8: -1 is 255 */
+      outi[2 * rc + q * c + k] =
+          iu < (int32_t)r ? (uint8_t)(int)((x[(size_t)iu * c + k] + 8.0f) * 16.0f) : 0;
+      outi[4 * rc + q * c + k] =
+          in ? (int32_t)(uint32_t)(int64_t)(x[(size_t)i * c + k] * 100000000.0f) : 0;
+    }
+  for (size_t q = 0; q < r; q++) /* along axis 1: [r, 2c] */
+    for (size_t k = 0; k < 2 * c; k++) {
+      int32_t i = ib[q * 2 * c + k];
+      bool in = i >= 0 && (size_t)i < c;
+      outf[2 * rc + q * 2 * c + k] = pick_f(x + q * c, i, c, 1);
+      outi[q * 2 * c + k] = in ? (int8_t)(int)(4.0f * x[q * c + (size_t)i]) : -128;
+    }
+  for (size_t k = 0; k < c; k++) outf[4 * rc + k] = pick_f(x, j[k], c, 1);
+  for (size_t a = 0; a < 2; a++) /* [2, r/2, c] along axis 1 */
+    for (size_t q = 0; q < h; q++)
+      for (size_t k = 0; k < c; k++) {
+        size_t o = (a * h + q) * c + k;
+        outf[4 * rc + c + o] = pick_f(x + a * h * c + k, ic[o], h, c);
+      }
+  int32_t *hist = outi + 6 * rc, *masked = hist + bins;
+  for (size_t b = 0; b < 2 * bins; b++) hist[b] = 0;
+  for (size_t k = 0; k < n_lab; k++)
+    if (lab[k] >= 0 && (size_t)lab[k] < bins) {
+      hist[lab[k]]++;
+      if (k < n) masked[lab[k]]++;
+    }
+}

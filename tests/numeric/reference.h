@@ -291,6 +291,11 @@ void kiln_ref_trans3d(const float *x, float *outf, int32_t *outi, size_t progs, 
 void kiln_ref_join_split(const float *x, const float *y, float *outf, int32_t *outi, size_t progs,
                          size_t r, size_t c);
 
+/* The gather_hist kernel (tests/numeric/kernels/gather_hist.kiln says what it stores): outf
+ * 5 r c + c values, outi 6 r c + 2 bins; lab holds n_lab labels, the first n of them masked in. */
+void kiln_ref_gather_hist(const float *x, const int32_t *idx, const int32_t *lab, float *outf,
+                          int32_t *outi, size_t r, size_t c, size_t bins, size_t n_lab, size_t n);
+
 /* The grouped program order of an si x sj grid in groups of sg rows (swizzle2d): cell k of the
  * row-major order goes to (i2[k], j2[k]), enumerated group by group, column by column, row by row
  * within a column (the last group has the rows left). */
