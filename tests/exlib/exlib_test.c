@@ -612,6 +612,39 @@ static void test_transpose(void) {
   }
 }
 
+/* RoPE at D 64 (the library's pinned head dimension): the row stride and the counts promised
+ * %16, %8, or nothing; the numeric test's tolerance (1e-4 absolute, floor 1). */
+static void test_rope(void) {
+  static const struct {
+    int32_t rows, seq, heads, stride;
+    int tier;
+  } cases[] = {{256, 64, 4, 64, 16}, {40, 16, 2, 72, 8}, {37, 7, 3, 70, 0}};
+  for (size_t ci = 0; ci < COUNT(cases); ci++) {
+    size_t rows = (size_t)cases[ci].rows, xs = (size_t)cases[ci].stride, d = 64;
+    Verdict v = {.kernel = "rope"};
+    snprintf(v.shape, sizeof v.shape, "%zux%zu stride %zu, seq %d heads %d", rows, d, xs,
+             cases[ci].seq, cases[ci].heads);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4500 + ci);
+    float *x = row_input(&rng, rows, d, xs, -2, 2), *ref = malloc(rows * xs * 4);
+    float *dx = to_device(x, rows * xs * 4), *dout = output(rows * xs * 4);
+    KilnRtStatus st = EX(_rope)(g_lib, dx, dout, cases[ci].rows, cases[ci].seq, cases[ci].heads,
+                                cases[ci].stride, NULL, NULL, NULL);
+    check_call(
+        &v, st,
+        EX(_rope_pick)(cases[ci].rows, cases[ci].seq, cases[ci].heads, cases[ci].stride).signature,
+        cases[ci].tier);
+    float *out = fetch(dout, rows * xs * 4);
+    kiln_ref_rope(x, ref, rows, (size_t)cases[ci].seq, (size_t)cases[ci].heads, xs, d);
+    float *got = dense_f32(out, rows, d, xs), *want = dense_f32(ref, rows, d, xs);
+    check_close(&v, "out", got, want, rows * d, 1.0, 1e-4);
+    check_gaps(&v, "out", out, 4, rows, d, xs);
+    verdict_end(&v);
+    kiln_rt_free(g_dev, dx), kiln_rt_free(g_dev, dout);
+    free(x), free(ref), free(out), free(got), free(want);
+  }
+}
+
 static void test_matmul_i8(void) {
   static const struct {
     int32_t M, N, K, pad;
@@ -761,7 +794,7 @@ static const struct {
     {"dropout_rand", test_dropout_rand},     {"flash_attention", test_flash_attention},
     {"matmul_grouped", test_matmul_grouped}, {"transpose", test_transpose},
     {"matmul_i8", test_matmul_i8},           {"layernorm_bwd", test_layernorm_bwd},
-    {"int_semantics", test_int_semantics},
+    {"int_semantics", test_int_semantics},   {"rope", test_rope},
 };
 
 static int run_named(const char *name) {

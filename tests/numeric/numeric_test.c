@@ -885,6 +885,47 @@ static bool test_transpose(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- rope ----------------------------------------------------------------------------------- */
+
+/* RoPE against the double reference.  The kernel's angle is pos * freq in f32 (freq from exp2
+ * of an f32 product, within a few ulp of 10000^(-2i/d)): at positions up to 63 the angle errs by
+ * up to about 63 * 2^-22 (1.5e-5 rad), sin and cos add theirs (the GPU targets' approximations
+ * about 2^-21 absolute), and x is within [-2, 2]: 1e-4 absolute (floor 1) bounds the rotated
+ * values with room, while a pair's halves swapped or a frequency off by one pair errs by O(1). */
+static bool test_rope(KilnRtDevice *dev) {
+  static const struct {
+    int32_t rows, seq, heads, d, block_r;
+  } cfgs[] = {{64, 16, 4, 64, 4}, {100, 64, 1, 128, 8}, {37, 7, 3, 64, 16}, {1, 1, 1, 64, 4}};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t rows = (size_t)cfgs[ci].rows, d = (size_t)cfgs[ci].d, stride = d + 6;
+    size_t total = rows * stride + TAIL_ELEMS;
+    KilnDefine defs[] = {{"D", cfgs[ci].d}, {"BLOCK_R", cfgs[ci].block_r}};
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows=%zu seq=%d heads=%d", rows, cfgs[ci].seq, cfgs[ci].heads);
+    KilnTestRun run;
+    run_begin(&run, dev, "rope", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4500 + ci);
+    float *x = kiln_test_random_f32(&rng, rows * stride, -2.0f, 2.0f);
+    poison_row_gaps(x, rows, d, stride);
+    float *out = kiln_test_alloc(total, sizeof *out), *ref = kiln_test_alloc(rows * stride, 4);
+    void *dx = kiln_test_input(&run, x, rows * stride * sizeof *x);
+    void *dout = kiln_test_output(&run, total * sizeof *out);
+    int32_t r32 = cfgs[ci].rows, seq = cfgs[ci].seq, heads = cfgs[ci].heads, s32 = (int32_t)stride;
+    void *args[] = {&dx, &dout, &r32, &seq, &heads, &s32};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(rows, (size_t)cfgs[ci].block_r), 1, args);
+    kiln_test_fetch(&run, out, dout, total * sizeof *out);
+    kiln_test_check_untouched(&run, "out", out, sizeof *out, total, rows, d, stride);
+    kiln_ref_rope(x, ref, rows, (size_t)cfgs[ci].seq, (size_t)cfgs[ci].heads, stride, d);
+    float *got = gather_f32(out, rows, d, stride), *want = gather_f32(ref, rows, d, stride);
+    check_close(&run, "out", got, want, rows * d, 1.0, 1e-4);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(ref), free(got), free(want);
+  }
+  return all_ok;
+}
+
 /* ---- matmul_i8, dot_i8_forms ----------------------------------------------------------------- */
 
 /* n i8 values: uniform over [-128, 127], or (extreme) -128 and 127 only, where the products
@@ -4633,6 +4674,7 @@ static const struct {
     {"int_helpers", test_int_helpers},
     {"device_assert", test_device_assert},
     {"gather_hist", test_gather_hist},
+    {"rope", test_rope},
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},
     {"cas_i64", test_cas_i64},

@@ -1095,3 +1095,16 @@ void kiln_ref_gather_hist(const float *x, const int32_t *idx, const int32_t *lab
       if (k < n) masked[lab[k]]++;
     }
 }
+
+void kiln_ref_rope(const float *x, float *out, size_t rows, size_t seq, size_t heads, size_t stride,
+                   size_t d) {
+  for (size_t r = 0; r < rows; r++) {
+    double pos = (double)((r / heads) % seq);
+    for (size_t i = 0; i < d / 2; i++) {
+      double a = pos * pow(10000.0, -2.0 * (double)i / (double)d);
+      double x0 = x[r * stride + 2 * i], x1 = x[r * stride + 2 * i + 1];
+      out[r * stride + 2 * i] = (float)(x0 * cos(a) - x1 * sin(a));
+      out[r * stride + 2 * i + 1] = (float)(x0 * sin(a) + x1 * cos(a));
+    }
+  }
+}

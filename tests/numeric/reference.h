@@ -160,6 +160,11 @@ void kiln_ref_flash_attention(const uint16_t *q, const uint16_t *k, const uint16
                               size_t bh, size_t S, size_t D, float scale);
 
 /* out[c * out_stride + r] = x[r * x_stride + c] for r < rows, c < cols. */
+/* RoPE (dsl/examples/rope.kiln) in double: pair i of row r turns by the angle
+ * ((r / heads) % seq) 10000^(-2i/d); x and out have row stride `stride`, d values a row. */
+void kiln_ref_rope(const float *x, float *out, size_t rows, size_t seq, size_t heads, size_t stride,
+                   size_t d);
+
 void kiln_ref_transpose(const float *x, size_t x_stride, float *out, size_t out_stride, size_t rows,
                         size_t cols);
 
