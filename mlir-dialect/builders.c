@@ -203,30 +203,24 @@ MlirValue kiln_ir_build_atomic_cas(KilnIRBuilder *b, MlirLocation loc, MlirValue
   return build_simple(b, loc, KILN_OP_NAME_ATOMIC_CAS, ops, 4, mlirValueGetType(values), NULL, 0);
 }
 
-MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text,
-                                  MlirValue x) {
+/* An op of one operand and a string attribute `text`, no result (device_print, device_assert). */
+static MlirOperation build_text_op(KilnIRBuilder *b, MlirLocation loc, const char *name,
+                                   const char *text, MlirValue x) {
   MlirNamedAttribute a = kiln_ir_named(
       b->ctx, "text", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(text)));
-  KilnOpSpec s = {.name = KILN_OP_NAME_PRINT,
-                  .loc = loc,
-                  .operands = &x,
-                  .n_operands = 1,
-                  .attrs = &a,
-                  .n_attrs = 1};
+  KilnOpSpec s = {
+      .name = name, .loc = loc, .operands = &x, .n_operands = 1, .attrs = &a, .n_attrs = 1};
   return kiln_ir_create(b, &s);
+}
+
+MlirOperation kiln_ir_build_print(KilnIRBuilder *b, MlirLocation loc, const char *text,
+                                  MlirValue x) {
+  return build_text_op(b, loc, KILN_OP_NAME_PRINT, text, x);
 }
 
 MlirOperation kiln_ir_build_assert(KilnIRBuilder *b, MlirLocation loc, const char *text,
                                    MlirValue cond) {
-  MlirNamedAttribute a = kiln_ir_named(
-      b->ctx, "text", mlirStringAttrGet(b->ctx, mlirStringRefCreateFromCString(text)));
-  KilnOpSpec s = {.name = KILN_OP_NAME_ASSERT,
-                  .loc = loc,
-                  .operands = &cond,
-                  .n_operands = 1,
-                  .attrs = &a,
-                  .n_attrs = 1};
-  return kiln_ir_create(b, &s);
+  return build_text_op(b, loc, KILN_OP_NAME_ASSERT, text, cond);
 }
 
 MlirValue kiln_ir_build_reshape(KilnIRBuilder *b, MlirLocation loc, MlirValue x, MlirType result) {
