@@ -3,7 +3,8 @@
 # (in f32, and in f16 and bf16 where the kernel takes an element type T), compiled for the cpu
 # and emu targets at the portable CPU target `generic` (where LLVM calls a runtime library for
 # each conversion the CPU cannot do), may leave undefined only C library and libm functions
-# that every glibc has, and the emulator's kiln_emu_* (from libkilnrt). A compiler-runtime
+# that every glibc has, the emulator's kiln_emu_* and the cpu kernels' device_assert hook
+# kiln_cpu_assert_fail (both from libkilnrt, emu_exports.list). A compiler-runtime
 # symbol such as __truncsfbf2 (not in Debian 12's libgcc) fails the test. A kernel file whose first
 # line is `// cpu target only` (f64 math beyond what PTX has exactly: the GPU targets refuse it) is
 # compiled for cpu only; printf is allowed (device_print).
@@ -13,7 +14,7 @@ kiln=$1 nm=$2
 shift 2
 # (f64 kernels call the double versions of the same libm functions, as old as the float ones;
 # fmaxf/fminf are a 16-bit float atomic max/min's compare on the cpu target)
-allowed='^(memcpy|memmove|memset|printf|(exp|exp2|log|log2|erf|tanh|fma|pow|sqrt|fabs|floor|ceil|round|trunc|fmod|sin|cos|fmax|fmin)f?|kiln_emu_.*)$'
+allowed='^(memcpy|memmove|memset|printf|(exp|exp2|log|log2|erf|tanh|fma|pow|sqrt|fabs|floor|ceil|round|trunc|fmod|sin|cos|fmax|fmin)f?|kiln_emu_.*|kiln_cpu_assert_fail)$'
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 compiled=0 bad=0
