@@ -211,7 +211,9 @@ KilnRtStatus kiln_rt_cpu_pool_run(KilnRtCpuPool *pool, KilnRtCpuKernel kernel, v
   if (total == 0) return KILN_RT_OK;
   int workers = total < (uint64_t)pool->num_threads ? (int)total : pool->num_threads;
   pthread_mutex_lock(&pool->run_lock);
-  pool->fails = 0; /* the workers are idle: no lock needed */
+  pthread_mutex_lock(&pool->fail_lock);
+  pool->fails = 0;
+  pthread_mutex_unlock(&pool->fail_lock);
   pthread_mutex_lock(&pool->lock);
   pool->kernel = kernel;
   pool->args = args;
