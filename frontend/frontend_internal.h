@@ -137,6 +137,19 @@ KilnStmt *kiln_exits_while(KilnParseState *ps, KilnExpr *cond, KilnBlock *body, 
 KilnBlock *kiln_ast_clone_block(KilnArena *ar, const KilnBlock *b);
 KilnExpr *kiln_ast_clone_expr(KilnArena *ar, const KilnExpr *e);
 
+/* A tensor descriptor's load or store as the AST a user would write (tensor_desc.c), unchecked:
+ * the indices of dim k (`offset + arange(0, block[k])`, offset a hidden `let`), and the load
+ * (value NULL) or store of the block at the indices idx[k] (hidden `let`s of those), masked to
+ * the tensor's shape. */
+KilnExpr *kiln_tensor_desc_indices(KilnArena *ar, const KilnTensorDesc *d, int k, KilnDecl *offset,
+                                   KilnSpan span);
+KilnExpr *kiln_tensor_desc_access(KilnArena *ar, const KilnTensorDesc *d, KilnDecl *const *idx,
+                                  KilnDecl *value, KilnSpan span);
+/* device_assert(stride % align == 0, ...) and multiple_of(stride, align): a run-time stride is
+ * checked to be a multiple of 16 bytes (align elements), then promised to be one. */
+KilnExpr *kiln_tensor_desc_stride_check(KilnArena *ar, KilnDecl *stride, int align, KilnSpan span);
+KilnExpr *kiln_tensor_desc_stride_hint(KilnArena *ar, KilnDecl *stride, int align, KilnSpan span);
+
 /* The parser entry (parser.y); returns true on success. */
 bool kiln_parse_run(KilnCompilation *c);
 

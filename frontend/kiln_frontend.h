@@ -57,10 +57,14 @@ typedef enum KilnTypeKind {
   KILN_TYPE_TUPLE,  /* the values of a call of a function that returns several (`return a, b;`),
                          which only an unpacking statement takes: `rank` = how many */
   KILN_TYPE_STRING, /* a string literal, which only static_assert's message takes */
+  KILN_TYPE_DESC,   /* a tensor descriptor (make_tensor_descriptor): `desc`, `scalar` its
+                         element type, `rank`/`dims` its block shape */
   KILN_TYPE_COUNT
 } KilnTypeKind;
 
 #define KILN_MAX_RANK 4
+
+typedef struct KilnTensorDesc KilnTensorDesc;
 
 /* A resolved type.  Types are immutable once made; compare with kiln_type_equal(). */
 typedef struct KilnType {
@@ -72,6 +76,7 @@ typedef struct KilnType {
   /* Written types only (annotations, casts): the name of a type parameter standing for the
      * scalar (`q: *T`, `x as T`), resolved by sema from T's binding; NULL otherwise. */
   const char *param;
+  const KilnTensorDesc *desc; /* DESC only: the descriptor's parts */
 } KilnType;
 
 /* Bit width of a scalar kind (i1 -> 1, bf16 -> 16). */
@@ -112,6 +117,20 @@ typedef enum KilnDeclKind {
   KILN_DECL_LOOP_VAR, /* the induction variable of a `for` */
   KILN_DECL_COUNT
 } KilnDeclKind;
+
+/* A tensor descriptor (make_tensor_descriptor(base, shape, strides, block_shape)): a tensor in
+ * global memory and the block its loads and stores move.  Sema binds every run-time part to a
+ * `let` of its own, evaluated once where the descriptor is made; load_tensor_descriptor and
+ * store_tensor_descriptor expand into pointer arithmetic and bounds masks over those lets
+ * (frontend/tensor_desc.c), so every target compiles them as the loads and stores they are. */
+struct KilnTensorDesc {
+  int rank;
+  KilnScalarKind elem;              /* the pointee of base */
+  int64_t block[KILN_MAX_RANK];     /* block_shape: compile-time constants */
+  KilnDecl *base;                   /* *elem */
+  KilnDecl *shape[KILN_MAX_RANK];   /* integer scalars */
+  KilnDecl *strides[KILN_MAX_RANK]; /* integer scalars; the last is NULL: the constant 1 */
+};
 
 /* A named entity.  Every identifier use (KILN_EXPR_NAME, assignment target) points at one. */
 struct KilnDecl {
@@ -208,6 +227,8 @@ struct KilnExpr {
   double fval;
   const char *name;
   KilnDecl *decl;      /* sema, NAME only */
+  KilnDecl *part;      /* NAME made by sema for a tensor descriptor's expansion: bound to this
+                          hidden `let`, never looked up by name */
   KilnBuiltin builtin; /* CALL only; NONE for unknown names (an error) */
   KilnUnOp unop;
   KilnBinOp binop;

@@ -299,6 +299,11 @@ static bool need_value(Sema *S, const KilnExpr *e) {
     ERR(S, e->span, "'%s' returns %d values: unpack them, as in 'let a, b = %s(...);'",
         e->name ? e->name : "?", e->type->rank, e->name ? e->name : "f");
     break;
+  case KILN_TYPE_DESC:
+    ERR(S, e->span,
+        "a tensor descriptor is not a value: bind it with 'let' and read or write it with "
+        "load_tensor_descriptor and store_tensor_descriptor");
+    break;
   case KILN_TYPE_COUNT: break;
   }
   return false;
@@ -636,7 +641,7 @@ static const KilnType *check_list(Sema *S, KilnExpr *e) {
 }
 
 static const KilnType *check_name(Sema *S, KilnExpr *e) {
-  KilnDecl *d = lookup(S, e->name);
+  KilnDecl *d = e->part ? e->part : lookup(S, e->name);
   if (!d) {
     ERR(S, e->span, "use of undeclared name '%s'", e->name);
     return NULL;
@@ -1690,6 +1695,195 @@ static const KilnType *check_device_assert(Sema *S, KilnExpr *e) {
   return kiln_type_void();
 }
 
+/* ---------------------------------------------------------------- tensor descriptors */
+
+static void check_binding(Sema *S, KilnStmt *s, bool init_checked);
+
+/* A list argument of run-time integer scalars (a descriptor's shape, strides or offsets), each
+ * element checked as a value: `rank` of them. */
+static bool int_list(Sema *S, const KilnExpr *call, KilnExpr *list, const char *what, int rank) {
+  if (list->kind != KILN_EXPR_LIST) {
+    ERR(S, list->span, "%s's %s must be a list of %d integer%s, as in [M, N]", call->name, what,
+        rank, rank == 1 ? "" : "s");
+    return false;
+  }
+  bool ok = true;
+  for (int i = 0; i < list->nargs; i++) {
+    KilnExpr *x = list->args[i];
+    if (x->kw) {
+      ERR(S, x->kw_span, "a list holds values, not 'name = value' pairs");
+      ok = false;
+      continue;
+    }
+    const KilnType *t = value(S, x);
+    if (t && (t->kind != KILN_TYPE_SCALAR || !kiln_scalar_is_int(t->scalar) ||
+              t->scalar == KILN_SCALAR_I1)) {
+      ERR(S, x->span, "%s's %s must be integer scalars, got %s", call->name, what, tstr(S, t));
+      t = NULL;
+    }
+    ok = t && ok;
+  }
+  if (ok && list->nargs != rank) {
+    ERR(S, list->span, "%s's %s has %d entr%s where the block has %d dimension%s", call->name, what,
+        list->nargs, list->nargs == 1 ? "y" : "ies", rank, rank == 1 ? "" : "s");
+    ok = false;
+  }
+  KilnType *tt = kiln_arena_alloc(S->ar, sizeof *tt); /* typed, as every checked node is */
+  tt->kind = KILN_TYPE_TUPLE;
+  tt->rank = list->nargs;
+  list->type = tt;
+  return ok;
+}
+
+/* A `let` of sema's own, bound to init (checked already or not), appended to stmts; its name
+ * cannot be spelled, and its uses are bound to it (part_ref in tensor_desc.c). */
+static KilnDecl *hidden_let(Sema *S, KilnPtrVec *stmts, const char *what, KilnExpr *init,
+                            bool checked) {
+  KilnStmt *st = kiln_arena_alloc(S->ar, sizeof *st);
+  st->kind = KILN_STMT_LET;
+  st->span = init->span;
+  KilnDecl *d = kiln_arena_alloc(S->ar, sizeof *d);
+  d->kind = KILN_DECL_LET;
+  d->name = kiln_arena_printf(S->ar, "%s#%d", what, S->next_id);
+  d->span = init->span;
+  st->decl = d;
+  st->init = init;
+  check_binding(S, st, checked);
+  kiln_vec_push(S->ar, stmts, st);
+  return d->type ? d : NULL;
+}
+
+static KilnStmt *hidden_stmt(Sema *S, KilnPtrVec *stmts, KilnExpr *x) {
+  KilnStmt *st = kiln_arena_alloc(S->ar, sizeof *st);
+  st->kind = KILN_STMT_EXPR;
+  st->span = x->span;
+  st->value = x;
+  kiln_vec_push(S->ar, stmts, st);
+  return st;
+}
+
+static void set_inlined(Sema *S, KilnExpr *e, KilnPtrVec *stmts) {
+  e->inlined = kiln_arena_alloc(S->ar, sizeof *e->inlined);
+  e->inlined->stmts = (KilnStmt **)stmts->items;
+  e->inlined->nstmts = stmts->n;
+  e->inlined->span = e->span;
+}
+
+/* make_tensor_descriptor(base, shape, strides, block_shape): the parts bound to hidden `let`s
+ * (the call's inlined block, emitted where the descriptor is made), the descriptor in the type.
+ * Its rules are Triton's (TMA's): the last stride is 1, the others multiples of 16 bytes, checked
+ * here when constant and by a device_assert at run time otherwise, after which they are promised
+ * (multiple_of), so that rows are moved by the widest accesses the target has. */
+static const KilnType *check_make_desc(Sema *S, KilnExpr *e) {
+  KilnExpr **a = e->args;
+  if (a[0]->type->kind != KILN_TYPE_PTR) {
+    ERR(S, a[0]->span, "make_tensor_descriptor's base must be a pointer, got %s",
+        tstr(S, a[0]->type));
+    return NULL;
+  }
+  if (a[3]->kind != KILN_EXPR_LIST) {
+    ERR(S, a[3]->span,
+        "make_tensor_descriptor's block_shape must be a list of compile-time "
+        "constants, as in [BM, BK]");
+    return NULL;
+  }
+  const KilnType *blk = check_expr(S, a[3]);
+  if (!blk) return NULL;
+  int rank = blk->rank;
+  bool ok = int_list(S, e, a[1], "shape", rank);
+  if (!int_list(S, e, a[2], "strides", rank) || !ok) return NULL;
+  KilnExpr *last = a[2]->args[rank - 1];
+  if (!last->is_const || last->ival != 1) {
+    ERR(S, last->span,
+        "a tensor descriptor's last stride must be the constant 1 (its rows are "
+        "contiguous)");
+    return NULL;
+  }
+  KilnScalarKind elem = a[0]->type->scalar;
+  int bytes = kiln_scalar_bits(elem) < 8 ? 1 : kiln_scalar_bits(elem) / 8;
+  int align = 16 / bytes;
+  for (int k = 0; k + 1 < rank; k++) {
+    KilnExpr *s = a[2]->args[k];
+    if (s->is_const && s->ival % align != 0) {
+      ERR(S, s->span,
+          "a tensor descriptor's strides must be multiples of 16 bytes (%d %s elements), got "
+          "%" PRId64,
+          align, kiln_scalar_name(elem), s->ival);
+      return NULL;
+    }
+  }
+
+  KilnTensorDesc *d = kiln_arena_alloc(S->ar, sizeof *d);
+  d->rank = rank;
+  d->elem = elem;
+  KilnPtrVec stmts = {0};
+  ok = (d->base = hidden_let(S, &stmts, "base", a[0], true)) != NULL;
+  for (int k = 0; k < rank; k++) {
+    d->block[k] = blk->dims[k];
+    ok = (d->shape[k] = hidden_let(S, &stmts, "shape", a[1]->args[k], true)) && ok;
+  }
+  for (int k = 0; k + 1 < rank && ok; k++) {
+    KilnExpr *s = a[2]->args[k];
+    KilnDecl *raw = hidden_let(S, &stmts, "stride", s, true);
+    if (raw && !s->is_const) {
+      check_expr(
+          S,
+          hidden_stmt(S, &stmts, kiln_tensor_desc_stride_check(S->ar, raw, align, s->span))->value);
+      raw = hidden_let(S, &stmts, "stride",
+                       kiln_tensor_desc_stride_hint(S->ar, raw, align, s->span), false);
+    }
+    ok = (d->strides[k] = raw) != NULL;
+  }
+  if (!ok) return NULL;
+  set_inlined(S, e, &stmts);
+  KilnType *t = kiln_type_new(S->ar, NULL);
+  t->kind = KILN_TYPE_DESC;
+  t->scalar = elem;
+  t->rank = rank;
+  memcpy(t->dims, d->block, sizeof d->block);
+  t->desc = d;
+  return t;
+}
+
+/* load_tensor_descriptor(desc, offsets) / store_tensor_descriptor(desc, offsets, value): the
+ * offsets (and value) bound once, each dim's indices bound, then the masked load or store
+ * (tensor_desc.c), checked like the user's own code at the call's span. */
+static const KilnType *check_desc_access(Sema *S, KilnExpr *e) {
+  KilnExpr **a = e->args;
+  bool store = e->builtin == KILN_BUILTIN_STORE_TENSOR_DESCRIPTOR;
+  if (a[0]->type->kind != KILN_TYPE_DESC) {
+    ERR(S, a[0]->span,
+        "%s expects a tensor descriptor (make_tensor_descriptor) as argument 1, "
+        "got %s",
+        e->name, tstr(S, a[0]->type));
+    return NULL;
+  }
+  const KilnTensorDesc *d = a[0]->type->desc;
+  if (!int_list(S, e, a[1], "offsets", d->rank)) return NULL;
+  KilnPtrVec stmts = {0};
+  KilnDecl *offs[KILN_MAX_RANK], *idx[KILN_MAX_RANK];
+  bool ok = true;
+  for (int k = 0; k < d->rank; k++)
+    ok = (offs[k] = hidden_let(S, &stmts, "offset", a[1]->args[k], true)) && ok;
+  for (int k = 0; k < d->rank && ok; k++)
+    ok = (idx[k] = hidden_let(S, &stmts, "index",
+                              kiln_tensor_desc_indices(S->ar, d, k, offs[k], a[1]->args[k]->span),
+                              false)) != NULL;
+  KilnDecl *v = store && ok ? hidden_let(S, &stmts, "value", a[2], true) : NULL;
+  if (!ok || (store && !v)) return NULL;
+  KilnExpr *access = kiln_tensor_desc_access(S->ar, d, idx, v, e->span);
+  const KilnType *t;
+  if (store) {
+    t = check_expr(S, hidden_stmt(S, &stmts, access)->value);
+  } else {
+    t = value(S, access);
+    e->result = access;
+  }
+  if (!t) return NULL;
+  set_inlined(S, e, &stmts);
+  return t;
+}
+
 static const KilnType *check_builtin(Sema *S, KilnExpr *e) {
   KilnExpr **a = e->args;
   int64_t v, w;
@@ -1762,6 +1956,9 @@ static const KilnType *check_builtin(Sema *S, KilnExpr *e) {
   case KILN_BUILTIN_STATIC_ASSERT: return check_static_assert(S, e);
   case KILN_BUILTIN_DEVICE_PRINT: return check_device_print(S, e);
   case KILN_BUILTIN_DEVICE_ASSERT: return check_device_assert(S, e);
+  case KILN_BUILTIN_MAKE_TENSOR_DESCRIPTOR: return check_make_desc(S, e);
+  case KILN_BUILTIN_LOAD_TENSOR_DESCRIPTOR:
+  case KILN_BUILTIN_STORE_TENSOR_DESCRIPTOR: return check_desc_access(S, e);
   case KILN_BUILTIN_SORT: return check_sort(S, e);
   case KILN_BUILTIN_RESHAPE: return check_reshape(S, e);
   case KILN_BUILTIN_FLIP:
@@ -1956,8 +2153,11 @@ static const KilnType *check_func_call(Sema *S, KilnExpr *e, const KilnFunc *f) 
       ERR(S, e->span, "missing argument '%s' of '%s'", f->params[i].name, f->name);
       ok = false;
     }
-  for (int i = 0; i < e->nargs; i++)
-    if (!value(S, e->args[i])) ok = false;
+  for (int i = 0; i < e->nargs; i++) {
+    /* a tensor descriptor passes as itself: the parameter's `let` takes it */
+    const KilnType *t = check_expr(S, e->args[i]);
+    if (!t || (t->kind != KILN_TYPE_DESC && !need_value(S, e->args[i]))) ok = false;
+  }
   if (!ok) return NULL;
 
   KilnPtrVec names_saved = S->names, shadowed_saved = S->shadowed;
@@ -2130,6 +2330,11 @@ static const KilnType *check_call(Sema *S, KilnExpr *e) {
       ok &= check_perm_list(S, a);
       continue;
     }
+    bool desc_access = e->builtin == KILN_BUILTIN_LOAD_TENSOR_DESCRIPTOR ||
+                       e->builtin == KILN_BUILTIN_STORE_TENSOR_DESCRIPTOR;
+    if (a->kind == KILN_EXPR_LIST &&
+        ((e->builtin == KILN_BUILTIN_MAKE_TENSOR_DESCRIPTOR && i >= 1) || (desc_access && i == 1)))
+      continue; /* lists of run-time values: check_make_desc and check_desc_access check them */
     const KilnType *t = check_expr(S, a);
     if (!t) {
       ok = false;
@@ -2145,7 +2350,8 @@ static const KilnType *check_call(Sema *S, KilnExpr *e) {
                      (e->builtin == KILN_BUILTIN_DEVICE_PRINT && i == 0) ||
                      (e->builtin == KILN_BUILTIN_DEVICE_ASSERT && i == 1);
     if ((t->kind == KILN_TYPE_SHAPE && shape_ok) || (t->kind == KILN_TYPE_DTYPE && dtype_ok) ||
-        (t->kind == KILN_TYPE_STRING && string_ok))
+        (t->kind == KILN_TYPE_STRING && string_ok) ||
+        (t->kind == KILN_TYPE_DESC && desc_access && i == 0))
       continue;
     if (!need_value(S, a)) ok = false;
   }
@@ -2256,9 +2462,20 @@ static bool assignable(Sema *S, KilnExpr *v, const KilnType *to, bool annotation
 static void check_binding(Sema *S, KilnStmt *s, bool init_checked) {
   KilnDecl *d = s->decl;
   /* a function's parameter is bound to an argument already checked in the caller's scope */
-  const KilnType *t = !init_checked                             ? value(S, s->init)
-                      : s->init->type && need_value(S, s->init) ? s->init->type
-                                                                : NULL;
+  const KilnType *t = init_checked ? s->init->type : check_expr(S, s->init);
+  if (t && t->kind == KILN_TYPE_DESC) { /* only a `let` names a tensor descriptor */
+    d->type = NULL;
+    d->is_const = false;
+    if (s->kind != KILN_STMT_LET)
+      ERR(S, d->span, "'%s' cannot be a var: a tensor descriptor is bound with 'let'", d->name);
+    else if (d->has_annot)
+      ERR(S, d->span, "'%s' is a tensor descriptor: it takes no type annotation", d->name);
+    else
+      d->type = t;
+    declare(S, d);
+    return;
+  }
+  if (t && !need_value(S, s->init)) t = NULL;
   d->type = NULL;
   d->is_const = false;
   if (t) {

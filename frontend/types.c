@@ -7,21 +7,21 @@
 static const int scalar_bits[KILN_SCALAR_COUNT] = {1, 8, 16, 32, 64, 16, 16, 32, 64, 8, 16, 32, 64};
 
 static const KilnType scalar_types[KILN_SCALAR_COUNT] = {
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I1, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I8, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I16, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I32, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_I64, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_F16, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_BF16, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_F32, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_F64, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_U8, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_U16, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_U32, false, 0, {0}, NULL},
-    {KILN_TYPE_SCALAR, KILN_SCALAR_U64, false, 0, {0}, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I1, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I8, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I16, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I32, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_I64, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_F16, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_BF16, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_F32, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_F64, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_U8, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_U16, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_U32, false, 0, {0}, NULL, NULL},
+    {KILN_TYPE_SCALAR, KILN_SCALAR_U64, false, 0, {0}, NULL, NULL},
 };
-static const KilnType void_type = {KILN_TYPE_VOID, KILN_SCALAR_I1, false, 0, {0}, NULL};
+static const KilnType void_type = {KILN_TYPE_VOID, KILN_SCALAR_I1, false, 0, {0}, NULL, NULL};
 
 int kiln_scalar_bits(KilnScalarKind k) {
   return (unsigned)k < KILN_SCALAR_COUNT ? scalar_bits[k] : 0;
@@ -57,6 +57,7 @@ bool kiln_type_equal(const KilnType *a, const KilnType *b) {
     if (a->scalar != b->scalar || a->elem_is_ptr != b->elem_is_ptr) return false;
     /* fallthrough */
   case KILN_TYPE_TUPLE: return a->rank == b->rank;
+  case KILN_TYPE_DESC: return a->desc == b->desc;
   case KILN_TYPE_SHAPE:
     if (a->rank != b->rank) return false;
     for (int i = 0; i < a->rank; i++)
@@ -96,13 +97,15 @@ char *kiln_type_str(const KilnType *t, char *buf, size_t cap) {
     snprintf(buf, cap, "shape %s", kiln_shape_str(t->dims, t->rank, sh, sizeof sh));
     break;
   }
-  case KILN_TYPE_TILE: {
+  case KILN_TYPE_TILE:
+  case KILN_TYPE_DESC: {
     char dims[128];
     size_t n = 0;
     dims[0] = 0;
     for (int i = 0; i < t->rank && n < sizeof dims; i++)
       n += (size_t)snprintf(dims + n, sizeof dims - n, "%lldx", (long long)t->dims[i]);
-    snprintf(buf, cap, "tile<%s%s%s>", dims, t->elem_is_ptr ? "*" : "", s);
+    snprintf(buf, cap, "%s<%s%s%s>", t->kind == KILN_TYPE_DESC ? "tensor_descriptor" : "tile", dims,
+             t->elem_is_ptr ? "*" : "", s);
     break;
   }
   case KILN_TYPE_TUPLE: snprintf(buf, cap, "%d values", t->rank); break;

@@ -1763,6 +1763,14 @@ static void gen_unpack(Gen *g, const KilnStmt *s) {
 static void gen_stmt(Gen *g, const KilnStmt *s) {
   switch (s->kind) {
   case KILN_STMT_LET:
+    if (s->decl->type->kind == KILN_TYPE_DESC) {
+      /* a tensor descriptor has no value of its own: making one binds its parts (the call's
+       * inlined lets), naming one again binds nothing */
+      if (s->init->kind == KILN_EXPR_CALL) (void)gen_expr(g, s->init);
+      break;
+    }
+    g->vals[s->decl->id] = gen_as(g, s->init, s->decl->type);
+    break;
   case KILN_STMT_VAR: g->vals[s->decl->id] = gen_as(g, s->init, s->decl->type); break;
   case KILN_STMT_ASSIGN: g->vals[s->target->id] = gen_as(g, s->value, s->target->type); break;
   case KILN_STMT_EXPR: (void)gen_expr(g, s->value); break;

@@ -2774,6 +2774,142 @@ static bool test_device_assert(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- tensor_desc -------------------------------------------------------------------------- */
+
+/* n floats as T's bytes (f32, or f16 rounded to nearest: the tests' values are exact in both). */
+static void *as_elems(const float *v, size_t n, bool f16) {
+  if (!f16) {
+    float *p = kiln_test_alloc(n, 4);
+    memcpy(p, v, n * 4);
+    return p;
+  }
+  uint16_t *p = kiln_test_alloc(n, 2);
+  for (size_t i = 0; i < n; i++) p[i] = kiln_ref_f32_to_f16(v[i]);
+  return p;
+}
+
+/* The reference of an output the kernel writes in places: T's bytes where wrote is set, the
+ * sentinel elsewhere (the tail included). */
+static void *partly_written(const float *v, const uint8_t *wrote, size_t n, size_t total,
+                            bool f16) {
+  size_t elem = f16 ? 2 : 4;
+  uint8_t *p = kiln_test_alloc(total, elem);
+  memset(p, KILN_TEST_SENTINEL, total * elem);
+  uint8_t *vals = as_elems(v, n, f16);
+  for (size_t i = 0; i < n; i++)
+    if (wrote[i]) memcpy(p + i * elem, vals + i * elem, elem);
+  free(vals);
+  return p;
+}
+
+/* Tensor descriptors: blocks overhanging their tensors on every side (negative offsets too) in
+ * 1, 2 and 3 dims, in f32 and f16. The values are quarters of small integers, so 2 t + 1 and 3 t
+ * are exact in both types and every output is compared bit for bit: a block's elements outside
+ * its tensor read 0 and are not written (the rows' padding and the tails keep their sentinel).
+ * A row stride that is not a multiple of 16 bytes fails the launch (cpu and emu only: on a GPU
+ * a device-side assertion ends the context). */
+static bool test_tensor_desc(KilnRtDevice *dev) {
+  static const struct {
+    bool f16;
+    int32_t bm, bn, sm, sn, b1;
+    KilnRefTensorDesc g;
+  } cfgs[] = {
+      {false, 16, 32, 3, 5, 16, {37, 45, 48, 52, 16, 32, 3, 5, 0, 0, 50, 16, 7, 4, 9, 48, 12}},
+      {true, 8, 64, 1, 7, 32, {20, 70, 72, 80, 8, 64, 1, 7, 0, 0, 150, 32, 9, 3, 6, 64, 16}},
+      {false, 32, 16, 0, 0, 16, {64, 48, 48, 48, 32, 16, 0, 0, 0, 0, 96, 16, 12, 5, 11, 60, 12}},
+      /* a row stride of 47 f32: the descriptor's device_assert fails */
+      {false, 16, 32, 3, 5, 16, {37, 45, 47, 52, 16, 32, 3, 5, 0, 0, 50, 16, 7, 4, 9, 48, 12}},
+  };
+  bool gpu = g_target != KILN_TARGET_CPU && g_target != KILN_TARGET_EMU;
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    KilnRefTensorDesc g = cfgs[ci].g;
+    bool f16 = cfgs[ci].f16, fails = (g.sx * (f16 ? 2 : 4)) % 16 != 0;
+    if (fails && gpu) continue;
+    g.gp = (g.m + g.sm + g.bm - 1) / g.bm;
+    g.gq = (g.n + g.sn + g.bn - 1) / g.bn;
+    size_t elem = f16 ? 2 : 4, progs = (size_t)(g.gp * g.gq);
+    size_t nx = (size_t)(g.m * g.sx), ny = (size_t)(g.m * g.sy), nz = (size_t)(g.d0 * g.s0);
+    size_t nseen = progs * (size_t)(g.bm * g.bn), nseen1 = progs * (size_t)g.b1,
+           nseen3 = progs * 64;
+    KilnDefine defs[] = {{"T", f16 ? KILN_SCALAR_F16 : KILN_SCALAR_F32},
+                         {"BM", cfgs[ci].bm},
+                         {"BN", cfgs[ci].bn},
+                         {"SM", cfgs[ci].sm},
+                         {"SN", cfgs[ci].sn},
+                         {"B1", cfgs[ci].b1}};
+    char shape[96];
+    snprintf(shape, sizeof shape, "%ldx%ld sx=%ld sy=%ld len=%ld z=%ldx%ldx%ld", g.m, g.n, g.sx,
+             g.sy, g.len, g.d0, g.d1, g.d2);
+    KilnTestRun run;
+    run_begin(&run, dev, "tensor_desc", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4500 + ci);
+    float *x = kiln_test_alloc(nx, 4), *u = kiln_test_alloc((size_t)g.len, 4),
+          *z = kiln_test_alloc(nz, 4);
+    for (size_t i = 0; i < nx; i++) x[i] = (float)((int)(kiln_ref_rng_next(&rng) % 64) - 32) / 4;
+    for (long i = 0; i < g.len; i++) u[i] = (float)((int)(kiln_ref_rng_next(&rng) % 64) - 32) / 4;
+    for (size_t i = 0; i < nz; i++) z[i] = (float)((int)(kiln_ref_rng_next(&rng) % 64) - 32) / 4;
+    float *seen = kiln_test_alloc(nseen, 4), *y = kiln_test_alloc(ny, 4),
+          *seen1 = kiln_test_alloc(nseen1, 4), *seen3 = kiln_test_alloc(nseen3, 4),
+          *w = kiln_test_alloc(nz, 4);
+    uint8_t *ywrote = kiln_test_alloc(ny, 1), *wwrote = kiln_test_alloc(nz, 1);
+    kiln_ref_tensor_desc(&g, x, u, z, seen, y, ywrote, seen1, seen3, w, wwrote);
+    void *hx = as_elems(x, nx, f16), *hu = as_elems(u, (size_t)g.len, f16),
+         *hz = as_elems(z, nz, f16);
+    void *dx = kiln_test_input(&run, hx, nx * elem),
+         *du = kiln_test_input(&run, hu, (size_t)g.len * elem),
+         *dz = kiln_test_input(&run, hz, nz * elem);
+    void *dy = kiln_test_output(&run, (ny + TAIL_ELEMS) * elem),
+         *dseen = kiln_test_output(&run, (nseen + TAIL_ELEMS) * elem),
+         *dseen1 = kiln_test_output(&run, (nseen1 + TAIL_ELEMS) * elem),
+         *dw = kiln_test_output(&run, (nz + TAIL_ELEMS) * elem),
+         *dseen3 = kiln_test_output(&run, (nseen3 + TAIL_ELEMS) * elem);
+    int32_t a[10] = {(int32_t)g.m,  (int32_t)g.n,  (int32_t)g.sx, (int32_t)g.sy, (int32_t)g.len,
+                     (int32_t)g.d0, (int32_t)g.d1, (int32_t)g.d2, (int32_t)g.s0, (int32_t)g.s1};
+    void *args[] = {&dx,   &dy,   &dseen, &du,   &dseen1, &dz,   &dw,   &dseen3, &a[0],
+                    &a[1], &a[2], &a[3],  &a[4], &a[5],   &a[6], &a[7], &a[8],   &a[9]};
+    if (fails) {
+      const char *want[] = {"tensor_desc.kiln:24:49: a tensor descriptor's stride is not a "
+                            "multiple of 16 bytes"};
+      launch_expect_assert(&run, (uint32_t)g.gp, args, want, 1);
+    } else {
+      kiln_test_launch(&run, run.fn, (uint32_t)g.gp, (uint32_t)g.gq, args);
+      struct {
+        const char *what;
+        void *dev;
+        const float *ref;
+        const uint8_t *wrote;
+        size_t n;
+      } outs[] = {{"seen (2-D blocks)", dseen, seen, NULL, nseen},
+                  {"y (2-D stores)", dy, y, ywrote, ny},
+                  {"seen1 (1-D blocks)", dseen1, seen1, NULL, nseen1},
+                  {"seen3 (3-D blocks)", dseen3, seen3, NULL, nseen3},
+                  {"w (3-D stores)", dw, w, wwrote, nz}};
+      for (size_t o = 0; o < COUNT(outs); o++) {
+        size_t total = outs[o].n + TAIL_ELEMS;
+        void *got = kiln_test_alloc(total, elem);
+        kiln_test_fetch(&run, got, outs[o].dev, total * elem);
+        void *ref;
+        if (outs[o].wrote) {
+          ref = partly_written(outs[o].ref, outs[o].wrote, outs[o].n, total, f16);
+        } else {
+          ref = partly_written(outs[o].ref, NULL, 0, total, f16);
+          void *vals = as_elems(outs[o].ref, outs[o].n, f16);
+          memcpy(ref, vals, outs[o].n * elem);
+          free(vals);
+        }
+        check_bytes(&run, outs[o].what, got, ref, total, elem);
+        free(got), free(ref);
+      }
+    }
+    all_ok &= kiln_test_end(&run);
+    free(x), free(u), free(z), free(seen), free(y), free(seen1), free(seen3), free(w);
+    free(ywrote), free(wwrote), free(hx), free(hu), free(hz);
+  }
+  return all_ok;
+}
+
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
@@ -4674,6 +4810,7 @@ static const struct {
     {"int_helpers", test_int_helpers},
     {"device_assert", test_device_assert},
     {"gather_hist", test_gather_hist},
+    {"tensor_desc", test_tensor_desc},
     {"rope", test_rope},
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},

@@ -1108,3 +1108,51 @@ void kiln_ref_rope(const float *x, float *out, size_t rows, size_t seq, size_t h
     }
   }
 }
+
+/* One element of a tensor as a tensor descriptor reads it: 0 outside [0, extent) in any dim. */
+static float desc_elem(const float *t, const long *idx, const long *extent, const long *stride,
+                       int rank) {
+  long off = 0;
+  for (int k = 0; k < rank; k++) {
+    if (idx[k] < 0 || idx[k] >= extent[k]) return 0.0f;
+    off += idx[k] * stride[k];
+  }
+  return t[off];
+}
+
+void kiln_ref_tensor_desc(const KilnRefTensorDesc *g, const float *x, const float *u,
+                          const float *z, float *seen, float *y, uint8_t *ywrote, float *seen1,
+                          float *seen3, float *w, uint8_t *wwrote) {
+  const long ext2[2] = {g->m, g->n}, str2[2] = {g->sx, 1};
+  const long ext3[3] = {g->d0, g->d1, g->d2}, str3[3] = {g->s0, g->s1, 1};
+  for (long p = 0; p < g->gp; p++)
+    for (long q = 0; q < g->gq; q++) {
+      long k = p * g->gq + q;
+      for (long i = 0; i < g->bm; i++)
+        for (long j = 0; j < g->bn; j++) {
+          long at[2] = {p * g->bm - g->sm + i, q * g->bn - g->sn + j};
+          float t = desc_elem(x, at, ext2, str2, 2);
+          seen[(k * g->bm + i) * g->bn + j] = t;
+          if (at[0] >= 0 && at[0] < g->m && at[1] >= 0 && at[1] < g->n) {
+            y[at[0] * g->sy + at[1]] = t * 2.0f + 1.0f;
+            ywrote[at[0] * g->sy + at[1]] = 1;
+          }
+        }
+      for (long i = 0; i < g->b1; i++) {
+        long at = k * g->b1 - 5 + i, one = 1;
+        seen1[k * g->b1 + i] = desc_elem(u, &at, &g->len, &one, 1);
+      }
+      for (long a = 0; a < 2; a++)
+        for (long b = 0; b < 4; b++)
+          for (long c = 0; c < 8; c++) {
+            long at[3] = {2 * k - 1 + a, 1 + b, 3 + c};
+            float t = desc_elem(z, at, ext3, str3, 3);
+            seen3[k * 64 + a * 32 + b * 8 + c] = t;
+            if (at[0] >= 0 && at[0] < g->d0 && at[1] < g->d1 && at[2] < g->d2) {
+              long off = at[0] * g->s0 + at[1] * g->s1 + at[2];
+              w[off] = t * 3.0f;
+              wwrote[off] = 1;
+            }
+          }
+    }
+}

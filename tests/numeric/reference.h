@@ -350,4 +350,19 @@ void kiln_ref_multi_return(const float *x, float *outf, int32_t *outi, size_t ro
 void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
                          size_t cols);
 
+/* The tensor_desc kernel's geometry (its comment says what each program does). */
+typedef struct KilnRefTensorDesc {
+  long m, n, sx, sy, bm, bn, sm, sn; /* 2-D: x, y */
+  long gp, gq;                       /* the grid */
+  long len, b1;                      /* 1-D: u */
+  long d0, d1, d2, s0, s1;           /* 3-D: z, w (blocks of 2 x 4 x 8) */
+} KilnRefTensorDesc;
+
+/* The tensor_desc kernel: seen, seen1 and seen3 whole (the blocks, zero outside their tensors);
+ * y and w where the kernel writes them (2 x + 1 and 3 z), with ywrote/wwrote set there (1) and
+ * left alone elsewhere. y and ywrote have m rows of stride sy; w and wwrote z's extent. */
+void kiln_ref_tensor_desc(const KilnRefTensorDesc *g, const float *x, const float *u,
+                          const float *z, float *seen, float *y, uint8_t *ywrote, float *seen1,
+                          float *seen3, float *w, uint8_t *wwrote);
+
 #endif /* KILN_NUMERIC_REFERENCE_H */
