@@ -476,6 +476,58 @@ static void test_matmul_grouped(void) {
   for (size_t ci = 0; ci < COUNT(MAT_CASES); ci++) run_matmul(&MAT_CASES[ci], ci, 1);
 }
 
+/* The descriptor matmul: row strides multiples of 8 elements (the descriptor's 16 bytes), padded
+ * past the rows where K or N is not one; C's padding must stay untouched. A row stride that is
+ * not a multiple of 8 fails the call (cpu and emu name the descriptor's check). */
+static void test_matmul_desc(void) {
+  static const struct {
+    int32_t M, N, K, sa, sb, sc;
+    int tier;
+    bool bad_stride;
+  } cases[] = {{128, 128, 64, 64, 128, 144, 16, false},
+               {96, 80, 200, 200, 80, 96, 8, false},
+               {50, 40, 33, 40, 48, 56, 0, false},
+               {50, 40, 33, 33, 48, 56, 0, true}};
+  for (size_t ci = 0; ci < COUNT(cases); ci++) {
+    size_t M = (size_t)cases[ci].M, N = (size_t)cases[ci].N, K = (size_t)cases[ci].K;
+    size_t sa = (size_t)cases[ci].sa, sb = (size_t)cases[ci].sb, sc = (size_t)cases[ci].sc;
+    Verdict v = {.kernel = "matmul_desc"};
+    snprintf(v.shape, sizeof v.shape, "%zux%zux%zu strides %zu, %zu, %zu", M, N, K, sa, sb, sc);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 690 + ci);
+    uint16_t *a = random_f16(&rng, M * sa, -1, 1), *b = random_f16(&rng, K * sb, -1, 1);
+    float *ref = malloc(M * N * sizeof *ref);
+    uint16_t *da = to_device(a, M * sa * 2), *db = to_device(b, K * sb * 2);
+    uint16_t *dc = output(M * sc * 2);
+    KilnRtStatus st = EX(_matmul_desc)(g_lib, da, db, dc, cases[ci].M, cases[ci].N, cases[ci].K,
+                                       cases[ci].sa, cases[ci].sb, cases[ci].sc, NULL, NULL, NULL);
+    const char *sig = EX(_matmul_desc_pick)(cases[ci].M, cases[ci].N, cases[ci].K, cases[ci].sa,
+                                            cases[ci].sb, cases[ci].sc)
+                          .signature;
+    uint16_t *out = fetch(dc, M * sc * 2);
+    if (cases[ci].bad_stride) { /* the descriptor's stride check fails the launch */
+      const char *msg = st == KILN_RT_OK ? "" : kiln_rt_last_error();
+      printf("  %s %s: %s: %s\n", v.kernel, v.shape, kiln_rt_status_name(st), msg);
+      if (st != KILN_RT_ERROR_LAUNCH || !strstr(msg, "not a multiple of 16 bytes"))
+        verdict_fail(&v, "a row stride of 33 f16: expected KILN_RT_ERROR_LAUNCH naming the "
+                         "descriptor's check");
+      kiln_rt_free(g_dev, da), kiln_rt_free(g_dev, db), kiln_rt_free(g_dev, dc);
+      verdict_end(&v);
+      free(a), free(b), free(ref), free(out);
+      continue;
+    }
+    check_call(&v, st, sig, cases[ci].tier);
+    float *got = dense_f16(out, M, N, sc);
+    kiln_ref_matmul_f16(a, sa, 1, b, sb, 1, ref, M, N, K);
+    /* exact f16 products, f32 sums in another order, one f16 rounding of the result */
+    check_close(&v, "c", got, ref, M * N, 1.0, 2e-3);
+    check_gaps(&v, "c", out, 2, M, N, sc);
+    verdict_end(&v);
+    kiln_rt_free(g_dev, da), kiln_rt_free(g_dev, db), kiln_rt_free(g_dev, dc);
+    free(a), free(b), free(ref), free(out), free(got);
+  }
+}
+
 static void test_argmax_rows(void) {
   static const struct {
     int32_t rows, cols, stride;
@@ -795,6 +847,7 @@ static const struct {
     {"matmul_grouped", test_matmul_grouped}, {"transpose", test_transpose},
     {"matmul_i8", test_matmul_i8},           {"layernorm_bwd", test_layernorm_bwd},
     {"int_semantics", test_int_semantics},   {"rope", test_rope},
+    {"matmul_desc", test_matmul_desc},
 };
 
 static int run_named(const char *name) {

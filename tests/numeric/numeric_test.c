@@ -702,6 +702,63 @@ static bool test_matmul_f16(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- matmul_desc -------------------------------------------------------------------------- */
+
+/* The descriptor matmul (dsl/examples/matmul_desc.kiln) against the f16 reference: row strides
+ * padded to multiples of 8 elements past each row (the descriptor's 16 bytes), tails in every
+ * dim (the blocks overhang A, B and C: zeros added, nothing written), pipelined and not, and on
+ * wgmma (sm_90 and emu); C's padding columns must stay untouched. */
+static bool test_matmul_desc(KilnRtDevice *dev) {
+  static const struct {
+    int32_t M, N, K, bm, bn, bk, stages, warps;
+    bool wgmma;
+  } cfgs[] = {
+      {100, 72, 88, 32, 32, 32, 0, 0, false},  {64, 64, 64, 32, 32, 32, 3, 0, false},
+      {33, 65, 17, 16, 64, 16, 2, 0, false},   {150, 96, 200, 64, 32, 64, 4, 0, false},
+      {1, 1, 1, 16, 16, 16, 0, 0, false},      {150, 200, 200, 64, 64, 64, 4, 4, true},
+      {128, 128, 96, 64, 128, 32, 3, 4, true},
+  };
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(cfgs); ci++) {
+    size_t M = (size_t)cfgs[ci].M, N = (size_t)cfgs[ci].N, K = (size_t)cfgs[ci].K;
+    size_t sa = (K + 7) / 8 * 8 + 8, sb = (N + 7) / 8 * 8, sc = (N + 7) / 8 * 8 + 8;
+    size_t total = M * sc + TAIL_ELEMS;
+    KilnDefine defs[6] = {{"BM", cfgs[ci].bm}, {"BN", cfgs[ci].bn}, {"BK", cfgs[ci].bk}};
+    size_t ndefs = 3;
+    if (cfgs[ci].stages) defs[ndefs++] = (KilnDefine){"num_stages", cfgs[ci].stages};
+    if (cfgs[ci].wgmma) defs[ndefs++] = (KilnDefine){"wgmma", 1};
+    char shape[96];
+    snprintf(shape, sizeof shape, "%zux%zux%zu sa=%zu sb=%zu sc=%zu%s", M, N, K, sa, sb, sc,
+             cfgs[ci].wgmma ? " wgmma" : "");
+    KilnTestRun run;
+    int keep_warps = g_num_warps;
+    if (cfgs[ci].warps) g_num_warps = cfgs[ci].warps; /* wgmma: whole warpgroups */
+    run_begin(&run, dev, "matmul_desc", defs, ndefs, shape);
+    g_num_warps = keep_warps;
+
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4600 + ci);
+    uint16_t *a = random_f16(&rng, M * sa, -1.0f, 1.0f), *b = random_f16(&rng, K * sb, -1.0f, 1.0f);
+    uint16_t *c = kiln_test_alloc(total, sizeof *c);
+    float *ref = kiln_test_alloc(M * N, sizeof *ref);
+    void *da = kiln_test_input(&run, a, M * sa * 2), *db = kiln_test_input(&run, b, K * sb * 2);
+    void *dc = kiln_test_output(&run, total * sizeof *c);
+    int32_t v[6] = {cfgs[ci].M, cfgs[ci].N, cfgs[ci].K, (int32_t)sa, (int32_t)sb, (int32_t)sc};
+    void *args[] = {&da, &db, &dc, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]};
+    kiln_test_launch(&run, run.fn, kiln_test_cdiv(M, (size_t)cfgs[ci].bm),
+                     kiln_test_cdiv(N, (size_t)cfgs[ci].bn), args);
+    kiln_test_fetch(&run, c, dc, total * sizeof *c);
+    kiln_test_check_untouched(&run, "c", c, sizeof *c, total, M, N, sc);
+    float *got = gather_f16(c, M, N, sc);
+    kiln_ref_matmul_f16(a, sa, 1, b, sb, 1, ref, M, N, K);
+    /* exact f16 products, f32 sums in another order, one f16 rounding of the result */
+    check_close(&run, "c", got, ref, M * N, 1.0, 2e-3);
+    all_ok &= kiln_test_end(&run);
+    free(a), free(b), free(c), free(ref), free(got);
+  }
+  return all_ok;
+}
+
 /* ---- argmax_rows -------------------------------------------------------------------------- */
 
 static bool test_argmax_rows(KilnRtDevice *dev) {
@@ -4811,6 +4868,7 @@ static const struct {
     {"device_assert", test_device_assert},
     {"gather_hist", test_gather_hist},
     {"tensor_desc", test_tensor_desc},
+    {"matmul_desc", test_matmul_desc},
     {"rope", test_rope},
     {"device_print", test_device_print},
     {"cas_f32", test_cas_f32},
