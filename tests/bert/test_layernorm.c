@@ -12,9 +12,10 @@
 
 typedef struct LnCfg {
   int32_t rows, cols, fwd_block, bwd_block, bwd_programs;
-  bool fd;          /* finite differences too (f32 only, no dropout) */
-  KilnScalarKind t; /* x, res, gamma, beta, s, y, dy, dx */
-  float p;          /* dropout of x (0: none) */
+  bool fd;                        /* finite differences too (f32 only, no dropout) */
+  KilnScalarKind t;               /* x, res, gamma, beta, s, y, dy, dx */
+  float p;                        /* dropout of x (0: none) */
+  int32_t red_block, red_block_p; /* layernorm_bwd_reduce's tile (0: BLOCK 64, BLOCK_P 1) */
 } LnCfg;
 
 /* The dropout stream of the configurations with p > 0: an offset that is a multiple of 4, as
@@ -187,16 +188,21 @@ static void finite_differences(KilnBertRun *run, LnDev *d, float *x, float *gamm
 
 static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
   KilnBertRun run;
-  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs, dropout %g",
+  char red_note[48] = "";
+  if (c->red_block)
+    snprintf(red_note, sizeof red_note, ", reduce %d columns x %d parts", c->red_block,
+             c->red_block_p);
+  kiln_bert_begin(&run, dev, "%s %dx%d fwd BLOCK %d, bwd BLOCK %d on %d programs, dropout %g%s",
                   kiln_bert_type_name(c->t), c->rows, c->cols, c->fwd_block, c->bwd_block,
-                  c->bwd_programs, (double)c->p);
+                  c->bwd_programs, (double)c->p, red_note);
   KilnDefine fdef[] = {{"T", c->t}, {"BLOCK", c->fwd_block}},
              bdef[] = {{"T", c->t}, {"BLOCK", c->bwd_block}};
-  KilnDefine rdef[] = {{"BLOCK", 64}};
+  int32_t red_block = c->red_block ? c->red_block : 64;
+  KilnDefine rdef[] = {{"BLOCK", red_block}, {"BLOCK_P", c->red_block_p ? c->red_block_p : 1}};
   LnDev d = {0};
   d.fwd = kiln_bert_kernel(&run, "layernorm", "layernorm_fwd", fdef, 2);
   KilnRtFunction *bwd = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd", bdef, 2);
-  KilnRtFunction *red = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd_reduce", rdef, 1);
+  KilnRtFunction *red = kiln_bert_kernel(&run, "layernorm", "layernorm_bwd_reduce", rdef, 2);
   size_t rows = (size_t)c->rows, cols = (size_t)c->cols, n = rows * cols,
          G = (size_t)c->bwd_programs;
   size_t esz = kiln_bert_elem_size(c->t);
@@ -267,8 +273,8 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
                    &dgp, &dbp, &d.rows,  &d.cols, &d.p,    &d.seed, &d.offset};
   kiln_bert_launch(&run, bwd, (uint32_t)G, 1, bargs);
   void *rg[] = {&dgp, &ddg, &parts, &d.cols}, *rb[] = {&dbp, &ddb, &parts, &d.cols};
-  kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rg);
-  kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, 64), 1, rb);
+  kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, (size_t)red_block), 1, rg);
+  kiln_bert_launch(&run, red, kiln_bert_cdiv(cols, (size_t)red_block), 1, rb);
   float *dx = kiln_bert_fetch_t(&run, "dx", ddx, n, c->t);
   /* the gradient of x before its dropout; without dropout the kernel leaves it alone */
   float *dxd = NULL;
@@ -351,18 +357,23 @@ static bool run_cfg(const KilnBertDevice *dev, const LnCfg *c, uint64_t seed) {
 
 bool kiln_bert_test_layernorm(const KilnBertDevice *dev) {
   static const LnCfg cfgs[] = {
-      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32, 0}, /* three ragged forward chunks; FD */
-      {37, 96, 128, 128, 4, true, KILN_SCALAR_F32,
+      {5, 77, 32, 128, 2, true, KILN_SCALAR_F32, 0, 0, 0}, /* three ragged forward chunks; FD */
+      {37, 96, 128, 128, 4, true, KILN_SCALAR_F32, 0, 0,
        0}, /* 37 rows over 4 programs: uneven partial sums; one forward chunk; FD */
-      {4, 768, 256, 1024, 3, false, KILN_SCALAR_F32, 0},  /* BERT-base width, three exact chunks */
-      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32, 0},     /* degenerate: var 0, xhat 0 */
-      {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16, 0}, /* BERT-large width, f16 activations */
-      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16, 0},    /* ragged chunks, bf16 activations */
+      {4, 768, 256, 1024, 3, false, KILN_SCALAR_F32, 0, 0,
+       0}, /* BERT-base width, three exact chunks */
+      {1, 1, 128, 128, 1, false, KILN_SCALAR_F32, 0, 0, 0}, /* degenerate: var 0, xhat 0 */
+      {6, 1024, 256, 1024, 4, false, KILN_SCALAR_F16, 0, 0,
+       0},                                                   /* BERT-large width, f16 activations */
+      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16, 0, 0, 0}, /* ragged chunks, bf16 activations */
       /* x's dropout (the trainer's attention-output and FFN-output sites): one forward chunk,
        * BERT-large's width in one chunk (the GPU default's), ragged chunks at p 0.5 */
-      {8, 96, 128, 128, 3, false, KILN_SCALAR_F32, 0.1f},
-      {6, 1024, 1024, 1024, 4, false, KILN_SCALAR_F16, 0.1f},
-      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16, 0.5f},
+      {8, 96, 128, 128, 3, false, KILN_SCALAR_F32, 0.1f, 0, 0},
+      {6, 1024, 1024, 1024, 4, false, KILN_SCALAR_F16, 0.1f, 0, 0},
+      {5, 77, 32, 128, 2, false, KILN_SCALAR_BF16, 0.5f, 0, 0},
+      /* many parts: the reduction's GPU default (16 columns by 64 parts a step) over 100 parts,
+       * a whole step and a masked one, with ragged column blocks */
+      {150, 77, 32, 128, 100, false, KILN_SCALAR_F16, 0, 16, 64},
   };
   bool ok = true;
   for (size_t i = 0; i < KILN_BERT_COUNT(cfgs); i++) {
