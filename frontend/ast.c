@@ -271,6 +271,8 @@ static KilnStmt *clone_stmt(KilnArena *ar, const KilnStmt *s) {
     for (int i = 0; i < s->nnames; i++) c->names[i] = kiln_ast_clone_expr(ar, s->names[i]);
   }
   c->decls = NULL;
+  c->copies = NULL; /* sema's unrolled copies: each check makes its own */
+  c->ncopies = 0;
   return c;
 }
 

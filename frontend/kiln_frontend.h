@@ -315,6 +315,12 @@ struct KilnStmt {
   const char *exit_name;
   KilnDecl *exit_flag;
   bool unbounded;
+  /* FOR only: `for i in static_range(lo, hi[, step])`: constant bounds, unrolled by sema into
+     * `copies` (one per iteration: a `let` of the loop variable as that constant, then a copy of
+     * the body), which mlirgen emits one after another */
+  bool unroll;
+  KilnBlock **copies;
+  int ncopies;
   /* IF only: the test of a `while` (exits.c), for messages that name the loop */
   bool while_test;
   /* UNPACK only (see KILN_STMT_UNPACK) */

@@ -435,6 +435,30 @@ stmt
             $$->depth = 1 + block_depth($8);
             kiln_ast_check_depth(ps, $$->depth, SPAN(@1));
         }
+    | FOR IDENT IN IDENT '(' args ')' block
+        {
+            /* static_range: unrolled by sema; any other name is not a loop */
+            $$ = kiln_ast_stmt(ps, KILN_STMT_FOR, SPAN(@$));
+            $$->unroll = true;
+            if (strcmp($4, "static_range") != 0)
+                kiln_diag_error(ps->c, SPAN(@4),
+                                "a for loop takes range(...) or static_range(...), not '%s'", $4);
+            $$->decl = new_decl(ps, KILN_DECL_LOOP_VAR, $2, SPAN(@2));
+            for (int i = 0; i < $6.n; i++)
+                if (((KilnExpr *)$6.items[i])->kw)
+                    kiln_diag_error(ps->c, ((KilnExpr *)$6.items[i])->kw_span,
+                                    "static_range() takes no keyword arguments");
+            if ($6.n < 2 || $6.n > 3) {
+                kiln_diag_error(ps->c, SPAN(@4), "static_range() takes 2 or 3 arguments, got %d", $6.n);
+            } else {
+                $$->lo = $6.items[0];
+                $$->hi = $6.items[1];
+                $$->step = $6.n == 3 ? $6.items[2] : NULL;
+            }
+            $$->body = $8;
+            $$->depth = 1 + block_depth($8);
+            kiln_ast_check_depth(ps, $$->depth, SPAN(@1));
+        }
     | if_stmt           { $$ = $1; }
     | RETURN ';'        { $$ = kiln_ast_stmt(ps, KILN_STMT_RETURN, SPAN(@$)); }
     | RETURN expr ';'

@@ -2603,8 +2603,91 @@ static bool need_i32_scalar(Sema *S, KilnExpr *e, const char *what) {
   return true;
 }
 
+static void check_scoped_block(Sema *S, KilnBlock *b, bool shared);
+
+/* Most iterations a static_range may unroll into: each is a copy of the body to check and emit. */
+enum { MAX_STATIC_RANGE = 1024 };
+
+/* for = "for" IDENT "in" "static_range" "(" lo "," hi ["," step] ")" block: the bounds are
+ * compile-time constants and the body is checked once per iteration, a copy of it after a `let`
+ * of the loop variable as that iteration's constant (so the variable may size tiles and index
+ * axes); mlirgen emits the copies in order, as straight-line code. Nothing may leave it early
+ * (break, return), as in Triton. */
+static void check_static_for(Sema *S, KilnStmt *s) {
+  s->copies = NULL;
+  s->ncopies = 0;
+  if (!s->lo) return; /* the parser reported the arguments */
+  int64_t b[3] = {0, 0, 1};
+  KilnExpr *e[3] = {s->lo, s->hi, s->step};
+  const char *what[3] = {"static_range start", "static_range end", "static_range step"};
+  bool ok = true;
+  for (int i = 0; i < 3; i++) {
+    if (!e[i] || !need_i32_scalar(S, e[i], what[i])) {
+      ok = ok && (e[i] == NULL);
+      continue;
+    }
+    if (!e[i]->is_const) {
+      ERR(S, e[i]->span, "%s must be a compile-time integer constant", what[i]);
+      ok = false;
+    } else {
+      b[i] = e[i]->ival;
+    }
+  }
+  if (!ok) return;
+  if (b[2] == 0) {
+    ERR(S, s->step->span, "static_range step must not be zero");
+    return;
+  }
+  if (s->exit_name) {
+    ERR(S, s->span, "a static_range loop is unrolled: break and return cannot leave it");
+    return;
+  }
+  int64_t n = b[2] > 0 ? (b[1] > b[0] ? (b[1] - b[0] + b[2] - 1) / b[2] : 0)
+                       : (b[0] > b[1] ? (b[0] - b[1] - b[2] - 1) / -b[2] : 0);
+  if (n > MAX_STATIC_RANGE) {
+    ERR(S, s->span, "static_range of %" PRId64 " iterations: at most %d are unrolled (use range)",
+        n, MAX_STATIC_RANGE);
+    return;
+  }
+  s->copies = kiln_arena_alloc(S->ar, sizeof *s->copies * (size_t)(n + 1));
+  for (int64_t k = 0; k < n; k++) {
+    KilnExpr *v = kiln_arena_alloc(S->ar, sizeof *v);
+    v->kind = KILN_EXPR_INT;
+    v->span = s->decl->span;
+    v->ival = b[0] + k * b[2];
+    KilnStmt *let = kiln_arena_alloc(S->ar, sizeof *let);
+    let->kind = KILN_STMT_LET;
+    let->span = s->decl->span;
+    let->decl = kiln_arena_alloc(S->ar, sizeof *let->decl);
+    let->decl->kind = KILN_DECL_LET;
+    let->decl->name = s->decl->name;
+    let->decl->span = s->decl->span;
+    let->init = v;
+    KilnBlock *body = kiln_ast_clone_block(S->ar, s->body);
+    KilnBlock *copy = kiln_arena_alloc(S->ar, sizeof *copy);
+    copy->stmts = kiln_arena_alloc(S->ar, sizeof *copy->stmts * (size_t)(body->nstmts + 2));
+    copy->stmts[0] = let;
+    for (int i = 0; i < body->nstmts; i++) copy->stmts[1 + i] = body->stmts[i];
+    copy->nstmts = body->nstmts + 1;
+    copy->span = body->span;
+    size_t errors_before = S->c->nerrors;
+    check_scoped_block(S, copy, false);
+    s->copies[s->ncopies++] = copy;
+    if (S->c->nerrors != errors_before) {
+      kiln_diag_add(S->c, KILN_SEV_NOTE, s->decl->span,
+                    kiln_arena_printf(S->ar, "in the static_range iteration %s = %" PRId64,
+                                      s->decl->name, v->ival));
+      return; /* one iteration's errors say it; the others would repeat them */
+    }
+  }
+}
+
 /* for = "for" IDENT "in" "range" "(" lo "," hi ["," step] ")" block */
 static void check_for(Sema *S, KilnStmt *s) {
+  if (s->unroll) {
+    check_static_for(S, s);
+    return;
+  }
   if (s->lo) {
     need_i32_scalar(S, s->lo, "range start");
     need_i32_scalar(S, s->hi, "range end");

@@ -1641,7 +1641,13 @@ static bool step_is_counted(const KilnStmt *s) {
   return !(s->step->kind == KILN_EXPR_CALL && s->step->builtin == KILN_BUILTIN_NUM_PROGRAMS);
 }
 
+static void gen_block(Gen *g, const KilnBlock *blk);
+
 static void gen_for(Gen *g, const KilnStmt *s) {
+  if (s->unroll) { /* static_range: sema's copies of the body, one per iteration, in order */
+    for (int k = 0; k < s->ncopies && !g->failed; k++) gen_block(g, s->copies[k]);
+    return;
+  }
   MlirLocation loc = loc_of(g, s->span);
   KilnType i32 = {.kind = KILN_TYPE_SCALAR, .scalar = KILN_SCALAR_I32};
   MlirType i32t = mlirIntegerTypeGet(g->ctx, 32);

@@ -2831,6 +2831,47 @@ static bool test_device_assert(KilnRtDevice *dev) {
   return all_ok;
 }
 
+/* ---- static_range ------------------------------------------------------------------------- */
+
+/* static_range: unrolled loops (a carried var, tiles sized by the loop variable counting down, a
+ * static loop with a continue inside a run-time one) against the same sums in C: exact (the
+ * values make every operation exact). Past n the third plane holds 0 (v is 0 there). */
+static bool test_static_range(KilnRtDevice *dev) {
+  static const size_t ns[] = {100, 16, 1};
+  bool all_ok = true;
+  for (size_t ci = 0; ci < COUNT(ns); ci++) {
+    size_t n = ns[ci], b = 16, g = (n + b - 1) / b, total = n + 15 * g + g * b;
+    KilnDefine defs[] = {{"B", 16}};
+    char shape[32];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    KilnTestRun run;
+    run_begin(&run, dev, "static_range", defs, COUNT(defs), shape);
+    KilnRefRng rng;
+    kiln_ref_rng_init(&rng, 4700 + ci);
+    /* quarters of small integers: every product and sum is exact, so an fma (the GPU targets
+     * contract a * b + c) rounds as the separate operations do */
+    float *x = kiln_test_alloc(n, 4);
+    for (size_t i = 0; i < n; i++) x[i] = (float)((int)(kiln_ref_rng_next(&rng) % 64) - 32) / 4;
+    float *out = kiln_test_alloc(total + TAIL_ELEMS, 4), *ref = kiln_test_alloc(total, 4);
+    void *dx = kiln_test_input(&run, x, n * 4),
+         *dout = kiln_test_output(&run, (total + TAIL_ELEMS) * 4);
+    int32_t nn = (int32_t)n;
+    void *args[] = {&dx, &dout, &nn};
+    kiln_test_launch(&run, run.fn, (uint32_t)g, 1, args);
+    kiln_test_fetch(&run, out, dout, (total + TAIL_ELEMS) * 4);
+    kiln_test_check_untouched(&run, "out", out, 4, total + TAIL_ELEMS, 1, total,
+                              total + TAIL_ELEMS);
+    kiln_ref_static_range(x, ref, n, b);
+    check_bytes(&run, "sum over k", out, ref, n, 4);
+    check_bytes(&run, "segments sized by j", out + n, ref + n, 15 * g, 4);
+    check_bytes(&run, "static loop in a run-time one", out + n + 15 * g, ref + n + 15 * g, g * b,
+                4);
+    all_ok &= kiln_test_end(&run);
+    free(x), free(out), free(ref);
+  }
+  return all_ok;
+}
+
 /* ---- tensor_desc -------------------------------------------------------------------------- */
 
 /* n floats as T's bytes (f32, or f16 rounded to nearest: the tests' values are exact in both). */
@@ -4868,6 +4909,7 @@ static const struct {
     {"device_assert", test_device_assert},
     {"gather_hist", test_gather_hist},
     {"tensor_desc", test_tensor_desc},
+    {"static_range", test_static_range},
     {"matmul_desc", test_matmul_desc},
     {"rope", test_rope},
     {"device_print", test_device_print},

@@ -1156,3 +1156,27 @@ void kiln_ref_tensor_desc(const KilnRefTensorDesc *g, const float *x, const floa
           }
     }
 }
+
+void kiln_ref_static_range(const float *x, float *out, size_t n, size_t b) {
+  size_t g = (n + b - 1) / b;
+  for (size_t i = 0; i < n; i++) {
+    float acc = 0.0f;
+    for (int k = 0; k < 4; k++) acc = acc + x[i] * (float)(k + 1);
+    out[i] = acc;
+  }
+  for (size_t p = 0; p < g; p++)
+    for (int j = 3; j >= 0; j--) {
+      size_t w = (size_t)1 << j;
+      for (size_t t = 0; t < w; t++) {
+        float v = p * b + t < n ? x[p * b + t] : 0.0f;
+        out[n + p * 15 + (w - 1) + t] = v * (float)j;
+      }
+    }
+  for (size_t i = 0; i < g * b; i++) {
+    float v = i < n ? x[i] : 0.0f, acc = 0.0f;
+    for (int r = 0; r < 3; r++)
+      for (int k = 0; k < 8; k += 2)
+        if (k != 4) acc = acc + v * (float)(10 * r + k);
+    out[n + 15 * g + i] = acc;
+  }
+}

@@ -350,6 +350,10 @@ void kiln_ref_multi_return(const float *x, float *outf, int32_t *outi, size_t ro
 void kiln_ref_inline_fns(const float *x, const float *y, float *outf, int32_t *outi, size_t rows,
                          size_t cols);
 
+/* The static_range kernel (its comment says what): out has n + 15 G + G B floats for G = cdiv(n,
+ * b) programs of b elements; the products and sums in f32 in the kernel's order. */
+void kiln_ref_static_range(const float *x, float *out, size_t n, size_t b);
+
 /* The tensor_desc kernel's geometry (its comment says what each program does). */
 typedef struct KilnRefTensorDesc {
   long m, n, sx, sy, bm, bn, sm, sn; /* 2-D: x, y */
